@@ -1,0 +1,208 @@
+//! Act: carry out one planned [`Action`]. Each effect is small and idempotent, and every
+//! multi-step one (dispatch, finish, cleanup) checks before each step whether it was already
+//! done, so a pass killed at any instant is finished by the next. The hidden fault switch
+//! `GUILD_HALL_FAULT=<action>:<step>` stops the process dead after that step, for tests.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use serde_yaml_ng::Value;
+
+use crate::artifact::commission::content_hash;
+use crate::artifact::write::{self, Edit};
+use crate::config::{Home, Project};
+use crate::git::{self, MergeOutcome};
+use crate::observe::Snapshot;
+use crate::plan::{timestamp, Action, Sig, Update};
+use crate::process::{self, Launch};
+use crate::runtime::{write_json, ExitInfo, StateDir};
+use crate::timeline;
+use crate::worker::Checkout;
+
+/// What became of an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// The artifact changed since it was observed: our write was dropped, the key re-planned.
+    Dropped,
+    /// Cannot proceed yet (e.g. the integration checkout has local changes); says why.
+    Waiting(String),
+}
+
+/// What every effect needs.
+pub struct Ctx<'a> {
+    pub home: &'a Home,
+    pub project: &'a Project,
+    pub snapshot: &'a Snapshot,
+}
+
+impl Ctx<'_> {
+    fn state(&self, id: &str) -> StateDir {
+        StateDir(self.home.commission_state(&self.project.name, id))
+    }
+    fn artifact_path(&self, id: &str) -> std::path::PathBuf {
+        self.project.commissions_dir().join(format!("{id}.md"))
+    }
+    fn integration(&self) -> &str {
+        &self.project.config.integration_branch
+    }
+}
+
+/// Stop dead after `step` of `action` when the fault switch says so.
+fn fault(action: &str, step: u32) {
+    if let Ok(f) = std::env::var("GUILD_HALL_FAULT") {
+        if f == format!("{action}:{step}") {
+            eprintln!("guild-hall: fault injection: stopping after {action} step {step}");
+            std::process::exit(86);
+        }
+    }
+}
+
+pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
+    match action {
+        Action::Update(u) => apply_update(ctx, u),
+        Action::Dispatch { update, attempt, branch, worker, resume } => dispatch(ctx, update, *attempt, branch, worker, *resume),
+        Action::Signal { pgid, signal, update, .. } => {
+            apply_update(ctx, update)?;
+            let sig = match signal {
+                Sig::Term => nix::sys::signal::Signal::SIGTERM,
+                Sig::Kill => nix::sys::signal::Signal::SIGKILL,
+            };
+            process::signal_group(*pgid, sig)?;
+            Ok(Outcome::Done)
+        }
+        Action::Finish { update, conflict, attempt, branch, summary } => finish(ctx, update, conflict, *attempt, branch, summary),
+        Action::Cleanup { id, attempt, branch: _, why } => {
+            let wt = ctx.home.worktree(&ctx.project.name, id);
+            git::commit_all(&wt, &format!("guild-hall: {why} of {id} (attempt {attempt})"))?;
+            fault("cleanup", 1);
+            git::remove_worktree(&ctx.project.root, &wt)?;
+            fault("cleanup", 2);
+            Ok(Outcome::Done)
+        }
+        Action::Heartbeat { id, beat } => {
+            write_json(&ctx.state(id).heartbeat(), beat)?;
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+/// Timeline first, then the record, then the artifact (dropped if it changed since observed).
+pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
+    let path = ctx.artifact_path(&u.id);
+    timeline::append(&timeline::path_for(&path), &u.events)?;
+    if let Some(r) = &u.record {
+        write_json(&ctx.state(&u.id).record(), r)?;
+    }
+    if u.edits.is_empty() {
+        return Ok(Outcome::Done);
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    if content_hash(&text) != u.expect_hash {
+        return Ok(Outcome::Dropped);
+    }
+    let new = write::apply(&text, &u.edits).with_context(|| format!("editing {}", path.display()))?;
+    if new != text {
+        crate::runtime::write_atomic(&path, new.as_bytes())?;
+    }
+    Ok(Outcome::Done)
+}
+
+fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: &str, resume: bool) -> Result<Outcome> {
+    let id = &update.id;
+    let state = ctx.state(id);
+    std::fs::create_dir_all(&state.0)?;
+    if !resume {
+        // A fresh attempt starts with no heartbeat history.
+        let _ = std::fs::remove_file(state.heartbeat());
+    }
+    apply_update(ctx, update)?;
+    fault("dispatch", 1);
+    let commission = ctx.snapshot.get(id).context("commission vanished from the snapshot")?;
+    let activation = ctx.snapshot.workers.for_commission(worker).and_then(|pkg| pkg.resolve_command().map(|argv| (pkg, argv)));
+    let (pkg, argv) = match activation {
+        Ok(v) => v,
+        Err(why) => {
+            // Recorded like a worker that could not start: the next plan fails the commission.
+            let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why.clone()), finished_at: chrono::Utc::now() };
+            write_json(&state.exit(), &exit)?;
+            return Ok(Outcome::Done);
+        }
+    };
+    let repo = git::open(&ctx.project.root)?;
+    git::ensure_branch(&repo, branch, ctx.integration())?;
+    fault("dispatch", 2);
+    let wt = ctx.home.worktree(&ctx.project.name, id);
+    git::add_worktree(&ctx.project.root, &wt, branch, ctx.integration(), pkg.manifest.checkout == Checkout::Sparse)?;
+    fault("dispatch", 3);
+
+    std::fs::write(state.prompt(), &commission.artifact.body)?;
+    let res = &commission.artifact.resources;
+    let max_turns = res.max_turns.or(pkg.manifest.resources.max_turns).unwrap_or(150);
+    let max_budget = res.max_budget_usd.or(pkg.manifest.resources.max_budget_usd).unwrap_or(2.0);
+    let exe = std::env::current_exe()?;
+    let mut env: BTreeMap<String, String> = pkg.manifest.env.clone();
+    let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
+    env.extend([
+        ("GUILD_HALL_COMMISSION".to_string(), id.clone()),
+        ("GUILD_HALL_PROJECT".into(), p(&ctx.project.root)),
+        ("GUILD_HALL_WORKTREE".into(), p(&wt)),
+        ("GUILD_HALL_PROMPT_FILE".into(), p(&state.prompt())),
+        ("GUILD_HALL_MAILBOX".into(), p(&state.mailbox())),
+        ("GUILD_HALL_BIN".into(), p(&exe)),
+        ("GUILD_HALL_HOME".into(), p(&ctx.home.root)),
+        ("GUILD_HALL_ATTEMPT".into(), attempt.to_string()),
+        ("GUILD_HALL_WORKER".into(), pkg.manifest.name.clone()),
+        ("GUILD_HALL_MAX_TURNS".into(), max_turns.to_string()),
+        ("GUILD_HALL_MAX_BUDGET_USD".into(), max_budget.to_string()),
+    ]);
+    process::spawn_shim(&Launch { state, attempt, cwd: wt, argv, env })?;
+    fault("dispatch", 4);
+    Ok(Outcome::Done)
+}
+
+fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branch: &str, summary: &str) -> Result<Outcome> {
+    let id = &update.id;
+    let wt = ctx.home.worktree(&ctx.project.name, id);
+    git::commit_all(&wt, &format!("guild-hall: work left in the worktree by {id} (attempt {attempt})"))?;
+    fault("finish", 1);
+    let repo = git::open(&ctx.project.root)?;
+    let title = ctx.snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
+    let first_line = summary.lines().next().unwrap_or("").trim();
+    let message = format!("{title} ({id})\n\n{first_line}\n\n{summary}").replace("\n\n\n\n", "\n\n");
+    let trailer = format!("Guild-Hall-Commission: {id} attempt {attempt}");
+    let now = timestamp(chrono::Utc::now());
+    let merge_event = |commit: String| {
+        timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
+    };
+    let mut done = update.clone();
+    match git::squash_merge(&repo, ctx.integration(), branch, &message, &trailer)? {
+        MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid) => done.events.push(merge_event(oid.to_string())),
+        MergeOutcome::NothingToMerge => done.events.push(merge_event("nothing to merge".into())),
+        MergeOutcome::Conflicts(paths) => {
+            let mut failed = conflict.clone();
+            let reason = format!("merge conflict outside .lore/ in: {}; branch {branch} kept", paths.join(", "));
+            failed.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
+            failed.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
+            failed.events.push(timeline::event(&now, "anomaly", format!("conflict:{attempt}"), json!({"text": reason})));
+            git::remove_worktree(&ctx.project.root, &wt)?;
+            return apply_update(ctx, &failed);
+        }
+        MergeOutcome::Waiting(why) => {
+            let text = format!("merge waiting: {why}");
+            let path = ctx.artifact_path(id);
+            let current = std::fs::read_to_string(&path)?;
+            if !current.contains(&text) && content_hash(&current) == update.expect_hash {
+                let mut note = Update { id: id.clone(), expect_hash: update.expect_hash, edits: vec![], record: None, events: vec![] };
+                note.edits.push(Edit::Set("reason".into(), Value::String(text.clone())));
+                apply_update(ctx, &note)?;
+            }
+            return Ok(Outcome::Waiting(text));
+        }
+    }
+    fault("finish", 2);
+    git::remove_worktree(&ctx.project.root, &wt)?;
+    fault("finish", 3);
+    apply_update(ctx, &done)
+}

@@ -1,0 +1,288 @@
+//! The commission artifact: its status vocabulary, the intent keys a person writes, the keys
+//! the reconciler owns, and validation with `file:line:col` problems. Pure: no I/O.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_yaml_ng::{Mapping, Value};
+
+use super::frontmatter::{key_position, split, Problem};
+use crate::ids;
+
+/// The commission state machine's states (REQ-COM-5, plus `draft`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Draft,
+    Pending,
+    Blocked,
+    Dispatched,
+    InProgress,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 8] = [
+        Status::Draft,
+        Status::Pending,
+        Status::Blocked,
+        Status::Dispatched,
+        Status::InProgress,
+        Status::Completed,
+        Status::Failed,
+        Status::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Draft => "draft",
+            Status::Pending => "pending",
+            Status::Blocked => "blocked",
+            Status::Dispatched => "dispatched",
+            Status::InProgress => "in_progress",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// A worker process belongs to this state.
+    pub fn is_active(self) -> bool {
+        matches!(self, Status::Dispatched | Status::InProgress)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A one-shot request written by a person or tool into `desired:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Desired {
+    Dispatched,
+    Cancelled,
+}
+
+impl Desired {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Desired::Dispatched => "dispatched",
+            Desired::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Optional per-commission overrides of the worker package's resource bounds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    pub max_turns: Option<u64>,
+    pub max_budget_usd: Option<f64>,
+}
+
+/// The keys only the reconciler writes.
+pub const OWNED_KEYS: [&str; 10] =
+    ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "completed"];
+
+/// A parsed, validated commission artifact.
+#[derive(Debug, Clone)]
+pub struct Commission {
+    pub id: String,
+    pub path: PathBuf,
+    /// Hash of the file's bytes when read: writes are dropped if it changed since.
+    pub hash: u64,
+    pub title: Option<String>,
+    /// `None` when the file has no `status:` (a new file: taken as pending).
+    pub status: Option<Status>,
+    pub worker: String,
+    pub dependencies: Vec<String>,
+    pub resources: Resources,
+    pub desired: Option<Desired>,
+    /// The frontmatter as parsed, to compare the reconciler's keys against what it wants.
+    pub fields: Mapping,
+    pub body: String,
+}
+
+impl Commission {
+    /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
+    pub fn parse(path: &Path, text: &str) -> Result<Commission, Vec<Problem>> {
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];
+        if let Err(e) = ids::validate_id(stem) {
+            return Err(at(1, 1, format!("bad file name: {e}")));
+        }
+        let split = split(text).map_err(|(line, msg)| at(line, 1, msg))?;
+        let value: Value = serde_yaml_ng::from_str(split.yaml).map_err(|e| {
+            let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+            at(split.first_line + line - 1, col, format!("invalid YAML: {e}"))
+        })?;
+        let fields = match value {
+            Value::Mapping(m) => m,
+            Value::Null => Mapping::new(),
+            _ => return Err(at(split.first_line, 1, "frontmatter must be a mapping of keys to values".into())),
+        };
+        let mut problems = Vec::new();
+        let mut bad = |key: &str, msg: String| {
+            let (line, col) = key_position(&split, key);
+            problems.push(Problem::new(path, line, col, msg));
+        };
+        let get = |k: &str| fields.get(k);
+
+        let status = match get("status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match Status::parse(s) {
+                Some(st) => Some(st),
+                None => {
+                    bad("status", format!("unknown status {s:?} (expected one of: draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled)"));
+                    None
+                }
+            },
+            Some(_) => {
+                bad("status", "status must be a string".into());
+                None
+            }
+        };
+        let worker = match get("worker") {
+            Some(Value::String(w)) if ids::validate_id(w).is_ok() => w.clone(),
+            Some(Value::String(w)) => {
+                bad("worker", format!("bad worker name {w:?}: {}", ids::IdError::Id(w.clone())));
+                String::new()
+            }
+            Some(_) => {
+                bad("worker", "worker must be a package name".into());
+                String::new()
+            }
+            None => {
+                bad("worker", "missing required key `worker:` (which worker package does this)".into());
+                String::new()
+            }
+        };
+        let mut dependencies = Vec::new();
+        match get("dependencies") {
+            None | Some(Value::Null) => {}
+            Some(Value::Sequence(items)) => {
+                for item in items {
+                    match item.as_str().map(ids::validate_rel_path) {
+                        Some(Ok(p)) => dependencies.push(p),
+                        Some(Err(e)) => bad("dependencies", format!("bad dependency: {e}")),
+                        None => bad("dependencies", "dependencies must be a list of paths".into()),
+                    }
+                }
+            }
+            Some(_) => bad("dependencies", "dependencies must be a list of paths".into()),
+        }
+        let resources = match get("resources") {
+            None | Some(Value::Null) => Resources::default(),
+            Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
+                bad("resources", format!("bad resources: {e} (allowed: max_turns, max_budget_usd)"));
+                Resources::default()
+            }),
+        };
+        let desired = match get("desired") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s == "dispatched" => Some(Desired::Dispatched),
+            Some(Value::String(s)) if s == "cancelled" => Some(Desired::Cancelled),
+            Some(v) => {
+                bad("desired", format!("unknown request desired: {} (expected dispatched or cancelled)", show(v)));
+                None
+            }
+        };
+        let title = get("title").and_then(Value::as_str).map(str::to_string);
+        if split.body.trim().is_empty() {
+            let line = split.first_line + split.yaml.lines().count() + 1;
+            problems.push(Problem::new(path, line, 1, "missing body: the text after the frontmatter is the worker's prompt"));
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        Ok(Commission {
+            id: stem.to_string(),
+            path: path.to_path_buf(),
+            hash: h.finish(),
+            title,
+            status,
+            worker,
+            dependencies,
+            resources,
+            desired,
+            fields,
+            body: split.body.to_string(),
+        })
+    }
+
+    /// The `created:` stamp as written (the FIFO key), if any.
+    pub fn created(&self) -> Option<&str> {
+        self.fields.get("created").and_then(Value::as_str)
+    }
+
+    pub fn attempt(&self) -> u32 {
+        self.fields.get("attempt").and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0)
+    }
+
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
+    }
+
+    pub fn str_field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).and_then(Value::as_str)
+    }
+}
+
+/// Hash of a file's bytes, as [`Commission::hash`] computes it.
+pub fn content_hash(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+fn show(v: &Value) -> String {
+    serde_yaml_ng::to_string(v).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Commission, Vec<Problem>> {
+        Commission::parse(Path::new(".lore/commissions/c1.md"), text)
+    }
+
+    #[test]
+    fn parses_a_commission() {
+        let c = parse("---\ntitle: T\nworker: scribe\nstatus: pending\ndependencies: [a/b.md]\n---\nDo it.\n").unwrap();
+        assert_eq!(c.id, "c1");
+        assert_eq!(c.status, Some(Status::Pending));
+        assert_eq!(c.dependencies, vec!["a/b.md"]);
+        assert_eq!(c.body, "Do it.\n");
+    }
+
+    #[test]
+    fn reports_problems_with_positions() {
+        let e = parse("---\ntitle: T\nworker: scribe\nstatus: banana\n---\nbody\n").unwrap_err();
+        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled)");
+        let e = parse("---\ntitle: [\nworker: x\n---\nbody\n").unwrap_err();
+        assert!(e[0].message.starts_with("invalid YAML"), "{e:?}");
+        let e = parse("---\nworker: scribe\n---\n\n").unwrap_err();
+        assert!(e[0].message.contains("missing body"));
+        let e = parse("---\nworker: scribe\ndependencies: [../../etc/passwd]\n---\nx\n").unwrap_err();
+        assert!(e[0].message.contains("bad dependency"));
+        assert!(Commission::parse(Path::new("x/Bad Name.md"), "---\nworker: a\n---\nb\n").is_err());
+    }
+}

@@ -1,0 +1,9 @@
+//! Markdown artifacts under `.lore/`: split frontmatter from body, parse and validate it into
+//! typed commissions, and write the reconciler's keys back surgically. Decides nothing.
+
+pub mod commission;
+pub mod frontmatter;
+pub mod write;
+
+pub use commission::{Commission, Desired, Status};
+pub use frontmatter::Problem;

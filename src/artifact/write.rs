@@ -1,0 +1,159 @@
+//! Surgical frontmatter writes: only the keys asked for change; comments, key order, quoting
+//! and the body stay byte-for-byte. Every edit is checked by re-parsing before it is returned,
+//! so a formatting bug can never silently change a person's values.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use serde_yaml_ng::Value;
+use yaml_edit::{Document, ScalarValue, YamlValue};
+
+use super::frontmatter::split;
+
+/// One change to a top-level frontmatter key.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Edit {
+    Set(String, Value),
+    Remove(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("frontmatter cannot be edited: {0}")]
+    Unparsable(String),
+    #[error("edit check failed (nothing written): {0}")]
+    Verify(String),
+}
+
+/// Apply `edits` to the file text, returning the new text.
+pub fn apply(text: &str, edits: &[Edit]) -> Result<String, WriteError> {
+    let sp = split(text).map_err(|(_, m)| WriteError::Unparsable(m))?;
+    let before: Value = serde_yaml_ng::from_str(sp.yaml).map_err(|e| WriteError::Unparsable(e.to_string()))?;
+    let mut yaml = if sp.yaml.trim().is_empty() { String::new() } else { sp.yaml.to_string() };
+    for edit in edits {
+        yaml = apply_one(&yaml, edit)?;
+    }
+    if !yaml.is_empty() && !yaml.ends_with('\n') {
+        yaml.push('\n');
+    }
+    let after: Value = serde_yaml_ng::from_str(&yaml).map_err(|e| WriteError::Verify(format!("result does not parse: {e}")))?;
+    verify(&before, &after, edits)?;
+    let mut out = String::with_capacity(text.len() + 64);
+    out.push_str(&text[..sp.yaml_range.start]);
+    out.push_str(&yaml);
+    out.push_str(&text[sp.yaml_range.end..]);
+    Ok(out)
+}
+
+fn apply_one(yaml: &str, edit: &Edit) -> Result<String, WriteError> {
+    let doc = if yaml.trim().is_empty() {
+        Document::new_mapping()
+    } else {
+        Document::from_str(yaml).map_err(|e| WriteError::Unparsable(e.to_string()))?
+    };
+    match edit {
+        Edit::Set(k, v) => {
+            if !doc.set(k.as_str(), to_yaml(v)) {
+                return Err(WriteError::Unparsable("frontmatter is not a mapping".into()));
+            }
+        }
+        Edit::Remove(k) => {
+            doc.remove(k.as_str());
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// Every key we set has exactly its value, every key we removed is gone, every other key is
+/// untouched.
+fn verify(before: &Value, after: &Value, edits: &[Edit]) -> Result<(), WriteError> {
+    let empty = serde_yaml_ng::Mapping::new();
+    let b = before.as_mapping().unwrap_or(&empty);
+    let a = after.as_mapping().ok_or_else(|| WriteError::Verify("frontmatter is no longer a mapping".into()))?;
+    let mut want: BTreeMap<String, Option<&Value>> = BTreeMap::new();
+    for e in edits {
+        match e {
+            Edit::Set(k, v) => want.insert(k.clone(), Some(v)),
+            Edit::Remove(k) => want.insert(k.clone(), None),
+        };
+    }
+    for (k, v) in &want {
+        let got = a.get(k.as_str());
+        if got != *v && !(v.is_none() && got.is_none()) {
+            return Err(WriteError::Verify(format!("key {k:?} came out as {got:?}, wanted {v:?}")));
+        }
+    }
+    for (k, v) in b {
+        let key = k.as_str().unwrap_or_default();
+        if !want.contains_key(key) && a.get(k) != Some(v) {
+            return Err(WriteError::Verify(format!("key {key:?} would have changed")));
+        }
+    }
+    for k in a.keys() {
+        let key = k.as_str().unwrap_or_default();
+        if !want.contains_key(key) && !b.contains_key(k) {
+            return Err(WriteError::Verify(format!("key {key:?} would have appeared")));
+        }
+    }
+    Ok(())
+}
+
+fn to_yaml(v: &Value) -> YamlValue {
+    match v {
+        Value::Null => YamlValue::Scalar(ScalarValue::null()),
+        Value::Bool(b) => YamlValue::from(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => YamlValue::from(i),
+            None => YamlValue::from(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => YamlValue::Scalar(ScalarValue::string(s.as_str())),
+        Value::Sequence(items) => YamlValue::Sequence(items.iter().map(to_yaml).collect()),
+        Value::Mapping(m) => YamlValue::Mapping(
+            m.iter().map(|(k, v)| (k.as_str().map(str::to_string).unwrap_or_else(|| format!("{k:?}")), to_yaml(v))).collect(),
+        ),
+        Value::Tagged(t) => to_yaml(&t.value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Value {
+        Value::String(v.into())
+    }
+
+    #[test]
+    fn keeps_comments_order_and_body() {
+        let text = "---\n# who does it\nworker:   scribe   # the scribe\ntitle: 'Quoted title'\nstatus: pending\n---\nBody\n  stays\n";
+        let out = apply(text, &[Edit::Set("status".into(), s("dispatched")), Edit::Set("attempt".into(), Value::from(1))]).unwrap();
+        assert!(out.contains("# who does it\nworker:   scribe   # the scribe\ntitle: 'Quoted title'\n"), "{out}");
+        assert!(out.contains("status: dispatched"), "{out}");
+        assert!(out.ends_with("---\nBody\n  stays\n"), "{out}");
+    }
+
+    #[test]
+    fn sets_structured_and_tricky_values() {
+        let text = "---\nworker: scribe\ndesired: cancelled\n---\nBody\n";
+        let mut result = serde_yaml_ng::Mapping::new();
+        result.insert(s("summary"), s("Done: all 3 items\nsecond line, with 'quotes' and # hash"));
+        result.insert(s("artifacts"), Value::Sequence(vec![s(".lore/a.md")]));
+        let edits = [
+            Edit::Remove("desired".into()),
+            Edit::Set("result".into(), Value::Mapping(result)),
+            Edit::Set("progress".into(), s("yes")),
+            Edit::Set("reason".into(), s("- starts with a dash: and colon")),
+            Edit::Set("questions".into(), Value::Sequence(vec![s("why?"), s("true")])),
+            Edit::Set("created".into(), s("2026-11-22T10:00:00Z")),
+        ];
+        let out = apply(text, &edits).unwrap();
+        assert!(!out.contains("desired"), "{out}");
+        assert!(out.ends_with("---\nBody\n"));
+    }
+
+    #[test]
+    fn empty_frontmatter() {
+        let out = apply("---\n---\nBody\n", &[Edit::Set("status".into(), s("pending"))]).unwrap();
+        assert_eq!(out, "---\nstatus: pending\n---\nBody\n");
+    }
+}

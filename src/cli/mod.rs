@@ -1,0 +1,174 @@
+//! Command-line front end: clap definitions and thin handlers that call the library. No
+//! business logic lives here; output formatting (tables, JSON) does.
+
+mod commission;
+mod show;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::config::{Home, Project};
+
+/// guild-hall turns markdown commissions into running, merged agent work.
+///
+/// Write a commission under .lore/commissions/, then run `guild-hall reconcile --once --wait`
+/// (or keep `guild-hall watch` running): each commission gets its own branch, worktree and
+/// worker process, and finished work is squash-merged into the integration branch.
+#[derive(Debug, Parser)]
+#[command(name = "guild-hall", version, propagate_version = true)]
+pub struct Cli {
+    /// Project directory (any directory inside the git repository). Default: current directory.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Home for worktrees, runtime state and config. Default: $GUILD_HALL_HOME, else ~/.guild-hall.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// More log detail (-v info, -vv debug). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set up the project: .lore/ directories, the integration branch, registration. Idempotent.
+    Init,
+    /// Observe, plan and act until nothing more can be done now.
+    Reconcile(ReconcileArgs),
+    /// Show commissions: status, worker, attempt, age, heartbeat, progress or reason.
+    Status {
+        /// Only this commission.
+        id: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create, dispatch, cancel or re-dispatch commissions.
+    #[command(subcommand)]
+    Commission(commission::CommissionCmd),
+    /// Show a commission's activity timeline.
+    Timeline {
+        id: String,
+        /// Print the raw JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a worker's captured stdout and stderr.
+    Logs {
+        id: String,
+        /// Which attempt (default: the latest).
+        #[arg(long)]
+        attempt: Option<u32>,
+    },
+    /// Validate every artifact and worker package; exit 1 if any is invalid.
+    Check {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List discovered worker packages and where each was found.
+    Workers {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tools for worker processes: report progress, submit a result, log questions and decisions.
+    #[command(subcommand)]
+    Toolbox(commission::ToolboxCmd),
+    /// The supervisor that runs one worker process (internal).
+    #[command(hide = true)]
+    Shim {
+        #[arg(long)]
+        state_dir: PathBuf,
+        #[arg(long)]
+        attempt: u32,
+        #[arg(long)]
+        cwd: PathBuf,
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReconcileArgs {
+    /// One pass, then exit (the only mode of this command; `guild-hall watch` runs continuously).
+    #[arg(long)]
+    pub once: bool,
+    /// Print the plan; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Keep passing until every commission is settled (terminal, draft, or blocked on nothing
+    /// that is running).
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: give up after this long (e.g. 90s, 10m) and exit 1.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Print the actions taken (or planned) as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// The project and home every project command needs.
+pub(crate) struct Env {
+    pub home: Home,
+    pub project: Project,
+}
+
+impl Env {
+    fn load(cli: &Cli) -> Result<Env> {
+        let dir = match &cli.project {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().context("reading the current directory")?,
+        };
+        let home = Home::resolve(cli.home.as_deref())?;
+        let project = Project::open(&dir)?;
+        Ok(Env { home, project })
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    match &cli.command {
+        Command::Shim { state_dir, attempt, cwd, argv } => {
+            let code = crate::process::run_shim(state_dir, *attempt, cwd, argv)?;
+            Ok(ExitCode::from(code.clamp(0, 255) as u8))
+        }
+        Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
+        Command::Init => {
+            let env = Env::load(&cli)?;
+            commission::init(&env)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Reconcile(args) => show::reconcile(&Env::load(&cli)?, args).map(ok),
+        Command::Status { id, json } => show::status(&Env::load(&cli)?, id.as_deref(), *json).map(ok),
+        Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
+        Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
+        Command::Logs { id, attempt } => show::logs(&Env::load(&cli)?, id, *attempt).map(|_| ExitCode::SUCCESS),
+        Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),
+        Command::Workers { json } => show::workers(&Env::load(&cli)?, *json).map(|_| ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,220 @@
+//! Commands that report: `reconcile` (its output), `status`, `timeline`, `logs`, `check`,
+//! `workers`. Formatting only; the work is done by the library.
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::{Env, ReconcileArgs};
+use crate::artifact::Problem;
+use crate::ids;
+use crate::observe::{observe, Observed, Proc};
+use crate::reconcile::{self, Options};
+use crate::runtime::{read_json, Record, StateDir};
+use crate::timeline;
+
+pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
+    let opts = Options { dry_run: args.dry_run, wait: args.wait, timeout: args.timeout };
+    let json = args.json;
+    let report = reconcile::reconcile(&env.home, &env.project, &opts, |e| {
+        if json {
+            return;
+        }
+        let mark = if !e.ok { "FAILED " } else if e.error.is_some() { "waiting " } else { "" };
+        println!("{}{:<28} {mark}{}", if opts.dry_run { "would: " } else { "" }, e.id, e.detail);
+        if let Some(err) = &e.error {
+            println!("{:<28}   {err}", "");
+        }
+        let _ = std::io::stdout().flush();
+    })?;
+    for p in &report.problems {
+        eprintln!("{p}");
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.entries)?);
+    } else if report.entries.is_empty() && report.problems.is_empty() {
+        println!("nothing to do");
+    }
+    if report.timed_out {
+        eprintln!("error: timed out before every commission settled");
+    }
+    Ok(!report.failed())
+}
+
+fn age(now: DateTime<Utc>, then: Option<DateTime<Utc>>) -> String {
+    match then {
+        Some(t) => {
+            let secs = now.signed_duration_since(t).num_seconds().max(0) as u64;
+            let d = std::time::Duration::from_secs(if secs >= 3600 { secs / 60 * 60 } else { secs });
+            humantime::format_duration(d).to_string().replace(' ', "")
+        }
+        None => "-".into(),
+    }
+}
+
+fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
+    let s = s?;
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()))
+}
+
+fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
+    let a = &o.artifact;
+    let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(serde_json::Value::Null);
+    json!({
+        "id": a.id,
+        "title": a.title,
+        "status": a.status.map(|s| s.as_str()).unwrap_or("pending"),
+        "worker": a.worker,
+        "attempt": a.attempt(),
+        "branch": a.str_field("branch"),
+        "progress": a.str_field("progress"),
+        "reason": a.str_field("reason"),
+        "result": yaml_json("result"),
+        "questions": yaml_json("questions"),
+        "created": a.created(),
+        "desired": a.desired.map(|d| d.as_str()),
+        "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Dead => "exited", Proc::NotStarted => "none" },
+        "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
+        "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
+        "path": a.path,
+    })
+}
+
+pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
+    if let Some(id) = id {
+        ids::validate_id(id)?;
+    }
+    let snap = observe(&env.home, &env.project)?;
+    let now = snap.now;
+    let mut rows: Vec<serde_json::Value> = snap.commissions.iter().filter(|o| id.is_none_or(|i| o.id() == i)).map(|o| row(o, now)).collect();
+    let problems: Vec<&Problem> = snap
+        .problems
+        .iter()
+        .filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i)))
+        .collect();
+    for p in &problems {
+        if p.path.extension().is_some_and(|e| e == "md") {
+            let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+            rows.push(json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}));
+        }
+    }
+    if let Some(id) = id {
+        if rows.is_empty() {
+            bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
+        }
+    }
+    if json_out {
+        let out = if id.is_some() { rows[0].clone() } else { serde_json::Value::Array(rows) };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(true);
+    }
+    if let Some(holder) = crate::reconcile::lock_holder(&env.home, &env.project) {
+        println!("reconciler: {holder}");
+    }
+    if rows.is_empty() {
+        println!("no commissions in {}", env.project.commissions_dir().display());
+        return Ok(true);
+    }
+    println!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
+    for r in &rows {
+        let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+        let note = if s("status") == "invalid" || !s("reason").is_empty() && s("status") != "in_progress" { s("reason") } else { s("progress") };
+        let beat = r["heartbeat_age_secs"].as_i64().map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
+        println!(
+            "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
+            s("id"),
+            s("status"),
+            s("worker"),
+            r["attempt"].as_u64().unwrap_or(0),
+            age(now, parse_time(r["created"].as_str())),
+            beat,
+            note.lines().next().unwrap_or("")
+        );
+    }
+    Ok(problems.is_empty())
+}
+
+pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
+    ids::validate_id(id)?;
+    let artifact = env.project.commissions_dir().join(format!("{id}.md"));
+    let path = timeline::path_for(&artifact);
+    if !artifact.exists() && !path.exists() {
+        bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
+    }
+    for e in timeline::read(&path)? {
+        if json_out {
+            println!("{}", serde_json::to_string(&e)?);
+        } else {
+            println!("{}", timeline::render(&e));
+        }
+    }
+    Ok(())
+}
+
+pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
+    ids::validate_id(id)?;
+    let state = StateDir(env.home.commission_state(&env.project.name, id));
+    let attempt = match attempt {
+        Some(a) => a,
+        None => match read_json::<Record>(&state.record())? {
+            Some(r) if r.attempt > 0 => r.attempt,
+            _ => bail!("{id} has not been dispatched yet: no logs"),
+        },
+    };
+    let path = state.log(attempt);
+    let bytes = std::fs::read(&path).with_context(|| format!("no log for {id} attempt {attempt} ({})", path.display()))?;
+    std::io::stdout().write_all(&bytes)?;
+    Ok(())
+}
+
+pub fn check(env: &Env, json_out: bool) -> Result<bool> {
+    let snap = observe(&env.home, &env.project)?;
+    let mut problems = snap.problems.clone();
+    for o in &snap.commissions {
+        if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
+            let text = std::fs::read_to_string(&o.artifact.path).unwrap_or_default();
+            let (line, col) = crate::artifact::frontmatter::split(&text)
+                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
+                .unwrap_or((1, 1));
+            problems.push(Problem::new(&o.artifact.path, line, col, why));
+        }
+    }
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&problems)?);
+    } else if problems.is_empty() {
+        println!("ok: {} commissions, {} worker packages", snap.commissions.len(), snap.workers.packages.len());
+    } else {
+        for p in &problems {
+            println!("{p}");
+        }
+    }
+    Ok(problems.is_empty())
+}
+
+pub fn workers(env: &Env, json_out: bool) -> Result<()> {
+    let cat = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
+    if json_out {
+        let list: Vec<_> = cat.packages.values().collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    if cat.packages.is_empty() {
+        println!("no worker packages in .lore/workers/ or {}", env.home.workers_dir().display());
+    }
+    for p in cat.packages.values() {
+        let m = &p.manifest;
+        println!("{:<16} {:<8} {:<7} [{}] {}", m.name, format!("{:?}", p.source).to_lowercase(), format!("{:?}", m.checkout).to_lowercase(), m.capabilities.join(","), p.dir.display());
+        if !m.description.is_empty() {
+            println!("{:<16} {}", "", m.description);
+        }
+    }
+    for pr in &cat.problems {
+        eprintln!("{pr}");
+    }
+    Ok(())
+}

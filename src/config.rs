@@ -1,0 +1,226 @@
+//! Settings and the on-disk layout: `.lore/guild-hall.yaml` (per project), `$GUILD_HALL_HOME`
+//! (`config.yaml`, worktrees, runtime state) and the stable project name. Reads and writes
+//! configuration; knows nothing about commissions' lifecycles.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// How pending commissions get dispatched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DispatchMode {
+    /// Pending commissions go FIFO as capacity allows.
+    #[default]
+    Auto,
+    /// Pending commissions wait for `desired: dispatched`.
+    Manual,
+}
+
+/// `.lore/guild-hall.yaml`: every key optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectConfig {
+    pub name: Option<String>,
+    pub commission_cap: usize,
+    pub meeting_cap: usize,
+    pub integration_branch: String,
+    #[serde(with = "duration_str")]
+    pub stale_after: Duration,
+    #[serde(with = "duration_str")]
+    pub cancel_grace: Duration,
+    pub dispatch: DispatchMode,
+    pub default_worker: Option<String>,
+}
+
+impl Default for ProjectConfig {
+    fn default() -> Self {
+        ProjectConfig {
+            name: None,
+            commission_cap: 3,
+            meeting_cap: 5,
+            integration_branch: "claude/main".into(),
+            stale_after: Duration::from_secs(180),
+            cancel_grace: Duration::from_secs(30),
+            dispatch: DispatchMode::Auto,
+            default_worker: None,
+        }
+    }
+}
+
+impl ProjectConfig {
+    pub const PATH: &'static str = ".lore/guild-hall.yaml";
+
+    /// Load from a project root; a missing file means all defaults.
+    pub fn load(root: &Path) -> Result<ProjectConfig> {
+        let path = root.join(Self::PATH);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        let cfg: ProjectConfig = serde_yaml_ng::from_str(&text).map_err(|e| {
+            let loc = e.location().map(|l| format!(":{}:{}", l.line(), l.column())).unwrap_or_default();
+            anyhow!("{}{loc}: {e}", path.display())
+        })?;
+        if cfg.commission_cap == 0 {
+            return Err(anyhow!("{}: commission_cap must be at least 1", path.display()));
+        }
+        if let Some(name) = &cfg.name {
+            crate::ids::validate_id(name).with_context(|| format!("{}: name", path.display()))?;
+        }
+        Ok(cfg)
+    }
+}
+
+/// One registered project in `config.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectEntry {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// `$GUILD_HALL_HOME/config.yaml`. Unknown keys are kept when we rewrite it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GlobalConfig {
+    pub max_concurrent_commissions: usize,
+    pub projects: Vec<ProjectEntry>,
+    #[serde(flatten)]
+    pub other: serde_yaml_ng::Mapping,
+}
+
+impl Default for GlobalConfig {
+    fn default() -> Self {
+        GlobalConfig { max_concurrent_commissions: 10, projects: Vec::new(), other: Default::default() }
+    }
+}
+
+/// The home directory and everything laid out under it.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+impl Home {
+    /// `--home`, else `$GUILD_HALL_HOME`, else `~/.guild-hall`. Created if missing.
+    pub fn resolve(explicit: Option<&Path>) -> Result<Home> {
+        let root = match explicit {
+            Some(p) => p.to_path_buf(),
+            None => match std::env::var_os("GUILD_HALL_HOME") {
+                Some(p) if !p.is_empty() => PathBuf::from(p),
+                _ => {
+                    let home = std::env::var_os("HOME").ok_or_else(|| anyhow!("neither GUILD_HALL_HOME nor HOME is set"))?;
+                    PathBuf::from(home).join(".guild-hall")
+                }
+            },
+        };
+        std::fs::create_dir_all(&root).with_context(|| format!("creating home {}", root.display()))?;
+        let root = root.canonicalize().with_context(|| format!("resolving home {}", root.display()))?;
+        Ok(Home { root })
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join("config.yaml")
+    }
+
+    pub fn load_config(&self) -> Result<GlobalConfig> {
+        let path = self.config_path();
+        match std::fs::read_to_string(&path) {
+            Ok(t) if t.trim().is_empty() => Ok(GlobalConfig::default()),
+            Ok(t) => serde_yaml_ng::from_str(&t).map_err(|e| anyhow!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(GlobalConfig::default()),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// Add the project to `config.yaml` unless it is already there. Returns true if added.
+    pub fn register(&self, name: &str, path: &Path) -> Result<bool> {
+        let mut cfg = self.load_config()?;
+        if cfg.projects.iter().any(|p| p.name == name && p.path == path) {
+            return Ok(false);
+        }
+        cfg.projects.retain(|p| p.name != name);
+        cfg.projects.push(ProjectEntry { name: name.to_string(), path: path.to_path_buf() });
+        let text = serde_yaml_ng::to_string(&cfg)?;
+        crate::runtime::write_atomic(&self.config_path(), text.as_bytes())?;
+        Ok(true)
+    }
+
+    pub fn state_root(&self) -> PathBuf {
+        self.root.join("state")
+    }
+    pub fn project_state(&self, project: &str) -> PathBuf {
+        self.state_root().join(project)
+    }
+    pub fn commission_state(&self, project: &str, id: &str) -> PathBuf {
+        self.project_state(project).join("commissions").join(id)
+    }
+    pub fn worktree(&self, project: &str, id: &str) -> PathBuf {
+        self.root.join("worktrees").join(project).join(format!("commission-{id}"))
+    }
+    pub fn workers_dir(&self) -> PathBuf {
+        self.root.join("workers")
+    }
+    pub fn memory_dir(&self) -> PathBuf {
+        self.root.join("memory")
+    }
+}
+
+/// A project: a git working tree with `.lore/`, its settings and its stable name.
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub root: PathBuf,
+    pub name: String,
+    pub config: ProjectConfig,
+}
+
+impl Project {
+    /// Open the project at `dir` (its git top level). Fails clearly outside a git repository.
+    pub fn open(dir: &Path) -> Result<Project> {
+        let repo = git2::Repository::discover(dir)
+            .map_err(|_| anyhow!("{} is not inside a git repository (guild-hall needs one: run `git init`)", dir.display()))?;
+        let root = repo
+            .workdir()
+            .ok_or_else(|| anyhow!("{} is a bare repository; guild-hall needs a working tree", dir.display()))?
+            .canonicalize()?;
+        let config = ProjectConfig::load(&root)?;
+        let name = match &config.name {
+            Some(n) => n.clone(),
+            None => default_project_name(&root),
+        };
+        Ok(Project { root, name, config })
+    }
+
+    pub fn commissions_dir(&self) -> PathBuf {
+        self.root.join(".lore").join("commissions")
+    }
+}
+
+/// Directory name plus a short hash of the absolute path: stable and filename-safe.
+pub fn default_project_name(root: &Path) -> String {
+    let base = root.file_name().and_then(|n| n.to_str()).map(crate::ids::slugify).unwrap_or_default();
+    let hash = git2::Oid::hash_object(git2::ObjectType::Blob, root.to_string_lossy().as_bytes())
+        .map(|o| o.to_string()[..8].to_string())
+        .unwrap_or_else(|_| "00000000".into());
+    format!("{base}-{hash}")
+}
+
+/// Durations as humantime strings (`90s`, `5m`).
+mod duration_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("bad duration {s:?}: {e}")))
+    }
+}

@@ -1,0 +1,100 @@
+//! Identifiers and relative paths that come from files or arguments: validated here before
+//! anything uses them to build a filesystem path or a git ref name.
+
+use std::path::{Component, Path};
+
+/// Why an id or a relative path was rejected.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum IdError {
+    #[error("invalid id {0:?}: use lowercase letters, digits, '-', '_' and '.', not starting with '.' (at most 100 characters)")]
+    Id(String),
+    #[error("invalid path {0:?}: must be relative, inside the project, without '..'")]
+    Path(String),
+}
+
+/// Check a commission/meeting/worker id (an artifact's file stem).
+pub fn validate_id(id: &str) -> Result<(), IdError> {
+    let ok = !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(IdError::Id(id.to_string()))
+    }
+}
+
+/// Check a project-relative path (a dependency or an artifact): no root, no `..`, not empty.
+/// Returns it normalised to '/'-separated form without `./` components.
+pub fn validate_rel_path(path: &str) -> Result<String, IdError> {
+    let bad = || IdError::Path(path.to_string());
+    if path.is_empty() || path.contains('\0') {
+        return Err(bad());
+    }
+    let mut parts = Vec::new();
+    for c in Path::new(path).components() {
+        match c {
+            Component::Normal(p) => parts.push(p.to_str().ok_or_else(bad)?),
+            Component::CurDir => {}
+            _ => return Err(bad()),
+        }
+    }
+    if parts.is_empty() {
+        return Err(bad());
+    }
+    Ok(parts.join("/"))
+}
+
+/// Turn a title into an id: lowercase ASCII words joined by '-', at most 60 characters.
+pub fn slugify(title: &str) -> String {
+    let mut slug = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+        if slug.len() >= 60 {
+            break;
+        }
+    }
+    let slug = slug.trim_matches('-').to_string();
+    if slug.is_empty() {
+        "commission".to_string()
+    } else {
+        slug
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        for good in ["a", "survey-crash_recovery.2", "x1"] {
+            assert_eq!(validate_id(good), Ok(()), "{good}");
+        }
+        for bad in ["", "../x", ".hidden", "A", "a/b", "a b", &"x".repeat(101)] {
+            assert!(validate_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rel_paths() {
+        assert_eq!(validate_rel_path("./.lore/a.md").as_deref(), Ok(".lore/a.md"));
+        for bad in ["", "/etc/passwd", "../x", "a/../../b", "."] {
+            assert!(validate_rel_path(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slugify("Survey crash-recovery designs!"), "survey-crash-recovery-designs");
+        assert_eq!(slugify("!!!"), "commission");
+        assert!(validate_id(&slugify("Ünïcode Title 42")).is_ok());
+    }
+}

@@ -1,0 +1,20 @@
+//! guild-hall: a reconciler that turns markdown commissions into running, merged agent work.
+//!
+//! The loop is observe → plan → act: [`observe`] reads the world into a [`observe::Snapshot`],
+//! [`plan`] (pure) decides the [`plan::Action`]s, [`act`] carries each out idempotently, and
+//! [`reconcile`] runs passes. Everything else is a part those three use.
+
+pub mod act;
+pub mod artifact;
+pub mod cli;
+pub mod config;
+pub mod git;
+pub mod ids;
+pub mod observe;
+pub mod plan;
+pub mod process;
+pub mod reconcile;
+pub mod runtime;
+pub mod timeline;
+pub mod toolbox;
+pub mod worker;

@@ -1,0 +1,212 @@
+//! Observe: read the world into a [`Snapshot`] — artifacts, runtime records, processes,
+//! mailboxes, heartbeats, dependency paths, worker packages, the clock. Read-only: it never
+//! writes, signals or changes anything.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+
+use crate::artifact::{Commission, Problem, Status};
+use crate::config::{Home, Project};
+use crate::process;
+use crate::runtime::{read_json, ExitInfo, Heartbeat, Record, RunInfo, Sample, StateDir};
+use crate::toolbox::mailbox::{self, Mail};
+use crate::worker::Catalog;
+
+/// Where the current attempt's process stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Proc {
+    /// No shim has recorded this attempt and none holds the lock.
+    NotStarted,
+    /// A shim holds the lock but has not yet recorded the worker.
+    Starting,
+    Alive,
+    /// Recorded, and now gone.
+    Dead,
+}
+
+/// One commission as observed.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub artifact: Commission,
+    pub record: Option<Record>,
+    pub proc: Proc,
+    pub run: Option<RunInfo>,
+    pub exit: Option<ExitInfo>,
+    /// Mailbox events; read only while a worker may still be writing or being folded.
+    pub mail: Vec<Mail>,
+    /// Keys already in the timeline; read together with `mail`.
+    pub timeline_keys: BTreeSet<String>,
+    pub heartbeat: Option<Heartbeat>,
+    pub sample: Option<Sample>,
+    pub worktree_exists: bool,
+    /// Dependencies found neither in the working tree nor on the integration branch.
+    pub missing_deps: Vec<String>,
+}
+
+impl Observed {
+    pub fn id(&self) -> &str {
+        &self.artifact.id
+    }
+}
+
+/// Everything `plan` needs, captured at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub now: DateTime<Utc>,
+    pub project: Project,
+    pub max_concurrent: usize,
+    /// Running commissions of other projects under the same home.
+    pub running_elsewhere: usize,
+    pub commissions: Vec<Observed>,
+    pub problems: Vec<Problem>,
+    pub workers: Catalog,
+}
+
+impl Snapshot {
+    pub fn get(&self, id: &str) -> Option<&Observed> {
+        self.commissions.iter().find(|o| o.artifact.id == id)
+    }
+}
+
+/// Read a project's whole world.
+pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
+    let now = Utc::now();
+    let global = home.load_config()?;
+    let workers = Catalog::discover(&project.root, &home.workers_dir());
+    let mut problems = workers.problems.clone();
+    let repo = git2::Repository::open(&project.root)?;
+    let integration_tree = repo
+        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().peel_to_tree().ok());
+    let boot = process::boot_id();
+
+    let mut commissions = Vec::new();
+    for path in artifact_paths(&project.commissions_dir())? {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(Problem::new(&path, 1, 1, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        let artifact = match Commission::parse(&path, &text) {
+            Ok(c) => c,
+            Err(p) => {
+                problems.extend(p);
+                continue;
+            }
+        };
+        let state = StateDir(home.commission_state(&project.name, &artifact.id));
+        let record: Option<Record> = read_json(&state.record()).unwrap_or(None);
+        let mut obs = Observed {
+            proc: Proc::NotStarted,
+            run: None,
+            exit: None,
+            mail: Vec::new(),
+            timeline_keys: BTreeSet::new(),
+            heartbeat: None,
+            sample: None,
+            worktree_exists: false,
+            missing_deps: Vec::new(),
+            record,
+            artifact,
+        };
+        let needs_deps = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked | Status::Draft));
+        if needs_deps {
+            obs.missing_deps = obs
+                .artifact
+                .dependencies
+                .iter()
+                .filter(|d| {
+                    !project.root.join(d).exists()
+                        && !integration_tree.as_ref().is_some_and(|t| t.get_path(Path::new(d)).is_ok())
+                })
+                .cloned()
+                .collect();
+        }
+        if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
+            observe_runtime(&mut obs, &rec, &state, &boot);
+            obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
+            let live = rec.status.is_active() || obs.worktree_exists || matches!(obs.proc, Proc::Alive | Proc::Starting);
+            if live {
+                obs.mail = mailbox::read(&state.mailbox()).unwrap_or_default();
+                obs.timeline_keys = crate::timeline::keys(&crate::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
+            }
+        }
+        commissions.push(obs);
+    }
+    Ok(Snapshot {
+        now,
+        running_elsewhere: running_elsewhere(home, &project.name, &boot),
+        max_concurrent: global.max_concurrent_commissions,
+        project: project.clone(),
+        commissions,
+        problems,
+        workers,
+    })
+}
+
+fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
+    obs.run = read_json::<RunInfo>(&state.run()).ok().flatten().filter(|r| r.attempt == rec.attempt);
+    obs.exit = read_json::<ExitInfo>(&state.exit()).ok().flatten().filter(|x| x.attempt == rec.attempt);
+    obs.proc = match (&obs.run, &obs.exit) {
+        (Some(run), _) if run.boot_id == boot && process::is_alive(run) => Proc::Alive,
+        (Some(_), _) | (None, Some(_)) => Proc::Dead,
+        (None, None) if process::shim_lock_held(state) => Proc::Starting,
+        (None, None) => Proc::NotStarted,
+    };
+    if obs.proc == Proc::Alive {
+        obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
+        let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let cpu = obs.run.as_ref().and_then(|r| r.worker_pid).and_then(process::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
+        obs.sample = Some(Sample { log_len: len(&state.log(rec.attempt)), cpu_ticks: cpu, mailbox_len: len(&state.mailbox()) });
+    }
+}
+
+/// `.lore/commissions/*.md`, sorted; hidden and temporary files skipped.
+pub fn artifact_paths(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".md") && !name.starts_with('.') && p.is_file()
+        })
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// Commissions of other projects whose worker is alive: they count against the global cap.
+fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
+    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return 0 };
+    let mut n = 0;
+    for p in projects.filter_map(|e| e.ok()) {
+        if p.file_name().to_str() == Some(this) {
+            continue;
+        }
+        let Ok(cs) = std::fs::read_dir(p.path().join("commissions")) else { continue };
+        for c in cs.filter_map(|e| e.ok()) {
+            let state = StateDir(c.path());
+            let Ok(Some(rec)) = read_json::<Record>(&state.record()) else { continue };
+            let alive = read_json::<RunInfo>(&state.run())
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && process::is_alive(&r));
+            if rec.status.is_active() && (alive || process::shim_lock_held(&state)) {
+                n += 1;
+            }
+        }
+    }
+    n
+}

@@ -1,0 +1,178 @@
+//! The loop: observe → plan → act, repeated inside one pass until nothing more can be done now
+//! (and with `--wait`, until everything is settled). Holds the project's single-writer lock and
+//! the home-wide dispatch lock while it acts. Watch mode will drive this same pass.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Seek, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use nix::fcntl::{Flock, FlockArg};
+use serde::Serialize;
+
+use crate::act::{self, Ctx, Outcome};
+use crate::artifact::Problem;
+use crate::config::{Home, Project};
+use crate::observe::observe;
+use crate::plan::{plan, Action};
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub dry_run: bool,
+    pub wait: bool,
+    pub timeout: Option<Duration>,
+}
+
+/// One action taken (or planned, with `--dry-run`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub pass: usize,
+    pub id: String,
+    pub action: &'static str,
+    pub detail: String,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Action>,
+}
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub entries: Vec<Entry>,
+    pub problems: Vec<Problem>,
+    pub settled: bool,
+    pub timed_out: bool,
+}
+
+impl Report {
+    pub fn failed(&self) -> bool {
+        !self.problems.is_empty() || self.entries.iter().any(|e| !e.ok) || self.timed_out
+    }
+}
+
+/// An exclusive, non-blocking lock on a file that records its holder.
+pub struct HeldLock {
+    _lock: Flock<std::fs::File>,
+}
+
+/// Take the project's single-writer lock, or say who holds it.
+pub fn lock_project(home: &Home, project: &Project, wait: bool) -> Result<HeldLock> {
+    let path = home.project_state(&project.name).join("lock");
+    take_lock(&path, wait).map_err(|holder| {
+        anyhow!(
+            "project {} is being reconciled by another guild-hall process ({holder}); it is the single writer. Wait for it to finish, or stop it",
+            project.root.display()
+        )
+    })
+}
+
+fn take_lock(path: &PathBuf, wait: bool) -> std::result::Result<HeldLock, String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).map_err(|e| e.to_string())?;
+    let arg = if wait { FlockArg::LockExclusive } else { FlockArg::LockExclusiveNonblock };
+    match Flock::lock(file, arg) {
+        Ok(mut f) => {
+            let _ = f.set_len(0);
+            let _ = f.rewind();
+            let _ = writeln!(f, "pid {} since {}", std::process::id(), chrono::Utc::now().to_rfc3339());
+            Ok(HeldLock { _lock: f })
+        }
+        Err((mut f, _)) => {
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            Err(holder.trim().to_string())
+        }
+    }
+}
+
+/// Who holds the project's lock right now, if anyone.
+pub fn lock_holder(home: &Home, project: &Project) -> Option<String> {
+    let path = home.project_state(&project.name).join("lock");
+    if !path.exists() {
+        return None;
+    }
+    take_lock(&path, false).err()
+}
+
+/// How many plan/act rounds one pass may take before it reports that it did not converge.
+const MAX_ROUNDS: usize = 40;
+const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// Run a pass (or, with `wait`, passes until settled). `on_entry` sees each entry as it happens.
+pub fn reconcile(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
+    let _lock = if opts.dry_run { None } else { Some(lock_project(home, project, false)?) };
+    let dispatch_lock = home.root.join("dispatch.lock");
+    let started = Instant::now();
+    let mut report = Report::default();
+    let mut seen_problems = BTreeSet::new();
+    // Commissions whose action failed: left alone for the rest of this invocation.
+    let mut failed_ids = BTreeSet::new();
+    let mut rounds = 0usize;
+    loop {
+        rounds += 1;
+        let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true).map_err(|e| anyhow!("home lock: {e}"))?) };
+        let snapshot = observe(home, project).context("observing the project")?;
+        for p in &snapshot.problems {
+            if seen_problems.insert(p.to_string()) {
+                report.problems.push(p.clone());
+            }
+        }
+        let planned = plan(&snapshot);
+        let actions: Vec<&Action> = planned.actions.iter().filter(|a| !failed_ids.contains(a.id())).collect();
+        if opts.dry_run {
+            for a in &actions {
+                let e = Entry { pass: rounds, id: a.id().into(), action: a.kind(), detail: a.describe(), ok: true, error: None, plan: Some((*a).clone()) };
+                on_entry(&e);
+                report.entries.push(e);
+            }
+            report.settled = planned.settled;
+            return Ok(report);
+        }
+        let ctx = Ctx { home, project, snapshot: &snapshot };
+        let mut progressed = false;
+        for a in &actions {
+            let result = act::act(&ctx, a);
+            let (ok, error) = match &result {
+                Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
+                Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
+                Err(e) => (false, Some(format!("{e:#}"))),
+            };
+            if !ok {
+                failed_ids.insert(a.id().to_string());
+            }
+            progressed |= !matches!(a, Action::Heartbeat { .. }) && !matches!(result, Ok(Outcome::Waiting(_)));
+            if matches!(a, Action::Heartbeat { .. }) {
+                continue;
+            }
+            let e = Entry { pass: rounds, id: a.id().into(), action: a.kind(), detail: a.describe(), ok, error, plan: None };
+            on_entry(&e);
+            report.entries.push(e);
+        }
+        drop(global);
+        let quiet = !progressed;
+        if quiet && (!opts.wait || planned.settled || settled_but_failed(&planned, &failed_ids)) {
+            report.settled = planned.settled;
+            return Ok(report);
+        }
+        if !opts.wait && rounds >= MAX_ROUNDS {
+            return Err(anyhow!("the pass did not converge after {MAX_ROUNDS} rounds (see the actions above)"));
+        }
+        if let Some(t) = opts.timeout {
+            if started.elapsed() >= t {
+                report.timed_out = true;
+                return Ok(report);
+            }
+        }
+        if quiet {
+            std::thread::sleep(WAIT_POLL);
+        }
+    }
+}
+
+fn settled_but_failed(planned: &crate::plan::Plan, failed: &BTreeSet<String>) -> bool {
+    !failed.is_empty() && planned.busy.iter().all(|id| failed.contains(id))
+}

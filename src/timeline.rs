@@ -1,0 +1,106 @@
+//! The activity timeline: `.lore/commissions/<id>.timeline.jsonl`, append-only across attempts,
+//! one JSON event per line. Appends are deduplicated by event key so a pass repeated after a
+//! crash does not record the same thing twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::{Map, Value};
+
+/// Where a commission artifact's timeline lives.
+pub fn path_for(artifact: &Path) -> PathBuf {
+    artifact.with_extension("timeline.jsonl")
+}
+
+/// A timeline event: `ts`, `kind`, a dedupe `key`, then kind-specific fields.
+pub fn event(ts: &str, kind: &str, key: String, fields: Value) -> Value {
+    let mut m = Map::new();
+    m.insert("ts".into(), ts.into());
+    m.insert("kind".into(), kind.into());
+    m.insert("key".into(), key.into());
+    if let Value::Object(f) = fields {
+        m.extend(f);
+    }
+    Value::Object(m)
+}
+
+/// Read every event; lines that do not parse are skipped (a torn last line after a crash).
+pub fn read(path: &Path) -> Result<Vec<Value>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+/// The keys of every event already in the timeline.
+pub fn keys(path: &Path) -> Result<BTreeSet<String>> {
+    Ok(read(path)?.iter().filter_map(|e| e["key"].as_str().map(str::to_string)).collect())
+}
+
+/// Append events, skipping any whose key is already present anywhere in the timeline, or
+/// (for `status` and `heartbeat` events, which may legitimately repeat) equals the key of the
+/// latest event of its kind.
+pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
+    if events.is_empty() {
+        return Ok(0);
+    }
+    let existing = read(path)?;
+    let mut last_of_kind: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut all: BTreeSet<&str> = BTreeSet::new();
+    for e in &existing {
+        if let (Some(k), Some(key)) = (e["kind"].as_str(), e["key"].as_str()) {
+            last_of_kind.insert(k, key);
+            all.insert(key);
+        }
+    }
+    let mut out = String::new();
+    let mut n = 0;
+    for e in events {
+        let kind = e["kind"].as_str().unwrap_or("");
+        let key = e["key"].as_str().unwrap_or("");
+        let repeatable = matches!(kind, "status" | "heartbeat");
+        let dup = if repeatable { last_of_kind.get(kind) == Some(&key) } else { all.contains(key) };
+        if dup {
+            continue;
+        }
+        out.push_str(&serde_json::to_string(e)?);
+        out.push('\n');
+        n += 1;
+    }
+    if n > 0 {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        f.write_all(out.as_bytes()).with_context(|| format!("appending to {}", path.display()))?;
+    }
+    Ok(n)
+}
+
+/// One line of human-readable timeline.
+pub fn render(e: &Value) -> String {
+    let ts = e["ts"].as_str().unwrap_or("?");
+    let kind = e["kind"].as_str().unwrap_or("?");
+    let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+    let detail = match kind {
+        "status" => {
+            let reason = s("reason");
+            let tail = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
+            format!("{} -> {}{tail}", s("from"), s("to"))
+        }
+        "progress" | "question" | "anomaly" | "heartbeat" => s("text"),
+        "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
+        "result" => s("summary"),
+        "artifact" => s("path"),
+        "merge" => format!("merged into {} as {}", s("branch"), s("commit")),
+        "redispatch" => format!("attempt {}", e["attempt"]),
+        "refused" | "request" => s("text"),
+        _ => e.to_string(),
+    };
+    format!("{ts}  {kind:<10} {detail}")
+}

@@ -1,0 +1,68 @@
+//! The mailbox file: JSON lines appended under an exclusive lock, each with a sequence number
+//! and a unique id. Readers skip a torn last line.
+
+use std::io::{Read, Seek, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use chrono::{SecondsFormat, Utc};
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mail {
+    pub seq: u64,
+    pub id: String,
+    pub ts: String,
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub body: MailBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MailBody {
+    Progress { text: String },
+    Question { text: String },
+    Decision { question: String, decision: String, reasoning: String },
+    Result { summary: String, #[serde(default)] artifacts: Vec<String> },
+}
+
+pub fn read(path: &Path) -> Result<Vec<Mail>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(t.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Append one event under an exclusive lock; returns it as recorded.
+pub fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening mailbox {}", path.display()))?;
+    let mut file = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| e).context("locking mailbox")?;
+    let mut text = String::new();
+    file.rewind()?;
+    file.read_to_string(&mut text)?;
+    let seq = text.lines().filter(|l| serde_json::from_str::<Mail>(l).is_ok()).count() as u64 + 1;
+    let mail = Mail {
+        seq,
+        id: uuid::Uuid::new_v4().to_string(),
+        ts: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+        attempt,
+        body,
+    };
+    let mut line = String::new();
+    if !text.is_empty() && !text.ends_with('\n') {
+        line.push('\n');
+    }
+    line.push_str(&serde_json::to_string(&mail)?);
+    line.push('\n');
+    file.write_all(line.as_bytes())?;
+    file.sync_data()?;
+    Ok(mail)
+}

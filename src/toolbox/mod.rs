@@ -1,0 +1,68 @@
+//! How a worker talks back. Every tool has one effect: an event appended to the commission's
+//! mailbox (`events.jsonl`), with a sequence number and an idempotency key. The reconciler
+//! folds mailbox events into the artifact and timeline. The CLI front end lives here too.
+
+pub mod mailbox;
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Result};
+
+use mailbox::{Mail, MailBody};
+
+/// What a worker process knows about itself, from its environment (DESIGN §7).
+#[derive(Debug, Clone)]
+pub struct WorkerContext {
+    pub commission: String,
+    pub mailbox: PathBuf,
+    pub worktree: PathBuf,
+    pub attempt: u32,
+}
+
+impl WorkerContext {
+    pub fn from_env() -> Result<WorkerContext> {
+        let var = |k: &str| {
+            std::env::var(k).map_err(|_| {
+                anyhow!("{k} is not set: `guild-hall toolbox` is for worker processes started by guild-hall (it reads its commission from the environment)")
+            })
+        };
+        let commission = var("GUILD_HALL_COMMISSION")?;
+        crate::ids::validate_id(&commission)?;
+        Ok(WorkerContext {
+            commission,
+            mailbox: PathBuf::from(var("GUILD_HALL_MAILBOX")?),
+            worktree: PathBuf::from(var("GUILD_HALL_WORKTREE")?),
+            attempt: var("GUILD_HALL_ATTEMPT")?.parse().map_err(|_| anyhow!("GUILD_HALL_ATTEMPT is not a number"))?,
+        })
+    }
+
+    /// Record an event. `submit_result` is accepted once per attempt, and its artifact paths
+    /// must exist inside the worktree.
+    pub fn send(&self, body: MailBody) -> Result<Mail> {
+        if let MailBody::Result { artifacts, .. } = &body {
+            for a in artifacts {
+                self.check_artifact(a)?;
+            }
+            if mailbox::read(&self.mailbox)?.iter().any(|m| m.attempt == self.attempt && matches!(m.body, MailBody::Result { .. })) {
+                bail!("a result was already submitted for this attempt (submit_result is accepted once)");
+            }
+        }
+        mailbox::append(&self.mailbox, self.attempt, body)
+    }
+
+    fn check_artifact(&self, path: &str) -> Result<()> {
+        let rel = crate::ids::validate_rel_path(path)?;
+        let full = self.worktree.join(&rel);
+        let real = full.canonicalize().map_err(|e| anyhow!("artifact {path:?} does not exist in the worktree: {e}"))?;
+        let root = self.worktree.canonicalize()?;
+        if !real.starts_with(&root) {
+            bail!("artifact {path:?} resolves outside the worktree");
+        }
+        Ok(())
+    }
+}
+
+/// Artifact paths as stored: normalised relative paths.
+pub fn normalise_artifacts(paths: &[String]) -> Result<Vec<String>> {
+    paths.iter().map(|p| crate::ids::validate_rel_path(p).map_err(Into::into)).collect()
+}

@@ -1,0 +1,164 @@
+//! Worker packages: `worker.yaml` found in `.lore/workers/*/`, then `$GUILD_HALL_HOME/workers/*/`
+//! (the project's wins). Loading and validating packages, and resolving their command.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::artifact::commission::Resources;
+use crate::artifact::Problem;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Checkout {
+    Sparse,
+    #[default]
+    Full,
+}
+
+/// `worker.yaml` (contract, DESIGN §7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub checkout: Checkout,
+    #[serde(default = "default_capabilities")]
+    pub capabilities: Vec<String>,
+    #[serde(default)]
+    pub posture: Option<String>,
+    #[serde(default)]
+    pub resources: Resources,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+fn default_capabilities() -> Vec<String> {
+    vec!["commission".into()]
+}
+
+/// Where a package was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Project,
+    Home,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Package {
+    #[serde(flatten)]
+    pub manifest: Manifest,
+    pub dir: PathBuf,
+    pub source: Source,
+}
+
+impl Package {
+    pub fn can_commission(&self) -> bool {
+        self.manifest.capabilities.iter().any(|c| c == "commission")
+    }
+
+    /// The executable to run: relative paths with a '/' resolve against the package dir, bare
+    /// names against `PATH`. Errors say what is wrong, for the activation-failure reason.
+    pub fn resolve_command(&self) -> Result<Vec<String>, String> {
+        let (prog, args) = self.manifest.command.split_first().ok_or("worker.yaml: command is empty")?;
+        let path = if prog.contains('/') {
+            let p = Path::new(prog);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                self.dir.join(p)
+            }
+        } else {
+            search_path(prog).ok_or_else(|| format!("command {prog:?} not found on PATH"))?
+        };
+        use std::os::unix::fs::PermissionsExt;
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => {}
+            Ok(_) => return Err(format!("command {} is not an executable file", path.display())),
+            Err(e) => return Err(format!("command {} not found: {e}", path.display())),
+        }
+        let mut argv = vec![path.to_string_lossy().into_owned()];
+        argv.extend(args.iter().cloned());
+        Ok(argv)
+    }
+}
+
+fn search_path(prog: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| p.is_file())
+}
+
+/// All packages by name (project first, then home), plus problems with broken ones.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub packages: BTreeMap<String, Package>,
+    /// Packages whose worker.yaml is broken, by directory name: the reason.
+    pub broken: BTreeMap<String, String>,
+    pub problems: Vec<Problem>,
+}
+
+impl Catalog {
+    pub fn discover(project_root: &Path, home_workers: &Path) -> Catalog {
+        let mut cat = Catalog::default();
+        cat.scan(&project_root.join(".lore").join("workers"), Source::Project);
+        cat.scan(home_workers, Source::Home);
+        cat
+    }
+
+    fn scan(&mut self, dir: &Path, source: Source) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        dirs.sort();
+        for d in dirs {
+            let dir_name = d.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+            let file = d.join("worker.yaml");
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => t,
+                Err(_) => continue,
+            };
+            match serde_yaml_ng::from_str::<Manifest>(&text) {
+                Ok(m) => {
+                    if let Err(e) = crate::ids::validate_id(&m.name) {
+                        self.fail(&file, &dir_name, 1, 1, format!("bad name: {e}"));
+                        continue;
+                    }
+                    if m.command.is_empty() {
+                        self.fail(&file, &m.name.clone(), 1, 1, "command must be a non-empty list (argv)".into());
+                        continue;
+                    }
+                    if !self.packages.contains_key(&m.name) && !self.broken.contains_key(&m.name) {
+                        self.packages.insert(m.name.clone(), Package { manifest: m, dir: d.clone(), source });
+                    }
+                }
+                Err(e) => {
+                    let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+                    self.fail(&file, &dir_name, l, c, format!("invalid worker.yaml: {e}"));
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, file: &Path, name: &str, line: usize, col: usize, msg: String) {
+        if !self.packages.contains_key(name) {
+            self.broken.entry(name.to_string()).or_insert_with(|| format!("{}: {msg}", file.display()));
+        }
+        self.problems.push(Problem::new(file, line, col, msg));
+    }
+
+    /// The package for a commission, or why there is none (the activation-failure reason).
+    pub fn for_commission(&self, name: &str) -> Result<&Package, String> {
+        match self.packages.get(name) {
+            Some(p) if p.can_commission() => Ok(p),
+            Some(_) => Err(format!("worker {name:?} does not have the `commission` capability")),
+            None => match self.broken.get(name) {
+                Some(why) => Err(format!("worker package {name:?} is invalid: {why}")),
+                None => Err(format!("unknown worker {name:?} (no package in .lore/workers/ or the home's workers/)")),
+            },
+        }
+    }
+}
