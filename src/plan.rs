@@ -199,9 +199,11 @@ impl<'a> Step<'a> {
         self.status = to;
         self.record.prev = self.o.artifact.status;
         self.record.status = to;
+        let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
         if matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty() {
             self.set("reason", Value::String(reason.into()));
-        } else {
+        } else if !reason_planned {
+            // A stale reason goes; one written in this same step (a refusal) stays visible.
             self.remove("reason");
         }
     }
@@ -272,8 +274,10 @@ impl<'a> Step<'a> {
         if Some(&self.record) != self.o.record.as_ref() {
             self.update.record = Some(self.record.clone());
         }
+        // Only the final status is written, whatever the step passed through.
+        self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "status"));
         if self.o.artifact.status != Some(self.status) {
-            self.set("status", Value::String(self.status.as_str().into()));
+            self.update.edits.push(Edit::Set("status".into(), Value::String(self.status.as_str().into())));
         }
         self.update
     }
@@ -613,3 +617,7 @@ fn refusal(from: Status, to: Status) -> String {
         _ => format!("{from} -> {to} is not a transition of the commission state machine"),
     }
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

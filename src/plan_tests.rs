@@ -1,0 +1,388 @@
+//! Table and property tests of the pure planner: every transition, intent handling, limits,
+//! FIFO, exit classification, heartbeat, and convergence.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use chrono::{Duration, TimeZone, Utc};
+use proptest::prelude::*;
+
+use super::*;
+use crate::artifact::Commission;
+use crate::config::{Project, ProjectConfig};
+use crate::runtime::{ExitInfo, RunInfo, Sample};
+use crate::toolbox::mailbox::Mail;
+use crate::worker::Catalog;
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).single().expect("valid time")
+}
+
+fn commission(id: &str, extra: &str) -> Commission {
+    let text = format!("---\ntitle: {id}\nworker: scribe\ncreated: 2026-11-22T10:00:{:02}Z\n{extra}---\nDo the thing.\n", id.len() % 60);
+    Commission::parse(&PathBuf::from(format!(".lore/commissions/{id}.md")), &text).expect("test artifact parses")
+}
+
+fn obs(c: Commission, record: Option<Record>) -> Observed {
+    Observed {
+        artifact: c,
+        record,
+        proc: Proc::NotStarted,
+        run: None,
+        exit: None,
+        mail: Vec::new(),
+        timeline_keys: BTreeSet::new(),
+        heartbeat: None,
+        sample: None,
+        worktree_exists: false,
+        missing_deps: Vec::new(),
+    }
+}
+
+fn rec(status: Status, attempt: u32) -> Record {
+    Record { status, prev: None, attempt, term_sent_at: None }
+}
+
+fn snapshot(commissions: Vec<Observed>) -> Snapshot {
+    Snapshot {
+        now: t0(),
+        project: Project { root: PathBuf::from("/nonexistent"), name: "p".into(), config: ProjectConfig::default() },
+        max_concurrent: 10,
+        running_elsewhere: 0,
+        commissions,
+        problems: Vec::new(),
+        workers: Catalog::default(),
+    }
+}
+
+fn run_info(attempt: u32) -> RunInfo {
+    RunInfo { attempt, pid: 4242, pgid: 4242, start_time: 1, boot_id: "b".into(), worker_pid: Some(4243), started_at: t0() }
+}
+
+fn mail(attempt: u32, body: MailBody) -> Mail {
+    Mail { seq: 1, id: format!("m-{attempt}-{}", serde_json::to_string(&body).unwrap_or_default().len()), ts: "2026-11-22T11:00:00Z".into(), attempt, body }
+}
+
+/// Every (from, to) status event any action carries.
+fn status_events(p: &Plan) -> Vec<(String, String)> {
+    p.actions
+        .iter()
+        .flat_map(|a| match a {
+            Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => u.events.clone(),
+            _ => Vec::new(),
+        })
+        .filter(|e| e["kind"] == "status")
+        .map(|e| (e["from"].as_str().unwrap_or("").to_string(), e["to"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+fn edits_of(p: &Plan, id: &str) -> Vec<Edit> {
+    p.actions
+        .iter()
+        .filter(|a| a.id() == id)
+        .flat_map(|a| match a {
+            Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => u.edits.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+fn sets(p: &Plan, id: &str, key: &str) -> Option<Value> {
+    edits_of(p, id).into_iter().rev().find_map(|e| match e {
+        Edit::Set(k, v) if k == key => Some(v),
+        _ => None,
+    })
+}
+
+fn dispatches(p: &Plan) -> Vec<String> {
+    p.actions.iter().filter(|a| matches!(a, Action::Dispatch { resume: false, .. })).map(|a| a.id().to_string()).collect()
+}
+
+#[test]
+fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
+    for from in Status::ALL {
+        for to in Status::ALL {
+            if from == to {
+                continue;
+            }
+            let c = commission("c", &format!("status: {to}\nattempt: 1\n"));
+            let mut o = obs(c, Some(rec(from, 1)));
+            if from.is_active() {
+                o.proc = Proc::Alive;
+                o.run = Some(run_info(1));
+            }
+            let p = plan(&snapshot(vec![o]));
+            let events = status_events(&p);
+            if person_may_request(from, to) {
+                assert!(events.contains(&(from.to_string(), to.to_string())), "{from} -> {to} should be accepted: {events:?}");
+                let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                assert!(!reason.contains("refused"), "{from} -> {to}: {reason}");
+            } else {
+                let accepted = p.actions.iter().any(|a| format!("{a:?}").contains(&format!("requested: status set to {to}")));
+                assert!(!accepted, "{from} -> {to} must be refused");
+                assert_ne!(sets(&p, "c", "status"), Some(Value::from(to.as_str())), "{from} -> {to}: status put back");
+                let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                assert!(reason.starts_with(&format!("refused status change {from} -> {to}: ")), "{from} -> {to}: {reason}");
+            }
+        }
+    }
+}
+
+#[test]
+fn desired_requests() {
+    use Status::*;
+    // (status, desired, expected status afterwards, desired removed?)
+    let table = [
+        (Draft, "dispatched", Dispatched, true),
+        (Pending, "dispatched", Dispatched, true),
+        (Failed, "dispatched", Dispatched, true),
+        (Cancelled, "dispatched", Dispatched, true),
+        (Completed, "dispatched", Completed, true),
+        (Pending, "cancelled", Cancelled, true),
+        (Blocked, "cancelled", Cancelled, true),
+        (InProgress, "cancelled", Cancelled, true),
+        (Draft, "cancelled", Draft, true),
+        (Completed, "cancelled", Completed, true),
+        (Failed, "cancelled", Failed, true),
+    ];
+    for (status, desired, want, removed) in table {
+        let c = commission("c", &format!("status: {status}\ndesired: {desired}\n"));
+        let mut o = obs(c, Some(rec(status, 0)));
+        if status.is_active() {
+            o.proc = Proc::Alive;
+            o.run = Some(run_info(0));
+        }
+        let p = plan(&snapshot(vec![o]));
+        let got = sets(&p, "c", "status").and_then(|v| v.as_str().and_then(Status::parse)).unwrap_or(status);
+        assert_eq!(got, want, "{status} + desired {desired}");
+        assert_eq!(edits_of(&p, "c").contains(&Edit::Remove("desired".into())), removed, "{status} + desired {desired}");
+        if got == status {
+            let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            assert!(reason.starts_with("refused desired"), "{status} + {desired}: {reason}");
+        }
+    }
+}
+
+#[test]
+fn manual_mode_waits_for_desired() {
+    let mut s = snapshot(vec![obs(commission("a", "status: pending\n"), Some(rec(Status::Pending, 0)))]);
+    s.project.config.dispatch = crate::config::DispatchMode::Manual;
+    let p = plan(&s);
+    assert!(p.actions.is_empty() && p.settled, "{:?}", p.actions);
+    s.commissions[0] = obs(commission("a", "status: pending\ndesired: dispatched\n"), Some(rec(Status::Pending, 0)));
+    assert_eq!(dispatches(&plan(&s)), vec!["a"]);
+}
+
+#[test]
+fn new_file_without_status_is_pending_and_stamped() {
+    let c = Commission::parse(&PathBuf::from(".lore/commissions/n.md"), "---\nworker: scribe\n---\nbody\n").expect("parses");
+    let p = plan(&snapshot(vec![obs(c, None)]));
+    assert_eq!(dispatches(&p), vec!["n"]);
+    assert!(sets(&p, "n", "created").is_some());
+    assert_eq!(status_events(&p), vec![("pending".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+}
+
+#[test]
+fn dependencies_block_and_unblock() {
+    let mut o = obs(commission("d", "status: pending\ndependencies: [x.md]\n"), Some(rec(Status::Pending, 0)));
+    o.missing_deps = vec!["x.md".into()];
+    let p = plan(&snapshot(vec![o]));
+    assert_eq!(sets(&p, "d", "status"), Some(Value::from("blocked")));
+    assert!(dispatches(&p).is_empty());
+    let o = obs(commission("d", "status: blocked\ndependencies: [x.md]\n"), Some(rec(Status::Blocked, 0)));
+    let p = plan(&snapshot(vec![o]));
+    assert_eq!(status_events(&p), vec![("blocked".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+}
+
+#[test]
+fn caps_and_fifo() {
+    let mut cs: Vec<Observed> = ["e", "dd", "ccc", "bbbb", "aaaaa"]
+        .iter()
+        .map(|id| obs(commission(id, "status: pending\n"), Some(rec(Status::Pending, 0))))
+        .collect();
+    // created seconds = id length: "e" is oldest.
+    let p = plan(&snapshot(cs.clone()));
+    assert_eq!(dispatches(&p), vec!["e", "dd", "ccc"]);
+    let mut s = snapshot(cs.clone());
+    s.running_elsewhere = 9;
+    assert_eq!(dispatches(&plan(&s)), vec!["e"]);
+    // One already running: two more.
+    cs[4] = obs(commission("aaaaa", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+    cs[4].proc = Proc::Alive;
+    cs[4].run = Some(run_info(1));
+    assert_eq!(dispatches(&plan(&snapshot(cs))), vec!["e", "dd"]);
+}
+
+#[test]
+fn exit_classification() {
+    let exit = |code: Option<i32>| ExitInfo { attempt: 1, code, signal: if code.is_none() { Some(9) } else { None }, error: None, finished_at: t0() };
+    let result = MailBody::Result { summary: "done".into(), artifacts: vec!["a.md".into()] };
+    let cases: [(Option<ExitInfo>, bool, &str); 5] = [
+        (Some(exit(Some(0))), true, "completed"),
+        (Some(exit(Some(0))), false, "failed"),
+        (Some(exit(Some(3))), true, "completed"),
+        (Some(exit(None)), false, "failed"),
+        (None, false, "failed"),
+    ];
+    for (x, with_result, want) in cases {
+        let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Dead;
+        o.run = Some(run_info(1));
+        o.exit = x.clone();
+        if with_result {
+            o.mail.push(mail(1, result.clone()));
+        }
+        let p = plan(&snapshot(vec![o]));
+        assert_eq!(sets(&p, "c", "status"), Some(Value::from(want)), "{x:?} result={with_result}");
+        if want == "completed" {
+            assert!(p.actions.iter().any(|a| matches!(a, Action::Finish { .. })));
+            assert!(sets(&p, "c", "result").is_some(), "result kept");
+        } else {
+            let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let expect = match &x {
+                Some(e) if e.code == Some(0) => "completed without submitting result",
+                Some(_) => "worker killed by signal 9",
+                None => "process lost on restart",
+            };
+            assert_eq!(reason, expect);
+        }
+    }
+}
+
+#[test]
+fn cancel_racing_completion_keeps_the_result() {
+    let mut o = obs(commission("c", "status: in_progress\nattempt: 1\ndesired: cancelled\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Dead;
+    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
+    o.mail.push(mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
+    let p = plan(&snapshot(vec![o]));
+    assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")));
+}
+
+#[test]
+fn cancel_signals_then_kills_after_grace() {
+    let mut o = obs(commission("c", "status: cancelled\nattempt: 1\n"), Some(rec(Status::Cancelled, 1)));
+    o.proc = Proc::Alive;
+    o.run = Some(run_info(1));
+    let p = plan(&snapshot(vec![o.clone()]));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Term, .. })));
+    o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(5)), ..rec(Status::Cancelled, 1) });
+    assert!(plan(&snapshot(vec![o.clone()])).actions.is_empty());
+    o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(31)), ..rec(Status::Cancelled, 1) });
+    assert!(plan(&snapshot(vec![o])).actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })));
+}
+
+#[test]
+fn heartbeat_stale_fails_and_kills() {
+    let sample = Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
+    let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Alive;
+    o.run = Some(run_info(1));
+    o.sample = Some(sample);
+    o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(100), sample });
+    assert!(plan(&snapshot(vec![o.clone()])).actions.is_empty(), "quiet but within stale_after");
+    o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(181), sample });
+    let p = plan(&snapshot(vec![o.clone()]));
+    assert_eq!(sets(&p, "c", "reason"), Some(Value::from("process unresponsive")));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })));
+    // Any sign of life resets the clock.
+    o.sample = Some(Sample { cpu_ticks: 6, ..sample });
+    assert!(matches!(plan(&snapshot(vec![o])).actions.as_slice(), [Action::Heartbeat { .. }]));
+}
+
+#[test]
+fn interrupted_write_is_repaired_not_refused() {
+    // Record says dispatched (written first); the artifact still says pending.
+    let o = obs(commission("c", "status: pending\n"), Some(Record { prev: Some(Status::Pending), ..rec(Status::Dispatched, 1) }));
+    let p = plan(&snapshot(vec![o]));
+    assert_eq!(sets(&p, "c", "status"), Some(Value::from("dispatched")));
+    assert!(sets(&p, "c", "reason").is_none());
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Dispatch { resume: true, .. })));
+}
+
+#[test]
+fn redispatch_uses_a_new_branch() {
+    let o = obs(commission("c", "status: pending\nattempt: 1\n"), Some(rec(Status::Failed, 1)));
+    let p = plan(&snapshot(vec![o]));
+    let d = p.actions.iter().find_map(|a| match a {
+        Action::Dispatch { attempt, branch, update, .. } => Some((*attempt, branch.clone(), update.events.clone())),
+        _ => None,
+    });
+    let (attempt, branch, events) = d.expect("dispatched");
+    assert_eq!((attempt, branch.as_str()), (2, "claude/commission/c-2"));
+    assert!(events.iter().any(|e| e["kind"] == "redispatch"));
+}
+
+fn arb_status() -> impl Strategy<Value = Status> {
+    prop::sample::select(Status::ALL.to_vec())
+}
+
+fn arb_proc() -> impl Strategy<Value = Proc> {
+    prop::sample::select(vec![Proc::NotStarted, Proc::Starting, Proc::Alive, Proc::Dead])
+}
+
+prop_compose! {
+    fn arb_obs(i: usize)(art in arb_status(), recorded in prop::option::of(arb_status()), proc_ in arb_proc(),
+                         missing in any::<bool>(), result in any::<bool>(), desired in 0..3u8, created in 0..50u32) -> Observed {
+        let desired = ["", "desired: dispatched\n", "desired: cancelled\n"][desired as usize];
+        let id = format!("c{i}");
+        let text = format!("---\nworker: scribe\ncreated: 2026-11-22T10:{:02}:00Z\nstatus: {art}\nattempt: 1\n{desired}---\nbody\n", created % 60);
+        let c = Commission::parse(&PathBuf::from(format!(".lore/commissions/{id}.md")), &text).expect("parses");
+        let mut o = obs(c, recorded.map(|s| rec(s, 1)));
+        o.proc = if recorded.is_some() { proc_ } else { Proc::NotStarted };
+        if matches!(o.proc, Proc::Alive | Proc::Dead) { o.run = Some(run_info(1)); }
+        if missing { o.missing_deps = vec!["x.md".into()]; }
+        if result { o.mail.push(mail(1, MailBody::Result { summary: "s".into(), artifacts: vec![] })); }
+        o
+    }
+}
+
+fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
+    (0..12usize).prop_flat_map(|n| (0..n).map(arb_obs).collect::<Vec<_>>()).prop_map(snapshot)
+}
+
+proptest! {
+    #[test]
+    fn never_over_the_cap(s in arb_snapshot()) {
+        let p = plan(&s);
+        // Running after the plan: planned (or kept) active status, or a process still there.
+        let active = s.commissions.iter().filter(|o| {
+            let recorded = p.actions.iter().filter(|a| a.id() == o.id()).find_map(|a| match a {
+                Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => u.record.as_ref().map(|r| r.status),
+                _ => None,
+            });
+            let planned = recorded.or_else(|| sets(&p, o.id(), "status").and_then(|v| v.as_str().and_then(Status::parse)));
+            let st = planned.or(o.record.as_ref().map(|r| r.status)).or(o.artifact.status);
+            st.is_some_and(|x| x.is_active()) || matches!(o.proc, Proc::Alive | Proc::Starting)
+        }).count();
+        let new = dispatches(&p).len();
+        prop_assert!(new == 0 || active <= s.project.config.commission_cap, "active {active} with {new} new");
+    }
+
+    #[test]
+    fn only_state_machine_transitions(s in arb_snapshot()) {
+        for (from, to) in status_events(&plan(&s)) {
+            let (f, t) = (Status::parse(&from).expect("status"), Status::parse(&to).expect("status"));
+            prop_assert!(f == t || transition_allowed(f, t) || (f.is_active() && t == Status::Failed) || (f.is_active() && t == Status::Completed),
+                "{from} -> {to}");
+        }
+    }
+
+    #[test]
+    fn dispatch_is_fifo(s in arb_snapshot()) {
+        let p = plan(&s);
+        let chosen = dispatches(&p);
+        let key = |id: &str| s.get(id).map(|o| (o.artifact.created().map(str::to_string), o.artifact.id.clone()));
+        for w in chosen.windows(2) {
+            prop_assert!(key(&w[0]) <= key(&w[1]));
+        }
+    }
+
+    #[test]
+    fn converged_snapshot_plans_nothing(statuses in prop::collection::vec(prop::sample::select(vec![Status::Completed, Status::Failed, Status::Cancelled, Status::Draft]), 0..20)) {
+        let cs = statuses.iter().enumerate().map(|(i, st)| obs(commission(&format!("c{i}"), &format!("status: {st}\n")), Some(rec(*st, 1)))).collect();
+        let p = plan(&snapshot(cs));
+        prop_assert!(p.actions.is_empty(), "{:?}", p.actions);
+        prop_assert!(p.settled);
+    }
+}
