@@ -17,9 +17,7 @@ pub fn validate_id(id: &str) -> Result<(), IdError> {
     let ok = !id.is_empty()
         && id.len() <= 100
         && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
     if ok {
         Ok(())
     } else {

@@ -79,10 +79,8 @@ pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
     let workers = Catalog::discover(&project.root, &home.workers_dir());
     let mut problems = workers.problems.clone();
     let repo = git2::Repository::open(&project.root)?;
-    let integration_tree = repo
-        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
-        .ok()
-        .and_then(|b| b.get().peel_to_tree().ok());
+    let integration_tree =
+        repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_tree().ok());
     let boot = process::boot_id();
 
     let mut commissions = Vec::new();
@@ -122,10 +120,7 @@ pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
                 .artifact
                 .dependencies
                 .iter()
-                .filter(|d| {
-                    !project.root.join(d).exists()
-                        && !integration_tree.as_ref().is_some_and(|t| t.get_path(Path::new(d)).is_ok())
-                })
+                .filter(|d| !project.root.join(d).exists() && integration_tree.as_ref().is_none_or(|t| t.get_path(Path::new(d)).is_err()))
                 .cloned()
                 .collect();
         }

@@ -195,7 +195,11 @@ impl<'a> Step<'a> {
     fn go(&mut self, to: Status, reason: &str) {
         let from = self.status;
         let attempt = self.record.attempt;
-        self.event("status", format!("status:{attempt}:{from}:{to}"), json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt}));
+        self.event(
+            "status",
+            format!("status:{attempt}:{from}:{to}"),
+            json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt}),
+        );
         self.status = to;
         self.record.prev = self.o.artifact.status;
         self.record.status = to;
@@ -368,7 +372,12 @@ pub fn plan(s: &Snapshot) -> Plan {
             Effect::Cleanup(why) => {
                 let attempt = step.record.attempt;
                 push_update(&mut actions, step.finish());
-                actions.push(Action::Cleanup { id: o.artifact.id.clone(), attempt, branch: branch_name(&o.artifact.id, attempt), why: why.into() });
+                actions.push(Action::Cleanup {
+                    id: o.artifact.id.clone(),
+                    attempt,
+                    branch: branch_name(&o.artifact.id, attempt),
+                    why: why.into(),
+                });
             }
             Effect::Signal(sig) => {
                 let pgid = o.run.as_ref().map(|r| r.pgid).unwrap_or(0);
@@ -472,7 +481,10 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str) -> (Step<'a>, Effect) 
             }
             Status::Dispatched | Status::InProgress => st.remove("desired"),
             Status::Completed => {
-                st.refuse("desired: dispatched", "the commission is completed; create a new one or set status: pending only from failed or cancelled");
+                st.refuse(
+                    "desired: dispatched",
+                    "the commission is completed; create a new one or set status: pending only from failed or cancelled",
+                );
                 st.remove("desired");
             }
         },
@@ -547,7 +559,9 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str) -> (Step<'a>, Effect) 
                 },
                 Proc::Alive => Effect::Signal(Sig::Kill),
                 Proc::Starting => Effect::None,
-                _ if o.worktree_exists => Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" }),
+                _ if o.worktree_exists => {
+                    Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" })
+                }
                 _ => Effect::None,
             }
         }
@@ -563,7 +577,10 @@ fn heartbeat(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
         Some(hb) if hb.sample == sample => {
             let idle = s.now.signed_duration_since(hb.last_activity).to_std().unwrap_or_default();
             if idle > s.project.config.stale_after {
-                let text = format!("stale: no progress, output or CPU for {}", humantime::format_duration(std::time::Duration::from_secs(idle.as_secs())));
+                let text = format!(
+                    "stale: no progress, output or CPU for {}",
+                    humantime::format_duration(std::time::Duration::from_secs(idle.as_secs()))
+                );
                 st.event("heartbeat", format!("heartbeat:{}:stale", st.record.attempt), json!({"state": "stale", "text": text}));
                 st.go(Status::Failed, "process unresponsive");
                 Effect::Signal(Sig::Kill)

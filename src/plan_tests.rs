@@ -60,7 +60,13 @@ fn run_info(attempt: u32) -> RunInfo {
 }
 
 fn mail(attempt: u32, body: MailBody) -> Mail {
-    Mail { seq: 1, id: format!("m-{attempt}-{}", serde_json::to_string(&body).unwrap_or_default().len()), ts: "2026-11-22T11:00:00Z".into(), attempt, body }
+    Mail {
+        seq: 1,
+        id: format!("m-{attempt}-{}", serde_json::to_string(&body).unwrap_or_default().len()),
+        ts: "2026-11-22T11:00:00Z".into(),
+        attempt,
+        body,
+    }
 }
 
 /// Every (from, to) status event any action carries.
@@ -68,7 +74,10 @@ fn status_events(p: &Plan) -> Vec<(String, String)> {
     p.actions
         .iter()
         .flat_map(|a| match a {
-            Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => u.events.clone(),
+            Action::Update(u)
+            | Action::Dispatch { update: u, .. }
+            | Action::Finish { update: u, .. }
+            | Action::Signal { update: u, .. } => u.events.clone(),
             _ => Vec::new(),
         })
         .filter(|e| e["kind"] == "status")
@@ -81,7 +90,10 @@ fn edits_of(p: &Plan, id: &str) -> Vec<Edit> {
         .iter()
         .filter(|a| a.id() == id)
         .flat_map(|a| match a {
-            Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => u.edits.clone(),
+            Action::Update(u)
+            | Action::Dispatch { update: u, .. }
+            | Action::Finish { update: u, .. }
+            | Action::Signal { update: u, .. } => u.edits.clone(),
             _ => Vec::new(),
         })
         .collect()
@@ -215,7 +227,13 @@ fn caps_and_fifo() {
 
 #[test]
 fn exit_classification() {
-    let exit = |code: Option<i32>| ExitInfo { attempt: 1, code, signal: if code.is_none() { Some(9) } else { None }, error: None, finished_at: t0() };
+    let exit = |code: Option<i32>| ExitInfo {
+        attempt: 1,
+        code,
+        signal: if code.is_none() { Some(9) } else { None },
+        error: None,
+        finished_at: t0(),
+    };
     let result = MailBody::Result { summary: "done".into(), artifacts: vec!["a.md".into()] };
     let cases: [(Option<ExitInfo>, bool, &str); 5] = [
         (Some(exit(Some(0))), true, "completed"),

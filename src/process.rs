@@ -36,11 +36,7 @@ pub fn proc_stat(pid: i32) -> Option<ProcStat> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     // `rest` starts at field 3 (state); field N is f[N - 3].
     let num = |n: usize| f.get(n - 3).and_then(|v| v.parse::<u64>().ok());
-    Some(ProcStat {
-        state: f.first()?.chars().next()?,
-        start_time: num(22)?,
-        cpu_ticks: num(14)? + num(15)? + num(16)? + num(17)?,
-    })
+    Some(ProcStat { state: f.first()?.chars().next()?, start_time: num(22)?, cpu_ticks: num(14)? + num(15)? + num(16)? + num(17)? })
 }
 
 /// Same boot, pid exists, same start time, not a zombie.
@@ -88,11 +84,8 @@ const INHERITED_ENV: [&str; 9] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC
 /// recorded `run.json` (or `exit.json` when the worker could not start).
 pub fn spawn_shim(launch: &Launch) -> Result<()> {
     let exe = std::env::current_exe().context("locating the guild-hall binary")?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(launch.state.log(launch.attempt))
-        .context("opening the attempt log")?;
+    let log =
+        std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
     let mut cmd = Command::new(exe);
     cmd.arg("shim")
         .arg("--state-dir")
@@ -157,13 +150,8 @@ pub fn run_shim(state_dir: &Path, attempt: u32, cwd: &Path, argv: &[String]) -> 
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
-            let exit = ExitInfo {
-                attempt,
-                code: None,
-                signal: None,
-                error: Some(format!("cannot start {prog}: {e}")),
-                finished_at: Utc::now(),
-            };
+            let exit =
+                ExitInfo { attempt, code: None, signal: None, error: Some(format!("cannot start {prog}: {e}")), finished_at: Utc::now() };
             write_json(&state.exit(), &exit)?;
             return Ok(127);
         }

@@ -125,7 +125,15 @@ pub fn reconcile(home: &Home, project: &Project, opts: &Options, mut on_entry: i
         let actions: Vec<&Action> = planned.actions.iter().filter(|a| !failed_ids.contains(a.id())).collect();
         if opts.dry_run {
             for a in &actions {
-                let e = Entry { pass: rounds, id: a.id().into(), action: a.kind(), detail: a.describe(), ok: true, error: None, plan: Some((*a).clone()) };
+                let e = Entry {
+                    pass: rounds,
+                    id: a.id().into(),
+                    action: a.kind(),
+                    detail: a.describe(),
+                    ok: true,
+                    error: None,
+                    plan: Some((*a).clone()),
+                };
                 on_entry(&e);
                 report.entries.push(e);
             }

@@ -72,11 +72,8 @@ pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
         n += 1;
     }
     if n > 0 {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let mut f =
+            std::fs::OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
         f.write_all(out.as_bytes()).with_context(|| format!("appending to {}", path.display()))?;
     }
     Ok(n)

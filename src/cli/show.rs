@@ -22,7 +22,13 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
         if json {
             return;
         }
-        let mark = if !e.ok { "FAILED " } else if e.error.is_some() { "waiting " } else { "" };
+        let mark = if !e.ok {
+            "FAILED "
+        } else if e.error.is_some() {
+            "waiting "
+        } else {
+            ""
+        };
         println!("{}{:<28} {mark}{}", if opts.dry_run { "would: " } else { "" }, e.id, e.detail);
         if let Some(err) = &e.error {
             println!("{:<28}   {err}", "");
@@ -91,12 +97,10 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
     }
     let snap = observe(&env.home, &env.project)?;
     let now = snap.now;
-    let mut rows: Vec<serde_json::Value> = snap.commissions.iter().filter(|o| id.is_none_or(|i| o.id() == i)).map(|o| row(o, now)).collect();
-    let problems: Vec<&Problem> = snap
-        .problems
-        .iter()
-        .filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i)))
-        .collect();
+    let mut rows: Vec<serde_json::Value> =
+        snap.commissions.iter().filter(|o| id.is_none_or(|i| o.id() == i)).map(|o| row(o, now)).collect();
+    let problems: Vec<&Problem> =
+        snap.problems.iter().filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i))).collect();
     for p in &problems {
         if p.path.extension().is_some_and(|e| e == "md") {
             let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
@@ -123,7 +127,8 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
     println!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
     for r in &rows {
         let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
-        let note = if s("status") == "invalid" || !s("reason").is_empty() && s("status") != "in_progress" { s("reason") } else { s("progress") };
+        let note =
+            if s("status") == "invalid" || !s("reason").is_empty() && s("status") != "in_progress" { s("reason") } else { s("progress") };
         let beat = r["heartbeat_age_secs"].as_i64().map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
         println!(
             "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
@@ -208,7 +213,14 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     }
     for p in cat.packages.values() {
         let m = &p.manifest;
-        println!("{:<16} {:<8} {:<7} [{}] {}", m.name, format!("{:?}", p.source).to_lowercase(), format!("{:?}", m.checkout).to_lowercase(), m.capabilities.join(","), p.dir.display());
+        println!(
+            "{:<16} {:<8} {:<7} [{}] {}",
+            m.name,
+            format!("{:?}", p.source).to_lowercase(),
+            format!("{:?}", m.checkout).to_lowercase(),
+            m.capabilities.join(","),
+            p.dir.display()
+        );
         if !m.description.is_empty() {
             println!("{:<16} {}", "", m.description);
         }

@@ -22,10 +22,22 @@ pub struct Mail {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MailBody {
-    Progress { text: String },
-    Question { text: String },
-    Decision { question: String, decision: String, reasoning: String },
-    Result { summary: String, #[serde(default)] artifacts: Vec<String> },
+    Progress {
+        text: String,
+    },
+    Question {
+        text: String,
+    },
+    Decision {
+        question: String,
+        decision: String,
+        reasoning: String,
+    },
+    Result {
+        summary: String,
+        #[serde(default)]
+        artifacts: Vec<String>,
+    },
 }
 
 pub fn read(path: &Path) -> Result<Vec<Mail>> {
@@ -49,13 +61,8 @@ pub fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
     file.rewind()?;
     file.read_to_string(&mut text)?;
     let seq = text.lines().filter(|l| serde_json::from_str::<Mail>(l).is_ok()).count() as u64 + 1;
-    let mail = Mail {
-        seq,
-        id: uuid::Uuid::new_v4().to_string(),
-        ts: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
-        attempt,
-        body,
-    };
+    let mail =
+        Mail { seq, id: uuid::Uuid::new_v4().to_string(), ts: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true), attempt, body };
     let mut line = String::new();
     if !text.is_empty() && !text.ends_with('\n') {
         line.push('\n');

@@ -1,0 +1,212 @@
+//! Test harness: a real git repository and a real `$GUILD_HALL_HOME` in temp dirs, the real
+//! binary, and the scripted workers from `examples/workers/`. Waits are condition-based with
+//! generous deadlines; no test asserts a duration.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+pub struct Project {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+}
+
+/// Run git with a clean, deterministic environment.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples").join("workers")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read example dir") {
+        let e = e.expect("entry");
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).expect("copy");
+        }
+    }
+}
+
+impl Project {
+    /// A git repo with one commit, `guild-hall init` done, and the named example workers installed.
+    pub fn new(workers: &[&str]) -> Project {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("repo");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["config", "user.name", "Test Person"]);
+        git(&root, &["config", "user.email", "person@example.com"]);
+        std::fs::write(root.join("README.md"), "# demo\n").expect("write");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/lib.txt"), "code\n").expect("write");
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-q", "-m", "initial"]);
+        let p = Project { tmp, root, home };
+        p.ok(&["init"]);
+        for w in workers {
+            p.install_worker(w, w);
+        }
+        p
+    }
+
+    pub fn install_worker(&self, example: &str, name: &str) {
+        let dest = self.root.join(".lore/workers").join(name);
+        copy_dir(&examples().join(example), &dest);
+        if example != name {
+            let y = dest.join("worker.yaml");
+            let text = std::fs::read_to_string(&y).expect("worker.yaml");
+            std::fs::write(&y, text.replace(&format!("name: {example}"), &format!("name: {name}"))).expect("write");
+        }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("guild-hall").expect("binary built");
+        c.current_dir(&self.root)
+            .env("GUILD_HALL_HOME", &self.home)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GUILD_HALL_FAULT")
+            .env_remove("RUST_LOG");
+        c
+    }
+
+    /// Run and return (exit code, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.cmd().args(args).output().expect("runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Run and require success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.run(args);
+        assert_eq!(code, 0, "guild-hall {args:?} failed\nstdout:\n{out}\nstderr:\n{err}");
+        out
+    }
+
+    pub fn settle(&self) -> String {
+        self.ok(&["reconcile", "--once", "--wait", "--timeout", "120s"])
+    }
+
+    pub fn config(&self, yaml: &str) {
+        std::fs::write(self.root.join(".lore/guild-hall.yaml"), yaml).expect("write config");
+    }
+
+    pub fn artifact_path(&self, id: &str) -> PathBuf {
+        self.root.join(".lore/commissions").join(format!("{id}.md"))
+    }
+
+    pub fn write_commission(&self, id: &str, text: &str) {
+        std::fs::write(self.artifact_path(id), text).expect("write commission");
+    }
+
+    pub fn create(&self, worker: &str, title: &str, prompt: &str) -> String {
+        self.ok(&["commission", "create", "--worker", worker, "--title", title, "--prompt", prompt]).trim().to_string()
+    }
+
+    pub fn artifact(&self, id: &str) -> String {
+        std::fs::read_to_string(self.artifact_path(id)).expect("artifact")
+    }
+
+    pub fn status_json(&self, id: &str) -> Value {
+        serde_json::from_str(&self.ok(&["status", id, "--json"])).expect("status json")
+    }
+
+    pub fn status(&self, id: &str) -> String {
+        self.status_json(id)["status"].as_str().unwrap_or("").to_string()
+    }
+
+    pub fn timeline(&self, id: &str) -> Vec<Value> {
+        self.ok(&["timeline", id, "--json"]).lines().map(|l| serde_json::from_str(l).expect("timeline line")).collect()
+    }
+
+    pub fn worktree(&self, id: &str) -> PathBuf {
+        let state = self.home.join("worktrees");
+        let project = std::fs::read_dir(&state).ok().and_then(|mut d| d.next()).map(|e| e.expect("entry").path());
+        project.unwrap_or(state).join(format!("commission-{id}"))
+    }
+
+    pub fn state_dir(&self, id: &str) -> PathBuf {
+        let state = self.home.join("state");
+        let project = std::fs::read_dir(&state).expect("state dir").next().expect("a project").expect("entry").path();
+        project.join("commissions").join(id)
+    }
+
+    pub fn run_info(&self, id: &str) -> Option<Value> {
+        std::fs::read(self.state_dir(id).join("run.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
+    }
+
+    pub fn branches(&self) -> Vec<String> {
+        git(&self.root, &["branch", "--format=%(refname:short)"]).lines().map(str::to_string).collect()
+    }
+
+    pub fn worktree_list(&self) -> String {
+        git(&self.root, &["worktree", "list", "--porcelain"])
+    }
+
+    /// Keep running single passes until `cond` holds (deadline 60 s).
+    pub fn pass_until(&self, what: &str, mut cond: impl FnMut(&Project) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            self.ok(&["reconcile", "--once"]);
+            if cond(self) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Wait for a condition without running passes (deadline 60 s).
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn pid_alive(pid: i64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state = stat.rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("X");
+    state != "Z" && state != "X"
+}
+
+pub fn kinds(timeline: &[Value]) -> Vec<String> {
+    timeline.iter().map(|e| e["kind"].as_str().unwrap_or("").to_string()).collect()
+}
+
+pub fn transitions(timeline: &[Value]) -> Vec<String> {
+    timeline
+        .iter()
+        .filter(|e| e["kind"] == "status")
+        .map(|e| format!("{}>{}", e["from"].as_str().unwrap_or(""), e["to"].as_str().unwrap_or("")))
+        .collect()
+}

@@ -1,0 +1,319 @@
+//! A commission's whole life through the real binary: dispatch, progress, result, squash merge,
+//! dependencies, the four exit classes, heartbeat, cancellation, re-dispatch, limits.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn init_is_idempotent_and_needs_git() {
+    let p = Project::new(&[]);
+    assert!(p.root.join(".lore/commissions").is_dir() && p.root.join(".lore/meetings").is_dir() && p.root.join(".lore/workers").is_dir());
+    assert!(p.branches().contains(&"claude/main".to_string()));
+    let config = std::fs::read_to_string(p.home.join("config.yaml")).expect("config.yaml");
+    assert!(config.contains(&p.root.canonicalize().expect("canon").display().to_string()), "{config}");
+    p.ok(&["init"]);
+    let again = std::fs::read_to_string(p.home.join("config.yaml")).expect("config.yaml");
+    assert_eq!(config, again);
+
+    let not_git = tempfile::tempdir().expect("tmp");
+    let (code, _, err) = p.run(&["-C", not_git.path().to_str().expect("utf8"), "init"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not inside a git repository"), "{err}");
+}
+
+#[test]
+fn happy_path_dispatch_progress_result_merge() {
+    let p = Project::new(&["scribe"]);
+    // A person's file, with comments and odd formatting that must survive every write.
+    p.write_commission(
+        "notes",
+        "---\n# Written by hand.\ntitle:   \"Write the notes\"   # keep me\nworker: scribe\ntags: [a,   b]\n---\noutput: .lore/research/notes.md\nWrite notes.\n",
+    );
+    let out = p.settle();
+    assert!(out.contains("dispatch"), "{out}");
+    let s = p.status_json("notes");
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["attempt"], 1);
+    assert_eq!(s["branch"], "claude/commission/notes");
+    assert_eq!(s["result"]["artifacts"][0], ".lore/research/notes.md");
+    assert!(s["result"]["summary"].as_str().is_some_and(|x| !x.is_empty()));
+    let text = p.artifact("notes");
+    assert!(
+        text.starts_with("---\n# Written by hand.\ntitle:   \"Write the notes\"   # keep me\nworker: scribe\ntags: [a,   b]\n"),
+        "{text}"
+    );
+    assert!(text.ends_with("---\noutput: .lore/research/notes.md\nWrite notes.\n"), "{text}");
+    assert!(text.contains("linked_artifacts:") && text.contains("completed:"), "{text}");
+
+    // Merged as one commit on the integration branch, naming the commission.
+    let log = git(&p.root, &["log", "--format=%s%n%b%n--", "main..claude/main"]);
+    assert_eq!(log.matches("--").count(), 1, "one squash commit: {log}");
+    assert!(log.contains("(notes)") && log.contains("Guild-Hall-Commission: notes attempt 1"), "{log}");
+    let file = git(&p.root, &["show", "claude/main:.lore/research/notes.md"]);
+    assert!(file.contains("notes"), "{file}");
+    // Worktree gone, branch kept.
+    assert!(!p.worktree("notes").exists());
+    assert!(!p.worktree_list().contains("commission-notes"));
+    assert!(p.branches().contains(&"claude/commission/notes".to_string()));
+
+    let tl = p.timeline("notes");
+    assert_eq!(
+        transitions(&tl),
+        vec!["pending>pending", "pending>dispatched", "dispatched>in_progress", "in_progress>completed"],
+        "{tl:?}"
+    );
+    let k = kinds(&tl);
+    assert_eq!(k.iter().filter(|k| *k == "progress").count(), 2, "{k:?}");
+    for want in ["result", "artifact", "merge"] {
+        assert!(k.contains(&want.to_string()), "{want} in {k:?}");
+    }
+    let logs = p.ok(&["logs", "notes"]);
+    assert!(!logs.is_empty());
+    // Converged: another pass does nothing and writes nothing.
+    let before = p.artifact("notes");
+    assert_eq!(p.ok(&["reconcile", "--once"]).trim(), "nothing to do");
+    assert_eq!(before, p.artifact("notes"));
+}
+
+#[test]
+fn dependency_blocks_until_the_first_result_is_merged() {
+    let p = Project::new(&["scribe"]);
+    let first = p.create("scribe", "Research notes", "output: .lore/research/notes.md\nGather notes.");
+    let second = p.ok(&[
+        "commission",
+        "create",
+        "--worker",
+        "scribe",
+        "--title",
+        "Summary",
+        "--depends",
+        ".lore/research/notes.md",
+        "--prompt",
+        "output: .lore/reports/summary.md\nSummarise.",
+    ]);
+    let second = second.trim();
+    // Before anything merges, the second is blocked.
+    let (_, out, _) = p.run(&["reconcile", "--once", "--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(plan.as_array().is_some_and(|a| !a.is_empty()), "{plan}");
+    p.settle();
+    assert_eq!(p.status(&first), "completed");
+    assert_eq!(p.status(second), "completed");
+    let tl = transitions(&p.timeline(second));
+    assert!(tl.contains(&"pending>blocked".to_string()) && tl.contains(&"blocked>pending".to_string()), "{tl:?}");
+    git(&p.root, &["show", "claude/main:.lore/reports/summary.md"]);
+    // Dry run changed nothing.
+    assert!(p.root.join(".lore/commissions").join(format!("{first}.md")).exists());
+}
+
+#[test]
+fn pending_loses_a_dependency_and_is_blocked_again() {
+    let p = Project::new(&["scribe"]);
+    std::fs::create_dir_all(p.root.join(".lore/in")).expect("mkdir");
+    std::fs::write(p.root.join(".lore/in/x.md"), "x").expect("write");
+    p.config("dispatch: manual\n");
+    p.write_commission("d", "---\nworker: scribe\ndependencies: [.lore/in/x.md]\n---\nbody\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("d"), "pending");
+    std::fs::remove_file(p.root.join(".lore/in/x.md")).expect("rm");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("d"), "blocked");
+    assert!(p.artifact("d").contains("reason: 'missing dependencies: .lore/in/x.md'") || p.artifact("d").contains("missing dependencies"));
+}
+
+#[test]
+fn clean_exit_without_result_fails_and_keeps_partial_work() {
+    let p = Project::new(&["silent"]);
+    let id = p.create("silent", "Quiet", "Say nothing.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["reason"], "completed without submitting result");
+    assert!(!p.worktree(&id).exists() && !p.worktree_list().contains(&format!("commission-{id}")));
+    // The partial work is committed on the kept branch, not merged.
+    let branch = format!("claude/commission/{id}");
+    let files = git(&p.root, &["ls-tree", "-r", "--name-only", &branch]);
+    assert!(files.lines().any(|f| f.starts_with(".lore/")), "{files}");
+    assert_eq!(git(&p.root, &["rev-list", "--count", "main..claude/main"]).trim(), "0");
+}
+
+#[test]
+fn crash_after_submitting_still_completes_with_an_anomaly() {
+    let p = Project::new(&["crasher"]);
+    let id = p.create("crasher", "Crashy", "Crash after submitting.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let tl = p.timeline(&id);
+    let anomaly = tl.iter().find(|e| e["kind"] == "anomaly").expect("anomaly event");
+    assert!(anomaly["text"].as_str().is_some_and(|t| t.contains("code 3")), "{anomaly}");
+}
+
+#[test]
+fn hung_worker_goes_stale_and_its_group_is_killed() {
+    let p = Project::new(&["hanger"]);
+    p.config("stale_after: 2s\n");
+    let id = p.create("hanger", "Hang", "Hang forever.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["reason"], "process unresponsive");
+    let run = p.run_info(&id).expect("run.json");
+    let worker = run["worker_pid"].as_i64().expect("worker pid");
+    wait_for("hung worker to be gone", || !pid_alive(worker));
+    let tl = p.timeline(&id);
+    assert!(tl.iter().any(|e| e["kind"] == "heartbeat" && e["state"] == "stale"), "{tl:?}");
+}
+
+#[test]
+fn cancel_a_running_commission() {
+    let p = Project::new(&["sleeper"]);
+    let id = p.create("sleeper", "Long", "sleep: 300\nTake a while.");
+    p.pass_until("worker running", |p| p.status(&id) == "in_progress");
+    let worker = p.run_info(&id).expect("run")["worker_pid"].as_i64().expect("pid");
+    assert!(pid_alive(worker));
+    p.ok(&["commission", "cancel", &id]);
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "cancelled");
+    assert!(!pid_alive(worker));
+    assert!(!p.artifact(&id).contains("desired:"));
+    assert!(!p.worktree(&id).exists());
+    assert!(p.branches().contains(&format!("claude/commission/{id}")));
+    let tl = transitions(&p.timeline(&id));
+    assert!(tl.contains(&"in_progress>cancelled".to_string()), "{tl:?}");
+}
+
+#[test]
+fn cancel_kills_a_worker_that_ignores_sigterm_after_the_grace() {
+    let p = Project::new(&["stubborn"]);
+    p.config("cancel_grace: 1s\n");
+    let id = p.create("stubborn", "Stubborn", "Ignore TERM.");
+    p.pass_until("worker running", |p| p.status(&id) == "in_progress");
+    let worker = p.run_info(&id).expect("run")["worker_pid"].as_i64().expect("pid");
+    // Direct status edit is a request too.
+    let text = p.artifact(&id).replace("status: in_progress", "status: cancelled");
+    std::fs::write(p.artifact_path(&id), text).expect("edit");
+    p.settle();
+    assert_eq!(p.status(&id), "cancelled");
+    assert!(!pid_alive(worker));
+}
+
+#[test]
+fn redispatch_makes_a_new_branch_and_keeps_the_old() {
+    let p = Project::new(&["silent", "scribe"]);
+    let id = p.create("silent", "Again", "output: .lore/again.md\nTry.");
+    p.settle();
+    assert_eq!(p.status(&id), "failed");
+    // Switch the worker, then re-dispatch.
+    let text = p.artifact(&id).replace("worker: silent", "worker: scribe");
+    std::fs::write(p.artifact_path(&id), text).expect("edit");
+    p.ok(&["commission", "redispatch", &id]);
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["attempt"], 2);
+    assert_eq!(s["branch"], format!("claude/commission/{id}-2"));
+    let branches = p.branches();
+    assert!(branches.contains(&format!("claude/commission/{id}")) && branches.contains(&format!("claude/commission/{id}-2")));
+    let tl = p.timeline(&id);
+    assert!(tl.iter().any(|e| e["kind"] == "redispatch" && e["attempt"] == 2));
+    assert!(transitions(&tl).contains(&"failed>pending".to_string()));
+    assert!(p.ok(&["logs", &id, "--attempt", "1"]).len() < 100_000);
+}
+
+#[test]
+fn project_cap_queues_fifo() {
+    let p = Project::new(&["sleeper"]);
+    p.config("commission_cap: 1\n");
+    let ids: Vec<String> = (0..3)
+        .map(|i| {
+            let id = p.create("sleeper", &format!("Job {i}"), "sleep: 1\nShort.");
+            std::thread::sleep(std::time::Duration::from_millis(1100)); // distinct `created:` seconds
+            id
+        })
+        .collect();
+    p.ok(&["reconcile", "--once"]);
+    let statuses: Vec<String> = ids.iter().map(|i| p.status(i)).collect();
+    assert!(["dispatched", "in_progress"].contains(&statuses[0].as_str()), "{statuses:?}");
+    assert_eq!(&statuses[1..], ["pending", "pending"]);
+    p.settle();
+    let started: Vec<String> = ids
+        .iter()
+        .map(|i| {
+            let tl = p.timeline(i);
+            tl.iter().find(|e| e["kind"] == "status" && e["to"] == "dispatched").expect("dispatched")["ts"]
+                .as_str()
+                .expect("ts")
+                .to_string()
+        })
+        .collect();
+    assert!(started.windows(2).all(|w| w[0] <= w[1]), "FIFO: {started:?}");
+    for i in &ids {
+        assert_eq!(p.status(i), "completed");
+    }
+}
+
+#[test]
+fn global_cap_spans_projects() {
+    let a = Project::new(&["sleeper"]);
+    let b = Project::new(&["sleeper"]);
+    // Share one home.
+    std::fs::write(a.home.join("config.yaml"), "max_concurrent_commissions: 1\n").expect("cfg");
+    let run_b = |args: &[&str]| {
+        let mut c = b.cmd();
+        c.env("GUILD_HALL_HOME", &a.home).args(args);
+        let out = c.output().expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ia = a.create("sleeper", "A", "sleep: 300\nLong.");
+    let ib = b.create("sleeper", "B", "sleep: 1\nShort.");
+    a.pass_until("a running", |a| a.status(&ia) == "in_progress");
+    run_b(&["reconcile", "--once"]);
+    let sb: serde_json::Value = serde_json::from_str(&run_b(&["status", &ib, "--json"])).expect("json");
+    assert_eq!(sb["status"], "pending", "global cap holds b back");
+    a.ok(&["commission", "cancel", &ia]);
+    a.settle();
+    run_b(&["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    let sb: serde_json::Value = serde_json::from_str(&run_b(&["status", &ib, "--json"])).expect("json");
+    assert_eq!(sb["status"], "completed");
+}
+
+#[test]
+fn activation_failures_fail_with_the_reason() {
+    let p = Project::new(&["scribe"]);
+    p.write_commission("ghost", "---\nworker: nobody\n---\nbody\n");
+    // A package whose command does not exist.
+    let dir = p.root.join(".lore/workers/broken");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: broken\ncommand: [\"./missing.sh\"]\n").expect("write");
+    p.write_commission("b", "---\nworker: broken\n---\nbody\n");
+    p.settle();
+    let g = p.status_json("ghost");
+    assert_eq!(g["status"], "failed");
+    assert!(g["reason"].as_str().is_some_and(|r| r.starts_with("activation failed: unknown worker \"nobody\"")), "{g}");
+    let b = p.status_json("b");
+    assert_eq!(b["status"], "failed");
+    assert!(b["reason"].as_str().is_some_and(|r| r.contains("missing.sh") && r.starts_with("activation failed")), "{b}");
+    assert!(transitions(&p.timeline("ghost")).contains(&"dispatched>failed".to_string()));
+}
+
+#[test]
+fn killed_worker_is_failed_with_partial_results() {
+    let p = Project::new(&["sleeper"]);
+    let id = p.create("sleeper", "Victim", "sleep: 300\nWork.");
+    p.pass_until("running", |p| p.status(&id) == "in_progress");
+    let run = p.run_info(&id).expect("run");
+    // Leave some uncommitted work in the worktree, then kill everything.
+    std::fs::write(p.worktree(&id).join(".lore/partial.md"), "half done\n").expect("write");
+    let pgid = run["pgid"].as_i64().expect("pgid");
+    std::process::Command::new("kill").args(["-9", &format!("-{pgid}")]).status().expect("kill");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["reason"], "process lost on restart");
+    let partial = git(&p.root, &["show", &format!("claude/commission/{id}:.lore/partial.md")]);
+    assert_eq!(partial, "half done\n");
+    assert!(!p.worktree_list().contains(&format!("commission-{id}")));
+}

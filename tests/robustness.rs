@@ -1,0 +1,186 @@
+//! Nothing lost: crashes of the reconciler mid-action (fault injection), the single-writer
+//! lock, refused requests, bad input of every kind, and misuse of the toolbox.
+
+mod common;
+
+use common::*;
+
+fn count_workers_started(p: &Project, id: &str) -> usize {
+    // Every started worker appends its banner line to the attempt log.
+    std::fs::read_to_string(p.state_dir(id).join("attempt-1.log")).unwrap_or_default().matches("scribe: starting").count()
+}
+
+#[test]
+fn killed_mid_dispatch_the_next_pass_converges_without_duplicates() {
+    for step in 1..=4 {
+        let p = Project::new(&["scribe"]);
+        let id = p.create("scribe", "Faulty", "output: .lore/out.md\nWrite.");
+        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", format!("dispatch:{step}")).output().expect("runs");
+        assert_eq!(out.status.code(), Some(86), "step {step}: {}", String::from_utf8_lossy(&out.stderr));
+        p.settle();
+        assert_eq!(p.status(&id), "completed", "step {step}");
+        assert_eq!(count_workers_started(&p, &id), 1, "step {step}: exactly one worker ran");
+        let merges =
+            git(&p.root, &["log", "--format=%b", "claude/main"]).matches(&format!("Guild-Hall-Commission: {id} attempt 1")).count();
+        assert_eq!(merges, 1, "step {step}");
+        assert!(!p.worktree_list().contains("commission-"), "step {step}");
+    }
+}
+
+#[test]
+fn killed_mid_finish_the_next_pass_does_not_merge_twice() {
+    for step in 1..=3 {
+        let p = Project::new(&["scribe"]);
+        let id = p.create("scribe", "Merge me", "output: .lore/m.md\nWrite.");
+        p.pass_until("worker exited", |p| std::fs::metadata(p.state_dir(&id).join("exit.json")).is_ok());
+        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", format!("finish:{step}")).output().expect("runs");
+        assert_eq!(out.status.code(), Some(86), "step {step}: {}", String::from_utf8_lossy(&out.stderr));
+        p.settle();
+        assert_eq!(p.status(&id), "completed", "step {step}");
+        let merges =
+            git(&p.root, &["log", "--format=%b", "claude/main"]).matches(&format!("Guild-Hall-Commission: {id} attempt 1")).count();
+        assert_eq!(merges, 1, "step {step}: merged exactly once");
+        assert!(!p.worktree_list().contains("commission-"), "step {step}");
+        assert_eq!(p.timeline(&id).iter().filter(|e| e["kind"] == "merge").count(), 1, "step {step}");
+    }
+}
+
+#[test]
+fn a_second_reconciler_is_refused() {
+    let p = Project::new(&["sleeper"]);
+    let id = p.create("sleeper", "Holder", "sleep: 3\nHold.");
+    let mut first = p.cmd().args(["reconcile", "--once", "--wait", "--timeout", "60s"]).spawn().expect("spawn");
+    wait_for("first reconciler to dispatch", || p.run_info(&id).is_some());
+    let (code, _, err) = p.run(&["reconcile", "--once"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("being reconciled by another guild-hall process") && err.contains("pid"), "{err}");
+    assert!(first.wait().expect("wait").success());
+    assert_eq!(p.status(&id), "completed");
+}
+
+#[test]
+fn invalid_status_edits_are_put_back_with_a_reason() {
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Done", "output: .lore/d.md\nDo.");
+    p.settle();
+    // completed -> pending is not a transition a person may ask for.
+    let text = p.artifact(&id).replace("status: completed", "status: pending # please again");
+    std::fs::write(p.artifact_path(&id), &text).expect("edit");
+    p.ok(&["reconcile", "--once"]);
+    let after = p.artifact(&id);
+    assert!(after.contains("status: completed # please again"), "comment kept, status put back: {after}");
+    assert!(after.contains("refused status change completed -> pending"), "{after}");
+    let tl = p.timeline(&id);
+    assert!(tl.iter().any(|e| e["kind"] == "refused"));
+    // Nothing was re-run.
+    assert_eq!(p.status_json(&id)["attempt"], 1);
+}
+
+#[test]
+fn draft_then_pending_by_edit() {
+    let p = Project::new(&["scribe"]);
+    let id = p
+        .ok(&["commission", "create", "--worker", "scribe", "--title", "Later", "--prompt", "output: .lore/l.md\nx", "--draft"])
+        .trim()
+        .to_string();
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status(&id), "draft");
+    let text = p.artifact(&id).replace("status: draft", "status: pending");
+    std::fs::write(p.artifact_path(&id), text).expect("edit");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    assert!(transitions(&p.timeline(&id)).contains(&"draft>pending".to_string()));
+}
+
+#[test]
+fn bad_input_is_reported_and_touches_nothing() {
+    let p = Project::new(&["scribe"]);
+    let cases = [
+        ("malformed", "---\ntitle: [unclosed\nworker: scribe\n---\nbody\n", "malformed.md:2:"),
+        ("unknown-status", "---\nworker: scribe\nstatus: banana\n---\nbody\n", "unknown-status.md:3:9: unknown status \"banana\""),
+        ("no-body", "---\nworker: scribe\n---\n\n", "missing body"),
+        ("bad-dep", "---\nworker: scribe\ndependencies: [../../etc/passwd]\n---\nbody\n", "bad dependency"),
+        ("no-frontmatter", "just text\n", "no frontmatter"),
+    ];
+    for (id, text, _) in &cases {
+        p.write_commission(id, text);
+    }
+    std::fs::write(p.root.join(".lore/commissions/Bad Name.md"), "---\nworker: scribe\n---\nx\n").expect("write");
+    let (code, _, err) = p.run(&["reconcile", "--once"]);
+    assert_eq!(code, 1, "{err}");
+    for (id, text, msg) in &cases {
+        assert!(err.contains(msg), "{id}: expected {msg:?} in {err}");
+        assert_eq!(&p.artifact(id), text, "{id} untouched");
+        assert!(!p.root.join(format!(".lore/commissions/{id}.timeline.jsonl")).exists(), "{id}: no timeline");
+    }
+    assert!(err.contains("bad file name"), "{err}");
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("unknown-status.md:3:9:"), "{out}");
+    let (_, json, _) = p.run(&["check", "--json"]);
+    let problems: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert!(problems.as_array().is_some_and(|a| a.len() >= 6), "{problems}");
+    // Bad ids on the command line never reach the filesystem.
+    for args in [vec!["status", "../x"], vec!["commission", "dispatch", "../x"], vec!["timeline", "../x"], vec!["logs", "../../etc"]] {
+        let (code, _, err) = p.run(&args);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(err.contains("invalid id"), "{args:?}: {err}");
+    }
+    // Unknown worker at creation: clear error, nothing written.
+    let before: Vec<_> = std::fs::read_dir(p.root.join(".lore/commissions")).expect("dir").collect();
+    let (code, _, err) = p.run(&["commission", "create", "--worker", "nobody", "--title", "T", "--prompt", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown worker \"nobody\""), "{err}");
+    assert_eq!(before.len(), std::fs::read_dir(p.root.join(".lore/commissions")).expect("dir").count());
+}
+
+#[test]
+fn toolbox_outside_a_worker_and_misuse() {
+    let p = Project::new(&[]);
+    let (code, _, err) = p.run(&["toolbox", "report-progress", "hi"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("GUILD_HALL_COMMISSION is not set"), "{err}");
+
+    let wt = p.tmp.path().join("wt");
+    std::fs::create_dir_all(&wt).expect("mkdir");
+    std::fs::write(wt.join("r.md"), "r").expect("write");
+    let mailbox = p.tmp.path().join("events.jsonl");
+    let tool = |args: &[&str]| {
+        let out = p
+            .cmd()
+            .args(["toolbox"])
+            .args(args)
+            .env("GUILD_HALL_COMMISSION", "c")
+            .env("GUILD_HALL_MAILBOX", &mailbox)
+            .env("GUILD_HALL_WORKTREE", &wt)
+            .env("GUILD_HALL_ATTEMPT", "1")
+            .output()
+            .expect("runs");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    assert_eq!(tool(&["submit-result", "--summary", "s", "--artifact", "../../etc/passwd"]).0, 1);
+    assert_eq!(tool(&["submit-result", "--summary", "s", "--artifact", "missing.md"]).0, 1);
+    assert_eq!(tool(&["report-progress", "p"]).0, 0);
+    assert_eq!(tool(&["log-question", "q?"]).0, 0);
+    assert_eq!(tool(&["record-decision", "--question", "q", "--decision", "d", "--reasoning", "r"]).0, 0);
+    assert_eq!(tool(&["submit-result", "--summary", "s", "--artifact", "r.md"]).0, 0);
+    let (code, err) = tool(&["submit-result", "--summary", "again"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("already submitted"), "{err}");
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&mailbox).expect("mailbox").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines.iter().map(|l| l["seq"].as_u64().unwrap_or(0)).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+}
+
+#[test]
+fn questions_and_decisions_reach_artifact_and_timeline() {
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Ask", "output: .lore/a.md\nask: Which format?\nDo.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["questions"][0], "Which format?", "{s}");
+    let k = kinds(&p.timeline(&id));
+    assert!(k.contains(&"question".to_string()), "{k:?}");
+}
