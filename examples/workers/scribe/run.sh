@@ -1,0 +1,28 @@
+#!/bin/sh
+# scribe: the happy path. Reads its prompt, reports progress twice, writes the file named by the
+# prompt's `output: <path>` line (default .lore/reports/<id>.md), asks the question on an
+# optional `ask: <question>` line, submits the result and exits 0.
+set -eu
+echo "scribe: starting $GUILD_HALL_COMMISSION (attempt $GUILD_HALL_ATTEMPT)"
+prompt=$(cat "$GUILD_HALL_PROMPT_FILE")
+out=$(printf '%s\n' "$prompt" | sed -n 's/^output: *//p' | head -n 1)
+[ -n "$out" ] || out=".lore/reports/$GUILD_HALL_COMMISSION.md"
+ask=$(printf '%s\n' "$prompt" | sed -n 's/^ask: *//p' | head -n 1)
+
+"$GUILD_HALL_BIN" toolbox report-progress "Reading the prompt"
+sleep 0.3
+[ -z "$ask" ] || "$GUILD_HALL_BIN" toolbox log-question "$ask"
+"$GUILD_HALL_BIN" toolbox record-decision --question "Where to write?" --decision "$out" --reasoning "named by the prompt"
+mkdir -p "$(dirname "$out")"
+{
+  echo "# $GUILD_HALL_COMMISSION"
+  echo
+  echo "Written by the scribe for commission $GUILD_HALL_COMMISSION."
+  echo
+  echo "## Prompt"
+  echo
+  printf '%s\n' "$prompt"
+} > "$out"
+"$GUILD_HALL_BIN" toolbox report-progress "Wrote $out"
+"$GUILD_HALL_BIN" toolbox submit-result --summary "Wrote $out" --artifact "$out"
+echo "scribe: done"
