@@ -306,9 +306,11 @@ fn killed_worker_is_failed_with_partial_results() {
     p.pass_until("running", |p| p.status(&id) == "in_progress");
     let run = p.run_info(&id).expect("run");
     // Leave some uncommitted work in the worktree, then kill everything.
+    std::fs::create_dir_all(p.worktree(&id).join(".lore")).expect("mkdir");
     std::fs::write(p.worktree(&id).join(".lore/partial.md"), "half done\n").expect("write");
     let pgid = run["pgid"].as_i64().expect("pgid");
-    std::process::Command::new("kill").args(["-9", &format!("-{pgid}")]).status().expect("kill");
+    // killpg(2) directly: `kill -9 -<pgid>` from procps-ng does not reliably mean "the group".
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid as i32), nix::sys::signal::Signal::SIGKILL).expect("killpg");
     p.settle();
     let s = p.status_json(&id);
     assert_eq!(s["status"], "failed");
