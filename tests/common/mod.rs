@@ -152,14 +152,18 @@ impl Project {
         project.unwrap_or(state).join(format!("commission-{id}"))
     }
 
+    /// The commission's runtime dir (under the only project in this home), if made yet.
+    pub fn try_state_dir(&self, id: &str) -> Option<PathBuf> {
+        let project = std::fs::read_dir(self.home.join("state")).ok()?.filter_map(|e| e.ok()).find(|e| e.path().is_dir())?.path();
+        Some(project.join("commissions").join(id))
+    }
+
     pub fn state_dir(&self, id: &str) -> PathBuf {
-        let state = self.home.join("state");
-        let project = std::fs::read_dir(&state).expect("state dir").next().expect("a project").expect("entry").path();
-        project.join("commissions").join(id)
+        self.try_state_dir(id).expect("state dir exists")
     }
 
     pub fn run_info(&self, id: &str) -> Option<Value> {
-        std::fs::read(self.state_dir(id).join("run.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
+        std::fs::read(self.try_state_dir(id)?.join("run.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
     }
 
     pub fn branches(&self) -> Vec<String> {
