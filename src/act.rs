@@ -169,8 +169,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
     fault("finish", 1);
     let repo = git::open(&ctx.project.root)?;
     let title = ctx.snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
-    let first_line = summary.lines().next().unwrap_or("").trim();
-    let message = format!("{title} ({id})\n\n{first_line}\n\n{summary}").replace("\n\n\n\n", "\n\n");
+    let message = format!("{title} ({id})\n\n{}", summary.trim());
     let trailer = format!("Guild-Hall-Commission: {id} attempt {attempt}");
     let now = timestamp(chrono::Utc::now());
     let merge_event = |commit: String| {

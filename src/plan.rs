@@ -73,10 +73,24 @@ impl Action {
             })
         };
         match self {
-            Action::Update(u) => match status(u) {
-                Some(s) => format!("status -> {s}"),
-                None => "update".into(),
-            },
+            Action::Update(u) => {
+                let mut parts: Vec<String> = status(u).map(|s| format!("status -> {s}")).into_iter().collect();
+                for e in &u.edits {
+                    let text = |v: &Value| v.as_str().unwrap_or("").lines().next().unwrap_or("").to_string();
+                    match e {
+                        Edit::Set(k, v) if k == "progress" => parts.push(format!("progress: {}", text(v))),
+                        Edit::Set(k, _) if k == "result" => parts.push("result submitted".into()),
+                        Edit::Set(k, _) if k == "questions" => parts.push("question logged".into()),
+                        Edit::Set(k, v) if k == "reason" && status(u).is_none() => parts.push(text(v)),
+                        Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
+                        _ => {}
+                    }
+                }
+                if parts.is_empty() {
+                    parts.push(if u.events.is_empty() { "record".into() } else { format!("{} timeline events", u.events.len()) });
+                }
+                parts.join("; ")
+            }
             Action::Dispatch { attempt, branch, worker, resume, .. } => {
                 format!("{} attempt {attempt} on {branch} (worker {worker})", if *resume { "resume dispatch" } else { "dispatch" })
             }
@@ -144,8 +158,9 @@ pub fn branch_name(id: &str, attempt: u32) -> String {
     }
 }
 
+/// Timestamps as written everywhere (artifact and timeline): RFC 3339, UTC, milliseconds.
 pub fn timestamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Builds one commission's update as the planner reasons about it.
