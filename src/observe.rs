@@ -72,68 +72,63 @@ impl Snapshot {
     }
 }
 
+/// How much of the world to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Every artifact parsed and validated (`status`, `check`).
+    Full,
+    /// What a reconcile pass needs: settled artifacts (terminal status by a line scan, no
+    /// request, runtime record absent or in agreement, no worktree) are counted, not parsed.
+    Reconcile,
+}
+
 /// Read a project's whole world.
 pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
+    observe_with(home, project, Depth::Full)
+}
+
+/// Read the world to the given depth.
+pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snapshot> {
     let now = Utc::now();
     let global = home.load_config()?;
     let workers = Catalog::discover(&project.root, &home.workers_dir());
     let mut problems = workers.problems.clone();
     let repo = git2::Repository::open(&project.root)?;
-    let integration_tree =
-        repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_tree().ok());
+    let integration_tree_id = repo
+        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().peel_to_tree().ok())
+        .map(|t| t.id());
     let boot = process::boot_id();
 
-    let mut commissions = Vec::new();
-    for path in artifact_paths(&project.commissions_dir())? {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(Problem::new(&path, 1, 1, format!("cannot read: {e}")));
-                continue;
-            }
-        };
-        let artifact = match Commission::parse(&path, &text) {
-            Ok(c) => c,
-            Err(p) => {
-                problems.extend(p);
-                continue;
-            }
-        };
-        let state = StateDir(home.commission_state(&project.name, &artifact.id));
-        let record: Option<Record> = read_json(&state.record()).unwrap_or(None);
-        let mut obs = Observed {
-            proc: Proc::NotStarted,
-            run: None,
-            exit: None,
-            mail: Vec::new(),
-            timeline_keys: BTreeSet::new(),
-            heartbeat: None,
-            sample: None,
-            worktree_exists: false,
-            missing_deps: Vec::new(),
-            record,
-            artifact,
-        };
-        let needs_deps = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked | Status::Draft));
-        if needs_deps {
-            obs.missing_deps = obs
-                .artifact
-                .dependencies
-                .iter()
-                .filter(|d| !project.root.join(d).exists() && integration_tree.as_ref().is_none_or(|t| t.get_path(Path::new(d)).is_err()))
-                .cloned()
-                .collect();
+    // Parsing frontmatter dominates observe: spread the artifacts over the cores.
+    let paths = artifact_paths(&project.commissions_dir())?;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
+    let chunk = paths.len().div_ceil(threads).max(256);
+    let observed: Vec<Result<Observed, Vec<Problem>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = paths
+            .chunks(chunk)
+            .map(|part| {
+                let (boot, tree) = (&boot, integration_tree_id);
+                scope.spawn(move || {
+                    // git2 trees are not Sync: each thread looks the tree up in its own handle.
+                    let repo = git2::Repository::open(&project.root).ok();
+                    let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
+                    part.iter()
+                        .filter(|p| depth == Depth::Full || !is_settled(home, project, p))
+                        .map(|p| observe_one(home, project, p, tree.as_ref(), boot))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let mut commissions = Vec::with_capacity(observed.len());
+    for o in observed {
+        match o {
+            Ok(o) => commissions.push(o),
+            Err(p) => problems.extend(p),
         }
-        if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
-            observe_runtime(&mut obs, &rec, &state, &boot);
-            obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
-            let live = rec.status.is_active() || obs.worktree_exists || matches!(obs.proc, Proc::Alive | Proc::Starting);
-            if live {
-                obs.mail = mailbox::read(&state.mailbox()).unwrap_or_default();
-                obs.timeline_keys = crate::timeline::keys(&crate::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
-            }
-        }
-        commissions.push(obs);
     }
     Ok(Snapshot {
         now,
@@ -144,6 +139,82 @@ pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
         problems,
         workers,
     })
+}
+
+/// A settled artifact needs nothing from a reconcile pass. Decided without parsing YAML: a
+/// top-level `status:` line with a terminal value, no `desired:` line, and runtime state (if
+/// any) that agrees and has no worktree. Anything unusual answers false (parse it fully).
+fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(split) = crate::artifact::frontmatter::split(&text) else { return false };
+    let mut status = None;
+    for line in split.yaml.lines() {
+        if line.starts_with("desired:") {
+            return false;
+        }
+        if let Some(v) = line.strip_prefix("status:") {
+            let v = v.split(" #").next().unwrap_or("").trim().trim_matches(|c| c == '"' || c == '\'');
+            match (status, Status::parse(v)) {
+                (None, Some(s)) if s.is_terminal() => status = Some(s),
+                _ => return false,
+            }
+        }
+    }
+    let (Some(status), Some(id)) = (status, path.file_stem().and_then(|s| s.to_str())) else { return false };
+    if crate::ids::validate_id(id).is_err() {
+        return false;
+    }
+    match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
+        Ok(None) => true,
+        Ok(Some(r)) => r.status == status && !home.worktree(&project.name, id).exists(),
+        Err(_) => false,
+    }
+}
+
+/// One artifact and its runtime state.
+fn observe_one(
+    home: &Home,
+    project: &Project,
+    path: &Path,
+    integration_tree: Option<&git2::Tree<'_>>,
+    boot: &str,
+) -> Result<Observed, Vec<Problem>> {
+    let text = std::fs::read_to_string(path).map_err(|e| vec![Problem::new(path, 1, 1, format!("cannot read: {e}"))])?;
+    let artifact = Commission::parse(path, &text)?;
+    let state = StateDir(home.commission_state(&project.name, &artifact.id));
+    let record: Option<Record> = read_json(&state.record()).unwrap_or(None);
+    let mut obs = Observed {
+        proc: Proc::NotStarted,
+        run: None,
+        exit: None,
+        mail: Vec::new(),
+        timeline_keys: BTreeSet::new(),
+        heartbeat: None,
+        sample: None,
+        worktree_exists: false,
+        missing_deps: Vec::new(),
+        record,
+        artifact,
+    };
+    if matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked | Status::Draft)) {
+        obs.missing_deps = obs
+            .artifact
+            .dependencies
+            .iter()
+            .filter(|d| !project.root.join(d).exists() && integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
+            .cloned()
+            .collect();
+    }
+    if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
+        observe_runtime(&mut obs, &rec, &state, boot);
+        obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
+        let live = rec.status.is_active() || obs.worktree_exists || matches!(obs.proc, Proc::Alive | Proc::Starting);
+        if live {
+            obs.mail = mailbox::read(&state.mailbox()).unwrap_or_default();
+            obs.timeline_keys = crate::timeline::keys(&crate::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
+        }
+    }
+    Ok(obs)
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {

@@ -290,7 +290,13 @@ impl<'a> Step<'a> {
     }
 
     fn finish(mut self) -> Update {
-        if Some(&self.record) != self.o.record.as_ref() {
+        // Merely reading a settled artifact (one from a fresh clone, say) creates no record;
+        // everything else is recorded so that later status edits are validated against it.
+        let adopted_unchanged = self.o.record.is_none()
+            && self.status.is_terminal()
+            && self.update.events.is_empty()
+            && self.record.attempt == self.o.artifact.attempt();
+        if Some(&self.record) != self.o.record.as_ref() && !adopted_unchanged {
             self.update.record = Some(self.record.clone());
         }
         // Only the final status is written, whatever the step passed through.
@@ -447,7 +453,7 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str) -> (Step<'a>, Effect) 
     let mut st = Step::new(o, now);
     let art = o.artifact.status;
 
-    if o.artifact.created().is_none() {
+    if o.artifact.created().is_none() && !o.artifact.status.is_some_and(Status::is_terminal) {
         st.set("created", Value::String(now.to_string()));
     }
 

@@ -397,6 +397,16 @@ proptest! {
     }
 
     #[test]
+    fn settled_artifacts_without_records_plan_nothing(statuses in prop::collection::vec(prop::sample::select(vec![Status::Completed, Status::Failed, Status::Cancelled]), 0..20)) {
+        let cs = statuses.iter().enumerate().map(|(i, st)| {
+            let text = format!("---\nworker: scribe\nstatus: {st}\n---\nbody\n");
+            obs(Commission::parse(&PathBuf::from(format!(".lore/commissions/c{i}.md")), &text).expect("parses"), None)
+        }).collect();
+        let p = plan(&snapshot(cs));
+        prop_assert!(p.actions.is_empty(), "{:?}", p.actions);
+    }
+
+    #[test]
     fn converged_snapshot_plans_nothing(statuses in prop::collection::vec(prop::sample::select(vec![Status::Completed, Status::Failed, Status::Cancelled, Status::Draft]), 0..20)) {
         let cs = statuses.iter().enumerate().map(|(i, st)| obs(commission(&format!("c{i}"), &format!("status: {st}\n")), Some(rec(*st, 1)))).collect();
         let p = plan(&snapshot(cs));

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::act::{self, Ctx, Outcome};
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
-use crate::observe::observe;
+use crate::observe::{observe_with, Depth};
 use crate::plan::{plan, Action};
 
 #[derive(Debug, Clone, Default)]
@@ -115,7 +115,7 @@ pub fn reconcile(home: &Home, project: &Project, opts: &Options, mut on_entry: i
     loop {
         rounds += 1;
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true).map_err(|e| anyhow!("home lock: {e}"))?) };
-        let snapshot = observe(home, project).context("observing the project")?;
+        let snapshot = observe_with(home, project, Depth::Reconcile).context("observing the project")?;
         for p in &snapshot.problems {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());

@@ -113,7 +113,8 @@ pub struct Commission {
     pub dependencies: Vec<String>,
     pub resources: Resources,
     pub desired: Option<Desired>,
-    /// The frontmatter as parsed, to compare the reconciler's keys against what it wants.
+    /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed.
+    /// Other keys are validated into the typed fields above and not kept.
     pub fields: Mapping,
     pub body: String,
 }
@@ -127,14 +128,15 @@ impl Commission {
             return Err(at(1, 1, format!("bad file name: {e}")));
         }
         let split = split(text).map_err(|(line, msg)| at(line, 1, msg))?;
-        let value: Value = serde_yaml_ng::from_str(split.yaml).map_err(|e| {
-            let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-            at(split.first_line + line - 1, col, format!("invalid YAML: {e}"))
-        })?;
-        let fields = match value {
-            Value::Mapping(m) => m,
-            Value::Null => Mapping::new(),
-            _ => return Err(at(split.first_line, 1, "frontmatter must be a mapping of keys to values".into())),
+        let fields = if split.yaml.trim().is_empty() {
+            Mapping::new()
+        } else {
+            serde_yaml_ng::from_str::<Kept>(split.yaml)
+                .map_err(|e| {
+                    let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+                    at(split.first_line + line - 1, col, format!("invalid YAML: {e}"))
+                })?
+                .0
         };
         let mut problems = Vec::new();
         let mut bad = |key: &str, msg: String| {
@@ -210,12 +212,14 @@ impl Commission {
         if !problems.is_empty() {
             return Err(problems);
         }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut h);
+        let mut fields = fields;
+        // Kept: the keys the reconciler writes or removes.
+        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || k == "desired"));
+        fields.shrink_to_fit();
         Ok(Commission {
             id: stem.to_string(),
             path: path.to_path_buf(),
-            hash: h.finish(),
+            hash: content_hash(text),
             title,
             status,
             worker,
@@ -242,6 +246,60 @@ impl Commission {
 
     pub fn str_field(&self, key: &str) -> Option<&str> {
         self.fields.get(key).and_then(Value::as_str)
+    }
+}
+
+/// Keys read from the frontmatter; everything else is skipped by the parser without building
+/// values (parsing dominates observe, and most of a settled artifact is not ours to read).
+const READ_KEYS: [&str; 15] = [
+    "status",
+    "created",
+    "attempt",
+    "branch",
+    "progress",
+    "questions",
+    "result",
+    "linked_artifacts",
+    "reason",
+    "completed",
+    "worker",
+    "dependencies",
+    "resources",
+    "desired",
+    "title",
+];
+
+/// The frontmatter's [`READ_KEYS`] as a mapping.
+struct Kept(Mapping);
+
+impl<'de> Deserialize<'de> for Kept {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Kept, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Kept;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping of keys to values")
+            }
+            fn visit_unit<E>(self) -> Result<Kept, E> {
+                Ok(Kept(Mapping::new()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Kept, A::Error> {
+                let mut out = Mapping::new();
+                while let Some(k) = m.next_key::<Value>()? {
+                    if k.as_str().is_some_and(|k| READ_KEYS.contains(&k)) {
+                        if out.contains_key(&k) {
+                            return Err(serde::de::Error::custom(format!("duplicate key `{}`", k.as_str().unwrap_or(""))));
+                        }
+                        let v: Value = m.next_value()?;
+                        out.insert(k, v);
+                    } else {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(Kept(out))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 

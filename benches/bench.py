@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""guild-hall benchmarks (issue 2). Run: python3 benches/bench.py [--quick]
+
+1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
+   `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
+   and the peak RSS of guild-hall.
+2. One full dispatch (branch + worktree + spawn of the worker) in a repository with 10,000
+   tracked files, sparse and full checkout, next to `git worktree add` on the same repository.
+
+Everything happens in a temp dir with its own GUILD_HALL_HOME. Prints a markdown table.
+"""
+import os, resource, shutil, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "guild-hall")
+RUNS = 3 if "--quick" in sys.argv else 5
+N = 10_000
+ENV = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+
+
+def run(cmd, cwd, env=None, check=True):
+    """Run a command in a fresh child; return (seconds, peak RSS of that child in MB)."""
+    r = subprocess.run(["python3", "-c", CHILD, *cmd], cwd=cwd, env=env or ENV, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        sys.exit(f"{cmd} failed: {r.stdout}{r.stderr}")
+    secs, rss = r.stdout.strip().splitlines()[-1].split()
+    return float(secs), float(rss) / 1024
+
+
+# Measured in a child python so ru_maxrss belongs to that one command only.
+CHILD = """
+import resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+dt = time.perf_counter() - t
+if p.returncode not in (0, 1): sys.stderr.write(p.stderr.decode()); sys.exit(p.returncode)
+print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True)
+
+
+def new_repo(path, files=0):
+    os.makedirs(path)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "Bench")
+    git(path, "config", "user.email", "bench@example.com")
+    with open(os.path.join(path, "README.md"), "w") as f:
+        f.write("bench\n")
+    for i in range(files):
+        d = os.path.join(path, "src", f"m{i // 100:03}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{i:05}.txt"), "w") as f:
+            f.write(f"file {i}\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "init")
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def bench_dry_run(tmp):
+    repo = os.path.join(tmp, "settled")
+    new_repo(repo)
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home1"))
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    os.makedirs(os.path.join(repo, ".lore/workers/scribe"), exist_ok=True)
+    shutil.copy(os.path.join(ROOT, "examples/workers/scribe/worker.yaml"), os.path.join(repo, ".lore/workers/scribe/"))
+    d = os.path.join(repo, ".lore", "commissions")
+    for i in range(N):
+        status = ("completed", "failed", "cancelled")[i % 3]
+        with open(os.path.join(d, f"c{i:05}.md"), "w") as f:
+            f.write(
+                f"---\ntitle: Commission {i}\ndate: 2026-11-22\nstatus: {status}\nworker: scribe\n"
+                f"created: 2026-11-22T10:00:00.000Z\nattempt: 1\nbranch: claude/commission/c{i:05}\n"
+                f"progress: done\nresult:\n  summary: Finished item {i}\n  artifacts: [.lore/out/{i}.md]\n"
+                f"---\nDo item {i} and verify it.\n"
+            )
+    grep_t, _ = zip(*[run(["grep", "-rl", "^status: pending", ".lore/commissions"], repo) for _ in range(RUNS)])
+    gh = [run([BIN, "reconcile", "--once", "--dry-run"], repo, env) for _ in range(RUNS)]
+    gh_t, gh_rss = zip(*gh)
+    return median(grep_t), median(gh_t), max(gh_rss)
+
+
+def bench_dispatch(tmp):
+    repo = os.path.join(tmp, "big")
+    new_repo(repo, files=N)
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home2"))
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    for name, checkout in (("waiter-sparse", "sparse"), ("waiter-full", "full")):
+        wd = os.path.join(repo, ".lore", "workers", name)
+        os.makedirs(wd)
+        with open(os.path.join(wd, "worker.yaml"), "w") as f:
+            f.write(f"name: {name}\ncommand: [sleep, '600']\ncheckout: {checkout}\n")
+    with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
+        f.write("commission_cap: 100\n")
+    results = {}
+    for mode in ("sparse", "full"):
+        times = []
+        for i in range(RUNS):
+            cid = f"{mode}-{i}"
+            with open(os.path.join(repo, ".lore/commissions", f"{cid}.md"), "w") as f:
+                f.write(f"---\nworker: waiter-{mode}\n---\nWait.\n")
+            # One pass: stamp, dispatch (branch + worktree + spawn), see it running.
+            t, _ = run([BIN, "reconcile", "--once"], repo, env)
+            times.append(t)
+            subprocess.run([BIN, "commission", "cancel", cid], cwd=repo, env=env, check=True, capture_output=True)
+        subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], cwd=repo, env=env, capture_output=True)
+        results[mode] = median(times)
+    wt = []
+    for i in range(RUNS):
+        path = os.path.join(tmp, f"plain-wt-{i}")
+        wt.append(run(["git", "worktree", "add", "-q", "-b", f"plain/{i}", path, "claude/main"], repo)[0])
+    sparse_wt = []
+    for i in range(RUNS):
+        path = os.path.join(tmp, f"plain-sparse-{i}")
+        script = (f"git worktree add -q --no-checkout -b plain-sparse/{i} {path} claude/main && "
+                  f"git -C {path} sparse-checkout set --no-cone /.lore/ && git -C {path} checkout -q plain-sparse/{i}")
+        sparse_wt.append(run(["sh", "-c", script], repo)[0])
+    return results["sparse"], results["full"], median(sparse_wt), median(wt)
+
+
+def main():
+    if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+    try:
+        grep_t, gh_t, gh_rss = bench_dry_run(tmp)
+        sparse, full, git_sparse, git_full = bench_dispatch(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"| measurement | guild-hall | baseline | ratio |")
+    print(f"|---|---|---|---|")
+    print(f"| dry-run over {N:,} settled artifacts vs grep -rl | {gh_t*1000:.0f} ms | {grep_t*1000:.0f} ms | {gh_t/grep_t:.1f}× |")
+    print(f"| peak RSS of that dry-run | {gh_rss:.1f} MB | target < 50 MB | |")
+    print(f"| dispatch, sparse ({N:,} tracked files), one reconcile pass | {sparse*1000:.0f} ms | git worktree add + sparse-checkout: {git_sparse*1000:.0f} ms | {sparse/git_sparse:.1f}× |")
+    print(f"| dispatch, full ({N:,} tracked files), one reconcile pass | {full*1000:.0f} ms | git worktree add: {git_full*1000:.0f} ms | {full/git_full:.1f}× |")
+
+
+if __name__ == "__main__":
+    main()
