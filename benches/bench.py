@@ -97,30 +97,30 @@ def bench_dispatch(tmp):
             f.write(f"name: {name}\ncommand: [sleep, '600']\ncheckout: {checkout}\n")
     with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
         f.write("commission_cap: 100\n")
-    results = {}
-    for mode in ("sparse", "full"):
-        times = []
-        for i in range(RUNS):
+    # Interleaved, with dirty pages flushed first, so no side pays for the other's writeback.
+    ours = {"sparse": [], "full": []}
+    plain = {"sparse": [], "full": []}
+    for i in range(RUNS):
+        for mode in ("sparse", "full"):
             cid = f"{mode}-{i}"
             with open(os.path.join(repo, ".lore/commissions", f"{cid}.md"), "w") as f:
                 f.write(f"---\nworker: waiter-{mode}\n---\nWait.\n")
+            subprocess.run(["sync"])
             # One pass: stamp, dispatch (branch + worktree + spawn), see it running.
-            t, _ = run([BIN, "reconcile", "--once"], repo, env)
-            times.append(t)
+            ours[mode].append(run([BIN, "reconcile", "--once"], repo, env)[0])
+            # Cancel and clean up outside the measurement.
             subprocess.run([BIN, "commission", "cancel", cid], cwd=repo, env=env, check=True, capture_output=True)
+            subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], cwd=repo, env=env, check=True, capture_output=True)
+            path = os.path.join(tmp, f"plain-{mode}-{i}")
+            if mode == "full":
+                script = f"git worktree add -q -b plain-{mode}/{i} {path} claude/main"
+            else:
+                script = (f"git worktree add -q --no-checkout -b plain-{mode}/{i} {path} claude/main && "
+                          f"git -C {path} sparse-checkout set --no-cone /.lore/ && git -C {path} checkout -q plain-{mode}/{i}")
+            subprocess.run(["sync"])
+            plain[mode].append(run(["sh", "-c", script], repo)[0])
         subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], cwd=repo, env=env, capture_output=True)
-        results[mode] = median(times)
-    wt = []
-    for i in range(RUNS):
-        path = os.path.join(tmp, f"plain-wt-{i}")
-        wt.append(run(["git", "worktree", "add", "-q", "-b", f"plain/{i}", path, "claude/main"], repo)[0])
-    sparse_wt = []
-    for i in range(RUNS):
-        path = os.path.join(tmp, f"plain-sparse-{i}")
-        script = (f"git worktree add -q --no-checkout -b plain-sparse/{i} {path} claude/main && "
-                  f"git -C {path} sparse-checkout set --no-cone /.lore/ && git -C {path} checkout -q plain-sparse/{i}")
-        sparse_wt.append(run(["sh", "-c", script], repo)[0])
-    return results["sparse"], results["full"], median(sparse_wt), median(wt)
+    return median(ours["sparse"]), median(ours["full"]), median(plain["sparse"]), median(plain["full"])
 
 
 def main():
