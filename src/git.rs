@@ -266,7 +266,7 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
     let checkouts = checkouts_of(repo, &int_ref_name)?;
     let changed = changed_paths(repo, &int_tree, &tree)?;
     for wt in &checkouts {
-        let touched = locally_modified(wt, &changed)?;
+        let touched = locally_modified(wt, &changed, &tree)?;
         if !touched.is_empty() {
             return Ok(MergeOutcome::Waiting(format!(
                 "{integration} is checked out at {} with local changes to {}; commit or stash them",
@@ -280,16 +280,40 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
     let full_message = format!("{}\n\n{trailer}\n", message.trim_end());
     let commit = repo.commit(None, &sig, &sig, &full_message, &tree, &[&int_commit])?;
     for wt in &checkouts {
-        let wrepo = Repository::open(wt)?;
-        let mut co = git2::build::CheckoutBuilder::new();
-        co.safe();
-        for p in &changed {
-            co.path(p);
-        }
-        wrepo.checkout_tree(tree.as_object(), Some(&mut co))?;
+        advance_checkout(wt, &tree, &changed)?;
     }
     repo.reference_matching(&int_ref_name, commit, true, int_commit.id(), &format!("guild-hall: squash-merge {activity}"))?;
     Ok(MergeOutcome::Merged(commit))
+}
+
+/// Bring a checkout's files and index for `changed` to `tree`. Files already there (an advance
+/// interrupted by a crash) only get their index entry; the rest go through a safe checkout,
+/// which never overwrites a local change.
+fn advance_checkout(wt: &Path, tree: &git2::Tree<'_>, changed: &[String]) -> Result<()> {
+    let wrepo = Repository::open(wt)?;
+    let (done, todo): (Vec<&String>, Vec<&String>) = changed.iter().partition(|p| matches_target(wt, p, tree));
+    if !todo.is_empty() {
+        let mut co = git2::build::CheckoutBuilder::new();
+        co.safe();
+        for p in &todo {
+            co.path(p.as_str());
+        }
+        // Objects are per handle: look the tree up in the checkout's own repository.
+        let wtree = wrepo.find_tree(tree.id())?;
+        wrepo.checkout_tree(wtree.as_object(), Some(&mut co))?;
+    }
+    if !done.is_empty() {
+        let mut index = wrepo.index()?;
+        for p in done {
+            if wt.join(p).exists() {
+                index.add_path(Path::new(p))?;
+            } else {
+                index.remove_path(Path::new(p))?;
+            }
+        }
+        index.write()?;
+    }
+    Ok(())
 }
 
 /// Working directories (main and linked) whose HEAD is `refname`.
@@ -329,8 +353,15 @@ fn changed_paths(repo: &Repository, from: &git2::Tree<'_>, to: &git2::Tree<'_>) 
     Ok(paths)
 }
 
-/// Which of `paths` have staged or unstaged changes (or are untracked) in the checkout at `wt`.
-fn locally_modified(wt: &Path, paths: &[String]) -> Result<Vec<String>> {
+fn matches_target(wt: &Path, path: &str, target: &git2::Tree<'_>) -> bool {
+    let on_disk = Oid::hash_file(git2::ObjectType::Blob, wt.join(path)).ok();
+    let wanted = target.get_path(Path::new(path)).ok().map(|e| e.id());
+    on_disk == wanted
+}
+
+/// Which of `paths` have staged or unstaged changes (or are untracked) in the checkout at `wt`,
+/// other than ones already equal to the merge result (an advance interrupted by a crash).
+fn locally_modified(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
     let repo = Repository::open(wt)?;
     let mut opts = git2::StatusOptions::new();
     opts.include_untracked(true).recurse_untracked_dirs(true);
@@ -338,7 +369,7 @@ fn locally_modified(wt: &Path, paths: &[String]) -> Result<Vec<String>> {
     let mut touched = Vec::new();
     for s in statuses.iter() {
         if let Ok(p) = s.path() {
-            if paths.iter().any(|c| c == p) && !s.status().is_ignored() {
+            if paths.iter().any(|c| c == p) && !s.status().is_ignored() && !matches_target(wt, p, target) {
                 touched.push(p.to_string());
             }
         }
