@@ -276,3 +276,19 @@ fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
     }
     n
 }
+
+/// Dependency cycles as problems, one per cycle, pointing at the first member's `dependencies:`.
+pub fn cycle_problems(s: &Snapshot) -> Vec<Problem> {
+    crate::plan::dependency_cycles(s)
+        .into_iter()
+        .filter_map(|cycle| {
+            let first = s.get(&cycle[0])?;
+            let text = std::fs::read_to_string(&first.artifact.path).unwrap_or_default();
+            let (line, col) = crate::artifact::frontmatter::split(&text)
+                .map(|sp| crate::artifact::frontmatter::key_position(&sp, "dependencies"))
+                .unwrap_or((1, 1));
+            let msg = format!("dependency cycle: {} -> {} (each waits on an output another declares)", cycle.join(" -> "), cycle[0]);
+            Some(Problem::new(&first.artifact.path, line, col, msg))
+        })
+        .collect()
+}

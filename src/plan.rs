@@ -335,8 +335,9 @@ pub fn plan(s: &Snapshot) -> Plan {
     let mut running = 0usize;
     let mut busy = Vec::new();
 
+    let cycles = dependency_cycles(s);
     for o in &s.commissions {
-        let (step, effect) = plan_one(s, o, &now);
+        let (step, effect) = plan_one(s, o, &now, &cycles);
         if step.status.is_active() || matches!(o.proc, Proc::Alive | Proc::Starting) {
             running += 1;
             busy.push(o.artifact.id.clone());
@@ -449,7 +450,7 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
     }
 }
 
-fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str) -> (Step<'a>, Effect) {
+fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]) -> (Step<'a>, Effect) {
     let mut st = Step::new(o, now);
     let art = o.artifact.status;
 
@@ -534,8 +535,16 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str) -> (Step<'a>, Effect) 
         Status::Draft => Effect::None,
         Status::Pending | Status::Blocked => {
             if !o.missing_deps.is_empty() {
+                let why = match cycles.iter().find(|c| c.iter().any(|id| id == o.id())) {
+                    Some(cycle) => format!("dependency cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
+                    None => format!("missing dependencies: {}", o.missing_deps.join(", ")),
+                };
                 if st.status == Status::Pending {
-                    st.go(Status::Blocked, &format!("missing dependencies: {}", o.missing_deps.join(", ")));
+                    st.go(Status::Blocked, &why);
+                } else if o.artifact.str_field("reason") != Some(why.as_str())
+                    && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
+                {
+                    st.set("reason", Value::String(why));
                 }
                 Effect::None
             } else {
@@ -643,6 +652,43 @@ fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
     };
     st.go(Status::Failed, &reason);
     Effect::None
+}
+
+/// Cycles among waiting commissions: A waits on B when a dependency A is missing is one of
+/// B's declared `outputs` and B has not ended. Each cycle once, starting at its smallest id.
+pub fn dependency_cycles(s: &Snapshot) -> Vec<Vec<String>> {
+    use std::collections::BTreeMap;
+    let live = |o: &Observed| !o.artifact.status.is_some_and(Status::is_terminal);
+    let mut waits: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for a in s.commissions.iter().filter(|o| live(o)) {
+        for b in s.commissions.iter().filter(|o| live(o) && o.id() != a.id()) {
+            if a.missing_deps.iter().any(|d| b.artifact.outputs.contains(d)) {
+                waits.entry(a.id()).or_default().push(b.id());
+            }
+        }
+    }
+    let mut cycles: Vec<Vec<String>> = Vec::new();
+    fn walk<'a>(at: &'a str, path: &mut Vec<&'a str>, waits: &BTreeMap<&'a str, Vec<&'a str>>, out: &mut Vec<Vec<String>>) {
+        if let Some(i) = path.iter().position(|p| *p == at) {
+            let mut cycle: Vec<String> = path[i..].iter().map(|s| s.to_string()).collect();
+            let min = cycle.iter().enumerate().min_by_key(|(_, id)| id.as_str()).map(|(i, _)| i).unwrap_or(0);
+            cycle.rotate_left(min);
+            if !out.contains(&cycle) {
+                out.push(cycle);
+            }
+            return;
+        }
+        path.push(at);
+        for next in waits.get(at).into_iter().flatten() {
+            walk(next, path, waits, out);
+        }
+        path.pop();
+    }
+    for start in waits.keys() {
+        walk(start, &mut Vec::new(), &waits, &mut cycles);
+    }
+    cycles.sort();
+    cycles
 }
 
 fn refusal(from: Status, to: Status) -> String {

@@ -207,6 +207,22 @@ fn dependencies_block_and_unblock() {
 }
 
 #[test]
+fn dependency_cycles_are_reported_not_waited_on() {
+    let mut a = obs(commission("a", "status: blocked\ndependencies: [b.md]\noutputs: [a.md]\n"), Some(rec(Status::Blocked, 0)));
+    a.missing_deps = vec!["b.md".into()];
+    let mut b = obs(commission("b", "status: pending\ndependencies: [a.md]\noutputs: [b.md]\n"), Some(rec(Status::Pending, 0)));
+    b.missing_deps = vec!["a.md".into()];
+    let c = obs(commission("c", "status: pending\noutputs: [c.md]\n"), Some(rec(Status::Pending, 0)));
+    let s = snapshot(vec![a, b, c]);
+    assert_eq!(dependency_cycles(&s), vec![vec!["a".to_string(), "b".to_string()]]);
+    let p = plan(&s);
+    assert_eq!(sets(&p, "a", "reason"), Some(Value::from("dependency cycle: a -> b -> a")));
+    assert_eq!(sets(&p, "b", "status"), Some(Value::from("blocked")));
+    assert_eq!(sets(&p, "b", "reason"), Some(Value::from("dependency cycle: a -> b -> a")));
+    assert_eq!(dispatches(&p), vec!["c"]);
+}
+
+#[test]
 fn caps_and_fifo() {
     let mut cs: Vec<Observed> = ["e", "dd", "ccc", "bbbb", "aaaaa"]
         .iter()

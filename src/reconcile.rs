@@ -116,7 +116,7 @@ pub fn reconcile(home: &Home, project: &Project, opts: &Options, mut on_entry: i
         rounds += 1;
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true).map_err(|e| anyhow!("home lock: {e}"))?) };
         let snapshot = observe_with(home, project, Depth::Reconcile).context("observing the project")?;
-        for p in &snapshot.problems {
+        for p in snapshot.problems.iter().chain(&crate::observe::cycle_problems(&snapshot)) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());
             }

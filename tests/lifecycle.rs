@@ -319,3 +319,22 @@ fn killed_worker_is_failed_with_partial_results() {
     assert_eq!(partial, "half done\n");
     assert!(!p.worktree_list().contains(&format!("commission-{id}")));
 }
+
+#[test]
+fn dependency_cycles_are_reported_and_not_waited_on() {
+    let p = Project::new(&["scribe"]);
+    p.write_commission("a", "---\nworker: scribe\ndependencies: [.lore/b.md]\noutputs: [.lore/a.md]\n---\noutput: .lore/a.md\n");
+    p.write_commission("b", "---\nworker: scribe\ndependencies: [.lore/a.md]\noutputs: [.lore/b.md]\n---\noutput: .lore/b.md\n");
+    let (code, _, err) = p.run(&["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 1, "a cycle is an error: {err}");
+    assert!(err.contains("a.md:3:15: dependency cycle: a -> b -> a"), "{err}");
+    assert!(!err.contains("timed out"), "{err}");
+    for id in ["a", "b"] {
+        let s = p.status_json(id);
+        assert_eq!(s["status"], "blocked");
+        assert_eq!(s["reason"], "dependency cycle: a -> b -> a");
+    }
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("dependency cycle"), "{out}");
+}

@@ -111,6 +111,9 @@ pub struct Commission {
     pub status: Option<Status>,
     pub worker: String,
     pub dependencies: Vec<String>,
+    /// Paths this commission declares it will produce (optional): how dependency cycles
+    /// between commissions are seen.
+    pub outputs: Vec<String>,
     pub resources: Resources,
     pub desired: Option<Desired>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed.
@@ -174,20 +177,25 @@ impl Commission {
                 String::new()
             }
         };
-        let mut dependencies = Vec::new();
-        match get("dependencies") {
-            None | Some(Value::Null) => {}
-            Some(Value::Sequence(items)) => {
-                for item in items {
-                    match item.as_str().map(ids::validate_rel_path) {
-                        Some(Ok(p)) => dependencies.push(p),
-                        Some(Err(e)) => bad("dependencies", format!("bad dependency: {e}")),
-                        None => bad("dependencies", "dependencies must be a list of paths".into()),
+        let mut paths = |key: &str, what: &str| {
+            let mut out = Vec::new();
+            match get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Sequence(items)) => {
+                    for item in items {
+                        match item.as_str().map(ids::validate_rel_path) {
+                            Some(Ok(p)) => out.push(p),
+                            Some(Err(e)) => bad(key, format!("bad {what}: {e}")),
+                            None => bad(key, format!("{key} must be a list of paths")),
+                        }
                     }
                 }
+                Some(_) => bad(key, format!("{key} must be a list of paths")),
             }
-            Some(_) => bad("dependencies", "dependencies must be a list of paths".into()),
-        }
+            out
+        };
+        let dependencies = paths("dependencies", "dependency");
+        let outputs = paths("outputs", "output");
         let resources = match get("resources") {
             None | Some(Value::Null) => Resources::default(),
             Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
@@ -224,6 +232,7 @@ impl Commission {
             status,
             worker,
             dependencies,
+            outputs,
             resources,
             desired,
             fields,
@@ -251,7 +260,8 @@ impl Commission {
 
 /// Keys read from the frontmatter; everything else is skipped by the parser without building
 /// values (parsing dominates observe, and most of a settled artifact is not ours to read).
-const READ_KEYS: [&str; 15] = [
+const READ_KEYS: [&str; 16] = [
+    "outputs",
     "status",
     "created",
     "attempt",

@@ -180,6 +180,7 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
     let snap = observe(&env.home, &env.project)?;
     let mut problems = snap.problems.clone();
+    problems.extend(crate::observe::cycle_problems(&snap));
     for o in &snap.commissions {
         if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
             let text = std::fs::read_to_string(&o.artifact.path).unwrap_or_default();
