@@ -17,4 +17,5 @@ pub mod reconcile;
 pub mod runtime;
 pub mod timeline;
 pub mod toolbox;
+pub mod watch;
 pub mod worker;

@@ -22,6 +22,10 @@ pub struct Options {
     pub dry_run: bool,
     pub wait: bool,
     pub timeout: Option<Duration>,
+    /// Wait for the project lock instead of refusing when another reconciler holds it.
+    pub wait_lock: bool,
+    /// Commissions to leave alone this time (the watcher's backoff after failed actions).
+    pub skip: BTreeSet<String>,
 }
 
 /// One action taken (or planned, with `--dry-run`).
@@ -44,6 +48,10 @@ pub struct Report {
     pub problems: Vec<Problem>,
     pub settled: bool,
     pub timed_out: bool,
+    /// When to look again though nothing changes (heartbeat deadline, cancel grace, …).
+    pub next_check: Option<Duration>,
+    /// Runtime dirs of workers that are running or starting (the watcher waits on their shims).
+    pub running: Vec<PathBuf>,
 }
 
 impl Report {
@@ -57,18 +65,18 @@ pub struct HeldLock {
     _lock: Flock<std::fs::File>,
 }
 
-/// Take the project's single-writer lock, or say who holds it.
-pub fn lock_project(home: &Home, project: &Project, wait: bool) -> Result<HeldLock> {
+/// Take the project's single-writer lock for `who` (e.g. "guild-hall watch"), or say who holds it.
+pub fn lock_project(home: &Home, project: &Project, wait: bool, who: &str) -> Result<HeldLock> {
     let path = home.project_state(&project.name).join("lock");
-    take_lock(&path, wait).map_err(|holder| {
+    take_lock(&path, wait, who).map_err(|holder| {
         anyhow!(
-            "project {} is being reconciled by another guild-hall process ({holder}); it is the single writer. Wait for it to finish, or stop it",
+            "project {} is being reconciled by another guild-hall process: {holder}. It is the single writer: let it do the work, stop it, or pass --wait-lock to wait for it",
             project.root.display()
         )
     })
 }
 
-fn take_lock(path: &PathBuf, wait: bool) -> std::result::Result<HeldLock, String> {
+fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::Result<HeldLock, String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
@@ -78,7 +86,7 @@ fn take_lock(path: &PathBuf, wait: bool) -> std::result::Result<HeldLock, String
         Ok(mut f) => {
             let _ = f.set_len(0);
             let _ = f.rewind();
-            let _ = writeln!(f, "pid {} since {}", std::process::id(), chrono::Utc::now().to_rfc3339());
+            let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::plan::timestamp(chrono::Utc::now()));
             Ok(HeldLock { _lock: f })
         }
         Err((mut f, _)) => {
@@ -95,26 +103,33 @@ pub fn lock_holder(home: &Home, project: &Project) -> Option<String> {
     if !path.exists() {
         return None;
     }
-    take_lock(&path, false).err()
+    take_lock(&path, false, "guild-hall status").err()
 }
 
 /// How many plan/act rounds one pass may take before it reports that it did not converge.
 const MAX_ROUNDS: usize = 40;
 const WAIT_POLL: Duration = Duration::from_millis(200);
 
-/// Run a pass (or, with `wait`, passes until settled). `on_entry` sees each entry as it happens.
-pub fn reconcile(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
-    let _lock = if opts.dry_run { None } else { Some(lock_project(home, project, false)?) };
+/// Run a pass (or, with `wait`, passes until settled) under the project lock. `on_entry` sees
+/// each entry as it happens.
+pub fn reconcile(home: &Home, project: &Project, opts: &Options, on_entry: impl FnMut(&Entry)) -> Result<Report> {
+    let _lock = if opts.dry_run { None } else { Some(lock_project(home, project, opts.wait_lock, "guild-hall reconcile")?) };
+    run(home, project, opts, on_entry)
+}
+
+/// The pass loop itself; the caller holds the project lock (or is only planning).
+pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
     let dispatch_lock = home.root.join("dispatch.lock");
     let started = Instant::now();
     let mut report = Report::default();
     let mut seen_problems = BTreeSet::new();
     // Commissions whose action failed: left alone for the rest of this invocation.
-    let mut failed_ids = BTreeSet::new();
+    let mut failed_ids = opts.skip.clone();
     let mut rounds = 0usize;
     loop {
         rounds += 1;
-        let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true).map_err(|e| anyhow!("home lock: {e}"))?) };
+        let global =
+            if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "guild-hall").map_err(|e| anyhow!("home lock: {e}"))?) };
         let snapshot = observe_with(home, project, Depth::Reconcile).context("observing the project")?;
         for p in snapshot.problems.iter().chain(&crate::observe::cycle_problems(&snapshot)) {
             if seen_problems.insert(p.to_string()) {
@@ -122,6 +137,13 @@ pub fn reconcile(home: &Home, project: &Project, opts: &Options, mut on_entry: i
             }
         }
         let planned = plan(&snapshot);
+        report.next_check = crate::plan::next_check(&snapshot);
+        report.running = snapshot
+            .commissions
+            .iter()
+            .filter(|o| matches!(o.proc, crate::observe::Proc::Alive | crate::observe::Proc::Starting))
+            .map(|o| home.commission_state(&project.name, o.id()))
+            .collect();
         let actions: Vec<&Action> = planned.actions.iter().filter(|a| !failed_ids.contains(a.id())).collect();
         if opts.dry_run {
             for a in &actions {

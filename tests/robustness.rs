@@ -61,7 +61,7 @@ fn a_second_reconciler_is_refused() {
     wait_for("first reconciler to dispatch", || p.run_info(&id).is_some());
     let (code, _, err) = p.run(&["reconcile", "--once"]);
     assert_eq!(code, 1);
-    assert!(err.contains("being reconciled by another guild-hall process") && err.contains("pid"), "{err}");
+    assert!(err.contains("being reconciled by another guild-hall process: guild-hall reconcile (pid"), "{err}");
     assert!(first.wait().expect("wait").success());
     assert_eq!(p.status(&id), "completed");
 }

@@ -39,6 +39,12 @@ pub enum Command {
     Init,
     /// Observe, plan and act until nothing more can be done now.
     Reconcile(ReconcileArgs),
+    /// Run the reconciler as a service: react to file edits, commits, worker events and timers.
+    ///
+    /// Watches the given project directories, or every project registered in
+    /// $GUILD_HALL_HOME/config.yaml. Runs in the foreground; SIGINT/SIGTERM stop it (workers
+    /// keep running and are re-adopted on the next start); SIGHUP reloads configuration.
+    Watch(WatchArgs),
     /// Show commissions: status, worker, attempt, age, heartbeat, progress or reason.
     Status {
         /// Only this commission.
@@ -91,6 +97,34 @@ pub enum Command {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// Project directories (default: every registered project).
+    pub dirs: Vec<PathBuf>,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value = "human")]
+    pub log_format: LogFormat,
+    /// Full pass for every project this often, whatever happened.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub resync: std::time::Duration,
+    /// Quiet time before a burst of file events is handled.
+    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+    pub debounce: std::time::Duration,
+    /// Another glob of paths whose changes are ignored (repeatable; editor swap and backup
+    /// files are ignored already).
+    #[arg(long = "ignore", value_name = "GLOB")]
+    pub ignore: Vec<String>,
+    /// Poll the filesystem instead of using the native watcher (network filesystems).
+    #[arg(long)]
+    pub poll: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct ReconcileArgs {
     /// One pass, then exit (the only mode of this command; `guild-hall watch` runs continuously).
     #[arg(long)]
@@ -108,11 +142,18 @@ pub struct ReconcileArgs {
     /// Print the actions taken (or planned) as a JSON array.
     #[arg(long)]
     pub json: bool,
+    /// If another reconciler (e.g. `guild-hall watch`) holds the project, wait for it instead
+    /// of exiting.
+    #[arg(long)]
+    pub wait_lock: bool,
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
+    match &cli.command {
+        Command::Watch(w) => init_tracing(cli.verbose + 1, w.log_format == LogFormat::Json),
+        _ => init_tracing(cli.verbose, false),
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -122,14 +163,16 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(verbose: u8) {
+fn init_tracing(verbose: u8, json: bool) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
+    let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }
 
 /// The project and home every project command needs.
@@ -164,6 +207,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Reconcile(args) => show::reconcile(&Env::load(&cli)?, args).map(ok),
+        Command::Watch(args) => {
+            let home = Home::resolve(cli.home.as_deref())?;
+            let mut dirs = args.dirs.clone();
+            if dirs.is_empty() {
+                if let Some(d) = &cli.project {
+                    dirs.push(d.clone());
+                }
+            }
+            let opts =
+                crate::watch::WatchOptions { resync: args.resync, debounce: args.debounce, ignore: args.ignore.clone(), poll: args.poll };
+            crate::watch::watch(&home, &dirs, &opts)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Status { id, json } => show::status(&Env::load(&cli)?, id.as_deref(), *json).map(ok),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),

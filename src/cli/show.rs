@@ -16,7 +16,7 @@ use crate::runtime::{read_json, Record, StateDir};
 use crate::timeline;
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
-    let opts = Options { dry_run: args.dry_run, wait: args.wait, timeout: args.timeout };
+    let opts = Options { dry_run: args.dry_run, wait: args.wait, timeout: args.timeout, wait_lock: args.wait_lock, ..Options::default() };
     let json = args.json;
     let report = reconcile::reconcile(&env.home, &env.project, &opts, |e| {
         if json {

@@ -1,0 +1,374 @@
+//! `guild-hall watch`: the same observe → plan → act pass, driven continuously for every watched
+//! project by file events (notify, debounced), timers the planner asks for, a worker's shim going
+//! away, signals, and a periodic resync. An event only marks its project dirty; what to do is
+//! always decided afresh by a full pass, so nothing here is truth that a restart could lose.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, Debouncer, RecommendedCache};
+
+use crate::config::{Home, Project};
+use crate::reconcile::{self, HeldLock, Options};
+
+/// Editor droppings (vim, JetBrains safe-write, emacs) and our own temp files: never worth a
+/// pass. Configurable additions come from `--ignore`.
+pub const DEFAULT_IGNORES: [&str; 9] =
+    ["**/*~", "**/.*.swp", "**/.*.swx", "**/4913", "**/*___jb_tmp___", "**/*___jb_old___", "**/#*#", "**/.#*", "**/.*.guild-hall-*.tmp"];
+
+/// Runtime files whose changes need no pass: worker output and the heartbeat are judged at the
+/// heartbeat deadline (a pass per line of output would cost a core on a large project), and
+/// locks and prompts change only with our own actions.
+const RUNTIME_IGNORES: [&str; 6] = ["**/attempt-*.log", "**/heartbeat", "**/shim.lock", "**/lock", "**/dispatch.lock", "**/prompt.md"];
+
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// Full pass for every project this often, whatever happened.
+    pub resync: Duration,
+    /// Quiet time before a burst of file events is handled.
+    pub debounce: Duration,
+    /// Extra ignore globs (matched against absolute paths), on top of [`DEFAULT_IGNORES`].
+    pub ignore: Vec<String>,
+    /// Use the polling watcher instead of the native one.
+    pub poll: bool,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions { resync: Duration::from_secs(60), debounce: Duration::from_millis(50), ignore: Vec::new(), poll: false }
+    }
+}
+
+/// What wakes the loop.
+enum Wake {
+    Files(Vec<PathBuf>),
+    /// The notify backend lost events: look at everything again.
+    Rescan,
+    /// A worker's shim released its lock: it has exited (however it died).
+    ShimGone(PathBuf),
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static RELOAD: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: i32) {
+    STOP.store(true, Ordering::SeqCst);
+}
+extern "C" fn on_hup(_: i32) {
+    RELOAD.store(true, Ordering::SeqCst);
+}
+
+/// One watched project and what the loop knows about when to look at it next.
+struct Watched {
+    dir: PathBuf,
+    name: String,
+    _lock: HeldLock,
+    dirty: bool,
+    next_at: Option<Instant>,
+    resync_at: Instant,
+    /// Failed actions: commission id → (failures in a row, not before).
+    backoff: BTreeMap<String, (u32, Instant)>,
+    /// Problems seen in the last pass (reported once they persist for two passes).
+    seen: BTreeSet<String>,
+    reported: BTreeSet<String>,
+}
+
+/// Run until SIGINT or SIGTERM. `dirs` empty means every project registered in the home.
+pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
+    install_signals()?;
+    let dirs: Vec<PathBuf> = if dirs.is_empty() {
+        let cfg = home.load_config()?;
+        if cfg.projects.is_empty() {
+            return Err(anyhow!("no projects to watch: name them (`guild-hall watch DIR…`) or register them with `guild-hall init`"));
+        }
+        cfg.projects.into_iter().map(|p| p.path).collect()
+    } else {
+        dirs.to_vec()
+    };
+    let ignores = ignore_set(&opts.ignore)?;
+    let (tx, rx) = channel::<Wake>();
+    let mut debouncer = make_debouncer(&tx, opts)?;
+    let mut projects = Vec::new();
+    for dir in &dirs {
+        let project = Project::open(dir)?;
+        let lock = reconcile::lock_project(home, &project, false, "guild-hall watch")?;
+        std::fs::create_dir_all(home.project_state(&project.name))?;
+        for (path, mode) in watch_paths(home, &project)? {
+            if let Err(e) = debouncer.watch(&path, mode) {
+                if !opts.poll && is_resource_limit(&e) {
+                    tracing::error!(path = %path.display(), error = %e, "the native file watcher is out of resources (inotify watches or open files): falling back to polling for every project");
+                    let mut poll = opts.clone();
+                    poll.poll = true;
+                    drop(projects);
+                    drop(debouncer);
+                    return watch(home, &dirs, &poll);
+                }
+                return Err(anyhow!("watching {}: {e}", path.display()));
+            }
+        }
+        tracing::info!(project = %project.name, root = %project.root.display(), "watching");
+        projects.push(Watched {
+            dir: project.root.clone(),
+            name: project.name.clone(),
+            _lock: lock,
+            dirty: true,
+            next_at: None,
+            resync_at: Instant::now() + opts.resync,
+            backoff: BTreeMap::new(),
+            seen: BTreeSet::new(),
+            reported: BTreeSet::new(),
+        });
+    }
+    let state_root = home.state_root();
+    let mut waiting_on: BTreeSet<PathBuf> = BTreeSet::new();
+
+    while !STOP.load(Ordering::SeqCst) {
+        if RELOAD.swap(false, Ordering::SeqCst) {
+            tracing::info!("SIGHUP: reloading configuration");
+            projects.iter_mut().for_each(|p| p.dirty = true);
+        }
+        let now = Instant::now();
+        for p in projects.iter_mut() {
+            if p.next_at.is_some_and(|t| t <= now) || p.resync_at <= now {
+                p.dirty = true;
+            }
+        }
+        for p in projects.iter_mut().filter(|p| p.dirty) {
+            if STOP.load(Ordering::SeqCst) {
+                break;
+            }
+            p.dirty = false;
+            let running = pass(home, p, opts);
+            for dir in running {
+                if waiting_on.insert(dir.clone()) {
+                    wait_for_shim(dir, tx.clone());
+                }
+            }
+        }
+        // Sleep until the earliest timer, an event, or a signal check.
+        let wake_at = projects.iter().flat_map(|p| [p.next_at, Some(p.resync_at)]).flatten().min();
+        let timeout = wake_at.map(|t| t.saturating_duration_since(Instant::now())).unwrap_or(opts.resync).min(Duration::from_millis(500));
+        match rx.recv_timeout(timeout) {
+            Ok(wake) => {
+                let mut wakes = vec![wake];
+                wakes.extend(rx.try_iter());
+                for w in wakes {
+                    match w {
+                        Wake::Rescan => projects.iter_mut().for_each(|p| p.dirty = true),
+                        Wake::ShimGone(dir) => {
+                            waiting_on.remove(&dir);
+                            mark(&mut projects, &dir, &state_root);
+                        }
+                        Wake::Files(paths) => {
+                            for path in paths.iter().filter(|p| !ignores.is_match(p)) {
+                                tracing::debug!(path = %path.display(), "changed");
+                                mark(&mut projects, path, &state_root);
+                            }
+                        }
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Err(anyhow!("the file watcher stopped")),
+        }
+    }
+    tracing::info!("stopping: locks released; running workers keep running and are re-adopted on the next start");
+    Ok(())
+}
+
+/// One reconcile pass for a project; returns the runtime dirs of its running workers.
+fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> Vec<PathBuf> {
+    let now = Instant::now();
+    w.resync_at = now + opts.resync;
+    let project = match Project::open(&w.dir) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(project = %w.name, error = %format!("{e:#}"), "cannot open the project; retrying at the next resync");
+            return Vec::new();
+        }
+    };
+    let skip: BTreeSet<String> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(id, _)| id.clone()).collect();
+    let options = Options { skip, ..Options::default() };
+    let report = reconcile::run(home, &project, &options, |e| {
+        if e.ok {
+            tracing::info!(project = %w.name, id = %e.id, action = e.action, "{}", e.detail);
+        } else {
+            tracing::warn!(project = %w.name, id = %e.id, action = e.action, error = e.error.as_deref().unwrap_or(""), "{} failed", e.detail);
+        }
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(project = %w.name, error = %format!("{e:#}"), "pass failed");
+            w.next_at = Some(now + Duration::from_secs(5));
+            return Vec::new();
+        }
+    };
+    tracing::debug!(project = %w.name, actions = report.entries.len(), "pass");
+    // Backoff per commission whose action failed; a success clears it.
+    for e in &report.entries {
+        if e.ok {
+            w.backoff.remove(&e.id);
+        } else {
+            let n = w.backoff.get(&e.id).map(|(n, _)| n + 1).unwrap_or(1);
+            let delay = Duration::from_secs(1u64 << n.min(8)).min(Duration::from_secs(300));
+            w.backoff.insert(e.id.clone(), (n, now + delay));
+        }
+    }
+    // A problem is reported once it is seen in two passes in a row: an editor's half-written
+    // save is read again, not reported.
+    let current: BTreeSet<String> = report.problems.iter().map(|p| p.to_string()).collect();
+    for p in current.intersection(&w.seen) {
+        if w.reported.insert(p.clone()) {
+            tracing::warn!(project = %w.name, "{p}");
+        }
+    }
+    w.reported.retain(|p| current.contains(p));
+    let recheck = current.difference(&w.seen).next().is_some();
+    w.seen = current;
+    let backoff_at = w.backoff.values().map(|(_, until)| *until).min();
+    let recheck_at = recheck.then(|| now + Duration::from_millis(300));
+    w.next_at = [report.next_check.map(|d| now + d), backoff_at, recheck_at].into_iter().flatten().min();
+    report.running
+}
+
+/// Mark the project a changed path belongs to; a path under another project's state dir may
+/// free global capacity, so it marks every project.
+fn mark(projects: &mut [Watched], path: &Path, state_root: &Path) {
+    let mut hit = false;
+    for p in projects.iter_mut() {
+        if path.starts_with(&p.dir) || path.starts_with(state_root.join(&p.name)) {
+            p.dirty = true;
+            hit = true;
+        }
+    }
+    if !hit {
+        projects.iter_mut().for_each(|p| p.dirty = true);
+    }
+}
+
+/// What to watch for one project: its `.lore/` tree, git's HEAD and refs (commits, checkouts,
+/// pulls, resets that change artifacts), and the runtime state of every project in the home.
+fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf, RecursiveMode)>> {
+    let lore = project.root.join(".lore");
+    std::fs::create_dir_all(&lore)?;
+    let repo = git2::Repository::open(&project.root)?;
+    let gitdir = repo.path().to_path_buf();
+    let common = repo.commondir().to_path_buf();
+    let mut paths = vec![(lore, RecursiveMode::Recursive), (gitdir.clone(), RecursiveMode::NonRecursive)];
+    if common != gitdir {
+        paths.push((common.clone(), RecursiveMode::NonRecursive));
+    }
+    paths.push((common.join("refs"), RecursiveMode::Recursive));
+    let state = home.state_root();
+    std::fs::create_dir_all(&state)?;
+    paths.push((state, RecursiveMode::Recursive));
+    Ok(paths)
+}
+
+fn ignore_set(extra: &[String]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for g in DEFAULT_IGNORES.iter().chain(&RUNTIME_IGNORES).map(|s| s.to_string()).chain(extra.iter().cloned()) {
+        b.add(Glob::new(&g).with_context(|| format!("bad ignore pattern {g:?}"))?);
+    }
+    Ok(b.build()?)
+}
+
+type AnyDebouncer = Box<dyn WatchPaths>;
+
+/// The two watcher kinds behind one face.
+trait WatchPaths {
+    fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()>;
+}
+
+impl<W: Watcher> WatchPaths for Debouncer<W, RecommendedCache> {
+    fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
+        Debouncer::watch(self, path, mode)
+    }
+}
+
+fn make_debouncer(tx: &Sender<Wake>, opts: &WatchOptions) -> Result<AnyDebouncer> {
+    let tx = tx.clone();
+    let handler = move |res: DebounceEventResult| {
+        let wake = match res {
+            Ok(events) if events.iter().any(|e| e.need_rescan()) => Wake::Rescan,
+            // Reads are events too (inotify open/close): only changes may wake the loop, or
+            // every pass would wake the next.
+            Ok(events) => Wake::Files(events.into_iter().filter(|e| is_change(&e.event.kind)).flat_map(|e| e.event.paths).collect()),
+            Err(errors) => {
+                for e in &errors {
+                    tracing::warn!(error = %e, "file watcher error; rescanning");
+                }
+                Wake::Rescan
+            }
+        };
+        let _ = tx.send(wake);
+    };
+    let tick = Some(opts.debounce / 2);
+    if !opts.poll {
+        match new_debouncer_opt::<_, RecommendedWatcher, _>(
+            opts.debounce,
+            tick,
+            handler.clone(),
+            RecommendedCache::new(),
+            notify::Config::default(),
+        ) {
+            Ok(d) => return Ok(Box::new(d)),
+            Err(e) => tracing::error!(error = %e, "cannot create the native file watcher: falling back to polling"),
+        }
+    }
+    let config = notify::Config::default().with_poll_interval(Duration::from_secs(1));
+    let d = new_debouncer_opt::<_, notify::PollWatcher, _>(opts.debounce, tick, handler, RecommendedCache::new(), config)?;
+    Ok(Box::new(d))
+}
+
+fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode, EventKind};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
+fn is_resource_limit(e: &notify::Error) -> bool {
+    match &e.kind {
+        notify::ErrorKind::MaxFilesWatch => true,
+        notify::ErrorKind::Io(io) => matches!(io.raw_os_error(), Some(code) if code == nix::libc::ENOSPC || code == nix::libc::EMFILE),
+        _ => false,
+    }
+}
+
+/// Block (in a thread) until the shim of a running worker has gone, then wake the loop. The
+/// kernel releases the shim's lock however it dies, so this needs no polling.
+fn wait_for_shim(state_dir: PathBuf, tx: Sender<Wake>) {
+    let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
+        let lock = crate::runtime::StateDir(state_dir.clone()).shim_lock();
+        if let Ok(f) = std::fs::File::open(&lock) {
+            let _ = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockShared);
+        }
+        let _ = tx.send(Wake::ShimGone(state_dir));
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start a shim waiter; the resync will notice the worker's end");
+    }
+}
+
+fn install_signals() -> Result<()> {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let stop = SigAction::new(SigHandler::Handler(on_stop), SaFlags::SA_RESTART, SigSet::empty());
+    let hup = SigAction::new(SigHandler::Handler(on_hup), SaFlags::SA_RESTART, SigSet::empty());
+    // SAFETY: the handlers only store to atomics, which is async-signal-safe.
+    unsafe {
+        sigaction(Signal::SIGINT, &stop)?;
+        sigaction(Signal::SIGTERM, &stop)?;
+        sigaction(Signal::SIGHUP, &hup)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,249 @@
+//! `guild-hall watch` as a real service against temp projects: editor saves of every kind, git
+//! checkouts, worker results, crashes and hangs, stop and restart with a worker still running,
+//! SIGHUP, two projects under one global cap, a malformed file that must not spin, the lock.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// A running `guild-hall watch`, stopped with SIGTERM when dropped.
+struct Service {
+    child: Option<Child>,
+    log: std::path::PathBuf,
+}
+
+impl Service {
+    fn start(p: &Project, dirs: &[&std::path::Path], extra: &[&str]) -> Service {
+        let log = p.tmp.path().join(format!("watch-{}.log", std::process::id() as u128 + Instant::now().elapsed().as_nanos()));
+        let file = std::fs::File::create(&log).expect("log");
+        let mut cmd: Command = p.cmd();
+        cmd.args(["watch", "--log-format", "json", "-v"]).args(extra);
+        for d in dirs {
+            cmd.arg(d);
+        }
+        let child = cmd.stdout(Stdio::null()).stderr(file).spawn().expect("spawn watch");
+        let s = Service { child: Some(child), log };
+        wait_for("the watcher to take its projects", || s.log().contains("\"watching\""));
+        s
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: Signal) {
+        let pid = self.child.as_ref().expect("running").id() as i32;
+        kill(Pid::from_raw(pid), sig).expect("signal");
+    }
+
+    /// SIGTERM and the exit code.
+    fn stop(mut self) -> Option<i32> {
+        self.signal(Signal::SIGTERM);
+        self.child.take().expect("running").wait().expect("wait").code()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+            let _ = c.wait();
+        }
+    }
+}
+
+fn wait_status(p: &Project, id: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (code, out, _) = p.run(&["status", id, "--json"]);
+        if code == 0 && serde_json::from_str::<serde_json::Value>(&out).is_ok_and(|v| v["status"] == want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{id} never became {want}: {out}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Save like vim or JetBrains: write a temp file beside it, then rename over.
+fn rename_save(path: &std::path::Path, text: &str) {
+    let tmp = path.with_file_name(format!(".{}.swp", path.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
+    std::fs::write(&tmp, text).expect("write tmp");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+/// Save like VS Code: truncate, then write.
+fn truncate_write(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).truncate(true).open(path).expect("open");
+    std::thread::sleep(Duration::from_millis(20));
+    f.write_all(text.as_bytes()).expect("write");
+}
+
+#[test]
+fn editor_saves_and_git_checkouts_drive_commissions() {
+    let p = Project::new(&["scribe", "sleeper"]);
+    let svc = Service::start(&p, &[], &[]);
+    // Rename-save (vim, JetBrains) of a new commission.
+    rename_save(&p.artifact_path("renamed"), "---\nworker: scribe\n---\noutput: .lore/r.md\nWrite.\n");
+    wait_status(&p, "renamed", "completed");
+    // A draft, then truncate-and-write (VS Code) to submit it.
+    std::fs::write(p.artifact_path("later"), "---\nworker: scribe\nstatus: draft\n---\noutput: .lore/l.md\nWrite.\n").expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(p.status("later"), "draft");
+    let text = p.artifact("later").replace("status: draft", "status: pending");
+    truncate_write(&p.artifact_path("later"), &text);
+    wait_status(&p, "later", "completed");
+    // Several commissions arriving at once through a git checkout.
+    git(&p.root, &["checkout", "-q", "-b", "incoming"]);
+    for i in 0..3 {
+        std::fs::write(p.artifact_path(&format!("batch-{i}")), format!("---\nworker: scribe\n---\noutput: .lore/b{i}.md\nWrite.\n"))
+            .expect("write");
+    }
+    git(&p.root, &["add", ".lore/commissions/batch-0.md", ".lore/commissions/batch-1.md", ".lore/commissions/batch-2.md", ".lore/workers"]);
+    git(&p.root, &["commit", "-q", "-m", "batch"]);
+    git(&p.root, &["checkout", "-q", "main"]);
+    for i in 0..3 {
+        assert!(!p.artifact_path(&format!("batch-{i}")).exists());
+    }
+    git(&p.root, &["checkout", "-q", "incoming"]);
+    for i in 0..3 {
+        wait_status(&p, &format!("batch-{i}"), "completed");
+    }
+    // Editor droppings are not commissions and break nothing.
+    std::fs::write(p.root.join(".lore/commissions/4913"), "").expect("write");
+    std::fs::write(p.root.join(".lore/commissions/notes.md~"), "backup").expect("write");
+    assert_eq!(svc.stop(), Some(0));
+}
+
+#[test]
+fn results_crashes_and_hangs_are_judged_while_watching() {
+    let p = Project::new(&["crasher", "hanger", "silent"]);
+    p.config("stale_after: 2s\n");
+    let _svc = Service::start(&p, &[], &[]);
+    let c = p.create("crasher", "Crash", "Crash after submitting.");
+    let h = p.create("hanger", "Hang", "Hang.");
+    let s = p.create("silent", "Silent", "Say nothing.");
+    wait_status(&p, &c, "completed");
+    wait_status(&p, &s, "failed");
+    wait_status(&p, &h, "failed");
+    assert_eq!(p.status_json(&h)["reason"], "process unresponsive");
+    assert_eq!(p.status_json(&s)["reason"], "completed without submitting result");
+}
+
+#[test]
+fn a_killed_worker_fails_without_polling() {
+    let p = Project::new(&["sleeper"]);
+    let _svc = Service::start(&p, &[], &["--resync", "1h"]);
+    let id = p.create("sleeper", "Victim", "sleep: 300\nWork.");
+    wait_status(&p, &id, "in_progress");
+    let pgid = p.run_info(&id).expect("run")["pgid"].as_i64().expect("pgid") as i32;
+    nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL).expect("killpg");
+    // No exit.json is written for a SIGKILLed group; the shim's released lock wakes the loop.
+    wait_status(&p, &id, "failed");
+    assert_eq!(p.status_json(&id)["reason"], "process lost on restart");
+}
+
+#[test]
+fn stop_and_restart_readopts_a_running_worker() {
+    let p = Project::new(&["sleeper"]);
+    let svc = Service::start(&p, &[], &[]);
+    let id = p.create("sleeper", "Long", "sleep: 3\nWork a while.");
+    wait_status(&p, &id, "in_progress");
+    let worker = p.run_info(&id).expect("run")["worker_pid"].as_i64().expect("pid");
+    assert_eq!(svc.stop(), Some(0));
+    assert!(pid_alive(worker), "the worker belongs to its shim, not to the service");
+    assert_eq!(p.status(&id), "in_progress");
+    let _svc = Service::start(&p, &[], &[]);
+    wait_status(&p, &id, "completed");
+    assert_eq!(p.status_json(&id)["attempt"], 1, "re-adopted, not re-run");
+}
+
+#[test]
+fn sighup_with_a_raised_cap_dispatches_the_queue() {
+    let p = Project::new(&["sleeper"]);
+    p.config("commission_cap: 1\n");
+    let svc = Service::start(&p, &[], &[]);
+    let a = p.create("sleeper", "A", "sleep: 300\nLong.");
+    std::thread::sleep(Duration::from_millis(1100));
+    let b = p.create("sleeper", "B", "sleep: 300\nLong.");
+    wait_status(&p, &a, "in_progress");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(p.status(&b), "pending");
+    p.config("commission_cap: 2\n");
+    svc.signal(Signal::SIGHUP);
+    wait_status(&p, &b, "in_progress");
+    assert!(svc.log().contains("SIGHUP"), "{}", svc.log());
+    for id in [&a, &b] {
+        p.ok(&["--help"]);
+        std::fs::write(p.artifact_path(id), p.artifact(id).replace("status: in_progress", "status: cancelled")).expect("cancel");
+        wait_status(&p, id, "cancelled");
+    }
+}
+
+#[test]
+fn two_projects_share_the_global_cap() {
+    let a = Project::new(&["sleeper"]);
+    let b = Project::new(&["sleeper"]);
+    std::fs::write(a.home.join("config.yaml"), "max_concurrent_commissions: 1\n").expect("cfg");
+    // b uses a's home.
+    let b_home = |args: &[&str]| {
+        let out = b.cmd().env("GUILD_HALL_HOME", &a.home).args(args).output().expect("runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    b_home(&["init"]);
+    let svc = Service::start(&a, &[&a.root, &b.root], &[]);
+    let ia = a.create("sleeper", "A", "sleep: 2\nShort.");
+    wait_status(&a, &ia, "in_progress");
+    let ib = b_home(&["commission", "create", "--worker", "sleeper", "--title", "B", "--prompt", "sleep: 1\nShort."]).trim().to_string();
+    std::thread::sleep(Duration::from_millis(500));
+    let sb: serde_json::Value = serde_json::from_str(&b_home(&["status", &ib, "--json"])).expect("json");
+    assert_eq!(sb["status"], "pending", "held back by the global cap");
+    wait_status(&a, &ia, "completed");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let sb: serde_json::Value = serde_json::from_str(&b_home(&["status", &ib, "--json"])).expect("json");
+        if sb["status"] == "completed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "b never ran: {sb}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(svc.stop(), Some(0));
+}
+
+#[test]
+fn a_malformed_artifact_does_not_spin() {
+    let p = Project::new(&["scribe"]);
+    let svc = Service::start(&p, &[], &["-v"]);
+    std::fs::write(p.artifact_path("broken"), "---\ntitle: [unclosed\nworker: scribe\n---\nbody\n").expect("write");
+    wait_for("the problem to be reported", || svc.log().contains("broken.md:3:7: invalid YAML"));
+    let passes = |log: &str| log.lines().filter(|l| l.contains("\"message\":\"pass\"")).count();
+    let before = passes(&svc.log());
+    std::thread::sleep(Duration::from_secs(3));
+    let after = passes(&svc.log());
+    assert!(after - before <= 1, "passes at rest with a broken file: {before} -> {after}");
+    assert_eq!(svc.log().matches("broken.md:3:7: invalid YAML").count(), 1, "reported once");
+    assert_eq!(p.artifact("broken"), "---\ntitle: [unclosed\nworker: scribe\n---\nbody\n");
+}
+
+#[test]
+fn reconcile_refuses_or_waits_while_a_watcher_holds_the_project() {
+    let p = Project::new(&["scribe"]);
+    let svc = Service::start(&p, &[], &[]);
+    let (code, _, err) = p.run(&["reconcile", "--once"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("guild-hall watch (pid") && err.contains("--wait-lock"), "{err}");
+    let status = p.ok(&["status"]);
+    assert!(status.contains("reconciler: guild-hall watch (pid"), "{status}");
+    let mut waiting =
+        p.cmd().args(["reconcile", "--once", "--wait-lock"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(waiting.try_wait().expect("poll").is_none(), "waits for the lock");
+    assert_eq!(svc.stop(), Some(0));
+    assert!(waiting.wait().expect("wait").success());
+}
