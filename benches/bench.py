@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""guild-hall benchmarks (issue 2). Run: python3 benches/bench.py [--quick]
+"""guild-hall benchmarks (issues 2 and 3). Run: python3 benches/bench.py [--quick] [--only-watch]
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -123,11 +123,142 @@ def bench_dispatch(tmp):
     return median(ours["sparse"]), median(ours["full"]), median(plain["sparse"]), median(plain["full"])
 
 
+def start_watch(env, dirs, log):
+    return subprocess.Popen([BIN, "watch", *dirs], env=env, stdout=subprocess.DEVNULL, stderr=log)
+
+
+def proc_cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])  # utime + stime
+
+
+def proc_hwm_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def tree_state(*roots):
+    """(path, mtime_ns, size) of every file under the roots: to count writes at rest."""
+    out = set()
+    for root in roots:
+        for d, _, files in os.walk(root):
+            for n in files:
+                p = os.path.join(d, n)
+                try:
+                    st = os.stat(p)
+                except FileNotFoundError:
+                    continue
+                out.add((p, st.st_mtime_ns, st.st_size))
+    return out
+
+
+def bench_watch_latency(tmp, runs):
+    """Edit-to-spawn: the rename that makes a commission pending, to the worker running."""
+    repo = os.path.join(tmp, "lat")
+    new_repo(repo)
+    home = os.path.join(tmp, "home-lat")
+    env = dict(ENV, GUILD_HALL_HOME=home)
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    marks = os.path.join(tmp, "marks")
+    os.makedirs(marks)
+    wd = os.path.join(repo, ".lore/workers/stamp")
+    os.makedirs(wd)
+    with open(os.path.join(wd, "worker.yaml"), "w") as f:
+        f.write("name: stamp\ncheckout: sparse\ncommand: [sh, -c, 'date +%s%N > " + marks + "/$GUILD_HALL_COMMISSION; exec sleep 600']\n")
+    log = open(os.path.join(tmp, "watch-lat.log"), "w")
+    w = start_watch(env, [repo], log)
+    time.sleep(1.0)
+    lat = []
+    d = os.path.join(repo, ".lore/commissions")
+    try:
+        for i in range(runs):
+            cid = f"l{i:03}"
+            tmpf = os.path.join(d, f".{cid}.md.swp")
+            with open(tmpf, "w") as f:
+                f.write("---\nworker: stamp\nstatus: pending\n---\nGo.\n")
+            t0 = time.time_ns()
+            os.rename(tmpf, os.path.join(d, f"{cid}.md"))
+            mark = os.path.join(marks, cid)
+            deadline = time.time() + 30
+            while not (os.path.exists(mark) and os.path.getsize(mark) > 0):
+                if time.time() > deadline:
+                    sys.exit(f"worker {cid} never started")
+                time.sleep(0.001)
+            with open(mark) as f:
+                lat.append((int(f.read().strip()) - t0) / 1e6)
+            # Cancel, and wait until it is cleaned up, outside the measurement.
+            subprocess.run([BIN, "commission", "cancel", cid], cwd=repo, env=env, check=True, capture_output=True)
+            wt = os.path.join(home, "worktrees")
+            deadline = time.time() + 60
+            while any(n.startswith("commission-") for p in os.listdir(wt) for n in os.listdir(os.path.join(wt, p))):
+                if time.time() > deadline:
+                    log.flush()
+                    tail = open(os.path.join(tmp, "watch-lat.log")).read()[-3000:]
+                    art = open(os.path.join(d, f"{cid}.md")).read()
+                    sys.exit(f"cleanup of {cid} never finished\n{art}\n{tail}")
+                time.sleep(0.01)
+    finally:
+        w.terminate()
+        w.wait()
+    lat.sort()
+    return statistics.median(lat), lat[int(len(lat) * 0.95) - 1]
+
+
+def bench_watch_idle(tmp, seconds):
+    """Idle cost: two projects with 5,000 settled commissions each, at rest."""
+    home = os.path.join(tmp, "home-idle")
+    env = dict(ENV, GUILD_HALL_HOME=home)
+    repos = []
+    for name in ("idle-a", "idle-b"):
+        repo = os.path.join(tmp, name)
+        new_repo(repo)
+        subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+        d = os.path.join(repo, ".lore", "commissions")
+        for i in range(N // 2):
+            status = ("completed", "failed", "cancelled")[i % 3]
+            with open(os.path.join(d, f"c{i:05}.md"), "w") as f:
+                f.write(f"---\ntitle: C {i}\nstatus: {status}\nworker: scribe\ncreated: 2026-11-22T10:00:00.000Z\nattempt: 1\n"
+                        f"result:\n  summary: Finished {i}\n  artifacts: []\n---\nDo item {i}.\n")
+        repos.append(repo)
+    log = open(os.path.join(tmp, "watch-idle.log"), "w")
+    w = start_watch(env, repos, log)
+    try:
+        time.sleep(5)  # startup passes
+        before_files = tree_state(*[os.path.join(r, ".lore") for r in repos], home)
+        t0, c0 = time.time(), proc_cpu_ticks(w.pid)
+        time.sleep(seconds)
+        t1, c1 = time.time(), proc_cpu_ticks(w.pid)
+        after_files = tree_state(*[os.path.join(r, ".lore") for r in repos], home)
+        hwm = proc_hwm_mb(w.pid)
+    finally:
+        w.terminate()
+        w.wait()
+    hz = os.sysconf("SC_CLK_TCK")
+    cpu_pct = (c1 - c0) / hz / (t1 - t0) * 100
+    return cpu_pct, hwm, len(after_files ^ before_files), seconds
+
+
 def main():
     if not os.path.exists(BIN) or "--no-build" not in sys.argv:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
     try:
+        lat50, lat95 = bench_watch_latency(tmp, 10 if "--quick" in sys.argv else 50)
+        cpu, hwm, writes, secs = bench_watch_idle(tmp, 15 if "--quick" in sys.argv else 60)
+        print("| watch | measured | target |")
+        print("|---|---|---|")
+        print(f"| edit-to-spawn latency, sparse, p50 | {lat50:.0f} ms | < 250 ms |")
+        print(f"| edit-to-spawn latency, sparse, p95 | {lat95:.0f} ms | |")
+        print(f"| idle CPU, {N:,} artifacts in 2 projects, over {secs} s | {cpu:.2f} % of one core | < 0.5 % |")
+        print(f"| peak RSS of the watcher | {hwm:.1f} MB | < 60 MB |")
+        print(f"| files written at rest | {writes} | 0 |")
+        print()
+        if "--only-watch" in sys.argv:
+            return
         grep_t, gh_t, gh_rss = bench_dry_run(tmp)
         sparse, full, git_sparse, git_full = bench_dispatch(tmp)
     finally:

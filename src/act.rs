@@ -103,8 +103,8 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
         return Ok(Outcome::Dropped);
     }
     let new = write::apply(&text, &u.edits).with_context(|| format!("editing {}", path.display()))?;
-    if new != text {
-        crate::runtime::write_atomic(&path, new.as_bytes())?;
+    if new != text && !crate::runtime::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
+        return Ok(Outcome::Dropped);
     }
     Ok(Outcome::Done)
 }

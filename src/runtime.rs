@@ -130,22 +130,135 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// Write via a temp file in the same directory and rename, keeping an existing file's mode.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = write_temp(path, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
+    Ok(())
+}
+
+/// Replace a file a person may be editing, only if its content still hashes to `expect` (what
+/// we observed). Returns false, writing nothing, if it changed. The check and the replace are
+/// one atomic step: our version is swapped in (`renameat2(RENAME_EXCHANGE)`), and if what was
+/// swapped out is not what we observed, someone saved in between and theirs is swapped back.
+pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bool> {
+    use crate::artifact::commission::content_hash;
+    let current = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if content_hash(&current) != expect {
+        return Ok(false);
+    }
+    let tmp = write_temp(path, bytes)?;
+    let cleanup = |r: Result<bool>| {
+        let _ = std::fs::remove_file(&tmp);
+        r
+    };
+    match exchange(&tmp, path) {
+        Ok(()) => {
+            // `tmp` now holds what was at `path` an instant ago.
+            let swapped_out = std::fs::read_to_string(&tmp).unwrap_or_default();
+            if content_hash(&swapped_out) == expect {
+                return cleanup(Ok(true));
+            }
+            let back = exchange(&tmp, path).with_context(|| format!("restoring {} after a concurrent save", path.display()));
+            cleanup(back.map(|_| false))
+        }
+        // No RENAME_EXCHANGE here (filesystem or platform): check again and rename.
+        Err(_) => {
+            let again = std::fs::read_to_string(path).unwrap_or_default();
+            if content_hash(&again) != expect {
+                return cleanup(Ok(false));
+            }
+            std::fs::rename(&tmp, path).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                anyhow::Error::from(e).context(format!("writing {}", path.display()))
+            })?;
+            Ok(true)
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+    renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE).map_err(std::io::Error::from)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
+/// A temp file beside `path` (same filesystem, so a rename is atomic) holding `bytes`, with
+/// the mode of an existing `path`.
+fn write_temp(path: &Path, bytes: &[u8]) -> Result<std::path::PathBuf> {
     let dir = path.parent().context("path has no parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.guild-hall-{}.tmp", std::process::id()));
-    let result = (|| -> Result<()> {
+    let tmp = dir.join(format!(".{name}.guild-hall-{}-{}.tmp", std::process::id(), uuid::Uuid::new_v4().simple()));
+    let result = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         if let Ok(meta) = std::fs::metadata(path) {
             std::fs::set_permissions(&tmp, meta.permissions())?;
         }
-        std::fs::rename(&tmp, path)?;
         Ok(())
     })();
-    if result.is_err() {
+    if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
+        return Err(anyhow::Error::from(e).context(format!("writing {}", path.display())));
     }
-    result.with_context(|| format!("writing {}", path.display()))
+    Ok(tmp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::commission::content_hash;
+
+    #[test]
+    fn replaces_only_what_was_observed() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("a.md");
+        std::fs::write(&path, "seen\n").expect("write");
+        assert!(replace_if_unchanged(&path, content_hash("seen\n"), b"ours\n").expect("replace"));
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "ours\n");
+        // A save we did not observe is never overwritten.
+        std::fs::write(&path, "theirs\n").expect("write");
+        assert!(!replace_if_unchanged(&path, content_hash("ours\n"), b"mine again\n").expect("replace"));
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "theirs\n");
+        // No temp files are left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    #[test]
+    fn racing_rename_saves_always_survive() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("a.md");
+        std::fs::write(&path, "person 0\n").expect("write");
+        let p = path.clone();
+        let person = std::thread::spawn(move || {
+            for i in 1..=300 {
+                let tmp = p.with_file_name(format!(".a.md.{i}.swp"));
+                std::fs::write(&tmp, format!("person {i}\n")).expect("write");
+                std::fs::rename(&tmp, &p).expect("rename");
+            }
+        });
+        // We only ever replace a person's version with "ours after N" for the N we observed.
+        let mut ours = 0;
+        while !person.is_finished() {
+            let seen = std::fs::read_to_string(&path).expect("read");
+            let n: u32 = seen.trim().rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            if seen.starts_with("person")
+                && replace_if_unchanged(&path, content_hash(&seen), format!("ours after {n}\n").as_bytes()).expect("replace")
+            {
+                ours += 1;
+            }
+        }
+        person.join().expect("person");
+        // The person's last save came after everything we observed: it must be there, unless we
+        // replaced exactly it (and then we say so).
+        let last = std::fs::read_to_string(&path).expect("read");
+        assert!(last == "person 300\n" || last == "ours after 300\n", "{last} (we wrote {ours} times)");
+    }
 }

@@ -181,21 +181,26 @@ fn load(env: &Env, id: &str) -> Result<Commission> {
     Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
-/// Write one intent key into the artifact, surgically and atomically.
+/// Write one intent key into the artifact, surgically and atomically. The reconciler may be
+/// writing the same file: a concurrent change means read again and retry, never clobber.
 fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
-    let c = load(env, id)?;
-    let text = std::fs::read_to_string(&c.path)?;
-    if content_hash(&text) != c.hash {
-        bail!("{} changed while it was being read; try again", c.path.display());
+    for _ in 0..40 {
+        let c = load(env, id)?;
+        let text = std::fs::read_to_string(&c.path)?;
+        if content_hash(&text) == c.hash {
+            let new = write::apply(&text, std::slice::from_ref(&edit))?;
+            if crate::runtime::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
+                let what = match &edit {
+                    Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
+                    Edit::Remove(k) => format!("removed {k}"),
+                };
+                println!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
+                return Ok(());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
     }
-    let new = write::apply(&text, std::slice::from_ref(&edit))?;
-    crate::runtime::write_atomic(&c.path, new.as_bytes())?;
-    let what = match &edit {
-        Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
-        Edit::Remove(k) => format!("removed {k}"),
-    };
-    println!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
-    Ok(())
+    bail!("{} keeps changing; nothing written, try again", env.project.commissions_dir().join(format!("{id}.md")).display())
 }
 
 pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
