@@ -130,6 +130,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         rounds += 1;
         let global =
             if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "guild-hall").map_err(|e| anyhow!("home lock: {e}"))?) };
+        wait_for_git(project);
         let snapshot = observe_with(home, project, Depth::Reconcile).context("observing the project")?;
         for p in snapshot.problems.iter().chain(&crate::observe::cycle_problems(&snapshot)) {
             if seen_problems.insert(p.to_string()) {
@@ -200,6 +201,18 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         if quiet {
             std::thread::sleep(WAIT_POLL);
         }
+    }
+}
+
+/// A git command holding the index lock (checkout, merge, reset, pull) is rewriting the working
+/// tree: wait for it, so that no pass sees half a checkout (a commission without its worker
+/// package, say). Bounded: a stale lock left by a crashed git delays a pass by 3 s, no more.
+fn wait_for_git(project: &Project) {
+    let Ok(repo) = git2::Repository::open(&project.root) else { return };
+    let lock = repo.path().join("index.lock");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while lock.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

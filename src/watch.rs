@@ -162,8 +162,9 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                     match w {
                         Wake::Rescan => projects.iter_mut().for_each(|p| p.dirty = true),
                         Wake::ShimGone(dir) => {
+                            // A worker ended: capacity is global, so every project may dispatch.
                             waiting_on.remove(&dir);
-                            mark(&mut projects, &dir, &state_root);
+                            projects.iter_mut().for_each(|p| p.dirty = true);
                         }
                         Wake::Files(paths) => {
                             for path in paths.iter().filter(|p| !ignores.is_match(p)) {
@@ -238,9 +239,15 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> Vec<PathBuf> {
     report.running
 }
 
-/// Mark the project a changed path belongs to; a path under another project's state dir may
-/// free global capacity, so it marks every project.
+/// Mark the project a changed path belongs to. A worker's end or a status change recorded in
+/// any project's runtime state (`exit.json`, `record.json`) may free global capacity, and a
+/// path we cannot place may matter to anyone: those mark every project.
 fn mark(projects: &mut [Watched], path: &Path, state_root: &Path) {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if path.starts_with(state_root) && matches!(name, "exit.json" | "record.json") {
+        projects.iter_mut().for_each(|p| p.dirty = true);
+        return;
+    }
     let mut hit = false;
     for p in projects.iter_mut() {
         if path.starts_with(&p.dir) || path.starts_with(state_root.join(&p.name)) {

@@ -98,15 +98,21 @@ fn editor_saves_and_git_checkouts_drive_commissions() {
     let text = p.artifact("later").replace("status: draft", "status: pending");
     truncate_write(&p.artifact_path("later"), &text);
     wait_status(&p, "later", "completed");
-    // Several commissions arriving at once through a git checkout.
-    git(&p.root, &["checkout", "-q", "-b", "incoming"]);
+    // Several commissions arriving at once through a git checkout: the branch is made in another
+    // worktree, so the watcher first sees them when the checkout brings them.
+    let other = p.tmp.path().join("other");
+    git(&p.root, &["worktree", "add", "-q", "-b", "incoming", other.to_str().expect("utf8"), "main"]);
+    std::fs::create_dir_all(other.join(".lore/commissions")).expect("mkdir");
     for i in 0..3 {
-        std::fs::write(p.artifact_path(&format!("batch-{i}")), format!("---\nworker: scribe\n---\noutput: .lore/b{i}.md\nWrite.\n"))
-            .expect("write");
+        std::fs::write(
+            other.join(format!(".lore/commissions/batch-{i}.md")),
+            format!("---\nworker: scribe\n---\noutput: .lore/b{i}.md\nWrite.\n"),
+        )
+        .expect("write");
     }
-    git(&p.root, &["add", ".lore/commissions/batch-0.md", ".lore/commissions/batch-1.md", ".lore/commissions/batch-2.md", ".lore/workers"]);
-    git(&p.root, &["commit", "-q", "-m", "batch"]);
-    git(&p.root, &["checkout", "-q", "main"]);
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "batch"]);
+    git(&p.root, &["worktree", "remove", other.to_str().expect("utf8")]);
     for i in 0..3 {
         assert!(!p.artifact_path(&format!("batch-{i}")).exists());
     }
