@@ -87,8 +87,28 @@ pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
     observe_with(home, project, Depth::Full)
 }
 
+/// Artifacts a pass found settled, with the stamps (size, mtime, inode) of the artifact and its
+/// runtime record then. A later pass that finds the same stamps skips reading both: a
+/// long-running watcher's resync then costs a `stat` per settled artifact, and raises no
+/// inotify events of its own. Only a shortcut: any write changes a stamp.
+#[derive(Debug, Default)]
+pub struct SettledCache(std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Stamps>>);
+
+type Stamps = (Option<(u64, i128, u64)>, Option<(u64, i128, u64)>);
+
+fn stamp(path: &Path) -> Option<(u64, i128, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128, m.ino()))
+}
+
 /// Read the world to the given depth.
 pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snapshot> {
+    observe_cached(home, project, depth, None)
+}
+
+/// [`observe_with`], remembering settled artifacts across calls in `cache`.
+pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Option<&SettledCache>) -> Result<Snapshot> {
     let now = Utc::now();
     let global = home.load_config()?;
     let workers = Catalog::discover(&project.root, &home.workers_dir());
@@ -115,7 +135,7 @@ pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snap
                     let repo = git2::Repository::open(&project.root).ok();
                     let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
                     part.iter()
-                        .filter(|p| depth == Depth::Full || !is_settled(home, project, p))
+                        .filter(|p| depth == Depth::Full || !settled(home, project, p, cache))
                         .map(|p| observe_one(home, project, p, tree.as_ref(), boot))
                         .collect::<Vec<_>>()
                 })
@@ -139,6 +159,27 @@ pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snap
         problems,
         workers,
     })
+}
+
+/// [`is_settled`], answered from the cache when neither file changed since it last said yes.
+fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCache>) -> bool {
+    let Some(cache) = cache else { return is_settled(home, project, path) };
+    let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let record = StateDir(home.commission_state(&project.name, id)).record();
+    let now = (stamp(path), stamp(&record));
+    let known = cache.0.lock().map(|m| m.get(path) == Some(&now)).unwrap_or(false);
+    if known && !home.worktree(&project.name, id).exists() {
+        return true;
+    }
+    let yes = is_settled(home, project, path);
+    if let Ok(mut m) = cache.0.lock() {
+        if yes {
+            m.insert(path.to_path_buf(), now);
+        } else {
+            m.remove(path);
+        }
+    }
+    yes
 }
 
 /// A settled artifact needs nothing from a reconcile pass. Decided without parsing YAML: a

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::act::{self, Ctx, Outcome};
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
-use crate::observe::{observe_with, Depth};
+use crate::observe::{observe_cached, Depth};
 use crate::plan::{plan, Action};
 
 #[derive(Debug, Clone, Default)]
@@ -26,6 +26,8 @@ pub struct Options {
     pub wait_lock: bool,
     /// Commissions to leave alone this time (the watcher's backoff after failed actions).
     pub skip: BTreeSet<String>,
+    /// Settled artifacts remembered across passes (the watcher's).
+    pub settled: Option<std::sync::Arc<crate::observe::SettledCache>>,
 }
 
 /// One action taken (or planned, with `--dry-run`).
@@ -84,9 +86,13 @@ fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::Result<HeldL
     let arg = if wait { FlockArg::LockExclusive } else { FlockArg::LockExclusiveNonblock };
     match Flock::lock(file, arg) {
         Ok(mut f) => {
-            let _ = f.set_len(0);
-            let _ = f.rewind();
-            let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::plan::timestamp(chrono::Utc::now()));
+            // Who holds it, for the refusal message; the home-wide dispatch lock is taken every
+            // pass and names no one (a write per pass would be a write at rest).
+            if !who.is_empty() {
+                let _ = f.set_len(0);
+                let _ = f.rewind();
+                let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::plan::timestamp(chrono::Utc::now()));
+            }
             Ok(HeldLock { _lock: f })
         }
         Err((mut f, _)) => {
@@ -128,10 +134,9 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     let mut rounds = 0usize;
     loop {
         rounds += 1;
-        let global =
-            if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "guild-hall").map_err(|e| anyhow!("home lock: {e}"))?) };
+        let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
         wait_for_git(project);
-        let snapshot = observe_with(home, project, Depth::Reconcile).context("observing the project")?;
+        let snapshot = observe_cached(home, project, Depth::Reconcile, opts.settled.as_deref()).context("observing the project")?;
         for p in snapshot.problems.iter().chain(&crate::observe::cycle_problems(&snapshot)) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use chrono::{DateTime, Utc};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
@@ -155,12 +155,27 @@ pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bo
     match exchange(&tmp, path) {
         Ok(()) => {
             // `tmp` now holds what was at `path` an instant ago.
-            let swapped_out = std::fs::read_to_string(&tmp).unwrap_or_default();
-            if content_hash(&swapped_out) == expect {
+            let swapped_out = std::fs::read(&tmp).unwrap_or_default();
+            if content_hash(&String::from_utf8_lossy(&swapped_out)) == expect {
                 return cleanup(Ok(true));
             }
-            let back = exchange(&tmp, path).with_context(|| format!("restoring {} after a concurrent save", path.display()));
-            cleanup(back.map(|_| false))
+            // Someone saved after we looked. Give them their file back; if they save again
+            // while we do, what comes out of the exchange is not what we put in, and that
+            // newer save goes back in turn. Each exchange leaves the newest save in place.
+            // `placed`: what we last put at `path`; `wanted`: the newest save, now at `tmp`.
+            let (mut placed, mut wanted) = (bytes.to_vec(), swapped_out);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while std::time::Instant::now() < deadline {
+                if let Err(e) = exchange(&tmp, path) {
+                    return cleanup(Err(anyhow::Error::from(e).context(format!("restoring {} after a concurrent save", path.display()))));
+                }
+                let out = std::fs::read(&tmp).unwrap_or_default();
+                if out == placed {
+                    return cleanup(Ok(false));
+                }
+                (placed, wanted) = (wanted, out);
+            }
+            cleanup(Err(anyhow!("{} kept changing while it was being restored; the newest save is in place", path.display())))
         }
         // No RENAME_EXCHANGE here (filesystem or platform): check again and rename.
         Err(_) => {

@@ -77,6 +77,7 @@ struct Watched {
     /// Problems seen in the last pass (reported once they persist for two passes).
     seen: BTreeSet<String>,
     reported: BTreeSet<String>,
+    settled: std::sync::Arc<crate::observe::SettledCache>,
 }
 
 /// Run until SIGINT or SIGTERM. `dirs` empty means every project registered in the home.
@@ -123,6 +124,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             backoff: BTreeMap::new(),
             seen: BTreeSet::new(),
             reported: BTreeSet::new(),
+            settled: Default::default(),
         });
     }
     let state_root = home.state_root();
@@ -195,7 +197,7 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> Vec<PathBuf> {
         }
     };
     let skip: BTreeSet<String> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(id, _)| id.clone()).collect();
-    let options = Options { skip, ..Options::default() };
+    let options = Options { skip, settled: Some(w.settled.clone()), ..Options::default() };
     let report = reconcile::run(home, &project, &options, |e| {
         if e.ok {
             tracing::info!(project = %w.name, id = %e.id, action = e.action, "{}", e.detail);
