@@ -138,6 +138,21 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
     fault("dispatch", 3);
 
     std::fs::write(state.prompt(), &commission.artifact.body)?;
+    let global = ctx.home.load_config()?;
+    let memory_dir = ctx.home.memory_dir();
+    let posture = match pkg.posture() {
+        Ok(p) => p,
+        Err(why) => {
+            let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
+            write_json(&state.exit(), &exit)?;
+            return Ok(Outcome::Done);
+        }
+    };
+    let memories = crate::memory::load(&memory_dir, &pkg.manifest.name)?;
+    std::fs::write(state.system_prompt(), crate::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap))?;
+    if let Err(e) = crate::memory::maybe_compact(&memory_dir, pkg, global.memory_compact_threshold) {
+        tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
+    }
     let res = &commission.artifact.resources;
     let max_turns = res.max_turns.or(pkg.manifest.resources.max_turns).unwrap_or(150);
     let max_budget = res.max_budget_usd.or(pkg.manifest.resources.max_budget_usd).unwrap_or(2.0);
@@ -149,6 +164,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         ("GUILD_HALL_PROJECT".into(), p(&ctx.project.root)),
         ("GUILD_HALL_WORKTREE".into(), p(&wt)),
         ("GUILD_HALL_PROMPT_FILE".into(), p(&state.prompt())),
+        ("GUILD_HALL_SYSTEM_PROMPT_FILE".into(), p(&state.system_prompt())),
         ("GUILD_HALL_MAILBOX".into(), p(&state.mailbox())),
         ("GUILD_HALL_BIN".into(), p(&exe)),
         ("GUILD_HALL_HOME".into(), p(&ctx.home.root)),

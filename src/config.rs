@@ -90,6 +90,10 @@ pub struct ProjectEntry {
 #[serde(default)]
 pub struct GlobalConfig {
     pub max_concurrent_commissions: usize,
+    /// Characters of a worker's memory put into its system prompt (most recent first).
+    pub memory_cap: usize,
+    /// Total characters of a worker's memory above which its package's `compact` runs.
+    pub memory_compact_threshold: usize,
     pub projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub other: serde_yaml_ng::Mapping,
@@ -97,7 +101,13 @@ pub struct GlobalConfig {
 
 impl Default for GlobalConfig {
     fn default() -> Self {
-        GlobalConfig { max_concurrent_commissions: 10, projects: Vec::new(), other: Default::default() }
+        GlobalConfig {
+            max_concurrent_commissions: 10,
+            memory_cap: 8000,
+            memory_compact_threshold: 16000,
+            projects: Vec::new(),
+            other: Default::default(),
+        }
     }
 }
 

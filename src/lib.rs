@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod git;
 pub mod ids;
+pub mod memory;
 pub mod observe;
 pub mod plan;
 pub mod process;

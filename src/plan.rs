@@ -270,6 +270,7 @@ impl<'a> Step<'a> {
                 MailBody::Question { .. } => "question",
                 MailBody::Decision { .. } => "decision",
                 MailBody::Result { .. } => "result",
+                MailBody::Memory { .. } => "memory",
             };
             self.update.events.push(crate::timeline::event(&m.ts, kind, m.id.clone(), fields));
             if let MailBody::Result { artifacts, .. } = &m.body {

@@ -108,6 +108,9 @@ impl StateDir {
     pub fn prompt(&self) -> PathBuf {
         self.0.join("prompt.md")
     }
+    pub fn system_prompt(&self) -> PathBuf {
+        self.0.join("system-prompt.md")
+    }
     pub fn log(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.log"))
     }

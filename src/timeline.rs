@@ -94,6 +94,7 @@ pub fn render(e: &Value) -> String {
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),
         "artifact" => s("path"),
+        "memory" => format!("stored memory {}", s("key")),
         "merge" => format!("merged into {} as {}", s("branch"), s("commit")),
         "redispatch" => format!("attempt {}", e["attempt"]),
         "refused" | "request" => s("text"),

@@ -25,7 +25,8 @@ pub const DEFAULT_IGNORES: [&str; 9] =
 /// Runtime files whose changes need no pass: worker output and the heartbeat are judged at the
 /// heartbeat deadline (a pass per line of output would cost a core on a large project), and
 /// locks and prompts change only with our own actions.
-const RUNTIME_IGNORES: [&str; 6] = ["**/attempt-*.log", "**/heartbeat", "**/shim.lock", "**/lock", "**/dispatch.lock", "**/prompt.md"];
+const RUNTIME_IGNORES: [&str; 7] =
+    ["**/attempt-*.log", "**/heartbeat", "**/shim.lock", "**/lock", "**/dispatch.lock", "**/prompt.md", "**/system-prompt.md"];
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {

@@ -35,6 +35,10 @@ pub struct Manifest {
     pub resources: Resources,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Optional memory compaction command (argv, like `command`): gets all memories on stdin,
+    /// prints the compacted memory on stdout.
+    #[serde(default)]
+    pub compact: Option<Vec<String>>,
 }
 
 fn default_capabilities() -> Vec<String> {
@@ -58,6 +62,22 @@ pub struct Package {
 }
 
 impl Package {
+    /// Load one package directory's `worker.yaml`.
+    pub fn load(dir: &Path) -> anyhow::Result<Package> {
+        let file = dir.join("worker.yaml");
+        let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        let manifest: Manifest = serde_yaml_ng::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        crate::ids::validate_id(&manifest.name)?;
+        Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
+    }
+
+    /// The posture text (system-prompt preamble), if the package has one.
+    pub fn posture(&self) -> Result<Option<String>, String> {
+        let Some(rel) = &self.manifest.posture else { return Ok(None) };
+        let rel = crate::ids::validate_rel_path(rel).map_err(|e| format!("posture: {e}"))?;
+        std::fs::read_to_string(self.dir.join(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
+    }
+
     pub fn can_commission(&self) -> bool {
         self.manifest.capabilities.iter().any(|c| c == "commission")
     }
@@ -65,7 +85,12 @@ impl Package {
     /// The executable to run: relative paths with a '/' resolve against the package dir, bare
     /// names against `PATH`. Errors say what is wrong, for the activation-failure reason.
     pub fn resolve_command(&self) -> Result<Vec<String>, String> {
-        let (prog, args) = self.manifest.command.split_first().ok_or("worker.yaml: command is empty")?;
+        self.resolve_argv(&self.manifest.command)
+    }
+
+    /// Resolve any argv of this package (`command`, `compact`) the same way.
+    pub fn resolve_argv(&self, argv: &[String]) -> Result<Vec<String>, String> {
+        let (prog, args) = argv.split_first().ok_or("worker.yaml: command is empty")?;
         let path = if prog.contains('/') {
             let p = Path::new(prog);
             if p.is_absolute() {

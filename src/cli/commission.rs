@@ -63,6 +63,14 @@ pub enum ToolboxCmd {
     },
     /// Record a question the worker cannot resolve alone.
     LogQuestion { text: String },
+    /// Remember something for this worker's later commissions (overwrites the key).
+    StoreMemory {
+        /// A filename-safe name: lowercase letters, digits, '-', '_', '.'.
+        #[arg(long)]
+        key: String,
+        #[arg(long)]
+        content: String,
+    },
     /// Record a decision and why it was made.
     RecordDecision {
         #[arg(long)]
@@ -206,6 +214,11 @@ fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
 pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
     let ctx = WorkerContext::from_env()?;
     let body = match cmd {
+        ToolboxCmd::StoreMemory { key, content } => {
+            ctx.store_memory(key, content)?;
+            println!("stored memory {key} for {}", ctx.worker.as_deref().unwrap_or("?"));
+            return Ok(());
+        }
         ToolboxCmd::ReportProgress { text } => MailBody::Progress { text: text.clone() },
         ToolboxCmd::SubmitResult { summary, artifacts } => {
             MailBody::Result { summary: summary.clone(), artifacts: crate::toolbox::normalise_artifacts(artifacts)? }

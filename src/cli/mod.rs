@@ -82,6 +82,14 @@ pub enum Command {
     /// Tools for worker processes: report progress, submit a result, log questions and decisions.
     #[command(subcommand)]
     Toolbox(commission::ToolboxCmd),
+    /// Compact a worker's memory with its package's `compact` command (internal).
+    #[command(hide = true)]
+    MemoryCompact {
+        #[arg(long)]
+        memory_dir: PathBuf,
+        #[arg(long)]
+        package: PathBuf,
+    },
     /// The supervisor that runs one worker process (internal).
     #[command(hide = true)]
     Shim {
@@ -201,6 +209,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
+        Command::MemoryCompact { memory_dir, package } => {
+            let pkg = crate::worker::Package::load(package)?;
+            crate::memory::compact(memory_dir, &pkg)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Init => {
             let env = Env::load(&cli)?;
             commission::init(&env)?;

@@ -38,6 +38,10 @@ pub enum MailBody {
         #[serde(default)]
         artifacts: Vec<String>,
     },
+    /// A memory was stored (its content lives in the memory dir, not the mailbox).
+    Memory {
+        key: String,
+    },
 }
 
 pub fn read(path: &Path) -> Result<Vec<Mail>> {

@@ -17,6 +17,9 @@ pub struct WorkerContext {
     pub mailbox: PathBuf,
     pub worktree: PathBuf,
     pub attempt: u32,
+    /// The worker package's name and the home (for memory).
+    pub worker: Option<String>,
+    pub home: Option<PathBuf>,
 }
 
 impl WorkerContext {
@@ -33,6 +36,8 @@ impl WorkerContext {
             mailbox: PathBuf::from(var("GUILD_HALL_MAILBOX")?),
             worktree: PathBuf::from(var("GUILD_HALL_WORKTREE")?),
             attempt: var("GUILD_HALL_ATTEMPT")?.parse().map_err(|_| anyhow!("GUILD_HALL_ATTEMPT is not a number"))?,
+            worker: std::env::var("GUILD_HALL_WORKER").ok(),
+            home: std::env::var_os("GUILD_HALL_HOME").map(PathBuf::from),
         })
     }
 
@@ -48,6 +53,15 @@ impl WorkerContext {
             }
         }
         mailbox::append(&self.mailbox, self.attempt, body)
+    }
+
+    /// Store a memory for this worker (overwriting the key), and note it in the mailbox.
+    pub fn store_memory(&self, key: &str, content: &str) -> Result<Mail> {
+        let (Some(worker), Some(home)) = (&self.worker, &self.home) else {
+            bail!("GUILD_HALL_WORKER and GUILD_HALL_HOME must be set to store memory");
+        };
+        crate::memory::store(&home.join("memory"), worker, key, content)?;
+        mailbox::append(&self.mailbox, self.attempt, MailBody::Memory { key: key.to_string() })
     }
 
     fn check_artifact(&self, path: &str) -> Result<()> {

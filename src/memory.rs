@@ -1,0 +1,211 @@
+//! Worker memory: `$GUILD_HALL_HOME/memory/<worker>/<key>.md`, written by `store_memory`, read
+//! into the system prompt at dispatch (most recent first, whole files, up to `memory_cap`), and
+//! compacted in the background by the package's `compact` command when it grows past
+//! `memory_compact_threshold`. A failed compaction leaves memory exactly as it was.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{anyhow, bail, Context, Result};
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::ids;
+use crate::worker::Package;
+
+/// The file that holds compacted memory; it is a memory like the others.
+pub const COMPACTED: &str = "compacted";
+
+pub fn dir(home_memory: &Path, worker: &str) -> Result<PathBuf> {
+    ids::validate_id(worker)?;
+    Ok(home_memory.join(worker))
+}
+
+/// Store (or overwrite) one memory. Keys are ids: filename-safe, never a path.
+pub fn store(home_memory: &Path, worker: &str, key: &str, content: &str) -> Result<PathBuf> {
+    ids::validate_id(key).map_err(|e| anyhow!("bad memory key: {e}"))?;
+    if content.len() > 256 * 1024 {
+        bail!("memory {key:?} is {} bytes; at most 256 KiB", content.len());
+    }
+    let path = dir(home_memory, worker)?.join(format!("{key}.md"));
+    crate::runtime::write_atomic(&path, content.as_bytes())?;
+    Ok(path)
+}
+
+/// One memory file.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    pub key: String,
+    pub path: PathBuf,
+    pub content: String,
+    pub modified: std::time::SystemTime,
+}
+
+/// All of a worker's memories, most recently written first (ties: key).
+pub fn load(home_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
+    let dir = dir(home_memory, worker)?;
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for e in entries.filter_map(|e| e.ok()) {
+        let path = e.path();
+        let Some(key) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".md")) else { continue };
+        if ids::validate_id(key).is_err() {
+            continue;
+        }
+        let (Ok(content), Ok(meta)) = (std::fs::read_to_string(&path), e.metadata()) else { continue };
+        out.push(Memory { key: key.to_string(), content, modified: meta.modified().unwrap_or(std::time::UNIX_EPOCH), path });
+    }
+    out.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.key.cmp(&b.key)));
+    Ok(out)
+}
+
+const TOOLBOX_INSTRUCTIONS: &str = "\
+## Toolbox
+
+You are working on a guild-hall commission. Report back with these tools (MCP tools of the
+same names, or `\"$GUILD_HALL_BIN\" toolbox <tool> ...` from a shell):
+
+- report_progress TEXT: what you have done and what is next. Call it at each milestone; it is
+  also your heartbeat.
+- log_question TEXT: something you cannot resolve alone, or cannot verify. Then carry on.
+- record_decision --question Q --decision D --reasoning R: a choice others should know about.
+- store_memory --key KEY --content TEXT: something worth remembering in your next commissions.
+- submit_result --summary TEXT [--artifact PATH]...: once, when the outcome is achieved and
+  verified. Without it the commission counts as failed.
+";
+
+/// The system prompt for a dispatch: posture, then memories most recent first (whole files,
+/// while they fit in `cap` characters), then the toolbox instructions.
+pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize) -> String {
+    let mut out = String::new();
+    if let Some(p) = posture {
+        out.push_str(p.trim_end());
+        out.push_str("\n\n");
+    }
+    let mut used = 0;
+    let mut section = String::new();
+    for m in memories {
+        let chars = m.content.chars().count();
+        if used + chars > cap {
+            continue;
+        }
+        used += chars;
+        section.push_str(&format!("### {}\n\n{}\n\n", m.key, m.content.trim_end()));
+    }
+    if !section.is_empty() {
+        out.push_str("## Memory\n\nWhat you stored in earlier commissions, most recent first.\n\n");
+        out.push_str(&section);
+    }
+    out.push_str(TOOLBOX_INSTRUCTIONS);
+    out
+}
+
+/// Total characters of a worker's memory.
+pub fn total_chars(memories: &[Memory]) -> usize {
+    memories.iter().map(|m| m.content.chars().count()).sum()
+}
+
+/// Start `guild-hall memory-compact` for the worker in the background if its memory is over
+/// the threshold and its package can compact. Never waits for it.
+pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize) -> Result<()> {
+    if pkg.manifest.compact.is_none() || total_chars(&load(home_memory, &pkg.manifest.name)?) <= threshold {
+        return Ok(());
+    }
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("memory-compact")
+        .arg("--memory-dir")
+        .arg(home_memory)
+        .arg("--package")
+        .arg(&pkg.dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+    }
+    let mut child = cmd.spawn().context("starting memory compaction")?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+/// The compaction itself (a separate process): one at a time per worker; all memories on the
+/// command's stdin; its stdout becomes `compacted.md`; exactly the files it was given are
+/// removed. Any failure leaves memory as it was.
+pub fn compact(home_memory: &Path, pkg: &Package) -> Result<()> {
+    let worker = &pkg.manifest.name;
+    let dir = dir(home_memory, worker)?;
+    std::fs::create_dir_all(&dir)?;
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(".compact.lock"))?;
+    let Ok(_lock) = Flock::lock(lock, FlockArg::LockExclusiveNonblock) else {
+        return Ok(()); // another compaction is running
+    };
+    let memories = load(home_memory, worker)?;
+    let argv = pkg.resolve_argv(pkg.manifest.compact.as_deref().unwrap_or_default()).map_err(|e| anyhow!(e))?;
+    let mut input = String::new();
+    for m in &memories {
+        input.push_str(&format!("### {}\n\n{}\n\n", m.key, m.content.trim_end()));
+    }
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(&pkg.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the compact command")?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().context("compact stdin")?;
+        stdin.write_all(input.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    let text = String::from_utf8(out.stdout).map_err(|_| anyhow!("compact printed non-UTF-8"))?;
+    if !out.status.success() || text.trim().is_empty() {
+        bail!("compact failed ({}); memory left as it was", out.status);
+    }
+    // Write the new memory first; only then remove what it replaces (never a file written
+    // while the command ran: those were not in its input).
+    let compacted = dir.join(format!("{COMPACTED}.md"));
+    crate::runtime::write_atomic(&compacted, text.as_bytes())?;
+    for m in memories.iter().filter(|m| m.path != compacted) {
+        let now = std::fs::metadata(&m.path).and_then(|md| md.modified()).ok();
+        if now == Some(m.modified) {
+            std::fs::remove_file(&m.path)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mem(key: &str, content: &str) -> Memory {
+        Memory { key: key.into(), path: PathBuf::from(key), content: content.into(), modified: std::time::UNIX_EPOCH }
+    }
+
+    #[test]
+    fn system_prompt_order_and_cap() {
+        let ms = [mem("new", &"n".repeat(10)), mem("big", &"b".repeat(100)), mem("old", &"o".repeat(10))];
+        let p = system_prompt(Some("You are careful."), &ms, 50);
+        assert!(p.starts_with("You are careful.\n\n## Memory"));
+        let (n, o) = (p.find("### new").expect("new"), p.find("### old").expect("old"));
+        assert!(n < o, "most recent first");
+        assert!(!p.contains("### big"), "whole files only, within the cap");
+        assert!(p.contains("submit_result"));
+    }
+
+    #[test]
+    fn store_rejects_bad_keys() {
+        let dir = tempfile::tempdir().expect("tmp");
+        for bad in ["../x", "a/b", "", ".hidden"] {
+            assert!(store(dir.path(), "w", bad, "x").is_err(), "{bad}");
+        }
+        assert!(store(dir.path(), "../w", "k", "x").is_err());
+        store(dir.path(), "w", "k", "one").expect("store");
+        store(dir.path(), "w", "k", "two").expect("overwrite");
+        assert_eq!(load(dir.path(), "w").expect("load")[0].content, "two");
+    }
+}

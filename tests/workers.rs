@@ -1,0 +1,140 @@
+//! Worker packages, capabilities, the reference `researcher` package as a template, and worker
+//! memory: stored by one commission, in the next one's system prompt, compacted when it grows.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+#[test]
+fn the_researcher_uses_every_tool() {
+    let p = Project::new(&["researcher"]);
+    let id = p.create("researcher", "Crash-only", "Crash-only software\nSurvey it.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["questions"][0], "Is a one-page overview enough for: Crash-only software?");
+    let kinds = kinds(&p.timeline(&id));
+    for k in ["progress", "decision", "question", "memory", "result", "artifact", "merge"] {
+        assert!(kinds.contains(&k.to_string()), "{k} in {kinds:?}");
+    }
+    let report = git(&p.root, &["show", &format!("claude/main:.lore/reports/{id}.md")]);
+    assert!(report.contains("by worker researcher"), "{report}");
+    let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
+    assert!(prompt.starts_with("You are a careful researcher."), "{prompt}");
+    assert!(prompt.contains("submit_result"), "{prompt}");
+}
+
+#[test]
+fn a_copied_package_is_a_new_worker_with_no_code_change() {
+    let p = Project::new(&[]);
+    p.install_worker("researcher", "analyst");
+    std::fs::write(p.root.join(".lore/workers/analyst/posture.md"), "You are a terse analyst.\n").expect("posture");
+    let workers: serde_json::Value = serde_json::from_str(&p.ok(&["workers", "--json"])).expect("json");
+    let analyst = workers.as_array().and_then(|a| a.iter().find(|w| w["name"] == "analyst")).expect("analyst discovered");
+    assert_eq!(analyst["capabilities"][0], "commission");
+    assert_eq!(analyst["source"], "project");
+    let id = p.create("analyst", "Numbers", "Quarterly numbers\nAnalyse.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
+    assert!(prompt.starts_with("You are a terse analyst."), "{prompt}");
+    assert!(git(&p.root, &["show", &format!("claude/main:.lore/reports/{id}.md")]).contains("by worker analyst"));
+}
+
+#[test]
+fn memory_from_one_commission_reaches_the_next() {
+    let p = Project::new(&["researcher"]);
+    let first = p.create("researcher", "First", "Topic one\nGo.");
+    p.settle();
+    let memory = p.home.join("memory/researcher/last-topic.md");
+    assert_eq!(std::fs::read_to_string(&memory).expect("memory"), format!("Researched 'Topic one' in commission {first}."));
+    let second = p.create("researcher", "Second", "Topic two\nGo.");
+    p.settle();
+    let prompt = std::fs::read_to_string(p.state_dir(&second).join("system-prompt.md")).expect("system prompt");
+    assert!(prompt.contains("## Memory") && prompt.contains(&format!("Researched 'Topic one' in commission {first}.")), "{prompt}");
+    // The second overwrote the key.
+    assert!(std::fs::read_to_string(&memory).expect("memory").contains("Topic two"));
+}
+
+#[test]
+fn a_package_without_the_commission_capability_is_never_dispatched() {
+    let p = Project::new(&["scribe"]);
+    let y = p.root.join(".lore/workers/scribe/worker.yaml");
+    let text = std::fs::read_to_string(&y).expect("yaml").replace("capabilities: [commission]", "capabilities: [meeting]");
+    std::fs::write(&y, text).expect("write");
+    p.write_commission("c", "---\nworker: scribe\n---\nx\n");
+    p.settle();
+    let s = p.status_json("c");
+    assert_eq!(s["status"], "failed");
+    assert!(s["reason"].as_str().is_some_and(|r| r.contains("does not have the `commission` capability")), "{s}");
+    assert!(p.run_info("c").is_none(), "no process was started");
+}
+
+fn compacting_package(p: &Project, script: &str) {
+    p.install_worker("researcher", "keeper");
+    let dir = p.root.join(".lore/workers/keeper");
+    let y = dir.join("worker.yaml");
+    let text = std::fs::read_to_string(&y).expect("yaml") + "compact: [\"./compact.sh\"]\n";
+    std::fs::write(&y, text).expect("write");
+    std::fs::write(dir.join("compact.sh"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("compact.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::write(p.home.join("config.yaml"), "memory_compact_threshold: 20\nprojects: []\n").expect("cfg");
+    p.ok(&["init"]);
+    let mem = p.home.join("memory/keeper");
+    std::fs::create_dir_all(&mem).expect("mkdir");
+    std::fs::write(mem.join("a.md"), "first memory, long enough").expect("write");
+    std::fs::write(mem.join("b.md"), "second memory, long enough").expect("write");
+}
+
+#[test]
+fn memory_over_the_threshold_is_compacted_in_the_background() {
+    let p = Project::new(&[]);
+    compacting_package(&p, "#!/bin/sh\nwc -l | sed 's/^/compacted lines: /'\n");
+    let id = p.create("keeper", "Go", "Topic\nGo.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let mem = p.home.join("memory/keeper");
+    wait_for("compacted.md", || mem.join("compacted.md").exists());
+    wait_for("the compacted files to go", || !mem.join("a.md").exists() && !mem.join("b.md").exists());
+    assert!(std::fs::read_to_string(mem.join("compacted.md")).expect("read").starts_with("compacted lines: "));
+}
+
+#[test]
+fn a_failed_compaction_leaves_memory_as_it_was() {
+    let p = Project::new(&[]);
+    compacting_package(&p, "#!/bin/sh\ncat > /dev/null\nexit 1\n");
+    let id = p.create("keeper", "Go", "Topic\nGo.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    std::thread::sleep(Duration::from_millis(500));
+    let mem = p.home.join("memory/keeper");
+    assert!(!mem.join("compacted.md").exists());
+    assert_eq!(std::fs::read_to_string(mem.join("a.md")).expect("a"), "first memory, long enough");
+    assert_eq!(std::fs::read_to_string(mem.join("b.md")).expect("b"), "second memory, long enough");
+}
+
+#[test]
+fn memory_keys_are_never_paths() {
+    let p = Project::new(&[]);
+    let wt = p.tmp.path().join("wt");
+    std::fs::create_dir_all(&wt).expect("mkdir");
+    for key in ["../escape", "a/b", ".hidden"] {
+        let out = p
+            .cmd()
+            .args(["toolbox", "store-memory", "--key", key, "--content", "x"])
+            .env("GUILD_HALL_COMMISSION", "c")
+            .env("GUILD_HALL_MAILBOX", p.tmp.path().join("events.jsonl"))
+            .env("GUILD_HALL_WORKTREE", &wt)
+            .env("GUILD_HALL_ATTEMPT", "1")
+            .env("GUILD_HALL_WORKER", "w")
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1), "{key}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("bad memory key"), "{key}");
+    }
+    assert!(!p.home.join("memory").exists() || std::fs::read_dir(p.home.join("memory/w")).map(|d| d.count() == 0).unwrap_or(true));
+    assert!(!p.tmp.path().join("escape.md").exists());
+}
