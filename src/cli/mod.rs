@@ -79,6 +79,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The toolbox as a stdio MCP server, for agent CLIs (reads its commission from the
+    /// environment guild-hall gives a worker).
+    Mcp,
     /// Tools for worker processes: report progress, submit a result, log questions and decisions.
     #[command(subcommand)]
     Toolbox(commission::ToolboxCmd),
@@ -209,6 +212,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
+        Command::Mcp => crate::toolbox::mcp::serve_stdio(crate::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS),
         Command::MemoryCompact { memory_dir, package } => {
             let pkg = crate::worker::Package::load(package)?;
             crate::memory::compact(memory_dir, &pkg)?;

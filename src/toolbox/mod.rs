@@ -3,6 +3,7 @@
 //! folds mailbox events into the artifact and timeline. The CLI front end lives here too.
 
 pub mod mailbox;
+pub mod mcp;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,82 @@
+//! `guild-hall mcp` driven by an independent client, the official Python MCP SDK (`mcp` on
+//! PyPI, installed into `target/py-mcp` by `.ci/run`, or by this test on first use): tools are
+//! listed and called, their effects checked in the mailbox and memory, bad arguments are MCP
+//! errors and never a crash.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+
+/// The venv's python with the MCP SDK, made on first use.
+fn python() -> PathBuf {
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/py-mcp");
+    let py = venv.join("bin/python");
+    let ok = |py: &PathBuf| Command::new(py).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success());
+    if !ok(&py) {
+        let lock = std::fs::File::create(std::env::temp_dir().join("guild-hall-py-mcp.lock")).expect("lock");
+        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
+        if !ok(&py) {
+            assert!(Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3").success());
+            let pip = Command::new(venv.join("bin/pip")).args(["install", "-q", "mcp"]).status().expect("pip");
+            assert!(pip.success(), "installing the Python MCP SDK failed (needs PyPI)");
+        }
+    }
+    py
+}
+
+#[test]
+fn an_independent_mcp_client_uses_every_tool() {
+    let p = Project::new(&[]);
+    let wt = p.tmp.path().join("wt");
+    std::fs::create_dir_all(&wt).expect("mkdir");
+    std::fs::write(wt.join("report.md"), "report").expect("write");
+    let mailbox = p.tmp.path().join("events.jsonl");
+    let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+    let out = Command::new(python())
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py"))
+        .arg(&bin)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GUILD_HALL_COMMISSION", "c1")
+        .env("GUILD_HALL_MAILBOX", &mailbox)
+        .env("GUILD_HALL_WORKTREE", &wt)
+        .env("GUILD_HALL_ATTEMPT", "1")
+        .env("GUILD_HALL_WORKER", "researcher")
+        .env("GUILD_HALL_HOME", &p.home)
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client json");
+    assert_eq!(r["tools"], serde_json::json!(["log_question", "record_decision", "report_progress", "store_memory", "submit_result"]));
+    assert!(r["descriptions"]["submit_result"].as_str().is_some_and(|d| d.contains("once")), "{r}");
+    assert!(r["instructions"].as_str().is_some_and(|i| i.contains("c1")), "{r}");
+    for (name, call) in r["calls"].as_object().expect("calls") {
+        assert_eq!(call["is_error"], false, "{name}: {call}");
+    }
+    for (name, err) in r["errors"].as_object().expect("errors") {
+        assert_eq!(err["is_error"], true, "{name} must be an MCP error: {err}");
+    }
+    assert!(r["errors"].to_string().contains("already submitted"), "{r}");
+    assert!(r["errors"].to_string().contains("bad memory key"), "{r}");
+    assert_eq!(r["alive"], true);
+
+    // The effects, exactly as the CLI toolbox would have made them.
+    let mail: Vec<serde_json::Value> =
+        std::fs::read_to_string(&mailbox).expect("mailbox").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let kinds: Vec<&str> = mail.iter().map(|m| m["kind"].as_str().unwrap_or("")).collect();
+    assert_eq!(kinds, ["progress", "question", "decision", "memory", "result", "progress"]);
+    assert_eq!(mail[4]["artifacts"], serde_json::json!(["report.md"]));
+    assert_eq!(std::fs::read_to_string(p.home.join("memory/researcher/style.md")).expect("memory"), "prefer tables");
+    assert!(!p.home.join("memory/escape.md").exists() && !p.home.join("escape.md").exists());
+}
+
+#[test]
+fn mcp_outside_a_worker_says_so() {
+    let p = Project::new(&[]);
+    let (code, _, err) = p.run(&["mcp"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("GUILD_HALL_COMMISSION is not set"), "{err}");
+}
