@@ -138,3 +138,67 @@ fn memory_keys_are_never_paths() {
     assert!(!p.home.join("memory").exists() || std::fs::read_dir(p.home.join("memory/w")).map(|d| d.count() == 0).unwrap_or(true));
     assert!(!p.tmp.path().join("escape.md").exists());
 }
+
+#[test]
+fn the_claude_code_package_launches_claude_as_specified() {
+    let p = Project::new(&[]);
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers/claude-code");
+    let dest = p.root.join(".lore/workers/claude-code");
+    std::fs::create_dir_all(&dest).expect("mkdir");
+    for f in ["worker.yaml", "run.sh", "posture.md"] {
+        std::fs::copy(src.join(f), dest.join(f)).expect("copy");
+    }
+    // A stand-in `claude` that records what it was given and then acts as an agent would:
+    // through the toolbox (which is what the MCP tools do).
+    let bin = p.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let record = p.tmp.path().join("claude-args");
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n---\\n' \"$a\"; done > {rec}\nprev=''\nfor a in \"$@\"; do [ \"$prev\" = --mcp-config ] && cp \"$a\" {rec}.mcp; prev=$a; done\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary 'stand-in answer'\n",
+        rec = record.display()
+    );
+    std::fs::write(bin.join("claude"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.write_commission(
+        "ask",
+        "---\nworker: claude-code\nresources: {max_turns: 7, max_budget_usd: 0.5}\n---\nWhat is crash-only software?\n",
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = p.cmd().env("PATH", path).args(["reconcile", "--once", "--wait", "--timeout", "60s"]).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("ask"), "completed", "{}", p.ok(&["logs", "ask"]));
+
+    let args: Vec<String> =
+        std::fs::read_to_string(&record).expect("claude ran").split("\n---\n").map(str::to_string).filter(|a| !a.is_empty()).collect();
+    let after = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned().unwrap_or_default();
+    assert_eq!(after("-p"), "What is crash-only software?\n".trim_end());
+    assert_eq!(after("--max-turns"), "7");
+    assert_eq!(after("--max-budget-usd"), "0.5");
+    assert_eq!(after("--permission-mode"), "bypassPermissions");
+    assert!(args.contains(&"--dangerously-skip-permissions".to_string()) && args.contains(&"--strict-mcp-config".to_string()));
+    let tool_list = after("--allowedTools");
+    let tools: Vec<&str> = tool_list.split(',').collect();
+    assert_eq!(
+        tools,
+        [
+            "Read",
+            "Grep",
+            "Glob",
+            "WebSearch",
+            "WebFetch",
+            "mcp__guild-hall__report_progress",
+            "mcp__guild-hall__submit_result",
+            "mcp__guild-hall__log_question",
+            "mcp__guild-hall__record_decision",
+            "mcp__guild-hall__store_memory"
+        ]
+    );
+    let system = after("--append-system-prompt");
+    assert!(system.starts_with("You are a guild-hall worker.") && system.contains("submit_result"), "{system}");
+    let mcp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{}.mcp", record.display())).expect("mcp config")).expect("json");
+    let server = &mcp["mcpServers"]["guild-hall"];
+    assert_eq!(server["args"], serde_json::json!(["mcp"]));
+    assert!(server["command"].as_str().is_some_and(|c| c.ends_with("guild-hall")), "{mcp}");
+}
