@@ -48,6 +48,23 @@ pub struct Observed {
 }
 
 impl Observed {
+    /// An artifact and its record, before anything about its runtime has been looked at.
+    pub fn new(artifact: Commission, record: Option<Record>) -> Observed {
+        Observed {
+            artifact,
+            record,
+            proc: Proc::NotStarted,
+            run: None,
+            exit: None,
+            mail: Vec::new(),
+            timeline_keys: BTreeSet::new(),
+            heartbeat: None,
+            sample: None,
+            worktree_exists: false,
+            missing_deps: Vec::new(),
+        }
+    }
+
     pub fn id(&self) -> &str {
         &self.artifact.id
     }
@@ -224,19 +241,7 @@ fn observe_one(
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));
     let record: Option<Record> = read_json(&state.record()).unwrap_or(None);
-    let mut obs = Observed {
-        proc: Proc::NotStarted,
-        run: None,
-        exit: None,
-        mail: Vec::new(),
-        timeline_keys: BTreeSet::new(),
-        heartbeat: None,
-        sample: None,
-        worktree_exists: false,
-        missing_deps: Vec::new(),
-        record,
-        artifact,
-    };
+    let mut obs = Observed::new(artifact, record);
     if matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked | Status::Draft)) {
         obs.missing_deps = obs
             .artifact

@@ -1,7 +1,6 @@
 //! Table and property tests of the pure planner: every transition, intent handling, limits,
 //! FIFO, exit classification, heartbeat, and convergence.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use chrono::{Duration, TimeZone, Utc};
@@ -24,19 +23,7 @@ fn commission(id: &str, extra: &str) -> Commission {
 }
 
 fn obs(c: Commission, record: Option<Record>) -> Observed {
-    Observed {
-        artifact: c,
-        record,
-        proc: Proc::NotStarted,
-        run: None,
-        exit: None,
-        mail: Vec::new(),
-        timeline_keys: BTreeSet::new(),
-        heartbeat: None,
-        sample: None,
-        worktree_exists: false,
-        missing_deps: Vec::new(),
-    }
+    Observed::new(c, record)
 }
 
 fn rec(status: Status, attempt: u32) -> Record {
