@@ -78,6 +78,9 @@ pub struct Snapshot {
     pub max_concurrent: usize,
     /// Running commissions of other projects under the same home.
     pub running_elsewhere: usize,
+    /// This project's workers still running for an artifact that is gone (deleted, or not in
+    /// the branch checked out): left alone, but they hold capacity.
+    pub running_orphans: usize,
     pub commissions: Vec<Observed>,
     pub problems: Vec<Problem>,
     pub workers: Catalog,
@@ -167,8 +170,11 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
             Err(p) => problems.extend(p),
         }
     }
+    let known: std::collections::HashSet<&str> = paths.iter().filter_map(|p| p.file_stem().and_then(|s| s.to_str())).collect();
+    let running_orphans = running_in(&home.project_state(&project.name).join("commissions"), &boot, |id| !known.contains(id));
     Ok(Snapshot {
         now,
+        running_orphans,
         running_elsewhere: running_elsewhere(home, &project.name, &boot),
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
@@ -302,22 +308,29 @@ pub fn artifact_paths(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
 /// Commissions of other projects whose worker is alive: they count against the global cap.
 fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
     let Ok(projects) = std::fs::read_dir(home.state_root()) else { return 0 };
+    projects
+        .filter_map(|e| e.ok())
+        .filter(|p| p.file_name().to_str() != Some(this))
+        .map(|p| running_in(&p.path().join("commissions"), boot, |_| true))
+        .sum()
+}
+
+/// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting.
+fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
+    let Ok(cs) = std::fs::read_dir(dir) else { return 0 };
     let mut n = 0;
-    for p in projects.filter_map(|e| e.ok()) {
-        if p.file_name().to_str() == Some(this) {
+    for c in cs.filter_map(|e| e.ok()) {
+        if !c.file_name().to_str().is_some_and(&include) {
             continue;
         }
-        let Ok(cs) = std::fs::read_dir(p.path().join("commissions")) else { continue };
-        for c in cs.filter_map(|e| e.ok()) {
-            let state = StateDir(c.path());
-            let Ok(Some(rec)) = read_json::<Record>(&state.record()) else { continue };
-            let alive = read_json::<RunInfo>(&state.run())
-                .ok()
-                .flatten()
-                .is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && process::is_alive(&r));
-            if rec.status.is_active() && (alive || process::shim_lock_held(&state)) {
-                n += 1;
-            }
+        let state = StateDir(c.path());
+        let Ok(Some(rec)) = read_json::<Record>(&state.record()) else { continue };
+        let alive = read_json::<RunInfo>(&state.run())
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && process::is_alive(&r));
+        if rec.status.is_active() && (alive || process::shim_lock_held(&state)) {
+            n += 1;
         }
     }
     n

@@ -333,7 +333,7 @@ pub fn plan(s: &Snapshot) -> Plan {
     let cfg = &s.project.config;
     let mut actions = Vec::new();
     let mut candidates = Vec::new();
-    let mut running = 0usize;
+    let mut running = s.running_orphans;
     let mut busy = Vec::new();
 
     let cycles = dependency_cycles(s);

@@ -36,6 +36,7 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
         project: Project { root: PathBuf::from("/nonexistent"), name: "p".into(), config: ProjectConfig::default() },
         max_concurrent: 10,
         running_elsewhere: 0,
+        running_orphans: 0,
         commissions,
         problems: Vec::new(),
         workers: Catalog::default(),

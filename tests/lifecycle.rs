@@ -338,3 +338,24 @@ fn dependency_cycles_are_reported_and_not_waited_on() {
     assert_eq!(code, 1);
     assert!(out.contains("dependency cycle"), "{out}");
 }
+
+#[test]
+fn a_deleted_artifact_is_not_a_cancellation_and_still_holds_its_slot() {
+    let p = Project::new(&["sleeper"]);
+    p.config("commission_cap: 1\n");
+    let id = p.create("sleeper", "Running", "sleep: 3\nWork.");
+    p.pass_until("running", |p| p.status(&id) == "in_progress");
+    let worker = p.run_info(&id).expect("run")["worker_pid"].as_i64().expect("pid");
+    let saved = p.artifact(&id);
+    std::fs::remove_file(p.artifact_path(&id)).expect("rm");
+    let other = p.create("sleeper", "Waiting", "sleep: 1\nWork.");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status(&other), "pending", "the orphaned worker still holds the only slot");
+    assert!(pid_alive(worker), "a missing file is not a cancellation");
+    // The file comes back (a checkout, an undo): the commission is picked up where it was.
+    std::fs::write(p.artifact_path(&id), saved).expect("restore");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    assert_eq!(p.status_json(&id)["attempt"], 1);
+    assert_eq!(p.status(&other), "completed");
+}
