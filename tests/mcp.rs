@@ -80,3 +80,64 @@ fn mcp_outside_a_worker_says_so() {
     assert_eq!(code, 1);
     assert!(err.contains("GUILD_HALL_COMMISSION is not set"), "{err}");
 }
+
+#[test]
+fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
+    let p = Project::new(&["researcher", "sleeper"]);
+    // No watcher runs: dispatched work must still end up running and merged.
+    let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+    let out = Command::new(python())
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_manager_client.py"))
+        .arg(&bin)
+        .arg(&p.root)
+        .arg(&p.home)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client json");
+    assert_eq!(r["tools"], serde_json::json!(["cancel", "delete", "dispatch", "list", "result", "status"]));
+    let instructions = r["instructions"].as_str().unwrap_or("");
+    assert!(
+        instructions.contains("- researcher:") && instructions.contains("- sleeper:") && instructions.contains("relay"),
+        "{instructions}"
+    );
+    let job = r["job"].as_str().expect("job id").to_string();
+    assert!(job.starts_with("survey-crash-only-designs-"), "{job}");
+    assert_eq!(r["final"]["status"], "completed", "{r}");
+    assert_eq!(r["final"]["commissionStatus"], "completed");
+    assert!(r["final"]["questions"][0].as_str().is_some_and(|q| q.contains("one-page")), "{r}");
+    assert_eq!(r["final"]["decisions"][0]["decision"], "One page");
+    assert!(r["final"]["completedAt"].is_string() && r["final"]["startedAt"].is_string());
+    assert_eq!(r["result"]["output"], "Report on Crash-only software");
+    assert_eq!(r["result"]["artifacts"][0], format!(".lore/reports/{job}.md"));
+    assert_eq!(r["list_filtered"]["jobs"].as_array().map(|a| a.len()), Some(1), "{r}");
+    assert_eq!(r["list_filtered"]["jobs"][0]["description"], "Survey crash-only designs");
+    assert_eq!(r["list_none"]["jobs"], serde_json::json!([]));
+    assert_eq!(r["cancel_completed"]["status"], "completed", "cancel of an ended job is a no-op");
+    assert_eq!(r["slow_running"]["status"], "running");
+    assert!(r["result_running"]["error"].as_str().is_some_and(|e| e.contains("running")), "{r}");
+    assert!(r["delete_running"]["error"].as_str().is_some_and(|e| e.contains("only completed or cancelled")), "{r}");
+    assert_eq!(r["cancel_slow"]["status"], "cancelled");
+    assert_eq!(r["slow_final"]["status"], "cancelled", "{r}");
+    assert_eq!(r["cancel_again"]["status"], "cancelled");
+    assert_eq!(r["delete_slow"]["deleted"], true, "{r}");
+    assert_eq!(r["delete_done"]["deleted"], true, "{r}");
+    assert!(r["status_unknown"]["error"].as_str().is_some_and(|e| e.contains("unknown jobId")), "{r}");
+    assert!(r["status_traversal"]["error"].as_str().is_some_and(|e| e.contains("bad jobId")), "{r}");
+    assert!(r["dispatch_bad"]["error"].as_str().is_some_and(|e| e.contains("unknown worker")), "{r}");
+    assert!(r["dispatch_types"]["error"].as_str().is_some_and(|e| e.contains("maxTurns")), "{r}");
+
+    // The merge happened, and delete removed exactly what the jobs owned.
+    let merged = git(&p.root, &["log", "--format=%b", "claude/main"]);
+    assert!(merged.contains(&format!("Guild-Hall-Commission: {job} attempt 1")), "{merged}");
+    let slow = r["slow"].as_str().expect("slow id");
+    for id in [job.as_str(), slow] {
+        assert!(!p.artifact_path(id).exists());
+        assert!(!p.root.join(format!(".lore/commissions/{id}.timeline.jsonl")).exists());
+        assert!(!p.branches().iter().any(|b| b.contains(id)), "{:?}", p.branches());
+        assert!(p.try_state_dir(id).is_none_or(|d| !d.exists()));
+    }
+    assert!(p.branches().contains(&"claude/main".to_string()));
+    assert!(p.root.join(".lore/workers/researcher/worker.yaml").exists(), "nothing else removed");
+}

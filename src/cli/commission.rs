@@ -4,18 +4,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use serde_yaml_ng::{Mapping, Value};
+use serde_yaml_ng::Value;
 
 use super::Env;
-use crate::artifact::commission::content_hash;
-use crate::artifact::write::{self, Edit};
-use crate::artifact::{Commission, Status};
-use crate::ids;
+use crate::artifact::write::Edit;
+use crate::artifact::Status;
 use crate::toolbox::mailbox::MailBody;
 use crate::toolbox::WorkerContext;
-use crate::worker::Catalog;
 
 #[derive(Debug, Subcommand)]
 pub enum CommissionCmd {
@@ -100,14 +97,30 @@ pub fn init(env: &Env) -> Result<()> {
 pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
     match cmd {
         CommissionCmd::Create { worker, title, depends, prompt, prompt_file, draft, id } => {
-            let id = create(env, worker, title, depends, prompt.as_deref(), prompt_file.as_deref(), *draft, id.as_deref())?;
-            println!("{id}");
+            let prompt = match (prompt, prompt_file) {
+                (Some(p), _) => p.clone(),
+                (None, Some(f)) if f.as_os_str() == "-" => {
+                    std::io::read_to_string(std::io::stdin()).context("reading the prompt from stdin")?
+                }
+                (None, Some(f)) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+                (None, None) => bail!("a commission needs a prompt: --prompt TEXT or --prompt-file FILE"),
+            };
+            let new = crate::ops::NewCommission {
+                worker: worker.clone(),
+                title: title.clone(),
+                prompt,
+                depends: depends.clone(),
+                draft: *draft,
+                id: id.clone(),
+                ..Default::default()
+            };
+            println!("{}", crate::ops::create(&env.home, &env.project, &new)?);
             Ok(())
         }
         CommissionCmd::Dispatch { id } => request(env, id, Edit::Set("desired".into(), Value::from("dispatched"))),
         CommissionCmd::Cancel { id } => request(env, id, Edit::Set("desired".into(), Value::from("cancelled"))),
         CommissionCmd::Redispatch { id } => {
-            let c = load(env, id)?;
+            let c = crate::ops::load(&env.project, id)?;
             match c.status {
                 Some(Status::Failed | Status::Cancelled) => request(env, id, Edit::Set("status".into(), Value::from("pending"))),
                 other => bail!(
@@ -119,96 +132,15 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn create(
-    env: &Env,
-    worker: &str,
-    title: &str,
-    depends: &[String],
-    prompt: Option<&str>,
-    prompt_file: Option<&std::path::Path>,
-    draft: bool,
-    id: Option<&str>,
-) -> Result<String> {
-    let catalog = Catalog::discover(&env.project.root, &env.home.workers_dir());
-    catalog.for_commission(worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
-    if title.trim().is_empty() {
-        bail!("--title must not be empty");
-    }
-    let deps = depends.iter().map(|d| ids::validate_rel_path(d)).collect::<Result<Vec<_>, _>>()?;
-    let body = match (prompt, prompt_file) {
-        (Some(p), _) => p.to_string(),
-        (None, Some(f)) if f.as_os_str() == "-" => std::io::read_to_string(std::io::stdin()).context("reading the prompt from stdin")?,
-        (None, Some(f)) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
-        (None, None) => bail!("a commission needs a prompt: --prompt TEXT or --prompt-file FILE"),
-    };
-    if body.trim().is_empty() {
-        bail!("the prompt is empty: it is what the worker works from");
-    }
-    let dir = env.project.commissions_dir();
-    std::fs::create_dir_all(&dir)?;
-    let id = match id {
-        Some(id) => {
-            ids::validate_id(id)?;
-            id.to_string()
-        }
-        None => {
-            let base = ids::slugify(title);
-            (1..)
-                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
-                .find(|c| !dir.join(format!("{c}.md")).exists())
-                .unwrap_or(base)
-        }
-    };
-    let mut fm = Mapping::new();
-    fm.insert("title".into(), title.into());
-    fm.insert("date".into(), chrono::Utc::now().format("%Y-%m-%d").to_string().into());
-    fm.insert("status".into(), if draft { "draft" } else { "pending" }.into());
-    fm.insert("worker".into(), worker.into());
-    if !deps.is_empty() {
-        fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
-    }
-    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    text.push_str(body.trim_end());
-    text.push('\n');
-    let path = dir.join(format!("{id}.md"));
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .with_context(|| format!("{} already exists: choose another --id", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    Ok(id)
-}
-
-fn load(env: &Env, id: &str) -> Result<Commission> {
-    ids::validate_id(id)?;
-    let path = env.project.commissions_dir().join(format!("{id}.md"));
-    let text = std::fs::read_to_string(&path).with_context(|| format!("no commission {id:?} ({} not readable)", path.display()))?;
-    Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
-}
-
-/// Write one intent key into the artifact, surgically and atomically. The reconciler may be
-/// writing the same file: a concurrent change means read again and retry, never clobber.
+/// Write one intent key through [`crate::ops::request`] and say what happens next.
 fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
-    for _ in 0..40 {
-        let c = load(env, id)?;
-        let text = std::fs::read_to_string(&c.path)?;
-        if content_hash(&text) == c.hash {
-            let new = write::apply(&text, std::slice::from_ref(&edit))?;
-            if crate::runtime::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
-                let what = match &edit {
-                    Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
-                    Edit::Remove(k) => format!("removed {k}"),
-                };
-                println!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
-                return Ok(());
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    bail!("{} keeps changing; nothing written, try again", env.project.commissions_dir().join(format!("{id}.md")).display())
+    crate::ops::request(&env.project, id, &edit)?;
+    let what = match &edit {
+        Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
+        Edit::Remove(k) => format!("removed {k}"),
+    };
+    println!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
+    Ok(())
 }
 
 pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {

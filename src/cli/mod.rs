@@ -80,8 +80,13 @@ pub enum Command {
         json: bool,
     },
     /// The toolbox as a stdio MCP server, for agent CLIs (reads its commission from the
-    /// environment guild-hall gives a worker).
-    Mcp,
+    /// environment guild-hall gives a worker); with --manager, the dispatcher API for a main
+    /// agent that hands out work (dispatch, list, status, result, cancel, delete).
+    Mcp {
+        /// Serve the dispatcher API for the project (-C) instead of a worker's toolbox.
+        #[arg(long)]
+        manager: bool,
+    },
     /// Tools for worker processes: report progress, submit a result, log questions and decisions.
     #[command(subcommand)]
     Toolbox(commission::ToolboxCmd),
@@ -212,7 +217,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
-        Command::Mcp => crate::toolbox::mcp::serve_stdio(crate::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS),
+        Command::Mcp { manager: false } => {
+            crate::toolbox::mcp::serve_stdio(crate::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Mcp { manager: true } => {
+            let env = Env::load(&cli)?;
+            crate::manager::serve_stdio(env.home, env.project).map(|_| ExitCode::SUCCESS)
+        }
         Command::MemoryCompact { memory_dir, package } => {
             let pkg = crate::worker::Package::load(package)?;
             crate::memory::compact(memory_dir, &pkg)?;

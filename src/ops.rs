@@ -1,0 +1,363 @@
+//! Operations on commissions that tools and agents call: create, request (`desired:`,
+//! `status:`), and the dispatcher API of REQ-WD-5..18 (`dispatch`, `list`, `status`, `result`,
+//! `cancel`, `delete`). Each writes only what a person could write, and leaves the rest to the
+//! reconciler; the CLI, `mcp --manager` and the JSON-RPC endpoint are thin faces over these.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value as Json};
+use serde_yaml_ng::{Mapping, Value};
+
+use crate::artifact::commission::content_hash;
+use crate::artifact::write::{self, Edit};
+use crate::artifact::{Commission, Status};
+use crate::config::{Home, Project};
+use crate::ids;
+use crate::worker::Catalog;
+
+/// A commission to create.
+#[derive(Debug, Clone, Default)]
+pub struct NewCommission {
+    pub worker: String,
+    pub title: String,
+    pub prompt: String,
+    pub depends: Vec<String>,
+    pub draft: bool,
+    pub id: Option<String>,
+    pub max_turns: Option<u64>,
+    pub max_budget_usd: Option<f64>,
+}
+
+/// Write a new commission artifact (the same file a person would write) and return its id.
+pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<String> {
+    let catalog = Catalog::discover(&project.root, &home.workers_dir());
+    catalog.for_commission(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
+    if new.title.trim().is_empty() {
+        bail!("the title must not be empty");
+    }
+    if new.prompt.trim().is_empty() {
+        bail!("the prompt is empty: it is what the worker works from");
+    }
+    let deps = new.depends.iter().map(|d| ids::validate_rel_path(d)).collect::<Result<Vec<_>, _>>()?;
+    let dir = project.commissions_dir();
+    std::fs::create_dir_all(&dir)?;
+    let id = match &new.id {
+        Some(id) => {
+            ids::validate_id(id)?;
+            id.clone()
+        }
+        None => {
+            let base = ids::slugify(&new.title);
+            (1..)
+                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
+                .find(|c| !dir.join(format!("{c}.md")).exists())
+                .unwrap_or(base)
+        }
+    };
+    let mut fm = Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    fm.insert("date".into(), chrono::Utc::now().format("%Y-%m-%d").to_string().into());
+    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
+    fm.insert("worker".into(), new.worker.as_str().into());
+    if !deps.is_empty() {
+        fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
+    }
+    if new.max_turns.is_some() || new.max_budget_usd.is_some() {
+        let mut r = Mapping::new();
+        if let Some(t) = new.max_turns {
+            r.insert("max_turns".into(), t.into());
+        }
+        if let Some(b) = new.max_budget_usd {
+            r.insert("max_budget_usd".into(), b.into());
+        }
+        fm.insert("resources".into(), Value::Mapping(r));
+    }
+    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    text.push_str(new.prompt.trim_end());
+    text.push('\n');
+    let path = dir.join(format!("{id}.md"));
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("{} already exists: choose another id", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(id)
+}
+
+/// Read and validate one commission by id.
+pub fn load(project: &Project, id: &str) -> Result<Commission> {
+    ids::validate_id(id)?;
+    let path = project.commissions_dir().join(format!("{id}.md"));
+    let text = std::fs::read_to_string(&path).with_context(|| format!("no commission {id:?} ({} not readable)", path.display()))?;
+    Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
+}
+
+/// Write one intent key into the artifact, surgically and atomically. The reconciler may be
+/// writing the same file: a concurrent change means read again and retry, never clobber.
+pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
+    for _ in 0..40 {
+        let c = load(project, id)?;
+        let text = std::fs::read_to_string(&c.path)?;
+        if content_hash(&text) == c.hash {
+            let new = write::apply(&text, std::slice::from_ref(edit))?;
+            if crate::runtime::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
+                return Ok(());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    bail!("{} keeps changing; nothing written, try again", project.commissions_dir().join(format!("{id}.md")).display())
+}
+
+/// Errors of the dispatcher API: bad parameters (JSON-RPC -32602) or anything else.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+fn invalid(msg: impl Into<String>) -> OpError {
+    OpError::InvalidParams(msg.into())
+}
+
+/// The dispatcher API over one project.
+pub struct Dispatcher<'a> {
+    pub home: &'a Home,
+    pub project: &'a Project,
+}
+
+/// REQ-WD-11's four states from ours.
+pub fn job_status(s: Status) -> &'static str {
+    match s {
+        Status::Completed => "completed",
+        Status::Failed => "failed",
+        Status::Cancelled => "cancelled",
+        _ => "running",
+    }
+}
+
+impl Dispatcher<'_> {
+    fn known(&self, job: &str) -> Result<Commission, OpError> {
+        ids::validate_id(job).map_err(|e| invalid(format!("bad jobId: {e}")))?;
+        if !self.project.commissions_dir().join(format!("{job}.md")).exists() {
+            return Err(invalid(format!("unknown jobId {job:?}")));
+        }
+        load(self.project, job).map_err(|e| invalid(format!("job {job:?} is unreadable: {e:#}")))
+    }
+
+    /// Make sure someone carries the change out: a watcher holding the project will see the
+    /// file; otherwise start a detached `reconcile --once --wait` (which waits for any other
+    /// one-shot reconciler first).
+    pub fn kick(&self) -> Result<()> {
+        if crate::reconcile::lock_holder(self.home, self.project).is_some_and(|h| h.starts_with("guild-hall watch")) {
+            return Ok(());
+        }
+        let exe = std::env::current_exe()?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("-C")
+            .arg(&self.project.root)
+            .arg("--home")
+            .arg(&self.home.root)
+            .args(["reconcile", "--once", "--wait", "--wait-lock", "--timeout", "24h"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+        }
+        let mut child = cmd.spawn().context("starting a reconciler")?;
+        std::thread::spawn(move || child.wait());
+        Ok(())
+    }
+
+    /// `worker/dispatch {description, task, config?}` → `{jobId}`.
+    pub fn dispatch(&self, params: &Json) -> Result<Json, OpError> {
+        let description = params["description"].as_str().ok_or_else(|| invalid("description (string) is required"))?;
+        let task = params["task"].as_str().ok_or_else(|| invalid("task (string) is required"))?;
+        let config = &params["config"];
+        if !(config.is_null() || config.is_object()) {
+            return Err(invalid("config must be an object"));
+        }
+        let worker = match config["worker"].as_str().or(self.project.config.default_worker.as_deref()) {
+            Some(w) => w.to_string(),
+            None => return Err(invalid("no worker: set config.worker, or default_worker in .lore/guild-hall.yaml")),
+        };
+        let num = |k: &str| match &config[k] {
+            Json::Null => Ok(None),
+            v => v.as_f64().filter(|n| *n > 0.0).map(Some).ok_or_else(|| invalid(format!("config.{k} must be a positive number"))),
+        };
+        let max_turns = num("maxTurns")?.map(|n| n as u64);
+        let max_budget_usd = num("maxBudgetUsd")?;
+        // Unique across every job ever dispatched (REQ-WD-7), and filename-safe.
+        let short = uuid::Uuid::new_v4().simple().to_string();
+        let id = format!("{}-{}", ids::slugify(description).chars().take(40).collect::<String>().trim_end_matches('-'), &short[..8]);
+        let new = NewCommission {
+            worker,
+            title: description.to_string(),
+            prompt: task.to_string(),
+            id: Some(id),
+            max_turns,
+            max_budget_usd,
+            ..NewCommission::default()
+        };
+        let id = create(self.home, self.project, &new).map_err(|e| invalid(format!("{e:#}")))?;
+        self.kick()?;
+        Ok(json!({ "jobId": id }))
+    }
+
+    /// `worker/list {detail?, filter?}`: a glob on descriptions.
+    pub fn list(&self, params: &Json) -> Result<Json, OpError> {
+        let detailed = match params["detail"].as_str() {
+            None | Some("simple") => false,
+            Some("detailed") => true,
+            Some(other) => return Err(invalid(format!("detail must be \"simple\" or \"detailed\", not {other:?}"))),
+        };
+        let filter = match &params["filter"] {
+            Json::Null => None,
+            Json::String(g) => Some(globset::Glob::new(g).map_err(|e| invalid(format!("bad filter glob: {e}")))?.compile_matcher()),
+            _ => return Err(invalid("filter must be a string glob")),
+        };
+        let mut jobs = Vec::new();
+        for path in crate::observe::artifact_paths(&self.project.commissions_dir())? {
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let Ok(c) = Commission::parse(&path, &text) else { continue };
+            let description = c.title.clone().unwrap_or_else(|| c.id.clone());
+            if filter.as_ref().is_some_and(|g| !g.is_match(&description)) {
+                continue;
+            }
+            let status = job_status(c.status.unwrap_or(Status::Pending));
+            jobs.push(if detailed {
+                json!({"jobId": c.id, "status": status, "description": description, "summary": c.str_field("progress")})
+            } else {
+                json!({"jobId": c.id, "status": status})
+            });
+        }
+        Ok(json!({ "jobs": jobs }))
+    }
+
+    fn job(params: &Json) -> Result<&str, OpError> {
+        params["jobId"].as_str().ok_or_else(|| invalid("jobId (string) is required"))
+    }
+
+    /// `worker/status {jobId}`, plus our exact status as `commissionStatus`.
+    pub fn status(&self, params: &Json) -> Result<Json, OpError> {
+        let c = self.known(Self::job(params)?)?;
+        let status = c.status.unwrap_or(Status::Pending);
+        let timeline = crate::timeline::read(&crate::timeline::path_for(&c.path))?;
+        let decisions: Vec<Json> = timeline
+            .iter()
+            .filter(|e| e["kind"] == "decision")
+            .map(|e| json!({"question": e["question"], "decision": e["decision"], "reasoning": e["reasoning"]}))
+            .collect();
+        let questions: Vec<&str> = match c.field("questions") {
+            Some(Value::Sequence(q)) => q.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let error = matches!(status, Status::Failed | Status::Cancelled).then(|| c.str_field("reason")).flatten();
+        Ok(json!({
+            "jobId": c.id,
+            "status": job_status(status),
+            "commissionStatus": status.as_str(),
+            "description": c.title.clone().unwrap_or_else(|| c.id.clone()),
+            "summary": c.str_field("progress"),
+            "questions": if questions.is_empty() { Json::Null } else { json!(questions) },
+            "decisions": if decisions.is_empty() { Json::Null } else { json!(decisions) },
+            "error": error,
+            "startedAt": c.created(),
+            "completedAt": c.str_field("completed"),
+        }))
+    }
+
+    /// `worker/result {jobId}`: only for completed jobs.
+    pub fn result(&self, params: &Json) -> Result<Json, OpError> {
+        let c = self.known(Self::job(params)?)?;
+        let status = c.status.unwrap_or(Status::Pending);
+        if status != Status::Completed {
+            let why = c.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default();
+            return Err(invalid(format!(
+                "job {} is {} ({status}){why}; a result exists only once it is completed",
+                c.id,
+                job_status(status)
+            )));
+        }
+        let result = c.field("result").cloned().unwrap_or(Value::Null);
+        let output = result.get("summary").and_then(Value::as_str).unwrap_or("").to_string();
+        let artifacts: Vec<String> = match result.get("artifacts") {
+            Some(Value::Sequence(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            _ => Vec::new(),
+        };
+        Ok(json!({"jobId": c.id, "output": output, "artifacts": if artifacts.is_empty() { Json::Null } else { json!(artifacts) }}))
+    }
+
+    /// `worker/cancel {jobId}`: idempotent; an ended job just reports its status.
+    pub fn cancel(&self, params: &Json) -> Result<Json, OpError> {
+        let c = self.known(Self::job(params)?)?;
+        let status = c.status.unwrap_or(Status::Pending);
+        if status.is_terminal() {
+            return Ok(json!({"jobId": c.id, "status": job_status(status)}));
+        }
+        request(self.project, &c.id, &Edit::Set("desired".into(), Value::from("cancelled")))?;
+        self.kick()?;
+        Ok(json!({"jobId": c.id, "status": "cancelled"}))
+    }
+
+    /// `worker/delete {jobId}`: completed or cancelled only; removes the artifact, its
+    /// timeline, its runtime record, any worktree and its attempt branches, nothing else.
+    pub fn delete(&self, params: &Json) -> Result<Json, OpError> {
+        let c = self.known(Self::job(params)?)?;
+        let status = c.status.unwrap_or(Status::Pending);
+        if !matches!(status, Status::Completed | Status::Cancelled) {
+            return Err(invalid(format!(
+                "job {} is {} ({status}): only completed or cancelled jobs can be deleted",
+                c.id,
+                job_status(status)
+            )));
+        }
+        let state = self.home.commission_state(&self.project.name, &c.id);
+        let wt = self.home.worktree(&self.project.name, &c.id);
+        crate::git::remove_worktree(&self.project.root, &wt).map_err(anyhow::Error::from)?;
+        let repo = crate::git::open(&self.project.root).map_err(anyhow::Error::from)?;
+        let attempts = c
+            .attempt()
+            .max(crate::runtime::read_json::<crate::runtime::Record>(&state.join("record.json"))?.map(|r| r.attempt).unwrap_or(0));
+        for n in 1..=attempts {
+            if let Ok(mut b) = repo.find_branch(&crate::plan::branch_name(&c.id, n), git2::BranchType::Local) {
+                b.delete().map_err(anyhow::Error::from)?;
+            }
+        }
+        remove_if_exists(&crate::timeline::path_for(&c.path))?;
+        if state.exists() {
+            std::fs::remove_dir_all(&state).with_context(|| format!("removing {}", state.display()))?;
+        }
+        remove_if_exists(&c.path)?;
+        Ok(json!({"jobId": c.id, "deleted": true}))
+    }
+
+    /// Dispatch a `worker/*` method by name.
+    pub fn call(&self, method: &str, params: &Json) -> Option<Result<Json, OpError>> {
+        Some(match method {
+            "worker/dispatch" | "dispatch" => self.dispatch(params),
+            "worker/list" | "list" => self.list(params),
+            "worker/status" | "status" => self.status(params),
+            "worker/result" | "result" => self.result(params),
+            "worker/cancel" | "cancel" => self.cancel(params),
+            "worker/delete" | "delete" => self.delete(params),
+            _ => return None,
+        })
+    }
+}
+
+fn remove_if_exists(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(anyhow::Error::from(e).context(format!("removing {}", path.display()))),
+    }
+}

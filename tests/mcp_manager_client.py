@@ -1,0 +1,75 @@
+"""A main agent's view: `guild-hall mcp --manager` driven by the official Python MCP SDK.
+
+Usage: mcp_manager_client.py GUILD_HALL_BIN PROJECT HOME
+Prints one JSON object with what it saw.
+"""
+import asyncio
+import json
+import sys
+import time
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def is_error(r):
+    return bool(getattr(r, "is_error", getattr(r, "isError", False)))
+
+
+async def call(session, name, args):
+    try:
+        r = await session.call_tool(name, args)
+    except Exception as e:  # an MCP error response
+        return {"error": str(e)}
+    text = "".join(c.text for c in r.content if hasattr(c, "text"))
+    if is_error(r):
+        return {"error": text}
+    return json.loads(text)
+
+
+async def poll(session, job, want, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        s = await call(session, "status", {"jobId": job})
+        if s.get("status") in want:
+            return s
+        await asyncio.sleep(0.2)
+    return s
+
+
+async def main(binary, project, home):
+    params = StdioServerParameters(command=binary, args=["-C", project, "--home", home, "mcp", "--manager"])
+    out = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            out["instructions"] = init.instructions
+            out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
+            d = await call(session, "dispatch", {"description": "Survey crash-only designs", "task": "Crash-only software\nSurvey it.", "config": {"worker": "researcher", "maxTurns": 9}})
+            out["dispatch"] = d
+            job = d["jobId"]
+            out["final"] = await poll(session, job, ("completed", "failed", "cancelled"))
+            out["result"] = await call(session, "result", {"jobId": job})
+            out["list_simple"] = await call(session, "list", {})
+            out["list_filtered"] = await call(session, "list", {"detail": "detailed", "filter": "*crash-only*"})
+            out["list_none"] = await call(session, "list", {"filter": "*nothing like it*"})
+            out["cancel_completed"] = await call(session, "cancel", {"jobId": job})
+            # A long job: running, refused delete, cancel, then deleted.
+            slow = (await call(session, "dispatch", {"description": "Slow one", "task": "sleep: 300\nTake your time.", "config": {"worker": "sleeper"}}))["jobId"]
+            out["slow_running"] = await poll(session, slow, ("running",))
+            out["result_running"] = await call(session, "result", {"jobId": slow})
+            out["delete_running"] = await call(session, "delete", {"jobId": slow})
+            out["cancel_slow"] = await call(session, "cancel", {"jobId": slow})
+            out["slow_final"] = await poll(session, slow, ("cancelled",))
+            out["cancel_again"] = await call(session, "cancel", {"jobId": slow})
+            out["delete_slow"] = await call(session, "delete", {"jobId": slow})
+            out["delete_done"] = await call(session, "delete", {"jobId": job})
+            out["status_unknown"] = await call(session, "status", {"jobId": job})
+            out["status_traversal"] = await call(session, "status", {"jobId": "../../etc/passwd"})
+            out["dispatch_bad"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "nobody"}})
+            out["dispatch_types"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "researcher", "maxTurns": "lots"}})
+            out["job"], out["slow"] = job, slow
+    print(json.dumps(out))
+
+
+asyncio.run(main(*sys.argv[1:4]))
