@@ -17,6 +17,7 @@ pub mod ops;
 pub mod plan;
 pub mod process;
 pub mod reconcile;
+pub mod rpc;
 pub mod runtime;
 pub mod timeline;
 pub mod toolbox;

@@ -38,11 +38,22 @@ pub struct WatchOptions {
     pub ignore: Vec<String>,
     /// Use the polling watcher instead of the native one.
     pub poll: bool,
+    /// Serve the `worker/*` JSON-RPC endpoint on this Unix socket (mode 0600).
+    pub socket: Option<PathBuf>,
+    /// Serve it on this loopback address too (bearer token required).
+    pub listen: Option<String>,
 }
 
 impl Default for WatchOptions {
     fn default() -> Self {
-        WatchOptions { resync: Duration::from_secs(60), debounce: Duration::from_millis(50), ignore: Vec::new(), poll: false }
+        WatchOptions {
+            resync: Duration::from_secs(60),
+            debounce: Duration::from_millis(50),
+            ignore: Vec::new(),
+            poll: false,
+            socket: None,
+            listen: None,
+        }
     }
 }
 
@@ -128,6 +139,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             settled: Default::default(),
         });
     }
+    start_endpoint(home, &dirs, opts)?;
     let state_root = home.state_root();
     let mut waiting_on: BTreeSet<PathBuf> = BTreeSet::new();
 
@@ -183,6 +195,30 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
         }
     }
     tracing::info!("stopping: locks released; running workers keep running and are re-adopted on the next start");
+    Ok(())
+}
+
+/// The `worker/*` endpoint, on the socket and/or loopback port asked for, in its own threads.
+fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
+    if opts.socket.is_none() && opts.listen.is_none() {
+        return Ok(());
+    }
+    let token = match &opts.listen {
+        Some(_) => Some(crate::rpc::token(home)?),
+        None => None,
+    };
+    let ep = crate::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token };
+    if let Some(path) = &opts.socket {
+        let listener = crate::rpc::bind_socket(path)?;
+        tracing::info!(socket = %path.display(), "serving worker/* on POST /mcp");
+        let ep = ep.clone();
+        std::thread::Builder::new().name("rpc-socket".into()).spawn(move || crate::rpc::serve_unix(listener, ep))?;
+    }
+    if let Some(addr) = &opts.listen {
+        let listener = crate::rpc::bind_loopback(addr)?;
+        tracing::info!(listen = %addr, token = %home.root.join("token").display(), "serving worker/* on POST /mcp (bearer token)");
+        std::thread::Builder::new().name("rpc-tcp".into()).spawn(move || crate::rpc::serve_tcp(listener, ep))?;
+    }
     Ok(())
 }
 

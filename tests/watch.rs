@@ -4,70 +4,12 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-
-/// A running `guild-hall watch`, stopped with SIGTERM when dropped.
-struct Service {
-    child: Option<Child>,
-    log: std::path::PathBuf,
-}
-
-impl Service {
-    fn start(p: &Project, dirs: &[&std::path::Path], extra: &[&str]) -> Service {
-        let log = p.tmp.path().join(format!("watch-{}.log", std::process::id() as u128 + Instant::now().elapsed().as_nanos()));
-        let file = std::fs::File::create(&log).expect("log");
-        let mut cmd: Command = p.cmd();
-        cmd.args(["watch", "--log-format", "json", "-v"]).args(extra);
-        for d in dirs {
-            cmd.arg(d);
-        }
-        let child = cmd.stdout(Stdio::null()).stderr(file).spawn().expect("spawn watch");
-        let s = Service { child: Some(child), log };
-        wait_for("the watcher to take its projects", || s.log().contains("\"watching\""));
-        s
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: Signal) {
-        let pid = self.child.as_ref().expect("running").id() as i32;
-        kill(Pid::from_raw(pid), sig).expect("signal");
-    }
-
-    /// SIGTERM and the exit code.
-    fn stop(mut self) -> Option<i32> {
-        self.signal(Signal::SIGTERM);
-        self.child.take().expect("running").wait().expect("wait").code()
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
-            let _ = c.wait();
-        }
-    }
-}
-
-fn wait_status(p: &Project, id: &str, want: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (code, out, _) = p.run(&["status", id, "--json"]);
-        if code == 0 && serde_json::from_str::<serde_json::Value>(&out).is_ok_and(|v| v["status"] == want) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{id} never became {want}: {out}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// Save like vim or JetBrains: write a temp file beside it, then rename over.
 fn rename_save(path: &std::path::Path, text: &str) {

@@ -132,6 +132,13 @@ pub struct WatchArgs {
     /// Poll the filesystem instead of using the native watcher (network filesystems).
     #[arg(long)]
     pub poll: bool,
+    /// Serve the worker/* JSON-RPC API (HTTP POST /mcp) on this Unix socket (mode 0600).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Serve it on this loopback address too, e.g. 127.0.0.1:7777; every request needs
+    /// `Authorization: Bearer <token>` with the token in $GUILD_HALL_HOME/token.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -243,8 +250,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     dirs.push(d.clone());
                 }
             }
-            let opts =
-                crate::watch::WatchOptions { resync: args.resync, debounce: args.debounce, ignore: args.ignore.clone(), poll: args.poll };
+            let opts = crate::watch::WatchOptions {
+                resync: args.resync,
+                debounce: args.debounce,
+                ignore: args.ignore.clone(),
+                poll: args.poll,
+                socket: args.socket.clone(),
+                listen: args.listen.clone(),
+            };
             crate::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -8,7 +8,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde_json::Value;
+use std::process::{Child, Stdio};
 
 pub struct Project {
     pub tmp: tempfile::TempDir,
@@ -213,4 +216,62 @@ pub fn transitions(timeline: &[Value]) -> Vec<String> {
         .filter(|e| e["kind"] == "status")
         .map(|e| format!("{}>{}", e["from"].as_str().unwrap_or(""), e["to"].as_str().unwrap_or("")))
         .collect()
+}
+
+/// A running `guild-hall watch`, stopped with SIGTERM when dropped.
+pub struct Service {
+    child: Option<Child>,
+    log: std::path::PathBuf,
+}
+
+impl Service {
+    pub fn start(p: &Project, dirs: &[&std::path::Path], extra: &[&str]) -> Service {
+        let log = p.tmp.path().join(format!("watch-{}.log", std::process::id() as u128 + Instant::now().elapsed().as_nanos()));
+        let file = std::fs::File::create(&log).expect("log");
+        let mut cmd: Command = p.cmd();
+        cmd.args(["watch", "--log-format", "json", "-v"]).args(extra);
+        for d in dirs {
+            cmd.arg(d);
+        }
+        let child = cmd.stdout(Stdio::null()).stderr(file).spawn().expect("spawn watch");
+        let s = Service { child: Some(child), log };
+        wait_for("the watcher to take its projects", || s.log().contains("\"watching\""));
+        s
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        let pid = self.child.as_ref().expect("running").id() as i32;
+        kill(Pid::from_raw(pid), sig).expect("signal");
+    }
+
+    /// SIGTERM and the exit code.
+    pub fn stop(mut self) -> Option<i32> {
+        self.signal(Signal::SIGTERM);
+        self.child.take().expect("running").wait().expect("wait").code()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn wait_status(p: &Project, id: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (code, out, _) = p.run(&["status", id, "--json"]);
+        if code == 0 && serde_json::from_str::<serde_json::Value>(&out).is_ok_and(|v| v["status"] == want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{id} never became {want}: {out}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -1,0 +1,271 @@
+//! The `worker/*` JSON-RPC 2.0 endpoint of `guild-hall watch --socket/--listen`: HTTP
+//! `POST /mcp`, one request per body, served on a Unix socket (mode 0600) and/or a loopback TCP
+//! port (every request needs the bearer token in `$GUILD_HALL_HOME/token`, mode 0600). The
+//! methods are [`crate::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`.
+//! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value as Json};
+
+use crate::config::{Home, Project};
+use crate::ops::{Dispatcher, OpError};
+
+/// Largest request body accepted (bigger: 413, nothing read further, nothing written).
+pub const MAX_BODY: usize = 1024 * 1024;
+const MAX_HEADERS: usize = 16 * 1024;
+
+/// What the endpoint serves: the home and the projects it may dispatch into.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub home: Home,
+    pub projects: Vec<PathBuf>,
+    /// Required as `Authorization: Bearer <token>` (TCP only; the socket's mode guards it).
+    pub token: Option<String>,
+}
+
+/// The bearer token, created (random, mode 0600) on first use.
+pub fn token(home: &Home) -> Result<String> {
+    let path = home.root.join("token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        if !t.trim().is_empty() {
+            return Ok(t.trim().to_string());
+        }
+    }
+    let t = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+    f.write_all(t.as_bytes())?;
+    Ok(t)
+}
+
+/// Bind a Unix socket with mode 0600, replacing a stale socket file nobody listens on.
+pub fn bind_socket(path: &Path) -> Result<UnixListener> {
+    if path.exists() {
+        use std::os::unix::fs::FileTypeExt;
+        let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+        if !is_socket {
+            bail!("{} exists and is not a socket; not replacing it", path.display());
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            bail!("{} is in use by another server", path.display());
+        }
+        std::fs::remove_file(path)?;
+    }
+    let listener = UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Bind a TCP listener, on loopback addresses only.
+pub fn bind_loopback(addr: &str) -> Result<TcpListener> {
+    let addr: SocketAddr = addr.parse().map_err(|e| anyhow!("--listen {addr:?}: {e} (expected e.g. 127.0.0.1:7777)"))?;
+    if !addr.ip().is_loopback() {
+        bail!("--listen {addr}: only loopback addresses (127.0.0.0/8, ::1) are served");
+    }
+    TcpListener::bind(addr).with_context(|| format!("binding {addr}"))
+}
+
+/// Serve connections forever, one thread each.
+pub fn serve_unix(listener: UnixListener, ep: Endpoint) {
+    for conn in listener.incoming().flatten() {
+        let ep = ep.clone();
+        std::thread::spawn(move || {
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut w = match conn.try_clone() {
+                Ok(w) => w,
+                Err(_) => return,
+            };
+            handle(BufReader::new(conn), &mut w, &ep, false);
+        });
+    }
+}
+
+pub fn serve_tcp(listener: TcpListener, ep: Endpoint) {
+    for conn in listener.incoming().flatten() {
+        let ep = ep.clone();
+        std::thread::spawn(move || {
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut w = match conn.try_clone() {
+                Ok(w) => w,
+                Err(_) => return,
+            };
+            handle(BufReader::new(conn), &mut w, &ep, true);
+        });
+    }
+}
+
+fn respond(w: &mut impl Write, status: &str, body: &Json) {
+    let body = serde_json::to_string(body).unwrap_or_default();
+    let _ = write!(
+        w,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = w.flush();
+}
+
+fn rpc_error(id: &Json, code: i64, message: impl Into<String>) -> Json {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// Read one HTTP request and answer it.
+fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: bool) {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        match r.by_ref().take((MAX_HEADERS - head.len().min(MAX_HEADERS)) as u64 + 1).read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line == "\r\n" || line == "\n" {
+            break;
+        }
+        head.push_str(&line);
+        if head.len() > MAX_HEADERS {
+            return respond(w, "431 Request Header Fields Too Large", &json!({"error": "headers too large"}));
+        }
+    }
+    let mut lines = head.lines();
+    let request_line = lines.next().unwrap_or("");
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let mut length = None;
+    let mut auth = None;
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            match k.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = v.trim().parse::<usize>().ok(),
+                "authorization" => auth = Some(v.trim().to_string()),
+                "transfer-encoding" => return respond(w, "411 Length Required", &json!({"error": "send a Content-Length body"})),
+                _ => {}
+            }
+        }
+    }
+    if target != "/mcp" {
+        return respond(w, "404 Not Found", &json!({"error": "POST /mcp"}));
+    }
+    if method != "POST" {
+        return respond(w, "405 Method Not Allowed", &json!({"error": "POST /mcp"}));
+    }
+    if needs_token {
+        let expected = ep.token.as_deref().map(|t| format!("Bearer {t}"));
+        if expected.is_none() || auth != expected {
+            return respond(w, "401 Unauthorized", &json!({"error": "missing or wrong bearer token (see $GUILD_HALL_HOME/token)"}));
+        }
+    }
+    let Some(length) = length else {
+        return respond(w, "411 Length Required", &json!({"error": "Content-Length required"}));
+    };
+    if length > MAX_BODY {
+        return respond(w, "413 Payload Too Large", &json!({"error": format!("body over {MAX_BODY} bytes")}));
+    }
+    let mut body = vec![0; length];
+    if r.read_exact(&mut body).is_err() {
+        return respond(w, "400 Bad Request", &json!({"error": "body shorter than Content-Length"}));
+    }
+    match answer(&body, ep) {
+        Some(reply) => respond(w, "200 OK", &reply),
+        None => respond(w, "202 Accepted", &json!({})),
+    }
+}
+
+/// The JSON-RPC reply to one request body (`None` for a notification).
+pub fn answer(body: &[u8], ep: &Endpoint) -> Option<Json> {
+    let req: Json = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return Some(rpc_error(&Json::Null, -32700, format!("parse error: {e}"))),
+    };
+    let id = req.get("id").cloned().unwrap_or(Json::Null);
+    let Some(method) = req.get("method").and_then(Json::as_str).filter(|_| req.get("jsonrpc") == Some(&json!("2.0"))) else {
+        return Some(rpc_error(&id, -32600, "invalid request: expected {\"jsonrpc\": \"2.0\", \"method\": …}"));
+    };
+    let params = req.get("params").cloned().unwrap_or(json!({}));
+    if !params.is_object() {
+        return Some(rpc_error(&id, -32602, "params must be an object"));
+    }
+    let notification = req.get("id").is_none();
+    let result = call(method, &params, ep);
+    if notification {
+        return None;
+    }
+    Some(match result {
+        Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
+        Err((code, msg)) => rpc_error(&id, code, msg),
+    })
+}
+
+fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
+    match method {
+        "initialize" => Ok(json!({
+            "protocolVersion": params["protocolVersion"].as_str().unwrap_or("2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
+        })),
+        "notifications/initialized" | "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": tool_list()})),
+        "tools/call" => {
+            let name = params["name"].as_str().ok_or((-32602, "tools/call needs a tool name".to_string()))?;
+            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            match dispatcher_call(&format!("worker/{name}"), &args, ep) {
+                Ok(v) => Ok(json!({"content": [{"type": "text", "text": v.to_string()}], "isError": false})),
+                Err((-32601, _)) => Err((-32602, format!("unknown tool {name:?}"))),
+                Err((_, msg)) => Ok(json!({"content": [{"type": "text", "text": msg}], "isError": true})),
+            }
+        }
+        m if m.starts_with("worker/") => dispatcher_call(m, params, ep),
+        other => Err((-32601, format!("method not found: {other}"))),
+    }
+}
+
+/// Run a `worker/*` method against the project it names (`project`: name or path), or the
+/// only one served.
+fn dispatcher_call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
+    let project = pick_project(params, ep).map_err(|e| (-32602, format!("{e:#}")))?;
+    let d = Dispatcher { home: &ep.home, project: &project };
+    match d.call(method, params) {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(OpError::InvalidParams(m))) => Err((-32602, m)),
+        Some(Err(OpError::Internal(e))) => Err((-32603, format!("{e:#}"))),
+        None => Err((-32601, format!("method not found: {method}"))),
+    }
+}
+
+fn pick_project(params: &Json, ep: &Endpoint) -> Result<Project> {
+    let wanted = params.get("project").and_then(Json::as_str);
+    let mut found = Vec::new();
+    for dir in &ep.projects {
+        let p = Project::open(dir)?;
+        if wanted.is_none_or(|w| w == p.name || Path::new(w) == p.root) {
+            found.push(p);
+        }
+    }
+    match (found.len(), wanted) {
+        (1, _) => Ok(found.remove(0)),
+        (0, Some(w)) => bail!("unknown project {w:?}"),
+        _ => bail!("several projects are served: name one with \"project\" (its name or path)"),
+    }
+}
+
+/// MCP `tools/list`: the six operations with their parameter schemas.
+fn tool_list() -> Json {
+    let job = json!({"type": "object", "properties": {"jobId": {"type": "string"}}, "required": ["jobId"]});
+    json!([
+        {"name": "dispatch", "description": "Hand a task to a worker; returns {jobId} at once.",
+         "inputSchema": {"type": "object", "required": ["description", "task"], "properties": {
+            "description": {"type": "string"}, "task": {"type": "string"},
+            "config": {"type": "object", "properties": {"worker": {"type": "string"}, "maxTurns": {"type": "number"}, "maxBudgetUsd": {"type": "number"}}}}}},
+        {"name": "list", "description": "List jobs, optionally detailed and filtered by a glob on descriptions.",
+         "inputSchema": {"type": "object", "properties": {"detail": {"enum": ["simple", "detailed"]}, "filter": {"type": "string"}}}},
+        {"name": "status", "description": "A job's state, progress, questions and decisions.", "inputSchema": job},
+        {"name": "result", "description": "A completed job's output and artifacts.", "inputSchema": job},
+        {"name": "cancel", "description": "Stop a job (idempotent).", "inputSchema": job},
+        {"name": "delete", "description": "Delete a completed or cancelled job and all it owns.", "inputSchema": job},
+    ])
+}

@@ -1,0 +1,178 @@
+//! The `worker/*` JSON-RPC endpoint of `guild-hall watch --socket/--listen`, over real sockets:
+//! every method and its error paths, the bearer token on TCP, malformed and oversized requests.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Send raw bytes, return (HTTP status code, body).
+fn raw(stream: &mut (impl Read + Write), request: &[u8]) -> (u16, String) {
+    // The server may answer (413) and close before an oversized body is all sent.
+    let _ = stream.write_all(request);
+    let mut out = String::new();
+    let _ = stream.read_to_string(&mut out);
+    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
+}
+
+fn post(body: &str, auth: Option<&str>) -> Vec<u8> {
+    let auth = auth.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    format!("POST /mcp HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+        .into_bytes()
+}
+
+fn rpc(sock: &Path, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let (code, reply) = raw(&mut UnixStream::connect(sock).expect("connect"), &post(&body, None));
+    assert_eq!(code, 200, "{reply}");
+    let v: Value = serde_json::from_str(&reply).expect("json reply");
+    assert_eq!(v["id"], 7);
+    v
+}
+
+fn ok(v: &Value) -> &Value {
+    assert!(v.get("error").is_none(), "unexpected error: {v}");
+    &v["result"]
+}
+
+fn err_code(v: &Value) -> i64 {
+    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error: {v}"))
+}
+
+#[test]
+fn every_worker_method_over_the_socket() {
+    let p = Project::new(&["researcher", "sleeper", "silent"]);
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&sock).expect("socket").permissions().mode() & 0o777, 0o600);
+
+    let init = rpc(&sock, "initialize", json!({"protocolVersion": "2025-06-18"}));
+    assert_eq!(ok(&init)["serverInfo"]["name"], "guild-hall");
+    let tools = rpc(&sock, "tools/list", json!({}));
+    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(6));
+
+    // dispatch → status → result, with nothing else run: the watcher carries it out.
+    let d = rpc(
+        &sock,
+        "worker/dispatch",
+        json!({"description": "Survey logs", "task": "Logging\nSurvey.", "config": {"worker": "researcher"}}),
+    );
+    let job = ok(&d)["jobId"].as_str().expect("jobId").to_string();
+    wait_status(&p, &job, "completed");
+    let s = rpc(&sock, "worker/status", json!({"jobId": job}));
+    assert_eq!(ok(&s)["status"], "completed");
+    assert_eq!(ok(&s)["decisions"][0]["question"], "How deep to go?");
+    let r = rpc(&sock, "worker/result", json!({"jobId": job}));
+    assert_eq!(ok(&r)["output"], "Report on Logging");
+    // The same through MCP tools/call.
+    let via_tool = rpc(&sock, "tools/call", json!({"name": "status", "arguments": {"jobId": job}}));
+    assert_eq!(ok(&via_tool)["isError"], false);
+    assert!(ok(&via_tool)["content"][0]["text"].as_str().is_some_and(|t| t.contains("completed")));
+
+    // list and its glob filter.
+    let all = rpc(&sock, "worker/list", json!({}));
+    assert_eq!(ok(&all)["jobs"][0], json!({"jobId": job, "status": "completed"}));
+    let f = rpc(&sock, "worker/list", json!({"detail": "detailed", "filter": "Survey *"}));
+    assert_eq!(ok(&f)["jobs"][0]["description"], "Survey logs");
+    assert_eq!(ok(&rpc(&sock, "worker/list", json!({"filter": "nope*"})))["jobs"], json!([]));
+
+    // A failed job: result and delete refused.
+    let failed = ok(&rpc(&sock, "worker/dispatch", json!({"description": "Quiet", "task": "x", "config": {"worker": "silent"}})))["jobId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    wait_status(&p, &failed, "failed");
+    assert_eq!(err_code(&rpc(&sock, "worker/result", json!({"jobId": failed}))), -32602);
+    let del = rpc(&sock, "worker/delete", json!({"jobId": failed}));
+    assert_eq!(err_code(&del), -32602);
+    assert!(del["error"]["message"].as_str().is_some_and(|m| m.contains("only completed or cancelled")), "{del}");
+
+    // A running job: delete refused; cancel, cancel again (idempotent), then delete.
+    let slow = ok(&rpc(
+        &sock,
+        "worker/dispatch",
+        json!({"description": "Slow", "task": "sleep: 300\nx", "config": {"worker": "sleeper", "maxTurns": 3}}),
+    ))["jobId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    wait_status(&p, &slow, "in_progress");
+    assert!(p.artifact(&slow).contains("max_turns: 3"));
+    assert_eq!(err_code(&rpc(&sock, "worker/delete", json!({"jobId": slow}))), -32602);
+    assert_eq!(ok(&rpc(&sock, "worker/cancel", json!({"jobId": slow})))["status"], "cancelled");
+    wait_status(&p, &slow, "cancelled");
+    assert_eq!(ok(&rpc(&sock, "worker/cancel", json!({"jobId": slow})))["status"], "cancelled");
+    assert_eq!(ok(&rpc(&sock, "worker/delete", json!({"jobId": slow})))["deleted"], true);
+    assert_eq!(ok(&rpc(&sock, "worker/delete", json!({"jobId": job})))["deleted"], true);
+    assert!(!p.artifact_path(&job).exists() && !p.branches().iter().any(|b| b.contains(&job)));
+    assert!(p.artifact_path(&failed).exists(), "the failed job was not touched");
+
+    // Unknown ids, traversal, wrong types, unknown methods.
+    for (method, params) in [
+        ("worker/status", json!({"jobId": "no-such-job"})),
+        ("worker/result", json!({"jobId": "no-such-job"})),
+        ("worker/delete", json!({"jobId": "no-such-job"})),
+        ("worker/cancel", json!({"jobId": "../../etc"})),
+        ("worker/status", json!({"jobId": 42})),
+        ("worker/dispatch", json!({"description": "x"})),
+        ("worker/dispatch", json!({"description": "x", "task": "y", "config": {"worker": "../w"}})),
+        ("worker/list", json!({"detail": "everything"})),
+        ("worker/list", json!({"filter": "[unclosed"})),
+    ] {
+        assert_eq!(err_code(&rpc(&sock, method, params.clone())), -32602, "{method} {params}");
+    }
+    assert_eq!(err_code(&rpc(&sock, "worker/explode", json!({}))), -32601);
+    assert_eq!(err_code(&rpc(&sock, "nope", json!({}))), -32601);
+    let n_before = std::fs::read_dir(p.root.join(".lore/commissions")).expect("dir").count();
+
+    // Malformed JSON, not JSON-RPC, oversized, wrong path or verb.
+    let (code, body) = raw(&mut UnixStream::connect(&sock).expect("connect"), &post("{not json", None));
+    assert_eq!((code, serde_json::from_str::<Value>(&body).expect("json")["error"]["code"].as_i64()), (200, Some(-32700)));
+    let (_, body) = raw(&mut UnixStream::connect(&sock).expect("connect"), &post(r#"{"id": 1, "method": 5}"#, None));
+    assert_eq!(serde_json::from_str::<Value>(&body).expect("json")["error"]["code"], -32600);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"worker/dispatch","params":{{"description":"x","task":"{}"}}}}"#,
+        "a".repeat(2 * 1024 * 1024)
+    );
+    let (code, _) = raw(&mut UnixStream::connect(&sock).expect("connect"), &post(&huge, None));
+    assert_eq!(code, 413);
+    let (code, _) = raw(&mut UnixStream::connect(&sock).expect("connect"), b"GET /mcp HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 405);
+    let (code, _) = raw(&mut UnixStream::connect(&sock).expect("connect"), b"POST /other HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+    assert_eq!(code, 404);
+    assert_eq!(std::fs::read_dir(p.root.join(".lore/commissions")).expect("dir").count(), n_before, "bad input wrote nothing");
+}
+
+#[test]
+fn loopback_tcp_needs_the_bearer_token() {
+    let p = Project::new(&["researcher"]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+    let addr = format!("127.0.0.1:{port}");
+    let _svc = Service::start(&p, &[], &["--listen", &addr]);
+    let token_file = p.home.join("token");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&token_file).expect("token").permissions().mode() & 0o777, 0o600);
+    let token = std::fs::read_to_string(&token_file).expect("token");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "worker/list", "params": {}}).to_string();
+    let connect = || std::net::TcpStream::connect(&addr).expect("connect");
+    assert_eq!(raw(&mut connect(), &post(&body, None)).0, 401);
+    assert_eq!(raw(&mut connect(), &post(&body, Some("wrong"))).0, 401);
+    let (code, reply) = raw(&mut connect(), &post(&body, Some(token.trim())));
+    assert_eq!(code, 200, "{reply}");
+    assert_eq!(serde_json::from_str::<Value>(&reply).expect("json")["result"]["jobs"], json!([]));
+}
+
+#[test]
+fn only_loopback_addresses_are_served() {
+    let p = Project::new(&[]);
+    let (code, _, err) = p.run(&["watch", "--listen", "0.0.0.0:7777"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("only loopback addresses"), "{err}");
+}
