@@ -109,7 +109,7 @@ pub fn lock_holder(home: &Home, project: &Project) -> Option<String> {
     if !path.exists() {
         return None;
     }
-    take_lock(&path, false, "guild-hall status").err()
+    take_lock(&path, false, "").err()
 }
 
 /// How many plan/act rounds one pass may take before it reports that it did not converge.

@@ -141,3 +141,35 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert!(p.branches().contains(&"claude/main".to_string()));
     assert!(p.root.join(".lore/workers/researcher/worker.yaml").exists(), "nothing else removed");
 }
+
+#[test]
+fn an_mcp_speaking_agent_is_a_worker() {
+    // The Python SDK client as the worker: it talks to `guild-hall mcp` the way an agent CLI
+    // would, inside a real commission; the effects land in the artifact and timeline.
+    let p = Project::new(&[]);
+    let dir = p.root.join(".lore/workers/py-agent");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    std::fs::write(dir.join("worker.yaml"), "name: py-agent\ncommand: [\"./run.sh\"]\ncheckout: sparse\n").expect("write");
+    std::fs::write(
+        dir.join("run.sh"),
+        format!("#!/bin/sh\nset -eu\necho report > report.md\nexec {} {} \"$GUILD_HALL_BIN\"\n", python().display(), client.display()),
+    )
+    .expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let id = p.create("py-agent", "Over MCP", "Use every tool.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "completed", "{s}\n{}", p.ok(&["logs", &id]));
+    assert_eq!(s["progress"], "still here");
+    assert_eq!(s["questions"], serde_json::json!(["which format?"]));
+    assert_eq!(s["result"]["summary"], "done");
+    assert_eq!(s["result"]["artifacts"], serde_json::json!(["report.md"]));
+    let kinds = kinds(&p.timeline(&id));
+    for k in ["progress", "question", "decision", "memory", "result", "artifact", "merge"] {
+        assert!(kinds.contains(&k.to_string()), "{k} in {kinds:?}");
+    }
+    assert_eq!(std::fs::read_to_string(p.home.join("memory/py-agent/style.md")).expect("memory"), "prefer tables");
+    assert_eq!(git(&p.root, &["show", "claude/main:report.md"]), "report\n");
+}
