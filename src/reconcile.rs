@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -54,6 +54,9 @@ pub struct Report {
     pub next_check: Option<Duration>,
     /// Runtime dirs of workers that are running or starting (the watcher waits on their shims).
     pub running: Vec<PathBuf>,
+    /// Where missing dependencies would appear: the nearest existing directory of each (the
+    /// watcher watches them, so a blocked commission wakes when its file arrives).
+    pub dependency_dirs: Vec<PathBuf>,
 }
 
 impl Report {
@@ -144,6 +147,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         }
         let planned = plan(&snapshot);
         report.next_check = crate::plan::next_check(&snapshot);
+        report.dependency_dirs = dependency_dirs(project, &snapshot);
         report.running = snapshot
             .commissions
             .iter()
@@ -207,6 +211,19 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             std::thread::sleep(WAIT_POLL);
         }
     }
+}
+
+fn dependency_dirs(project: &Project, s: &crate::observe::Snapshot) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = s
+        .commissions
+        .iter()
+        .flat_map(|o| &o.missing_deps)
+        .filter_map(|d| project.root.join(d).ancestors().skip(1).find(|a| a.is_dir()).map(Path::to_path_buf))
+        .filter(|d| d.starts_with(&project.root))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// A git command holding the index lock (checkout, merge, reset, pull) is rewriting the working

@@ -142,6 +142,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     start_endpoint(home, &dirs, opts)?;
     let state_root = home.state_root();
     let mut waiting_on: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut watched_dirs: BTreeSet<PathBuf> = BTreeSet::new();
 
     while !STOP.load(Ordering::SeqCst) {
         if RELOAD.swap(false, Ordering::SeqCst) {
@@ -159,7 +160,14 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                 break;
             }
             p.dirty = false;
-            let running = pass(home, p, opts);
+            let (running, dep_dirs) = pass(home, p, opts);
+            for dir in dep_dirs {
+                if watched_dirs.insert(dir.clone()) {
+                    if let Err(e) = debouncer.watch(&dir, RecursiveMode::NonRecursive) {
+                        tracing::debug!(dir = %dir.display(), error = %e, "cannot watch a dependency's directory; the resync will see it");
+                    }
+                }
+            }
             for dir in running {
                 if waiting_on.insert(dir.clone()) {
                     wait_for_shim(dir, tx.clone());
@@ -222,15 +230,16 @@ fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<
     Ok(())
 }
 
-/// One reconcile pass for a project; returns the runtime dirs of its running workers.
-fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> Vec<PathBuf> {
+/// One reconcile pass for a project; returns the runtime dirs of its running workers and the
+/// directories where its missing dependencies would appear.
+fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let now = Instant::now();
     w.resync_at = now + opts.resync;
     let project = match Project::open(&w.dir) {
         Ok(p) => p,
         Err(e) => {
             tracing::error!(project = %w.name, error = %format!("{e:#}"), "cannot open the project; retrying at the next resync");
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
     };
     let skip: BTreeSet<String> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(id, _)| id.clone()).collect();
@@ -247,7 +256,7 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> Vec<PathBuf> {
         Err(e) => {
             tracing::error!(project = %w.name, error = %format!("{e:#}"), "pass failed");
             w.next_at = Some(now + Duration::from_secs(5));
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
     };
     tracing::debug!(project = %w.name, actions = report.entries.len(), "pass");
@@ -275,7 +284,7 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> Vec<PathBuf> {
     let backoff_at = w.backoff.values().map(|(_, until)| *until).min();
     let recheck_at = recheck.then(|| now + Duration::from_millis(300));
     w.next_at = [report.next_check.map(|d| now + d), backoff_at, recheck_at].into_iter().flatten().min();
-    report.running
+    (report.running, report.dependency_dirs)
 }
 
 /// Mark the project a changed path belongs to. A worker's end or a status change recorded in
