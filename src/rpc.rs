@@ -72,31 +72,39 @@ pub fn bind_loopback(addr: &str) -> Result<TcpListener> {
     TcpListener::bind(addr).with_context(|| format!("binding {addr}"))
 }
 
-/// Serve connections forever, one thread each.
-pub fn serve_unix(listener: UnixListener, ep: Endpoint) {
-    for conn in listener.incoming().flatten() {
-        let ep = ep.clone();
-        std::thread::spawn(move || {
-            let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut w = match conn.try_clone() {
-                Ok(w) => w,
-                Err(_) => return,
-            };
-            handle(BufReader::new(conn), &mut w, &ep, false);
-        });
+/// A connection the endpoint can serve: a Unix or TCP stream.
+pub trait Conn: Read + Write + Send + Sized + 'static {
+    fn split(&self) -> std::io::Result<Self>;
+    fn limit(&self, timeout: Duration);
+}
+
+impl Conn for std::os::unix::net::UnixStream {
+    fn split(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn limit(&self, timeout: Duration) {
+        let _ = self.set_read_timeout(Some(timeout));
     }
 }
 
-pub fn serve_tcp(listener: TcpListener, ep: Endpoint) {
-    for conn in listener.incoming().flatten() {
+impl Conn for std::net::TcpStream {
+    fn split(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn limit(&self, timeout: Duration) {
+        let _ = self.set_read_timeout(Some(timeout));
+    }
+}
+
+/// Serve connections forever, one thread each (a stalled client times out after 10 s).
+pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: Endpoint, needs_token: bool) {
+    for conn in incoming.flatten() {
         let ep = ep.clone();
         std::thread::spawn(move || {
-            let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut w = match conn.try_clone() {
-                Ok(w) => w,
-                Err(_) => return,
-            };
-            handle(BufReader::new(conn), &mut w, &ep, true);
+            conn.limit(Duration::from_secs(10));
+            if let Ok(mut w) = conn.split() {
+                handle(BufReader::new(conn), &mut w, &ep, needs_token);
+            }
         });
     }
 }
