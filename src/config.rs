@@ -157,7 +157,15 @@ impl Home {
         }
         cfg.projects.retain(|p| p.name != name);
         cfg.projects.push(ProjectEntry { name: name.to_string(), path: path.to_path_buf() });
-        let text = serde_yaml_ng::to_string(&cfg)?;
+        // Only `projects:` changes; a person's comments and other keys stay as they are (the
+        // same verified surgical writer as for artifacts, on the file as frontmatter).
+        let current = std::fs::read_to_string(self.config_path()).unwrap_or_default();
+        let body = if current.is_empty() || current.ends_with('\n') { current } else { format!("{current}\n") };
+        let wrapped = format!("---\n{body}---\n");
+        let projects = serde_yaml_ng::to_value(&cfg.projects)?;
+        let edited = crate::artifact::write::apply(&wrapped, &[crate::artifact::write::Edit::Set("projects".into(), projects)])
+            .with_context(|| format!("updating {}", self.config_path().display()))?;
+        let text = edited.strip_prefix("---\n").and_then(|t| t.strip_suffix("---\n")).unwrap_or(&edited);
         crate::runtime::write_atomic(&self.config_path(), text.as_bytes())?;
         Ok(true)
     }

@@ -359,3 +359,21 @@ fn a_deleted_artifact_is_not_a_cancellation_and_still_holds_its_slot() {
     assert_eq!(p.status_json(&id)["attempt"], 1);
     assert_eq!(p.status(&other), "completed");
 }
+
+#[test]
+fn init_keeps_a_persons_config_comments() {
+    let p = Project::new(&[]);
+    let other = tempfile::tempdir().expect("tmp");
+    git(other.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(other.path().join("x"), "x").expect("write");
+    git(other.path(), &["-c", "user.name=a", "-c", "user.email=a@b", "add", "-A"]);
+    git(other.path(), &["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "-m", "x"]);
+    let cfg = p.home.join("config.yaml");
+    let before = std::fs::read_to_string(&cfg).expect("config");
+    std::fs::write(&cfg, format!("# my settings\nmax_concurrent_commissions: 4   # the laptop is small\n{before}")).expect("write");
+    p.ok(&["-C", other.path().to_str().expect("utf8"), "init"]);
+    let after = std::fs::read_to_string(&cfg).expect("config");
+    assert!(after.starts_with("# my settings\nmax_concurrent_commissions: 4   # the laptop is small\n"), "{after}");
+    assert!(after.contains(&other.path().canonicalize().expect("canon").display().to_string()), "{after}");
+    assert!(after.contains(&p.root.canonicalize().expect("canon").display().to_string()), "{after}");
+}
