@@ -208,3 +208,12 @@ fn a_dependency_outside_lore_appearing_unblocks_at_once() {
     std::fs::write(p.root.join("docs/spec.md"), "the spec\n").expect("write");
     wait_status(&p, "needs-spec", "completed");
 }
+
+#[test]
+fn the_polling_watcher_drives_commissions_too() {
+    // The same watcher the service falls back to when inotify runs out of watches.
+    let p = Project::new(&["scribe"]);
+    let _svc = Service::start(&p, &[], &["--poll", "--resync", "1h"]);
+    rename_save(&p.artifact_path("polled"), "---\nworker: scribe\n---\noutput: .lore/p.md\nWrite.\n");
+    wait_status(&p, "polled", "completed");
+}
