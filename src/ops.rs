@@ -320,21 +320,20 @@ impl Dispatcher<'_> {
                 job_status(status)
             )));
         }
-        let state = self.home.commission_state(&self.project.name, &c.id);
+        let state = crate::runtime::StateDir(self.home.commission_state(&self.project.name, &c.id));
         let wt = self.home.worktree(&self.project.name, &c.id);
         crate::git::remove_worktree(&self.project.root, &wt).map_err(anyhow::Error::from)?;
         let repo = crate::git::open(&self.project.root).map_err(anyhow::Error::from)?;
-        let attempts = c
-            .attempt()
-            .max(crate::runtime::read_json::<crate::runtime::Record>(&state.join("record.json"))?.map(|r| r.attempt).unwrap_or(0));
+        let attempts =
+            c.attempt().max(crate::runtime::read_json::<crate::runtime::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));
         for n in 1..=attempts {
             if let Ok(mut b) = repo.find_branch(&crate::plan::branch_name(&c.id, n), git2::BranchType::Local) {
                 b.delete().map_err(anyhow::Error::from)?;
             }
         }
         remove_if_exists(&crate::timeline::path_for(&c.path))?;
-        if state.exists() {
-            std::fs::remove_dir_all(&state).with_context(|| format!("removing {}", state.display()))?;
+        if state.0.exists() {
+            std::fs::remove_dir_all(&state.0).with_context(|| format!("removing {}", state.0.display()))?;
         }
         remove_if_exists(&c.path)?;
         Ok(json!({"jobId": c.id, "deleted": true}))

@@ -226,7 +226,9 @@ pub struct Service {
 
 impl Service {
     pub fn start(p: &Project, dirs: &[&std::path::Path], extra: &[&str]) -> Service {
-        let log = p.tmp.path().join(format!("watch-{}.log", std::process::id() as u128 + Instant::now().elapsed().as_nanos()));
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let log = p.tmp.path().join(format!("watch-{n}.log"));
         let file = std::fs::File::create(&log).expect("log");
         let mut cmd: Command = p.cmd();
         cmd.args(["watch", "--log-format", "json", "-v"]).args(extra);
