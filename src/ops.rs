@@ -308,8 +308,9 @@ impl Dispatcher<'_> {
         Ok(json!({"jobId": c.id, "status": "cancelled"}))
     }
 
-    /// `worker/delete {jobId}`: completed or cancelled only; removes the artifact, its
-    /// timeline, its runtime record, any worktree and its attempt branches, nothing else.
+    /// `worker/delete {jobId}`: completed or cancelled (and settled) only; removes the artifact,
+    /// its timeline, its runtime record and its attempt branches, nothing else. A settled job
+    /// has no worktree left.
     pub fn delete(&self, params: &Json) -> Result<Json, OpError> {
         let c = self.known(Self::job(params)?)?;
         let status = c.status.unwrap_or(Status::Pending);
@@ -321,8 +322,14 @@ impl Dispatcher<'_> {
             )));
         }
         let state = crate::runtime::StateDir(self.home.commission_state(&self.project.name, &c.id));
-        let wt = self.home.worktree(&self.project.name, &c.id);
-        crate::git::remove_worktree(&self.project.root, &wt).map_err(anyhow::Error::from)?;
+        // The reconciler is still stopping its worker or committing its partial results: that
+        // is the reconciler's work, not ours to race.
+        if self.home.worktree(&self.project.name, &c.id).exists() || crate::process::shim_lock_held(&state) {
+            return Err(invalid(format!(
+                "job {} is still winding down (worker stopping or results being committed); try again shortly",
+                c.id
+            )));
+        }
         let repo = crate::git::open(&self.project.root).map_err(anyhow::Error::from)?;
         let attempts =
             c.attempt().max(crate::runtime::read_json::<crate::runtime::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));

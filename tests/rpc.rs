@@ -109,7 +109,18 @@ fn every_worker_method_over_the_socket() {
     assert_eq!(ok(&rpc(&sock, "worker/cancel", json!({"jobId": slow})))["status"], "cancelled");
     wait_status(&p, &slow, "cancelled");
     assert_eq!(ok(&rpc(&sock, "worker/cancel", json!({"jobId": slow})))["status"], "cancelled");
-    assert_eq!(ok(&rpc(&sock, "worker/delete", json!({"jobId": slow})))["deleted"], true);
+    // Until its cleanup is done the cancelled job is refused, with that reason, then deleted.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let d = rpc(&sock, "worker/delete", json!({"jobId": slow}));
+        if d.get("error").is_none() {
+            assert_eq!(d["result"]["deleted"], true);
+            break;
+        }
+        assert!(d["error"]["message"].as_str().is_some_and(|m| m.contains("still winding down")), "{d}");
+        assert!(std::time::Instant::now() < deadline, "never settled: {d}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert_eq!(ok(&rpc(&sock, "worker/delete", json!({"jobId": job})))["deleted"], true);
     assert!(!p.artifact_path(&job).exists() && !p.branches().iter().any(|b| b.contains(&job)));
     assert!(p.artifact_path(&failed).exists(), "the failed job was not touched");
