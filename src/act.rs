@@ -63,24 +63,17 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update(u) => apply_update(ctx, u),
         Action::Dispatch { update, attempt, branch, worker, resume } => dispatch(ctx, update, *attempt, branch, worker, *resume),
-        Action::Signal { pgid, signal, update, .. } => {
+        Action::Signal { run, signal, update, .. } => {
             apply_update(ctx, update)?;
-            let sig = match signal {
-                Sig::Term => nix::sys::signal::Signal::SIGTERM,
-                Sig::Kill => nix::sys::signal::Signal::SIGKILL,
-            };
-            process::signal_group(*pgid, sig)?;
+            process::stop_attempt(run, if *signal == Sig::Term { process::Stop::Term } else { process::Stop::Kill })?;
+            Ok(Outcome::Done)
+        }
+        Action::KillLeftovers { run, pids, .. } => {
+            process::kill_leftovers(run, pids)?;
             Ok(Outcome::Done)
         }
         Action::Finish { update, conflict, attempt, branch, summary } => finish(ctx, update, conflict, *attempt, branch, summary),
-        Action::Cleanup { id, attempt, branch: _, why } => {
-            let wt = ctx.home.worktree(&ctx.project.name, id);
-            git::commit_all(&wt, &format!("guild-hall: {why} of {id} (attempt {attempt})"))?;
-            fault("cleanup", 1);
-            git::remove_worktree(&ctx.project.root, &wt)?;
-            fault("cleanup", 2);
-            Ok(Outcome::Done)
-        }
+        Action::Cleanup { id, attempt, branch, why } => cleanup(ctx, id, *attempt, branch, why),
         Action::Heartbeat { id, beat } => {
             write_json(&ctx.state(id).heartbeat(), beat)?;
             Ok(Outcome::Done)
@@ -134,30 +127,71 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
     git::ensure_branch(&repo, branch, ctx.integration())?;
     fault("dispatch", 2);
     let wt = ctx.home.worktree(&ctx.project.name, id);
-    git::add_worktree(&ctx.project.root, &wt, branch, ctx.integration(), pkg.manifest.checkout == Checkout::Sparse)?;
+    let rec = git::add_worktree(&ctx.project.root, &wt, branch, pkg.manifest.checkout == Checkout::Sparse)?;
+    write_json(&state.worktree(), &rec)?;
     fault("dispatch", 3);
 
     std::fs::write(state.prompt(), &commission.artifact.body)?;
     let global = ctx.home.load_config()?;
     let memory_dir = ctx.home.memory_dir();
+    let not_started = |why: String| -> Result<Outcome> {
+        let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
+        write_json(&state.exit(), &exit)?;
+        Ok(Outcome::Done)
+    };
     let posture = match pkg.posture() {
         Ok(p) => p,
-        Err(why) => {
-            let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
-            write_json(&state.exit(), &exit)?;
-            return Ok(Outcome::Done);
-        }
+        Err(why) => return not_started(why),
+    };
+    let passed = match crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()) {
+        Ok(v) => v,
+        Err(why) => return not_started(why),
     };
     let memories = crate::memory::load(&memory_dir, &pkg.manifest.name)?;
     std::fs::write(state.system_prompt(), crate::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap))?;
-    if let Err(e) = crate::memory::maybe_compact(&memory_dir, pkg, global.memory_compact_threshold) {
+    let confined = match confinement(&pkg.manifest.sandbox, &global) {
+        Ok(c) => c,
+        Err(why) => return not_started(why),
+    };
+    if let Err(e) = crate::memory::maybe_compact(&memory_dir, pkg, global.memory_compact_threshold, confined == Confinement::Confined) {
         tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
     }
+    let sandbox = match confined {
+        Confinement::Confined => {
+            let mut writable = vec![wt.clone(), rec.admin.clone(), state.objects(), state.mailbox()];
+            writable.push(crate::memory::dir(&memory_dir, &pkg.manifest.name)?);
+            if let crate::worker::SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
+                for w in write {
+                    let path = crate::worker::expand_home(w).map_err(anyhow::Error::msg)?;
+                    if std::fs::symlink_metadata(&path).is_err() {
+                        // Asked for by the package: made (private) so that it can be allowed.
+                        std::fs::create_dir_all(&path).with_context(|| format!("creating sandbox.write {}", path.display()))?;
+                        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+                    }
+                    writable.push(path);
+                }
+            }
+            Some(crate::sandbox::Policy { writable })
+        }
+        Confinement::Unconfined => None,
+    };
+    for dir in [crate::memory::dir(&memory_dir, &pkg.manifest.name)?, state.objects().join("info")] {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    // The worker's git writes objects into its own store, reading the repository's through
+    // it; guild-hall adopts what its branch needs after checking each object's hash.
+    let mut alternates = rec.common.join("objects").to_string_lossy().into_owned();
+    if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
+        alternates = format!("{alternates}\n{}", more.trim_end());
+    }
+    crate::runtime::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
+    std::fs::OpenOptions::new().create(true).append(true).open(state.mailbox())?;
     let res = &commission.artifact.resources;
     let max_turns = res.max_turns.or(pkg.manifest.resources.max_turns).unwrap_or(150);
     let max_budget = res.max_budget_usd.or(pkg.manifest.resources.max_budget_usd).unwrap_or(2.0);
     let exe = std::env::current_exe()?;
     let mut env: BTreeMap<String, String> = pkg.manifest.env.clone();
+    env.extend(passed);
     let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
     env.extend([
         ("GUILD_HALL_COMMISSION".to_string(), id.clone()),
@@ -172,22 +206,106 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         ("GUILD_HALL_WORKER".into(), pkg.manifest.name.clone()),
         ("GUILD_HALL_MAX_TURNS".into(), max_turns.to_string()),
         ("GUILD_HALL_MAX_BUDGET_USD".into(), max_budget.to_string()),
+        ("GIT_OBJECT_DIRECTORY".into(), p(&state.objects())),
+        // The worker's git never packs or prunes the shared repository on its own.
+        ("GIT_CONFIG_COUNT".into(), "2".into()),
+        ("GIT_CONFIG_KEY_0".into(), "gc.auto".into()),
+        ("GIT_CONFIG_VALUE_0".into(), "0".into()),
+        ("GIT_CONFIG_KEY_1".into(), "maintenance.auto".into()),
+        ("GIT_CONFIG_VALUE_1".into(), "false".into()),
     ]);
-    process::spawn_shim(&Launch { state, attempt, cwd: wt, argv, env })?;
+    let launch =
+        Launch { state, attempt, cwd: wt, argv, env, grace: ctx.project.config.cancel_grace, log_max_bytes: global.log_max_bytes, sandbox };
+    process::spawn_shim(&launch)?;
     fault("dispatch", 4);
+    Ok(Outcome::Done)
+}
+
+/// How a package's worker will run here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confinement {
+    Confined,
+    Unconfined,
+}
+
+/// Confined unless the package says `sandbox: off`; on a kernel without Landlock, unconfined
+/// only if config allows it (`without_landlock: unconfined`), else the reason it cannot run.
+pub fn confinement(spec: &crate::worker::SandboxSpec, global: &crate::config::GlobalConfig) -> Result<Confinement, String> {
+    if *spec == crate::worker::SandboxSpec::Off {
+        return Ok(Confinement::Unconfined);
+    }
+    match crate::sandbox::support() {
+        crate::sandbox::Support::Available { .. } => Ok(Confinement::Confined),
+        crate::sandbox::Support::Unavailable { why } if global.without_landlock == crate::config::WithoutLandlock::Unconfined => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!("Landlock is not available ({why}): workers run UNCONFINED, as config.yaml allows (without_landlock: unconfined)");
+            });
+            Ok(Confinement::Unconfined)
+        }
+        crate::sandbox::Support::Unavailable { why } => Err(format!(
+            "the worker must run confined, but Landlock is not available ({why}); to run it unconfined anyway, set `sandbox: off` in its worker.yaml or `without_landlock: unconfined` in $GUILD_HALL_HOME/config.yaml"
+        )),
+    }
+}
+
+/// The worktree as guild-hall recorded it when it made it (an older guild-hall kept no record:
+/// the admin dir is the one git names after the worktree).
+fn worktree_record(ctx: &Ctx<'_>, id: &str, branch: &str) -> Result<git::WorktreeRecord> {
+    let state = ctx.state(id);
+    match crate::runtime::read_json::<git::WorktreeRecord>(&state.worktree())? {
+        Some(rec) => Ok(rec),
+        None => Ok(git::WorktreeRecord::assumed(&ctx.project.root, &ctx.home.worktree(&ctx.project.name, id), branch, false)?),
+    }
+}
+
+/// Failure/cancellation aftermath: keep what the worker left on its branch, then remove the
+/// worktree. A worktree the worker tampered with is noted in the timeline.
+fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Result<Outcome> {
+    let state = ctx.state(id);
+    let rec = worktree_record(ctx, id, branch)?;
+    let secured = git::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: {why} of {id} (attempt {attempt})"))?;
+    if !secured.tampered.is_empty() {
+        let now = timestamp(chrono::Utc::now());
+        let text = format!("worktree tampered with: {}", secured.tampered.join("; "));
+        timeline::append(
+            &timeline::path_for(&ctx.artifact_path(id)),
+            &[timeline::event(&now, "anomaly", format!("tampered:{attempt}"), json!({"text": text}))],
+        )?;
+    }
+    fault("cleanup", 1);
+    git::remove_worktree(&ctx.project.root, &rec)?;
+    let _ = std::fs::remove_dir_all(state.objects());
+    fault("cleanup", 2);
     Ok(Outcome::Done)
 }
 
 fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branch: &str, summary: &str) -> Result<Outcome> {
     let id = &update.id;
-    let wt = ctx.home.worktree(&ctx.project.name, id);
-    git::commit_all(&wt, &format!("guild-hall: work left in the worktree by {id} (attempt {attempt})"))?;
+    let state = ctx.state(id);
+    let rec = worktree_record(ctx, id, branch)?;
+    let now = timestamp(chrono::Utc::now());
+    let fail = |reason: String, kind: &str| -> Result<Outcome> {
+        let mut failed = conflict.clone();
+        failed.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
+        failed.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
+        failed.events.push(timeline::event(&now, "anomaly", format!("{kind}:{attempt}"), json!({"text": reason})));
+        git::remove_worktree(&ctx.project.root, &rec)?;
+        let _ = std::fs::remove_dir_all(state.objects());
+        apply_update(ctx, &failed)
+    };
+    let secured =
+        git::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: work left in the worktree by {id} (attempt {attempt})"))?;
+    if !secured.tampered.is_empty() {
+        // Never merge what came out of a worktree that is no longer the one we made.
+        let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {branch}", secured.tampered.join("; "));
+        return fail(reason, "tampered");
+    }
     fault("finish", 1);
     let repo = git::open(&ctx.project.root)?;
     let title = ctx.snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
     let message = format!("{title} ({id})\n\n{}", summary.trim());
     let trailer = format!("Guild-Hall-Commission: {id} attempt {attempt}");
-    let now = timestamp(chrono::Utc::now());
     let merge_event = |commit: String| {
         timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
     };
@@ -196,13 +314,8 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid) => done.events.push(merge_event(oid.to_string())),
         MergeOutcome::NothingToMerge => done.events.push(merge_event("nothing to merge".into())),
         MergeOutcome::Conflicts(paths) => {
-            let mut failed = conflict.clone();
-            let reason = format!("merge conflict outside .lore/ in: {}; branch {branch} kept", paths.join(", "));
-            failed.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
-            failed.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
-            failed.events.push(timeline::event(&now, "anomaly", format!("conflict:{attempt}"), json!({"text": reason})));
-            git::remove_worktree(&ctx.project.root, &wt)?;
-            return apply_update(ctx, &failed);
+            let reason = format!("merge conflict in: {}; nothing merged, branch {branch} kept", paths.join(", "));
+            return fail(reason, "conflict");
         }
         MergeOutcome::Waiting(why) => {
             let text = format!("merge waiting: {why}");
@@ -217,7 +330,8 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         }
     }
     fault("finish", 2);
-    git::remove_worktree(&ctx.project.root, &wt)?;
+    git::remove_worktree(&ctx.project.root, &rec)?;
+    let _ = std::fs::remove_dir_all(state.objects());
     fault("finish", 3);
     apply_update(ctx, &done)
 }

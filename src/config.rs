@@ -94,6 +94,11 @@ pub struct GlobalConfig {
     pub memory_cap: usize,
     /// Total characters of a worker's memory above which its package's `compact` runs.
     pub memory_compact_threshold: usize,
+    /// Size at which a worker's log is rotated (one previous part is kept; older is dropped).
+    pub log_max_bytes: u64,
+    /// What to do when the kernel has no Landlock: refuse to start confined workers, or run
+    /// them unconfined (with a warning).
+    pub without_landlock: WithoutLandlock,
     pub projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub other: serde_yaml_ng::Mapping,
@@ -105,10 +110,23 @@ impl Default for GlobalConfig {
             max_concurrent_commissions: 10,
             memory_cap: 8000,
             memory_compact_threshold: 16000,
+            log_max_bytes: 16 * 1024 * 1024,
+            without_landlock: WithoutLandlock::Refuse,
             projects: Vec::new(),
             other: Default::default(),
         }
     }
+}
+
+/// `without_landlock:` in `config.yaml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WithoutLandlock {
+    /// A worker that should be confined is not started (its attempt fails saying why).
+    #[default]
+    Refuse,
+    /// It runs unconfined, and guild-hall warns once per process.
+    Unconfined,
 }
 
 /// The home directory and everything laid out under it.
@@ -132,6 +150,13 @@ impl Home {
         };
         std::fs::create_dir_all(&root).with_context(|| format!("creating home {}", root.display()))?;
         let root = root.canonicalize().with_context(|| format!("resolving home {}", root.display()))?;
+        // Worker state, logs and secrets live here: private to its user, always.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&root).with_context(|| format!("reading {}", root.display()))?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))
+                .with_context(|| format!("making {} private (chmod 700)", root.display()))?;
+        }
         Ok(Home { root })
     }
 
@@ -187,6 +212,10 @@ impl Home {
     }
     pub fn memory_dir(&self) -> PathBuf {
         self.root.join("memory")
+    }
+    /// `KEY=VALUE` lines for `pass_env` (must be mode 0600).
+    pub fn secrets_path(&self) -> PathBuf {
+        self.root.join("secrets.env")
     }
 }
 

@@ -70,16 +70,57 @@ pub fn path_in_branch(repo: &Repository, branch: &str, rel_path: &str) -> Result
     Ok(b.get().peel_to_tree()?.get_path(Path::new(rel_path)).is_ok())
 }
 
-/// Run the git CLI in `dir` with a clean environment: no inherited repository variables, no
-/// hooks, no prompts, and our commit identity.
-fn cli(dir: &Path, args: &[&str], identity: Option<&Signature<'_>>) -> Result<String> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-c").arg("core.hooksPath=/dev/null").args(args).current_dir(dir);
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR"]
-    {
-        cmd.env_remove(var);
+/// Where one git CLI call runs, always named explicitly: guild-hall never lets git discover a
+/// repository from a directory a worker can write (a worktree's `.git` file, its admin dir's
+/// `commondir`), so a worker cannot redirect where guild-hall reads or commits.
+struct At<'a> {
+    git_dir: &'a Path,
+    /// The repository's common dir, for a linked worktree's admin dir.
+    common_dir: Option<&'a Path>,
+    work_tree: Option<&'a Path>,
+    index_file: Option<&'a Path>,
+    /// A worker's own object store, readable as an alternate.
+    alternate: Option<&'a Path>,
+}
+
+impl<'a> At<'a> {
+    fn repo(common: &'a Path, work_tree: &'a Path) -> At<'a> {
+        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file: None, alternate: None }
     }
-    cmd.env("GIT_TERMINAL_PROMPT", "0");
+}
+
+/// Configuration that makes git run a program, switched off for every call of ours: a
+/// worker that wrote any of it (in a worktree config, say) gets nothing run.
+const NO_PROGRAMS: [&str; 6] =
+    ["core.hooksPath=/dev/null", "core.fsmonitor=false", "commit.gpgSign=false", "gc.auto=0", "maintenance.auto=false", "core.pager=cat"];
+
+/// Run the git CLI at `at` with a clean environment: no inherited `GIT_*` variable (some make
+/// git run programs or read other config), no hooks or other configured programs, no prompts,
+/// and our commit identity.
+fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<String> {
+    let mut cmd = Command::new("git");
+    for c in NO_PROGRAMS {
+        cmd.arg("-c").arg(c);
+    }
+    cmd.args(args).current_dir(at.work_tree.unwrap_or(at.git_dir));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("GIT_DIR", at.git_dir).env("GIT_TERMINAL_PROMPT", "0");
+    if let Some(c) = at.common_dir {
+        cmd.env("GIT_COMMON_DIR", c);
+    }
+    if let Some(w) = at.work_tree {
+        cmd.env("GIT_WORK_TREE", w);
+    }
+    if let Some(i) = at.index_file {
+        cmd.env("GIT_INDEX_FILE", i);
+    }
+    if let Some(a) = at.alternate {
+        cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", a);
+    }
     if let Some(sig) = identity {
         let (name, email) = (sig.name().unwrap_or(FALLBACK_NAME), sig.email().unwrap_or(FALLBACK_EMAIL));
         cmd.env("GIT_AUTHOR_NAME", name).env("GIT_AUTHOR_EMAIL", email).env("GIT_COMMITTER_NAME", name).env("GIT_COMMITTER_EMAIL", email);
@@ -95,99 +136,264 @@ fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Registered worktrees: (path, branch ref).
-fn worktrees(project_root: &Path) -> Result<Vec<(PathBuf, Option<String>)>> {
-    let out = cli(project_root, &["worktree", "list", "--porcelain"], None)?;
-    let mut list = Vec::new();
-    for block in out.split("\n\n") {
-        let mut path = None;
-        let mut branch = None;
-        for line in block.lines() {
-            if let Some(p) = line.strip_prefix("worktree ") {
-                path = Some(canonical(Path::new(p)));
-            } else if let Some(b) = line.strip_prefix("branch ") {
-                branch = Some(b.to_string());
-            }
-        }
-        if let Some(p) = path {
-            list.push((p, branch));
-        }
+/// The repository's common dir (`.git` of the main checkout) for a project.
+pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
+    Ok(canonical(open(project_root)?.commondir()))
+}
+
+/// A worktree as guild-hall made it, recorded at creation in state the worker cannot write.
+/// Everything later (commit, merge, removal) goes by this record, never by what the worktree
+/// now says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorktreeRecord {
+    pub path: PathBuf,
+    /// Its admin dir, `<common>/worktrees/<name>`.
+    pub admin: PathBuf,
+    pub common: PathBuf,
+    pub branch: String,
+    pub sparse: bool,
+}
+
+impl WorktreeRecord {
+    /// What an older guild-hall (no record) made: the admin dir named after the worktree.
+    pub fn assumed(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+        let common = common_dir(project_root)?;
+        let name = path.file_name().ok_or_else(|| GitError::Other(format!("{} has no file name", path.display())))?;
+        Ok(WorktreeRecord { path: path.to_path_buf(), admin: common.join("worktrees").join(name), common, branch: branch.into(), sparse })
     }
-    Ok(list)
+
+    fn at(&self) -> At<'_> {
+        At { git_dir: &self.admin, common_dir: Some(&self.common), work_tree: Some(&self.path), index_file: None, alternate: None }
+    }
+
+    /// What is `.git` of the worktree supposed to say.
+    fn git_file(&self) -> String {
+        format!("gitdir: {}\n", self.admin.display())
+    }
 }
 
-pub fn worktree_registered(project_root: &Path, path: &Path) -> Result<bool> {
-    let want = canonical(path);
-    Ok(worktrees(project_root)?.iter().any(|(p, _)| *p == want))
-}
-
-/// Create the worktree at `path` on `branch` (made from `start` if missing). Idempotent: an
-/// existing, complete worktree on `branch` is kept; a half-made one (ours: it only ever holds a
-/// worktree we created, before any worker ran in it) is removed and made again.
-pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, start: &str, sparse: bool) -> Result<()> {
-    let want_ref = format!("refs/heads/{branch}");
+/// Create the worktree at `path`, detached at `branch` (which must exist): a worker commits
+/// on a detached HEAD and guild-hall moves the branch. Idempotent: an existing, complete
+/// worktree made for `branch` is kept; a half-made one (ours: it only ever holds a worktree we
+/// created, before any worker ran in it) is removed and made again.
+pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+    let common = common_dir(project_root)?;
+    let main = At::repo(&common, project_root);
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| GitError::Other(format!("bad worktree path {}", path.display())))?;
+    let rec = WorktreeRecord {
+        path: path.to_path_buf(),
+        admin: common.join("worktrees").join(name),
+        common: common.clone(),
+        branch: branch.into(),
+        sparse,
+    };
     if path.exists() {
-        let here = canonical(path);
-        let registered = worktrees(project_root)?.into_iter().find(|(p, _)| *p == here);
-        let complete = registered.as_ref().is_some_and(|(_, b)| b.as_deref() == Some(want_ref.as_str()))
-            && cli(path, &["status", "--porcelain"], None).is_ok_and(|s| s.trim().is_empty());
-        if complete {
-            return Ok(());
+        let intact = std::fs::read_to_string(path.join(".git")).is_ok_and(|t| t == rec.git_file())
+            && cli(&rec.at(), &["status", "--porcelain"], None).is_ok_and(|s| s.trim().is_empty());
+        if intact {
+            return Ok(rec);
         }
-        if registered.is_some() {
-            cli(project_root, &["worktree", "remove", "--force", &path.to_string_lossy()], None)?;
-        }
-        if path.exists() {
-            std::fs::remove_dir_all(path)?;
-        }
+        remove_worktree(project_root, &rec)?;
     }
-    cli(project_root, &["worktree", "prune"], None)?;
+    if rec.admin.exists() {
+        // An admin dir of that name not pointing here is not ours to reuse or delete.
+        return Err(GitError::Other(format!(
+            "{} already exists for another worktree; remove it with `git worktree remove` or `git worktree prune`",
+            rec.admin.display()
+        )));
+    }
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
     let p = path.to_string_lossy();
-    let repo = open(project_root)?;
-    if branch_exists(&repo, branch) {
-        cli(project_root, &["worktree", "add", "--quiet", "--no-checkout", &p, branch], None)?;
-    } else {
-        cli(project_root, &["worktree", "add", "--quiet", "--no-checkout", "-b", branch, &p, start], None)?;
+    cli(&main, &["worktree", "add", "--quiet", "--no-checkout", "--detach", &p, &format!("refs/heads/{branch}")], None)?;
+    if std::fs::read_to_string(path.join(".git")).ok().as_deref() != Some(rec.git_file().as_str()) {
+        return Err(GitError::Other(format!("git did not make the worktree's admin dir at {}", rec.admin.display())));
     }
     if sparse {
-        cli(path, &["sparse-checkout", "set", "--no-cone", "/.lore/"], None)?;
+        cli(&rec.at(), &["sparse-checkout", "set", "--no-cone", "/.lore/"], None)?;
     }
-    cli(path, &["checkout", "--quiet", branch], None)?;
+    cli(&rec.at(), &["checkout", "--quiet", "--detach", &format!("refs/heads/{branch}")], None)?;
+    Ok(rec)
+}
+
+/// What securing a worktree's work found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Secured {
+    /// Ways the worktree is no longer the one guild-hall made (the attempt must fail).
+    pub tampered: Vec<String>,
+    /// The commit holding the leftovers, if there were any.
+    pub commit: Option<Oid>,
+}
+
+/// Ways the worktree differs from what guild-hall made: its `.git` file, its admin dir's
+/// pointers, its HEAD. Read only; nothing found here is ever followed.
+pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
+    let mut found = Vec::new();
+    let dot_git = rec.path.join(".git");
+    match std::fs::symlink_metadata(&dot_git) {
+        Err(_) if rec.path.exists() => found.push("its .git file was removed".to_string()),
+        Err(_) => found.push("the worktree directory is gone".to_string()),
+        Ok(m) if m.is_dir() => found.push("its .git was replaced by a repository of its own (git init)".to_string()),
+        Ok(m) if !m.is_file() => found.push("its .git was replaced by a symlink".to_string()),
+        Ok(_) => {
+            if std::fs::read_to_string(&dot_git).ok().as_deref() != Some(rec.git_file().as_str()) {
+                found.push("its .git file was rewritten to point elsewhere".to_string());
+            }
+        }
+    }
+    let read = |f: &str| std::fs::read_to_string(rec.admin.join(f)).map(|t| t.trim_end().to_string());
+    match read("commondir") {
+        Ok(c) if canonical(&rec.admin.join(&c)) == rec.common => {}
+        Ok(_) => found.push("its admin dir's commondir was rewritten".to_string()),
+        Err(_) => found.push(format!("its admin dir {} is missing or damaged", rec.admin.display())),
+    }
+    if let Ok(g) = read("gitdir") {
+        if canonical(Path::new(&g)) != canonical(&dot_git) && Path::new(&g) != dot_git {
+            found.push("its admin dir's gitdir was rewritten".to_string());
+        }
+    }
+    if let Ok(head) = read("HEAD") {
+        if let Some(target) = head.strip_prefix("ref: ") {
+            if target != format!("refs/heads/{}", rec.branch) {
+                found.push(format!("its HEAD was switched to {target}"));
+            }
+        }
+    }
+    found
+}
+
+/// Commit whatever the worker left in its worktree onto its branch, and adopt the commits it
+/// made itself: `tracked changes and untracked files, `.gitignore` respected; a sparse
+/// worktree contributes `.lore/` only. Everything goes through the record and a fresh index
+/// of ours (nothing the worker can write decides where), the worker's objects are copied into
+/// the repository only after their hashes check out, and the branch moves only forward.
+pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message: &str) -> Result<Secured> {
+    let mut out = Secured { tampered: inspect(rec), commit: None };
+    if !rec.path.exists() {
+        return Ok(out);
+    }
+    let repo = Repository::open(&rec.common)?;
+    let branch_ref = format!("refs/heads/{}", rec.branch);
+    let tip = repo.find_reference(&branch_ref)?.peel_to_commit()?.id();
+    let alternate = worker_objects.filter(|p| p.is_dir());
+    // Where the worker's own commits got to (a detached HEAD), if that is readable and ours.
+    let head = (|| {
+        let h = std::fs::read_to_string(rec.admin.join("HEAD")).ok()?;
+        let h = h.trim();
+        let oid = match h.strip_prefix("ref: ") {
+            Some(r) if r == branch_ref => tip,
+            Some(_) => return None,
+            None => Oid::from_str(h).ok()?,
+        };
+        Some(oid)
+    })();
+    let mut base = tip;
+    if let Some(h) = head.filter(|h| *h != tip) {
+        match adopt_objects(&repo, alternate, h, tip) {
+            Ok(()) if repo.graph_descendant_of(h, tip).unwrap_or(false) => base = h,
+            // Behind the branch: what it holds is already on the branch (a second run).
+            Ok(()) if repo.graph_descendant_of(tip, h).unwrap_or(false) => {}
+            Ok(()) => out.tampered.push(format!("its HEAD {h} does not descend from {}", rec.branch)),
+            Err(e) => out.tampered.push(format!("its commits could not be adopted: {e}")),
+        }
+    }
+    // A fresh index of our own, in our own temp dir: the worker's index is not trusted.
+    let scratch = std::env::temp_dir().join(format!("guild-hall-index-{}", uuid::Uuid::new_v4().simple()));
+    let index = scratch.to_string_lossy().into_owned();
+    let result = (|| -> Result<Option<Oid>> {
+        let at = At { index_file: Some(&scratch), alternate, ..rec.at() };
+        let base_hex = base.to_string();
+        cli(&at, &["read-tree", &base_hex], None)?;
+        let scope = if rec.sparse { ".lore/" } else { "." };
+        let lore_exists = rec.path.join(".lore").exists();
+        if !rec.sparse || lore_exists {
+            cli(&at, &["add", "--all", "--", scope], None)?;
+        }
+        let tree = cli(&at, &["write-tree"], None)?.trim().to_string();
+        let base_tree = repo.find_commit(base)?.tree_id().to_string();
+        if tree == base_tree {
+            return Ok(None);
+        }
+        let sig = signature(&repo)?;
+        let commit = cli(&at, &["commit-tree", &tree, "-p", &base_hex, "-m", message], Some(&sig))?;
+        Ok(Some(Oid::from_str(commit.trim())?))
+    })();
+    let _ = std::fs::remove_file(&index);
+    out.commit = result?;
+    let new_tip = out.commit.unwrap_or(base);
+    if new_tip != tip {
+        repo.reference_matching(&branch_ref, new_tip, true, tip, "guild-hall: the attempt's work")?;
+    }
+    Ok(out)
+}
+
+/// Copy every object reachable from `head` (and not from `tip`) that the repository lacks out
+/// of the worker's store, each re-hashed on the way in: an object whose content does not match
+/// its name is refused, so a worker cannot plant a false object for a later commit to trip
+/// over. Parents before children and entries before their tree, so an interrupted copy never
+/// leaves an object whose history or contents are missing.
+fn adopt_objects(repo: &Repository, store: Option<&Path>, head: Oid, tip: Oid) -> Result<()> {
+    let odb = repo.odb()?;
+    if odb.exists(head) {
+        return Ok(());
+    }
+    let Some(store) = store else { return Err(GitError::Other(format!("commit {head} is not in the repository"))) };
+    // A second handle that also sees the worker's store, for reading only.
+    let both = Repository::open(repo.path())?;
+    let both_odb = both.odb()?;
+    both_odb.add_disk_alternate(&store.to_string_lossy())?;
+    let copy = |oid: Oid| -> Result<bool> {
+        if odb.exists(oid) {
+            return Ok(false);
+        }
+        let obj = both_odb.read(oid)?;
+        if odb.write(obj.kind(), obj.data())? != oid {
+            return Err(GitError::Other(format!("object {oid} in the worker's store is corrupt")));
+        }
+        Ok(true)
+    };
+    fn tree(both: &Repository, odb: &git2::Odb<'_>, copy: &dyn Fn(Oid) -> Result<bool>, t: Oid) -> Result<()> {
+        if odb.exists(t) {
+            return Ok(()); // present, and with it everything beneath
+        }
+        for entry in both.find_tree(t)?.iter() {
+            match entry.kind() {
+                Some(git2::ObjectType::Tree) => tree(both, odb, copy, entry.id())?,
+                Some(git2::ObjectType::Commit) => {} // a submodule's commit lives in the submodule
+                _ => {
+                    copy(entry.id())?;
+                }
+            }
+        }
+        copy(t).map(|_| ())
+    }
+    let mut walk = both.revwalk()?;
+    walk.push(head)?;
+    walk.hide(tip)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    for c in walk {
+        let c = c?;
+        if odb.exists(c) {
+            continue;
+        }
+        tree(&both, &odb, &copy, both.find_commit(c)?.tree_id())?;
+        copy(c)?;
+    }
     Ok(())
 }
 
-/// Stage everything in the worktree (tracked changes and untracked files, `.gitignore`
-/// respected, sparse-aware) and commit if anything changed.
-pub fn commit_all(path: &Path, message: &str) -> Result<Option<Oid>> {
-    if !path.exists() {
-        return Ok(None);
+/// Remove the worktree (its work was secured by the caller) and its admin dir, both by the
+/// record, then prune. Keeps the branch. `git worktree remove` is not used: it would go by
+/// the admin dir's `gitdir`, which the worker could have rewritten.
+pub fn remove_worktree(project_root: &Path, rec: &WorktreeRecord) -> Result<()> {
+    if std::fs::symlink_metadata(&rec.path).is_ok() {
+        std::fs::remove_dir_all(&rec.path)?;
     }
-    cli(path, &["add", "--all", "--sparse"], None)?;
-    let staged = cli(path, &["diff", "--cached", "--name-only"], None)?;
-    if staged.trim().is_empty() {
-        return Ok(None);
+    if rec.admin.starts_with(rec.common.join("worktrees")) && rec.admin.exists() {
+        std::fs::remove_dir_all(&rec.admin)?;
     }
-    let repo = Repository::open(path)?;
-    let sig = signature(&repo)?;
-    cli(path, &["commit", "--quiet", "--no-verify", "-m", message], Some(&sig))?;
-    let head = cli(path, &["rev-parse", "HEAD"], None)?;
-    Ok(Some(Oid::from_str(head.trim())?))
-}
-
-/// Remove the worktree (its work was committed by the caller) and prune. Keeps the branch.
-pub fn remove_worktree(project_root: &Path, path: &Path) -> Result<()> {
-    if path.exists() {
-        if worktree_registered(project_root, path)? {
-            cli(project_root, &["worktree", "remove", "--force", &path.to_string_lossy()], None)?;
-        }
-        if path.exists() {
-            std::fs::remove_dir_all(path)?;
-        }
-    }
-    cli(project_root, &["worktree", "prune"], None)?;
+    cli(&At::repo(&rec.common, project_root), &["worktree", "prune"], None)?;
     Ok(())
 }
 
@@ -197,15 +403,16 @@ pub enum MergeOutcome {
     /// A commit with the trailer is already on the integration branch (a re-run after a crash).
     AlreadyMerged(Oid),
     NothingToMerge,
-    /// Conflicts outside `.lore/`: nothing was merged.
+    /// Conflicts (outside `.lore/`, or on a `.lore/` file a person committed): nothing was merged.
     Conflicts(Vec<String>),
     /// The integration branch is checked out with local changes the merge would touch.
     Waiting(String),
 }
 
-/// Squash-merge `activity` into `integration` as one commit, in memory. Conflicts under `.lore/`
-/// go to the activity side; others abort with the paths. A checkout of the integration branch
-/// is advanced only if no locally modified file is touched.
+/// Squash-merge `activity` into `integration` as one commit, in memory. A conflict under
+/// `.lore/` goes to the activity side when only guild-hall's merges changed the file on the
+/// integration side; any other conflict aborts with the paths. A checkout of the integration
+/// branch is advanced only if no locally modified file is touched.
 pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, message: &str, trailer: &str) -> Result<MergeOutcome> {
     let int_ref_name = format!("refs/heads/{integration}");
     let int_commit = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
@@ -239,7 +446,9 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
                 .or(c.ancestor.as_ref())
                 .map(|e| String::from_utf8_lossy(&e.path).into_owned())
                 .unwrap_or_default();
-            if path.starts_with(".lore/") {
+            if path.starts_with(".lore/") && only_ours_changed(repo, int_commit.id(), base, &path)? {
+                // Only guild-hall's own merges changed it on the integration side: the
+                // activity's version is the newer word. A person's commit is never overwritten.
                 index.remove_path(Path::new(&path))?;
                 if let Some(theirs) = c.their {
                     let mut entry = theirs;
@@ -286,6 +495,26 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
     Ok(MergeOutcome::Merged(commit))
 }
 
+/// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's
+/// squash merges (it carries the `Guild-Hall-Commission:` trailer).
+fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Result<bool> {
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    let at = |tree: &git2::Tree<'_>| tree.get_path(Path::new(path)).ok().map(|e| e.id());
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let mine = at(&commit.tree()?);
+        let parents: Vec<_> = commit.parents().collect();
+        let changed = if parents.is_empty() { mine.is_some() } else { parents.iter().any(|p| p.tree().ok().and_then(|t| at(&t)) != mine) };
+        let ours = commit.message().is_ok_and(|m: &str| m.lines().any(|l| l.trim_start().starts_with("Guild-Hall-Commission: ")));
+        if changed && !ours {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Bring a checkout's files and index for `changed` to `tree`. Files already there (an advance
 /// interrupted by a crash) only get their index entry; the rest go through a safe checkout,
 /// which never overwrites a local change.
@@ -327,7 +556,10 @@ fn checkouts_of(repo: &Repository, refname: &str) -> Result<Vec<PathBuf>> {
         }
     }
     let names = repo.worktrees()?;
-    for name in names.iter().filter_map(|n| n.ok().flatten()) {
+    // guild-hall's own activity worktrees are never "a person's checkout" (a worker could
+    // point its HEAD at the integration branch to stall every merge).
+    let ours = |n: &&str| ["commission-", "meeting-", "task-"].iter().any(|p| n.starts_with(p));
+    for name in names.iter().filter_map(|n| n.ok().flatten()).filter(|n| !ours(n)) {
         let Ok(wt) = repo.find_worktree(name) else { continue };
         let Ok(wrepo) = Repository::open_from_worktree(&wt) else { continue };
         if wrepo.find_reference("HEAD").ok().and_then(|h| h.symbolic_target().ok().flatten().map(str::to_string)).as_deref()

@@ -19,6 +19,7 @@ pub mod process;
 pub mod reconcile;
 pub mod rpc;
 pub mod runtime;
+pub mod sandbox;
 pub mod timeline;
 pub mod toolbox;
 pub mod watch;

@@ -69,6 +69,8 @@ same names, or `\"$GUILD_HALL_BIN\" toolbox <tool> ...` from a shell):
 - log_question TEXT: something you cannot resolve alone, or cannot verify. Then carry on.
 - record_decision --question Q --decision D --reasoning R: a choice others should know about.
 - store_memory --key KEY --content TEXT: something worth remembering in your next commissions.
+- write_artifact PATH CONTENT: write a file under .lore/ of your working directory (how you
+  deliver files when you have no file tools); read_artifact PATH reads one back.
 - submit_result --summary TEXT [--artifact PATH]...: once, when the outcome is achieved and
   verified. Without it the commission counts as failed.
 ";
@@ -106,25 +108,19 @@ pub fn total_chars(memories: &[Memory]) -> usize {
 
 /// Start `guild-hall memory-compact` for the worker in the background if its memory is over
 /// the threshold and its package can compact. Never waits for it.
-pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize) -> Result<()> {
+/// `confined`: run the package's `compact` command under Landlock (see [`compact`]).
+pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize, confined: bool) -> Result<()> {
     if pkg.manifest.compact.is_none() || total_chars(&load(home_memory, &pkg.manifest.name)?) <= threshold {
         return Ok(());
     }
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.arg("memory-compact")
-        .arg("--memory-dir")
-        .arg(home_memory)
-        .arg("--package")
-        .arg(&pkg.dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+    cmd.arg("memory-compact").arg("--memory-dir").arg(home_memory).arg("--package").arg(&pkg.dir);
+    if !confined {
+        cmd.arg("--unconfined");
     }
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    crate::process::detach(&mut cmd);
     let mut child = cmd.spawn().context("starting memory compaction")?;
     std::thread::spawn(move || child.wait());
     Ok(())
@@ -133,7 +129,10 @@ pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize) -> Res
 /// The compaction itself (a separate process): one at a time per worker; all memories on the
 /// command's stdin; its stdout becomes `compacted.md`; exactly the files it was given are
 /// removed. Any failure leaves memory as it was.
-pub fn compact(home_memory: &Path, pkg: &Package) -> Result<()> {
+///
+/// Confined, the command may write only a private temp dir (its `TMPDIR`) and what the
+/// package's `sandbox.write` adds: its output is its stdout.
+pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> {
     let worker = &pkg.manifest.name;
     let dir = dir(home_memory, worker)?;
     std::fs::create_dir_all(&dir)?;
@@ -147,20 +146,28 @@ pub fn compact(home_memory: &Path, pkg: &Package) -> Result<()> {
     for m in &memories {
         input.push_str(&format!("### {}\n\n{}\n\n", m.key, m.content.trim_end()));
     }
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
-        .current_dir(&pkg.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting the compact command")?;
+    let tmp = dir.join(".compact-tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).current_dir(&pkg.dir).env("TMPDIR", &tmp).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    if confined {
+        let mut writable = vec![tmp.clone()];
+        if let crate::worker::SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
+            for w in write {
+                writable.push(crate::worker::expand_home(w).map_err(|e| anyhow!(e))?);
+            }
+        }
+        crate::sandbox::Policy { writable }.prepare()?.apply_to(&mut cmd);
+    }
+    let mut child = cmd.spawn().context("starting the compact command")?;
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().context("compact stdin")?;
         stdin.write_all(input.as_bytes())?;
     }
     let out = child.wait_with_output()?;
+    let _ = std::fs::remove_dir_all(&tmp);
     let text = String::from_utf8(out.stdout).map_err(|_| anyhow!("compact printed non-UTF-8"))?;
     if !out.status.success() || text.trim().is_empty() {
         bail!("compact failed ({}); memory left as it was", out.status);

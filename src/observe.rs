@@ -24,6 +24,8 @@ pub enum Proc {
     /// A shim holds the lock but has not yet recorded the worker.
     Starting,
     Alive,
+    /// The shim is gone (killed before it could finish) but processes of its attempt are not.
+    Lingering,
     /// Recorded, and now gone.
     Dead,
 }
@@ -36,6 +38,8 @@ pub struct Observed {
     pub proc: Proc,
     pub run: Option<RunInfo>,
     pub exit: Option<ExitInfo>,
+    /// With [`Proc::Lingering`]: the attempt's processes still alive.
+    pub leftovers: Vec<i32>,
     /// Mailbox events; read only while a worker may still be writing or being folded.
     pub mail: Vec<Mail>,
     /// Keys already in the timeline; read together with `mail`.
@@ -56,6 +60,7 @@ impl Observed {
             proc: Proc::NotStarted,
             run: None,
             exit: None,
+            leftovers: Vec::new(),
             mail: Vec::new(),
             timeline_keys: BTreeSet::new(),
             heartbeat: None,
@@ -278,6 +283,13 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         (None, None) if process::shim_lock_held(state) => Proc::Starting,
         (None, None) => Proc::NotStarted,
     };
+    if let (Proc::Dead, Some(run), None) = (obs.proc, &obs.run, &obs.exit) {
+        // A shim that recorded no exit was killed: look for what it could not reap.
+        obs.leftovers = process::leftovers(run);
+        if !obs.leftovers.is_empty() {
+            obs.proc = Proc::Lingering;
+        }
+    }
     if obs.proc == Proc::Alive {
         obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
         let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);

@@ -167,11 +167,7 @@ impl Dispatcher<'_> {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        use std::os::unix::process::CommandExt;
-        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
-        }
+        crate::process::detach(&mut cmd);
         let mut child = cmd.spawn().context("starting a reconciler")?;
         std::thread::spawn(move || child.wait());
         Ok(())

@@ -11,7 +11,7 @@ use crate::artifact::write::Edit;
 use crate::artifact::{Desired, Status};
 use crate::config::DispatchMode;
 use crate::observe::{Observed, Proc, Snapshot};
-use crate::runtime::{Heartbeat, Record};
+use crate::runtime::{Heartbeat, Record, RunInfo};
 use crate::toolbox::mailbox::MailBody;
 
 /// A change to one artifact: timeline events, then the runtime record, then the frontmatter.
@@ -45,8 +45,10 @@ pub enum Action {
     Update(Update),
     /// Mark dispatched (unless resuming), then branch, worktree and the worker under the shim.
     Dispatch { update: Update, attempt: u32, branch: String, worker: String, resume: bool },
-    /// Signal the current attempt's process group.
-    Signal { id: String, pgid: i32, signal: Sig, update: Update },
+    /// Ask the current attempt's shim to stop every process of the attempt.
+    Signal { id: String, run: RunInfo, signal: Sig, update: Update },
+    /// The shim is gone but processes of its attempt are not: kill them (nothing else).
+    KillLeftovers { id: String, run: RunInfo, pids: Vec<i32> },
     /// Completion: commit leftovers, squash-merge, remove the worktree, then `update`; on a
     /// conflict outside `.lore/`, `conflict` (a failure) instead, its reason naming the paths.
     Finish { update: Update, conflict: Update, attempt: u32, branch: String, summary: String },
@@ -60,7 +62,7 @@ impl Action {
     pub fn id(&self) -> &str {
         match self {
             Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } => &u.id,
-            Action::Signal { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
+            Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
         }
     }
 
@@ -94,7 +96,9 @@ impl Action {
             Action::Dispatch { attempt, branch, worker, resume, .. } => {
                 format!("{} attempt {attempt} on {branch} (worker {worker})", if *resume { "resume dispatch" } else { "dispatch" })
             }
-            Action::Signal { signal, pgid, .. } => format!("send {signal:?} to process group {pgid}"),
+            Action::Signal { signal: Sig::Term, run, .. } => format!("stop the attempt: SIGTERM to its processes (shim pid {})", run.pid),
+            Action::Signal { signal: Sig::Kill, run, .. } => format!("stop the attempt: SIGKILL to its processes (shim pid {})", run.pid),
+            Action::KillLeftovers { pids, .. } => format!("kill {} process(es) the lost shim left behind", pids.len()),
             Action::Finish { branch, .. } => format!("complete: squash-merge {branch}"),
             Action::Cleanup { branch, why, .. } => format!("clean up ({why}): keep {branch}, remove worktree"),
             Action::Heartbeat { .. } => "heartbeat".into(),
@@ -106,6 +110,7 @@ impl Action {
             Action::Update(_) => "update",
             Action::Dispatch { .. } => "dispatch",
             Action::Signal { .. } => "signal",
+            Action::KillLeftovers { .. } => "kill_leftovers",
             Action::Finish { .. } => "finish",
             Action::Cleanup { .. } => "cleanup",
             Action::Heartbeat { .. } => "heartbeat",
@@ -324,6 +329,7 @@ enum Effect {
     Finish,
     Cleanup(&'static str),
     Signal(Sig),
+    KillLeftovers,
     Beat(Heartbeat),
 }
 
@@ -339,7 +345,7 @@ pub fn plan(s: &Snapshot) -> Plan {
     let cycles = dependency_cycles(s);
     for o in &s.commissions {
         let (step, effect) = plan_one(s, o, &now, &cycles);
-        if step.status.is_active() || matches!(o.proc, Proc::Alive | Proc::Starting) {
+        if step.status.is_active() || matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering) {
             running += 1;
             busy.push(o.artifact.id.clone());
         }
@@ -368,7 +374,7 @@ pub fn plan(s: &Snapshot) -> Plan {
                 let attempt = step.record.attempt;
                 let (summary, artifacts) = step.result().unwrap_or(("", &[]));
                 let mut conflict = step.clone();
-                conflict.go(Status::Failed, "merge conflict outside .lore/");
+                conflict.go(Status::Failed, "the attempt's work could not be merged");
                 let mut done = step;
                 done.go(Status::Completed, "worker submitted its result");
                 let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
@@ -402,12 +408,16 @@ pub fn plan(s: &Snapshot) -> Plan {
                     why: why.into(),
                 });
             }
-            Effect::Signal(sig) => {
-                let pgid = o.run.as_ref().map(|r| r.pgid).unwrap_or(0);
-                if pgid > 1 {
-                    actions.push(Action::Signal { id: o.artifact.id.clone(), pgid, signal: sig, update: step.finish() });
-                } else {
-                    push_update(&mut actions, step.finish());
+            Effect::Signal(sig) => match &o.run {
+                Some(run) => {
+                    actions.push(Action::Signal { id: o.artifact.id.clone(), run: run.clone(), signal: sig, update: step.finish() })
+                }
+                None => push_update(&mut actions, step.finish()),
+            },
+            Effect::KillLeftovers => {
+                push_update(&mut actions, step.finish());
+                if let Some(run) = &o.run {
+                    actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run: run.clone(), pids: o.leftovers.clone() });
                 }
             }
             Effect::Beat(beat) => {
@@ -552,7 +562,9 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]
                 if st.status == Status::Blocked {
                     st.go(Status::Pending, "all dependencies present");
                 }
-                if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
+                if o.proc == Proc::Lingering {
+                    Effect::KillLeftovers
+                } else if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
                     Effect::Cleanup("leftover worktree of an earlier attempt")
                 } else {
                     Effect::Candidate { wants: wants_dispatch }
@@ -564,6 +576,8 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]
             match o.proc {
                 _ if o.record.is_none() => Effect::None,
                 Proc::Starting => Effect::None,
+                // Nothing is over until every process of the attempt is.
+                Proc::Lingering => Effect::KillLeftovers,
                 Proc::NotStarted if st.status == Status::Dispatched => Effect::Resume,
                 Proc::Alive => {
                     if st.status == Status::Dispatched {
@@ -589,6 +603,7 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]
                     Some(_) => Effect::None,
                 },
                 Proc::Alive => Effect::Signal(Sig::Kill),
+                Proc::Lingering => Effect::KillLeftovers,
                 Proc::Starting => Effect::None,
                 _ if o.worktree_exists => {
                     Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" })
@@ -663,7 +678,7 @@ pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
     let mut soonest: Option<DateTime<Utc>> = None;
     for o in &s.commissions {
         let at = match (o.proc, o.record.as_ref()) {
-            (Proc::Starting, _) => Some(after(std::time::Duration::from_millis(200))),
+            (Proc::Starting | Proc::Lingering, _) => Some(after(std::time::Duration::from_millis(200))),
             (Proc::Alive, Some(r)) if r.status == Status::Cancelled => {
                 r.term_sent_at.map(|t| t + chrono::Duration::from_std(cfg.cancel_grace).unwrap_or_default())
             }

@@ -1,18 +1,18 @@
-//! Worker processes: the `guild-hall shim` supervisor (setsid, start the worker, forward
-//! SIGTERM, reap, write `exit.json`), liveness by pid + start time + boot id, signals to a
-//! process group, and CPU samples for the heartbeat. Linux `/proc` based.
+//! Worker processes: the `guild-hall shim` supervisor (its own session, the attempt's child
+//! subreaper: starts the worker confined, caps its log, stops every process of the attempt,
+//! writes `exit.json` only when all are gone), liveness by pid + start time + boot id, and
+//! CPU samples for the heartbeat. Linux `/proc` based.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use chrono::Utc;
 use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{self, SigHandler, Signal};
-use nix::unistd::Pid;
 
 use crate::runtime::{read_json, write_json, ExitInfo, RunInfo, StateDir};
 
@@ -59,12 +59,137 @@ pub fn shim_lock_held(state: &StateDir) -> bool {
     }
 }
 
-/// Send `sig` to the process group; a group that is already gone is fine.
-pub fn signal_group(pgid: i32, sig: Signal) -> Result<()> {
-    match signal::killpg(Pid::from_raw(pgid), sig) {
-        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("sending {sig} to process group {pgid}")),
+/// Run `cmd` in a session of its own, so that no terminal signal or group kill of ours
+/// reaches it and it outlives a `--once` reconciler.
+pub fn detach(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
     }
+}
+
+/// A handle on one process that cannot be confused with a later process of the same pid.
+struct PidFd(std::os::fd::OwnedFd);
+
+impl PidFd {
+    fn open(pid: i32) -> Option<PidFd> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+        // SAFETY: a non-negative return is a fresh fd that we now own.
+        (fd >= 0).then(|| PidFd(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }))
+    }
+
+    fn signal(&self, sig: Signal) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the fd is a pidfd we own; a null siginfo means "as kill(2)".
+        let r = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.0.as_raw_fd(), sig as i32, std::ptr::null::<u8>(), 0u32) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            return Ok(());
+        }
+        Err(e)
+    }
+}
+
+/// Signal `pid` only if, once pinned by a pidfd, it still passes `still_ours`: a pid that was
+/// reused by another process in between is never signalled.
+fn signal_if(pid: i32, sig: Signal, still_ours: impl Fn(i32) -> bool) -> std::io::Result<bool> {
+    let Some(fd) = PidFd::open(pid) else { return Ok(false) };
+    if !still_ours(pid) {
+        return Ok(false);
+    }
+    fd.signal(sig)?;
+    Ok(true)
+}
+
+/// How the reconciler asks a shim to end its attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGTERM to every process of the attempt, SIGKILL after the grace period.
+    Term,
+    /// SIGKILL to every process of the attempt, now.
+    Kill,
+}
+
+/// Ask the attempt's shim to stop it. The shim signals every descendant, reaps them, and
+/// only then records the exit, so "gone" means gone. A shim that is no longer the process
+/// `run` describes is not signalled.
+pub fn stop_attempt(run: &RunInfo, how: Stop) -> Result<()> {
+    let sig = match how {
+        Stop::Term => Signal::SIGTERM,
+        Stop::Kill => Signal::SIGUSR1,
+    };
+    signal_if(run.pid, sig, |_| is_alive(run)).with_context(|| format!("signalling the shim (pid {})", run.pid))?;
+    Ok(())
+}
+
+/// One row of the process table.
+#[derive(Debug, Clone)]
+struct ProcEntry {
+    pid: i32,
+    ppid: i32,
+    sid: i32,
+}
+
+fn read_entry(pid: i32) -> Option<ProcEntry> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 4 (ppid) and 6 (session) are f[1] and f[3].
+    Some(ProcEntry { pid, ppid: f.get(1)?.parse().ok()?, sid: f.get(3)?.parse().ok()? })
+}
+
+fn process_table() -> Vec<ProcEntry> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()).filter_map(read_entry).collect()
+}
+
+/// Every descendant of `root` (children, their children, ...), from one look at /proc.
+pub fn descendants(root: i32) -> Vec<i32> {
+    let table = process_table();
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for e in table.iter().filter(|e| e.ppid == p) {
+            out.push(e.pid);
+            frontier.push(e.pid);
+        }
+    }
+    out
+}
+
+fn environ_has(pid: i32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == entry))
+}
+
+/// The environment variable that marks every process of one attempt (its value is the run id).
+pub const RUN_ID_VAR: &str = "GUILD_HALL_RUN_ID";
+
+/// Processes of an attempt whose shim is gone (killed before it could reap them): those still
+/// in the shim's session, and those carrying the attempt's run id in their environment (a
+/// worker that called `setsid` keeps it). Empty for a run of an earlier boot.
+pub fn leftovers(run: &RunInfo) -> Vec<i32> {
+    if run.boot_id != boot_id() || run.run_id.is_empty() {
+        return Vec::new();
+    }
+    let mark = format!("{RUN_ID_VAR}={}", run.run_id).into_bytes();
+    let me = std::process::id() as i32;
+    process_table().into_iter().filter(|e| e.pid != me && (e.sid == run.pgid || environ_has(e.pid, &mark))).map(|e| e.pid).collect()
+}
+
+/// SIGKILL what [`leftovers`] found, re-checking each one once it is pinned.
+pub fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
+    let mark = format!("{RUN_ID_VAR}={}", run.run_id).into_bytes();
+    for &pid in pids {
+        let ours = |p: i32| read_entry(p).is_some_and(|e| e.sid == run.pgid) || environ_has(p, &mark);
+        signal_if(pid, Signal::SIGKILL, ours).with_context(|| format!("killing leftover process {pid}"))?;
+    }
+    Ok(())
 }
 
 /// Everything needed to start one attempt under the shim.
@@ -75,10 +200,16 @@ pub struct Launch {
     pub cwd: PathBuf,
     pub argv: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// How long processes get between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Size at which the attempt's log is rotated (the previous part is kept, older dropped).
+    pub log_max_bytes: u64,
+    /// Where the worker may write; `None` runs it unconfined.
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 /// Variables a worker may inherit from the reconciler; everything else is dropped.
-const INHERITED_ENV: [&str; 9] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SHELL"];
+const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SHELL"];
 
 /// Start `guild-hall shim` for the attempt, detached in its own session, and wait until it has
 /// recorded `run.json` (or `exit.json` when the worker could not start).
@@ -94,19 +225,31 @@ pub fn spawn_shim(launch: &Launch) -> Result<()> {
         .arg(launch.attempt.to_string())
         .arg("--cwd")
         .arg(&launch.cwd)
-        .arg("--")
+        .arg("--grace")
+        .arg(humantime::format_duration(launch.grace).to_string())
+        .arg("--log-max-bytes")
+        .arg(launch.log_max_bytes.to_string());
+    match &launch.sandbox {
+        Some(policy) => {
+            for p in &policy.writable {
+                cmd.arg("--write").arg(p);
+            }
+        }
+        None => {
+            cmd.arg("--unconfined");
+        }
+    }
+    cmd.arg("--")
         .args(&launch.argv)
         .env_clear()
         .envs(INHERITED_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))))
         .envs(&launch.env)
+        .env("TMPDIR", launch.state.tmp())
+        .env(RUN_ID_VAR, uuid::Uuid::new_v4().simple().to_string())
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
-    }
+    detach(&mut cmd);
     let mut child = cmd.spawn().context("starting guild-hall shim")?;
     // Reap the shim when it ends so a long-lived reconciler leaves no zombie.
     std::thread::spawn(move || child.wait());
@@ -122,18 +265,39 @@ pub fn spawn_shim(launch: &Launch) -> Result<()> {
     anyhow::bail!("the shim did not record the worker's start within 30s")
 }
 
-static WORKER_PID: AtomicI32 = AtomicI32::new(0);
+/// What the shim was asked to do by signals (set in handlers, acted on in its loop).
+static TERM_REQUESTED: AtomicBool = AtomicBool::new(false);
+static KILL_REQUESTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn forward_term(_: i32) {
-    let pid = WORKER_PID.load(Ordering::SeqCst);
-    if pid > 0 {
-        let _ = signal::kill(Pid::from_raw(pid), Signal::SIGTERM);
-    }
+extern "C" fn on_term(_: i32) {
+    TERM_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_kill(_: i32) {
+    KILL_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// How the shim runs one attempt (its command line).
+#[derive(Debug, Clone)]
+pub struct ShimArgs {
+    pub state_dir: PathBuf,
+    pub attempt: u32,
+    pub cwd: PathBuf,
+    pub argv: Vec<String>,
+    pub grace: Duration,
+    pub log_max_bytes: u64,
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 /// The shim's body. Returns its exit code. Runs as a separate process, never in the reconciler.
-pub fn run_shim(state_dir: &Path, attempt: u32, cwd: &Path, argv: &[String]) -> Result<i32> {
-    let state = StateDir(state_dir.to_path_buf());
+///
+/// It is the attempt's child subreaper: whatever the worker starts — even with `setsid` or a
+/// double fork — stays its descendant, and nothing of the attempt outlives it. The worker
+/// itself dies with the shim (parent-death signal); anything else a killed shim leaves behind
+/// is found by the reconciler through the run id ([`leftovers`]).
+pub fn run_shim(args: &ShimArgs) -> Result<i32> {
+    let state = StateDir(args.state_dir.clone());
+    let attempt = args.attempt;
     let lock_file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(state.shim_lock())?;
     // Held for the shim's whole life: a second shim for the same commission waits here and
     // then finds this attempt already started, so no duplicate worker is ever run.
@@ -143,23 +307,72 @@ pub fn run_shim(state_dir: &Path, attempt: u32, cwd: &Path, argv: &[String]) -> 
     {
         return Ok(0);
     }
+    let fail = |why: String| -> Result<i32> {
+        write_json(&state.exit(), &ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now() })?;
+        Ok(127)
+    };
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return fail(format!("cannot become the attempt's subreaper: {}", std::io::Error::last_os_error()));
+    }
+    // A private temp dir, fresh for each attempt (TMPDIR points here).
+    let tmp = state.tmp();
+    let _ = std::fs::remove_dir_all(&tmp);
+    if let Err(e) = std::fs::create_dir_all(&tmp) {
+        return fail(format!("cannot create the private temp dir {}: {e}", tmp.display()));
+    }
+    let prepared = match &args.sandbox {
+        Some(policy) => {
+            let mut policy = policy.clone();
+            policy.writable.push(tmp.clone());
+            match policy.prepare() {
+                Ok(p) => Some(p),
+                Err(e) => return fail(format!("cannot confine the worker: {e}")),
+            }
+        }
+        None => None,
+    };
     let me = std::process::id() as i32;
     let my_stat = proc_stat(me).context("reading own /proc stat")?;
-    let (prog, args) = argv.split_first().context("no worker command given")?;
-    let child = Command::new(prog).args(args).current_dir(cwd).stdin(Stdio::null()).spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            let exit =
-                ExitInfo { attempt, code: None, signal: None, error: Some(format!("cannot start {prog}: {e}")), finished_at: Utc::now() };
-            write_json(&state.exit(), &exit)?;
-            return Ok(127);
+    let run_id = std::env::var(RUN_ID_VAR).unwrap_or_default();
+    let (prog, rest) = args.argv.split_first().context("no worker command given")?;
+    let (out_read, out_write) = nix::unistd::pipe().context("creating the output pipe")?;
+    let mut cmd = Command::new(prog);
+    cmd.args(rest).current_dir(&args.cwd).stdin(Stdio::null()).stdout(out_write.try_clone()?).stderr(out_write);
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl and getppid are async-signal-safe system calls.
+        unsafe {
+            cmd.pre_exec(move || {
+                // The worker dies with its shim; if the shim is already gone, do not start.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 || libc::getppid() != me {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
         }
+    }
+    if let Some(p) = prepared {
+        p.apply_to(&mut cmd);
+    }
+    let spawned = cmd.spawn();
+    // Our copies of the pipe's write end go with `cmd`: the log sees EOF once every process
+    // of the attempt has gone.
+    drop(cmd);
+    let child = match spawned {
+        Ok(c) => c,
+        Err(e) => return fail(format!("cannot start {prog}: {e}")),
     };
-    WORKER_PID.store(child.id() as i32, Ordering::SeqCst);
-    // SAFETY: the handler only reads an atomic and calls kill(2), both async-signal-safe.
+    let worker = child.id() as i32;
+    let pump = {
+        let log = state.log(attempt);
+        let max = args.log_max_bytes;
+        std::thread::spawn(move || pump_log(std::fs::File::from(out_read), &log, max))
+    };
+    // SAFETY: the handlers only store to atomics, which is async-signal-safe.
     unsafe {
-        signal::signal(Signal::SIGTERM, SigHandler::Handler(forward_term))?;
+        signal::signal(Signal::SIGTERM, SigHandler::Handler(on_term))?;
+        signal::signal(Signal::SIGUSR1, SigHandler::Handler(on_kill))?;
         signal::signal(Signal::SIGHUP, SigHandler::SigIgn)?;
         signal::signal(Signal::SIGINT, SigHandler::SigIgn)?;
     }
@@ -169,19 +382,121 @@ pub fn run_shim(state_dir: &Path, attempt: u32, cwd: &Path, argv: &[String]) -> 
         pgid: nix::unistd::getpgrp().as_raw(),
         start_time: my_stat.start_time,
         boot_id: boot_id(),
-        worker_pid: Some(child.id() as i32),
+        worker_pid: Some(worker),
         started_at: Utc::now(),
+        run_id,
     };
     write_json(&state.run(), &run)?;
-    let status = loop {
-        match child.wait() {
-            Ok(s) => break s,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        }
+    let status = supervise(worker, args.grace);
+    // Every writer of the pipe is gone; the log drains quickly unless someone outside the
+    // attempt holds the pipe, and then it is not waited for.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !pump.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    let exit = ExitInfo {
+        attempt,
+        code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        error: None,
+        finished_at: Utc::now(),
     };
-    use std::os::unix::process::ExitStatusExt;
-    let exit = ExitInfo { attempt, code: status.code(), signal: status.signal(), error: None, finished_at: Utc::now() };
     write_json(&state.exit(), &exit)?;
     Ok(0)
+}
+
+use std::os::unix::process::ExitStatusExt;
+
+/// Reap until the worker and every process it started are gone. SIGTERM (from the
+/// reconciler) is passed to all of them and followed by SIGKILL after `grace`; SIGUSR1 means
+/// SIGKILL now. Processes the worker leaves behind when it exits get a short SIGTERM grace.
+fn supervise(worker: i32, grace: Duration) -> Option<std::process::ExitStatus> {
+    let me = std::process::id() as i32;
+    let mut worker_status = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut term_sent = false;
+    let leftover_grace = grace.min(Duration::from_secs(2));
+    loop {
+        // Reap everything that has ended (our children, and orphans adopted as subreaper).
+        let mut no_children = false;
+        loop {
+            let mut raw = 0;
+            // SAFETY: waitpid with WNOHANG writes only to `raw`.
+            let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
+            if pid == worker {
+                worker_status = Some(std::process::ExitStatus::from_raw(raw));
+            } else if pid == 0 {
+                break;
+            } else if pid < 0 {
+                no_children = std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD);
+                break;
+            }
+        }
+        if no_children {
+            return worker_status;
+        }
+        let now = Instant::now();
+        if KILL_REQUESTED.load(Ordering::SeqCst) || kill_at.is_some_and(|t| now >= t) {
+            signal_tree(me, Signal::SIGKILL);
+        } else if !term_sent && (TERM_REQUESTED.load(Ordering::SeqCst) || worker_status.is_some()) {
+            term_sent = true;
+            signal_tree(me, Signal::SIGTERM);
+            kill_at = Some(now + if worker_status.is_some() { leftover_grace } else { grace });
+        } else if term_sent && worker_status.is_some() && kill_at.is_some_and(|t| t > now + leftover_grace) {
+            // The worker is gone; what remains gets no longer than leftovers do.
+            kill_at = Some(now + leftover_grace);
+        }
+        std::thread::sleep(Duration::from_millis(if worker_status.is_some() || term_sent { 10 } else { 50 }));
+    }
+}
+
+/// Signal every descendant of `root`, each pinned by a pidfd and re-checked to still descend
+/// from `root` (as subreaper, whatever the worker orphaned is re-parented to us).
+fn signal_tree(root: i32, sig: Signal) {
+    let family = descendants(root);
+    for &pid in &family {
+        let still = |p: i32| read_entry(p).is_some_and(|e| e.ppid == root || family.contains(&e.ppid));
+        if let Err(e) = signal_if(pid, sig, still) {
+            eprintln!("guild-hall shim: cannot send {sig} to {pid}: {e}");
+        }
+    }
+}
+
+/// Copy the worker's output into its log, rotating at `max` bytes: the log is renamed to
+/// `<log>.1` (replacing an older one) and a new log starts with a marker saying so. At most
+/// about `2 × max` bytes of a chatty worker are ever on disk.
+fn pump_log(mut from: std::fs::File, log: &Path, max: u64) {
+    use std::io::{Read, Write};
+    let open = |p: &Path| std::fs::OpenOptions::new().create(true).append(true).open(p);
+    let Ok(mut out) = open(log) else { return };
+    let mut written = out.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        if written + n as u64 > max && written > 0 {
+            let mut old = log.as_os_str().to_owned();
+            old.push(".1");
+            if std::fs::rename(log, &old).is_ok() {
+                if let Ok(f) = open(log) {
+                    out = f;
+                    let marker = format!(
+                        "[guild-hall] log rotated at {written} bytes: the part before this is in {}; anything older was dropped\n",
+                        Path::new(&old).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                    );
+                    let _ = out.write_all(marker.as_bytes());
+                    written = marker.len() as u64;
+                }
+            }
+        }
+        if out.write_all(&buf[..n]).is_err() {
+            return;
+        }
+        written += n as u64;
+    }
 }

@@ -37,6 +37,9 @@ pub struct RunInfo {
     pub boot_id: String,
     pub worker_pid: Option<i32>,
     pub started_at: DateTime<Utc>,
+    /// Marks every process of the attempt (`GUILD_HALL_RUN_ID` in their environment).
+    #[serde(default)]
+    pub run_id: String,
 }
 
 /// Written by the shim when the worker exits (or could not start).
@@ -110,6 +113,19 @@ impl StateDir {
     }
     pub fn system_prompt(&self) -> PathBuf {
         self.0.join("system-prompt.md")
+    }
+    /// The worker's private temp dir (its `TMPDIR`), made fresh for each attempt.
+    pub fn tmp(&self) -> PathBuf {
+        self.0.join("tmp")
+    }
+    /// The worker's own git object store: objects it writes land here, never in the
+    /// repository, until guild-hall has checked and adopted them.
+    pub fn objects(&self) -> PathBuf {
+        self.0.join("objects")
+    }
+    /// The worktree as guild-hall made it ([`crate::git::WorktreeRecord`]).
+    pub fn worktree(&self) -> PathBuf {
+        self.0.join("worktree.json")
     }
     pub fn log(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.log"))

@@ -39,6 +39,158 @@ pub struct Manifest {
     /// prints the compacted memory on stdout.
     #[serde(default)]
     pub compact: Option<Vec<String>>,
+    /// Where the worker may write besides its own worktree, state and temp dir; or `off`.
+    #[serde(default)]
+    pub sandbox: SandboxSpec,
+    /// Names of variables passed to the worker from guild-hall's environment or, failing
+    /// that, from `$GUILD_HALL_HOME/secrets.env` (mode 0600). Values are never logged.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+}
+
+/// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
+/// worker may write (`~/` is the home directory). Default: confined, nothing widened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxSpec {
+    Confined { write: Vec<String> },
+    Off,
+}
+
+impl Default for SandboxSpec {
+    fn default() -> Self {
+        SandboxSpec::Confined { write: Vec::new() }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxMap {
+    #[serde(default)]
+    write: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SandboxRepr {
+    Word(String),
+    Map(SandboxMap),
+}
+
+impl<'de> Deserialize<'de> for SandboxSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match SandboxRepr::deserialize(d).map_err(|_| D::Error::custom("sandbox must be `off` or `{write: [ABSOLUTE PATHS]}`"))? {
+            SandboxRepr::Word(w) if w == "off" => Ok(SandboxSpec::Off),
+            SandboxRepr::Word(w) => Err(D::Error::custom(format!("sandbox: {w:?} is not `off` or `{{write: [...]}}`"))),
+            SandboxRepr::Map(m) => {
+                for p in &m.write {
+                    expand_home(p).map_err(D::Error::custom)?;
+                }
+                Ok(SandboxSpec::Confined { write: m.write })
+            }
+        }
+    }
+}
+
+impl Serialize for SandboxSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SandboxSpec::Off => s.serialize_str("off"),
+            SandboxSpec::Confined { write } => {
+                use serde::ser::SerializeMap;
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("write", write)?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// A `sandbox.write` entry as a path: absolute, or `~/...` under `$HOME`; never with `..`.
+pub fn expand_home(p: &str) -> Result<PathBuf, String> {
+    let path = match p.strip_prefix("~/") {
+        Some(rest) => {
+            let home = std::env::var_os("HOME").ok_or_else(|| format!("sandbox.write {p:?}: HOME is not set"))?;
+            PathBuf::from(home).join(rest)
+        }
+        None => PathBuf::from(p),
+    };
+    if !path.is_absolute() {
+        return Err(format!("sandbox.write {p:?} must be an absolute path (or start with ~/)"));
+    }
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(format!("sandbox.write {p:?} must not contain `..`"));
+    }
+    Ok(path)
+}
+
+/// Whether `name` can be an environment variable name we pass on.
+fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The values of `names` for a worker: guild-hall's own environment first, then
+/// `secrets` (a `KEY=VALUE` file that must be private to its owner). A name found in neither
+/// is an error naming it; values never appear in an error.
+pub fn pass_env(names: &[String], secrets: &Path) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    let mut file: Option<BTreeMap<String, String>> = None;
+    for name in names {
+        if !valid_env_name(name) {
+            return Err(format!("pass_env: {name:?} is not a variable name"));
+        }
+        if let Ok(v) = std::env::var(name) {
+            out.insert(name.clone(), v);
+            continue;
+        }
+        if file.is_none() {
+            file = Some(read_secrets(secrets)?);
+        }
+        match file.as_ref().and_then(|f| f.get(name)) {
+            Some(v) => {
+                out.insert(name.clone(), v.clone());
+            }
+            None => return Err(format!("pass_env: {name} is set neither in guild-hall's environment nor in {}", secrets.display())),
+        }
+    }
+    Ok(out)
+}
+
+fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    if meta.mode() & 0o077 != 0 || meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(format!(
+            "{}: must be private to its owner (it is mode {:04o}): chmod 600 {}",
+            path.display(),
+            meta.mode() & 0o7777,
+            path.display()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((k, v)) = line.split_once('=') else {
+            return Err(format!("{}:{}: expected KEY=VALUE", path.display(), n + 1));
+        };
+        let v = v.trim();
+        let v = [('"', '"'), ('\'', '\'')].iter().find_map(|(a, b)| v.strip_prefix(*a).and_then(|x| x.strip_suffix(*b))).unwrap_or(v);
+        out.insert(k.trim().to_string(), v.to_string());
+    }
+    Ok(out)
 }
 
 fn default_capabilities() -> Vec<String> {
@@ -150,6 +302,10 @@ impl Catalog {
                 Ok(m) => {
                     if let Err(e) = crate::ids::validate_id(&m.name) {
                         self.fail(&file, &dir_name, 1, 1, format!("bad name: {e}"));
+                        continue;
+                    }
+                    if let Some(bad) = m.pass_env.iter().find(|n| !valid_env_name(n)) {
+                        self.fail(&file, &m.name.clone(), 1, 1, format!("pass_env: {bad:?} is not a variable name"));
                         continue;
                     }
                     if m.command.is_empty() {

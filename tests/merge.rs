@@ -1,6 +1,7 @@
-//! The squash merge against a moving integration branch: conflicts outside `.lore/` fail the
-//! commission and merge nothing; `.lore/` conflicts go to the worker; a checkout of the
-//! integration branch is advanced only when no person's local change is touched.
+//! The squash merge against a moving integration branch: conflicts fail the commission and
+//! merge nothing, except `.lore/` files only guild-hall's own merges changed (those go to the
+//! worker); a checkout of the integration branch is advanced only when no person's local
+//! change is touched.
 
 mod common;
 
@@ -32,15 +33,20 @@ fn stop_before_merge(p: &Project, id: &str) {
     }
 }
 
-/// Commit `content` to `path` on claude/main through a temporary worktree.
+/// Commit `content` to `path` on claude/main through a temporary worktree, as a person would.
 fn commit_on_integration(p: &Project, path: &str, content: &str) {
+    commit_on_integration_as(p, path, content, "a person's change");
+}
+
+/// The same with a commit message of one's choosing (a guild-hall merge carries a trailer).
+fn commit_on_integration_as(p: &Project, path: &str, content: &str, message: &str) {
     let wt = p.tmp.path().join("person-wt");
     git(&p.root, &["worktree", "add", "-q", wt.to_str().expect("utf8"), "claude/main"]);
     let file = wt.join(path);
     std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
     std::fs::write(&file, content).expect("write");
     git(&wt, &["add", "-A"]);
-    git(&wt, &["commit", "-q", "-m", "a person's change"]);
+    git(&wt, &["commit", "-q", "-m", message]);
     git(&p.root, &["worktree", "remove", wt.to_str().expect("utf8")]);
 }
 
@@ -56,7 +62,7 @@ fn conflict_outside_lore_fails_and_merges_nothing() {
     let s = p.status_json(&id);
     assert_eq!(s["status"], "failed", "{s}");
     let reason = s["reason"].as_str().unwrap_or("");
-    assert!(reason.contains("merge conflict outside .lore/ in: README.md"), "{reason}");
+    assert!(reason.contains("merge conflict in: README.md"), "{reason}");
     assert_eq!(git(&p.root, &["rev-parse", "claude/main"]), tip, "nothing merged");
     assert_eq!(git(&p.root, &["show", "claude/main:README.md"]), "a person's readme\n");
     // The worker's version is kept on its branch; the result is kept in the artifact.
@@ -66,12 +72,36 @@ fn conflict_outside_lore_fails_and_merges_nothing() {
 }
 
 #[test]
-fn conflict_under_lore_goes_to_the_worker() {
+fn a_lore_conflict_with_a_persons_commit_fails_and_overwrites_nothing() {
     let p = Project::new(&[]);
     install_editor(&p);
     let id = p.create("editor", "Edit notes", "file: .lore/notes.md\nWrite notes.");
     stop_before_merge(&p, &id);
     commit_on_integration(&p, ".lore/notes.md", "a person's notes\n");
+    let tip = git(&p.root, &["rev-parse", "claude/main"]);
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed", "{s}");
+    let reason = s["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("merge conflict in: .lore/notes.md"), "{reason}");
+    assert_eq!(git(&p.root, &["rev-parse", "claude/main"]), tip, "nothing merged");
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/notes.md"]), "a person's notes\n");
+    assert_eq!(git(&p.root, &["show", &format!("claude/commission/{id}:.lore/notes.md")]), "from the worker\n");
+}
+
+#[test]
+fn a_lore_conflict_with_only_guild_halls_merges_goes_to_the_worker() {
+    let p = Project::new(&[]);
+    install_editor(&p);
+    let id = p.create("editor", "Edit notes", "file: .lore/notes.md\nWrite notes.");
+    stop_before_merge(&p, &id);
+    // Another commission's squash merge (it carries guild-hall's trailer) wrote the same file.
+    commit_on_integration_as(
+        &p,
+        ".lore/notes.md",
+        "an earlier commission's notes\n",
+        "Notes (other)\n\nGuild-Hall-Commission: other attempt 1",
+    );
     p.settle();
     assert_eq!(p.status(&id), "completed");
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/notes.md"]), "from the worker\n");

@@ -68,6 +68,11 @@ pub enum ToolboxCmd {
         #[arg(long)]
         content: String,
     },
+    /// Write a file under .lore/ of the worktree (how an agent without file tools delivers
+    /// one). CONTENT, or stdin when it is omitted; at most 1 MiB.
+    WriteArtifact { path: String, content: Option<String> },
+    /// Print a file under .lore/ of the worktree.
+    ReadArtifact { path: String },
     /// Record a decision and why it was made.
     RecordDecision {
         #[arg(long)]
@@ -149,6 +154,20 @@ pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
         ToolboxCmd::StoreMemory { key, content } => {
             ctx.store_memory(key, content)?;
             println!("stored memory {key} for {}", ctx.worker.as_deref().unwrap_or("?"));
+            return Ok(());
+        }
+        ToolboxCmd::WriteArtifact { path, content } => {
+            let content = match content {
+                Some(c) => c.clone(),
+                None => std::io::read_to_string(std::io::Read::take(std::io::stdin(), crate::toolbox::ARTIFACT_MAX_BYTES as u64 + 1))
+                    .context("reading the artifact's content from stdin")?,
+            };
+            let rel = ctx.write_artifact(path, &content)?;
+            println!("wrote {rel} ({} bytes)", content.len());
+            return Ok(());
+        }
+        ToolboxCmd::ReadArtifact { path } => {
+            print!("{}", ctx.read_artifact(path)?);
             return Ok(());
         }
         ToolboxCmd::ReportProgress { text } => MailBody::Progress { text: text.clone() },

@@ -97,6 +97,9 @@ pub enum Command {
         memory_dir: PathBuf,
         #[arg(long)]
         package: PathBuf,
+        /// Run the compact command without Landlock confinement.
+        #[arg(long)]
+        unconfined: bool,
     },
     /// The supervisor that runs one worker process (internal).
     #[command(hide = true)]
@@ -107,6 +110,18 @@ pub enum Command {
         attempt: u32,
         #[arg(long)]
         cwd: PathBuf,
+        /// Time between SIGTERM and SIGKILL when the attempt is stopped.
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        grace: std::time::Duration,
+        /// Rotate the attempt's log at this size.
+        #[arg(long, default_value_t = 16 * 1024 * 1024)]
+        log_max_bytes: u64,
+        /// A path the worker may write (repeatable); the private temp dir is always added.
+        #[arg(long = "write", value_name = "PATH")]
+        write: Vec<PathBuf>,
+        /// Run the worker without Landlock confinement.
+        #[arg(long, conflicts_with = "write")]
+        unconfined: bool,
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
@@ -219,8 +234,17 @@ impl Env {
 fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
-        Command::Shim { state_dir, attempt, cwd, argv } => {
-            let code = crate::process::run_shim(state_dir, *attempt, cwd, argv)?;
+        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, unconfined, argv } => {
+            let args = crate::process::ShimArgs {
+                state_dir: state_dir.clone(),
+                attempt: *attempt,
+                cwd: cwd.clone(),
+                argv: argv.clone(),
+                grace: *grace,
+                log_max_bytes: *log_max_bytes,
+                sandbox: (!*unconfined).then(|| crate::sandbox::Policy { writable: write.clone() }),
+            };
+            let code = crate::process::run_shim(&args)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
@@ -231,9 +255,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let env = Env::load(&cli)?;
             crate::manager::serve_stdio(env.home, env.project).map(|_| ExitCode::SUCCESS)
         }
-        Command::MemoryCompact { memory_dir, package } => {
+        Command::MemoryCompact { memory_dir, package, unconfined } => {
             let pkg = crate::worker::Package::load(package)?;
-            crate::memory::compact(memory_dir, &pkg)?;
+            crate::memory::compact(memory_dir, &pkg, !*unconfined)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Init => {

@@ -84,7 +84,7 @@ fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
         "questions": yaml_json("questions"),
         "created": a.created(),
         "desired": a.desired.map(|d| d.as_str()),
-        "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Dead => "exited", Proc::NotStarted => "none" },
+        "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
         "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
         "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
         "path": a.path,

@@ -46,6 +46,21 @@ pub struct MemoryArgs {
     pub content: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteArtifactArgs {
+    /// Where to write, relative to your working directory and under `.lore/` (e.g.
+    /// `.lore/research/notes.md`). Directories are created.
+    pub path: String,
+    /// The whole content of the file (UTF-8, at most 1 MiB).
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadArtifactArgs {
+    /// A file under `.lore/`, relative to your working directory.
+    pub path: String,
+}
+
 /// The MCP face of the toolbox for one commission (from the environment).
 #[derive(Clone)]
 pub struct ToolboxServer {
@@ -93,6 +108,19 @@ impl ToolboxServer {
     #[tool(description = "Record a decision others should know about: the question, what you decided, and why.")]
     async fn record_decision(&self, Parameters(a): Parameters<DecisionArgs>) -> Result<String, ErrorData> {
         self.send(MailBody::Decision { question: a.question, decision: a.decision, reasoning: a.reasoning })
+    }
+
+    #[tool(
+        description = "Write a file under .lore/ of your working directory (the whole content; directories are created). Use it to deliver files such as reports or a commission's declared outputs, then name them in submit_result."
+    )]
+    async fn write_artifact(&self, Parameters(a): Parameters<WriteArtifactArgs>) -> Result<String, ErrorData> {
+        let rel = self.ctx.write_artifact(&a.path, &a.content).map_err(invalid)?;
+        Ok(format!("wrote {rel} ({} bytes)", a.content.len()))
+    }
+
+    #[tool(description = "Read a file under .lore/ of your working directory.")]
+    async fn read_artifact(&self, Parameters(a): Parameters<ReadArtifactArgs>) -> Result<String, ErrorData> {
+        self.ctx.read_artifact(&a.path).map_err(invalid)
     }
 
     #[tool(

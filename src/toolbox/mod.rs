@@ -11,6 +11,9 @@ use anyhow::{anyhow, bail, Result};
 
 use mailbox::{Mail, MailBody};
 
+/// The most `write_artifact` writes and `read_artifact` reads at once.
+pub const ARTIFACT_MAX_BYTES: usize = 1024 * 1024;
+
 /// What a worker process knows about itself, from its environment (DESIGN §7).
 #[derive(Debug, Clone)]
 pub struct WorkerContext {
@@ -63,6 +66,56 @@ impl WorkerContext {
         };
         crate::memory::store(&home.join("memory"), worker, key, content)?;
         mailbox::append(&self.mailbox, self.attempt, MailBody::Memory { key: key.to_string() })
+    }
+
+    /// Write `content` to `path` under `.lore/` of the worktree (made atomically, directories
+    /// created): how an agent without file tools delivers a file. Returns the normalised path.
+    pub fn write_artifact(&self, path: &str, content: &str) -> Result<String> {
+        if content.len() > ARTIFACT_MAX_BYTES {
+            bail!("artifact {path:?} is {} bytes; at most {ARTIFACT_MAX_BYTES} bytes can be written", content.len());
+        }
+        let (rel, full) = self.lore_path(path)?;
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| anyhow!("creating the directory of {rel}: {e}"))?;
+        }
+        // Created directories may not be links either (a race with the worker itself).
+        self.lore_path(path)?;
+        crate::runtime::write_atomic(&full, content.as_bytes()).map_err(|e| anyhow!("writing {rel}: {e:#}"))?;
+        Ok(rel)
+    }
+
+    /// Read `path` under `.lore/` of the worktree (UTF-8, at most [`ARTIFACT_MAX_BYTES`]).
+    pub fn read_artifact(&self, path: &str) -> Result<String> {
+        let (rel, full) = self.lore_path(path)?;
+        let meta = std::fs::metadata(&full).map_err(|e| anyhow!("{rel}: {e}"))?;
+        if !meta.is_file() {
+            bail!("{rel} is not a file");
+        }
+        if meta.len() > ARTIFACT_MAX_BYTES as u64 {
+            bail!("{rel} is {} bytes; at most {ARTIFACT_MAX_BYTES} bytes can be read", meta.len());
+        }
+        let bytes = std::fs::read(&full).map_err(|e| anyhow!("{rel}: {e}"))?;
+        String::from_utf8(bytes).map_err(|_| anyhow!("{rel} is not UTF-8 text"))
+    }
+
+    /// A path under `.lore/` of the worktree, with no symlink on the way: the normalised
+    /// relative path and the full one.
+    fn lore_path(&self, path: &str) -> Result<(String, PathBuf)> {
+        let rel = crate::ids::validate_rel_path(path).map_err(|e| anyhow!("{e}"))?;
+        if !rel.starts_with(".lore/") {
+            bail!("artifact paths must be under .lore/ (got {path:?})");
+        }
+        let mut at = self.worktree.clone();
+        for part in rel.split('/') {
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    bail!("{rel}: {} is a symlink; artifacts are never written through links", at.display())
+                }
+                _ => {}
+            }
+        }
+        Ok((rel, at))
     }
 
     fn check_artifact(&self, path: &str) -> Result<()> {
