@@ -143,10 +143,20 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         Ok(p) => p,
         Err(why) => return not_started(why),
     };
-    let passed = match crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()) {
+    let (passed, missing) = match crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()) {
         Ok(v) => v,
         Err(why) => return not_started(why),
     };
+    if !missing.is_empty() {
+        use std::io::Write;
+        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(state.log(attempt))?;
+        writeln!(
+            log,
+            "[guild-hall] pass_env: {} set neither in guild-hall's environment nor in {}; not passed",
+            missing.join(", "),
+            ctx.home.secrets_path().display()
+        )?;
+    }
     let memories = crate::memory::load(&memory_dir, &pkg.manifest.name)?;
     std::fs::write(state.system_prompt(), crate::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap))?;
     let confined = match confinement(&pkg.manifest.sandbox, &global) {

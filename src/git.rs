@@ -264,8 +264,8 @@ pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
 }
 
 /// Commit whatever the worker left in its worktree onto its branch, and adopt the commits it
-/// made itself: `tracked changes and untracked files, `.gitignore` respected; a sparse
-/// worktree contributes `.lore/` only. Everything goes through the record and a fresh index
+/// made itself: tracked changes and untracked files, `.gitignore` respected (in a sparse
+/// worktree, files outside the checkout are absent, never taken as deleted). Everything goes through the record and a fresh index
 /// of ours (nothing the worker can write decides where), the worker's objects are copied into
 /// the repository only after their hashes check out, and the branch moves only forward.
 pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message: &str) -> Result<Secured> {
@@ -305,10 +305,15 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
         let at = At { index_file: Some(&scratch), alternate, ..rec.at() };
         let base_hex = base.to_string();
         cli(&at, &["read-tree", &base_hex], None)?;
-        let scope = if rec.sparse { ".lore/" } else { "." };
-        let lore_exists = rec.path.join(".lore").exists();
-        if !rec.sparse || lore_exists {
-            cli(&at, &["add", "--all", "--", scope], None)?;
+        if rec.sparse {
+            // Files outside the sparse checkout are absent, not deleted: add what is there,
+            // and take removals only under `.lore/`.
+            cli(&at, &["add", "--sparse", "--ignore-removal", "--", "."], None)?;
+            if rec.path.join(".lore").exists() {
+                cli(&at, &["add", "--sparse", "--all", "--", ".lore/"], None)?;
+            }
+        } else {
+            cli(&at, &["add", "--all", "--", "."], None)?;
         }
         let tree = cli(&at, &["write-tree"], None)?.trim().to_string();
         let base_tree = repo.find_commit(base)?.tree_id().to_string();

@@ -44,7 +44,16 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
 }
 
 fn run_info(attempt: u32) -> RunInfo {
-    RunInfo { attempt, pid: 4242, pgid: 4242, start_time: 1, boot_id: "b".into(), worker_pid: Some(4243), started_at: t0() }
+    RunInfo {
+        attempt,
+        pid: 4242,
+        pgid: 4242,
+        start_time: 1,
+        boot_id: "b".into(),
+        worker_pid: Some(4243),
+        started_at: t0(),
+        run_id: "r".into(),
+    }
 }
 
 fn mail(attempt: u32, body: MailBody) -> Mail {

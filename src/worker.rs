@@ -131,10 +131,11 @@ fn valid_env_name(name: &str) -> bool {
 }
 
 /// The values of `names` for a worker: guild-hall's own environment first, then
-/// `secrets` (a `KEY=VALUE` file that must be private to its owner). A name found in neither
-/// is an error naming it; values never appear in an error.
-pub fn pass_env(names: &[String], secrets: &Path) -> Result<BTreeMap<String, String>, String> {
+/// `secrets` (a `KEY=VALUE` file that must be private to its owner). Names found in neither
+/// are returned apart (not passed); values never appear in an error.
+pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
     let mut out = BTreeMap::new();
+    let mut missing = Vec::new();
     let mut file: Option<BTreeMap<String, String>> = None;
     for name in names {
         if !valid_env_name(name) {
@@ -151,10 +152,10 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<BTreeMap<String, Str
             Some(v) => {
                 out.insert(name.clone(), v.clone());
             }
-            None => return Err(format!("pass_env: {name} is set neither in guild-hall's environment nor in {}", secrets.display())),
+            None => missing.push(name.clone()),
         }
     }
-    Ok(out)
+    Ok((out, missing))
 }
 
 fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, String> {

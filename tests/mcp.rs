@@ -50,7 +50,22 @@ fn an_independent_mcp_client_uses_every_tool() {
         .expect("python runs");
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client json");
-    assert_eq!(r["tools"], serde_json::json!(["log_question", "record_decision", "report_progress", "store_memory", "submit_result"]));
+    assert_eq!(
+        r["tools"],
+        serde_json::json!([
+            "log_question",
+            "read_artifact",
+            "record_decision",
+            "report_progress",
+            "store_memory",
+            "submit_result",
+            "write_artifact"
+        ])
+    );
+    assert_eq!(r["calls"]["read_artifact"]["text"], serde_json::json!(["written over MCP\n"]), "{r}");
+    assert_eq!(std::fs::read_to_string(wt.join(".lore/notes/mcp.md")).expect("written"), "written over MCP\n");
+    assert!(r["errors"].to_string().contains("must be under .lore/"), "{r}");
+    assert!(!wt.join("outside.md").exists() && !p.tmp.path().join("escape.md").exists());
     assert!(r["descriptions"]["submit_result"].as_str().is_some_and(|d| d.contains("once")), "{r}");
     assert!(r["instructions"].as_str().is_some_and(|i| i.contains("c1")), "{r}");
     for (name, call) in r["calls"].as_object().expect("calls") {

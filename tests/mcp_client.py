@@ -33,6 +33,8 @@ async def main(binary):
                 ("log_question", {"text": "which format?"}),
                 ("record_decision", {"question": "q", "decision": "d", "reasoning": "r"}),
                 ("store_memory", {"key": "style", "content": "prefer tables"}),
+                ("write_artifact", {"path": ".lore/notes/mcp.md", "content": "written over MCP\n"}),
+                ("read_artifact", {"path": ".lore/notes/mcp.md"}),
                 ("submit_result", {"summary": "done", "artifacts": ["report.md"]}),
             ]
             for name, args in calls:
@@ -44,6 +46,9 @@ async def main(binary):
                 ("store_memory", {"key": "../escape", "content": "x"}),
                 ("report_progress", {"wrong": 1}),
                 ("report_progress", {"text": 42}),
+                ("write_artifact", {"path": "outside.md", "content": "x"}),
+                ("write_artifact", {"path": ".lore/../../escape.md", "content": "x"}),
+                ("read_artifact", {"path": ".lore/missing.md"}),
             ]
             for i, (name, args) in enumerate(bad):
                 try:

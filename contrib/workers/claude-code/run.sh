@@ -1,27 +1,31 @@
 #!/bin/sh
-# Runs Claude Code headless for one commission (REQ-WD-31..33):
-# - tools: Read, Grep, Glob, WebSearch, WebFetch and the guild-hall toolbox only (no Write,
-#   Edit or Bash; the deliverable goes through submit_result),
+# Runs Claude Code headless for one commission (REQ-WD-31..33), confined by guild-hall's
+# sandbox to its worktree, its temp dir and Claude Code's own state (worker.yaml):
+# - built-in tools limited to Read, Grep, Glob, WebSearch and WebFetch with `--tools` (the
+#   others are not offered to the model at all), plus the guild-hall toolbox over MCP; files
+#   are delivered with the toolbox's write_artifact,
+# - `--permission-mode dontAsk`: what `--allowedTools` lists runs, anything else is denied
+#   without asking (there is nobody to ask). No permission bypass, so it runs as root too,
 # - bounded by GUILD_HALL_MAX_TURNS and GUILD_HALL_MAX_BUDGET_USD,
-# - permission mode bypassPermissions (nothing can ask a person: there is none),
-# - system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE (posture, memory, toolbox instructions),
-# - the toolbox mounted as the MCP server `guild-hall` (`$GUILD_HALL_BIN mcp`).
+# - system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE (posture, memory, toolbox instructions).
 set -eu
-config="$GUILD_HALL_WORKTREE/../.claude-code-mcp-$GUILD_HALL_COMMISSION.json"
-trap 'rm -f "$config"' EXIT
+# The MCP config lives in the private temp dir, which guild-hall removes with the attempt.
+config="$TMPDIR/guild-hall-mcp.json"
 cat > "$config" <<JSON
 {"mcpServers": {"guild-hall": {"type": "stdio", "command": "$GUILD_HALL_BIN", "args": ["mcp"]}}}
 JSON
-tools="Read,Grep,Glob,WebSearch,WebFetch"
-for t in report_progress submit_result log_question record_decision store_memory; do
-  tools="$tools,mcp__guild-hall__$t"
+builtin="${CLAUDE_TOOLS:-Read,Grep,Glob,WebSearch,WebFetch}"
+toolbox=""
+for t in report_progress submit_result log_question record_decision store_memory write_artifact read_artifact; do
+  toolbox="$toolbox,mcp__guild-hall__$t"
 done
 "$GUILD_HALL_BIN" toolbox report-progress "Starting Claude Code"
-claude -p "$(cat "$GUILD_HALL_PROMPT_FILE")" \
+exec claude -p "$(cat "$GUILD_HALL_PROMPT_FILE")" \
   --append-system-prompt "$(cat "$GUILD_HALL_SYSTEM_PROMPT_FILE")" \
   --mcp-config "$config" --strict-mcp-config \
-  --allowedTools "$tools" \
+  --tools "$builtin" \
+  --allowedTools "$builtin$toolbox" \
+  --permission-mode dontAsk \
   --max-turns "$GUILD_HALL_MAX_TURNS" \
   --max-budget-usd "$GUILD_HALL_MAX_BUDGET_USD" \
-  --permission-mode bypassPermissions --dangerously-skip-permissions \
   --output-format text

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Runs Claude Code headless for one commission (REQ-WD-31..33), confined by guild-hall's
+# sandbox to its worktree, its temp dir and Claude Code's own state (worker.yaml):
+# - built-in tools limited to Read, Grep, Glob, WebSearch and WebFetch with `--tools` (the
+#   others are not offered to the model at all), plus the guild-hall toolbox over MCP; files
+#   are delivered with the toolbox's write_artifact,
+# - `--permission-mode dontAsk`: what `--allowedTools` lists runs, anything else is denied
+#   without asking (there is nobody to ask). No permission bypass, so it runs as root too,
+# - bounded by GUILD_HALL_MAX_TURNS and GUILD_HALL_MAX_BUDGET_USD,
+# - system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE (posture, memory, toolbox instructions).
+set -eu
+# The MCP config lives in the private temp dir, which guild-hall removes with the attempt.
+config="$TMPDIR/guild-hall-mcp.json"
+cat > "$config" <<JSON
+{"mcpServers": {"guild-hall": {"type": "stdio", "command": "$GUILD_HALL_BIN", "args": ["mcp"]}}}
+JSON
+builtin="${CLAUDE_TOOLS:-Read,Grep,Glob,WebSearch,WebFetch}"
+toolbox=""
+for t in report_progress submit_result log_question record_decision store_memory write_artifact read_artifact; do
+  toolbox="$toolbox,mcp__guild-hall__$t"
+done
+"$GUILD_HALL_BIN" toolbox report-progress "Starting Claude Code"
+exec claude -p "$(cat "$GUILD_HALL_PROMPT_FILE")" \
+  --append-system-prompt "$(cat "$GUILD_HALL_SYSTEM_PROMPT_FILE")" \
+  --mcp-config "$config" --strict-mcp-config \
+  --tools "$builtin" \
+  --allowedTools "$builtin$toolbox" \
+  --permission-mode dontAsk \
+  --max-turns "$GUILD_HALL_MAX_TURNS" \
+  --max-budget-usd "$GUILD_HALL_MAX_BUDGET_USD" \
+  --output-format text
