@@ -284,7 +284,7 @@ fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Re
         )?;
     }
     fault("cleanup", 1);
-    git::remove_worktree(&ctx.project.root, &rec)?;
+    git::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     fault("cleanup", 2);
     Ok(Outcome::Done)
@@ -300,7 +300,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         failed.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
         failed.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
         failed.events.push(timeline::event(&now, "anomaly", format!("{kind}:{attempt}"), json!({"text": reason})));
-        git::remove_worktree(&ctx.project.root, &rec)?;
+        git::remove_worktree(&rec)?;
         let _ = std::fs::remove_dir_all(state.objects());
         apply_update(ctx, &failed)
     };
@@ -340,7 +340,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         }
     }
     fault("finish", 2);
-    git::remove_worktree(&ctx.project.root, &rec)?;
+    git::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     fault("finish", 3);
     apply_update(ctx, &done)

@@ -79,13 +79,11 @@ struct At<'a> {
     common_dir: Option<&'a Path>,
     work_tree: Option<&'a Path>,
     index_file: Option<&'a Path>,
-    /// A worker's own object store, readable as an alternate.
-    alternate: Option<&'a Path>,
 }
 
 impl<'a> At<'a> {
     fn repo(common: &'a Path, work_tree: &'a Path) -> At<'a> {
-        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file: None, alternate: None }
+        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file: None }
     }
 }
 
@@ -117,9 +115,6 @@ fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<S
     }
     if let Some(i) = at.index_file {
         cmd.env("GIT_INDEX_FILE", i);
-    }
-    if let Some(a) = at.alternate {
-        cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", a);
     }
     if let Some(sig) = identity {
         let (name, email) = (sig.name().unwrap_or(FALLBACK_NAME), sig.email().unwrap_or(FALLBACK_EMAIL));
@@ -163,7 +158,7 @@ impl WorktreeRecord {
     }
 
     fn at(&self) -> At<'_> {
-        At { git_dir: &self.admin, common_dir: Some(&self.common), work_tree: Some(&self.path), index_file: None, alternate: None }
+        At { git_dir: &self.admin, common_dir: Some(&self.common), work_tree: Some(&self.path), index_file: None }
     }
 
     /// What is `.git` of the worktree supposed to say.
@@ -193,7 +188,7 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
         if intact {
             return Ok(rec);
         }
-        remove_worktree(project_root, &rec)?;
+        remove_worktree(&rec)?;
     }
     if rec.admin.exists() {
         // An admin dir of that name not pointing here is not ours to reuse or delete.
@@ -210,10 +205,19 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
     if std::fs::read_to_string(path.join(".git")).ok().as_deref() != Some(rec.git_file().as_str()) {
         return Err(GitError::Other(format!("git did not make the worktree's admin dir at {}", rec.admin.display())));
     }
+    let tip = format!("refs/heads/{branch}");
     if sparse {
-        cli(&rec.at(), &["sparse-checkout", "set", "--no-cone", "/.lore/"], None)?;
+        // The patterns go in the worktree's own admin dir and sparse checkout is switched on for
+        // this one checkout only: `git sparse-checkout set` would turn on worktree config in
+        // the person's shared `.git/config`. The skip-worktree bits it leaves in the index keep
+        // `git status` clean afterwards.
+        std::fs::create_dir_all(rec.admin.join("info"))?;
+        std::fs::write(rec.admin.join("info/sparse-checkout"), "/.lore/\n")?;
+        let args = ["-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=false", "checkout", "--quiet", "--detach", &tip];
+        cli(&rec.at(), &args, None)?;
+    } else {
+        cli(&rec.at(), &["checkout", "--quiet", "--detach", &tip], None)?;
     }
-    cli(&rec.at(), &["checkout", "--quiet", "--detach", &format!("refs/heads/{branch}")], None)?;
     Ok(rec)
 }
 
@@ -302,15 +306,19 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
     let scratch = std::env::temp_dir().join(format!("guild-hall-index-{}", uuid::Uuid::new_v4().simple()));
     let index = scratch.to_string_lossy().into_owned();
     let result = (|| -> Result<Option<Oid>> {
-        let at = At { index_file: Some(&scratch), alternate, ..rec.at() };
+        // The repository itself, an explicit work tree and our own index: nothing of the
+        // worktree's admin dir (which the worker can write, or get pruned) is needed. The
+        // worker's store is not visible here: every object this writes lands in the
+        // repository (the worker's own commits were adopted above).
+        let at = At { git_dir: &rec.common, common_dir: None, work_tree: Some(&rec.path), index_file: Some(&scratch) };
         let base_hex = base.to_string();
         cli(&at, &["read-tree", &base_hex], None)?;
         if rec.sparse {
             // Files outside the sparse checkout are absent, not deleted: add what is there,
             // and take removals only under `.lore/`.
-            cli(&at, &["add", "--sparse", "--ignore-removal", "--", "."], None)?;
+            cli(&at, &["add", "--ignore-removal", "--", "."], None)?;
             if rec.path.join(".lore").exists() {
-                cli(&at, &["add", "--sparse", "--all", "--", ".lore/"], None)?;
+                cli(&at, &["add", "--all", "--", ".lore/"], None)?;
             }
         } else {
             cli(&at, &["add", "--all", "--", "."], None)?;
@@ -389,16 +397,16 @@ fn adopt_objects(repo: &Repository, store: Option<&Path>, head: Oid, tip: Oid) -
 }
 
 /// Remove the worktree (its work was secured by the caller) and its admin dir, both by the
-/// record, then prune. Keeps the branch. `git worktree remove` is not used: it would go by
-/// the admin dir's `gitdir`, which the worker could have rewritten.
-pub fn remove_worktree(project_root: &Path, rec: &WorktreeRecord) -> Result<()> {
+/// record. Keeps the branch. Neither `git worktree remove` nor `prune` is used: they go by
+/// each admin dir's `gitdir`, which a worker can rewrite or make dangling (prune would then
+/// delete another attempt's admin dir, and with it the HEAD of its own commits).
+pub fn remove_worktree(rec: &WorktreeRecord) -> Result<()> {
     if std::fs::symlink_metadata(&rec.path).is_ok() {
         std::fs::remove_dir_all(&rec.path)?;
     }
     if rec.admin.starts_with(rec.common.join("worktrees")) && rec.admin.exists() {
         std::fs::remove_dir_all(&rec.admin)?;
     }
-    cli(&At::repo(&rec.common, project_root), &["worktree", "prune"], None)?;
     Ok(())
 }
 

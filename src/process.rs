@@ -134,14 +134,17 @@ struct ProcEntry {
     pid: i32,
     ppid: i32,
     sid: i32,
+    /// Dead, waiting to be reaped by its parent: nothing left to stop.
+    zombie: bool,
 }
 
 fn read_entry(pid: i32) -> Option<ProcEntry> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 4 (ppid) and 6 (session) are f[1] and f[3].
-    Some(ProcEntry { pid, ppid: f.get(1)?.parse().ok()?, sid: f.get(3)?.parse().ok()? })
+    // Fields 3 (state), 4 (ppid) and 6 (session) are f[0], f[1] and f[3].
+    let zombie = matches!(*f.first()?, "Z" | "X");
+    Some(ProcEntry { pid, ppid: f.get(1)?.parse().ok()?, sid: f.get(3)?.parse().ok()?, zombie })
 }
 
 fn process_table() -> Vec<ProcEntry> {
@@ -179,7 +182,11 @@ pub fn leftovers(run: &RunInfo) -> Vec<i32> {
     }
     let mark = format!("{RUN_ID_VAR}={}", run.run_id).into_bytes();
     let me = std::process::id() as i32;
-    process_table().into_iter().filter(|e| e.pid != me && (e.sid == run.pgid || environ_has(e.pid, &mark))).map(|e| e.pid).collect()
+    process_table()
+        .into_iter()
+        .filter(|e| e.pid != me && !e.zombie && (e.sid == run.pgid || environ_has(e.pid, &mark)))
+        .map(|e| e.pid)
+        .collect()
 }
 
 /// SIGKILL what [`leftovers`] found, re-checking each one once it is pinned.

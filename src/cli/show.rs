@@ -173,6 +173,12 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
     };
     let path = state.log(attempt);
     let bytes = std::fs::read(&path).with_context(|| format!("no log for {id} attempt {attempt} ({})", path.display()))?;
+    // A rotated log: the part before, then the current one (it starts with a marker).
+    let mut earlier = path.clone().into_os_string();
+    earlier.push(".1");
+    if let Ok(before) = std::fs::read(&earlier) {
+        std::io::stdout().write_all(&before)?;
+    }
     std::io::stdout().write_all(&bytes)?;
     Ok(())
 }
@@ -204,18 +210,48 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
 
 pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     let cat = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
+    let global = env.home.load_config()?;
+    let support = crate::sandbox::support();
+    // How each package runs here: confined, off (its own choice), or refused / unconfined on
+    // a kernel without Landlock (as config.yaml says).
+    let confinement = |p: &crate::worker::Package| match crate::act::confinement(&p.manifest.sandbox, &global) {
+        Ok(crate::act::Confinement::Confined) => "confined",
+        Ok(crate::act::Confinement::Unconfined) if p.manifest.sandbox == crate::worker::SandboxSpec::Off => "off",
+        Ok(crate::act::Confinement::Unconfined) => "unconfined",
+        Err(_) => "refused",
+    };
     if json_out {
-        let list: Vec<_> = cat.packages.values().collect();
+        let list: Vec<_> = cat
+            .packages
+            .values()
+            .map(|p| {
+                let mut v = serde_json::to_value(p).unwrap_or_default();
+                v["confinement"] = json!(confinement(p));
+                v
+            })
+            .collect();
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
+    }
+    match &support {
+        crate::sandbox::Support::Available { abi } => println!("Landlock: available (ABI {abi}); workers are confined to their worktree"),
+        crate::sandbox::Support::Unavailable { why } => println!(
+            "Landlock: not available ({why}); confined workers are {}",
+            if global.without_landlock == crate::config::WithoutLandlock::Unconfined { "run UNCONFINED (config.yaml)" } else { "refused" }
+        ),
     }
     if cat.packages.is_empty() {
         println!("no worker packages in .lore/workers/ or {}", env.home.workers_dir().display());
     }
     for p in cat.packages.values() {
         let m = &p.manifest;
+        let sandbox = match (&m.sandbox, confinement(p)) {
+            (crate::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
+            (crate::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => format!("sandbox {how} +{}", write.join(",")),
+            (_, how) => format!("sandbox {how}"),
+        };
         println!(
-            "{:<16} {:<8} {:<7} [{}] {}",
+            "{:<16} {:<8} {:<7} [{}] {sandbox} {}",
             m.name,
             format!("{:?}", p.source).to_lowercase(),
             format!("{:?}", m.checkout).to_lowercase(),

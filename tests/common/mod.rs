@@ -75,6 +75,13 @@ impl Project {
         p
     }
 
+    /// `$HOME` of every command and worker the test runs.
+    pub fn user_home(&self) -> PathBuf {
+        let h = self.tmp.path().join("user-home");
+        std::fs::create_dir_all(&h).expect("mkdir home");
+        h
+    }
+
     pub fn install_worker(&self, example: &str, name: &str) {
         let dest = self.root.join(".lore/workers").join(name);
         copy_dir(&examples().join(example), &dest);
@@ -89,6 +96,8 @@ impl Project {
         let mut c = Command::cargo_bin("guild-hall").expect("binary built");
         c.current_dir(&self.root)
             .env("GUILD_HALL_HOME", &self.home)
+            // A home directory of the test's own: what workers may not write into.
+            .env("HOME", self.user_home())
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env_remove("GUILD_HALL_FAULT")
