@@ -1,0 +1,331 @@
+//! The Claude Code packages (`contrib/workers/claude-code`, `claude-code-coder`):
+//! - launched with a stand-in `claude` that records its exact arguments and environment, as
+//!   root and as an ordinary user (the stand-in refuses a permission bypass as root, as Claude
+//!   Code does);
+//! - run for real: the Claude Code CLI from npm (installed into `target/claude-code` on first
+//!   use, as `.ci/run` does up front), confined, against a local stand-in for the model API
+//!   (`tests/fake_anthropic.py`) that scripts the model's tool calls and records which tools
+//!   each request offered.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+use common::*;
+
+fn install_package(p: &Project, name: &str) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers").join(name);
+    let dest = p.root.join(".lore/workers").join(name);
+    std::fs::create_dir_all(&dest).expect("mkdir");
+    for e in std::fs::read_dir(&src).expect("package").filter_map(|e| e.ok()) {
+        std::fs::copy(e.path(), dest.join(e.file_name())).expect("copy");
+    }
+}
+
+/// Widen the installed package's sandbox by `dir` (the way a person would, in worker.yaml).
+fn allow_writes(p: &Project, name: &str, dir: &Path) {
+    let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    let widened = text.replace("write: [\"~/.claude\",", &format!("write: [\"{}\", \"~/.claude\",", dir.display()));
+    assert_ne!(widened, text, "the package's sandbox.write line");
+    std::fs::write(&yaml, widened).expect("write");
+}
+
+/// A stand-in `claude`: records its arguments (one per record) and environment, refuses a
+/// permission bypass as root (Claude Code's own rule), then acts as an agent would through the
+/// toolbox: writes its answer under `.lore/` and submits it.
+fn stand_in_claude(dir: &Path, record: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::create_dir_all(record.parent().expect("records dir")).expect("mkdir");
+    let script = format!(
+        r#"#!/bin/sh
+for a in "$@"; do printf '%s\n---\n' "$a"; done > {rec}
+env > {rec}.env
+id -u > {rec}.uid
+prev=''
+for a in "$@"; do [ "$prev" = --mcp-config ] && cp "$a" {rec}.mcp; prev=$a; done
+for a in "$@"; do
+  if [ "$a" = --dangerously-skip-permissions ] && [ "$(id -u)" = 0 ]; then
+    echo "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2
+    exit 1
+  fi
+done
+"$GUILD_HALL_BIN" toolbox write-artifact .lore/answers/$GUILD_HALL_COMMISSION.md "stand-in answer"
+"$GUILD_HALL_BIN" toolbox submit-result --summary 'stand-in answer' --artifact .lore/answers/$GUILD_HALL_COMMISSION.md
+"#,
+        rec = record.display()
+    );
+    std::fs::write(dir.join("claude"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("claude"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Run `guild-hall <args>` for the project, as root or as the unprivileged user 65534 (the
+/// whole temp tree is handed to that user first).
+fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = p.cmd();
+    if unprivileged {
+        let chown = Command::new("chown").args(["-R", "65534:65534"]).arg(p.tmp.path()).status().expect("chown");
+        assert!(chown.success());
+        let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+        let mut wrapped = Command::new("setpriv");
+        wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(bin).args(args);
+        wrapped.current_dir(&p.root);
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => wrapped.env(k, v),
+                None => wrapped.env_remove(k),
+            };
+        }
+        cmd = wrapped;
+    } else {
+        cmd.args(args);
+    }
+    let out = cmd.env("PATH", path).env("ANTHROPIC_API_KEY", "sk-from-guild-halls-env").output().expect("runs");
+    if unprivileged {
+        // Back to root, so that the test's own git and guild-hall calls own the repository.
+        let chown = Command::new("chown").args(["-R", "0:0"]).arg(p.tmp.path()).status().expect("chown");
+        assert!(chown.success());
+    }
+    out
+}
+
+fn launch_as(unprivileged: bool) {
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    let bin = p.tmp.path().join("bin");
+    let record = p.tmp.path().join("records/claude-args");
+    stand_in_claude(&bin, &record);
+    allow_writes(&p, "claude-code", record.parent().expect("records"));
+    p.write_commission(
+        "ask",
+        "---\nworker: claude-code\nresources: {max_turns: 7, max_budget_usd: 0.5}\n---\nWhat is crash-only software?\n",
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = run_as(&p, unprivileged, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("ask"), "completed", "{}", p.ok(&["logs", "ask"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/answers/ask.md"]), "stand-in answer");
+    let uid = std::fs::read_to_string(format!("{}.uid", record.display())).expect("uid");
+    assert_eq!(uid.trim(), if unprivileged { "65534" } else { "0" });
+
+    let args: Vec<String> =
+        std::fs::read_to_string(&record).expect("claude ran").split("\n---\n").map(str::to_string).filter(|a| !a.is_empty()).collect();
+    let after = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned().unwrap_or_default();
+    assert_eq!(after("-p"), "What is crash-only software?\n".trim_end());
+    assert_eq!(after("--max-turns"), "7");
+    assert_eq!(after("--max-budget-usd"), "0.5");
+    assert_eq!(after("--permission-mode"), "dontAsk");
+    assert_eq!(after("--tools"), "Read,Grep,Glob,WebSearch,WebFetch", "only read-only built-in tools are offered");
+    assert_eq!(after("--output-format"), "text");
+    assert!(args.contains(&"--strict-mcp-config".to_string()));
+    assert!(!args.iter().any(|a| a.contains("dangerously") || a == "bypassPermissions"), "no permission bypass: {args:?}");
+    let allowed_list = after("--allowedTools");
+    let allowed: Vec<&str> = allowed_list.split(',').collect();
+    let toolbox =
+        ["report_progress", "submit_result", "log_question", "record_decision", "store_memory", "write_artifact", "read_artifact"];
+    let mut want = vec!["Read", "Grep", "Glob", "WebSearch", "WebFetch"];
+    let names: Vec<String> = toolbox.iter().map(|t| format!("mcp__guild-hall__{t}")).collect();
+    want.extend(names.iter().map(String::as_str));
+    assert_eq!(allowed, want);
+    let system = after("--append-system-prompt");
+    assert!(system.starts_with("You are a guild-hall worker.") && system.contains("write_artifact"), "{system}");
+    let mcp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{}.mcp", record.display())).expect("mcp config")).expect("json");
+    let server = &mcp["mcpServers"]["guild-hall"];
+    assert_eq!(server["args"], serde_json::json!(["mcp"]));
+    assert!(server["command"].as_str().is_some_and(|c| c.ends_with("guild-hall")), "{mcp}");
+
+    // Its environment: the contract, a private TMPDIR (where the MCP config went, gone with the
+    // attempt), the package's env, the API key passed from guild-hall's environment.
+    let env = std::fs::read_to_string(format!("{}.env", record.display())).expect("env");
+    let var = |k: &str| env.lines().find_map(|l| l.strip_prefix(&format!("{k}="))).map(str::to_string);
+    assert_eq!(var("GUILD_HALL_COMMISSION").as_deref(), Some("ask"));
+    assert_eq!(var("ANTHROPIC_API_KEY").as_deref(), Some("sk-from-guild-halls-env"));
+    assert_eq!(var("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC").as_deref(), Some("1"));
+    let tmpdir = var("TMPDIR").expect("TMPDIR");
+    assert!(tmpdir.starts_with(&p.home.to_string_lossy().into_owned()) && tmpdir.ends_with("/tmp"), "{tmpdir}");
+    assert!(!Path::new(&tmpdir).exists(), "the private temp dir (and the MCP config in it) is gone with the attempt");
+    assert!(var("GIT_DIR").is_none() && var("GIT_WORK_TREE").is_none());
+    let log = p.ok(&["logs", "ask"]);
+    assert!(!log.contains("sk-from-guild-halls-env"));
+}
+
+#[test]
+fn the_claude_code_package_launches_claude_as_root_without_a_permission_bypass() {
+    launch_as(false);
+}
+
+#[test]
+fn the_claude_code_package_launches_claude_as_an_ordinary_user() {
+    launch_as(true);
+}
+
+#[test]
+fn the_coder_package_offers_write_edit_and_bash() {
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code-coder");
+    let bin = p.tmp.path().join("bin");
+    let record = p.tmp.path().join("records/claude-args");
+    stand_in_claude(&bin, &record);
+    allow_writes(&p, "claude-code-coder", record.parent().expect("records"));
+    let id = p.create("claude-code-coder", "Code", "Change the code.");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = run_as(&p, false, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
+    let args = std::fs::read_to_string(&record).expect("claude ran");
+    assert!(args.contains("\n---\nRead,Grep,Glob,Write,Edit,Bash,WebSearch,WebFetch\n---\n"), "{args}");
+    assert!(args.contains("Read,Grep,Glob,Write,Edit,Bash,WebSearch,WebFetch,mcp__guild-hall__report_progress"), "{args}");
+    let workers = p.ok(&["workers", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&workers).expect("json");
+    assert_eq!(json[0]["checkout"], "full");
+    assert_eq!(json[0]["confinement"], "confined");
+}
+
+/// The Claude Code CLI from npm, in `target/claude-code` (installed on first use).
+fn real_claude() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/claude-code");
+    let bin = dir.join("node_modules/.bin/claude");
+    let ok = |b: &PathBuf| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok(&bin) {
+        let lock = std::fs::File::create(std::env::temp_dir().join("guild-hall-claude-code.lock")).expect("lock");
+        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
+        if !ok(&bin) {
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let npm = Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&dir)
+                .arg("@anthropic-ai/claude-code@2")
+                .status()
+                .expect("npm");
+            assert!(npm.success() && ok(&bin), "installing Claude Code from npm failed (needs the npm registry)");
+        }
+    }
+    bin
+}
+
+/// The local stand-in for the model API, stopped when dropped.
+struct FakeApi {
+    child: Child,
+    url: String,
+    requests: PathBuf,
+}
+
+impl FakeApi {
+    fn start(dir: &Path, script: &serde_json::Value) -> FakeApi {
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, script.to_string()).expect("script");
+        let requests = dir.join("requests.jsonl");
+        let port_file = dir.join("port");
+        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_anthropic.py");
+        let child = Command::new("python3").arg(server).arg(&script_path).arg(&requests).arg(&port_file).spawn().expect("python3");
+        wait_for("the stand-in API to listen", || port_file.exists());
+        let port = std::fs::read_to_string(&port_file).expect("port");
+        FakeApi { child, url: format!("http://127.0.0.1:{}", port.trim()), requests }
+    }
+
+    /// The names of the tools each agent turn was offered.
+    fn offered(&self) -> Vec<Vec<String>> {
+        std::fs::read_to_string(&self.requests)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|r| r["body"]["tools"].as_array().cloned())
+            .map(|tools| tools.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
+            .collect()
+    }
+
+    /// Every tool result the agent sent back, as text.
+    fn tool_results(&self) -> String {
+        std::fs::read_to_string(&self.requests).unwrap_or_default()
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn real_run(p: &Project, api: &FakeApi, claude: &Path) -> std::process::Output {
+    let path = format!("{}:{}", claude.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default());
+    p.cmd()
+        .env("PATH", path)
+        .env("ANTHROPIC_BASE_URL", &api.url)
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .args(["reconcile", "--once", "--wait", "--timeout", "180s"])
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn real_claude_code_confined_delivers_a_file_that_unblocks_a_dependent() {
+    let claude = real_claude();
+    let p = Project::new(&["scribe"]);
+    install_package(&p, "claude-code");
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "reading"}}},
+            {"tool_use": {"name": "mcp__guild-hall__write_artifact", "input": {"path": ".lore/research/crash-only.md", "content": "# Crash-only software\n\nStop = crash; start = recover.\n"}}},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Wrote the survey", "artifacts": [".lore/research/crash-only.md"]}}},
+            {"text": "All done."}
+        ]),
+    );
+    p.write_commission("survey", "---\nworker: claude-code\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n");
+    p.write_commission(
+        "summary",
+        "---\nworker: scribe\ndependencies: [.lore/research/crash-only.md]\n---\noutput: .lore/reports/summary.md\nSummarise it.\n",
+    );
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("survey"), "completed", "{}", p.ok(&["logs", "survey"]));
+    assert_eq!(
+        git(&p.root, &["show", "claude/main:.lore/research/crash-only.md"]),
+        "# Crash-only software\n\nStop = crash; start = recover.\n"
+    );
+    assert_eq!(p.status("summary"), "completed", "the dependent ran once the output was merged");
+    // Write, Edit and Bash were never offered to the model.
+    let offered = api.offered();
+    assert!(!offered.is_empty());
+    for tools in &offered {
+        for forbidden in ["Write", "Edit", "Bash", "NotebookEdit"] {
+            assert!(!tools.iter().any(|t| t == forbidden), "{forbidden} offered: {tools:?}");
+        }
+        assert!(tools.iter().any(|t| t == "mcp__guild-hall__write_artifact"), "{tools:?}");
+    }
+}
+
+#[test]
+fn real_claude_code_coder_writes_and_runs_inside_its_worktree_only() {
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code-coder");
+    let id = "code";
+    // A project name of our choosing, so that the worktree's path is known before dispatch.
+    p.config("name: coder-test\n");
+    let wt = p.home.join("worktrees/coder-test/commission-code");
+    let wt = wt.to_string_lossy();
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            {"tool_use": {"name": "Write", "input": {"file_path": format!("{wt}/src/hello.txt"), "content": "hello from the coder\n"}}},
+            {"tool_use": {"name": "Bash", "input": {"command": "cat src/hello.txt > src/copy.txt && echo built; touch \"$GUILD_HALL_PROJECT/escaped.txt\" || echo ESCAPE-REFUSED", "description": "build"}}},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "coded", "artifacts": ["src/hello.txt"]}}},
+            {"text": "Coded."}
+        ]),
+    );
+    p.write_commission(id, "---\nworker: claude-code-coder\n---\nAdd src/hello.txt.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status(id), "completed", "{}\n{}", p.status_json(id), p.ok(&["logs", id]));
+    assert_eq!(git(&p.root, &["show", "claude/main:src/hello.txt"]), "hello from the coder\n");
+    assert_eq!(git(&p.root, &["show", "claude/main:src/copy.txt"]), "hello from the coder\n");
+    assert!(!p.root.join("escaped.txt").exists());
+    let results = api.tool_results();
+    assert!(results.contains("ESCAPE-REFUSED") && results.contains("Permission denied"), "the sandbox refused the escape");
+    assert!(api.offered().iter().all(|tools| ["Write", "Edit", "Bash"].iter().all(|t| tools.iter().any(|x| x == t))));
+}
