@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""guild-hall benchmarks (issues 2 and 3). Run: python3 benches/bench.py [--quick] [--only-watch]
+"""guild-hall benchmarks (issues 2, 3 and 10).
+Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement]
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -242,7 +243,62 @@ def bench_watch_idle(tmp, seconds):
     return cpu_pct, hwm, len(after_files ^ before_files), seconds
 
 
+def bench_confinement(tmp, runs):
+    """The cost of confinement: the same worker package with and without `sandbox: off`,
+    interleaved in the same run. (1) One reconcile pass that dispatches a `sleep 600` worker
+    (sparse): branch, worktree, records, shim, Landlock ruleset, spawn. (2) A whole commission,
+    `reconcile --once --wait` from pending to merged, for a worker that submits at once."""
+    repo = os.path.join(tmp, "confine")
+    new_repo(repo, files=100)
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home-confine"))
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    for sandbox in ("confined", "off"):
+        extra = "sandbox: off\n" if sandbox == "off" else ""
+        for kind, cmd in (("wait", "[sleep, '600']"), ("quick", "['./run.sh']")):
+            wd = os.path.join(repo, ".lore", "workers", f"{kind}-{sandbox}")
+            os.makedirs(wd)
+            with open(os.path.join(wd, "worker.yaml"), "w") as f:
+                f.write(f"name: {kind}-{sandbox}\ncommand: {cmd}\ncheckout: sparse\n{extra}")
+            with open(os.path.join(wd, "run.sh"), "w") as f:
+                f.write('#!/bin/sh\nmkdir -p .lore/out && echo done > ".lore/out/$GUILD_HALL_COMMISSION.md"\n'
+                        '"$GUILD_HALL_BIN" toolbox submit-result --summary done --artifact ".lore/out/$GUILD_HALL_COMMISSION.md"\n')
+            os.chmod(os.path.join(wd, "run.sh"), 0o755)
+    with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
+        f.write("commission_cap: 100\ncancel_grace: 1s\n")
+    dispatch = {"confined": [], "off": []}
+    whole = {"confined": [], "off": []}
+    for i in range(runs):
+        for sandbox in ("confined", "off"):
+            cid = f"wait-{sandbox}-{i}"
+            with open(os.path.join(repo, ".lore/commissions", f"{cid}.md"), "w") as f:
+                f.write(f"---\nworker: wait-{sandbox}\n---\nWait.\n")
+            subprocess.run(["sync"])
+            dispatch[sandbox].append(run([BIN, "reconcile", "--once"], repo, env)[0])
+            subprocess.run([BIN, "commission", "cancel", cid], cwd=repo, env=env, check=True, capture_output=True)
+            subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], cwd=repo, env=env, check=True, capture_output=True)
+            cid = f"quick-{sandbox}-{i}"
+            with open(os.path.join(repo, ".lore/commissions", f"{cid}.md"), "w") as f:
+                f.write(f"---\nworker: quick-{sandbox}\n---\nDo it.\n")
+            subprocess.run(["sync"])
+            whole[sandbox].append(run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], repo, env)[0])
+    return {k: (median(dispatch[k]), median(whole[k])) for k in dispatch}
+
+
 def main():
+    if "--only-confinement" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            r = bench_confinement(tmp, 7 if "--quick" in sys.argv else 15)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        (cd, cw), (od, ow) = r["confined"], r["off"]
+        print("| measurement (median) | confined | `sandbox: off` | difference |")
+        print("|---|---|---|---|")
+        print(f"| one pass that dispatches (sparse) | {cd*1000:.1f} ms | {od*1000:.1f} ms | {(cd-od)*1000:+.1f} ms |")
+        print(f"| a whole commission, pending to merged | {cw*1000:.1f} ms | {ow*1000:.1f} ms | {(cw-ow)*1000:+.1f} ms |")
+        return
     if not os.path.exists(BIN) or "--no-build" not in sys.argv:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
