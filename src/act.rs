@@ -249,13 +249,23 @@ pub fn confinement(spec: &crate::worker::SandboxSpec, global: &crate::config::Gl
         crate::sandbox::Support::Unavailable { why } if global.without_landlock == crate::config::WithoutLandlock::Unconfined => {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
-                tracing::warn!("Landlock is not available ({why}): workers run UNCONFINED, as config.yaml allows (without_landlock: unconfined)");
+                tracing::warn!(
+                    "Landlock is not available ({why}): workers run UNCONFINED, as config.yaml allows (without_landlock: unconfined)"
+                );
             });
             Ok(Confinement::Unconfined)
         }
-        crate::sandbox::Support::Unavailable { why } => Err(format!(
+        crate::sandbox::Support::Unavailable { why } => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "Landlock is not available ({why}): workers that must run confined are NOT started (see `guild-hall workers`)"
+                );
+            });
+            Err(format!(
             "the worker must run confined, but Landlock is not available ({why}); to run it unconfined anyway, set `sandbox: off` in its worker.yaml or `without_landlock: unconfined` in $GUILD_HALL_HOME/config.yaml"
-        )),
+            ))
+        }
     }
 }
 

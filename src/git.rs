@@ -236,8 +236,7 @@ pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
     let mut found = Vec::new();
     let dot_git = rec.path.join(".git");
     match std::fs::symlink_metadata(&dot_git) {
-        Err(_) if rec.path.exists() => found.push("its .git file was removed".to_string()),
-        Err(_) => found.push("the worktree directory is gone".to_string()),
+        Err(_) => found.push("its .git file was removed".to_string()),
         Ok(m) if m.is_dir() => found.push("its .git was replaced by a repository of its own (git init)".to_string()),
         Ok(m) if !m.is_file() => found.push("its .git was replaced by a symlink".to_string()),
         Ok(_) => {
@@ -273,10 +272,12 @@ pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
 /// of ours (nothing the worker can write decides where), the worker's objects are copied into
 /// the repository only after their hashes check out, and the branch moves only forward.
 pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message: &str) -> Result<Secured> {
-    let mut out = Secured { tampered: inspect(rec), commit: None };
     if !rec.path.exists() {
-        return Ok(out);
+        // Only guild-hall removes a worktree (a worker cannot remove the directory itself),
+        // and only after securing it: a pass that died just after did this already.
+        return Ok(Secured::default());
     }
+    let mut out = Secured { tampered: inspect(rec), commit: None };
     let repo = Repository::open(&rec.common)?;
     let branch_ref = format!("refs/heads/{}", rec.branch);
     let tip = repo.find_reference(&branch_ref)?.peel_to_commit()?.id();

@@ -269,6 +269,8 @@ fn real_claude_code_confined_delivers_a_file_that_unblocks_a_dependent() {
     let api = FakeApi::start(
         p.tmp.path(),
         &serde_json::json!([
+            // The model asks for a tool the package does not offer: Claude Code refuses it.
+            {"tool_use": {"name": "Write", "input": {"file_path": "forbidden.md", "content": "x"}}},
             {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "reading"}}},
             {"tool_use": {"name": "mcp__guild-hall__write_artifact", "input": {"path": ".lore/research/crash-only.md", "content": "# Crash-only software\n\nStop = crash; start = recover.\n"}}},
             {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Wrote the survey", "artifacts": [".lore/research/crash-only.md"]}}},
@@ -288,6 +290,8 @@ fn real_claude_code_confined_delivers_a_file_that_unblocks_a_dependent() {
         "# Crash-only software\n\nStop = crash; start = recover.\n"
     );
     assert_eq!(p.status("summary"), "completed", "the dependent ran once the output was merged");
+    assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
+    assert!(api.tool_results().contains("No such tool available: Write"), "the forbidden call was refused");
     // Write, Edit and Bash were never offered to the model.
     let offered = api.offered();
     assert!(!offered.is_empty());
