@@ -6,7 +6,7 @@ use std::path::{Component, Path};
 /// Why an id or a relative path was rejected.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IdError {
-    #[error("invalid id {0:?}: use lowercase letters, digits, '-', '_' and '.', not starting with '.' (at most 100 characters)")]
+    #[error("invalid id {0:?}: use lowercase letters, digits, '-', '_' and '.', not starting or ending with '.', without '..', not ending in '.lock' (at most 100 characters)")]
     Id(String),
     #[error("invalid path {0:?}: must be relative, inside the project, without '..'")]
     Path(String),
@@ -14,9 +14,15 @@ pub enum IdError {
 
 /// Check a commission/meeting/worker id (an artifact's file stem).
 pub fn validate_id(id: &str) -> Result<(), IdError> {
+    // Ids name branches too (`claude/commission/<id>`): what `git check-ref-format` refuses in
+    // a ref component (`..`, a trailing `.` or `.lock`) is refused here, so that no id is
+    // accepted that could never be dispatched.
     let ok = !id.is_empty()
         && id.len() <= 100
         && !id.starts_with('.')
+        && !id.ends_with('.')
+        && !id.ends_with(".lock")
+        && !id.contains("..")
         && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
     if ok {
         Ok(())
@@ -78,6 +84,24 @@ mod tests {
         }
         for bad in ["", "../x", ".hidden", "A", "a/b", "a b", &"x".repeat(101)] {
             assert!(validate_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_that_are_not_branch_names_are_refused() {
+        for bad in ["a..b", "x.lock", "x.", "job.lock"] {
+            assert!(validate_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Every id we accept makes valid branch names for every attempt.
+        #[test]
+        fn accepted_ids_are_branch_names(id in "[a-z0-9._-]{1,24}", attempt in 1u32..1000) {
+            if validate_id(&id).is_ok() {
+                let branch = crate::plan::branch_name(&id, attempt);
+                proptest::prop_assert!(git2::Reference::is_valid_name(&format!("refs/heads/{branch}")), "{}", branch);
+            }
         }
     }
 

@@ -329,8 +329,14 @@ impl Dispatcher<'_> {
         let repo = crate::git::open(&self.project.root).map_err(anyhow::Error::from)?;
         let attempts =
             c.attempt().max(crate::runtime::read_json::<crate::runtime::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));
-        for n in 1..=attempts {
-            if let Ok(mut b) = repo.find_branch(&crate::plan::branch_name(&c.id, n), git2::BranchType::Local) {
+        // Only branches certainly this job's: `<id>` and `<id>+<n>`, and an older guild-hall's
+        // `<id>-<n>` only where the artifact records it (it may be commission `<id>-<n>`'s).
+        let mut ours: Vec<String> = (1..=attempts).map(|n| crate::plan::branch_name(&c.id, n)).collect();
+        if let Some(recorded) = c.str_field("branch").filter(|b| b.starts_with(&format!("claude/commission/{}-", c.id))) {
+            ours.push(recorded.to_string());
+        }
+        for name in ours {
+            if let Ok(mut b) = repo.find_branch(&name, git2::BranchType::Local) {
                 b.delete().map_err(anyhow::Error::from)?;
             }
         }

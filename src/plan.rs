@@ -154,12 +154,25 @@ pub fn transition_allowed(from: Status, to: Status) -> bool {
         )
 }
 
-/// `claude/commission/<id>`, or `claude/commission/<id>-<attempt>` from the second attempt on.
+/// `claude/commission/<id>`, then `claude/commission/<id>+<attempt>` from the second attempt
+/// on: `+` cannot appear in an id, so no attempt's branch is ever another commission's (with
+/// `-`, attempt 2 of `job` would be commission `job-2`'s branch).
 pub fn branch_name(id: &str, attempt: u32) -> String {
     if attempt <= 1 {
         format!("claude/commission/{id}")
     } else {
-        format!("claude/commission/{id}-{attempt}")
+        format!("claude/commission/{id}+{attempt}")
+    }
+}
+
+/// The branch of an attempt already under way: an older guild-hall named attempt `n` of `id`
+/// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
+pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
+    let legacy = format!("claude/commission/{}-{attempt}", o.artifact.id);
+    if attempt > 1 && o.artifact.str_field("branch") == Some(legacy.as_str()) {
+        legacy
+    } else {
+        branch_name(&o.artifact.id, attempt)
     }
 }
 
@@ -363,7 +376,7 @@ pub fn plan(s: &Snapshot) -> Plan {
             Effect::Resume => {
                 let attempt = step.record.attempt;
                 actions.push(Action::Dispatch {
-                    branch: branch_name(&o.artifact.id, attempt),
+                    branch: attempt_branch(o, attempt),
                     worker: o.artifact.worker.clone(),
                     attempt,
                     resume: true,
@@ -391,7 +404,7 @@ pub fn plan(s: &Snapshot) -> Plan {
                 }
                 done.set("completed", Value::String(now.clone()));
                 actions.push(Action::Finish {
-                    branch: branch_name(&o.artifact.id, attempt),
+                    branch: attempt_branch(o, attempt),
                     attempt,
                     summary: summary.to_string(),
                     update: done.finish(),
@@ -404,7 +417,7 @@ pub fn plan(s: &Snapshot) -> Plan {
                 actions.push(Action::Cleanup {
                     id: o.artifact.id.clone(),
                     attempt,
-                    branch: branch_name(&o.artifact.id, attempt),
+                    branch: attempt_branch(o, attempt),
                     why: why.into(),
                 });
             }

@@ -213,13 +213,66 @@ fn redispatch_makes_a_new_branch_and_keeps_the_old() {
     let s = p.status_json(&id);
     assert_eq!(s["status"], "completed", "{s}");
     assert_eq!(s["attempt"], 2);
-    assert_eq!(s["branch"], format!("claude/commission/{id}-2"));
+    assert_eq!(s["branch"], format!("claude/commission/{id}+2"));
     let branches = p.branches();
-    assert!(branches.contains(&format!("claude/commission/{id}")) && branches.contains(&format!("claude/commission/{id}-2")));
+    assert!(branches.contains(&format!("claude/commission/{id}")) && branches.contains(&format!("claude/commission/{id}+2")));
     let tl = p.timeline(&id);
     assert!(tl.iter().any(|e| e["kind"] == "redispatch" && e["attempt"] == 2));
     assert!(transitions(&tl).contains(&"failed>pending".to_string()));
     assert!(p.ok(&["logs", &id, "--attempt", "1"]).len() < 100_000);
+}
+
+#[test]
+fn an_attempts_branch_is_never_another_commissions() {
+    // Attempt 2 of `job` and commission `job-2` run at the same time, on their own branches.
+    let p = Project::new(&["silent", "sleeper"]);
+    p.write_commission("job", "---\nworker: silent\n---\nFail once.\n");
+    p.settle();
+    assert_eq!(p.status("job"), "failed");
+    let text = p.artifact("job").replace("worker: silent", "worker: sleeper");
+    std::fs::write(p.artifact_path("job"), text.replace("Fail once.", "sleep: 2\nNow work.")).expect("edit");
+    p.ok(&["commission", "redispatch", "job"]);
+    p.write_commission("job-2", "---\nworker: sleeper\n---\nsleep: 2\nWork too.\n");
+    p.pass_until("both run", |p| p.status("job") == "in_progress" && p.status("job-2") == "in_progress");
+    p.settle();
+    assert_eq!(p.status("job"), "completed");
+    assert_eq!(p.status("job-2"), "completed");
+    assert_eq!(p.status_json("job")["branch"], "claude/commission/job+2");
+    assert_eq!(p.status_json("job-2")["branch"], "claude/commission/job-2");
+    for (branch, file) in [("claude/commission/job+2", ".lore/slept/job.md"), ("claude/commission/job-2", ".lore/slept/job-2.md")] {
+        let files = git(&p.root, &["ls-tree", "-r", "--name-only", branch]);
+        assert!(files.contains(file), "{branch}: {files}");
+    }
+}
+
+#[test]
+fn an_attempt_begun_by_an_older_guild_hall_keeps_its_dash_branch() {
+    // An older guild-hall dispatched attempt 2 on `claude/commission/old-2` and died; the
+    // attempt is finished on that branch.
+    let p = Project::new(&["sleeper"]);
+    p.write_commission("old", "---\nworker: sleeper\n---\nsleep: 1\nWork.\n");
+    p.settle();
+    assert_eq!(p.status("old"), "completed");
+    // Re-dispatch as attempt 2 under the old naming: branch, worktree and records as it left them.
+    git(&p.root, &["branch", "claude/commission/old-2", "claude/main"]);
+    let text = "---\nworker: sleeper\nstatus: in_progress\nattempt: 2\nbranch: claude/commission/old-2\n---\nsleep: 1\nWork.\n";
+    std::fs::write(p.artifact_path("old"), text).expect("write");
+    let state = p.state_dir("old");
+    std::fs::write(state.join("record.json"), r#"{"status": "in_progress", "prev": "pending", "attempt": 2}"#).expect("record");
+    std::fs::write(
+        state.join("exit.json"),
+        r#"{"attempt": 2, "code": 0, "signal": null, "finished_at": "2026-11-22T10:00:00Z"}"#,
+    )
+    .expect("exit");
+    std::fs::OpenOptions::new().append(true).open(state.join("events.jsonl")).and_then(|mut f| {
+        use std::io::Write;
+        writeln!(f, r#"{{"seq":99,"id":"legacy-result","ts":"2026-11-22T10:00:00.000Z","attempt":2,"kind":"result","summary":"done the old way","artifacts":[]}}"#)
+    }).expect("mailbox");
+    p.settle();
+    let s = p.status_json("old");
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["branch"], "claude/commission/old-2");
+    assert!(!p.branches().contains(&"claude/commission/old+2".to_string()));
 }
 
 #[test]

@@ -114,8 +114,16 @@ fn bad_input_is_reported_and_touches_nothing() {
         p.write_commission(id, text);
     }
     std::fs::write(p.root.join(".lore/commissions/Bad Name.md"), "---\nworker: scribe\n---\nx\n").expect("write");
+    // Ids that are no branch name are refused before they could ever be dispatched.
+    for stem in ["a..b", "x.lock", "x."] {
+        std::fs::write(p.root.join(format!(".lore/commissions/{stem}.md")), "---\nworker: scribe\n---\nx\n").expect("write");
+    }
     let (code, _, err) = p.run(&["reconcile", "--once"]);
     assert_eq!(code, 1, "{err}");
+    for stem in ["a..b", "x.lock", "x."] {
+        assert!(err.contains(&format!("{stem}.md:1:1: bad file name: invalid id \"{stem}\"")), "{stem}: {err}");
+    }
+    assert!(p.branches().iter().all(|b| !b.contains("a..b") && !b.contains("x.")), "{:?}", p.branches());
     for (id, text, msg) in &cases {
         assert!(err.contains(msg), "{id}: expected {msg:?} in {err}");
         assert_eq!(&p.artifact(id), text, "{id} untouched");
