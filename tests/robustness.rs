@@ -200,3 +200,51 @@ fn questions_and_decisions_reach_artifact_and_timeline() {
     let k = kinds(&p.timeline(&id));
     assert!(k.contains(&"question".to_string()), "{k:?}");
 }
+
+#[test]
+fn a_closed_pipe_ends_output_quietly_and_never_a_pass() {
+    let p = Project::new(&["scribe"]);
+    for i in 0..300 {
+        p.write_commission(&format!("draft-{i:03}"), "---\nworker: scribe\nstatus: draft\n---\nLater.\n");
+    }
+    let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+    let piped = |cmd: &str| {
+        let out = p.cmd_in_shell(&format!("set -o pipefail; \"{}\" {cmd}", bin.display())).output().expect("sh");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for cmd in ["status | head -1", "status --json | head -c 100 >/dev/null", "check --json | head -c 10 >/dev/null"] {
+        let (code, err) = piped(cmd);
+        assert!(!err.contains("panicked"), "{cmd}: {err}");
+        assert!(code == Some(0) || code == Some(1) || code == Some(141), "{cmd}: {code:?} {err}");
+    }
+    // A reconcile whose reader goes away after the first line still finishes every pass.
+    for i in 0..3 {
+        p.write_commission(&format!("job-{i}"), &format!("---\nworker: scribe\n---\noutput: .lore/out/{i}.md\nWrite.\n"));
+    }
+    let (_, err) = piped("reconcile --once --wait --timeout 120s | head -1");
+    assert!(!err.contains("panicked"), "{err}");
+    for i in 0..3 {
+        assert_eq!(p.status(&format!("job-{i}")), "completed");
+    }
+}
+
+#[test]
+fn a_watch_whose_terminal_goes_away_keeps_working() {
+    let p = Project::new(&["scribe"]);
+    // stderr into a pipe nobody reads any more; stdout likewise.
+    let mut child = p
+        .cmd()
+        .args(["watch", "-v"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("watch");
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let id = p.create("scribe", "After the pipe closed", "output: .lore/late.md\nWrite.");
+    wait_for("the watcher completes the commission", || p.status(&id) == "completed");
+    assert!(child.try_wait().expect("try_wait").is_none(), "the watcher is still running");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).expect("term");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+}

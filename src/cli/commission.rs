@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use serde_yaml_ng::Value;
 
+use super::out::{say, say_raw};
 use super::Env;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
@@ -93,9 +94,9 @@ pub fn init(env: &Env) -> Result<()> {
     let branch = &env.project.config.integration_branch;
     let created = crate::git::ensure_branch(&repo, branch, "HEAD")?;
     let registered = env.home.register(&env.project.name, &env.project.root)?;
-    println!("project   {} ({})", env.project.name, env.project.root.display());
-    println!("branch    {branch}{}", if created { " (created from HEAD)" } else { "" });
-    println!("home      {}{}", env.home.root.display(), if registered { " (registered)" } else { "" });
+    say!("project   {} ({})", env.project.name, env.project.root.display());
+    say!("branch    {branch}{}", if created { " (created from HEAD)" } else { "" });
+    say!("home      {}{}", env.home.root.display(), if registered { " (registered)" } else { "" });
     Ok(())
 }
 
@@ -119,7 +120,7 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
                 id: id.clone(),
                 ..Default::default()
             };
-            println!("{}", crate::ops::create(&env.home, &env.project, &new)?);
+            say!("{}", crate::ops::create(&env.home, &env.project, &new)?);
             Ok(())
         }
         CommissionCmd::Dispatch { id } => request(env, id, Edit::Set("desired".into(), Value::from("dispatched"))),
@@ -144,7 +145,7 @@ fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
         Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
         Edit::Remove(k) => format!("removed {k}"),
     };
-    println!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
+    say!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
     Ok(())
 }
 
@@ -153,7 +154,7 @@ pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
     let body = match cmd {
         ToolboxCmd::StoreMemory { key, content } => {
             ctx.store_memory(key, content)?;
-            println!("stored memory {key} for {}", ctx.worker.as_deref().unwrap_or("?"));
+            say!("stored memory {key} for {}", ctx.worker.as_deref().unwrap_or("?"));
             return Ok(());
         }
         ToolboxCmd::WriteArtifact { path, content } => {
@@ -163,11 +164,11 @@ pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
                     .context("reading the artifact's content from stdin")?,
             };
             let rel = ctx.write_artifact(path, &content)?;
-            println!("wrote {rel} ({} bytes)", content.len());
+            say!("wrote {rel} ({} bytes)", content.len());
             return Ok(());
         }
         ToolboxCmd::ReadArtifact { path } => {
-            print!("{}", ctx.read_artifact(path)?);
+            say_raw!("{}", ctx.read_artifact(path)?);
             return Ok(());
         }
         ToolboxCmd::ReportProgress { text } => MailBody::Progress { text: text.clone() },
@@ -180,6 +181,6 @@ pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
         }
     };
     let mail = ctx.send(body)?;
-    println!("recorded event {} for {}", mail.seq, ctx.commission);
+    say!("recorded event {} for {}", mail.seq, ctx.commission);
     Ok(())
 }

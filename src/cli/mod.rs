@@ -2,7 +2,10 @@
 //! business logic lives here; output formatting (tables, JSON) does.
 
 mod commission;
+pub(crate) mod out;
 mod show;
+
+use out::say_err;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -195,7 +198,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            say_err!("error: {e:#}");
             ExitCode::from(1)
         }
     }
@@ -209,7 +212,13 @@ fn init_tracing(verbose: u8, json: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
+    // A log that cannot be written (the terminal went away, stderr is a closed pipe) is
+    // dropped: the subscriber's own report of that would panic on the same closed stderr.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .log_internal_errors(false);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }
 

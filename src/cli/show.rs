@@ -1,12 +1,12 @@
 //! Commands that report: `reconcile` (its output), `status`, `timeline`, `logs`, `check`,
 //! `workers`. Formatting only; the work is done by the library.
 
-use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::out::{say, say_err};
 use super::{Env, ReconcileArgs};
 use crate::artifact::Problem;
 use crate::ids;
@@ -29,22 +29,21 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
         } else {
             ""
         };
-        println!("{}{:<28} {mark}{}", if opts.dry_run { "would: " } else { "" }, e.id, e.detail);
+        say!("{}{:<28} {mark}{}", if opts.dry_run { "would: " } else { "" }, e.id, e.detail);
         if let Some(err) = &e.error {
-            println!("{:<28}   {err}", "");
+            say!("{:<28}   {err}", "");
         }
-        let _ = std::io::stdout().flush();
     })?;
     for p in &report.problems {
-        eprintln!("{p}");
+        say_err!("{p}");
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&report.entries)?);
+        say!("{}", serde_json::to_string_pretty(&report.entries)?);
     } else if report.entries.is_empty() && report.problems.is_empty() {
-        println!("nothing to do");
+        say!("nothing to do");
     }
     if report.timed_out {
-        eprintln!("error: timed out before every commission settled");
+        say_err!("error: timed out before every commission settled");
     }
     Ok(!report.failed())
 }
@@ -114,23 +113,23 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
     }
     if json_out {
         let out = if id.is_some() { rows[0].clone() } else { serde_json::Value::Array(rows) };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        say!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(true);
     }
     if let Some(holder) = crate::reconcile::lock_holder(&env.home, &env.project) {
-        println!("reconciler: {holder}");
+        say!("reconciler: {holder}");
     }
     if rows.is_empty() {
-        println!("no commissions in {}", env.project.commissions_dir().display());
+        say!("no commissions in {}", env.project.commissions_dir().display());
         return Ok(true);
     }
-    println!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
+    say!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
     for r in &rows {
         let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
         let note =
             if s("status") == "invalid" || !s("reason").is_empty() && s("status") != "in_progress" { s("reason") } else { s("progress") };
         let beat = r["heartbeat_age_secs"].as_i64().map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
-        println!(
+        say!(
             "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
             s("id"),
             s("status"),
@@ -153,9 +152,9 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
     }
     for e in timeline::read(&path)? {
         if json_out {
-            println!("{}", serde_json::to_string(&e)?);
+            say!("{}", serde_json::to_string(&e)?);
         } else {
-            println!("{}", timeline::render(&e));
+            say!("{}", timeline::render(&e));
         }
     }
     Ok(())
@@ -177,9 +176,9 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
     let mut earlier = path.clone().into_os_string();
     earlier.push(".1");
     if let Ok(before) = std::fs::read(&earlier) {
-        std::io::stdout().write_all(&before)?;
+        super::out::stdout_bytes(&before);
     }
-    std::io::stdout().write_all(&bytes)?;
+    super::out::stdout_bytes(&bytes);
     Ok(())
 }
 
@@ -197,12 +196,12 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
         }
     }
     if json_out {
-        println!("{}", serde_json::to_string_pretty(&problems)?);
+        say!("{}", serde_json::to_string_pretty(&problems)?);
     } else if problems.is_empty() {
-        println!("ok: {} commissions, {} worker packages", snap.commissions.len(), snap.workers.packages.len());
+        say!("ok: {} commissions, {} worker packages", snap.commissions.len(), snap.workers.packages.len());
     } else {
         for p in &problems {
-            println!("{p}");
+            say!("{p}");
         }
     }
     Ok(problems.is_empty())
@@ -230,18 +229,18 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
                 v
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        say!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
     }
     match &support {
-        crate::sandbox::Support::Available { abi } => println!("Landlock: available (ABI {abi}); workers are confined to their worktree"),
-        crate::sandbox::Support::Unavailable { why } => println!(
+        crate::sandbox::Support::Available { abi } => say!("Landlock: available (ABI {abi}); workers are confined to their worktree"),
+        crate::sandbox::Support::Unavailable { why } => say!(
             "Landlock: not available ({why}); confined workers are {}",
             if global.without_landlock == crate::config::WithoutLandlock::Unconfined { "run UNCONFINED (config.yaml)" } else { "refused" }
         ),
     }
     if cat.packages.is_empty() {
-        println!("no worker packages in .lore/workers/ or {}", env.home.workers_dir().display());
+        say!("no worker packages in .lore/workers/ or {}", env.home.workers_dir().display());
     }
     for p in cat.packages.values() {
         let m = &p.manifest;
@@ -250,7 +249,7 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
             (crate::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => format!("sandbox {how} +{}", write.join(",")),
             (_, how) => format!("sandbox {how}"),
         };
-        println!(
+        say!(
             "{:<16} {:<8} {:<7} [{}] {sandbox} {}",
             m.name,
             format!("{:?}", p.source).to_lowercase(),
@@ -259,11 +258,11 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
             p.dir.display()
         );
         if !m.description.is_empty() {
-            println!("{:<16} {}", "", m.description);
+            say!("{:<16} {}", "", m.description);
         }
     }
     for pr in &cat.problems {
-        eprintln!("{pr}");
+        say_err!("{pr}");
     }
     Ok(())
 }

@@ -105,6 +105,19 @@ impl Project {
         c
     }
 
+    /// `sh -c SCRIPT` in the project with the same environment as [`Project::cmd`] (for pipes).
+    pub fn cmd_in_shell(&self, script: &str) -> Command {
+        let mut c = Command::new("bash");
+        c.arg("-c").arg(script).current_dir(&self.root);
+        for (k, v) in self.cmd().get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c
+    }
+
     /// Run and return (exit code, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.cmd().args(args).output().expect("runs");
