@@ -248,3 +248,22 @@ fn a_watch_whose_terminal_goes_away_keeps_working() {
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn odd_frontmatter_is_refused_quickly_or_accepted_as_written() {
+    let p = Project::new(&["scribe"]);
+    // 100 KB of '[': refused by size, before any YAML parser sees it.
+    p.write_commission("brackets", &format!("---\nworker: scribe\ntitle: {}\n---\nbody\n", "[".repeat(100_000)));
+    // Deep flow nesting within the size cap: refused by depth.
+    p.write_commission("deep", &format!("---\nworker: scribe\ntitle: {}\n---\nbody\n", "[".repeat(5_000)));
+    // A byte-order mark, as some Windows editors write: accepted, and kept on our writes.
+    let bom = "\u{feff}---\nworker: scribe\n---\noutput: .lore/bom.md\nWrite.\n";
+    p.write_commission("bom", bom);
+    let (_, _, err) = p.run(&["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert!(err.contains("brackets.md:2:1: frontmatter too large"), "{err}");
+    assert!(err.contains("deep.md:3:1: frontmatter nests too deeply"), "{err}");
+    assert_eq!(p.status("bom"), "completed");
+    let text = p.artifact("bom");
+    assert!(text.starts_with("\u{feff}---\nworker: scribe\n"), "{text:?}");
+    assert!(p.artifact("brackets").len() > 100_000 && p.artifact("deep").contains("title: [[["), "refused files are never rewritten");
+}

@@ -39,28 +39,80 @@ pub struct Split<'a> {
     pub body: &'a str,
 }
 
-/// Split `text` into frontmatter and body. The file must open with a `---` line and the
-/// frontmatter ends at the next `---` (or `...`) line.
+/// The most frontmatter a file may have. Frontmatter holds settings, not content (that is the
+/// body), and a bound keeps one odd file from stalling a pass for everyone.
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
+
+/// The deepest nesting of flow collections (`[`, `{`) accepted. The YAML scanner's work grows
+/// with the square of this depth; real frontmatter never comes near it.
+pub const MAX_FLOW_DEPTH: usize = 32;
+
+/// Split `text` into frontmatter and body. The file must open with a `---` line (a UTF-8 byte
+/// order mark before it is allowed) and the frontmatter ends at the next `---` (or `...`)
+/// line. Frontmatter over [`MAX_FRONTMATTER_BYTES`] or nested deeper than [`MAX_FLOW_DEPTH`]
+/// is refused before any YAML parser sees it.
 pub fn split(text: &str) -> Result<Split<'_>, (usize, String)> {
     let first_end = match text.find('\n') {
         Some(i) => i + 1,
         None => return Err((1, "no frontmatter: the file must start with a '---' line".into())),
     };
-    if text[..first_end].trim_end() != "---" {
+    if text[..first_end].trim_start_matches('\u{feff}').trim_end() != "---" {
         return Err((1, "no frontmatter: the file must start with a '---' line".into()));
     }
     let mut pos = first_end;
     let mut line = 2;
     while pos < text.len() {
+        if pos - first_end > MAX_FRONTMATTER_BYTES {
+            return Err((2, format!("frontmatter too large: more than {MAX_FRONTMATTER_BYTES} bytes (put long text in the body)")));
+        }
         let end = text[pos..].find('\n').map(|i| pos + i + 1).unwrap_or(text.len());
         let l = text[pos..end].trim_end();
         if l == "---" || l == "..." {
-            return Ok(Split { yaml: &text[first_end..pos], yaml_range: first_end..pos, first_line: 2, body: &text[end..] });
+            let yaml = &text[first_end..pos];
+            if let Some((at, depth)) = too_deep(yaml) {
+                return Err((2 + at, format!("frontmatter nests too deeply: {depth} levels of '[' or '{{' (at most {MAX_FLOW_DEPTH})")));
+            }
+            return Ok(Split { yaml, yaml_range: first_end..pos, first_line: 2, body: &text[end..] });
         }
         pos = end;
         line += 1;
     }
     Err((line, "frontmatter is not closed: no '---' line after the opening one".into()))
+}
+
+/// The 0-based line where flow nesting first passes [`MAX_FLOW_DEPTH`], and that depth. Quoted
+/// scalars and comments are skipped; anything the scan gets wrong the YAML parser reports.
+fn too_deep(yaml: &str) -> Option<(usize, usize)> {
+    let (mut depth, mut line) = (0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut prev = ' ';
+    for c in yaml.chars() {
+        if c == '\n' {
+            line += 1;
+            comment = false;
+        } else if comment {
+        } else if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+        } else {
+            match c {
+                '\'' | '"' => quote = Some(c),
+                '#' if prev.is_whitespace() => comment = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some((line, depth));
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        prev = c;
+    }
+    None
 }
 
 /// 1-based (line, column) of a top-level `key:` in the YAML, for error messages.
@@ -90,6 +142,14 @@ mod tests {
         assert_eq!(&"---\na: 1\n---\nbody\n"[s.yaml_range.clone()], "a: 1\n");
         assert!(split("no frontmatter").is_err());
         assert!(split("---\na: 1\n").is_err());
+        let s = split("\u{feff}---\na: 1\n---\nbody\n").expect("a byte order mark is accepted");
+        assert_eq!(s.yaml, "a: 1\n");
+        let deep = format!("---\na: {}\n---\nbody\n", "[".repeat(40));
+        assert!(split(&deep).unwrap_err().1.contains("nests too deeply"));
+        let big = format!("---\na: |\n{}---\nbody\n", "  x\n".repeat(20_000));
+        assert!(split(&big).unwrap_err().1.contains("frontmatter too large"));
+        let quoted = format!("---\na: \"{}\"\n---\nbody\n", "[".repeat(40));
+        assert!(split(&quoted).is_ok(), "brackets in a quoted string are text");
         let s = split("---\r\na: 1\r\n---\r\n").unwrap();
         assert_eq!(s.yaml, "a: 1\r\n");
     }
