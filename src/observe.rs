@@ -40,6 +40,9 @@ pub struct Observed {
     pub exit: Option<ExitInfo>,
     /// With [`Proc::Lingering`]: the attempt's processes still alive.
     pub leftovers: Vec<i32>,
+    /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
+    /// Nothing is done for this commission until it is repaired or removed.
+    pub corrupt: Option<String>,
     /// Mailbox events; read only while a worker may still be writing or being folded.
     pub mail: Vec<Mail>,
     /// Keys already in the timeline; read together with `mail`.
@@ -61,6 +64,7 @@ impl Observed {
             run: None,
             exit: None,
             leftovers: Vec::new(),
+            corrupt: None,
             mail: Vec::new(),
             timeline_keys: BTreeSet::new(),
             heartbeat: None,
@@ -171,7 +175,13 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
         match o {
-            Ok(o) => commissions.push(o),
+            Ok(o) => {
+                if let Some(why) = &o.corrupt {
+                    let msg = format!("its runtime state is corrupt, so nothing is done for it until that is repaired or removed: {why}");
+                    problems.push(Problem::new(&o.artifact.path, 1, 1, msg));
+                }
+                commissions.push(o)
+            }
             Err(p) => problems.extend(p),
         }
     }
@@ -251,8 +261,15 @@ fn observe_one(
     let text = std::fs::read_to_string(path).map_err(|e| vec![Problem::new(path, 1, 1, format!("cannot read: {e}"))])?;
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));
-    let record: Option<Record> = read_json(&state.record()).unwrap_or(None);
+    let (record, corrupt) = match read_json::<Record>(&state.record()) {
+        Ok(r) => (r, None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
     let mut obs = Observed::new(artifact, record);
+    if corrupt.is_some() {
+        obs.corrupt = corrupt;
+        return Ok(obs);
+    }
     if matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked | Status::Draft)) {
         obs.missing_deps = obs
             .artifact
@@ -275,8 +292,14 @@ fn observe_one(
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
-    obs.run = read_json::<RunInfo>(&state.run()).ok().flatten().filter(|r| r.attempt == rec.attempt);
-    obs.exit = read_json::<ExitInfo>(&state.exit()).ok().flatten().filter(|x| x.attempt == rec.attempt);
+    let run = read_json::<RunInfo>(&state.run());
+    let exit = read_json::<ExitInfo>(&state.exit());
+    if let Some(e) = run.as_ref().err().or(exit.as_ref().err()) {
+        obs.corrupt = Some(format!("{e:#}"));
+        return;
+    }
+    obs.run = run.ok().flatten().filter(|r| r.attempt == rec.attempt);
+    obs.exit = exit.ok().flatten().filter(|x| x.attempt == rec.attempt);
     obs.proc = match (&obs.run, &obs.exit) {
         (Some(run), _) if run.boot_id == boot && process::is_alive(run) => Proc::Alive,
         (Some(_), _) | (None, Some(_)) => Proc::Dead,

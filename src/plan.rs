@@ -357,6 +357,11 @@ pub fn plan(s: &Snapshot) -> Plan {
 
     let cycles = dependency_cycles(s);
     for o in &s.commissions {
+        if o.corrupt.is_some() {
+            // Its worker may be alive for all we know: it keeps its slot, and nothing is done.
+            running += 1;
+            continue;
+        }
         let (step, effect) = plan_one(s, o, &now, &cycles);
         if step.status.is_active() || matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering) {
             running += 1;

@@ -267,3 +267,32 @@ fn odd_frontmatter_is_refused_quickly_or_accepted_as_written() {
     assert!(text.starts_with("\u{feff}---\nworker: scribe\n"), "{text:?}");
     assert!(p.artifact("brackets").len() > 100_000 && p.artifact("deep").contains("title: [[["), "refused files are never rewritten");
 }
+
+#[test]
+fn a_corrupt_runtime_record_stops_only_its_own_commission() {
+    let p = Project::new(&["scribe", "sleeper"]);
+    let done = p.create("scribe", "Done", "output: .lore/done.md\nWrite.");
+    p.settle();
+    let running = p.create("sleeper", "Running", "sleep: 30\nStay.");
+    p.pass_until("it runs", |p| p.status(&running) == "in_progress");
+    let worker = p.run_info(&running).and_then(|r| r["worker_pid"].as_i64()).expect("worker pid");
+    for id in [&done, &running] {
+        std::fs::write(p.state_dir(id).join("record.json"), "{\"status\": \"compl").expect("corrupt");
+    }
+    let before_done = p.artifact(&done);
+    let before_running = p.artifact(&running);
+    let other = p.create("scribe", "Other", "output: .lore/other.md\nWrite.");
+    let (code, _, err) = p.run(&["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("runtime state is corrupt") && err.contains("record.json"), "{err}");
+    assert_eq!(p.status(&other), "completed", "the others go on");
+    assert_eq!(p.artifact(&done), before_done, "nothing done for it");
+    assert_eq!(p.artifact(&running), before_running, "not failed, not redispatched");
+    assert!(pid_alive(worker), "its worker is never killed on a guess");
+    let s = p.status_json(&running);
+    assert!(s["reason"].as_str().is_some_and(|r| r.contains("corrupt runtime state")), "{s}");
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1);
+    assert!(out.contains(&format!("{running}.md:1:1: its runtime state is corrupt")), "{out}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker as i32), nix::sys::signal::Signal::SIGKILL).expect("kill");
+}

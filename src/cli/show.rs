@@ -78,7 +78,7 @@ fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
         "attempt": a.attempt(),
         "branch": a.str_field("branch"),
         "progress": a.str_field("progress"),
-        "reason": a.str_field("reason"),
+        "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.str_field("reason").map(str::to_string)),
         "result": yaml_json("result"),
         "questions": yaml_json("questions"),
         "created": a.created(),
@@ -101,7 +101,8 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
     let problems: Vec<&Problem> =
         snap.problems.iter().filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i))).collect();
     for p in &problems {
-        if p.path.extension().is_some_and(|e| e == "md") {
+        let observed = snap.commissions.iter().any(|o| o.artifact.path == p.path);
+        if p.path.extension().is_some_and(|e| e == "md") && !observed {
             let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
             rows.push(json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}));
         }
