@@ -296,3 +296,31 @@ fn a_corrupt_runtime_record_stops_only_its_own_commission() {
     assert!(out.contains(&format!("{running}.md:1:1: its runtime state is corrupt")), "{out}");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker as i32), nix::sys::signal::Signal::SIGKILL).expect("kill");
 }
+
+#[test]
+fn submit_result_is_accepted_once_however_many_race() {
+    let p = Project::new(&[]);
+    let wt = p.tmp.path().join("wt");
+    std::fs::create_dir_all(&wt).expect("mkdir");
+    let mailbox = p.tmp.path().join("events.jsonl");
+    for round in 0..5 {
+        let _ = std::fs::remove_file(&mailbox);
+        let children: Vec<_> = (0..16)
+            .map(|i| {
+                p.cmd()
+                    .args(["toolbox", "submit-result", "--summary", &format!("submitter {i}")])
+                    .env("GUILD_HALL_COMMISSION", "c")
+                    .env("GUILD_HALL_MAILBOX", &mailbox)
+                    .env("GUILD_HALL_WORKTREE", &wt)
+                    .env("GUILD_HALL_ATTEMPT", "1")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        let accepted = children.into_iter().map(|c| c.wait_with_output().expect("wait")).filter(|o| o.status.success()).count();
+        let results = std::fs::read_to_string(&mailbox).expect("mailbox").lines().filter(|l| l.contains("\"kind\":\"result\"")).count();
+        assert_eq!((accepted, results), (1, 1), "round {round}");
+    }
+}

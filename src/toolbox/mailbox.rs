@@ -54,6 +54,12 @@ pub fn read(path: &Path) -> Result<Vec<Mail>> {
 
 /// Append one event under an exclusive lock; returns it as recorded.
 pub fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
+    append_if(path, attempt, body, |_| Ok(()))
+}
+
+/// Append one event if `allow` accepts it given the events already there, both under the same
+/// exclusive lock: a rule such as "one result per attempt" holds however many writers race.
+pub fn append_if(path: &Path, attempt: u32, body: MailBody, allow: impl FnOnce(&[Mail]) -> Result<()>) -> Result<Mail> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .read(true)
@@ -64,7 +70,9 @@ pub fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
     let mut text = String::new();
     file.rewind()?;
     file.read_to_string(&mut text)?;
-    let seq = text.lines().filter(|l| serde_json::from_str::<Mail>(l).is_ok()).count() as u64 + 1;
+    let existing: Vec<Mail> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    allow(&existing)?;
+    let seq = existing.len() as u64 + 1;
     let mail =
         Mail { seq, id: uuid::Uuid::new_v4().to_string(), ts: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true), attempt, body };
     let mut line = String::new();

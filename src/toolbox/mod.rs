@@ -48,15 +48,19 @@ impl WorkerContext {
     /// Record an event. `submit_result` is accepted once per attempt, and its artifact paths
     /// must exist inside the worktree.
     pub fn send(&self, body: MailBody) -> Result<Mail> {
+        let is_result = matches!(body, MailBody::Result { .. });
         if let MailBody::Result { artifacts, .. } = &body {
             for a in artifacts {
                 self.check_artifact(a)?;
             }
-            if mailbox::read(&self.mailbox)?.iter().any(|m| m.attempt == self.attempt && matches!(m.body, MailBody::Result { .. })) {
+        }
+        let attempt = self.attempt;
+        mailbox::append_if(&self.mailbox, attempt, body, |existing| {
+            if is_result && existing.iter().any(|m| m.attempt == attempt && matches!(m.body, MailBody::Result { .. })) {
                 bail!("a result was already submitted for this attempt (submit_result is accepted once)");
             }
-        }
-        mailbox::append(&self.mailbox, self.attempt, body)
+            Ok(())
+        })
     }
 
     /// Store a memory for this worker (overwriting the key), and note it in the mailbox.
