@@ -196,7 +196,8 @@ struct Step<'a> {
 impl<'a> Step<'a> {
     fn new(o: &'a Observed, now: &str) -> Step<'a> {
         let status = o.record.as_ref().map(|r| r.status).or(o.artifact.status).unwrap_or(Status::Pending);
-        let record = o.record.clone().unwrap_or(Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None });
+        let record =
+            o.record.clone().unwrap_or(Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created: None });
         Step {
             o,
             now: now.to_string(),
@@ -419,12 +420,7 @@ pub fn plan(s: &Snapshot) -> Plan {
             Effect::Cleanup(why) => {
                 let attempt = step.record.attempt;
                 push_update(&mut actions, step.finish());
-                actions.push(Action::Cleanup {
-                    id: o.artifact.id.clone(),
-                    attempt,
-                    branch: attempt_branch(o, attempt),
-                    why: why.into(),
-                });
+                actions.push(Action::Cleanup { id: o.artifact.id.clone(), attempt, branch: attempt_branch(o, attempt), why: why.into() });
             }
             Effect::Signal(sig) => match &o.run {
                 Some(run) => {
@@ -446,7 +442,8 @@ pub fn plan(s: &Snapshot) -> Plan {
     }
 
     // FIFO by `created:` (ties: id), within the project and global caps.
-    candidates.sort_by(|a, b| (a.o.artifact.created(), a.o.id()).cmp(&(b.o.artifact.created(), b.o.id())));
+    let created = |s: &Step<'_>| s.o.artifact.created().map(str::to_string).or_else(|| s.record.created.clone());
+    candidates.sort_by(|a, b| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
     for mut step in candidates {
         let has_room = running < cfg.commission_cap && running + s.running_elsewhere < s.max_concurrent;
         if !has_room || step.o.worktree_exists {
@@ -483,8 +480,17 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]
     let mut st = Step::new(o, now);
     let art = o.artifact.status;
 
-    if o.artifact.created().is_none() && !o.artifact.status.is_some_and(Status::is_terminal) {
-        st.set("created", Value::String(now.to_string()));
+    let settled = o.artifact.status.is_some_and(Status::is_terminal);
+    match (o.artifact.created(), &st.record.created) {
+        (Some(c), None) if !settled => st.record.created = Some(c.to_string()),
+        (None, _) if !settled => {
+            // The first stamp stays the commission's: a stash or checkout that dropped the key
+            // does not move it to the back of the queue.
+            let created = st.record.created.clone().unwrap_or_else(|| now.to_string());
+            st.set("created", Value::String(created.clone()));
+            st.record.created = Some(created);
+        }
+        _ => {}
     }
 
     // 1. The status as written versus the status we last wrote.

@@ -22,12 +22,19 @@ fn commission(id: &str, extra: &str) -> Commission {
     Commission::parse(&PathBuf::from(format!(".lore/commissions/{id}.md")), &text).expect("test artifact parses")
 }
 
+/// An observed commission; a record made by an earlier pass knows the artifact's `created`.
 fn obs(c: Commission, record: Option<Record>) -> Observed {
+    let record = record.map(|mut r| {
+        if r.created.is_none() {
+            r.created = c.created().map(str::to_string);
+        }
+        r
+    });
     Observed::new(c, record)
 }
 
 fn rec(status: Status, attempt: u32) -> Record {
-    Record { status, prev: None, attempt, term_sent_at: None }
+    Record { status, prev: None, attempt, term_sent_at: None, created: None }
 }
 
 fn snapshot(commissions: Vec<Observed>) -> Snapshot {
@@ -340,7 +347,7 @@ fn redispatch_uses_a_new_branch() {
         _ => None,
     });
     let (attempt, branch, events) = d.expect("dispatched");
-    assert_eq!((attempt, branch.as_str()), (2, "claude/commission/c-2"));
+    assert_eq!((attempt, branch.as_str()), (2, "claude/commission/c+2"));
     assert!(events.iter().any(|e| e["kind"] == "redispatch"));
 }
 
@@ -426,4 +433,28 @@ proptest! {
         prop_assert!(p.actions.is_empty(), "{:?}", p.actions);
         prop_assert!(p.settled);
     }
+}
+
+#[test]
+fn fifo_survives_a_lost_created_stamp() {
+    // `b` was stamped first; then a stash dropped its stamp. It keeps its place ahead of `a`.
+    let parse = |id: &str, created: &str| {
+        let text = format!("---\nworker: scribe\nstatus: pending\n{created}---\nDo it.\n");
+        Commission::parse(&PathBuf::from(format!(".lore/commissions/{id}.md")), &text).expect("parses")
+    };
+    let a = obs(parse("a", "created: 2026-11-22T10:00:05Z\n"), Some(rec(Status::Pending, 0)));
+    let b = obs(parse("b", ""), Some(Record { created: Some("2026-11-22T10:00:01Z".into()), ..rec(Status::Pending, 0) }));
+    let mut s = snapshot(vec![a, b]);
+    s.project.config.commission_cap = 1;
+    let p = plan(&s);
+    let dispatched: Vec<&str> =
+        p.actions.iter().filter_map(|x| if let Action::Dispatch { update, .. } = x { Some(update.id.as_str()) } else { None }).collect();
+    assert_eq!(dispatched, ["b"]);
+    let restamped = p.actions.iter().any(|x| match x {
+        Action::Update(u) | Action::Dispatch { update: u, .. } if u.id == "b" => {
+            u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "created" && v.as_str() == Some("2026-11-22T10:00:01Z")))
+        }
+        _ => false,
+    });
+    assert!(restamped, "the first stamp is written back: {:?}", p.actions);
 }

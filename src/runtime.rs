@@ -24,6 +24,10 @@ pub struct Record {
     /// When SIGTERM was sent to the current attempt's process group.
     #[serde(default)]
     pub term_sent_at: Option<DateTime<Utc>>,
+    /// The `created:` stamp as first seen or written: restored if the key disappears (a
+    /// `git stash` of the stamped file, say), so FIFO order survives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
 }
 
 /// Written by the shim once the worker is started.

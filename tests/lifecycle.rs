@@ -259,11 +259,8 @@ fn an_attempt_begun_by_an_older_guild_hall_keeps_its_dash_branch() {
     std::fs::write(p.artifact_path("old"), text).expect("write");
     let state = p.state_dir("old");
     std::fs::write(state.join("record.json"), r#"{"status": "in_progress", "prev": "pending", "attempt": 2}"#).expect("record");
-    std::fs::write(
-        state.join("exit.json"),
-        r#"{"attempt": 2, "code": 0, "signal": null, "finished_at": "2026-11-22T10:00:00Z"}"#,
-    )
-    .expect("exit");
+    std::fs::write(state.join("exit.json"), r#"{"attempt": 2, "code": 0, "signal": null, "finished_at": "2026-11-22T10:00:00Z"}"#)
+        .expect("exit");
     std::fs::OpenOptions::new().append(true).open(state.join("events.jsonl")).and_then(|mut f| {
         use std::io::Write;
         writeln!(f, r#"{{"seq":99,"id":"legacy-result","ts":"2026-11-22T10:00:00.000Z","attempt":2,"kind":"result","summary":"done the old way","artifacts":[]}}"#)
@@ -429,4 +426,28 @@ fn init_keeps_a_persons_config_comments() {
     assert!(after.starts_with("# my settings\nmax_concurrent_commissions: 4   # the laptop is small\n"), "{after}");
     assert!(after.contains(&other.path().canonicalize().expect("canon").display().to_string()), "{after}");
     assert!(after.contains(&p.root.canonicalize().expect("canon").display().to_string()), "{after}");
+}
+
+#[test]
+fn created_is_stamped_at_creation_and_survives_a_stash() {
+    let p = Project::new(&["scribe"]);
+    // A hand-written, committed commission: the first pass stamps it; a stash drops the
+    // stamp; the next pass puts back the same one, and the stash pops cleanly.
+    p.write_commission("by-hand", "---\nworker: scribe\nstatus: draft\n---\nLater.\n");
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "by hand"]);
+    p.ok(&["reconcile", "--once"]);
+    let stamped = p.artifact("by-hand");
+    let created = stamped.lines().find(|l| l.starts_with("created: ")).expect("stamped").to_string();
+    git(&p.root, &["stash", "-q"]);
+    assert!(!p.artifact("by-hand").contains("created: "));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    p.ok(&["reconcile", "--once"]);
+    assert!(p.artifact("by-hand").contains(&created), "the same stamp: {}", p.artifact("by-hand"));
+    git(&p.root, &["checkout", "-q", "--", ".lore/commissions/by-hand.md"]);
+    git(&p.root, &["stash", "pop", "-q"]);
+    assert!(p.artifact("by-hand").contains(&created));
+
+    let id = p.create("scribe", "Stamped", "output: .lore/s.md\nLater.");
+    assert!(p.artifact(&id).contains("\ncreated: "), "commission create stamps the FIFO key");
 }

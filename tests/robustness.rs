@@ -232,13 +232,8 @@ fn a_closed_pipe_ends_output_quietly_and_never_a_pass() {
 fn a_watch_whose_terminal_goes_away_keeps_working() {
     let p = Project::new(&["scribe"]);
     // stderr into a pipe nobody reads any more; stdout likewise.
-    let mut child = p
-        .cmd()
-        .args(["watch", "-v"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("watch");
+    let mut child =
+        p.cmd().args(["watch", "-v"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("watch");
     drop(child.stdout.take());
     drop(child.stderr.take());
     let id = p.create("scribe", "After the pipe closed", "output: .lore/late.md\nWrite.");

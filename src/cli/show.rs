@@ -1,7 +1,6 @@
 //! Commands that report: `reconcile` (its output), `status`, `timeline`, `logs`, `check`,
 //! `workers`. Formatting only; the work is done by the library.
 
-
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
 use serde_json::json;
