@@ -50,7 +50,7 @@ pub struct Observed {
     pub heartbeat: Option<Heartbeat>,
     pub sample: Option<Sample>,
     pub worktree_exists: bool,
-    /// Dependencies found neither in the working tree nor on the integration branch.
+    /// Dependencies not on the integration branch.
     pub missing_deps: Vec<String>,
 }
 
@@ -275,7 +275,10 @@ fn observe_one(
             .artifact
             .dependencies
             .iter()
-            .filter(|d| !project.root.join(d).exists() && integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
+            // A dependency is met when it is on the integration branch: that is where the
+            // dependent's worktree starts, so a file only in the person's working tree would
+            // not be there for its worker.
+            .filter(|d| integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
             .cloned()
             .collect();
     }

@@ -572,7 +572,11 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]
             if !o.missing_deps.is_empty() {
                 let why = match cycles.iter().find(|c| c.iter().any(|id| id == o.id())) {
                     Some(cycle) => format!("dependency cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
-                    None => format!("missing dependencies: {}", o.missing_deps.join(", ")),
+                    None => format!(
+                        "missing dependencies (not on {}, where its worktree starts): {}",
+                        cfg.integration_branch,
+                        o.missing_deps.join(", ")
+                    ),
                 };
                 if st.status == Status::Pending {
                     st.go(Status::Blocked, &why);

@@ -110,16 +110,30 @@ fn dependency_blocks_until_the_first_result_is_merged() {
 #[test]
 fn pending_loses_a_dependency_and_is_blocked_again() {
     let p = Project::new(&["scribe"]);
-    std::fs::create_dir_all(p.root.join(".lore/in")).expect("mkdir");
-    std::fs::write(p.root.join(".lore/in/x.md"), "x").expect("write");
+    p.commit_on_integration(".lore/in/x.md", "x", "the input");
     p.config("dispatch: manual\n");
     p.write_commission("d", "---\nworker: scribe\ndependencies: [.lore/in/x.md]\n---\nbody\n");
     p.ok(&["reconcile", "--once"]);
     assert_eq!(p.status("d"), "pending");
-    std::fs::remove_file(p.root.join(".lore/in/x.md")).expect("rm");
+    p.remove_on_integration(".lore/in/x.md");
     p.ok(&["reconcile", "--once"]);
     assert_eq!(p.status("d"), "blocked");
-    assert!(p.artifact("d").contains("reason: 'missing dependencies: .lore/in/x.md'") || p.artifact("d").contains("missing dependencies"));
+    assert!(p.artifact("d").contains("missing dependencies (not on claude/main, where its worktree starts): .lore/in/x.md"));
+}
+
+#[test]
+fn a_dependency_only_in_the_working_tree_is_not_met() {
+    // The dependent's worktree starts from claude/main: a file only in the person's checkout
+    // would not be there for its worker, so it does not count.
+    let p = Project::new(&["scribe"]);
+    std::fs::create_dir_all(p.root.join(".lore/in")).expect("mkdir");
+    std::fs::write(p.root.join(".lore/in/x.md"), "x").expect("write");
+    p.write_commission("d", "---\nworker: scribe\ndependencies: [.lore/in/x.md]\n---\nbody\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("d"), "blocked");
+    p.commit_on_integration(".lore/in/x.md", "x", "the input, where workers see it");
+    p.settle();
+    assert_eq!(p.status("d"), "completed");
 }
 
 #[test]

@@ -33,21 +33,9 @@ fn stop_before_merge(p: &Project, id: &str) {
     }
 }
 
-/// Commit `content` to `path` on claude/main through a temporary worktree, as a person would.
+/// Commit `content` to `path` on claude/main, as a person would.
 fn commit_on_integration(p: &Project, path: &str, content: &str) {
-    commit_on_integration_as(p, path, content, "a person's change");
-}
-
-/// The same with a commit message of one's choosing (a guild-hall merge carries a trailer).
-fn commit_on_integration_as(p: &Project, path: &str, content: &str, message: &str) {
-    let wt = p.tmp.path().join("person-wt");
-    git(&p.root, &["worktree", "add", "-q", wt.to_str().expect("utf8"), "claude/main"]);
-    let file = wt.join(path);
-    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
-    std::fs::write(&file, content).expect("write");
-    git(&wt, &["add", "-A"]);
-    git(&wt, &["commit", "-q", "-m", message]);
-    git(&p.root, &["worktree", "remove", wt.to_str().expect("utf8")]);
+    p.commit_on_integration(path, content, "a person's change");
 }
 
 #[test]
@@ -96,8 +84,7 @@ fn a_lore_conflict_with_only_guild_halls_merges_goes_to_the_worker() {
     let id = p.create("editor", "Edit notes", "file: .lore/notes.md\nWrite notes.");
     stop_before_merge(&p, &id);
     // Another commission's squash merge (it carries guild-hall's trailer) wrote the same file.
-    commit_on_integration_as(
-        &p,
+    p.commit_on_integration(
         ".lore/notes.md",
         "an earlier commission's notes\n",
         "Notes (other)\n\nGuild-Hall-Commission: other attempt 1",

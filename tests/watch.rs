@@ -197,15 +197,14 @@ fn reconcile_refuses_or_waits_while_a_watcher_holds_the_project() {
 }
 
 #[test]
-fn a_dependency_outside_lore_appearing_unblocks_at_once() {
+fn a_dependency_outside_lore_committed_unblocks_at_once() {
     let p = Project::new(&["scribe"]);
-    std::fs::create_dir_all(p.root.join("docs")).expect("mkdir");
-    // Resync far away: only a file event can wake it.
+    // Resync far away: only a file event (the integration branch moving) can wake it.
     let _svc = Service::start(&p, &[], &["--resync", "1h"]);
     std::fs::write(p.artifact_path("needs-spec"), "---\nworker: scribe\ndependencies: [docs/spec.md]\n---\noutput: .lore/s.md\nGo.\n")
         .expect("write");
     wait_status(&p, "needs-spec", "blocked");
-    std::fs::write(p.root.join("docs/spec.md"), "the spec\n").expect("write");
+    p.commit_on_integration("docs/spec.md", "the spec\n", "the spec");
     wait_status(&p, "needs-spec", "completed");
 }
 

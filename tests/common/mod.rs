@@ -35,6 +35,12 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A name unique within this test process.
+fn uuid_like() -> usize {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+}
+
 pub fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples").join("workers")
 }
@@ -73,6 +79,27 @@ impl Project {
             p.install_worker(w, w);
         }
         p
+    }
+
+    /// Commit `content` to `path` on claude/main through a temporary worktree (removed after).
+    pub fn commit_on_integration(&self, path: &str, content: &str, message: &str) {
+        let wt = self.tmp.path().join(format!("person-wt-{}", uuid_like()));
+        git(&self.root, &["worktree", "add", "-q", wt.to_str().expect("utf8"), "claude/main"]);
+        let file = wt.join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, content).expect("write");
+        git(&wt, &["add", "-A"]);
+        git(&wt, &["commit", "-q", "-m", message]);
+        git(&self.root, &["worktree", "remove", wt.to_str().expect("utf8")]);
+    }
+
+    /// Remove `path` from claude/main with a commit, as a person would.
+    pub fn remove_on_integration(&self, path: &str) {
+        let wt = self.tmp.path().join(format!("person-wt-{}", uuid_like()));
+        git(&self.root, &["worktree", "add", "-q", wt.to_str().expect("utf8"), "claude/main"]);
+        git(&wt, &["rm", "-q", path]);
+        git(&wt, &["commit", "-q", "-m", "remove it"]);
+        git(&self.root, &["worktree", "remove", wt.to_str().expect("utf8")]);
     }
 
     /// `$HOME` of every command and worker the test runs.
