@@ -33,6 +33,10 @@ pub struct ProjectConfig {
     pub cancel_grace: Duration,
     pub dispatch: DispatchMode,
     pub default_worker: Option<String>,
+    /// Wall-clock limit of an attempt unless the commission or its package says otherwise;
+    /// `0s` means none.
+    #[serde(with = "duration_str")]
+    pub timeout: Duration,
 }
 
 impl Default for ProjectConfig {
@@ -46,6 +50,7 @@ impl Default for ProjectConfig {
             cancel_grace: Duration::from_secs(30),
             dispatch: DispatchMode::Auto,
             default_worker: None,
+            timeout: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -256,6 +261,25 @@ pub fn default_project_name(root: &Path) -> String {
         .map(|o| o.to_string()[..8].to_string())
         .unwrap_or_else(|_| "00000000".into());
     format!("{base}-{hash}")
+}
+
+/// Optional durations as humantime strings.
+pub mod opt_duration_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            Some(s) => humantime::parse_duration(&s).map(Some).map_err(|e| serde::de::Error::custom(format!("bad duration {s:?}: {e}"))),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Durations as humantime strings (`90s`, `5m`).

@@ -612,7 +612,14 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]
                         let pid = o.run.as_ref().map(|r| r.pid).unwrap_or(0);
                         st.go(Status::InProgress, &format!("worker process running (shim pid {pid})"));
                     }
-                    heartbeat(s, o, &mut st)
+                    match overtime(s, o) {
+                        Some(why) => {
+                            st.event("timeout", format!("timeout:{}", st.record.attempt), json!({"text": why}));
+                            st.go(Status::Failed, &why);
+                            Effect::Signal(Sig::Kill)
+                        }
+                        None => heartbeat(s, o, &mut st),
+                    }
                 }
                 Proc::NotStarted | Proc::Dead => classify_exit(o, &mut st),
             }
@@ -641,6 +648,26 @@ fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]
         }
     };
     (st, effect)
+}
+
+/// The wall-clock limit of an attempt and where it comes from: the commission's `timeout:`,
+/// else its package's, else the project's (`0s`: none).
+pub fn time_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Duration, &'static str)> {
+    let package = s.workers.packages.get(&o.artifact.worker).and_then(|p| p.manifest.timeout);
+    let (limit, from) = match (o.artifact.timeout, package) {
+        (Some(t), _) => (t, "the commission's timeout"),
+        (None, Some(t)) => (t, "its worker package's timeout"),
+        (None, None) => (s.project.config.timeout, "the project's timeout"),
+    };
+    (!limit.is_zero()).then_some((limit, from))
+}
+
+/// Why a running attempt must stop now for running too long, if it must.
+fn overtime(s: &Snapshot, o: &Observed) -> Option<String> {
+    let (limit, from) = time_limit(s, o)?;
+    let started = o.run.as_ref()?.started_at;
+    let ran = s.now.signed_duration_since(started).to_std().unwrap_or_default();
+    (ran >= limit).then(|| format!("timed out: ran longer than {} ({from})", humantime::format_duration(limit)))
 }
 
 /// A running worker: signs of life since the last look keep it alive; none for `stale_after`
@@ -712,7 +739,11 @@ pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
             }
             (Proc::Alive, _) => {
                 let last = o.heartbeat.as_ref().map(|h| h.last_activity).unwrap_or(s.now);
-                Some(last + chrono::Duration::from_std(cfg.stale_after + std::time::Duration::from_millis(100)).unwrap_or_default())
+                let stale = last + chrono::Duration::from_std(cfg.stale_after + std::time::Duration::from_millis(100)).unwrap_or_default();
+                let timeout = time_limit(s, o)
+                    .zip(o.run.as_ref())
+                    .map(|((limit, _), run)| run.started_at + chrono::Duration::from_std(limit).unwrap_or_default());
+                Some(timeout.map_or(stale, |t| t.min(stale)))
             }
             _ => None,
         };

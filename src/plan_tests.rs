@@ -458,3 +458,37 @@ fn fifo_survives_a_lost_created_stamp() {
     });
     assert!(restamped, "the first stamp is written back: {:?}", p.actions);
 }
+
+#[test]
+fn a_worker_past_its_time_limit_is_failed_and_killed() {
+    let running = |extra: &str, started_secs_ago: i64| {
+        let mut o = obs(commission("c", &format!("status: in_progress\n{extra}")), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Alive;
+        o.run = Some(RunInfo { started_at: t0() - Duration::seconds(started_secs_ago), ..run_info(1) });
+        o.sample = Some(Sample::default());
+        o
+    };
+    let fails = |o: Observed, cfg_timeout: u64| {
+        let mut s = snapshot(vec![o]);
+        s.project.config.timeout = std::time::Duration::from_secs(cfg_timeout);
+        let p = plan(&s);
+        let killed = p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. }));
+        let reason = edits_of(&p, "c").iter().find_map(|e| match e {
+            Edit::Set(k, v) if k == "reason" => v.as_str().map(str::to_string),
+            _ => None,
+        });
+        (killed, reason)
+    };
+    // The commission's own limit wins over the project's.
+    let (killed, reason) = fails(running("timeout: 90s\n", 100), 3600);
+    assert!(killed);
+    assert_eq!(reason.as_deref(), Some("timed out: ran longer than 1m 30s (the commission's timeout)"));
+    assert_eq!(fails(running("timeout: 90s\n", 80), 3600), (false, None));
+    // The project's default applies otherwise; 0s means no limit.
+    assert!(fails(running("", 100), 60).0);
+    assert_eq!(fails(running("", 100_000), 0), (false, None));
+    // The next look is due at the deadline, not only at the stale check.
+    let mut s = snapshot(vec![running("timeout: 90s\n", 80)]);
+    s.project.config.stale_after = std::time::Duration::from_secs(3600);
+    assert_eq!(next_check(&s), Some(std::time::Duration::from_secs(10)));
+}

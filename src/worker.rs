@@ -46,6 +46,9 @@ pub struct Manifest {
     /// that, from `$GUILD_HALL_HOME/secrets.env` (mode 0600). Values are never logged.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Wall-clock limit of an attempt (a humantime duration), overriding the project's.
+    #[serde(default, with = "crate::config::opt_duration_str", skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the

@@ -465,3 +465,18 @@ fn created_is_stamped_at_creation_and_survives_a_stash() {
     let id = p.create("scribe", "Stamped", "output: .lore/s.md\nLater.");
     assert!(p.artifact(&id).contains("\ncreated: "), "commission create stamps the FIFO key");
 }
+
+#[test]
+fn a_worker_that_runs_too_long_is_stopped_at_its_timeout() {
+    // The sleeper reports progress (a heartbeat) and would run 60 s; its timeout is 2 s.
+    let p = Project::new(&["sleeper"]);
+    p.write_commission("long", "---\nworker: sleeper\ntimeout: 2s\n---\nsleep: 60\nTake your time.\n");
+    p.pass_until("it runs", |p| p.status("long") == "in_progress");
+    let worker = p.run_info("long").and_then(|r| r["worker_pid"].as_i64()).expect("worker pid");
+    p.settle();
+    let s = p.status_json("long");
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["reason"], "timed out: ran longer than 2s (the commission's timeout)");
+    assert!(!pid_alive(worker));
+    assert!(kinds(&p.timeline("long")).contains(&"timeout".to_string()));
+}

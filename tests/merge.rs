@@ -84,11 +84,7 @@ fn a_lore_conflict_with_only_guild_halls_merges_goes_to_the_worker() {
     let id = p.create("editor", "Edit notes", "file: .lore/notes.md\nWrite notes.");
     stop_before_merge(&p, &id);
     // Another commission's squash merge (it carries guild-hall's trailer) wrote the same file.
-    p.commit_on_integration(
-        ".lore/notes.md",
-        "an earlier commission's notes\n",
-        "Notes (other)\n\nGuild-Hall-Commission: other attempt 1",
-    );
+    p.commit_on_integration(".lore/notes.md", "an earlier commission's notes\n", "Notes (other)\n\nGuild-Hall-Commission: other attempt 1");
     p.settle();
     assert_eq!(p.status(&id), "completed");
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/notes.md"]), "from the worker\n");

@@ -115,6 +115,8 @@ pub struct Commission {
     /// between commissions are seen.
     pub outputs: Vec<String>,
     pub resources: Resources,
+    /// Wall-clock limit of an attempt (`timeout:`), overriding the package's and the project's.
+    pub timeout: Option<std::time::Duration>,
     pub desired: Option<Desired>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed.
     /// Other keys are validated into the typed fields above and not kept.
@@ -203,6 +205,20 @@ impl Commission {
                 Resources::default()
             }),
         };
+        let timeout = match get("timeout") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t)) => match humantime::parse_duration(t) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    bad("timeout", format!("bad timeout {t:?}: {e} (a duration such as 90m or 4h)"));
+                    None
+                }
+            },
+            Some(v) => {
+                bad("timeout", format!("bad timeout {}: a duration such as 90m or 4h", show(v)));
+                None
+            }
+        };
         let desired = match get("desired") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "dispatched" => Some(Desired::Dispatched),
@@ -234,6 +250,7 @@ impl Commission {
             dependencies,
             outputs,
             resources,
+            timeout,
             desired,
             fields,
             body: split.body.to_string(),
@@ -260,8 +277,9 @@ impl Commission {
 
 /// Keys read from the frontmatter; everything else is skipped by the parser without building
 /// values (parsing dominates observe, and most of a settled artifact is not ours to read).
-const READ_KEYS: [&str; 16] = [
+const READ_KEYS: [&str; 17] = [
     "outputs",
+    "timeout",
     "status",
     "created",
     "attempt",
