@@ -118,7 +118,8 @@ fn launch_as(unprivileged: bool) {
     assert_eq!(after("--max-budget-usd"), "0.5");
     assert_eq!(after("--permission-mode"), "dontAsk");
     assert_eq!(after("--tools"), "Read,Grep,Glob,WebSearch,WebFetch", "only read-only built-in tools are offered");
-    assert_eq!(after("--output-format"), "text");
+    assert_eq!(after("--output-format"), "stream-json", "the log shows every tool call");
+    assert!(args.contains(&"--verbose".to_string()), "stream-json needs --verbose in -p mode");
     assert!(args.contains(&"--strict-mcp-config".to_string()));
     assert!(!args.iter().any(|a| a.contains("dangerously") || a == "bypassPermissions"), "no permission bypass: {args:?}");
     let allowed_list = after("--allowedTools");
@@ -290,6 +291,11 @@ fn real_claude_code_confined_delivers_a_file_that_unblocks_a_dependent() {
         "# Crash-only software\n\nStop = crash; start = recover.\n"
     );
     assert_eq!(p.status("summary"), "completed", "the dependent ran once the output was merged");
+    let log = p.ok(&["logs", "survey"]);
+    assert!(
+        log.contains("\"type\":\"assistant\"") && log.contains("mcp__guild-hall__write_artifact"),
+        "the tool calls are in the log:\n{log}"
+    );
     assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
     assert!(api.tool_results().contains("No such tool available: Write"), "the forbidden call was refused");
     // Write, Edit and Bash were never offered to the model.

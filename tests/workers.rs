@@ -138,3 +138,25 @@ fn memory_keys_are_never_paths() {
     assert!(!p.home.join("memory").exists() || std::fs::read_dir(p.home.join("memory/w")).map(|d| d.count() == 0).unwrap_or(true));
     assert!(!p.tmp.path().join("escape.md").exists());
 }
+
+#[test]
+fn every_toolbox_spelling_the_system_prompt_teaches_works() {
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Prompted", "output: .lore/x.md\nWrite.");
+    p.settle();
+    let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
+    let taught: Vec<String> = prompt
+        .split("(shell: `toolbox ")
+        .skip(1)
+        .filter_map(|rest| rest.split_whitespace().next().map(|w| w.trim_end_matches(['`', ')']).to_string()))
+        .collect();
+    assert_eq!(taught.len(), 7, "{prompt}");
+    for name in &taught {
+        // The shell spelling, and the MCP name with underscores, both run the tool.
+        for spelling in [name.clone(), name.replace('-', "_")] {
+            let (code, out, err) = p.run(&["toolbox", &spelling, "--help"]);
+            assert_eq!(code, 0, "{spelling}: {err}");
+            assert!(out.contains("Usage"), "{spelling}: {out}");
+        }
+    }
+}

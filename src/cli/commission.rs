@@ -51,8 +51,10 @@ pub enum CommissionCmd {
 #[derive(Debug, Subcommand)]
 pub enum ToolboxCmd {
     /// Report progress (also a heartbeat).
+    #[command(alias = "report_progress")]
     ReportProgress { text: String },
     /// Submit the result (once per attempt). Artifact paths are relative to the worktree.
+    #[command(alias = "submit_result")]
     SubmitResult {
         #[arg(long)]
         summary: String,
@@ -60,8 +62,10 @@ pub enum ToolboxCmd {
         artifacts: Vec<String>,
     },
     /// Record a question the worker cannot resolve alone.
+    #[command(alias = "log_question")]
     LogQuestion { text: String },
     /// Remember something for this worker's later commissions (overwrites the key).
+    #[command(alias = "store_memory")]
     StoreMemory {
         /// A filename-safe name: lowercase letters, digits, '-', '_', '.'.
         #[arg(long)]
@@ -71,10 +75,13 @@ pub enum ToolboxCmd {
     },
     /// Write a file under .lore/ of the worktree (how an agent without file tools delivers
     /// one). CONTENT, or stdin when it is omitted; at most 1 MiB.
+    #[command(alias = "write_artifact")]
     WriteArtifact { path: String, content: Option<String> },
     /// Print a file under .lore/ of the worktree.
+    #[command(alias = "read_artifact")]
     ReadArtifact { path: String },
     /// Record a decision and why it was made.
+    #[command(alias = "record_decision")]
     RecordDecision {
         #[arg(long)]
         question: String,

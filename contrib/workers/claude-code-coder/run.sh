@@ -7,7 +7,8 @@
 # - `--permission-mode dontAsk`: what `--allowedTools` lists runs, anything else is denied
 #   without asking (there is nobody to ask). No permission bypass, so it runs as root too,
 # - bounded by GUILD_HALL_MAX_TURNS and GUILD_HALL_MAX_BUDGET_USD,
-# - system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE (posture, memory, toolbox instructions).
+# - system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE (posture, memory, toolbox instructions),
+# - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made.
 set -eu
 # The MCP config lives in the private temp dir, which guild-hall removes with the attempt.
 config="$TMPDIR/guild-hall-mcp.json"
@@ -28,4 +29,4 @@ exec claude -p "$(cat "$GUILD_HALL_PROMPT_FILE")" \
   --permission-mode dontAsk \
   --max-turns "$GUILD_HALL_MAX_TURNS" \
   --max-budget-usd "$GUILD_HALL_MAX_BUDGET_USD" \
-  --output-format text
+  --output-format stream-json --verbose
