@@ -133,6 +133,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     let mut report = Report::default();
     let mut seen_problems = BTreeSet::new();
     // Commissions whose action failed: left alone for the rest of this invocation.
+    let mut waiting: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut failed_ids = opts.skip.clone();
     let mut rounds = 0usize;
     loop {
@@ -187,6 +188,16 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             progressed |= !matches!(a, Action::Heartbeat { .. }) && !matches!(result, Ok(Outcome::Waiting(_)));
             if matches!(a, Action::Heartbeat { .. }) {
                 continue;
+            }
+            // A wait that goes on (a merge waiting on local changes, say) is said once, and
+            // again only when what it waits on changes: `--wait` polls several times a second.
+            if let Ok(Outcome::Waiting(why)) = &result {
+                if waiting.get(a.id()) == Some(why) {
+                    continue;
+                }
+                waiting.insert(a.id().to_string(), why.clone());
+            } else {
+                waiting.remove(a.id());
             }
             let e = Entry { pass: rounds, id: a.id().into(), action: a.kind(), detail: a.describe(), ok, error, plan: None };
             on_entry(&e);

@@ -143,3 +143,15 @@ fn an_advance_interrupted_before_the_ref_moved_is_finished() {
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/notes.md"]), "from the worker\n");
     assert!(!git(&p.root, &["status", "--porcelain"]).contains("notes.md"));
 }
+
+#[test]
+fn a_waiting_merge_is_reported_once_while_reconcile_waits() {
+    let p = Project::new(&["scribe"]);
+    git(&p.root, &["checkout", "-q", "claude/main"]);
+    let id = p.create("scribe", "Notes", "output: .lore/notes.md\nWrite.");
+    std::fs::write(p.root.join(".lore/notes.md"), "my own draft\n").expect("write");
+    // `--wait` polls several times a second for 3 s; the wait is said once.
+    let (_, out, _) = p.run(&["reconcile", "--once", "--wait", "--timeout", "3s"]);
+    assert_eq!(out.matches("merge waiting").count(), 1, "{out}");
+    assert_eq!(p.status(&id), "in_progress");
+}
