@@ -8,6 +8,8 @@ pub mod act;
 pub mod artifact;
 pub mod cli;
 pub mod config;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod git;
 pub mod ids;
 pub mod manager;
