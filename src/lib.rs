@@ -13,6 +13,7 @@ mod fuzz_tests;
 pub mod git;
 pub mod ids;
 pub mod manager;
+pub mod mcp_args;
 pub mod memory;
 pub mod observe;
 pub mod ops;

@@ -4,27 +4,43 @@
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value as Json;
 
 use crate::config::{Home, Project};
+use crate::mcp_args::Checked;
 use crate::ops::{Dispatcher, OpError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DispatchArgs {
     /// A short label for the job (shown by list).
     pub description: String,
     /// The full prompt: the outcome wanted and how the worker can verify it.
     pub task: String,
-    /// Optional: {"worker": package name, "maxTurns": n, "maxBudgetUsd": x}.
-    #[serde(default)]
-    pub config: Option<Json>,
+    /// Optional: which worker, and limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<DispatchConfig>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DispatchConfig {
+    /// A worker package name (default: the project's default_worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// At most this many agent turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// At most this many US dollars of model use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_budget_usd: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListArgs {
     /// "simple" (default) or "detailed" (adds description and latest progress).
     #[serde(default)]
@@ -35,6 +51,7 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct JobArgs {
     /// The jobId returned by dispatch.
     #[serde(rename = "jobId")]
@@ -68,41 +85,41 @@ impl ManagerServer {
     #[tool(
         description = "Hand a task to a worker. Returns {jobId} at once; the work runs in the background (its own branch, worktree and process) and is merged when done."
     )]
-    async fn dispatch(&self, Parameters(a): Parameters<DispatchArgs>) -> Result<String, ErrorData> {
-        call(self, "dispatch", a)
+    async fn dispatch(&self, Parameters(a): Parameters<Checked<DispatchArgs>>) -> Result<String, ErrorData> {
+        call(self, "dispatch", a.get()?)
     }
 
     #[tool(
         description = "List jobs: {jobs: [{jobId, status}]}, or with detail \"detailed\" also description and latest progress. filter is a glob on descriptions."
     )]
-    async fn list(&self, Parameters(a): Parameters<ListArgs>) -> Result<String, ErrorData> {
-        call(self, "list", a)
+    async fn list(&self, Parameters(a): Parameters<Checked<ListArgs>>) -> Result<String, ErrorData> {
+        call(self, "list", a.get()?)
     }
 
     #[tool(
         description = "A job's state: status (running, completed, failed, cancelled), latest progress, the worker's open questions and decisions, error, times. Poll it; relay questions to the person."
     )]
-    async fn status(&self, Parameters(a): Parameters<JobArgs>) -> Result<String, ErrorData> {
-        call(self, "status", a)
+    async fn status(&self, Parameters(a): Parameters<Checked<JobArgs>>) -> Result<String, ErrorData> {
+        call(self, "status", a.get()?)
     }
 
     #[tool(
         description = "A completed job's result: {jobId, output, artifacts}. An error while it is running, or if it failed or was cancelled."
     )]
-    async fn result(&self, Parameters(a): Parameters<JobArgs>) -> Result<String, ErrorData> {
-        call(self, "result", a)
+    async fn result(&self, Parameters(a): Parameters<Checked<JobArgs>>) -> Result<String, ErrorData> {
+        call(self, "result", a.get()?)
     }
 
     #[tool(description = "Stop a job. Idempotent: an ended job just reports its status. Work done so far is kept on its branch.")]
-    async fn cancel(&self, Parameters(a): Parameters<JobArgs>) -> Result<String, ErrorData> {
-        call(self, "cancel", a)
+    async fn cancel(&self, Parameters(a): Parameters<Checked<JobArgs>>) -> Result<String, ErrorData> {
+        call(self, "cancel", a.get()?)
     }
 
     #[tool(
         description = "Delete a completed or cancelled job and everything it owns (its file, timeline, records and branches). Running and failed jobs are refused."
     )]
-    async fn delete(&self, Parameters(a): Parameters<JobArgs>) -> Result<String, ErrorData> {
-        call(self, "delete", a)
+    async fn delete(&self, Parameters(a): Parameters<Checked<JobArgs>>) -> Result<String, ErrorData> {
+        call(self, "delete", a.get()?)
     }
 }
 
@@ -128,7 +145,7 @@ impl ServerHandler for ManagerServer {
             list = if workers.is_empty() { "(none installed)".to_string() } else { workers.join("\n") },
         );
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::from_build_env())
+            .with_server_info(crate::mcp_args::implementation())
             .with_instructions(instructions)
     }
 }

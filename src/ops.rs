@@ -265,8 +265,8 @@ impl Dispatcher<'_> {
             "commissionStatus": status.as_str(),
             "description": c.title.clone().unwrap_or_else(|| c.id.clone()),
             "summary": c.str_field("progress"),
-            "questions": if questions.is_empty() { Json::Null } else { json!(questions) },
-            "decisions": if decisions.is_empty() { Json::Null } else { json!(decisions) },
+            "questions": questions,
+            "decisions": decisions,
             "error": error,
             "startedAt": c.created(),
             "completedAt": c.str_field("completed"),
@@ -291,7 +291,7 @@ impl Dispatcher<'_> {
             Some(Value::Sequence(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
             _ => Vec::new(),
         };
-        Ok(json!({"jobId": c.id, "output": output, "artifacts": if artifacts.is_empty() { Json::Null } else { json!(artifacts) }}))
+        Ok(json!({"jobId": c.id, "output": output, "artifacts": artifacts}))
     }
 
     /// `worker/cancel {jobId}`: idempotent; an ended job just reports its status.
@@ -301,7 +301,9 @@ impl Dispatcher<'_> {
         if status.is_terminal() {
             return Ok(json!({"jobId": c.id, "status": job_status(status)}));
         }
-        request(self.project, &c.id, &Edit::Set("desired".into(), Value::from("cancelled")))?;
+        // The status itself, as a person would edit it: from this moment `status` says
+        // cancelled; the reconciler stops the worker and commits its partial work.
+        request(self.project, &c.id, &Edit::Set("status".into(), Value::from("cancelled")))?;
         self.kick()?;
         Ok(json!({"jobId": c.id, "status": "cancelled"}))
     }

@@ -141,7 +141,17 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert!(r["status_unknown"]["error"].as_str().is_some_and(|e| e.contains("unknown jobId")), "{r}");
     assert!(r["status_traversal"]["error"].as_str().is_some_and(|e| e.contains("bad jobId")), "{r}");
     assert!(r["dispatch_bad"]["error"].as_str().is_some_and(|e| e.contains("unknown worker")), "{r}");
-    assert!(r["dispatch_types"]["error"].as_str().is_some_and(|e| e.contains("maxTurns")), "{r}");
+    assert!(r["dispatch_types"]["error"].as_str().is_some_and(|e| e.contains("maxTurns") || e.contains("invalid type")), "{r}");
+    // Arguments that do not fit the schema are JSON-RPC invalid-params errors, unknown keys too.
+    for case in ["dispatch_types", "dispatch_unknown_key", "dispatch_unknown_config", "status_wrong_type"] {
+        assert_eq!(r[case]["code"], -32602, "{case}: {}", r[case]);
+    }
+    assert!(r["dispatch_unknown_key"]["error"].as_str().is_some_and(|e| e.contains("unknown field `max_turns`")), "{r}");
+    // It introduces itself as guild-hall; lists are lists even when empty; a cancel shows at once.
+    assert_eq!(r["server"], serde_json::json!({"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")}));
+    assert_eq!(r["slow_running"]["questions"], serde_json::json!([]), "{r}");
+    assert_eq!(r["slow_running"]["decisions"], serde_json::json!([]), "{r}");
+    assert_eq!(r["status_after_cancel"]["status"], "cancelled", "{r}");
 
     // The merge happened, and delete removed exactly what the jobs owned.
     let merged = git(&p.root, &["log", "--format=%b", "claude/main"]);

@@ -19,11 +19,12 @@ def is_error(r):
 async def call(session, name, args):
     try:
         r = await session.call_tool(name, args)
-    except Exception as e:  # an MCP error response
-        return {"error": str(e)}
+    except Exception as e:  # a JSON-RPC error response: its code says which kind
+        err = getattr(e, "error", None)
+        return {"error": str(e), "code": getattr(err, "code", None)}
     text = "".join(c.text for c in r.content if hasattr(c, "text"))
     if is_error(r):
-        return {"error": text}
+        return {"error": text, "tool_error": True}
     return json.loads(text)
 
 
@@ -44,6 +45,8 @@ async def main(binary, project, home):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             out["instructions"] = init.instructions
+            info = getattr(init, "server_info", None) or getattr(init, "serverInfo", None)
+            out["server"] = {"name": info.name, "version": info.version}
             out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
             d = await call(session, "dispatch", {"description": "Survey crash-only designs", "task": "Crash-only software\nSurvey it.", "config": {"worker": "researcher", "maxTurns": 9}})
             out["dispatch"] = d
@@ -60,6 +63,7 @@ async def main(binary, project, home):
             out["result_running"] = await call(session, "result", {"jobId": slow})
             out["delete_running"] = await call(session, "delete", {"jobId": slow})
             out["cancel_slow"] = await call(session, "cancel", {"jobId": slow})
+            out["status_after_cancel"] = await call(session, "status", {"jobId": slow})
             out["slow_final"] = await poll(session, slow, ("cancelled",))
             out["cancel_again"] = await call(session, "cancel", {"jobId": slow})
             deadline = time.time() + 60
@@ -73,6 +77,9 @@ async def main(binary, project, home):
             out["status_traversal"] = await call(session, "status", {"jobId": "../../etc/passwd"})
             out["dispatch_bad"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "nobody"}})
             out["dispatch_types"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "researcher", "maxTurns": "lots"}})
+            out["dispatch_unknown_key"] = await call(session, "dispatch", {"description": "x", "task": "y", "max_turns": 3})
+            out["dispatch_unknown_config"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "researcher", "max_turns": 3}})
+            out["status_wrong_type"] = await call(session, "status", {"jobId": 42})
             out["job"], out["slow"] = job, slow
     print(json.dumps(out))
 

@@ -4,21 +4,24 @@
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::mailbox::MailBody;
 use super::WorkerContext;
+use crate::mcp_args::Checked;
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TextArgs {
     /// The text to record.
     pub text: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ResultArgs {
     /// What was achieved and how it was verified, for the person who reads the result.
     pub summary: String,
@@ -28,6 +31,7 @@ pub struct ResultArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DecisionArgs {
     /// The question that needed deciding.
     pub question: String,
@@ -38,6 +42,7 @@ pub struct DecisionArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MemoryArgs {
     /// A short filename-safe name: lowercase letters, digits, '-', '_', '.'. Storing the same
     /// key again replaces it.
@@ -47,6 +52,7 @@ pub struct MemoryArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WriteArtifactArgs {
     /// Where to write, relative to your working directory and under `.lore/` (e.g.
     /// `.lore/research/notes.md`). Directories are created.
@@ -56,6 +62,7 @@ pub struct WriteArtifactArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReadArtifactArgs {
     /// A file under `.lore/`, relative to your working directory.
     pub path: String,
@@ -86,14 +93,16 @@ impl ToolboxServer {
     #[tool(
         description = "Report what you have done and what comes next. Call it at each milestone and at least every few minutes of long work: it is shown to the person and is your heartbeat."
     )]
-    async fn report_progress(&self, Parameters(a): Parameters<TextArgs>) -> Result<String, ErrorData> {
+    async fn report_progress(&self, Parameters(a): Parameters<Checked<TextArgs>>) -> Result<String, ErrorData> {
+        let a = a.get()?;
         self.send(MailBody::Progress { text: a.text })
     }
 
     #[tool(
         description = "Declare the commission done, once, after you have achieved and verified the outcome. Without it the commission counts as failed. Give a summary and the files you produced (relative to your working directory)."
     )]
-    async fn submit_result(&self, Parameters(a): Parameters<ResultArgs>) -> Result<String, ErrorData> {
+    async fn submit_result(&self, Parameters(a): Parameters<Checked<ResultArgs>>) -> Result<String, ErrorData> {
+        let a = a.get()?;
         let artifacts = super::normalise_artifacts(&a.artifacts).map_err(invalid)?;
         self.send(MailBody::Result { summary: a.summary, artifacts })
     }
@@ -101,32 +110,37 @@ impl ToolboxServer {
     #[tool(
         description = "Record a question you cannot resolve yourself, or a result you cannot verify. It is shown to the person; carry on with your best judgement."
     )]
-    async fn log_question(&self, Parameters(a): Parameters<TextArgs>) -> Result<String, ErrorData> {
+    async fn log_question(&self, Parameters(a): Parameters<Checked<TextArgs>>) -> Result<String, ErrorData> {
+        let a = a.get()?;
         self.send(MailBody::Question { text: a.text })
     }
 
     #[tool(description = "Record a decision others should know about: the question, what you decided, and why.")]
-    async fn record_decision(&self, Parameters(a): Parameters<DecisionArgs>) -> Result<String, ErrorData> {
+    async fn record_decision(&self, Parameters(a): Parameters<Checked<DecisionArgs>>) -> Result<String, ErrorData> {
+        let a = a.get()?;
         self.send(MailBody::Decision { question: a.question, decision: a.decision, reasoning: a.reasoning })
     }
 
     #[tool(
         description = "Write a file under .lore/ of your working directory (the whole content; directories are created). Use it to deliver files such as reports or a commission's declared outputs, then name them in submit_result."
     )]
-    async fn write_artifact(&self, Parameters(a): Parameters<WriteArtifactArgs>) -> Result<String, ErrorData> {
+    async fn write_artifact(&self, Parameters(a): Parameters<Checked<WriteArtifactArgs>>) -> Result<String, ErrorData> {
+        let a = a.get()?;
         let rel = self.ctx.write_artifact(&a.path, &a.content).map_err(invalid)?;
         Ok(format!("wrote {rel} ({} bytes)", a.content.len()))
     }
 
     #[tool(description = "Read a file under .lore/ of your working directory.")]
-    async fn read_artifact(&self, Parameters(a): Parameters<ReadArtifactArgs>) -> Result<String, ErrorData> {
+    async fn read_artifact(&self, Parameters(a): Parameters<Checked<ReadArtifactArgs>>) -> Result<String, ErrorData> {
+        let a = a.get()?;
         self.ctx.read_artifact(&a.path).map_err(invalid)
     }
 
     #[tool(
         description = "Remember something for your next commissions (conventions, pitfalls, where things are). It appears in your system prompt next time."
     )]
-    async fn store_memory(&self, Parameters(a): Parameters<MemoryArgs>) -> Result<String, ErrorData> {
+    async fn store_memory(&self, Parameters(a): Parameters<Checked<MemoryArgs>>) -> Result<String, ErrorData> {
+        let a = a.get()?;
         self.ctx.store_memory(&a.key, &a.content).map_err(invalid)?;
         Ok(format!("stored memory {}", a.key))
     }
@@ -136,7 +150,7 @@ impl ToolboxServer {
 impl ServerHandler for ToolboxServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::from_build_env())
+            .with_server_info(crate::mcp_args::implementation())
             .with_instructions(format!(
                 "Toolbox for guild-hall commission {}. Report progress as you go, log questions you cannot resolve, record decisions, store memories worth keeping, and call submit_result once when the outcome is achieved and verified.",
                 self.ctx.commission
