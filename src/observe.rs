@@ -287,7 +287,11 @@ fn observe_one(
         obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
         let live = rec.status.is_active() || obs.worktree_exists || matches!(obs.proc, Proc::Alive | Proc::Starting);
         if live {
-            obs.mail = mailbox::read(&state.mailbox()).unwrap_or_default();
+            // An unreadable mailbox is not an empty one: a submitted result may be in it.
+            match mailbox::read(&state.mailbox()) {
+                Ok(mail) => obs.mail = mail,
+                Err(e) => obs.corrupt = Some(format!("{e:#}")),
+            }
             obs.timeline_keys = crate::timeline::keys(&crate::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
         }
     }
