@@ -1,9 +1,7 @@
 //! Nothing lost: crashes of the reconciler mid-action (fault injection), the single-writer
 //! lock, refused requests, bad input of every kind, and misuse of the toolbox.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn count_workers_started(p: &Project, id: &str) -> usize {
     // Every started worker appends its banner line to the attempt log.

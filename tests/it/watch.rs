@@ -2,12 +2,10 @@
 //! checkouts, worker results, crashes and hangs, stop and restart with a worker still running,
 //! SIGHUP, two projects under one global cap, a malformed file that must not spin, the lock.
 
-mod common;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 

@@ -3,12 +3,10 @@
 //! cannot make guild-hall touch `main`, `claude/main` or the person's checkout; no process a
 //! worker starts outlives its attempt; logs are capped; the home is private.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 /// The person's side of the repository, byte for byte: every file of the checkout (guild-hall's
 /// own artifact writes under `.lore/commissions/` aside), the shared `.git/config`, `HEAD` and

@@ -3,12 +3,10 @@
 //! listed and called, their effects checked in the mailbox and memory, bad arguments are MCP
 //! errors and never a crash.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// The venv's python with the MCP SDK, made on first use.
 fn python() -> PathBuf {

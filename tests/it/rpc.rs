@@ -1,13 +1,11 @@
 //! The `worker/*` JSON-RPC endpoint of `guild-hall watch --socket/--listen`, over real sockets:
 //! every method and its error paths, the bearer token on TCP, malformed and oversized requests.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// Send raw bytes, return (HTTP status code, body).

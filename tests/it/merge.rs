@@ -3,9 +3,7 @@
 //! worker); a checkout of the integration branch is advanced only when no person's local
 //! change is touched.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// A full-checkout worker that writes `$FILE` (from its prompt's `file:` line) and submits.
 fn install_editor(p: &Project) {

@@ -7,12 +7,10 @@
 //!   (`tests/fake_anthropic.py`) that scripts the model's tool calls and records which tools
 //!   each request offered.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use common::*;
+use crate::common::*;
 
 fn install_package(p: &Project, name: &str) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers").join(name);

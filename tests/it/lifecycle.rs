@@ -1,9 +1,7 @@
 //! A commission's whole life through the real binary: dispatch, progress, result, squash merge,
 //! dependencies, the four exit classes, heartbeat, cancellation, re-dispatch, limits.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn init_is_idempotent_and_needs_git() {

@@ -1,9 +1,7 @@
 //! A person's edit always wins: an edit that lands between observe and write makes the
 //! reconciler drop its write and re-plan, and the person's text survives byte-for-byte.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use guild_hall::act::{act, Ctx, Outcome};
 use guild_hall::config::{self, Home};
 use guild_hall::observe::observe;

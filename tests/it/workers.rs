@@ -1,11 +1,9 @@
 //! Worker packages, capabilities, the reference `researcher` package as a template, and worker
 //! memory: stored by one commission, in the next one's system prompt, compacted when it grows.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn the_researcher_uses_every_tool() {

@@ -1,0 +1,15 @@
+//! The integration tests, one binary (linking one test binary instead of eleven is most of a
+//! clean `cargo test` on two cores): the real `guild-hall` binary against real git
+//! repositories, real worker processes and real outside tools, one module per area.
+
+mod claude_code;
+mod common;
+mod confinement;
+mod lifecycle;
+mod mcp;
+mod merge;
+mod robustness;
+mod rpc;
+mod surgical;
+mod watch;
+mod workers;
