@@ -138,12 +138,36 @@ pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize, confin
 /// Confined, the command may write only a private temp dir (its `TMPDIR`) and what the
 /// package's `sandbox.write` adds: its output is its stdout.
 pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> {
+    let result = compact_now(home_memory, pkg, confined);
+    // It runs in the background with nobody watching: its outcome goes to `.compact.log`
+    // beside the memories (`guild-hall` never reads it back; people and tests do).
+    if let Ok(dir) = dir(home_memory, &pkg.manifest.name) {
+        let line = match &result {
+            Ok(true) => "compacted".to_string(),
+            Ok(false) => "skipped: another compaction is running".to_string(),
+            Err(e) => format!("failed, memory left as it was: {e:#}"),
+        };
+        let stamp = crate::plan::timestamp(chrono::Utc::now());
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(COMPACT_LOG))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{stamp} {line}\n").as_bytes()));
+    }
+    result.map(|_| ())
+}
+
+/// Where compaction outcomes are logged, one line each.
+pub const COMPACT_LOG: &str = ".compact.log";
+
+/// The compaction; `Ok(false)` when another one holds the lock.
+fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool> {
     let worker = &pkg.manifest.name;
     let dir = dir(home_memory, worker)?;
     std::fs::create_dir_all(&dir)?;
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(".compact.lock"))?;
     let Ok(_lock) = Flock::lock(lock, FlockArg::LockExclusiveNonblock) else {
-        return Ok(()); // another compaction is running
+        return Ok(false); // another compaction is running
     };
     let memories = load(home_memory, worker)?;
     let argv = pkg.resolve_argv(pkg.manifest.compact.as_deref().unwrap_or_default()).map_err(|e| anyhow!(e))?;
@@ -187,7 +211,7 @@ pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> 
             std::fs::remove_file(&m.path)?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -91,18 +91,27 @@ fn dependency_blocks_until_the_first_result_is_merged() {
         "output: .lore/reports/summary.md\nSummarise.",
     ]);
     let second = second.trim();
-    // Before anything merges, the second is blocked.
+    // A dry run says what it would do (dispatch the first, block the second) and does nothing.
+    let world = |p: &Project| {
+        let files: Vec<(String, String)> = std::fs::read_dir(p.root.join(".lore/commissions"))
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read_to_string(e.path()).unwrap_or_default()))
+            .collect();
+        (files, p.branches(), p.home.join("state").exists() && p.try_state_dir(&first).is_some(), p.home.join("worktrees").exists())
+    };
+    let before = world(&p);
     let (_, out, _) = p.run(&["reconcile", "--once", "--dry-run", "--json"]);
     let plan: serde_json::Value = serde_json::from_str(&out).expect("json");
-    assert!(plan.as_array().is_some_and(|a| !a.is_empty()), "{plan}");
+    let planned = plan.to_string();
+    assert!(planned.contains("dispatch") && planned.contains("blocked"), "{plan}");
+    assert_eq!(world(&p), before, "the dry run changed nothing");
     p.settle();
     assert_eq!(p.status(&first), "completed");
     assert_eq!(p.status(second), "completed");
     let tl = transitions(&p.timeline(second));
     assert!(tl.contains(&"pending>blocked".to_string()) && tl.contains(&"blocked>pending".to_string()), "{tl:?}");
     git(&p.root, &["show", "claude/main:.lore/reports/summary.md"]);
-    // Dry run changed nothing.
-    assert!(p.root.join(".lore/commissions").join(format!("{first}.md")).exists());
 }
 
 #[test]

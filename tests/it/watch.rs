@@ -60,9 +60,23 @@ fn editor_saves_and_git_checkouts_drive_commissions() {
     for i in 0..3 {
         wait_status(&p, &format!("batch-{i}"), "completed");
     }
-    // Editor droppings are not commissions and break nothing.
+    // Editor droppings are not commissions and break nothing: left as they are, no timeline,
+    // no error, and the watcher goes on with the next real commission.
     std::fs::write(p.root.join(".lore/commissions/4913"), "").expect("write");
     std::fs::write(p.root.join(".lore/commissions/notes.md~"), "backup").expect("write");
+    rename_save(&p.artifact_path("after-droppings"), "---\nworker: scribe\n---\noutput: .lore/after.md\nWrite.\n");
+    wait_status(&p, "after-droppings", "completed");
+    assert_eq!(std::fs::read_to_string(p.root.join(".lore/commissions/notes.md~")).expect("kept"), "backup");
+    assert_eq!(std::fs::read_to_string(p.root.join(".lore/commissions/4913")).expect("kept"), "");
+    let timelines: Vec<_> = std::fs::read_dir(p.root.join(".lore/commissions"))
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("4913") || n.contains("notes"))
+        .collect();
+    assert_eq!(timelines.len(), 2, "only the droppings themselves: {timelines:?}");
+    let log = svc.log();
+    assert!(!log.contains("4913") && !log.contains("notes.md~"), "{log}");
     assert_eq!(svc.stop(), Some(0));
 }
 
@@ -125,7 +139,6 @@ fn sighup_with_a_raised_cap_dispatches_the_queue() {
     wait_status(&p, &b, "in_progress");
     assert!(svc.log().contains("SIGHUP"), "{}", svc.log());
     for id in [&a, &b] {
-        p.ok(&["--help"]);
         std::fs::write(p.artifact_path(id), p.artifact(id).replace("status: in_progress", "status: cancelled")).expect("cancel");
         wait_status(&p, id, "cancelled");
     }

@@ -1,8 +1,6 @@
 //! Worker packages, capabilities, the reference `researcher` package as a template, and worker
 //! memory: stored by one commission, in the next one's system prompt, compacted when it grows.
 
-use std::time::Duration;
-
 use crate::common::*;
 
 #[test]
@@ -97,6 +95,7 @@ fn memory_over_the_threshold_is_compacted_in_the_background() {
     let mem = p.home.join("memory/keeper");
     wait_for("compacted.md", || mem.join("compacted.md").exists());
     wait_for("the compacted files to go", || !mem.join("a.md").exists() && !mem.join("b.md").exists());
+    wait_for("the outcome in the log", || std::fs::read_to_string(mem.join(".compact.log")).is_ok_and(|l| l.contains("compacted")));
     assert!(std::fs::read_to_string(mem.join("compacted.md")).expect("read").starts_with("compacted lines: "));
 }
 
@@ -107,8 +106,10 @@ fn a_failed_compaction_leaves_memory_as_it_was() {
     let id = p.create("keeper", "Go", "Topic\nGo.");
     p.settle();
     assert_eq!(p.status(&id), "completed");
-    std::thread::sleep(Duration::from_millis(500));
     let mem = p.home.join("memory/keeper");
+    let log = || std::fs::read_to_string(mem.join(".compact.log")).unwrap_or_default();
+    wait_for("the compaction to end", || !log().is_empty());
+    assert!(log().contains("failed, memory left as it was"), "{}", log());
     assert!(!mem.join("compacted.md").exists());
     assert_eq!(std::fs::read_to_string(mem.join("a.md")).expect("a"), "first memory, long enough");
     assert_eq!(std::fs::read_to_string(mem.join("b.md")).expect("b"), "second memory, long enough");
