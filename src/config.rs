@@ -77,7 +77,7 @@ impl ProjectConfig {
             return Err(anyhow!("{}: commission_cap must be at least 1", path.display()));
         }
         if let Some(name) = &cfg.name {
-            crate::ids::validate_id(name).with_context(|| format!("{}: name", path.display()))?;
+            crate::artifact::ids::validate_id(name).with_context(|| format!("{}: name", path.display()))?;
         }
         Ok(cfg)
     }
@@ -196,7 +196,7 @@ impl Home {
         let edited = crate::artifact::write::apply(&wrapped, &[crate::artifact::write::Edit::Set("projects".into(), projects)])
             .with_context(|| format!("updating {}", self.config_path().display()))?;
         let text = edited.strip_prefix("---\n").and_then(|t| t.strip_suffix("---\n")).unwrap_or(&edited);
-        crate::runtime::write_atomic(&self.config_path(), text.as_bytes())?;
+        crate::activity::state::write_atomic(&self.config_path(), text.as_bytes())?;
         Ok(true)
     }
 
@@ -256,7 +256,7 @@ impl Project {
 
 /// Directory name plus a short hash of the absolute path: stable and filename-safe.
 pub fn default_project_name(root: &Path) -> String {
-    let base = root.file_name().and_then(|n| n.to_str()).map(crate::ids::slugify).unwrap_or_default();
+    let base = root.file_name().and_then(|n| n.to_str()).map(crate::artifact::ids::slugify).unwrap_or_default();
     let hash = git2::Oid::hash_object(git2::ObjectType::Blob, root.to_string_lossy().as_bytes())
         .map(|o| o.to_string()[..8].to_string())
         .unwrap_or_else(|_| "00000000".into());

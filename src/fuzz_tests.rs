@@ -10,13 +10,13 @@ use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
 use serde_yaml_ng::Value;
 
+use crate::activity::state::Record;
 use crate::artifact::commission::OWNED_KEYS;
 use crate::artifact::write::{apply, Edit};
 use crate::artifact::{Commission, Status};
+use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::plan::{plan, Action};
 use crate::config::{Project, ProjectConfig};
-use crate::observe::{Observed, Proc, Snapshot};
-use crate::plan::{plan, Action};
-use crate::runtime::Record;
 use crate::worker::Catalog;
 
 /// Keys and values drawn from what artifacts hold, plus noise.

@@ -1,29 +1,21 @@
-//! guild-hall: a reconciler that turns markdown commissions into running, merged agent work.
+//! guild-hall: a reconciler that turns markdown artifacts into running, merged agent work.
 //!
-//! The loop is observe → plan → act: [`observe`] reads the world into a [`observe::Snapshot`],
-//! [`plan`] (pure) decides the [`plan::Action`]s, [`act`] carries each out idempotently, and
-//! [`reconcile`] runs passes. Everything else is a part those three use.
+//! The loop is observe → plan → act: [`commission::observe`] reads the world into a snapshot,
+//! [`commission::plan`] (pure) decides the actions, [`commission::act`] carries each out
+//! idempotently, and [`reconcile`] runs passes. [`artifact`] parses and surgically writes the
+//! files people edit; [`activity`] is what every kind of work shares (git, runtime state,
+//! timeline); [`worker`] runs, confines and hears from the worker processes; [`service`] and
+//! [`cli`] are the front ends.
 
-pub mod act;
+pub mod activity;
 pub mod artifact;
 pub mod cli;
+pub mod commission;
 pub mod config;
+pub mod mcp_args;
+pub mod reconcile;
+pub mod service;
+pub mod worker;
+
 #[cfg(test)]
 mod fuzz_tests;
-pub mod git;
-pub mod ids;
-pub mod manager;
-pub mod mcp_args;
-pub mod memory;
-pub mod observe;
-pub mod ops;
-pub mod plan;
-pub mod process;
-pub mod reconcile;
-pub mod rpc;
-pub mod runtime;
-pub mod sandbox;
-pub mod timeline;
-pub mod toolbox;
-pub mod watch;
-pub mod worker;

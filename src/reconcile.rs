@@ -11,11 +11,11 @@ use anyhow::{anyhow, Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 
-use crate::act::{self, Ctx, Outcome};
 use crate::artifact::Problem;
+use crate::commission::act::{self, Ctx, Outcome};
+use crate::commission::observe::{observe_cached, Depth};
+use crate::commission::plan::{plan, Action};
 use crate::config::{Home, Project};
-use crate::observe::{observe_cached, Depth};
-use crate::plan::{plan, Action};
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -27,7 +27,7 @@ pub struct Options {
     /// Commissions to leave alone this time (the watcher's backoff after failed actions).
     pub skip: BTreeSet<String>,
     /// Settled artifacts remembered across passes (the watcher's).
-    pub settled: Option<std::sync::Arc<crate::observe::SettledCache>>,
+    pub settled: Option<std::sync::Arc<crate::commission::observe::SettledCache>>,
 }
 
 /// One action taken (or planned, with `--dry-run`).
@@ -94,7 +94,7 @@ fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::Result<HeldL
             if !who.is_empty() {
                 let _ = f.set_len(0);
                 let _ = f.rewind();
-                let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::plan::timestamp(chrono::Utc::now()));
+                let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::commission::plan::timestamp(chrono::Utc::now()));
             }
             Ok(HeldLock { _lock: f })
         }
@@ -141,18 +141,18 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
         wait_for_git(project);
         let snapshot = observe_cached(home, project, Depth::Reconcile, opts.settled.as_deref()).context("observing the project")?;
-        for p in snapshot.problems.iter().chain(&crate::observe::cycle_problems(&snapshot)) {
+        let planned = plan(&snapshot);
+        for p in snapshot.problems.iter().chain(&crate::commission::plan::cycle_problems(&snapshot, &planned.cycles)) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());
             }
         }
-        let planned = plan(&snapshot);
-        report.next_check = crate::plan::next_check(&snapshot);
+        report.next_check = crate::commission::plan::next_check(&snapshot);
         report.dependency_dirs = dependency_dirs(project, &snapshot);
         report.running = snapshot
             .commissions
             .iter()
-            .filter(|o| matches!(o.proc, crate::observe::Proc::Alive | crate::observe::Proc::Starting))
+            .filter(|o| matches!(o.proc, crate::commission::observe::Proc::Alive | crate::commission::observe::Proc::Starting))
             .map(|o| home.commission_state(&project.name, o.id()))
             .collect();
         let actions: Vec<&Action> = planned.actions.iter().filter(|a| !failed_ids.contains(a.id())).collect();
@@ -224,7 +224,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     }
 }
 
-fn dependency_dirs(project: &Project, s: &crate::observe::Snapshot) -> Vec<PathBuf> {
+fn dependency_dirs(project: &Project, s: &crate::commission::observe::Snapshot) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = s
         .commissions
         .iter()
@@ -249,6 +249,6 @@ fn wait_for_git(project: &Project) {
     }
 }
 
-fn settled_but_failed(planned: &crate::plan::Plan, failed: &BTreeSet<String>) -> bool {
+fn settled_but_failed(planned: &crate::commission::plan::Plan, failed: &BTreeSet<String>) -> bool {
     !failed.is_empty() && planned.busy.iter().all(|id| failed.contains(id))
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::frontmatter::{key_position, split, Problem};
-use crate::ids;
+use crate::artifact::ids;
 
 /// The commission state machine's states (REQ-COM-5, plus `draft`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -111,6 +111,8 @@ pub struct Commission {
     pub status: Option<Status>,
     pub worker: String,
     pub dependencies: Vec<String>,
+    /// Line and column of `dependencies:` (or of the frontmatter), for problems that name it.
+    pub dependencies_at: (usize, usize),
     /// Paths this commission declares it will produce (optional): how dependency cycles
     /// between commissions are seen.
     pub outputs: Vec<String>,
@@ -248,6 +250,7 @@ impl Commission {
             status,
             worker,
             dependencies,
+            dependencies_at: key_position(&split, "dependencies"),
             outputs,
             resources,
             timeout,

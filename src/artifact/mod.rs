@@ -3,6 +3,7 @@
 
 pub mod commission;
 pub mod frontmatter;
+pub mod ids;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};

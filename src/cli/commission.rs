@@ -12,8 +12,8 @@ use super::out::{say, say_raw};
 use super::Env;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
-use crate::toolbox::mailbox::MailBody;
-use crate::toolbox::WorkerContext;
+use crate::worker::toolbox::mailbox::MailBody;
+use crate::worker::toolbox::WorkerContext;
 
 #[derive(Debug, Subcommand)]
 pub enum CommissionCmd {
@@ -97,9 +97,9 @@ pub fn init(env: &Env) -> Result<()> {
     for d in ["commissions", "meetings", "workers"] {
         std::fs::create_dir_all(lore.join(d)).with_context(|| format!("creating .lore/{d}"))?;
     }
-    let repo = crate::git::open(&env.project.root)?;
+    let repo = crate::activity::git::open(&env.project.root)?;
     let branch = &env.project.config.integration_branch;
-    let created = crate::git::ensure_branch(&repo, branch, "HEAD")?;
+    let created = crate::activity::git::ensure_branch(&repo, branch, "HEAD")?;
     let registered = env.home.register(&env.project.name, &env.project.root)?;
     say!("project   {} ({})", env.project.name, env.project.root.display());
     say!("branch    {branch}{}", if created { " (created from HEAD)" } else { "" });
@@ -118,7 +118,7 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
                 (None, Some(f)) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
                 (None, None) => bail!("a commission needs a prompt: --prompt TEXT or --prompt-file FILE"),
             };
-            let new = crate::ops::NewCommission {
+            let new = crate::service::ops::NewCommission {
                 worker: worker.clone(),
                 title: title.clone(),
                 prompt,
@@ -127,13 +127,13 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
                 id: id.clone(),
                 ..Default::default()
             };
-            say!("{}", crate::ops::create(&env.home, &env.project, &new)?);
+            say!("{}", crate::service::ops::create(&env.home, &env.project, &new)?);
             Ok(())
         }
         CommissionCmd::Dispatch { id } => request(env, id, Edit::Set("desired".into(), Value::from("dispatched"))),
         CommissionCmd::Cancel { id } => request(env, id, Edit::Set("desired".into(), Value::from("cancelled"))),
         CommissionCmd::Redispatch { id } => {
-            let c = crate::ops::load(&env.project, id)?;
+            let c = crate::service::ops::load(&env.project, id)?;
             match c.status {
                 Some(Status::Failed | Status::Cancelled) => request(env, id, Edit::Set("status".into(), Value::from("pending"))),
                 other => bail!(
@@ -145,9 +145,9 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
     }
 }
 
-/// Write one intent key through [`crate::ops::request`] and say what happens next.
+/// Write one intent key through [`crate::service::ops::request`] and say what happens next.
 fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
-    crate::ops::request(&env.project, id, &edit)?;
+    crate::service::ops::request(&env.project, id, &edit)?;
     let what = match &edit {
         Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
         Edit::Remove(k) => format!("removed {k}"),
@@ -167,8 +167,10 @@ pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
         ToolboxCmd::WriteArtifact { path, content } => {
             let content = match content {
                 Some(c) => c.clone(),
-                None => std::io::read_to_string(std::io::Read::take(std::io::stdin(), crate::toolbox::ARTIFACT_MAX_BYTES as u64 + 1))
-                    .context("reading the artifact's content from stdin")?,
+                None => {
+                    std::io::read_to_string(std::io::Read::take(std::io::stdin(), crate::worker::toolbox::ARTIFACT_MAX_BYTES as u64 + 1))
+                        .context("reading the artifact's content from stdin")?
+                }
             };
             let rel = ctx.write_artifact(path, &content)?;
             say!("wrote {rel} ({} bytes)", content.len());
@@ -180,7 +182,7 @@ pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
         }
         ToolboxCmd::ReportProgress { text } => MailBody::Progress { text: text.clone() },
         ToolboxCmd::SubmitResult { summary, artifacts } => {
-            MailBody::Result { summary: summary.clone(), artifacts: crate::toolbox::normalise_artifacts(artifacts)? }
+            MailBody::Result { summary: summary.clone(), artifacts: crate::worker::toolbox::normalise_artifacts(artifacts)? }
         }
         ToolboxCmd::LogQuestion { text } => MailBody::Question { text: text.clone() },
         ToolboxCmd::RecordDecision { question, decision, reasoning } => {

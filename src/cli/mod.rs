@@ -244,29 +244,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
         Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, unconfined, argv } => {
-            let args = crate::process::ShimArgs {
+            let args = crate::worker::shim::ShimArgs {
                 state_dir: state_dir.clone(),
                 attempt: *attempt,
                 cwd: cwd.clone(),
                 argv: argv.clone(),
                 grace: *grace,
                 log_max_bytes: *log_max_bytes,
-                sandbox: (!*unconfined).then(|| crate::sandbox::Policy { writable: write.clone() }),
+                sandbox: (!*unconfined).then(|| crate::worker::sandbox::Policy { writable: write.clone() }),
             };
-            let code = crate::process::run_shim(&args)?;
+            let code = crate::worker::shim::run_shim(&args)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
         Command::Mcp { manager: false } => {
-            crate::toolbox::mcp::serve_stdio(crate::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS)
+            crate::worker::toolbox::mcp::serve_stdio(crate::worker::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS)
         }
         Command::Mcp { manager: true } => {
             let env = Env::load(&cli)?;
-            crate::manager::serve_stdio(env.home, env.project).map(|_| ExitCode::SUCCESS)
+            crate::service::manager::serve_stdio(env.home, env.project).map(|_| ExitCode::SUCCESS)
         }
         Command::MemoryCompact { memory_dir, package, unconfined } => {
             let pkg = crate::worker::Package::load(package)?;
-            crate::memory::compact(memory_dir, &pkg, !*unconfined)?;
+            crate::worker::memory::compact(memory_dir, &pkg, !*unconfined)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Init => {
@@ -283,7 +283,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     dirs.push(d.clone());
                 }
             }
-            let opts = crate::watch::WatchOptions {
+            let opts = crate::service::watch::WatchOptions {
                 resync: args.resync,
                 debounce: args.debounce,
                 ignore: args.ignore.clone(),
@@ -291,7 +291,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 socket: args.socket.clone(),
                 listen: args.listen.clone(),
             };
-            crate::watch::watch(&home, &dirs, &opts)?;
+            crate::service::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { id, json } => show::status(&Env::load(&cli)?, id.as_deref(), *json).map(ok),

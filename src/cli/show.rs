@@ -7,12 +7,12 @@ use serde_json::json;
 
 use super::out::{say, say_err};
 use super::{Env, ReconcileArgs};
+use crate::activity::state::{read_json, Record, StateDir};
+use crate::activity::timeline;
+use crate::artifact::ids;
 use crate::artifact::Problem;
-use crate::ids;
-use crate::observe::{observe, Observed, Proc};
+use crate::commission::observe::{observe, Observed, Proc};
 use crate::reconcile::{self, Options};
-use crate::runtime::{read_json, Record, StateDir};
-use crate::timeline;
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
     let opts = Options { dry_run: args.dry_run, wait: args.wait, timeout: args.timeout, wait_lock: args.wait_lock, ..Options::default() };
@@ -185,7 +185,7 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
     let snap = observe(&env.home, &env.project)?;
     let mut problems = snap.problems.clone();
-    problems.extend(crate::observe::cycle_problems(&snap));
+    problems.extend(crate::commission::plan::cycle_problems(&snap, &crate::commission::plan::dependency_cycles(&snap)));
     for o in &snap.commissions {
         if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
             let text = std::fs::read_to_string(&o.artifact.path).unwrap_or_default();
@@ -210,13 +210,13 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
 pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     let cat = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
     let global = env.home.load_config()?;
-    let support = crate::sandbox::support();
+    let support = crate::worker::sandbox::support();
     // How each package runs here: confined, off (its own choice), or refused / unconfined on
     // a kernel without Landlock (as config.yaml says).
-    let confinement = |p: &crate::worker::Package| match crate::act::confinement(&p.manifest.sandbox, &global) {
-        Ok(crate::act::Confinement::Confined) => "confined",
-        Ok(crate::act::Confinement::Unconfined) if p.manifest.sandbox == crate::worker::SandboxSpec::Off => "off",
-        Ok(crate::act::Confinement::Unconfined) => "unconfined",
+    let confinement = |p: &crate::worker::Package| match crate::commission::act::confinement(&p.manifest.sandbox, &global) {
+        Ok(crate::commission::act::Confinement::Confined) => "confined",
+        Ok(crate::commission::act::Confinement::Unconfined) if p.manifest.sandbox == crate::worker::SandboxSpec::Off => "off",
+        Ok(crate::commission::act::Confinement::Unconfined) => "unconfined",
         Err(_) => "refused",
     };
     if json_out {
@@ -233,8 +233,10 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         return Ok(());
     }
     match &support {
-        crate::sandbox::Support::Available { abi } => say!("Landlock: available (ABI {abi}); workers are confined to their worktree"),
-        crate::sandbox::Support::Unavailable { why } => say!(
+        crate::worker::sandbox::Support::Available { abi } => {
+            say!("Landlock: available (ABI {abi}); workers are confined to their worktree")
+        }
+        crate::worker::sandbox::Support::Unavailable { why } => say!(
             "Landlock: not available ({why}); confined workers are {}",
             if global.without_landlock == crate::config::WithoutLandlock::Unconfined { "run UNCONFINED (config.yaml)" } else { "refused" }
         ),

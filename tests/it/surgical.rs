@@ -2,10 +2,10 @@
 //! reconciler drop its write and re-plan, and the person's text survives byte-for-byte.
 
 use crate::common::*;
-use guild_hall::act::{act, Ctx, Outcome};
+use guild_hall::commission::act::{act, Ctx, Outcome};
+use guild_hall::commission::observe::observe;
+use guild_hall::commission::plan::{plan, Action};
 use guild_hall::config::{self, Home};
-use guild_hall::observe::observe;
-use guild_hall::plan::{plan, Action};
 
 #[test]
 fn edit_between_observe_and_write_is_not_lost() {

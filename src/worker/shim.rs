@@ -14,7 +14,7 @@ use chrono::Utc;
 use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{self, SigHandler, Signal};
 
-use crate::runtime::{read_json, write_json, ExitInfo, RunInfo, StateDir};
+use crate::activity::state::{read_json, write_json, ExitInfo, RunInfo, StateDir};
 
 /// The kernel's boot id: a pid from another boot is never alive.
 pub fn boot_id() -> String {
@@ -212,7 +212,7 @@ pub struct Launch {
     /// Size at which the attempt's log is rotated (the previous part is kept, older dropped).
     pub log_max_bytes: u64,
     /// Where the worker may write; `None` runs it unconfined.
-    pub sandbox: Option<crate::sandbox::Policy>,
+    pub sandbox: Option<crate::worker::sandbox::Policy>,
 }
 
 /// Variables a worker may inherit from the reconciler; everything else is dropped.
@@ -293,7 +293,7 @@ pub struct ShimArgs {
     pub argv: Vec<String>,
     pub grace: Duration,
     pub log_max_bytes: u64,
-    pub sandbox: Option<crate::sandbox::Policy>,
+    pub sandbox: Option<crate::worker::sandbox::Policy>,
 }
 
 /// The shim's body. Returns its exit code. Runs as a separate process, never in the reconciler.

@@ -89,7 +89,7 @@ struct Watched {
     /// Problems seen in the last pass (reported once they persist for two passes).
     seen: BTreeSet<String>,
     reported: BTreeSet<String>,
-    settled: std::sync::Arc<crate::observe::SettledCache>,
+    settled: std::sync::Arc<crate::commission::observe::SettledCache>,
 }
 
 /// Run until SIGINT or SIGTERM. `dirs` empty means every project registered in the home.
@@ -212,20 +212,20 @@ fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<
         return Ok(());
     }
     let token = match &opts.listen {
-        Some(_) => Some(crate::rpc::token(home)?),
+        Some(_) => Some(crate::service::rpc::token(home)?),
         None => None,
     };
-    let ep = crate::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token };
+    let ep = crate::service::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token };
     if let Some(path) = &opts.socket {
-        let listener = crate::rpc::bind_socket(path)?;
+        let listener = crate::service::rpc::bind_socket(path)?;
         tracing::info!(socket = %path.display(), "serving worker/* on POST /mcp");
         let ep = ep.clone();
-        std::thread::Builder::new().name("rpc-socket".into()).spawn(move || crate::rpc::serve(listener.incoming(), ep, false))?;
+        std::thread::Builder::new().name("rpc-socket".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, false))?;
     }
     if let Some(addr) = &opts.listen {
-        let listener = crate::rpc::bind_loopback(addr)?;
+        let listener = crate::service::rpc::bind_loopback(addr)?;
         tracing::info!(listen = %addr, token = %home.root.join("token").display(), "serving worker/* on POST /mcp (bearer token)");
-        std::thread::Builder::new().name("rpc-tcp".into()).spawn(move || crate::rpc::serve(listener.incoming(), ep, true))?;
+        std::thread::Builder::new().name("rpc-tcp".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, true))?;
     }
     Ok(())
 }
@@ -406,7 +406,7 @@ fn is_resource_limit(e: &notify::Error) -> bool {
 /// kernel releases the shim's lock however it dies, so this needs no polling.
 fn wait_for_shim(state_dir: PathBuf, tx: Sender<Wake>) {
     let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
-        let lock = crate::runtime::StateDir(state_dir.clone()).shim_lock();
+        let lock = crate::activity::state::StateDir(state_dir.clone()).shim_lock();
         if let Ok(f) = std::fs::File::open(&lock) {
             let _ = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockShared);
         }

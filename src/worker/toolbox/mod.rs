@@ -34,7 +34,7 @@ impl WorkerContext {
             })
         };
         let commission = var("GUILD_HALL_COMMISSION")?;
-        crate::ids::validate_id(&commission)?;
+        crate::artifact::ids::validate_id(&commission)?;
         Ok(WorkerContext {
             commission,
             mailbox: PathBuf::from(var("GUILD_HALL_MAILBOX")?),
@@ -68,7 +68,7 @@ impl WorkerContext {
         let (Some(worker), Some(home)) = (&self.worker, &self.home) else {
             bail!("GUILD_HALL_WORKER and GUILD_HALL_HOME must be set to store memory");
         };
-        crate::memory::store(&home.join("memory"), worker, key, content)?;
+        crate::worker::memory::store(&home.join("memory"), worker, key, content)?;
         mailbox::append(&self.mailbox, self.attempt, MailBody::Memory { key: key.to_string() })
     }
 
@@ -84,7 +84,7 @@ impl WorkerContext {
         }
         // Created directories may not be links either (a race with the worker itself).
         self.lore_path(path)?;
-        crate::runtime::write_atomic(&full, content.as_bytes()).map_err(|e| anyhow!("writing {rel}: {e:#}"))?;
+        crate::activity::state::write_atomic(&full, content.as_bytes()).map_err(|e| anyhow!("writing {rel}: {e:#}"))?;
         Ok(rel)
     }
 
@@ -105,7 +105,7 @@ impl WorkerContext {
     /// A path under `.lore/` of the worktree, with no symlink on the way: the normalised
     /// relative path and the full one.
     fn lore_path(&self, path: &str) -> Result<(String, PathBuf)> {
-        let rel = crate::ids::validate_rel_path(path).map_err(|e| anyhow!("{e}"))?;
+        let rel = crate::artifact::ids::validate_rel_path(path).map_err(|e| anyhow!("{e}"))?;
         if !rel.starts_with(".lore/") {
             bail!("artifact paths must be under .lore/ (got {path:?})");
         }
@@ -123,7 +123,7 @@ impl WorkerContext {
     }
 
     fn check_artifact(&self, path: &str) -> Result<()> {
-        let rel = crate::ids::validate_rel_path(path)?;
+        let rel = crate::artifact::ids::validate_rel_path(path)?;
         let full = self.worktree.join(&rel);
         let real = full.canonicalize().map_err(|e| anyhow!("artifact {path:?} does not exist in the worktree: {e}"))?;
         let root = self.worktree.canonicalize()?;
@@ -136,5 +136,5 @@ impl WorkerContext {
 
 /// Artifact paths as stored: normalised relative paths.
 pub fn normalise_artifacts(paths: &[String]) -> Result<Vec<String>> {
-    paths.iter().map(|p| crate::ids::validate_rel_path(p).map_err(Into::into)).collect()
+    paths.iter().map(|p| crate::artifact::ids::validate_rel_path(p).map_err(Into::into)).collect()
 }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::ids;
+use crate::artifact::ids;
 use crate::worker::Package;
 
 /// The file that holds compacted memory; it is a memory like the others.
@@ -27,7 +27,7 @@ pub fn store(home_memory: &Path, worker: &str, key: &str, content: &str) -> Resu
         bail!("memory {key:?} is {} bytes; at most 256 KiB", content.len());
     }
     let path = dir(home_memory, worker)?.join(format!("{key}.md"));
-    crate::runtime::write_atomic(&path, content.as_bytes())?;
+    crate::activity::state::write_atomic(&path, content.as_bytes())?;
     Ok(path)
 }
 
@@ -125,7 +125,7 @@ pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize, confin
         cmd.arg("--unconfined");
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    crate::process::detach(&mut cmd);
+    crate::worker::shim::detach(&mut cmd);
     let mut child = cmd.spawn().context("starting memory compaction")?;
     std::thread::spawn(move || child.wait());
     Ok(())
@@ -147,7 +147,7 @@ pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> 
             Ok(false) => "skipped: another compaction is running".to_string(),
             Err(e) => format!("failed, memory left as it was: {e:#}"),
         };
-        let stamp = crate::plan::timestamp(chrono::Utc::now());
+        let stamp = crate::commission::plan::timestamp(chrono::Utc::now());
         let _ = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -187,7 +187,7 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
                 writable.push(crate::worker::expand_home(w).map_err(|e| anyhow!(e))?);
             }
         }
-        crate::sandbox::Policy { writable }.prepare()?.apply_to(&mut cmd);
+        crate::worker::sandbox::Policy { writable }.prepare()?.apply_to(&mut cmd);
     }
     let mut child = cmd.spawn().context("starting the compact command")?;
     {
@@ -204,7 +204,7 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
     // Write the new memory first; only then remove what it replaces (never a file written
     // while the command ran: those were not in its input).
     let compacted = dir.join(format!("{COMPACTED}.md"));
-    crate::runtime::write_atomic(&compacted, text.as_bytes())?;
+    crate::activity::state::write_atomic(&compacted, text.as_bytes())?;
     for m in memories.iter().filter(|m| m.path != compacted) {
         let now = std::fs::metadata(&m.path).and_then(|md| md.modified()).ok();
         if now == Some(m.modified) {

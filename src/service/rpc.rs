@@ -1,7 +1,7 @@
 //! The `worker/*` JSON-RPC 2.0 endpoint of `guild-hall watch --socket/--listen`: HTTP
 //! `POST /mcp`, one request per body, served on a Unix socket (mode 0600) and/or a loopback TCP
 //! port (every request needs the bearer token in `$GUILD_HALL_HOME/token`, mode 0600). The
-//! methods are [`crate::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`.
+//! methods are [`crate::service::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`.
 //! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,7 +14,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value as Json};
 
 use crate::config::{Home, Project};
-use crate::ops::{Dispatcher, OpError};
+use crate::service::ops::{Dispatcher, OpError};
 
 /// Largest request body accepted (bigger: 413, nothing read further, nothing written).
 pub const MAX_BODY: usize = 1024 * 1024;

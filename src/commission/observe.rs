@@ -8,11 +8,11 @@ use std::path::Path;
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 
+use crate::activity::state::{read_json, ExitInfo, Heartbeat, Record, RunInfo, Sample, StateDir};
 use crate::artifact::{Commission, Problem, Status};
 use crate::config::{Home, Project};
-use crate::process;
-use crate::runtime::{read_json, ExitInfo, Heartbeat, Record, RunInfo, Sample, StateDir};
-use crate::toolbox::mailbox::{self, Mail};
+use crate::worker::shim;
+use crate::worker::toolbox::mailbox::{self, Mail};
 use crate::worker::Catalog;
 
 /// Where the current attempt's process stands.
@@ -148,7 +148,7 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
         .ok()
         .and_then(|b| b.get().peel_to_tree().ok())
         .map(|t| t.id());
-    let boot = process::boot_id();
+    let boot = shim::boot_id();
 
     // Parsing frontmatter dominates observe: spread the artifacts over the cores.
     let paths = artifact_paths(&project.commissions_dir())?;
@@ -240,7 +240,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
         }
     }
     let (Some(status), Some(id)) = (status, path.file_stem().and_then(|s| s.to_str())) else { return false };
-    if crate::ids::validate_id(id).is_err() {
+    if crate::artifact::ids::validate_id(id).is_err() {
         return false;
     }
     match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
@@ -292,7 +292,8 @@ fn observe_one(
                 Ok(mail) => obs.mail = mail,
                 Err(e) => obs.corrupt = Some(format!("{e:#}")),
             }
-            obs.timeline_keys = crate::timeline::keys(&crate::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
+            obs.timeline_keys =
+                crate::activity::timeline::keys(&crate::activity::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
         }
     }
     Ok(obs)
@@ -308,14 +309,14 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
     obs.run = run.ok().flatten().filter(|r| r.attempt == rec.attempt);
     obs.exit = exit.ok().flatten().filter(|x| x.attempt == rec.attempt);
     obs.proc = match (&obs.run, &obs.exit) {
-        (Some(run), _) if run.boot_id == boot && process::is_alive(run) => Proc::Alive,
+        (Some(run), _) if run.boot_id == boot && shim::is_alive(run) => Proc::Alive,
         (Some(_), _) | (None, Some(_)) => Proc::Dead,
-        (None, None) if process::shim_lock_held(state) => Proc::Starting,
+        (None, None) if shim::shim_lock_held(state) => Proc::Starting,
         (None, None) => Proc::NotStarted,
     };
     if let (Proc::Dead, Some(run), None) = (obs.proc, &obs.run, &obs.exit) {
         // A shim that recorded no exit was killed: look for what it could not reap.
-        obs.leftovers = process::leftovers(run);
+        obs.leftovers = shim::leftovers(run);
         if !obs.leftovers.is_empty() {
             obs.proc = Proc::Lingering;
         }
@@ -323,7 +324,7 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
     if obs.proc == Proc::Alive {
         obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
         let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        let cpu = obs.run.as_ref().and_then(|r| r.worker_pid).and_then(process::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
+        let cpu = obs.run.as_ref().and_then(|r| r.worker_pid).and_then(shim::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
         obs.sample = Some(Sample { log_len: len(&state.log(rec.attempt)), cpu_ticks: cpu, mailbox_len: len(&state.mailbox()) });
     }
 }
@@ -370,26 +371,10 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
         let alive = read_json::<RunInfo>(&state.run())
             .ok()
             .flatten()
-            .is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && process::is_alive(&r));
-        if rec.status.is_active() && (alive || process::shim_lock_held(&state)) {
+            .is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && shim::is_alive(&r));
+        if rec.status.is_active() && (alive || shim::shim_lock_held(&state)) {
             n += 1;
         }
     }
     n
-}
-
-/// Dependency cycles as problems, one per cycle, pointing at the first member's `dependencies:`.
-pub fn cycle_problems(s: &Snapshot) -> Vec<Problem> {
-    crate::plan::dependency_cycles(s)
-        .into_iter()
-        .filter_map(|cycle| {
-            let first = s.get(&cycle[0])?;
-            let text = std::fs::read_to_string(&first.artifact.path).unwrap_or_default();
-            let (line, col) = crate::artifact::frontmatter::split(&text)
-                .map(|sp| crate::artifact::frontmatter::key_position(&sp, "dependencies"))
-                .unwrap_or((1, 1));
-            let msg = format!("dependency cycle: {} -> {} (each waits on an output another declares)", cycle.join(" -> "), cycle[0]);
-            Some(Problem::new(&first.artifact.path, line, col, msg))
-        })
-        .collect()
 }

@@ -1,4 +1,4 @@
-//! `guild-hall mcp --manager`: the dispatcher API ([`crate::ops::Dispatcher`]) as MCP tools for
+//! `guild-hall mcp --manager`: the dispatcher API ([`crate::service::ops::Dispatcher`]) as MCP tools for
 //! a main agent that hands out work (the spec's dispatch bridge, REQ-WD-36/39): dispatch, list,
 //! status, result, cancel, delete. Its instructions name the worker-capable packages.
 
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Home, Project};
 use crate::mcp_args::Checked;
-use crate::ops::{Dispatcher, OpError};
+use crate::service::ops::{Dispatcher, OpError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -10,10 +10,10 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::artifact::commission::content_hash;
+use crate::artifact::ids;
 use crate::artifact::write::{self, Edit};
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
-use crate::ids;
 use crate::worker::Catalog;
 
 /// A commission to create.
@@ -61,7 +61,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
     fm.insert("worker".into(), new.worker.as_str().into());
     // The FIFO key, stamped when the commission is made rather than when a pass first sees it.
-    fm.insert("created".into(), crate::plan::timestamp(chrono::Utc::now()).into());
+    fm.insert("created".into(), crate::commission::plan::timestamp(chrono::Utc::now()).into());
     if !deps.is_empty() {
         fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
     }
@@ -105,7 +105,7 @@ pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
         let text = std::fs::read_to_string(&c.path)?;
         if content_hash(&text) == c.hash {
             let new = write::apply(&text, std::slice::from_ref(edit))?;
-            if crate::runtime::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
+            if crate::activity::state::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
                 return Ok(());
             }
         }
@@ -169,7 +169,7 @@ impl Dispatcher<'_> {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        crate::process::detach(&mut cmd);
+        crate::worker::shim::detach(&mut cmd);
         let mut child = cmd.spawn().context("starting a reconciler")?;
         std::thread::spawn(move || child.wait());
         Ok(())
@@ -223,7 +223,7 @@ impl Dispatcher<'_> {
             _ => return Err(invalid("filter must be a string glob")),
         };
         let mut jobs = Vec::new();
-        for path in crate::observe::artifact_paths(&self.project.commissions_dir())? {
+        for path in crate::commission::observe::artifact_paths(&self.project.commissions_dir())? {
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
             let Ok(c) = Commission::parse(&path, &text) else { continue };
             let description = c.title.clone().unwrap_or_else(|| c.id.clone());
@@ -248,7 +248,7 @@ impl Dispatcher<'_> {
     pub fn status(&self, params: &Json) -> Result<Json, OpError> {
         let c = self.known(Self::job(params)?)?;
         let status = c.status.unwrap_or(Status::Pending);
-        let timeline = crate::timeline::read(&crate::timeline::path_for(&c.path))?;
+        let timeline = crate::activity::timeline::read(&crate::activity::timeline::path_for(&c.path))?;
         let decisions: Vec<Json> = timeline
             .iter()
             .filter(|e| e["kind"] == "decision")
@@ -321,21 +321,22 @@ impl Dispatcher<'_> {
                 job_status(status)
             )));
         }
-        let state = crate::runtime::StateDir(self.home.commission_state(&self.project.name, &c.id));
+        let state = crate::activity::state::StateDir(self.home.commission_state(&self.project.name, &c.id));
         // The reconciler is still stopping its worker or committing its partial results: that
         // is the reconciler's work, not ours to race.
-        if self.home.worktree(&self.project.name, &c.id).exists() || crate::process::shim_lock_held(&state) {
+        if self.home.worktree(&self.project.name, &c.id).exists() || crate::worker::shim::shim_lock_held(&state) {
             return Err(invalid(format!(
                 "job {} is still winding down (worker stopping or results being committed); try again shortly",
                 c.id
             )));
         }
-        let repo = crate::git::open(&self.project.root).map_err(anyhow::Error::from)?;
-        let attempts =
-            c.attempt().max(crate::runtime::read_json::<crate::runtime::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));
+        let repo = crate::activity::git::open(&self.project.root).map_err(anyhow::Error::from)?;
+        let attempts = c
+            .attempt()
+            .max(crate::activity::state::read_json::<crate::activity::state::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));
         // Only branches certainly this job's: `<id>` and `<id>+<n>`, and an older guild-hall's
         // `<id>-<n>` only where the artifact records it (it may be commission `<id>-<n>`'s).
-        let mut ours: Vec<String> = (1..=attempts).map(|n| crate::plan::branch_name(&c.id, n)).collect();
+        let mut ours: Vec<String> = (1..=attempts).map(|n| crate::commission::plan::branch_name(&c.id, n)).collect();
         if let Some(recorded) = c.str_field("branch").filter(|b| b.starts_with(&format!("claude/commission/{}-", c.id))) {
             ours.push(recorded.to_string());
         }
@@ -344,7 +345,7 @@ impl Dispatcher<'_> {
                 b.delete().map_err(anyhow::Error::from)?;
             }
         }
-        remove_if_exists(&crate::timeline::path_for(&c.path))?;
+        remove_if_exists(&crate::activity::timeline::path_for(&c.path))?;
         if state.0.exists() {
             std::fs::remove_dir_all(&state.0).with_context(|| format!("removing {}", state.0.display()))?;
         }

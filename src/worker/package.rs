@@ -223,14 +223,14 @@ impl Package {
         let file = dir.join("worker.yaml");
         let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         let manifest: Manifest = serde_yaml_ng::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        crate::ids::validate_id(&manifest.name)?;
+        crate::artifact::ids::validate_id(&manifest.name)?;
         Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
     }
 
     /// The posture text (system-prompt preamble), if the package has one.
     pub fn posture(&self) -> Result<Option<String>, String> {
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
-        let rel = crate::ids::validate_rel_path(rel).map_err(|e| format!("posture: {e}"))?;
+        let rel = crate::artifact::ids::validate_rel_path(rel).map_err(|e| format!("posture: {e}"))?;
         std::fs::read_to_string(self.dir.join(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
     }
 
@@ -304,7 +304,7 @@ impl Catalog {
             };
             match serde_yaml_ng::from_str::<Manifest>(&text) {
                 Ok(m) => {
-                    if let Err(e) = crate::ids::validate_id(&m.name) {
+                    if let Err(e) = crate::artifact::ids::validate_id(&m.name) {
                         self.fail(&file, &dir_name, 1, 1, format!("bad name: {e}"));
                         continue;
                     }

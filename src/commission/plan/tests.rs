@@ -7,10 +7,10 @@ use chrono::{Duration, TimeZone, Utc};
 use proptest::prelude::*;
 
 use super::*;
+use crate::activity::state::{ExitInfo, RunInfo, Sample};
 use crate::artifact::Commission;
 use crate::config::{Project, ProjectConfig};
-use crate::runtime::{ExitInfo, RunInfo, Sample};
-use crate::toolbox::mailbox::Mail;
+use crate::worker::toolbox::mailbox::{Mail, MailBody};
 use crate::worker::Catalog;
 
 fn t0() -> DateTime<Utc> {

@@ -127,7 +127,7 @@ impl StateDir {
     pub fn objects(&self) -> PathBuf {
         self.0.join("objects")
     }
-    /// The worktree as guild-hall made it ([`crate::git::WorktreeRecord`]).
+    /// The worktree as guild-hall made it ([`crate::activity::git::WorktreeRecord`]).
     pub fn worktree(&self) -> PathBuf {
         self.0.join("worktree.json")
     }

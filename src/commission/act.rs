@@ -9,15 +9,17 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use serde_yaml_ng::Value;
 
+use crate::activity::git;
+use crate::activity::merge::{squash_merge, MergeOutcome};
+use crate::activity::state::{write_json, ExitInfo, StateDir};
+use crate::activity::timeline;
+use crate::activity::worktree::{self, WorktreeRecord};
 use crate::artifact::commission::content_hash;
 use crate::artifact::write::{self, Edit};
+use crate::commission::observe::Snapshot;
+use crate::commission::plan::{timestamp, Action, Sig, Update};
 use crate::config::{Home, Project};
-use crate::git::{self, MergeOutcome};
-use crate::observe::Snapshot;
-use crate::plan::{timestamp, Action, Sig, Update};
-use crate::process::{self, Launch};
-use crate::runtime::{write_json, ExitInfo, StateDir};
-use crate::timeline;
+use crate::worker::shim::{self, Launch};
 use crate::worker::Checkout;
 
 /// What became of an action.
@@ -65,11 +67,11 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::Dispatch { update, attempt, branch, worker, resume } => dispatch(ctx, update, *attempt, branch, worker, *resume),
         Action::Signal { run, signal, update, .. } => {
             apply_update(ctx, update)?;
-            process::stop_attempt(run, if *signal == Sig::Term { process::Stop::Term } else { process::Stop::Kill })?;
+            shim::stop_attempt(run, if *signal == Sig::Term { shim::Stop::Term } else { shim::Stop::Kill })?;
             Ok(Outcome::Done)
         }
         Action::KillLeftovers { run, pids, .. } => {
-            process::kill_leftovers(run, pids)?;
+            shim::kill_leftovers(run, pids)?;
             Ok(Outcome::Done)
         }
         Action::Finish { update, conflict, attempt, branch, summary } => finish(ctx, update, conflict, *attempt, branch, summary),
@@ -96,7 +98,7 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
         return Ok(Outcome::Dropped);
     }
     let new = write::apply(&text, &u.edits).with_context(|| format!("editing {}", path.display()))?;
-    if new != text && !crate::runtime::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
+    if new != text && !crate::activity::state::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
         return Ok(Outcome::Dropped);
     }
     Ok(Outcome::Done)
@@ -127,7 +129,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
     git::ensure_branch(&repo, branch, ctx.integration())?;
     fault("dispatch", 2);
     let wt = ctx.home.worktree(&ctx.project.name, id);
-    let rec = git::add_worktree(&ctx.project.root, &wt, branch, pkg.manifest.checkout == Checkout::Sparse)?;
+    let rec = worktree::add_worktree(&ctx.project.root, &wt, branch, pkg.manifest.checkout == Checkout::Sparse)?;
     write_json(&state.worktree(), &rec)?;
     fault("dispatch", 3);
 
@@ -157,19 +159,21 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
             ctx.home.secrets_path().display()
         )?;
     }
-    let memories = crate::memory::load(&memory_dir, &pkg.manifest.name)?;
-    std::fs::write(state.system_prompt(), crate::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap))?;
+    let memories = crate::worker::memory::load(&memory_dir, &pkg.manifest.name)?;
+    std::fs::write(state.system_prompt(), crate::worker::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap))?;
     let confined = match confinement(&pkg.manifest.sandbox, &global) {
         Ok(c) => c,
         Err(why) => return not_started(why),
     };
-    if let Err(e) = crate::memory::maybe_compact(&memory_dir, pkg, global.memory_compact_threshold, confined == Confinement::Confined) {
+    if let Err(e) =
+        crate::worker::memory::maybe_compact(&memory_dir, pkg, global.memory_compact_threshold, confined == Confinement::Confined)
+    {
         tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
     }
     let sandbox = match confined {
         Confinement::Confined => {
             let mut writable = vec![wt.clone(), rec.admin.clone(), state.objects(), state.mailbox()];
-            writable.push(crate::memory::dir(&memory_dir, &pkg.manifest.name)?);
+            writable.push(crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?);
             if let crate::worker::SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
                 for w in write {
                     let path = crate::worker::expand_home(w).map_err(anyhow::Error::msg)?;
@@ -181,11 +185,11 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
                     writable.push(path);
                 }
             }
-            Some(crate::sandbox::Policy { writable })
+            Some(crate::worker::sandbox::Policy { writable })
         }
         Confinement::Unconfined => None,
     };
-    for dir in [crate::memory::dir(&memory_dir, &pkg.manifest.name)?, state.objects().join("info")] {
+    for dir in [crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?, state.objects().join("info")] {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     // The worker's git writes objects into its own store, reading the repository's through
@@ -194,7 +198,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
     if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
         alternates = format!("{alternates}\n{}", more.trim_end());
     }
-    crate::runtime::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
+    crate::activity::state::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
     std::fs::OpenOptions::new().create(true).append(true).open(state.mailbox())?;
     let res = &commission.artifact.resources;
     let max_turns = res.max_turns.or(pkg.manifest.resources.max_turns).unwrap_or(150);
@@ -226,7 +230,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
     ]);
     let launch =
         Launch { state, attempt, cwd: wt, argv, env, grace: ctx.project.config.cancel_grace, log_max_bytes: global.log_max_bytes, sandbox };
-    process::spawn_shim(&launch)?;
+    shim::spawn_shim(&launch)?;
     fault("dispatch", 4);
     Ok(Outcome::Done)
 }
@@ -244,9 +248,9 @@ pub fn confinement(spec: &crate::worker::SandboxSpec, global: &crate::config::Gl
     if *spec == crate::worker::SandboxSpec::Off {
         return Ok(Confinement::Unconfined);
     }
-    match crate::sandbox::support() {
-        crate::sandbox::Support::Available { .. } => Ok(Confinement::Confined),
-        crate::sandbox::Support::Unavailable { why } if global.without_landlock == crate::config::WithoutLandlock::Unconfined => {
+    match crate::worker::sandbox::support() {
+        crate::worker::sandbox::Support::Available { .. } => Ok(Confinement::Confined),
+        crate::worker::sandbox::Support::Unavailable { why } if global.without_landlock == crate::config::WithoutLandlock::Unconfined => {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
                 tracing::warn!(
@@ -255,7 +259,7 @@ pub fn confinement(spec: &crate::worker::SandboxSpec, global: &crate::config::Gl
             });
             Ok(Confinement::Unconfined)
         }
-        crate::sandbox::Support::Unavailable { why } => {
+        crate::worker::sandbox::Support::Unavailable { why } => {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
                 tracing::warn!(
@@ -271,11 +275,11 @@ pub fn confinement(spec: &crate::worker::SandboxSpec, global: &crate::config::Gl
 
 /// The worktree as guild-hall recorded it when it made it (an older guild-hall kept no record:
 /// the admin dir is the one git names after the worktree).
-fn worktree_record(ctx: &Ctx<'_>, id: &str, branch: &str) -> Result<git::WorktreeRecord> {
+fn worktree_record(ctx: &Ctx<'_>, id: &str, branch: &str) -> Result<WorktreeRecord> {
     let state = ctx.state(id);
-    match crate::runtime::read_json::<git::WorktreeRecord>(&state.worktree())? {
+    match crate::activity::state::read_json::<WorktreeRecord>(&state.worktree())? {
         Some(rec) => Ok(rec),
-        None => Ok(git::WorktreeRecord::assumed(&ctx.project.root, &ctx.home.worktree(&ctx.project.name, id), branch, false)?),
+        None => Ok(WorktreeRecord::assumed(&ctx.project.root, &ctx.home.worktree(&ctx.project.name, id), branch, false)?),
     }
 }
 
@@ -284,7 +288,7 @@ fn worktree_record(ctx: &Ctx<'_>, id: &str, branch: &str) -> Result<git::Worktre
 fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Result<Outcome> {
     let state = ctx.state(id);
     let rec = worktree_record(ctx, id, branch)?;
-    let secured = git::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: {why} of {id} (attempt {attempt})"))?;
+    let secured = worktree::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: {why} of {id} (attempt {attempt})"))?;
     if !secured.tampered.is_empty() {
         let now = timestamp(chrono::Utc::now());
         let text = format!("worktree tampered with: {}", secured.tampered.join("; "));
@@ -294,7 +298,7 @@ fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Re
         )?;
     }
     fault("cleanup", 1);
-    git::remove_worktree(&rec)?;
+    worktree::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     fault("cleanup", 2);
     Ok(Outcome::Done)
@@ -310,12 +314,12 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         failed.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
         failed.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
         failed.events.push(timeline::event(&now, "anomaly", format!("{kind}:{attempt}"), json!({"text": reason})));
-        git::remove_worktree(&rec)?;
+        worktree::remove_worktree(&rec)?;
         let _ = std::fs::remove_dir_all(state.objects());
         apply_update(ctx, &failed)
     };
     let secured =
-        git::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: work left in the worktree by {id} (attempt {attempt})"))?;
+        worktree::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: work left in the worktree by {id} (attempt {attempt})"))?;
     if !secured.tampered.is_empty() {
         // Never merge what came out of a worktree that is no longer the one we made.
         let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {branch}", secured.tampered.join("; "));
@@ -330,7 +334,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
     };
     let mut done = update.clone();
-    match git::squash_merge(&repo, ctx.integration(), branch, &message, &trailer)? {
+    match squash_merge(&repo, ctx.integration(), branch, &message, &trailer)? {
         MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid) => done.events.push(merge_event(oid.to_string())),
         MergeOutcome::NothingToMerge => done.events.push(merge_event("nothing to merge".into())),
         MergeOutcome::Conflicts(paths) => {
@@ -350,7 +354,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         }
     }
     fault("finish", 2);
-    git::remove_worktree(&rec)?;
+    worktree::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     fault("finish", 3);
     apply_update(ctx, &done)

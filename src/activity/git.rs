@@ -1,0 +1,133 @@
+//! Git as guild-hall runs it: opening the repository, branches, the identity of our commits,
+//! and every git CLI call — named explicitly, in a clean environment, with nothing configured
+//! allowed to run a program. [`super::worktree`] and [`super::merge`] build on this.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use git2::{BranchType, Repository, Signature};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error(transparent)]
+    Git(#[from] git2::Error),
+    #[error("`git {args}` failed: {stderr}")]
+    Cli { args: String, stderr: String },
+    #[error("{0}")]
+    Other(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T> = std::result::Result<T, GitError>;
+
+const FALLBACK_NAME: &str = "Guild Hall";
+const FALLBACK_EMAIL: &str = "guild-hall@localhost";
+
+/// Open the repository containing `project_root`.
+pub fn open(project_root: &Path) -> Result<Repository> {
+    Repository::discover(project_root).map_err(|_| GitError::Other(format!("{} is not inside a git repository", project_root.display())))
+}
+
+/// The repository's configured identity, else the fixed fallback.
+pub fn signature(repo: &Repository) -> Result<Signature<'static>> {
+    match repo.signature() {
+        Ok(s) => Ok(s.to_owned()),
+        Err(_) => Ok(Signature::now(FALLBACK_NAME, FALLBACK_EMAIL)?),
+    }
+}
+
+pub fn branch_exists(repo: &Repository, branch: &str) -> bool {
+    repo.find_branch(branch, BranchType::Local).is_ok()
+}
+
+/// Create `branch` at what `from` (a branch name or "HEAD") points to, unless it exists.
+pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool> {
+    if branch_exists(repo, branch) {
+        return Ok(false);
+    }
+    let commit = if from == "HEAD" {
+        repo.head()
+            .and_then(|h| h.peel_to_commit())
+            .map_err(|_| GitError::Other("the repository has no commits yet: make a first commit, then run guild-hall init".into()))?
+    } else {
+        repo.find_branch(from, BranchType::Local)
+            .map_err(|_| GitError::Other(format!("branch {from:?} does not exist (run guild-hall init)")))?
+            .get()
+            .peel_to_commit()?
+    };
+    repo.branch(branch, &commit, false)?;
+    Ok(true)
+}
+
+/// Whether `rel_path` exists in the tree at `branch`'s tip.
+pub fn path_in_branch(repo: &Repository, branch: &str, rel_path: &str) -> Result<bool> {
+    let Ok(b) = repo.find_branch(branch, BranchType::Local) else { return Ok(false) };
+    Ok(b.get().peel_to_tree()?.get_path(Path::new(rel_path)).is_ok())
+}
+
+/// Where one git CLI call runs, always named explicitly: guild-hall never lets git discover a
+/// repository from a directory a worker can write (a worktree's `.git` file, its admin dir's
+/// `commondir`), so a worker cannot redirect where guild-hall reads or commits.
+pub(super) struct At<'a> {
+    pub(super) git_dir: &'a Path,
+    /// The repository's common dir, for a linked worktree's admin dir.
+    pub(super) common_dir: Option<&'a Path>,
+    pub(super) work_tree: Option<&'a Path>,
+    pub(super) index_file: Option<&'a Path>,
+}
+
+impl<'a> At<'a> {
+    pub(super) fn repo(common: &'a Path, work_tree: &'a Path) -> At<'a> {
+        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file: None }
+    }
+}
+
+/// Configuration that makes git run a program, switched off for every call of ours: a
+/// worker that wrote any of it (in a worktree config, say) gets nothing run.
+const NO_PROGRAMS: [&str; 6] =
+    ["core.hooksPath=/dev/null", "core.fsmonitor=false", "commit.gpgSign=false", "gc.auto=0", "maintenance.auto=false", "core.pager=cat"];
+
+/// Run the git CLI at `at` with a clean environment: no inherited `GIT_*` variable (some make
+/// git run programs or read other config), no hooks or other configured programs, no prompts,
+/// and our commit identity.
+pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<String> {
+    let mut cmd = Command::new("git");
+    for c in NO_PROGRAMS {
+        cmd.arg("-c").arg(c);
+    }
+    cmd.args(args).current_dir(at.work_tree.unwrap_or(at.git_dir));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("GIT_DIR", at.git_dir).env("GIT_TERMINAL_PROMPT", "0");
+    if let Some(c) = at.common_dir {
+        cmd.env("GIT_COMMON_DIR", c);
+    }
+    if let Some(w) = at.work_tree {
+        cmd.env("GIT_WORK_TREE", w);
+    }
+    if let Some(i) = at.index_file {
+        cmd.env("GIT_INDEX_FILE", i);
+    }
+    if let Some(sig) = identity {
+        let (name, email) = (sig.name().unwrap_or(FALLBACK_NAME), sig.email().unwrap_or(FALLBACK_EMAIL));
+        cmd.env("GIT_AUTHOR_NAME", name).env("GIT_AUTHOR_EMAIL", email).env("GIT_COMMITTER_NAME", name).env("GIT_COMMITTER_EMAIL", email);
+    }
+    let out = cmd.output()?;
+    if !out.status.success() {
+        return Err(GitError::Cli { args: args.join(" "), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+pub(super) fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The repository's common dir (`.git` of the main checkout) for a project.
+pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
+    Ok(canonical(open(project_root)?.commondir()))
+}

@@ -1,0 +1,221 @@
+//! The squash merge of an activity's branch into the integration branch, in memory, once
+//! (a trailer marks it), with the `.lore/` conflict rule, and advancing a checkout of the
+//! integration branch only when no local change of a person's would be touched.
+
+use std::path::{Path, PathBuf};
+
+use git2::{BranchType, Oid, Repository};
+
+use super::git::{signature, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    Merged(Oid),
+    /// A commit with the trailer is already on the integration branch (a re-run after a crash).
+    AlreadyMerged(Oid),
+    NothingToMerge,
+    /// Conflicts (outside `.lore/`, or on a `.lore/` file a person committed): nothing was merged.
+    Conflicts(Vec<String>),
+    /// The integration branch is checked out with local changes the merge would touch.
+    Waiting(String),
+}
+
+/// Squash-merge `activity` into `integration` as one commit, in memory. A conflict under
+/// `.lore/` goes to the activity side when only guild-hall's merges changed the file on the
+/// integration side; any other conflict aborts with the paths. A checkout of the integration
+/// branch is advanced only if no locally modified file is touched.
+pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, message: &str, trailer: &str) -> Result<MergeOutcome> {
+    let int_ref_name = format!("refs/heads/{integration}");
+    let int_commit = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
+    let act_commit = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
+    let base = repo.merge_base(int_commit.id(), act_commit.id())?;
+
+    // Idempotency: look for our trailer on the integration branch since the fork point.
+    let mut walk = repo.revwalk()?;
+    walk.push(int_commit.id())?;
+    walk.hide(base)?;
+    walk.simplify_first_parent()?;
+    for oid in walk {
+        let oid = oid?;
+        if repo.find_commit(oid)?.message().is_ok_and(|m| m.lines().any(|l| l.trim() == trailer)) {
+            return Ok(MergeOutcome::AlreadyMerged(oid));
+        }
+    }
+
+    let base_tree = repo.find_commit(base)?.tree()?;
+    let int_tree = int_commit.tree()?;
+    let act_tree = act_commit.tree()?;
+    let mut index = repo.merge_trees(&base_tree, &int_tree, &act_tree, None)?;
+    if index.has_conflicts() {
+        let mut blocking = Vec::new();
+        let conflicts: Vec<_> = index.conflicts()?.collect::<std::result::Result<_, _>>()?;
+        for c in conflicts {
+            let path = c
+                .our
+                .as_ref()
+                .or(c.their.as_ref())
+                .or(c.ancestor.as_ref())
+                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                .unwrap_or_default();
+            if path.starts_with(".lore/") && only_ours_changed(repo, int_commit.id(), base, &path)? {
+                // Only guild-hall's own merges changed it on the integration side: the
+                // activity's version is the newer word. A person's commit is never overwritten.
+                index.remove_path(Path::new(&path))?;
+                if let Some(theirs) = c.their {
+                    let mut entry = theirs;
+                    entry.flags &= !0x3000; // clear the conflict stage bits
+                    index.add(&entry)?;
+                }
+            } else {
+                blocking.push(path);
+            }
+        }
+        if !blocking.is_empty() {
+            blocking.sort();
+            blocking.dedup();
+            return Ok(MergeOutcome::Conflicts(blocking));
+        }
+    }
+    let tree_id = index.write_tree_to(repo)?;
+    if tree_id == int_tree.id() {
+        return Ok(MergeOutcome::NothingToMerge);
+    }
+    let tree = repo.find_tree(tree_id)?;
+
+    // Checkouts of the integration branch must not lose a person's uncommitted change.
+    let checkouts = checkouts_of(repo, &int_ref_name)?;
+    let changed = changed_paths(repo, &int_tree, &tree)?;
+    for wt in &checkouts {
+        let touched = locally_modified(wt, &changed, &tree)?;
+        if !touched.is_empty() {
+            return Ok(MergeOutcome::Waiting(format!(
+                "{integration} is checked out at {} with local changes to {}; commit or stash them",
+                wt.display(),
+                touched.join(", ")
+            )));
+        }
+    }
+
+    let sig = signature(repo)?;
+    let full_message = format!("{}\n\n{trailer}\n", message.trim_end());
+    let commit = repo.commit(None, &sig, &sig, &full_message, &tree, &[&int_commit])?;
+    for wt in &checkouts {
+        advance_checkout(wt, &tree, &changed)?;
+    }
+    repo.reference_matching(&int_ref_name, commit, true, int_commit.id(), &format!("guild-hall: squash-merge {activity}"))?;
+    Ok(MergeOutcome::Merged(commit))
+}
+
+/// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's
+/// squash merges (it carries the `Guild-Hall-Commission:` trailer).
+fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Result<bool> {
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    let at = |tree: &git2::Tree<'_>| tree.get_path(Path::new(path)).ok().map(|e| e.id());
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let mine = at(&commit.tree()?);
+        let parents: Vec<_> = commit.parents().collect();
+        let changed = if parents.is_empty() { mine.is_some() } else { parents.iter().any(|p| p.tree().ok().and_then(|t| at(&t)) != mine) };
+        let ours = commit.message().is_ok_and(|m: &str| m.lines().any(|l| l.trim_start().starts_with("Guild-Hall-Commission: ")));
+        if changed && !ours {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Bring a checkout's files and index for `changed` to `tree`. Files already there (an advance
+/// interrupted by a crash) only get their index entry; the rest go through a safe checkout,
+/// which never overwrites a local change.
+fn advance_checkout(wt: &Path, tree: &git2::Tree<'_>, changed: &[String]) -> Result<()> {
+    let wrepo = Repository::open(wt)?;
+    let (done, todo): (Vec<&String>, Vec<&String>) = changed.iter().partition(|p| matches_target(wt, p, tree));
+    if !todo.is_empty() {
+        let mut co = git2::build::CheckoutBuilder::new();
+        co.safe();
+        for p in &todo {
+            co.path(p.as_str());
+        }
+        // Objects are per handle: look the tree up in the checkout's own repository.
+        let wtree = wrepo.find_tree(tree.id())?;
+        wrepo.checkout_tree(wtree.as_object(), Some(&mut co))?;
+    }
+    if !done.is_empty() {
+        let mut index = wrepo.index()?;
+        for p in done {
+            if wt.join(p).exists() {
+                index.add_path(Path::new(p))?;
+            } else {
+                index.remove_path(Path::new(p))?;
+            }
+        }
+        index.write()?;
+    }
+    Ok(())
+}
+
+/// Working directories (main and linked) whose HEAD is `refname`.
+fn checkouts_of(repo: &Repository, refname: &str) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    if !repo.is_bare() {
+        if let (Ok(head), Some(wd)) = (repo.find_reference("HEAD"), repo.workdir()) {
+            if head.symbolic_target().ok().flatten() == Some(refname) {
+                out.push(wd.to_path_buf());
+            }
+        }
+    }
+    let names = repo.worktrees()?;
+    // guild-hall's own activity worktrees are never "a person's checkout" (a worker could
+    // point its HEAD at the integration branch to stall every merge).
+    let ours = |n: &&str| ["commission-", "meeting-", "task-"].iter().any(|p| n.starts_with(p));
+    for name in names.iter().filter_map(|n| n.ok().flatten()).filter(|n| !ours(n)) {
+        let Ok(wt) = repo.find_worktree(name) else { continue };
+        let Ok(wrepo) = Repository::open_from_worktree(&wt) else { continue };
+        if wrepo.find_reference("HEAD").ok().and_then(|h| h.symbolic_target().ok().flatten().map(str::to_string)).as_deref()
+            == Some(refname)
+        {
+            out.push(wt.path().to_path_buf());
+        }
+    }
+    Ok(out)
+}
+
+fn changed_paths(repo: &Repository, from: &git2::Tree<'_>, to: &git2::Tree<'_>) -> Result<Vec<String>> {
+    let diff = repo.diff_tree_to_tree(Some(from), Some(to), None)?;
+    let mut paths = Vec::new();
+    for d in diff.deltas() {
+        for f in [d.old_file().path(), d.new_file().path()].into_iter().flatten() {
+            let s = f.to_string_lossy().into_owned();
+            if !paths.contains(&s) {
+                paths.push(s);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+fn matches_target(wt: &Path, path: &str, target: &git2::Tree<'_>) -> bool {
+    let on_disk = Oid::hash_file(git2::ObjectType::Blob, wt.join(path)).ok();
+    let wanted = target.get_path(Path::new(path)).ok().map(|e| e.id());
+    on_disk == wanted
+}
+
+/// Which of `paths` have staged or unstaged changes (or are untracked) in the checkout at `wt`,
+/// other than ones already equal to the merge result (an advance interrupted by a crash).
+fn locally_modified(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
+    let repo = Repository::open(wt)?;
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    let mut touched = Vec::new();
+    for s in statuses.iter() {
+        if let Ok(p) = s.path() {
+            if paths.iter().any(|c| c == p) && !s.status().is_ignored() && !matches_target(wt, p, target) {
+                touched.push(p.to_string());
+            }
+        }
+    }
+    Ok(touched)
+}

@@ -1,0 +1,285 @@
+//! Activity worktrees, made and taken back by guild-hall alone: created detached at the
+//! activity's branch (full or sparse) and recorded; at the end, the worker's commits and
+//! leftovers secured onto its branch by that record (never by what the worktree now says), its
+//! objects adopted only after their hashes check out; then the worktree removed by record.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+
+use super::git::{canonical, cli, common_dir, signature, At, GitError, Result};
+
+/// A worktree as guild-hall made it, recorded at creation in state the worker cannot write.
+/// Everything later (commit, merge, removal) goes by this record, never by what the worktree
+/// now says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorktreeRecord {
+    pub path: PathBuf,
+    /// Its admin dir, `<common>/worktrees/<name>`.
+    pub admin: PathBuf,
+    pub common: PathBuf,
+    pub branch: String,
+    pub sparse: bool,
+}
+
+impl WorktreeRecord {
+    /// What an older guild-hall (no record) made: the admin dir named after the worktree.
+    pub fn assumed(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+        let common = common_dir(project_root)?;
+        let name = path.file_name().ok_or_else(|| GitError::Other(format!("{} has no file name", path.display())))?;
+        Ok(WorktreeRecord { path: path.to_path_buf(), admin: common.join("worktrees").join(name), common, branch: branch.into(), sparse })
+    }
+
+    fn at(&self) -> At<'_> {
+        At { git_dir: &self.admin, common_dir: Some(&self.common), work_tree: Some(&self.path), index_file: None }
+    }
+
+    /// What is `.git` of the worktree supposed to say.
+    fn git_file(&self) -> String {
+        format!("gitdir: {}\n", self.admin.display())
+    }
+}
+
+/// Create the worktree at `path`, detached at `branch` (which must exist): a worker commits
+/// on a detached HEAD and guild-hall moves the branch. Idempotent: an existing, complete
+/// worktree made for `branch` is kept; a half-made one (ours: it only ever holds a worktree we
+/// created, before any worker ran in it) is removed and made again.
+pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+    let common = common_dir(project_root)?;
+    let main = At::repo(&common, project_root);
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| GitError::Other(format!("bad worktree path {}", path.display())))?;
+    let rec = WorktreeRecord {
+        path: path.to_path_buf(),
+        admin: common.join("worktrees").join(name),
+        common: common.clone(),
+        branch: branch.into(),
+        sparse,
+    };
+    if path.exists() {
+        let intact = std::fs::read_to_string(path.join(".git")).is_ok_and(|t| t == rec.git_file())
+            && cli(&rec.at(), &["status", "--porcelain"], None).is_ok_and(|s| s.trim().is_empty());
+        if intact {
+            return Ok(rec);
+        }
+        remove_worktree(&rec)?;
+    }
+    if rec.admin.exists() {
+        // An admin dir of that name not pointing here is not ours to reuse or delete.
+        return Err(GitError::Other(format!(
+            "{} already exists for another worktree; remove it with `git worktree remove` or `git worktree prune`",
+            rec.admin.display()
+        )));
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let p = path.to_string_lossy();
+    cli(&main, &["worktree", "add", "--quiet", "--no-checkout", "--detach", &p, &format!("refs/heads/{branch}")], None)?;
+    if std::fs::read_to_string(path.join(".git")).ok().as_deref() != Some(rec.git_file().as_str()) {
+        return Err(GitError::Other(format!("git did not make the worktree's admin dir at {}", rec.admin.display())));
+    }
+    let tip = format!("refs/heads/{branch}");
+    if sparse {
+        // The patterns go in the worktree's own admin dir and sparse checkout is switched on for
+        // this one checkout only: `git sparse-checkout set` would turn on worktree config in
+        // the person's shared `.git/config`. The skip-worktree bits it leaves in the index keep
+        // `git status` clean afterwards.
+        std::fs::create_dir_all(rec.admin.join("info"))?;
+        std::fs::write(rec.admin.join("info/sparse-checkout"), "/.lore/\n")?;
+        let args = ["-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=false", "checkout", "--quiet", "--detach", &tip];
+        cli(&rec.at(), &args, None)?;
+    } else {
+        cli(&rec.at(), &["checkout", "--quiet", "--detach", &tip], None)?;
+    }
+    Ok(rec)
+}
+
+/// What securing a worktree's work found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Secured {
+    /// Ways the worktree is no longer the one guild-hall made (the attempt must fail).
+    pub tampered: Vec<String>,
+    /// The commit holding the leftovers, if there were any.
+    pub commit: Option<Oid>,
+}
+
+/// Ways the worktree differs from what guild-hall made: its `.git` file, its admin dir's
+/// pointers, its HEAD. Read only; nothing found here is ever followed.
+pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
+    let mut found = Vec::new();
+    let dot_git = rec.path.join(".git");
+    match std::fs::symlink_metadata(&dot_git) {
+        Err(_) => found.push("its .git file was removed".to_string()),
+        Ok(m) if m.is_dir() => found.push("its .git was replaced by a repository of its own (git init)".to_string()),
+        Ok(m) if !m.is_file() => found.push("its .git was replaced by a symlink".to_string()),
+        Ok(_) => {
+            if std::fs::read_to_string(&dot_git).ok().as_deref() != Some(rec.git_file().as_str()) {
+                found.push("its .git file was rewritten to point elsewhere".to_string());
+            }
+        }
+    }
+    let read = |f: &str| std::fs::read_to_string(rec.admin.join(f)).map(|t| t.trim_end().to_string());
+    match read("commondir") {
+        Ok(c) if canonical(&rec.admin.join(&c)) == rec.common => {}
+        Ok(_) => found.push("its admin dir's commondir was rewritten".to_string()),
+        Err(_) => found.push(format!("its admin dir {} is missing or damaged", rec.admin.display())),
+    }
+    if let Ok(g) = read("gitdir") {
+        if canonical(Path::new(&g)) != canonical(&dot_git) && Path::new(&g) != dot_git {
+            found.push("its admin dir's gitdir was rewritten".to_string());
+        }
+    }
+    if let Ok(head) = read("HEAD") {
+        if let Some(target) = head.strip_prefix("ref: ") {
+            if target != format!("refs/heads/{}", rec.branch) {
+                found.push(format!("its HEAD was switched to {target}"));
+            }
+        }
+    }
+    found
+}
+
+/// Commit whatever the worker left in its worktree onto its branch, and adopt the commits it
+/// made itself: tracked changes and untracked files, `.gitignore` respected (in a sparse
+/// worktree, files outside the checkout are absent, never taken as deleted). Everything goes through the record and a fresh index
+/// of ours (nothing the worker can write decides where), the worker's objects are copied into
+/// the repository only after their hashes check out, and the branch moves only forward.
+pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message: &str) -> Result<Secured> {
+    if !rec.path.exists() {
+        // Only guild-hall removes a worktree (a worker cannot remove the directory itself),
+        // and only after securing it: a pass that died just after did this already.
+        return Ok(Secured::default());
+    }
+    let mut out = Secured { tampered: inspect(rec), commit: None };
+    let repo = Repository::open(&rec.common)?;
+    let branch_ref = format!("refs/heads/{}", rec.branch);
+    let tip = repo.find_reference(&branch_ref)?.peel_to_commit()?.id();
+    let alternate = worker_objects.filter(|p| p.is_dir());
+    // Where the worker's own commits got to (a detached HEAD), if that is readable and ours.
+    let head = (|| {
+        let h = std::fs::read_to_string(rec.admin.join("HEAD")).ok()?;
+        let h = h.trim();
+        let oid = match h.strip_prefix("ref: ") {
+            Some(r) if r == branch_ref => tip,
+            Some(_) => return None,
+            None => Oid::from_str(h).ok()?,
+        };
+        Some(oid)
+    })();
+    let mut base = tip;
+    if let Some(h) = head.filter(|h| *h != tip) {
+        match adopt_objects(&repo, alternate, h, tip) {
+            Ok(()) if repo.graph_descendant_of(h, tip).unwrap_or(false) => base = h,
+            // Behind the branch: what it holds is already on the branch (a second run).
+            Ok(()) if repo.graph_descendant_of(tip, h).unwrap_or(false) => {}
+            Ok(()) => out.tampered.push(format!("its HEAD {h} does not descend from {}", rec.branch)),
+            Err(e) => out.tampered.push(format!("its commits could not be adopted: {e}")),
+        }
+    }
+    // A fresh index of our own, in our own temp dir: the worker's index is not trusted.
+    let scratch = std::env::temp_dir().join(format!("guild-hall-index-{}", uuid::Uuid::new_v4().simple()));
+    let index = scratch.to_string_lossy().into_owned();
+    let result = (|| -> Result<Option<Oid>> {
+        // The repository itself, an explicit work tree and our own index: nothing of the
+        // worktree's admin dir (which the worker can write, or get pruned) is needed. The
+        // worker's store is not visible here: every object this writes lands in the
+        // repository (the worker's own commits were adopted above).
+        let at = At { git_dir: &rec.common, common_dir: None, work_tree: Some(&rec.path), index_file: Some(&scratch) };
+        let base_hex = base.to_string();
+        cli(&at, &["read-tree", &base_hex], None)?;
+        if rec.sparse {
+            // Files outside the sparse checkout are absent, not deleted: add what is there,
+            // and take removals only under `.lore/`.
+            cli(&at, &["add", "--ignore-removal", "--", "."], None)?;
+            if rec.path.join(".lore").exists() {
+                cli(&at, &["add", "--all", "--", ".lore/"], None)?;
+            }
+        } else {
+            cli(&at, &["add", "--all", "--", "."], None)?;
+        }
+        let tree = cli(&at, &["write-tree"], None)?.trim().to_string();
+        let base_tree = repo.find_commit(base)?.tree_id().to_string();
+        if tree == base_tree {
+            return Ok(None);
+        }
+        let sig = signature(&repo)?;
+        let commit = cli(&at, &["commit-tree", &tree, "-p", &base_hex, "-m", message], Some(&sig))?;
+        Ok(Some(Oid::from_str(commit.trim())?))
+    })();
+    let _ = std::fs::remove_file(&index);
+    out.commit = result?;
+    let new_tip = out.commit.unwrap_or(base);
+    if new_tip != tip {
+        repo.reference_matching(&branch_ref, new_tip, true, tip, "guild-hall: the attempt's work")?;
+    }
+    Ok(out)
+}
+
+/// Copy every object reachable from `head` (and not from `tip`) that the repository lacks out
+/// of the worker's store, each re-hashed on the way in: an object whose content does not match
+/// its name is refused, so a worker cannot plant a false object for a later commit to trip
+/// over. Parents before children and entries before their tree, so an interrupted copy never
+/// leaves an object whose history or contents are missing.
+fn adopt_objects(repo: &Repository, store: Option<&Path>, head: Oid, tip: Oid) -> Result<()> {
+    let odb = repo.odb()?;
+    if odb.exists(head) {
+        return Ok(());
+    }
+    let Some(store) = store else { return Err(GitError::Other(format!("commit {head} is not in the repository"))) };
+    // A second handle that also sees the worker's store, for reading only.
+    let both = Repository::open(repo.path())?;
+    let both_odb = both.odb()?;
+    both_odb.add_disk_alternate(&store.to_string_lossy())?;
+    let copy = |oid: Oid| -> Result<bool> {
+        if odb.exists(oid) {
+            return Ok(false);
+        }
+        let obj = both_odb.read(oid)?;
+        if odb.write(obj.kind(), obj.data())? != oid {
+            return Err(GitError::Other(format!("object {oid} in the worker's store is corrupt")));
+        }
+        Ok(true)
+    };
+    fn tree(both: &Repository, odb: &git2::Odb<'_>, copy: &dyn Fn(Oid) -> Result<bool>, t: Oid) -> Result<()> {
+        if odb.exists(t) {
+            return Ok(()); // present, and with it everything beneath
+        }
+        for entry in both.find_tree(t)?.iter() {
+            match entry.kind() {
+                Some(git2::ObjectType::Tree) => tree(both, odb, copy, entry.id())?,
+                Some(git2::ObjectType::Commit) => {} // a submodule's commit lives in the submodule
+                _ => {
+                    copy(entry.id())?;
+                }
+            }
+        }
+        copy(t).map(|_| ())
+    }
+    let mut walk = both.revwalk()?;
+    walk.push(head)?;
+    walk.hide(tip)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    for c in walk {
+        let c = c?;
+        if odb.exists(c) {
+            continue;
+        }
+        tree(&both, &odb, &copy, both.find_commit(c)?.tree_id())?;
+        copy(c)?;
+    }
+    Ok(())
+}
+
+/// Remove the worktree (its work was secured by the caller) and its admin dir, both by the
+/// record. Keeps the branch. Neither `git worktree remove` nor `prune` is used: they go by
+/// each admin dir's `gitdir`, which a worker can rewrite or make dangling (prune would then
+/// delete another attempt's admin dir, and with it the HEAD of its own commits).
+pub fn remove_worktree(rec: &WorktreeRecord) -> Result<()> {
+    if std::fs::symlink_metadata(&rec.path).is_ok() {
+        std::fs::remove_dir_all(&rec.path)?;
+    }
+    if rec.admin.starts_with(rec.common.join("worktrees")) && rec.admin.exists() {
+        std::fs::remove_dir_all(&rec.admin)?;
+    }
+    Ok(())
+}

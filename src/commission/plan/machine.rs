@@ -1,0 +1,201 @@
+//! The state machine for one commission in one pass: the status as written against the status
+//! last recorded (a person's edit is a request, validated), a one-shot `desired:`, and then
+//! what the status needs now — the effect the pass must carry out.
+
+use serde_json::json;
+use serde_yaml_ng::Value;
+
+use super::liveness::{classify_exit, heartbeat, overtime};
+use super::step::Step;
+use super::transitions::{person_may_request, refusal};
+use super::Sig;
+use crate::activity::state::Heartbeat;
+use crate::artifact::write::Edit;
+use crate::artifact::{Desired, Status};
+use crate::commission::observe::{Observed, Proc, Snapshot};
+
+/// What one commission needs beyond its update.
+pub(super) enum Effect {
+    None,
+    Candidate { wants: bool },
+    Resume,
+    Finish,
+    Cleanup(&'static str),
+    Signal(Sig),
+    KillLeftovers,
+    Beat(Heartbeat),
+}
+
+pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]) -> (Step<'a>, Effect) {
+    let mut st = Step::new(o, now);
+    let art = o.artifact.status;
+
+    let settled = o.artifact.status.is_some_and(Status::is_terminal);
+    match (o.artifact.created(), &st.record.created) {
+        (Some(c), None) if !settled => st.record.created = Some(c.to_string()),
+        (None, _) if !settled => {
+            // The first stamp stays the commission's: a stash or checkout that dropped the key
+            // does not move it to the back of the queue.
+            let created = st.record.created.clone().unwrap_or_else(|| now.to_string());
+            st.set("created", Value::String(created.clone()));
+            st.record.created = Some(created);
+        }
+        _ => {}
+    }
+
+    // 1. The status as written versus the status we last wrote.
+    match &o.record {
+        None => match art {
+            None => st.go(Status::Pending, "new commission"),
+            Some(Status::Dispatched | Status::InProgress) => {
+                // Claims to run, but this home never started it: nothing to watch.
+                st.go(Status::Failed, "process lost on restart");
+            }
+            Some(_) => {}
+        },
+        Some(r) => {
+            if art != Some(r.status) && (art.is_none() || art == r.prev) {
+                // Our own write was interrupted (or the key was deleted): write it again.
+                st.set("status", Value::String(r.status.as_str().into()));
+            } else if let Some(want) = art.filter(|a| *a != r.status) {
+                let finished_with_result = r.status.is_active() && o.proc == Proc::Dead && st.has_result();
+                if want == Status::Cancelled && finished_with_result {
+                    st.refuse(&format!("status change {} -> cancelled", r.status), "the worker already finished and submitted a result");
+                    st.set("status", Value::String(r.status.as_str().into()));
+                } else if person_may_request(r.status, want) {
+                    st.go(want, &format!("requested: status set to {want}"));
+                } else {
+                    st.refuse(&format!("status change {} -> {want}", r.status), &refusal(r.status, want));
+                    st.set("status", Value::String(r.status.as_str().into()));
+                }
+            }
+        }
+    }
+
+    // 2. A one-shot request in `desired:`.
+    let mut wants_dispatch = false;
+    match o.artifact.desired {
+        None => {}
+        Some(Desired::Dispatched) => match st.status {
+            Status::Pending => wants_dispatch = true,
+            Status::Draft | Status::Failed | Status::Cancelled => {
+                st.go(Status::Pending, "requested: desired dispatched");
+                wants_dispatch = true;
+            }
+            Status::Blocked => {
+                st.refuse("desired: dispatched", &format!("waiting on missing dependencies: {}", o.missing_deps.join(", ")));
+                st.remove("desired");
+            }
+            Status::Dispatched | Status::InProgress => st.remove("desired"),
+            Status::Completed => {
+                st.refuse(
+                    "desired: dispatched",
+                    "the commission is completed; create a new one or set status: pending only from failed or cancelled",
+                );
+                st.remove("desired");
+            }
+        },
+        Some(Desired::Cancelled) => {
+            let finished_with_result = st.status.is_active() && o.proc == Proc::Dead && st.has_result();
+            match st.status {
+                _ if finished_with_result => {
+                    st.refuse("desired: cancelled", "the worker already finished and submitted a result");
+                    st.remove("desired");
+                }
+                Status::Pending | Status::Blocked | Status::Dispatched | Status::InProgress => {
+                    st.go(Status::Cancelled, "requested: desired cancelled");
+                    st.remove("desired");
+                }
+                other => {
+                    st.refuse("desired: cancelled", &format!("a {other} commission cannot be cancelled"));
+                    st.remove("desired");
+                }
+            }
+        }
+    }
+
+    // 3. What the status needs now.
+    let cfg = &s.project.config;
+    let effect = match st.status {
+        Status::Draft => Effect::None,
+        Status::Pending | Status::Blocked => {
+            if !o.missing_deps.is_empty() {
+                let why = match cycles.iter().find(|c| c.iter().any(|id| id == o.id())) {
+                    Some(cycle) => format!("dependency cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
+                    None => format!(
+                        "missing dependencies (not on {}, where its worktree starts): {}",
+                        cfg.integration_branch,
+                        o.missing_deps.join(", ")
+                    ),
+                };
+                if st.status == Status::Pending {
+                    st.go(Status::Blocked, &why);
+                } else if o.artifact.str_field("reason") != Some(why.as_str())
+                    && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
+                {
+                    st.set("reason", Value::String(why));
+                }
+                Effect::None
+            } else {
+                if st.status == Status::Blocked {
+                    st.go(Status::Pending, "all dependencies present");
+                }
+                if o.proc == Proc::Lingering {
+                    Effect::KillLeftovers
+                } else if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
+                    Effect::Cleanup("leftover worktree of an earlier attempt")
+                } else {
+                    Effect::Candidate { wants: wants_dispatch }
+                }
+            }
+        }
+        Status::Dispatched | Status::InProgress => {
+            st.fold_mail();
+            match o.proc {
+                _ if o.record.is_none() => Effect::None,
+                Proc::Starting => Effect::None,
+                // Nothing is over until every process of the attempt is.
+                Proc::Lingering => Effect::KillLeftovers,
+                Proc::NotStarted if st.status == Status::Dispatched => Effect::Resume,
+                Proc::Alive => {
+                    if st.status == Status::Dispatched {
+                        let pid = o.run.as_ref().map(|r| r.pid).unwrap_or(0);
+                        st.go(Status::InProgress, &format!("worker process running (shim pid {pid})"));
+                    }
+                    match overtime(s, o) {
+                        Some(why) => {
+                            st.event("timeout", format!("timeout:{}", st.record.attempt), json!({"text": why}));
+                            st.go(Status::Failed, &why);
+                            Effect::Signal(Sig::Kill)
+                        }
+                        None => heartbeat(s, o, &mut st),
+                    }
+                }
+                Proc::NotStarted | Proc::Dead => classify_exit(o, &mut st),
+            }
+        }
+        Status::Cancelled | Status::Failed | Status::Completed => {
+            if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.proc != Proc::NotStarted) {
+                st.fold_mail();
+            }
+            match o.proc {
+                Proc::Alive if st.status == Status::Cancelled => match st.record.term_sent_at {
+                    None => {
+                        st.record.term_sent_at = Some(s.now);
+                        Effect::Signal(Sig::Term)
+                    }
+                    Some(t) if s.now.signed_duration_since(t).to_std().unwrap_or_default() >= cfg.cancel_grace => Effect::Signal(Sig::Kill),
+                    Some(_) => Effect::None,
+                },
+                Proc::Alive => Effect::Signal(Sig::Kill),
+                Proc::Lingering => Effect::KillLeftovers,
+                Proc::Starting => Effect::None,
+                _ if o.worktree_exists => {
+                    Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" })
+                }
+                _ => Effect::None,
+            }
+        }
+    };
+    (st, effect)
+}

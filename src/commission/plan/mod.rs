@@ -1,0 +1,304 @@
+//! The planner: a pure function from a [`Snapshot`] to the [`Action`]s that move the world
+//! toward what the artifacts ask for. No I/O, deterministic order. It owns the state machine
+//! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits),
+//! dependencies, limits and FIFO, exit classification and heartbeat judgement.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Value as Json};
+use serde_yaml_ng::Value;
+
+use crate::activity::state::{Heartbeat, Record, RunInfo};
+use crate::artifact::write::Edit;
+use crate::artifact::Status;
+use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::config::DispatchMode;
+
+/// A change to one artifact: timeline events, then the runtime record, then the frontmatter.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Update {
+    pub id: String,
+    /// The artifact's content hash when observed: the write is dropped if it changed.
+    pub expect_hash: u64,
+    pub edits: Vec<Edit>,
+    pub record: Option<Record>,
+    pub events: Vec<Json>,
+}
+
+impl Update {
+    fn is_empty(&self) -> bool {
+        self.edits.is_empty() && self.record.is_none() && self.events.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Sig {
+    Term,
+    Kill,
+}
+
+/// One effect. Each is idempotent: carrying it out twice, or half and then again, converges.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Rewrite owned keys / record / timeline.
+    Update(Update),
+    /// Mark dispatched (unless resuming), then branch, worktree and the worker under the shim.
+    Dispatch { update: Update, attempt: u32, branch: String, worker: String, resume: bool },
+    /// Ask the current attempt's shim to stop every process of the attempt.
+    Signal { id: String, run: RunInfo, signal: Sig, update: Update },
+    /// The shim is gone but processes of its attempt are not: kill them (nothing else).
+    KillLeftovers { id: String, run: RunInfo, pids: Vec<i32> },
+    /// Completion: commit leftovers, squash-merge, remove the worktree, then `update`; on a
+    /// conflict outside `.lore/`, `conflict` (a failure) instead, its reason naming the paths.
+    Finish { update: Update, conflict: Update, attempt: u32, branch: String, summary: String },
+    /// Failure/cancellation aftermath: commit partial results, remove the worktree.
+    Cleanup { id: String, attempt: u32, branch: String, why: String },
+    /// Remember the latest signs of life.
+    Heartbeat { id: String, beat: Heartbeat },
+}
+
+impl Action {
+    pub fn id(&self) -> &str {
+        match self {
+            Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } => &u.id,
+            Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
+        }
+    }
+
+    /// Short human description.
+    pub fn describe(&self) -> String {
+        let status = |u: &Update| {
+            u.edits.iter().find_map(|e| match e {
+                Edit::Set(k, v) if k == "status" => v.as_str().map(str::to_string),
+                _ => None,
+            })
+        };
+        match self {
+            Action::Update(u) => {
+                let mut parts: Vec<String> = status(u).map(|s| format!("status -> {s}")).into_iter().collect();
+                for e in &u.edits {
+                    let text = |v: &Value| v.as_str().unwrap_or("").lines().next().unwrap_or("").to_string();
+                    match e {
+                        Edit::Set(k, v) if k == "progress" => parts.push(format!("progress: {}", text(v))),
+                        Edit::Set(k, _) if k == "result" => parts.push("result submitted".into()),
+                        Edit::Set(k, _) if k == "questions" => parts.push("question logged".into()),
+                        Edit::Set(k, v) if k == "reason" && status(u).is_none() => parts.push(text(v)),
+                        Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
+                        _ => {}
+                    }
+                }
+                if parts.is_empty() {
+                    parts.push(if u.events.is_empty() { "record".into() } else { format!("{} timeline events", u.events.len()) });
+                }
+                parts.join("; ")
+            }
+            Action::Dispatch { attempt, branch, worker, resume, .. } => {
+                format!("{} attempt {attempt} on {branch} (worker {worker})", if *resume { "resume dispatch" } else { "dispatch" })
+            }
+            Action::Signal { signal: Sig::Term, run, .. } => format!("stop the attempt: SIGTERM to its processes (shim pid {})", run.pid),
+            Action::Signal { signal: Sig::Kill, run, .. } => format!("stop the attempt: SIGKILL to its processes (shim pid {})", run.pid),
+            Action::KillLeftovers { pids, .. } => format!("kill {} process(es) the lost shim left behind", pids.len()),
+            Action::Finish { branch, .. } => format!("complete: squash-merge {branch}"),
+            Action::Cleanup { branch, why, .. } => format!("clean up ({why}): keep {branch}, remove worktree"),
+            Action::Heartbeat { .. } => "heartbeat".into(),
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Update(_) => "update",
+            Action::Dispatch { .. } => "dispatch",
+            Action::Signal { .. } => "signal",
+            Action::KillLeftovers { .. } => "kill_leftovers",
+            Action::Finish { .. } => "finish",
+            Action::Cleanup { .. } => "cleanup",
+            Action::Heartbeat { .. } => "heartbeat",
+        }
+    }
+}
+
+/// The planner's answer.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    /// Nothing is running or can start without outside help: `--wait` may stop.
+    pub settled: bool,
+    /// Commissions that keep it from being settled (running, starting, or queued to run).
+    pub busy: Vec<String>,
+    /// Dependency cycles among waiting commissions (see [`dependency_cycles`]).
+    pub cycles: Vec<Vec<String>>,
+}
+
+/// `claude/commission/<id>`, then `claude/commission/<id>+<attempt>` from the second attempt
+/// on: `+` cannot appear in an id, so no attempt's branch is ever another commission's (with
+/// `-`, attempt 2 of `job` would be commission `job-2`'s branch).
+pub fn branch_name(id: &str, attempt: u32) -> String {
+    if attempt <= 1 {
+        format!("claude/commission/{id}")
+    } else {
+        format!("claude/commission/{id}+{attempt}")
+    }
+}
+
+/// The branch of an attempt already under way: an older guild-hall named attempt `n` of `id`
+/// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
+pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
+    let legacy = format!("claude/commission/{}-{attempt}", o.artifact.id);
+    if attempt > 1 && o.artifact.str_field("branch") == Some(legacy.as_str()) {
+        legacy
+    } else {
+        branch_name(&o.artifact.id, attempt)
+    }
+}
+
+/// Timestamps as written everywhere (artifact and timeline): RFC 3339, UTC, milliseconds.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Plan one pass.
+pub fn plan(s: &Snapshot) -> Plan {
+    let now = timestamp(s.now);
+    let cfg = &s.project.config;
+    let mut actions = Vec::new();
+    let mut candidates = Vec::new();
+    let mut running = s.running_orphans;
+    let mut busy = Vec::new();
+
+    let cycles = dependency_cycles(s);
+    for o in &s.commissions {
+        if o.corrupt.is_some() {
+            // Its worker may be alive for all we know: it keeps its slot, and nothing is done.
+            running += 1;
+            continue;
+        }
+        let (step, effect) = plan_one(s, o, &now, &cycles);
+        if step.status.is_active() || matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering) {
+            running += 1;
+            busy.push(o.artifact.id.clone());
+        }
+        match effect {
+            Effect::Candidate { wants } => {
+                if cfg.dispatch == DispatchMode::Auto || wants {
+                    busy.push(o.artifact.id.clone());
+                    candidates.push(step);
+                } else {
+                    push_update(&mut actions, step.finish());
+                }
+                continue;
+            }
+            Effect::None => push_update(&mut actions, step.finish()),
+            Effect::Resume => {
+                let attempt = step.record.attempt;
+                actions.push(Action::Dispatch {
+                    branch: attempt_branch(o, attempt),
+                    worker: o.artifact.worker.clone(),
+                    attempt,
+                    resume: true,
+                    update: step.finish(),
+                });
+            }
+            Effect::Finish => {
+                let attempt = step.record.attempt;
+                let (summary, artifacts) = step.result().unwrap_or(("", &[]));
+                let mut conflict = step.clone();
+                conflict.go(Status::Failed, "the attempt's work could not be merged");
+                let mut done = step;
+                done.go(Status::Completed, "worker submitted its result");
+                let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
+                    Some(Value::Sequence(v)) => v.clone(),
+                    _ => Vec::new(),
+                };
+                for a in artifacts {
+                    if !linked.iter().any(|l| l.as_str() == Some(a)) {
+                        linked.push(Value::String(a.clone()));
+                    }
+                }
+                if !linked.is_empty() {
+                    done.set("linked_artifacts", Value::Sequence(linked));
+                }
+                done.set("completed", Value::String(now.clone()));
+                actions.push(Action::Finish {
+                    branch: attempt_branch(o, attempt),
+                    attempt,
+                    summary: summary.to_string(),
+                    update: done.finish(),
+                    conflict: conflict.finish(),
+                });
+            }
+            Effect::Cleanup(why) => {
+                let attempt = step.record.attempt;
+                push_update(&mut actions, step.finish());
+                actions.push(Action::Cleanup { id: o.artifact.id.clone(), attempt, branch: attempt_branch(o, attempt), why: why.into() });
+            }
+            Effect::Signal(sig) => match &o.run {
+                Some(run) => {
+                    actions.push(Action::Signal { id: o.artifact.id.clone(), run: run.clone(), signal: sig, update: step.finish() })
+                }
+                None => push_update(&mut actions, step.finish()),
+            },
+            Effect::KillLeftovers => {
+                push_update(&mut actions, step.finish());
+                if let Some(run) = &o.run {
+                    actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run: run.clone(), pids: o.leftovers.clone() });
+                }
+            }
+            Effect::Beat(beat) => {
+                push_update(&mut actions, step.finish());
+                actions.push(Action::Heartbeat { id: o.artifact.id.clone(), beat });
+            }
+        }
+    }
+
+    // FIFO by `created:` (ties: id), within the project and global caps.
+    let created = |s: &Step<'_>| s.o.artifact.created().map(str::to_string).or_else(|| s.record.created.clone());
+    candidates.sort_by(|a, b| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
+    for mut step in candidates {
+        let has_room = running < cfg.commission_cap && running + s.running_elsewhere < s.max_concurrent;
+        if !has_room || step.o.worktree_exists {
+            push_update(&mut actions, step.finish());
+            continue;
+        }
+        running += 1;
+        let attempt = step.record.attempt.max(step.o.artifact.attempt()) + 1;
+        let branch = branch_name(step.o.id(), attempt);
+        if attempt > 1 {
+            step.event("redispatch", format!("redispatch:{attempt}"), json!({"attempt": attempt}));
+        }
+        step.go(Status::Dispatched, &format!("dispatched to worker {}", step.o.artifact.worker));
+        step.record.attempt = attempt;
+        step.record.term_sent_at = None;
+        step.set("attempt", Value::from(attempt));
+        step.set("branch", Value::String(branch.clone()));
+        step.remove("desired");
+        let worker = step.o.artifact.worker.clone();
+        actions.push(Action::Dispatch { update: step.finish(), attempt, branch, worker, resume: false });
+    }
+
+    let settled = actions.is_empty() && busy.is_empty();
+    Plan { actions, settled, busy, cycles }
+}
+
+fn push_update(actions: &mut Vec<Action>, u: Update) {
+    if !u.is_empty() {
+        actions.push(Action::Update(u));
+    }
+}
+
+mod deps;
+mod liveness;
+mod machine;
+mod step;
+mod timers;
+mod transitions;
+
+use machine::{plan_one, Effect};
+use step::Step;
+
+pub use deps::{cycle_problems, dependency_cycles};
+pub use liveness::time_limit;
+pub use timers::next_check;
+pub use transitions::{person_may_request, transition_allowed};
+
+#[cfg(test)]
+mod tests;

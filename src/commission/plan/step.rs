@@ -1,0 +1,172 @@
+//! One commission's update as the planner builds it: owned keys set or removed only when they
+//! change, status moves with their timeline events, refusals, and the worker's mailbox folded
+//! into progress, questions and result.
+
+use serde_json::{json, Value as Json};
+use serde_yaml_ng::Value;
+
+use super::Update;
+use crate::activity::state::Record;
+use crate::artifact::write::Edit;
+use crate::artifact::Status;
+use crate::commission::observe::Observed;
+use crate::worker::toolbox::mailbox::MailBody;
+
+/// Builds one commission's update as the planner reasons about it.
+#[derive(Clone)]
+pub(super) struct Step<'a> {
+    pub(super) o: &'a Observed,
+    pub(super) now: String,
+    pub(super) update: Update,
+    /// The status as the reconciler now holds it.
+    pub(super) status: Status,
+    /// What the record should say (written only if it differs from the observed one).
+    pub(super) record: Record,
+}
+
+impl<'a> Step<'a> {
+    pub(super) fn new(o: &'a Observed, now: &str) -> Step<'a> {
+        let status = o.record.as_ref().map(|r| r.status).or(o.artifact.status).unwrap_or(Status::Pending);
+        let record =
+            o.record.clone().unwrap_or(Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created: None });
+        Step {
+            o,
+            now: now.to_string(),
+            update: Update { id: o.artifact.id.clone(), expect_hash: o.artifact.hash, edits: Vec::new(), record: None, events: Vec::new() },
+            status,
+            record,
+        }
+    }
+
+    pub(super) fn set(&mut self, key: &str, value: Value) {
+        if self.o.artifact.field(key) != Some(&value) || self.update.edits.iter().any(|e| matches!(e, Edit::Remove(k) if k == key)) {
+            self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
+            self.update.edits.push(Edit::Set(key.into(), value));
+        }
+    }
+
+    pub(super) fn remove(&mut self, key: &str) {
+        self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
+        if self.o.artifact.field(key).is_some() {
+            self.update.edits.push(Edit::Remove(key.into()));
+        }
+    }
+
+    pub(super) fn event(&mut self, kind: &str, key: String, fields: Json) {
+        self.update.events.push(crate::activity::timeline::event(&self.now, kind, key, fields));
+    }
+
+    /// Move to `to`, recording why. `reason` goes into the artifact for failures and cancels.
+    pub(super) fn go(&mut self, to: Status, reason: &str) {
+        let from = self.status;
+        let attempt = self.record.attempt;
+        self.event(
+            "status",
+            format!("status:{attempt}:{from}:{to}"),
+            json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt}),
+        );
+        self.status = to;
+        self.record.prev = self.o.artifact.status;
+        self.record.status = to;
+        let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
+        if matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty() {
+            self.set("reason", Value::String(reason.into()));
+        } else if !reason_planned {
+            // A stale reason goes; one written in this same step (a refusal) stays visible.
+            self.remove("reason");
+        }
+    }
+
+    /// Refuse a request: the status is put back and `reason:` says why.
+    pub(super) fn refuse(&mut self, request: &str, why: &str) {
+        let text = format!("refused {request}: {why}");
+        self.event("refused", format!("refused:{}:{}:{request}", self.record.attempt, self.o.artifact.hash), json!({"text": text}));
+        self.set("reason", Value::String(text));
+    }
+
+    pub(super) fn has_result(&self) -> bool {
+        self.result().is_some()
+    }
+
+    pub(super) fn result(&self) -> Option<(&'a str, &'a [String])> {
+        let attempt = self.record.attempt;
+        self.o.mail.iter().rev().find_map(|m| match &m.body {
+            MailBody::Result { summary, artifacts } if m.attempt == attempt => Some((summary.as_str(), artifacts.as_slice())),
+            _ => None,
+        })
+    }
+
+    /// Fold mailbox events into timeline events and the artifact's progress/questions/result.
+    pub(super) fn fold_mail(&mut self) {
+        let o = self.o;
+        let mut progress = None;
+        let mut questions = Vec::new();
+        for m in &o.mail {
+            match &m.body {
+                MailBody::Progress { text } => progress = Some(text.clone()),
+                MailBody::Question { text } => questions.push(Value::String(text.clone())),
+                _ => {}
+            }
+            if o.timeline_keys.contains(&m.id) {
+                continue;
+            }
+            let mut fields = serde_json::to_value(&m.body).unwrap_or(Json::Null);
+            if let Json::Object(f) = &mut fields {
+                f.remove("kind");
+                f.insert("attempt".into(), m.attempt.into());
+            }
+            let kind = match &m.body {
+                MailBody::Progress { .. } => "progress",
+                MailBody::Question { .. } => "question",
+                MailBody::Decision { .. } => "decision",
+                MailBody::Result { .. } => "result",
+                MailBody::Memory { .. } => "memory",
+            };
+            self.update.events.push(crate::activity::timeline::event(&m.ts, kind, m.id.clone(), fields));
+            if let MailBody::Result { artifacts, .. } = &m.body {
+                for a in artifacts {
+                    self.update.events.push(crate::activity::timeline::event(
+                        &m.ts,
+                        "artifact",
+                        format!("{}:{a}", m.id),
+                        json!({"path": a}),
+                    ));
+                }
+            }
+        }
+        if let Some(p) = progress {
+            self.set("progress", Value::String(p));
+        }
+        if !questions.is_empty() {
+            self.set("questions", Value::Sequence(questions));
+        }
+        if let Some((summary, artifacts)) = self.result() {
+            self.set("result", result_value(summary, artifacts));
+        }
+    }
+
+    pub(super) fn finish(mut self) -> Update {
+        // Merely reading a settled artifact (one from a fresh clone, say) creates no record;
+        // everything else is recorded so that later status edits are validated against it.
+        let adopted_unchanged = self.o.record.is_none()
+            && self.status.is_terminal()
+            && self.update.events.is_empty()
+            && self.record.attempt == self.o.artifact.attempt();
+        if Some(&self.record) != self.o.record.as_ref() && !adopted_unchanged {
+            self.update.record = Some(self.record.clone());
+        }
+        // Only the final status is written, whatever the step passed through.
+        self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "status"));
+        if self.o.artifact.status != Some(self.status) {
+            self.update.edits.push(Edit::Set("status".into(), Value::String(self.status.as_str().into())));
+        }
+        self.update
+    }
+}
+
+pub(super) fn result_value(summary: &str, artifacts: &[String]) -> Value {
+    let mut m = serde_yaml_ng::Mapping::new();
+    m.insert("summary".into(), Value::String(summary.into()));
+    m.insert("artifacts".into(), Value::Sequence(artifacts.iter().map(|a| Value::String(a.clone())).collect()));
+    Value::Mapping(m)
+}

@@ -1,0 +1,38 @@
+//! When the world must be looked at again even if nothing changes on disk: the watcher's
+//! timers, asked of the planner (pure, from the same snapshot).
+
+use chrono::{DateTime, Utc};
+
+use super::liveness::time_limit;
+use crate::artifact::Status;
+use crate::commission::observe::{Proc, Snapshot};
+
+/// When the world must be looked at again even if no file changes: a heartbeat deadline, the
+/// end of a cancel grace period, a shim that is still starting. `None`: nothing is timed.
+pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
+    let cfg = &s.project.config;
+    let after = |d: std::time::Duration| s.now + chrono::Duration::from_std(d).unwrap_or_default();
+    let mut soonest: Option<DateTime<Utc>> = None;
+    for o in &s.commissions {
+        let at = match (o.proc, o.record.as_ref()) {
+            (Proc::Starting | Proc::Lingering, _) => Some(after(std::time::Duration::from_millis(200))),
+            (Proc::Alive, Some(r)) if r.status == Status::Cancelled => {
+                r.term_sent_at.map(|t| t + chrono::Duration::from_std(cfg.cancel_grace).unwrap_or_default())
+            }
+            (Proc::Alive, _) => {
+                let last = o.heartbeat.as_ref().map(|h| h.last_activity).unwrap_or(s.now);
+                let stale = last + chrono::Duration::from_std(cfg.stale_after + std::time::Duration::from_millis(100)).unwrap_or_default();
+                let timeout = time_limit(s, o)
+                    .zip(o.run.as_ref())
+                    .map(|((limit, _), run)| run.started_at + chrono::Duration::from_std(limit).unwrap_or_default());
+                Some(timeout.map_or(stale, |t| t.min(stale)))
+            }
+            _ => None,
+        };
+        soonest = match (soonest, at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    soonest.map(|t| t.signed_duration_since(s.now).to_std().unwrap_or_default())
+}
