@@ -3,30 +3,23 @@
 //! away, signals, and a periodic resync. An event only marks its project dirty; what to do is
 //! always decided afresh by a full pass, so nothing here is truth that a restart could lose.
 
+mod events;
+mod signals;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
-use globset::{Glob, GlobSet, GlobSetBuilder};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, Debouncer, RecommendedCache};
+use anyhow::{anyhow, Result};
+use notify::RecursiveMode;
 
 use crate::config::{Home, Project};
 use crate::reconcile::{self, HeldLock, Options};
-
-/// Editor droppings (vim, JetBrains safe-write, emacs) and our own temp files: never worth a
-/// pass. Configurable additions come from `--ignore`.
-pub const DEFAULT_IGNORES: [&str; 9] =
-    ["**/*~", "**/.*.swp", "**/.*.swx", "**/4913", "**/*___jb_tmp___", "**/*___jb_old___", "**/#*#", "**/.#*", "**/.*.guild-hall-*.tmp"];
-
-/// Runtime files whose changes need no pass: worker output and the heartbeat are judged at the
-/// heartbeat deadline (a pass per line of output would cost a core on a large project), and
-/// locks and prompts change only with our own actions.
-const RUNTIME_IGNORES: [&str; 7] =
-    ["**/attempt-*.log", "**/heartbeat", "**/shim.lock", "**/lock", "**/dispatch.lock", "**/prompt.md", "**/system-prompt.md"];
+pub use events::DEFAULT_IGNORES;
+use events::{ignore_set, is_resource_limit, make_debouncer, wait_for_shim, watch_paths, Wake};
+use signals::{install_signals, RELOAD, STOP};
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -55,25 +48,6 @@ impl Default for WatchOptions {
             listen: None,
         }
     }
-}
-
-/// What wakes the loop.
-enum Wake {
-    Files(Vec<PathBuf>),
-    /// The notify backend lost events: look at everything again.
-    Rescan,
-    /// A worker's shim released its lock: it has exited (however it died).
-    ShimGone(PathBuf),
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-static RELOAD: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop(_: i32) {
-    STOP.store(true, Ordering::SeqCst);
-}
-extern "C" fn on_hup(_: i32) {
-    RELOAD.store(true, Ordering::SeqCst);
 }
 
 /// One watched project and what the loop knows about when to look at it next.
@@ -206,30 +180,6 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     Ok(())
 }
 
-/// The `worker/*` endpoint, on the socket and/or loopback port asked for, in its own threads.
-fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
-    if opts.socket.is_none() && opts.listen.is_none() {
-        return Ok(());
-    }
-    let token = match &opts.listen {
-        Some(_) => Some(crate::service::rpc::token(home)?),
-        None => None,
-    };
-    let ep = crate::service::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token };
-    if let Some(path) = &opts.socket {
-        let listener = crate::service::rpc::bind_socket(path)?;
-        tracing::info!(socket = %path.display(), "serving worker/* on POST /mcp");
-        let ep = ep.clone();
-        std::thread::Builder::new().name("rpc-socket".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, false))?;
-    }
-    if let Some(addr) = &opts.listen {
-        let listener = crate::service::rpc::bind_loopback(addr)?;
-        tracing::info!(listen = %addr, token = %home.root.join("token").display(), "serving worker/* on POST /mcp (bearer token)");
-        std::thread::Builder::new().name("rpc-tcp".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, true))?;
-    }
-    Ok(())
-}
-
 /// One reconcile pass for a project; returns the runtime dirs of its running workers and the
 /// directories where its missing dependencies would appear.
 fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> (Vec<PathBuf>, Vec<PathBuf>) {
@@ -308,124 +258,26 @@ fn mark(projects: &mut [Watched], path: &Path, state_root: &Path) {
     }
 }
 
-/// What to watch for one project: its `.lore/` tree, git's HEAD and refs (commits, checkouts,
-/// pulls, resets that change artifacts), and the runtime state of every project in the home.
-fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf, RecursiveMode)>> {
-    let lore = project.root.join(".lore");
-    std::fs::create_dir_all(&lore)?;
-    let repo = git2::Repository::open(&project.root)?;
-    let gitdir = repo.path().to_path_buf();
-    let common = repo.commondir().to_path_buf();
-    let mut paths = vec![(lore, RecursiveMode::Recursive), (gitdir.clone(), RecursiveMode::NonRecursive)];
-    if common != gitdir {
-        paths.push((common.clone(), RecursiveMode::NonRecursive));
+/// The `worker/*` endpoint, on the socket and/or loopback port asked for, in its own threads.
+fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
+    if opts.socket.is_none() && opts.listen.is_none() {
+        return Ok(());
     }
-    paths.push((common.join("refs"), RecursiveMode::Recursive));
-    let state = home.state_root();
-    std::fs::create_dir_all(&state)?;
-    paths.push((state, RecursiveMode::Recursive));
-    Ok(paths)
-}
-
-fn ignore_set(extra: &[String]) -> Result<GlobSet> {
-    let mut b = GlobSetBuilder::new();
-    for g in DEFAULT_IGNORES.iter().chain(&RUNTIME_IGNORES).map(|s| s.to_string()).chain(extra.iter().cloned()) {
-        b.add(Glob::new(&g).with_context(|| format!("bad ignore pattern {g:?}"))?);
-    }
-    Ok(b.build()?)
-}
-
-type AnyDebouncer = Box<dyn WatchPaths>;
-
-/// The two watcher kinds behind one face.
-trait WatchPaths {
-    fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()>;
-}
-
-impl<W: Watcher> WatchPaths for Debouncer<W, RecommendedCache> {
-    fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
-        Debouncer::watch(self, path, mode)
-    }
-}
-
-fn make_debouncer(tx: &Sender<Wake>, opts: &WatchOptions) -> Result<AnyDebouncer> {
-    let tx = tx.clone();
-    let handler = move |res: DebounceEventResult| {
-        let wake = match res {
-            Ok(events) if events.iter().any(|e| e.need_rescan()) => Wake::Rescan,
-            // Reads are events too (inotify open/close): only changes may wake the loop, or
-            // every pass would wake the next.
-            Ok(events) => Wake::Files(events.into_iter().filter(|e| is_change(&e.event.kind)).flat_map(|e| e.event.paths).collect()),
-            Err(errors) => {
-                for e in &errors {
-                    tracing::warn!(error = %e, "file watcher error; rescanning");
-                }
-                Wake::Rescan
-            }
-        };
-        let _ = tx.send(wake);
+    let token = match &opts.listen {
+        Some(_) => Some(crate::service::rpc::token(home)?),
+        None => None,
     };
-    // Events are handed over on the tick after they are `debounce` old: ticking at the debounce
-    // interval keeps latency under two intervals and halves the wakeups at rest.
-    let tick = Some(opts.debounce);
-    if !opts.poll {
-        match new_debouncer_opt::<_, RecommendedWatcher, _>(
-            opts.debounce,
-            tick,
-            handler.clone(),
-            RecommendedCache::new(),
-            notify::Config::default(),
-        ) {
-            Ok(d) => return Ok(Box::new(d)),
-            Err(e) => tracing::error!(error = %e, "cannot create the native file watcher: falling back to polling"),
-        }
+    let ep = crate::service::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token };
+    if let Some(path) = &opts.socket {
+        let listener = crate::service::rpc::bind_socket(path)?;
+        tracing::info!(socket = %path.display(), "serving worker/* on POST /mcp");
+        let ep = ep.clone();
+        std::thread::Builder::new().name("rpc-socket".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, false))?;
     }
-    let config = notify::Config::default().with_poll_interval(Duration::from_secs(1));
-    let d = new_debouncer_opt::<_, notify::PollWatcher, _>(opts.debounce, tick, handler, RecommendedCache::new(), config)?;
-    Ok(Box::new(d))
-}
-
-fn is_change(kind: &notify::EventKind) -> bool {
-    use notify::event::{AccessKind, AccessMode, EventKind};
-    match kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Access(_) => false,
-        _ => true,
-    }
-}
-
-fn is_resource_limit(e: &notify::Error) -> bool {
-    match &e.kind {
-        notify::ErrorKind::MaxFilesWatch => true,
-        notify::ErrorKind::Io(io) => matches!(io.raw_os_error(), Some(code) if code == nix::libc::ENOSPC || code == nix::libc::EMFILE),
-        _ => false,
-    }
-}
-
-/// Block (in a thread) until the shim of a running worker has gone, then wake the loop. The
-/// kernel releases the shim's lock however it dies, so this needs no polling.
-fn wait_for_shim(state_dir: PathBuf, tx: Sender<Wake>) {
-    let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
-        let lock = crate::activity::state::StateDir(state_dir.clone()).shim_lock();
-        if let Ok(f) = std::fs::File::open(&lock) {
-            let _ = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockShared);
-        }
-        let _ = tx.send(Wake::ShimGone(state_dir));
-    });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start a shim waiter; the resync will notice the worker's end");
-    }
-}
-
-fn install_signals() -> Result<()> {
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    let stop = SigAction::new(SigHandler::Handler(on_stop), SaFlags::SA_RESTART, SigSet::empty());
-    let hup = SigAction::new(SigHandler::Handler(on_hup), SaFlags::SA_RESTART, SigSet::empty());
-    // SAFETY: the handlers only store to atomics, which is async-signal-safe.
-    unsafe {
-        sigaction(Signal::SIGINT, &stop)?;
-        sigaction(Signal::SIGTERM, &stop)?;
-        sigaction(Signal::SIGHUP, &hup)?;
+    if let Some(addr) = &opts.listen {
+        let listener = crate::service::rpc::bind_loopback(addr)?;
+        tracing::info!(listen = %addr, token = %home.root.join("token").display(), "serving worker/* on POST /mcp (bearer token)");
+        std::thread::Builder::new().name("rpc-tcp".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, true))?;
     }
     Ok(())
 }
