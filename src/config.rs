@@ -61,11 +61,7 @@ impl ProjectConfig {
     /// Load from a project root; a missing file means all defaults.
     pub fn load(root: &Path) -> Result<ProjectConfig> {
         let path = root.join(Self::PATH);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
+        let Some(text) = crate::files::read_text_if_exists(&path)? else { return Ok(Self::default()) };
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
@@ -171,11 +167,9 @@ impl Home {
 
     pub fn load_config(&self) -> Result<GlobalConfig> {
         let path = self.config_path();
-        match std::fs::read_to_string(&path) {
-            Ok(t) if t.trim().is_empty() => Ok(GlobalConfig::default()),
-            Ok(t) => serde_yaml_ng::from_str(&t).map_err(|e| anyhow!("{}: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(GlobalConfig::default()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        match crate::files::read_text_if_exists(&path)? {
+            Some(t) if !t.trim().is_empty() => serde_yaml_ng::from_str(&t).map_err(|e| anyhow!("{}: {e}", path.display())),
+            _ => Ok(GlobalConfig::default()),
         }
     }
 
@@ -251,6 +245,11 @@ impl Project {
 
     pub fn commissions_dir(&self) -> PathBuf {
         self.root.join(".lore").join("commissions")
+    }
+
+    /// The artifact of commission `id` (`.lore/commissions/<id>.md`); `id` must be validated.
+    pub fn commission_path(&self, id: &str) -> PathBuf {
+        self.commissions_dir().join(format!("{id}.md"))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod artifact;
 pub mod cli;
 pub mod commission;
 pub mod config;
+pub mod files;
 pub mod mcp_args;
 pub mod reconcile;
 pub mod service;

@@ -138,10 +138,9 @@ impl StateDir {
 
 /// Read a JSON file; `None` if it does not exist. A half-written or corrupt file is an error.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))?)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    match crate::files::read_if_exists(path)? {
+        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))?)),
+        None => Ok(None),
     }
 }
 

@@ -28,11 +28,7 @@ pub fn event(ts: &str, kind: &str, key: String, fields: Value) -> Value {
 
 /// Read every event; lines that do not parse are skipped (a torn last line after a crash).
 pub fn read(path: &Path) -> Result<Vec<Value>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
+    let text = crate::files::read_text_if_exists(path)?.unwrap_or_default();
     Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
 

@@ -145,7 +145,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
 
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
     ids::validate_id(id)?;
-    let artifact = env.project.commissions_dir().join(format!("{id}.md"));
+    let artifact = env.project.commission_path(id);
     let path = timeline::path_for(&artifact);
     if !artifact.exists() && !path.exists() {
         bail!("no commission {id:?} in {}", env.project.commissions_dir().display());

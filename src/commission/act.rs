@@ -44,7 +44,7 @@ impl Ctx<'_> {
         StateDir(self.home.commission_state(&self.project.name, id))
     }
     fn artifact_path(&self, id: &str) -> std::path::PathBuf {
-        self.project.commissions_dir().join(format!("{id}.md"))
+        self.project.commission_path(id)
     }
     fn integration(&self) -> &str {
         &self.project.config.integration_branch

@@ -3,8 +3,6 @@
 //! `cancel`, `delete`). Each writes only what a person could write, and leaves the rest to the
 //! reconciler; the CLI, `mcp --manager` and the JSON-RPC endpoint are thin faces over these.
 
-use std::path::Path;
-
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::{Mapping, Value};
@@ -51,7 +49,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
             let base = ids::slugify(&new.title);
             (1..)
                 .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
-                .find(|c| !dir.join(format!("{c}.md")).exists())
+                .find(|c| !project.commission_path(c).exists())
                 .unwrap_or(base)
         }
     };
@@ -78,7 +76,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     text.push_str(new.prompt.trim_end());
     text.push('\n');
-    let path = dir.join(format!("{id}.md"));
+    let path = project.commission_path(&id);
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -92,7 +90,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
 /// Read and validate one commission by id.
 pub fn load(project: &Project, id: &str) -> Result<Commission> {
     ids::validate_id(id)?;
-    let path = project.commissions_dir().join(format!("{id}.md"));
+    let path = project.commission_path(id);
     let text = std::fs::read_to_string(&path).with_context(|| format!("no commission {id:?} ({} not readable)", path.display()))?;
     Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
@@ -111,7 +109,7 @@ pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
-    bail!("{} keeps changing; nothing written, try again", project.commissions_dir().join(format!("{id}.md")).display())
+    bail!("{} keeps changing; nothing written, try again", project.commission_path(id).display())
 }
 
 /// Errors of the dispatcher API: bad parameters (JSON-RPC -32602) or anything else.
@@ -146,7 +144,7 @@ pub fn job_status(s: Status) -> &'static str {
 impl Dispatcher<'_> {
     fn known(&self, job: &str) -> Result<Commission, OpError> {
         ids::validate_id(job).map_err(|e| invalid(format!("bad jobId: {e}")))?;
-        if !self.project.commissions_dir().join(format!("{job}.md")).exists() {
+        if !self.project.commission_path(job).exists() {
             return Err(invalid(format!("unknown jobId {job:?}")));
         }
         load(self.project, job).map_err(|e| invalid(format!("job {job:?} is unreadable: {e:#}")))
@@ -345,11 +343,11 @@ impl Dispatcher<'_> {
                 b.delete().map_err(anyhow::Error::from)?;
             }
         }
-        remove_if_exists(&crate::activity::timeline::path_for(&c.path))?;
+        crate::files::remove_if_exists(&crate::activity::timeline::path_for(&c.path))?;
         if state.0.exists() {
             std::fs::remove_dir_all(&state.0).with_context(|| format!("removing {}", state.0.display()))?;
         }
-        remove_if_exists(&c.path)?;
+        crate::files::remove_if_exists(&c.path)?;
         Ok(json!({"jobId": c.id, "deleted": true}))
     }
 
@@ -364,13 +362,5 @@ impl Dispatcher<'_> {
             "worker/delete" | "delete" => self.delete(params),
             _ => return None,
         })
-    }
-}
-
-fn remove_if_exists(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(anyhow::Error::from(e).context(format!("removing {}", path.display()))),
     }
 }

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context, Result};
-use nix::fcntl::{Flock, FlockArg};
 
 use crate::artifact::ids;
 use crate::worker::Package;
@@ -165,8 +164,7 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
     let worker = &pkg.manifest.name;
     let dir = dir(home_memory, worker)?;
     std::fs::create_dir_all(&dir)?;
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(".compact.lock"))?;
-    let Ok(_lock) = Flock::lock(lock, FlockArg::LockExclusiveNonblock) else {
+    let Some(_lock) = crate::files::lock(&dir.join(".compact.lock"), crate::files::Lock::TryExclusive)? else {
         return Ok(false); // another compaction is running
     };
     let memories = load(home_memory, worker)?;

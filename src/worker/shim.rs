@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use chrono::Utc;
-use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{self, SigHandler, Signal};
 
 use crate::activity::state::{read_json, write_json, ExitInfo, RunInfo, StateDir};
@@ -52,11 +51,7 @@ pub fn is_alive(run: &RunInfo) -> bool {
 
 /// Whether some shim holds this commission's lock (it is starting or running).
 pub fn shim_lock_held(state: &StateDir) -> bool {
-    let Ok(f) = std::fs::File::open(state.shim_lock()) else { return false };
-    match Flock::lock(f, FlockArg::LockSharedNonblock) {
-        Ok(_) => false,
-        Err((_, e)) => e == nix::errno::Errno::EWOULDBLOCK,
-    }
+    crate::files::is_locked(&state.shim_lock())
 }
 
 /// Run `cmd` in a session of its own, so that no terminal signal or group kill of ours
@@ -305,10 +300,9 @@ pub struct ShimArgs {
 pub fn run_shim(args: &ShimArgs) -> Result<i32> {
     let state = StateDir(args.state_dir.clone());
     let attempt = args.attempt;
-    let lock_file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(state.shim_lock())?;
     // Held for the shim's whole life: a second shim for the same commission waits here and
     // then finds this attempt already started, so no duplicate worker is ever run.
-    let _lock = Flock::lock(lock_file, FlockArg::LockExclusive).map_err(|(_, e)| e)?;
+    let _lock = crate::files::lock(&state.shim_lock(), crate::files::Lock::Exclusive)?;
     if matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if r.attempt == attempt)
         || matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt)
     {

@@ -131,8 +131,8 @@ pub(super) fn is_resource_limit(e: &notify::Error) -> bool {
 pub(super) fn wait_for_shim(state_dir: PathBuf, tx: Sender<Wake>) {
     let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
         let lock = crate::activity::state::StateDir(state_dir.clone()).shim_lock();
-        if let Ok(f) = std::fs::File::open(&lock) {
-            let _ = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockShared);
+        if lock.exists() {
+            let _ = crate::files::lock(&lock, crate::files::Lock::Shared);
         }
         let _ = tx.send(Wake::ShimGone(state_dir));
     });

@@ -45,11 +45,8 @@ pub enum MailBody {
 }
 
 pub fn read(path: &Path) -> Result<Vec<Mail>> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(t.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
-    }
+    let text = crate::files::read_text_if_exists(path)?.unwrap_or_default();
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
 
 /// Append one event under an exclusive lock; returns it as recorded.
