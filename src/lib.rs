@@ -13,9 +13,9 @@ pub mod cli;
 pub mod commission;
 pub mod config;
 pub mod files;
-pub mod mcp_args;
 pub mod reconcile;
 pub mod service;
+pub mod tools;
 pub mod worker;
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use super::out::{say, say_raw};
 use super::Env;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
-use crate::worker::toolbox::mailbox::MailBody;
 use crate::worker::toolbox::WorkerContext;
 
 #[derive(Debug, Subcommand)]
@@ -48,49 +47,6 @@ pub enum CommissionCmd {
     Redispatch { id: String },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum ToolboxCmd {
-    /// Report progress (also a heartbeat).
-    #[command(alias = "report_progress")]
-    ReportProgress { text: String },
-    /// Submit the result (once per attempt). Artifact paths are relative to the worktree.
-    #[command(alias = "submit_result")]
-    SubmitResult {
-        #[arg(long)]
-        summary: String,
-        #[arg(long = "artifact", value_name = "PATH")]
-        artifacts: Vec<String>,
-    },
-    /// Record a question the worker cannot resolve alone.
-    #[command(alias = "log_question")]
-    LogQuestion { text: String },
-    /// Remember something for this worker's later commissions (overwrites the key).
-    #[command(alias = "store_memory")]
-    StoreMemory {
-        /// A filename-safe name: lowercase letters, digits, '-', '_', '.'.
-        #[arg(long)]
-        key: String,
-        #[arg(long)]
-        content: String,
-    },
-    /// Write a file under .lore/ of the worktree (how an agent without file tools delivers
-    /// one). CONTENT, or stdin when it is omitted; at most 1 MiB.
-    #[command(alias = "write_artifact")]
-    WriteArtifact { path: String, content: Option<String> },
-    /// Print a file under .lore/ of the worktree.
-    #[command(alias = "read_artifact")]
-    ReadArtifact { path: String },
-    /// Record a decision and why it was made.
-    #[command(alias = "record_decision")]
-    RecordDecision {
-        #[arg(long)]
-        question: String,
-        #[arg(long)]
-        decision: String,
-        #[arg(long)]
-        reasoning: String,
-    },
-}
 
 pub fn init(env: &Env) -> Result<()> {
     let lore = env.project.root.join(".lore");
@@ -156,40 +112,23 @@ fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
     Ok(())
 }
 
-pub fn toolbox(cmd: &ToolboxCmd) -> Result<()> {
+/// `guild-hall toolbox <tool> ...`: one tool of the catalogue, with the worker's context from
+/// its environment. Prints the tool's reply as text; a refusal is an error (exit 1).
+pub fn toolbox(call: &crate::tools::cli::ToolCall) -> Result<()> {
     let ctx = WorkerContext::from_env()?;
-    let body = match cmd {
-        ToolboxCmd::StoreMemory { key, content } => {
-            ctx.store_memory(key, content)?;
-            say!("stored memory {key} for {}", ctx.worker.as_deref().unwrap_or("?"));
-            return Ok(());
-        }
-        ToolboxCmd::WriteArtifact { path, content } => {
-            let content = match content {
-                Some(c) => c.clone(),
-                None => {
-                    std::io::read_to_string(std::io::Read::take(std::io::stdin(), crate::worker::toolbox::ARTIFACT_MAX_BYTES as u64 + 1))
-                        .context("reading the artifact's content from stdin")?
-                }
-            };
-            let rel = ctx.write_artifact(path, &content)?;
-            say!("wrote {rel} ({} bytes)", content.len());
-            return Ok(());
-        }
-        ToolboxCmd::ReadArtifact { path } => {
-            say_raw!("{}", ctx.read_artifact(path)?);
-            return Ok(());
-        }
-        ToolboxCmd::ReportProgress { text } => MailBody::Progress { text: text.clone() },
-        ToolboxCmd::SubmitResult { summary, artifacts } => {
-            MailBody::Result { summary: summary.clone(), artifacts: crate::worker::toolbox::normalise_artifacts(artifacts)? }
-        }
-        ToolboxCmd::LogQuestion { text } => MailBody::Question { text: text.clone() },
-        ToolboxCmd::RecordDecision { question, decision, reasoning } => {
-            MailBody::Decision { question: question.clone(), decision: decision.clone(), reasoning: reasoning.clone() }
-        }
-    };
-    let mail = ctx.send(body)?;
-    say!("recorded event {} for {}", mail.seq, ctx.commission);
+    let mut args = call.args.clone();
+    if let (Some(field), serde_json::Value::Object(a)) = (&call.stdin, &mut args) {
+        let limit = crate::worker::toolbox::ARTIFACT_MAX_BYTES as u64 + 1;
+        let text = std::io::read_to_string(std::io::Read::take(std::io::stdin(), limit)).context("reading stdin")?;
+        a.insert(field.clone(), serde_json::Value::String(text));
+    }
+    let tools = crate::tools::toolbox::tools();
+    let tool = crate::tools::find(&tools, &call.name).context("no such tool")?;
+    let (_, text) = tool.call(&ctx, args)?;
+    if text.ends_with('\n') {
+        say_raw!("{text}");
+    } else {
+        say!("{text}");
+    }
     Ok(())
 }

@@ -90,9 +90,9 @@ pub enum Command {
         #[arg(long)]
         manager: bool,
     },
-    /// Tools for worker processes: report progress, submit a result, log questions and decisions.
-    #[command(subcommand)]
-    Toolbox(commission::ToolboxCmd),
+    /// Tools for worker processes: report progress, log questions and decisions, store
+    /// memories, write and read files under .lore/, submit the result.
+    Toolbox(crate::tools::cli::ToolCall),
     /// Compact a worker's memory with its package's `compact` command (internal).
     #[command(hide = true)]
     MemoryCompact {

@@ -12,6 +12,8 @@ use crate::artifact::ids;
 use crate::artifact::write::{self, Edit};
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
+use crate::tools::dispatcher::{Detail, Dispatch, List};
+use crate::tools::ToolError;
 use crate::worker::Catalog;
 
 /// A commission to create.
@@ -112,23 +114,14 @@ pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
     bail!("{} keeps changing; nothing written, try again", project.commission_path(id).display())
 }
 
-/// Errors of the dispatcher API: bad parameters (JSON-RPC -32602) or anything else.
-#[derive(Debug, thiserror::Error)]
-pub enum OpError {
-    #[error("{0}")]
-    InvalidParams(String),
-    #[error(transparent)]
-    Internal(#[from] anyhow::Error),
-}
-
-fn invalid(msg: impl Into<String>) -> OpError {
-    OpError::InvalidParams(msg.into())
+fn invalid(msg: impl Into<String>) -> ToolError {
+    ToolError::Refused(msg.into())
 }
 
 /// The dispatcher API over one project.
-pub struct Dispatcher<'a> {
-    pub home: &'a Home,
-    pub project: &'a Project,
+pub struct Dispatcher {
+    pub home: Home,
+    pub project: Project,
 }
 
 /// REQ-WD-11's four states from ours.
@@ -141,20 +134,20 @@ pub fn job_status(s: Status) -> &'static str {
     }
 }
 
-impl Dispatcher<'_> {
-    fn known(&self, job: &str) -> Result<Commission, OpError> {
+impl Dispatcher {
+    fn known(&self, job: &str) -> Result<Commission, ToolError> {
         ids::validate_id(job).map_err(|e| invalid(format!("bad jobId: {e}")))?;
         if !self.project.commission_path(job).exists() {
             return Err(invalid(format!("unknown jobId {job:?}")));
         }
-        load(self.project, job).map_err(|e| invalid(format!("job {job:?} is unreadable: {e:#}")))
+        load(&self.project, job).map_err(|e| invalid(format!("job {job:?} is unreadable: {e:#}")))
     }
 
     /// Make sure someone carries the change out: a watcher holding the project will see the
     /// file; otherwise start a detached `reconcile --once --wait` (which waits for any other
     /// one-shot reconciler first).
     pub fn kick(&self) -> Result<()> {
-        if crate::reconcile::lock_holder(self.home, self.project).is_some_and(|h| h.starts_with("guild-hall watch")) {
+        if crate::reconcile::lock_holder(&self.home, &self.project).is_some_and(|h| h.starts_with("guild-hall watch")) {
             return Ok(());
         }
         let exe = std::env::current_exe()?;
@@ -174,51 +167,41 @@ impl Dispatcher<'_> {
     }
 
     /// `worker/dispatch {description, task, config?}` → `{jobId}`.
-    pub fn dispatch(&self, params: &Json) -> Result<Json, OpError> {
-        let description = params["description"].as_str().ok_or_else(|| invalid("description (string) is required"))?;
-        let task = params["task"].as_str().ok_or_else(|| invalid("task (string) is required"))?;
-        let config = &params["config"];
-        if !(config.is_null() || config.is_object()) {
-            return Err(invalid("config must be an object"));
-        }
-        let worker = match config["worker"].as_str().or(self.project.config.default_worker.as_deref()) {
-            Some(w) => w.to_string(),
+    pub fn dispatch(&self, req: Dispatch) -> Result<Json, ToolError> {
+        let config = req.config.unwrap_or_default();
+        let worker = match config.worker.or_else(|| self.project.config.default_worker.clone()) {
+            Some(w) => w,
             None => return Err(invalid("no worker: set config.worker, or default_worker in .lore/guild-hall.yaml")),
         };
-        let num = |k: &str| match &config[k] {
-            Json::Null => Ok(None),
-            v => v.as_f64().filter(|n| *n > 0.0).map(Some).ok_or_else(|| invalid(format!("config.{k} must be a positive number"))),
-        };
-        let max_turns = num("maxTurns")?.map(|n| n as u64);
-        let max_budget_usd = num("maxBudgetUsd")?;
+        if config.max_turns == Some(0) {
+            return Err(invalid("config.maxTurns must be a positive number"));
+        }
+        if config.max_budget_usd.is_some_and(|b| b.is_nan() || b <= 0.0) {
+            return Err(invalid("config.maxBudgetUsd must be a positive number"));
+        }
         // Unique across every job ever dispatched (REQ-WD-7), and filename-safe.
         let short = uuid::Uuid::new_v4().simple().to_string();
-        let id = format!("{}-{}", ids::slugify(description).chars().take(40).collect::<String>().trim_end_matches('-'), &short[..8]);
+        let id = format!("{}-{}", ids::slugify(&req.description).chars().take(40).collect::<String>().trim_end_matches('-'), &short[..8]);
         let new = NewCommission {
             worker,
-            title: description.to_string(),
-            prompt: task.to_string(),
+            title: req.description,
+            prompt: req.task,
             id: Some(id),
-            max_turns,
-            max_budget_usd,
+            max_turns: config.max_turns.map(u64::from),
+            max_budget_usd: config.max_budget_usd,
             ..NewCommission::default()
         };
-        let id = create(self.home, self.project, &new).map_err(|e| invalid(format!("{e:#}")))?;
+        let id = create(&self.home, &self.project, &new).map_err(|e| invalid(format!("{e:#}")))?;
         self.kick()?;
         Ok(json!({ "jobId": id }))
     }
 
     /// `worker/list {detail?, filter?}`: a glob on descriptions.
-    pub fn list(&self, params: &Json) -> Result<Json, OpError> {
-        let detailed = match params["detail"].as_str() {
-            None | Some("simple") => false,
-            Some("detailed") => true,
-            Some(other) => return Err(invalid(format!("detail must be \"simple\" or \"detailed\", not {other:?}"))),
-        };
-        let filter = match &params["filter"] {
-            Json::Null => None,
-            Json::String(g) => Some(globset::Glob::new(g).map_err(|e| invalid(format!("bad filter glob: {e}")))?.compile_matcher()),
-            _ => return Err(invalid("filter must be a string glob")),
+    pub fn list(&self, req: List) -> Result<Json, ToolError> {
+        let detailed = matches!(req.detail, Detail::Detailed);
+        let filter = match &req.filter {
+            None => None,
+            Some(g) => Some(globset::Glob::new(g).map_err(|e| invalid(format!("bad filter glob: {e}")))?.compile_matcher()),
         };
         let mut jobs = Vec::new();
         for path in crate::commission::observe::artifact_paths(&self.project.commissions_dir())? {
@@ -238,13 +221,9 @@ impl Dispatcher<'_> {
         Ok(json!({ "jobs": jobs }))
     }
 
-    fn job(params: &Json) -> Result<&str, OpError> {
-        params["jobId"].as_str().ok_or_else(|| invalid("jobId (string) is required"))
-    }
-
     /// `worker/status {jobId}`, plus our exact status as `commissionStatus`.
-    pub fn status(&self, params: &Json) -> Result<Json, OpError> {
-        let c = self.known(Self::job(params)?)?;
+    pub fn status(&self, job: &str) -> Result<Json, ToolError> {
+        let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         let timeline = crate::activity::timeline::read(&crate::activity::timeline::path_for(&c.path))?;
         let decisions: Vec<Json> = timeline
@@ -272,8 +251,8 @@ impl Dispatcher<'_> {
     }
 
     /// `worker/result {jobId}`: only for completed jobs.
-    pub fn result(&self, params: &Json) -> Result<Json, OpError> {
-        let c = self.known(Self::job(params)?)?;
+    pub fn result(&self, job: &str) -> Result<Json, ToolError> {
+        let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status != Status::Completed {
             let why = c.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default();
@@ -293,15 +272,15 @@ impl Dispatcher<'_> {
     }
 
     /// `worker/cancel {jobId}`: idempotent; an ended job just reports its status.
-    pub fn cancel(&self, params: &Json) -> Result<Json, OpError> {
-        let c = self.known(Self::job(params)?)?;
+    pub fn cancel(&self, job: &str) -> Result<Json, ToolError> {
+        let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status.is_terminal() {
             return Ok(json!({"jobId": c.id, "status": job_status(status)}));
         }
         // The status itself, as a person would edit it: from this moment `status` says
         // cancelled; the reconciler stops the worker and commits its partial work.
-        request(self.project, &c.id, &Edit::Set("status".into(), Value::from("cancelled")))?;
+        request(&self.project, &c.id, &Edit::Set("status".into(), Value::from("cancelled")))?;
         self.kick()?;
         Ok(json!({"jobId": c.id, "status": "cancelled"}))
     }
@@ -309,8 +288,8 @@ impl Dispatcher<'_> {
     /// `worker/delete {jobId}`: completed or cancelled (and settled) only; removes the artifact,
     /// its timeline, its runtime record and its attempt branches, nothing else. A settled job
     /// has no worktree left.
-    pub fn delete(&self, params: &Json) -> Result<Json, OpError> {
-        let c = self.known(Self::job(params)?)?;
+    pub fn delete(&self, job: &str) -> Result<Json, ToolError> {
+        let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if !matches!(status, Status::Completed | Status::Cancelled) {
             return Err(invalid(format!(
@@ -349,18 +328,5 @@ impl Dispatcher<'_> {
         }
         crate::files::remove_if_exists(&c.path)?;
         Ok(json!({"jobId": c.id, "deleted": true}))
-    }
-
-    /// Dispatch a `worker/*` method by name.
-    pub fn call(&self, method: &str, params: &Json) -> Option<Result<Json, OpError>> {
-        Some(match method {
-            "worker/dispatch" | "dispatch" => self.dispatch(params),
-            "worker/list" | "list" => self.list(params),
-            "worker/status" | "status" => self.status(params),
-            "worker/result" | "result" => self.result(params),
-            "worker/cancel" | "cancel" => self.cancel(params),
-            "worker/delete" | "delete" => self.delete(params),
-            _ => return None,
-        })
     }
 }

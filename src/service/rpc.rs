@@ -14,7 +14,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value as Json};
 
 use crate::config::{Home, Project};
-use crate::service::ops::{Dispatcher, OpError};
+use crate::service::ops::Dispatcher;
+use crate::tools::ToolError;
 
 /// Largest request body accepted (bigger: 413, nothing read further, nothing written).
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -217,31 +218,47 @@ fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String
             "serverInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
         })),
         "notifications/initialized" | "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": tool_list()})),
+        "tools/list" => Ok(json!({"tools": crate::tools::listing(&crate::tools::dispatcher::tools())})),
         "tools/call" => {
             let name = params["name"].as_str().ok_or((-32602, "tools/call needs a tool name".to_string()))?;
-            let args = params.get("arguments").cloned().unwrap_or(json!({}));
-            match dispatcher_call(&format!("worker/{name}"), &args, ep) {
-                Ok(v) => Ok(json!({"content": [{"type": "text", "text": v.to_string()}], "isError": false})),
-                Err((-32601, _)) => Err((-32602, format!("unknown tool {name:?}"))),
+            let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
+            // The project may be named beside the arguments, or among them.
+            if let (Some(p), Json::Object(a)) = (params.get("project"), &mut args) {
+                a.entry("project").or_insert(p.clone());
+            }
+            match dispatcher_call(name, args, ep) {
+                Ok(v) => Ok(json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v, "isError": false})),
+                Err((code, msg)) if code == -32601 || code == BAD_ARGUMENTS => Err((-32602, msg)),
                 Err((_, msg)) => Ok(json!({"content": [{"type": "text", "text": msg}], "isError": true})),
             }
         }
-        m if m.starts_with("worker/") => dispatcher_call(m, params, ep),
+        m if m.starts_with("worker/") => dispatcher_call(&m["worker/".len()..], params.clone(), ep).map_err(|(code, msg)| {
+            // On the `worker/*` methods a refusal is invalid params too (REQ-WD-17).
+            (if code == BAD_ARGUMENTS || code == REFUSED { -32602 } else { code }, msg)
+        }),
         other => Err((-32601, format!("method not found: {other}"))),
     }
 }
 
-/// Run a `worker/*` method against the project it names (`project`: name or path), or the
-/// only one served.
-fn dispatcher_call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
-    let project = pick_project(params, ep).map_err(|e| (-32602, format!("{e:#}")))?;
-    let d = Dispatcher { home: &ep.home, project: &project };
-    match d.call(method, params) {
-        Some(Ok(v)) => Ok(v),
-        Some(Err(OpError::InvalidParams(m))) => Err((-32602, m)),
-        Some(Err(OpError::Internal(e))) => Err((-32603, format!("{e:#}"))),
-        None => Err((-32601, format!("method not found: {method}"))),
+/// Internal codes telling the two kinds of invalid-params apart until a face maps them.
+const BAD_ARGUMENTS: i64 = -32602;
+const REFUSED: i64 = -1;
+
+/// Run a dispatcher tool against the project the arguments name (`project`: name or path), or
+/// the only one served.
+fn dispatcher_call(name: &str, mut args: Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
+    let project = pick_project(&args, ep).map_err(|e| (-32602, format!("{e:#}")))?;
+    if let Json::Object(a) = &mut args {
+        a.remove("project");
+    }
+    let tools = crate::tools::dispatcher::tools();
+    let tool = crate::tools::find(&tools, name).ok_or((-32601, format!("method not found: worker/{name}")))?;
+    let d = Dispatcher { home: ep.home.clone(), project };
+    match tool.call(&d, args) {
+        Ok((v, _)) => Ok(v),
+        Err(e @ ToolError::BadArguments(_)) => Err((BAD_ARGUMENTS, e.to_string())),
+        Err(ToolError::Refused(m)) => Err((REFUSED, m)),
+        Err(ToolError::Internal(e)) => Err((-32603, format!("{e:#}"))),
     }
 }
 
@@ -261,19 +278,3 @@ fn pick_project(params: &Json, ep: &Endpoint) -> Result<Project> {
     }
 }
 
-/// MCP `tools/list`: the six operations with their parameter schemas.
-fn tool_list() -> Json {
-    let job = json!({"type": "object", "properties": {"jobId": {"type": "string"}}, "required": ["jobId"]});
-    json!([
-        {"name": "dispatch", "description": "Hand a task to a worker; returns {jobId} at once.",
-         "inputSchema": {"type": "object", "required": ["description", "task"], "properties": {
-            "description": {"type": "string"}, "task": {"type": "string"},
-            "config": {"type": "object", "properties": {"worker": {"type": "string"}, "maxTurns": {"type": "number"}, "maxBudgetUsd": {"type": "number"}}}}}},
-        {"name": "list", "description": "List jobs, optionally detailed and filtered by a glob on descriptions.",
-         "inputSchema": {"type": "object", "properties": {"detail": {"enum": ["simple", "detailed"]}, "filter": {"type": "string"}}}},
-        {"name": "status", "description": "A job's state, progress, questions and decisions.", "inputSchema": job},
-        {"name": "result", "description": "A completed job's output and artifacts.", "inputSchema": job},
-        {"name": "cancel", "description": "Stop a job (idempotent).", "inputSchema": job},
-        {"name": "delete", "description": "Delete a completed or cancelled job and all it owns.", "inputSchema": job},
-    ])
-}

@@ -57,27 +57,6 @@ pub fn load(home_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
     Ok(out)
 }
 
-const TOOLBOX_INSTRUCTIONS: &str = "\
-## Toolbox
-
-You are working on a guild-hall commission. Report back with these tools: as MCP tools of the
-names below if you have them, or from a shell as `\"$GUILD_HALL_BIN\" toolbox <name> ...`
-with the shell spelling given (underscores work there too).
-
-- report_progress (shell: `toolbox report-progress TEXT`): what you have done and what is
-  next. Call it at each milestone; it is also your heartbeat.
-- log_question (shell: `toolbox log-question TEXT`): something you cannot resolve alone, or
-  cannot verify. Then carry on.
-- record_decision (shell: `toolbox record-decision --question Q --decision D --reasoning R`):
-  a choice others should know about.
-- store_memory (shell: `toolbox store-memory --key KEY --content TEXT`): something worth
-  remembering in your next commissions.
-- write_artifact (shell: `toolbox write-artifact PATH CONTENT`): write a file under .lore/ of
-  your working directory (how you deliver files when you have no file tools); read_artifact
-  (shell: `toolbox read-artifact PATH`) reads one back.
-- submit_result (shell: `toolbox submit-result --summary TEXT [--artifact PATH]...`): once,
-  when the outcome is achieved and verified. Without it the commission counts as failed.
-";
 
 /// The system prompt for a dispatch: posture, then memories most recent first (whole files,
 /// while they fit in `cap` characters), then the toolbox instructions.
@@ -101,7 +80,7 @@ pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize) -> 
         out.push_str("## Memory\n\nWhat you stored in earlier commissions, most recent first.\n\n");
         out.push_str(&section);
     }
-    out.push_str(TOOLBOX_INSTRUCTIONS);
+    out.push_str(&crate::tools::toolbox::instructions());
     out
 }
 

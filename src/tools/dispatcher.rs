@@ -1,0 +1,100 @@
+//! The dispatcher: how a main agent or a tool hands out work and follows it (REQ-WD-5..18).
+//! Served as `mcp --manager` and as the `worker/*` JSON-RPC methods, from this one list; each
+//! operation is a [`Dispatcher`] method on one project.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Tool;
+use crate::service::ops::Dispatcher;
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Dispatch {
+    /// A short label for the job (shown by list).
+    pub description: String,
+    /// The full prompt: the outcome wanted and how the worker can verify it.
+    pub task: String,
+    /// Optional: which worker, and limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<DispatchConfig>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DispatchConfig {
+    /// A worker package name (default: the project's default_worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// At most this many agent turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// At most this many US dollars of model use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_budget_usd: Option<f64>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Detail {
+    /// `{jobId, status}` for each job.
+    #[default]
+    Simple,
+    /// Also the description and latest progress.
+    Detailed,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct List {
+    /// "simple" (default) or "detailed" (adds description and latest progress).
+    #[serde(default)]
+    pub detail: Detail,
+    /// A glob matched against job descriptions, e.g. "*survey*".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    /// The jobId returned by dispatch.
+    #[serde(rename = "jobId")]
+    pub job_id: String,
+}
+
+/// The dispatcher's operations.
+pub fn tools() -> Vec<Tool<Dispatcher>> {
+    vec![
+        Tool::new(
+            "dispatch",
+            "Hand a task to a worker. Returns {jobId} at once; the work runs in the background (its own branch, worktree and process) and is merged when done.",
+            |d: &Dispatcher, a: Dispatch| d.dispatch(a),
+        ),
+        Tool::new(
+            "list",
+            "List jobs: {jobs: [{jobId, status}]}, or with detail \"detailed\" also description and latest progress. filter is a glob on descriptions.",
+            |d: &Dispatcher, a: List| d.list(a),
+        ),
+        Tool::new(
+            "status",
+            "A job's state: status (running, completed, failed, cancelled), latest progress, the worker's open questions and decisions, error, times. Poll it; relay questions to the person.",
+            |d: &Dispatcher, a: Job| d.status(&a.job_id),
+        ),
+        Tool::new(
+            "result",
+            "A completed job's result: {jobId, output, artifacts}. An error while it is running, or if it failed or was cancelled.",
+            |d: &Dispatcher, a: Job| d.result(&a.job_id),
+        ),
+        Tool::new(
+            "cancel",
+            "Stop a job. Idempotent: an ended job just reports its status. Work done so far is kept on its branch.",
+            |d: &Dispatcher, a: Job| d.cancel(&a.job_id),
+        ),
+        Tool::new(
+            "delete",
+            "Delete a completed or cancelled job and everything it owns (its file, timeline, records and branches). Running and failed jobs are refused.",
+            |d: &Dispatcher, a: Job| d.delete(&a.job_id),
+        ),
+    ]
+}

@@ -1,0 +1,191 @@
+//! The worker toolbox: how a worker talks back (progress, questions, decisions, memory, files
+//! under `.lore/`, its result). Served to the worker over MCP (`guild-hall mcp`) and the CLI
+//! (`guild-hall toolbox`), and taught in its system prompt — all from this one list.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Reply, Tool, ToolError};
+use crate::worker::toolbox::mailbox::MailBody;
+use crate::worker::toolbox::WorkerContext;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Text {
+    /// The text to record.
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitResult {
+    /// What was achieved and how it was verified, for the person who reads the result.
+    pub summary: String,
+    /// Files produced, as paths relative to the worktree (they must exist there).
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordDecision {
+    /// The question that needed deciding.
+    pub question: String,
+    /// What was decided.
+    pub decision: String,
+    /// Why.
+    pub reasoning: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreMemory {
+    /// A short filename-safe name: lowercase letters, digits, '-', '_', '.'. Storing the same
+    /// key again replaces it.
+    pub key: String,
+    /// What to remember.
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArtifact {
+    /// Where to write, relative to the working directory and under `.lore/` (e.g.
+    /// `.lore/research/notes.md`). Directories are created.
+    pub path: String,
+    /// The whole content of the file (UTF-8, at most 1 MiB).
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArtifact {
+    /// A file under `.lore/`, relative to the working directory.
+    pub path: String,
+}
+
+/// An event recorded in the commission's mailbox.
+#[derive(Debug, Serialize)]
+pub struct Recorded {
+    pub commission: String,
+    pub event: u64,
+}
+
+impl Reply for Recorded {
+    fn text(&self) -> String {
+        format!("recorded event {} for {}", self.event, self.commission)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct MemoryStored {
+    pub worker: String,
+    pub key: String,
+}
+
+impl Reply for MemoryStored {
+    fn text(&self) -> String {
+        format!("stored memory {} for {}", self.key, self.worker)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Written {
+    pub path: String,
+    pub bytes: usize,
+}
+
+impl Reply for Written {
+    fn text(&self) -> String {
+        format!("wrote {} ({} bytes)", self.path, self.bytes)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Content {
+    pub path: String,
+    pub content: String,
+}
+
+impl Reply for Content {
+    /// The file itself: what an agent wants to read, and what `toolbox read-artifact` prints.
+    fn text(&self) -> String {
+        self.content.clone()
+    }
+}
+
+fn refused(e: anyhow::Error) -> ToolError {
+    ToolError::Refused(format!("{e:#}"))
+}
+
+fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
+    let mail = ctx.send(body).map_err(refused)?;
+    Ok(Recorded { commission: ctx.commission.clone(), event: mail.seq })
+}
+
+/// The worker toolbox, in the order the system prompt teaches it.
+pub fn tools() -> Vec<Tool<WorkerContext>> {
+    vec![
+        Tool::new(
+            "report_progress",
+            "Report what you have done and what comes next. Call it at each milestone and at least every few minutes of long work: it is shown to the person and is your heartbeat.",
+            |ctx: &WorkerContext, a: Text| send(ctx, MailBody::Progress { text: a.text }),
+        )
+        .positional(&["text"]),
+        Tool::new(
+            "log_question",
+            "Record a question you cannot resolve yourself, or a result you cannot verify. It is shown to the person; carry on with your best judgement.",
+            |ctx: &WorkerContext, a: Text| send(ctx, MailBody::Question { text: a.text }),
+        )
+        .positional(&["text"]),
+        Tool::new(
+            "record_decision",
+            "Record a decision others should know about: the question, what you decided, and why.",
+            |ctx: &WorkerContext, a: RecordDecision| send(ctx, MailBody::Decision { question: a.question, decision: a.decision, reasoning: a.reasoning }),
+        ),
+        Tool::new(
+            "store_memory",
+            "Remember something for your next commissions (conventions, pitfalls, where things are). It appears in your system prompt next time.",
+            |ctx: &WorkerContext, a: StoreMemory| {
+                ctx.store_memory(&a.key, &a.content).map_err(refused)?;
+                Ok(MemoryStored { worker: ctx.worker.clone().unwrap_or_default(), key: a.key })
+            },
+        ),
+        Tool::new(
+            "write_artifact",
+            "Write a file under .lore/ of your working directory (the whole content; directories are created). Use it to deliver files such as reports or a commission's declared outputs, then name them in submit_result.",
+            |ctx: &WorkerContext, a: WriteArtifact| {
+                let path = ctx.write_artifact(&a.path, &a.content).map_err(refused)?;
+                Ok(Written { path, bytes: a.content.len() })
+            },
+        )
+        .positional(&["path", "content"])
+        .stdin("content"),
+        Tool::new("read_artifact", "Read a file under .lore/ of your working directory.", |ctx: &WorkerContext, a: ReadArtifact| {
+            let content = ctx.read_artifact(&a.path).map_err(refused)?;
+            Ok(Content { path: a.path, content })
+        })
+        .positional(&["path"]),
+        Tool::new(
+            "submit_result",
+            "Declare the commission done, once, after you have achieved and verified the outcome. Without it the commission counts as failed. Give a summary and the files you produced (relative to your working directory).",
+            |ctx: &WorkerContext, a: SubmitResult| {
+                let artifacts = crate::worker::toolbox::normalise_artifacts(&a.artifacts).map_err(refused)?;
+                send(ctx, MailBody::Result { summary: a.summary, artifacts })
+            },
+        )
+        .flags(&[("artifacts", "artifact")]),
+    ]
+}
+
+/// The toolbox section of a worker's system prompt: each tool by its MCP name and its shell
+/// spelling, generated from [`tools`].
+pub fn instructions() -> String {
+    let mut out = String::from(
+        "## Toolbox\n\nYou are working on a guild-hall commission. Report back with these tools: as MCP tools of the\nnames below if you have them, or from a shell as `\"$GUILD_HALL_BIN\" toolbox <name> ...`\nwith the shell spelling given (underscores work there too).\n\n",
+    );
+    for t in tools() {
+        out.push_str(&format!("- {} (shell: `{}`): {}\n", t.name, t.cli_usage(), t.description));
+    }
+    out
+}
