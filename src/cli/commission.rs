@@ -47,7 +47,6 @@ pub enum CommissionCmd {
     Redispatch { id: String },
 }
 
-
 pub fn init(env: &Env) -> Result<()> {
     let lore = env.project.root.join(".lore");
     for d in ["commissions", "meetings", "workers"] {

@@ -9,15 +9,15 @@ use crate::tools::mcp::ToolServer;
 
 /// What the main agent is told at `initialize`: the workers it can dispatch to, and how.
 fn instructions(home: &Home, project: &Project) -> String {
-        let catalog = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
-        let workers: Vec<String> = catalog
-            .packages
-            .values()
-            .filter(|p| p.can_commission())
-            .map(|p| format!("- {}: {}", p.manifest.name, p.manifest.description))
-            .collect();
-        let default = project.config.default_worker.as_deref().map(|w| format!(" (default: {w})")).unwrap_or_default();
-        let instructions = format!(
+    let catalog = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
+    let workers: Vec<String> = catalog
+        .packages
+        .values()
+        .filter(|p| p.can_commission())
+        .map(|p| format!("- {}: {}", p.manifest.name, p.manifest.description))
+        .collect();
+    let default = project.config.default_worker.as_deref().map(|w| format!(" (default: {w})")).unwrap_or_default();
+    let instructions = format!(
             "You can hand work to workers in project {root}.\n\nWorkers that accept dispatch{default}:\n{list}\n\n\
              How to work with them:\n\
              1. dispatch {{description, task, config: {{worker}}}}: the task is the outcome you want and how the worker can verify it. You get a jobId at once.\n\

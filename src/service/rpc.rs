@@ -277,4 +277,3 @@ fn pick_project(params: &Json, ep: &Endpoint) -> Result<Project> {
         _ => bail!("several projects are served: name one with \"project\" (its name or path)"),
     }
 }
-

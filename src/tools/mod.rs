@@ -57,8 +57,11 @@ pub struct Tool<C> {
     pub stdin: Option<&'static str>,
     /// The CLI face: flags named otherwise than their field (`--artifact` for `artifacts`).
     pub flags: &'static [(&'static str, &'static str)],
-    run: Box<dyn Fn(&C, Json) -> Result<(Json, String), ToolError> + Send + Sync>,
+    run: Box<Run<C>>,
 }
+
+/// A tool's function behind its JSON face: arguments in, the reply as JSON and as text out.
+type Run<C> = dyn Fn(&C, Json) -> Result<(Json, String), ToolError> + Send + Sync;
 
 impl<C: 'static> Tool<C> {
     /// Declare an operation: `run` takes the typed request and gives the typed reply.
@@ -172,9 +175,6 @@ pub fn find<'a, C>(tools: &'a [Tool<C>], name: &str) -> Option<&'a Tool<C>> {
 /// The tools as MCP's `tools/list` gives them: `{name, description, inputSchema}`.
 pub fn listing<C>(tools: &[Tool<C>]) -> Json {
     Json::Array(
-        tools
-            .iter()
-            .map(|t| serde_json::json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
-            .collect(),
+        tools.iter().map(|t| serde_json::json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema})).collect(),
     )
 }

@@ -57,7 +57,6 @@ pub fn load(home_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
     Ok(out)
 }
 
-
 /// The system prompt for a dispatch: posture, then memories most recent first (whole files,
 /// while they fit in `cap` characters), then the toolbox instructions.
 pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize) -> String {

@@ -185,3 +185,79 @@ fn only_loopback_addresses_are_served() {
     assert_eq!(code, 1);
     assert!(err.contains("only loopback addresses"), "{err}");
 }
+
+/// `tools/list` of an MCP server on stdio (`guild-hall <args>`): initialize, then list.
+fn mcp_tools(p: &Project, args: &[&str], env: &[(&str, &Path)]) -> Value {
+    use std::io::BufRead;
+    let mut cmd = p.cmd();
+    cmd.args(args).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("mcp server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut send = |v: Value| writeln!(stdin, "{v}").expect("send");
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let _init = lines.next().expect("initialize reply").expect("line");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}));
+    let reply: Value = serde_json::from_str(&lines.next().expect("tools/list reply").expect("line")).expect("json");
+    let _ = child.kill();
+    let _ = child.wait();
+    reply["result"]["tools"].clone()
+}
+
+/// Name → (description, input schema), the part of a tool every face must agree on.
+fn by_name(tools: &Value) -> std::collections::BTreeMap<String, (Value, Value)> {
+    tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap_or("").to_string(), (t["description"].clone(), t["inputSchema"].clone())))
+        .collect()
+}
+
+#[test]
+fn every_face_of_a_tool_agrees() {
+    let p = Project::new(&["researcher"]);
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+
+    // The dispatcher: `mcp --manager` and the worker/* endpoint list the same tools.
+    let manager = by_name(&mcp_tools(&p, &["mcp", "--manager"], &[]));
+    let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
+    assert_eq!(manager.keys().collect::<Vec<_>>(), ["cancel", "delete", "dispatch", "list", "result", "status"]);
+    assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
+    assert!(manager["dispatch"].1["properties"]["config"].is_object(), "config is typed: {:?}", manager["dispatch"]);
+
+    // The worker toolbox: `guild-hall mcp`, the CLI and the system prompt name the same tools.
+    let wt = p.tmp.path().join("wt");
+    std::fs::create_dir_all(&wt).expect("mkdir");
+    let mailbox = p.tmp.path().join("events.jsonl");
+    let toolbox = by_name(&mcp_tools(
+        &p,
+        &["mcp"],
+        &[
+            ("GUILD_HALL_MAILBOX", &mailbox),
+            ("GUILD_HALL_WORKTREE", &wt),
+            ("GUILD_HALL_ATTEMPT", Path::new("1")),
+            ("GUILD_HALL_COMMISSION", Path::new("c")),
+        ],
+    ));
+    let (_, help, _) = p.run(&["toolbox", "--help"]);
+    let id = p.create("researcher", "Prompted", "Topic\nGo.");
+    wait_for("the watcher to dispatch it", || p.try_state_dir(&id).is_some_and(|d| d.join("system-prompt.md").exists()));
+    let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
+    assert_eq!(toolbox.len(), 7);
+    for (name, (description, _)) in &toolbox {
+        let cli = name.replace('_', "-");
+        assert!(help.contains(&format!("  {cli} ")), "{cli} missing from the CLI:\n{help}");
+        assert!(prompt.contains(&format!("- {name} (shell: `toolbox {cli}")), "{name} missing from the system prompt:\n{prompt}");
+        let description = description.as_str().unwrap_or("");
+        assert!(help.contains(&description[..40.min(description.len())]), "{name}'s description differs on the CLI");
+        assert!(prompt.contains(description), "{name}'s description differs in the system prompt");
+    }
+}
