@@ -4,7 +4,6 @@
 //! reconciler; the CLI, `mcp --manager` and the JSON-RPC endpoint are thin faces over these.
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde_json::{json, Value as Json};
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::artifact::commission::content_hash;
@@ -12,7 +11,7 @@ use crate::artifact::ids;
 use crate::artifact::write::{self, Edit};
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
-use crate::tools::dispatcher::{Detail, Dispatch, List};
+use crate::tools::dispatcher::{Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List};
 use crate::tools::ToolError;
 use crate::worker::Catalog;
 
@@ -167,7 +166,7 @@ impl Dispatcher {
     }
 
     /// `worker/dispatch {description, task, config?}` → `{jobId}`.
-    pub fn dispatch(&self, req: Dispatch) -> Result<Json, ToolError> {
+    pub fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError> {
         let config = req.config.unwrap_or_default();
         let worker = match config.worker.or_else(|| self.project.config.default_worker.clone()) {
             Some(w) => w,
@@ -193,11 +192,11 @@ impl Dispatcher {
         };
         let id = create(&self.home, &self.project, &new).map_err(|e| invalid(format!("{e:#}")))?;
         self.kick()?;
-        Ok(json!({ "jobId": id }))
+        Ok(Dispatched { job_id: id })
     }
 
     /// `worker/list {detail?, filter?}`: a glob on descriptions.
-    pub fn list(&self, req: List) -> Result<Json, ToolError> {
+    pub fn list(&self, req: List) -> Result<Jobs, ToolError> {
         let detailed = matches!(req.detail, Detail::Detailed);
         let filter = match &req.filter {
             None => None,
@@ -212,46 +211,48 @@ impl Dispatcher {
                 continue;
             }
             let status = job_status(c.status.unwrap_or(Status::Pending));
-            jobs.push(if detailed {
-                json!({"jobId": c.id, "status": status, "description": description, "summary": c.str_field("progress")})
-            } else {
-                json!({"jobId": c.id, "status": status})
+            let summary = c.str_field("progress").map(str::to_string);
+            jobs.push(JobRow {
+                job_id: c.id.clone(),
+                status,
+                description: detailed.then_some(description),
+                summary: detailed.then_some(summary),
             });
         }
-        Ok(json!({ "jobs": jobs }))
+        Ok(Jobs { jobs })
     }
 
     /// `worker/status {jobId}`, plus our exact status as `commissionStatus`.
-    pub fn status(&self, job: &str) -> Result<Json, ToolError> {
+    pub fn status(&self, job: &str) -> Result<JobStatus, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         let timeline = crate::activity::timeline::read(&crate::activity::timeline::path_for(&c.path))?;
-        let decisions: Vec<Json> = timeline
+        let decisions: Vec<Decision> = timeline
             .iter()
             .filter(|e| e["kind"] == "decision")
-            .map(|e| json!({"question": e["question"], "decision": e["decision"], "reasoning": e["reasoning"]}))
+            .map(|e| Decision { question: e["question"].clone(), decision: e["decision"].clone(), reasoning: e["reasoning"].clone() })
             .collect();
-        let questions: Vec<&str> = match c.field("questions") {
-            Some(Value::Sequence(q)) => q.iter().filter_map(Value::as_str).collect(),
+        let questions: Vec<String> = match c.field("questions") {
+            Some(Value::Sequence(q)) => q.iter().filter_map(Value::as_str).map(str::to_string).collect(),
             _ => Vec::new(),
         };
         let error = matches!(status, Status::Failed | Status::Cancelled).then(|| c.str_field("reason")).flatten();
-        Ok(json!({
-            "jobId": c.id,
-            "status": job_status(status),
-            "commissionStatus": status.as_str(),
-            "description": c.title.clone().unwrap_or_else(|| c.id.clone()),
-            "summary": c.str_field("progress"),
-            "questions": questions,
-            "decisions": decisions,
-            "error": error,
-            "startedAt": c.created(),
-            "completedAt": c.str_field("completed"),
-        }))
+        Ok(JobStatus {
+            job_id: c.id.clone(),
+            status: job_status(status),
+            commission_status: status.as_str(),
+            description: c.title.clone().unwrap_or_else(|| c.id.clone()),
+            summary: c.str_field("progress").map(str::to_string),
+            questions,
+            decisions,
+            error: error.map(str::to_string),
+            started_at: c.created().map(str::to_string),
+            completed_at: c.str_field("completed").map(str::to_string),
+        })
     }
 
     /// `worker/result {jobId}`: only for completed jobs.
-    pub fn result(&self, job: &str) -> Result<Json, ToolError> {
+    pub fn result(&self, job: &str) -> Result<JobResult, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status != Status::Completed {
@@ -268,27 +269,27 @@ impl Dispatcher {
             Some(Value::Sequence(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
             _ => Vec::new(),
         };
-        Ok(json!({"jobId": c.id, "output": output, "artifacts": artifacts}))
+        Ok(JobResult { job_id: c.id, output, artifacts })
     }
 
     /// `worker/cancel {jobId}`: idempotent; an ended job just reports its status.
-    pub fn cancel(&self, job: &str) -> Result<Json, ToolError> {
+    pub fn cancel(&self, job: &str) -> Result<Cancelled, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status.is_terminal() {
-            return Ok(json!({"jobId": c.id, "status": job_status(status)}));
+            return Ok(Cancelled { job_id: c.id, status: job_status(status) });
         }
         // The status itself, as a person would edit it: from this moment `status` says
         // cancelled; the reconciler stops the worker and commits its partial work.
         request(&self.project, &c.id, &Edit::Set("status".into(), Value::from("cancelled")))?;
         self.kick()?;
-        Ok(json!({"jobId": c.id, "status": "cancelled"}))
+        Ok(Cancelled { job_id: c.id, status: "cancelled" })
     }
 
     /// `worker/delete {jobId}`: completed or cancelled (and settled) only; removes the artifact,
     /// its timeline, its runtime record and its attempt branches, nothing else. A settled job
     /// has no worktree left.
-    pub fn delete(&self, job: &str) -> Result<Json, ToolError> {
+    pub fn delete(&self, job: &str) -> Result<Deleted, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if !matches!(status, Status::Completed | Status::Cancelled) {
@@ -327,6 +328,6 @@ impl Dispatcher {
             std::fs::remove_dir_all(&state.0).with_context(|| format!("removing {}", state.0.display()))?;
         }
         crate::files::remove_if_exists(&c.path)?;
-        Ok(json!({"jobId": c.id, "deleted": true}))
+        Ok(Deleted { job_id: c.id, deleted: true })
     }
 }

@@ -98,3 +98,83 @@ pub fn tools() -> Vec<Tool<Dispatcher>> {
         ),
     ]
 }
+
+/// `dispatch`: the new job.
+#[derive(Debug, Serialize)]
+pub struct Dispatched {
+    #[serde(rename = "jobId")]
+    pub job_id: String,
+}
+
+/// One job in `list`; description and summary only when detailed.
+#[derive(Debug, Serialize)]
+pub struct JobRow {
+    #[serde(rename = "jobId")]
+    pub job_id: String,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The latest progress (detailed only; `null` when there is none yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Option<String>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Jobs {
+    pub jobs: Vec<JobRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Decision {
+    pub question: serde_json::Value,
+    pub decision: serde_json::Value,
+    pub reasoning: serde_json::Value,
+}
+
+/// `status`: REQ-WD-11's state, and our exact one as `commissionStatus`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobStatus {
+    pub job_id: String,
+    pub status: &'static str,
+    pub commission_status: &'static str,
+    pub description: String,
+    pub summary: Option<String>,
+    pub questions: Vec<String>,
+    pub decisions: Vec<Decision>,
+    pub error: Option<String>,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+}
+
+/// `result`: what a completed job produced.
+#[derive(Debug, Serialize)]
+pub struct JobResult {
+    #[serde(rename = "jobId")]
+    pub job_id: String,
+    pub output: String,
+    pub artifacts: Vec<String>,
+}
+
+/// `cancel`: the job's status after the request.
+#[derive(Debug, Serialize)]
+pub struct Cancelled {
+    #[serde(rename = "jobId")]
+    pub job_id: String,
+    pub status: &'static str,
+}
+
+/// `delete`: the job is gone.
+#[derive(Debug, Serialize)]
+pub struct Deleted {
+    #[serde(rename = "jobId")]
+    pub job_id: String,
+    pub deleted: bool,
+}
+
+impl super::Reply for Dispatched {}
+impl super::Reply for Jobs {}
+impl super::Reply for JobStatus {}
+impl super::Reply for JobResult {}
+impl super::Reply for Cancelled {}
+impl super::Reply for Deleted {}

@@ -43,8 +43,6 @@ pub trait Reply: Serialize {
     }
 }
 
-impl Reply for Json {}
-
 /// One operation of a catalogue, callable with JSON arguments on a context `C`.
 pub struct Tool<C> {
     pub name: &'static str,
