@@ -231,21 +231,18 @@ fn write_temp(path: &Path, bytes: &[u8]) -> Result<std::path::PathBuf> {
     let dir = path.parent().context("path has no parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.guild-hall-{}-{}.tmp", std::process::id(), uuid::Uuid::new_v4().simple()));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+    // A fresh name made with O_EXCL (tempfile): nothing already there, a link planted by a
+    // worker included, is ever opened or followed.
+    let write = || -> std::io::Result<std::path::PathBuf> {
+        let mut f = tempfile::Builder::new().prefix(&format!(".{name}.guild-hall-")).suffix(".tmp").tempfile_in(dir)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        f.as_file().sync_all()?;
         if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&tmp, meta.permissions())?;
+            f.as_file().set_permissions(meta.permissions())?;
         }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow::Error::from(e).context(format!("writing {}", path.display())));
-    }
-    Ok(tmp)
+        f.into_temp_path().keep().map_err(|e| e.error)
+    };
+    write().with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

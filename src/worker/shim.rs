@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use chrono::Utc;
-use nix::sys::signal::{self, SigHandler, Signal};
+use nix::sys::signal::Signal;
 
 use crate::activity::state::{read_json, write_json, ExitInfo, RunInfo, StateDir};
 
@@ -267,18 +268,6 @@ pub fn spawn_shim(launch: &Launch) -> Result<()> {
     anyhow::bail!("the shim did not record the worker's start within 30s")
 }
 
-/// What the shim was asked to do by signals (set in handlers, acted on in its loop).
-static TERM_REQUESTED: AtomicBool = AtomicBool::new(false);
-static KILL_REQUESTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_term(_: i32) {
-    TERM_REQUESTED.store(true, Ordering::SeqCst);
-}
-
-extern "C" fn on_kill(_: i32) {
-    KILL_REQUESTED.store(true, Ordering::SeqCst);
-}
-
 /// How the shim runs one attempt (its command line).
 #[derive(Debug, Clone)]
 pub struct ShimArgs {
@@ -370,13 +359,14 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         let max = args.log_max_bytes;
         std::thread::spawn(move || pump_log(std::fs::File::from(out_read), &log, max))
     };
-    // SAFETY: the handlers only store to atomics, which is async-signal-safe.
-    unsafe {
-        signal::signal(Signal::SIGTERM, SigHandler::Handler(on_term))?;
-        signal::signal(Signal::SIGUSR1, SigHandler::Handler(on_kill))?;
-        signal::signal(Signal::SIGHUP, SigHandler::SigIgn)?;
-        signal::signal(Signal::SIGINT, SigHandler::SigIgn)?;
-    }
+    // What the reconciler asks by signal: SIGTERM stop the attempt, SIGUSR1 kill it now.
+    // SIGHUP and SIGINT (a terminal going away) only set a flag nobody reads.
+    let asked = Asked { term: Arc::new(AtomicBool::new(false)), kill: Arc::new(AtomicBool::new(false)) };
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, asked.term.clone())?;
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.kill.clone())?;
+    let ignored = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, ignored.clone())?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, ignored)?;
     let run = RunInfo {
         attempt,
         pid: me,
@@ -388,7 +378,7 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         run_id,
     };
     write_json(&state.run(), &run)?;
-    let status = supervise(worker, args.grace);
+    let status = supervise(worker, args.grace, &asked);
     // Every writer of the pipe is gone; the log drains quickly unless someone outside the
     // attempt holds the pipe, and then it is not waited for.
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -412,7 +402,13 @@ use std::os::unix::process::ExitStatusExt;
 /// Reap until the worker and every process it started are gone. SIGTERM (from the
 /// reconciler) is passed to all of them and followed by SIGKILL after `grace`; SIGUSR1 means
 /// SIGKILL now. Processes the worker leaves behind when it exits get a short SIGTERM grace.
-fn supervise(worker: i32, grace: Duration) -> Option<std::process::ExitStatus> {
+/// The reconciler's requests, set by signal handlers.
+struct Asked {
+    term: Arc<AtomicBool>,
+    kill: Arc<AtomicBool>,
+}
+
+fn supervise(worker: i32, grace: Duration, asked: &Asked) -> Option<std::process::ExitStatus> {
     let me = std::process::id() as i32;
     let mut worker_status = None;
     let mut kill_at: Option<Instant> = None;
@@ -438,9 +434,9 @@ fn supervise(worker: i32, grace: Duration) -> Option<std::process::ExitStatus> {
             return worker_status;
         }
         let now = Instant::now();
-        if KILL_REQUESTED.load(Ordering::SeqCst) || kill_at.is_some_and(|t| now >= t) {
+        if asked.kill.load(Ordering::SeqCst) || kill_at.is_some_and(|t| now >= t) {
             signal_tree(me, Signal::SIGKILL);
-        } else if !term_sent && (TERM_REQUESTED.load(Ordering::SeqCst) || worker_status.is_some()) {
+        } else if !term_sent && (asked.term.load(Ordering::SeqCst) || worker_status.is_some()) {
             term_sent = true;
             signal_tree(me, Signal::SIGTERM);
             kill_at = Some(now + if worker_status.is_some() { leftover_grace } else { grace });

@@ -487,3 +487,28 @@ fn a_worker_that_runs_too_long_is_stopped_at_its_timeout() {
     assert!(!pid_alive(worker));
     assert!(kinds(&p.timeline("long")).contains(&"timeout".to_string()));
 }
+
+#[test]
+fn a_fresh_worktree_is_clean_to_plain_git_sparse_or_full() {
+    let p = Project::new(&["sleeper"]);
+    p.install_worker("sleeper", "sleeper-full");
+    let yaml = p.root.join(".lore/workers/sleeper-full/worker.yaml");
+    std::fs::write(&yaml, std::fs::read_to_string(&yaml).expect("yaml").replace("checkout: sparse", "checkout: full")).expect("write");
+    p.commit_on_integration(".lore/notes.md", "notes\n", "notes for the workers");
+    let sparse = p.create("sleeper", "Sparse", "sleep: 30\nWait.");
+    let full = p.create("sleeper-full", "Full", "sleep: 30\nWait.");
+    p.pass_until("both run", |p| p.status(&sparse) == "in_progress" && p.status(&full) == "in_progress");
+    for id in [&sparse, &full] {
+        // What a worker (or a person) sees with plain git in the worktree.
+        let status = git(&p.worktree(id), &["status", "--porcelain"]);
+        assert_eq!(status, "", "{id}: {status}");
+    }
+    assert!(!p.worktree(&sparse).join("README.md").exists() && p.worktree(&sparse).join(".lore/notes.md").is_file(), "sparse: .lore/ only");
+    assert!(p.worktree(&full).join("README.md").exists(), "full: everything");
+    let config = std::fs::read_to_string(p.root.join(".git/config")).expect("config");
+    assert!(!config.contains("worktreeConfig"), "the person's .git/config is untouched: {config}");
+    for id in [&sparse, &full] {
+        p.ok(&["commission", "cancel", id]);
+    }
+    p.settle();
+}

@@ -76,7 +76,7 @@ fn editor_saves_and_git_checkouts_drive_commissions() {
         .collect();
     assert_eq!(timelines.len(), 2, "only the droppings themselves: {timelines:?}");
     let log = svc.log();
-    assert!(!log.contains("4913") && !log.contains("notes.md~"), "{log}");
+    assert!(!log.contains("commissions/4913") && !log.contains("notes.md~"), "{log}");
     assert_eq!(svc.stop(), Some(0));
 }
 

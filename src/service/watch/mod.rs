@@ -19,7 +19,7 @@ use crate::config::{Home, Project};
 use crate::reconcile::{self, HeldLock, Options};
 pub use events::DEFAULT_IGNORES;
 use events::{ignore_set, is_resource_limit, make_debouncer, wait_for_shim, watch_paths, Wake};
-use signals::{install_signals, RELOAD, STOP};
+use signals::install_signals;
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -68,7 +68,7 @@ struct Watched {
 
 /// Run until SIGINT or SIGTERM. `dirs` empty means every project registered in the home.
 pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
-    install_signals()?;
+    let signals = install_signals()?;
     let dirs: Vec<PathBuf> = if dirs.is_empty() {
         let cfg = home.load_config()?;
         if cfg.projects.is_empty() {
@@ -118,8 +118,8 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     let mut waiting_on: BTreeSet<PathBuf> = BTreeSet::new();
     let mut watched_dirs: BTreeSet<PathBuf> = BTreeSet::new();
 
-    while !STOP.load(Ordering::SeqCst) {
-        if RELOAD.swap(false, Ordering::SeqCst) {
+    while !signals.stop.load(Ordering::SeqCst) {
+        if signals.reload.swap(false, Ordering::SeqCst) {
             tracing::info!("SIGHUP: reloading configuration");
             projects.iter_mut().for_each(|p| p.dirty = true);
         }
@@ -130,7 +130,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             }
         }
         for p in projects.iter_mut().filter(|p| p.dirty) {
-            if STOP.load(Ordering::SeqCst) {
+            if signals.stop.load(Ordering::SeqCst) {
                 break;
             }
             p.dirty = false;

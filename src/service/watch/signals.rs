@@ -1,29 +1,21 @@
 //! The watcher's signals: SIGINT/SIGTERM stop it after the action in hand, SIGHUP reloads
-//! configuration. Handlers only set flags; the loop reads them.
+//! configuration. signal-hook sets the flags; the loop reads them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::Result;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-pub(super) static STOP: AtomicBool = AtomicBool::new(false);
-pub(super) static RELOAD: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop(_: i32) {
-    STOP.store(true, Ordering::SeqCst);
-}
-extern "C" fn on_hup(_: i32) {
-    RELOAD.store(true, Ordering::SeqCst);
+pub(super) struct Signals {
+    pub stop: Arc<AtomicBool>,
+    pub reload: Arc<AtomicBool>,
 }
 
-pub(super) fn install_signals() -> Result<()> {
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    let stop = SigAction::new(SigHandler::Handler(on_stop), SaFlags::SA_RESTART, SigSet::empty());
-    let hup = SigAction::new(SigHandler::Handler(on_hup), SaFlags::SA_RESTART, SigSet::empty());
-    // SAFETY: the handlers only store to atomics, which is async-signal-safe.
-    unsafe {
-        sigaction(Signal::SIGINT, &stop)?;
-        sigaction(Signal::SIGTERM, &stop)?;
-        sigaction(Signal::SIGHUP, &hup)?;
-    }
-    Ok(())
+pub(super) fn install_signals() -> Result<Signals> {
+    let s = Signals { stop: Arc::new(AtomicBool::new(false)), reload: Arc::new(AtomicBool::new(false)) };
+    signal_hook::flag::register(SIGINT, s.stop.clone())?;
+    signal_hook::flag::register(SIGTERM, s.stop.clone())?;
+    signal_hook::flag::register(SIGHUP, s.reload.clone())?;
+    Ok(s)
 }
