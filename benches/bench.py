@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """guild-hall benchmarks (issues 2, 3 and 10).
-Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement]
+Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse]
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -284,7 +284,46 @@ def bench_confinement(tmp, runs):
     return {k: (median(dispatch[k]), median(whole[k])) for k in dispatch}
 
 
+def bench_odd_frontmatter(tmp, runs):
+    """`guild-hall check` on a project holding one pathological artifact each, near or over the
+    frontmatter bounds (64 KiB, flow depth 32): the time one odd file can cost a pass."""
+    cases = {
+        "100 KB of '[' (refused: too large)": "title: " + "[" * 100_000,
+        "5,000 nested '[' within 64 KiB (refused: too deep)": "title: " + "[" * 5_000,
+        "depth 32, repeated to 60 KiB": "title: " + ("[" * 32 + "]" * 32 + ", ") * 900,
+        "2,000 flat keys (60 KiB)": "\n".join(f"key{i:04}: value {i} " + "x" * 10 for i in range(2_000)),
+        "one 60 KiB string": "title: '" + "x" * 60_000 + "'",
+        "aliases: 9 levels of 9 references": "\n".join(
+            ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+            + [f"a{i}: &a{i} [" + ", ".join([f"*a{i-1}"] * 9) + "]" for i in range(1, 9)]
+        ),
+    }
+    out = {}
+    for n, (label, yaml) in enumerate(cases.items()):
+        repo = os.path.join(tmp, f"odd-{n}")
+        new_repo(repo)
+        env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, f"home-odd-{n}"))
+        subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+        with open(os.path.join(repo, ".lore/commissions/odd.md"), "w") as f:
+            f.write(f"---\nworker: scribe\n{yaml}\n---\nbody\n")
+        out[label] = median([run([BIN, "check"], repo, env, check=False)[0] for _ in range(runs)])
+    return out
+
+
 def main():
+    if "--only-parse" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            r = bench_odd_frontmatter(tmp, 5)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("| artifact | `guild-hall check` (median of 5) |")
+        print("|---|---|")
+        for label, t in r.items():
+            print(f"| {label} | {t*1000:.0f} ms |")
+        return
     if "--only-confinement" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
             subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
