@@ -206,6 +206,16 @@ impl Home {
     pub fn worktree(&self, project: &str, id: &str) -> PathBuf {
         self.root.join("worktrees").join(project).join(format!("commission-{id}"))
     }
+    pub fn meeting_state(&self, project: &str, id: &str) -> PathBuf {
+        self.project_state(project).join("meetings").join(id)
+    }
+    pub fn meeting_worktree(&self, project: &str, id: &str) -> PathBuf {
+        self.root.join("worktrees").join(project).join(format!("meeting-{id}"))
+    }
+    /// A meeting's transcript while it is open (REQ-MTG-19): removed on close.
+    pub fn transcript(&self, project: &str, id: &str) -> PathBuf {
+        self.root.join("meetings").join(project).join(format!("{id}.md"))
+    }
     pub fn workers_dir(&self) -> PathBuf {
         self.root.join("workers")
     }
@@ -250,6 +260,15 @@ impl Project {
     /// The artifact of commission `id` (`.lore/commissions/<id>.md`); `id` must be validated.
     pub fn commission_path(&self, id: &str) -> PathBuf {
         self.commissions_dir().join(format!("{id}.md"))
+    }
+
+    pub fn meetings_dir(&self) -> PathBuf {
+        self.root.join(".lore").join("meetings")
+    }
+
+    /// The artifact of meeting `id` (`.lore/meetings/<id>.md`); `id` must be validated.
+    pub fn meeting_path(&self, id: &str) -> PathBuf {
+        self.meetings_dir().join(format!("{id}.md"))
     }
 }
 

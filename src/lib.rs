@@ -4,8 +4,9 @@
 //! [`commission::plan`] (pure) decides the actions, [`commission::act`] carries each out
 //! idempotently, and [`reconcile`] runs passes. [`artifact`] parses and surgically writes the
 //! files people edit; [`activity`] is what every kind of work shares (git, runtime state,
-//! timeline); [`worker`] runs, confines and hears from the worker processes; [`service`] and
-//! [`cli`] are the front ends.
+//! timeline); [`meeting`] is the synchronous half, planned and acted on in the same pass;
+//! [`worker`] runs, confines and hears from the worker processes; [`service`] and [`cli`] are
+//! the front ends.
 
 pub mod activity;
 pub mod artifact;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod commission;
 pub mod config;
 pub mod files;
+pub mod meeting;
 pub mod reconcile;
 pub mod service;
 pub mod tools;

@@ -156,6 +156,31 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             .map(|o| home.commission_state(&project.name, o.id()))
             .collect();
         let actions: Vec<&Action> = planned.actions.iter().filter(|a| !failed_ids.contains(a.id())).collect();
+        // Meetings are planned and carried out in the same pass, after the commissions.
+        let meetings = crate::meeting::round(home, project, &snapshot.workers, opts.dry_run)?;
+        for p in &meetings.problems {
+            if seen_problems.insert(p.to_string()) {
+                report.problems.push(p.clone());
+            }
+        }
+        let mut meetings_waiting = false;
+        let mut meeting_entries = Vec::new();
+        for (a, result) in &meetings.done {
+            let (ok, error) = match result {
+                Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
+                Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
+                Err(e) => (false, Some(format!("{e:#}"))),
+            };
+            meetings_waiting |= matches!(result, Ok(Outcome::Waiting(_)));
+            if let Ok(Outcome::Waiting(why)) = result {
+                if waiting.get(a.id()) == Some(why) {
+                    continue;
+                }
+                waiting.insert(a.id().to_string(), why.clone());
+            }
+            meeting_entries.push(Entry { pass: rounds, id: a.id().into(), action: a.kind(), detail: a.describe(), ok, error, plan: None });
+        }
+        let meetings_progressed = meetings.done.iter().any(|(_, r)| matches!(r, Ok(Outcome::Done | Outcome::Dropped)));
         if opts.dry_run {
             for a in &actions {
                 let e = Entry {
@@ -170,8 +195,16 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
                 on_entry(&e);
                 report.entries.push(e);
             }
-            report.settled = planned.settled;
+            for e in meeting_entries {
+                on_entry(&e);
+                report.entries.push(e);
+            }
+            report.settled = planned.settled && meetings.done.is_empty();
             return Ok(report);
+        }
+        for e in meeting_entries {
+            on_entry(&e);
+            report.entries.push(e);
         }
         let ctx = Ctx { home, project, snapshot: &snapshot };
         let mut progressed = false;
@@ -204,9 +237,11 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             report.entries.push(e);
         }
         drop(global);
+        progressed |= meetings_progressed;
         let quiet = !progressed;
-        if quiet && (!opts.wait || planned.settled || settled_but_failed(&planned, &failed_ids)) {
-            report.settled = planned.settled;
+        let settled = planned.settled && !meetings_waiting;
+        if quiet && (!opts.wait || settled || settled_but_failed(&planned, &failed_ids)) {
+            report.settled = settled;
             return Ok(report);
         }
         if !opts.wait && rounds >= MAX_ROUNDS {

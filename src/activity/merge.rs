@@ -106,8 +106,62 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
     Ok(MergeOutcome::Merged(commit))
 }
 
+/// The trailers that mark guild-hall's own squash merges, one per kind of activity.
+pub const TRAILERS: [&str; 2] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: "];
+
+/// What landing an activity's work on the integration branch came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// On the integration branch: the squash commit, or `None` when there was nothing to merge.
+    Merged(Option<Oid>),
+    /// Not merged, and why (`kind` is `tampered` or `conflict`); the branch keeps the work.
+    Refused { kind: &'static str, reason: String },
+    /// The integration branch's checkout has local changes the merge would touch.
+    Waiting(String),
+}
+
+/// The commit messages of a landing: the leftovers commit on the activity's branch, and the
+/// squash merge with the trailer that marks it as done.
+pub struct Messages {
+    pub leftovers: String,
+    pub merge: String,
+    pub trailer: String,
+}
+
+/// Land an activity's work, the one way for every kind: commit what the worker left in its
+/// worktree onto its branch (by the record, never by what the worktree says), refuse a
+/// worktree that is no longer the one guild-hall made, then squash-merge the branch into the
+/// integration branch once (`trailer`). `after_secure` runs between the two (fault injection).
+pub fn land(
+    project_root: &Path,
+    rec: &super::worktree::WorktreeRecord,
+    worker_objects: Option<&Path>,
+    integration: &str,
+    messages: &Messages,
+    after_secure: impl FnOnce(),
+) -> anyhow::Result<Landing> {
+    let Messages { leftovers, merge: message, trailer } = messages;
+    let secured = super::worktree::secure_work(rec, worker_objects, leftovers)?;
+    if !secured.tampered.is_empty() {
+        // Never merge what came out of a worktree that is no longer the one we made.
+        let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {}", secured.tampered.join("; "), rec.branch);
+        return Ok(Landing::Refused { kind: "tampered", reason });
+    }
+    after_secure();
+    let repo = super::git::open(project_root)?;
+    Ok(match squash_merge(&repo, integration, &rec.branch, message, trailer)? {
+        MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid) => Landing::Merged(Some(oid)),
+        MergeOutcome::NothingToMerge => Landing::Merged(None),
+        MergeOutcome::Conflicts(paths) => Landing::Refused {
+            kind: "conflict",
+            reason: format!("merge conflict in: {}; nothing merged, branch {} kept", paths.join(", "), rec.branch),
+        },
+        MergeOutcome::Waiting(why) => Landing::Waiting(format!("merge waiting: {why}")),
+    })
+}
+
 /// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's
-/// squash merges (it carries the `Guild-Hall-Commission:` trailer).
+/// squash merges (it carries one of the [`TRAILERS`]).
 fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Result<bool> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
@@ -118,7 +172,7 @@ fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Resu
         let mine = at(&commit.tree()?);
         let parents: Vec<_> = commit.parents().collect();
         let changed = if parents.is_empty() { mine.is_some() } else { parents.iter().any(|p| p.tree().ok().and_then(|t| at(&t)) != mine) };
-        let ours = commit.message().is_ok_and(|m: &str| m.lines().any(|l| l.trim_start().starts_with("Guild-Hall-Commission: ")));
+        let ours = commit.message().is_ok_and(|m: &str| m.lines().any(|l| TRAILERS.iter().any(|t| l.trim_start().starts_with(t))));
         if changed && !ours {
             return Ok(false);
         }

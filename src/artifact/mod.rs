@@ -4,7 +4,9 @@
 pub mod commission;
 pub mod frontmatter;
 pub mod ids;
+pub mod meeting;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};
 pub use frontmatter::Problem;
+pub use meeting::{Meeting, MeetingStatus};

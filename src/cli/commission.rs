@@ -123,6 +123,9 @@ pub fn toolbox(call: &crate::tools::cli::ToolCall) -> Result<()> {
     }
     let tools = crate::tools::toolbox::tools();
     let tool = crate::tools::find(&tools, &call.name).context("no such tool")?;
+    if !crate::tools::toolbox::serves(tool.name, ctx.kind) {
+        bail!("{} is not a tool of a {}: it is not in this toolbox", tool.cli_name(), ctx.describe());
+    }
     let (_, text) = tool.call(&ctx, args)?;
     if text.ends_with('\n') {
         say_raw!("{text}");

@@ -2,6 +2,7 @@
 //! business logic lives here; output formatting (tables, JSON) does.
 
 mod commission;
+mod meeting;
 pub(crate) mod out;
 mod show;
 
@@ -58,6 +59,12 @@ pub enum Command {
     /// Create, dispatch, cancel or re-dispatch commissions.
     #[command(subcommand)]
     Commission(commission::CommissionCmd),
+    /// Meet a worker live: start, chat, send, list, show, accept, decline, close.
+    ///
+    /// A meeting is `.lore/meetings/<id>.md`; editing its `status:` in any editor does the
+    /// same as these commands (requested → open | declined, open → closed).
+    #[command(subcommand)]
+    Meeting(meeting::MeetingCmd),
     /// Show a commission's activity timeline.
     Timeline {
         id: String,
@@ -125,6 +132,10 @@ pub enum Command {
         /// Run the worker without Landlock confinement.
         #[arg(long, conflicts_with = "write")]
         unconfined: bool,
+        /// The worker's stdout is the shim's (a meeting turn streamed to its caller), and the
+        /// attempt is stopped when the caller dies.
+        #[arg(long)]
+        stream: bool,
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
@@ -243,7 +254,7 @@ impl Env {
 fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
-        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, unconfined, argv } => {
+        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, unconfined, stream, argv } => {
             let args = crate::worker::shim::ShimArgs {
                 state_dir: state_dir.clone(),
                 attempt: *attempt,
@@ -252,6 +263,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 grace: *grace,
                 log_max_bytes: *log_max_bytes,
                 sandbox: (!*unconfined).then(|| crate::worker::sandbox::Policy { writable: write.clone() }),
+                stream: *stream,
             };
             let code = crate::worker::shim::run_shim(&args)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
@@ -296,6 +308,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Status { id, json } => show::status(&Env::load(&cli)?, id.as_deref(), *json).map(ok),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
+        Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt } => show::logs(&Env::load(&cli)?, id, *attempt).map(|_| ExitCode::SUCCESS),
         Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),

@@ -213,10 +213,10 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     let support = crate::worker::sandbox::support();
     // How each package runs here: confined, off (its own choice), or refused / unconfined on
     // a kernel without Landlock (as config.yaml says).
-    let confinement = |p: &crate::worker::Package| match crate::commission::act::confinement(&p.manifest.sandbox, &global) {
-        Ok(crate::commission::act::Confinement::Confined) => "confined",
-        Ok(crate::commission::act::Confinement::Unconfined) if p.manifest.sandbox == crate::worker::SandboxSpec::Off => "off",
-        Ok(crate::commission::act::Confinement::Unconfined) => "unconfined",
+    let confinement = |p: &crate::worker::Package| match crate::worker::launch::confinement(&p.manifest.sandbox, &global) {
+        Ok(crate::worker::launch::Confinement::Confined) => "confined",
+        Ok(crate::worker::launch::Confinement::Unconfined) if p.manifest.sandbox == crate::worker::SandboxSpec::Off => "off",
+        Ok(crate::worker::launch::Confinement::Unconfined) => "unconfined",
         Err(_) => "refused",
     };
     if json_out {

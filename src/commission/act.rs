@@ -3,14 +3,12 @@
 //! done, so a pass killed at any instant is finished by the next. The hidden fault switch
 //! `GUILD_HALL_FAULT=<action>:<step>` stops the process dead after that step, for tests.
 
-use std::collections::BTreeMap;
-
 use anyhow::{Context, Result};
 use serde_json::json;
 use serde_yaml_ng::Value;
 
 use crate::activity::git;
-use crate::activity::merge::{squash_merge, MergeOutcome};
+use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::state::{write_json, ExitInfo, StateDir};
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
@@ -19,7 +17,9 @@ use crate::artifact::write::{self, Edit};
 use crate::commission::observe::Snapshot;
 use crate::commission::plan::{timestamp, Action, Sig, Update};
 use crate::config::{Home, Project};
-use crate::worker::shim::{self, Launch};
+use crate::worker::launch::{self, Activation};
+use crate::worker::shim;
+use crate::worker::toolbox::ActivityKind;
 use crate::worker::Checkout;
 
 /// What became of an action.
@@ -52,7 +52,7 @@ impl Ctx<'_> {
 }
 
 /// Stop dead after `step` of `action` when the fault switch says so.
-fn fault(action: &str, step: u32) {
+pub(crate) fn fault(action: &str, step: u32) {
     if let Ok(f) = std::env::var("GUILD_HALL_FAULT") {
         if f == format!("{action}:{step}") {
             eprintln!("guild-hall: fault injection: stopping after {action} step {step}");
@@ -134,143 +134,36 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
     fault("dispatch", 3);
 
     std::fs::write(state.prompt(), &commission.artifact.body)?;
-    let global = ctx.home.load_config()?;
-    let memory_dir = ctx.home.memory_dir();
-    let not_started = |why: String| -> Result<Outcome> {
-        let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
-        write_json(&state.exit(), &exit)?;
-        Ok(Outcome::Done)
+    let activation = Activation {
+        home: ctx.home,
+        project: ctx.project,
+        pkg,
+        kind: ActivityKind::Commission,
+        id,
+        state: &state,
+        worktree: &rec,
+        attempt,
+        prompt_extra: String::new(),
     };
-    let posture = match pkg.posture() {
-        Ok(p) => p,
-        Err(why) => return not_started(why),
-    };
-    let (passed, missing) = match crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()) {
-        Ok(v) => v,
-        Err(why) => return not_started(why),
-    };
-    if !missing.is_empty() {
-        use std::io::Write;
-        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(state.log(attempt))?;
-        writeln!(
-            log,
-            "[guild-hall] pass_env: {} set neither in guild-hall's environment nor in {}; not passed",
-            missing.join(", "),
-            ctx.home.secrets_path().display()
-        )?;
-    }
-    let memories = crate::worker::memory::load(&memory_dir, &pkg.manifest.name)?;
-    std::fs::write(state.system_prompt(), crate::worker::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap))?;
-    let confined = match confinement(&pkg.manifest.sandbox, &global) {
-        Ok(c) => c,
-        Err(why) => return not_started(why),
-    };
-    if let Err(e) =
-        crate::worker::memory::maybe_compact(&memory_dir, pkg, global.memory_compact_threshold, confined == Confinement::Confined)
-    {
-        tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
-    }
-    let sandbox = match confined {
-        Confinement::Confined => {
-            let mut writable = vec![wt.clone(), rec.admin.clone(), state.objects(), state.mailbox()];
-            writable.push(crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?);
-            if let crate::worker::SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
-                for w in write {
-                    let path = crate::worker::expand_home(w).map_err(anyhow::Error::msg)?;
-                    if std::fs::symlink_metadata(&path).is_err() {
-                        // Asked for by the package: made (private) so that it can be allowed.
-                        std::fs::create_dir_all(&path).with_context(|| format!("creating sandbox.write {}", path.display()))?;
-                        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
-                    }
-                    writable.push(path);
-                }
-            }
-            Some(crate::worker::sandbox::Policy { writable })
+    let mut launch = match launch::prepare(&activation, argv)? {
+        Ok(l) => l,
+        Err(why) => {
+            let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
+            write_json(&state.exit(), &exit)?;
+            return Ok(Outcome::Done);
         }
-        Confinement::Unconfined => None,
     };
-    for dir in [crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?, state.objects().join("info")] {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    // The worker's git writes objects into its own store, reading the repository's through
-    // it; guild-hall adopts what its branch needs after checking each object's hash.
-    let mut alternates = rec.common.join("objects").to_string_lossy().into_owned();
-    if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
-        alternates = format!("{alternates}\n{}", more.trim_end());
-    }
-    crate::activity::state::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
-    std::fs::OpenOptions::new().create(true).append(true).open(state.mailbox())?;
     let res = &commission.artifact.resources;
     let max_turns = res.max_turns.or(pkg.manifest.resources.max_turns).unwrap_or(150);
     let max_budget = res.max_budget_usd.or(pkg.manifest.resources.max_budget_usd).unwrap_or(2.0);
-    let exe = std::env::current_exe()?;
-    let mut env: BTreeMap<String, String> = pkg.manifest.env.clone();
-    env.extend(passed);
-    let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
-    env.extend([
-        ("GUILD_HALL_COMMISSION".to_string(), id.clone()),
-        ("GUILD_HALL_PROJECT".into(), p(&ctx.project.root)),
-        ("GUILD_HALL_WORKTREE".into(), p(&wt)),
-        ("GUILD_HALL_PROMPT_FILE".into(), p(&state.prompt())),
-        ("GUILD_HALL_SYSTEM_PROMPT_FILE".into(), p(&state.system_prompt())),
-        ("GUILD_HALL_MAILBOX".into(), p(&state.mailbox())),
-        ("GUILD_HALL_BIN".into(), p(&exe)),
-        ("GUILD_HALL_HOME".into(), p(&ctx.home.root)),
-        ("GUILD_HALL_ATTEMPT".into(), attempt.to_string()),
-        ("GUILD_HALL_WORKER".into(), pkg.manifest.name.clone()),
+    launch.env.extend([
+        ("GUILD_HALL_PROMPT_FILE".to_string(), state.prompt().to_string_lossy().into_owned()),
         ("GUILD_HALL_MAX_TURNS".into(), max_turns.to_string()),
         ("GUILD_HALL_MAX_BUDGET_USD".into(), max_budget.to_string()),
-        ("GIT_OBJECT_DIRECTORY".into(), p(&state.objects())),
-        // The worker's git never packs or prunes the shared repository on its own.
-        ("GIT_CONFIG_COUNT".into(), "2".into()),
-        ("GIT_CONFIG_KEY_0".into(), "gc.auto".into()),
-        ("GIT_CONFIG_VALUE_0".into(), "0".into()),
-        ("GIT_CONFIG_KEY_1".into(), "maintenance.auto".into()),
-        ("GIT_CONFIG_VALUE_1".into(), "false".into()),
     ]);
-    let launch =
-        Launch { state, attempt, cwd: wt, argv, env, grace: ctx.project.config.cancel_grace, log_max_bytes: global.log_max_bytes, sandbox };
     shim::spawn_shim(&launch)?;
     fault("dispatch", 4);
     Ok(Outcome::Done)
-}
-
-/// How a package's worker will run here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Confinement {
-    Confined,
-    Unconfined,
-}
-
-/// Confined unless the package says `sandbox: off`; on a kernel without Landlock, unconfined
-/// only if config allows it (`without_landlock: unconfined`), else the reason it cannot run.
-pub fn confinement(spec: &crate::worker::SandboxSpec, global: &crate::config::GlobalConfig) -> Result<Confinement, String> {
-    if *spec == crate::worker::SandboxSpec::Off {
-        return Ok(Confinement::Unconfined);
-    }
-    match crate::worker::sandbox::support() {
-        crate::worker::sandbox::Support::Available { .. } => Ok(Confinement::Confined),
-        crate::worker::sandbox::Support::Unavailable { why } if global.without_landlock == crate::config::WithoutLandlock::Unconfined => {
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                tracing::warn!(
-                    "Landlock is not available ({why}): workers run UNCONFINED, as config.yaml allows (without_landlock: unconfined)"
-                );
-            });
-            Ok(Confinement::Unconfined)
-        }
-        crate::worker::sandbox::Support::Unavailable { why } => {
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                tracing::warn!(
-                    "Landlock is not available ({why}): workers that must run confined are NOT started (see `guild-hall workers`)"
-                );
-            });
-            Err(format!(
-            "the worker must run confined, but Landlock is not available ({why}); to run it unconfined anyway, set `sandbox: off` in its worker.yaml or `without_landlock: unconfined` in $GUILD_HALL_HOME/config.yaml"
-            ))
-        }
-    }
 }
 
 /// The worktree as guild-hall recorded it when it made it (an older guild-hall kept no record:
@@ -318,31 +211,22 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         let _ = std::fs::remove_dir_all(state.objects());
         apply_update(ctx, &failed)
     };
-    let secured =
-        worktree::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: work left in the worktree by {id} (attempt {attempt})"))?;
-    if !secured.tampered.is_empty() {
-        // Never merge what came out of a worktree that is no longer the one we made.
-        let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {branch}", secured.tampered.join("; "));
-        return fail(reason, "tampered");
-    }
-    fault("finish", 1);
-    let repo = git::open(&ctx.project.root)?;
     let title = ctx.snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
     let message = format!("{title} ({id})\n\n{}", summary.trim());
     let trailer = format!("Guild-Hall-Commission: {id} attempt {attempt}");
+    let leftovers = format!("guild-hall: work left in the worktree by {id} (attempt {attempt})");
+    let landing =
+        land(&ctx.project.root, &rec, Some(&state.objects()), ctx.integration(), &Messages { leftovers, merge: message, trailer }, || {
+            fault("finish", 1)
+        })?;
     let merge_event = |commit: String| {
         timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
     };
     let mut done = update.clone();
-    match squash_merge(&repo, ctx.integration(), branch, &message, &trailer)? {
-        MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid) => done.events.push(merge_event(oid.to_string())),
-        MergeOutcome::NothingToMerge => done.events.push(merge_event("nothing to merge".into())),
-        MergeOutcome::Conflicts(paths) => {
-            let reason = format!("merge conflict in: {}; nothing merged, branch {branch} kept", paths.join(", "));
-            return fail(reason, "conflict");
-        }
-        MergeOutcome::Waiting(why) => {
-            let text = format!("merge waiting: {why}");
+    match landing {
+        Landing::Merged(oid) => done.events.push(merge_event(oid.map(|o| o.to_string()).unwrap_or_else(|| "nothing to merge".into()))),
+        Landing::Refused { kind, reason } => return fail(reason, kind),
+        Landing::Waiting(text) => {
             let path = ctx.artifact_path(id);
             let current = std::fs::read_to_string(&path)?;
             if !current.contains(&text) && content_hash(&current) == update.expect_hash {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Reply, Tool, ToolError};
 use crate::worker::toolbox::mailbox::MailBody;
-use crate::worker::toolbox::WorkerContext;
+use crate::worker::toolbox::{ActivityKind, WorkerContext};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -64,16 +64,37 @@ pub struct ReadArtifact {
     pub path: String,
 }
 
-/// An event recorded in the commission's mailbox.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkArtifact {
+    /// The artifact discussed, reviewed or produced, relative to the working directory (it
+    /// must exist there).
+    pub path: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeFollowup {
+    /// Why the topic needs another sitting: the new meeting's agenda.
+    pub reason: String,
+    /// Artifacts the follow-up should start from, relative to the working directory.
+    #[serde(default)]
+    pub references: Vec<String>,
+}
+
+/// An event recorded in the commission's or meeting's mailbox.
 #[derive(Debug, Serialize)]
 pub struct Recorded {
-    pub commission: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commission: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meeting: Option<String>,
     pub event: u64,
 }
 
 impl Reply for Recorded {
     fn text(&self) -> String {
-        format!("recorded event {} for {}", self.event, self.commission)
+        format!("recorded event {} for {}", self.event, self.commission.as_deref().or(self.meeting.as_deref()).unwrap_or("?"))
     }
 }
 
@@ -120,10 +141,32 @@ fn refused(e: anyhow::Error) -> ToolError {
 
 fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
     let mail = ctx.send(body).map_err(refused)?;
-    Ok(Recorded { commission: ctx.commission.clone(), event: mail.seq })
+    let (commission, meeting) = match ctx.kind {
+        ActivityKind::Commission => (Some(ctx.id.clone()), None),
+        ActivityKind::Meeting => (None, Some(ctx.id.clone())),
+    };
+    Ok(Recorded { commission, meeting, event: mail.seq })
 }
 
-/// The worker toolbox, in the order the system prompt teaches it.
+/// Tools only a commission has, and tools only a meeting has (REQ-MTG-17); the rest serve both.
+const COMMISSION_ONLY: [&str; 3] = ["report_progress", "log_question", "submit_result"];
+const MEETING_ONLY: [&str; 3] = ["link_artifact", "propose_followup", "summarize_progress"];
+
+/// Whether the tool belongs to this kind of activity.
+pub fn serves(name: &str, kind: ActivityKind) -> bool {
+    match kind {
+        ActivityKind::Commission => !MEETING_ONLY.contains(&name),
+        ActivityKind::Meeting => !COMMISSION_ONLY.contains(&name),
+    }
+}
+
+/// The toolbox of one kind of activity, in the order the system prompt teaches it.
+pub fn for_kind(kind: ActivityKind) -> Vec<Tool<WorkerContext>> {
+    tools().into_iter().filter(|t| serves(t.name, kind)).collect()
+}
+
+/// Every tool of the worker toolbox, commission and meeting ones alike (each face offers
+/// only those of its activity: [`for_kind`]).
 pub fn tools() -> Vec<Tool<WorkerContext>> {
     vec![
         Tool::new(
@@ -175,16 +218,48 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
             },
         )
         .flags(&[("artifacts", "artifact")]),
+        Tool::new(
+            "link_artifact",
+            "Link an artifact to this meeting: one you discussed, reviewed or produced. Linked artifacts are listed in the meeting and its notes.",
+            |ctx: &WorkerContext, a: LinkArtifact| {
+                ctx.check_artifact(&a.path).map_err(refused)?;
+                let path = crate::artifact::ids::validate_rel_path(&a.path).map_err(|e| ToolError::refused(e.to_string()))?;
+                send(ctx, MailBody::Link { path })
+            },
+        )
+        .positional(&["path"]),
+        Tool::new(
+            "summarize_progress",
+            "Snapshot the meeting's progress so far: appended to the meeting's notes and log. Use it at milestones of a long meeting.",
+            |ctx: &WorkerContext, a: Text| send(ctx, MailBody::Summary { text: a.text }),
+        )
+        .positional(&["text"]),
+        Tool::new(
+            "propose_followup",
+            "Propose another meeting when a topic needs continuing beyond this sitting: a meeting request for the same worker, with the reason as its agenda and the artifacts to start from. The person accepts or declines it.",
+            |ctx: &WorkerContext, a: ProposeFollowup| {
+                let references = crate::worker::toolbox::normalise_artifacts(&a.references).map_err(refused)?;
+                if a.reason.trim().is_empty() {
+                    return Err(ToolError::refused("a follow-up needs a reason (its agenda)"));
+                }
+                send(ctx, MailBody::Followup { reason: a.reason, references })
+            },
+        )
+        .flags(&[("references", "ref")]),
     ]
 }
 
 /// The toolbox section of a worker's system prompt: each tool by its MCP name and its shell
-/// spelling, generated from [`tools`].
-pub fn instructions() -> String {
-    let mut out = String::from(
-        "## Toolbox\n\nYou are working on a guild-hall commission. Report back with these tools: as MCP tools of the\nnames below if you have them, or from a shell as `\"$GUILD_HALL_BIN\" toolbox <name> ...`\nwith the shell spelling given (underscores work there too).\n\n",
+/// spelling, generated from [`for_kind`].
+pub fn instructions(kind: ActivityKind) -> String {
+    let what = match kind {
+        ActivityKind::Commission => "working on a guild-hall commission. Report back",
+        ActivityKind::Meeting => "in a guild-hall meeting with a person. Record what matters",
+    };
+    let mut out = format!(
+        "## Toolbox\n\nYou are {what} with these tools: as MCP tools of the\nnames below if you have them, or from a shell as `\"$GUILD_HALL_BIN\" toolbox <name> ...`\nwith the shell spelling given (underscores work there too).\n\n",
     );
-    for t in tools() {
+    for t in for_kind(kind) {
         out.push_str(&format!("- {} (shell: `{}`): {}\n", t.name, t.cli_usage(), t.description));
     }
     out

@@ -59,7 +59,7 @@ pub fn load(home_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
 
 /// The system prompt for a dispatch: posture, then memories most recent first (whole files,
 /// while they fit in `cap` characters), then the toolbox instructions.
-pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize) -> String {
+pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize, kind: crate::worker::toolbox::ActivityKind) -> String {
     let mut out = String::new();
     if let Some(p) = posture {
         out.push_str(p.trim_end());
@@ -79,7 +79,7 @@ pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize) -> 
         out.push_str("## Memory\n\nWhat you stored in earlier commissions, most recent first.\n\n");
         out.push_str(&section);
     }
-    out.push_str(&crate::tools::toolbox::instructions());
+    out.push_str(&crate::tools::toolbox::instructions(kind));
     out
 }
 
@@ -154,25 +154,9 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
     let tmp = dir.join(".compact-tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).current_dir(&pkg.dir).env("TMPDIR", &tmp).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-    if confined {
-        let mut writable = vec![tmp.clone()];
-        if let crate::worker::SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
-            for w in write {
-                writable.push(crate::worker::expand_home(w).map_err(|e| anyhow!(e))?);
-            }
-        }
-        crate::worker::sandbox::Policy { writable }.prepare()?.apply_to(&mut cmd);
-    }
-    let mut child = cmd.spawn().context("starting the compact command")?;
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().context("compact stdin")?;
-        stdin.write_all(input.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
+    let out = crate::worker::launch::run_filter(pkg, &argv, &pkg.dir, &input, &tmp, confined, &Default::default());
     let _ = std::fs::remove_dir_all(&tmp);
+    let out = out.context("running the compact command")?;
     let text = String::from_utf8(out.stdout).map_err(|_| anyhow!("compact printed non-UTF-8"))?;
     if !out.status.success() || text.trim().is_empty() {
         bail!("compact failed ({}); memory left as it was", out.status);
@@ -201,7 +185,7 @@ mod tests {
     #[test]
     fn system_prompt_order_and_cap() {
         let ms = [mem("new", &"n".repeat(10)), mem("big", &"b".repeat(100)), mem("old", &"o".repeat(10))];
-        let p = system_prompt(Some("You are careful."), &ms, 50);
+        let p = system_prompt(Some("You are careful."), &ms, 50, crate::worker::toolbox::ActivityKind::Commission);
         assert!(p.starts_with("You are careful.\n\n## Memory"));
         let (n, o) = (p.find("### new").expect("new"), p.find("### old").expect("old"));
         assert!(n < o, "most recent first");

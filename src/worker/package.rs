@@ -49,6 +49,27 @@ pub struct Manifest {
     /// Wall-clock limit of an attempt (a humantime duration), overriding the project's.
     #[serde(default, with = "crate::config::opt_duration_str", skip_serializing_if = "Option::is_none")]
     pub timeout: Option<std::time::Duration>,
+    /// One meeting turn (argv, like `command`): needs the `meeting` capability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meeting: Option<Vec<String>>,
+    /// Meeting notes on close (argv): the transcript on stdin, the notes on stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<Vec<String>>,
+    /// What a meeting turn prints: guild-hall's event lines, or Claude Code's stream-json.
+    #[serde(default)]
+    pub protocol: Protocol,
+}
+
+/// The language of a meeting turn's stdout (DESIGN §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// `{"type":"text_delta",...}` JSON lines (session, text_delta, tool_use, tool_result,
+    /// turn_end, error).
+    #[default]
+    GuildHall,
+    /// Claude Code's `--output-format stream-json --include-partial-messages`, translated.
+    ClaudeStreamJson,
 }
 
 /// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
@@ -238,6 +259,10 @@ impl Package {
         self.manifest.capabilities.iter().any(|c| c == "commission")
     }
 
+    pub fn can_meet(&self) -> bool {
+        self.manifest.capabilities.iter().any(|c| c == "meeting")
+    }
+
     /// The executable to run: relative paths with a '/' resolve against the package dir, bare
     /// names against `PATH`. Errors say what is wrong, for the activation-failure reason.
     pub fn resolve_command(&self) -> Result<Vec<String>, String> {
@@ -337,9 +362,24 @@ impl Catalog {
 
     /// The package for a commission, or why there is none (the activation-failure reason).
     pub fn for_commission(&self, name: &str) -> Result<&Package, String> {
+        match self.find(name)? {
+            p if p.can_commission() => Ok(p),
+            _ => Err(format!("worker {name:?} does not have the `commission` capability")),
+        }
+    }
+
+    /// The package for a meeting: the `meeting` capability and a `meeting:` command.
+    pub fn for_meeting(&self, name: &str) -> Result<&Package, String> {
+        match self.find(name)? {
+            p if !p.can_meet() => Err(format!("worker {name:?} does not have the `meeting` capability")),
+            p if p.manifest.meeting.is_none() => Err(format!("worker {name:?} has no `meeting:` command in its worker.yaml")),
+            p => Ok(p),
+        }
+    }
+
+    fn find(&self, name: &str) -> Result<&Package, String> {
         match self.packages.get(name) {
-            Some(p) if p.can_commission() => Ok(p),
-            Some(_) => Err(format!("worker {name:?} does not have the `commission` capability")),
+            Some(p) => Ok(p),
             None => match self.broken.get(name) {
                 Some(why) => Err(format!("worker package {name:?} is invalid: {why}")),
                 None => Err(format!("unknown worker {name:?} (no package in .lore/workers/ or the home's workers/)")),

@@ -217,9 +217,45 @@ const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC
 /// Start `guild-hall shim` for the attempt, detached in its own session, and wait until it has
 /// recorded `run.json` (or `exit.json` when the worker could not start).
 pub fn spawn_shim(launch: &Launch) -> Result<()> {
-    let exe = std::env::current_exe().context("locating the guild-hall binary")?;
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
+    let mut cmd = shim_command(launch)?;
+    push_argv(&mut cmd, launch);
+    cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+    detach(&mut cmd);
+    let mut child = cmd.spawn().context("starting guild-hall shim")?;
+    // Reap the shim when it ends so a long-lived reconciler leaves no zombie.
+    std::thread::spawn(move || child.wait());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if matches!(read_json::<RunInfo>(&launch.state.run()), Ok(Some(r)) if r.attempt == launch.attempt)
+            || matches!(read_json::<ExitInfo>(&launch.state.exit()), Ok(Some(x)) if x.attempt == launch.attempt)
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    anyhow::bail!("the shim did not record the worker's start within 30s")
+}
+
+/// Start the shim for a streamed attempt (a meeting turn): in its own session (a terminal's
+/// Ctrl-C is the caller's to handle), its stdout — the worker's — piped to the caller, its
+/// own messages and the worker's stderr in the attempt's log. It stops the attempt if the
+/// caller dies.
+pub fn spawn_streaming_shim(launch: &Launch) -> Result<std::process::Child> {
+    let log =
+        std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
+    let mut cmd = shim_command(launch)?;
+    cmd.arg("--stream");
+    push_argv(&mut cmd, launch);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+    detach(&mut cmd);
+    cmd.spawn().context("starting guild-hall shim")
+}
+
+/// The `guild-hall shim` command line and environment for `launch` (stdio left to the caller).
+fn shim_command(launch: &Launch) -> Result<Command> {
+    let exe = std::env::current_exe().context("locating the guild-hall binary")?;
     let mut cmd = Command::new(exe);
     cmd.arg("shim")
         .arg("--state-dir")
@@ -242,30 +278,17 @@ pub fn spawn_shim(launch: &Launch) -> Result<()> {
             cmd.arg("--unconfined");
         }
     }
-    cmd.arg("--")
-        .args(&launch.argv)
-        .env_clear()
+    cmd.env_clear()
         .envs(INHERITED_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))))
         .envs(&launch.env)
         .env("TMPDIR", launch.state.tmp())
-        .env(RUN_ID_VAR, uuid::Uuid::new_v4().simple().to_string())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    detach(&mut cmd);
-    let mut child = cmd.spawn().context("starting guild-hall shim")?;
-    // Reap the shim when it ends so a long-lived reconciler leaves no zombie.
-    std::thread::spawn(move || child.wait());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if matches!(read_json::<RunInfo>(&launch.state.run()), Ok(Some(r)) if r.attempt == launch.attempt)
-            || matches!(read_json::<ExitInfo>(&launch.state.exit()), Ok(Some(x)) if x.attempt == launch.attempt)
-        {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    anyhow::bail!("the shim did not record the worker's start within 30s")
+        .env(RUN_ID_VAR, uuid::Uuid::new_v4().simple().to_string());
+    Ok(cmd)
+}
+
+/// The worker's argv, always last on the shim's command line.
+fn push_argv(cmd: &mut Command, launch: &Launch) {
+    cmd.arg("--").args(&launch.argv);
 }
 
 /// How the shim runs one attempt (its command line).
@@ -278,6 +301,9 @@ pub struct ShimArgs {
     pub grace: Duration,
     pub log_max_bytes: u64,
     pub sandbox: Option<crate::worker::sandbox::Policy>,
+    /// The worker's stdout goes to the shim's own (a meeting turn read by its caller), and the
+    /// caller's death stops the attempt.
+    pub stream: bool,
 }
 
 /// The shim's body. Returns its exit code. Runs as a separate process, never in the reconciler.
@@ -291,6 +317,16 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
     let attempt = args.attempt;
     // Held for the shim's whole life: a second shim for the same commission waits here and
     // then finds this attempt already started, so no duplicate worker is ever run.
+    if args.stream {
+        // The caller reads the turn as it happens: when it dies, the turn ends (SIGTERM, the
+        // same path as a cancel). Checked after arming, so a caller already gone counts too.
+        let parent = nix::unistd::getppid().as_raw();
+        // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on this process.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) };
+        if nix::unistd::getppid().as_raw() != parent {
+            return Ok(0);
+        }
+    }
     let _lock = crate::files::lock(&state.shim_lock(), crate::files::Lock::Exclusive)?;
     if matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if r.attempt == attempt)
         || matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt)
@@ -328,7 +364,8 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
     let (prog, rest) = args.argv.split_first().context("no worker command given")?;
     let (out_read, out_write) = nix::unistd::pipe().context("creating the output pipe")?;
     let mut cmd = Command::new(prog);
-    cmd.args(rest).current_dir(&args.cwd).stdin(Stdio::null()).stdout(out_write.try_clone()?).stderr(out_write);
+    let stdout = if args.stream { Stdio::inherit() } else { Stdio::from(out_write.try_clone()?) };
+    cmd.args(rest).current_dir(&args.cwd).stdin(Stdio::null()).stdout(stdout).stderr(out_write);
     {
         use std::os::unix::process::CommandExt;
         // SAFETY: prctl and getppid are async-signal-safe system calls.

@@ -110,19 +110,8 @@ impl<'a> Step<'a> {
             if o.timeline_keys.contains(&m.id) {
                 continue;
             }
-            let mut fields = serde_json::to_value(&m.body).unwrap_or(Json::Null);
-            if let Json::Object(f) = &mut fields {
-                f.remove("kind");
-                f.insert("attempt".into(), m.attempt.into());
-            }
-            let kind = match &m.body {
-                MailBody::Progress { .. } => "progress",
-                MailBody::Question { .. } => "question",
-                MailBody::Decision { .. } => "decision",
-                MailBody::Result { .. } => "result",
-                MailBody::Memory { .. } => "memory",
-            };
-            self.update.events.push(crate::activity::timeline::event(&m.ts, kind, m.id.clone(), fields));
+            let fields = m.body.timeline_fields(m.attempt);
+            self.update.events.push(crate::activity::timeline::event(&m.ts, m.body.kind(), m.id.clone(), fields));
             if let MailBody::Result { artifacts, .. } = &m.body {
                 for a in artifacts {
                     self.update.events.push(crate::activity::timeline::event(

@@ -42,6 +42,46 @@ pub enum MailBody {
     Memory {
         key: String,
     },
+    /// A meeting's `link_artifact`.
+    Link {
+        path: String,
+    },
+    /// A meeting's `summarize_progress`.
+    Summary {
+        text: String,
+    },
+    /// A meeting's `propose_followup`: a new request for the same worker.
+    Followup {
+        reason: String,
+        #[serde(default)]
+        references: Vec<String>,
+    },
+}
+
+impl MailBody {
+    /// Its timeline event kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MailBody::Progress { .. } => "progress",
+            MailBody::Question { .. } => "question",
+            MailBody::Decision { .. } => "decision",
+            MailBody::Result { .. } => "result",
+            MailBody::Memory { .. } => "memory",
+            MailBody::Link { .. } => "link",
+            MailBody::Summary { .. } => "summary",
+            MailBody::Followup { .. } => "followup",
+        }
+    }
+
+    /// The event as timeline fields (its kind is the event's kind; `attempt` added).
+    pub fn timeline_fields(&self, attempt: u32) -> serde_json::Value {
+        let mut fields = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        if let serde_json::Value::Object(f) = &mut fields {
+            f.remove("kind");
+            f.insert("attempt".into(), attempt.into());
+        }
+        fields
+    }
 }
 
 pub fn read(path: &Path) -> Result<Vec<Mail>> {

@@ -14,10 +14,20 @@ use mailbox::{Mail, MailBody};
 /// The most `write_artifact` writes and `read_artifact` reads at once.
 pub const ARTIFACT_MAX_BYTES: usize = 1024 * 1024;
 
-/// What a worker process knows about itself, from its environment (DESIGN §7).
+/// Which kind of activity a worker process serves: its toolbox differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityKind {
+    Commission,
+    Meeting,
+}
+
+/// What a worker process knows about itself, from its environment (DESIGN §7, §10).
 #[derive(Debug, Clone)]
 pub struct WorkerContext {
-    pub commission: String,
+    pub kind: ActivityKind,
+    /// The commission's or meeting's id.
+    pub id: String,
     pub mailbox: PathBuf,
     pub worktree: PathBuf,
     pub attempt: u32,
@@ -33,16 +43,29 @@ impl WorkerContext {
                 anyhow!("{k} is not set: `guild-hall toolbox` is for worker processes started by guild-hall (it reads its commission from the environment)")
             })
         };
-        let commission = var("GUILD_HALL_COMMISSION")?;
-        crate::artifact::ids::validate_id(&commission)?;
+        // A meeting turn has GUILD_HALL_MEETING; a commission attempt GUILD_HALL_COMMISSION.
+        let (kind, id) = match std::env::var("GUILD_HALL_MEETING") {
+            Ok(m) => (ActivityKind::Meeting, m),
+            Err(_) => (ActivityKind::Commission, var("GUILD_HALL_COMMISSION")?),
+        };
+        crate::artifact::ids::validate_id(&id)?;
         Ok(WorkerContext {
-            commission,
+            kind,
+            id,
             mailbox: PathBuf::from(var("GUILD_HALL_MAILBOX")?),
             worktree: PathBuf::from(var("GUILD_HALL_WORKTREE")?),
             attempt: var("GUILD_HALL_ATTEMPT")?.parse().map_err(|_| anyhow!("GUILD_HALL_ATTEMPT is not a number"))?,
             worker: std::env::var("GUILD_HALL_WORKER").ok(),
             home: std::env::var_os("GUILD_HALL_HOME").map(PathBuf::from),
         })
+    }
+
+    /// What the tool is called in this kind of activity.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            ActivityKind::Commission => format!("commission {}", self.id),
+            ActivityKind::Meeting => format!("meeting {}", self.id),
+        }
     }
 
     /// Record an event. `submit_result` is accepted once per attempt, and its artifact paths
@@ -122,7 +145,7 @@ impl WorkerContext {
         Ok((rel, at))
     }
 
-    fn check_artifact(&self, path: &str) -> Result<()> {
+    pub fn check_artifact(&self, path: &str) -> Result<()> {
         let rel = crate::artifact::ids::validate_rel_path(path)?;
         let full = self.worktree.join(&rel);
         let real = full.canonicalize().map_err(|e| anyhow!("artifact {path:?} does not exist in the worktree: {e}"))?;

@@ -1,0 +1,87 @@
+#!/bin/sh
+# counsel: a scripted meeting worker. One run is one turn: it reads the person's message from
+# $GUILD_HALL_MESSAGE_FILE and prints guild-hall meeting events as JSON lines on stdout.
+#
+# Sessions live in its own store ($GUILD_HALL_HOME/memory/counsel/sessions/, a stand-in for an
+# agent's session files): a turn with $GUILD_HALL_SESSION_ID resumes that session, and one
+# whose session is gone answers as an expired session does (delete the file to expire it).
+#
+# Lines of the message it acts on:
+#   link: PATH       write PATH (under .lore/) if missing, then toolbox link-artifact PATH
+#   summary: TEXT    toolbox summarize-progress TEXT
+#   followup: TEXT   toolbox propose-followup --reason TEXT
+#   decide: TEXT     toolbox record-decision
+#   slow             stream a long answer, slowly (to interrupt it)
+#   fail             report an error and end the turn unfinished
+set -eu
+msg=$(cat "$GUILD_HALL_MESSAGE_FILE")
+store="$GUILD_HALL_HOME/memory/$GUILD_HALL_WORKER/sessions"
+mkdir -p "$store"
+
+json() { # a JSON string of $1
+  printf '%s' "$1" | awk 'BEGIN { ORS = "" } { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\t/, "\\t"); if (NR > 1) print "\\n"; print }' | sed 's/^/"/; s/$/"/'
+}
+say() { printf '{"type":"text_delta","text":%s}\n' "$(json "$1")"; }
+tool() { # name, input json, then runs the rest
+  name=$1; input=$2; shift 2
+  printf '{"type":"tool_use","name":"%s","input":%s}\n' "$name" "$input"
+  out=$("$@" 2>&1) || out="refused: $out"
+  printf '{"type":"tool_result","name":"%s","summary":%s}\n' "$name" "$(json "$out")"
+}
+
+session=${GUILD_HALL_SESSION_ID:-}
+if [ -n "$session" ]; then
+  if [ ! -f "$store/$session" ]; then
+    printf '{"type":"error","reason":"No conversation found with session ID: %s"}\n' "$session"
+    exit 1
+  fi
+else
+  session="counsel-$(cat /proc/sys/kernel/random/uuid)"
+  : > "$store/$session"
+fi
+printf '{"type":"session","id":"%s"}\n' "$session"
+echo turn >> "$store/$session"
+n=$(wc -l < "$store/$session" | tr -d ' ')
+echo "counsel: turn $n of session $session" >&2
+
+if grep -q '^## The conversation so far' "$GUILD_HALL_SYSTEM_PROMPT_FILE"; then
+  say "(A new session: I have the transcript of our earlier conversation.) "
+fi
+first=$(printf '%s\n' "$msg" | head -n 1)
+say "You said: $first. "
+sleep 0.05
+say "This is turn $n of our session."
+
+if printf '%s\n' "$msg" | grep -qx fail; then
+  printf '{"type":"error","reason":"counsel was told to fail"}\n'
+  exit 2
+fi
+printf '%s\n' "$msg" | while IFS= read -r line; do
+  case "$line" in
+    link:*)
+      path=$(printf '%s' "${line#link:}" | sed 's/^ *//')
+      if [ ! -f "$path" ]; then
+        mkdir -p "$(dirname "$path")"
+        printf '# %s\n\nWritten in meeting %s.\n' "$path" "$GUILD_HALL_MEETING" > "$path"
+      fi
+      tool link_artifact "{\"path\":$(json "$path")}" "$GUILD_HALL_BIN" toolbox link-artifact "$path"
+      ;;
+    summary:*)
+      text=$(printf '%s' "${line#summary:}" | sed 's/^ *//')
+      tool summarize_progress "{\"text\":$(json "$text")}" "$GUILD_HALL_BIN" toolbox summarize-progress "$text"
+      ;;
+    followup:*)
+      text=$(printf '%s' "${line#followup:}" | sed 's/^ *//')
+      tool propose_followup "{\"reason\":$(json "$text")}" "$GUILD_HALL_BIN" toolbox propose-followup --reason "$text"
+      ;;
+    decide:*)
+      text=$(printf '%s' "${line#decide:}" | sed 's/^ *//')
+      tool record_decision "{\"decision\":$(json "$text")}" "$GUILD_HALL_BIN" toolbox record-decision --question "What did we settle?" --decision "$text" --reasoning "agreed in the meeting"
+      ;;
+    slow)
+      i=0
+      while [ $i -lt 300 ]; do say " word$i"; i=$((i + 1)); sleep 0.1; done
+      ;;
+  esac
+done
+printf '{"type":"turn_end"}\n'

@@ -1,0 +1,7 @@
+#!/bin/sh
+# counsel's notes command: the transcript arrives on stdin; the summary goes to stdout.
+# `COUNSEL_NOTES_FAIL=1` in the package env makes it fail (to show that closing still works).
+set -eu
+[ "${COUNSEL_NOTES_FAIL:-}" != 1 ] || { echo "notes: told to fail" >&2; exit 3; }
+turns=$(grep -c '^## You' || true)
+echo "We met for $turns turn(s); counsel's notes command summarized the transcript."

@@ -1,0 +1,248 @@
+//! The meeting artifact (`.lore/meetings/<id>.md`, DESIGN §10): its four statuses, the keys a
+//! person or tool writes (worker, agenda, references), the keys guild-hall owns, and
+//! validation with `file:line:col` problems. Pure: no I/O.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_yaml_ng::{Mapping, Value};
+
+use super::commission::content_hash;
+use super::frontmatter::{key_position, split, Problem};
+use super::ids;
+
+/// The meeting state machine's states (REQ-MTG-4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeetingStatus {
+    Requested,
+    Open,
+    Closed,
+    Declined,
+}
+
+impl MeetingStatus {
+    pub const ALL: [MeetingStatus; 4] = [MeetingStatus::Requested, MeetingStatus::Open, MeetingStatus::Closed, MeetingStatus::Declined];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MeetingStatus::Requested => "requested",
+            MeetingStatus::Open => "open",
+            MeetingStatus::Closed => "closed",
+            MeetingStatus::Declined => "declined",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<MeetingStatus> {
+        MeetingStatus::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Nothing more happens to a meeting in this state.
+    pub fn is_final(self) -> bool {
+        matches!(self, MeetingStatus::Closed | MeetingStatus::Declined)
+    }
+}
+
+impl fmt::Display for MeetingStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The keys only guild-hall writes.
+pub const OWNED_KEYS: [&str; 7] = ["status", "created", "session_id", "branch", "linked_artifacts", "notes", "reason"];
+
+/// A parsed, validated meeting artifact.
+#[derive(Debug, Clone)]
+pub struct Meeting {
+    pub id: String,
+    pub path: PathBuf,
+    /// Hash of the file's bytes when read: writes are dropped if it changed since.
+    pub hash: u64,
+    pub title: Option<String>,
+    /// `None` when the file has no `status:` (a new file: a person's meeting, taken as open).
+    pub status: Option<MeetingStatus>,
+    pub worker: String,
+    pub agenda: Option<String>,
+    pub references: Vec<String>,
+    /// Who asked for it (a worker, `manager`, a person), for requests.
+    pub requested_by: Option<String>,
+    /// The keys guild-hall owns ([`OWNED_KEYS`]), as parsed.
+    pub fields: Mapping,
+    pub body: String,
+}
+
+impl Meeting {
+    /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
+    pub fn parse(path: &Path, text: &str) -> Result<Meeting, Vec<Problem>> {
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];
+        if let Err(e) = ids::validate_id(stem) {
+            return Err(at(1, 1, format!("bad file name: {e}")));
+        }
+        let split = split(text).map_err(|(line, msg)| at(line, 1, msg))?;
+        let fields: Mapping = if split.yaml.trim().is_empty() {
+            Mapping::new()
+        } else {
+            match serde_yaml_ng::from_str::<Value>(split.yaml) {
+                Ok(Value::Mapping(m)) => m,
+                Ok(Value::Null) => Mapping::new(),
+                Ok(_) => return Err(at(split.first_line, 1, "the frontmatter must be a mapping of keys to values".into())),
+                Err(e) => {
+                    let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+                    return Err(at(split.first_line + line - 1, col, format!("invalid YAML: {e}")));
+                }
+            }
+        };
+        let mut problems = Vec::new();
+        let mut bad = |key: &str, msg: String| {
+            let (line, col) = key_position(&split, key);
+            problems.push(Problem::new(path, line, col, msg));
+        };
+        let get = |k: &str| fields.get(k);
+        let status = match get("status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match MeetingStatus::parse(s) {
+                Some(st) => Some(st),
+                None => {
+                    bad("status", format!("unknown meeting status {s:?} (expected one of: requested, open, closed, declined)"));
+                    None
+                }
+            },
+            Some(_) => {
+                bad("status", "status must be a string".into());
+                None
+            }
+        };
+        let worker = match get("worker") {
+            Some(Value::String(w)) if ids::validate_id(w).is_ok() => w.clone(),
+            Some(Value::String(w)) => {
+                bad("worker", format!("bad worker name {w:?}: {}", ids::IdError::Id(w.clone())));
+                String::new()
+            }
+            Some(_) => {
+                bad("worker", "worker must be a package name".into());
+                String::new()
+            }
+            None => {
+                bad("worker", "missing required key `worker:` (which worker package meets)".into());
+                String::new()
+            }
+        };
+        let text_of = |k: &str, bad: &mut dyn FnMut(&str, String)| match get(k) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                bad(k, format!("{k} must be text"));
+                None
+            }
+        };
+        let agenda = text_of("agenda", &mut bad);
+        let requested_by = text_of("requested_by", &mut bad);
+        let title = text_of("title", &mut bad);
+        let mut paths = |key: &str| {
+            let mut out = Vec::new();
+            match get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Sequence(items)) => {
+                    for item in items {
+                        match item.as_str().map(ids::validate_rel_path) {
+                            Some(Ok(p)) => out.push(p),
+                            Some(Err(e)) => bad(key, format!("bad path in {key}: {e}")),
+                            None => bad(key, format!("{key} must be a list of paths")),
+                        }
+                    }
+                }
+                Some(_) => bad(key, format!("{key} must be a list of paths")),
+            }
+            out
+        };
+        let references = paths("references");
+        paths("linked_artifacts");
+        if let Some(v) = get("session_id") {
+            if !v.is_null() && !v.as_str().is_some_and(valid_session_id) {
+                bad("session_id", "session_id must be the worker's session id (letters, digits, '-', '_', '.', ':')".into());
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut fields = fields;
+        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k)));
+        Ok(Meeting {
+            id: stem.to_string(),
+            path: path.to_path_buf(),
+            hash: content_hash(text),
+            title,
+            status,
+            worker,
+            agenda,
+            references,
+            requested_by,
+            fields,
+            body: split.body.to_string(),
+        })
+    }
+
+    pub fn str_field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).and_then(Value::as_str)
+    }
+
+    pub fn session_id(&self) -> Option<&str> {
+        self.str_field("session_id").filter(|s| !s.is_empty())
+    }
+
+    pub fn linked_artifacts(&self) -> Vec<String> {
+        self.fields
+            .get("linked_artifacts")
+            .and_then(Value::as_sequence)
+            .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The status a reader should take: a file without one is a person's meeting (open).
+    pub fn effective_status(&self) -> MeetingStatus {
+        self.status.unwrap_or(MeetingStatus::Open)
+    }
+}
+
+/// A session id as agents print them (UUIDs and the like): safe to pass as an argument and to
+/// write into YAML.
+pub fn valid_session_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 200 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Meeting, Vec<Problem>> {
+        Meeting::parse(Path::new(".lore/meetings/m1.md"), text)
+    }
+
+    #[test]
+    fn parses_a_meeting() {
+        let m = parse("---\ntitle: T\nworker: scribe\nstatus: requested\nagenda: why\nreferences: [.lore/a.md]\n---\nHello\n").unwrap();
+        assert_eq!(m.id, "m1");
+        assert_eq!(m.status, Some(MeetingStatus::Requested));
+        assert_eq!(m.references, vec![".lore/a.md"]);
+        assert_eq!(m.agenda.as_deref(), Some("why"));
+        let m = parse("---\nworker: scribe\n---\n").unwrap();
+        assert_eq!(m.effective_status(), MeetingStatus::Open);
+    }
+
+    #[test]
+    fn reports_problems_with_positions() {
+        let e = parse("---\nworker: scribe\nstatus: pending\n---\n").unwrap_err();
+        assert_eq!(
+            e[0].to_string(),
+            ".lore/meetings/m1.md:3:9: unknown meeting status \"pending\" (expected one of: requested, open, closed, declined)"
+        );
+        let e = parse("---\nworker: scribe\nreferences: [../../etc/passwd]\n---\n").unwrap_err();
+        assert!(e[0].message.contains("bad path in references"), "{e:?}");
+        let e = parse("---\nworker: scribe\nsession_id: \"a b; rm -rf\"\n---\n").unwrap_err();
+        assert!(e[0].message.contains("session_id"), "{e:?}");
+        assert!(parse("---\nagenda: x\n---\n").unwrap_err()[0].message.contains("worker"));
+    }
+}

@@ -1,0 +1,460 @@
+//! `guild-hall meeting ...`: start, chat, send, list, show, accept, decline, close. Thin over
+//! [`crate::meeting`]: each writes what a person would write in an editor, has the reconciler
+//! carry it out, and streams turns to the terminal (or as JSON lines for scripts).
+
+use std::io::{BufRead, IsTerminal};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Subcommand;
+use serde_json::json;
+
+use super::out::{say, say_err, say_raw};
+use super::Env;
+use crate::artifact::MeetingStatus;
+use crate::meeting::events::TurnEvent;
+use crate::meeting::ops::{self, NewMeeting};
+use crate::meeting::turn::{self, Outcome};
+
+/// How long a command waits for a running `watch` to carry out what it wrote.
+const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Subcommand)]
+pub enum MeetingCmd {
+    /// Start a meeting with a worker: write it (status: open), open it (branch, worktree) and
+    /// run the first turn with MESSAGE, streaming the answer. Prints the id first.
+    Start {
+        /// A worker package with the `meeting` capability.
+        #[arg(long)]
+        worker: String,
+        /// Why you meet (the worker is told).
+        #[arg(long)]
+        agenda: Option<String>,
+        /// An artifact the meeting is about (repeatable).
+        #[arg(long = "ref", value_name = "PATH")]
+        refs: Vec<String>,
+        #[arg(long)]
+        title: Option<String>,
+        /// Use this id instead of one derived from the title, agenda or message.
+        #[arg(long)]
+        id: Option<String>,
+        /// Print the turn's events as JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// The first message (default: the agenda; with neither, no turn is run).
+        message: Option<String>,
+    },
+    /// Talk with the worker interactively. Ctrl-C interrupts the current answer; Ctrl-D or
+    /// /exit leaves the meeting open (come back any time); /close closes it.
+    Chat { id: String },
+    /// One turn, for scripts: send MESSAGE ('-' reads stdin) and print the answer as it streams.
+    Send {
+        id: String,
+        message: String,
+        /// Print the turn's events as JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List meetings: requests first (who asked, and why), then open ones, then the rest.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a meeting: agenda, references, linked artifacts, notes and its log.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept a meeting request (status: open) and run its first turn: the worker opens by
+    /// presenting what prompted the request; MESSAGE is added to that.
+    Accept {
+        id: String,
+        message: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decline a meeting request (status: declined). Nothing is created; its references stay.
+    Decline {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Close a meeting: notes written into it, its work squash-merged into the integration
+    /// branch, its worktree and transcript removed (the branch is kept).
+    Close { id: String },
+}
+
+pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
+    match cmd {
+        MeetingCmd::Start { worker, agenda, refs, title, id, json, message } => {
+            let body = message.clone().unwrap_or_default();
+            let new = NewMeeting {
+                worker: worker.clone(),
+                title: title.clone(),
+                agenda: agenda.clone(),
+                references: refs.clone(),
+                id: id.clone(),
+                status: MeetingStatus::Open,
+                requested_by: None,
+                body,
+            };
+            let id = ops::create(&env.home, &env.project, &new)?;
+            say!("{id}");
+            open_and_wait(env, &id)?;
+            let first = message.clone().or_else(|| agenda.as_ref().map(|a| format!("Let's begin. The agenda: {a}")));
+            match first {
+                Some(m) => one_turn(env, &id, &m, *json),
+                None => Ok(()),
+            }
+        }
+        MeetingCmd::Accept { id, message, json } => {
+            let m = ops::request(&env.project, id, MeetingStatus::Open, None)?;
+            open_and_wait(env, id)?;
+            let mut opening =
+                String::from("You asked for this meeting and the person has accepted. Open it by presenting what prompted it");
+            if let Some(a) = &m.agenda {
+                opening.push_str(&format!(" (the agenda: {a})"));
+            }
+            if !m.references.is_empty() {
+                opening.push_str(&format!(", from the referenced artifacts: {}", m.references.join(", ")));
+            }
+            opening.push('.');
+            if let Some(msg) = message {
+                opening.push_str(&format!("\n\nThe person adds: {msg}"));
+            }
+            one_turn(env, id, &opening, *json)
+        }
+        MeetingCmd::Decline { id, reason } => {
+            let note = reason.as_ref().map(|r| format!("declined: {r}"));
+            ops::request(&env.project, id, MeetingStatus::Declined, note.as_deref())?;
+            ops::converge(&env.home, &env.project, id, CONVERGE_LIMIT, |r, _| r.is_some_and(|r| r.status == MeetingStatus::Declined))?;
+            say_err!("declined meeting {id}; nothing was created and its references are untouched");
+            Ok(())
+        }
+        MeetingCmd::Close { id } => close(env, id),
+        MeetingCmd::Send { id, message, json } => {
+            let message = if message == "-" { std::io::read_to_string(std::io::stdin())? } else { message.clone() };
+            if message.trim().is_empty() {
+                bail!("the message is empty");
+            }
+            one_turn(env, id, &message, *json)
+        }
+        MeetingCmd::Chat { id } => chat(env, id),
+        MeetingCmd::List { json } => list(env, *json),
+        MeetingCmd::Show { id, json } => show(env, id, *json),
+    }
+}
+
+/// Have the reconciler open the meeting, and say what it became.
+fn open_and_wait(env: &Env, id: &str) -> Result<()> {
+    ops::converge(&env.home, &env.project, id, CONVERGE_LIMIT, |r, m| {
+        r.is_some_and(|r| r.status == MeetingStatus::Open) || m.str_field("reason").is_some()
+    })?;
+    let m = crate::meeting::observe::load(&env.project, id)?;
+    let rec = crate::meeting::observe::record(&env.home, &env.project, id)?;
+    if rec.is_none_or(|r| r.status != MeetingStatus::Open) {
+        bail!("meeting {id} was not opened: {}", m.str_field("reason").unwrap_or("see `guild-hall meeting show`"));
+    }
+    say_err!(
+        "meeting {id} open with {} on {} (worktree {})",
+        m.worker,
+        crate::meeting::plan::branch_name(id),
+        env.home.meeting_worktree(&env.project.name, id).display()
+    );
+    Ok(())
+}
+
+fn close(env: &Env, id: &str) -> Result<()> {
+    ops::request(&env.project, id, MeetingStatus::Closed, None)?;
+    ops::converge(&env.home, &env.project, id, CONVERGE_LIMIT, |r, m| {
+        r.is_some_and(|r| r.status == MeetingStatus::Closed) || m.str_field("reason").is_some_and(|r| r.starts_with("merge waiting"))
+    })?;
+    let m = crate::meeting::observe::load(&env.project, id)?;
+    let rec = crate::meeting::observe::record(&env.home, &env.project, id)?;
+    match rec.map(|r| r.status) {
+        Some(MeetingStatus::Closed) => {
+            say_err!("closed meeting {id}{}", m.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default());
+            if let Some(n) = m.str_field("notes") {
+                say!("{}", n.trim_end());
+            }
+            Ok(())
+        }
+        _ => {
+            say_err!(
+                "meeting {id} is closing: {}; the reconciler finishes it when it can",
+                m.str_field("reason").unwrap_or("not done yet")
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Ctrl-C sets this instead of ending the process: it interrupts the turn, not the meeting.
+fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, flag.clone())?;
+    Ok(flag)
+}
+
+/// Run one turn, rendering its events; a failed turn is an error (exit 1).
+fn one_turn(env: &Env, id: &str, message: &str, json: bool) -> Result<()> {
+    let flag = interrupt_flag()?;
+    let t = run_turn(env, id, message, json, &flag)?;
+    if let Outcome::Failed { reason } = &t.outcome {
+        bail!("the turn failed: {reason}");
+    }
+    Ok(())
+}
+
+fn run_turn(env: &Env, id: &str, message: &str, json: bool, flag: &AtomicBool) -> Result<turn::Turn> {
+    let mut view = View::new(json);
+    let t = turn::run(&env.home, &env.project, id, message, flag, &mut |e| view.show(e))?;
+    view.finish(&t);
+    Ok(t)
+}
+
+/// How a turn looks: text as it streams, one dim line per tool use, errors on stderr; or the
+/// events themselves as JSON lines.
+struct View {
+    json: bool,
+    tty: bool,
+    at_line_start: bool,
+}
+
+impl View {
+    fn new(json: bool) -> View {
+        View { json, tty: std::io::stdout().is_terminal(), at_line_start: true }
+    }
+
+    fn newline(&mut self) {
+        if !self.at_line_start {
+            say!();
+            self.at_line_start = true;
+        }
+    }
+
+    fn show(&mut self, e: &TurnEvent) {
+        if self.json {
+            say!("{}", serde_json::to_string(e).unwrap_or_default());
+            return;
+        }
+        match e {
+            TurnEvent::TextDelta { text } => {
+                say_raw!("{text}");
+                self.at_line_start = text.ends_with('\n');
+            }
+            TurnEvent::ToolUse { name, input } => {
+                self.newline();
+                let mut args = input.to_string();
+                if args.chars().count() > 80 {
+                    args = format!("{}…", args.chars().take(80).collect::<String>());
+                }
+                if self.tty {
+                    say!("\x1b[2m· {name} {args}\x1b[0m");
+                } else {
+                    say!("· {name} {args}");
+                }
+            }
+            TurnEvent::Error { reason } => {
+                self.newline();
+                say_err!("error: {reason}");
+            }
+            TurnEvent::TurnEnd => self.newline(),
+            TurnEvent::Session { .. } | TurnEvent::ToolResult { .. } => {}
+        }
+    }
+
+    fn finish(&mut self, t: &turn::Turn) {
+        if self.json {
+            say!(
+                "{}",
+                serde_json::to_string(
+                    &json!({"type": "turn", "meeting": t.meeting, "turn": t.turn, "outcome": t.outcome, "session_id": t.session_id})
+                )
+                .unwrap_or_default()
+            );
+            return;
+        }
+        self.newline();
+        if t.outcome == Outcome::Interrupted {
+            say_err!("(interrupted; the meeting stays open)");
+        }
+    }
+}
+
+fn chat(env: &Env, id: &str) -> Result<()> {
+    let m = crate::meeting::observe::load(&env.project, id)?;
+    if m.effective_status() != MeetingStatus::Open {
+        bail!("meeting {id} is {}; only an open meeting can chat", m.effective_status());
+    }
+    let flag = interrupt_flag()?;
+    say_err!(
+        "meeting {id} with {}. Ctrl-C interrupts an answer; Ctrl-D or /exit leaves (the meeting stays open); /close closes it.",
+        m.worker
+    );
+    let stdin = std::io::stdin();
+    let interactive = stdin.is_terminal();
+    loop {
+        if interactive {
+            say_raw!("you> ");
+        }
+        let mut line = String::new();
+        flag.store(false, Ordering::SeqCst);
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) => {
+                say_err!("\nleft meeting {id}; it stays open (guild-hall meeting chat {id} to come back)");
+                return Ok(());
+            }
+            Ok(_) => {}
+            // Ctrl-C at the prompt: a fresh prompt.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                say!();
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let text = line.trim();
+        match text {
+            "" => continue,
+            "/exit" | "/quit" => {
+                say_err!("left meeting {id}; it stays open (guild-hall meeting chat {id} to come back)");
+                return Ok(());
+            }
+            "/close" => return close(env, id),
+            _ => {}
+        }
+        flag.store(false, Ordering::SeqCst);
+        match run_turn(env, id, text, false, &flag) {
+            Ok(t) => {
+                if let Outcome::Failed { reason } = &t.outcome {
+                    say_err!("the turn failed: {reason}");
+                }
+            }
+            Err(e) => say_err!("error: {e:#}"),
+        }
+    }
+}
+
+fn list(env: &Env, json: bool) -> Result<()> {
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for path in crate::commission::observe::artifact_paths(&env.project.meetings_dir())? {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        match crate::artifact::Meeting::parse(&path, &text) {
+            Ok(m) => rows.push(m),
+            Err(p) => problems.extend(p.iter().map(|p| p.to_string())),
+        }
+    }
+    let rank = |s: MeetingStatus| match s {
+        MeetingStatus::Requested => 0,
+        MeetingStatus::Open => 1,
+        MeetingStatus::Closed => 2,
+        MeetingStatus::Declined => 3,
+    };
+    rows.sort_by(|a, b| {
+        (rank(a.effective_status()), a.str_field("created"), &a.id).cmp(&(rank(b.effective_status()), b.str_field("created"), &b.id))
+    });
+    if json {
+        let items: Vec<_> = rows.iter().map(summary_json).collect();
+        say!("{}", serde_json::to_string_pretty(&json!({"meetings": items, "problems": problems}))?);
+        return Ok(());
+    }
+    if rows.is_empty() && problems.is_empty() {
+        say!("no meetings (start one: guild-hall meeting start --worker W \"message\")");
+    }
+    for m in &rows {
+        let why = m.agenda.as_deref().or(m.title.as_deref()).unwrap_or("");
+        let who = match (m.effective_status(), &m.requested_by) {
+            (MeetingStatus::Requested, Some(by)) => format!("asked by {by}: "),
+            (MeetingStatus::Requested, None) => "requested: ".into(),
+            _ => String::new(),
+        };
+        say!("{:<28} {:<10} {:<14} {who}{}", m.id, m.effective_status().as_str(), m.worker, one_line(why));
+    }
+    for p in &problems {
+        say_err!("{p}");
+    }
+    Ok(())
+}
+
+fn summary_json(m: &crate::artifact::Meeting) -> serde_json::Value {
+    json!({
+        "id": m.id,
+        "status": m.effective_status(),
+        "worker": m.worker,
+        "title": m.title,
+        "agenda": m.agenda,
+        "requested_by": m.requested_by,
+        "references": m.references,
+        "created": m.str_field("created"),
+        "session_id": m.session_id(),
+        "branch": m.str_field("branch"),
+        "linked_artifacts": m.linked_artifacts(),
+        "reason": m.str_field("reason"),
+    })
+}
+
+fn show(env: &Env, id: &str, json: bool) -> Result<()> {
+    let m = crate::meeting::observe::load(&env.project, id)?;
+    let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&m.path))?;
+    if json {
+        let mut v = summary_json(&m);
+        v["notes"] = json!(m.str_field("notes"));
+        v["log"] = json!(log);
+        say!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    say!("meeting   {id}{}", m.title.as_ref().map(|t| format!(": {t}")).unwrap_or_default());
+    say!("status    {}", m.effective_status());
+    say!("worker    {}", m.worker);
+    if let Some(by) = &m.requested_by {
+        say!("asked by  {by}");
+    }
+    if let Some(a) = &m.agenda {
+        say!("agenda    {}", one_line(a));
+    }
+    if !m.references.is_empty() {
+        say!("refs      {}", m.references.join(", "));
+    }
+    if let Some(b) = m.str_field("branch") {
+        say!("branch    {b}");
+    }
+    if let Some(s) = m.session_id() {
+        say!("session   {s}");
+    }
+    let linked = m.linked_artifacts();
+    if !linked.is_empty() {
+        say!("linked    {}", linked.join(", "));
+    }
+    if let Some(r) = m.str_field("reason") {
+        say!("reason    {r}");
+    }
+    if let Some(n) = m.str_field("notes") {
+        say!("\n{}", n.trim_end());
+    }
+    if !log.is_empty() {
+        say!("\nlog:");
+        for e in &log {
+            say!("  {}", crate::activity::timeline::render(e));
+        }
+    }
+    Ok(())
+}
+
+fn one_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("").trim();
+    if line.chars().count() > 70 {
+        format!("{}…", line.chars().take(70).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}

@@ -1,0 +1,43 @@
+//! Meetings, the synchronous half (DESIGN §10): the meeting artifact's state machine as a pure
+//! planner ([`plan`]) fed by [`observe`] and carried out by [`act`] inside the same reconcile
+//! pass as commissions; live turns streamed from the worker ([`turn`], [`events`]); notes on
+//! close ([`notes`]). Branch, worktree, leftovers and squash merge are `activity`'s, shared
+//! with commissions.
+
+pub mod act;
+pub mod events;
+pub mod notes;
+pub mod observe;
+pub mod ops;
+pub mod plan;
+pub mod turn;
+
+use anyhow::Result;
+
+use crate::artifact::Problem;
+use crate::commission::act::Outcome;
+use crate::config::{Home, Project};
+use crate::worker::Catalog;
+
+/// One round of meetings within a reconcile pass: what was planned and what came of each.
+#[derive(Debug, Default)]
+pub struct Round {
+    pub done: Vec<(plan::Action, Result<Outcome>)>,
+    pub problems: Vec<Problem>,
+}
+
+/// Observe, plan and (unless `dry_run`) act on the project's meetings once.
+pub fn round(home: &Home, project: &Project, workers: &Catalog, dry_run: bool) -> Result<Round> {
+    let now = crate::commission::plan::timestamp(chrono::Utc::now());
+    let (snapshot, problems) = observe::observe(home, project, workers, &now)?;
+    let actions = plan::plan(&snapshot);
+    let ctx = act::Ctx { home, project, workers };
+    let done = actions
+        .into_iter()
+        .map(|a| {
+            let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
+            (a, result)
+        })
+        .collect();
+    Ok(Round { done, problems })
+}

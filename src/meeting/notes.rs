@@ -1,0 +1,122 @@
+//! Meeting notes on close (REQ-MTG-20): a summary of the conversation — from the package's
+//! `notes:` command fed the transcript, or else composed from the progress summaries and the
+//! last answer — then the decisions recorded and the artifacts linked. A failing command
+//! never blocks closing: the composed summary stands in, and the log says why.
+
+use std::path::Path;
+
+use crate::activity::state::StateDir;
+use crate::artifact::Meeting;
+use crate::worker::toolbox::mailbox::{self, MailBody};
+
+/// The notes, and what went wrong composing them (`(log kind, text)`), for the log.
+pub struct Notes {
+    pub text: String,
+    pub problems: Vec<(&'static str, String)>,
+}
+
+/// The most of the last answer quoted in composed notes.
+const LAST_ANSWER_CHARS: usize = 600;
+
+pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, transcript: &Path) -> Notes {
+    let mut problems = Vec::new();
+    let mail = mailbox::read(&state.mailbox()).unwrap_or_else(|e| {
+        problems.push(("anomaly", format!("the mailbox could not be read for the notes: {e:#}")));
+        Vec::new()
+    });
+    let text = crate::files::read_text_if_exists(transcript).ok().flatten().unwrap_or_default();
+    let summary = match ctx.workers.for_meeting(&meeting.worker).ok().filter(|p| p.manifest.notes.is_some()) {
+        Some(pkg) => match run_notes_command(ctx, pkg, state, &text) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                problems.push((
+                    "anomaly",
+                    format!("the notes command failed ({e:#}); the notes were composed from the meeting's own record instead"),
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    let summary = summary.unwrap_or_else(|| composed_summary(&mail, &text));
+    let mut out = format!("## Summary\n\n{}\n", summary.trim());
+    let decisions: Vec<String> = mail
+        .iter()
+        .filter_map(|m| match &m.body {
+            MailBody::Decision { question, decision, reasoning } => Some(format!("- {question} — {decision} ({reasoning})")),
+            _ => None,
+        })
+        .collect();
+    out.push_str("\n## Decisions\n\n");
+    out.push_str(&if decisions.is_empty() { "None recorded.".to_string() } else { decisions.join("\n") });
+    out.push('\n');
+    let mut linked = meeting.linked_artifacts();
+    for m in &mail {
+        if let MailBody::Link { path } = &m.body {
+            if !linked.contains(path) {
+                linked.push(path.clone());
+            }
+        }
+    }
+    out.push_str("\n## Artifacts\n\n");
+    out.push_str(&if linked.is_empty() {
+        "None linked.".to_string()
+    } else {
+        linked.iter().map(|p| format!("- {p}")).collect::<Vec<_>>().join("\n")
+    });
+    out.push('\n');
+    Notes { text: out, problems }
+}
+
+/// The summaries the worker gave, else the number of turns and the last answer.
+fn composed_summary(mail: &[crate::worker::toolbox::mailbox::Mail], transcript: &str) -> String {
+    let summaries: Vec<String> = mail
+        .iter()
+        .filter_map(|m| if let MailBody::Summary { text } = &m.body { Some(format!("- {}", text.trim())) } else { None })
+        .collect();
+    if !summaries.is_empty() {
+        return summaries.join("\n");
+    }
+    let turns = transcript.matches("\n## You").count();
+    let last = transcript
+        .rsplit("\n## ")
+        .next()
+        .filter(|_| turns > 0)
+        .map(|t| t.split_once('\n').map(|(_, b)| b).unwrap_or("").trim())
+        .unwrap_or("");
+    if last.is_empty() {
+        return format!("{turns} turn(s); no summary was recorded.");
+    }
+    let quoted: String = last.chars().take(LAST_ANSWER_CHARS).collect();
+    let more = if last.chars().count() > LAST_ANSWER_CHARS { "…" } else { "" };
+    format!("{turns} turn(s). The last answer:\n\n> {}{more}", quoted.replace('\n', "\n> "))
+}
+
+/// The package's `notes:` command, confined like compaction, with the transcript on stdin.
+fn run_notes_command(
+    ctx: &super::act::Ctx<'_>,
+    pkg: &crate::worker::Package,
+    state: &StateDir,
+    transcript: &str,
+) -> anyhow::Result<String> {
+    let argv = pkg.resolve_argv(pkg.manifest.notes.as_deref().unwrap_or_default()).map_err(anyhow::Error::msg)?;
+    let global = ctx.home.load_config()?;
+    let confined = crate::worker::launch::confinement(&pkg.manifest.sandbox, &global).map_err(anyhow::Error::msg)?
+        == crate::worker::launch::Confinement::Confined;
+    let (env, _) = crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()).map_err(anyhow::Error::msg)?;
+    let tmp = state.0.join("notes-tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    let out = crate::worker::launch::run_filter(pkg, &argv, &pkg.dir, transcript, &tmp, confined, &env);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let out = out?;
+    let text = String::from_utf8(out.stdout).map_err(|_| anyhow::anyhow!("it printed non-UTF-8"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        anyhow::bail!("{} {}", out.status, err.lines().last().unwrap_or("").trim());
+    }
+    if text.trim().is_empty() {
+        anyhow::bail!("it printed nothing");
+    }
+    Ok(text)
+}

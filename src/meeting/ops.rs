@@ -1,0 +1,187 @@
+//! What people and tools do to meetings, as a library: write a new meeting or request, ask for
+//! a transition (written into the file as a person would: parity, REQ-MTG-3/23), and have it
+//! carried out now — by a pass of our own, or by the `watch` that holds the project.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_yaml_ng::{Mapping, Value};
+
+use super::plan::MeetingRecord;
+use crate::artifact::write::Edit;
+use crate::artifact::{ids, Meeting, MeetingStatus};
+use crate::config::{Home, Project};
+use crate::worker::Catalog;
+
+/// A meeting to write.
+#[derive(Debug, Clone)]
+pub struct NewMeeting {
+    pub worker: String,
+    pub title: Option<String>,
+    pub agenda: Option<String>,
+    pub references: Vec<String>,
+    pub id: Option<String>,
+    /// `Open` (a person's meeting) or `Requested` (a request from a worker, agent or tool).
+    pub status: MeetingStatus,
+    pub requested_by: Option<String>,
+    /// The opening message or context.
+    pub body: String,
+}
+
+/// The ids of the meetings guild-hall has open now.
+pub fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
+    let mut open = Vec::new();
+    for path in crate::commission::observe::artifact_paths(&project.meetings_dir())? {
+        let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        if ids::validate_id(id).is_err() {
+            continue;
+        }
+        if super::observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Open) {
+            open.push(id.to_string());
+        }
+    }
+    Ok(open)
+}
+
+/// Write a new meeting artifact; its id. Refuses (writing nothing) a worker that cannot meet,
+/// bad paths, an id in use, and an open meeting past the cap.
+pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String> {
+    let catalog = Catalog::discover(&project.root, &home.workers_dir());
+    catalog.for_meeting(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
+    let refs = new.references.iter().map(|r| ids::validate_rel_path(r)).collect::<Result<Vec<_>, _>>()?;
+    if new.status == MeetingStatus::Open {
+        let open = open_meetings(home, project)?;
+        if open.len() >= project.config.meeting_cap {
+            bail!(
+                "the meeting cap ({}) is reached: open meetings are {}; close one first (guild-hall meeting close <id>)",
+                project.config.meeting_cap,
+                open.join(", ")
+            );
+        }
+    }
+    let dir = project.meetings_dir();
+    std::fs::create_dir_all(&dir)?;
+    let id = match &new.id {
+        Some(id) => {
+            ids::validate_id(id)?;
+            if project.meeting_path(id).exists() {
+                bail!("meeting {id} exists already ({})", project.meeting_path(id).display());
+            }
+            id.clone()
+        }
+        None => {
+            let words = new.title.as_deref().or(new.agenda.as_deref()).unwrap_or(new.body.as_str());
+            let words: String = words.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
+            let mut base = ids::slugify(&words);
+            if base.is_empty() {
+                base = format!("meeting-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
+            }
+            (1..)
+                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
+                .find(|c| !project.meeting_path(c).exists())
+                .unwrap_or(base)
+        }
+    };
+    let mut fm = Mapping::new();
+    if let Some(t) = &new.title {
+        fm.insert("title".into(), t.as_str().into());
+    }
+    fm.insert("worker".into(), new.worker.as_str().into());
+    fm.insert("status".into(), new.status.as_str().into());
+    if let Some(by) = &new.requested_by {
+        fm.insert("requested_by".into(), by.as_str().into());
+    }
+    if let Some(a) = &new.agenda {
+        fm.insert("agenda".into(), a.as_str().into());
+    }
+    if !refs.is_empty() {
+        fm.insert("references".into(), Value::Sequence(refs.into_iter().map(Value::from).collect()));
+    }
+    fm.insert("created".into(), crate::commission::plan::timestamp(chrono::Utc::now()).into());
+    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    if !new.body.trim().is_empty() {
+        text.push_str(new.body.trim_end());
+        text.push('\n');
+    }
+    // Never over a file that appeared meanwhile.
+    let path = project.meeting_path(&id);
+    let mut f =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
+    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    Ok(id)
+}
+
+/// Ask for `to` by writing it into the artifact, as a person would. Checked against what the
+/// file says now, with the reason a person would want; the reconciler validates it again.
+pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str>) -> Result<Meeting> {
+    let m = super::observe::load(project, id)?;
+    let from = m.effective_status();
+    let allowed = matches!(
+        (from, to),
+        (MeetingStatus::Requested, MeetingStatus::Open | MeetingStatus::Declined) | (MeetingStatus::Open, MeetingStatus::Closed)
+    );
+    if !allowed {
+        let how = match from {
+            MeetingStatus::Requested => "a request can be accepted or declined",
+            MeetingStatus::Open => "an open meeting can be closed",
+            MeetingStatus::Closed => "it is closed, which is final",
+            MeetingStatus::Declined => "it was declined, which is final",
+        };
+        bail!("meeting {id} is {from}: {how}");
+    }
+    let mut edits = vec![Edit::Set("status".into(), Value::String(to.as_str().into()))];
+    if let Some(n) = note {
+        edits.push(Edit::Set("reason".into(), Value::String(n.into())));
+    }
+    super::act::edit_current(&m.path, &edits)?;
+    super::observe::load(project, id)
+}
+
+/// Have the reconciler carry out what the files say, now: a pass of our own if no one holds
+/// the project, else wait for the holder (a `watch`) until `done` says so, or `limit` passes.
+pub fn converge(
+    home: &Home,
+    project: &Project,
+    id: &str,
+    limit: Duration,
+    done: impl Fn(Option<&MeetingRecord>, &Meeting) -> bool,
+) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
+            Ok(_lock) => {
+                crate::reconcile::run(home, project, &crate::reconcile::Options::default(), |_| {})?;
+                return Ok(());
+            }
+            Err(_) => {
+                // Someone else reconciles the project: let it, and watch for the outcome.
+                if Instant::now() >= deadline {
+                    bail!(
+                        "the guild-hall process that holds this project did not carry it out within {}",
+                        humantime::format_duration(limit)
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                if let (Ok(m), Ok(r)) = (super::observe::load(project, id), super::observe::record(home, project, id)) {
+                    if done(r.as_ref(), &m) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Fold what the meetings' toolboxes recorded into their artifacts now, if no other
+/// guild-hall process holds the project (one that does — a `watch` — folds it itself).
+pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
+    if let Ok(_lock) = crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
+        let workers = Catalog::discover(&project.root, &home.workers_dir());
+        for (a, result) in super::round(home, project, &workers, false)?.done {
+            if let Err(e) = result {
+                tracing::warn!(meeting = %a.id(), error = %format!("{e:#}"), "meeting action failed");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,519 @@
+//! The meeting state machine as a pure planner (REQ-MTG-4..9, 24, 28): requested → open |
+//! declined, open → closed, nothing else. A status a person writes is a request, validated
+//! against what guild-hall last accepted (the record); a refused one is put back with
+//! `reason:` and a log event. Same shape as the commission planner: snapshot in, actions out.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value as Json};
+use serde_yaml_ng::Value;
+
+use crate::activity::timeline;
+use crate::artifact::write::Edit;
+use crate::artifact::{Meeting, MeetingStatus};
+use crate::worker::toolbox::mailbox::{Mail, MailBody};
+
+/// guild-hall's memory of a meeting (`record.json` in its runtime dir): the status it last
+/// accepted, and how far closing got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeetingRecord {
+    pub status: MeetingStatus,
+    /// The `created:` stamp as first written: restored if the key disappears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    /// Closing wrote the final notes into the artifact (they are not composed twice).
+    #[serde(default)]
+    pub notes_written: bool,
+}
+
+/// One meeting as observed.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub meeting: Meeting,
+    pub record: Option<MeetingRecord>,
+    /// Its mailbox (the toolbox's events), all of it.
+    pub mail: Vec<Mail>,
+    /// Keys already in its timeline: folded mail is not folded twice.
+    pub timeline_keys: BTreeSet<String>,
+    /// Its worktree exists as guild-hall made it.
+    pub opened: bool,
+    /// Why its worker cannot meet, if it cannot (unknown package, no `meeting` capability).
+    pub worker_problem: Option<String>,
+}
+
+/// Everything the meeting planner needs.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub meetings: Vec<Observed>,
+    pub cap: usize,
+    pub integration_branch: String,
+    pub now: String,
+}
+
+/// Timeline events, the record and artifact edits for one meeting (the edits are dropped if
+/// the artifact changed since it was observed).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Update {
+    pub id: String,
+    pub expect_hash: u64,
+    pub edits: Vec<Edit>,
+    pub events: Vec<Json>,
+    pub record: Option<MeetingRecord>,
+}
+
+/// A follow-up meeting request to write (from `propose_followup`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Followup {
+    /// Derived from the proposing meeting and the mail's sequence: writing it twice is a no-op.
+    pub id: String,
+    pub worker: String,
+    pub reason: String,
+    pub references: Vec<String>,
+    pub requested_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Record, refuse or fold: the update alone (and any follow-up requests first).
+    Update { update: Update, followups: Vec<Followup> },
+    /// Open: the branch from the integration branch, the worktree, then the update.
+    Open { update: Update, branch: String },
+    /// Close: notes, leftovers committed, squash merge, worktree and transcript removed, then
+    /// the update (which makes the record `closed`). Every step is safe to repeat.
+    Close { update: Update, branch: String, notes_written: bool },
+}
+
+impl Action {
+    pub fn id(&self) -> &str {
+        match self {
+            Action::Update { update, .. } | Action::Open { update, .. } | Action::Close { update, .. } => &update.id,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Update { .. } => "meeting-update",
+            Action::Open { .. } => "meeting-open",
+            Action::Close { .. } => "meeting-close",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Open { branch, .. } => format!("open the meeting on {branch}"),
+            Action::Close { branch, .. } => format!("close the meeting: notes, merge {branch}, remove its worktree"),
+            Action::Update { update, followups } => {
+                let mut parts: Vec<String> = update.edits.iter().map(describe_edit).collect();
+                parts.extend(followups.iter().map(|f| format!("request follow-up {}", f.id)));
+                if parts.is_empty() {
+                    parts.push(format!("{} log event(s)", update.events.len()));
+                }
+                parts.join(", ")
+            }
+        }
+    }
+}
+
+fn describe_edit(e: &Edit) -> String {
+    match e {
+        Edit::Set(k, v) if v.is_string() => format!("{k}: {}", v.as_str().unwrap_or("")),
+        Edit::Set(k, _) => format!("set {k}"),
+        Edit::Remove(k) => format!("remove {k}"),
+    }
+}
+
+/// The branch of meeting `id`.
+pub fn branch_name(id: &str) -> String {
+    format!("claude/meeting/{id}")
+}
+
+/// Plan one pass over the project's meetings: oldest first, so the cap admits them in order.
+pub fn plan(s: &Snapshot) -> Vec<Action> {
+    let mut order: Vec<&Observed> = s.meetings.iter().collect();
+    let created =
+        |o: &Observed| o.meeting.str_field("created").map(str::to_string).or_else(|| o.record.as_ref().and_then(|r| r.created.clone()));
+    order.sort_by(|a, b| (created(a).is_none(), created(a), &a.meeting.id).cmp(&(created(b).is_none(), created(b), &b.meeting.id)));
+    let mut open: Vec<String> = s
+        .meetings
+        .iter()
+        .filter(|o| o.record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open))
+        .map(|o| o.meeting.id.clone())
+        .collect();
+    open.sort();
+    let mut out = Vec::new();
+    for o in order {
+        if let Some(a) = step(s, o, &mut open) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Builds one meeting's update.
+struct Step<'a> {
+    o: &'a Observed,
+    now: &'a str,
+    update: Update,
+    record: MeetingRecord,
+    followups: Vec<Followup>,
+}
+
+impl<'a> Step<'a> {
+    fn new(o: &'a Observed, now: &'a str) -> Step<'a> {
+        let m = &o.meeting;
+        let record = o.record.clone().unwrap_or(MeetingRecord { status: m.effective_status(), created: None, notes_written: false });
+        Step {
+            o,
+            now,
+            update: Update { id: m.id.clone(), expect_hash: m.hash, edits: Vec::new(), events: Vec::new(), record: None },
+            record,
+            followups: Vec::new(),
+        }
+    }
+
+    fn set(&mut self, key: &str, value: Value) {
+        if self.o.meeting.fields.get(key) != Some(&value) {
+            self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
+            self.update.edits.push(Edit::Set(key.into(), value));
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if self.o.meeting.fields.contains_key(key) {
+            self.update.edits.push(Edit::Remove(key.into()));
+        }
+    }
+
+    fn event(&mut self, kind: &str, key: String, fields: Json) {
+        self.update.events.push(timeline::event(self.now, kind, key, fields));
+    }
+
+    /// Accept a transition: the record follows, the log says so.
+    fn go(&mut self, from: Option<MeetingStatus>, to: MeetingStatus, reason: &str) {
+        let from_s = from.map(|f| f.as_str()).unwrap_or("new");
+        self.event("status", format!("status:{from_s}:{to}"), json!({"from": from_s, "to": to.as_str(), "reason": reason}));
+        self.record.status = to;
+        self.set("status", Value::String(to.as_str().into()));
+        self.update.record = Some(self.record.clone());
+    }
+
+    /// Refuse what the file asks: the status is put back, `reason:` and the log say why.
+    fn refuse(&mut self, asked: MeetingStatus, back: MeetingStatus, why: String) {
+        let key = format!("refused:{}:{asked}:{}", back, self.o.meeting.hash);
+        self.event("refused", key, json!({"asked": asked.as_str(), "status": back.as_str(), "reason": why}));
+        self.set("status", Value::String(back.as_str().into()));
+        self.set("reason", Value::String(why));
+        self.update.record = Some(self.record.clone());
+    }
+
+    /// Stamp `created` once (the FIFO key), restoring it from the record if it went missing.
+    fn stamp_created(&mut self) {
+        let stamp = self
+            .o
+            .meeting
+            .str_field("created")
+            .map(str::to_string)
+            .or_else(|| self.record.created.clone())
+            .unwrap_or_else(|| self.now.to_string());
+        if self.record.created.as_deref() != Some(stamp.as_str()) {
+            self.record.created = Some(stamp.clone());
+            self.update.record = Some(self.record.clone());
+        }
+        self.set("created", Value::String(stamp));
+    }
+
+    /// Fold the toolbox's new mail into the log and the artifact (linked artifacts, progress
+    /// summaries in the notes), and turn follow-up proposals into requests.
+    fn fold_mail(&mut self) {
+        let m = &self.o.meeting;
+        let mut linked = m.linked_artifacts();
+        let mut summaries: Vec<String> = Vec::new();
+        for mail in &self.o.mail {
+            if let MailBody::Summary { text } = &mail.body {
+                summaries.push(format!("- {} {}", &mail.ts, text.trim()));
+            }
+            if self.o.timeline_keys.contains(&mail.id) {
+                continue;
+            }
+            self.update.events.push(timeline::event(&mail.ts, mail.body.kind(), mail.id.clone(), mail.body.timeline_fields(mail.attempt)));
+            match &mail.body {
+                MailBody::Link { path } if !linked.contains(path) => linked.push(path.clone()),
+                MailBody::Followup { reason, references } => self.followups.push(Followup {
+                    id: format!("{}-followup-{}", m.id, mail.seq),
+                    worker: m.worker.clone(),
+                    reason: reason.clone(),
+                    references: references.clone(),
+                    requested_by: format!("{} (meeting {})", m.worker, m.id),
+                }),
+                _ => {}
+            }
+        }
+        if !linked.is_empty() {
+            self.set("linked_artifacts", Value::Sequence(linked.into_iter().map(Value::String).collect()));
+        }
+        // While the meeting is open its notes are the progress summaries so far; closing
+        // replaces them with the full notes.
+        if !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
+            self.set("notes", Value::String(format!("Progress so far:\n{}\n", summaries.join("\n"))));
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.update.edits.is_empty() && self.update.events.is_empty() && self.update.record.is_none() && self.followups.is_empty()
+    }
+
+    fn into_update(self) -> Option<Action> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(Action::Update { update: self.update, followups: self.followups })
+    }
+}
+
+/// Can this meeting be opened now? `Err` says why not (the cap, its worker).
+fn admit(s: &Snapshot, o: &Observed, open: &[String]) -> Result<(), String> {
+    if let Some(why) = &o.worker_problem {
+        return Err(format!("cannot open: {why}"));
+    }
+    if open.len() >= s.cap && !open.contains(&o.meeting.id) {
+        return Err(format!(
+            "the meeting cap ({}) is reached: open meetings are {}; close one (status: closed), then set this one to open",
+            s.cap,
+            open.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
+    use MeetingStatus::*;
+    let m = &o.meeting;
+    let mut st = Step::new(o, &s.now);
+    let asked = m.effective_status();
+    let had = o.record.as_ref().map(|r| r.status);
+    match (had, asked) {
+        (None, Requested) => {
+            st.stamp_created();
+            let by = m.requested_by.clone().unwrap_or_else(|| "a person or tool".into());
+            st.event(
+                "status",
+                "status:new:requested".into(),
+                json!({"from": "new", "to": "requested", "reason": format!("requested by {by}")}),
+            );
+            st.update.record = Some(st.record.clone());
+            st.into_update()
+        }
+        (None | Some(Requested), Open) => {
+            st.stamp_created();
+            match admit(s, o, open) {
+                Ok(()) => {
+                    open.push(m.id.clone());
+                    let reason = if had.is_none() { "opened by a person" } else { "request accepted" };
+                    st.go(had, Open, reason);
+                    st.remove("reason");
+                    st.set("branch", Value::String(branch_name(&m.id)));
+                    Some(Action::Open { update: st.update, branch: branch_name(&m.id) })
+                }
+                Err(why) => {
+                    st.record.status = Requested;
+                    st.refuse(Open, Requested, why);
+                    st.into_update()
+                }
+            }
+        }
+        (None, Closed | Declined) => {
+            // A file written already final: nothing to carry out, only remembered.
+            st.update.record = Some(st.record.clone());
+            st.into_update()
+        }
+        (Some(Requested), Requested) => st.into_update(),
+        (Some(Requested), Declined) => {
+            st.go(had, Declined, "request declined");
+            st.into_update()
+        }
+        (Some(Requested), Closed) => {
+            st.refuse(
+                Closed,
+                Requested,
+                "a requested meeting is accepted (status: open) or declined (status: declined); it cannot be closed before it was opened"
+                    .into(),
+            );
+            st.into_update()
+        }
+        (Some(Open), Open) if !o.opened => {
+            // Opened in the record but its worktree is not there (a pass that died half-way):
+            // opening again is idempotent.
+            st.set("branch", Value::String(branch_name(&m.id)));
+            Some(Action::Open { update: st.update, branch: branch_name(&m.id) })
+        }
+        (Some(Open), Open) => {
+            st.fold_mail();
+            st.into_update()
+        }
+        (Some(Open), Closed) => {
+            st.fold_mail();
+            let notes_written = st.record.notes_written;
+            st.go(had, Closed, "closed by a person");
+            Some(Action::Close { update: st.update, branch: branch_name(&m.id), notes_written })
+        }
+        (Some(Open), Requested | Declined) => {
+            st.refuse(asked, Open, "an open meeting can only be closed (status: closed)".into());
+            st.into_update()
+        }
+        (Some(from @ (Closed | Declined)), to) if to != from => {
+            let why = match from {
+                Closed => "the meeting is closed, and that is final: start a new meeting to continue (guild-hall meeting start)",
+                _ => "the request was declined, and that is final: write a new request to meet after all",
+            };
+            st.refuse(to, from, why.into());
+            st.into_update()
+        }
+        (Some(_), _) => st.into_update(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn meeting(id: &str, status: Option<&str>, extra: &str) -> Meeting {
+        let st = status.map(|s| format!("status: {s}\n")).unwrap_or_default();
+        let text = format!("---\nworker: scribe\n{st}{extra}---\nHello\n");
+        Meeting::parse(Path::new(&format!(".lore/meetings/{id}.md")), &text).expect("valid")
+    }
+
+    fn observed(id: &str, file: Option<&str>, rec: Option<MeetingStatus>) -> Observed {
+        Observed {
+            meeting: meeting(id, file, ""),
+            record: rec.map(|status| MeetingRecord { status, created: None, notes_written: false }),
+            mail: vec![],
+            timeline_keys: BTreeSet::new(),
+            opened: rec == Some(MeetingStatus::Open),
+            worker_problem: None,
+        }
+    }
+
+    fn snap(meetings: Vec<Observed>, cap: usize) -> Snapshot {
+        Snapshot { meetings, cap, integration_branch: "claude/main".into(), now: "2026-11-23T10:00:00.000Z".into() }
+    }
+
+    fn sets<'a>(a: &'a Action, key: &str) -> Option<&'a Value> {
+        let (Action::Update { update, .. } | Action::Open { update, .. } | Action::Close { update, .. }) = a;
+        update.edits.iter().rev().find_map(|e| match e {
+            Edit::Set(k, v) if k == key => Some(v),
+            _ => None,
+        })
+    }
+
+    fn update(a: &Action) -> &Update {
+        let (Action::Update { update, .. } | Action::Open { update, .. } | Action::Close { update, .. }) = a;
+        update
+    }
+
+    /// Every (record, file) pair: what is allowed is carried out, the rest put back with a
+    /// reason and a log event.
+    #[test]
+    fn the_whole_transition_table() {
+        use MeetingStatus::*;
+        let statuses = [Requested, Open, Closed, Declined];
+        for had in statuses {
+            for asked in statuses {
+                let p = plan(&snap(vec![observed("m", Some(asked.as_str()), Some(had))], 5));
+                let allowed = matches!((had, asked), (Requested, Open) | (Requested, Declined) | (Open, Closed));
+                if had == asked {
+                    assert!(
+                        p.is_empty() || matches!(p[0], Action::Update { .. } if sets(&p[0], "status").is_none()),
+                        "{had}->{asked}: {p:?}"
+                    );
+                    continue;
+                }
+                assert_eq!(p.len(), 1, "{had} -> {asked}");
+                let u = update(&p[0]);
+                if allowed {
+                    assert_eq!(u.record.as_ref().map(|r| r.status), Some(asked), "{had} -> {asked} accepted");
+                    assert!(u.events.iter().any(|e| e["kind"] == "status" && e["to"] == asked.as_str()), "{had} -> {asked} logged");
+                    match asked {
+                        Open => assert!(matches!(p[0], Action::Open { .. })),
+                        Closed => assert!(matches!(p[0], Action::Close { .. })),
+                        _ => assert!(matches!(p[0], Action::Update { .. })),
+                    }
+                } else {
+                    assert_eq!(sets(&p[0], "status"), Some(&Value::from(had.as_str())), "{had} -> {asked} put back");
+                    let reason = sets(&p[0], "reason").and_then(Value::as_str).unwrap_or("");
+                    assert!(!reason.is_empty(), "{had} -> {asked} says why");
+                    assert!(u.events.iter().any(|e| e["kind"] == "refused" && e["reason"] == reason), "{had} -> {asked} logged");
+                    assert_eq!(u.record.as_ref().map(|r| r.status), Some(had), "{had} -> {asked}: record unchanged");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_file_is_a_persons_meeting_or_a_request() {
+        let p = plan(&snap(vec![observed("m", None, None)], 5));
+        assert!(matches!(&p[0], Action::Open { branch, .. } if branch == "claude/meeting/m"), "{p:?}");
+        assert_eq!(sets(&p[0], "status"), Some(&Value::from("open")));
+        assert!(sets(&p[0], "created").is_some());
+        let p = plan(&snap(vec![observed("m", Some("requested"), None)], 5));
+        assert!(matches!(&p[0], Action::Update { .. }));
+        assert_eq!(update(&p[0]).record.as_ref().map(|r| r.status), Some(MeetingStatus::Requested));
+    }
+
+    #[test]
+    fn the_cap_counts_open_meetings_only_and_names_them() {
+        let mut ms = vec![observed("a", Some("open"), Some(MeetingStatus::Open)), observed("b", Some("open"), Some(MeetingStatus::Open))];
+        ms.push(observed("r", Some("requested"), Some(MeetingStatus::Requested)));
+        ms.push(observed("d", Some("declined"), Some(MeetingStatus::Declined)));
+        ms.push(observed("c", Some("open"), Some(MeetingStatus::Requested)));
+        let p = plan(&snap(ms.clone(), 3));
+        assert!(p.iter().any(|a| matches!(a, Action::Open { update, .. } if update.id == "c")), "under the cap: {p:?}");
+        let p = plan(&snap(ms, 2));
+        let c = p.iter().find(|a| a.id() == "c").expect("c planned");
+        assert_eq!(sets(c, "status"), Some(&Value::from("requested")));
+        let reason = sets(c, "reason").and_then(Value::as_str).unwrap_or("");
+        assert!(reason.contains("cap (2)") && reason.contains("a, b"), "{reason}");
+    }
+
+    #[test]
+    fn a_worker_that_cannot_meet_is_refused_with_why() {
+        let mut o = observed("m", Some("open"), Some(MeetingStatus::Requested));
+        o.worker_problem = Some("worker \"x\" does not have the `meeting` capability".into());
+        let p = plan(&snap(vec![o], 5));
+        assert!(sets(&p[0], "reason").and_then(Value::as_str).unwrap_or("").contains("meeting` capability"));
+    }
+
+    #[test]
+    fn mail_is_folded_once_and_followups_requested() {
+        let mut o = observed("m", Some("open"), Some(MeetingStatus::Open));
+        let mail = |seq: u64, body: MailBody| Mail { seq, id: format!("id{seq}"), ts: format!("t{seq}"), attempt: 1, body };
+        o.mail = vec![
+            mail(1, MailBody::Link { path: ".lore/a.md".into() }),
+            mail(2, MailBody::Summary { text: "half way".into() }),
+            mail(3, MailBody::Followup { reason: "more".into(), references: vec![".lore/a.md".into()] }),
+        ];
+        let p = plan(&snap(vec![o.clone()], 5));
+        let Action::Update { update, followups } = &p[0] else { panic!("{p:?}") };
+        assert_eq!(sets(&p[0], "linked_artifacts"), Some(&Value::Sequence(vec![Value::from(".lore/a.md")])));
+        assert!(sets(&p[0], "notes").and_then(Value::as_str).unwrap_or("").contains("half way"));
+        assert_eq!(update.events.len(), 3);
+        assert_eq!(followups[0].id, "m-followup-3");
+        // Folded already: nothing more.
+        o.timeline_keys = ["id1", "id2", "id3"].into_iter().map(String::from).collect();
+        o.meeting = meeting("m", Some("open"), "linked_artifacts: [.lore/a.md]\nnotes: |\n  Progress so far:\n  - t2 half way\n");
+        assert!(plan(&snap(vec![o], 5)).is_empty());
+    }
+
+    #[test]
+    fn a_converged_snapshot_plans_nothing() {
+        let ms = vec![
+            observed("o", Some("open"), Some(MeetingStatus::Open)),
+            observed("r", Some("requested"), Some(MeetingStatus::Requested)),
+            observed("c", Some("closed"), Some(MeetingStatus::Closed)),
+            observed("d", Some("declined"), Some(MeetingStatus::Declined)),
+        ];
+        assert!(plan(&snap(ms, 5)).is_empty());
+    }
+}

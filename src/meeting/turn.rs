@@ -1,0 +1,300 @@
+//! One meeting turn (REQ-MTG-10..15): the person's message to the worker's `meeting:` command,
+//! run like any worker (confined, contained, under the shim) in the meeting's worktree, its
+//! events streamed to the caller as they come; the transcript and the session id kept; an
+//! expired session renewed with the conversation so far. One turn at a time per meeting.
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use serde_yaml_ng::Value;
+
+use super::events::{is_expired_session, Reader, TurnEvent};
+use crate::activity::state::{read_json, write_json, ExitInfo, StateDir};
+use crate::activity::timeline;
+use crate::activity::worktree::WorktreeRecord;
+use crate::artifact::write::Edit;
+use crate::artifact::{Meeting, MeetingStatus};
+use crate::config::{Home, Project};
+use crate::worker::launch::{self, Activation};
+use crate::worker::toolbox::ActivityKind;
+use crate::worker::Catalog;
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The worker said `turn_end`.
+    Ended,
+    /// Ctrl-C (or the caller) interrupted it; the meeting goes on.
+    Interrupted,
+    /// The worker reported an error or ended without finishing its turn.
+    Failed { reason: String },
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Turn {
+    pub meeting: String,
+    pub turn: u32,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    pub session_id: Option<String>,
+    /// The worker's whole answer.
+    pub text: String,
+}
+
+/// The longest stretch of transcript injected into a renewed session.
+const RENEWAL_SUMMARY_CHARS: usize = 12_000;
+/// A turn interrupted by Ctrl-C gets this long to wind down before it is killed.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+
+/// Who holds a meeting's turn lock, for the refusal.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Holder {
+    pid: u32,
+    turn: u32,
+    since: String,
+}
+
+/// Run one turn of meeting `id` with `message`. `on_event` sees each event as it streams;
+/// setting `interrupt` ends the turn (the worker gets SIGTERM, then SIGKILL).
+pub fn run(
+    home: &Home,
+    project: &Project,
+    id: &str,
+    message: &str,
+    interrupt: &AtomicBool,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> Result<Turn> {
+    let meeting = super::observe::load(project, id)?;
+    let record = super::observe::record(home, project, id)?;
+    let state = StateDir(home.meeting_state(&project.name, id));
+    match (record.as_ref().map(|r| r.status), meeting.effective_status()) {
+        (Some(MeetingStatus::Open), MeetingStatus::Open) => {}
+        (Some(MeetingStatus::Open), MeetingStatus::Closed) => bail!("meeting {id} is closing; no more turns"),
+        (_, st) => bail!(
+            "meeting {id} is not open (it is {st}{}); {}",
+            meeting.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default(),
+            if st == MeetingStatus::Requested { "accept it first: guild-hall meeting accept" } else { "start a new meeting to talk again" }
+        ),
+    }
+    let wt: WorktreeRecord = read_json(&state.worktree())?.with_context(|| format!("meeting {id} has no worktree yet"))?;
+    std::fs::create_dir_all(&state.0)?;
+    let Some(_lock) = crate::files::lock(&state.0.join("turn.lock"), crate::files::Lock::TryExclusive)? else {
+        let holder: Option<Holder> = read_json(&state.0.join("turn.json")).ok().flatten();
+        let who = holder.map(|h| format!(" (turn {}, pid {}, since {})", h.turn, h.pid, h.since)).unwrap_or_default();
+        bail!("meeting {id} already has a turn running{who}: one turn at a time; wait for it to end, or interrupt it");
+    };
+    let workers = Catalog::discover(&project.root, &home.workers_dir());
+    let pkg = workers.for_meeting(&meeting.worker).map_err(anyhow::Error::msg)?;
+    let argv = pkg.resolve_argv(pkg.manifest.meeting.as_deref().unwrap_or_default()).map_err(anyhow::Error::msg)?;
+    let turn = crate::files::read_text_if_exists(&state.0.join("turns"))?.and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0) + 1;
+    // Numbered before it starts: a turn killed half-way never shares a number with the next.
+    crate::activity::state::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
+    write_json(&state.0.join("turn.json"), &Holder { pid: std::process::id(), turn, since: now() })?;
+    let transcript = home.transcript(&project.name, id);
+    append(&transcript, &format!("## You ({})\n\n{}\n\n", now(), message.trim_end()))?;
+    let message_file = state.0.join("message.md");
+    std::fs::write(&message_file, message)?;
+
+    let old_session = meeting.session_id().map(str::to_string);
+    let run_once = |session: Option<&str>, extra: String, on_event: &mut dyn FnMut(&TurnEvent)| {
+        let activation = Activation {
+            home,
+            project,
+            pkg,
+            kind: ActivityKind::Meeting,
+            id,
+            state: &state,
+            worktree: &wt,
+            attempt: turn,
+            prompt_extra: extra,
+        };
+        let mut launch = match launch::prepare(&activation, argv.clone())? {
+            Ok(l) => l,
+            Err(why) => {
+                return Ok(Streamed {
+                    outcome: Outcome::Failed { reason: format!("the worker cannot start: {why}") },
+                    ..Default::default()
+                })
+            }
+        };
+        let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
+        launch.env.extend([
+            ("GUILD_HALL_MESSAGE_FILE".to_string(), p(&message_file)),
+            ("GUILD_HALL_SESSION_ID".into(), session.unwrap_or("").to_string()),
+            ("GUILD_HALL_TRANSCRIPT".into(), p(&transcript)),
+        ]);
+        launch.grace = launch.grace.min(INTERRUPT_GRACE);
+        stream(&launch, pkg.manifest.protocol, interrupt, on_event)
+    };
+    let mut streamed = run_once(old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
+    let mut renewed = false;
+    if let (Some(old), Outcome::Failed { reason }) = (&old_session, &streamed.outcome) {
+        if is_expired_session(reason) && streamed.text.is_empty() {
+            // REQ-MTG-12: a fresh session, told what was said so far.
+            let so_far = crate::files::read_text_if_exists(&transcript)?.unwrap_or_default();
+            let old = old.clone();
+            streamed = run_once(None, meeting_context(&meeting, Some(&so_far)), on_event)?;
+            let new = streamed.session.clone().unwrap_or_default();
+            timeline::append(
+                &timeline::path_for(&meeting.path),
+                &[timeline::event(
+                    &now(),
+                    "session_renewed",
+                    format!("renewed:{old}:{turn}"),
+                    json!({"old": old, "new": new, "turn": turn}),
+                )],
+            )?;
+            renewed = true;
+        }
+    }
+    let who = meeting.worker.clone();
+    let ending = match &streamed.outcome {
+        Outcome::Ended => String::new(),
+        Outcome::Interrupted => "\n\n_(interrupted)_".into(),
+        Outcome::Failed { reason } => format!("\n\n_(turn failed: {reason})_"),
+    };
+    append(&transcript, &format!("## {who} ({})\n\n{}{ending}\n\n", now(), streamed.text.trim_end()))?;
+    let session = streamed.session.clone().or(if renewed { None } else { old_session.clone() });
+    if streamed.session.is_some() && streamed.session != old_session {
+        if let Some(s) = streamed.session.as_deref().filter(|s| crate::artifact::meeting::valid_session_id(s)) {
+            super::act::edit_current(&meeting.path, &[Edit::Set("session_id".into(), Value::String(s.to_string()))])?;
+        }
+    }
+    let outcome_text = match &streamed.outcome {
+        Outcome::Ended => "ended".to_string(),
+        Outcome::Interrupted => "interrupted".to_string(),
+        Outcome::Failed { reason } => format!("failed: {reason}"),
+    };
+    timeline::append(
+        &timeline::path_for(&meeting.path),
+        &[timeline::event(&now(), "turn", format!("turn:{turn}"), json!({"turn": turn, "outcome": outcome_text, "session": session}))],
+    )?;
+    let _ = std::fs::remove_file(state.0.join("turn.json"));
+    drop(_lock);
+    if let Err(e) = super::ops::fold_now(home, project) {
+        tracing::warn!(meeting = %id, error = %format!("{e:#}"), "the turn's toolbox events were not folded in yet");
+    }
+    Ok(Turn { meeting: id.to_string(), turn, outcome: streamed.outcome, session_id: session, text: streamed.text })
+}
+
+/// What the worker of one turn said, and how it ended.
+#[derive(Debug, Default)]
+struct Streamed {
+    outcome: Outcome,
+    session: Option<String>,
+    text: String,
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome::Failed { reason: "the worker ended its turn without saying so (no turn_end)".into() }
+    }
+}
+
+/// Run the turn's shim and pass its events on as they come.
+fn stream(
+    launch: &crate::worker::shim::Launch,
+    protocol: crate::worker::Protocol,
+    interrupt: &AtomicBool,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> Result<Streamed> {
+    let mut child = crate::worker::shim::spawn_streaming_shim(launch)?;
+    let stdout = child.stdout.take().context("the turn's output")?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut out = Streamed::default();
+    let mut ended = false;
+    let mut error: Option<String> = None;
+    let mut signalled = false;
+    let mut events = Reader::new(protocol);
+    loop {
+        if interrupt.load(Ordering::SeqCst) && !signalled {
+            signalled = true;
+            // The shim stops every process of the turn (SIGTERM, SIGKILL after the grace).
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        }
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(line) => {
+                for e in events.line(&line) {
+                    match &e {
+                        TurnEvent::Session { id } => out.session = Some(id.clone()),
+                        TurnEvent::TextDelta { text } => out.text.push_str(text),
+                        TurnEvent::TurnEnd => ended = true,
+                        TurnEvent::Error { reason } => error = Some(reason.clone()),
+                        _ => {}
+                    }
+                    on_event(&e);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let _ = reader.join();
+    let status = child.wait()?;
+    let exit: Option<ExitInfo> = read_json(&launch.state.exit()).ok().flatten().filter(|x: &ExitInfo| x.attempt == launch.attempt);
+    out.outcome = if signalled {
+        Outcome::Interrupted
+    } else if let Some(reason) = error {
+        Outcome::Failed { reason }
+    } else if ended {
+        Outcome::Ended
+    } else {
+        let why = exit.map(|x| x.describe()).unwrap_or_else(|| format!("the supervisor exited with {status}"));
+        Outcome::Failed { reason: format!("{why} before the end of its turn") }
+    };
+    Ok(out)
+}
+
+/// What a meeting's worker is told besides posture and memory: the meeting, and after a
+/// renewal the conversation so far (its most recent part, if long).
+fn meeting_context(m: &Meeting, so_far: Option<&str>) -> String {
+    let mut out = format!("## This meeting\n\nYou are meeting a person (meeting {}", m.id);
+    if let Some(t) = &m.title {
+        out.push_str(&format!(": {t}"));
+    }
+    out.push_str("). Each message you get is one turn of a live conversation; answer it, then end your turn.\n");
+    if let Some(a) = &m.agenda {
+        out.push_str(&format!("\nAgenda: {}\n", a.trim()));
+    }
+    if !m.references.is_empty() {
+        out.push_str(&format!("\nReferenced artifacts (in your working directory): {}\n", m.references.join(", ")));
+    }
+    if let Some(text) = so_far {
+        let chars = text.chars().count();
+        let tail: String = text.chars().skip(chars.saturating_sub(RENEWAL_SUMMARY_CHARS)).collect();
+        out.push_str(
+            "\n## The conversation so far\n\nYour earlier session could not be resumed; this is the transcript of the meeting until now",
+        );
+        out.push_str(if chars > RENEWAL_SUMMARY_CHARS { " (its most recent part)" } else { "" });
+        out.push_str(". Carry on from it.\n\n");
+        out.push_str(&tail);
+        out.push('\n');
+    }
+    out
+}
+
+fn append(path: &std::path::Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn now() -> String {
+    crate::commission::plan::timestamp(chrono::Utc::now())
+}
