@@ -93,7 +93,13 @@ pub fn render(e: &Value) -> String {
         "memory" => format!("stored memory {}", s("key")),
         "merge" => format!("merged into {} as {}", s("branch"), s("commit")),
         "redispatch" => format!("attempt {}", e["attempt"]),
+        "refused" if e.get("asked").is_some() => format!("status: {} refused, put back to {} ({})", s("asked"), s("status"), s("reason")),
         "refused" | "request" => s("text"),
+        "turn" => format!("turn {} {}", e["turn"], s("outcome")),
+        "link" => format!("linked {}", s("path")),
+        "summary" => s("text"),
+        "followup" => format!("proposed a follow-up: {}", s("reason")),
+        "session_renewed" => format!("session {} expired; renewed as {}", s("old"), s("new")),
         _ => e.to_string(),
     };
     format!("{ts}  {kind:<10} {detail}")

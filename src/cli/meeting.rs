@@ -269,13 +269,13 @@ impl View {
 
     fn finish(&mut self, t: &turn::Turn) {
         if self.json {
-            say!(
-                "{}",
-                serde_json::to_string(
-                    &json!({"type": "turn", "meeting": t.meeting, "turn": t.turn, "outcome": t.outcome, "session_id": t.session_id})
-                )
-                .unwrap_or_default()
-            );
+            // The turn as a last line: `{"type":"turn","outcome":"ended",...}`.
+            let mut v = serde_json::to_value(t).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("type".into(), json!("turn"));
+                o.remove("text");
+            }
+            say!("{}", serde_json::to_string(&v).unwrap_or_default());
             return;
         }
         self.newline();

@@ -195,10 +195,27 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
             problems.push(Problem::new(&o.artifact.path, line, col, why));
         }
     }
+    let now = crate::commission::plan::timestamp(chrono::Utc::now());
+    let (meetings, meeting_problems) = crate::meeting::observe::observe(&env.home, &env.project, &snap.workers, &now)?;
+    problems.extend(meeting_problems);
+    for o in &meetings.meetings {
+        if let Err(why) = snap.workers.for_meeting(&o.meeting.worker) {
+            let text = std::fs::read_to_string(&o.meeting.path).unwrap_or_default();
+            let (line, col) = crate::artifact::frontmatter::split(&text)
+                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
+                .unwrap_or((1, 1));
+            problems.push(Problem::new(&o.meeting.path, line, col, why));
+        }
+    }
     if json_out {
         say!("{}", serde_json::to_string_pretty(&problems)?);
     } else if problems.is_empty() {
-        say!("ok: {} commissions, {} worker packages", snap.commissions.len(), snap.workers.packages.len());
+        say!(
+            "ok: {} commissions, {} meetings, {} worker packages",
+            snap.commissions.len(),
+            meetings.meetings.len(),
+            snap.workers.packages.len()
+        );
     } else {
         for p in &problems {
             say!("{p}");

@@ -103,7 +103,9 @@ fn run_notes_command(
     let global = ctx.home.load_config()?;
     let confined = crate::worker::launch::confinement(&pkg.manifest.sandbox, &global).map_err(anyhow::Error::msg)?
         == crate::worker::launch::Confinement::Confined;
-    let (env, _) = crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()).map_err(anyhow::Error::msg)?;
+    let (passed, _) = crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()).map_err(anyhow::Error::msg)?;
+    let mut env = pkg.manifest.env.clone();
+    env.extend(passed);
     let tmp = state.0.join("notes-tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;

@@ -100,18 +100,9 @@ pub fn run(
     std::fs::write(&message_file, message)?;
 
     let old_session = meeting.session_id().map(str::to_string);
-    let run_once = |session: Option<&str>, extra: String, on_event: &mut dyn FnMut(&TurnEvent)| {
-        let activation = Activation {
-            home,
-            project,
-            pkg,
-            kind: ActivityKind::Meeting,
-            id,
-            state: &state,
-            worktree: &wt,
-            attempt: turn,
-            prompt_extra: extra,
-        };
+    let run_once = |attempt: u32, session: Option<&str>, extra: String, on_event: &mut dyn FnMut(&TurnEvent)| {
+        let activation =
+            Activation { home, project, pkg, kind: ActivityKind::Meeting, id, state: &state, worktree: &wt, attempt, prompt_extra: extra };
         let mut launch = match launch::prepare(&activation, argv.clone())? {
             Ok(l) => l,
             Err(why) => {
@@ -130,14 +121,18 @@ pub fn run(
         launch.grace = launch.grace.min(INTERRUPT_GRACE);
         stream(&launch, pkg.manifest.protocol, interrupt, on_event)
     };
-    let mut streamed = run_once(old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
+    let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
+    let mut turn = turn;
     let mut renewed = false;
     if let (Some(old), Outcome::Failed { reason }) = (&old_session, &streamed.outcome) {
         if is_expired_session(reason) && streamed.text.is_empty() {
             // REQ-MTG-12: a fresh session, told what was said so far.
             let so_far = crate::files::read_text_if_exists(&transcript)?.unwrap_or_default();
             let old = old.clone();
-            streamed = run_once(None, meeting_context(&meeting, Some(&so_far)), on_event)?;
+            // A process of its own, numbered like a turn (the shim runs each number once).
+            turn += 1;
+            crate::activity::state::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
+            streamed = run_once(turn, None, meeting_context(&meeting, Some(&so_far)), on_event)?;
             let new = streamed.session.clone().unwrap_or_default();
             timeline::append(
                 &timeline::path_for(&meeting.path),

@@ -7,6 +7,7 @@ mod common;
 mod confinement;
 mod lifecycle;
 mod mcp;
+mod meetings;
 mod merge;
 mod robustness;
 mod rpc;
