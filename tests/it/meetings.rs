@@ -282,7 +282,7 @@ fn one_turn_at_a_time_and_a_meeting_beside_a_commission() {
 fn an_interrupted_turn_leaves_the_meeting_open() {
     let p = Project::new(&["counsel"]);
     p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "hi"]);
-    let mut slow = p.cmd().args(["meeting", "send", "m", "slow"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let slow = p.cmd().args(["meeting", "send", "m", "slow"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
     let run_json = project_dir(&p, "state").join("meetings/m/run.json");
     wait_for("the slow turn to run", || std::fs::read_to_string(&run_json).is_ok_and(|t| t.contains("\"attempt\": 2")));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(slow.id() as i32), nix::sys::signal::Signal::SIGINT).expect("sigint");
