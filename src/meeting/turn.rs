@@ -117,6 +117,9 @@ pub fn run(
             ("GUILD_HALL_MESSAGE_FILE".to_string(), p(&message_file)),
             ("GUILD_HALL_SESSION_ID".into(), session.unwrap_or("").to_string()),
             ("GUILD_HALL_TRANSCRIPT".into(), p(&transcript)),
+            // A turn is bounded like a commission's attempt, by the package's resources.
+            ("GUILD_HALL_MAX_TURNS".into(), pkg.manifest.resources.max_turns.unwrap_or(150).to_string()),
+            ("GUILD_HALL_MAX_BUDGET_USD".into(), pkg.manifest.resources.max_budget_usd.unwrap_or(2.0).to_string()),
         ]);
         launch.grace = launch.grace.min(INTERRUPT_GRACE);
         stream(&launch, pkg.manifest.protocol, interrupt, on_event)

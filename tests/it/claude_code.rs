@@ -337,3 +337,79 @@ fn real_claude_code_coder_writes_and_runs_inside_its_worktree_only() {
     assert!(results.contains("ESCAPE-REFUSED") && results.contains("Permission denied"), "the sandbox refused the escape");
     assert!(api.offered().iter().all(|tools| ["Write", "Edit", "Bash"].iter().all(|t| tools.iter().any(|x| x == t))));
 }
+
+/// A stand-in `claude` for meetings that replays the real captures in
+/// `../shared/fixtures/claude-code/`: a new session (tool calls, streamed text), a resumed
+/// turn, and what an unknown session id returns. Records each call's arguments.
+fn stand_in_claude_meeting(dir: &Path, record: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::create_dir_all(record).expect("mkdir");
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/claude-code");
+    let script = format!(
+        r#"#!/bin/sh
+n=$(ls {rec} | wc -l)
+for a in "$@"; do printf '%s\n---\n' "$a"; done > {rec}/call-$n
+resume=''
+prev=''
+for a in "$@"; do [ "$prev" = --resume ] && resume=$a; prev=$a; done
+case "$resume" in
+  '') cat {fx}/turn1.jsonl ;;
+  1149bf9a-6688-451b-bc63-1d54cf1d6bc3) cat {fx}/turn2-resume.jsonl ;;
+  *) cat {fx}/turn3-unknown-session.jsonl; cat {fx}/turn3-unknown-session.stderr >&2; exit 1 ;;
+esac
+"#,
+        rec = record.display(),
+        fx = fixtures.display()
+    );
+    std::fs::write(dir.join("claude"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("claude"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// The claude-code package in a meeting: Claude Code's stream-json translated (against real
+/// captures), the session stored and resumed, an unknown session renewed.
+#[test]
+fn the_claude_code_package_meets_with_resume_and_renewal() {
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    let bin = p.tmp.path().join("bin");
+    let record = p.tmp.path().join("claude-calls");
+    stand_in_claude_meeting(&bin, &record);
+    allow_writes(&p, "claude-code", &record);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str]| {
+        let out = p.cmd().args(args).env("PATH", &path).output().expect("runs");
+        let (o, e) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+        assert!(out.status.success(), "{args:?}\n{o}\n{e}");
+        o
+    };
+    let out = run(&["meeting", "start", "--worker", "claude-code", "--id", "cc", "What does the survey say?"]);
+    assert!(out.contains("The survey covers three designs: crash-only, journaling and checkpointing."), "{out}");
+    assert!(out.contains("· mcp__gh__report_progress"), "{out}");
+    let call0 = std::fs::read_to_string(record.join("call-0")).expect("first call");
+    assert!(call0.starts_with("-p\n---\nWhat does the survey say?\n---\n"), "the message is the prompt: {call0}");
+    assert!(!call0.contains("--resume"), "{call0}");
+    assert!(call0.contains("--include-partial-messages") && call0.contains("mcp__guild-hall__link_artifact"), "{call0}");
+    let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/cc.md")).expect("artifact");
+    assert!(artifact.contains("session_id: 1149bf9a-6688-451b-bc63-1d54cf1d6bc3"), "{artifact}");
+
+    let out = run(&["meeting", "send", "cc", "And the next step?"]);
+    let call1 = std::fs::read_to_string(record.join("call-1")).expect("second call");
+    assert!(call1.contains("--resume\n---\n1149bf9a-6688-451b-bc63-1d54cf1d6bc3\n"), "resumed: {call1}");
+    assert!(!out.trim().is_empty(), "{out}");
+
+    // A session Claude Code does not have: renewed in a fresh one, told the conversation.
+    let text = artifact.replace("1149bf9a-6688-451b-bc63-1d54cf1d6bc3", "00000000-0000-4000-8000-000000000000");
+    std::fs::write(p.root.join(".lore/meetings/cc.md"), text).expect("write");
+    let out = run(&["meeting", "send", "cc", "Still there?", "--json"]);
+    assert!(out.contains("No conversation found with session ID"), "the error is shown: {out}");
+    assert!(out.lines().last().unwrap_or("").contains("\"outcome\":\"ended\""), "{out}");
+    let call3 = std::fs::read_to_string(record.join("call-3")).expect("renewed call");
+    assert!(!call3.contains("--resume"), "a fresh session: {call3}");
+    assert!(call3.contains("The conversation so far") && call3.contains("What does the survey say?"), "{call3}");
+    let log = p.ok(&["meeting", "show", "cc", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&log).expect("json");
+    let renewal = v["log"].as_array().expect("log").iter().find(|e| e["kind"] == "session_renewed").cloned().expect("renewal");
+    assert_eq!(renewal["old"], "00000000-0000-4000-8000-000000000000");
+    assert_eq!(renewal["new"], "1149bf9a-6688-451b-bc63-1d54cf1d6bc3");
+}

@@ -1,0 +1,30 @@
+#!/bin/sh
+# One meeting turn with Claude Code, headless (DESIGN §10): the person's message is the prompt,
+# the session guild-hall keeps is resumed with `--resume` (empty on the first turn: Claude Code
+# then starts one, and guild-hall stores its id), and the output is Claude Code's own stream
+# (`stream-json` with partial messages), which guild-hall translates into meeting events.
+# Tools as for commissions (run.sh), with the meeting toolbox instead of the commission one.
+set -eu
+config="$TMPDIR/guild-hall-mcp.json"
+cat > "$config" <<JSON
+{"mcpServers": {"guild-hall": {"type": "stdio", "command": "$GUILD_HALL_BIN", "args": ["mcp"]}}}
+JSON
+builtin="${CLAUDE_TOOLS:-Read,Grep,Glob,WebSearch,WebFetch}"
+toolbox=""
+for t in link_artifact summarize_progress propose_followup record_decision store_memory write_artifact read_artifact; do
+  toolbox="$toolbox,mcp__guild-hall__$t"
+done
+if [ -n "${GUILD_HALL_SESSION_ID:-}" ]; then
+  set -- --resume "$GUILD_HALL_SESSION_ID"
+else
+  set --
+fi
+exec claude -p "$(cat "$GUILD_HALL_MESSAGE_FILE")" "$@" \
+  --append-system-prompt "$(cat "$GUILD_HALL_SYSTEM_PROMPT_FILE")" \
+  --mcp-config "$config" --strict-mcp-config \
+  --tools "$builtin" \
+  --allowedTools "$builtin$toolbox" \
+  --permission-mode dontAsk \
+  --max-turns "$GUILD_HALL_MAX_TURNS" \
+  --max-budget-usd "$GUILD_HALL_MAX_BUDGET_USD" \
+  --output-format stream-json --verbose --include-partial-messages
