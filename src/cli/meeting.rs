@@ -5,7 +5,6 @@
 use std::io::{BufRead, IsTerminal};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Subcommand;
@@ -17,9 +16,6 @@ use crate::artifact::MeetingStatus;
 use crate::meeting::events::TurnEvent;
 use crate::meeting::ops::{self, NewMeeting};
 use crate::meeting::turn::{self, Outcome};
-
-/// How long a command waits for a running `watch` to carry out what it wrote.
-const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Subcommand)]
 pub enum MeetingCmd {
@@ -90,7 +86,6 @@ pub enum MeetingCmd {
 pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
     match cmd {
         MeetingCmd::Start { worker, agenda, refs, title, id, json, message } => {
-            let body = message.clone().unwrap_or_default();
             let new = NewMeeting {
                 worker: worker.clone(),
                 title: title.clone(),
@@ -99,11 +94,11 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
                 id: id.clone(),
                 status: MeetingStatus::Open,
                 requested_by: None,
-                body,
+                body: message.clone().unwrap_or_default(),
             };
             let id = ops::create(&env.home, &env.project, &new)?;
             say!("{id}");
-            open_and_wait(env, &id)?;
+            opened(env, &ops::open(&env.home, &env.project, &id)?);
             let first = message.clone().or_else(|| agenda.as_ref().map(|a| format!("Let's begin. The agenda: {a}")));
             match first {
                 Some(m) => one_turn(env, &id, &m, *json),
@@ -111,26 +106,12 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
             }
         }
         MeetingCmd::Accept { id, message, json } => {
-            let m = ops::request(&env.project, id, MeetingStatus::Open, None)?;
-            open_and_wait(env, id)?;
-            let mut opening =
-                String::from("You asked for this meeting and the person has accepted. Open it by presenting what prompted it");
-            if let Some(a) = &m.agenda {
-                opening.push_str(&format!(" (the agenda: {a})"));
-            }
-            if !m.references.is_empty() {
-                opening.push_str(&format!(", from the referenced artifacts: {}", m.references.join(", ")));
-            }
-            opening.push('.');
-            if let Some(msg) = message {
-                opening.push_str(&format!("\n\nThe person adds: {msg}"));
-            }
+            let (m, opening) = ops::accept(&env.home, &env.project, id, message.as_deref())?;
+            opened(env, &m);
             one_turn(env, id, &opening, *json)
         }
         MeetingCmd::Decline { id, reason } => {
-            let note = reason.as_ref().map(|r| format!("declined: {r}"));
-            ops::request(&env.project, id, MeetingStatus::Declined, note.as_deref())?;
-            ops::converge(&env.home, &env.project, id, CONVERGE_LIMIT, |r, _| r.is_some_and(|r| r.status == MeetingStatus::Declined))?;
+            ops::decline(&env.home, &env.project, id, reason.as_deref())?;
             say_err!("declined meeting {id}; nothing was created and its references are untouched");
             Ok(())
         }
@@ -148,48 +129,27 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
     }
 }
 
-/// Have the reconciler open the meeting, and say what it became.
-fn open_and_wait(env: &Env, id: &str) -> Result<()> {
-    ops::converge(&env.home, &env.project, id, CONVERGE_LIMIT, |r, m| {
-        r.is_some_and(|r| r.status == MeetingStatus::Open) || m.str_field("reason").is_some()
-    })?;
-    let m = crate::meeting::observe::load(&env.project, id)?;
-    let rec = crate::meeting::observe::record(&env.home, &env.project, id)?;
-    if rec.is_none_or(|r| r.status != MeetingStatus::Open) {
-        bail!("meeting {id} was not opened: {}", m.str_field("reason").unwrap_or("see `guild-hall meeting show`"));
-    }
+fn opened(env: &Env, m: &crate::artifact::Meeting) {
     say_err!(
-        "meeting {id} open with {} on {} (worktree {})",
+        "meeting {} open with {} on {} (worktree {})",
+        m.id,
         m.worker,
-        crate::meeting::plan::branch_name(id),
-        env.home.meeting_worktree(&env.project.name, id).display()
+        crate::meeting::plan::branch_name(&m.id),
+        env.home.meeting_worktree(&env.project.name, &m.id).display()
     );
-    Ok(())
 }
 
 fn close(env: &Env, id: &str) -> Result<()> {
-    ops::request(&env.project, id, MeetingStatus::Closed, None)?;
-    ops::converge(&env.home, &env.project, id, CONVERGE_LIMIT, |r, m| {
-        r.is_some_and(|r| r.status == MeetingStatus::Closed) || m.str_field("reason").is_some_and(|r| r.starts_with("merge waiting"))
-    })?;
-    let m = crate::meeting::observe::load(&env.project, id)?;
-    let rec = crate::meeting::observe::record(&env.home, &env.project, id)?;
-    match rec.map(|r| r.status) {
-        Some(MeetingStatus::Closed) => {
-            say_err!("closed meeting {id}{}", m.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default());
-            if let Some(n) = m.str_field("notes") {
-                say!("{}", n.trim_end());
-            }
-            Ok(())
+    let (m, closed) = ops::close(&env.home, &env.project, id)?;
+    if closed {
+        say_err!("closed meeting {id}{}", m.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default());
+        if let Some(n) = m.str_field("notes") {
+            say!("{}", n.trim_end());
         }
-        _ => {
-            say_err!(
-                "meeting {id} is closing: {}; the reconciler finishes it when it can",
-                m.str_field("reason").unwrap_or("not done yet")
-            );
-            Ok(())
-        }
+    } else {
+        say_err!("meeting {id} is closing: {}; the reconciler finishes it when it can", m.str_field("reason").unwrap_or("not done yet"));
     }
+    Ok(())
 }
 
 /// Ctrl-C sets this instead of ending the process: it interrupts the turn, not the meeting.

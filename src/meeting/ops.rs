@@ -185,3 +185,64 @@ pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
     }
     Ok(())
 }
+
+/// How long an operation waits for a running `watch` to carry out what it wrote.
+pub const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
+
+/// Have the reconciler open meeting `id` (just written open, or accepted); an error says why
+/// it was not opened (the cap, its worker).
+pub fn open(home: &Home, project: &Project, id: &str) -> Result<Meeting> {
+    converge(home, project, id, CONVERGE_LIMIT, |r, m| {
+        r.is_some_and(|r| r.status == MeetingStatus::Open) || m.str_field("reason").is_some()
+    })?;
+    let m = super::observe::load(project, id)?;
+    if super::observe::record(home, project, id)?.is_none_or(|r| r.status != MeetingStatus::Open) {
+        bail!("meeting {id} was not opened: {}", m.str_field("reason").unwrap_or("see `guild-hall meeting show`"));
+    }
+    Ok(m)
+}
+
+/// Write a person's meeting and open it.
+pub fn start(home: &Home, project: &Project, new: &NewMeeting) -> Result<Meeting> {
+    let id = create(home, project, &NewMeeting { status: MeetingStatus::Open, ..new.clone() })?;
+    open(home, project, &id)
+}
+
+/// Accept a request and open it; the first message of its first turn: the worker opens the
+/// meeting by presenting what prompted it (REQ-MTG-8.6), with the person's words added.
+pub fn accept(home: &Home, project: &Project, id: &str, message: Option<&str>) -> Result<(Meeting, String)> {
+    request(project, id, MeetingStatus::Open, None)?;
+    let m = open(home, project, id)?;
+    let mut opening = String::from("You asked for this meeting and the person has accepted. Open it by presenting what prompted it");
+    if let Some(a) = &m.agenda {
+        opening.push_str(&format!(" (the agenda: {a})"));
+    }
+    if !m.references.is_empty() {
+        opening.push_str(&format!(", from the referenced artifacts: {}", m.references.join(", ")));
+    }
+    opening.push('.');
+    if let Some(msg) = message {
+        opening.push_str(&format!("\n\nThe person adds: {msg}"));
+    }
+    Ok((m, opening))
+}
+
+/// Decline a request: nothing is created, its references stay as they are.
+pub fn decline(home: &Home, project: &Project, id: &str, reason: Option<&str>) -> Result<Meeting> {
+    let note = reason.map(|r| format!("declined: {r}"));
+    request(project, id, MeetingStatus::Declined, note.as_deref())?;
+    converge(home, project, id, CONVERGE_LIMIT, |r, _| r.is_some_and(|r| r.status == MeetingStatus::Declined))?;
+    super::observe::load(project, id)
+}
+
+/// Close a meeting and have it carried out: `true` once closed (notes written, work merged or
+/// refused with the reason), `false` while the merge waits (the reason says on what).
+pub fn close(home: &Home, project: &Project, id: &str) -> Result<(Meeting, bool)> {
+    request(project, id, MeetingStatus::Closed, None)?;
+    converge(home, project, id, CONVERGE_LIMIT, |r, m| {
+        r.is_some_and(|r| r.status == MeetingStatus::Closed) || m.str_field("reason").is_some_and(|r| r.starts_with("merge waiting"))
+    })?;
+    let m = super::observe::load(project, id)?;
+    let closed = super::observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Closed);
+    Ok((m, closed))
+}

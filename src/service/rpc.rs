@@ -1,7 +1,8 @@
 //! The `worker/*` JSON-RPC 2.0 endpoint of `guild-hall watch --socket/--listen`: HTTP
 //! `POST /mcp`, one request per body, served on a Unix socket (mode 0600) and/or a loopback TCP
 //! port (every request needs the bearer token in `$GUILD_HALL_HOME/token`, mode 0600). The
-//! methods are [`crate::service::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`.
+//! methods are [`crate::service::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`,
+//! and `meeting/*` (a turn's events streamed back as chunked JSON lines).
 //! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -179,6 +180,9 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: b
     if r.read_exact(&mut body).is_err() {
         return respond(w, "400 Bad Request", &json!({"error": "body shorter than Content-Length"}));
     }
+    if let Some(turn) = streamed_turn(&body) {
+        return stream_turn(w, turn, ep);
+    }
     match answer(&body, ep) {
         Some(reply) => respond(w, "200 OK", &reply),
         None => respond(w, "202 Accepted", &json!({})),
@@ -232,6 +236,7 @@ fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String
                 Err((_, msg)) => Ok(json!({"content": [{"type": "text", "text": msg}], "isError": true})),
             }
         }
+        m if m.starts_with("meeting/") => meeting_call(&m["meeting/".len()..], params, ep),
         m if m.starts_with("worker/") => dispatcher_call(&m["worker/".len()..], params.clone(), ep).map_err(|(code, msg)| {
             // On the `worker/*` methods a refusal is invalid params too (REQ-WD-17).
             (if code == BAD_ARGUMENTS || code == REFUSED { -32602 } else { code }, msg)
@@ -275,5 +280,137 @@ fn pick_project(params: &Json, ep: &Endpoint) -> Result<Project> {
         (1, _) => Ok(found.remove(0)),
         (0, Some(w)) => bail!("unknown project {w:?}"),
         _ => bail!("several projects are served: name one with \"project\" (its name or path)"),
+    }
+}
+
+/// A request whose reply is a streamed meeting turn: `meeting/send`, and `meeting/start` or
+/// `meeting/accept` with a first `message`.
+struct TurnRequest {
+    id: Json,
+    method: String,
+    params: Json,
+}
+
+fn streamed_turn(body: &[u8]) -> Option<TurnRequest> {
+    let req: Json = serde_json::from_slice(body).ok()?;
+    let method = req.get("method")?.as_str()?;
+    let params = req.get("params").cloned().unwrap_or(json!({}));
+    let streams = method == "meeting/send" || (matches!(method, "meeting/start" | "meeting/accept") && params.get("message").is_some());
+    (streams && req.get("jsonrpc") == Some(&json!("2.0")) && params.is_object()).then(|| TurnRequest {
+        id: req.get("id").cloned().unwrap_or(Json::Null),
+        method: method.to_string(),
+        params,
+    })
+}
+
+/// Answer with the turn's events as they happen: HTTP chunked, one JSON line per event (the
+/// meeting events of DESIGN §10), then the JSON-RPC response as the last line. A client that
+/// goes away interrupts the turn, not the meeting.
+fn stream_turn(w: &mut impl Write, req: TurnRequest, ep: &Endpoint) {
+    let _ = write!(w, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+    let _ = w.flush();
+    let gone = std::sync::atomic::AtomicBool::new(false);
+    let mut emit = |line: &Json| {
+        let text = format!("{}\n", serde_json::to_string(line).unwrap_or_default());
+        if write!(w, "{:x}\r\n{text}\r\n", text.len()).and_then(|_| w.flush()).is_err() {
+            gone.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    };
+    let result = meeting_turn(&req, ep, &gone, &mut emit);
+    let last = match result {
+        Ok(v) => json!({"jsonrpc": "2.0", "id": req.id, "result": v}),
+        Err((code, msg)) => rpc_error(&req.id, code, msg),
+    };
+    emit(&last);
+    let _ = write!(w, "0\r\n\r\n");
+    let _ = w.flush();
+}
+
+fn meeting_turn(
+    req: &TurnRequest,
+    ep: &Endpoint,
+    gone: &std::sync::atomic::AtomicBool,
+    emit: &mut dyn FnMut(&Json),
+) -> Result<Json, (i64, String)> {
+    let project = pick_project(&req.params, ep).map_err(|e| (-32602, format!("{e:#}")))?;
+    let refused = |e: anyhow::Error| (-32602, format!("{e:#}"));
+    let message = req.params["message"].as_str().map(str::to_string);
+    let (id, message) = match req.method.as_str() {
+        "meeting/start" => {
+            let m = crate::meeting::ops::start(&ep.home, &project, &new_meeting(&req.params)?).map_err(refused)?;
+            (m.id, message.unwrap_or_default())
+        }
+        "meeting/accept" => {
+            let id = param(&req.params, "id")?;
+            let (_, opening) = crate::meeting::ops::accept(&ep.home, &project, &id, message.as_deref()).map_err(refused)?;
+            (id, opening)
+        }
+        _ => (param(&req.params, "id")?, message.ok_or((-32602, "meeting/send needs a message".to_string()))?),
+    };
+    let turn =
+        crate::meeting::turn::run(&ep.home, &project, &id, &message, gone, &mut |e| emit(&serde_json::to_value(e).unwrap_or_default()))
+            .map_err(refused)?;
+    serde_json::to_value(&turn).map_err(|e| (-32603, e.to_string()))
+}
+
+fn param(params: &Json, key: &str) -> Result<String, (i64, String)> {
+    params.get(key).and_then(Json::as_str).map(str::to_string).ok_or((-32602, format!("missing string parameter {key:?}")))
+}
+
+fn new_meeting(params: &Json) -> Result<crate::meeting::ops::NewMeeting, (i64, String)> {
+    let text = |k: &str| params.get(k).and_then(Json::as_str).map(str::to_string);
+    let references = match params.get("references") {
+        None | Some(Json::Null) => Vec::new(),
+        Some(Json::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or((-32602, "references must be paths".to_string())))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err((-32602, "references must be a list of paths".into())),
+    };
+    Ok(crate::meeting::ops::NewMeeting {
+        worker: param(params, "worker")?,
+        title: text("title"),
+        agenda: text("agenda"),
+        references,
+        id: text("id"),
+        status: crate::artifact::MeetingStatus::Open,
+        requested_by: None,
+        body: text("message").unwrap_or_default(),
+    })
+}
+
+/// `meeting/list|start|accept|decline|close` without a streamed turn.
+fn meeting_call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
+    let project = pick_project(params, ep).map_err(|e| (-32602, format!("{e:#}")))?;
+    let refused = |e: anyhow::Error| (-32602, format!("{e:#}"));
+    let summary = |m: &crate::artifact::Meeting| {
+        json!({"id": m.id, "status": m.effective_status(), "worker": m.worker, "agenda": m.agenda, "requested_by": m.requested_by,
+               "references": m.references, "linked_artifacts": m.linked_artifacts(), "session_id": m.session_id(),
+               "reason": m.str_field("reason"), "notes": m.str_field("notes")})
+    };
+    match method {
+        "list" => {
+            let mut out = Vec::new();
+            for path in crate::commission::observe::artifact_paths(&project.meetings_dir()).map_err(refused)? {
+                let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+                if let Ok(m) = crate::meeting::observe::load(&project, id) {
+                    out.push(summary(&m));
+                }
+            }
+            Ok(json!({"meetings": out}))
+        }
+        "start" => crate::meeting::ops::start(&ep.home, &project, &new_meeting(params)?).map(|m| summary(&m)).map_err(refused),
+        "accept" => crate::meeting::ops::accept(&ep.home, &project, &param(params, "id")?, None).map(|(m, _)| summary(&m)).map_err(refused),
+        "decline" => crate::meeting::ops::decline(&ep.home, &project, &param(params, "id")?, params["reason"].as_str())
+            .map(|m| summary(&m))
+            .map_err(refused),
+        "close" => crate::meeting::ops::close(&ep.home, &project, &param(params, "id")?)
+            .map(|(m, closed)| {
+                let mut v = summary(&m);
+                v["closed"] = json!(closed);
+                v
+            })
+            .map_err(refused),
+        other => Err((-32601, format!("method not found: meeting/{other}"))),
     }
 }

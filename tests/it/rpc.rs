@@ -261,3 +261,63 @@ fn every_face_of_a_tool_agrees() {
         assert!(prompt.contains(description), "{name}'s description differs in the system prompt");
     }
 }
+
+/// `meeting/*` over the watcher's socket, with a real client (curl) reading the turn's
+/// chunked JSON lines as they come: an event arrives while the turn is still running, and a
+/// client that goes away interrupts the turn, not the meeting.
+#[test]
+fn meetings_over_the_socket_stream_their_turns() {
+    use std::io::BufRead;
+    let p = Project::new(&["counsel"]);
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let curl = |body: Value| {
+        std::process::Command::new("curl")
+            .args(["-sN", "--unix-socket", sock.to_str().expect("utf8"), "-X", "POST", "http://localhost/mcp", "-d"])
+            .arg(body.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("curl runs")
+    };
+    let out = curl(json!({"jsonrpc": "2.0", "id": 1, "method": "meeting/start",
+        "params": {"worker": "counsel", "id": "wire", "message": "hello\nlink: .lore/wire.md"}}))
+    .wait_with_output()
+    .expect("curl");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    assert_eq!(types, ["session", "text_delta", "text_delta", "tool_use", "tool_result", "turn_end"], "{lines:?}");
+    let last = lines.last().expect("the response");
+    assert_eq!(last["id"], 1);
+    assert_eq!(last["result"]["outcome"], "ended");
+
+    // A slow turn: the first delta is read before the turn has ended.
+    let mut slow = curl(json!({"jsonrpc": "2.0", "id": 2, "method": "meeting/send", "params": {"id": "wire", "message": "slow"}}));
+    let mut reader = std::io::BufReader::new(slow.stdout.take().expect("stdout"));
+    let turn_json =
+        p.home.join("state").read_dir().expect("state").next().expect("project").expect("entry").path().join("meetings/wire/turn.json");
+    let mut seen_while_running = false;
+    for _ in 0..20 {
+        let mut line = String::new();
+        if reader.read_line(&mut line).expect("read") == 0 {
+            break;
+        }
+        let v: Value = serde_json::from_str(&line).expect("a JSON line");
+        if v["type"] == "text_delta" && turn_json.exists() {
+            seen_while_running = true;
+            break;
+        }
+    }
+    assert!(seen_while_running, "events stream while the turn runs");
+    // The client goes away: the turn is interrupted, the meeting stays open.
+    let _ = slow.kill();
+    let _ = slow.wait();
+    wait_for("the interrupted turn to end", || !turn_json.exists());
+    let listed = rpc(&sock, "meeting/list", json!({}));
+    assert_eq!(ok(&listed)["meetings"][0]["status"], "open");
+
+    let closed = rpc(&sock, "meeting/close", json!({"id": "wire"}));
+    assert_eq!(ok(&closed)["closed"], true, "{closed}");
+    assert!(git(&p.root, &["show", "claude/main:.lore/wire.md"]).contains("meeting wire"));
+    let unknown = rpc(&sock, "meeting/accept", json!({"id": "nope"}));
+    assert_eq!(err_code(&unknown), -32602);
+}
