@@ -80,6 +80,8 @@ async def main(binary, project, home):
             out["dispatch_unknown_key"] = await call(session, "dispatch", {"description": "x", "task": "y", "max_turns": 3})
             out["dispatch_unknown_config"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "researcher", "max_turns": 3}})
             out["status_wrong_type"] = await call(session, "status", {"jobId": 42})
+            out["meeting_request"] = await call(session, "meeting_request", {"worker": "counsel", "reason": "The survey needs a decision", "references": [".lore/reports/x.md"]})
+            out["meeting_request_bad"] = await call(session, "meeting_request", {"worker": "researcher", "reason": "x"})
             out["job"], out["slow"] = job, slow
     print(json.dumps(out))
 

@@ -63,6 +63,21 @@ pub struct Job {
     pub job_id: String,
 }
 
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingRequest {
+    /// The worker the person is to meet (a package with the `meeting` capability).
+    pub worker: String,
+    /// Why a meeting is needed: its agenda, shown to the person with the request.
+    pub reason: String,
+    /// Artifacts that prompted it, relative to the project root (findings, commissions, ...).
+    #[serde(default)]
+    pub references: Vec<String>,
+    /// A short title for the meeting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
 /// The dispatcher's operations.
 pub fn tools() -> Vec<Tool<Dispatcher>> {
     vec![
@@ -96,8 +111,36 @@ pub fn tools() -> Vec<Tool<Dispatcher>> {
             "Delete a completed or cancelled job and everything it owns (its file, timeline, records and branches). Running and failed jobs are refused.",
             |d: &Dispatcher, a: Job| d.delete(&a.job_id),
         ),
+        Tool::new(
+            "meeting_request",
+            "Ask the person for a live meeting with a worker, when a question needs talking through: writes a meeting request (.lore/meetings/<id>.md, status: requested) that the person accepts, declines or leaves for later. Returns {meetingId}.",
+            |d: &Dispatcher, a: MeetingRequest| {
+                let new = crate::meeting::ops::NewMeeting {
+                    worker: a.worker,
+                    title: a.title,
+                    agenda: Some(a.reason),
+                    references: a.references,
+                    id: None,
+                    status: crate::artifact::MeetingStatus::Requested,
+                    requested_by: Some("manager".into()),
+                    body: String::new(),
+                };
+                let id = crate::meeting::ops::create(&d.home, &d.project, &new).map_err(|e| super::ToolError::Refused(format!("{e:#}")))?;
+                Ok(MeetingRequested { meeting_id: id, status: "requested" })
+            },
+        ),
     ]
 }
+
+/// `meeting_request`: the request written.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MeetingRequested {
+    pub meeting_id: String,
+    pub status: &'static str,
+}
+
+impl super::Reply for MeetingRequested {}
 
 /// `dispatch`: the new job.
 #[derive(Debug, Serialize)]

@@ -96,7 +96,7 @@ fn mcp_outside_a_worker_says_so() {
 
 #[test]
 fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
-    let p = Project::new(&["researcher", "sleeper"]);
+    let p = Project::new(&["researcher", "sleeper", "counsel"]);
     // No watcher runs: dispatched work must still end up running and merged.
     let bin = assert_cmd::cargo::cargo_bin("guild-hall");
     let out = Command::new(python())
@@ -109,7 +109,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
         .expect("python runs");
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client json");
-    assert_eq!(r["tools"], serde_json::json!(["cancel", "delete", "dispatch", "list", "result", "status"]));
+    assert_eq!(r["tools"], serde_json::json!(["cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]));
     let instructions = r["instructions"].as_str().unwrap_or("");
     assert!(
         instructions.contains("- researcher:") && instructions.contains("- sleeper:") && instructions.contains("relay"),
@@ -138,6 +138,14 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert_eq!(r["delete_done"]["deleted"], true, "{r}");
     assert!(r["status_unknown"]["error"].as_str().is_some_and(|e| e.contains("unknown jobId")), "{r}");
     assert!(r["status_traversal"]["error"].as_str().is_some_and(|e| e.contains("bad jobId")), "{r}");
+    // A meeting request: the same artifact a person or a worker writes.
+    let meeting = r["meeting_request"]["meetingId"].as_str().expect("meeting id");
+    let text = std::fs::read_to_string(p.root.join(".lore/meetings").join(format!("{meeting}.md"))).expect("request written");
+    assert!(
+        text.contains("status: requested") && text.contains("requested_by: manager") && text.contains("The survey needs a decision"),
+        "{text}"
+    );
+    assert!(r["meeting_request_bad"]["error"].as_str().is_some_and(|e| e.contains("`meeting` capability")), "{r}");
     assert!(r["dispatch_bad"]["error"].as_str().is_some_and(|e| e.contains("unknown worker")), "{r}");
     assert!(r["dispatch_types"]["error"].as_str().is_some_and(|e| e.contains("maxTurns") || e.contains("invalid type")), "{r}");
     // Arguments that do not fit the schema are JSON-RPC invalid-params errors, unknown keys too.
