@@ -196,7 +196,7 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
         ),
         Tool::new(
             "write_artifact",
-            "Write a file under .lore/ of your working directory (the whole content; directories are created). Use it to deliver files such as reports or a commission's declared outputs, then name them in submit_result.",
+            "Write a file under .lore/ of your working directory (the whole content; directories are created): how you deliver files such as reports, a commission's declared outputs (name them in its result) or what a meeting produces (link it).",
             |ctx: &WorkerContext, a: WriteArtifact| {
                 let path = ctx.write_artifact(&a.path, &a.content).map_err(refused)?;
                 Ok(Written { path, bytes: a.content.len() })

@@ -361,3 +361,105 @@ fn a_pass_killed_at_any_step_of_open_or_close_converges() {
     assert!(!transcript(&p, "f").exists());
     assert!(!p.worktree_list().contains("meeting-f"));
 }
+
+/// `meeting chat` as a person uses it, in a real terminal (tmux): answers stream, Ctrl-C
+/// interrupts the answer and not the meeting, Ctrl-D leaves it open, /close closes it.
+#[test]
+fn chat_in_a_terminal() {
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m"]);
+    let sock = p.tmp.path().join("tmux.sock");
+    let script = p.tmp.path().join("chat.sh");
+    let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+    let mut env = String::new();
+    for (k, v) in p.cmd().get_envs() {
+        if let Some(v) = v {
+            env.push_str(&format!("export {}='{}'\n", k.to_string_lossy(), v.to_string_lossy()));
+        }
+    }
+    std::fs::write(&script, format!("#!/bin/sh\n{env}cd '{}'\nexec '{}' meeting chat m\n", p.root.display(), bin.display()))
+        .expect("script");
+    let tmux = |args: &[&str]| {
+        let out = std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output().expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    tmux(&["new-session", "-d", "-x", "160", "-y", "50", "-s", "chat", "sh", script.to_str().expect("utf8")]);
+    // Keep the pane on screen after the chat ends, to read its last words.
+    tmux(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
+    let screen = || tmux(&["capture-pane", "-p", "-t", "chat"]);
+    let wait_screen = |what: &str| {
+        let mut last = String::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            last = screen();
+            if last.contains(what) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("the screen never showed {what:?}:\n{last}");
+    };
+    wait_screen("you>");
+    tmux(&["send-keys", "-t", "chat", "hello from tmux", "Enter"]);
+    wait_screen("You said: hello from tmux. This is turn 1 of our session.");
+    tmux(&["send-keys", "-t", "chat", "slow", "Enter"]);
+    wait_screen("word3");
+    tmux(&["send-keys", "-t", "chat", "C-c"]);
+    wait_screen("(interrupted; the meeting stays open)");
+    tmux(&["send-keys", "-t", "chat", "link: .lore/chat.md", "Enter"]);
+    wait_screen("· link_artifact");
+    tmux(&["send-keys", "-t", "chat", "C-d"]);
+    wait_screen("it stays open");
+    assert_eq!(show(&p, "m")["status"], "open");
+    let t = std::fs::read_to_string(transcript(&p, "m")).expect("transcript");
+    assert!(t.contains("hello from tmux") && t.contains("_(interrupted)_"), "{t}");
+    // Back days later: the same conversation; /close closes it.
+    tmux(&["kill-server"]);
+    tmux(&["new-session", "-d", "-x", "160", "-y", "50", "-s", "chat", "sh", script.to_str().expect("utf8")]);
+    tmux(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
+    wait_screen("you>");
+    tmux(&["send-keys", "-t", "chat", "back again", "Enter"]);
+    wait_screen("of our session.");
+    assert!(screen().contains("turn 4 of our session"), "{}", screen());
+    tmux(&["send-keys", "-t", "chat", "/close", "Enter"]);
+    wait_screen("## Summary");
+    assert_eq!(show(&p, "m")["status"], "closed");
+    tmux(&["kill-server"]);
+}
+
+/// A meeting's worker gets the meeting toolbox (REQ-MTG-16..18): taught in its system prompt,
+/// and the commission-only tools refused.
+#[test]
+fn a_meeting_has_its_own_toolbox() {
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "hi"]);
+    let state = project_dir(&p, "state").join("meetings/m");
+    let prompt = std::fs::read_to_string(state.join("system-prompt.md")).expect("system prompt");
+    for tool in ["link_artifact", "propose_followup", "summarize_progress", "record_decision", "store_memory", "write_artifact"] {
+        assert!(prompt.contains(tool), "{tool} taught: {prompt}");
+    }
+    assert!(!prompt.contains("- submit_result") && !prompt.contains("- report_progress"), "commission tools not offered: {prompt}");
+    assert!(prompt.contains("## This meeting"), "{prompt}");
+    let worktree = meeting_worktree(&p, "m");
+    let out = p
+        .cmd()
+        .args(["toolbox", "submit-result", "--summary", "done"])
+        .env("GUILD_HALL_MEETING", "m")
+        .env("GUILD_HALL_MAILBOX", state.join("events.jsonl"))
+        .env("GUILD_HALL_WORKTREE", &worktree)
+        .env("GUILD_HALL_ATTEMPT", "1")
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a tool of a meeting"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = p
+        .cmd()
+        .args(["toolbox", "link-artifact", ".lore/nowhere.md"])
+        .env("GUILD_HALL_MEETING", "m")
+        .env("GUILD_HALL_MAILBOX", state.join("events.jsonl"))
+        .env("GUILD_HALL_WORKTREE", &worktree)
+        .env("GUILD_HALL_ATTEMPT", "1")
+        .output()
+        .expect("runs");
+    assert!(!out.status.success(), "a missing artifact is not linked");
+}
