@@ -84,9 +84,10 @@ pub fn render(e: &Value) -> String {
         "status" => {
             let reason = s("reason");
             let tail = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
-            format!("{} -> {}{tail}", s("from"), s("to"))
+            let stopping = if s("stopping").is_empty() { String::new() } else { format!("; {}", s("stopping")) };
+            format!("{} -> {}{tail}{stopping}", s("from"), s("to"))
         }
-        "progress" | "question" | "anomaly" | "heartbeat" => s("text"),
+        "progress" | "question" | "anomaly" | "heartbeat" | "stopping" | "stopped" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),
         "artifact" => s("path"),

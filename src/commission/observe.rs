@@ -245,7 +245,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     }
     match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
         Ok(None) => true,
-        Ok(Some(r)) => r.status == status && !home.worktree(&project.name, id).exists(),
+        Ok(Some(r)) => r.status == status && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
         Err(_) => false,
     }
 }

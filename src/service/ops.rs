@@ -134,6 +134,24 @@ pub fn job_status(s: Status) -> &'static str {
 }
 
 impl Dispatcher {
+    /// A failed or cancelled job whose processes are still being stopped: what is under way.
+    /// The reconciler's record says so from its stopping decision until it has seen every
+    /// process gone; a live shim says so before the reconciler has carried out the request.
+    fn stopping(&self, c: &Commission) -> Option<String> {
+        let verb = match c.status? {
+            Status::Cancelled => "cancelling",
+            Status::Failed => "failing",
+            _ => return None,
+        };
+        let state = crate::activity::state::StateDir(self.home.commission_state(&self.project.name, &c.id));
+        // An unreadable record is not a settled one: say it may still be stopping.
+        let recorded = match crate::activity::state::read_json::<crate::activity::state::Record>(&state.record()) {
+            Ok(r) => r.and_then(|r| r.stopping),
+            Err(_) => Some(format!("{verb}: runtime record unreadable, processes may still be running")),
+        };
+        recorded.or_else(|| crate::worker::shim::shim_lock_held(&state).then(|| format!("{verb}: worker still running")))
+    }
+
     fn known(&self, job: &str) -> Result<Commission, ToolError> {
         ids::validate_id(job).map_err(|e| invalid(format!("bad jobId: {e}")))?;
         if !self.project.commission_path(job).exists() {
@@ -217,6 +235,7 @@ impl Dispatcher {
                 status,
                 description: detailed.then_some(description),
                 summary: detailed.then_some(summary),
+                stopping: self.stopping(&c),
             });
         }
         Ok(Jobs { jobs })
@@ -246,6 +265,7 @@ impl Dispatcher {
             questions,
             decisions,
             error: error.map(str::to_string),
+            stopping: self.stopping(&c),
             started_at: c.created().map(str::to_string),
             completed_at: c.str_field("completed").map(str::to_string),
         })

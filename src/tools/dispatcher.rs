@@ -117,6 +117,9 @@ pub struct JobRow {
     /// The latest progress (detailed only; `null` when there is none yet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Option<String>>,
+    /// Failed or cancelled while its processes are still being stopped (only then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -143,6 +146,9 @@ pub struct JobStatus {
     pub questions: Vec<String>,
     pub decisions: Vec<Decision>,
     pub error: Option<String>,
+    /// Failed or cancelled, but processes of its attempt are still being stopped (e.g.
+    /// "cancelling: worker still running"); `completedAt` is set only once they are all gone.
+    pub stopping: Option<String>,
     pub started_at: Option<String>,
     pub completed_at: Option<String>,
 }

@@ -203,6 +203,7 @@ pub fn plan(s: &Snapshot) -> Plan {
                 let (summary, artifacts) = step.result().unwrap_or(("", &[]));
                 let mut conflict = step.clone();
                 conflict.go(Status::Failed, "the attempt's work could not be merged");
+                conflict.set("completed", Value::String(now.clone()));
                 let mut done = step;
                 done.go(Status::Completed, "worker submitted its result");
                 let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
@@ -268,6 +269,7 @@ pub fn plan(s: &Snapshot) -> Plan {
         step.go(Status::Dispatched, &format!("dispatched to worker {}", step.o.artifact.worker));
         step.record.attempt = attempt;
         step.record.term_sent_at = None;
+        step.record.stopping = None;
         step.set("attempt", Value::from(attempt));
         step.set("branch", Value::String(branch.clone()));
         step.remove("desired");
