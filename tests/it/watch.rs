@@ -199,12 +199,22 @@ fn reconcile_refuses_or_waits_while_a_watcher_holds_the_project() {
     assert!(err.contains("guild-hall watch (pid") && err.contains("--wait-lock"), "{err}");
     let status = p.ok(&["status"]);
     assert!(status.contains("reconciler: guild-hall watch (pid"), "{status}");
-    let mut waiting =
-        p.cmd().args(["reconcile", "--once", "--wait-lock"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(waiting.try_wait().expect("poll").is_none(), "waits for the lock");
+    // --wait-lock waits, and says once for whom: the watcher, by its pid.
+    let said = p.tmp.path().join("waiting.err");
+    let mut waiting = p
+        .cmd()
+        .args(["reconcile", "--once", "--wait-lock"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&said).expect("file"))
+        .spawn()
+        .expect("spawn");
+    let holder = format!("waiting for the project lock, held by guild-hall watch (pid {})", svc.pid());
+    let err = || std::fs::read_to_string(&said).unwrap_or_default();
+    wait_for("the reconciler to say whom it waits for", || err().contains(&holder));
+    assert!(waiting.try_wait().expect("poll").is_none(), "waits for the lock: {}", err());
     assert_eq!(svc.stop(), Some(0));
-    assert!(waiting.wait().expect("wait").success());
+    assert!(waiting.wait().expect("wait").success(), "{}", err());
+    assert_eq!(err().matches("waiting for the project lock").count(), 1, "said once: {}", err());
 }
 
 #[test]
