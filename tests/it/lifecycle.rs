@@ -336,6 +336,20 @@ fn an_attempts_branch_is_never_another_commissions() {
         let files = git(&p.root, &["ls-tree", "-r", "--name-only", branch]);
         assert!(files.contains(file), "{branch}: {files}");
     }
+
+    // Deleting `job` removes its own branches (`job`, `job+2`) and nothing of `job-2`'s.
+    let job2_tip = git(&p.root, &["rev-parse", "claude/commission/job-2"]);
+    assert_eq!(manager_call(&p, "delete", serde_json::json!({"jobId": "job"}))["deleted"], true);
+    let branches = p.branches();
+    assert!(!branches.iter().any(|b| b == "claude/commission/job" || b == "claude/commission/job+2"), "{branches:?}");
+    assert!(branches.contains(&"claude/commission/job-2".to_string()), "{branches:?}");
+    assert_eq!(git(&p.root, &["rev-parse", "claude/commission/job-2"]), job2_tip);
+    assert!(!p.artifact_path("job").exists());
+    let s = p.status_json("job-2");
+    assert_eq!((s["status"].as_str(), s["branch"].as_str()), (Some("completed"), Some("claude/commission/job-2")));
+    // And `job-2` in turn takes only its own.
+    assert_eq!(manager_call(&p, "delete", serde_json::json!({"jobId": "job-2"}))["deleted"], true);
+    assert!(!p.branches().iter().any(|b| b.starts_with("claude/commission/")), "{:?}", p.branches());
 }
 
 #[test]
