@@ -3,7 +3,8 @@
 //! asks for never touch the body or a key that is not the reconciler's, and a refused edit
 //! changes nothing but `status` (put back), `reason` (saying why) and the consumed `desired`
 //! (besides the `created` stamp every pass gives an artifact without one). Seeds that ever found a
-//! bug are kept in `proptest-regressions/` and replayed first; `PROPTEST_CASES` bounds a run.
+//! bug are kept in `proptest-regressions/` and replayed first; `PROPTEST_CASES` bounds a run,
+//! and every case runs under a time bound (`timeout`).
 
 use std::path::PathBuf;
 
@@ -13,6 +14,7 @@ use serde_yaml_ng::Value;
 
 use crate::activity::state::Record;
 use crate::artifact::commission::OWNED_KEYS;
+use crate::artifact::frontmatter::MAX_FRONTMATTER_BYTES;
 use crate::artifact::write::{apply, Edit};
 use crate::artifact::{Commission, Status};
 use crate::commission::observe::{Observed, Proc, Snapshot};
@@ -73,7 +75,33 @@ fn artifact_text() -> impl Strategy<Value = String> {
         1 => prop::collection::vec(any::<u8>(), 0..400).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
         // Arbitrary text inside the delimiters.
         1 => "[ -~\n\t\u{feff}]{0,300}".prop_map(|y| format!("---\n{y}\n---\nbody\n")),
+        // Large: one snippet repeated up to and just past the frontmatter cap (64 KiB), after
+        // a valid start: deep or long flow collections, many keys, a long block scalar.
+        1 => (large_snippet(), 1usize..(MAX_FRONTMATTER_BYTES + 2048)).prop_map(|(s, bytes)| {
+            format!("---\nworker: scribe\n{}\n---\nbody\n", s.repeat(bytes / s.len()))
+        }),
     ]
+}
+
+/// Pieces of frontmatter that are cheap to repeat and costly to parse if nothing bounds them.
+fn large_snippet() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "[",
+        "{",
+        "[a, ",
+        "{a: [",
+        "]",
+        "k: [1, {a: [b, c]}, 'd']\n",
+        "- x\n",
+        "  line of a block scalar\n",
+        "title: |\n",
+        "'quoted ",
+        "\"dq\\\" ",
+        "# comment\n",
+        "&a [*a, *a]\n",
+        "\u{feff}",
+        " ",
+    ])
 }
 
 fn status() -> impl Strategy<Value = Option<Status>> {
@@ -119,7 +147,10 @@ fn not_ours(text: &str) -> Option<serde_yaml_ng::Mapping> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // Each case is bounded in time (it runs in a forked child, killed past the bound): one
+    // file must never stall a pass. The bound is generous for a debug build on a loaded
+    // two-core CI machine; a real case takes milliseconds.
+    #![proptest_config(ProptestConfig { cases: 512, timeout: 3_000, ..ProptestConfig::default() })]
 
     #[test]
     fn odd_artifacts_never_panic_and_writes_stay_surgical(text in artifact_text(), recorded in status(), alive in any::<bool>()) {
