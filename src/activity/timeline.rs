@@ -9,6 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
+/// Timestamps as written everywhere (artifact, timeline, logs): RFC 3339, UTC, milliseconds.
+pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 /// Where a commission artifact's timeline lives.
 pub fn path_for(artifact: &Path) -> PathBuf {
     artifact.with_extension("timeline.jsonl")

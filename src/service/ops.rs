@@ -60,7 +60,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
     fm.insert("worker".into(), new.worker.as_str().into());
     // The FIFO key, stamped when the commission is made rather than when a pass first sees it.
-    fm.insert("created".into(), crate::commission::plan::timestamp(chrono::Utc::now()).into());
+    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
     if !deps.is_empty() {
         fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
     }

@@ -3,7 +3,6 @@
 //! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits),
 //! dependencies, limits and FIFO, exit classification and heartbeat judgement.
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
@@ -151,10 +150,8 @@ pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
     }
 }
 
-/// Timestamps as written everywhere (artifact and timeline): RFC 3339, UTC, milliseconds.
-pub fn timestamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+/// Timestamps as written everywhere: shared with every kind of activity, so it lives there.
+pub use crate::activity::timeline::timestamp;
 
 /// Plan one pass.
 pub fn plan(s: &Snapshot) -> Plan {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use chrono::{Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 
 use super::*;
