@@ -11,7 +11,9 @@ use crate::artifact::ids;
 use crate::artifact::write::{self, Edit};
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
-use crate::tools::dispatcher::{Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List};
+use crate::tools::dispatcher::{
+    Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List, Operations,
+};
 use crate::tools::ToolError;
 use crate::worker::Catalog;
 
@@ -182,9 +184,12 @@ impl Dispatcher {
         std::thread::spawn(move || child.wait());
         Ok(())
     }
+}
 
+/// The dispatcher's operations, as the catalogue ([`crate::tools::dispatcher`]) declares them.
+impl Operations for Dispatcher {
     /// `worker/dispatch {description, task, config?}` → `{jobId}`.
-    pub fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError> {
+    fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError> {
         let config = req.config.unwrap_or_default();
         let worker = match config.worker.or_else(|| self.project.config.default_worker.clone()) {
             Some(w) => w,
@@ -214,7 +219,7 @@ impl Dispatcher {
     }
 
     /// `worker/list {detail?, filter?}`: a glob on descriptions.
-    pub fn list(&self, req: List) -> Result<Jobs, ToolError> {
+    fn list(&self, req: List) -> Result<Jobs, ToolError> {
         let detailed = matches!(req.detail, Detail::Detailed);
         let filter = match &req.filter {
             None => None,
@@ -242,7 +247,7 @@ impl Dispatcher {
     }
 
     /// `worker/status {jobId}`, plus our exact status as `commissionStatus`.
-    pub fn status(&self, job: &str) -> Result<JobStatus, ToolError> {
+    fn status(&self, job: &str) -> Result<JobStatus, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         let timeline = crate::activity::timeline::read(&crate::activity::timeline::path_for(&c.path))?;
@@ -272,7 +277,7 @@ impl Dispatcher {
     }
 
     /// `worker/result {jobId}`: only for completed jobs.
-    pub fn result(&self, job: &str) -> Result<JobResult, ToolError> {
+    fn result(&self, job: &str) -> Result<JobResult, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status != Status::Completed {
@@ -293,7 +298,7 @@ impl Dispatcher {
     }
 
     /// `worker/cancel {jobId}`: idempotent; an ended job just reports its status.
-    pub fn cancel(&self, job: &str) -> Result<Cancelled, ToolError> {
+    fn cancel(&self, job: &str) -> Result<Cancelled, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status.is_terminal() {
@@ -309,7 +314,7 @@ impl Dispatcher {
     /// `worker/delete {jobId}`: completed or cancelled (and settled) only; removes the artifact,
     /// its timeline, its runtime record and its attempt branches, nothing else. A settled job
     /// has no worktree left.
-    pub fn delete(&self, job: &str) -> Result<Deleted, ToolError> {
+    fn delete(&self, job: &str) -> Result<Deleted, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if !matches!(status, Status::Completed | Status::Cancelled) {

@@ -233,7 +233,7 @@ fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String
             "serverInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
         })),
         "notifications/initialized" | "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": crate::tools::listing(&crate::tools::dispatcher::tools())})),
+        "tools/list" => Ok(json!({"tools": crate::tools::listing(&crate::tools::dispatcher::tools::<Dispatcher>())})),
         "tools/call" => {
             let name = params["name"].as_str().ok_or((-32602, "tools/call needs a tool name".to_string()))?;
             let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
