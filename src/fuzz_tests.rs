@@ -1,8 +1,10 @@
 //! Property tests over odd input: artifact parsing and the planner fed arbitrary bytes and
 //! arbitrary YAML (not only well-formed commissions). Never a panic; the writes the planner
 //! asks for never touch the body or a key that is not the reconciler's, and a refused edit
-//! changes nothing but `status`, `reason` (and the consumed `desired`). Seeds that ever found a
-//! bug are kept in `proptest-regressions/` and replayed first; `PROPTEST_CASES` bounds a run.
+//! changes nothing but `status` (put back), `reason` (saying why) and the consumed `desired`
+//! (besides the `created` stamp every pass gives an artifact without one). Seeds that ever found a
+//! bug are kept in `proptest-regressions/` and replayed first; `PROPTEST_CASES` bounds a run,
+//! and every case runs under a time bound (`timeout`).
 
 use std::path::PathBuf;
 
@@ -12,6 +14,7 @@ use serde_yaml_ng::Value;
 
 use crate::activity::state::Record;
 use crate::artifact::commission::OWNED_KEYS;
+use crate::artifact::frontmatter::MAX_FRONTMATTER_BYTES;
 use crate::artifact::write::{apply, Edit};
 use crate::artifact::{Commission, Status};
 use crate::commission::observe::{Observed, Proc, Snapshot};
@@ -72,7 +75,33 @@ fn artifact_text() -> impl Strategy<Value = String> {
         1 => prop::collection::vec(any::<u8>(), 0..400).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
         // Arbitrary text inside the delimiters.
         1 => "[ -~\n\t\u{feff}]{0,300}".prop_map(|y| format!("---\n{y}\n---\nbody\n")),
+        // Large: one snippet repeated up to and just past the frontmatter cap (64 KiB), after
+        // a valid start: deep or long flow collections, many keys, a long block scalar.
+        1 => (large_snippet(), 1usize..(MAX_FRONTMATTER_BYTES + 2048)).prop_map(|(s, bytes)| {
+            format!("---\nworker: scribe\n{}\n---\nbody\n", s.repeat(bytes / s.len()))
+        }),
     ]
+}
+
+/// Pieces of frontmatter that are cheap to repeat and costly to parse if nothing bounds them.
+fn large_snippet() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "[",
+        "{",
+        "[a, ",
+        "{a: [",
+        "]",
+        "k: [1, {a: [b, c]}, 'd']\n",
+        "- x\n",
+        "  line of a block scalar\n",
+        "title: |\n",
+        "'quoted ",
+        "\"dq\\\" ",
+        "# comment\n",
+        "&a [*a, *a]\n",
+        "\u{feff}",
+        " ",
+    ])
 }
 
 fn status() -> impl Strategy<Value = Option<Status>> {
@@ -89,9 +118,13 @@ fn status() -> impl Strategy<Value = Option<Status>> {
     ]
 }
 
+fn now() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).single().expect("time")
+}
+
 fn snapshot(o: Observed) -> Snapshot {
     Snapshot {
-        now: Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).single().expect("time"),
+        now: now(),
         project: Project { root: PathBuf::from("/nonexistent"), name: "p".into(), config: ProjectConfig::default() },
         max_concurrent: 10,
         running_elsewhere: 0,
@@ -114,13 +147,17 @@ fn not_ours(text: &str) -> Option<serde_yaml_ng::Mapping> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // Each case is bounded in time (it runs in a forked child, killed past the bound): one
+    // file must never stall a pass. The bound is generous for a debug build on a loaded
+    // two-core CI machine; a real case takes milliseconds.
+    #![proptest_config(ProptestConfig { cases: 512, timeout: 3_000, ..ProptestConfig::default() })]
 
     #[test]
     fn odd_artifacts_never_panic_and_writes_stay_surgical(text in artifact_text(), recorded in status(), alive in any::<bool>()) {
         let path = PathBuf::from(".lore/commissions/fuzz.md");
         let Ok(c) = Commission::parse(&path, &text) else { return Ok(()) };
-        let record = recorded.map(|status| Record { status, prev: None, attempt: 1, term_sent_at: None, created: None });
+        let record = recorded.map(|status| Record { status, prev: None, attempt: 1, term_sent_at: None, created: None, stopping: None });
+        let original = c.clone();
         let mut o = Observed::new(c, record);
         if alive {
             o.proc = Proc::Dead;
@@ -134,13 +171,31 @@ proptest! {
             if update.edits.is_empty() {
                 continue;
             }
-            // A refusal on its own (not folded into a dispatch the same pass makes).
-            let refused = matches!(action, Action::Update(_)) && update.events.iter().any(|e| e["kind"] == "refused");
+            // A refusal on its own: not folded into a transition (a dispatch, or a failure found
+            // the same pass, whose own edits are checked by the planner's table tests).
+            let refused = update.events.iter().any(|e| e["kind"] == "refused") && !update.events.iter().any(|e| e["kind"] == "status");
             for e in &update.edits {
                 let key = match e { Edit::Set(k, _) | Edit::Remove(k) => k.as_str() };
                 prop_assert!(OWNED_KEYS.contains(&key) || key == "desired", "edited a key that is not ours: {}", key);
-                if refused {
-                    prop_assert!(["status", "reason", "desired", "created"].contains(&key), "a refusal edited {}", key);
+                if !refused {
+                    continue;
+                }
+                // Exactly: the status put back to what was recorded, `reason:` saying why, the
+                // request consumed — and, separately, the FIFO stamp on an artifact that had
+                // none (every pass stamps one, refusal or not).
+                match e {
+                    Edit::Set(k, v) if k == "status" => {
+                        prop_assert_eq!(v.as_str(), recorded.map(|s| s.as_str()), "a refusal set status to something else than the recorded one");
+                    }
+                    Edit::Set(k, v) if k == "reason" => {
+                        prop_assert!(v.as_str().is_some_and(|r| r.starts_with("refused ")), "a refusal's reason: {:?}", v);
+                    }
+                    Edit::Remove(k) if k == "desired" => {}
+                    Edit::Set(k, v) if k == "created" => {
+                        prop_assert!(original.created().is_none(), "a refusal re-stamped created");
+                        prop_assert_eq!(v.as_str().map(str::to_string), Some(crate::commission::plan::timestamp(now())));
+                    }
+                    other => prop_assert!(false, "a refusal edited {:?}", other),
                 }
             }
             // The write either is refused as a whole or changes only what it was asked to.

@@ -3,12 +3,12 @@
 //! the home-wide dispatch lock while it acts. Watch mode will drive this same pass.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use serde::Serialize;
 
 use crate::artifact::Problem;
@@ -85,25 +85,27 @@ fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::Result<HeldL
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).map_err(|e| e.to_string())?;
-    let arg = if wait { FlockArg::LockExclusive } else { FlockArg::LockExclusiveNonblock };
-    match Flock::lock(file, arg) {
-        Ok(mut f) => {
-            // Who holds it, for the refusal message; the home-wide dispatch lock is taken every
-            // pass and names no one (a write per pass would be a write at rest).
+    use crate::files::{lock, Lock};
+    let holder = || std::fs::read_to_string(path).map(|h| h.trim().to_string()).unwrap_or_default();
+    let mut f = match lock(path, Lock::TryExclusive).map_err(|e| format!("{e:#}"))? {
+        Some(f) => f,
+        None if wait => {
+            // Said once, so a waiting reconciler is not silent about whom it waits for.
             if !who.is_empty() {
-                let _ = f.set_len(0);
-                let _ = f.rewind();
-                let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::commission::plan::timestamp(chrono::Utc::now()));
+                tracing::warn!("waiting for the project lock, held by {}", holder());
             }
-            Ok(HeldLock { _lock: f })
+            lock(path, Lock::Exclusive).map_err(|e| format!("{e:#}"))?.ok_or_else(holder)?
         }
-        Err((mut f, _)) => {
-            let mut holder = String::new();
-            let _ = f.read_to_string(&mut holder);
-            Err(holder.trim().to_string())
-        }
+        None => return Err(holder()),
+    };
+    // Who holds it, for the refusal message; the home-wide dispatch lock is taken every pass
+    // and names no one (a write per pass would be a write at rest).
+    if !who.is_empty() {
+        let _ = f.set_len(0);
+        let _ = f.rewind();
+        let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::activity::timeline::timestamp(chrono::Utc::now()));
     }
+    Ok(HeldLock { _lock: f })
 }
 
 /// Who holds the project's lock right now, if anyone.

@@ -89,8 +89,10 @@ const NO_PROGRAMS: [&str; 6] =
     ["core.hooksPath=/dev/null", "core.fsmonitor=false", "commit.gpgSign=false", "gc.auto=0", "maintenance.auto=false", "core.pager=cat"];
 
 /// Run the git CLI at `at` with a clean environment: no inherited `GIT_*` variable (some make
-/// git run programs or read other config), no hooks or other configured programs, no prompts,
-/// and our commit identity.
+/// git run programs or read other config, `GIT_CONFIG_COUNT` among them), no system or global
+/// config, no hooks or other configured programs, no prompts, and our commit identity.
+/// (libgit2, which does the rest, runs no hooks, fsmonitor or filter programs at all; it reads
+/// the user's config only for the commit identity, [`signature`].)
 pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<String> {
     let mut cmd = Command::new("git");
     for c in NO_PROGRAMS {
@@ -102,7 +104,10 @@ pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) 
             cmd.env_remove(k);
         }
     }
-    cmd.env("GIT_DIR", at.git_dir).env("GIT_TERMINAL_PROMPT", "0");
+    // Neither the system's nor the user's config: a program named there (a hooks path, an
+    // fsmonitor, a clean filter through `core.attributesFile`) would run inside our commits.
+    // The identity comes from `identity`, never from git's config.
+    cmd.env("GIT_DIR", at.git_dir).env("GIT_TERMINAL_PROMPT", "0").env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null");
     if let Some(c) = at.common_dir {
         cmd.env("GIT_COMMON_DIR", c);
     }

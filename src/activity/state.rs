@@ -28,6 +28,10 @@ pub struct Record {
     /// `git stash` of the stamped file, say), so FIFO order survives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<String>,
+    /// Failed or cancelled while processes of the attempt were still alive: what is still
+    /// under way ("cancelling: worker still running"), until every one of them is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<String>,
 }
 
 /// Written by the shim once the worker is started.

@@ -9,6 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
+/// Timestamps as written everywhere (artifact, timeline, logs): RFC 3339, UTC, milliseconds.
+pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 /// Where a commission artifact's timeline lives.
 pub fn path_for(artifact: &Path) -> PathBuf {
     artifact.with_extension("timeline.jsonl")
@@ -84,9 +89,10 @@ pub fn render(e: &Value) -> String {
         "status" => {
             let reason = s("reason");
             let tail = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
-            format!("{} -> {}{tail}", s("from"), s("to"))
+            let stopping = if s("stopping").is_empty() { String::new() } else { format!("; {}", s("stopping")) };
+            format!("{} -> {}{tail}{stopping}", s("from"), s("to"))
         }
-        "progress" | "question" | "anomaly" | "heartbeat" => s("text"),
+        "progress" | "question" | "anomaly" | "heartbeat" | "stopping" | "stopped" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),
         "artifact" => s("path"),

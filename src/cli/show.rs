@@ -66,6 +66,17 @@ fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
         .or_else(|| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()))
 }
 
+/// A failed or cancelled commission whose attempt still has processes: what is under way.
+fn stopping(o: &Observed) -> Option<String> {
+    let verb = match o.artifact.status? {
+        crate::artifact::Status::Cancelled => "cancelling",
+        crate::artifact::Status::Failed => "failing",
+        _ => return None,
+    };
+    matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+        .then(|| o.record.as_ref().and_then(|r| r.stopping.clone()).unwrap_or_else(|| format!("{verb}: worker still running")))
+}
+
 fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
     let a = &o.artifact;
     let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(serde_json::Value::Null);
@@ -82,6 +93,8 @@ fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
         "questions": yaml_json("questions"),
         "created": a.created(),
         "desired": a.desired.map(|d| d.as_str()),
+        "stopping": stopping(o),
+        "completed": a.str_field("completed"),
         "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
         "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
         "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
@@ -129,10 +142,16 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
         let note =
             if s("status") == "invalid" || !s("reason").is_empty() && s("status") != "in_progress" { s("reason") } else { s("progress") };
         let beat = r["heartbeat_age_secs"].as_i64().map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
+        // Still stopping: "cancelling" / "failing", and what is under way.
+        let stopping = s("stopping");
+        let (status, note) = match stopping.split_once(':') {
+            Some((verb, _)) => (verb.to_string(), stopping.clone()),
+            None => (s("status"), note),
+        };
         say!(
             "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
             s("id"),
-            s("status"),
+            status,
             s("worker"),
             r["attempt"].as_u64().unwrap_or(0),
             age(now, parse_time(r["created"].as_str())),
@@ -195,7 +214,7 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
             problems.push(Problem::new(&o.artifact.path, line, col, why));
         }
     }
-    let now = crate::commission::plan::timestamp(chrono::Utc::now());
+    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let (meetings, meeting_problems) = crate::meeting::observe::observe(&env.home, &env.project, &snap.workers, &now)?;
     problems.extend(meeting_problems);
     for o in &meetings.meetings {

@@ -245,7 +245,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     }
     match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
         Ok(None) => true,
-        Ok(Some(r)) => r.status == status && !home.worktree(&project.name, id).exists(),
+        Ok(Some(r)) => r.status == status && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
         Err(_) => false,
     }
 }
@@ -359,7 +359,9 @@ fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
         .sum()
 }
 
-/// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting.
+/// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting,
+/// or may be: a record or run file that does not parse counts as running (its worker may be
+/// alive for all we know, so it keeps its slot, as in its own project), with a warning.
 fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
     let Ok(cs) = std::fs::read_dir(dir) else { return 0 };
     let mut n = 0;
@@ -368,12 +370,27 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
             continue;
         }
         let state = StateDir(c.path());
-        let Ok(Some(rec)) = read_json::<Record>(&state.record()) else { continue };
-        let alive = read_json::<RunInfo>(&state.run())
-            .ok()
-            .flatten()
-            .is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && shim::is_alive(&r));
-        if rec.status.is_active() && (alive || shim::shim_lock_held(&state)) {
+        let corrupt = |e: anyhow::Error| {
+            tracing::warn!(state = %state.0.display(), error = %format!("{e:#}"), "corrupt runtime state: counted as running against the caps until it is repaired or removed");
+        };
+        let rec = match read_json::<Record>(&state.record()) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => continue,
+            Err(e) => {
+                corrupt(e);
+                n += 1;
+                continue;
+            }
+        };
+        let alive = match read_json::<RunInfo>(&state.run()) {
+            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && shim::is_alive(&r)),
+            Err(e) => {
+                corrupt(e);
+                true
+            }
+        };
+        // Whatever its status says (a cancel still stopping, say), live processes hold a slot.
+        if alive || shim::shim_lock_held(&state) {
             n += 1;
         }
     }

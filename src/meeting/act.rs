@@ -124,7 +124,7 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     let id = &update.id;
     let state = ctx.state(id);
     let path = ctx.project.meeting_path(id);
-    let now = crate::commission::plan::timestamp(chrono::Utc::now());
+    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let mut update = update.clone();
     let transcript = ctx.home.transcript(&ctx.project.name, id);
     if !notes_written {

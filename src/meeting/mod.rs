@@ -28,7 +28,7 @@ pub struct Round {
 
 /// Observe, plan and (unless `dry_run`) act on the project's meetings once.
 pub fn round(home: &Home, project: &Project, workers: &Catalog, dry_run: bool) -> Result<Round> {
-    let now = crate::commission::plan::timestamp(chrono::Utc::now());
+    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let (snapshot, problems) = observe::observe(home, project, workers, &now)?;
     let actions = plan::plan(&snapshot);
     let ctx = act::Ctx { home, project, workers };

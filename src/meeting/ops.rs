@@ -97,7 +97,7 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
     if !refs.is_empty() {
         fm.insert("references".into(), Value::Sequence(refs.into_iter().map(Value::from).collect()));
     }
-    fm.insert("created".into(), crate::commission::plan::timestamp(chrono::Utc::now()).into());
+    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
     let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     if !new.body.trim().is_empty() {
         text.push_str(new.body.trim_end());

@@ -294,5 +294,5 @@ fn append(path: &std::path::Path, text: &str) -> Result<()> {
 }
 
 fn now() -> String {
-    crate::commission::plan::timestamp(chrono::Utc::now())
+    crate::activity::timeline::timestamp(chrono::Utc::now())
 }

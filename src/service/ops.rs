@@ -11,7 +11,10 @@ use crate::artifact::ids;
 use crate::artifact::write::{self, Edit};
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
-use crate::tools::dispatcher::{Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List};
+use crate::tools::dispatcher::{
+    Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List, MeetingRequest, MeetingRequested,
+    Operations,
+};
 use crate::tools::ToolError;
 use crate::worker::Catalog;
 
@@ -60,7 +63,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
     fm.insert("worker".into(), new.worker.as_str().into());
     // The FIFO key, stamped when the commission is made rather than when a pass first sees it.
-    fm.insert("created".into(), crate::commission::plan::timestamp(chrono::Utc::now()).into());
+    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
     if !deps.is_empty() {
         fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
     }
@@ -134,6 +137,24 @@ pub fn job_status(s: Status) -> &'static str {
 }
 
 impl Dispatcher {
+    /// A failed or cancelled job whose processes are still being stopped: what is under way.
+    /// The reconciler's record says so from its stopping decision until it has seen every
+    /// process gone; a live shim says so before the reconciler has carried out the request.
+    fn stopping(&self, c: &Commission) -> Option<String> {
+        let verb = match c.status? {
+            Status::Cancelled => "cancelling",
+            Status::Failed => "failing",
+            _ => return None,
+        };
+        let state = crate::activity::state::StateDir(self.home.commission_state(&self.project.name, &c.id));
+        // An unreadable record is not a settled one: say it may still be stopping.
+        let recorded = match crate::activity::state::read_json::<crate::activity::state::Record>(&state.record()) {
+            Ok(r) => r.and_then(|r| r.stopping),
+            Err(_) => Some(format!("{verb}: runtime record unreadable, processes may still be running")),
+        };
+        recorded.or_else(|| crate::worker::shim::shim_lock_held(&state).then(|| format!("{verb}: worker still running")))
+    }
+
     fn known(&self, job: &str) -> Result<Commission, ToolError> {
         ids::validate_id(job).map_err(|e| invalid(format!("bad jobId: {e}")))?;
         if !self.project.commission_path(job).exists() {
@@ -164,9 +185,12 @@ impl Dispatcher {
         std::thread::spawn(move || child.wait());
         Ok(())
     }
+}
 
+/// The dispatcher's operations, as the catalogue ([`crate::tools::dispatcher`]) declares them.
+impl Operations for Dispatcher {
     /// `worker/dispatch {description, task, config?}` → `{jobId}`.
-    pub fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError> {
+    fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError> {
         let config = req.config.unwrap_or_default();
         let worker = match config.worker.or_else(|| self.project.config.default_worker.clone()) {
             Some(w) => w,
@@ -196,7 +220,7 @@ impl Dispatcher {
     }
 
     /// `worker/list {detail?, filter?}`: a glob on descriptions.
-    pub fn list(&self, req: List) -> Result<Jobs, ToolError> {
+    fn list(&self, req: List) -> Result<Jobs, ToolError> {
         let detailed = matches!(req.detail, Detail::Detailed);
         let filter = match &req.filter {
             None => None,
@@ -217,13 +241,14 @@ impl Dispatcher {
                 status,
                 description: detailed.then_some(description),
                 summary: detailed.then_some(summary),
+                stopping: self.stopping(&c),
             });
         }
         Ok(Jobs { jobs })
     }
 
     /// `worker/status {jobId}`, plus our exact status as `commissionStatus`.
-    pub fn status(&self, job: &str) -> Result<JobStatus, ToolError> {
+    fn status(&self, job: &str) -> Result<JobStatus, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         let timeline = crate::activity::timeline::read(&crate::activity::timeline::path_for(&c.path))?;
@@ -246,13 +271,14 @@ impl Dispatcher {
             questions,
             decisions,
             error: error.map(str::to_string),
+            stopping: self.stopping(&c),
             started_at: c.created().map(str::to_string),
             completed_at: c.str_field("completed").map(str::to_string),
         })
     }
 
     /// `worker/result {jobId}`: only for completed jobs.
-    pub fn result(&self, job: &str) -> Result<JobResult, ToolError> {
+    fn result(&self, job: &str) -> Result<JobResult, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status != Status::Completed {
@@ -273,7 +299,7 @@ impl Dispatcher {
     }
 
     /// `worker/cancel {jobId}`: idempotent; an ended job just reports its status.
-    pub fn cancel(&self, job: &str) -> Result<Cancelled, ToolError> {
+    fn cancel(&self, job: &str) -> Result<Cancelled, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status.is_terminal() {
@@ -289,7 +315,7 @@ impl Dispatcher {
     /// `worker/delete {jobId}`: completed or cancelled (and settled) only; removes the artifact,
     /// its timeline, its runtime record and its attempt branches, nothing else. A settled job
     /// has no worktree left.
-    pub fn delete(&self, job: &str) -> Result<Deleted, ToolError> {
+    fn delete(&self, job: &str) -> Result<Deleted, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if !matches!(status, Status::Completed | Status::Cancelled) {
@@ -329,5 +355,22 @@ impl Dispatcher {
         }
         crate::files::remove_if_exists(&c.path)?;
         Ok(Deleted { job_id: c.id, deleted: true })
+    }
+
+    /// `meeting_request {worker, reason, references?, title?}` → `{meetingId}`: the request
+    /// artifact a person or a worker would write.
+    fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError> {
+        let new = crate::meeting::ops::NewMeeting {
+            worker: req.worker,
+            title: req.title,
+            agenda: Some(req.reason),
+            references: req.references,
+            id: None,
+            status: crate::artifact::MeetingStatus::Requested,
+            requested_by: Some("manager".into()),
+            body: String::new(),
+        };
+        let id = crate::meeting::ops::create(&self.home, &self.project, &new).map_err(|e| ToolError::Refused(format!("{e:#}")))?;
+        Ok(MeetingRequested { meeting_id: id, status: "requested" })
     }
 }

@@ -46,6 +46,21 @@ pub fn token(home: &Home) -> Result<String> {
     Ok(t)
 }
 
+/// " (pid N: its command line)" of the process serving the other end of `peer`, as the kernel
+/// reports it (`SO_PEERCRED`); empty if it cannot be told.
+fn server_pid(peer: &std::os::unix::net::UnixStream) -> String {
+    let Ok(cred) = nix::sys::socket::getsockopt(peer, nix::sys::socket::sockopt::PeerCredentials) else { return String::new() };
+    let pid = cred.pid();
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmd) if !cmd.is_empty() => {
+            let cmd: Vec<String> =
+                cmd.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            format!(" (pid {pid}: {})", cmd.join(" "))
+        }
+        _ => format!(" (pid {pid})"),
+    }
+}
+
 /// Bind a Unix socket with mode 0600, replacing a stale socket file nobody listens on.
 pub fn bind_socket(path: &Path) -> Result<UnixListener> {
     if path.exists() {
@@ -54,8 +69,8 @@ pub fn bind_socket(path: &Path) -> Result<UnixListener> {
         if !is_socket {
             bail!("{} exists and is not a socket; not replacing it", path.display());
         }
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            bail!("{} is in use by another server", path.display());
+        if let Ok(peer) = std::os::unix::net::UnixStream::connect(path) {
+            bail!("{} is in use by another server{}", path.display(), server_pid(&peer));
         }
         std::fs::remove_file(path)?;
     }
@@ -222,7 +237,7 @@ fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String
             "serverInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
         })),
         "notifications/initialized" | "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": crate::tools::listing(&crate::tools::dispatcher::tools())})),
+        "tools/list" => Ok(json!({"tools": crate::tools::listing(&crate::tools::dispatcher::tools::<Dispatcher>())})),
         "tools/call" => {
             let name = params["name"].as_str().ok_or((-32602, "tools/call needs a tool name".to_string()))?;
             let mut args = params.get("arguments").cloned().unwrap_or(json!({}));

@@ -1,12 +1,13 @@
 //! The dispatcher: how a main agent or a tool hands out work and follows it (REQ-WD-5..18).
 //! Served as `mcp --manager` and as the `worker/*` JSON-RPC methods, from this one list; each
-//! operation is a [`Dispatcher`] method on one project.
+//! operation is an [`Operations`] method, which the service's dispatcher
+//! (`service::ops::Dispatcher`, over one project) implements: the service depends on this
+//! catalogue, never the other way round.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Tool;
-use crate::service::ops::Dispatcher;
+use super::{Tool, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -78,56 +79,54 @@ pub struct MeetingRequest {
     pub title: Option<String>,
 }
 
-/// The dispatcher's operations.
-pub fn tools() -> Vec<Tool<Dispatcher>> {
+/// What carries the dispatcher's operations out, one method per tool.
+pub trait Operations {
+    fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError>;
+    fn list(&self, req: List) -> Result<Jobs, ToolError>;
+    fn status(&self, job: &str) -> Result<JobStatus, ToolError>;
+    fn result(&self, job: &str) -> Result<JobResult, ToolError>;
+    fn cancel(&self, job: &str) -> Result<Cancelled, ToolError>;
+    fn delete(&self, job: &str) -> Result<Deleted, ToolError>;
+    fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError>;
+}
+
+/// The dispatcher's operations, on whatever carries them out.
+pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
     vec![
         Tool::new(
             "dispatch",
             "Hand a task to a worker. Returns {jobId} at once; the work runs in the background (its own branch, worktree and process) and is merged when done.",
-            |d: &Dispatcher, a: Dispatch| d.dispatch(a),
+            |d: &D, a: Dispatch| d.dispatch(a),
         ),
         Tool::new(
             "list",
             "List jobs: {jobs: [{jobId, status}]}, or with detail \"detailed\" also description and latest progress. filter is a glob on descriptions.",
-            |d: &Dispatcher, a: List| d.list(a),
+            |d: &D, a: List| d.list(a),
         ),
         Tool::new(
             "status",
             "A job's state: status (running, completed, failed, cancelled), latest progress, the worker's open questions and decisions, error, times. Poll it; relay questions to the person.",
-            |d: &Dispatcher, a: Job| d.status(&a.job_id),
+            |d: &D, a: Job| d.status(&a.job_id),
         ),
         Tool::new(
             "result",
             "A completed job's result: {jobId, output, artifacts}. An error while it is running, or if it failed or was cancelled.",
-            |d: &Dispatcher, a: Job| d.result(&a.job_id),
+            |d: &D, a: Job| d.result(&a.job_id),
         ),
         Tool::new(
             "cancel",
             "Stop a job. Idempotent: an ended job just reports its status. Work done so far is kept on its branch.",
-            |d: &Dispatcher, a: Job| d.cancel(&a.job_id),
+            |d: &D, a: Job| d.cancel(&a.job_id),
         ),
         Tool::new(
             "delete",
             "Delete a completed or cancelled job and everything it owns (its file, timeline, records and branches). Running and failed jobs are refused.",
-            |d: &Dispatcher, a: Job| d.delete(&a.job_id),
+            |d: &D, a: Job| d.delete(&a.job_id),
         ),
         Tool::new(
             "meeting_request",
             "Ask the person for a live meeting with a worker, when a question needs talking through: writes a meeting request (.lore/meetings/<id>.md, status: requested) that the person accepts, declines or leaves for later. Returns {meetingId}.",
-            |d: &Dispatcher, a: MeetingRequest| {
-                let new = crate::meeting::ops::NewMeeting {
-                    worker: a.worker,
-                    title: a.title,
-                    agenda: Some(a.reason),
-                    references: a.references,
-                    id: None,
-                    status: crate::artifact::MeetingStatus::Requested,
-                    requested_by: Some("manager".into()),
-                    body: String::new(),
-                };
-                let id = crate::meeting::ops::create(&d.home, &d.project, &new).map_err(|e| super::ToolError::Refused(format!("{e:#}")))?;
-                Ok(MeetingRequested { meeting_id: id, status: "requested" })
-            },
+            |d: &D, a: MeetingRequest| d.meeting_request(a),
         ),
     ]
 }
@@ -160,6 +159,9 @@ pub struct JobRow {
     /// The latest progress (detailed only; `null` when there is none yet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Option<String>>,
+    /// Failed or cancelled while its processes are still being stopped (only then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -186,6 +188,9 @@ pub struct JobStatus {
     pub questions: Vec<String>,
     pub decisions: Vec<Decision>,
     pub error: Option<String>,
+    /// Failed or cancelled, but processes of its attempt are still being stopped (e.g.
+    /// "cancelling: worker still running"); `completedAt` is set only once they are all gone.
+    pub stopping: Option<String>,
     pub started_at: Option<String>,
     pub completed_at: Option<String>,
 }

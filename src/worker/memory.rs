@@ -124,7 +124,7 @@ pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> 
             Ok(false) => "skipped: another compaction is running".to_string(),
             Err(e) => format!("failed, memory left as it was: {e:#}"),
         };
-        let stamp = crate::commission::plan::timestamp(chrono::Utc::now());
+        let stamp = crate::activity::timeline::timestamp(chrono::Utc::now());
         let _ = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -130,8 +130,10 @@ impl Serialize for SandboxSpec {
     }
 }
 
-/// A `sandbox.write` entry as a path: absolute, or `~/...` under `$HOME`; never with `..`.
+/// A `sandbox.write` entry as a path: absolute, or `~/...` under `$HOME`; never with `..`;
+/// `${NAME:-DEFAULT}` is one of those, from guild-hall's environment ([`super::sandbox::env_or_default`]).
 pub fn expand_home(p: &str) -> Result<PathBuf, String> {
+    let p = &super::sandbox::env_or_default(p)?;
     let path = match p.strip_prefix("~/") {
         Some(rest) => {
             let home = std::env::var_os("HOME").ok_or_else(|| format!("sandbox.write {p:?}: HOME is not set"))?;

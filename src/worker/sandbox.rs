@@ -56,6 +56,25 @@ pub fn support() -> Support {
     Support::Unavailable { why }
 }
 
+/// A `sandbox.write` entry of the form `${NAME:-DEFAULT}`: the value of `NAME` in guild-hall's
+/// environment when it is set and not empty, else `DEFAULT` (so a package can follow, say,
+/// `CLAUDE_CONFIG_DIR` where a person moved Claude Code's state). Any other entry is itself.
+pub fn env_or_default(entry: &str) -> Result<String, String> {
+    let Some(inner) = entry.strip_prefix("${").and_then(|r| r.strip_suffix('}')) else { return Ok(entry.to_string()) };
+    let Some((name, default)) = inner.split_once(":-") else {
+        return Err(format!("sandbox.write {entry:?}: write ${{NAME:-DEFAULT}}, with a default for when NAME is not set"));
+    };
+    let mut chars = name.chars();
+    if !(chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')) {
+        return Err(format!("sandbox.write {entry:?}: {name:?} is not a variable name"));
+    }
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(default.to_string()),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("sandbox.write {entry:?}: {name} is not valid UTF-8")),
+    }
+}
+
 /// What one confined process may write. Everything else is read-only to it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {

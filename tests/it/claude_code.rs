@@ -25,14 +25,15 @@ fn install_package(p: &Project, name: &str) {
 fn allow_writes(p: &Project, name: &str, dir: &Path) {
     let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
     let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
-    let widened = text.replace("write: [\"~/.claude\",", &format!("write: [\"{}\", \"~/.claude\",", dir.display()));
+    let widened = text.replacen("write: [\"", &format!("write: [\"{}\", \"", dir.display()), 1);
     assert_ne!(widened, text, "the package's sandbox.write line");
     std::fs::write(&yaml, widened).expect("write");
 }
 
-/// A stand-in `claude`: records its arguments (one per record) and environment, refuses a
-/// permission bypass as root (Claude Code's own rule), then acts as an agent would through the
-/// toolbox: writes its answer under `.lore/` and submits it.
+/// A stand-in `claude`: records its arguments (one per record) and environment, whether it
+/// could write its own state (in `$CLAUDE_CONFIG_DIR`, else `~/.claude`, as Claude Code does),
+/// refuses a permission bypass as root (Claude Code's own rule), then acts as an agent would
+/// through the toolbox: writes its answer under `.lore/` and submits it.
 fn stand_in_claude(dir: &Path, record: &Path) {
     std::fs::create_dir_all(dir).expect("mkdir");
     std::fs::create_dir_all(record.parent().expect("records dir")).expect("mkdir");
@@ -41,6 +42,8 @@ fn stand_in_claude(dir: &Path, record: &Path) {
 for a in "$@"; do printf '%s\n---\n' "$a"; done > {rec}
 env > {rec}.env
 id -u > {rec}.uid
+state="${{CLAUDE_CONFIG_DIR:-$HOME/.claude}}"
+if echo session > "$state/stand-in-session" 2>/dev/null; then echo "wrote $state"; else echo "refused $state"; fi > {rec}.state
 prev=''
 for a in "$@"; do [ "$prev" = --mcp-config ] && cp "$a" {rec}.mcp; prev=$a; done
 for a in "$@"; do
@@ -61,8 +64,11 @@ done
 
 /// Run `guild-hall <args>` for the project, as root or as the unprivileged user 65534 (the
 /// whole temp tree is handed to that user first).
-fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str]) -> std::process::Output {
+fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
     let mut cmd = p.cmd();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     if unprivileged {
         let chown = Command::new("chown").args(["-R", "65534:65534"]).arg(p.tmp.path()).status().expect("chown");
         assert!(chown.success());
@@ -89,8 +95,11 @@ fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str]) -> std::pr
     out
 }
 
-fn launch_as(unprivileged: bool) {
+fn launch_as(unprivileged: bool, claude_config_dir: bool) {
     let p = Project::new(&[]);
+    // Claude Code's state where a person moved it: passed on, and the one writable place for it.
+    let config_dir = p.tmp.path().join("claude-config");
+    let env: Vec<(&str, &Path)> = if claude_config_dir { vec![("CLAUDE_CONFIG_DIR", config_dir.as_path())] } else { Vec::new() };
     install_package(&p, "claude-code");
     let bin = p.tmp.path().join("bin");
     let record = p.tmp.path().join("records/claude-args");
@@ -101,7 +110,7 @@ fn launch_as(unprivileged: bool) {
         "---\nworker: claude-code\nresources: {max_turns: 7, max_budget_usd: 0.5}\n---\nWhat is crash-only software?\n",
     );
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let out = run_as(&p, unprivileged, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    let out = run_as(&p, unprivileged, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"], &env);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(p.status("ask"), "completed", "{}", p.ok(&["logs", "ask"]));
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/answers/ask.md"]), "stand-in answer");
@@ -147,18 +156,31 @@ fn launch_as(unprivileged: bool) {
     assert!(tmpdir.starts_with(&p.home.to_string_lossy().into_owned()) && tmpdir.ends_with("/tmp"), "{tmpdir}");
     assert!(!Path::new(&tmpdir).exists(), "the private temp dir (and the MCP config in it) is gone with the attempt");
     assert!(var("GIT_DIR").is_none() && var("GIT_WORK_TREE").is_none());
+    let state = if claude_config_dir { config_dir.clone() } else { p.user_home().join(".claude") };
+    assert_eq!(var("CLAUDE_CONFIG_DIR"), claude_config_dir.then(|| config_dir.display().to_string()));
+    let wrote = std::fs::read_to_string(format!("{}.state", record.display())).expect("state");
+    assert_eq!(wrote.trim(), format!("wrote {}", state.display()));
+    assert_eq!(std::fs::read_to_string(state.join("stand-in-session")).expect("its state"), "session\n");
+    if claude_config_dir {
+        assert!(!p.user_home().join(".claude/stand-in-session").exists());
+    }
     let log = p.ok(&["logs", "ask"]);
     assert!(!log.contains("sk-from-guild-halls-env"));
 }
 
 #[test]
 fn the_claude_code_package_launches_claude_as_root_without_a_permission_bypass() {
-    launch_as(false);
+    launch_as(false, false);
 }
 
 #[test]
 fn the_claude_code_package_launches_claude_as_an_ordinary_user() {
-    launch_as(true);
+    launch_as(true, false);
+}
+
+#[test]
+fn the_claude_code_package_follows_claude_config_dir() {
+    launch_as(false, true);
 }
 
 #[test]
@@ -171,7 +193,7 @@ fn the_coder_package_offers_write_edit_and_bash() {
     allow_writes(&p, "claude-code-coder", record.parent().expect("records"));
     let id = p.create("claude-code-coder", "Code", "Change the code.");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let out = run_as(&p, false, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    let out = run_as(&p, false, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"], &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
     let args = std::fs::read_to_string(&record).expect("claude ran");

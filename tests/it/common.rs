@@ -294,6 +294,10 @@ impl Service {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     pub fn signal(&self, sig: Signal) {
         let pid = self.child.as_ref().expect("running").id() as i32;
         kill(Pid::from_raw(pid), sig).expect("signal");

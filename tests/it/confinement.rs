@@ -422,3 +422,92 @@ fn a_workers_own_commits_are_adopted_after_their_hashes_check_out() {
     assert!(reason.contains("could not be adopted"), "{reason}");
     assert!(!git(&p.root, &["log", "--format=%s", "claude/main"]).contains(&format!("({bad})")), "nothing of it merged");
 }
+
+/// A program that notes it ran (`$0`, to `marker`) and passes its stdin through (a clean
+/// filter must).
+fn marker_script(dir: &Path, name: &str, marker: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\ncat\n", marker.display())).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+#[test]
+fn git_config_from_the_environment_or_the_users_home_runs_nothing() {
+    let p = Project::new(&["scribe"]);
+    let dir = p.tmp.path().join("programs");
+    let hooks = dir.join("hooks");
+    std::fs::create_dir_all(&hooks).expect("mkdir");
+    let marker = p.tmp.path().join("ran.txt");
+    for hook in ["pre-commit", "post-commit", "post-checkout", "reference-transaction", "post-index-change", "pre-auto-gc"] {
+        marker_script(&hooks, hook, &marker);
+    }
+    let fsmonitor = marker_script(&dir, "fsmonitor", &marker);
+    let filter = marker_script(&dir, "clean-filter", &marker);
+    let attributes = dir.join("attributes");
+    std::fs::write(&attributes, "* filter=mark\n").expect("write");
+    // The user's own config (HOME) and config given in the environment each name every one.
+    let home = p.user_home();
+    std::fs::write(
+        home.join(".gitconfig"),
+        format!(
+            "[core]\n\thooksPath = {}\n\tfsmonitor = {}\n\tattributesFile = {}\n[filter \"mark\"]\n\tclean = {}\n",
+            hooks.display(),
+            fsmonitor.display(),
+            attributes.display(),
+            filter.display()
+        ),
+    )
+    .expect("write");
+    let env_config = [
+        ("core.hooksPath", hooks.display().to_string()),
+        ("core.fsmonitor", fsmonitor.display().to_string()),
+        ("core.attributesFile", attributes.display().to_string()),
+        ("filter.mark.clean", filter.display().to_string()),
+    ];
+    let with_config = |c: &mut std::process::Command, global: bool| {
+        c.env_remove("GIT_CONFIG_NOSYSTEM").env("HOME", &home);
+        if global {
+            c.env_remove("GIT_CONFIG_GLOBAL");
+        } else {
+            c.env("GIT_CONFIG_GLOBAL", "/dev/null").env("GIT_CONFIG_COUNT", env_config.len().to_string());
+            for (i, (k, v)) in env_config.iter().enumerate() {
+                c.env(format!("GIT_CONFIG_KEY_{i}"), k).env(format!("GIT_CONFIG_VALUE_{i}"), v);
+            }
+        }
+    };
+    // The set-up can fail the test: plain git in either environment runs the programs.
+    for global in [true, false] {
+        let scratch = p.tmp.path().join(format!("scratch-{global}"));
+        std::fs::create_dir_all(&scratch).expect("mkdir");
+        std::fs::write(scratch.join("f.txt"), "x\n").expect("write");
+        for args in [&["init", "-q"][..], &["add", "f.txt"], &["-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "-m", "x"]] {
+            let mut c = std::process::Command::new("git");
+            c.args(args).current_dir(&scratch);
+            with_config(&mut c, global);
+            let status = c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().expect("git");
+            assert!(status.success(), "{args:?}");
+        }
+        let ran = std::fs::read_to_string(&marker).unwrap_or_default();
+        assert!(ran.contains("clean-filter") && ran.contains("pre-commit"), "global {global}: {ran}");
+        std::fs::remove_file(&marker).expect("rm");
+    }
+
+    // A whole dispatch -> leftovers commit -> squash merge, once with each.
+    for global in [true, false] {
+        let id = p.create("scribe", &format!("Config {global}"), "Write it.");
+        let mut c = p.cmd();
+        c.args(["reconcile", "--once", "--wait", "--timeout", "120s"]);
+        with_config(&mut c, global);
+        let out = c.output().expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
+        assert_eq!(git(&p.root, &["show", &format!("claude/main:.lore/reports/{id}.md")]).lines().next(), Some(format!("# {id}").as_str()));
+        assert!(
+            !marker.exists(),
+            "global {global}: git ran a configured program: {}",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
+    }
+}

@@ -220,6 +220,78 @@ fn cancel_kills_a_worker_that_ignores_sigterm_after_the_grace() {
     assert!(!pid_alive(worker));
 }
 
+/// Call one tool of `guild-hall mcp --manager` (the dispatcher) and return its structured reply.
+fn manager_call(p: &Project, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    use std::io::{BufRead, Write};
+    let mut child = p
+        .cmd()
+        .args(["mcp", "--manager"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("mcp --manager");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").expect("send");
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let _init = lines.next().expect("initialize reply").expect("line");
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
+    let reply: serde_json::Value = serde_json::from_str(&lines.next().expect("reply").expect("line")).expect("json");
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    reply["result"]["structuredContent"].clone()
+}
+
+#[test]
+fn a_stop_is_reported_as_under_way_until_every_process_is_gone() {
+    let p = Project::new(&["stubborn"]);
+    p.config("cancel_grace: 1s\n");
+    let id = p.create("stubborn", "Stubborn", "Ignore TERM.");
+    p.pass_until("worker running", |p| p.status(&id) == "in_progress");
+    let worker = p.run_info(&id).expect("run")["worker_pid"].as_i64().expect("pid");
+    p.ok(&["commission", "cancel", &id]);
+    // One pass: the cancel is carried out (SIGTERM, which the worker ignores). No pass runs
+    // after it, so nothing sends SIGKILL: the worker is certainly still alive below.
+    p.ok(&["reconcile", "--once"]);
+    assert!(pid_alive(worker));
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "cancelled", "the cancel shows at once: {s}");
+    assert_eq!(s["stopping"], "cancelling: worker still running", "{s}");
+    assert_eq!(s["completed"], serde_json::Value::Null, "{s}");
+    assert!(!p.artifact(&id).contains("completed:"));
+    let line = p.ok(&["status"]).lines().find(|l| l.starts_with(&id)).expect("a row").to_string();
+    assert!(line.contains(" cancelling ") && line.contains("cancelling: worker still running"), "{line}");
+    let tl = p.timeline(&id);
+    let last = tl.iter().rev().find(|e| e["kind"] == "status").expect("a status event");
+    assert_eq!((last["to"].as_str(), last["stopping"].as_str()), (Some("cancelled"), Some("cancelling: worker still running")));
+    assert!(!kinds(&tl).contains(&"stopped".to_string()));
+    let job = manager_call(&p, "status", serde_json::json!({"jobId": id}));
+    assert_eq!(job["status"], "cancelled", "{job}");
+    assert_eq!(job["stopping"], "cancelling: worker still running", "{job}");
+    assert_eq!(job["completedAt"], serde_json::Value::Null, "{job}");
+    let list = manager_call(&p, "list", serde_json::json!({}));
+    assert_eq!(list["jobs"][0]["stopping"], "cancelling: worker still running", "{list}");
+
+    // After the grace, SIGKILL; once the shim has seen every process gone, it is over.
+    p.settle();
+    assert!(!pid_alive(worker));
+    let s = p.status_json(&id);
+    assert_eq!((s["status"].as_str(), &s["stopping"]), (Some("cancelled"), &serde_json::Value::Null), "{s}");
+    assert!(s["completed"].as_str().is_some(), "{s}");
+    assert!(kinds(&p.timeline(&id)).contains(&"stopped".to_string()));
+    let job = manager_call(&p, "status", serde_json::json!({"jobId": id}));
+    assert_eq!(job["stopping"], serde_json::Value::Null, "{job}");
+    assert!(job["completedAt"].as_str().is_some(), "{job}");
+    assert!(manager_call(&p, "list", serde_json::json!({}))["jobs"][0].get("stopping").is_none());
+    let line = p.ok(&["status"]).lines().find(|l| l.starts_with(&id)).expect("a row").to_string();
+    assert!(line.contains(" cancelled "), "{line}");
+}
+
 #[test]
 fn redispatch_makes_a_new_branch_and_keeps_the_old() {
     let p = Project::new(&["silent", "scribe"]);
@@ -264,6 +336,20 @@ fn an_attempts_branch_is_never_another_commissions() {
         let files = git(&p.root, &["ls-tree", "-r", "--name-only", branch]);
         assert!(files.contains(file), "{branch}: {files}");
     }
+
+    // Deleting `job` removes its own branches (`job`, `job+2`) and nothing of `job-2`'s.
+    let job2_tip = git(&p.root, &["rev-parse", "claude/commission/job-2"]);
+    assert_eq!(manager_call(&p, "delete", serde_json::json!({"jobId": "job"}))["deleted"], true);
+    let branches = p.branches();
+    assert!(!branches.iter().any(|b| b == "claude/commission/job" || b == "claude/commission/job+2"), "{branches:?}");
+    assert!(branches.contains(&"claude/commission/job-2".to_string()), "{branches:?}");
+    assert_eq!(git(&p.root, &["rev-parse", "claude/commission/job-2"]), job2_tip);
+    assert!(!p.artifact_path("job").exists());
+    let s = p.status_json("job-2");
+    assert_eq!((s["status"].as_str(), s["branch"].as_str()), (Some("completed"), Some("claude/commission/job-2")));
+    // And `job-2` in turn takes only its own.
+    assert_eq!(manager_call(&p, "delete", serde_json::json!({"jobId": "job-2"}))["deleted"], true);
+    assert!(!p.branches().iter().any(|b| b.starts_with("claude/commission/")), "{:?}", p.branches());
 }
 
 #[test]

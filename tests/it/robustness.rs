@@ -291,6 +291,27 @@ fn a_corrupt_runtime_record_stops_only_its_own_commission() {
 }
 
 #[test]
+fn another_projects_corrupt_record_holds_its_slot_under_the_global_cap() {
+    let p = Project::new(&["scribe"]);
+    let cfg = p.home.join("config.yaml");
+    std::fs::write(&cfg, format!("max_concurrent_commissions: 1\n{}", std::fs::read_to_string(&cfg).unwrap_or_default())).expect("cfg");
+    // Another project under the same home, whose one commission's record does not parse: its
+    // worker may be running for all we know.
+    let other = p.home.join("state/elsewhere-0123/commissions/job");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(other.join("record.json"), "{\"status\": \"in_prog").expect("corrupt");
+    let id = p.create("scribe", "Waits", "Write.");
+    let (code, _, err) = p.run(&["reconcile", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(p.status(&id), "pending", "the global cap is full");
+    assert!(err.contains("corrupt runtime state") && err.contains("elsewhere-0123"), "said so: {err}");
+    // Repaired (here: removed), the slot is free again.
+    std::fs::remove_dir_all(p.home.join("state/elsewhere-0123")).expect("rm");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+}
+
+#[test]
 fn submit_result_is_accepted_once_however_many_race() {
     let p = Project::new(&[]);
     let wt = p.tmp.path().join("wt");

@@ -321,3 +321,24 @@ fn meetings_over_the_socket_stream_their_turns() {
     let unknown = rpc(&sock, "meeting/accept", json!({"id": "nope"}));
     assert_eq!(err_code(&unknown), -32602);
 }
+
+#[test]
+fn a_socket_in_use_names_the_server_holding_it() {
+    let p = Project::new(&[]);
+    let q = Project::new(&[]);
+    let sock = p.tmp.path().join("gh.sock");
+    let svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let mut second = q
+        .cmd()
+        .args(["watch", "--socket", sock.to_str().expect("utf8")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_for("the second server to give up", || second.try_wait().expect("poll").is_some());
+    let out = second.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("is in use by another server (pid {}: ", svc.pid())) && err.contains(" watch "), "{err}");
+    assert!(sock.exists(), "the first server's socket is left alone");
+}

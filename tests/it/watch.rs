@@ -24,6 +24,29 @@ fn truncate_write(path: &std::path::Path, text: &str) {
     f.write_all(text.as_bytes()).expect("write");
 }
 
+/// The status a pass last recorded for commission `id` (of any project under `home`): there is
+/// one only once the watcher has planned the commission, so what it says is what that pass
+/// decided.
+fn recorded(home: &std::path::Path, id: &str) -> Option<String> {
+    for e in std::fs::read_dir(home.join("state")).ok()?.filter_map(|e| e.ok()) {
+        let record = e.path().join("commissions").join(id).join("record.json");
+        if let Ok(v) = std::fs::read(&record).map(|b| serde_json::from_slice::<serde_json::Value>(&b)) {
+            return v.ok().and_then(|v| v["status"].as_str().map(str::to_string));
+        }
+    }
+    None
+}
+
+/// Wait for a pass to have planned `id`, and return the status it recorded.
+fn planned(home: &std::path::Path, id: &str) -> String {
+    let mut status = None;
+    wait_for(&format!("a pass to plan {id}"), || {
+        status = recorded(home, id);
+        status.is_some()
+    });
+    status.unwrap_or_default()
+}
+
 #[test]
 fn editor_saves_and_git_checkouts_drive_commissions() {
     let p = Project::new(&["scribe", "sleeper"]);
@@ -32,8 +55,9 @@ fn editor_saves_and_git_checkouts_drive_commissions() {
     rename_save(&p.artifact_path("renamed"), "---\nworker: scribe\n---\noutput: .lore/r.md\nWrite.\n");
     wait_status(&p, "renamed", "completed");
     // A draft, then truncate-and-write (VS Code) to submit it.
-    std::fs::write(p.artifact_path("later"), "---\nworker: scribe\nstatus: draft\n---\noutput: .lore/l.md\nWrite.\n").expect("write");
-    std::thread::sleep(Duration::from_millis(300));
+    rename_save(&p.artifact_path("later"), "---\nworker: scribe\nstatus: draft\n---\noutput: .lore/l.md\nWrite.\n");
+    // A pass has seen it (and would have dispatched it, were it pending): it stays a draft.
+    assert_eq!(planned(&p.home, "later"), "draft");
     assert_eq!(p.status("later"), "draft");
     let text = p.artifact("later").replace("status: draft", "status: pending");
     truncate_write(&p.artifact_path("later"), &text);
@@ -132,7 +156,8 @@ fn sighup_with_a_raised_cap_dispatches_the_queue() {
     std::thread::sleep(Duration::from_millis(1100));
     let b = p.create("sleeper", "B", "sleep: 300\nLong.");
     wait_status(&p, &a, "in_progress");
-    std::thread::sleep(Duration::from_millis(500));
+    // A pass has planned b and, with a running and the cap at 1, left it queued.
+    assert_eq!(planned(&p.home, &b), "pending");
     assert_eq!(p.status(&b), "pending");
     p.config("commission_cap: 2\n");
     svc.signal(Signal::SIGHUP);
@@ -159,7 +184,8 @@ fn two_projects_share_the_global_cap() {
     let ia = a.create("sleeper", "A", "sleep: 2\nShort.");
     wait_status(&a, &ia, "in_progress");
     let ib = b_home(&["commission", "create", "--worker", "sleeper", "--title", "B", "--prompt", "sleep: 1\nShort."]).trim().to_string();
-    std::thread::sleep(Duration::from_millis(500));
+    // A pass has planned b while a runs: held back by the global cap.
+    assert_eq!(planned(&a.home, &ib), "pending", "held back by the global cap");
     let sb: serde_json::Value = serde_json::from_str(&b_home(&["status", &ib, "--json"])).expect("json");
     assert_eq!(sb["status"], "pending", "held back by the global cap");
     wait_status(&a, &ia, "completed");
@@ -178,14 +204,29 @@ fn two_projects_share_the_global_cap() {
 #[test]
 fn a_malformed_artifact_does_not_spin() {
     let p = Project::new(&["scribe"]);
-    let svc = Service::start(&p, &[], &["-v"]);
+    let svc = Service::start(&p, &[], &["-v", "--resync", "1s"]);
     std::fs::write(p.artifact_path("broken"), "---\ntitle: [unclosed\nworker: scribe\n---\nbody\n").expect("write");
     wait_for("the problem to be reported", || svc.log().contains("broken.md:3:7: invalid YAML"));
-    let passes = |log: &str| log.lines().filter(|l| l.contains("\"message\":\"pass\"")).count();
-    let before = passes(&svc.log());
-    std::thread::sleep(Duration::from_secs(3));
-    let after = passes(&svc.log());
-    assert!(after - before <= 1, "passes at rest with a broken file: {before} -> {after}");
+    // The passes after the one that reported it, by what caused each.
+    let causes = || -> Vec<String> {
+        let log = svc.log();
+        let report = log.find("broken.md:3:7: invalid YAML").unwrap_or(0);
+        log[report..]
+            .lines()
+            .filter(|l| l.contains("\"message\":\"pass\""))
+            .skip(1)
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .map(|v| v["fields"]["cause"].as_str().unwrap_or("?").to_string())
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    // Two resyncs later, every pass at rest was a resync: none was woken by a file the
+    // watcher itself wrote (a loop on its own writes would be, over and over).
+    wait_for("two resyncs after the report", || causes().iter().filter(|c| *c == "resync").count() >= 2);
+    let causes = causes();
+    assert!(causes.iter().all(|c| c == "resync"), "passes at rest with a broken file: {causes:?}");
     assert_eq!(svc.log().matches("broken.md:3:7: invalid YAML").count(), 1, "reported once");
     assert_eq!(p.artifact("broken"), "---\ntitle: [unclosed\nworker: scribe\n---\nbody\n");
 }
@@ -199,12 +240,22 @@ fn reconcile_refuses_or_waits_while_a_watcher_holds_the_project() {
     assert!(err.contains("guild-hall watch (pid") && err.contains("--wait-lock"), "{err}");
     let status = p.ok(&["status"]);
     assert!(status.contains("reconciler: guild-hall watch (pid"), "{status}");
-    let mut waiting =
-        p.cmd().args(["reconcile", "--once", "--wait-lock"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(waiting.try_wait().expect("poll").is_none(), "waits for the lock");
+    // --wait-lock waits, and says once for whom: the watcher, by its pid.
+    let said = p.tmp.path().join("waiting.err");
+    let mut waiting = p
+        .cmd()
+        .args(["reconcile", "--once", "--wait-lock"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&said).expect("file"))
+        .spawn()
+        .expect("spawn");
+    let holder = format!("waiting for the project lock, held by guild-hall watch (pid {})", svc.pid());
+    let err = || std::fs::read_to_string(&said).unwrap_or_default();
+    wait_for("the reconciler to say whom it waits for", || err().contains(&holder));
+    assert!(waiting.try_wait().expect("poll").is_none(), "waits for the lock: {}", err());
     assert_eq!(svc.stop(), Some(0));
-    assert!(waiting.wait().expect("wait").success());
+    assert!(waiting.wait().expect("wait").success(), "{}", err());
+    assert_eq!(err().matches("waiting for the project lock").count(), 1, "said once: {}", err());
 }
 
 #[test]

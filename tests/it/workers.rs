@@ -159,3 +159,59 @@ fn every_toolbox_spelling_the_system_prompt_teaches_works() {
         }
     }
 }
+
+#[test]
+fn bad_sandbox_values_are_reported_by_check_and_workers() {
+    let p = Project::new(&["scribe"]);
+    let cases = [
+        ("relative", "sandbox: {write: [relative/dir]}", "must be an absolute path"),
+        ("dotdot", "sandbox: {write: [\"/tmp/../etc\"]}", "must not contain `..`"),
+        ("word", "sandbox: on", "is not `off` or `{write: [...]}`"),
+        ("nodefault", "sandbox: {write: [\"${SOME_DIR}\"]}", "with a default"),
+    ];
+    for (name, line, _) in cases {
+        p.install_worker("scribe", name);
+        let y = p.root.join(".lore/workers").join(name).join("worker.yaml");
+        std::fs::write(&y, std::fs::read_to_string(&y).expect("yaml") + line + "\n").expect("write");
+    }
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}");
+    let (wcode, listing, werr) = p.run(&["workers"]);
+    assert_eq!(wcode, 0);
+    for (name, _, why) in cases {
+        let file = format!(".lore/workers/{name}/worker.yaml");
+        assert!(out.lines().any(|l| l.contains(&file) && l.contains(why)), "check: {name}: {out}");
+        assert!(werr.lines().any(|l| l.contains(&file) && l.contains(why)), "workers: {name}: {werr}");
+        assert!(!listing.lines().any(|l| l.starts_with(&format!("{name} "))), "{name} is not offered as a worker:\n{listing}");
+    }
+    assert!(listing.lines().any(|l| l.starts_with("scribe ")), "{listing}");
+}
+
+#[test]
+fn memory_compaction_runs_confined() {
+    let p = Project::new(&[]);
+    let script = r#"#!/bin/sh
+cat > /dev/null
+try() { if echo x > "$2" 2>/dev/null; then echo "WROTE: $1"; else echo "refused: $1"; fi; }
+try tmpdir "$TMPDIR/scratch.txt"
+try memory "$(dirname "$TMPDIR")/escaped.md"
+try package ./escaped.txt
+try home "$HOME/escaped.txt"
+try guild-hall-home "$GUILD_HALL_HOME/escaped.txt"
+"#;
+    compacting_package(&p, script);
+    let id = p.create("keeper", "Go", "Topic\nGo.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let mem = p.home.join("memory/keeper");
+    wait_for("the compaction to end", || std::fs::read_to_string(mem.join(".compact.log")).is_ok_and(|l| !l.is_empty()));
+    let out = std::fs::read_to_string(mem.join("compacted.md")).expect("its output became the memory");
+    assert!(out.contains("WROTE: tmpdir"), "{out}");
+    for what in ["memory", "package", "home", "guild-hall-home"] {
+        assert!(out.contains(&format!("refused: {what}\n")), "{what} was not refused:\n{out}");
+    }
+    assert!(!mem.join("escaped.md").exists());
+    assert!(!p.root.join(".lore/workers/keeper/escaped.txt").exists());
+    assert!(!p.user_home().join("escaped.txt").exists());
+    assert!(!p.home.join("escaped.txt").exists());
+}

@@ -197,5 +197,36 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[V
             }
         }
     };
+    stop_follows_processes(o, &mut st);
     (st, effect)
+}
+
+/// Status follows only what is really over: a commission failed or cancelled while processes
+/// of its attempt are alive says it is still stopping (in its record, which `status` and the
+/// dispatcher read, and on its terminal timeline event) until the last of them is gone; only
+/// then is `completed:` stamped, with a `stopped` event.
+fn stop_follows_processes(o: &Observed, st: &mut Step<'_>) {
+    if !matches!(st.status, Status::Failed | Status::Cancelled) {
+        st.record.stopping = None;
+        return;
+    }
+    let live = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    if live {
+        if st.record.stopping.is_none() {
+            let text = format!("{}: worker still running", if st.status == Status::Cancelled { "cancelling" } else { "failing" });
+            match st.update.events.iter_mut().rev().find(|e| e["kind"] == "status") {
+                Some(serde_json::Value::Object(e)) => {
+                    e.insert("stopping".into(), text.clone().into());
+                }
+                _ => st.event("stopping", format!("stopping:{}", st.record.attempt), json!({"text": text})),
+            }
+            st.record.stopping = Some(text);
+        }
+    } else if st.record.stopping.take().is_some() {
+        let attempt = st.record.attempt;
+        st.event("stopped", format!("stopped:{attempt}"), json!({"text": format!("every process of attempt {attempt} is gone")}));
+        st.set("completed", Value::String(st.now.clone()));
+    } else if st.moved {
+        st.set("completed", Value::String(st.now.clone()));
+    }
 }

@@ -3,7 +3,6 @@
 //! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits),
 //! dependencies, limits and FIFO, exit classification and heartbeat judgement.
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
@@ -151,10 +150,8 @@ pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
     }
 }
 
-/// Timestamps as written everywhere (artifact and timeline): RFC 3339, UTC, milliseconds.
-pub fn timestamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+/// Timestamps as written everywhere: shared with every kind of activity, so it lives there.
+pub use crate::activity::timeline::timestamp;
 
 /// Plan one pass.
 pub fn plan(s: &Snapshot) -> Plan {
@@ -203,6 +200,7 @@ pub fn plan(s: &Snapshot) -> Plan {
                 let (summary, artifacts) = step.result().unwrap_or(("", &[]));
                 let mut conflict = step.clone();
                 conflict.go(Status::Failed, "the attempt's work could not be merged");
+                conflict.set("completed", Value::String(now.clone()));
                 let mut done = step;
                 done.go(Status::Completed, "worker submitted its result");
                 let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
@@ -268,6 +266,7 @@ pub fn plan(s: &Snapshot) -> Plan {
         step.go(Status::Dispatched, &format!("dispatched to worker {}", step.o.artifact.worker));
         step.record.attempt = attempt;
         step.record.term_sent_at = None;
+        step.record.stopping = None;
         step.set("attempt", Value::from(attempt));
         step.set("branch", Value::String(branch.clone()));
         step.remove("desired");

@@ -22,19 +22,28 @@ pub(super) struct Step<'a> {
     pub(super) status: Status,
     /// What the record should say (written only if it differs from the observed one).
     pub(super) record: Record,
+    /// The status moved in this step (not merely read back).
+    pub(super) moved: bool,
 }
 
 impl<'a> Step<'a> {
     pub(super) fn new(o: &'a Observed, now: &str) -> Step<'a> {
         let status = o.record.as_ref().map(|r| r.status).or(o.artifact.status).unwrap_or(Status::Pending);
-        let record =
-            o.record.clone().unwrap_or(Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created: None });
+        let record = o.record.clone().unwrap_or(Record {
+            status,
+            prev: None,
+            attempt: o.artifact.attempt(),
+            term_sent_at: None,
+            created: None,
+            stopping: None,
+        });
         Step {
             o,
             now: now.to_string(),
             update: Update { id: o.artifact.id.clone(), expect_hash: o.artifact.hash, edits: Vec::new(), record: None, events: Vec::new() },
             status,
             record,
+            moved: false,
         }
     }
 
@@ -66,6 +75,11 @@ impl<'a> Step<'a> {
             json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt}),
         );
         self.status = to;
+        self.moved = true;
+        if !to.is_terminal() {
+            // A re-dispatched commission has not ended (yet again).
+            self.remove("completed");
+        }
         self.record.prev = self.o.artifact.status;
         self.record.status = to;
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));

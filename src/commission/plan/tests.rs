@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use chrono::{Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 
 use super::*;
@@ -34,7 +34,7 @@ fn obs(c: Commission, record: Option<Record>) -> Observed {
 }
 
 fn rec(status: Status, attempt: u32) -> Record {
-    Record { status, prev: None, attempt, term_sent_at: None, created: None }
+    Record { status, prev: None, attempt, term_sent_at: None, created: None, stopping: None }
 }
 
 fn snapshot(commissions: Vec<Observed>) -> Snapshot {
@@ -304,10 +304,73 @@ fn cancel_signals_then_kills_after_grace() {
     o.run = Some(run_info(1));
     let p = plan(&snapshot(vec![o.clone()]));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Term, .. })));
-    o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(5)), ..rec(Status::Cancelled, 1) });
+    let stopping = Some("cancelling: worker still running".to_string());
+    o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(5)), stopping: stopping.clone(), ..rec(Status::Cancelled, 1) });
     assert!(plan(&snapshot(vec![o.clone()])).actions.is_empty());
-    o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(31)), ..rec(Status::Cancelled, 1) });
+    o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(31)), stopping, ..rec(Status::Cancelled, 1) });
     assert!(plan(&snapshot(vec![o])).actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })));
+}
+
+/// The update of the one action carrying a record for `id`.
+fn recorded(p: &Plan, id: &str) -> Option<Record> {
+    p.actions.iter().filter(|a| a.id() == id).find_map(|a| match a {
+        Action::Update(u) | Action::Signal { update: u, .. } => u.record.clone(),
+        _ => None,
+    })
+}
+
+fn events_of(p: &Plan, id: &str) -> Vec<serde_json::Value> {
+    p.actions
+        .iter()
+        .filter(|a| a.id() == id)
+        .flat_map(|a| match a {
+            Action::Update(u) | Action::Signal { update: u, .. } => u.events.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_stop_is_over_only_when_every_process_is() {
+    // A cancel while the worker runs: cancelled as asked, but still stopping, not completed.
+    let mut o = obs(commission("c", "status: cancelled\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Alive;
+    o.run = Some(run_info(1));
+    let p = plan(&snapshot(vec![o.clone()]));
+    let r = recorded(&p, "c").expect("a record");
+    assert_eq!((r.status, r.stopping.as_deref()), (Status::Cancelled, Some("cancelling: worker still running")));
+    let status = events_of(&p, "c").into_iter().find(|e| e["kind"] == "status").expect("status event");
+    assert_eq!((status["to"].as_str(), status["stopping"].as_str()), (Some("cancelled"), Some("cancelling: worker still running")));
+    assert_eq!(sets(&p, "c", "completed"), None);
+    // Still alive on a later pass (after SIGTERM): nothing more to say.
+    o.record = Some(r.clone());
+    o.record.as_mut().expect("record").term_sent_at = Some(t0());
+    assert!(plan(&snapshot(vec![o.clone()])).actions.is_empty());
+    // A shim killed with processes left behind is not over either.
+    o.proc = Proc::Lingering;
+    o.leftovers = vec![4244];
+    assert!(plan(&snapshot(vec![o.clone()])).actions.iter().all(|a| a.kind() == "kill_leftovers"));
+    // Every process gone: the stop is recorded as over, and only now `completed:`.
+    o.proc = Proc::Dead;
+    o.leftovers.clear();
+    let p = plan(&snapshot(vec![o.clone()]));
+    assert_eq!(recorded(&p, "c").expect("a record").stopping, None);
+    assert_eq!(sets(&p, "c", "completed"), Some(Value::from(timestamp(t0()))));
+    assert!(events_of(&p, "c").iter().any(|e| e["kind"] == "stopped"), "{p:?}");
+
+    // A stale worker: failed at once, "failing" until its processes are gone.
+    let mut o = obs(commission("s", "status: in_progress\nattempt: 1\ntimeout: 1s\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Alive;
+    o.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
+    let p = plan(&snapshot(vec![o]));
+    assert_eq!(recorded(&p, "s").and_then(|r| r.stopping).as_deref(), Some("failing: worker still running"));
+    assert_eq!(sets(&p, "s", "completed"), None);
+
+    // Nothing running: over at once.
+    let o = obs(commission("q", "status: cancelled\n"), Some(rec(Status::Pending, 0)));
+    let p = plan(&snapshot(vec![o]));
+    assert_eq!(recorded(&p, "q").and_then(|r| r.stopping), None);
+    assert_eq!(sets(&p, "q", "completed"), Some(Value::from(timestamp(t0()))));
 }
 
 #[test]

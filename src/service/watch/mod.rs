@@ -55,7 +55,8 @@ struct Watched {
     dir: PathBuf,
     name: String,
     _lock: HeldLock,
-    dirty: bool,
+    /// Due for a pass, and what first made it so (logged with the pass: "files", "resync", ...).
+    dirty: Option<&'static str>,
     next_at: Option<Instant>,
     resync_at: Instant,
     /// Failed actions: commission id → (failures in a row, not before).
@@ -64,6 +65,13 @@ struct Watched {
     seen: BTreeSet<String>,
     reported: BTreeSet<String>,
     settled: std::sync::Arc<crate::commission::observe::SettledCache>,
+}
+
+impl Watched {
+    /// Due for a pass; the first cause since the last pass is the one logged.
+    fn wake(&mut self, cause: &'static str) {
+        self.dirty.get_or_insert(cause);
+    }
 }
 
 /// Run until SIGINT or SIGTERM. `dirs` empty means every project registered in the home.
@@ -104,7 +112,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             dir: project.root.clone(),
             name: project.name.clone(),
             _lock: lock,
-            dirty: true,
+            dirty: Some("start"),
             next_at: None,
             resync_at: Instant::now() + opts.resync,
             backoff: BTreeMap::new(),
@@ -121,20 +129,23 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     while !signals.stop.load(Ordering::SeqCst) {
         if signals.reload.swap(false, Ordering::SeqCst) {
             tracing::info!("SIGHUP: reloading configuration");
-            projects.iter_mut().for_each(|p| p.dirty = true);
+            projects.iter_mut().for_each(|p| p.wake("sighup"));
         }
         let now = Instant::now();
         for p in projects.iter_mut() {
-            if p.next_at.is_some_and(|t| t <= now) || p.resync_at <= now {
-                p.dirty = true;
+            if p.next_at.is_some_and(|t| t <= now) {
+                p.wake("timer");
+            }
+            if p.resync_at <= now {
+                p.wake("resync");
             }
         }
-        for p in projects.iter_mut().filter(|p| p.dirty) {
+        for p in projects.iter_mut().filter(|p| p.dirty.is_some()) {
             if signals.stop.load(Ordering::SeqCst) {
                 break;
             }
-            p.dirty = false;
-            let (running, dep_dirs) = pass(home, p, opts);
+            let cause = p.dirty.take().unwrap_or("");
+            let (running, dep_dirs) = pass(home, p, opts, cause);
             for dir in dep_dirs {
                 if watched_dirs.insert(dir.clone()) {
                     if let Err(e) = debouncer.watch(&dir, RecursiveMode::NonRecursive) {
@@ -157,11 +168,11 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                 wakes.extend(rx.try_iter());
                 for w in wakes {
                     match w {
-                        Wake::Rescan => projects.iter_mut().for_each(|p| p.dirty = true),
+                        Wake::Rescan => projects.iter_mut().for_each(|p| p.wake("rescan")),
                         Wake::ShimGone(dir) => {
                             // A worker ended: capacity is global, so every project may dispatch.
                             waiting_on.remove(&dir);
-                            projects.iter_mut().for_each(|p| p.dirty = true);
+                            projects.iter_mut().for_each(|p| p.wake("worker ended"));
                         }
                         Wake::Files(paths) => {
                             for path in paths.iter().filter(|p| !ignores.is_match(p)) {
@@ -182,7 +193,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
 
 /// One reconcile pass for a project; returns the runtime dirs of its running workers and the
 /// directories where its missing dependencies would appear.
-fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> (Vec<PathBuf>, Vec<PathBuf>) {
+fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let now = Instant::now();
     w.resync_at = now + opts.resync;
     let project = match Project::open(&w.dir) {
@@ -209,7 +220,7 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> (Vec<PathBuf>, Vec
             return (Vec::new(), Vec::new());
         }
     };
-    tracing::debug!(project = %w.name, actions = report.entries.len(), "pass");
+    tracing::debug!(project = %w.name, actions = report.entries.len(), cause, "pass");
     // Backoff per commission whose action failed; a success clears it.
     for e in &report.entries {
         if e.ok {
@@ -243,18 +254,18 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions) -> (Vec<PathBuf>, Vec
 fn mark(projects: &mut [Watched], path: &Path, state_root: &Path) {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if path.starts_with(state_root) && matches!(name, "exit.json" | "record.json") {
-        projects.iter_mut().for_each(|p| p.dirty = true);
+        projects.iter_mut().for_each(|p| p.wake("files"));
         return;
     }
     let mut hit = false;
     for p in projects.iter_mut() {
         if path.starts_with(&p.dir) || path.starts_with(state_root.join(&p.name)) {
-            p.dirty = true;
+            p.wake("files");
             hit = true;
         }
     }
     if !hit {
-        projects.iter_mut().for_each(|p| p.dirty = true);
+        projects.iter_mut().for_each(|p| p.wake("files"));
     }
 }
 
