@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """guild-hall benchmarks (issues 2, 3 and 10).
-Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse]
+Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse | --only-meetings]
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -310,7 +310,92 @@ def bench_odd_frontmatter(tmp, runs):
     return out
 
 
+def bench_meetings(tmp, turns, cycles):
+    """Meetings (issue 8): a turn's overhead, and open and close on a 10,000-file repository.
+
+    Overhead: from `meeting send` starting to the first text_delta on its stdout, minus the
+    worker's own time to that event. The worker prints its first event as its first act (one
+    `date` and a printf in sh, timed on its own and subtracted), so what remains is
+    guild-hall's: the CLI, the checks, the system prompt, the shim and the sandbox, the read.
+    """
+    repo = os.path.join(tmp, "meet")
+    new_repo(repo, files=N)
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home-meet"))
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    for name, checkout in (("quick", "sparse"), ("quick-full", "full")):
+        wd = os.path.join(repo, ".lore", "workers", name)
+        os.makedirs(wd)
+        with open(os.path.join(wd, "worker.yaml"), "w") as f:
+            f.write(f"name: {name}\ncommand: ['./meet.sh']\nmeeting: ['./meet.sh']\ncheckout: {checkout}\ncapabilities: [meeting]\n")
+        with open(os.path.join(wd, "meet.sh"), "w") as f:
+            # The clock first, printed at once: the worker's own time to its first event is
+            # one `date` (measured apart below and subtracted).
+            f.write("#!/bin/sh\nprintf '{\"type\":\"text_delta\",\"text\":\"%s\"}\\n' \"$(date +%s%N)\"\nprintf '{\"type\":\"turn_end\"}\\n'\n")
+        os.chmod(os.path.join(wd, "meet.sh"), 0o755)
+    with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
+        f.write("meeting_cap: 100\n")
+    subprocess.run([BIN, "meeting", "start", "--worker", "quick", "--id", "m"], cwd=repo, env=env, check=True, capture_output=True)
+    # The worker's own time to its first event: a `date` and a printf in sh.
+    own = []
+    for _ in range(turns):
+        t = time.perf_counter()
+        subprocess.run(["sh", "-c", "printf '%s\\n' \"$(date +%s%N)\""], capture_output=True)
+        own.append(time.perf_counter() - t)
+    own_t = median(own)
+    first, whole = [], []
+    for i in range(turns):
+        t0 = time.perf_counter()
+        p = subprocess.Popen([BIN, "meeting", "send", "m", f"turn {i}", "--json"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        for line in p.stdout:
+            if '"text_delta"' in line:
+                first.append(time.perf_counter() - t0 - own_t)
+                break
+        p.wait()
+        whole.append(time.perf_counter() - t0)
+    first.sort()
+    p95 = first[min(len(first) - 1, int(len(first) * 0.95))]
+    opens, closes, plain_open, plain_close = [], [], [], []
+    for i in range(cycles):
+        mid = f"full-{i}"
+        subprocess.run(["sync"])
+        opens.append(run([BIN, "meeting", "start", "--worker", "quick-full", "--id", mid], repo, env)[0])
+        # Something to land: one new file in the worktree.
+        wt = os.path.join(env["GUILD_HALL_HOME"], "worktrees")
+        wt = os.path.join(wt, os.listdir(wt)[0], f"meeting-{mid}")
+        os.makedirs(os.path.join(wt, ".lore"), exist_ok=True)
+        with open(os.path.join(wt, ".lore", f"{mid}.md"), "w") as f:
+            f.write("notes\n")
+        subprocess.run(["sync"])
+        closes.append(run([BIN, "meeting", "close", mid], repo, env)[0])
+        path = os.path.join(tmp, f"plain-meet-{i}")
+        subprocess.run(["sync"])
+        plain_open.append(run(["sh", "-c", f"git branch plain-meet/{i} claude/main && git worktree add -q {path} plain-meet/{i}"], repo)[0])
+        with open(os.path.join(path, f"plain-{i}.md"), "w") as f:
+            f.write("notes\n")
+        subprocess.run(["sync"])
+        plain_close.append(run(["sh", "-c", f"git -C {path} add -A && git -C {path} commit -q -m leftovers && git worktree remove {path}"], repo)[0])
+    return median(first), p95, median(whole), own_t, median(opens), median(closes), median(plain_open), median(plain_close)
+
+
 def main():
+    if "--only-meetings" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            quick = "--quick" in sys.argv
+            f50, f95, whole, own, op, cl, gop, gcl = bench_meetings(tmp, 20 if quick else 50, 3 if quick else 5)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("| meetings | guild-hall | plain git | target |")
+        print("|---|---|---|---|")
+        print(f"| turn overhead to the first text_delta, p50 | {f50*1000:.1f} ms | | < 20 ms |")
+        print(f"| turn overhead to the first text_delta, p95 | {f95*1000:.1f} ms | | |")
+        print(f"| a whole turn of a trivial worker (`meeting send`, start to exit), median | {whole*1000:.0f} ms | | |")
+        print(f"| (subtracted: the worker's own time to its first event) | {own*1000:.1f} ms | | |")
+        print(f"| open, full checkout of {N:,} files (`meeting start`, no turn) | {op*1000:.0f} ms | branch + `git worktree add`: {gop*1000:.0f} ms | |")
+        print(f"| close: notes, leftovers, squash merge, worktree removed | {cl*1000:.0f} ms | `add -A` + `commit` + `git worktree remove`: {gcl*1000:.0f} ms | |")
+        return
     if "--only-parse" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
             subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)

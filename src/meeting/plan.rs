@@ -516,4 +516,85 @@ mod tests {
         ];
         assert!(plan(&snap(ms, 5)).is_empty());
     }
+
+    use proptest::prelude::*;
+
+    fn arb_status() -> impl Strategy<Value = Option<MeetingStatus>> {
+        prop::option::of(prop::sample::select(MeetingStatus::ALL.to_vec()))
+    }
+
+    /// Up to 8 meetings, each with a file status (or none), a record (or none) and an opened
+    /// flag consistent with the record, under a cap of 0 to 4.
+    fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
+        (prop::collection::vec((arb_status(), arb_status(), any::<bool>()), 0..8), 0usize..5).prop_map(|(ms, cap)| {
+            let meetings = ms
+                .into_iter()
+                .enumerate()
+                .map(|(i, (file, rec, problem))| {
+                    let mut o = observed(&format!("m{i}"), file.map(|f| f.as_str()), rec);
+                    o.worker_problem = (problem && i % 3 == 0).then(|| "no meeting capability".to_string());
+                    o
+                })
+                .collect();
+            snap(meetings, cap)
+        })
+    }
+
+    fn recorded(p: &[Action], o: &Observed) -> Option<MeetingStatus> {
+        p.iter()
+            .find(|a| a.id() == o.meeting.id)
+            .and_then(|a| update(a).record.as_ref().map(|r| r.status))
+            .or(o.record.as_ref().map(|r| r.status))
+    }
+
+    proptest! {
+        /// Opening never takes the open meetings past the cap (those already open stay).
+        #[test]
+        fn never_over_the_cap(s in arb_snapshot()) {
+            let p = plan(&s);
+            let already = s.meetings.iter().filter(|o| o.record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open)).count();
+            let open = s.meetings.iter().filter(|o| recorded(&p, o) == Some(MeetingStatus::Open) || p.iter().any(|a| matches!(a, Action::Open { update, .. } if update.id == o.meeting.id))).count();
+            prop_assert!(open <= s.cap.max(already), "{open} open under cap {} ({already} before)", s.cap);
+        }
+
+        /// Only requested → open | declined and open → closed are ever accepted; everything
+        /// else a file asks is put back to what the record says.
+        #[test]
+        fn only_the_state_machine_transitions(s in arb_snapshot()) {
+            let p = plan(&s);
+            for o in &s.meetings {
+                let (Some(had), Some(now)) = (o.record.as_ref().map(|r| r.status), recorded(&p, o)) else { continue };
+                prop_assert!(had == now || matches!((had, now), (MeetingStatus::Requested, MeetingStatus::Open | MeetingStatus::Declined) | (MeetingStatus::Open, MeetingStatus::Closed)),
+                    "{had} -> {now}");
+                if let Some(a) = p.iter().find(|a| a.id() == o.meeting.id) {
+                    if let Some(put) = sets(a, "status").and_then(Value::as_str).and_then(MeetingStatus::parse) {
+                        prop_assert!(put == now || put == o.meeting.effective_status(), "writes {put}, records {now}");
+                    }
+                }
+            }
+        }
+
+        /// Planning is deterministic, and once a plan is carried out, planning again finds
+        /// nothing to do: the planner converges.
+        #[test]
+        fn converges(s in arb_snapshot()) {
+            let p = plan(&s);
+            prop_assert_eq!(serde_json::to_string(&p).ok(), serde_json::to_string(&plan(&s)).ok());
+            let mut after = s.clone();
+            for o in &mut after.meetings {
+                let Some(a) = p.iter().find(|a| a.id() == o.meeting.id) else { continue };
+                let u = update(a);
+                let st = o.meeting.status.map(|x| format!("status: {x}\n")).unwrap_or_default();
+                let text = crate::artifact::write::apply(&format!("---\nworker: scribe\n{st}---\nHello\n"), &u.edits).expect("edits apply");
+                o.meeting = Meeting::parse(std::path::Path::new(&format!(".lore/meetings/{}.md", o.meeting.id)), &text).expect("still valid");
+                if let Some(r) = &u.record {
+                    o.record = Some(r.clone());
+                }
+                o.opened = o.record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open);
+                o.worker_problem = None;
+            }
+            let again = plan(&after);
+            prop_assert!(again.is_empty(), "{again:?}");
+        }
+    }
 }
