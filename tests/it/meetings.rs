@@ -463,3 +463,24 @@ fn a_meeting_has_its_own_toolbox() {
         .expect("runs");
     assert!(!out.status.success(), "a missing artifact is not linked");
 }
+
+/// Closing never overwrites what a person committed: a conflict on a `.lore/` file a person
+/// committed closes the meeting unmerged, says why, and keeps the branch with the work.
+#[test]
+fn a_conflicting_close_keeps_the_branch_and_says_why() {
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m"]);
+    p.commit_on_integration(".lore/notes/x.md", "the person's version\n", "a person's notes");
+    p.ok(&["meeting", "send", "m", "hi\nlink: .lore/notes/x.md"]);
+    p.ok(&["meeting", "close", "m"]);
+    let v = show(&p, "m");
+    assert_eq!(v["status"], "closed");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("not merged") && reason.contains(".lore/notes/x.md"), "{reason}");
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/notes/x.md"]), "the person's version\n");
+    assert!(
+        git(&p.root, &["show", "claude/meeting/m:.lore/notes/x.md"]).contains("Written in meeting m"),
+        "the work is kept on its branch"
+    );
+    assert!(!transcript(&p, "m").exists());
+}

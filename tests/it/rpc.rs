@@ -260,6 +260,32 @@ fn every_face_of_a_tool_agrees() {
         assert!(help.contains(&description[..40.min(description.len())]), "{name}'s description differs on the CLI");
         assert!(prompt.contains(description), "{name}'s description differs in the system prompt");
     }
+
+    // A meeting's toolbox: `guild-hall mcp` with GUILD_HALL_MEETING offers the meeting tools,
+    // described as on the CLI, and none of the commission-only ones.
+    let meeting = by_name(&mcp_tools(
+        &p,
+        &["mcp"],
+        &[
+            ("GUILD_HALL_MAILBOX", &mailbox),
+            ("GUILD_HALL_WORKTREE", &wt),
+            ("GUILD_HALL_ATTEMPT", Path::new("1")),
+            ("GUILD_HALL_MEETING", Path::new("m")),
+        ],
+    ));
+    assert_eq!(
+        meeting.keys().collect::<Vec<_>>(),
+        ["link_artifact", "propose_followup", "read_artifact", "record_decision", "store_memory", "summarize_progress", "write_artifact"]
+    );
+    for (name, (description, _)) in &meeting {
+        let cli = name.replace('_', "-");
+        assert!(help.contains(&format!("  {cli} ")), "{cli} missing from the CLI:\n{help}");
+        let description = description.as_str().unwrap_or("");
+        assert!(help.contains(&description[..40.min(description.len())]), "{name}'s description differs on the CLI");
+        if let Some(shared) = toolbox.get(name) {
+            assert_eq!(shared.0.as_str(), Some(description), "{name} is described alike in both toolboxes");
+        }
+    }
 }
 
 /// `meeting/*` over the watcher's socket, with a real client (curl) reading the turn's
