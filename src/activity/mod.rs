@@ -1,9 +1,31 @@
-//! What every kind of activity shares (commissions now; meetings and wave tasks next): its git
-//! (branch, worktree made and secured by record, squash merge), its runtime state on disk
-//! (records, run and exit info, heartbeat, atomic writes) and its timeline.
+//! What every kind of activity shares (commissions and meetings; wave tasks next): its git
+//! (branch, worktree made and secured by record, landing by squash merge), its runtime state
+//! on disk (records, run and exit info, heartbeat, atomic writes), its timeline, and what an
+//! effect comes to.
 
 pub mod git;
 pub mod merge;
 pub mod state;
 pub mod timeline;
 pub mod worktree;
+
+/// What became of an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// The artifact changed since it was observed: our write was dropped, the key re-planned.
+    Dropped,
+    /// Cannot proceed yet (e.g. the integration checkout has local changes); says why.
+    Waiting(String),
+}
+
+/// Stop dead after `step` of `action` when the hidden fault switch
+/// (`GUILD_HALL_FAULT=<action>:<step>`) says so: tests prove the next pass converges.
+pub(crate) fn fault(action: &str, step: u32) {
+    if let Ok(f) = std::env::var("GUILD_HALL_FAULT") {
+        if f == format!("{action}:{step}") {
+            eprintln!("guild-hall: fault injection: stopping after {action} step {step}");
+            std::process::exit(86);
+        }
+    }
+}

@@ -42,6 +42,9 @@ pub fn apply(text: &str, edits: &[Edit]) -> Result<String, WriteError> {
     out.push_str(&text[..sp.yaml_range.start]);
     out.push_str(&yaml);
     out.push_str(&text[sp.yaml_range.end..]);
+    // Never write what we would then refuse to read (an edit that takes frontmatter near the
+    // cap over it): the write is refused as a whole, with why.
+    split(&out).map_err(|(_, m)| WriteError::Verify(format!("the edited file would not be readable: {m}")))?;
     Ok(out)
 }
 

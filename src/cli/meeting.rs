@@ -301,7 +301,7 @@ fn chat(env: &Env, id: &str) -> Result<()> {
 fn list(env: &Env, json: bool) -> Result<()> {
     let mut rows = Vec::new();
     let mut problems = Vec::new();
-    for path in crate::commission::observe::artifact_paths(&env.project.meetings_dir())? {
+    for path in crate::artifact::paths(&env.project.meetings_dir())? {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) => {

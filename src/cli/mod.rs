@@ -270,7 +270,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
         Command::Mcp { manager: false } => {
-            crate::worker::toolbox::mcp::serve_stdio(crate::worker::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS)
+            crate::tools::toolbox::serve_stdio(crate::worker::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS)
         }
         Command::Mcp { manager: true } => {
             let env = Env::load(&cli)?;

@@ -22,15 +22,7 @@ use crate::worker::shim;
 use crate::worker::toolbox::ActivityKind;
 use crate::worker::Checkout;
 
-/// What became of an action.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Done,
-    /// The artifact changed since it was observed: our write was dropped, the key re-planned.
-    Dropped,
-    /// Cannot proceed yet (e.g. the integration checkout has local changes); says why.
-    Waiting(String),
-}
+pub use crate::activity::Outcome;
 
 /// What every effect needs.
 pub struct Ctx<'a> {
@@ -51,15 +43,7 @@ impl Ctx<'_> {
     }
 }
 
-/// Stop dead after `step` of `action` when the fault switch says so.
-pub(crate) fn fault(action: &str, step: u32) {
-    if let Ok(f) = std::env::var("GUILD_HALL_FAULT") {
-        if f == format!("{action}:{step}") {
-            eprintln!("guild-hall: fault injection: stopping after {action} step {step}");
-            std::process::exit(86);
-        }
-    }
-}
+use crate::activity::fault;
 
 pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     match action {
@@ -143,6 +127,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         state: &state,
         worktree: &rec,
         attempt,
+        toolbox: crate::tools::toolbox::instructions(ActivityKind::Commission),
         prompt_extra: String::new(),
     };
     let mut launch = match launch::prepare(&activation, argv)? {

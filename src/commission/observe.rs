@@ -151,7 +151,7 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
     let boot = shim::boot_id();
 
     // Parsing frontmatter dominates observe: spread the artifacts over the cores.
-    let paths = artifact_paths(&project.commissions_dir())?;
+    let paths = crate::artifact::paths(&project.commissions_dir())?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     let chunk = paths.len().div_ceil(threads).max(256);
     let observed: Vec<Result<Observed, Vec<Problem>>> = std::thread::scope(|scope| {
@@ -328,25 +328,6 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         let cpu = obs.run.as_ref().and_then(|r| r.worker_pid).and_then(shim::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
         obs.sample = Some(Sample { log_len: len(&state.log(rec.attempt)), cpu_ticks: cpu, mailbox_len: len(&state.mailbox()) });
     }
-}
-
-/// `.lore/commissions/*.md`, sorted; hidden and temporary files skipped.
-pub fn artifact_paths(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut paths: Vec<_> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.ends_with(".md") && !name.starts_with('.') && p.is_file()
-        })
-        .collect();
-    paths.sort();
-    Ok(paths)
 }
 
 /// Commissions of other projects whose worker is alive: they count against the global cap.

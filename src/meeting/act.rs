@@ -11,9 +11,9 @@ use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::state::{read_json, write_json, StateDir};
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
+use crate::activity::Outcome;
 use crate::artifact::commission::content_hash;
 use crate::artifact::write::{self, Edit};
-use crate::commission::act::Outcome;
 use crate::config::{Home, Project};
 use crate::worker::{Catalog, Checkout};
 
@@ -32,7 +32,7 @@ impl Ctx<'_> {
 
 /// Stop dead after `step` of `action` when the fault switch says so (tests).
 fn fault(action: &str, step: u32) {
-    crate::commission::act::fault(&format!("meeting-{action}"), step);
+    crate::activity::fault(&format!("meeting-{action}"), step);
 }
 
 pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {

@@ -14,8 +14,8 @@ pub mod turn;
 
 use anyhow::Result;
 
+use crate::activity::Outcome;
 use crate::artifact::Problem;
-use crate::commission::act::Outcome;
 use crate::config::{Home, Project};
 use crate::worker::Catalog;
 

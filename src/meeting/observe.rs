@@ -15,7 +15,7 @@ use crate::worker::Catalog;
 pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> Result<(Snapshot, Vec<Problem>)> {
     let mut meetings = Vec::new();
     let mut problems = Vec::new();
-    for path in crate::commission::observe::artifact_paths(&project.meetings_dir())? {
+    for path in crate::artifact::paths(&project.meetings_dir())? {
         match observe_one(home, project, workers, &path) {
             Ok(o) => meetings.push(o),
             Err(p) => problems.extend(p),
@@ -34,6 +34,9 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
 pub fn load(project: &Project, id: &str) -> Result<Meeting> {
     crate::artifact::ids::validate_id(id)?;
     let path = project.meeting_path(id);
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        anyhow::bail!("{}: symlink: meeting artifacts must be regular files (a link is never followed or replaced)", path.display());
+    }
     let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("no meeting {id} ({}): {e}", path.display()))?;
     Meeting::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }

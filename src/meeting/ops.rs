@@ -31,7 +31,7 @@ pub struct NewMeeting {
 /// The ids of the meetings guild-hall has open now.
 pub fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
     let mut open = Vec::new();
-    for path in crate::commission::observe::artifact_paths(&project.meetings_dir())? {
+    for path in crate::artifact::paths(&project.meetings_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
         if ids::validate_id(id).is_err() {
             continue;

@@ -101,8 +101,18 @@ pub fn run(
 
     let old_session = meeting.session_id().map(str::to_string);
     let run_once = |attempt: u32, session: Option<&str>, extra: String, on_event: &mut dyn FnMut(&TurnEvent)| {
-        let activation =
-            Activation { home, project, pkg, kind: ActivityKind::Meeting, id, state: &state, worktree: &wt, attempt, prompt_extra: extra };
+        let activation = Activation {
+            home,
+            project,
+            pkg,
+            kind: ActivityKind::Meeting,
+            id,
+            state: &state,
+            worktree: &wt,
+            attempt,
+            toolbox: crate::tools::toolbox::instructions(ActivityKind::Meeting),
+            prompt_extra: extra,
+        };
         let mut launch = match launch::prepare(&activation, argv.clone())? {
             Ok(l) => l,
             Err(why) => {

@@ -227,7 +227,7 @@ impl Operations for Dispatcher {
             Some(g) => Some(globset::Glob::new(g).map_err(|e| invalid(format!("bad filter glob: {e}")))?.compile_matcher()),
         };
         let mut jobs = Vec::new();
-        for path in crate::commission::observe::artifact_paths(&self.project.commissions_dir())? {
+        for path in crate::artifact::paths(&self.project.commissions_dir())? {
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
             let Ok(c) = Commission::parse(&path, &text) else { continue };
             let description = c.title.clone().unwrap_or_else(|| c.id.clone());

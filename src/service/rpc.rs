@@ -406,7 +406,7 @@ fn meeting_call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64
     match method {
         "list" => {
             let mut out = Vec::new();
-            for path in crate::commission::observe::artifact_paths(&project.meetings_dir()).map_err(refused)? {
+            for path in crate::artifact::paths(&project.meetings_dir()).map_err(refused)? {
                 let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
                 if let Ok(m) = crate::meeting::observe::load(&project, id) {
                     out.push(summary(&m));

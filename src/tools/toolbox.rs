@@ -264,3 +264,21 @@ pub fn instructions(kind: ActivityKind) -> String {
     }
     out
 }
+
+/// `guild-hall mcp`: the toolbox of the worker's commission or meeting as a stdio MCP server,
+/// for agent CLIs that speak MCP (the tools of that kind of activity only), until the client
+/// goes away. Each tool has the same one effect as its `guild-hall toolbox` twin.
+pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
+    let instructions = match ctx.kind {
+        ActivityKind::Commission => format!(
+            "Toolbox for guild-hall commission {}. Report progress as you go, log questions you cannot resolve, record decisions, store memories worth keeping, deliver files with write_artifact, and call submit_result once when the outcome is achieved and verified.",
+            ctx.id
+        ),
+        ActivityKind::Meeting => format!(
+            "Toolbox for guild-hall meeting {}. Link the artifacts you discuss or produce, summarize progress at milestones, record decisions, store memories worth keeping, deliver files with write_artifact, and propose a follow-up meeting when a topic needs another sitting.",
+            ctx.id
+        ),
+    };
+    let tools = for_kind(ctx.kind);
+    super::mcp::ToolServer::new(ctx, tools, instructions).serve_stdio()
+}

@@ -27,6 +27,8 @@ pub struct Activation<'a> {
     pub worktree: &'a WorktreeRecord,
     /// The attempt (commissions) or turn (meetings): names the log and the mailbox entries.
     pub attempt: u32,
+    /// The toolbox section of the system prompt (from the catalogue, for this kind).
+    pub toolbox: String,
     /// Appended to the system prompt after the toolbox (a meeting's agenda, a renewed
     /// session's summary of the conversation so far).
     pub prompt_extra: String,
@@ -97,7 +99,7 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
         )?;
     }
     let memories = crate::worker::memory::load(&memory_dir, &pkg.manifest.name)?;
-    let mut prompt = crate::worker::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap, a.kind);
+    let mut prompt = crate::worker::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap, &a.toolbox);
     if !a.prompt_extra.is_empty() {
         prompt.push('\n');
         prompt.push_str(a.prompt_extra.trim_end());

@@ -59,7 +59,7 @@ pub fn load(home_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
 
 /// The system prompt for a dispatch: posture, then memories most recent first (whole files,
 /// while they fit in `cap` characters), then the toolbox instructions.
-pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize, kind: crate::worker::toolbox::ActivityKind) -> String {
+pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize, toolbox: &str) -> String {
     let mut out = String::new();
     if let Some(p) = posture {
         out.push_str(p.trim_end());
@@ -79,7 +79,7 @@ pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize, kin
         out.push_str("## Memory\n\nWhat you stored in earlier commissions, most recent first.\n\n");
         out.push_str(&section);
     }
-    out.push_str(&crate::tools::toolbox::instructions(kind));
+    out.push_str(toolbox);
     out
 }
 
@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn system_prompt_order_and_cap() {
         let ms = [mem("new", &"n".repeat(10)), mem("big", &"b".repeat(100)), mem("old", &"o".repeat(10))];
-        let p = system_prompt(Some("You are careful."), &ms, 50, crate::worker::toolbox::ActivityKind::Commission);
+        let p = system_prompt(Some("You are careful."), &ms, 50, "## Toolbox\n\n- submit_result\n");
         assert!(p.starts_with("You are careful.\n\n## Memory"));
         let (n, o) = (p.find("### new").expect("new"), p.find("### old").expect("old"));
         assert!(n < o, "most recent first");

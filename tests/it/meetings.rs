@@ -484,3 +484,36 @@ fn a_conflicting_close_keeps_the_branch_and_says_why() {
     );
     assert!(!transcript(&p, "m").exists());
 }
+
+/// A meeting turn is confined like every worker: its worktree yes; the person's checkout, the
+/// main `.git` and `$HOME` no.
+#[test]
+fn a_meeting_turn_is_confined() {
+    let p = Project::new(&[]);
+    let dir = p.root.join(".lore/workers/prober");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("worker.yaml"),
+        "name: prober\ncommand: [./meet.sh]\nmeeting: [./meet.sh]\ncapabilities: [meeting]\ncheckout: sparse\n",
+    )
+    .expect("yaml");
+    std::fs::write(
+        dir.join("meet.sh"),
+        r#"#!/bin/sh
+try() { if (echo x > "$1") 2>/dev/null; then r=written; else r=refused; fi; printf '{"type":"text_delta","text":"%s %s; "}\n' "$2" "$r"; }
+mkdir -p "$GUILD_HALL_WORKTREE/.lore"
+try "$GUILD_HALL_PROJECT/hacked.txt" project
+try "$GUILD_HALL_PROJECT/.git/hacked" git
+try "$HOME/hacked" home
+try "$GUILD_HALL_WORKTREE/.lore/ok.md" worktree
+printf '{"type":"turn_end"}\n'
+"#,
+    )
+    .expect("script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("meet.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = p.ok(&["meeting", "start", "--worker", "prober", "--id", "probe", "go"]);
+    assert!(out.contains("project refused; git refused; home refused; worktree written;"), "{out}");
+    assert!(!p.root.join("hacked.txt").exists() && !p.root.join(".git/hacked").exists() && !p.user_home().join("hacked").exists());
+    assert!(meeting_worktree(&p, "probe").join(".lore/ok.md").exists());
+}

@@ -1,9 +1,9 @@
-//! How a worker talks back. Every tool has one effect: an event appended to the commission's
-//! mailbox (`events.jsonl`), with a sequence number and an idempotency key. The reconciler
-//! folds mailbox events into the artifact and timeline. The CLI front end lives here too.
+//! How a worker talks back: the context a tool acts in (its commission or meeting, from the
+//! environment) and its effect, an event appended to the activity's mailbox (`events.jsonl`)
+//! with a sequence number and an idempotency key, which the reconciler folds into the artifact
+//! and timeline. The tools themselves and their faces are `crate::tools::toolbox`.
 
 pub mod mailbox;
-pub mod mcp;
 
 use std::path::PathBuf;
 
