@@ -209,6 +209,20 @@ impl Home {
     pub fn meeting_state(&self, project: &str, id: &str) -> PathBuf {
         self.project_state(project).join("meetings").join(id)
     }
+    pub fn plan_state(&self, project: &str, plan: &str) -> PathBuf {
+        self.project_state(project).join("plans").join(plan)
+    }
+    /// A wave task's runtime dir (`slug`: its canonical id with `-` for `:`).
+    pub fn task_state(&self, project: &str, plan: &str, slug: &str) -> PathBuf {
+        self.plan_state(project, plan).join("tasks").join(slug)
+    }
+    pub fn task_worktree(&self, project: &str, slug: &str) -> PathBuf {
+        self.root.join("worktrees").join(project).join(format!("task-{slug}"))
+    }
+    /// Where a plan's `verify` runs: a worktree at the integration tip.
+    pub fn verify_worktree(&self, project: &str, plan: &str) -> PathBuf {
+        self.root.join("worktrees").join(project).join(format!("verify-{plan}"))
+    }
     pub fn meeting_worktree(&self, project: &str, id: &str) -> PathBuf {
         self.root.join("worktrees").join(project).join(format!("meeting-{id}"))
     }
@@ -260,6 +274,15 @@ impl Project {
     /// The artifact of commission `id` (`.lore/commissions/<id>.md`); `id` must be validated.
     pub fn commission_path(&self, id: &str) -> PathBuf {
         self.commissions_dir().join(format!("{id}.md"))
+    }
+
+    pub fn plans_dir(&self) -> PathBuf {
+        self.root.join(".lore").join("plans")
+    }
+
+    /// The artifact of plan `id` (`.lore/plans/<id>.md`); `id` must be validated.
+    pub fn plan_path(&self, id: &str) -> PathBuf {
+        self.plans_dir().join(format!("{id}.md"))
     }
 
     pub fn meetings_dir(&self) -> PathBuf {

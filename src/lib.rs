@@ -18,6 +18,7 @@ pub mod meeting;
 pub mod reconcile;
 pub mod service;
 pub mod tools;
+pub mod waves;
 pub mod worker;
 
 #[cfg(test)]

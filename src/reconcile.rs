@@ -158,31 +158,41 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             .map(|o| home.commission_state(&project.name, o.id()))
             .collect();
         let actions: Vec<&Action> = planned.actions.iter().filter(|a| !failed_ids.contains(a.id())).collect();
-        // Meetings are planned and carried out in the same pass, after the commissions.
+        // Meetings and plans are planned and carried out in the same pass, after the
+        // commissions: each kind's round, then its entries.
         let meetings = crate::meeting::round(home, project, &snapshot.workers, opts.dry_run)?;
-        for p in &meetings.problems {
+        let plans = crate::waves::round(home, project, &snapshot.workers, opts.dry_run)?;
+        for p in meetings.problems.iter().chain(&plans.problems) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());
             }
         }
-        let mut meetings_waiting = false;
-        let mut meeting_entries = Vec::new();
-        for (a, result) in &meetings.done {
+        let others: Vec<(String, &'static str, String, &Result<Outcome>)> = meetings
+            .done
+            .iter()
+            .map(|(a, r)| (a.id().to_string(), a.kind(), a.describe(), r))
+            .chain(plans.done.iter().map(|(a, r)| (a.id().to_string(), a.kind(), a.describe(), r)))
+            .collect();
+        let mut others_waiting = false;
+        let mut other_entries = Vec::new();
+        for (id, kind, detail, result) in &others {
             let (ok, error) = match result {
                 Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
                 Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
                 Err(e) => (false, Some(format!("{e:#}"))),
             };
-            meetings_waiting |= matches!(result, Ok(Outcome::Waiting(_)));
+            others_waiting |= matches!(result, Ok(Outcome::Waiting(_)));
             if let Ok(Outcome::Waiting(why)) = result {
-                if waiting.get(a.id()) == Some(why) {
+                if waiting.get(id) == Some(why) {
                     continue;
                 }
-                waiting.insert(a.id().to_string(), why.clone());
+                waiting.insert(id.clone(), why.clone());
             }
-            meeting_entries.push(Entry { pass: rounds, id: a.id().into(), action: a.kind(), detail: a.describe(), ok, error, plan: None });
+            other_entries.push(Entry { pass: rounds, id: id.clone(), action: kind, detail: detail.clone(), ok, error, plan: None });
         }
-        let meetings_progressed = meetings.done.iter().any(|(_, r)| matches!(r, Ok(Outcome::Done | Outcome::Dropped)));
+        let others_progressed = others.iter().any(|(_, _, _, r)| matches!(r, Ok(Outcome::Done | Outcome::Dropped)));
+        // Plans with a task or verify at work: `--wait` waits for them.
+        let plans_busy = plans_busy(home, project)?;
         if opts.dry_run {
             for a in &actions {
                 let e = Entry {
@@ -197,14 +207,14 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
                 on_entry(&e);
                 report.entries.push(e);
             }
-            for e in meeting_entries {
+            for e in other_entries {
                 on_entry(&e);
                 report.entries.push(e);
             }
-            report.settled = planned.settled && meetings.done.is_empty();
+            report.settled = planned.settled && others.is_empty() && !plans_busy;
             return Ok(report);
         }
-        for e in meeting_entries {
+        for e in other_entries {
             on_entry(&e);
             report.entries.push(e);
         }
@@ -239,9 +249,9 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             report.entries.push(e);
         }
         drop(global);
-        progressed |= meetings_progressed;
+        progressed |= others_progressed;
         let quiet = !progressed;
-        let settled = planned.settled && !meetings_waiting;
+        let settled = planned.settled && !others_waiting && !plans_busy;
         if quiet && (!opts.wait || settled || settled_but_failed(&planned, &failed_ids)) {
             report.settled = settled;
             return Ok(report);
@@ -288,4 +298,20 @@ fn wait_for_git(project: &Project) {
 
 fn settled_but_failed(planned: &crate::commission::plan::Plan, failed: &BTreeSet<String>) -> bool {
     !failed.is_empty() && planned.busy.iter().all(|id| failed.contains(id))
+}
+
+/// Whether some plan of the project is running or verifying (its tasks or verify at work).
+fn plans_busy(home: &Home, project: &Project) -> Result<bool> {
+    for path in crate::artifact::paths(&project.plans_dir())? {
+        let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        if crate::artifact::ids::validate_id(id).is_err() {
+            continue;
+        }
+        if let Ok(Some(r)) = crate::waves::observe::record(home, project, id) {
+            if r.status.is_active() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }

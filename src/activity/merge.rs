@@ -25,7 +25,6 @@ pub enum MergeOutcome {
 /// integration side; any other conflict aborts with the paths. A checkout of the integration
 /// branch is advanced only if no locally modified file is touched.
 pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, message: &str, trailer: &str) -> Result<MergeOutcome> {
-    let int_ref_name = format!("refs/heads/{integration}");
     let int_commit = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
     let act_commit = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
     let base = repo.merge_base(int_commit.id(), act_commit.id())?;
@@ -82,11 +81,34 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
     }
     let tree = repo.find_tree(tree_id)?;
 
+    commit_onto(
+        repo,
+        integration,
+        &int_commit,
+        &tree,
+        &format!("{}\n\n{trailer}\n", message.trim_end()),
+        &format!("squash-merge {activity}"),
+    )
+}
+
+/// Commit `tree` onto the integration branch's tip `int_commit` with `message`, advancing any
+/// checkout of the branch only where no local change of a person's is touched (else nothing
+/// is done: `Waiting`, with why). The one way guild-hall moves an integration branch.
+pub fn commit_onto(
+    repo: &Repository,
+    integration: &str,
+    int_commit: &git2::Commit<'_>,
+    tree: &git2::Tree<'_>,
+    message: &str,
+    what: &str,
+) -> Result<MergeOutcome> {
+    let int_ref_name = format!("refs/heads/{integration}");
+    let int_tree = int_commit.tree()?;
     // Checkouts of the integration branch must not lose a person's uncommitted change.
     let checkouts = checkouts_of(repo, &int_ref_name)?;
-    let changed = changed_paths(repo, &int_tree, &tree)?;
+    let changed = changed_paths(repo, &int_tree, tree)?;
     for wt in &checkouts {
-        let touched = locally_modified(wt, &changed, &tree)?;
+        let touched = locally_modified(wt, &changed, tree)?;
         if !touched.is_empty() {
             return Ok(MergeOutcome::Waiting(format!(
                 "{integration} is checked out at {} with local changes to {}; commit or stash them",
@@ -95,19 +117,17 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
             )));
         }
     }
-
     let sig = signature(repo)?;
-    let full_message = format!("{}\n\n{trailer}\n", message.trim_end());
-    let commit = repo.commit(None, &sig, &sig, &full_message, &tree, &[&int_commit])?;
+    let commit = repo.commit(None, &sig, &sig, message, tree, &[int_commit])?;
     for wt in &checkouts {
-        advance_checkout(wt, &tree, &changed)?;
+        advance_checkout(wt, tree, &changed)?;
     }
-    repo.reference_matching(&int_ref_name, commit, true, int_commit.id(), &format!("guild-hall: squash-merge {activity}"))?;
+    repo.reference_matching(&int_ref_name, commit, true, int_commit.id(), &format!("guild-hall: {what}"))?;
     Ok(MergeOutcome::Merged(commit))
 }
 
 /// The trailers that mark guild-hall's own squash merges, one per kind of activity.
-pub const TRAILERS: [&str; 2] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: "];
+pub const TRAILERS: [&str; 3] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: ", "Guild-Hall-Task: "];
 
 /// What landing an activity's work on the integration branch came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,7 +243,7 @@ fn checkouts_of(repo: &Repository, refname: &str) -> Result<Vec<PathBuf>> {
     let names = repo.worktrees()?;
     // guild-hall's own activity worktrees are never "a person's checkout" (a worker could
     // point its HEAD at the integration branch to stall every merge).
-    let ours = |n: &&str| ["commission-", "meeting-", "task-"].iter().any(|p| n.starts_with(p));
+    let ours = |n: &&str| ["commission-", "meeting-", "task-", "verify-"].iter().any(|p| n.starts_with(p));
     for name in names.iter().filter_map(|n| n.ok().flatten()).filter(|n| !ours(n)) {
         let Ok(wt) = repo.find_worktree(name) else { continue };
         let Ok(wrepo) = Repository::open_from_worktree(&wt) else { continue };

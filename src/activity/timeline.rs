@@ -102,6 +102,13 @@ pub fn render(e: &Value) -> String {
         "refused" if e.get("asked").is_some() => format!("status: {} refused, put back to {} ({})", s("asked"), s("status"), s("reason")),
         "refused" | "request" => s("text"),
         "turn" => format!("turn {} {}", e["turn"], s("outcome")),
+        "task" => {
+            let why = e["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
+            let commit = e["commit"].as_str().map(|c| format!(" as {c}")).unwrap_or_default();
+            format!("{} {}{commit}{why}", s("task"), s("state"))
+        }
+        "task_update" => format!("{} reports {} (sequence {})", s("task"), s("status"), e["sequence"]),
+        "task_update_ignored" | "orphaned" => format!("{}: {}", s("task"), s("text")),
         "link" => format!("linked {}", s("path")),
         "summary" => s("text"),
         "followup" => format!("proposed a follow-up: {}", s("reason")),

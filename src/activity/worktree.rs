@@ -34,6 +34,17 @@ impl WorktreeRecord {
         At { git_dir: &self.admin, common_dir: Some(&self.common), work_tree: Some(&self.path), index_file: None }
     }
 
+    /// Run guild-hall's git in this worktree, by the record (its admin dir and work tree).
+    pub fn git(&self, args: &[&str]) -> Result<String> {
+        cli(&self.at(), args, None)
+    }
+
+    /// Run git on the repository with this worktree's files and an index of our own (`index`,
+    /// a scratch file): nothing of the worktree's admin dir is trusted.
+    pub fn git_with_index(&self, index: &Path, args: &[&str]) -> Result<String> {
+        cli(&At { git_dir: &self.common, common_dir: None, work_tree: Some(&self.path), index_file: Some(index) }, args, None)
+    }
+
     /// What is `.git` of the worktree supposed to say.
     fn git_file(&self) -> String {
         format!("gitdir: {}\n", self.admin.display())

@@ -5,6 +5,7 @@ pub mod commission;
 pub mod frontmatter;
 pub mod ids;
 pub mod meeting;
+pub mod plan;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};

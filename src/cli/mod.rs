@@ -4,6 +4,7 @@
 mod commission;
 mod meeting;
 pub(crate) mod out;
+mod plan;
 mod show;
 
 use out::say_err;
@@ -65,6 +66,10 @@ pub enum Command {
     /// same as these commands (requested → open | declined, open → closed).
     #[command(subcommand)]
     Meeting(meeting::MeetingCmd),
+    /// Plans: ordered waves of parallel tasks, copied back in plan order, verified between
+    /// waves: create, show, retry, cancel, logs.
+    #[command(subcommand)]
+    Plan(plan::PlanCmd),
     /// Show a commission's activity timeline.
     Timeline {
         id: String,
@@ -309,6 +314,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Status { id, json } => show::status(&Env::load(&cli)?, id.as_deref(), *json).map(ok),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
+        Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt } => show::logs(&Env::load(&cli)?, id, *attempt).map(|_| ExitCode::SUCCESS),
         Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),

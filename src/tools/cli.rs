@@ -52,6 +52,15 @@ fn subcommands() -> Vec<Command> {
         .collect()
 }
 
+/// A flag's text as the schema's type wants it: a string stays a string; a number, a boolean,
+/// an object or a list of objects (`--changed-op '{"op":"add","path":"a"}'`) is read as JSON.
+fn typed(schema: &Json, text: String) -> Json {
+    if schema.get("type").and_then(Json::as_str) == Some("string") {
+        return Json::String(text);
+    }
+    serde_json::from_str(&text).unwrap_or(Json::String(text))
+}
+
 impl FromArgMatches for ToolCall {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let (name, sub) = m.subcommand().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
@@ -67,9 +76,10 @@ impl FromArgMatches for ToolCall {
             let values: Vec<String> = sub.try_get_many::<String>(&key).ok().flatten().map(|v| v.cloned().collect()).unwrap_or_default();
             let many = schema.get("type").and_then(Json::as_str) == Some("array");
             if many {
-                args.insert(key, Json::Array(values.into_iter().map(Json::String).collect()));
+                let items = schema.get("items").cloned().unwrap_or_default();
+                args.insert(key, Json::Array(values.into_iter().map(|v| typed(&items, v)).collect()));
             } else if let Some(v) = values.into_iter().next() {
-                args.insert(key, Json::String(v));
+                args.insert(key, typed(&schema, v));
             }
         }
         let stdin = tool.stdin.filter(|f| !args.contains_key(*f)).map(str::to_string);

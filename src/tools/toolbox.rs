@@ -89,12 +89,18 @@ pub struct Recorded {
     pub commission: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meeting: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     pub event: u64,
 }
 
 impl Reply for Recorded {
     fn text(&self) -> String {
-        format!("recorded event {} for {}", self.event, self.commission.as_deref().or(self.meeting.as_deref()).unwrap_or("?"))
+        format!(
+            "recorded event {} for {}",
+            self.event,
+            self.commission.as_deref().or(self.meeting.as_deref()).or(self.task.as_deref()).unwrap_or("?")
+        )
     }
 }
 
@@ -141,22 +147,27 @@ fn refused(e: anyhow::Error) -> ToolError {
 
 fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
     let mail = ctx.send(body).map_err(refused)?;
-    let (commission, meeting) = match ctx.kind {
-        ActivityKind::Commission => (Some(ctx.id.clone()), None),
-        ActivityKind::Meeting => (None, Some(ctx.id.clone())),
+    let (commission, meeting, task) = match ctx.kind {
+        ActivityKind::Commission => (Some(ctx.id.clone()), None, None),
+        ActivityKind::Meeting => (None, Some(ctx.id.clone()), None),
+        ActivityKind::Task => (None, None, ctx.task_id.clone().or(Some(ctx.id.clone()))),
     };
-    Ok(Recorded { commission, meeting, event: mail.seq })
+    Ok(Recorded { commission, meeting, task, event: mail.seq })
 }
 
-/// Tools only a commission has, and tools only a meeting has (REQ-MTG-17); the rest serve both.
+/// Tools only a commission has, only a meeting has (REQ-MTG-17), only a wave task has; the
+/// rest serve every kind.
 const COMMISSION_ONLY: [&str; 3] = ["report_progress", "log_question", "submit_result"];
 const MEETING_ONLY: [&str; 3] = ["link_artifact", "propose_followup", "summarize_progress"];
+const TASK_ONLY: [&str; 1] = ["task_update"];
 
 /// Whether the tool belongs to this kind of activity.
 pub fn serves(name: &str, kind: ActivityKind) -> bool {
+    let only = |set: &[&str]| set.contains(&name);
     match kind {
-        ActivityKind::Commission => !MEETING_ONLY.contains(&name),
-        ActivityKind::Meeting => !COMMISSION_ONLY.contains(&name),
+        ActivityKind::Commission => !only(&MEETING_ONLY) && !only(&TASK_ONLY),
+        ActivityKind::Meeting => !only(&COMMISSION_ONLY) && !only(&TASK_ONLY),
+        ActivityKind::Task => !only(&COMMISSION_ONLY) && !only(&MEETING_ONLY),
     }
 }
 
@@ -246,6 +257,26 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
             },
         )
         .flags(&[("references", "ref")]),
+        Tool::new(
+            "task_update",
+            "Report this wave task's state (Kiln's TaskUpdate): status (queued, in_progress, verify_passed, verify_failed, done, failed, canceled, shutdown_requested, shutdown_ack), changed_ops, verify_summary, evidence_paths (under .lore-artifacts/<task>/), error, timestamps, a sequence rising with each update and an idempotency_key stable for the same update. Answer a shutdown request with status shutdown_ack.",
+            |ctx: &WorkerContext, a: crate::worker::toolbox::mailbox::TaskUpdate| {
+                if let (Some(given), Some(mine)) = (&a.task_id, &ctx.task_id) {
+                    if given != mine {
+                        return Err(ToolError::refused(format!("task_id {given:?} is not this task ({mine})")));
+                    }
+                }
+                if a.idempotency_key.trim().is_empty() {
+                    return Err(ToolError::refused("idempotency_key must not be empty"));
+                }
+                for op in &a.changed_ops {
+                    for p in std::iter::once(&op.path).chain(op.from_path.as_ref()) {
+                        crate::artifact::ids::validate_rel_path(p).map_err(|e| ToolError::refused(format!("changed_ops: {e}")))?;
+                    }
+                }
+                send(ctx, MailBody::TaskUpdate(Box::new(a)))
+            },
+        ),
     ]
 }
 
@@ -255,6 +286,7 @@ pub fn instructions(kind: ActivityKind) -> String {
     let what = match kind {
         ActivityKind::Commission => "working on a guild-hall commission. Report back",
         ActivityKind::Meeting => "in a guild-hall meeting with a person. Record what matters",
+        ActivityKind::Task => "a task of a guild-hall plan's wave: change files in your working directory (never commit), then report",
     };
     let mut out = format!(
         "## Toolbox\n\nYou are {what} with these tools: as MCP tools of the\nnames below if you have them, or from a shell as `\"$GUILD_HALL_BIN\" toolbox <name> ...`\nwith the shell spelling given (underscores work there too).\n\n",
@@ -277,6 +309,10 @@ pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
         ActivityKind::Meeting => format!(
             "Toolbox for guild-hall meeting {}. Link the artifacts you discuss or produce, summarize progress at milestones, record decisions, store memories worth keeping, deliver files with write_artifact, and propose a follow-up meeting when a topic needs another sitting.",
             ctx.id
+        ),
+        ActivityKind::Task => format!(
+            "Toolbox for wave task {}. Change files in your working directory (never commit), leave evidence under .lore-artifacts/, and report with task_update; answer a shutdown request with shutdown_ack.",
+            ctx.task_id.as_deref().unwrap_or(&ctx.id)
         ),
     };
     let tools = for_kind(ctx.kind);

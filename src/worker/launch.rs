@@ -169,6 +169,7 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
     let id_var = match a.kind {
         ActivityKind::Commission => "GUILD_HALL_COMMISSION",
         ActivityKind::Meeting => "GUILD_HALL_MEETING",
+        ActivityKind::Task => "GUILD_HALL_TASK",
     };
     env.insert(id_var.into(), a.id.to_string());
     Ok(Ok(Launch {

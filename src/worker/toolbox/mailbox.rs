@@ -50,6 +50,8 @@ pub enum MailBody {
     Summary {
         text: String,
     },
+    /// A wave task's `task_update` (Kiln's TaskUpdate).
+    TaskUpdate(Box<TaskUpdate>),
     /// A meeting's `propose_followup`: a new request for the same worker.
     Followup {
         reason: String,
@@ -70,6 +72,7 @@ impl MailBody {
             MailBody::Link { .. } => "link",
             MailBody::Summary { .. } => "summary",
             MailBody::Followup { .. } => "followup",
+            MailBody::TaskUpdate(_) => "task_update",
         }
     }
 
@@ -82,6 +85,73 @@ impl MailBody {
         }
         fields
     }
+}
+
+/// Kiln's TaskUpdate payload (the contract's schema): what a wave task reports of itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskUpdate {
+    /// The canonical task id `<plan>:exec:wave-<W>:task-<T>` (default: this task's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    pub status: TaskUpdateStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree_path: Option<String>,
+    /// The changes made: {op: add|modify|delete|rename|untracked, path, from_path}.
+    #[serde(default)]
+    pub changed_ops: Vec<ChangedOp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_summary: Option<serde_json::Value>,
+    /// Evidence files, under `.lore-artifacts/<task-slug>/`.
+    #[serde(default)]
+    pub evidence_paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emitted_at: Option<String>,
+    /// Monotonic per task: a lower one than the highest applied is ignored.
+    pub sequence: u64,
+    /// Stable for a logically identical update: a repeated key is a no-op.
+    pub idempotency_key: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskUpdateStatus {
+    Queued,
+    InProgress,
+    VerifyPassed,
+    VerifyFailed,
+    Done,
+    Failed,
+    Canceled,
+    ShutdownRequested,
+    ShutdownAck,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangedOp {
+    pub op: ChangeKind,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_path: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Add,
+    Modify,
+    Delete,
+    Rename,
+    Untracked,
 }
 
 pub fn read(path: &Path) -> Result<Vec<Mail>> {

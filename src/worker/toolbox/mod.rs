@@ -20,6 +20,8 @@ pub const ARTIFACT_MAX_BYTES: usize = 1024 * 1024;
 pub enum ActivityKind {
     Commission,
     Meeting,
+    /// A task of a plan's wave.
+    Task,
 }
 
 /// What a worker process knows about itself, from its environment (DESIGN §7, §10).
@@ -34,6 +36,8 @@ pub struct WorkerContext {
     /// The worker package's name and the home (for memory).
     pub worker: Option<String>,
     pub home: Option<PathBuf>,
+    /// A wave task's canonical id (`GUILD_HALL_TASK_ID`).
+    pub task_id: Option<String>,
 }
 
 impl WorkerContext {
@@ -44,9 +48,10 @@ impl WorkerContext {
             })
         };
         // A meeting turn has GUILD_HALL_MEETING; a commission attempt GUILD_HALL_COMMISSION.
-        let (kind, id) = match std::env::var("GUILD_HALL_MEETING") {
-            Ok(m) => (ActivityKind::Meeting, m),
-            Err(_) => (ActivityKind::Commission, var("GUILD_HALL_COMMISSION")?),
+        let (kind, id) = match (std::env::var("GUILD_HALL_MEETING"), std::env::var("GUILD_HALL_TASK")) {
+            (Ok(m), _) => (ActivityKind::Meeting, m),
+            (_, Ok(t)) => (ActivityKind::Task, t),
+            _ => (ActivityKind::Commission, var("GUILD_HALL_COMMISSION")?),
         };
         crate::artifact::ids::validate_id(&id)?;
         Ok(WorkerContext {
@@ -57,6 +62,7 @@ impl WorkerContext {
             attempt: var("GUILD_HALL_ATTEMPT")?.parse().map_err(|_| anyhow!("GUILD_HALL_ATTEMPT is not a number"))?,
             worker: std::env::var("GUILD_HALL_WORKER").ok(),
             home: std::env::var_os("GUILD_HALL_HOME").map(PathBuf::from),
+            task_id: std::env::var("GUILD_HALL_TASK_ID").ok(),
         })
     }
 
@@ -65,6 +71,7 @@ impl WorkerContext {
         match self.kind {
             ActivityKind::Commission => format!("commission {}", self.id),
             ActivityKind::Meeting => format!("meeting {}", self.id),
+            ActivityKind::Task => format!("wave task {}", self.id),
         }
     }
 

@@ -1,0 +1,326 @@
+//! The plan artifact (`.lore/plans/<plan>.md`, DESIGN §11): ordered waves of tasks run in
+//! parallel inside a wave, a parallelism cap, an integration `verify` and a `fixer`; its
+//! status vocabulary, the canonical task ids, and validation with `file:line:col`. Pure.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_yaml_ng::{Mapping, Value};
+
+use super::commission::content_hash;
+use super::frontmatter::{key_position, split, Problem};
+use super::ids;
+
+/// A plan's states: `draft|pending → running → verifying → completed`, or `halted`, `failed`,
+/// `cancelled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    Draft,
+    Pending,
+    Running,
+    Verifying,
+    Completed,
+    Halted,
+    Failed,
+    Cancelled,
+}
+
+impl PlanStatus {
+    pub const ALL: [PlanStatus; 8] = [
+        PlanStatus::Draft,
+        PlanStatus::Pending,
+        PlanStatus::Running,
+        PlanStatus::Verifying,
+        PlanStatus::Completed,
+        PlanStatus::Halted,
+        PlanStatus::Failed,
+        PlanStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Draft => "draft",
+            PlanStatus::Pending => "pending",
+            PlanStatus::Running => "running",
+            PlanStatus::Verifying => "verifying",
+            PlanStatus::Completed => "completed",
+            PlanStatus::Halted => "halted",
+            PlanStatus::Failed => "failed",
+            PlanStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PlanStatus> {
+        PlanStatus::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Work of the plan may be under way.
+    pub fn is_active(self) -> bool {
+        matches!(self, PlanStatus::Running | PlanStatus::Verifying)
+    }
+}
+
+impl fmt::Display for PlanStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The keys only guild-hall writes.
+pub const OWNED_KEYS: [&str; 5] = ["status", "wave", "reason", "tasks", "created"];
+
+/// One task of a wave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Task {
+    /// `<plan>:exec:wave-<W>:task-<T>`: W and T count from 1 in plan order.
+    pub canonical: String,
+    /// The plan's own label for it (`id:`), unique within its wave.
+    pub label: String,
+    pub wave: usize,
+    /// Position in its wave, from 1: the stable commit order.
+    pub index: usize,
+    pub worker: String,
+    pub title: Option<String>,
+    pub prompt: String,
+}
+
+impl Task {
+    /// The canonical id as a filesystem name (`:` → `-`).
+    pub fn slug(&self) -> String {
+        slug(&self.canonical)
+    }
+}
+
+/// The filesystem slug of a canonical task id.
+pub fn slug(canonical: &str) -> String {
+    canonical.replace(':', "-")
+}
+
+/// A parsed, validated plan artifact.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub id: String,
+    pub path: PathBuf,
+    pub hash: u64,
+    pub title: Option<String>,
+    /// `None`: a new file without status (taken as pending).
+    pub status: Option<PlanStatus>,
+    pub parallelism: usize,
+    /// The integration verify command (argv), run after each wave.
+    pub verify: Option<Vec<String>>,
+    /// The worker of fix-forward commissions when verify fails.
+    pub fixer: Option<String>,
+    pub waves: Vec<Vec<Task>>,
+    pub desired: Option<String>,
+    /// The keys guild-hall owns, as parsed.
+    pub fields: Mapping,
+}
+
+impl Plan {
+    pub fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];
+        if let Err(e) = ids::validate_id(stem) {
+            return Err(at(1, 1, format!("bad file name: {e}")));
+        }
+        let sp = split(text).map_err(|(line, msg)| at(line, 1, msg))?;
+        let fields: Mapping = match serde_yaml_ng::from_str::<Value>(sp.yaml) {
+            Ok(Value::Mapping(m)) => m,
+            Ok(Value::Null) => Mapping::new(),
+            Ok(_) => return Err(at(sp.first_line, 1, "the frontmatter must be a mapping of keys to values".into())),
+            Err(e) => {
+                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+                return Err(at(sp.first_line + line - 1, col, format!("invalid YAML: {e}")));
+            }
+        };
+        let mut problems = Vec::new();
+        let mut bad = |key: &str, msg: String| {
+            let (line, col) = key_position(&sp, key);
+            problems.push(Problem::new(path, line, col, msg));
+        };
+        let get = |k: &str| fields.get(k);
+        let status = match get("status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match PlanStatus::parse(s) {
+                Some(st) => Some(st),
+                None => {
+                    bad("status", format!("unknown plan status {s:?} (expected one of: draft, pending, running, verifying, completed, halted, failed, cancelled)"));
+                    None
+                }
+            },
+            Some(_) => {
+                bad("status", "status must be a string".into());
+                None
+            }
+        };
+        let parallelism = match get("parallelism") {
+            None | Some(Value::Null) => 1,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=64).contains(&n) => n as usize,
+                _ => {
+                    bad("parallelism", "parallelism must be a whole number from 1 to 64".into());
+                    1
+                }
+            },
+        };
+        let verify = match get("verify") {
+            None | Some(Value::Null) => None,
+            Some(Value::Sequence(items)) if !items.is_empty() && items.iter().all(|i| i.as_str().is_some_and(|s| !s.is_empty())) => {
+                Some(items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
+            }
+            Some(_) => {
+                bad("verify", "verify must be a command as a list of words (argv), e.g. [\"cargo\", \"test\"]".into());
+                None
+            }
+        };
+        let fixer = match get("fixer") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(w)) if ids::validate_id(w).is_ok() => Some(w.clone()),
+            Some(_) => {
+                bad("fixer", "fixer must be a worker package name".into());
+                None
+            }
+        };
+        let desired = match get("desired") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s == "dispatched" || s == "cancelled" => Some(s.clone()),
+            Some(_) => {
+                bad("desired", "desired must be dispatched or cancelled".into());
+                None
+            }
+        };
+        let mut waves = Vec::new();
+        match get("waves") {
+            Some(Value::Sequence(ws)) if !ws.is_empty() => {
+                for (w, wave) in ws.iter().enumerate() {
+                    let w = w + 1;
+                    let Some(items) = wave.as_sequence().filter(|i| !i.is_empty()) else {
+                        bad("waves", format!("wave {w} is empty or not a list of tasks"));
+                        continue;
+                    };
+                    let mut tasks: Vec<Task> = Vec::new();
+                    for (t, item) in items.iter().enumerate() {
+                        let t = t + 1;
+                        let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
+                        let label = s("id").unwrap_or_else(|| format!("task-{t}"));
+                        if tasks.iter().any(|x| x.label == label) {
+                            bad("waves", format!("wave {w}: duplicate task id {label:?}"));
+                        }
+                        let worker = match s("worker") {
+                            Some(wk) if ids::validate_id(&wk).is_ok() => wk,
+                            _ => {
+                                bad("waves", format!("wave {w}, task {label}: needs `worker:`, a worker package name"));
+                                String::new()
+                            }
+                        };
+                        let prompt = match s("prompt") {
+                            Some(p) if !p.trim().is_empty() => p,
+                            _ => {
+                                bad("waves", format!("wave {w}, task {label}: needs `prompt:`, what the task is to achieve"));
+                                String::new()
+                            }
+                        };
+                        if let Some(m) = item.as_mapping() {
+                            if let Some(k) = m.keys().filter_map(Value::as_str).find(|k| !["id", "worker", "title", "prompt"].contains(k)) {
+                                bad("waves", format!("wave {w}, task {label}: unknown key {k:?} (allowed: id, worker, title, prompt)"));
+                            }
+                        } else {
+                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{id, worker, title, prompt}}"));
+                        }
+                        tasks.push(Task {
+                            canonical: format!("{stem}:exec:wave-{w}:task-{t}"),
+                            label,
+                            wave: w,
+                            index: t,
+                            worker,
+                            title: s("title"),
+                            prompt,
+                        });
+                    }
+                    waves.push(tasks);
+                }
+            }
+            _ => bad("waves", "missing `waves:`: a list of waves, each a list of tasks {id, worker, title, prompt}".into()),
+        }
+        if let Some(v) = get("tasks") {
+            if !v.is_null() && !v.is_mapping() {
+                bad("tasks", "tasks is written by guild-hall: a mapping of task ids to states".into());
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut fields = fields.clone();
+        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || k == "desired"));
+        Ok(Plan {
+            id: stem.to_string(),
+            path: path.to_path_buf(),
+            hash: content_hash(text),
+            title: get("title").and_then(Value::as_str).map(str::to_string),
+            status,
+            parallelism,
+            verify,
+            fixer,
+            waves,
+            desired,
+            fields,
+        })
+    }
+
+    pub fn str_field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).and_then(Value::as_str)
+    }
+
+    /// The state guild-hall last wrote for a task, as the artifact shows it.
+    pub fn task_state(&self, canonical: &str) -> Option<&str> {
+        self.fields.get("tasks").and_then(|t| t.get(canonical)).and_then(Value::as_str)
+    }
+
+    pub fn tasks(&self) -> impl Iterator<Item = &Task> {
+        self.waves.iter().flatten()
+    }
+
+    pub fn task(&self, canonical: &str) -> Option<&Task> {
+        self.tasks().find(|t| t.canonical == canonical)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Plan, Vec<Problem>> {
+        Plan::parse(Path::new(".lore/plans/port.md"), text)
+    }
+
+    #[test]
+    fn parses_waves_into_canonical_tasks() {
+        let p = parse(
+            "---\ntitle: Port\nparallelism: 2\nverify: [cargo, test]\nfixer: coder\nwaves:\n  - - {id: a, worker: coder, prompt: do a}\n    - {id: b, worker: coder, prompt: do b}\n  - - {id: c, worker: coder, prompt: do c}\n---\n",
+        )
+        .unwrap();
+        assert_eq!(p.waves.len(), 2);
+        assert_eq!(p.waves[0][1].canonical, "port:exec:wave-1:task-2");
+        assert_eq!(p.waves[0][1].slug(), "port-exec-wave-1-task-2");
+        assert_eq!(p.waves[1][0].label, "c");
+        assert_eq!(p.verify, Some(vec!["cargo".to_string(), "test".to_string()]));
+        assert_eq!(p.parallelism, 2);
+    }
+
+    #[test]
+    fn reports_problems_with_positions() {
+        let e = parse("---\nwaves:\n  - []\n---\n").unwrap_err();
+        assert!(e[0].to_string().starts_with(".lore/plans/port.md:2:"), "{e:?}");
+        assert!(e[0].message.contains("wave 1 is empty"), "{e:?}");
+        let e = parse("---\nverify: cargo test\nwaves:\n  - - {id: a, worker: w, prompt: p}\n    - {id: a, worker: w, prompt: q}\n---\n")
+            .unwrap_err();
+        let all: String = e.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n");
+        assert!(all.contains(":2:9: verify must be a command"), "{all}");
+        assert!(all.contains("duplicate task id \"a\""), "{all}");
+        let e = parse("---\nwaves:\n  - - {id: a, prompt: p, colour: red}\n---\n").unwrap_err();
+        let all: String = e.iter().map(|p| p.message.clone()).collect::<Vec<_>>().join("\n");
+        assert!(all.contains("needs `worker:`") && all.contains("unknown key \"colour\""), "{all}");
+    }
+}

@@ -1,0 +1,467 @@
+//! Carry out one plan [`Action`]: a wave's base recorded, a task's worktree made or reused and
+//! its worker started (confined, contained, `GUILD_HALL_WAVE=1`, hooks off), a task stopped,
+//! a wave integrated (protocol checks, collision scan, copy-back in plan order), verify run,
+//! a fix-forward commission written. Every step is safe to repeat.
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::copyback::{self, Change, Landed};
+use super::plan::{fix_id, Action, PlanRecord, TaskState, Update};
+use crate::activity::state::{read_json, write_json, RunInfo, StateDir};
+use crate::activity::timeline;
+use crate::activity::worktree::{self, WorktreeRecord};
+use crate::activity::{fault, Outcome};
+use crate::artifact::plan::{Plan, Task};
+use crate::config::{Home, Project};
+use crate::worker::launch::{self, Activation};
+use crate::worker::shim::{self, Launch};
+use crate::worker::toolbox::ActivityKind;
+use crate::worker::Catalog;
+
+pub struct Ctx<'a> {
+    pub home: &'a Home,
+    pub project: &'a Project,
+    pub workers: &'a Catalog,
+}
+
+impl Ctx<'_> {
+    fn plan_state(&self, plan: &str) -> StateDir {
+        StateDir(self.home.plan_state(&self.project.name, plan))
+    }
+    fn task_state(&self, plan: &str, task: &Task) -> StateDir {
+        StateDir(self.home.task_state(&self.project.name, plan, &task.slug()))
+    }
+    fn integration(&self) -> &str {
+        &self.project.config.integration_branch
+    }
+}
+
+pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
+    match action {
+        Action::Update { update } => apply(ctx, update),
+        Action::StartWave { update, wave } => {
+            let mut u = update.clone();
+            let repo = crate::activity::git::open(&ctx.project.root)?;
+            let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?.id().to_string();
+            if let Some(r) = &mut u.record {
+                r.bases.entry(*wave).or_insert(tip);
+            }
+            apply(ctx, &u)
+        }
+        Action::StartTask { update, task, attempt } => start_task(ctx, update, task, *attempt),
+        Action::StopTask { update, task, attempt } => {
+            let plan = super::observe::load(ctx.project, &update.plan)?;
+            let t = plan.task(task).context("the task vanished from the plan")?;
+            if let Some(run) = read_json::<RunInfo>(&ctx.task_state(&plan.id, t).run())?.filter(|r| r.attempt == *attempt) {
+                shim::stop_attempt(&run, shim::Stop::Term)?;
+            }
+            apply(ctx, update)
+        }
+        Action::Integrate { update, wave } => integrate(ctx, update, *wave),
+        Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
+        Action::FixForward { update, wave, round, fixer, run } => {
+            write_fix(ctx, &update.plan, *wave, *round, fixer, *run)?;
+            apply(ctx, update)
+        }
+    }
+}
+
+/// The log, then the artifact (dropped if it changed since observed), then the record.
+fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
+    let path = ctx.project.plan_path(&u.plan);
+    timeline::append(&timeline::path_for(&path), &u.events)?;
+    if crate::meeting::act::edit_if_unchanged(&path, u.expect_hash, &u.edits)?.is_none() {
+        return Ok(Outcome::Dropped);
+    }
+    if let Some(r) = &u.record {
+        let state = ctx.plan_state(&u.plan);
+        std::fs::create_dir_all(&state.0)?;
+        write_json(&state.record(), r)?;
+    }
+    Ok(Outcome::Done)
+}
+
+fn base_of(record: &PlanRecord, wave: usize) -> Result<String> {
+    record.bases.get(&wave).cloned().with_context(|| format!("wave {wave} has no base recorded"))
+}
+
+/// Copy the control plane read-only into `<worktree>/.lore-snapshot/`, fresh each attempt.
+fn snapshot(project: &Project, wt: &std::path::Path) -> Result<()> {
+    let dest = wt.join(copyback::SNAPSHOT_DIR);
+    if dest.exists() {
+        make_writable(&dest);
+        std::fs::remove_dir_all(&dest)?;
+    }
+    std::fs::create_dir_all(&dest)?;
+    for part in ["commissions", "plans", "workers", "guild-hall.yaml"] {
+        let from = project.root.join(".lore").join(part);
+        if from.exists() {
+            copy_tree(&from, &dest.join(part))?;
+        }
+    }
+    make_read_only(&dest);
+    Ok(())
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(from)?;
+    if meta.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            copy_tree(&e.path(), &to.join(e.file_name()))?;
+        }
+    } else if meta.is_file() {
+        std::fs::copy(from, to)?;
+    }
+    Ok(())
+}
+
+fn set_mode(path: &std::path::Path, dir: u32, file: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if m.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(path) {
+                let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755));
+                for e in entries.flatten() {
+                    set_mode(&e.path(), dir, file);
+                }
+            }
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(dir));
+        } else if m.is_file() {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(file));
+        }
+    }
+}
+
+fn make_read_only(path: &std::path::Path) {
+    set_mode(path, 0o555, 0o444);
+}
+
+fn make_writable(path: &std::path::Path) {
+    set_mode(path, 0o755, 0o644);
+}
+
+/// The task's worktree, made from the wave base, or reused (reset to the base, cleaned); a
+/// worktree that cannot be reused is made anew and the old path reported orphaned.
+fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bool) -> Result<(WorktreeRecord, Option<String>)> {
+    let state = ctx.task_state(&plan.id, task);
+    let repo = crate::activity::git::open(&ctx.project.root)?;
+    let branch = format!("claude/task/{}", task.slug());
+    let base_commit = repo.find_commit(git2::Oid::from_str(base)?)?;
+    if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
+        if rec.path.join(".git").exists() && worktree::inspect(&rec).is_empty() {
+            if let Some(dir) = Some(rec.path.join(copyback::SNAPSHOT_DIR)).filter(|d| d.exists()) {
+                make_writable(&dir);
+            }
+            if rec.git(&["reset", "--quiet", "--hard", base]).is_ok() && rec.git(&["clean", "-fdq"]).is_ok() {
+                return Ok((rec, None));
+            }
+        }
+        // Not reusable: made anew, the old one reported (and kept for `gc`) where it is not ours.
+        let orphaned = format!("the worktree {} could not be reused; made anew", rec.path.display());
+        let _ = worktree::remove_worktree(&rec);
+        repo.branch(&branch, &base_commit, true)?;
+        let rec = worktree::add_worktree(&ctx.project.root, &ctx.home.task_worktree(&ctx.project.name, &task.slug()), &branch, sparse)?;
+        return Ok((rec, Some(orphaned)));
+    }
+    repo.branch(&branch, &base_commit, true)?;
+    let rec = worktree::add_worktree(&ctx.project.root, &ctx.home.task_worktree(&ctx.project.name, &task.slug()), &branch, sparse)?;
+    Ok((rec, None))
+}
+
+fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> Result<Outcome> {
+    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let task = plan.task(canonical).context("the task vanished from the plan")?.clone();
+    let record = update.record.clone().context("a task start carries the record")?;
+    let base = base_of(&record, task.wave)?;
+    let state = ctx.task_state(&plan.id, &task);
+    std::fs::create_dir_all(&state.0)?;
+    let pkg = ctx.workers.for_commission(&task.worker).map_err(anyhow::Error::msg)?;
+    let argv = pkg.resolve_command().map_err(anyhow::Error::msg)?;
+    let (rec, orphaned) = task_worktree(ctx, &plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
+    write_json(&state.worktree(), &rec)?;
+    fault("task-start", 1);
+    snapshot(ctx.project, &rec.path)?;
+    std::fs::create_dir_all(rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug()))?;
+    std::fs::write(state.prompt(), &task.prompt)?;
+    let activation = Activation {
+        home: ctx.home,
+        project: ctx.project,
+        pkg,
+        kind: ActivityKind::Task,
+        id: &task.slug(),
+        state: &state,
+        worktree: &rec,
+        attempt,
+        toolbox: crate::tools::toolbox::instructions(ActivityKind::Task),
+        prompt_extra: format!(
+            "## This task\n\nYou are task {} of plan {}, wave {}. Change files in your working directory; never commit (a commit fails the task). The control plane is there read-only under {}/; leave evidence under {}/{}/.\n",
+            task.canonical,
+            plan.id,
+            task.wave,
+            copyback::SNAPSHOT_DIR,
+            copyback::ARTIFACTS_DIR,
+            task.slug()
+        ),
+    };
+    let mut launch = match launch::prepare(&activation, argv)? {
+        Ok(l) => l,
+        Err(why) => {
+            let exit =
+                crate::activity::state::ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
+            write_json(&state.exit(), &exit)?;
+            return apply(ctx, update);
+        }
+    };
+    let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
+    launch.env.extend([
+        ("GUILD_HALL_TASK_ID".to_string(), task.canonical.clone()),
+        ("GUILD_HALL_PLAN".into(), plan.id.clone()),
+        ("GUILD_HALL_WAVE".into(), "1".into()),
+        ("GUILD_HALL_PROMPT_FILE".into(), p(&state.prompt())),
+        ("GUILD_HALL_MAX_TURNS".into(), pkg.manifest.resources.max_turns.unwrap_or(150).to_string()),
+        ("GUILD_HALL_MAX_BUDGET_USD".into(), pkg.manifest.resources.max_budget_usd.unwrap_or(2.0).to_string()),
+        // Hooks stay off for a wave worker's own git too.
+        ("GIT_CONFIG_COUNT".into(), "3".into()),
+        ("GIT_CONFIG_KEY_2".into(), "core.hooksPath".into()),
+        ("GIT_CONFIG_VALUE_2".into(), "/dev/null".into()),
+    ]);
+    let mut u = update.clone();
+    if let Some(o) = orphaned {
+        let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+        u.events.push(timeline::event(&now, "orphaned", format!("orphaned:{canonical}:{attempt}"), json!({"task": canonical, "text": o})));
+    }
+    // The record first: a pass that dies after the start finds the attempt running.
+    let outcome = apply(ctx, &u)?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
+    shim::spawn_shim(&launch)?;
+    fault("task-start", 2);
+    Ok(Outcome::Done)
+}
+
+/// The wave's tasks in plan order: protocol checks and manifests first, a collision scan over
+/// all of them, and only then one commit per task.
+fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
+    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let mut u = update.clone();
+    let mut record = u.record.clone().or(super::observe::record(ctx.home, ctx.project, &plan.id)?).context("the plan has no record")?;
+    let base = base_of(&record, wave)?;
+    let base_oid = git2::Oid::from_str(&base)?;
+    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+    let tasks: Vec<Task> = plan.waves.get(wave - 1).cloned().unwrap_or_default();
+    let mut manifests: Vec<(String, Vec<Change>)> = Vec::new();
+    let mut worktrees = Vec::new();
+    let repo = crate::activity::git::open(&ctx.project.root)?;
+    let halt = |mut u: Update, mut record: PlanRecord, reason: String, failed: Option<(&Task, String)>| -> Result<Outcome> {
+        if let Some((t, why)) = failed {
+            if let Some(r) = record.tasks.get_mut(&t.canonical) {
+                r.state = TaskState::Failed;
+                r.reason = Some(why.clone());
+            }
+            u.events.push(timeline::event(
+                &now,
+                "task",
+                format!("task:{}:violation", t.canonical),
+                json!({"task": t.canonical, "state": "failed", "reason": why}),
+            ));
+        }
+        u.events.push(timeline::event(
+            &now,
+            "status",
+            format!("status:{wave}:halted:{}", plan.hash),
+            json!({"from": "running", "to": "halted", "reason": reason}),
+        ));
+        record.status = crate::artifact::plan::PlanStatus::Halted;
+        record.reason = Some(reason.clone());
+        u.edits.retain(|e| !matches!(e, crate::artifact::write::Edit::Set(k, _) | crate::artifact::write::Edit::Remove(k) if k == "status" || k == "reason" || k == "tasks"));
+        u.edits.push(crate::artifact::write::Edit::Set("status".into(), "halted".into()));
+        u.edits.push(crate::artifact::write::Edit::Set("reason".into(), reason.into()));
+        u.edits.push(crate::artifact::write::Edit::Set("tasks".into(), tasks_value(&plan, &record)));
+        u.record = Some(record);
+        apply(ctx, &u)
+    };
+    for t in &tasks {
+        let state = ctx.task_state(&plan.id, t);
+        let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? else {
+            return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None);
+        };
+        if record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated) {
+            continue;
+        }
+        // The protocol: no commit of the worker's, the worktree as made, no control plane.
+        let mut broken = worktree::inspect(&rec);
+        let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();
+        if !broken.is_empty() || head.trim() != base {
+            if head.trim() != base && broken.is_empty() {
+                broken.push("the worker committed (its HEAD moved from the wave base); wave workers never commit".into());
+            }
+            let why = format!("protocol violation: {}", broken.join("; "));
+            return halt(
+                u,
+                record,
+                format!("task {} broke the protocol: {}; nothing of the wave was copied back", t.canonical, broken.join("; ")),
+                Some((t, why)),
+            );
+        }
+        let changes = copyback::manifest(&rec, &base)?;
+        let cp: Vec<&str> = changes
+            .iter()
+            .flat_map(|c| std::iter::once(c.path.as_str()).chain(c.from_path.as_deref()))
+            .filter(|p| copyback::control_plane(p))
+            .collect();
+        if !cp.is_empty() {
+            let why = format!("protocol violation: it changed the control plane: {}", cp.join(", "));
+            return halt(
+                u,
+                record,
+                format!("task {} changed the control plane ({}); nothing of the wave was copied back", t.canonical, cp.join(", ")),
+                Some((t, why)),
+            );
+        }
+        manifests.push((t.canonical.clone(), changes));
+        worktrees.push((t.clone(), rec));
+    }
+    let collisions = copyback::collisions(&manifests);
+    if !collisions.is_empty() {
+        let list: Vec<String> = collisions.iter().map(|(p, ts)| format!("{p} ({})", ts.join(", "))).collect();
+        let reason = format!(
+            "collision in wave {wave}: {}; nothing was copied back, every worktree kept; fix the plan, then retry",
+            list.join("; ")
+        );
+        return halt(u, record, reason, None);
+    }
+    fault("integrate", 1);
+    for (n, ((t, rec), (_, changes))) in worktrees.iter().zip(&manifests).enumerate() {
+        let trailer = format!("Guild-Hall-Task: {}", t.canonical);
+        let title = t.title.clone().unwrap_or_else(|| t.label.clone());
+        let message = format!("{title} ({}, plan {})", t.canonical, plan.id);
+        let evidence_to = format!(".lore/plans/{}/artifacts/{}", plan.id, t.slug());
+        let evidence = rec.path.join(copyback::ARTIFACTS_DIR).join(t.slug());
+        let landing =
+            copyback::TaskLanding { rec, changes, evidence: &evidence, evidence_to: &evidence_to, message: &message, trailer: &trailer };
+        match copyback::land_task(&repo, ctx.integration(), base_oid, &landing)? {
+            Landed::Committed(oid) | Landed::Already(oid) => {
+                if let Some(r) = record.tasks.get_mut(&t.canonical) {
+                    r.state = TaskState::Integrated;
+                }
+                u.events.push(timeline::event(
+                    &now,
+                    "task",
+                    format!("task:{}:integrated", t.canonical),
+                    json!({"task": t.canonical, "state": "integrated", "commit": oid.to_string(), "changes": changes.len()}),
+                ));
+                // Its work is on the integration branch: the worktree goes.
+                worktree::remove_worktree(rec)?;
+                let _ = std::fs::remove_dir_all(ctx.task_state(&plan.id, t).objects());
+            }
+            Landed::Waiting(why) => {
+                u.record = Some(record.clone());
+                u.edits.retain(|e| !matches!(e, crate::artifact::write::Edit::Set(k, _) if k == "tasks"));
+                u.edits.push(crate::artifact::write::Edit::Set("tasks".into(), tasks_value(&plan, &record)));
+                apply(ctx, &u)?;
+                return Ok(Outcome::Waiting(format!("copy-back waiting: {why}")));
+            }
+        }
+        fault("integrate", (n + 2) as u32);
+    }
+    u.edits.retain(|e| !matches!(e, crate::artifact::write::Edit::Set(k, _) if k == "tasks"));
+    u.edits.push(crate::artifact::write::Edit::Set("tasks".into(), tasks_value(&plan, &record)));
+    u.record = Some(record);
+    apply(ctx, &u)
+}
+
+fn tasks_value(plan: &Plan, record: &PlanRecord) -> serde_yaml_ng::Value {
+    let mut m = serde_yaml_ng::Mapping::new();
+    for t in plan.tasks() {
+        if let Some(r) = record.tasks.get(&t.canonical) {
+            m.insert(t.canonical.clone().into(), r.state.as_str().into());
+        }
+    }
+    serde_yaml_ng::Value::Mapping(m)
+}
+
+/// Run `verify` in the plan's verify worktree, reset to the integration tip: never in a
+/// person's checkout. Under the shim like a worker, confined to that worktree.
+fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result<Outcome> {
+    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let argv = plan.verify.clone().context("the plan has no verify")?;
+    let repo = crate::activity::git::open(&ctx.project.root)?;
+    let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?;
+    let branch = format!("claude/verify/{}", plan.id);
+    let path = ctx.home.verify_worktree(&ctx.project.name, &plan.id);
+    let state = StateDir(ctx.plan_state(&plan.id).0.join("verify"));
+    std::fs::create_dir_all(&state.0)?;
+    let rec = match read_json::<WorktreeRecord>(&state.worktree())?.filter(|r| r.path.join(".git").exists()) {
+        Some(rec) => {
+            rec.git(&["reset", "--quiet", "--hard", &tip.id().to_string()])?;
+            rec.git(&["clean", "-fdxq"])?;
+            rec
+        }
+        None => {
+            repo.branch(&branch, &tip, true)?;
+            worktree::add_worktree(&ctx.project.root, &path, &branch, false)?
+        }
+    };
+    write_json(&state.worktree(), &rec)?;
+    let global = ctx.home.load_config()?;
+    let sandbox = match launch::confinement(&crate::worker::SandboxSpec::default(), &global) {
+        Ok(launch::Confinement::Confined) => Some(crate::worker::sandbox::Policy { writable: vec![rec.path.clone(), rec.admin.clone()] }),
+        Ok(launch::Confinement::Unconfined) => None,
+        Err(why) => anyhow::bail!(why),
+    };
+    let env =
+        [("GUILD_HALL_PLAN".to_string(), plan.id.clone()), ("GUILD_HALL_VERIFY_WAVE".to_string(), wave.to_string())].into_iter().collect();
+    let launch = Launch {
+        state,
+        attempt: run,
+        cwd: rec.path.clone(),
+        argv,
+        env,
+        grace: ctx.project.config.cancel_grace,
+        log_max_bytes: global.log_max_bytes,
+        sandbox,
+    };
+    let outcome = apply(ctx, update)?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
+    shim::spawn_shim(&launch)?;
+    Ok(Outcome::Done)
+}
+
+/// The output of a verify run (the end of it).
+pub fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> String {
+    let log = StateDir(home.plan_state(&project.name, plan).join("verify")).log(run);
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(200)..].join("\n")
+}
+
+/// A fix-forward commission for the fixer, as a person would write it; never over a file.
+fn write_fix(ctx: &Ctx<'_>, plan: &str, wave: usize, round: u32, fixer: &str, run: u32) -> Result<()> {
+    let id = fix_id(plan, wave, round);
+    let path = ctx.project.commission_path(&id);
+    if path.exists() {
+        return Ok(());
+    }
+    let output = verify_output(ctx.home, ctx.project, plan, run);
+    let mut fm = serde_yaml_ng::Mapping::new();
+    fm.insert("title".into(), format!("Fix-forward: plan {plan}, wave {wave} verify").into());
+    fm.insert("worker".into(), fixer.into());
+    fm.insert("status".into(), "pending".into());
+    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
+    let body = format!(
+        "The integration verify of plan {plan} failed after wave {wave}. Make it pass with new changes on top of what is there (fix forward: never revert the wave's work).\n\nIts output (the end):\n\n```\n{}\n```\n",
+        output.trim_end()
+    );
+    let text = format!("---\n{}---\n{body}", serde_yaml_ng::to_string(&fm)?);
+    std::fs::create_dir_all(ctx.project.commissions_dir())?;
+    let mut f =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
+    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! Copy-back, lossless (Kiln's contract): a task's changes found with `git diff --name-status
+//! -z -M` and `git ls-files -o --exclude-standard -z` against the wave base, the control plane
+//! and the snapshot/evidence dirs left out; a wave-wide collision scan before anything is
+//! mutated; then one commit per task on the integration branch, built in memory from the
+//! worktree's bytes (modes and symlinks kept) and checked to equal it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository};
+
+use crate::activity::merge::{commit_onto, MergeOutcome};
+use crate::activity::worktree::WorktreeRecord;
+
+/// Where a task reads the control plane (a read-only copy) and leaves its evidence.
+pub const SNAPSHOT_DIR: &str = ".lore-snapshot";
+pub const ARTIFACTS_DIR: &str = ".lore-artifacts";
+
+/// The control plane: a task that changes it breaks the protocol.
+const CONTROL_PLANE: [&str; 4] = [".lore/commissions/", ".lore/plans/", ".lore/workers/", ".lore/guild-hall.yaml"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Add,
+    Modify,
+    Delete,
+    Rename,
+    Untracked,
+}
+
+/// One change of a task, as TaskUpdate's `changed_ops` names them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Change {
+    pub op: Op,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_path: Option<String>,
+}
+
+/// Never copied back: the snapshot and the evidence dir (evidence is moved, not copied).
+pub fn excluded(path: &str) -> bool {
+    [SNAPSHOT_DIR, ARTIFACTS_DIR].iter().any(|d| path == *d || path.starts_with(&format!("{d}/")))
+}
+
+pub fn control_plane(path: &str) -> bool {
+    CONTROL_PLANE.iter().any(|c| path == c.trim_end_matches('/') || path.starts_with(c))
+}
+
+/// The task's changes against `base`, in the contract's order: renames, deletes,
+/// adds/modifies, untracked. Read with an index of our own made from `base`: nothing the
+/// worker did to its index or admin dir counts.
+pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
+    let scratch = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?;
+    let index = scratch.path().to_path_buf();
+    rec.git_with_index(&index, &["read-tree", base])?;
+    let diff = rec.git_with_index(&index, &["diff", "--name-status", "-z", "-M", base])?;
+    let untracked = rec.git_with_index(&index, &["ls-files", "-o", "--exclude-standard", "-z"])?;
+    let mut renames = Vec::new();
+    let mut deletes = Vec::new();
+    let mut writes = Vec::new();
+    let mut fields = diff.split('\0').filter(|f| !f.is_empty());
+    while let Some(status) = fields.next() {
+        let path = fields.next().context("git diff: a status without a path")?.to_string();
+        match status.chars().next() {
+            Some('R') => {
+                let to = fields.next().context("git diff: a rename without its new path")?.to_string();
+                renames.push(Change { op: Op::Rename, path: to, from_path: Some(path) });
+            }
+            Some('D') => deletes.push(Change { op: Op::Delete, path, from_path: None }),
+            Some('A') => writes.push(Change { op: Op::Add, path, from_path: None }),
+            // M, T (type change) and anything else: the file as it is now.
+            _ => writes.push(Change { op: Op::Modify, path, from_path: None }),
+        }
+    }
+    let mut untracked: Vec<Change> = untracked
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .map(|p| Change { op: Op::Untracked, path: p.to_string(), from_path: None })
+        .collect();
+    let mut all = Vec::new();
+    for group in [&mut renames, &mut deletes, &mut writes, &mut untracked] {
+        group.sort_by(|a, b| a.path.cmp(&b.path));
+        all.append(group);
+    }
+    all.retain(|c| !excluded(&c.path) && !c.from_path.as_deref().is_some_and(excluded));
+    Ok(all)
+}
+
+/// Paths (and rename sources) that more than one task of the wave changes: `path → tasks`.
+pub fn collisions(manifests: &[(String, Vec<Change>)]) -> BTreeMap<String, Vec<String>> {
+    let mut by_path: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (task, changes) in manifests {
+        let mut keys: Vec<&str> = changes.iter().flat_map(|c| std::iter::once(c.path.as_str()).chain(c.from_path.as_deref())).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            by_path.entry(k.to_string()).or_default().push(task.clone());
+        }
+    }
+    by_path.retain(|_, tasks| tasks.len() > 1);
+    by_path
+}
+
+/// The blob and mode of a file in the worktree: its bytes, the executable bit, a symlink as
+/// a symlink.
+fn blob_of(repo: &Repository, file: &Path) -> Result<(Oid, u32)> {
+    let meta = std::fs::symlink_metadata(file).with_context(|| format!("reading {}", file.display()))?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(file)?;
+        let bytes = target.as_os_str().as_encoded_bytes();
+        return Ok((repo.blob(bytes)?, 0o120000));
+    }
+    if !meta.is_file() {
+        bail!("{} is not a file", file.display());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if meta.permissions().mode() & 0o111 != 0 { 0o100755 } else { 0o100644 };
+    Ok((repo.blob(&std::fs::read(file)?)?, mode))
+}
+
+fn entry(path: &str, id: Oid, mode: u32) -> git2::IndexEntry {
+    git2::IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: (path.len().min(0xfff)) as u16,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+/// One task to land: its worktree (by record), its manifest, its evidence and where that goes,
+/// its commit message and trailer.
+#[derive(Clone, Copy)]
+pub struct TaskLanding<'a> {
+    pub rec: &'a WorktreeRecord,
+    pub changes: &'a [Change],
+    pub evidence: &'a Path,
+    pub evidence_to: &'a str,
+    pub message: &'a str,
+    pub trailer: &'a str,
+}
+
+/// What landing one task came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landed {
+    Committed(Oid),
+    /// A commit with the task's trailer is already there (a pass that died after it).
+    Already(Oid),
+    Waiting(String),
+}
+
+/// The commit on the integration branch since `base` whose message carries `trailer`.
+pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &str) -> Result<Option<Oid>> {
+    let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?.id();
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    walk.simplify_first_parent()?;
+    for oid in walk {
+        let oid = oid?;
+        if repo.find_commit(oid)?.message().is_ok_and(|m| m.lines().any(|l| l.trim() == trailer)) {
+            return Ok(Some(oid));
+        }
+    }
+    Ok(None)
+}
+
+/// Land one task: its changes applied onto the integration tip, its evidence (the files under
+/// `evidence`, its `.lore-artifacts/<slug>/`) moved into `evidence_to`
+/// (`.lore/plans/<plan>/artifacts/<slug>/`), one commit with `trailer`; the
+/// result checked to equal the worktree for every path it changed. Once: a commit with the
+/// trailer since `base` means it is done.
+pub fn land_task(repo: &Repository, integration: &str, base: Oid, task: &TaskLanding<'_>) -> Result<Landed> {
+    let TaskLanding { rec, changes, evidence, evidence_to, message, trailer } = *task;
+    if let Some(done) = find_trailer(repo, integration, base, trailer)? {
+        return Ok(Landed::Already(done));
+    }
+    let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?;
+    let mut index = git2::Index::new()?;
+    index.read_tree(&tip.tree()?)?;
+    let mut expect: Vec<(String, Option<(Oid, u32)>)> = Vec::new();
+    for c in changes {
+        match c.op {
+            Op::Rename => {
+                if let Some(from) = &c.from_path {
+                    index.remove_path(Path::new(from))?;
+                    expect.push((from.clone(), None));
+                }
+                let (id, mode) = blob_of(repo, &rec.path.join(&c.path))?;
+                index.add(&entry(&c.path, id, mode))?;
+                expect.push((c.path.clone(), Some((id, mode))));
+            }
+            Op::Delete => {
+                index.remove_path(Path::new(&c.path))?;
+                expect.push((c.path.clone(), None));
+            }
+            Op::Add | Op::Modify | Op::Untracked => {
+                let (id, mode) = blob_of(repo, &rec.path.join(&c.path))?;
+                index.add(&entry(&c.path, id, mode))?;
+                expect.push((c.path.clone(), Some((id, mode))));
+            }
+        }
+    }
+    if evidence.is_dir() {
+        for file in walk_files(evidence)? {
+            let rel = file.strip_prefix(evidence).map_err(|e| anyhow::anyhow!("{e}"))?.to_string_lossy().into_owned();
+            let dest = format!("{}/{rel}", evidence_to.trim_end_matches('/'));
+            crate::artifact::ids::validate_rel_path(&dest)?;
+            let (id, mode) = blob_of(repo, &file)?;
+            index.add(&entry(&dest, id, mode))?;
+            expect.push((dest, Some((id, mode))));
+        }
+    }
+    let tree_id = index.write_tree_to(repo)?;
+    let tree = repo.find_tree(tree_id)?;
+    // The postcondition: the integration tree equals the worker's for every path it changed.
+    for (path, want) in &expect {
+        let got = tree.get_path(Path::new(path)).ok().map(|e| (e.id(), e.filemode() as u32));
+        if got != *want {
+            bail!("copy-back check failed for {path}: the integration tree does not equal the task's worktree (nothing committed)");
+        }
+    }
+    let full = format!("{}\n\n{trailer}\n", message.trim_end());
+    match commit_onto(repo, integration, &tip, &tree, &full, &format!("copy-back {trailer}"))? {
+        MergeOutcome::Merged(oid) => Ok(Landed::Committed(oid)),
+        MergeOutcome::Waiting(why) => Ok(Landed::Waiting(why)),
+        other => bail!("unexpected outcome {other:?}"),
+    }
+}
+
+/// Every file (and symlink) under `dir`, sorted; symlinks are not followed.
+fn walk_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let t = e.file_type()?;
+            if t.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ch(op: Op, path: &str, from: Option<&str>) -> Change {
+        Change { op, path: path.into(), from_path: from.map(str::to_string) }
+    }
+
+    #[test]
+    fn collisions_include_rename_sources() {
+        let m = vec![
+            ("t1".to_string(), vec![ch(Op::Rename, "b.txt", Some("a.txt"))]),
+            ("t2".to_string(), vec![ch(Op::Modify, "a.txt", None), ch(Op::Add, "c.txt", None)]),
+            ("t3".to_string(), vec![ch(Op::Untracked, "d.txt", None)]),
+        ];
+        let c = collisions(&m);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c["a.txt"], vec!["t1", "t2"]);
+        assert!(collisions(&m[1..]).is_empty());
+    }
+
+    #[test]
+    fn exclusions_and_control_plane() {
+        assert!(excluded(".lore-snapshot/x") && excluded(".lore-artifacts") && !excluded(".lore/x"));
+        assert!(control_plane(".lore/commissions/a.md") && control_plane(".lore/guild-hall.yaml"));
+        assert!(!control_plane(".lore/research/a.md") && !control_plane("src/lib.rs"));
+    }
+}

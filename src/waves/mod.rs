@@ -1,0 +1,39 @@
+//! Plans and waves (DESIGN §11, Kiln's EXECUTE stage): a plan's tasks run in ordered waves,
+//! in parallel inside a wave, and land on the integration branch by lossless copy-back in plan
+//! order once the whole wave has succeeded and no two tasks collide; a verify gate between
+//! waves, fix-forward when it fails. [`plan`] is the pure state machine, [`observe`] and
+//! [`act`] its two sides, [`copyback`] the landing.
+
+pub mod act;
+pub mod copyback;
+pub mod observe;
+pub mod plan;
+
+use anyhow::Result;
+
+use crate::activity::Outcome;
+use crate::artifact::Problem;
+use crate::config::{Home, Project};
+use crate::worker::Catalog;
+
+/// One round of plans within a reconcile pass.
+#[derive(Debug, Default)]
+pub struct Round {
+    pub done: Vec<(plan::Action, Result<Outcome>)>,
+    pub problems: Vec<Problem>,
+}
+
+pub fn round(home: &Home, project: &Project, workers: &Catalog, dry_run: bool) -> Result<Round> {
+    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+    let (snapshot, problems) = observe::observe(home, project, workers, &now)?;
+    let actions = plan::plan(&snapshot);
+    let ctx = act::Ctx { home, project, workers };
+    let done = actions
+        .into_iter()
+        .map(|a| {
+            let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
+            (a, result)
+        })
+        .collect();
+    Ok(Round { done, problems })
+}

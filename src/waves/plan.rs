@@ -1,0 +1,601 @@
+//! The plan state machine as a pure planner: waves in order, at most `parallelism` tasks of
+//! the current wave running (FIFO in plan order), fail-fast, integration once the whole wave
+//! has succeeded, the verify gate, fix-forward, retry and cancel. A status a person writes is a
+//! request, validated against the record as for commissions. Snapshot in, actions out.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value as Json};
+use serde_yaml_ng::Value;
+
+use crate::activity::state::ExitInfo;
+use crate::activity::timeline;
+use crate::artifact::plan::{Plan, PlanStatus, Task};
+use crate::artifact::write::Edit;
+use crate::artifact::Status;
+use crate::worker::toolbox::mailbox::{Mail, MailBody, TaskUpdateStatus};
+
+/// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    Queued,
+    Running,
+    /// Its worker ended well; its changes wait for the whole wave.
+    Succeeded,
+    Failed,
+    /// Shut down because another task of its wave failed (its worktree is kept).
+    Stopped,
+    /// Its commit is on the integration branch.
+    Integrated,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Queued => "queued",
+            TaskState::Running => "running",
+            TaskState::Succeeded => "succeeded",
+            TaskState::Failed => "failed",
+            TaskState::Stopped => "stopped",
+            TaskState::Integrated => "integrated",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub state: TaskState,
+    /// The latest attempt started (0: never).
+    #[serde(default)]
+    pub attempt: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The highest TaskUpdate sequence applied.
+    #[serde(default)]
+    pub sequence: u64,
+    /// SIGTERM sent to its attempt (fail-fast or cancel).
+    #[serde(default)]
+    pub stop_sent: bool,
+}
+
+/// guild-hall's memory of a plan (`record.json` in its runtime dir).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub status: PlanStatus,
+    /// The current wave, from 1 (0: not started).
+    #[serde(default)]
+    pub wave: usize,
+    /// Each started wave's base: the integration tip its task worktrees were made from.
+    #[serde(default)]
+    pub bases: BTreeMap<usize, String>,
+    #[serde(default)]
+    pub tasks: BTreeMap<String, TaskRecord>,
+    /// Runs of verify so far (their shim attempts).
+    #[serde(default)]
+    pub verify_runs: u32,
+    /// Fix-forward commissions made so far.
+    #[serde(default)]
+    pub fixes: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One task as observed.
+#[derive(Debug, Clone)]
+pub struct ObservedTask {
+    pub task: Task,
+    /// The exit of its current attempt, once its shim recorded it.
+    pub exit: Option<ExitInfo>,
+    /// Its task updates (the mailbox).
+    pub updates: Vec<Mail>,
+    /// Why its worker cannot run here (unknown package, ...), if so.
+    pub worker_problem: Option<String>,
+}
+
+/// One plan as observed.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub plan: Plan,
+    pub record: Option<PlanRecord>,
+    pub tasks: Vec<ObservedTask>,
+    /// The exit of the latest verify run.
+    pub verify_exit: Option<ExitInfo>,
+    /// The status of the latest fix-forward commission.
+    pub fix_status: Option<Status>,
+    pub timeline_keys: std::collections::BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub plans: Vec<Observed>,
+    pub now: String,
+}
+
+/// Timeline events, the record and artifact edits for one plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Update {
+    pub plan: String,
+    pub expect_hash: u64,
+    pub edits: Vec<Edit>,
+    pub events: Vec<Json>,
+    pub record: Option<PlanRecord>,
+}
+
+/// What to do; every action carries the update to apply once its effect is done.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    Update {
+        update: Update,
+    },
+    /// Record the integration tip as the wave's base (act fills it in), then the update.
+    StartWave {
+        update: Update,
+        wave: usize,
+    },
+    /// The task's worktree (made, or reused: reset to the base and cleaned), its snapshot, its
+    /// worker started.
+    StartTask {
+        update: Update,
+        task: String,
+        attempt: u32,
+    },
+    /// SIGTERM to a task's attempt (SIGKILL after cancel_grace, by its shim).
+    StopTask {
+        update: Update,
+        task: String,
+        attempt: u32,
+    },
+    /// Collision scan, protocol checks, then one commit per task in plan order.
+    Integrate {
+        update: Update,
+        wave: usize,
+    },
+    /// Run `verify` in an integration worktree at the tip.
+    StartVerify {
+        update: Update,
+        wave: usize,
+        run: u32,
+    },
+    /// Write a fix-forward commission for the fixer with the failing output.
+    FixForward {
+        update: Update,
+        wave: usize,
+        round: u32,
+        fixer: String,
+        run: u32,
+    },
+}
+
+impl Action {
+    pub fn update(&self) -> &Update {
+        match self {
+            Action::Update { update }
+            | Action::StartWave { update, .. }
+            | Action::StartTask { update, .. }
+            | Action::StopTask { update, .. }
+            | Action::Integrate { update, .. }
+            | Action::StartVerify { update, .. }
+            | Action::FixForward { update, .. } => update,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.update().plan
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Update { .. } => "plan-update",
+            Action::StartWave { .. } => "wave-start",
+            Action::StartTask { .. } => "task-start",
+            Action::StopTask { .. } => "task-stop",
+            Action::Integrate { .. } => "wave-integrate",
+            Action::StartVerify { .. } => "verify",
+            Action::FixForward { .. } => "fix-forward",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Update { update } if update.edits.is_empty() => format!("record {} event(s)", update.events.len()),
+            Action::Update { update } => update
+                .edits
+                .iter()
+                .map(|e| match e {
+                    Edit::Set(k, v) if v.is_string() => format!("{k}: {}", v.as_str().unwrap_or("")),
+                    Edit::Set(k, _) => format!("set {k}"),
+                    Edit::Remove(k) => format!("remove {k}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            Action::StartWave { wave, .. } => format!("start wave {wave}"),
+            Action::StartTask { task, attempt, .. } => format!("start {task} (attempt {attempt})"),
+            Action::StopTask { task, .. } => format!("shut down {task}"),
+            Action::Integrate { wave, .. } => format!("copy back wave {wave} in plan order"),
+            Action::StartVerify { wave, run, .. } => format!("verify after wave {wave} (run {run})"),
+            Action::FixForward { wave, round, fixer, .. } => format!("fix-forward {round} for wave {wave} by {fixer}"),
+        }
+    }
+}
+
+/// The commission a fix-forward round writes.
+pub fn fix_id(plan: &str, wave: usize, round: u32) -> String {
+    format!("{plan}-fix-wave-{wave}-{round}")
+}
+
+/// What a person may ask of a plan by editing `status:` (or `desired:`).
+pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
+    use PlanStatus::*;
+    matches!((from, to), (Draft, Pending) | (Halted | Failed | Cancelled, Pending) | (Pending | Running | Verifying | Halted, Cancelled))
+}
+
+pub fn plan(s: &Snapshot) -> Vec<Action> {
+    s.plans.iter().filter_map(|o| step(o, &s.now)).collect()
+}
+
+struct Step<'a> {
+    o: &'a Observed,
+    now: &'a str,
+    record: PlanRecord,
+    edits: Vec<Edit>,
+    events: Vec<Json>,
+    dirty: bool,
+}
+
+impl<'a> Step<'a> {
+    fn set(&mut self, key: &str, v: Value) {
+        if self.o.plan.fields.get(key) != Some(&v) {
+            self.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
+            self.edits.push(Edit::Set(key.into(), v));
+        }
+    }
+    fn remove(&mut self, key: &str) {
+        if self.o.plan.fields.contains_key(key) {
+            self.edits.push(Edit::Remove(key.into()));
+        }
+    }
+    fn event(&mut self, kind: &str, key: String, fields: Json) {
+        if !self.o.timeline_keys.contains(&key) {
+            self.events.push(timeline::event(self.now, kind, key, fields));
+        }
+    }
+    fn go(&mut self, to: PlanStatus, reason: &str) {
+        let from = self.record.status;
+        if from != to {
+            let key = format!("status:{}:{}:{from}:{to}", self.record.wave, self.record.verify_runs);
+            self.event("status", key, json!({"from": from.as_str(), "to": to.as_str(), "reason": reason}));
+            self.record.status = to;
+            self.dirty = true;
+        }
+        self.record.reason = (!reason.is_empty() && matches!(to, PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
+            .then(|| reason.to_string());
+    }
+    fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<String>) {
+        let r = self.record.tasks.entry(t.canonical.clone()).or_insert(TaskRecord {
+            state: TaskState::Queued,
+            attempt: 0,
+            reason: None,
+            sequence: 0,
+            stop_sent: false,
+        });
+        if r.state != to {
+            let key = format!("task:{}:{}:{}", t.canonical, r.attempt, to.as_str());
+            let fields = json!({"task": t.canonical, "label": t.label, "state": to.as_str(), "attempt": r.attempt, "reason": reason});
+            r.state = to;
+            r.reason = reason;
+            self.dirty = true;
+            self.event("task", key, fields);
+        }
+    }
+    /// The record as the artifact shows it: status, wave, reason, each task's state.
+    fn finish(mut self) -> Update {
+        self.set("status", Value::String(self.record.status.as_str().into()));
+        if self.record.wave > 0 {
+            self.set("wave", Value::Number(self.record.wave.into()));
+        }
+        match &self.record.reason {
+            Some(r) => self.set("reason", Value::String(r.clone())),
+            None => self.remove("reason"),
+        }
+        let mut tasks = serde_yaml_ng::Mapping::new();
+        for t in self.o.plan.tasks() {
+            if let Some(r) = self.record.tasks.get(&t.canonical) {
+                tasks.insert(Value::String(t.canonical.clone()), Value::String(r.state.as_str().into()));
+            }
+        }
+        if !tasks.is_empty() {
+            self.set("tasks", Value::Mapping(tasks));
+        }
+        if self.o.plan.desired.is_some() {
+            self.remove("desired");
+        }
+        let record = (self.dirty || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
+        Update { plan: self.o.plan.id.clone(), expect_hash: self.o.plan.hash, edits: self.edits, events: self.events, record }
+    }
+}
+
+/// A task's attempt ended: how.
+fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), String>> {
+    let exit = o.exit.as_ref().filter(|x| x.attempt == rec.attempt)?;
+    let failed_update = o.updates.iter().rev().find_map(|m| match &m.body {
+        MailBody::TaskUpdate(u) if m.attempt == rec.attempt && u.status == TaskUpdateStatus::Failed => {
+            Some(u.error.as_ref().and_then(|e| e["message"].as_str().map(str::to_string)).unwrap_or_else(|| "it reported failed".into()))
+        }
+        _ => None,
+    });
+    Some(match (exit.clean(), failed_update) {
+        (_, Some(why)) => Err(format!("the worker reported failure: {why}")),
+        (true, None) => Ok(()),
+        (false, None) => Err(exit.describe()),
+    })
+}
+
+fn step(o: &Observed, now: &str) -> Option<Action> {
+    use PlanStatus::*;
+    let p = &o.plan;
+    let asked = match p.desired.as_deref() {
+        Some("cancelled") => Cancelled,
+        Some("dispatched") => Pending,
+        _ => p.status.unwrap_or(Pending),
+    };
+    let fresh =
+        PlanRecord { status: Draft, wave: 0, bases: BTreeMap::new(), tasks: BTreeMap::new(), verify_runs: 0, fixes: 0, reason: None };
+    let record = o.record.clone().unwrap_or(fresh);
+    let mut st = Step { o, now, record, edits: Vec::new(), events: Vec::new(), dirty: false };
+    let had = st.record.status;
+    // A person's request: validated against what guild-hall last accepted.
+    if asked != had && o.record.is_some() || (o.record.is_none() && asked != Draft && asked != Pending) {
+        if person_may_request(had, asked) {
+            match asked {
+                Cancelled => {
+                    st.go(Cancelled, "cancelled by a person");
+                }
+                Pending => {
+                    // A retry: what did not succeed runs again; what landed stays.
+                    let wave = st.record.wave;
+                    for t in p.waves.get(wave.saturating_sub(1)).into_iter().flatten() {
+                        if matches!(st.record.tasks.get(&t.canonical).map(|r| r.state), Some(TaskState::Failed | TaskState::Stopped)) {
+                            st.task_state(t, TaskState::Queued, None);
+                            if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
+                                r.stop_sent = false;
+                            }
+                        }
+                    }
+                    st.go(if had == Draft { Pending } else { Running }, "retried by a person");
+                    st.record.reason = None;
+                }
+                _ => {}
+            }
+        } else {
+            let why = format!("refused: a plan that is {had} cannot be set to {asked} by hand (allowed: draft → pending, halted|failed|cancelled → pending to retry, pending|running|verifying|halted → cancelled)");
+            let mut events = Vec::new();
+            let key = format!("refused:{had}:{asked}:{}", p.hash);
+            if !o.timeline_keys.contains(&key) {
+                events.push(timeline::event(now, "refused", key, json!({"asked": asked.as_str(), "status": had.as_str(), "reason": why})));
+            }
+            let mut edits =
+                vec![Edit::Set("status".into(), Value::String(had.as_str().into())), Edit::Set("reason".into(), Value::String(why))];
+            if p.desired.is_some() {
+                edits.push(Edit::Remove("desired".into()));
+            }
+            return Some(Action::Update { update: Update { plan: p.id.clone(), expect_hash: p.hash, edits, events, record: None } });
+        }
+    }
+    if o.record.is_none() && asked == Draft {
+        return None;
+    }
+    if st.record.status == Draft && asked == Pending {
+        st.go(Pending, "submitted");
+    }
+    // Cancelled: stop what runs; nothing merged is undone.
+    if st.record.status == Cancelled {
+        return match stopping(&mut st) {
+            Stopping::Stop(task, attempt) => Some(Action::StopTask { update: st.finish(), task, attempt }),
+            _ => settle(st),
+        };
+    }
+    if st.record.status == Pending {
+        st.record.wave = 1;
+        st.go(Running, "started");
+        return Some(Action::StartWave { update: st.finish(), wave: 1 });
+    }
+    let w = st.record.wave;
+    let Some(wave) = p.waves.get(w.saturating_sub(1)) else { return settle(st) };
+    // Fold task updates into the log; the highest sequence applied is remembered.
+    for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
+        for m in &ot.updates {
+            let MailBody::TaskUpdate(u) = &m.body else { continue };
+            let key = format!("update:{}:{}", ot.task.canonical, u.idempotency_key);
+            let seq = st.record.tasks.get(&ot.task.canonical).map(|r| r.sequence).unwrap_or(0);
+            if o.timeline_keys.contains(&key) || st.events.iter().any(|e| e["key"] == key.as_str()) {
+                continue; // a duplicate key is a no-op
+            }
+            if u.sequence <= seq && seq > 0 {
+                st.event("task_update_ignored", key, json!({"task": ot.task.canonical, "sequence": u.sequence, "applied": seq, "text": "lower sequence than the highest applied: ignored"}));
+                continue;
+            }
+            let ops: Vec<&crate::worker::toolbox::mailbox::ChangedOp> =
+                u.changed_ops.iter().filter(|c| !super::copyback::control_plane(&c.path) && !super::copyback::excluded(&c.path)).collect();
+            st.event("task_update", key, json!({"task": ot.task.canonical, "status": u.status, "sequence": u.sequence, "changed_ops": ops, "evidence_paths": u.evidence_paths, "verify_summary": u.verify_summary, "error": u.error}));
+            if let Some(r) = st.record.tasks.get_mut(&ot.task.canonical) {
+                r.sequence = r.sequence.max(u.sequence);
+            }
+            st.dirty = true;
+        }
+    }
+    match st.record.status {
+        Running => {
+            // Attempts that ended.
+            for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
+                let Some(rec) = st.record.tasks.get(&ot.task.canonical).cloned() else { continue };
+                if rec.state == TaskState::Running {
+                    match classify(ot, &rec) {
+                        Some(Ok(())) if !rec.stop_sent => st.task_state(&ot.task, TaskState::Succeeded, None),
+                        Some(Ok(())) | Some(Err(_)) if rec.stop_sent => {
+                            st.task_state(&ot.task, TaskState::Stopped, Some("shut down: another task of the wave failed".into()))
+                        }
+                        Some(Err(why)) => st.task_state(&ot.task, TaskState::Failed, Some(why)),
+                        _ => {}
+                    }
+                }
+            }
+            let state_of = |st: &Step<'_>, t: &Task| st.record.tasks.get(&t.canonical).map(|r| r.state).unwrap_or(TaskState::Queued);
+            if let Some(failed) = wave.iter().find(|t| state_of(&st, t) == TaskState::Failed) {
+                // Fail-fast: the rest of the wave is shut down; the plan halts once all are.
+                match stopping(&mut st) {
+                    Stopping::Stop(task, attempt) => return Some(Action::StopTask { update: st.finish(), task, attempt }),
+                    Stopping::Waiting => return settle(st),
+                    Stopping::Done => {}
+                }
+                let why = st.record.tasks.get(&failed.canonical).and_then(|r| r.reason.clone()).unwrap_or_default();
+                let reason = format!(
+                    "task {} ({}) failed: {why}; the wave was shut down, its worktrees kept; retry with guild-hall plan retry {}",
+                    failed.canonical, failed.label, p.id
+                );
+                st.go(Halted, &reason);
+                return settle(st);
+            }
+            if wave.iter().all(|t| matches!(state_of(&st, t), TaskState::Succeeded | TaskState::Integrated)) {
+                if wave.iter().any(|t| state_of(&st, t) == TaskState::Succeeded) {
+                    return Some(Action::Integrate { update: st.finish(), wave: w });
+                }
+                return after_integration(st, w);
+            }
+            let running = wave.iter().filter(|t| state_of(&st, t) == TaskState::Running).count();
+            if running < p.parallelism {
+                if let Some(next) = wave.iter().find(|t| state_of(&st, t) == TaskState::Queued) {
+                    if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
+                        st.task_state(next, TaskState::Failed, Some(format!("cannot start: {why}")));
+                        return settle(st);
+                    }
+                    let attempt = st.record.tasks.get(&next.canonical).map(|r| r.attempt).unwrap_or(0) + 1;
+                    st.task_state(next, TaskState::Running, None);
+                    if let Some(r) = st.record.tasks.get_mut(&next.canonical) {
+                        r.attempt = attempt;
+                        r.stop_sent = false;
+                    }
+                    return Some(Action::StartTask { update: st.finish(), task: next.canonical.clone(), attempt });
+                }
+            }
+            settle(st)
+        }
+        Verifying => match o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs) {
+            Some(x) if x.clean() => next_wave(st, w),
+            Some(x) => {
+                let reason = format!("verify failed after wave {w} ({}); its output: guild-hall plan show {}", x.describe(), p.id);
+                match p.fixer.clone() {
+                    Some(fixer) => {
+                        let round = st.record.fixes + 1;
+                        st.record.fixes = round;
+                        let run = st.record.verify_runs;
+                        st.go(Halted, &format!("{reason}; fix-forward commission {} by {fixer} is under way", fix_id(&p.id, w, round)));
+                        Some(Action::FixForward { update: st.finish(), wave: w, round, fixer, run })
+                    }
+                    None => {
+                        st.go(Halted, &format!("{reason}; fix it on the integration branch, then retry"));
+                        settle(st)
+                    }
+                }
+            }
+            None => settle(st),
+        },
+        Halted
+            if st.record.fixes > 0
+                && o.fix_status == Some(Status::Completed)
+                && wave.iter().all(|t| st.record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated)) =>
+        {
+            // The fix landed: verify again.
+            let fixed_by = fix_id(&p.id, w, st.record.fixes);
+            if o.verify_exit.as_ref().is_some_and(|x| x.attempt == st.record.verify_runs) {
+                st.record.verify_runs += 1;
+                let run = st.record.verify_runs;
+                st.go(Verifying, &format!("{fixed_by} merged; verifying again"));
+                return Some(Action::StartVerify { update: st.finish(), wave: w, run });
+            }
+            settle(st)
+        }
+        _ => settle(st),
+    }
+}
+
+/// Every task of the wave integrated: verify, or go on.
+fn after_integration(mut st: Step<'_>, w: usize) -> Option<Action> {
+    if st.o.plan.verify.is_some() {
+        st.record.verify_runs += 1;
+        let run = st.record.verify_runs;
+        st.go(PlanStatus::Verifying, &format!("wave {w} integrated; verifying"));
+        return Some(Action::StartVerify { update: st.finish(), wave: w, run });
+    }
+    next_wave(st, w)
+}
+
+fn next_wave(mut st: Step<'_>, w: usize) -> Option<Action> {
+    if w < st.o.plan.waves.len() {
+        st.record.wave = w + 1;
+        st.go(PlanStatus::Running, &format!("wave {w} done"));
+        st.dirty = true;
+        return Some(Action::StartWave { update: st.finish(), wave: w + 1 });
+    }
+    st.go(PlanStatus::Completed, "every wave integrated and verified");
+    settle(st)
+}
+
+/// Where shutting the current wave down stands.
+enum Stopping {
+    /// Nothing of the wave runs any more.
+    Done,
+    /// Asked to stop; waiting for them to be gone.
+    Waiting,
+    /// This one is to be asked now.
+    Stop(String, u32),
+}
+
+/// Shut the current wave down: tasks whose attempt ended are marked stopped; the first one not
+/// yet asked is to be asked.
+fn stopping(st: &mut Step<'_>) -> Stopping {
+    let w = st.record.wave;
+    let plan = &st.o.plan;
+    let mut waiting = false;
+    for t in plan.waves.get(w.saturating_sub(1)).into_iter().flatten() {
+        let Some(r) = st.record.tasks.get(&t.canonical).cloned() else { continue };
+        if r.state != TaskState::Running {
+            continue;
+        }
+        let ended =
+            st.o.tasks
+                .iter()
+                .find(|x| x.task.canonical == t.canonical)
+                .and_then(|x| x.exit.as_ref())
+                .is_some_and(|x| x.attempt == r.attempt);
+        if ended {
+            let why = if r.stop_sent { "shut down" } else { "ended while the wave was shut down" };
+            st.task_state(t, TaskState::Stopped, Some(why.into()));
+        } else if !r.stop_sent {
+            if let Some(rr) = st.record.tasks.get_mut(&t.canonical) {
+                rr.stop_sent = true;
+            }
+            st.dirty = true;
+            return Stopping::Stop(t.canonical.clone(), r.attempt);
+        } else {
+            waiting = true;
+        }
+    }
+    if waiting {
+        Stopping::Waiting
+    } else {
+        Stopping::Done
+    }
+}
+
+fn is_empty(u: &Update) -> bool {
+    u.edits.is_empty() && u.events.is_empty() && u.record.is_none()
+}
+
+/// The update alone, if there is anything to write.
+fn settle(st: Step<'_>) -> Option<Action> {
+    let u = st.finish();
+    (!is_empty(&u)).then_some(Action::Update { update: u })
+}
