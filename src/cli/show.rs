@@ -226,13 +226,34 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
             problems.push(Problem::new(&o.meeting.path, line, col, why));
         }
     }
+    let (plans, plan_problems) = crate::waves::observe::observe(&env.home, &env.project, &snap.workers, &now)?;
+    problems.extend(plan_problems);
+    for o in &plans.plans {
+        let text = std::fs::read_to_string(&o.plan.path).unwrap_or_default();
+        let at = |key: &str| {
+            crate::artifact::frontmatter::split(&text).map(|s| crate::artifact::frontmatter::key_position(&s, key)).unwrap_or((1, 1))
+        };
+        for t in o.plan.tasks() {
+            if let Err(why) = snap.workers.for_commission(&t.worker) {
+                let (line, col) = at("waves");
+                problems.push(Problem::new(&o.plan.path, line, col, format!("wave {}, task {}: {why}", t.wave, t.label)));
+            }
+        }
+        if let Some(f) = &o.plan.fixer {
+            if let Err(why) = snap.workers.for_commission(f) {
+                let (line, col) = at("fixer");
+                problems.push(Problem::new(&o.plan.path, line, col, format!("fixer: {why}")));
+            }
+        }
+    }
     if json_out {
         say!("{}", serde_json::to_string_pretty(&problems)?);
     } else if problems.is_empty() {
         say!(
-            "ok: {} commissions, {} meetings, {} worker packages",
+            "ok: {} commissions, {} meetings, {} plans, {} worker packages",
             snap.commissions.len(),
             meetings.meetings.len(),
+            plans.plans.len(),
             snap.workers.packages.len()
         );
     } else {

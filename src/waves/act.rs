@@ -292,6 +292,20 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
         if record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated) {
             continue;
         }
+        // Landed already (a pass that died after its commit): done, whatever its worktree says.
+        if let Some(oid) = copyback::find_trailer(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}", t.canonical))? {
+            if let Some(r) = record.tasks.get_mut(&t.canonical) {
+                r.state = TaskState::Integrated;
+            }
+            u.events.push(timeline::event(
+                &now,
+                "task",
+                format!("task:{}:integrated", t.canonical),
+                json!({"task": t.canonical, "state": "integrated", "commit": oid.to_string()}),
+            ));
+            worktree::remove_worktree(&rec)?;
+            continue;
+        }
         // The protocol: no commit of the worker's, the worktree as made, no control plane.
         let mut broken = worktree::inspect(&rec);
         let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();

@@ -599,3 +599,109 @@ fn settle(st: Step<'_>) -> Option<Action> {
     let u = st.finish();
     (!is_empty(&u)).then_some(Action::Update { update: u })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::toolbox::mailbox::{ChangeKind, ChangedOp, TaskUpdate};
+
+    fn plan_text(status: &str) -> String {
+        format!("---\nstatus: {status}\nparallelism: 1\nwaves:\n  - - {{id: a, worker: w, prompt: x}}\n    - {{id: b, worker: w, prompt: y}}\n---\n")
+    }
+
+    fn observed(status: &str, record: Option<PlanRecord>) -> Observed {
+        let plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text(status)).expect("valid");
+        let tasks = plan.tasks().map(|t| ObservedTask { task: t.clone(), exit: None, updates: vec![], worker_problem: None }).collect();
+        Observed { plan, record, tasks, verify_exit: None, fix_status: None, timeline_keys: Default::default() }
+    }
+
+    fn running(states: &[(&str, TaskState)]) -> PlanRecord {
+        let mut r = PlanRecord {
+            status: PlanStatus::Running,
+            wave: 1,
+            bases: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            verify_runs: 0,
+            fixes: 0,
+            reason: None,
+        };
+        for (t, s) in states {
+            r.tasks.insert(format!("p:exec:wave-1:{t}"), TaskRecord { state: *s, attempt: 1, reason: None, sequence: 0, stop_sent: false });
+        }
+        r
+    }
+
+    fn update(seq: u64, key: &str, status: TaskUpdateStatus) -> Mail {
+        let u = TaskUpdate {
+            task_id: None,
+            phase: None,
+            stage: None,
+            status,
+            worktree_path: None,
+            changed_ops: vec![
+                ChangedOp { op: ChangeKind::Add, path: "src/a.rs".into(), from_path: None },
+                ChangedOp { op: ChangeKind::Modify, path: ".lore/plans/p.md".into(), from_path: None },
+            ],
+            verify_summary: None,
+            evidence_paths: vec![],
+            error: None,
+            timestamps: None,
+            emitted_at: None,
+            sequence: seq,
+            idempotency_key: key.into(),
+        };
+        Mail { seq, id: format!("m{seq}"), ts: "t".into(), attempt: 1, body: MailBody::TaskUpdate(Box::new(u)) }
+    }
+
+    #[test]
+    fn task_updates_are_idempotent_ordered_and_filtered() {
+        let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+        o.tasks[0].updates = vec![
+            update(2, "k2", TaskUpdateStatus::InProgress),
+            update(2, "k2", TaskUpdateStatus::InProgress),
+            update(1, "k1", TaskUpdateStatus::Queued),
+        ];
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into() });
+        let events = &a[0].update().events;
+        let applied: Vec<&Json> = events.iter().filter(|e| e["kind"] == "task_update").collect();
+        assert_eq!(applied.len(), 1, "the duplicate key is a no-op: {events:?}");
+        assert_eq!(applied[0]["changed_ops"].as_array().map(|a| a.len()), Some(1), "the control plane is filtered out");
+        assert!(events.iter().any(|e| e["kind"] == "task_update_ignored" && e["sequence"] == 1), "a lower sequence is ignored");
+        assert_eq!(a[0].update().record.as_ref().and_then(|r| r.tasks.get("p:exec:wave-1:task-1")).map(|t| t.sequence), Some(2));
+    }
+
+    #[test]
+    fn parallelism_and_fifo_in_plan_order() {
+        let o = observed("running", Some(running(&[])));
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into() });
+        assert!(matches!(&a[0], Action::StartTask { task, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
+        let o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into() });
+        assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "parallelism 1: the second waits: {a:?}");
+    }
+
+    #[test]
+    fn refused_status_edits_are_put_back_with_why() {
+        for (had, asked, allowed) in [
+            (PlanStatus::Running, "completed", false),
+            (PlanStatus::Completed, "pending", false),
+            (PlanStatus::Halted, "pending", true),
+            (PlanStatus::Running, "cancelled", true),
+            (PlanStatus::Verifying, "running", false),
+        ] {
+            let mut r = running(&[]);
+            r.status = had;
+            let a = plan(&Snapshot { plans: vec![observed(asked, Some(r))], now: "now".into() });
+            let u = a.first().map(|a| a.update()).expect("planned");
+            let put_back = u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "status" && v.as_str() == Some(had.as_str())));
+            assert_eq!(!allowed, put_back, "{had} -> {asked}: {u:?}");
+            if !allowed {
+                assert!(u
+                    .edits
+                    .iter()
+                    .any(|e| matches!(e, Edit::Set(k, v) if k == "reason" && v.as_str().is_some_and(|r| r.starts_with("refused")))));
+                assert!(u.events.iter().any(|e| e["kind"] == "refused"));
+            }
+        }
+    }
+}

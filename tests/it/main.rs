@@ -13,4 +13,5 @@ mod robustness;
 mod rpc;
 mod surgical;
 mod watch;
+mod waves;
 mod workers;

@@ -1,0 +1,277 @@
+//! Plans and waves (Kiln's compliance checklist) on real git and real processes: the scripted
+//! `mason` wave worker changes its worktree as its prompt says; the copy-back, the order, the
+//! collision scan, fail-fast, the verify gate with fix-forward, retry and crash safety.
+
+use serde_json::Value;
+
+use crate::common::{git, pid_alive, Project};
+
+fn write_plan(p: &Project, id: &str, extra: &str, waves: &str) {
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\n{extra}waves:\n{waves}---\n")).expect("write plan");
+}
+
+fn show(p: &Project, id: &str) -> Value {
+    serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
+}
+
+fn tip(p: &Project) -> String {
+    git(&p.root, &["rev-parse", "claude/main"]).trim().to_string()
+}
+
+fn task_worktree(p: &Project, slug: &str) -> std::path::PathBuf {
+    let dir = p.home.join("worktrees");
+    let project = std::fs::read_dir(&dir).ok().and_then(|mut d| d.next()).map(|e| e.expect("entry").path()).unwrap_or(dir);
+    project.join(format!("task-{slug}"))
+}
+
+fn state_of(v: &Value, label: &str) -> String {
+    v["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .find(|t| t["label"] == label)
+        .map(|t| t["state"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+/// Renames, deletes, adds, untracked files, a binary, an executable and a symlink land
+/// exactly, one commit per task in plan order with its trailer, evidence moved, verify run
+/// after each wave.
+#[test]
+fn a_two_wave_plan_lands_exactly_in_plan_order() {
+    let p = Project::new(&["mason"]);
+    p.commit_on_integration("src/old.txt", "old\n", "an old file");
+    write_plan(
+        &p,
+        "port",
+        "parallelism: 2\nverify: [sh, -c, \"test -f src/one.txt\"]\n",
+        "  - - {id: one, worker: mason, title: First, prompt: \"write: src/one.txt hello\\nmv: src/old.txt src/renamed.txt\\nbinary: bin/blob.bin\"}\n    - {id: two, worker: mason, prompt: \"write: src/two.sh echo hi\\nexec: src/two.sh\\nln: two.sh src/link\"}\n  - - {id: three, worker: mason, prompt: \"append: src/one.txt more\\nrm: src/lib.txt\"}\n",
+    );
+    p.settle();
+    let v = show(&p, "port");
+    assert_eq!(v["status"], "completed", "{v}");
+    let show_file = |path: &str| git(&p.root, &["show", &format!("claude/main:{path}")]);
+    assert_eq!(show_file("src/one.txt"), "hello\nmore\n");
+    assert_eq!(show_file("src/renamed.txt"), "old\n");
+    let tree = git(&p.root, &["ls-tree", "-r", "claude/main"]);
+    assert!(!tree.contains("\tsrc/old.txt") && !tree.contains("\tsrc/lib.txt"), "renamed away and deleted:\n{tree}");
+    assert!(
+        tree.contains("100755 blob") && tree.lines().any(|l| l.starts_with("100755") && l.ends_with("\tsrc/two.sh")),
+        "executable kept:\n{tree}"
+    );
+    assert!(tree.lines().any(|l| l.starts_with("120000") && l.ends_with("\tsrc/link")), "symlink kept:\n{tree}");
+    assert_eq!(show_file("src/link"), "two.sh");
+    let blob =
+        std::process::Command::new("git").args(["show", "claude/main:bin/blob.bin"]).current_dir(&p.root).output().expect("git").stdout;
+    assert_eq!(blob, (0u8..=255).collect::<Vec<u8>>(), "binary byte for byte");
+    assert!(show_file(".lore/plans/port/artifacts/port-exec-wave-1-task-1/evidence.txt").contains("mason did"));
+    assert!(!tree.contains(".lore-snapshot") && !tree.contains(".lore-artifacts"), "snapshot and evidence dirs never copied back");
+    let log = git(&p.root, &["log", "--format=%B%x00", "claude/main"]);
+    let trailers: Vec<&str> = log.lines().filter(|l| l.starts_with("Guild-Hall-Task: ")).collect();
+    assert_eq!(
+        trailers,
+        [
+            "Guild-Hall-Task: port:exec:wave-2:task-1",
+            "Guild-Hall-Task: port:exec:wave-1:task-2",
+            "Guild-Hall-Task: port:exec:wave-1:task-1"
+        ]
+    );
+    assert_eq!(v["verify_runs"], 2);
+    assert!(!task_worktree(&p, "port-exec-wave-1-task-1").exists(), "an integrated task's worktree is removed");
+    // Nothing runs twice: another pass changes nothing.
+    let before = tip(&p);
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(tip(&p), before);
+}
+
+/// Commits follow plan order, never completion order.
+#[test]
+fn reversed_completion_order_still_commits_in_plan_order() {
+    let p = Project::new(&["mason"]);
+    write_plan(
+        &p,
+        "order",
+        "parallelism: 2\n",
+        "  - - {id: slow, worker: mason, prompt: \"sleep: 1\\nwrite: a.txt a\"}\n    - {id: fast, worker: mason, prompt: \"write: b.txt b\"}\n",
+    );
+    p.settle();
+    assert_eq!(show(&p, "order")["status"], "completed");
+    let log = git(&p.root, &["log", "--format=%s", "claude/main"]);
+    let order: Vec<&str> = log.lines().take(2).collect();
+    assert!(order[0].contains("task-2") && order[1].contains("task-1"), "task 1 first: {log}");
+    let v = show(&p, "order");
+    let done: Vec<String> = v["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .filter(|e| e["kind"] == "task" && e["state"] == "succeeded")
+        .map(|e| e["task"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(done.first().map(String::as_str), Some("order:exec:wave-1:task-2"), "the fast one finished first: {done:?}");
+}
+
+/// Two tasks that touch the same path (a rename source counts): nothing is mutated, the plan
+/// halts naming the paths and the tasks, every worktree is kept.
+#[test]
+fn a_collision_mutates_nothing() {
+    let p = Project::new(&["mason"]);
+    p.commit_on_integration("shared.txt", "shared\n", "shared");
+    write_plan(
+        &p,
+        "clash",
+        "parallelism: 2\n",
+        "  - - {id: a, worker: mason, prompt: \"mv: shared.txt moved.txt\"}\n    - {id: b, worker: mason, prompt: \"append: shared.txt more\\nwrite: own.txt b\"}\n",
+    );
+    let before = tip(&p);
+    p.settle();
+    let v = show(&p, "clash");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("collision")
+            && reason.contains("shared.txt")
+            && reason.contains("clash:exec:wave-1:task-1")
+            && reason.contains("clash:exec:wave-1:task-2"),
+        "{reason}"
+    );
+    assert_eq!(tip(&p), before, "no commit, no ref moved");
+    assert!(
+        task_worktree(&p, "clash-exec-wave-1-task-1").exists() && task_worktree(&p, "clash-exec-wave-1-task-2").exists(),
+        "worktrees kept"
+    );
+}
+
+/// A failing task shuts its wave down (the other's process is gone), the worktrees stay; a
+/// retry reuses them and runs only what did not succeed.
+#[test]
+fn fail_fast_then_retry_reuses_the_worktrees() {
+    let p = Project::new(&["mason"]);
+    write_plan(
+        &p,
+        "ff",
+        "parallelism: 2\n",
+        "  - - {id: bad, worker: mason, prompt: \"write: x.txt x\\nfail\"}\n    - {id: slow, worker: mason, prompt: \"sleep: 60\\nwrite: y.txt y\"}\n",
+    );
+    p.settle();
+    let v = show(&p, "ff");
+    assert_eq!(v["status"], "halted", "{v}");
+    assert!(v["reason"].as_str().unwrap_or("").contains("ff:exec:wave-1:task-1 (bad) failed"), "{v}");
+    assert_eq!(state_of(&v, "bad"), "failed");
+    assert_eq!(state_of(&v, "slow"), "stopped");
+    let state = p.home.join("state").read_dir().expect("state").next().expect("project").expect("entry").path();
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(state.join("plans/ff/tasks/ff-exec-wave-1-task-2/run.json")).expect("run")).expect("json");
+    assert!(!pid_alive(run["worker_pid"].as_i64().expect("pid")), "the slow worker was shut down");
+    let bad_wt = task_worktree(&p, "ff-exec-wave-1-task-1");
+    assert!(bad_wt.join("x.txt").exists(), "the failed worktree is kept with its work");
+    // Fix the plan and retry: the same worktree, reset and cleaned.
+    let path = p.root.join(".lore/plans/ff.md");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("\\nfail", "").replace("sleep: 60\\n", "")).expect("edit");
+    p.ok(&["plan", "retry", "ff"]);
+    p.settle();
+    let v = show(&p, "ff");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(git(&p.root, &["show", "claude/main:x.txt"]), "x\n");
+    let attempts: Vec<u64> = v["tasks"].as_array().expect("tasks").iter().map(|t| t["attempt"].as_u64().unwrap_or(0)).collect();
+    assert_eq!(attempts, [2, 2]);
+}
+
+/// Verify fails after a wave: the plan halts and a fix-forward commission for the fixer gets
+/// the output; once it merges, verify runs again, passes, and the next wave starts.
+#[test]
+fn verify_failure_fixes_forward_then_goes_on() {
+    let p = Project::new(&["mason", "scribe"]);
+    write_plan(
+        &p,
+        "vf",
+        "verify: [sh, -c, \"echo checking; test -f .lore/reports/vf-fix-wave-1-1.md\"]\nfixer: scribe\n",
+        "  - - {id: one, worker: mason, prompt: \"write: one.txt 1\"}\n  - - {id: two, worker: mason, prompt: \"write: two.txt 2\"}\n",
+    );
+    p.settle();
+    let v = show(&p, "vf");
+    assert_eq!(v["status"], "completed", "{v}");
+    let kinds: Vec<String> = v["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .filter(|e| e["kind"] == "status")
+        .map(|e| format!("{}>{}", e["from"].as_str().unwrap_or(""), e["to"].as_str().unwrap_or("")))
+        .collect();
+    assert!(kinds.windows(2).any(|w| w == ["running>verifying", "verifying>halted"]), "{kinds:?}");
+    assert!(kinds.contains(&"halted>verifying".to_string()), "verify ran again: {kinds:?}");
+    let fix = std::fs::read_to_string(p.root.join(".lore/commissions/vf-fix-wave-1-1.md")).expect("fix-forward commission");
+    assert!(fix.contains("worker: scribe") && fix.contains("checking"), "it carries the failing output: {fix}");
+    let log = git(&p.root, &["log", "--format=%s", "claude/main"]);
+    let subjects: Vec<&str> = log.lines().collect();
+    assert!(subjects[0].contains("wave-2:task-1"), "the next wave came after the fix: {log}");
+    assert!(!log.contains("Revert"), "nothing reverted");
+}
+
+/// A worker commit, or a change to the control plane, fails its task: the protocol.
+#[test]
+fn a_worker_commit_or_a_control_plane_write_fails_the_task() {
+    for (name, prompt, says) in [("commits", "write: a.txt a\\ncommit", "committed"), ("meddles", "control", "control plane")] {
+        let p = Project::new(&["mason"]);
+        write_plan(&p, name, "", &format!("  - - {{id: t, worker: mason, prompt: \"{prompt}\"}}\n"));
+        let before = tip(&p);
+        p.settle();
+        let v = show(&p, name);
+        assert_eq!(v["status"], "halted", "{v}");
+        assert!(v["reason"].as_str().unwrap_or("").contains(says), "{v}");
+        assert_eq!(state_of(&v, "t"), "failed");
+        assert_eq!(tip(&p), before, "nothing copied back");
+    }
+}
+
+/// Kill -9 at every step of a copy-back: the next pass converges, one commit per task.
+#[test]
+fn a_pass_killed_during_copy_back_converges_with_one_commit_per_task() {
+    for step in ["integrate:1", "integrate:2", "integrate:3"] {
+        let p = Project::new(&["mason"]);
+        write_plan(
+            &p,
+            "k",
+            "parallelism: 2\n",
+            "  - - {id: a, worker: mason, prompt: \"write: a.txt a\"}\n    - {id: b, worker: mason, prompt: \"write: b.txt b\"}\n",
+        );
+        // Run passes with the fault until the copy-back is reached and killed there.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", step).output().expect("runs");
+            if out.status.code() == Some(86) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{step} never reached");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        p.settle();
+        assert_eq!(show(&p, "k")["status"], "completed", "{step}");
+        let log = git(&p.root, &["log", "--format=%B", "claude/main"]);
+        assert_eq!(log.matches("Guild-Hall-Task: k:exec:wave-1:task-1").count(), 1, "{step}: {log}");
+        assert_eq!(log.matches("Guild-Hall-Task: k:exec:wave-1:task-2").count(), 1, "{step}: {log}");
+    }
+}
+
+/// `check` validates plans with positions: an unknown worker, a duplicate task id, a bad
+/// verify, an empty wave.
+#[test]
+fn check_validates_plans() {
+    let p = Project::new(&["mason"]);
+    write_plan(
+        &p,
+        "bad",
+        "verify: cargo test\n",
+        "  - - {id: a, worker: mason, prompt: x}\n    - {id: a, worker: nobody, prompt: y}\n  - []\n",
+    );
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1);
+    assert!(out.contains(".lore/plans/bad.md:3:") && out.contains("verify must be a command"), "{out}");
+    assert!(out.contains("duplicate task id \"a\"") && out.contains("wave 2 is empty"), "{out}");
+    write_plan(&p, "bad", "", "  - - {id: a, worker: nobody, prompt: x}\n");
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("bad.md") && out.contains("nobody"), "an unknown worker: {out}");
+}
