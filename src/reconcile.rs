@@ -161,7 +161,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         // Meetings and plans are planned and carried out in the same pass, after the
         // commissions: each kind's round, then its entries.
         let meetings = crate::meeting::round(home, project, &snapshot.workers, opts.dry_run)?;
-        let plans = crate::waves::round(home, project, &snapshot.workers, opts.dry_run)?;
+        let plans = crate::waves::round(home, project, &snapshot.workers, report.running.len(), opts.dry_run)?;
         for p in meetings.problems.iter().chain(&plans.problems) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());

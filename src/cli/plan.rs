@@ -37,6 +37,9 @@ pub enum PlanCmd {
         fixer: Option<String>,
         #[arg(long)]
         draft: bool,
+        /// Print `{"plan": id}`.
+        #[arg(long)]
+        json: bool,
     },
     /// A plan: status, wave, reason, and each task's state (with its resume class) and log.
     Show {
@@ -46,10 +49,18 @@ pub enum PlanCmd {
     },
     /// Run again what did not succeed (failed and shut-down tasks, or a failed verify): writes
     /// `status: pending`. Tasks reuse their worktrees (reset to the wave base, cleaned).
-    Retry { id: String },
+    Retry {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Stop the plan: running tasks get SIGTERM (SIGKILL after cancel_grace); nothing merged is
     /// undone. Writes `status: cancelled`.
-    Cancel { id: String },
+    Cancel {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// A task's worker output (TASK: its canonical id or its label), or the last verify's.
     Logs {
         id: String,
@@ -62,7 +73,7 @@ pub enum PlanCmd {
 
 pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
     match cmd {
-        PlanCmd::Create { title, waves, id, parallelism, verify, fixer, draft } => {
+        PlanCmd::Create { title, waves, id, parallelism, verify, fixer, draft, json: json_out } => {
             let text = if waves.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())?
             } else {
@@ -96,12 +107,16 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 .open(&path)
                 .with_context(|| format!("creating {}", path.display()))?;
             std::io::Write::write_all(&mut f, text.as_bytes())?;
-            say!("{id}");
+            if *json_out {
+                say!("{}", json!({"plan": id}));
+            } else {
+                say!("{id}");
+            }
             Ok(())
         }
         PlanCmd::Show { id, json } => show(env, id, *json),
-        PlanCmd::Retry { id } => request(env, id, PlanStatus::Pending),
-        PlanCmd::Cancel { id } => request(env, id, PlanStatus::Cancelled),
+        PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
+        PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
         PlanCmd::Logs { id, task, verify } => {
             let plan = crate::waves::observe::load(&env.project, id)?;
             let record = crate::waves::observe::record(&env.home, &env.project, id)?;
@@ -125,14 +140,18 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
 }
 
 /// Write `status:` as a person would, after checking the request makes sense now.
-fn request(env: &Env, id: &str, to: PlanStatus) -> Result<()> {
+fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
     let plan = crate::waves::observe::load(&env.project, id)?;
     let from = crate::waves::observe::record(&env.home, &env.project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
     if !crate::waves::plan::person_may_request(from, to) {
         bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
     }
     crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
-    say_err!("{id}: wrote status: {to}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
+    if json_out {
+        say!("{}", json!({"plan": id, "requested": to}));
+    } else {
+        say_err!("{id}: wrote status: {to}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
+    }
     Ok(())
 }
 

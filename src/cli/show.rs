@@ -226,7 +226,7 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
             problems.push(Problem::new(&o.meeting.path, line, col, why));
         }
     }
-    let (plans, plan_problems) = crate::waves::observe::observe(&env.home, &env.project, &snap.workers, &now)?;
+    let (plans, plan_problems) = crate::waves::observe::observe(&env.home, &env.project, &snap.workers, &now, 0)?;
     problems.extend(plan_problems);
     for o in &plans.plans {
         let text = std::fs::read_to_string(&o.plan.path).unwrap_or_default();

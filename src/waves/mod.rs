@@ -23,9 +23,11 @@ pub struct Round {
     pub problems: Vec<Problem>,
 }
 
-pub fn round(home: &Home, project: &Project, workers: &Catalog, dry_run: bool) -> Result<Round> {
+/// Observe, plan and (unless `dry_run`) act on the project's plans once. `commissions_running`
+/// share the project's cap with wave tasks.
+pub fn round(home: &Home, project: &Project, workers: &Catalog, commissions_running: usize, dry_run: bool) -> Result<Round> {
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-    let (snapshot, problems) = observe::observe(home, project, workers, &now)?;
+    let (snapshot, problems) = observe::observe(home, project, workers, &now, commissions_running)?;
     let actions = plan::plan(&snapshot);
     let ctx = act::Ctx { home, project, workers };
     let done = actions

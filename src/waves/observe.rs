@@ -12,7 +12,8 @@ use crate::config::{Home, Project};
 use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
-pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> Result<(Snapshot, Vec<Problem>)> {
+/// `commissions_running`: the project's commissions whose worker runs now (they share the cap).
+pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, commissions_running: usize) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
     let mut problems = Vec::new();
     for path in crate::artifact::paths(&project.plans_dir())? {
@@ -21,7 +22,8 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
             Err(p) => problems.extend(p),
         }
     }
-    Ok((Snapshot { plans, now: now.to_string() }, problems))
+    let slots = project.config.commission_cap.saturating_sub(commissions_running);
+    Ok((Snapshot { plans, now: now.to_string(), slots }, problems))
 }
 
 /// Read one plan artifact as it is now.

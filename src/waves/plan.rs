@@ -111,6 +111,9 @@ pub struct Observed {
 pub struct Snapshot {
     pub plans: Vec<Observed>,
     pub now: String,
+    /// Worker processes the project's cap (`commission_cap`) still allows: wave tasks count
+    /// against it like commissions.
+    pub slots: usize,
 }
 
 /// Timeline events, the record and artifact edits for one plan.
@@ -233,7 +236,22 @@ pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
 }
 
 pub fn plan(s: &Snapshot) -> Vec<Action> {
-    s.plans.iter().filter_map(|o| step(o, &s.now)).collect()
+    let running: usize = s
+        .plans
+        .iter()
+        .map(|o| o.record.as_ref().map(|r| r.tasks.values().filter(|t| t.state == TaskState::Running).count()).unwrap_or(0))
+        .sum();
+    let mut slots = s.slots.saturating_sub(running);
+    let mut out = Vec::new();
+    for o in &s.plans {
+        if let Some(a) = step(o, &s.now, slots) {
+            if matches!(a, Action::StartTask { .. }) {
+                slots = slots.saturating_sub(1);
+            }
+            out.push(a);
+        }
+    }
+    out
 }
 
 struct Step<'a> {
@@ -333,7 +351,7 @@ fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), String>> {
     })
 }
 
-fn step(o: &Observed, now: &str) -> Option<Action> {
+fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
     use PlanStatus::*;
     let p = &o.plan;
     let asked = match p.desired.as_deref() {
@@ -465,7 +483,7 @@ fn step(o: &Observed, now: &str) -> Option<Action> {
                 return after_integration(st, w);
             }
             let running = wave.iter().filter(|t| state_of(&st, t) == TaskState::Running).count();
-            if running < p.parallelism {
+            if running < p.parallelism && slots > 0 {
                 if let Some(next) = wave.iter().find(|t| state_of(&st, t) == TaskState::Queued) {
                     if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
                         st.task_state(next, TaskState::Failed, Some(format!("cannot start: {why}")));
@@ -485,7 +503,7 @@ fn step(o: &Observed, now: &str) -> Option<Action> {
         Verifying => match o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs) {
             Some(x) if x.clean() => next_wave(st, w),
             Some(x) => {
-                let reason = format!("verify failed after wave {w} ({}); its output: guild-hall plan show {}", x.describe(), p.id);
+                let reason = format!("verify failed after wave {w} ({}); its output: guild-hall plan logs {} --verify", x.describe(), p.id);
                 match p.fixer.clone() {
                     Some(fixer) => {
                         let round = st.record.fixes + 1;
@@ -661,7 +679,7 @@ mod tests {
             update(2, "k2", TaskUpdateStatus::InProgress),
             update(1, "k1", TaskUpdateStatus::Queued),
         ];
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into() });
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
         let events = &a[0].update().events;
         let applied: Vec<&Json> = events.iter().filter(|e| e["kind"] == "task_update").collect();
         assert_eq!(applied.len(), 1, "the duplicate key is a no-op: {events:?}");
@@ -673,11 +691,15 @@ mod tests {
     #[test]
     fn parallelism_and_fifo_in_plan_order() {
         let o = observed("running", Some(running(&[])));
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into() });
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
         assert!(matches!(&a[0], Action::StartTask { task, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
         let o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into() });
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
         assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "parallelism 1: the second waits: {a:?}");
+        // The project's cap holds too: no slot left, nothing starts.
+        let o = observed("running", Some(running(&[])));
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 0 });
+        assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "{a:?}");
     }
 
     #[test]
@@ -691,7 +713,7 @@ mod tests {
         ] {
             let mut r = running(&[]);
             r.status = had;
-            let a = plan(&Snapshot { plans: vec![observed(asked, Some(r))], now: "now".into() });
+            let a = plan(&Snapshot { plans: vec![observed(asked, Some(r))], now: "now".into(), slots: 3 });
             let u = a.first().map(|a| a.update()).expect("planned");
             let put_back = u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "status" && v.as_str() == Some(had.as_str())));
             assert_eq!(!allowed, put_back, "{had} -> {asked}: {u:?}");
