@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """guild-hall benchmarks (issues 2, 3 and 10).
-Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse | --only-meetings]
+Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse | --only-meetings | --only-waves]
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -377,7 +377,74 @@ def bench_meetings(tmp, turns, cycles):
     return median(first), p95, median(whole), own_t, median(opens), median(closes), median(plain_open), median(plain_close)
 
 
+def bench_waves(tmp, runs):
+    """Plans (issue 9): the copy-back of a task changing 1,000 files in a 10,000-file
+    repository, next to `git diff --binary | git apply --index` + `git commit` of the same
+    change; and a wave of 20 trivial tasks (0.5 s each) at parallelism 4 against the ideal."""
+    repo = os.path.join(tmp, "waves")
+    new_repo(repo, files=N)
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home-waves"))
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    change = "for f in $(git ls-files src | head -n 1000); do echo changed >> $f; done"
+    for name, script, checkout in (("thousand", change, "full"), ("nap", "sleep 0.5", "sparse")):
+        wd = os.path.join(repo, ".lore", "workers", name)
+        os.makedirs(wd)
+        with open(os.path.join(wd, "worker.yaml"), "w") as f:
+            f.write(f"name: {name}\ncommand: ['./run.sh']\ncheckout: {checkout}\n")
+        with open(os.path.join(wd, "run.sh"), "w") as f:
+            f.write(f"#!/bin/sh\n{script}\n")
+        os.chmod(os.path.join(wd, "run.sh"), 0o755)
+    with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
+        f.write("commission_cap: 20\n")
+    ours, plain = [], []
+    for i in range(runs):
+        pid = f"big-{i}"
+        os.makedirs(os.path.join(repo, ".lore", "plans"), exist_ok=True)
+        with open(os.path.join(repo, ".lore", "plans", f"{pid}.md"), "w") as f:
+            f.write("---\nwaves:\n  - - {id: t, worker: thousand, prompt: change}\n---\n")
+        state = os.path.join(env["GUILD_HALL_HOME"], "state")
+        deadline = time.time() + 300
+        subprocess.run([BIN, "reconcile", "--once"], cwd=repo, env=env, capture_output=True)
+        while True:  # until the task's worker has ended: the next pass copies back
+            done = os.path.join(state, os.listdir(state)[0], "plans", pid, "tasks", f"{pid}-exec-wave-1-task-1", "exit.json")
+            if os.path.exists(done):
+                break
+            if time.time() > deadline:
+                sys.exit("the task never succeeded")
+            time.sleep(0.2)
+        subprocess.run(["sync"])
+        ours.append(run([BIN, "reconcile", "--once"], repo, env)[0])
+        # The same change with plain git: in a worktree at the base, applied to another.
+        a, b = os.path.join(tmp, f"pa-{i}"), os.path.join(tmp, f"pb-{i}")
+        git(repo, "worktree", "add", "-q", "--detach", a, "main")
+        git(repo, "worktree", "add", "-q", "-b", f"plain-big-{i}", b, "main")
+        subprocess.run(["sh", "-c", change], cwd=a, check=True)
+        subprocess.run(["sync"])
+        plain.append(run(["sh", "-c", f"git -C {a} diff --binary | git -C {b} apply --index && git -C {b} commit -q -m change"], repo)[0])
+    # A wave of 20 trivial tasks at parallelism 4.
+    tasks = "\n".join(f"    - {{id: t{i}, worker: nap, prompt: nap}}" for i in range(20))
+    with open(os.path.join(repo, ".lore", "plans", "wide.md"), "w") as f:
+        f.write("---\nparallelism: 4\nwaves:\n  -\n" + tasks + "\n---\n")
+    t = time.perf_counter()
+    subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "300s"], cwd=repo, env=env, check=True, capture_output=True)
+    wide = time.perf_counter() - t
+    return median(ours), median(plain), wide, 20 * 0.5 / 4
+
+
 def main():
+    if "--only-waves" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            ours, plain, wide, ideal = bench_waves(tmp, 3 if "--quick" in sys.argv else 5)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("| plans | guild-hall | baseline | ratio |")
+        print("|---|---|---|---|")
+        print(f"| copy-back of a task changing 1,000 of {N:,} files (the pass that lands it) | {ours*1000:.0f} ms | `git diff --binary \\| git apply --index` + `git commit`: {plain*1000:.0f} ms | {ours/plain:.2f}× |")
+        print(f"| a wave of 20 tasks of 0.5 s at parallelism 4 (sparse), start to completed | {wide:.2f} s | ideal (20 × 0.5 s / 4): {ideal:.2f} s | {wide/ideal:.2f}× |")
+        return
     if "--only-meetings" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
             subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)

@@ -399,7 +399,7 @@ fn tasks_value(plan: &Plan, record: &PlanRecord) -> serde_yaml_ng::Value {
 }
 
 /// Run `verify` in the plan's verify worktree, reset to the integration tip: never in a
-/// person's checkout. Under the shim like a worker, confined to that worktree.
+/// person's checkout. Under the shim like a worker (contained, its output kept).
 fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
     let argv = plan.verify.clone().context("the plan has no verify")?;
@@ -422,13 +422,13 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     };
     write_json(&state.worktree(), &rec)?;
     let global = ctx.home.load_config()?;
-    let sandbox = match launch::confinement(&crate::worker::SandboxSpec::default(), &global) {
-        Ok(launch::Confinement::Confined) => Some(crate::worker::sandbox::Policy { writable: vec![rec.path.clone(), rec.admin.clone()] }),
-        Ok(launch::Confinement::Unconfined) => None,
-        Err(why) => anyhow::bail!(why),
-    };
-    let env =
-        [("GUILD_HALL_PLAN".to_string(), plan.id.clone()), ("GUILD_HALL_VERIFY_WAVE".to_string(), wave.to_string())].into_iter().collect();
+    // `verify` is the plan author's command, not an agent's: it runs as they would run it
+    // (their environment, less git's, unconfined: a test suite writes caches outside the
+    // worktree), contained under the shim, in its own worktree.
+    let mut env: std::collections::BTreeMap<String, String> =
+        std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
+    env.extend([("GUILD_HALL_PLAN".to_string(), plan.id.clone()), ("GUILD_HALL_VERIFY_WAVE".to_string(), wave.to_string())]);
+    let sandbox = None;
     let launch = Launch {
         state,
         attempt: run,

@@ -49,12 +49,21 @@ pub fn control_plane(path: &str) -> bool {
 }
 
 /// The task's changes against `base`, in the contract's order: renames, deletes,
-/// adds/modifies, untracked. Read with an index of our own made from `base`: nothing the
-/// worker did to its index or admin dir counts.
+/// adds/modifies, untracked. Read with an index of our own that matches `base`: what the
+/// worker staged or committed does not count, only its files.
 pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
     let scratch = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?;
     let index = scratch.path().to_path_buf();
-    rec.git_with_index(&index, &["read-tree", base])?;
+    // A copy of the worktree's own index when it still describes the base (its stat data
+    // spares hashing every file of a large tree); else one made from the base. The worker's
+    // index never decides what counts as changed beyond its own files' stat data.
+    let own = rec.admin.join("index");
+    let reusable = std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_file())
+        && std::fs::copy(&own, &index).is_ok()
+        && rec.git_with_index(&index, &["diff", "--cached", "--quiet", base]).is_ok();
+    if !reusable {
+        rec.git_with_index(&index, &["read-tree", base])?;
+    }
     let diff = rec.git_with_index(&index, &["diff", "--name-status", "-z", "-M", base])?;
     let untracked = rec.git_with_index(&index, &["ls-files", "-o", "--exclude-standard", "-z"])?;
     let mut renames = Vec::new();
@@ -85,6 +94,10 @@ pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
         all.append(group);
     }
     all.retain(|c| !excluded(&c.path) && !c.from_path.as_deref().is_some_and(excluded));
+    if rec.sparse {
+        // Outside a sparse checkout files are absent, not deleted (as when work is secured).
+        all.retain(|c| c.op != Op::Delete || c.path.starts_with(".lore/"));
+    }
     Ok(all)
 }
 

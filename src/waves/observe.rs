@@ -13,7 +13,13 @@ use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
 /// `commissions_running`: the project's commissions whose worker runs now (they share the cap).
-pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, commissions_running: usize) -> Result<(Snapshot, Vec<Problem>)> {
+pub fn observe(
+    home: &Home,
+    project: &Project,
+    workers: &Catalog,
+    now: &str,
+    commissions_running: usize,
+) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
     let mut problems = Vec::new();
     for path in crate::artifact::paths(&project.plans_dir())? {

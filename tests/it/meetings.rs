@@ -383,6 +383,14 @@ fn chat_in_a_terminal() {
         let out = std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output().expect("tmux runs");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    // The tmux server and its chat go away even when an assertion fails.
+    struct KillServer(std::path::PathBuf);
+    impl Drop for KillServer {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("tmux").arg("-S").arg(&self.0).arg("kill-server").output();
+        }
+    }
+    let _cleanup = KillServer(sock.clone());
     tmux(&["new-session", "-d", "-x", "160", "-y", "50", "-s", "chat", "sh", script.to_str().expect("utf8")]);
     // Keep the pane on screen after the chat ends, to read its last words.
     tmux(&["set-option", "-t", "chat", "remain-on-exit", "on"]);

@@ -226,10 +226,11 @@ fn a_worker_commit_or_a_control_plane_write_fails_the_task() {
     }
 }
 
-/// Kill -9 at every step of a copy-back: the next pass converges, one commit per task.
+/// Kill -9 at every step of a task's start and of a copy-back: the next pass converges, one
+/// commit per task.
 #[test]
-fn a_pass_killed_during_copy_back_converges_with_one_commit_per_task() {
-    for step in ["integrate:1", "integrate:2", "integrate:3"] {
+fn a_pass_killed_during_start_or_copy_back_converges_with_one_commit_per_task() {
+    for step in ["task-start:1", "task-start:2", "integrate:1", "integrate:2", "integrate:3"] {
         let p = Project::new(&["mason"]);
         write_plan(
             &p,
@@ -274,4 +275,19 @@ fn check_validates_plans() {
     let (code, out, _) = p.run(&["check"]);
     assert_eq!(code, 1);
     assert!(out.contains("bad.md") && out.contains("nobody"), "an unknown worker: {out}");
+}
+
+/// A sparse wave worker (`.lore/` only): what it writes lands, and the files outside its
+/// checkout are absent from its worktree, not deleted.
+#[test]
+fn a_sparse_task_deletes_nothing_outside_its_checkout() {
+    let p = Project::new(&["mason"]);
+    let y = p.root.join(".lore/workers/mason/worker.yaml");
+    let text = std::fs::read_to_string(&y).expect("read");
+    std::fs::write(&y, text.replace("checkout: full", "checkout: sparse")).expect("write");
+    write_plan(&p, "sp", "", "  - - {id: notes, worker: mason, prompt: \"write: .lore/notes/a.md notes\"}\n");
+    p.settle();
+    assert_eq!(show(&p, "sp")["status"], "completed");
+    let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert!(tree.contains(".lore/notes/a.md") && tree.contains("README.md") && tree.contains("src/lib.txt"), "{tree}");
 }
