@@ -222,7 +222,8 @@ fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCa
 
 /// A settled artifact needs nothing from a reconcile pass. Decided without parsing YAML: a
 /// top-level `status:` line with a terminal value, no `desired:` line, and runtime state (if
-/// any) that agrees and has no worktree. Anything unusual answers false (parse it fully).
+/// any) that agrees (its own last status write seen to have landed) and has no worktree.
+/// Anything unusual answers false (parse it fully).
 fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else { return false };
     let Ok(split) = crate::artifact::frontmatter::split(&text) else { return false };
@@ -245,7 +246,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     }
     match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
         Ok(None) => true,
-        Ok(Some(r)) => r.status == status && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
+        Ok(Some(r)) => r.status == status && r.prev.is_none() && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
         Err(_) => false,
     }
 }

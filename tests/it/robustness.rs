@@ -80,6 +80,22 @@ fn invalid_status_edits_are_put_back_with_a_reason() {
     assert!(tl.iter().any(|e| e["kind"] == "refused"));
     // Nothing was re-run.
     assert_eq!(p.status_json(&id)["attempt"], 1);
+
+    // Writing back a status it passed through on its way (dispatched, in_progress) is a
+    // request too, refused with the true reason, never put back silently.
+    for (n, to) in ["dispatched", "in_progress"].into_iter().enumerate() {
+        let text = p.artifact(&id);
+        let line = text.lines().find(|l| l.starts_with("status:")).expect("status line").to_string();
+        std::fs::write(p.artifact_path(&id), text.replace(&line, &format!("status: {to}"))).expect("edit");
+        p.ok(&["reconcile", "--once"]);
+        let after = p.artifact(&id);
+        assert!(after.contains("status: completed"), "{after}");
+        let want = format!("refused status change completed -> {to}: a completed commission is final");
+        assert!(after.contains(&want), "{to}: {after}");
+        let refused: Vec<_> = p.timeline(&id).into_iter().filter(|e| e["kind"] == "refused").collect();
+        assert_eq!(refused.len(), n + 2, "{refused:?}");
+        assert!(refused.iter().any(|e| e["text"].as_str().is_some_and(|t| t.starts_with(&want))), "{refused:?}");
+    }
 }
 
 #[test]
