@@ -225,7 +225,7 @@ fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCa
 /// any) that agrees (its own last status write seen to have landed) and has no worktree.
 /// Anything unusual answers false (parse it fully).
 fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(text) = crate::artifact::read_regular(path) else { return false };
     let Ok(split) = crate::artifact::frontmatter::split(&text) else { return false };
     let mut status = None;
     for line in split.yaml.lines() {
@@ -259,7 +259,7 @@ fn observe_one(
     integration_tree: Option<&git2::Tree<'_>>,
     boot: &str,
 ) -> Result<Observed, Vec<Problem>> {
-    let text = std::fs::read_to_string(path).map_err(|e| vec![Problem::new(path, 1, 1, format!("cannot read: {e}"))])?;
+    let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));
     let (record, corrupt) = match read_json::<Record>(&state.record()) {
