@@ -168,6 +168,12 @@ pub struct WatchArgs {
     /// `Authorization: Bearer <token>` with the token in $GUILD_HALL_HOME/token.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Connections the endpoint serves at once; one more is answered 503 at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Time a client has to send its whole request (headers and body) to the endpoint.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub request_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -302,6 +308,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 poll: args.poll,
                 socket: args.socket.clone(),
                 listen: args.listen.clone(),
+                limits: crate::service::rpc::Limits {
+                    max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+                    request_timeout: args.request_timeout,
+                },
             };
             crate::service::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)
