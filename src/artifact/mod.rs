@@ -5,6 +5,8 @@ pub mod commission;
 pub mod frontmatter;
 pub mod ids;
 pub mod meeting;
+pub mod plan_schema;
+pub mod schema;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};

@@ -3,7 +3,7 @@
 //! writes, signals or changes anything.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -197,6 +197,46 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
         problems,
         workers,
     })
+}
+
+/// Every commission artifact `wanted` accepts (by path), fully observed and handed to `each`
+/// in path order, a batch at a time (parsed in parallel): memory stays bounded whatever the
+/// number of artifacts, for `status`. Returns the worker packages' problems.
+pub fn observe_each(
+    home: &Home,
+    project: &Project,
+    wanted: impl Fn(&Path) -> bool,
+    mut each: impl FnMut(Result<Observed, Vec<Problem>>),
+) -> Result<Vec<Problem>> {
+    let workers = Catalog::discover(&project.root, &home.workers_dir());
+    let repo = git2::Repository::open(&project.root)?;
+    let integration_tree_id = repo
+        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().peel_to_tree().ok())
+        .map(|t| t.id());
+    let boot = shim::boot_id();
+    let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
+    const PER_THREAD: usize = 128;
+    for batch in paths.chunks(threads * PER_THREAD) {
+        let observed: Vec<Result<Observed, Vec<Problem>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = batch
+                .chunks(PER_THREAD)
+                .map(|part| {
+                    let (boot, tree) = (&boot, integration_tree_id);
+                    scope.spawn(move || {
+                        let repo = git2::Repository::open(&project.root).ok();
+                        let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
+                        part.iter().map(|p| observe_one(home, project, p, tree.as_ref(), boot)).collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        });
+        observed.into_iter().for_each(&mut each);
+    }
+    Ok(workers.problems)
 }
 
 /// [`is_settled`], answered from the cache when neither file changed since it last said yes.
