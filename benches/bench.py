@@ -10,6 +10,7 @@ Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --o
 
 Everything happens in a temp dir with its own GUILD_HALL_HOME. Prints a markdown table.
 """
+import json
 import os, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,6 +85,17 @@ def bench_dry_run(tmp):
     gh = [run([BIN, "reconcile", "--once", "--dry-run"], repo, env) for _ in range(RUNS)]
     gh_t, gh_rss = zip(*gh)
     return median(grep_t), median(gh_t), max(gh_rss)
+
+
+def bench_status(tmp):
+    """`status --json` over the settled tree of bench_dry_run: time and peak RSS (streamed)."""
+    repo = os.path.join(tmp, "settled")
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home1"))
+    out = subprocess.run([BIN, "status", "--json"], cwd=repo, env=env, capture_output=True, check=False).stdout
+    rows = len(json.loads(out))
+    runs = [run([BIN, "status", "--json"], repo, env) for _ in range(RUNS)]
+    t, rss = zip(*runs)
+    return rows, median(t), max(rss)
 
 
 def bench_dispatch(tmp):
@@ -489,6 +501,20 @@ def main():
         print("|---|---|---|---|")
         print(f"| one pass that dispatches (sparse) | {cd*1000:.1f} ms | {od*1000:.1f} ms | {(cd-od)*1000:+.1f} ms |")
         print(f"| a whole commission, pending to merged | {cw*1000:.1f} ms | {ow*1000:.1f} ms | {(cw-ow)*1000:+.1f} ms |")
+        return
+    if "--only-status" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            bench_dry_run(tmp)
+            rows, t, rss = bench_status(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("| measurement | measured | target |")
+        print("|---|---|---|")
+        print(f"| `status --json` over {rows:,} settled artifacts (median of {RUNS}) | {t*1000:.0f} ms | |")
+        print(f"| peak RSS of `status --json` | {rss:.1f} MB | < 20 MB |")
         return
     if not os.path.exists(BIN) or "--no-build" not in sys.argv:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)

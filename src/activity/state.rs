@@ -169,7 +169,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// swapped out is not what we observed, someone saved in between and theirs is swapped back.
 pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bool> {
     use crate::artifact::commission::content_hash;
-    let current = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    // Never through a symlink: a person's link is neither followed nor replaced.
+    let current = crate::artifact::read_regular(path).with_context(|| format!("reading {}", path.display()))?;
     if content_hash(&current) != expect {
         return Ok(false);
     }
@@ -182,6 +183,10 @@ pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bo
         Ok(()) => {
             // `tmp` now holds what was at `path` an instant ago.
             let swapped_out = std::fs::read(&tmp).unwrap_or_default();
+            if crate::artifact::is_symlink(&tmp) {
+                // A link was put there after we looked: it goes back, untouched.
+                return cleanup(exchange(&tmp, path).map(|()| false).map_err(anyhow::Error::from));
+            }
             if content_hash(&String::from_utf8_lossy(&swapped_out)) == expect {
                 return cleanup(Ok(true));
             }
@@ -205,7 +210,7 @@ pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bo
         }
         // No RENAME_EXCHANGE here (filesystem or platform): check again and rename.
         Err(_) => {
-            let again = std::fs::read_to_string(path).unwrap_or_default();
+            let again = crate::artifact::read_regular(path).unwrap_or_default();
             if content_hash(&again) != expect {
                 return cleanup(Ok(false));
             }
@@ -267,6 +272,19 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "theirs\n");
         // No temp files are left behind.
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    #[test]
+    fn a_symlink_is_never_followed_or_replaced() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let target = dir.path().join("elsewhere.md");
+        std::fs::write(&target, "theirs\n").expect("write");
+        let link = dir.path().join("a.md");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let err = replace_if_unchanged(&link, content_hash("theirs\n"), b"ours\n").expect_err("refused");
+        assert!(format!("{err:#}").contains("symlink"), "{err:#}");
+        assert!(std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "theirs\n");
     }
 
     #[test]

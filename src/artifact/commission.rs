@@ -12,7 +12,7 @@ use super::frontmatter::{key_position, split, Problem};
 use crate::artifact::ids;
 
 /// The commission state machine's states (REQ-COM-5, plus `draft`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Draft,
@@ -71,7 +71,7 @@ impl fmt::Display for Status {
 }
 
 /// A one-shot request written by a person or tool into `desired:`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Desired {
     Dispatched,
@@ -88,7 +88,7 @@ impl Desired {
 }
 
 /// Optional per-commission overrides of the worker package's resource bounds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Resources {
     pub max_turns: Option<u64>,
@@ -280,7 +280,7 @@ impl Commission {
 
 /// Keys read from the frontmatter; everything else is skipped by the parser without building
 /// values (parsing dominates observe, and most of a settled artifact is not ours to read).
-const READ_KEYS: [&str; 17] = [
+pub(crate) const READ_KEYS: [&str; 17] = [
     "outputs",
     "timeout",
     "status",

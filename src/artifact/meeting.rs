@@ -13,7 +13,7 @@ use super::frontmatter::{key_position, split, Problem};
 use super::ids;
 
 /// The meeting state machine's states (REQ-MTG-4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MeetingStatus {
     Requested,

@@ -6,13 +6,51 @@ pub mod frontmatter;
 pub mod ids;
 pub mod meeting;
 pub mod plan;
+pub mod plan_schema;
+pub mod schema;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};
 pub use frontmatter::Problem;
 pub use meeting::{Meeting, MeetingStatus};
 
-/// The artifacts in `dir` (`*.md`, not hidden, regular files), sorted; none if it is missing.
+/// Why an artifact could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// A symlink where an artifact should be: never followed, never replaced.
+    #[error("symlink: artifacts must be regular files (a link is never followed or replaced)")]
+    Symlink,
+    #[error("not a regular file")]
+    NotRegular,
+    #[error("cannot read: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Read an artifact's text without ever following a symlink: the file is opened with
+/// `O_NOFOLLOW` (no window between a check and the open), and must be a regular file.
+pub fn read_regular(path: &std::path::Path) -> Result<String, ReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadError::Symlink),
+        Err(e) => return Err(e.into()),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(ReadError::NotRegular);
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Whether `path` itself is a symlink (not followed).
+pub fn is_symlink(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// The artifacts in `dir` (`*.md`, not hidden), sorted; none if it is missing. Regular files,
+/// and symlinks too, so that every reader reports them (as refused) instead of missing them.
 pub fn paths(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -24,7 +62,7 @@ pub fn paths(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.ends_with(".md") && !name.starts_with('.') && p.is_file()
+            name.ends_with(".md") && !name.starts_with('.') && (p.is_file() || is_symlink(p))
         })
         .collect();
     paths.sort();

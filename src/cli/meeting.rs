@@ -302,7 +302,7 @@ fn list(env: &Env, json: bool) -> Result<()> {
     let mut rows = Vec::new();
     let mut problems = Vec::new();
     for path in crate::artifact::paths(&env.project.meetings_dir())? {
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::artifact::read_regular(&path) {
             Ok(t) => t,
             Err(e) => {
                 problems.push(format!("{}: {e}", path.display()));

@@ -2,6 +2,7 @@
 //! business logic lives here; output formatting (tables, JSON) does.
 
 mod commission;
+mod integrate;
 mod meeting;
 pub(crate) mod out;
 mod plan;
@@ -50,12 +51,49 @@ pub enum Command {
     /// $GUILD_HALL_HOME/config.yaml. Runs in the foreground; SIGINT/SIGTERM stop it (workers
     /// keep running and are re-adopted on the next start); SIGHUP reloads configuration.
     Watch(WatchArgs),
-    /// Show commissions: status, worker, attempt, age, heartbeat, progress or reason.
+    /// Show commissions: status, worker, attempt, age, heartbeat, progress or reason; and
+    /// orphans (what is left of commissions and meetings whose artifact is gone).
     Status {
         /// Only this commission.
+        #[arg(value_name = "COMMISSION")]
         id: Option<String>,
         #[arg(long)]
         json: bool,
+        /// Only commissions with this status (repeatable; also `invalid`, `orphaned`).
+        #[arg(long = "status", value_name = "STATUS")]
+        status: Vec<String>,
+        /// Only commissions of this worker (repeatable).
+        #[arg(long = "worker", value_name = "WORKER")]
+        worker: Vec<String>,
+    },
+    /// Remove orphans: runtime dirs, worktrees, transcripts and branches of commissions and
+    /// meetings whose artifact is gone, when they are provably guild-hall's. Prints each.
+    Gc {
+        /// Say what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+        /// Also remove orphans with work found nowhere else (unmerged branch commits, changes
+        /// in a worktree).
+        #[arg(long)]
+        include_unmerged: bool,
+    },
+    /// Print the JSON Schema of a commission, meeting or plan frontmatter, or of worker.yaml
+    /// (for editors: yaml-language-server).
+    Schema {
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::artifact::schema::KINDS))]
+        kind: String,
+    },
+    /// Print a shell completion script (ids of commissions and meetings complete too).
+    Completions { shell: integrate::Shell },
+    /// Print the man page (roff).
+    Man,
+    /// Print the ids of the project's commissions or meetings, one a line (for completion).
+    #[command(hide = true)]
+    Ids {
+        #[arg(value_parser = ["commissions", "meetings"])]
+        kind: String,
     },
     /// Create, dispatch, cancel or re-dispatch commissions.
     #[command(subcommand)]
@@ -173,6 +211,12 @@ pub struct WatchArgs {
     /// `Authorization: Bearer <token>` with the token in $GUILD_HALL_HOME/token.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Connections the endpoint serves at once; one more is answered 503 at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Time a client has to send its whole request (headers and body) to the endpoint.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub request_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -307,11 +351,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 poll: args.poll,
                 socket: args.socket.clone(),
                 listen: args.listen.clone(),
+                limits: crate::service::rpc::Limits {
+                    max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+                    request_timeout: args.request_timeout,
+                },
             };
             crate::service::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Status { id, json } => show::status(&Env::load(&cli)?, id.as_deref(), *json).map(ok),
+        Command::Status { id, json, status, worker } => {
+            show::status(&Env::load(&cli)?, id.as_deref(), *json, &show::Filter { status: status.clone(), worker: worker.clone() }).map(ok)
+        }
+        Command::Gc { dry_run, json, include_unmerged } => show::gc(&Env::load(&cli)?, *dry_run, *json, *include_unmerged).map(ok),
+        Command::Schema { kind } => integrate::schema(kind).map(|_| ExitCode::SUCCESS),
+        Command::Completions { shell } => integrate::completions(*shell).map(|_| ExitCode::SUCCESS),
+        Command::Man => integrate::man().map(|_| ExitCode::SUCCESS),
+        Command::Ids { kind } => integrate::ids(&Env::load(&cli)?, kind).map(|_| ExitCode::SUCCESS),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),

@@ -102,64 +102,182 @@ fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
     })
 }
 
-pub fn status(env: &Env, id: Option<&str>, json_out: bool) -> Result<bool> {
+/// `status --status S --worker W`: rows kept (every filter given must match).
+#[derive(Debug, Default)]
+pub struct Filter {
+    pub status: Vec<String>,
+    pub worker: Vec<String>,
+}
+
+impl Filter {
+    fn keeps(&self, row: &serde_json::Value) -> bool {
+        let is = |k: &str, want: &[String]| want.is_empty() || want.iter().any(|w| row[k].as_str() == Some(w.as_str()));
+        is("status", &self.status) && is("worker", &self.worker)
+    }
+}
+
+/// Rows printed one at a time: `--json` writes the same array `serde_json::to_string_pretty`
+/// would, element by element, so memory does not grow with the number of artifacts.
+struct Rows {
+    json: bool,
+    now: DateTime<Utc>,
+    count: usize,
+    /// `status <id> --json` prints its one row as an object: the first row, kept.
+    single: Option<Option<serde_json::Value>>,
+}
+
+impl Rows {
+    fn emit(&mut self, r: &serde_json::Value) -> Result<()> {
+        if let Some(first) = &mut self.single {
+            if first.is_none() {
+                *first = Some(r.clone());
+            }
+        } else if self.json {
+            let pretty = serde_json::to_string_pretty(r)?;
+            let mut text = String::with_capacity(pretty.len() + 64);
+            text.push_str(if self.count == 0 { "[\n" } else { ",\n" });
+            for (n, line) in pretty.lines().enumerate() {
+                if n > 0 {
+                    text.push('\n');
+                }
+                text.push_str("  ");
+                text.push_str(line);
+            }
+            super::out::stdout_bytes(text.as_bytes());
+        } else {
+            if self.count == 0 {
+                say!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
+            }
+            let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            let note = if matches!(s("status").as_str(), "invalid" | "orphaned") || !s("reason").is_empty() && s("status") != "in_progress"
+            {
+                s("reason")
+            } else {
+                s("progress")
+            };
+            let beat = r["heartbeat_age_secs"].as_i64().map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
+            // Still stopping: "cancelling" / "failing", and what is under way.
+            let stopping = s("stopping");
+            let (status, note) = match stopping.split_once(':') {
+                Some((verb, _)) => (verb.to_string(), stopping.clone()),
+                None => (s("status"), note),
+            };
+            say!(
+                "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
+                s("id"),
+                status,
+                s("worker"),
+                r["attempt"].as_u64().unwrap_or(0),
+                age(self.now, parse_time(r["created"].as_str())),
+                beat,
+                note.lines().next().unwrap_or("")
+            );
+        }
+        self.count += 1;
+        Ok(())
+    }
+}
+
+fn orphan_row(o: &crate::service::gc::Orphan) -> serde_json::Value {
+    json!({"id": o.id, "status": "orphaned", "kind": o.kind, "reason": o.describe(), "path": o.artifact, "worker": null, "attempt": 0,
+           "branch": o.branches.first().map(|b| b.name.clone()), "progress": null, "result": null})
+}
+
+pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> Result<bool> {
     if let Some(id) = id {
         ids::validate_id(id)?;
     }
-    let snap = observe(&env.home, &env.project)?;
-    let now = snap.now;
-    let mut rows: Vec<serde_json::Value> =
-        snap.commissions.iter().filter(|o| id.is_none_or(|i| o.id() == i)).map(|o| row(o, now)).collect();
-    let problems: Vec<&Problem> =
-        snap.problems.iter().filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i))).collect();
-    for p in &problems {
-        let observed = snap.commissions.iter().any(|o| o.artifact.path == p.path);
-        if p.path.extension().is_some_and(|e| e == "md") && !observed {
-            let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-            rows.push(json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}));
+    let known = ["invalid", "orphaned"];
+    for s in &filter.status {
+        if crate::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) {
+            bail!("--status {s:?}: expected one of draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled, invalid, orphaned");
+        }
+    }
+    let now = Utc::now();
+    let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None) };
+    if !json_out {
+        if let Some(holder) = crate::reconcile::lock_holder(&env.home, &env.project) {
+            say!("reconciler: {holder}");
+        }
+    }
+    let wanted = |p: &std::path::Path| id.is_none_or(|i| p.file_stem().and_then(|s| s.to_str()) == Some(i));
+    // Artifacts that do not parse are listed after the others, one row per problem.
+    let mut invalid = Vec::new();
+    let mut problems = 0usize;
+    let mut failed: Option<anyhow::Error> = None;
+    let catalog_problems = crate::commission::observe::observe_each(&env.home, &env.project, wanted, |o| {
+        if failed.is_some() {
+            return;
+        }
+        match o {
+            Ok(o) => {
+                problems += usize::from(o.corrupt.is_some());
+                let r = row(&o, now);
+                if filter.keeps(&r) {
+                    if let Err(e) = rows.emit(&r) {
+                        failed = Some(e);
+                    }
+                }
+            }
+            Err(ps) => {
+                problems += ps.len();
+                invalid.extend(ps);
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    problems += catalog_problems.iter().filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i))).count();
+    for p in &invalid {
+        let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+        let r = json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null});
+        if filter.keeps(&r) {
+            rows.emit(&r)?;
+        }
+    }
+    for o in crate::service::gc::inventory(&env.home, &env.project)? {
+        if id.is_none_or(|i| o.kind == "commission" && i == o.id) {
+            let r = orphan_row(&o);
+            if filter.keeps(&r) {
+                rows.emit(&r)?;
+            }
         }
     }
     if let Some(id) = id {
-        if rows.is_empty() {
+        if rows.count == 0 && filter.status.is_empty() && filter.worker.is_empty() {
             bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
         }
     }
-    if json_out {
-        let out = if id.is_some() { rows[0].clone() } else { serde_json::Value::Array(rows) };
-        say!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(true);
-    }
-    if let Some(holder) = crate::reconcile::lock_holder(&env.home, &env.project) {
-        say!("reconciler: {holder}");
-    }
-    if rows.is_empty() {
+    if let Some(first) = rows.single.take() {
+        say!("{}", serde_json::to_string_pretty(&first.unwrap_or(serde_json::Value::Null))?);
+    } else if json_out {
+        super::out::stdout_bytes(if rows.count == 0 { b"[]\n" } else { b"\n]\n" });
+    } else if rows.count == 0 {
         say!("no commissions in {}", env.project.commissions_dir().display());
+    }
+    // As ever: the JSON reports problems in its rows; the table's exit code says there were some.
+    Ok(json_out || problems == 0)
+}
+
+/// `guild-hall gc`: every path and ref removed (or, with `--dry-run`, that would be), and the
+/// orphans kept with why.
+pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> Result<bool> {
+    let done = crate::service::gc::collect(&env.home, &env.project, dry_run, include_unmerged)?;
+    if json_out {
+        say!("{}", serde_json::to_string_pretty(&json!({"dry_run": dry_run, "removed": done.removed, "kept": done.kept}))?);
         return Ok(true);
     }
-    say!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
-    for r in &rows {
-        let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
-        let note =
-            if s("status") == "invalid" || !s("reason").is_empty() && s("status") != "in_progress" { s("reason") } else { s("progress") };
-        let beat = r["heartbeat_age_secs"].as_i64().map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
-        // Still stopping: "cancelling" / "failing", and what is under way.
-        let stopping = s("stopping");
-        let (status, note) = match stopping.split_once(':') {
-            Some((verb, _)) => (verb.to_string(), stopping.clone()),
-            None => (s("status"), note),
-        };
-        say!(
-            "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
-            s("id"),
-            status,
-            s("worker"),
-            r["attempt"].as_u64().unwrap_or(0),
-            age(now, parse_time(r["created"].as_str())),
-            beat,
-            note.lines().next().unwrap_or("")
-        );
+    for r in &done.removed {
+        say!("{} {} {} ({} {})", if dry_run { "would remove" } else { "removed" }, r.what, r.target, r.kind, r.id);
     }
-    Ok(problems.is_empty())
+    for k in &done.kept {
+        say!("kept {} {}: {}", k.kind, k.id, k.reason);
+    }
+    if done.removed.is_empty() && done.kept.is_empty() {
+        say!("no orphans");
+    }
+    Ok(true)
 }
 
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
@@ -246,18 +364,25 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
             }
         }
     }
+    // Orphans are reported, not failed on: they are the home's state, not the artifacts'.
+    let orphans: Vec<Problem> = crate::service::gc::inventory(&env.home, &env.project)?
+        .iter()
+        .map(|o| Problem::new(&o.artifact, 1, 1, format!("{} (guild-hall gc removes it)", o.describe())))
+        .collect();
     if json_out {
-        say!("{}", serde_json::to_string_pretty(&problems)?);
-    } else if problems.is_empty() {
-        say!(
-            "ok: {} commissions, {} meetings, {} plans, {} worker packages",
-            snap.commissions.len(),
-            meetings.meetings.len(),
-            plans.plans.len(),
-            snap.workers.packages.len()
-        );
+        let all: Vec<&Problem> = problems.iter().chain(&orphans).collect();
+        say!("{}", serde_json::to_string_pretty(&all)?);
     } else {
-        for p in &problems {
+        if problems.is_empty() {
+            say!(
+                "ok: {} commissions, {} meetings, {} plans, {} worker packages",
+                snap.commissions.len(),
+                meetings.meetings.len(),
+                plans.plans.len(),
+                snap.workers.packages.len()
+            );
+        }
+        for p in problems.iter().chain(&orphans) {
             say!("{p}");
         }
     }

@@ -77,7 +77,7 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     if u.edits.is_empty() {
         return Ok(Outcome::Done);
     }
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = crate::artifact::read_regular(&path).with_context(|| format!("reading {}", path.display()))?;
     if content_hash(&text) != u.expect_hash {
         return Ok(Outcome::Dropped);
     }
@@ -213,7 +213,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         Landing::Refused { kind, reason } => return fail(reason, kind),
         Landing::Waiting(text) => {
             let path = ctx.artifact_path(id);
-            let current = std::fs::read_to_string(&path)?;
+            let current = crate::artifact::read_regular(&path)?;
             if !current.contains(&text) && content_hash(&current) == update.expect_hash {
                 let mut note = Update { id: id.clone(), expect_hash: update.expect_hash, edits: vec![], record: None, events: vec![] };
                 note.edits.push(Edit::Set("reason".into(), Value::String(text.clone())));

@@ -3,7 +3,7 @@
 //! writes, signals or changes anything.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -199,6 +199,46 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
     })
 }
 
+/// Every commission artifact `wanted` accepts (by path), fully observed and handed to `each`
+/// in path order, a batch at a time (parsed in parallel): memory stays bounded whatever the
+/// number of artifacts, for `status`. Returns the worker packages' problems.
+pub fn observe_each(
+    home: &Home,
+    project: &Project,
+    wanted: impl Fn(&Path) -> bool,
+    mut each: impl FnMut(Result<Observed, Vec<Problem>>),
+) -> Result<Vec<Problem>> {
+    let workers = Catalog::discover(&project.root, &home.workers_dir());
+    let repo = git2::Repository::open(&project.root)?;
+    let integration_tree_id = repo
+        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().peel_to_tree().ok())
+        .map(|t| t.id());
+    let boot = shim::boot_id();
+    let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
+    const PER_THREAD: usize = 128;
+    for batch in paths.chunks(threads * PER_THREAD) {
+        let observed: Vec<Result<Observed, Vec<Problem>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = batch
+                .chunks(PER_THREAD)
+                .map(|part| {
+                    let (boot, tree) = (&boot, integration_tree_id);
+                    scope.spawn(move || {
+                        let repo = git2::Repository::open(&project.root).ok();
+                        let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
+                        part.iter().map(|p| observe_one(home, project, p, tree.as_ref(), boot)).collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        });
+        observed.into_iter().for_each(&mut each);
+    }
+    Ok(workers.problems)
+}
+
 /// [`is_settled`], answered from the cache when neither file changed since it last said yes.
 fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCache>) -> bool {
     let Some(cache) = cache else { return is_settled(home, project, path) };
@@ -222,9 +262,10 @@ fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCa
 
 /// A settled artifact needs nothing from a reconcile pass. Decided without parsing YAML: a
 /// top-level `status:` line with a terminal value, no `desired:` line, and runtime state (if
-/// any) that agrees and has no worktree. Anything unusual answers false (parse it fully).
+/// any) that agrees (its own last status write seen to have landed) and has no worktree.
+/// Anything unusual answers false (parse it fully).
 fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(text) = crate::artifact::read_regular(path) else { return false };
     let Ok(split) = crate::artifact::frontmatter::split(&text) else { return false };
     let mut status = None;
     for line in split.yaml.lines() {
@@ -245,7 +286,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     }
     match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
         Ok(None) => true,
-        Ok(Some(r)) => r.status == status && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
+        Ok(Some(r)) => r.status == status && r.prev.is_none() && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
         Err(_) => false,
     }
 }
@@ -258,7 +299,7 @@ fn observe_one(
     integration_tree: Option<&git2::Tree<'_>>,
     boot: &str,
 ) -> Result<Observed, Vec<Problem>> {
-    let text = std::fs::read_to_string(path).map_err(|e| vec![Problem::new(path, 1, 1, format!("cannot read: {e}"))])?;
+    let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));
     let (record, corrupt) = match read_json::<Record>(&state.record()) {

@@ -34,10 +34,11 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
 pub fn load(project: &Project, id: &str) -> Result<Meeting> {
     crate::artifact::ids::validate_id(id)?;
     let path = project.meeting_path(id);
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-        anyhow::bail!("{}: symlink: meeting artifacts must be regular files (a link is never followed or replaced)", path.display());
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("no meeting {id} ({}): {e}", path.display()))?;
+    let text = match crate::artifact::read_regular(&path) {
+        Ok(t) => t,
+        Err(e @ crate::artifact::ReadError::Io(_)) => anyhow::bail!("no meeting {id} ({}): {e}", path.display()),
+        Err(e) => anyhow::bail!("{}: {e}", path.display()),
+    };
     Meeting::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
@@ -48,10 +49,7 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<Meeting
 
 fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::path::Path) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(problem("symlink: meeting artifacts must be regular files (a link is never followed or replaced)".into()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| problem(format!("cannot read: {e}")))?;
+    let text = crate::artifact::read_regular(path).map_err(|e| problem(e.to_string()))?;
     let meeting = Meeting::parse(path, &text)?;
     let state = StateDir(home.meeting_state(&project.name, &meeting.id));
     let record: Option<MeetingRecord> = read_json(&state.record()).map_err(|e| {

@@ -202,6 +202,7 @@ impl<'a> Step<'a> {
     /// Refuse what the file asks: the status is put back, `reason:` and the log say why.
     fn refuse(&mut self, asked: MeetingStatus, back: MeetingStatus, why: String) {
         let key = format!("refused:{}:{asked}:{}", back, self.o.meeting.hash);
+        let why = format!("refused status change {back} -> {asked}: {why}");
         self.event("refused", key, json!({"asked": asked.as_str(), "status": back.as_str(), "reason": why}));
         self.set("status", Value::String(back.as_str().into()));
         self.set("reason", Value::String(why));
@@ -443,7 +444,15 @@ mod tests {
                 } else {
                     assert_eq!(sets(&p[0], "status"), Some(&Value::from(had.as_str())), "{had} -> {asked} put back");
                     let reason = sets(&p[0], "reason").and_then(Value::as_str).unwrap_or("");
-                    assert!(!reason.is_empty(), "{had} -> {asked} says why");
+                    let why = match (had, asked) {
+                        (Requested, Closed) => "cannot be closed before it was opened",
+                        (Open, _) => "an open meeting can only be closed (status: closed)",
+                        (Closed, _) => "the meeting is closed, and that is final: start a new meeting",
+                        (Declined, _) => "the request was declined, and that is final: write a new request",
+                        _ => unreachable!("{had} -> {asked} is allowed"),
+                    };
+                    assert!(reason.starts_with(&format!("refused status change {had} -> {asked}: ")), "{had} -> {asked}: {reason}");
+                    assert!(reason.contains(why), "{had} -> {asked}: {reason:?} should say {why:?}");
                     assert!(u.events.iter().any(|e| e["kind"] == "refused" && e["reason"] == reason), "{had} -> {asked} logged");
                     assert_eq!(u.record.as_ref().map(|r| r.status), Some(had), "{had} -> {asked}: record unchanged");
                 }

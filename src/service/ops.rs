@@ -95,7 +95,13 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
 pub fn load(project: &Project, id: &str) -> Result<Commission> {
     ids::validate_id(id)?;
     let path = project.commission_path(id);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("no commission {id:?} ({} not readable)", path.display()))?;
+    let text = match crate::artifact::read_regular(&path) {
+        Ok(t) => t,
+        Err(e @ (crate::artifact::ReadError::Symlink | crate::artifact::ReadError::NotRegular)) => {
+            bail!("{}: {e}", path.display())
+        }
+        Err(e) => return Err(anyhow!("no commission {id:?} ({} not readable): {e}", path.display())),
+    };
     Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
@@ -104,7 +110,7 @@ pub fn load(project: &Project, id: &str) -> Result<Commission> {
 pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
     for _ in 0..40 {
         let c = load(project, id)?;
-        let text = std::fs::read_to_string(&c.path)?;
+        let text = crate::artifact::read_regular(&c.path)?;
         if content_hash(&text) == c.hash {
             let new = write::apply(&text, std::slice::from_ref(edit))?;
             if crate::activity::state::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
@@ -228,7 +234,7 @@ impl Operations for Dispatcher {
         };
         let mut jobs = Vec::new();
         for path in crate::artifact::paths(&self.project.commissions_dir())? {
-            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let Ok(text) = crate::artifact::read_regular(&path) else { continue };
             let Ok(c) = Commission::parse(&path, &text) else { continue };
             let description = c.title.clone().unwrap_or_else(|| c.id.clone());
             if filter.as_ref().is_some_and(|g| !g.is_match(&description)) {

@@ -3,13 +3,16 @@
 //! port (every request needs the bearer token in `$GUILD_HALL_HOME/token`, mode 0600). The
 //! methods are [`crate::service::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`,
 //! and `meeting/*` (a turn's events streamed back as chunked JSON lines).
-//! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies.
+//! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies, a
+//! cap on connections, one deadline for the whole request, the token checked on arrival.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value as Json};
@@ -29,6 +32,7 @@ pub struct Endpoint {
     pub projects: Vec<PathBuf>,
     /// Required as `Authorization: Bearer <token>` (TCP only; the socket's mode guards it).
     pub token: Option<String>,
+    pub limits: Limits,
 }
 
 /// The bearer token, created (random, mode 0600) on first use.
@@ -89,48 +93,157 @@ pub fn bind_loopback(addr: &str) -> Result<TcpListener> {
     TcpListener::bind(addr).with_context(|| format!("binding {addr}"))
 }
 
+/// How much the endpoint takes on at once, and how long a client has to send its request.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections served at once; one more is answered `503` at once and closed.
+    pub max_connections: usize,
+    /// The whole request (request line, headers and body) must arrive within this; the reply
+    /// (a streamed turn may run for many minutes) is not bounded by it.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_connections: 64, request_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// A client that stops reading a reply for this long is gone (its turn is interrupted).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A connection the endpoint can serve: a Unix or TCP stream.
 pub trait Conn: Read + Write + Send + Sized + 'static {
     fn split(&self) -> std::io::Result<Self>;
-    fn limit(&self, timeout: Duration);
+    fn read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()>;
+    fn write_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()>;
+    fn nonblocking(&self) -> std::io::Result<()>;
 }
 
-impl Conn for std::os::unix::net::UnixStream {
-    fn split(&self) -> std::io::Result<Self> {
-        self.try_clone()
-    }
-    fn limit(&self, timeout: Duration) {
-        let _ = self.set_read_timeout(Some(timeout));
+macro_rules! conn {
+    ($t:ty) => {
+        impl Conn for $t {
+            fn split(&self) -> std::io::Result<Self> {
+                self.try_clone()
+            }
+            fn read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+                self.set_read_timeout(timeout)
+            }
+            fn write_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+                self.set_write_timeout(timeout)
+            }
+            fn nonblocking(&self) -> std::io::Result<()> {
+                self.set_nonblocking(true)
+            }
+        }
+    };
+}
+conn!(std::os::unix::net::UnixStream);
+conn!(std::net::TcpStream);
+
+/// Reads that all share one deadline: a client dripping a byte at a time is cut off when the
+/// request's time is up, not when one read has waited that long.
+struct Deadline<C> {
+    conn: C,
+    until: Instant,
+}
+
+impl<C: Conn> Read for Deadline<C> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.conn.read_timeout(Some(left))?;
+        self.conn.read(buf)
     }
 }
 
-impl Conn for std::net::TcpStream {
-    fn split(&self) -> std::io::Result<Self> {
-        self.try_clone()
-    }
-    fn limit(&self, timeout: Duration) {
-        let _ = self.set_read_timeout(Some(timeout));
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock)
+}
+
+/// One connection counted against the cap for as long as it lives.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// Serve connections forever, one thread each (a stalled client times out after 10 s).
+/// Serve connections forever, a thread each, at most `limits.max_connections` at once: one
+/// over the cap is answered `503` with a JSON error at once (never read, never waited on) and
+/// closed, while those in flight go on. An accept that fails (out of file descriptors, say)
+/// backs off instead of spinning, and is logged once per kind of error.
 pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: Endpoint, needs_token: bool) {
-    for conn in incoming.flatten() {
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut last_error: Option<std::io::ErrorKind> = None;
+    for conn in incoming {
+        let conn = match conn {
+            Ok(c) => {
+                last_error = None;
+                c
+            }
+            Err(e) => {
+                if last_error != Some(e.kind()) {
+                    tracing::warn!(error = %e, "the endpoint cannot accept a connection; backing off");
+                    last_error = Some(e.kind());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        let limits = ep.limits;
+        if active.load(Ordering::SeqCst) >= limits.max_connections {
+            refuse_busy(conn, limits.max_connections);
+            continue;
+        }
+        active.fetch_add(1, Ordering::SeqCst);
+        let slot = Slot(active.clone());
         let ep = ep.clone();
-        std::thread::spawn(move || {
-            conn.limit(Duration::from_secs(10));
+        let spawned = std::thread::Builder::new().name("rpc-conn".into()).spawn(move || {
+            let _slot = slot;
+            let _ = conn.write_timeout(Some(WRITE_TIMEOUT));
             if let Ok(mut w) = conn.split() {
-                handle(BufReader::new(conn), &mut w, &ep, needs_token);
+                let r = BufReader::new(Deadline { conn, until: Instant::now() + limits.request_timeout });
+                handle(r, &mut w, &ep, needs_token, limits.request_timeout);
             }
         });
+        if let Err(e) = spawned {
+            // The closure (connection and slot) is dropped: the client sees the close.
+            tracing::warn!(error = %e, "the endpoint cannot start a thread for a connection");
+        }
     }
+}
+
+/// Over the cap: a `503` written without ever blocking the accept loop, then closed.
+fn refuse_busy<C: Conn>(mut conn: C, cap: usize) {
+    if conn.nonblocking().is_err() {
+        return;
+    }
+    // Whatever the client already sent is read first, so that closing does not reset the
+    // connection before it sees the answer.
+    let mut sink = [0u8; 4096];
+    for _ in 0..4 {
+        match conn.read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
+    let body = json!({"error": format!("busy: {cap} connections are being served (the cap); try again shortly")});
+    respond_with(&mut conn, "503 Service Unavailable", "Retry-After: 1\r\n", &body);
 }
 
 fn respond(w: &mut impl Write, status: &str, body: &Json) {
+    respond_with(w, status, "", body)
+}
+
+fn respond_with(w: &mut impl Write, status: &str, extra_headers: &str, body: &Json) {
     let body = serde_json::to_string(body).unwrap_or_default();
     let _ = write!(
         w,
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra_headers}Connection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = w.flush();
@@ -140,50 +253,66 @@ fn rpc_error(id: &Json, code: i64, message: impl Into<String>) -> Json {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-/// Read one HTTP request and answer it.
-fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: bool) {
-    let mut head = String::new();
+/// Read one HTTP request and answer it. The bearer token is checked the moment its header
+/// line arrives (and a request without one is refused at the end of the headers): nothing
+/// more of an unauthorised request is read.
+fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: bool, timeout: Duration) {
+    let too_slow = |w: &mut _| {
+        let msg = format!("the request was not complete within {} (request timeout)", humantime::format_duration(timeout));
+        respond(w, "408 Request Timeout", &json!({"error": msg}))
+    };
+    let unauthorized =
+        |w: &mut _| respond(w, "401 Unauthorized", &json!({"error": "missing or wrong bearer token (see $GUILD_HALL_HOME/token)"}));
+    let expected = ep.token.as_deref().map(|t| format!("Bearer {t}"));
+    let mut head_len = 0;
+    let mut request_line = None;
+    let mut length = None;
+    let mut authorized = !needs_token;
     loop {
         let mut line = String::new();
-        match r.by_ref().take((MAX_HEADERS - head.len().min(MAX_HEADERS)) as u64 + 1).read_line(&mut line) {
-            Ok(0) | Err(_) => return,
+        match r.by_ref().take((MAX_HEADERS - head_len.min(MAX_HEADERS)) as u64 + 1).read_line(&mut line) {
+            Ok(0) => return,
+            Err(e) if timed_out(&e) => return too_slow(w),
+            Err(_) => return,
             Ok(_) => {}
         }
         if line == "\r\n" || line == "\n" {
             break;
         }
-        head.push_str(&line);
-        if head.len() > MAX_HEADERS {
+        head_len += line.len();
+        if head_len > MAX_HEADERS {
             return respond(w, "431 Request Header Fields Too Large", &json!({"error": "headers too large"}));
         }
-    }
-    let mut lines = head.lines();
-    let request_line = lines.next().unwrap_or("");
-    let mut parts = request_line.split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let mut length = None;
-    let mut auth = None;
-    for l in lines {
-        if let Some((k, v)) = l.split_once(':') {
+        let line = line.trim_end_matches(['\r', '\n']);
+        if request_line.is_none() {
+            request_line = Some(line.to_string());
+            continue;
+        }
+        if let Some((k, v)) = line.split_once(':') {
             match k.trim().to_ascii_lowercase().as_str() {
                 "content-length" => length = v.trim().parse::<usize>().ok(),
-                "authorization" => auth = Some(v.trim().to_string()),
+                "authorization" if needs_token => {
+                    if expected.is_none() || Some(v.trim()) != expected.as_deref() {
+                        return unauthorized(w);
+                    }
+                    authorized = true;
+                }
                 "transfer-encoding" => return respond(w, "411 Length Required", &json!({"error": "send a Content-Length body"})),
                 _ => {}
             }
         }
     }
+    let request_line = request_line.unwrap_or_default();
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     if target != "/mcp" {
         return respond(w, "404 Not Found", &json!({"error": "POST /mcp"}));
     }
     if method != "POST" {
         return respond(w, "405 Method Not Allowed", &json!({"error": "POST /mcp"}));
     }
-    if needs_token {
-        let expected = ep.token.as_deref().map(|t| format!("Bearer {t}"));
-        if expected.is_none() || auth != expected {
-            return respond(w, "401 Unauthorized", &json!({"error": "missing or wrong bearer token (see $GUILD_HALL_HOME/token)"}));
-        }
+    if !authorized {
+        return unauthorized(w);
     }
     let Some(length) = length else {
         return respond(w, "411 Length Required", &json!({"error": "Content-Length required"}));
@@ -192,8 +321,10 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: b
         return respond(w, "413 Payload Too Large", &json!({"error": format!("body over {MAX_BODY} bytes")}));
     }
     let mut body = vec![0; length];
-    if r.read_exact(&mut body).is_err() {
-        return respond(w, "400 Bad Request", &json!({"error": "body shorter than Content-Length"}));
+    match r.read_exact(&mut body) {
+        Ok(()) => {}
+        Err(e) if timed_out(&e) => return too_slow(w),
+        Err(_) => return respond(w, "400 Bad Request", &json!({"error": "body shorter than Content-Length"})),
     }
     if let Some(turn) = streamed_turn(&body) {
         return stream_turn(w, turn, ep);

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::artifact::commission::Resources;
 use crate::artifact::Problem;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Checkout {
     Sparse,
@@ -18,8 +18,9 @@ pub enum Checkout {
 }
 
 /// `worker.yaml` (contract, DESIGN §7).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "guild-hall worker package (worker.yaml)")]
 pub struct Manifest {
     pub name: String,
     #[serde(default)]
@@ -48,6 +49,7 @@ pub struct Manifest {
     pub pass_env: Vec<String>,
     /// Wall-clock limit of an attempt (a humantime duration), overriding the project's.
     #[serde(default, with = "crate::config::opt_duration_str", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::artifact::schema::Duration>")]
     pub timeout: Option<std::time::Duration>,
     /// One meeting turn (argv, like `command`): needs the `meeting` capability.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,7 +63,7 @@ pub struct Manifest {
 }
 
 /// The language of a meeting turn's stdout (DESIGN §10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Protocol {
     /// `{"type":"text_delta",...}` JSON lines (session, text_delta, tool_use, tool_result,
@@ -78,6 +80,22 @@ pub enum Protocol {
 pub enum SandboxSpec {
     Confined { write: Vec<String> },
     Off,
+}
+
+impl schemars::JsonSchema for SandboxSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SandboxSpec".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`off`, or `{write: [ABSOLUTE PATHS]}` to widen what the worker may write (`~/` is the home directory)",
+            "oneOf": [
+                {"const": "off"},
+                {"type": "object", "properties": {"write": {"type": "array", "items": {"type": "string"}}},
+                 "additionalProperties": false}
+            ]
+        })
+    }
 }
 
 impl Default for SandboxSpec {

@@ -275,15 +275,28 @@ pub struct Service {
 
 impl Service {
     pub fn start(p: &Project, dirs: &[&std::path::Path], extra: &[&str]) -> Service {
-        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let log = p.tmp.path().join(format!("watch-{n}.log"));
-        let file = std::fs::File::create(&log).expect("log");
         let mut cmd: Command = p.cmd();
         cmd.args(["watch", "--log-format", "json", "-v"]).args(extra);
         for d in dirs {
             cmd.arg(d);
         }
+        Service::spawn(p, cmd)
+    }
+
+    /// `guild-hall watch ARGS` under a lower open-file limit (`ulimit -n LIMIT` in a shell that
+    /// then execs it, so the pid is the watcher's).
+    pub fn start_with_fd_limit(p: &Project, limit: u32, extra: &[&str]) -> Service {
+        let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+        let args: Vec<String> = extra.iter().map(|a| format!("'{a}'")).collect();
+        let script = format!("ulimit -n {limit} && exec '{}' watch --log-format json -v {}", bin.display(), args.join(" "));
+        Service::spawn(p, p.cmd_in_shell(&script))
+    }
+
+    fn spawn(p: &Project, mut cmd: Command) -> Service {
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let log = p.tmp.path().join(format!("watch-{n}.log"));
+        let file = std::fs::File::create(&log).expect("log");
         let child = cmd.stdout(Stdio::null()).stderr(file).spawn().expect("spawn watch");
         let s = Service { child: Some(child), log };
         wait_for("the watcher to take its projects", || s.log().contains("\"watching\""));

@@ -5,6 +5,8 @@
 mod claude_code;
 mod common;
 mod confinement;
+mod editor;
+mod gc;
 mod lifecycle;
 mod mcp;
 mod meetings;

@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::common::*;
 
 /// The venv's python with the MCP SDK, made on first use.
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/py-mcp");
     let py = venv.join("bin/python");
     let ok = |py: &PathBuf| Command::new(py).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success());

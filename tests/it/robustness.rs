@@ -80,6 +80,22 @@ fn invalid_status_edits_are_put_back_with_a_reason() {
     assert!(tl.iter().any(|e| e["kind"] == "refused"));
     // Nothing was re-run.
     assert_eq!(p.status_json(&id)["attempt"], 1);
+
+    // Writing back a status it passed through on its way (dispatched, in_progress) is a
+    // request too, refused with the true reason, never put back silently.
+    for (n, to) in ["dispatched", "in_progress"].into_iter().enumerate() {
+        let text = p.artifact(&id);
+        let line = text.lines().find(|l| l.starts_with("status:")).expect("status line").to_string();
+        std::fs::write(p.artifact_path(&id), text.replace(&line, &format!("status: {to}"))).expect("edit");
+        p.ok(&["reconcile", "--once"]);
+        let after = p.artifact(&id);
+        assert!(after.contains("status: completed"), "{after}");
+        let want = format!("refused status change completed -> {to}: a completed commission is final");
+        assert!(after.contains(&want), "{to}: {after}");
+        let refused: Vec<_> = p.timeline(&id).into_iter().filter(|e| e["kind"] == "refused").collect();
+        assert_eq!(refused.len(), n + 2, "{refused:?}");
+        assert!(refused.iter().any(|e| e["text"].as_str().is_some_and(|t| t.starts_with(&want))), "{refused:?}");
+    }
 }
 
 #[test]
@@ -337,4 +353,48 @@ fn submit_result_is_accepted_once_however_many_race() {
         let results = std::fs::read_to_string(&mailbox).expect("mailbox").lines().filter(|l| l.contains("\"kind\":\"result\"")).count();
         assert_eq!((accepted, results), (1, 1), "round {round}");
     }
+}
+
+/// A commission artifact that is a symlink (to a file outside the project, here) is refused
+/// everywhere with `path: symlink ...`: never read through, never replaced, never acted on.
+#[test]
+fn symlinked_commissions_are_refused_never_followed_or_replaced() {
+    let p = Project::new(&["scribe"]);
+    let outside = p.tmp.path().join("outside.md");
+    let text = "---\ntitle: Linked\nworker: scribe\nstatus: pending\n---\noutput: .lore/l.md\nDo.\n";
+    std::fs::write(&outside, text).expect("write");
+    std::os::unix::fs::symlink(&outside, p.artifact_path("linked")).expect("symlink");
+    let want = format!("{}: symlink: artifacts must be regular files", p.artifact_path("linked").display());
+
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("linked.md:1:1: symlink: artifacts must be regular files"), "{out}");
+    let (_, out, _) = p.run(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let row = status.as_array().and_then(|a| a.iter().find(|r| r["id"] == "linked")).cloned().unwrap_or_default();
+    assert_eq!(row["status"], "invalid", "{status}");
+    assert!(row["reason"].as_str().unwrap_or("").contains("symlink"), "{row}");
+
+    // A pass reports it, dispatches nothing and writes nothing, through the link or over it.
+    let (_, _, err) = p.run(&["reconcile", "--once"]);
+    assert!(err.contains("symlink"), "{err}");
+    for cmd in [&["commission", "cancel", "linked"][..], &["commission", "dispatch", "linked"][..]] {
+        let (code, _, err) = p.run(cmd);
+        assert_ne!(code, 0, "{cmd:?}");
+        assert!(err.contains(&want), "{cmd:?}: {err}");
+    }
+    assert!(std::fs::symlink_metadata(p.artifact_path("linked")).expect("link").file_type().is_symlink(), "the link stays");
+    assert_eq!(std::fs::read_to_string(&outside).expect("target"), text, "the target is untouched");
+    assert!(!p.branches().iter().any(|b| b.contains("linked")), "{:?}", p.branches());
+    assert!(!p.root.join(".lore/commissions/linked.timeline.jsonl").exists());
+
+    // Meetings the same way.
+    let meeting = p.tmp.path().join("meeting.md");
+    std::fs::write(&meeting, "---\nworker: scribe\nstatus: open\n---\n").expect("write");
+    std::os::unix::fs::symlink(&meeting, p.root.join(".lore/meetings/m.md")).expect("symlink");
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("m.md:1:1: symlink: artifacts must be regular files"), "{out}");
+    p.run(&["reconcile", "--once"]);
+    assert!(p.root.join(".lore/meetings/m.md").is_symlink() && !p.branches().iter().any(|b| b.contains("meeting")));
 }

@@ -296,7 +296,8 @@ fn meetings_over_the_socket_stream_their_turns() {
     use std::io::BufRead;
     let p = Project::new(&["counsel"]);
     let sock = p.tmp.path().join("gh.sock");
-    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    // The request timeout bounds reading the request, never the reply: a turn runs longer.
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8"), "--request-timeout", "1s"]);
     let curl = |body: Value| {
         std::process::Command::new("curl")
             .args(["-sN", "--unix-socket", sock.to_str().expect("utf8"), "-X", "POST", "http://localhost/mcp", "-d"])
@@ -315,6 +316,14 @@ fn meetings_over_the_socket_stream_their_turns() {
     let last = lines.last().expect("the response");
     assert_eq!(last["id"], 1);
     assert_eq!(last["result"]["outcome"], "ended");
+
+    // A turn with a long quiet stretch (longer than the request timeout) runs to its end.
+    let out = curl(json!({"jsonrpc": "2.0", "id": 3, "method": "meeting/send", "params": {"id": "wire", "message": "pause: 2"}}))
+        .wait_with_output()
+        .expect("curl");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert!(lines.iter().any(|l| l["text"] == "after the pause"), "{lines:?}");
+    assert_eq!(lines.last().map(|l| l["result"]["outcome"].clone()), Some(json!("ended")), "{lines:?}");
 
     // A slow turn: the first delta is read before the turn has ended.
     let mut slow = curl(json!({"jsonrpc": "2.0", "id": 2, "method": "meeting/send", "params": {"id": "wire", "message": "slow"}}));
@@ -367,4 +376,139 @@ fn a_socket_in_use_names_the_server_holding_it() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("is in use by another server (pid {}: ", svc.pid())) && err.contains(" watch "), "{err}");
     assert!(sock.exists(), "the first server's socket is left alone");
+}
+
+/// Answers already waiting on `stream` (read without blocking): `None` while it has said
+/// nothing yet.
+fn answered(stream: &mut UnixStream) -> Option<String> {
+    stream.set_nonblocking(true).expect("nonblocking");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&out).into_owned()),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && out.is_empty() => return None,
+            Err(_) => return Some(String::from_utf8_lossy(&out).into_owned()),
+        }
+    }
+}
+
+/// A burst of idle connections far larger than the cap, and than the watcher's file limit
+/// (1024, a common default): those over the cap are refused at once with a 503 and a JSON
+/// error, a request in flight completes, and the watcher goes on working — a commission
+/// dispatched during the burst runs and merges.
+#[test]
+fn a_burst_of_idle_connections_is_capped_under_a_1024_fd_limit() {
+    let p = Project::new(&["researcher"]);
+    let sock = p.tmp.path().join("gh.sock");
+    let svc = Service::start_with_fd_limit(
+        &p,
+        1024,
+        &["--socket", sock.to_str().expect("utf8"), "--max-connections", "32", "--request-timeout", "10m"],
+    );
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", svc.pid())).expect("limits");
+    let open_files = limits.lines().find(|l| l.starts_with("Max open files")).unwrap_or("").to_string();
+    assert!(open_files.split_whitespace().nth(3) == Some("1024"), "{open_files}");
+
+    // In flight before the burst: the headers are sent, the body comes after it.
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "worker/list", "params": {}}).to_string();
+    let request = String::from_utf8(post(&body, None)).expect("utf8");
+    let (head, rest) = request.split_at(request.len() - body.len());
+    let mut in_flight = UnixStream::connect(&sock).expect("connect");
+    in_flight.write_all(head.as_bytes()).expect("headers");
+    assert_eq!(rest, body);
+
+    let burst: Vec<UnixStream> = (0..1500).map(|_| UnixStream::connect(&sock).expect("connect")).collect();
+    let id = p.create("researcher", "During the burst", "Topic\nSurvey it.");
+
+    let mut pending: Vec<UnixStream> = burst;
+    let mut refused = Vec::new();
+    wait_for("the connections over the cap to be refused", || {
+        let mut still = Vec::new();
+        for mut s in std::mem::take(&mut pending) {
+            match answered(&mut s) {
+                Some(reply) => refused.push(reply),
+                None => still.push(s),
+            }
+        }
+        pending = still;
+        refused.len() >= 1500 - 31
+    });
+    assert!(pending.len() <= 31, "{} connections held past the cap of 32", pending.len());
+    for reply in &refused {
+        assert!(reply.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{reply}");
+        let json = reply.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        let v: Value = serde_json::from_str(json).expect("a JSON error");
+        assert!(v["error"].as_str().is_some_and(|e| e.starts_with("busy: 32 connections")), "{v}");
+    }
+
+    // The watcher kept working: the commission ran and merged.
+    wait_status(&p, &id, "completed");
+    assert!(p.timeline(&id).iter().any(|e| e["kind"] == "merge"));
+    // The request in flight completes.
+    in_flight.write_all(body.as_bytes()).expect("body");
+    let mut reply = String::new();
+    in_flight.read_to_string(&mut reply).expect("reply");
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+    assert!(reply.contains(&format!("\"jobId\":\"{id}\"")), "{reply}");
+    // Once the idle ones go away, their slots are free again.
+    drop(pending);
+    wait_for("a slot to be free", || {
+        let (code, _) = raw(&mut UnixStream::connect(&sock).expect("connect"), &post(&body, None));
+        code == 200
+    });
+    assert!(!svc.log().contains("Too many open files"), "{}", svc.log());
+}
+
+/// The request timeout bounds the whole request: a client dripping a byte at a time is cut
+/// off with a 408 before it is done, however short each wait between bytes.
+#[test]
+fn a_dripping_client_is_cut_off_by_the_request_timeout() {
+    let p = Project::new(&[]);
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8"), "--request-timeout", "1s"]);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let request = post(&body, None);
+    let padded: Vec<u8> = [&request[..20], format!("X-Pad: {}\r\n", "a".repeat(300)).as_bytes(), &request[20..]].concat();
+    let mut s = UnixStream::connect(&sock).expect("connect");
+    let mut sent = 0;
+    let mut reply = None;
+    for b in &padded {
+        if s.write_all(std::slice::from_ref(b)).is_err() {
+            break;
+        }
+        sent += 1;
+        if let Some(r) = answered(&mut s) {
+            reply = Some(r);
+            break;
+        }
+        s.set_nonblocking(false).expect("blocking");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let reply = reply.or_else(|| {
+        s.set_nonblocking(false).ok()?;
+        let mut r = String::new();
+        s.read_to_string(&mut r).ok().map(|_| r)
+    });
+    assert!(sent < padded.len(), "the whole request was read ({sent} bytes, one at a time): {reply:?}");
+    let reply = reply.unwrap_or_default();
+    assert!(reply.starts_with("HTTP/1.1 408 Request Timeout"), "{reply}");
+    assert!(reply.contains("not complete within 1s"), "{reply}");
+}
+
+/// A wrong token is refused the moment its header line arrives: nothing more is waited for.
+#[test]
+fn a_wrong_token_is_refused_as_its_header_arrives() {
+    let p = Project::new(&[]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+    let addr = format!("127.0.0.1:{port}");
+    let _svc = Service::start(&p, &[], &["--listen", &addr, "--request-timeout", "10m"]);
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+    s.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n").expect("headers");
+    // The headers never end: only a check on arrival can answer (else the 10-minute timeout).
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60))).expect("timeout");
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 401 Unauthorized"), "{reply:?}");
 }

@@ -12,6 +12,7 @@
 #   followup: TEXT   toolbox propose-followup --reason TEXT
 #   decide: TEXT     toolbox record-decision
 #   slow             stream a long answer, slowly (to interrupt it)
+#   pause: N         say nothing for N seconds, then go on (a long quiet stretch of a turn)
 #   fail             report an error and end the turn unfinished
 set -eu
 msg=$(cat "$GUILD_HALL_MESSAGE_FILE")
@@ -77,6 +78,10 @@ printf '%s\n' "$msg" | while IFS= read -r line; do
     decide:*)
       text=$(printf '%s' "${line#decide:}" | sed 's/^ *//')
       tool record_decision "{\"decision\":$(json "$text")}" "$GUILD_HALL_BIN" toolbox record-decision --question "What did we settle?" --decision "$text" --reasoning "agreed in the meeting"
+      ;;
+    pause:*)
+      sleep "$(printf '%s' "${line#pause:}" | sed 's/^ *//')"
+      say "after the pause"
       ;;
     slow)
       i=0

@@ -54,8 +54,13 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[V
             Some(_) => {}
         },
         Some(r) => {
-            if art != Some(r.status) && (art.is_none() || art == r.prev) {
-                // Our own write was interrupted (or the key was deleted): write it again.
+            if art == Some(r.status) && r.prev.is_some() {
+                // Our write has landed: from now on the status it replaced, written back by a
+                // person, is a request like any other (and refused with a reason if invalid).
+                st.record.prev = None;
+            } else if art != Some(r.status) && (art.is_none() || art == r.prev) {
+                // Our own write was interrupted or dropped (or the key was deleted): write it
+                // again. `prev` is kept only until the artifact is seen to say `r.status`.
                 st.set("status", Value::String(r.status.as_str().into()));
             } else if let Some(want) = art.filter(|a| *a != r.status) {
                 let finished_with_result = r.status.is_active() && o.proc == Proc::Dead && st.has_result();
@@ -88,10 +93,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[V
             }
             Status::Dispatched | Status::InProgress => st.remove("desired"),
             Status::Completed => {
-                st.refuse(
-                    "desired: dispatched",
-                    "the commission is completed; create a new one or set status: pending only from failed or cancelled",
-                );
+                st.refuse("desired: dispatched", &refusal(Status::Completed, Status::Dispatched));
                 st.remove("desired");
             }
         },
@@ -107,7 +109,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[V
                     st.remove("desired");
                 }
                 other => {
-                    st.refuse("desired: cancelled", &format!("a {other} commission cannot be cancelled"));
+                    st.refuse("desired: cancelled", &refusal(other, Status::Cancelled));
                     st.remove("desired");
                 }
             }

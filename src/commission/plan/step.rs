@@ -80,7 +80,7 @@ impl<'a> Step<'a> {
             // A re-dispatched commission has not ended (yet again).
             self.remove("completed");
         }
-        self.record.prev = self.o.artifact.status;
+        self.record.prev = self.o.artifact.status.filter(|s| *s != to);
         self.record.status = to;
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
         if matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty() {

@@ -30,13 +30,34 @@ pub fn transition_allowed(from: Status, to: Status) -> bool {
         )
 }
 
-pub(super) fn refusal(from: Status, to: Status) -> String {
+/// Why a person's `status:` edit from `from` to `to` is refused: the true reason for every
+/// pair the state machine does not allow (the whole table is tested).
+pub fn refusal(from: Status, to: Status) -> String {
     use Status::*;
     match (from, to) {
-        (_, Completed) => "only the reconciler marks a commission completed (the worker submits a result)".into(),
-        (_, Dispatched | InProgress) => "dispatch by setting status: pending or desired: dispatched".into(),
-        (Completed, _) => "a completed commission is final".into(),
-        (Dispatched | InProgress, _) => format!("a running commission can only be cancelled, not set to {to}"),
+        (Completed, _) => "a completed commission is final (its work is merged); write a new commission to do more".into(),
+        (_, Completed) => "only the reconciler marks a commission completed, when its worker submits a result".into(),
+        (Dispatched | InProgress, _) => {
+            format!("a running commission ({from}) can only be cancelled (status: cancelled), not set to {to}")
+        }
+        (Failed | Cancelled, Failed | Cancelled) => format!("the commission is already over ({from}); nothing to stop"),
+        (Failed | Cancelled, _) => format!("a {from} commission is run again with status: pending, not {to}"),
+        (Draft, Cancelled) => "a draft was never submitted, so there is nothing to cancel; delete the file instead".into(),
+        (Draft, _) => format!("a draft is submitted with status: pending; the reconciler moves it on from there, not to {to}"),
+        (Pending | Blocked, Draft) => "a submitted commission cannot go back to draft; cancel it (status: cancelled) instead".into(),
+        (Blocked, Pending) => "it waits on missing dependencies and becomes pending by itself once they exist (see reason:)".into(),
+        (Pending | Blocked, Blocked) => "only the reconciler blocks a commission, when a dependency is missing".into(),
+        (Pending | Blocked, Dispatched | InProgress) => format!(
+            "only the reconciler marks a commission {to}, when it starts its worker{}",
+            if from == Blocked {
+                " (this one waits on missing dependencies)"
+            } else {
+                " (as capacity allows; dispatch: manual waits for desired: dispatched)"
+            }
+        ),
+        (Pending | Blocked, Failed) => {
+            "only the reconciler fails a commission, when an attempt fails; to stop it set status: cancelled".into()
+        }
         _ => format!("{from} -> {to} is not a transition of the commission state machine"),
     }
 }

@@ -35,6 +35,8 @@ pub struct WatchOptions {
     pub socket: Option<PathBuf>,
     /// Serve it on this loopback address too (bearer token required).
     pub listen: Option<String>,
+    /// The endpoint's connection cap and request deadline.
+    pub limits: crate::service::rpc::Limits,
 }
 
 impl Default for WatchOptions {
@@ -46,6 +48,7 @@ impl Default for WatchOptions {
             poll: false,
             socket: None,
             listen: None,
+            limits: Default::default(),
         }
     }
 }
@@ -278,7 +281,7 @@ fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<
         Some(_) => Some(crate::service::rpc::token(home)?),
         None => None,
     };
-    let ep = crate::service::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token };
+    let ep = crate::service::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token, limits: opts.limits };
     if let Some(path) = &opts.socket {
         let listener = crate::service::rpc::bind_socket(path)?;
         tracing::info!(socket = %path.display(), "serving worker/* on POST /mcp");

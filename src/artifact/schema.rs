@@ -1,0 +1,163 @@
+//! JSON Schemas of what people write: commission and meeting frontmatter, plan frontmatter
+//! ([`super::plan_schema`]) and `worker.yaml`, for editors (yaml-language-server). Built with
+//! schemars from the parser's own types (statuses, requests, resources, the package manifest).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::commission::{Desired, Resources, Status};
+use super::meeting::MeetingStatus;
+
+/// The kinds `guild-hall schema` prints.
+pub const KINDS: [&str; 4] = ["commission", "meeting", "plan", "worker"];
+
+/// A package or artifact name: lowercase letters, digits, `-`, `_`, `.`; no leading dot.
+#[derive(Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[allow(dead_code)]
+struct Name(#[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"), length(min = 1, max = 100))] String);
+
+/// A path relative to the project root, without `..`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[allow(dead_code)]
+struct RelPath(#[schemars(regex(pattern = r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$"))] String);
+
+/// A duration such as `90s`, `90m`, `4h` (humantime).
+#[derive(Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[allow(dead_code)]
+pub struct Duration(#[schemars(regex(pattern = r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$"))] String);
+
+/// A submitted result (written by guild-hall from the worker's `submit_result`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CommissionResult {
+    summary: String,
+    #[serde(default)]
+    artifacts: Vec<RelPath>,
+}
+
+/// A commission artifact's frontmatter (`.lore/commissions/<id>.md`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "guild-hall commission")]
+#[allow(dead_code)]
+struct Commission {
+    /// What the commission is for (shown by `status`).
+    title: Option<String>,
+    /// When it was written (informational).
+    date: Option<String>,
+    /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
+    /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
+    status: Option<Status>,
+    /// The worker package that does the work.
+    worker: Name,
+    /// Paths that must be on the integration branch before it is dispatched.
+    dependencies: Option<Vec<RelPath>>,
+    /// Paths it will produce: commissions depending on them wait for it.
+    outputs: Option<Vec<RelPath>>,
+    /// Overrides of the package's resource bounds.
+    resources: Option<Resources>,
+    /// Wall-clock limit of an attempt.
+    timeout: Option<Duration>,
+    /// A one-shot request, removed once carried out.
+    desired: Option<Desired>,
+    // Written by guild-hall.
+    /// Written by guild-hall: the FIFO key.
+    created: Option<String>,
+    /// Written by guild-hall: the latest attempt.
+    attempt: Option<u32>,
+    /// Written by guild-hall: the latest attempt's branch.
+    branch: Option<String>,
+    /// Written by guild-hall: the latest progress report.
+    progress: Option<String>,
+    /// Written by guild-hall: the worker's questions.
+    questions: Option<Vec<String>>,
+    /// Written by guild-hall: the submitted result.
+    result: Option<CommissionResult>,
+    /// Written by guild-hall: artifacts the work produced.
+    linked_artifacts: Option<Vec<String>>,
+    /// Written by guild-hall: why it failed, was cancelled, blocked, or an edit refused.
+    reason: Option<String>,
+    /// Written by guild-hall: when it reached its end.
+    completed: Option<String>,
+}
+
+/// A meeting artifact's frontmatter (`.lore/meetings/<id>.md`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "guild-hall meeting")]
+#[allow(dead_code)]
+struct Meeting {
+    title: Option<String>,
+    date: Option<String>,
+    /// A package with the `meeting` capability and a `meeting:` command.
+    worker: Name,
+    /// requested → open (accept) | declined; open → closed. Anything else is refused.
+    status: Option<MeetingStatus>,
+    /// Why we meet (the worker is told).
+    agenda: Option<String>,
+    /// Artifacts that prompted it.
+    references: Option<Vec<RelPath>>,
+    /// Who asked, for requests.
+    requested_by: Option<String>,
+    /// Written by guild-hall.
+    created: Option<String>,
+    /// Written by guild-hall: the meeting's branch.
+    branch: Option<String>,
+    /// Written by guild-hall: the agent's session, resumed on every turn.
+    session_id: Option<String>,
+    /// Written by guild-hall: artifacts linked during the meeting.
+    linked_artifacts: Option<Vec<String>>,
+    /// Written by guild-hall: progress summaries while open; the notes on close.
+    notes: Option<String>,
+    /// Written by guild-hall: why an edit was refused, or why a close waits.
+    reason: Option<String>,
+}
+
+/// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
+pub fn schema(kind: &str) -> Option<String> {
+    let schema = match kind {
+        "commission" => schemars::schema_for!(Commission),
+        "meeting" => schemars::schema_for!(Meeting),
+        "plan" => schemars::schema_for!(super::plan_schema::Plan),
+        "worker" => schemars::schema_for!(crate::worker::package::Manifest),
+        _ => return None,
+    };
+    serde_json::to_string_pretty(&schema).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn properties(kind: &str) -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&schema(kind).expect("a schema")).expect("json");
+        v["properties"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The schemas know every key the parsers read or write: they cannot drift apart unseen.
+    #[test]
+    fn schemas_cover_every_key_the_parsers_know() {
+        let commission = properties("commission");
+        for k in super::super::commission::READ_KEYS.iter().chain(&super::super::commission::OWNED_KEYS) {
+            assert!(commission.iter().any(|p| p == k), "commission schema lacks {k}");
+        }
+        let meeting = properties("meeting");
+        for k in super::super::meeting::OWNED_KEYS.iter().chain(&["worker", "agenda", "references", "requested_by", "title"]) {
+            assert!(meeting.iter().any(|p| p == k), "meeting schema lacks {k}");
+        }
+        let v: serde_json::Value = serde_json::from_str(&schema("commission").expect("schema")).expect("json");
+        assert_eq!(v["additionalProperties"], false, "an unknown key is flagged");
+        let text = schema("commission").expect("schema");
+        for s in Status::ALL {
+            assert!(text.contains(&format!("\"{s}\"")), "{s}");
+        }
+        assert!(schema("nope").is_none());
+        for kind in KINDS {
+            assert!(schema(kind).is_some(), "{kind}");
+        }
+    }
+}

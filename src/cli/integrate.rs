@@ -1,0 +1,121 @@
+//! Commands for editors, shells and packagers: `schema` (JSON Schemas), `completions` (clap's
+//! scripts plus completion of commission and meeting ids), `man`, and the hidden `ids`.
+
+use anyhow::{anyhow, Result};
+use clap::CommandFactory;
+
+use super::out::say_raw;
+use super::{Cli, Env};
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+pub fn schema(kind: &str) -> Result<()> {
+    let text = crate::artifact::schema::schema(kind).ok_or_else(|| anyhow!("no schema for {kind:?}"))?;
+    say_raw!("{text}\n");
+    Ok(())
+}
+
+/// The subcommands whose first positional argument is a commission id, and a meeting id.
+const COMMISSION_IDS: &str = "status timeline logs";
+const COMMISSION_SUBCOMMANDS: &str = "dispatch cancel redispatch";
+const MEETING_SUBCOMMANDS: &str = "chat send show accept decline close";
+
+pub fn completions(shell: Shell) -> Result<()> {
+    let mut cmd = Cli::command();
+    let mut buf = Vec::new();
+    let generator = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(generator, &mut cmd, "guild-hall", &mut buf);
+    let mut script = String::from_utf8(buf)?;
+    // Ids are completed by asking the binary (`guild-hall ids`), in the project of `-C DIR` if
+    // one was given: the set changes as files are written, so no static script can hold it.
+    match shell {
+        Shell::Bash => script.push_str(&format!(
+            r#"
+# Commission and meeting ids, from `guild-hall ids` (wraps the generated completion).
+_guild_hall_with_ids() {{
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" words=() dir=() i w kind=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w="${{COMP_WORDS[i]}}"
+        case "$w" in
+            -C|--home) ((i++)); [ "$w" = -C ] && dir=(-C "${{COMP_WORDS[i]}}") ;;
+            -*) ;;
+            *) words+=("$w") ;;
+        esac
+    done
+    case " {COMMISSION_IDS} " in *" ${{words[0]}} "*) [ "${{#words[@]}}" -eq 1 ] && kind=commissions ;; esac
+    if [ "${{words[0]}}" = commission ] && [ "${{#words[@]}}" -eq 2 ]; then
+        case " {COMMISSION_SUBCOMMANDS} " in *" ${{words[1]}} "*) kind=commissions ;; esac
+    fi
+    if [ "${{words[0]}}" = meeting ] && [ "${{#words[@]}}" -eq 2 ]; then
+        case " {MEETING_SUBCOMMANDS} " in *" ${{words[1]}} "*) kind=meetings ;; esac
+    fi
+    if [ -n "$kind" ] && [[ "$cur" != -* ]]; then
+        COMPREPLY=($(compgen -W "$(guild-hall "${{dir[@]}}" ids "$kind" 2>/dev/null)" -- "$cur"))
+        return 0
+    fi
+    _guild__hall "$@"
+}}
+complete -F _guild_hall_with_ids -o bashdefault -o default guild-hall
+"#
+        )),
+        Shell::Fish => {
+            script.push_str("\n# Commission and meeting ids, from `guild-hall ids`.\n");
+            script.push_str(&format!(
+                "complete -c guild-hall -n \"__fish_seen_subcommand_from {COMMISSION_IDS}\" -f -a \"(guild-hall ids commissions 2>/dev/null)\"\n"
+            ));
+            script.push_str(&format!("complete -c guild-hall -n \"__fish_seen_subcommand_from commission; and __fish_seen_subcommand_from {COMMISSION_SUBCOMMANDS}\" -f -a \"(guild-hall ids commissions 2>/dev/null)\"\n"));
+            script.push_str(&format!("complete -c guild-hall -n \"__fish_seen_subcommand_from meeting; and __fish_seen_subcommand_from {MEETING_SUBCOMMANDS}\" -f -a \"(guild-hall ids meetings 2>/dev/null)\"\n"));
+        }
+        Shell::Zsh => {
+            // The generated functions describe positional ids as `:id:_default`; complete them
+            // from `guild-hall ids` instead (commissions, or meetings in `meeting ...`).
+            let top: Vec<String> = Cli::command().get_subcommands().map(|c| format!("({})", c.get_name())).collect();
+            let mut out = String::new();
+            let mut in_meeting = false;
+            for line in script.lines() {
+                if top.iter().any(|t| t == line) {
+                    in_meeting = line == "(meeting)";
+                }
+                let kind = if in_meeting { "meetings" } else { "commissions" };
+                let line = if line.contains(":id:_default'") || line.contains(":id -- ") && line.ends_with(":_default' \\") {
+                    line.replace(":_default'", &format!(":_guild_hall_ids {kind}'"))
+                } else {
+                    line.to_string()
+                };
+                out.push_str(&line);
+                out.push('\n');
+            }
+            script = out;
+            script.push_str("\n(( $+functions[_guild_hall_ids] )) ||\n_guild_hall_ids() {\n    local -a ids\n    ids=(${(f)\"$(guild-hall ids $1 2>/dev/null)\"})\n    _describe -t ids id ids\n}\n");
+        }
+    }
+    say_raw!("{script}");
+    Ok(())
+}
+
+pub fn man() -> Result<()> {
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
+    say_raw!("{}", String::from_utf8_lossy(&buf));
+    Ok(())
+}
+
+/// Ids by file name only (no parsing): fast enough to run on every Tab.
+pub fn ids(env: &Env, kind: &str) -> Result<()> {
+    let dir = if kind == "meetings" { env.project.meetings_dir() } else { env.project.commissions_dir() };
+    for p in crate::artifact::paths(&dir)? {
+        if let Some(id) = p.file_stem().and_then(|s| s.to_str()) {
+            say_raw!("{id}\n");
+        }
+    }
+    Ok(())
+}

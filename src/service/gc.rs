@@ -1,0 +1,272 @@
+//! Orphans and their collection: runtime dirs, worktrees, transcripts and branches of
+//! commissions and meetings whose artifact is gone. The inventory counts only what is provably
+//! ours (under our home, named for the artifact; branches only beside such a dir), and `gc`
+//! removes only that — never a branch with unmerged commits unless asked to.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::activity::state::{read_json, Record, RunInfo, StateDir};
+use crate::activity::worktree::{self, WorktreeRecord};
+use crate::config::{Home, Project};
+
+/// A branch of an orphan, and whether its work is in the integration branch (or any other).
+#[derive(Debug, Clone, Serialize)]
+pub struct Branch {
+    pub name: String,
+    pub merged: bool,
+}
+
+/// What is left of one commission or meeting whose artifact is gone.
+#[derive(Debug, Clone, Serialize)]
+pub struct Orphan {
+    /// `commission` or `meeting`.
+    pub kind: &'static str,
+    pub id: String,
+    /// Where the artifact was.
+    pub artifact: PathBuf,
+    pub state_dir: Option<PathBuf>,
+    pub worktree: Option<PathBuf>,
+    pub transcript: Option<PathBuf>,
+    pub branches: Vec<Branch>,
+    /// A process of it is still alive: never collected.
+    pub running: bool,
+    /// Its worktree holds changes no branch has (or could not be read).
+    pub unsecured_worktree: bool,
+}
+
+impl Orphan {
+    /// Work that exists nowhere else: an unmerged branch or an unsecured worktree.
+    pub fn unmerged(&self) -> bool {
+        self.unsecured_worktree || self.branches.iter().any(|b| !b.merged)
+    }
+
+    /// One line: what is left.
+    pub fn describe(&self) -> String {
+        let mut left = Vec::new();
+        if let Some(p) = &self.state_dir {
+            left.push(format!("runtime dir {}", p.display()));
+        }
+        if let Some(p) = &self.worktree {
+            left.push(format!("worktree {}{}", p.display(), if self.unsecured_worktree { " (with unsecured changes)" } else { "" }));
+        }
+        if let Some(p) = &self.transcript {
+            left.push(format!("transcript {}", p.display()));
+        }
+        for b in &self.branches {
+            left.push(format!("branch {}{}", b.name, if b.merged { "" } else { " (unmerged commits)" }));
+        }
+        let running = if self.running { "; a process of it is still running" } else { "" };
+        format!("orphaned: its {} artifact is gone, left: {}{running}", self.kind, left.join(", "))
+    }
+}
+
+fn ids_in(dir: &Path, strip_prefix: &str, strip_suffix: &str) -> BTreeSet<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return BTreeSet::new() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter_map(|n| n.strip_prefix(strip_prefix).and_then(|n| n.strip_suffix(strip_suffix)).map(str::to_string))
+        .filter(|id| crate::artifact::ids::validate_id(id).is_ok())
+        .collect()
+}
+
+fn exists(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok()
+}
+
+/// Every orphan of the project, commissions then meetings, by id.
+pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
+    let repo = crate::activity::git::open(&project.root)?;
+    let integration =
+        repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_commit().ok());
+    let worktrees = home.root.join("worktrees").join(&project.name);
+    let mut out = Vec::new();
+    for kind in ["commission", "meeting"] {
+        let (state_root, artifact_dir) = match kind {
+            "commission" => (home.project_state(&project.name).join("commissions"), project.commissions_dir()),
+            _ => (home.project_state(&project.name).join("meetings"), project.meetings_dir()),
+        };
+        let mut ids = ids_in(&state_root, "", "");
+        ids.extend(ids_in(&worktrees, &format!("{kind}-"), ""));
+        if kind == "meeting" {
+            ids.extend(ids_in(&home.root.join("meetings").join(&project.name), "", ".md"));
+        }
+        for id in ids {
+            let artifact = artifact_dir.join(format!("{id}.md"));
+            if exists(&artifact) {
+                continue;
+            }
+            let state = StateDir(state_root.join(&id));
+            let wt = if kind == "commission" { home.worktree(&project.name, &id) } else { home.meeting_worktree(&project.name, &id) };
+            let transcript = home.transcript(&project.name, &id);
+            let running = crate::worker::shim::shim_lock_held(&state)
+                || read_json::<RunInfo>(&state.run()).ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
+                || state.0.join("turn.json").exists();
+            let names: Vec<String> = match kind {
+                "commission" => {
+                    let attempts = read_json::<Record>(&state.record()).ok().flatten().map(|r| r.attempt).unwrap_or(0);
+                    let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::commission::plan::branch_name(&id, n)).collect();
+                    // `+` is in no id: every `<id>+<n>` is an attempt of this one.
+                    let prefix = format!("claude/commission/{id}+");
+                    if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
+                        for (b, _) in bs.flatten() {
+                            if let Ok(Some(n)) = b.name() {
+                                if n.strip_prefix(&prefix).is_some_and(|a| !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit())) {
+                                    names.push(n.to_string());
+                                }
+                            }
+                        }
+                    }
+                    names.sort();
+                    names.dedup();
+                    names
+                }
+                _ => vec![format!("claude/meeting/{id}")],
+            };
+            let mut branches = Vec::new();
+            for name in names {
+                let Ok(b) = repo.find_branch(&name, git2::BranchType::Local) else { continue };
+                let Some(tip) = b.get().target() else { continue };
+                let merged = reachable_elsewhere(&repo, tip, &name)
+                    || integration.as_ref().is_some_and(|i| changes_present(&repo, tip, i).unwrap_or(false));
+                branches.push(Branch { name, merged });
+            }
+            let worktree = exists(&wt).then_some(wt.clone());
+            let unsecured_worktree = worktree.is_some() && !clean(&wt, &repo);
+            let orphan = Orphan {
+                kind,
+                id: id.clone(),
+                artifact,
+                state_dir: exists(&state.0).then(|| state.0.clone()),
+                worktree,
+                transcript: (kind == "meeting" && exists(&transcript)).then_some(transcript),
+                branches,
+                running,
+                unsecured_worktree,
+            };
+            out.push(orphan);
+        }
+    }
+    Ok(out)
+}
+
+/// Everything the branch changed since it left the integration branch is there, byte for
+/// byte (how a squash merge leaves it). A later change to the same paths makes this false:
+/// the branch then counts as unmerged, which only ever keeps more.
+fn changes_present(repo: &git2::Repository, tip: git2::Oid, integration: &git2::Commit<'_>) -> Result<bool> {
+    let base = repo.merge_base(tip, integration.id())?;
+    let (base, branch, theirs) = (repo.find_commit(base)?.tree()?, repo.find_commit(tip)?.tree()?, integration.tree()?);
+    let diff = repo.diff_tree_to_tree(Some(&base), Some(&branch), None)?;
+    for d in diff.deltas() {
+        let Some(path) = d.new_file().path().or_else(|| d.old_file().path()) else { return Ok(false) };
+        let now = theirs.get_path(path).ok().map(|e| e.id());
+        let want = (d.status() != git2::Delta::Deleted).then(|| d.new_file().id());
+        if now != want {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The commit is in the history of another local branch (its work is kept there).
+fn reachable_elsewhere(repo: &git2::Repository, tip: git2::Oid, own: &str) -> bool {
+    let Ok(branches) = repo.branches(Some(git2::BranchType::Local)) else { return false };
+    branches.flatten().any(|(b, _)| {
+        b.name().ok().flatten() != Some(own)
+            && b.get().target().is_some_and(|t| t == tip || repo.graph_descendant_of(t, tip).unwrap_or(false))
+    })
+}
+
+/// A worktree with nothing in it that its branch lacks: no changes, no untracked files.
+fn clean(wt: &Path, _repo: &git2::Repository) -> bool {
+    let Ok(r) = git2::Repository::open(wt) else { return false };
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true);
+    r.statuses(Some(&mut opts)).is_ok_and(|s| s.is_empty())
+}
+
+/// One thing `gc` removed (or would).
+#[derive(Debug, Clone, Serialize)]
+pub struct Removed {
+    pub kind: &'static str,
+    pub id: String,
+    /// `worktree`, `branch`, `transcript` or `runtime dir`.
+    pub what: &'static str,
+    /// A path, or a branch name.
+    pub target: String,
+}
+
+/// An orphan `gc` left in place, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Kept {
+    pub kind: &'static str,
+    pub id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Collected {
+    pub removed: Vec<Removed>,
+    pub kept: Vec<Kept>,
+}
+
+/// Remove what the inventory proves is ours and unreferenced: the worktree, then the
+/// branches, the transcript, and last the runtime dir (the proof, so an interrupted gc is
+/// finished by the next). Running orphans are kept; so are those with unmerged work unless
+/// `include_unmerged`. `dry_run` removes nothing and says what it would.
+pub fn collect(home: &Home, project: &Project, dry_run: bool, include_unmerged: bool) -> Result<Collected> {
+    let repo = crate::activity::git::open(&project.root)?;
+    let mut done = Collected::default();
+    for o in inventory(home, project)? {
+        let keep = |reason: String| Kept { kind: o.kind, id: o.id.clone(), reason };
+        if o.running {
+            done.kept.push(keep("a process of it is still running".into()));
+            continue;
+        }
+        if o.unmerged() && !include_unmerged {
+            done.kept.push(keep(format!("{} (--include-unmerged removes it)", o.describe())));
+            continue;
+        }
+        let mut removed = |what: &'static str, target: String| done.removed.push(Removed { kind: o.kind, id: o.id.clone(), what, target });
+        if let Some(wt) = &o.worktree {
+            if !dry_run {
+                let rec = o
+                    .state_dir
+                    .as_ref()
+                    .and_then(|s| read_json::<WorktreeRecord>(&StateDir(s.clone()).worktree()).ok().flatten())
+                    .filter(|r| r.path == *wt);
+                let rec = match rec {
+                    Some(r) => r,
+                    None => WorktreeRecord::assumed(&project.root, wt, "", false)?,
+                };
+                worktree::remove_worktree(&rec)?;
+            }
+            removed("worktree", wt.display().to_string());
+        }
+        for b in &o.branches {
+            if !dry_run {
+                if let Ok(mut br) = repo.find_branch(&b.name, git2::BranchType::Local) {
+                    br.delete()?;
+                }
+            }
+            removed("branch", b.name.clone());
+        }
+        if let Some(t) = &o.transcript {
+            if !dry_run {
+                crate::files::remove_if_exists(t)?;
+            }
+            removed("transcript", t.display().to_string());
+        }
+        if let Some(s) = &o.state_dir {
+            if !dry_run {
+                std::fs::remove_dir_all(s)?;
+            }
+            removed("runtime dir", s.display().to_string());
+        }
+    }
+    Ok(done)
+}
