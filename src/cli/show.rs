@@ -256,6 +256,9 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     } else if rows.count == 0 {
         say!("no commissions in {}", env.project.commissions_dir().display());
     }
+    if !json_out && id.is_none() {
+        plans_table(env)?;
+    }
     // As ever: the JSON reports problems in its rows; the table's exit code says there were some.
     Ok(json_out || problems == 0)
 }
@@ -280,7 +283,43 @@ pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> R
     Ok(true)
 }
 
+/// The plans, each with its waves and tasks (`guild-hall plan show <plan>` has the detail).
+fn plans_table(env: &Env) -> Result<()> {
+    for path in crate::artifact::paths(&env.project.plans_dir())? {
+        let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        let Ok(plan) = crate::waves::observe::load(&env.project, id) else { continue };
+        let record = crate::waves::observe::record(&env.home, &env.project, id).ok().flatten();
+        let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(crate::artifact::plan::PlanStatus::Pending);
+        let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
+        let reason = record.as_ref().and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
+        say!("\nplan {id}: {status}{wave}{reason}");
+        for t in plan.tasks() {
+            let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");
+            say!("  {:<40} {:<11} {}", t.canonical, state, t.worker);
+        }
+    }
+    Ok(())
+}
+
+/// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it.
+fn task_ref(env: &Env, id: &str) -> Result<Option<(crate::artifact::plan::Plan, crate::artifact::plan::Task)>> {
+    let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
+    let plan = crate::waves::observe::load(&env.project, plan)?;
+    let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
+    Ok(Some((plan, task)))
+}
+
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
+    if let Some((plan, task)) = task_ref(env, id)? {
+        for e in timeline::read(&timeline::path_for(&plan.path))?.into_iter().filter(|e| e["task"] == task.canonical.as_str()) {
+            if json_out {
+                say!("{}", serde_json::to_string(&e)?);
+            } else {
+                say!("{}", timeline::render(&e));
+            }
+        }
+        return Ok(());
+    }
     ids::validate_id(id)?;
     let artifact = env.project.commission_path(id);
     let path = timeline::path_for(&artifact);
@@ -298,14 +337,28 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
 }
 
 pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
-    ids::validate_id(id)?;
-    let state = StateDir(env.home.commission_state(&env.project.name, id));
-    let attempt = match attempt {
-        Some(a) => a,
-        None => match read_json::<Record>(&state.record())? {
-            Some(r) if r.attempt > 0 => r.attempt,
-            _ => bail!("{id} has not been dispatched yet: no logs"),
-        },
+    let (state, attempt) = match task_ref(env, id)? {
+        Some((plan, task)) => {
+            let state = StateDir(env.home.task_state(&env.project.name, &plan.id, &task.slug()));
+            let recorded = crate::waves::observe::record(&env.home, &env.project, &plan.id)?
+                .and_then(|r| r.tasks.get(&task.canonical).map(|t| t.attempt));
+            match attempt.or(recorded.filter(|a| *a > 0)) {
+                Some(a) => (state, a),
+                None => bail!("{id} has not started yet: no logs"),
+            }
+        }
+        None => {
+            ids::validate_id(id)?;
+            let state = StateDir(env.home.commission_state(&env.project.name, id));
+            let attempt = match attempt {
+                Some(a) => a,
+                None => match read_json::<Record>(&state.record())? {
+                    Some(r) if r.attempt > 0 => r.attempt,
+                    _ => bail!("{id} has not been dispatched yet: no logs"),
+                },
+            };
+            (state, attempt)
+        }
     };
     let path = state.log(attempt);
     let bytes = std::fs::read(&path).with_context(|| format!("no log for {id} attempt {attempt} ({})", path.display()))?;

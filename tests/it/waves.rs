@@ -84,6 +84,17 @@ fn a_two_wave_plan_lands_exactly_in_plan_order() {
     let before = tip(&p);
     p.ok(&["reconcile", "--once"]);
     assert_eq!(tip(&p), before);
+    // A task is as visible as a commission: status, timeline, logs.
+    let status = p.ok(&["status"]);
+    assert!(
+        status.contains("plan port: completed") && status.contains("port:exec:wave-1:task-2") && status.contains("integrated"),
+        "{status}"
+    );
+    let events: Vec<Value> =
+        p.ok(&["timeline", "port:exec:wave-1:task-1", "--json"]).lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    assert!(!events.is_empty() && events.iter().all(|e| e["task"] == "port:exec:wave-1:task-1"), "{events:?}");
+    assert!(events.iter().any(|e| e["state"] == "integrated"));
+    assert!(p.ok(&["logs", "port:exec:wave-1:task-1"]).contains("mason: done with port:exec:wave-1:task-1"));
 }
 
 /// Commits follow plan order, never completion order.

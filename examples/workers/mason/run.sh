@@ -39,3 +39,4 @@ done
 mkdir -p ".lore-artifacts/$slug"
 echo "mason did: $(printf '%s' "$prompt" | tr '\n' ';')" > ".lore-artifacts/$slug/evidence.txt"
 update done 3
+echo "mason: done with $GUILD_HALL_TASK_ID"
