@@ -42,6 +42,9 @@ pub struct Entry {
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<Action>,
+    /// How long carrying it out took, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -167,15 +170,15 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
                 report.problems.push(p.clone());
             }
         }
-        let others: Vec<(String, &'static str, String, &Result<Outcome>)> = meetings
+        let others: Vec<(String, &'static str, String, &Result<Outcome>, std::time::Duration)> = meetings
             .done
             .iter()
-            .map(|(a, r)| (a.id().to_string(), a.kind(), a.describe(), r))
-            .chain(plans.done.iter().map(|(a, r)| (a.id().to_string(), a.kind(), a.describe(), r)))
+            .map(|(a, r, d)| (a.id().to_string(), a.kind(), a.describe(), r, *d))
+            .chain(plans.done.iter().map(|(a, r, d)| (a.id().to_string(), a.kind(), a.describe(), r, *d)))
             .collect();
         let mut others_waiting = false;
         let mut other_entries = Vec::new();
-        for (id, kind, detail, result) in &others {
+        for (id, kind, detail, result, took) in &others {
             let (ok, error) = match result {
                 Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
                 Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
@@ -188,9 +191,10 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
                 }
                 waiting.insert(id.clone(), why.clone());
             }
-            other_entries.push(Entry { pass: rounds, id: id.clone(), action: kind, detail: detail.clone(), ok, error, plan: None });
+            let ms = (!opts.dry_run).then_some(took.as_millis() as u64);
+            other_entries.push(Entry { pass: rounds, id: id.clone(), action: kind, detail: detail.clone(), ok, error, plan: None, ms });
         }
-        let others_progressed = others.iter().any(|(_, _, _, r)| matches!(r, Ok(Outcome::Done | Outcome::Dropped)));
+        let others_progressed = others.iter().any(|(_, _, _, r, _)| matches!(r, Ok(Outcome::Done | Outcome::Dropped)));
         // Plans with a task or verify at work: `--wait` waits for them.
         let plans_busy = plans_busy(home, project)?;
         if opts.dry_run {
@@ -203,6 +207,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
                     ok: true,
                     error: None,
                     plan: Some((*a).clone()),
+                    ms: None,
                 };
                 on_entry(&e);
                 report.entries.push(e);
@@ -221,7 +226,9 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         let ctx = Ctx { home, project, snapshot: &snapshot };
         let mut progressed = false;
         for a in &actions {
+            let started = Instant::now();
             let result = act::act(&ctx, a);
+            let took = started.elapsed();
             let (ok, error) = match &result {
                 Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
                 Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
@@ -244,7 +251,16 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             } else {
                 waiting.remove(a.id());
             }
-            let e = Entry { pass: rounds, id: a.id().into(), action: a.kind(), detail: a.describe(), ok, error, plan: None };
+            let e = Entry {
+                pass: rounds,
+                id: a.id().into(),
+                action: a.kind(),
+                detail: a.describe(),
+                ok,
+                error,
+                plan: None,
+                ms: Some(took.as_millis() as u64),
+            };
             on_entry(&e);
             report.entries.push(e);
         }

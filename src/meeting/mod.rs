@@ -22,7 +22,8 @@ use crate::worker::Catalog;
 /// One round of meetings within a reconcile pass: what was planned and what came of each.
 #[derive(Debug, Default)]
 pub struct Round {
-    pub done: Vec<(plan::Action, Result<Outcome>)>,
+    /// Each action, what came of it, and how long it took.
+    pub done: Vec<(plan::Action, Result<Outcome>, std::time::Duration)>,
     pub problems: Vec<Problem>,
 }
 
@@ -35,8 +36,9 @@ pub fn round(home: &Home, project: &Project, workers: &Catalog, dry_run: bool) -
     let done = actions
         .into_iter()
         .map(|a| {
+            let started = std::time::Instant::now();
             let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
-            (a, result)
+            (a, result, started.elapsed())
         })
         .collect();
     Ok(Round { done, problems })

@@ -177,7 +177,7 @@ pub fn converge(
 pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
     if let Ok(_lock) = crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
         let workers = Catalog::discover(&project.root, &home.workers_dir());
-        for (a, result) in super::round(home, project, &workers, false)?.done {
+        for (a, result, _) in super::round(home, project, &workers, false)?.done {
             if let Err(e) = result {
                 tracing::warn!(meeting = %a.id(), error = %format!("{e:#}"), "meeting action failed");
             }

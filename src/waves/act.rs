@@ -60,6 +60,16 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         }
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
+        Action::CleanupTask { update, task } => {
+            let plan = super::observe::load(ctx.project, &update.plan)?;
+            let t = plan.task(task).context("the task vanished from the plan")?;
+            let state = ctx.task_state(&plan.id, t);
+            if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
+                worktree::remove_worktree(&rec)?;
+            }
+            let _ = std::fs::remove_dir_all(state.objects());
+            apply(ctx, update)
+        }
         Action::FixForward { update, wave, round, fixer, run } => {
             write_fix(ctx, &update.plan, *wave, *round, fixer, *run)?;
             apply(ctx, update)
@@ -303,7 +313,6 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
                 format!("task:{}:integrated", t.canonical),
                 json!({"task": t.canonical, "state": "integrated", "commit": oid.to_string()}),
             ));
-            worktree::remove_worktree(&rec)?;
             continue;
         }
         // The protocol: no commit of the worker's, the worktree as made, no control plane.
@@ -368,9 +377,6 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
                     format!("task:{}:integrated", t.canonical),
                     json!({"task": t.canonical, "state": "integrated", "commit": oid.to_string(), "changes": changes.len()}),
                 ));
-                // Its work is on the integration branch: the worktree goes.
-                worktree::remove_worktree(rec)?;
-                let _ = std::fs::remove_dir_all(ctx.task_state(&plan.id, t).objects());
             }
             Landed::Waiting(why) => {
                 u.record = Some(record.clone());

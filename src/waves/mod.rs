@@ -19,7 +19,8 @@ use crate::worker::Catalog;
 /// One round of plans within a reconcile pass.
 #[derive(Debug, Default)]
 pub struct Round {
-    pub done: Vec<(plan::Action, Result<Outcome>)>,
+    /// Each action, what came of it, and how long it took.
+    pub done: Vec<(plan::Action, Result<Outcome>, std::time::Duration)>,
     pub problems: Vec<Problem>,
 }
 
@@ -33,8 +34,9 @@ pub fn round(home: &Home, project: &Project, workers: &Catalog, commissions_runn
     let done = actions
         .into_iter()
         .map(|a| {
+            let started = std::time::Instant::now();
             let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
-            (a, result)
+            (a, result, started.elapsed())
         })
         .collect();
     Ok(Round { done, problems })

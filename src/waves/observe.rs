@@ -65,7 +65,10 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
         let updates =
             mailbox::read(&ts.mailbox()).map_err(|e| problem(format!("task {}: its mailbox cannot be read: {e:#}", t.canonical)))?;
         let worker_problem = workers.for_commission(&t.worker).err();
-        tasks.push(ObservedTask { task: t.clone(), exit, updates, worker_problem });
+        let worktree_exists = read_json::<crate::activity::worktree::WorktreeRecord>(&ts.worktree())
+            .map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?
+            .is_some_and(|w| std::fs::symlink_metadata(&w.path).is_ok());
+        tasks.push(ObservedTask { task: t.clone(), exit, updates, worker_problem, worktree_exists });
     }
     let verify_exit = read_json(&StateDir(state.0.join("verify")).exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {

@@ -92,6 +92,8 @@ pub struct ObservedTask {
     pub updates: Vec<Mail>,
     /// Why its worker cannot run here (unknown package, ...), if so.
     pub worker_problem: Option<String>,
+    /// Its worktree is still there.
+    pub worktree_exists: bool,
 }
 
 /// One plan as observed.
@@ -170,6 +172,11 @@ pub enum Action {
         fixer: String,
         run: u32,
     },
+    /// Remove an integrated task's worktree (its work is on the integration branch).
+    CleanupTask {
+        update: Update,
+        task: String,
+    },
 }
 
 impl Action {
@@ -181,7 +188,8 @@ impl Action {
             | Action::StopTask { update, .. }
             | Action::Integrate { update, .. }
             | Action::StartVerify { update, .. }
-            | Action::FixForward { update, .. } => update,
+            | Action::FixForward { update, .. }
+            | Action::CleanupTask { update, .. } => update,
         }
     }
 
@@ -198,6 +206,7 @@ impl Action {
             Action::Integrate { .. } => "wave-integrate",
             Action::StartVerify { .. } => "verify",
             Action::FixForward { .. } => "fix-forward",
+            Action::CleanupTask { .. } => "task-cleanup",
         }
     }
 
@@ -220,6 +229,7 @@ impl Action {
             Action::Integrate { wave, .. } => format!("copy back wave {wave} in plan order"),
             Action::StartVerify { wave, run, .. } => format!("verify after wave {wave} (run {run})"),
             Action::FixForward { wave, round, fixer, .. } => format!("fix-forward {round} for wave {wave} by {fixer}"),
+            Action::CleanupTask { task, .. } => format!("remove the worktree of {task} (integrated)"),
         }
     }
 }
@@ -612,10 +622,19 @@ fn is_empty(u: &Update) -> bool {
     u.edits.is_empty() && u.events.is_empty() && u.record.is_none()
 }
 
-/// The update alone, if there is anything to write.
+/// The update alone, if there is anything to write; else, the least urgent work: removing
+/// the worktree of a task whose work has landed.
 fn settle(st: Step<'_>) -> Option<Action> {
+    let integrated_worktree =
+        st.o.tasks
+            .iter()
+            .find(|t| t.worktree_exists && st.record.tasks.get(&t.task.canonical).is_some_and(|r| r.state == TaskState::Integrated))
+            .map(|t| t.task.canonical.clone());
     let u = st.finish();
-    (!is_empty(&u)).then_some(Action::Update { update: u })
+    if !is_empty(&u) {
+        return Some(Action::Update { update: u });
+    }
+    integrated_worktree.map(|task| Action::CleanupTask { update: u, task })
 }
 
 #[cfg(test)]
@@ -629,7 +648,10 @@ mod tests {
 
     fn observed(status: &str, record: Option<PlanRecord>) -> Observed {
         let plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text(status)).expect("valid");
-        let tasks = plan.tasks().map(|t| ObservedTask { task: t.clone(), exit: None, updates: vec![], worker_problem: None }).collect();
+        let tasks = plan
+            .tasks()
+            .map(|t| ObservedTask { task: t.clone(), exit: None, updates: vec![], worker_problem: None, worktree_exists: false })
+            .collect();
         Observed { plan, record, tasks, verify_exit: None, fix_status: None, timeline_keys: Default::default() }
     }
 
