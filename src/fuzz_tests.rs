@@ -129,6 +129,7 @@ fn snapshot(o: Observed) -> Snapshot {
         max_concurrent: 10,
         running_elsewhere: 0,
         running_orphans: 0,
+        tasks_running: 0,
         commissions: vec![o],
         problems: Vec::new(),
         workers: Catalog::default(),

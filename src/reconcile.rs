@@ -164,7 +164,14 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         // Meetings and plans are planned and carried out in the same pass, after the
         // commissions: each kind's round, then its entries.
         let meetings = crate::meeting::round(home, project, &snapshot.workers, opts.dry_run)?;
-        let plans = crate::waves::round(home, project, &snapshot.workers, report.running.len(), opts.dry_run)?;
+        // Wave tasks share the project's and the home's caps with commissions.
+        let busy = report.running.len() + snapshot.running_orphans;
+        let slots = project
+            .config
+            .commission_cap
+            .saturating_sub(busy)
+            .min(snapshot.max_concurrent.saturating_sub(busy + snapshot.running_elsewhere));
+        let plans = crate::waves::round(home, project, &snapshot.workers, slots, opts.dry_run)?;
         for p in meetings.problems.iter().chain(&plans.problems) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());

@@ -90,6 +90,8 @@ pub struct Snapshot {
     /// This project's workers still running for an artifact that is gone (deleted, or not in
     /// the branch checked out): left alone, but they hold capacity.
     pub running_orphans: usize,
+    /// This project's wave tasks whose worker runs: they share the caps with commissions.
+    pub tasks_running: usize,
     pub commissions: Vec<Observed>,
     pub problems: Vec<Problem>,
     pub workers: Catalog,
@@ -191,6 +193,7 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
         now,
         running_orphans,
         running_elsewhere: running_elsewhere(home, &project.name, &boot),
+        tasks_running: tasks_running_in(&home.project_state(&project.name), &boot),
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,
@@ -377,8 +380,26 @@ fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
     projects
         .filter_map(|e| e.ok())
         .filter(|p| p.file_name().to_str() != Some(this))
-        .map(|p| running_in(&p.path().join("commissions"), boot, |_| true))
+        .map(|p| running_in(&p.path().join("commissions"), boot, |_| true) + tasks_running_in(&p.path(), boot))
         .sum()
+}
+
+/// Wave tasks under a project's state dir whose shim is alive (or starting): they hold a slot
+/// under the caps like commissions.
+fn tasks_running_in(project_state: &Path, boot: &str) -> usize {
+    let Ok(plans) = std::fs::read_dir(project_state.join("plans")) else { return 0 };
+    let mut n = 0;
+    for plan in plans.filter_map(|e| e.ok()) {
+        let Ok(tasks) = std::fs::read_dir(plan.path().join("tasks")) else { continue };
+        for t in tasks.filter_map(|e| e.ok()) {
+            let state = StateDir(t.path());
+            let alive = matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if r.boot_id == boot && shim::is_alive(&r));
+            if alive || shim::shim_lock_held(&state) {
+                n += 1;
+            }
+        }
+    }
+    n
 }
 
 /// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting,

@@ -1,5 +1,5 @@
 //! Orphans and their collection: runtime dirs, worktrees, transcripts and branches of
-//! commissions and meetings whose artifact is gone. The inventory counts only what is provably
+//! commissions, meetings and plans whose artifact is gone. The inventory counts only what is provably
 //! ours (under our home, named for the artifact; branches only beside such a dir), and `gc`
 //! removes only that — never a branch with unmerged commits unless asked to.
 
@@ -29,7 +29,8 @@ pub struct Orphan {
     /// Where the artifact was.
     pub artifact: PathBuf,
     pub state_dir: Option<PathBuf>,
-    pub worktree: Option<PathBuf>,
+    /// Its worktrees (a commission or meeting has one; a plan, one per task and its verify).
+    pub worktrees: Vec<PathBuf>,
     pub transcript: Option<PathBuf>,
     pub branches: Vec<Branch>,
     /// A process of it is still alive: never collected.
@@ -50,7 +51,7 @@ impl Orphan {
         if let Some(p) = &self.state_dir {
             left.push(format!("runtime dir {}", p.display()));
         }
-        if let Some(p) = &self.worktree {
+        for p in &self.worktrees {
             left.push(format!("worktree {}{}", p.display(), if self.unsecured_worktree { " (with unsecured changes)" } else { "" }));
         }
         if let Some(p) = &self.transcript {
@@ -135,14 +136,14 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
                     || integration.as_ref().is_some_and(|i| changes_present(&repo, tip, i).unwrap_or(false));
                 branches.push(Branch { name, merged });
             }
-            let worktree = exists(&wt).then_some(wt.clone());
-            let unsecured_worktree = worktree.is_some() && !clean(&wt, &repo);
+            let worktrees: Vec<PathBuf> = exists(&wt).then_some(wt.clone()).into_iter().collect();
+            let unsecured_worktree = !worktrees.is_empty() && !clean(&wt, &repo);
             let orphan = Orphan {
                 kind,
                 id: id.clone(),
                 artifact,
                 state_dir: exists(&state.0).then(|| state.0.clone()),
-                worktree,
+                worktrees,
                 transcript: (kind == "meeting" && exists(&transcript)).then_some(transcript),
                 branches,
                 running,
@@ -150,6 +151,72 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
             };
             out.push(orphan);
         }
+    }
+    out.extend(plan_orphans(home, project, &repo, integration.as_ref())?);
+    Ok(out)
+}
+
+/// Plans whose artifact is gone: their runtime dir, task and verify worktrees and branches.
+fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integration: Option<&git2::Commit<'_>>) -> Result<Vec<Orphan>> {
+    let state_root = home.project_state(&project.name).join("plans");
+    let worktrees_dir = home.root.join("worktrees").join(&project.name);
+    let mut ids = ids_in(&state_root, "", "");
+    ids.extend(ids_in(&worktrees_dir, "verify-", ""));
+    let mut out = Vec::new();
+    for id in ids {
+        let artifact = project.plan_path(&id);
+        if exists(&artifact) {
+            continue;
+        }
+        let state = state_root.join(&id);
+        // Its tasks' slugs start `<plan>-exec-wave-`: no other plan's can (ids hold no `-exec-wave-`
+        // of their own making ambiguity only between plans named so; those are left alone).
+        let prefix = format!("{id}-exec-wave-");
+        let task_slugs = ids_in(&state.join("tasks"), "", "");
+        let mut worktrees: Vec<PathBuf> = ids_in(&worktrees_dir, "task-", "")
+            .into_iter()
+            .filter(|s| s.starts_with(&prefix))
+            .map(|s| worktrees_dir.join(format!("task-{s}")))
+            .collect();
+        let verify = home.verify_worktree(&project.name, &id);
+        if exists(&verify) {
+            worktrees.push(verify);
+        }
+        let running = task_slugs.iter().any(|slug| {
+            let ts = StateDir(state.join("tasks").join(slug));
+            crate::worker::shim::shim_lock_held(&ts)
+                || read_json::<RunInfo>(&ts.run()).ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
+        });
+        let mut names: Vec<String> = Vec::new();
+        if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
+            for (b, _) in bs.flatten() {
+                if let Ok(Some(n)) = b.name() {
+                    if n.strip_prefix("claude/task/").is_some_and(|s| s.starts_with(&prefix)) || n == format!("claude/verify/{id}") {
+                        names.push(n.to_string());
+                    }
+                }
+            }
+        }
+        let mut branches = Vec::new();
+        for name in names {
+            let Ok(b) = repo.find_branch(&name, git2::BranchType::Local) else { continue };
+            let Some(tip) = b.get().target() else { continue };
+            let merged =
+                reachable_elsewhere(repo, tip, &name) || integration.is_some_and(|i| changes_present(repo, tip, i).unwrap_or(false));
+            branches.push(Branch { name, merged });
+        }
+        let unsecured_worktree = worktrees.iter().any(|w| !clean(w, repo));
+        out.push(Orphan {
+            kind: "plan",
+            id: id.clone(),
+            artifact,
+            state_dir: exists(&state).then_some(state.clone()),
+            worktrees,
+            transcript: None,
+            branches,
+            running,
+            unsecured_worktree,
+        });
     }
     Ok(out)
 }
@@ -232,7 +299,7 @@ pub fn collect(home: &Home, project: &Project, dry_run: bool, include_unmerged: 
             continue;
         }
         let mut removed = |what: &'static str, target: String| done.removed.push(Removed { kind: o.kind, id: o.id.clone(), what, target });
-        if let Some(wt) = &o.worktree {
+        for wt in &o.worktrees {
             if !dry_run {
                 let rec = o
                     .state_dir

@@ -184,7 +184,10 @@ fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bo
 fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
     let task = plan.task(canonical).context("the task vanished from the plan")?.clone();
-    let record = update.record.clone().context("a task start carries the record")?;
+    let record = match update.record.clone() {
+        Some(r) => r,
+        None => super::observe::record(ctx.home, ctx.project, &plan.id)?.context("the plan has no record")?,
+    };
     let base = base_of(&record, task.wave)?;
     let state = ctx.task_state(&plan.id, &task);
     std::fs::create_dir_all(&state.0)?;
@@ -248,8 +251,9 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
     if outcome != Outcome::Done {
         return Ok(outcome);
     }
-    shim::spawn_shim(&launch)?;
     fault("task-start", 2);
+    shim::spawn_shim(&launch)?;
+    fault("task-start", 3);
     Ok(Outcome::Done)
 }
 
@@ -449,6 +453,7 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     if outcome != Outcome::Done {
         return Ok(outcome);
     }
+    fault("verify", 1);
     shim::spawn_shim(&launch)?;
     Ok(Outcome::Done)
 }

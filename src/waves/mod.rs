@@ -24,11 +24,12 @@ pub struct Round {
     pub problems: Vec<Problem>,
 }
 
-/// Observe, plan and (unless `dry_run`) act on the project's plans once. `commissions_running`
-/// share the project's cap with wave tasks.
-pub fn round(home: &Home, project: &Project, workers: &Catalog, commissions_running: usize, dry_run: bool) -> Result<Round> {
+/// Observe, plan and (unless `dry_run`) act on the project's plans once. `slots`: the workers
+/// the project's and the home's caps allow besides its commissions (its own running wave
+/// tasks are counted by the planner).
+pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dry_run: bool) -> Result<Round> {
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-    let (snapshot, problems) = observe::observe(home, project, workers, &now, commissions_running)?;
+    let (snapshot, problems) = observe::observe(home, project, workers, &now, slots)?;
     let actions = plan::plan(&snapshot);
     let ctx = act::Ctx { home, project, workers };
     let done = actions

@@ -12,14 +12,8 @@ use crate::config::{Home, Project};
 use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
-/// `commissions_running`: the project's commissions whose worker runs now (they share the cap).
-pub fn observe(
-    home: &Home,
-    project: &Project,
-    workers: &Catalog,
-    now: &str,
-    commissions_running: usize,
-) -> Result<(Snapshot, Vec<Problem>)> {
+/// `slots`: workers the caps allow besides the project's commissions (see [`super::round`]).
+pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slots: usize) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
     let mut problems = Vec::new();
     for path in crate::artifact::paths(&project.plans_dir())? {
@@ -28,7 +22,6 @@ pub fn observe(
             Err(p) => problems.extend(p),
         }
     }
-    let slots = project.config.commission_cap.saturating_sub(commissions_running);
     Ok((Snapshot { plans, now: now.to_string(), slots }, problems))
 }
 
@@ -68,9 +61,15 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
         let worktree_exists = read_json::<crate::activity::worktree::WorktreeRecord>(&ts.worktree())
             .map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?
             .is_some_and(|w| std::fs::symlink_metadata(&w.path).is_ok());
-        tasks.push(ObservedTask { task: t.clone(), exit, updates, worker_problem, worktree_exists });
+        let started = started(&ts).map_err(|e| {
+            problem(format!("task {}: {}", t.canonical, e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")))
+        })?;
+        tasks.push(ObservedTask { task: t.clone(), exit, updates, worker_problem, worktree_exists, started });
     }
-    let verify_exit = read_json(&StateDir(state.0.join("verify")).exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
+    let vs = StateDir(state.0.join("verify"));
+    let verify_exit = read_json(&vs.exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
+    let verify_started =
+        started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::plan::fix_id(&plan.id, r.wave, r.fixes);
         let text = std::fs::read_to_string(project.commission_path(&id)).ok()?;
@@ -78,5 +77,16 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
     });
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
-    Ok(Observed { plan, record, tasks, verify_exit, fix_status, timeline_keys })
+    Ok(Observed { plan, record, tasks, verify_exit, verify_started, fix_status, timeline_keys })
+}
+
+/// The attempt a shim has taken in `state` (its `run.json`, or `exit.json` when it could not
+/// start), or `u32::MAX` while a shim holds the lock before recording it.
+fn started(state: &StateDir) -> Result<Option<u32>, Vec<Problem>> {
+    let p = |e: anyhow::Error| vec![Problem::new(&state.0, 1, 1, format!("{e:#}"))];
+    if crate::worker::shim::shim_lock_held(state) {
+        return Ok(Some(u32::MAX));
+    }
+    let run: Option<crate::activity::state::RunInfo> = read_json(&state.run()).map_err(p)?;
+    Ok(run.map(|r| r.attempt))
 }

@@ -94,6 +94,9 @@ pub struct ObservedTask {
     pub worker_problem: Option<String>,
     /// Its worktree is still there.
     pub worktree_exists: bool,
+    /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
+    /// recorded, or the shim's lock held.
+    pub started: Option<u32>,
 }
 
 /// One plan as observed.
@@ -104,6 +107,8 @@ pub struct Observed {
     pub tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
     pub verify_exit: Option<ExitInfo>,
+    /// The verify run a shim has taken (its `run.json`), or is taking (lock held: `u32::MAX`).
+    pub verify_started: Option<u32>,
     /// The status of the latest fix-forward commission.
     pub fix_status: Option<Status>,
     pub timeline_keys: std::collections::BTreeSet<String>,
@@ -459,6 +464,15 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
             // Attempts that ended.
             for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
                 let Some(rec) = st.record.tasks.get(&ot.task.canonical).cloned() else { continue };
+                if rec.state == TaskState::Running
+                    && ot.exit.as_ref().is_none_or(|x| x.attempt != rec.attempt)
+                    && ot.started.is_none_or(|a| a != rec.attempt && a != u32::MAX)
+                    && !rec.stop_sent
+                {
+                    // Recorded as started, but no shim ever took it (a pass died between the
+                    // two): start it again, in the same worktree.
+                    return Some(Action::StartTask { update: st.finish(), task: ot.task.canonical.clone(), attempt: rec.attempt });
+                }
                 if rec.state == TaskState::Running {
                     match classify(ot, &rec) {
                         Some(Ok(())) if !rec.stop_sent => st.task_state(&ot.task, TaskState::Succeeded, None),
@@ -509,6 +523,14 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
                 }
             }
             settle(st)
+        }
+        Verifying
+            if o.verify_exit.as_ref().is_none_or(|x| x.attempt != st.record.verify_runs)
+                && o.verify_started.is_none_or(|r| r != st.record.verify_runs && r != u32::MAX) =>
+        {
+            // Recorded as started, but no shim took it (a pass died between the two).
+            let run = st.record.verify_runs;
+            Some(Action::StartVerify { update: st.finish(), wave: w, run })
         }
         Verifying => match o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs) {
             Some(x) if x.clean() => next_wave(st, w),
@@ -650,9 +672,16 @@ mod tests {
         let plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text(status)).expect("valid");
         let tasks = plan
             .tasks()
-            .map(|t| ObservedTask { task: t.clone(), exit: None, updates: vec![], worker_problem: None, worktree_exists: false })
+            .map(|t| ObservedTask {
+                task: t.clone(),
+                exit: None,
+                updates: vec![],
+                worker_problem: None,
+                worktree_exists: false,
+                started: None,
+            })
             .collect();
-        Observed { plan, record, tasks, verify_exit: None, fix_status: None, timeline_keys: Default::default() }
+        Observed { plan, record, tasks, verify_exit: None, verify_started: None, fix_status: None, timeline_keys: Default::default() }
     }
 
     fn running(states: &[(&str, TaskState)]) -> PlanRecord {

@@ -237,16 +237,16 @@ fn a_worker_commit_or_a_control_plane_write_fails_the_task() {
     }
 }
 
-/// Kill -9 at every step of a task's start and of a copy-back: the next pass converges, one
-/// commit per task.
+/// Kill -9 at every step of a task's start, of a copy-back and of a verify's start: the next
+/// pass converges, one commit per task.
 #[test]
 fn a_pass_killed_during_start_or_copy_back_converges_with_one_commit_per_task() {
-    for step in ["task-start:1", "task-start:2", "integrate:1", "integrate:2", "integrate:3"] {
+    for step in ["task-start:1", "task-start:2", "task-start:3", "integrate:1", "integrate:2", "integrate:3", "verify:1"] {
         let p = Project::new(&["mason"]);
         write_plan(
             &p,
             "k",
-            "parallelism: 2\n",
+            "parallelism: 2\nverify: [\"true\"]\n",
             "  - - {id: a, worker: mason, prompt: \"write: a.txt a\"}\n    - {id: b, worker: mason, prompt: \"write: b.txt b\"}\n",
         );
         // Run passes with the fault until the copy-back is reached and killed there.
@@ -301,4 +301,27 @@ fn a_sparse_task_deletes_nothing_outside_its_checkout() {
     assert_eq!(show(&p, "sp")["status"], "completed");
     let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     assert!(tree.contains(".lore/notes/a.md") && tree.contains("README.md") && tree.contains("src/lib.txt"), "{tree}");
+}
+
+/// A plan whose file is gone leaves orphans: listed by `status` and `check`, removed by `gc`
+/// only with what it lists (worktrees with work in them only with --include-unmerged).
+#[test]
+fn a_deleted_plans_leftovers_are_orphans_gc_collects() {
+    let p = Project::new(&["mason"]);
+    write_plan(&p, "gone", "", "  - - {id: bad, worker: mason, prompt: \"write: x.txt x\\nfail\"}\n");
+    p.settle();
+    assert_eq!(show(&p, "gone")["status"], "halted");
+    let wt = task_worktree(&p, "gone-exec-wave-1-task-1");
+    assert!(wt.exists());
+    std::fs::remove_file(p.root.join(".lore/plans/gone.md")).expect("delete the plan");
+    let status = p.ok(&["status"]);
+    assert!(status.contains("orphaned") && status.contains("gone"), "{status}");
+    let out = p.ok(&["gc", "--dry-run", "--json"]);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert!(v["kept"].as_array().expect("kept").iter().any(|k| k["kind"] == "plan" && k["id"] == "gone"), "work in it: kept: {v}");
+    assert!(wt.exists(), "a dry run removes nothing");
+    let out = p.ok(&["gc", "--include-unmerged"]);
+    assert!(out.contains(&wt.display().to_string()), "{out}");
+    assert!(!wt.exists());
+    assert!(!p.branches().iter().any(|b| b.starts_with("claude/task/gone-")), "{:?}", p.branches());
 }

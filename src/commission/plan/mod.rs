@@ -159,7 +159,7 @@ pub fn plan(s: &Snapshot) -> Plan {
     let cfg = &s.project.config;
     let mut actions = Vec::new();
     let mut candidates = Vec::new();
-    let mut running = s.running_orphans;
+    let mut running = s.running_orphans + s.tasks_running;
     let mut busy = Vec::new();
 
     let cycles = dependency_cycles(s);

@@ -44,6 +44,7 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
         max_concurrent: 10,
         running_elsewhere: 0,
         running_orphans: 0,
+        tasks_running: 0,
         commissions,
         problems: Vec::new(),
         workers: Catalog::default(),
