@@ -3,6 +3,7 @@
 
 mod commission;
 mod integrate;
+mod job;
 mod meeting;
 pub(crate) mod out;
 mod plan;
@@ -98,6 +99,9 @@ pub enum Command {
     /// Create, dispatch, cancel or re-dispatch commissions.
     #[command(subcommand)]
     Commission(commission::CommissionCmd),
+    /// The dispatcher's operations (as `mcp --manager` and `worker/*` serve them): dispatch,
+    /// list, status, result, cancel, delete, meeting-request. Prints JSON.
+    Job(job::JobCall),
     /// Meet a worker live: start, chat, send, list, show, accept, decline, close.
     ///
     /// A meeting is `.lore/meetings/<id>.md`; editing its `status:` in any editor does the
@@ -369,6 +373,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ids { kind } => integrate::ids(&Env::load(&cli)?, kind).map(|_| ExitCode::SUCCESS),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
+        Command::Job(call) => job::run(&Env::load(&cli)?, call).map(|_| ExitCode::SUCCESS),
         Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt } => show::logs(&Env::load(&cli)?, id, *attempt).map(|_| ExitCode::SUCCESS),

@@ -1,12 +1,14 @@
-//! The CLI face of the worker toolbox, `guild-hall toolbox <tool> ...`, generated from the
-//! catalogue: one subcommand per tool (named with `-`, the `_` spelling as an alias), its
-//! fields as positional arguments or `--flags` as the tool declares, arrays as repeated flags,
-//! and a positional read from stdin when the tool says so and it is left out.
+//! The CLI face of a catalogue (`guild-hall toolbox <tool> ...` for the worker toolbox, `guild-hall
+//! job <tool> ...` for the dispatcher), generated from it: one subcommand per tool (named with
+//! `-`, the `_` spelling as an alias), its fields as positional arguments or `--flags` as the tool
+//! declares, arrays as repeated flags, objects and numbers as JSON, and a positional read from
+//! stdin when the tool says so and it is left out.
 
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use serde_json::{Map, Value as Json};
 
 use super::toolbox::tools;
+use super::Tool;
 
 /// A parsed `guild-hall toolbox` call: the tool and its arguments as JSON.
 #[derive(Debug, Clone)]
@@ -17,9 +19,10 @@ pub struct ToolCall {
     pub stdin: Option<String>,
 }
 
-fn subcommands() -> Vec<Command> {
-    tools()
-        .into_iter()
+/// One subcommand per tool of `tools`.
+pub fn subcommands<C: 'static>(tools: &[Tool<C>]) -> Vec<Command> {
+    tools
+        .iter()
         .map(|t| {
             let mut cmd = Command::new(t.cli_name()).about(t.description).alias(t.name);
             let props = t.input_schema.get("properties").and_then(Json::as_object).cloned().unwrap_or_default();
@@ -61,10 +64,10 @@ fn typed(schema: &Json, text: String) -> Json {
     serde_json::from_str(&text).unwrap_or(Json::String(text))
 }
 
-impl FromArgMatches for ToolCall {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+/// The call the matches of [`subcommands`] describe.
+pub fn parse<C: 'static>(tools: &[Tool<C>], m: &ArgMatches) -> Result<ToolCall, clap::Error> {
+    {
         let (name, sub) = m.subcommand().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
-        let tools = tools();
         let tool = tools
             .iter()
             .find(|t| t.cli_name() == name || t.name == name)
@@ -85,6 +88,12 @@ impl FromArgMatches for ToolCall {
         let stdin = tool.stdin.filter(|f| !args.contains_key(*f)).map(str::to_string);
         Ok(ToolCall { name: tool.name.to_string(), args: Json::Object(args), stdin })
     }
+}
+
+impl FromArgMatches for ToolCall {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        parse(&tools(), m)
+    }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
         *self = ToolCall::from_arg_matches(m)?;
@@ -94,7 +103,7 @@ impl FromArgMatches for ToolCall {
 
 impl Args for ToolCall {
     fn augment_args(cmd: Command) -> Command {
-        cmd.subcommands(subcommands()).subcommand_required(true).arg_required_else_help(true)
+        cmd.subcommands(subcommands(&tools())).subcommand_required(true).arg_required_else_help(true)
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {

@@ -744,9 +744,14 @@ mod tests {
         let o = observed("running", Some(running(&[])));
         let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
         assert!(matches!(&a[0], Action::StartTask { task, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
-        let o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
+        let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+        o.tasks[0].started = Some(1);
+        let a = plan(&Snapshot { plans: vec![o.clone()], now: "now".into(), slots: 3 });
         assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "parallelism 1: the second waits: {a:?}");
+        // Recorded as running but never taken by a shim (a pass died in between): started again.
+        o.tasks[0].started = None;
+        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
+        assert!(matches!(&a[0], Action::StartTask { task, attempt: 1, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
         // The project's cap holds too: no slot left, nothing starts.
         let o = observed("running", Some(running(&[])));
         let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 0 });

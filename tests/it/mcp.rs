@@ -204,3 +204,29 @@ fn an_mcp_speaking_agent_is_a_worker() {
     assert_eq!(std::fs::read_to_string(p.home.join("memory/py-agent/style.md")).expect("memory"), "prefer tables");
     assert_eq!(git(&p.root, &["show", "claude/main:report.md"]), "report\n");
 }
+
+/// `guild-hall job`: the dispatcher on the command line, same operations and replies.
+#[test]
+fn the_dispatcher_on_the_command_line() {
+    let p = Project::new(&["researcher"]);
+    let out = p.ok(&[
+        "job",
+        "dispatch",
+        "--description",
+        "Survey logs",
+        "--task",
+        "Logging\nSurvey it.",
+        "--config",
+        r#"{"worker": "researcher"}"#,
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json reply");
+    let job = v["jobId"].as_str().expect("jobId").to_string();
+    let listed: serde_json::Value = serde_json::from_str(&p.ok(&["job", "list"])).expect("json");
+    assert_eq!(listed["jobs"][0]["jobId"], job.as_str());
+    let (code, _, err) = p.run(&["job", "dispatch", "--description", "x", "--task", "y", "--config", r#"{"worker": "nobody"}"#]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nobody"), "{err}");
+    p.settle();
+    let status: serde_json::Value = serde_json::from_str(&p.ok(&["job", "status", "--jobId", &job])).expect("json");
+    assert_eq!(status["status"], "completed", "{status}");
+}

@@ -231,6 +231,14 @@ fn every_face_of_a_tool_agrees() {
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
     assert_eq!(manager.keys().collect::<Vec<_>>(), ["cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]);
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
+    // And the command line: `guild-hall job <tool>`, from the same list.
+    let (_, job_help, _) = p.run(&["job", "--help"]);
+    for (name, (description, _)) in &manager {
+        let cli = name.replace('_', "-");
+        assert!(job_help.contains(&format!("  {cli} ")), "{cli} missing from `guild-hall job`:\n{job_help}");
+        let description = description.as_str().unwrap_or("");
+        assert!(job_help.contains(&description[..30.min(description.len())]), "{name}'s description differs on the CLI");
+    }
     assert!(manager["dispatch"].1["properties"]["config"].is_object(), "config is typed: {:?}", manager["dispatch"]);
 
     // The worker toolbox: `guild-hall mcp`, the CLI and the system prompt name the same tools.
