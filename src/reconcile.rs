@@ -164,8 +164,10 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         // Meetings and plans are planned and carried out in the same pass, after the
         // commissions: each kind's round, then its entries.
         let meetings = crate::meeting::round(home, project, &snapshot.workers, opts.dry_run)?;
-        // Wave tasks share the project's and the home's caps with commissions.
-        let busy = report.running.len() + snapshot.running_orphans;
+        // Wave tasks share the project's and the home's caps with commissions: with those
+        // running and those this round dispatches (the commission planner counted the tasks).
+        let dispatching = actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).count();
+        let busy = report.running.len() + snapshot.running_orphans + dispatching;
         let slots = project
             .config
             .commission_cap

@@ -31,6 +31,22 @@ pub fn validate_id(id: &str) -> Result<(), IdError> {
     }
 }
 
+/// An id made from another id and a suffix (`<base>-<suffix>`: a follow-up, a fix-forward):
+/// the base shortened as needed so that the result is a valid id.
+pub fn derived(base: &str, suffix: &str) -> String {
+    let room = 100usize.saturating_sub(suffix.len() + 1);
+    let mut b: String = base.chars().take(room).collect();
+    while b.ends_with(['.', '-']) {
+        b.pop();
+    }
+    let id = format!("{b}-{suffix}");
+    if validate_id(&id).is_ok() {
+        id
+    } else {
+        suffix.to_string()
+    }
+}
+
 /// Check a project-relative path (a dependency or an artifact): no root, no `..`, not empty.
 /// Returns it normalised to '/'-separated form without `./` components.
 pub fn validate_rel_path(path: &str) -> Result<String, IdError> {

@@ -104,6 +104,17 @@ fn open(ctx: &Ctx<'_>, update: &Update, branch: &str) -> Result<Outcome> {
     crate::activity::git::ensure_branch(&repo, branch, &ctx.project.config.integration_branch)?;
     fault("open", 1);
     let wt = ctx.home.meeting_worktree(&ctx.project.name, id);
+    if let Some(made) = read_json::<WorktreeRecord>(&state.worktree())?.filter(|r| std::fs::symlink_metadata(&r.path).is_ok()) {
+        // Opened before: its worktree holds the meeting's work; never made anew over it.
+        let tampered = worktree::inspect(&made);
+        if !tampered.is_empty() {
+            anyhow::bail!(
+                "the meeting's worktree {} is not as guild-hall made it ({}); its files are kept: repair it or close the meeting",
+                made.path.display(),
+                tampered.join("; ")
+            );
+        }
+    }
     let rec = worktree::add_worktree(&ctx.project.root, &wt, branch, pkg.manifest.checkout == Checkout::Sparse)?;
     write_json(&state.worktree(), &rec)?;
     fault("open", 2);
@@ -127,6 +138,11 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let mut update = update.clone();
     let transcript = ctx.home.transcript(&ctx.project.name, id);
+    // Never under a turn that is still running: its worktree and transcript are in use.
+    std::fs::create_dir_all(&state.0)?;
+    let Some(_turn) = crate::files::lock(&state.0.join("turn.lock"), crate::files::Lock::TryExclusive)? else {
+        return Ok(Outcome::Waiting("closing waits for the turn that is running to end".into()));
+    };
     if !notes_written {
         let meeting = super::observe::load(ctx.project, id)?;
         let notes = super::notes::compose(ctx, &meeting, &state, &transcript);

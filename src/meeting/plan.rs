@@ -227,28 +227,32 @@ impl<'a> Step<'a> {
 
     /// Fold the toolbox's new mail into the log and the artifact (linked artifacts, progress
     /// summaries in the notes), and turn follow-up proposals into requests.
-    fn fold_mail(&mut self) {
+    /// Fold the toolbox's mail. `closing`: the notes are left to the close (they are
+    /// composed there, from all of it).
+    fn fold_mail(&mut self, closing: bool) {
         let m = &self.o.meeting;
         let mut linked = m.linked_artifacts();
         let mut summaries: Vec<String> = Vec::new();
         for mail in &self.o.mail {
-            if let MailBody::Summary { text } = &mail.body {
-                summaries.push(format!("- {} {}", &mail.ts, text.trim()));
+            // Links and summaries come from all of the mail, folded or not: a write dropped
+            // after its log events were appended is made again.
+            match &mail.body {
+                MailBody::Summary { text } => summaries.push(format!("- {} {}", &mail.ts, text.trim())),
+                MailBody::Link { path } if !linked.contains(path) => linked.push(path.clone()),
+                _ => {}
             }
             if self.o.timeline_keys.contains(&mail.id) {
                 continue;
             }
             self.update.events.push(timeline::event(&mail.ts, mail.body.kind(), mail.id.clone(), mail.body.timeline_fields(mail.attempt)));
-            match &mail.body {
-                MailBody::Link { path } if !linked.contains(path) => linked.push(path.clone()),
-                MailBody::Followup { reason, references } => self.followups.push(Followup {
-                    id: format!("{}-followup-{}", m.id, mail.seq),
+            if let MailBody::Followup { reason, references } = &mail.body {
+                self.followups.push(Followup {
+                    id: crate::artifact::ids::derived(&m.id, &format!("followup-{}", mail.seq)),
                     worker: m.worker.clone(),
                     reason: reason.clone(),
                     references: references.clone(),
                     requested_by: format!("{} (meeting {})", m.worker, m.id),
-                }),
-                _ => {}
+                });
             }
         }
         if !linked.is_empty() {
@@ -256,7 +260,7 @@ impl<'a> Step<'a> {
         }
         // While the meeting is open its notes are the progress summaries so far; closing
         // replaces them with the full notes.
-        if !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
+        if !closing && !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
             self.set("notes", Value::String(format!("Progress so far:\n{}\n", summaries.join("\n"))));
         }
     }
@@ -350,11 +354,11 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             Some(Action::Open { update: st.update, branch: branch_name(&m.id) })
         }
         (Some(Open), Open) => {
-            st.fold_mail();
+            st.fold_mail(false);
             st.into_update()
         }
         (Some(Open), Closed) => {
-            st.fold_mail();
+            st.fold_mail(true);
             let notes_written = st.record.notes_written;
             st.go(had, Closed, "closed by a person");
             Some(Action::Close { update: st.update, branch: branch_name(&m.id), notes_written })

@@ -352,6 +352,25 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
         manifests.push((t.canonical.clone(), changes));
         worktrees.push((t.clone(), rec));
     }
+    // What changed on the integration branch since the wave started, other than this wave's
+    // own copy-backs, is never overwritten: a task touching it halts the plan.
+    let theirs = copyback::changed_since(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}:exec:wave-{wave}:", plan.id))?;
+    let overlap: Vec<String> = manifests
+        .iter()
+        .flat_map(|(t, cs)| {
+            cs.iter()
+                .flat_map(|c| std::iter::once(&c.path).chain(c.from_path.as_ref()))
+                .filter(|p| theirs.contains(*p))
+                .map(move |p| format!("{p} ({t})"))
+        })
+        .collect();
+    if !overlap.is_empty() {
+        let reason = format!(
+            "the integration branch changed since wave {wave} started, where its tasks changed too: {}; nothing was copied back, every worktree kept; rebase the plan's work by hand, then retry",
+            overlap.join("; ")
+        );
+        return halt(u, record, reason, None);
+    }
     let collisions = copyback::collisions(&manifests);
     if !collisions.is_empty() {
         let list: Vec<String> = collisions.iter().map(|(p, ts)| format!("{p} ({})", ts.join(", "))).collect();
@@ -419,6 +438,10 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     let path = ctx.home.verify_worktree(&ctx.project.name, &plan.id);
     let state = StateDir(ctx.plan_state(&plan.id).0.join("verify"));
     std::fs::create_dir_all(&state.0)?;
+    if shim::shim_lock_held(&state) {
+        // A verify still running (one a cancel left behind): its worktree is in use.
+        return Ok(Outcome::Waiting("an earlier verify of this plan is still running".into()));
+    }
     let rec = match read_json::<WorktreeRecord>(&state.worktree())?.filter(|r| r.path.join(".git").exists()) {
         Some(rec) => {
             rec.git(&["reset", "--quiet", "--hard", &tip.id().to_string()])?;

@@ -50,7 +50,8 @@ pub fn control_plane(path: &str) -> bool {
 
 /// The task's changes against `base`, in the contract's order: renames, deletes,
 /// adds/modifies, untracked. Read with an index of our own that matches `base`: what the
-/// worker staged or committed does not count, only its files.
+/// worker staged or committed does not count, only its files; an index that tells git to
+/// ignore a file (assume-unchanged, a skip-worktree bit guild-hall did not set) is not used.
 pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
     let scratch = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?;
     let index = scratch.path().to_path_buf();
@@ -60,7 +61,8 @@ pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
     let own = rec.admin.join("index");
     let reusable = std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_file())
         && std::fs::copy(&own, &index).is_ok()
-        && rec.git_with_index(&index, &["diff", "--cached", "--quiet", base]).is_ok();
+        && rec.git_with_index(&index, &["diff", "--cached", "--quiet", base]).is_ok()
+        && honest_flags(rec, &index);
     if !reusable {
         rec.git_with_index(&index, &["read-tree", base])?;
     }
@@ -101,6 +103,19 @@ pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
     Ok(all)
 }
 
+/// No entry of the index is told to be ignored: no assume-unchanged bit, and skip-worktree
+/// only where guild-hall's own sparse checkout set it (outside `.lore/`).
+fn honest_flags(rec: &WorktreeRecord, index: &Path) -> bool {
+    let Ok(listing) = rec.git_with_index(index, &["ls-files", "-v", "-z"]) else { return false };
+    listing.split('\0').filter(|l| !l.is_empty()).all(|l| {
+        let (tag, path) = l.split_at(1.min(l.len()));
+        let path = path.trim_start();
+        let assumed = tag.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+        let skipped = tag == "S";
+        !assumed && (!skipped || (rec.sparse && !path.starts_with(".lore/")))
+    })
+}
+
 /// Paths (and rename sources) that more than one task of the wave changes: `path → tasks`.
 pub fn collisions(manifests: &[(String, Vec<Change>)]) -> BTreeMap<String, Vec<String>> {
     let mut by_path: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -114,6 +129,32 @@ pub fn collisions(manifests: &[(String, Vec<Change>)]) -> BTreeMap<String, Vec<S
     }
     by_path.retain(|_, tasks| tasks.len() > 1);
     by_path
+}
+
+/// Paths changed on the integration branch since `base` by commits that are not this wave's
+/// own copy-backs (`own_trailer`: the prefix of their trailers): what a person or a merge
+/// changed while the wave ran, which a task's copy-back must never overwrite.
+pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_trailer: &str) -> Result<std::collections::BTreeSet<String>> {
+    let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?.id();
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    walk.simplify_first_parent()?;
+    let mut out = std::collections::BTreeSet::new();
+    for oid in walk {
+        let c = repo.find_commit(oid?)?;
+        if c.message().is_ok_and(|m| m.lines().any(|l| l.trim().starts_with(own_trailer))) {
+            continue;
+        }
+        let parent = c.parents().next().map(|p| p.tree()).transpose()?;
+        let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&c.tree()?), None)?;
+        for d in diff.deltas() {
+            for f in [d.old_file().path(), d.new_file().path()].into_iter().flatten() {
+                out.insert(f.to_string_lossy().into_owned());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The blob and mode of a file in the worktree: its bytes, the executable bit, a symlink as
@@ -223,7 +264,10 @@ pub fn land_task(repo: &Repository, integration: &str, base: Oid, task: &TaskLan
             }
         }
     }
-    if evidence.is_dir() {
+    // The evidence dir and its parent must be directories of the worktree, not links a worker
+    // planted to have guild-hall read files from elsewhere.
+    let real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if real_dir(&rec.path.join(ARTIFACTS_DIR)) && real_dir(evidence) {
         for file in walk_files(evidence)? {
             let rel = file.strip_prefix(evidence).map_err(|e| anyhow::anyhow!("{e}"))?.to_string_lossy().into_owned();
             let dest = format!("{}/{rel}", evidence_to.trim_end_matches('/'));

@@ -64,7 +64,9 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
         let started = started(&ts).map_err(|e| {
             problem(format!("task {}: {}", t.canonical, e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")))
         })?;
-        tasks.push(ObservedTask { task: t.clone(), exit, updates, worker_problem, worktree_exists, started });
+        let attempt = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.attempt).unwrap_or(0);
+        let died = attempt > 0 && died(&ts, attempt);
+        tasks.push(ObservedTask { task: t.clone(), exit, updates, worker_problem, worktree_exists, started, died });
     }
     let vs = StateDir(state.0.join("verify"));
     let verify_exit = read_json(&vs.exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
@@ -78,6 +80,17 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
     Ok(Observed { plan, record, tasks, verify_exit, verify_started, fix_status, timeline_keys })
+}
+
+/// Whether the shim that took `attempt` in `state` is gone without recording its exit (killed,
+/// or a reboot): the attempt is over, and failed.
+fn died(state: &StateDir, attempt: u32) -> bool {
+    if crate::worker::shim::shim_lock_held(state) {
+        return false;
+    }
+    let exited = matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt);
+    let run = matches!(read_json::<crate::activity::state::RunInfo>(&state.run()), Ok(Some(r)) if r.attempt == attempt && !crate::worker::shim::is_alive(&r));
+    run && !exited
 }
 
 /// The attempt a shim has taken in `state` (its `run.json`, or `exit.json` when it could not

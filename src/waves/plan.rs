@@ -97,6 +97,8 @@ pub struct ObservedTask {
     /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
     /// recorded, or the shim's lock held.
     pub started: Option<u32>,
+    /// The shim of its current attempt is gone without recording an exit (killed, a reboot).
+    pub died: bool,
 }
 
 /// One plan as observed.
@@ -241,7 +243,7 @@ impl Action {
 
 /// The commission a fix-forward round writes.
 pub fn fix_id(plan: &str, wave: usize, round: u32) -> String {
-    format!("{plan}-fix-wave-{wave}-{round}")
+    crate::artifact::ids::derived(plan, &format!("fix-wave-{wave}-{round}"))
 }
 
 /// What a person may ask of a plan by editing `status:` (or `desired:`).
@@ -352,6 +354,9 @@ impl<'a> Step<'a> {
 
 /// A task's attempt ended: how.
 fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), String>> {
+    if o.died {
+        return Some(Err("its supervisor died without recording how the worker ended (killed, or a reboot)".into()));
+    }
     let exit = o.exit.as_ref().filter(|x| x.attempt == rec.attempt)?;
     let failed_update = o.updates.iter().rev().find_map(|m| match &m.body {
         MailBody::TaskUpdate(u) if m.attempt == rec.attempt && u.status == TaskUpdateStatus::Failed => {
@@ -442,7 +447,20 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
         for m in &ot.updates {
             let MailBody::TaskUpdate(u) = &m.body else { continue };
             let key = format!("update:{}:{}", ot.task.canonical, u.idempotency_key);
-            let seq = st.record.tasks.get(&ot.task.canonical).map(|r| r.sequence).unwrap_or(0);
+            // The highest applied: in the record, or in the log (a write dropped after its
+            // events were appended).
+            let logged = ot
+                .updates
+                .iter()
+                .filter_map(|m| match &m.body {
+                    MailBody::TaskUpdate(x) if o.timeline_keys.contains(&format!("update:{}:{}", ot.task.canonical, x.idempotency_key)) => {
+                        Some(x.sequence)
+                    }
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            let seq = st.record.tasks.get(&ot.task.canonical).map(|r| r.sequence).unwrap_or(0).max(logged);
             if o.timeline_keys.contains(&key) || st.events.iter().any(|e| e["key"] == key.as_str()) {
                 continue; // a duplicate key is a no-op
             }
@@ -485,6 +503,16 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
                 }
             }
             let state_of = |st: &Step<'_>, t: &Task| st.record.tasks.get(&t.canonical).map(|r| r.state).unwrap_or(TaskState::Queued);
+            // Shut down by a cancel that a retry came after, with nothing failed: they run again.
+            if !wave.iter().any(|t| state_of(&st, t) == TaskState::Failed) {
+                let stopped: Vec<&Task> = wave.iter().filter(|t| state_of(&st, t) == TaskState::Stopped).collect();
+                for t in stopped {
+                    st.task_state(t, TaskState::Queued, None);
+                    if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
+                        r.stop_sent = false;
+                    }
+                }
+            }
             if let Some(failed) = wave.iter().find(|t| state_of(&st, t) == TaskState::Failed) {
                 // Fail-fast: the rest of the wave is shut down; the plan halts once all are.
                 match stopping(&mut st) {
@@ -618,8 +646,7 @@ fn stopping(st: &mut Step<'_>) -> Stopping {
             st.o.tasks
                 .iter()
                 .find(|x| x.task.canonical == t.canonical)
-                .and_then(|x| x.exit.as_ref())
-                .is_some_and(|x| x.attempt == r.attempt);
+                .is_some_and(|x| x.died || x.exit.as_ref().is_some_and(|e| e.attempt == r.attempt));
         if ended {
             let why = if r.stop_sent { "shut down" } else { "ended while the wave was shut down" };
             st.task_state(t, TaskState::Stopped, Some(why.into()));
@@ -679,6 +706,7 @@ mod tests {
                 worker_problem: None,
                 worktree_exists: false,
                 started: None,
+                died: false,
             })
             .collect();
         Observed { plan, record, tasks, verify_exit: None, verify_started: None, fix_status: None, timeline_keys: Default::default() }

@@ -209,6 +209,9 @@ pub fn run_filter(
         }
         Policy { writable }.prepare()?.apply_to(&mut cmd);
     }
+    // Its own process group: on timeout the whole group goes, grandchildren too (one holding
+    // stdout would otherwise keep us waiting).
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
     // Fed from a thread: a command that prints before it has read everything never blocks us.
     let mut stdin = child.stdin.take().context("no stdin")?;
@@ -222,7 +225,7 @@ pub fn run_filter(
         out
     });
     if done_rx.recv_timeout(FILTER_LIMIT).is_err() {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }
     let out = waiter.join().map_err(|_| anyhow::anyhow!("{prog}: waiting for it failed"))??;
     let _ = feeder.join();
