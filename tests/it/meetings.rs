@@ -525,3 +525,37 @@ printf '{"type":"turn_end"}\n'
     assert!(!p.root.join("hacked.txt").exists() && !p.root.join(".git/hacked").exists() && !p.user_home().join("hacked").exists());
     assert!(meeting_worktree(&p, "probe").join(".lore/ok.md").exists());
 }
+
+/// Closing while a turn runs waits for the turn (its worktree and transcript are in use), and
+/// the final notes are never overwritten by the progress folded in the same pass.
+#[test]
+fn closing_waits_for_a_running_turn_and_keeps_the_final_notes() {
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "hi"]);
+    let slow = p.cmd().args(["meeting", "send", "m", "slow"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let turn_json = project_dir(&p, "state").join("meetings/m/turn.json");
+    wait_for("the slow turn to run", || turn_json.exists());
+    let (_, _, err) = p.run(&["meeting", "close", "m"]);
+    assert!(err.contains("is closing"), "{err}");
+    assert!(meeting_worktree(&p, "m").exists(), "not removed under a running turn");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(slow.id() as i32), nix::sys::signal::Signal::SIGINT).expect("sigint");
+    slow.wait_with_output().expect("wait");
+    // A summary recorded but not yet folded when the close is carried out.
+    let state = project_dir(&p, "state").join("meetings/m");
+    let out = p
+        .cmd()
+        .args(["toolbox", "summarize-progress", "the last word"])
+        .env("GUILD_HALL_MEETING", "m")
+        .env("GUILD_HALL_MAILBOX", state.join("events.jsonl"))
+        .env("GUILD_HALL_WORKTREE", meeting_worktree(&p, "m"))
+        .env("GUILD_HALL_ATTEMPT", "9")
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    p.ok(&["reconcile", "--once"]);
+    let v = show(&p, "m");
+    assert_eq!(v["status"], "closed", "{v}");
+    let notes = v["notes"].as_str().unwrap_or("");
+    assert!(notes.starts_with("## Summary") && notes.contains("## Decisions"), "the final notes: {notes}");
+    assert!(!transcript(&p, "m").exists());
+}

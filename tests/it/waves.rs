@@ -325,3 +325,27 @@ fn a_deleted_plans_leftovers_are_orphans_gc_collects() {
     assert!(!wt.exists());
     assert!(!p.branches().iter().any(|b| b.starts_with("claude/task/gone-")), "{:?}", p.branches());
 }
+
+/// What a person commits to the integration branch while a wave runs is never overwritten by
+/// a task's copy-back: a task touching it halts the plan; one that does not lands beside it.
+#[test]
+fn copy_back_never_overwrites_a_persons_commit_made_during_the_wave() {
+    let p = Project::new(&["mason"]);
+    write_plan(&p, "race", "", "  - - {id: t, worker: mason, prompt: \"sleep: 2\\nwrite: shared.txt the task's\"}\n");
+    p.ok(&["reconcile", "--once"]);
+    p.commit_on_integration("shared.txt", "the person's\n", "a person's commit during the wave");
+    p.settle();
+    let v = show(&p, "race");
+    assert_eq!(v["status"], "halted", "{v}");
+    assert!(v["reason"].as_str().unwrap_or("").contains("shared.txt"), "{v}");
+    assert_eq!(git(&p.root, &["show", "claude/main:shared.txt"]), "the person's\n");
+
+    let q = Project::new(&["mason"]);
+    write_plan(&q, "beside", "", "  - - {id: t, worker: mason, prompt: \"sleep: 2\\nwrite: mine.txt the task's\"}\n");
+    q.ok(&["reconcile", "--once"]);
+    q.commit_on_integration("theirs.txt", "the person's\n", "a person's commit during the wave");
+    q.settle();
+    assert_eq!(show(&q, "beside")["status"], "completed");
+    assert_eq!(git(&q.root, &["show", "claude/main:theirs.txt"]), "the person's\n");
+    assert_eq!(git(&q.root, &["show", "claude/main:mine.txt"]), "the task's\n");
+}
