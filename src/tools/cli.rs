@@ -24,7 +24,10 @@ pub fn subcommands<C: 'static>(tools: &[Tool<C>]) -> Vec<Command> {
     tools
         .iter()
         .map(|t| {
-            let mut cmd = Command::new(t.cli_name()).about(t.description).alias(t.name);
+            let mut cmd = Command::new(t.cli_name()).about(t.description);
+            if t.name != t.cli_name() {
+                cmd = cmd.alias(t.name);
+            }
             let props = t.input_schema.get("properties").and_then(Json::as_object).cloned().unwrap_or_default();
             let required: Vec<String> = t
                 .input_schema
