@@ -72,6 +72,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         }
         Action::FixForward { update, wave, round, fixer, run } => {
             write_fix(ctx, &update.plan, *wave, *round, fixer, *run)?;
+            fault("fix-forward", 1);
             apply(ctx, update)
         }
     }

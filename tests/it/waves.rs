@@ -201,7 +201,14 @@ fn verify_failure_fixes_forward_then_goes_on() {
         "verify: [sh, -c, \"echo checking; test -f .lore/reports/vf-fix-wave-1-1.md\"]\nfixer: scribe\n",
         "  - - {id: one, worker: mason, prompt: \"write: one.txt 1\"}\n  - - {id: two, worker: mason, prompt: \"write: two.txt 2\"}\n",
     );
+    // Killed just after writing the fix-forward commission: the next passes write no second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", "fix-forward:1").output().expect("runs").status.code() != Some(86) {
+        assert!(std::time::Instant::now() < deadline, "fix-forward never reached");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     p.settle();
+    assert!(!p.root.join(".lore/commissions/vf-fix-wave-1-2.md").exists(), "one fix-forward, not two");
     let v = show(&p, "vf");
     assert_eq!(v["status"], "completed", "{v}");
     let kinds: Vec<String> = v["log"]
