@@ -166,21 +166,10 @@ impl Commission {
                 None
             }
         };
-        let worker = match get("worker") {
-            Some(Value::String(w)) if ids::validate_id(w).is_ok() => w.clone(),
-            Some(Value::String(w)) => {
-                bad("worker", format!("bad worker name {w:?}: {}", ids::IdError::Id(w.clone())));
-                String::new()
-            }
-            Some(_) => {
-                bad("worker", "worker must be a package name".into());
-                String::new()
-            }
-            None => {
-                bad("worker", "missing required key `worker:` (which worker package does this)".into());
-                String::new()
-            }
-        };
+        let worker = ids::worker_name(get("worker"), "which worker package does this").unwrap_or_else(|why| {
+            bad("worker", why);
+            String::new()
+        });
         let mut paths = |key: &str, what: &str| {
             let mut out = Vec::new();
             match get(key) {

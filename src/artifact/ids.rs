@@ -31,6 +31,17 @@ pub fn validate_id(id: &str) -> Result<(), IdError> {
     }
 }
 
+/// The `worker:` key of an artifact: a package name, or why it is not one (`role` says what
+/// the worker is for, in the message for a missing key).
+pub fn worker_name(value: Option<&serde_yaml_ng::Value>, role: &str) -> Result<String, String> {
+    match value {
+        Some(serde_yaml_ng::Value::String(w)) if validate_id(w).is_ok() => Ok(w.clone()),
+        Some(serde_yaml_ng::Value::String(w)) => Err(format!("bad worker name {w:?}: {}", IdError::Id(w.clone()))),
+        Some(_) => Err("worker must be a package name".into()),
+        None => Err(format!("missing required key `worker:` ({role})")),
+    }
+}
+
 /// An id made from another id and a suffix (`<base>-<suffix>`: a follow-up, a fix-forward):
 /// the base shortened as needed so that the result is a valid id.
 pub fn derived(base: &str, suffix: &str) -> String {

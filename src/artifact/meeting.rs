@@ -115,21 +115,10 @@ impl Meeting {
                 None
             }
         };
-        let worker = match get("worker") {
-            Some(Value::String(w)) if ids::validate_id(w).is_ok() => w.clone(),
-            Some(Value::String(w)) => {
-                bad("worker", format!("bad worker name {w:?}: {}", ids::IdError::Id(w.clone())));
-                String::new()
-            }
-            Some(_) => {
-                bad("worker", "worker must be a package name".into());
-                String::new()
-            }
-            None => {
-                bad("worker", "missing required key `worker:` (which worker package meets)".into());
-                String::new()
-            }
-        };
+        let worker = ids::worker_name(get("worker"), "which worker package meets").unwrap_or_else(|why| {
+            bad("worker", why);
+            String::new()
+        });
         let text_of = |k: &str, bad: &mut dyn FnMut(&str, String)| match get(k) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
