@@ -60,6 +60,13 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         }
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
+        Action::StopVerify { update, run } => {
+            let state = StateDir(ctx.plan_state(&update.plan).0.join("verify"));
+            if let Some(r) = read_json::<RunInfo>(&state.run())?.filter(|r| r.attempt == *run) {
+                shim::stop_attempt(&r, shim::Stop::Term)?;
+            }
+            apply(ctx, update)
+        }
         Action::CleanupTask { update, task } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;

@@ -72,6 +72,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
     let verify_exit = read_json(&vs.exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
     let verify_started =
         started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
+    let verify_died = record.as_ref().is_some_and(|r| r.verify_runs > 0 && died(&vs, r.verify_runs));
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::plan::fix_id(&plan.id, r.wave, r.fixes);
         let text = std::fs::read_to_string(project.commission_path(&id)).ok()?;
@@ -79,7 +80,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
     });
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
-    Ok(Observed { plan, record, tasks, verify_exit, verify_started, fix_status, timeline_keys })
+    Ok(Observed { plan, record, tasks, verify_exit, verify_started, verify_died, fix_status, timeline_keys })
 }
 
 /// Whether the shim that took `attempt` in `state` is gone without recording its exit (killed,

@@ -78,6 +78,9 @@ pub struct PlanRecord {
     /// Fix-forward commissions made so far.
     #[serde(default)]
     pub fixes: u32,
+    /// SIGTERM sent to the latest verify run (a cancel).
+    #[serde(default)]
+    pub verify_stop_sent: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -111,6 +114,8 @@ pub struct Observed {
     pub verify_exit: Option<ExitInfo>,
     /// The verify run a shim has taken (its `run.json`), or is taking (lock held: `u32::MAX`).
     pub verify_started: Option<u32>,
+    /// The shim of the latest verify run is gone without recording an exit.
+    pub verify_died: bool,
     /// The status of the latest fix-forward commission.
     pub fix_status: Option<Status>,
     pub timeline_keys: std::collections::BTreeSet<String>,
@@ -184,6 +189,11 @@ pub enum Action {
         update: Update,
         task: String,
     },
+    /// SIGTERM to a running verify (a cancel).
+    StopVerify {
+        update: Update,
+        run: u32,
+    },
 }
 
 impl Action {
@@ -196,7 +206,8 @@ impl Action {
             | Action::Integrate { update, .. }
             | Action::StartVerify { update, .. }
             | Action::FixForward { update, .. }
-            | Action::CleanupTask { update, .. } => update,
+            | Action::CleanupTask { update, .. }
+            | Action::StopVerify { update, .. } => update,
         }
     }
 
@@ -214,6 +225,7 @@ impl Action {
             Action::StartVerify { .. } => "verify",
             Action::FixForward { .. } => "fix-forward",
             Action::CleanupTask { .. } => "task-cleanup",
+            Action::StopVerify { .. } => "verify-stop",
         }
     }
 
@@ -237,6 +249,7 @@ impl Action {
             Action::StartVerify { wave, run, .. } => format!("verify after wave {wave} (run {run})"),
             Action::FixForward { wave, round, fixer, .. } => format!("fix-forward {round} for wave {wave} by {fixer}"),
             Action::CleanupTask { task, .. } => format!("remove the worktree of {task} (integrated)"),
+            Action::StopVerify { run, .. } => format!("stop verify run {run}"),
         }
     }
 }
@@ -379,8 +392,16 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
         Some("dispatched") => Pending,
         _ => p.status.unwrap_or(Pending),
     };
-    let fresh =
-        PlanRecord { status: Draft, wave: 0, bases: BTreeMap::new(), tasks: BTreeMap::new(), verify_runs: 0, fixes: 0, reason: None };
+    let fresh = PlanRecord {
+        status: Draft,
+        wave: 0,
+        bases: BTreeMap::new(),
+        tasks: BTreeMap::new(),
+        verify_runs: 0,
+        fixes: 0,
+        verify_stop_sent: false,
+        reason: None,
+    };
     let record = o.record.clone().unwrap_or(fresh);
     let mut st = Step { o, now, record, edits: Vec::new(), events: Vec::new(), dirty: false };
     let had = st.record.status;
@@ -432,7 +453,21 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
     if st.record.status == Cancelled {
         return match stopping(&mut st) {
             Stopping::Stop(task, attempt) => Some(Action::StopTask { update: st.finish(), task, attempt }),
-            _ => settle(st),
+            _ => {
+                // A verify at work is stopped too (once); its shim ends every process of it.
+                let run = st.record.verify_runs;
+                // (A shim at work holds its lock: `started` says u32::MAX then.)
+                let verifying = run > 0
+                    && matches!(o.verify_started, Some(r) if r == run || r == u32::MAX)
+                    && o.verify_exit.as_ref().is_none_or(|x| x.attempt != run)
+                    && !o.verify_died;
+                if verifying && !st.record.verify_stop_sent {
+                    st.record.verify_stop_sent = true;
+                    st.dirty = true;
+                    return Some(Action::StopVerify { update: st.finish(), run });
+                }
+                settle(st)
+            }
         };
     }
     if st.record.status == Pending {
@@ -560,10 +595,14 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
             let run = st.record.verify_runs;
             Some(Action::StartVerify { update: st.finish(), wave: w, run })
         }
-        Verifying => match o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs) {
-            Some(x) if x.clean() => next_wave(st, w),
-            Some(x) => {
-                let reason = format!("verify failed after wave {w} ({}); its output: guild-hall plan logs {} --verify", x.describe(), p.id);
+        Verifying => match (o.verify_died, o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs)) {
+            (false, Some(x)) if x.clean() => next_wave(st, w),
+            (died, Some(_)) | (died @ true, None) => {
+                let how = match o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs) {
+                    Some(x) if !died => x.describe(),
+                    _ => "its supervisor died without recording how it ended".into(),
+                };
+                let reason = format!("verify failed after wave {w} ({how}); its output: guild-hall plan logs {} --verify", p.id);
                 match p.fixer.clone() {
                     Some(fixer) => {
                         let round = st.record.fixes + 1;
@@ -578,7 +617,7 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
                     }
                 }
             }
-            None => settle(st),
+            (false, None) => settle(st),
         },
         Halted
             if st.record.fixes > 0
@@ -709,7 +748,16 @@ mod tests {
                 died: false,
             })
             .collect();
-        Observed { plan, record, tasks, verify_exit: None, verify_started: None, fix_status: None, timeline_keys: Default::default() }
+        Observed {
+            plan,
+            record,
+            tasks,
+            verify_exit: None,
+            verify_started: None,
+            verify_died: false,
+            fix_status: None,
+            timeline_keys: Default::default(),
+        }
     }
 
     fn running(states: &[(&str, TaskState)]) -> PlanRecord {
@@ -720,6 +768,7 @@ mod tests {
             tasks: BTreeMap::new(),
             verify_runs: 0,
             fixes: 0,
+            verify_stop_sent: false,
             reason: None,
         };
         for (t, s) in states {

@@ -356,3 +356,26 @@ fn copy_back_never_overwrites_a_persons_commit_made_during_the_wave() {
     assert_eq!(git(&q.root, &["show", "claude/main:theirs.txt"]), "the person's\n");
     assert_eq!(git(&q.root, &["show", "claude/main:mine.txt"]), "the task's\n");
 }
+
+/// A cancel stops a verify at work too: nothing of it outlives the plan's cancel.
+#[test]
+fn cancel_stops_a_running_verify() {
+    let p = Project::new(&["mason"]);
+    write_plan(&p, "cv", "verify: [sleep, \"300\"]\n", "  - - {id: t, worker: mason, prompt: \"write: a.txt a\"}\n");
+    let state =
+        || p.home.join("state").read_dir().expect("state").next().expect("project").expect("entry").path().join("plans/cv/verify/run.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(p.home.join("state").exists() && state().exists()) {
+        p.ok(&["reconcile", "--once"]);
+        assert!(std::time::Instant::now() < deadline, "verify never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(show(&p, "cv")["status"], "verifying");
+    let run: Value = serde_json::from_slice(&std::fs::read(state()).expect("run.json")).expect("json");
+    let pid = run["worker_pid"].as_i64().expect("pid");
+    assert!(pid_alive(pid));
+    p.ok(&["plan", "cancel", "cv"]);
+    p.ok(&["reconcile", "--once"]);
+    crate::common::wait_for("the verify to be stopped", || !pid_alive(pid));
+    assert_eq!(show(&p, "cv")["status"], "cancelled");
+}
