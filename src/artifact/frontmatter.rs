@@ -80,6 +80,33 @@ pub fn split(text: &str) -> Result<Split<'_>, (usize, String)> {
     Err((line, "frontmatter is not closed: no '---' line after the opening one".into()))
 }
 
+/// An artifact read whole: its id (the file stem, validated), its frontmatter split out, and
+/// the frontmatter as a mapping; or the problems, with positions. The meeting and plan
+/// parsers start here (the commission parser keeps a reader of its own, for speed).
+pub fn read_mapping<'a>(path: &Path, text: &'a str) -> Result<(String, Split<'a>, serde_yaml_ng::Mapping), Vec<Problem>> {
+    use serde_yaml_ng::{Mapping, Value};
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];
+    if let Err(e) = super::ids::validate_id(stem) {
+        return Err(at(1, 1, format!("bad file name: {e}")));
+    }
+    let sp = split(text).map_err(|(line, msg)| at(line, 1, msg))?;
+    let fields = if sp.yaml.trim().is_empty() {
+        Mapping::new()
+    } else {
+        match serde_yaml_ng::from_str::<Value>(sp.yaml) {
+            Ok(Value::Mapping(m)) => m,
+            Ok(Value::Null) => Mapping::new(),
+            Ok(_) => return Err(at(sp.first_line, 1, "the frontmatter must be a mapping of keys to values".into())),
+            Err(e) => {
+                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+                return Err(at(sp.first_line + line - 1, col, format!("invalid YAML: {e}")));
+            }
+        }
+    };
+    Ok((stem.to_string(), sp, fields))
+}
+
 /// The 0-based line where flow nesting first passes [`MAX_FLOW_DEPTH`], and that depth. Quoted
 /// scalars and comments are skipped; anything the scan gets wrong the YAML parser reports.
 fn too_deep(yaml: &str) -> Option<(usize, usize)> {

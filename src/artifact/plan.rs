@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::commission::content_hash;
-use super::frontmatter::{key_position, split, Problem};
+use super::frontmatter::{key_position, read_mapping, Problem};
 use super::ids;
 
 /// A plan's states: `draft|pending → running → verifying → completed`, or `halted`, `failed`,
@@ -120,21 +120,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];
-        if let Err(e) = ids::validate_id(stem) {
-            return Err(at(1, 1, format!("bad file name: {e}")));
-        }
-        let sp = split(text).map_err(|(line, msg)| at(line, 1, msg))?;
-        let fields: Mapping = match serde_yaml_ng::from_str::<Value>(sp.yaml) {
-            Ok(Value::Mapping(m)) => m,
-            Ok(Value::Null) => Mapping::new(),
-            Ok(_) => return Err(at(sp.first_line, 1, "the frontmatter must be a mapping of keys to values".into())),
-            Err(e) => {
-                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-                return Err(at(sp.first_line + line - 1, col, format!("invalid YAML: {e}")));
-            }
-        };
+        let (stem, sp, fields) = read_mapping(path, text)?;
         let mut problems = Vec::new();
         let mut bad = |key: &str, msg: String| {
             let (line, col) = key_position(&sp, key);
