@@ -50,6 +50,32 @@ pub struct RunInfo {
     pub run_id: String,
 }
 
+impl RunInfo {
+    /// Why this record cannot describe an attempt our shim started, if it cannot: the shim
+    /// leads a session of its own (pid = pgid > 1) and marks it with a run id it made. Such
+    /// a record is never trusted with a signal.
+    pub fn implausible(&self) -> Option<String> {
+        if self.pid <= 1 || self.pgid <= 1 {
+            return Some(format!("pid {} / pgid {} is not a process guild-hall started", self.pid, self.pgid));
+        }
+        if self.pgid != self.pid {
+            return Some(format!("pgid {} differs from pid {}: the shim leads its own session", self.pgid, self.pid));
+        }
+        if !valid_run_id(&self.run_id) {
+            return Some(format!("run id {:?} is not one guild-hall makes (32 hex digits)", self.run_id));
+        }
+        if self.boot_id.trim().is_empty() {
+            return Some("no boot id".into());
+        }
+        None
+    }
+}
+
+/// A run id as the launch makes it: a UUID's 32 lowercase hex digits.
+pub fn valid_run_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Written by the shim when the worker exits (or could not start).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExitInfo {
@@ -103,6 +129,16 @@ impl StateDir {
     }
     pub fn run(&self) -> PathBuf {
         self.0.join("run.json")
+    }
+    /// `run.json`, refused (an error naming the file) when it does not parse or cannot
+    /// describe a process of ours ([`RunInfo::implausible`]): its processes are left alone.
+    pub fn read_run(&self) -> Result<Option<RunInfo>> {
+        let path = self.run();
+        let run = read_json::<RunInfo>(&path)?;
+        if let Some(why) = run.as_ref().and_then(RunInfo::implausible) {
+            anyhow::bail!("{}: implausible, so no process is signalled by it: {why}", path.display());
+        }
+        Ok(run)
     }
     pub fn exit(&self) -> PathBuf {
         self.0.join("exit.json")
@@ -316,5 +352,47 @@ mod tests {
         // replaced exactly it (and then we say so).
         let last = std::fs::read_to_string(&path).expect("read");
         assert!(last == "person 300\n" || last == "ours after 300\n", "{last} (we wrote {ours} times)");
+    }
+}
+
+#[cfg(test)]
+mod run_record_tests {
+    use super::*;
+
+    fn run(pid: i32, pgid: i32, run_id: &str) -> RunInfo {
+        RunInfo {
+            attempt: 1,
+            pid,
+            pgid,
+            start_time: 1,
+            boot_id: "b".into(),
+            worker_pid: None,
+            started_at: Utc::now(),
+            run_id: run_id.into(),
+        }
+    }
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn only_a_session_leader_above_init_with_a_real_run_id_is_plausible() {
+        assert_eq!(run(4242, 4242, ID).implausible(), None);
+        for (pid, pgid) in [(0, 0), (1, 1), (-1, -1), (4242, 0), (0, 4242), (4242, 1), (4242, 4243)] {
+            assert!(run(pid, pgid, ID).implausible().is_some(), "pid {pid} pgid {pgid} must be refused");
+        }
+        for id in ["", "x", &ID.to_uppercase(), &format!("{ID}0"), "0123456789abcdef0123456789abcdeg"] {
+            assert!(run(4242, 4242, id).implausible().is_some(), "run id {id:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn an_implausible_run_record_is_an_error_naming_its_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir(dir.path().to_path_buf());
+        write_json(&state.run(), &run(0, 0, ID)).expect("write");
+        let err = format!("{:#}", state.read_run().expect_err("refused"));
+        assert!(err.contains(&state.run().display().to_string()) && err.contains("implausible"), "{err}");
+        write_json(&state.run(), &run(4242, 4242, ID)).expect("write");
+        assert!(state.read_run().expect("plausible").is_some());
     }
 }

@@ -23,11 +23,17 @@ pub struct WorktreeRecord {
 }
 
 impl WorktreeRecord {
-    /// What an older guild-hall (no record) made: the admin dir named after the worktree.
-    pub fn assumed(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+    /// The record guild-hall makes for a worktree at `path` (computed from the activity's id,
+    /// never read from a file) on `branch`: its admin dir is the one git names after it.
+    pub fn expected(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
         let common = common_dir(project_root)?;
         let name = path.file_name().ok_or_else(|| GitError::Other(format!("{} has no file name", path.display())))?;
         Ok(WorktreeRecord { path: path.to_path_buf(), admin: common.join("worktrees").join(name), common, branch: branch.into(), sparse })
+    }
+
+    /// What an older guild-hall (no record) made: the admin dir named after the worktree.
+    pub fn assumed(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+        Self::expected(project_root, path, branch, sparse)
     }
 
     fn at(&self) -> At<'_> {
@@ -51,21 +57,58 @@ impl WorktreeRecord {
     }
 }
 
+/// The record in `state_file` of the worktree guild-hall made at `path` on `branch` — both
+/// computed by the caller from the activity's id — or `None` if there is none. A record that
+/// names any other path, admin dir or repository is refused with an error naming the file:
+/// nothing is committed from, moved by or deleted under what a state file says. One for
+/// another branch at the same paths is an earlier attempt's, and counts as none.
+pub fn recorded(state_file: &Path, project_root: &Path, path: &Path, branch: &str) -> Result<Option<WorktreeRecord>> {
+    let Some(rec) = crate::activity::state::read_json::<WorktreeRecord>(state_file).map_err(|e| GitError::Other(format!("{e:#}")))? else {
+        return Ok(None);
+    };
+    let want = WorktreeRecord::expected(project_root, path, branch, rec.sparse)?;
+    let same = |a: &Path, b: &Path| a == b || canonical(a) == canonical(b);
+    let mut wrong = Vec::new();
+    if !same(&rec.path, &want.path) {
+        wrong.push(format!("path {} (guild-hall's is {})", rec.path.display(), want.path.display()));
+    }
+    if !same(&rec.admin, &want.admin) {
+        wrong.push(format!("admin dir {} (guild-hall's is {})", rec.admin.display(), want.admin.display()));
+    }
+    if !same(&rec.common, &want.common) {
+        wrong.push(format!("repository {} (the project's is {})", rec.common.display(), want.common.display()));
+    }
+    if wrong.is_empty() && rec.branch != want.branch {
+        // The same paths on another branch: the record of an earlier attempt (an older
+        // guild-hall wrote none for this one). It says nothing about this attempt.
+        return Ok(None);
+    }
+    if !wrong.is_empty() {
+        return Err(GitError::Other(format!(
+            "{}: not the worktree guild-hall made, so nothing is committed from or removed by it: {}",
+            state_file.display(),
+            wrong.join("; ")
+        )));
+    }
+    Ok(Some(want))
+}
+
+/// [`recorded`], or for an activity without a record (an older guild-hall's) the record as
+/// guild-hall would have made it.
+pub fn recorded_or_assumed(state_file: &Path, project_root: &Path, path: &Path, branch: &str) -> Result<WorktreeRecord> {
+    match recorded(state_file, project_root, path, branch)? {
+        Some(rec) => Ok(rec),
+        None => WorktreeRecord::assumed(project_root, path, branch, false),
+    }
+}
+
 /// Create the worktree at `path`, detached at `branch` (which must exist): a worker commits
 /// on a detached HEAD and guild-hall moves the branch. Idempotent: an existing, complete
 /// worktree made for `branch` is kept; a half-made one (ours: it only ever holds a worktree we
 /// created, before any worker ran in it) is removed and made again.
 pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
-    let common = common_dir(project_root)?;
-    let main = At::repo(&common, project_root);
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| GitError::Other(format!("bad worktree path {}", path.display())))?;
-    let rec = WorktreeRecord {
-        path: path.to_path_buf(),
-        admin: common.join("worktrees").join(name),
-        common: common.clone(),
-        branch: branch.into(),
-        sparse,
-    };
+    let rec = WorktreeRecord::expected(project_root, path, branch, sparse)?;
+    let main = At::repo(&rec.common, project_root);
     if path.exists() {
         let intact = std::fs::read_to_string(path.join(".git")).is_ok_and(|t| t == rec.git_file())
             && cli(&rec.at(), &["status", "--porcelain"], None).is_ok_and(|s| s.trim().is_empty());

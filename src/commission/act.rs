@@ -154,11 +154,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
 /// The worktree as guild-hall recorded it when it made it (an older guild-hall kept no record:
 /// the admin dir is the one git names after the worktree).
 fn worktree_record(ctx: &Ctx<'_>, id: &str, branch: &str) -> Result<WorktreeRecord> {
-    let state = ctx.state(id);
-    match crate::activity::state::read_json::<WorktreeRecord>(&state.worktree())? {
-        Some(rec) => Ok(rec),
-        None => Ok(WorktreeRecord::assumed(&ctx.project.root, &ctx.home.worktree(&ctx.project.name, id), branch, false)?),
-    }
+    Ok(worktree::recorded_or_assumed(&ctx.state(id).worktree(), &ctx.project.root, &ctx.home.worktree(&ctx.project.name, id), branch)?)
 }
 
 /// Failure/cancellation aftermath: keep what the worker left on its branch, then remove the

@@ -344,7 +344,7 @@ fn observe_one(
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
-    let run = read_json::<RunInfo>(&state.run());
+    let run = state.read_run();
     let exit = read_json::<ExitInfo>(&state.exit());
     if let Some(e) = run.as_ref().err().or(exit.as_ref().err()) {
         obs.corrupt = Some(format!("{e:#}"));
@@ -352,8 +352,18 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
     }
     obs.run = run.ok().flatten().filter(|r| r.attempt == rec.attempt);
     obs.exit = exit.ok().flatten().filter(|x| x.attempt == rec.attempt);
+    if let Some(run) = obs.run.as_ref().filter(|r| r.boot_id == boot && shim::shim_state(r) == shim::ShimState::Foreign) {
+        // A live process with the recorded pid and start time that is not the attempt's shim:
+        // the record was not written by it. Reported, and nothing is signalled by it.
+        obs.corrupt = Some(format!(
+            "{}: names pid {}, a running process that is not this attempt's shim; no process is signalled by it",
+            state.run().display(),
+            run.pid
+        ));
+        return;
+    }
     obs.proc = match (&obs.run, &obs.exit) {
-        (Some(run), _) if run.boot_id == boot && shim::is_alive(run) => Proc::Alive,
+        (Some(run), _) if run.boot_id == boot && shim::is_ours(run) => Proc::Alive,
         (Some(_), _) | (None, Some(_)) => Proc::Dead,
         (None, None) if shim::shim_lock_held(state) => Proc::Starting,
         (None, None) => Proc::NotStarted,
@@ -393,7 +403,7 @@ fn tasks_running_in(project_state: &Path, boot: &str) -> usize {
         let Ok(tasks) = std::fs::read_dir(plan.path().join("tasks")) else { continue };
         for t in tasks.filter_map(|e| e.ok()) {
             let state = StateDir(t.path());
-            let alive = matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if r.boot_id == boot && shim::is_alive(&r));
+            let alive = matches!(state.read_run(), Ok(Some(r)) if r.boot_id == boot && shim::is_ours(&r));
             if alive || shim::shim_lock_held(&state) {
                 n += 1;
             }
@@ -425,8 +435,8 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
                 continue;
             }
         };
-        let alive = match read_json::<RunInfo>(&state.run()) {
-            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && shim::is_alive(&r)),
+        let alive = match state.read_run() {
+            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && shim::is_ours(&r)),
             Err(e) => {
                 corrupt(e);
                 true

@@ -10,7 +10,7 @@ use super::plan::{Action, Followup, MeetingRecord, Update};
 use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::state::{read_json, write_json, StateDir};
 use crate::activity::timeline;
-use crate::activity::worktree::{self, WorktreeRecord};
+use crate::activity::worktree;
 use crate::activity::Outcome;
 use crate::artifact::commission::content_hash;
 use crate::artifact::write::{self, Edit};
@@ -104,7 +104,9 @@ fn open(ctx: &Ctx<'_>, update: &Update, branch: &str) -> Result<Outcome> {
     crate::activity::git::ensure_branch(&repo, branch, &ctx.project.config.integration_branch)?;
     fault("open", 1);
     let wt = ctx.home.meeting_worktree(&ctx.project.name, id);
-    if let Some(made) = read_json::<WorktreeRecord>(&state.worktree())?.filter(|r| std::fs::symlink_metadata(&r.path).is_ok()) {
+    if let Some(made) =
+        worktree::recorded(&state.worktree(), &ctx.project.root, &wt, branch)?.filter(|r| std::fs::symlink_metadata(&r.path).is_ok())
+    {
         // Opened before: its worktree holds the meeting's work; never made anew over it.
         let tampered = worktree::inspect(&made);
         if !tampered.is_empty() {
@@ -161,10 +163,8 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
         }
     }
     fault("close", 1);
-    let rec = match read_json::<WorktreeRecord>(&state.worktree())? {
-        Some(r) => r,
-        None => WorktreeRecord::assumed(&ctx.project.root, &ctx.home.meeting_worktree(&ctx.project.name, id), branch, false)?,
-    };
+    let rec =
+        worktree::recorded_or_assumed(&state.worktree(), &ctx.project.root, &ctx.home.meeting_worktree(&ctx.project.name, id), branch)?;
     let meeting = super::observe::load(ctx.project, id)?;
     let title = meeting.title.clone().unwrap_or_else(|| format!("meeting {id}"));
     let notes = meeting.str_field("notes").unwrap_or("").trim().to_string();

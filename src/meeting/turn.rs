@@ -14,7 +14,6 @@ use serde_yaml_ng::Value;
 use super::events::{is_expired_session, Reader, TurnEvent};
 use crate::activity::state::{read_json, write_json, ExitInfo, StateDir};
 use crate::activity::timeline;
-use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
 use crate::config::{Home, Project};
@@ -80,7 +79,13 @@ pub fn run(
             if st == MeetingStatus::Requested { "accept it first: guild-hall meeting accept" } else { "start a new meeting to talk again" }
         ),
     }
-    let wt: WorktreeRecord = read_json(&state.worktree())?.with_context(|| format!("meeting {id} has no worktree yet"))?;
+    let wt = crate::activity::worktree::recorded(
+        &state.worktree(),
+        &project.root,
+        &home.meeting_worktree(&project.name, id),
+        &super::plan::branch_name(id),
+    )?
+    .with_context(|| format!("meeting {id} has no worktree yet"))?;
     std::fs::create_dir_all(&state.0)?;
     let Some(_lock) = crate::files::lock(&state.0.join("turn.lock"), crate::files::Lock::TryExclusive)? else {
         let holder: Option<Holder> = read_json(&state.0.join("turn.json")).ok().flatten();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::activity::state::{read_json, Record, RunInfo, StateDir};
+use crate::activity::state::{read_json, Record, StateDir};
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::config::{Home, Project};
 
@@ -105,7 +105,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
             let wt = if kind == "commission" { home.worktree(&project.name, &id) } else { home.meeting_worktree(&project.name, &id) };
             let transcript = home.transcript(&project.name, &id);
             let running = crate::worker::shim::shim_lock_held(&state)
-                || read_json::<RunInfo>(&state.run()).ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
+                || state.read_run().ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
                 || state.0.join("turn.json").exists();
             let names: Vec<String> = match kind {
                 "commission" => {
@@ -184,8 +184,7 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         }
         let running = task_slugs.iter().any(|slug| {
             let ts = StateDir(state.join("tasks").join(slug));
-            crate::worker::shim::shim_lock_held(&ts)
-                || read_json::<RunInfo>(&ts.run()).ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
+            crate::worker::shim::shim_lock_held(&ts) || ts.read_run().ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
         });
         let mut names: Vec<String> = Vec::new();
         if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
@@ -301,16 +300,8 @@ pub fn collect(home: &Home, project: &Project, dry_run: bool, include_unmerged: 
         let mut removed = |what: &'static str, target: String| done.removed.push(Removed { kind: o.kind, id: o.id.clone(), what, target });
         for wt in &o.worktrees {
             if !dry_run {
-                let rec = o
-                    .state_dir
-                    .as_ref()
-                    .and_then(|s| read_json::<WorktreeRecord>(&StateDir(s.clone()).worktree()).ok().flatten())
-                    .filter(|r| r.path == *wt);
-                let rec = match rec {
-                    Some(r) => r,
-                    None => WorktreeRecord::assumed(&project.root, wt, "", false)?,
-                };
-                worktree::remove_worktree(&rec)?;
+                // By the paths guild-hall computes for it, never by what a state file says.
+                worktree::remove_worktree(&WorktreeRecord::expected(&project.root, wt, "", false)?)?;
             }
             removed("worktree", wt.display().to_string());
         }

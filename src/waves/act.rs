@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::copyback::{self, Change, Landed};
 use super::plan::{fix_id, Action, PlanRecord, TaskState, Update};
-use crate::activity::state::{read_json, write_json, RunInfo, StateDir};
+use crate::activity::state::{write_json, StateDir};
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::activity::{fault, Outcome};
@@ -53,7 +53,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::StopTask { update, task, attempt } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
-            if let Some(run) = read_json::<RunInfo>(&ctx.task_state(&plan.id, t).run())?.filter(|r| r.attempt == *attempt) {
+            if let Some(run) = ctx.task_state(&plan.id, t).read_run()?.filter(|r| r.attempt == *attempt) {
                 shim::stop_attempt(&run, shim::Stop::Term)?;
             }
             apply(ctx, update)
@@ -62,7 +62,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
         Action::StopVerify { update, run } => {
             let state = StateDir(ctx.plan_state(&update.plan).0.join("verify"));
-            if let Some(r) = read_json::<RunInfo>(&state.run())?.filter(|r| r.attempt == *run) {
+            if let Some(r) = state.read_run()?.filter(|r| r.attempt == *run) {
                 shim::stop_attempt(&r, shim::Stop::Term)?;
             }
             apply(ctx, update)
@@ -71,7 +71,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
             let state = ctx.task_state(&plan.id, t);
-            if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
+            if let Some(rec) = task_record(ctx, &plan.id, t)? {
                 worktree::remove_worktree(&rec)?;
             }
             let _ = std::fs::remove_dir_all(state.objects());
@@ -161,14 +161,20 @@ fn make_writable(path: &std::path::Path) {
     set_mode(path, 0o755, 0o644);
 }
 
+/// The task's worktree as recorded when guild-hall made it, checked against the path and branch
+/// computed from the task's id.
+fn task_record(ctx: &Ctx<'_>, plan: &str, task: &Task) -> Result<Option<WorktreeRecord>> {
+    let path = ctx.home.task_worktree(&ctx.project.name, &task.slug());
+    Ok(worktree::recorded(&ctx.task_state(plan, task).worktree(), &ctx.project.root, &path, &format!("claude/task/{}", task.slug()))?)
+}
+
 /// The task's worktree, made from the wave base, or reused (reset to the base, cleaned); a
 /// worktree that cannot be reused is made anew and the old path reported orphaned.
 fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bool) -> Result<(WorktreeRecord, Option<String>)> {
-    let state = ctx.task_state(&plan.id, task);
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let branch = format!("claude/task/{}", task.slug());
     let base_commit = repo.find_commit(git2::Oid::from_str(base)?)?;
-    if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
+    if let Some(rec) = task_record(ctx, &plan.id, task)? {
         if rec.path.join(".git").exists() && worktree::inspect(&rec).is_empty() {
             if let Some(dir) = Some(rec.path.join(copyback::SNAPSHOT_DIR)).filter(|d| d.exists()) {
                 make_writable(&dir);
@@ -307,8 +313,7 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
         apply(ctx, &u)
     };
     for t in &tasks {
-        let state = ctx.task_state(&plan.id, t);
-        let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? else {
+        let Some(rec) = task_record(ctx, &plan.id, t)? else {
             return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None);
         };
         if record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated) {
@@ -450,7 +455,7 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
         // A verify still running (one a cancel left behind): its worktree is in use.
         return Ok(Outcome::Waiting("an earlier verify of this plan is still running".into()));
     }
-    let rec = match read_json::<WorktreeRecord>(&state.worktree())?.filter(|r| r.path.join(".git").exists()) {
+    let rec = match worktree::recorded(&state.worktree(), &ctx.project.root, &path, &branch)?.filter(|r| r.path.join(".git").exists()) {
         Some(rec) => {
             rec.git(&["reset", "--quiet", "--hard", &tip.id().to_string()])?;
             rec.git(&["clean", "-fdxq"])?;

@@ -90,7 +90,7 @@ fn died(state: &StateDir, attempt: u32) -> bool {
         return false;
     }
     let exited = matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt);
-    let run = matches!(read_json::<crate::activity::state::RunInfo>(&state.run()), Ok(Some(r)) if r.attempt == attempt && !crate::worker::shim::is_alive(&r));
+    let run = matches!(state.read_run(), Ok(Some(r)) if r.attempt == attempt && !crate::worker::shim::is_alive(&r));
     run && !exited
 }
 

@@ -39,14 +39,45 @@ pub fn proc_stat(pid: i32) -> Option<ProcStat> {
     Some(ProcStat { state: f.first()?.chars().next()?, start_time: num(22)?, cpu_ticks: num(14)? + num(15)? + num(16)? + num(17)? })
 }
 
-/// Same boot, pid exists, same start time, not a zombie.
+/// Same boot, pid exists, same start time, not a zombie: the process `run` describes still
+/// runs. Liveness only; before a signal, [`is_ours`] proves it is the attempt's shim.
 pub fn is_alive(run: &RunInfo) -> bool {
-    if run.boot_id != boot_id() {
+    if run.implausible().is_some() || run.boot_id != boot_id() {
         return false;
     }
     match proc_stat(run.pid) {
         Some(st) => st.start_time == run.start_time && st.state != 'Z' && st.state != 'X',
         None => false,
+    }
+}
+
+/// The process `run` describes is alive and is the attempt's shim: same boot, pid, start time,
+/// and the attempt's run-id mark in its environment. A `run.json` naming anyone else's process
+/// — a forged or corrupt one — never passes, whatever else it copies right.
+pub fn is_ours(run: &RunInfo) -> bool {
+    is_alive(run) && carries_mark(run.pid, run)
+}
+
+/// How a recorded shim stands: running and proven the attempt's, gone, or a live process that
+/// is not ours (the record cannot be trusted with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShimState {
+    Ours,
+    Gone,
+    Foreign,
+}
+
+/// A process in the middle of exiting has no environment left to read: that is the shim
+/// ending (it wrote `exit.json` first), not a foreign process, and neither is signalled.
+pub fn shim_state(run: &RunInfo) -> ShimState {
+    if !is_alive(run) {
+        return ShimState::Gone;
+    }
+    match std::fs::read(format!("/proc/{}/environ", run.pid)) {
+        Ok(env) if env.is_empty() => ShimState::Gone,
+        Ok(_) if carries_mark(run.pid, run) => ShimState::Ours,
+        Ok(_) => ShimState::Foreign,
+        Err(_) => ShimState::Gone,
     }
 }
 
@@ -120,7 +151,7 @@ pub fn stop_attempt(run: &RunInfo, how: Stop) -> Result<()> {
         Stop::Term => Signal::SIGTERM,
         Stop::Kill => Signal::SIGUSR1,
     };
-    signal_if(run.pid, sig, |_| is_alive(run)).with_context(|| format!("signalling the shim (pid {})", run.pid))?;
+    signal_if(run.pid, sig, |_| is_ours(run)).with_context(|| format!("signalling the shim (pid {})", run.pid))?;
     Ok(())
 }
 
@@ -129,7 +160,6 @@ pub fn stop_attempt(run: &RunInfo, how: Stop) -> Result<()> {
 struct ProcEntry {
     pid: i32,
     ppid: i32,
-    sid: i32,
     /// Dead, waiting to be reaped by its parent: nothing left to stop.
     zombie: bool,
 }
@@ -138,9 +168,9 @@ fn read_entry(pid: i32) -> Option<ProcEntry> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 3 (state), 4 (ppid) and 6 (session) are f[0], f[1] and f[3].
+    // Fields 3 (state) and 4 (ppid) are f[0] and f[1].
     let zombie = matches!(*f.first()?, "Z" | "X");
-    Some(ProcEntry { pid, ppid: f.get(1)?.parse().ok()?, sid: f.get(3)?.parse().ok()?, zombie })
+    Some(ProcEntry { pid, ppid: f.get(1)?.parse().ok()?, zombie })
 }
 
 fn process_table() -> Vec<ProcEntry> {
@@ -169,28 +199,33 @@ fn environ_has(pid: i32, entry: &[u8]) -> bool {
 /// The environment variable that marks every process of one attempt (its value is the run id).
 pub const RUN_ID_VAR: &str = "GUILD_HALL_RUN_ID";
 
-/// Processes of an attempt whose shim is gone (killed before it could reap them): those still
-/// in the shim's session, and those carrying the attempt's run id in their environment (a
-/// worker that called `setsid` keeps it). Empty for a run of an earlier boot.
-pub fn leftovers(run: &RunInfo) -> Vec<i32> {
-    if run.boot_id != boot_id() || run.run_id.is_empty() {
-        return Vec::new();
-    }
-    let mark = format!("{RUN_ID_VAR}={}", run.run_id).into_bytes();
-    let me = std::process::id() as i32;
-    process_table()
-        .into_iter()
-        .filter(|e| e.pid != me && !e.zombie && (e.sid == run.pgid || environ_has(e.pid, &mark)))
-        .map(|e| e.pid)
-        .collect()
+/// Whether `pid` carries the attempt's run-id mark (only a well-formed run id counts).
+fn carries_mark(pid: i32, run: &RunInfo) -> bool {
+    pid > 1 && crate::activity::state::valid_run_id(&run.run_id) && environ_has(pid, format!("{RUN_ID_VAR}={}", run.run_id).as_bytes())
 }
 
-/// SIGKILL what [`leftovers`] found, re-checking each one once it is pinned.
+/// Processes of an attempt whose shim is gone (killed before it could reap them): those
+/// carrying the attempt's run id in their environment — the mark alone, never a session or
+/// group id, which the kernel hands to an unrelated session once the shim's pid is reused.
+/// Empty for an implausible record or one of an earlier boot. A process that cleared its
+/// environment and left the shim's session is not found (the shim, its subreaper, stops such
+/// processes while it lives).
+pub fn leftovers(run: &RunInfo) -> Vec<i32> {
+    if run.implausible().is_some() || run.boot_id != boot_id() {
+        return Vec::new();
+    }
+    let me = std::process::id() as i32;
+    process_table().into_iter().filter(|e| e.pid > 1 && e.pid != me && !e.zombie && carries_mark(e.pid, run)).map(|e| e.pid).collect()
+}
+
+/// SIGKILL what [`leftovers`] found, re-checking each one's mark once it is pinned.
 pub fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
-    let mark = format!("{RUN_ID_VAR}={}", run.run_id).into_bytes();
-    for &pid in pids {
-        let ours = |p: i32| read_entry(p).is_some_and(|e| e.sid == run.pgid) || environ_has(p, &mark);
-        signal_if(pid, Signal::SIGKILL, ours).with_context(|| format!("killing leftover process {pid}"))?;
+    if let Some(why) = run.implausible() {
+        anyhow::bail!("not killing leftovers of an implausible run record: {why}");
+    }
+    let me = std::process::id() as i32;
+    for &pid in pids.iter().filter(|&&p| p > 1 && p != me) {
+        signal_if(pid, Signal::SIGKILL, |p| carries_mark(p, run)).with_context(|| format!("killing leftover process {pid}"))?;
     }
     Ok(())
 }
@@ -360,7 +395,12 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
     };
     let me = std::process::id() as i32;
     let my_stat = proc_stat(me).context("reading own /proc stat")?;
+    // The mark that proves a process is this attempt's: without it nothing could ever be
+    // signalled on the attempt's behalf, so the worker is not started.
     let run_id = std::env::var(RUN_ID_VAR).unwrap_or_default();
+    if !crate::activity::state::valid_run_id(&run_id) {
+        return fail(format!("no valid {RUN_ID_VAR} in the shim's environment"));
+    }
     let (prog, rest) = args.argv.split_first().context("no worker command given")?;
     let (out_read, out_write) = nix::unistd::pipe().context("creating the output pipe")?;
     let mut cmd = Command::new(prog);

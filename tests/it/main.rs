@@ -14,6 +14,7 @@ mod merge;
 mod robustness;
 mod rpc;
 mod surgical;
+mod trust;
 mod watch;
 mod waves;
 mod workers;
