@@ -16,6 +16,10 @@ use crate::common::*;
 fn in_pid_namespace(p: &Project, script: &str) -> String {
     let gh = Command::cargo_bin("guild-hall").expect("binary").get_program().to_owned();
     let mut c = Command::new("unshare");
+    if !nix::unistd::geteuid().is_root() {
+        // Without root, a user namespace of our own grants what the pid namespace needs.
+        c.args(["--user", "--map-root-user"]);
+    }
     c.args(["--pid", "--fork", "--mount-proc", "bash", "-c"]).arg(format!("set -eu\n{}\n{script}", NS_HELPERS)).current_dir(&p.root);
     for (k, v) in p.cmd().get_envs() {
         match v {
