@@ -85,10 +85,11 @@ fn a_worker_cannot_drive_the_endpoint() {
         .filter(|v| v.to_string().contains("refusing a connection from a worker process"))
         .collect();
     assert_eq!(refusals.len(), 3, "{}", svc.log());
-    for r in &refusals {
-        let text = r.to_string();
-        assert!(text.contains("peer_pid") && (text.contains("guild-hall shim") || text.contains("GUILD_HALL_RUN_ID")), "{text}");
-    }
+    assert!(refusals.iter().all(|r| r["fields"]["peer_pid"].as_i64().is_some_and(|pid| pid > 1)), "{refusals:?}");
+    // The plain try by its attempt mark; the two without an environment by their ancestor,
+    // the attempt's shim (the orphan after it was re-parented to it).
+    let by = |what: &str| refusals.iter().filter(|r| r.to_string().contains(what)).count();
+    assert_eq!((by("carries the attempt mark GUILD_HALL_RUN_ID="), by("descends from the guild-hall shim")), (1, 2), "{refusals:?}");
 
     // The person's client (this test process) is served as before.
     let (status, reply) = call(&sock, "worker/cancel", json!({"jobId": victim}));
