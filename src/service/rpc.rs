@@ -156,9 +156,9 @@ conn!(std::os::unix::net::UnixStream, worker_peer);
 // the token is out of a confined worker's reach.
 conn!(std::net::TcpStream, |_: &std::net::TcpStream, _: &Home| None);
 
-/// Why the process at the other end of a Unix connection is not served: it is part of an
-/// attempt of this home ([`crate::worker::peer::attempt_process`]: a worker, or anything it
-/// started), or it cannot be told apart from one (no credentials, a pid not visible here, or
+/// Why the process at the other end of a Unix connection is not served: it runs a worker's
+/// code for this home ([`crate::worker::peer::worker_process`]: a worker, anything it started,
+/// a package's compaction or notes command), or it cannot be told apart from one (no credentials, a pid not visible here, or
 /// gone before it could be looked at — a worker could connect and hand the socket on). The
 /// peer is pinned by a pidfd while it is looked at, so a reused pid is never mistaken for it.
 fn worker_peer(conn: &std::os::unix::net::UnixStream, home: &Home) -> Option<(i32, String)> {
@@ -172,7 +172,7 @@ fn worker_peer(conn: &std::os::unix::net::UnixStream, home: &Home) -> Option<(i3
     }
     // Kernels before 6.5 have no SO_PEERPIDFD: then the pid alone, checked for being there.
     let pidfd = getsockopt(conn, sockopt::PeerPidfd).ok();
-    if let Some(why) = crate::worker::peer::attempt_process(home, pid) {
+    if let Some(why) = crate::worker::peer::worker_process(home, pid) {
         return Some((pid, why));
     }
     let gone = match &pidfd {

@@ -16,6 +16,15 @@ fn post(body: &str) -> Vec<u8> {
     format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
 }
 
+/// A watcher serving its endpoint on `sock`: `Service::start` returns once the projects are
+/// watched, a moment before the socket listens.
+fn serving(p: &Project, sock: &Path, extra: &[&str]) -> Service {
+    let args: Vec<&str> = ["--socket", sock.to_str().expect("utf8")].into_iter().chain(extra.iter().copied()).collect();
+    let svc = Service::start(p, &[], &args);
+    wait_for("the endpoint to listen", || svc.log().contains("serving worker/*"));
+    svc
+}
+
 /// One request over the socket from the test process: (status line, JSON body).
 fn call(sock: &Path, method: &str, params: Value) -> (String, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
@@ -63,10 +72,12 @@ fn a_worker_cannot_drive_the_endpoint() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let sock = p.tmp.path().join("gh.sock");
-    let svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let svc = serving(&p, &sock, &[]);
 
     let victim = p.create("sleeper", "Victim", "sleep: 300\nStay up.");
     wait_status(&p, &victim, "in_progress");
+    // Settled into its sleep (its progress recorded): from here on its file does not change.
+    wait_for("the victim to report progress", || p.artifact(&victim).contains("progress: Sleeping 300s"));
     let before = p.artifact(&victim);
     let caller = p.create("caller", "Caller", &format!("socket: {}\nvictim: {victim}\nCancel it.", sock.display()));
     wait_status(&p, &caller, "completed");
@@ -140,8 +151,9 @@ fn a_request_gets_through_a_flood_of_idle_connections() {
     let p = Project::new(&[]);
     let sock = p.tmp.path().join("gh.sock");
     // Idle connections are never timed out during the test: only shedding can make room.
-    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8"), "--request-timeout", "10m"]);
-    let mut idle: Vec<UnixStream> = (0..IDLE).map(|_| UnixStream::connect(&sock).expect("connect")).collect();
+    let svc = serving(&p, &sock, &["--request-timeout", "10m"]);
+    let mut idle: Vec<UnixStream> =
+        (0..IDLE).map(|i| UnixStream::connect(&sock).unwrap_or_else(|e| panic!("connect #{i}: {e}\n{}", svc.log()))).collect();
 
     let (status, reply) = call(&sock, "ping", json!({}));
     assert_eq!(status, "HTTP/1.1 200 OK", "{reply}");
