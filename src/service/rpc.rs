@@ -344,7 +344,7 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
             let _ = conn.write_timeout(Some(WRITE_TIMEOUT));
             let refused = conn.refused_peer(&ep.home);
             if let Some((pid, why)) = &refused {
-                tracing::warn!(peer_pid = pid, why = %why, "endpoint: refusing a connection from a worker process");
+                log_refusal(*pid, why);
             }
             if let Ok(w) = conn.split() {
                 let r = BufReader::new(Deadline { conn, until: Instant::now() + limits.request_timeout });
@@ -357,6 +357,29 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
             // The closure (connection and ticket) is dropped: the client sees the close.
             tracing::warn!(error = %e, "the endpoint cannot start a thread for a connection");
         }
+    }
+}
+
+/// Refusals logged per minute at most: a worker that keeps connecting must not fill the log.
+const REFUSALS_LOGGED_PER_MINUTE: u32 = 20;
+
+/// Log a refused peer (its pid and why), at most [`REFUSALS_LOGGED_PER_MINUTE`] a minute; the
+/// next minute's first refusal says how many were not logged.
+fn log_refusal(pid: i32, why: &str) {
+    static WINDOW: Mutex<Option<(Instant, u32)>> = Mutex::new(None);
+    let mut window = WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let now = Instant::now();
+    let (start, count) = window.get_or_insert((now, 0));
+    if now.duration_since(*start) >= Duration::from_secs(60) {
+        let unlogged = count.saturating_sub(REFUSALS_LOGGED_PER_MINUTE);
+        if unlogged > 0 {
+            tracing::warn!(unlogged, "endpoint: {unlogged} more refusals of worker processes in the last minute were not logged");
+        }
+        (*start, *count) = (now, 0);
+    }
+    *count += 1;
+    if *count <= REFUSALS_LOGGED_PER_MINUTE {
+        tracing::warn!(peer_pid = pid, why = %why, "endpoint: refusing a connection from a worker process");
     }
 }
 
@@ -624,12 +647,14 @@ fn streamed_turn(body: &[u8]) -> Option<TurnRequest> {
 /// meeting events of DESIGN §10), then the JSON-RPC response as the last line. A client that
 /// goes away interrupts the turn, not the meeting.
 fn stream_turn(w: &mut impl Write, req: TurnRequest, ep: &Endpoint) {
-    let _ = write!(w, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+    let _ =
+        w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
     let _ = w.flush();
     let gone = std::sync::atomic::AtomicBool::new(false);
     let mut emit = |line: &Json| {
         let text = format!("{}\n", serde_json::to_string(line).unwrap_or_default());
-        if write!(w, "{:x}\r\n{text}\r\n", text.len()).and_then(|_| w.flush()).is_err() {
+        // Each chunk is one buffer, one write.
+        if w.write_all(format!("{:x}\r\n{text}\r\n", text.len()).as_bytes()).and_then(|_| w.flush()).is_err() {
             gone.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     };
@@ -639,7 +664,7 @@ fn stream_turn(w: &mut impl Write, req: TurnRequest, ep: &Endpoint) {
         Err((code, msg)) => rpc_error(&req.id, code, msg),
     };
     emit(&last);
-    let _ = write!(w, "0\r\n\r\n");
+    let _ = w.write_all(b"0\r\n\r\n");
     let _ = w.flush();
 }
 
