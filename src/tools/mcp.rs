@@ -154,6 +154,22 @@ async fn read_lines(
     let _ = to_server.shutdown().await;
 }
 
+/// rmcp's error reply to an invalid request has no `id` at all; JSON-RPC 2.0 requires one,
+/// `null` when it could not be read. Other lines pass unchanged.
+fn with_id(line: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    // Only rmcp's id-less errors start so (it writes `jsonrpc`, then `id` when there is one).
+    if !line.starts_with(br#"{"jsonrpc":"2.0","error":"#) {
+        return line.into();
+    }
+    match serde_json::from_slice::<Json>(line) {
+        Ok(Json::Object(mut reply)) if !reply.contains_key("id") => {
+            reply.insert("id".into(), Json::Null);
+            format!("{}\n", Json::Object(reply)).into_bytes().into()
+        }
+        _ => line.into(),
+    }
+}
+
 /// Write rmcp's replies and our parse errors to the client, each a whole line, until rmcp is
 /// done.
 async fn write_lines(
@@ -170,7 +186,7 @@ async fn write_lines(
                 if !matches!(n, Ok(n) if n > 0) {
                     break;
                 }
-                if out.write_all(&line).await.and(out.flush().await).is_err() {
+                if out.write_all(&with_id(&line)).await.and(out.flush().await).is_err() {
                     return;
                 }
                 line.clear();

@@ -246,7 +246,8 @@ impl Drop for Manager {
 }
 
 /// Item 9: lines that are not JSON, or nest deeper than can be parsed, are answered `-32700`
-/// with `id: null` (JSON-RPC 2.0), and the server goes on; unknown and malformed job ids and
+/// with `id: null` (JSON-RPC 2.0), JSON that is no request `-32600` with `id: null`, and the
+/// server goes on; unknown and malformed job ids and
 /// unknown workers are invalid params (`-32602`), as the README says, not tool results.
 #[test]
 fn mcp_manager_answers_every_line_by_the_rules() {
@@ -264,6 +265,13 @@ fn mcp_manager_answers_every_line_by_the_rules() {
         assert_eq!(a["error"]["code"], -32700, "{a} for {:?}", String::from_utf8_lossy(&bad[..bad.len().min(60)]));
         assert_eq!(a["id"], Value::Null, "{a}");
         assert_eq!(a["jsonrpc"], "2.0", "{a}");
+    }
+
+    // JSON that is no request: invalid request (-32600), with the `id: null` a reply must carry.
+    for bad in ["42", r#"{"jsonrpc":"2.0","id":2}"#] {
+        m.send_line(bad);
+        let a = m.answer();
+        assert_eq!((&a["error"]["code"], a.get("id")), (&json!(-32600), Some(&Value::Null)), "{a} for {bad}");
     }
 
     for (id, name, args, says) in [
