@@ -81,6 +81,12 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     text.push_str(new.prompt.trim_end());
     text.push('\n');
     let path = project.commission_path(&id);
+    // Read back by the parser every pass (and `check`) uses: a file that would be invalid the
+    // moment it exists (a title over the frontmatter's size limit, say) is never written.
+    if let Err(problems) = Commission::parse(&path, &text) {
+        let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        bail!("the commission would not be valid, nothing written: {}", problems.join("; "));
+    }
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -161,10 +167,12 @@ impl Dispatcher {
         recorded.or_else(|| crate::worker::shim::shim_lock_held(&state).then(|| format!("{verb}: worker still running")))
     }
 
+    /// The job named by a request. A malformed or unknown id is invalid params (-32602 on
+    /// every face), as the README promises; an unreadable job is a refusal.
     fn known(&self, job: &str) -> Result<Commission, ToolError> {
-        ids::validate_id(job).map_err(|e| invalid(format!("bad jobId: {e}")))?;
+        ids::validate_id(job).map_err(|e| ToolError::BadArguments(format!("bad jobId: {e}")))?;
         if !self.project.commission_path(job).exists() {
-            return Err(invalid(format!("unknown jobId {job:?}")));
+            return Err(ToolError::BadArguments(format!("unknown jobId {job:?}")));
         }
         load(&self.project, job).map_err(|e| invalid(format!("job {job:?} is unreadable: {e:#}")))
     }
@@ -202,6 +210,10 @@ impl Operations for Dispatcher {
             Some(w) => w,
             None => return Err(invalid("no worker: set config.worker, or default_worker in .lore/guild-hall.yaml")),
         };
+        // An unknown worker is a bad argument (-32602), like an unknown id.
+        Catalog::discover(&self.project.root, &self.home.workers_dir())
+            .for_commission(&worker)
+            .map_err(|e| ToolError::BadArguments(format!("config.worker: {e} (see `guild-hall workers`)")))?;
         if config.max_turns == Some(0) {
             return Err(invalid("config.maxTurns must be a positive number"));
         }

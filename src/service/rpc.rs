@@ -1,17 +1,20 @@
 //! The `worker/*` JSON-RPC 2.0 endpoint of `guild-hall watch --socket/--listen`: HTTP
-//! `POST /mcp`, one request per body, served on a Unix socket (mode 0600) and/or a loopback TCP
+//! `POST /mcp`, one request per body, served on a Unix socket (mode 0600; a peer that is a
+//! process of one of this home's attempts is refused, by `SO_PEERCRED`) and/or a loopback TCP
 //! port (every request needs the bearer token in `$GUILD_HALL_HOME/token`, mode 0600). The
 //! methods are [`crate::service::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`,
 //! and `meeting/*` (a turn's events streamed back as chunked JSON lines).
 //! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies, a
-//! cap on connections, one deadline for the whole request, the token checked on arrival.
+//! cap on connections (at the cap the oldest that has not sent its header makes way), one
+//! deadline for the whole request, the token checked on arrival, a reply written whole or not
+//! at all.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -113,15 +116,19 @@ impl Default for Limits {
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A connection the endpoint can serve: a Unix or TCP stream.
-pub trait Conn: Read + Write + Send + Sized + 'static {
+pub trait Conn: Read + Write + AsRawFd + Send + Sized + 'static {
     fn split(&self) -> std::io::Result<Self>;
     fn read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()>;
     fn write_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()>;
     fn nonblocking(&self) -> std::io::Result<()>;
+    /// Close both ways (a thread blocked reading it sees the end).
+    fn close(&self);
+    /// Why the peer may not be served (its pid and the reason), checked when it connects.
+    fn refused_peer(&self, home: &Home) -> Option<(i32, String)>;
 }
 
 macro_rules! conn {
-    ($t:ty) => {
+    ($t:ty, $refused:expr) => {
         impl Conn for $t {
             fn split(&self) -> std::io::Result<Self> {
                 self.try_clone()
@@ -135,11 +142,53 @@ macro_rules! conn {
             fn nonblocking(&self) -> std::io::Result<()> {
                 self.set_nonblocking(true)
             }
+            fn close(&self) {
+                let _ = self.shutdown(std::net::Shutdown::Both);
+            }
+            fn refused_peer(&self, home: &Home) -> Option<(i32, String)> {
+                $refused(self, home)
+            }
         }
     };
 }
-conn!(std::os::unix::net::UnixStream);
-conn!(std::net::TcpStream);
+conn!(std::os::unix::net::UnixStream, worker_peer);
+// A TCP peer has no credentials to ask the kernel for: the bearer token alone guards it, and
+// the token is out of a confined worker's reach.
+conn!(std::net::TcpStream, |_: &std::net::TcpStream, _: &Home| None);
+
+/// Why the process at the other end of a Unix connection is not served: it runs a worker's
+/// code for this home ([`crate::worker::peer::worker_process`]: a worker, anything it started,
+/// a package's compaction or notes command), or it cannot be told apart from one (no credentials, a pid not visible here, or
+/// gone before it could be looked at — a worker could connect and hand the socket on). The
+/// peer is pinned by a pidfd while it is looked at, so a reused pid is never mistaken for it.
+fn worker_peer(conn: &std::os::unix::net::UnixStream, home: &Home) -> Option<(i32, String)> {
+    use nix::sys::socket::{getsockopt, sockopt};
+    let pid = match getsockopt(conn, sockopt::PeerCredentials) {
+        Ok(cred) => cred.pid(),
+        Err(e) => return Some((0, format!("the peer's credentials cannot be read ({e})"))),
+    };
+    if pid <= 0 {
+        return Some((pid, "the peer's process is not visible from here (another pid namespace)".into()));
+    }
+    // Kernels before 6.5 have no SO_PEERPIDFD: then the pid alone, checked for being there.
+    let pidfd = getsockopt(conn, sockopt::PeerPidfd).ok();
+    if let Some(why) = crate::worker::peer::worker_process(home, pid) {
+        return Some((pid, why));
+    }
+    let gone = match &pidfd {
+        Some(fd) => exited(fd),
+        None => !Path::new(&format!("/proc/{pid}")).exists(),
+    };
+    gone.then(|| (pid, format!("the connecting process (pid {pid}) was gone before it could be checked")))
+}
+
+/// Whether the process behind a pidfd has ended (a pidfd is readable once it has); an error
+/// counts as ended, so that a check relying on it fails closed.
+fn exited(pidfd: &std::os::fd::OwnedFd) -> bool {
+    let mut p = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd for the length of the call, and a zero timeout.
+    unsafe { libc::poll(&mut p, 1, 0) != 0 }
+}
 
 /// Reads that all share one deadline: a client dripping a byte at a time is cut off when the
 /// request's time is up, not when one read has waited that long.
@@ -163,21 +212,112 @@ fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock)
 }
 
-/// One connection counted against the cap for as long as it lives.
-struct Slot(Arc<AtomicUsize>);
+/// The connections being served, in the order they were accepted (one [`Ticket`] each). Until
+/// one has sent its whole header or been answered it is *idle*: at the cap, the oldest idle one
+/// is shed to make room for a newer connection, so a flood of idle connections cannot keep a
+/// real request out. Claiming (header complete, or the first byte of an answer) and shedding
+/// are decided under one lock: a connection is answered by its own thread or shed, never both.
+struct Table<C> {
+    inner: Mutex<Slots<C>>,
+}
 
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+struct Slots<C> {
+    next: u64,
+    /// By accept order; the stream (a second handle on it) is kept while it is idle, to shed
+    /// it by.
+    conns: std::collections::BTreeMap<u64, Option<C>>,
+}
+
+impl<C: Conn> Table<C> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots<C>> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Take a slot for `conn`, shedding the oldest idle connection if every slot is taken.
+    /// `None`: the cap is reached and nothing is idle.
+    fn admit(self: &Arc<Self>, conn: &C, cap: usize) -> Option<Ticket<C>> {
+        let shed = {
+            let mut slots = self.lock();
+            let shed = if slots.conns.len() >= cap {
+                let oldest = slots.conns.iter().find(|(_, c)| c.is_some()).map(|(k, _)| *k)?;
+                slots.conns.remove(&oldest).flatten()
+            } else {
+                None
+            };
+            let seq = slots.next;
+            slots.next += 1;
+            slots.conns.insert(seq, conn.split().ok());
+            (shed, Ticket { table: self.clone(), seq })
+        };
+        if let Some(old) = shed.0 {
+            let body = json!({"error": format!(
+                "busy: {cap} connections are being served (the cap); this one had not sent its request and made way for a newer one; try again shortly"
+            )});
+            send_now(&old, &response("503 Service Unavailable", "Retry-After: 1\r\n", &body));
+            old.close();
+        }
+        Some(shed.1)
     }
 }
 
-/// Serve connections forever, a thread each, at most `limits.max_connections` at once: one
-/// over the cap is answered `503` with a JSON error at once (never read, never waited on) and
-/// closed, while those in flight go on. An accept that fails (out of file descriptors, say)
-/// backs off instead of spinning, and is logged once per kind of error.
+/// One connection's slot, for as long as its thread serves it.
+struct Ticket<C: Conn> {
+    table: Arc<Table<C>>,
+    seq: u64,
+}
+
+impl<C: Conn> Ticket<C> {
+    /// No longer idle: from now on only this connection's thread answers it. `false` if it was
+    /// shed already (then it must write nothing).
+    fn claim(&self) -> bool {
+        match self.table.lock().conns.get_mut(&self.seq) {
+            Some(idle) => {
+                *idle = None;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl<C: Conn> Drop for Ticket<C> {
+    fn drop(&mut self) {
+        self.table.lock().conns.remove(&self.seq);
+    }
+}
+
+/// A connection's writer that claims it ([`Ticket::claim`]) before its first byte: a shed
+/// connection gets nothing from its own thread.
+struct Claimed<'a, W, C: Conn> {
+    w: W,
+    ticket: &'a Ticket<C>,
+    claimed: bool,
+}
+
+impl<W: Write, C: Conn> Write for Claimed<'_, W, C> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.claimed {
+            if !self.ticket.claim() {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            self.claimed = true;
+        }
+        self.w.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Serve connections forever, a thread each, at most `limits.max_connections` at once. At the
+/// cap a new connection takes the slot of the oldest one that has not yet sent its header
+/// (that one is answered `503` and closed); if every slot is serving a request, the new one is
+/// answered `503` at once (never read, never waited on) and closed, while those in flight go
+/// on. On a Unix socket, a peer that is a worker of this home is refused (`403`). An accept
+/// that fails (out of file descriptors, say) backs off instead of spinning, and is logged once
+/// per kind of error.
 pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: Endpoint, needs_token: bool) {
-    let active = Arc::new(AtomicUsize::new(0));
+    let table = Arc::new(Table { inner: Mutex::new(Slots { next: 0, conns: Default::default() }) });
     let mut last_error: Option<std::io::ErrorKind> = None;
     for conn in incoming {
         let conn = match conn {
@@ -195,26 +335,60 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
             }
         };
         let limits = ep.limits;
-        if active.load(Ordering::SeqCst) >= limits.max_connections {
+        let Some(ticket) = table.admit(&conn, limits.max_connections) else {
             refuse_busy(conn, limits.max_connections);
             continue;
-        }
-        active.fetch_add(1, Ordering::SeqCst);
-        let slot = Slot(active.clone());
+        };
         let ep = ep.clone();
         let spawned = std::thread::Builder::new().name("rpc-conn".into()).spawn(move || {
-            let _slot = slot;
             let _ = conn.write_timeout(Some(WRITE_TIMEOUT));
-            if let Ok(mut w) = conn.split() {
+            let refused = conn.refused_peer(&ep.home);
+            if let Some((pid, why)) = &refused {
+                log_refusal(*pid, why);
+            }
+            if let Ok(w) = conn.split() {
                 let r = BufReader::new(Deadline { conn, until: Instant::now() + limits.request_timeout });
-                handle(r, &mut w, &ep, needs_token, limits.request_timeout);
+                let mut w = Claimed { w, ticket: &ticket, claimed: false };
+                let peer = Peer { needs_token, refused: refused.map(|(_, why)| why), claim: &|| ticket.claim() };
+                handle(r, &mut w, &ep, &peer, limits.request_timeout);
             }
         });
         if let Err(e) = spawned {
-            // The closure (connection and slot) is dropped: the client sees the close.
+            // The closure (connection and ticket) is dropped: the client sees the close.
             tracing::warn!(error = %e, "the endpoint cannot start a thread for a connection");
         }
     }
+}
+
+/// Refusals logged per minute at most: a worker that keeps connecting must not fill the log.
+const REFUSALS_LOGGED_PER_MINUTE: u32 = 20;
+
+/// Log a refused peer (its pid and why), at most [`REFUSALS_LOGGED_PER_MINUTE`] a minute; the
+/// next minute's first refusal says how many were not logged.
+fn log_refusal(pid: i32, why: &str) {
+    static WINDOW: Mutex<Option<(Instant, u32)>> = Mutex::new(None);
+    let mut window = WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let now = Instant::now();
+    let (start, count) = window.get_or_insert((now, 0));
+    if now.duration_since(*start) >= Duration::from_secs(60) {
+        let unlogged = count.saturating_sub(REFUSALS_LOGGED_PER_MINUTE);
+        if unlogged > 0 {
+            tracing::warn!(unlogged, "endpoint: {unlogged} more refusals of worker processes in the last minute were not logged");
+        }
+        (*start, *count) = (now, 0);
+    }
+    *count += 1;
+    if *count <= REFUSALS_LOGGED_PER_MINUTE {
+        tracing::warn!(peer_pid = pid, why = %why, "endpoint: refusing a connection from a worker process");
+    }
+}
+
+/// What the reader knows of the connection before its request: whether it needs the token,
+/// whether its peer is refused, and how to claim it once its header is complete.
+struct Peer<'a> {
+    needs_token: bool,
+    refused: Option<String>,
+    claim: &'a dyn Fn() -> bool,
 }
 
 /// Over the cap: a `503` written without ever blocking the accept loop, then closed.
@@ -232,20 +406,30 @@ fn refuse_busy<C: Conn>(mut conn: C, cap: usize) {
         }
     }
     let body = json!({"error": format!("busy: {cap} connections are being served (the cap); try again shortly")});
-    respond_with(&mut conn, "503 Service Unavailable", "Retry-After: 1\r\n", &body);
+    send_now(&conn, &response("503 Service Unavailable", "Retry-After: 1\r\n", &body));
+}
+
+/// Write a whole small response in one non-blocking send, or nothing: a peer whose buffer is
+/// full gets no answer rather than a truncated one (the kernel takes a small write on an
+/// empty socket whole).
+fn send_now(conn: &impl AsRawFd, bytes: &[u8]) {
+    use nix::sys::socket::{send, MsgFlags};
+    let _ = send(conn.as_raw_fd(), bytes, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL);
+}
+
+/// A complete HTTP response with a JSON body, as one buffer.
+fn response(status: &str, extra_headers: &str, body: &Json) -> Vec<u8> {
+    let body = serde_json::to_string(body).unwrap_or_default();
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra_headers}Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
 }
 
 fn respond(w: &mut impl Write, status: &str, body: &Json) {
-    respond_with(w, status, "", body)
-}
-
-fn respond_with(w: &mut impl Write, status: &str, extra_headers: &str, body: &Json) {
-    let body = serde_json::to_string(body).unwrap_or_default();
-    let _ = write!(
-        w,
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra_headers}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
+    // One buffer, one write: the status line never goes out alone.
+    let _ = w.write_all(&response(status, "", body));
     let _ = w.flush();
 }
 
@@ -254,9 +438,11 @@ fn rpc_error(id: &Json, code: i64, message: impl Into<String>) -> Json {
 }
 
 /// Read one HTTP request and answer it. The bearer token is checked the moment its header
-/// line arrives (and a request without one is refused at the end of the headers): nothing
-/// more of an unauthorised request is read.
-fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: bool, timeout: Duration) {
+/// line arrives (and a request without one is refused at the end of the headers), and a
+/// refused peer is answered `403` at the end of its headers: nothing more of an unauthorised
+/// request is read.
+fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_>, timeout: Duration) {
+    let needs_token = peer.needs_token;
     let too_slow = |w: &mut _| {
         let msg = format!("the request was not complete within {} (request timeout)", humantime::format_duration(timeout));
         respond(w, "408 Request Timeout", &json!({"error": msg}))
@@ -277,6 +463,10 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: b
             Ok(_) => {}
         }
         if line == "\r\n" || line == "\n" {
+            // A whole header: no longer a connection that may be shed to make room.
+            if !(peer.claim)() {
+                return;
+            }
             break;
         }
         head_len += line.len();
@@ -301,6 +491,10 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, needs_token: b
                 _ => {}
             }
         }
+    }
+    if let Some(why) = &peer.refused {
+        let msg = format!("forbidden: {why}; the processes of guild-hall's own attempts (its workers) may not use this endpoint");
+        return respond(w, "403 Forbidden", &json!({"error": msg}));
     }
     let request_line = request_line.unwrap_or_default();
     let mut parts = request_line.split_whitespace();
@@ -453,12 +647,14 @@ fn streamed_turn(body: &[u8]) -> Option<TurnRequest> {
 /// meeting events of DESIGN §10), then the JSON-RPC response as the last line. A client that
 /// goes away interrupts the turn, not the meeting.
 fn stream_turn(w: &mut impl Write, req: TurnRequest, ep: &Endpoint) {
-    let _ = write!(w, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+    let _ =
+        w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
     let _ = w.flush();
     let gone = std::sync::atomic::AtomicBool::new(false);
     let mut emit = |line: &Json| {
         let text = format!("{}\n", serde_json::to_string(line).unwrap_or_default());
-        if write!(w, "{:x}\r\n{text}\r\n", text.len()).and_then(|_| w.flush()).is_err() {
+        // Each chunk is one buffer, one write.
+        if w.write_all(format!("{:x}\r\n{text}\r\n", text.len()).as_bytes()).and_then(|_| w.flush()).is_err() {
             gone.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     };
@@ -468,7 +664,7 @@ fn stream_turn(w: &mut impl Write, req: TurnRequest, ep: &Endpoint) {
         Err((code, msg)) => rpc_error(&req.id, code, msg),
     };
     emit(&last);
-    let _ = write!(w, "0\r\n\r\n");
+    let _ = w.write_all(b"0\r\n\r\n");
     let _ = w.flush();
 }
 

@@ -6,6 +6,7 @@ mod claude_code;
 mod common;
 mod confinement;
 mod editor;
+mod endpoint_trust;
 mod gc;
 mod lifecycle;
 mod mcp;

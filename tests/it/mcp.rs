@@ -149,7 +149,16 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert!(r["dispatch_bad"]["error"].as_str().is_some_and(|e| e.contains("unknown worker")), "{r}");
     assert!(r["dispatch_types"]["error"].as_str().is_some_and(|e| e.contains("maxTurns") || e.contains("invalid type")), "{r}");
     // Arguments that do not fit the schema are JSON-RPC invalid-params errors, unknown keys too.
-    for case in ["dispatch_types", "dispatch_unknown_key", "dispatch_unknown_config", "status_wrong_type"] {
+    // So are unknown and malformed job ids, and unknown workers (the README's promise).
+    for case in [
+        "dispatch_types",
+        "dispatch_unknown_key",
+        "dispatch_unknown_config",
+        "status_wrong_type",
+        "status_unknown",
+        "status_traversal",
+        "dispatch_bad",
+    ] {
         assert_eq!(r[case]["code"], -32602, "{case}: {}", r[case]);
     }
     assert!(r["dispatch_unknown_key"]["error"].as_str().is_some_and(|e| e.contains("unknown field `max_turns`")), "{r}");
