@@ -64,7 +64,7 @@ done
 
 /// Run `guild-hall <args>` for the project, as root or as the unprivileged user 65534 (the
 /// whole temp tree is handed to that user first).
-fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+pub(crate) fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
     let mut cmd = p.cmd();
     for (k, v) in env {
         cmd.env(k, v);

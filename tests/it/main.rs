@@ -13,6 +13,7 @@ mod meetings;
 mod merge;
 mod robustness;
 mod rpc;
+mod sandbox_trust;
 mod surgical;
 mod watch;
 mod waves;
