@@ -305,8 +305,23 @@ mod tests {
         assert_eq!(std::fs::read_to_string(outside.join("keep.txt")).expect("kept"), "keep\n");
     }
 
+    /// Run `script` (`$1` is `root`) under `policy`; its output if it failed.
+    fn confined(policy: &Policy, root: &Path, script: &str) -> Result<(), String> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(script).arg("sh").arg(root);
+        policy.prepare().expect("ruleset").apply_to(&mut cmd);
+        let out = cmd.output().expect("runs");
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+        }
+    }
+
     /// Of a hidden dir a confined child reads only what it was given, whether the hidden dir
-    /// is reached through a symlink, a sibling link or `..`; everything around it stays readable.
+    /// is reached through a symlink, a sibling link or `..`; everything around it stays
+    /// readable. The hidden dir may lie in a readable one (a home inside the project) and hold
+    /// one (a project inside the home); entries around it that are no file (a dangling
+    /// symlink, a fifo) are no obstacle.
     #[test]
     fn reads_nothing_hidden_but_what_it_was_given() {
         if let Support::Unavailable { why } = support() {
@@ -315,39 +330,45 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let root = dir.path().canonicalize().expect("canonical");
         let home = root.join("home");
-        for d in ["home/own", "home/other", "home/given", "beside"] {
+        for d in ["home/own", "home/other", "home/given", "home/project", "beside"] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
-        for f in ["home/secret", "home/own/mine", "home/other/theirs", "home/given/file", "beside/open"] {
+        for f in ["home/secret", "home/own/mine", "home/other/theirs", "home/given/file", "home/project/code", "beside/open"] {
             std::fs::write(root.join(f), "x\n").expect("write");
         }
         std::os::unix::fs::symlink(&home, root.join("link-to-home")).expect("symlink");
         std::os::unix::fs::symlink(root.join("link-to-home"), root.join("beside/link")).expect("symlink");
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).expect("symlink");
+        nix::unistd::mkfifo(&root.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
         let policy = Policy {
             writable: vec![home.join("own")],
-            readable: vec![home.join("given/file"), home.join("missing")],
+            readable: vec![home.join("given/file"), home.join("missing"), home.join("project"), root.clone()],
             // Named through the symlink: hidden all the same.
             hidden: vec![root.join("link-to-home")],
         };
-        let script = r#"
-            set -u
-            r="$1"
-            for ok in "$r/home/own/mine" "$r/home/given/file" "$r/beside/open" /etc/hostname; do
-              cat "$ok" >/dev/null || { echo "refused: $ok"; exit 1; }
-            done
-            for no in "$r/home/secret" "$r/home/other/theirs" "$r/link-to-home/secret" "$r/beside/link/secret" \
-                      "$r/home/own/../secret" "$r/home/given/../given/file/../../secret"; do
+        let refused = r#"
+            for no in "$1/home/secret" "$1/home/other/theirs" "$1/link-to-home/secret" "$1/beside/link/secret" \
+                      "$1/home/own/../secret" "$1/home/given/../given/file/../../secret"; do
               if cat "$no" >/dev/null 2>&1; then echo "read: $no"; exit 1; fi
             done
-            if ls "$r/home" >/dev/null 2>&1; then echo "listed the home"; exit 1; fi
-            echo new > "$r/home/own/new" || { echo "no write in own"; exit 1; }
-            ls "$r/home/own" >/dev/null || { echo "cannot list own"; exit 1; }
+            if ls "$1/home" >/dev/null 2>&1; then echo "listed the home"; exit 1; fi
         "#;
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(script).arg("sh").arg(&root);
-        policy.prepare().expect("ruleset").apply_to(&mut cmd);
-        let out = cmd.output().expect("runs");
-        assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let script = format!(
+            r#"
+            set -u
+            for ok in "$1/home/own/mine" "$1/home/given/file" "$1/home/project/code" "$1/beside/open" /etc/hostname; do
+              cat "$ok" >/dev/null || {{ echo "refused: $ok"; exit 1; }}
+            done
+            {refused}
+            echo new > "$1/home/own/new" || {{ echo "no write in own"; exit 1; }}
+            ls "$1/home/own" >/dev/null || {{ echo "cannot list own"; exit 1; }}
+        "#
+        );
+        confined(&policy, &root, &script).expect("the confined shell read what it must not, or not what it may");
+        // A writable dir that holds the home (`sandbox.write: [~]`) is written, never read.
+        let wide = Policy { writable: vec![root.clone()], hidden: vec![home.clone()], ..Default::default() };
+        let script = format!("set -u\necho x > \"$1/beside/new\" && cat \"$1/beside/open\" >/dev/null || exit 1\n{refused}");
+        confined(&wide, &root, &script).expect("a writable dir holding the home");
     }
 
     /// Hidden dirs inside another are dropped; the home's siblings and its ancestors' are
