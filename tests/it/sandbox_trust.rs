@@ -186,3 +186,53 @@ fn an_unprivileged_confined_worker_reads_nothing_of_the_home_nor_the_reconcilers
     // The reconciler had it (run_as sets it); the worker never saw it.
     assert!(!report.contains("sk-from-guild-halls-env"));
 }
+
+/// A wave worker that reads the control plane's snapshot (by `.lore-snapshot/` and by
+/// `$GUILD_HALL_SNAPSHOT`), tries to change it, and leaves what happened as its evidence.
+fn install_copyist(p: &Project) {
+    let dir = p.root.join(".lore/workers/copyist");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: copyist\ncommand: [\"./run.sh\"]\ncheckout: full\ncapabilities: [commission]\n")
+        .expect("write");
+    let script = r#"#!/bin/sh
+set -u
+slug=$(printf '%s' "$GUILD_HALL_TASK_ID" | tr ':' '-')
+update() { "$GUILD_HALL_BIN" toolbox task-update --status "$1" --sequence "$2" --idempotency-key "$GUILD_HALL_TASK_ID:$1:$GUILD_HALL_ATTEMPT" >/dev/null; }
+update in_progress 1
+mkdir -p ".lore-artifacts/$slug"
+{
+  if grep -q '^title: peek' .lore-snapshot/plans/peek.md; then echo "ok: read"; else echo "FAILED: read"; fi
+  if grep -q '^title: peek' "${GUILD_HALL_SNAPSHOT:-/nowhere}/plans/peek.md"; then echo "ok: read-env"; else echo "FAILED: read-env"; fi
+  for f in plans/peek.md workers/copyist/worker.yaml; do
+    if (echo hacked >> ".lore-snapshot/$f") 2>/dev/null; then echo "WROTE: $f"; else echo "refused: $f"; fi
+  done
+  if (echo new > .lore-snapshot/plans/new.md) 2>/dev/null; then echo "WROTE: new"; else echo "refused: new"; fi
+  if rm -f .lore-snapshot/plans/peek.md 2>/dev/null && [ ! -e .lore-snapshot/plans/peek.md ]; then echo "WROTE: rm"; else echo "refused: rm"; fi
+} > ".lore-artifacts/$slug/evidence.txt"
+update done 2
+"#;
+    std::fs::write(dir.join("run.sh"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// The snapshot of the control plane a wave task reads is out of its reach for writing, root
+/// or not (0444 does not stop root; Landlock does): it lies outside the worktree.
+#[test]
+fn a_wave_task_reads_the_control_plane_snapshot_and_cannot_change_it() {
+    let p = Project::new(&[]);
+    install_copyist(&p);
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("peek.md"), "---\ntitle: peek\nwaves:\n  - - {id: one, worker: copyist, prompt: look}\n---\n")
+        .expect("write");
+    p.settle();
+    let plan: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "peek", "--json"])).expect("json");
+    assert_eq!(plan["status"], "completed", "{plan}");
+    let evidence = git(&p.root, &["show", "claude/main:.lore/plans/peek/artifacts/peek-exec-wave-1-task-1/evidence.txt"]);
+    for line in
+        ["ok: read", "ok: read-env", "refused: plans/peek.md", "refused: workers/copyist/worker.yaml", "refused: new", "refused: rm"]
+    {
+        assert!(evidence.lines().any(|l| l == line), "{line}:\n{evidence}");
+    }
+}
