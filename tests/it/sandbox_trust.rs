@@ -236,3 +236,46 @@ fn a_wave_task_reads_the_control_plane_snapshot_and_cannot_change_it() {
         assert!(evidence.lines().any(|l| l == line), "{line}:\n{evidence}");
     }
 }
+
+/// The default shape, a home under `$HOME` (`~/.guild-hall`), with the package installed in the
+/// home, and the real Claude Code CLI (against the stand-in API): it reads a file of `$HOME`
+/// beside the home, is refused the home's `config.yaml`, and its memory, artifact and result
+/// go through.
+#[test]
+fn real_claude_code_in_a_home_under_home_reads_only_its_own_of_it() {
+    use crate::claude_code::{real_claude, real_run, FakeApi};
+    let claude = real_claude();
+    let mut p = Project::new(&[]);
+    p.home = p.user_home().join(".guild-hall");
+    p.ok(&["init"]);
+    let pkg = p.home.join("workers/claude-code");
+    std::fs::create_dir_all(&pkg).expect("mkdir");
+    let contrib = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers/claude-code");
+    for e in std::fs::read_dir(contrib).expect("contrib").filter_map(|e| e.ok()) {
+        std::fs::copy(e.path(), pkg.join(e.file_name())).expect("copy");
+    }
+    std::fs::write(p.user_home().join(".gitconfig"), "[user]\n\tname = Beside The Home\n").expect("write");
+    let read = |path: &Path| serde_json::json!({"tool_use": {"name": "Read", "input": {"file_path": path.display().to_string()}}});
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            read(&p.user_home().join(".gitconfig")),
+            read(&p.home.join("config.yaml")),
+            {"tool_use": {"name": "mcp__guild-hall__store_memory", "input": {"key": "seen", "content": "remember this"}}},
+            {"tool_use": {"name": "mcp__guild-hall__write_artifact", "input": {"path": ".lore/research/r.md", "content": "# R\n"}}},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Done", "artifacts": [".lore/research/r.md"]}}},
+            {"text": "All done."}
+        ]),
+    );
+    p.write_commission("survey", "---\nworker: claude-code\n---\nSurvey.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("survey"), "completed", "{}", p.ok(&["logs", "survey"]));
+    let results = api.tool_results();
+    assert!(results.contains("Beside The Home"), "a file of $HOME beside the home is read");
+    let config = p.home.join("config.yaml").display().to_string();
+    assert!(results.contains(&format!("EACCES: permission denied, open '{config}'")), "{results}");
+    assert!(!results.contains("projects:"), "nothing of config.yaml reached the model");
+    assert_eq!(std::fs::read_to_string(p.home.join("memory/claude-code/seen.md")).expect("memory"), "remember this");
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/research/r.md"]), "# R\n");
+}
