@@ -176,8 +176,14 @@ pub enum Command {
         /// A path the worker may write (repeatable); the private temp dir is always added.
         #[arg(long = "write", value_name = "PATH")]
         write: Vec<PathBuf>,
+        /// A path the worker may read inside a hidden dir (repeatable).
+        #[arg(long = "read", value_name = "PATH")]
+        read: Vec<PathBuf>,
+        /// A dir the worker may not read but for its `--write` and `--read` paths (repeatable).
+        #[arg(long = "hide", value_name = "DIR")]
+        hide: Vec<PathBuf>,
         /// Run the worker without Landlock confinement.
-        #[arg(long, conflicts_with = "write")]
+        #[arg(long, conflicts_with_all = ["write", "read", "hide"])]
         unconfined: bool,
         /// The worker's stdout is the shim's (a meeting turn streamed to its caller), and the
         /// attempt is stopped when the caller dies.
@@ -307,7 +313,7 @@ impl Env {
 fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
-        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, unconfined, stream, argv } => {
+        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, read, hide, unconfined, stream, argv } => {
             let args = crate::worker::shim::ShimArgs {
                 state_dir: state_dir.clone(),
                 attempt: *attempt,
@@ -315,7 +321,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 argv: argv.clone(),
                 grace: *grace,
                 log_max_bytes: *log_max_bytes,
-                sandbox: (!*unconfined).then(|| crate::worker::sandbox::Policy { writable: write.clone() }),
+                sandbox: (!*unconfined).then(|| crate::worker::sandbox::Policy {
+                    writable: write.clone(),
+                    readable: read.clone(),
+                    hidden: hide.clone(),
+                }),
                 stream: *stream,
             };
             let code = crate::worker::shim::run_shim(&args)?;

@@ -136,6 +136,10 @@ pub fn run(
             ("GUILD_HALL_MAX_TURNS".into(), pkg.manifest.resources.max_turns.unwrap_or(150).to_string()),
             ("GUILD_HALL_MAX_BUDGET_USD".into(), pkg.manifest.resources.max_budget_usd.unwrap_or(2.0).to_string()),
         ]);
+        if let Some(policy) = launch.sandbox.as_mut() {
+            // Its own message and transcript, in the home it otherwise cannot read.
+            policy.readable.extend([message_file.clone(), transcript.clone()]);
+        }
         launch.grace = launch.grace.min(INTERRUPT_GRACE);
         stream(&launch, pkg.manifest.protocol, interrupt, on_event)
     };

@@ -75,6 +75,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
                 worktree::remove_worktree(&rec)?;
             }
             let _ = std::fs::remove_dir_all(state.objects());
+            let _ = std::fs::remove_dir_all(state.0.join("snapshot"));
             apply(ctx, update)
         }
         Action::FixForward { update, wave, round, fixer, run } => {
@@ -104,11 +105,12 @@ fn base_of(record: &PlanRecord, wave: usize) -> Result<String> {
     record.bases.get(&wave).cloned().with_context(|| format!("wave {wave} has no base recorded"))
 }
 
-/// Copy the control plane read-only into `<worktree>/.lore-snapshot/`, fresh each attempt.
-fn snapshot(project: &Project, wt: &std::path::Path) -> Result<()> {
-    let dest = wt.join(copyback::SNAPSHOT_DIR);
-    if dest.exists() {
-        make_writable(&dest);
+/// Copy the control plane into the task's state dir, fresh each attempt, and link
+/// `<worktree>/.lore-snapshot` to it. Out of the worktree, it is read-only to a confined worker
+/// by a Landlock rule (root or not: file modes do not stop root); returns where it is.
+fn snapshot(project: &Project, state: &StateDir, wt: &std::path::Path) -> Result<std::path::PathBuf> {
+    let dest = state.0.join("snapshot");
+    if std::fs::symlink_metadata(&dest).is_ok() {
         std::fs::remove_dir_all(&dest)?;
     }
     std::fs::create_dir_all(&dest)?;
@@ -118,8 +120,19 @@ fn snapshot(project: &Project, wt: &std::path::Path) -> Result<()> {
             copy_tree(&from, &dest.join(part))?;
         }
     }
-    make_read_only(&dest);
-    Ok(())
+    // Whatever a worker left at the link's place is replaced, never followed.
+    let link = wt.join(copyback::SNAPSHOT_DIR);
+    match std::fs::symlink_metadata(&link) {
+        Ok(m) if m.is_dir() => {
+            // An older guild-hall's read-only copy.
+            make_writable(&link);
+            std::fs::remove_dir_all(&link)?;
+        }
+        Ok(_) => std::fs::remove_file(&link)?,
+        Err(_) => {}
+    }
+    std::os::unix::fs::symlink(&dest, &link)?;
+    Ok(dest)
 }
 
 fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
@@ -151,10 +164,6 @@ fn set_mode(path: &std::path::Path, dir: u32, file: u32) {
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(file));
         }
     }
-}
-
-fn make_read_only(path: &std::path::Path) {
-    set_mode(path, 0o555, 0o444);
 }
 
 fn make_writable(path: &std::path::Path) {
@@ -210,7 +219,7 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
     let (rec, orphaned) = task_worktree(ctx, &plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
     write_json(&state.worktree(), &rec)?;
     fault("task-start", 1);
-    snapshot(ctx.project, &rec.path)?;
+    let snapshot_dir = snapshot(ctx.project, &state, &rec.path)?;
     std::fs::create_dir_all(rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug()))?;
     std::fs::write(state.prompt(), &task.prompt)?;
     let activation = Activation {
@@ -224,7 +233,7 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
         attempt,
         toolbox: crate::tools::toolbox::instructions(ActivityKind::Task),
         prompt_extra: format!(
-            "## This task\n\nYou are task {} of plan {}, wave {}. Change files in your working directory; never commit (a commit fails the task). The control plane is there read-only under {}/; leave evidence under {}/{}/.\n",
+            "## This task\n\nYou are task {} of plan {}, wave {}. Change files in your working directory; never commit (a commit fails the task). The control plane is there read-only under {}/ (also $GUILD_HALL_SNAPSHOT); leave evidence under {}/{}/.\n",
             task.canonical,
             plan.id,
             task.wave,
@@ -242,8 +251,12 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
             return apply(ctx, update);
         }
     };
+    if let Some(policy) = launch.sandbox.as_mut() {
+        policy.readable.push(snapshot_dir.clone());
+    }
     let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
     launch.env.extend([
+        ("GUILD_HALL_SNAPSHOT".to_string(), p(&snapshot_dir)),
         ("GUILD_HALL_TASK_ID".to_string(), task.canonical.clone()),
         ("GUILD_HALL_PLAN".into(), plan.id.clone()),
         ("GUILD_HALL_WAVE".into(), "1".into()),

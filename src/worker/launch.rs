@@ -1,6 +1,7 @@
 //! Getting a worker process ready to start, for any activity (a commission attempt, a meeting
-//! turn): its system prompt (posture, memory, toolbox), its environment (DESIGN §7), where it
-//! may write (Landlock policy) and its private git object store. One implementation for all.
+//! turn): its system prompt (posture, memory, toolbox), its environment (DESIGN §7), what it
+//! may write and read (Landlock policy) and its private git object store. One implementation
+//! for all.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -130,7 +131,18 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
                     writable.push(path);
                 }
             }
-            Some(Policy { writable })
+            // The home holds the secrets, the endpoint's token and every other attempt's state,
+            // worktree and memory: of it the worker reads only what is its own. The project
+            // (its checkout and the git dir its worktree runs on) is not the home's.
+            let readable = vec![
+                a.project.root.clone(),
+                rec.common.clone(),
+                pkg.dir.clone(),
+                std::env::current_exe()?,
+                state.prompt(),
+                state.system_prompt(),
+            ];
+            Some(Policy { writable, readable, hidden: vec![a.home.root.clone()] })
         }
         Confinement::Unconfined => None,
     };
@@ -186,7 +198,9 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
 
 /// Run one of a package's filter commands (`compact`, `notes`): `input` on its stdin, its
 /// stdout returned. Confined, it may write only `tmp` (its `TMPDIR`) and the package's
-/// `sandbox.write`. Killed if it runs longer than [`FILTER_LIMIT`].
+/// `sandbox.write`, and read nothing of the `home` but those and its package. Killed if it runs
+/// longer than [`FILTER_LIMIT`].
+#[allow(clippy::too_many_arguments)]
 pub fn run_filter(
     pkg: &Package,
     argv: &[String],
@@ -194,6 +208,7 @@ pub fn run_filter(
     input: &str,
     tmp: &Path,
     confined: bool,
+    home: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<std::process::Output> {
     use std::process::{Command, Stdio};
@@ -207,7 +222,7 @@ pub fn run_filter(
                 writable.push(crate::worker::expand_home(w).map_err(anyhow::Error::msg)?);
             }
         }
-        Policy { writable }.prepare()?.apply_to(&mut cmd);
+        Policy { writable, readable: vec![pkg.dir.clone()], hidden: vec![home.to_path_buf()] }.prepare()?.apply_to(&mut cmd);
     }
     // Its own process group: on timeout the whole group goes, grandchildren too (one holding
     // stdout would otherwise keep us waiting).

@@ -1,13 +1,14 @@
 //! Confinement of worker processes: a Landlock ruleset under which a worker may write only
-//! inside the paths it was given (its worktree, its private temp dir, ...), while reading,
-//! executing and the network stay open. The ruleset is built before the fork and enforced in
-//! the child just before `exec`, so guild-hall itself is never confined.
+//! inside the paths it was given (its worktree, its private temp dir, ...) and may read nothing
+//! in guild-hall's home but what is its own, while reading elsewhere, executing and the network
+//! stay open. The ruleset is built before the fork and enforced in the child just before
+//! `exec`, so guild-hall itself is never confined.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use landlock::{AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI};
+use landlock::{Access, AccessFs, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope, ABI};
 
 /// The ABI this ruleset is written for (the kernel here offers 7). Older kernels get the
 /// subset they know (best effort); none at all is [`Support::Unavailable`].
@@ -75,11 +76,20 @@ pub fn env_or_default(entry: &str) -> Result<String, String> {
     }
 }
 
-/// What one confined process may write. Everything else is read-only to it.
+/// What one confined process may write and read. It may write only `writable`; it may read
+/// (and run) anything but what lies in a `hidden` dir, where it reads only the `writable` and
+/// `readable` paths.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
-    /// Directories (everything beneath them) and files it may create, change and remove.
+    /// Directories (everything beneath them) and files it may create, change, remove and read.
     pub writable: Vec<PathBuf>,
+    /// Directories and files it may read and run although they lie in a hidden dir (a path
+    /// that does not exist is skipped: there is nothing to read).
+    pub readable: Vec<PathBuf>,
+    /// Directories it may not read, list or run anything in, but for the writable and readable
+    /// paths beneath them (guild-hall's home: the secrets, the endpoint's token, other
+    /// attempts' state, worktrees and memory).
+    pub hidden: Vec<PathBuf>,
 }
 
 /// A ruleset ready to be enforced on a child process.
@@ -89,28 +99,153 @@ pub struct Prepared {
 }
 
 impl Policy {
-    /// Build the ruleset. Every writable path must exist (Landlock rules name open files).
-    pub fn prepare(&self) -> Result<Prepared, SandboxError> {
-        if let Support::Unavailable { why } = support() {
-            return Err(SandboxError::Unavailable(why));
+    /// The policy as `guild-hall shim` options (`--write`, `--read`, `--hide`, each repeatable).
+    pub fn shim_args(&self) -> Vec<std::ffi::OsString> {
+        let mut out = Vec::new();
+        for (flag, paths) in [("--write", &self.writable), ("--read", &self.readable), ("--hide", &self.hidden)] {
+            for p in paths {
+                out.push(flag.into());
+                out.push(p.clone().into_os_string());
+            }
         }
-        let mut ruleset = Ruleset::default()
+        out
+    }
+
+    /// Build the ruleset. Every writable path must exist (Landlock rules name open files); a
+    /// hidden dir that cannot be resolved is an error (confinement fails closed).
+    pub fn prepare(&self) -> Result<Prepared, SandboxError> {
+        let abi = match support() {
+            Support::Available { abi } => ABI::from(abi),
+            Support::Unavailable { why } => return Err(SandboxError::Unavailable(why)),
+        };
+        let ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessFs::from_write(TARGET_ABI))?
+            .handle_access(AccessFs::from_all(TARGET_ABI))?
             // A worker may signal its own processes, never guild-hall or anything else.
             .scope(Scope::Signal)?
             .create()?;
-        let devices = DEVICES.iter().map(Path::new).filter(|p| p.exists());
-        for path in self.writable.iter().map(PathBuf::as_path).chain(devices) {
-            let fd = PathFd::new(path)
-                .map_err(|e| SandboxError::Path { path: path.to_path_buf(), source: std::io::Error::other(e.to_string()) })?;
-            // Every handled right (writes only); for a file the crate keeps those that apply to files.
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, AccessFs::from_write(TARGET_ABI)))?;
-        }
         let fd: Option<OwnedFd> = ruleset.into();
         let fd = fd.ok_or_else(|| SandboxError::Unavailable("the kernel refused to create a ruleset".into()))?;
+        // The rights this kernel knows: rules are added with the raw call (below), which takes
+        // no right the ruleset does not handle.
+        let handled = AccessFs::from_all(TARGET_ABI) & AccessFs::from_all(abi);
+        let read = AccessFs::from_read(TARGET_ABI) & handled;
+        let write = AccessFs::from_write(TARGET_ABI) & handled;
+        let hidden = hidden_roots(&self.hidden)?;
+        for path in around(&hidden) {
+            // Best effort: an entry that cannot be opened (or is a symlink) is simply not readable.
+            let _ = add_rule(&fd, &path, read, Follow::No);
+        }
+        // A path that holds a hidden dir is granted its writes only: reading it would read the
+        // hidden dir too (rights are inherited by everything beneath).
+        let holds_hidden = |p: &Path| hidden.iter().any(|h| h.starts_with(p));
+        let devices = DEVICES.iter().map(PathBuf::from).filter(|p| p.exists());
+        for path in self.writable.iter().cloned().chain(devices) {
+            let err = |e: std::io::Error| SandboxError::Path { path: path.clone(), source: e };
+            let canonical = path.canonicalize().map_err(err)?;
+            let access = if holds_hidden(&canonical) { write } else { write | read };
+            add_rule(&fd, &canonical, access, Follow::Yes).map_err(err)?;
+        }
+        for path in &self.readable {
+            let err = |e: std::io::Error| SandboxError::Path { path: path.clone(), source: e };
+            let canonical = match path.canonicalize() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(err(e)),
+            };
+            if !holds_hidden(&canonical) {
+                add_rule(&fd, &canonical, read, Follow::Yes).map_err(err)?;
+            }
+        }
         Ok(Prepared { fd })
     }
+}
+
+/// The hidden dirs, resolved (symlinks followed), none inside another. One that does not exist
+/// hides nothing; one that cannot be resolved otherwise is an error.
+fn hidden_roots(hidden: &[PathBuf]) -> Result<Vec<PathBuf>, SandboxError> {
+    let mut out = Vec::new();
+    for h in hidden {
+        match h.canonicalize() {
+            Ok(c) => out.push(c),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(SandboxError::Path { path: h.clone(), source: e }),
+        }
+    }
+    out.sort();
+    out.dedup();
+    let all = out.clone();
+    out.retain(|h| !all.iter().any(|o| o != h && h.starts_with(o)));
+    Ok(out)
+}
+
+/// What may be read when `hidden` are hidden: the entries of each of their ancestors that are
+/// neither hidden nor an ancestor of a hidden dir. Landlock grants a right to a whole tree and
+/// cannot take it back beneath, so the way around a dir is to grant its siblings and those of
+/// each of its ancestors; the ancestors themselves get no right (they cannot be listed). An
+/// ancestor that cannot be listed gives nothing. Entries made after this are not readable.
+fn around(hidden: &[PathBuf]) -> Vec<PathBuf> {
+    if hidden.is_empty() {
+        return vec![PathBuf::from("/")];
+    }
+    let ancestors: std::collections::BTreeSet<&Path> = hidden.iter().flat_map(|h| h.ancestors().skip(1)).collect();
+    let mut out = Vec::new();
+    for dir in &ancestors {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let path = dir.join(entry.file_name());
+            if !hidden.contains(&path) && !ancestors.contains(path.as_path()) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// Whether a rule's path may be a symlink (followed), or a symlink is skipped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Follow {
+    Yes,
+    No,
+}
+
+/// Allow `access` beneath `path` (a file gets the rights that apply to files). With
+/// [`Follow::No`] a symlink gets no rule: granting its target could grant a hidden dir.
+fn add_rule(ruleset: &OwnedFd, path: &Path, access: BitFlags<AccessFs>, follow: Follow) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    let flags = libc::O_PATH | libc::O_CLOEXEC | if follow == Follow::No { libc::O_NOFOLLOW } else { 0 };
+    // SAFETY: `c` is NUL-terminated; O_PATH opens take no mode.
+    let raw = unsafe { libc::open(c.as_ptr(), flags) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `raw` was just opened and is owned here only.
+    let file = std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) });
+    let kind = file.metadata()?.file_type();
+    if kind.is_symlink() {
+        return Ok(());
+    }
+    let access = if kind.is_dir() { access } else { access & AccessFs::from_file(TARGET_ABI) };
+    if access.is_empty() {
+        return Ok(());
+    }
+    /// `struct landlock_path_beneath_attr` (packed, as the kernel declares it).
+    #[repr(C, packed)]
+    struct PathBeneathAttr {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    let attr = PathBeneathAttr { allowed_access: access.bits(), parent_fd: file.as_raw_fd() };
+    // SAFETY: `attr` is a valid, live landlock_path_beneath_attr; both fds are open.
+    let r = unsafe {
+        libc::syscall(libc::SYS_landlock_add_rule, ruleset.as_raw_fd(), LANDLOCK_RULE_PATH_BENEATH, &attr as *const PathBeneathAttr, 0u32)
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl Prepared {
@@ -153,7 +288,7 @@ mod tests {
         std::fs::create_dir_all(&inside).expect("mkdir");
         std::fs::create_dir_all(&outside).expect("mkdir");
         std::fs::write(outside.join("keep.txt"), "keep\n").expect("write");
-        let policy = Policy { writable: vec![inside.clone()] };
+        let policy = Policy { writable: vec![inside.clone()], ..Default::default() };
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(
             "echo ok > \"$1/new.txt\" && echo ok > /dev/null && cat \"$2/keep.txt\" >/dev/null \
@@ -168,5 +303,91 @@ mod tests {
         assert!(!outside.join("new.txt").exists());
         assert!(!outside.join("d").exists());
         assert_eq!(std::fs::read_to_string(outside.join("keep.txt")).expect("kept"), "keep\n");
+    }
+
+    /// Run `script` (`$1` is `root`) under `policy`; its output if it failed.
+    fn confined(policy: &Policy, root: &Path, script: &str) -> Result<(), String> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(script).arg("sh").arg(root);
+        policy.prepare().expect("ruleset").apply_to(&mut cmd);
+        let out = cmd.output().expect("runs");
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+        }
+    }
+
+    /// Of a hidden dir a confined child reads only what it was given, whether the hidden dir
+    /// is reached through a symlink, a sibling link or `..`; everything around it stays
+    /// readable. The hidden dir may lie in a readable one (a home inside the project) and hold
+    /// one (a project inside the home); entries around it that are no file (a dangling
+    /// symlink, a fifo) are no obstacle.
+    #[test]
+    fn reads_nothing_hidden_but_what_it_was_given() {
+        if let Support::Unavailable { why } = support() {
+            panic!("these tests need Landlock: {why}");
+        }
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().canonicalize().expect("canonical");
+        let home = root.join("home");
+        for d in ["home/own", "home/other", "home/given", "home/project", "beside"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        for f in ["home/secret", "home/own/mine", "home/other/theirs", "home/given/file", "home/project/code", "beside/open"] {
+            std::fs::write(root.join(f), "x\n").expect("write");
+        }
+        std::os::unix::fs::symlink(&home, root.join("link-to-home")).expect("symlink");
+        std::os::unix::fs::symlink(root.join("link-to-home"), root.join("beside/link")).expect("symlink");
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).expect("symlink");
+        nix::unistd::mkfifo(&root.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
+        let policy = Policy {
+            writable: vec![home.join("own")],
+            readable: vec![home.join("given/file"), home.join("missing"), home.join("project"), root.clone()],
+            // Named through the symlink: hidden all the same.
+            hidden: vec![root.join("link-to-home")],
+        };
+        let refused = r#"
+            for no in "$1/home/secret" "$1/home/other/theirs" "$1/link-to-home/secret" "$1/beside/link/secret" \
+                      "$1/home/own/../secret" "$1/home/given/../given/file/../../secret"; do
+              if cat "$no" >/dev/null 2>&1; then echo "read: $no"; exit 1; fi
+            done
+            if ls "$1/home" >/dev/null 2>&1; then echo "listed the home"; exit 1; fi
+        "#;
+        let script = format!(
+            r#"
+            set -u
+            for ok in "$1/home/own/mine" "$1/home/given/file" "$1/home/project/code" "$1/beside/open" /etc/hostname; do
+              cat "$ok" >/dev/null || {{ echo "refused: $ok"; exit 1; }}
+            done
+            {refused}
+            echo new > "$1/home/own/new" || {{ echo "no write in own"; exit 1; }}
+            ls "$1/home/own" >/dev/null || {{ echo "cannot list own"; exit 1; }}
+        "#
+        );
+        confined(&policy, &root, &script).expect("the confined shell read what it must not, or not what it may");
+        // A writable dir that holds the home (`sandbox.write: [~]`) is written, never read.
+        let wide = Policy { writable: vec![root.clone()], hidden: vec![home.clone()], ..Default::default() };
+        let script = format!("set -u\necho x > \"$1/beside/new\" && cat \"$1/beside/open\" >/dev/null || exit 1\n{refused}");
+        confined(&wide, &root, &script).expect("a writable dir holding the home");
+    }
+
+    /// Hidden dirs inside another are dropped; the home's siblings and its ancestors' are
+    /// granted, never the home, an ancestor or a path inside them.
+    #[test]
+    fn around_grants_siblings_along_the_path() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().canonicalize().expect("canonical");
+        for d in ["a/home/inner", "a/sib", "b"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        let hidden = hidden_roots(&[root.join("a/home/inner"), root.join("a/home"), root.join("nope")]).expect("roots");
+        assert_eq!(hidden, vec![root.join("a/home")]);
+        let granted = around(&hidden);
+        assert!(granted.contains(&root.join("a/sib")) && granted.contains(&root.join("b")), "{granted:?}");
+        for not in [root.join("a"), root.join("a/home"), root.clone(), PathBuf::from("/")] {
+            assert!(!granted.contains(&not), "{not:?} in {granted:?}");
+        }
+        assert!(granted.iter().all(|g| !g.starts_with(root.join("a/home"))));
+        assert_eq!(around(&[]), vec![PathBuf::from("/")]);
     }
 }

@@ -305,9 +305,7 @@ fn shim_command(launch: &Launch) -> Result<Command> {
         .arg(launch.log_max_bytes.to_string());
     match &launch.sandbox {
         Some(policy) => {
-            for p in &policy.writable {
-                cmd.arg("--write").arg(p);
-            }
+            cmd.args(policy.shim_args());
         }
         None => {
             cmd.arg("--unconfined");

@@ -64,7 +64,7 @@ done
 
 /// Run `guild-hall <args>` for the project, as root or as the unprivileged user 65534 (the
 /// whole temp tree is handed to that user first).
-fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+pub(crate) fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
     let mut cmd = p.cmd();
     for (k, v) in env {
         cmd.env(k, v);
@@ -206,7 +206,7 @@ fn the_coder_package_offers_write_edit_and_bash() {
 }
 
 /// The Claude Code CLI from npm, in `target/claude-code` (installed on first use).
-fn real_claude() -> PathBuf {
+pub(crate) fn real_claude() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/claude-code");
     let bin = dir.join("node_modules/.bin/claude");
     let ok = |b: &PathBuf| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success());
@@ -228,14 +228,14 @@ fn real_claude() -> PathBuf {
 }
 
 /// The local stand-in for the model API, stopped when dropped.
-struct FakeApi {
+pub(crate) struct FakeApi {
     child: Child,
     url: String,
     requests: PathBuf,
 }
 
 impl FakeApi {
-    fn start(dir: &Path, script: &serde_json::Value) -> FakeApi {
+    pub(crate) fn start(dir: &Path, script: &serde_json::Value) -> FakeApi {
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).expect("script");
         let requests = dir.join("requests.jsonl");
@@ -259,7 +259,7 @@ impl FakeApi {
     }
 
     /// Every tool result the agent sent back, as text.
-    fn tool_results(&self) -> String {
+    pub(crate) fn tool_results(&self) -> String {
         std::fs::read_to_string(&self.requests).unwrap_or_default()
     }
 }
@@ -271,7 +271,7 @@ impl Drop for FakeApi {
     }
 }
 
-fn real_run(p: &Project, api: &FakeApi, claude: &Path) -> std::process::Output {
+pub(crate) fn real_run(p: &Project, api: &FakeApi, claude: &Path) -> std::process::Output {
     let path = format!("{}:{}", claude.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default());
     p.cmd()
         .env("PATH", path)

@@ -14,6 +14,7 @@ mod meetings;
 mod merge;
 mod robustness;
 mod rpc;
+mod sandbox_trust;
 mod surgical;
 mod trust;
 mod watch;

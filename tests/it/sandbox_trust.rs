@@ -1,0 +1,281 @@
+//! What a confined worker can read, on real processes under the real shim and service: nothing
+//! of `$GUILD_HALL_HOME` but its own (no secrets file, no endpoint token, no other attempt's
+//! state, worktree or memory, no reconciler environment), while its real work — its worktree,
+//! its prompts, git, the toolbox, its `pass_env` variables — goes on as before.
+
+use std::path::Path;
+
+use crate::common::*;
+
+/// A worker that tries to read what is not its own (each path named by a `NAME: PATH` line of
+/// its prompt, or in the home), then does its real work, and reports each try as `refused: X`
+/// / `READ: X` and each piece of work as `ok: X` / `FAILED: X` in `.lore/snoop/<id>.md`.
+fn install_snoop(p: &Project) {
+    let dir = p.root.join(".lore/workers/snoop");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: snoop\ncommand: [\"./run.sh\"]\ncheckout: full\npass_env: [SECRET_LISTED]\n")
+        .expect("write");
+    let script = r#"#!/bin/sh
+set -u
+home=$GUILD_HALL_HOME
+gh=$GUILD_HALL_BIN
+report=".lore/snoop/$GUILD_HALL_COMMISSION.md"
+mkdir -p .lore/snoop
+out=""
+path() { sed -n "s/^$1: *//p" "$GUILD_HALL_PROMPT_FILE" | head -n 1; }
+# What must be refused: any success is a leak.
+try() {
+  if sh -c "$2" >/dev/null 2>&1; then out="${out}READ: $1
+"; else out="${out}refused: $1
+"; fi
+}
+# What must work.
+must() {
+  if err=$(sh -c "$2" 2>&1 >/dev/null); then out="${out}ok: $1
+"; else out="${out}FAILED: $1 ($err)
+"; fi
+}
+try secrets "cat '$home/secrets.env'"
+try token "cat '$home/token'"
+try home-config "cat '$home/config.yaml'"
+try home-listing "ls '$home'"
+try other-events "cat '$(path other-events)'"
+try other-memory "cat '$(path other-memory)'"
+try other-memory-dir "ls '$(dirname "$(path other-memory)")'"
+try victim-worktree "cat '$(path victim-worktree)/work.txt'"
+try victim-prompt "cat '$(path victim-prompt)'"
+# The reconciler: the parent of this worker's shim.
+reconciler=$(awk '{print $4}' /proc/$PPID/stat)
+try reconciler-environ "cat /proc/$reconciler/environ"
+try hardlink "ln '$home/secrets.env' .lore/snoop/stolen && cat .lore/snoop/stolen"
+try symlink "ln -s '$home/secrets.env' .lore/snoop/link && cat .lore/snoop/link"
+
+must prompt "grep -q '^other-events:' '$GUILD_HALL_PROMPT_FILE'"
+must system-prompt "grep -q submit_result '$GUILD_HALL_SYSTEM_PROMPT_FILE'"
+must worktree-write "echo mine > .lore/snoop/mine.txt && cat .lore/snoop/mine.txt"
+must worktree-read "cat README.md"
+must tmpdir "echo scratch > '$TMPDIR/s' && cat '$TMPDIR/s'"
+must git "git status --porcelain && git log -1 --format=%s"
+must progress "'$gh' toolbox report-progress 'Snooping'"
+must store-memory "'$gh' toolbox store-memory --key snooped --content 'what I saw'"
+must own-memory "cat '$home/memory/snoop/snooped.md'"
+must pass-env "[ \"\${SECRET_LISTED:-}\" = listed-value ]"
+must no-unlisted-env "[ -z \"\${SECRET_UNLISTED:-}\" ]"
+printf '%s' "$out" > "$report"
+rm -f .lore/snoop/link .lore/snoop/stolen
+"$gh" toolbox submit-result --summary "snooped" --artifact "$report"
+"#;
+    std::fs::write(dir.join("run.sh"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Every try refused (and `extra` too), every piece of work done. `root`: the worker runs as
+/// root, which reads the reconciler's environment all the same (see the README).
+fn check(report: &str, extra: &[&str], root: bool) {
+    let refused =
+        ["secrets", "token", "home-config", "home-listing", "other-events", "other-memory", "other-memory-dir", "hardlink", "symlink"];
+    for what in refused.iter().chain(extra).chain((!root).then_some(&"reconciler-environ")) {
+        assert!(report.contains(&format!("refused: {what}\n")), "{what} was not refused:\n{report}");
+    }
+    for what in [
+        "prompt",
+        "system-prompt",
+        "worktree-write",
+        "worktree-read",
+        "tmpdir",
+        "git",
+        "progress",
+        "store-memory",
+        "own-memory",
+        "pass-env",
+        "no-unlisted-env",
+    ] {
+        assert!(report.contains(&format!("ok: {what}\n")), "{what} failed:\n{report}");
+    }
+    let leaks: Vec<&str> = report.lines().filter(|l| l.starts_with("READ") && !(root && *l == "READ: reconciler-environ")).collect();
+    assert!(leaks.is_empty() && !report.contains("FAILED"), "{report}");
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+#[test]
+fn a_confined_worker_reads_nothing_of_the_home_but_its_own() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&["researcher", "sleeper"]);
+    install_snoop(&p);
+    let secrets = p.home.join("secrets.env");
+    std::fs::write(&secrets, "SECRET_LISTED=listed-value\nSECRET_UNLISTED=unlisted-value\n").expect("write");
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    // The service, with its TCP listener: the bearer token is made in the home.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+    let _svc = Service::start(&p, &[], &["--listen", &format!("127.0.0.1:{port}")]);
+    let token = std::fs::read_to_string(p.home.join("token")).expect("the service made its token");
+
+    // Another worker's memory and another commission's mailbox, left in the home.
+    let other = p.create("researcher", "Other", "Something else.");
+    wait_status(&p, &other, "completed");
+    let other_events = p.state_dir(&other).join("events.jsonl");
+    let other_memory = p.home.join("memory/researcher/last-topic.md");
+    // And a commission at work, with its worktree and prompt.
+    let victim = p.create("sleeper", "Victim", "sleep: 60\nStay a while.");
+    wait_status(&p, &victim, "in_progress");
+    let victim_prompt = p.state_dir(&victim).join("prompt.md");
+    // Its work in progress (its checkout is sparse: this stands for what it wrote).
+    std::fs::write(p.worktree(&victim).join("work.txt"), "half done\n").expect("write");
+    for f in [&other_events, &other_memory, &victim_prompt] {
+        assert!(exists(f), "set-up: {} is there to be read", f.display());
+    }
+
+    let prompt = format!(
+        "other-events: {}\nother-memory: {}\nvictim-worktree: {}\nvictim-prompt: {}\n",
+        other_events.display(),
+        other_memory.display(),
+        p.worktree(&victim).display(),
+        victim_prompt.display(),
+    );
+    let id = p.create("snoop", "Snoop", &prompt);
+    wait_status(&p, &id, "completed");
+    let report = git(&p.root, &["show", &format!("claude/main:.lore/snoop/{id}.md")]);
+    check(&report, &["victim-worktree", "victim-prompt"], nix::unistd::geteuid().is_root());
+    // The toolbox's effects are real: the progress is in the timeline, the memory in the home.
+    let timeline = p.timeline(&id);
+    assert!(timeline.iter().any(|e| e["kind"] == "progress" && e["text"] == "Snooping"), "{timeline:?}");
+    assert_eq!(std::fs::read_to_string(p.home.join("memory/snoop/snooped.md")).expect("memory"), "what I saw");
+    // Nothing of the secrets or the token left the home by way of the worker.
+    let merged = git(&p.root, &["log", "-p", "claude/main"]);
+    for secret in ["listed-value", "unlisted-value", token.trim()] {
+        assert!(!merged.contains(secret), "{secret} reached claude/main");
+    }
+
+    p.ok(&["commission", "cancel", &victim]);
+    wait_status(&p, &victim, "cancelled");
+}
+
+/// The same as an unprivileged user (uid 65534, the whole tree handed to it): the reconciler's
+/// environment, with a key in it that the worker's package does not pass, is out of reach too.
+#[test]
+fn an_unprivileged_confined_worker_reads_nothing_of_the_home_nor_the_reconcilers_environment() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&["researcher"]);
+    install_snoop(&p);
+    let secrets = p.home.join("secrets.env");
+    std::fs::write(&secrets, "SECRET_LISTED=listed-value\nSECRET_UNLISTED=unlisted-value\n").expect("write");
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    // A token as the service leaves it (mode 0600 in the home).
+    std::fs::write(p.home.join("token"), "the-endpoint-token\n").expect("write");
+    std::fs::set_permissions(p.home.join("token"), std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let path = std::env::var("PATH").unwrap_or_default();
+    let settle = |p: &Project| {
+        let out = crate::claude_code::run_as(p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"], &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let other = p.create("researcher", "Other", "Something else.");
+    settle(&p);
+    assert_eq!(p.status(&other), "completed", "{}", p.ok(&["logs", &other]));
+    let other_events = p.state_dir(&other).join("events.jsonl");
+    let other_memory = p.home.join("memory/researcher/last-topic.md");
+    assert!(exists(&other_events) && exists(&other_memory), "set-up: there to be read");
+    let id = p.create("snoop", "Snoop", &format!("other-events: {}\nother-memory: {}\n", other_events.display(), other_memory.display()));
+    settle(&p);
+    assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
+    let report = git(&p.root, &["show", &format!("claude/main:.lore/snoop/{id}.md")]);
+    check(&report, &["reconciler-environ"], false);
+    // The reconciler had it (run_as sets it); the worker never saw it.
+    assert!(!report.contains("sk-from-guild-halls-env"));
+}
+
+/// A wave worker that reads the control plane's snapshot (by `.lore-snapshot/` and by
+/// `$GUILD_HALL_SNAPSHOT`), tries to change it, and leaves what happened as its evidence.
+fn install_copyist(p: &Project) {
+    let dir = p.root.join(".lore/workers/copyist");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: copyist\ncommand: [\"./run.sh\"]\ncheckout: full\ncapabilities: [commission]\n")
+        .expect("write");
+    let script = r#"#!/bin/sh
+set -u
+slug=$(printf '%s' "$GUILD_HALL_TASK_ID" | tr ':' '-')
+update() { "$GUILD_HALL_BIN" toolbox task-update --status "$1" --sequence "$2" --idempotency-key "$GUILD_HALL_TASK_ID:$1:$GUILD_HALL_ATTEMPT" >/dev/null; }
+update in_progress 1
+mkdir -p ".lore-artifacts/$slug"
+{
+  if grep -q '^title: peek' .lore-snapshot/plans/peek.md; then echo "ok: read"; else echo "FAILED: read"; fi
+  if grep -q '^title: peek' "${GUILD_HALL_SNAPSHOT:-/nowhere}/plans/peek.md"; then echo "ok: read-env"; else echo "FAILED: read-env"; fi
+  for f in plans/peek.md workers/copyist/worker.yaml; do
+    if (echo hacked >> ".lore-snapshot/$f") 2>/dev/null; then echo "WROTE: $f"; else echo "refused: $f"; fi
+  done
+  if (echo new > .lore-snapshot/plans/new.md) 2>/dev/null; then echo "WROTE: new"; else echo "refused: new"; fi
+  if rm -f .lore-snapshot/plans/peek.md 2>/dev/null && [ ! -e .lore-snapshot/plans/peek.md ]; then echo "WROTE: rm"; else echo "refused: rm"; fi
+} > ".lore-artifacts/$slug/evidence.txt"
+update done 2
+"#;
+    std::fs::write(dir.join("run.sh"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// The snapshot of the control plane a wave task reads is out of its reach for writing, root
+/// or not (0444 does not stop root; Landlock does): it lies outside the worktree.
+#[test]
+fn a_wave_task_reads_the_control_plane_snapshot_and_cannot_change_it() {
+    let p = Project::new(&[]);
+    install_copyist(&p);
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("peek.md"), "---\ntitle: peek\nwaves:\n  - - {id: one, worker: copyist, prompt: look}\n---\n")
+        .expect("write");
+    p.settle();
+    let plan: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "peek", "--json"])).expect("json");
+    assert_eq!(plan["status"], "completed", "{plan}");
+    let evidence = git(&p.root, &["show", "claude/main:.lore/plans/peek/artifacts/peek-exec-wave-1-task-1/evidence.txt"]);
+    for line in
+        ["ok: read", "ok: read-env", "refused: plans/peek.md", "refused: workers/copyist/worker.yaml", "refused: new", "refused: rm"]
+    {
+        assert!(evidence.lines().any(|l| l == line), "{line}:\n{evidence}");
+    }
+}
+
+/// The default shape, a home under `$HOME` (`~/.guild-hall`), with the package installed in the
+/// home, and the real Claude Code CLI (against the stand-in API): it reads a file of `$HOME`
+/// beside the home, is refused the home's `config.yaml`, and its memory, artifact and result
+/// go through.
+#[test]
+fn real_claude_code_in_a_home_under_home_reads_only_its_own_of_it() {
+    use crate::claude_code::{real_claude, real_run, FakeApi};
+    let claude = real_claude();
+    let mut p = Project::new(&[]);
+    p.home = p.user_home().join(".guild-hall");
+    p.ok(&["init"]);
+    let pkg = p.home.join("workers/claude-code");
+    std::fs::create_dir_all(&pkg).expect("mkdir");
+    let contrib = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers/claude-code");
+    for e in std::fs::read_dir(contrib).expect("contrib").filter_map(|e| e.ok()) {
+        std::fs::copy(e.path(), pkg.join(e.file_name())).expect("copy");
+    }
+    std::fs::write(p.user_home().join(".gitconfig"), "[user]\n\tname = Beside The Home\n").expect("write");
+    let read = |path: &Path| serde_json::json!({"tool_use": {"name": "Read", "input": {"file_path": path.display().to_string()}}});
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            read(&p.user_home().join(".gitconfig")),
+            read(&p.home.join("config.yaml")),
+            {"tool_use": {"name": "mcp__guild-hall__store_memory", "input": {"key": "seen", "content": "remember this"}}},
+            {"tool_use": {"name": "mcp__guild-hall__write_artifact", "input": {"path": ".lore/research/r.md", "content": "# R\n"}}},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Done", "artifacts": [".lore/research/r.md"]}}},
+            {"text": "All done."}
+        ]),
+    );
+    p.write_commission("survey", "---\nworker: claude-code\n---\nSurvey.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("survey"), "completed", "{}", p.ok(&["logs", "survey"]));
+    let results = api.tool_results();
+    assert!(results.contains("Beside The Home"), "a file of $HOME beside the home is read");
+    let config = p.home.join("config.yaml").display().to_string();
+    assert!(results.contains(&format!("EACCES: permission denied, open '{config}'")), "{results}");
+    assert!(!results.contains("projects:"), "nothing of config.yaml reached the model");
+    assert_eq!(std::fs::read_to_string(p.home.join("memory/claude-code/seen.md")).expect("memory"), "remember this");
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/research/r.md"]), "# R\n");
+}
