@@ -452,7 +452,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join(".lore")).expect("mkdir");
         assert_eq!(ProjectConfig::load(dir.path()).expect("defaults").merge_limits(), MergeLimits { file: 100 << 20, attempt: 1 << 30 });
-        std::fs::write(dir.path().join(ProjectConfig::PATH), "merge_max_file_size: 1MiB\nmerge_max_attempt_size: 3000000\n").expect("write");
+        std::fs::write(dir.path().join(ProjectConfig::PATH), "merge_max_file_size: 1MiB\nmerge_max_attempt_size: 3000000\n")
+            .expect("write");
         assert_eq!(ProjectConfig::load(dir.path()).expect("loads").merge_limits(), MergeLimits { file: 1 << 20, attempt: 3_000_000 });
         std::fs::write(dir.path().join(ProjectConfig::PATH), "merge_max_file_size: lots\n").expect("write");
         let e = format!("{:#}", ProjectConfig::load(dir.path()).expect_err("refused"));

@@ -70,8 +70,15 @@ mod tests {
         ] {
             assert!(is_control_plane(p), "{p}");
         }
-        for p in [".lore/research/a.md", ".lore/reports/x.md", "src/lib.rs", ".lore/guild-hall.yaml.bak", ".lorex/workers/a", "", "lore/workers/a"]
-        {
+        for p in [
+            ".lore/research/a.md",
+            ".lore/reports/x.md",
+            "src/lib.rs",
+            ".lore/guild-hall.yaml.bak",
+            ".lorex/workers/a",
+            "",
+            "lore/workers/a",
+        ] {
             assert!(!is_control_plane(p), "{p}");
         }
         assert_eq!(control_plane_paths([".lore/workers/a", "src/x", ".lore/workers/a"]), vec![".lore/workers/a".to_string()]);

@@ -183,7 +183,7 @@ fn judge_changes(repo: &Repository, base: &git2::Tree<'_>, act: &git2::Tree<'_>,
     }
     let total: u64 = sizes.iter().map(|(_, n)| *n).sum();
     if total > limits.attempt {
-        sizes.sort_by(|a, b| b.1.cmp(&a.1));
+        sizes.sort_by_key(|s| std::cmp::Reverse(s.1));
         let largest: Vec<String> = sizes.iter().take(5).map(|(p, n)| format!("{p} ({})", human_size(*n))).collect();
         large.push(format!(
             "its files come to {}, over merge_max_attempt_size ({}); the largest: {}",
@@ -283,7 +283,10 @@ pub fn land(
         },
         Ok(MergeOutcome::ControlPlane(paths)) => Landing::Refused {
             kind: "control-plane",
-            reason: format!("the worker changed the control plane: {} ({CONTROL_PLANE_RULE}); nothing merged, branch {branch} kept", listing(&paths)),
+            reason: format!(
+                "the worker changed the control plane: {} ({CONTROL_PLANE_RULE}); nothing merged, branch {branch} kept",
+                listing(&paths)
+            ),
         },
         Ok(MergeOutcome::BadPaths(paths)) => Landing::Refused {
             kind: "bad-path",

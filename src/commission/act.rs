@@ -168,7 +168,9 @@ fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Re
     let rec = worktree_record(ctx, id, branch)?;
     let limits = ctx.project.config.merge_limits();
     let secured = worktree::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: {why} of {id} (attempt {attempt})"), &limits)
-        .with_context(|| format!("could not commit the worker's files to {branch}; its worktree {} is kept to try again", rec.path.display()))?;
+        .with_context(|| {
+        format!("could not commit the worker's files to {branch}; its worktree {} is kept to try again", rec.path.display())
+    })?;
     let now = timestamp(chrono::Utc::now());
     let mut notes = Vec::new();
     if !secured.tampered.is_empty() {

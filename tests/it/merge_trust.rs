@@ -51,7 +51,15 @@ fn assert_nothing_planted(p: &Project, integration_before: &str) {
 #[test]
 fn a_commission_cannot_plant_a_package_and_a_commission_on_the_integration_branch() {
     let p = Project::new(&[]);
-    install_script(&p, "planter", "checkout: full\n", "run.sh", &format!("#!/bin/sh\nset -eu\n{PLANT}\"$GUILD_HALL_BIN\" toolbox submit-result --summary planted --artifact .lore/reports/real.md\n"));
+    install_script(
+        &p,
+        "planter",
+        "checkout: full\n",
+        "run.sh",
+        &format!(
+            "#!/bin/sh\nset -eu\n{PLANT}\"$GUILD_HALL_BIN\" toolbox submit-result --summary planted --artifact .lore/reports/real.md\n"
+        ),
+    );
     // The person works on the integration branch: a merge would advance this checkout.
     git(&p.root, &["checkout", "-q", "claude/main"]);
     let before = rev(&p, "claude/main");
@@ -83,7 +91,8 @@ fn a_commission_cannot_plant_a_package_and_a_commission_on_the_integration_branc
 #[test]
 fn a_meeting_cannot_plant_them_either() {
     let p = Project::new(&[]);
-    let meet = format!("#!/bin/sh\nset -eu\n{PLANT}printf '{{\"type\":\"text_delta\",\"text\":\"planted\"}}\\n{{\"type\":\"turn_end\"}}\\n'\n");
+    let meet =
+        format!("#!/bin/sh\nset -eu\n{PLANT}printf '{{\"type\":\"text_delta\",\"text\":\"planted\"}}\\n{{\"type\":\"turn_end\"}}\\n'\n");
     install_script(&p, "schemer", "meeting: [\"./meet.sh\"]\ncapabilities: [meeting]\ncheckout: sparse\n", "meet.sh", &meet);
     git(&p.root, &["checkout", "-q", "claude/main"]);
     let before = rev(&p, "claude/main");
@@ -373,4 +382,29 @@ head -c 300000 /dev/urandom > .lore/data/noise.bin
         .expect("git");
     assert_eq!(kept.stdout, noise, "secured on its branch byte for byte");
     assert_eq!(p.status(&id), "failed");
+}
+
+#[test]
+fn a_wave_task_copies_back_nothing_over_the_limits() {
+    let p = Project::new(&[]);
+    let script = r#"#!/bin/sh
+set -eu
+update() { "$GUILD_HALL_BIN" toolbox task-update --status "$1" --sequence "$2" --idempotency-key "$GUILD_HALL_TASK_ID:$1:$GUILD_HALL_ATTEMPT" >/dev/null; }
+update in_progress 1
+truncate -s 4G huge.bin
+echo fine > fine.txt
+update done 2
+"#;
+    install_script(&p, "hulker", "checkout: full\n", "run.sh", script);
+    std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
+    std::fs::write(p.root.join(".lore/plans/bulk.md"), "---\ntitle: bulk\nwaves:\n  - - {id: t, worker: hulker, prompt: \"go\"}\n---\n")
+        .expect("write plan");
+    let before = rev(&p, "claude/main");
+    p.settle();
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "bulk", "--json"])).expect("plan json");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("too large to copy back: huge.bin is 4.0 GiB, over merge_max_file_size (100.0 MiB)"), "{reason}");
+    assert_eq!(rev(&p, "claude/main"), before, "nothing copied back");
+    assert!(largest_object(&p) < 1 << 20, "a large object was stored: {} bytes", largest_object(&p));
 }
