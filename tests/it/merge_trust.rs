@@ -356,16 +356,21 @@ fn work_that_cannot_be_secured_on_a_full_disk_fails_saying_why_and_is_kept() {
     let script = r#"#!/bin/sh
 set -eu
 mkdir -p .lore/data
-head -c 300000 /dev/urandom > .lore/data/noise.bin
+head -c 300000 /dev/urandom > .lore/data/noise.tmp
+mv .lore/data/noise.tmp .lore/data/noise.bin
+# Until the test says go: no pass may finish it before the one under the limit.
+while [ ! -e .lore/go ]; do sleep 0.05; done
 "$GUILD_HALL_BIN" toolbox submit-result --summary "noise"
 "#;
     install_script(&p, "noisy", "checkout: sparse\n", "run.sh", script);
     let id = p.create("noisy", "Noise", "Make noise.");
     // Dispatched; then no pass until its worker has exited (the shim records that itself).
     p.ok(&["reconcile", "--once"]);
-    wait_for("the worker to exit", || p.try_state_dir(&id).is_some_and(|d| d.join("exit.json").exists()));
     let wt = p.worktree(&id);
+    wait_for("the worker's file", || wt.join(".lore/data/noise.bin").exists());
     let noise = std::fs::read(wt.join(".lore/data/noise.bin")).expect("the worker's file");
+    std::fs::write(wt.join(".lore/go"), "").expect("go");
+    wait_for("the worker to exit", || p.try_state_dir(&id).is_some_and(|d| d.join("exit.json").exists()));
     let (_, out) = pass_with_file_size_limit(&p, 64);
     let s = p.status_json(&id);
     assert_eq!(s["status"], "failed", "{s}\n{out}");
