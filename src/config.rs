@@ -37,6 +37,12 @@ pub struct ProjectConfig {
     /// `0s` means none.
     #[serde(with = "duration_str")]
     pub timeout: Duration,
+    /// The largest file one attempt may merge (or a wave task copy back): bytes, or `100MiB`.
+    #[serde(with = "byte_size")]
+    pub merge_max_file_size: u64,
+    /// The most bytes of new or changed files one attempt (or wave task) may merge.
+    #[serde(with = "byte_size")]
+    pub merge_max_attempt_size: u64,
 }
 
 impl Default for ProjectConfig {
@@ -51,12 +57,30 @@ impl Default for ProjectConfig {
             dispatch: DispatchMode::Auto,
             default_worker: None,
             timeout: Duration::from_secs(24 * 3600),
+            merge_max_file_size: 100 * MIB,
+            merge_max_attempt_size: 1024 * MIB,
         }
     }
 }
 
+const MIB: u64 = 1024 * 1024;
+
+/// What one attempt may bring onto the integration branch, by size (checked from the files'
+/// metadata and the objects' headers, before anything is read or hashed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeLimits {
+    /// `merge_max_file_size`.
+    pub file: u64,
+    /// `merge_max_attempt_size`.
+    pub attempt: u64,
+}
+
 impl ProjectConfig {
     pub const PATH: &'static str = ".lore/guild-hall.yaml";
+
+    pub fn merge_limits(&self) -> MergeLimits {
+        MergeLimits { file: self.merge_max_file_size, attempt: self.merge_max_attempt_size }
+    }
 
     /// Load from a project root; a missing file means all defaults.
     pub fn load(root: &Path) -> Result<ProjectConfig> {
@@ -71,6 +95,9 @@ impl ProjectConfig {
         })?;
         if cfg.commission_cap == 0 {
             return Err(anyhow!("{}: commission_cap must be at least 1", path.display()));
+        }
+        if cfg.merge_max_file_size == 0 || cfg.merge_max_attempt_size == 0 {
+            return Err(anyhow!("{}: merge_max_file_size and merge_max_attempt_size must be more than 0", path.display()));
         }
         if let Some(name) = &cfg.name {
             crate::artifact::ids::validate_id(name).with_context(|| format!("{}: name", path.display()))?;
@@ -323,6 +350,71 @@ pub mod opt_duration_str {
     }
 }
 
+/// A size for people: `512 B`, `1.5 KiB`, `100.0 MiB`, `4.0 GiB` (and the exact bytes when
+/// not a whole number of the unit's tenths, so two sizes never read the same by rounding).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, n) in UNITS {
+        if bytes >= n {
+            let tenths = bytes * 10 / n;
+            let approx = format!("{}.{} {unit}", tenths / 10, tenths % 10);
+            return if tenths * n == bytes * 10 { approx } else { format!("{approx}, {bytes} bytes") };
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// Parse a size: a number of bytes, or a number with a unit (`KiB`, `MiB`, `GiB`, `TiB`;
+/// `KB`, `MB`, `GB`, `TB` are decimal; `B`), spaces and case aside.
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = (t[..split].trim(), t[split..].trim().to_ascii_lowercase());
+    if num.is_empty() {
+        return Err(format!("bad size {text:?}: expected a number of bytes, or e.g. `100MiB`"));
+    }
+    let factor: u64 = match unit.as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => return Err(format!("bad size {text:?}: unknown unit {unit:?} (use bytes, KiB, MiB, GiB, or KB, MB, GB)")),
+    };
+    let value: f64 = num.parse().map_err(|_| format!("bad size {text:?}: expected a number of bytes or e.g. `100MiB`"))?;
+    let bytes = value * factor as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(format!("bad size {text:?}"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Sizes as a number of bytes or a string with a unit (`100MiB`, `1 GiB`).
+mod byte_size {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Bytes(u64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*n)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match Repr::deserialize(d).map_err(|_| serde::de::Error::custom("expected a size: a number of bytes, or e.g. `100MiB`"))? {
+            Repr::Bytes(n) => Ok(n),
+            Repr::Text(t) => super::parse_size(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// Durations as humantime strings (`90s`, `5m`).
 mod duration_str {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -334,5 +426,37 @@ mod duration_str {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
         humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("bad duration {s:?}: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_and_said() {
+        assert_eq!(parse_size("100MiB"), Ok(100 << 20));
+        assert_eq!(parse_size(" 1 GiB "), Ok(1 << 30));
+        assert_eq!(parse_size("1.5k"), Ok(1536));
+        assert_eq!(parse_size("2MB"), Ok(2_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("ten").is_err() && parse_size("5 parsecs").is_err() && parse_size("-1").is_err());
+        assert_eq!(human_size(4 << 30), "4.0 GiB");
+        assert_eq!(human_size(100 << 20), "100.0 MiB");
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size((1 << 20) + 1), "1.0 MiB, 1048577 bytes");
+    }
+
+    #[test]
+    fn merge_limits_in_the_project_settings() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".lore")).expect("mkdir");
+        assert_eq!(ProjectConfig::load(dir.path()).expect("defaults").merge_limits(), MergeLimits { file: 100 << 20, attempt: 1 << 30 });
+        std::fs::write(dir.path().join(ProjectConfig::PATH), "merge_max_file_size: 1MiB\nmerge_max_attempt_size: 3000000\n")
+            .expect("write");
+        assert_eq!(ProjectConfig::load(dir.path()).expect("loads").merge_limits(), MergeLimits { file: 1 << 20, attempt: 3_000_000 });
+        std::fs::write(dir.path().join(ProjectConfig::PATH), "merge_max_file_size: lots\n").expect("write");
+        let e = format!("{:#}", ProjectConfig::load(dir.path()).expect_err("refused"));
+        assert!(e.contains("guild-hall.yaml:1:") && e.contains("bad size \"lots\""), "{e}");
     }
 }

@@ -94,6 +94,11 @@ const NO_PROGRAMS: [&str; 6] =
 /// (libgit2, which does the rest, runs no hooks, fsmonitor or filter programs at all; it reads
 /// the user's config only for the commit identity, [`signature`].)
 pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<String> {
+    cli_raw(at, args, identity).map(|out| String::from_utf8_lossy(&out).into_owned())
+}
+
+/// [`cli`], its output as git wrote it: paths listed with `-z` byte for byte, UTF-8 or not.
+pub(super) fn cli_raw(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<Vec<u8>> {
     let mut cmd = Command::new("git");
     for c in NO_PROGRAMS {
         cmd.arg("-c").arg(c);
@@ -125,7 +130,7 @@ pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) 
     if !out.status.success() {
         return Err(GitError::Cli { args: args.join(" "), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout)
 }
 
 pub(super) fn canonical(p: &Path) -> PathBuf {

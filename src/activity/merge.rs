@@ -1,12 +1,17 @@
 //! The squash merge of an activity's branch into the integration branch, in memory, once
-//! (a trailer marks it), with the `.lore/` conflict rule, and advancing a checkout of the
-//! integration branch only when no local change of a person's would be touched.
+//! (a trailer marks it), with the `.lore/` conflict rule; never of a change to the control
+//! plane, of a path git refuses, or of more than the merge limits; advancing a checkout of the
+//! integration branch only when no local change of a person's would be touched. Landing never
+//! fails silently: whatever goes wrong ends as a refusal that says what.
 
 use std::path::{Path, PathBuf};
 
 use git2::{BranchType, Oid, Repository};
 
+use super::control_plane::{bad_component, is_control_plane};
 use super::git::{signature, Result};
+use super::worktree::listing;
+use crate::config::{human_size, MergeLimits};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeOutcome {
@@ -16,15 +21,32 @@ pub enum MergeOutcome {
     NothingToMerge,
     /// Conflicts (outside `.lore/`, or on a `.lore/` file a person committed): nothing was merged.
     Conflicts(Vec<String>),
+    /// The activity changed the control plane (these paths): nothing was merged.
+    ControlPlane(Vec<String>),
+    /// The activity's tree holds paths git refuses (`.git/…`), each with why: nothing merged.
+    BadPaths(Vec<String>),
+    /// What the activity adds is over the merge limits (each file or the total, with its
+    /// size): nothing was merged.
+    TooLarge(Vec<String>),
     /// The integration branch is checked out with local changes the merge would touch.
     Waiting(String),
 }
 
-/// Squash-merge `activity` into `integration` as one commit, in memory. A conflict under
-/// `.lore/` goes to the activity side when only guild-hall's merges changed the file on the
-/// integration side; any other conflict aborts with the paths. A checkout of the integration
-/// branch is advanced only if no locally modified file is touched.
-pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, message: &str, trailer: &str) -> Result<MergeOutcome> {
+/// Squash-merge `activity` into `integration` as one commit, in memory. What the activity
+/// changed since it forked (its tree against the merge base: the base its worktree was made
+/// from, never the integration tip) must leave the control plane alone, hold only paths git
+/// accepts and stay within `limits` (sizes from the objects' headers); else nothing is merged.
+/// A conflict under `.lore/` goes to the activity side when only guild-hall's merges changed
+/// the file on the integration side; any other conflict aborts with the paths. A checkout of
+/// the integration branch is advanced only if no locally modified file is touched.
+pub fn squash_merge(
+    repo: &Repository,
+    integration: &str,
+    activity: &str,
+    message: &str,
+    trailer: &str,
+    limits: &MergeLimits,
+) -> Result<MergeOutcome> {
     let int_commit = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
     let act_commit = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
     let base = repo.merge_base(int_commit.id(), act_commit.id())?;
@@ -44,6 +66,9 @@ pub fn squash_merge(repo: &Repository, integration: &str, activity: &str, messag
     let base_tree = repo.find_commit(base)?.tree()?;
     let int_tree = int_commit.tree()?;
     let act_tree = act_commit.tree()?;
+    if let Some(refused) = judge_changes(repo, &base_tree, &act_tree, limits)? {
+        return Ok(refused);
+    }
     let mut index = repo.merge_trees(&base_tree, &int_tree, &act_tree, None)?;
     if index.has_conflicts() {
         let mut blocking = Vec::new();
@@ -126,6 +151,62 @@ pub fn commit_onto(
     Ok(MergeOutcome::Merged(commit))
 }
 
+/// What the activity's own changes (`base` → `act`) may not do: touch the control plane, hold a
+/// path git refuses, or go over the merge limits. Each new file's size comes from its object's
+/// header; no content is read.
+fn judge_changes(repo: &Repository, base: &git2::Tree<'_>, act: &git2::Tree<'_>, limits: &MergeLimits) -> Result<Option<MergeOutcome>> {
+    let diff = repo.diff_tree_to_tree(Some(base), Some(act), None)?;
+    let odb = repo.odb()?;
+    let (mut control, mut bad, mut large) = (Vec::new(), Vec::new(), Vec::new());
+    let mut sizes: Vec<(String, u64)> = Vec::new();
+    for d in diff.deltas() {
+        for f in [d.old_file(), d.new_file()] {
+            let Some(raw) = f.path_bytes() else { continue };
+            let path = String::from_utf8_lossy(raw).into_owned();
+            if is_control_plane(&path) {
+                control.push(path.clone());
+            }
+            if let Some(why) = raw.split(|b| *b == b'/').find_map(bad_component) {
+                bad.push(format!("{path} ({why})"));
+            }
+        }
+        let new = d.new_file();
+        let counts = matches!(d.status(), git2::Delta::Added | git2::Delta::Modified | git2::Delta::Typechange);
+        if counts && new.exists() && new.mode() != git2::FileMode::Commit {
+            let path = new.path_bytes().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+            let size = odb.read_header(new.id())?.0 as u64;
+            if size > limits.file {
+                large.push(format!("{path} is {}, over merge_max_file_size ({})", human_size(size), human_size(limits.file)));
+            }
+            sizes.push((path, size));
+        }
+    }
+    let total: u64 = sizes.iter().map(|(_, n)| *n).sum();
+    if total > limits.attempt {
+        sizes.sort_by_key(|s| std::cmp::Reverse(s.1));
+        let largest: Vec<String> = sizes.iter().take(5).map(|(p, n)| format!("{p} ({})", human_size(*n))).collect();
+        large.push(format!(
+            "its files come to {}, over merge_max_attempt_size ({}); the largest: {}",
+            human_size(total),
+            human_size(limits.attempt),
+            largest.join(", ")
+        ));
+    }
+    for v in [&mut control, &mut bad] {
+        v.sort();
+        v.dedup();
+    }
+    Ok(if !control.is_empty() {
+        Some(MergeOutcome::ControlPlane(control))
+    } else if !bad.is_empty() {
+        Some(MergeOutcome::BadPaths(bad))
+    } else if !large.is_empty() {
+        Some(MergeOutcome::TooLarge(large))
+    } else {
+        None
+    })
+}
+
 /// The trailers that mark guild-hall's own squash merges, one per kind of activity.
 pub const TRAILERS: [&str; 3] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: ", "Guild-Hall-Task: "];
 
@@ -134,10 +215,15 @@ pub const TRAILERS: [&str; 3] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting:
 pub enum Landing {
     /// On the integration branch: the squash commit, or `None` when there was nothing to merge.
     Merged(Option<Oid>),
-    /// Not merged, and why (`kind` is `tampered` or `conflict`); the branch keeps the work.
+    /// Not merged, and why (`kind`: `tampered`, `conflict`, `control-plane`, `bad-path`,
+    /// `too-large` or `merge-failed`); the worker's work is secured on its branch.
     Refused { kind: &'static str, reason: String },
     /// The integration branch's checkout has local changes the merge would touch.
     Waiting(String),
+    /// The worker's files could not even be committed to its branch (a full disk, say), and
+    /// why: nothing merged, and its worktree (and object store) must be kept, to be secured
+    /// again later; nothing of it is lost.
+    Unsecured(String),
 }
 
 /// The commit messages of a landing: the leftovers commit on the activity's branch, and the
@@ -148,36 +234,74 @@ pub struct Messages {
     pub trailer: String,
 }
 
+/// Why a worker's change to the control plane is never merged, said the same way for every kind.
+pub const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings, plans, worker packages or guild-hall.yaml; new work goes through propose_followup or the dispatcher";
+
 /// Land an activity's work, the one way for every kind: commit what the worker left in its
 /// worktree onto its branch (by the record, never by what the worktree says), refuse a
 /// worktree that is no longer the one guild-hall made, then squash-merge the branch into the
 /// integration branch once (`trailer`). `after_secure` runs between the two (fault injection).
+/// Every way this can go wrong ends in a [`Landing`] whose text says what failed: a landing
+/// never errors out to be retried in silence.
 pub fn land(
     project_root: &Path,
     rec: &super::worktree::WorktreeRecord,
     worker_objects: Option<&Path>,
     integration: &str,
     messages: &Messages,
+    limits: &MergeLimits,
     after_secure: impl FnOnce(),
-) -> anyhow::Result<Landing> {
+) -> Landing {
     let Messages { leftovers, merge: message, trailer } = messages;
-    let secured = super::worktree::secure_work(rec, worker_objects, leftovers)?;
+    let branch = &rec.branch;
+    let secured = match super::worktree::secure_work(rec, worker_objects, leftovers, limits) {
+        Ok(s) => s,
+        Err(e) => {
+            return Landing::Unsecured(format!(
+                "could not commit the worker's files to {branch}: {e}; nothing merged, its worktree {} kept to try again",
+                rec.path.display()
+            ))
+        }
+    };
     if !secured.tampered.is_empty() {
         // Never merge what came out of a worktree that is no longer the one we made.
-        let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {}", secured.tampered.join("; "), rec.branch);
-        return Ok(Landing::Refused { kind: "tampered", reason });
+        let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {branch}", secured.tampered.join("; "));
+        return Landing::Refused { kind: "tampered", reason };
+    }
+    if !secured.too_large.is_empty() {
+        let reason = format!("too large to merge: {}; nothing merged, the rest of its work kept on {branch}", listing(&secured.too_large));
+        return Landing::Refused { kind: "too-large", reason };
     }
     after_secure();
-    let repo = super::git::open(project_root)?;
-    Ok(match squash_merge(&repo, integration, &rec.branch, message, trailer)? {
-        MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid) => Landing::Merged(Some(oid)),
-        MergeOutcome::NothingToMerge => Landing::Merged(None),
-        MergeOutcome::Conflicts(paths) => Landing::Refused {
+    let merged = super::git::open(project_root).and_then(|repo| squash_merge(&repo, integration, branch, message, trailer, limits));
+    match merged {
+        Ok(MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid)) => Landing::Merged(Some(oid)),
+        Ok(MergeOutcome::NothingToMerge) => Landing::Merged(None),
+        Ok(MergeOutcome::Conflicts(paths)) => Landing::Refused {
             kind: "conflict",
-            reason: format!("merge conflict in: {}; nothing merged, branch {} kept", paths.join(", "), rec.branch),
+            reason: format!("merge conflict in: {}; nothing merged, branch {branch} kept", paths.join(", ")),
         },
-        MergeOutcome::Waiting(why) => Landing::Waiting(format!("merge waiting: {why}")),
-    })
+        Ok(MergeOutcome::ControlPlane(paths)) => Landing::Refused {
+            kind: "control-plane",
+            reason: format!(
+                "the worker changed the control plane: {} ({CONTROL_PLANE_RULE}); nothing merged, branch {branch} kept",
+                listing(&paths)
+            ),
+        },
+        Ok(MergeOutcome::BadPaths(paths)) => Landing::Refused {
+            kind: "bad-path",
+            reason: format!("its work holds paths git refuses to check out: {}; nothing merged, branch {branch} kept", listing(&paths)),
+        },
+        Ok(MergeOutcome::TooLarge(what)) => Landing::Refused {
+            kind: "too-large",
+            reason: format!("too large to merge: {}; nothing merged, branch {branch} kept", listing(&what)),
+        },
+        Ok(MergeOutcome::Waiting(why)) => Landing::Waiting(format!("merge waiting: {why}")),
+        Err(e) => Landing::Refused {
+            kind: "merge-failed",
+            reason: format!("the merge into {integration} failed: {e}; nothing merged, branch {branch} kept"),
+        },
+    }
 }
 
 /// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's

@@ -1,8 +1,9 @@
 //! What every kind of activity shares (commissions and meetings; wave tasks next): its git
-//! (branch, worktree made and secured by record, landing by squash merge), its runtime state
-//! on disk (records, run and exit info, heartbeat, atomic writes), its timeline, and what an
-//! effect comes to.
+//! (branch, worktree made and secured by record, landing by squash merge), the control plane
+//! no worker may change, its runtime state on disk (records, run and exit info, heartbeat,
+//! atomic writes), its timeline, and what an effect comes to.
 
+pub mod control_plane;
 pub mod git;
 pub mod merge;
 pub mod state;

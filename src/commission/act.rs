@@ -162,15 +162,22 @@ fn worktree_record(ctx: &Ctx<'_>, id: &str, branch: &str) -> Result<WorktreeReco
 fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Result<Outcome> {
     let state = ctx.state(id);
     let rec = worktree_record(ctx, id, branch)?;
-    let secured = worktree::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: {why} of {id} (attempt {attempt})"))?;
+    let limits = ctx.project.config.merge_limits();
+    let secured = worktree::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: {why} of {id} (attempt {attempt})"), &limits)
+        .with_context(|| {
+        format!("could not commit the worker's files to {branch}; its worktree {} is kept to try again", rec.path.display())
+    })?;
+    let now = timestamp(chrono::Utc::now());
+    let mut notes = Vec::new();
     if !secured.tampered.is_empty() {
-        let now = timestamp(chrono::Utc::now());
         let text = format!("worktree tampered with: {}", secured.tampered.join("; "));
-        timeline::append(
-            &timeline::path_for(&ctx.artifact_path(id)),
-            &[timeline::event(&now, "anomaly", format!("tampered:{attempt}"), json!({"text": text}))],
-        )?;
+        notes.push(timeline::event(&now, "anomaly", format!("tampered:{attempt}"), json!({"text": text})));
     }
+    if !secured.too_large.is_empty() {
+        let text = format!("left out of {branch} as too large: {}", worktree::listing(&secured.too_large));
+        notes.push(timeline::event(&now, "anomaly", format!("too-large:{attempt}"), json!({"text": text})));
+    }
+    timeline::append(&timeline::path_for(&ctx.artifact_path(id)), &notes)?;
     fault("cleanup", 1);
     worktree::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
@@ -183,30 +190,35 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
     let state = ctx.state(id);
     let rec = worktree_record(ctx, id, branch)?;
     let now = timestamp(chrono::Utc::now());
-    let fail = |reason: String, kind: &str| -> Result<Outcome> {
+    // Not merged: the commission fails, saying why, in `reason:` and the timeline. The
+    // worktree goes only once the work is secured on the branch (`secured`); until then the
+    // cleanup of a failed commission tries again.
+    let fail = |reason: String, kind: &str, secured: bool| -> Result<Outcome> {
         let mut failed = conflict.clone();
         failed.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
         failed.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
         failed.events.push(timeline::event(&now, "anomaly", format!("{kind}:{attempt}"), json!({"text": reason})));
-        worktree::remove_worktree(&rec)?;
-        let _ = std::fs::remove_dir_all(state.objects());
+        if secured {
+            worktree::remove_worktree(&rec)?;
+            let _ = std::fs::remove_dir_all(state.objects());
+        }
         apply_update(ctx, &failed)
     };
     let title = ctx.snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
     let message = format!("{title} ({id})\n\n{}", summary.trim());
     let trailer = format!("Guild-Hall-Commission: {id} attempt {attempt}");
     let leftovers = format!("guild-hall: work left in the worktree by {id} (attempt {attempt})");
-    let landing =
-        land(&ctx.project.root, &rec, Some(&state.objects()), ctx.integration(), &Messages { leftovers, merge: message, trailer }, || {
-            fault("finish", 1)
-        })?;
+    let messages = Messages { leftovers, merge: message, trailer };
+    let limits = ctx.project.config.merge_limits();
+    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), ctx.integration(), &messages, &limits, || fault("finish", 1));
     let merge_event = |commit: String| {
         timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
     };
     let mut done = update.clone();
     match landing {
         Landing::Merged(oid) => done.events.push(merge_event(oid.map(|o| o.to_string()).unwrap_or_else(|| "nothing to merge".into()))),
-        Landing::Refused { kind, reason } => return fail(reason, kind),
+        Landing::Refused { kind, reason } => return fail(reason, kind, true),
+        Landing::Unsecured(reason) => return fail(reason, "unsecured", false),
         Landing::Waiting(text) => {
             let path = ctx.artifact_path(id);
             let current = crate::artifact::read_regular(&path)?;

@@ -172,10 +172,9 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     let trailer = format!("Guild-Hall-Meeting: {id}");
     let leftovers = format!("guild-hall: work left in the worktree of meeting {id}");
     let integration = &ctx.project.config.integration_branch;
-    let landing =
-        land(&ctx.project.root, &rec, Some(&state.objects()), integration, &Messages { leftovers, merge: message, trailer }, || {
-            fault("close", 2)
-        })?;
+    let messages = Messages { leftovers, merge: message, trailer };
+    let limits = ctx.project.config.merge_limits();
+    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), integration, &messages, &limits, || fault("close", 2));
     match landing {
         Landing::Merged(oid) => {
             let commit = oid.map(|o| o.to_string()).unwrap_or_else(|| "nothing to merge".into());
@@ -190,18 +189,10 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
             update.events.push(timeline::event(&now, "anomaly", kind.to_string(), json!({"text": reason})));
             update.edits.push(Edit::Set("reason".into(), Value::String(format!("closed, not merged: {reason}"))));
         }
-        Landing::Waiting(why) => {
-            let mut note = update.clone();
-            note.record = None;
-            note.events.clear();
-            note.edits = vec![Edit::Set("reason".into(), Value::String(why.clone()))];
-            if meeting.str_field("reason").is_none_or(|r| r != why) {
-                if let Some(h) = edit_if_unchanged(&path, update.expect_hash, &note.edits)? {
-                    update.expect_hash = h;
-                }
-            }
-            return Ok(Outcome::Waiting(why));
-        }
+        Landing::Waiting(why) => return wait_to_close(&path, &meeting, &update, why),
+        // The work is not safe on the branch yet (a full disk, say): the meeting closes only
+        // once it is, and says why it waits meanwhile; its worktree and transcript stay.
+        Landing::Unsecured(why) => return wait_to_close(&path, &meeting, &update, format!("closing waits: {why}")),
     }
     fault("close", 3);
     worktree::remove_worktree(&rec)?;
@@ -209,12 +200,21 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     // The transcript goes last, once the notes are safe in the artifact.
     crate::files::remove_if_exists(&transcript)?;
     fault("close", 4);
-    if meeting.str_field("reason").is_some_and(|r| r.starts_with("merge waiting"))
+    if meeting.str_field("reason").is_some_and(|r| r.starts_with("merge waiting") || r.starts_with("closing waits"))
         && !update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
     {
         update.edits.push(Edit::Remove("reason".into()));
     }
     apply(ctx, &update)
+}
+
+/// The close cannot finish yet: `reason:` says why (written once, never over a person's newer
+/// save), and the next pass tries again.
+fn wait_to_close(path: &std::path::Path, meeting: &crate::artifact::Meeting, update: &Update, why: String) -> Result<Outcome> {
+    if meeting.str_field("reason").is_none_or(|r| r != why) {
+        edit_if_unchanged(path, update.expect_hash, &[Edit::Set("reason".into(), Value::String(why.clone()))])?;
+    }
+    Ok(Outcome::Waiting(why))
 }
 
 /// A follow-up request as a person would write it; never over an existing file.

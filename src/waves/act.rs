@@ -114,7 +114,8 @@ fn snapshot(project: &Project, state: &StateDir, wt: &std::path::Path) -> Result
         std::fs::remove_dir_all(&dest)?;
     }
     std::fs::create_dir_all(&dest)?;
-    for part in ["commissions", "plans", "workers", "guild-hall.yaml"] {
+    for part in crate::activity::control_plane::CONTROL_PLANE {
+        let part = part.trim_start_matches(".lore/").trim_end_matches('/');
         let from = project.root.join(".lore").join(part);
         if from.exists() {
             copy_tree(&from, &dest.join(part))?;
@@ -359,6 +360,12 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
                 format!("task {} broke the protocol: {}; nothing of the wave was copied back", t.canonical, broken.join("; ")),
                 Some((t, why)),
             );
+        }
+        // Sizes first, from metadata: the manifest's diff reads what changed.
+        let large = copyback::too_large(&rec, &base, &t.slug(), &ctx.project.config.merge_limits())?;
+        if !large.is_empty() {
+            let why = format!("too large to copy back: {}", crate::activity::worktree::listing(&large));
+            return halt(u, record, format!("task {} is {why}; nothing of the wave was copied back", t.canonical), Some((t, why)));
         }
         let changes = copyback::manifest(&rec, &base)?;
         let cp: Vec<&str> = changes

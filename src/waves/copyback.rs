@@ -2,7 +2,8 @@
 //! -z -M` and `git ls-files -o --exclude-standard -z` against the wave base, the control plane
 //! and the snapshot/evidence dirs left out; a wave-wide collision scan before anything is
 //! mutated; then one commit per task on the integration branch, built in memory from the
-//! worktree's bytes (modes and symlinks kept) and checked to equal it.
+//! worktree's bytes (modes and symlinks kept) and checked to equal it. What is copied back is
+//! bounded by the merge limits, judged from the files' metadata before any is read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,13 +13,11 @@ use git2::{Oid, Repository};
 
 use crate::activity::merge::{commit_onto, MergeOutcome};
 use crate::activity::worktree::WorktreeRecord;
+use crate::config::MergeLimits;
 
 /// Where a task reads the control plane (a read-only copy) and leaves its evidence.
 pub const SNAPSHOT_DIR: &str = ".lore-snapshot";
 pub const ARTIFACTS_DIR: &str = ".lore-artifacts";
-
-/// The control plane: a task that changes it breaks the protocol.
-const CONTROL_PLANE: [&str; 4] = [".lore/commissions/", ".lore/plans/", ".lore/workers/", ".lore/guild-hall.yaml"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -44,9 +43,8 @@ pub fn excluded(path: &str) -> bool {
     [SNAPSHOT_DIR, ARTIFACTS_DIR].iter().any(|d| path == *d || path.starts_with(&format!("{d}/")))
 }
 
-pub fn control_plane(path: &str) -> bool {
-    CONTROL_PLANE.iter().any(|c| path == c.trim_end_matches('/') || path.starts_with(c))
-}
+/// The control plane (one definition for every kind): a task that changes it breaks the protocol.
+pub use crate::activity::control_plane::is_control_plane as control_plane;
 
 /// The task's changes against `base`, in the contract's order: renames, deletes,
 /// adds/modifies, untracked. Read with an index of our own that matches `base`: what the
@@ -101,6 +99,19 @@ pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
         all.retain(|c| c.op != Op::Delete || c.path.starts_with(".lore/"));
     }
     Ok(all)
+}
+
+/// What of a task's work is over the merge limits (`merge_max_file_size`,
+/// `merge_max_attempt_size`), each file named with its size: its changed and untracked files
+/// and its own evidence (`.lore-artifacts/<slug>/`), judged by their metadata before anything
+/// is read or hashed (so before [`manifest`], whose diff reads what changed).
+pub fn too_large(rec: &WorktreeRecord, base: &str, slug: &str, limits: &MergeLimits) -> Result<Vec<String>> {
+    let scratch = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?;
+    rec.git_with_index(scratch.path(), &["read-tree", base])?;
+    let evidence = format!("{ARTIFACTS_DIR}/{slug}/");
+    // The snapshot and other tasks' evidence are never copied back: they do not count.
+    let counts = |p: &str| !excluded(p) || p.starts_with(&evidence);
+    Ok(rec.over_limits(scratch.path(), base, limits, &counts)?.notes)
 }
 
 /// No entry of the index is told to be ignored: no assume-unchanged bit, and skip-worktree

@@ -12,6 +12,7 @@ mod lifecycle;
 mod mcp;
 mod meetings;
 mod merge;
+mod merge_trust;
 mod robustness;
 mod rpc;
 mod sandbox_trust;

@@ -103,12 +103,16 @@ impl WorkerContext {
     }
 
     /// Write `content` to `path` under `.lore/` of the worktree (made atomically, directories
-    /// created): how an agent without file tools delivers a file. Returns the normalised path.
+    /// created): how an agent without file tools delivers a file. Never into the control plane
+    /// (it would never be merged). Returns the normalised path.
     pub fn write_artifact(&self, path: &str, content: &str) -> Result<String> {
         if content.len() > ARTIFACT_MAX_BYTES {
             bail!("artifact {path:?} is {} bytes; at most {ARTIFACT_MAX_BYTES} bytes can be written", content.len());
         }
         let (rel, full) = self.lore_path(path)?;
+        if crate::activity::control_plane::is_control_plane(&rel) {
+            bail!("{rel} is in the control plane, which no worker writes ({})", crate::activity::merge::CONTROL_PLANE_RULE);
+        }
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent).map_err(|e| anyhow!("creating the directory of {rel}: {e}"))?;
         }
