@@ -50,22 +50,33 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             apply(ctx, &u)
         }
         Action::StartTask { update, task, attempt } => start_task(ctx, update, task, *attempt),
-        Action::StopTask { update, task, attempt } => {
+        Action::StopTask { update, task, attempt, kill } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
             if let Some(run) = read_json::<RunInfo>(&ctx.task_state(&plan.id, t).run())?.filter(|r| r.attempt == *attempt) {
-                shim::stop_attempt(&run, shim::Stop::Term)?;
+                shim::stop_attempt(&run, how(*kill))?;
             }
             apply(ctx, update)
         }
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
-        Action::StopVerify { update, run } => {
+        Action::StopVerify { update, run, kill } => {
             let state = StateDir(ctx.plan_state(&update.plan).0.join("verify"));
             if let Some(r) = read_json::<RunInfo>(&state.run())?.filter(|r| r.attempt == *run) {
-                shim::stop_attempt(&r, shim::Stop::Term)?;
+                shim::stop_attempt(&r, how(*kill))?;
             }
             apply(ctx, update)
+        }
+        Action::Beat { update, task, beat } => {
+            let state = match task {
+                Some(task) => {
+                    let plan = super::observe::load(ctx.project, &update.plan)?;
+                    ctx.task_state(&plan.id, plan.task(task).context("the task vanished from the plan")?)
+                }
+                None => StateDir(ctx.plan_state(&update.plan).0.join("verify")),
+            };
+            write_json(&state.heartbeat(), beat)?;
+            Ok(Outcome::Done)
         }
         Action::CleanupTask { update, task } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
@@ -82,6 +93,15 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             fault("fix-forward", 1);
             apply(ctx, update)
         }
+    }
+}
+
+/// SIGKILL now (stale, past its limit), or SIGTERM and SIGKILL after the grace (a shutdown).
+fn how(kill: bool) -> shim::Stop {
+    if kill {
+        shim::Stop::Kill
+    } else {
+        shim::Stop::Term
     }
 }
 
@@ -199,6 +219,8 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
     let base = base_of(&record, task.wave)?;
     let state = ctx.task_state(&plan.id, &task);
     std::fs::create_dir_all(&state.0)?;
+    // A fresh attempt starts with no heartbeat history.
+    let _ = std::fs::remove_file(state.heartbeat());
     let pkg = ctx.workers.for_commission(&task.worker).map_err(anyhow::Error::msg)?;
     let argv = pkg.resolve_command().map_err(anyhow::Error::msg)?;
     let (rec, orphaned) = task_worktree(ctx, &plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
@@ -308,9 +330,6 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
     };
     for t in &tasks {
         let state = ctx.task_state(&plan.id, t);
-        let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? else {
-            return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None);
-        };
         if record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated) {
             continue;
         }
@@ -327,6 +346,9 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
             ));
             continue;
         }
+        let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? else {
+            return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None);
+        };
         // The protocol: no commit of the worker's, the worktree as made, no control plane.
         let mut broken = worktree::inspect(&rec);
         let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();
@@ -462,6 +484,7 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
         }
     };
     write_json(&state.worktree(), &rec)?;
+    let _ = std::fs::remove_file(state.heartbeat());
     let global = ctx.home.load_config()?;
     // `verify` is the plan author's command, not an agent's: it runs as they would run it
     // (their environment, less git's, unconfined: a test suite writes caches outside the

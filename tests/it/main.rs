@@ -16,4 +16,5 @@ mod rpc;
 mod surgical;
 mod watch;
 mod waves;
+mod waves_trust;
 mod workers;

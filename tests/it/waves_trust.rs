@@ -1,0 +1,159 @@
+//! Wave tasks and verify under the liveness rules of commissions (issue 17, item 5): a hung
+//! one fails "process unresponsive" after `stale_after` and its processes are stopped, a busy
+//! one past its `timeout:` fails naming the limit; and Kiln's resume classes after a crash —
+//! a task whose supervisor died is `rerun_required` and runs again, one whose worktree is gone
+//! is `orphaned`, reported, and runs again in a fresh worktree. Real processes, real git; these
+//! tests kill only what their own guild-hall started (run them in a private pid namespace).
+
+use serde_json::Value;
+
+use crate::common::{pid_alive, wait_for, Project};
+
+fn write_plan(p: &Project, id: &str, extra: &str, waves: &str) {
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\n{extra}waves:\n{waves}---\n")).expect("write plan");
+}
+
+fn show(p: &Project, id: &str) -> Value {
+    serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
+}
+
+fn task<'a>(v: &'a Value, label: &str) -> &'a Value {
+    v["tasks"].as_array().expect("tasks").iter().find(|t| t["label"] == label).expect("the task")
+}
+
+/// The plan's runtime dir (empty until the first pass made the project's).
+fn plan_state(p: &Project, plan: &str) -> std::path::PathBuf {
+    let project = p.home.join("state").read_dir().ok().and_then(|mut d| d.next()).and_then(|e| e.ok()).map(|e| e.path());
+    project.unwrap_or_default().join("plans").join(plan)
+}
+
+fn read_run(dir: &std::path::Path) -> Option<Value> {
+    std::fs::read(dir.join("run.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// The run of a task's attempt once its worker runs: (shim pid, worker pid).
+fn running(p: &Project, plan: &str, slug: &str) -> (i64, i64) {
+    let mut found = None;
+    p.pass_until("the task's worker to run", |p| {
+        found = read_run(&plan_state(p, plan).join("tasks").join(slug)).and_then(|r| Some((r["pid"].as_i64()?, r["worker_pid"].as_i64()?)));
+        found.is_some_and(|(_, w)| pid_alive(w))
+    });
+    found.expect("run")
+}
+
+fn has_event(v: &Value, kind: &str, text: &str) -> bool {
+    v["log"].as_array().expect("log").iter().any(|e| e["kind"] == kind && e.to_string().contains(text))
+}
+
+/// `sleep 1000` as a task under `stale_after: 3s`: no output, no CPU, no update after its
+/// first: failed "process unresponsive", every process of it gone, the plan halted.
+#[test]
+fn a_hung_task_fails_unresponsive_and_its_processes_are_gone() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 3s\ncancel_grace: 2s\n");
+    write_plan(&p, "hung", "", "  - - {id: t, worker: mason, prompt: \"sleep: 1000\\nwrite: never.txt x\"}\n");
+    let (shim, worker) = running(&p, "hung", "hung-exec-wave-1-task-1");
+    p.pass_until("the hung task to fail", |p| task(&show(p, "hung"), "t")["state"] == "failed");
+    let v = show(&p, "hung");
+    assert_eq!(task(&v, "t")["reason"], "process unresponsive", "{v}");
+    assert!(has_event(&v, "heartbeat", "stale: no progress, output or CPU"), "{v}");
+    wait_for("the hung worker and its shim to be gone", || !pid_alive(worker) && !pid_alive(shim));
+    p.settle();
+    let v = show(&p, "hung");
+    assert_eq!(v["status"], "halted", "{v}");
+    assert!(v["reason"].as_str().unwrap_or("").contains("process unresponsive"), "{v}");
+}
+
+/// Output keeps a task alive past `stale_after`, never past its `timeout:`: the task's own
+/// limit, or the plan's for every task that has none.
+#[test]
+fn a_busy_task_past_its_timeout_fails_naming_the_limit() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\ncancel_grace: 2s\n");
+    write_plan(&p, "own", "", "  - - {id: t, worker: mason, timeout: 4s, prompt: \"chat: 1000\"}\n");
+    write_plan(&p, "planwide", "timeout: 4s\n", "  - - {id: t, worker: mason, prompt: \"chat: 1000\"}\n");
+    let (_, own) = running(&p, "own", "own-exec-wave-1-task-1");
+    let (_, planwide) = running(&p, "planwide", "planwide-exec-wave-1-task-1");
+    p.pass_until("both busy tasks to fail", |p| {
+        task(&show(p, "own"), "t")["state"] == "failed" && task(&show(p, "planwide"), "t")["state"] == "failed"
+    });
+    assert_eq!(task(&show(&p, "own"), "t")["reason"], "timed out: ran longer than 4s (the task's timeout)");
+    assert_eq!(task(&show(&p, "planwide"), "t")["reason"], "timed out: ran longer than 4s (the plan's timeout)");
+    wait_for("the busy workers to be gone", || !pid_alive(own) && !pid_alive(planwide));
+    assert!(p.ok(&["logs", "own:exec:wave-1:task-1"]).contains("mason: still at it"), "it was printing all along");
+}
+
+/// A verify is held to the same rules: a hung one fails the gate "process unresponsive", a
+/// chatty one past the plan's `timeout:` fails it naming the limit; both are stopped.
+#[test]
+fn a_hung_or_overlong_verify_fails_the_gate_naming_why() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 3s\ncancel_grace: 2s\n");
+    write_plan(&p, "quiet", "verify: [sleep, \"1000\"]\n", "  - - {id: t, worker: mason, prompt: \"write: q.txt q\"}\n");
+    write_plan(
+        &p,
+        "loud",
+        "timeout: 4s\nverify: [sh, -c, \"while true; do echo checking; sleep 0.2; done\"]\n",
+        "  - - {id: t, worker: mason, prompt: \"write: l.txt l\"}\n",
+    );
+    let verify_pid = |plan: &str| read_run(&plan_state(&p, plan).join("verify")).and_then(|r| r["worker_pid"].as_i64());
+    p.pass_until("both verifies to run", |_| verify_pid("quiet").is_some_and(pid_alive) && verify_pid("loud").is_some_and(pid_alive));
+    let (quiet, loud) = (verify_pid("quiet").expect("pid"), verify_pid("loud").expect("pid"));
+    p.settle();
+    let v = show(&p, "quiet");
+    assert_eq!(v["status"], "halted", "{v}");
+    assert!(v["reason"].as_str().unwrap_or("").contains("verify failed after wave 1 (process unresponsive"), "{v}");
+    let v = show(&p, "loud");
+    assert_eq!(v["status"], "halted", "{v}");
+    assert!(v["reason"].as_str().unwrap_or("").contains("(timed out: ran longer than 4s (the plan's timeout))"), "{v}");
+    wait_for("both verifies to be gone", || !pid_alive(quiet) && !pid_alive(loud));
+}
+
+/// A run killed mid-task (its shim and worker SIGKILLed, as by the OOM killer or a reboot):
+/// the task is `rerun_required` and runs again in its worktree; when its worktree was removed
+/// too, it is `orphaned` — reported with the path — and runs again in a fresh one. Both land
+/// once.
+#[test]
+fn a_task_killed_mid_run_is_rerun_and_one_whose_worktree_went_is_orphaned() {
+    let p = Project::new(&["mason"]);
+    for plan in ["re", "or"] {
+        write_plan(&p, plan, "", &format!("  - - {{id: t, worker: mason, prompt: \"write: {plan}.txt {plan}\\nsleep: 1000\"}}\n"));
+    }
+    let (re_shim, re_worker) = running(&p, "re", "re-exec-wave-1-task-1");
+    let (or_shim, or_worker) = running(&p, "or", "or-exec-wave-1-task-1");
+    for shim in [re_shim, or_shim] {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(shim as i32), nix::sys::signal::Signal::SIGKILL).expect("kill the shim");
+    }
+    wait_for("the killed attempts to be gone", || [re_shim, re_worker, or_shim, or_worker].iter().all(|p| !pid_alive(*p)));
+    let or_worktree: std::path::PathBuf = serde_json::from_slice::<Value>(
+        &std::fs::read(plan_state(&p, "or").join("tasks/or-exec-wave-1-task-1/worktree.json")).expect("worktree.json"),
+    )
+    .expect("json")["path"]
+        .as_str()
+        .expect("path")
+        .into();
+    std::fs::remove_dir_all(&or_worktree).expect("remove the worktree");
+    // Classified from what is there, before anything is done about it.
+    assert_eq!(task(&show(&p, "re"), "t")["class"], "rerun_required");
+    assert_eq!(task(&show(&p, "or"), "t")["class"], "orphaned");
+    for plan in ["re", "or"] {
+        let path = p.root.join(format!(".lore/plans/{plan}.md"));
+        let text = std::fs::read_to_string(&path).expect("read");
+        std::fs::write(&path, text.replace("\\nsleep: 1000", "")).expect("edit");
+    }
+    p.settle();
+    for plan in ["re", "or"] {
+        let v = show(&p, plan);
+        assert_eq!(v["status"], "completed", "{v}");
+        assert_eq!(task(&v, "t")["attempt"], 2, "{v}");
+        assert!(has_event(&v, "rerun_required", "its supervisor died"), "{v}");
+        let log = crate::common::git(&p.root, &["log", "--format=%B", "claude/main"]);
+        assert_eq!(log.matches(&format!("Guild-Hall-Task: {plan}:exec:wave-1:task-1")).count(), 1, "{log}");
+        assert_eq!(crate::common::git(&p.root, &["show", &format!("claude/main:{plan}.txt")]), format!("{plan}\n"));
+    }
+    let v = show(&p, "or");
+    assert!(has_event(&v, "orphaned", &or_worktree.display().to_string()), "the orphan is reported with its path: {v}");
+    assert!(!has_event(&show(&p, "re"), "orphaned", ""), "a worktree still there is reused, not orphaned");
+}
