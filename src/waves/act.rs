@@ -82,7 +82,11 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
             let state = ctx.task_state(&plan.id, t);
-            if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
+            let expected = ctx.home.task_worktree(&ctx.project.name, &t.slug());
+            // Only the worktree made for the task, never a path a record names otherwise.
+            if let Some(rec) =
+                read_json::<WorktreeRecord>(&state.worktree())?.filter(|r| super::observe::made_for(ctx.project, r, &expected))
+            {
                 worktree::remove_worktree(&rec)?;
             }
             let _ = std::fs::remove_dir_all(state.objects());
@@ -188,8 +192,10 @@ fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bo
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let branch = format!("claude/task/{}", task.slug());
     let base_commit = repo.find_commit(git2::Oid::from_str(base)?)?;
+    let expected = ctx.home.task_worktree(&ctx.project.name, &task.slug());
     if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
-        if rec.path.join(".git").exists() && worktree::inspect(&rec).is_empty() {
+        let ours = super::observe::made_for(ctx.project, &rec, &expected);
+        if ours && rec.path.join(".git").exists() && worktree::inspect(&rec).is_empty() {
             if let Some(dir) = Some(rec.path.join(copyback::SNAPSHOT_DIR)).filter(|d| d.exists()) {
                 make_writable(&dir);
             }
@@ -197,15 +203,24 @@ fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bo
                 return Ok((rec, None));
             }
         }
-        // Not reusable: made anew, the old one reported (and kept for `gc`) where it is not ours.
-        let orphaned = format!("the worktree {} could not be reused; made anew", rec.path.display());
-        let _ = worktree::remove_worktree(&rec);
+        // Not reusable: made anew, the old one reported; removed only if it is the one made for
+        // this task (a record naming another path never gets that path deleted).
+        let orphaned = if ours {
+            let _ = worktree::remove_worktree(&rec);
+            format!("the worktree {} could not be reused; made anew", rec.path.display())
+        } else {
+            format!(
+                "its record named {}, not the worktree made for it: left alone; made anew at {}",
+                rec.path.display(),
+                expected.display()
+            )
+        };
         repo.branch(&branch, &base_commit, true)?;
-        let rec = worktree::add_worktree(&ctx.project.root, &ctx.home.task_worktree(&ctx.project.name, &task.slug()), &branch, sparse)?;
+        let rec = worktree::add_worktree(&ctx.project.root, &expected, &branch, sparse)?;
         return Ok((rec, Some(orphaned)));
     }
     repo.branch(&branch, &base_commit, true)?;
-    let rec = worktree::add_worktree(&ctx.project.root, &ctx.home.task_worktree(&ctx.project.name, &task.slug()), &branch, sparse)?;
+    let rec = worktree::add_worktree(&ctx.project.root, &expected, &branch, sparse)?;
     Ok((rec, None))
 }
 
@@ -349,6 +364,18 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
         let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? else {
             return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None);
         };
+        // Files are read only from the worktree made for the task, never from where a record says.
+        let expected = ctx.home.task_worktree(&ctx.project.name, &t.slug());
+        if !super::observe::made_for(ctx.project, &rec, &expected) {
+            let why = format!(
+                "{} names {}, not the worktree made for task {} ({}); nothing of the wave was copied back",
+                state.worktree().display(),
+                rec.path.display(),
+                t.canonical,
+                expected.display()
+            );
+            return halt(u, record, why, None);
+        }
         // The protocol: no commit of the worker's, the worktree as made, no control plane.
         let mut broken = worktree::inspect(&rec);
         let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();
@@ -472,7 +499,10 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
         // A verify still running (one a cancel left behind): its worktree is in use.
         return Ok(Outcome::Waiting("an earlier verify of this plan is still running".into()));
     }
-    let rec = match read_json::<WorktreeRecord>(&state.worktree())?.filter(|r| r.path.join(".git").exists()) {
+    // Reset and cleaned only if it is the verify worktree made for this plan: a record naming
+    // another path (a person's checkout, say) is never reset or cleaned.
+    let ours = |r: &WorktreeRecord| super::observe::made_for(ctx.project, r, &path) && r.path.join(".git").exists();
+    let rec = match read_json::<WorktreeRecord>(&state.worktree())?.filter(ours) {
         Some(rec) => {
             rec.git(&["reset", "--quiet", "--hard", &tip.id().to_string()])?;
             rec.git(&["clean", "-fdxq"])?;

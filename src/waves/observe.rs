@@ -57,6 +57,15 @@ impl Worktrees {
     }
 }
 
+/// Whether a worktree record (from a state file) describes the worktree guild-hall makes at
+/// `expected` (computed from the id): the same place, the repository's own admin dir for it.
+/// Nothing is reset, cleaned or removed by a record that is not.
+pub(super) fn made_for(project: &Project, rec: &WorktreeRecord, expected: &Path) -> bool {
+    let Ok(common) = crate::activity::git::common_dir(&project.root) else { return false };
+    let admin = expected.file_name().map(|n| common.join("worktrees").join(n));
+    place(&rec.path) == place(expected) && rec.common == common && admin.as_deref() == Some(rec.admin.as_path())
+}
+
 /// A path compared by where it is: its parent resolved (it may itself be gone).
 fn place(p: &Path) -> PathBuf {
     let p = p.components().as_path();
@@ -149,8 +158,8 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
 /// checkout there any more.
 fn gone(project: &Project, git: &mut Worktrees, w: &WorktreeRecord, expected: &Path) -> Option<String> {
     let at = w.path.display();
-    if place(&w.path) != place(expected) {
-        return Some(format!("its record names {at}, not its worktree {}", expected.display()));
+    if !made_for(project, w, expected) {
+        return Some(format!("its record names {at}, not the worktree made for it ({})", expected.display()));
     }
     if !std::fs::symlink_metadata(&w.path).is_ok_and(|m| m.is_dir()) {
         return Some(format!("its worktree {at} was removed"));

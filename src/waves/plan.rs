@@ -610,7 +610,7 @@ fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord) {
             if let Err((why, kind, text)) = judge(st.s, live, task_limit(st.s, st.o, ot)) {
                 let state = if kind == "heartbeat" { Some("stale") } else { None };
                 let key = format!("{kind}:{}:{}", t.canonical, rec.attempt);
-                st.event(kind, key, json!({"task": t.canonical, "state": state, "text": text}));
+                st.event(kind, key, json!({"task": t.canonical, "state": state, "text": format!("{}: {text}", t.canonical)}));
                 // Failed now; the stop that follows kills every process of the attempt.
                 st.task_state(t, TaskState::Failed, Some(why));
             }
@@ -623,7 +623,7 @@ const DIED: &str = "its supervisor died without recording how the worker ended (
 /// Report once that a task's worktree is gone.
 fn orphaned(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, gone: &str) {
     let key = format!("orphaned:{}:{}:gone", ot.task.canonical, rec.attempt);
-    st.event("orphaned", key, json!({"task": ot.task.canonical, "text": format!("{gone}; left for `guild-hall gc`, never reused")}));
+    st.event("orphaned", key, json!({"task": ot.task.canonical, "text": gone}));
 }
 
 /// Kiln's `rerun_required`: queued again (the same id, its next attempt), up to
@@ -680,6 +680,7 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                             st.task_state(t, TaskState::Queued, None);
                             if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
                                 r.stop_sent = false;
+                                r.reruns = 0;
                             }
                         }
                     }

@@ -157,3 +157,41 @@ fn a_task_killed_mid_run_is_rerun_and_one_whose_worktree_went_is_orphaned() {
     assert!(has_event(&v, "orphaned", &or_worktree.display().to_string()), "the orphan is reported with its path: {v}");
     assert!(!has_event(&show(&p, "re"), "orphaned", ""), "a worktree still there is reused, not orphaned");
 }
+
+/// A worktree record naming another path (a corrupt or planted `worktree.json`) never gets that
+/// path deleted, reset or cleaned: a task runs again in the worktree made for its id, a verify
+/// in the one made for its plan, and the person's checkout and files are untouched.
+#[test]
+fn a_forged_worktree_record_is_never_reset_cleaned_or_removed() {
+    let p = Project::new(&["mason"]);
+    let victim = p.tmp.path().join("victim");
+    std::fs::create_dir_all(&victim).expect("mkdir");
+    std::fs::write(victim.join("keep.txt"), "mine\n").expect("write");
+    // A person's uncommitted work in their checkout.
+    std::fs::write(p.root.join("draft.txt"), "not committed\n").expect("write");
+    std::fs::write(p.root.join("README.md"), "# demo, edited\n").expect("write");
+    write_plan(&p, "fg", "verify: [sh, -c, \"test -f t.txt\"]\n", "  - - {id: t, worker: mason, prompt: \"write: t.txt t\\nfail\"}\n");
+    p.settle();
+    assert_eq!(show(&p, "fg")["status"], "halted");
+    let common = p.root.join(".git");
+    let forge = |file: std::path::PathBuf, path: &std::path::Path| {
+        let rec = serde_json::json!({"path": path, "admin": common.join("worktrees/elsewhere"), "common": common, "branch": "main", "sparse": false});
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(file, rec.to_string()).expect("forge");
+    };
+    forge(plan_state(&p, "fg").join("tasks/fg-exec-wave-1-task-1/worktree.json"), &victim);
+    let checkout = serde_json::json!({"path": p.root, "admin": common, "common": common, "branch": "main", "sparse": false});
+    std::fs::create_dir_all(plan_state(&p, "fg").join("verify")).expect("mkdir");
+    std::fs::write(plan_state(&p, "fg").join("verify/worktree.json"), checkout.to_string()).expect("forge");
+    assert_eq!(task(&show(&p, "fg"), "t")["class"], "orphaned");
+    let path = p.root.join(".lore/plans/fg.md");
+    std::fs::write(&path, std::fs::read_to_string(&path).expect("read").replace("\\nfail", "")).expect("edit");
+    p.ok(&["plan", "retry", "fg"]);
+    p.settle();
+    let v = show(&p, "fg");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(std::fs::read_to_string(victim.join("keep.txt")).expect("the victim dir is still there"), "mine\n");
+    assert_eq!(std::fs::read_to_string(p.root.join("draft.txt")).expect("untracked work kept"), "not committed\n");
+    assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("read"), "# demo, edited\n");
+    assert!(has_event(&v, "orphaned", &victim.display().to_string()), "{v}");
+}
