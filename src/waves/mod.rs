@@ -26,6 +26,9 @@ pub struct Round {
     /// When to look again though nothing changes: a task or verify going stale or reaching
     /// its limit, one still going away.
     pub next_check: Option<std::time::Duration>,
+    /// Runtime dirs of tasks and verify runs whose shim is at work: the watcher waits on them
+    /// (a shim killed or ending wakes it at once).
+    pub running: Vec<std::path::PathBuf>,
 }
 
 /// Observe, plan and (unless `dry_run`) act on the project's plans once. `slots`: the workers
@@ -36,6 +39,13 @@ pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dr
     let (snapshot, problems) = observe::observe(home, project, workers, &now, slots)?;
     let actions = plan::plan(&snapshot);
     let next_check = plan::next_check(&snapshot);
+    let mut running = Vec::new();
+    for o in &snapshot.plans {
+        running.extend(o.tasks.iter().filter(|t| t.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
+        if o.verify_busy {
+            running.push(home.plan_state(&project.name, &o.plan.id).join("verify"));
+        }
+    }
     let ctx = act::Ctx { home, project, workers };
     let mut done = Vec::new();
     for a in actions {
@@ -48,5 +58,5 @@ pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dr
         }
         done.push((a, result, started.elapsed()));
     }
-    Ok(Round { done, problems, next_check })
+    Ok(Round { done, problems, next_check, running })
 }

@@ -143,6 +143,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let verify_runs = record.as_ref().map(|r| r.verify_runs).unwrap_or(0);
     let verify_died = verify_runs > 0 && died(&vs, verify_runs);
     let verify_live = live(&vs, verify_runs, verify_exit.as_ref());
+    let verify_busy = busy(&vs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::plan::fix_id(&plan.id, r.wave, r.fixes);
         let text = std::fs::read_to_string(project.commission_path(&id)).ok()?;
@@ -150,7 +151,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     });
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
-    Ok(Observed { plan, record, tasks, verify_exit, verify_started, verify_died, verify_live, fix_status, timeline_keys })
+    Ok(Observed { plan, record, tasks, verify_exit, verify_started, verify_died, verify_live, verify_busy, fix_status, timeline_keys })
 }
 
 /// Why a task's recorded worktree is gone, if it is: not the one made for the task (its path

@@ -161,6 +161,8 @@ pub struct Observed {
     pub verify_died: bool,
     /// The latest verify run at work.
     pub verify_live: Option<Live>,
+    /// A verify's shim is at work (its lock held, or its run alive), whatever the run.
+    pub verify_busy: bool,
     /// The status of the latest fix-forward commission.
     pub fix_status: Option<Status>,
     pub timeline_keys: std::collections::BTreeSet<String>,
@@ -1075,6 +1077,7 @@ mod tests {
             verify_started: None,
             verify_died: false,
             verify_live: None,
+            verify_busy: false,
             fix_status: None,
             timeline_keys: Default::default(),
         }

@@ -195,3 +195,35 @@ fn a_forged_worktree_record_is_never_reset_cleaned_or_removed() {
     assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("read"), "# demo, edited\n");
     assert!(has_event(&v, "orphaned", &victim.display().to_string()), "{v}");
 }
+
+/// Under the service nothing on disk changes while a task hangs or after its shim is killed:
+/// the watcher looks again at the task's stale deadline, and wakes when its shim is gone.
+#[test]
+fn the_service_judges_hung_and_killed_tasks_without_polling() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\n");
+    write_plan(&p, "hang", "", "  - - {id: t, worker: mason, prompt: \"sleep: 1000\"}\n");
+    let _svc = crate::common::Service::start(&p, &[], &["--resync", "1h"]);
+    wait_for("the hung task to fail", || task(&show(&p, "hang"), "t")["state"] == "failed");
+    assert_eq!(task(&show(&p, "hang"), "t")["reason"], "process unresponsive");
+
+    let q = Project::new(&["mason"]);
+    write_plan(&q, "kill", "", "  - - {id: t, worker: mason, prompt: \"first-sleep: 1000\\nwrite: k.txt k\"}\n");
+    let _svc = crate::common::Service::start(&q, &[], &["--resync", "1h"]);
+    let dir = || plan_state(&q, "kill").join("tasks/kill-exec-wave-1-task-1");
+    let mut shim = 0;
+    wait_for("the task to run", || {
+        shim = read_run(&dir()).and_then(|r| r["pid"].as_i64()).unwrap_or(0);
+        shim > 0 && pid_alive(shim)
+    });
+    // Killed once the watcher has taken in everything the start wrote (its update folded, its
+    // heartbeat written): what wakes it then is the shim's end alone.
+    wait_for("the watcher to settle on the running task", || {
+        dir().join("heartbeat").exists() && has_event(&show(&q, "kill"), "task_update", "in_progress")
+    });
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(shim as i32), nix::sys::signal::Signal::SIGKILL).expect("kill the shim");
+    wait_for("the killed task to run again and land", || show(&q, "kill")["status"] == "completed");
+    let v = show(&q, "kill");
+    assert_eq!(task(&v, "t")["attempt"], 2, "{v}");
+    assert!(has_event(&v, "rerun_required", "its supervisor died"), "{v}");
+}
