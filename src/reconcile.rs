@@ -174,6 +174,8 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             .saturating_sub(busy)
             .min(snapshot.max_concurrent.saturating_sub(busy + snapshot.running_elsewhere));
         let plans = crate::waves::round(home, project, &snapshot.workers, slots, opts.dry_run)?;
+        report.next_check = report.next_check.into_iter().chain(plans.next_check).min();
+        report.running.extend(plans.running.iter().cloned());
         for p in meetings.problems.iter().chain(&plans.problems) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());

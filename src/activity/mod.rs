@@ -1,10 +1,12 @@
 //! What every kind of activity shares (commissions and meetings; wave tasks next): its git
 //! (branch, worktree made and secured by record, landing by squash merge), the control plane
 //! no worker may change, its runtime state on disk (records, run and exit info, heartbeat,
-//! atomic writes), its timeline, and what an effect comes to.
+//! atomic writes), the liveness rules of a worker at work (stale, wall-clock limit), its
+//! timeline, and what an effect comes to.
 
 pub mod control_plane;
 pub mod git;
+pub mod liveness;
 pub mod merge;
 pub mod state;
 pub mod timeline;

@@ -92,7 +92,7 @@ pub fn render(e: &Value) -> String {
             let stopping = if s("stopping").is_empty() { String::new() } else { format!("; {}", s("stopping")) };
             format!("{} -> {}{tail}{stopping}", s("from"), s("to"))
         }
-        "progress" | "question" | "anomaly" | "heartbeat" | "stopping" | "stopped" => s("text"),
+        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),
         "artifact" => s("path"),
@@ -108,7 +108,7 @@ pub fn render(e: &Value) -> String {
             format!("{} {}{commit}{why}", s("task"), s("state"))
         }
         "task_update" => format!("{} reports {} (sequence {})", s("task"), s("status"), e["sequence"]),
-        "task_update_ignored" | "orphaned" => format!("{}: {}", s("task"), s("text")),
+        "task_update_ignored" | "orphaned" | "rerun_required" => format!("{}: {}", s("task"), s("text")),
         "link" => format!("linked {}", s("path")),
         "summary" => s("text"),
         "followup" => format!("proposed a follow-up: {}", s("reason")),

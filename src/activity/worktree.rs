@@ -68,17 +68,7 @@ pub fn recorded(state_file: &Path, project_root: &Path, path: &Path, branch: &st
         return Ok(None);
     };
     let want = WorktreeRecord::expected(project_root, path, branch, rec.sparse)?;
-    let same = |a: &Path, b: &Path| a == b || canonical(a) == canonical(b);
-    let mut wrong = Vec::new();
-    if !same(&rec.path, &want.path) {
-        wrong.push(format!("path {} (guild-hall's is {})", rec.path.display(), want.path.display()));
-    }
-    if !same(&rec.admin, &want.admin) {
-        wrong.push(format!("admin dir {} (guild-hall's is {})", rec.admin.display(), want.admin.display()));
-    }
-    if !same(&rec.common, &want.common) {
-        wrong.push(format!("repository {} (the project's is {})", rec.common.display(), want.common.display()));
-    }
+    let wrong = differences(&rec, &want);
     if wrong.is_empty() && rec.branch != want.branch {
         // The same paths on another branch: the record of an earlier attempt (an older
         // guild-hall wrote none for this one). It says nothing about this attempt.
@@ -92,6 +82,32 @@ pub fn recorded(state_file: &Path, project_root: &Path, path: &Path, branch: &st
         )));
     }
     Ok(Some(want))
+}
+
+/// A path compared by where it is: its parent resolved (it may itself be gone).
+pub fn place(p: &Path) -> PathBuf {
+    let p = p.components().as_path();
+    match (p.parent().and_then(|d| d.canonicalize().ok()), p.file_name()) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => p.to_path_buf(),
+    }
+}
+
+/// Where `rec` (read from a state file) is not the worktree guild-hall makes at `want`'s place:
+/// its path, admin dir or repository. Paths are compared by where they are (the parent
+/// resolved: the worktree itself may be gone).
+pub fn differences(rec: &WorktreeRecord, want: &WorktreeRecord) -> Vec<String> {
+    let mut wrong = Vec::new();
+    if place(&rec.path) != place(&want.path) {
+        wrong.push(format!("path {} (guild-hall's is {})", rec.path.display(), want.path.display()));
+    }
+    if place(&rec.admin) != place(&want.admin) {
+        wrong.push(format!("admin dir {} (guild-hall's is {})", rec.admin.display(), want.admin.display()));
+    }
+    if place(&rec.common) != place(&want.common) {
+        wrong.push(format!("repository {} (the project's is {})", rec.common.display(), want.common.display()));
+    }
+    wrong
 }
 
 /// [`recorded`], or for an activity without a record (an older guild-hall's) the record as

@@ -198,17 +198,7 @@ impl Commission {
         };
         let timeout = match get("timeout") {
             None | Some(Value::Null) => None,
-            Some(Value::String(t)) => match humantime::parse_duration(t) {
-                Ok(d) => Some(d),
-                Err(e) => {
-                    bad("timeout", format!("bad timeout {t:?}: {e} (a duration such as 90m or 4h)"));
-                    None
-                }
-            },
-            Some(v) => {
-                bad("timeout", format!("bad timeout {}: a duration such as 90m or 4h", show(v)));
-                None
-            }
+            Some(v) => super::frontmatter::timeout(v).map_err(|e| bad("timeout", e)).ok(),
         };
         let desired = match get("desired") {
             None | Some(Value::Null) => None,

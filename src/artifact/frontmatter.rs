@@ -1,5 +1,6 @@
 //! Splitting a markdown file into its YAML frontmatter and body, with the positions needed for
-//! `file:line:col` errors and for splicing an edited frontmatter back byte-for-byte.
+//! `file:line:col` errors and for splicing an edited frontmatter back byte-for-byte; and the
+//! value readers every artifact shares (a `timeout:`).
 
 use std::fmt;
 use std::ops::Range;
@@ -155,6 +156,20 @@ pub fn key_position(split: &Split<'_>, key: &str) -> (usize, usize) {
         }
     }
     (split.first_line, 1)
+}
+
+/// A `timeout:` (a commission's, a plan's, a task's): a duration such as `90m` or `4h`, `0s`
+/// for none; else what is wrong with it.
+pub fn timeout(v: &serde_yaml_ng::Value) -> Result<std::time::Duration, String> {
+    match v {
+        serde_yaml_ng::Value::String(t) => {
+            humantime::parse_duration(t).map_err(|e| format!("bad timeout {t:?}: {e} (a duration such as 90m or 4h)"))
+        }
+        _ => Err(format!(
+            "bad timeout {}: a duration such as 90m or 4h",
+            serde_yaml_ng::to_string(v).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The plan artifact (`.lore/plans/<plan>.md`, DESIGN §11): ordered waves of tasks run in
-//! parallel inside a wave, a parallelism cap, an integration `verify` and a `fixer`; its
-//! status vocabulary, the canonical task ids, and validation with `file:line:col`. Pure.
+//! parallel inside a wave, a parallelism cap, an integration `verify`, a `fixer`, wall-clock
+//! limits (`timeout:`, the plan's and a task's); its status vocabulary, the canonical task
+//! ids, and validation with `file:line:col`. Pure.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::commission::content_hash;
-use super::frontmatter::{key_position, read_mapping, Problem};
+use super::frontmatter::{self, key_position, read_mapping, Problem};
 use super::ids;
 
 /// A plan's states: `draft|pending → running → verifying → completed`, or `halted`, `failed`,
@@ -68,6 +69,9 @@ impl fmt::Display for PlanStatus {
     }
 }
 
+/// The keys a task may have.
+const TASK_KEYS: [&str; 5] = ["id", "worker", "title", "prompt", "timeout"];
+
 /// The keys only guild-hall writes.
 pub const OWNED_KEYS: [&str; 5] = ["status", "wave", "reason", "tasks", "created"];
 
@@ -84,6 +88,8 @@ pub struct Task {
     pub worker: String,
     pub title: Option<String>,
     pub prompt: String,
+    /// Wall-clock limit of each of its attempts (`timeout:`), over the plan's.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Task {
@@ -112,6 +118,9 @@ pub struct Plan {
     pub verify: Option<Vec<String>>,
     /// The worker of fix-forward commissions when verify fails.
     pub fixer: Option<String>,
+    /// Wall-clock limit of each task attempt and verify run (`timeout:`), over the package's
+    /// and the project's; a task's own `timeout:` is over this.
+    pub timeout: Option<std::time::Duration>,
     pub waves: Vec<Vec<Task>>,
     pub desired: Option<String>,
     /// The keys guild-hall owns, as parsed.
@@ -169,6 +178,10 @@ impl Plan {
                 None
             }
         };
+        let timeout = match get("timeout") {
+            None | Some(Value::Null) => None,
+            Some(v) => frontmatter::timeout(v).map_err(|e| bad("timeout", e)).ok(),
+        };
         let desired = match get("desired") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "dispatched" || s == "cancelled" => Some(s.clone()),
@@ -208,12 +221,16 @@ impl Plan {
                                 String::new()
                             }
                         };
+                        let timeout = match item.get("timeout") {
+                            None | Some(Value::Null) => None,
+                            Some(v) => frontmatter::timeout(v).map_err(|e| bad("waves", format!("wave {w}, task {label}: {e}"))).ok(),
+                        };
                         if let Some(m) = item.as_mapping() {
-                            if let Some(k) = m.keys().filter_map(Value::as_str).find(|k| !["id", "worker", "title", "prompt"].contains(k)) {
-                                bad("waves", format!("wave {w}, task {label}: unknown key {k:?} (allowed: id, worker, title, prompt)"));
+                            if let Some(k) = m.keys().filter_map(Value::as_str).find(|k| !TASK_KEYS.contains(k)) {
+                                bad("waves", format!("wave {w}, task {label}: unknown key {k:?} (allowed: {})", TASK_KEYS.join(", ")));
                             }
                         } else {
-                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{id, worker, title, prompt}}"));
+                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{id, worker, title, prompt, timeout}}"));
                         }
                         tasks.push(Task {
                             canonical: format!("{stem}:exec:wave-{w}:task-{t}"),
@@ -223,12 +240,13 @@ impl Plan {
                             worker,
                             title: s("title"),
                             prompt,
+                            timeout,
                         });
                     }
                     waves.push(tasks);
                 }
             }
-            _ => bad("waves", "missing `waves:`: a list of waves, each a list of tasks {id, worker, title, prompt}".into()),
+            _ => bad("waves", "missing `waves:`: a list of waves, each a list of tasks {id, worker, title, prompt, timeout}".into()),
         }
         if let Some(v) = get("tasks") {
             if !v.is_null() && !v.is_mapping() {
@@ -249,6 +267,7 @@ impl Plan {
             parallelism,
             verify,
             fixer,
+            timeout,
             waves,
             desired,
             fields,
@@ -293,6 +312,21 @@ mod tests {
         assert_eq!(p.waves[1][0].label, "c");
         assert_eq!(p.verify, Some(vec!["cargo".to_string(), "test".to_string()]));
         assert_eq!(p.parallelism, 2);
+    }
+
+    #[test]
+    fn timeouts_per_plan_and_per_task() {
+        let p = parse(
+            "---\ntimeout: 90m\nwaves:\n  - - {id: a, worker: w, prompt: p, timeout: 4s}\n    - {id: b, worker: w, prompt: q}\n---\n",
+        )
+        .expect("valid");
+        assert_eq!(p.timeout, Some(std::time::Duration::from_secs(90 * 60)));
+        assert_eq!(p.waves[0][0].timeout, Some(std::time::Duration::from_secs(4)));
+        assert_eq!(p.waves[0][1].timeout, None);
+        let e = parse("---\ntimeout: soon\nwaves:\n  - - {id: a, worker: w, prompt: p, timeout: 4}\n---\n").unwrap_err();
+        let all: String = e.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n");
+        assert!(all.contains(":2:10: bad timeout \"soon\""), "{all}");
+        assert!(all.contains("wave 1, task a: bad timeout 4: a duration such as 90m or 4h"), "{all}");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The JSON Schema of a plan's frontmatter (`.lore/plans/<plan>.md`, DESIGN §11): title,
-//! status, parallelism, verify, fixer and the waves of tasks. A standalone type for editors;
+//! status, parallelism, verify, fixer, timeout and the waves of tasks. A standalone type for editors;
 //! the plan parser lives with the waves.
 
 use schemars::JsonSchema;
@@ -36,7 +36,7 @@ pub struct Task {
     pub title: Option<String>,
     /// What the worker is asked to do, and how it can verify it.
     pub prompt: String,
-    /// Wall-clock limit of the task's attempt.
+    /// Wall-clock limit of each of the task's attempts, over the plan's (`0s`: none).
     pub timeout: Option<Duration>,
 }
 
@@ -58,6 +58,9 @@ pub struct Plan {
     /// The worker of fix-forward commissions when verify fails.
     #[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"))]
     pub fixer: Option<String>,
+    /// Wall-clock limit of each task attempt and verify run, over the package's and the
+    /// project's (`0s`: none); a task's own `timeout` is over this.
+    pub timeout: Option<Duration>,
     /// The waves, in order; each a list of tasks.
     #[schemars(length(min = 1))]
     pub waves: Vec<Vec<Task>>,

@@ -160,13 +160,20 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     let record = crate::waves::observe::record(&env.home, &env.project, id)?;
     let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&plan.path))?;
     let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
+    // Each task's resume class, from what is there now (its worktree, its processes).
+    let workers = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
+    let observed = crate::waves::observe::observe_plan(&env.home, &env.project, &workers, id).ok();
     let tasks: Vec<serde_json::Value> = plan
         .tasks()
         .map(|t| {
             let r = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
             let state = r.map(|r| r.state.as_str()).unwrap_or("queued");
+            let class = observed
+                .as_ref()
+                .and_then(|o| o.tasks.iter().find(|x| x.task.canonical == t.canonical))
+                .map(|ot| crate::waves::plan::resume_class(ot, r).as_str());
             json!({"task": t.canonical, "label": t.label, "wave": t.wave, "worker": t.worker, "title": t.title,
-                   "state": state, "class": resume_class(state), "attempt": r.map(|r| r.attempt).unwrap_or(0), "reason": r.and_then(|r| r.reason.clone())})
+                   "state": state, "class": class, "attempt": r.map(|r| r.attempt).unwrap_or(0), "reason": r.and_then(|r| r.reason.clone())})
         })
         .collect();
     if json_out {
@@ -204,15 +211,4 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The resume classes of Kiln's contract, from a task's state.
-fn resume_class(state: &str) -> &'static str {
-    match state {
-        "integrated" => "done",
-        "succeeded" => "ready_for_integration",
-        "running" => "in_progress",
-        "failed" | "stopped" => "rerun_required",
-        _ => "queued",
-    }
 }

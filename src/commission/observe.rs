@@ -378,9 +378,7 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
     if obs.proc == Proc::Alive {
         // Written only by us, atomically: an unreadable one just restarts the count of quiet time.
         obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
-        let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        let cpu = obs.run.as_ref().and_then(|r| r.worker_pid).and_then(shim::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
-        obs.sample = Some(Sample { log_len: len(&state.log(rec.attempt)), cpu_ticks: cpu, mailbox_len: len(&state.mailbox()) });
+        obs.sample = obs.run.as_ref().map(|run| crate::activity::liveness::sample(state, rec.attempt, run));
     }
 }
 

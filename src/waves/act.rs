@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::copyback::{self, Change, Landed};
 use super::plan::{fix_id, Action, PlanRecord, TaskState, Update};
-use crate::activity::state::{write_json, StateDir};
+use crate::activity::state::{read_json, write_json, StateDir};
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::activity::{fault, Outcome};
@@ -50,22 +50,33 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             apply(ctx, &u)
         }
         Action::StartTask { update, task, attempt } => start_task(ctx, update, task, *attempt),
-        Action::StopTask { update, task, attempt } => {
+        Action::StopTask { update, task, attempt, kill } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
             if let Some(run) = ctx.task_state(&plan.id, t).read_run()?.filter(|r| r.attempt == *attempt) {
-                shim::stop_attempt(&run, shim::Stop::Term)?;
+                shim::stop_attempt(&run, how(*kill))?;
             }
             apply(ctx, update)
         }
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
-        Action::StopVerify { update, run } => {
+        Action::StopVerify { update, run, kill } => {
             let state = StateDir(ctx.plan_state(&update.plan).0.join("verify"));
             if let Some(r) = state.read_run()?.filter(|r| r.attempt == *run) {
-                shim::stop_attempt(&r, shim::Stop::Term)?;
+                shim::stop_attempt(&r, how(*kill))?;
             }
             apply(ctx, update)
+        }
+        Action::Beat { update, task, beat } => {
+            let state = match task {
+                Some(task) => {
+                    let plan = super::observe::load(ctx.project, &update.plan)?;
+                    ctx.task_state(&plan.id, plan.task(task).context("the task vanished from the plan")?)
+                }
+                None => StateDir(ctx.plan_state(&update.plan).0.join("verify")),
+            };
+            write_json(&state.heartbeat(), beat)?;
+            Ok(Outcome::Done)
         }
         Action::CleanupTask { update, task } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
@@ -83,6 +94,15 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             fault("fix-forward", 1);
             apply(ctx, update)
         }
+    }
+}
+
+/// SIGKILL now (stale, past its limit), or SIGTERM and SIGKILL after the grace (a shutdown).
+fn how(kill: bool) -> shim::Stop {
+    if kill {
+        shim::Stop::Kill
+    } else {
+        shim::Stop::Term
     }
 }
 
@@ -181,11 +201,14 @@ fn task_record(ctx: &Ctx<'_>, plan: &str, task: &Task) -> Result<Option<Worktree
 /// The task's worktree, made from the wave base, or reused (reset to the base, cleaned); a
 /// worktree that cannot be reused is made anew and the old path reported orphaned.
 fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bool) -> Result<(WorktreeRecord, Option<String>)> {
+    let state = ctx.task_state(&plan.id, task);
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let branch = format!("claude/task/{}", task.slug());
     let base_commit = repo.find_commit(git2::Oid::from_str(base)?)?;
-    if let Some(rec) = task_record(ctx, &plan.id, task)? {
-        if rec.path.join(".git").exists() && worktree::inspect(&rec).is_empty() {
+    let expected = ctx.home.task_worktree(&ctx.project.name, &task.slug());
+    if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
+        let ours = super::observe::made_for(ctx.project, &rec, &expected);
+        if ours && rec.path.join(".git").exists() && worktree::inspect(&rec).is_empty() {
             if let Some(dir) = Some(rec.path.join(copyback::SNAPSHOT_DIR)).filter(|d| d.exists()) {
                 make_writable(&dir);
             }
@@ -193,15 +216,24 @@ fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bo
                 return Ok((rec, None));
             }
         }
-        // Not reusable: made anew, the old one reported (and kept for `gc`) where it is not ours.
-        let orphaned = format!("the worktree {} could not be reused; made anew", rec.path.display());
-        let _ = worktree::remove_worktree(&rec);
+        // Not reusable: made anew, the old one reported; removed only if it is the one made for
+        // this task (a record naming another path never gets that path deleted).
+        let orphaned = if ours {
+            let _ = worktree::remove_worktree(&rec);
+            format!("the worktree {} could not be reused; made anew", rec.path.display())
+        } else {
+            format!(
+                "its record named {}, not the worktree made for it: left alone; made anew at {}",
+                rec.path.display(),
+                expected.display()
+            )
+        };
         repo.branch(&branch, &base_commit, true)?;
-        let rec = worktree::add_worktree(&ctx.project.root, &ctx.home.task_worktree(&ctx.project.name, &task.slug()), &branch, sparse)?;
+        let rec = worktree::add_worktree(&ctx.project.root, &expected, &branch, sparse)?;
         return Ok((rec, Some(orphaned)));
     }
     repo.branch(&branch, &base_commit, true)?;
-    let rec = worktree::add_worktree(&ctx.project.root, &ctx.home.task_worktree(&ctx.project.name, &task.slug()), &branch, sparse)?;
+    let rec = worktree::add_worktree(&ctx.project.root, &expected, &branch, sparse)?;
     Ok((rec, None))
 }
 
@@ -215,6 +247,8 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
     let base = base_of(&record, task.wave)?;
     let state = ctx.task_state(&plan.id, &task);
     std::fs::create_dir_all(&state.0)?;
+    // A fresh attempt starts with no heartbeat history.
+    let _ = std::fs::remove_file(state.heartbeat());
     let pkg = ctx.workers.for_commission(&task.worker).map_err(anyhow::Error::msg)?;
     let argv = pkg.resolve_command().map_err(anyhow::Error::msg)?;
     let (rec, orphaned) = task_worktree(ctx, &plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
@@ -327,9 +361,6 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
         apply(ctx, &u)
     };
     for t in &tasks {
-        let Some(rec) = task_record(ctx, &plan.id, t)? else {
-            return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None);
-        };
         if record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated) {
             continue;
         }
@@ -346,6 +377,12 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
             ));
             continue;
         }
+        // Files are read only from the worktree made for the task, never from where a record says.
+        let rec = match task_record(ctx, &plan.id, t) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None),
+            Err(e) => return halt(u, record, format!("task {}: {e:#}; nothing of the wave was copied back", t.canonical), None),
+        };
         // The protocol: no commit of the worker's, the worktree as made, no control plane.
         let mut broken = worktree::inspect(&rec);
         let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();
@@ -475,7 +512,10 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
         // A verify still running (one a cancel left behind): its worktree is in use.
         return Ok(Outcome::Waiting("an earlier verify of this plan is still running".into()));
     }
-    let rec = match worktree::recorded(&state.worktree(), &ctx.project.root, &path, &branch)?.filter(|r| r.path.join(".git").exists()) {
+    // Reset and cleaned only if it is the verify worktree made for this plan: a record naming
+    // another path (a person's checkout, say) is never reset or cleaned.
+    let ours = |r: &WorktreeRecord| super::observe::made_for(ctx.project, r, &path) && r.path.join(".git").exists();
+    let rec = match read_json::<WorktreeRecord>(&state.worktree())?.filter(ours) {
         Some(rec) => {
             rec.git(&["reset", "--quiet", "--hard", &tip.id().to_string()])?;
             rec.git(&["clean", "-fdxq"])?;
@@ -487,6 +527,7 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
         }
     };
     write_json(&state.worktree(), &rec)?;
+    let _ = std::fs::remove_file(state.heartbeat());
     let global = ctx.home.load_config()?;
     // `verify` is the plan author's command, not an agent's: it runs as they would run it
     // (their environment, less git's, unconfined: a test suite writes caches outside the

@@ -1,8 +1,9 @@
 //! Plans and waves (DESIGN §11, Kiln's EXECUTE stage): a plan's tasks run in ordered waves,
 //! in parallel inside a wave, and land on the integration branch by lossless copy-back in plan
 //! order once the whole wave has succeeded and no two tasks collide; a verify gate between
-//! waves, fix-forward when it fails. [`plan`] is the pure state machine, [`observe`] and
-//! [`act`] its two sides, [`copyback`] the landing.
+//! waves, fix-forward when it fails; tasks and verify held to the liveness rules of
+//! commissions, and after a crash each task resumed by its class (Kiln's). [`plan`] is the
+//! pure state machine, [`observe`] and [`act`] its two sides, [`copyback`] the landing.
 
 pub mod act;
 pub mod copyback;
@@ -22,6 +23,12 @@ pub struct Round {
     /// Each action, what came of it, and how long it took.
     pub done: Vec<(plan::Action, Result<Outcome>, std::time::Duration)>,
     pub problems: Vec<Problem>,
+    /// When to look again though nothing changes: a task or verify going stale or reaching
+    /// its limit, one still going away.
+    pub next_check: Option<std::time::Duration>,
+    /// Runtime dirs of tasks and verify runs whose shim is at work: the watcher waits on them
+    /// (a shim killed or ending wakes it at once).
+    pub running: Vec<std::path::PathBuf>,
 }
 
 /// Observe, plan and (unless `dry_run`) act on the project's plans once. `slots`: the workers
@@ -31,14 +38,25 @@ pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dr
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let (snapshot, problems) = observe::observe(home, project, workers, &now, slots)?;
     let actions = plan::plan(&snapshot);
+    let next_check = plan::next_check(&snapshot);
+    let mut running = Vec::new();
+    for o in &snapshot.plans {
+        running.extend(o.tasks.iter().filter(|t| t.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
+        if o.verify_busy {
+            running.push(home.plan_state(&project.name, &o.plan.id).join("verify"));
+        }
+    }
     let ctx = act::Ctx { home, project, workers };
-    let done = actions
-        .into_iter()
-        .map(|a| {
-            let started = std::time::Instant::now();
-            let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
-            (a, result, started.elapsed())
-        })
-        .collect();
-    Ok(Round { done, problems })
+    let mut done = Vec::new();
+    for a in actions {
+        let started = std::time::Instant::now();
+        let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
+        // A heartbeat written is no progress to report (as for commissions): a worker that
+        // prints all the time must not keep a pass going.
+        if matches!(a, plan::Action::Beat { .. }) && result.is_ok() {
+            continue;
+        }
+        done.push((a, result, started.elapsed()));
+    }
+    Ok(Round { done, problems, next_check, running })
 }

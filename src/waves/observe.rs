@@ -1,11 +1,16 @@
-//! Observe a project's plans: their artifacts and records, each task's exit and task updates,
-//! the latest verify run and fix-forward commission, into the planner's [`Snapshot`].
+//! Observe a project's plans: their artifacts and records, each task's exit, task updates,
+//! worker at work (signs of life) and worktree (as made for it, as `git worktree list` has
+//! it), the latest verify run and fix-forward commission, into the planner's [`Snapshot`].
 //! Read-only.
 
 use anyhow::Result;
 
-use super::plan::{Observed, ObservedTask, PlanRecord, Snapshot};
-use crate::activity::state::{read_json, ExitInfo, StateDir};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::plan::{Live, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
+use crate::activity::state::{read_json, ExitInfo, RunInfo, StateDir};
+use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::plan::Plan;
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
@@ -16,13 +21,48 @@ use crate::worker::Catalog;
 pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slots: usize) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
     let mut problems = Vec::new();
+    let mut git = Worktrees::default();
     for path in crate::artifact::paths(&project.plans_dir())? {
-        match observe_one(home, project, workers, &path) {
+        match observe_one(home, project, workers, &path, &mut git) {
             Ok(o) => plans.push(o),
             Err(p) => problems.extend(p),
         }
     }
-    Ok((Snapshot { plans, now: now.to_string(), slots }, problems))
+    let at = chrono::DateTime::parse_from_rfc3339(now).map(|t| t.to_utc()).unwrap_or_else(|_| chrono::Utc::now());
+    let cfg = &project.config;
+    Ok((Snapshot { plans, now: now.to_string(), at, stale_after: cfg.stale_after, timeout: cfg.timeout, slots }, problems))
+}
+
+/// One plan as it is now (`plan show`): its tasks' worktrees and processes looked at.
+pub fn observe_plan(home: &Home, project: &Project, workers: &Catalog, id: &str) -> Result<Observed> {
+    crate::artifact::ids::validate_id(id)?;
+    let path = project.plan_path(id);
+    observe_one(home, project, workers, &path, &mut Worktrees::default())
+        .map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
+}
+
+/// The worktrees git knows of (`git worktree list`), read once per observation and only if
+/// some task has one.
+#[derive(Default)]
+struct Worktrees(Option<BTreeSet<PathBuf>>);
+
+impl Worktrees {
+    fn registered(&mut self, project: &Project, path: &Path) -> bool {
+        let known = self.0.get_or_insert_with(|| {
+            let Ok(repo) = crate::activity::git::open(&project.root) else { return BTreeSet::new() };
+            let Ok(names) = repo.worktrees() else { return BTreeSet::new() };
+            names.iter().filter_map(|n| repo.find_worktree(n.ok()??).ok()).map(|w| crate::activity::worktree::place(w.path())).collect()
+        });
+        known.contains(&crate::activity::worktree::place(path))
+    }
+}
+
+/// Whether a worktree record (from a state file) describes the worktree guild-hall makes at
+/// `expected` (computed from the id): the same place, the repository's own admin dir for it.
+/// Nothing is reset, cleaned or removed by a record that is not.
+pub(super) fn made_for(project: &Project, rec: &WorktreeRecord, expected: &Path) -> bool {
+    WorktreeRecord::expected(&project.root, expected, &rec.branch, rec.sparse)
+        .is_ok_and(|want| crate::activity::worktree::differences(rec, &want).is_empty())
 }
 
 /// Read one plan artifact as it is now.
@@ -40,7 +80,7 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRec
     read_json(&StateDir(home.plan_state(&project.name, id)).record())
 }
 
-fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::path::Path) -> Result<Observed, Vec<Problem>> {
+fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, git: &mut Worktrees) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(problem("symlink: plan artifacts must be regular files (a link is never followed or replaced)".into()));
@@ -57,22 +97,43 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
         let exit: Option<ExitInfo> = read_json(&ts.exit()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
         let updates =
             mailbox::read(&ts.mailbox()).map_err(|e| problem(format!("task {}: its mailbox cannot be read: {e:#}", t.canonical)))?;
-        let worker_problem = workers.for_commission(&t.worker).err();
-        let worktree_exists = read_json::<crate::activity::worktree::WorktreeRecord>(&ts.worktree())
-            .map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?
-            .is_some_and(|w| std::fs::symlink_metadata(&w.path).is_ok());
+        let pkg = workers.for_commission(&t.worker);
+        let worktree = read_json::<WorktreeRecord>(&ts.worktree()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
+        let worktree_exists = worktree.as_ref().is_some_and(|w| std::fs::symlink_metadata(&w.path).is_ok());
+        let expected = home.task_worktree(&project.name, &t.slug());
+        let worktree_gone = worktree.as_ref().and_then(|w| gone(project, git, w, &expected));
         let started = started(&ts).map_err(|e| {
             problem(format!("task {}: {}", t.canonical, e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")))
         })?;
-        let attempt = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.attempt).unwrap_or(0);
+        let rec = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
+        let attempt = rec.map(|r| r.attempt).unwrap_or(0);
         let died = attempt > 0 && died(&ts, attempt);
-        tasks.push(ObservedTask { task: t.clone(), exit, updates, worker_problem, worktree_exists, started, died });
+        let landed = worktree_gone.is_some()
+            && rec.is_some_and(|r| matches!(r.state, TaskState::Succeeded | TaskState::Running))
+            && record.as_ref().and_then(|r| r.bases.get(&t.wave)).is_some_and(|base| landed(project, base, &t.canonical));
+        tasks.push(ObservedTask {
+            task: t.clone(),
+            live: live(&ts, attempt, exit.as_ref()),
+            busy: busy(&ts),
+            exit,
+            updates,
+            package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
+            worker_problem: pkg.err(),
+            worktree_exists,
+            worktree_gone,
+            landed,
+            started,
+            died,
+        });
     }
     let vs = StateDir(state.0.join("verify"));
     let verify_exit = read_json(&vs.exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
     let verify_started =
         started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
-    let verify_died = record.as_ref().is_some_and(|r| r.verify_runs > 0 && died(&vs, r.verify_runs));
+    let verify_runs = record.as_ref().map(|r| r.verify_runs).unwrap_or(0);
+    let verify_died = verify_runs > 0 && died(&vs, verify_runs);
+    let verify_live = live(&vs, verify_runs, verify_exit.as_ref());
+    let verify_busy = busy(&vs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::plan::fix_id(&plan.id, r.wave, r.fixes);
         let text = std::fs::read_to_string(project.commission_path(&id)).ok()?;
@@ -80,7 +141,52 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
     });
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
-    Ok(Observed { plan, record, tasks, verify_exit, verify_started, verify_died, fix_status, timeline_keys })
+    Ok(Observed { plan, record, tasks, verify_exit, verify_started, verify_died, verify_live, verify_busy, fix_status, timeline_keys })
+}
+
+/// Why a task's recorded worktree is gone, if it is: not the one made for the task (its path
+/// is computed from the id), not a worktree of the repository (`git worktree list`), or no
+/// checkout there any more.
+fn gone(project: &Project, git: &mut Worktrees, w: &WorktreeRecord, expected: &Path) -> Option<String> {
+    let at = w.path.display();
+    if !made_for(project, w, expected) {
+        return Some(format!("its record names {at}, not the worktree made for it ({})", expected.display()));
+    }
+    if !std::fs::symlink_metadata(&w.path).is_ok_and(|m| m.is_dir()) {
+        return Some(format!("its worktree {at} was removed"));
+    }
+    if !git.registered(project, &w.path) {
+        return Some(format!("{at} is no longer a worktree of the repository (not in `git worktree list`)"));
+    }
+    if !std::fs::symlink_metadata(w.path.join(".git")).is_ok_and(|m| m.is_file()) {
+        return Some(format!("its worktree {at} has no checkout left (its .git is gone)"));
+    }
+    None
+}
+
+/// Whether the task's commit is on the integration branch since its wave's base.
+fn landed(project: &Project, base: &str, canonical: &str) -> bool {
+    let Ok(repo) = crate::activity::git::open(&project.root) else { return false };
+    let Ok(base) = git2::Oid::from_str(base) else { return false };
+    let trailer = format!("Guild-Hall-Task: {canonical}");
+    matches!(super::copyback::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
+}
+
+/// The worker of `attempt` at work (its shim alive, no exit yet), with its signs of life.
+fn live(state: &StateDir, attempt: u32, exit: Option<&ExitInfo>) -> Option<Live> {
+    if attempt == 0 || exit.is_some_and(|x| x.attempt == attempt) {
+        return None;
+    }
+    let run = read_json::<RunInfo>(&state.run()).ok().flatten().filter(|r| r.attempt == attempt && crate::worker::shim::is_alive(r))?;
+    // Written only by guild-hall, atomically: an unreadable one restarts the count of quiet time.
+    let heartbeat = read_json(&state.heartbeat()).ok().flatten();
+    Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run) })
+}
+
+/// A shim is at work in `state` (its lock held, or its recorded run alive), whatever attempt.
+fn busy(state: &StateDir) -> bool {
+    crate::worker::shim::shim_lock_held(state)
+        || matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if crate::worker::shim::is_alive(&r))
 }
 
 /// Whether the shim that took `attempt` in `state` is gone without recording its exit (killed,

@@ -1,7 +1,9 @@
 //! The plan state machine as a pure planner: waves in order, at most `parallelism` tasks of
 //! the current wave running (FIFO in plan order), fail-fast, integration once the whole wave
-//! has succeeded, the verify gate, fix-forward, retry and cancel. A status a person writes is a
-//! request, validated against the record as for commissions. Snapshot in, actions out.
+//! has succeeded, the verify gate, fix-forward, retry and cancel; tasks and verify held to the
+//! liveness rules of commissions (stale, `timeout:`); Kiln's resume classes, with a dead or
+//! orphaned task run again. A status a person writes is a request, validated against the
+//! record as for commissions. Snapshot in, actions out.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
-use crate::activity::state::ExitInfo;
+use chrono::{DateTime, Utc};
+
+use crate::activity::liveness::{self, Judgement};
+use crate::activity::state::{ExitInfo, Heartbeat, Sample};
 use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
@@ -55,10 +60,23 @@ pub struct TaskRecord {
     /// The highest TaskUpdate sequence applied.
     #[serde(default)]
     pub sequence: u64,
-    /// SIGTERM sent to its attempt (fail-fast or cancel).
+    /// A stop was sent to its attempt (fail-fast, cancel, its worktree gone, or SIGKILL for
+    /// going stale or past its limit).
     #[serde(default)]
     pub stop_sent: bool,
+    /// Automatic reruns so far: attempts that died, or lost their worktree (at most
+    /// [`MAX_RERUNS`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reruns: u32,
 }
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Reruns of a task whose attempt died or lost its worktree before it fails instead: a task
+/// that keeps dying (killed at every try) is not rerun for ever.
+pub const MAX_RERUNS: u32 = 2;
 
 /// guild-hall's memory of a plan (`record.json` in its runtime dir).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,9 +96,13 @@ pub struct PlanRecord {
     /// Fix-forward commissions made so far.
     #[serde(default)]
     pub fixes: u32,
-    /// SIGTERM sent to the latest verify run (a cancel).
+    /// A stop was sent to the latest verify run (a cancel, or SIGKILL for going stale or past
+    /// its limit).
     #[serde(default)]
     pub verify_stop_sent: bool,
+    /// Why guild-hall stopped the latest verify run (stale, past its limit): its failure's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_verdict: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -95,13 +117,34 @@ pub struct ObservedTask {
     pub updates: Vec<Mail>,
     /// Why its worker cannot run here (unknown package, ...), if so.
     pub worker_problem: Option<String>,
-    /// Its worktree is still there.
+    /// Something is at its worktree's path (what removing it would remove).
     pub worktree_exists: bool,
+    /// Its recorded worktree is gone (Kiln's `orphaned`): not at the path made for the task,
+    /// not a worktree `git worktree list` knows, or its `.git` gone; says which, with the path.
+    pub worktree_gone: Option<String>,
+    /// Its commit is on the integration branch (its trailer since the wave's base); only
+    /// looked for when its worktree is gone.
+    pub landed: bool,
+    /// A shim of the task is at work (its lock held, or its run alive), whatever the attempt.
+    pub busy: bool,
+    /// The current attempt's worker at work, with its signs of life.
+    pub live: Option<Live>,
+    /// Its worker package's `timeout:`.
+    pub package_timeout: Option<std::time::Duration>,
     /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
     /// recorded, or the shim's lock held.
     pub started: Option<u32>,
     /// The shim of its current attempt is gone without recording an exit (killed, a reboot).
     pub died: bool,
+}
+
+/// A worker (a task's or a verify's) at work: when it started and its signs of life.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Live {
+    pub started_at: DateTime<Utc>,
+    /// The last change seen (`heartbeat` in its runtime dir).
+    pub heartbeat: Option<Heartbeat>,
+    pub sample: Sample,
 }
 
 /// One plan as observed.
@@ -116,6 +159,10 @@ pub struct Observed {
     pub verify_started: Option<u32>,
     /// The shim of the latest verify run is gone without recording an exit.
     pub verify_died: bool,
+    /// The latest verify run at work.
+    pub verify_live: Option<Live>,
+    /// A verify's shim is at work (its lock held, or its run alive), whatever the run.
+    pub verify_busy: bool,
     /// The status of the latest fix-forward commission.
     pub fix_status: Option<Status>,
     pub timeline_keys: std::collections::BTreeSet<String>,
@@ -125,6 +172,11 @@ pub struct Observed {
 pub struct Snapshot {
     pub plans: Vec<Observed>,
     pub now: String,
+    /// `now` as a time.
+    pub at: DateTime<Utc>,
+    /// The project's `stale_after` and `timeout` (commissions', tasks' and verify's).
+    pub stale_after: std::time::Duration,
+    pub timeout: std::time::Duration,
     /// Worker processes the project's cap (`commission_cap`) still allows: wave tasks count
     /// against it like commissions.
     pub slots: usize,
@@ -159,11 +211,12 @@ pub enum Action {
         task: String,
         attempt: u32,
     },
-    /// SIGTERM to a task's attempt (SIGKILL after cancel_grace, by its shim).
+    /// SIGTERM to a task's attempt (SIGKILL after cancel_grace, by its shim), or SIGKILL now.
     StopTask {
         update: Update,
         task: String,
         attempt: u32,
+        kill: bool,
     },
     /// Collision scan, protocol checks, then one commit per task in plan order.
     Integrate {
@@ -189,10 +242,18 @@ pub enum Action {
         update: Update,
         task: String,
     },
-    /// SIGTERM to a running verify (a cancel).
+    /// SIGTERM to a running verify (a cancel), or SIGKILL now.
     StopVerify {
         update: Update,
         run: u32,
+        kill: bool,
+    },
+    /// Write the heartbeat of a task's attempt (`task`) or of the verify run (`None`): signs of
+    /// life changed. `update` is empty.
+    Beat {
+        update: Update,
+        task: Option<String>,
+        beat: Heartbeat,
     },
 }
 
@@ -207,7 +268,8 @@ impl Action {
             | Action::StartVerify { update, .. }
             | Action::FixForward { update, .. }
             | Action::CleanupTask { update, .. }
-            | Action::StopVerify { update, .. } => update,
+            | Action::StopVerify { update, .. }
+            | Action::Beat { update, .. } => update,
         }
     }
 
@@ -226,6 +288,7 @@ impl Action {
             Action::FixForward { .. } => "fix-forward",
             Action::CleanupTask { .. } => "task-cleanup",
             Action::StopVerify { .. } => "verify-stop",
+            Action::Beat { .. } => "heartbeat",
         }
     }
 
@@ -244,12 +307,16 @@ impl Action {
                 .join(", "),
             Action::StartWave { wave, .. } => format!("start wave {wave}"),
             Action::StartTask { task, attempt, .. } => format!("start {task} (attempt {attempt})"),
-            Action::StopTask { task, .. } => format!("shut down {task}"),
+            Action::StopTask { task, kill: false, .. } => format!("shut down {task}"),
+            Action::StopTask { task, kill: true, .. } => format!("kill {task}"),
             Action::Integrate { wave, .. } => format!("copy back wave {wave} in plan order"),
             Action::StartVerify { wave, run, .. } => format!("verify after wave {wave} (run {run})"),
             Action::FixForward { wave, round, fixer, .. } => format!("fix-forward {round} for wave {wave} by {fixer}"),
             Action::CleanupTask { task, .. } => format!("remove the worktree of {task} (integrated)"),
-            Action::StopVerify { run, .. } => format!("stop verify run {run}"),
+            Action::StopVerify { run, kill: false, .. } => format!("stop verify run {run}"),
+            Action::StopVerify { run, kill: true, .. } => format!("kill verify run {run}"),
+            Action::Beat { task: Some(t), .. } => format!("heartbeat of {t}"),
+            Action::Beat { task: None, .. } => "heartbeat of verify".into(),
         }
     }
 }
@@ -274,18 +341,151 @@ pub fn plan(s: &Snapshot) -> Vec<Action> {
     let mut slots = s.slots.saturating_sub(running);
     let mut out = Vec::new();
     for o in &s.plans {
-        if let Some(a) = step(o, &s.now, slots) {
+        if let Some(a) = step(o, s, slots) {
             if matches!(a, Action::StartTask { .. }) {
                 slots = slots.saturating_sub(1);
             }
             out.push(a);
         }
+        out.extend(beats(o, s));
     }
     out
 }
 
+/// The wall-clock limit of a task's attempt: its own `timeout:`, else its plan's, else its
+/// package's, else the project's (`0s`: none).
+pub fn task_limit(s: &Snapshot, o: &Observed, ot: &ObservedTask) -> Option<(std::time::Duration, &'static str)> {
+    liveness::time_limit(&[
+        (ot.task.timeout, "the task's timeout"),
+        (o.plan.timeout, "the plan's timeout"),
+        (ot.package_timeout, "its worker package's timeout"),
+        (Some(s.timeout), "the project's timeout"),
+    ])
+}
+
+/// The wall-clock limit of a verify run: the plan's `timeout:`, else the project's.
+pub fn verify_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Duration, &'static str)> {
+    liveness::time_limit(&[(o.plan.timeout, "the plan's timeout"), (Some(s.timeout), "the project's timeout")])
+}
+
+/// Why a worker at work must be stopped now (past its limit, or stale), with the timeline
+/// event that says so; `Ok(beat)`: alive, and the heartbeat to write if its signs changed.
+fn judge(
+    s: &Snapshot,
+    live: &Live,
+    limit: Option<(std::time::Duration, &'static str)>,
+) -> Result<Option<Heartbeat>, (String, &'static str, String)> {
+    if let Some(why) = liveness::overtime(limit, live.started_at, s.at) {
+        return Err((why.clone(), "timeout", why));
+    }
+    match liveness::judge(live.heartbeat.as_ref(), live.sample, s.at, s.stale_after) {
+        Judgement::Stale(idle) => Err((liveness::UNRESPONSIVE.to_string(), "heartbeat", liveness::stale_text(idle))),
+        Judgement::Quiet => Ok(None),
+        Judgement::First(b) | Judgement::Beat(b) => Ok(Some(b)),
+    }
+}
+
+/// Heartbeats to write: running tasks and a running verify whose signs of life changed.
+fn beats(o: &Observed, s: &Snapshot) -> Vec<Action> {
+    let Some(record) = &o.record else { return Vec::new() };
+    let empty = || Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events: vec![], record: None };
+    let mut out = Vec::new();
+    if record.status == PlanStatus::Running {
+        for ot in &o.tasks {
+            let Some(r) = record.tasks.get(&ot.task.canonical) else { continue };
+            let Some(live) = ot.live.as_ref().filter(|_| r.state == TaskState::Running && !r.stop_sent) else { continue };
+            if let Ok(Some(beat)) = judge(s, live, task_limit(s, o, ot)) {
+                out.push(Action::Beat { update: empty(), task: Some(ot.task.canonical.clone()), beat });
+            }
+        }
+    }
+    if record.status == PlanStatus::Verifying && !record.verify_stop_sent {
+        if let Some(Ok(Some(beat))) = o.verify_live.as_ref().map(|live| judge(s, live, verify_limit(s, o))) {
+            out.push(Action::Beat { update: empty(), task: None, beat });
+        }
+    }
+    out
+}
+
+/// When the plans must be looked at again though nothing changes on disk: a running task or
+/// verify going stale or reaching its limit; soon, while a stopped one is still going away.
+pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
+    let soon = s.at + chrono::Duration::milliseconds(200);
+    let mut at: Vec<DateTime<Utc>> = Vec::new();
+    for o in &s.plans {
+        let Some(record) = &o.record else { continue };
+        for ot in &o.tasks {
+            let r = record.tasks.get(&ot.task.canonical);
+            match (&ot.live, r) {
+                (Some(live), Some(r)) if r.state == TaskState::Running && !r.stop_sent => {
+                    at.push(liveness::next_look(live.heartbeat.as_ref(), s.stale_after, task_limit(s, o, ot), Some(live.started_at), s.at));
+                }
+                _ if ot.busy => at.push(soon),
+                _ => {}
+            }
+        }
+        if let Some(live) = &o.verify_live {
+            if record.status == PlanStatus::Verifying && !record.verify_stop_sent {
+                at.push(liveness::next_look(live.heartbeat.as_ref(), s.stale_after, verify_limit(s, o), Some(live.started_at), s.at));
+            } else {
+                at.push(soon);
+            }
+        }
+    }
+    at.into_iter().min().map(|t| t.signed_duration_since(s.at).to_std().unwrap_or_default())
+}
+
+/// Kiln's resume classes: where a task stands, from its record, its worktree (as `git
+/// worktree list` and the worktrees dir have it), its runtime state and task updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeClass {
+    /// Not started yet.
+    Queued,
+    /// Its worker is at work.
+    InProgress,
+    /// Its worker ended well; its changes wait for the copy-back.
+    ReadyForIntegration,
+    /// Its commit is on the integration branch.
+    Done,
+    /// Its worktree is gone: reported, and the task runs again in a fresh one.
+    Orphaned,
+    /// It must run again: its attempt died, failed or was shut down.
+    RerunRequired,
+}
+
+impl ResumeClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResumeClass::Queued => "queued",
+            ResumeClass::InProgress => "in_progress",
+            ResumeClass::ReadyForIntegration => "ready_for_integration",
+            ResumeClass::Done => "done",
+            ResumeClass::Orphaned => "orphaned",
+            ResumeClass::RerunRequired => "rerun_required",
+        }
+    }
+}
+
+/// A task's resume class (Kiln's priority: orphaned, ready_for_integration, done,
+/// in_progress, rerun_required).
+pub fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> ResumeClass {
+    let Some(r) = rec else { return ResumeClass::Queued };
+    match r.state {
+        TaskState::Integrated => ResumeClass::Done,
+        TaskState::Queued => ResumeClass::Queued,
+        TaskState::Succeeded if ot.landed => ResumeClass::Done,
+        _ if ot.worktree_gone.is_some() => ResumeClass::Orphaned,
+        TaskState::Succeeded => ResumeClass::ReadyForIntegration,
+        TaskState::Running if ot.died => ResumeClass::RerunRequired,
+        TaskState::Running => ResumeClass::InProgress,
+        TaskState::Failed | TaskState::Stopped => ResumeClass::RerunRequired,
+    }
+}
+
 struct Step<'a> {
     o: &'a Observed,
+    s: &'a Snapshot,
     now: &'a str,
     record: PlanRecord,
     edits: Vec<Edit>,
@@ -328,6 +528,7 @@ impl<'a> Step<'a> {
             reason: None,
             sequence: 0,
             stop_sent: false,
+            reruns: 0,
         });
         if r.state != to {
             let key = format!("task:{}:{}:{}", t.canonical, r.attempt, to.as_str());
@@ -384,7 +585,67 @@ fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), String>> {
     })
 }
 
-fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
+/// A running task: how its attempt ended, or, while it works, whether it is still alive.
+fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord) {
+    let t = &ot.task;
+    let ended = classify(ot, rec);
+    if let (Some(_), Some(gone)) = (&ended, &ot.worktree_gone) {
+        // Over, and its worktree is gone: whatever it did is lost; it runs again.
+        orphaned(st, ot, rec, gone);
+        let mut why = vec![format!("its worktree is gone ({gone})")];
+        if ot.died {
+            why.insert(0, DIED.to_string());
+        }
+        return rerun(st, ot, rec, why.join("; "));
+    }
+    match ended {
+        Some(_) if rec.stop_sent => st.task_state(t, TaskState::Stopped, Some("shut down: another task of the wave failed".into())),
+        // Its supervisor died (killed, a reboot): nothing says how it ended; it runs again.
+        Some(_) if ot.died => rerun(st, ot, rec, DIED.into()),
+        Some(Ok(())) => st.task_state(t, TaskState::Succeeded, None),
+        Some(Err(why)) => st.task_state(t, TaskState::Failed, Some(why)),
+        None => {
+            if let Some(gone) = &ot.worktree_gone {
+                return orphaned(st, ot, rec, gone);
+            }
+            let Some(live) = ot.live.as_ref().filter(|_| !rec.stop_sent) else { return };
+            if let Err((why, kind, text)) = judge(st.s, live, task_limit(st.s, st.o, ot)) {
+                let state = if kind == "heartbeat" { Some("stale") } else { None };
+                let key = format!("{kind}:{}:{}", t.canonical, rec.attempt);
+                st.event(kind, key, json!({"task": t.canonical, "state": state, "text": format!("{}: {text}", t.canonical)}));
+                // Failed now; the stop that follows kills every process of the attempt.
+                st.task_state(t, TaskState::Failed, Some(why));
+            }
+        }
+    }
+}
+
+const DIED: &str = "its supervisor died without recording how the worker ended (killed, or a reboot)";
+
+/// Report once that a task's worktree is gone.
+fn orphaned(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, gone: &str) {
+    let key = format!("orphaned:{}:{}:gone", ot.task.canonical, rec.attempt);
+    st.event("orphaned", key, json!({"task": ot.task.canonical, "text": gone}));
+}
+
+/// Kiln's `rerun_required`: queued again (the same id, its next attempt), up to
+/// [`MAX_RERUNS`] times; then failed.
+fn rerun(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, why: String) {
+    let t = &ot.task;
+    if rec.reruns >= MAX_RERUNS {
+        return st.task_state(t, TaskState::Failed, Some(format!("{why}; not run again after {MAX_RERUNS} reruns")));
+    }
+    let key = format!("rerun:{}:{}", t.canonical, rec.attempt);
+    st.event("rerun_required", key, json!({"task": t.canonical, "text": format!("{why}: it runs again")}));
+    st.task_state(t, TaskState::Queued, Some(why));
+    if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
+        r.reruns += 1;
+        r.stop_sent = false;
+    }
+}
+
+fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
+    let now = s.now.as_str();
     use PlanStatus::*;
     let p = &o.plan;
     let asked = match p.desired.as_deref() {
@@ -400,10 +661,11 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
         verify_runs: 0,
         fixes: 0,
         verify_stop_sent: false,
+        verify_verdict: None,
         reason: None,
     };
     let record = o.record.clone().unwrap_or(fresh);
-    let mut st = Step { o, now, record, edits: Vec::new(), events: Vec::new(), dirty: false };
+    let mut st = Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false };
     let had = st.record.status;
     // A person's request: validated against what guild-hall last accepted.
     if asked != had && o.record.is_some() || (o.record.is_none() && asked != Draft && asked != Pending) {
@@ -420,6 +682,7 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
                             st.task_state(t, TaskState::Queued, None);
                             if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
                                 r.stop_sent = false;
+                                r.reruns = 0;
                             }
                         }
                     }
@@ -452,7 +715,7 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
     // Cancelled: stop what runs; nothing merged is undone.
     if st.record.status == Cancelled {
         return match stopping(&mut st) {
-            Stopping::Stop(task, attempt) => Some(Action::StopTask { update: st.finish(), task, attempt }),
+            Stopping::Stop(task, attempt) => Some(Action::StopTask { update: st.finish(), task, attempt, kill: false }),
             _ => {
                 // A verify at work is stopped too (once); its shim ends every process of it.
                 let run = st.record.verify_runs;
@@ -464,7 +727,7 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
                 if verifying && !st.record.verify_stop_sent {
                     st.record.verify_stop_sent = true;
                     st.dirty = true;
-                    return Some(Action::StopVerify { update: st.finish(), run });
+                    return Some(Action::StopVerify { update: st.finish(), run, kill: false });
                 }
                 settle(st)
             }
@@ -514,7 +777,7 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
     }
     match st.record.status {
         Running => {
-            // Attempts that ended.
+            // Attempts that ended; workers at work held to the liveness rules.
             for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
                 let Some(rec) = st.record.tasks.get(&ot.task.canonical).cloned() else { continue };
                 if rec.state == TaskState::Running
@@ -526,16 +789,41 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
                     // two): start it again, in the same worktree.
                     return Some(Action::StartTask { update: st.finish(), task: ot.task.canonical.clone(), attempt: rec.attempt });
                 }
-                if rec.state == TaskState::Running {
-                    match classify(ot, &rec) {
-                        Some(Ok(())) if !rec.stop_sent => st.task_state(&ot.task, TaskState::Succeeded, None),
-                        Some(Ok(())) | Some(Err(_)) if rec.stop_sent => {
-                            st.task_state(&ot.task, TaskState::Stopped, Some("shut down: another task of the wave failed".into()))
+                match rec.state {
+                    TaskState::Running => running_task(&mut st, ot, &rec),
+                    // Ready for integration, but its worktree is gone: its work is lost unless
+                    // its commit landed (the copy-back then finds it by its trailer).
+                    TaskState::Succeeded if !ot.landed => {
+                        if let Some(gone) = &ot.worktree_gone {
+                            orphaned(&mut st, ot, &rec, gone);
+                            rerun(&mut st, ot, &rec, format!("its work was lost before the copy-back ({gone})"));
                         }
-                        Some(Err(why)) => st.task_state(&ot.task, TaskState::Failed, Some(why)),
-                        _ => {}
                     }
+                    TaskState::Failed | TaskState::Stopped => {
+                        if let Some(gone) = &ot.worktree_gone {
+                            orphaned(&mut st, ot, &rec, gone);
+                        }
+                    }
+                    _ => {}
                 }
+            }
+            // Stops owed: a task failed for going stale or past its limit is killed; one still
+            // at work whose worktree is gone is shut down (it runs again once it is over).
+            for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
+                let Some(rec) = st.record.tasks.get(&ot.task.canonical).cloned() else { continue };
+                if rec.stop_sent || ot.live.is_none() {
+                    continue;
+                }
+                let kill = match rec.state {
+                    TaskState::Failed => true,
+                    TaskState::Running if ot.worktree_gone.is_some() => false,
+                    _ => continue,
+                };
+                if let Some(r) = st.record.tasks.get_mut(&ot.task.canonical) {
+                    r.stop_sent = true;
+                }
+                st.dirty = true;
+                return Some(Action::StopTask { update: st.finish(), task: ot.task.canonical.clone(), attempt: rec.attempt, kill });
             }
             let state_of = |st: &Step<'_>, t: &Task| st.record.tasks.get(&t.canonical).map(|r| r.state).unwrap_or(TaskState::Queued);
             // Shut down by a cancel that a retry came after, with nothing failed: they run again.
@@ -551,7 +839,7 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
             if let Some(failed) = wave.iter().find(|t| state_of(&st, t) == TaskState::Failed) {
                 // Fail-fast: the rest of the wave is shut down; the plan halts once all are.
                 match stopping(&mut st) {
-                    Stopping::Stop(task, attempt) => return Some(Action::StopTask { update: st.finish(), task, attempt }),
+                    Stopping::Stop(task, attempt) => return Some(Action::StopTask { update: st.finish(), task, attempt, kill: false }),
                     Stopping::Waiting => return settle(st),
                     Stopping::Done => {}
                 }
@@ -571,7 +859,8 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
             }
             let running = wave.iter().filter(|t| state_of(&st, t) == TaskState::Running).count();
             if running < p.parallelism && slots > 0 {
-                if let Some(next) = wave.iter().find(|t| state_of(&st, t) == TaskState::Queued) {
+                let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && x.busy);
+                if let Some(next) = wave.iter().find(|t| state_of(&st, t) == TaskState::Queued && !busy(t)) {
                     if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
                         st.task_state(next, TaskState::Failed, Some(format!("cannot start: {why}")));
                         return settle(st);
@@ -598,8 +887,9 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
         Verifying => match (o.verify_died, o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs)) {
             (false, Some(x)) if x.clean() => next_wave(st, w),
             (died, Some(_)) | (died @ true, None) => {
-                let how = match o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs) {
-                    Some(x) if !died => x.describe(),
+                let how = match (st.record.verify_verdict.clone(), o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs)) {
+                    (Some(verdict), _) => verdict,
+                    (None, Some(x)) if !died => x.describe(),
                     _ => "its supervisor died without recording how it ended".into(),
                 };
                 let reason = format!("verify failed after wave {w} ({how}); its output: guild-hall plan logs {} --verify", p.id);
@@ -617,7 +907,23 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
                     }
                 }
             }
-            (false, None) => settle(st),
+            (false, None) => {
+                let run = st.record.verify_runs;
+                let live = o.verify_live.as_ref().filter(|_| !st.record.verify_stop_sent);
+                if let Some(Err((why, kind, text))) = live.map(|live| judge(s, live, verify_limit(s, o))) {
+                    let state = if kind == "heartbeat" { Some("stale") } else { None };
+                    st.event(
+                        kind,
+                        format!("{kind}:verify:{run}"),
+                        json!({"verify": run, "state": state, "text": format!("verify: {text}")}),
+                    );
+                    st.record.verify_verdict = Some(why);
+                    st.record.verify_stop_sent = true;
+                    st.dirty = true;
+                    return Some(Action::StopVerify { update: st.finish(), run, kill: true });
+                }
+                settle(st)
+            }
         },
         Halted
             if st.record.fixes > 0
@@ -627,7 +933,7 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
             // The fix landed: verify again.
             let fixed_by = fix_id(&p.id, w, st.record.fixes);
             if o.verify_exit.as_ref().is_some_and(|x| x.attempt == st.record.verify_runs) {
-                st.record.verify_runs += 1;
+                new_verify_run(&mut st);
                 let run = st.record.verify_runs;
                 st.go(Verifying, &format!("{fixed_by} merged; verifying again"));
                 return Some(Action::StartVerify { update: st.finish(), wave: w, run });
@@ -641,12 +947,19 @@ fn step(o: &Observed, now: &str, slots: usize) -> Option<Action> {
 /// Every task of the wave integrated: verify, or go on.
 fn after_integration(mut st: Step<'_>, w: usize) -> Option<Action> {
     if st.o.plan.verify.is_some() {
-        st.record.verify_runs += 1;
+        new_verify_run(&mut st);
         let run = st.record.verify_runs;
         st.go(PlanStatus::Verifying, &format!("wave {w} integrated; verifying"));
         return Some(Action::StartVerify { update: st.finish(), wave: w, run });
     }
     next_wave(st, w)
+}
+
+/// The next verify run: nothing stopped it yet.
+fn new_verify_run(st: &mut Step<'_>) {
+    st.record.verify_runs += 1;
+    st.record.verify_stop_sent = false;
+    st.record.verify_verdict = None;
 }
 
 fn next_wave(mut st: Step<'_>, w: usize) -> Option<Action> {
@@ -699,7 +1012,10 @@ fn stopping(st: &mut Step<'_>) -> Stopping {
             waiting = true;
         }
     }
-    if waiting {
+    // Over only once every process of the wave is: a task failed for going stale is still
+    // being killed, say.
+    let busy = st.o.tasks.iter().any(|x| x.task.wave == w && x.busy);
+    if waiting || busy {
         Stopping::Waiting
     } else {
         Stopping::Done
@@ -744,6 +1060,11 @@ mod tests {
                 updates: vec![],
                 worker_problem: None,
                 worktree_exists: false,
+                worktree_gone: None,
+                landed: false,
+                busy: false,
+                live: None,
+                package_timeout: None,
                 started: None,
                 died: false,
             })
@@ -755,6 +1076,8 @@ mod tests {
             verify_exit: None,
             verify_started: None,
             verify_died: false,
+            verify_live: None,
+            verify_busy: false,
             fix_status: None,
             timeline_keys: Default::default(),
         }
@@ -769,12 +1092,32 @@ mod tests {
             verify_runs: 0,
             fixes: 0,
             verify_stop_sent: false,
+            verify_verdict: None,
             reason: None,
         };
         for (t, s) in states {
-            r.tasks.insert(format!("p:exec:wave-1:{t}"), TaskRecord { state: *s, attempt: 1, reason: None, sequence: 0, stop_sent: false });
+            r.tasks.insert(
+                format!("p:exec:wave-1:{t}"),
+                TaskRecord { state: *s, attempt: 1, reason: None, sequence: 0, stop_sent: false, reruns: 0 },
+            );
         }
         r
+    }
+
+    fn t0() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000, 0).expect("time")
+    }
+
+    /// The plans at `t0`, under `stale_after: 3s` and a project timeout of an hour.
+    fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
+        Snapshot {
+            plans,
+            now: timeline::timestamp(t0()),
+            at: t0(),
+            stale_after: std::time::Duration::from_secs(3),
+            timeout: std::time::Duration::from_secs(3600),
+            slots,
+        }
     }
 
     fn update(seq: u64, key: &str, status: TaskUpdateStatus) -> Mail {
@@ -807,7 +1150,7 @@ mod tests {
             update(2, "k2", TaskUpdateStatus::InProgress),
             update(1, "k1", TaskUpdateStatus::Queued),
         ];
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
+        let a = plan(&snap(vec![o], 3));
         let events = &a[0].update().events;
         let applied: Vec<&Json> = events.iter().filter(|e| e["kind"] == "task_update").collect();
         assert_eq!(applied.len(), 1, "the duplicate key is a no-op: {events:?}");
@@ -819,19 +1162,19 @@ mod tests {
     #[test]
     fn parallelism_and_fifo_in_plan_order() {
         let o = observed("running", Some(running(&[])));
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
+        let a = plan(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { task, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
         o.tasks[0].started = Some(1);
-        let a = plan(&Snapshot { plans: vec![o.clone()], now: "now".into(), slots: 3 });
+        let a = plan(&snap(vec![o.clone()], 3));
         assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "parallelism 1: the second waits: {a:?}");
         // Recorded as running but never taken by a shim (a pass died in between): started again.
         o.tasks[0].started = None;
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 3 });
+        let a = plan(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { task, attempt: 1, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
         // The project's cap holds too: no slot left, nothing starts.
         let o = observed("running", Some(running(&[])));
-        let a = plan(&Snapshot { plans: vec![o], now: "now".into(), slots: 0 });
+        let a = plan(&snap(vec![o], 0));
         assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "{a:?}");
     }
 
@@ -846,7 +1189,7 @@ mod tests {
         ] {
             let mut r = running(&[]);
             r.status = had;
-            let a = plan(&Snapshot { plans: vec![observed(asked, Some(r))], now: "now".into(), slots: 3 });
+            let a = plan(&snap(vec![observed(asked, Some(r))], 3));
             let u = a.first().map(|a| a.update()).expect("planned");
             let put_back = u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "status" && v.as_str() == Some(had.as_str())));
             assert_eq!(!allowed, put_back, "{had} -> {asked}: {u:?}");
@@ -858,5 +1201,185 @@ mod tests {
                 assert!(u.events.iter().any(|e| e["kind"] == "refused"));
             }
         }
+    }
+
+    const T1: &str = "p:exec:wave-1:task-1";
+
+    fn live(started_secs_ago: i64, quiet_secs: i64) -> Live {
+        let sample = Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
+        Live {
+            started_at: t0() - chrono::Duration::seconds(started_secs_ago),
+            heartbeat: Some(Heartbeat { last_activity: t0() - chrono::Duration::seconds(quiet_secs), sample }),
+            sample,
+        }
+    }
+
+    fn task_record(a: &Action) -> Option<TaskRecord> {
+        a.update().record.as_ref().and_then(|r| r.tasks.get(T1)).cloned()
+    }
+
+    fn kinds(a: &Action) -> Vec<String> {
+        a.update().events.iter().map(|e| e["kind"].as_str().unwrap_or("").to_string()).collect()
+    }
+
+    #[test]
+    fn resume_classes_from_what_is_there() {
+        let o = observed("running", None);
+        let ot = o.tasks[0].clone();
+        let rec = |state| TaskRecord { state, attempt: 1, reason: None, sequence: 0, stop_sent: false, reruns: 0 };
+        let gone = ObservedTask { worktree_gone: Some("its worktree /w was removed".into()), ..ot.clone() };
+        let died = ObservedTask { died: true, ..ot.clone() };
+        use ResumeClass::*;
+        for (task, state, want) in [
+            (&ot, None, Queued),
+            (&ot, Some(TaskState::Queued), Queued),
+            (&ot, Some(TaskState::Integrated), Done),
+            (&ot, Some(TaskState::Succeeded), ReadyForIntegration),
+            (&gone, Some(TaskState::Succeeded), Orphaned),
+            (&ObservedTask { landed: true, ..gone.clone() }, Some(TaskState::Succeeded), Done),
+            (&ot, Some(TaskState::Running), InProgress),
+            (&died, Some(TaskState::Running), RerunRequired),
+            (&ObservedTask { died: true, ..gone.clone() }, Some(TaskState::Running), Orphaned),
+            (&ot, Some(TaskState::Failed), RerunRequired),
+            (&ot, Some(TaskState::Stopped), RerunRequired),
+            (&gone, Some(TaskState::Failed), Orphaned),
+        ] {
+            let r = state.map(rec);
+            assert_eq!(resume_class(task, r.as_ref()), want, "{state:?} gone={:?} died={}", task.worktree_gone, task.died);
+        }
+    }
+
+    #[test]
+    fn a_dead_task_runs_again_a_bounded_number_of_times() {
+        let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+        o.tasks[0].started = Some(1);
+        o.tasks[0].died = true;
+        // Queued again and started at once: its next attempt, the same id.
+        let a = plan(&snap(vec![o.clone()], 3));
+        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        let r = task_record(&a[0]).expect("recorded");
+        assert_eq!((r.state, r.reruns, r.attempt), (TaskState::Running, 1, 2), "{a:?}");
+        assert!(kinds(&a[0]).contains(&"rerun_required".to_string()), "{a:?}");
+        // After MAX_RERUNS, failed: a task that dies at every try is not run for ever.
+        if let Some(r) = o.record.as_mut().and_then(|r| r.tasks.get_mut(T1)) {
+            r.reruns = MAX_RERUNS;
+        }
+        let a = plan(&snap(vec![o], 3));
+        let r = task_record(&a[0]).expect("recorded");
+        assert_eq!(r.state, TaskState::Failed);
+        assert!(r.reason.as_deref().is_some_and(|w| w.contains("supervisor died") && w.contains("not run again")), "{r:?}");
+    }
+
+    #[test]
+    fn a_task_whose_worktree_went_is_orphaned_and_runs_again() {
+        let gone = Some("its worktree /w/task-p was removed".to_string());
+        // Ready for integration, but its work is gone: reported, queued again.
+        let mut o = observed("running", Some(running(&[("task-1", TaskState::Succeeded), ("task-2", TaskState::Integrated)])));
+        o.tasks[0].worktree_gone = gone.clone();
+        let a = plan(&snap(vec![o.clone()], 3));
+        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        assert!(kinds(&a[0]).contains(&"orphaned".to_string()) && kinds(&a[0]).contains(&"rerun_required".to_string()));
+        // Its commit landed already: nothing runs again (the copy-back finds the commit).
+        o.tasks[0].landed = true;
+        let a = plan(&snap(vec![o], 3));
+        assert!(matches!(&a[0], Action::Integrate { .. }), "{a:?}");
+        // Still at work: shut down first (SIGTERM), then queued again once it is over.
+        let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+        o.tasks[0].started = Some(1);
+        o.tasks[0].worktree_gone = gone;
+        o.tasks[0].live = Some(live(1, 0));
+        o.tasks[0].busy = true;
+        let a = plan(&snap(vec![o.clone()], 3));
+        assert!(matches!(&a[0], Action::StopTask { kill: false, .. }), "{a:?}");
+        assert!(kinds(&a[0]).contains(&"orphaned".to_string()));
+        o.record = a[0].update().record.clone();
+        o.tasks[0].live = None;
+        o.tasks[0].busy = false;
+        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0() });
+        let a = plan(&snap(vec![o], 3));
+        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        assert_eq!(task_record(&a[0]).map(|r| (r.state, r.reruns, r.stop_sent)), Some((TaskState::Running, 1, false)), "{a:?}");
+    }
+
+    #[test]
+    fn a_stale_or_overlong_task_is_failed_and_killed_and_the_plan_halts_once_it_is_gone() {
+        let at_work = |l: Live| {
+            let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+            o.tasks[0].started = Some(1);
+            o.tasks[0].live = Some(l);
+            o.tasks[0].busy = true;
+            o
+        };
+        // Quiet for less than stale_after (3s): nothing; its signs changed: a heartbeat.
+        let still = |a: &[Action]| a.iter().all(|a| task_record(a).is_none_or(|r| r.state == TaskState::Running && !r.stop_sent));
+        let a = plan(&snap(vec![at_work(live(10, 2))], 3));
+        assert!(still(&a) && !a.iter().any(|a| matches!(a, Action::Beat { .. } | Action::StopTask { .. })), "{a:?}");
+        let mut moved = live(10, 2);
+        moved.sample.log_len += 1;
+        let a = plan(&snap(vec![at_work(moved)], 3));
+        assert!(still(&a) && a.iter().any(|a| matches!(a, Action::Beat { task: Some(t), .. } if t == T1)), "{a:?}");
+        // Quiet past stale_after: failed, unresponsive, killed (SIGKILL).
+        let a = plan(&snap(vec![at_work(live(10, 4))], 3));
+        assert!(matches!(&a[0], Action::StopTask { kill: true, .. }), "{a:?}");
+        let r = task_record(&a[0]).expect("recorded");
+        assert_eq!((r.state, r.reason.as_deref(), r.stop_sent), (TaskState::Failed, Some(liveness::UNRESPONSIVE), true));
+        assert!(a[0].update().events.iter().any(|e| e["kind"] == "heartbeat" && e["state"] == "stale"), "{a:?}");
+        // Busy past its limit (the task's own, over the plan's): failed naming it.
+        let text =
+            plan_text("running").replace("prompt: x}", "prompt: x, timeout: 4s}").replace("parallelism: 1", "timeout: 1h\nparallelism: 1");
+        let mut o = at_work(live(5, 0));
+        o.plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &text).expect("valid");
+        for (ot, t) in o.tasks.iter_mut().zip(o.plan.tasks()) {
+            ot.task = t.clone();
+        }
+        let a = plan(&snap(vec![o.clone()], 3));
+        assert_eq!(task_record(&a[0]).and_then(|r| r.reason), Some("timed out: ran longer than 4s (the task's timeout)".into()), "{a:?}");
+        // The plan halts only once the killed one is gone.
+        o.record = a[0].update().record.clone();
+        let a = plan(&snap(vec![o.clone()], 3));
+        assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Running)), "{a:?}");
+        o.tasks[0].live = None;
+        o.tasks[0].busy = false;
+        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
+        let a = plan(&snap(vec![o], 3));
+        let rec = a[0].update().record.clone().expect("recorded");
+        assert_eq!(rec.status, PlanStatus::Halted);
+        assert!(rec.reason.as_deref().is_some_and(|r| r.contains("timed out: ran longer than 4s")), "{rec:?}");
+    }
+
+    #[test]
+    fn a_stale_verify_is_killed_and_fails_the_gate_saying_why() {
+        let mut r = running(&[("task-1", TaskState::Integrated), ("task-2", TaskState::Integrated)]);
+        r.status = PlanStatus::Verifying;
+        r.verify_runs = 1;
+        let mut o = observed("verifying", Some(r));
+        o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
+        o.verify_started = Some(1);
+        o.verify_live = Some(live(10, 4));
+        let a = plan(&snap(vec![o.clone()], 3));
+        assert!(matches!(&a[0], Action::StopVerify { kill: true, run: 1, .. }), "{a:?}");
+        let rec = a[0].update().record.clone().expect("recorded");
+        assert_eq!(rec.verify_verdict.as_deref(), Some(liveness::UNRESPONSIVE));
+        o.record = Some(rec);
+        o.verify_live = None;
+        o.verify_exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
+        let a = plan(&snap(vec![o], 3));
+        let rec = a[0].update().record.clone().expect("recorded");
+        assert_eq!(rec.status, PlanStatus::Halted);
+        assert!(rec.reason.as_deref().is_some_and(|r| r.starts_with("verify failed after wave 1 (process unresponsive)")), "{rec:?}");
+    }
+
+    #[test]
+    fn the_next_look_is_at_the_earliest_deadline() {
+        let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+        o.tasks[0].live = Some(live(1, 0));
+        // stale_after 3s (+100ms) after the last change.
+        assert_eq!(next_check(&snap(vec![o.clone()], 3)), Some(std::time::Duration::from_millis(3100)));
+        o.plan.timeout = Some(std::time::Duration::from_secs(2));
+        assert_eq!(next_check(&snap(vec![o.clone()], 3)), Some(std::time::Duration::from_secs(1)));
+        // A stopped one still going away: soon.
+        o.tasks[0].live = None;
+        o.tasks[0].busy = true;
+        assert_eq!(next_check(&snap(vec![o], 3)), Some(std::time::Duration::from_millis(200)));
     }
 }

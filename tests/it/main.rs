@@ -20,4 +20,5 @@ mod surgical;
 mod trust;
 mod watch;
 mod waves;
+mod waves_trust;
 mod workers;

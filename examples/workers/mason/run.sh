@@ -8,6 +8,8 @@
 #   ln: TARGET LINK      a symlink
 #   binary: PATH         a small binary file (bytes 0..255)
 #   sleep: SECONDS       wait (a slow task)
+#   chat: SECONDS        print a line every 0.2 s for SECONDS (busy, but for how long?)
+#   first-sleep: SECONDS wait, in the first attempt only (a task that hangs until rerun)
 #   fail                 report failed and exit 1
 #   commit               commit in the worktree (a protocol violation)
 #   control              write into the control plane (a protocol violation)
@@ -31,6 +33,8 @@ printf '%s\n' "$prompt" | while IFS= read -r line; do
     ln:*) a=${arg%% *}; b=${arg#* }; ln -sfn "$a" "$b" ;;
     binary:*) mkdir -p "$(dirname "$arg")"; i=0; while [ $i -lt 256 ]; do printf "\\$(printf '%03o' $i)"; i=$((i+1)); done > "$arg" ;;
     sleep:*) sleep "$arg" ;;
+    first-sleep:*) if [ "$GUILD_HALL_ATTEMPT" = 1 ]; then sleep "$arg"; fi ;;
+    chat:*) i=0; while [ $i -lt $((arg * 5)) ]; do echo "mason: still at it ($i)"; sleep 0.2; i=$((i+1)); done ;;
     fail) "$GUILD_HALL_BIN" toolbox task-update --status failed --sequence 2 --idempotency-key "$GUILD_HALL_TASK_ID:failed:$GUILD_HALL_ATTEMPT" >/dev/null; echo "mason: told to fail" >&2; exit 1 ;;
     commit) git -c user.name=m -c user.email=m@x commit -q --allow-empty -m "a worker commit" ;;
     control) mkdir -p .lore/commissions; echo "---" > .lore/commissions/sneaky.md ;;

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::liveness::time_limit;
+use crate::activity::liveness;
 use crate::artifact::Status;
 use crate::commission::observe::{Proc, Snapshot};
 
@@ -20,12 +21,8 @@ pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
                 r.term_sent_at.map(|t| t + chrono::Duration::from_std(cfg.cancel_grace).unwrap_or_default())
             }
             (Proc::Alive, _) => {
-                let last = o.heartbeat.as_ref().map(|h| h.last_activity).unwrap_or(s.now);
-                let stale = last + chrono::Duration::from_std(cfg.stale_after + std::time::Duration::from_millis(100)).unwrap_or_default();
-                let timeout = time_limit(s, o)
-                    .zip(o.run.as_ref())
-                    .map(|((limit, _), run)| run.started_at + chrono::Duration::from_std(limit).unwrap_or_default());
-                Some(timeout.map_or(stale, |t| t.min(stale)))
+                let started = o.run.as_ref().map(|r| r.started_at);
+                Some(liveness::next_look(o.heartbeat.as_ref(), cfg.stale_after, time_limit(s, o), started, s.now))
             }
             _ => None,
         };

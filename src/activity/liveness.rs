@@ -1,0 +1,119 @@
+//! Whether a worker at work is still doing it, for every kind that runs one (commissions, wave
+//! tasks, a plan's verify): its signs of life sampled (output, CPU, mailbox), judged against
+//! `stale_after`, and its wall-clock limit. Pure judgements plus the one read-only sampler.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::state::{Heartbeat, RunInfo, Sample, StateDir};
+
+/// The reason an unresponsive worker fails with.
+pub const UNRESPONSIVE: &str = "process unresponsive";
+
+/// What advances while the attempt works, read now: its log's length, its worker's CPU time
+/// (its own and its reaped children's), its mailbox's length (progress, task updates).
+pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo) -> Sample {
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let cpu = run.worker_pid.and_then(crate::worker::shim::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
+    Sample { log_len: len(&state.log(attempt)), cpu_ticks: cpu, mailbox_len: len(&state.mailbox()) }
+}
+
+/// What the signs of life come to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Judgement {
+    /// Looked at for the first time this attempt: the clock of quiet time starts now.
+    First(Heartbeat),
+    /// Something moved since the last look: alive, and this is the new heartbeat.
+    Beat(Heartbeat),
+    /// Nothing moved, for less than `stale_after`.
+    Quiet,
+    /// Nothing moved for longer than `stale_after`: this long.
+    Stale(Duration),
+}
+
+/// Judge a running worker by its `sample` against the heartbeat of the last change.
+pub fn judge(prev: Option<&Heartbeat>, sample: Sample, now: DateTime<Utc>, stale_after: Duration) -> Judgement {
+    match prev {
+        Some(hb) if hb.sample == sample => {
+            let idle = now.signed_duration_since(hb.last_activity).to_std().unwrap_or_default();
+            if idle > stale_after {
+                Judgement::Stale(idle)
+            } else {
+                Judgement::Quiet
+            }
+        }
+        Some(_) => Judgement::Beat(Heartbeat { last_activity: now, sample }),
+        None => Judgement::First(Heartbeat { last_activity: now, sample }),
+    }
+}
+
+/// The timeline's words for a stale worker.
+pub fn stale_text(idle: Duration) -> String {
+    format!("stale: no progress, output or CPU for {}", humantime::format_duration(Duration::from_secs(idle.as_secs())))
+}
+
+/// The wall-clock limit that applies: the first of `chain` (most specific first) that is set,
+/// with where it comes from; `0s` there means none.
+pub fn time_limit(chain: &[(Option<Duration>, &'static str)]) -> Option<(Duration, &'static str)> {
+    let (limit, from) = chain.iter().find_map(|(d, from)| d.map(|d| (d, *from)))?;
+    (!limit.is_zero()).then_some((limit, from))
+}
+
+/// Why an attempt started at `started` must stop now for running longer than `limit`, if it must.
+pub fn overtime(limit: Option<(Duration, &'static str)>, started: DateTime<Utc>, now: DateTime<Utc>) -> Option<String> {
+    let (limit, from) = limit?;
+    let ran = now.signed_duration_since(started).to_std().unwrap_or_default();
+    (ran >= limit).then(|| format!("timed out: ran longer than {} ({from})", humantime::format_duration(limit)))
+}
+
+/// When a running attempt must be looked at again though nothing changes on disk: when it
+/// would go stale, or reach its limit, whichever is first.
+pub fn next_look(
+    heartbeat: Option<&Heartbeat>,
+    stale_after: Duration,
+    limit: Option<(Duration, &'static str)>,
+    started: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let last = heartbeat.map(|h| h.last_activity).unwrap_or(now);
+    let stale = last + chrono::Duration::from_std(stale_after + Duration::from_millis(100)).unwrap_or_default();
+    let timeout = limit.zip(started).map(|((limit, _), started)| started + chrono::Duration::from_std(limit).unwrap_or_default());
+    timeout.map_or(stale, |t| t.min(stale))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("time")
+    }
+
+    #[test]
+    fn any_sign_of_life_keeps_it_alive() {
+        let s = Sample { log_len: 1, cpu_ticks: 1, mailbox_len: 1 };
+        let after = Duration::from_secs(3);
+        assert!(matches!(judge(None, s, t(0), after), Judgement::First(h) if h.last_activity == t(0)));
+        let hb = Heartbeat { last_activity: t(0), sample: s };
+        assert_eq!(judge(Some(&hb), s, t(3), after), Judgement::Quiet);
+        assert_eq!(judge(Some(&hb), s, t(4), after), Judgement::Stale(Duration::from_secs(4)));
+        for moved in [Sample { log_len: 2, ..s }, Sample { cpu_ticks: 2, ..s }, Sample { mailbox_len: 2, ..s }] {
+            assert!(matches!(judge(Some(&hb), moved, t(4), after), Judgement::Beat(h) if h.last_activity == t(4)));
+        }
+    }
+
+    #[test]
+    fn the_most_specific_limit_wins_and_zero_is_none() {
+        let s = |n| Some(Duration::from_secs(n));
+        assert_eq!(time_limit(&[(None, "task"), (s(5), "plan"), (s(9), "project")]), Some((Duration::from_secs(5), "plan")));
+        assert_eq!(time_limit(&[(s(0), "task"), (s(5), "plan")]), None);
+        assert_eq!(overtime(Some((Duration::from_secs(4), "the task's timeout")), t(0), t(3)), None);
+        assert_eq!(
+            overtime(Some((Duration::from_secs(4), "the task's timeout")), t(0), t(4)).as_deref(),
+            Some("timed out: ran longer than 4s (the task's timeout)")
+        );
+        assert_eq!(next_look(None, Duration::from_secs(60), Some((Duration::from_secs(4), "x")), Some(t(0)), t(1)), t(4));
+    }
+}
