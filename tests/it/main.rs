@@ -8,6 +8,7 @@ mod confinement;
 mod editor;
 mod gc;
 mod lifecycle;
+mod mailbox_trust;
 mod mcp;
 mod meetings;
 mod merge;
