@@ -213,3 +213,82 @@ exec sleep 100000"#;
     p.settle();
     assert_eq!(p.status(&id), "cancelled");
 }
+
+#[test]
+fn a_stop_never_waits_on_the_artifact_being_written() {
+    let p = Project::new(&["sleeper"]);
+    // No SIGKILL after a grace comes to the rescue: the SIGTERM of the cancel must go out.
+    p.config("cancel_grace: 1h\n");
+    let id = p.create("sleeper", "Long", "sleep: 300\nTake a while.");
+    passes_until(&p, "the worker running", |p| status_in_file(p, &id) == "in_progress");
+    let worker = worker_pid(&p, &id);
+    // A person cancels, in a frontmatter so close to its limit that no update of ours fits:
+    // every update fails, and the worker must be stopped all the same.
+    let text = p.artifact(&id);
+    let (yaml, body) = text.strip_prefix("---\n").and_then(|t| t.split_once("\n---\n")).expect("frontmatter");
+    let yaml = yaml.replace("status: in_progress", "status: cancelled");
+    let pad = 64 * 1024 - 16 - yaml.len();
+    std::fs::write(p.artifact_path(&id), format!("---\n{yaml}\nnote: {}\n---\n{body}", "n".repeat(pad))).expect("edit");
+    let (code, out, err) = p.run(&["reconcile", "--once"]);
+    assert_ne!(code, 0, "the update cannot be written: {out}{err}");
+    passes_until(&p, "the worker stopped", |_| !pid_alive(worker));
+}
+
+/// A project-local meeting worker `name` whose turn is the shell script `script`.
+fn meeting_worker(p: &Project, name: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = p.root.join(".lore/workers").join(name);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let yaml = format!(
+        "name: {name}\ndescription: a test meeting worker\ncommand: [\"./meet.sh\"]\nmeeting: [\"./meet.sh\"]\ncheckout: sparse\ncapabilities: [meeting]\n"
+    );
+    std::fs::write(dir.join("worker.yaml"), yaml).expect("worker.yaml");
+    let run = dir.join("meet.sh");
+    std::fs::write(&run, format!("#!/bin/sh\nset -eu\n{script}\n")).expect("meet.sh");
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn a_meeting_turn_is_read_to_its_end_whatever_the_worker_prints() {
+    let p = Project::new(&[]);
+    // A line that is not UTF-8, then more output than a pipe holds, then the answer; and a
+    // summary far over what the frontmatter holds.
+    let script = r#"printf '{"type":"session","id":"s-1"}\n'
+printf 'junk \377\376 junk\n'
+pad=$(head -c 200 /dev/zero | tr '\0' p)
+i=0
+while [ $i -lt 2000 ]; do printf '{"type":"noise","pad":"%s"}\n' "$pad"; i=$((i+1)); done
+"$GUILD_HALL_BIN" toolbox summarize-progress "$(head -c 70000 /dev/zero | tr '\0' s)" > /dev/null
+printf '{"type":"text_delta","text":"made it to the end"}\n'
+printf '{"type":"turn_end"}\n'"#;
+    meeting_worker(&p, "babbler", script);
+    let mut cli = p
+        .cmd()
+        .args(["meeting", "start", "--worker", "babbler", "--title", "Babble", "--agenda", "talk", "hello"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("meeting start");
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let status = loop {
+        if let Some(s) = cli.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            let _ = cli.kill();
+            let _ = cli.wait();
+            panic!("the turn never ended: its output was not read to the end");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = cli.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("made it to the end"), "{stdout}");
+    // The summary is folded cut to size: the meeting's artifact stays readable.
+    p.ok(&["reconcile", "--once"]);
+    let text = std::fs::read_to_string(p.root.join(".lore/meetings/babble.md")).expect("meeting artifact");
+    assert!(text.contains("[truncated by guild-hall: 70000 bytes"), "{}", &text[..text.len().min(400)]);
+    assert!(text.len() < 16 * 1024, "{} bytes", text.len());
+    p.ok(&["meeting", "close", "babble"]);
+}
