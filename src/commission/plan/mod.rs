@@ -25,7 +25,7 @@ pub struct Update {
     /// The attempt's mailbox as folded by this update (written once its events are in the
     /// timeline).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fold: Option<Folded>,
+    pub fold: Option<Box<Folded>>,
 }
 
 impl Update {

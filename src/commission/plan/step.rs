@@ -142,7 +142,7 @@ impl<'a> Step<'a> {
             self.set("result", result_value(summary, artifacts));
         }
         if o.fold_changed {
-            self.update.fold = Some(f.clone());
+            self.update.fold = Some(Box::new(f.clone()));
         }
     }
 
