@@ -426,14 +426,11 @@ fn observe_one(
         let live = rec.status.is_active() || obs.worktree_exists || matches!(obs.proc, Proc::Alive | Proc::Starting);
         if live {
             let last = matches!(obs.proc, Proc::Dead | Proc::NotStarted);
-            read_mail(&mut obs, &state, rec.attempt, &home.worktree(&project.name, &artifact_id(path)), last);
+            let worktree = home.worktree(&project.name, &obs.artifact.id);
+            read_mail(&mut obs, &state, rec.attempt, &worktree, last);
         }
     }
     Ok(obs)
-}
-
-fn artifact_id(path: &Path) -> String {
-    path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string()
 }
 
 /// Read what is new in the attempt's mailbox since the last pass, into `obs`: every line

@@ -206,7 +206,8 @@ fn clip_json(v: &mut Option<serde_json::Value>) {
 pub fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<String, String> {
     match worktree {
         Some(wt) => super::path_in_worktree(wt, path, false).map_err(|e| format!("{e:#}")),
-        None => crate::artifact::ids::validate_rel_path(path).map_err(|e| e.to_string()),
+        None => crate::artifact::ids::validate_rel_path(path)
+            .map_err(|_| "is not a relative path inside the worktree (absolute, empty, or with '..')".to_string()),
     }
 }
 
@@ -221,7 +222,7 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
                 true
             }
             Err(why) => {
-                notes.push(format!("{what} {:?} dropped: {}", clip(p, 256), clip(&why, 512)));
+                notes.push(format!("{what} {:?} dropped: it {}", clip(p, 256), clip(&why, 512)));
                 false
             }
         });

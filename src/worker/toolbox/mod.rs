@@ -153,7 +153,7 @@ impl WorkerContext {
     }
 
     pub fn check_artifact(&self, path: &str) -> Result<()> {
-        path_in_worktree(&self.worktree, path, true).map_err(|e| anyhow!("artifact {e:#}"))?;
+        path_in_worktree(&self.worktree, path, true).map_err(|e| anyhow!("artifact {path:?} {e:#}"))?;
         Ok(())
     }
 }
@@ -161,14 +161,16 @@ impl WorkerContext {
 /// `path` as a normalised relative path inside `worktree`: not absolute, no `..`, no link on
 /// the way that leads out of the worktree (or nowhere); with `must_exist`, it exists. The one
 /// check of a path a worker names: where the toolbox writes an event, and where guild-hall
-/// reads it (a worker can append to its mailbox without the toolbox).
+/// reads it (a worker can append to its mailbox without the toolbox). Errors say what is wrong
+/// with the path without repeating it.
 pub fn path_in_worktree(worktree: &std::path::Path, path: &str, must_exist: bool) -> Result<String> {
-    let rel = crate::artifact::ids::validate_rel_path(path)?;
-    let root = worktree.canonicalize().map_err(|e| anyhow!("the worktree {}: {e}", worktree.display()))?;
+    let rel = crate::artifact::ids::validate_rel_path(path)
+        .map_err(|_| anyhow!("is not a relative path inside the worktree (absolute, empty, or with '..')"))?;
+    let root = worktree.canonicalize().map_err(|e| anyhow!("cannot be checked: the worktree {}: {e}", worktree.display()))?;
     match worktree.join(&rel).canonicalize() {
         Ok(real) if real.starts_with(&root) => Ok(rel),
-        Ok(_) => bail!("{path:?} resolves outside the worktree"),
-        Err(e) if must_exist => bail!("{path:?} does not exist in the worktree: {e}"),
+        Ok(_) => bail!("resolves outside the worktree"),
+        Err(e) if must_exist => bail!("does not exist in the worktree: {e}"),
         Err(_) => {
             // Not there (yet, or any more): each link on the part that exists must lead inside.
             let mut at = worktree.to_path_buf();
@@ -177,7 +179,7 @@ pub fn path_in_worktree(worktree: &std::path::Path, path: &str, must_exist: bool
                 match std::fs::symlink_metadata(&at) {
                     Ok(m) if m.file_type().is_symlink() => match at.canonicalize() {
                         Ok(real) if real.starts_with(&root) => {}
-                        _ => bail!("{path:?}: {part} is a link that leads out of the worktree (or nowhere)"),
+                        _ => bail!("goes through {part:?}, a link that leads out of the worktree (or nowhere)"),
                     },
                     Ok(_) => {}
                     Err(_) => break,
