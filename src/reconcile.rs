@@ -160,7 +160,13 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             .filter(|o| matches!(o.proc, crate::commission::observe::Proc::Alive | crate::commission::observe::Proc::Starting))
             .map(|o| home.commission_state(&project.name, o.id()))
             .collect();
-        let actions: Vec<&Action> = planned.actions.iter().filter(|a| !failed_ids.contains(a.id())).collect();
+        // A stop is never left out: a failing update (what a worker wrote, say) must not keep
+        // an attempt from being stopped.
+        let actions: Vec<&Action> = planned
+            .actions
+            .iter()
+            .filter(|a| !failed_ids.contains(a.id()) || matches!(a, Action::Signal { .. } | Action::KillLeftovers { .. }))
+            .collect();
         // Meetings and plans are planned and carried out in the same pass, after the
         // commissions: each kind's round, then its entries.
         let meetings = crate::meeting::round(home, project, &snapshot.workers, opts.dry_run)?;

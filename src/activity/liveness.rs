@@ -14,10 +14,10 @@ pub const UNRESPONSIVE: &str = "process unresponsive";
 
 /// What advances while the attempt works, read now: its log's length, its worker's CPU time
 /// (its own and its reaped children's), its mailbox's length (progress, task updates).
-pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo) -> Sample {
+pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo, mailbox: &Path) -> Sample {
     let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let cpu = run.worker_pid.and_then(crate::worker::shim::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
-    Sample { log_len: len(&state.log(attempt)), cpu_ticks: cpu, mailbox_len: len(&state.mailbox()) }
+    Sample { log_len: len(&state.log(attempt)), cpu_ticks: cpu, mailbox_len: len(mailbox) }
 }
 
 /// What the signs of life come to.

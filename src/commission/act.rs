@@ -19,7 +19,7 @@ use crate::commission::plan::{timestamp, Action, Sig, Update};
 use crate::config::{Home, Project};
 use crate::worker::launch::{self, Activation};
 use crate::worker::shim;
-use crate::worker::toolbox::ActivityKind;
+use crate::worker::toolbox::{mailbox, ActivityKind};
 use crate::worker::Checkout;
 
 pub use crate::activity::Outcome;
@@ -50,9 +50,12 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::Update(u) => apply_update(ctx, u),
         Action::Dispatch { update, attempt, branch, worker, resume } => dispatch(ctx, update, *attempt, branch, worker, *resume),
         Action::Signal { run, signal, update, .. } => {
-            apply_update(ctx, update)?;
-            shim::stop_attempt(run, if *signal == Sig::Term { shim::Stop::Term } else { shim::Stop::Kill })?;
-            Ok(Outcome::Done)
+            // The stop first, and whatever becomes of the update: what a worker wrote can make
+            // an update fail, and must never keep it from being stopped.
+            let stopped = shim::stop_attempt(run, if *signal == Sig::Term { shim::Stop::Term } else { shim::Stop::Kill });
+            let updated = apply_update(ctx, update);
+            stopped?;
+            updated
         }
         Action::KillLeftovers { run, pids, .. } => {
             shim::kill_leftovers(run, pids)?;
@@ -67,10 +70,14 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     }
 }
 
-/// Timeline first, then the record, then the artifact (dropped if it changed since observed).
+/// Timeline first, then how far the mailbox is folded (only once its events are in the
+/// timeline), then the record, then the artifact (dropped if it changed since observed).
 pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     let path = ctx.artifact_path(&u.id);
     timeline::append(&timeline::path_for(&path), &u.events)?;
+    if let Some(f) = &u.fold {
+        write_json(&mailbox::folded_file(&ctx.state(&u.id), f.attempt), f)?;
+    }
     if let Some(r) = &u.record {
         write_json(&ctx.state(&u.id).record(), r)?;
     }
@@ -81,11 +88,52 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     if content_hash(&text) != u.expect_hash {
         return Ok(Outcome::Dropped);
     }
-    let new = write::apply(&text, &u.edits).with_context(|| format!("editing {}", path.display()))?;
+    let new = match write::apply(&text, &u.edits) {
+        Ok(new) => new,
+        Err(e) => match without_worker_text(&u.edits) {
+            // What a worker said can be more than the frontmatter holds (many questions, a
+            // long list of artifacts): the status and the rest still go in, and the timeline,
+            // which has all of it, says what was left out.
+            Some(fewer) => {
+                let new = write::apply(&text, &fewer).with_context(|| format!("editing {}", path.display()))?;
+                let note = format!("the worker's progress, questions and result do not fit in the frontmatter, so they were left out of it (they are in this timeline): {e}");
+                let key = format!("frontmatter-full:{}", u.expect_hash);
+                timeline::append(
+                    &timeline::path_for(&path),
+                    &[timeline::event(&timestamp(chrono::Utc::now()), "anomaly", key, json!({"text": note}))],
+                )?;
+                new
+            }
+            None => return Err(e).with_context(|| format!("editing {}", path.display())),
+        },
+    };
     if new != text && !crate::activity::state::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
         return Ok(Outcome::Dropped);
     }
     Ok(Outcome::Done)
+}
+
+/// `edits` with what came from the worker's mailbox left out (the result cut to a short
+/// summary); `None` if there is none of it.
+fn without_worker_text(edits: &[Edit]) -> Option<Vec<Edit>> {
+    let mut changed = false;
+    let fewer = edits
+        .iter()
+        .filter_map(|e| match e {
+            Edit::Set(k, _) if ["progress", "questions", "linked_artifacts"].contains(&k.as_str()) => {
+                changed = true;
+                None
+            }
+            Edit::Set(k, v) if k == "result" => {
+                changed = true;
+                let summary = v.get("summary").and_then(Value::as_str).unwrap_or("");
+                let short = mailbox::clip(summary, 512).into_owned();
+                Some(Edit::Set(k.clone(), crate::commission::plan::result_value(&short, &[])))
+            }
+            other => Some(other.clone()),
+        })
+        .collect();
+    changed.then_some(fewer)
 }
 
 fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: &str, resume: bool) -> Result<Outcome> {
@@ -93,8 +141,20 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
     let state = ctx.state(id);
     std::fs::create_dir_all(&state.0)?;
     if !resume {
-        // A fresh attempt starts with no heartbeat history.
+        // A fresh attempt starts with no heartbeat history, and with an empty mailbox of its
+        // own: anything already there was not written by this attempt (which has not started).
         let _ = std::fs::remove_file(state.heartbeat());
+        let own = mailbox::attempt_file(&state, attempt);
+        if std::fs::symlink_metadata(&own).is_ok_and(|m| !m.is_file() || m.len() > 0) {
+            tracing::warn!(mailbox = %own.display(), "a mailbox for an attempt not yet started was there: it is replaced by an empty one");
+        }
+        crate::files::remove_if_exists(&own)?;
+        crate::files::remove_if_exists(&mailbox::folded_file(&state, attempt))?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&own)
+            .with_context(|| format!("creating the mailbox {}", own.display()))?;
     }
     apply_update(ctx, update)?;
     fault("dispatch", 1);
@@ -223,7 +283,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
             let path = ctx.artifact_path(id);
             let current = crate::artifact::read_regular(&path)?;
             if !current.contains(&text) && content_hash(&current) == update.expect_hash {
-                let mut note = Update { id: id.clone(), expect_hash: update.expect_hash, edits: vec![], record: None, events: vec![] };
+                let mut note = Update::new(id, update.expect_hash);
                 note.edits.push(Edit::Set("reason".into(), Value::String(text.clone())));
                 apply_update(ctx, &note)?;
             }

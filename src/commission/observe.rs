@@ -2,7 +2,6 @@
 //! mailboxes, heartbeats, dependency paths, worker packages, the clock. Read-only: it never
 //! writes, signals or changes anything.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -12,7 +11,7 @@ use crate::activity::state::{read_json, ExitInfo, Heartbeat, Record, RunInfo, Sa
 use crate::artifact::{Commission, Problem, Status};
 use crate::config::{Home, Project};
 use crate::worker::shim;
-use crate::worker::toolbox::mailbox::{self, Mail};
+use crate::worker::toolbox::mailbox::{self, Cursor, Expect, Mail, MailBody};
 use crate::worker::Catalog;
 
 /// Where the current attempt's process stands.
@@ -43,10 +42,18 @@ pub struct Observed {
     /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
     /// Nothing is done for this commission until it is repaired or removed.
     pub corrupt: Option<String>,
-    /// Mailbox events; read only while a worker may still be writing or being folded.
+    /// The attempt's mailbox as folded so far, with this pass's new events taken in; read
+    /// only while a worker may still be writing or being folded (`None`: not read).
+    pub folded: Option<Folded>,
+    /// `folded` moved on in this pass (it is written back with the pass's update).
+    pub fold_changed: bool,
+    /// The new events of this pass, for the timeline (at most [`MAIL_PER_PASS`], and the result).
     pub mail: Vec<Mail>,
-    /// Keys already in the timeline; read together with `mail`.
-    pub timeline_keys: BTreeSet<String>,
+    /// Notes on what the reader skipped or dropped: (timeline key, text).
+    pub mail_notes: Vec<(String, String)>,
+    /// The mailbox could not be read at all (an I/O error): how the attempt ended is not
+    /// decided until it can be, but it is watched and stopped as any other.
+    pub mail_error: Option<String>,
     pub heartbeat: Option<Heartbeat>,
     pub sample: Option<Sample>,
     pub worktree_exists: bool,
@@ -65,8 +72,11 @@ impl Observed {
             exit: None,
             leftovers: Vec::new(),
             corrupt: None,
+            folded: None,
+            fold_changed: false,
             mail: Vec::new(),
-            timeline_keys: BTreeSet::new(),
+            mail_notes: Vec::new(),
+            mail_error: None,
             heartbeat: None,
             sample: None,
             worktree_exists: false,
@@ -76,6 +86,86 @@ impl Observed {
 
     pub fn id(&self) -> &str {
         &self.artifact.id
+    }
+
+    /// Take in one new event of the current attempt: folded, and kept for the timeline while
+    /// the pass has room for it (the rest are counted in `more`, by kind).
+    pub fn deliver(&mut self, m: Mail, key: &str, more: &mut std::collections::BTreeMap<&'static str, u64>) {
+        let folded = self.folded.get_or_insert_with(|| Folded::new(m.attempt));
+        let taken = folded.take(&m);
+        self.fold_changed = true;
+        if let Err(why) = taken {
+            self.mail_notes.push((key.to_string(), why));
+            return;
+        }
+        if self.mail.len() < MAIL_PER_PASS || matches!(m.body, MailBody::Result { .. }) {
+            self.mail.push(m);
+        } else {
+            *more.entry(m.body.kind()).or_default() += 1;
+        }
+    }
+}
+
+/// The most events of one mailbox a pass records in the timeline one by one; more are folded
+/// all the same and counted in one note (a worker cannot make a pass hold its flood).
+pub const MAIL_PER_PASS: usize = 1000;
+/// The most notes on skipped lines and dropped paths a pass records one by one.
+pub const NOTES_PER_PASS: usize = 100;
+/// The most questions the artifact lists (the latest; all are in the timeline).
+pub const QUESTIONS_SHOWN: usize = 10;
+
+/// What a commission's artifact shows of its attempt's mailbox, and how far that has been
+/// read: kept between passes (`events-<n>.folded.json`) so that a pass reads only new bytes.
+/// Written together with its position, after the timeline: re-reading from an older position
+/// (a crash in between) is harmless, since the timeline drops events it already has by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Folded {
+    pub attempt: u32,
+    pub cursor: Cursor,
+    /// The latest progress.
+    #[serde(default)]
+    pub progress: Option<String>,
+    /// The latest questions (at most [`QUESTIONS_SHOWN`]) and how many there were in all.
+    #[serde(default)]
+    pub questions: Vec<String>,
+    #[serde(default)]
+    pub questions_total: u64,
+    /// The attempt's result: the first one (submit_result is accepted once).
+    #[serde(default)]
+    pub result: Option<Submitted>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Submitted {
+    pub summary: String,
+    pub artifacts: Vec<String>,
+}
+
+impl Folded {
+    pub fn new(attempt: u32) -> Folded {
+        Folded { attempt, ..Folded::default() }
+    }
+
+    /// Take one event in; `Err` says why it is ignored.
+    pub fn take(&mut self, m: &Mail) -> Result<(), String> {
+        match &m.body {
+            MailBody::Progress { text } => self.progress = Some(text.clone()),
+            MailBody::Question { text } => {
+                self.questions.push(text.clone());
+                if self.questions.len() > QUESTIONS_SHOWN {
+                    self.questions.remove(0);
+                }
+                self.questions_total += 1;
+            }
+            MailBody::Result { summary, artifacts } => {
+                if self.result.is_some() {
+                    return Err(format!("a second result (event {}) ignored: submit_result is accepted once per attempt", m.seq));
+                }
+                self.result = Some(Submitted { summary: summary.clone(), artifacts: artifacts.clone() });
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }
 
@@ -180,6 +270,10 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
             Ok(o) => {
                 if let Some(why) = &o.corrupt {
                     let msg = format!("its runtime state is corrupt, so nothing is done for it until that is repaired or removed: {why}");
+                    problems.push(Problem::new(&o.artifact.path, 1, 1, msg));
+                }
+                if let Some(why) = &o.mail_error {
+                    let msg = format!("its mailbox cannot be read ({why}): the attempt is watched and can be stopped, but how it ended is decided only once the mailbox can be read");
                     problems.push(Problem::new(&o.artifact.path, 1, 1, msg));
                 }
                 commissions.push(o)
@@ -331,16 +425,81 @@ fn observe_one(
         obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
         let live = rec.status.is_active() || obs.worktree_exists || matches!(obs.proc, Proc::Alive | Proc::Starting);
         if live {
-            // An unreadable mailbox is not an empty one: a submitted result may be in it.
-            match mailbox::read(&state.mailbox()) {
-                Ok(mail) => obs.mail = mail,
-                Err(e) => obs.corrupt = Some(format!("{e:#}")),
-            }
-            obs.timeline_keys =
-                crate::activity::timeline::keys(&crate::activity::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
+            let last = matches!(obs.proc, Proc::Dead | Proc::NotStarted);
+            let worktree = home.worktree(&project.name, &obs.artifact.id);
+            read_mail(&mut obs, &state, rec.attempt, &worktree, last);
         }
     }
     Ok(obs)
+}
+
+/// Read what is new in the attempt's mailbox since the last pass, into `obs`: every line
+/// folded, the first [`MAIL_PER_PASS`] events kept for the timeline, and a note for each line
+/// skipped or path dropped. A position or digest that cannot be read starts the reading over.
+fn read_mail(obs: &mut Observed, state: &StateDir, attempt: u32, worktree: &Path, last: bool) {
+    let path = mailbox::commission_mailbox(state, attempt);
+    // An attempt an older guild-hall started shares one mailbox with the earlier attempts.
+    let own = path == mailbox::attempt_file(state, attempt);
+    let fold_path = mailbox::folded_file(state, attempt);
+    let before = match read_json::<Folded>(&fold_path) {
+        Ok(Some(f)) if f.attempt == attempt => f,
+        Ok(_) => Folded::new(attempt),
+        Err(e) => {
+            tracing::warn!(file = %fold_path.display(), error = %format!("{e:#}"), "the mailbox's read position cannot be read: reading the mailbox again from its start");
+            Folded::new(attempt)
+        }
+    };
+    let mut cursor = before.cursor.clone();
+    obs.folded = Some(before.clone());
+    let expect = Expect { attempt: own.then_some(attempt), worktree: worktree.is_dir().then_some(worktree), last };
+    let mut more: std::collections::BTreeMap<&'static str, u64> = Default::default();
+    let (mut notes, mut unnoted) = (Vec::new(), 0u64);
+    let mut first_line = None;
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let read = mailbox::read_from(&path, &mut cursor, expect, |line| {
+        first_line.get_or_insert(line.number);
+        for (i, text) in line.notes.into_iter().enumerate() {
+            if notes.len() < NOTES_PER_PASS {
+                notes.push((format!("mailbox:{attempt}:{file}:{}:{i}", line.number), text));
+            } else {
+                unnoted += 1;
+            }
+        }
+        if let Some(m) = line.mail.filter(|m| m.attempt == attempt) {
+            let key = format!("mailbox:{attempt}:{file}:{}:take", line.number);
+            obs.deliver(m, &key, &mut more);
+        }
+    });
+    if let Err(e) = read {
+        // Nothing of a read that failed half way is used: the next pass reads it again.
+        obs.mail_error = Some(format!("{e:#}"));
+        obs.folded = Some(before);
+        obs.fold_changed = false;
+        obs.mail.clear();
+        obs.mail_notes.clear();
+        return;
+    }
+    let name = file;
+    let first = first_line.unwrap_or(0);
+    if let Some(f) = obs.folded.as_mut() {
+        f.cursor = cursor;
+    }
+    obs.fold_changed = obs.folded.as_ref() != Some(&before);
+    obs.mail_notes.extend(notes);
+    if unnoted > 0 {
+        obs.mail_notes.push((
+            format!("mailbox:{attempt}:{name}:{first}:unnoted"),
+            format!("{name}: {unnoted} more lines skipped or paths dropped in this read (see the log)"),
+        ));
+    }
+    if !more.is_empty() {
+        let kinds: Vec<String> = more.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+        let text = format!(
+            "{name}: more events than a pass records one by one ({MAIL_PER_PASS}): {} were folded without their own timeline entry; the artifact shows the latest",
+            kinds.join(", ")
+        );
+        obs.mail_notes.push((format!("mailbox:{attempt}:{name}:{first}:more"), text));
+    }
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
@@ -378,7 +537,8 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
     if obs.proc == Proc::Alive {
         // Written only by us, atomically: an unreadable one just restarts the count of quiet time.
         obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
-        obs.sample = obs.run.as_ref().map(|run| crate::activity::liveness::sample(state, rec.attempt, run));
+        let mailbox = mailbox::commission_mailbox(state, rec.attempt);
+        obs.sample = obs.run.as_ref().map(|run| crate::activity::liveness::sample(state, rec.attempt, run, &mailbox));
     }
 }
 

@@ -1,6 +1,7 @@
 //! What a meeting turn streams (DESIGN §10, REQ-MTG-15): the six event types, read from a
 //! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's
-//! `stream-json`. Anything else a worker prints is not surfaced. Pure: no I/O.
+//! `stream-json`. Anything else a worker prints is not surfaced. Pure but for [`read_lines`],
+//! which splits the output into lines whatever bytes it holds.
 
 use std::collections::HashMap;
 
@@ -38,6 +39,55 @@ pub enum TurnEvent {
 
 /// The longest tool result summary surfaced (the rest is the agent's business).
 const SUMMARY_CHARS: usize = 200;
+
+/// The longest line of a turn's output read: a longer one is skipped (never held whole).
+pub const TURN_LINE_MAX: usize = 8 * 1024 * 1024;
+
+/// Hand each line of a turn's output to `each` (until it says stop), as text: bytes that are
+/// not UTF-8 are replaced, and a line over `max` bytes is skipped and logged. Whatever a worker
+/// prints, its output is read to the end, so the worker never blocks on a full pipe and the
+/// turn always sees how it ended.
+pub fn read_lines(out: impl std::io::Read, max: usize, mut each: impl FnMut(String) -> bool) -> std::io::Result<()> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, out);
+    let (mut line, mut over) = (Vec::new(), false);
+    let mut wanted = true;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let piece = &buf[..newline.unwrap_or(buf.len())];
+        if !over && wanted {
+            if line.len() + piece.len() > max {
+                over = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(piece);
+            }
+        }
+        let took = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(took);
+        if newline.is_some() {
+            if over {
+                tracing::warn!("a line of the turn's output longer than {max} bytes was skipped");
+            } else if wanted {
+                wanted = each(String::from_utf8_lossy(&line).into_owned());
+            }
+            line.clear();
+            over = false;
+        }
+    }
+    if wanted && !over && !line.is_empty() {
+        each(String::from_utf8_lossy(&line).into_owned());
+    }
+    Ok(())
+}
 
 /// Reads one turn's stdout line by line into [`TurnEvent`]s.
 #[derive(Debug, Default)]
@@ -213,6 +263,28 @@ mod tests {
         assert!(is_expired_session(reason));
         assert!(is_expired_session(fixture("turn3-unknown-session.stderr").trim()));
         assert!(!is_expired_session("rate limited"));
+    }
+
+    #[test]
+    fn output_is_read_to_its_end_whatever_it_holds() {
+        let out: &[u8] = b"{\"type\":\"text_delta\",\"text\":\"a\"}\nbad \xff\xfe bytes\nxxxxxxxxxxxx\n{\"type\":\"turn_end\"}";
+        let mut lines = Vec::new();
+        read_lines(out, 40, |l| {
+            lines.push(l);
+            true
+        })
+        .expect("read");
+        assert_eq!(
+            lines,
+            ["{\"type\":\"text_delta\",\"text\":\"a\"}", "bad \u{fffd}\u{fffd} bytes", "xxxxxxxxxxxx", "{\"type\":\"turn_end\"}"]
+        );
+        let mut short = Vec::new();
+        read_lines(out, 16, |l| {
+            short.push(l);
+            true
+        })
+        .expect("read");
+        assert_eq!(short, ["bad \u{fffd}\u{fffd} bytes", "xxxxxxxxxxxx"], "lines over the limit skipped");
     }
 
     #[test]

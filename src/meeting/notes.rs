@@ -20,7 +20,8 @@ const LAST_ANSWER_CHARS: usize = 600;
 
 pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, transcript: &Path) -> Notes {
     let mut problems = Vec::new();
-    let mail = mailbox::read(&state.mailbox()).unwrap_or_else(|e| {
+    let worktree = ctx.home.meeting_worktree(&ctx.project.name, &meeting.id);
+    let mail = mailbox::read_checked(&state.mailbox(), worktree.is_dir().then_some(worktree.as_path())).unwrap_or_else(|e| {
         problems.push(("anomaly", format!("the mailbox could not be read for the notes: {e:#}")));
         Vec::new()
     });
@@ -65,8 +66,13 @@ pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, t
         linked.iter().map(|p| format!("- {p}")).collect::<Vec<_>>().join("\n")
     });
     out.push('\n');
-    Notes { text: out, problems }
+    // However much the worker recorded, the notes fit in the frontmatter (the log has it all).
+    let text = mailbox::clip(&out, NOTES_MAX).into_owned();
+    Notes { text, problems }
 }
+
+/// The most of the notes written into the meeting's frontmatter.
+pub const NOTES_MAX: usize = 32 * 1024;
 
 /// The summaries the worker gave, else the number of turns and the last answer.
 fn composed_summary(mail: &[crate::worker::toolbox::mailbox::Mail], transcript: &str) -> String {

@@ -57,7 +57,10 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
     })?;
     let live = record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open);
     let (mail, timeline_keys) = if live {
-        let mail = mailbox::read(&state.mailbox()).map_err(|e| problem(format!("its mailbox cannot be read: {e:#}")))?;
+        // Paths it names are checked against the meeting's own worktree (computed from its id).
+        let worktree = home.meeting_worktree(&project.name, &meeting.id);
+        let mail = mailbox::read_checked(&state.mailbox(), worktree.is_dir().then_some(worktree.as_path()))
+            .map_err(|e| problem(format!("its mailbox cannot be read: {e:#}")))?;
         let keys = crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
         (mail, keys)
     } else {

@@ -14,6 +14,9 @@ use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
 use crate::worker::toolbox::mailbox::{Mail, MailBody};
 
+/// The most progress summaries an open meeting's notes list (the latest).
+const SUMMARIES_SHOWN: usize = 10;
+
 /// guild-hall's memory of a meeting (`record.json` in its runtime dir): the status it last
 /// accepted, and how far closing got.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -261,7 +264,15 @@ impl<'a> Step<'a> {
         // While the meeting is open its notes are the progress summaries so far; closing
         // replaces them with the full notes.
         if !closing && !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
-            self.set("notes", Value::String(format!("Progress so far:\n{}\n", summaries.join("\n"))));
+            // The latest ones, within what the frontmatter holds (the log has every one).
+            let earlier = summaries.len().saturating_sub(SUMMARIES_SHOWN);
+            let mut text = String::from("Progress so far:\n");
+            if earlier > 0 {
+                text.push_str(&format!("- ({earlier} earlier summaries are in the log)\n"));
+            }
+            text.push_str(&summaries[earlier..].join("\n"));
+            text.push('\n');
+            self.set("notes", Value::String(crate::worker::toolbox::mailbox::clip(&text, super::notes::NOTES_MAX).into_owned()));
         }
     }
 

@@ -3,7 +3,6 @@
 //! events streamed to the caller as they come; the transcript and the session id kept; an
 //! expired session renewed with the conversation so far. One turn at a time per meeting.
 
-use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -222,12 +221,11 @@ fn stream(
     let mut child = crate::worker::shim::spawn_streaming_shim(launch)?;
     let stdout = child.stdout.take().context("the turn's output")?;
     let (tx, rx) = std::sync::mpsc::channel::<String>();
+    // Read to the end whatever the worker prints (bytes that are not UTF-8 included): a reader
+    // that gave up would leave the worker blocked on a full pipe, and the turn waiting on it.
     let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
+        if let Err(e) = super::events::read_lines(stdout, super::events::TURN_LINE_MAX, |line| tx.send(line).is_ok()) {
+            tracing::warn!(error = %e, "reading the turn's output");
         }
     });
     let mut out = Streamed::default();

@@ -180,7 +180,7 @@ fn live(state: &StateDir, attempt: u32, exit: Option<&ExitInfo>) -> Option<Live>
     let run = read_json::<RunInfo>(&state.run()).ok().flatten().filter(|r| r.attempt == attempt && crate::worker::shim::is_alive(r))?;
     // Written only by guild-hall, atomically: an unreadable one restarts the count of quiet time.
     let heartbeat = read_json(&state.heartbeat()).ok().flatten();
-    Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run) })
+    Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run, &state.mailbox()) })
 }
 
 /// A shim is at work in `state` (its lock held, or its recorded run alive), whatever attempt.

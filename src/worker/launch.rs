@@ -117,9 +117,11 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
         tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
     }
     let own_memory = crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?;
+    // A commission's attempt writes a mailbox of its own; it can reach no other.
+    let mailbox = crate::worker::toolbox::mailbox::for_worker(a.kind, state, a.attempt);
     let sandbox = match confined {
         Confinement::Confined => {
-            let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), state.mailbox(), own_memory.clone()];
+            let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.clone(), own_memory.clone()];
             if let SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
                 for w in write {
                     let path = crate::worker::expand_home(w).map_err(anyhow::Error::msg)?;
@@ -156,7 +158,7 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
         alternates = format!("{alternates}\n{}", more.trim_end());
     }
     crate::activity::state::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
-    std::fs::OpenOptions::new().create(true).append(true).open(state.mailbox())?;
+    std::fs::OpenOptions::new().create(true).append(true).open(&mailbox)?;
     let exe = std::env::current_exe()?;
     let mut env: BTreeMap<String, String> = pkg.manifest.env.clone();
     env.extend(passed);
@@ -165,7 +167,7 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
         ("GUILD_HALL_PROJECT".to_string(), p(&a.project.root)),
         ("GUILD_HALL_WORKTREE".into(), p(&rec.path)),
         ("GUILD_HALL_SYSTEM_PROMPT_FILE".into(), p(&state.system_prompt())),
-        ("GUILD_HALL_MAILBOX".into(), p(&state.mailbox())),
+        ("GUILD_HALL_MAILBOX".into(), p(&mailbox)),
         ("GUILD_HALL_BIN".into(), p(&exe)),
         ("GUILD_HALL_HOME".into(), p(&a.home.root)),
         ("GUILD_HALL_ATTEMPT".into(), a.attempt.to_string()),

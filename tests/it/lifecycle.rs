@@ -368,7 +368,7 @@ fn an_attempt_begun_by_an_older_guild_hall_keeps_its_dash_branch() {
     std::fs::write(state.join("record.json"), r#"{"status": "in_progress", "prev": "pending", "attempt": 2}"#).expect("record");
     std::fs::write(state.join("exit.json"), r#"{"attempt": 2, "code": 0, "signal": null, "finished_at": "2026-11-22T10:00:00Z"}"#)
         .expect("exit");
-    std::fs::OpenOptions::new().append(true).open(state.join("events.jsonl")).and_then(|mut f| {
+    std::fs::OpenOptions::new().create(true).append(true).open(state.join("events.jsonl")).and_then(|mut f| {
         use std::io::Write;
         writeln!(f, r#"{{"seq":99,"id":"legacy-result","ts":"2026-11-22T10:00:00.000Z","attempt":2,"kind":"result","summary":"done the old way","artifacts":[]}}"#)
     }).expect("mailbox");

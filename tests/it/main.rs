@@ -9,6 +9,7 @@ mod editor;
 mod endpoint_trust;
 mod gc;
 mod lifecycle;
+mod mailbox_trust;
 mod mcp;
 mod meetings;
 mod merge;

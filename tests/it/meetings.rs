@@ -259,7 +259,7 @@ fn one_turn_at_a_time_and_a_meeting_beside_a_commission() {
     p.settle();
     assert_eq!(p.status(&c), "completed");
     assert!(p.worktree_list().contains("meeting-m"), "the meeting's worktree is its own");
-    let mailbox = project_dir(&p, "state").join(format!("commissions/{c}/events.jsonl"));
+    let mailbox = project_dir(&p, "state").join(format!("commissions/{c}/events-1.jsonl"));
     assert!(std::fs::read_to_string(mailbox).expect("commission mailbox").contains("counsel only meets"));
 
     // Kill the CLI mid-turn: its worker goes too (the shim's parent-death signal).

@@ -117,7 +117,7 @@ fn a_confined_worker_reads_nothing_of_the_home_but_its_own() {
     // Another worker's memory and another commission's mailbox, left in the home.
     let other = p.create("researcher", "Other", "Something else.");
     wait_status(&p, &other, "completed");
-    let other_events = p.state_dir(&other).join("events.jsonl");
+    let other_events = p.state_dir(&other).join("events-1.jsonl");
     let other_memory = p.home.join("memory/researcher/last-topic.md");
     // And a commission at work, with its worktree and prompt.
     let victim = p.create("sleeper", "Victim", "sleep: 60\nStay a while.");
@@ -175,7 +175,7 @@ fn an_unprivileged_confined_worker_reads_nothing_of_the_home_nor_the_reconcilers
     let other = p.create("researcher", "Other", "Something else.");
     settle(&p);
     assert_eq!(p.status(&other), "completed", "{}", p.ok(&["logs", &other]));
-    let other_events = p.state_dir(&other).join("events.jsonl");
+    let other_events = p.state_dir(&other).join("events-1.jsonl");
     let other_memory = p.home.join("memory/researcher/last-topic.md");
     assert!(exists(&other_events) && exists(&other_memory), "set-up: there to be read");
     let id = p.create("snoop", "Snoop", &format!("other-events: {}\nother-memory: {}\n", other_events.display(), other_memory.display()));

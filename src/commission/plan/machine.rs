@@ -173,6 +173,8 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[V
                         None => heartbeat(s, o, &mut st),
                     }
                 }
+                // How it ended depends on what its mailbox holds: decided once it can be read.
+                Proc::NotStarted | Proc::Dead if o.mail_error.is_some() => Effect::None,
                 Proc::NotStarted | Proc::Dead => classify_exit(o, &mut st),
             }
         }

@@ -9,10 +9,11 @@ use serde_yaml_ng::Value;
 use crate::activity::state::{Heartbeat, Record, RunInfo};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{Folded, Observed, Proc, Snapshot};
 use crate::config::DispatchMode;
 
-/// A change to one artifact: timeline events, then the runtime record, then the frontmatter.
+/// A change to one artifact: timeline events, then how far its mailbox is folded, then the
+/// runtime record, then the frontmatter.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Update {
     pub id: String,
@@ -21,11 +22,20 @@ pub struct Update {
     pub edits: Vec<Edit>,
     pub record: Option<Record>,
     pub events: Vec<Json>,
+    /// The attempt's mailbox as folded by this update (written once its events are in the
+    /// timeline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fold: Option<Box<Folded>>,
 }
 
 impl Update {
+    /// An update that changes nothing yet.
+    pub fn new(id: &str, expect_hash: u64) -> Update {
+        Update { id: id.to_string(), expect_hash, edits: Vec::new(), record: None, events: Vec::new(), fold: None }
+    }
+
     fn is_empty(&self) -> bool {
-        self.edits.is_empty() && self.record.is_none() && self.events.is_empty()
+        self.edits.is_empty() && self.record.is_none() && self.events.is_empty() && self.fold.is_none()
     }
 }
 
@@ -236,10 +246,11 @@ pub fn plan(s: &Snapshot) -> Plan {
                 None => push_update(&mut actions, step.finish()),
             },
             Effect::KillLeftovers => {
-                push_update(&mut actions, step.finish());
+                // The kill before the update: it never waits on the artifact being written.
                 if let Some(run) = &o.run {
                     actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run: run.clone(), pids: o.leftovers.clone() });
                 }
+                push_update(&mut actions, step.finish());
             }
             Effect::Beat(beat) => {
                 push_update(&mut actions, step.finish());
@@ -293,6 +304,8 @@ mod transitions;
 
 use machine::{plan_one, Effect};
 use step::Step;
+
+pub use step::result_value;
 
 pub use deps::{cycle_problems, dependency_cycles};
 pub use liveness::time_limit;

@@ -37,14 +37,7 @@ impl<'a> Step<'a> {
             created: None,
             stopping: None,
         });
-        Step {
-            o,
-            now: now.to_string(),
-            update: Update { id: o.artifact.id.clone(), expect_hash: o.artifact.hash, edits: Vec::new(), record: None, events: Vec::new() },
-            status,
-            record,
-            moved: false,
-        }
+        Step { o, now: now.to_string(), update: Update::new(&o.artifact.id, o.artifact.hash), status, record, moved: false }
     }
 
     pub(super) fn set(&mut self, key: &str, value: Value) {
@@ -102,28 +95,20 @@ impl<'a> Step<'a> {
         self.result().is_some()
     }
 
+    /// The current attempt's result, as read from its mailbox (paths checked there).
     pub(super) fn result(&self) -> Option<(&'a str, &'a [String])> {
         let attempt = self.record.attempt;
-        self.o.mail.iter().rev().find_map(|m| match &m.body {
-            MailBody::Result { summary, artifacts } if m.attempt == attempt => Some((summary.as_str(), artifacts.as_slice())),
-            _ => None,
-        })
+        let r = self.o.folded.as_ref().filter(|f| f.attempt == attempt)?.result.as_ref()?;
+        Some((r.summary.as_str(), r.artifacts.as_slice()))
     }
 
-    /// Fold mailbox events into timeline events and the artifact's progress/questions/result.
+    /// Fold the attempt's new mailbox events into timeline events (with notes on what the
+    /// reader skipped or dropped), and what they add up to into the artifact's progress,
+    /// questions and result; the read position goes with the update.
     pub(super) fn fold_mail(&mut self) {
         let o = self.o;
-        let mut progress = None;
-        let mut questions = Vec::new();
+        let attempt = self.record.attempt;
         for m in &o.mail {
-            match &m.body {
-                MailBody::Progress { text } => progress = Some(text.clone()),
-                MailBody::Question { text } => questions.push(Value::String(text.clone())),
-                _ => {}
-            }
-            if o.timeline_keys.contains(&m.id) {
-                continue;
-            }
             let fields = m.body.timeline_fields(m.attempt);
             self.update.events.push(crate::activity::timeline::event(&m.ts, m.body.kind(), m.id.clone(), fields));
             if let MailBody::Result { artifacts, .. } = &m.body {
@@ -137,14 +122,27 @@ impl<'a> Step<'a> {
                 }
             }
         }
-        if let Some(p) = progress {
-            self.set("progress", Value::String(p));
+        for (key, text) in &o.mail_notes {
+            self.event("anomaly", key.clone(), json!({"text": text, "attempt": attempt}));
         }
-        if !questions.is_empty() {
+        let Some(f) = o.folded.as_ref().filter(|f| f.attempt == attempt) else { return };
+        if let Some(p) = &f.progress {
+            self.set("progress", Value::String(p.clone()));
+        }
+        if !f.questions.is_empty() {
+            let earlier = f.questions_total.saturating_sub(f.questions.len() as u64);
+            let mut questions: Vec<Value> = Vec::new();
+            if earlier > 0 {
+                questions.push(Value::String(format!("({earlier} earlier questions are in the timeline)")));
+            }
+            questions.extend(f.questions.iter().cloned().map(Value::String));
             self.set("questions", Value::Sequence(questions));
         }
         if let Some((summary, artifacts)) = self.result() {
             self.set("result", result_value(summary, artifacts));
+        }
+        if o.fold_changed {
+            self.update.fold = Some(Box::new(f.clone()));
         }
     }
 
@@ -167,7 +165,7 @@ impl<'a> Step<'a> {
     }
 }
 
-pub(super) fn result_value(summary: &str, artifacts: &[String]) -> Value {
+pub fn result_value(summary: &str, artifacts: &[String]) -> Value {
     let mut m = serde_yaml_ng::Mapping::new();
     m.insert("summary".into(), Value::String(summary.into()));
     m.insert("artifacts".into(), Value::Sequence(artifacts.iter().map(|a| Value::String(a.clone())).collect()));

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::activity::state::{ExitInfo, RunInfo, Sample};
 use crate::artifact::Commission;
+use crate::commission::observe::QUESTIONS_SHOWN;
 use crate::config::{Project, ProjectConfig};
 use crate::worker::toolbox::mailbox::{Mail, MailBody};
 use crate::worker::Catalog;
@@ -79,6 +80,11 @@ fn mail(attempt: u32, body: MailBody) -> Mail {
         attempt,
         body,
     }
+}
+
+/// A new mailbox event as observe hands it over: folded, and kept for the timeline.
+fn deliver(o: &mut Observed, m: Mail) {
+    o.deliver(m, "key", &mut Default::default());
 }
 
 /// Every (from, to) status event any action carries.
@@ -376,7 +382,7 @@ fn exit_classification() {
         o.run = Some(run_info(1));
         o.exit = x.clone();
         if with_result {
-            o.mail.push(mail(1, result.clone()));
+            deliver(&mut o, mail(1, result.clone()));
         }
         let p = plan(&snapshot(vec![o]));
         assert_eq!(sets(&p, "c", "status"), Some(Value::from(want)), "{x:?} result={with_result}");
@@ -400,7 +406,7 @@ fn cancel_racing_completion_keeps_the_result() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\ndesired: cancelled\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Dead;
     o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
-    o.mail.push(mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
+    deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
     let p = plan(&snapshot(vec![o]));
     assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")));
 }
@@ -541,7 +547,7 @@ prop_compose! {
         o.proc = if recorded.is_some() { proc_ } else { Proc::NotStarted };
         if matches!(o.proc, Proc::Alive | Proc::Dead) { o.run = Some(run_info(1)); }
         if missing { o.missing_deps = vec!["x.md".into()]; }
-        if result { o.mail.push(mail(1, MailBody::Result { summary: "s".into(), artifacts: vec![] })); }
+        if result { deliver(&mut o, mail(1, MailBody::Result { summary: "s".into(), artifacts: vec![] })); }
         o
     }
 }
@@ -662,4 +668,64 @@ fn a_worker_past_its_time_limit_is_failed_and_killed() {
     let mut s = snapshot(vec![running("timeout: 90s\n", 80)]);
     s.project.config.stale_after = std::time::Duration::from_secs(3600);
     assert_eq!(next_check(&s), Some(std::time::Duration::from_secs(10)));
+}
+
+#[test]
+fn a_kill_comes_before_the_update_that_goes_with_it() {
+    // A failed commission whose lost shim left processes: the kill is planned first, so a
+    // failing update (what a worker wrote, say) can never keep it from being carried out.
+    let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Lingering;
+    o.run = Some(run_info(1));
+    o.leftovers = vec![4244];
+    deliver(&mut o, mail(1, MailBody::Progress { text: "still here".into() }));
+    let p = plan(&snapshot(vec![o]));
+    let kinds: Vec<&str> = p.actions.iter().map(Action::kind).collect();
+    assert_eq!(kinds, ["kill_leftovers", "update"], "{p:?}");
+}
+
+#[test]
+fn an_unreadable_mailbox_holds_the_verdict_but_not_the_stop() {
+    let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Dead;
+    o.run = Some(run_info(1));
+    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
+    o.mail_error = Some("permission denied".into());
+    let p = plan(&snapshot(vec![o.clone()]));
+    assert_eq!(sets(&p, "c", "status"), None, "not failed for want of a result it may have: {p:?}");
+    assert!(p.busy.contains(&"c".to_string()));
+    // Running too long, it is stopped all the same.
+    o.proc = Proc::Alive;
+    o.exit = None;
+    o.artifact = commission("c", "status: in_progress\nattempt: 1\ntimeout: 1s\n");
+    o.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
+    let p = plan(&snapshot(vec![o]));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })), "{p:?}");
+}
+
+#[test]
+fn the_mailbox_is_folded_from_its_digest_with_its_position() {
+    let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Alive;
+    o.run = Some(run_info(1));
+    for i in 0..12 {
+        deliver(&mut o, mail(1, MailBody::Question { text: format!("q{i}") }));
+    }
+    o.mail_notes.push(("mailbox:1:events-1.jsonl:3:0".into(), "events-1.jsonl line 3: not UTF-8: skipped".into()));
+    let p = plan(&snapshot(vec![o]));
+    let questions: Vec<String> = match sets(&p, "c", "questions") {
+        Some(Value::Sequence(q)) => q.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(questions.len(), QUESTIONS_SHOWN + 1);
+    assert_eq!(questions[0], "(2 earlier questions are in the timeline)");
+    assert_eq!(questions.last().map(String::as_str), Some("q11"));
+    let events = events_of(&p, "c");
+    assert_eq!(events.iter().filter(|e| e["kind"] == "question").count(), 12);
+    assert!(events.iter().any(|e| e["kind"] == "anomaly" && e["key"] == "mailbox:1:events-1.jsonl:3:0"), "{events:?}");
+    let fold = p.actions.iter().find_map(|a| match a {
+        Action::Update(u) => u.fold.clone(),
+        _ => None,
+    });
+    assert_eq!(fold.map(|f| f.questions_total), Some(12), "the digest goes with the update");
 }

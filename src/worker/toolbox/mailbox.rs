@@ -1,13 +1,19 @@
 //! The mailbox file: JSON lines appended under an exclusive lock, each with a sequence number
-//! and a unique id. Readers skip a torn last line.
+//! and a unique id, and its one reader. The reader trusts nothing in the file: it reads from a
+//! position on, in bounded pieces; a line over [`LINE_MAX`], not UTF-8, not JSON or not an
+//! event is skipped and noted with its file and line number; texts are cut to [`TEXT_MAX`]
+//! with a marker ([`clip`]); every path is checked ([`check_path`]) and a bad one dropped.
 
-use std::io::{Read, Seek, Write};
-use std::path::Path;
+use std::borrow::Cow;
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use chrono::{SecondsFormat, Utc};
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
+
+use crate::activity::state::StateDir;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Mail {
@@ -154,9 +160,336 @@ pub enum ChangeKind {
     Untracked,
 }
 
+/// The longest mailbox line read: a longer one is skipped and noted, and never held in memory
+/// whole. The toolbox refuses to write one.
+pub const LINE_MAX: usize = 1024 * 1024;
+/// The most of any one text of an event (progress, question, decision, result summary,
+/// meeting summary, follow-up reason) guild-hall keeps: a longer one is cut by [`clip`].
+pub const TEXT_MAX: usize = 4096;
+/// How much of the file is read at once.
+const PIECE: usize = 64 * 1024;
+/// Notes logged per read, one by one (the rest are counted).
+const LOGGED_NOTES: usize = 20;
+
+/// `text` cut to at most `max` bytes (at a character boundary), ending with a visible marker
+/// that says how long it was, when it was longer: the one place mailbox texts are shortened.
+pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let marker = format!(" … [truncated by guild-hall: {} bytes, the limit is {max}]", text.len());
+    let mut keep = max.saturating_sub(marker.len());
+    while !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    Cow::Owned(format!("{}{marker}", &text[..keep]))
+}
+
+fn clip_in(text: &mut String) {
+    if text.len() > TEXT_MAX {
+        *text = clip(text, TEXT_MAX).into_owned();
+    }
+}
+
+fn clip_json(v: &mut Option<serde_json::Value>) {
+    if let Some(inner) = v {
+        let s = inner.to_string();
+        if s.len() > TEXT_MAX {
+            *inner = serde_json::Value::String(clip(&s, TEXT_MAX).into_owned());
+        }
+    }
+}
+
+/// A path named in an event, checked as the toolbox checks it ([`super::path_in_worktree`]):
+/// relative, no `..`, and, given the worktree, inside it with no link leading out. The
+/// normalised path, or why not.
+pub fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<String, String> {
+    match worktree {
+        Some(wt) => super::path_in_worktree(wt, path, false).map_err(|e| format!("{e:#}")),
+        None => crate::artifact::ids::validate_rel_path(path)
+            .map_err(|_| "is not a relative path inside the worktree (absolute, empty, or with '..')".to_string()),
+    }
+}
+
+/// Make an event safe to fold: texts clipped, paths checked. Returns whether anything is left
+/// of it, and a note for each path dropped.
+fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut paths = |what: &str, list: &mut Vec<String>| {
+        list.retain_mut(|p| match check_path(p, worktree) {
+            Ok(norm) => {
+                *p = norm;
+                true
+            }
+            Err(why) => {
+                notes.push(format!("{what} {:?} dropped: it {}", clip(p, 256), clip(&why, 512)));
+                false
+            }
+        });
+    };
+    let mut keep = true;
+    match body {
+        MailBody::Progress { text } | MailBody::Question { text } | MailBody::Summary { text } => clip_in(text),
+        MailBody::Decision { question, decision, reasoning } => {
+            for t in [question, decision, reasoning] {
+                clip_in(t);
+            }
+        }
+        MailBody::Result { summary, artifacts } => {
+            clip_in(summary);
+            paths("artifact", artifacts);
+        }
+        MailBody::Memory { key } => clip_in(key),
+        MailBody::Link { path } => {
+            let mut one = vec![std::mem::take(path)];
+            paths("linked artifact", &mut one);
+            match one.pop() {
+                Some(p) => *path = p,
+                None => keep = false,
+            }
+        }
+        MailBody::Followup { reason, references } => {
+            clip_in(reason);
+            paths("reference", references);
+        }
+        MailBody::TaskUpdate(u) => {
+            for t in [&mut u.phase, &mut u.stage].into_iter().flatten() {
+                clip_in(t);
+            }
+            clip_json(&mut u.error);
+            clip_json(&mut u.verify_summary);
+            u.changed_ops.retain_mut(|op| {
+                let mut both = vec![std::mem::take(&mut op.path)];
+                both.extend(op.from_path.take());
+                let n = both.len();
+                paths("changed path", &mut both);
+                if both.len() < n {
+                    return false;
+                }
+                op.from_path = (n == 2).then(|| both.pop()).flatten();
+                op.path = both.pop().unwrap_or_default();
+                true
+            });
+            paths("evidence path", &mut u.evidence_paths);
+        }
+    }
+    (keep, notes)
+}
+
+/// Where a reader stands in a mailbox file, kept between passes so that only new bytes are
+/// read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// The file's name: a position means nothing in another file.
+    pub file: String,
+    /// Bytes read: where the next line starts.
+    pub offset: u64,
+    /// Lines read (the next line's number is one more).
+    pub lines: u64,
+    /// Inside a line over [`LINE_MAX`], already noted: the rest of it is skipped.
+    #[serde(default)]
+    pub skipping: bool,
+}
+
+/// What the events read must be.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Expect<'a> {
+    /// The attempt whose mailbox this is: an event of another attempt is skipped and noted.
+    pub attempt: Option<u32>,
+    /// The worktree every path of an event must stay inside.
+    pub worktree: Option<&'a Path>,
+    /// No one writes any more: an unterminated last line is complete, and read too.
+    pub last: bool,
+}
+
+/// One line as read: its event, checked (none if the line was skipped), and notes on what was
+/// skipped or dropped, each naming the file and the line.
+#[derive(Debug)]
+pub struct Line {
+    pub number: u64,
+    pub mail: Option<Mail>,
+    pub notes: Vec<String>,
+}
+
+fn name_of(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Read the lines of the mailbox at `path` after `cursor`, moving it on, and hand each to
+/// `each`. At most one line (up to [`LINE_MAX`]) and one piece of the file are held in memory
+/// at once. A missing file has no lines; a file shorter than the cursor (replaced) is read
+/// again from its start. Notes are also logged, with the file's path.
+pub fn read_from(path: &Path, cursor: &mut Cursor, expect: Expect<'_>, mut each: impl FnMut(Line)) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = name_of(path);
+    if cursor.file != name {
+        *cursor = Cursor { file: name.clone(), ..Cursor::default() };
+    }
+    // Never through a link: the mailbox is a file guild-hall made.
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("opening mailbox {}", path.display())),
+    };
+    let len = file.metadata().with_context(|| format!("reading mailbox {}", path.display()))?.len();
+    if len < cursor.offset {
+        tracing::warn!(mailbox = %path.display(), "the mailbox is shorter than what was read of it: read again from its start");
+        *cursor = Cursor { file: name.clone(), ..Cursor::default() };
+    }
+    let mut logged = 0usize;
+    let mut log_and_pass = |line: Line| {
+        for n in &line.notes {
+            logged += 1;
+            if logged <= LOGGED_NOTES {
+                tracing::warn!(mailbox = %path.display(), "{n}");
+            }
+        }
+        each(line)
+    };
+    scan(&file, cursor, expect, &name, &mut log_and_pass).with_context(|| format!("reading mailbox {}", path.display()))?;
+    if logged > LOGGED_NOTES {
+        tracing::warn!(mailbox = %path.display(), "{} more notes on this mailbox were not logged one by one", logged - LOGGED_NOTES);
+    }
+    Ok(())
+}
+
+/// The reading itself, from `cursor.offset` of `file` on.
+fn scan(mut file: &std::fs::File, cursor: &mut Cursor, expect: Expect<'_>, name: &str, each: &mut dyn FnMut(Line)) -> Result<()> {
+    file.seek(SeekFrom::Start(cursor.offset))?;
+    let mut reader = std::io::BufReader::with_capacity(PIECE, file);
+    let mut line: Vec<u8> = Vec::new();
+    let mut too_long = cursor.skipping;
+    let mut line_start = cursor.offset;
+    let mut pos = cursor.offset;
+    let over =
+        |number: u64| Line { number, mail: None, notes: vec![format!("{name} line {number}: longer than {LINE_MAX} bytes: skipped")] };
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let piece = &buf[..newline.unwrap_or(buf.len())];
+        if !too_long {
+            if line.len() + piece.len() > LINE_MAX {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(piece);
+            }
+        }
+        let took = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(took);
+        pos += took as u64;
+        if newline.is_some() {
+            cursor.lines += 1;
+            if !too_long {
+                each(parse_line(cursor.lines, &line, line_start, expect, name));
+            } else if !cursor.skipping {
+                each(over(cursor.lines));
+            }
+            line.clear();
+            too_long = false;
+            cursor.skipping = false;
+            line_start = pos;
+            cursor.offset = pos;
+        }
+    }
+    if pos > line_start {
+        // An unterminated last line: complete if no one writes any more; over the limit
+        // whatever comes (noted now, its rest skipped); else still being written.
+        if expect.last {
+            cursor.lines += 1;
+            if !too_long {
+                each(parse_line(cursor.lines, &line, line_start, expect, name));
+            } else if !cursor.skipping {
+                each(over(cursor.lines));
+            }
+            cursor.skipping = false;
+            cursor.offset = pos;
+        } else if too_long {
+            if !cursor.skipping {
+                each(over(cursor.lines + 1));
+            }
+            cursor.skipping = true;
+            cursor.offset = pos;
+        }
+    }
+    Ok(())
+}
+
+/// One complete line: its event, checked, or why it is not one.
+fn parse_line(number: u64, bytes: &[u8], offset: u64, expect: Expect<'_>, name: &str) -> Line {
+    let skipped = |why: String| Line { number, mail: None, notes: vec![format!("{name} line {number}: {why}: skipped")] };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => return skipped(format!("not UTF-8 (bad byte at column {})", e.valid_up_to() + 1)),
+    };
+    if text.trim().is_empty() {
+        return Line { number, mail: None, notes: Vec::new() };
+    }
+    let mut mail: Mail = match serde_json::from_str(text) {
+        Ok(m) => m,
+        Err(e) => return skipped(format!("not a mailbox event ({})", clip(&e.to_string(), 300))),
+    };
+    if let Some(a) = expect.attempt.filter(|a| *a != mail.attempt) {
+        return skipped(format!("an event of attempt {} in the mailbox of attempt {a}", mail.attempt));
+    }
+    // The id keys the event in the timeline: one that is not the toolbox's (a UUID) could be
+    // any other event's key there, so it is replaced by where the line is.
+    if uuid::Uuid::parse_str(&mail.id).is_err() {
+        mail.id = format!("{name}@{offset}");
+    }
+    if mail.ts.len() > 64 {
+        mail.ts = clip(&mail.ts, 64).into_owned();
+    }
+    let (keep, dropped) = sanitise(&mut mail.body, expect.worktree);
+    let notes = dropped.into_iter().map(|d| format!("{name} line {number}: {d}")).collect();
+    Line { number, mail: keep.then_some(mail), notes }
+}
+
+/// Every event of a mailbox, each checked as [`read_from`] does (without a worktree: paths are
+/// checked for shape only); what is skipped or dropped is logged. A missing mailbox is empty.
 pub fn read(path: &Path) -> Result<Vec<Mail>> {
-    let text = crate::files::read_text_if_exists(path)?.unwrap_or_default();
-    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+    read_checked(path, None)
+}
+
+/// [`read`], with every path also checked against `worktree`.
+pub fn read_checked(path: &Path, worktree: Option<&Path>) -> Result<Vec<Mail>> {
+    let mut out = Vec::new();
+    let mut cursor = Cursor::default();
+    read_from(path, &mut cursor, Expect { attempt: None, worktree, last: false }, |line| out.extend(line.mail))?;
+    Ok(out)
+}
+
+/// The mailbox of one attempt of a commission: a file of its own, so that nothing an attempt
+/// writes can be read as another's.
+pub fn attempt_file(state: &StateDir, attempt: u32) -> PathBuf {
+    state.0.join(format!("events-{attempt}.jsonl"))
+}
+
+/// The mailbox to read for a commission's attempt: its own, or, for an attempt an older
+/// guild-hall started (one `events.jsonl` for every attempt), that one.
+pub fn commission_mailbox(state: &StateDir, attempt: u32) -> PathBuf {
+    let own = attempt_file(state, attempt);
+    if std::fs::symlink_metadata(&own).is_err() && std::fs::symlink_metadata(state.mailbox()).is_ok() {
+        return state.mailbox();
+    }
+    own
+}
+
+/// Where a commission's reader keeps what it folded of an attempt's mailbox, and how far.
+pub fn folded_file(state: &StateDir, attempt: u32) -> PathBuf {
+    state.0.join(format!("events-{attempt}.folded.json"))
+}
+
+/// The mailbox a worker process writes (`GUILD_HALL_MAILBOX`): a commission's attempt has its
+/// own; a meeting's turns and a wave task share one.
+pub fn for_worker(kind: super::ActivityKind, state: &StateDir, attempt: u32) -> PathBuf {
+    match kind {
+        super::ActivityKind::Commission => attempt_file(state, attempt),
+        super::ActivityKind::Meeting | super::ActivityKind::Task => state.mailbox(),
+    }
 }
 
 /// Append one event under an exclusive lock; returns it as recorded.
@@ -164,9 +497,10 @@ pub fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
     append_if(path, attempt, body, |_| Ok(()))
 }
 
-/// Append one event if `allow` accepts it given the events already there, both under the same
-/// exclusive lock: a rule such as "one result per attempt" holds however many writers race.
-pub fn append_if(path: &Path, attempt: u32, body: MailBody, allow: impl FnOnce(&[Mail]) -> Result<()>) -> Result<Mail> {
+/// Append one event if `allow` accepts every event already there, all under the same exclusive
+/// lock: a rule such as "one result per attempt" holds however many writers race. The events
+/// are read one at a time, as the reconciler reads them.
+pub fn append_if(path: &Path, attempt: u32, body: MailBody, mut allow: impl FnMut(&Mail) -> Result<()>) -> Result<Mail> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .read(true)
@@ -174,21 +508,185 @@ pub fn append_if(path: &Path, attempt: u32, body: MailBody, allow: impl FnOnce(&
         .open(path)
         .with_context(|| format!("opening mailbox {}", path.display()))?;
     let mut file = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| e).context("locking mailbox")?;
-    let mut text = String::new();
-    file.rewind()?;
-    file.read_to_string(&mut text)?;
-    let existing: Vec<Mail> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    allow(&existing)?;
-    let seq = existing.len() as u64 + 1;
-    let mail =
-        Mail { seq, id: uuid::Uuid::new_v4().to_string(), ts: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true), attempt, body };
-    let mut line = String::new();
-    if !text.is_empty() && !text.ends_with('\n') {
-        line.push('\n');
+    let mut count = 0u64;
+    let mut refused = None;
+    let mut cursor = Cursor::default();
+    let name = name_of(path);
+    scan(&file, &mut cursor, Expect { last: true, ..Expect::default() }, &name, &mut |line| {
+        if let Some(m) = line.mail {
+            count += 1;
+            if refused.is_none() {
+                refused = allow(&m).err();
+            }
+        }
+    })?;
+    if let Some(e) = refused {
+        return Err(e);
     }
-    line.push_str(&serde_json::to_string(&mail)?);
+    let mail = Mail {
+        seq: count + 1,
+        id: uuid::Uuid::new_v4().to_string(),
+        ts: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+        attempt,
+        body,
+    };
+    let mut line = serde_json::to_string(&mail)?;
+    if line.len() > LINE_MAX {
+        bail!("the event is {} bytes; a mailbox line holds at most {LINE_MAX} bytes (keep texts short: guild-hall keeps {TEXT_MAX} bytes of each)", line.len());
+    }
     line.push('\n');
+    // A torn last line (a writer killed mid-line) is closed first, so ours stands on its own.
+    let len = file.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            line.insert(0, '\n');
+        }
+    }
     file.write_all(line.as_bytes())?;
     file.sync_data()?;
     Ok(mail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn progress(text: &str) -> MailBody {
+        MailBody::Progress { text: text.into() }
+    }
+
+    fn raw(path: &Path, bytes: &[u8]) {
+        std::fs::OpenOptions::new().create(true).append(true).open(path).and_then(|mut f| f.write_all(bytes)).expect("append");
+    }
+
+    fn read_all(path: &Path, cursor: &mut Cursor, expect: Expect<'_>) -> (Vec<Mail>, Vec<String>) {
+        let (mut mail, mut notes) = (Vec::new(), Vec::new());
+        read_from(path, cursor, expect, |l| {
+            mail.extend(l.mail);
+            notes.extend(l.notes);
+        })
+        .expect("read");
+        (mail, notes)
+    }
+
+    #[test]
+    fn clip_cuts_at_a_character_boundary_with_a_marker() {
+        assert_eq!(clip("short", 10), "short");
+        let long = "é".repeat(3000);
+        let c = clip(&long, TEXT_MAX);
+        assert!(c.len() <= TEXT_MAX, "{}", c.len());
+        assert!(c.starts_with("éé") && c.ends_with("[truncated by guild-hall: 6000 bytes, the limit is 4096]"), "{c}");
+    }
+
+    #[test]
+    fn reads_only_new_lines_and_skips_bad_ones_with_their_line_numbers() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("events-1.jsonl");
+        append(&path, 1, progress("one")).expect("append");
+        raw(&path, b"not \xff utf-8\n{\"kind\":\"progress\"}\n\n");
+        append(&path, 1, progress("two")).expect("append");
+        let mut cursor = Cursor::default();
+        let (mail, notes) = read_all(&path, &mut cursor, Expect::default());
+        assert_eq!(mail.iter().map(|m| m.body.clone()).collect::<Vec<_>>(), [progress("one"), progress("two")]);
+        assert_eq!(mail[1].seq, 2, "the toolbox counts events, not lines");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("events-1.jsonl line 2: not UTF-8"), "{notes:?}");
+        assert!(notes[1].starts_with("events-1.jsonl line 3: not a mailbox event"), "{notes:?}");
+        assert_eq!(cursor.lines, 5);
+        // Nothing new: nothing read. Then only what was appended since.
+        assert_eq!(read_all(&path, &mut cursor, Expect::default()).0.len(), 0);
+        append(&path, 1, progress("three")).expect("append");
+        let (mail, _) = read_all(&path, &mut cursor, Expect::default());
+        assert_eq!(mail.iter().map(|m| m.body.clone()).collect::<Vec<_>>(), [progress("three")]);
+        assert_eq!(cursor.offset, std::fs::metadata(&path).expect("meta").len());
+    }
+
+    #[test]
+    fn a_torn_line_waits_for_its_end_unless_no_one_writes_any_more() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("events.jsonl");
+        let line = serde_json::to_string(&Mail { seq: 1, id: "x".into(), ts: "t".into(), attempt: 1, body: progress("p") }).expect("json");
+        raw(&path, &line.as_bytes()[..10]);
+        let mut cursor = Cursor::default();
+        assert!(read_all(&path, &mut cursor, Expect::default()).0.is_empty());
+        assert_eq!(cursor.offset, 0);
+        raw(&path, &line.as_bytes()[10..]);
+        assert!(read_all(&path, &mut cursor, Expect::default()).0.is_empty(), "still no newline");
+        let (mail, _) = read_all(&path, &mut cursor, Expect { last: true, ..Expect::default() });
+        assert_eq!(mail.len(), 1);
+        assert_eq!(mail[0].id, "events.jsonl@0", "an id that is not a UUID is replaced by the line's place");
+        // The toolbox closes a torn line before it writes.
+        std::fs::write(&path, &line.as_bytes()[..10]).expect("write");
+        append(&path, 1, progress("q")).expect("append");
+        let (mail, notes) = read_all(&path, &mut Cursor::default(), Expect::default());
+        assert_eq!((mail.len(), notes.len()), (1, 1), "{notes:?}");
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_skipped_without_being_held() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("events.jsonl");
+        append(&path, 1, progress("before")).expect("append");
+        // Written in two parts, a read in between: the reader notes it once, mid-line.
+        let big = format!("{{\"text\":\"{}", "x".repeat(LINE_MAX));
+        raw(&path, big.as_bytes());
+        let mut cursor = Cursor::default();
+        let (mail, notes) = read_all(&path, &mut cursor, Expect::default());
+        assert_eq!((mail.len(), notes.len()), (1, 1), "{notes:?}");
+        assert!(notes[0].contains("line 2: longer than"), "{notes:?}");
+        assert!(cursor.skipping);
+        raw(&path, b"xxxx\"}\n");
+        append(&path, 1, progress("after")).expect("append");
+        let (mail, notes) = read_all(&path, &mut cursor, Expect::default());
+        assert_eq!(mail.iter().map(|m| m.body.clone()).collect::<Vec<_>>(), [progress("after")]);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(cursor.lines, 3);
+        // The toolbox never writes one.
+        let err = append(&path, 1, progress(&"y".repeat(LINE_MAX))).expect_err("too long");
+        assert!(format!("{err:#}").contains("at most"), "{err:#}");
+    }
+
+    #[test]
+    fn events_are_clipped_and_their_paths_checked() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(wt.join(".lore")).expect("mkdir");
+        std::os::unix::fs::symlink("/etc", wt.join(".lore/out")).expect("symlink");
+        std::os::unix::fs::symlink(".lore", wt.join("inside")).expect("symlink");
+        let path = dir.path().join("events-2.jsonl");
+        let artifacts = ["/etc/shadow", "../../x", ".lore/out/passwd", "./.lore/new.md", "inside/x.md"].map(String::from).to_vec();
+        append(&path, 2, MailBody::Result { summary: "s".repeat(70_000), artifacts }).expect("append");
+        append(&path, 2, MailBody::Link { path: "/etc/passwd".into() }).expect("append");
+        append(&path, 1, progress("planted")).expect("append");
+        let (mail, notes) = read_all(&path, &mut Cursor::default(), Expect { attempt: Some(2), worktree: Some(&wt), last: false });
+        assert_eq!(mail.len(), 1, "{mail:?}");
+        let MailBody::Result { summary, artifacts } = &mail[0].body else { panic!("{mail:?}") };
+        assert!(summary.len() <= TEXT_MAX && summary.contains("[truncated by guild-hall: 70000 bytes"));
+        assert_eq!(artifacts, &[".lore/new.md", "inside/x.md"]);
+        for bad in ["\"/etc/shadow\" dropped", "\"../../x\" dropped", "\".lore/out/passwd\" dropped", "\"/etc/passwd\" dropped"] {
+            assert!(notes.iter().any(|n| n.contains(bad)), "{bad}: {notes:?}");
+        }
+        assert!(
+            notes.iter().any(|n| n.starts_with("events-2.jsonl line 3: an event of attempt 1 in the mailbox of attempt 2")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_file_replaced_by_a_shorter_one_is_read_from_its_start() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("events.jsonl");
+        append(&path, 1, progress("a")).expect("append");
+        append(&path, 1, progress("b")).expect("append");
+        let mut cursor = Cursor::default();
+        assert_eq!(read_all(&path, &mut cursor, Expect::default()).0.len(), 2);
+        std::fs::remove_file(&path).expect("rm");
+        append(&path, 1, progress("c")).expect("append");
+        let (mail, _) = read_all(&path, &mut cursor, Expect::default());
+        assert_eq!(mail.iter().map(|m| m.body.clone()).collect::<Vec<_>>(), [progress("c")]);
+    }
 }

@@ -1,5 +1,5 @@
 //! How a worker talks back: the context a tool acts in (its commission or meeting, from the
-//! environment) and its effect, an event appended to the activity's mailbox (`events.jsonl`)
+//! environment) and its effect, an event appended to the activity's mailbox (`events*.jsonl`)
 //! with a sequence number and an idempotency key, which the reconciler folds into the artifact
 //! and timeline. The tools themselves and their faces are `crate::tools::toolbox`.
 
@@ -85,8 +85,8 @@ impl WorkerContext {
             }
         }
         let attempt = self.attempt;
-        mailbox::append_if(&self.mailbox, attempt, body, |existing| {
-            if is_result && existing.iter().any(|m| m.attempt == attempt && matches!(m.body, MailBody::Result { .. })) {
+        mailbox::append_if(&self.mailbox, attempt, body, |m| {
+            if is_result && m.attempt == attempt && matches!(m.body, MailBody::Result { .. }) {
                 bail!("a result was already submitted for this attempt (submit_result is accepted once)");
             }
             Ok(())
@@ -157,14 +157,40 @@ impl WorkerContext {
     }
 
     pub fn check_artifact(&self, path: &str) -> Result<()> {
-        let rel = crate::artifact::ids::validate_rel_path(path)?;
-        let full = self.worktree.join(&rel);
-        let real = full.canonicalize().map_err(|e| anyhow!("artifact {path:?} does not exist in the worktree: {e}"))?;
-        let root = self.worktree.canonicalize()?;
-        if !real.starts_with(&root) {
-            bail!("artifact {path:?} resolves outside the worktree");
-        }
+        path_in_worktree(&self.worktree, path, true).map_err(|e| anyhow!("artifact {path:?} {e:#}"))?;
         Ok(())
+    }
+}
+
+/// `path` as a normalised relative path inside `worktree`: not absolute, no `..`, no link on
+/// the way that leads out of the worktree (or nowhere); with `must_exist`, it exists. The one
+/// check of a path a worker names: where the toolbox writes an event, and where guild-hall
+/// reads it (a worker can append to its mailbox without the toolbox). Errors say what is wrong
+/// with the path without repeating it.
+pub fn path_in_worktree(worktree: &std::path::Path, path: &str, must_exist: bool) -> Result<String> {
+    let rel = crate::artifact::ids::validate_rel_path(path)
+        .map_err(|_| anyhow!("is not a relative path inside the worktree (absolute, empty, or with '..')"))?;
+    let root = worktree.canonicalize().map_err(|e| anyhow!("cannot be checked: the worktree {}: {e}", worktree.display()))?;
+    match worktree.join(&rel).canonicalize() {
+        Ok(real) if real.starts_with(&root) => Ok(rel),
+        Ok(_) => bail!("resolves outside the worktree"),
+        Err(e) if must_exist => bail!("does not exist in the worktree: {e}"),
+        Err(_) => {
+            // Not there (yet, or any more): each link on the part that exists must lead inside.
+            let mut at = worktree.to_path_buf();
+            for part in rel.split('/') {
+                at.push(part);
+                match std::fs::symlink_metadata(&at) {
+                    Ok(m) if m.file_type().is_symlink() => match at.canonicalize() {
+                        Ok(real) if real.starts_with(&root) => {}
+                        _ => bail!("goes through {part:?}, a link that leads out of the worktree (or nowhere)"),
+                    },
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            Ok(rel)
+        }
     }
 }
 
