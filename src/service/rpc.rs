@@ -191,20 +191,56 @@ fn exited(pidfd: &std::os::fd::OwnedFd) -> bool {
 }
 
 /// Reads that all share one deadline: a client dripping a byte at a time is cut off when the
-/// request's time is up, not when one read has waited that long.
-struct Deadline<C> {
+/// request's time is up, not when one read has waited that long. While the connection is idle
+/// its bytes are taken through its [`Ticket`] ([`Ticket::read_idle`]), so that shedding always
+/// knows how much of the header has arrived; once claimed, they are read directly.
+struct Deadline<'a, C: Conn> {
     conn: C,
     until: Instant,
+    ticket: &'a Ticket<C>,
+    claimed: bool,
 }
 
-impl<C: Conn> Read for Deadline<C> {
+impl<C: Conn> Read for Deadline<'_, C> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
+        loop {
+            let left = self.until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            if self.claimed {
+                self.conn.read_timeout(Some(left))?;
+                return self.conn.read(buf);
+            }
+            // Wait without holding anything; a shed connection is shut down, which wakes this.
+            if !readable(&self.conn, left)? {
+                continue;
+            }
+            match self.ticket.read_idle(&self.conn, buf)? {
+                Idle::Read(n) => return Ok(n),
+                Idle::Claimed => self.claimed = true,
+                Idle::Nothing => {}
+            }
         }
-        self.conn.read_timeout(Some(left))?;
-        self.conn.read(buf)
+    }
+}
+
+/// Whether `conn` has something to read (bytes, an end, an error) within `timeout`.
+fn readable(conn: &impl AsRawFd, timeout: Duration) -> std::io::Result<bool> {
+    let mut p = libc::pollfd { fd: conn.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // Rounded up: a timeout under a millisecond must not become a busy loop.
+    let ms = i32::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd for the length of the call.
+    match unsafe { libc::poll(&mut p, 1, ms) } {
+        -1 => {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+        n => Ok(n > 0),
     }
 }
 
@@ -213,40 +249,109 @@ fn timed_out(e: &std::io::Error) -> bool {
 }
 
 /// The connections being served, in the order they were accepted (one [`Ticket`] each). Until
-/// one has sent its whole header or been answered it is *idle*: at the cap, the oldest idle one
-/// is shed to make room for a newer connection, so a flood of idle connections cannot keep a
-/// real request out. Claiming (header complete, or the first byte of an answer) and shedding
-/// are decided under one lock: a connection is answered by its own thread or shed, never both.
+/// its client has sent its whole header, or it has been answered, a connection is *idle*: at
+/// the cap, the oldest idle one is shed to make room for a newer connection, so a flood of
+/// idle connections cannot keep a real request out. What a client has sent is what its thread
+/// has read (counted in its slot) plus what still waits unread in the socket: a request whose
+/// thread has not run yet is not idle. Claiming (header complete, or the first byte of an
+/// answer) and shedding are decided under one lock: a connection is answered by its own
+/// thread or shed, never both.
 struct Table<C> {
     inner: Mutex<Slots<C>>,
 }
 
 struct Slots<C> {
     next: u64,
-    /// By accept order; the stream (a second handle on it) is kept while it is idle, to shed
-    /// it by.
-    conns: std::collections::BTreeMap<u64, Option<C>>,
+    /// By accept order; `None` once claimed.
+    conns: std::collections::BTreeMap<u64, Option<IdleConn<C>>>,
+}
+
+/// An idle connection: a second handle on its stream, to shed it by, and how far the bytes
+/// its thread has read have got towards the end of the header.
+struct IdleConn<C> {
+    conn: C,
+    header: HeaderEnd,
+}
+
+/// How far a stream of bytes has got towards the blank line that ends an HTTP header, as
+/// [`handle`] reads it (a line that is `\r\n` or `\n`, the first one included).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum HeaderEnd {
+    #[default]
+    LineStart,
+    /// A `\r` at the start of a line.
+    Cr,
+    InLine,
+    Reached,
+}
+
+impl HeaderEnd {
+    fn feed(self, bytes: &[u8]) -> HeaderEnd {
+        let mut state = self;
+        for b in bytes {
+            state = match (state, b) {
+                (HeaderEnd::Reached, _) | (HeaderEnd::LineStart | HeaderEnd::Cr, b'\n') => return HeaderEnd::Reached,
+                (HeaderEnd::LineStart, b'\r') => HeaderEnd::Cr,
+                (_, b'\n') => HeaderEnd::LineStart,
+                _ => HeaderEnd::InLine,
+            };
+        }
+        state
+    }
+}
+
+/// The bytes waiting unread on `conn` (up to a header's limit), without taking them.
+fn unread(conn: &impl AsRawFd) -> Vec<u8> {
+    use nix::sys::socket::{recv, MsgFlags};
+    let mut buf = vec![0; MAX_HEADERS + 1];
+    let n = recv(conn.as_raw_fd(), &mut buf, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT).unwrap_or(0);
+    buf.truncate(n);
+    buf
+}
+
+/// What a read of an idle connection found.
+enum Idle {
+    /// Bytes (or, with 0, the end: the client closed, or the connection was shed).
+    Read(usize),
+    /// Claimed meanwhile: read it directly from now on.
+    Claimed,
+    /// Nothing to read after all.
+    Nothing,
 }
 
 impl<C: Conn> Table<C> {
+    fn new() -> Arc<Self> {
+        Arc::new(Table { inner: Mutex::new(Slots { next: 0, conns: Default::default() }) })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Slots<C>> {
         self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Take a slot for `conn`, shedding the oldest idle connection if every slot is taken.
+    /// Take a slot for `conn`, shedding the oldest idle connection if every slot is taken (one
+    /// whose whole header is found waiting unread is claimed instead: its client is done).
     /// `None`: the cap is reached and nothing is idle.
     fn admit(self: &Arc<Self>, conn: &C, cap: usize) -> Option<Ticket<C>> {
         let shed = {
             let mut slots = self.lock();
             let shed = if slots.conns.len() >= cap {
-                let oldest = slots.conns.iter().find(|(_, c)| c.is_some()).map(|(k, _)| *k)?;
-                slots.conns.remove(&oldest).flatten()
+                let mut oldest = None;
+                for (seq, slot) in slots.conns.iter_mut() {
+                    let Some(idle) = slot else { continue };
+                    if idle.header.feed(&unread(&idle.conn)) == HeaderEnd::Reached {
+                        *slot = None;
+                        continue;
+                    }
+                    oldest = Some(*seq);
+                    break;
+                }
+                slots.conns.remove(&oldest?).flatten().map(|idle| idle.conn)
             } else {
                 None
             };
             let seq = slots.next;
             slots.next += 1;
-            slots.conns.insert(seq, conn.split().ok());
+            slots.conns.insert(seq, conn.split().ok().map(|conn| IdleConn { conn, header: HeaderEnd::default() }));
             (shed, Ticket { table: self.clone(), seq })
         };
         if let Some(old) = shed.0 {
@@ -267,6 +372,30 @@ struct Ticket<C: Conn> {
 }
 
 impl<C: Conn> Ticket<C> {
+    /// Read what waits on the idle connection `conn` (without blocking), counting it towards
+    /// the end of its header, which claims it. Under the table's lock: a byte is either still
+    /// in the socket or counted in the slot whenever [`Table::admit`] looks. A shed connection
+    /// reads as ended (it has been answered and closed).
+    fn read_idle(&self, conn: &C, buf: &mut [u8]) -> std::io::Result<Idle> {
+        use nix::sys::socket::{recv, MsgFlags};
+        let mut slots = self.table.lock();
+        let idle = match slots.conns.get_mut(&self.seq) {
+            None => return Ok(Idle::Read(0)),
+            Some(None) => return Ok(Idle::Claimed),
+            Some(Some(idle)) => idle,
+        };
+        let n = match recv(conn.as_raw_fd(), buf, MsgFlags::MSG_DONTWAIT) {
+            Ok(n) => n,
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => return Ok(Idle::Nothing),
+            Err(e) => return Err(e.into()),
+        };
+        idle.header = idle.header.feed(&buf[..n]);
+        if idle.header == HeaderEnd::Reached {
+            slots.conns.insert(self.seq, None);
+        }
+        Ok(Idle::Read(n))
+    }
+
     /// No longer idle: from now on only this connection's thread answers it. `false` if it was
     /// shed already (then it must write nothing).
     fn claim(&self) -> bool {
@@ -317,7 +446,7 @@ impl<W: Write, C: Conn> Write for Claimed<'_, W, C> {
 /// that fails (out of file descriptors, say) backs off instead of spinning, and is logged once
 /// per kind of error.
 pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: Endpoint, needs_token: bool) {
-    let table = Arc::new(Table { inner: Mutex::new(Slots { next: 0, conns: Default::default() }) });
+    let table = Table::new();
     let mut last_error: Option<std::io::ErrorKind> = None;
     for conn in incoming {
         let conn = match conn {
@@ -347,7 +476,7 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
                 log_refusal(*pid, why);
             }
             if let Ok(w) = conn.split() {
-                let r = BufReader::new(Deadline { conn, until: Instant::now() + limits.request_timeout });
+                let r = BufReader::new(Deadline { conn, until: Instant::now() + limits.request_timeout, ticket: &ticket, claimed: false });
                 let mut w = Claimed { w, ticket: &ticket, claimed: false };
                 let peer = Peer { needs_token, refused: refused.map(|(_, why)| why), claim: &|| ticket.claim() };
                 handle(r, &mut w, &ep, &peer, limits.request_timeout);
@@ -754,5 +883,126 @@ fn meeting_call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64
             })
             .map_err(refused),
         other => Err((-32601, format!("method not found: meeting/{other}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    const HEADER: &[u8] = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n";
+
+    /// `n` connections admitted under `cap`: (client end, server end, ticket) each.
+    fn admitted(table: &Arc<Table<UnixStream>>, n: usize, cap: usize) -> Vec<(UnixStream, UnixStream, Ticket<UnixStream>)> {
+        (0..n)
+            .map(|_| {
+                let (client, server) = UnixStream::pair().expect("pair");
+                let ticket = table.admit(&server, cap).expect("a slot");
+                (client, server, ticket)
+            })
+            .collect()
+    }
+
+    /// What the server has written to `client` and closed (the whole of it), or `None` if it
+    /// has said nothing yet.
+    fn said(client: &mut UnixStream) -> Option<String> {
+        client.set_nonblocking(true).expect("nonblocking");
+        let mut first = [0u8; 1];
+        match client.read(&mut first) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Ok(0) => return Some(String::new()),
+            r => {
+                r.expect("read");
+            }
+        }
+        client.set_nonblocking(false).expect("blocking");
+        client.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        let mut rest = String::new();
+        client.read_to_string(&mut rest).expect("the rest");
+        Some(format!("{}{rest}", first[0] as char))
+    }
+
+    fn shed(reply: &Option<String>) -> bool {
+        reply.as_deref().is_some_and(|r| r.starts_with("HTTP/1.1 503 Service Unavailable\r\n") && r.contains("made way for a newer one"))
+    }
+
+    #[test]
+    fn the_end_of_a_header_is_found_however_the_bytes_are_split() {
+        assert_eq!(HeaderEnd::default().feed(HEADER), HeaderEnd::Reached);
+        for at in 0..HEADER.len() {
+            assert_eq!(HeaderEnd::default().feed(&HEADER[..at]).feed(&HEADER[at..]), HeaderEnd::Reached, "split at {at}");
+            assert_ne!(HeaderEnd::default().feed(&HEADER[..at]), HeaderEnd::Reached, "{at} bytes are not a whole header");
+        }
+        assert_eq!(HeaderEnd::default().feed(b"GET / HTTP/1.1\nA: b\n\n"), HeaderEnd::Reached);
+        assert_eq!(HeaderEnd::default().feed(b"\r\n"), HeaderEnd::Reached, "an empty first line ends it, as handle reads it");
+        assert_eq!(HeaderEnd::default().feed(b"GET / HTTP/1.1\r\nA: \r\r\n"), HeaderEnd::LineStart, "\\r\\r\\n is no blank line");
+    }
+
+    /// The bug behind the burst test failing under load: a client that sent its whole header
+    /// before the burst, but whose thread had not yet run to read it, was taken for idle and
+    /// shed. Here no thread reads at all: the header waits unread in the socket.
+    #[test]
+    fn a_header_waiting_unread_is_never_shed() {
+        let table = Table::new();
+        let mut conns = admitted(&table, 3, 3);
+        conns[0].0.write_all(HEADER).expect("header");
+        let (_client, newest) = UnixStream::pair().expect("pair");
+        let _ticket = table.admit(&newest, 3).expect("a slot, made by shedding an idle one");
+        assert_eq!(said(&mut conns[0].0), None, "the request whose header had arrived was answered by the shedder");
+        assert!(shed(&said(&mut conns[1].0)), "the oldest idle connection made way");
+        assert_eq!(said(&mut conns[2].0), None);
+        assert!(conns[0].2.claim(), "its own thread still answers it");
+        // Every slot now serves a request or is newer than the idle one left: the next
+        // connection sheds that one, and then finds nothing idle.
+        let (_c, s) = UnixStream::pair().expect("pair");
+        let _t = table.admit(&s, 3).expect("a slot");
+        assert!(shed(&said(&mut conns[2].0)));
+    }
+
+    /// A header partly read by its thread and completed by bytes still unread counts as
+    /// whole; a header partly read and no more is idle.
+    #[test]
+    fn a_header_read_in_part_counts_with_what_is_still_unread() {
+        let table = Table::new();
+        let mut conns = admitted(&table, 2, 2);
+        let split = 20;
+        for (client, _, _) in &mut conns {
+            client.write_all(&HEADER[..split]).expect("part of a header");
+        }
+        for (_, server, ticket) in &conns {
+            let mut r =
+                Deadline { conn: server.split().expect("split"), until: Instant::now() + Duration::from_secs(60), ticket, claimed: false };
+            let mut buf = [0u8; 64];
+            assert_eq!(r.read(&mut buf).expect("read"), split);
+        }
+        // The first one's header ends with bytes its thread has not read.
+        conns[0].0.write_all(&HEADER[split..]).expect("the rest");
+        let (_client, newest) = UnixStream::pair().expect("pair");
+        let _ticket = table.admit(&newest, 2).expect("a slot");
+        assert_eq!(said(&mut conns[0].0), None);
+        assert!(shed(&said(&mut conns[1].0)), "a header never finished is idle");
+    }
+
+    /// A shed connection's thread, waiting for its request, ends at once: it holds neither a
+    /// thread nor a descriptor for the rest of the request timeout.
+    #[test]
+    fn a_shed_connection_stops_waiting_at_once() {
+        let table = Table::new();
+        let (client, server) = UnixStream::pair().expect("pair");
+        let ticket = table.admit(&server, 1).expect("a slot");
+        let (done, ended) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut r = Deadline { conn: server, until: Instant::now() + Duration::from_secs(600), ticket: &ticket, claimed: false };
+            let _ = done.send(r.read(&mut [0u8; 64]).map_err(|e| e.kind()));
+        });
+        // Most likely it waits for bytes by now; if not, its first read finds it shed: either
+        // way the read ends, with nothing, long before its 10 minutes.
+        let (_c, s) = UnixStream::pair().expect("pair");
+        std::thread::sleep(Duration::from_millis(50));
+        let _t = table.admit(&s, 1).expect("a slot");
+        assert_eq!(ended.recv_timeout(Duration::from_secs(60)).expect("the read ended"), Ok(0));
+        reader.join().expect("join");
+        drop(client);
     }
 }

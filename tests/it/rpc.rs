@@ -403,9 +403,10 @@ fn answered(stream: &mut UnixStream) -> Option<String> {
 }
 
 /// A burst of idle connections far larger than the cap, and than the watcher's file limit
-/// (1024, a common default): those over the cap are refused at once with a 503 and a JSON
-/// error, a request in flight completes, and the watcher goes on working — a commission
-/// dispatched during the burst runs and merges.
+/// (1024, a common default): every one over the cap gets a whole 503 and a JSON error (the
+/// oldest idle ones make way for newer ones), a request in flight completes — its header
+/// was sent before the burst, so it is never shed, even when its thread has not read it yet —
+/// and the watcher goes on working: a commission dispatched during the burst runs and merges.
 #[test]
 fn a_burst_of_idle_connections_is_capped_under_a_1024_fd_limit() {
     let p = Project::new(&["researcher"]);
