@@ -469,7 +469,10 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     }
     match &support {
         crate::worker::sandbox::Support::Available { abi } => {
-            say!("Landlock: available (ABI {abi}); workers are confined to their worktree")
+            say!(
+                "Landlock: available (ABI {abi}); workers write only their own, read nothing of the home but their own; signals scoped to the worker: {}",
+                if *abi >= 6 { "yes" } else { "no (needs ABI 6, Linux 6.12)" }
+            )
         }
         crate::worker::sandbox::Support::Unavailable { why } => say!(
             "Landlock: not available ({why}); confined workers are {}",
