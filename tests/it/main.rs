@@ -9,6 +9,7 @@ mod editor;
 mod gc;
 mod lifecycle;
 mod mcp;
+mod output_trust;
 mod meetings;
 mod merge;
 mod robustness;
