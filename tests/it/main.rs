@@ -5,6 +5,7 @@
 mod claude_code;
 mod common;
 mod confinement;
+mod cycles_trust;
 mod editor;
 mod gc;
 mod lifecycle;

@@ -21,6 +21,9 @@ pub struct Cycles {
     of: HashMap<String, (usize, bool)>,
     /// The number of commissions in each cycle's knot (strongly connected component).
     knot: Vec<usize>,
+    /// The commission each cycle was found for (its smallest id for a knot's first cycle): a
+    /// long cycle is told around it.
+    focus: Vec<String>,
 }
 
 impl Cycles {
@@ -53,7 +56,7 @@ const WORK_BUDGET: usize = 4_000_000;
 /// `focus`, the commissions next to it, with the rest counted: a reason stays short enough to
 /// be written into an artifact's frontmatter whatever the cycle's length.
 fn cycle_text(cycle: &[String], focus: Option<&str>) -> String {
-    const FULL: usize = 12;
+    const FULL: usize = 24;
     let n = cycle.len();
     let mut shown = vec![n <= FULL; n];
     if n > FULL {
@@ -136,12 +139,14 @@ pub fn dependency_cycles(s: &Snapshot) -> Cycles {
     }
     let of = (0..n).filter_map(|v| found.of[v].map(|(c, through)| (commissions[v].id().to_string(), (index[c], through)))).collect();
     let knot = order.iter().map(|&old| found.knot[old]).collect();
+    let focus = order.iter().map(|&old| commissions[found.focus[old]].id().to_string()).collect();
     let cycles = order.iter().map(|&old| std::mem::take(&mut named[old])).collect();
-    Cycles { cycles, of, knot }
+    Cycles { cycles, of, knot, focus }
 }
 
-/// The cycles as problems, one each, pointing at the first member's `dependencies:`; and one
-/// for each commission that is in a knot but on none of them (past the budget).
+/// The cycles as problems, one each, pointing at the `dependencies:` of the commission it was
+/// found for (a knot's first cycle: its smallest id) and told around it; and one for each
+/// commission that is in a knot but on none of them (past the budget).
 pub fn cycle_problems(s: &Snapshot, cycles: &Cycles) -> Vec<Problem> {
     if cycles.is_empty() {
         return Vec::new();
@@ -155,9 +160,10 @@ pub fn cycle_problems(s: &Snapshot, cycles: &Cycles) -> Vec<Problem> {
     let mut problems: Vec<Problem> = cycles
         .cycles
         .iter()
-        .filter_map(|cycle| {
+        .zip(&cycles.focus)
+        .filter_map(|(cycle, focus)| {
             let how = if cycle.len() == 1 { "it waits on an output it declares itself" } else { "each waits on an output another declares" };
-            at(&cycle[0], format!("dependency cycle: {} ({how})", cycle_text(cycle, None)))
+            at(focus, format!("dependency cycle: {} ({how})", cycle_text(cycle, Some(focus))))
         })
         .collect();
     let mut off: Vec<&String> = cycles.of.iter().filter(|(_, (_, through))| !through).map(|(id, _)| id).collect();
@@ -234,6 +240,9 @@ mod graph {
         pub cycles: Vec<Vec<usize>>,
         /// Per cycle, how many `member` nodes its component holds.
         pub knot: Vec<usize>,
+        /// Per cycle, the node it was found for: its component's smallest for the first, else
+        /// the member it was made to pass through.
+        pub focus: Vec<usize>,
         /// Per node: for a `member` on some cycle, the cycle it is told about and whether
         /// that cycle passes through it.
         pub of: Vec<Option<(usize, bool)>>,
@@ -281,7 +290,7 @@ mod graph {
                 first.extend(to.path(w, root));
             }
             let first_index = found.cycles.len();
-            mark(&mut found, first, &member, members);
+            mark(&mut found, first, root, &member, members);
             for &v in group {
                 if !member(v) || found.of[v].is_some() {
                     continue;
@@ -316,7 +325,7 @@ mod graph {
                 cycle.extend_from_slice(&there[cut..there.len() - 1]);
                 let start = cycle.iter().enumerate().min_by_key(|&(_, x)| *x).map(|(i, _)| i).unwrap_or(0);
                 cycle.rotate_left(start);
-                mark(&mut found, cycle, &member, members);
+                mark(&mut found, cycle, v, &member, members);
             }
             from.clear(group);
             to.clear(group);
@@ -325,7 +334,7 @@ mod graph {
     }
 
     /// Record a cycle and give it to its members that have none yet.
-    fn mark(found: &mut Found, cycle: Vec<usize>, member: &impl Fn(usize) -> bool, members: usize) {
+    fn mark(found: &mut Found, cycle: Vec<usize>, focus: usize, member: &impl Fn(usize) -> bool, members: usize) {
         let i = found.cycles.len();
         for &v in &cycle {
             if member(v) && found.of[v].is_none() {
@@ -334,6 +343,7 @@ mod graph {
         }
         found.cycles.push(cycle);
         found.knot.push(members);
+        found.focus.push(focus);
     }
 
     /// A breadth-first tree: each reached node's neighbour towards the root, and its distance.
@@ -465,8 +475,10 @@ mod tests {
         }
         let found = cycles(adj, member, budget);
         assert_eq!(found.cycles.len(), found.knot.len());
-        for c in &found.cycles {
+        assert_eq!(found.cycles.len(), found.focus.len());
+        for (c, focus) in found.cycles.iter().zip(&found.focus) {
             assert!(is_simple_cycle(adj, c), "{c:?} is not a simple cycle of {adj:?}");
+            assert!(c.contains(focus), "{c:?} was found for {focus}");
         }
         for v in 0..n {
             let want = member(v) && on_a_cycle(adj, &r, v);
