@@ -56,6 +56,25 @@ pub fn escape(s: &str, newlines: Newlines) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// JSON text as a terminal may show it and a program reads it exactly: serde_json escapes C0
+/// controls but writes DEL, C1 controls and bidi overrides as they are; those can only stand
+/// inside JSON strings, where `\u00XX` is the same character to any JSON reader.
+pub fn json(s: &str) -> Cow<'_, str> {
+    let loud = |c: char| c >= '\x7f' && obeyed(c, Newlines::Keep);
+    if !s.chars().any(loud) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if loud(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// [`escape`] for a one-line field (a title in a header, a table cell, a timeline entry).
 pub fn line(s: &str) -> Cow<'_, str> {
     escape(s, Newlines::Escape)
@@ -156,10 +175,10 @@ macro_rules! say_raw {
     ($($t:tt)*) => { $crate::cli::out::stdout_fmt(format_args!($($t)*)) };
 }
 
-/// `println!` of machine output (a JSON document or line), exactly as formatted: JSON escapes
-/// its own control characters, and a program must read back exactly what a worker wrote.
+/// `println!` of a JSON document or line: what a program reads back is exactly what a worker
+/// wrote (JSON escapes its controls; [`json`] the few serde_json leaves raw).
 macro_rules! say_json {
-    ($($t:tt)*) => { $crate::cli::out::stdout_raw(format!("{}\n", format_args!($($t)*)).as_bytes()) };
+    ($($t:tt)*) => { $crate::cli::out::stdout_raw($crate::cli::out::json(&format!("{}\n", format_args!($($t)*))).as_bytes()) };
 }
 
 /// `eprintln!` for a person (escaped) that survives a closed stderr.
@@ -200,6 +219,16 @@ mod tests {
         let line = "\x1b[2m2026\x1b[0m \x1b[33mWARN\x1b[0m error=\x1b]52;c;eA==\x07 \x1b[2J\rX \x1b[1;31m\n";
         assert_eq!(escape_log(line), "\x1b[2m2026\x1b[0m \x1b[33mWARN\x1b[0m error=\\x1b]52;c;eA==\\x07 \\x1b[2J\\rX \x1b[1;31m\n");
         assert_eq!(escape_log("tail \x1b"), "tail \\x1b");
+    }
+
+    #[test]
+    fn json_stays_exact_and_shows_what_serde_leaves_raw() {
+        let v = serde_json::json!({"text": "a\x1b[2J\r\u{9b}1m\u{202e}x\x7f\t\n"});
+        let text = serde_json::to_string_pretty(&v).expect("json");
+        let shown = json(&text);
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown}");
+        assert!(!shown.contains('\u{202e}'));
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&shown).expect("parses"), v);
     }
 
     #[test]

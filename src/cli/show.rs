@@ -143,7 +143,7 @@ impl Rows {
                 text.push_str("  ");
                 text.push_str(line);
             }
-            super::out::stdout_raw(text.as_bytes());
+            super::out::stdout_raw(super::out::json(&text).as_bytes());
         } else {
             if self.count == 0 {
                 say!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");

@@ -1,7 +1,8 @@
 //! What a worker writes is shown, not obeyed (issue 17, item 8): progress, questions, results
 //! and output carrying escape sequences (OSC 52 clipboard, OSC 8 links, screen clears), `\r`,
 //! C1 controls and bidi overrides reach a person's terminal as visible escapes in every human
-//! output, while `--json` (and `logs --raw`) give back exactly what was written.
+//! output, while `--json` (and `logs --raw`) give back exactly what was written (JSON with
+//! every one of those characters escaped, so that it is safe on a terminal too).
 
 use crate::common::*;
 
@@ -75,6 +76,10 @@ fn a_workers_escape_sequences_are_shown_not_obeyed() {
     assert_eq!(s["result"]["summary"].as_str(), Some(HOSTILE));
     let all: serde_json::Value = serde_json::from_str(&p.ok(&["status", "--json"])).expect("status --json");
     assert_eq!(all[0]["result"]["summary"].as_str(), Some(HOSTILE));
+    // The JSON text itself is safe on a terminal too: DEL, C1 and bidi as \u escapes.
+    for args in [&["status", "--json"][..], &["status", &id, "--json"], &["timeline", &id, "--json"]] {
+        assert_shown_not_obeyed(&format!("{args:?}"), &p.ok(args));
+    }
     let table = p.ok(&["status"]);
     assert_shown_not_obeyed("status, completed", &table);
 
