@@ -285,16 +285,9 @@ fn init_tracing(verbose: u8, json: bool) {
     use std::io::IsTerminal;
     // A log that cannot be written (the terminal went away, stderr is a closed pipe) is
     // dropped: the subscriber's own report of that would panic on the same closed stderr.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .log_internal_errors(false);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(std::io::stderr().is_terminal()).log_internal_errors(false);
     // JSON escapes its own control characters; the human format is shown, not obeyed.
-    let _ = if json {
-        builder.with_writer(std::io::stderr).json().try_init()
-    } else {
-        builder.with_writer(|| out::LogStderr).try_init()
-    };
+    let _ = if json { builder.with_writer(std::io::stderr).json().try_init() } else { builder.with_writer(|| out::LogStderr).try_init() };
 }
 
 /// The project and home every project command needs.

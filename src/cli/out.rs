@@ -106,7 +106,9 @@ pub fn escape_log(s: &str) -> Cow<'_, str> {
     while let Some(at) = rest.find('\x1b') {
         out.push_str(&escape(&rest[..at], Newlines::Keep));
         let seq = &rest[at..];
-        let colour = seq.strip_prefix("\x1b[").and_then(|t| t.find(|c: char| !(c.is_ascii_digit() || c == ';')).filter(|&i| t[i..].starts_with('m')));
+        let colour = seq
+            .strip_prefix("\x1b[")
+            .and_then(|t| t.find(|c: char| !(c.is_ascii_digit() || c == ';')).filter(|&i| t[i..].starts_with('m')));
         match colour {
             Some(i) => {
                 out.push_str(&seq[..i + 3]);
@@ -194,7 +196,8 @@ mod tests {
 
     #[test]
     fn controls_are_shown_not_obeyed() {
-        let hostile = "ok\x1b]52;c;ZXZpbA==\x07 \x1b[2J\rdone \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \u{9b}31m \u{202e}txt.exe\x7f\tend\nnext";
+        let hostile =
+            "ok\x1b]52;c;ZXZpbA==\x07 \x1b[2J\rdone \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \u{9b}31m \u{202e}txt.exe\x7f\tend\nnext";
         let shown = escape(hostile, Newlines::Keep);
         assert_eq!(
             shown,

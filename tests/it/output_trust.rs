@@ -7,8 +7,10 @@
 use crate::common::*;
 
 /// What the hostile worker writes, as `printf` in its script spells it, and as it is.
-const HOSTILE_PRINTF: &str = r"\033]52;c;aGk=\007 \033[2J\rfake\033]8;;http://evil.example\033\\click\033]8;;\033\\ \302\2332J \342\200\256exe.txt\177 end";
-const HOSTILE: &str = "\x1b]52;c;aGk=\x07 \x1b[2J\rfake\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ \u{9b}2J \u{202e}exe.txt\x7f end";
+const HOSTILE_PRINTF: &str =
+    r"\033]52;c;aGk=\007 \033[2J\rfake\033]8;;http://evil.example\033\\click\033]8;;\033\\ \302\2332J \342\200\256exe.txt\177 end";
+const HOSTILE: &str =
+    "\x1b]52;c;aGk=\x07 \x1b[2J\rfake\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ \u{9b}2J \u{202e}exe.txt\x7f end";
 
 /// A worker that reports progress, asks a question and prints the hostile text, waits for the
 /// test to drop `go` into its worktree, then submits a result whose summary is that text too.

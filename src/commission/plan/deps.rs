@@ -162,7 +162,8 @@ pub fn cycle_problems(s: &Snapshot, cycles: &Cycles) -> Vec<Problem> {
         .iter()
         .zip(&cycles.focus)
         .filter_map(|(cycle, focus)| {
-            let how = if cycle.len() == 1 { "it waits on an output it declares itself" } else { "each waits on an output another declares" };
+            let how =
+                if cycle.len() == 1 { "it waits on an output it declares itself" } else { "each waits on an output another declares" };
             at(focus, format!("dependency cycle: {} ({how})", cycle_text(cycle, Some(focus))))
         })
         .collect();
@@ -584,7 +585,8 @@ mod tests {
 
     fn waiting(id: &str, deps: &[&str], outputs: &[&str]) -> Observed {
         let list = |v: &[&str]| v.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>().join(", ");
-        let text = format!("---\nworker: scribe\nstatus: blocked\ndependencies: [{}]\noutputs: [{}]\n---\nDo it.\n", list(deps), list(outputs));
+        let text =
+            format!("---\nworker: scribe\nstatus: blocked\ndependencies: [{}]\noutputs: [{}]\n---\nDo it.\n", list(deps), list(outputs));
         let c = Commission::parse(&PathBuf::from(format!(".lore/commissions/{id}.md")), &text).expect("test artifact parses");
         let mut o = Observed::new(c, None);
         o.missing_deps = deps.iter().map(|d| d.to_string()).collect();
