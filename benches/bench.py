@@ -496,7 +496,8 @@ def bench_deps(tmp, runs, baseline=None, base_n=None, base_timeout=600):
         if base_n and base_n != N:  # ours at the baseline's size too, for a like-for-like ratio
             bins.append(("guild-hall", BIN, base_n, runs, None))
         bins.append(("baseline", baseline, base_n or N, 1, base_timeout))
-    cases = [("check", "chain"), ("check", "ring"), ("check", "diamond"), ("first pass", "chain"), ("next pass", "chain")]
+    cases = [("check", "chain"), ("check", "ring"), ("check", "diamond"), ("first pass", "chain"), ("next pass", "chain"),
+             ("next pass", "ring")]
     for who, bin_, n, k, limit in bins:
         for what, kind in cases:
             if kind == "diamond" and who == "guild-hall" and n != N:

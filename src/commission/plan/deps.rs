@@ -16,14 +16,14 @@ pub struct Cycles {
     /// sorted. Every commission in a cycle is in one of these that passes through it (unless
     /// its knot was too tangled to afford one each, see [`WORK_BUDGET`]).
     pub cycles: Vec<Vec<String>>,
-    /// A commission in a cycle: the index of its cycle in `cycles`, and whether that cycle
-    /// passes through it (false only past the budget: then it is its knot's first cycle).
-    of: HashMap<String, (usize, bool)>,
+    /// A commission in a cycle: the index of its cycle in `cycles`, and its place in that
+    /// cycle (`None` only past the budget: then it is its knot's first cycle).
+    of: HashMap<String, (usize, Option<usize>)>,
     /// The number of commissions in each cycle's knot (strongly connected component).
     knot: Vec<usize>,
-    /// The commission each cycle was found for (its smallest id for a knot's first cycle): a
-    /// long cycle is told around it.
-    focus: Vec<String>,
+    /// The place in each cycle of the commission it was found for (a knot's first cycle: its
+    /// smallest id, at 0): a long cycle is told around it.
+    focus: Vec<usize>,
 }
 
 impl Cycles {
@@ -33,10 +33,10 @@ impl Cycles {
 
     /// Why `id` waits for ever, if it is in a cycle: `dependency cycle: a -> b -> a`.
     pub fn reason(&self, id: &str) -> Option<String> {
-        let &(i, through) = self.of.get(id)?;
+        let &(i, at) = self.of.get(id)?;
         let cycle = &self.cycles[i];
-        Some(if through {
-            format!("dependency cycle: {}", cycle_text(cycle, Some(id)))
+        Some(if at.is_some() {
+            format!("dependency cycle: {}", cycle_text(cycle, at))
         } else {
             format!(
                 "dependency cycle: {id} is one of {} commissions that wait on each other's outputs, among them {}",
@@ -53,9 +53,9 @@ impl Cycles {
 const WORK_BUDGET: usize = 4_000_000;
 
 /// A cycle as text, closed (`a -> b -> a`). A long one shows its start, its end and, around
-/// `focus`, the commissions next to it, with the rest counted: a reason stays short enough to
-/// be written into an artifact's frontmatter whatever the cycle's length.
-fn cycle_text(cycle: &[String], focus: Option<&str>) -> String {
+/// its `focus`-th commission, the commissions next to it, with the rest counted: a reason
+/// stays short enough to be written into an artifact's frontmatter whatever the cycle's length.
+fn cycle_text(cycle: &[String], focus: Option<usize>) -> String {
     const FULL: usize = 24;
     let n = cycle.len();
     let mut shown = vec![n <= FULL; n];
@@ -63,7 +63,7 @@ fn cycle_text(cycle: &[String], focus: Option<&str>) -> String {
         for i in (0..3).chain(n - 3..n) {
             shown[i] = true;
         }
-        if let Some(k) = focus.and_then(|f| cycle.iter().position(|c| c == f)) {
+        if let Some(k) = focus {
             for i in k.saturating_sub(1)..(k + 2).min(n) {
                 shown[i] = true;
             }
@@ -137,9 +137,26 @@ pub fn dependency_cycles(s: &Snapshot) -> Cycles {
     for (new, &old) in order.iter().enumerate() {
         index[old] = new;
     }
-    let of = (0..n).filter_map(|v| found.of[v].map(|(c, through)| (commissions[v].id().to_string(), (index[c], through)))).collect();
+    let mut of: HashMap<String, (usize, Option<usize>)> = HashMap::new();
+    let mut focus = vec![0; found.cycles.len()];
+    // Each commission's place on the cycle it is told (a walk over the cycles: bounded by
+    // their total length, which the budget bounds).
+    for (c, cycle) in found.cycles.iter().enumerate() {
+        for (place, &v) in cycle.iter().filter(|&&v| v < n).enumerate() {
+            if found.focus[c] == v {
+                focus[index[c]] = place;
+            }
+            if found.of[v] == Some((c, true)) {
+                of.insert(commissions[v].id().to_string(), (index[c], Some(place)));
+            }
+        }
+    }
+    for v in 0..n {
+        if let Some((c, false)) = found.of[v] {
+            of.insert(commissions[v].id().to_string(), (index[c], None));
+        }
+    }
     let knot = order.iter().map(|&old| found.knot[old]).collect();
-    let focus = order.iter().map(|&old| commissions[found.focus[old]].id().to_string()).collect();
     let cycles = order.iter().map(|&old| std::mem::take(&mut named[old])).collect();
     Cycles { cycles, of, knot, focus }
 }
@@ -161,13 +178,13 @@ pub fn cycle_problems(s: &Snapshot, cycles: &Cycles) -> Vec<Problem> {
         .cycles
         .iter()
         .zip(&cycles.focus)
-        .filter_map(|(cycle, focus)| {
+        .filter_map(|(cycle, &focus)| {
             let how =
                 if cycle.len() == 1 { "it waits on an output it declares itself" } else { "each waits on an output another declares" };
-            at(focus, format!("dependency cycle: {} ({how})", cycle_text(cycle, Some(focus))))
+            at(&cycle[focus], format!("dependency cycle: {} ({how})", cycle_text(cycle, Some(focus))))
         })
         .collect();
-    let mut off: Vec<&String> = cycles.of.iter().filter(|(_, (_, through))| !through).map(|(id, _)| id).collect();
+    let mut off: Vec<&String> = cycles.of.iter().filter(|(_, (_, at))| at.is_none()).map(|(id, _)| id).collect();
     off.sort();
     problems.extend(off.into_iter().filter_map(|id| at(id, cycles.reason(id)?)));
     problems
