@@ -60,13 +60,9 @@ fn cycle_text(cycle: &[String], focus: Option<usize>) -> String {
     let n = cycle.len();
     let mut shown = vec![n <= FULL; n];
     if n > FULL {
-        for i in (0..3).chain(n - 3..n) {
-            shown[i] = true;
-        }
-        if let Some(k) = focus {
-            for i in k.saturating_sub(1)..(k + 2).min(n) {
-                shown[i] = true;
-            }
+        let near = |i: usize| focus.is_some_and(|k| i + 1 >= k && i <= k + 1);
+        for (i, s) in shown.iter_mut().enumerate() {
+            *s = i < 3 || i >= n - 3 || near(i);
         }
     }
     let mut parts: Vec<String> = Vec::new();
@@ -151,9 +147,9 @@ pub fn dependency_cycles(s: &Snapshot) -> Cycles {
             }
         }
     }
-    for v in 0..n {
-        if let Some((c, false)) = found.of[v] {
-            of.insert(commissions[v].id().to_string(), (index[c], None));
+    for (o, at) in commissions.iter().zip(&found.of) {
+        if let Some((c, false)) = at {
+            of.insert(o.id().to_string(), (index[*c], None));
         }
     }
     let knot = order.iter().map(|&old| found.knot[old]).collect();
