@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """guild-hall benchmarks (issues 2, 3 and 10).
-Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse | --only-meetings | --only-waves]
+Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse | --only-meetings | --only-waves
+                               | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]]
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -448,7 +449,102 @@ def bench_waves(tmp, runs):
     return median(ours), median(plain), wide, 20 * 0.5 / 4
 
 
+def deps_project(tmp, name, kind, n, env):
+    """A project of `n` waiting commissions whose dependencies are one another's `outputs:`
+    (issue 17): `chain` (each waits on the one before; the first on a path no one declares, so
+    nothing can start), `ring` (the chain closed: one cycle of n), `diamond` (n/2 layers of 2,
+    each waiting on both outputs of the layer before: 2^(n/2) paths, no cycle)."""
+    repo = os.path.join(tmp, name)
+    new_repo(repo)
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    os.makedirs(os.path.join(repo, ".lore/workers/scribe"), exist_ok=True)
+    shutil.copy(os.path.join(ROOT, "examples/workers/scribe/worker.yaml"), os.path.join(repo, ".lore/workers/scribe/"))
+    d = os.path.join(repo, ".lore", "commissions")
+    cid = (lambda i: f"c{i:05}") if kind != "diamond" else (lambda i: f"l{i // 2:03}-{i % 2}")
+    out = lambda i: f".lore/out/{cid(i)}.md"
+    for i in range(n):
+        if kind == "diamond":
+            deps = [] if i < 2 else [out(i // 2 * 2 - 2), out(i // 2 * 2 - 1)]
+        elif kind == "ring":
+            deps = [out((i - 1) % n)]
+        else:
+            deps = [out(i - 1)] if i else [".lore/nowhere.md"]
+        with open(os.path.join(d, f"{cid(i)}.md"), "w") as f:
+            f.write(f"---\ntitle: Step {i}\nworker: scribe\nstatus: pending\ncreated: 2026-11-22T10:00:00.000Z\n"
+                    f"dependencies: [{', '.join(deps)}]\noutputs: [{out(i)}]\n---\nDo step {i}.\n")
+    return repo
+
+
+def timed(bin_, args, repo, env, timeout=None):
+    """Wall time of one command (None if it ran past `timeout` and was killed)."""
+    t = time.perf_counter()
+    try:
+        subprocess.run([bin_, *args], cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    return time.perf_counter() - t
+
+
+def bench_deps(tmp, runs, baseline=None, base_n=None, base_timeout=600):
+    """Issue 17: `check`, and one `reconcile --once` pass, over 10,000 dependent commissions;
+    and `check` on a diamond of 60. With `baseline` (another build of guild-hall), the same
+    measurements with it on an identical tree, side by side (fewer runs, a time limit: the
+    old cycle search is cubic in a chain's length and exponential in a diamond's depth)."""
+    rows = []
+    bins = [("guild-hall", BIN, N, runs, None)]
+    if baseline:
+        if base_n and base_n != N:  # ours at the baseline's size too, for a like-for-like ratio
+            bins.append(("guild-hall", BIN, base_n, runs, None))
+        bins.append(("baseline", baseline, base_n or N, 1, base_timeout))
+    cases = [("check", "chain"), ("check", "ring"), ("check", "diamond"), ("first pass", "chain"), ("next pass", "chain"),
+             ("next pass", "ring")]
+    for who, bin_, n, k, limit in bins:
+        for what, kind in cases:
+            if kind == "diamond" and who == "guild-hall" and n != N:
+                continue  # ours on the diamond once
+            size = 60 if kind == "diamond" else n
+            times = []
+            for i in range(k):
+                name = f"{who}-{kind}-{what.replace(' ', '-')}-{i}"
+                env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home-" + name))
+                repo = deps_project(tmp, name, kind, size, env)
+                if what == "check":
+                    times.append(timed(bin_, ["check"], repo, env, limit))
+                else:
+                    ready = True
+                    if what == "next pass":  # the steady state: every commission already blocked
+                        ready = timed(bin_, ["reconcile", "--once"], repo, env, limit) is not None
+                    subprocess.run(["sync"])
+                    times.append(timed(bin_, ["reconcile", "--once"], repo, env, limit) if ready else None)
+                shutil.rmtree(repo, ignore_errors=True)
+                shutil.rmtree(env["GUILD_HALL_HOME"], ignore_errors=True)
+                if times[-1] is None:
+                    break
+            t = None if None in times else median(times)
+            rows.append((who, what, kind, size, t, limit))
+    return rows
+
+
 def main():
+    if "--only-deps" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        arg = lambda flag: sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else None
+        base = arg("--baseline")
+        base_n = int(arg("--baseline-n")) if arg("--baseline-n") else None
+        base_timeout = float(arg("--baseline-timeout") or 600)
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            rows = bench_deps(tmp, RUNS, base, base_n, base_timeout)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("| binary | command | commissions | wall (median) |")
+        print("|---|---|---|---|")
+        for who, what, kind, size, t, limit in rows:
+            shown = f"{t*1000:.0f} ms" if t is not None and t < 1 else (f"{t:.1f} s" if t is not None else f"> {limit:.0f} s (stopped)")
+            cmd = "`check`" if what == "check" else f"`reconcile --once`, {what}"
+            print(f"| {who} | {cmd} | {kind} of {size:,} | {shown} |")
+        return
     if "--only-waves" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
             subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)

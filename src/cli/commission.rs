@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use serde_yaml_ng::Value;
 
-use super::out::{say, say_raw};
+use super::out::say;
 use super::Env;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
@@ -127,10 +127,8 @@ pub fn toolbox(call: &crate::tools::cli::ToolCall) -> Result<()> {
         bail!("{} is not a tool of a {}: it is not in this toolbox", tool.cli_name(), ctx.describe());
     }
     let (_, text) = tool.call(&ctx, args)?;
-    if text.ends_with('\n') {
-        say_raw!("{text}");
-    } else {
-        say!("{text}");
-    }
+    // The worker reads the reply: exactly what the tool answered.
+    let end = if text.ends_with('\n') { "" } else { "\n" };
+    super::out::stdout_raw(format!("{text}{end}").as_bytes());
     Ok(())
 }

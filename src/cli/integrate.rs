@@ -4,7 +4,9 @@
 use anyhow::{anyhow, Result};
 use clap::CommandFactory;
 
-use super::out::say_raw;
+// Schemas, scripts and the man page are guild-hall's own text, for programs: written exactly.
+// Ids are file names: shown escaped.
+use super::out::{say_raw, stdout_raw};
 use super::{Cli, Env};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -16,7 +18,7 @@ pub enum Shell {
 
 pub fn schema(kind: &str) -> Result<()> {
     let text = crate::artifact::schema::schema(kind).ok_or_else(|| anyhow!("no schema for {kind:?}"))?;
-    say_raw!("{text}\n");
+    stdout_raw(format!("{text}\n").as_bytes());
     Ok(())
 }
 
@@ -98,14 +100,14 @@ complete -F _guild_hall_with_ids -o bashdefault -o default guild-hall
             script.push_str("\n(( $+functions[_guild_hall_ids] )) ||\n_guild_hall_ids() {\n    local -a ids\n    ids=(${(f)\"$(guild-hall ids $1 2>/dev/null)\"})\n    _describe -t ids id ids\n}\n");
         }
     }
-    say_raw!("{script}");
+    stdout_raw(script.as_bytes());
     Ok(())
 }
 
 pub fn man() -> Result<()> {
     let mut buf = Vec::new();
     clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
-    say_raw!("{}", String::from_utf8_lossy(&buf));
+    stdout_raw(&buf);
     Ok(())
 }
 

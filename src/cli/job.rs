@@ -4,7 +4,7 @@
 
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
-use super::out::say;
+use super::out::say_json;
 use super::Env;
 use crate::service::ops::Dispatcher;
 use crate::tools::cli::ToolCall;
@@ -44,6 +44,6 @@ pub fn run(env: &Env, call: &JobCall) -> anyhow::Result<()> {
     let tool = crate::tools::find(&tools, &call.0.name).ok_or_else(|| anyhow::anyhow!("no such operation {}", call.0.name))?;
     let d = Dispatcher { home: env.home.clone(), project: env.project.clone() };
     let (reply, _) = tool.call(&d, call.0.args.clone())?;
-    say!("{}", serde_json::to_string_pretty(&reply)?);
+    say_json!("{}", serde_json::to_string_pretty(&reply)?);
     Ok(())
 }

@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use clap::Subcommand;
 use serde_json::json;
 
-use super::out::{say, say_err, say_raw};
+use super::out::{line, say, say_err, say_json, say_raw};
 use super::Env;
 use crate::artifact::MeetingStatus;
 use crate::meeting::events::TurnEvent;
@@ -198,7 +198,7 @@ impl View {
 
     fn show(&mut self, e: &TurnEvent) {
         if self.json {
-            say!("{}", serde_json::to_string(e).unwrap_or_default());
+            say_json!("{}", serde_json::to_string(e).unwrap_or_default());
             return;
         }
         match e {
@@ -212,10 +212,12 @@ impl View {
                 if args.chars().count() > 80 {
                     args = format!("{}…", args.chars().take(80).collect::<String>());
                 }
+                // The worker's words escaped, then guild-hall's own dimming around them.
+                let shown = format!("· {} {}", line(name), line(&args));
                 if self.tty {
-                    say!("\x1b[2m· {name} {args}\x1b[0m");
+                    super::out::stdout_raw(format!("\x1b[2m{shown}\x1b[0m\n").as_bytes());
                 } else {
-                    say!("· {name} {args}");
+                    say!("{shown}");
                 }
             }
             TurnEvent::Error { reason } => {
@@ -235,7 +237,7 @@ impl View {
                 o.insert("type".into(), json!("turn"));
                 o.remove("text");
             }
-            say!("{}", serde_json::to_string(&v).unwrap_or_default());
+            say_json!("{}", serde_json::to_string(&v).unwrap_or_default());
             return;
         }
         self.newline();
@@ -325,7 +327,7 @@ fn list(env: &Env, json: bool) -> Result<()> {
     });
     if json {
         let items: Vec<_> = rows.iter().map(summary_json).collect();
-        say!("{}", serde_json::to_string_pretty(&json!({"meetings": items, "problems": problems}))?);
+        say_json!("{}", serde_json::to_string_pretty(&json!({"meetings": items, "problems": problems}))?);
         return Ok(());
     }
     if rows.is_empty() && problems.is_empty() {
@@ -338,7 +340,7 @@ fn list(env: &Env, json: bool) -> Result<()> {
             (MeetingStatus::Requested, None) => "requested: ".into(),
             _ => String::new(),
         };
-        say!("{:<28} {:<10} {:<14} {who}{}", m.id, m.effective_status().as_str(), m.worker, one_line(why));
+        say!("{:<28} {:<10} {:<14} {}{}", m.id, m.effective_status().as_str(), line(&m.worker), line(&who), one_line(why));
     }
     for p in &problems {
         say_err!("{p}");
@@ -370,33 +372,35 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
         let mut v = summary_json(&m);
         v["notes"] = json!(m.str_field("notes"));
         v["log"] = json!(log);
-        say!("{}", serde_json::to_string_pretty(&v)?);
+        say_json!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    say!("meeting   {id}{}", m.title.as_ref().map(|t| format!(": {t}")).unwrap_or_default());
+    // One-line fields stay one line (a newline in a title is shown as `\n`); the notes are
+    // text of many lines. Every control character is shown, not obeyed, either way.
+    say!("meeting   {id}{}", m.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!("status    {}", m.effective_status());
-    say!("worker    {}", m.worker);
+    say!("worker    {}", line(&m.worker));
     if let Some(by) = &m.requested_by {
-        say!("asked by  {by}");
+        say!("asked by  {}", line(by));
     }
     if let Some(a) = &m.agenda {
         say!("agenda    {}", one_line(a));
     }
     if !m.references.is_empty() {
-        say!("refs      {}", m.references.join(", "));
+        say!("refs      {}", line(&m.references.join(", ")));
     }
     if let Some(b) = m.str_field("branch") {
-        say!("branch    {b}");
+        say!("branch    {}", line(b));
     }
     if let Some(s) = m.session_id() {
-        say!("session   {s}");
+        say!("session   {}", line(s));
     }
     let linked = m.linked_artifacts();
     if !linked.is_empty() {
-        say!("linked    {}", linked.join(", "));
+        say!("linked    {}", line(&linked.join(", ")));
     }
     if let Some(r) = m.str_field("reason") {
-        say!("reason    {r}");
+        say!("reason    {}", line(r));
     }
     if let Some(n) = m.str_field("notes") {
         say!("\n{}", n.trim_end());
@@ -404,17 +408,15 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {
-            say!("  {}", crate::activity::timeline::render(e));
+            say!("  {}", line(&crate::activity::timeline::render(e)));
         }
     }
     Ok(())
 }
 
+/// The first line of a text, cut at 70 characters, its controls shown.
 fn one_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or("").trim();
-    if line.chars().count() > 70 {
-        format!("{}…", line.chars().take(70).collect::<String>())
-    } else {
-        line.to_string()
-    }
+    let first = s.split('\n').next().unwrap_or("").trim();
+    let cut = if first.chars().count() > 70 { format!("{}…", first.chars().take(70).collect::<String>()) } else { first.to_string() };
+    line(&cut).into_owned()
 }

@@ -120,11 +120,18 @@ pub enum Command {
         json: bool,
     },
     /// Print a worker's captured stdout and stderr.
+    ///
+    /// Control characters in it (escape sequences, `\r`, bidi overrides) are shown as escapes
+    /// such as `\x1b`, not carried out by the terminal; newlines and tabs stay. `--raw` writes
+    /// the log's bytes exactly (for a file or a program).
     Logs {
         id: String,
         /// Which attempt (default: the latest).
         #[arg(long)]
         attempt: Option<u32>,
+        /// The log's bytes exactly as the worker wrote them, control characters included.
+        #[arg(long)]
+        raw: bool,
     },
     /// Validate every artifact and worker package; exit 1 if any is invalid.
     Check {
@@ -284,12 +291,9 @@ fn init_tracing(verbose: u8, json: bool) {
     use std::io::IsTerminal;
     // A log that cannot be written (the terminal went away, stderr is a closed pipe) is
     // dropped: the subscriber's own report of that would panic on the same closed stderr.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .log_internal_errors(false);
-    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(std::io::stderr().is_terminal()).log_internal_errors(false);
+    // JSON escapes its own control characters; the human format is shown, not obeyed.
+    let _ = if json { builder.with_writer(std::io::stderr).json().try_init() } else { builder.with_writer(|| out::LogStderr).try_init() };
 }
 
 /// The project and home every project command needs.
@@ -386,7 +390,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Job(call) => job::run(&Env::load(&cli)?, call).map(|_| ExitCode::SUCCESS),
         Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
-        Command::Logs { id, attempt } => show::logs(&Env::load(&cli)?, id, *attempt).map(|_| ExitCode::SUCCESS),
+        Command::Logs { id, attempt, raw } => show::logs(&Env::load(&cli)?, id, *attempt, *raw).map(|_| ExitCode::SUCCESS),
         Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),
         Command::Workers { json } => show::workers(&Env::load(&cli)?, *json).map(|_| ExitCode::SUCCESS),
     }

@@ -1,14 +1,149 @@
 //! Output of commands. A closed pipe (`guild-hall status | head -1`) or a terminal that went
 //! away ends output quietly instead of panicking, and never interrupts the work a command is
-//! doing (a reconcile pass goes on to its end; only its report is lost).
+//! doing (a reconcile pass goes on to its end; only its report is lost). What a person reads
+//! is shown, never obeyed: every control character in it is escaped ([`escape`]); what a
+//! program reads (JSON, raw logs) is written exactly.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
-/// Write to stdout; once a write fails (the reader is gone), further output is dropped.
-pub fn stdout_bytes(bytes: &[u8]) {
+/// Whether a newline in text is kept (multi-line text) or shown as `\n` (a one-line field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Newlines {
+    Keep,
+    Escape,
+}
+
+/// Characters a terminal obeys instead of showing: C0 controls (but `\t`, and `\n` when
+/// kept), DEL, C1 controls, and the bidirectional overrides and isolates that reorder what is
+/// shown around them ("Trojan Source").
+fn obeyed(c: char, newlines: Newlines) -> bool {
+    match c {
+        '\t' => false,
+        '\n' => newlines == Newlines::Escape,
+        '\0'..='\x1f' | '\x7f'..='\u{9f}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+/// The one way text from outside guild-hall (a worker's progress, question, result, log; a
+/// file's content or name) reaches a person: each character a terminal would obey is shown as
+/// a visible escape — `\r`, `\n` (in a one-line field), `\x1b`, `\x07`, `\u{9b}`, `\u{202e}`
+/// — so ESC sequences, OSC 52 (clipboard), OSC 8 (links), `\r` overwrites and bidi overrides
+/// are seen, not carried out. Text with none is returned as it is.
+pub fn escape(s: &str, newlines: Newlines) -> Cow<'_, str> {
+    if !s.chars().any(|c| obeyed(c, newlines)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if !obeyed(c, newlines) {
+            out.push(c);
+            continue;
+        }
+        let _ = match c {
+            '\r' => write!(out, "\\r"),
+            '\n' => write!(out, "\\n"),
+            c if (c as u32) < 0x80 => write!(out, "\\x{:02x}", c as u32),
+            c => write!(out, "\\u{{{:x}}}", c as u32),
+        };
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text as a terminal may show it and a program reads it exactly: serde_json escapes C0
+/// controls but writes DEL, C1 controls and bidi overrides as they are; those can only stand
+/// inside JSON strings, where `\u00XX` is the same character to any JSON reader.
+pub fn json(s: &str) -> Cow<'_, str> {
+    let loud = |c: char| c >= '\x7f' && obeyed(c, Newlines::Keep);
+    if !s.chars().any(loud) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if loud(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape`] for a one-line field (a title in a header, a table cell, a timeline entry).
+pub fn line(s: &str) -> Cow<'_, str> {
+    escape(s, Newlines::Escape)
+}
+
+/// [`escape`] for bytes that may not be UTF-8 (a worker's log): what is not UTF-8 is shown as
+/// `\xNN`, one escape a byte.
+pub fn escape_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.extend_from_slice(escape(chunk.valid(), Newlines::Keep).as_bytes());
+        for b in chunk.invalid() {
+            out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+        }
+    }
+    out
+}
+
+/// A log line (our tracing output on stderr): escaped like any human text, but for the colour
+/// sequences (`ESC [ digits ; m`) the log formatter itself writes on a terminal. Field values
+/// are not all sanitised by the formatter (only the message is), and a worker's words reach
+/// some of them.
+pub fn escape_log(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| obeyed(c, Newlines::Keep)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut rest = s;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&escape(&rest[..at], Newlines::Keep));
+        let seq = &rest[at..];
+        let colour = seq
+            .strip_prefix("\x1b[")
+            .and_then(|t| t.find(|c: char| !(c.is_ascii_digit() || c == ';')).filter(|&i| t[i..].starts_with('m')));
+        match colour {
+            Some(i) => {
+                out.push_str(&seq[..i + 3]);
+                rest = &seq[i + 3..];
+            }
+            None => {
+                out.push_str("\\x1b");
+                rest = &seq[1..];
+            }
+        }
+    }
+    out.push_str(&escape(rest, Newlines::Keep));
+    Cow::Owned(out)
+}
+
+/// Stderr for the log formatter, each write escaped by [`escape_log`]. The formatter writes a
+/// whole event at a time, so a character is never split between writes.
+pub struct LogStderr;
+
+impl Write for LogStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().lock().write_all(escape_log(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Write exactly these bytes to stdout: for what a program reads (JSON, a log asked for
+/// `--raw`, generated scripts), and text already escaped. Once a write fails (the reader is
+/// gone), further output is dropped.
+pub fn stdout_raw(bytes: &[u8]) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
@@ -18,29 +153,89 @@ pub fn stdout_bytes(bytes: &[u8]) {
     }
 }
 
+/// Human text to stdout, escaped (newlines kept).
 pub fn stdout_fmt(args: std::fmt::Arguments<'_>) {
-    stdout_bytes(args.to_string().as_bytes());
+    let text = args.to_string();
+    stdout_raw(escape(&text, Newlines::Keep).as_bytes());
 }
 
-/// Write to stderr, ignoring failure (there is nowhere left to report it).
+/// Human text to stderr, escaped (newlines kept), ignoring failure (there is nowhere left to
+/// report it).
 pub fn stderr_fmt(args: std::fmt::Arguments<'_>) {
-    let _ = std::io::stderr().lock().write_fmt(args);
+    let text = args.to_string();
+    let _ = std::io::stderr().lock().write_all(escape(&text, Newlines::Keep).as_bytes());
 }
 
-/// `println!` that survives a closed stdout.
+/// `println!` for a person (escaped) that survives a closed stdout.
 macro_rules! say {
-    () => { $crate::cli::out::stdout_bytes(b"\n") };
+    () => { $crate::cli::out::stdout_raw(b"\n") };
     ($($t:tt)*) => { $crate::cli::out::stdout_fmt(format_args!("{}\n", format_args!($($t)*))) };
 }
 
-/// `print!` that survives a closed stdout.
+/// `print!` for a person (escaped) that survives a closed stdout.
 macro_rules! say_raw {
     ($($t:tt)*) => { $crate::cli::out::stdout_fmt(format_args!($($t)*)) };
 }
 
-/// `eprintln!` that survives a closed stderr.
+/// `println!` of a JSON document or line: what a program reads back is exactly what a worker
+/// wrote (JSON escapes its controls; [`json`] the few serde_json leaves raw).
+macro_rules! say_json {
+    ($($t:tt)*) => { $crate::cli::out::stdout_raw($crate::cli::out::json(&format!("{}\n", format_args!($($t)*))).as_bytes()) };
+}
+
+/// `eprintln!` for a person (escaped) that survives a closed stderr.
 macro_rules! say_err {
     ($($t:tt)*) => { $crate::cli::out::stderr_fmt(format_args!("{}\n", format_args!($($t)*))) };
 }
 
-pub(crate) use {say, say_err, say_raw};
+pub(crate) use {say, say_err, say_json, say_raw};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_are_shown_not_obeyed() {
+        let hostile =
+            "ok\x1b]52;c;ZXZpbA==\x07 \x1b[2J\rdone \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \u{9b}31m \u{202e}txt.exe\x7f\tend\nnext";
+        let shown = escape(hostile, Newlines::Keep);
+        assert_eq!(
+            shown,
+            "ok\\x1b]52;c;ZXZpbA==\\x07 \\x1b[2J\\rdone \\x1b]8;;http://x\\x1b\\link\\x1b]8;;\\x1b\\ \\u{9b}31m \\u{202e}txt.exe\\x7f\tend\nnext"
+        );
+        assert_eq!(line(hostile).matches("\\n").count(), 1);
+        assert!(!line(hostile).contains('\n'));
+        for s in [escape(hostile, Newlines::Keep), line(hostile)] {
+            assert!(!s.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn plain_text_is_untouched() {
+        let plain = "Résumé — 日本語 ✓\ttabs\nand lines";
+        assert!(matches!(escape(plain, Newlines::Keep), Cow::Borrowed(_)));
+        assert_eq!(line("a\nb"), "a\\nb");
+    }
+
+    #[test]
+    fn a_log_keeps_its_colours_and_shows_the_rest() {
+        let line = "\x1b[2m2026\x1b[0m \x1b[33mWARN\x1b[0m error=\x1b]52;c;eA==\x07 \x1b[2J\rX \x1b[1;31m\n";
+        assert_eq!(escape_log(line), "\x1b[2m2026\x1b[0m \x1b[33mWARN\x1b[0m error=\\x1b]52;c;eA==\\x07 \\x1b[2J\\rX \x1b[1;31m\n");
+        assert_eq!(escape_log("tail \x1b"), "tail \\x1b");
+    }
+
+    #[test]
+    fn json_stays_exact_and_shows_what_serde_leaves_raw() {
+        let v = serde_json::json!({"text": "a\x1b[2J\r\u{9b}1m\u{202e}x\x7f\t\n"});
+        let text = serde_json::to_string_pretty(&v).expect("json");
+        let shown = json(&text);
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown}");
+        assert!(!shown.contains('\u{202e}'));
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&shown).expect("parses"), v);
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_shown_as_hex() {
+        assert_eq!(escape_bytes(b"a\xff\x1b[1mb\n\xe2\x80"), b"a\\xff\\x1b[1mb\n\\xe2\\x80".to_vec());
+    }
+}

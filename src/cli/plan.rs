@@ -8,7 +8,7 @@ use clap::Subcommand;
 use serde_json::json;
 use serde_yaml_ng::Value;
 
-use super::out::{say, say_err};
+use super::out::{line, say, say_err, say_json};
 use super::Env;
 use crate::artifact::plan::{Plan, PlanStatus};
 use crate::artifact::write::Edit;
@@ -62,12 +62,18 @@ pub enum PlanCmd {
         json: bool,
     },
     /// A task's worker output (TASK: its canonical id or its label), or the last verify's.
+    ///
+    /// Control characters in it are shown as escapes (`\x1b`, `\r`), not carried out;
+    /// newlines and tabs stay. `--raw` writes the bytes exactly.
     Logs {
         id: String,
         task: Option<String>,
         /// The output of the latest verify run instead.
         #[arg(long, conflicts_with = "task")]
         verify: bool,
+        /// The log's bytes exactly as written, control characters included.
+        #[arg(long)]
+        raw: bool,
     },
 }
 
@@ -108,7 +114,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 .with_context(|| format!("creating {}", path.display()))?;
             std::io::Write::write_all(&mut f, text.as_bytes())?;
             if *json_out {
-                say!("{}", json!({"plan": id}));
+                say_json!("{}", json!({"plan": id}));
             } else {
                 say!("{id}");
             }
@@ -117,7 +123,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
         PlanCmd::Show { id, json } => show(env, id, *json),
         PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
         PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
-        PlanCmd::Logs { id, task, verify } => {
+        PlanCmd::Logs { id, task, verify, raw } => {
             let plan = crate::waves::observe::load(&env.project, id)?;
             let record = crate::waves::observe::record(&env.home, &env.project, id)?;
             let log = if *verify {
@@ -132,8 +138,8 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 let attempt = record.and_then(|r| r.tasks.get(&t.canonical).map(|x| x.attempt)).unwrap_or(1);
                 crate::activity::state::StateDir(env.home.task_state(&env.project.name, id, &t.slug())).log(attempt)
             };
-            let text = std::fs::read_to_string(&log).with_context(|| format!("no log yet ({})", log.display()))?;
-            super::out::stdout_bytes(text.as_bytes());
+            let bytes = std::fs::read(&log).with_context(|| format!("no log yet ({})", log.display()))?;
+            super::out::stdout_raw(&if *raw { bytes } else { super::out::escape_bytes(&bytes) });
             Ok(())
         }
     }
@@ -148,7 +154,7 @@ fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
     }
     crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
     if json_out {
-        say!("{}", json!({"plan": id, "requested": to}));
+        say_json!("{}", json!({"plan": id, "requested": to}));
     } else {
         say_err!("{id}: wrote status: {to}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
     }
@@ -180,10 +186,10 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         let v = json!({"plan": plan.id, "title": plan.title, "status": status, "wave": record.as_ref().map(|r| r.wave), "waves": plan.waves.len(),
                        "parallelism": plan.parallelism, "verify": plan.verify, "fixer": plan.fixer, "reason": record.as_ref().and_then(|r| r.reason.clone()),
                        "verify_runs": record.as_ref().map(|r| r.verify_runs).unwrap_or(0), "tasks": tasks, "log": log});
-        say!("{}", serde_json::to_string_pretty(&v)?);
+        say_json!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {t}")).unwrap_or_default());
+    say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!(
         "status    {status}{}",
         record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" (wave {} of {})", r.wave, plan.waves.len())).unwrap_or_default()
@@ -200,14 +206,14 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         for t in wave {
             let r = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
             let state = r.map(|r| r.state.as_str()).unwrap_or("queued");
-            let why = r.and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
-            say!("  {:<34} {:<8} {:<11} {}{why}", t.canonical, t.label, state, t.worker);
+            let why = r.and_then(|r| r.reason.clone()).map(|r| format!("  {}", line(&r))).unwrap_or_default();
+            say!("  {:<34} {:<8} {:<11} {}{why}", line(&t.canonical), line(&t.label), state, line(&t.worker));
         }
     }
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {
-            say!("  {}", crate::activity::timeline::render(e));
+            say!("  {}", line(&crate::activity::timeline::render(e)));
         }
     }
     Ok(())

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::out::{say, say_err};
+use super::out::{escape_bytes, line, say, say_err, say_json};
 use super::{Env, ReconcileArgs};
 use crate::activity::state::{read_json, Record, StateDir};
 use crate::activity::timeline;
@@ -28,16 +28,16 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
         } else {
             ""
         };
-        say!("{}{:<28} {mark}{}", if opts.dry_run { "would: " } else { "" }, e.id, e.detail);
+        say!("{}{:<28} {mark}{}", if opts.dry_run { "would: " } else { "" }, e.id, line(&e.detail));
         if let Some(err) = &e.error {
-            say!("{:<28}   {err}", "");
+            say!("{:<28}   {}", "", line(err));
         }
     })?;
     for p in &report.problems {
         say_err!("{p}");
     }
     if json {
-        say!("{}", serde_json::to_string_pretty(&report.entries)?);
+        say_json!("{}", serde_json::to_string_pretty(&report.entries)?);
     } else if report.entries.is_empty() && report.problems.is_empty() {
         say!("nothing to do");
     }
@@ -143,7 +143,7 @@ impl Rows {
                 text.push_str("  ");
                 text.push_str(line);
             }
-            super::out::stdout_bytes(text.as_bytes());
+            super::out::stdout_raw(super::out::json(&text).as_bytes());
         } else {
             if self.count == 0 {
                 say!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
@@ -162,15 +162,16 @@ impl Rows {
                 Some((verb, _)) => (verb.to_string(), stopping.clone()),
                 None => (s("status"), note),
             };
+            // One row a commission: the first line of the note, every control in it shown.
             say!(
                 "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
-                s("id"),
+                line(&s("id")),
                 status,
-                s("worker"),
+                line(&s("worker")),
                 r["attempt"].as_u64().unwrap_or(0),
                 age(self.now, parse_time(r["created"].as_str())),
                 beat,
-                note.lines().next().unwrap_or("")
+                line(note.split('\n').next().unwrap_or(""))
             );
         }
         self.count += 1;
@@ -250,9 +251,9 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         }
     }
     if let Some(first) = rows.single.take() {
-        say!("{}", serde_json::to_string_pretty(&first.unwrap_or(serde_json::Value::Null))?);
+        say_json!("{}", serde_json::to_string_pretty(&first.unwrap_or(serde_json::Value::Null))?);
     } else if json_out {
-        super::out::stdout_bytes(if rows.count == 0 { b"[]\n" } else { b"\n]\n" });
+        super::out::stdout_raw(if rows.count == 0 { b"[]\n" } else { b"\n]\n" });
     } else if rows.count == 0 {
         say!("no commissions in {}", env.project.commissions_dir().display());
     }
@@ -268,7 +269,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
 pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> Result<bool> {
     let done = crate::service::gc::collect(&env.home, &env.project, dry_run, include_unmerged)?;
     if json_out {
-        say!("{}", serde_json::to_string_pretty(&json!({"dry_run": dry_run, "removed": done.removed, "kept": done.kept}))?);
+        say_json!("{}", serde_json::to_string_pretty(&json!({"dry_run": dry_run, "removed": done.removed, "kept": done.kept}))?);
         return Ok(true);
     }
     for r in &done.removed {
@@ -292,10 +293,10 @@ fn plans_table(env: &Env) -> Result<()> {
         let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(crate::artifact::plan::PlanStatus::Pending);
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
         let reason = record.as_ref().and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
-        say!("\nplan {id}: {status}{wave}{reason}");
+        say!("\nplan {id}: {status}{wave}{}", line(&reason));
         for t in plan.tasks() {
             let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");
-            say!("  {:<40} {:<11} {}", t.canonical, state, t.worker);
+            say!("  {:<40} {:<11} {}", line(&t.canonical), state, line(&t.worker));
         }
     }
     Ok(())
@@ -313,9 +314,9 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
     if let Some((plan, task)) = task_ref(env, id)? {
         for e in timeline::read(&timeline::path_for(&plan.path))?.into_iter().filter(|e| e["task"] == task.canonical.as_str()) {
             if json_out {
-                say!("{}", serde_json::to_string(&e)?);
+                say_json!("{}", serde_json::to_string(&e)?);
             } else {
-                say!("{}", timeline::render(&e));
+                say!("{}", line(&timeline::render(&e)));
             }
         }
         return Ok(());
@@ -328,15 +329,18 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
     }
     for e in timeline::read(&path)? {
         if json_out {
-            say!("{}", serde_json::to_string(&e)?);
+            say_json!("{}", serde_json::to_string(&e)?);
         } else {
-            say!("{}", timeline::render(&e));
+            // An entry is one line: a newline in what a worker wrote is shown as `\n`.
+            say!("{}", line(&timeline::render(&e)));
         }
     }
     Ok(())
 }
 
-pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
+/// A worker's log is what it printed: shown escaped like everything else a worker writes
+/// (`\n` and `\t` kept), or exactly as written with `raw`.
+pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {
     let (state, attempt) = match task_ref(env, id)? {
         Some((plan, task)) => {
             let state = StateDir(env.home.task_state(&env.project.name, &plan.id, &task.slug()));
@@ -365,10 +369,11 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>) -> Result<()> {
     // A rotated log: the part before, then the current one (it starts with a marker).
     let mut earlier = path.clone().into_os_string();
     earlier.push(".1");
+    let show = |b: &[u8]| if raw { super::out::stdout_raw(b) } else { super::out::stdout_raw(&escape_bytes(b)) };
     if let Ok(before) = std::fs::read(&earlier) {
-        super::out::stdout_bytes(&before);
+        show(&before);
     }
-    super::out::stdout_bytes(&bytes);
+    show(&bytes);
     Ok(())
 }
 
@@ -424,7 +429,7 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
         .collect();
     if json_out {
         let all: Vec<&Problem> = problems.iter().chain(&orphans).collect();
-        say!("{}", serde_json::to_string_pretty(&all)?);
+        say_json!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         if problems.is_empty() {
             say!(
@@ -464,7 +469,7 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
                 v
             })
             .collect();
-        say!("{}", serde_json::to_string_pretty(&list)?);
+        say_json!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
     }
     match &support {
@@ -491,14 +496,14 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         };
         say!(
             "{:<16} {:<8} {:<7} [{}] {sandbox} {}",
-            m.name,
+            line(&m.name),
             format!("{:?}", p.source).to_lowercase(),
             format!("{:?}", m.checkout).to_lowercase(),
             m.capabilities.join(","),
             p.dir.display()
         );
         if !m.description.is_empty() {
-            say!("{:<16} {}", "", m.description);
+            say!("{:<16} {}", "", line(&m.description));
         }
     }
     for pr in &cat.problems {

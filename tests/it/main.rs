@@ -5,6 +5,7 @@
 mod claude_code;
 mod common;
 mod confinement;
+mod cycles_trust;
 mod editor;
 mod endpoint_trust;
 mod gc;
@@ -14,6 +15,7 @@ mod mcp;
 mod meetings;
 mod merge;
 mod merge_trust;
+mod output_trust;
 mod robustness;
 mod rpc;
 mod sandbox_trust;

@@ -8,7 +8,7 @@ use serde_yaml_ng::Value;
 use super::liveness::{classify_exit, heartbeat, overtime};
 use super::step::Step;
 use super::transitions::{person_may_request, refusal};
-use super::Sig;
+use super::{Cycles, Sig};
 use crate::activity::state::Heartbeat;
 use crate::artifact::write::Edit;
 use crate::artifact::{Desired, Status};
@@ -26,7 +26,7 @@ pub(super) enum Effect {
     Beat(Heartbeat),
 }
 
-pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[Vec<String>]) -> (Step<'a>, Effect) {
+pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cycles) -> (Step<'a>, Effect) {
     let mut st = Step::new(o, now);
     let art = o.artifact.status;
 
@@ -122,8 +122,8 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &[V
         Status::Draft => Effect::None,
         Status::Pending | Status::Blocked => {
             if !o.missing_deps.is_empty() {
-                let why = match cycles.iter().find(|c| c.iter().any(|id| id == o.id())) {
-                    Some(cycle) => format!("dependency cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
+                let why = match cycles.reason(o.id()) {
+                    Some(why) => why,
                     None => format!(
                         "missing dependencies (not on {}, where its worktree starts): {}",
                         cfg.integration_branch,

@@ -135,7 +135,7 @@ pub struct Plan {
     /// Commissions that keep it from being settled (running, starting, or queued to run).
     pub busy: Vec<String>,
     /// Dependency cycles among waiting commissions (see [`dependency_cycles`]).
-    pub cycles: Vec<Vec<String>>,
+    pub cycles: Cycles,
 }
 
 /// `claude/commission/<id>`, then `claude/commission/<id>+<attempt>` from the second attempt
@@ -307,7 +307,7 @@ use step::Step;
 
 pub use step::result_value;
 
-pub use deps::{cycle_problems, dependency_cycles};
+pub use deps::{cycle_problems, dependency_cycles, Cycles};
 pub use liveness::time_limit;
 pub use timers::next_check;
 pub use transitions::{person_may_request, transition_allowed};

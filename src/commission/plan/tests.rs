@@ -332,7 +332,7 @@ fn dependency_cycles_are_reported_not_waited_on() {
     b.missing_deps = vec!["a.md".into()];
     let c = obs(commission("c", "status: pending\noutputs: [c.md]\n"), Some(rec(Status::Pending, 0)));
     let s = snapshot(vec![a, b, c]);
-    assert_eq!(dependency_cycles(&s), vec![vec!["a".to_string(), "b".to_string()]]);
+    assert_eq!(dependency_cycles(&s).cycles, vec![vec!["a".to_string(), "b".to_string()]]);
     let p = plan(&s);
     assert_eq!(sets(&p, "a", "reason"), Some(Value::from("dependency cycle: a -> b -> a")));
     assert_eq!(sets(&p, "b", "status"), Some(Value::from("blocked")));
