@@ -8,6 +8,7 @@ mod confinement;
 mod editor;
 mod endpoint_trust;
 mod gc;
+mod git_trust;
 mod lifecycle;
 mod mailbox_trust;
 mod mcp;
