@@ -73,16 +73,26 @@ pub fn path_in_branch(repo: &Repository, branch: &str, rel_path: &str) -> Result
 /// dir guild-hall made for one checkout ([`super::worktree`]) — never a worktree's admin dir,
 /// whose `config.worktree` git would read as configuration.
 pub(super) struct At<'a> {
-    pub(super) git_dir: &'a Path,
+    git_dir: &'a Path,
     /// The repository's common dir, for a private git dir.
-    pub(super) common_dir: Option<&'a Path>,
-    pub(super) work_tree: Option<&'a Path>,
-    pub(super) index_file: Option<&'a Path>,
+    common_dir: Option<&'a Path>,
+    work_tree: Option<&'a Path>,
+    index_file: Option<&'a Path>,
+    /// The filter drivers to switch off, found at the first call (one operation's calls all
+    /// read the same config).
+    filters: std::cell::OnceCell<Vec<(String, String)>>,
 }
 
 impl<'a> At<'a> {
-    pub(super) fn repo(common: &'a Path, work_tree: &'a Path) -> At<'a> {
-        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file: None }
+    /// The repository itself (`common`, its common dir) with `work_tree`'s files and, if
+    /// given, an index of our own.
+    pub(super) fn repo(common: &'a Path, work_tree: &'a Path, index_file: Option<&'a Path>) -> At<'a> {
+        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file, filters: Default::default() }
+    }
+
+    /// A private git dir of ours (`git_dir`, in a temp dir) on the repository `common`.
+    pub(super) fn private(git_dir: &'a Path, common: &'a Path, work_tree: &'a Path, index_file: &'a Path) -> At<'a> {
+        At { git_dir, common_dir: Some(common), work_tree: Some(work_tree), index_file: Some(index_file), filters: Default::default() }
     }
 }
 
@@ -129,8 +139,14 @@ pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) 
 
 /// [`cli`], its output as git wrote it: paths listed with `-z` byte for byte, UTF-8 or not.
 pub(super) fn cli_raw(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<Vec<u8>> {
-    let off = filters_off(at)?;
-    let mut cmd = command(at, &off);
+    let off = match at.filters.get() {
+        Some(off) => off,
+        None => {
+            let found = filters_off(at)?;
+            at.filters.get_or_init(|| found)
+        }
+    };
+    let mut cmd = command(at, off);
     // `-c` pairs the caller put first, then the subcommand with the options it needs.
     let mut rest = args;
     while let [c, kv, more @ ..] = rest {

@@ -41,7 +41,7 @@ impl WorktreeRecord {
     /// Run git on the repository with this worktree's files and an index of our own (`index`,
     /// a scratch file): nothing of the worktree's admin dir is trusted.
     pub fn git_with_index(&self, index: &Path, args: &[&str]) -> Result<String> {
-        cli(&At { git_dir: &self.common, common_dir: None, work_tree: Some(&self.path), index_file: Some(index) }, args, None)
+        cli(&At::repo(&self.common, &self.path, Some(index)), args, None)
     }
 
     /// What is `.git` of the worktree supposed to say.
@@ -118,7 +118,7 @@ pub fn recorded_or_assumed(state_file: &Path, project_root: &Path, path: &Path, 
 /// made again. Nothing here runs git with the worktree's admin dir.
 pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
     let rec = WorktreeRecord::expected(project_root, path, branch, sparse)?;
-    let main = At::repo(&rec.common, project_root);
+    let main = At::repo(&rec.common, project_root, None);
     if path.exists() {
         let intact = inspect(&rec).is_empty() && std::fs::symlink_metadata(rec.admin.join("index")).is_ok_and(|m| m.is_file());
         if intact {
@@ -205,7 +205,7 @@ fn check_out(rec: &WorktreeRecord, commit: Oid, clean: Option<Clean>) -> Result<
         "core.sparseCheckout=false"
     };
     let index = dir.join("index");
-    let at = At { git_dir: dir, common_dir: Some(&rec.common), work_tree: Some(&rec.path), index_file: Some(&index) };
+    let at = At::private(dir, &rec.common, &rec.path, &index);
     let with = |args: &[&str]| -> Vec<String> {
         ["-c", sparse, "-c", "core.sparseCheckoutCone=false"].iter().chain(args).map(|a| a.to_string()).collect()
     };
@@ -341,7 +341,7 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
         // worktree's admin dir (which the worker can write, or get pruned) is needed. The
         // worker's store is not visible here: every object this writes lands in the
         // repository (the worker's own commits were adopted above).
-        let at = At { git_dir: &rec.common, common_dir: None, work_tree: Some(&rec.path), index_file: Some(&scratch) };
+        let at = At::repo(&rec.common, &rec.path, Some(&scratch));
         let base_hex = base.to_string();
         cli(&at, &["read-tree", &base_hex], None)?;
         // What `git add` would read, judged by size before it reads any of it.
@@ -464,7 +464,7 @@ impl WorktreeRecord {
     /// `limits.attempt`, the largest are left out until they do not. `index` is a scratch
     /// index of the caller's that holds `base`.
     pub fn over_limits(&self, index: &Path, base: &str, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
-        let at = At { git_dir: &self.common, common_dir: None, work_tree: Some(&self.path), index_file: Some(index) };
+        let at = At::repo(&self.common, &self.path, Some(index));
         over_limits(&at, &self.path, base, limits, counts)
     }
 }
