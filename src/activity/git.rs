@@ -1,6 +1,8 @@
 //! Git as guild-hall runs it: opening the repository, branches, the identity of our commits,
-//! and every git CLI call — named explicitly, in a clean environment, with nothing configured
-//! allowed to run a program. [`super::worktree`] and [`super::merge`] build on this.
+//! and every git CLI call — named explicitly, never at a git dir a worker can write, in a clean
+//! environment, with nothing configured allowed to run a program (hooks, filters, fsmonitor,
+//! external diffs, a git in a nested repository). [`super::worktree`] and [`super::merge`]
+//! build on this.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
