@@ -1,6 +1,8 @@
 //! Git as guild-hall runs it: opening the repository, branches, the identity of our commits,
-//! and every git CLI call — named explicitly, in a clean environment, with nothing configured
-//! allowed to run a program. [`super::worktree`] and [`super::merge`] build on this.
+//! and every git CLI call — named explicitly, never at a git dir a worker can write, in a clean
+//! environment, with nothing configured allowed to run a program (hooks, filters, fsmonitor,
+//! external diffs, a git in a nested repository). [`super::worktree`] and [`super::merge`]
+//! build on this.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,29 +70,69 @@ pub fn path_in_branch(repo: &Repository, branch: &str, rel_path: &str) -> Result
 
 /// Where one git CLI call runs, always named explicitly: guild-hall never lets git discover a
 /// repository from a directory a worker can write (a worktree's `.git` file, its admin dir's
-/// `commondir`), so a worker cannot redirect where guild-hall reads or commits.
+/// `commondir`), so a worker cannot redirect where guild-hall reads or commits. Nor is a git
+/// dir ever one a worker can write: `git_dir` is the repository's common dir, or a private git
+/// dir guild-hall made for one checkout ([`super::worktree`]) — never a worktree's admin dir,
+/// whose `config.worktree` git would read as configuration.
 pub(super) struct At<'a> {
-    pub(super) git_dir: &'a Path,
-    /// The repository's common dir, for a linked worktree's admin dir.
-    pub(super) common_dir: Option<&'a Path>,
-    pub(super) work_tree: Option<&'a Path>,
-    pub(super) index_file: Option<&'a Path>,
+    git_dir: &'a Path,
+    /// The repository's common dir, for a private git dir.
+    common_dir: Option<&'a Path>,
+    work_tree: Option<&'a Path>,
+    index_file: Option<&'a Path>,
+    /// The filter drivers to switch off, found at the first call (one operation's calls all
+    /// read the same config).
+    filters: std::cell::OnceCell<Vec<(String, String)>>,
 }
 
 impl<'a> At<'a> {
-    pub(super) fn repo(common: &'a Path, work_tree: &'a Path) -> At<'a> {
-        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file: None }
+    /// The repository itself (`common`, its common dir) with `work_tree`'s files and, if
+    /// given, an index of our own.
+    pub(super) fn repo(common: &'a Path, work_tree: &'a Path, index_file: Option<&'a Path>) -> At<'a> {
+        At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file, filters: Default::default() }
+    }
+
+    /// A private git dir of ours (`git_dir`, in a temp dir) on the repository `common`.
+    pub(super) fn private(git_dir: &'a Path, common: &'a Path, work_tree: &'a Path, index_file: &'a Path) -> At<'a> {
+        At { git_dir, common_dir: Some(common), work_tree: Some(work_tree), index_file: Some(index_file), filters: Default::default() }
     }
 }
 
-/// Configuration that makes git run a program, switched off for every call of ours: a
-/// worker that wrote any of it (in a worktree config, say) gets nothing run.
-const NO_PROGRAMS: [&str; 6] =
-    ["core.hooksPath=/dev/null", "core.fsmonitor=false", "commit.gpgSign=false", "gc.auto=0", "maintenance.auto=false", "core.pager=cat"];
+/// Configuration that makes git run a program, or a git in another repository, switched off
+/// for every call of ours. Hooks of every kind (`post-index-change` and `reference-transaction`
+/// included), fsmonitor, signing, automatic gc/maintenance, a pager, and a checkout recursing
+/// into submodules (a nested repository is the worker's: its config would be read by the git
+/// run inside it). The configured filter drivers are switched off by name on top of these
+/// ([`filters_off`]); diffs never run an external diff or textconv ([`per_command`]).
+const NO_PROGRAMS: [&str; 7] = [
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "commit.gpgSign=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.pager=cat",
+    "submodule.recurse=false",
+];
+
+/// What our own indexes need: one self-contained file (no shared index written into a git
+/// dir), and no untracked cache (an index copied from a worker's could carry a forged one).
+const OWN_INDEX: [&str; 2] = ["core.splitIndex=false", "core.untrackedCache=false"];
+
+/// Options each subcommand needs so that it runs nothing and enters no nested repository: a
+/// diff runs no external diff or textconv, and neither a diff nor a status looks inside a
+/// submodule's files (which runs `git status` in it, under that repository's own config — a
+/// worker's) — a gitlink still counts as changed when its commit moved.
+fn per_command(sub: &str) -> &'static [&'static str] {
+    match sub {
+        "diff" => &["--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"],
+        "status" => &["--ignore-submodules=dirty"],
+        _ => &[],
+    }
+}
 
 /// Run the git CLI at `at` with a clean environment: no inherited `GIT_*` variable (some make
 /// git run programs or read other config, `GIT_CONFIG_COUNT` among them), no system or global
-/// config, no hooks or other configured programs, no prompts, and our commit identity.
+/// config, no hooks, filters or other configured programs, no prompts, and our commit identity.
 /// (libgit2, which does the rest, runs no hooks, fsmonitor or filter programs at all; it reads
 /// the user's config only for the commit identity, [`signature`].)
 pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<String> {
@@ -99,11 +141,41 @@ pub(super) fn cli(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) 
 
 /// [`cli`], its output as git wrote it: paths listed with `-z` byte for byte, UTF-8 or not.
 pub(super) fn cli_raw(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_>>) -> Result<Vec<u8>> {
+    let off = match at.filters.get() {
+        Some(off) => off,
+        None => {
+            let found = filters_off(at)?;
+            at.filters.get_or_init(|| found)
+        }
+    };
+    let mut cmd = command(at, off);
+    // `-c` pairs the caller put first, then the subcommand with the options it needs.
+    let mut rest = args;
+    while let [c, kv, more @ ..] = rest {
+        if *c != "-c" {
+            break;
+        }
+        cmd.arg(c).arg(kv);
+        rest = more;
+    }
+    if let [sub, more @ ..] = rest {
+        cmd.arg(sub).args(per_command(sub)).args(more);
+    }
+    if let Some(sig) = identity {
+        let (name, email) = (sig.name().unwrap_or(FALLBACK_NAME), sig.email().unwrap_or(FALLBACK_EMAIL));
+        cmd.env("GIT_AUTHOR_NAME", name).env("GIT_AUTHOR_EMAIL", email).env("GIT_COMMITTER_NAME", name).env("GIT_COMMITTER_EMAIL", email);
+    }
+    output(cmd, args)
+}
+
+/// `git` at `at` with our environment and hardening, `config` (key, value) set on top of the
+/// repository's (as `GIT_CONFIG_COUNT` entries: names need no quoting, whatever they hold).
+fn command(at: &At<'_>, config: &[(String, String)]) -> Command {
     let mut cmd = Command::new("git");
-    for c in NO_PROGRAMS {
+    for c in NO_PROGRAMS.iter().chain(OWN_INDEX.iter()) {
         cmd.arg("-c").arg(c);
     }
-    cmd.args(args).current_dir(at.work_tree.unwrap_or(at.git_dir));
+    cmd.current_dir(at.work_tree.unwrap_or(at.git_dir));
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("GIT_") {
             cmd.env_remove(k);
@@ -122,15 +194,52 @@ pub(super) fn cli_raw(at: &At<'_>, args: &[&str], identity: Option<&Signature<'_
     if let Some(i) = at.index_file {
         cmd.env("GIT_INDEX_FILE", i);
     }
-    if let Some(sig) = identity {
-        let (name, email) = (sig.name().unwrap_or(FALLBACK_NAME), sig.email().unwrap_or(FALLBACK_EMAIL));
-        cmd.env("GIT_AUTHOR_NAME", name).env("GIT_AUTHOR_EMAIL", email).env("GIT_COMMITTER_NAME", name).env("GIT_COMMITTER_EMAIL", email);
+    cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
+    for (n, (k, v)) in config.iter().enumerate() {
+        cmd.env(format!("GIT_CONFIG_KEY_{n}"), k).env(format!("GIT_CONFIG_VALUE_{n}"), v);
     }
+    cmd
+}
+
+fn output(mut cmd: Command, args: &[&str]) -> Result<Vec<u8>> {
     let out = cmd.output()?;
     if !out.status.success() {
         return Err(GitError::Cli { args: args.join(" "), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
     Ok(out.stdout)
+}
+
+/// Every filter driver the repository's config defines (`filter.<name>.clean`, `smudge`,
+/// `process`), switched off: blank commands run nothing, and none is `required`. A worker
+/// picks which files a driver applies to (its `.gitattributes`), so a driver the person
+/// configured (git-lfs, git-crypt) would run on the worker's files, as guild-hall. With none,
+/// what guild-hall checks out and commits is the bytes as they are, both ways.
+fn filters_off(at: &At<'_>) -> Result<Vec<(String, String)>> {
+    let mut cmd = command(at, &[]);
+    cmd.args(["config", "--null", "--name-only", "--get-regexp", r"^filter\."]);
+    let out = cmd.output()?;
+    // 1: no such key, nothing to switch off.
+    if !out.status.success() && out.status.code() != Some(1) {
+        return Err(GitError::Cli {
+            args: "config --get-regexp ^filter\\.".into(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for key in out.stdout.split(|b| *b == 0).filter(|k| !k.is_empty()) {
+        let key = String::from_utf8_lossy(key);
+        // `filter.<name>.<key>`: the name may hold dots, the key cannot.
+        if let Some(name) = key.strip_prefix("filter.").and_then(|r| r.rsplit_once('.')).map(|(name, _)| name.to_string()) {
+            names.insert(name);
+        }
+    }
+    let mut config = Vec::new();
+    for name in names {
+        for (key, value) in [("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")] {
+            config.push((format!("filter.{name}.{key}"), value.to_string()));
+        }
+    }
+    Ok(config)
 }
 
 pub(super) fn canonical(p: &Path) -> PathBuf {

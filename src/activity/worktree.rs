@@ -1,7 +1,8 @@
 //! Activity worktrees, made and taken back by guild-hall alone: created detached at the
-//! activity's branch (full or sparse) and recorded; at the end, the worker's commits and
-//! leftovers secured onto its branch by that record (never by what the worktree now says), its
-//! objects adopted only after their hashes check out; then the worktree removed by record.
+//! activity's branch (full or sparse), recorded, and reset for another run; at the end, the
+//! worker's commits and leftovers secured onto its branch by that record (never by what the
+//! worktree now says), its objects adopted only after their hashes check out; then the worktree
+//! removed by record. Git never runs here with a worktree's admin dir as its git dir.
 
 use std::path::{Path, PathBuf};
 
@@ -37,19 +38,10 @@ impl WorktreeRecord {
         Self::expected(project_root, path, branch, sparse)
     }
 
-    fn at(&self) -> At<'_> {
-        At { git_dir: &self.admin, common_dir: Some(&self.common), work_tree: Some(&self.path), index_file: None }
-    }
-
-    /// Run guild-hall's git in this worktree, by the record (its admin dir and work tree).
-    pub fn git(&self, args: &[&str]) -> Result<String> {
-        cli(&self.at(), args, None)
-    }
-
     /// Run git on the repository with this worktree's files and an index of our own (`index`,
     /// a scratch file): nothing of the worktree's admin dir is trusted.
     pub fn git_with_index(&self, index: &Path, args: &[&str]) -> Result<String> {
-        cli(&At { git_dir: &self.common, common_dir: None, work_tree: Some(&self.path), index_file: Some(index) }, args, None)
+        cli(&At::repo(&self.common, &self.path, Some(index)), args, None)
     }
 
     /// What is `.git` of the worktree supposed to say.
@@ -120,15 +112,15 @@ pub fn recorded_or_assumed(state_file: &Path, project_root: &Path, path: &Path, 
 }
 
 /// Create the worktree at `path`, detached at `branch` (which must exist): a worker commits
-/// on a detached HEAD and guild-hall moves the branch. Idempotent: an existing, complete
-/// worktree made for `branch` is kept; a half-made one (ours: it only ever holds a worktree we
-/// created, before any worker ran in it) is removed and made again.
+/// on a detached HEAD and guild-hall moves the branch. Idempotent: an existing worktree made
+/// for `branch` whose checkout completed (its index written) and that is as guild-hall made it
+/// is kept; a half-made one (ours: it only ever holds a worktree we created) is removed and
+/// made again. Nothing here runs git with the worktree's admin dir.
 pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
     let rec = WorktreeRecord::expected(project_root, path, branch, sparse)?;
-    let main = At::repo(&rec.common, project_root);
+    let main = At::repo(&rec.common, project_root, None);
     if path.exists() {
-        let intact = std::fs::read_to_string(path.join(".git")).is_ok_and(|t| t == rec.git_file())
-            && cli(&rec.at(), &["status", "--porcelain"], None).is_ok_and(|s| s.trim().is_empty());
+        let intact = inspect(&rec).is_empty() && std::fs::symlink_metadata(rec.admin.join("index")).is_ok_and(|m| m.is_file());
         if intact {
             return Ok(rec);
         }
@@ -149,20 +141,95 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
     if std::fs::read_to_string(path.join(".git")).ok().as_deref() != Some(rec.git_file().as_str()) {
         return Err(GitError::Other(format!("git did not make the worktree's admin dir at {}", rec.admin.display())));
     }
-    let tip = format!("refs/heads/{branch}");
-    if sparse {
-        // The patterns go in the worktree's own admin dir and sparse checkout is switched on for
-        // this one checkout only: `git sparse-checkout set` would turn on worktree config in
-        // the person's shared `.git/config`. The skip-worktree bits it leaves in the index keep
-        // `git status` clean afterwards.
-        std::fs::create_dir_all(rec.admin.join("info"))?;
-        std::fs::write(rec.admin.join("info/sparse-checkout"), "/.lore/\n")?;
-        let args = ["-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=false", "checkout", "--quiet", "--detach", &tip];
-        cli(&rec.at(), &args, None)?;
-    } else {
-        cli(&rec.at(), &["checkout", "--quiet", "--detach", &tip], None)?;
+    // With `extensions.worktreeConfig`, git copies the main checkout's `config.worktree` and
+    // sparse patterns into a new worktree's admin dir: they are the person's checkout's, not
+    // this one's (a worktree of ours has no config of its own: see [`inspect`]).
+    for copied in ["config.worktree", "info/sparse-checkout"] {
+        crate::files::remove_if_exists(&rec.admin.join(copied)).map_err(|e| GitError::Other(format!("{e:#}")))?;
     }
+    if sparse {
+        // The patterns go in the worktree's own admin dir, for the worker's git; sparse checkout
+        // is switched on for our checkout only: `git sparse-checkout set` would turn on worktree
+        // config in the person's shared `.git/config`. The skip-worktree bits it leaves in the
+        // index keep `git status` clean afterwards.
+        std::fs::create_dir_all(rec.admin.join("info"))?;
+        std::fs::write(rec.admin.join("info/sparse-checkout"), SPARSE_PATTERNS)?;
+    }
+    let tip = Repository::open(&rec.common)?.refname_to_id(&format!("refs/heads/{branch}"))?;
+    check_out(&rec, tip, None)?;
     Ok(rec)
+}
+
+/// What a sparse worktree checks out: `.lore/` alone.
+const SPARSE_PATTERNS: &str = "/.lore/\n";
+
+/// What a reset removes besides the changes to tracked files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clean {
+    /// Untracked files (`git clean -fd`); ignored ones (build output) stay.
+    Untracked,
+    /// Untracked and ignored files alike (`git clean -fdx`).
+    All,
+}
+
+/// Bring a worktree a worker ran in back to `commit` for another run (a task's retry, a
+/// verify's next run): `HEAD` detached there, every tracked file as it is there (in a sparse
+/// worktree, `.lore/` alone), untracked files removed as `clean` says. Refused, naming what was
+/// found, if the worktree is not as guild-hall made it ([`inspect`]): the caller makes it anew.
+pub fn reset_worktree(rec: &WorktreeRecord, commit: Oid, clean: Clean) -> Result<()> {
+    let found = inspect(rec);
+    if !found.is_empty() {
+        return Err(GitError::Other(format!("not as guild-hall made it: {}", found.join("; "))));
+    }
+    check_out(rec, commit, Some(clean))
+}
+
+/// Check `commit` out into the worktree with a git dir of our own — a private temp dir holding
+/// `HEAD`, `commondir`, the index and the sparse patterns — in place of the worktree's admin
+/// dir, which the worker can write (a `config.worktree` there is config git would read, and
+/// run a filter it names). Unchanged files keep their stat data (the index is refreshed from
+/// them first), so a build in the worktree does not start over. Then the index and `HEAD` we
+/// made are installed into the admin dir, each by an atomic rename (a link planted there is
+/// replaced, never followed), for the worker's own git.
+fn check_out(rec: &WorktreeRecord, commit: Oid, clean: Option<Clean>) -> Result<()> {
+    let own = tempfile::Builder::new().prefix("guild-hall-gitdir-").tempdir()?;
+    let dir = own.path();
+    let hex = commit.to_string();
+    std::fs::write(dir.join("HEAD"), format!("{hex}\n"))?;
+    std::fs::write(dir.join("commondir"), format!("{}\n", rec.common.display()))?;
+    let sparse = if rec.sparse {
+        std::fs::create_dir_all(dir.join("info"))?;
+        std::fs::write(dir.join("info/sparse-checkout"), SPARSE_PATTERNS)?;
+        "core.sparseCheckout=true"
+    } else {
+        "core.sparseCheckout=false"
+    };
+    let index = dir.join("index");
+    let at = At::private(dir, &rec.common, &rec.path, &index);
+    let with = |args: &[&str]| -> Vec<String> {
+        ["-c", sparse, "-c", "core.sparseCheckoutCone=false"].iter().chain(args).map(|a| a.to_string()).collect()
+    };
+    let run = |args: &[&str]| -> Result<String> {
+        let all = with(args);
+        cli(&at, &all.iter().map(String::as_str).collect::<Vec<_>>(), None)
+    };
+    run(&["read-tree", &hex])?;
+    // Files already as they are at `commit` get their stat data, so the reset leaves them be;
+    // those that are not are only reported (exit 1), and the reset writes them.
+    let _ = run(&["update-index", "-q", "--refresh"]);
+    run(&["reset", "--quiet", "--hard", &hex])?;
+    match clean {
+        Some(Clean::Untracked) => drop(run(&["clean", "-fdq"])?),
+        Some(Clean::All) => drop(run(&["clean", "-fdxq"])?),
+        None => {}
+    }
+    let installed = std::fs::read(&index)?;
+    let put = |name: &str, bytes: &[u8]| {
+        crate::activity::state::write_atomic(&rec.admin.join(name), bytes).map_err(|e| GitError::Other(format!("{e:#}")))
+    };
+    put("index", &installed)?;
+    put("HEAD", format!("{hex}\n").as_bytes())?;
+    Ok(())
 }
 
 /// What securing a worktree's work found and did.
@@ -178,7 +245,8 @@ pub struct Secured {
 }
 
 /// Ways the worktree differs from what guild-hall made: its `.git` file, its admin dir's
-/// pointers, its HEAD. Read only; nothing found here is ever followed.
+/// pointers, its HEAD, a config file in its admin dir. Read only; nothing found here is ever
+/// followed.
 pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
     let mut found = Vec::new();
     let dot_git = rec.path.join(".git");
@@ -208,6 +276,14 @@ pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
             if target != format!("refs/heads/{}", rec.branch) {
                 found.push(format!("its HEAD was switched to {target}"));
             }
+        }
+    }
+    // A worktree of ours has no config of its own; one written there is configuration the
+    // worktree's git reads (`config.worktree`, with `extensions.worktreeConfig`; `config`,
+    // were its `commondir` gone) and could name a program to run.
+    for name in ["config.worktree", "config"] {
+        if std::fs::symlink_metadata(rec.admin.join(name)).is_ok() {
+            found.push(format!("a git config was planted in its admin dir ({})", rec.admin.join(name).display()));
         }
     }
     found
@@ -265,16 +341,20 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
         // worktree's admin dir (which the worker can write, or get pruned) is needed. The
         // worker's store is not visible here: every object this writes lands in the
         // repository (the worker's own commits were adopted above).
-        let at = At { git_dir: &rec.common, common_dir: None, work_tree: Some(&rec.path), index_file: Some(&scratch) };
+        let at = At::repo(&rec.common, &rec.path, Some(&scratch));
         let base_hex = base.to_string();
         cli(&at, &["read-tree", &base_hex], None)?;
         // What `git add` would read, judged by size before it reads any of it.
         let Oversize { left_out, notes } = over_limits(&at, &rec.path, &base_hex, limits, &|_| true)?;
         out.too_large.extend(notes);
+        // Gitlinks whose repository is there: `git add` would run `git status` inside each, as
+        // guild-hall, under that repository's config (the worker's), to see if it is dirty. They
+        // are left out of it and take the commit their repository's HEAD names (below).
+        let nested = populated_gitlinks(&at, &rec.path)?;
         let add = |args: &[&str], top: &[u8]| -> Result<()> {
             let mut specs = top.to_vec();
             specs.push(0);
-            for p in &left_out {
+            for p in left_out.iter().chain(nested.iter().map(|(p, _)| p)) {
                 specs.extend_from_slice(b":(exclude,literal)");
                 specs.extend_from_slice(p);
                 specs.push(0);
@@ -295,6 +375,12 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
         } else {
             add(&["add", "--all"], b".")?;
         }
+        for (path, was) in &nested {
+            if let Some(now) = nested_head(&rec.path, path).filter(|now| now != was) {
+                let Ok(path) = std::str::from_utf8(path) else { continue }; // kept as it was
+                cli(&at, &["update-index", "--cacheinfo", &format!("160000,{now},{path}")], None)?;
+            }
+        }
         let tree = cli(&at, &["write-tree"], None)?.trim().to_string();
         let base_tree = repo.find_commit(base)?.tree_id().to_string();
         if tree == base_tree {
@@ -313,6 +399,37 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
     }
     dedup_keep_order(&mut out.too_large);
     Ok(out)
+}
+
+/// The gitlinks of the index at `at` whose repository is there in the work tree (`<path>/.git`
+/// exists), each with the commit the index holds for it.
+fn populated_gitlinks(at: &At<'_>, root: &Path) -> Result<Vec<(Vec<u8>, Oid)>> {
+    use std::os::unix::ffi::OsStrExt;
+    let listing = cli_raw(at, &["ls-files", "-s", "-z"], None)?;
+    let mut out = Vec::new();
+    // `<mode> SP <object> SP <stage> TAB <path>`, NUL-terminated.
+    for line in listing.split(|b| *b == 0).filter(|l| !l.is_empty()) {
+        let Some(tab) = line.iter().position(|b| *b == b'\t') else { continue };
+        let (meta, path) = (String::from_utf8_lossy(&line[..tab]), &line[tab + 1..]);
+        let mut fields = meta.split_whitespace();
+        if fields.next() != Some("160000") {
+            continue;
+        }
+        let Some(oid) = fields.next().and_then(|o| Oid::from_str(o).ok()) else { continue };
+        if std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes(path)).join(".git")).is_ok() {
+            out.push((path.to_vec(), oid));
+        }
+    }
+    Ok(out)
+}
+
+/// The commit the HEAD of the repository at `root/path` names, read by libgit2 (which runs
+/// nothing that repository's config names); `None` if there is none to read.
+fn nested_head(root: &Path, path: &[u8]) -> Option<Oid> {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = Repository::open(root.join(std::ffi::OsStr::from_bytes(path))).ok()?;
+    let head = repo.head().ok()?.target();
+    head
 }
 
 /// At most the first 20 of `items`, joined, and how many more there are.
@@ -347,7 +464,7 @@ impl WorktreeRecord {
     /// `limits.attempt`, the largest are left out until they do not. `index` is a scratch
     /// index of the caller's that holds `base`.
     pub fn over_limits(&self, index: &Path, base: &str, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
-        let at = At { git_dir: &self.common, common_dir: None, work_tree: Some(&self.path), index_file: Some(index) };
+        let at = At::repo(&self.common, &self.path, Some(index));
         over_limits(&at, &self.path, base, limits, counts)
     }
 }
@@ -558,4 +675,123 @@ pub fn remove_worktree(rec: &WorktreeRecord) -> Result<()> {
         std::fs::remove_dir_all(&rec.admin)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! Against the real git: what a worker writes into its worktree and admin dir is never
+    //! configuration to guild-hall's git.
+    use super::*;
+    use std::process::Command;
+
+    /// Run git as a person would in `dir` (no inherited `GIT_*`, no global config).
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let mut c = Command::new("git");
+        c.args(args).current_dir(dir).env("GIT_CONFIG_GLOBAL", "/dev/null").env("GIT_CONFIG_NOSYSTEM", "1");
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("GIT_") && k != "GIT_CONFIG_GLOBAL" && k != "GIT_CONFIG_NOSYSTEM" {
+                c.env_remove(k);
+            }
+        }
+        let out = c.output().expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A repository with `extensions.worktreeConfig` on, a few files (`target/` ignored) and
+    /// branch `b`.
+    fn repo(tmp: &Path) -> PathBuf {
+        let root = tmp.join("repo");
+        std::fs::create_dir_all(root.join(".lore")).expect("mkdir");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["config", "user.name", "T"]);
+        git(&root, &["config", "user.email", "t@example.com"]);
+        git(&root, &["config", "extensions.worktreeConfig", "true"]);
+        for (p, t) in [("README.md", "readme\n"), (".lore/x.md", "x\n"), ("src/a.txt", "a\n"), (".gitignore", "target/\n")] {
+            std::fs::write(root.join(p), t).expect("write");
+        }
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-q", "-m", "init"]);
+        git(&root, &["branch", "b"]);
+        root
+    }
+
+    /// What a worker plants: a `config.worktree` whose filter (for every file, through a
+    /// `core.attributesFile` and a `.gitattributes`) writes `marker`, and edits of every kind.
+    fn plant(rec: &WorktreeRecord, marker: &Path) {
+        let attrs = rec.admin.join("attributes");
+        std::fs::write(&attrs, "* filter=pwn\n").expect("attrs");
+        std::fs::write(rec.path.join(".gitattributes"), "* filter=pwn\n").expect("attrs");
+        let cmd = format!("id > {}; cat", marker.display());
+        std::fs::write(
+            rec.admin.join("config.worktree"),
+            format!("[core]\n\tattributesFile = {}\n[filter \"pwn\"]\n\tsmudge = \"{cmd}\"\n\tclean = \"{cmd}\"\n", attrs.display()),
+        )
+        .expect("config.worktree");
+        std::fs::write(rec.path.join("README.md"), "worker\n").expect("edit");
+        std::fs::write(rec.path.join("new.txt"), "new\n").expect("add");
+        std::fs::create_dir_all(rec.path.join("target")).expect("mkdir");
+        std::fs::write(rec.path.join("target/out"), "build\n").expect("ignored");
+    }
+
+    #[test]
+    fn a_reset_reads_no_config_the_worker_wrote_and_puts_every_file_back() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = repo(tmp.path());
+        let rec = add_worktree(&root, &tmp.path().join("wt/task-t"), "b", false).expect("made");
+        let tip = Repository::open(&root).expect("repo").refname_to_id("refs/heads/b").expect("b");
+        let marker = tmp.path().join("pwned");
+        plant(&rec, &marker);
+        assert!(inspect(&rec).iter().any(|f| f.contains("config.worktree")), "{:?}", inspect(&rec));
+        assert!(reset_worktree(&rec, tip, Clean::Untracked).is_err(), "refused: not as guild-hall made it");
+        // The mechanism itself, below the check: the planted config is never read.
+        check_out(&rec, tip, Some(Clean::Untracked)).expect("reset");
+        assert!(!marker.exists(), "the planted filter ran: {:?}", std::fs::read_to_string(&marker));
+        assert_eq!(std::fs::read_to_string(rec.path.join("README.md")).expect("readme"), "readme\n");
+        assert!(!rec.path.join("new.txt").exists() && !rec.path.join(".gitattributes").exists(), "untracked files removed");
+        assert!(rec.path.join("target/out").exists(), "ignored files kept (Clean::Untracked)");
+        check_out(&rec, tip, Some(Clean::All)).expect("reset");
+        assert!(!rec.path.join("target").exists(), "ignored files removed too (Clean::All)");
+        // The worker's own git (its planted config gone) sees a clean checkout at `tip`.
+        std::fs::remove_file(rec.admin.join("config.worktree")).expect("rm");
+        assert_eq!(git(&rec.path, &["status", "--porcelain"]), "");
+        assert_eq!(git(&rec.path, &["rev-parse", "HEAD"]).trim(), tip.to_string());
+    }
+
+    #[test]
+    fn a_sparse_reset_leaves_only_lore_and_a_clean_status() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = repo(tmp.path());
+        let rec = add_worktree(&root, &tmp.path().join("wt/task-s"), "b", true).expect("made");
+        assert!(rec.path.join(".lore/x.md").exists() && !rec.path.join("README.md").exists(), "sparse: .lore/ only");
+        assert_eq!(git(&rec.path, &["status", "--porcelain"]), "");
+        let tip = Repository::open(&root).expect("repo").refname_to_id("refs/heads/b").expect("b");
+        let marker = tmp.path().join("pwned");
+        plant(&rec, &marker);
+        std::fs::write(rec.path.join(".lore/x.md"), "changed\n").expect("edit");
+        std::fs::write(rec.path.join("src/b.txt"), "b\n").ok();
+        check_out(&rec, tip, Some(Clean::Untracked)).expect("reset");
+        assert!(!marker.exists(), "the planted filter ran: {:?}", std::fs::read_to_string(&marker));
+        std::fs::remove_file(rec.admin.join("config.worktree")).expect("rm");
+        assert_eq!(std::fs::read_to_string(rec.path.join(".lore/x.md")).expect("x"), "x\n");
+        assert!(!rec.path.join("README.md").exists() && !rec.path.join("new.txt").exists(), "outside .lore/: nothing left");
+        assert_eq!(git(&rec.path, &["status", "--porcelain"]), "");
+    }
+
+    /// The person's checkout is sparse (`git sparse-checkout set --cone`: its `config.worktree`
+    /// and patterns), which git copies into every new worktree's admin dir: a worktree of
+    /// guild-hall's is still made as its package says, with no config of its own.
+    #[test]
+    fn a_new_worktree_takes_no_config_or_patterns_from_the_persons_checkout() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = repo(tmp.path());
+        git(&root, &["sparse-checkout", "set", "--cone", "src"]);
+        let rec = add_worktree(&root, &tmp.path().join("wt/commission-c"), "b", false).expect("made");
+        assert!(inspect(&rec).is_empty(), "{:?}", inspect(&rec));
+        assert!(rec.path.join("README.md").exists() && rec.path.join(".lore/x.md").exists(), "a full checkout");
+        assert_eq!(git(&rec.path, &["status", "--porcelain"]), "");
+        // Made again over a crash: kept as it is.
+        assert_eq!(add_worktree(&root, &rec.path, "b", false).expect("kept"), rec);
+    }
 }

@@ -208,19 +208,26 @@ fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bo
     let expected = ctx.home.task_worktree(&ctx.project.name, &task.slug());
     if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
         let ours = super::observe::made_for(ctx.project, &rec, &expected);
-        if ours && rec.path.join(".git").exists() && worktree::inspect(&rec).is_empty() {
+        // Reset by guild-hall's own git dir, never the admin dir the worker wrote; refused (and
+        // the worktree made anew, saying why) if it is not as guild-hall made it.
+        let mut why = None;
+        if ours && rec.path.join(".git").exists() {
             if let Some(dir) = Some(rec.path.join(copyback::SNAPSHOT_DIR)).filter(|d| d.exists()) {
                 make_writable(&dir);
             }
-            if rec.git(&["reset", "--quiet", "--hard", base]).is_ok() && rec.git(&["clean", "-fdq"]).is_ok() {
-                return Ok((rec, None));
+            match worktree::reset_worktree(&rec, base_commit.id(), worktree::Clean::Untracked) {
+                Ok(()) => return Ok((rec, None)),
+                Err(e) => why = Some(e.to_string()),
             }
         }
         // Not reusable: made anew, the old one reported; removed only if it is the one made for
         // this task (a record naming another path never gets that path deleted).
         let orphaned = if ours {
             let _ = worktree::remove_worktree(&rec);
-            format!("the worktree {} could not be reused; made anew", rec.path.display())
+            match why {
+                Some(why) => format!("the worktree {} could not be reused ({why}); made anew", rec.path.display()),
+                None => format!("the worktree {} could not be reused; made anew", rec.path.display()),
+            }
         } else {
             format!(
                 "its record named {}, not the worktree made for it: left alone; made anew at {}",
@@ -516,12 +523,13 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     // another path (a person's checkout, say) is never reset or cleaned.
     let ours = |r: &WorktreeRecord| super::observe::made_for(ctx.project, r, &path) && r.path.join(".git").exists();
     let rec = match read_json::<WorktreeRecord>(&state.worktree())?.filter(ours) {
-        Some(rec) => {
-            rec.git(&["reset", "--quiet", "--hard", &tip.id().to_string()])?;
-            rec.git(&["clean", "-fdxq"])?;
-            rec
-        }
-        None => {
+        // Reset by guild-hall's own git dir, never the admin dir; one not as guild-hall made
+        // it is made anew.
+        Some(rec) if worktree::reset_worktree(&rec, tip.id(), worktree::Clean::All).is_ok() => rec,
+        found => {
+            if let Some(rec) = found {
+                worktree::remove_worktree(&rec)?;
+            }
             repo.branch(&branch, &tip, true)?;
             worktree::add_worktree(&ctx.project.root, &path, &branch, false)?
         }

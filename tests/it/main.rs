@@ -9,6 +9,7 @@ mod cycles_trust;
 mod editor;
 mod endpoint_trust;
 mod gc;
+mod git_trust;
 mod lifecycle;
 mod mailbox_trust;
 mod mcp;
