@@ -185,6 +185,8 @@ fn command(at: &At<'_>, config: &[(String, String)]) -> Command {
     // fsmonitor, a clean filter through `core.attributesFile`) would run inside our commits.
     // The identity comes from `identity`, never from git's config.
     cmd.env("GIT_DIR", at.git_dir).env("GIT_TERMINAL_PROMPT", "0").env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null");
+    // A partial clone's lazy fetch would run the remote's configured transport: never.
+    cmd.env("GIT_NO_LAZY_FETCH", "1");
     if let Some(c) = at.common_dir {
         cmd.env("GIT_COMMON_DIR", c);
     }
