@@ -26,6 +26,9 @@ pub struct ProjectConfig {
     pub name: Option<String>,
     pub commission_cap: usize,
     pub meeting_cap: usize,
+    /// The most follow-up requests one meeting's worker may make (`propose_followup`); more
+    /// are dropped, and the meeting's log says how many.
+    pub followups_per_meeting: usize,
     pub integration_branch: String,
     #[serde(with = "duration_str")]
     pub stale_after: Duration,
@@ -51,6 +54,7 @@ impl Default for ProjectConfig {
             name: None,
             commission_cap: 3,
             meeting_cap: 5,
+            followups_per_meeting: 3,
             integration_branch: "claude/main".into(),
             stale_after: Duration::from_secs(180),
             cancel_grace: Duration::from_secs(30),

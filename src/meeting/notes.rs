@@ -51,14 +51,8 @@ pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, t
     out.push_str("\n## Decisions\n\n");
     out.push_str(&if decisions.is_empty() { "None recorded.".to_string() } else { decisions.join("\n") });
     out.push('\n');
-    let mut linked = meeting.linked_artifacts();
-    for m in &mail {
-        if let MailBody::Link { path } = &m.body {
-            if !linked.contains(path) {
-                linked.push(path.clone());
-            }
-        }
-    }
+    // The same list the frontmatter shows: the latest, and how many more the log has.
+    let linked = super::plan::linked_shown(&meeting.linked_artifacts(), &mail);
     out.push_str("\n## Artifacts\n\n");
     out.push_str(&if linked.is_empty() {
         "None linked.".to_string()
@@ -73,6 +67,11 @@ pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, t
 
 /// The most of the notes written into the meeting's frontmatter.
 pub const NOTES_MAX: usize = 32 * 1024;
+
+/// The notes of a meeting whose frontmatter has no room for the worker's text beside the rest
+/// of it (a person's long agenda, say): the notes and the linked artifacts are in its log,
+/// the notes whole in the `anomaly` event that says so.
+pub const LEFT_OUT: &str = "(The notes and the linked artifacts do not fit in this frontmatter beside the rest of it: they are in the meeting's log, guild-hall meeting show.)";
 
 /// The summaries the worker gave, else the number of turns and the last answer.
 fn composed_summary(mail: &[crate::worker::toolbox::mailbox::Mail], transcript: &str) -> String {

@@ -24,6 +24,7 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
     let snapshot = Snapshot {
         meetings,
         cap: project.config.meeting_cap,
+        followup_cap: project.config.followups_per_meeting,
         integration_branch: project.config.integration_branch.clone(),
         now: now.to_string(),
     };

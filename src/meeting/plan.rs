@@ -16,6 +16,11 @@ use crate::worker::toolbox::mailbox::{Mail, MailBody};
 
 /// The most progress summaries an open meeting's notes list (the latest).
 const SUMMARIES_SHOWN: usize = 10;
+/// The most linked artifacts a meeting's frontmatter lists (the latest; the log has every
+/// link, and a first entry says how many more there are).
+pub const LINKED_SHOWN: usize = 50;
+/// ... within this many bytes of paths (a path is not bounded by the toolbox's text limit).
+pub const LINKED_BYTES: usize = 16 * 1024;
 
 /// guild-hall's memory of a meeting (`record.json` in its runtime dir): the status it last
 /// accepted, and how far closing got.
@@ -50,6 +55,8 @@ pub struct Observed {
 pub struct Snapshot {
     pub meetings: Vec<Observed>,
     pub cap: usize,
+    /// The most follow-up requests one meeting may make (`followups_per_meeting`).
+    pub followup_cap: usize,
     pub integration_branch: String,
     pub now: String,
 }
@@ -83,9 +90,10 @@ pub enum Action {
     Update { update: Update, followups: Vec<Followup> },
     /// Open: the branch from the integration branch, the worktree, then the update.
     Open { update: Update, branch: String },
-    /// Close: notes, leftovers committed, squash merge, worktree and transcript removed, then
-    /// the update (which makes the record `closed`). Every step is safe to repeat.
-    Close { update: Update, branch: String, notes_written: bool },
+    /// Close: follow-up requests, notes, leftovers committed, squash merge, worktree and
+    /// transcript removed, then the update (which makes the record `closed`). Every step is
+    /// safe to repeat.
+    Close { update: Update, branch: String, notes_written: bool, followups: Vec<Followup> },
 }
 
 impl Action {
@@ -228,27 +236,35 @@ impl<'a> Step<'a> {
         self.set("created", Value::String(stamp));
     }
 
-    /// Fold the toolbox's new mail into the log and the artifact (linked artifacts, progress
-    /// summaries in the notes), and turn follow-up proposals into requests.
-    /// Fold the toolbox's mail. `closing`: the notes are left to the close (they are
-    /// composed there, from all of it).
-    fn fold_mail(&mut self, closing: bool) {
+    /// Fold the toolbox's mail into the log and the artifact (linked artifacts, progress
+    /// summaries in the notes), and turn follow-up proposals into requests, up to the cap.
+    /// `closing`: the notes are left to the close (they are composed there, from all of it).
+    fn fold_mail(&mut self, closing: bool, followup_cap: usize) {
         let m = &self.o.meeting;
-        let mut linked = m.linked_artifacts();
+        // The frontmatter had no room for the worker's text once (beside a long agenda, say):
+        // it stays in the log for the rest of the meeting, and the notes say so.
+        let full = m.str_field("notes") == Some(super::notes::LEFT_OUT);
+        let linked = linked_shown(&m.linked_artifacts(), &self.o.mail);
         let mut summaries: Vec<String> = Vec::new();
+        let (mut proposed, mut dropped) = (0usize, 0usize);
         for mail in &self.o.mail {
-            // Links and summaries come from all of the mail, folded or not: a write dropped
-            // after its log events were appended is made again.
+            // Links, summaries and the follow-up count come from all of the mail, folded or
+            // not: a write dropped after its log events were appended is made again.
+            let mut over = false;
             match &mail.body {
                 MailBody::Summary { text } => summaries.push(format!("- {} {}", &mail.ts, text.trim())),
-                MailBody::Link { path } if !linked.contains(path) => linked.push(path.clone()),
+                MailBody::Followup { .. } => {
+                    proposed += 1;
+                    over = proposed > followup_cap;
+                    dropped += usize::from(over);
+                }
                 _ => {}
             }
             if self.o.timeline_keys.contains(&mail.id) {
                 continue;
             }
             self.update.events.push(timeline::event(&mail.ts, mail.body.kind(), mail.id.clone(), mail.body.timeline_fields(mail.attempt)));
-            if let MailBody::Followup { reason, references } = &mail.body {
+            if let (MailBody::Followup { reason, references }, false) = (&mail.body, over) {
                 self.followups.push(Followup {
                     id: crate::artifact::ids::derived(&m.id, &format!("followup-{}", mail.seq)),
                     worker: m.worker.clone(),
@@ -258,12 +274,21 @@ impl<'a> Step<'a> {
                 });
             }
         }
-        if !linked.is_empty() {
+        let key = format!("followups-over-cap:{dropped}");
+        if dropped > 0 && !self.o.timeline_keys.contains(&key) {
+            let text = format!(
+                "{dropped} follow-up proposal{} over the cap of {followup_cap} per meeting (followups_per_meeting) {} not written as requests; each is in this log",
+                if dropped == 1 { "" } else { "s" },
+                if dropped == 1 { "was" } else { "were" }
+            );
+            self.event("anomaly", key, json!({ "text": text }));
+        }
+        if !linked.is_empty() && !full {
             self.set("linked_artifacts", Value::Sequence(linked.into_iter().map(Value::String).collect()));
         }
         // While the meeting is open its notes are the progress summaries so far; closing
         // replaces them with the full notes.
-        if !closing && !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
+        if !closing && !full && !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
             // The latest ones, within what the frontmatter holds (the log has every one).
             let earlier = summaries.len().saturating_sub(SUMMARIES_SHOWN);
             let mut text = String::from("Progress so far:\n");
@@ -286,6 +311,41 @@ impl<'a> Step<'a> {
         }
         Some(Action::Update { update: self.update, followups: self.followups })
     }
+}
+
+/// The linked artifacts a meeting's frontmatter (and its notes) list: those it lists already
+/// that no mail links (a person's, say) first, then those the mail links, in order, each once;
+/// of these the latest [`LINKED_SHOWN`] within [`LINKED_BYTES`], after an entry saying how many
+/// more there are ([`crate::artifact::meeting::linked_more_entry`]). The log has every link.
+pub fn linked_shown(listed: &[String], mail: &[Mail]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    let from_mail: Vec<&String> = mail
+        .iter()
+        .filter_map(|m| match &m.body {
+            MailBody::Link { path } => Some(path),
+            _ => None,
+        })
+        .filter(|p| seen.insert(p.as_str()))
+        .collect();
+    let all: Vec<&String> = listed.iter().filter(|p| !seen.contains(p.as_str())).chain(from_mail).collect();
+    let (mut shown, mut bytes) = (Vec::new(), 0usize);
+    for p in all.iter().rev() {
+        if shown.len() == LINKED_SHOWN {
+            break;
+        }
+        // A path too long for what is left is not listed (it is counted, and in the log).
+        let cost = p.len() + 4;
+        if bytes + cost <= LINKED_BYTES {
+            bytes += cost;
+            shown.push((*p).clone());
+        }
+    }
+    let more = all.len() - shown.len();
+    if more > 0 {
+        shown.push(crate::artifact::meeting::linked_more_entry(more as u64));
+    }
+    shown.reverse();
+    shown
 }
 
 /// Can this meeting be opened now? `Err` says why not (the cap, its worker).
@@ -365,14 +425,14 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             Some(Action::Open { update: st.update, branch: branch_name(&m.id) })
         }
         (Some(Open), Open) => {
-            st.fold_mail(false);
+            st.fold_mail(false, s.followup_cap);
             st.into_update()
         }
         (Some(Open), Closed) => {
-            st.fold_mail(true);
+            st.fold_mail(true, s.followup_cap);
             let notes_written = st.record.notes_written;
             st.go(had, Closed, "closed by a person");
-            Some(Action::Close { update: st.update, branch: branch_name(&m.id), notes_written })
+            Some(Action::Close { update: st.update, branch: branch_name(&m.id), notes_written, followups: st.followups })
         }
         (Some(Open), Requested | Declined) => {
             st.refuse(asked, Open, "an open meeting can only be closed (status: closed)".into());
@@ -413,7 +473,7 @@ mod tests {
     }
 
     fn snap(meetings: Vec<Observed>, cap: usize) -> Snapshot {
-        Snapshot { meetings, cap, integration_branch: "claude/main".into(), now: "2026-11-23T10:00:00.000Z".into() }
+        Snapshot { meetings, cap, followup_cap: 3, integration_branch: "claude/main".into(), now: "2026-11-23T10:00:00.000Z".into() }
     }
 
     fn sets<'a>(a: &'a Action, key: &str) -> Option<&'a Value> {

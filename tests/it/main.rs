@@ -11,6 +11,7 @@ mod gc;
 mod lifecycle;
 mod mailbox_trust;
 mod mcp;
+mod meeting_trust;
 mod meetings;
 mod merge;
 mod merge_trust;
