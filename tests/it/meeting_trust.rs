@@ -184,3 +184,38 @@ fn a_meeting_that_would_be_invalid_is_never_written() {
     assert_eq!(show(&p, &id)["status"], "requested");
     p.ok(&["check"]);
 }
+
+/// The same over the watcher's endpoint: `worker/meeting_request` and `meeting/start` answer
+/// invalid params (-32602) with why, as `worker/dispatch` does for a commission, and write
+/// nothing.
+#[test]
+fn the_endpoint_refuses_an_invalid_meeting_as_invalid_params() {
+    use std::io::{Read, Write};
+    let p = Project::new(&["counsel"]);
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = crate::common::Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let rpc = |method: &str, params: Value| -> Value {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("connect");
+        let head = format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+        s.write_all(head.as_bytes()).and_then(|()| s.write_all(body.as_bytes())).expect("send");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("read");
+        let reply = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        serde_json::from_str(reply).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let long = "a".repeat(70_000);
+    for (method, params) in [
+        ("worker/meeting_request", serde_json::json!({"worker": "counsel", "reason": long})),
+        ("meeting/start", serde_json::json!({"worker": "counsel", "agenda": long})),
+    ] {
+        let v = rpc(method, params);
+        assert_eq!(v["error"]["code"], -32602, "{method}: {}", &v.to_string()[..v.to_string().len().min(600)]);
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains("would not be valid") && msg.contains("frontmatter too large"), "{method}: {msg}");
+    }
+    assert!(meetings(&p).is_empty(), "nothing written: {:?}", meetings(&p));
+    let v = rpc("worker/meeting_request", serde_json::json!({"worker": "counsel", "reason": "talk it through"}));
+    assert_eq!(v["result"]["status"], "requested", "{v}");
+    p.ok(&["check"]);
+}
