@@ -187,12 +187,12 @@ impl Meeting {
 /// The first entry of `linked_artifacts` when more were linked than it lists: how many more
 /// (the log has every link). A string, as the schema wants, and a path as `check` reads it.
 pub fn linked_more_entry(n: u64) -> String {
-    format!("({n} more linked artifacts are in the timeline)")
+    format!("({n} more linked artifacts, see the log)")
 }
 
 /// The count in an entry [`linked_more_entry`] made; `None` for any other entry.
 pub fn linked_more_count(entry: &str) -> Option<u64> {
-    entry.strip_prefix('(')?.strip_suffix(" more linked artifacts are in the timeline)")?.parse().ok()
+    entry.strip_prefix('(')?.strip_suffix(" more linked artifacts, see the log)")?.parse().ok()
 }
 
 /// A session id as agents print them (UUIDs and the like): safe to pass as an argument and to

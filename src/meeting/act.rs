@@ -51,11 +51,17 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     }
 }
 
-/// The log first, then the artifact (dropped if it changed since observed), then the record:
-/// a record is never ahead of the artifact it describes.
+/// The log first, then how far the mailbox is folded (only once its events are in the log),
+/// then the artifact (dropped if it changed since observed), then the record: a record is
+/// never ahead of the artifact it describes.
 pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     let path = ctx.project.meeting_path(&u.id);
     timeline::append(&timeline::path_for(&path), &u.events)?;
+    if let Some(f) = &u.fold {
+        let state = ctx.state(&u.id);
+        std::fs::create_dir_all(&state.0)?;
+        write_json(&super::fold::path(&state), f)?;
+    }
     if edit_if_unchanged(&path, u.expect_hash, &u.edits)?.is_none() {
         return Ok(Outcome::Dropped);
     }

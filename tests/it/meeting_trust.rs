@@ -53,17 +53,25 @@ fn meetings(p: &Project) -> Vec<String> {
 
 /// Item 4 for meetings: 3,000 `link_artifact` events used to make every update of the meeting
 /// fail ("frontmatter too large"), so it never closed. The frontmatter lists the latest 50
-/// with a first entry counting the rest (all are in the log), and the close goes through.
+/// with a first entry counting the rest (the log has them all), and the close goes through.
 #[test]
 fn a_flood_of_links_never_wedges_a_meeting() {
     let p = Project::new(&["counsel"]);
     p.ok(&["meeting", "start", "--worker", "counsel", "--id", "flood", "links: 3000\nlink: .lore/notes/real.md"]);
     let v = show(&p, "flood");
+    // The log has every link: one by one up to what a pass records one by one (1,000), the
+    // rest counted in one note.
     let links = log(&v).iter().filter(|e| e["kind"] == "link").count();
-    assert_eq!(links, 3001, "every link is in the log");
+    assert_eq!(links, 1000, "one by one");
+    assert!(
+        log(&v).iter().any(|e| e["kind"] == "anomaly" && e["text"].as_str().is_some_and(|t| t.contains("link x2001"))),
+        "the rest counted: {:?}",
+        log(&v).iter().filter(|e| e["kind"] == "anomaly").collect::<Vec<_>>()
+    );
+    assert_eq!(v["linked_more"], 2951);
     let text = std::fs::read_to_string(meeting_path(&p, "flood")).expect("read");
     assert!(
-        text.contains("- (2951 more linked artifacts are in the timeline)"),
+        text.contains("- (2951 more linked artifacts, see the log)"),
         "the first entry counts the rest:\n{}",
         &text[..text.len().min(2000)]
     );
@@ -76,7 +84,7 @@ fn a_flood_of_links_never_wedges_a_meeting() {
     assert!(!out.contains("meeting-update"), "converged: {}", &out[..out.len().min(2000)]);
 
     let out = p.ok(&["meeting", "close", "flood"]);
-    assert!(out.contains("2951 more linked artifacts are in the timeline") && out.contains(".lore/notes/real.md"), "{out}");
+    assert!(out.contains("2951 more linked artifacts, see the log") && out.contains(".lore/notes/real.md"), "{out}");
     assert_eq!(recorded(&p, "flood").as_deref(), Some("closed"));
     assert!(merged(&p, "flood"), "the meeting's work is merged");
     assert!(git(&p.root, &["show", "claude/main:.lore/notes/real.md"]).contains("Written in meeting flood"));
@@ -218,4 +226,25 @@ fn the_endpoint_refuses_an_invalid_meeting_as_invalid_params() {
     let v = rpc("worker/meeting_request", serde_json::json!({"worker": "counsel", "reason": "talk it through"}));
     assert_eq!(v["result"]["status"], "requested", "{v}");
     p.ok(&["check"]);
+}
+
+/// Item 7 for meetings: a pass reads only what is new in a meeting's mailbox (it was read
+/// whole, every pass). Shown by a worker that rewrites what it already wrote, in place: the
+/// rewritten link is never read again, while what it appends is.
+#[test]
+fn a_pass_reads_only_what_is_new_in_the_mailbox() {
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "link: .lore/notes/a.md"]);
+    assert_eq!(show(&p, "m")["linked_artifacts"], serde_json::json!([".lore/notes/a.md"]));
+    let mailbox = project_dir(&p, "state").join("meetings/m/events.jsonl");
+    let before = std::fs::read_to_string(&mailbox).expect("mailbox");
+    let rewritten = before.replace(".lore/notes/a.md", ".lore/notes/b.md");
+    assert_eq!(rewritten.len(), before.len());
+    std::fs::write(&mailbox, rewritten).expect("rewrite in place");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(show(&p, "m")["linked_artifacts"], serde_json::json!([".lore/notes/a.md"]), "what was read is not read again");
+    p.ok(&["meeting", "send", "m", "link: .lore/notes/c.md"]);
+    let v = show(&p, "m");
+    assert_eq!(v["linked_artifacts"], serde_json::json!([".lore/notes/a.md", ".lore/notes/c.md"]), "what is new is read");
+    assert_eq!(log(&v).iter().filter(|e| e["kind"] == "link").count(), 2);
 }
