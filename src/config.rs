@@ -452,6 +452,15 @@ mod tests {
     }
 
     #[test]
+    fn followups_per_meeting_in_the_project_settings() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".lore")).expect("mkdir");
+        assert_eq!(ProjectConfig::load(dir.path()).expect("defaults").followups_per_meeting, 3);
+        std::fs::write(dir.path().join(ProjectConfig::PATH), "followups_per_meeting: 0\n").expect("write");
+        assert_eq!(ProjectConfig::load(dir.path()).expect("loads").followups_per_meeting, 0);
+    }
+
+    #[test]
     fn merge_limits_in_the_project_settings() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join(".lore")).expect("mkdir");
