@@ -26,6 +26,9 @@ pub struct ProjectConfig {
     pub name: Option<String>,
     pub commission_cap: usize,
     pub meeting_cap: usize,
+    /// The most follow-up requests one meeting's worker may make (`propose_followup`); more
+    /// are dropped, and the meeting's log says how many.
+    pub followups_per_meeting: usize,
     pub integration_branch: String,
     #[serde(with = "duration_str")]
     pub stale_after: Duration,
@@ -51,6 +54,7 @@ impl Default for ProjectConfig {
             name: None,
             commission_cap: 3,
             meeting_cap: 5,
+            followups_per_meeting: 3,
             integration_branch: "claude/main".into(),
             stale_after: Duration::from_secs(180),
             cancel_grace: Duration::from_secs(30),
@@ -445,6 +449,15 @@ mod tests {
         assert_eq!(human_size(100 << 20), "100.0 MiB");
         assert_eq!(human_size(512), "512 B");
         assert_eq!(human_size((1 << 20) + 1), "1.0 MiB, 1048577 bytes");
+    }
+
+    #[test]
+    fn followups_per_meeting_in_the_project_settings() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".lore")).expect("mkdir");
+        assert_eq!(ProjectConfig::load(dir.path()).expect("defaults").followups_per_meeting, 3);
+        std::fs::write(dir.path().join(ProjectConfig::PATH), "followups_per_meeting: 0\n").expect("write");
+        assert_eq!(ProjectConfig::load(dir.path()).expect("loads").followups_per_meeting, 0);
     }
 
     #[test]

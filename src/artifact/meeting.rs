@@ -164,18 +164,35 @@ impl Meeting {
         self.str_field("session_id").filter(|s| !s.is_empty())
     }
 
+    /// The linked artifacts the frontmatter lists (the entry counting more is not one).
     pub fn linked_artifacts(&self) -> Vec<String> {
-        self.fields
-            .get("linked_artifacts")
-            .and_then(Value::as_sequence)
-            .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
+        self.linked_entries().filter(|e| linked_more_count(e).is_none()).map(str::to_string).collect()
+    }
+
+    /// How many more artifacts were linked than the frontmatter lists (all are in the log).
+    pub fn linked_more(&self) -> u64 {
+        self.linked_entries().find_map(linked_more_count).unwrap_or(0)
+    }
+
+    fn linked_entries(&self) -> impl Iterator<Item = &str> {
+        self.fields.get("linked_artifacts").and_then(Value::as_sequence).into_iter().flatten().filter_map(Value::as_str)
     }
 
     /// The status a reader should take: a file without one is a person's meeting (open).
     pub fn effective_status(&self) -> MeetingStatus {
         self.status.unwrap_or(MeetingStatus::Open)
     }
+}
+
+/// The first entry of `linked_artifacts` when more were linked than it lists: how many more
+/// (the log has every link). A string, as the schema wants, and a path as `check` reads it.
+pub fn linked_more_entry(n: u64) -> String {
+    format!("({n} more linked artifacts, see the log)")
+}
+
+/// The count in an entry [`linked_more_entry`] made; `None` for any other entry.
+pub fn linked_more_count(entry: &str) -> Option<u64> {
+    entry.strip_prefix('(')?.strip_suffix(" more linked artifacts, see the log)")?.parse().ok()
 }
 
 /// A session id as agents print them (UUIDs and the like): safe to pass as an argument and to
@@ -201,6 +218,15 @@ mod tests {
         assert_eq!(m.agenda.as_deref(), Some("why"));
         let m = parse("---\nworker: scribe\n---\n").unwrap();
         assert_eq!(m.effective_status(), MeetingStatus::Open);
+    }
+
+    #[test]
+    fn the_entry_counting_more_links_is_valid_and_no_link() {
+        let text = format!("---\nworker: scribe\nlinked_artifacts: [\"{}\", .lore/a.md]\n---\n", linked_more_entry(2951));
+        let m = parse(&text).expect("valid");
+        assert_eq!(m.linked_artifacts(), vec![".lore/a.md"]);
+        assert_eq!(m.linked_more(), 2951);
+        assert_eq!(linked_more_count(".lore/(3 more).md"), None);
     }
 
     #[test]

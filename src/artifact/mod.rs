@@ -44,6 +44,45 @@ pub fn read_regular(path: &std::path::Path) -> Result<String, ReadError> {
     Ok(text)
 }
 
+/// Why a new artifact was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// The text would be refused by the parser every pass and `check` use.
+    #[error("the {what} would not be valid, nothing written: {problems}")]
+    Invalid { what: &'static str, problems: String },
+    #[error("{0} already exists: choose another id")]
+    Exists(String),
+    #[error("creating {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+}
+
+/// Write a new artifact (`what`: "commission", "meeting") at `path`, never over a file that
+/// is there, and only if `parse` — the parser every pass and `check` use — accepts `text`: a
+/// file that would be invalid the moment it exists (text over the frontmatter's size limit,
+/// say) is never written. What `parse` made of it.
+pub fn create_new<T>(
+    path: &std::path::Path,
+    text: &str,
+    what: &'static str,
+    parse: impl FnOnce(&std::path::Path, &str) -> Result<T, Vec<Problem>>,
+) -> Result<T, CreateError> {
+    use std::io::Write;
+    let parsed = parse(path, text)
+        .map_err(|ps| CreateError::Invalid { what, problems: ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ") })?;
+    let shown = || path.display().to_string();
+    let mut f = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(CreateError::Exists(shown())),
+        Err(source) => return Err(CreateError::Io { path: shown(), source }),
+    };
+    if let Err(source) = f.write_all(text.as_bytes()) {
+        // A part of it (a full disk) is not left behind as an artifact.
+        let _ = std::fs::remove_file(path);
+        return Err(CreateError::Io { path: shown(), source });
+    }
+    Ok(parsed)
+}
+
 /// Whether `path` itself is a symlink (not followed).
 pub fn is_symlink(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())

@@ -109,9 +109,11 @@ struct Meeting {
     branch: Option<String>,
     /// Written by guild-hall: the agent's session, resumed on every turn.
     session_id: Option<String>,
-    /// Written by guild-hall: artifacts linked during the meeting.
+    /// Written by guild-hall: artifacts linked during the meeting, the latest 50; a first entry
+    /// "(N more linked artifacts, see the log)" counts the rest.
     linked_artifacts: Option<Vec<String>>,
-    /// Written by guild-hall: progress summaries while open; the notes on close.
+    /// Written by guild-hall: progress summaries while open; the notes on close (or, when they
+    /// do not fit in the frontmatter, where in the log they are).
     notes: Option<String>,
     /// Written by guild-hall: why an edit was refused, or why a close waits.
     reason: Option<String>,

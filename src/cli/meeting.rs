@@ -361,6 +361,7 @@ fn summary_json(m: &crate::artifact::Meeting) -> serde_json::Value {
         "session_id": m.session_id(),
         "branch": m.str_field("branch"),
         "linked_artifacts": m.linked_artifacts(),
+        "linked_more": m.linked_more(),
         "reason": m.str_field("reason"),
     })
 }
@@ -397,7 +398,11 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     }
     let linked = m.linked_artifacts();
     if !linked.is_empty() {
-        say!("linked    {}", line(&linked.join(", ")));
+        let more = match m.linked_more() {
+            0 => String::new(),
+            n => format!(" (and {n} more in the log)"),
+        };
+        say!("linked    {}{more}", line(&linked.join(", ")));
     }
     if let Some(r) = m.str_field("reason") {
         say!("reason    {}", line(r));

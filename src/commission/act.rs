@@ -13,7 +13,7 @@ use crate::activity::state::{write_json, ExitInfo, StateDir};
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::artifact::commission::content_hash;
-use crate::artifact::write::{self, Edit};
+use crate::artifact::write::Edit;
 use crate::commission::observe::Snapshot;
 use crate::commission::plan::{timestamp, Action, Sig, Update};
 use crate::config::{Home, Project};
@@ -88,25 +88,16 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     if content_hash(&text) != u.expect_hash {
         return Ok(Outcome::Dropped);
     }
-    let new = match write::apply(&text, &u.edits) {
-        Ok(new) => new,
-        Err(e) => match without_worker_text(&u.edits) {
-            // What a worker said can be more than the frontmatter holds (many questions, a
-            // long list of artifacts): the status and the rest still go in, and the timeline,
-            // which has all of it, says what was left out.
-            Some(fewer) => {
-                let new = write::apply(&text, &fewer).with_context(|| format!("editing {}", path.display()))?;
-                let note = format!("the worker's progress, questions and result do not fit in the frontmatter, so they were left out of it (they are in this timeline): {e}");
-                let key = format!("frontmatter-full:{}", u.expect_hash);
-                timeline::append(
-                    &timeline::path_for(&path),
-                    &[timeline::event(&timestamp(chrono::Utc::now()), "anomaly", key, json!({"text": note}))],
-                )?;
-                new
-            }
-            None => return Err(e).with_context(|| format!("editing {}", path.display())),
-        },
-    };
+    // What a worker said can be more than the frontmatter holds (many questions, a long list
+    // of artifacts): the status and the rest still go in, and the timeline, which has all of
+    // it, says what was left out.
+    let new = crate::activity::fit::apply(&path, &text, &u.edits, |_| {
+        without_worker_text(&u.edits).map(|edits| crate::activity::fit::Shorter {
+            edits,
+            what: "the worker's progress, questions and result".into(),
+            kept: Default::default(),
+        })
+    })?;
     if new != text && !crate::activity::state::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
         return Ok(Outcome::Dropped);
     }

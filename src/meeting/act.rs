@@ -1,19 +1,21 @@
 //! Carry out one meeting [`Action`]: open (branch, worktree), fold and record (the log, the
-//! artifact, the record), close (notes, leftovers, squash merge, worktree and transcript
-//! removed). Each step is safe to repeat: a pass killed anywhere is finished by the next.
+//! artifact, the record, follow-up requests), close (notes, leftovers, squash merge, worktree
+//! and transcript removed). Each step is safe to repeat: a pass killed anywhere is finished by
+//! the next. What the worker said never keeps an edit from landing (see [`edit_if_unchanged`]).
 
 use anyhow::{Context, Result};
 use serde_json::json;
 use serde_yaml_ng::Value;
 
 use super::plan::{Action, Followup, MeetingRecord, Update};
+use crate::activity::fit::Shorter;
 use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::state::{read_json, write_json, StateDir};
 use crate::activity::timeline;
 use crate::activity::worktree;
 use crate::activity::Outcome;
 use crate::artifact::commission::content_hash;
-use crate::artifact::write::{self, Edit};
+use crate::artifact::write::Edit;
 use crate::config::{Home, Project};
 use crate::worker::{Catalog, Checkout};
 
@@ -38,21 +40,28 @@ fn fault(action: &str, step: u32) {
 pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update { update, followups } => {
-            for f in followups {
-                write_followup(ctx, f)?;
-            }
+            write_followups(ctx, &update.id, followups)?;
             apply(ctx, update)
         }
         Action::Open { update, branch } => open(ctx, update, branch),
-        Action::Close { update, branch, notes_written } => close(ctx, update, branch, *notes_written),
+        Action::Close { update, branch, notes_written, followups } => {
+            write_followups(ctx, &update.id, followups)?;
+            close(ctx, update, branch, *notes_written)
+        }
     }
 }
 
-/// The log first, then the artifact (dropped if it changed since observed), then the record:
-/// a record is never ahead of the artifact it describes.
+/// The log first, then how far the mailbox is folded (only once its events are in the log),
+/// then the artifact (dropped if it changed since observed), then the record: a record is
+/// never ahead of the artifact it describes.
 pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     let path = ctx.project.meeting_path(&u.id);
     timeline::append(&timeline::path_for(&path), &u.events)?;
+    if let Some(f) = &u.fold {
+        let state = ctx.state(&u.id);
+        std::fs::create_dir_all(&state.0)?;
+        write_json(&super::fold::path(&state), f)?;
+    }
     if edit_if_unchanged(&path, u.expect_hash, &u.edits)?.is_none() {
         return Ok(Outcome::Dropped);
     }
@@ -65,7 +74,8 @@ pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
 }
 
 /// Apply `edits` to the artifact if it is still the one observed (`expect`): its new hash, or
-/// `None` when a person's save came in between (the write is dropped; they win).
+/// `None` when a person's save came in between (the write is dropped; they win). Edits that do
+/// not fit in the frontmatter are made without the worker's text ([`without_worker_text`]).
 pub fn edit_if_unchanged(path: &std::path::Path, expect: u64, edits: &[Edit]) -> Result<Option<u64>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     if content_hash(&text) != expect {
@@ -74,11 +84,41 @@ pub fn edit_if_unchanged(path: &std::path::Path, expect: u64, edits: &[Edit]) ->
     if edits.is_empty() {
         return Ok(Some(expect));
     }
-    let new = write::apply(&text, edits).with_context(|| format!("editing {}", path.display()))?;
+    let new = crate::activity::fit::apply(path, &text, edits, |_| without_worker_text(path, &text, edits))?;
     if new != text && !crate::activity::state::replace_if_unchanged(path, expect, new.as_bytes())? {
         return Ok(None);
     }
     Ok(Some(content_hash(&new)))
+}
+
+/// `edits` for a frontmatter that has no room for the worker's text (linked artifacts and
+/// notes, beside a person's long agenda, say): the linked artifacts left out and the notes
+/// replaced by [`super::notes::LEFT_OUT`] (the planner then leaves both to the log until the
+/// meeting closes), the notes kept whole in the log's note. `None` if there is nothing to leave
+/// out.
+fn without_worker_text(path: &std::path::Path, text: &str, edits: &[Edit]) -> Option<Shorter> {
+    let current = crate::artifact::Meeting::parse(path, text).ok()?;
+    let worker_key = |k: &str| k == "notes" || k == "linked_artifacts";
+    let asked_notes = edits.iter().rev().find_map(|e| match e {
+        Edit::Set(k, v) if k == "notes" => Some(v.as_str().unwrap_or("").to_string()),
+        _ => None,
+    });
+    let mut fewer: Vec<Edit> = edits.iter().filter(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if worker_key(k))).cloned().collect();
+    let notes = asked_notes.or_else(|| current.str_field("notes").map(str::to_string)).filter(|n| n != super::notes::LEFT_OUT);
+    let has_linked = current.fields.contains_key("linked_artifacts");
+    let asked_worker_text = edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if worker_key(k)));
+    if notes.is_none() && !has_linked && !asked_worker_text {
+        return None;
+    }
+    if has_linked {
+        fewer.push(Edit::Remove("linked_artifacts".into()));
+    }
+    fewer.push(Edit::Set("notes".into(), Value::String(super::notes::LEFT_OUT.into())));
+    let mut kept = serde_json::Map::new();
+    if let Some(n) = notes {
+        kept.insert("notes".into(), serde_json::Value::String(n));
+    }
+    Some(Shorter { edits: fewer, what: "the meeting's notes and linked artifacts".into(), kept })
 }
 
 /// Apply `edits` to the artifact as it is now, retrying when a save races us: for writes that
@@ -217,11 +257,29 @@ fn wait_to_close(path: &std::path::Path, meeting: &crate::artifact::Meeting, upd
     Ok(Outcome::Waiting(why))
 }
 
-/// A follow-up request as a person would write it; never over an existing file.
-fn write_followup(ctx: &Ctx<'_>, f: &Followup) -> Result<()> {
+/// The follow-up requests meeting `from` made (the planner kept them within the cap). One
+/// that would not be a valid meeting is not written, and `from`'s log says why.
+fn write_followups(ctx: &Ctx<'_>, from: &str, followups: &[Followup]) -> Result<()> {
+    let log = timeline::path_for(&ctx.project.meeting_path(from));
+    for f in followups {
+        match write_followup(ctx, f)? {
+            Ok(()) => {}
+            Err(why) => {
+                let now = timeline::timestamp(chrono::Utc::now());
+                let text = format!("follow-up {} was not written: {why}", f.id);
+                timeline::append(&log, &[timeline::event(&now, "anomaly", format!("followup-invalid:{}", f.id), json!({ "text": text }))])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A follow-up request as a person would write it; never over an existing file, never one
+/// `check` would refuse (`Ok(Err(why))`).
+fn write_followup(ctx: &Ctx<'_>, f: &Followup) -> Result<Result<(), String>> {
     let path = ctx.project.meeting_path(&f.id);
     if path.exists() {
-        return Ok(());
+        return Ok(Ok(()));
     }
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), Value::String(format!("Follow-up: {}", first_line(&f.reason))));
@@ -234,7 +292,11 @@ fn write_followup(ctx: &Ctx<'_>, f: &Followup) -> Result<()> {
     }
     let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     std::fs::create_dir_all(ctx.project.meetings_dir())?;
-    crate::activity::state::write_atomic(&path, text.as_bytes())
+    match crate::artifact::create_new(&path, &text, "meeting", crate::artifact::Meeting::parse) {
+        Ok(_) | Err(crate::artifact::CreateError::Exists(_)) => Ok(Ok(())),
+        Err(e @ crate::artifact::CreateError::Invalid { .. }) => Ok(Err(e.to_string())),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn first_line(s: &str) -> String {

@@ -1,11 +1,12 @@
 //! Meetings, the synchronous half (DESIGN §10): the meeting artifact's state machine as a pure
-//! planner ([`plan`]) fed by [`observe`] and carried out by [`act`] inside the same reconcile
-//! pass as commissions; live turns streamed from the worker ([`turn`], [`events`]); notes on
-//! close ([`notes`]). Branch, worktree, leftovers and squash merge are `activity`'s, shared
+//! planner ([`plan`]) fed by [`observe`] (the mailbox read incrementally into [`fold`]) and
+//! carried out by [`act`] inside the same reconcile pass as commissions; live turns streamed
+//! from the worker ([`turn`], [`events`]); notes on close ([`notes`]). Branch, worktree, leftovers and squash merge are `activity`'s, shared
 //! with commissions.
 
 pub mod act;
 pub mod events;
+pub mod fold;
 pub mod notes;
 pub mod observe;
 pub mod ops;

@@ -21,9 +21,9 @@ const LAST_ANSWER_CHARS: usize = 600;
 pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, transcript: &Path) -> Notes {
     let mut problems = Vec::new();
     let worktree = ctx.home.meeting_worktree(&ctx.project.name, &meeting.id);
-    let mail = mailbox::read_checked(&state.mailbox(), worktree.is_dir().then_some(worktree.as_path())).unwrap_or_else(|e| {
+    let mail = read_for_notes(&state.mailbox(), worktree.is_dir().then_some(worktree.as_path())).unwrap_or_else(|e| {
         problems.push(("anomaly", format!("the mailbox could not be read for the notes: {e:#}")));
-        Vec::new()
+        Gathered::default()
     });
     let text = crate::files::read_text_if_exists(transcript).ok().flatten().unwrap_or_default();
     let summary = match ctx.workers.for_meeting(&meeting.worker).ok().filter(|p| p.manifest.notes.is_some()) {
@@ -39,26 +39,13 @@ pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, t
         },
         None => None,
     };
-    let summary = summary.unwrap_or_else(|| composed_summary(&mail, &text));
+    let summary = summary.unwrap_or_else(|| composed_summary(&mail.summaries, &text));
     let mut out = format!("## Summary\n\n{}\n", summary.trim());
-    let decisions: Vec<String> = mail
-        .iter()
-        .filter_map(|m| match &m.body {
-            MailBody::Decision { question, decision, reasoning } => Some(format!("- {question} — {decision} ({reasoning})")),
-            _ => None,
-        })
-        .collect();
     out.push_str("\n## Decisions\n\n");
-    out.push_str(&if decisions.is_empty() { "None recorded.".to_string() } else { decisions.join("\n") });
+    out.push_str(&if mail.decisions.is_empty() { "None recorded.".to_string() } else { mail.decisions.join("\n") });
     out.push('\n');
-    let mut linked = meeting.linked_artifacts();
-    for m in &mail {
-        if let MailBody::Link { path } = &m.body {
-            if !linked.contains(path) {
-                linked.push(path.clone());
-            }
-        }
-    }
+    // The same list the frontmatter shows: the latest, and how many more the log has.
+    let linked = mail.links.linked_shown();
     out.push_str("\n## Artifacts\n\n");
     out.push_str(&if linked.is_empty() {
         "None linked.".to_string()
@@ -71,15 +58,50 @@ pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, t
     Notes { text, problems }
 }
 
+/// What the notes take from the whole mailbox: read once, in bounded pieces, and kept within
+/// what the notes can hold.
+#[derive(Default)]
+struct Gathered {
+    summaries: Vec<String>,
+    decisions: Vec<String>,
+    links: super::fold::Folded,
+}
+
+fn read_for_notes(path: &Path, worktree: Option<&Path>) -> anyhow::Result<Gathered> {
+    let mut g = Gathered::default();
+    let (mut summaries, mut decisions) = (0usize, 0usize);
+    let mut cursor = mailbox::Cursor::default();
+    let expect = mailbox::Expect { attempt: None, worktree, last: false };
+    mailbox::read_from(path, &mut cursor, expect, |line| {
+        let Some(m) = line.mail else { return };
+        match &m.body {
+            // Past what the notes hold, the rest is only in the log.
+            MailBody::Summary { text } if summaries <= NOTES_MAX => {
+                summaries += text.len();
+                g.summaries.push(format!("- {}", text.trim()));
+            }
+            MailBody::Decision { question, decision, reasoning } if decisions <= NOTES_MAX => {
+                let d = format!("- {question} — {decision} ({reasoning})");
+                decisions += d.len();
+                g.decisions.push(d);
+            }
+            MailBody::Link { .. } => g.links.take(&m),
+            _ => {}
+        }
+    })?;
+    Ok(g)
+}
+
 /// The most of the notes written into the meeting's frontmatter.
 pub const NOTES_MAX: usize = 32 * 1024;
 
+/// The notes of a meeting whose frontmatter has no room for the worker's text beside the rest
+/// of it (a person's long agenda, say): the notes and the linked artifacts are in its log,
+/// the notes whole in the `anomaly` event that says so.
+pub const LEFT_OUT: &str = "(The notes and the linked artifacts do not fit in this frontmatter beside the rest of it: they are in the meeting's log, guild-hall meeting show.)";
+
 /// The summaries the worker gave, else the number of turns and the last answer.
-fn composed_summary(mail: &[crate::worker::toolbox::mailbox::Mail], transcript: &str) -> String {
-    let summaries: Vec<String> = mail
-        .iter()
-        .filter_map(|m| if let MailBody::Summary { text } = &m.body { Some(format!("- {}", text.trim())) } else { None })
-        .collect();
+fn composed_summary(summaries: &[String], transcript: &str) -> String {
     if !summaries.is_empty() {
         return summaries.join("\n");
     }

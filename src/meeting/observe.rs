@@ -1,14 +1,19 @@
-//! Observe a project's meetings: their artifacts, records, mailboxes, timelines and worktrees,
-//! into the planner's [`Snapshot`]. Read-only.
+//! Observe a project's meetings: their artifacts, records, worktrees and what is new in their
+//! mailboxes (read from where the last pass stopped, folded into [`Folded`]), into the
+//! planner's [`Snapshot`]. Read-only.
 
 use anyhow::Result;
 
+use std::collections::BTreeMap;
+
+use super::fold::{self, Folded};
 use super::plan::{MeetingRecord, Observed, Snapshot};
 use crate::activity::state::{read_json, StateDir};
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::{Meeting, MeetingStatus, Problem};
+use crate::commission::observe::{MAIL_PER_PASS, NOTES_PER_PASS};
 use crate::config::{Home, Project};
-use crate::worker::toolbox::mailbox;
+use crate::worker::toolbox::mailbox::{self, Expect, MailBody};
 use crate::worker::Catalog;
 
 /// The meetings snapshot, and the artifacts that could not be read (reported, never acted on).
@@ -16,7 +21,7 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
     let mut meetings = Vec::new();
     let mut problems = Vec::new();
     for path in crate::artifact::paths(&project.meetings_dir())? {
-        match observe_one(home, project, workers, &path) {
+        match observe_one(home, project, workers, &path, project.config.followups_per_meeting) {
             Ok(o) => meetings.push(o),
             Err(p) => problems.extend(p),
         }
@@ -24,6 +29,7 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
     let snapshot = Snapshot {
         meetings,
         cap: project.config.meeting_cap,
+        followup_cap: project.config.followups_per_meeting,
         integration_branch: project.config.integration_branch.clone(),
         now: now.to_string(),
     };
@@ -47,7 +53,13 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<Meeting
     read_json(&StateDir(home.meeting_state(&project.name, id)).record())
 }
 
-fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::path::Path) -> Result<Observed, Vec<Problem>> {
+fn observe_one(
+    home: &Home,
+    project: &Project,
+    workers: &Catalog,
+    path: &std::path::Path,
+    followup_cap: usize,
+) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
     let text = crate::artifact::read_regular(path).map_err(|e| problem(e.to_string()))?;
     let meeting = Meeting::parse(path, &text)?;
@@ -56,20 +68,87 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &std::pa
         problem(format!("its runtime record is corrupt ({e:#}); nothing is done for this meeting until it is repaired or removed"))
     })?;
     let live = record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open);
-    let (mail, timeline_keys) = if live {
-        // Paths it names are checked against the meeting's own worktree (computed from its id).
-        let worktree = home.meeting_worktree(&project.name, &meeting.id);
-        let mail = mailbox::read_checked(&state.mailbox(), worktree.is_dir().then_some(worktree.as_path()))
-            .map_err(|e| problem(format!("its mailbox cannot be read: {e:#}")))?;
-        let keys = crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
-        (mail, keys)
-    } else {
-        Default::default()
-    };
     let opened = live && matches!(read_json::<WorktreeRecord>(&state.worktree()), Ok(Some(rec)) if rec.path.join(".git").exists());
     let worker_problem = match meeting.effective_status() {
         MeetingStatus::Open if !live => workers.for_meeting(&meeting.worker).err(),
         _ => None,
     };
-    Ok(Observed { meeting, record, mail, timeline_keys, opened, worker_problem })
+    let mut o = Observed {
+        meeting,
+        record,
+        folded: Folded::default(),
+        fold_changed: false,
+        followups_before: 0,
+        mail: Vec::new(),
+        mail_notes: Vec::new(),
+        opened,
+        worker_problem,
+    };
+    if live {
+        // Paths it names are checked against the meeting's own worktree (computed from its id).
+        let worktree = home.meeting_worktree(&project.name, &o.meeting.id);
+        read_mail(&mut o, &state, &worktree, followup_cap).map_err(|e| problem(format!("its mailbox cannot be read: {e:#}")))?;
+    }
+    Ok(o)
+}
+
+/// Read what is new in the meeting's mailbox since the last pass into `o`: every line folded,
+/// the first [`MAIL_PER_PASS`] events (and every follow-up within the cap) kept for the log,
+/// a note for each line skipped or path dropped. A fold that cannot be read starts the
+/// reading over.
+fn read_mail(o: &mut Observed, state: &StateDir, worktree: &std::path::Path, followup_cap: usize) -> Result<()> {
+    let fold_path = fold::path(state);
+    let before = read_json::<Folded>(&fold_path).unwrap_or_else(|e| {
+        tracing::warn!(file = %fold_path.display(), error = %format!("{e:#}"), "the meeting's mailbox fold cannot be read: reading the mailbox again from its start");
+        None
+    });
+    let before = before.unwrap_or_default();
+    let mut folded = before.clone();
+    let mut cursor = before.cursor.clone();
+    let expect = Expect { attempt: None, worktree: worktree.is_dir().then_some(worktree), last: false };
+    let (mut mail, mut notes, mut unnoted) = (Vec::new(), Vec::new(), 0u64);
+    let mut more: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut first_line = None;
+    let path = state.mailbox();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    mailbox::read_from(&path, &mut cursor, expect, |line| {
+        first_line.get_or_insert(line.number);
+        for (i, text) in line.notes.into_iter().enumerate() {
+            if notes.len() < NOTES_PER_PASS {
+                notes.push((format!("mailbox:{name}:{}:{i}", line.number), text));
+            } else {
+                unnoted += 1;
+            }
+        }
+        let Some(m) = line.mail else { return };
+        folded.take(&m);
+        let wanted = matches!(m.body, MailBody::Followup { .. }) && folded.followups <= followup_cap as u64;
+        if mail.len() < MAIL_PER_PASS || wanted {
+            mail.push(m);
+        } else {
+            *more.entry(m.body.kind()).or_default() += 1;
+        }
+    })?;
+    let first = first_line.unwrap_or(0);
+    if unnoted > 0 {
+        notes.push((
+            format!("mailbox:{name}:{first}:unnoted"),
+            format!("{name}: {unnoted} more lines skipped or paths dropped in this read"),
+        ));
+    }
+    if !more.is_empty() {
+        let kinds: Vec<String> = more.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+        let text = format!(
+            "{name}: more events than a pass records one by one ({MAIL_PER_PASS}): {} were folded without their own log entry; the meeting shows the latest",
+            kinds.join(", ")
+        );
+        notes.push((format!("mailbox:{name}:{first}:more"), text));
+    }
+    folded.cursor = cursor;
+    o.fold_changed = folded != before;
+    o.followups_before = before.followups;
+    o.folded = folded;
+    o.mail = mail;
+    o.mail_notes = notes;
+    Ok(())
 }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::plan::MeetingRecord;
@@ -44,7 +44,7 @@ pub fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
 }
 
 /// Write a new meeting artifact; its id. Refuses (writing nothing) a worker that cannot meet,
-/// bad paths, an id in use, and an open meeting past the cap.
+/// bad paths, an id in use, an open meeting past the cap, and a meeting `check` would refuse.
 pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String> {
     let catalog = Catalog::discover(&project.root, &home.workers_dir());
     catalog.for_meeting(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
@@ -103,11 +103,9 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
         text.push_str(new.body.trim_end());
         text.push('\n');
     }
-    // Never over a file that appeared meanwhile.
-    let path = project.meeting_path(&id);
-    let mut f =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
-    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    // Never over a file that appeared meanwhile, and never one the parser every pass and
+    // `check` use would refuse (an agenda over the frontmatter's size limit, say).
+    crate::artifact::create_new(&project.meeting_path(&id), &text, "meeting", Meeting::parse)?;
     Ok(id)
 }
 

@@ -3,19 +3,15 @@
 //! against what guild-hall last accepted (the record); a refused one is put back with
 //! `reason:` and a log event. Same shape as the commission planner: snapshot in, actions out.
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
+use super::fold::Folded;
 use crate::activity::timeline;
 use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
 use crate::worker::toolbox::mailbox::{Mail, MailBody};
-
-/// The most progress summaries an open meeting's notes list (the latest).
-const SUMMARIES_SHOWN: usize = 10;
 
 /// guild-hall's memory of a meeting (`record.json` in its runtime dir): the status it last
 /// accepted, and how far closing got.
@@ -35,10 +31,17 @@ pub struct MeetingRecord {
 pub struct Observed {
     pub meeting: Meeting,
     pub record: Option<MeetingRecord>,
-    /// Its mailbox (the toolbox's events), all of it.
+    /// Its mailbox as folded so far, this pass's new events taken in.
+    pub folded: Folded,
+    /// `folded` moved on in this pass (it is written back with the pass's update).
+    pub fold_changed: bool,
+    /// Follow-ups proposed before this pass's new events.
+    pub followups_before: u64,
+    /// This pass's new events for the log (at most [`crate::commission::observe::MAIL_PER_PASS`],
+    /// and every follow-up within the cap).
     pub mail: Vec<Mail>,
-    /// Keys already in its timeline: folded mail is not folded twice.
-    pub timeline_keys: BTreeSet<String>,
+    /// Notes on what the reader skipped or left out of the log: (log key, text).
+    pub mail_notes: Vec<(String, String)>,
     /// Its worktree exists as guild-hall made it.
     pub opened: bool,
     /// Why its worker cannot meet, if it cannot (unknown package, no `meeting` capability).
@@ -50,6 +53,8 @@ pub struct Observed {
 pub struct Snapshot {
     pub meetings: Vec<Observed>,
     pub cap: usize,
+    /// The most follow-up requests one meeting may make (`followups_per_meeting`).
+    pub followup_cap: usize,
     pub integration_branch: String,
     pub now: String,
 }
@@ -63,6 +68,8 @@ pub struct Update {
     pub edits: Vec<Edit>,
     pub events: Vec<Json>,
     pub record: Option<MeetingRecord>,
+    /// How far the mailbox is folded: written once the events are in the log.
+    pub fold: Option<Folded>,
 }
 
 /// A follow-up meeting request to write (from `propose_followup`).
@@ -83,9 +90,10 @@ pub enum Action {
     Update { update: Update, followups: Vec<Followup> },
     /// Open: the branch from the integration branch, the worktree, then the update.
     Open { update: Update, branch: String },
-    /// Close: notes, leftovers committed, squash merge, worktree and transcript removed, then
-    /// the update (which makes the record `closed`). Every step is safe to repeat.
-    Close { update: Update, branch: String, notes_written: bool },
+    /// Close: follow-up requests, notes, leftovers committed, squash merge, worktree and
+    /// transcript removed, then the update (which makes the record `closed`). Every step is
+    /// safe to repeat.
+    Close { update: Update, branch: String, notes_written: bool, followups: Vec<Followup> },
 }
 
 impl Action {
@@ -170,7 +178,7 @@ impl<'a> Step<'a> {
         Step {
             o,
             now,
-            update: Update { id: m.id.clone(), expect_hash: m.hash, edits: Vec::new(), events: Vec::new(), record: None },
+            update: Update { id: m.id.clone(), expect_hash: m.hash, edits: Vec::new(), events: Vec::new(), record: None, fold: None },
             record,
             followups: Vec::new(),
         }
@@ -229,26 +237,19 @@ impl<'a> Step<'a> {
     }
 
     /// Fold the toolbox's new mail into the log and the artifact (linked artifacts, progress
-    /// summaries in the notes), and turn follow-up proposals into requests.
-    /// Fold the toolbox's mail. `closing`: the notes are left to the close (they are
-    /// composed there, from all of it).
-    fn fold_mail(&mut self, closing: bool) {
-        let m = &self.o.meeting;
-        let mut linked = m.linked_artifacts();
-        let mut summaries: Vec<String> = Vec::new();
+    /// summaries in the notes), and turn follow-up proposals into requests, up to the cap.
+    /// `closing`: the notes are left to the close (they are composed there, from all of it).
+    fn fold_mail(&mut self, closing: bool, followup_cap: usize) {
+        let (m, f) = (&self.o.meeting, &self.o.folded);
+        // The frontmatter had no room for the worker's text once (beside a long agenda, say):
+        // it stays in the log for the rest of the meeting, and the notes say so.
+        let full = m.str_field("notes") == Some(super::notes::LEFT_OUT);
+        let mut proposed = self.o.followups_before;
         for mail in &self.o.mail {
-            // Links and summaries come from all of the mail, folded or not: a write dropped
-            // after its log events were appended is made again.
-            match &mail.body {
-                MailBody::Summary { text } => summaries.push(format!("- {} {}", &mail.ts, text.trim())),
-                MailBody::Link { path } if !linked.contains(path) => linked.push(path.clone()),
-                _ => {}
-            }
-            if self.o.timeline_keys.contains(&mail.id) {
-                continue;
-            }
             self.update.events.push(timeline::event(&mail.ts, mail.body.kind(), mail.id.clone(), mail.body.timeline_fields(mail.attempt)));
-            if let MailBody::Followup { reason, references } = &mail.body {
+            let MailBody::Followup { reason, references } = &mail.body else { continue };
+            proposed += 1;
+            if proposed as usize <= followup_cap {
                 self.followups.push(Followup {
                     id: crate::artifact::ids::derived(&m.id, &format!("followup-{}", mail.seq)),
                     worker: m.worker.clone(),
@@ -258,26 +259,40 @@ impl<'a> Step<'a> {
                 });
             }
         }
-        if !linked.is_empty() {
+        for (key, text) in &self.o.mail_notes {
+            self.update.events.push(timeline::event(self.now, "anomaly", key.clone(), json!({ "text": text })));
+        }
+        let dropped = f.followups.saturating_sub(followup_cap as u64);
+        if dropped > 0 && f.followups > self.o.followups_before {
+            let text = format!(
+                "{dropped} follow-up proposal{} over the cap of {followup_cap} per meeting (followups_per_meeting) {} not written as requests; each is in this log",
+                if dropped == 1 { "" } else { "s" },
+                if dropped == 1 { "was" } else { "were" }
+            );
+            self.event("anomaly", format!("followups-over-cap:{dropped}"), json!({ "text": text }));
+        }
+        if self.o.fold_changed {
+            self.update.fold = Some(f.clone());
+        }
+        let linked = f.linked_shown();
+        if !linked.is_empty() && !full {
             self.set("linked_artifacts", Value::Sequence(linked.into_iter().map(Value::String).collect()));
         }
-        // While the meeting is open its notes are the progress summaries so far; closing
-        // replaces them with the full notes.
-        if !closing && !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
-            // The latest ones, within what the frontmatter holds (the log has every one).
-            let earlier = summaries.len().saturating_sub(SUMMARIES_SHOWN);
-            let mut text = String::from("Progress so far:\n");
-            if earlier > 0 {
-                text.push_str(&format!("- ({earlier} earlier summaries are in the log)\n"));
-            }
-            text.push_str(&summaries[earlier..].join("\n"));
-            text.push('\n');
+        // While the meeting is open its notes are the progress summaries so far (the latest,
+        // within what the frontmatter holds); closing replaces them with the full notes.
+        if let Some(text) =
+            f.progress_notes().filter(|_| !closing && !full && self.record.status == MeetingStatus::Open && !self.record.notes_written)
+        {
             self.set("notes", Value::String(crate::worker::toolbox::mailbox::clip(&text, super::notes::NOTES_MAX).into_owned()));
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.update.edits.is_empty() && self.update.events.is_empty() && self.update.record.is_none() && self.followups.is_empty()
+        self.update.edits.is_empty()
+            && self.update.events.is_empty()
+            && self.update.record.is_none()
+            && self.update.fold.is_none()
+            && self.followups.is_empty()
     }
 
     fn into_update(self) -> Option<Action> {
@@ -365,14 +380,14 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             Some(Action::Open { update: st.update, branch: branch_name(&m.id) })
         }
         (Some(Open), Open) => {
-            st.fold_mail(false);
+            st.fold_mail(false, s.followup_cap);
             st.into_update()
         }
         (Some(Open), Closed) => {
-            st.fold_mail(true);
+            st.fold_mail(true, s.followup_cap);
             let notes_written = st.record.notes_written;
             st.go(had, Closed, "closed by a person");
-            Some(Action::Close { update: st.update, branch: branch_name(&m.id), notes_written })
+            Some(Action::Close { update: st.update, branch: branch_name(&m.id), notes_written, followups: st.followups })
         }
         (Some(Open), Requested | Declined) => {
             st.refuse(asked, Open, "an open meeting can only be closed (status: closed)".into());
@@ -405,15 +420,18 @@ mod tests {
         Observed {
             meeting: meeting(id, file, ""),
             record: rec.map(|status| MeetingRecord { status, created: None, notes_written: false }),
+            folded: Folded::default(),
+            fold_changed: false,
+            followups_before: 0,
             mail: vec![],
-            timeline_keys: BTreeSet::new(),
+            mail_notes: vec![],
             opened: rec == Some(MeetingStatus::Open),
             worker_problem: None,
         }
     }
 
     fn snap(meetings: Vec<Observed>, cap: usize) -> Snapshot {
-        Snapshot { meetings, cap, integration_branch: "claude/main".into(), now: "2026-11-23T10:00:00.000Z".into() }
+        Snapshot { meetings, cap, followup_cap: 3, integration_branch: "claude/main".into(), now: "2026-11-23T10:00:00.000Z".into() }
     }
 
     fn sets<'a>(a: &'a Action, key: &str) -> Option<&'a Value> {
@@ -509,25 +527,72 @@ mod tests {
         assert!(sets(&p[0], "reason").and_then(Value::as_str).unwrap_or("").contains("meeting` capability"));
     }
 
+    /// `o` with `mail` read in this pass.
+    fn deliver(o: &mut Observed, mail: Vec<Mail>) {
+        o.followups_before = o.folded.followups;
+        for m in &mail {
+            o.folded.take(m);
+        }
+        o.fold_changed = !mail.is_empty();
+        o.mail = mail;
+    }
+
+    fn mail(seq: u64, body: MailBody) -> Mail {
+        Mail { seq, id: format!("id{seq}"), ts: format!("t{seq}"), attempt: 1, body }
+    }
+
     #[test]
     fn mail_is_folded_once_and_followups_requested() {
         let mut o = observed("m", Some("open"), Some(MeetingStatus::Open));
-        let mail = |seq: u64, body: MailBody| Mail { seq, id: format!("id{seq}"), ts: format!("t{seq}"), attempt: 1, body };
-        o.mail = vec![
-            mail(1, MailBody::Link { path: ".lore/a.md".into() }),
-            mail(2, MailBody::Summary { text: "half way".into() }),
-            mail(3, MailBody::Followup { reason: "more".into(), references: vec![".lore/a.md".into()] }),
-        ];
+        deliver(
+            &mut o,
+            vec![
+                mail(1, MailBody::Link { path: ".lore/a.md".into() }),
+                mail(2, MailBody::Summary { text: "half way".into() }),
+                mail(3, MailBody::Followup { reason: "more".into(), references: vec![".lore/a.md".into()] }),
+            ],
+        );
         let p = plan(&snap(vec![o.clone()], 5));
         let Action::Update { update, followups } = &p[0] else { panic!("{p:?}") };
         assert_eq!(sets(&p[0], "linked_artifacts"), Some(&Value::Sequence(vec![Value::from(".lore/a.md")])));
         assert!(sets(&p[0], "notes").and_then(Value::as_str).unwrap_or("").contains("half way"));
         assert_eq!(update.events.len(), 3);
+        assert_eq!(update.fold.as_ref(), Some(&o.folded), "the fold is written with the update");
         assert_eq!(followups[0].id, "m-followup-3");
-        // Folded already: nothing more.
-        o.timeline_keys = ["id1", "id2", "id3"].into_iter().map(String::from).collect();
+        // Folded already, and nothing new: nothing more.
+        deliver(&mut o, vec![]);
         o.meeting = meeting("m", Some("open"), "linked_artifacts: [.lore/a.md]\nnotes: |\n  Progress so far:\n  - t2 half way\n");
         assert!(plan(&snap(vec![o], 5)).is_empty());
+    }
+
+    /// Follow-ups past the cap are not requested; one note says how many, when more come.
+    #[test]
+    fn followups_past_the_cap_are_counted_not_requested() {
+        let mut o = observed("m", Some("open"), Some(MeetingStatus::Open));
+        let proposal = |seq| mail(seq, MailBody::Followup { reason: format!("topic {seq}"), references: vec![] });
+        deliver(&mut o, (1..=2).map(proposal).collect());
+        let p = plan(&snap(vec![o.clone()], 5));
+        let Action::Update { followups, .. } = &p[0] else { panic!("{p:?}") };
+        assert_eq!(followups.len(), 2);
+        deliver(&mut o, (3..=6).map(proposal).collect());
+        let p = plan(&snap(vec![o.clone()], 5));
+        let Action::Update { update, followups } = &p[0] else { panic!("{p:?}") };
+        assert_eq!(followups.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(), vec!["m-followup-3"]);
+        let note = update.events.iter().find(|e| e["kind"] == "anomaly").expect("a note");
+        assert!(note["text"].as_str().unwrap_or("").starts_with("3 follow-up proposals over the cap of 3"), "{note}");
+        assert_eq!(update.events.iter().filter(|e| e["kind"] == "followup").count(), 4, "each is in the log");
+    }
+
+    /// Once the frontmatter had no room for the worker's text, notes and links stay in the log.
+    #[test]
+    fn a_full_frontmatter_leaves_notes_and_links_to_the_log() {
+        let mut o = observed("m", Some("open"), Some(MeetingStatus::Open));
+        o.meeting = meeting("m", Some("open"), &format!("notes: \"{}\"\n", super::super::notes::LEFT_OUT));
+        deliver(&mut o, vec![mail(1, MailBody::Link { path: ".lore/a.md".into() }), mail(2, MailBody::Summary { text: "s".into() })]);
+        let p = plan(&snap(vec![o], 5));
+        assert_eq!(sets(&p[0], "linked_artifacts"), None);
+        assert_eq!(sets(&p[0], "notes"), None);
+        assert_eq!(update(&p[0]).events.len(), 2, "the log has them");
     }
 
     #[test]

@@ -80,20 +80,9 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     text.push_str(new.prompt.trim_end());
     text.push('\n');
-    let path = project.commission_path(&id);
     // Read back by the parser every pass (and `check`) uses: a file that would be invalid the
     // moment it exists (a title over the frontmatter's size limit, say) is never written.
-    if let Err(problems) = Commission::parse(&path, &text) {
-        let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        bail!("the commission would not be valid, nothing written: {}", problems.join("; "));
-    }
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .with_context(|| format!("{} already exists: choose another id", path.display()))?;
-    f.write_all(text.as_bytes())?;
+    crate::artifact::create_new(&project.commission_path(&id), &text, "commission", Commission::parse)?;
     Ok(id)
 }
 

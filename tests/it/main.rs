@@ -13,6 +13,7 @@ mod git_trust;
 mod lifecycle;
 mod mailbox_trust;
 mod mcp;
+mod meeting_trust;
 mod meetings;
 mod merge;
 mod merge_trust;

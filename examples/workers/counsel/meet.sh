@@ -14,6 +14,8 @@
 #   slow             stream a long answer, slowly (to interrupt it)
 #   pause: N         say nothing for N seconds, then go on (a long quiet stretch of a turn)
 #   fail             report an error and end the turn unfinished
+#   links: N         append N link events to its mailbox itself, without the toolbox (a flood)
+#   raw: LINE        append LINE to its mailbox as it is, without the toolbox
 set -eu
 msg=$(cat "$GUILD_HALL_MESSAGE_FILE")
 store="$GUILD_HALL_HOME/memory/$GUILD_HALL_WORKER/sessions"
@@ -78,6 +80,15 @@ printf '%s\n' "$msg" | while IFS= read -r line; do
     decide:*)
       text=$(printf '%s' "${line#decide:}" | sed 's/^ *//')
       tool record_decision "{\"decision\":$(json "$text")}" "$GUILD_HALL_BIN" toolbox record-decision --question "What did we settle?" --decision "$text" --reasoning "agreed in the meeting"
+      ;;
+    links:*)
+      n=$(printf '%s' "${line#links:}" | sed 's/^ *//')
+      ts=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+      awk -v n="$n" -v ts="$ts" 'BEGIN { for (i = 1; i <= n; i++) printf "{\"seq\":%d,\"id\":\"flood-%d\",\"ts\":\"%s\",\"attempt\":1,\"kind\":\"link\",\"path\":\".lore/flood/artifact-%05d.md\"}\n", 100000 + i, i, ts, i }' >> "$GUILD_HALL_MAILBOX"
+      say " (linked $n artifacts)"
+      ;;
+    raw:*)
+      printf '%s\n' "${line#raw: }" >> "$GUILD_HALL_MAILBOX"
       ;;
     pause:*)
       sleep "$(printf '%s' "${line#pause:}" | sed 's/^ *//')"
