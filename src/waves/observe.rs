@@ -197,10 +197,10 @@ fn live(state: &StateDir, attempt: u32, procs: &liveness::Attempt) -> Option<Liv
     if attempt == 0 || procs.proc != Proc::Alive || procs.exit.is_some() {
         return None;
     }
-    let run = procs.run.as_ref()?;
+    let run = procs.run.clone()?;
     // Written only by guild-hall, atomically: an unreadable one restarts the count of quiet time.
     let heartbeat = read_json(&state.heartbeat()).ok().flatten();
-    Some(Live { started_at: run.started_at, heartbeat, sample: liveness::sample(state, attempt, run, &state.mailbox()) })
+    Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run, &state.mailbox()) })
 }
 
 /// A shim is at work in `state` (its lock held, or its recorded run alive and ours), whatever
