@@ -1,13 +1,77 @@
 //! Whether a worker at work is still doing it, for every kind that runs one (commissions, wave
-//! tasks, a plan's verify): its signs of life sampled (output, CPU, mailbox), judged against
-//! `stale_after`, and its wall-clock limit. Pure judgements plus the one read-only sampler.
+//! tasks, a plan's verify): where its attempt's processes stand ([`attempt`]: its shim's
+//! records checked against the process table), its signs of life sampled (output, CPU,
+//! mailbox), judged against `stale_after`, and its wall-clock limit. Read-only: it never signals.
 
 use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::state::{Heartbeat, RunInfo, Sample, StateDir};
+use super::state::{read_json, ExitInfo, Heartbeat, RunInfo, Sample, StateDir};
+use crate::worker::shim;
+
+/// Where an attempt's processes stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Proc {
+    /// No shim has recorded this attempt and none holds the lock.
+    NotStarted,
+    /// A shim holds the lock but has not yet recorded the worker.
+    Starting,
+    Alive,
+    /// The shim is gone (killed before it could finish) but processes of its attempt are not.
+    Lingering,
+    /// Recorded, and now gone.
+    Dead,
+}
+
+/// One attempt as its shim's records and the process table show it.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub proc: Proc,
+    /// Its `run.json` (the shim started the worker), if it is this attempt's.
+    pub run: Option<RunInfo>,
+    /// Its `exit.json` (every process of it gone, or it could not start), if it is this attempt's.
+    pub exit: Option<ExitInfo>,
+    /// With [`Proc::Lingering`]: the processes carrying the attempt's run-id mark
+    /// ([`shim::leftovers`]), to be killed ([`shim::kill_leftovers`]) before anything that
+    /// follows the attempt (its verdict, a rerun in the same worktree) is done.
+    pub leftovers: Vec<i32>,
+}
+
+/// Where `attempt` in `state` stands. `Err`: a record that cannot be trusted, saying which file
+/// and why — one that does not parse, an implausible `run.json` ([`StateDir::read_run`]), or one
+/// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
+/// process is ever signalled by such a record: the caller reports it and leaves the attempt alone.
+pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
+    let run = state.read_run().map_err(|e| format!("{e:#}"))?.filter(|r| r.attempt == attempt);
+    let exit = read_json::<ExitInfo>(&state.exit()).map_err(|e| format!("{e:#}"))?.filter(|x| x.attempt == attempt);
+    if let Some(run) = run.as_ref().filter(|r| r.boot_id == boot && shim::shim_state(r) == shim::ShimState::Foreign) {
+        // A live process with the recorded pid and start time that is not the attempt's shim:
+        // the record was not written by it.
+        return Err(format!(
+            "{}: names pid {}, a running process that is not this attempt's shim; no process is signalled by it",
+            state.run().display(),
+            run.pid
+        ));
+    }
+    let mut proc = match (&run, &exit) {
+        (Some(run), _) if run.boot_id == boot && shim::is_ours(run) => Proc::Alive,
+        (Some(_), _) | (None, Some(_)) => Proc::Dead,
+        (None, None) if shim::shim_lock_held(state) => Proc::Starting,
+        (None, None) => Proc::NotStarted,
+    };
+    let mut leftovers = Vec::new();
+    if let (Proc::Dead, Some(run), None) = (proc, &run, &exit) {
+        // A shim that recorded no exit was killed: look for what it could not reap.
+        leftovers = shim::leftovers(run);
+        if !leftovers.is_empty() {
+            proc = Proc::Lingering;
+        }
+    }
+    Ok(Attempt { proc, run, exit, leftovers })
+}
 
 /// The reason an unresponsive worker fails with.
 pub const UNRESPONSIVE: &str = "process unresponsive";

@@ -168,7 +168,12 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
     // Each task's resume class, from what is there now (its worktree, its processes).
     let workers = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
-    let observed = crate::waves::observe::observe_plan(&env.home, &env.project, &workers, id).ok();
+    // A runtime file that cannot be trusted (a run record naming another process, say) is shown:
+    // nothing is done for the plan until it is repaired or removed.
+    let (observed, problem) = match crate::waves::observe::observe_plan(&env.home, &env.project, &workers, id) {
+        Ok(o) => (Some(o), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
     let tasks: Vec<serde_json::Value> = plan
         .tasks()
         .map(|t| {
@@ -185,7 +190,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     if json_out {
         let v = json!({"plan": plan.id, "title": plan.title, "status": status, "wave": record.as_ref().map(|r| r.wave), "waves": plan.waves.len(),
                        "parallelism": plan.parallelism, "verify": plan.verify, "fixer": plan.fixer, "reason": record.as_ref().and_then(|r| r.reason.clone()),
-                       "verify_runs": record.as_ref().map(|r| r.verify_runs).unwrap_or(0), "tasks": tasks, "log": log});
+                       "verify_runs": record.as_ref().map(|r| r.verify_runs).unwrap_or(0), "tasks": tasks, "log": log, "problem": problem});
         say_json!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
@@ -196,6 +201,9 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     );
     if let Some(r) = record.as_ref().and_then(|r| r.reason.clone()) {
         say!("reason    {r}");
+    }
+    if let Some(p) = &problem {
+        say!("problem   {p}");
     }
     say!("parallel  {}", plan.parallelism);
     if let Some(v) = &plan.verify {

@@ -14,20 +14,8 @@ use crate::worker::shim;
 use crate::worker::toolbox::mailbox::{self, Cursor, Expect, Mail, MailBody};
 use crate::worker::Catalog;
 
-/// Where the current attempt's process stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Proc {
-    /// No shim has recorded this attempt and none holds the lock.
-    NotStarted,
-    /// A shim holds the lock but has not yet recorded the worker.
-    Starting,
-    Alive,
-    /// The shim is gone (killed before it could finish) but processes of its attempt are not.
-    Lingering,
-    /// Recorded, and now gone.
-    Dead,
-}
+/// Where the current attempt's process stands (shared with wave tasks and verify).
+pub use crate::activity::liveness::Proc;
 
 /// One commission as observed.
 #[derive(Debug, Clone)]
@@ -503,35 +491,18 @@ fn read_mail(obs: &mut Observed, state: &StateDir, attempt: u32, worktree: &Path
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
-    let run = state.read_run();
-    let exit = read_json::<ExitInfo>(&state.exit());
-    if let Some(e) = run.as_ref().err().or(exit.as_ref().err()) {
-        obs.corrupt = Some(format!("{e:#}"));
-        return;
-    }
-    obs.run = run.ok().flatten().filter(|r| r.attempt == rec.attempt);
-    obs.exit = exit.ok().flatten().filter(|x| x.attempt == rec.attempt);
-    if let Some(run) = obs.run.as_ref().filter(|r| r.boot_id == boot && shim::shim_state(r) == shim::ShimState::Foreign) {
-        // A live process with the recorded pid and start time that is not the attempt's shim:
-        // the record was not written by it. Reported, and nothing is signalled by it.
-        obs.corrupt = Some(format!(
-            "{}: names pid {}, a running process that is not this attempt's shim; no process is signalled by it",
-            state.run().display(),
-            run.pid
-        ));
-        return;
-    }
-    obs.proc = match (&obs.run, &obs.exit) {
-        (Some(run), _) if run.boot_id == boot && shim::is_ours(run) => Proc::Alive,
-        (Some(_), _) | (None, Some(_)) => Proc::Dead,
-        (None, None) if shim::shim_lock_held(state) => Proc::Starting,
-        (None, None) => Proc::NotStarted,
-    };
-    if let (Proc::Dead, Some(run), None) = (obs.proc, &obs.run, &obs.exit) {
-        // A shim that recorded no exit was killed: look for what it could not reap.
-        obs.leftovers = shim::leftovers(run);
-        if !obs.leftovers.is_empty() {
-            obs.proc = Proc::Lingering;
+    match crate::activity::liveness::attempt(state, rec.attempt, boot) {
+        Ok(a) => {
+            obs.proc = a.proc;
+            obs.run = a.run;
+            obs.exit = a.exit;
+            obs.leftovers = a.leftovers;
+        }
+        Err(why) => {
+            // Unreadable, implausible, or naming a process that is not the attempt's shim:
+            // reported, and nothing is signalled by it.
+            obs.corrupt = Some(why);
+            return;
         }
     }
     if obs.proc == Proc::Alive {

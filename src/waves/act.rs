@@ -1,7 +1,8 @@
 //! Carry out one plan [`Action`]: a wave's base recorded, a task's worktree made or reused and
 //! its worker started (confined, contained, `GUILD_HALL_WAVE=1`, hooks off), a task stopped,
 //! a wave integrated (protocol checks, collision scan, copy-back in plan order), verify run,
-//! a fix-forward commission written. Every step is safe to repeat.
+//! a fix-forward commission written, what a killed shim left running killed. A process is
+//! signalled only when proven the attempt's. Every step is safe to repeat.
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -53,19 +54,20 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::StopTask { update, task, attempt, kill } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
-            if let Some(run) = ctx.task_state(&plan.id, t).read_run()?.filter(|r| r.attempt == *attempt) {
-                shim::stop_attempt(&run, how(*kill))?;
-            }
-            apply(ctx, update)
+            stop_then_apply(ctx, &ctx.task_state(&plan.id, t), *attempt, *kill, update)
         }
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
         Action::StopVerify { update, run, kill } => {
             let state = StateDir(ctx.plan_state(&update.plan).0.join("verify"));
-            if let Some(r) = state.read_run()?.filter(|r| r.attempt == *run) {
-                shim::stop_attempt(&r, how(*kill))?;
-            }
-            apply(ctx, update)
+            stop_then_apply(ctx, &state, *run, *kill, update)
+        }
+        Action::KillLeftovers { update, run, pids, .. } => {
+            // The kill first: it never waits on the log being written.
+            let killed = shim::kill_leftovers(run, pids);
+            let updated = if update.events.is_empty() { Ok(Outcome::Done) } else { apply(ctx, update) };
+            killed?;
+            updated
         }
         Action::Beat { update, task, beat } => {
             let state = match task {
@@ -95,6 +97,23 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             apply(ctx, update)
         }
     }
+}
+
+/// Stop `attempt` in `state` — only a shim proven the attempt's is signalled — then apply the
+/// update whatever came of the stop. A run record that cannot be trusted (implausible, or naming
+/// a process that is not the attempt's shim) signals nothing and is an error naming the file,
+/// once: the update (the stop recorded as sent) is applied all the same, so the same stop is not
+/// asked for again and again.
+fn stop_then_apply(ctx: &Ctx<'_>, state: &StateDir, attempt: u32, kill: bool, update: &Update) -> Result<Outcome> {
+    let stopped = crate::activity::liveness::attempt(state, attempt, &shim::boot_id()).map_err(anyhow::Error::msg).and_then(|a| {
+        match (a.proc, a.run) {
+            (crate::activity::liveness::Proc::Alive, Some(run)) => shim::stop_attempt(&run, how(kill)),
+            _ => Ok(()),
+        }
+    });
+    let updated = apply(ctx, update);
+    stopped?;
+    updated
 }
 
 /// SIGKILL now (stale, past its limit), or SIGTERM and SIGKILL after the grace (a shutdown).
@@ -594,4 +613,76 @@ fn write_fix(ctx: &Ctx<'_>, plan: &str, wave: usize, round: u32, fixer: &str, ru
         std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
     std::io::Write::write_all(&mut f, text.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::activity::state::RunInfo;
+    use crate::artifact::plan::PlanStatus;
+
+    const PLAN: &str = "---\nstatus: cancelled\nwaves:\n  - - {id: t, worker: w, prompt: x}\n---\n";
+    const T1: &str = "p:exec:wave-1:task-1";
+
+    /// A stop asked of a task whose `run.json` cannot be trusted — pid 0, or the pid and start
+    /// time of a live process that is not the attempt's shim (this test's own process: were it
+    /// signalled, the test would die) — signals nothing and fails naming the file, but its
+    /// update is applied: the stop is recorded as sent and not asked for again every pass.
+    #[test]
+    fn a_stop_on_an_untrusted_run_record_signals_nothing_and_is_recorded_once() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let home = Home { root: dir.path().join("home") };
+        let root = dir.path().join("repo");
+        let project = Project { root: root.clone(), name: "p".into(), config: Default::default() };
+        std::fs::create_dir_all(project.plans_dir()).expect("mkdir");
+        std::fs::write(project.plan_path("p"), PLAN).expect("plan");
+        let workers = Catalog::default();
+        let ctx = Ctx { home: &home, project: &project, workers: &workers };
+        let state = StateDir(home.task_state("p", "p", "p-exec-wave-1-task-1"));
+        std::fs::create_dir_all(&state.0).expect("mkdir");
+        let me = std::process::id() as i32;
+        let run = RunInfo {
+            attempt: 1,
+            pid: me,
+            pgid: me,
+            start_time: shim::proc_stat(me).expect("own stat").start_time,
+            boot_id: shim::boot_id(),
+            worker_pid: None,
+            started_at: chrono::Utc::now(),
+            run_id: "0123456789abcdef0123456789abcdef".into(),
+        };
+        for (forged, why) in [
+            (RunInfo { pid: 0, pgid: 0, ..run.clone() }, "implausible"),
+            (run.clone(), "a running process that is not this attempt's shim; no process is signalled by it"),
+        ] {
+            write_json(&state.run(), &forged).expect("forge");
+            let mut record: PlanRecord = serde_json::from_value(json!({"status": "cancelled", "wave": 1})).expect("record");
+            record.tasks.insert(
+                T1.into(),
+                serde_json::from_value(json!({"state": "running", "attempt": 1, "stop_sent": true})).expect("task record"),
+            );
+            let update = Update {
+                plan: "p".into(),
+                expect_hash: crate::artifact::commission::content_hash(PLAN),
+                edits: vec![],
+                events: vec![],
+                record: Some(record.clone()),
+            };
+            for action in [
+                Action::StopTask { update: update.clone(), task: T1.into(), attempt: 1, kill: false },
+                Action::StopVerify { update: update.clone(), run: 1, kill: false },
+            ] {
+                if matches!(action, Action::StopVerify { .. }) {
+                    let verify = StateDir(ctx.plan_state("p").0.join("verify"));
+                    std::fs::create_dir_all(&verify.0).expect("mkdir");
+                    write_json(&verify.run(), &forged).expect("forge");
+                }
+                let _ = std::fs::remove_file(ctx.plan_state("p").record());
+                let err = format!("{:#}", act(&ctx, &action).expect_err("refused"));
+                assert!(err.contains("run.json") && err.contains(why), "{err}");
+                let written: Option<PlanRecord> = read_json(&ctx.plan_state("p").record()).expect("record");
+                assert_eq!(written.map(|r| r.status), Some(PlanStatus::Cancelled), "the update is applied all the same");
+            }
+        }
+    }
 }

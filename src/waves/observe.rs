@@ -1,15 +1,17 @@
 //! Observe a project's plans: their artifacts and records, each task's exit, task updates,
 //! worker at work (signs of life) and worktree (as made for it, as `git worktree list` has
 //! it), the latest verify run and fix-forward commission, into the planner's [`Snapshot`].
-//! Read-only.
+//! A task's or verify's processes are judged as a commission's ([`liveness::attempt`]): a
+//! run record that cannot be trusted is a problem naming its file. Read-only.
 
 use anyhow::Result;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::plan::{Live, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
-use crate::activity::state::{read_json, ExitInfo, RunInfo, StateDir};
+use super::plan::{Lingering, Live, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
+use crate::activity::liveness::{self, Proc};
+use crate::activity::state::{read_json, ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::plan::Plan;
 use crate::artifact::Problem;
@@ -91,9 +93,13 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let record: Option<PlanRecord> = read_json(&state.record()).map_err(|e| {
         problem(format!("its runtime record is corrupt ({e:#}); nothing is done for this plan until it is repaired or removed"))
     })?;
+    let boot = crate::worker::shim::boot_id();
     let mut tasks = Vec::new();
     for t in plan.tasks() {
         let ts = StateDir(home.task_state(&project.name, &plan.id, &t.slug()));
+        let rec = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
+        let attempt = rec.map(|r| r.attempt).unwrap_or(0);
+        let procs = liveness::attempt(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
         let exit: Option<ExitInfo> = read_json(&ts.exit()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
         let updates =
             mailbox::read(&ts.mailbox()).map_err(|e| problem(format!("task {}: its mailbox cannot be read: {e:#}", t.canonical)))?;
@@ -105,16 +111,15 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         let started = started(&ts).map_err(|e| {
             problem(format!("task {}: {}", t.canonical, e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")))
         })?;
-        let rec = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
-        let attempt = rec.map(|r| r.attempt).unwrap_or(0);
-        let died = attempt > 0 && died(&ts, attempt);
+        let died = attempt > 0 && died(&ts, &procs);
         let landed = worktree_gone.is_some()
             && rec.is_some_and(|r| matches!(r.state, TaskState::Succeeded | TaskState::Running))
             && record.as_ref().and_then(|r| r.bases.get(&t.wave)).is_some_and(|base| landed(project, base, &t.canonical));
         tasks.push(ObservedTask {
             task: t.clone(),
-            live: live(&ts, attempt, exit.as_ref()),
+            live: live(&ts, attempt, &procs),
             busy: busy(&ts),
+            lingering: lingering(attempt, &procs),
             exit,
             updates,
             package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
@@ -131,9 +136,11 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let verify_started =
         started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
     let verify_runs = record.as_ref().map(|r| r.verify_runs).unwrap_or(0);
-    let verify_died = verify_runs > 0 && died(&vs, verify_runs);
-    let verify_live = live(&vs, verify_runs, verify_exit.as_ref());
+    let procs = liveness::attempt(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
+    let verify_died = verify_runs > 0 && died(&vs, &procs);
+    let verify_live = live(&vs, verify_runs, &procs);
     let verify_busy = busy(&vs);
+    let verify_lingering = lingering(verify_runs, &procs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::plan::fix_id(&plan.id, r.wave, r.fixes);
         let text = std::fs::read_to_string(project.commission_path(&id)).ok()?;
@@ -141,7 +148,19 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     });
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
-    Ok(Observed { plan, record, tasks, verify_exit, verify_started, verify_died, verify_live, verify_busy, fix_status, timeline_keys })
+    Ok(Observed {
+        plan,
+        record,
+        tasks,
+        verify_exit,
+        verify_started,
+        verify_died,
+        verify_live,
+        verify_busy,
+        verify_lingering,
+        fix_status,
+        timeline_keys,
+    })
 }
 
 /// Why a task's recorded worktree is gone, if it is: not the one made for the task (its path
@@ -172,32 +191,35 @@ fn landed(project: &Project, base: &str, canonical: &str) -> bool {
     matches!(super::copyback::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
 }
 
-/// The worker of `attempt` at work (its shim alive, no exit yet), with its signs of life.
-fn live(state: &StateDir, attempt: u32, exit: Option<&ExitInfo>) -> Option<Live> {
-    if attempt == 0 || exit.is_some_and(|x| x.attempt == attempt) {
+/// The worker of `attempt` at work (its shim alive and proven ours, no exit yet), with its
+/// signs of life.
+fn live(state: &StateDir, attempt: u32, procs: &liveness::Attempt) -> Option<Live> {
+    if attempt == 0 || procs.proc != Proc::Alive || procs.exit.is_some() {
         return None;
     }
-    let run = read_json::<RunInfo>(&state.run()).ok().flatten().filter(|r| r.attempt == attempt && crate::worker::shim::is_alive(r))?;
+    let run = procs.run.clone()?;
     // Written only by guild-hall, atomically: an unreadable one restarts the count of quiet time.
     let heartbeat = read_json(&state.heartbeat()).ok().flatten();
     Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run, &state.mailbox()) })
 }
 
-/// A shim is at work in `state` (its lock held, or its recorded run alive), whatever attempt.
+/// A shim is at work in `state` (its lock held, or its recorded run alive and ours), whatever
+/// attempt.
 fn busy(state: &StateDir) -> bool {
-    crate::worker::shim::shim_lock_held(state)
-        || matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if crate::worker::shim::is_alive(&r))
+    crate::worker::shim::shim_lock_held(state) || matches!(state.read_run(), Ok(Some(r)) if crate::worker::shim::is_ours(&r))
 }
 
-/// Whether the shim that took `attempt` in `state` is gone without recording its exit (killed,
-/// or a reboot): the attempt is over, and failed.
-fn died(state: &StateDir, attempt: u32) -> bool {
-    if crate::worker::shim::shim_lock_held(state) {
-        return false;
-    }
-    let exited = matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt);
-    let run = matches!(state.read_run(), Ok(Some(r)) if r.attempt == attempt && !crate::worker::shim::is_alive(&r));
-    run && !exited
+/// Whether the shim of the attempt is gone without recording its exit (killed, or a reboot),
+/// and nothing of the attempt runs any more: the attempt is over, and failed. While processes
+/// it could not reap still run, it is [`lingering`] instead.
+fn died(state: &StateDir, procs: &liveness::Attempt) -> bool {
+    !crate::worker::shim::shim_lock_held(state) && procs.proc == Proc::Dead && procs.run.is_some() && procs.exit.is_none()
+}
+
+/// What the attempt's killed shim left running (found by the attempt's run-id mark).
+fn lingering(attempt: u32, procs: &liveness::Attempt) -> Option<Lingering> {
+    let run = procs.run.clone().filter(|_| procs.proc == Proc::Lingering)?;
+    Some(Lingering { attempt, run, pids: procs.leftovers.clone() })
 }
 
 /// The attempt a shim has taken in `state` (its `run.json`, or `exit.json` when it could not
@@ -207,6 +229,5 @@ fn started(state: &StateDir) -> Result<Option<u32>, Vec<Problem>> {
     if crate::worker::shim::shim_lock_held(state) {
         return Ok(Some(u32::MAX));
     }
-    let run: Option<crate::activity::state::RunInfo> = read_json(&state.run()).map_err(p)?;
-    Ok(run.map(|r| r.attempt))
+    Ok(state.read_run().map_err(p)?.map(|r| r.attempt))
 }

@@ -1,8 +1,9 @@
 //! The plan state machine as a pure planner: waves in order, at most `parallelism` tasks of
 //! the current wave running (FIFO in plan order), fail-fast, integration once the whole wave
 //! has succeeded, the verify gate, fix-forward, retry and cancel; tasks and verify held to the
-//! liveness rules of commissions (stale, `timeout:`); Kiln's resume classes, with a dead or
-//! orphaned task run again. A status a person writes is a request, validated against the
+//! liveness rules of commissions (stale, `timeout:`), what a killed shim left running killed
+//! before anything follows its attempt; Kiln's resume classes, with a dead or orphaned task run
+//! again. A status a person writes is a request, validated against the
 //! record as for commissions. Snapshot in, actions out.
 
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use serde_yaml_ng::Value;
 use chrono::{DateTime, Utc};
 
 use crate::activity::liveness::{self, Judgement};
-use crate::activity::state::{ExitInfo, Heartbeat, Sample};
+use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample};
 use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
@@ -134,8 +135,21 @@ pub struct ObservedTask {
     /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
     /// recorded, or the shim's lock held.
     pub started: Option<u32>,
-    /// The shim of its current attempt is gone without recording an exit (killed, a reboot).
+    /// The shim of its current attempt is gone without recording an exit (killed, a reboot),
+    /// and nothing of the attempt runs any more.
     pub died: bool,
+    /// The shim of its current attempt is gone without recording an exit, and processes of the
+    /// attempt still run: they are killed before the attempt is judged or run again.
+    pub lingering: Option<Lingering>,
+}
+
+/// Processes of an attempt whose shim was killed before it could reap them, found by the
+/// attempt's run-id mark ([`crate::worker::shim::leftovers`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Lingering {
+    pub attempt: u32,
+    pub run: RunInfo,
+    pub pids: Vec<i32>,
 }
 
 /// A worker (a task's or a verify's) at work: when it started and its signs of life.
@@ -163,6 +177,8 @@ pub struct Observed {
     pub verify_live: Option<Live>,
     /// A verify's shim is at work (its lock held, or its run alive), whatever the run.
     pub verify_busy: bool,
+    /// The latest verify run's shim was killed and processes of the run still run.
+    pub verify_lingering: Option<Lingering>,
     /// The status of the latest fix-forward commission.
     pub fix_status: Option<Status>,
     pub timeline_keys: std::collections::BTreeSet<String>,
@@ -255,6 +271,16 @@ pub enum Action {
         task: Option<String>,
         beat: Heartbeat,
     },
+    /// SIGKILL what the killed shim of a task's attempt (`task`) or of the verify run (`None`)
+    /// left running, each process re-checked for the attempt's mark; then `update` (its log
+    /// event). Nothing that follows the attempt — its verdict, a rerun in its worktree — is
+    /// done until they are gone.
+    KillLeftovers {
+        update: Update,
+        task: Option<String>,
+        run: RunInfo,
+        pids: Vec<i32>,
+    },
 }
 
 impl Action {
@@ -269,7 +295,8 @@ impl Action {
             | Action::FixForward { update, .. }
             | Action::CleanupTask { update, .. }
             | Action::StopVerify { update, .. }
-            | Action::Beat { update, .. } => update,
+            | Action::Beat { update, .. }
+            | Action::KillLeftovers { update, .. } => update,
         }
     }
 
@@ -289,6 +316,7 @@ impl Action {
             Action::CleanupTask { .. } => "task-cleanup",
             Action::StopVerify { .. } => "verify-stop",
             Action::Beat { .. } => "heartbeat",
+            Action::KillLeftovers { .. } => "kill-leftovers",
         }
     }
 
@@ -317,6 +345,12 @@ impl Action {
             Action::StopVerify { run, kill: true, .. } => format!("kill verify run {run}"),
             Action::Beat { task: Some(t), .. } => format!("heartbeat of {t}"),
             Action::Beat { task: None, .. } => "heartbeat of verify".into(),
+            Action::KillLeftovers { task, run, pids, .. } => format!(
+                "kill {} process(es) left by the killed shim of {} (attempt {})",
+                pids.len(),
+                task.as_deref().unwrap_or("verify"),
+                run.attempt
+            ),
         }
     }
 }
@@ -341,6 +375,8 @@ pub fn plan(s: &Snapshot) -> Vec<Action> {
     let mut slots = s.slots.saturating_sub(running);
     let mut out = Vec::new();
     for o in &s.plans {
+        // The kills first: whatever the plan's state, nothing of a killed attempt runs on.
+        out.extend(kill_leftovers(o, &s.now));
         if let Some(a) = step(o, s, slots) {
             if matches!(a, Action::StartTask { .. }) {
                 slots = slots.saturating_sub(1);
@@ -385,6 +421,41 @@ fn judge(
     }
 }
 
+/// Kills of what killed shims left running (its tasks' current attempts, its latest verify
+/// run), each with a log event said once.
+fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
+    let tasks = o.tasks.iter().filter_map(|ot| Some((Some(ot.task.canonical.clone()), ot.lingering.as_ref()?)));
+    tasks
+        .chain(o.verify_lingering.as_ref().map(|l| (None, l)))
+        .map(|(task, l)| {
+            let (key, text) = match &task {
+                Some(t) => (
+                    format!("leftovers:{t}:{}", l.attempt),
+                    format!(
+                        "{t}: {} process(es) of attempt {} outlived its supervisor: killed before the task is judged or run again",
+                        l.pids.len(),
+                        l.attempt
+                    ),
+                ),
+                None => (
+                    format!("leftovers:verify:{}", l.attempt),
+                    format!(
+                        "verify: {} process(es) of run {} outlived its supervisor: killed before the verify is judged",
+                        l.pids.len(),
+                        l.attempt
+                    ),
+                ),
+            };
+            let mut events = Vec::new();
+            if !o.timeline_keys.contains(&key) {
+                events.push(timeline::event(now, "leftovers", key, json!({"task": task, "pids": l.pids, "text": text})));
+            }
+            let update = Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events, record: None };
+            Action::KillLeftovers { update, task, run: l.run.clone(), pids: l.pids.clone() }
+        })
+        .collect()
+}
+
 /// Heartbeats to write: running tasks and a running verify whose signs of life changed.
 fn beats(o: &Observed, s: &Snapshot) -> Vec<Action> {
     let Some(record) = &o.record else { return Vec::new() };
@@ -420,9 +491,12 @@ pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
                 (Some(live), Some(r)) if r.state == TaskState::Running && !r.stop_sent => {
                     at.push(liveness::next_look(live.heartbeat.as_ref(), s.stale_after, task_limit(s, o, ot), Some(live.started_at), s.at));
                 }
-                _ if ot.busy => at.push(soon),
+                _ if ot.busy || ot.lingering.is_some() => at.push(soon),
                 _ => {}
             }
+        }
+        if o.verify_lingering.is_some() {
+            at.push(soon);
         }
         if let Some(live) = &o.verify_live {
             if record.status == PlanStatus::Verifying && !record.verify_stop_sent {
@@ -477,7 +551,8 @@ pub fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> ResumeClass 
         TaskState::Succeeded if ot.landed => ResumeClass::Done,
         _ if ot.worktree_gone.is_some() => ResumeClass::Orphaned,
         TaskState::Succeeded => ResumeClass::ReadyForIntegration,
-        TaskState::Running if ot.died => ResumeClass::RerunRequired,
+        // Its supervisor died: it runs again (once what it left running is killed).
+        TaskState::Running if ot.died || ot.lingering.is_some() => ResumeClass::RerunRequired,
         TaskState::Running => ResumeClass::InProgress,
         TaskState::Failed | TaskState::Stopped => ResumeClass::RerunRequired,
     }
@@ -859,7 +934,8 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
             }
             let running = wave.iter().filter(|t| state_of(&st, t) == TaskState::Running).count();
             if running < p.parallelism && slots > 0 {
-                let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && x.busy);
+                // Nothing starts in a worktree where a process of an earlier attempt still runs.
+                let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && (x.busy || x.lingering.is_some()));
                 if let Some(next) = wave.iter().find(|t| state_of(&st, t) == TaskState::Queued && !busy(t)) {
                     if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
                         st.task_state(next, TaskState::Failed, Some(format!("cannot start: {why}")));
@@ -994,12 +1070,12 @@ fn stopping(st: &mut Step<'_>) -> Stopping {
         if r.state != TaskState::Running {
             continue;
         }
-        let ended =
-            st.o.tasks
-                .iter()
-                .find(|x| x.task.canonical == t.canonical)
-                .is_some_and(|x| x.died || x.exit.as_ref().is_some_and(|e| e.attempt == r.attempt));
-        if ended {
+        let ot = st.o.tasks.iter().find(|x| x.task.canonical == t.canonical);
+        let ended = ot.is_some_and(|x| x.died || x.exit.as_ref().is_some_and(|e| e.attempt == r.attempt));
+        if ot.is_some_and(|x| x.lingering.is_some()) {
+            // Its shim is gone, what it left is being killed: nothing to ask, only to wait.
+            waiting = true;
+        } else if ended {
             let why = if r.stop_sent { "shut down" } else { "ended while the wave was shut down" };
             st.task_state(t, TaskState::Stopped, Some(why.into()));
         } else if !r.stop_sent {
@@ -1014,7 +1090,7 @@ fn stopping(st: &mut Step<'_>) -> Stopping {
     }
     // Over only once every process of the wave is: a task failed for going stale is still
     // being killed, say.
-    let busy = st.o.tasks.iter().any(|x| x.task.wave == w && x.busy);
+    let busy = st.o.tasks.iter().any(|x| x.task.wave == w && (x.busy || x.lingering.is_some()));
     if waiting || busy {
         Stopping::Waiting
     } else {
@@ -1067,6 +1143,7 @@ mod tests {
                 package_timeout: None,
                 started: None,
                 died: false,
+                lingering: None,
             })
             .collect();
         Observed {
@@ -1078,6 +1155,7 @@ mod tests {
             verify_died: false,
             verify_live: None,
             verify_busy: false,
+            verify_lingering: None,
             fix_status: None,
             timeline_keys: Default::default(),
         }
@@ -1268,6 +1346,61 @@ mod tests {
         let r = task_record(&a[0]).expect("recorded");
         assert_eq!(r.state, TaskState::Failed);
         assert!(r.reason.as_deref().is_some_and(|w| w.contains("supervisor died") && w.contains("not run again")), "{r:?}");
+    }
+
+    fn lingering(attempt: u32) -> Lingering {
+        let run = RunInfo {
+            attempt,
+            pid: 4242,
+            pgid: 4242,
+            start_time: 1,
+            boot_id: "b".into(),
+            worker_pid: Some(4243),
+            started_at: t0(),
+            run_id: "0123456789abcdef0123456789abcdef".into(),
+        };
+        Lingering { attempt, run, pids: vec![4244] }
+    }
+
+    #[test]
+    fn what_a_killed_shim_left_running_is_killed_before_the_task_is_judged_or_run_again() {
+        let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
+        o.tasks[0].started = Some(1);
+        o.tasks[0].lingering = Some(lingering(1));
+        // Its supervisor died, processes of it still run: classified rerun_required, but only
+        // killed for now, with a log event; the task stays as it is, nothing starts.
+        assert_eq!(resume_class(&o.tasks[0], o.record.as_ref().and_then(|r| r.tasks.get(T1))), ResumeClass::RerunRequired);
+        let a = plan(&snap(vec![o.clone()], 3));
+        assert!(matches!(&a[0], Action::KillLeftovers { task: Some(t), pids, .. } if t == T1 && pids == &[4244]), "{a:?}");
+        assert_eq!(kinds(&a[0]), ["leftovers"], "{a:?}");
+        assert!(!a.iter().any(|a| matches!(a, Action::StartTask { .. })), "nothing starts while they run: {a:?}");
+        assert!(a.iter().all(|a| task_record(a).is_none_or(|r| r.state == TaskState::Running && r.attempt == 1)), "{a:?}");
+        assert_eq!(next_check(&snap(vec![o.clone()], 3)), Some(std::time::Duration::from_millis(200)));
+        // Said once.
+        o.timeline_keys.insert(format!("leftovers:{T1}:1"));
+        assert!(plan(&snap(vec![o.clone()], 3))[0].update().events.is_empty());
+        // A cancel waits for them too, asking nothing of the dead shim.
+        let mut c = o.clone();
+        c.plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text("cancelled")).expect("valid");
+        let a = plan(&snap(vec![c], 3));
+        assert!(!a.iter().any(|a| matches!(a, Action::StopTask { .. })), "{a:?}");
+        assert!(a.iter().all(|a| task_record(a).is_none_or(|r| r.state == TaskState::Running)), "{a:?}");
+        // Gone: the attempt is over, and it runs again.
+        o.tasks[0].lingering = None;
+        o.tasks[0].died = true;
+        let a = plan(&snap(vec![o], 3));
+        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        // A verify's: killed before the gate's verdict.
+        let mut r = running(&[("task-1", TaskState::Integrated), ("task-2", TaskState::Integrated)]);
+        r.status = PlanStatus::Verifying;
+        r.verify_runs = 1;
+        let mut o = observed("verifying", Some(r));
+        o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
+        o.verify_started = Some(1);
+        o.verify_lingering = Some(lingering(1));
+        let a = plan(&snap(vec![o], 3));
+        assert!(matches!(&a[0], Action::KillLeftovers { task: None, .. }), "{a:?}");
+        assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Verifying)), "no verdict yet: {a:?}");
     }
 
     #[test]

@@ -343,3 +343,81 @@ pub fn wait_status(p: &Project, id: &str, want: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Run `script` with bash as the init of a private pid namespace (`unshare --pid --fork
+/// --mount-proc`: everything in it dies with it, and a test that kills by pid can reach
+/// nothing outside it), with the project's environment, `$GH` the guild-hall binary and
+/// `$STATE` the home's state dir. Returns stdout; the script's own failure is the test's.
+pub fn in_pid_namespace(p: &Project, script: &str) -> String {
+    let gh = Command::cargo_bin("guild-hall").expect("binary").get_program().to_owned();
+    let mut c = Command::new("unshare");
+    if !nix::unistd::geteuid().is_root() {
+        // Without root, a user namespace of our own grants what the pid namespace needs.
+        c.args(["--user", "--map-root-user"]);
+    }
+    c.args(["--pid", "--fork", "--mount-proc", "bash", "-c"]).arg(format!("set -eu\n{NS_HELPERS}\n{script}")).current_dir(&p.root);
+    for (k, v) in p.cmd().get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.env("GH", gh).env("STATE", p.home.join("state"));
+    let out = c.output().expect("unshare runs (util-linux, and root or user namespaces, are required for these tests)");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    assert!(out.status.success(), "the namespaced scenario failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    stdout
+}
+
+/// What a namespaced scenario printed after its `--- NAME` line, up to the next such line.
+pub fn section<'a>(out: &'a str, name: &str) -> &'a str {
+    let Some((_, rest)) = out.split_once(&format!("--- {name}\n")) else { return "" };
+    rest.split("\n--- ").next().unwrap_or_default()
+}
+
+/// Shell helpers for the namespaced scenarios: waiting with a deadline, passes, JSON files,
+/// processes and the attempt's run-id mark.
+const NS_HELPERS: &str = r#"
+wait_for() { # wait_for DESCRIPTION COMMAND...: up to 60 s
+  local what=$1; shift
+  for _ in $(seq 600); do if "$@"; then return 0; fi; sleep 0.1; done
+  echo "timed out waiting for: $what" >&2; exit 1
+}
+pass_until() { # pass_until DESCRIPTION COMMAND...: single passes until it holds, up to 60 s
+  local what=$1; shift
+  for _ in $(seq 600); do "$GH" reconcile --once >/dev/null 2>&1 || true; if "$@"; then return 0; fi; sleep 0.1; done
+  echo "timed out waiting for: $what" >&2; exit 1
+}
+run_json() { ls "$STATE"/*/commissions/"$1"/run.json; }
+task_dir() { ls -d "$STATE"/*/plans/"$1"/tasks/"$2"; } # task_dir PLAN SLUG
+verify_dir() { ls -d "$STATE"/*/plans/"$1"/verify; }
+jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; } # jget FILE KEY
+field() { jget "$(run_json "$1")" "$2"; }
+alive() { grep -qs '^.*) [^ZX] ' /proc/$1/stat; } # not gone, not a zombie
+gone() { ! alive "$1"; }
+start_time() { python3 -c 'import sys; t=open("/proc/%s/stat" % sys.argv[1]).read(); print(t[t.rindex(")")+2:].split()[19])' "$1"; }
+marked() { # marked RUN_ID NAME: live processes called NAME carrying the attempt's run-id mark
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(cat $p/comm 2>/dev/null)" = "$2" ] || continue
+    tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx "GUILD_HALL_RUN_ID=$1" && alive ${p#/proc/} && echo ${p#/proc/}
+  done
+  return 0
+}
+forge_file() { # forge_file FILE KEY=VALUE...: rewrite fields of a run.json (numbers stay numbers)
+  python3 - "$@" <<'PY'
+import json, sys
+path, pairs = sys.argv[1], sys.argv[2:]
+run = json.load(open(path))
+for kv in pairs:
+    k, v = kv.split("=", 1)
+    run[k] = int(v) if v.lstrip("-").isdigit() else v
+json.dump(run, open(path, "w"))
+PY
+}
+forge() { local id=$1; shift; forge_file "$(run_json "$id")" "$@"; } # forge ID KEY=VALUE...
+dispatch() { # dispatch ID: one pass starts it; wait until its shim recorded the worker
+  "$GH" reconcile --once >/dev/null
+  wait_for "run.json of $1" run_json "$1"
+}
+"#;

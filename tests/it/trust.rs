@@ -4,69 +4,12 @@
 //! process the script starts sits in "session 0", as the services of many machines do.
 
 use std::path::Path;
-use std::process::Command;
-
-use assert_cmd::cargo::CommandCargoExt;
 
 use crate::common::*;
 
-/// Run `script` with bash as the init of a private pid namespace (everything in it dies with
-/// it), with the project's environment and `$GH` the guild-hall binary. Returns stdout; the
-/// script's own failure is the test's.
-fn in_pid_namespace(p: &Project, script: &str) -> String {
-    let gh = Command::cargo_bin("guild-hall").expect("binary").get_program().to_owned();
-    let mut c = Command::new("unshare");
-    if !nix::unistd::geteuid().is_root() {
-        // Without root, a user namespace of our own grants what the pid namespace needs.
-        c.args(["--user", "--map-root-user"]);
-    }
-    c.args(["--pid", "--fork", "--mount-proc", "bash", "-c"]).arg(format!("set -eu\n{}\n{script}", NS_HELPERS)).current_dir(&p.root);
-    for (k, v) in p.cmd().get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    c.env("GH", gh).env("STATE", p.home.join("state"));
-    let out = c.output().expect("unshare runs (util-linux, and root or user namespaces, are required for these tests)");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
-    assert!(out.status.success(), "the namespaced scenario failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
-    stdout
-}
-
-/// Shell helpers for the scenarios: waiting with a deadline and reading run.json.
-const NS_HELPERS: &str = r#"
-wait_for() { # wait_for DESCRIPTION COMMAND...: up to 60 s
-  local what=$1; shift
-  for _ in $(seq 600); do if "$@"; then return 0; fi; sleep 0.1; done
-  echo "timed out waiting for: $what" >&2; exit 1
-}
-run_json() { ls "$STATE"/*/commissions/"$1"/run.json; }
-field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$(run_json "$1")" "$2"; }
-gone() { ! [ -e /proc/$1 ] || grep -q '^[^)]*) [ZX]' /proc/$1/stat; }
-alive() { [ -e /proc/$1 ] && ! grep -q '^[^)]*) [ZX]' /proc/$1/stat; }
-forge() { # forge ID KEY=VALUE...: rewrite run.json fields (numbers stay numbers)
-  local id=$1; shift
-  python3 - "$(run_json "$id")" "$@" <<'PY'
-import json, sys
-path, pairs = sys.argv[1], sys.argv[2:]
-run = json.load(open(path))
-for kv in pairs:
-    k, v = kv.split("=", 1)
-    run[k] = int(v) if v.lstrip("-").isdigit() else v
-json.dump(run, open(path, "w"))
-PY
-}
-dispatch() { # dispatch ID: one pass starts it; wait until its shim recorded the worker
-  "$GH" reconcile --once >/dev/null
-  wait_for "run.json of $1" run_json "$1"
-}
-"#;
-
 /// The `status --json` the scenario printed after its `--- status` line.
 fn status_after_marker(out: &str) -> serde_json::Value {
-    let json = out.split_once("--- status\n").map(|(_, j)| j).unwrap_or_default();
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("status json ({e}):\n{out}"))
+    serde_json::from_str(section(out, "status")).unwrap_or_else(|e| panic!("status json ({e}):\n{out}"))
 }
 
 fn sleeper_commission(p: &Project, secs: u32) -> String {

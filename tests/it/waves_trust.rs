@@ -1,9 +1,11 @@
 //! Wave tasks and verify under the liveness rules of commissions (issue 17, item 5): a hung
 //! one fails "process unresponsive" after `stale_after` and its processes are stopped, a busy
 //! one past its `timeout:` fails naming the limit; and Kiln's resume classes after a crash —
-//! a task whose supervisor died is `rerun_required` and runs again, one whose worktree is gone
-//! is `orphaned`, reported, and runs again in a fresh worktree. Real processes, real git; these
-//! tests kill only what their own guild-hall started (run them in a private pid namespace).
+//! a task whose supervisor died is `rerun_required` and runs again once what it left running
+//! is killed, one whose worktree is gone is `orphaned`, reported, and runs again in a fresh
+//! worktree; a task's or verify's `run.json` that cannot be trusted is reported and signals
+//! nothing (issue 17, item 1). Real processes, real git; a test that kills by pid, or forges a
+//! record that could get one signalled, runs in a private pid namespace.
 
 use serde_json::Value;
 
@@ -111,51 +113,144 @@ fn a_hung_or_overlong_verify_fails_the_gate_naming_why() {
     wait_for("both verifies to be gone", || !pid_alive(quiet) && !pid_alive(loud));
 }
 
-/// A run killed mid-task (its shim and worker SIGKILLed, as by the OOM killer or a reboot):
-/// the task is `rerun_required` and runs again in its worktree; when its worktree was removed
-/// too, it is `orphaned` — reported with the path — and runs again in a fresh one. Both land
-/// once.
+/// Shell helpers for the task scenarios below (inside the pid namespace): `leftover PLAN`
+/// waits until the task's attempt runs its `sleep` and prints "SHIM WORKER SLEEP" (the sleep
+/// is the worker's grandchild, carrying the attempt's run-id mark); `rerun_started PLAN` says
+/// whether the plan's record has the task at attempt 2.
+const TASK_HELPERS: &str = r#"
+slug() { echo "$1-exec-wave-1-task-1"; }
+sleeping() { local f; f=$(task_dir "$1" "$(slug "$1")")/run.json; [ -f "$f" ] && [ -n "$(marked "$(jget "$f" run_id)" sleep)" ]; }
+leftover() {
+  pass_until "the $1 task's sleep" sleeping "$1"
+  local f; f=$(task_dir "$1" "$(slug "$1")")/run.json
+  echo "$(jget "$f" pid) $(jget "$f" worker_pid) $(marked "$(jget "$f" run_id)" sleep)"
+}
+rerun_started() { python3 -c 'import json,sys,glob; r=json.load(open(glob.glob(sys.argv[1])[0])); sys.exit(0 if any(t["attempt"]>=2 for t in r["tasks"].values()) else 1)' "$STATE/*/plans/$1/record.json"; }
+"#;
+
+/// A run killed mid-task (its shim SIGKILLed, as by the OOM killer): the worker dies with its
+/// shim, but what the worker started (a `sleep` carrying the attempt's run-id mark) is left
+/// running. It is found by its mark and killed before the task runs again, so no process of
+/// the old attempt writes into the worktree the rerun uses. The task is `rerun_required` and
+/// runs again in its worktree; when its worktree was removed too, it is `orphaned` — reported
+/// with the path — and runs again in a fresh one. Both land once. In a private pid namespace:
+/// the test kills a shim by pid.
 #[test]
 fn a_task_killed_mid_run_is_rerun_and_one_whose_worktree_went_is_orphaned() {
     let p = Project::new(&["mason"]);
     for plan in ["re", "or"] {
-        write_plan(&p, plan, "", &format!("  - - {{id: t, worker: mason, prompt: \"write: {plan}.txt {plan}\\nsleep: 1000\"}}\n"));
+        write_plan(&p, plan, "", &format!("  - - {{id: t, worker: mason, prompt: \"write: {plan}.txt {plan}\\nfirst-sleep: 1000\"}}\n"));
     }
-    let (re_shim, re_worker) = running(&p, "re", "re-exec-wave-1-task-1");
-    let (or_shim, or_worker) = running(&p, "or", "or-exec-wave-1-task-1");
-    for shim in [re_shim, or_shim] {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(shim as i32), nix::sys::signal::Signal::SIGKILL).expect("kill the shim");
-    }
-    wait_for("the killed attempts to be gone", || [re_shim, re_worker, or_shim, or_worker].iter().all(|p| !pid_alive(*p)));
-    let or_worktree: std::path::PathBuf = serde_json::from_slice::<Value>(
+    let out = crate::common::in_pid_namespace(
+        &p,
+        &format!(
+            r#"{TASK_HELPERS}
+read re_shim re_worker re_left <<< "$(leftover re)"
+read or_shim or_worker or_left <<< "$(leftover or)"
+kill -9 $re_shim $or_shim
+for pid in $re_shim $re_worker $or_shim $or_worker; do wait_for "the killed attempts' shims and workers gone" gone $pid; done
+if alive $re_left && alive $or_left; then echo "leftovers outlived their shims"; fi
+rm -rf "$(jget "$(task_dir or "$(slug or)")/worktree.json" path)"
+# Classified from what is there, before anything is done about it.
+echo "--- re"; "$GH" plan show re --json
+echo "--- or"; "$GH" plan show or --json
+echo "--- passes"
+for _ in $(seq 600); do
+  "$GH" reconcile --once >/dev/null
+  # The rerun never starts while a process of the attempt before it still runs.
+  rerun_started re && alive $re_left && echo "re: rerun started while the leftover $re_left runs"
+  rerun_started or && alive $or_left && echo "or: rerun started while the leftover $or_left runs"
+  [ "$("$GH" plan show re --json | jget /dev/stdin status)" = completed ] && [ "$("$GH" plan show or --json | jget /dev/stdin status)" = completed ] && break
+  sleep 0.1
+done
+if gone $re_left && gone $or_left; then echo "leftovers killed"; fi
+"#
+        ),
+    );
+    assert!(out.contains("leftovers outlived their shims"), "the scenario needs processes the shims could not reap:\n{out}");
+    assert!(!out.contains("rerun started while"), "a rerun started while the old attempt still ran:\n{out}");
+    assert!(out.contains("leftovers killed"), "a process carrying the killed attempt's mark was left running:\n{out}");
+    let class = |plan: &str| -> Value { serde_json::from_str(crate::common::section(&out, plan)).expect("plan json") };
+    assert_eq!(task(&class("re"), "t")["class"], "rerun_required", "{out}");
+    assert_eq!(task(&class("or"), "t")["class"], "orphaned", "{out}");
+    let or_worktree = serde_json::from_slice::<Value>(
         &std::fs::read(plan_state(&p, "or").join("tasks/or-exec-wave-1-task-1/worktree.json")).expect("worktree.json"),
     )
     .expect("json")["path"]
         .as_str()
         .expect("path")
-        .into();
-    std::fs::remove_dir_all(&or_worktree).expect("remove the worktree");
-    // Classified from what is there, before anything is done about it.
-    assert_eq!(task(&show(&p, "re"), "t")["class"], "rerun_required");
-    assert_eq!(task(&show(&p, "or"), "t")["class"], "orphaned");
-    for plan in ["re", "or"] {
-        let path = p.root.join(format!(".lore/plans/{plan}.md"));
-        let text = std::fs::read_to_string(&path).expect("read");
-        std::fs::write(&path, text.replace("\\nsleep: 1000", "")).expect("edit");
-    }
-    p.settle();
+        .to_string();
     for plan in ["re", "or"] {
         let v = show(&p, plan);
         assert_eq!(v["status"], "completed", "{v}");
         assert_eq!(task(&v, "t")["attempt"], 2, "{v}");
         assert!(has_event(&v, "rerun_required", "its supervisor died"), "{v}");
+        assert!(has_event(&v, "leftovers", "outlived its supervisor"), "the kill is in the log: {v}");
         let log = crate::common::git(&p.root, &["log", "--format=%B", "claude/main"]);
         assert_eq!(log.matches(&format!("Guild-Hall-Task: {plan}:exec:wave-1:task-1")).count(), 1, "{log}");
         assert_eq!(crate::common::git(&p.root, &["show", &format!("claude/main:{plan}.txt")]), format!("{plan}\n"));
     }
     let v = show(&p, "or");
-    assert!(has_event(&v, "orphaned", &or_worktree.display().to_string()), "the orphan is reported with its path: {v}");
+    assert!(has_event(&v, "orphaned", &or_worktree), "the orphan is reported with its path: {v}");
     assert!(!has_event(&show(&p, "re"), "orphaned", ""), "a worktree still there is reused, not orphaned");
+}
+
+/// A task's or verify's `run.json` that cannot describe the attempt's shim — pid 0 (refused
+/// as implausible), or the pid and start time of a live process that is not the shim — is
+/// reported with its path, and no process is signalled by it, through a cancel too. In a
+/// private pid namespace: every process there sits in "session 0".
+#[test]
+fn a_forged_task_or_verify_run_record_is_reported_and_signals_nothing() {
+    let p = Project::new(&["mason"]);
+    for plan in ["zero", "foreign"] {
+        write_plan(&p, plan, "", &format!("  - - {{id: t, worker: mason, prompt: \"sleep: 1000\\nwrite: {plan}.txt x\"}}\n"));
+    }
+    write_plan(&p, "vf", "verify: [sleep, \"1000\"]\n", "  - - {id: t, worker: mason, prompt: \"write: vf.txt v\"}\n");
+    let out = crate::common::in_pid_namespace(
+        &p,
+        &format!(
+            r#"{TASK_HELPERS}
+leftover zero >/dev/null
+leftover foreign >/dev/null
+verifying() {{ ls "$STATE"/*/plans/vf/verify/run.json >/dev/null 2>&1; }}
+pass_until "the verify to run" verifying
+sleep 1000 & victim=$!
+setsid sleep 1000 & leader=$!
+wait_for "the leader leads its session" sh -c "[ \"\$(cut -d' ' -f6 /proc/$leader/stat)\" = $leader ]"
+forge_file "$(task_dir zero "$(slug zero)")/run.json" pid=0 pgid=0
+forge_file "$(task_dir foreign "$(slug foreign)")/run.json" pid=$leader pgid=$leader start_time=$(start_time $leader)
+forge_file "$(verify_dir vf)/run.json" pid=$leader pgid=$leader start_time=$(start_time $leader)
+echo "--- pass"
+"$GH" reconcile --once 2>&1 || true
+for plan in zero foreign vf; do "$GH" plan cancel $plan >/dev/null; done
+for _ in 1 2 3; do "$GH" reconcile --once >/dev/null 2>&1 || true; done
+sleep 0.5
+echo "--- check"
+"$GH" check 2>&1 || true
+echo "--- show"
+"$GH" plan show foreign 2>&1 || true
+echo "--- victims"
+if alive $victim; then echo "victim alive"; fi
+if alive $leader; then echo "leader alive"; fi
+"#
+        ),
+    );
+    let pass = crate::common::section(&out, "pass");
+    let state = |plan: &str, rest: &str| plan_state(&p, plan).join(rest).display().to_string();
+    let zero = state("zero", "tasks/zero-exec-wave-1-task-1/run.json");
+    assert!(pass.contains(&zero) && pass.contains("implausible"), "pid 0 is refused, naming the file:\n{out}");
+    for file in [state("foreign", "tasks/foreign-exec-wave-1-task-1/run.json"), state("vf", "verify/run.json")] {
+        assert!(
+            pass.lines().any(
+                |l| l.contains(&file) && l.contains("a running process that is not this attempt's shim; no process is signalled by it")
+            ),
+            "a record naming a foreign process is reported with its path ({file}):\n{out}"
+        );
+    }
+    assert!(crate::common::section(&out, "check").contains("not this attempt's shim"), "check says why too:\n{out}");
+    assert!(crate::common::section(&out, "show").contains("not this attempt's shim"), "plan show says why too:\n{out}");
+    let victims = crate::common::section(&out, "victims");
+    assert!(victims.contains("victim alive") && victims.contains("leader alive"), "a forged run.json got a process signalled:\n{out}");
 }
 
 /// A worktree record naming another path (a corrupt or planted `worktree.json`) never gets that
@@ -197,7 +292,9 @@ fn a_forged_worktree_record_is_never_reset_cleaned_or_removed() {
 }
 
 /// Under the service nothing on disk changes while a task hangs or after its shim is killed:
-/// the watcher looks again at the task's stale deadline, and wakes when its shim is gone.
+/// the watcher looks again at the task's stale deadline, and wakes when its shim is gone. What
+/// the killed shim left running is killed before the task runs again. The kill runs in a
+/// private pid namespace (the test kills a shim by pid), the watcher with it.
 #[test]
 fn the_service_judges_hung_and_killed_tasks_without_polling() {
     let p = Project::new(&["mason"]);
@@ -209,21 +306,46 @@ fn the_service_judges_hung_and_killed_tasks_without_polling() {
 
     let q = Project::new(&["mason"]);
     write_plan(&q, "kill", "", "  - - {id: t, worker: mason, prompt: \"first-sleep: 1000\\nwrite: k.txt k\"}\n");
-    let _svc = crate::common::Service::start(&q, &[], &["--resync", "1h"]);
-    let dir = || plan_state(&q, "kill").join("tasks/kill-exec-wave-1-task-1");
-    let mut shim = 0;
-    wait_for("the task to run", || {
-        shim = read_run(&dir()).and_then(|r| r["pid"].as_i64()).unwrap_or(0);
-        shim > 0 && pid_alive(shim)
-    });
-    // Killed once the watcher has taken in everything the start wrote (its update folded, its
-    // heartbeat written): what wakes it then is the shim's end alone.
-    wait_for("the watcher to settle on the running task", || {
-        dir().join("heartbeat").exists() && has_event(&show(&q, "kill"), "task_update", "in_progress")
-    });
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(shim as i32), nix::sys::signal::Signal::SIGKILL).expect("kill the shim");
-    wait_for("the killed task to run again and land", || show(&q, "kill")["status"] == "completed");
+    let out = crate::common::in_pid_namespace(
+        &q,
+        &format!(
+            r#"{TASK_HELPERS}
+"$GH" watch --log-format json -v --resync 1h 2>"$GUILD_HALL_HOME/watch.log" &
+wait_for "the watcher to take its projects" grep -q '"watching"' "$GUILD_HALL_HOME/watch.log"
+watched() {{ local f; f=$(task_dir kill "$(slug kill)" 2>/dev/null)/run.json; [ -f "$f" ] && [ -n "$(marked "$(jget "$f" run_id)" sleep)" ]; }}
+wait_for "the task's sleep" watched
+f=$(task_dir kill "$(slug kill)")/run.json
+shim=$(jget "$f" pid); left=$(marked "$(jget "$f" run_id)" sleep)
+# Killed once the watcher has taken in everything the start wrote (its update folded, its
+# heartbeat written): what wakes it then is the shim's end alone.
+folded() {{ python3 -c 'import json,sys; v=json.load(sys.stdin); sys.exit(0 if any(e["kind"]=="task_update" and "in_progress" in json.dumps(e) for e in v["log"]) else 1)'; }}
+settled() {{ [ -e "$(task_dir kill "$(slug kill)")/heartbeat" ] && "$GH" plan show kill --json | folded; }}
+wait_for "the watcher to settle on the running task" settled
+kill -9 $shim
+wait_for "the shim gone" gone $shim
+if alive $left; then echo "the leftover outlived its shim"; fi
+done_() {{
+  rerun_started kill && alive $left && echo "rerun started while the leftover $left runs"
+  [ "$("$GH" plan show kill --json | jget /dev/stdin status)" = completed ]
+}}
+wait_for "the killed task to run again and land" done_
+if gone $left; then echo "leftover killed"; fi
+echo "--- left"; echo $left
+"#
+        ),
+    );
+    // The watcher may kill it before the script looks: then its log event names it.
     let v = show(&q, "kill");
+    let left: i64 = crate::common::section(&out, "left").trim().parse().expect("the leftover's pid");
+    let found = v["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .any(|e| e["kind"] == "leftovers" && e["pids"].as_array().is_some_and(|p| p.contains(&left.into())));
+    assert!(out.contains("the leftover outlived its shim") || found, "the scenario needs a process the shim could not reap:\n{out}\n{v}");
+    assert!(!out.contains("rerun started while"), "a rerun started while the old attempt still ran:\n{out}");
+    assert!(out.contains("leftover killed"), "a process carrying the killed attempt's mark was left running:\n{out}");
     assert_eq!(task(&v, "t")["attempt"], 2, "{v}");
     assert!(has_event(&v, "rerun_required", "its supervisor died"), "{v}");
+    assert!(has_event(&v, "leftovers", "outlived its supervisor"), "{v}");
 }
