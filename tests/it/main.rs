@@ -21,5 +21,6 @@ mod surgical;
 mod trust;
 mod watch;
 mod waves;
+mod waves_mail_trust;
 mod waves_trust;
 mod workers;
