@@ -44,6 +44,6 @@ for pass in 1 2; do
   /usr/bin/time -v "$BIN" reconcile --once > "$T/out" 2> "$T/err" || true
   wall=$(sed -n 's/^\s*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$T/err")
   rss=$(sed -n 's/^\s*Maximum resident set size (kbytes): //p' "$T/err")
-  echo "pass $pass: wall ${wall}, peak RSS ${rss} KB"
+  echo "pass $pass: wall ${wall}, peak RSS ${rss} KB; $(grep -v "^\s" "$T/err" | grep -v "Command being timed" | head -3 | tr "\n" " ")$(tail -2 "$T/out" | tr "\n" " ")"
 done
 echo "log entries: $(grep -c '"kind":"task_update"' .lore/plans/big.timeline.jsonl || true) task_update"
