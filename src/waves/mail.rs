@@ -147,3 +147,55 @@ pub fn read(state: &StateDir, canonical: &str, attempt: u32, worktree: &Path, la
     out.folded = Some(folded);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::toolbox::mailbox::TaskUpdate;
+
+    fn update(status: TaskUpdateStatus, seq: u64) -> MailBody {
+        let error = (status == TaskUpdateStatus::Failed).then(|| serde_json::json!({"message": "broke"}));
+        MailBody::TaskUpdate(Box::new(TaskUpdate {
+            task_id: None,
+            phase: None,
+            stage: None,
+            status,
+            worktree_path: None,
+            changed_ops: vec![],
+            verify_summary: None,
+            evidence_paths: vec![],
+            error,
+            timestamps: None,
+            emitted_at: None,
+            sequence: seq,
+            idempotency_key: format!("k{seq}"),
+        }))
+    }
+
+    #[test]
+    fn a_flood_is_folded_whole_logged_in_part_and_read_once() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let state = StateDir(dir.path().to_path_buf());
+        let path = mailbox::make_fresh(&state, 2).expect("fresh");
+        for i in 1..=UPDATES_PER_PASS as u64 + 5 {
+            mailbox::append(&path, 2, update(TaskUpdateStatus::InProgress, i)).expect("append");
+        }
+        mailbox::append(&path, 2, update(TaskUpdateStatus::Failed, 9999)).expect("append");
+        mailbox::append(&path, 1, update(TaskUpdateStatus::Failed, 1)).expect("append");
+        let wt = dir.path().join("wt");
+        let m = read(&state, "p:exec:wave-1:task-1", 2, &wt, false);
+        assert!(m.error.is_none() && m.fold_changed && !m.legacy);
+        assert_eq!(m.updates.len(), UPDATES_PER_PASS);
+        assert_eq!(m.more_sequence, 9999);
+        let folded = m.folded.clone().expect("folded");
+        assert_eq!(folded.failed.as_deref(), Some("broke"));
+        let notes: Vec<&str> = m.notes.iter().map(|(_, t)| t.as_str()).collect();
+        assert!(notes.iter().any(|t| t.contains("failed x1, in_progress x5 were folded")), "{notes:?}");
+        assert!(notes.iter().any(|t| t.contains("an event of attempt 1 in the mailbox of attempt 2")), "{notes:?}");
+        // Kept: the next read has nothing new, and still knows the attempt failed.
+        crate::activity::state::write_json(&mailbox::folded_file(&state, 2), &folded).expect("keep");
+        let again = read(&state, "p:exec:wave-1:task-1", 2, &wt, false);
+        assert!(!again.fold_changed && again.updates.is_empty() && again.notes.is_empty());
+        assert_eq!(again.folded.and_then(|f| f.failed).as_deref(), Some("broke"));
+    }
+}

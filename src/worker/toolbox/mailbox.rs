@@ -744,6 +744,33 @@ mod tests {
     }
 
     #[test]
+    fn a_mode_its_worker_took_away_is_given_back_and_no_link_is_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("events-1.jsonl");
+        append(&path, 1, progress("hidden")).expect("append");
+        assert_eq!(std::fs::metadata(&path).expect("meta").permissions().mode() & 0o7777, 0o600, "made private");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+        let (mail, _) = read_all(&path, &mut Cursor::default(), Expect::default());
+        assert_eq!(mail.len(), 1);
+        assert_eq!(std::fs::metadata(&path).expect("meta").permissions().mode() & 0o7777, 0o600);
+        // A link (to a real mailbox, even) is never read through, nor its target's mode changed.
+        let target = dir.path().join("elsewhere.jsonl");
+        append(&target, 1, progress("elsewhere")).expect("append");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let link = dir.path().join("events-2.jsonl");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let err = read_from(&link, &mut Cursor::default(), Expect::default(), |_| {}).expect_err("a link");
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        assert_eq!(std::fs::metadata(&target).expect("meta").permissions().mode() & 0o7777, 0o640);
+        // Nor anything but a regular file.
+        let not_a_file = dir.path().join("events-3.jsonl");
+        std::fs::create_dir(&not_a_file).expect("mkdir");
+        let err = read_from(&not_a_file, &mut Cursor::default(), Expect::default(), |_| {}).expect_err("a directory");
+        assert!(format!("{err:#}").contains("events-3.jsonl") && format!("{err:#}").contains("not a regular file"), "{err:#}");
+    }
+
+    #[test]
     fn a_file_replaced_by_a_shorter_one_is_read_from_its_start() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("events.jsonl");
