@@ -61,6 +61,10 @@ pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
         std::fs::create_dir_all(&state.0)?;
         write_json(&state.record(), r)?;
     }
+    // How far its mailbox was read: last, so that a pass that dies before reads it again.
+    if let Some(f) = &u.fold {
+        write_json(&super::observe::folded_file(&ctx.state(&u.id)), f)?;
+    }
     Ok(Outcome::Done)
 }
 

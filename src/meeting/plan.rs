@@ -12,10 +12,42 @@ use serde_yaml_ng::Value;
 use crate::activity::timeline;
 use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
-use crate::worker::toolbox::mailbox::{Mail, MailBody};
+use crate::worker::toolbox::mailbox::{Cursor, Mail, MailBody};
 
 /// The most progress summaries an open meeting's notes list (the latest).
 const SUMMARIES_SHOWN: usize = 10;
+
+/// What is kept of a meeting's mailbox between passes (`events.folded.json` in its runtime
+/// dir): how far it was read, and what the artifact shows of all of it — the latest progress
+/// summaries and every linked artifact. Written after the update it went with (a crash in
+/// between reads the same lines again: the log drops what it already has by key).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeetingFolded {
+    pub cursor: Cursor,
+    /// The latest [`SUMMARIES_SHOWN`] summaries (`- <ts> <text>`), and how many in all.
+    #[serde(default)]
+    pub summaries: Vec<String>,
+    #[serde(default)]
+    pub summaries_total: u64,
+    #[serde(default)]
+    pub linked: Vec<String>,
+}
+
+impl MeetingFolded {
+    pub fn take(&mut self, m: &Mail) {
+        match &m.body {
+            MailBody::Summary { text } => {
+                self.summaries.push(format!("- {} {}", &m.ts, text.trim()));
+                if self.summaries.len() > SUMMARIES_SHOWN {
+                    self.summaries.remove(0);
+                }
+                self.summaries_total += 1;
+            }
+            MailBody::Link { path } if !self.linked.contains(path) => self.linked.push(path.clone()),
+            _ => {}
+        }
+    }
+}
 
 /// guild-hall's memory of a meeting (`record.json` in its runtime dir): the status it last
 /// accepted, and how far closing got.
@@ -35,8 +67,15 @@ pub struct MeetingRecord {
 pub struct Observed {
     pub meeting: Meeting,
     pub record: Option<MeetingRecord>,
-    /// Its mailbox (the toolbox's events), all of it.
+    /// What is new in its mailbox this pass (the toolbox's events; at most
+    /// [`crate::commission::observe::MAIL_PER_PASS`] of them, and every follow-up).
     pub mail: Vec<Mail>,
+    /// Its mailbox folded so far, this pass's new events taken in (`None`: not read).
+    pub folded: Option<MeetingFolded>,
+    /// `folded` moved on in this pass: it is kept with the pass's update.
+    pub fold_changed: bool,
+    /// Notes on the reading (events folded without a log entry of their own): (key, text).
+    pub mail_notes: Vec<(String, String)>,
     /// Keys already in its timeline: folded mail is not folded twice.
     pub timeline_keys: BTreeSet<String>,
     /// Its worktree exists as guild-hall made it.
@@ -63,6 +102,9 @@ pub struct Update {
     pub edits: Vec<Edit>,
     pub events: Vec<Json>,
     pub record: Option<MeetingRecord>,
+    /// How far its mailbox was read, to keep once the rest is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold: Option<MeetingFolded>,
 }
 
 /// A follow-up meeting request to write (from `propose_followup`).
@@ -170,7 +212,7 @@ impl<'a> Step<'a> {
         Step {
             o,
             now,
-            update: Update { id: m.id.clone(), expect_hash: m.hash, edits: Vec::new(), events: Vec::new(), record: None },
+            update: Update { id: m.id.clone(), expect_hash: m.hash, edits: Vec::new(), events: Vec::new(), record: None, fold: None },
             record,
             followups: Vec::new(),
         }
@@ -234,16 +276,16 @@ impl<'a> Step<'a> {
     /// composed there, from all of it).
     fn fold_mail(&mut self, closing: bool) {
         let m = &self.o.meeting;
+        let folded = self.o.folded.clone().unwrap_or_default();
+        // Links and summaries come from all of the mail (as folded), in the log or not: a
+        // write dropped after its log events were appended is made again.
         let mut linked = m.linked_artifacts();
-        let mut summaries: Vec<String> = Vec::new();
-        for mail in &self.o.mail {
-            // Links and summaries come from all of the mail, folded or not: a write dropped
-            // after its log events were appended is made again.
-            match &mail.body {
-                MailBody::Summary { text } => summaries.push(format!("- {} {}", &mail.ts, text.trim())),
-                MailBody::Link { path } if !linked.contains(path) => linked.push(path.clone()),
-                _ => {}
+        for path in &folded.linked {
+            if !linked.contains(path) {
+                linked.push(path.clone());
             }
+        }
+        for mail in &self.o.mail {
             if self.o.timeline_keys.contains(&mail.id) {
                 continue;
             }
@@ -258,26 +300,38 @@ impl<'a> Step<'a> {
                 });
             }
         }
+        for (key, text) in &self.o.mail_notes {
+            if !self.o.timeline_keys.contains(key) {
+                self.update.events.push(timeline::event(self.now, "anomaly", key.clone(), json!({"text": text})));
+            }
+        }
+        if self.o.fold_changed {
+            self.update.fold = Some(folded.clone());
+        }
         if !linked.is_empty() {
             self.set("linked_artifacts", Value::Sequence(linked.into_iter().map(Value::String).collect()));
         }
         // While the meeting is open its notes are the progress summaries so far; closing
         // replaces them with the full notes.
-        if !closing && !summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
+        if !closing && !folded.summaries.is_empty() && self.record.status == MeetingStatus::Open && !self.record.notes_written {
             // The latest ones, within what the frontmatter holds (the log has every one).
-            let earlier = summaries.len().saturating_sub(SUMMARIES_SHOWN);
+            let earlier = folded.summaries_total.saturating_sub(folded.summaries.len() as u64);
             let mut text = String::from("Progress so far:\n");
             if earlier > 0 {
                 text.push_str(&format!("- ({earlier} earlier summaries are in the log)\n"));
             }
-            text.push_str(&summaries[earlier..].join("\n"));
+            text.push_str(&folded.summaries.join("\n"));
             text.push('\n');
             self.set("notes", Value::String(crate::worker::toolbox::mailbox::clip(&text, super::notes::NOTES_MAX).into_owned()));
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.update.edits.is_empty() && self.update.events.is_empty() && self.update.record.is_none() && self.followups.is_empty()
+        self.update.edits.is_empty()
+            && self.update.events.is_empty()
+            && self.update.record.is_none()
+            && self.followups.is_empty()
+            && self.update.fold.is_none()
     }
 
     fn into_update(self) -> Option<Action> {
@@ -406,6 +460,9 @@ mod tests {
             meeting: meeting(id, file, ""),
             record: rec.map(|status| MeetingRecord { status, created: None, notes_written: false }),
             mail: vec![],
+            folded: None,
+            fold_changed: false,
+            mail_notes: vec![],
             timeline_keys: BTreeSet::new(),
             opened: rec == Some(MeetingStatus::Open),
             worker_problem: None,
@@ -518,16 +575,31 @@ mod tests {
             mail(2, MailBody::Summary { text: "half way".into() }),
             mail(3, MailBody::Followup { reason: "more".into(), references: vec![".lore/a.md".into()] }),
         ];
+        let mut folded = MeetingFolded::default();
+        o.mail.iter().for_each(|m| folded.take(m));
+        folded.cursor.offset = 300;
+        o.folded = Some(folded.clone());
+        o.fold_changed = true;
         let p = plan(&snap(vec![o.clone()], 5));
         let Action::Update { update, followups } = &p[0] else { panic!("{p:?}") };
         assert_eq!(sets(&p[0], "linked_artifacts"), Some(&Value::Sequence(vec![Value::from(".lore/a.md")])));
         assert!(sets(&p[0], "notes").and_then(Value::as_str).unwrap_or("").contains("half way"));
         assert_eq!(update.events.len(), 3);
         assert_eq!(followups[0].id, "m-followup-3");
+        assert_eq!(update.fold.as_ref(), Some(&folded), "how far it was read is kept");
         // Folded already: nothing more.
         o.timeline_keys = ["id1", "id2", "id3"].into_iter().map(String::from).collect();
         o.meeting = meeting("m", Some("open"), "linked_artifacts: [.lore/a.md]\nnotes: |\n  Progress so far:\n  - t2 half way\n");
-        assert!(plan(&snap(vec![o], 5)).is_empty());
+        o.fold_changed = false;
+        assert!(plan(&snap(vec![o.clone()], 5)).is_empty());
+        // Read on from where it stopped: only the new mail, the notes still from all of it.
+        o.mail = vec![mail(4, MailBody::Summary { text: "nearly".into() })];
+        o.mail.iter().for_each(|m| folded.take(m));
+        o.folded = Some(folded);
+        o.fold_changed = true;
+        let p = plan(&snap(vec![o], 5));
+        let notes = sets(&p[0], "notes").and_then(Value::as_str).unwrap_or("");
+        assert!(notes.contains("- t2 half way\n- t4 nearly"), "{notes}");
     }
 
     #[test]

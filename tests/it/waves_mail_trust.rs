@@ -253,3 +253,50 @@ fn a_copy_back_that_fails_fails_the_task_and_halts_the_plan_saying_why() {
     assert!(v["reason"].as_str().unwrap_or("").contains("a/.GIT/config"), "{v}");
     assert!(!git(&p.root, &["log", "--format=%B", "claude/main"]).contains("Guild-Hall-Task"), "nothing of the wave landed");
 }
+
+/// A meeting's mailbox (one for all its turns) is read only where it is new, too: a flood of
+/// 1,500 summaries appended at once is folded in one pass — the first 1,000 logged one by one,
+/// the rest counted, the notes showing the latest — the position kept at the file's end, and
+/// the next pass adds nothing.
+#[test]
+fn a_meetings_mailbox_is_read_only_where_new() {
+    use std::io::Write;
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m"]);
+    let project = p.home.join("state").read_dir().expect("state").next().expect("project").expect("entry").path();
+    let state = project.join("meetings/m");
+    let mailbox = state.join("events.jsonl");
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&mailbox).expect("the meeting mailbox");
+    for i in 1..=1500 {
+        let line = format!(
+            "{{\"seq\":{},\"id\":\"{}\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"attempt\":1,\"kind\":\"summary\",\"text\":\"summary {i}\"}}\n",
+            i + 100,
+            uuid_of(i)
+        );
+        f.write_all(line.as_bytes()).expect("append");
+    }
+    drop(f);
+    let events = |p: &Project| -> Vec<Value> {
+        let v: Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+        v["log"].as_array().cloned().unwrap_or_default()
+    };
+    p.ok(&["reconcile", "--once"]);
+    let log = events(&p);
+    let summaries = log.iter().filter(|e| e["kind"] == "summary" && e["text"].as_str().unwrap_or("").starts_with("summary ")).count();
+    assert_eq!(summaries, 1000, "the first 1,000 logged one by one");
+    assert!(
+        log.iter().any(|e| e["kind"] == "anomaly" && e["text"].as_str().unwrap_or("").contains("500 were folded without their own log entry")),
+        "{log:?}"
+    );
+    let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/m.md")).expect("artifact");
+    assert!(artifact.contains("summary 1500") && artifact.contains("earlier summaries are in the log"), "{artifact}");
+    let folded: Value = serde_json::from_slice(&std::fs::read(state.join("events.folded.json")).expect("the kept position")).expect("json");
+    assert_eq!(folded["cursor"]["offset"].as_u64(), Some(std::fs::metadata(&mailbox).expect("mailbox").len()));
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(events(&p).len(), log.len(), "nothing read again");
+}
+
+/// A UUID-shaped id for a raw line (the reader keeps a UUID as the event's key).
+fn uuid_of(i: usize) -> String {
+    format!("00000000-0000-4000-8000-{i:012}")
+}
