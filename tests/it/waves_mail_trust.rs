@@ -285,7 +285,8 @@ fn a_meetings_mailbox_is_read_only_where_new() {
     let summaries = log.iter().filter(|e| e["kind"] == "summary" && e["text"].as_str().unwrap_or("").starts_with("summary ")).count();
     assert_eq!(summaries, 1000, "the first 1,000 logged one by one");
     assert!(
-        log.iter().any(|e| e["kind"] == "anomaly" && e["text"].as_str().unwrap_or("").contains("500 were folded without their own log entry")),
+        log.iter()
+            .any(|e| e["kind"] == "anomaly" && e["text"].as_str().unwrap_or("").contains("500 were folded without their own log entry")),
         "{log:?}"
     );
     let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/m.md")).expect("artifact");

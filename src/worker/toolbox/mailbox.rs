@@ -494,13 +494,9 @@ fn parse_line(number: u64, bytes: &[u8], offset: u64, expect: Expect<'_>, name: 
     Line { number, mail: keep.then_some(mail), notes }
 }
 
-/// Every event of a mailbox, each checked as [`read_from`] does (without a worktree: paths are
-/// checked for shape only); what is skipped or dropped is logged. A missing mailbox is empty.
-pub fn read(path: &Path) -> Result<Vec<Mail>> {
-    read_checked(path, None)
-}
-
-/// [`read`], with every path also checked against `worktree`.
+/// Every event of a mailbox, each checked as [`read_from`] does (paths against `worktree`, or
+/// without one for shape only); what is skipped or dropped is logged. A missing mailbox is
+/// empty. For a reading done once (a meeting's notes on close): passes read from a position.
 pub fn read_checked(path: &Path, worktree: Option<&Path>) -> Result<Vec<Mail>> {
     let mut out = Vec::new();
     let mut cursor = Cursor::default();
