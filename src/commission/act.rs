@@ -135,17 +135,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         // A fresh attempt starts with no heartbeat history, and with an empty mailbox of its
         // own: anything already there was not written by this attempt (which has not started).
         let _ = std::fs::remove_file(state.heartbeat());
-        let own = mailbox::attempt_file(&state, attempt);
-        if std::fs::symlink_metadata(&own).is_ok_and(|m| !m.is_file() || m.len() > 0) {
-            tracing::warn!(mailbox = %own.display(), "a mailbox for an attempt not yet started was there: it is replaced by an empty one");
-        }
-        crate::files::remove_if_exists(&own)?;
-        crate::files::remove_if_exists(&mailbox::folded_file(&state, attempt))?;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&own)
-            .with_context(|| format!("creating the mailbox {}", own.display()))?;
+        mailbox::make_fresh(&state, attempt)?;
     }
     apply_update(ctx, update)?;
     fault("dispatch", 1);

@@ -39,8 +39,9 @@ pub struct Observed {
     pub mail: Vec<Mail>,
     /// Notes on what the reader skipped or dropped: (timeline key, text).
     pub mail_notes: Vec<(String, String)>,
-    /// The mailbox could not be read at all (an I/O error): how the attempt ended is not
-    /// decided until it can be, but it is watched and stopped as any other.
+    /// The mailbox could not be read at all (an I/O error, not a regular file, a mode guild-hall
+    /// could not give back): the attempt is watched and stopped as any other, and fails once
+    /// its worker has ended (a result it may hold cannot be read).
     pub mail_error: Option<String>,
     pub heartbeat: Option<Heartbeat>,
     pub sample: Option<Sample>,
@@ -261,7 +262,7 @@ pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Optio
                     problems.push(Problem::new(&o.artifact.path, 1, 1, msg));
                 }
                 if let Some(why) = &o.mail_error {
-                    let msg = format!("its mailbox cannot be read ({why}): the attempt is watched and can be stopped, but how it ended is decided only once the mailbox can be read");
+                    let msg = format!("its mailbox cannot be read ({why}): while its worker runs it is watched and can be stopped; once the worker has ended, the attempt fails");
                     problems.push(Problem::new(&o.artifact.path, 1, 1, msg));
                 }
                 commissions.push(o)
@@ -425,7 +426,7 @@ fn observe_one(
 /// folded, the first [`MAIL_PER_PASS`] events kept for the timeline, and a note for each line
 /// skipped or path dropped. A position or digest that cannot be read starts the reading over.
 fn read_mail(obs: &mut Observed, state: &StateDir, attempt: u32, worktree: &Path, last: bool) {
-    let path = mailbox::commission_mailbox(state, attempt);
+    let path = mailbox::attempt_mailbox(state, attempt);
     // An attempt an older guild-hall started shares one mailbox with the earlier attempts.
     let own = path == mailbox::attempt_file(state, attempt);
     let fold_path = mailbox::folded_file(state, attempt);
@@ -508,7 +509,7 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
     if obs.proc == Proc::Alive {
         // Written only by us, atomically: an unreadable one just restarts the count of quiet time.
         obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
-        let mailbox = mailbox::commission_mailbox(state, rec.attempt);
+        let mailbox = mailbox::attempt_mailbox(state, rec.attempt);
         obs.sample = obs.run.as_ref().map(|run| crate::activity::liveness::sample(state, rec.attempt, run, &mailbox));
     }
 }

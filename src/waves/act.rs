@@ -17,7 +17,7 @@ use crate::artifact::plan::{Plan, Task};
 use crate::config::{Home, Project};
 use crate::worker::launch::{self, Activation};
 use crate::worker::shim::{self, Launch};
-use crate::worker::toolbox::ActivityKind;
+use crate::worker::toolbox::{mailbox, ActivityKind};
 use crate::worker::Catalog;
 
 pub struct Ctx<'a> {
@@ -136,6 +136,12 @@ fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
         let state = ctx.plan_state(&u.plan);
         std::fs::create_dir_all(&state.0)?;
         write_json(&state.record(), r)?;
+    }
+    // How far the task mailboxes were read: after the log and the record, so that a pass that
+    // dies in between reads the same lines again (the log drops what it already has by key).
+    for f in &u.folds {
+        let state = StateDir(ctx.home.task_state(&ctx.project.name, &u.plan, &f.slug));
+        write_json(&mailbox::folded_file(&state, f.folded.attempt), &f.folded)?;
     }
     Ok(Outcome::Done)
 }
@@ -273,8 +279,9 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
     let base = base_of(&record, task.wave)?;
     let state = ctx.task_state(&plan.id, &task);
     std::fs::create_dir_all(&state.0)?;
-    // A fresh attempt starts with no heartbeat history.
+    // A fresh attempt starts with no heartbeat history, and with an empty mailbox of its own.
     let _ = std::fs::remove_file(state.heartbeat());
+    mailbox::make_fresh(&state, attempt)?;
     let pkg = ctx.workers.for_commission(&task.worker).map_err(anyhow::Error::msg)?;
     let argv = pkg.resolve_command().map_err(anyhow::Error::msg)?;
     let (rec, orphaned) = task_worktree(ctx, &plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
@@ -391,7 +398,13 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
             continue;
         }
         // Landed already (a pass that died after its commit): done, whatever its worktree says.
-        if let Some(oid) = copyback::find_trailer(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}", t.canonical))? {
+        let landed = match copyback::find_trailer(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}", t.canonical)) {
+            Ok(l) => l,
+            Err(e) => {
+                return halt(u, record, format!("the copy-back of wave {wave} failed: {e:#}; nothing of the wave was copied back"), None)
+            }
+        };
+        if let Some(oid) = landed {
             if let Some(r) = record.tasks.get_mut(&t.canonical) {
                 r.state = TaskState::Integrated;
             }
@@ -424,13 +437,30 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
                 Some((t, why)),
             );
         }
+        // Every failure to copy a task back ends the wave with the task failed and why: never
+        // a silent retry every pass.
+        let failed = |u: Update, record: PlanRecord, e: anyhow::Error| {
+            let why = format!("its copy-back failed: {e:#}");
+            halt(u, record, format!("task {} failed: {why}; nothing of the wave was copied back", t.canonical), Some((t, why)))
+        };
         // Sizes first, from metadata: the manifest's diff reads what changed.
-        let large = copyback::too_large(&rec, &base, &t.slug(), &ctx.project.config.merge_limits())?;
+        let large = match copyback::too_large(&rec, &base, &t.slug(), &ctx.project.config.merge_limits()) {
+            Ok(l) => l,
+            Err(e) => return failed(u, record, e),
+        };
         if !large.is_empty() {
             let why = format!("too large to copy back: {}", crate::activity::worktree::listing(&large));
             return halt(u, record, format!("task {} is {why}; nothing of the wave was copied back", t.canonical), Some((t, why)));
         }
-        let changes = copyback::manifest(&rec, &base)?;
+        let changes = match copyback::manifest(&rec, &base) {
+            Ok(c) => c,
+            Err(e) => return failed(u, record, e),
+        };
+        let refused = copyback::refused_paths(&changes);
+        if !refused.is_empty() {
+            let why = format!("it left paths git refuses to hold: {}", refused.join(", "));
+            return halt(u, record, format!("task {} failed: {why}; nothing of the wave was copied back", t.canonical), Some((t, why)));
+        }
         let cp: Vec<&str> = changes
             .iter()
             .flat_map(|c| std::iter::once(c.path.as_str()).chain(c.from_path.as_deref()))
@@ -450,7 +480,13 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
     }
     // What changed on the integration branch since the wave started, other than this wave's
     // own copy-backs, is never overwritten: a task touching it halts the plan.
-    let theirs = copyback::changed_since(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}:exec:wave-{wave}:", plan.id))?;
+    let theirs =
+        match copyback::changed_since(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}:exec:wave-{wave}:", plan.id)) {
+            Ok(t) => t,
+            Err(e) => {
+                return halt(u, record, format!("the copy-back of wave {wave} failed: {e:#}; nothing of the wave was copied back"), None)
+            }
+        };
     let overlap: Vec<String> = manifests
         .iter()
         .flat_map(|(t, cs)| {
@@ -485,7 +521,17 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
         let evidence = rec.path.join(copyback::ARTIFACTS_DIR).join(t.slug());
         let landing =
             copyback::TaskLanding { rec, changes, evidence: &evidence, evidence_to: &evidence_to, message: &message, trailer: &trailer };
-        match copyback::land_task(&repo, ctx.integration(), base_oid, &landing)? {
+        let landed = match copyback::land_task(&repo, ctx.integration(), base_oid, &landing) {
+            Ok(l) => l,
+            Err(e) => {
+                // The tasks before it in plan order landed (their commits stay); it and those
+                // after it did not.
+                let why = format!("its copy-back failed: {e:#}");
+                let reason = format!("task {} failed: {why}; the tasks after it in plan order were not copied back", t.canonical);
+                return halt(u, record, reason, Some((t, why)));
+            }
+        };
+        match landed {
             Landed::Committed(oid) | Landed::Already(oid) => {
                 if let Some(r) = record.tasks.get_mut(&t.canonical) {
                     r.state = TaskState::Integrated;
@@ -667,6 +713,7 @@ mod tests {
                 edits: vec![],
                 events: vec![],
                 record: Some(record.clone()),
+                folds: vec![],
             };
             for action in [
                 Action::StopTask { update: update.clone(), task: T1.into(), attempt: 1, kill: false },

@@ -101,6 +101,25 @@ pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
     Ok(all)
 }
 
+/// The paths among `changes` (and rename sources) that git refuses to hold in a tree — a `.git`
+/// component in any case, `.`/`..`, an empty name: the squash merge's check — each with why;
+/// sorted, without repeats.
+pub fn refused_paths(changes: &[Change]) -> Vec<String> {
+    let mut out: Vec<String> = changes
+        .iter()
+        .flat_map(|c| std::iter::once(&c.path).chain(c.from_path.as_ref()))
+        .filter_map(|p| refused(p).map(|why| format!("{p} ({why})")))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Why git would refuse `path` in a tree, if it would.
+fn refused(path: &str) -> Option<&'static str> {
+    path.as_bytes().split(|b| *b == b'/').find_map(crate::activity::control_plane::bad_component)
+}
+
 /// What of a task's work is over the merge limits (`merge_max_file_size`,
 /// `merge_max_attempt_size`), each file named with its size: its changed and untracked files
 /// and its own evidence (`.lore-artifacts/<slug>/`), judged by their metadata before anything
@@ -283,6 +302,9 @@ pub fn land_task(repo: &Repository, integration: &str, base: Oid, task: &TaskLan
             let rel = file.strip_prefix(evidence).map_err(|e| anyhow::anyhow!("{e}"))?.to_string_lossy().into_owned();
             let dest = format!("{}/{rel}", evidence_to.trim_end_matches('/'));
             crate::artifact::ids::validate_rel_path(&dest)?;
+            if let Some(why) = refused(&rel) {
+                bail!("its evidence {ARTIFACTS_DIR}/…/{rel} is a path git refuses ({why})");
+            }
             let (id, mode) = blob_of(repo, &file)?;
             index.add(&entry(&dest, id, mode))?;
             expect.push((dest, Some((id, mode))));

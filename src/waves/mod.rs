@@ -3,10 +3,12 @@
 //! order once the whole wave has succeeded and no two tasks collide; a verify gate between
 //! waves, fix-forward when it fails; tasks and verify held to the liveness rules of
 //! commissions, and after a crash each task resumed by its class (Kiln's). [`plan`] is the
-//! pure state machine, [`observe`] and [`act`] its two sides, [`copyback`] the landing.
+//! pure state machine, [`observe`] and [`act`] its two sides, [`copyback`] the landing,
+//! [`mail`] a task's mailbox.
 
 pub mod act;
 pub mod copyback;
+pub mod mail;
 pub mod observe;
 pub mod plan;
 

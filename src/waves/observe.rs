@@ -101,8 +101,6 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         let attempt = rec.map(|r| r.attempt).unwrap_or(0);
         let procs = liveness::attempt(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
         let exit: Option<ExitInfo> = read_json(&ts.exit()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
-        let updates =
-            mailbox::read(&ts.mailbox()).map_err(|e| problem(format!("task {}: its mailbox cannot be read: {e:#}", t.canonical)))?;
         let pkg = workers.for_commission(&t.worker);
         let worktree = read_json::<WorktreeRecord>(&ts.worktree()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
         let worktree_exists = worktree.as_ref().is_some_and(|w| std::fs::symlink_metadata(&w.path).is_ok());
@@ -112,6 +110,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             problem(format!("task {}: {}", t.canonical, e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")))
         })?;
         let died = attempt > 0 && died(&ts, &procs);
+        let mail = read_mail(home, project, record.as_ref(), &ts, t, attempt, exit.as_ref(), died);
         let landed = worktree_gone.is_some()
             && rec.is_some_and(|r| matches!(r.state, TaskState::Succeeded | TaskState::Running))
             && record.as_ref().and_then(|r| r.bases.get(&t.wave)).is_some_and(|base| landed(project, base, &t.canonical));
@@ -121,7 +120,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             busy: busy(&ts),
             lingering: lingering(attempt, &procs),
             exit,
-            updates,
+            mail,
             package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
             worker_problem: pkg.err(),
             worktree_exists,
@@ -163,6 +162,33 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     })
 }
 
+/// What is new in the mailbox of the task's current attempt, read while its plan is at work on
+/// its wave (a plan at rest, or a task of another wave, has nothing new to fold). Its paths
+/// are checked against the worktree made for the task (from its id). A mailbox that cannot be
+/// read is the task's note, never the plan's problem.
+#[allow(clippy::too_many_arguments)]
+fn read_mail(
+    home: &Home,
+    project: &Project,
+    record: Option<&PlanRecord>,
+    ts: &StateDir,
+    t: &crate::artifact::plan::Task,
+    attempt: u32,
+    exit: Option<&ExitInfo>,
+    died: bool,
+) -> super::mail::TaskMail {
+    use crate::artifact::plan::PlanStatus;
+    let at_work =
+        record.is_some_and(|r| r.wave == t.wave && matches!(r.status, PlanStatus::Running | PlanStatus::Verifying | PlanStatus::Halted));
+    if attempt == 0 || !at_work {
+        return Default::default();
+    }
+    // No one writes any more: its worker ended (or died) and no shim of it is at work.
+    let last = (died || exit.is_some_and(|x| x.attempt == attempt)) && !busy(ts);
+    let worktree = home.task_worktree(&project.name, &t.slug());
+    super::mail::read(ts, &t.canonical, attempt, &worktree, last)
+}
+
 /// Why a task's recorded worktree is gone, if it is: not the one made for the task (its path
 /// is computed from the id), not a worktree of the repository (`git worktree list`), or no
 /// checkout there any more.
@@ -200,7 +226,8 @@ fn live(state: &StateDir, attempt: u32, procs: &liveness::Attempt) -> Option<Liv
     let run = procs.run.clone()?;
     // Written only by guild-hall, atomically: an unreadable one restarts the count of quiet time.
     let heartbeat = read_json(&state.heartbeat()).ok().flatten();
-    Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run, &state.mailbox()) })
+    let mailbox = mailbox::attempt_mailbox(state, attempt);
+    Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run, &mailbox) })
 }
 
 /// A shim is at work in `state` (its lock held, or its recorded run alive and ours), whatever

@@ -20,7 +20,9 @@ use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
-use crate::worker::toolbox::mailbox::{Mail, MailBody, TaskUpdateStatus};
+use crate::worker::toolbox::mailbox::MailBody;
+
+pub use super::mail::{TaskFolded, TaskMail};
 
 /// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,7 +60,8 @@ pub struct TaskRecord {
     pub attempt: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The highest TaskUpdate sequence applied.
+    /// The highest TaskUpdate sequence applied, of its latest attempt (each attempt counts
+    /// from its own first update).
     #[serde(default)]
     pub sequence: u64,
     /// A stop was sent to its attempt (fail-fast, cancel, its worktree gone, or SIGKILL for
@@ -114,8 +117,8 @@ pub struct ObservedTask {
     pub task: Task,
     /// The exit of its current attempt, once its shim recorded it.
     pub exit: Option<ExitInfo>,
-    /// Its task updates (the mailbox).
-    pub updates: Vec<Mail>,
+    /// What is new in its current attempt's mailbox (its task updates), and what it folds to.
+    pub mail: TaskMail,
     /// Why its worker cannot run here (unknown package, ...), if so.
     pub worker_problem: Option<String>,
     /// Something is at its worktree's path (what removing it would remove).
@@ -198,7 +201,8 @@ pub struct Snapshot {
     pub slots: usize,
 }
 
-/// Timeline events, the record and artifact edits for one plan.
+/// Timeline events, the record and artifact edits for one plan; then how far its tasks'
+/// mailboxes were read.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Update {
     pub plan: String,
@@ -206,6 +210,16 @@ pub struct Update {
     pub edits: Vec<Edit>,
     pub events: Vec<Json>,
     pub record: Option<PlanRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folds: Vec<TaskFold>,
+}
+
+/// What a task's mailbox folded to, to keep (`events-<n>.folded.json` in its runtime dir).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskFold {
+    /// The task's slug: its runtime dir's name.
+    pub slug: String,
+    pub folded: TaskFolded,
 }
 
 /// What to do; every action carries the update to apply once its effect is done.
@@ -322,6 +336,9 @@ impl Action {
 
     pub fn describe(&self) -> String {
         match self {
+            Action::Update { update } if update.edits.is_empty() && update.events.is_empty() && !update.folds.is_empty() => {
+                "read task mailboxes".into()
+            }
             Action::Update { update } if update.edits.is_empty() => format!("record {} event(s)", update.events.len()),
             Action::Update { update } => update
                 .edits
@@ -450,7 +467,7 @@ fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
             if !o.timeline_keys.contains(&key) {
                 events.push(timeline::event(now, "leftovers", key, json!({"task": task, "pids": l.pids, "text": text})));
             }
-            let update = Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events, record: None };
+            let update = Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events, record: None, folds: vec![] };
             Action::KillLeftovers { update, task, run: l.run.clone(), pids: l.pids.clone() }
         })
         .collect()
@@ -459,7 +476,7 @@ fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
 /// Heartbeats to write: running tasks and a running verify whose signs of life changed.
 fn beats(o: &Observed, s: &Snapshot) -> Vec<Action> {
     let Some(record) = &o.record else { return Vec::new() };
-    let empty = || Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events: vec![], record: None };
+    let empty = || Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events: vec![], record: None, folds: vec![] };
     let mut out = Vec::new();
     if record.status == PlanStatus::Running {
         for ot in &o.tasks {
@@ -566,6 +583,9 @@ struct Step<'a> {
     edits: Vec<Edit>,
     events: Vec<Json>,
     dirty: bool,
+    /// Keys of the task updates logged in this step (a repeated one is a no-op).
+    keys: std::collections::HashSet<String>,
+    folds: Vec<TaskFold>,
 }
 
 impl<'a> Step<'a> {
@@ -637,7 +657,14 @@ impl<'a> Step<'a> {
             self.remove("desired");
         }
         let record = (self.dirty || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
-        Update { plan: self.o.plan.id.clone(), expect_hash: self.o.plan.hash, edits: self.edits, events: self.events, record }
+        Update {
+            plan: self.o.plan.id.clone(),
+            expect_hash: self.o.plan.hash,
+            edits: self.edits,
+            events: self.events,
+            record,
+            folds: self.folds,
+        }
     }
 }
 
@@ -647,12 +674,11 @@ fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), String>> {
         return Some(Err("its supervisor died without recording how the worker ended (killed, or a reboot)".into()));
     }
     let exit = o.exit.as_ref().filter(|x| x.attempt == rec.attempt)?;
-    let failed_update = o.updates.iter().rev().find_map(|m| match &m.body {
-        MailBody::TaskUpdate(u) if m.attempt == rec.attempt && u.status == TaskUpdateStatus::Failed => {
-            Some(u.error.as_ref().and_then(|e| e["message"].as_str().map(str::to_string)).unwrap_or_else(|| "it reported failed".into()))
-        }
-        _ => None,
-    });
+    if let Some(why) = &o.mail.error {
+        // Whether it reported failure cannot be known: never taken for a success.
+        return Some(Err(format!("its mailbox cannot be read ({why}), so whether it reported failure cannot be known")));
+    }
+    let failed_update = o.mail.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.failed.clone());
     Some(match (exit.clean(), failed_update) {
         (_, Some(why)) => Err(format!("the worker reported failure: {why}")),
         (true, None) => Ok(()),
@@ -719,6 +745,66 @@ fn rerun(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, why: String) {
     }
 }
 
+/// Log what is new in a task's mailbox: each task update of its current attempt once (a
+/// repeated idempotency key is a no-op; a sequence not above the highest applied is logged as
+/// ignored), the reader's notes, a mailbox that cannot be read; and keep how far it was read.
+/// Linear in the new updates: a pass reads only what was appended since the last.
+fn fold_mail(st: &mut Step<'_>, ot: &ObservedTask) {
+    let t = &ot.task;
+    let mail = &ot.mail;
+    let Some(rec) = st.record.tasks.get(&t.canonical).cloned() else { return };
+    let attempt = rec.attempt;
+    if let Some(why) = &mail.error {
+        let text = format!("{}: its mailbox cannot be read: {why}", t.canonical);
+        st.event("anomaly", format!("mailbox-error:{}:{attempt}", t.canonical), json!({"task": t.canonical, "text": text}));
+    }
+    let Some(folded) = mail.folded.as_ref().filter(|f| f.attempt == attempt) else { return };
+    let key = |idem: &str| format!("update:{}:{attempt}:{idem}", t.canonical);
+    // An older guild-hall keyed an update by the task and its key alone.
+    let old_key = |idem: &str| format!("update:{}:{idem}", t.canonical);
+    let log = &st.o.timeline_keys;
+    let in_log = |idem: &str| log.contains(&key(idem)) || (mail.legacy && log.contains(&old_key(idem)));
+    let updates: Vec<_> = mail
+        .updates
+        .iter()
+        .filter_map(|m| match &m.body {
+            MailBody::TaskUpdate(u) => Some(u),
+            _ => None,
+        })
+        .collect();
+    // The highest applied: in the record, or in the log (a pass that died after appending
+    // events of this read and before writing the record and the read position).
+    let logged = updates.iter().filter(|u| in_log(&u.idempotency_key)).map(|u| u.sequence).max().unwrap_or(0);
+    let mut seq = rec.sequence.max(logged);
+    for u in updates {
+        let k = key(&u.idempotency_key);
+        if in_log(&u.idempotency_key) || !st.keys.insert(k.clone()) {
+            continue; // a duplicate key is a no-op
+        }
+        if u.sequence <= seq && seq > 0 {
+            st.event("task_update_ignored", k, json!({"task": t.canonical, "attempt": attempt, "sequence": u.sequence, "applied": seq, "text": "lower sequence than the highest applied: ignored"}));
+            continue;
+        }
+        let ops: Vec<&crate::worker::toolbox::mailbox::ChangedOp> =
+            u.changed_ops.iter().filter(|c| !super::copyback::control_plane(&c.path) && !super::copyback::excluded(&c.path)).collect();
+        st.event("task_update", k, json!({"task": t.canonical, "attempt": attempt, "status": u.status, "sequence": u.sequence, "changed_ops": ops, "evidence_paths": u.evidence_paths, "verify_summary": u.verify_summary, "error": u.error}));
+        seq = u.sequence;
+    }
+    seq = seq.max(mail.more_sequence);
+    for (k, text) in &mail.notes {
+        st.event("anomaly", k.clone(), json!({"task": t.canonical, "text": format!("{}: {text}", t.canonical)}));
+    }
+    if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
+        if r.sequence != seq {
+            r.sequence = seq;
+            st.dirty = true;
+        }
+    }
+    if mail.fold_changed {
+        st.folds.push(TaskFold { slug: t.slug(), folded: folded.clone() });
+    }
+}
+
 fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     let now = s.now.as_str();
     use PlanStatus::*;
@@ -740,7 +826,8 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         reason: None,
     };
     let record = o.record.clone().unwrap_or(fresh);
-    let mut st = Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false };
+    let mut st =
+        Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false, keys: Default::default(), folds: Vec::new() };
     let had = st.record.status;
     // A person's request: validated against what guild-hall last accepted.
     if asked != had && o.record.is_some() || (o.record.is_none() && asked != Draft && asked != Pending) {
@@ -778,7 +865,8 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
             if p.desired.is_some() {
                 edits.push(Edit::Remove("desired".into()));
             }
-            return Some(Action::Update { update: Update { plan: p.id.clone(), expect_hash: p.hash, edits, events, record: None } });
+            let update = Update { plan: p.id.clone(), expect_hash: p.hash, edits, events, record: None, folds: vec![] };
+            return Some(Action::Update { update });
         }
     }
     if o.record.is_none() && asked == Draft {
@@ -815,40 +903,9 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     }
     let w = st.record.wave;
     let Some(wave) = p.waves.get(w.saturating_sub(1)) else { return settle(st) };
-    // Fold task updates into the log; the highest sequence applied is remembered.
+    // Fold what is new in the task mailboxes into the log.
     for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
-        for m in &ot.updates {
-            let MailBody::TaskUpdate(u) = &m.body else { continue };
-            let key = format!("update:{}:{}", ot.task.canonical, u.idempotency_key);
-            // The highest applied: in the record, or in the log (a write dropped after its
-            // events were appended).
-            let logged = ot
-                .updates
-                .iter()
-                .filter_map(|m| match &m.body {
-                    MailBody::TaskUpdate(x) if o.timeline_keys.contains(&format!("update:{}:{}", ot.task.canonical, x.idempotency_key)) => {
-                        Some(x.sequence)
-                    }
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(0);
-            let seq = st.record.tasks.get(&ot.task.canonical).map(|r| r.sequence).unwrap_or(0).max(logged);
-            if o.timeline_keys.contains(&key) || st.events.iter().any(|e| e["key"] == key.as_str()) {
-                continue; // a duplicate key is a no-op
-            }
-            if u.sequence <= seq && seq > 0 {
-                st.event("task_update_ignored", key, json!({"task": ot.task.canonical, "sequence": u.sequence, "applied": seq, "text": "lower sequence than the highest applied: ignored"}));
-                continue;
-            }
-            let ops: Vec<&crate::worker::toolbox::mailbox::ChangedOp> =
-                u.changed_ops.iter().filter(|c| !super::copyback::control_plane(&c.path) && !super::copyback::excluded(&c.path)).collect();
-            st.event("task_update", key, json!({"task": ot.task.canonical, "status": u.status, "sequence": u.sequence, "changed_ops": ops, "evidence_paths": u.evidence_paths, "verify_summary": u.verify_summary, "error": u.error}));
-            if let Some(r) = st.record.tasks.get_mut(&ot.task.canonical) {
-                r.sequence = r.sequence.max(u.sequence);
-            }
-            st.dirty = true;
-        }
+        fold_mail(&mut st, ot);
     }
     match st.record.status {
         Running => {
@@ -946,6 +1003,8 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                     if let Some(r) = st.record.tasks.get_mut(&next.canonical) {
                         r.attempt = attempt;
                         r.stop_sent = false;
+                        // Its updates count from its own first: a rerun's sequence 1 is new.
+                        r.sequence = 0;
                     }
                     return Some(Action::StartTask { update: st.finish(), task: next.canonical.clone(), attempt });
                 }
@@ -1099,7 +1158,7 @@ fn stopping(st: &mut Step<'_>) -> Stopping {
 }
 
 fn is_empty(u: &Update) -> bool {
-    u.edits.is_empty() && u.events.is_empty() && u.record.is_none()
+    u.edits.is_empty() && u.events.is_empty() && u.record.is_none() && u.folds.is_empty()
 }
 
 /// The update alone, if there is anything to write; else, the least urgent work: removing
@@ -1120,7 +1179,7 @@ fn settle(st: Step<'_>) -> Option<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::toolbox::mailbox::{ChangeKind, ChangedOp, TaskUpdate};
+    use crate::worker::toolbox::mailbox::{ChangeKind, ChangedOp, Mail, TaskUpdate, TaskUpdateStatus};
 
     fn plan_text(status: &str) -> String {
         format!("---\nstatus: {status}\nparallelism: 1\nwaves:\n  - - {{id: a, worker: w, prompt: x}}\n    - {{id: b, worker: w, prompt: y}}\n---\n")
@@ -1133,7 +1192,7 @@ mod tests {
             .map(|t| ObservedTask {
                 task: t.clone(),
                 exit: None,
-                updates: vec![],
+                mail: TaskMail::default(),
                 worker_problem: None,
                 worktree_exists: false,
                 worktree_gone: None,
@@ -1220,14 +1279,44 @@ mod tests {
         Mail { seq, id: format!("m{seq}"), ts: "t".into(), attempt: 1, body: MailBody::TaskUpdate(Box::new(u)) }
     }
 
+    /// New updates of attempt 1, read this pass (the reader moved on).
+    fn new_mail(updates: Vec<Mail>) -> TaskMail {
+        let folded = TaskFolded { attempt: 1, ..TaskFolded::default() };
+        TaskMail { folded: Some(folded), fold_changed: true, updates, ..TaskMail::default() }
+    }
+
+    #[test]
+    fn each_attempt_counts_its_own_sequence_and_keys_and_the_read_position_is_kept() {
+        // Attempt 1 applied up to sequence 7 with key "done"; attempt 2 starts again from 1,
+        // with the same key: both are new.
+        let mut r = running(&[("task-1", TaskState::Running)]);
+        r.tasks.values_mut().for_each(|t| {
+            t.attempt = 2;
+            t.sequence = 0;
+        });
+        let mut o = observed("running", Some(r));
+        o.timeline_keys.insert("update:p:exec:wave-1:task-1:1:done".into());
+        let mut mail = new_mail(vec![update(1, "done", TaskUpdateStatus::Done)]);
+        mail.updates[0].attempt = 2;
+        mail.folded = Some(TaskFolded { attempt: 2, ..TaskFolded::default() });
+        o.tasks[0].mail = mail;
+        let a = plan(&snap(vec![o], 3));
+        let u = a[0].update();
+        let applied: Vec<&Json> = u.events.iter().filter(|e| e["kind"] == "task_update").collect();
+        assert_eq!(applied.len(), 1, "{u:?}");
+        assert_eq!((applied[0]["attempt"].as_u64(), applied[0]["key"].as_str()), (Some(2), Some("update:p:exec:wave-1:task-1:2:done")));
+        assert_eq!(u.record.as_ref().and_then(|r| r.tasks.get("p:exec:wave-1:task-1")).map(|t| t.sequence), Some(1));
+        assert_eq!(u.folds.iter().map(|f| (f.slug.as_str(), f.folded.attempt)).collect::<Vec<_>>(), [("p-exec-wave-1-task-1", 2)]);
+    }
+
     #[test]
     fn task_updates_are_idempotent_ordered_and_filtered() {
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-        o.tasks[0].updates = vec![
+        o.tasks[0].mail = new_mail(vec![
             update(2, "k2", TaskUpdateStatus::InProgress),
             update(2, "k2", TaskUpdateStatus::InProgress),
             update(1, "k1", TaskUpdateStatus::Queued),
-        ];
+        ]);
         let a = plan(&snap(vec![o], 3));
         let events = &a[0].update().events;
         let applied: Vec<&Json> = events.iter().filter(|e| e["kind"] == "task_update").collect();

@@ -25,5 +25,6 @@ mod surgical;
 mod trust;
 mod watch;
 mod waves;
+mod waves_mail_trust;
 mod waves_trust;
 mod workers;

@@ -173,8 +173,15 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                         None => heartbeat(s, o, &mut st),
                     }
                 }
-                // How it ended depends on what its mailbox holds: decided once it can be read.
-                Proc::NotStarted | Proc::Dead if o.mail_error.is_some() => Effect::None,
+                // How it ended depends on what its mailbox holds. Its worker is gone, so nothing
+                // will make it readable (a worker can `chmod` its own file; guild-hall gives the
+                // mode back, so this is a file it cannot read even so): the attempt fails, saying
+                // why, instead of holding its slot and worktree for ever.
+                Proc::NotStarted | Proc::Dead if o.mail_error.is_some() => {
+                    let why = o.mail_error.clone().unwrap_or_default();
+                    st.go(Status::Failed, &format!("its mailbox cannot be read ({why}), so a result it may hold cannot be read either"));
+                    Effect::None
+                }
                 Proc::NotStarted | Proc::Dead => classify_exit(o, &mut st),
             }
         }

@@ -685,15 +685,17 @@ fn a_kill_comes_before_the_update_that_goes_with_it() {
 }
 
 #[test]
-fn an_unreadable_mailbox_holds_the_verdict_but_not_the_stop() {
+fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Dead;
     o.run = Some(run_info(1));
     o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
-    o.mail_error = Some("permission denied".into());
+    o.mail_error = Some("opening mailbox /s/events-1.jsonl: Permission denied".into());
     let p = plan(&snapshot(vec![o.clone()]));
-    assert_eq!(sets(&p, "c", "status"), None, "not failed for want of a result it may have: {p:?}");
-    assert!(p.busy.contains(&"c".to_string()));
+    // Its worker is gone: waiting would hold its slot and worktree for ever.
+    assert_eq!(sets(&p, "c", "status"), Some(Value::String("failed".into())), "{p:?}");
+    let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    assert!(reason.contains("/s/events-1.jsonl") && reason.contains("a result it may hold cannot be read"), "{reason}");
     // Running too long, it is stopped all the same.
     o.proc = Proc::Alive;
     o.exit = None;

@@ -320,15 +320,13 @@ fn name_of(path: &Path) -> String {
 /// at once. A missing file has no lines; a file shorter than the cursor (replaced) is read
 /// again from its start. Notes are also logged, with the file's path.
 pub fn read_from(path: &Path, cursor: &mut Cursor, expect: Expect<'_>, mut each: impl FnMut(Line)) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     let name = name_of(path);
     if cursor.file != name {
         *cursor = Cursor { file: name.clone(), ..Cursor::default() };
     }
-    // Never through a link: the mailbox is a file guild-hall made.
-    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+    let file = match open_for_reading(path) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Ok(()),
         Err(e) => return Err(e).with_context(|| format!("opening mailbox {}", path.display())),
     };
     let len = file.metadata().with_context(|| format!("reading mailbox {}", path.display()))?.len();
@@ -351,6 +349,54 @@ pub fn read_from(path: &Path, cursor: &mut Cursor, expect: Expect<'_>, mut each:
         tracing::warn!(mailbox = %path.display(), "{} more notes on this mailbox were not logged one by one", logged - LOGGED_NOTES);
     }
     Ok(())
+}
+
+/// The mode a mailbox has: guild-hall's file, read and written by its owner only.
+const MODE: u32 = 0o600;
+
+/// Open the mailbox at `path` for reading (`None`: there is none). Never through a link: the
+/// mailbox is a file guild-hall made. Its mode is guild-hall's too: a worker owns the file it
+/// writes (same uid) and Landlock does not cover `chmod`, so a mode it took away (`chmod 000`)
+/// is given back (0600) first — on the file opened (by descriptor, through `/proc/self/fd`),
+/// never on whatever the path names by then.
+fn open_for_reading(path: &Path) -> std::io::Result<Option<std::fs::File>> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::io::AsRawFd;
+    // O_PATH: a handle on the file itself whatever its mode, that reads nothing.
+    let handle = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH | libc::O_NOFOLLOW).open(path) {
+        Ok(h) => h,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = handle.metadata()?;
+    if meta.file_type().is_symlink() {
+        return Err(std::io::Error::other("it is a symbolic link, not the file guild-hall made (never followed)"));
+    }
+    if !meta.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let by_fd = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
+    let mode = meta.mode() & 0o7777;
+    if mode != MODE {
+        if mode & 0o600 != 0o600 {
+            tracing::warn!(mailbox = %path.display(), "the mailbox's mode was {mode:03o} (its worker changed it): set back to {MODE:03o}");
+        }
+        // Not the owner (a worker of another uid made it), or no /proc: opening says why.
+        let _ = std::fs::set_permissions(&by_fd, std::fs::Permissions::from_mode(MODE));
+    }
+    match std::fs::File::open(&by_fd) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // No /proc: by its path, and only if it is still the file looked at.
+            let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+            let now = f.metadata()?;
+            if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
+                return Err(std::io::Error::other("it was replaced while being opened"));
+            }
+            Ok(Some(f))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The reading itself, from `cursor.offset` of `file` on.
@@ -448,13 +494,9 @@ fn parse_line(number: u64, bytes: &[u8], offset: u64, expect: Expect<'_>, name: 
     Line { number, mail: keep.then_some(mail), notes }
 }
 
-/// Every event of a mailbox, each checked as [`read_from`] does (without a worktree: paths are
-/// checked for shape only); what is skipped or dropped is logged. A missing mailbox is empty.
-pub fn read(path: &Path) -> Result<Vec<Mail>> {
-    read_checked(path, None)
-}
-
-/// [`read`], with every path also checked against `worktree`.
+/// Every event of a mailbox, each checked as [`read_from`] does (paths against `worktree`, or
+/// without one for shape only); what is skipped or dropped is logged. A missing mailbox is
+/// empty. For a reading done once (a meeting's notes on close): passes read from a position.
 pub fn read_checked(path: &Path, worktree: Option<&Path>) -> Result<Vec<Mail>> {
     let mut out = Vec::new();
     let mut cursor = Cursor::default();
@@ -462,15 +504,15 @@ pub fn read_checked(path: &Path, worktree: Option<&Path>) -> Result<Vec<Mail>> {
     Ok(out)
 }
 
-/// The mailbox of one attempt of a commission: a file of its own, so that nothing an attempt
-/// writes can be read as another's.
+/// The mailbox of one attempt of a commission or a wave task: a file of its own, so that
+/// nothing an attempt writes can be read as another's.
 pub fn attempt_file(state: &StateDir, attempt: u32) -> PathBuf {
     state.0.join(format!("events-{attempt}.jsonl"))
 }
 
-/// The mailbox to read for a commission's attempt: its own, or, for an attempt an older
-/// guild-hall started (one `events.jsonl` for every attempt), that one.
-pub fn commission_mailbox(state: &StateDir, attempt: u32) -> PathBuf {
+/// The mailbox to read for an attempt: its own, or, for an attempt an older guild-hall started
+/// (one `events.jsonl` for every attempt), that one.
+pub fn attempt_mailbox(state: &StateDir, attempt: u32) -> PathBuf {
     let own = attempt_file(state, attempt);
     if std::fs::symlink_metadata(&own).is_err() && std::fs::symlink_metadata(state.mailbox()).is_ok() {
         return state.mailbox();
@@ -478,17 +520,36 @@ pub fn commission_mailbox(state: &StateDir, attempt: u32) -> PathBuf {
     own
 }
 
-/// Where a commission's reader keeps what it folded of an attempt's mailbox, and how far.
+/// Where a reader keeps what it folded of an attempt's mailbox, and how far it read.
 pub fn folded_file(state: &StateDir, attempt: u32) -> PathBuf {
     state.0.join(format!("events-{attempt}.folded.json"))
 }
 
-/// The mailbox a worker process writes (`GUILD_HALL_MAILBOX`): a commission's attempt has its
-/// own; a meeting's turns and a wave task share one.
+/// Give an attempt about to start an empty mailbox of its own (mode 0600) and no fold of it:
+/// anything already there was not written by this attempt, which has not started.
+pub fn make_fresh(state: &StateDir, attempt: u32) -> Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let own = attempt_file(state, attempt);
+    if std::fs::symlink_metadata(&own).is_ok_and(|m| !m.is_file() || m.len() > 0) {
+        tracing::warn!(mailbox = %own.display(), "a mailbox for an attempt not yet started was there: it is replaced by an empty one");
+    }
+    crate::files::remove_if_exists(&own)?;
+    crate::files::remove_if_exists(&folded_file(state, attempt))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(MODE)
+        .open(&own)
+        .with_context(|| format!("creating the mailbox {}", own.display()))?;
+    Ok(own)
+}
+
+/// The mailbox a worker process writes (`GUILD_HALL_MAILBOX`): a commission's and a wave
+/// task's attempt each have their own; a meeting's turns share one.
 pub fn for_worker(kind: super::ActivityKind, state: &StateDir, attempt: u32) -> PathBuf {
     match kind {
-        super::ActivityKind::Commission => attempt_file(state, attempt),
-        super::ActivityKind::Meeting | super::ActivityKind::Task => state.mailbox(),
+        super::ActivityKind::Commission | super::ActivityKind::Task => attempt_file(state, attempt),
+        super::ActivityKind::Meeting => state.mailbox(),
     }
 }
 
@@ -501,8 +562,10 @@ pub fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
 /// lock: a rule such as "one result per attempt" holds however many writers race. The events
 /// are read one at a time, as the reconciler reads them.
 pub fn append_if(path: &Path, attempt: u32, body: MailBody, mut allow: impl FnMut(&Mail) -> Result<()>) -> Result<Mail> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .create(true)
+        .mode(MODE)
         .read(true)
         .append(true)
         .open(path)
@@ -674,6 +737,33 @@ mod tests {
             notes.iter().any(|n| n.starts_with("events-2.jsonl line 3: an event of attempt 1 in the mailbox of attempt 2")),
             "{notes:?}"
         );
+    }
+
+    #[test]
+    fn a_mode_its_worker_took_away_is_given_back_and_no_link_is_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("events-1.jsonl");
+        append(&path, 1, progress("hidden")).expect("append");
+        assert_eq!(std::fs::metadata(&path).expect("meta").permissions().mode() & 0o7777, 0o600, "made private");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+        let (mail, _) = read_all(&path, &mut Cursor::default(), Expect::default());
+        assert_eq!(mail.len(), 1);
+        assert_eq!(std::fs::metadata(&path).expect("meta").permissions().mode() & 0o7777, 0o600);
+        // A link (to a real mailbox, even) is never read through, nor its target's mode changed.
+        let target = dir.path().join("elsewhere.jsonl");
+        append(&target, 1, progress("elsewhere")).expect("append");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let link = dir.path().join("events-2.jsonl");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let err = read_from(&link, &mut Cursor::default(), Expect::default(), |_| {}).expect_err("a link");
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        assert_eq!(std::fs::metadata(&target).expect("meta").permissions().mode() & 0o7777, 0o640);
+        // Nor anything but a regular file.
+        let not_a_file = dir.path().join("events-3.jsonl");
+        std::fs::create_dir(&not_a_file).expect("mkdir");
+        let err = read_from(&not_a_file, &mut Cursor::default(), Expect::default(), |_| {}).expect_err("a directory");
+        assert!(format!("{err:#}").contains("events-3.jsonl") && format!("{err:#}").contains("not a regular file"), "{err:#}");
     }
 
     #[test]
