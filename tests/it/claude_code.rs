@@ -361,12 +361,12 @@ fn real_claude_code_coder_writes_and_runs_inside_its_worktree_only() {
 }
 
 /// A stand-in `claude` for meetings that replays the real captures in
-/// `../shared/fixtures/claude-code/`: a new session (tool calls, streamed text), a resumed
+/// `tests/fixtures/claude-code/` (copied from the shared fixtures): a new session (tool calls, streamed text), a resumed
 /// turn, and what an unknown session id returns. Records each call's arguments.
 fn stand_in_claude_meeting(dir: &Path, record: &Path) {
     std::fs::create_dir_all(dir).expect("mkdir");
     std::fs::create_dir_all(record).expect("mkdir");
-    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/claude-code");
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code");
     let script = format!(
         r#"#!/bin/sh
 n=$(ls {rec} | wc -l)
