@@ -377,8 +377,16 @@ fn chat_in_a_terminal() {
             env.push_str(&format!("export {}='{}'\n", k.to_string_lossy(), v.to_string_lossy()));
         }
     }
-    std::fs::write(&script, format!("#!/bin/sh\n{env}cd '{}'\nexec '{}' meeting chat m\n", p.root.display(), bin.display()))
-        .expect("script");
+    // The pane outlives the chat (and says how it ended), so a failure shows what was on screen.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n{env}cd '{}'\n'{}' meeting chat m\necho \"[meeting chat exited: $?]\"\nexec sleep 3600\n",
+            p.root.display(),
+            bin.display()
+        ),
+    )
+    .expect("script");
     let tmux = |args: &[&str]| {
         let out = std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output().expect("tmux runs");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -405,7 +413,12 @@ fn chat_in_a_terminal() {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        panic!("the screen never showed {what:?}:\n{last}");
+        let sessions = std::process::Command::new("tmux").arg("-S").arg(&sock).arg("ls").output().expect("tmux runs");
+        panic!(
+            "the screen never showed {what:?}:\n{last}\n(tmux ls: {}{})",
+            String::from_utf8_lossy(&sessions.stdout),
+            String::from_utf8_lossy(&sessions.stderr)
+        );
     };
     wait_screen("you>");
     tmux(&["send-keys", "-t", "chat", "hello from tmux", "Enter"]);
