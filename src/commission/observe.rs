@@ -475,20 +475,9 @@ fn read_mail(obs: &mut Observed, state: &StateDir, attempt: u32, worktree: &Path
     }
     obs.fold_changed = obs.folded.as_ref() != Some(&before);
     obs.mail_notes.extend(notes);
-    if unnoted > 0 {
-        obs.mail_notes.push((
-            format!("mailbox:{attempt}:{name}:{first}:unnoted"),
-            format!("{name}: {unnoted} more lines skipped or paths dropped in this read (see the log)"),
-        ));
-    }
-    if !more.is_empty() {
-        let kinds: Vec<String> = more.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-        let text = format!(
-            "{name}: more events than a pass records one by one ({MAIL_PER_PASS}): {} were folded without their own timeline entry; the artifact shows the latest",
-            kinds.join(", ")
-        );
-        obs.mail_notes.push((format!("mailbox:{attempt}:{name}:{first}:more"), text));
-    }
+    obs.mail_notes.extend(mailbox::overflow_notes(&format!("mailbox:{attempt}:{name}:{first}"), &name, unnoted, " (see the log)", &more, |kinds| {
+        format!("more events than a pass records one by one ({MAIL_PER_PASS}): {kinds} were folded without their own timeline entry; the artifact shows the latest")
+    }));
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {

@@ -130,20 +130,9 @@ fn read_mail(o: &mut Observed, state: &StateDir, worktree: &std::path::Path, fol
         }
     })?;
     let first = first_line.unwrap_or(0);
-    if unnoted > 0 {
-        notes.push((
-            format!("mailbox:{name}:{first}:unnoted"),
-            format!("{name}: {unnoted} more lines skipped or paths dropped in this read"),
-        ));
-    }
-    if !more.is_empty() {
-        let kinds: Vec<String> = more.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-        let text = format!(
-            "{name}: more events than a pass records one by one ({MAIL_PER_PASS}): {} were folded without their own log entry; the meeting shows the latest",
-            kinds.join(", ")
-        );
-        notes.push((format!("mailbox:{name}:{first}:more"), text));
-    }
+    notes.extend(mailbox::overflow_notes(&format!("mailbox:{name}:{first}"), &name, unnoted, "", &more, |kinds| {
+        format!("more events than a pass records one by one ({MAIL_PER_PASS}): {kinds} were folded without their own log entry; the meeting shows the latest")
+    }));
     folded.cursor = cursor;
     o.fold_changed = folded != before;
     o.followups_before = before.followups;

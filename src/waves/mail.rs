@@ -126,22 +126,10 @@ pub fn read(state: &StateDir, canonical: &str, attempt: u32, worktree: &Path, la
         return TaskMail { folded: Some(before), error: Some(format!("{e:#}")), legacy, ..TaskMail::default() };
     }
     let first = first.unwrap_or(0);
-    if unnoted > 0 {
-        out.notes.push((
-            format!("mailbox:{canonical}:{attempt}:{file}:{first}:unnoted"),
-            format!("{file}: {unnoted} more lines skipped or paths dropped in this read (see the log)"),
-        ));
-    }
-    if !more.is_empty() {
-        let kinds: Vec<String> = more.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-        out.notes.push((
-            format!("mailbox:{canonical}:{attempt}:{file}:{first}:more"),
-            format!(
-                "{file}: more task updates than a pass logs one by one ({UPDATES_PER_PASS}): {} were folded without their own entry",
-                kinds.join(", ")
-            ),
-        ));
-    }
+    let key = format!("mailbox:{canonical}:{attempt}:{file}:{first}");
+    out.notes.extend(mailbox::overflow_notes(&key, &file, unnoted, " (see the log)", &more, |kinds| {
+        format!("more task updates than a pass logs one by one ({UPDATES_PER_PASS}): {kinds} were folded without their own entry")
+    }));
     folded.cursor = cursor;
     out.fold_changed = folded != before;
     out.folded = Some(folded);

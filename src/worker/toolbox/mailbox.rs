@@ -315,6 +315,30 @@ fn name_of(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
+/// The notes a pass leaves (timeline key, text) about what of a mailbox it did not record one
+/// by one: `unnoted` lines skipped or paths dropped beyond those noted singly, and `more`
+/// events, by kind, folded without an entry of their own. `key` starts every note's key (the
+/// mailbox and the line the read began at); `skipped` and `folded` finish their texts. One
+/// wording for every kind that reads a mailbox.
+pub fn overflow_notes(
+    key: &str,
+    file: &str,
+    unnoted: u64,
+    skipped: &str,
+    more: &std::collections::BTreeMap<&'static str, u64>,
+    folded: impl FnOnce(String) -> String,
+) -> Vec<(String, String)> {
+    let mut notes = Vec::new();
+    if unnoted > 0 {
+        notes.push((format!("{key}:unnoted"), format!("{file}: {unnoted} more lines skipped or paths dropped in this read{skipped}")));
+    }
+    if !more.is_empty() {
+        let kinds: Vec<String> = more.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+        notes.push((format!("{key}:more"), format!("{file}: {}", folded(kinds.join(", ")))));
+    }
+    notes
+}
+
 /// Read the lines of the mailbox at `path` after `cursor`, moving it on, and hand each to
 /// `each`. At most one line (up to [`LINE_MAX`]) and one piece of the file are held in memory
 /// at once. A missing file has no lines; a file shorter than the cursor (replaced) is read
