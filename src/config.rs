@@ -221,7 +221,7 @@ impl Home {
         let edited = crate::artifact::write::apply(&wrapped, &[crate::artifact::write::Edit::Set("projects".into(), projects)])
             .with_context(|| format!("updating {}", self.config_path().display()))?;
         let text = edited.strip_prefix("---\n").and_then(|t| t.strip_suffix("---\n")).unwrap_or(&edited);
-        crate::activity::state::write_atomic(&self.config_path(), text.as_bytes())?;
+        crate::files::write_atomic(&self.config_path(), text.as_bytes())?;
         Ok(true)
     }
 

@@ -1,8 +1,12 @@
-//! Filesystem idioms written once: a file that may not exist (read or removed), and an advisory
-//! lock on a lock file (waiting for it, or only trying). Errors name the path.
+//! Filesystem idioms written once: a file that may not exist (read or removed), an atomic
+//! replace (temp file and rename, or an exchange), JSON files, and an advisory lock on a lock
+//! file (waiting for it, or only trying). Errors name the path.
 
 use std::fs::File;
+use std::io::Write;
 use std::path::Path;
+
+use serde::{de::DeserializeOwned, Serialize};
 
 use anyhow::{Context, Result};
 use nix::fcntl::{Flock, FlockArg};
@@ -75,4 +79,58 @@ pub fn is_locked(path: &Path) -> bool {
         Ok(_) => false,
         Err((_, e)) => e == nix::errno::Errno::EWOULDBLOCK,
     }
+}
+
+/// Read a JSON file; `None` if it does not exist. A half-written or corrupt file is an error.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    match crate::files::read_if_exists(path)? {
+        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))?)),
+        None => Ok(None),
+    }
+}
+
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Write via a temp file in the same directory and rename, keeping an existing file's mode.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = write_temp(path, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
+    Ok(())
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub(crate) fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+    renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE).map_err(std::io::Error::from)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
+/// A temp file beside `path` (same filesystem, so a rename is atomic) holding `bytes`, with
+/// the mode of an existing `path`.
+pub(crate) fn write_temp(path: &Path, bytes: &[u8]) -> Result<std::path::PathBuf> {
+    let dir = path.parent().context("path has no parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    // A fresh name made with O_EXCL (tempfile): nothing already there, a link planted by a
+    // worker included, is ever opened or followed.
+    let write = || -> std::io::Result<std::path::PathBuf> {
+        let mut f = tempfile::Builder::new().prefix(&format!(".{name}.guild-hall-")).suffix(".tmp").tempfile_in(dir)?;
+        f.write_all(bytes)?;
+        f.as_file().sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            f.as_file().set_permissions(meta.permissions())?;
+        }
+        f.into_temp_path().keep().map_err(|e| e.error)
+    };
+    write().with_context(|| format!("writing {}", path.display()))
 }

@@ -17,8 +17,8 @@ use crate::artifact::commission::OWNED_KEYS;
 use crate::artifact::frontmatter::MAX_FRONTMATTER_BYTES;
 use crate::artifact::write::{apply, Edit};
 use crate::artifact::{Commission, Status};
+use crate::commission::decide::{decide, Action};
 use crate::commission::observe::{Observed, Proc, Snapshot};
-use crate::commission::plan::{plan, Action};
 use crate::config::{Project, ProjectConfig};
 use crate::worker::Catalog;
 
@@ -163,7 +163,7 @@ proptest! {
         if alive {
             o.proc = Proc::Dead;
         }
-        let planned = plan(&snapshot(o));
+        let planned = decide(&snapshot(o));
         for action in &planned.actions {
             let update = match action {
                 Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => u,
@@ -194,7 +194,7 @@ proptest! {
                     Edit::Remove(k) if k == "desired" => {}
                     Edit::Set(k, v) if k == "created" => {
                         prop_assert!(original.created().is_none(), "a refusal re-stamped created");
-                        prop_assert_eq!(v.as_str().map(str::to_string), Some(crate::commission::plan::timestamp(now())));
+                        prop_assert_eq!(v.as_str().map(str::to_string), Some(crate::commission::decide::timestamp(now())));
                     }
                     other => prop_assert!(false, "a refusal edited {:?}", other),
                 }

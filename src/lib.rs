@@ -15,10 +15,11 @@ pub mod commission;
 pub mod config;
 pub mod files;
 pub mod meeting;
+pub mod plan;
 pub mod reconcile;
+pub mod schema;
 pub mod service;
 pub mod tools;
-pub mod waves;
 pub mod worker;
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::artifact::Problem;
 use crate::commission::act::{self, Ctx, Outcome};
+use crate::commission::decide::{decide, Action};
 use crate::commission::observe::{observe_cached, Depth};
-use crate::commission::plan::{plan, Action};
 use crate::config::{Home, Project};
 
 #[derive(Debug, Clone, Default)]
@@ -146,13 +146,13 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
         wait_for_git(project);
         let snapshot = observe_cached(home, project, Depth::Reconcile, opts.settled.as_deref()).context("observing the project")?;
-        let planned = plan(&snapshot);
-        for p in snapshot.problems.iter().chain(&crate::commission::plan::cycle_problems(&snapshot, &planned.cycles)) {
+        let planned = decide(&snapshot);
+        for p in snapshot.problems.iter().chain(&crate::commission::decide::cycle_problems(&snapshot, &planned.cycles)) {
             if seen_problems.insert(p.to_string()) {
                 report.problems.push(p.clone());
             }
         }
-        report.next_check = crate::commission::plan::next_check(&snapshot);
+        report.next_check = crate::commission::decide::next_check(&snapshot);
         report.dependency_dirs = dependency_dirs(project, &snapshot);
         report.running = snapshot
             .commissions
@@ -179,7 +179,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             .commission_cap
             .saturating_sub(busy)
             .min(snapshot.max_concurrent.saturating_sub(busy + snapshot.running_elsewhere));
-        let plans = crate::waves::round(home, project, &snapshot.workers, slots, opts.dry_run)?;
+        let plans = crate::plan::round(home, project, &snapshot.workers, slots, opts.dry_run)?;
         report.next_check = report.next_check.into_iter().chain(plans.next_check).min();
         report.running.extend(plans.running.iter().cloned());
         for p in meetings.problems.iter().chain(&plans.problems) {
@@ -329,7 +329,7 @@ fn wait_for_git(project: &Project) {
     }
 }
 
-fn settled_but_failed(planned: &crate::commission::plan::Plan, failed: &BTreeSet<String>) -> bool {
+fn settled_but_failed(planned: &crate::commission::decide::Decisions, failed: &BTreeSet<String>) -> bool {
     !failed.is_empty() && planned.busy.iter().all(|id| failed.contains(id))
 }
 
@@ -340,7 +340,7 @@ fn plans_busy(home: &Home, project: &Project) -> Result<bool> {
         if crate::artifact::ids::validate_id(id).is_err() {
             continue;
         }
-        if let Ok(Some(r)) = crate::waves::observe::record(home, project, id) {
+        if let Ok(Some(r)) = crate::plan::observe::record(home, project, id) {
             if r.status.is_active() {
                 return Ok(true);
             }

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value as Json};
 
-use crate::artifact::commission::content_hash;
+use crate::artifact::store::content_hash;
 use crate::artifact::write::{self, Edit, WriteError};
 
 /// The edits to make instead, when the first ones do not fit.

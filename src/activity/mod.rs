@@ -8,7 +8,6 @@
 pub mod control_plane;
 pub mod fit;
 pub mod git;
-pub mod liveness;
 pub mod merge;
 pub mod state;
 pub mod timeline;

@@ -2,12 +2,11 @@
 //! reconciler last wrote (`record.json`), what the shim saw (`run.json`, `exit.json`), and the
 //! heartbeat. Plain data plus atomic file helpers; no decisions.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::Result;
 use chrono::{DateTime, Utc};
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize};
 
 use crate::artifact::Status;
 
@@ -134,7 +133,7 @@ impl StateDir {
     /// describe a process of ours ([`RunInfo::implausible`]): its processes are left alone.
     pub fn read_run(&self) -> Result<Option<RunInfo>> {
         let path = self.run();
-        let run = read_json::<RunInfo>(&path)?;
+        let run = crate::files::read_json::<RunInfo>(&path)?;
         if let Some(why) = run.as_ref().and_then(RunInfo::implausible) {
             anyhow::bail!("{}: implausible, so no process is signalled by it: {why}", path.display());
         }
@@ -176,188 +175,10 @@ impl StateDir {
     }
 }
 
-/// Read a JSON file; `None` if it does not exist. A half-written or corrupt file is an error.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
-    match crate::files::read_if_exists(path)? {
-        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))?)),
-        None => Ok(None),
-    }
-}
-
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)?;
-    bytes.push(b'\n');
-    write_atomic(path, &bytes)
-}
-
-/// Write via a temp file in the same directory and rename, keeping an existing file's mode.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = write_temp(path, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })?;
-    Ok(())
-}
-
-/// Replace a file a person may be editing, only if its content still hashes to `expect` (what
-/// we observed). Returns false, writing nothing, if it changed. The check and the replace are
-/// one atomic step: our version is swapped in (`renameat2(RENAME_EXCHANGE)`), and if what was
-/// swapped out is not what we observed, someone saved in between and theirs is swapped back.
-pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bool> {
-    use crate::artifact::commission::content_hash;
-    // Never through a symlink: a person's link is neither followed nor replaced.
-    let current = crate::artifact::read_regular(path).with_context(|| format!("reading {}", path.display()))?;
-    if content_hash(&current) != expect {
-        return Ok(false);
-    }
-    let tmp = write_temp(path, bytes)?;
-    let cleanup = |r: Result<bool>| {
-        let _ = std::fs::remove_file(&tmp);
-        r
-    };
-    match exchange(&tmp, path) {
-        Ok(()) => {
-            // `tmp` now holds what was at `path` an instant ago.
-            let swapped_out = std::fs::read(&tmp).unwrap_or_default();
-            if crate::artifact::is_symlink(&tmp) {
-                // A link was put there after we looked: it goes back, untouched.
-                return cleanup(exchange(&tmp, path).map(|()| false).map_err(anyhow::Error::from));
-            }
-            if content_hash(&String::from_utf8_lossy(&swapped_out)) == expect {
-                return cleanup(Ok(true));
-            }
-            // Someone saved after we looked. Give them their file back; if they save again
-            // while we do, what comes out of the exchange is not what we put in, and that
-            // newer save goes back in turn. Each exchange leaves the newest save in place.
-            // `placed`: what we last put at `path`; `wanted`: the newest save, now at `tmp`.
-            let (mut placed, mut wanted) = (bytes.to_vec(), swapped_out);
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-            while std::time::Instant::now() < deadline {
-                if let Err(e) = exchange(&tmp, path) {
-                    return cleanup(Err(anyhow::Error::from(e).context(format!("restoring {} after a concurrent save", path.display()))));
-                }
-                let out = std::fs::read(&tmp).unwrap_or_default();
-                if out == placed {
-                    return cleanup(Ok(false));
-                }
-                (placed, wanted) = (wanted, out);
-            }
-            cleanup(Err(anyhow!("{} kept changing while it was being restored; the newest save is in place", path.display())))
-        }
-        // No RENAME_EXCHANGE here (filesystem or platform): check again and rename.
-        Err(_) => {
-            let again = crate::artifact::read_regular(path).unwrap_or_default();
-            if content_hash(&again) != expect {
-                return cleanup(Ok(false));
-            }
-            std::fs::rename(&tmp, path).map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                anyhow::Error::from(e).context(format!("writing {}", path.display()))
-            })?;
-            Ok(true)
-        }
-    }
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
-    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
-    renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE).map_err(std::io::Error::from)
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
-    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
-}
-
-/// A temp file beside `path` (same filesystem, so a rename is atomic) holding `bytes`, with
-/// the mode of an existing `path`.
-fn write_temp(path: &Path, bytes: &[u8]) -> Result<std::path::PathBuf> {
-    let dir = path.parent().context("path has no parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    // A fresh name made with O_EXCL (tempfile): nothing already there, a link planted by a
-    // worker included, is ever opened or followed.
-    let write = || -> std::io::Result<std::path::PathBuf> {
-        let mut f = tempfile::Builder::new().prefix(&format!(".{name}.guild-hall-")).suffix(".tmp").tempfile_in(dir)?;
-        f.write_all(bytes)?;
-        f.as_file().sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            f.as_file().set_permissions(meta.permissions())?;
-        }
-        f.into_temp_path().keep().map_err(|e| e.error)
-    };
-    write().with_context(|| format!("writing {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifact::commission::content_hash;
-
-    #[test]
-    fn replaces_only_what_was_observed() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("a.md");
-        std::fs::write(&path, "seen\n").expect("write");
-        assert!(replace_if_unchanged(&path, content_hash("seen\n"), b"ours\n").expect("replace"));
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "ours\n");
-        // A save we did not observe is never overwritten.
-        std::fs::write(&path, "theirs\n").expect("write");
-        assert!(!replace_if_unchanged(&path, content_hash("ours\n"), b"mine again\n").expect("replace"));
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "theirs\n");
-        // No temp files are left behind.
-        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
-    }
-
-    #[test]
-    fn a_symlink_is_never_followed_or_replaced() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let target = dir.path().join("elsewhere.md");
-        std::fs::write(&target, "theirs\n").expect("write");
-        let link = dir.path().join("a.md");
-        std::os::unix::fs::symlink(&target, &link).expect("symlink");
-        let err = replace_if_unchanged(&link, content_hash("theirs\n"), b"ours\n").expect_err("refused");
-        assert!(format!("{err:#}").contains("symlink"), "{err:#}");
-        assert!(std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
-        assert_eq!(std::fs::read_to_string(&target).expect("read"), "theirs\n");
-    }
-
-    #[test]
-    fn racing_rename_saves_always_survive() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("a.md");
-        std::fs::write(&path, "person 0\n").expect("write");
-        let p = path.clone();
-        let person = std::thread::spawn(move || {
-            for i in 1..=300 {
-                let tmp = p.with_file_name(format!(".a.md.{i}.swp"));
-                std::fs::write(&tmp, format!("person {i}\n")).expect("write");
-                std::fs::rename(&tmp, &p).expect("rename");
-            }
-        });
-        // We only ever replace a person's version with "ours after N" for the N we observed.
-        let mut ours = 0;
-        while !person.is_finished() {
-            let seen = std::fs::read_to_string(&path).expect("read");
-            let n: u32 = seen.trim().rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
-            if seen.starts_with("person")
-                && replace_if_unchanged(&path, content_hash(&seen), format!("ours after {n}\n").as_bytes()).expect("replace")
-            {
-                ours += 1;
-            }
-        }
-        person.join().expect("person");
-        // The person's last save came after everything we observed: it must be there, unless we
-        // replaced exactly it (and then we say so).
-        let last = std::fs::read_to_string(&path).expect("read");
-        assert!(last == "person 300\n" || last == "ours after 300\n", "{last} (we wrote {ours} times)");
-    }
-}
-
-#[cfg(test)]
-mod run_record_tests {
-    use super::*;
+    use crate::files::write_json;
 
     fn run(pid: i32, pgid: i32, run_id: &str) -> RunInfo {
         RunInfo {

@@ -56,7 +56,7 @@ impl WorktreeRecord {
 /// nothing is committed from, moved by or deleted under what a state file says. One for
 /// another branch at the same paths is an earlier attempt's, and counts as none.
 pub fn recorded(state_file: &Path, project_root: &Path, path: &Path, branch: &str) -> Result<Option<WorktreeRecord>> {
-    let Some(rec) = crate::activity::state::read_json::<WorktreeRecord>(state_file).map_err(|e| GitError::Other(format!("{e:#}")))? else {
+    let Some(rec) = crate::files::read_json::<WorktreeRecord>(state_file).map_err(|e| GitError::Other(format!("{e:#}")))? else {
         return Ok(None);
     };
     let want = WorktreeRecord::expected(project_root, path, branch, rec.sparse)?;
@@ -224,9 +224,8 @@ fn check_out(rec: &WorktreeRecord, commit: Oid, clean: Option<Clean>) -> Result<
         None => {}
     }
     let installed = std::fs::read(&index)?;
-    let put = |name: &str, bytes: &[u8]| {
-        crate::activity::state::write_atomic(&rec.admin.join(name), bytes).map_err(|e| GitError::Other(format!("{e:#}")))
-    };
+    let put =
+        |name: &str, bytes: &[u8]| crate::files::write_atomic(&rec.admin.join(name), bytes).map_err(|e| GitError::Other(format!("{e:#}")));
     put("index", &installed)?;
     put("HEAD", format!("{hex}\n").as_bytes())?;
     Ok(())

@@ -2,13 +2,14 @@
 //! the reconciler owns, and validation with `file:line:col` problems. Pure: no I/O.
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::frontmatter::{key_position, split, Problem};
+use super::store::content_hash;
 use crate::artifact::ids;
 
 /// The commission state machine's states (REQ-COM-5, plus `draft`).
@@ -311,13 +312,6 @@ impl<'de> Deserialize<'de> for Kept {
         }
         d.deserialize_any(V)
     }
-}
-
-/// Hash of a file's bytes, as [`Commission::hash`] computes it.
-pub fn content_hash(text: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
 }
 
 fn show(v: &Value) -> String {

@@ -126,7 +126,7 @@ mod tests {
         #[test]
         fn accepted_ids_are_branch_names(id in "[a-z0-9._-]{1,24}", attempt in 1u32..1000) {
             if validate_id(&id).is_ok() {
-                let branch = crate::commission::plan::branch_name(&id, attempt);
+                let branch = crate::commission::decide::branch_name(&id, attempt);
                 proptest::prop_assert!(git2::Reference::is_valid_name(&format!("refs/heads/{branch}")), "{}", branch);
             }
         }

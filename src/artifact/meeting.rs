@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
-use super::commission::content_hash;
 use super::frontmatter::{key_position, read_mapping, Problem};
 use super::ids;
+use super::store::content_hash;
 
 /// The meeting state machine's states (REQ-MTG-4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]

@@ -6,8 +6,8 @@ pub mod frontmatter;
 pub mod ids;
 pub mod meeting;
 pub mod plan;
-pub mod plan_schema;
 pub mod schema;
+pub mod store;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};

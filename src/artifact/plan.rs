@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
-use super::commission::content_hash;
 use super::frontmatter::{self, key_position, read_mapping, Problem};
 use super::ids;
+use super::store::content_hash;
 
 /// A plan's states: `draft|pending → running → verifying → completed`, or `halted`, `failed`,
 /// `cancelled`.

@@ -17,7 +17,7 @@ pub enum Shell {
 }
 
 pub fn schema(kind: &str) -> Result<()> {
-    let text = crate::artifact::schema::schema(kind).ok_or_else(|| anyhow!("no schema for {kind:?}"))?;
+    let text = crate::schema::schema(kind).ok_or_else(|| anyhow!("no schema for {kind:?}"))?;
     stdout_raw(format!("{text}\n").as_bytes());
     Ok(())
 }

@@ -83,7 +83,7 @@ pub enum Command {
     /// Print the JSON Schema of a commission, meeting or plan frontmatter, or of worker.yaml
     /// (for editors: yaml-language-server).
     Schema {
-        #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::artifact::schema::KINDS))]
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::schema::KINDS))]
         kind: String,
     },
     /// Print a shell completion script (ids of commissions and meetings complete too).

@@ -124,8 +124,8 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
         PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
         PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
         PlanCmd::Logs { id, task, verify, raw } => {
-            let plan = crate::waves::observe::load(&env.project, id)?;
-            let record = crate::waves::observe::record(&env.home, &env.project, id)?;
+            let plan = crate::plan::observe::load(&env.project, id)?;
+            let record = crate::plan::observe::record(&env.home, &env.project, id)?;
             let log = if *verify {
                 let runs = record.map(|r| r.verify_runs).unwrap_or(0);
                 crate::activity::state::StateDir(env.home.plan_state(&env.project.name, id).join("verify")).log(runs)
@@ -147,9 +147,9 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
 
 /// Write `status:` as a person would, after checking the request makes sense now.
 fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
-    let plan = crate::waves::observe::load(&env.project, id)?;
-    let from = crate::waves::observe::record(&env.home, &env.project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
-    if !crate::waves::plan::person_may_request(from, to) {
+    let plan = crate::plan::observe::load(&env.project, id)?;
+    let from = crate::plan::observe::record(&env.home, &env.project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
+    if !crate::plan::decide::person_may_request(from, to) {
         bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
     }
     crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
@@ -162,15 +162,15 @@ fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
 }
 
 fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    let plan = crate::waves::observe::load(&env.project, id)?;
-    let record = crate::waves::observe::record(&env.home, &env.project, id)?;
+    let plan = crate::plan::observe::load(&env.project, id)?;
+    let record = crate::plan::observe::record(&env.home, &env.project, id)?;
     let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&plan.path))?;
     let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
     // Each task's resume class, from what is there now (its worktree, its processes).
     let workers = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
     // A runtime file that cannot be trusted (a run record naming another process, say) is shown:
     // nothing is done for the plan until it is repaired or removed.
-    let (observed, problem) = match crate::waves::observe::observe_plan(&env.home, &env.project, &workers, id) {
+    let (observed, problem) = match crate::plan::observe::observe_plan(&env.home, &env.project, &workers, id) {
         Ok(o) => (Some(o), None),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
@@ -182,7 +182,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
             let class = observed
                 .as_ref()
                 .and_then(|o| o.tasks.iter().find(|x| x.task.canonical == t.canonical))
-                .map(|ot| crate::waves::plan::resume_class(ot, r).as_str());
+                .map(|ot| crate::plan::decide::resume_class(ot, r).as_str());
             json!({"task": t.canonical, "label": t.label, "wave": t.wave, "worker": t.worker, "title": t.title,
                    "state": state, "class": class, "attempt": r.map(|r| r.attempt).unwrap_or(0), "reason": r.and_then(|r| r.reason.clone())})
         })

@@ -7,11 +7,12 @@ use serde_json::json;
 
 use super::out::{escape_bytes, line, say, say_err, say_json};
 use super::{Env, ReconcileArgs};
-use crate::activity::state::{read_json, Record, StateDir};
+use crate::activity::state::{Record, StateDir};
 use crate::activity::timeline;
 use crate::artifact::ids;
 use crate::artifact::Problem;
 use crate::commission::observe::{observe, Observed, Proc};
+use crate::files::read_json;
 use crate::reconcile::{self, Options};
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
@@ -288,8 +289,8 @@ pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> R
 fn plans_table(env: &Env) -> Result<()> {
     for path in crate::artifact::paths(&env.project.plans_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-        let Ok(plan) = crate::waves::observe::load(&env.project, id) else { continue };
-        let record = crate::waves::observe::record(&env.home, &env.project, id).ok().flatten();
+        let Ok(plan) = crate::plan::observe::load(&env.project, id) else { continue };
+        let record = crate::plan::observe::record(&env.home, &env.project, id).ok().flatten();
         let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(crate::artifact::plan::PlanStatus::Pending);
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
         let reason = record.as_ref().and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
@@ -305,7 +306,7 @@ fn plans_table(env: &Env) -> Result<()> {
 /// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it.
 fn task_ref(env: &Env, id: &str) -> Result<Option<(crate::artifact::plan::Plan, crate::artifact::plan::Task)>> {
     let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
-    let plan = crate::waves::observe::load(&env.project, plan)?;
+    let plan = crate::plan::observe::load(&env.project, plan)?;
     let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
     Ok(Some((plan, task)))
 }
@@ -344,7 +345,7 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
     let (state, attempt) = match task_ref(env, id)? {
         Some((plan, task)) => {
             let state = StateDir(env.home.task_state(&env.project.name, &plan.id, &task.slug()));
-            let recorded = crate::waves::observe::record(&env.home, &env.project, &plan.id)?
+            let recorded = crate::plan::observe::record(&env.home, &env.project, &plan.id)?
                 .and_then(|r| r.tasks.get(&task.canonical).map(|t| t.attempt));
             match attempt.or(recorded.filter(|a| *a > 0)) {
                 Some(a) => (state, a),
@@ -380,7 +381,7 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
     let snap = observe(&env.home, &env.project)?;
     let mut problems = snap.problems.clone();
-    problems.extend(crate::commission::plan::cycle_problems(&snap, &crate::commission::plan::dependency_cycles(&snap)));
+    problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
     for o in &snap.commissions {
         if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
             let text = std::fs::read_to_string(&o.artifact.path).unwrap_or_default();
@@ -402,7 +403,7 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
             problems.push(Problem::new(&o.meeting.path, line, col, why));
         }
     }
-    let (plans, plan_problems) = crate::waves::observe::observe(&env.home, &env.project, &snap.workers, &now, 0)?;
+    let (plans, plan_problems) = crate::plan::observe::observe(&env.home, &env.project, &snap.workers, &now, 0)?;
     problems.extend(plan_problems);
     for o in &plans.plans {
         let text = std::fs::read_to_string(&o.plan.path).unwrap_or_default();

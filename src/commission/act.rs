@@ -9,14 +9,15 @@ use serde_yaml_ng::Value;
 
 use crate::activity::git;
 use crate::activity::merge::{land, Landing, Messages};
-use crate::activity::state::{write_json, ExitInfo, StateDir};
+use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
-use crate::artifact::commission::content_hash;
+use crate::artifact::store::content_hash;
 use crate::artifact::write::Edit;
+use crate::commission::decide::{timestamp, Action, Sig, Update};
 use crate::commission::observe::Snapshot;
-use crate::commission::plan::{timestamp, Action, Sig, Update};
 use crate::config::{Home, Project};
+use crate::files::write_json;
 use crate::worker::launch::{self, Activation};
 use crate::worker::shim;
 use crate::worker::toolbox::{mailbox, ActivityKind};
@@ -98,7 +99,7 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
             kept: Default::default(),
         })
     })?;
-    if new != text && !crate::activity::state::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
+    if new != text && !crate::artifact::store::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
         return Ok(Outcome::Dropped);
     }
     Ok(Outcome::Done)
@@ -119,7 +120,7 @@ fn without_worker_text(edits: &[Edit]) -> Option<Vec<Edit>> {
                 changed = true;
                 let summary = v.get("summary").and_then(Value::as_str).unwrap_or("");
                 let short = mailbox::clip(summary, 512).into_owned();
-                Some(Edit::Set(k.clone(), crate::commission::plan::result_value(&short, &[])))
+                Some(Edit::Set(k.clone(), crate::commission::decide::result_value(&short, &[])))
             }
             other => Some(other.clone()),
         })

@@ -2,5 +2,5 @@
 //! everything it decides) and act (one small idempotent effect per action).
 
 pub mod act;
+pub mod decide;
 pub mod observe;
-pub mod plan;

@@ -7,15 +7,16 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 
-use crate::activity::state::{read_json, ExitInfo, Heartbeat, Record, RunInfo, Sample, StateDir};
+use crate::activity::state::{ExitInfo, Heartbeat, Record, RunInfo, Sample, StateDir};
 use crate::artifact::{Commission, Problem, Status};
 use crate::config::{Home, Project};
+use crate::files::read_json;
 use crate::worker::shim;
 use crate::worker::toolbox::mailbox::{self, Cursor, Expect, Mail, MailBody};
 use crate::worker::Catalog;
 
 /// Where the current attempt's process stands (shared with wave tasks and verify).
-pub use crate::activity::liveness::Proc;
+pub use crate::worker::liveness::Proc;
 
 /// One commission as observed.
 #[derive(Debug, Clone)]
@@ -481,7 +482,7 @@ fn read_mail(obs: &mut Observed, state: &StateDir, attempt: u32, worktree: &Path
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
-    match crate::activity::liveness::attempt(state, rec.attempt, boot) {
+    match crate::worker::liveness::attempt(state, rec.attempt, boot) {
         Ok(a) => {
             obs.proc = a.proc;
             obs.run = a.run;
@@ -499,7 +500,7 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         // Written only by us, atomically: an unreadable one just restarts the count of quiet time.
         obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
         let mailbox = mailbox::attempt_mailbox(state, rec.attempt);
-        obs.sample = obs.run.as_ref().map(|run| crate::activity::liveness::sample(state, rec.attempt, run, &mailbox));
+        obs.sample = obs.run.as_ref().map(|run| crate::worker::liveness::sample(state, rec.attempt, run, &mailbox));
     }
 }
 

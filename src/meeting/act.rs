@@ -7,16 +7,17 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use serde_yaml_ng::Value;
 
-use super::plan::{Action, Followup, MeetingRecord, Update};
+use super::decide::{Action, Followup, MeetingRecord, Update};
 use crate::activity::fit::Shorter;
 use crate::activity::merge::{land, Landing, Messages};
-use crate::activity::state::{read_json, write_json, StateDir};
+use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree;
 use crate::activity::Outcome;
-use crate::artifact::commission::content_hash;
+use crate::artifact::store::content_hash;
 use crate::artifact::write::Edit;
 use crate::config::{Home, Project};
+use crate::files::{read_json, write_json};
 use crate::worker::{Catalog, Checkout};
 
 /// What every meeting effect needs.
@@ -85,7 +86,7 @@ pub fn edit_if_unchanged(path: &std::path::Path, expect: u64, edits: &[Edit]) ->
         return Ok(Some(expect));
     }
     let new = crate::activity::fit::apply(path, &text, edits, |_| without_worker_text(path, &text, edits))?;
-    if new != text && !crate::activity::state::replace_if_unchanged(path, expect, new.as_bytes())? {
+    if new != text && !crate::artifact::store::replace_if_unchanged(path, expect, new.as_bytes())? {
         return Ok(None);
     }
     Ok(Some(content_hash(&new)))
@@ -166,7 +167,7 @@ fn open(ctx: &Ctx<'_>, update: &Update, branch: &str) -> Result<Outcome> {
     }
     if !transcript.exists() {
         let title = meeting.title.clone().unwrap_or_else(|| id.clone());
-        crate::activity::state::write_atomic(&transcript, format!("# Meeting {id}: {title}\n\n").as_bytes())?;
+        crate::files::write_atomic(&transcript, format!("# Meeting {id}: {title}\n\n").as_bytes())?;
     }
     apply(ctx, update)
 }

@@ -1,16 +1,16 @@
 //! Meetings, the synchronous half (DESIGN §10): the meeting artifact's state machine as a pure
-//! planner ([`plan`]) fed by [`observe`] (the mailbox read incrementally into [`fold`]) and
+//! planner ([`decide`]) fed by [`observe`] (the mailbox read incrementally into [`fold`]) and
 //! carried out by [`act`] inside the same reconcile pass as commissions; live turns streamed
 //! from the worker ([`turn`], [`events`]); notes on close ([`notes`]). Branch, worktree, leftovers and squash merge are `activity`'s, shared
 //! with commissions.
 
 pub mod act;
+pub mod decide;
 pub mod events;
 pub mod fold;
 pub mod notes;
 pub mod observe;
 pub mod ops;
-pub mod plan;
 pub mod turn;
 
 use anyhow::Result;
@@ -24,7 +24,7 @@ use crate::worker::Catalog;
 #[derive(Debug, Default)]
 pub struct Round {
     /// Each action, what came of it, and how long it took.
-    pub done: Vec<(plan::Action, Result<Outcome>, std::time::Duration)>,
+    pub done: Vec<(decide::Action, Result<Outcome>, std::time::Duration)>,
     pub problems: Vec<Problem>,
 }
 
@@ -32,7 +32,7 @@ pub struct Round {
 pub fn round(home: &Home, project: &Project, workers: &Catalog, dry_run: bool) -> Result<Round> {
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let (snapshot, problems) = observe::observe(home, project, workers, &now)?;
-    let actions = plan::plan(&snapshot);
+    let actions = decide::decide(&snapshot);
     let ctx = act::Ctx { home, project, workers };
     let done = actions
         .into_iter()

@@ -6,13 +6,14 @@ use anyhow::Result;
 
 use std::collections::BTreeMap;
 
+use super::decide::{MeetingRecord, Observed, Snapshot};
 use super::fold::{self, Folded};
-use super::plan::{MeetingRecord, Observed, Snapshot};
-use crate::activity::state::{read_json, StateDir};
+use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::{Meeting, MeetingStatus, Problem};
 use crate::commission::observe::{MAIL_PER_PASS, NOTES_PER_PASS};
 use crate::config::{Home, Project};
+use crate::files::read_json;
 use crate::worker::toolbox::mailbox::{self, Expect, MailBody};
 use crate::worker::Catalog;
 

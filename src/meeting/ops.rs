@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use serde_yaml_ng::{Mapping, Value};
 
-use super::plan::MeetingRecord;
+use super::decide::MeetingRecord;
 use crate::artifact::write::Edit;
 use crate::artifact::{ids, Meeting, MeetingStatus};
 use crate::config::{Home, Project};

@@ -11,11 +11,12 @@ use serde_json::json;
 use serde_yaml_ng::Value;
 
 use super::events::{is_expired_session, Reader, TurnEvent};
-use crate::activity::state::{read_json, write_json, ExitInfo, StateDir};
+use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::timeline;
 use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
 use crate::config::{Home, Project};
+use crate::files::{read_json, write_json};
 use crate::worker::launch::{self, Activation};
 use crate::worker::toolbox::ActivityKind;
 use crate::worker::Catalog;
@@ -82,7 +83,7 @@ pub fn run(
         &state.worktree(),
         &project.root,
         &home.meeting_worktree(&project.name, id),
-        &super::plan::branch_name(id),
+        &super::decide::branch_name(id),
     )?
     .with_context(|| format!("meeting {id} has no worktree yet"))?;
     std::fs::create_dir_all(&state.0)?;
@@ -96,7 +97,7 @@ pub fn run(
     let argv = pkg.resolve_argv(pkg.manifest.meeting.as_deref().unwrap_or_default()).map_err(anyhow::Error::msg)?;
     let turn = crate::files::read_text_if_exists(&state.0.join("turns"))?.and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0) + 1;
     // Numbered before it starts: a turn killed half-way never shares a number with the next.
-    crate::activity::state::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
+    crate::files::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
     write_json(&state.0.join("turn.json"), &Holder { pid: std::process::id(), turn, since: now() })?;
     let transcript = home.transcript(&project.name, id);
     append(&transcript, &format!("## You ({})\n\n{}\n\n", now(), message.trim_end()))?;
@@ -152,7 +153,7 @@ pub fn run(
             let old = old.clone();
             // A process of its own, numbered like a turn (the shim runs each number once).
             turn += 1;
-            crate::activity::state::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
+            crate::files::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
             streamed = run_once(turn, None, meeting_context(&meeting, Some(&so_far)), on_event)?;
             let new = streamed.session.clone().unwrap_or_default();
             timeline::append(

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::activity::state::{read_json, Record, StateDir};
+use crate::activity::state::{Record, StateDir};
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::config::{Home, Project};
+use crate::files::read_json;
 
 /// A branch of an orphan, and whether its work is in the integration branch (or any other).
 #[derive(Debug, Clone, Serialize)]
@@ -110,7 +111,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
             let names: Vec<String> = match kind {
                 "commission" => {
                     let attempts = read_json::<Record>(&state.record()).ok().flatten().map(|r| r.attempt).unwrap_or(0);
-                    let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::commission::plan::branch_name(&id, n)).collect();
+                    let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::commission::decide::branch_name(&id, n)).collect();
                     // `+` is in no id: every `<id>+<n>` is an attempt of this one.
                     let prefix = format!("claude/commission/{id}+");
                     if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {

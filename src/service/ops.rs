@@ -6,8 +6,8 @@
 use anyhow::{anyhow, bail, Context, Result};
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::artifact::commission::content_hash;
 use crate::artifact::ids;
+use crate::artifact::store::content_hash;
 use crate::artifact::write::{self, Edit};
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
@@ -108,7 +108,7 @@ pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
         let text = crate::artifact::read_regular(&c.path)?;
         if content_hash(&text) == c.hash {
             let new = write::apply(&text, std::slice::from_ref(edit))?;
-            if crate::activity::state::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
+            if crate::artifact::store::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
                 return Ok(());
             }
         }
@@ -149,7 +149,7 @@ impl Dispatcher {
         };
         let state = crate::activity::state::StateDir(self.home.commission_state(&self.project.name, &c.id));
         // An unreadable record is not a settled one: say it may still be stopping.
-        let recorded = match crate::activity::state::read_json::<crate::activity::state::Record>(&state.record()) {
+        let recorded = match crate::files::read_json::<crate::activity::state::Record>(&state.record()) {
             Ok(r) => r.and_then(|r| r.stopping),
             Err(_) => Some(format!("{verb}: runtime record unreadable, processes may still be running")),
         };
@@ -342,12 +342,11 @@ impl Operations for Dispatcher {
             )));
         }
         let repo = crate::activity::git::open(&self.project.root).map_err(anyhow::Error::from)?;
-        let attempts = c
-            .attempt()
-            .max(crate::activity::state::read_json::<crate::activity::state::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));
+        let attempts =
+            c.attempt().max(crate::files::read_json::<crate::activity::state::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));
         // Only branches certainly this job's: `<id>` and `<id>+<n>`, and an older guild-hall's
         // `<id>-<n>` only where the artifact records it (it may be commission `<id>-<n>`'s).
-        let mut ours: Vec<String> = (1..=attempts).map(|n| crate::commission::plan::branch_name(&c.id, n)).collect();
+        let mut ours: Vec<String> = (1..=attempts).map(|n| crate::commission::decide::branch_name(&c.id, n)).collect();
         if let Some(recorded) = c.str_field("branch").filter(|b| b.starts_with(&format!("claude/commission/{}-", c.id))) {
             ours.push(recorded.to_string());
         }

@@ -157,7 +157,7 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
     if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
         alternates = format!("{alternates}\n{}", more.trim_end());
     }
-    crate::activity::state::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
+    crate::files::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
     std::fs::OpenOptions::new().create(true).append(true).open(&mailbox)?;
     let exe = std::env::current_exe()?;
     let mut env: BTreeMap<String, String> = pkg.manifest.env.clone();

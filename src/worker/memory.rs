@@ -26,7 +26,7 @@ pub fn store(home_memory: &Path, worker: &str, key: &str, content: &str) -> Resu
         bail!("memory {key:?} is {} bytes; at most 256 KiB", content.len());
     }
     let path = dir(home_memory, worker)?.join(format!("{key}.md"));
-    crate::activity::state::write_atomic(&path, content.as_bytes())?;
+    crate::files::write_atomic(&path, content.as_bytes())?;
     Ok(path)
 }
 
@@ -166,7 +166,7 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
     // Write the new memory first; only then remove what it replaces (never a file written
     // while the command ran: those were not in its input).
     let compacted = dir.join(format!("{COMPACTED}.md"));
-    crate::activity::state::write_atomic(&compacted, text.as_bytes())?;
+    crate::files::write_atomic(&compacted, text.as_bytes())?;
     for m in memories.iter().filter(|m| m.path != compacted) {
         let now = std::fs::metadata(&m.path).and_then(|md| md.modified()).ok();
         if now == Some(m.modified) {

@@ -3,6 +3,7 @@
 //! telling their processes from others (`peer`).
 
 pub mod launch;
+pub mod liveness;
 pub mod memory;
 pub mod package;
 pub mod peer;

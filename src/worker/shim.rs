@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 use chrono::Utc;
 use nix::sys::signal::Signal;
 
-use crate::activity::state::{read_json, write_json, ExitInfo, RunInfo, StateDir};
+use crate::activity::state::{ExitInfo, RunInfo, StateDir};
+use crate::files::{read_json, write_json};
 
 /// The kernel's boot id: a pid from another boot is never alive.
 pub fn boot_id() -> String {

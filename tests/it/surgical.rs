@@ -3,8 +3,8 @@
 
 use crate::common::*;
 use guild_hall::commission::act::{act, Ctx, Outcome};
+use guild_hall::commission::decide::{decide, Action};
 use guild_hall::commission::observe::observe;
-use guild_hall::commission::plan::{plan, Action};
 use guild_hall::config::{self, Home};
 
 #[test]
@@ -15,7 +15,7 @@ fn edit_between_observe_and_write_is_not_lost() {
     let home = Home::resolve(Some(&p.home)).expect("home");
     let project = config::Project::open(&p.root).expect("project");
     let snap = observe(&home, &project).expect("observe");
-    let planned = plan(&snap);
+    let planned = decide(&snap);
     assert!(planned.actions.iter().any(|a| matches!(a, Action::Update(_))), "{:?}", planned.actions);
 
     // The person saves between our observe and our write.

@@ -118,7 +118,7 @@ impl WorkerContext {
         }
         // Created directories may not be links either (a race with the worker itself).
         self.lore_path(path)?;
-        crate::activity::state::write_atomic(&full, content.as_bytes()).map_err(|e| anyhow!("writing {rel}: {e:#}"))?;
+        crate::files::write_atomic(&full, content.as_bytes()).map_err(|e| anyhow!("writing {rel}: {e:#}"))?;
         Ok(rel)
     }
 

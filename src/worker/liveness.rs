@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::state::{read_json, ExitInfo, Heartbeat, RunInfo, Sample, StateDir};
+use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample, StateDir};
+use crate::files::read_json;
 use crate::worker::shim;
 
 /// Where an attempt's processes stand.

@@ -88,7 +88,7 @@ fn deliver(o: &mut Observed, m: Mail) {
 }
 
 /// Every (from, to) status event any action carries.
-fn status_events(p: &Plan) -> Vec<(String, String)> {
+fn status_events(p: &Decisions) -> Vec<(String, String)> {
     p.actions
         .iter()
         .flat_map(|a| match a {
@@ -103,7 +103,7 @@ fn status_events(p: &Plan) -> Vec<(String, String)> {
         .collect()
 }
 
-fn edits_of(p: &Plan, id: &str) -> Vec<Edit> {
+fn edits_of(p: &Decisions, id: &str) -> Vec<Edit> {
     p.actions
         .iter()
         .filter(|a| a.id() == id)
@@ -117,14 +117,14 @@ fn edits_of(p: &Plan, id: &str) -> Vec<Edit> {
         .collect()
 }
 
-fn sets(p: &Plan, id: &str, key: &str) -> Option<Value> {
+fn sets(p: &Decisions, id: &str, key: &str) -> Option<Value> {
     edits_of(p, id).into_iter().rev().find_map(|e| match e {
         Edit::Set(k, v) if k == key => Some(v),
         _ => None,
     })
 }
 
-fn dispatches(p: &Plan) -> Vec<String> {
+fn dispatches(p: &Decisions) -> Vec<String> {
     p.actions.iter().filter(|a| matches!(a, Action::Dispatch { resume: false, .. })).map(|a| a.id().to_string()).collect()
 }
 
@@ -226,12 +226,12 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
                 if from == Dispatched {
                     seen.proc = Proc::Starting;
                 }
-                let p = plan(&held(vec![seen]));
+                let p = decide(&held(vec![seen]));
                 let r = recorded(&p, "c").expect("the record is updated");
                 assert_eq!((r.status, r.prev), (from, None), "{from}: the landed write is confirmed");
                 o.record = Some(r);
             }
-            let p = plan(&held(vec![o]));
+            let p = decide(&held(vec![o]));
             let events = status_events(&p);
             let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
             match expect {
@@ -282,7 +282,7 @@ fn desired_requests() {
             o.proc = Proc::Alive;
             o.run = Some(run_info(0));
         }
-        let p = plan(&snapshot(vec![o]));
+        let p = decide(&snapshot(vec![o]));
         let got = sets(&p, "c", "status").and_then(|v| v.as_str().and_then(Status::parse)).unwrap_or(status);
         assert_eq!(got, want, "{status} + desired {desired}");
         assert_eq!(edits_of(&p, "c").contains(&Edit::Remove("desired".into())), removed, "{status} + desired {desired}");
@@ -297,16 +297,16 @@ fn desired_requests() {
 fn manual_mode_waits_for_desired() {
     let mut s = snapshot(vec![obs(commission("a", "status: pending\n"), Some(rec(Status::Pending, 0)))]);
     s.project.config.dispatch = crate::config::DispatchMode::Manual;
-    let p = plan(&s);
+    let p = decide(&s);
     assert!(p.actions.is_empty() && p.settled, "{:?}", p.actions);
     s.commissions[0] = obs(commission("a", "status: pending\ndesired: dispatched\n"), Some(rec(Status::Pending, 0)));
-    assert_eq!(dispatches(&plan(&s)), vec!["a"]);
+    assert_eq!(dispatches(&decide(&s)), vec!["a"]);
 }
 
 #[test]
 fn new_file_without_status_is_pending_and_stamped() {
     let c = Commission::parse(&PathBuf::from(".lore/commissions/n.md"), "---\nworker: scribe\n---\nbody\n").expect("parses");
-    let p = plan(&snapshot(vec![obs(c, None)]));
+    let p = decide(&snapshot(vec![obs(c, None)]));
     assert_eq!(dispatches(&p), vec!["n"]);
     assert!(sets(&p, "n", "created").is_some());
     assert_eq!(status_events(&p), vec![("pending".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
@@ -316,11 +316,11 @@ fn new_file_without_status_is_pending_and_stamped() {
 fn dependencies_block_and_unblock() {
     let mut o = obs(commission("d", "status: pending\ndependencies: [x.md]\n"), Some(rec(Status::Pending, 0)));
     o.missing_deps = vec!["x.md".into()];
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     assert_eq!(sets(&p, "d", "status"), Some(Value::from("blocked")));
     assert!(dispatches(&p).is_empty());
     let o = obs(commission("d", "status: blocked\ndependencies: [x.md]\n"), Some(rec(Status::Blocked, 0)));
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     assert_eq!(status_events(&p), vec![("blocked".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
 }
 
@@ -333,7 +333,7 @@ fn dependency_cycles_are_reported_not_waited_on() {
     let c = obs(commission("c", "status: pending\noutputs: [c.md]\n"), Some(rec(Status::Pending, 0)));
     let s = snapshot(vec![a, b, c]);
     assert_eq!(dependency_cycles(&s).cycles, vec![vec!["a".to_string(), "b".to_string()]]);
-    let p = plan(&s);
+    let p = decide(&s);
     assert_eq!(sets(&p, "a", "reason"), Some(Value::from("dependency cycle: a -> b -> a")));
     assert_eq!(sets(&p, "b", "status"), Some(Value::from("blocked")));
     assert_eq!(sets(&p, "b", "reason"), Some(Value::from("dependency cycle: a -> b -> a")));
@@ -347,16 +347,16 @@ fn caps_and_fifo() {
         .map(|id| obs(commission(id, "status: pending\n"), Some(rec(Status::Pending, 0))))
         .collect();
     // created seconds = id length: "e" is oldest.
-    let p = plan(&snapshot(cs.clone()));
+    let p = decide(&snapshot(cs.clone()));
     assert_eq!(dispatches(&p), vec!["e", "dd", "ccc"]);
     let mut s = snapshot(cs.clone());
     s.running_elsewhere = 9;
-    assert_eq!(dispatches(&plan(&s)), vec!["e"]);
+    assert_eq!(dispatches(&decide(&s)), vec!["e"]);
     // One already running: two more.
     cs[4] = obs(commission("aaaaa", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
     cs[4].proc = Proc::Alive;
     cs[4].run = Some(run_info(1));
-    assert_eq!(dispatches(&plan(&snapshot(cs))), vec!["e", "dd"]);
+    assert_eq!(dispatches(&decide(&snapshot(cs))), vec!["e", "dd"]);
 }
 
 #[test]
@@ -384,7 +384,7 @@ fn exit_classification() {
         if with_result {
             deliver(&mut o, mail(1, result.clone()));
         }
-        let p = plan(&snapshot(vec![o]));
+        let p = decide(&snapshot(vec![o]));
         assert_eq!(sets(&p, "c", "status"), Some(Value::from(want)), "{x:?} result={with_result}");
         if want == "completed" {
             assert!(p.actions.iter().any(|a| matches!(a, Action::Finish { .. })));
@@ -407,7 +407,7 @@ fn cancel_racing_completion_keeps_the_result() {
     o.proc = Proc::Dead;
     o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
     deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")));
 }
 
@@ -416,24 +416,24 @@ fn cancel_signals_then_kills_after_grace() {
     let mut o = obs(commission("c", "status: cancelled\nattempt: 1\n"), Some(rec(Status::Cancelled, 1)));
     o.proc = Proc::Alive;
     o.run = Some(run_info(1));
-    let p = plan(&snapshot(vec![o.clone()]));
+    let p = decide(&snapshot(vec![o.clone()]));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Term, .. })));
     let stopping = Some("cancelling: worker still running".to_string());
     o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(5)), stopping: stopping.clone(), ..rec(Status::Cancelled, 1) });
-    assert!(plan(&snapshot(vec![o.clone()])).actions.is_empty());
+    assert!(decide(&snapshot(vec![o.clone()])).actions.is_empty());
     o.record = Some(Record { term_sent_at: Some(t0() - Duration::seconds(31)), stopping, ..rec(Status::Cancelled, 1) });
-    assert!(plan(&snapshot(vec![o])).actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })));
+    assert!(decide(&snapshot(vec![o])).actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })));
 }
 
 /// The update of the one action carrying a record for `id`.
-fn recorded(p: &Plan, id: &str) -> Option<Record> {
+fn recorded(p: &Decisions, id: &str) -> Option<Record> {
     p.actions.iter().filter(|a| a.id() == id).find_map(|a| match a {
         Action::Update(u) | Action::Signal { update: u, .. } => u.record.clone(),
         _ => None,
     })
 }
 
-fn events_of(p: &Plan, id: &str) -> Vec<serde_json::Value> {
+fn events_of(p: &Decisions, id: &str) -> Vec<serde_json::Value> {
     p.actions
         .iter()
         .filter(|a| a.id() == id)
@@ -450,7 +450,7 @@ fn a_stop_is_over_only_when_every_process_is() {
     let mut o = obs(commission("c", "status: cancelled\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Alive;
     o.run = Some(run_info(1));
-    let p = plan(&snapshot(vec![o.clone()]));
+    let p = decide(&snapshot(vec![o.clone()]));
     let r = recorded(&p, "c").expect("a record");
     assert_eq!((r.status, r.stopping.as_deref()), (Status::Cancelled, Some("cancelling: worker still running")));
     let status = events_of(&p, "c").into_iter().find(|e| e["kind"] == "status").expect("status event");
@@ -459,15 +459,15 @@ fn a_stop_is_over_only_when_every_process_is() {
     // Still alive on a later pass (after SIGTERM): nothing more to say.
     o.record = Some(r.clone());
     o.record.as_mut().expect("record").term_sent_at = Some(t0());
-    assert!(plan(&snapshot(vec![o.clone()])).actions.is_empty());
+    assert!(decide(&snapshot(vec![o.clone()])).actions.is_empty());
     // A shim killed with processes left behind is not over either.
     o.proc = Proc::Lingering;
     o.leftovers = vec![4244];
-    assert!(plan(&snapshot(vec![o.clone()])).actions.iter().all(|a| a.kind() == "kill_leftovers"));
+    assert!(decide(&snapshot(vec![o.clone()])).actions.iter().all(|a| a.kind() == "kill_leftovers"));
     // Every process gone: the stop is recorded as over, and only now `completed:`.
     o.proc = Proc::Dead;
     o.leftovers.clear();
-    let p = plan(&snapshot(vec![o.clone()]));
+    let p = decide(&snapshot(vec![o.clone()]));
     assert_eq!(recorded(&p, "c").expect("a record").stopping, None);
     assert_eq!(sets(&p, "c", "completed"), Some(Value::from(timestamp(t0()))));
     assert!(events_of(&p, "c").iter().any(|e| e["kind"] == "stopped"), "{p:?}");
@@ -476,13 +476,13 @@ fn a_stop_is_over_only_when_every_process_is() {
     let mut o = obs(commission("s", "status: in_progress\nattempt: 1\ntimeout: 1s\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Alive;
     o.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     assert_eq!(recorded(&p, "s").and_then(|r| r.stopping).as_deref(), Some("failing: worker still running"));
     assert_eq!(sets(&p, "s", "completed"), None);
 
     // Nothing running: over at once.
     let o = obs(commission("q", "status: cancelled\n"), Some(rec(Status::Pending, 0)));
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     assert_eq!(recorded(&p, "q").and_then(|r| r.stopping), None);
     assert_eq!(sets(&p, "q", "completed"), Some(Value::from(timestamp(t0()))));
 }
@@ -495,21 +495,21 @@ fn heartbeat_stale_fails_and_kills() {
     o.run = Some(run_info(1));
     o.sample = Some(sample);
     o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(100), sample });
-    assert!(plan(&snapshot(vec![o.clone()])).actions.is_empty(), "quiet but within stale_after");
+    assert!(decide(&snapshot(vec![o.clone()])).actions.is_empty(), "quiet but within stale_after");
     o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(181), sample });
-    let p = plan(&snapshot(vec![o.clone()]));
+    let p = decide(&snapshot(vec![o.clone()]));
     assert_eq!(sets(&p, "c", "reason"), Some(Value::from("process unresponsive")));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })));
     // Any sign of life resets the clock.
     o.sample = Some(Sample { cpu_ticks: 6, ..sample });
-    assert!(matches!(plan(&snapshot(vec![o])).actions.as_slice(), [Action::Heartbeat { .. }]));
+    assert!(matches!(decide(&snapshot(vec![o])).actions.as_slice(), [Action::Heartbeat { .. }]));
 }
 
 #[test]
 fn interrupted_write_is_repaired_not_refused() {
     // Record says dispatched (written first); the artifact still says pending.
     let o = obs(commission("c", "status: pending\n"), Some(Record { prev: Some(Status::Pending), ..rec(Status::Dispatched, 1) }));
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     assert_eq!(sets(&p, "c", "status"), Some(Value::from("dispatched")));
     assert!(sets(&p, "c", "reason").is_none());
     assert!(p.actions.iter().any(|a| matches!(a, Action::Dispatch { resume: true, .. })));
@@ -518,7 +518,7 @@ fn interrupted_write_is_repaired_not_refused() {
 #[test]
 fn redispatch_uses_a_new_branch() {
     let o = obs(commission("c", "status: pending\nattempt: 1\n"), Some(rec(Status::Failed, 1)));
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     let d = p.actions.iter().find_map(|a| match a {
         Action::Dispatch { attempt, branch, update, .. } => Some((*attempt, branch.clone(), update.events.clone())),
         _ => None,
@@ -559,7 +559,7 @@ fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
 proptest! {
     #[test]
     fn never_over_the_cap(s in arb_snapshot()) {
-        let p = plan(&s);
+        let p = decide(&s);
         // Running after the plan: planned (or kept) active status, or a process still there.
         let active = s.commissions.iter().filter(|o| {
             let recorded = p.actions.iter().filter(|a| a.id() == o.id()).find_map(|a| match a {
@@ -576,7 +576,7 @@ proptest! {
 
     #[test]
     fn only_state_machine_transitions(s in arb_snapshot()) {
-        for (from, to) in status_events(&plan(&s)) {
+        for (from, to) in status_events(&decide(&s)) {
             let (f, t) = (Status::parse(&from).expect("status"), Status::parse(&to).expect("status"));
             prop_assert!(f == t || transition_allowed(f, t) || (f.is_active() && t == Status::Failed) || (f.is_active() && t == Status::Completed),
                 "{from} -> {to}");
@@ -585,7 +585,7 @@ proptest! {
 
     #[test]
     fn dispatch_is_fifo(s in arb_snapshot()) {
-        let p = plan(&s);
+        let p = decide(&s);
         let chosen = dispatches(&p);
         let key = |id: &str| s.get(id).map(|o| (o.artifact.created().map(str::to_string), o.artifact.id.clone()));
         for w in chosen.windows(2) {
@@ -599,14 +599,14 @@ proptest! {
             let text = format!("---\nworker: scribe\nstatus: {st}\n---\nbody\n");
             obs(Commission::parse(&PathBuf::from(format!(".lore/commissions/c{i}.md")), &text).expect("parses"), None)
         }).collect();
-        let p = plan(&snapshot(cs));
+        let p = decide(&snapshot(cs));
         prop_assert!(p.actions.is_empty(), "{:?}", p.actions);
     }
 
     #[test]
     fn converged_snapshot_plans_nothing(statuses in prop::collection::vec(prop::sample::select(vec![Status::Completed, Status::Failed, Status::Cancelled, Status::Draft]), 0..20)) {
         let cs = statuses.iter().enumerate().map(|(i, st)| obs(commission(&format!("c{i}"), &format!("status: {st}\n")), Some(rec(*st, 1)))).collect();
-        let p = plan(&snapshot(cs));
+        let p = decide(&snapshot(cs));
         prop_assert!(p.actions.is_empty(), "{:?}", p.actions);
         prop_assert!(p.settled);
     }
@@ -623,7 +623,7 @@ fn fifo_survives_a_lost_created_stamp() {
     let b = obs(parse("b", ""), Some(Record { created: Some("2026-11-22T10:00:01Z".into()), ..rec(Status::Pending, 0) }));
     let mut s = snapshot(vec![a, b]);
     s.project.config.commission_cap = 1;
-    let p = plan(&s);
+    let p = decide(&s);
     let dispatched: Vec<&str> =
         p.actions.iter().filter_map(|x| if let Action::Dispatch { update, .. } = x { Some(update.id.as_str()) } else { None }).collect();
     assert_eq!(dispatched, ["b"]);
@@ -648,7 +648,7 @@ fn a_worker_past_its_time_limit_is_failed_and_killed() {
     let fails = |o: Observed, cfg_timeout: u64| {
         let mut s = snapshot(vec![o]);
         s.project.config.timeout = std::time::Duration::from_secs(cfg_timeout);
-        let p = plan(&s);
+        let p = decide(&s);
         let killed = p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. }));
         let reason = edits_of(&p, "c").iter().find_map(|e| match e {
             Edit::Set(k, v) if k == "reason" => v.as_str().map(str::to_string),
@@ -679,7 +679,7 @@ fn a_kill_comes_before_the_update_that_goes_with_it() {
     o.run = Some(run_info(1));
     o.leftovers = vec![4244];
     deliver(&mut o, mail(1, MailBody::Progress { text: "still here".into() }));
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     let kinds: Vec<&str> = p.actions.iter().map(Action::kind).collect();
     assert_eq!(kinds, ["kill_leftovers", "update"], "{p:?}");
 }
@@ -691,7 +691,7 @@ fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
     o.run = Some(run_info(1));
     o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
     o.mail_error = Some("opening mailbox /s/events-1.jsonl: Permission denied".into());
-    let p = plan(&snapshot(vec![o.clone()]));
+    let p = decide(&snapshot(vec![o.clone()]));
     // Its worker is gone: waiting would hold its slot and worktree for ever.
     assert_eq!(sets(&p, "c", "status"), Some(Value::String("failed".into())), "{p:?}");
     let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
@@ -701,7 +701,7 @@ fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
     o.exit = None;
     o.artifact = commission("c", "status: in_progress\nattempt: 1\ntimeout: 1s\n");
     o.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })), "{p:?}");
 }
 
@@ -714,7 +714,7 @@ fn the_mailbox_is_folded_from_its_digest_with_its_position() {
         deliver(&mut o, mail(1, MailBody::Question { text: format!("q{i}") }));
     }
     o.mail_notes.push(("mailbox:1:events-1.jsonl:3:0".into(), "events-1.jsonl line 3: not UTF-8: skipped".into()));
-    let p = plan(&snapshot(vec![o]));
+    let p = decide(&snapshot(vec![o]));
     let questions: Vec<String> = match sets(&p, "c", "questions") {
         Some(Value::Sequence(q)) => q.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
         other => panic!("{other:?}"),

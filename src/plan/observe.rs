@@ -9,13 +9,14 @@ use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::plan::{Lingering, Live, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
-use crate::activity::liveness::{self, Proc};
-use crate::activity::state::{read_json, ExitInfo, StateDir};
+use super::decide::{Lingering, Live, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
+use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::plan::Plan;
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
+use crate::files::read_json;
+use crate::worker::liveness::{self, Proc};
 use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
@@ -141,7 +142,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let verify_busy = busy(&vs);
     let verify_lingering = lingering(verify_runs, &procs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
-        let id = super::plan::fix_id(&plan.id, r.wave, r.fixes);
+        let id = super::decide::fix_id(&plan.id, r.wave, r.fixes);
         let text = std::fs::read_to_string(project.commission_path(&id)).ok()?;
         crate::artifact::Commission::parse(&project.commission_path(&id), &text).ok()?.status
     });
@@ -227,7 +228,7 @@ fn live(state: &StateDir, attempt: u32, procs: &liveness::Attempt) -> Option<Liv
     // Written only by guild-hall, atomically: an unreadable one restarts the count of quiet time.
     let heartbeat = read_json(&state.heartbeat()).ok().flatten();
     let mailbox = mailbox::attempt_mailbox(state, attempt);
-    Some(Live { started_at: run.started_at, heartbeat, sample: crate::activity::liveness::sample(state, attempt, &run, &mailbox) })
+    Some(Live { started_at: run.started_at, heartbeat, sample: crate::worker::liveness::sample(state, attempt, &run, &mailbox) })
 }
 
 /// A shim is at work in `state` (its lock held, or its recorded run alive and ours), whatever

@@ -128,7 +128,7 @@ impl Action {
 
 /// The planner's answer.
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
+pub struct Decisions {
     pub actions: Vec<Action>,
     /// Nothing is running or can start without outside help: `--wait` may stop.
     pub settled: bool,
@@ -163,8 +163,8 @@ pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
 /// Timestamps as written everywhere: shared with every kind of activity, so it lives there.
 pub use crate::activity::timeline::timestamp;
 
-/// Plan one pass.
-pub fn plan(s: &Snapshot) -> Plan {
+/// Decide one pass.
+pub fn decide(s: &Snapshot) -> Decisions {
     let now = timestamp(s.now);
     let cfg = &s.project.config;
     let mut actions = Vec::new();
@@ -286,7 +286,7 @@ pub fn plan(s: &Snapshot) -> Plan {
     }
 
     let settled = actions.is_empty() && busy.is_empty();
-    Plan { actions, settled, busy, cycles }
+    Decisions { actions, settled, busy, cycles }
 }
 
 fn push_update(actions: &mut Vec<Action>, u: Update) {

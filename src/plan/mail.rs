@@ -8,7 +8,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::activity::state::{read_json, StateDir};
+use crate::activity::state::StateDir;
+use crate::files::read_json;
 use crate::worker::toolbox::mailbox::{self, Cursor, Expect, Mail, MailBody, TaskUpdateStatus};
 
 /// The most task updates of one task a pass logs one by one; more are folded all the same and
@@ -181,7 +182,7 @@ mod tests {
         assert!(notes.iter().any(|t| t.contains("failed x1, in_progress x5 were folded")), "{notes:?}");
         assert!(notes.iter().any(|t| t.contains("an event of attempt 1 in the mailbox of attempt 2")), "{notes:?}");
         // Kept: the next read has nothing new, and still knows the attempt failed.
-        crate::activity::state::write_json(&mailbox::folded_file(&state, 2), &folded).expect("keep");
+        crate::files::write_json(&mailbox::folded_file(&state, 2), &folded).expect("keep");
         let again = read(&state, "p:exec:wave-1:task-1", 2, &wt, false);
         assert!(!again.fold_changed && again.updates.is_empty() && again.notes.is_empty());
         assert_eq!(again.folded.and_then(|f| f.failed).as_deref(), Some("broke"));

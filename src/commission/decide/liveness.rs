@@ -1,5 +1,5 @@
 //! A commission's worker at work: the liveness rules every kind shares
-//! ([`crate::activity::liveness`]) applied to it — its limit from the commission, package or
+//! ([`crate::worker::liveness`]) applied to it — its limit from the commission, package or
 //! project, stale and overtime as failures — and, once it is gone, how its exit ends the
 //! commission (REQ-COM-14).
 
@@ -8,9 +8,9 @@ use serde_json::json;
 use super::machine::Effect;
 use super::step::Step;
 use super::Sig;
-use crate::activity::liveness::{self, Judgement};
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};
+use crate::worker::liveness::{self, Judgement};
 
 /// The wall-clock limit of an attempt and where it comes from: the commission's `timeout:`,
 /// else its package's, else the project's (`0s`: none).

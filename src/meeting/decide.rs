@@ -141,7 +141,7 @@ pub fn branch_name(id: &str) -> String {
 }
 
 /// Plan one pass over the project's meetings: oldest first, so the cap admits them in order.
-pub fn plan(s: &Snapshot) -> Vec<Action> {
+pub fn decide(s: &Snapshot) -> Vec<Action> {
     let mut order: Vec<&Observed> = s.meetings.iter().collect();
     let created =
         |o: &Observed| o.meeting.str_field("created").map(str::to_string).or_else(|| o.record.as_ref().and_then(|r| r.created.clone()));
@@ -455,7 +455,7 @@ mod tests {
         let statuses = [Requested, Open, Closed, Declined];
         for had in statuses {
             for asked in statuses {
-                let p = plan(&snap(vec![observed("m", Some(asked.as_str()), Some(had))], 5));
+                let p = decide(&snap(vec![observed("m", Some(asked.as_str()), Some(had))], 5));
                 let allowed = matches!((had, asked), (Requested, Open) | (Requested, Declined) | (Open, Closed));
                 if had == asked {
                     assert!(
@@ -495,11 +495,11 @@ mod tests {
 
     #[test]
     fn a_new_file_is_a_persons_meeting_or_a_request() {
-        let p = plan(&snap(vec![observed("m", None, None)], 5));
+        let p = decide(&snap(vec![observed("m", None, None)], 5));
         assert!(matches!(&p[0], Action::Open { branch, .. } if branch == "claude/meeting/m"), "{p:?}");
         assert_eq!(sets(&p[0], "status"), Some(&Value::from("open")));
         assert!(sets(&p[0], "created").is_some());
-        let p = plan(&snap(vec![observed("m", Some("requested"), None)], 5));
+        let p = decide(&snap(vec![observed("m", Some("requested"), None)], 5));
         assert!(matches!(&p[0], Action::Update { .. }));
         assert_eq!(update(&p[0]).record.as_ref().map(|r| r.status), Some(MeetingStatus::Requested));
     }
@@ -510,9 +510,9 @@ mod tests {
         ms.push(observed("r", Some("requested"), Some(MeetingStatus::Requested)));
         ms.push(observed("d", Some("declined"), Some(MeetingStatus::Declined)));
         ms.push(observed("c", Some("open"), Some(MeetingStatus::Requested)));
-        let p = plan(&snap(ms.clone(), 3));
+        let p = decide(&snap(ms.clone(), 3));
         assert!(p.iter().any(|a| matches!(a, Action::Open { update, .. } if update.id == "c")), "under the cap: {p:?}");
-        let p = plan(&snap(ms, 2));
+        let p = decide(&snap(ms, 2));
         let c = p.iter().find(|a| a.id() == "c").expect("c planned");
         assert_eq!(sets(c, "status"), Some(&Value::from("requested")));
         let reason = sets(c, "reason").and_then(Value::as_str).unwrap_or("");
@@ -523,7 +523,7 @@ mod tests {
     fn a_worker_that_cannot_meet_is_refused_with_why() {
         let mut o = observed("m", Some("open"), Some(MeetingStatus::Requested));
         o.worker_problem = Some("worker \"x\" does not have the `meeting` capability".into());
-        let p = plan(&snap(vec![o], 5));
+        let p = decide(&snap(vec![o], 5));
         assert!(sets(&p[0], "reason").and_then(Value::as_str).unwrap_or("").contains("meeting` capability"));
     }
 
@@ -552,7 +552,7 @@ mod tests {
                 mail(3, MailBody::Followup { reason: "more".into(), references: vec![".lore/a.md".into()] }),
             ],
         );
-        let p = plan(&snap(vec![o.clone()], 5));
+        let p = decide(&snap(vec![o.clone()], 5));
         let Action::Update { update, followups } = &p[0] else { panic!("{p:?}") };
         assert_eq!(sets(&p[0], "linked_artifacts"), Some(&Value::Sequence(vec![Value::from(".lore/a.md")])));
         assert!(sets(&p[0], "notes").and_then(Value::as_str).unwrap_or("").contains("half way"));
@@ -562,7 +562,7 @@ mod tests {
         // Folded already, and nothing new: nothing more.
         deliver(&mut o, vec![]);
         o.meeting = meeting("m", Some("open"), "linked_artifacts: [.lore/a.md]\nnotes: |\n  Progress so far:\n  - t2 half way\n");
-        assert!(plan(&snap(vec![o], 5)).is_empty());
+        assert!(decide(&snap(vec![o], 5)).is_empty());
     }
 
     /// Follow-ups past the cap are not requested; one note says how many, when more come.
@@ -571,11 +571,11 @@ mod tests {
         let mut o = observed("m", Some("open"), Some(MeetingStatus::Open));
         let proposal = |seq| mail(seq, MailBody::Followup { reason: format!("topic {seq}"), references: vec![] });
         deliver(&mut o, (1..=2).map(proposal).collect());
-        let p = plan(&snap(vec![o.clone()], 5));
+        let p = decide(&snap(vec![o.clone()], 5));
         let Action::Update { followups, .. } = &p[0] else { panic!("{p:?}") };
         assert_eq!(followups.len(), 2);
         deliver(&mut o, (3..=6).map(proposal).collect());
-        let p = plan(&snap(vec![o.clone()], 5));
+        let p = decide(&snap(vec![o.clone()], 5));
         let Action::Update { update, followups } = &p[0] else { panic!("{p:?}") };
         assert_eq!(followups.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(), vec!["m-followup-3"]);
         let note = update.events.iter().find(|e| e["kind"] == "anomaly").expect("a note");
@@ -589,7 +589,7 @@ mod tests {
         let mut o = observed("m", Some("open"), Some(MeetingStatus::Open));
         o.meeting = meeting("m", Some("open"), &format!("notes: \"{}\"\n", super::super::notes::LEFT_OUT));
         deliver(&mut o, vec![mail(1, MailBody::Link { path: ".lore/a.md".into() }), mail(2, MailBody::Summary { text: "s".into() })]);
-        let p = plan(&snap(vec![o], 5));
+        let p = decide(&snap(vec![o], 5));
         assert_eq!(sets(&p[0], "linked_artifacts"), None);
         assert_eq!(sets(&p[0], "notes"), None);
         assert_eq!(update(&p[0]).events.len(), 2, "the log has them");
@@ -603,7 +603,7 @@ mod tests {
             observed("c", Some("closed"), Some(MeetingStatus::Closed)),
             observed("d", Some("declined"), Some(MeetingStatus::Declined)),
         ];
-        assert!(plan(&snap(ms, 5)).is_empty());
+        assert!(decide(&snap(ms, 5)).is_empty());
     }
 
     use proptest::prelude::*;
@@ -640,7 +640,7 @@ mod tests {
         /// Opening never takes the open meetings past the cap (those already open stay).
         #[test]
         fn never_over_the_cap(s in arb_snapshot()) {
-            let p = plan(&s);
+            let p = decide(&s);
             let already = s.meetings.iter().filter(|o| o.record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open)).count();
             let open = s.meetings.iter().filter(|o| recorded(&p, o) == Some(MeetingStatus::Open) || p.iter().any(|a| matches!(a, Action::Open { update, .. } if update.id == o.meeting.id))).count();
             prop_assert!(open <= s.cap.max(already), "{open} open under cap {} ({already} before)", s.cap);
@@ -650,7 +650,7 @@ mod tests {
         /// else a file asks is put back to what the record says.
         #[test]
         fn only_the_state_machine_transitions(s in arb_snapshot()) {
-            let p = plan(&s);
+            let p = decide(&s);
             for o in &s.meetings {
                 let (Some(had), Some(now)) = (o.record.as_ref().map(|r| r.status), recorded(&p, o)) else { continue };
                 prop_assert!(had == now || matches!((had, now), (MeetingStatus::Requested, MeetingStatus::Open | MeetingStatus::Declined) | (MeetingStatus::Open, MeetingStatus::Closed)),
@@ -667,8 +667,8 @@ mod tests {
         /// nothing to do: the planner converges.
         #[test]
         fn converges(s in arb_snapshot()) {
-            let p = plan(&s);
-            prop_assert_eq!(serde_json::to_string(&p).ok(), serde_json::to_string(&plan(&s)).ok());
+            let p = decide(&s);
+            prop_assert_eq!(serde_json::to_string(&p).ok(), serde_json::to_string(&decide(&s)).ok());
             let mut after = s.clone();
             for o in &mut after.meetings {
                 let Some(a) = p.iter().find(|a| a.id() == o.meeting.id) else { continue };
@@ -682,7 +682,7 @@ mod tests {
                 o.opened = o.record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open);
                 o.worker_problem = None;
             }
-            let again = plan(&after);
+            let again = decide(&after);
             prop_assert!(again.is_empty(), "{again:?}");
         }
     }

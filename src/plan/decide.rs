@@ -14,12 +14,12 @@ use serde_yaml_ng::Value;
 
 use chrono::{DateTime, Utc};
 
-use crate::activity::liveness::{self, Judgement};
 use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample};
 use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
+use crate::worker::liveness::{self, Judgement};
 use crate::worker::toolbox::mailbox::MailBody;
 
 pub use super::mail::{TaskFolded, TaskMail};
@@ -383,7 +383,7 @@ pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
     matches!((from, to), (Draft, Pending) | (Halted | Failed | Cancelled, Pending) | (Pending | Running | Verifying | Halted, Cancelled))
 }
 
-pub fn plan(s: &Snapshot) -> Vec<Action> {
+pub fn decide(s: &Snapshot) -> Vec<Action> {
     let running: usize = s
         .plans
         .iter()
@@ -1300,7 +1300,7 @@ mod tests {
         mail.updates[0].attempt = 2;
         mail.folded = Some(TaskFolded { attempt: 2, ..TaskFolded::default() });
         o.tasks[0].mail = mail;
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         let u = a[0].update();
         let applied: Vec<&Json> = u.events.iter().filter(|e| e["kind"] == "task_update").collect();
         assert_eq!(applied.len(), 1, "{u:?}");
@@ -1317,7 +1317,7 @@ mod tests {
             update(2, "k2", TaskUpdateStatus::InProgress),
             update(1, "k1", TaskUpdateStatus::Queued),
         ]);
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         let events = &a[0].update().events;
         let applied: Vec<&Json> = events.iter().filter(|e| e["kind"] == "task_update").collect();
         assert_eq!(applied.len(), 1, "the duplicate key is a no-op: {events:?}");
@@ -1329,19 +1329,19 @@ mod tests {
     #[test]
     fn parallelism_and_fifo_in_plan_order() {
         let o = observed("running", Some(running(&[])));
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { task, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
         o.tasks[0].started = Some(1);
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "parallelism 1: the second waits: {a:?}");
         // Recorded as running but never taken by a shim (a pass died in between): started again.
         o.tasks[0].started = None;
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { task, attempt: 1, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
         // The project's cap holds too: no slot left, nothing starts.
         let o = observed("running", Some(running(&[])));
-        let a = plan(&snap(vec![o], 0));
+        let a = decide(&snap(vec![o], 0));
         assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "{a:?}");
     }
 
@@ -1356,7 +1356,7 @@ mod tests {
         ] {
             let mut r = running(&[]);
             r.status = had;
-            let a = plan(&snap(vec![observed(asked, Some(r))], 3));
+            let a = decide(&snap(vec![observed(asked, Some(r))], 3));
             let u = a.first().map(|a| a.update()).expect("planned");
             let put_back = u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "status" && v.as_str() == Some(had.as_str())));
             assert_eq!(!allowed, put_back, "{had} -> {asked}: {u:?}");
@@ -1422,7 +1422,7 @@ mod tests {
         o.tasks[0].started = Some(1);
         o.tasks[0].died = true;
         // Queued again and started at once: its next attempt, the same id.
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
         let r = task_record(&a[0]).expect("recorded");
         assert_eq!((r.state, r.reruns, r.attempt), (TaskState::Running, 1, 2), "{a:?}");
@@ -1431,7 +1431,7 @@ mod tests {
         if let Some(r) = o.record.as_mut().and_then(|r| r.tasks.get_mut(T1)) {
             r.reruns = MAX_RERUNS;
         }
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         let r = task_record(&a[0]).expect("recorded");
         assert_eq!(r.state, TaskState::Failed);
         assert!(r.reason.as_deref().is_some_and(|w| w.contains("supervisor died") && w.contains("not run again")), "{r:?}");
@@ -1459,7 +1459,7 @@ mod tests {
         // Its supervisor died, processes of it still run: classified rerun_required, but only
         // killed for now, with a log event; the task stays as it is, nothing starts.
         assert_eq!(resume_class(&o.tasks[0], o.record.as_ref().and_then(|r| r.tasks.get(T1))), ResumeClass::RerunRequired);
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert!(matches!(&a[0], Action::KillLeftovers { task: Some(t), pids, .. } if t == T1 && pids == &[4244]), "{a:?}");
         assert_eq!(kinds(&a[0]), ["leftovers"], "{a:?}");
         assert!(!a.iter().any(|a| matches!(a, Action::StartTask { .. })), "nothing starts while they run: {a:?}");
@@ -1467,17 +1467,17 @@ mod tests {
         assert_eq!(next_check(&snap(vec![o.clone()], 3)), Some(std::time::Duration::from_millis(200)));
         // Said once.
         o.timeline_keys.insert(format!("leftovers:{T1}:1"));
-        assert!(plan(&snap(vec![o.clone()], 3))[0].update().events.is_empty());
+        assert!(decide(&snap(vec![o.clone()], 3))[0].update().events.is_empty());
         // A cancel waits for them too, asking nothing of the dead shim.
         let mut c = o.clone();
         c.plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text("cancelled")).expect("valid");
-        let a = plan(&snap(vec![c], 3));
+        let a = decide(&snap(vec![c], 3));
         assert!(!a.iter().any(|a| matches!(a, Action::StopTask { .. })), "{a:?}");
         assert!(a.iter().all(|a| task_record(a).is_none_or(|r| r.state == TaskState::Running)), "{a:?}");
         // Gone: the attempt is over, and it runs again.
         o.tasks[0].lingering = None;
         o.tasks[0].died = true;
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
         // A verify's: killed before the gate's verdict.
         let mut r = running(&[("task-1", TaskState::Integrated), ("task-2", TaskState::Integrated)]);
@@ -1487,7 +1487,7 @@ mod tests {
         o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
         o.verify_started = Some(1);
         o.verify_lingering = Some(lingering(1));
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::KillLeftovers { task: None, .. }), "{a:?}");
         assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Verifying)), "no verdict yet: {a:?}");
     }
@@ -1498,12 +1498,12 @@ mod tests {
         // Ready for integration, but its work is gone: reported, queued again.
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Succeeded), ("task-2", TaskState::Integrated)])));
         o.tasks[0].worktree_gone = gone.clone();
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
         assert!(kinds(&a[0]).contains(&"orphaned".to_string()) && kinds(&a[0]).contains(&"rerun_required".to_string()));
         // Its commit landed already: nothing runs again (the copy-back finds the commit).
         o.tasks[0].landed = true;
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::Integrate { .. }), "{a:?}");
         // Still at work: shut down first (SIGTERM), then queued again once it is over.
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
@@ -1511,14 +1511,14 @@ mod tests {
         o.tasks[0].worktree_gone = gone;
         o.tasks[0].live = Some(live(1, 0));
         o.tasks[0].busy = true;
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert!(matches!(&a[0], Action::StopTask { kill: false, .. }), "{a:?}");
         assert!(kinds(&a[0]).contains(&"orphaned".to_string()));
         o.record = a[0].update().record.clone();
         o.tasks[0].live = None;
         o.tasks[0].busy = false;
         o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0() });
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
         assert_eq!(task_record(&a[0]).map(|r| (r.state, r.reruns, r.stop_sent)), Some((TaskState::Running, 1, false)), "{a:?}");
     }
@@ -1534,14 +1534,14 @@ mod tests {
         };
         // Quiet for less than stale_after (3s): nothing; its signs changed: a heartbeat.
         let still = |a: &[Action]| a.iter().all(|a| task_record(a).is_none_or(|r| r.state == TaskState::Running && !r.stop_sent));
-        let a = plan(&snap(vec![at_work(live(10, 2))], 3));
+        let a = decide(&snap(vec![at_work(live(10, 2))], 3));
         assert!(still(&a) && !a.iter().any(|a| matches!(a, Action::Beat { .. } | Action::StopTask { .. })), "{a:?}");
         let mut moved = live(10, 2);
         moved.sample.log_len += 1;
-        let a = plan(&snap(vec![at_work(moved)], 3));
+        let a = decide(&snap(vec![at_work(moved)], 3));
         assert!(still(&a) && a.iter().any(|a| matches!(a, Action::Beat { task: Some(t), .. } if t == T1)), "{a:?}");
         // Quiet past stale_after: failed, unresponsive, killed (SIGKILL).
-        let a = plan(&snap(vec![at_work(live(10, 4))], 3));
+        let a = decide(&snap(vec![at_work(live(10, 4))], 3));
         assert!(matches!(&a[0], Action::StopTask { kill: true, .. }), "{a:?}");
         let r = task_record(&a[0]).expect("recorded");
         assert_eq!((r.state, r.reason.as_deref(), r.stop_sent), (TaskState::Failed, Some(liveness::UNRESPONSIVE), true));
@@ -1554,16 +1554,16 @@ mod tests {
         for (ot, t) in o.tasks.iter_mut().zip(o.plan.tasks()) {
             ot.task = t.clone();
         }
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert_eq!(task_record(&a[0]).and_then(|r| r.reason), Some("timed out: ran longer than 4s (the task's timeout)".into()), "{a:?}");
         // The plan halts only once the killed one is gone.
         o.record = a[0].update().record.clone();
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Running)), "{a:?}");
         o.tasks[0].live = None;
         o.tasks[0].busy = false;
         o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         let rec = a[0].update().record.clone().expect("recorded");
         assert_eq!(rec.status, PlanStatus::Halted);
         assert!(rec.reason.as_deref().is_some_and(|r| r.contains("timed out: ran longer than 4s")), "{rec:?}");
@@ -1578,14 +1578,14 @@ mod tests {
         o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
         o.verify_started = Some(1);
         o.verify_live = Some(live(10, 4));
-        let a = plan(&snap(vec![o.clone()], 3));
+        let a = decide(&snap(vec![o.clone()], 3));
         assert!(matches!(&a[0], Action::StopVerify { kill: true, run: 1, .. }), "{a:?}");
         let rec = a[0].update().record.clone().expect("recorded");
         assert_eq!(rec.verify_verdict.as_deref(), Some(liveness::UNRESPONSIVE));
         o.record = Some(rec);
         o.verify_live = None;
         o.verify_exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
-        let a = plan(&snap(vec![o], 3));
+        let a = decide(&snap(vec![o], 3));
         let rec = a[0].update().record.clone().expect("recorded");
         assert_eq!(rec.status, PlanStatus::Halted);
         assert!(rec.reason.as_deref().is_some_and(|r| r.starts_with("verify failed after wave 1 (process unresponsive)")), "{rec:?}");

@@ -8,13 +8,14 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::copyback::{self, Change, Landed};
-use super::plan::{fix_id, Action, PlanRecord, TaskState, Update};
-use crate::activity::state::{read_json, write_json, StateDir};
+use super::decide::{fix_id, Action, PlanRecord, TaskState, Update};
+use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::activity::{fault, Outcome};
 use crate::artifact::plan::{Plan, Task};
 use crate::config::{Home, Project};
+use crate::files::{read_json, write_json};
 use crate::worker::launch::{self, Activation};
 use crate::worker::shim::{self, Launch};
 use crate::worker::toolbox::{mailbox, ActivityKind};
@@ -105,9 +106,9 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
 /// once: the update (the stop recorded as sent) is applied all the same, so the same stop is not
 /// asked for again and again.
 fn stop_then_apply(ctx: &Ctx<'_>, state: &StateDir, attempt: u32, kill: bool, update: &Update) -> Result<Outcome> {
-    let stopped = crate::activity::liveness::attempt(state, attempt, &shim::boot_id()).map_err(anyhow::Error::msg).and_then(|a| {
+    let stopped = crate::worker::liveness::attempt(state, attempt, &shim::boot_id()).map_err(anyhow::Error::msg).and_then(|a| {
         match (a.proc, a.run) {
-            (crate::activity::liveness::Proc::Alive, Some(run)) => shim::stop_attempt(&run, how(kill)),
+            (crate::worker::liveness::Proc::Alive, Some(run)) => shim::stop_attempt(&run, how(kill)),
             _ => Ok(()),
         }
     });
@@ -709,7 +710,7 @@ mod tests {
             );
             let update = Update {
                 plan: "p".into(),
-                expect_hash: crate::artifact::commission::content_hash(PLAN),
+                expect_hash: crate::artifact::store::content_hash(PLAN),
                 edits: vec![],
                 events: vec![],
                 record: Some(record.clone()),

@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 
 use super::liveness::time_limit;
-use crate::activity::liveness;
 use crate::artifact::Status;
 use crate::commission::observe::{Proc, Snapshot};
+use crate::worker::liveness;
 
 /// When the world must be looked at again even if no file changes: a heartbeat deadline, the
 /// end of a cancel grace period, a shim that is still starting. `None`: nothing is timed.

@@ -2,15 +2,15 @@
 //! in parallel inside a wave, and land on the integration branch by lossless copy-back in plan
 //! order once the whole wave has succeeded and no two tasks collide; a verify gate between
 //! waves, fix-forward when it fails; tasks and verify held to the liveness rules of
-//! commissions, and after a crash each task resumed by its class (Kiln's). [`plan`] is the
+//! commissions, and after a crash each task resumed by its class (Kiln's). [`decide`] is the
 //! pure state machine, [`observe`] and [`act`] its two sides, [`copyback`] the landing,
 //! [`mail`] a task's mailbox.
 
 pub mod act;
 pub mod copyback;
+pub mod decide;
 pub mod mail;
 pub mod observe;
-pub mod plan;
 
 use anyhow::Result;
 
@@ -23,7 +23,7 @@ use crate::worker::Catalog;
 #[derive(Debug, Default)]
 pub struct Round {
     /// Each action, what came of it, and how long it took.
-    pub done: Vec<(plan::Action, Result<Outcome>, std::time::Duration)>,
+    pub done: Vec<(decide::Action, Result<Outcome>, std::time::Duration)>,
     pub problems: Vec<Problem>,
     /// When to look again though nothing changes: a task or verify going stale or reaching
     /// its limit, one still going away.
@@ -39,8 +39,8 @@ pub struct Round {
 pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dry_run: bool) -> Result<Round> {
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let (snapshot, problems) = observe::observe(home, project, workers, &now, slots)?;
-    let actions = plan::plan(&snapshot);
-    let next_check = plan::next_check(&snapshot);
+    let actions = decide::decide(&snapshot);
+    let next_check = decide::next_check(&snapshot);
     let mut running = Vec::new();
     for o in &snapshot.plans {
         running.extend(o.tasks.iter().filter(|t| t.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
@@ -55,7 +55,7 @@ pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dr
         let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
         // A heartbeat written is no progress to report (as for commissions): a worker that
         // prints all the time must not keep a pass going.
-        if matches!(a, plan::Action::Beat { .. }) && result.is_ok() {
+        if matches!(a, decide::Action::Beat { .. }) && result.is_ok() {
             continue;
         }
         done.push((a, result, started.elapsed()));
