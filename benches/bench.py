@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """guild-hall benchmarks (issues 2, 3 and 10).
 Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse | --only-meetings | --only-waves
-                               | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]]
+                               | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]
+                               | --only-settled [--baseline BIN]]
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -86,6 +87,18 @@ def bench_dry_run(tmp):
     gh = [run([BIN, "reconcile", "--once", "--dry-run"], repo, env) for _ in range(RUNS)]
     gh_t, gh_rss = zip(*gh)
     return median(grep_t), median(gh_t), max(gh_rss)
+
+
+def bench_settled_against(tmp, baseline):
+    """P1 side by side: `reconcile --once --dry-run` over the settled tree of bench_dry_run,
+    this build and `baseline` (an older build) taking turns, so both see the same machine."""
+    repo = os.path.join(tmp, "settled")
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home1"))
+    ours, theirs = [], []
+    for _ in range(RUNS):
+        ours.append(run([BIN, "reconcile", "--once", "--dry-run"], repo, env))
+        theirs.append(run([baseline, "reconcile", "--once", "--dry-run"], repo, env))
+    return median([t for t, _ in ours]), max(r for _, r in ours), median([t for t, _ in theirs]), max(r for _, r in theirs)
 
 
 def bench_status(tmp):
@@ -602,6 +615,24 @@ def main():
         print("|---|---|---|---|")
         print(f"| one pass that dispatches (sparse) | {cd*1000:.1f} ms | {od*1000:.1f} ms | {(cd-od)*1000:+.1f} ms |")
         print(f"| a whole commission, pending to merged | {cw*1000:.1f} ms | {ow*1000:.1f} ms | {(cw-ow)*1000:+.1f} ms |")
+        return
+    if "--only-settled" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            grep_t, gh_t, gh_rss = bench_dry_run(tmp)
+            print("| `reconcile --once --dry-run`, 10,000 settled artifacts (median of %d) | wall | peak RSS | ratio |" % RUNS)
+            print("|---|---|---|---|")
+            print(f"| grep -rl '^status: pending' (floor) | {grep_t*1000:.0f} ms | | 1.0× |")
+            print(f"| this build | {gh_t*1000:.0f} ms | {gh_rss:.1f} MB | {gh_t/grep_t:.1f}× grep |")
+            if baseline:
+                t, rss, bt, brss = bench_settled_against(tmp, baseline)
+                print(f"| this build, taking turns with the baseline | {t*1000:.0f} ms | {rss:.1f} MB | {t/bt:.2f}× baseline |")
+                print(f"| baseline `{baseline}` | {bt*1000:.0f} ms | {brss:.1f} MB | 1.00× |")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return
     if "--only-status" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
