@@ -9,6 +9,7 @@ pub mod control_plane;
 pub mod fit;
 pub mod git;
 pub mod merge;
+pub mod names;
 pub mod state;
 pub mod timeline;
 pub mod worktree;

@@ -214,8 +214,8 @@ fn gone(project: &Project, git: &mut Worktrees, w: &WorktreeRecord, expected: &P
 fn landed(project: &Project, base: &str, canonical: &str) -> bool {
     let Ok(repo) = crate::activity::git::open(&project.root) else { return false };
     let Ok(base) = git2::Oid::from_str(base) else { return false };
-    let trailer = format!("Guild-Hall-Task: {canonical}");
-    matches!(super::copyback::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
+    let trailer = crate::activity::names::task_trailer(canonical);
+    matches!(crate::activity::merge::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
 }
 
 /// The worker of `attempt` at work (its shim alive and proven ours, no exit yet), with its

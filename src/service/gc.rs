@@ -111,13 +111,12 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
             let names: Vec<String> = match kind {
                 "commission" => {
                     let attempts = read_json::<Record>(&state.record()).ok().flatten().map(|r| r.attempt).unwrap_or(0);
-                    let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::commission::decide::branch_name(&id, n)).collect();
-                    // `+` is in no id: every `<id>+<n>` is an attempt of this one.
-                    let prefix = format!("claude/commission/{id}+");
+                    let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::activity::names::commission_branch(&id, n)).collect();
                     if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
                         for (b, _) in bs.flatten() {
                             if let Ok(Some(n)) = b.name() {
-                                if n.strip_prefix(&prefix).is_some_and(|a| !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit())) {
+                                // `+` is in no id: every `<id>+<n>` is an attempt of this one.
+                                if crate::activity::names::is_later_commission_branch(&id, n) {
                                     names.push(n.to_string());
                                 }
                             }
@@ -127,7 +126,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
                     names.dedup();
                     names
                 }
-                _ => vec![format!("claude/meeting/{id}")],
+                _ => vec![crate::activity::names::meeting_branch(&id)],
             };
             let mut branches = Vec::new();
             for name in names {
@@ -191,7 +190,7 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
             for (b, _) in bs.flatten() {
                 if let Ok(Some(n)) = b.name() {
-                    if n.strip_prefix("claude/task/").is_some_and(|s| s.starts_with(&prefix)) || n == format!("claude/verify/{id}") {
+                    if crate::activity::names::is_task_branch_of(&id, n) || n == crate::activity::names::verify_branch(&id) {
                         names.push(n.to_string());
                     }
                 }
