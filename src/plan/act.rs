@@ -32,6 +32,9 @@ impl Ctx<'_> {
     fn plan_state(&self, plan: &str) -> StateDir {
         StateDir(self.home.plan_state(&self.project.name, plan))
     }
+    fn verify_state(&self, plan: &str) -> StateDir {
+        StateDir(self.home.verify_state(&self.project.name, plan))
+    }
     fn task_state(&self, plan: &str, task: &Task) -> StateDir {
         StateDir(self.home.task_state(&self.project.name, plan, &task.slug()))
     }
@@ -61,7 +64,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
         Action::StopVerify { update, run, kill } => {
-            let state = StateDir(ctx.plan_state(&update.plan).0.join("verify"));
+            let state = ctx.verify_state(&update.plan);
             stop_then_apply(ctx, &state, *run, *kill, update)
         }
         Action::KillLeftovers { update, run, pids, .. } => {
@@ -77,7 +80,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
                     let plan = super::observe::load(ctx.project, &update.plan)?;
                     ctx.task_state(&plan.id, plan.task(task).context("the task vanished from the plan")?)
                 }
-                None => StateDir(ctx.plan_state(&update.plan).0.join("verify")),
+                None => ctx.verify_state(&update.plan),
             };
             write_json(&state.heartbeat(), beat)?;
             Ok(Outcome::Done)
@@ -571,7 +574,7 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?;
     let branch = names::verify_branch(&plan.id);
     let path = ctx.home.verify_worktree(&ctx.project.name, &plan.id);
-    let state = StateDir(ctx.plan_state(&plan.id).0.join("verify"));
+    let state = ctx.verify_state(&plan.id);
     std::fs::create_dir_all(&state.0)?;
     if shim::shim_lock_held(&state) {
         // A verify still running (one a cancel left behind): its worktree is in use.
@@ -620,7 +623,7 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
 
 /// The output of a verify run (the end of it).
 pub fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> String {
-    let log = StateDir(home.plan_state(&project.name, plan).join("verify")).log(run);
+    let log = StateDir(home.verify_state(&project.name, plan)).log(run);
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(200)..].join("\n")
@@ -710,7 +713,7 @@ mod tests {
                 Action::StopVerify { update: update.clone(), run: 1, kill: false },
             ] {
                 if matches!(action, Action::StopVerify { .. }) {
-                    let verify = StateDir(ctx.plan_state("p").0.join("verify"));
+                    let verify = ctx.verify_state("p");
                     std::fs::create_dir_all(&verify.0).expect("mkdir");
                     write_json(&verify.run(), &forged).expect("forge");
                 }

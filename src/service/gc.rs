@@ -86,6 +86,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
     let integration =
         repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_commit().ok());
     let worktrees = home.root.join("worktrees").join(&project.name);
+    let boot = crate::worker::shim::boot_id();
     let mut out = Vec::new();
     for kind in ["commission", "meeting"] {
         let (state_root, artifact_dir) = match kind {
@@ -105,9 +106,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
             let state = StateDir(state_root.join(&id));
             let wt = if kind == "commission" { home.worktree(&project.name, &id) } else { home.meeting_worktree(&project.name, &id) };
             let transcript = home.transcript(&project.name, &id);
-            let running = crate::worker::shim::shim_lock_held(&state)
-                || state.read_run().ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
-                || state.0.join("turn.json").exists();
+            let running = crate::worker::liveness::busy(&state, &boot) || state.0.join("turn.json").exists();
             let names: Vec<String> = match kind {
                 "commission" => {
                     let attempts = read_json::<Record>(&state.record()).ok().flatten().map(|r| r.attempt).unwrap_or(0);
@@ -162,6 +161,7 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
     let worktrees_dir = home.root.join("worktrees").join(&project.name);
     let mut ids = ids_in(&state_root, "", "");
     ids.extend(ids_in(&worktrees_dir, "verify-", ""));
+    let boot = crate::worker::shim::boot_id();
     let mut out = Vec::new();
     for id in ids {
         let artifact = project.plan_path(&id);
@@ -176,16 +176,13 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         let mut worktrees: Vec<PathBuf> = ids_in(&worktrees_dir, "task-", "")
             .into_iter()
             .filter(|s| s.starts_with(&prefix))
-            .map(|s| worktrees_dir.join(format!("task-{s}")))
+            .map(|s| home.task_worktree(&project.name, &s))
             .collect();
         let verify = home.verify_worktree(&project.name, &id);
         if exists(&verify) {
             worktrees.push(verify);
         }
-        let running = task_slugs.iter().any(|slug| {
-            let ts = StateDir(state.join("tasks").join(slug));
-            crate::worker::shim::shim_lock_held(&ts) || ts.read_run().ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
-        });
+        let running = task_slugs.iter().any(|slug| crate::worker::liveness::busy(&StateDir(state.join("tasks").join(slug)), &boot));
         let mut names: Vec<String> = Vec::new();
         if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
             for (b, _) in bs.flatten() {
