@@ -183,7 +183,7 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     let transcript = ctx.home.transcript(&ctx.project.name, id);
     // Never under a turn that is still running: its worktree and transcript are in use.
     std::fs::create_dir_all(&state.0)?;
-    let Some(_turn) = crate::files::lock(&state.0.join("turn.lock"), crate::files::Lock::TryExclusive)? else {
+    let Some(_turn) = crate::files::lock(&state.turn_lock(), crate::files::Lock::TryExclusive)? else {
         return Ok(Outcome::Waiting("closing waits for the turn that is running to end".into()));
     };
     if !notes_written {

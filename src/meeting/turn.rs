@@ -87,7 +87,7 @@ pub fn run(
     )?
     .with_context(|| format!("meeting {id} has no worktree yet"))?;
     std::fs::create_dir_all(&state.0)?;
-    let Some(_lock) = crate::files::lock(&state.0.join("turn.lock"), crate::files::Lock::TryExclusive)? else {
+    let Some(_lock) = crate::files::lock(&state.turn_lock(), crate::files::Lock::TryExclusive)? else {
         let holder: Option<Holder> = read_json(&state.0.join("turn.json")).ok().flatten();
         let who = holder.map(|h| format!(" (turn {}, pid {}, since {})", h.turn, h.pid, h.since)).unwrap_or_default();
         bail!("meeting {id} already has a turn running{who}: one turn at a time; wait for it to end, or interrupt it");

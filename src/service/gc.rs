@@ -106,7 +106,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
             let state = StateDir(state_root.join(&id));
             let wt = if kind == "commission" { home.worktree(&project.name, &id) } else { home.meeting_worktree(&project.name, &id) };
             let transcript = home.transcript(&project.name, &id);
-            let running = crate::worker::liveness::busy(&state, &boot) || state.0.join("turn.json").exists();
+            let running = crate::worker::liveness::busy(&state, &boot) || crate::worker::liveness::turn_running(&state);
             let names: Vec<String> = match kind {
                 "commission" => {
                     let attempts = read_json::<Record>(&state.record()).ok().flatten().map(|r| r.attempt).unwrap_or(0);

@@ -55,6 +55,13 @@ pub fn busy(state: &StateDir, boot: &str) -> bool {
     shim::shim_lock_held(state) || matches!(state.read_run(), Ok(Some(r)) if running(&r, boot))
 }
 
+/// Whether a meeting's turn is under way in `state`: the process running it holds the turn
+/// lock. Its holder file (`turn.json`, for the refusal's message) is no proof: a turn killed
+/// before it cleaned up, or a reboot, leaves it behind.
+pub fn turn_running(state: &StateDir) -> bool {
+    crate::files::is_locked(&state.turn_lock())
+}
+
 /// Where `attempt` in `state` stands. `Err`: a record that cannot be trusted, saying which file
 /// and why — one that does not parse, an implausible `run.json` ([`StateDir::read_run`]), or one
 /// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
