@@ -576,7 +576,7 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     let path = ctx.home.verify_worktree(&ctx.project.name, &plan.id);
     let state = ctx.verify_state(&plan.id);
     std::fs::create_dir_all(&state.0)?;
-    if shim::shim_lock_held(&state) {
+    if crate::worker::liveness::busy(&state, &shim::boot_id()) {
         // A verify still running (one a cancel left behind): its worktree is in use.
         return Ok(Outcome::Waiting("an earlier verify of this plan is still running".into()));
     }

@@ -42,7 +42,7 @@ pub fn proc_stat(pid: i32) -> Option<ProcStat> {
 
 /// Same boot, pid exists, same start time, not a zombie: the process `run` describes still
 /// runs. Liveness only; before a signal, [`is_ours`] proves it is the attempt's shim.
-pub fn is_alive(run: &RunInfo) -> bool {
+fn is_alive(run: &RunInfo) -> bool {
     if run.implausible().is_some() || run.boot_id != boot_id() {
         return false;
     }
