@@ -31,7 +31,7 @@ pub struct Activation<'a> {
     pub project: &'a Project,
     pub pkg: &'a Package,
     pub kind: ActivityKind,
-    /// The commission's or meeting's id.
+    /// The commission's or meeting's id, or the wave task's slug (`GUILD_HALL_COMMISSION`, …).
     pub id: &'a str,
     pub state: &'a StateDir,
     pub worktree: &'a WorktreeRecord,
