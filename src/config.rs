@@ -250,6 +250,10 @@ impl Home {
     pub fn task_worktree(&self, project: &str, slug: &str) -> PathBuf {
         self.root.join("worktrees").join(project).join(format!("task-{slug}"))
     }
+    /// The runtime dir of a plan's `verify` runs.
+    pub fn verify_state(&self, project: &str, plan: &str) -> PathBuf {
+        self.plan_state(project, plan).join("verify")
+    }
     /// Where a plan's `verify` runs: a worktree at the integration tip.
     pub fn verify_worktree(&self, project: &str, plan: &str) -> PathBuf {
         self.root.join("worktrees").join(project).join(format!("verify-{plan}"))

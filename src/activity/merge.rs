@@ -52,15 +52,8 @@ pub fn squash_merge(
     let base = repo.merge_base(int_commit.id(), act_commit.id())?;
 
     // Idempotency: look for our trailer on the integration branch since the fork point.
-    let mut walk = repo.revwalk()?;
-    walk.push(int_commit.id())?;
-    walk.hide(base)?;
-    walk.simplify_first_parent()?;
-    for oid in walk {
-        let oid = oid?;
-        if repo.find_commit(oid)?.message().is_ok_and(|m| m.lines().any(|l| l.trim() == trailer)) {
-            return Ok(MergeOutcome::AlreadyMerged(oid));
-        }
+    if let Some(oid) = trailer_since(repo, int_commit.id(), base, trailer)? {
+        return Ok(MergeOutcome::AlreadyMerged(oid));
     }
 
     let base_tree = repo.find_commit(base)?.tree()?;
@@ -207,8 +200,27 @@ fn judge_changes(repo: &Repository, base: &git2::Tree<'_>, act: &git2::Tree<'_>,
     })
 }
 
-/// The trailers that mark guild-hall's own squash merges, one per kind of activity.
-pub const TRAILERS: [&str; 3] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: ", "Guild-Hall-Task: "];
+/// The commit on `integration` since `base` (first parents) whose message carries `trailer`
+/// (a line of its own): the work it marks has landed, and is never landed twice.
+pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &str) -> Result<Option<Oid>> {
+    let tip = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?.id();
+    trailer_since(repo, tip, base, trailer)
+}
+
+/// [`find_trailer`] from the commit `tip`.
+fn trailer_since(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    walk.simplify_first_parent()?;
+    for oid in walk {
+        let oid = oid?;
+        if repo.find_commit(oid)?.message().is_ok_and(|m| m.lines().any(|l| l.trim() == trailer)) {
+            return Ok(Some(oid));
+        }
+    }
+    Ok(None)
+}
 
 /// What landing an activity's work on the integration branch came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,7 +317,7 @@ pub fn land(
 }
 
 /// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's
-/// squash merges (it carries one of the [`TRAILERS`]).
+/// squash merges (it carries one of the [`TRAILERS`](super::names::TRAILERS)).
 fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Result<bool> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
@@ -316,7 +328,8 @@ fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Resu
         let mine = at(&commit.tree()?);
         let parents: Vec<_> = commit.parents().collect();
         let changed = if parents.is_empty() { mine.is_some() } else { parents.iter().any(|p| p.tree().ok().and_then(|t| at(&t)) != mine) };
-        let ours = commit.message().is_ok_and(|m: &str| m.lines().any(|l| TRAILERS.iter().any(|t| l.trim_start().starts_with(t))));
+        let ours =
+            commit.message().is_ok_and(|m: &str| m.lines().any(|l| super::names::TRAILERS.iter().any(|t| l.trim_start().starts_with(t))));
         if changed && !ours {
             return Ok(false);
         }

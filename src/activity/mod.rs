@@ -2,13 +2,14 @@
 //! (branch, worktree made and secured by record, landing by squash merge), the control plane
 //! no worker may change, its runtime state on disk (records, run and exit info, heartbeat,
 //! atomic writes), the liveness rules of a worker at work (stale, wall-clock limit), its
-//! timeline, artifact edits that land whatever a worker said ([`fit`]), and what an effect
-//! comes to.
+//! timeline, artifact edits that land whatever a worker said ([`fit`]), the names derived from
+//! an id ([`names`]: branches, trailers), and what an effect comes to.
 
 pub mod control_plane;
 pub mod fit;
 pub mod git;
 pub mod merge;
+pub mod names;
 pub mod state;
 pub mod timeline;
 pub mod worktree;

@@ -151,6 +151,11 @@ impl StateDir {
     pub fn shim_lock(&self) -> PathBuf {
         self.0.join("shim.lock")
     }
+    /// Held by the process running a meeting's turn for the whole turn: one turn at a time,
+    /// and nothing closes the meeting under it.
+    pub fn turn_lock(&self) -> PathBuf {
+        self.0.join("turn.lock")
+    }
     pub fn prompt(&self) -> PathBuf {
         self.0.join("prompt.md")
     }

@@ -121,17 +121,6 @@ mod tests {
         }
     }
 
-    proptest::proptest! {
-        /// Every id we accept makes valid branch names for every attempt.
-        #[test]
-        fn accepted_ids_are_branch_names(id in "[a-z0-9._-]{1,24}", attempt in 1u32..1000) {
-            if validate_id(&id).is_ok() {
-                let branch = crate::commission::decide::branch_name(&id, attempt);
-                proptest::prop_assert!(git2::Reference::is_valid_name(&format!("refs/heads/{branch}")), "{}", branch);
-            }
-        }
-    }
-
     #[test]
     fn rel_paths() {
         assert_eq!(validate_rel_path("./.lore/a.md").as_deref(), Ok(".lore/a.md"));

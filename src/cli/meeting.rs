@@ -134,7 +134,7 @@ fn opened(env: &Env, m: &crate::artifact::Meeting) {
         "meeting {} open with {} on {} (worktree {})",
         m.id,
         m.worker,
-        crate::meeting::decide::branch_name(&m.id),
+        crate::activity::names::meeting_branch(&m.id),
         env.home.meeting_worktree(&env.project.name, &m.id).display()
     );
 }

@@ -128,7 +128,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
             let record = crate::plan::observe::record(&env.home, &env.project, id)?;
             let log = if *verify {
                 let runs = record.map(|r| r.verify_runs).unwrap_or(0);
-                crate::activity::state::StateDir(env.home.plan_state(&env.project.name, id).join("verify")).log(runs)
+                crate::activity::state::StateDir(env.home.verify_state(&env.project.name, id)).log(runs)
             } else {
                 let name = task.as_deref().context("name a task (its canonical id or label), or --verify")?;
                 let t = plan

@@ -9,7 +9,8 @@ use serde_yaml_ng::Value;
 
 use crate::activity::git;
 use crate::activity::merge::{land, Landing, Messages};
-use crate::activity::state::{ExitInfo, StateDir};
+use crate::activity::names::{self, ActivityKind};
+use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::artifact::store::content_hash;
@@ -18,9 +19,9 @@ use crate::commission::decide::{timestamp, Action, Sig, Update};
 use crate::commission::observe::Snapshot;
 use crate::config::{Home, Project};
 use crate::files::write_json;
-use crate::worker::launch::{self, Activation};
+use crate::worker::launch::{self, Activation, Launch, Prepared};
 use crate::worker::shim;
-use crate::worker::toolbox::{mailbox, ActivityKind};
+use crate::worker::toolbox::mailbox;
 use crate::worker::Checkout;
 
 pub use crate::activity::Outcome;
@@ -146,8 +147,7 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         Ok(v) => v,
         Err(why) => {
             // Recorded like a worker that could not start: the next plan fails the commission.
-            let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why.clone()), finished_at: chrono::Utc::now() };
-            write_json(&state.exit(), &exit)?;
+            launch::refuse(&state, attempt, &why)?;
             return Ok(Outcome::Done);
         }
     };
@@ -171,24 +171,16 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         attempt,
         toolbox: crate::tools::toolbox::instructions(ActivityKind::Commission),
         prompt_extra: String::new(),
+        argv,
+        env: vec![("GUILD_HALL_PROMPT_FILE".to_string(), state.prompt().to_string_lossy().into_owned())],
+        readable: Vec::new(),
+        resources: commission.artifact.resources.clone(),
+        grace_cap: None,
     };
-    let mut launch = match launch::prepare(&activation, argv)? {
-        Ok(l) => l,
-        Err(why) => {
-            let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
-            write_json(&state.exit(), &exit)?;
-            return Ok(Outcome::Done);
-        }
-    };
-    let res = &commission.artifact.resources;
-    let max_turns = res.max_turns.or(pkg.manifest.resources.max_turns).unwrap_or(150);
-    let max_budget = res.max_budget_usd.or(pkg.manifest.resources.max_budget_usd).unwrap_or(2.0);
-    launch.env.extend([
-        ("GUILD_HALL_PROMPT_FILE".to_string(), state.prompt().to_string_lossy().into_owned()),
-        ("GUILD_HALL_MAX_TURNS".into(), max_turns.to_string()),
-        ("GUILD_HALL_MAX_BUDGET_USD".into(), max_budget.to_string()),
-    ]);
-    shim::spawn_shim(&launch)?;
+    match launch::prepare(Launch::Worker(activation))? {
+        Prepared::Ready(ready) => ready.start()?,
+        Prepared::Refused(_) => return Ok(Outcome::Done),
+    }
     fault("dispatch", 4);
     Ok(Outcome::Done)
 }
@@ -248,7 +240,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
     };
     let title = ctx.snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
     let message = format!("{title} ({id})\n\n{}", summary.trim());
-    let trailer = format!("Guild-Hall-Commission: {id} attempt {attempt}");
+    let trailer = names::commission_trailer(id, attempt);
     let leftovers = format!("guild-hall: work left in the worktree by {id} (attempt {attempt})");
     let messages = Messages { leftovers, merge: message, trailer };
     let limits = ctx.project.config.merge_limits();

@@ -522,9 +522,7 @@ fn tasks_running_in(project_state: &Path, boot: &str) -> usize {
     for plan in plans.filter_map(|e| e.ok()) {
         let Ok(tasks) = std::fs::read_dir(plan.path().join("tasks")) else { continue };
         for t in tasks.filter_map(|e| e.ok()) {
-            let state = StateDir(t.path());
-            let alive = matches!(state.read_run(), Ok(Some(r)) if r.boot_id == boot && shim::is_ours(&r));
-            if alive || shim::shim_lock_held(&state) {
+            if crate::worker::liveness::busy(&StateDir(t.path()), boot) {
                 n += 1;
             }
         }
@@ -556,7 +554,7 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
             }
         };
         let alive = match state.read_run() {
-            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && r.boot_id == boot && shim::is_ours(&r)),
+            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && crate::worker::liveness::running(&r, boot)),
             Err(e) => {
                 corrupt(e);
                 true

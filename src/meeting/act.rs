@@ -183,7 +183,7 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     let transcript = ctx.home.transcript(&ctx.project.name, id);
     // Never under a turn that is still running: its worktree and transcript are in use.
     std::fs::create_dir_all(&state.0)?;
-    let Some(_turn) = crate::files::lock(&state.0.join("turn.lock"), crate::files::Lock::TryExclusive)? else {
+    let Some(_turn) = crate::files::lock(&state.turn_lock(), crate::files::Lock::TryExclusive)? else {
         return Ok(Outcome::Waiting("closing waits for the turn that is running to end".into()));
     };
     if !notes_written {
@@ -210,7 +210,7 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     let title = meeting.title.clone().unwrap_or_else(|| format!("meeting {id}"));
     let notes = meeting.str_field("notes").unwrap_or("").trim().to_string();
     let message = format!("{title} (meeting {id})\n\n{notes}");
-    let trailer = format!("Guild-Hall-Meeting: {id}");
+    let trailer = crate::activity::names::meeting_trailer(id);
     let leftovers = format!("guild-hall: work left in the worktree of meeting {id}");
     let integration = &ctx.project.config.integration_branch;
     let messages = Messages { leftovers, merge: message, trailer };

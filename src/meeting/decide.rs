@@ -135,11 +135,6 @@ fn describe_edit(e: &Edit) -> String {
     }
 }
 
-/// The branch of meeting `id`.
-pub fn branch_name(id: &str) -> String {
-    format!("claude/meeting/{id}")
-}
-
 /// Plan one pass over the project's meetings: oldest first, so the cap admits them in order.
 pub fn decide(s: &Snapshot) -> Vec<Action> {
     let mut order: Vec<&Observed> = s.meetings.iter().collect();
@@ -344,8 +339,8 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
                     let reason = if had.is_none() { "opened by a person" } else { "request accepted" };
                     st.go(had, Open, reason);
                     st.remove("reason");
-                    st.set("branch", Value::String(branch_name(&m.id)));
-                    Some(Action::Open { update: st.update, branch: branch_name(&m.id) })
+                    st.set("branch", Value::String(crate::activity::names::meeting_branch(&m.id)));
+                    Some(Action::Open { update: st.update, branch: crate::activity::names::meeting_branch(&m.id) })
                 }
                 Err(why) => {
                     st.record.status = Requested;
@@ -376,8 +371,8 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         (Some(Open), Open) if !o.opened => {
             // Opened in the record but its worktree is not there (a pass that died half-way):
             // opening again is idempotent.
-            st.set("branch", Value::String(branch_name(&m.id)));
-            Some(Action::Open { update: st.update, branch: branch_name(&m.id) })
+            st.set("branch", Value::String(crate::activity::names::meeting_branch(&m.id)));
+            Some(Action::Open { update: st.update, branch: crate::activity::names::meeting_branch(&m.id) })
         }
         (Some(Open), Open) => {
             st.fold_mail(false, s.followup_cap);
@@ -387,7 +382,12 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             st.fold_mail(true, s.followup_cap);
             let notes_written = st.record.notes_written;
             st.go(had, Closed, "closed by a person");
-            Some(Action::Close { update: st.update, branch: branch_name(&m.id), notes_written, followups: st.followups })
+            Some(Action::Close {
+                update: st.update,
+                branch: crate::activity::names::meeting_branch(&m.id),
+                notes_written,
+                followups: st.followups,
+            })
         }
         (Some(Open), Requested | Declined) => {
             st.refuse(asked, Open, "an open meeting can only be closed (status: closed)".into());

@@ -11,14 +11,14 @@ use serde_json::json;
 use serde_yaml_ng::Value;
 
 use super::events::{is_expired_session, Reader, TurnEvent};
+use crate::activity::names::{self, ActivityKind};
 use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::timeline;
 use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
 use crate::config::{Home, Project};
 use crate::files::{read_json, write_json};
-use crate::worker::launch::{self, Activation};
-use crate::worker::toolbox::ActivityKind;
+use crate::worker::launch::{self, Activation, Launch, Prepared};
 use crate::worker::Catalog;
 
 /// How a turn ended.
@@ -83,11 +83,11 @@ pub fn run(
         &state.worktree(),
         &project.root,
         &home.meeting_worktree(&project.name, id),
-        &super::decide::branch_name(id),
+        &names::meeting_branch(id),
     )?
     .with_context(|| format!("meeting {id} has no worktree yet"))?;
     std::fs::create_dir_all(&state.0)?;
-    let Some(_lock) = crate::files::lock(&state.0.join("turn.lock"), crate::files::Lock::TryExclusive)? else {
+    let Some(_lock) = crate::files::lock(&state.turn_lock(), crate::files::Lock::TryExclusive)? else {
         let holder: Option<Holder> = read_json(&state.0.join("turn.json")).ok().flatten();
         let who = holder.map(|h| format!(" (turn {}, pid {}, since {})", h.turn, h.pid, h.since)).unwrap_or_default();
         bail!("meeting {id} already has a turn running{who}: one turn at a time; wait for it to end, or interrupt it");
@@ -105,6 +105,7 @@ pub fn run(
     std::fs::write(&message_file, message)?;
 
     let old_session = meeting.session_id().map(str::to_string);
+    let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
     let run_once = |attempt: u32, session: Option<&str>, extra: String, on_event: &mut dyn FnMut(&TurnEvent)| {
         let activation = Activation {
             home,
@@ -117,31 +118,28 @@ pub fn run(
             attempt,
             toolbox: crate::tools::toolbox::instructions(ActivityKind::Meeting),
             prompt_extra: extra,
+            argv: argv.clone(),
+            env: vec![
+                ("GUILD_HALL_MESSAGE_FILE".to_string(), p(&message_file)),
+                ("GUILD_HALL_SESSION_ID".into(), session.unwrap_or("").to_string()),
+                ("GUILD_HALL_TRANSCRIPT".into(), p(&transcript)),
+            ],
+            // Its own message and transcript, in the home it otherwise cannot read.
+            readable: vec![message_file.clone(), transcript.clone()],
+            // A turn is bounded like a commission's attempt, by the package's resources.
+            resources: Default::default(),
+            grace_cap: Some(INTERRUPT_GRACE),
         };
-        let mut launch = match launch::prepare(&activation, argv.clone())? {
-            Ok(l) => l,
-            Err(why) => {
+        let ready = match launch::prepare(Launch::Worker(activation))? {
+            Prepared::Ready(r) => r,
+            Prepared::Refused(why) => {
                 return Ok(Streamed {
                     outcome: Outcome::Failed { reason: format!("the worker cannot start: {why}") },
                     ..Default::default()
                 })
             }
         };
-        let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
-        launch.env.extend([
-            ("GUILD_HALL_MESSAGE_FILE".to_string(), p(&message_file)),
-            ("GUILD_HALL_SESSION_ID".into(), session.unwrap_or("").to_string()),
-            ("GUILD_HALL_TRANSCRIPT".into(), p(&transcript)),
-            // A turn is bounded like a commission's attempt, by the package's resources.
-            ("GUILD_HALL_MAX_TURNS".into(), pkg.manifest.resources.max_turns.unwrap_or(150).to_string()),
-            ("GUILD_HALL_MAX_BUDGET_USD".into(), pkg.manifest.resources.max_budget_usd.unwrap_or(2.0).to_string()),
-        ]);
-        if let Some(policy) = launch.sandbox.as_mut() {
-            // Its own message and transcript, in the home it otherwise cannot read.
-            policy.readable.extend([message_file.clone(), transcript.clone()]);
-        }
-        launch.grace = launch.grace.min(INTERRUPT_GRACE);
-        stream(&launch, pkg.manifest.protocol, interrupt, on_event)
+        stream(&ready, pkg.manifest.protocol, interrupt, on_event)
     };
     let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
     let mut turn = turn;
@@ -214,12 +212,12 @@ impl Default for Outcome {
 
 /// Run the turn's shim and pass its events on as they come.
 fn stream(
-    launch: &crate::worker::shim::Launch,
+    launch: &launch::Ready,
     protocol: crate::worker::Protocol,
     interrupt: &AtomicBool,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<Streamed> {
-    let mut child = crate::worker::shim::spawn_streaming_shim(launch)?;
+    let mut child = launch.stream()?;
     let stdout = child.stdout.take().context("the turn's output")?;
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     // Read to the end whatever the worker prints (bytes that are not UTF-8 included): a reader
@@ -259,7 +257,8 @@ fn stream(
     }
     let _ = reader.join();
     let status = child.wait()?;
-    let exit: Option<ExitInfo> = read_json(&launch.state.exit()).ok().flatten().filter(|x: &ExitInfo| x.attempt == launch.attempt);
+    let (state, attempt) = launch.state();
+    let exit: Option<ExitInfo> = read_json(&state.exit()).ok().flatten().filter(|x: &ExitInfo| x.attempt == attempt);
     out.outcome = if signalled {
         Outcome::Interrupted
     } else if let Some(reason) = error {

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::copyback::{self, Change, Landed};
 use super::decide::{fix_id, Action, PlanRecord, TaskState, Update};
+use crate::activity::names::{self, ActivityKind};
 use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
@@ -16,9 +17,9 @@ use crate::activity::{fault, Outcome};
 use crate::artifact::plan::{Plan, Task};
 use crate::config::{Home, Project};
 use crate::files::{read_json, write_json};
-use crate::worker::launch::{self, Activation};
-use crate::worker::shim::{self, Launch};
-use crate::worker::toolbox::{mailbox, ActivityKind};
+use crate::worker::launch::{self, Activation, Launch, Prepared};
+use crate::worker::shim;
+use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
 pub struct Ctx<'a> {
@@ -30,6 +31,9 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     fn plan_state(&self, plan: &str) -> StateDir {
         StateDir(self.home.plan_state(&self.project.name, plan))
+    }
+    fn verify_state(&self, plan: &str) -> StateDir {
+        StateDir(self.home.verify_state(&self.project.name, plan))
     }
     fn task_state(&self, plan: &str, task: &Task) -> StateDir {
         StateDir(self.home.task_state(&self.project.name, plan, &task.slug()))
@@ -60,7 +64,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
         Action::StopVerify { update, run, kill } => {
-            let state = StateDir(ctx.plan_state(&update.plan).0.join("verify"));
+            let state = ctx.verify_state(&update.plan);
             stop_then_apply(ctx, &state, *run, *kill, update)
         }
         Action::KillLeftovers { update, run, pids, .. } => {
@@ -76,7 +80,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
                     let plan = super::observe::load(ctx.project, &update.plan)?;
                     ctx.task_state(&plan.id, plan.task(task).context("the task vanished from the plan")?)
                 }
-                None => StateDir(ctx.plan_state(&update.plan).0.join("verify")),
+                None => ctx.verify_state(&update.plan),
             };
             write_json(&state.heartbeat(), beat)?;
             Ok(Outcome::Done)
@@ -221,7 +225,7 @@ fn make_writable(path: &std::path::Path) {
 /// computed from the task's id.
 fn task_record(ctx: &Ctx<'_>, plan: &str, task: &Task) -> Result<Option<WorktreeRecord>> {
     let path = ctx.home.task_worktree(&ctx.project.name, &task.slug());
-    Ok(worktree::recorded(&ctx.task_state(plan, task).worktree(), &ctx.project.root, &path, &format!("claude/task/{}", task.slug()))?)
+    Ok(worktree::recorded(&ctx.task_state(plan, task).worktree(), &ctx.project.root, &path, &names::task_branch(&task.slug()))?)
 }
 
 /// The task's worktree, made from the wave base, or reused (reset to the base, cleaned); a
@@ -229,7 +233,7 @@ fn task_record(ctx: &Ctx<'_>, plan: &str, task: &Task) -> Result<Option<Worktree
 fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bool) -> Result<(WorktreeRecord, Option<String>)> {
     let state = ctx.task_state(&plan.id, task);
     let repo = crate::activity::git::open(&ctx.project.root)?;
-    let branch = format!("claude/task/{}", task.slug());
+    let branch = names::task_branch(&task.slug());
     let base_commit = repo.find_commit(git2::Oid::from_str(base)?)?;
     let expected = ctx.home.task_worktree(&ctx.project.name, &task.slug());
     if let Some(rec) = read_json::<WorktreeRecord>(&state.worktree())? {
@@ -291,6 +295,7 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
     let snapshot_dir = snapshot(ctx.project, &state, &rec.path)?;
     std::fs::create_dir_all(rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug()))?;
     std::fs::write(state.prompt(), &task.prompt)?;
+    let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
     let activation = Activation {
         home: ctx.home,
         project: ctx.project,
@@ -310,33 +315,26 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
             copyback::ARTIFACTS_DIR,
             task.slug()
         ),
+        argv,
+        env: vec![
+            ("GUILD_HALL_SNAPSHOT".to_string(), p(&snapshot_dir)),
+            ("GUILD_HALL_TASK_ID".to_string(), task.canonical.clone()),
+            ("GUILD_HALL_PLAN".into(), plan.id.clone()),
+            ("GUILD_HALL_WAVE".into(), "1".into()),
+            ("GUILD_HALL_PROMPT_FILE".into(), p(&state.prompt())),
+            // Hooks stay off for a wave worker's own git too.
+            ("GIT_CONFIG_COUNT".into(), "3".into()),
+            ("GIT_CONFIG_KEY_2".into(), "core.hooksPath".into()),
+            ("GIT_CONFIG_VALUE_2".into(), "/dev/null".into()),
+        ],
+        readable: vec![snapshot_dir.clone()],
+        resources: Default::default(),
+        grace_cap: None,
     };
-    let mut launch = match launch::prepare(&activation, argv)? {
-        Ok(l) => l,
-        Err(why) => {
-            let exit =
-                crate::activity::state::ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: chrono::Utc::now() };
-            write_json(&state.exit(), &exit)?;
-            return apply(ctx, update);
-        }
+    let ready = match launch::prepare(Launch::Worker(activation))? {
+        Prepared::Ready(r) => r,
+        Prepared::Refused(_) => return apply(ctx, update),
     };
-    if let Some(policy) = launch.sandbox.as_mut() {
-        policy.readable.push(snapshot_dir.clone());
-    }
-    let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
-    launch.env.extend([
-        ("GUILD_HALL_SNAPSHOT".to_string(), p(&snapshot_dir)),
-        ("GUILD_HALL_TASK_ID".to_string(), task.canonical.clone()),
-        ("GUILD_HALL_PLAN".into(), plan.id.clone()),
-        ("GUILD_HALL_WAVE".into(), "1".into()),
-        ("GUILD_HALL_PROMPT_FILE".into(), p(&state.prompt())),
-        ("GUILD_HALL_MAX_TURNS".into(), pkg.manifest.resources.max_turns.unwrap_or(150).to_string()),
-        ("GUILD_HALL_MAX_BUDGET_USD".into(), pkg.manifest.resources.max_budget_usd.unwrap_or(2.0).to_string()),
-        // Hooks stay off for a wave worker's own git too.
-        ("GIT_CONFIG_COUNT".into(), "3".into()),
-        ("GIT_CONFIG_KEY_2".into(), "core.hooksPath".into()),
-        ("GIT_CONFIG_VALUE_2".into(), "/dev/null".into()),
-    ]);
     let mut u = update.clone();
     if let Some(o) = orphaned {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
@@ -348,7 +346,7 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
         return Ok(outcome);
     }
     fault("task-start", 2);
-    shim::spawn_shim(&launch)?;
+    ready.start()?;
     fault("task-start", 3);
     Ok(Outcome::Done)
 }
@@ -399,7 +397,7 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
             continue;
         }
         // Landed already (a pass that died after its commit): done, whatever its worktree says.
-        let landed = match copyback::find_trailer(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}", t.canonical)) {
+        let landed = match crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)) {
             Ok(l) => l,
             Err(e) => {
                 return halt(u, record, format!("the copy-back of wave {wave} failed: {e:#}; nothing of the wave was copied back"), None)
@@ -481,13 +479,10 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
     }
     // What changed on the integration branch since the wave started, other than this wave's
     // own copy-backs, is never overwritten: a task touching it halts the plan.
-    let theirs =
-        match copyback::changed_since(&repo, ctx.integration(), base_oid, &format!("Guild-Hall-Task: {}:exec:wave-{wave}:", plan.id)) {
-            Ok(t) => t,
-            Err(e) => {
-                return halt(u, record, format!("the copy-back of wave {wave} failed: {e:#}; nothing of the wave was copied back"), None)
-            }
-        };
+    let theirs = match copyback::changed_since(&repo, ctx.integration(), base_oid, &names::wave_trailer_prefix(&plan.id, wave)) {
+        Ok(t) => t,
+        Err(e) => return halt(u, record, format!("the copy-back of wave {wave} failed: {e:#}; nothing of the wave was copied back"), None),
+    };
     let overlap: Vec<String> = manifests
         .iter()
         .flat_map(|(t, cs)| {
@@ -515,7 +510,7 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
     }
     fault("integrate", 1);
     for (n, ((t, rec), (_, changes))) in worktrees.iter().zip(&manifests).enumerate() {
-        let trailer = format!("Guild-Hall-Task: {}", t.canonical);
+        let trailer = names::task_trailer(&t.canonical);
         let title = t.title.clone().unwrap_or_else(|| t.label.clone());
         let message = format!("{title} ({}, plan {})", t.canonical, plan.id);
         let evidence_to = format!(".lore/plans/{}/artifacts/{}", plan.id, t.slug());
@@ -577,11 +572,11 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     let argv = plan.verify.clone().context("the plan has no verify")?;
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?;
-    let branch = format!("claude/verify/{}", plan.id);
+    let branch = names::verify_branch(&plan.id);
     let path = ctx.home.verify_worktree(&ctx.project.name, &plan.id);
-    let state = StateDir(ctx.plan_state(&plan.id).0.join("verify"));
+    let state = ctx.verify_state(&plan.id);
     std::fs::create_dir_all(&state.0)?;
-    if shim::shim_lock_held(&state) {
+    if crate::worker::liveness::busy(&state, &shim::boot_id()) {
         // A verify still running (one a cancel left behind): its worktree is in use.
         return Ok(Outcome::Waiting("an earlier verify of this plan is still running".into()));
     }
@@ -602,36 +597,33 @@ fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result
     };
     write_json(&state.worktree(), &rec)?;
     let _ = std::fs::remove_file(state.heartbeat());
-    let global = ctx.home.load_config()?;
     // `verify` is the plan author's command, not an agent's: it runs as they would run it
     // (their environment, less git's, unconfined: a test suite writes caches outside the
     // worktree), contained under the shim, in its own worktree.
-    let mut env: std::collections::BTreeMap<String, String> =
-        std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
-    env.extend([("GUILD_HALL_PLAN".to_string(), plan.id.clone()), ("GUILD_HALL_VERIFY_WAVE".to_string(), wave.to_string())]);
-    let sandbox = None;
-    let launch = Launch {
-        state,
+    let command = launch::Command {
+        home: ctx.home,
+        project: ctx.project,
+        state: &state,
         attempt: run,
         cwd: rec.path.clone(),
         argv,
-        env,
-        grace: ctx.project.config.cancel_grace,
-        log_max_bytes: global.log_max_bytes,
-        sandbox,
+        env: vec![("GUILD_HALL_PLAN".to_string(), plan.id.clone()), ("GUILD_HALL_VERIFY_WAVE".to_string(), wave.to_string())],
+    };
+    let Prepared::Ready(ready) = launch::prepare(Launch::Command(command))? else {
+        anyhow::bail!("verify cannot be refused: it runs unconfined");
     };
     let outcome = apply(ctx, update)?;
     if outcome != Outcome::Done {
         return Ok(outcome);
     }
     fault("verify", 1);
-    shim::spawn_shim(&launch)?;
+    ready.start()?;
     Ok(Outcome::Done)
 }
 
 /// The output of a verify run (the end of it).
 pub fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> String {
-    let log = StateDir(home.plan_state(&project.name, plan).join("verify")).log(run);
+    let log = StateDir(home.verify_state(&project.name, plan)).log(run);
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(200)..].join("\n")
@@ -721,7 +713,7 @@ mod tests {
                 Action::StopVerify { update: update.clone(), run: 1, kill: false },
             ] {
                 if matches!(action, Action::StopVerify { .. }) {
-                    let verify = StateDir(ctx.plan_state("p").0.join("verify"));
+                    let verify = ctx.verify_state("p");
                     std::fs::create_dir_all(&verify.0).expect("mkdir");
                     write_json(&verify.run(), &forged).expect("forge");
                 }

@@ -242,22 +242,6 @@ pub enum Landed {
     Waiting(String),
 }
 
-/// The commit on the integration branch since `base` whose message carries `trailer`.
-pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &str) -> Result<Option<Oid>> {
-    let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?.id();
-    let mut walk = repo.revwalk()?;
-    walk.push(tip)?;
-    walk.hide(base)?;
-    walk.simplify_first_parent()?;
-    for oid in walk {
-        let oid = oid?;
-        if repo.find_commit(oid)?.message().is_ok_and(|m| m.lines().any(|l| l.trim() == trailer)) {
-            return Ok(Some(oid));
-        }
-    }
-    Ok(None)
-}
-
 /// Land one task: its changes applied onto the integration tip, its evidence (the files under
 /// `evidence`, its `.lore-artifacts/<slug>/`) moved into `evidence_to`
 /// (`.lore/plans/<plan>/artifacts/<slug>/`), one commit with `trailer`; the
@@ -265,7 +249,7 @@ pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &s
 /// trailer since `base` means it is done.
 pub fn land_task(repo: &Repository, integration: &str, base: Oid, task: &TaskLanding<'_>) -> Result<Landed> {
     let TaskLanding { rec, changes, evidence, evidence_to, message, trailer } = *task;
-    if let Some(done) = find_trailer(repo, integration, base, trailer)? {
+    if let Some(done) = crate::activity::merge::find_trailer(repo, integration, base, trailer)? {
         return Ok(Landed::Already(done));
     }
     let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?;

@@ -45,7 +45,7 @@ pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dr
     for o in &snapshot.plans {
         running.extend(o.tasks.iter().filter(|t| t.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
         if o.verify_busy {
-            running.push(home.plan_state(&project.name, &o.plan.id).join("verify"));
+            running.push(home.verify_state(&project.name, &o.plan.id));
         }
     }
     let ctx = act::Ctx { home, project, workers };

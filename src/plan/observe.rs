@@ -118,7 +118,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         tasks.push(ObservedTask {
             task: t.clone(),
             live: live(&ts, attempt, &procs),
-            busy: busy(&ts),
+            busy: liveness::busy(&ts, &boot),
             lingering: lingering(attempt, &procs),
             exit,
             mail,
@@ -131,7 +131,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             died,
         });
     }
-    let vs = StateDir(state.0.join("verify"));
+    let vs = StateDir(home.verify_state(&project.name, &plan.id));
     let verify_exit = read_json(&vs.exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
     let verify_started =
         started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
@@ -139,7 +139,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let procs = liveness::attempt(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
     let verify_died = verify_runs > 0 && died(&vs, &procs);
     let verify_live = live(&vs, verify_runs, &procs);
-    let verify_busy = busy(&vs);
+    let verify_busy = liveness::busy(&vs, &boot);
     let verify_lingering = lingering(verify_runs, &procs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::decide::fix_id(&plan.id, r.wave, r.fixes);
@@ -185,7 +185,7 @@ fn read_mail(
         return Default::default();
     }
     // No one writes any more: its worker ended (or died) and no shim of it is at work.
-    let last = (died || exit.is_some_and(|x| x.attempt == attempt)) && !busy(ts);
+    let last = (died || exit.is_some_and(|x| x.attempt == attempt)) && !liveness::busy(ts, &crate::worker::shim::boot_id());
     let worktree = home.task_worktree(&project.name, &t.slug());
     super::mail::read(ts, &t.canonical, attempt, &worktree, last)
 }
@@ -214,8 +214,8 @@ fn gone(project: &Project, git: &mut Worktrees, w: &WorktreeRecord, expected: &P
 fn landed(project: &Project, base: &str, canonical: &str) -> bool {
     let Ok(repo) = crate::activity::git::open(&project.root) else { return false };
     let Ok(base) = git2::Oid::from_str(base) else { return false };
-    let trailer = format!("Guild-Hall-Task: {canonical}");
-    matches!(super::copyback::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
+    let trailer = crate::activity::names::task_trailer(canonical);
+    matches!(crate::activity::merge::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
 }
 
 /// The worker of `attempt` at work (its shim alive and proven ours, no exit yet), with its
@@ -229,12 +229,6 @@ fn live(state: &StateDir, attempt: u32, procs: &liveness::Attempt) -> Option<Liv
     let heartbeat = read_json(&state.heartbeat()).ok().flatten();
     let mailbox = mailbox::attempt_mailbox(state, attempt);
     Some(Live { started_at: run.started_at, heartbeat, sample: crate::worker::liveness::sample(state, attempt, &run, &mailbox) })
-}
-
-/// A shim is at work in `state` (its lock held, or its recorded run alive and ours), whatever
-/// attempt.
-fn busy(state: &StateDir) -> bool {
-    crate::worker::shim::shim_lock_held(state) || matches!(state.read_run(), Ok(Some(r)) if crate::worker::shim::is_ours(&r))
 }
 
 /// Whether the shim of the attempt is gone without recording its exit (killed, or a reboot),

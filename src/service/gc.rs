@@ -86,6 +86,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
     let integration =
         repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_commit().ok());
     let worktrees = home.root.join("worktrees").join(&project.name);
+    let boot = crate::worker::shim::boot_id();
     let mut out = Vec::new();
     for kind in ["commission", "meeting"] {
         let (state_root, artifact_dir) = match kind {
@@ -105,19 +106,16 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
             let state = StateDir(state_root.join(&id));
             let wt = if kind == "commission" { home.worktree(&project.name, &id) } else { home.meeting_worktree(&project.name, &id) };
             let transcript = home.transcript(&project.name, &id);
-            let running = crate::worker::shim::shim_lock_held(&state)
-                || state.read_run().ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
-                || state.0.join("turn.json").exists();
+            let running = crate::worker::liveness::busy(&state, &boot) || crate::worker::liveness::turn_running(&state);
             let names: Vec<String> = match kind {
                 "commission" => {
                     let attempts = read_json::<Record>(&state.record()).ok().flatten().map(|r| r.attempt).unwrap_or(0);
-                    let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::commission::decide::branch_name(&id, n)).collect();
-                    // `+` is in no id: every `<id>+<n>` is an attempt of this one.
-                    let prefix = format!("claude/commission/{id}+");
+                    let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::activity::names::commission_branch(&id, n)).collect();
                     if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
                         for (b, _) in bs.flatten() {
                             if let Ok(Some(n)) = b.name() {
-                                if n.strip_prefix(&prefix).is_some_and(|a| !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit())) {
+                                // `+` is in no id: every `<id>+<n>` is an attempt of this one.
+                                if crate::activity::names::is_later_commission_branch(&id, n) {
                                     names.push(n.to_string());
                                 }
                             }
@@ -127,7 +125,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
                     names.dedup();
                     names
                 }
-                _ => vec![format!("claude/meeting/{id}")],
+                _ => vec![crate::activity::names::meeting_branch(&id)],
             };
             let mut branches = Vec::new();
             for name in names {
@@ -163,6 +161,7 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
     let worktrees_dir = home.root.join("worktrees").join(&project.name);
     let mut ids = ids_in(&state_root, "", "");
     ids.extend(ids_in(&worktrees_dir, "verify-", ""));
+    let boot = crate::worker::shim::boot_id();
     let mut out = Vec::new();
     for id in ids {
         let artifact = project.plan_path(&id);
@@ -177,21 +176,18 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         let mut worktrees: Vec<PathBuf> = ids_in(&worktrees_dir, "task-", "")
             .into_iter()
             .filter(|s| s.starts_with(&prefix))
-            .map(|s| worktrees_dir.join(format!("task-{s}")))
+            .map(|s| home.task_worktree(&project.name, &s))
             .collect();
         let verify = home.verify_worktree(&project.name, &id);
         if exists(&verify) {
             worktrees.push(verify);
         }
-        let running = task_slugs.iter().any(|slug| {
-            let ts = StateDir(state.join("tasks").join(slug));
-            crate::worker::shim::shim_lock_held(&ts) || ts.read_run().ok().flatten().is_some_and(|r| crate::worker::shim::is_alive(&r))
-        });
+        let running = task_slugs.iter().any(|slug| crate::worker::liveness::busy(&StateDir(state.join("tasks").join(slug)), &boot));
         let mut names: Vec<String> = Vec::new();
         if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
             for (b, _) in bs.flatten() {
                 if let Ok(Some(n)) = b.name() {
-                    if n.strip_prefix("claude/task/").is_some_and(|s| s.starts_with(&prefix)) || n == format!("claude/verify/{id}") {
+                    if crate::activity::names::is_task_branch_of(&id, n) || n == crate::activity::names::verify_branch(&id) {
                         names.push(n.to_string());
                     }
                 }

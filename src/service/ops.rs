@@ -346,8 +346,8 @@ impl Operations for Dispatcher {
             c.attempt().max(crate::files::read_json::<crate::activity::state::Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0));
         // Only branches certainly this job's: `<id>` and `<id>+<n>`, and an older guild-hall's
         // `<id>-<n>` only where the artifact records it (it may be commission `<id>-<n>`'s).
-        let mut ours: Vec<String> = (1..=attempts).map(|n| crate::commission::decide::branch_name(&c.id, n)).collect();
-        if let Some(recorded) = c.str_field("branch").filter(|b| b.starts_with(&format!("claude/commission/{}-", c.id))) {
+        let mut ours: Vec<String> = (1..=attempts).map(|n| crate::activity::names::commission_branch(&c.id, n)).collect();
+        if let Some(recorded) = c.str_field("branch").filter(|b| b.starts_with(&crate::activity::names::legacy_commission_prefix(&c.id))) {
             ours.push(recorded.to_string());
         }
         for name in ours {

@@ -6,8 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Reply, Tool, ToolError};
+use crate::activity::names::ActivityKind;
 use crate::worker::toolbox::mailbox::MailBody;
-use crate::worker::toolbox::{ActivityKind, WorkerContext};
+use crate::worker::toolbox::WorkerContext;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

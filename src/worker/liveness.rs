@@ -41,6 +41,27 @@ pub struct Attempt {
     pub leftovers: Vec<i32>,
 }
 
+/// Whether the shim `run` records is at work now: of this boot (`boot`, [`shim::boot_id`] read
+/// once per pass), alive, and proven the attempt's ([`shim::is_ours`]). The one test of a
+/// recorded shim's life, for every kind.
+pub fn running(run: &RunInfo, boot: &str) -> bool {
+    run.boot_id == boot && shim::is_ours(run)
+}
+
+/// Whether a shim is at work in `state`, whatever its attempt: its lock held (starting, or
+/// running), or its recorded run [`running`]. A `run.json` that does not parse counts as not
+/// running here (a caller that must count it says so itself).
+pub fn busy(state: &StateDir, boot: &str) -> bool {
+    shim::shim_lock_held(state) || matches!(state.read_run(), Ok(Some(r)) if running(&r, boot))
+}
+
+/// Whether a meeting's turn is under way in `state`: the process running it holds the turn
+/// lock. Its holder file (`turn.json`, for the refusal's message) is no proof: a turn killed
+/// before it cleaned up, or a reboot, leaves it behind.
+pub fn turn_running(state: &StateDir) -> bool {
+    crate::files::is_locked(&state.turn_lock())
+}
+
 /// Where `attempt` in `state` stands. `Err`: a record that cannot be trusted, saying which file
 /// and why — one that does not parse, an implausible `run.json` ([`StateDir::read_run`]), or one
 /// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
@@ -58,7 +79,7 @@ pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, St
         ));
     }
     let mut proc = match (&run, &exit) {
-        (Some(run), _) if run.boot_id == boot && shim::is_ours(run) => Proc::Alive,
+        (Some(run), _) if running(run, boot) => Proc::Alive,
         (Some(_), _) | (None, Some(_)) => Proc::Dead,
         (None, None) if shim::shim_lock_held(state) => Proc::Starting,
         (None, None) => Proc::NotStarted,

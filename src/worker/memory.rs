@@ -156,7 +156,7 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
     std::fs::create_dir_all(&tmp)?;
     // The home is the memory dir's parent: the command reads nothing of it but its package.
     let home = home_memory.parent().unwrap_or(home_memory);
-    let out = crate::worker::launch::run_filter(pkg, &argv, &pkg.dir, &input, &tmp, confined, home, &Default::default());
+    let out = crate::worker::launch::filter::run_filter(pkg, &argv, &pkg.dir, &input, &tmp, confined, home, &Default::default());
     let _ = std::fs::remove_dir_all(&tmp);
     let out = out.context("running the compact command")?;
     let text = String::from_utf8(out.stdout).map_err(|_| anyhow!("compact printed non-UTF-8"))?;

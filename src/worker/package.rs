@@ -275,6 +275,15 @@ impl Package {
         std::fs::read_to_string(self.dir.join(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
     }
 
+    /// What the package's `sandbox.write` adds to what a confined process of it may write,
+    /// `~` expanded (nothing when it runs with `sandbox: off`).
+    pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, String> {
+        match &self.manifest.sandbox {
+            SandboxSpec::Confined { write } => write.iter().map(|w| expand_home(w)).collect(),
+            SandboxSpec::Off => Ok(Vec::new()),
+        }
+    }
+
     pub fn can_commission(&self) -> bool {
         self.manifest.capabilities.iter().any(|c| c == "commission")
     }

@@ -42,7 +42,7 @@ pub fn proc_stat(pid: i32) -> Option<ProcStat> {
 
 /// Same boot, pid exists, same start time, not a zombie: the process `run` describes still
 /// runs. Liveness only; before a signal, [`is_ours`] proves it is the attempt's shim.
-pub fn is_alive(run: &RunInfo) -> bool {
+fn is_alive(run: &RunInfo) -> bool {
     if run.implausible().is_some() || run.boot_id != boot_id() {
         return false;
     }
@@ -231,9 +231,9 @@ pub fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
     Ok(())
 }
 
-/// Everything needed to start one attempt under the shim.
+/// Everything needed to start one attempt under the shim (made by `worker::launch`).
 #[derive(Debug, Clone)]
-pub struct Launch {
+pub struct Spec {
     pub state: StateDir,
     pub attempt: u32,
     pub cwd: PathBuf,
@@ -252,7 +252,7 @@ const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC
 
 /// Start `guild-hall shim` for the attempt, detached in its own session, and wait until it has
 /// recorded `run.json` (or `exit.json` when the worker could not start).
-pub fn spawn_shim(launch: &Launch) -> Result<()> {
+pub fn spawn_shim(launch: &Spec) -> Result<()> {
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
     let mut cmd = shim_command(launch)?;
@@ -278,7 +278,7 @@ pub fn spawn_shim(launch: &Launch) -> Result<()> {
 /// Ctrl-C is the caller's to handle), its stdout — the worker's — piped to the caller, its
 /// own messages and the worker's stderr in the attempt's log. It stops the attempt if the
 /// caller dies.
-pub fn spawn_streaming_shim(launch: &Launch) -> Result<std::process::Child> {
+pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
     let mut cmd = shim_command(launch)?;
@@ -290,7 +290,7 @@ pub fn spawn_streaming_shim(launch: &Launch) -> Result<std::process::Child> {
 }
 
 /// The `guild-hall shim` command line and environment for `launch` (stdio left to the caller).
-fn shim_command(launch: &Launch) -> Result<Command> {
+fn shim_command(launch: &Spec) -> Result<Command> {
     let exe = std::env::current_exe().context("locating the guild-hall binary")?;
     let mut cmd = Command::new(exe);
     cmd.arg("shim")
@@ -321,7 +321,7 @@ fn shim_command(launch: &Launch) -> Result<Command> {
 }
 
 /// The worker's argv, always last on the shim's command line.
-fn push_argv(cmd: &mut Command, launch: &Launch) {
+fn push_argv(cmd: &mut Command, launch: &Spec) {
     cmd.arg("--").args(&launch.argv);
 }
 

@@ -6,6 +6,7 @@
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
+use crate::activity::names;
 use crate::activity::state::{Heartbeat, Record, RunInfo};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
@@ -138,25 +139,14 @@ pub struct Decisions {
     pub cycles: Cycles,
 }
 
-/// `claude/commission/<id>`, then `claude/commission/<id>+<attempt>` from the second attempt
-/// on: `+` cannot appear in an id, so no attempt's branch is ever another commission's (with
-/// `-`, attempt 2 of `job` would be commission `job-2`'s branch).
-pub fn branch_name(id: &str, attempt: u32) -> String {
-    if attempt <= 1 {
-        format!("claude/commission/{id}")
-    } else {
-        format!("claude/commission/{id}+{attempt}")
-    }
-}
-
 /// The branch of an attempt already under way: an older guild-hall named attempt `n` of `id`
 /// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
 pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
-    let legacy = format!("claude/commission/{}-{attempt}", o.artifact.id);
+    let legacy = names::legacy_commission_branch(&o.artifact.id, attempt);
     if attempt > 1 && o.artifact.str_field("branch") == Some(legacy.as_str()) {
         legacy
     } else {
-        branch_name(&o.artifact.id, attempt)
+        names::commission_branch(&o.artifact.id, attempt)
     }
 }
 
@@ -270,7 +260,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
         }
         running += 1;
         let attempt = step.record.attempt.max(step.o.artifact.attempt()) + 1;
-        let branch = branch_name(step.o.id(), attempt);
+        let branch = names::commission_branch(step.o.id(), attempt);
         if attempt > 1 {
             step.event("redispatch", format!("redispatch:{attempt}"), json!({"attempt": attempt}));
         }

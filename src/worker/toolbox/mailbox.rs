@@ -8,11 +8,12 @@ use std::borrow::Cow;
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use chrono::{SecondsFormat, Utc};
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
+use crate::activity::names::ActivityKind;
 use crate::activity::state::StateDir;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -200,12 +201,12 @@ fn clip_json(v: &mut Option<serde_json::Value>) {
     }
 }
 
-/// A path named in an event, checked as the toolbox checks it ([`super::path_in_worktree`]):
+/// A path named in an event, checked as the toolbox checks it ([`path_in_worktree`]):
 /// relative, no `..`, and, given the worktree, inside it with no link leading out. The
 /// normalised path, or why not.
 pub fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<String, String> {
     match worktree {
-        Some(wt) => super::path_in_worktree(wt, path, false).map_err(|e| format!("{e:#}")),
+        Some(wt) => path_in_worktree(wt, path, false).map_err(|e| format!("{e:#}")),
         None => crate::artifact::ids::validate_rel_path(path)
             .map_err(|_| "is not a relative path inside the worktree (absolute, empty, or with '..')".to_string()),
     }
@@ -570,10 +571,10 @@ pub fn make_fresh(state: &StateDir, attempt: u32) -> Result<PathBuf> {
 
 /// The mailbox a worker process writes (`GUILD_HALL_MAILBOX`): a commission's and a wave
 /// task's attempt each have their own; a meeting's turns share one.
-pub fn for_worker(kind: super::ActivityKind, state: &StateDir, attempt: u32) -> PathBuf {
+pub fn for_worker(kind: ActivityKind, state: &StateDir, attempt: u32) -> PathBuf {
     match kind {
-        super::ActivityKind::Commission | super::ActivityKind::Task => attempt_file(state, attempt),
-        super::ActivityKind::Meeting => state.mailbox(),
+        ActivityKind::Commission | ActivityKind::Task => attempt_file(state, attempt),
+        ActivityKind::Meeting => state.mailbox(),
     }
 }
 
@@ -635,6 +636,38 @@ pub fn append_if(path: &Path, attempt: u32, body: MailBody, mut allow: impl FnMu
     file.write_all(line.as_bytes())?;
     file.sync_data()?;
     Ok(mail)
+}
+
+/// `path` as a normalised relative path inside `worktree`: not absolute, no `..`, no link on
+/// the way that leads out of the worktree (or nowhere); with `must_exist`, it exists. The one
+/// check of a path a worker names: where the toolbox writes an event, and where guild-hall
+/// reads it (a worker can append to its mailbox without the toolbox). Errors say what is wrong
+/// with the path without repeating it.
+pub fn path_in_worktree(worktree: &std::path::Path, path: &str, must_exist: bool) -> Result<String> {
+    let rel = crate::artifact::ids::validate_rel_path(path)
+        .map_err(|_| anyhow!("is not a relative path inside the worktree (absolute, empty, or with '..')"))?;
+    let root = worktree.canonicalize().map_err(|e| anyhow!("cannot be checked: the worktree {}: {e}", worktree.display()))?;
+    match worktree.join(&rel).canonicalize() {
+        Ok(real) if real.starts_with(&root) => Ok(rel),
+        Ok(_) => bail!("resolves outside the worktree"),
+        Err(e) if must_exist => bail!("does not exist in the worktree: {e}"),
+        Err(_) => {
+            // Not there (yet, or any more): each link on the part that exists must lead inside.
+            let mut at = worktree.to_path_buf();
+            for part in rel.split('/') {
+                at.push(part);
+                match std::fs::symlink_metadata(&at) {
+                    Ok(m) if m.file_type().is_symlink() => match at.canonicalize() {
+                        Ok(real) if real.starts_with(&root) => {}
+                        _ => bail!("goes through {part:?}, a link that leads out of the worktree (or nowhere)"),
+                    },
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            Ok(rel)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,20 +9,12 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Result};
 
-use mailbox::{Mail, MailBody};
+use mailbox::{path_in_worktree, Mail, MailBody};
+
+use crate::activity::names::ActivityKind;
 
 /// The most `write_artifact` writes and `read_artifact` reads at once.
 pub const ARTIFACT_MAX_BYTES: usize = 1024 * 1024;
-
-/// Which kind of activity a worker process serves: its toolbox differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ActivityKind {
-    Commission,
-    Meeting,
-    /// A task of a plan's wave.
-    Task,
-}
 
 /// What a worker process knows about itself, from its environment (DESIGN §7, §10).
 #[derive(Debug, Clone)]
@@ -159,38 +151,6 @@ impl WorkerContext {
     pub fn check_artifact(&self, path: &str) -> Result<()> {
         path_in_worktree(&self.worktree, path, true).map_err(|e| anyhow!("artifact {path:?} {e:#}"))?;
         Ok(())
-    }
-}
-
-/// `path` as a normalised relative path inside `worktree`: not absolute, no `..`, no link on
-/// the way that leads out of the worktree (or nowhere); with `must_exist`, it exists. The one
-/// check of a path a worker names: where the toolbox writes an event, and where guild-hall
-/// reads it (a worker can append to its mailbox without the toolbox). Errors say what is wrong
-/// with the path without repeating it.
-pub fn path_in_worktree(worktree: &std::path::Path, path: &str, must_exist: bool) -> Result<String> {
-    let rel = crate::artifact::ids::validate_rel_path(path)
-        .map_err(|_| anyhow!("is not a relative path inside the worktree (absolute, empty, or with '..')"))?;
-    let root = worktree.canonicalize().map_err(|e| anyhow!("cannot be checked: the worktree {}: {e}", worktree.display()))?;
-    match worktree.join(&rel).canonicalize() {
-        Ok(real) if real.starts_with(&root) => Ok(rel),
-        Ok(_) => bail!("resolves outside the worktree"),
-        Err(e) if must_exist => bail!("does not exist in the worktree: {e}"),
-        Err(_) => {
-            // Not there (yet, or any more): each link on the part that exists must lead inside.
-            let mut at = worktree.to_path_buf();
-            for part in rel.split('/') {
-                at.push(part);
-                match std::fs::symlink_metadata(&at) {
-                    Ok(m) if m.file_type().is_symlink() => match at.canonicalize() {
-                        Ok(real) if real.starts_with(&root) => {}
-                        _ => bail!("goes through {part:?}, a link that leads out of the worktree (or nowhere)"),
-                    },
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-            }
-            Ok(rel)
-        }
     }
 }
 

@@ -1,20 +1,29 @@
-//! Getting a worker process ready to start, for any activity (a commission attempt, a meeting
-//! turn): its system prompt (posture, memory, toolbox), its environment (DESIGN §7), what it
-//! may write and read (Landlock policy) and its private git object store. One implementation
-//! for all.
+//! The one launch site of every kind (a commission attempt, a meeting turn, a wave task, a
+//! plan's verify): what runs, its environment (DESIGN §7), what it may write and read (Landlock
+//! policy), its private git object store and bounds, started under the shim — or refused, its
+//! `exit.json` saying why. The seam a remote runner plugs into. Filters are [`filter`].
+
+pub mod filter;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::activity::state::StateDir;
+use crate::activity::names::ActivityKind;
+use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
+use crate::artifact::commission::Resources;
 use crate::config::{GlobalConfig, Home, Project, WithoutLandlock};
 use crate::worker::sandbox::{Policy, Support};
-use crate::worker::shim::Launch;
-use crate::worker::toolbox::ActivityKind;
+use crate::worker::shim::Spec;
 use crate::worker::{Package, SandboxSpec};
+
+/// A worker's turns when neither its activity nor its package bounds them.
+pub const DEFAULT_MAX_TURNS: u64 = 150;
+/// A worker's budget (USD) when neither its activity nor its package bounds it.
+pub const DEFAULT_MAX_BUDGET_USD: f64 = 2.0;
 
 /// Who is to run, for what, and where.
 pub struct Activation<'a> {
@@ -22,7 +31,7 @@ pub struct Activation<'a> {
     pub project: &'a Project,
     pub pkg: &'a Package,
     pub kind: ActivityKind,
-    /// The commission's or meeting's id.
+    /// The commission's or meeting's id, or the wave task's slug (`GUILD_HALL_COMMISSION`, …).
     pub id: &'a str,
     pub state: &'a StateDir,
     pub worktree: &'a WorktreeRecord,
@@ -33,6 +42,104 @@ pub struct Activation<'a> {
     /// Appended to the system prompt after the toolbox (a meeting's agenda, a renewed
     /// session's summary of the conversation so far).
     pub prompt_extra: String,
+    /// The worker's command line.
+    pub argv: Vec<String>,
+    /// The kind's own variables (DESIGN §7, §10, §11), set over the common ones.
+    pub env: Vec<(String, String)>,
+    /// Files of the home it reads besides its own (a meeting's message and transcript, a
+    /// task's snapshot of the control plane).
+    pub readable: Vec<PathBuf>,
+    /// The activity's own bounds (a commission's `resources:`), over its package's, over
+    /// [`DEFAULT_MAX_TURNS`] and [`DEFAULT_MAX_BUDGET_USD`].
+    pub resources: Resources,
+    /// At most this long between SIGTERM and SIGKILL (the project's `cancel_grace` otherwise).
+    pub grace_cap: Option<Duration>,
+}
+
+/// A person's command run like a worker (a plan's `verify`): as they would run it — their
+/// environment less git's and guild-hall's, unconfined — contained under the shim, its output
+/// kept.
+pub struct Command<'a> {
+    pub home: &'a Home,
+    pub project: &'a Project,
+    pub state: &'a StateDir,
+    pub attempt: u32,
+    pub cwd: PathBuf,
+    pub argv: Vec<String>,
+    /// Its own variables, over the person's.
+    pub env: Vec<(String, String)>,
+}
+
+/// What is to be launched.
+pub enum Launch<'a> {
+    Worker(Activation<'a>),
+    Command(Command<'a>),
+}
+
+/// A launch made ready: started with [`Ready::start`] (detached) or [`Ready::stream`].
+pub struct Ready(Spec);
+
+/// What [`prepare`] came to.
+pub enum Prepared {
+    Ready(Ready),
+    /// The worker cannot start, and why: recorded as the attempt's exit ([`refuse`]).
+    Refused(String),
+}
+
+impl Ready {
+    /// Start the shim detached, and wait until it has recorded the start (or why it failed).
+    pub fn start(&self) -> Result<()> {
+        crate::worker::shim::spawn_shim(&self.0)
+    }
+
+    /// Start the shim with the worker's stdout piped to the caller (a meeting turn).
+    pub fn stream(&self) -> Result<std::process::Child> {
+        crate::worker::shim::spawn_streaming_shim(&self.0)
+    }
+
+    /// The attempt it starts (its state dir and number).
+    pub fn state(&self) -> (&StateDir, u32) {
+        (&self.0.state, self.0.attempt)
+    }
+}
+
+/// Record `attempt` in `state` as one that could not start, and why: the exit a worker that
+/// never ran leaves, judged by the next pass like any other.
+pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
+    std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
+    let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why.to_string()), finished_at: chrono::Utc::now() };
+    crate::files::write_json(&state.exit(), &exit)
+}
+
+/// Make `launch` ready to start: for a worker, writes its system prompt, makes its private
+/// object store and mailbox, and sets its environment and policy. A worker that cannot start
+/// is [`refuse`]d here, its `exit.json` written.
+pub fn prepare(launch: Launch<'_>) -> Result<Prepared> {
+    match launch {
+        Launch::Worker(a) => match prepare_worker(&a)? {
+            Ok(spec) => Ok(Prepared::Ready(Ready(spec))),
+            Err(why) => {
+                refuse(a.state, a.attempt, &why)?;
+                Ok(Prepared::Refused(why))
+            }
+        },
+        Launch::Command(c) => {
+            let global = c.home.load_config()?;
+            let mut env: BTreeMap<String, String> =
+                std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
+            env.extend(c.env);
+            Ok(Prepared::Ready(Ready(Spec {
+                state: c.state.clone(),
+                attempt: c.attempt,
+                cwd: c.cwd,
+                argv: c.argv,
+                env,
+                grace: c.project.config.cancel_grace,
+                log_max_bytes: global.log_max_bytes,
+                sandbox: None,
+            })))
+        }
+    }
 }
 
 /// How a package's worker will run here.
@@ -73,10 +180,8 @@ pub fn confinement(spec: &SandboxSpec, global: &GlobalConfig) -> Result<Confinem
     }
 }
 
-/// Prepare `argv` to run for `a`: writes the system prompt, makes the private object store and
-/// the mailbox, and returns the launch with every common variable set (the caller adds its
-/// activity's own). `Ok(Err(why))`: the worker cannot start, and why (an activation failure).
-pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, String>> {
+/// The worker's shim spec. `Ok(Err(why))`: the worker cannot start, and why (an activation failure).
+fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
     let (pkg, state, rec) = (a.pkg, a.state, a.worktree);
     std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
     let global = a.home.load_config()?;
@@ -122,21 +227,18 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
     let sandbox = match confined {
         Confinement::Confined => {
             let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.clone(), own_memory.clone()];
-            if let SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
-                for w in write {
-                    let path = crate::worker::expand_home(w).map_err(anyhow::Error::msg)?;
-                    if std::fs::symlink_metadata(&path).is_err() {
-                        // Asked for by the package: made (private) so that it can be allowed.
-                        std::fs::create_dir_all(&path).with_context(|| format!("creating sandbox.write {}", path.display()))?;
-                        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
-                    }
-                    writable.push(path);
+            for path in pkg.sandbox_write().map_err(anyhow::Error::msg)? {
+                if std::fs::symlink_metadata(&path).is_err() {
+                    // Asked for by the package: made (private) so that it can be allowed.
+                    std::fs::create_dir_all(&path).with_context(|| format!("creating sandbox.write {}", path.display()))?;
+                    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
                 }
+                writable.push(path);
             }
             // The home holds the secrets, the endpoint's token and every other attempt's state,
             // worktree and memory: of it the worker reads only what is its own. The project
             // (its checkout and the git dir its worktree runs on) is not the home's.
-            let readable = vec![
+            let mut readable = vec![
                 a.project.root.clone(),
                 rec.common.clone(),
                 pkg.dir.clone(),
@@ -144,6 +246,7 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
                 state.prompt(),
                 state.system_prompt(),
             ];
+            readable.extend(a.readable.iter().cloned());
             Some(Policy { writable, readable, hidden: vec![a.home.root.clone()] })
         }
         Confinement::Unconfined => None,
@@ -186,68 +289,20 @@ pub fn prepare(a: &Activation<'_>, argv: Vec<String>) -> Result<Result<Launch, S
         ActivityKind::Task => "GUILD_HALL_TASK",
     };
     env.insert(id_var.into(), a.id.to_string());
-    Ok(Ok(Launch {
+    let bounds = &pkg.manifest.resources;
+    let max_turns = a.resources.max_turns.or(bounds.max_turns).unwrap_or(DEFAULT_MAX_TURNS);
+    let max_budget = a.resources.max_budget_usd.or(bounds.max_budget_usd).unwrap_or(DEFAULT_MAX_BUDGET_USD);
+    env.extend([("GUILD_HALL_MAX_TURNS".to_string(), max_turns.to_string()), ("GUILD_HALL_MAX_BUDGET_USD".into(), max_budget.to_string())]);
+    env.extend(a.env.iter().cloned());
+    let grace = a.project.config.cancel_grace;
+    Ok(Ok(Spec {
         state: state.clone(),
         attempt: a.attempt,
         cwd: rec.path.clone(),
-        argv,
+        argv: a.argv.clone(),
         env,
-        grace: a.project.config.cancel_grace,
+        grace: a.grace_cap.map_or(grace, |cap| grace.min(cap)),
         log_max_bytes: global.log_max_bytes,
         sandbox,
     }))
 }
-
-/// Run one of a package's filter commands (`compact`, `notes`): `input` on its stdin, its
-/// stdout returned. Confined, it may write only `tmp` (its `TMPDIR`) and the package's
-/// `sandbox.write`, and read nothing of the `home` but those and its package. Killed if it runs
-/// longer than [`FILTER_LIMIT`].
-#[allow(clippy::too_many_arguments)]
-pub fn run_filter(
-    pkg: &Package,
-    argv: &[String],
-    cwd: &Path,
-    input: &str,
-    tmp: &Path,
-    confined: bool,
-    home: &Path,
-    env: &BTreeMap<String, String>,
-) -> Result<std::process::Output> {
-    use std::process::{Command, Stdio};
-    let (prog, args) = argv.split_first().context("empty command")?;
-    let mut cmd = Command::new(prog);
-    cmd.args(args).current_dir(cwd).envs(env).env("TMPDIR", tmp).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if confined {
-        let mut writable = vec![tmp.to_path_buf()];
-        if let SandboxSpec::Confined { write } = &pkg.manifest.sandbox {
-            for w in write {
-                writable.push(crate::worker::expand_home(w).map_err(anyhow::Error::msg)?);
-            }
-        }
-        Policy { writable, readable: vec![pkg.dir.clone()], hidden: vec![home.to_path_buf()] }.prepare()?.apply_to(&mut cmd);
-    }
-    // Its own process group: on timeout the whole group goes, grandchildren too (one holding
-    // stdout would otherwise keep us waiting).
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
-    // Fed from a thread: a command that prints before it has read everything never blocks us.
-    let mut stdin = child.stdin.take().context("no stdin")?;
-    let input = input.to_string();
-    let feeder = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, input.as_bytes()));
-    let pid = child.id() as i32;
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let out = child.wait_with_output();
-        let _ = done_tx.send(());
-        out
-    });
-    if done_rx.recv_timeout(FILTER_LIMIT).is_err() {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-    }
-    let out = waiter.join().map_err(|_| anyhow::anyhow!("{prog}: waiting for it failed"))??;
-    let _ = feeder.join();
-    Ok(out)
-}
-
-/// How long a filter command (`compact`, `notes`) may run.
-pub const FILTER_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
