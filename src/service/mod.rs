@@ -4,5 +4,6 @@
 pub mod gc;
 pub mod manager;
 pub mod ops;
+pub mod kinds;
 pub mod rpc;
 pub mod watch;
