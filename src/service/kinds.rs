@@ -23,22 +23,23 @@ fn refused(e: anyhow::Error) -> ToolError {
 }
 
 /// The meeting operations over one project. A turn's events go to `events` as they happen
-/// (nowhere if `None`); setting `gone` interrupts the turn, not the meeting.
+/// (nowhere if `None`), after a `None` that says the turn begins; setting `gone` interrupts the
+/// turn, not the meeting.
 pub struct Meetings {
     pub home: Home,
     pub project: Project,
-    pub events: Option<Sender<Json>>,
+    pub events: Option<Sender<Option<Json>>>,
     pub gone: Arc<AtomicBool>,
 }
 
 impl Meetings {
     /// Run one turn of meeting `id`, its events handed on.
     fn turn(&self, id: &str, message: &str) -> Result<Turn, ToolError> {
+        // A receiver gone is a client gone: the turn learns it from `gone`.
+        let send = |event: Option<Json>| self.events.as_ref().map(|events| events.send(event));
+        send(None);
         let mut emit = |e: &crate::meeting::events::TurnEvent| {
-            if let Some(events) = &self.events {
-                // A receiver gone is a client gone: the turn learns it from `gone`.
-                let _ = events.send(serde_json::to_value(e).unwrap_or_default());
-            }
+            send(Some(serde_json::to_value(e).unwrap_or_default()));
         };
         crate::meeting::turn::run(&self.home, &self.project, id, message, &self.gone, &mut emit).map_err(refused)
     }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use serde_json::{json, Value as Json};
 
+use super::transport::Sink;
 use super::Endpoint;
 use crate::config::Project;
 use crate::service::kinds::{Meetings, Plans};
@@ -112,7 +113,7 @@ fn dispatcher_call(name: &str, args: Json, ep: &Endpoint) -> Result<Json, (i64, 
 
 /// Run a meeting operation, its turn's events (if it runs one) sent to `events` as they
 /// happen; setting `gone` interrupts the turn.
-fn meeting_call(name: &str, args: Json, ep: &Endpoint, stream: Option<(Sender<Json>, Arc<AtomicBool>)>) -> Result<Json, (i64, String)> {
+fn meeting_call(name: &str, args: Json, ep: &Endpoint, stream: Option<(Sender<Option<Json>>, Arc<AtomicBool>)>) -> Result<Json, (i64, String)> {
     let (project, args) = project_of(args, ep)?;
     let (events, gone) = stream.map_or((None, Arc::default()), |(events, gone)| (Some(events), gone));
     let m = Meetings { home: ep.home.clone(), project, events, gone };
@@ -191,9 +192,11 @@ fn streamed_turn(body: &[u8]) -> Option<TurnRequest> {
 }
 
 impl TurnRequest {
-    /// Run it, `emit` given each event of the turn as it happens (DESIGN §10); the JSON-RPC
-    /// response. Setting `gone` (the client went away) interrupts the turn, not the meeting.
-    pub fn run(self, ep: &Endpoint, gone: &Arc<AtomicBool>, emit: &mut dyn FnMut(&Json)) -> Json {
+    /// Run it: once its turn begins, the stream begins and `sink` is given each event as it
+    /// happens (DESIGN §10); a request refused before (an invalid meeting, a full cap) is
+    /// answered whole. The JSON-RPC response. Setting `gone` (the client went away) interrupts
+    /// the turn, not the meeting.
+    pub fn run(self, ep: &Endpoint, gone: &Arc<AtomicBool>, sink: &mut dyn Sink) -> Json {
         let (events, received) = std::sync::mpsc::channel();
         // The turn runs beside this thread, which writes its events as they come: the
         // catalogue's context owns what it holds, so the events reach the writer by channel.
@@ -207,7 +210,10 @@ impl TurnRequest {
                 Err(e) => return Err((-32603, format!("cannot start the turn: {e}"))),
             };
             for event in received {
-                emit(&event);
+                match event {
+                    Some(event) => sink.line(&event),
+                    None => sink.begin(),
+                }
             }
             turn.join().unwrap_or_else(|_| Err((-32603, "the turn failed unexpectedly".into())))
         });

@@ -544,27 +544,58 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_
     match routes::route(&body, ep) {
         Route::Reply(Some(reply)) => respond(w, "200 OK", &reply),
         Route::Reply(None) => respond(w, "202 Accepted", &json!({})),
-        Route::Stream(call) => stream(w, |gone, emit| call.run(ep, gone, emit)),
+        Route::Stream(call) => stream(w, |gone, sink| call.run(ep, gone, sink)),
     }
 }
 
-/// Answer with events as they happen: HTTP chunked, one JSON line per event, then the
-/// JSON-RPC response `run` gives as the last line. A write that fails (the client went away)
-/// sets the flag `run` is given: its work is interrupted, whatever it was.
-fn stream(w: &mut impl Write, run: impl FnOnce(&Arc<AtomicBool>, &mut dyn FnMut(&Json)) -> Json) {
-    let _ =
-        w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
-    let _ = w.flush();
-    let gone = Arc::new(AtomicBool::new(false));
-    let mut emit = |line: &Json| {
+/// Where a streamed reply goes: [`Sink::begin`] starts the stream (HTTP chunked, one JSON
+/// line per event); a reply that never began is written whole.
+pub trait Sink {
+    fn begin(&mut self);
+    /// One line of the stream (begun first if it was not).
+    fn line(&mut self, line: &Json);
+}
+
+/// A stream on a connection. A write that fails (the client went away) sets `gone`.
+struct Chunked<'a, W: Write> {
+    w: &'a mut W,
+    begun: bool,
+    gone: &'a AtomicBool,
+}
+
+impl<W: Write> Sink for Chunked<'_, W> {
+    fn begin(&mut self) {
+        if std::mem::replace(&mut self.begun, true) {
+            return;
+        }
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+        if self.w.write_all(head).and_then(|_| self.w.flush()).is_err() {
+            self.gone.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn line(&mut self, line: &Json) {
+        self.begin();
         let text = format!("{}\n", serde_json::to_string(line).unwrap_or_default());
         // Each chunk is one buffer, one write.
-        if w.write_all(format!("{:x}\r\n{text}\r\n", text.len()).as_bytes()).and_then(|_| w.flush()).is_err() {
-            gone.store(true, Ordering::SeqCst);
+        if self.w.write_all(format!("{:x}\r\n{text}\r\n", text.len()).as_bytes()).and_then(|_| self.w.flush()).is_err() {
+            self.gone.store(true, Ordering::SeqCst);
         }
-    };
-    let last = run(&gone, &mut emit);
-    emit(&last);
+    }
+}
+
+/// Answer with events as they happen, once `run` begins its stream: then the JSON-RPC
+/// response `run` gives is the stream's last line. Until then (a request refused before its
+/// work began) the response is written whole. A client that goes away sets the flag `run` is
+/// given: its work is interrupted, whatever it was.
+fn stream(w: &mut impl Write, run: impl FnOnce(&Arc<AtomicBool>, &mut dyn Sink) -> Json) {
+    let gone = Arc::new(AtomicBool::new(false));
+    let mut sink = Chunked { w, begun: false, gone: &gone };
+    let last = run(&gone, &mut sink);
+    if !sink.begun {
+        return respond(w, "200 OK", &last);
+    }
+    sink.line(&last);
     let _ = w.write_all(b"0\r\n\r\n");
     let _ = w.flush();
 }
