@@ -65,7 +65,7 @@ impl meetings::Operations for Meetings {
         let m = crate::meeting::ops::start(&self.home, &self.project, &new).map_err(refused)?;
         match first {
             Some(message) => self.turn(&m.id, &message).map(Opened::Turn),
-            None => Ok(Opened::Meeting(Summary::of(&m))),
+            None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
         }
     }
 
@@ -73,7 +73,7 @@ impl meetings::Operations for Meetings {
         let (m, opening) = crate::meeting::ops::accept(&self.home, &self.project, &req.id, req.message.as_deref()).map_err(refused)?;
         match req.message {
             Some(_) => self.turn(&m.id, &opening).map(Opened::Turn),
-            None => Ok(Opened::Meeting(Summary::of(&m))),
+            None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
         }
     }
 

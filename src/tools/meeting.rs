@@ -166,7 +166,7 @@ impl Summary {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Opened<T> {
-    Meeting(Summary),
+    Meeting(Box<Summary>),
     Turn(T),
 }
 

@@ -82,18 +82,7 @@ fn meeting_methods_keep_their_reply_shapes() {
     let p = Project::new(&["counsel"]);
     let sock = p.tmp.path().join("gh.sock");
     let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
-    let summary = [
-        "agenda",
-        "id",
-        "linked_artifacts",
-        "notes",
-        "reason",
-        "references",
-        "requested_by",
-        "session_id",
-        "status",
-        "worker",
-    ];
+    let summary = ["agenda", "id", "linked_artifacts", "notes", "reason", "references", "requested_by", "session_id", "status", "worker"];
     let started = rpc(&sock, "meeting/start", json!({"worker": "counsel", "id": "quiet", "references": [".lore/a.md"]}));
     assert_eq!(keys(ok(&started)), summary, "{started}");
     assert_eq!(ok(&started)["status"], "open");

@@ -27,7 +27,6 @@ pub fn token(home: &Home) -> Result<String> {
     Ok(t)
 }
 
-
 /// Why the process at the other end of a Unix connection is not served: it runs a worker's
 /// code for this home ([`crate::worker::peer::worker_process`]: a worker, anything it started,
 /// a package's compaction or notes command), or it cannot be told apart from one (no credentials, a pid not visible here, or
@@ -84,7 +83,6 @@ pub(super) fn log_refusal(pid: i32, why: &str) {
         tracing::warn!(peer_pid = pid, why = %why, "endpoint: refusing a connection from a worker process");
     }
 }
-
 
 /// Whether an `Authorization` header's value is the bearer token (`None`: no token is set,
 /// so nothing is).

@@ -113,7 +113,12 @@ fn dispatcher_call(name: &str, args: Json, ep: &Endpoint) -> Result<Json, (i64, 
 
 /// Run a meeting operation, its turn's events (if it runs one) sent to `events` as they
 /// happen; setting `gone` interrupts the turn.
-fn meeting_call(name: &str, args: Json, ep: &Endpoint, stream: Option<(Sender<Option<Json>>, Arc<AtomicBool>)>) -> Result<Json, (i64, String)> {
+fn meeting_call(
+    name: &str,
+    args: Json,
+    ep: &Endpoint,
+    stream: Option<(Sender<Option<Json>>, Arc<AtomicBool>)>,
+) -> Result<Json, (i64, String)> {
     let (project, args) = project_of(args, ep)?;
     let (events, gone) = stream.map_or((None, Arc::default()), |(events, gone)| (Some(events), gone));
     let m = Meetings { home: ep.home.clone(), project, events, gone };

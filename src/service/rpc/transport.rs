@@ -460,7 +460,6 @@ fn respond(w: &mut impl Write, status: &str, body: &Json) {
     let _ = w.flush();
 }
 
-
 /// Read one HTTP request and answer it. The bearer token is checked the moment its header
 /// line arrives (and a request without one is refused at the end of the headers), and a
 /// refused peer is answered `403` at the end of its headers: nothing more of an unauthorised
@@ -600,7 +599,6 @@ fn stream(w: &mut impl Write, run: impl FnOnce(&Arc<AtomicBool>, &mut dyn Sink) 
     let _ = w.flush();
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -721,4 +719,3 @@ mod tests {
         drop(client);
     }
 }
-

@@ -286,12 +286,16 @@ fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<
         let listener = crate::service::rpc::transport::bind_socket(path)?;
         tracing::info!(socket = %path.display(), "serving worker/* on POST /mcp");
         let ep = ep.clone();
-        std::thread::Builder::new().name("rpc-socket".into()).spawn(move || crate::service::rpc::transport::serve(listener.incoming(), ep, false))?;
+        std::thread::Builder::new()
+            .name("rpc-socket".into())
+            .spawn(move || crate::service::rpc::transport::serve(listener.incoming(), ep, false))?;
     }
     if let Some(addr) = &opts.listen {
         let listener = crate::service::rpc::transport::bind_loopback(addr)?;
         tracing::info!(listen = %addr, token = %home.root.join("token").display(), "serving worker/* on POST /mcp (bearer token)");
-        std::thread::Builder::new().name("rpc-tcp".into()).spawn(move || crate::service::rpc::transport::serve(listener.incoming(), ep, true))?;
+        std::thread::Builder::new()
+            .name("rpc-tcp".into())
+            .spawn(move || crate::service::rpc::transport::serve(listener.incoming(), ep, true))?;
     }
     Ok(())
 }
