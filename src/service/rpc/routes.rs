@@ -93,10 +93,15 @@ fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String
             } else {
                 return Err((-32601, format!("method not found: {m}")));
             };
-            // On these methods a refusal is invalid params too (REQ-WD-17).
-            result.map_err(|(code, msg)| (if code == BAD_ARGUMENTS || code == REFUSED { -32602 } else { code }, msg))
+            result.map_err(refusal_is_invalid_params)
         }
     }
+}
+
+/// On the `worker/*`, `meeting/*` and `plan/*` methods a refusal is invalid params too
+/// (REQ-WD-17); only `tools/call` tells them apart.
+fn refusal_is_invalid_params((code, msg): (i64, String)) -> (i64, String) {
+    (if code == BAD_ARGUMENTS || code == REFUSED { -32602 } else { code }, msg)
 }
 
 /// Internal codes telling the two kinds of invalid-params apart until a face maps them.
@@ -222,7 +227,7 @@ impl TurnRequest {
             }
             turn.join().unwrap_or_else(|_| Err((-32603, "the turn failed unexpectedly".into())))
         });
-        match result.map_err(|(code, msg)| (if code == BAD_ARGUMENTS || code == REFUSED { -32602 } else { code }, msg)) {
+        match result.map_err(refusal_is_invalid_params) {
             Ok(v) => json!({"jsonrpc": "2.0", "id": self.id, "result": v}),
             Err((code, msg)) => rpc_error(&self.id, code, msg),
         }
