@@ -99,7 +99,7 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
             let id = ops::create(&env.home, &env.project, &new)?;
             say!("{id}");
             opened(env, &ops::open(&env.home, &env.project, &id)?);
-            let first = message.clone().or_else(|| agenda.as_ref().map(|a| format!("Let's begin. The agenda: {a}")));
+            let first = crate::tools::meeting::first_message(message.as_deref(), agenda.as_deref());
             match first {
                 Some(m) => one_turn(env, &id, &m, *json),
                 None => Ok(()),

@@ -6,7 +6,7 @@ mod integrate;
 mod job;
 mod meeting;
 pub(crate) mod out;
-mod plan;
+pub(crate) mod plan;
 mod show;
 
 use out::say_err;

@@ -1,5 +1,6 @@
-//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`crate::waves`]. Each writes
-//! what a person would write in the plan's file; the reconciler carries it out.
+//! `guild-hall plan create|show|retry|cancel|logs`, and the plan operations behind them and
+//! `plan/*` over JSON-RPC ([`create`], [`view`], [`list`], [`request`]). Each writes what a
+//! person would write in the plan's file; the reconciler carries it out.
 
 use std::path::PathBuf;
 
@@ -12,6 +13,9 @@ use super::out::{line, say, say_err, say_json};
 use super::Env;
 use crate::artifact::plan::{Plan, PlanStatus};
 use crate::artifact::write::Edit;
+use crate::config::{Home, Project};
+use crate::plan::decide::PlanRecord;
+use crate::tools::plan::{Listed, Row, Shown, ShownTask};
 
 #[derive(Debug, Subcommand)]
 pub enum PlanCmd {
@@ -86,33 +90,16 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 std::fs::read_to_string(waves).with_context(|| format!("reading {}", waves.display()))?
             };
             let waves: Value = serde_yaml_ng::from_str(&text).with_context(|| format!("{}: not YAML", waves.display()))?;
-            let id = match id {
-                Some(i) => i.clone(),
-                None => crate::artifact::ids::slugify(title),
+            let new = NewPlan {
+                title: title.clone(),
+                waves,
+                id: id.clone(),
+                parallelism: *parallelism,
+                verify: verify.clone(),
+                fixer: fixer.clone(),
+                draft: *draft,
             };
-            crate::artifact::ids::validate_id(&id)?;
-            let path = env.project.plan_path(&id);
-            let mut fm = serde_yaml_ng::Mapping::new();
-            fm.insert("title".into(), title.as_str().into());
-            fm.insert("status".into(), if *draft { "draft" } else { "pending" }.into());
-            fm.insert("parallelism".into(), (*parallelism as u64).into());
-            if let Some(v) = verify {
-                fm.insert("verify".into(), Value::Sequence(v.split_whitespace().map(Value::from).collect()));
-            }
-            if let Some(f) = fixer {
-                fm.insert("fixer".into(), f.as_str().into());
-            }
-            fm.insert("waves".into(), waves);
-            let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-            // Validated as the reconciler will read it, before anything is written.
-            Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
-            std::fs::create_dir_all(env.project.plans_dir())?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            std::io::Write::write_all(&mut f, text.as_bytes())?;
+            let id = create(&env.project, &new)?;
             if *json_out {
                 say_json!("{}", json!({"plan": id}));
             } else {
@@ -121,8 +108,8 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
             Ok(())
         }
         PlanCmd::Show { id, json } => show(env, id, *json),
-        PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
-        PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
+        PlanCmd::Retry { id, json } => requested(env, id, PlanStatus::Pending, *json),
+        PlanCmd::Cancel { id, json } => requested(env, id, PlanStatus::Cancelled, *json),
         PlanCmd::Logs { id, task, verify, raw } => {
             let plan = crate::plan::observe::load(&env.project, id)?;
             let record = crate::plan::observe::record(&env.home, &env.project, id)?;
@@ -145,14 +132,62 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
     }
 }
 
+/// A plan to write.
+#[derive(Debug, Clone)]
+pub struct NewPlan {
+    pub title: String,
+    /// The waves, as the file holds them.
+    pub waves: Value,
+    pub id: Option<String>,
+    pub parallelism: usize,
+    /// The verify command (split on whitespace).
+    pub verify: Option<String>,
+    pub fixer: Option<String>,
+    pub draft: bool,
+}
+
+/// Write a new plan file, validated as the reconciler will read it before anything is
+/// written, never over one that exists; its id.
+pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
+    let id = match &new.id {
+        Some(i) => i.clone(),
+        None => crate::artifact::ids::slugify(&new.title),
+    };
+    crate::artifact::ids::validate_id(&id)?;
+    let path = project.plan_path(&id);
+    let mut fm = serde_yaml_ng::Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
+    fm.insert("parallelism".into(), (new.parallelism as u64).into());
+    if let Some(v) = &new.verify {
+        fm.insert("verify".into(), Value::Sequence(v.split_whitespace().map(Value::from).collect()));
+    }
+    if let Some(f) = &new.fixer {
+        fm.insert("fixer".into(), f.as_str().into());
+    }
+    fm.insert("waves".into(), new.waves.clone());
+    let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    // Validated as the reconciler will read it, before anything is written.
+    Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+    std::fs::create_dir_all(project.plans_dir())?;
+    let mut f =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
+    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    Ok(id)
+}
+
 /// Write `status:` as a person would, after checking the request makes sense now.
-fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
-    let plan = crate::plan::observe::load(&env.project, id)?;
-    let from = crate::plan::observe::record(&env.home, &env.project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
+pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Result<()> {
+    let plan = crate::plan::observe::load(project, id)?;
+    let from = crate::plan::observe::record(home, project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
     if !crate::plan::decide::person_may_request(from, to) {
         bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
     }
-    crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
+    crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])
+}
+
+fn requested(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
+    request(&env.home, &env.project, id, to)?;
     if json_out {
         say_json!("{}", json!({"plan": id, "requested": to}));
     } else {
@@ -161,39 +196,87 @@ fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
     Ok(())
 }
 
-fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    let plan = crate::plan::observe::load(&env.project, id)?;
-    let record = crate::plan::observe::record(&env.home, &env.project, id)?;
+/// A plan as `show` gives it: the plan, its record, and the view of both.
+pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<PlanRecord>, Shown)> {
+    let plan = crate::plan::observe::load(project, id)?;
+    let record = crate::plan::observe::record(home, project, id)?;
     let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&plan.path))?;
     let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
     // Each task's resume class, from what is there now (its worktree, its processes).
-    let workers = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
+    let workers = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
     // A runtime file that cannot be trusted (a run record naming another process, say) is shown:
     // nothing is done for the plan until it is repaired or removed.
-    let (observed, problem) = match crate::plan::observe::observe_plan(&env.home, &env.project, &workers, id) {
+    let (observed, problem) = match crate::plan::observe::observe_plan(home, project, &workers, id) {
         Ok(o) => (Some(o), None),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
-    let tasks: Vec<serde_json::Value> = plan
+    let tasks = plan
         .tasks()
         .map(|t| {
             let r = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
-            let state = r.map(|r| r.state.as_str()).unwrap_or("queued");
             let class = observed
                 .as_ref()
                 .and_then(|o| o.tasks.iter().find(|x| x.task.canonical == t.canonical))
                 .map(|ot| crate::plan::decide::resume_class(ot, r).as_str());
-            json!({"task": t.canonical, "label": t.label, "wave": t.wave, "worker": t.worker, "title": t.title,
-                   "state": state, "class": class, "attempt": r.map(|r| r.attempt).unwrap_or(0), "reason": r.and_then(|r| r.reason.clone())})
+            ShownTask {
+                task: t.canonical.clone(),
+                label: t.label.clone(),
+                wave: t.wave,
+                worker: t.worker.clone(),
+                title: t.title.clone(),
+                state: r.map(|r| r.state.as_str()).unwrap_or("queued").to_string(),
+                class,
+                attempt: r.map(|r| r.attempt).unwrap_or(0),
+                reason: r.and_then(|r| r.reason.clone()),
+            }
         })
         .collect();
+    let shown = Shown {
+        plan: plan.id.clone(),
+        title: plan.title.clone(),
+        status,
+        wave: record.as_ref().map(|r| r.wave),
+        waves: plan.waves.len(),
+        parallelism: plan.parallelism,
+        verify: plan.verify.clone(),
+        fixer: plan.fixer.clone(),
+        reason: record.as_ref().and_then(|r| r.reason.clone()),
+        verify_runs: record.as_ref().map(|r| r.verify_runs).unwrap_or(0),
+        tasks,
+        log,
+        problem,
+    };
+    Ok((plan, record, shown))
+}
+
+/// The plans, by id; files that cannot be read are named in the problems.
+pub fn list(home: &Home, project: &Project) -> Result<Listed> {
+    let mut listed = Listed { plans: Vec::new(), problems: Vec::new() };
+    for path in crate::artifact::paths(&project.plans_dir())? {
+        let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        let read = crate::plan::observe::load(project, id).and_then(|p| Ok((crate::plan::observe::record(home, project, id)?, p)));
+        match read {
+            Ok((record, plan)) => listed.plans.push(Row {
+                status: record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending),
+                wave: record.as_ref().map(|r| r.wave),
+                reason: record.as_ref().and_then(|r| r.reason.clone()),
+                waves: plan.waves.len(),
+                title: plan.title,
+                plan: plan.id,
+            }),
+            Err(e) => listed.problems.push(format!("{}: {e:#}", path.display())),
+        }
+    }
+    Ok(listed)
+}
+
+fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
+    let (plan, record, shown) = view(&env.home, &env.project, id)?;
     if json_out {
-        let v = json!({"plan": plan.id, "title": plan.title, "status": status, "wave": record.as_ref().map(|r| r.wave), "waves": plan.waves.len(),
-                       "parallelism": plan.parallelism, "verify": plan.verify, "fixer": plan.fixer, "reason": record.as_ref().and_then(|r| r.reason.clone()),
-                       "verify_runs": record.as_ref().map(|r| r.verify_runs).unwrap_or(0), "tasks": tasks, "log": log, "problem": problem});
-        say_json!("{}", serde_json::to_string_pretty(&v)?);
+        say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&shown)?)?);
         return Ok(());
     }
+    let Shown { status, problem, log, .. } = shown;
     say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!(
         "status    {status}{}",

@@ -2,11 +2,14 @@
 //! request (unknown fields refused), a typed reply, a description and the function that
 //! performs it — and every face is generated from these lists: the worker toolbox over MCP
 //! ([`mcp`]) and the CLI ([`cli`]), the tool text of the worker's system prompt, `mcp
-//! --manager` and the `worker/*` JSON-RPC endpoint.
+//! --manager` and the JSON-RPC endpoint (`worker/*` from the [`dispatcher`], `meeting/*` from
+//! [`meeting`], `plan/*` from [`plan`]).
 
 pub mod cli;
 pub mod dispatcher;
 pub mod mcp;
+pub mod meeting;
+pub mod plan;
 pub mod toolbox;
 
 use schemars::JsonSchema;
@@ -56,7 +59,12 @@ pub struct Tool<C> {
     /// The CLI face: flags named otherwise than their field (`--artifact` for `artifacts`).
     pub flags: &'static [(&'static str, &'static str)],
     run: Box<Run<C>>,
+    /// Whether a call with these arguments streams events before its reply (a meeting's
+    /// turn); `None`: it never does.
+    streams: Option<Box<Streams>>,
 }
+
+type Streams = dyn Fn(&Json) -> bool + Send + Sync;
 
 /// A tool's function behind its JSON face: arguments in, the reply as JSON and as text out.
 type Run<C> = dyn Fn(&C, Json) -> Result<(Json, String), ToolError> + Send + Sync;
@@ -75,6 +83,7 @@ impl<C: 'static> Tool<C> {
             positional: &[],
             stdin: None,
             flags: &[],
+            streams: None,
             run: Box::new(move |ctx, args| {
                 let req: Req = serde_json::from_value(args).map_err(|e| ToolError::BadArguments(e.to_string()))?;
                 let reply = run(ctx, req)?;
@@ -97,6 +106,19 @@ impl<C: 'static> Tool<C> {
     pub fn flags(mut self, flags: &'static [(&'static str, &'static str)]) -> Tool<C> {
         self.flags = flags;
         self
+    }
+
+    /// Its calls whose typed request `when` accepts stream events before the reply (the
+    /// implementation hands them on; a face that cannot stream still gets the reply).
+    pub fn streamed<Req: DeserializeOwned + 'static>(mut self, when: fn(&Req) -> bool) -> Tool<C> {
+        self.streams = Some(Box::new(move |args: &Json| serde_json::from_value::<Req>(args.clone()).is_ok_and(|r| when(&r))));
+        self
+    }
+
+    /// Whether a call with `args` streams events before its reply. Arguments that do not fit
+    /// never do: the call fails before anything runs.
+    pub fn streams(&self, args: &Json) -> bool {
+        self.streams.as_ref().is_some_and(|s| s(args))
     }
 
     /// Call it: the reply as JSON and as text.

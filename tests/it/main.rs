@@ -21,6 +21,7 @@ mod merge_trust;
 mod output_trust;
 mod robustness;
 mod rpc;
+mod rpc_catalogue;
 mod sandbox_trust;
 mod surgical;
 mod trust;

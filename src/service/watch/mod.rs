@@ -278,20 +278,24 @@ fn start_endpoint(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<
         return Ok(());
     }
     let token = match &opts.listen {
-        Some(_) => Some(crate::service::rpc::token(home)?),
+        Some(_) => Some(crate::service::rpc::auth::token(home)?),
         None => None,
     };
     let ep = crate::service::rpc::Endpoint { home: home.clone(), projects: dirs.to_vec(), token, limits: opts.limits };
     if let Some(path) = &opts.socket {
-        let listener = crate::service::rpc::bind_socket(path)?;
+        let listener = crate::service::rpc::transport::bind_socket(path)?;
         tracing::info!(socket = %path.display(), "serving worker/* on POST /mcp");
         let ep = ep.clone();
-        std::thread::Builder::new().name("rpc-socket".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, false))?;
+        std::thread::Builder::new()
+            .name("rpc-socket".into())
+            .spawn(move || crate::service::rpc::transport::serve(listener.incoming(), ep, false))?;
     }
     if let Some(addr) = &opts.listen {
-        let listener = crate::service::rpc::bind_loopback(addr)?;
+        let listener = crate::service::rpc::transport::bind_loopback(addr)?;
         tracing::info!(listen = %addr, token = %home.root.join("token").display(), "serving worker/* on POST /mcp (bearer token)");
-        std::thread::Builder::new().name("rpc-tcp".into()).spawn(move || crate::service::rpc::serve(listener.incoming(), ep, true))?;
+        std::thread::Builder::new()
+            .name("rpc-tcp".into())
+            .spawn(move || crate::service::rpc::transport::serve(listener.incoming(), ep, true))?;
     }
     Ok(())
 }

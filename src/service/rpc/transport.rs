@@ -1,57 +1,28 @@
-//! The `worker/*` JSON-RPC 2.0 endpoint of `guild-hall watch --socket/--listen`: HTTP
-//! `POST /mcp`, one request per body, served on a Unix socket (mode 0600; a peer that is a
-//! process of one of this home's attempts is refused, by `SO_PEERCRED`) and/or a loopback TCP
-//! port (every request needs the bearer token in `$GUILD_HALL_HOME/token`, mode 0600). The
-//! methods are [`crate::service::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`,
-//! and `meeting/*` (a turn's events streamed back as chunked JSON lines).
-//! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies, a
-//! cap on connections (at the cap the oldest that has not sent its header makes way), one
-//! deadline for the whole request, the token checked on arrival, a reply written whole or not
-//! at all.
+//! The endpoint's HTTP/1.1 transport: a deliberately small reader with hard limits — no
+//! keep-alive, no chunked bodies, a cap on connections (at the cap the oldest that has not sent
+//! its header makes way), one deadline for the whole request, the token checked on arrival —
+//! and the replies: written whole or not at all, or a turn's events as chunked JSON lines.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value as Json};
 
-use crate::config::{Home, Project};
-use crate::service::ops::Dispatcher;
-use crate::tools::ToolError;
+use super::auth::{self, worker_peer};
+use super::routes::{self, Route};
+use super::Endpoint;
+use crate::config::Home;
 
 /// Largest request body accepted (bigger: 413, nothing read further, nothing written).
 pub const MAX_BODY: usize = 1024 * 1024;
 const MAX_HEADERS: usize = 16 * 1024;
-
-/// What the endpoint serves: the home and the projects it may dispatch into.
-#[derive(Clone)]
-pub struct Endpoint {
-    pub home: Home,
-    pub projects: Vec<PathBuf>,
-    /// Required as `Authorization: Bearer <token>` (TCP only; the socket's mode guards it).
-    pub token: Option<String>,
-    pub limits: Limits,
-}
-
-/// The bearer token, created (random, mode 0600) on first use.
-pub fn token(home: &Home) -> Result<String> {
-    let path = home.root.join("token");
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        if !t.trim().is_empty() {
-            return Ok(t.trim().to_string());
-        }
-    }
-    let t = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
-    f.write_all(t.as_bytes())?;
-    Ok(t)
-}
 
 /// " (pid N: its command line)" of the process serving the other end of `peer`, as the kernel
 /// reports it (`SO_PEERCRED`); empty if it cannot be told.
@@ -94,22 +65,6 @@ pub fn bind_loopback(addr: &str) -> Result<TcpListener> {
         bail!("--listen {addr}: only loopback addresses (127.0.0.0/8, ::1) are served");
     }
     TcpListener::bind(addr).with_context(|| format!("binding {addr}"))
-}
-
-/// How much the endpoint takes on at once, and how long a client has to send its request.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Connections served at once; one more is answered `503` at once and closed.
-    pub max_connections: usize,
-    /// The whole request (request line, headers and body) must arrive within this; the reply
-    /// (a streamed turn may run for many minutes) is not bounded by it.
-    pub request_timeout: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits { max_connections: 64, request_timeout: Duration::from_secs(10) }
-    }
 }
 
 /// A client that stops reading a reply for this long is gone (its turn is interrupted).
@@ -155,40 +110,6 @@ conn!(std::os::unix::net::UnixStream, worker_peer);
 // A TCP peer has no credentials to ask the kernel for: the bearer token alone guards it, and
 // the token is out of a confined worker's reach.
 conn!(std::net::TcpStream, |_: &std::net::TcpStream, _: &Home| None);
-
-/// Why the process at the other end of a Unix connection is not served: it runs a worker's
-/// code for this home ([`crate::worker::peer::worker_process`]: a worker, anything it started,
-/// a package's compaction or notes command), or it cannot be told apart from one (no credentials, a pid not visible here, or
-/// gone before it could be looked at — a worker could connect and hand the socket on). The
-/// peer is pinned by a pidfd while it is looked at, so a reused pid is never mistaken for it.
-fn worker_peer(conn: &std::os::unix::net::UnixStream, home: &Home) -> Option<(i32, String)> {
-    use nix::sys::socket::{getsockopt, sockopt};
-    let pid = match getsockopt(conn, sockopt::PeerCredentials) {
-        Ok(cred) => cred.pid(),
-        Err(e) => return Some((0, format!("the peer's credentials cannot be read ({e})"))),
-    };
-    if pid <= 0 {
-        return Some((pid, "the peer's process is not visible from here (another pid namespace)".into()));
-    }
-    // Kernels before 6.5 have no SO_PEERPIDFD: then the pid alone, checked for being there.
-    let pidfd = getsockopt(conn, sockopt::PeerPidfd).ok();
-    if let Some(why) = crate::worker::peer::worker_process(home, pid) {
-        return Some((pid, why));
-    }
-    let gone = match &pidfd {
-        Some(fd) => exited(fd),
-        None => !Path::new(&format!("/proc/{pid}")).exists(),
-    };
-    gone.then(|| (pid, format!("the connecting process (pid {pid}) was gone before it could be checked")))
-}
-
-/// Whether the process behind a pidfd has ended (a pidfd is readable once it has); an error
-/// counts as ended, so that a check relying on it fails closed.
-fn exited(pidfd: &std::os::fd::OwnedFd) -> bool {
-    let mut p = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    // SAFETY: one valid pollfd for the length of the call, and a zero timeout.
-    unsafe { libc::poll(&mut p, 1, 0) != 0 }
-}
 
 /// Reads that all share one deadline: a client dripping a byte at a time is cut off when the
 /// request's time is up, not when one read has waited that long. While the connection is idle
@@ -473,7 +394,7 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
             let _ = conn.write_timeout(Some(WRITE_TIMEOUT));
             let refused = conn.refused_peer(&ep.home);
             if let Some((pid, why)) = &refused {
-                log_refusal(*pid, why);
+                auth::log_refusal(*pid, why);
             }
             if let Ok(w) = conn.split() {
                 let r = BufReader::new(Deadline { conn, until: Instant::now() + limits.request_timeout, ticket: &ticket, claimed: false });
@@ -486,29 +407,6 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
             // The closure (connection and ticket) is dropped: the client sees the close.
             tracing::warn!(error = %e, "the endpoint cannot start a thread for a connection");
         }
-    }
-}
-
-/// Refusals logged per minute at most: a worker that keeps connecting must not fill the log.
-const REFUSALS_LOGGED_PER_MINUTE: u32 = 20;
-
-/// Log a refused peer (its pid and why), at most [`REFUSALS_LOGGED_PER_MINUTE`] a minute; the
-/// next minute's first refusal says how many were not logged.
-fn log_refusal(pid: i32, why: &str) {
-    static WINDOW: Mutex<Option<(Instant, u32)>> = Mutex::new(None);
-    let mut window = WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let now = Instant::now();
-    let (start, count) = window.get_or_insert((now, 0));
-    if now.duration_since(*start) >= Duration::from_secs(60) {
-        let unlogged = count.saturating_sub(REFUSALS_LOGGED_PER_MINUTE);
-        if unlogged > 0 {
-            tracing::warn!(unlogged, "endpoint: {unlogged} more refusals of worker processes in the last minute were not logged");
-        }
-        (*start, *count) = (now, 0);
-    }
-    *count += 1;
-    if *count <= REFUSALS_LOGGED_PER_MINUTE {
-        tracing::warn!(peer_pid = pid, why = %why, "endpoint: refusing a connection from a worker process");
     }
 }
 
@@ -562,10 +460,6 @@ fn respond(w: &mut impl Write, status: &str, body: &Json) {
     let _ = w.flush();
 }
 
-fn rpc_error(id: &Json, code: i64, message: impl Into<String>) -> Json {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
-}
-
 /// Read one HTTP request and answer it. The bearer token is checked the moment its header
 /// line arrives (and a request without one is refused at the end of the headers), and a
 /// refused peer is answered `403` at the end of its headers: nothing more of an unauthorised
@@ -576,9 +470,7 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_
         let msg = format!("the request was not complete within {} (request timeout)", humantime::format_duration(timeout));
         respond(w, "408 Request Timeout", &json!({"error": msg}))
     };
-    let unauthorized =
-        |w: &mut _| respond(w, "401 Unauthorized", &json!({"error": "missing or wrong bearer token (see $GUILD_HALL_HOME/token)"}));
-    let expected = ep.token.as_deref().map(|t| format!("Bearer {t}"));
+    let unauthorized = |w: &mut _| respond(w, "401 Unauthorized", &json!({"error": auth::UNAUTHORIZED}));
     let mut head_len = 0;
     let mut request_line = None;
     let mut length = None;
@@ -611,7 +503,7 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_
             match k.trim().to_ascii_lowercase().as_str() {
                 "content-length" => length = v.trim().parse::<usize>().ok(),
                 "authorization" if needs_token => {
-                    if expected.is_none() || Some(v.trim()) != expected.as_deref() {
+                    if !auth::authorizes(ep.token.as_deref(), v) {
                         return unauthorized(w);
                     }
                     authorized = true;
@@ -622,8 +514,7 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_
         }
     }
     if let Some(why) = &peer.refused {
-        let msg = format!("forbidden: {why}; the processes of guild-hall's own attempts (its workers) may not use this endpoint");
-        return respond(w, "403 Forbidden", &json!({"error": msg}));
+        return respond(w, "403 Forbidden", &json!({"error": auth::forbidden(why)}));
     }
     let request_line = request_line.unwrap_or_default();
     let mut parts = request_line.split_whitespace();
@@ -649,241 +540,63 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_
         Err(e) if timed_out(&e) => return too_slow(w),
         Err(_) => return respond(w, "400 Bad Request", &json!({"error": "body shorter than Content-Length"})),
     }
-    if let Some(turn) = streamed_turn(&body) {
-        return stream_turn(w, turn, ep);
-    }
-    match answer(&body, ep) {
-        Some(reply) => respond(w, "200 OK", &reply),
-        None => respond(w, "202 Accepted", &json!({})),
+    match routes::route(&body, ep) {
+        Route::Reply(Some(reply)) => respond(w, "200 OK", &reply),
+        Route::Reply(None) => respond(w, "202 Accepted", &json!({})),
+        Route::Stream(call) => stream(w, |gone, sink| call.run(ep, gone, sink)),
     }
 }
 
-/// The JSON-RPC reply to one request body (`None` for a notification).
-pub fn answer(body: &[u8], ep: &Endpoint) -> Option<Json> {
-    let req: Json = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => return Some(rpc_error(&Json::Null, -32700, format!("parse error: {e}"))),
-    };
-    let id = req.get("id").cloned().unwrap_or(Json::Null);
-    let Some(method) = req.get("method").and_then(Json::as_str).filter(|_| req.get("jsonrpc") == Some(&json!("2.0"))) else {
-        return Some(rpc_error(&id, -32600, "invalid request: expected {\"jsonrpc\": \"2.0\", \"method\": …}"));
-    };
-    let params = req.get("params").cloned().unwrap_or(json!({}));
-    if !params.is_object() {
-        return Some(rpc_error(&id, -32602, "params must be an object"));
-    }
-    let notification = req.get("id").is_none();
-    let result = call(method, &params, ep);
-    if notification {
-        return None;
-    }
-    Some(match result {
-        Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
-        Err((code, msg)) => rpc_error(&id, code, msg),
-    })
+/// Where a streamed reply goes: [`Sink::begin`] starts the stream (HTTP chunked, one JSON
+/// line per event); a reply that never began is written whole.
+pub trait Sink {
+    fn begin(&mut self);
+    /// One line of the stream (begun first if it was not).
+    fn line(&mut self, line: &Json);
 }
 
-fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
-    match method {
-        "initialize" => Ok(json!({
-            "protocolVersion": params["protocolVersion"].as_str().unwrap_or("2025-06-18"),
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
-        })),
-        "notifications/initialized" | "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": crate::tools::listing(&crate::tools::dispatcher::tools::<Dispatcher>())})),
-        "tools/call" => {
-            let name = params["name"].as_str().ok_or((-32602, "tools/call needs a tool name".to_string()))?;
-            let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
-            // The project may be named beside the arguments, or among them.
-            if let (Some(p), Json::Object(a)) = (params.get("project"), &mut args) {
-                a.entry("project").or_insert(p.clone());
-            }
-            match dispatcher_call(name, args, ep) {
-                Ok(v) => Ok(json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v, "isError": false})),
-                Err((code, msg)) if code == -32601 || code == BAD_ARGUMENTS => Err((-32602, msg)),
-                Err((_, msg)) => Ok(json!({"content": [{"type": "text", "text": msg}], "isError": true})),
-            }
+/// A stream on a connection. A write that fails (the client went away) sets `gone`.
+struct Chunked<'a, W: Write> {
+    w: &'a mut W,
+    begun: bool,
+    gone: &'a AtomicBool,
+}
+
+impl<W: Write> Sink for Chunked<'_, W> {
+    fn begin(&mut self) {
+        if std::mem::replace(&mut self.begun, true) {
+            return;
         }
-        m if m.starts_with("meeting/") => meeting_call(&m["meeting/".len()..], params, ep),
-        m if m.starts_with("worker/") => dispatcher_call(&m["worker/".len()..], params.clone(), ep).map_err(|(code, msg)| {
-            // On the `worker/*` methods a refusal is invalid params too (REQ-WD-17).
-            (if code == BAD_ARGUMENTS || code == REFUSED { -32602 } else { code }, msg)
-        }),
-        other => Err((-32601, format!("method not found: {other}"))),
-    }
-}
-
-/// Internal codes telling the two kinds of invalid-params apart until a face maps them.
-const BAD_ARGUMENTS: i64 = -32602;
-const REFUSED: i64 = -1;
-
-/// Run a dispatcher tool against the project the arguments name (`project`: name or path), or
-/// the only one served.
-fn dispatcher_call(name: &str, mut args: Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
-    let project = pick_project(&args, ep).map_err(|e| (-32602, format!("{e:#}")))?;
-    if let Json::Object(a) = &mut args {
-        a.remove("project");
-    }
-    let tools = crate::tools::dispatcher::tools();
-    let tool = crate::tools::find(&tools, name).ok_or((-32601, format!("method not found: worker/{name}")))?;
-    let d = Dispatcher { home: ep.home.clone(), project };
-    match tool.call(&d, args) {
-        Ok((v, _)) => Ok(v),
-        Err(e @ ToolError::BadArguments(_)) => Err((BAD_ARGUMENTS, e.to_string())),
-        Err(ToolError::Refused(m)) => Err((REFUSED, m)),
-        Err(ToolError::Internal(e)) => Err((-32603, format!("{e:#}"))),
-    }
-}
-
-fn pick_project(params: &Json, ep: &Endpoint) -> Result<Project> {
-    let wanted = params.get("project").and_then(Json::as_str);
-    let mut found = Vec::new();
-    for dir in &ep.projects {
-        let p = Project::open(dir)?;
-        if wanted.is_none_or(|w| w == p.name || Path::new(w) == p.root) {
-            found.push(p);
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+        if self.w.write_all(head).and_then(|_| self.w.flush()).is_err() {
+            self.gone.store(true, Ordering::SeqCst);
         }
     }
-    match (found.len(), wanted) {
-        (1, _) => Ok(found.remove(0)),
-        (0, Some(w)) => bail!("unknown project {w:?}"),
-        _ => bail!("several projects are served: name one with \"project\" (its name or path)"),
-    }
-}
 
-/// A request whose reply is a streamed meeting turn: `meeting/send`, and `meeting/start` or
-/// `meeting/accept` with a first `message`.
-struct TurnRequest {
-    id: Json,
-    method: String,
-    params: Json,
-}
-
-fn streamed_turn(body: &[u8]) -> Option<TurnRequest> {
-    let req: Json = serde_json::from_slice(body).ok()?;
-    let method = req.get("method")?.as_str()?;
-    let params = req.get("params").cloned().unwrap_or(json!({}));
-    let streams = method == "meeting/send" || (matches!(method, "meeting/start" | "meeting/accept") && params.get("message").is_some());
-    (streams && req.get("jsonrpc") == Some(&json!("2.0")) && params.is_object()).then(|| TurnRequest {
-        id: req.get("id").cloned().unwrap_or(Json::Null),
-        method: method.to_string(),
-        params,
-    })
-}
-
-/// Answer with the turn's events as they happen: HTTP chunked, one JSON line per event (the
-/// meeting events of DESIGN §10), then the JSON-RPC response as the last line. A client that
-/// goes away interrupts the turn, not the meeting.
-fn stream_turn(w: &mut impl Write, req: TurnRequest, ep: &Endpoint) {
-    let _ =
-        w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
-    let _ = w.flush();
-    let gone = std::sync::atomic::AtomicBool::new(false);
-    let mut emit = |line: &Json| {
+    fn line(&mut self, line: &Json) {
+        self.begin();
         let text = format!("{}\n", serde_json::to_string(line).unwrap_or_default());
         // Each chunk is one buffer, one write.
-        if w.write_all(format!("{:x}\r\n{text}\r\n", text.len()).as_bytes()).and_then(|_| w.flush()).is_err() {
-            gone.store(true, std::sync::atomic::Ordering::SeqCst);
+        if self.w.write_all(format!("{:x}\r\n{text}\r\n", text.len()).as_bytes()).and_then(|_| self.w.flush()).is_err() {
+            self.gone.store(true, Ordering::SeqCst);
         }
-    };
-    let result = meeting_turn(&req, ep, &gone, &mut emit);
-    let last = match result {
-        Ok(v) => json!({"jsonrpc": "2.0", "id": req.id, "result": v}),
-        Err((code, msg)) => rpc_error(&req.id, code, msg),
-    };
-    emit(&last);
+    }
+}
+
+/// Answer with events as they happen, once `run` begins its stream: then the JSON-RPC
+/// response `run` gives is the stream's last line. Until then (a request refused before its
+/// work began) the response is written whole. A client that goes away sets the flag `run` is
+/// given: its work is interrupted, whatever it was.
+fn stream(w: &mut impl Write, run: impl FnOnce(&Arc<AtomicBool>, &mut dyn Sink) -> Json) {
+    let gone = Arc::new(AtomicBool::new(false));
+    let mut sink = Chunked { w, begun: false, gone: &gone };
+    let last = run(&gone, &mut sink);
+    if !sink.begun {
+        return respond(w, "200 OK", &last);
+    }
+    sink.line(&last);
     let _ = w.write_all(b"0\r\n\r\n");
     let _ = w.flush();
-}
-
-fn meeting_turn(
-    req: &TurnRequest,
-    ep: &Endpoint,
-    gone: &std::sync::atomic::AtomicBool,
-    emit: &mut dyn FnMut(&Json),
-) -> Result<Json, (i64, String)> {
-    let project = pick_project(&req.params, ep).map_err(|e| (-32602, format!("{e:#}")))?;
-    let refused = |e: anyhow::Error| (-32602, format!("{e:#}"));
-    let message = req.params["message"].as_str().map(str::to_string);
-    let (id, message) = match req.method.as_str() {
-        "meeting/start" => {
-            let m = crate::meeting::ops::start(&ep.home, &project, &new_meeting(&req.params)?).map_err(refused)?;
-            (m.id, message.unwrap_or_default())
-        }
-        "meeting/accept" => {
-            let id = param(&req.params, "id")?;
-            let (_, opening) = crate::meeting::ops::accept(&ep.home, &project, &id, message.as_deref()).map_err(refused)?;
-            (id, opening)
-        }
-        _ => (param(&req.params, "id")?, message.ok_or((-32602, "meeting/send needs a message".to_string()))?),
-    };
-    let turn =
-        crate::meeting::turn::run(&ep.home, &project, &id, &message, gone, &mut |e| emit(&serde_json::to_value(e).unwrap_or_default()))
-            .map_err(refused)?;
-    serde_json::to_value(&turn).map_err(|e| (-32603, e.to_string()))
-}
-
-fn param(params: &Json, key: &str) -> Result<String, (i64, String)> {
-    params.get(key).and_then(Json::as_str).map(str::to_string).ok_or((-32602, format!("missing string parameter {key:?}")))
-}
-
-fn new_meeting(params: &Json) -> Result<crate::meeting::ops::NewMeeting, (i64, String)> {
-    let text = |k: &str| params.get(k).and_then(Json::as_str).map(str::to_string);
-    let references = match params.get("references") {
-        None | Some(Json::Null) => Vec::new(),
-        Some(Json::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or((-32602, "references must be paths".to_string())))
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err((-32602, "references must be a list of paths".into())),
-    };
-    Ok(crate::meeting::ops::NewMeeting {
-        worker: param(params, "worker")?,
-        title: text("title"),
-        agenda: text("agenda"),
-        references,
-        id: text("id"),
-        status: crate::artifact::MeetingStatus::Open,
-        requested_by: None,
-        body: text("message").unwrap_or_default(),
-    })
-}
-
-/// `meeting/list|start|accept|decline|close` without a streamed turn.
-fn meeting_call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
-    let project = pick_project(params, ep).map_err(|e| (-32602, format!("{e:#}")))?;
-    let refused = |e: anyhow::Error| (-32602, format!("{e:#}"));
-    let summary = |m: &crate::artifact::Meeting| {
-        json!({"id": m.id, "status": m.effective_status(), "worker": m.worker, "agenda": m.agenda, "requested_by": m.requested_by,
-               "references": m.references, "linked_artifacts": m.linked_artifacts(), "session_id": m.session_id(),
-               "reason": m.str_field("reason"), "notes": m.str_field("notes")})
-    };
-    match method {
-        "list" => {
-            let mut out = Vec::new();
-            for path in crate::artifact::paths(&project.meetings_dir()).map_err(refused)? {
-                let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-                if let Ok(m) = crate::meeting::observe::load(&project, id) {
-                    out.push(summary(&m));
-                }
-            }
-            Ok(json!({"meetings": out}))
-        }
-        "start" => crate::meeting::ops::start(&ep.home, &project, &new_meeting(params)?).map(|m| summary(&m)).map_err(refused),
-        "accept" => crate::meeting::ops::accept(&ep.home, &project, &param(params, "id")?, None).map(|(m, _)| summary(&m)).map_err(refused),
-        "decline" => crate::meeting::ops::decline(&ep.home, &project, &param(params, "id")?, params["reason"].as_str())
-            .map(|m| summary(&m))
-            .map_err(refused),
-        "close" => crate::meeting::ops::close(&ep.home, &project, &param(params, "id")?)
-            .map(|(m, closed)| {
-                let mut v = summary(&m);
-                v["closed"] = json!(closed);
-                v
-            })
-            .map_err(refused),
-        other => Err((-32601, format!("method not found: meeting/{other}"))),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,147 @@
+//! The meeting and plan catalogues ([`crate::tools::meeting`], [`crate::tools::plan`]) carried
+//! out over one project, by the operations where they live now (`meeting::ops`, the plan
+//! operations of `cli::plan`). Only glue: each method maps its typed request onto an
+//! operation, and an operation's error onto a refusal, as the dispatcher does.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use crate::artifact::plan::PlanStatus;
+use crate::artifact::MeetingStatus;
+use crate::config::{Home, Project};
+use crate::meeting::turn::Turn;
+use crate::tools::meeting::{self as meetings, Accept, Closed, Decline, Message, Opened, Start, Summary};
+use crate::tools::plan::{self as plans, Create, Created, Requested};
+use crate::tools::{Reply, ToolError};
+
+/// What an operation refused, for the caller to read.
+fn refused(e: anyhow::Error) -> ToolError {
+    ToolError::Refused(format!("{e:#}"))
+}
+
+/// The meeting operations over one project. A turn's events go to `events` as they happen
+/// (nowhere if `None`), after a `None` that says the turn begins; setting `gone` interrupts the
+/// turn, not the meeting.
+pub struct Meetings {
+    pub home: Home,
+    pub project: Project,
+    pub events: Option<Sender<Option<Json>>>,
+    pub gone: Arc<AtomicBool>,
+}
+
+impl Meetings {
+    /// Run one turn of meeting `id`, its events handed on.
+    fn turn(&self, id: &str, message: &str) -> Result<Turn, ToolError> {
+        // A receiver gone is a client gone: the turn learns it from `gone`.
+        let send = |event: Option<Json>| self.events.as_ref().map(|events| events.send(event));
+        send(None);
+        let mut emit = |e: &crate::meeting::events::TurnEvent| {
+            send(Some(serde_json::to_value(e).unwrap_or_default()));
+        };
+        crate::meeting::turn::run(&self.home, &self.project, id, message, &self.gone, &mut emit).map_err(refused)
+    }
+}
+
+impl Reply for Turn {}
+
+impl meetings::Operations for Meetings {
+    type Turn = Turn;
+
+    fn start(&self, req: Start) -> Result<Opened<Turn>, ToolError> {
+        let first = req.first_message();
+        let new = crate::meeting::ops::NewMeeting {
+            worker: req.worker,
+            title: req.title,
+            agenda: req.agenda,
+            references: req.references.unwrap_or_default(),
+            id: req.id,
+            status: MeetingStatus::Open,
+            requested_by: None,
+            body: req.message.unwrap_or_default(),
+        };
+        let m = crate::meeting::ops::start(&self.home, &self.project, &new).map_err(refused)?;
+        match first {
+            Some(message) => self.turn(&m.id, &message).map(Opened::Turn),
+            None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
+        }
+    }
+
+    fn accept(&self, req: Accept) -> Result<Opened<Turn>, ToolError> {
+        let (m, opening) = crate::meeting::ops::accept(&self.home, &self.project, &req.id, req.message.as_deref()).map_err(refused)?;
+        match req.message {
+            Some(_) => self.turn(&m.id, &opening).map(Opened::Turn),
+            None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
+        }
+    }
+
+    fn send(&self, req: Message) -> Result<Turn, ToolError> {
+        self.turn(&req.id, &req.message)
+    }
+
+    fn decline(&self, req: Decline) -> Result<Summary, ToolError> {
+        let m = crate::meeting::ops::decline(&self.home, &self.project, &req.id, req.reason.as_deref()).map_err(refused)?;
+        Ok(Summary::of(&m))
+    }
+
+    fn close(&self, id: &str) -> Result<Closed, ToolError> {
+        let (m, closed) = crate::meeting::ops::close(&self.home, &self.project, id).map_err(refused)?;
+        Ok(Closed { meeting: Summary::of(&m), closed })
+    }
+
+    /// The meetings that can be read (one that cannot is left out).
+    fn list(&self) -> Result<meetings::Listed, ToolError> {
+        let mut meetings = Vec::new();
+        for path in crate::artifact::paths(&self.project.meetings_dir()).map_err(refused)? {
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+            if let Ok(m) = crate::meeting::observe::load(&self.project, id) {
+                meetings.push(Summary::of(&m));
+            }
+        }
+        Ok(meetings::Listed { meetings })
+    }
+
+    fn show(&self, id: &str) -> Result<meetings::Shown, ToolError> {
+        let m = crate::meeting::observe::load(&self.project, id).map_err(refused)?;
+        let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&m.path)).map_err(refused)?;
+        Ok(meetings::Shown::of(&m, log))
+    }
+}
+
+/// The plan operations over one project.
+pub struct Plans {
+    pub home: Home,
+    pub project: Project,
+}
+
+impl plans::Operations for Plans {
+    fn create(&self, req: Create) -> Result<Created, ToolError> {
+        let waves = serde_yaml_ng::to_value(&req.waves).map_err(|e| ToolError::BadArguments(format!("waves: {e}")))?;
+        let new = crate::cli::plan::NewPlan {
+            title: req.title,
+            waves,
+            id: req.id,
+            parallelism: req.parallelism,
+            verify: req.verify,
+            fixer: req.fixer,
+            draft: req.draft,
+        };
+        let plan = crate::cli::plan::create(&self.project, &new).map_err(refused)?;
+        Ok(Created { plan })
+    }
+
+    fn show(&self, id: &str) -> Result<plans::Shown, ToolError> {
+        crate::cli::plan::view(&self.home, &self.project, id).map(|(_, _, shown)| shown).map_err(refused)
+    }
+
+    fn list(&self) -> Result<plans::Listed, ToolError> {
+        crate::cli::plan::list(&self.home, &self.project).map_err(refused)
+    }
+
+    fn request(&self, id: &str, to: PlanStatus) -> Result<Requested, ToolError> {
+        crate::cli::plan::request(&self.home, &self.project, id, to).map_err(refused)?;
+        Ok(Requested { plan: id.to_string(), requested: to })
+    }
+}

@@ -1,0 +1,156 @@
+//! The plan operations people and tools call (create, show, list, retry, cancel), served as
+//! the `plan/*` JSON-RPC methods from this one list. Each is an [`Operations`] method,
+//! implemented above the kinds (`service::kinds::Plans`): this catalogue never depends on them.
+//! Each writes what a person would write in the plan's file; the reconciler carries it out.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::{Reply, Tool, ToolError};
+use crate::artifact::plan::PlanStatus;
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Create {
+    pub title: String,
+    /// A list of waves, each a list of tasks `{id, worker, title, prompt}`.
+    pub waves: Json,
+    /// Use this id instead of one derived from the title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Tasks of a wave running at once (default 1).
+    #[serde(default = "one")]
+    pub parallelism: usize,
+    /// The integration verify command, run after each wave (split on whitespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
+    /// The worker of fix-forward commissions when verify fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixer: Option<String>,
+    /// Write it as a draft: it does not start.
+    #[serde(default)]
+    pub draft: bool,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanId {
+    pub id: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct List {}
+
+/// What carries the plan operations out, one method per operation.
+pub trait Operations {
+    fn create(&self, req: Create) -> Result<Created, ToolError>;
+    fn show(&self, id: &str) -> Result<Shown, ToolError>;
+    fn list(&self) -> Result<Listed, ToolError>;
+    /// Ask for `to` (pending: retry; cancelled: cancel), as a person would write it.
+    fn request(&self, id: &str, to: PlanStatus) -> Result<Requested, ToolError>;
+}
+
+/// The plan operations, on whatever carries them out.
+pub fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
+    vec![
+        Tool::new(
+            "create",
+            "Write a new plan (.lore/plans/<id>.md) of waves of tasks; it starts at once unless draft. Returns {plan}.",
+            |p: &P, a: Create| p.create(a),
+        ),
+        Tool::new("show", "A plan: status, wave, reason, each task's state (with its resume class), and its log.", |p: &P, a: PlanId| {
+            p.show(&a.id)
+        }),
+        Tool::new("list", "The plans: each one's id, title, status, wave and reason.", |p: &P, _: List| p.list()),
+        Tool::new(
+            "retry",
+            "Run again what did not succeed (failed and shut-down tasks, or a failed verify): writes status: pending.",
+            |p: &P, a: PlanId| p.request(&a.id, PlanStatus::Pending),
+        ),
+        Tool::new(
+            "cancel",
+            "Stop the plan: running tasks are stopped; nothing merged is undone. Writes status: cancelled.",
+            |p: &P, a: PlanId| p.request(&a.id, PlanStatus::Cancelled),
+        ),
+    ]
+}
+
+/// `create`: the new plan's id.
+#[derive(Debug, Serialize)]
+pub struct Created {
+    pub plan: String,
+}
+
+/// `retry`, `cancel`: what was written.
+#[derive(Debug, Serialize)]
+pub struct Requested {
+    pub plan: String,
+    pub requested: PlanStatus,
+}
+
+/// `show`: as `guild-hall plan show --json` gives it.
+#[derive(Debug, Serialize)]
+pub struct Shown {
+    pub plan: String,
+    pub title: Option<String>,
+    pub status: PlanStatus,
+    /// The wave it is at (none before it ran).
+    pub wave: Option<usize>,
+    /// How many waves it has.
+    pub waves: usize,
+    pub parallelism: usize,
+    pub verify: Option<Vec<String>>,
+    pub fixer: Option<String>,
+    pub reason: Option<String>,
+    pub verify_runs: u32,
+    pub tasks: Vec<ShownTask>,
+    /// Its timeline, oldest first.
+    pub log: Vec<Json>,
+    /// A runtime file that cannot be trusted: nothing is done for the plan until it is
+    /// repaired or removed.
+    pub problem: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShownTask {
+    /// Its canonical id.
+    pub task: String,
+    pub label: String,
+    pub wave: usize,
+    pub worker: String,
+    pub title: Option<String>,
+    pub state: String,
+    /// How it would resume, from what is there now.
+    pub class: Option<&'static str>,
+    pub attempt: u32,
+    pub reason: Option<String>,
+}
+
+/// One plan in `list`.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub plan: String,
+    pub title: Option<String>,
+    pub status: PlanStatus,
+    pub wave: Option<usize>,
+    pub waves: usize,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Listed {
+    pub plans: Vec<Row>,
+    /// Plan files that cannot be read, and why.
+    pub problems: Vec<String>,
+}
+
+impl Reply for Created {}
+impl Reply for Requested {}
+impl Reply for Shown {}
+impl Reply for Listed {}
