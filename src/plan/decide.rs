@@ -23,6 +23,9 @@ use crate::worker::liveness::{self, Judgement};
 use crate::worker::toolbox::mailbox::MailBody;
 
 pub use super::mail::{TaskFolded, TaskMail};
+pub use integration::{Finding, Integration};
+
+mod integration;
 
 /// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -644,14 +647,9 @@ impl<'a> Step<'a> {
             Some(r) => self.set("reason", Value::String(r.clone())),
             None => self.remove("reason"),
         }
-        let mut tasks = serde_yaml_ng::Mapping::new();
-        for t in self.o.plan.tasks() {
-            if let Some(r) = self.record.tasks.get(&t.canonical) {
-                tasks.insert(Value::String(t.canonical.clone()), Value::String(r.state.as_str().into()));
-            }
-        }
-        if !tasks.is_empty() {
-            self.set("tasks", Value::Mapping(tasks));
+        let tasks = integration::tasks_value(&self.o.plan, &self.record);
+        if tasks.as_mapping().is_some_and(|m| !m.is_empty()) {
+            self.set("tasks", tasks);
         }
         if self.o.plan.desired.is_some() {
             self.remove("desired");
