@@ -26,6 +26,8 @@ pub use super::mail::{TaskFolded, TaskMail};
 pub use integration::{Finding, Integration};
 
 mod integration;
+#[cfg(test)]
+mod machine_tests;
 
 /// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
