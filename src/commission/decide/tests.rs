@@ -557,6 +557,8 @@ fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { timeout: 5_000, ..ProptestConfig::default() })]
+
     #[test]
     fn never_over_the_cap(s in arb_snapshot()) {
         let p = decide(&s);
@@ -773,7 +775,7 @@ fn carry_out(o: &mut Observed, text: &mut String, a: &Action, ok: bool) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, timeout: 5_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.min(64), timeout: 5_000, ..ProptestConfig::default() })]
 
     /// New commissions in a world where each worker ends at once, well or badly, with wave
     /// tasks holding some of the slots: carrying out what is decided and deciding again never

@@ -405,7 +405,7 @@ fn running(r: Option<&PlanRecord>) -> usize {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, timeout: 5_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.min(128), timeout: 5_000, ..ProptestConfig::default() })]
 
     /// Every status a pass writes to a plan's record moves along the table, one step per
     /// logged move; every task state along the task table.
@@ -602,4 +602,78 @@ impl World {
             o.record = Some(r);
         }
     }
+}
+
+#[test]
+fn what_the_copy_back_finds_decides_the_halt_and_whom_it_blames() {
+    let plan = parse(&plan_text(1, 2, 2, false, false, "status: running\n"));
+    let (a, b) = (plan.waves[0][0].clone(), plan.waves[0][1].clone());
+    let mut r = record(PlanStatus::Running, 1);
+    r.tasks.insert(a.canonical.clone(), task_record(TaskState::Succeeded, 1));
+    r.tasks.insert(b.canonical.clone(), task_record(TaskState::Succeeded, 1));
+    let update = Update { plan: ID.into(), expect_hash: plan.hash, edits: vec![], events: vec![], record: None, folds: vec![] };
+    let start = || Integration::new(&plan, 1, "now".into(), update.clone(), r.clone());
+    // (finding, the reason's start, why the task to blame (the second) failed)
+    let table: Vec<(Finding<'_>, &str, Option<&str>)> = vec![
+        (Finding::BranchUnreadable("e".into()), "the copy-back of wave 1 failed: e;", None),
+        (Finding::NoWorktree(&b), "task p:exec:wave-1:task-2 has no worktree to copy back from", None),
+        (
+            Finding::Protocol { task: &b, broken: vec![], committed: true },
+            "task p:exec:wave-1:task-2 broke the protocol: the worker committed",
+            Some("protocol violation: the worker committed"),
+        ),
+        (
+            Finding::Protocol { task: &b, broken: vec!["x".into()], committed: true },
+            "task p:exec:wave-1:task-2 broke the protocol: x;",
+            Some("protocol violation: x"),
+        ),
+        (Finding::TooLarge(&b, "big".into()), "task p:exec:wave-1:task-2 is too large to copy back: big;", Some("too large")),
+        (
+            Finding::ControlPlane(&b, vec![".lore/x".into()]),
+            "task p:exec:wave-1:task-2 changed the control plane",
+            Some("protocol violation"),
+        ),
+        (Finding::Collision(vec!["f (a, b)".into()]), "collision in wave 1: f (a, b);", None),
+        (
+            Finding::LandFailed(&b, "e".into()),
+            "task p:exec:wave-1:task-2 failed: its copy-back failed: e; the tasks after it",
+            Some("its copy-back failed: e"),
+        ),
+    ];
+    for (finding, reason, blamed) in table {
+        let what = format!("{finding:?}");
+        let mut ig = start();
+        // The task before it landed: that stays.
+        ig.landed(&a, "c0ffee", Some(1));
+        let u = ig.halt(finding);
+        let rec = u.record.clone().expect("recorded");
+        assert_eq!(rec.status, PlanStatus::Halted, "{what}");
+        assert!(rec.reason.as_deref().is_some_and(|r| r.starts_with(reason)), "{what}: {:?}", rec.reason);
+        assert_eq!(sets(&u, "status").and_then(Value::as_str), Some("halted"), "{what}");
+        assert_eq!(sets(&u, "reason").and_then(Value::as_str), rec.reason.as_deref(), "{what}");
+        assert_eq!(rec.tasks[&a.canonical].state, TaskState::Integrated, "{what}");
+        let b_now = &rec.tasks[&b.canonical];
+        match blamed {
+            Some(why) => {
+                assert_eq!(b_now.state, TaskState::Failed, "{what}");
+                assert!(b_now.reason.as_deref().is_some_and(|r| r.starts_with(why)), "{what}: {:?}", b_now.reason);
+                assert!(u.events.iter().any(|e| e["key"] == format!("task:{}:violation", b.canonical)), "{what}");
+            }
+            None => assert_eq!(b_now.state, TaskState::Succeeded, "{what}: nobody blamed"),
+        }
+        let tasks = sets(&u, "tasks").and_then(Value::as_mapping).expect("tasks shown");
+        assert_eq!(tasks.get(b.canonical.as_str()).and_then(Value::as_str), Some(b_now.state.as_str()), "{what}");
+    }
+    // Everything landed: the update shows each task integrated, the plan as the planner left it.
+    let mut ig = start();
+    ig.landed(&a, "c1", Some(1));
+    ig.landed(&b, "c2", None);
+    let u = ig.progress();
+    assert!(u
+        .record
+        .as_ref()
+        .is_some_and(|r| r.status == PlanStatus::Running && r.tasks.values().all(|t| t.state == TaskState::Integrated)));
+    assert_eq!(u.events.iter().filter(|e| e["state"] == "integrated").count(), 2);
+    assert_eq!(u.events[0]["changes"], 1);
+    assert!(u.events[1].get("changes").is_none(), "found by its trailer: no count");
 }
