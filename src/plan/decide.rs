@@ -206,6 +206,23 @@ pub struct Snapshot {
     pub slots: usize,
 }
 
+impl PlanRecord {
+    /// The record of a plan guild-hall has not seen before: a draft, no wave begun.
+    pub fn fresh() -> PlanRecord {
+        PlanRecord {
+            status: PlanStatus::Draft,
+            wave: 0,
+            bases: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            verify_runs: 0,
+            fixes: 0,
+            verify_stop_sent: false,
+            verify_verdict: None,
+            reason: None,
+        }
+    }
+}
+
 /// Timeline events, the record and artifact edits for one plan; then how far its tasks'
 /// mailboxes were read.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -814,18 +831,7 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         Some("dispatched") => Pending,
         _ => p.status.unwrap_or(Pending),
     };
-    let fresh = PlanRecord {
-        status: Draft,
-        wave: 0,
-        bases: BTreeMap::new(),
-        tasks: BTreeMap::new(),
-        verify_runs: 0,
-        fixes: 0,
-        verify_stop_sent: false,
-        verify_verdict: None,
-        reason: None,
-    };
-    let record = o.record.clone().unwrap_or(fresh);
+    let record = o.record.clone().unwrap_or_else(PlanRecord::fresh);
     let mut st =
         Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false, keys: Default::default(), folds: Vec::new() };
     let had = st.record.status;
@@ -1178,6 +1184,7 @@ fn settle(st: Step<'_>) -> Option<Action> {
 
 #[cfg(test)]
 mod tests {
+    use super::machine_tests::{self, snap, t0};
     use super::*;
     use crate::worker::toolbox::mailbox::{ChangeKind, ChangedOp, Mail, TaskUpdate, TaskUpdateStatus};
 
@@ -1186,75 +1193,15 @@ mod tests {
     }
 
     fn observed(status: &str, record: Option<PlanRecord>) -> Observed {
-        let plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text(status)).expect("valid");
-        let tasks = plan
-            .tasks()
-            .map(|t| ObservedTask {
-                task: t.clone(),
-                exit: None,
-                mail: TaskMail::default(),
-                worker_problem: None,
-                worktree_exists: false,
-                worktree_gone: None,
-                landed: false,
-                busy: false,
-                live: None,
-                package_timeout: None,
-                started: None,
-                died: false,
-                lingering: None,
-            })
-            .collect();
-        Observed {
-            plan,
-            record,
-            tasks,
-            verify_exit: None,
-            verify_started: None,
-            verify_died: false,
-            verify_live: None,
-            verify_busy: false,
-            verify_lingering: None,
-            fix_status: None,
-            timeline_keys: Default::default(),
-        }
+        machine_tests::observed(Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text(status)).expect("valid"), record)
     }
 
     fn running(states: &[(&str, TaskState)]) -> PlanRecord {
-        let mut r = PlanRecord {
-            status: PlanStatus::Running,
-            wave: 1,
-            bases: BTreeMap::new(),
-            tasks: BTreeMap::new(),
-            verify_runs: 0,
-            fixes: 0,
-            verify_stop_sent: false,
-            verify_verdict: None,
-            reason: None,
-        };
+        let mut r = machine_tests::record(PlanStatus::Running, 1);
         for (t, s) in states {
-            r.tasks.insert(
-                format!("p:exec:wave-1:{t}"),
-                TaskRecord { state: *s, attempt: 1, reason: None, sequence: 0, stop_sent: false, reruns: 0 },
-            );
+            r.tasks.insert(format!("p:exec:wave-1:{t}"), machine_tests::task_record(*s, 1));
         }
         r
-    }
-
-    fn t0() -> DateTime<Utc> {
-        DateTime::from_timestamp(1_700_000_000, 0).expect("time")
-    }
-
-    /// The plans at `t0`, under `stale_after: 3s` and a project timeout of an hour.
-    fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
-        Snapshot {
-            plans,
-            now: timeline::timestamp(t0()),
-            at: t0(),
-            stale_after: std::time::Duration::from_secs(3),
-            timeout: std::time::Duration::from_secs(3600),
-            slots,
-        }
     }
 
     fn update(seq: u64, key: &str, status: TaskUpdateStatus) -> Mail {

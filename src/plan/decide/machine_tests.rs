@@ -15,7 +15,7 @@ use super::*;
 
 const ID: &str = "p";
 
-fn t0() -> DateTime<Utc> {
+pub(super) fn t0() -> DateTime<Utc> {
     DateTime::from_timestamp(1_700_000_000, 0).expect("time")
 }
 
@@ -45,7 +45,7 @@ fn parse(text: &str) -> Plan {
     Plan::parse(Path::new(".lore/plans/p.md"), text).expect("a valid plan")
 }
 
-fn observed_task(task: &Task) -> ObservedTask {
+pub(super) fn observed_task(task: &Task) -> ObservedTask {
     ObservedTask {
         task: task.clone(),
         exit: None,
@@ -63,7 +63,7 @@ fn observed_task(task: &Task) -> ObservedTask {
     }
 }
 
-fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
+pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
     let tasks = plan.tasks().map(observed_task).collect();
     Observed {
         plan,
@@ -80,25 +80,15 @@ fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
     }
 }
 
-fn record(status: PlanStatus, wave: usize) -> PlanRecord {
-    PlanRecord {
-        status,
-        wave,
-        bases: BTreeMap::new(),
-        tasks: BTreeMap::new(),
-        verify_runs: 0,
-        fixes: 0,
-        verify_stop_sent: false,
-        verify_verdict: None,
-        reason: None,
-    }
+pub(super) fn record(status: PlanStatus, wave: usize) -> PlanRecord {
+    PlanRecord { status, wave, ..PlanRecord::fresh() }
 }
 
-fn task_record(state: TaskState, attempt: u32) -> TaskRecord {
+pub(super) fn task_record(state: TaskState, attempt: u32) -> TaskRecord {
     TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0 }
 }
 
-fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
+pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
     Snapshot {
         plans,
         now: timeline::timestamp(t0()),
