@@ -1,6 +1,7 @@
 //! Carry out one plan [`Action`]: a wave's base recorded, a task's worktree made or reused and
 //! its worker started (confined, contained, `GUILD_HALL_WAVE=1`, hooks off), a task stopped,
-//! a wave integrated (protocol checks, collision scan, copy-back in plan order), verify run,
+//! a wave integrated (protocol checks, collision scan, copy-back in plan order; what each
+//! finding means for the plan is decided in `decide`), verify run,
 //! a fix-forward commission written, what a killed shim left running killed. A process is
 //! signalled only when proven the attempt's. Every step is safe to repeat.
 

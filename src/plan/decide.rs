@@ -4,7 +4,8 @@
 //! liveness rules of commissions (stale, `timeout:`), what a killed shim left running killed
 //! before anything follows its attempt; Kiln's resume classes, with a dead or orphaned task run
 //! again. A status a person writes is a request, validated against the
-//! record as for commissions. Snapshot in, actions out.
+//! record as for commissions. Snapshot in, actions out; and what the copy-back of a wave finds
+//! means for the plan ([`Integration`]: act reports, this decides).
 
 use std::collections::BTreeMap;
 
