@@ -637,6 +637,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig { timeout: 5_000, ..ProptestConfig::default() })]
+
         /// Opening never takes the open meetings past the cap (those already open stay).
         #[test]
         fn never_over_the_cap(s in arb_snapshot()) {

@@ -1,6 +1,7 @@
 //! Carry out one plan [`Action`]: a wave's base recorded, a task's worktree made or reused and
 //! its worker started (confined, contained, `GUILD_HALL_WAVE=1`, hooks off), a task stopped,
-//! a wave integrated (protocol checks, collision scan, copy-back in plan order), verify run,
+//! a wave integrated (protocol checks, collision scan, copy-back in plan order; what each
+//! finding means for the plan is decided in `decide`), verify run,
 //! a fix-forward commission written, what a killed shim left running killed. A process is
 //! signalled only when proven the attempt's. Every step is safe to repeat.
 
@@ -8,7 +9,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::copyback::{self, Change, Landed};
-use super::decide::{fix_id, Action, PlanRecord, TaskState, Update};
+use super::decide::{fix_id, Action, Finding, Integration, PlanRecord, Update};
 use crate::activity::names::{self, ActivityKind};
 use crate::activity::state::StateDir;
 use crate::activity::timeline;
@@ -352,127 +353,70 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
 }
 
 /// The wave's tasks in plan order: protocol checks and manifests first, a collision scan over
-/// all of them, and only then one commit per task.
+/// all of them, and only then one commit per task. What each finding means for the plan (a
+/// halt, a task failed, and why) is the planner's ([`Integration`]); this only looks and copies.
 fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
-    let mut u = update.clone();
-    let mut record = u.record.clone().or(super::observe::record(ctx.home, ctx.project, &plan.id)?).context("the plan has no record")?;
+    let record = update.record.clone().or(super::observe::record(ctx.home, ctx.project, &plan.id)?).context("the plan has no record")?;
     let base = base_of(&record, wave)?;
     let base_oid = git2::Oid::from_str(&base)?;
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+    let mut ig = Integration::new(&plan, wave, now, update.clone(), record);
     let tasks: Vec<Task> = plan.waves.get(wave - 1).cloned().unwrap_or_default();
     let mut manifests: Vec<(String, Vec<Change>)> = Vec::new();
     let mut worktrees = Vec::new();
     let repo = crate::activity::git::open(&ctx.project.root)?;
-    let halt = |mut u: Update, mut record: PlanRecord, reason: String, failed: Option<(&Task, String)>| -> Result<Outcome> {
-        if let Some((t, why)) = failed {
-            if let Some(r) = record.tasks.get_mut(&t.canonical) {
-                r.state = TaskState::Failed;
-                r.reason = Some(why.clone());
-            }
-            u.events.push(timeline::event(
-                &now,
-                "task",
-                format!("task:{}:violation", t.canonical),
-                json!({"task": t.canonical, "state": "failed", "reason": why}),
-            ));
-        }
-        u.events.push(timeline::event(
-            &now,
-            "status",
-            format!("status:{wave}:halted:{}", plan.hash),
-            json!({"from": "running", "to": "halted", "reason": reason}),
-        ));
-        record.status = crate::artifact::plan::PlanStatus::Halted;
-        record.reason = Some(reason.clone());
-        u.edits.retain(|e| !matches!(e, crate::artifact::write::Edit::Set(k, _) | crate::artifact::write::Edit::Remove(k) if k == "status" || k == "reason" || k == "tasks"));
-        u.edits.push(crate::artifact::write::Edit::Set("status".into(), "halted".into()));
-        u.edits.push(crate::artifact::write::Edit::Set("reason".into(), reason.into()));
-        u.edits.push(crate::artifact::write::Edit::Set("tasks".into(), tasks_value(&plan, &record)));
-        u.record = Some(record);
-        apply(ctx, &u)
-    };
+    let halt = |ig: Integration<'_>, finding: Finding<'_>| apply(ctx, &ig.halt(finding));
     for t in &tasks {
-        if record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated) {
+        if ig.integrated(t) {
             continue;
         }
         // Landed already (a pass that died after its commit): done, whatever its worktree says.
         let landed = match crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)) {
             Ok(l) => l,
-            Err(e) => {
-                return halt(u, record, format!("the copy-back of wave {wave} failed: {e:#}; nothing of the wave was copied back"), None)
-            }
+            Err(e) => return halt(ig, Finding::BranchUnreadable(format!("{e:#}"))),
         };
         if let Some(oid) = landed {
-            if let Some(r) = record.tasks.get_mut(&t.canonical) {
-                r.state = TaskState::Integrated;
-            }
-            u.events.push(timeline::event(
-                &now,
-                "task",
-                format!("task:{}:integrated", t.canonical),
-                json!({"task": t.canonical, "state": "integrated", "commit": oid.to_string()}),
-            ));
+            ig.landed(t, &oid.to_string(), None);
             continue;
         }
         // Files are read only from the worktree made for the task, never from where a record says.
         let rec = match task_record(ctx, &plan.id, t) {
             Ok(Some(rec)) => rec,
-            Ok(None) => return halt(u, record, format!("task {} has no worktree to copy back from", t.canonical), None),
-            Err(e) => return halt(u, record, format!("task {}: {e:#}; nothing of the wave was copied back", t.canonical), None),
+            Ok(None) => return halt(ig, Finding::NoWorktree(t)),
+            Err(e) => return halt(ig, Finding::WorktreeUnreadable(t, format!("{e:#}"))),
         };
         // The protocol: no commit of the worker's, the worktree as made, no control plane.
-        let mut broken = worktree::inspect(&rec);
+        let broken = worktree::inspect(&rec);
         let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();
-        if !broken.is_empty() || head.trim() != base {
-            if head.trim() != base && broken.is_empty() {
-                broken.push("the worker committed (its HEAD moved from the wave base); wave workers never commit".into());
-            }
-            let why = format!("protocol violation: {}", broken.join("; "));
-            return halt(
-                u,
-                record,
-                format!("task {} broke the protocol: {}; nothing of the wave was copied back", t.canonical, broken.join("; ")),
-                Some((t, why)),
-            );
+        let committed = head.trim() != base;
+        if !broken.is_empty() || committed {
+            return halt(ig, Finding::Protocol { task: t, broken, committed });
         }
-        // Every failure to copy a task back ends the wave with the task failed and why: never
-        // a silent retry every pass.
-        let failed = |u: Update, record: PlanRecord, e: anyhow::Error| {
-            let why = format!("its copy-back failed: {e:#}");
-            halt(u, record, format!("task {} failed: {why}; nothing of the wave was copied back", t.canonical), Some((t, why)))
-        };
         // Sizes first, from metadata: the manifest's diff reads what changed.
         let large = match copyback::too_large(&rec, &base, &t.slug(), &ctx.project.config.merge_limits()) {
             Ok(l) => l,
-            Err(e) => return failed(u, record, e),
+            Err(e) => return halt(ig, Finding::CopyBackFailed(t, format!("{e:#}"))),
         };
         if !large.is_empty() {
-            let why = format!("too large to copy back: {}", crate::activity::worktree::listing(&large));
-            return halt(u, record, format!("task {} is {why}; nothing of the wave was copied back", t.canonical), Some((t, why)));
+            return halt(ig, Finding::TooLarge(t, crate::activity::worktree::listing(&large)));
         }
         let changes = match copyback::manifest(&rec, &base) {
             Ok(c) => c,
-            Err(e) => return failed(u, record, e),
+            Err(e) => return halt(ig, Finding::CopyBackFailed(t, format!("{e:#}"))),
         };
         let refused = copyback::refused_paths(&changes);
         if !refused.is_empty() {
-            let why = format!("it left paths git refuses to hold: {}", refused.join(", "));
-            return halt(u, record, format!("task {} failed: {why}; nothing of the wave was copied back", t.canonical), Some((t, why)));
+            return halt(ig, Finding::RefusedPaths(t, refused));
         }
-        let cp: Vec<&str> = changes
+        let cp: Vec<String> = changes
             .iter()
             .flat_map(|c| std::iter::once(c.path.as_str()).chain(c.from_path.as_deref()))
             .filter(|p| copyback::control_plane(p))
+            .map(str::to_string)
             .collect();
         if !cp.is_empty() {
-            let why = format!("protocol violation: it changed the control plane: {}", cp.join(", "));
-            return halt(
-                u,
-                record,
-                format!("task {} changed the control plane ({}); nothing of the wave was copied back", t.canonical, cp.join(", ")),
-                Some((t, why)),
-            );
+            return halt(ig, Finding::ControlPlane(t, cp));
         }
         manifests.push((t.canonical.clone(), changes));
         worktrees.push((t.clone(), rec));
@@ -481,7 +425,7 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
     // own copy-backs, is never overwritten: a task touching it halts the plan.
     let theirs = match copyback::changed_since(&repo, ctx.integration(), base_oid, &names::wave_trailer_prefix(&plan.id, wave)) {
         Ok(t) => t,
-        Err(e) => return halt(u, record, format!("the copy-back of wave {wave} failed: {e:#}; nothing of the wave was copied back"), None),
+        Err(e) => return halt(ig, Finding::BranchUnreadable(format!("{e:#}"))),
     };
     let overlap: Vec<String> = manifests
         .iter()
@@ -493,20 +437,12 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
         })
         .collect();
     if !overlap.is_empty() {
-        let reason = format!(
-            "the integration branch changed since wave {wave} started, where its tasks changed too: {}; nothing was copied back, every worktree kept; rebase the plan's work by hand, then retry",
-            overlap.join("; ")
-        );
-        return halt(u, record, reason, None);
+        return halt(ig, Finding::Overlap(overlap));
     }
     let collisions = copyback::collisions(&manifests);
     if !collisions.is_empty() {
         let list: Vec<String> = collisions.iter().map(|(p, ts)| format!("{p} ({})", ts.join(", "))).collect();
-        let reason = format!(
-            "collision in wave {wave}: {}; nothing was copied back, every worktree kept; fix the plan, then retry",
-            list.join("; ")
-        );
-        return halt(u, record, reason, None);
+        return halt(ig, Finding::Collision(list));
     }
     fault("integrate", 1);
     for (n, ((t, rec), (_, changes))) in worktrees.iter().zip(&manifests).enumerate() {
@@ -519,50 +455,18 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
             copyback::TaskLanding { rec, changes, evidence: &evidence, evidence_to: &evidence_to, message: &message, trailer: &trailer };
         let landed = match copyback::land_task(&repo, ctx.integration(), base_oid, &landing) {
             Ok(l) => l,
-            Err(e) => {
-                // The tasks before it in plan order landed (their commits stay); it and those
-                // after it did not.
-                let why = format!("its copy-back failed: {e:#}");
-                let reason = format!("task {} failed: {why}; the tasks after it in plan order were not copied back", t.canonical);
-                return halt(u, record, reason, Some((t, why)));
-            }
+            Err(e) => return halt(ig, Finding::LandFailed(t, format!("{e:#}"))),
         };
         match landed {
-            Landed::Committed(oid) | Landed::Already(oid) => {
-                if let Some(r) = record.tasks.get_mut(&t.canonical) {
-                    r.state = TaskState::Integrated;
-                }
-                u.events.push(timeline::event(
-                    &now,
-                    "task",
-                    format!("task:{}:integrated", t.canonical),
-                    json!({"task": t.canonical, "state": "integrated", "commit": oid.to_string(), "changes": changes.len()}),
-                ));
-            }
+            Landed::Committed(oid) | Landed::Already(oid) => ig.landed(t, &oid.to_string(), Some(changes.len())),
             Landed::Waiting(why) => {
-                u.record = Some(record.clone());
-                u.edits.retain(|e| !matches!(e, crate::artifact::write::Edit::Set(k, _) if k == "tasks"));
-                u.edits.push(crate::artifact::write::Edit::Set("tasks".into(), tasks_value(&plan, &record)));
-                apply(ctx, &u)?;
+                apply(ctx, &ig.progress())?;
                 return Ok(Outcome::Waiting(format!("copy-back waiting: {why}")));
             }
         }
         fault("integrate", (n + 2) as u32);
     }
-    u.edits.retain(|e| !matches!(e, crate::artifact::write::Edit::Set(k, _) if k == "tasks"));
-    u.edits.push(crate::artifact::write::Edit::Set("tasks".into(), tasks_value(&plan, &record)));
-    u.record = Some(record);
-    apply(ctx, &u)
-}
-
-fn tasks_value(plan: &Plan, record: &PlanRecord) -> serde_yaml_ng::Value {
-    let mut m = serde_yaml_ng::Mapping::new();
-    for t in plan.tasks() {
-        if let Some(r) = record.tasks.get(&t.canonical) {
-            m.insert(t.canonical.clone().into(), r.state.as_str().into());
-        }
-    }
-    serde_yaml_ng::Value::Mapping(m)
+    apply(ctx, &ig.progress())
 }
 
 /// Run `verify` in the plan's verify worktree, reset to the integration tip: never in a

@@ -4,7 +4,8 @@
 //! liveness rules of commissions (stale, `timeout:`), what a killed shim left running killed
 //! before anything follows its attempt; Kiln's resume classes, with a dead or orphaned task run
 //! again. A status a person writes is a request, validated against the
-//! record as for commissions. Snapshot in, actions out.
+//! record as for commissions. Snapshot in, actions out; and what the copy-back of a wave finds
+//! means for the plan ([`Integration`]: act reports, this decides).
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,11 @@ use crate::worker::liveness::{self, Judgement};
 use crate::worker::toolbox::mailbox::MailBody;
 
 pub use super::mail::{TaskFolded, TaskMail};
+pub use integration::{Finding, Integration};
+
+mod integration;
+#[cfg(test)]
+mod machine_tests;
 
 /// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,6 +205,23 @@ pub struct Snapshot {
     /// Worker processes the project's cap (`commission_cap`) still allows: wave tasks count
     /// against it like commissions.
     pub slots: usize,
+}
+
+impl PlanRecord {
+    /// The record of a plan guild-hall has not seen before: a draft, no wave begun.
+    pub fn fresh() -> PlanRecord {
+        PlanRecord {
+            status: PlanStatus::Draft,
+            wave: 0,
+            bases: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            verify_runs: 0,
+            fixes: 0,
+            verify_stop_sent: false,
+            verify_verdict: None,
+            reason: None,
+        }
+    }
 }
 
 /// Timeline events, the record and artifact edits for one plan; then how far its tasks'
@@ -644,14 +667,9 @@ impl<'a> Step<'a> {
             Some(r) => self.set("reason", Value::String(r.clone())),
             None => self.remove("reason"),
         }
-        let mut tasks = serde_yaml_ng::Mapping::new();
-        for t in self.o.plan.tasks() {
-            if let Some(r) = self.record.tasks.get(&t.canonical) {
-                tasks.insert(Value::String(t.canonical.clone()), Value::String(r.state.as_str().into()));
-            }
-        }
-        if !tasks.is_empty() {
-            self.set("tasks", Value::Mapping(tasks));
+        let tasks = integration::tasks_value(&self.o.plan, &self.record);
+        if tasks.as_mapping().is_some_and(|m| !m.is_empty()) {
+            self.set("tasks", tasks);
         }
         if self.o.plan.desired.is_some() {
             self.remove("desired");
@@ -814,18 +832,7 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         Some("dispatched") => Pending,
         _ => p.status.unwrap_or(Pending),
     };
-    let fresh = PlanRecord {
-        status: Draft,
-        wave: 0,
-        bases: BTreeMap::new(),
-        tasks: BTreeMap::new(),
-        verify_runs: 0,
-        fixes: 0,
-        verify_stop_sent: false,
-        verify_verdict: None,
-        reason: None,
-    };
-    let record = o.record.clone().unwrap_or(fresh);
+    let record = o.record.clone().unwrap_or_else(PlanRecord::fresh);
     let mut st =
         Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false, keys: Default::default(), folds: Vec::new() };
     let had = st.record.status;
@@ -1178,6 +1185,7 @@ fn settle(st: Step<'_>) -> Option<Action> {
 
 #[cfg(test)]
 mod tests {
+    use super::machine_tests::{self, snap, t0};
     use super::*;
     use crate::worker::toolbox::mailbox::{ChangeKind, ChangedOp, Mail, TaskUpdate, TaskUpdateStatus};
 
@@ -1186,75 +1194,15 @@ mod tests {
     }
 
     fn observed(status: &str, record: Option<PlanRecord>) -> Observed {
-        let plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text(status)).expect("valid");
-        let tasks = plan
-            .tasks()
-            .map(|t| ObservedTask {
-                task: t.clone(),
-                exit: None,
-                mail: TaskMail::default(),
-                worker_problem: None,
-                worktree_exists: false,
-                worktree_gone: None,
-                landed: false,
-                busy: false,
-                live: None,
-                package_timeout: None,
-                started: None,
-                died: false,
-                lingering: None,
-            })
-            .collect();
-        Observed {
-            plan,
-            record,
-            tasks,
-            verify_exit: None,
-            verify_started: None,
-            verify_died: false,
-            verify_live: None,
-            verify_busy: false,
-            verify_lingering: None,
-            fix_status: None,
-            timeline_keys: Default::default(),
-        }
+        machine_tests::observed(Plan::parse(std::path::Path::new(".lore/plans/p.md"), &plan_text(status)).expect("valid"), record)
     }
 
     fn running(states: &[(&str, TaskState)]) -> PlanRecord {
-        let mut r = PlanRecord {
-            status: PlanStatus::Running,
-            wave: 1,
-            bases: BTreeMap::new(),
-            tasks: BTreeMap::new(),
-            verify_runs: 0,
-            fixes: 0,
-            verify_stop_sent: false,
-            verify_verdict: None,
-            reason: None,
-        };
+        let mut r = machine_tests::record(PlanStatus::Running, 1);
         for (t, s) in states {
-            r.tasks.insert(
-                format!("p:exec:wave-1:{t}"),
-                TaskRecord { state: *s, attempt: 1, reason: None, sequence: 0, stop_sent: false, reruns: 0 },
-            );
+            r.tasks.insert(format!("p:exec:wave-1:{t}"), machine_tests::task_record(*s, 1));
         }
         r
-    }
-
-    fn t0() -> DateTime<Utc> {
-        DateTime::from_timestamp(1_700_000_000, 0).expect("time")
-    }
-
-    /// The plans at `t0`, under `stale_after: 3s` and a project timeout of an hour.
-    fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
-        Snapshot {
-            plans,
-            now: timeline::timestamp(t0()),
-            at: t0(),
-            stale_after: std::time::Duration::from_secs(3),
-            timeout: std::time::Duration::from_secs(3600),
-            slots,
-        }
     }
 
     fn update(seq: u64, key: &str, status: TaskUpdateStatus) -> Mail {

@@ -5,9 +5,8 @@
 
 use serde_json::json;
 
-use super::machine::Effect;
 use super::step::Step;
-use super::Sig;
+use super::{Effect, Sig};
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};
 use crate::worker::liveness::{self, Judgement};

@@ -8,23 +8,10 @@ use serde_yaml_ng::Value;
 use super::liveness::{classify_exit, heartbeat, overtime};
 use super::step::Step;
 use super::transitions::{person_may_request, refusal};
-use super::{Cycles, Sig};
-use crate::activity::state::Heartbeat;
+use super::{Cycles, Effect, Sig};
 use crate::artifact::write::Edit;
 use crate::artifact::{Desired, Status};
 use crate::commission::observe::{Observed, Proc, Snapshot};
-
-/// What one commission needs beyond its update.
-pub(super) enum Effect {
-    None,
-    Candidate { wants: bool },
-    Resume,
-    Finish,
-    Cleanup(&'static str),
-    Signal(Sig),
-    KillLeftovers,
-    Beat(Heartbeat),
-}
 
 pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cycles) -> (Step<'a>, Effect) {
     let mut st = Step::new(o, now);

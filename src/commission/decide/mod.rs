@@ -46,6 +46,20 @@ pub enum Sig {
     Kill,
 }
 
+/// What one commission needs beyond its update: the state machine (`machine`) and the liveness
+/// rules (`liveness`) both name it, and [`decide`] turns it into actions (here, so neither of
+/// the two depends on the other for it).
+enum Effect {
+    None,
+    Candidate { wants: bool },
+    Resume,
+    Finish,
+    Cleanup(&'static str),
+    Signal(Sig),
+    KillLeftovers,
+    Beat(Heartbeat),
+}
+
 /// One effect. Each is idempotent: carrying it out twice, or half and then again, converges.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
@@ -292,7 +306,7 @@ mod step;
 mod timers;
 mod transitions;
 
-use machine::{plan_one, Effect};
+use machine::plan_one;
 use step::Step;
 
 pub use step::result_value;

@@ -557,6 +557,8 @@ fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { timeout: 5_000, ..ProptestConfig::default() })]
+
     #[test]
     fn never_over_the_cap(s in arb_snapshot()) {
         let p = decide(&s);
@@ -730,4 +732,86 @@ fn the_mailbox_is_folded_from_its_digest_with_its_position() {
         _ => None,
     });
     assert_eq!(fold.map(|f| f.questions_total), Some(12), "the digest goes with the update");
+}
+
+/// Carry out one action on the least world a commission needs: the artifact (edited as text),
+/// the record, the mailbox as folded, and a worker that ends as soon as it starts —
+/// submitting a result (`ok`) or crashing.
+fn carry_out(o: &mut Observed, text: &mut String, a: &Action, ok: bool) {
+    let update = match a {
+        Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => {
+            Some(u)
+        }
+        _ => None,
+    };
+    if let Some(u) = update {
+        *text = crate::artifact::write::apply(text, &u.edits).expect("the edits apply");
+        o.artifact = Commission::parse(&o.artifact.path, text).expect("still a commission");
+        if let Some(r) = &u.record {
+            o.record = Some(r.clone());
+        }
+        if let Some(f) = &u.fold {
+            o.folded = Some((**f).clone());
+            o.fold_changed = false;
+        }
+        // What the pass folded is read: a mailbox read again holds nothing new.
+        o.mail.clear();
+    }
+    match a {
+        Action::Dispatch { attempt, .. } => {
+            o.proc = Proc::Dead;
+            o.run = Some(run_info(*attempt));
+            o.worktree_exists = true;
+            o.exit = Some(ExitInfo { attempt: *attempt, code: Some(if ok { 0 } else { 1 }), signal: None, error: None, finished_at: t0() });
+            o.folded = None;
+            if ok {
+                deliver(o, mail(*attempt, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
+            }
+        }
+        Action::Finish { .. } | Action::Cleanup { .. } => o.worktree_exists = false,
+        Action::Signal { .. } | Action::KillLeftovers { .. } => o.proc = Proc::Dead,
+        _ => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.min(64), timeout: 5_000, ..ProptestConfig::default() })]
+
+    /// New commissions in a world where each worker ends at once, well or badly, with wave
+    /// tasks holding some of the slots: carrying out what is decided and deciding again never
+    /// runs more than the cap leaves besides the tasks, and comes to rest — nothing to do,
+    /// settled — within a bounded number of passes, each commission completed or failed.
+    #[test]
+    fn carrying_out_the_decisions_converges(outcomes in prop::collection::vec(any::<bool>(), 1..10), cap in 1..4usize, tasks_running in 0..3usize) {
+        let mut texts: Vec<String> = Vec::new();
+        let mut s = snapshot(outcomes.iter().enumerate().map(|(i, _)| {
+            let text = format!("---\ntitle: c{i}\nworker: scribe\ncreated: 2026-11-22T10:00:{i:02}Z\n---\nDo the thing.\n");
+            let c = Commission::parse(&PathBuf::from(format!(".lore/commissions/c{i}.md")), &text).expect("parses");
+            texts.push(text);
+            obs(c, None)
+        }).collect());
+        s.project.config.commission_cap = cap;
+        s.tasks_running = tasks_running;
+        let mut passes = 0;
+        loop {
+            let d = decide(&s);
+            if d.actions.is_empty() {
+                prop_assert!(d.settled || tasks_running >= cap, "at rest but not settled: {:?}", d.busy);
+                break;
+            }
+            passes += 1;
+            prop_assert!(passes <= 100, "no fixed point after 100 passes: {:?}", d.actions);
+            for a in &d.actions {
+                let i = s.commissions.iter().position(|o| o.id() == a.id()).expect("a known commission");
+                carry_out(&mut s.commissions[i], &mut texts[i], a, outcomes[i]);
+            }
+            let active = s.commissions.iter().filter(|o| o.record.as_ref().is_some_and(|r| r.status.is_active())).count();
+            prop_assert!(active <= cap.saturating_sub(tasks_running), "{active} running beside {tasks_running} tasks under cap {cap}");
+        }
+        for (o, ok) in s.commissions.iter().zip(&outcomes) {
+            let want = if tasks_running >= cap { Status::Pending } else if *ok { Status::Completed } else { Status::Failed };
+            prop_assert_eq!(o.artifact.status, Some(want), "{}", o.id());
+            prop_assert_eq!(o.record.as_ref().map(|r| r.status), Some(want), "{}", o.id());
+        }
+    }
 }
