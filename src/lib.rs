@@ -10,11 +10,11 @@
 
 pub mod activity;
 pub mod artifact;
-pub mod cli;
 pub mod commission;
 pub mod config;
 pub mod files;
 pub mod meeting;
+pub mod ops;
 pub mod plan;
 pub mod reconcile;
 pub mod schema;

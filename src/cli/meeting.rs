@@ -1,5 +1,5 @@
 //! `guild-hall meeting ...`: start, chat, send, list, show, accept, decline, close. Thin over
-//! [`crate::meeting`]: each writes what a person would write in an editor, has the reconciler
+//! [`guild_hall::meeting`]: each writes what a person would write in an editor, has the reconciler
 //! carry it out, and streams turns to the terminal (or as JSON lines for scripts).
 
 use std::io::{BufRead, IsTerminal};
@@ -12,10 +12,10 @@ use serde_json::json;
 
 use super::out::{line, say, say_err, say_json, say_raw};
 use super::Env;
-use crate::artifact::MeetingStatus;
-use crate::meeting::events::TurnEvent;
-use crate::meeting::ops::{self, NewMeeting};
-use crate::meeting::turn::{self, Outcome};
+use guild_hall::artifact::MeetingStatus;
+use guild_hall::meeting::events::TurnEvent;
+use guild_hall::meeting::turn::{self, Outcome};
+use guild_hall::ops::meeting::{self as ops, NewMeeting};
 
 #[derive(Debug, Subcommand)]
 pub enum MeetingCmd {
@@ -129,12 +129,12 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
     }
 }
 
-fn opened(env: &Env, m: &crate::artifact::Meeting) {
+fn opened(env: &Env, m: &guild_hall::artifact::Meeting) {
     say_err!(
         "meeting {} open with {} on {} (worktree {})",
         m.id,
         m.worker,
-        crate::meeting::decide::branch_name(&m.id),
+        guild_hall::meeting::decide::branch_name(&m.id),
         env.home.meeting_worktree(&env.project.name, &m.id).display()
     );
 }
@@ -171,7 +171,7 @@ fn one_turn(env: &Env, id: &str, message: &str, json: bool) -> Result<()> {
 
 fn run_turn(env: &Env, id: &str, message: &str, json: bool, flag: &AtomicBool) -> Result<turn::Turn> {
     let mut view = View::new(json);
-    let t = turn::run(&env.home, &env.project, id, message, flag, &mut |e| view.show(e))?;
+    let t = ops::turn(&env.home, &env.project, id, message, flag, &mut |e| view.show(e))?;
     view.finish(&t);
     Ok(t)
 }
@@ -248,7 +248,7 @@ impl View {
 }
 
 fn chat(env: &Env, id: &str) -> Result<()> {
-    let m = crate::meeting::observe::load(&env.project, id)?;
+    let m = guild_hall::meeting::observe::load(&env.project, id)?;
     if m.effective_status() != MeetingStatus::Open {
         bail!("meeting {id} is {}; only an open meeting can chat", m.effective_status());
     }
@@ -303,15 +303,15 @@ fn chat(env: &Env, id: &str) -> Result<()> {
 fn list(env: &Env, json: bool) -> Result<()> {
     let mut rows = Vec::new();
     let mut problems = Vec::new();
-    for path in crate::artifact::paths(&env.project.meetings_dir())? {
-        let text = match crate::artifact::read_regular(&path) {
+    for path in guild_hall::artifact::paths(&env.project.meetings_dir())? {
+        let text = match guild_hall::artifact::read_regular(&path) {
             Ok(t) => t,
             Err(e) => {
                 problems.push(format!("{}: {e}", path.display()));
                 continue;
             }
         };
-        match crate::artifact::Meeting::parse(&path, &text) {
+        match guild_hall::artifact::Meeting::parse(&path, &text) {
             Ok(m) => rows.push(m),
             Err(p) => problems.extend(p.iter().map(|p| p.to_string())),
         }
@@ -348,7 +348,7 @@ fn list(env: &Env, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn summary_json(m: &crate::artifact::Meeting) -> serde_json::Value {
+fn summary_json(m: &guild_hall::artifact::Meeting) -> serde_json::Value {
     json!({
         "id": m.id,
         "status": m.effective_status(),
@@ -367,8 +367,8 @@ fn summary_json(m: &crate::artifact::Meeting) -> serde_json::Value {
 }
 
 fn show(env: &Env, id: &str, json: bool) -> Result<()> {
-    let m = crate::meeting::observe::load(&env.project, id)?;
-    let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&m.path))?;
+    let m = guild_hall::meeting::observe::load(&env.project, id)?;
+    let log = guild_hall::activity::timeline::read(&guild_hall::activity::timeline::path_for(&m.path))?;
     if json {
         let mut v = summary_json(&m);
         v["notes"] = json!(m.str_field("notes"));
@@ -413,7 +413,7 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {
-            say!("  {}", line(&crate::activity::timeline::render(e)));
+            say!("  {}", line(&guild_hall::activity::timeline::render(e)));
         }
     }
     Ok(())

@@ -1,17 +1,16 @@
-//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`crate::waves`]. Each writes
+//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each writes
 //! what a person would write in the plan's file; the reconciler carries it out.
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use serde_json::json;
 use serde_yaml_ng::Value;
 
 use super::out::{line, say, say_err, say_json};
 use super::Env;
-use crate::artifact::plan::{Plan, PlanStatus};
-use crate::artifact::write::Edit;
+use guild_hall::artifact::plan::PlanStatus;
 
 #[derive(Debug, Subcommand)]
 pub enum PlanCmd {
@@ -86,33 +85,16 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 std::fs::read_to_string(waves).with_context(|| format!("reading {}", waves.display()))?
             };
             let waves: Value = serde_yaml_ng::from_str(&text).with_context(|| format!("{}: not YAML", waves.display()))?;
-            let id = match id {
-                Some(i) => i.clone(),
-                None => crate::artifact::ids::slugify(title),
+            let new = guild_hall::ops::plan::NewPlan {
+                title: title.clone(),
+                waves,
+                id: id.clone(),
+                parallelism: *parallelism,
+                verify: verify.as_ref().map(|v| v.split_whitespace().map(str::to_string).collect()),
+                fixer: fixer.clone(),
+                draft: *draft,
             };
-            crate::artifact::ids::validate_id(&id)?;
-            let path = env.project.plan_path(&id);
-            let mut fm = serde_yaml_ng::Mapping::new();
-            fm.insert("title".into(), title.as_str().into());
-            fm.insert("status".into(), if *draft { "draft" } else { "pending" }.into());
-            fm.insert("parallelism".into(), (*parallelism as u64).into());
-            if let Some(v) = verify {
-                fm.insert("verify".into(), Value::Sequence(v.split_whitespace().map(Value::from).collect()));
-            }
-            if let Some(f) = fixer {
-                fm.insert("fixer".into(), f.as_str().into());
-            }
-            fm.insert("waves".into(), waves);
-            let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-            // Validated as the reconciler will read it, before anything is written.
-            Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
-            std::fs::create_dir_all(env.project.plans_dir())?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            std::io::Write::write_all(&mut f, text.as_bytes())?;
+            let id = guild_hall::ops::plan::create(&env.project, &new)?;
             if *json_out {
                 say_json!("{}", json!({"plan": id}));
             } else {
@@ -124,11 +106,11 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
         PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
         PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
         PlanCmd::Logs { id, task, verify, raw } => {
-            let plan = crate::plan::observe::load(&env.project, id)?;
-            let record = crate::plan::observe::record(&env.home, &env.project, id)?;
+            let plan = guild_hall::plan::observe::load(&env.project, id)?;
+            let record = guild_hall::plan::observe::record(&env.home, &env.project, id)?;
             let log = if *verify {
                 let runs = record.map(|r| r.verify_runs).unwrap_or(0);
-                crate::activity::state::StateDir(env.home.plan_state(&env.project.name, id).join("verify")).log(runs)
+                guild_hall::activity::state::StateDir(env.home.plan_state(&env.project.name, id).join("verify")).log(runs)
             } else {
                 let name = task.as_deref().context("name a task (its canonical id or label), or --verify")?;
                 let t = plan
@@ -136,7 +118,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                     .find(|t| t.canonical == name || t.label == name)
                     .with_context(|| format!("plan {id} has no task {name}"))?;
                 let attempt = record.and_then(|r| r.tasks.get(&t.canonical).map(|x| x.attempt)).unwrap_or(1);
-                crate::activity::state::StateDir(env.home.task_state(&env.project.name, id, &t.slug())).log(attempt)
+                guild_hall::activity::state::StateDir(env.home.task_state(&env.project.name, id, &t.slug())).log(attempt)
             };
             let bytes = std::fs::read(&log).with_context(|| format!("no log yet ({})", log.display()))?;
             super::out::stdout_raw(&if *raw { bytes } else { super::out::escape_bytes(&bytes) });
@@ -145,14 +127,9 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
     }
 }
 
-/// Write `status:` as a person would, after checking the request makes sense now.
+/// Ask for `to` ([`guild_hall::ops::plan::request`]) and say what happens next.
 fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
-    let plan = crate::plan::observe::load(&env.project, id)?;
-    let from = crate::plan::observe::record(&env.home, &env.project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
-    if !crate::plan::decide::person_may_request(from, to) {
-        bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
-    }
-    crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
+    guild_hall::ops::plan::request(&env.home, &env.project, id, to)?;
     if json_out {
         say_json!("{}", json!({"plan": id, "requested": to}));
     } else {
@@ -162,15 +139,15 @@ fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
 }
 
 fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    let plan = crate::plan::observe::load(&env.project, id)?;
-    let record = crate::plan::observe::record(&env.home, &env.project, id)?;
-    let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&plan.path))?;
+    let plan = guild_hall::plan::observe::load(&env.project, id)?;
+    let record = guild_hall::plan::observe::record(&env.home, &env.project, id)?;
+    let log = guild_hall::activity::timeline::read(&guild_hall::activity::timeline::path_for(&plan.path))?;
     let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
     // Each task's resume class, from what is there now (its worktree, its processes).
-    let workers = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
+    let workers = guild_hall::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
     // A runtime file that cannot be trusted (a run record naming another process, say) is shown:
     // nothing is done for the plan until it is repaired or removed.
-    let (observed, problem) = match crate::plan::observe::observe_plan(&env.home, &env.project, &workers, id) {
+    let (observed, problem) = match guild_hall::plan::observe::observe_plan(&env.home, &env.project, &workers, id) {
         Ok(o) => (Some(o), None),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
@@ -182,7 +159,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
             let class = observed
                 .as_ref()
                 .and_then(|o| o.tasks.iter().find(|x| x.task.canonical == t.canonical))
-                .map(|ot| crate::plan::decide::resume_class(ot, r).as_str());
+                .map(|ot| guild_hall::plan::decide::resume_class(ot, r).as_str());
             json!({"task": t.canonical, "label": t.label, "wave": t.wave, "worker": t.worker, "title": t.title,
                    "state": state, "class": class, "attempt": r.map(|r| r.attempt).unwrap_or(0), "reason": r.and_then(|r| r.reason.clone())})
         })
@@ -221,7 +198,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {
-            say!("  {}", line(&crate::activity::timeline::render(e)));
+            say!("  {}", line(&guild_hall::activity::timeline::render(e)));
         }
     }
     Ok(())

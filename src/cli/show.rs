@@ -7,13 +7,13 @@ use serde_json::json;
 
 use super::out::{escape_bytes, line, say, say_err, say_json};
 use super::{Env, ReconcileArgs};
-use crate::activity::state::{Record, StateDir};
-use crate::activity::timeline;
-use crate::artifact::ids;
-use crate::artifact::Problem;
-use crate::commission::observe::{observe, Observed, Proc};
-use crate::files::read_json;
-use crate::reconcile::{self, Options};
+use guild_hall::activity::state::{Record, StateDir};
+use guild_hall::activity::timeline;
+use guild_hall::artifact::ids;
+use guild_hall::artifact::Problem;
+use guild_hall::commission::observe::{Observed, Proc};
+use guild_hall::files::read_json;
+use guild_hall::reconcile::{self, Options};
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
     let opts = Options { dry_run: args.dry_run, wait: args.wait, timeout: args.timeout, wait_lock: args.wait_lock, ..Options::default() };
@@ -70,8 +70,8 @@ fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
 /// A failed or cancelled commission whose attempt still has processes: what is under way.
 fn stopping(o: &Observed) -> Option<String> {
     let verb = match o.artifact.status? {
-        crate::artifact::Status::Cancelled => "cancelling",
-        crate::artifact::Status::Failed => "failing",
+        guild_hall::artifact::Status::Cancelled => "cancelling",
+        guild_hall::artifact::Status::Failed => "failing",
         _ => return None,
     };
     matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
@@ -180,7 +180,7 @@ impl Rows {
     }
 }
 
-fn orphan_row(o: &crate::service::gc::Orphan) -> serde_json::Value {
+fn orphan_row(o: &guild_hall::ops::gc::Orphan) -> serde_json::Value {
     json!({"id": o.id, "status": "orphaned", "kind": o.kind, "reason": o.describe(), "path": o.artifact, "worker": null, "attempt": 0,
            "branch": o.branches.first().map(|b| b.name.clone()), "progress": null, "result": null})
 }
@@ -191,14 +191,14 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     }
     let known = ["invalid", "orphaned"];
     for s in &filter.status {
-        if crate::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) {
+        if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) {
             bail!("--status {s:?}: expected one of draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled, invalid, orphaned");
         }
     }
     let now = Utc::now();
     let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None) };
     if !json_out {
-        if let Some(holder) = crate::reconcile::lock_holder(&env.home, &env.project) {
+        if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {
             say!("reconciler: {holder}");
         }
     }
@@ -207,7 +207,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     let mut invalid = Vec::new();
     let mut problems = 0usize;
     let mut failed: Option<anyhow::Error> = None;
-    let catalog_problems = crate::commission::observe::observe_each(&env.home, &env.project, wanted, |o| {
+    let catalog_problems = guild_hall::commission::observe::observe_each(&env.home, &env.project, wanted, |o| {
         if failed.is_some() {
             return;
         }
@@ -238,7 +238,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
             rows.emit(&r)?;
         }
     }
-    for o in crate::service::gc::inventory(&env.home, &env.project)? {
+    for o in guild_hall::ops::gc::inventory(&env.home, &env.project)? {
         if id.is_none_or(|i| o.kind == "commission" && i == o.id) {
             let r = orphan_row(&o);
             if filter.keeps(&r) {
@@ -268,7 +268,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
 /// `guild-hall gc`: every path and ref removed (or, with `--dry-run`, that would be), and the
 /// orphans kept with why.
 pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> Result<bool> {
-    let done = crate::service::gc::collect(&env.home, &env.project, dry_run, include_unmerged)?;
+    let done = guild_hall::ops::gc::collect(&env.home, &env.project, dry_run, include_unmerged)?;
     if json_out {
         say_json!("{}", serde_json::to_string_pretty(&json!({"dry_run": dry_run, "removed": done.removed, "kept": done.kept}))?);
         return Ok(true);
@@ -287,11 +287,11 @@ pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> R
 
 /// The plans, each with its waves and tasks (`guild-hall plan show <plan>` has the detail).
 fn plans_table(env: &Env) -> Result<()> {
-    for path in crate::artifact::paths(&env.project.plans_dir())? {
+    for path in guild_hall::artifact::paths(&env.project.plans_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-        let Ok(plan) = crate::plan::observe::load(&env.project, id) else { continue };
-        let record = crate::plan::observe::record(&env.home, &env.project, id).ok().flatten();
-        let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(crate::artifact::plan::PlanStatus::Pending);
+        let Ok(plan) = guild_hall::plan::observe::load(&env.project, id) else { continue };
+        let record = guild_hall::plan::observe::record(&env.home, &env.project, id).ok().flatten();
+        let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(guild_hall::artifact::plan::PlanStatus::Pending);
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
         let reason = record.as_ref().and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
         say!("\nplan {id}: {status}{wave}{}", line(&reason));
@@ -304,9 +304,9 @@ fn plans_table(env: &Env) -> Result<()> {
 }
 
 /// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it.
-fn task_ref(env: &Env, id: &str) -> Result<Option<(crate::artifact::plan::Plan, crate::artifact::plan::Task)>> {
+fn task_ref(env: &Env, id: &str) -> Result<Option<(guild_hall::artifact::plan::Plan, guild_hall::artifact::plan::Task)>> {
     let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
-    let plan = crate::plan::observe::load(&env.project, plan)?;
+    let plan = guild_hall::plan::observe::load(&env.project, plan)?;
     let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
     Ok(Some((plan, task)))
 }
@@ -345,7 +345,7 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
     let (state, attempt) = match task_ref(env, id)? {
         Some((plan, task)) => {
             let state = StateDir(env.home.task_state(&env.project.name, &plan.id, &task.slug()));
-            let recorded = crate::plan::observe::record(&env.home, &env.project, &plan.id)?
+            let recorded = guild_hall::plan::observe::record(&env.home, &env.project, &plan.id)?
                 .and_then(|r| r.tasks.get(&task.canonical).map(|t| t.attempt));
             match attempt.or(recorded.filter(|a| *a > 0)) {
                 Some(a) => (state, a),
@@ -379,69 +379,22 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
 }
 
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
-    let snap = observe(&env.home, &env.project)?;
-    let mut problems = snap.problems.clone();
-    problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
-    for o in &snap.commissions {
-        if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
-            let text = std::fs::read_to_string(&o.artifact.path).unwrap_or_default();
-            let (line, col) = crate::artifact::frontmatter::split(&text)
-                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
-                .unwrap_or((1, 1));
-            problems.push(Problem::new(&o.artifact.path, line, col, why));
-        }
-    }
-    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-    let (meetings, meeting_problems) = crate::meeting::observe::observe(&env.home, &env.project, &snap.workers, &now)?;
-    problems.extend(meeting_problems);
-    for o in &meetings.meetings {
-        if let Err(why) = snap.workers.for_meeting(&o.meeting.worker) {
-            let text = std::fs::read_to_string(&o.meeting.path).unwrap_or_default();
-            let (line, col) = crate::artifact::frontmatter::split(&text)
-                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
-                .unwrap_or((1, 1));
-            problems.push(Problem::new(&o.meeting.path, line, col, why));
-        }
-    }
-    let (plans, plan_problems) = crate::plan::observe::observe(&env.home, &env.project, &snap.workers, &now, 0)?;
-    problems.extend(plan_problems);
-    for o in &plans.plans {
-        let text = std::fs::read_to_string(&o.plan.path).unwrap_or_default();
-        let at = |key: &str| {
-            crate::artifact::frontmatter::split(&text).map(|s| crate::artifact::frontmatter::key_position(&s, key)).unwrap_or((1, 1))
-        };
-        for t in o.plan.tasks() {
-            if let Err(why) = snap.workers.for_commission(&t.worker) {
-                let (line, col) = at("waves");
-                problems.push(Problem::new(&o.plan.path, line, col, format!("wave {}, task {}: {why}", t.wave, t.label)));
-            }
-        }
-        if let Some(f) = &o.plan.fixer {
-            if let Err(why) = snap.workers.for_commission(f) {
-                let (line, col) = at("fixer");
-                problems.push(Problem::new(&o.plan.path, line, col, format!("fixer: {why}")));
-            }
-        }
-    }
-    // Orphans are reported, not failed on: they are the home's state, not the artifacts'.
-    let orphans: Vec<Problem> = crate::service::gc::inventory(&env.home, &env.project)?
-        .iter()
-        .map(|o| Problem::new(&o.artifact, 1, 1, format!("{} (guild-hall gc removes it)", o.describe())))
-        .collect();
+    let report = guild_hall::ops::check::check(&env.home, &env.project)?;
+    let (problems, orphans) = (&report.problems, &report.orphans);
     if json_out {
-        let all: Vec<&Problem> = problems.iter().chain(&orphans).collect();
+        let all: Vec<&Problem> = problems.iter().chain(orphans).collect();
         say_json!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         if problems.is_empty() {
             say!(
                 "ok: {} commissions, {} meetings, {} plans, {} worker packages",
-                snap.commissions.len(),
-                meetings.meetings.len(),
-                plans.plans.len(),
-                snap.workers.packages.len()
+                report.commissions,
+                report.meetings,
+                report.plans,
+                report.packages
             );
         }
-        for p in problems.iter().chain(&orphans) {
+        for p in problems.iter().chain(orphans) {
             say!("{p}");
         }
     }
@@ -449,15 +402,15 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
 }
 
 pub fn workers(env: &Env, json_out: bool) -> Result<()> {
-    let cat = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
+    let cat = guild_hall::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
     let global = env.home.load_config()?;
-    let support = crate::worker::sandbox::support();
+    let support = guild_hall::worker::sandbox::support();
     // How each package runs here: confined, off (its own choice), or refused / unconfined on
     // a kernel without Landlock (as config.yaml says).
-    let confinement = |p: &crate::worker::Package| match crate::worker::launch::confinement(&p.manifest.sandbox, &global) {
-        Ok(crate::worker::launch::Confinement::Confined) => "confined",
-        Ok(crate::worker::launch::Confinement::Unconfined) if p.manifest.sandbox == crate::worker::SandboxSpec::Off => "off",
-        Ok(crate::worker::launch::Confinement::Unconfined) => "unconfined",
+    let confinement = |p: &guild_hall::worker::Package| match guild_hall::worker::launch::confinement(&p.manifest.sandbox, &global) {
+        Ok(guild_hall::worker::launch::Confinement::Confined) => "confined",
+        Ok(guild_hall::worker::launch::Confinement::Unconfined) if p.manifest.sandbox == guild_hall::worker::SandboxSpec::Off => "off",
+        Ok(guild_hall::worker::launch::Confinement::Unconfined) => "unconfined",
         Err(_) => "refused",
     };
     if json_out {
@@ -474,15 +427,19 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         return Ok(());
     }
     match &support {
-        crate::worker::sandbox::Support::Available { abi } => {
+        guild_hall::worker::sandbox::Support::Available { abi } => {
             say!(
                 "Landlock: available (ABI {abi}); workers write only their own, read nothing of the home but their own; signals scoped to the worker: {}",
                 if *abi >= 6 { "yes" } else { "no (needs ABI 6, Linux 6.12)" }
             )
         }
-        crate::worker::sandbox::Support::Unavailable { why } => say!(
+        guild_hall::worker::sandbox::Support::Unavailable { why } => say!(
             "Landlock: not available ({why}); confined workers are {}",
-            if global.without_landlock == crate::config::WithoutLandlock::Unconfined { "run UNCONFINED (config.yaml)" } else { "refused" }
+            if global.without_landlock == guild_hall::config::WithoutLandlock::Unconfined {
+                "run UNCONFINED (config.yaml)"
+            } else {
+                "refused"
+            }
         ),
     }
     if cat.packages.is_empty() {
@@ -491,8 +448,10 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     for p in cat.packages.values() {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
-            (crate::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
-            (crate::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => format!("sandbox {how} +{}", write.join(",")),
+            (guild_hall::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
+            (guild_hall::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => {
+                format!("sandbox {how} +{}", write.join(","))
+            }
             (_, how) => format!("sandbox {how}"),
         };
         say!(

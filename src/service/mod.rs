@@ -1,8 +1,6 @@
-//! Front ends that run beside the loop: the `watch` service, the dispatcher operations
-//! (`ops`) and their faces — the `worker/*` JSON-RPC endpoint and the manager MCP server.
+//! Front ends that run beside the loop: the `watch` service, the `worker/*` JSON-RPC endpoint
+//! and the manager MCP server — faces over [`crate::ops`].
 
-pub mod gc;
 pub mod manager;
-pub mod ops;
 pub mod rpc;
 pub mod watch;

@@ -2,7 +2,7 @@
 //! `POST /mcp`, one request per body, served on a Unix socket (mode 0600; a peer that is a
 //! process of one of this home's attempts is refused, by `SO_PEERCRED`) and/or a loopback TCP
 //! port (every request needs the bearer token in `$GUILD_HALL_HOME/token`, mode 0600). The
-//! methods are [`crate::service::ops::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`,
+//! methods are [`crate::ops::dispatcher::Dispatcher`]'s, plus MCP's `initialize`, `tools/list`, `tools/call`,
 //! and `meeting/*` (a turn's events streamed back as chunked JSON lines).
 //! A deliberately small HTTP/1.1 reader with hard limits: no keep-alive, no chunked bodies, a
 //! cap on connections (at the cap the oldest that has not sent its header makes way), one
@@ -21,7 +21,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value as Json};
 
 use crate::config::{Home, Project};
-use crate::service::ops::Dispatcher;
+use crate::ops::dispatcher::Dispatcher;
 use crate::tools::ToolError;
 
 /// Largest request body accepted (bigger: 413, nothing read further, nothing written).
@@ -808,18 +808,18 @@ fn meeting_turn(
     let message = req.params["message"].as_str().map(str::to_string);
     let (id, message) = match req.method.as_str() {
         "meeting/start" => {
-            let m = crate::meeting::ops::start(&ep.home, &project, &new_meeting(&req.params)?).map_err(refused)?;
+            let m = crate::ops::meeting::start(&ep.home, &project, &new_meeting(&req.params)?).map_err(refused)?;
             (m.id, message.unwrap_or_default())
         }
         "meeting/accept" => {
             let id = param(&req.params, "id")?;
-            let (_, opening) = crate::meeting::ops::accept(&ep.home, &project, &id, message.as_deref()).map_err(refused)?;
+            let (_, opening) = crate::ops::meeting::accept(&ep.home, &project, &id, message.as_deref()).map_err(refused)?;
             (id, opening)
         }
         _ => (param(&req.params, "id")?, message.ok_or((-32602, "meeting/send needs a message".to_string()))?),
     };
     let turn =
-        crate::meeting::turn::run(&ep.home, &project, &id, &message, gone, &mut |e| emit(&serde_json::to_value(e).unwrap_or_default()))
+        crate::ops::meeting::turn(&ep.home, &project, &id, &message, gone, &mut |e| emit(&serde_json::to_value(e).unwrap_or_default()))
             .map_err(refused)?;
     serde_json::to_value(&turn).map_err(|e| (-32603, e.to_string()))
 }
@@ -828,7 +828,7 @@ fn param(params: &Json, key: &str) -> Result<String, (i64, String)> {
     params.get(key).and_then(Json::as_str).map(str::to_string).ok_or((-32602, format!("missing string parameter {key:?}")))
 }
 
-fn new_meeting(params: &Json) -> Result<crate::meeting::ops::NewMeeting, (i64, String)> {
+fn new_meeting(params: &Json) -> Result<crate::ops::meeting::NewMeeting, (i64, String)> {
     let text = |k: &str| params.get(k).and_then(Json::as_str).map(str::to_string);
     let references = match params.get("references") {
         None | Some(Json::Null) => Vec::new(),
@@ -838,7 +838,7 @@ fn new_meeting(params: &Json) -> Result<crate::meeting::ops::NewMeeting, (i64, S
             .collect::<Result<_, _>>()?,
         Some(_) => return Err((-32602, "references must be a list of paths".into())),
     };
-    Ok(crate::meeting::ops::NewMeeting {
+    Ok(crate::ops::meeting::NewMeeting {
         worker: param(params, "worker")?,
         title: text("title"),
         agenda: text("agenda"),
@@ -870,12 +870,12 @@ fn meeting_call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64
             }
             Ok(json!({"meetings": out}))
         }
-        "start" => crate::meeting::ops::start(&ep.home, &project, &new_meeting(params)?).map(|m| summary(&m)).map_err(refused),
-        "accept" => crate::meeting::ops::accept(&ep.home, &project, &param(params, "id")?, None).map(|(m, _)| summary(&m)).map_err(refused),
-        "decline" => crate::meeting::ops::decline(&ep.home, &project, &param(params, "id")?, params["reason"].as_str())
+        "start" => crate::ops::meeting::start(&ep.home, &project, &new_meeting(params)?).map(|m| summary(&m)).map_err(refused),
+        "accept" => crate::ops::meeting::accept(&ep.home, &project, &param(params, "id")?, None).map(|(m, _)| summary(&m)).map_err(refused),
+        "decline" => crate::ops::meeting::decline(&ep.home, &project, &param(params, "id")?, params["reason"].as_str())
             .map(|m| summary(&m))
             .map_err(refused),
-        "close" => crate::meeting::ops::close(&ep.home, &project, &param(params, "id")?)
+        "close" => crate::ops::meeting::close(&ep.home, &project, &param(params, "id")?)
             .map(|(m, closed)| {
                 let mut v = summary(&m);
                 v["closed"] = json!(closed);
