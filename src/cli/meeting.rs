@@ -99,8 +99,7 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
             let id = ops::create(&env.home, &env.project, &new)?;
             say!("{id}");
             opened(env, &ops::open(&env.home, &env.project, &id)?);
-            let first = message.clone().or_else(|| agenda.as_ref().map(|a| format!("Let's begin. The agenda: {a}")));
-            match first {
+            match ops::first_message(message.as_deref(), agenda.as_deref()) {
                 Some(m) => one_turn(env, &id, &m, *json),
                 None => Ok(()),
             }
@@ -301,30 +300,7 @@ fn chat(env: &Env, id: &str) -> Result<()> {
 }
 
 fn list(env: &Env, json: bool) -> Result<()> {
-    let mut rows = Vec::new();
-    let mut problems = Vec::new();
-    for path in guild_hall::artifact::paths(&env.project.meetings_dir())? {
-        let text = match guild_hall::artifact::read_regular(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(format!("{}: {e}", path.display()));
-                continue;
-            }
-        };
-        match guild_hall::artifact::Meeting::parse(&path, &text) {
-            Ok(m) => rows.push(m),
-            Err(p) => problems.extend(p.iter().map(|p| p.to_string())),
-        }
-    }
-    let rank = |s: MeetingStatus| match s {
-        MeetingStatus::Requested => 0,
-        MeetingStatus::Open => 1,
-        MeetingStatus::Closed => 2,
-        MeetingStatus::Declined => 3,
-    };
-    rows.sort_by(|a, b| {
-        (rank(a.effective_status()), a.str_field("created"), &a.id).cmp(&(rank(b.effective_status()), b.str_field("created"), &b.id))
-    });
+    let (rows, problems) = ops::list(&env.project)?;
     if json {
         let items: Vec<_> = rows.iter().map(summary_json).collect();
         say_json!("{}", serde_json::to_string_pretty(&json!({"meetings": items, "problems": problems}))?);

@@ -106,20 +106,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
         PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
         PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
         PlanCmd::Logs { id, task, verify, raw } => {
-            let plan = guild_hall::plan::observe::load(&env.project, id)?;
-            let record = guild_hall::plan::observe::record(&env.home, &env.project, id)?;
-            let log = if *verify {
-                let runs = record.map(|r| r.verify_runs).unwrap_or(0);
-                guild_hall::activity::state::StateDir(env.home.plan_state(&env.project.name, id).join("verify")).log(runs)
-            } else {
-                let name = task.as_deref().context("name a task (its canonical id or label), or --verify")?;
-                let t = plan
-                    .tasks()
-                    .find(|t| t.canonical == name || t.label == name)
-                    .with_context(|| format!("plan {id} has no task {name}"))?;
-                let attempt = record.and_then(|r| r.tasks.get(&t.canonical).map(|x| x.attempt)).unwrap_or(1);
-                guild_hall::activity::state::StateDir(env.home.task_state(&env.project.name, id, &t.slug())).log(attempt)
-            };
+            let log = guild_hall::ops::logs::plan_log(&env.home, &env.project, id, task.as_deref(), *verify)?;
             let bytes = std::fs::read(&log).with_context(|| format!("no log yet ({})", log.display()))?;
             super::out::stdout_raw(&if *raw { bytes } else { super::out::escape_bytes(&bytes) });
             Ok(())

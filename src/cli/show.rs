@@ -7,12 +7,10 @@ use serde_json::json;
 
 use super::out::{escape_bytes, line, say, say_err, say_json};
 use super::{Env, ReconcileArgs};
-use guild_hall::activity::state::{Record, StateDir};
 use guild_hall::activity::timeline;
 use guild_hall::artifact::ids;
 use guild_hall::artifact::Problem;
 use guild_hall::commission::observe::{Observed, Proc};
-use guild_hall::files::read_json;
 use guild_hall::reconcile::{self, Options};
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
@@ -303,16 +301,8 @@ fn plans_table(env: &Env) -> Result<()> {
     Ok(())
 }
 
-/// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it.
-fn task_ref(env: &Env, id: &str) -> Result<Option<(guild_hall::artifact::plan::Plan, guild_hall::artifact::plan::Task)>> {
-    let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
-    let plan = guild_hall::plan::observe::load(&env.project, plan)?;
-    let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
-    Ok(Some((plan, task)))
-}
-
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    if let Some((plan, task)) = task_ref(env, id)? {
+    if let Some((plan, task)) = guild_hall::ops::plan::task(&env.project, id)? {
         for e in timeline::read(&timeline::path_for(&plan.path))?.into_iter().filter(|e| e["task"] == task.canonical.as_str()) {
             if json_out {
                 say_json!("{}", serde_json::to_string(&e)?);
@@ -342,30 +332,7 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
 /// A worker's log is what it printed: shown escaped like everything else a worker writes
 /// (`\n` and `\t` kept), or exactly as written with `raw`.
 pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {
-    let (state, attempt) = match task_ref(env, id)? {
-        Some((plan, task)) => {
-            let state = StateDir(env.home.task_state(&env.project.name, &plan.id, &task.slug()));
-            let recorded = guild_hall::plan::observe::record(&env.home, &env.project, &plan.id)?
-                .and_then(|r| r.tasks.get(&task.canonical).map(|t| t.attempt));
-            match attempt.or(recorded.filter(|a| *a > 0)) {
-                Some(a) => (state, a),
-                None => bail!("{id} has not started yet: no logs"),
-            }
-        }
-        None => {
-            ids::validate_id(id)?;
-            let state = StateDir(env.home.commission_state(&env.project.name, id));
-            let attempt = match attempt {
-                Some(a) => a,
-                None => match read_json::<Record>(&state.record())? {
-                    Some(r) if r.attempt > 0 => r.attempt,
-                    _ => bail!("{id} has not been dispatched yet: no logs"),
-                },
-            };
-            (state, attempt)
-        }
-    };
-    let path = state.log(attempt);
+    let (path, attempt) = guild_hall::ops::logs::worker_log(&env.home, &env.project, id, attempt)?;
     let bytes = std::fs::read(&path).with_context(|| format!("no log for {id} attempt {attempt} ({})", path.display()))?;
     // A rotated log: the part before, then the current one (it starts with a marker).
     let mut earlier = path.clone().into_os_string();

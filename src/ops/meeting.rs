@@ -244,3 +244,39 @@ pub fn turn(
     }
     Ok(t)
 }
+
+/// The first message of a person's new meeting: theirs, else one from the agenda; with
+/// neither, no turn is run.
+pub fn first_message(message: Option<&str>, agenda: Option<&str>) -> Option<String> {
+    message.map(str::to_string).or_else(|| agenda.map(|a| format!("Let's begin. The agenda: {a}")))
+}
+
+/// The project's meetings as a person lists them: requests first, then open ones, then the
+/// rest, each group oldest first; and what could not be read, one line each.
+pub fn list(project: &Project) -> Result<(Vec<Meeting>, Vec<String>)> {
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for path in crate::artifact::paths(&project.meetings_dir())? {
+        let text = match crate::artifact::read_regular(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        match Meeting::parse(&path, &text) {
+            Ok(m) => rows.push(m),
+            Err(p) => problems.extend(p.iter().map(|p| p.to_string())),
+        }
+    }
+    let rank = |s: MeetingStatus| match s {
+        MeetingStatus::Requested => 0,
+        MeetingStatus::Open => 1,
+        MeetingStatus::Closed => 2,
+        MeetingStatus::Declined => 3,
+    };
+    rows.sort_by(|a, b| {
+        (rank(a.effective_status()), a.str_field("created"), &a.id).cmp(&(rank(b.effective_status()), b.str_field("created"), &b.id))
+    });
+    Ok((rows, problems))
+}

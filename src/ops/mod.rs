@@ -7,6 +7,7 @@ pub mod check;
 pub mod commission;
 pub mod dispatcher;
 pub mod gc;
+pub mod logs;
 pub mod meeting;
 pub mod plan;
 

@@ -5,7 +5,7 @@
 use anyhow::{bail, Context, Result};
 use serde_yaml_ng::Value;
 
-use crate::artifact::plan::{Plan, PlanStatus};
+use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
 use crate::config::{Home, Project};
 
@@ -64,4 +64,13 @@ pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Resu
     }
     crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
     Ok(())
+}
+
+/// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it;
+/// `None` for an id of another shape (a commission's).
+pub fn task(project: &Project, id: &str) -> Result<Option<(Plan, Task)>> {
+    let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
+    let plan = crate::plan::observe::load(project, plan)?;
+    let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
+    Ok(Some((plan, task)))
 }
