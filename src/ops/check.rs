@@ -2,6 +2,8 @@
 //! reconciler reads them — dependency cycles and unknown workers included — and the orphans
 //! of the home, reported apart (they are the home's state, not the artifacts').
 
+use std::path::Path;
+
 use anyhow::Result;
 
 use crate::artifact::Problem;
@@ -28,11 +30,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
     for o in &snap.commissions {
         if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
-            let text = std::fs::read_to_string(&o.artifact.path).unwrap_or_default();
-            let (line, col) = crate::artifact::frontmatter::split(&text)
-                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
-                .unwrap_or((1, 1));
-            problems.push(Problem::new(&o.artifact.path, line, col, why));
+            problems.push(at_key(&o.artifact.path, "worker", why));
         }
     }
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
@@ -40,30 +38,20 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     problems.extend(meeting_problems);
     for o in &meetings.meetings {
         if let Err(why) = snap.workers.for_meeting(&o.meeting.worker) {
-            let text = std::fs::read_to_string(&o.meeting.path).unwrap_or_default();
-            let (line, col) = crate::artifact::frontmatter::split(&text)
-                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
-                .unwrap_or((1, 1));
-            problems.push(Problem::new(&o.meeting.path, line, col, why));
+            problems.push(at_key(&o.meeting.path, "worker", why));
         }
     }
     let (plans, plan_problems) = crate::plan::observe::observe(home, project, &snap.workers, &now, 0)?;
     problems.extend(plan_problems);
     for o in &plans.plans {
-        let text = std::fs::read_to_string(&o.plan.path).unwrap_or_default();
-        let at = |key: &str| {
-            crate::artifact::frontmatter::split(&text).map(|s| crate::artifact::frontmatter::key_position(&s, key)).unwrap_or((1, 1))
-        };
         for t in o.plan.tasks() {
             if let Err(why) = snap.workers.for_commission(&t.worker) {
-                let (line, col) = at("waves");
-                problems.push(Problem::new(&o.plan.path, line, col, format!("wave {}, task {}: {why}", t.wave, t.label)));
+                problems.push(at_key(&o.plan.path, "waves", format!("wave {}, task {}: {why}", t.wave, t.label)));
             }
         }
         if let Some(f) = &o.plan.fixer {
             if let Err(why) = snap.workers.for_commission(f) {
-                let (line, col) = at("fixer");
-                problems.push(Problem::new(&o.plan.path, line, col, format!("fixer: {why}")));
+                problems.push(at_key(&o.plan.path, "fixer", format!("fixer: {why}")));
             }
         }
     }
@@ -80,4 +68,13 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         plans: plans.plans.len(),
         packages: snap.workers.packages.len(),
     })
+}
+
+/// A problem at `key` of the frontmatter of the artifact at `path` (at its start when the key
+/// cannot be found).
+fn at_key(path: &Path, key: &str, why: impl Into<String>) -> Problem {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let (line, col) =
+        crate::artifact::frontmatter::split(&text).map(|s| crate::artifact::frontmatter::key_position(&s, key)).unwrap_or((1, 1));
+    Problem::new(path, line, col, why)
 }
