@@ -129,7 +129,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     let plan = guild_hall::plan::observe::load(&env.project, id)?;
     let record = guild_hall::plan::observe::record(&env.home, &env.project, id)?;
     let log = guild_hall::activity::timeline::read(&guild_hall::activity::timeline::path_for(&plan.path))?;
-    let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
+    let status = guild_hall::ops::plan::status(&plan, record.as_ref());
     // Each task's resume class, from what is there now (its worktree, its processes).
     let workers = guild_hall::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
     // A runtime file that cannot be trusted (a run record naming another process, say) is shown:

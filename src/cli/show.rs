@@ -289,7 +289,7 @@ fn plans_table(env: &Env) -> Result<()> {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
         let Ok(plan) = guild_hall::plan::observe::load(&env.project, id) else { continue };
         let record = guild_hall::plan::observe::record(&env.home, &env.project, id).ok().flatten();
-        let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(guild_hall::artifact::plan::PlanStatus::Pending);
+        let status = guild_hall::ops::plan::status(&plan, record.as_ref());
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
         let reason = record.as_ref().and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
         say!("\nplan {id}: {status}{wave}{}", line(&reason));

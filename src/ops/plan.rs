@@ -8,6 +8,7 @@ use serde_yaml_ng::Value;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
 use crate::config::{Home, Project};
+use crate::plan::decide::PlanRecord;
 
 /// A plan to write.
 #[derive(Debug, Clone)]
@@ -54,11 +55,16 @@ pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
     Ok(id)
 }
 
-/// Write `status: <to>` as a person would, after checking the request makes sense now (from
-/// the status the reconciler recorded, else the file's).
+/// Where plan `plan` is: what the reconciler recorded, else what its file says.
+pub fn status(plan: &Plan, record: Option<&PlanRecord>) -> PlanStatus {
+    record.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending)
+}
+
+/// Write `status: <to>` as a person would, after checking the request makes sense from where
+/// the plan is now ([`status`]).
 pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Result<()> {
     let plan = crate::plan::observe::load(project, id)?;
-    let from = crate::plan::observe::record(home, project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
+    let from = status(&plan, crate::plan::observe::record(home, project, id)?.as_ref());
     if !crate::plan::decide::person_may_request(from, to) {
         bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
     }
