@@ -10,7 +10,6 @@ use super::{Env, ReconcileArgs};
 use guild_hall::activity::timeline;
 use guild_hall::artifact::ids;
 use guild_hall::artifact::Problem;
-use guild_hall::commission::observe::{Observed, Proc};
 use guild_hall::reconcile::{self, Options};
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
@@ -63,42 +62,6 @@ fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
         .ok()
         .or_else(|| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()))
-}
-
-/// A failed or cancelled commission whose attempt still has processes: what is under way.
-fn stopping(o: &Observed) -> Option<String> {
-    let verb = match o.artifact.status? {
-        guild_hall::artifact::Status::Cancelled => "cancelling",
-        guild_hall::artifact::Status::Failed => "failing",
-        _ => return None,
-    };
-    matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
-        .then(|| o.record.as_ref().and_then(|r| r.stopping.clone()).unwrap_or_else(|| format!("{verb}: worker still running")))
-}
-
-fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
-    let a = &o.artifact;
-    let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(serde_json::Value::Null);
-    json!({
-        "id": a.id,
-        "title": a.title,
-        "status": a.status.map(|s| s.as_str()).unwrap_or("pending"),
-        "worker": a.worker,
-        "attempt": a.attempt(),
-        "branch": a.str_field("branch"),
-        "progress": a.str_field("progress"),
-        "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.str_field("reason").map(str::to_string)),
-        "result": yaml_json("result"),
-        "questions": yaml_json("questions"),
-        "created": a.created(),
-        "desired": a.desired.map(|d| d.as_str()),
-        "stopping": stopping(o),
-        "completed": a.str_field("completed"),
-        "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
-        "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
-        "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
-        "path": a.path,
-    })
 }
 
 /// `status --status S --worker W`: rows kept (every filter given must match).
@@ -178,11 +141,6 @@ impl Rows {
     }
 }
 
-fn orphan_row(o: &guild_hall::ops::gc::Orphan) -> serde_json::Value {
-    json!({"id": o.id, "status": "orphaned", "kind": o.kind, "reason": o.describe(), "path": o.artifact, "worker": null, "attempt": 0,
-           "branch": o.branches.first().map(|b| b.name.clone()), "progress": null, "result": null})
-}
-
 pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> Result<bool> {
     if let Some(id) = id {
         ids::validate_id(id)?;
@@ -200,50 +158,9 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
             say!("reconciler: {holder}");
         }
     }
-    let wanted = |p: &std::path::Path| id.is_none_or(|i| p.file_stem().and_then(|s| s.to_str()) == Some(i));
-    // Artifacts that do not parse are listed after the others, one row per problem.
-    let mut invalid = Vec::new();
-    let mut problems = 0usize;
-    let mut failed: Option<anyhow::Error> = None;
-    let catalog_problems = guild_hall::commission::observe::observe_each(&env.home, &env.project, wanted, |o| {
-        if failed.is_some() {
-            return;
-        }
-        match o {
-            Ok(o) => {
-                problems += usize::from(o.corrupt.is_some());
-                let r = row(&o, now);
-                if filter.keeps(&r) {
-                    if let Err(e) = rows.emit(&r) {
-                        failed = Some(e);
-                    }
-                }
-            }
-            Err(ps) => {
-                problems += ps.len();
-                invalid.extend(ps);
-            }
-        }
-    })?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    problems += catalog_problems.iter().filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i))).count();
-    for p in &invalid {
-        let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-        let r = json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null});
-        if filter.keeps(&r) {
-            rows.emit(&r)?;
-        }
-    }
-    for o in guild_hall::ops::gc::inventory(&env.home, &env.project)? {
-        if id.is_none_or(|i| o.kind == "commission" && i == o.id) {
-            let r = orphan_row(&o);
-            if filter.keeps(&r) {
-                rows.emit(&r)?;
-            }
-        }
-    }
+    // Each row kept by the filter, as it comes.
+    let problems =
+        guild_hall::ops::status::rows(&env.home, &env.project, id, now, |r| if filter.keeps(r) { rows.emit(r) } else { Ok(()) })?;
     if let Some(id) = id {
         if rows.count == 0 && filter.status.is_empty() && filter.worker.is_empty() {
             bail!("no commission {id:?} in {}", env.project.commissions_dir().display());

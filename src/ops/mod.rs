@@ -1,7 +1,7 @@
 //! What people and tools do, above the loop: create an artifact, request a transition (written
 //! into its file as a person would), converge (a pass now, or left to the `watch` holding the
-//! project), fold, check. Every face — the CLI, `mcp --manager`, the JSON-RPC endpoint — calls
-//! these; the kinds below never call up here.
+//! project), fold, check, and what they look at (status rows, logs, orphans). Every face — the
+//! CLI, `mcp --manager`, the JSON-RPC endpoint — calls these; the kinds below never call up here.
 
 pub mod check;
 pub mod commission;
@@ -10,6 +10,7 @@ pub mod gc;
 pub mod logs;
 pub mod meeting;
 pub mod plan;
+pub mod status;
 
 use std::time::{Duration, Instant};
 
