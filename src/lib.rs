@@ -5,16 +5,17 @@
 //! idempotently, and [`reconcile`] runs passes. [`artifact`] parses and surgically writes the
 //! files people edit; [`activity`] is what every kind of work shares (git, runtime state,
 //! timeline); [`meeting`] is the synchronous half, planned and acted on in the same pass;
-//! [`worker`] runs, confines and hears from the worker processes; [`service`] and [`cli`] are
-//! the front ends.
+//! [`worker`] runs, confines and hears from the worker processes; [`ops`] is what people and
+//! tools do (create, request, converge, check), above the loop; [`service`] (watch, JSON-RPC,
+//! `mcp --manager`) and the binary's CLI are the faces over it.
 
 pub mod activity;
 pub mod artifact;
-pub mod cli;
 pub mod commission;
 pub mod config;
 pub mod files;
 pub mod meeting;
+pub mod ops;
 pub mod plan;
 pub mod reconcile;
 pub mod schema;

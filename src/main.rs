@@ -1,5 +1,8 @@
-//! The `guild-hall` binary: parse arguments and hand over to the library's CLI layer.
+//! The `guild-hall` binary: the command-line front end ([`cli`]: clap definitions, thin
+//! handlers and output) over the library, which knows nothing of it.
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
-    guild_hall::cli::main()
+    cli::main()
 }

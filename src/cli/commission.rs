@@ -10,9 +10,8 @@ use serde_yaml_ng::Value;
 
 use super::out::say;
 use super::Env;
-use crate::artifact::write::Edit;
-use crate::artifact::Status;
-use crate::worker::toolbox::WorkerContext;
+use guild_hall::artifact::write::Edit;
+use guild_hall::worker::toolbox::WorkerContext;
 
 #[derive(Debug, Subcommand)]
 pub enum CommissionCmd {
@@ -48,17 +47,11 @@ pub enum CommissionCmd {
 }
 
 pub fn init(env: &Env) -> Result<()> {
-    let lore = env.project.root.join(".lore");
-    for d in ["commissions", "meetings", "workers"] {
-        std::fs::create_dir_all(lore.join(d)).with_context(|| format!("creating .lore/{d}"))?;
-    }
-    let repo = crate::activity::git::open(&env.project.root)?;
+    let done = guild_hall::ops::init(&env.home, &env.project)?;
     let branch = &env.project.config.integration_branch;
-    let created = crate::activity::git::ensure_branch(&repo, branch, "HEAD")?;
-    let registered = env.home.register(&env.project.name, &env.project.root)?;
     say!("project   {} ({})", env.project.name, env.project.root.display());
-    say!("branch    {branch}{}", if created { " (created from HEAD)" } else { "" });
-    say!("home      {}{}", env.home.root.display(), if registered { " (registered)" } else { "" });
+    say!("branch    {branch}{}", if done.branch_created { " (created from HEAD)" } else { "" });
+    say!("home      {}{}", env.home.root.display(), if done.registered { " (registered)" } else { "" });
     Ok(())
 }
 
@@ -73,7 +66,7 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
                 (None, Some(f)) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
                 (None, None) => bail!("a commission needs a prompt: --prompt TEXT or --prompt-file FILE"),
             };
-            let new = crate::service::ops::NewCommission {
+            let new = guild_hall::ops::commission::NewCommission {
                 worker: worker.clone(),
                 title: title.clone(),
                 prompt,
@@ -82,48 +75,47 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
                 id: id.clone(),
                 ..Default::default()
             };
-            say!("{}", crate::service::ops::create(&env.home, &env.project, &new)?);
+            say!("{}", guild_hall::ops::commission::create(&env.home, &env.project, &new)?);
             Ok(())
         }
         CommissionCmd::Dispatch { id } => request(env, id, Edit::Set("desired".into(), Value::from("dispatched"))),
         CommissionCmd::Cancel { id } => request(env, id, Edit::Set("desired".into(), Value::from("cancelled"))),
         CommissionCmd::Redispatch { id } => {
-            let c = crate::service::ops::load(&env.project, id)?;
-            match c.status {
-                Some(Status::Failed | Status::Cancelled) => request(env, id, Edit::Set("status".into(), Value::from("pending"))),
-                other => bail!(
-                    "{id} is {}: only a failed or cancelled commission can be re-dispatched",
-                    other.map(|s| s.as_str()).unwrap_or("pending")
-                ),
-            }
+            let edit = guild_hall::ops::commission::redispatch(&env.project, id)?;
+            say_requested(id, &edit);
+            Ok(())
         }
     }
 }
 
-/// Write one intent key through [`crate::service::ops::request`] and say what happens next.
+/// Write one intent key through [`guild_hall::ops::commission::request`] and say what happens next.
 fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
-    crate::service::ops::request(&env.project, id, &edit)?;
-    let what = match &edit {
+    guild_hall::ops::commission::request(&env.project, id, &edit)?;
+    say_requested(id, &edit);
+    Ok(())
+}
+
+fn say_requested(id: &str, edit: &Edit) {
+    let what = match edit {
         Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
         Edit::Remove(k) => format!("removed {k}"),
     };
     say!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
-    Ok(())
 }
 
 /// `guild-hall toolbox <tool> ...`: one tool of the catalogue, with the worker's context from
 /// its environment. Prints the tool's reply as text; a refusal is an error (exit 1).
-pub fn toolbox(call: &crate::tools::cli::ToolCall) -> Result<()> {
+pub fn toolbox(call: &super::tools::ToolCall) -> Result<()> {
     let ctx = WorkerContext::from_env()?;
     let mut args = call.args.clone();
     if let (Some(field), serde_json::Value::Object(a)) = (&call.stdin, &mut args) {
-        let limit = crate::worker::toolbox::ARTIFACT_MAX_BYTES as u64 + 1;
+        let limit = guild_hall::worker::toolbox::ARTIFACT_MAX_BYTES as u64 + 1;
         let text = std::io::read_to_string(std::io::Read::take(std::io::stdin(), limit)).context("reading stdin")?;
         a.insert(field.clone(), serde_json::Value::String(text));
     }
-    let tools = crate::tools::toolbox::tools();
-    let tool = crate::tools::find(&tools, &call.name).context("no such tool")?;
-    if !crate::tools::toolbox::serves(tool.name, ctx.kind) {
+    let tools = guild_hall::tools::toolbox::tools();
+    let tool = guild_hall::tools::find(&tools, &call.name).context("no such tool")?;
+    if !guild_hall::tools::toolbox::serves(tool.name, ctx.kind) {
         bail!("{} is not a tool of a {}: it is not in this toolbox", tool.cli_name(), ctx.describe());
     }
     let (_, text) = tool.call(&ctx, args)?;

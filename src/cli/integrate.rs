@@ -17,7 +17,7 @@ pub enum Shell {
 }
 
 pub fn schema(kind: &str) -> Result<()> {
-    let text = crate::schema::schema(kind).ok_or_else(|| anyhow!("no schema for {kind:?}"))?;
+    let text = guild_hall::schema::schema(kind).ok_or_else(|| anyhow!("no schema for {kind:?}"))?;
     stdout_raw(format!("{text}\n").as_bytes());
     Ok(())
 }
@@ -114,7 +114,7 @@ pub fn man() -> Result<()> {
 /// Ids by file name only (no parsing): fast enough to run on every Tab.
 pub fn ids(env: &Env, kind: &str) -> Result<()> {
     let dir = if kind == "meetings" { env.project.meetings_dir() } else { env.project.commissions_dir() };
-    for p in crate::artifact::paths(&dir)? {
+    for p in guild_hall::artifact::paths(&dir)? {
         if let Some(id) = p.file_stem().and_then(|s| s.to_str()) {
             say_raw!("{id}\n");
         }

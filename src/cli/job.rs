@@ -5,21 +5,21 @@
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::out::say_json;
+use super::tools::ToolCall;
 use super::Env;
-use crate::service::ops::Dispatcher;
-use crate::tools::cli::ToolCall;
+use guild_hall::ops::dispatcher::Dispatcher;
 
 /// A parsed `guild-hall job` call.
 #[derive(Debug, Clone)]
 pub struct JobCall(pub ToolCall);
 
-fn tools() -> Vec<crate::tools::Tool<Dispatcher>> {
-    crate::tools::dispatcher::tools::<Dispatcher>()
+fn tools() -> Vec<guild_hall::tools::Tool<Dispatcher>> {
+    guild_hall::tools::dispatcher::tools::<Dispatcher>()
 }
 
 impl FromArgMatches for JobCall {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        crate::tools::cli::parse(&tools(), m).map(JobCall)
+        super::tools::parse(&tools(), m).map(JobCall)
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -30,7 +30,7 @@ impl FromArgMatches for JobCall {
 
 impl Args for JobCall {
     fn augment_args(cmd: Command) -> Command {
-        cmd.subcommands(crate::tools::cli::subcommands(&tools())).subcommand_required(true).arg_required_else_help(true)
+        cmd.subcommands(super::tools::subcommands(&tools())).subcommand_required(true).arg_required_else_help(true)
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {
@@ -41,7 +41,7 @@ impl Args for JobCall {
 /// Call the operation on the project and print its reply (JSON); a refusal is an error.
 pub fn run(env: &Env, call: &JobCall) -> anyhow::Result<()> {
     let tools = tools();
-    let tool = crate::tools::find(&tools, &call.0.name).ok_or_else(|| anyhow::anyhow!("no such operation {}", call.0.name))?;
+    let tool = guild_hall::tools::find(&tools, &call.0.name).ok_or_else(|| anyhow::anyhow!("no such operation {}", call.0.name))?;
     let d = Dispatcher { home: env.home.clone(), project: env.project.clone() };
     let (reply, _) = tool.call(&d, call.0.args.clone())?;
     say_json!("{}", serde_json::to_string_pretty(&reply)?);

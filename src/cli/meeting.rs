@@ -1,5 +1,5 @@
 //! `guild-hall meeting ...`: start, chat, send, list, show, accept, decline, close. Thin over
-//! [`crate::meeting`]: each writes what a person would write in an editor, has the reconciler
+//! [`guild_hall::meeting`]: each writes what a person would write in an editor, has the reconciler
 //! carry it out, and streams turns to the terminal (or as JSON lines for scripts).
 
 use std::io::{BufRead, IsTerminal};
@@ -12,10 +12,10 @@ use serde_json::json;
 
 use super::out::{line, say, say_err, say_json, say_raw};
 use super::Env;
-use crate::artifact::MeetingStatus;
-use crate::meeting::events::TurnEvent;
-use crate::meeting::ops::{self, NewMeeting};
-use crate::meeting::turn::{self, Outcome};
+use guild_hall::artifact::MeetingStatus;
+use guild_hall::meeting::events::TurnEvent;
+use guild_hall::meeting::turn::{self, Outcome};
+use guild_hall::ops::meeting::{self as ops, NewMeeting};
 
 #[derive(Debug, Subcommand)]
 pub enum MeetingCmd {
@@ -99,8 +99,7 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
             let id = ops::create(&env.home, &env.project, &new)?;
             say!("{id}");
             opened(env, &ops::open(&env.home, &env.project, &id)?);
-            let first = crate::tools::meeting::first_message(message.as_deref(), agenda.as_deref());
-            match first {
+            match guild_hall::tools::meeting::first_message(message.as_deref(), agenda.as_deref()) {
                 Some(m) => one_turn(env, &id, &m, *json),
                 None => Ok(()),
             }
@@ -129,12 +128,12 @@ pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {
     }
 }
 
-fn opened(env: &Env, m: &crate::artifact::Meeting) {
+fn opened(env: &Env, m: &guild_hall::artifact::Meeting) {
     say_err!(
         "meeting {} open with {} on {} (worktree {})",
         m.id,
         m.worker,
-        crate::activity::names::meeting_branch(&m.id),
+        guild_hall::activity::names::meeting_branch(&m.id),
         env.home.meeting_worktree(&env.project.name, &m.id).display()
     );
 }
@@ -171,7 +170,7 @@ fn one_turn(env: &Env, id: &str, message: &str, json: bool) -> Result<()> {
 
 fn run_turn(env: &Env, id: &str, message: &str, json: bool, flag: &AtomicBool) -> Result<turn::Turn> {
     let mut view = View::new(json);
-    let t = turn::run(&env.home, &env.project, id, message, flag, &mut |e| view.show(e))?;
+    let t = ops::turn(&env.home, &env.project, id, message, flag, &mut |e| view.show(e))?;
     view.finish(&t);
     Ok(t)
 }
@@ -248,7 +247,7 @@ impl View {
 }
 
 fn chat(env: &Env, id: &str) -> Result<()> {
-    let m = crate::meeting::observe::load(&env.project, id)?;
+    let m = guild_hall::meeting::observe::load(&env.project, id)?;
     if m.effective_status() != MeetingStatus::Open {
         bail!("meeting {id} is {}; only an open meeting can chat", m.effective_status());
     }
@@ -301,30 +300,7 @@ fn chat(env: &Env, id: &str) -> Result<()> {
 }
 
 fn list(env: &Env, json: bool) -> Result<()> {
-    let mut rows = Vec::new();
-    let mut problems = Vec::new();
-    for path in crate::artifact::paths(&env.project.meetings_dir())? {
-        let text = match crate::artifact::read_regular(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(format!("{}: {e}", path.display()));
-                continue;
-            }
-        };
-        match crate::artifact::Meeting::parse(&path, &text) {
-            Ok(m) => rows.push(m),
-            Err(p) => problems.extend(p.iter().map(|p| p.to_string())),
-        }
-    }
-    let rank = |s: MeetingStatus| match s {
-        MeetingStatus::Requested => 0,
-        MeetingStatus::Open => 1,
-        MeetingStatus::Closed => 2,
-        MeetingStatus::Declined => 3,
-    };
-    rows.sort_by(|a, b| {
-        (rank(a.effective_status()), a.str_field("created"), &a.id).cmp(&(rank(b.effective_status()), b.str_field("created"), &b.id))
-    });
+    let (rows, problems) = ops::list(&env.project)?;
     if json {
         let items: Vec<_> = rows.iter().map(summary_json).collect();
         say_json!("{}", serde_json::to_string_pretty(&json!({"meetings": items, "problems": problems}))?);
@@ -348,7 +324,7 @@ fn list(env: &Env, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn summary_json(m: &crate::artifact::Meeting) -> serde_json::Value {
+fn summary_json(m: &guild_hall::artifact::Meeting) -> serde_json::Value {
     json!({
         "id": m.id,
         "status": m.effective_status(),
@@ -367,8 +343,8 @@ fn summary_json(m: &crate::artifact::Meeting) -> serde_json::Value {
 }
 
 fn show(env: &Env, id: &str, json: bool) -> Result<()> {
-    let m = crate::meeting::observe::load(&env.project, id)?;
-    let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&m.path))?;
+    let m = guild_hall::meeting::observe::load(&env.project, id)?;
+    let log = guild_hall::activity::timeline::read(&guild_hall::activity::timeline::path_for(&m.path))?;
     if json {
         let mut v = summary_json(&m);
         v["notes"] = json!(m.str_field("notes"));
@@ -413,7 +389,7 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {
-            say!("  {}", line(&crate::activity::timeline::render(e)));
+            say!("  {}", line(&guild_hall::activity::timeline::render(e)));
         }
     }
     Ok(())

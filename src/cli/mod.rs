@@ -8,6 +8,7 @@ mod meeting;
 pub(crate) mod out;
 pub(crate) mod plan;
 mod show;
+mod tools;
 
 use out::say_err;
 
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use crate::config::{Home, Project};
+use guild_hall::config::{Home, Project};
 
 /// guild-hall turns markdown commissions into running, merged agent work.
 ///
@@ -83,7 +84,7 @@ pub enum Command {
     /// Print the JSON Schema of a commission, meeting or plan frontmatter, or of worker.yaml
     /// (for editors: yaml-language-server).
     Schema {
-        #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::schema::KINDS))]
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(guild_hall::schema::KINDS))]
         kind: String,
     },
     /// Print a shell completion script (ids of commissions and meetings complete too).
@@ -153,7 +154,7 @@ pub enum Command {
     },
     /// Tools for worker processes: report progress, log questions and decisions, store
     /// memories, write and read files under .lore/, submit the result.
-    Toolbox(crate::tools::cli::ToolCall),
+    Toolbox(tools::ToolCall),
     /// Compact a worker's memory with its package's `compact` command (internal).
     #[command(hide = true)]
     MemoryCompact {
@@ -318,34 +319,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
         Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, read, hide, unconfined, stream, argv } => {
-            let args = crate::worker::shim::ShimArgs {
+            let args = guild_hall::worker::shim::ShimArgs {
                 state_dir: state_dir.clone(),
                 attempt: *attempt,
                 cwd: cwd.clone(),
                 argv: argv.clone(),
                 grace: *grace,
                 log_max_bytes: *log_max_bytes,
-                sandbox: (!*unconfined).then(|| crate::worker::sandbox::Policy {
+                sandbox: (!*unconfined).then(|| guild_hall::worker::sandbox::Policy {
                     writable: write.clone(),
                     readable: read.clone(),
                     hidden: hide.clone(),
                 }),
                 stream: *stream,
             };
-            let code = crate::worker::shim::run_shim(&args)?;
+            let code = guild_hall::worker::shim::run_shim(&args)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),
         Command::Mcp { manager: false } => {
-            crate::tools::toolbox::serve_stdio(crate::worker::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS)
+            guild_hall::tools::toolbox::serve_stdio(guild_hall::worker::toolbox::WorkerContext::from_env()?).map(|_| ExitCode::SUCCESS)
         }
         Command::Mcp { manager: true } => {
             let env = Env::load(&cli)?;
-            crate::service::manager::serve_stdio(env.home, env.project).map(|_| ExitCode::SUCCESS)
+            guild_hall::service::manager::serve_stdio(env.home, env.project).map(|_| ExitCode::SUCCESS)
         }
         Command::MemoryCompact { memory_dir, package, unconfined } => {
-            let pkg = crate::worker::Package::load(package)?;
-            crate::worker::memory::compact(memory_dir, &pkg, !*unconfined)?;
+            let pkg = guild_hall::worker::Package::load(package)?;
+            guild_hall::worker::memory::compact(memory_dir, &pkg, !*unconfined)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Init => {
@@ -362,19 +363,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     dirs.push(d.clone());
                 }
             }
-            let opts = crate::service::watch::WatchOptions {
+            let opts = guild_hall::service::watch::WatchOptions {
                 resync: args.resync,
                 debounce: args.debounce,
                 ignore: args.ignore.clone(),
                 poll: args.poll,
                 socket: args.socket.clone(),
                 listen: args.listen.clone(),
-                limits: crate::service::rpc::Limits {
+                limits: guild_hall::service::rpc::Limits {
                     max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
                     request_timeout: args.request_timeout,
                 },
             };
-            crate::service::watch::watch(&home, &dirs, &opts)?;
+            guild_hall::service::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { id, json, status, worker } => {

@@ -1,21 +1,17 @@
-//! `guild-hall plan create|show|retry|cancel|logs`, and the plan operations behind them and
-//! `plan/*` over JSON-RPC ([`create`], [`view`], [`list`], [`request`]). Each writes what a
-//! person would write in the plan's file; the reconciler carries it out.
+//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each writes
+//! what a person would write in the plan's file; the reconciler carries it out.
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use serde_json::json;
 use serde_yaml_ng::Value;
 
 use super::out::{line, say, say_err, say_json};
 use super::Env;
-use crate::artifact::plan::{Plan, PlanStatus};
-use crate::artifact::write::Edit;
-use crate::config::{Home, Project};
-use crate::plan::decide::PlanRecord;
-use crate::tools::plan::{Listed, Row, Shown, ShownTask};
+use guild_hall::artifact::plan::PlanStatus;
+use guild_hall::tools::plan::Shown;
 
 #[derive(Debug, Subcommand)]
 pub enum PlanCmd {
@@ -90,16 +86,16 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 std::fs::read_to_string(waves).with_context(|| format!("reading {}", waves.display()))?
             };
             let waves: Value = serde_yaml_ng::from_str(&text).with_context(|| format!("{}: not YAML", waves.display()))?;
-            let new = NewPlan {
+            let new = guild_hall::ops::plan::NewPlan {
                 title: title.clone(),
                 waves,
                 id: id.clone(),
                 parallelism: *parallelism,
-                verify: verify.clone(),
+                verify: verify.as_ref().map(|v| v.split_whitespace().map(str::to_string).collect()),
                 fixer: fixer.clone(),
                 draft: *draft,
             };
-            let id = create(&env.project, &new)?;
+            let id = guild_hall::ops::plan::create(&env.project, &new)?;
             if *json_out {
                 say_json!("{}", json!({"plan": id}));
             } else {
@@ -108,23 +104,10 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
             Ok(())
         }
         PlanCmd::Show { id, json } => show(env, id, *json),
-        PlanCmd::Retry { id, json } => requested(env, id, PlanStatus::Pending, *json),
-        PlanCmd::Cancel { id, json } => requested(env, id, PlanStatus::Cancelled, *json),
+        PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
+        PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
         PlanCmd::Logs { id, task, verify, raw } => {
-            let plan = crate::plan::observe::load(&env.project, id)?;
-            let record = crate::plan::observe::record(&env.home, &env.project, id)?;
-            let log = if *verify {
-                let runs = record.map(|r| r.verify_runs).unwrap_or(0);
-                crate::activity::state::StateDir(env.home.verify_state(&env.project.name, id)).log(runs)
-            } else {
-                let name = task.as_deref().context("name a task (its canonical id or label), or --verify")?;
-                let t = plan
-                    .tasks()
-                    .find(|t| t.canonical == name || t.label == name)
-                    .with_context(|| format!("plan {id} has no task {name}"))?;
-                let attempt = record.and_then(|r| r.tasks.get(&t.canonical).map(|x| x.attempt)).unwrap_or(1);
-                crate::activity::state::StateDir(env.home.task_state(&env.project.name, id, &t.slug())).log(attempt)
-            };
+            let log = guild_hall::ops::logs::plan_log(&env.home, &env.project, id, task.as_deref(), *verify)?;
             let bytes = std::fs::read(&log).with_context(|| format!("no log yet ({})", log.display()))?;
             super::out::stdout_raw(&if *raw { bytes } else { super::out::escape_bytes(&bytes) });
             Ok(())
@@ -132,62 +115,9 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
     }
 }
 
-/// A plan to write.
-#[derive(Debug, Clone)]
-pub struct NewPlan {
-    pub title: String,
-    /// The waves, as the file holds them.
-    pub waves: Value,
-    pub id: Option<String>,
-    pub parallelism: usize,
-    /// The verify command (split on whitespace).
-    pub verify: Option<String>,
-    pub fixer: Option<String>,
-    pub draft: bool,
-}
-
-/// Write a new plan file, validated as the reconciler will read it before anything is
-/// written, never over one that exists; its id.
-pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
-    let id = match &new.id {
-        Some(i) => i.clone(),
-        None => crate::artifact::ids::slugify(&new.title),
-    };
-    crate::artifact::ids::validate_id(&id)?;
-    let path = project.plan_path(&id);
-    let mut fm = serde_yaml_ng::Mapping::new();
-    fm.insert("title".into(), new.title.as_str().into());
-    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
-    fm.insert("parallelism".into(), (new.parallelism as u64).into());
-    if let Some(v) = &new.verify {
-        fm.insert("verify".into(), Value::Sequence(v.split_whitespace().map(Value::from).collect()));
-    }
-    if let Some(f) = &new.fixer {
-        fm.insert("fixer".into(), f.as_str().into());
-    }
-    fm.insert("waves".into(), new.waves.clone());
-    let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    // Validated as the reconciler will read it, before anything is written.
-    Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
-    std::fs::create_dir_all(project.plans_dir())?;
-    let mut f =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
-    std::io::Write::write_all(&mut f, text.as_bytes())?;
-    Ok(id)
-}
-
-/// Write `status:` as a person would, after checking the request makes sense now.
-pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Result<()> {
-    let plan = crate::plan::observe::load(project, id)?;
-    let from = crate::plan::observe::record(home, project, id)?.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
-    if !crate::plan::decide::person_may_request(from, to) {
-        bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
-    }
-    crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])
-}
-
-fn requested(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
-    request(&env.home, &env.project, id, to)?;
+/// Ask for `to` ([`guild_hall::ops::plan::request`]) and say what happens next.
+fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
+    guild_hall::ops::plan::request(&env.home, &env.project, id, to)?;
     if json_out {
         say_json!("{}", json!({"plan": id, "requested": to}));
     } else {
@@ -196,82 +126,8 @@ fn requested(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> 
     Ok(())
 }
 
-/// A plan as `show` gives it: the plan, its record, and the view of both.
-pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<PlanRecord>, Shown)> {
-    let plan = crate::plan::observe::load(project, id)?;
-    let record = crate::plan::observe::record(home, project, id)?;
-    let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&plan.path))?;
-    let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending);
-    // Each task's resume class, from what is there now (its worktree, its processes).
-    let workers = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
-    // A runtime file that cannot be trusted (a run record naming another process, say) is shown:
-    // nothing is done for the plan until it is repaired or removed.
-    let (observed, problem) = match crate::plan::observe::observe_plan(home, project, &workers, id) {
-        Ok(o) => (Some(o), None),
-        Err(e) => (None, Some(format!("{e:#}"))),
-    };
-    let tasks = plan
-        .tasks()
-        .map(|t| {
-            let r = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
-            let class = observed
-                .as_ref()
-                .and_then(|o| o.tasks.iter().find(|x| x.task.canonical == t.canonical))
-                .map(|ot| crate::plan::decide::resume_class(ot, r).as_str());
-            ShownTask {
-                task: t.canonical.clone(),
-                label: t.label.clone(),
-                wave: t.wave,
-                worker: t.worker.clone(),
-                title: t.title.clone(),
-                state: r.map(|r| r.state.as_str()).unwrap_or("queued").to_string(),
-                class,
-                attempt: r.map(|r| r.attempt).unwrap_or(0),
-                reason: r.and_then(|r| r.reason.clone()),
-            }
-        })
-        .collect();
-    let shown = Shown {
-        plan: plan.id.clone(),
-        title: plan.title.clone(),
-        status,
-        wave: record.as_ref().map(|r| r.wave),
-        waves: plan.waves.len(),
-        parallelism: plan.parallelism,
-        verify: plan.verify.clone(),
-        fixer: plan.fixer.clone(),
-        reason: record.as_ref().and_then(|r| r.reason.clone()),
-        verify_runs: record.as_ref().map(|r| r.verify_runs).unwrap_or(0),
-        tasks,
-        log,
-        problem,
-    };
-    Ok((plan, record, shown))
-}
-
-/// The plans, by id; files that cannot be read are named in the problems.
-pub fn list(home: &Home, project: &Project) -> Result<Listed> {
-    let mut listed = Listed { plans: Vec::new(), problems: Vec::new() };
-    for path in crate::artifact::paths(&project.plans_dir())? {
-        let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-        let read = crate::plan::observe::load(project, id).and_then(|p| Ok((crate::plan::observe::record(home, project, id)?, p)));
-        match read {
-            Ok((record, plan)) => listed.plans.push(Row {
-                status: record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending),
-                wave: record.as_ref().map(|r| r.wave),
-                reason: record.as_ref().and_then(|r| r.reason.clone()),
-                waves: plan.waves.len(),
-                title: plan.title,
-                plan: plan.id,
-            }),
-            Err(e) => listed.problems.push(format!("{}: {e:#}", path.display())),
-        }
-    }
-    Ok(listed)
-}
-
 fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    let (plan, record, shown) = view(&env.home, &env.project, id)?;
+    let (plan, record, shown) = guild_hall::ops::plan::view(&env.home, &env.project, id)?;
     if json_out {
         say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&shown)?)?);
         return Ok(());
@@ -304,7 +160,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {
-            say!("  {}", line(&crate::activity::timeline::render(e)));
+            say!("  {}", line(&guild_hall::activity::timeline::render(e)));
         }
     }
     Ok(())

@@ -7,13 +7,10 @@ use serde_json::json;
 
 use super::out::{escape_bytes, line, say, say_err, say_json};
 use super::{Env, ReconcileArgs};
-use crate::activity::state::{Record, StateDir};
-use crate::activity::timeline;
-use crate::artifact::ids;
-use crate::artifact::Problem;
-use crate::commission::observe::{observe, Observed, Proc};
-use crate::files::read_json;
-use crate::reconcile::{self, Options};
+use guild_hall::activity::timeline;
+use guild_hall::artifact::ids;
+use guild_hall::artifact::Problem;
+use guild_hall::reconcile::{self, Options};
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
     let opts = Options { dry_run: args.dry_run, wait: args.wait, timeout: args.timeout, wait_lock: args.wait_lock, ..Options::default() };
@@ -65,42 +62,6 @@ fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
         .ok()
         .or_else(|| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()))
-}
-
-/// A failed or cancelled commission whose attempt still has processes: what is under way.
-fn stopping(o: &Observed) -> Option<String> {
-    let verb = match o.artifact.status? {
-        crate::artifact::Status::Cancelled => "cancelling",
-        crate::artifact::Status::Failed => "failing",
-        _ => return None,
-    };
-    matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
-        .then(|| o.record.as_ref().and_then(|r| r.stopping.clone()).unwrap_or_else(|| format!("{verb}: worker still running")))
-}
-
-fn row(o: &Observed, now: DateTime<Utc>) -> serde_json::Value {
-    let a = &o.artifact;
-    let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(serde_json::Value::Null);
-    json!({
-        "id": a.id,
-        "title": a.title,
-        "status": a.status.map(|s| s.as_str()).unwrap_or("pending"),
-        "worker": a.worker,
-        "attempt": a.attempt(),
-        "branch": a.str_field("branch"),
-        "progress": a.str_field("progress"),
-        "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.str_field("reason").map(str::to_string)),
-        "result": yaml_json("result"),
-        "questions": yaml_json("questions"),
-        "created": a.created(),
-        "desired": a.desired.map(|d| d.as_str()),
-        "stopping": stopping(o),
-        "completed": a.str_field("completed"),
-        "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
-        "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
-        "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
-        "path": a.path,
-    })
 }
 
 /// `status --status S --worker W`: rows kept (every filter given must match).
@@ -180,72 +141,26 @@ impl Rows {
     }
 }
 
-fn orphan_row(o: &crate::service::gc::Orphan) -> serde_json::Value {
-    json!({"id": o.id, "status": "orphaned", "kind": o.kind, "reason": o.describe(), "path": o.artifact, "worker": null, "attempt": 0,
-           "branch": o.branches.first().map(|b| b.name.clone()), "progress": null, "result": null})
-}
-
 pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> Result<bool> {
     if let Some(id) = id {
         ids::validate_id(id)?;
     }
     let known = ["invalid", "orphaned"];
     for s in &filter.status {
-        if crate::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) {
+        if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) {
             bail!("--status {s:?}: expected one of draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled, invalid, orphaned");
         }
     }
     let now = Utc::now();
     let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None) };
     if !json_out {
-        if let Some(holder) = crate::reconcile::lock_holder(&env.home, &env.project) {
+        if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {
             say!("reconciler: {holder}");
         }
     }
-    let wanted = |p: &std::path::Path| id.is_none_or(|i| p.file_stem().and_then(|s| s.to_str()) == Some(i));
-    // Artifacts that do not parse are listed after the others, one row per problem.
-    let mut invalid = Vec::new();
-    let mut problems = 0usize;
-    let mut failed: Option<anyhow::Error> = None;
-    let catalog_problems = crate::commission::observe::observe_each(&env.home, &env.project, wanted, |o| {
-        if failed.is_some() {
-            return;
-        }
-        match o {
-            Ok(o) => {
-                problems += usize::from(o.corrupt.is_some());
-                let r = row(&o, now);
-                if filter.keeps(&r) {
-                    if let Err(e) = rows.emit(&r) {
-                        failed = Some(e);
-                    }
-                }
-            }
-            Err(ps) => {
-                problems += ps.len();
-                invalid.extend(ps);
-            }
-        }
-    })?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    problems += catalog_problems.iter().filter(|p| id.is_none_or(|i| p.path.file_stem().and_then(|s| s.to_str()) == Some(i))).count();
-    for p in &invalid {
-        let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-        let r = json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null});
-        if filter.keeps(&r) {
-            rows.emit(&r)?;
-        }
-    }
-    for o in crate::service::gc::inventory(&env.home, &env.project)? {
-        if id.is_none_or(|i| o.kind == "commission" && i == o.id) {
-            let r = orphan_row(&o);
-            if filter.keeps(&r) {
-                rows.emit(&r)?;
-            }
-        }
-    }
+    // Each row kept by the filter, as it comes.
+    let problems =
+        guild_hall::ops::status::rows(&env.home, &env.project, id, now, |r| if filter.keeps(r) { rows.emit(r) } else { Ok(()) })?;
     if let Some(id) = id {
         if rows.count == 0 && filter.status.is_empty() && filter.worker.is_empty() {
             bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
@@ -268,7 +183,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
 /// `guild-hall gc`: every path and ref removed (or, with `--dry-run`, that would be), and the
 /// orphans kept with why.
 pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> Result<bool> {
-    let done = crate::service::gc::collect(&env.home, &env.project, dry_run, include_unmerged)?;
+    let done = guild_hall::ops::gc::collect(&env.home, &env.project, dry_run, include_unmerged)?;
     if json_out {
         say_json!("{}", serde_json::to_string_pretty(&json!({"dry_run": dry_run, "removed": done.removed, "kept": done.kept}))?);
         return Ok(true);
@@ -287,11 +202,11 @@ pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> R
 
 /// The plans, each with its waves and tasks (`guild-hall plan show <plan>` has the detail).
 fn plans_table(env: &Env) -> Result<()> {
-    for path in crate::artifact::paths(&env.project.plans_dir())? {
+    for path in guild_hall::artifact::paths(&env.project.plans_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-        let Ok(plan) = crate::plan::observe::load(&env.project, id) else { continue };
-        let record = crate::plan::observe::record(&env.home, &env.project, id).ok().flatten();
-        let status = record.as_ref().map(|r| r.status).or(plan.status).unwrap_or(crate::artifact::plan::PlanStatus::Pending);
+        let Ok(plan) = guild_hall::plan::observe::load(&env.project, id) else { continue };
+        let record = guild_hall::plan::observe::record(&env.home, &env.project, id).ok().flatten();
+        let status = guild_hall::ops::plan::status(&plan, record.as_ref());
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
         let reason = record.as_ref().and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
         say!("\nplan {id}: {status}{wave}{}", line(&reason));
@@ -303,16 +218,8 @@ fn plans_table(env: &Env) -> Result<()> {
     Ok(())
 }
 
-/// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it.
-fn task_ref(env: &Env, id: &str) -> Result<Option<(crate::artifact::plan::Plan, crate::artifact::plan::Task)>> {
-    let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
-    let plan = crate::plan::observe::load(&env.project, plan)?;
-    let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
-    Ok(Some((plan, task)))
-}
-
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    if let Some((plan, task)) = task_ref(env, id)? {
+    if let Some((plan, task)) = guild_hall::ops::plan::task(&env.project, id)? {
         for e in timeline::read(&timeline::path_for(&plan.path))?.into_iter().filter(|e| e["task"] == task.canonical.as_str()) {
             if json_out {
                 say_json!("{}", serde_json::to_string(&e)?);
@@ -342,30 +249,7 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
 /// A worker's log is what it printed: shown escaped like everything else a worker writes
 /// (`\n` and `\t` kept), or exactly as written with `raw`.
 pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {
-    let (state, attempt) = match task_ref(env, id)? {
-        Some((plan, task)) => {
-            let state = StateDir(env.home.task_state(&env.project.name, &plan.id, &task.slug()));
-            let recorded = crate::plan::observe::record(&env.home, &env.project, &plan.id)?
-                .and_then(|r| r.tasks.get(&task.canonical).map(|t| t.attempt));
-            match attempt.or(recorded.filter(|a| *a > 0)) {
-                Some(a) => (state, a),
-                None => bail!("{id} has not started yet: no logs"),
-            }
-        }
-        None => {
-            ids::validate_id(id)?;
-            let state = StateDir(env.home.commission_state(&env.project.name, id));
-            let attempt = match attempt {
-                Some(a) => a,
-                None => match read_json::<Record>(&state.record())? {
-                    Some(r) if r.attempt > 0 => r.attempt,
-                    _ => bail!("{id} has not been dispatched yet: no logs"),
-                },
-            };
-            (state, attempt)
-        }
-    };
-    let path = state.log(attempt);
+    let (path, attempt) = guild_hall::ops::logs::worker_log(&env.home, &env.project, id, attempt)?;
     let bytes = std::fs::read(&path).with_context(|| format!("no log for {id} attempt {attempt} ({})", path.display()))?;
     // A rotated log: the part before, then the current one (it starts with a marker).
     let mut earlier = path.clone().into_os_string();
@@ -379,69 +263,22 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
 }
 
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
-    let snap = observe(&env.home, &env.project)?;
-    let mut problems = snap.problems.clone();
-    problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
-    for o in &snap.commissions {
-        if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
-            let text = std::fs::read_to_string(&o.artifact.path).unwrap_or_default();
-            let (line, col) = crate::artifact::frontmatter::split(&text)
-                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
-                .unwrap_or((1, 1));
-            problems.push(Problem::new(&o.artifact.path, line, col, why));
-        }
-    }
-    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-    let (meetings, meeting_problems) = crate::meeting::observe::observe(&env.home, &env.project, &snap.workers, &now)?;
-    problems.extend(meeting_problems);
-    for o in &meetings.meetings {
-        if let Err(why) = snap.workers.for_meeting(&o.meeting.worker) {
-            let text = std::fs::read_to_string(&o.meeting.path).unwrap_or_default();
-            let (line, col) = crate::artifact::frontmatter::split(&text)
-                .map(|s| crate::artifact::frontmatter::key_position(&s, "worker"))
-                .unwrap_or((1, 1));
-            problems.push(Problem::new(&o.meeting.path, line, col, why));
-        }
-    }
-    let (plans, plan_problems) = crate::plan::observe::observe(&env.home, &env.project, &snap.workers, &now, 0)?;
-    problems.extend(plan_problems);
-    for o in &plans.plans {
-        let text = std::fs::read_to_string(&o.plan.path).unwrap_or_default();
-        let at = |key: &str| {
-            crate::artifact::frontmatter::split(&text).map(|s| crate::artifact::frontmatter::key_position(&s, key)).unwrap_or((1, 1))
-        };
-        for t in o.plan.tasks() {
-            if let Err(why) = snap.workers.for_commission(&t.worker) {
-                let (line, col) = at("waves");
-                problems.push(Problem::new(&o.plan.path, line, col, format!("wave {}, task {}: {why}", t.wave, t.label)));
-            }
-        }
-        if let Some(f) = &o.plan.fixer {
-            if let Err(why) = snap.workers.for_commission(f) {
-                let (line, col) = at("fixer");
-                problems.push(Problem::new(&o.plan.path, line, col, format!("fixer: {why}")));
-            }
-        }
-    }
-    // Orphans are reported, not failed on: they are the home's state, not the artifacts'.
-    let orphans: Vec<Problem> = crate::service::gc::inventory(&env.home, &env.project)?
-        .iter()
-        .map(|o| Problem::new(&o.artifact, 1, 1, format!("{} (guild-hall gc removes it)", o.describe())))
-        .collect();
+    let report = guild_hall::ops::check::check(&env.home, &env.project)?;
+    let (problems, orphans) = (&report.problems, &report.orphans);
     if json_out {
-        let all: Vec<&Problem> = problems.iter().chain(&orphans).collect();
+        let all: Vec<&Problem> = problems.iter().chain(orphans).collect();
         say_json!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         if problems.is_empty() {
             say!(
                 "ok: {} commissions, {} meetings, {} plans, {} worker packages",
-                snap.commissions.len(),
-                meetings.meetings.len(),
-                plans.plans.len(),
-                snap.workers.packages.len()
+                report.commissions,
+                report.meetings,
+                report.plans,
+                report.packages
             );
         }
-        for p in problems.iter().chain(&orphans) {
+        for p in problems.iter().chain(orphans) {
             say!("{p}");
         }
     }
@@ -449,15 +286,15 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
 }
 
 pub fn workers(env: &Env, json_out: bool) -> Result<()> {
-    let cat = crate::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
+    let cat = guild_hall::worker::Catalog::discover(&env.project.root, &env.home.workers_dir());
     let global = env.home.load_config()?;
-    let support = crate::worker::sandbox::support();
+    let support = guild_hall::worker::sandbox::support();
     // How each package runs here: confined, off (its own choice), or refused / unconfined on
     // a kernel without Landlock (as config.yaml says).
-    let confinement = |p: &crate::worker::Package| match crate::worker::launch::confinement(&p.manifest.sandbox, &global) {
-        Ok(crate::worker::launch::Confinement::Confined) => "confined",
-        Ok(crate::worker::launch::Confinement::Unconfined) if p.manifest.sandbox == crate::worker::SandboxSpec::Off => "off",
-        Ok(crate::worker::launch::Confinement::Unconfined) => "unconfined",
+    let confinement = |p: &guild_hall::worker::Package| match guild_hall::worker::launch::confinement(&p.manifest.sandbox, &global) {
+        Ok(guild_hall::worker::launch::Confinement::Confined) => "confined",
+        Ok(guild_hall::worker::launch::Confinement::Unconfined) if p.manifest.sandbox == guild_hall::worker::SandboxSpec::Off => "off",
+        Ok(guild_hall::worker::launch::Confinement::Unconfined) => "unconfined",
         Err(_) => "refused",
     };
     if json_out {
@@ -474,15 +311,19 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         return Ok(());
     }
     match &support {
-        crate::worker::sandbox::Support::Available { abi } => {
+        guild_hall::worker::sandbox::Support::Available { abi } => {
             say!(
                 "Landlock: available (ABI {abi}); workers write only their own, read nothing of the home but their own; signals scoped to the worker: {}",
                 if *abi >= 6 { "yes" } else { "no (needs ABI 6, Linux 6.12)" }
             )
         }
-        crate::worker::sandbox::Support::Unavailable { why } => say!(
+        guild_hall::worker::sandbox::Support::Unavailable { why } => say!(
             "Landlock: not available ({why}); confined workers are {}",
-            if global.without_landlock == crate::config::WithoutLandlock::Unconfined { "run UNCONFINED (config.yaml)" } else { "refused" }
+            if global.without_landlock == guild_hall::config::WithoutLandlock::Unconfined {
+                "run UNCONFINED (config.yaml)"
+            } else {
+                "refused"
+            }
         ),
     }
     if cat.packages.is_empty() {
@@ -491,8 +332,10 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     for p in cat.packages.values() {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
-            (crate::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
-            (crate::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => format!("sandbox {how} +{}", write.join(",")),
+            (guild_hall::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
+            (guild_hall::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => {
+                format!("sandbox {how} +{}", write.join(","))
+            }
             (_, how) => format!("sandbox {how}"),
         };
         say!(

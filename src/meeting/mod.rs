@@ -1,8 +1,9 @@
 //! Meetings, the synchronous half (DESIGN §10): the meeting artifact's state machine as a pure
 //! planner ([`decide`]) fed by [`observe`] (the mailbox read incrementally into [`fold`]) and
 //! carried out by [`act`] inside the same reconcile pass as commissions; live turns streamed
-//! from the worker ([`turn`], [`events`]); notes on close ([`notes`]). Branch, worktree, leftovers and squash merge are `activity`'s, shared
-//! with commissions.
+//! from the worker ([`turn`], [`events`]); notes on close ([`notes`]). Branch, worktree,
+//! leftovers and squash merge are `activity`'s, shared with commissions. What people and tools
+//! do to meetings (create, request, converge) is `crate::ops::meeting`, above the loop.
 
 pub mod act;
 pub mod decide;
@@ -10,7 +11,6 @@ pub mod events;
 pub mod fold;
 pub mod notes;
 pub mod observe;
-pub mod ops;
 pub mod turn;
 
 use anyhow::Result;

@@ -58,7 +58,8 @@ struct Holder {
 }
 
 /// Run one turn of meeting `id` with `message`. `on_event` sees each event as it streams;
-/// setting `interrupt` ends the turn (the worker gets SIGTERM, then SIGKILL).
+/// setting `interrupt` ends the turn (the worker gets SIGTERM, then SIGKILL). What the turn's
+/// toolbox recorded is folded in by the caller (`ops::meeting::turn`), after the turn lock.
 pub fn run(
     home: &Home,
     project: &Project,
@@ -190,9 +191,6 @@ pub fn run(
     )?;
     let _ = std::fs::remove_file(state.0.join("turn.json"));
     drop(_lock);
-    if let Err(e) = super::ops::fold_now(home, project) {
-        tracing::warn!(meeting = %id, error = %format!("{e:#}"), "the turn's toolbox events were not folded in yet");
-    }
     Ok(Turn { meeting: id.to_string(), turn, outcome: streamed.outcome, session_id: session, text: streamed.text })
 }
 

@@ -4,7 +4,7 @@
 //! packages.
 
 use crate::config::{Home, Project};
-use crate::service::ops::Dispatcher;
+use crate::ops::dispatcher::Dispatcher;
 use crate::tools::mcp::ToolServer;
 
 /// What the main agent is told at `initialize`: the workers it can dispatch to, and how.

@@ -1,7 +1,7 @@
 //! The dispatcher: how a main agent or a tool hands out work and follows it (REQ-WD-5..18).
 //! Served as `mcp --manager` and as the `worker/*` JSON-RPC methods, from this one list; each
 //! operation is an [`Operations`] method, which the service's dispatcher
-//! (`service::ops::Dispatcher`, over one project) implements: the service depends on this
+//! (`ops::dispatcher::Dispatcher`, over one project) implements: the service depends on this
 //! catalogue, never the other way round.
 
 use schemars::JsonSchema;

@@ -1,6 +1,6 @@
 //! The meeting operations people and tools call (start, accept, send a turn, decline, close,
 //! list, show), served as the `meeting/*` JSON-RPC methods from this one list. Each is an
-//! [`Operations`] method, implemented above the kinds (`service::kinds::Meetings`): this
+//! [`Operations`] method, implemented above the kinds (`ops::catalogue::Meetings`): this
 //! catalogue never depends on them. The operations that run a turn are marked streamed: their
 //! implementation hands each event of the turn on as it happens, and the face streams it.
 

@@ -1,11 +1,10 @@
 //! The one catalogue of operations that tools and agents call. Each is declared once — a typed
 //! request (unknown fields refused), a typed reply, a description and the function that
 //! performs it — and every face is generated from these lists: the worker toolbox over MCP
-//! ([`mcp`]) and the CLI ([`cli`]), the tool text of the worker's system prompt, `mcp
-//! --manager` and the JSON-RPC endpoint (`worker/*` from the [`dispatcher`], `meeting/*` from
-//! [`meeting`], `plan/*` from [`plan`]).
+//! ([`mcp`]) and the CLI (the binary's `cli::tools`), the tool text of the worker's system
+//! prompt, `mcp --manager` and the JSON-RPC endpoint (`worker/*` from the [`dispatcher`],
+//! `meeting/*` from [`meeting`], `plan/*` from [`plan`]).
 
-pub mod cli;
 pub mod dispatcher;
 pub mod mcp;
 pub mod meeting;

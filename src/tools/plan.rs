@@ -1,6 +1,6 @@
 //! The plan operations people and tools call (create, show, list, retry, cancel), served as
 //! the `plan/*` JSON-RPC methods from this one list. Each is an [`Operations`] method,
-//! implemented above the kinds (`service::kinds::Plans`): this catalogue never depends on them.
+//! implemented above the kinds (`ops::catalogue::Plans`): this catalogue never depends on them.
 //! Each writes what a person would write in the plan's file; the reconciler carries it out.
 
 use schemars::JsonSchema;

@@ -14,8 +14,8 @@ use serde_json::{json, Value as Json};
 use super::transport::Sink;
 use super::Endpoint;
 use crate::config::Project;
-use crate::service::kinds::{Meetings, Plans};
-use crate::service::ops::Dispatcher;
+use crate::ops::catalogue::{Meetings, Plans};
+use crate::ops::dispatcher::Dispatcher;
 use crate::tools::{Tool, ToolError};
 
 /// How a request is answered: a whole reply (`None` for a notification), or a stream.

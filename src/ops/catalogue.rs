@@ -1,7 +1,7 @@
 //! The meeting and plan catalogues ([`crate::tools::meeting`], [`crate::tools::plan`]) carried
-//! out over one project, by the operations where they live now (`meeting::ops`, the plan
-//! operations of `cli::plan`). Only glue: each method maps its typed request onto an
-//! operation, and an operation's error onto a refusal, as the dispatcher does.
+//! out over one project by [`super::meeting`] and [`super::plan`]. Only glue: each method maps
+//! its typed request onto an operation, and an operation's error onto a refusal, as the
+//! dispatcher does.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
@@ -41,7 +41,7 @@ impl Meetings {
         let mut emit = |e: &crate::meeting::events::TurnEvent| {
             send(Some(serde_json::to_value(e).unwrap_or_default()));
         };
-        crate::meeting::turn::run(&self.home, &self.project, id, message, &self.gone, &mut emit).map_err(refused)
+        crate::ops::meeting::turn(&self.home, &self.project, id, message, &self.gone, &mut emit).map_err(refused)
     }
 }
 
@@ -52,7 +52,7 @@ impl meetings::Operations for Meetings {
 
     fn start(&self, req: Start) -> Result<Opened<Turn>, ToolError> {
         let first = req.first_message();
-        let new = crate::meeting::ops::NewMeeting {
+        let new = crate::ops::meeting::NewMeeting {
             worker: req.worker,
             title: req.title,
             agenda: req.agenda,
@@ -62,7 +62,7 @@ impl meetings::Operations for Meetings {
             requested_by: None,
             body: req.message.unwrap_or_default(),
         };
-        let m = crate::meeting::ops::start(&self.home, &self.project, &new).map_err(refused)?;
+        let m = crate::ops::meeting::start(&self.home, &self.project, &new).map_err(refused)?;
         match first {
             Some(message) => self.turn(&m.id, &message).map(Opened::Turn),
             None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
@@ -70,7 +70,7 @@ impl meetings::Operations for Meetings {
     }
 
     fn accept(&self, req: Accept) -> Result<Opened<Turn>, ToolError> {
-        let (m, opening) = crate::meeting::ops::accept(&self.home, &self.project, &req.id, req.message.as_deref()).map_err(refused)?;
+        let (m, opening) = crate::ops::meeting::accept(&self.home, &self.project, &req.id, req.message.as_deref()).map_err(refused)?;
         match req.message {
             Some(_) => self.turn(&m.id, &opening).map(Opened::Turn),
             None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
@@ -82,12 +82,12 @@ impl meetings::Operations for Meetings {
     }
 
     fn decline(&self, req: Decline) -> Result<Summary, ToolError> {
-        let m = crate::meeting::ops::decline(&self.home, &self.project, &req.id, req.reason.as_deref()).map_err(refused)?;
+        let m = crate::ops::meeting::decline(&self.home, &self.project, &req.id, req.reason.as_deref()).map_err(refused)?;
         Ok(Summary::of(&m))
     }
 
     fn close(&self, id: &str) -> Result<Closed, ToolError> {
-        let (m, closed) = crate::meeting::ops::close(&self.home, &self.project, id).map_err(refused)?;
+        let (m, closed) = crate::ops::meeting::close(&self.home, &self.project, id).map_err(refused)?;
         Ok(Closed { meeting: Summary::of(&m), closed })
     }
 
@@ -119,29 +119,29 @@ pub struct Plans {
 impl plans::Operations for Plans {
     fn create(&self, req: Create) -> Result<Created, ToolError> {
         let waves = serde_yaml_ng::to_value(&req.waves).map_err(|e| ToolError::BadArguments(format!("waves: {e}")))?;
-        let new = crate::cli::plan::NewPlan {
+        let new = crate::ops::plan::NewPlan {
             title: req.title,
             waves,
             id: req.id,
             parallelism: req.parallelism,
-            verify: req.verify,
+            verify: req.verify.map(|v| v.split_whitespace().map(str::to_string).collect()),
             fixer: req.fixer,
             draft: req.draft,
         };
-        let plan = crate::cli::plan::create(&self.project, &new).map_err(refused)?;
+        let plan = crate::ops::plan::create(&self.project, &new).map_err(refused)?;
         Ok(Created { plan })
     }
 
     fn show(&self, id: &str) -> Result<plans::Shown, ToolError> {
-        crate::cli::plan::view(&self.home, &self.project, id).map(|(_, _, shown)| shown).map_err(refused)
+        crate::ops::plan::view(&self.home, &self.project, id).map(|(_, _, shown)| shown).map_err(refused)
     }
 
     fn list(&self) -> Result<plans::Listed, ToolError> {
-        crate::cli::plan::list(&self.home, &self.project).map_err(refused)
+        crate::ops::plan::list(&self.home, &self.project).map_err(refused)
     }
 
     fn request(&self, id: &str, to: PlanStatus) -> Result<Requested, ToolError> {
-        crate::cli::plan::request(&self.home, &self.project, id, to).map_err(refused)?;
+        crate::ops::plan::request(&self.home, &self.project, id, to).map_err(refused)?;
         Ok(Requested { plan: id.to_string(), requested: to })
     }
 }

@@ -1,16 +1,19 @@
-//! What people and tools do to meetings, as a library: write a new meeting or request, ask for
-//! a transition (written into the file as a person would: parity, REQ-MTG-3/23), and have it
-//! carried out now — by a pass of our own, or by the `watch` that holds the project.
+//! What people and tools do to meetings: write a new meeting or request, ask for a transition
+//! (written into the file as a person would: parity, REQ-MTG-3/23), have it carried out now —
+//! by a pass of our own, or by the `watch` that holds the project — and run a turn.
 
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use serde_yaml_ng::{Mapping, Value};
 
-use super::decide::MeetingRecord;
 use crate::artifact::write::Edit;
 use crate::artifact::{ids, Meeting, MeetingStatus};
 use crate::config::{Home, Project};
+use crate::meeting::decide::MeetingRecord;
+use crate::meeting::events::TurnEvent;
+use crate::meeting::observe;
 use crate::worker::Catalog;
 
 /// A meeting to write.
@@ -36,7 +39,7 @@ pub fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
         if ids::validate_id(id).is_err() {
             continue;
         }
-        if super::observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Open) {
+        if observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Open) {
             open.push(id.to_string());
         }
     }
@@ -112,7 +115,7 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
 /// Ask for `to` by writing it into the artifact, as a person would. Checked against what the
 /// file says now, with the reason a person would want; the reconciler validates it again.
 pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str>) -> Result<Meeting> {
-    let m = super::observe::load(project, id)?;
+    let m = observe::load(project, id)?;
     let from = m.effective_status();
     let allowed = matches!(
         (from, to),
@@ -131,43 +134,23 @@ pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str
     if let Some(n) = note {
         edits.push(Edit::Set("reason".into(), Value::String(n.into())));
     }
-    super::act::edit_current(&m.path, &edits)?;
-    super::observe::load(project, id)
+    crate::meeting::act::edit_current(&m.path, &edits)?;
+    observe::load(project, id)
 }
 
-/// Have the reconciler carry out what the files say, now: a pass of our own if no one holds
-/// the project, else wait for the holder (a `watch`) until `done` says so, or `limit` passes.
-pub fn converge(
+/// Have the reconciler carry out what the files say about meeting `id`, now (see
+/// [`super::converge`]); `done` says when a `watch` holding the project has.
+fn converge(
     home: &Home,
     project: &Project,
     id: &str,
     limit: Duration,
     done: impl Fn(Option<&MeetingRecord>, &Meeting) -> bool,
 ) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
-            Ok(_lock) => {
-                crate::reconcile::run(home, project, &crate::reconcile::Options::default(), |_| {})?;
-                return Ok(());
-            }
-            Err(_) => {
-                // Someone else reconciles the project: let it, and watch for the outcome.
-                if Instant::now() >= deadline {
-                    bail!(
-                        "the guild-hall process that holds this project did not carry it out within {}",
-                        humantime::format_duration(limit)
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(20));
-                if let (Ok(m), Ok(r)) = (super::observe::load(project, id), super::observe::record(home, project, id)) {
-                    if done(r.as_ref(), &m) {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-    }
+    super::converge(home, project, "guild-hall meeting", limit, || match (observe::load(project, id), observe::record(home, project, id)) {
+        (Ok(m), Ok(r)) => done(r.as_ref(), &m),
+        _ => false,
+    })
 }
 
 /// Fold what the meetings' toolboxes recorded into their artifacts now, if no other
@@ -175,7 +158,7 @@ pub fn converge(
 pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
     if let Ok(_lock) = crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
         let workers = Catalog::discover(&project.root, &home.workers_dir());
-        for (a, result, _) in super::round(home, project, &workers, false)?.done {
+        for (a, result, _) in crate::meeting::round(home, project, &workers, false)?.done {
             if let Err(e) = result {
                 tracing::warn!(meeting = %a.id(), error = %format!("{e:#}"), "meeting action failed");
             }
@@ -193,8 +176,8 @@ pub fn open(home: &Home, project: &Project, id: &str) -> Result<Meeting> {
     converge(home, project, id, CONVERGE_LIMIT, |r, m| {
         r.is_some_and(|r| r.status == MeetingStatus::Open) || m.str_field("reason").is_some()
     })?;
-    let m = super::observe::load(project, id)?;
-    if super::observe::record(home, project, id)?.is_none_or(|r| r.status != MeetingStatus::Open) {
+    let m = observe::load(project, id)?;
+    if observe::record(home, project, id)?.is_none_or(|r| r.status != MeetingStatus::Open) {
         bail!("meeting {id} was not opened: {}", m.str_field("reason").unwrap_or("see `guild-hall meeting show`"));
     }
     Ok(m)
@@ -230,7 +213,7 @@ pub fn decline(home: &Home, project: &Project, id: &str, reason: Option<&str>) -
     let note = reason.map(|r| format!("declined: {r}"));
     request(project, id, MeetingStatus::Declined, note.as_deref())?;
     converge(home, project, id, CONVERGE_LIMIT, |r, _| r.is_some_and(|r| r.status == MeetingStatus::Declined))?;
-    super::observe::load(project, id)
+    observe::load(project, id)
 }
 
 /// Close a meeting and have it carried out: `true` once closed (notes written, work merged or
@@ -240,7 +223,54 @@ pub fn close(home: &Home, project: &Project, id: &str) -> Result<(Meeting, bool)
     converge(home, project, id, CONVERGE_LIMIT, |r, m| {
         r.is_some_and(|r| r.status == MeetingStatus::Closed) || m.str_field("reason").is_some_and(|r| r.starts_with("merge waiting"))
     })?;
-    let m = super::observe::load(project, id)?;
-    let closed = super::observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Closed);
+    let m = observe::load(project, id)?;
+    let closed = observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Closed);
     Ok((m, closed))
+}
+
+/// Run one turn of meeting `id` with `message` ([`crate::meeting::turn::run`]), then fold
+/// what its toolbox recorded into the artifact (unless a `watch` holds the project: it does).
+pub fn turn(
+    home: &Home,
+    project: &Project,
+    id: &str,
+    message: &str,
+    interrupted: &AtomicBool,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> Result<crate::meeting::turn::Turn> {
+    let t = crate::meeting::turn::run(home, project, id, message, interrupted, on_event)?;
+    if let Err(e) = fold_now(home, project) {
+        tracing::warn!(meeting = %id, error = %format!("{e:#}"), "the turn's toolbox events were not folded in yet");
+    }
+    Ok(t)
+}
+
+/// The project's meetings as a person lists them: requests first, then open ones, then the
+/// rest, each group oldest first; and what could not be read, one line each.
+pub fn list(project: &Project) -> Result<(Vec<Meeting>, Vec<String>)> {
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for path in crate::artifact::paths(&project.meetings_dir())? {
+        let text = match crate::artifact::read_regular(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        match Meeting::parse(&path, &text) {
+            Ok(m) => rows.push(m),
+            Err(p) => problems.extend(p.iter().map(|p| p.to_string())),
+        }
+    }
+    let rank = |s: MeetingStatus| match s {
+        MeetingStatus::Requested => 0,
+        MeetingStatus::Open => 1,
+        MeetingStatus::Closed => 2,
+        MeetingStatus::Declined => 3,
+    };
+    rows.sort_by(|a, b| {
+        (rank(a.effective_status()), a.str_field("created"), &a.id).cmp(&(rank(b.effective_status()), b.str_field("created"), &b.id))
+    });
+    Ok((rows, problems))
 }

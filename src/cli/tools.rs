@@ -7,8 +7,8 @@
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use serde_json::{Map, Value as Json};
 
-use super::toolbox::tools;
-use super::Tool;
+use guild_hall::tools::toolbox::tools;
+use guild_hall::tools::Tool;
 
 /// A parsed `guild-hall toolbox` call: the tool and its arguments as JSON.
 #[derive(Debug, Clone)]

@@ -1,14 +1,15 @@
-//! Operations on commissions that tools and agents call: create, request (`desired:`,
-//! `status:`), and the dispatcher API of REQ-WD-5..18 (`dispatch`, `list`, `status`, `result`,
-//! `cancel`, `delete`). Each writes only what a person could write, and leaves the rest to the
-//! reconciler; the CLI, `mcp --manager` and the JSON-RPC endpoint are thin faces over these.
+//! The dispatcher API of REQ-WD-5..18 (`dispatch`, `list`, `status`, `result`, `cancel`,
+//! `delete`, `meeting_request`) over one project, as [`crate::tools::dispatcher::Operations`]
+//! declares it: each writes only what a person could write (through [`super::commission`] and
+//! [`super::meeting`]) and leaves the rest to the reconciler. `mcp --manager`, `guild-hall job`
+//! and the JSON-RPC endpoint are its faces.
 
-use anyhow::{anyhow, bail, Context, Result};
-use serde_yaml_ng::{Mapping, Value};
+use anyhow::Context;
+use serde_yaml_ng::Value;
 
+use super::commission::{create, load, request, NewCommission};
 use crate::artifact::ids;
-use crate::artifact::store::content_hash;
-use crate::artifact::write::{self, Edit};
+use crate::artifact::write::Edit;
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
@@ -17,105 +18,6 @@ use crate::tools::dispatcher::{
 };
 use crate::tools::ToolError;
 use crate::worker::Catalog;
-
-/// A commission to create.
-#[derive(Debug, Clone, Default)]
-pub struct NewCommission {
-    pub worker: String,
-    pub title: String,
-    pub prompt: String,
-    pub depends: Vec<String>,
-    pub draft: bool,
-    pub id: Option<String>,
-    pub max_turns: Option<u64>,
-    pub max_budget_usd: Option<f64>,
-}
-
-/// Write a new commission artifact (the same file a person would write) and return its id.
-pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<String> {
-    let catalog = Catalog::discover(&project.root, &home.workers_dir());
-    catalog.for_commission(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
-    if new.title.trim().is_empty() {
-        bail!("the title must not be empty");
-    }
-    if new.prompt.trim().is_empty() {
-        bail!("the prompt is empty: it is what the worker works from");
-    }
-    let deps = new.depends.iter().map(|d| ids::validate_rel_path(d)).collect::<Result<Vec<_>, _>>()?;
-    let dir = project.commissions_dir();
-    std::fs::create_dir_all(&dir)?;
-    let id = match &new.id {
-        Some(id) => {
-            ids::validate_id(id)?;
-            id.clone()
-        }
-        None => {
-            let base = ids::slugify(&new.title);
-            (1..)
-                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
-                .find(|c| !project.commission_path(c).exists())
-                .unwrap_or(base)
-        }
-    };
-    let mut fm = Mapping::new();
-    fm.insert("title".into(), new.title.as_str().into());
-    fm.insert("date".into(), chrono::Utc::now().format("%Y-%m-%d").to_string().into());
-    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
-    fm.insert("worker".into(), new.worker.as_str().into());
-    // The FIFO key, stamped when the commission is made rather than when a pass first sees it.
-    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
-    if !deps.is_empty() {
-        fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
-    }
-    if new.max_turns.is_some() || new.max_budget_usd.is_some() {
-        let mut r = Mapping::new();
-        if let Some(t) = new.max_turns {
-            r.insert("max_turns".into(), t.into());
-        }
-        if let Some(b) = new.max_budget_usd {
-            r.insert("max_budget_usd".into(), b.into());
-        }
-        fm.insert("resources".into(), Value::Mapping(r));
-    }
-    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    text.push_str(new.prompt.trim_end());
-    text.push('\n');
-    // Read back by the parser every pass (and `check`) uses: a file that would be invalid the
-    // moment it exists (a title over the frontmatter's size limit, say) is never written.
-    crate::artifact::create_new(&project.commission_path(&id), &text, "commission", Commission::parse)?;
-    Ok(id)
-}
-
-/// Read and validate one commission by id.
-pub fn load(project: &Project, id: &str) -> Result<Commission> {
-    ids::validate_id(id)?;
-    let path = project.commission_path(id);
-    let text = match crate::artifact::read_regular(&path) {
-        Ok(t) => t,
-        Err(e @ (crate::artifact::ReadError::Symlink | crate::artifact::ReadError::NotRegular)) => {
-            bail!("{}: {e}", path.display())
-        }
-        Err(e) => return Err(anyhow!("no commission {id:?} ({} not readable): {e}", path.display())),
-    };
-    Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
-}
-
-/// Write one intent key into the artifact, surgically and atomically. The reconciler may be
-/// writing the same file: a concurrent change means read again and retry, never clobber.
-pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
-    for _ in 0..40 {
-        let c = load(project, id)?;
-        let text = crate::artifact::read_regular(&c.path)?;
-        if content_hash(&text) == c.hash {
-            let new = write::apply(&text, std::slice::from_ref(edit))?;
-            if crate::artifact::store::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
-                return Ok(());
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    bail!("{} keeps changing; nothing written, try again", project.commission_path(id).display())
-}
 
 fn invalid(msg: impl Into<String>) -> ToolError {
     ToolError::Refused(msg.into())
@@ -165,29 +67,6 @@ impl Dispatcher {
         }
         load(&self.project, job).map_err(|e| invalid(format!("job {job:?} is unreadable: {e:#}")))
     }
-
-    /// Make sure someone carries the change out: a watcher holding the project will see the
-    /// file; otherwise start a detached `reconcile --once --wait` (which waits for any other
-    /// one-shot reconciler first).
-    pub fn kick(&self) -> Result<()> {
-        if crate::reconcile::lock_holder(&self.home, &self.project).is_some_and(|h| h.starts_with("guild-hall watch")) {
-            return Ok(());
-        }
-        let exe = std::env::current_exe()?;
-        let mut cmd = std::process::Command::new(exe);
-        cmd.arg("-C")
-            .arg(&self.project.root)
-            .arg("--home")
-            .arg(&self.home.root)
-            .args(["reconcile", "--once", "--wait", "--wait-lock", "--timeout", "24h"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        crate::worker::shim::detach(&mut cmd);
-        let mut child = cmd.spawn().context("starting a reconciler")?;
-        std::thread::spawn(move || child.wait());
-        Ok(())
-    }
 }
 
 /// The dispatcher's operations, as the catalogue ([`crate::tools::dispatcher`]) declares them.
@@ -222,7 +101,7 @@ impl Operations for Dispatcher {
             ..NewCommission::default()
         };
         let id = create(&self.home, &self.project, &new).map_err(|e| invalid(format!("{e:#}")))?;
-        self.kick()?;
+        super::kick(&self.home, &self.project)?;
         Ok(Dispatched { job_id: id })
     }
 
@@ -315,7 +194,7 @@ impl Operations for Dispatcher {
         // The status itself, as a person would edit it: from this moment `status` says
         // cancelled; the reconciler stops the worker and commits its partial work.
         request(&self.project, &c.id, &Edit::Set("status".into(), Value::from("cancelled")))?;
-        self.kick()?;
+        super::kick(&self.home, &self.project)?;
         Ok(Cancelled { job_id: c.id, status: "cancelled" })
     }
 
@@ -366,7 +245,7 @@ impl Operations for Dispatcher {
     /// `meeting_request {worker, reason, references?, title?}` → `{meetingId}`: the request
     /// artifact a person or a worker would write.
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError> {
-        let new = crate::meeting::ops::NewMeeting {
+        let new = super::meeting::NewMeeting {
             worker: req.worker,
             title: req.title,
             agenda: Some(req.reason),
@@ -376,7 +255,7 @@ impl Operations for Dispatcher {
             requested_by: Some("manager".into()),
             body: String::new(),
         };
-        let id = crate::meeting::ops::create(&self.home, &self.project, &new).map_err(|e| ToolError::Refused(format!("{e:#}")))?;
+        let id = super::meeting::create(&self.home, &self.project, &new).map_err(|e| ToolError::Refused(format!("{e:#}")))?;
         Ok(MeetingRequested { meeting_id: id, status: "requested" })
     }
 }

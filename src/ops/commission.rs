@@ -1,0 +1,128 @@
+//! What people and tools do to commissions: write a new one, read one by id, and ask for a
+//! change (`desired:`, `status:`) by writing it into the file as a person would (parity,
+//! REQ-COM-4). The reconciler does the rest.
+
+use anyhow::{anyhow, bail, Result};
+use serde_yaml_ng::{Mapping, Value};
+
+use crate::artifact::ids;
+use crate::artifact::store::content_hash;
+use crate::artifact::write::{self, Edit};
+use crate::artifact::{Commission, Status};
+use crate::config::{Home, Project};
+use crate::worker::Catalog;
+
+/// A commission to create.
+#[derive(Debug, Clone, Default)]
+pub struct NewCommission {
+    pub worker: String,
+    pub title: String,
+    pub prompt: String,
+    pub depends: Vec<String>,
+    pub draft: bool,
+    pub id: Option<String>,
+    pub max_turns: Option<u64>,
+    pub max_budget_usd: Option<f64>,
+}
+
+/// Write a new commission artifact (the same file a person would write) and return its id.
+pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<String> {
+    let catalog = Catalog::discover(&project.root, &home.workers_dir());
+    catalog.for_commission(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
+    if new.title.trim().is_empty() {
+        bail!("the title must not be empty");
+    }
+    if new.prompt.trim().is_empty() {
+        bail!("the prompt is empty: it is what the worker works from");
+    }
+    let deps = new.depends.iter().map(|d| ids::validate_rel_path(d)).collect::<Result<Vec<_>, _>>()?;
+    let dir = project.commissions_dir();
+    std::fs::create_dir_all(&dir)?;
+    let id = match &new.id {
+        Some(id) => {
+            ids::validate_id(id)?;
+            id.clone()
+        }
+        None => {
+            let base = ids::slugify(&new.title);
+            (1..)
+                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
+                .find(|c| !project.commission_path(c).exists())
+                .unwrap_or(base)
+        }
+    };
+    let mut fm = Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    fm.insert("date".into(), chrono::Utc::now().format("%Y-%m-%d").to_string().into());
+    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
+    fm.insert("worker".into(), new.worker.as_str().into());
+    // The FIFO key, stamped when the commission is made rather than when a pass first sees it.
+    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
+    if !deps.is_empty() {
+        fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
+    }
+    if new.max_turns.is_some() || new.max_budget_usd.is_some() {
+        let mut r = Mapping::new();
+        if let Some(t) = new.max_turns {
+            r.insert("max_turns".into(), t.into());
+        }
+        if let Some(b) = new.max_budget_usd {
+            r.insert("max_budget_usd".into(), b.into());
+        }
+        fm.insert("resources".into(), Value::Mapping(r));
+    }
+    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    text.push_str(new.prompt.trim_end());
+    text.push('\n');
+    // Read back by the parser every pass (and `check`) uses: a file that would be invalid the
+    // moment it exists (a title over the frontmatter's size limit, say) is never written.
+    crate::artifact::create_new(&project.commission_path(&id), &text, "commission", Commission::parse)?;
+    Ok(id)
+}
+
+/// Read and validate one commission by id.
+pub fn load(project: &Project, id: &str) -> Result<Commission> {
+    ids::validate_id(id)?;
+    let path = project.commission_path(id);
+    let text = match crate::artifact::read_regular(&path) {
+        Ok(t) => t,
+        Err(e @ (crate::artifact::ReadError::Symlink | crate::artifact::ReadError::NotRegular)) => {
+            bail!("{}: {e}", path.display())
+        }
+        Err(e) => return Err(anyhow!("no commission {id:?} ({} not readable): {e}", path.display())),
+    };
+    Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
+}
+
+/// Write one intent key into the artifact, surgically and atomically. The reconciler may be
+/// writing the same file: a concurrent change means read again and retry, never clobber.
+pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
+    for _ in 0..40 {
+        let c = load(project, id)?;
+        let text = crate::artifact::read_regular(&c.path)?;
+        if content_hash(&text) == c.hash {
+            let new = write::apply(&text, std::slice::from_ref(edit))?;
+            if crate::artifact::store::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
+                return Ok(());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    bail!("{} keeps changing; nothing written, try again", project.commission_path(id).display())
+}
+
+/// Set a failed or cancelled commission back to pending for a new attempt (the only ones a
+/// person may re-dispatch); the edit written.
+pub fn redispatch(project: &Project, id: &str) -> Result<Edit> {
+    let c = load(project, id)?;
+    match c.status {
+        Some(Status::Failed | Status::Cancelled) => {
+            let edit = Edit::Set("status".into(), Value::from("pending"));
+            request(project, id, &edit)?;
+            Ok(edit)
+        }
+        other => {
+            bail!("{id} is {}: only a failed or cancelled commission can be re-dispatched", other.map(|s| s.as_str()).unwrap_or("pending"))
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Where a worker's captured output is: a commission's attempt, a wave task's, a plan's last
+//! verify run. Reading and showing it is the face's.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+use crate::activity::state::{Record, StateDir};
+use crate::config::{Home, Project};
+use crate::files::read_json;
+
+/// The log of commission or wave task `id` (a task by its canonical id) at `attempt`, else its
+/// latest: the path and the attempt.
+pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>) -> Result<(PathBuf, u32)> {
+    let (state, attempt) = match super::plan::task(project, id)? {
+        Some((plan, task)) => {
+            let state = StateDir(home.task_state(&project.name, &plan.id, &task.slug()));
+            let recorded =
+                crate::plan::observe::record(home, project, &plan.id)?.and_then(|r| r.tasks.get(&task.canonical).map(|t| t.attempt));
+            match attempt.or(recorded.filter(|a| *a > 0)) {
+                Some(a) => (state, a),
+                None => bail!("{id} has not started yet: no logs"),
+            }
+        }
+        None => {
+            crate::artifact::ids::validate_id(id)?;
+            let state = StateDir(home.commission_state(&project.name, id));
+            let attempt = match attempt {
+                Some(a) => a,
+                None => match read_json::<Record>(&state.record())? {
+                    Some(r) if r.attempt > 0 => r.attempt,
+                    _ => bail!("{id} has not been dispatched yet: no logs"),
+                },
+            };
+            (state, attempt)
+        }
+    };
+    Ok((state.log(attempt), attempt))
+}
+
+/// The log of plan `id`'s latest verify run (`verify`), or of its task `task` (its canonical
+/// id or its label) at its latest attempt.
+pub fn plan_log(home: &Home, project: &Project, id: &str, task: Option<&str>, verify: bool) -> Result<PathBuf> {
+    let plan = crate::plan::observe::load(project, id)?;
+    let record = crate::plan::observe::record(home, project, id)?;
+    if verify {
+        let runs = record.map(|r| r.verify_runs).unwrap_or(0);
+        return Ok(StateDir(home.plan_state(&project.name, id).join("verify")).log(runs));
+    }
+    let name = task.context("name a task (its canonical id or label), or --verify")?;
+    let t = plan.tasks().find(|t| t.canonical == name || t.label == name).with_context(|| format!("plan {id} has no task {name}"))?;
+    let attempt = record.and_then(|r| r.tasks.get(&t.canonical).map(|x| x.attempt)).unwrap_or(1);
+    Ok(StateDir(home.task_state(&project.name, id, &t.slug())).log(attempt))
+}

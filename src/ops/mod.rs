@@ -1,0 +1,93 @@
+//! What people and tools do, above the loop: create an artifact, request a transition (written
+//! into its file as a person would), converge (a pass now, or left to the `watch` holding the
+//! project), fold, check, and what they look at (status rows, logs, orphans). Every face — the
+//! CLI, `mcp --manager`, the JSON-RPC endpoint — calls these; the kinds below never call up here.
+
+pub mod catalogue;
+pub mod check;
+pub mod commission;
+pub mod dispatcher;
+pub mod gc;
+pub mod logs;
+pub mod meeting;
+pub mod plan;
+pub mod status;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::config::{Home, Project};
+
+/// Have the reconciler carry out what the files say, now: a pass of our own if no one holds
+/// the project, else wait for the holder (a `watch`) until `done` says so, or `limit` passes.
+/// `who` names us as the lock's holder.
+pub fn converge(home: &Home, project: &Project, who: &str, limit: Duration, done: impl Fn() -> bool) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match crate::reconcile::lock_project(home, project, false, who) {
+            Ok(_lock) => {
+                crate::reconcile::run(home, project, &crate::reconcile::Options::default(), |_| {})?;
+                return Ok(());
+            }
+            Err(_) => {
+                // Someone else reconciles the project: let it, and watch for the outcome.
+                if Instant::now() >= deadline {
+                    bail!(
+                        "the guild-hall process that holds this project did not carry it out within {}",
+                        humantime::format_duration(limit)
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                if done() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Make sure someone carries a change out, without waiting for it: a watcher holding the
+/// project will see the file; otherwise start a detached `reconcile --once --wait` (which
+/// waits for any other one-shot reconciler first).
+pub fn kick(home: &Home, project: &Project) -> Result<()> {
+    if crate::reconcile::lock_holder(home, project).is_some_and(|h| h.starts_with("guild-hall watch")) {
+        return Ok(());
+    }
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("-C")
+        .arg(&project.root)
+        .arg("--home")
+        .arg(&home.root)
+        .args(["reconcile", "--once", "--wait", "--wait-lock", "--timeout", "24h"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    crate::worker::shim::detach(&mut cmd);
+    let mut child = cmd.spawn().context("starting a reconciler")?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+/// What [`init`] did.
+#[derive(Debug, Clone, Copy)]
+pub struct Init {
+    /// The integration branch was created (from HEAD).
+    pub branch_created: bool,
+    /// The project was added to the home's registry.
+    pub registered: bool,
+}
+
+/// Set up the project: its `.lore/` directories, the integration branch, its registration in
+/// the home. Idempotent.
+pub fn init(home: &Home, project: &Project) -> Result<Init> {
+    let lore = project.root.join(".lore");
+    for d in ["commissions", "meetings", "workers"] {
+        std::fs::create_dir_all(lore.join(d)).with_context(|| format!("creating .lore/{d}"))?;
+    }
+    let repo = crate::activity::git::open(&project.root)?;
+    let branch_created = crate::activity::git::ensure_branch(&repo, &project.config.integration_branch, "HEAD")?;
+    let registered = home.register(&project.name, &project.root)?;
+    Ok(Init { branch_created, registered })
+}

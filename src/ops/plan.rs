@@ -1,0 +1,157 @@
+//! What people and tools do to plans: write a new plan (validated as the reconciler will read
+//! it, before anything is written) and ask for a transition (`retry`: `status: pending`,
+//! `cancel`: `status: cancelled`) by writing it into the file as a person would.
+
+use anyhow::{bail, Context, Result};
+use serde_yaml_ng::Value;
+
+use crate::artifact::plan::{Plan, PlanStatus, Task};
+use crate::artifact::write::Edit;
+use crate::config::{Home, Project};
+use crate::plan::decide::PlanRecord;
+use crate::tools::plan::{Listed, Row, Shown, ShownTask};
+
+/// A plan to write.
+#[derive(Debug, Clone)]
+pub struct NewPlan {
+    pub title: String,
+    /// The waves as written: a list of waves, each a list of tasks `{id, worker, title, prompt}`.
+    pub waves: Value,
+    /// Default: the title, slugified.
+    pub id: Option<String>,
+    pub parallelism: usize,
+    /// The integration verify command, run after each wave.
+    pub verify: Option<Vec<String>>,
+    pub fixer: Option<String>,
+    pub draft: bool,
+}
+
+/// Write a new plan artifact (the file a person would write); its id. Nothing is written for a
+/// plan the reconciler would refuse, nor over a file that exists.
+pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
+    let id = match &new.id {
+        Some(i) => i.clone(),
+        None => crate::artifact::ids::slugify(&new.title),
+    };
+    crate::artifact::ids::validate_id(&id)?;
+    let path = project.plan_path(&id);
+    let mut fm = serde_yaml_ng::Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
+    fm.insert("parallelism".into(), (new.parallelism as u64).into());
+    if let Some(v) = &new.verify {
+        fm.insert("verify".into(), Value::Sequence(v.iter().map(|a| Value::from(a.as_str())).collect()));
+    }
+    if let Some(f) = &new.fixer {
+        fm.insert("fixer".into(), f.as_str().into());
+    }
+    fm.insert("waves".into(), new.waves.clone());
+    let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    // Validated as the reconciler will read it, before anything is written.
+    Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+    std::fs::create_dir_all(project.plans_dir())?;
+    let mut f =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
+    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    Ok(id)
+}
+
+/// Where plan `plan` is: what the reconciler recorded, else what its file says.
+pub fn status(plan: &Plan, record: Option<&PlanRecord>) -> PlanStatus {
+    record.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending)
+}
+
+/// Write `status: <to>` as a person would, after checking the request makes sense from where
+/// the plan is now ([`status`]).
+pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Result<()> {
+    let plan = crate::plan::observe::load(project, id)?;
+    let from = status(&plan, crate::plan::observe::record(home, project, id)?.as_ref());
+    if !crate::plan::decide::person_may_request(from, to) {
+        bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
+    }
+    crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
+    Ok(())
+}
+
+/// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it;
+/// `None` for an id of another shape (a commission's).
+pub fn task(project: &Project, id: &str) -> Result<Option<(Plan, Task)>> {
+    let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
+    let plan = crate::plan::observe::load(project, plan)?;
+    let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
+    Ok(Some((plan, task)))
+}
+
+/// A plan as `show` gives it: the plan, its record, and the view of both.
+pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<PlanRecord>, Shown)> {
+    let plan = crate::plan::observe::load(project, id)?;
+    let record = crate::plan::observe::record(home, project, id)?;
+    let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&plan.path))?;
+    let status = status(&plan, record.as_ref());
+    // Each task's resume class, from what is there now (its worktree, its processes).
+    let workers = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
+    // A runtime file that cannot be trusted (a run record naming another process, say) is shown:
+    // nothing is done for the plan until it is repaired or removed.
+    let (observed, problem) = match crate::plan::observe::observe_plan(home, project, &workers, id) {
+        Ok(o) => (Some(o), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
+    let tasks = plan
+        .tasks()
+        .map(|t| {
+            let r = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
+            let class = observed
+                .as_ref()
+                .and_then(|o| o.tasks.iter().find(|x| x.task.canonical == t.canonical))
+                .map(|ot| crate::plan::decide::resume_class(ot, r).as_str());
+            ShownTask {
+                task: t.canonical.clone(),
+                label: t.label.clone(),
+                wave: t.wave,
+                worker: t.worker.clone(),
+                title: t.title.clone(),
+                state: r.map(|r| r.state.as_str()).unwrap_or("queued").to_string(),
+                class,
+                attempt: r.map(|r| r.attempt).unwrap_or(0),
+                reason: r.and_then(|r| r.reason.clone()),
+            }
+        })
+        .collect();
+    let shown = Shown {
+        plan: plan.id.clone(),
+        title: plan.title.clone(),
+        status,
+        wave: record.as_ref().map(|r| r.wave),
+        waves: plan.waves.len(),
+        parallelism: plan.parallelism,
+        verify: plan.verify.clone(),
+        fixer: plan.fixer.clone(),
+        reason: record.as_ref().and_then(|r| r.reason.clone()),
+        verify_runs: record.as_ref().map(|r| r.verify_runs).unwrap_or(0),
+        tasks,
+        log,
+        problem,
+    };
+    Ok((plan, record, shown))
+}
+
+/// The plans, by id; files that cannot be read are named in the problems.
+pub fn list(home: &Home, project: &Project) -> Result<Listed> {
+    let mut listed = Listed { plans: Vec::new(), problems: Vec::new() };
+    for path in crate::artifact::paths(&project.plans_dir())? {
+        let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        let read = crate::plan::observe::load(project, id).and_then(|p| Ok((crate::plan::observe::record(home, project, id)?, p)));
+        match read {
+            Ok((record, plan)) => listed.plans.push(Row {
+                status: status(&plan, record.as_ref()),
+                wave: record.as_ref().map(|r| r.wave),
+                reason: record.as_ref().and_then(|r| r.reason.clone()),
+                waves: plan.waves.len(),
+                title: plan.title,
+                plan: plan.id,
+            }),
+            Err(e) => listed.problems.push(format!("{}: {e:#}", path.display())),
+        }
+    }
+    Ok(listed)
+}

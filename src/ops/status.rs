@@ -1,0 +1,103 @@
+//! `status`: one row a commission (the JSON of `guild-hall status --json`, which the table
+//! shows too), then one a problem of an artifact that does not parse, then one an orphan —
+//! produced one at a time, so memory does not grow with the number of artifacts.
+
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value as Json};
+
+use crate::commission::observe::{Observed, Proc};
+use crate::config::{Home, Project};
+
+/// Hand each row of the project's commissions (only `id`'s, if given) to `emit`, in order;
+/// the number of problems found (invalid artifacts, corrupt runtime state). The first error
+/// of `emit` ends it.
+pub fn rows(
+    home: &Home,
+    project: &Project,
+    id: Option<&str>,
+    now: DateTime<Utc>,
+    mut emit: impl FnMut(&Json) -> Result<()>,
+) -> Result<usize> {
+    let wanted = |p: &std::path::Path| id.is_none_or(|i| p.file_stem().and_then(|s| s.to_str()) == Some(i));
+    // Artifacts that do not parse are listed after the others, one row per problem.
+    let mut invalid = Vec::new();
+    let mut problems = 0usize;
+    let mut failed: Option<anyhow::Error> = None;
+    let catalog_problems = crate::commission::observe::observe_each(home, project, wanted, |o| {
+        if failed.is_some() {
+            return;
+        }
+        match o {
+            Ok(o) => {
+                problems += usize::from(o.corrupt.is_some());
+                if let Err(e) = emit(&row(&o, now)) {
+                    failed = Some(e);
+                }
+            }
+            Err(ps) => {
+                problems += ps.len();
+                invalid.extend(ps);
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    problems += catalog_problems.iter().filter(|p| wanted(&p.path)).count();
+    for p in &invalid {
+        let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+        emit(
+            &json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}),
+        )?;
+    }
+    for o in super::gc::inventory(home, project)? {
+        if id.is_none_or(|i| o.kind == "commission" && i == o.id) {
+            emit(&orphan_row(&o))?;
+        }
+    }
+    Ok(problems)
+}
+
+/// A failed or cancelled commission whose attempt still has processes: what is under way.
+fn stopping(o: &Observed) -> Option<String> {
+    let verb = match o.artifact.status? {
+        crate::artifact::Status::Cancelled => "cancelling",
+        crate::artifact::Status::Failed => "failing",
+        _ => return None,
+    };
+    matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+        .then(|| o.record.as_ref().and_then(|r| r.stopping.clone()).unwrap_or_else(|| format!("{verb}: worker still running")))
+}
+
+/// A commission's row, as it is now (`now` for the heartbeat's age).
+fn row(o: &Observed, now: DateTime<Utc>) -> Json {
+    let a = &o.artifact;
+    let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Json::Null);
+    json!({
+        "id": a.id,
+        "title": a.title,
+        "status": a.status.map(|s| s.as_str()).unwrap_or("pending"),
+        "worker": a.worker,
+        "attempt": a.attempt(),
+        "branch": a.str_field("branch"),
+        "progress": a.str_field("progress"),
+        "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.str_field("reason").map(str::to_string)),
+        "result": yaml_json("result"),
+        "questions": yaml_json("questions"),
+        "created": a.created(),
+        "desired": a.desired.map(|d| d.as_str()),
+        "stopping": stopping(o),
+        "completed": a.str_field("completed"),
+        "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
+        "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
+        "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
+        "path": a.path,
+    })
+}
+
+/// What is left of an artifact that is gone, as a row.
+fn orphan_row(o: &super::gc::Orphan) -> Json {
+    json!({"id": o.id, "status": "orphaned", "kind": o.kind, "reason": o.describe(), "path": o.artifact, "worker": null, "attempt": 0,
+           "branch": o.branches.first().map(|b| b.name.clone()), "progress": null, "result": null})
+}
