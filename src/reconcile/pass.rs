@@ -156,7 +156,8 @@ impl Pass<'_> {
         let actions: Vec<&K::Action> =
             decided.actions.iter().filter(|a| a.is_stop() || !self.failed.contains(&(K::NAME, a.id().to_string()))).collect();
         kind.take(&snapshot, &actions, budget);
-        round.settled &= decided.settled && !(self.opts.dry_run && !decided.actions.is_empty());
+        // A dry run carries nothing out: it is settled only if nothing is planned.
+        round.settled &= decided.settled && (!self.opts.dry_run || decided.actions.is_empty());
         round.busy.extend(decided.busy.iter().map(|id| (K::NAME, id.clone())));
         let rounds = self.rounds;
         for a in actions {
