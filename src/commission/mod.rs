@@ -102,3 +102,19 @@ impl Kind for Commissions<'_> {
         kind::table(&Status::ALL, decide::person_may_request, Status::as_str)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a person may request of a commission, as the board and operations read it.
+    #[test]
+    fn the_request_table() {
+        let table = Commissions::requests();
+        for want in [("draft", "pending"), ("failed", "pending"), ("cancelled", "pending"), ("in_progress", "cancelled")] {
+            assert!(table.contains(&want), "{want:?} in {table:?}");
+        }
+        assert_eq!(table.len(), 7, "{table:?}");
+        assert!(!table.iter().any(|(_, to)| *to == "completed"), "{table:?}");
+    }
+}

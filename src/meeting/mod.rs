@@ -79,3 +79,48 @@ impl Kind for Meetings {
         REQUESTS.iter().map(|(from, to)| (from.as_str(), to.as_str())).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::decide::{decide, Action, MeetingRecord, Observed, Snapshot};
+    use super::*;
+
+    fn observed(file: MeetingStatus, had: MeetingStatus) -> Observed {
+        let text = format!("---\nworker: scribe\nstatus: {file}\n---\nHello\n");
+        Observed {
+            meeting: crate::artifact::Meeting::parse(std::path::Path::new(".lore/meetings/m.md"), &text).expect("valid"),
+            record: Some(MeetingRecord { status: had, created: None, notes_written: false }),
+            folded: Default::default(),
+            fold_changed: false,
+            followups_before: 0,
+            mail: vec![],
+            mail_notes: vec![],
+            opened: had == MeetingStatus::Open,
+            worker_problem: None,
+        }
+    }
+
+    /// The request table the board and operations read is the one the decider enforces: a
+    /// person's `status:` edit is carried out exactly for the pairs it lists.
+    #[test]
+    fn the_request_table_is_the_deciders() {
+        for had in MeetingStatus::ALL {
+            for asked in MeetingStatus::ALL.into_iter().filter(|&a| a != had) {
+                let s = Snapshot {
+                    meetings: vec![observed(asked, had)],
+                    cap: 5,
+                    followup_cap: 3,
+                    integration_branch: "claude/main".into(),
+                    now: "2026-11-23T10:00:00.000Z".into(),
+                };
+                let actions = decide(&s);
+                let accepted = actions.iter().any(|a| {
+                    let (Action::Update { update, .. } | Action::Open { update, .. } | Action::Close { update, .. }) = a;
+                    update.record.as_ref().is_some_and(|r| r.status == asked)
+                });
+                assert_eq!(accepted, REQUESTS.contains(&(had, asked)), "{had} -> {asked}: {actions:?}");
+            }
+        }
+        assert_eq!(Meetings::requests(), vec![("requested", "open"), ("requested", "declined"), ("open", "closed")]);
+    }
+}

@@ -11,6 +11,7 @@ mod endpoint_trust;
 mod gc;
 mod git_trust;
 mod lifecycle;
+mod r#loop;
 mod mailbox_trust;
 mod mcp;
 mod meeting_trust;
