@@ -26,7 +26,8 @@ pub trait Action: std::fmt::Debug {
         false
     }
     /// Signs of life remembered: no progress, and nothing to report when it succeeds (a worker
-    /// that prints all the time must not keep a pass going).
+    /// that prints all the time must not keep a pass going); never skipped either, so that
+    /// liveness stays true while its artifact is backed off.
     fn is_heartbeat(&self) -> bool {
         false
     }

@@ -31,7 +31,7 @@ pub struct Options {
     /// Wait for the project lock instead of refusing when another reconciler holds it.
     pub wait_lock: bool,
     /// Actions to leave alone this time, by kind and id (the watcher's backoff after failed
-    /// actions); stops are never left out.
+    /// actions); stops and heartbeats are never left out.
     pub skip: BTreeSet<Key>,
     /// Settled artifacts remembered across passes (the watcher's).
     pub settled: Option<std::sync::Arc<crate::commission::observe::SettledCache>>,

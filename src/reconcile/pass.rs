@@ -1,7 +1,8 @@
 //! The one generic pass: each round observes, decides and acts on every kind in turn
 //! (commissions, then meetings, then plans: the wave tasks get the worker slots the
 //! commissions leave), with one error policy for all of them — a failed action is left alone
-//! for the rest of the invocation (stops excepted), keyed by kind and id; a wait is said once.
+//! for the rest of the invocation (stops and heartbeats excepted), keyed by kind and id; a
+//! wait is said once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -84,7 +85,7 @@ struct Pass<'a> {
     /// What each waiting action last said it waits on (said again only when that changes).
     waiting: HashMap<Key, String>,
     /// Actions that failed (and those the caller skips): left alone for the rest of this
-    /// invocation, stops excepted.
+    /// invocation, stops and heartbeats excepted.
     failed: BTreeSet<Key>,
     rounds: usize,
     on_entry: &'a mut dyn FnMut(&Entry),
@@ -152,9 +153,14 @@ impl Pass<'_> {
         self.report.running.extend(at_work.running);
         self.report.dependency_dirs.extend(at_work.awaited_dirs);
         // A stop is never left out: a failing update (what a worker wrote, say) must not keep
-        // an attempt from being stopped.
-        let actions: Vec<&K::Action> =
-            decided.actions.iter().filter(|a| a.is_stop() || !self.failed.contains(&(K::NAME, a.id().to_string()))).collect();
+        // an attempt from being stopped. Nor is a heartbeat: a plan's failed action backs off
+        // the whole plan, and its other tasks' signs of life must still be remembered, or a
+        // live task would be judged stale and stopped.
+        let actions: Vec<&K::Action> = decided
+            .actions
+            .iter()
+            .filter(|a| a.is_stop() || a.is_heartbeat() || !self.failed.contains(&(K::NAME, a.id().to_string())))
+            .collect();
         kind.take(&snapshot, &actions, budget);
         // A dry run carries nothing out: it is settled only if nothing is planned.
         round.settled &= decided.settled && (!self.opts.dry_run || decided.actions.is_empty());
