@@ -1,4 +1,5 @@
-//! What every kind of activity shares (commissions and meetings; wave tasks next): its git
+//! What every kind of activity (commissions, meetings, plans) shares: the [`kind`] contract the
+//! one reconcile pass drives them by, its git
 //! (branch, worktree made and secured by record, landing by squash merge), the control plane
 //! no worker may change, its runtime state on disk (records, run and exit info, heartbeat,
 //! atomic writes), the liveness rules of a worker at work (stale, wall-clock limit), its
@@ -8,6 +9,7 @@
 pub mod control_plane;
 pub mod fit;
 pub mod git;
+pub mod kind;
 pub mod merge;
 pub mod names;
 pub mod state;

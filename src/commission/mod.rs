@@ -1,6 +1,120 @@
-//! Commissions: observe (read the world into a snapshot), plan (pure: the state machine and
-//! everything it decides) and act (one small idempotent effect per action).
+//! Commissions: observe (read the world into a snapshot), decide (pure: the state machine and
+//! everything it decides) and act (one small idempotent effect per action), joined by
+//! [`Commissions`], the kind the reconcile pass drives.
 
 pub mod act;
 pub mod decide;
 pub mod observe;
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::Outcome;
+use crate::artifact::{Problem, Status};
+use decide::Action;
+use observe::{Depth, Proc, SettledCache, Snapshot};
+
+/// Commissions as a kind of the reconcile pass. `settled`: settled artifacts remembered across
+/// passes (the watcher's).
+#[derive(Default)]
+pub struct Commissions<'a> {
+    pub settled: Option<&'a SettledCache>,
+}
+
+impl kind::Action for Action {
+    fn id(&self) -> &str {
+        Action::id(self)
+    }
+    fn verb(&self) -> &'static str {
+        Action::kind(self)
+    }
+    fn describe(&self) -> String {
+        Action::describe(self)
+    }
+    fn is_stop(&self) -> bool {
+        matches!(self, Action::Signal { .. } | Action::KillLeftovers { .. })
+    }
+    fn is_heartbeat(&self) -> bool {
+        matches!(self, Action::Heartbeat { .. })
+    }
+}
+
+impl Kind for Commissions<'_> {
+    const NAME: &'static str = "commission";
+    type Snapshot = Snapshot;
+    type Action = Action;
+
+    fn observe(&self, ctx: Ctx<'_>, _budget: &Budget) -> Result<(Snapshot, Vec<Problem>)> {
+        let snapshot = observe::observe_cached(ctx.home, ctx.project, Depth::Reconcile, self.settled)?;
+        let problems = snapshot.problems.clone();
+        Ok((snapshot, problems))
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decided<Action> {
+        let d = decide::decide(snapshot);
+        let problems = decide::cycle_problems(snapshot, &d.cycles);
+        Decided { actions: d.actions, problems, settled: d.settled, busy: d.busy }
+    }
+
+    /// Wave tasks share the project's and the home's caps with commissions: they get what
+    /// those running and those dispatched now leave (the decider counted the tasks).
+    fn take(&self, snapshot: &Snapshot, actions: &[&Action], budget: &mut Budget) {
+        let running = snapshot.commissions.iter().filter(|o| matches!(o.proc, Proc::Alive | Proc::Starting)).count();
+        let dispatching = actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).count();
+        let busy = running + snapshot.running_orphans + dispatching;
+        let project_cap = snapshot.project.config.commission_cap;
+        budget.limit(project_cap.saturating_sub(busy).min(snapshot.max_concurrent.saturating_sub(busy + snapshot.running_elsewhere)));
+    }
+
+    fn act(&self, ctx: Ctx<'_>, snapshot: &Snapshot, action: &Action) -> Result<Outcome> {
+        act::act(&act::Ctx { home: ctx.home, project: ctx.project, snapshot }, action)
+    }
+
+    fn next_check(&self, snapshot: &Snapshot) -> Option<Duration> {
+        decide::next_check(snapshot)
+    }
+
+    fn at_work(&self, ctx: Ctx<'_>, snapshot: &Snapshot) -> AtWork {
+        let running = snapshot
+            .commissions
+            .iter()
+            .filter(|o| matches!(o.proc, Proc::Alive | Proc::Starting))
+            .map(|o| ctx.home.commission_state(&ctx.project.name, o.id()))
+            .collect();
+        // Where missing dependencies would appear: the nearest existing directory of each, so a
+        // blocked commission wakes when its file arrives.
+        let root = &ctx.project.root;
+        let mut awaited_dirs: Vec<_> = snapshot
+            .commissions
+            .iter()
+            .flat_map(|o| &o.missing_deps)
+            .filter_map(|d| root.join(d).ancestors().skip(1).find(|a| a.is_dir()).map(std::path::Path::to_path_buf))
+            .filter(|d| d.starts_with(root))
+            .collect();
+        awaited_dirs.sort();
+        awaited_dirs.dedup();
+        AtWork { running, awaited_dirs }
+    }
+
+    fn requests() -> Vec<(&'static str, &'static str)> {
+        kind::table(&Status::ALL, decide::person_may_request, Status::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a person may request of a commission, as the board and operations read it.
+    #[test]
+    fn the_request_table() {
+        let table = Commissions::requests();
+        for want in [("draft", "pending"), ("failed", "pending"), ("cancelled", "pending"), ("in_progress", "cancelled")] {
+            assert!(table.contains(&want), "{want:?} in {table:?}");
+        }
+        assert_eq!(table.len(), 7, "{table:?}");
+        assert!(!table.iter().any(|(_, to)| *to == "completed"), "{table:?}");
+    }
+}

@@ -1,9 +1,9 @@
 //! Meetings, the synchronous half (DESIGN §10): the meeting artifact's state machine as a pure
-//! planner ([`decide`]) fed by [`observe`] (the mailbox read incrementally into [`fold`]) and
-//! carried out by [`act`] inside the same reconcile pass as commissions; live turns streamed
-//! from the worker ([`turn`], [`events`]); notes on close ([`notes`]). Branch, worktree,
-//! leftovers and squash merge are `activity`'s, shared with commissions. What people and tools
-//! do to meetings (create, request, converge) is `crate::ops::meeting`, above the loop.
+//! decider ([`decide`]) fed by [`observe`] (the mailbox read incrementally into [`fold`]) and
+//! carried out by [`act`], joined by [`Meetings`], the kind the reconcile pass drives alongside
+//! commissions and plans; live turns streamed from the worker ([`turn`], [`events`]); notes on
+//! close ([`notes`]). Branch, worktree, leftovers and squash merge are `activity`'s. What people
+//! and tools do to meetings (create, request, converge) is `crate::ops::meeting`, above the loop.
 
 pub mod act;
 pub mod decide;
@@ -13,34 +13,114 @@ pub mod notes;
 pub mod observe;
 pub mod turn;
 
+use std::time::Duration;
+
 use anyhow::Result;
 
+use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
 use crate::activity::Outcome;
-use crate::artifact::Problem;
-use crate::config::{Home, Project};
+use crate::artifact::{MeetingStatus, Problem};
 use crate::worker::Catalog;
 
-/// One round of meetings within a reconcile pass: what was planned and what came of each.
-#[derive(Debug, Default)]
-pub struct Round {
-    /// Each action, what came of it, and how long it took.
-    pub done: Vec<(decide::Action, Result<Outcome>, std::time::Duration)>,
-    pub problems: Vec<Problem>,
+/// What a person may ask of a meeting by editing `status:` (DESIGN §10): the decider's table.
+pub const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
+    (MeetingStatus::Requested, MeetingStatus::Open),
+    (MeetingStatus::Requested, MeetingStatus::Declined),
+    (MeetingStatus::Open, MeetingStatus::Closed),
+];
+
+/// Meetings as a kind of the reconcile pass.
+#[derive(Default)]
+pub struct Meetings;
+
+impl kind::Action for decide::Action {
+    fn id(&self) -> &str {
+        decide::Action::id(self)
+    }
+    fn verb(&self) -> &'static str {
+        decide::Action::kind(self)
+    }
+    fn describe(&self) -> String {
+        decide::Action::describe(self)
+    }
 }
 
-/// Observe, plan and (unless `dry_run`) act on the project's meetings once.
-pub fn round(home: &Home, project: &Project, workers: &Catalog, dry_run: bool) -> Result<Round> {
-    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-    let (snapshot, problems) = observe::observe(home, project, workers, &now)?;
-    let actions = decide::decide(&snapshot);
-    let ctx = act::Ctx { home, project, workers };
-    let done = actions
-        .into_iter()
-        .map(|a| {
-            let started = std::time::Instant::now();
-            let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
-            (a, result, started.elapsed())
-        })
-        .collect();
-    Ok(Round { done, problems })
+impl Kind for Meetings {
+    const NAME: &'static str = "meeting";
+    /// The meetings, and the workers that may hold them.
+    type Snapshot = (decide::Snapshot, Catalog);
+    type Action = decide::Action;
+
+    fn observe(&self, ctx: Ctx<'_>, _budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
+        let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+        let workers = Catalog::discover(&ctx.project.root, &ctx.home.workers_dir());
+        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, &workers, &now)?;
+        Ok(((snapshot, workers), problems))
+    }
+
+    fn decide(&self, (snapshot, _): &Self::Snapshot) -> Decided<decide::Action> {
+        Decided::actions(decide::decide(snapshot))
+    }
+
+    fn act(&self, ctx: Ctx<'_>, (_, workers): &Self::Snapshot, action: &decide::Action) -> Result<Outcome> {
+        act::act(&act::Ctx { home: ctx.home, project: ctx.project, workers }, action)
+    }
+
+    fn next_check(&self, _: &Self::Snapshot) -> Option<Duration> {
+        None
+    }
+
+    /// Nothing for the watcher to wait on (the pass never reported meetings' workers).
+    fn at_work(&self, _: Ctx<'_>, _: &Self::Snapshot) -> AtWork {
+        AtWork::default()
+    }
+
+    fn requests() -> Vec<(&'static str, &'static str)> {
+        REQUESTS.iter().map(|(from, to)| (from.as_str(), to.as_str())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decide::{decide, Action, MeetingRecord, Observed, Snapshot};
+    use super::*;
+
+    fn observed(file: MeetingStatus, had: MeetingStatus) -> Observed {
+        let text = format!("---\nworker: scribe\nstatus: {file}\n---\nHello\n");
+        Observed {
+            meeting: crate::artifact::Meeting::parse(std::path::Path::new(".lore/meetings/m.md"), &text).expect("valid"),
+            record: Some(MeetingRecord { status: had, created: None, notes_written: false }),
+            folded: Default::default(),
+            fold_changed: false,
+            followups_before: 0,
+            mail: vec![],
+            mail_notes: vec![],
+            opened: had == MeetingStatus::Open,
+            worker_problem: None,
+        }
+    }
+
+    /// The request table the board and operations read is the one the decider enforces: a
+    /// person's `status:` edit is carried out exactly for the pairs it lists.
+    #[test]
+    fn the_request_table_is_the_deciders() {
+        for had in MeetingStatus::ALL {
+            for asked in MeetingStatus::ALL.into_iter().filter(|&a| a != had) {
+                let s = Snapshot {
+                    meetings: vec![observed(asked, had)],
+                    cap: 5,
+                    followup_cap: 3,
+                    integration_branch: "claude/main".into(),
+                    now: "2026-11-23T10:00:00.000Z".into(),
+                };
+                let actions = decide(&s);
+                let accepted = actions.iter().any(|a| {
+                    let (Action::Update { update, .. } | Action::Open { update, .. } | Action::Close { update, .. }) = a;
+                    update.record.as_ref().is_some_and(|r| r.status == asked)
+                });
+                assert_eq!(accepted, REQUESTS.contains(&(had, asked)), "{had} -> {asked}: {actions:?}");
+            }
+        }
+        assert_eq!(Meetings::requests(), vec![("requested", "open"), ("requested", "declined"), ("open", "closed")]);
+    }
 }

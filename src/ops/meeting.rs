@@ -157,9 +157,11 @@ fn converge(
 /// guild-hall process holds the project (one that does — a `watch` — folds it itself).
 pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
     if let Ok(_lock) = crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
-        let workers = Catalog::discover(&project.root, &home.workers_dir());
-        for (a, result, _) in crate::meeting::round(home, project, &workers, false)?.done {
-            if let Err(e) = result {
+        use crate::activity::kind::{Budget, Ctx, Kind};
+        let (meetings, ctx) = (crate::meeting::Meetings, Ctx { home, project });
+        let (snapshot, _) = meetings.observe(ctx, &Budget::default())?;
+        for a in meetings.decide(&snapshot).actions {
+            if let Err(e) = meetings.act(ctx, &snapshot, &a) {
                 tracing::warn!(meeting = %a.id(), error = %format!("{e:#}"), "meeting action failed");
             }
         }

@@ -3,8 +3,8 @@
 //! order once the whole wave has succeeded and no two tasks collide; a verify gate between
 //! waves, fix-forward when it fails; tasks and verify held to the liveness rules of
 //! commissions, and after a crash each task resumed by its class (Kiln's). [`decide`] is the
-//! pure state machine, [`observe`] and [`act`] its two sides, [`copyback`] the landing,
-//! [`mail`] a task's mailbox.
+//! pure state machine, [`observe`] and [`act`] its two sides, joined by [`Plans`], the kind the
+//! reconcile pass drives; [`copyback`] the landing, [`mail`] a task's mailbox.
 
 pub mod act;
 pub mod copyback;
@@ -12,53 +12,96 @@ pub mod decide;
 pub mod mail;
 pub mod observe;
 
+use std::time::Duration;
+
 use anyhow::Result;
 
+use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
 use crate::activity::Outcome;
+use crate::artifact::plan::PlanStatus;
 use crate::artifact::Problem;
-use crate::config::{Home, Project};
 use crate::worker::Catalog;
 
-/// One round of plans within a reconcile pass.
-#[derive(Debug, Default)]
-pub struct Round {
-    /// Each action, what came of it, and how long it took.
-    pub done: Vec<(decide::Action, Result<Outcome>, std::time::Duration)>,
-    pub problems: Vec<Problem>,
-    /// When to look again though nothing changes: a task or verify going stale or reaching
-    /// its limit, one still going away.
-    pub next_check: Option<std::time::Duration>,
-    /// Runtime dirs of tasks and verify runs whose shim is at work: the watcher waits on them
-    /// (a shim killed or ending wakes it at once).
-    pub running: Vec<std::path::PathBuf>,
+/// Plans as a kind of the reconcile pass.
+#[derive(Default)]
+pub struct Plans;
+
+impl kind::Action for decide::Action {
+    fn id(&self) -> &str {
+        decide::Action::id(self)
+    }
+    fn verb(&self) -> &'static str {
+        decide::Action::kind(self)
+    }
+    fn describe(&self) -> String {
+        decide::Action::describe(self)
+    }
+    fn is_stop(&self) -> bool {
+        matches!(self, decide::Action::StopTask { .. } | decide::Action::StopVerify { .. } | decide::Action::KillLeftovers { .. })
+    }
+    fn is_heartbeat(&self) -> bool {
+        matches!(self, decide::Action::Beat { .. })
+    }
 }
 
-/// Observe, plan and (unless `dry_run`) act on the project's plans once. `slots`: the workers
-/// the project's and the home's caps allow besides its commissions (its own running wave
-/// tasks are counted by the planner).
-pub fn round(home: &Home, project: &Project, workers: &Catalog, slots: usize, dry_run: bool) -> Result<Round> {
-    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-    let (snapshot, problems) = observe::observe(home, project, workers, &now, slots)?;
-    let actions = decide::decide(&snapshot);
-    let next_check = decide::next_check(&snapshot);
-    let mut running = Vec::new();
-    for o in &snapshot.plans {
-        running.extend(o.tasks.iter().filter(|t| t.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
-        if o.verify_busy {
-            running.push(home.verify_state(&project.name, &o.plan.id));
-        }
+impl Kind for Plans {
+    const NAME: &'static str = "plan";
+    /// The plans, and the workers their tasks and verify run.
+    type Snapshot = (decide::Snapshot, Catalog);
+    type Action = decide::Action;
+
+    /// `budget`: the workers the project's and the home's caps allow besides its commissions
+    /// (its own running wave tasks are counted by the decider).
+    fn observe(&self, ctx: Ctx<'_>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
+        let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+        let workers = Catalog::discover(&ctx.project.root, &ctx.home.workers_dir());
+        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, &workers, &now, budget.slots.unwrap_or(0))?;
+        Ok(((snapshot, workers), problems))
     }
-    let ctx = act::Ctx { home, project, workers };
-    let mut done = Vec::new();
-    for a in actions {
-        let started = std::time::Instant::now();
-        let result = if dry_run { Ok(Outcome::Done) } else { act::act(&ctx, &a) };
-        // A heartbeat written is no progress to report (as for commissions): a worker that
-        // prints all the time must not keep a pass going.
-        if matches!(a, decide::Action::Beat { .. }) && result.is_ok() {
-            continue;
-        }
-        done.push((a, result, started.elapsed()));
+
+    fn decide(&self, (snapshot, _): &Self::Snapshot) -> Decided<decide::Action> {
+        Decided::actions(decide::decide(snapshot))
     }
-    Ok(Round { done, problems, next_check, running })
+
+    fn act(&self, ctx: Ctx<'_>, (_, workers): &Self::Snapshot, action: &decide::Action) -> Result<Outcome> {
+        act::act(&act::Ctx { home: ctx.home, project: ctx.project, workers }, action)
+    }
+
+    /// A task or verify going stale or reaching its limit, one still going away.
+    fn next_check(&self, (snapshot, _): &Self::Snapshot) -> Option<Duration> {
+        decide::next_check(snapshot)
+    }
+
+    /// Tasks and verify runs whose shim is at work (a shim killed or ending wakes the watcher).
+    fn at_work(&self, ctx: Ctx<'_>, (snapshot, _): &Self::Snapshot) -> AtWork {
+        let (home, project) = (ctx.home, ctx.project);
+        let mut running = Vec::new();
+        for o in &snapshot.plans {
+            running.extend(o.tasks.iter().filter(|t| t.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
+            if o.verify_busy {
+                running.push(home.verify_state(&project.name, &o.plan.id));
+            }
+        }
+        AtWork { running, awaited_dirs: Vec::new() }
+    }
+
+    /// Whether some plan of the project is running or verifying (its tasks or verify at work).
+    fn busy_after(&self, ctx: Ctx<'_>) -> Result<bool> {
+        for path in crate::artifact::paths(&ctx.project.plans_dir())? {
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+            if crate::artifact::ids::validate_id(id).is_err() {
+                continue;
+            }
+            if let Ok(Some(r)) = observe::record(ctx.home, ctx.project, id) {
+                if r.status.is_active() {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn requests() -> Vec<(&'static str, &'static str)> {
+        kind::table(&PlanStatus::ALL, decide::person_may_request, PlanStatus::as_str)
+    }
 }

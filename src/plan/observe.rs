@@ -20,7 +20,7 @@ use crate::worker::liveness::{self, Proc};
 use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
-/// `slots`: workers the caps allow besides the project's commissions (see [`super::round`]).
+/// `slots`: workers the caps allow besides the project's commissions (see [`super::Plans`]).
 pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slots: usize) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
     let mut problems = Vec::new();

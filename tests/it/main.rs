@@ -12,6 +12,7 @@ mod gc;
 mod git_trust;
 mod lifecycle;
 mod liveness;
+mod r#loop;
 mod mailbox_trust;
 mod mcp;
 mod meeting_trust;

@@ -62,8 +62,8 @@ struct Watched {
     dirty: Option<&'static str>,
     next_at: Option<Instant>,
     resync_at: Instant,
-    /// Failed actions: commission id → (failures in a row, not before).
-    backoff: BTreeMap<String, (u32, Instant)>,
+    /// Failed actions: (kind, id) → (failures in a row, not before).
+    backoff: BTreeMap<reconcile::Key, (u32, Instant)>,
     /// Problems seen in the last pass (reported once they persist for two passes).
     seen: BTreeSet<String>,
     reported: BTreeSet<String>,
@@ -206,7 +206,7 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str) -> (Vec<
             return (Vec::new(), Vec::new());
         }
     };
-    let skip: BTreeSet<String> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(id, _)| id.clone()).collect();
+    let skip: BTreeSet<reconcile::Key> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(key, _)| key.clone()).collect();
     let options = Options { skip, settled: Some(w.settled.clone()), ..Options::default() };
     let report = reconcile::run(home, &project, &options, |e| {
         if e.ok {
@@ -224,14 +224,14 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str) -> (Vec<
         }
     };
     tracing::debug!(project = %w.name, actions = report.entries.len(), cause, "pass");
-    // Backoff per commission whose action failed; a success clears it.
+    // Backoff per artifact (of any kind) whose action failed; a success clears it.
     for e in &report.entries {
         if e.ok {
-            w.backoff.remove(&e.id);
+            w.backoff.remove(&e.key());
         } else {
-            let n = w.backoff.get(&e.id).map(|(n, _)| n + 1).unwrap_or(1);
+            let n = w.backoff.get(&e.key()).map(|(n, _)| n + 1).unwrap_or(1);
             let delay = Duration::from_secs(1u64 << n.min(8)).min(Duration::from_secs(300));
-            w.backoff.insert(e.id.clone(), (n, now + delay));
+            w.backoff.insert(e.key(), (n, now + delay));
         }
     }
     // A problem is reported once it is seen in two passes in a row: an editor's half-written

@@ -1,0 +1,122 @@
+//! The Kind contract: what the one reconcile pass needs of each kind of activity (commission,
+//! meeting, plan) — observe, a pure decide, act, timers, what is at work, what a person may
+//! request. Each kind implements it in its own module; the pass drives them all alike, so no
+//! kind ever imports the loop.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::Outcome;
+use crate::artifact::Problem;
+use crate::config::{Home, Project};
+
+/// What every kind's action tells the pass.
+pub trait Action: std::fmt::Debug {
+    /// The artifact it is for.
+    fn id(&self) -> &str;
+    /// Its name in entries and logs (`dispatch`, `meeting-open`, `task-start`, …).
+    fn verb(&self) -> &'static str;
+    /// Short human description.
+    fn describe(&self) -> String;
+    /// A stop (a signal, a kill): never skipped, whatever failed before — a failing update
+    /// must not keep an attempt from being stopped.
+    fn is_stop(&self) -> bool {
+        false
+    }
+    /// Signs of life remembered: no progress, and nothing to report when it succeeds (a worker
+    /// that prints all the time must not keep a pass going); never skipped either, so that
+    /// liveness stays true while its artifact is backed off.
+    fn is_heartbeat(&self) -> bool {
+        false
+    }
+}
+
+/// Where a pass runs.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    pub home: &'a Home,
+    pub project: &'a Project,
+}
+
+/// What the kinds share within one round: the worker slots the project's and the home's caps
+/// leave. Kinds are observed in order; each sees what those before it took.
+#[derive(Debug, Clone, Default)]
+pub struct Budget {
+    /// Worker processes the caps still allow; `None` until a kind that knows the caps says.
+    pub slots: Option<usize>,
+}
+
+impl Budget {
+    /// At most `left` slots remain.
+    pub fn limit(&mut self, left: usize) {
+        self.slots = Some(self.slots.map_or(left, |s| s.min(left)));
+    }
+}
+
+/// What a kind's decider made of its snapshot.
+#[derive(Debug)]
+pub struct Decided<A> {
+    pub actions: Vec<A>,
+    /// Problems only the decider sees (a dependency cycle, say).
+    pub problems: Vec<Problem>,
+    /// Nothing of this kind is running or can start without outside help.
+    pub settled: bool,
+    /// The ids that keep it from being settled.
+    pub busy: Vec<String>,
+}
+
+impl<A> Decided<A> {
+    /// Actions only: the kind is settled by what its actions come to.
+    pub fn actions(actions: Vec<A>) -> Decided<A> {
+        Decided { actions, problems: Vec::new(), settled: true, busy: Vec::new() }
+    }
+}
+
+/// What is at work, for the watcher.
+#[derive(Debug, Default)]
+pub struct AtWork {
+    /// Runtime dirs of workers that are running or starting (the watcher waits on their shims).
+    pub running: Vec<PathBuf>,
+    /// Where something awaited would appear (the watcher watches these directories).
+    pub awaited_dirs: Vec<PathBuf>,
+}
+
+/// One kind of activity, as the reconcile pass drives it.
+pub trait Kind {
+    /// The kind's name (`commission`, `meeting`, `plan`): with an id, it keys backoff.
+    const NAME: &'static str;
+    type Snapshot;
+    type Action: Action;
+
+    /// The world, read into the kind's snapshot, plus the problems seen. `budget`: what the
+    /// kinds observed before left.
+    fn observe(&self, ctx: Ctx<'_>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)>;
+    /// Pure: what to do.
+    fn decide(&self, snapshot: &Self::Snapshot) -> Decided<Self::Action>;
+    /// What the actions to be carried out take of the shared budget.
+    fn take(&self, _snapshot: &Self::Snapshot, _actions: &[&Self::Action], _budget: &mut Budget) {}
+    /// One action carried out: one small idempotent effect.
+    fn act(&self, ctx: Ctx<'_>, snapshot: &Self::Snapshot, action: &Self::Action) -> Result<Outcome>;
+    /// When to look again though nothing changes (a heartbeat deadline, a cancel grace, …).
+    fn next_check(&self, snapshot: &Self::Snapshot) -> Option<Duration>;
+    /// What is at work.
+    fn at_work(&self, ctx: Ctx<'_>, snapshot: &Self::Snapshot) -> AtWork;
+    /// After acting: whether something of this kind is still at work that `--wait` waits for
+    /// (read afresh: the actions just carried out may have started or ended it).
+    fn busy_after(&self, _ctx: Ctx<'_>) -> Result<bool> {
+        Ok(false)
+    }
+    /// The status changes a person may request (from, to): the table the decider enforces.
+    fn requests() -> Vec<(&'static str, &'static str)>;
+}
+
+/// Every (from, to) pair of `all` the predicate allows, by name: a request table as data.
+pub fn table<S: Copy>(all: &[S], allowed: impl Fn(S, S) -> bool, name: impl Fn(S) -> &'static str) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    for &from in all {
+        out.extend(all.iter().filter(|&&to| allowed(from, to)).map(|&to| (name(from), name(to))));
+    }
+    out
+}

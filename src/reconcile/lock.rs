@@ -1,0 +1,62 @@
+//! The project's single-writer lock (who holds it is written in it, for the refusal) and the
+//! home-wide dispatch lock the pass takes every round.
+
+use std::io::{Seek, Write};
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use nix::fcntl::Flock;
+
+use crate::config::{Home, Project};
+
+/// An exclusive, non-blocking lock on a file that records its holder.
+pub struct HeldLock {
+    _lock: Flock<std::fs::File>,
+}
+
+/// Take the project's single-writer lock for `who` (e.g. "guild-hall watch"), or say who holds it.
+pub fn lock_project(home: &Home, project: &Project, wait: bool, who: &str) -> Result<HeldLock> {
+    let path = home.project_state(&project.name).join("lock");
+    take_lock(&path, wait, who).map_err(|holder| {
+        anyhow!(
+            "project {} is being reconciled by another guild-hall process: {holder}. It is the single writer: let it do the work, stop it, or pass --wait-lock to wait for it",
+            project.root.display()
+        )
+    })
+}
+
+pub(super) fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::Result<HeldLock, String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    use crate::files::{lock, Lock};
+    let holder = || std::fs::read_to_string(path).map(|h| h.trim().to_string()).unwrap_or_default();
+    let mut f = match lock(path, Lock::TryExclusive).map_err(|e| format!("{e:#}"))? {
+        Some(f) => f,
+        None if wait => {
+            // Said once, so a waiting reconciler is not silent about whom it waits for.
+            if !who.is_empty() {
+                tracing::warn!("waiting for the project lock, held by {}", holder());
+            }
+            lock(path, Lock::Exclusive).map_err(|e| format!("{e:#}"))?.ok_or_else(holder)?
+        }
+        None => return Err(holder()),
+    };
+    // Who holds it, for the refusal message; the home-wide dispatch lock is taken every pass
+    // and names no one (a write per pass would be a write at rest).
+    if !who.is_empty() {
+        let _ = f.set_len(0);
+        let _ = f.rewind();
+        let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::activity::timeline::timestamp(chrono::Utc::now()));
+    }
+    Ok(HeldLock { _lock: f })
+}
+
+/// Who holds the project's lock right now, if anyone.
+pub fn lock_holder(home: &Home, project: &Project) -> Option<String> {
+    let path = home.project_state(&project.name).join("lock");
+    if !path.exists() {
+        return None;
+    }
+    take_lock(&path, false, "").err()
+}

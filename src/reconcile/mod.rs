@@ -1,0 +1,94 @@
+//! The loop: observe → decide → act over every kind (commissions, meetings, plans), repeated
+//! inside one pass until nothing more can be done now (and with `--wait`, until everything is
+//! settled). Holds the project's single-writer lock ([`lock`]) and the home-wide dispatch lock
+//! while it acts; `reconcile`, `watch` and the operations all drive this same pass ([`pass`]).
+
+mod lock;
+mod pass;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::artifact::Problem;
+use crate::commission::decide::Action;
+use crate::config::{Home, Project};
+pub use lock::{lock_holder, lock_project, HeldLock};
+pub use pass::run;
+
+/// An action's kind and artifact id: what backoff and a pass's failures are keyed by (a failed
+/// meeting `x` says nothing about commission `x`).
+pub type Key = (&'static str, String);
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub dry_run: bool,
+    pub wait: bool,
+    pub timeout: Option<Duration>,
+    /// Wait for the project lock instead of refusing when another reconciler holds it.
+    pub wait_lock: bool,
+    /// Actions to leave alone this time, by kind and id (the watcher's backoff after failed
+    /// actions); stops and heartbeats are never left out.
+    pub skip: BTreeSet<Key>,
+    /// Settled artifacts remembered across passes (the watcher's).
+    pub settled: Option<std::sync::Arc<crate::commission::observe::SettledCache>>,
+}
+
+/// One action taken (or planned, with `--dry-run`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub pass: usize,
+    /// The kind of the artifact (`commission`, `meeting`, `plan`): not in the output, whose
+    /// action names say it.
+    #[serde(skip)]
+    pub kind: &'static str,
+    pub id: String,
+    pub action: &'static str,
+    pub detail: String,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Action>,
+    /// How long carrying it out took, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub entries: Vec<Entry>,
+    pub problems: Vec<Problem>,
+    pub settled: bool,
+    pub timed_out: bool,
+    /// When to look again though nothing changes (heartbeat deadline, cancel grace, …).
+    pub next_check: Option<Duration>,
+    /// Runtime dirs of workers that are running or starting (the watcher waits on their shims).
+    pub running: Vec<PathBuf>,
+    /// Where missing dependencies would appear: the nearest existing directory of each (the
+    /// watcher watches them, so a blocked commission wakes when its file arrives).
+    pub dependency_dirs: Vec<PathBuf>,
+}
+
+impl Report {
+    pub fn failed(&self) -> bool {
+        !self.problems.is_empty() || self.entries.iter().any(|e| !e.ok) || self.timed_out
+    }
+}
+
+/// Run a pass (or, with `wait`, passes until settled) under the project lock. `on_entry` sees
+/// each entry as it happens.
+pub fn reconcile(home: &Home, project: &Project, opts: &Options, on_entry: impl FnMut(&Entry)) -> Result<Report> {
+    let _lock = if opts.dry_run { None } else { Some(lock_project(home, project, opts.wait_lock, "guild-hall reconcile")?) };
+    run(home, project, opts, on_entry)
+}
+
+impl Entry {
+    /// What backoff is keyed by.
+    pub fn key(&self) -> Key {
+        (self.kind, self.id.clone())
+    }
+}

@@ -1,0 +1,242 @@
+//! The one generic pass: each round observes, decides and acts on every kind in turn
+//! (commissions, then meetings, then plans: the wave tasks get the worker slots the
+//! commissions leave), with one error policy for all of them — a failed action is left alone
+//! for the rest of the invocation (stops and heartbeats excepted), keyed by kind and id; a
+//! wait is said once.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+
+use super::lock::take_lock;
+use super::{Entry, Key, Options, Report};
+use crate::activity::kind::{Action as _, Budget, Ctx, Kind};
+use crate::activity::Outcome;
+use crate::commission::Commissions;
+use crate::config::{Home, Project};
+use crate::meeting::Meetings;
+use crate::plan::Plans;
+
+/// How many decide/act rounds one pass may take before it reports that it did not converge.
+const MAX_ROUNDS: usize = 40;
+const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// The pass loop itself; the caller holds the project lock (or is only planning).
+pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
+    let dispatch_lock = home.root.join("dispatch.lock");
+    let started = Instant::now();
+    let commissions = Commissions { settled: opts.settled.as_deref() };
+    let kinds: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
+    let mut pass = Pass {
+        ctx: Ctx { home, project },
+        opts,
+        report: Report::default(),
+        seen_problems: BTreeSet::new(),
+        waiting: HashMap::new(),
+        failed: opts.skip.clone(),
+        rounds: 0,
+        on_entry: &mut on_entry,
+    };
+    loop {
+        pass.rounds += 1;
+        let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
+        wait_for_git(project);
+        pass.report.next_check = None;
+        pass.report.running.clear();
+        pass.report.dependency_dirs.clear();
+        let mut round = Round { settled: true, ..Round::default() };
+        let mut budget = Budget::default();
+        for kind in kinds {
+            kind.round(&mut pass, &mut budget, &mut round)?;
+        }
+        drop(global);
+        if opts.dry_run {
+            pass.report.settled = round.settled;
+            return Ok(pass.report);
+        }
+        let quiet = !round.progressed;
+        let settled = round.settled && !round.waiting;
+        if quiet && (!opts.wait || settled || settled_but_failed(&round.busy, &pass.failed)) {
+            pass.report.settled = settled;
+            return Ok(pass.report);
+        }
+        if !opts.wait && pass.rounds >= MAX_ROUNDS {
+            return Err(anyhow!("the pass did not converge after {MAX_ROUNDS} rounds (see the actions above)"));
+        }
+        if let Some(t) = opts.timeout {
+            if started.elapsed() >= t {
+                pass.report.timed_out = true;
+                return Ok(pass.report);
+            }
+        }
+        if quiet {
+            std::thread::sleep(WAIT_POLL);
+        }
+    }
+}
+
+/// What a pass carries from round to round.
+struct Pass<'a> {
+    ctx: Ctx<'a>,
+    opts: &'a Options,
+    report: Report,
+    seen_problems: BTreeSet<String>,
+    /// What each waiting action last said it waits on (said again only when that changes).
+    waiting: HashMap<Key, String>,
+    /// Actions that failed (and those the caller skips): left alone for the rest of this
+    /// invocation, stops and heartbeats excepted.
+    failed: BTreeSet<Key>,
+    rounds: usize,
+    on_entry: &'a mut dyn FnMut(&Entry),
+}
+
+/// What one round came to, over every kind.
+#[derive(Default)]
+struct Round {
+    /// Something was done (a heartbeat or a wait is no progress; a failure is, as the failed
+    /// action is left out of the next round).
+    progressed: bool,
+    /// Every kind settled by its decider and nothing still at work.
+    settled: bool,
+    /// Some action waits on something outside (local changes in the integration checkout, say).
+    waiting: bool,
+    /// What keeps the kinds from being settled.
+    busy: Vec<Key>,
+}
+
+/// A kind as the pass drives it: any [`Kind`] whose actions say what `--dry-run` lists.
+trait Drive {
+    fn round(&self, pass: &mut Pass<'_>, budget: &mut Budget, round: &mut Round) -> Result<()>;
+}
+
+impl<K: Kind> Drive for K
+where
+    K::Action: Listed,
+{
+    fn round(&self, pass: &mut Pass<'_>, budget: &mut Budget, round: &mut Round) -> Result<()> {
+        pass.round(self, budget, round)
+    }
+}
+
+/// What a dry run shows of an action besides its description: the whole planned action, for
+/// commissions (the `plan` of an entry).
+trait Listed {
+    fn plan(&self) -> Option<crate::commission::decide::Action> {
+        None
+    }
+}
+
+impl Listed for crate::commission::decide::Action {
+    fn plan(&self) -> Option<crate::commission::decide::Action> {
+        Some(self.clone())
+    }
+}
+impl Listed for crate::meeting::decide::Action {}
+impl Listed for crate::plan::decide::Action {}
+
+impl Pass<'_> {
+    fn round<K: Kind>(&mut self, kind: &K, budget: &mut Budget, round: &mut Round) -> Result<()>
+    where
+        K::Action: Listed,
+    {
+        let ctx = self.ctx;
+        let (snapshot, problems) = kind.observe(ctx, budget).context("observing the project")?;
+        let decided = kind.decide(&snapshot);
+        for p in problems.iter().chain(&decided.problems) {
+            if self.seen_problems.insert(p.to_string()) {
+                self.report.problems.push(p.clone());
+            }
+        }
+        self.report.next_check = self.report.next_check.into_iter().chain(kind.next_check(&snapshot)).min();
+        let at_work = kind.at_work(ctx, &snapshot);
+        self.report.running.extend(at_work.running);
+        self.report.dependency_dirs.extend(at_work.awaited_dirs);
+        // A stop is never left out: a failing update (what a worker wrote, say) must not keep
+        // an attempt from being stopped. Nor is a heartbeat: a plan's failed action backs off
+        // the whole plan, and its other tasks' signs of life must still be remembered, or a
+        // live task would be judged stale and stopped.
+        let actions: Vec<&K::Action> = decided
+            .actions
+            .iter()
+            .filter(|a| a.is_stop() || a.is_heartbeat() || !self.failed.contains(&(K::NAME, a.id().to_string())))
+            .collect();
+        kind.take(&snapshot, &actions, budget);
+        // A dry run carries nothing out: it is settled only if nothing is planned.
+        round.settled &= decided.settled && (!self.opts.dry_run || decided.actions.is_empty());
+        round.busy.extend(decided.busy.iter().map(|id| (K::NAME, id.clone())));
+        let rounds = self.rounds;
+        for a in actions {
+            let entry = |ok, error, plan, ms| Entry {
+                pass: rounds,
+                kind: K::NAME,
+                id: a.id().into(),
+                action: a.verb(),
+                detail: a.describe(),
+                ok,
+                error,
+                plan,
+                ms,
+            };
+            if self.opts.dry_run {
+                let e = entry(true, None, a.plan(), None);
+                self.emit(e);
+                continue;
+            }
+            let started = Instant::now();
+            let result = kind.act(ctx, &snapshot, a);
+            let took = started.elapsed();
+            let (ok, error) = match &result {
+                Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
+                Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
+                Err(e) => (false, Some(format!("{e:#}"))),
+            };
+            let key = (K::NAME, a.id().to_string());
+            if !ok {
+                self.failed.insert(key.clone());
+            }
+            let waiting = matches!(result, Ok(Outcome::Waiting(_)));
+            round.waiting |= waiting;
+            round.progressed |= !a.is_heartbeat() && !waiting;
+            if a.is_heartbeat() && ok {
+                continue;
+            }
+            // A wait that goes on (a merge waiting on local changes, say) is said once, and
+            // again only when what it waits on changes: `--wait` polls several times a second.
+            if let Ok(Outcome::Waiting(why)) = &result {
+                if self.waiting.get(&key) == Some(why) {
+                    continue;
+                }
+                self.waiting.insert(key, why.clone());
+            } else {
+                self.waiting.remove(&key);
+            }
+            let e = entry(ok, error, None, Some(took.as_millis() as u64));
+            self.emit(e);
+        }
+        round.settled &= !kind.busy_after(ctx)?;
+        Ok(())
+    }
+
+    fn emit(&mut self, e: Entry) {
+        (self.on_entry)(&e);
+        self.report.entries.push(e);
+    }
+}
+
+/// A git command holding the index lock (checkout, merge, reset, pull) is rewriting the working
+/// tree: wait for it, so that no pass sees half a checkout (a commission without its worker
+/// package, say). Bounded: a stale lock left by a crashed git delays a pass by 3 s, no more.
+fn wait_for_git(project: &Project) {
+    let Ok(repo) = git2::Repository::open(&project.root) else { return };
+    let lock = repo.path().join("index.lock");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while lock.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `--wait` with nothing left but what failed: waiting on would be waiting forever.
+fn settled_but_failed(busy: &[Key], failed: &BTreeSet<Key>) -> bool {
+    !failed.is_empty() && busy.iter().all(|k| failed.contains(k))
+}

@@ -1,0 +1,74 @@
+//! The one pass over the three kinds, as `watch` drives it: a failing action is backed off by
+//! its kind and id whatever its kind, and a failure of one kind's `x` leaves another kind's
+//! `x` alone.
+
+use serde_json::Value;
+
+use crate::common::{wait_for, Project, Service};
+
+/// A meeting whose every action fails for real: its timeline path is a directory, so the
+/// first write of any action (the timeline) fails.
+fn failing_meeting(p: &Project, id: &str) {
+    let dir = p.root.join(".lore/meetings");
+    std::fs::create_dir_all(dir.join(format!("{id}.timeline.jsonl"))).expect("mkdir in the timeline's place");
+    std::fs::write(dir.join(format!("{id}.md")), "---\nworker: counsel\nstatus: requested\n---\n").expect("meeting");
+}
+
+/// The watcher's log lines for actions: (id, action, ok), in order.
+fn actions(svc: &Service) -> Vec<(String, String, bool)> {
+    svc.log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            let f = &v["fields"];
+            let (id, action) = (f["id"].as_str()?, f["action"].as_str()?);
+            Some((id.to_string(), action.to_string(), f["error"].is_null()))
+        })
+        .collect()
+}
+
+fn meeting_failures(log: &[(String, String, bool)], id: &str) -> usize {
+    log.iter().filter(|(i, a, ok)| i == id && a.starts_with("meeting-") && !ok).count()
+}
+
+/// Where commission `id`'s dispatch is in the log, once it is there.
+fn dispatched(log: &[(String, String, bool)], id: &str) -> Option<usize> {
+    log.iter().position(|(i, a, ok)| i == id && a == "dispatch" && *ok)
+}
+
+/// The first failure, then the commission `id` arrives: wait for its dispatch and count the
+/// meeting's failures logged before it.
+fn failures_before_dispatch(p: &Project, svc: &Service, meeting: &str, commission: &str) -> usize {
+    wait_for("the meeting's action to fail", || meeting_failures(&actions(svc), meeting) >= 1);
+    assert_eq!(meeting_failures(&actions(svc), meeting), 1, "{}", svc.log());
+    p.write_commission(commission, "---\nworker: scribe\n---\noutput: .lore/out.md\nWrite.\n");
+    wait_for("the commission's dispatch", || dispatched(&actions(svc), commission).is_some());
+    let log = actions(svc);
+    let at = dispatched(&log, commission).unwrap_or(log.len());
+    meeting_failures(&log[..at], meeting)
+}
+
+/// A meeting's failed action is backed off like a commission's: the pass that a new commission
+/// brings (right after the failure) leaves the meeting alone, and it is tried again later.
+#[test]
+fn a_failing_meeting_action_is_backed_off() {
+    let p = Project::new(&["counsel", "scribe"]);
+    failing_meeting(&p, "talk");
+    let svc = Service::start(&p, &[], &[]);
+    assert_eq!(failures_before_dispatch(&p, &svc, "talk", "other"), 1, "the meeting was retried at once: {}", svc.log());
+    // Backed off, not given up: it is tried again once its backoff runs out.
+    wait_for("the meeting's action to be retried", || meeting_failures(&actions(&svc), "talk") >= 2);
+    assert_eq!(svc.stop(), Some(0));
+}
+
+/// A meeting `x` whose action fails does not hold back commission `x`: the same id in another
+/// kind is another thing.
+#[test]
+fn a_failed_meeting_does_not_hold_back_the_commission_of_the_same_id() {
+    let p = Project::new(&["counsel", "scribe"]);
+    failing_meeting(&p, "x");
+    let svc = Service::start(&p, &[], &[]);
+    assert_eq!(failures_before_dispatch(&p, &svc, "x", "x"), 1, "commission x waited for meeting x's backoff: {}", svc.log());
+    crate::common::wait_status(&p, "x", "completed");
+    assert_eq!(svc.stop(), Some(0));
+}
