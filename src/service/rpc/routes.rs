@@ -11,7 +11,6 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use serde_json::{json, Value as Json};
 
-use super::transport::Sink;
 use super::Endpoint;
 use crate::config::Project;
 use crate::ops::catalogue::{Meetings, Plans};
@@ -22,6 +21,14 @@ use crate::tools::{Tool, ToolError};
 pub enum Route {
     Reply(Option<Json>),
     Stream(TurnRequest),
+}
+
+/// Where a streamed reply goes: [`Sink::begin`] starts the stream (HTTP chunked, one JSON
+/// line per event); a reply that never began is written whole.
+pub trait Sink {
+    fn begin(&mut self);
+    /// One line of the stream (begun first if it was not).
+    fn line(&mut self, line: &Json);
 }
 
 /// The route of one request body.

@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value as Json};
 
 use super::auth::{self, worker_peer};
-use super::routes::{self, Route};
+use super::routes::{self, Route, Sink};
 use super::Endpoint;
 use crate::config::Home;
 
@@ -545,14 +545,6 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_
         Route::Reply(None) => respond(w, "202 Accepted", &json!({})),
         Route::Stream(call) => stream(w, |gone, sink| call.run(ep, gone, sink)),
     }
-}
-
-/// Where a streamed reply goes: [`Sink::begin`] starts the stream (HTTP chunked, one JSON
-/// line per event); a reply that never began is written whole.
-pub trait Sink {
-    fn begin(&mut self);
-    /// One line of the stream (begun first if it was not).
-    fn line(&mut self, line: &Json);
 }
 
 /// A stream on a connection. A write that fails (the client went away) sets `gone`.
