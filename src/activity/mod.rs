@@ -5,6 +5,7 @@
 //! timeline, artifact edits that land whatever a worker said ([`fit`]), and what an effect
 //! comes to.
 
+pub mod apply;
 pub mod control_plane;
 pub mod fit;
 pub mod git;

@@ -152,7 +152,8 @@ fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
     if !crate::plan::decide::person_may_request(from, to) {
         bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
     }
-    crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
+    let edits = [Edit::Set("status".into(), Value::String(to.as_str().into()))];
+    crate::artifact::store::edit_current(&plan.path, |text| crate::activity::fit::apply(&plan.path, text, &edits, |_| None))?;
     if json_out {
         say_json!("{}", json!({"plan": id, "requested": to}));
     } else {

@@ -71,38 +71,40 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     }
 }
 
-/// Timeline first, then how far the mailbox is folded (only once its events are in the
-/// timeline), then the record, then the artifact (dropped if it changed since observed).
+/// The update, as every kind's is applied ([`crate::activity::apply`]). What a worker said can
+/// be more than the frontmatter holds (many questions, a long list of artifacts): the status
+/// and the rest still go in, and the timeline, which has all of it, says what was left out.
 pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     let path = ctx.artifact_path(&u.id);
-    timeline::append(&timeline::path_for(&path), &u.events)?;
-    if let Some(f) = &u.fold {
-        write_json(&mailbox::folded_file(&ctx.state(&u.id), f.attempt), f)?;
-    }
-    if let Some(r) = &u.record {
-        write_json(&ctx.state(&u.id).record(), r)?;
-    }
-    if u.edits.is_empty() {
-        return Ok(Outcome::Done);
-    }
-    let text = crate::artifact::read_regular(&path).with_context(|| format!("reading {}", path.display()))?;
-    if content_hash(&text) != u.expect_hash {
-        return Ok(Outcome::Dropped);
-    }
-    // What a worker said can be more than the frontmatter holds (many questions, a long list
-    // of artifacts): the status and the rest still go in, and the timeline, which has all of
-    // it, says what was left out.
-    let new = crate::activity::fit::apply(&path, &text, &u.edits, |_| {
+    let state = ctx.state(&u.id);
+    let place = crate::activity::apply::Place { kind: "commission", artifact: &path, state: &state.0 };
+    crate::activity::apply::apply(&place, u, |_, _| {
         without_worker_text(&u.edits).map(|edits| crate::activity::fit::Shorter {
             edits,
             what: "the worker's progress, questions and result".into(),
             kept: Default::default(),
         })
-    })?;
-    if new != text && !crate::artifact::store::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
-        return Ok(Outcome::Dropped);
+    })
+}
+
+impl crate::activity::apply::Update for Update {
+    fn events(&self) -> &[serde_json::Value] {
+        &self.events
     }
-    Ok(Outcome::Done)
+    fn expect_hash(&self) -> u64 {
+        self.expect_hash
+    }
+    fn edits(&self) -> &[Edit] {
+        &self.edits
+    }
+    fn record(&self) -> Result<Option<serde_json::Value>> {
+        Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
+    }
+    fn folds(&self, state: &std::path::Path) -> Result<Vec<crate::activity::apply::Write>> {
+        let Some(f) = &self.fold else { return Ok(Vec::new()) };
+        let path = mailbox::folded_file(&StateDir(state.to_path_buf()), f.attempt);
+        Ok(vec![crate::activity::apply::Write::at(state, &path, f)?])
+    }
 }
 
 /// `edits` with what came from the worker's mailbox left out (the result cut to a short
@@ -138,7 +140,12 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         let _ = std::fs::remove_file(state.heartbeat());
         mailbox::make_fresh(&state, attempt)?;
     }
-    apply_update(ctx, update)?;
+    // A dropped update (a person saved since the plan was made) starts nothing: the next pass
+    // decides again.
+    let outcome = apply_update(ctx, update)?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
     fault("dispatch", 1);
     let commission = ctx.snapshot.get(id).context("commission vanished from the snapshot")?;
     let activation = ctx.snapshot.workers.for_commission(worker).and_then(|pkg| pkg.resolve_command().map(|argv| (pkg, argv)));

@@ -131,7 +131,7 @@ pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str
     if let Some(n) = note {
         edits.push(Edit::Set("reason".into(), Value::String(n.into())));
     }
-    super::act::edit_current(&m.path, &edits)?;
+    crate::artifact::store::edit_current(&m.path, super::act::fitted(&m.path, &edits))?;
     super::observe::load(project, id)
 }
 

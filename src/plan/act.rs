@@ -126,25 +126,37 @@ fn how(kill: bool) -> shim::Stop {
     }
 }
 
-/// The log, then the artifact (dropped if it changed since observed), then the record.
+/// The update, as every kind's is applied ([`crate::activity::apply`]).
 fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
     let path = ctx.project.plan_path(&u.plan);
-    timeline::append(&timeline::path_for(&path), &u.events)?;
-    if crate::meeting::act::edit_if_unchanged(&path, u.expect_hash, &u.edits)?.is_none() {
-        return Ok(Outcome::Dropped);
+    let state = ctx.plan_state(&u.plan);
+    let place = crate::activity::apply::Place { kind: "plan", artifact: &path, state: &state.0 };
+    crate::activity::apply::apply(&place, u, |_, _| None)
+}
+
+impl crate::activity::apply::Update for Update {
+    fn events(&self) -> &[serde_json::Value] {
+        &self.events
     }
-    if let Some(r) = &u.record {
-        let state = ctx.plan_state(&u.plan);
-        std::fs::create_dir_all(&state.0)?;
-        write_json(&state.record(), r)?;
+    fn expect_hash(&self) -> u64 {
+        self.expect_hash
     }
-    // How far the task mailboxes were read: after the log and the record, so that a pass that
-    // dies in between reads the same lines again (the log drops what it already has by key).
-    for f in &u.folds {
-        let state = StateDir(ctx.home.task_state(&ctx.project.name, &u.plan, &f.slug));
-        write_json(&mailbox::folded_file(&state, f.folded.attempt), &f.folded)?;
+    fn edits(&self) -> &[crate::artifact::write::Edit] {
+        &self.edits
     }
-    Ok(Outcome::Done)
+    fn record(&self) -> Result<Option<serde_json::Value>> {
+        Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
+    }
+    /// Each task's fold is in its own state dir, under the plan's.
+    fn folds(&self, state: &std::path::Path) -> Result<Vec<crate::activity::apply::Write>> {
+        self.folds
+            .iter()
+            .map(|f| {
+                let task = StateDir(state.join("tasks").join(&f.slug));
+                crate::activity::apply::Write::at(state, &mailbox::folded_file(&task, f.folded.attempt), &f.folded)
+            })
+            .collect()
+    }
 }
 
 fn base_of(record: &PlanRecord, wave: usize) -> Result<String> {

@@ -88,6 +88,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(problem("symlink: plan artifacts must be regular files (a link is never followed or replaced)".into()));
     }
+    crate::activity::apply::settle_artifact("plan", path, |id| home.plan_state(&project.name, id)).map_err(|e| problem(format!("{e:#}")))?;
     let text = std::fs::read_to_string(path).map_err(|e| problem(format!("cannot read: {e}")))?;
     let plan = Plan::parse(path, &text)?;
     let state = StateDir(home.plan_state(&project.name, &plan.id));
