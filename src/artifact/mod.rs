@@ -8,6 +8,7 @@ pub mod meeting;
 pub mod plan;
 pub mod schema;
 pub mod store;
+pub mod vocabulary;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};
