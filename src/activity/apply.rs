@@ -76,6 +76,26 @@ pub trait Update {
     fn folds(&self, state: &Path) -> Result<Vec<Write>>;
 }
 
+/// The parts of [`Update`] every kind's update struct holds under the same names (`events`,
+/// `expect_hash`, `edits`, `record`): written once, inside each kind's `impl Update`.
+macro_rules! update_fields {
+    () => {
+        fn events(&self) -> &[serde_json::Value] {
+            &self.events
+        }
+        fn expect_hash(&self) -> u64 {
+            self.expect_hash
+        }
+        fn edits(&self) -> &[$crate::artifact::write::Edit] {
+            &self.edits
+        }
+        fn record(&self) -> anyhow::Result<Option<serde_json::Value>> {
+            Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
+        }
+    };
+}
+pub(crate) use update_fields;
+
 /// Where one activity's update goes.
 pub struct Place<'a> {
     /// `commission`, `meeting`, `plan`: names the fault switch's steps.
@@ -108,11 +128,7 @@ struct Intent {
 
 /// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
 /// they do not fit in the frontmatter (given the artifact's text).
-pub fn apply<U: Update + ?Sized>(
-    place: &Place<'_>,
-    u: &U,
-    shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>,
-) -> Result<Outcome> {
+pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
     timeline::append(&timeline::path_for(place.artifact), u.events())?;
     place.fault(1);
     let record_file = super::state::StateDir(place.state.to_path_buf()).record();
@@ -128,7 +144,8 @@ pub fn apply<U: Update + ?Sized>(
         let new = super::fit::apply(place.artifact, &text, u.edits(), |e| shorter(&text, e))?;
         (new != text).then_some(new)
     };
-    let intent = Intent { before: u.expect_hash(), after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash()), text: new, record, folds };
+    let intent =
+        Intent { before: u.expect_hash(), after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash()), text: new, record, folds };
     std::fs::create_dir_all(place.state).with_context(|| format!("creating {}", place.state.display()))?;
     write_json(&place.intent(), &intent)?;
     place.fault(2);
@@ -176,7 +193,8 @@ fn finish(place: &Place<'_>, intent: &Intent) -> Result<Outcome> {
         None => observed(place.artifact, intent.before)?.is_some(),
         Some(new) => {
             observed(place.artifact, intent.after)?.is_some()
-                || (observed(place.artifact, intent.before)?.is_some() && replace_if_unchanged(place.artifact, intent.before, new.as_bytes())?)
+                || (observed(place.artifact, intent.before)?.is_some()
+                    && replace_if_unchanged(place.artifact, intent.before, new.as_bytes())?)
         }
     };
     if !landed {

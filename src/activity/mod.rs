@@ -2,8 +2,8 @@
 //! (branch, worktree made and secured by record, landing by squash merge), the control plane
 //! no worker may change, its runtime state on disk (records, run and exit info, heartbeat,
 //! atomic writes), the liveness rules of a worker at work (stale, wall-clock limit), its
-//! timeline, artifact edits that land whatever a worker said ([`fit`]), and what an effect
-//! comes to.
+//! timeline, artifact edits that land whatever a worker said ([`fit`]), applying an update in
+//! one crash-safe order ([`apply`]), and what an effect comes to.
 
 pub mod apply;
 pub mod control_plane;

@@ -1,5 +1,7 @@
 //! Markdown artifacts under `.lore/`: split frontmatter from body, parse and validate it into
-//! typed commissions, and write the reconciler's keys back surgically. Decides nothing.
+//! typed commissions, meetings and plans (their status vocabularies declared once), create a
+//! new one ([`create_new`]) and load one by id ([`load`]) the one way each, and write the
+//! reconciler's keys back surgically. Decides nothing.
 
 pub mod commission;
 pub mod frontmatter;
@@ -73,7 +75,9 @@ pub fn load<T>(
     ids::validate_id(id)?;
     let text = match read_regular(path) {
         Ok(t) => t,
-        Err(ReadError::Io(source)) => return Err(LoadError::Missing { what, id: id.to_string(), path: path.display().to_string(), source }),
+        Err(ReadError::Io(source)) => {
+            return Err(LoadError::Missing { what, id: id.to_string(), path: path.display().to_string(), source })
+        }
         Err(why) => return Err(LoadError::Refused { path: path.display().to_string(), why }),
     };
     parse(path, &text).map_err(|ps| LoadError::Invalid(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))

@@ -72,8 +72,8 @@ pub(crate) fn status_field<S: std::str::FromStr<Err = String>>(
 
 #[cfg(test)]
 mod tests {
-    use crate::artifact::{MeetingStatus, Status};
     use crate::artifact::plan::PlanStatus;
+    use crate::artifact::{MeetingStatus, Status};
 
     /// The texts people see, as they were written by hand before.
     #[test]

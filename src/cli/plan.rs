@@ -104,15 +104,11 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
             }
             fm.insert("waves".into(), waves);
             let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-            // Validated as the reconciler will read it, before anything is written.
+            // Validated as the reconciler will read it, before anything is written (each problem
+            // on a line of its own).
             Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
             std::fs::create_dir_all(env.project.plans_dir())?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            std::io::Write::write_all(&mut f, text.as_bytes())?;
+            crate::artifact::create_new(&path, &text, "plan", Plan::parse)?;
             if *json_out {
                 say_json!("{}", json!({"plan": id}));
             } else {

@@ -88,18 +88,7 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
 }
 
 impl crate::activity::apply::Update for Update {
-    fn events(&self) -> &[serde_json::Value] {
-        &self.events
-    }
-    fn expect_hash(&self) -> u64 {
-        self.expect_hash
-    }
-    fn edits(&self) -> &[Edit] {
-        &self.edits
-    }
-    fn record(&self) -> Result<Option<serde_json::Value>> {
-        Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
-    }
+    crate::activity::apply::update_fields!();
     fn folds(&self, state: &std::path::Path) -> Result<Vec<crate::activity::apply::Write>> {
         let Some(f) = &self.fold else { return Ok(Vec::new()) };
         let path = mailbox::folded_file(&StateDir(state.to_path_buf()), f.attempt);

@@ -8,13 +8,13 @@ use serde_json::json;
 use serde_yaml_ng::Value;
 
 use super::decide::{Action, Followup, MeetingRecord, Update};
+use crate::activity::apply::Write;
 use crate::activity::fit::Shorter;
 use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree;
 use crate::activity::Outcome;
-use crate::activity::apply::Write;
 use crate::artifact::store::edit_if_unchanged;
 use crate::artifact::write::Edit;
 use crate::config::{Home, Project};
@@ -62,18 +62,7 @@ pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
 }
 
 impl crate::activity::apply::Update for Update {
-    fn events(&self) -> &[serde_json::Value] {
-        &self.events
-    }
-    fn expect_hash(&self) -> u64 {
-        self.expect_hash
-    }
-    fn edits(&self) -> &[Edit] {
-        &self.edits
-    }
-    fn record(&self) -> Result<Option<serde_json::Value>> {
-        Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
-    }
+    crate::activity::apply::update_fields!();
     fn folds(&self, state: &std::path::Path) -> Result<Vec<Write>> {
         let path = super::fold::path(&StateDir(state.to_path_buf()));
         self.fold.as_ref().map(|f| Write::at(state, &path, f)).into_iter().collect()
@@ -169,7 +158,7 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     };
     if !notes_written {
         let meeting = super::observe::load(ctx.project, id)?;
-        let notes = super::notes::compose(ctx, &meeting, &state, &transcript);
+        let notes = super::notes::compose(ctx.home, ctx.project, ctx.workers, &meeting, &state, &transcript);
         for (kind, text) in &notes.problems {
             update.events.push(timeline::event(&now, kind, format!("{kind}:{}", update.expect_hash), json!({"text": text})));
         }
@@ -262,9 +251,6 @@ fn write_followups(ctx: &Ctx<'_>, from: &str, followups: &[Followup]) -> Result<
 /// `check` would refuse (`Ok(Err(why))`).
 fn write_followup(ctx: &Ctx<'_>, f: &Followup) -> Result<Result<(), String>> {
     let path = ctx.project.meeting_path(&f.id);
-    if path.exists() {
-        return Ok(Ok(()));
-    }
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), Value::String(format!("Follow-up: {}", first_line(&f.reason))));
     fm.insert("worker".into(), Value::String(f.worker.clone()));

@@ -135,18 +135,7 @@ fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
 }
 
 impl crate::activity::apply::Update for Update {
-    fn events(&self) -> &[serde_json::Value] {
-        &self.events
-    }
-    fn expect_hash(&self) -> u64 {
-        self.expect_hash
-    }
-    fn edits(&self) -> &[crate::artifact::write::Edit] {
-        &self.edits
-    }
-    fn record(&self) -> Result<Option<serde_json::Value>> {
-        Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
-    }
+    crate::activity::apply::update_fields!();
     /// Each task's fold is in its own state dir, under the plan's.
     fn folds(&self, state: &std::path::Path) -> Result<Vec<crate::activity::apply::Write>> {
         self.folds
@@ -649,13 +638,11 @@ pub fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> St
     lines[lines.len().saturating_sub(200)..].join("\n")
 }
 
-/// A fix-forward commission for the fixer, as a person would write it; never over a file.
+/// A fix-forward commission for the fixer, as a person would write it; never over a file, never
+/// one the commission parser would refuse.
 fn write_fix(ctx: &Ctx<'_>, plan: &str, wave: usize, round: u32, fixer: &str, run: u32) -> Result<()> {
     let id = fix_id(plan, wave, round);
     let path = ctx.project.commission_path(&id);
-    if path.exists() {
-        return Ok(());
-    }
     let output = verify_output(ctx.home, ctx.project, plan, run);
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), format!("Fix-forward: plan {plan}, wave {wave} verify").into());
@@ -668,10 +655,11 @@ fn write_fix(ctx: &Ctx<'_>, plan: &str, wave: usize, round: u32, fixer: &str, ru
     );
     let text = format!("---\n{}---\n{body}", serde_yaml_ng::to_string(&fm)?);
     std::fs::create_dir_all(ctx.project.commissions_dir())?;
-    let mut f =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
-    std::io::Write::write_all(&mut f, text.as_bytes())?;
-    Ok(())
+    // Written once: a pass that died after writing it finds it there.
+    match crate::artifact::create_new(&path, &text, "commission", crate::artifact::Commission::parse) {
+        Ok(_) | Err(crate::artifact::CreateError::Exists(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]
