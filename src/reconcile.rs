@@ -145,6 +145,10 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         rounds += 1;
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
         wait_for_git(project);
+        if !opts.dry_run {
+            // What a killed pass left half-applied is finished before anything is observed.
+            crate::activity::apply::settle(home, project)?;
+        }
         let snapshot = observe_cached(home, project, Depth::Reconcile, opts.settled.as_deref()).context("observing the project")?;
         let planned = decide(&snapshot);
         for p in snapshot.problems.iter().chain(&crate::commission::decide::cycle_problems(&snapshot, &planned.cycles)) {

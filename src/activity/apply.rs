@@ -12,16 +12,18 @@
 //! made one step for every reader:
 //!
 //! 1. the timeline: facts, deduplicated by key, so writing them again is harmless;
-//! 2. the intent (`apply.json` in the state dir): the artifact's text before and after, and
-//!    every state file to write, written atomically;
+//! 2. the intent (`intents/<kind>.<id>.json` in the project's state dir): the artifact's hash
+//!    before and after, its new text, and every state file to write, written atomically;
 //! 3. the artifact, replaced only if it is still the one observed (`replace_if_unchanged`);
 //! 4. the record, then 5. the folds (how far each mailbox was read: last, so a pass that dies
 //!    before reads the same mail again, and the timeline drops what it already has);
 //! 6. the intent removed.
 //!
-//! Whoever reads the record first [`settle`]s an intent left behind: the artifact as it was →
-//! the edits are made now, then the state files; as we made it → the state files; anything
-//! else (a person saved in between) → dropped like a live write that met a person's save.
+//! The next pass that acts [`settle`]s every intent left behind, under the project lock and
+//! before it observes anything: the artifact as it was → the edits are made now, then the
+//! state files; as we made it → the state files; anything else (a person saved in between) →
+//! dropped like a live write that met a person's save. (Only a pass settles: a read-only
+//! command or a dry run shows the state as it was before the killed update.)
 //!
 //! A dropped update writes no record and no fold: the record, the edits and the read position
 //! were all decided on an artifact that is no longer there, so all of them go and the next pass
@@ -41,10 +43,8 @@ use super::timeline;
 use super::Outcome;
 use crate::artifact::store::{content_hash, replace_if_unchanged};
 use crate::artifact::write::{Edit, WriteError};
+use crate::config::{Home, Project};
 use crate::files::{read_json, remove_if_exists, write_json};
-
-/// The intent's file name in the state dir.
-const INTENT: &str = "apply.json";
 
 /// One state file an update writes: `rel` under the kind's state dir.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,22 +96,55 @@ macro_rules! update_fields {
 }
 pub(crate) use update_fields;
 
-/// Where one activity's update goes.
-pub struct Place<'a> {
-    /// `commission`, `meeting`, `plan`: names the fault switch's steps.
-    pub kind: &'a str,
-    pub artifact: &'a Path,
-    /// The state dir: the record, the folds and the intent are under it.
-    pub state: &'a Path,
+/// The kinds whose updates are applied here (their artifacts, state dirs and intents named
+/// from the id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Commission,
+    Meeting,
+    Plan,
 }
 
-impl Place<'_> {
-    fn intent(&self) -> PathBuf {
-        self.state.join(INTENT)
+impl Kind {
+    const ALL: [Kind; 3] = [Kind::Commission, Kind::Meeting, Kind::Plan];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Commission => "commission",
+            Kind::Meeting => "meeting",
+            Kind::Plan => "plan",
+        }
+    }
+}
+
+/// Where one activity's update goes.
+pub struct Place {
+    kind: Kind,
+    artifact: PathBuf,
+    /// The state dir: the record and the folds are under it.
+    state: PathBuf,
+    /// The intent: `intents/<kind>.<id>.json` in the project's state dir, one small dir a pass
+    /// lists to [`settle`] them all.
+    intent: PathBuf,
+}
+
+impl Place {
+    pub fn new(home: &Home, project: &Project, kind: Kind, id: &str) -> Place {
+        let (artifact, state) = match kind {
+            Kind::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
+            Kind::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
+            Kind::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
+        };
+        let intent = intents(home, project).join(format!("{}.{id}.json", kind.name()));
+        Place { kind, artifact, state, intent }
     }
     fn fault(&self, step: u32) {
-        super::fault(&format!("{}-apply", self.kind), step);
+        super::fault(&format!("{}-apply", self.kind.name()), step);
     }
+}
+
+fn intents(home: &Home, project: &Project) -> PathBuf {
+    home.project_state(&project.name).join("intents")
 }
 
 /// An update between its timeline entries and its last state file.
@@ -128,53 +161,55 @@ struct Intent {
 
 /// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
 /// they do not fit in the frontmatter (given the artifact's text).
-pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
-    timeline::append(&timeline::path_for(place.artifact), u.events())?;
+pub fn apply<U: Update + ?Sized>(place: &Place, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
+    timeline::append(&timeline::path_for(&place.artifact), u.events())?;
     place.fault(1);
-    let record_file = super::state::StateDir(place.state.to_path_buf()).record();
-    let record = u.record()?.map(|r| Write::at(place.state, &record_file, &r)).transpose()?;
-    let folds = u.folds(place.state)?;
+    let record_file = super::state::StateDir(place.state.clone()).record();
+    let record = u.record()?.map(|r| Write::at(&place.state, &record_file, &r)).transpose()?;
+    let folds = u.folds(&place.state)?;
     if u.edits().is_empty() && record.is_none() && folds.is_empty() {
         return Ok(Outcome::Done);
     }
-    let Some(text) = observed(place.artifact, u.expect_hash())? else { return Ok(Outcome::Dropped) };
+    let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok(Outcome::Dropped) };
     let new = if u.edits().is_empty() {
         None
     } else {
-        let new = super::fit::apply(place.artifact, &text, u.edits(), |e| shorter(&text, e))?;
+        let new = super::fit::apply(&place.artifact, &text, u.edits(), |e| shorter(&text, e))?;
         (new != text).then_some(new)
     };
     let intent =
         Intent { before: u.expect_hash(), after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash()), text: new, record, folds };
-    std::fs::create_dir_all(place.state).with_context(|| format!("creating {}", place.state.display()))?;
-    write_json(&place.intent(), &intent)?;
+    if let Some(dir) = place.intent.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    write_json(&place.intent, &intent)?;
     place.fault(2);
     finish(place, &intent)
 }
 
-/// Finish an update a killed pass left half-applied (its intent is still there), before the
-/// record is read: see the module doc. Nothing to do when there is none.
-pub fn settle(place: &Place<'_>) -> Result<()> {
-    let path = place.intent();
-    let Some(intent) = read_json::<Intent>(&path)? else { return Ok(()) };
-    finish(place, &intent).map(|_| ())
-}
-
-/// [`settle`] the update of the artifact at `artifact` (its state dir: `state_of` its id), before
-/// the artifact and its record are read. An artifact with a bad file name has no state: the
-/// parser reports it.
-pub fn settle_artifact(kind: &str, artifact: &Path, state_of: impl FnOnce(&str) -> PathBuf) -> Result<()> {
-    let Some(id) = artifact.file_stem().and_then(|s| s.to_str()).filter(|id| crate::artifact::ids::validate_id(id).is_ok()) else {
-        return Ok(());
+/// Finish every update a killed pass left half-applied in `project` (see the module doc): the
+/// first thing a pass that acts does, under the project lock, before anything is observed.
+pub fn settle(home: &Home, project: &Project) -> Result<()> {
+    let dir = intents(home, project);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
     };
-    let state = state_of(id);
-    settle(&Place { kind, artifact, state: &state })
-        .with_context(|| format!("finishing the update a killed pass left in {}", state.join(INTENT).display()))
-}
-
-/// An update is under way, or was left half-applied, in the state dir `state`.
-pub fn pending(state: &Path) -> bool {
-    std::fs::symlink_metadata(state.join(INTENT)).is_ok()
+    for e in entries {
+        let path = e?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        // `<kind>.<id>.json`; anything else (a temp file of a write that died) is not an intent.
+        let Some((kind, id)) = name.strip_suffix(".json").and_then(|n| n.split_once('.')) else { continue };
+        let Some(kind) = Kind::ALL.into_iter().find(|k| k.name() == kind) else { continue };
+        if crate::artifact::ids::validate_id(id).is_err() {
+            continue;
+        }
+        let place = Place::new(home, project, kind, id);
+        let Some(intent) = read_json::<Intent>(&place.intent)? else { continue };
+        finish(&place, &intent).with_context(|| format!("finishing the update a killed pass left in {}", place.intent.display()))?;
+    }
+    Ok(())
 }
 
 /// The artifact's text if it still hashes to `expect`; `None` if a person saved (or removed it)
@@ -188,40 +223,119 @@ fn observed(path: &Path, expect: u64) -> Result<Option<String>> {
 }
 
 /// Steps 3 to 6 of the order, from the intent: each one done again is harmless.
-fn finish(place: &Place<'_>, intent: &Intent) -> Result<Outcome> {
+fn finish(place: &Place, intent: &Intent) -> Result<Outcome> {
     let landed = match &intent.text {
-        None => observed(place.artifact, intent.before)?.is_some(),
+        None => observed(&place.artifact, intent.before)?.is_some(),
         Some(new) => {
-            observed(place.artifact, intent.after)?.is_some()
-                || (observed(place.artifact, intent.before)?.is_some()
-                    && replace_if_unchanged(place.artifact, intent.before, new.as_bytes())?)
+            observed(&place.artifact, intent.after)?.is_some()
+                || (observed(&place.artifact, intent.before)?.is_some()
+                    && replace_if_unchanged(&place.artifact, intent.before, new.as_bytes())?)
         }
     };
     if !landed {
-        remove_if_exists(&place.intent())?;
+        remove_if_exists(&place.intent)?;
         return Ok(Outcome::Dropped);
     }
     place.fault(3);
     if let Some(w) = &intent.record {
-        write_json(&under(place.state, &w.rel)?, &w.value)?;
+        write_json(&under(&place.state, &w.rel)?, &w.value)?;
     }
     place.fault(4);
     for w in &intent.folds {
-        write_json(&under(place.state, &w.rel)?, &w.value)?;
+        write_json(&under(&place.state, &w.rel)?, &w.value)?;
     }
     place.fault(5);
-    remove_if_exists(&place.intent())?;
+    remove_if_exists(&place.intent)?;
     Ok(Outcome::Done)
 }
 
 /// `rel` under `state`, refused if it would lead out of it (an intent is read back from disk).
 fn under(state: &Path, rel: &Path) -> Result<PathBuf> {
     if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
-        bail!("{}: {} is not a path under the state dir", state.join(INTENT).display(), rel.display());
+        bail!("{} is not a path under the state dir {}", rel.display(), state.display());
     }
     let path = state.join(rel);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct U {
+        events: Vec<Json>,
+        expect_hash: u64,
+        edits: Vec<Edit>,
+        record: Option<Json>,
+    }
+
+    impl Update for U {
+        update_fields!();
+        fn folds(&self, _: &Path) -> Result<Vec<Write>> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn setup() -> (tempfile::TempDir, Home, Project) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let home = Home { root: dir.path().join("home") };
+        let project = Project { root: dir.path().join("repo"), name: "p".into(), config: Default::default() };
+        std::fs::create_dir_all(project.commissions_dir()).expect("mkdir");
+        (dir, home, project)
+    }
+
+    /// A person's save between the observation and the apply: the edits, the record and the
+    /// intent all go (the next pass decides again); the timeline keeps its facts. Settling an
+    /// intent whose artifact a person changed drops it the same way.
+    #[test]
+    fn a_persons_save_drops_the_whole_update_but_the_timeline() {
+        let (_dir, home, project) = setup();
+        let path = project.commission_path("c");
+        std::fs::write(&path, "---\nstatus: pending\n---\n").expect("write");
+        let seen = content_hash("---\nstatus: pending\n---\n");
+        std::fs::write(&path, "---\nstatus: pending\n---\nTheirs.\n").expect("their save");
+        let u = U {
+            events: vec![timeline::event("t", "status", "status:1".into(), json!({}))],
+            expect_hash: seen,
+            edits: vec![Edit::Set("status".into(), "dispatched".into())],
+            record: Some(json!({"status": "dispatched"})),
+        };
+        let place = Place::new(&home, &project, Kind::Commission, "c");
+        assert_eq!(apply(&place, &u, |_, _| None).expect("apply"), Outcome::Dropped);
+        assert!(std::fs::read_to_string(&path).expect("read").ends_with("Theirs.\n"));
+        assert!(!place.state.join("record.json").exists());
+        assert!(!place.intent.exists());
+        assert_eq!(timeline::read(&timeline::path_for(&path)).expect("log").len(), 1);
+
+        // An intent left by a pass killed before its artifact write, and a save since.
+        let theirs = content_hash("---\nstatus: pending\n---\nTheirs.\n");
+        let intent = Intent {
+            before: seen,
+            after: content_hash("x"),
+            text: Some("x".into()),
+            record: Some(Write { rel: "record.json".into(), value: json!({"status": "dispatched"}) }),
+            folds: vec![],
+        };
+        std::fs::create_dir_all(intents(&home, &project)).expect("mkdir");
+        write_json(&place.intent, &intent).expect("intent");
+        settle(&home, &project).expect("settle");
+        assert!(!place.intent.exists() && !place.state.join("record.json").exists());
+        assert_eq!(content_hash(&std::fs::read_to_string(&path).expect("read")), theirs);
+
+        // One naming a path out of the state dir is refused, never followed.
+        let bad = Intent {
+            before: theirs,
+            after: theirs,
+            text: None,
+            record: Some(Write { rel: "../x.json".into(), value: json!(1) }),
+            folds: vec![],
+        };
+        write_json(&place.intent, &bad).expect("intent");
+        let err = settle(&home, &project).expect_err("refused");
+        assert!(format!("{err:#}").contains("not a path under the state dir"), "{err:#}");
+    }
 }

@@ -75,9 +75,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
 /// be more than the frontmatter holds (many questions, a long list of artifacts): the status
 /// and the rest still go in, and the timeline, which has all of it, says what was left out.
 pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
-    let path = ctx.artifact_path(&u.id);
-    let state = ctx.state(&u.id);
-    let place = crate::activity::apply::Place { kind: "commission", artifact: &path, state: &state.0 };
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Commission, &u.id);
     crate::activity::apply::apply(&place, u, |_, _| {
         without_worker_text(&u.edits).map(|edits| crate::activity::fit::Shorter {
             edits,

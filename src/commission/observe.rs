@@ -330,12 +330,10 @@ pub fn observe_each(
 fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCache>) -> bool {
     let Some(cache) = cache else { return is_settled(home, project, path) };
     let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-    let state = home.commission_state(&project.name, id);
-    let record = StateDir(state.clone()).record();
+    let record = StateDir(home.commission_state(&project.name, id)).record();
     let now = (stamp(path), stamp(&record));
     let known = cache.0.lock().map(|m| m.get(path) == Some(&now)).unwrap_or(false);
-    // A half-applied update is never settled: the pass finishes it first.
-    if known && !home.worktree(&project.name, id).exists() && !crate::activity::apply::pending(&state) {
+    if known && !home.worktree(&project.name, id).exists() {
         return true;
     }
     let yes = is_settled(home, project, path);
@@ -373,11 +371,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     if crate::artifact::ids::validate_id(id).is_err() {
         return false;
     }
-    let state = home.commission_state(&project.name, id);
-    if crate::activity::apply::pending(&state) {
-        return false;
-    }
-    match read_json::<Record>(&StateDir(state).record()) {
+    match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
         Ok(None) => true,
         Ok(Some(r)) => r.status == status && r.prev.is_none() && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
         Err(_) => false,
@@ -392,8 +386,6 @@ fn observe_one(
     integration_tree: Option<&git2::Tree<'_>>,
     boot: &str,
 ) -> Result<Observed, Vec<Problem>> {
-    crate::activity::apply::settle_artifact("commission", path, |id| home.commission_state(&project.name, id))
-        .map_err(|e| vec![Problem::new(path, 1, 1, format!("{e:#}"))])?;
     let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));

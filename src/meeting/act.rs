@@ -55,9 +55,8 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
 pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Meeting, &u.id);
     let path = ctx.project.meeting_path(&u.id);
-    let state = ctx.state(&u.id);
-    let place = crate::activity::apply::Place { kind: "meeting", artifact: &path, state: &state.0 };
     crate::activity::apply::apply(&place, u, |text, _| without_worker_text(&path, text, &u.edits))
 }
 

@@ -55,8 +55,6 @@ fn observe_one(
     followup_cap: usize,
 ) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
-    crate::activity::apply::settle_artifact("meeting", path, |id| home.meeting_state(&project.name, id))
-        .map_err(|e| problem(format!("{e:#}")))?;
     let text = crate::artifact::read_regular(path).map_err(|e| problem(e.to_string()))?;
     let meeting = Meeting::parse(path, &text)?;
     let state = StateDir(home.meeting_state(&project.name, &meeting.id));

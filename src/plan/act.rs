@@ -128,9 +128,7 @@ fn how(kill: bool) -> shim::Stop {
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
 fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
-    let path = ctx.project.plan_path(&u.plan);
-    let state = ctx.plan_state(&u.plan);
-    let place = crate::activity::apply::Place { kind: "plan", artifact: &path, state: &state.0 };
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Plan, &u.plan);
     crate::activity::apply::apply(&place, u, |_, _| None)
 }
 

@@ -79,8 +79,6 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRec
 
 fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, git: &mut Worktrees) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
-    crate::activity::apply::settle_artifact("plan", path, |id| home.plan_state(&project.name, id))
-        .map_err(|e| problem(format!("{e:#}")))?;
     let text = crate::artifact::read_regular(path).map_err(|e| problem(e.to_string()))?;
     let plan = Plan::parse(path, &text)?;
     let state = StateDir(home.plan_state(&project.name, &plan.id));

@@ -2,7 +2,8 @@
 //! of its steps (`GUILD_HALL_FAULT=<kind>-apply:<step>`: after the timeline, the intent, the
 //! artifact, the record, the folds) is finished by the next, for a commission, a meeting and a
 //! plan: the artifact says what the record says, nothing is refused that nobody asked for, no
-//! timeline key is written twice, and no intent is left behind.
+//! timeline key is written twice, and no intent is left behind. (The plan killed between its
+//! artifact and its record, in the order it had before, never got past `draft`.)
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,7 +64,24 @@ fn agree(p: &Project, kind: &str, id: &str, artifact: &Path, fault: &str) {
     }
     let twice: Vec<_> = keys.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "{fault}: timeline keys written twice: {twice:?}\n{log}");
-    assert!(!state(p, kind, id).join("apply.json").exists(), "{fault}: an intent left behind");
+    assert_eq!(intents(p), Vec::<String>::new(), "{fault}: an intent left behind");
+}
+
+/// The intents a killed pass left (`intents/<kind>.<id>.json` in the project's state dir).
+fn intents(p: &Project) -> Vec<String> {
+    let dir = state(p, "intents", "");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Killed after `step`: from the intent on (step 2), the update is left half-applied for the
+/// next pass to finish.
+fn left_half_applied(p: &Project, step: u32, intent: &str, fault: &str) {
+    let want: Vec<String> = if step >= 2 { vec![intent.to_string()] } else { Vec::new() };
+    assert_eq!(intents(p), want, "{fault}");
 }
 
 fn commission_killed_at(step: u32) {
@@ -72,6 +90,7 @@ fn commission_killed_at(step: u32) {
     let id = p.create("scribe", "Applied", "output: .lore/out.md\nWrite.");
     // The first update that gets that far: the dispatch's (pending -> dispatched, attempt 1).
     kill_at(&p, &fault);
+    left_half_applied(&p, step, &format!("commission.{id}.json"), &fault);
     p.settle();
     assert_eq!(p.status(&id), "completed", "{fault}");
     let started = std::fs::read_to_string(p.state_dir(&id).join("attempt-1.log")).unwrap_or_default().matches("scribe: starting").count();
@@ -90,6 +109,7 @@ fn meeting_killed_at(step: u32) {
     std::fs::write(&path, "---\nworker: counsel\nstatus: open\n---\n").expect("write");
     // The first update that gets that far: the opening's (the record open, the branch written).
     kill_at(&p, &fault);
+    left_half_applied(&p, step, "meeting.f.json", &fault);
     p.ok(&["reconcile", "--once"]);
     assert_eq!(status_in(&path), "open", "{fault}");
     let text = std::fs::read_to_string(&path).expect("read");
@@ -118,6 +138,7 @@ fn plan_killed_at(step: u32) {
     // The first update that gets that far: the plan's start (pending -> running, a status
     // guild-hall writes forward, which a person may not).
     kill_at(&p, &fault);
+    left_half_applied(&p, step, "plan.k.json", &fault);
     p.settle();
     assert_eq!(status_in(&path), "completed", "{fault}");
     let log = git(&p.root, &["log", "--format=%B", "claude/main"]);
