@@ -72,8 +72,9 @@ pub trait Update {
     fn edits(&self) -> &[Edit];
     /// The record, if it changes (`record.json` in the state dir).
     fn record(&self) -> Result<Option<Json>>;
-    /// How far mailboxes were read: files under the state dir `state`, written last.
-    fn folds(&self, state: &Path) -> Result<Vec<Write>>;
+    /// How far mailboxes were read: (file, what it holds), files under the activity's state
+    /// dir, written last.
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(PathBuf, Json)>>;
 }
 
 /// The parts of [`Update`] every kind's update struct holds under the same names (`events`,
@@ -118,7 +119,9 @@ impl Kind {
 }
 
 /// Where one activity's update goes.
-pub struct Place {
+pub struct Place<'a> {
+    home: &'a Home,
+    project: &'a Project,
     kind: Kind,
     artifact: PathBuf,
     /// The state dir: the record and the folds are under it.
@@ -128,15 +131,15 @@ pub struct Place {
     intent: PathBuf,
 }
 
-impl Place {
-    pub fn new(home: &Home, project: &Project, kind: Kind, id: &str) -> Place {
+impl<'a> Place<'a> {
+    pub fn new(home: &'a Home, project: &'a Project, kind: Kind, id: &str) -> Place<'a> {
         let (artifact, state) = match kind {
             Kind::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
             Kind::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
             Kind::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
         };
         let intent = intents(home, project).join(format!("{}.{id}.json", kind.name()));
-        Place { kind, artifact, state, intent }
+        Place { home, project, kind, artifact, state, intent }
     }
     fn fault(&self, step: u32) {
         super::fault(&format!("{}-apply", self.kind.name()), step);
@@ -161,12 +164,12 @@ struct Intent {
 
 /// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
 /// they do not fit in the frontmatter (given the artifact's text).
-pub fn apply<U: Update + ?Sized>(place: &Place, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
+pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
     timeline::append(&timeline::path_for(&place.artifact), u.events())?;
     place.fault(1);
     let record_file = super::state::StateDir(place.state.clone()).record();
     let record = u.record()?.map(|r| Write::at(&place.state, &record_file, &r)).transpose()?;
-    let folds = u.folds(&place.state)?;
+    let folds = u.folds(place.home, place.project)?.iter().map(|(path, v)| Write::at(&place.state, path, v)).collect::<Result<Vec<_>>>()?;
     if u.edits().is_empty() && record.is_none() && folds.is_empty() {
         return Ok(Outcome::Done);
     }
@@ -223,7 +226,7 @@ fn observed(path: &Path, expect: u64) -> Result<Option<String>> {
 }
 
 /// Steps 3 to 6 of the order, from the intent: each one done again is harmless.
-fn finish(place: &Place, intent: &Intent) -> Result<Outcome> {
+fn finish(place: &Place<'_>, intent: &Intent) -> Result<Outcome> {
     let landed = match &intent.text {
         None => observed(&place.artifact, intent.before)?.is_some(),
         Some(new) => {
@@ -275,7 +278,7 @@ mod tests {
 
     impl Update for U {
         update_fields!();
-        fn folds(&self, _: &Path) -> Result<Vec<Write>> {
+        fn folds(&self, _: &Home, _: &Project) -> Result<Vec<(PathBuf, Json)>> {
             Ok(Vec::new())
         }
     }

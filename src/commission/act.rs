@@ -87,10 +87,10 @@ pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
 
 impl crate::activity::apply::Update for Update {
     crate::activity::apply::update_fields!();
-    fn folds(&self, state: &std::path::Path) -> Result<Vec<crate::activity::apply::Write>> {
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
         let Some(f) = &self.fold else { return Ok(Vec::new()) };
-        let path = mailbox::folded_file(&StateDir(state.to_path_buf()), f.attempt);
-        Ok(vec![crate::activity::apply::Write::at(state, &path, f)?])
+        let state = StateDir(home.commission_state(&project.name, &self.id));
+        Ok(vec![(mailbox::folded_file(&state, f.attempt), serde_json::to_value(f)?)])
     }
 }
 

@@ -8,7 +8,6 @@ use serde_json::json;
 use serde_yaml_ng::Value;
 
 use super::decide::{Action, Followup, MeetingRecord, Update};
-use crate::activity::apply::Write;
 use crate::activity::fit::Shorter;
 use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::state::StateDir;
@@ -62,9 +61,9 @@ pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
 
 impl crate::activity::apply::Update for Update {
     crate::activity::apply::update_fields!();
-    fn folds(&self, state: &std::path::Path) -> Result<Vec<Write>> {
-        let path = super::fold::path(&StateDir(state.to_path_buf()));
-        self.fold.as_ref().map(|f| Write::at(state, &path, f)).into_iter().collect()
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
+        let Some(f) = &self.fold else { return Ok(Vec::new()) };
+        Ok(vec![(super::fold::path(&StateDir(home.meeting_state(&project.name, &self.id))), serde_json::to_value(f)?)])
     }
 }
 

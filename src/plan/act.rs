@@ -135,12 +135,12 @@ fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
 impl crate::activity::apply::Update for Update {
     crate::activity::apply::update_fields!();
     /// Each task's fold is in its own state dir, under the plan's.
-    fn folds(&self, state: &std::path::Path) -> Result<Vec<crate::activity::apply::Write>> {
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
         self.folds
             .iter()
             .map(|f| {
-                let task = StateDir(state.join("tasks").join(&f.slug));
-                crate::activity::apply::Write::at(state, &mailbox::folded_file(&task, f.folded.attempt), &f.folded)
+                let task = StateDir(home.task_state(&project.name, &self.plan, &f.slug));
+                Ok((mailbox::folded_file(&task, f.folded.attempt), serde_json::to_value(&f.folded)?))
             })
             .collect()
     }
