@@ -48,14 +48,14 @@ use crate::files::{read_json, remove_if_exists, write_json};
 
 /// One state file an update writes: `rel` under the kind's state dir.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Write {
-    pub rel: PathBuf,
-    pub value: Json,
+struct Write {
+    rel: PathBuf,
+    value: Json,
 }
 
 impl Write {
     /// `value` to be written at `path`, a file under the state dir `state`.
-    pub fn at<T: Serialize>(state: &Path, path: &Path, value: &T) -> Result<Write> {
+    fn at<T: Serialize>(state: &Path, path: &Path, value: &T) -> Result<Write> {
         let rel = path.strip_prefix(state).with_context(|| format!("{} is not under {}", path.display(), state.display()))?;
         Ok(Write { rel: rel.to_path_buf(), value: serde_json::to_value(value)? })
     }
