@@ -8,8 +8,10 @@
 //! artifact that differs from the record as a person's request: were either written alone,
 //! the next pass could not tell our own half-done write from a request (an artifact ahead of
 //! the record looks like a person asking for the new status; a record ahead of the artifact,
-//! like a person putting the old one back), and would refuse it or act on it. So the two are
-//! made one step for every reader:
+//! like a person putting the old one back), and would refuse it or act on it. Neither plain
+//! order was right for every kind: a plan killed between its artifact and its record never got
+//! past `draft`, and a commission's `prev` covers only its own status. So the two are made one
+//! step for every reader:
 //!
 //! 1. the timeline: facts, deduplicated by key, so writing them again is harmless;
 //! 2. the intent (`intents/<kind>.<id>.json` in the project's state dir): the artifact's hash
