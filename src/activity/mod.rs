@@ -1,11 +1,11 @@
-//! What every kind of activity (commissions, meetings, plans) shares: the [`kind`] contract the
-//! one reconcile pass drives them by, its git
-//! (branch, worktree made and secured by record, landing by squash merge), the control plane
+//! What every kind of activity (commissions, meetings, plans) shares: its git (branch, worktree made and secured by record, landing by squash merge), the control plane
 //! no worker may change, its runtime state on disk (records, run and exit info, heartbeat,
 //! atomic writes), the liveness rules of a worker at work (stale, wall-clock limit), its
-//! timeline, artifact edits that land whatever a worker said ([`fit`]), the names derived from
-//! an id ([`names`]: branches, trailers), and what an effect comes to.
+//! timeline, artifact edits that land whatever a worker said ([`fit`]), applying an update in
+//! one crash-safe order ([`apply`]), the names derived from an id ([`names`]: branches,
+//! trailers), the Kind contract every kind implements ([`kind`]), and what an effect comes to.
 
+pub mod apply;
 pub mod control_plane;
 pub mod fit;
 pub mod git;

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::artifact::Status;
 
-/// The reconciler's memory of a commission, written before the artifact so a crash between
-/// the two is recognisable (`prev` is what the artifact said before our write).
+/// The reconciler's memory of a commission, written with the artifact as one step
+/// ([`crate::activity::apply`]); `prev` is what the artifact said before our status write,
+/// so that the artifact still saying it reads as our write not seen yet, not as a request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub status: Status,

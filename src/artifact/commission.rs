@@ -12,49 +12,21 @@ use super::frontmatter::{key_position, split, Problem};
 use super::store::content_hash;
 use crate::artifact::ids;
 
-/// The commission state machine's states (REQ-COM-5, plus `draft`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Draft,
-    Pending,
-    Blocked,
-    Dispatched,
-    InProgress,
-    Completed,
-    Failed,
-    Cancelled,
+super::vocabulary::vocabulary! {
+    /// The commission state machine's states (REQ-COM-5, plus `draft`).
+    pub enum Status ("status") {
+        Draft = "draft",
+        Pending = "pending",
+        Blocked = "blocked",
+        Dispatched = "dispatched",
+        InProgress = "in_progress",
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
 }
 
 impl Status {
-    pub const ALL: [Status; 8] = [
-        Status::Draft,
-        Status::Pending,
-        Status::Blocked,
-        Status::Dispatched,
-        Status::InProgress,
-        Status::Completed,
-        Status::Failed,
-        Status::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Draft => "draft",
-            Status::Pending => "pending",
-            Status::Blocked => "blocked",
-            Status::Dispatched => "dispatched",
-            Status::InProgress => "in_progress",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-            Status::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Status> {
-        Status::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-
     /// A worker process belongs to this state.
     pub fn is_active(self) -> bool {
         matches!(self, Status::Dispatched | Status::InProgress)
@@ -62,12 +34,6 @@ impl Status {
 
     pub fn is_terminal(self) -> bool {
         matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -153,20 +119,7 @@ impl Commission {
         };
         let get = |k: &str| fields.get(k);
 
-        let status = match get("status") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => match Status::parse(s) {
-                Some(st) => Some(st),
-                None => {
-                    bad("status", format!("unknown status {s:?} (expected one of: draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled)"));
-                    None
-                }
-            },
-            Some(_) => {
-                bad("status", "status must be a string".into());
-                None
-            }
-        };
+        let status = super::vocabulary::status_field::<Status>(get("status"), &mut bad);
         let worker = ids::worker_name(get("worker"), "which worker package does this").unwrap_or_else(|why| {
             bad("worker", why);
             String::new()

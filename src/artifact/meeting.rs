@@ -2,51 +2,28 @@
 //! person or tool writes (worker, agenda, references), the keys guild-hall owns, and
 //! validation with `file:line:col` problems. Pure: no I/O.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::frontmatter::{key_position, read_mapping, Problem};
 use super::ids;
 use super::store::content_hash;
 
-/// The meeting state machine's states (REQ-MTG-4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MeetingStatus {
-    Requested,
-    Open,
-    Closed,
-    Declined,
+super::vocabulary::vocabulary! {
+    /// The meeting state machine's states (REQ-MTG-4).
+    pub enum MeetingStatus ("meeting status") {
+        Requested = "requested",
+        Open = "open",
+        Closed = "closed",
+        Declined = "declined",
+    }
 }
 
 impl MeetingStatus {
-    pub const ALL: [MeetingStatus; 4] = [MeetingStatus::Requested, MeetingStatus::Open, MeetingStatus::Closed, MeetingStatus::Declined];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MeetingStatus::Requested => "requested",
-            MeetingStatus::Open => "open",
-            MeetingStatus::Closed => "closed",
-            MeetingStatus::Declined => "declined",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<MeetingStatus> {
-        MeetingStatus::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-
     /// Nothing more happens to a meeting in this state.
     pub fn is_final(self) -> bool {
         matches!(self, MeetingStatus::Closed | MeetingStatus::Declined)
-    }
-}
-
-impl fmt::Display for MeetingStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -83,20 +60,7 @@ impl Meeting {
             problems.push(Problem::new(path, line, col, msg));
         };
         let get = |k: &str| fields.get(k);
-        let status = match get("status") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => match MeetingStatus::parse(s) {
-                Some(st) => Some(st),
-                None => {
-                    bad("status", format!("unknown meeting status {s:?} (expected one of: requested, open, closed, declined)"));
-                    None
-                }
-            },
-            Some(_) => {
-                bad("status", "status must be a string".into());
-                None
-            }
-        };
+        let status = super::vocabulary::status_field::<MeetingStatus>(get("status"), &mut bad);
         let worker = ids::worker_name(get("worker"), "which worker package meets").unwrap_or_else(|why| {
             bad("worker", why);
             String::new()

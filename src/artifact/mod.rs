@@ -1,5 +1,7 @@
 //! Markdown artifacts under `.lore/`: split frontmatter from body, parse and validate it into
-//! typed commissions, and write the reconciler's keys back surgically. Decides nothing.
+//! typed commissions, meetings and plans (their status vocabularies declared once), create a
+//! new one ([`create_new`]) and load one by id ([`load`]) the one way each, and write the
+//! reconciler's keys back surgically. Decides nothing.
 
 pub mod commission;
 pub mod frontmatter;
@@ -8,6 +10,7 @@ pub mod meeting;
 pub mod plan;
 pub mod schema;
 pub mod store;
+pub mod vocabulary;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};
@@ -42,6 +45,42 @@ pub fn read_regular(path: &std::path::Path) -> Result<String, ReadError> {
     let mut text = String::new();
     file.read_to_string(&mut text)?;
     Ok(text)
+}
+
+/// Why an artifact could not be loaded by its id.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    BadId(#[from] ids::IdError),
+    /// Not there, or not readable.
+    #[error("no {what} {id} ({path}): {source}")]
+    Missing { what: &'static str, id: String, path: String, source: std::io::Error },
+    /// A symlink, or not a regular file: never followed.
+    #[error("{path}: {why}")]
+    Refused { path: String, why: ReadError },
+    /// The problems the parser found, one a line, each naming the file.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Load the artifact `id` (`what`: "commission", "meeting", "plan") at `path` (its place, from
+/// the id) as every reader does: the id validated, the file read without following a link
+/// ([`read_regular`]), then parsed by `parse`.
+pub fn load<T>(
+    path: &std::path::Path,
+    id: &str,
+    what: &'static str,
+    parse: impl FnOnce(&std::path::Path, &str) -> Result<T, Vec<Problem>>,
+) -> Result<T, LoadError> {
+    ids::validate_id(id)?;
+    let text = match read_regular(path) {
+        Ok(t) => t,
+        Err(ReadError::Io(source)) => {
+            return Err(LoadError::Missing { what, id: id.to_string(), path: path.display().to_string(), source })
+        }
+        Err(why) => return Err(LoadError::Refused { path: path.display().to_string(), why }),
+    };
+    parse(path, &text).map_err(|ps| LoadError::Invalid(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
 /// Why a new artifact was not written.

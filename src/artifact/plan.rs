@@ -3,69 +3,33 @@
 //! limits (`timeout:`, the plan's and a task's); its status vocabulary, the canonical task
 //! ids, and validation with `file:line:col`. Pure.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_yaml_ng::{Mapping, Value};
 
 use super::frontmatter::{self, key_position, read_mapping, Problem};
 use super::ids;
 use super::store::content_hash;
 
-/// A plan's states: `draft|pending → running → verifying → completed`, or `halted`, `failed`,
-/// `cancelled`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanStatus {
-    Draft,
-    Pending,
-    Running,
-    Verifying,
-    Completed,
-    Halted,
-    Failed,
-    Cancelled,
+super::vocabulary::vocabulary! {
+    /// A plan's states: draft|pending → running → verifying → completed; halted|failed|cancelled.
+    pub enum PlanStatus ("plan status") {
+        Draft = "draft",
+        Pending = "pending",
+        Running = "running",
+        Verifying = "verifying",
+        Completed = "completed",
+        Halted = "halted",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
 }
 
 impl PlanStatus {
-    pub const ALL: [PlanStatus; 8] = [
-        PlanStatus::Draft,
-        PlanStatus::Pending,
-        PlanStatus::Running,
-        PlanStatus::Verifying,
-        PlanStatus::Completed,
-        PlanStatus::Halted,
-        PlanStatus::Failed,
-        PlanStatus::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlanStatus::Draft => "draft",
-            PlanStatus::Pending => "pending",
-            PlanStatus::Running => "running",
-            PlanStatus::Verifying => "verifying",
-            PlanStatus::Completed => "completed",
-            PlanStatus::Halted => "halted",
-            PlanStatus::Failed => "failed",
-            PlanStatus::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<PlanStatus> {
-        PlanStatus::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-
     /// Work of the plan may be under way.
     pub fn is_active(self) -> bool {
         matches!(self, PlanStatus::Running | PlanStatus::Verifying)
-    }
-}
-
-impl fmt::Display for PlanStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -136,20 +100,7 @@ impl Plan {
             problems.push(Problem::new(path, line, col, msg));
         };
         let get = |k: &str| fields.get(k);
-        let status = match get("status") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => match PlanStatus::parse(s) {
-                Some(st) => Some(st),
-                None => {
-                    bad("status", format!("unknown plan status {s:?} (expected one of: draft, pending, running, verifying, completed, halted, failed, cancelled)"));
-                    None
-                }
-            },
-            Some(_) => {
-                bad("status", "status must be a string".into());
-                None
-            }
-        };
+        let status = super::vocabulary::status_field::<PlanStatus>(get("status"), &mut bad);
         let parallelism = match get("parallelism") {
             None | Some(Value::Null) => 1,
             Some(v) => match v.as_u64() {

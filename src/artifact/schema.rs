@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::commission::{Desired, Resources, Status};
 use super::meeting::MeetingStatus;
+use super::plan::PlanStatus;
 
 /// The artifact kinds with a schema here.
 pub const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
@@ -128,21 +129,6 @@ pub fn schema(kind: &str) -> Option<String> {
         _ => return None,
     };
     serde_json::to_string_pretty(&schema).ok()
-}
-
-/// A plan's states: draft|pending → running → verifying → completed; halted|failed|cancelled.
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum PlanStatus {
-    Draft,
-    Pending,
-    Running,
-    Verifying,
-    Completed,
-    Halted,
-    Failed,
-    Cancelled,
 }
 
 /// One task of a wave: a commission for `worker`, run in its own worktree.

@@ -1,5 +1,6 @@
 //! Replacing an artifact a person may be editing: the content hash that says "the file we
-//! observed", and the one atomic check-and-replace that never overwrites a save it did not see.
+//! observed", the one atomic check-and-replace that never overwrites a save it did not see, and
+//! the edits made with it (to the text observed, or to the text as it is now).
 
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -72,6 +73,34 @@ pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bo
             Ok(true)
         }
     }
+}
+
+/// Replace the artifact at `path` with `edit` of its text if it is still the one observed
+/// (`expect`): its new hash, or `None` when a person's save came in between (nothing written;
+/// they win).
+pub fn edit_if_unchanged(path: &Path, expect: u64, edit: impl FnOnce(&str) -> Result<String>) -> Result<Option<u64>> {
+    let text = crate::artifact::read_regular(path).with_context(|| format!("reading {}", path.display()))?;
+    if content_hash(&text) != expect {
+        return Ok(None);
+    }
+    let new = edit(&text)?;
+    if new != text && !replace_if_unchanged(path, expect, new.as_bytes())? {
+        return Ok(None);
+    }
+    Ok(Some(content_hash(&new)))
+}
+
+/// `edit` made to the artifact as it is now, again when a save races us: for writes that must
+/// land (a turn's session id, a status a person asked for), never over a person's newer save.
+pub fn edit_current(path: &Path, edit: impl Fn(&str) -> Result<String>) -> Result<()> {
+    for _ in 0..20 {
+        let text = crate::artifact::read_regular(path).with_context(|| format!("reading {}", path.display()))?;
+        if edit_if_unchanged(path, content_hash(&text), &edit)?.is_some() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    Err(anyhow!("{} kept changing; not written", path.display()))
 }
 
 #[cfg(test)]

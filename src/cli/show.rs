@@ -148,7 +148,8 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     let known = ["invalid", "orphaned"];
     for s in &filter.status {
         if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) {
-            bail!("--status {s:?}: expected one of draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled, invalid, orphaned");
+            let all: Vec<&str> = guild_hall::artifact::Status::ALL.iter().map(|s| s.as_str()).chain(known).collect();
+            bail!("--status {s:?}: expected one of {}", all.join(", "));
         }
     }
     let now = Utc::now();

@@ -72,38 +72,27 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     }
 }
 
-/// Timeline first, then how far the mailbox is folded (only once its events are in the
-/// timeline), then the record, then the artifact (dropped if it changed since observed).
+/// The update, as every kind's is applied ([`crate::activity::apply`]). What a worker said can
+/// be more than the frontmatter holds (many questions, a long list of artifacts): the status
+/// and the rest still go in, and the timeline, which has all of it, says what was left out.
 pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
-    let path = ctx.artifact_path(&u.id);
-    timeline::append(&timeline::path_for(&path), &u.events)?;
-    if let Some(f) = &u.fold {
-        write_json(&mailbox::folded_file(&ctx.state(&u.id), f.attempt), f)?;
-    }
-    if let Some(r) = &u.record {
-        write_json(&ctx.state(&u.id).record(), r)?;
-    }
-    if u.edits.is_empty() {
-        return Ok(Outcome::Done);
-    }
-    let text = crate::artifact::read_regular(&path).with_context(|| format!("reading {}", path.display()))?;
-    if content_hash(&text) != u.expect_hash {
-        return Ok(Outcome::Dropped);
-    }
-    // What a worker said can be more than the frontmatter holds (many questions, a long list
-    // of artifacts): the status and the rest still go in, and the timeline, which has all of
-    // it, says what was left out.
-    let new = crate::activity::fit::apply(&path, &text, &u.edits, |_| {
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Commission, &u.id);
+    crate::activity::apply::apply(&place, u, |_, _| {
         without_worker_text(&u.edits).map(|edits| crate::activity::fit::Shorter {
             edits,
             what: "the worker's progress, questions and result".into(),
             kept: Default::default(),
         })
-    })?;
-    if new != text && !crate::artifact::store::replace_if_unchanged(&path, u.expect_hash, new.as_bytes())? {
-        return Ok(Outcome::Dropped);
+    })
+}
+
+impl crate::activity::apply::Update for Update {
+    crate::activity::apply::update_fields!();
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
+        let Some(f) = &self.fold else { return Ok(Vec::new()) };
+        let state = StateDir(home.commission_state(&project.name, &self.id));
+        Ok(vec![(mailbox::folded_file(&state, f.attempt), serde_json::to_value(f)?)])
     }
-    Ok(Outcome::Done)
 }
 
 /// `edits` with what came from the worker's mailbox left out (the result cut to a short
@@ -139,7 +128,12 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         let _ = std::fs::remove_file(state.heartbeat());
         mailbox::make_fresh(&state, attempt)?;
     }
-    apply_update(ctx, update)?;
+    // A dropped update (a person saved since the plan was made) starts nothing: the next pass
+    // decides again.
+    let outcome = apply_update(ctx, update)?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
     fault("dispatch", 1);
     let commission = ctx.snapshot.get(id).context("commission vanished from the snapshot")?;
     let activation = ctx.snapshot.workers.for_commission(worker).and_then(|pkg| pkg.resolve_command().map(|argv| (pkg, argv)));

@@ -13,6 +13,7 @@ use crate::config::{Home, Project};
 use crate::files::read_json;
 use crate::worker::shim;
 use crate::worker::toolbox::mailbox::{self, Cursor, Expect, Mail, MailBody};
+use crate::worker::toolbox::mailbox::{MAIL_PER_PASS, NOTES_PER_PASS};
 use crate::worker::Catalog;
 
 /// Where the current attempt's process stands (shared with wave tasks and verify).
@@ -96,11 +97,6 @@ impl Observed {
     }
 }
 
-/// The most events of one mailbox a pass records in the timeline one by one; more are folded
-/// all the same and counted in one note (a worker cannot make a pass hold its flood).
-pub const MAIL_PER_PASS: usize = 1000;
-/// The most notes on skipped lines and dropped paths a pass records one by one.
-pub const NOTES_PER_PASS: usize = 100;
 /// The most questions the artifact lists (the latest; all are in the timeline).
 pub const QUESTIONS_SHOWN: usize = 10;
 

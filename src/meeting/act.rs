@@ -1,7 +1,7 @@
 //! Carry out one meeting [`Action`]: open (branch, worktree), fold and record (the log, the
 //! artifact, the record, follow-up requests), close (notes, leftovers, squash merge, worktree
 //! and transcript removed). Each step is safe to repeat: a pass killed anywhere is finished by
-//! the next. What the worker said never keeps an edit from landing (see [`edit_if_unchanged`]).
+//! the next. What the worker said never keeps an edit from landing (see [`fitted`]).
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -14,7 +14,7 @@ use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree;
 use crate::activity::Outcome;
-use crate::artifact::store::content_hash;
+use crate::artifact::store::edit_if_unchanged;
 use crate::artifact::write::Edit;
 use crate::config::{Home, Project};
 use crate::files::{read_json, write_json};
@@ -52,44 +52,25 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
     }
 }
 
-/// The log first, then how far the mailbox is folded (only once its events are in the log),
-/// then the artifact (dropped if it changed since observed), then the record: a record is
-/// never ahead of the artifact it describes.
+/// The update, as every kind's is applied ([`crate::activity::apply`]).
 pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Meeting, &u.id);
     let path = ctx.project.meeting_path(&u.id);
-    timeline::append(&timeline::path_for(&path), &u.events)?;
-    if let Some(f) = &u.fold {
-        let state = ctx.state(&u.id);
-        std::fs::create_dir_all(&state.0)?;
-        write_json(&super::fold::path(&state), f)?;
-    }
-    if edit_if_unchanged(&path, u.expect_hash, &u.edits)?.is_none() {
-        return Ok(Outcome::Dropped);
-    }
-    if let Some(r) = &u.record {
-        let state = ctx.state(&u.id);
-        std::fs::create_dir_all(&state.0)?;
-        write_json(&state.record(), r)?;
-    }
-    Ok(Outcome::Done)
+    crate::activity::apply::apply(&place, u, |text, _| without_worker_text(&path, text, &u.edits))
 }
 
-/// Apply `edits` to the artifact if it is still the one observed (`expect`): its new hash, or
-/// `None` when a person's save came in between (the write is dropped; they win). Edits that do
-/// not fit in the frontmatter are made without the worker's text ([`without_worker_text`]).
-pub fn edit_if_unchanged(path: &std::path::Path, expect: u64, edits: &[Edit]) -> Result<Option<u64>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    if content_hash(&text) != expect {
-        return Ok(None);
+impl crate::activity::apply::Update for Update {
+    crate::activity::apply::update_fields!();
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
+        let Some(f) = &self.fold else { return Ok(Vec::new()) };
+        Ok(vec![(super::fold::path(&StateDir(home.meeting_state(&project.name, &self.id))), serde_json::to_value(f)?)])
     }
-    if edits.is_empty() {
-        return Ok(Some(expect));
-    }
-    let new = crate::activity::fit::apply(path, &text, edits, |_| without_worker_text(path, &text, edits))?;
-    if new != text && !crate::artifact::store::replace_if_unchanged(path, expect, new.as_bytes())? {
-        return Ok(None);
-    }
-    Ok(Some(content_hash(&new)))
+}
+
+/// `edits` made to the meeting's `text`, without the worker's text if they do not fit in the
+/// frontmatter ([`without_worker_text`]).
+pub fn fitted<'a>(path: &'a std::path::Path, edits: &'a [Edit]) -> impl Fn(&str) -> Result<String> + 'a {
+    move |text| crate::activity::fit::apply(path, text, edits, |_| without_worker_text(path, text, edits))
 }
 
 /// `edits` for a frontmatter that has no room for the worker's text (linked artifacts and
@@ -120,19 +101,6 @@ fn without_worker_text(path: &std::path::Path, text: &str, edits: &[Edit]) -> Op
         kept.insert("notes".into(), serde_json::Value::String(n));
     }
     Some(Shorter { edits: fewer, what: "the meeting's notes and linked artifacts".into(), kept })
-}
-
-/// Apply `edits` to the artifact as it is now, retrying when a save races us: for writes that
-/// must land (a turn's session id), never over a person's newer save.
-pub fn edit_current(path: &std::path::Path, edits: &[Edit]) -> Result<()> {
-    for _ in 0..20 {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        if edit_if_unchanged(path, content_hash(&text), edits)?.is_some() {
-            return Ok(());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    anyhow::bail!("{} kept changing; not written", path.display())
 }
 
 fn open(ctx: &Ctx<'_>, update: &Update, branch: &str) -> Result<Outcome> {
@@ -188,11 +156,12 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
     };
     if !notes_written {
         let meeting = super::observe::load(ctx.project, id)?;
-        let notes = super::notes::compose(ctx, &meeting, &state, &transcript);
+        let notes = super::notes::compose(ctx.home, ctx.project, ctx.workers, &meeting, &state, &transcript);
         for (kind, text) in &notes.problems {
             update.events.push(timeline::event(&now, kind, format!("{kind}:{}", update.expect_hash), json!({"text": text})));
         }
-        let Some(hash) = edit_if_unchanged(&path, update.expect_hash, &[Edit::Set("notes".into(), Value::String(notes.text))])? else {
+        let notes = [Edit::Set("notes".into(), Value::String(notes.text))];
+        let Some(hash) = edit_if_unchanged(&path, update.expect_hash, fitted(&path, &notes))? else {
             return Ok(Outcome::Dropped);
         };
         update.expect_hash = hash;
@@ -253,7 +222,8 @@ fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> R
 /// save), and the next pass tries again.
 fn wait_to_close(path: &std::path::Path, meeting: &crate::artifact::Meeting, update: &Update, why: String) -> Result<Outcome> {
     if meeting.str_field("reason").is_none_or(|r| r != why) {
-        edit_if_unchanged(path, update.expect_hash, &[Edit::Set("reason".into(), Value::String(why.clone()))])?;
+        let reason = [Edit::Set("reason".into(), Value::String(why.clone()))];
+        edit_if_unchanged(path, update.expect_hash, fitted(path, &reason))?;
     }
     Ok(Outcome::Waiting(why))
 }
@@ -279,9 +249,6 @@ fn write_followups(ctx: &Ctx<'_>, from: &str, followups: &[Followup]) -> Result<
 /// `check` would refuse (`Ok(Err(why))`).
 fn write_followup(ctx: &Ctx<'_>, f: &Followup) -> Result<Result<(), String>> {
     let path = ctx.project.meeting_path(&f.id);
-    if path.exists() {
-        return Ok(Ok(()));
-    }
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), Value::String(format!("Follow-up: {}", first_line(&f.reason))));
     fm.insert("worker".into(), Value::String(f.worker.clone()));

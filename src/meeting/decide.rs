@@ -37,7 +37,7 @@ pub struct Observed {
     pub fold_changed: bool,
     /// Follow-ups proposed before this pass's new events.
     pub followups_before: u64,
-    /// This pass's new events for the log (at most [`crate::commission::observe::MAIL_PER_PASS`],
+    /// This pass's new events for the log (at most [`crate::worker::toolbox::mailbox::MAIL_PER_PASS`],
     /// and every follow-up within the cap).
     pub mail: Vec<Mail>,
     /// Notes on what the reader skipped or left out of the log: (log key, text).

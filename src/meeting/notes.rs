@@ -18,16 +18,24 @@ pub struct Notes {
 /// The most of the last answer quoted in composed notes.
 const LAST_ANSWER_CHARS: usize = 600;
 
-pub fn compose(ctx: &super::act::Ctx<'_>, meeting: &Meeting, state: &StateDir, transcript: &Path) -> Notes {
+/// `workers`: the catalogue the meeting's package (and its `notes:` command) is found in.
+pub fn compose(
+    home: &crate::config::Home,
+    project: &crate::config::Project,
+    workers: &crate::worker::Catalog,
+    meeting: &Meeting,
+    state: &StateDir,
+    transcript: &Path,
+) -> Notes {
     let mut problems = Vec::new();
-    let worktree = ctx.home.meeting_worktree(&ctx.project.name, &meeting.id);
+    let worktree = home.meeting_worktree(&project.name, &meeting.id);
     let mail = read_for_notes(&state.mailbox(), worktree.is_dir().then_some(worktree.as_path())).unwrap_or_else(|e| {
         problems.push(("anomaly", format!("the mailbox could not be read for the notes: {e:#}")));
         Gathered::default()
     });
     let text = crate::files::read_text_if_exists(transcript).ok().flatten().unwrap_or_default();
-    let summary = match ctx.workers.for_meeting(&meeting.worker).ok().filter(|p| p.manifest.notes.is_some()) {
-        Some(pkg) => match run_notes_command(ctx, pkg, state, &text) {
+    let summary = match workers.for_meeting(&meeting.worker).ok().filter(|p| p.manifest.notes.is_some()) {
+        Some(pkg) => match run_notes_command(home, pkg, state, &text) {
             Ok(s) => Some(s),
             Err(e) => {
                 problems.push((
@@ -122,22 +130,22 @@ fn composed_summary(summaries: &[String], transcript: &str) -> String {
 
 /// The package's `notes:` command, confined like compaction, with the transcript on stdin.
 fn run_notes_command(
-    ctx: &super::act::Ctx<'_>,
+    home: &crate::config::Home,
     pkg: &crate::worker::Package,
     state: &StateDir,
     transcript: &str,
 ) -> anyhow::Result<String> {
     let argv = pkg.resolve_argv(pkg.manifest.notes.as_deref().unwrap_or_default()).map_err(anyhow::Error::msg)?;
-    let global = ctx.home.load_config()?;
+    let global = home.load_config()?;
     let confined = crate::worker::launch::confinement(&pkg.manifest.sandbox, &global).map_err(anyhow::Error::msg)?
         == crate::worker::launch::Confinement::Confined;
-    let (passed, _) = crate::worker::pass_env(&pkg.manifest.pass_env, &ctx.home.secrets_path()).map_err(anyhow::Error::msg)?;
+    let (passed, _) = crate::worker::pass_env(&pkg.manifest.pass_env, &home.secrets_path()).map_err(anyhow::Error::msg)?;
     let mut env = pkg.manifest.env.clone();
     env.extend(passed);
     let tmp = state.0.join("notes-tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let out = crate::worker::launch::filter::run_filter(pkg, &argv, &pkg.dir, transcript, &tmp, confined, &ctx.home.root, &env);
+    let out = crate::worker::launch::filter::run_filter(pkg, &argv, &pkg.dir, transcript, &tmp, confined, &home.root, &env);
     let _ = std::fs::remove_dir_all(&tmp);
     let out = out?;
     let text = String::from_utf8(out.stdout).map_err(|_| anyhow::anyhow!("it printed non-UTF-8"))?;

@@ -11,10 +11,10 @@ use super::fold::{self, Folded};
 use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::{Meeting, MeetingStatus, Problem};
-use crate::commission::observe::{MAIL_PER_PASS, NOTES_PER_PASS};
 use crate::config::{Home, Project};
 use crate::files::read_json;
 use crate::worker::toolbox::mailbox::{self, Expect, MailBody};
+use crate::worker::toolbox::mailbox::{MAIL_PER_PASS, NOTES_PER_PASS};
 use crate::worker::Catalog;
 
 /// The meetings snapshot, and the artifacts that could not be read (reported, never acted on).
@@ -39,14 +39,7 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
 
 /// Read one meeting artifact as it is now (for the CLI and the turn runner).
 pub fn load(project: &Project, id: &str) -> Result<Meeting> {
-    crate::artifact::ids::validate_id(id)?;
-    let path = project.meeting_path(id);
-    let text = match crate::artifact::read_regular(&path) {
-        Ok(t) => t,
-        Err(e @ crate::artifact::ReadError::Io(_)) => anyhow::bail!("no meeting {id} ({}): {e}", path.display()),
-        Err(e) => anyhow::bail!("{}: {e}", path.display()),
-    };
-    Meeting::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
+    Ok(crate::artifact::load(&project.meeting_path(id), id, "meeting", Meeting::parse)?)
 }
 
 /// guild-hall's record of a meeting; a corrupt record is an error, never "no record".

@@ -177,7 +177,8 @@ pub fn run(
     let session = streamed.session.clone().or(if renewed { None } else { old_session.clone() });
     if streamed.session.is_some() && streamed.session != old_session {
         if let Some(s) = streamed.session.as_deref().filter(|s| crate::artifact::meeting::valid_session_id(s)) {
-            super::act::edit_current(&meeting.path, &[Edit::Set("session_id".into(), Value::String(s.to_string()))])?;
+            let edits = [Edit::Set("session_id".into(), Value::String(s.to_string()))];
+            crate::artifact::store::edit_current(&meeting.path, super::act::fitted(&meeting.path, &edits))?;
         }
     }
     let outcome_text = match &streamed.outcome {

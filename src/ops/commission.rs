@@ -82,16 +82,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
 
 /// Read and validate one commission by id.
 pub fn load(project: &Project, id: &str) -> Result<Commission> {
-    ids::validate_id(id)?;
-    let path = project.commission_path(id);
-    let text = match crate::artifact::read_regular(&path) {
-        Ok(t) => t,
-        Err(e @ (crate::artifact::ReadError::Symlink | crate::artifact::ReadError::NotRegular)) => {
-            bail!("{}: {e}", path.display())
-        }
-        Err(e) => return Err(anyhow!("no commission {id:?} ({} not readable): {e}", path.display())),
-    };
-    Commission::parse(&path, &text).map_err(|ps| anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
+    Ok(crate::artifact::load(&project.commission_path(id), id, "commission", Commission::parse)?)
 }
 
 /// Write one intent key into the artifact, surgically and atomically. The reconciler may be

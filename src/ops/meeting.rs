@@ -134,7 +134,7 @@ pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str
     if let Some(n) = note {
         edits.push(Edit::Set("reason".into(), Value::String(n.into())));
     }
-    crate::meeting::act::edit_current(&m.path, &edits)?;
+    crate::artifact::store::edit_current(&m.path, crate::meeting::act::fitted(&m.path, &edits))?;
     observe::load(project, id)
 }
 
@@ -157,14 +157,13 @@ fn converge(
 /// guild-hall process holds the project (one that does — a `watch` — folds it itself).
 pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
     if let Ok(_lock) = crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
-        use crate::activity::kind::{Budget, Ctx, Kind};
-        let (meetings, ctx) = (crate::meeting::Meetings, Ctx { home, project });
-        let (snapshot, _) = meetings.observe(ctx, &Budget::default())?;
-        for a in meetings.decide(&snapshot).actions {
-            if let Err(e) = meetings.act(ctx, &snapshot, &a) {
-                tracing::warn!(meeting = %a.id(), error = %format!("{e:#}"), "meeting action failed");
+        let opts =
+            crate::reconcile::Options { only: Some(<crate::meeting::Meetings as crate::activity::kind::Kind>::NAME), ..Default::default() };
+        crate::reconcile::run(home, project, &opts, |e| {
+            if !e.ok {
+                tracing::warn!(meeting = %e.id, error = %e.error.as_deref().unwrap_or(""), "meeting action failed");
             }
-        }
+        })?;
     }
     Ok(())
 }

@@ -47,12 +47,11 @@ pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
     }
     fm.insert("waves".into(), new.waves.clone());
     let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    // Validated as the reconciler will read it, before anything is written.
+    // Validated as the reconciler will read it, before anything is written (each problem
+    // on a line of its own).
     Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
     std::fs::create_dir_all(project.plans_dir())?;
-    let mut f =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
-    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    crate::artifact::create_new(&path, &text, "plan", Plan::parse)?;
     Ok(id)
 }
 
@@ -69,7 +68,8 @@ pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Resu
     if !crate::plan::decide::person_may_request(from, to) {
         bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
     }
-    crate::meeting::act::edit_current(&plan.path, &[Edit::Set("status".into(), Value::String(to.as_str().into()))])?;
+    let edits = [Edit::Set("status".into(), Value::String(to.as_str().into()))];
+    crate::artifact::store::edit_current(&plan.path, |text| crate::activity::fit::apply(&plan.path, text, &edits, |_| None))?;
     Ok(())
 }
 

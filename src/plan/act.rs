@@ -30,9 +30,6 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn plan_state(&self, plan: &str) -> StateDir {
-        StateDir(self.home.plan_state(&self.project.name, plan))
-    }
     fn verify_state(&self, plan: &str) -> StateDir {
         StateDir(self.home.verify_state(&self.project.name, plan))
     }
@@ -131,25 +128,24 @@ fn how(kill: bool) -> shim::Stop {
     }
 }
 
-/// The log, then the artifact (dropped if it changed since observed), then the record.
+/// The update, as every kind's is applied ([`crate::activity::apply`]).
 fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
-    let path = ctx.project.plan_path(&u.plan);
-    timeline::append(&timeline::path_for(&path), &u.events)?;
-    if crate::meeting::act::edit_if_unchanged(&path, u.expect_hash, &u.edits)?.is_none() {
-        return Ok(Outcome::Dropped);
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Plan, &u.plan);
+    crate::activity::apply::apply(&place, u, |_, _| None)
+}
+
+impl crate::activity::apply::Update for Update {
+    crate::activity::apply::update_fields!();
+    /// Each task's fold is in its own state dir, under the plan's.
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
+        self.folds
+            .iter()
+            .map(|f| {
+                let task = StateDir(home.task_state(&project.name, &self.plan, &f.slug));
+                Ok((mailbox::folded_file(&task, f.folded.attempt), serde_json::to_value(&f.folded)?))
+            })
+            .collect()
     }
-    if let Some(r) = &u.record {
-        let state = ctx.plan_state(&u.plan);
-        std::fs::create_dir_all(&state.0)?;
-        write_json(&state.record(), r)?;
-    }
-    // How far the task mailboxes were read: after the log and the record, so that a pass that
-    // dies in between reads the same lines again (the log drops what it already has by key).
-    for f in &u.folds {
-        let state = StateDir(ctx.home.task_state(&ctx.project.name, &u.plan, &f.slug));
-        write_json(&mailbox::folded_file(&state, f.folded.attempt), &f.folded)?;
-    }
-    Ok(Outcome::Done)
 }
 
 fn base_of(record: &PlanRecord, wave: usize) -> Result<String> {
@@ -533,13 +529,11 @@ pub fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> St
     lines[lines.len().saturating_sub(200)..].join("\n")
 }
 
-/// A fix-forward commission for the fixer, as a person would write it; never over a file.
+/// A fix-forward commission for the fixer, as a person would write it; never over a file, never
+/// one the commission parser would refuse.
 fn write_fix(ctx: &Ctx<'_>, plan: &str, wave: usize, round: u32, fixer: &str, run: u32) -> Result<()> {
     let id = fix_id(plan, wave, round);
     let path = ctx.project.commission_path(&id);
-    if path.exists() {
-        return Ok(());
-    }
     let output = verify_output(ctx.home, ctx.project, plan, run);
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), format!("Fix-forward: plan {plan}, wave {wave} verify").into());
@@ -552,10 +546,11 @@ fn write_fix(ctx: &Ctx<'_>, plan: &str, wave: usize, round: u32, fixer: &str, ru
     );
     let text = format!("---\n{}---\n{body}", serde_yaml_ng::to_string(&fm)?);
     std::fs::create_dir_all(ctx.project.commissions_dir())?;
-    let mut f =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
-    std::io::Write::write_all(&mut f, text.as_bytes())?;
-    Ok(())
+    // Written once: a pass that died after writing it finds it there.
+    match crate::artifact::create_new(&path, &text, "commission", crate::artifact::Commission::parse) {
+        Ok(_) | Err(crate::artifact::CreateError::Exists(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]
@@ -621,10 +616,11 @@ mod tests {
                     std::fs::create_dir_all(&verify.0).expect("mkdir");
                     write_json(&verify.run(), &forged).expect("forge");
                 }
-                let _ = std::fs::remove_file(ctx.plan_state("p").record());
+                let _ = std::fs::remove_file(StateDir(ctx.home.plan_state(&ctx.project.name, "p")).record());
                 let err = format!("{:#}", act(&ctx, &action).expect_err("refused"));
                 assert!(err.contains("run.json") && err.contains(why), "{err}");
-                let written: Option<PlanRecord> = read_json(&ctx.plan_state("p").record()).expect("record");
+                let written: Option<PlanRecord> =
+                    read_json(&StateDir(ctx.home.plan_state(&ctx.project.name, "p")).record()).expect("record");
                 assert_eq!(written.map(|r| r.status), Some(PlanStatus::Cancelled), "the update is applied all the same");
             }
         }

@@ -14,9 +14,9 @@ use crate::worker::toolbox::mailbox::{self, Cursor, Expect, Mail, MailBody, Task
 
 /// The most task updates of one task a pass logs one by one; more are folded all the same and
 /// counted in one note (a worker cannot make a pass hold its flood).
-pub const UPDATES_PER_PASS: usize = crate::commission::observe::MAIL_PER_PASS;
+pub const UPDATES_PER_PASS: usize = crate::worker::toolbox::mailbox::MAIL_PER_PASS;
 /// The most notes on skipped lines and dropped paths a pass logs one by one, per task.
-pub const NOTES_PER_PASS: usize = crate::commission::observe::NOTES_PER_PASS;
+pub const NOTES_PER_PASS: usize = crate::worker::toolbox::mailbox::NOTES_PER_PASS;
 
 /// What is kept of an attempt's mailbox between passes: how far it was read, and what of it
 /// decides how the attempt ended. Written after the plan's record (a crash in between reads

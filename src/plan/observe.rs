@@ -70,13 +70,7 @@ pub(super) fn made_for(project: &Project, rec: &WorktreeRecord, expected: &Path)
 
 /// Read one plan artifact as it is now.
 pub fn load(project: &Project, id: &str) -> Result<Plan> {
-    crate::artifact::ids::validate_id(id)?;
-    let path = project.plan_path(id);
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-        anyhow::bail!("{}: symlink: plan artifacts must be regular files", path.display());
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("no plan {id} ({}): {e}", path.display()))?;
-    Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
+    Ok(crate::artifact::load(&project.plan_path(id), id, "plan", Plan::parse)?)
 }
 
 pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRecord>> {
@@ -85,10 +79,7 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRec
 
 fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, git: &mut Worktrees) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(problem("symlink: plan artifacts must be regular files (a link is never followed or replaced)".into()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| problem(format!("cannot read: {e}")))?;
+    let text = crate::artifact::read_regular(path).map_err(|e| problem(e.to_string()))?;
     let plan = Plan::parse(path, &text)?;
     let state = StateDir(home.plan_state(&project.name, &plan.id));
     let record: Option<PlanRecord> = read_json(&state.record()).map_err(|e| {
@@ -143,8 +134,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let verify_lingering = lingering(verify_runs, &procs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::decide::fix_id(&plan.id, r.wave, r.fixes);
-        let text = std::fs::read_to_string(project.commission_path(&id)).ok()?;
-        crate::artifact::Commission::parse(&project.commission_path(&id), &text).ok()?.status
+        crate::artifact::load(&project.commission_path(&id), &id, "commission", crate::artifact::Commission::parse).ok()?.status
     });
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;

@@ -35,6 +35,9 @@ pub struct Options {
     pub skip: BTreeSet<Key>,
     /// Settled artifacts remembered across passes (the watcher's).
     pub settled: Option<std::sync::Arc<crate::commission::observe::SettledCache>>,
+    /// Drive only the kind of this name (`meeting`: a turn's toolbox events folded in at once,
+    /// without dispatching commissions or landing wave tasks); `None`: every kind.
+    pub only: Option<&'static str>,
 }
 
 /// One action taken (or planned, with `--dry-run`).

@@ -42,12 +42,16 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         pass.rounds += 1;
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
         wait_for_git(project);
+        if !opts.dry_run {
+            // What a killed pass left half-applied is finished before anything is observed.
+            crate::activity::apply::settle(home, project)?;
+        }
         pass.report.next_check = None;
         pass.report.running.clear();
         pass.report.dependency_dirs.clear();
         let mut round = Round { settled: true, ..Round::default() };
         let mut budget = Budget::default();
-        for kind in kinds {
+        for kind in kinds.iter().filter(|k| opts.only.is_none_or(|only| only == k.name())) {
             kind.round(&mut pass, &mut budget, &mut round)?;
         }
         drop(global);
@@ -107,6 +111,7 @@ struct Round {
 
 /// A kind as the pass drives it: any [`Kind`] whose actions say what `--dry-run` lists.
 trait Drive {
+    fn name(&self) -> &'static str;
     fn round(&self, pass: &mut Pass<'_>, budget: &mut Budget, round: &mut Round) -> Result<()>;
 }
 
@@ -114,6 +119,9 @@ impl<K: Kind> Drive for K
 where
     K::Action: Listed,
 {
+    fn name(&self) -> &'static str {
+        K::NAME
+    }
     fn round(&self, pass: &mut Pass<'_>, budget: &mut Budget, round: &mut Round) -> Result<()> {
         pass.round(self, budget, round)
     }

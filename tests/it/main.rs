@@ -2,6 +2,7 @@
 //! clean `cargo test` on two cores): the real `guild-hall` binary against real git
 //! repositories, real worker processes and real outside tools, one module per area.
 
+mod apply;
 mod claude_code;
 mod common;
 mod confinement;

@@ -16,6 +16,12 @@ use serde::{Deserialize, Serialize};
 use crate::activity::names::ActivityKind;
 use crate::activity::state::StateDir;
 
+/// The most events of one mailbox a pass records in the timeline one by one; more are folded
+/// all the same and counted in one note (a worker cannot make a pass hold its flood).
+pub const MAIL_PER_PASS: usize = 1000;
+/// The most notes on skipped lines and dropped paths a pass records one by one.
+pub const NOTES_PER_PASS: usize = 100;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Mail {
     pub seq: u64,

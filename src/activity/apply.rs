@@ -1,0 +1,346 @@
+//! Applying an update, the same for every kind: its timeline entries, its edits to the artifact
+//! (made only to the artifact it was decided on), its record and its mailbox folds, in one
+//! order that a process killed between any two steps leaves for the next pass to finish.
+//!
+//! The order, and why. The timeline and the files in the state dir are guild-hall's own; the
+//! artifact is shared with a person, whose save always wins (the edits are dropped). The
+//! record and the artifact are read together by the planner, which takes a status in the
+//! artifact that differs from the record as a person's request: were either written alone,
+//! the next pass could not tell our own half-done write from a request (an artifact ahead of
+//! the record looks like a person asking for the new status; a record ahead of the artifact,
+//! like a person putting the old one back), and would refuse it or act on it. Neither plain
+//! order was right for every kind: a plan killed between its artifact and its record never got
+//! past `draft`, and a commission's `prev` covers only its own status. So the two are made one
+//! step for every reader:
+//!
+//! 1. the timeline: facts, deduplicated by key, so writing them again is harmless;
+//! 2. the intent (`intents/<kind>.<id>.json` in the project's state dir): the artifact's hash
+//!    before and after, its new text, and every state file to write, written atomically;
+//! 3. the artifact, replaced only if it is still the one observed (`replace_if_unchanged`);
+//! 4. the record, then 5. the folds (how far each mailbox was read: last, so a pass that dies
+//!    before reads the same mail again, and the timeline drops what it already has);
+//! 6. the intent removed.
+//!
+//! The next pass that acts [`settle`]s every intent left behind, under the project lock and
+//! before it observes anything: the artifact as it was → the edits are made now, then the
+//! state files; as we made it → the state files; anything else (a person saved in between) →
+//! dropped like a live write that met a person's save. (Only a pass settles: a read-only
+//! command or a dry run shows the state as it was before the killed update.)
+//!
+//! A dropped update writes no record and no fold: the record, the edits and the read position
+//! were all decided on an artifact that is no longer there, so all of them go and the next pass
+//! decides again. What an action did before its update (a branch, a merge, a worktree removed)
+//! is idempotent and is found again by the next pass, as after a crash before the update.
+//! The hidden fault switch `GUILD_HALL_FAULT=<kind>-apply:<step>` stops the process dead after
+//! each step (tests).
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::fit::Shorter;
+use super::timeline;
+use super::Outcome;
+use crate::artifact::store::{content_hash, replace_if_unchanged};
+use crate::artifact::write::{Edit, WriteError};
+use crate::config::{Home, Project};
+use crate::files::{read_json, remove_if_exists, write_json};
+
+/// One state file an update writes: `rel` under the kind's state dir.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Write {
+    rel: PathBuf,
+    value: Json,
+}
+
+impl Write {
+    /// `value` to be written at `path`, a file under the state dir `state`.
+    fn at<T: Serialize>(state: &Path, path: &Path, value: &T) -> Result<Write> {
+        let rel = path.strip_prefix(state).with_context(|| format!("{} is not under {}", path.display(), state.display()))?;
+        Ok(Write { rel: rel.to_path_buf(), value: serde_json::to_value(value)? })
+    }
+}
+
+/// What every kind's update is made of (each kind's planner builds its own struct; this is
+/// how the one apply reads it).
+pub trait Update {
+    /// The timeline entries (deduplicated by key when appended).
+    fn events(&self) -> &[Json];
+    /// The artifact's content hash when observed: everything but the timeline is dropped if
+    /// it changed.
+    fn expect_hash(&self) -> u64;
+    fn edits(&self) -> &[Edit];
+    /// The record, if it changes (`record.json` in the state dir).
+    fn record(&self) -> Result<Option<Json>>;
+    /// How far mailboxes were read: (file, what it holds), files under the activity's state
+    /// dir, written last.
+    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(PathBuf, Json)>>;
+}
+
+/// The parts of [`Update`] every kind's update struct holds under the same names (`events`,
+/// `expect_hash`, `edits`, `record`): written once, inside each kind's `impl Update`.
+macro_rules! update_fields {
+    () => {
+        fn events(&self) -> &[serde_json::Value] {
+            &self.events
+        }
+        fn expect_hash(&self) -> u64 {
+            self.expect_hash
+        }
+        fn edits(&self) -> &[$crate::artifact::write::Edit] {
+            &self.edits
+        }
+        fn record(&self) -> anyhow::Result<Option<serde_json::Value>> {
+            Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
+        }
+    };
+}
+pub(crate) use update_fields;
+
+/// The kinds whose updates are applied here (their artifacts, state dirs and intents named
+/// from the id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Commission,
+    Meeting,
+    Plan,
+}
+
+impl Kind {
+    const ALL: [Kind; 3] = [Kind::Commission, Kind::Meeting, Kind::Plan];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Commission => "commission",
+            Kind::Meeting => "meeting",
+            Kind::Plan => "plan",
+        }
+    }
+}
+
+/// Where one activity's update goes.
+pub struct Place<'a> {
+    home: &'a Home,
+    project: &'a Project,
+    kind: Kind,
+    artifact: PathBuf,
+    /// The state dir: the record and the folds are under it.
+    state: PathBuf,
+    /// The intent: `intents/<kind>.<id>.json` in the project's state dir, one small dir a pass
+    /// lists to [`settle`] them all.
+    intent: PathBuf,
+}
+
+impl<'a> Place<'a> {
+    pub fn new(home: &'a Home, project: &'a Project, kind: Kind, id: &str) -> Place<'a> {
+        let (artifact, state) = match kind {
+            Kind::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
+            Kind::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
+            Kind::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
+        };
+        let intent = intents(home, project).join(format!("{}.{id}.json", kind.name()));
+        Place { home, project, kind, artifact, state, intent }
+    }
+    fn fault(&self, step: u32) {
+        super::fault(&format!("{}-apply", self.kind.name()), step);
+    }
+}
+
+fn intents(home: &Home, project: &Project) -> PathBuf {
+    home.project_state(&project.name).join("intents")
+}
+
+/// An update between its timeline entries and its last state file.
+#[derive(Debug, Serialize, Deserialize)]
+struct Intent {
+    /// The artifact's hash as observed, and as our edits make it.
+    before: u64,
+    after: u64,
+    /// The artifact's text after our edits (`None`: no edit to make).
+    text: Option<String>,
+    record: Option<Write>,
+    folds: Vec<Write>,
+}
+
+/// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
+/// they do not fit in the frontmatter (given the artifact's text).
+pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
+    timeline::append(&timeline::path_for(&place.artifact), u.events())?;
+    place.fault(1);
+    let record_file = super::state::StateDir(place.state.clone()).record();
+    let record = u.record()?.map(|r| Write::at(&place.state, &record_file, &r)).transpose()?;
+    let folds = u.folds(place.home, place.project)?.iter().map(|(path, v)| Write::at(&place.state, path, v)).collect::<Result<Vec<_>>>()?;
+    if u.edits().is_empty() && record.is_none() && folds.is_empty() {
+        return Ok(Outcome::Done);
+    }
+    let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok(Outcome::Dropped) };
+    let new = if u.edits().is_empty() {
+        None
+    } else {
+        let new = super::fit::apply(&place.artifact, &text, u.edits(), |e| shorter(&text, e))?;
+        (new != text).then_some(new)
+    };
+    let intent =
+        Intent { before: u.expect_hash(), after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash()), text: new, record, folds };
+    if let Some(dir) = place.intent.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    write_json(&place.intent, &intent)?;
+    place.fault(2);
+    finish(place, &intent)
+}
+
+/// Finish every update a killed pass left half-applied in `project` (see the module doc): the
+/// first thing a pass that acts does, under the project lock, before anything is observed.
+pub fn settle(home: &Home, project: &Project) -> Result<()> {
+    let dir = intents(home, project);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    for e in entries {
+        let path = e?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        // `<kind>.<id>.json`; anything else (a temp file of a write that died) is not an intent.
+        let Some((kind, id)) = name.strip_suffix(".json").and_then(|n| n.split_once('.')) else { continue };
+        let Some(kind) = Kind::ALL.into_iter().find(|k| k.name() == kind) else { continue };
+        if crate::artifact::ids::validate_id(id).is_err() {
+            continue;
+        }
+        let place = Place::new(home, project, kind, id);
+        let Some(intent) = read_json::<Intent>(&place.intent)? else { continue };
+        finish(&place, &intent).with_context(|| format!("finishing the update a killed pass left in {}", place.intent.display()))?;
+    }
+    Ok(())
+}
+
+/// The artifact's text if it still hashes to `expect`; `None` if a person saved (or removed it)
+/// since it was observed.
+fn observed(path: &Path, expect: u64) -> Result<Option<String>> {
+    match crate::artifact::read_regular(path) {
+        Ok(text) => Ok((content_hash(&text) == expect).then_some(text)),
+        Err(crate::artifact::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Steps 3 to 6 of the order, from the intent: each one done again is harmless.
+fn finish(place: &Place<'_>, intent: &Intent) -> Result<Outcome> {
+    let landed = match &intent.text {
+        None => observed(&place.artifact, intent.before)?.is_some(),
+        Some(new) => {
+            observed(&place.artifact, intent.after)?.is_some()
+                || (observed(&place.artifact, intent.before)?.is_some()
+                    && replace_if_unchanged(&place.artifact, intent.before, new.as_bytes())?)
+        }
+    };
+    if !landed {
+        remove_if_exists(&place.intent)?;
+        return Ok(Outcome::Dropped);
+    }
+    place.fault(3);
+    if let Some(w) = &intent.record {
+        write_json(&under(&place.state, &w.rel)?, &w.value)?;
+    }
+    place.fault(4);
+    for w in &intent.folds {
+        write_json(&under(&place.state, &w.rel)?, &w.value)?;
+    }
+    place.fault(5);
+    remove_if_exists(&place.intent)?;
+    Ok(Outcome::Done)
+}
+
+/// `rel` under `state`, refused if it would lead out of it (an intent is read back from disk).
+fn under(state: &Path, rel: &Path) -> Result<PathBuf> {
+    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        bail!("{} is not a path under the state dir {}", rel.display(), state.display());
+    }
+    let path = state.join(rel);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct U {
+        events: Vec<Json>,
+        expect_hash: u64,
+        edits: Vec<Edit>,
+        record: Option<Json>,
+    }
+
+    impl Update for U {
+        update_fields!();
+        fn folds(&self, _: &Home, _: &Project) -> Result<Vec<(PathBuf, Json)>> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn setup() -> (tempfile::TempDir, Home, Project) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let home = Home { root: dir.path().join("home") };
+        let project = Project { root: dir.path().join("repo"), name: "p".into(), config: Default::default() };
+        std::fs::create_dir_all(project.commissions_dir()).expect("mkdir");
+        (dir, home, project)
+    }
+
+    /// A person's save between the observation and the apply: the edits, the record and the
+    /// intent all go (the next pass decides again); the timeline keeps its facts. Settling an
+    /// intent whose artifact a person changed drops it the same way.
+    #[test]
+    fn a_persons_save_drops_the_whole_update_but_the_timeline() {
+        let (_dir, home, project) = setup();
+        let path = project.commission_path("c");
+        std::fs::write(&path, "---\nstatus: pending\n---\n").expect("write");
+        let seen = content_hash("---\nstatus: pending\n---\n");
+        std::fs::write(&path, "---\nstatus: pending\n---\nTheirs.\n").expect("their save");
+        let u = U {
+            events: vec![timeline::event("t", "status", "status:1".into(), json!({}))],
+            expect_hash: seen,
+            edits: vec![Edit::Set("status".into(), "dispatched".into())],
+            record: Some(json!({"status": "dispatched"})),
+        };
+        let place = Place::new(&home, &project, Kind::Commission, "c");
+        assert_eq!(apply(&place, &u, |_, _| None).expect("apply"), Outcome::Dropped);
+        assert!(std::fs::read_to_string(&path).expect("read").ends_with("Theirs.\n"));
+        assert!(!place.state.join("record.json").exists());
+        assert!(!place.intent.exists());
+        assert_eq!(timeline::read(&timeline::path_for(&path)).expect("log").len(), 1);
+
+        // An intent left by a pass killed before its artifact write, and a save since.
+        let theirs = content_hash("---\nstatus: pending\n---\nTheirs.\n");
+        let intent = Intent {
+            before: seen,
+            after: content_hash("x"),
+            text: Some("x".into()),
+            record: Some(Write { rel: "record.json".into(), value: json!({"status": "dispatched"}) }),
+            folds: vec![],
+        };
+        std::fs::create_dir_all(intents(&home, &project)).expect("mkdir");
+        write_json(&place.intent, &intent).expect("intent");
+        settle(&home, &project).expect("settle");
+        assert!(!place.intent.exists() && !place.state.join("record.json").exists());
+        assert_eq!(content_hash(&std::fs::read_to_string(&path).expect("read")), theirs);
+
+        // One naming a path out of the state dir is refused, never followed.
+        let bad = Intent {
+            before: theirs,
+            after: theirs,
+            text: None,
+            record: Some(Write { rel: "../x.json".into(), value: json!(1) }),
+            folds: vec![],
+        };
+        write_json(&place.intent, &bad).expect("intent");
+        let err = settle(&home, &project).expect_err("refused");
+        assert!(format!("{err:#}").contains("not a path under the state dir"), "{err:#}");
+    }
+}

@@ -1,0 +1,176 @@
+//! Applying an update (`activity::apply`), the same for every kind: a pass killed after each
+//! of its steps (`GUILD_HALL_FAULT=<kind>-apply:<step>`: after the timeline, the intent, the
+//! artifact, the record, the folds) is finished by the next, for a commission, a meeting and a
+//! plan: the artifact says what the record says, nothing is refused that nobody asked for, no
+//! timeline key is written twice, and no intent is left behind. (The plan killed between its
+//! artifact and its record, in the order it had before, never got past `draft`.)
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{git, Project};
+
+const STEPS: u32 = 5;
+
+/// Passes with the fault switch on until one dies at it (the first update that gets that far).
+fn kill_at(p: &Project, fault: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", fault).output().expect("runs");
+        match out.status.code() {
+            Some(86) => return,
+            Some(0) => assert!(std::time::Instant::now() < deadline, "{fault}: never reached"),
+            other => panic!("{fault}: {other:?} {}", String::from_utf8_lossy(&out.stderr)),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The state dir of `kind`'s `id` (under the only project in this home).
+fn state(p: &Project, kind: &str, id: &str) -> PathBuf {
+    let project = std::fs::read_dir(p.home.join("state"))
+        .expect("state")
+        .filter_map(|e| e.ok())
+        .find(|e| e.path().is_dir())
+        .expect("a project's state")
+        .path();
+    project.join(kind).join(id)
+}
+
+fn record(p: &Project, kind: &str, id: &str) -> Value {
+    let path = state(p, kind, id).join("record.json");
+    serde_json::from_slice(&std::fs::read(&path).expect("record")).expect("record json")
+}
+
+/// The artifact's top-level `status:`.
+fn status_in(artifact: &Path) -> String {
+    let text = std::fs::read_to_string(artifact).expect("artifact");
+    text.lines().find_map(|l| l.strip_prefix("status:")).map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// Artifact, record and timeline agree: the same status, every key once, nothing refused,
+/// no update half-applied.
+fn agree(p: &Project, kind: &str, id: &str, artifact: &Path, fault: &str) {
+    let rec = record(p, kind, id);
+    assert_eq!(rec["status"].as_str(), Some(status_in(artifact).as_str()), "{fault}: the record and the artifact disagree");
+    let log = std::fs::read_to_string(artifact.with_extension("timeline.jsonl")).expect("timeline");
+    let mut keys: BTreeMap<String, usize> = BTreeMap::new();
+    for line in log.lines() {
+        let e: Value = serde_json::from_str(line).expect("timeline line");
+        assert_ne!(e["kind"], "refused", "{fault}: a write of guild-hall's own read as a request: {e}");
+        *keys.entry(e["key"].as_str().unwrap_or("").to_string()).or_default() += 1;
+    }
+    let twice: Vec<_> = keys.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "{fault}: timeline keys written twice: {twice:?}\n{log}");
+    assert_eq!(intents(p), Vec::<String>::new(), "{fault}: an intent left behind");
+}
+
+/// The intents a killed pass left (`intents/<kind>.<id>.json` in the project's state dir).
+fn intents(p: &Project) -> Vec<String> {
+    let dir = state(p, "intents", "");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Killed after `step`: from the intent on (step 2), the update is left half-applied for the
+/// next pass to finish.
+fn left_half_applied(p: &Project, step: u32, intent: &str, fault: &str) {
+    let want: Vec<String> = if step >= 2 { vec![intent.to_string()] } else { Vec::new() };
+    assert_eq!(intents(p), want, "{fault}");
+}
+
+fn commission_killed_at(step: u32) {
+    let fault = format!("commission-apply:{step}");
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Applied", "output: .lore/out.md\nWrite.");
+    // The first update that gets that far: the dispatch's (pending -> dispatched, attempt 1).
+    kill_at(&p, &fault);
+    left_half_applied(&p, step, &format!("commission.{id}.json"), &fault);
+    p.settle();
+    assert_eq!(p.status(&id), "completed", "{fault}");
+    let started = std::fs::read_to_string(p.state_dir(&id).join("attempt-1.log")).unwrap_or_default().matches("scribe: starting").count();
+    assert_eq!(started, 1, "{fault}: exactly one worker ran");
+    assert!(!state(&p, "commissions", &id).join("attempt-2.log").exists(), "{fault}: one attempt");
+    let merges = git(&p.root, &["log", "--format=%b", "claude/main"]).matches(&format!("Guild-Hall-Commission: {id} attempt 1")).count();
+    assert_eq!(merges, 1, "{fault}");
+    agree(&p, "commissions", &id, &p.artifact_path(&id), &fault);
+}
+
+fn meeting_killed_at(step: u32) {
+    let fault = format!("meeting-apply:{step}");
+    let p = Project::new(&["counsel"]);
+    let path = p.root.join(".lore/meetings/f.md");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&path, "---\nworker: counsel\nstatus: open\n---\n").expect("write");
+    // The first update that gets that far: the opening's (the record open, the branch written).
+    kill_at(&p, &fault);
+    left_half_applied(&p, step, "meeting.f.json", &fault);
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(status_in(&path), "open", "{fault}");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains("branch: claude/meeting/f"), "{fault}: the opening's edits are in: {text}");
+    agree(&p, "meetings", "f", &path, &fault);
+    // And closed after that, once.
+    p.ok(&["meeting", "send", "f", "hi\nlink: .lore/f.md"]);
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("status: open", "status: closed")).expect("close");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(status_in(&path), "closed", "{fault}");
+    assert_eq!(git(&p.root, &["log", "--format=%B", "claude/main"]).matches("Guild-Hall-Meeting: f").count(), 1, "{fault}");
+    agree(&p, "meetings", "f", &path, &fault);
+}
+
+fn plan_killed_at(step: u32) {
+    let fault = format!("plan-apply:{step}");
+    let p = Project::new(&["mason"]);
+    let path = p.root.join(".lore/plans/k.md");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "---\ntitle: k\nparallelism: 2\nwaves:\n  - - {id: a, worker: mason, prompt: \"write: a.txt a\"}\n    - {id: b, worker: mason, prompt: \"write: b.txt b\"}\n---\n",
+    )
+    .expect("plan");
+    // The first update that gets that far: the plan's start (pending -> running, a status
+    // guild-hall writes forward, which a person may not).
+    kill_at(&p, &fault);
+    left_half_applied(&p, step, "plan.k.json", &fault);
+    p.settle();
+    assert_eq!(status_in(&path), "completed", "{fault}");
+    let log = git(&p.root, &["log", "--format=%B", "claude/main"]);
+    assert_eq!(log.matches("Guild-Hall-Task: k:exec:wave-1:task-1").count(), 1, "{fault}: {log}");
+    assert_eq!(log.matches("Guild-Hall-Task: k:exec:wave-1:task-2").count(), 1, "{fault}: {log}");
+    agree(&p, "plans", "k", &path, &fault);
+}
+
+macro_rules! killed_at_each_step {
+    ($($name:ident: $run:ident($step:expr);)*) => {$(
+        #[test]
+        fn $name() {
+            assert!($step <= STEPS);
+            $run($step);
+        }
+    )*};
+}
+
+killed_at_each_step! {
+    commission_after_the_timeline: commission_killed_at(1);
+    commission_after_the_intent: commission_killed_at(2);
+    commission_after_the_artifact: commission_killed_at(3);
+    commission_after_the_record: commission_killed_at(4);
+    commission_after_the_folds: commission_killed_at(5);
+    meeting_after_the_timeline: meeting_killed_at(1);
+    meeting_after_the_intent: meeting_killed_at(2);
+    meeting_after_the_artifact: meeting_killed_at(3);
+    meeting_after_the_record: meeting_killed_at(4);
+    meeting_after_the_folds: meeting_killed_at(5);
+    plan_after_the_timeline: plan_killed_at(1);
+    plan_after_the_intent: plan_killed_at(2);
+    plan_after_the_artifact: plan_killed_at(3);
+    plan_after_the_record: plan_killed_at(4);
+    plan_after_the_folds: plan_killed_at(5);
+}
