@@ -1,13 +1,26 @@
 //! guild-hall: a reconciler that turns markdown artifacts into running, merged agent work.
 //!
-//! The loop is observe → plan → act: [`commission::observe`] reads the world into a snapshot,
-//! [`commission::plan`] (pure) decides the actions, [`commission::act`] carries each out
-//! idempotently, and [`reconcile`] runs passes. [`artifact`] parses and surgically writes the
-//! files people edit; [`activity`] is what every kind of work shares (git, runtime state,
-//! timeline); [`meeting`] is the synchronous half, planned and acted on in the same pass;
-//! [`worker`] runs, confines and hears from the worker processes; [`ops`] is what people and
-//! tools do (create, request, converge, check), above the loop; [`service`] (watch, JSON-RPC,
-//! `mcp --manager`) and the binary's CLI are the faces over it.
+//! # Map
+//! One loop, observe → decide → act, over three kinds of artifact: [`commission`], [`meeting`]
+//! and [`plan`]. Each kind is a module with the same shape — `observe` reads the world into a
+//! snapshot, `decide` (pure) turns it into actions, `act` carries each out as one small
+//! idempotent effect — and implements the one contract [`activity::kind::Kind`]. [`reconcile`]
+//! is the one generic pass over the three (locks, rounds, one error policy, backoff keyed by
+//! kind and id). [`ops`] is what people and tools do (create, request, converge, check), above
+//! the loop; [`service`] (`watch`, the JSON-RPC endpoint, `mcp --manager`) and the binary's CLI
+//! are faces over it, through the typed catalogues of [`tools`].
+//!
+//! Below the kinds, shared by all three: [`worker`] (packages, the one launch site, the shim,
+//! the sandbox, liveness, the toolbox and mailboxes), [`activity`] (git, worktrees, landing,
+//! runtime state, the timeline, applying an update, names from ids, the contract), [`config`]
+//! (settings and the home's layout), [`artifact`] (parse, create, load and surgically edit the
+//! files people write) and [`files`] (filesystem idioms). [`schema`] prints what editors
+//! validate against.
+//!
+//! Dependencies point down only, with no cycle:
+//! `files` ← `artifact` ← `config` ← `activity` ← `worker` ← `tools` ← {`commission`,
+//! `meeting`, `plan`} ← `reconcile` ← `ops` ← `service` ← the CLI (`src/main.rs`). The kinds
+//! never import each other nor the loop.
 
 pub mod activity;
 pub mod artifact;
