@@ -23,24 +23,6 @@ pub struct Commissions<'a> {
     pub settled: Option<&'a SettledCache>,
 }
 
-impl kind::Action for Action {
-    fn id(&self) -> &str {
-        Action::id(self)
-    }
-    fn verb(&self) -> &'static str {
-        Action::kind(self)
-    }
-    fn describe(&self) -> String {
-        Action::describe(self)
-    }
-    fn is_stop(&self) -> bool {
-        matches!(self, Action::Signal { .. } | Action::KillLeftovers { .. })
-    }
-    fn is_heartbeat(&self) -> bool {
-        matches!(self, Action::Heartbeat { .. })
-    }
-}
-
 impl Kind for Commissions<'_> {
     const NAME: &'static str = "commission";
     type Snapshot = Snapshot;

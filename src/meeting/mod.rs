@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::kind::{AtWork, Budget, Ctx, Decided, Kind};
 use crate::activity::Outcome;
 use crate::artifact::{MeetingStatus, Problem};
 use crate::worker::Catalog;
@@ -32,18 +32,6 @@ pub const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
 /// Meetings as a kind of the reconcile pass.
 #[derive(Default)]
 pub struct Meetings;
-
-impl kind::Action for decide::Action {
-    fn id(&self) -> &str {
-        decide::Action::id(self)
-    }
-    fn verb(&self) -> &'static str {
-        decide::Action::kind(self)
-    }
-    fn describe(&self) -> String {
-        decide::Action::describe(self)
-    }
-}
 
 impl Kind for Meetings {
     const NAME: &'static str = "meeting";

@@ -336,12 +336,14 @@ impl Action {
             | Action::KillLeftovers { update, .. } => update,
         }
     }
+}
 
-    pub fn id(&self) -> &str {
+impl crate::activity::kind::Action for Action {
+    fn id(&self) -> &str {
         &self.update().plan
     }
 
-    pub fn kind(&self) -> &'static str {
+    fn verb(&self) -> &'static str {
         match self {
             Action::Update { .. } => "plan-update",
             Action::StartWave { .. } => "wave-start",
@@ -357,7 +359,7 @@ impl Action {
         }
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         match self {
             Action::Update { update } if update.edits.is_empty() && update.events.is_empty() && !update.folds.is_empty() => {
                 "read task mailboxes".into()
@@ -392,6 +394,14 @@ impl Action {
                 run.attempt
             ),
         }
+    }
+
+    fn is_stop(&self) -> bool {
+        matches!(self, Action::StopTask { .. } | Action::StopVerify { .. } | Action::KillLeftovers { .. })
+    }
+
+    fn is_heartbeat(&self) -> bool {
+        matches!(self, Action::Beat { .. })
     }
 }
 

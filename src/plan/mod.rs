@@ -26,24 +26,6 @@ use crate::worker::Catalog;
 #[derive(Default)]
 pub struct Plans;
 
-impl kind::Action for decide::Action {
-    fn id(&self) -> &str {
-        decide::Action::id(self)
-    }
-    fn verb(&self) -> &'static str {
-        decide::Action::kind(self)
-    }
-    fn describe(&self) -> String {
-        decide::Action::describe(self)
-    }
-    fn is_stop(&self) -> bool {
-        matches!(self, decide::Action::StopTask { .. } | decide::Action::StopVerify { .. } | decide::Action::KillLeftovers { .. })
-    }
-    fn is_heartbeat(&self) -> bool {
-        matches!(self, decide::Action::Beat { .. })
-    }
-}
-
 impl Kind for Plans {
     const NAME: &'static str = "plan";
     /// The plans, and the workers their tasks and verify run.
