@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::fit::Shorter;
+use super::kind::Name;
 use super::timeline;
 use super::Outcome;
 use crate::artifact::store::{content_hash, replace_if_unchanged};
@@ -99,32 +100,11 @@ macro_rules! update_fields {
 }
 pub(crate) use update_fields;
 
-/// The kinds whose updates are applied here (their artifacts, state dirs and intents named
-/// from the id).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Commission,
-    Meeting,
-    Plan,
-}
-
-impl Kind {
-    const ALL: [Kind; 3] = [Kind::Commission, Kind::Meeting, Kind::Plan];
-
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Commission => "commission",
-            Kind::Meeting => "meeting",
-            Kind::Plan => "plan",
-        }
-    }
-}
-
 /// Where one activity's update goes.
 pub struct Place<'a> {
     home: &'a Home,
     project: &'a Project,
-    kind: Kind,
+    kind: Name,
     artifact: PathBuf,
     /// The state dir: the record and the folds are under it.
     state: PathBuf,
@@ -134,17 +114,18 @@ pub struct Place<'a> {
 }
 
 impl<'a> Place<'a> {
-    pub fn new(home: &'a Home, project: &'a Project, kind: Kind, id: &str) -> Place<'a> {
+    /// The artifact, state dir and intent of `kind`'s `id`, all named from the id.
+    pub fn new(home: &'a Home, project: &'a Project, kind: Name, id: &str) -> Place<'a> {
         let (artifact, state) = match kind {
-            Kind::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
-            Kind::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
-            Kind::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
+            Name::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
+            Name::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
+            Name::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
         };
-        let intent = intents(home, project).join(format!("{}.{id}.json", kind.name()));
+        let intent = intents(home, project).join(format!("{kind}.{id}.json"));
         Place { home, project, kind, artifact, state, intent }
     }
     fn fault(&self, step: u32) {
-        super::fault(&format!("{}-apply", self.kind.name()), step);
+        super::fault(&format!("{}-apply", self.kind), step);
     }
 }
 
@@ -206,7 +187,7 @@ pub fn settle(home: &Home, project: &Project) -> Result<()> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
         // `<kind>.<id>.json`; anything else (a temp file of a write that died) is not an intent.
         let Some((kind, id)) = name.strip_suffix(".json").and_then(|n| n.split_once('.')) else { continue };
-        let Some(kind) = Kind::ALL.into_iter().find(|k| k.name() == kind) else { continue };
+        let Some(kind) = Name::ALL.into_iter().find(|k| k.as_str() == kind) else { continue };
         if crate::artifact::ids::validate_id(id).is_err() {
             continue;
         }
@@ -309,7 +290,7 @@ mod tests {
             edits: vec![Edit::Set("status".into(), "dispatched".into())],
             record: Some(json!({"status": "dispatched"})),
         };
-        let place = Place::new(&home, &project, Kind::Commission, "c");
+        let place = Place::new(&home, &project, Name::Commission, "c");
         assert_eq!(apply(&place, &u, |_, _| None).expect("apply"), Outcome::Dropped);
         assert!(std::fs::read_to_string(&path).expect("read").ends_with("Theirs.\n"));
         assert!(!place.state.join("record.json").exists());

@@ -12,6 +12,34 @@ use super::Outcome;
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
 
+/// The kinds of activity, by name: the one word for each, in entries and logs, backoff keys
+/// and the intents' file names (`commission`, `meeting`, `plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Name {
+    Commission,
+    Meeting,
+    Plan,
+}
+
+impl Name {
+    pub const ALL: [Name; 3] = [Name::Commission, Name::Meeting, Name::Plan];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Name::Commission => "commission",
+            Name::Meeting => "meeting",
+            Name::Plan => "plan",
+        }
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What every kind's action tells the pass.
 pub trait Action: std::fmt::Debug {
     /// The artifact it is for.
@@ -102,8 +130,8 @@ pub struct AtWork {
 
 /// One kind of activity, as the reconcile pass drives it; `W`: the worker catalogue (see [`Ctx`]).
 pub trait Kind<W> {
-    /// The kind's name (`commission`, `meeting`, `plan`): with an id, it keys backoff.
-    const NAME: &'static str;
+    /// The kind's name: with an id, it keys backoff.
+    const NAME: Name;
     type Snapshot;
     type Action: Action;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::{Problem, Status};
 use crate::worker::Catalog;
@@ -25,7 +25,7 @@ pub struct Commissions<'a> {
 }
 
 impl Kind<Catalog> for Commissions<'_> {
-    const NAME: &'static str = "commission";
+    const NAME: Name = Name::Commission;
     type Snapshot = Snapshot;
     type Action = Action;
 

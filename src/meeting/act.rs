@@ -47,7 +47,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
 pub fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
-    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Meeting, &u.id);
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Meeting, &u.id);
     let path = ctx.project.meeting_path(&u.id);
     crate::activity::apply::apply(&place, u, |text, _| without_worker_text(&path, text, &u.edits))
 }

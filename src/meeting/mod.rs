@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::kind::{AtWork, Budget, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::{MeetingStatus, Problem};
 use crate::worker::Catalog;
@@ -34,7 +34,7 @@ pub const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
 pub struct Meetings;
 
 impl Kind<Catalog> for Meetings {
-    const NAME: &'static str = "meeting";
+    const NAME: Name = Name::Meeting;
     type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 

@@ -123,7 +123,7 @@ fn how(kill: bool) -> shim::Stop {
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
 fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
-    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Plan, &u.plan);
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Plan, &u.plan);
     crate::activity::apply::apply(&place, u, |_, _| None)
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::plan::PlanStatus;
 use crate::artifact::Problem;
@@ -27,7 +27,7 @@ use crate::worker::Catalog;
 pub struct Plans;
 
 impl Kind<Catalog> for Plans {
-    const NAME: &'static str = "plan";
+    const NAME: Name = Name::Plan;
     type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 

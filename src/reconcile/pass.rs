@@ -11,7 +11,7 @@ use anyhow::{anyhow, Context, Result};
 
 use super::lock::take_lock;
 use super::{Entry, Key, Options, Report};
-use crate::activity::kind::{Action as _, Budget, Ctx, Kind};
+use crate::activity::kind::{Action as _, Budget, Ctx, Kind, Name};
 use crate::activity::Outcome;
 use crate::commission::Commissions;
 use crate::config::{Home, Project};
@@ -113,7 +113,7 @@ struct Round {
 
 /// A kind as the pass drives it: any [`Kind`] whose actions say what `--dry-run` lists.
 trait Drive {
-    fn name(&self) -> &'static str;
+    fn name(&self) -> Name;
     fn round(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()>;
 }
 
@@ -121,7 +121,7 @@ impl<K: Kind<Catalog>> Drive for K
 where
     K::Action: Listed,
 {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> Name {
         K::NAME
     }
     fn round(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()> {
