@@ -30,31 +30,18 @@ mod integration;
 #[cfg(test)]
 mod machine_tests;
 
-/// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskState {
-    Queued,
-    Running,
-    /// Its worker ended well; its changes wait for the whole wave.
-    Succeeded,
-    Failed,
-    /// Shut down because another task of its wave failed (its worktree is kept).
-    Stopped,
-    /// Its commit is on the integration branch.
-    Integrated,
-}
-
-impl TaskState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskState::Queued => "queued",
-            TaskState::Running => "running",
-            TaskState::Succeeded => "succeeded",
-            TaskState::Failed => "failed",
-            TaskState::Stopped => "stopped",
-            TaskState::Integrated => "integrated",
-        }
+crate::artifact::vocabulary::vocabulary! {
+    /// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
+    pub enum TaskState ("task state") {
+        Queued = "queued",
+        Running = "running",
+        /// Its worker ended well; its changes wait for the whole wave.
+        Succeeded = "succeeded",
+        Failed = "failed",
+        /// Shut down because another task of its wave failed (its worktree is kept).
+        Stopped = "stopped",
+        /// Its commit is on the integration branch.
+        Integrated = "integrated",
     }
 }
 
