@@ -43,8 +43,15 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
         wait_for_git(project);
         if !opts.dry_run {
-            // What a killed pass left half-applied is finished before anything is observed.
-            crate::activity::apply::settle(home, project)?;
+            // What a killed pass left half-applied is finished before anything is observed. An
+            // artifact whose update cannot be finished is left alone (its actions, as after a
+            // failure), and said; the rest of the project goes on.
+            for u in crate::activity::apply::settle(home, project)? {
+                if pass.seen_problems.insert(u.problem.to_string()) {
+                    pass.report.problems.push(u.problem);
+                }
+                pass.failed.insert((u.kind, u.id));
+            }
         }
         // The worker packages, read once a round for every kind.
         let workers = Catalog::discover(&project.root, &home.workers_dir());
