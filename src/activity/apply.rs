@@ -25,7 +25,8 @@
 //! before it observes anything: the artifact as it was → the edits are made now, then the
 //! state files; as we made it → the state files; anything else (a person saved in between) →
 //! dropped like a live write that met a person's save. (Only a pass settles: a read-only
-//! command or a dry run shows the state as it was before the killed update.)
+//! command or a dry run shows the state as it was before the killed update.) An intent that
+//! cannot be read or finished is reported, and its artifact left alone, never the project.
 //!
 //! A dropped update writes no record and no fold: the record, the edits and the read position
 //! were all decided on an artifact that is no longer there, so all of them go and the next pass
@@ -41,10 +42,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::fit::Shorter;
+use super::kind::Name;
 use super::timeline;
 use super::Outcome;
 use crate::artifact::store::{content_hash, replace_if_unchanged};
 use crate::artifact::write::{Edit, WriteError};
+use crate::artifact::Problem;
 use crate::config::{Home, Project};
 use crate::files::{read_json, remove_if_exists, write_json};
 
@@ -99,32 +102,11 @@ macro_rules! update_fields {
 }
 pub(crate) use update_fields;
 
-/// The kinds whose updates are applied here (their artifacts, state dirs and intents named
-/// from the id).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Commission,
-    Meeting,
-    Plan,
-}
-
-impl Kind {
-    const ALL: [Kind; 3] = [Kind::Commission, Kind::Meeting, Kind::Plan];
-
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Commission => "commission",
-            Kind::Meeting => "meeting",
-            Kind::Plan => "plan",
-        }
-    }
-}
-
 /// Where one activity's update goes.
 pub struct Place<'a> {
     home: &'a Home,
     project: &'a Project,
-    kind: Kind,
+    kind: Name,
     artifact: PathBuf,
     /// The state dir: the record and the folds are under it.
     state: PathBuf,
@@ -134,17 +116,18 @@ pub struct Place<'a> {
 }
 
 impl<'a> Place<'a> {
-    pub fn new(home: &'a Home, project: &'a Project, kind: Kind, id: &str) -> Place<'a> {
+    /// The artifact, state dir and intent of `kind`'s `id`, all named from the id.
+    pub fn new(home: &'a Home, project: &'a Project, kind: Name, id: &str) -> Place<'a> {
         let (artifact, state) = match kind {
-            Kind::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
-            Kind::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
-            Kind::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
+            Name::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
+            Name::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
+            Name::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
         };
-        let intent = intents(home, project).join(format!("{}.{id}.json", kind.name()));
+        let intent = intents(home, project).join(format!("{kind}.{id}.json"));
         Place { home, project, kind, artifact, state, intent }
     }
     fn fault(&self, step: u32) {
-        super::fault(&format!("{}-apply", self.kind.name()), step);
+        super::fault(&format!("{}-apply", self.kind), step);
     }
 }
 
@@ -192,29 +175,47 @@ pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(
     finish(place, &intent)
 }
 
+/// An intent [`settle`] could not finish: what the killed update left of its artifact is not
+/// known, so nothing may be done for that artifact until the intent is repaired or removed.
+#[derive(Debug)]
+pub struct Unsettled {
+    pub kind: Name,
+    pub id: String,
+    /// Names the intent file and why.
+    pub problem: Problem,
+}
+
 /// Finish every update a killed pass left half-applied in `project` (see the module doc): the
-/// first thing a pass that acts does, under the project lock, before anything is observed.
-pub fn settle(home: &Home, project: &Project) -> Result<()> {
+/// first thing a pass that acts does, under the project lock, before anything is observed. An
+/// intent that cannot be read or finished is one artifact's trouble, not the project's: it is
+/// returned, and the others are settled all the same.
+pub fn settle(home: &Home, project: &Project) -> Result<Vec<Unsettled>> {
     let dir = intents(home, project);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
     };
+    let mut unsettled = Vec::new();
     for e in entries {
-        let path = e?.path();
+        let path = e.with_context(|| format!("reading {}", dir.display()))?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
         // `<kind>.<id>.json`; anything else (a temp file of a write that died) is not an intent.
         let Some((kind, id)) = name.strip_suffix(".json").and_then(|n| n.split_once('.')) else { continue };
-        let Some(kind) = Kind::ALL.into_iter().find(|k| k.name() == kind) else { continue };
+        let Some(kind) = Name::ALL.into_iter().find(|k| k.as_str() == kind) else { continue };
         if crate::artifact::ids::validate_id(id).is_err() {
             continue;
         }
         let place = Place::new(home, project, kind, id);
-        let Some(intent) = read_json::<Intent>(&place.intent)? else { continue };
-        finish(&place, &intent).with_context(|| format!("finishing the update a killed pass left in {}", place.intent.display()))?;
+        let settled = read_json::<Intent>(&place.intent).and_then(|intent| intent.map(|i| finish(&place, &i)).transpose());
+        if let Err(e) = settled {
+            let why = format!(
+                "the update a killed pass left here cannot be finished ({e:#}): nothing is done for {kind} {id} until this file is repaired or removed"
+            );
+            unsettled.push(Unsettled { kind, id: id.to_string(), problem: Problem::new(&place.intent, 1, 1, why) });
+        }
     }
-    Ok(())
+    Ok(unsettled)
 }
 
 /// The artifact's text if it still hashes to `expect`; `None` if a person saved (or removed it)
@@ -309,7 +310,7 @@ mod tests {
             edits: vec![Edit::Set("status".into(), "dispatched".into())],
             record: Some(json!({"status": "dispatched"})),
         };
-        let place = Place::new(&home, &project, Kind::Commission, "c");
+        let place = Place::new(&home, &project, Name::Commission, "c");
         assert_eq!(apply(&place, &u, |_, _| None).expect("apply"), Outcome::Dropped);
         assert!(std::fs::read_to_string(&path).expect("read").ends_with("Theirs.\n"));
         assert!(!place.state.join("record.json").exists());
@@ -327,7 +328,7 @@ mod tests {
         };
         std::fs::create_dir_all(intents(&home, &project)).expect("mkdir");
         write_json(&place.intent, &intent).expect("intent");
-        settle(&home, &project).expect("settle");
+        assert!(settle(&home, &project).expect("settle").is_empty());
         assert!(!place.intent.exists() && !place.state.join("record.json").exists());
         assert_eq!(content_hash(&std::fs::read_to_string(&path).expect("read")), theirs);
 
@@ -340,7 +341,11 @@ mod tests {
             folds: vec![],
         };
         write_json(&place.intent, &bad).expect("intent");
-        let err = settle(&home, &project).expect_err("refused");
-        assert!(format!("{err:#}").contains("not a path under the state dir"), "{err:#}");
+        let unsettled = settle(&home, &project).expect("settle");
+        assert_eq!(unsettled.len(), 1, "{unsettled:?}");
+        let (u, why) = (&unsettled[0], unsettled[0].problem.to_string());
+        assert!((u.kind, u.id.as_str()) == (Name::Commission, "c") && u.problem.path == place.intent, "{u:?}");
+        assert!(why.contains("not a path under the state dir"), "{why}");
+        assert!(!place.state.parent().expect("state").join("x.json").exists(), "never followed");
     }
 }

@@ -12,6 +12,34 @@ use super::Outcome;
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
 
+/// The kinds of activity, by name: the one word for each, in entries and logs, backoff keys
+/// and the intents' file names (`commission`, `meeting`, `plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Name {
+    Commission,
+    Meeting,
+    Plan,
+}
+
+impl Name {
+    pub const ALL: [Name; 3] = [Name::Commission, Name::Meeting, Name::Plan];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Name::Commission => "commission",
+            Name::Meeting => "meeting",
+            Name::Plan => "plan",
+        }
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What every kind's action tells the pass.
 pub trait Action: std::fmt::Debug {
     /// The artifact it is for.
@@ -33,11 +61,28 @@ pub trait Action: std::fmt::Debug {
     }
 }
 
-/// Where a pass runs.
-#[derive(Clone, Copy)]
-pub struct Ctx<'a> {
+/// Where a pass runs, and what it read once in a round for every kind: the worker packages
+/// (`W`: the worker layer's catalogue, which lives above this one; the pass names it). It is
+/// also every kind's context for its effects.
+pub struct Ctx<'a, W> {
     pub home: &'a Home,
     pub project: &'a Project,
+    pub workers: &'a W,
+}
+
+// Not derived: a derive would ask `W: Copy` of the catalogue, which only is borrowed.
+impl<W> Clone for Ctx<'_, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W> Copy for Ctx<'_, W> {}
+
+impl<W> Ctx<'_, W> {
+    /// The project's integration branch.
+    pub fn integration(&self) -> &str {
+        &self.project.config.integration_branch
+    }
 }
 
 /// What the kinds share within one round: the worker slots the project's and the home's caps
@@ -83,29 +128,29 @@ pub struct AtWork {
     pub awaited_dirs: Vec<PathBuf>,
 }
 
-/// One kind of activity, as the reconcile pass drives it.
-pub trait Kind {
-    /// The kind's name (`commission`, `meeting`, `plan`): with an id, it keys backoff.
-    const NAME: &'static str;
+/// One kind of activity, as the reconcile pass drives it; `W`: the worker catalogue (see [`Ctx`]).
+pub trait Kind<W> {
+    /// The kind's name: with an id, it keys backoff.
+    const NAME: Name;
     type Snapshot;
     type Action: Action;
 
     /// The world, read into the kind's snapshot, plus the problems seen. `budget`: what the
     /// kinds observed before left.
-    fn observe(&self, ctx: Ctx<'_>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)>;
+    fn observe(&self, ctx: Ctx<'_, W>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)>;
     /// Pure: what to do.
     fn decide(&self, snapshot: &Self::Snapshot) -> Decided<Self::Action>;
     /// What the actions to be carried out take of the shared budget.
     fn take(&self, _snapshot: &Self::Snapshot, _actions: &[&Self::Action], _budget: &mut Budget) {}
     /// One action carried out: one small idempotent effect.
-    fn act(&self, ctx: Ctx<'_>, snapshot: &Self::Snapshot, action: &Self::Action) -> Result<Outcome>;
+    fn act(&self, ctx: Ctx<'_, W>, snapshot: &Self::Snapshot, action: &Self::Action) -> Result<Outcome>;
     /// When to look again though nothing changes (a heartbeat deadline, a cancel grace, …).
     fn next_check(&self, snapshot: &Self::Snapshot) -> Option<Duration>;
     /// What is at work.
-    fn at_work(&self, ctx: Ctx<'_>, snapshot: &Self::Snapshot) -> AtWork;
+    fn at_work(&self, ctx: Ctx<'_, W>, snapshot: &Self::Snapshot) -> AtWork;
     /// After acting: whether something of this kind is still at work that `--wait` waits for
     /// (read afresh: the actions just carried out may have started or ended it).
-    fn busy_after(&self, _ctx: Ctx<'_>) -> Result<bool> {
+    fn busy_after(&self, _ctx: Ctx<'_, W>) -> Result<bool> {
         Ok(false)
     }
     /// The status changes a person may request (from, to): the table the decider enforces.

@@ -8,6 +8,7 @@ use serde_json::json;
 use serde_yaml_ng::Value;
 
 use crate::activity::git;
+use crate::activity::kind::Ctx;
 use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::names::{self, ActivityKind};
 use crate::activity::state::StateDir;
@@ -22,35 +23,21 @@ use crate::files::write_json;
 use crate::worker::launch::{self, Activation, Launch, Prepared};
 use crate::worker::shim;
 use crate::worker::toolbox::mailbox;
-use crate::worker::Checkout;
+use crate::worker::{Catalog, Checkout};
 
 pub use crate::activity::Outcome;
 
-/// What every effect needs.
-pub struct Ctx<'a> {
-    pub home: &'a Home,
-    pub project: &'a Project,
-    pub snapshot: &'a Snapshot,
-}
-
-impl Ctx<'_> {
-    fn state(&self, id: &str) -> StateDir {
-        StateDir(self.home.commission_state(&self.project.name, id))
-    }
-    fn artifact_path(&self, id: &str) -> std::path::PathBuf {
-        self.project.commission_path(id)
-    }
-    fn integration(&self) -> &str {
-        &self.project.config.integration_branch
-    }
+/// A commission's runtime state dir.
+fn state_dir(ctx: &Ctx<'_, Catalog>, id: &str) -> StateDir {
+    StateDir(ctx.home.commission_state(&ctx.project.name, id))
 }
 
 use crate::activity::fault;
 
-pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
+pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update(u) => apply_update(ctx, u),
-        Action::Dispatch { update, attempt, branch, worker, resume } => dispatch(ctx, update, *attempt, branch, worker, *resume),
+        Action::Dispatch { update, attempt, branch, worker, resume } => dispatch(ctx, snapshot, update, *attempt, branch, worker, *resume),
         Action::Signal { run, signal, update, .. } => {
             // The stop first, and whatever becomes of the update: what a worker wrote can make
             // an update fail, and must never keep it from being stopped.
@@ -63,10 +50,10 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             shim::kill_leftovers(run, pids)?;
             Ok(Outcome::Done)
         }
-        Action::Finish { update, conflict, attempt, branch, summary } => finish(ctx, update, conflict, *attempt, branch, summary),
+        Action::Finish { update, conflict, attempt, branch, summary } => finish(ctx, snapshot, update, conflict, *attempt, branch, summary),
         Action::Cleanup { id, attempt, branch, why } => cleanup(ctx, id, *attempt, branch, why),
         Action::Heartbeat { id, beat } => {
-            write_json(&ctx.state(id).heartbeat(), beat)?;
+            write_json(&state_dir(ctx, id).heartbeat(), beat)?;
             Ok(Outcome::Done)
         }
     }
@@ -75,8 +62,8 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
 /// The update, as every kind's is applied ([`crate::activity::apply`]). What a worker said can
 /// be more than the frontmatter holds (many questions, a long list of artifacts): the status
 /// and the rest still go in, and the timeline, which has all of it, says what was left out.
-pub fn apply_update(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
-    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Commission, &u.id);
+pub fn apply_update(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Commission, &u.id);
     crate::activity::apply::apply(&place, u, |_, _| {
         without_worker_text(&u.edits).map(|edits| crate::activity::fit::Shorter {
             edits,
@@ -118,9 +105,17 @@ fn without_worker_text(edits: &[Edit]) -> Option<Vec<Edit>> {
     changed.then_some(fewer)
 }
 
-fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: &str, resume: bool) -> Result<Outcome> {
+fn dispatch(
+    ctx: &Ctx<'_, Catalog>,
+    snapshot: &Snapshot,
+    update: &Update,
+    attempt: u32,
+    branch: &str,
+    worker: &str,
+    resume: bool,
+) -> Result<Outcome> {
     let id = &update.id;
-    let state = ctx.state(id);
+    let state = state_dir(ctx, id);
     std::fs::create_dir_all(&state.0)?;
     if !resume {
         // A fresh attempt starts with no heartbeat history, and with an empty mailbox of its
@@ -135,8 +130,8 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
         return Ok(outcome);
     }
     fault("dispatch", 1);
-    let commission = ctx.snapshot.get(id).context("commission vanished from the snapshot")?;
-    let activation = ctx.snapshot.workers.for_commission(worker).and_then(|pkg| pkg.resolve_command().map(|argv| (pkg, argv)));
+    let commission = snapshot.get(id).context("commission vanished from the snapshot")?;
+    let activation = ctx.workers.for_commission(worker).and_then(|pkg| pkg.resolve_command().map(|argv| (pkg, argv)));
     let (pkg, argv) = match activation {
         Ok(v) => v,
         Err(why) => {
@@ -181,14 +176,14 @@ fn dispatch(ctx: &Ctx<'_>, update: &Update, attempt: u32, branch: &str, worker: 
 
 /// The worktree as guild-hall recorded it when it made it (an older guild-hall kept no record:
 /// the admin dir is the one git names after the worktree).
-fn worktree_record(ctx: &Ctx<'_>, id: &str, branch: &str) -> Result<WorktreeRecord> {
-    Ok(worktree::recorded_or_assumed(&ctx.state(id).worktree(), &ctx.project.root, &ctx.home.worktree(&ctx.project.name, id), branch)?)
+fn worktree_record(ctx: &Ctx<'_, Catalog>, id: &str, branch: &str) -> Result<WorktreeRecord> {
+    Ok(worktree::recorded_or_assumed(&state_dir(ctx, id).worktree(), &ctx.project.root, &ctx.home.worktree(&ctx.project.name, id), branch)?)
 }
 
 /// Failure/cancellation aftermath: keep what the worker left on its branch, then remove the
 /// worktree. A worktree the worker tampered with is noted in the timeline.
-fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Result<Outcome> {
-    let state = ctx.state(id);
+fn cleanup(ctx: &Ctx<'_, Catalog>, id: &str, attempt: u32, branch: &str, why: &str) -> Result<Outcome> {
+    let state = state_dir(ctx, id);
     let rec = worktree_record(ctx, id, branch)?;
     let limits = ctx.project.config.merge_limits();
     let secured = worktree::secure_work(&rec, Some(&state.objects()), &format!("guild-hall: {why} of {id} (attempt {attempt})"), &limits)
@@ -205,7 +200,7 @@ fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Re
         let text = format!("left out of {branch} as too large: {}", worktree::listing(&secured.too_large));
         notes.push(timeline::event(&now, "anomaly", format!("too-large:{attempt}"), json!({"text": text})));
     }
-    timeline::append(&timeline::path_for(&ctx.artifact_path(id)), &notes)?;
+    timeline::append(&timeline::path_for(&ctx.project.commission_path(id)), &notes)?;
     fault("cleanup", 1);
     worktree::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
@@ -213,9 +208,17 @@ fn cleanup(ctx: &Ctx<'_>, id: &str, attempt: u32, branch: &str, why: &str) -> Re
     Ok(Outcome::Done)
 }
 
-fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branch: &str, summary: &str) -> Result<Outcome> {
+fn finish(
+    ctx: &Ctx<'_, Catalog>,
+    snapshot: &Snapshot,
+    update: &Update,
+    conflict: &Update,
+    attempt: u32,
+    branch: &str,
+    summary: &str,
+) -> Result<Outcome> {
     let id = &update.id;
-    let state = ctx.state(id);
+    let state = state_dir(ctx, id);
     let rec = worktree_record(ctx, id, branch)?;
     let now = timestamp(chrono::Utc::now());
     // Not merged: the commission fails, saying why, in `reason:` and the timeline. The
@@ -232,7 +235,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         }
         apply_update(ctx, &failed)
     };
-    let title = ctx.snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
+    let title = snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
     let message = format!("{title} ({id})\n\n{}", summary.trim());
     let trailer = names::commission_trailer(id, attempt);
     let leftovers = format!("guild-hall: work left in the worktree by {id} (attempt {attempt})");
@@ -248,7 +251,7 @@ fn finish(ctx: &Ctx<'_>, update: &Update, conflict: &Update, attempt: u32, branc
         Landing::Refused { kind, reason } => return fail(reason, kind, true),
         Landing::Unsecured(reason) => return fail(reason, "unsecured", false),
         Landing::Waiting(text) => {
-            let path = ctx.artifact_path(id);
+            let path = ctx.project.commission_path(id);
             let current = crate::artifact::read_regular(&path)?;
             if !current.contains(&text) && content_hash(&current) == update.expect_hash {
                 let mut note = Update::new(id, update.expect_hash);

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::{Problem, Status};
+use crate::worker::Catalog;
 use decide::Action;
 use observe::{Depth, Proc, SettledCache, Snapshot};
 
@@ -23,31 +24,13 @@ pub struct Commissions<'a> {
     pub settled: Option<&'a SettledCache>,
 }
 
-impl kind::Action for Action {
-    fn id(&self) -> &str {
-        Action::id(self)
-    }
-    fn verb(&self) -> &'static str {
-        Action::kind(self)
-    }
-    fn describe(&self) -> String {
-        Action::describe(self)
-    }
-    fn is_stop(&self) -> bool {
-        matches!(self, Action::Signal { .. } | Action::KillLeftovers { .. })
-    }
-    fn is_heartbeat(&self) -> bool {
-        matches!(self, Action::Heartbeat { .. })
-    }
-}
-
-impl Kind for Commissions<'_> {
-    const NAME: &'static str = "commission";
+impl Kind<Catalog> for Commissions<'_> {
+    const NAME: Name = Name::Commission;
     type Snapshot = Snapshot;
     type Action = Action;
 
-    fn observe(&self, ctx: Ctx<'_>, _budget: &Budget) -> Result<(Snapshot, Vec<Problem>)> {
-        let snapshot = observe::observe_cached(ctx.home, ctx.project, Depth::Reconcile, self.settled)?;
+    fn observe(&self, ctx: Ctx<'_, Catalog>, _budget: &Budget) -> Result<(Snapshot, Vec<Problem>)> {
+        let snapshot = observe::observe_cached(ctx.home, ctx.project, ctx.workers.clone(), Depth::Reconcile, self.settled)?;
         let problems = snapshot.problems.clone();
         Ok((snapshot, problems))
     }
@@ -68,15 +51,15 @@ impl Kind for Commissions<'_> {
         budget.limit(project_cap.saturating_sub(busy).min(snapshot.max_concurrent.saturating_sub(busy + snapshot.running_elsewhere)));
     }
 
-    fn act(&self, ctx: Ctx<'_>, snapshot: &Snapshot, action: &Action) -> Result<Outcome> {
-        act::act(&act::Ctx { home: ctx.home, project: ctx.project, snapshot }, action)
+    fn act(&self, ctx: Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Result<Outcome> {
+        act::act(&ctx, snapshot, action)
     }
 
     fn next_check(&self, snapshot: &Snapshot) -> Option<Duration> {
         decide::next_check(snapshot)
     }
 
-    fn at_work(&self, ctx: Ctx<'_>, snapshot: &Snapshot) -> AtWork {
+    fn at_work(&self, ctx: Ctx<'_, Catalog>, snapshot: &Snapshot) -> AtWork {
         let running = snapshot
             .commissions
             .iter()

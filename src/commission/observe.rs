@@ -211,14 +211,14 @@ fn stamp(path: &Path) -> Option<(u64, i128, u64)> {
 
 /// Read the world to the given depth.
 pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snapshot> {
-    observe_cached(home, project, depth, None)
+    observe_cached(home, project, Catalog::discover(&project.root, &home.workers_dir()), depth, None)
 }
 
-/// [`observe_with`], remembering settled artifacts across calls in `cache`.
-pub fn observe_cached(home: &Home, project: &Project, depth: Depth, cache: Option<&SettledCache>) -> Result<Snapshot> {
+/// [`observe_with`], with the worker packages already read, remembering settled artifacts
+/// across calls in `cache`.
+pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: Depth, cache: Option<&SettledCache>) -> Result<Snapshot> {
     let now = Utc::now();
     let global = home.load_config()?;
-    let workers = Catalog::discover(&project.root, &home.workers_dir());
     let mut problems = workers.problems.clone();
     let repo = git2::Repository::open(&project.root)?;
     let integration_tree_id = repo

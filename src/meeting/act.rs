@@ -9,6 +9,7 @@ use serde_yaml_ng::Value;
 
 use super::decide::{Action, Followup, MeetingRecord, Update};
 use crate::activity::fit::Shorter;
+use crate::activity::kind::Ctx;
 use crate::activity::merge::{land, Landing, Messages};
 use crate::activity::state::StateDir;
 use crate::activity::timeline;
@@ -20,17 +21,9 @@ use crate::config::{Home, Project};
 use crate::files::{read_json, write_json};
 use crate::worker::{Catalog, Checkout};
 
-/// What every meeting effect needs.
-pub struct Ctx<'a> {
-    pub home: &'a Home,
-    pub project: &'a Project,
-    pub workers: &'a Catalog,
-}
-
-impl Ctx<'_> {
-    fn state(&self, id: &str) -> StateDir {
-        StateDir(self.home.meeting_state(&self.project.name, id))
-    }
+/// A meeting's runtime state dir.
+fn state_dir(ctx: &Ctx<'_, Catalog>, id: &str) -> StateDir {
+    StateDir(ctx.home.meeting_state(&ctx.project.name, id))
 }
 
 /// Stop dead after `step` of `action` when the fault switch says so (tests).
@@ -38,7 +31,7 @@ fn fault(action: &str, step: u32) {
     crate::activity::fault(&format!("meeting-{action}"), step);
 }
 
-pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
+pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update { update, followups } => {
             write_followups(ctx, &update.id, followups)?;
@@ -53,8 +46,8 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
 }
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
-pub fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
-    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Meeting, &u.id);
+pub fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Meeting, &u.id);
     let path = ctx.project.meeting_path(&u.id);
     crate::activity::apply::apply(&place, u, |text, _| without_worker_text(&path, text, &u.edits))
 }
@@ -103,9 +96,9 @@ fn without_worker_text(path: &std::path::Path, text: &str, edits: &[Edit]) -> Op
     Some(Shorter { edits: fewer, what: "the meeting's notes and linked artifacts".into(), kept })
 }
 
-fn open(ctx: &Ctx<'_>, update: &Update, branch: &str) -> Result<Outcome> {
+fn open(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str) -> Result<Outcome> {
     let id = &update.id;
-    let state = ctx.state(id);
+    let state = state_dir(ctx, id);
     std::fs::create_dir_all(&state.0)?;
     let meeting = super::observe::load(ctx.project, id)?;
     let pkg = ctx.workers.for_meeting(&meeting.worker).map_err(anyhow::Error::msg)?;
@@ -142,9 +135,9 @@ fn open(ctx: &Ctx<'_>, update: &Update, branch: &str) -> Result<Outcome> {
 
 /// Close: notes into the artifact (once), the work landed like a commission's, the worktree
 /// and then the transcript removed, and only then the record says closed.
-fn close(ctx: &Ctx<'_>, update: &Update, branch: &str, notes_written: bool) -> Result<Outcome> {
+fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: bool) -> Result<Outcome> {
     let id = &update.id;
-    let state = ctx.state(id);
+    let state = state_dir(ctx, id);
     let path = ctx.project.meeting_path(id);
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let mut update = update.clone();
@@ -230,7 +223,7 @@ fn wait_to_close(path: &std::path::Path, meeting: &crate::artifact::Meeting, upd
 
 /// The follow-up requests meeting `from` made (the planner kept them within the cap). One
 /// that would not be a valid meeting is not written, and `from`'s log says why.
-fn write_followups(ctx: &Ctx<'_>, from: &str, followups: &[Followup]) -> Result<()> {
+fn write_followups(ctx: &Ctx<'_, Catalog>, from: &str, followups: &[Followup]) -> Result<()> {
     let log = timeline::path_for(&ctx.project.meeting_path(from));
     for f in followups {
         match write_followup(ctx, f)? {
@@ -247,7 +240,7 @@ fn write_followups(ctx: &Ctx<'_>, from: &str, followups: &[Followup]) -> Result<
 
 /// A follow-up request as a person would write it; never over an existing file, never one
 /// `check` would refuse (`Ok(Err(why))`).
-fn write_followup(ctx: &Ctx<'_>, f: &Followup) -> Result<Result<(), String>> {
+fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), String>> {
     let path = ctx.project.meeting_path(&f.id);
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), Value::String(format!("Follow-up: {}", first_line(&f.reason))));

@@ -96,14 +96,14 @@ pub enum Action {
     Close { update: Update, branch: String, notes_written: bool, followups: Vec<Followup> },
 }
 
-impl Action {
-    pub fn id(&self) -> &str {
+impl crate::activity::kind::Action for Action {
+    fn id(&self) -> &str {
         match self {
             Action::Update { update, .. } | Action::Open { update, .. } | Action::Close { update, .. } => &update.id,
         }
     }
 
-    pub fn kind(&self) -> &'static str {
+    fn verb(&self) -> &'static str {
         match self {
             Action::Update { .. } => "meeting-update",
             Action::Open { .. } => "meeting-open",
@@ -111,7 +111,7 @@ impl Action {
         }
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         match self {
             Action::Open { branch, .. } => format!("open the meeting on {branch}"),
             Action::Close { branch, .. } => format!("close the meeting: notes, merge {branch}, remove its worktree"),
@@ -408,6 +408,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::activity::kind::Action as _;
     use std::path::Path;
 
     fn meeting(id: &str, status: Option<&str>, extra: &str) -> Meeting {

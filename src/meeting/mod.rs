@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::kind::{AtWork, Budget, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::{MeetingStatus, Problem};
 use crate::worker::Catalog;
@@ -33,37 +33,23 @@ pub const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
 #[derive(Default)]
 pub struct Meetings;
 
-impl kind::Action for decide::Action {
-    fn id(&self) -> &str {
-        decide::Action::id(self)
-    }
-    fn verb(&self) -> &'static str {
-        decide::Action::kind(self)
-    }
-    fn describe(&self) -> String {
-        decide::Action::describe(self)
-    }
-}
-
-impl Kind for Meetings {
-    const NAME: &'static str = "meeting";
-    /// The meetings, and the workers that may hold them.
-    type Snapshot = (decide::Snapshot, Catalog);
+impl Kind<Catalog> for Meetings {
+    const NAME: Name = Name::Meeting;
+    type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 
-    fn observe(&self, ctx: Ctx<'_>, _budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
+    fn observe(&self, ctx: Ctx<'_, Catalog>, _budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        let workers = Catalog::discover(&ctx.project.root, &ctx.home.workers_dir());
-        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, &workers, &now)?;
-        Ok(((snapshot, workers), problems))
+        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now)?;
+        Ok((snapshot, problems))
     }
 
-    fn decide(&self, (snapshot, _): &Self::Snapshot) -> Decided<decide::Action> {
+    fn decide(&self, snapshot: &Self::Snapshot) -> Decided<decide::Action> {
         Decided::actions(decide::decide(snapshot))
     }
 
-    fn act(&self, ctx: Ctx<'_>, (_, workers): &Self::Snapshot, action: &decide::Action) -> Result<Outcome> {
-        act::act(&act::Ctx { home: ctx.home, project: ctx.project, workers }, action)
+    fn act(&self, ctx: Ctx<'_, Catalog>, _: &Self::Snapshot, action: &decide::Action) -> Result<Outcome> {
+        act::act(&ctx, action)
     }
 
     fn next_check(&self, _: &Self::Snapshot) -> Option<Duration> {
@@ -71,7 +57,7 @@ impl Kind for Meetings {
     }
 
     /// Nothing for the watcher to wait on (the pass never reported meetings' workers).
-    fn at_work(&self, _: Ctx<'_>, _: &Self::Snapshot) -> AtWork {
+    fn at_work(&self, _: Ctx<'_, Catalog>, _: &Self::Snapshot) -> AtWork {
         AtWork::default()
     }
 

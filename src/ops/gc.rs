@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::activity::kind::Name;
 use crate::activity::state::{Record, StateDir};
 use crate::activity::worktree::{self, WorktreeRecord};
 use crate::config::{Home, Project};
@@ -24,8 +25,8 @@ pub struct Branch {
 /// What is left of one commission or meeting whose artifact is gone.
 #[derive(Debug, Clone, Serialize)]
 pub struct Orphan {
-    /// `commission` or `meeting`.
-    pub kind: &'static str,
+    /// A commission, meeting or plan.
+    pub kind: Name,
     pub id: String,
     /// Where the artifact was.
     pub artifact: PathBuf,
@@ -88,14 +89,14 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
     let worktrees = home.root.join("worktrees").join(&project.name);
     let boot = crate::worker::shim::boot_id();
     let mut out = Vec::new();
-    for kind in ["commission", "meeting"] {
+    for kind in [Name::Commission, Name::Meeting] {
         let (state_root, artifact_dir) = match kind {
-            "commission" => (home.project_state(&project.name).join("commissions"), project.commissions_dir()),
+            Name::Commission => (home.project_state(&project.name).join("commissions"), project.commissions_dir()),
             _ => (home.project_state(&project.name).join("meetings"), project.meetings_dir()),
         };
         let mut ids = ids_in(&state_root, "", "");
         ids.extend(ids_in(&worktrees, &format!("{kind}-"), ""));
-        if kind == "meeting" {
+        if kind == Name::Meeting {
             ids.extend(ids_in(&home.root.join("meetings").join(&project.name), "", ".md"));
         }
         for id in ids {
@@ -104,11 +105,11 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
                 continue;
             }
             let state = StateDir(state_root.join(&id));
-            let wt = if kind == "commission" { home.worktree(&project.name, &id) } else { home.meeting_worktree(&project.name, &id) };
+            let wt = if kind == Name::Commission { home.worktree(&project.name, &id) } else { home.meeting_worktree(&project.name, &id) };
             let transcript = home.transcript(&project.name, &id);
             let running = crate::worker::liveness::busy(&state, &boot) || crate::worker::liveness::turn_running(&state);
             let names: Vec<String> = match kind {
-                "commission" => {
+                Name::Commission => {
                     let attempts = read_json::<Record>(&state.record()).ok().flatten().map(|r| r.attempt).unwrap_or(0);
                     let mut names: Vec<String> = (1..=attempts.max(1)).map(|n| crate::activity::names::commission_branch(&id, n)).collect();
                     if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
@@ -143,7 +144,7 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
                 artifact,
                 state_dir: exists(&state.0).then(|| state.0.clone()),
                 worktrees,
-                transcript: (kind == "meeting" && exists(&transcript)).then_some(transcript),
+                transcript: (kind == Name::Meeting && exists(&transcript)).then_some(transcript),
                 branches,
                 running,
                 unsecured_worktree,
@@ -203,7 +204,7 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         }
         let unsecured_worktree = worktrees.iter().any(|w| !clean(w, repo));
         out.push(Orphan {
-            kind: "plan",
+            kind: Name::Plan,
             id: id.clone(),
             artifact,
             state_dir: exists(&state).then_some(state.clone()),
@@ -255,7 +256,7 @@ fn clean(wt: &Path, _repo: &git2::Repository) -> bool {
 /// One thing `gc` removed (or would).
 #[derive(Debug, Clone, Serialize)]
 pub struct Removed {
-    pub kind: &'static str,
+    pub kind: Name,
     pub id: String,
     /// `worktree`, `branch`, `transcript` or `runtime dir`.
     pub what: &'static str,
@@ -266,7 +267,7 @@ pub struct Removed {
 /// An orphan `gc` left in place, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Kept {
-    pub kind: &'static str,
+    pub kind: Name,
     pub id: String,
     pub reason: String,
 }

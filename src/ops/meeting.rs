@@ -157,8 +157,7 @@ fn converge(
 /// guild-hall process holds the project (one that does — a `watch` — folds it itself).
 pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
     if let Ok(_lock) = crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
-        let opts =
-            crate::reconcile::Options { only: Some(<crate::meeting::Meetings as crate::activity::kind::Kind>::NAME), ..Default::default() };
+        let opts = crate::reconcile::Options { only: Some(crate::activity::kind::Name::Meeting), ..Default::default() };
         crate::reconcile::run(home, project, &opts, |e| {
             if !e.ok {
                 tracing::warn!(meeting = %e.id, error = %e.error.as_deref().unwrap_or(""), "meeting action failed");

@@ -52,7 +52,7 @@ pub fn rows(
         )?;
     }
     for o in super::gc::inventory(home, project)? {
-        if id.is_none_or(|i| o.kind == "commission" && i == o.id) {
+        if id.is_none_or(|i| o.kind == crate::activity::kind::Name::Commission && i == o.id) {
             emit(&orphan_row(&o))?;
         }
     }

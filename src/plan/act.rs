@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::copyback::{self, Change, Landed};
 use super::decide::{fix_id, Action, Finding, Integration, PlanRecord, Update};
+use crate::activity::kind::Ctx;
 use crate::activity::names::{self, ActivityKind};
 use crate::activity::state::StateDir;
 use crate::activity::timeline;
@@ -23,25 +24,17 @@ use crate::worker::shim;
 use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
-pub struct Ctx<'a> {
-    pub home: &'a Home,
-    pub project: &'a Project,
-    pub workers: &'a Catalog,
+/// A plan's verify run's state dir.
+fn verify_state(ctx: &Ctx<'_, Catalog>, plan: &str) -> StateDir {
+    StateDir(ctx.home.verify_state(&ctx.project.name, plan))
 }
 
-impl Ctx<'_> {
-    fn verify_state(&self, plan: &str) -> StateDir {
-        StateDir(self.home.verify_state(&self.project.name, plan))
-    }
-    fn task_state(&self, plan: &str, task: &Task) -> StateDir {
-        StateDir(self.home.task_state(&self.project.name, plan, &task.slug()))
-    }
-    fn integration(&self) -> &str {
-        &self.project.config.integration_branch
-    }
+/// A task's state dir.
+fn task_state(ctx: &Ctx<'_, Catalog>, plan: &str, task: &Task) -> StateDir {
+    StateDir(ctx.home.task_state(&ctx.project.name, plan, &task.slug()))
 }
 
-pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
+pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update { update } => apply(ctx, update),
         Action::StartWave { update, wave } => {
@@ -57,12 +50,12 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::StopTask { update, task, attempt, kill } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
-            stop_then_apply(ctx, &ctx.task_state(&plan.id, t), *attempt, *kill, update)
+            stop_then_apply(ctx, &task_state(ctx, &plan.id, t), *attempt, *kill, update)
         }
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
         Action::StopVerify { update, run, kill } => {
-            let state = ctx.verify_state(&update.plan);
+            let state = verify_state(ctx, &update.plan);
             stop_then_apply(ctx, &state, *run, *kill, update)
         }
         Action::KillLeftovers { update, run, pids, .. } => {
@@ -76,9 +69,9 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
             let state = match task {
                 Some(task) => {
                     let plan = super::observe::load(ctx.project, &update.plan)?;
-                    ctx.task_state(&plan.id, plan.task(task).context("the task vanished from the plan")?)
+                    task_state(ctx, &plan.id, plan.task(task).context("the task vanished from the plan")?)
                 }
-                None => ctx.verify_state(&update.plan),
+                None => verify_state(ctx, &update.plan),
             };
             write_json(&state.heartbeat(), beat)?;
             Ok(Outcome::Done)
@@ -86,7 +79,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
         Action::CleanupTask { update, task } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
-            let state = ctx.task_state(&plan.id, t);
+            let state = task_state(ctx, &plan.id, t);
             if let Some(rec) = task_record(ctx, &plan.id, t)? {
                 worktree::remove_worktree(&rec)?;
             }
@@ -107,7 +100,7 @@ pub fn act(ctx: &Ctx<'_>, action: &Action) -> Result<Outcome> {
 /// a process that is not the attempt's shim) signals nothing and is an error naming the file,
 /// once: the update (the stop recorded as sent) is applied all the same, so the same stop is not
 /// asked for again and again.
-fn stop_then_apply(ctx: &Ctx<'_>, state: &StateDir, attempt: u32, kill: bool, update: &Update) -> Result<Outcome> {
+fn stop_then_apply(ctx: &Ctx<'_, Catalog>, state: &StateDir, attempt: u32, kill: bool, update: &Update) -> Result<Outcome> {
     let stopped = crate::worker::liveness::attempt(state, attempt, &shim::boot_id()).map_err(anyhow::Error::msg).and_then(|a| {
         match (a.proc, a.run) {
             (crate::worker::liveness::Proc::Alive, Some(run)) => shim::stop_attempt(&run, how(kill)),
@@ -129,8 +122,8 @@ fn how(kill: bool) -> shim::Stop {
 }
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
-fn apply(ctx: &Ctx<'_>, u: &Update) -> Result<Outcome> {
-    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::apply::Kind::Plan, &u.plan);
+fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Plan, &u.plan);
     crate::activity::apply::apply(&place, u, |_, _| None)
 }
 
@@ -220,15 +213,15 @@ fn make_writable(path: &std::path::Path) {
 
 /// The task's worktree as recorded when guild-hall made it, checked against the path and branch
 /// computed from the task's id.
-fn task_record(ctx: &Ctx<'_>, plan: &str, task: &Task) -> Result<Option<WorktreeRecord>> {
+fn task_record(ctx: &Ctx<'_, Catalog>, plan: &str, task: &Task) -> Result<Option<WorktreeRecord>> {
     let path = ctx.home.task_worktree(&ctx.project.name, &task.slug());
-    Ok(worktree::recorded(&ctx.task_state(plan, task).worktree(), &ctx.project.root, &path, &names::task_branch(&task.slug()))?)
+    Ok(worktree::recorded(&task_state(ctx, plan, task).worktree(), &ctx.project.root, &path, &names::task_branch(&task.slug()))?)
 }
 
 /// The task's worktree, made from the wave base, or reused (reset to the base, cleaned); a
 /// worktree that cannot be reused is made anew and the old path reported orphaned.
-fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bool) -> Result<(WorktreeRecord, Option<String>)> {
-    let state = ctx.task_state(&plan.id, task);
+fn task_worktree(ctx: &Ctx<'_, Catalog>, plan: &Plan, task: &Task, base: &str, sparse: bool) -> Result<(WorktreeRecord, Option<String>)> {
+    let state = task_state(ctx, &plan.id, task);
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let branch = names::task_branch(&task.slug());
     let base_commit = repo.find_commit(git2::Oid::from_str(base)?)?;
@@ -271,7 +264,7 @@ fn task_worktree(ctx: &Ctx<'_>, plan: &Plan, task: &Task, base: &str, sparse: bo
     Ok((rec, None))
 }
 
-fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> Result<Outcome> {
+fn start_task(ctx: &Ctx<'_, Catalog>, update: &Update, canonical: &str, attempt: u32) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
     let task = plan.task(canonical).context("the task vanished from the plan")?.clone();
     let record = match update.record.clone() {
@@ -279,7 +272,7 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
         None => super::observe::record(ctx.home, ctx.project, &plan.id)?.context("the plan has no record")?,
     };
     let base = base_of(&record, task.wave)?;
-    let state = ctx.task_state(&plan.id, &task);
+    let state = task_state(ctx, &plan.id, &task);
     std::fs::create_dir_all(&state.0)?;
     // A fresh attempt starts with no heartbeat history, and with an empty mailbox of its own.
     let _ = std::fs::remove_file(state.heartbeat());
@@ -351,7 +344,7 @@ fn start_task(ctx: &Ctx<'_>, update: &Update, canonical: &str, attempt: u32) -> 
 /// The wave's tasks in plan order: protocol checks and manifests first, a collision scan over
 /// all of them, and only then one commit per task. What each finding means for the plan (a
 /// halt, a task failed, and why) is the planner's ([`Integration`]); this only looks and copies.
-fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
+fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
     let record = update.record.clone().or(super::observe::record(ctx.home, ctx.project, &plan.id)?).context("the plan has no record")?;
     let base = base_of(&record, wave)?;
@@ -467,14 +460,14 @@ fn integrate(ctx: &Ctx<'_>, update: &Update, wave: usize) -> Result<Outcome> {
 
 /// Run `verify` in the plan's verify worktree, reset to the integration tip: never in a
 /// person's checkout. Under the shim like a worker (contained, its output kept).
-fn start_verify(ctx: &Ctx<'_>, update: &Update, wave: usize, run: u32) -> Result<Outcome> {
+fn start_verify(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize, run: u32) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
     let argv = plan.verify.clone().context("the plan has no verify")?;
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?;
     let branch = names::verify_branch(&plan.id);
     let path = ctx.home.verify_worktree(&ctx.project.name, &plan.id);
-    let state = ctx.verify_state(&plan.id);
+    let state = verify_state(ctx, &plan.id);
     std::fs::create_dir_all(&state.0)?;
     if crate::worker::liveness::busy(&state, &shim::boot_id()) {
         // A verify still running (one a cancel left behind): its worktree is in use.
@@ -531,7 +524,7 @@ pub fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> St
 
 /// A fix-forward commission for the fixer, as a person would write it; never over a file, never
 /// one the commission parser would refuse.
-fn write_fix(ctx: &Ctx<'_>, plan: &str, wave: usize, round: u32, fixer: &str, run: u32) -> Result<()> {
+fn write_fix(ctx: &Ctx<'_, Catalog>, plan: &str, wave: usize, round: u32, fixer: &str, run: u32) -> Result<()> {
     let id = fix_id(plan, wave, round);
     let path = ctx.project.commission_path(&id);
     let output = verify_output(ctx.home, ctx.project, plan, run);
@@ -612,7 +605,7 @@ mod tests {
                 Action::StopVerify { update: update.clone(), run: 1, kill: false },
             ] {
                 if matches!(action, Action::StopVerify { .. }) {
-                    let verify = ctx.verify_state("p");
+                    let verify = verify_state(&ctx, "p");
                     std::fs::create_dir_all(&verify.0).expect("mkdir");
                     write_json(&verify.run(), &forged).expect("forge");
                 }

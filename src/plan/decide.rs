@@ -30,31 +30,18 @@ mod integration;
 #[cfg(test)]
 mod machine_tests;
 
-/// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskState {
-    Queued,
-    Running,
-    /// Its worker ended well; its changes wait for the whole wave.
-    Succeeded,
-    Failed,
-    /// Shut down because another task of its wave failed (its worktree is kept).
-    Stopped,
-    /// Its commit is on the integration branch.
-    Integrated,
-}
-
-impl TaskState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskState::Queued => "queued",
-            TaskState::Running => "running",
-            TaskState::Succeeded => "succeeded",
-            TaskState::Failed => "failed",
-            TaskState::Stopped => "stopped",
-            TaskState::Integrated => "integrated",
-        }
+crate::artifact::vocabulary::vocabulary! {
+    /// One task's state in the plan's record (and, as text, in the artifact's `tasks:`).
+    pub enum TaskState ("task state") {
+        Queued = "queued",
+        Running = "running",
+        /// Its worker ended well; its changes wait for the whole wave.
+        Succeeded = "succeeded",
+        Failed = "failed",
+        /// Shut down because another task of its wave failed (its worktree is kept).
+        Stopped = "stopped",
+        /// Its commit is on the integration branch.
+        Integrated = "integrated",
     }
 }
 
@@ -336,12 +323,14 @@ impl Action {
             | Action::KillLeftovers { update, .. } => update,
         }
     }
+}
 
-    pub fn id(&self) -> &str {
+impl crate::activity::kind::Action for Action {
+    fn id(&self) -> &str {
         &self.update().plan
     }
 
-    pub fn kind(&self) -> &'static str {
+    fn verb(&self) -> &'static str {
         match self {
             Action::Update { .. } => "plan-update",
             Action::StartWave { .. } => "wave-start",
@@ -357,7 +346,7 @@ impl Action {
         }
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         match self {
             Action::Update { update } if update.edits.is_empty() && update.events.is_empty() && !update.folds.is_empty() => {
                 "read task mailboxes".into()
@@ -392,6 +381,14 @@ impl Action {
                 run.attempt
             ),
         }
+    }
+
+    fn is_stop(&self) -> bool {
+        matches!(self, Action::StopTask { .. } | Action::StopVerify { .. } | Action::KillLeftovers { .. })
+    }
+
+    fn is_heartbeat(&self) -> bool {
+        matches!(self, Action::Beat { .. })
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind};
+use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::plan::PlanStatus;
 use crate::artifact::Problem;
@@ -26,54 +26,34 @@ use crate::worker::Catalog;
 #[derive(Default)]
 pub struct Plans;
 
-impl kind::Action for decide::Action {
-    fn id(&self) -> &str {
-        decide::Action::id(self)
-    }
-    fn verb(&self) -> &'static str {
-        decide::Action::kind(self)
-    }
-    fn describe(&self) -> String {
-        decide::Action::describe(self)
-    }
-    fn is_stop(&self) -> bool {
-        matches!(self, decide::Action::StopTask { .. } | decide::Action::StopVerify { .. } | decide::Action::KillLeftovers { .. })
-    }
-    fn is_heartbeat(&self) -> bool {
-        matches!(self, decide::Action::Beat { .. })
-    }
-}
-
-impl Kind for Plans {
-    const NAME: &'static str = "plan";
-    /// The plans, and the workers their tasks and verify run.
-    type Snapshot = (decide::Snapshot, Catalog);
+impl Kind<Catalog> for Plans {
+    const NAME: Name = Name::Plan;
+    type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 
     /// `budget`: the workers the project's and the home's caps allow besides its commissions
     /// (its own running wave tasks are counted by the decider).
-    fn observe(&self, ctx: Ctx<'_>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
+    fn observe(&self, ctx: Ctx<'_, Catalog>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        let workers = Catalog::discover(&ctx.project.root, &ctx.home.workers_dir());
-        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, &workers, &now, budget.slots.unwrap_or(0))?;
-        Ok(((snapshot, workers), problems))
+        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now, budget.slots.unwrap_or(0))?;
+        Ok((snapshot, problems))
     }
 
-    fn decide(&self, (snapshot, _): &Self::Snapshot) -> Decided<decide::Action> {
+    fn decide(&self, snapshot: &Self::Snapshot) -> Decided<decide::Action> {
         Decided::actions(decide::decide(snapshot))
     }
 
-    fn act(&self, ctx: Ctx<'_>, (_, workers): &Self::Snapshot, action: &decide::Action) -> Result<Outcome> {
-        act::act(&act::Ctx { home: ctx.home, project: ctx.project, workers }, action)
+    fn act(&self, ctx: Ctx<'_, Catalog>, _: &Self::Snapshot, action: &decide::Action) -> Result<Outcome> {
+        act::act(&ctx, action)
     }
 
     /// A task or verify going stale or reaching its limit, one still going away.
-    fn next_check(&self, (snapshot, _): &Self::Snapshot) -> Option<Duration> {
+    fn next_check(&self, snapshot: &Self::Snapshot) -> Option<Duration> {
         decide::next_check(snapshot)
     }
 
     /// Tasks and verify runs whose shim is at work (a shim killed or ending wakes the watcher).
-    fn at_work(&self, ctx: Ctx<'_>, (snapshot, _): &Self::Snapshot) -> AtWork {
+    fn at_work(&self, ctx: Ctx<'_, Catalog>, snapshot: &Self::Snapshot) -> AtWork {
         let (home, project) = (ctx.home, ctx.project);
         let mut running = Vec::new();
         for o in &snapshot.plans {
@@ -86,7 +66,7 @@ impl Kind for Plans {
     }
 
     /// Whether some plan of the project is running or verifying (its tasks or verify at work).
-    fn busy_after(&self, ctx: Ctx<'_>) -> Result<bool> {
+    fn busy_after(&self, ctx: Ctx<'_, Catalog>) -> Result<bool> {
         for path in crate::artifact::paths(&ctx.project.plans_dir())? {
             let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
             if crate::artifact::ids::validate_id(id).is_err() {

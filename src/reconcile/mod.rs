@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::activity::kind::Name;
 use crate::artifact::Problem;
 use crate::commission::decide::Action;
 use crate::config::{Home, Project};
@@ -21,7 +22,7 @@ pub use pass::run;
 
 /// An action's kind and artifact id: what backoff and a pass's failures are keyed by (a failed
 /// meeting `x` says nothing about commission `x`).
-pub type Key = (&'static str, String);
+pub type Key = (Name, String);
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -35,9 +36,9 @@ pub struct Options {
     pub skip: BTreeSet<Key>,
     /// Settled artifacts remembered across passes (the watcher's).
     pub settled: Option<std::sync::Arc<crate::commission::observe::SettledCache>>,
-    /// Drive only the kind of this name (`meeting`: a turn's toolbox events folded in at once,
+    /// Drive only this kind (meetings: a turn's toolbox events folded in at once,
     /// without dispatching commissions or landing wave tasks); `None`: every kind.
-    pub only: Option<&'static str>,
+    pub only: Option<Name>,
 }
 
 /// One action taken (or planned, with `--dry-run`).
@@ -47,7 +48,7 @@ pub struct Entry {
     /// The kind of the artifact (`commission`, `meeting`, `plan`): not in the output, whose
     /// action names say it.
     #[serde(skip)]
-    pub kind: &'static str,
+    pub kind: Name,
     pub id: String,
     pub action: &'static str,
     pub detail: String,

@@ -11,12 +11,13 @@ use anyhow::{anyhow, Context, Result};
 
 use super::lock::take_lock;
 use super::{Entry, Key, Options, Report};
-use crate::activity::kind::{Action as _, Budget, Ctx, Kind};
+use crate::activity::kind::{Action as _, Budget, Ctx, Kind, Name};
 use crate::activity::Outcome;
 use crate::commission::Commissions;
 use crate::config::{Home, Project};
 use crate::meeting::Meetings;
 use crate::plan::Plans;
+use crate::worker::Catalog;
 
 /// How many decide/act rounds one pass may take before it reports that it did not converge.
 const MAX_ROUNDS: usize = 40;
@@ -29,7 +30,6 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     let commissions = Commissions { settled: opts.settled.as_deref() };
     let kinds: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
     let mut pass = Pass {
-        ctx: Ctx { home, project },
         opts,
         report: Report::default(),
         seen_problems: BTreeSet::new(),
@@ -43,16 +43,26 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
         wait_for_git(project);
         if !opts.dry_run {
-            // What a killed pass left half-applied is finished before anything is observed.
-            crate::activity::apply::settle(home, project)?;
+            // What a killed pass left half-applied is finished before anything is observed. An
+            // artifact whose update cannot be finished is left alone (its actions, as after a
+            // failure), and said; the rest of the project goes on.
+            for u in crate::activity::apply::settle(home, project)? {
+                if pass.seen_problems.insert(u.problem.to_string()) {
+                    pass.report.problems.push(u.problem);
+                }
+                pass.failed.insert((u.kind, u.id));
+            }
         }
+        // The worker packages, read once a round for every kind.
+        let workers = Catalog::discover(&project.root, &home.workers_dir());
+        let ctx = Ctx { home, project, workers: &workers };
         pass.report.next_check = None;
         pass.report.running.clear();
         pass.report.dependency_dirs.clear();
         let mut round = Round { settled: true, ..Round::default() };
         let mut budget = Budget::default();
         for kind in kinds.iter().filter(|k| opts.only.is_none_or(|only| only == k.name())) {
-            kind.round(&mut pass, &mut budget, &mut round)?;
+            kind.round(&mut pass, ctx, &mut budget, &mut round)?;
         }
         drop(global);
         if opts.dry_run {
@@ -82,7 +92,6 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
 
 /// What a pass carries from round to round.
 struct Pass<'a> {
-    ctx: Ctx<'a>,
     opts: &'a Options,
     report: Report,
     seen_problems: BTreeSet<String>,
@@ -111,19 +120,19 @@ struct Round {
 
 /// A kind as the pass drives it: any [`Kind`] whose actions say what `--dry-run` lists.
 trait Drive {
-    fn name(&self) -> &'static str;
-    fn round(&self, pass: &mut Pass<'_>, budget: &mut Budget, round: &mut Round) -> Result<()>;
+    fn name(&self) -> Name;
+    fn round(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()>;
 }
 
-impl<K: Kind> Drive for K
+impl<K: Kind<Catalog>> Drive for K
 where
     K::Action: Listed,
 {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> Name {
         K::NAME
     }
-    fn round(&self, pass: &mut Pass<'_>, budget: &mut Budget, round: &mut Round) -> Result<()> {
-        pass.round(self, budget, round)
+    fn round(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()> {
+        pass.round(self, ctx, budget, round)
     }
 }
 
@@ -144,11 +153,10 @@ impl Listed for crate::meeting::decide::Action {}
 impl Listed for crate::plan::decide::Action {}
 
 impl Pass<'_> {
-    fn round<K: Kind>(&mut self, kind: &K, budget: &mut Budget, round: &mut Round) -> Result<()>
+    fn round<K: Kind<Catalog>>(&mut self, kind: &K, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()>
     where
         K::Action: Listed,
     {
-        let ctx = self.ctx;
         let (snapshot, problems) = kind.observe(ctx, budget).context("observing the project")?;
         let decided = kind.decide(&snapshot);
         for p in problems.iter().chain(&decided.problems) {

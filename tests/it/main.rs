@@ -25,6 +25,7 @@ mod robustness;
 mod rpc;
 mod rpc_catalogue;
 mod sandbox_trust;
+mod settle;
 mod surgical;
 mod trust;
 mod watch;

@@ -2,7 +2,8 @@
 //! reconciler drop its write and re-plan, and the person's text survives byte-for-byte.
 
 use crate::common::*;
-use guild_hall::commission::act::{act, Ctx, Outcome};
+use guild_hall::activity::kind::Ctx;
+use guild_hall::commission::act::{act, Outcome};
 use guild_hall::commission::decide::{decide, Action};
 use guild_hall::commission::observe::observe;
 use guild_hall::config::{self, Home};
@@ -21,9 +22,9 @@ fn edit_between_observe_and_write_is_not_lost() {
     // The person saves between our observe and our write.
     let mine = "---\nworker: scribe\ntitle: Mine   # my comment\n---\nmy new body\n";
     std::fs::write(p.artifact_path("e"), mine).expect("edit");
-    let ctx = Ctx { home: &home, project: &project, snapshot: &snap };
+    let ctx = Ctx { home: &home, project: &project, workers: &snap.workers };
     for a in &planned.actions {
-        assert_eq!(act(&ctx, a).expect("act"), Outcome::Dropped);
+        assert_eq!(act(&ctx, &snap, a).expect("act"), Outcome::Dropped);
     }
     assert_eq!(p.artifact("e"), mine);
 

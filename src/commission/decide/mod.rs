@@ -81,16 +81,15 @@ pub enum Action {
     Heartbeat { id: String, beat: Heartbeat },
 }
 
-impl Action {
-    pub fn id(&self) -> &str {
+impl crate::activity::kind::Action for Action {
+    fn id(&self) -> &str {
         match self {
             Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } => &u.id,
             Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
         }
     }
 
-    /// Short human description.
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let status = |u: &Update| {
             u.edits.iter().find_map(|e| match e {
                 Edit::Set(k, v) if k == "status" => v.as_str().map(str::to_string),
@@ -128,7 +127,7 @@ impl Action {
         }
     }
 
-    pub fn kind(&self) -> &'static str {
+    fn verb(&self) -> &'static str {
         match self {
             Action::Update(_) => "update",
             Action::Dispatch { .. } => "dispatch",
@@ -138,6 +137,14 @@ impl Action {
             Action::Cleanup { .. } => "cleanup",
             Action::Heartbeat { .. } => "heartbeat",
         }
+    }
+
+    fn is_stop(&self) -> bool {
+        matches!(self, Action::Signal { .. } | Action::KillLeftovers { .. })
+    }
+
+    fn is_heartbeat(&self) -> bool {
+        matches!(self, Action::Heartbeat { .. })
     }
 }
 

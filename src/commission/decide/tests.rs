@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 
 use super::*;
+use crate::activity::kind::Action as _;
 use crate::activity::state::{ExitInfo, RunInfo, Sample};
 use crate::artifact::Commission;
 use crate::commission::observe::QUESTIONS_SHOWN;
@@ -463,7 +464,7 @@ fn a_stop_is_over_only_when_every_process_is() {
     // A shim killed with processes left behind is not over either.
     o.proc = Proc::Lingering;
     o.leftovers = vec![4244];
-    assert!(decide(&snapshot(vec![o.clone()])).actions.iter().all(|a| a.kind() == "kill_leftovers"));
+    assert!(decide(&snapshot(vec![o.clone()])).actions.iter().all(|a| a.verb() == "kill_leftovers"));
     // Every process gone: the stop is recorded as over, and only now `completed:`.
     o.proc = Proc::Dead;
     o.leftovers.clear();
@@ -682,7 +683,7 @@ fn a_kill_comes_before_the_update_that_goes_with_it() {
     o.leftovers = vec![4244];
     deliver(&mut o, mail(1, MailBody::Progress { text: "still here".into() }));
     let p = decide(&snapshot(vec![o]));
-    let kinds: Vec<&str> = p.actions.iter().map(Action::kind).collect();
+    let kinds: Vec<&str> = p.actions.iter().map(|a| a.verb()).collect();
     assert_eq!(kinds, ["kill_leftovers", "update"], "{p:?}");
 }
 

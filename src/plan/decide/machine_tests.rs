@@ -12,6 +12,7 @@ use proptest::prelude::*;
 use serde_yaml_ng::Value;
 
 use super::*;
+use crate::activity::kind::Action as _;
 
 const ID: &str = "p";
 
