@@ -220,36 +220,13 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     let now = Utc::now();
     let global = home.load_config()?;
     let mut problems = workers.problems.clone();
-    let repo = git2::Repository::open(&project.root)?;
-    let integration_tree_id = repo
-        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
-        .ok()
-        .and_then(|b| b.get().peel_to_tree().ok())
-        .map(|t| t.id());
+    let tree = integration_tree(project)?;
     let boot = shim::boot_id();
-
-    // Parsing frontmatter dominates observe: spread the artifacts over the cores.
     let paths = crate::artifact::paths(&project.commissions_dir())?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     let chunk = paths.len().div_ceil(threads).max(256);
-    let observed: Vec<Result<Observed, Vec<Problem>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = paths
-            .chunks(chunk)
-            .map(|part| {
-                let (boot, tree) = (&boot, integration_tree_id);
-                scope.spawn(move || {
-                    // git2 trees are not Sync: each thread looks the tree up in its own handle.
-                    let repo = git2::Repository::open(&project.root).ok();
-                    let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
-                    part.iter()
-                        .filter(|p| depth == Depth::Full || !settled(home, project, p, cache))
-                        .map(|p| observe_one(home, project, p, tree.as_ref(), boot))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-    });
+    let observed =
+        observe_parallel(home, project, &paths, chunk, tree, &boot, |p| depth == Depth::Full || !settled(home, project, p, cache));
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
         match o {
@@ -292,34 +269,53 @@ pub fn observe_each(
     mut each: impl FnMut(Result<Observed, Vec<Problem>>),
 ) -> Result<Vec<Problem>> {
     let workers = Catalog::discover(&project.root, &home.workers_dir());
-    let repo = git2::Repository::open(&project.root)?;
-    let integration_tree_id = repo
-        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
-        .ok()
-        .and_then(|b| b.get().peel_to_tree().ok())
-        .map(|t| t.id());
+    let tree = integration_tree(project)?;
     let boot = shim::boot_id();
     let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
     for batch in paths.chunks(threads * PER_THREAD) {
-        let observed: Vec<Result<Observed, Vec<Problem>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = batch
-                .chunks(PER_THREAD)
-                .map(|part| {
-                    let (boot, tree) = (&boot, integration_tree_id);
-                    scope.spawn(move || {
-                        let repo = git2::Repository::open(&project.root).ok();
-                        let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
-                        part.iter().map(|p| observe_one(home, project, p, tree.as_ref(), boot)).collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-        });
-        observed.into_iter().for_each(&mut each);
+        observe_parallel(home, project, batch, PER_THREAD, tree, &boot, |_| true).into_iter().for_each(&mut each);
     }
     Ok(workers.problems)
+}
+
+/// The integration branch's tree, if the branch exists.
+fn integration_tree(project: &Project) -> Result<Option<git2::Oid>> {
+    let repo = git2::Repository::open(&project.root)?;
+    Ok(repo
+        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().peel_to_tree().ok())
+        .map(|t| t.id()))
+}
+
+/// The artifacts at `paths` that `keep` accepts, observed `chunk` to a thread, in path order.
+/// Parsing frontmatter dominates observe, so the artifacts are spread over the cores.
+fn observe_parallel(
+    home: &Home,
+    project: &Project,
+    paths: &[PathBuf],
+    chunk: usize,
+    tree: Option<git2::Oid>,
+    boot: &str,
+    keep: impl Fn(&Path) -> bool + Sync,
+) -> Vec<Result<Observed, Vec<Problem>>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = paths
+            .chunks(chunk.max(1))
+            .map(|part| {
+                let keep = &keep;
+                scope.spawn(move || {
+                    // git2 trees are not Sync: each thread looks the tree up in its own handle.
+                    let repo = git2::Repository::open(&project.root).ok();
+                    let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
+                    part.iter().filter(|p| keep(p)).map(|p| observe_one(home, project, p, tree.as_ref(), boot)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
 }
 
 /// [`is_settled`], answered from the cache when neither file changed since it last said yes.
