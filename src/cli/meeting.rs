@@ -1,5 +1,5 @@
 //! `guild-hall meeting ...`: start, chat, send, list, show, accept, decline, close. Thin over
-//! [`guild_hall::meeting`]: each writes what a person would write in an editor, has the reconciler
+//! [`guild_hall::ops::meeting`]: each writes what a person would write in an editor, has the reconciler
 //! carry it out, and streams turns to the terminal (or as JSON lines for scripts).
 
 use std::io::{BufRead, IsTerminal};
