@@ -183,7 +183,8 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         if exists(&verify) {
             worktrees.push(verify);
         }
-        let running = task_slugs.iter().any(|slug| crate::worker::liveness::busy(&StateDir(home.task_state(&project.name, &id, slug)), &boot));
+        let running =
+            task_slugs.iter().any(|slug| crate::worker::liveness::busy(&StateDir(home.task_state(&project.name, &id, slug)), &boot));
         let mut names: Vec<String> = Vec::new();
         if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
             for (b, _) in bs.flatten() {
