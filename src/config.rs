@@ -359,6 +359,7 @@ pub mod worktree_prefix {
     pub const MEETING: &str = "meeting-";
     pub const TASK: &str = "task-";
     pub const VERIFY: &str = "verify-";
+    pub const ALL: [&str; 4] = [COMMISSION, MEETING, TASK, VERIFY];
 }
 
 /// Directory name plus a short hash of the absolute path: stable and filename-safe.
