@@ -231,24 +231,44 @@ impl Home {
     pub fn project_state(&self, project: &str) -> PathBuf {
         self.state_root().join(project)
     }
+    /// The runtime dirs of a project's commissions, one per id.
+    pub fn commissions_state(&self, project: &str) -> PathBuf {
+        self.project_state(project).join("commissions")
+    }
     pub fn commission_state(&self, project: &str, id: &str) -> PathBuf {
-        self.project_state(project).join("commissions").join(id)
+        self.commissions_state(project).join(id)
+    }
+    /// A project's worktrees, each named by its kind's prefix ([`worktree_prefix`]) and id.
+    pub fn worktrees_dir(&self, project: &str) -> PathBuf {
+        self.root.join("worktrees").join(project)
     }
     pub fn worktree(&self, project: &str, id: &str) -> PathBuf {
-        self.root.join("worktrees").join(project).join(format!("commission-{id}"))
+        self.worktrees_dir(project).join(format!("{}{id}", worktree_prefix::COMMISSION))
+    }
+    /// The runtime dirs of a project's meetings, one per id.
+    pub fn meetings_state(&self, project: &str) -> PathBuf {
+        self.project_state(project).join("meetings")
     }
     pub fn meeting_state(&self, project: &str, id: &str) -> PathBuf {
-        self.project_state(project).join("meetings").join(id)
+        self.meetings_state(project).join(id)
+    }
+    /// The runtime dirs of a project's plans, one per id.
+    pub fn plans_state(&self, project: &str) -> PathBuf {
+        self.project_state(project).join("plans")
     }
     pub fn plan_state(&self, project: &str, plan: &str) -> PathBuf {
-        self.project_state(project).join("plans").join(plan)
+        self.plans_state(project).join(plan)
+    }
+    /// The runtime dirs of a plan's wave tasks, one per slug.
+    pub fn tasks_state(&self, project: &str, plan: &str) -> PathBuf {
+        self.plan_state(project, plan).join("tasks")
     }
     /// A wave task's runtime dir (`slug`: its canonical id with `-` for `:`).
     pub fn task_state(&self, project: &str, plan: &str, slug: &str) -> PathBuf {
-        self.plan_state(project, plan).join("tasks").join(slug)
+        self.tasks_state(project, plan).join(slug)
     }
     pub fn task_worktree(&self, project: &str, slug: &str) -> PathBuf {
-        self.root.join("worktrees").join(project).join(format!("task-{slug}"))
+        self.worktrees_dir(project).join(format!("{}{slug}", worktree_prefix::TASK))
     }
     /// The runtime dir of a plan's `verify` runs.
     pub fn verify_state(&self, project: &str, plan: &str) -> PathBuf {
@@ -256,14 +276,17 @@ impl Home {
     }
     /// Where a plan's `verify` runs: a worktree at the integration tip.
     pub fn verify_worktree(&self, project: &str, plan: &str) -> PathBuf {
-        self.root.join("worktrees").join(project).join(format!("verify-{plan}"))
+        self.worktrees_dir(project).join(format!("{}{plan}", worktree_prefix::VERIFY))
     }
     pub fn meeting_worktree(&self, project: &str, id: &str) -> PathBuf {
-        self.root.join("worktrees").join(project).join(format!("meeting-{id}"))
+        self.worktrees_dir(project).join(format!("{}{id}", worktree_prefix::MEETING))
     }
-    /// A meeting's transcript while it is open (REQ-MTG-19): removed on close.
+    /// A project's meeting transcripts, `<id>.md` each.
+    pub fn transcripts_dir(&self, project: &str) -> PathBuf {
+        self.root.join("meetings").join(project)
+    }
     pub fn transcript(&self, project: &str, id: &str) -> PathBuf {
-        self.root.join("meetings").join(project).join(format!("{id}.md"))
+        self.transcripts_dir(project).join(format!("{id}.md"))
     }
     pub fn workers_dir(&self) -> PathBuf {
         self.root.join("workers")
@@ -328,6 +351,15 @@ impl Project {
     pub fn meeting_path(&self, id: &str) -> PathBuf {
         self.meetings_dir().join(format!("{id}.md"))
     }
+}
+
+/// How each kind's worktree under [`Home::worktrees_dir`] begins; the id follows.
+pub mod worktree_prefix {
+    pub const COMMISSION: &str = "commission-";
+    pub const MEETING: &str = "meeting-";
+    pub const TASK: &str = "task-";
+    pub const VERIFY: &str = "verify-";
+    pub const ALL: [&str; 4] = [COMMISSION, MEETING, TASK, VERIFY];
 }
 
 /// Directory name plus a short hash of the absolute path: stable and filename-safe.

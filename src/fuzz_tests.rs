@@ -1,5 +1,5 @@
-//! Property tests over odd input: artifact parsing and the planner fed arbitrary bytes and
-//! arbitrary YAML (not only well-formed commissions). Never a panic; the writes the planner
+//! Property tests over odd input: artifact parsing and the decider fed arbitrary bytes and
+//! arbitrary YAML (not only well-formed commissions). Never a panic; the writes the decider
 //! asks for never touch the body or a key that is not the reconciler's, and a refused edit
 //! changes nothing but `status` (put back), `reason` (saying why) and the consumed `desired`
 //! (besides the `created` stamp every pass gives an artifact without one). Seeds that ever found a
@@ -173,7 +173,7 @@ proptest! {
                 continue;
             }
             // A refusal on its own: not folded into a transition (a dispatch, or a failure found
-            // the same pass, whose own edits are checked by the planner's table tests).
+            // the same pass, whose own edits are checked by the decider's table tests).
             let refused = update.events.iter().any(|e| e["kind"] == "refused") && !update.events.iter().any(|e| e["kind"] == "status");
             for e in &update.edits {
                 let key = match e { Edit::Set(k, _) | Edit::Remove(k) => k.as_str() };

@@ -4,7 +4,7 @@
 //!
 //! The order, and why. The timeline and the files in the state dir are guild-hall's own; the
 //! artifact is shared with a person, whose save always wins (the edits are dropped). The
-//! record and the artifact are read together by the planner, which takes a status in the
+//! record and the artifact are read together by the decider, which takes a status in the
 //! artifact that differs from the record as a person's request: were either written alone,
 //! the next pass could not tell our own half-done write from a request (an artifact ahead of
 //! the record looks like a person asking for the new status; a record ahead of the artifact,
@@ -66,7 +66,7 @@ impl Write {
     }
 }
 
-/// What every kind's update is made of (each kind's planner builds its own struct; this is
+/// What every kind's update is made of (each kind's decider builds its own struct; this is
 /// how the one apply reads it).
 pub trait Update {
     /// The timeline entries (deduplicated by key when appended).

@@ -1,8 +1,8 @@
 //! Artifact edits that must land whatever a worker said: when the edits do not fit in the
 //! frontmatter (its size limit), they are made again without the worker's text (or with a
 //! pointer to the timeline in its place), and the timeline, which has all of it, says so.
-//! Commissions and meetings share it, so a status change or a close is never held up by a
-//! worker's words.
+//! Every kind shares it (commissions, meetings, plans), so a status change or a close is never
+//! held up by a worker's words.
 
 use std::path::Path;
 

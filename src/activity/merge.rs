@@ -380,7 +380,7 @@ fn checkouts_of(repo: &Repository, refname: &str) -> Result<Vec<PathBuf>> {
     let names = repo.worktrees()?;
     // guild-hall's own activity worktrees are never "a person's checkout" (a worker could
     // point its HEAD at the integration branch to stall every merge).
-    let ours = |n: &&str| ["commission-", "meeting-", "task-", "verify-"].iter().any(|p| n.starts_with(p));
+    let ours = |n: &&str| crate::config::worktree_prefix::ALL.iter().any(|p| n.starts_with(p));
     for name in names.iter().filter_map(|n| n.ok().flatten()).filter(|n| !ours(n)) {
         let Ok(wt) = repo.find_worktree(name) else { continue };
         let Ok(wrepo) = Repository::open_from_worktree(&wt) else { continue };

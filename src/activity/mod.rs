@@ -1,9 +1,10 @@
-//! What every kind of activity (commissions, meetings, plans) shares: its git (branch, worktree made and secured by record, landing by squash merge), the control plane
-//! no worker may change, its runtime state on disk (records, run and exit info, heartbeat,
-//! atomic writes), the liveness rules of a worker at work (stale, wall-clock limit), its
-//! timeline, artifact edits that land whatever a worker said ([`fit`]), applying an update in
-//! one crash-safe order ([`apply`]), the names derived from an id ([`names`]: branches,
-//! trailers), the Kind contract every kind implements ([`kind`]), and what an effect comes to.
+//! What every kind of activity (commissions, meetings, plans) shares: its git ([`git`]; branch,
+//! [`worktree`] made and secured by record, landing by squash [`merge`]), the [`control_plane`]
+//! no worker may change, the layout of its runtime state dir ([`state`]: records, run and exit
+//! info, heartbeat), its [`timeline`], artifact edits that land whatever a worker said
+//! ([`fit`]), applying an update in one crash-safe order ([`apply`]), the names derived from an
+//! id ([`names`]: branches, trailers), the Kind contract every kind implements ([`kind`]), and
+//! what an effect comes to. Atomic writes are `crate::files`'; liveness is `crate::worker::liveness`.
 
 pub mod apply;
 pub mod control_plane;

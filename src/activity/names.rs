@@ -50,9 +50,15 @@ pub fn task_branch(slug: &str) -> String {
     format!("claude/task/{slug}")
 }
 
-/// Whether `branch` is the branch of a task of `plan` (slugs start `<plan>-exec-wave-`).
+/// How the slug of every task of `plan` begins: `<plan>-exec-wave-` (canonical ids are
+/// `<plan>:exec:wave-<n>:<task>`).
+pub fn task_slug_prefix(plan: &str) -> String {
+    format!("{plan}-exec-wave-")
+}
+
+/// Whether `branch` is the branch of a task of `plan` (see [`task_slug_prefix`]).
 pub fn is_task_branch_of(plan: &str, branch: &str) -> bool {
-    branch.strip_prefix("claude/task/").is_some_and(|s| s.starts_with(&format!("{plan}-exec-wave-")))
+    branch.strip_prefix("claude/task/").is_some_and(|s| s.starts_with(&task_slug_prefix(plan)))
 }
 
 /// Where a plan's `verify` runs: `claude/verify/<plan>`.

@@ -1,6 +1,8 @@
-//! Runtime records under `$GUILD_HALL_HOME/state/<project>/commissions/<id>/`: what the
-//! reconciler last wrote (`record.json`), what the shim saw (`run.json`, `exit.json`), and the
-//! heartbeat. Plain data plus atomic file helpers; no decisions.
+//! An activity's runtime dir under `$GUILD_HALL_HOME/state/<project>/` (a commission's, a
+//! meeting's, a wave task's or a plan's verify: `config::Home` says where) and what is in it:
+//! what the reconciler last wrote (`record.json`), what the shim saw (`run.json`, `exit.json`),
+//! the heartbeat, logs and locks. Plain data and paths; the files are read and written with
+//! `crate::files`; no decisions.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,5 @@
-//! The activity timeline: `.lore/commissions/<id>.timeline.jsonl`, append-only across attempts,
+//! The activity timeline beside its artifact (`.lore/<kind>/<id>.timeline.jsonl`, for every
+//! kind), append-only across attempts,
 //! one JSON event per line. Appends are deduplicated by event key so a pass repeated after a
 //! crash does not record the same thing twice.
 

@@ -1,5 +1,5 @@
 //! `guild-hall meeting ...`: start, chat, send, list, show, accept, decline, close. Thin over
-//! [`guild_hall::meeting`]: each writes what a person would write in an editor, has the reconciler
+//! [`guild_hall::ops::meeting`]: each writes what a person would write in an editor, has the reconciler
 //! carry it out, and streams turns to the terminal (or as JSON lines for scripts).
 
 use std::io::{BufRead, IsTerminal};
@@ -16,6 +16,7 @@ use guild_hall::artifact::MeetingStatus;
 use guild_hall::meeting::events::TurnEvent;
 use guild_hall::meeting::turn::{self, Outcome};
 use guild_hall::ops::meeting::{self as ops, NewMeeting};
+use guild_hall::tools::meeting::{Entry, Shown};
 
 #[derive(Debug, Subcommand)]
 pub enum MeetingCmd {
@@ -302,7 +303,8 @@ fn chat(env: &Env, id: &str) -> Result<()> {
 fn list(env: &Env, json: bool) -> Result<()> {
     let (rows, problems) = ops::list(&env.project)?;
     if json {
-        let items: Vec<_> = rows.iter().map(summary_json).collect();
+        // Through a JSON value: its keys come out sorted, as they always have.
+        let items: Vec<_> = rows.iter().map(Entry::of).collect();
         say_json!("{}", serde_json::to_string_pretty(&json!({"meetings": items, "problems": problems}))?);
         return Ok(());
     }
@@ -324,31 +326,12 @@ fn list(env: &Env, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn summary_json(m: &guild_hall::artifact::Meeting) -> serde_json::Value {
-    json!({
-        "id": m.id,
-        "status": m.effective_status(),
-        "worker": m.worker,
-        "title": m.title,
-        "agenda": m.agenda,
-        "requested_by": m.requested_by,
-        "references": m.references,
-        "created": m.str_field("created"),
-        "session_id": m.session_id(),
-        "branch": m.str_field("branch"),
-        "linked_artifacts": m.linked_artifacts(),
-        "linked_more": m.linked_more(),
-        "reason": m.str_field("reason"),
-    })
-}
-
 fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     let m = guild_hall::meeting::observe::load(&env.project, id)?;
     let log = guild_hall::activity::timeline::read(&guild_hall::activity::timeline::path_for(&m.path))?;
     if json {
-        let mut v = summary_json(&m);
-        v["notes"] = json!(m.str_field("notes"));
-        v["log"] = json!(log);
+        // Through a JSON value: its keys come out sorted, as they always have.
+        let v = serde_json::to_value(Shown::of(&m, log))?;
         say_json!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

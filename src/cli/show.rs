@@ -1,5 +1,6 @@
-//! Commands that report: `reconcile` (its output), `status`, `timeline`, `logs`, `check`,
-//! `workers`. Formatting only; the work is done by the library.
+//! Commands that report: `reconcile` (its output), `status` (with its plans table), `timeline`,
+//! `logs`, `check`, `workers`; and `gc`, which collects the orphans it reports. Formatting only;
+//! the work is done by the library.
 
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};

@@ -245,12 +245,12 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
         }
     }
     let known: std::collections::HashSet<&str> = paths.iter().filter_map(|p| p.file_stem().and_then(|s| s.to_str())).collect();
-    let running_orphans = running_in(&home.project_state(&project.name).join("commissions"), &boot, |id| !known.contains(id));
+    let running_orphans = running_in(&home.commissions_state(&project.name), &boot, |id| !known.contains(id));
     Ok(Snapshot {
         now,
         running_orphans,
         running_elsewhere: running_elsewhere(home, &project.name, &boot),
-        tasks_running: tasks_running_in(&home.project_state(&project.name), &boot),
+        tasks_running: tasks_running_in(home, &project.name, &boot),
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,
@@ -499,20 +499,21 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
 /// Commissions of other projects whose worker is alive: they count against the global cap.
 fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
     let Ok(projects) = std::fs::read_dir(home.state_root()) else { return 0 };
+    // Project state dirs are named by project names, which are UTF-8.
     projects
-        .filter_map(|e| e.ok())
-        .filter(|p| p.file_name().to_str() != Some(this))
-        .map(|p| running_in(&p.path().join("commissions"), boot, |_| true) + tasks_running_in(&p.path(), boot))
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|p| p != this)
+        .map(|p| running_in(&home.commissions_state(&p), boot, |_| true) + tasks_running_in(home, &p, boot))
         .sum()
 }
 
 /// Wave tasks under a project's state dir whose shim is alive (or starting): they hold a slot
 /// under the caps like commissions.
-fn tasks_running_in(project_state: &Path, boot: &str) -> usize {
-    let Ok(plans) = std::fs::read_dir(project_state.join("plans")) else { return 0 };
+fn tasks_running_in(home: &Home, project: &str, boot: &str) -> usize {
+    let Ok(plans) = std::fs::read_dir(home.plans_state(project)) else { return 0 };
     let mut n = 0;
-    for plan in plans.filter_map(|e| e.ok()) {
-        let Ok(tasks) = std::fs::read_dir(plan.path().join("tasks")) else { continue };
+    for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+        let Ok(tasks) = std::fs::read_dir(home.tasks_state(project, &plan)) else { continue };
         for t in tasks.filter_map(|e| e.ok()) {
             if crate::worker::liveness::busy(&StateDir(t.path()), boot) {
                 n += 1;

@@ -68,7 +68,7 @@ pub fn fitted<'a>(path: &'a std::path::Path, edits: &'a [Edit]) -> impl Fn(&str)
 
 /// `edits` for a frontmatter that has no room for the worker's text (linked artifacts and
 /// notes, beside a person's long agenda, say): the linked artifacts left out and the notes
-/// replaced by [`super::notes::LEFT_OUT`] (the planner then leaves both to the log until the
+/// replaced by [`super::notes::LEFT_OUT`] (the decider then leaves both to the log until the
 /// meeting closes), the notes kept whole in the log's note. `None` if there is nothing to leave
 /// out.
 fn without_worker_text(path: &std::path::Path, text: &str, edits: &[Edit]) -> Option<Shorter> {
@@ -221,7 +221,7 @@ fn wait_to_close(path: &std::path::Path, meeting: &crate::artifact::Meeting, upd
     Ok(Outcome::Waiting(why))
 }
 
-/// The follow-up requests meeting `from` made (the planner kept them within the cap). One
+/// The follow-up requests meeting `from` made (the decider kept them within the cap). One
 /// that would not be a valid meeting is not written, and `from`'s log says why.
 fn write_followups(ctx: &Ctx<'_, Catalog>, from: &str, followups: &[Followup]) -> Result<()> {
     let log = timeline::path_for(&ctx.project.meeting_path(from));

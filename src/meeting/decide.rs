@@ -1,7 +1,7 @@
-//! The meeting state machine as a pure planner (REQ-MTG-4..9, 24, 28): requested → open |
+//! The meeting state machine as a pure decider (REQ-MTG-4..9, 24, 28): requested → open |
 //! declined, open → closed, nothing else. A status a person writes is a request, validated
 //! against what guild-hall last accepted (the record); a refused one is put back with
-//! `reason:` and a log event. Same shape as the commission planner: snapshot in, actions out.
+//! `reason:` and a log event. Same shape as the commission decider: snapshot in, actions out.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
@@ -48,7 +48,7 @@ pub struct Observed {
     pub worker_problem: Option<String>,
 }
 
-/// Everything the meeting planner needs.
+/// Everything the meeting decider needs.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub meetings: Vec<Observed>,
@@ -667,7 +667,7 @@ mod tests {
         }
 
         /// Planning is deterministic, and once a plan is carried out, planning again finds
-        /// nothing to do: the planner converges.
+        /// nothing to do: the decider converges.
         #[test]
         fn converges(s in arb_snapshot()) {
             let p = decide(&s);

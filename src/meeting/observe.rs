@@ -1,6 +1,6 @@
 //! Observe a project's meetings: their artifacts, records, worktrees and what is new in their
 //! mailboxes (read from where the last pass stopped, folded into [`Folded`]), into the
-//! planner's [`Snapshot`]. Read-only.
+//! decider's [`Snapshot`]. Read-only.
 
 use anyhow::Result;
 

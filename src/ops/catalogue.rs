@@ -124,7 +124,8 @@ impl plans::Operations for Plans {
             waves,
             id: req.id,
             parallelism: req.parallelism,
-            verify: req.verify.map(|v| v.split_whitespace().map(str::to_string).collect()),
+            // The catalogue refuses `verify` (see `tools::plan::VERIFY_REFUSED`).
+            verify: None,
             fixer: req.fixer,
             draft: req.draft,
         };

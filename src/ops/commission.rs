@@ -107,7 +107,9 @@ pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
 pub fn redispatch(project: &Project, id: &str) -> Result<Edit> {
     let c = load(project, id)?;
     match c.status {
-        Some(Status::Failed | Status::Cancelled) => {
+        // The request table's moves back to pending, less the draft's: starting a draft is not a
+        // new attempt of anything, so re-dispatch is the table's rule narrowed to ended attempts.
+        Some(s) if s != Status::Draft && crate::commission::decide::person_may_request(s, Status::Pending) => {
             let edit = Edit::Set("status".into(), Value::from("pending"));
             request(project, id, &edit)?;
             Ok(edit)

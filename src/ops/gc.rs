@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::activity::kind::Name;
 use crate::activity::state::{Record, StateDir};
 use crate::activity::worktree::{self, WorktreeRecord};
-use crate::config::{Home, Project};
+use crate::config::{worktree_prefix, Home, Project};
 use crate::files::read_json;
 
 /// A branch of an orphan, and whether its work is in the integration branch (or any other).
@@ -86,18 +86,18 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
     let repo = crate::activity::git::open(&project.root)?;
     let integration =
         repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_commit().ok());
-    let worktrees = home.root.join("worktrees").join(&project.name);
+    let worktrees = home.worktrees_dir(&project.name);
     let boot = crate::worker::shim::boot_id();
     let mut out = Vec::new();
     for kind in [Name::Commission, Name::Meeting] {
-        let (state_root, artifact_dir) = match kind {
-            Name::Commission => (home.project_state(&project.name).join("commissions"), project.commissions_dir()),
-            _ => (home.project_state(&project.name).join("meetings"), project.meetings_dir()),
+        let (state_root, artifact_dir, prefix) = match kind {
+            Name::Commission => (home.commissions_state(&project.name), project.commissions_dir(), worktree_prefix::COMMISSION),
+            _ => (home.meetings_state(&project.name), project.meetings_dir(), worktree_prefix::MEETING),
         };
         let mut ids = ids_in(&state_root, "", "");
-        ids.extend(ids_in(&worktrees, &format!("{kind}-"), ""));
+        ids.extend(ids_in(&worktrees, prefix, ""));
         if kind == Name::Meeting {
-            ids.extend(ids_in(&home.root.join("meetings").join(&project.name), "", ".md"));
+            ids.extend(ids_in(&home.transcripts_dir(&project.name), "", ".md"));
         }
         for id in ids {
             let artifact = artifact_dir.join(format!("{id}.md"));
@@ -158,10 +158,10 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
 
 /// Plans whose artifact is gone: their runtime dir, task and verify worktrees and branches.
 fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integration: Option<&git2::Commit<'_>>) -> Result<Vec<Orphan>> {
-    let state_root = home.project_state(&project.name).join("plans");
-    let worktrees_dir = home.root.join("worktrees").join(&project.name);
+    let state_root = home.plans_state(&project.name);
+    let worktrees_dir = home.worktrees_dir(&project.name);
     let mut ids = ids_in(&state_root, "", "");
-    ids.extend(ids_in(&worktrees_dir, "verify-", ""));
+    ids.extend(ids_in(&worktrees_dir, worktree_prefix::VERIFY, ""));
     let boot = crate::worker::shim::boot_id();
     let mut out = Vec::new();
     for id in ids {
@@ -169,12 +169,12 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         if exists(&artifact) {
             continue;
         }
-        let state = state_root.join(&id);
+        let state = home.plan_state(&project.name, &id);
         // Its tasks' slugs start `<plan>-exec-wave-`: no other plan's can (ids hold no `-exec-wave-`
         // of their own making ambiguity only between plans named so; those are left alone).
-        let prefix = format!("{id}-exec-wave-");
-        let task_slugs = ids_in(&state.join("tasks"), "", "");
-        let mut worktrees: Vec<PathBuf> = ids_in(&worktrees_dir, "task-", "")
+        let prefix = crate::activity::names::task_slug_prefix(&id);
+        let task_slugs = ids_in(&home.tasks_state(&project.name, &id), "", "");
+        let mut worktrees: Vec<PathBuf> = ids_in(&worktrees_dir, worktree_prefix::TASK, "")
             .into_iter()
             .filter(|s| s.starts_with(&prefix))
             .map(|s| home.task_worktree(&project.name, &s))
@@ -183,7 +183,8 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         if exists(&verify) {
             worktrees.push(verify);
         }
-        let running = task_slugs.iter().any(|slug| crate::worker::liveness::busy(&StateDir(state.join("tasks").join(slug)), &boot));
+        let running =
+            task_slugs.iter().any(|slug| crate::worker::liveness::busy(&StateDir(home.task_state(&project.name, &id, slug)), &boot));
         let mut names: Vec<String> = Vec::new();
         if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
             for (b, _) in bs.flatten() {

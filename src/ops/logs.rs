@@ -45,7 +45,7 @@ pub fn plan_log(home: &Home, project: &Project, id: &str, task: Option<&str>, ve
     let record = crate::plan::observe::record(home, project, id)?;
     if verify {
         let runs = record.map(|r| r.verify_runs).unwrap_or(0);
-        return Ok(StateDir(home.plan_state(&project.name, id).join("verify")).log(runs));
+        return Ok(StateDir(home.verify_state(&project.name, id)).log(runs));
     }
     let name = task.context("name a task (its canonical id or label), or --verify")?;
     let t = plan.tasks().find(|t| t.canonical == name || t.label == name).with_context(|| format!("plan {id} has no task {name}"))?;

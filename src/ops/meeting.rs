@@ -117,11 +117,7 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
 pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str>) -> Result<Meeting> {
     let m = observe::load(project, id)?;
     let from = m.effective_status();
-    let allowed = matches!(
-        (from, to),
-        (MeetingStatus::Requested, MeetingStatus::Open | MeetingStatus::Declined) | (MeetingStatus::Open, MeetingStatus::Closed)
-    );
-    if !allowed {
+    if !crate::meeting::REQUESTS.contains(&(from, to)) {
         let how = match from {
             MeetingStatus::Requested => "a request can be accepted or declined",
             MeetingStatus::Open => "an open meeting can be closed",

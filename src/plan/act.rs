@@ -343,7 +343,7 @@ fn start_task(ctx: &Ctx<'_, Catalog>, update: &Update, canonical: &str, attempt:
 
 /// The wave's tasks in plan order: protocol checks and manifests first, a collision scan over
 /// all of them, and only then one commit per task. What each finding means for the plan (a
-/// halt, a task failed, and why) is the planner's ([`Integration`]); this only looks and copies.
+/// halt, a task failed, and why) is the decider's ([`Integration`]); this only looks and copies.
 fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
     let record = update.record.clone().or(super::observe::record(ctx.home, ctx.project, &plan.id)?).context("the plan has no record")?;

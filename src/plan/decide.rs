@@ -1,4 +1,4 @@
-//! The plan state machine as a pure planner: waves in order, at most `parallelism` tasks of
+//! The plan state machine as a pure decider: waves in order, at most `parallelism` tasks of
 //! the current wave running (FIFO in plan order), fail-fast, integration once the whole wave
 //! has succeeded, the verify gate, fix-forward, retry and cancel; tasks and verify held to the
 //! liveness rules of commissions (stale, `timeout:`), what a killed shim left running killed

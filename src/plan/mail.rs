@@ -1,6 +1,6 @@
 //! A wave task's mailbox: one per attempt (`events-<n>.jsonl`, made empty when the attempt
 //! starts), read from where the last pass stopped, every event checked against the attempt and
-//! the task's worktree; what the planner needs of it (a `failed` update) folded and kept with
+//! the task's worktree; what the decider needs of it (a `failed` update) folded and kept with
 //! the position in `events-<n>.folded.json`, so that a pass reads only new bytes.
 
 use std::collections::BTreeMap;

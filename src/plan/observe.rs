@@ -1,6 +1,6 @@
 //! Observe a project's plans: their artifacts and records, each task's exit, task updates,
 //! worker at work (signs of life) and worktree (as made for it, as `git worktree list` has
-//! it), the latest verify run and fix-forward commission, into the planner's [`Snapshot`].
+//! it), the latest verify run and fix-forward commission, into the decider's [`Snapshot`].
 //! A task's or verify's processes are judged as a commission's ([`liveness::attempt`]): a
 //! run record that cannot be trusted is a problem naming its file. Read-only.
 

@@ -183,9 +183,9 @@ pub struct Listed {
     pub meetings: Vec<Summary>,
 }
 
-/// `show`: as `guild-hall meeting show --json` gives it.
+/// One meeting as `guild-hall meeting list --json` lists it; `show` adds its notes and log.
 #[derive(Debug, Serialize)]
-pub struct Shown {
+pub struct Entry {
     pub id: String,
     pub status: MeetingStatus,
     pub worker: String,
@@ -199,15 +199,12 @@ pub struct Shown {
     pub linked_artifacts: Vec<String>,
     pub linked_more: u64,
     pub reason: Option<String>,
-    pub notes: Option<String>,
-    /// Its timeline, oldest first.
-    pub log: Vec<Json>,
 }
 
-impl Shown {
-    pub fn of(m: &Meeting, log: Vec<Json>) -> Shown {
+impl Entry {
+    pub fn of(m: &Meeting) -> Entry {
         let field = |k: &str| m.str_field(k).map(str::to_string);
-        Shown {
+        Entry {
             id: m.id.clone(),
             status: m.effective_status(),
             worker: m.worker.clone(),
@@ -221,9 +218,23 @@ impl Shown {
             linked_artifacts: m.linked_artifacts(),
             linked_more: m.linked_more(),
             reason: field("reason"),
-            notes: field("notes"),
-            log,
         }
+    }
+}
+
+/// `show`: as `guild-hall meeting show --json` gives it.
+#[derive(Debug, Serialize)]
+pub struct Shown {
+    #[serde(flatten)]
+    pub meeting: Entry,
+    pub notes: Option<String>,
+    /// Its timeline, oldest first.
+    pub log: Vec<Json>,
+}
+
+impl Shown {
+    pub fn of(m: &Meeting, log: Vec<Json>) -> Shown {
+        Shown { meeting: Entry::of(m), notes: m.str_field("notes").map(str::to_string), log }
     }
 }
 

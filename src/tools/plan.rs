@@ -22,9 +22,12 @@ pub struct Create {
     /// Tasks of a wave running at once (default 1).
     #[serde(default = "one")]
     pub parallelism: usize,
-    /// The integration verify command, run after each wave (split on whitespace).
+    /// Refused whenever present: verify is an argv the reconciler runs unconfined, with the
+    /// person's environment, so only a person writes it (into the plan's file). Kept as a
+    /// field, out of the schema, so asking for it gets that reason rather than "unknown field".
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<String>,
+    #[schemars(skip)]
+    pub verify: Option<Json>,
     /// The worker of fix-forward commissions when verify fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixer: Option<String>,
@@ -62,7 +65,10 @@ pub fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
         Tool::new(
             "create",
             "Write a new plan (.lore/plans/<id>.md) of waves of tasks; it starts at once unless draft. Returns {plan}.",
-            |p: &P, a: Create| p.create(a),
+            |p: &P, a: Create| match a.verify {
+                Some(_) => Err(ToolError::Refused(VERIFY_REFUSED.into())),
+                None => p.create(a),
+            },
         ),
         Tool::new("show", "A plan: status, wave, reason, each task's state (with its resume class), and its log.", |p: &P, a: PlanId| {
             p.show(&a.id)
@@ -80,6 +86,10 @@ pub fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
         ),
     ]
 }
+
+/// Why `plan/create` takes no `verify`: before the catalogue served plans, an unconfined command
+/// could only come from someone who can write the plan file; an endpoint client must not gain it.
+pub const VERIFY_REFUSED: &str = "verify is refused here: it runs unconfined, with the person's environment, so a person must write it into the plan file (.lore/plans/<id>.md)";
 
 /// `create`: the new plan's id.
 #[derive(Debug, Serialize)]

@@ -172,3 +172,19 @@ fn plans_over_the_socket() {
     let v = rpc(&sock, "plan/cancel", json!({"id": "port-it"}));
     assert_eq!(v["error"]["code"], -32602, "a completed plan cannot be cancelled: {v}");
 }
+
+/// The bug: `plan/create` took `verify`, an argv the reconciler runs unconfined with the
+/// person's environment, from any endpoint client; before plans were served there, only someone
+/// who could write the plan file could set one. It is refused, saying why, and nothing is written.
+#[test]
+fn plan_create_refuses_verify() {
+    let p = Project::new(&["mason"]);
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let waves = json!([[{"id": "one", "worker": "mason", "prompt": "write: src/one.txt hello"}]]);
+    let v = rpc(&sock, "plan/create", json!({"title": "Sneaky", "waves": waves, "verify": "sh -c true", "draft": true}));
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("unconfined") && msg.contains("plan file"), "{v}");
+    assert!(!p.root.join(".lore/plans/sneaky.md").exists(), "nothing written");
+}

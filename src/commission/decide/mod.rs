@@ -1,4 +1,4 @@
-//! The planner: a pure function from a [`Snapshot`] to the [`Action`]s that move the world
+//! The decider: a pure function from a [`Snapshot`] to the [`Action`]s that move the world
 //! toward what the artifacts ask for. No I/O, deterministic order. It owns the state machine
 //! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits),
 //! dependencies, limits and FIFO, exit classification and heartbeat judgement.
@@ -148,7 +148,7 @@ impl crate::activity::kind::Action for Action {
     }
 }
 
-/// The planner's answer.
+/// The decider's answer.
 #[derive(Debug, Clone, Default)]
 pub struct Decisions {
     pub actions: Vec<Action>,

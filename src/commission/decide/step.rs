@@ -1,4 +1,4 @@
-//! One commission's update as the planner builds it: owned keys set or removed only when they
+//! One commission's update as the decider builds it: owned keys set or removed only when they
 //! change, status moves with their timeline events, refusals, and the worker's mailbox folded
 //! into progress, questions and result.
 
@@ -12,7 +12,7 @@ use crate::artifact::Status;
 use crate::commission::observe::Observed;
 use crate::worker::toolbox::mailbox::MailBody;
 
-/// Builds one commission's update as the planner reasons about it.
+/// Builds one commission's update as the decider reasons about it.
 #[derive(Clone)]
 pub(super) struct Step<'a> {
     pub(super) o: &'a Observed,

@@ -1,4 +1,4 @@
-//! Table and property tests of the pure planner: every transition, intent handling, limits,
+//! Table and property tests of the pure decider: every transition, intent handling, limits,
 //! FIFO, exit classification, heartbeat, and convergence.
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! When the world must be looked at again even if nothing changes on disk: the watcher's
-//! timers, asked of the planner (pure, from the same snapshot).
+//! timers, asked of the decider (pure, from the same snapshot).
 
 use chrono::{DateTime, Utc};
 

@@ -41,7 +41,7 @@ pub enum Finding<'a> {
     LandFailed(&'a Task, String),
 }
 
-/// One wave's copy-back as decided so far: the update the planner asked for, with the record
+/// One wave's copy-back as decided so far: the update the decider asked for, with the record
 /// the copy-back moves on.
 pub struct Integration<'a> {
     plan: &'a Plan,
@@ -52,7 +52,7 @@ pub struct Integration<'a> {
 }
 
 impl<'a> Integration<'a> {
-    /// Start from the planner's `update` and the plan's `record`; events are stamped `now`.
+    /// Start from the decider's `update` and the plan's `record`; events are stamped `now`.
     pub fn new(plan: &'a Plan, wave: usize, now: String, update: Update, record: PlanRecord) -> Integration<'a> {
         Integration { plan, wave, now, update, record }
     }

@@ -1,4 +1,4 @@
-//! The plan planner as a state machine: the whole table of status requests (each allowed one
+//! The plan decider as a state machine: the whole table of status requests (each allowed one
 //! carried out, each other put back saying why), the task states it moves through, and
 //! properties over generated snapshots — only allowed transitions, `parallelism` and the
 //! slots shared with commissions never exceeded, and convergence: the planned effects carried
@@ -116,7 +116,7 @@ fn sets<'a>(u: &'a Update, key: &str) -> Option<&'a Value> {
     })
 }
 
-/// The plan statuses the planner itself moves through, plus what a person may ask (a retry
+/// The plan statuses the decider itself moves through, plus what a person may ask (a retry
 /// lands on `running`).
 fn step_allowed(from: PlanStatus, to: PlanStatus) -> bool {
     use PlanStatus::*;
@@ -132,7 +132,7 @@ fn step_allowed(from: PlanStatus, to: PlanStatus) -> bool {
     )
 }
 
-/// The task states the planner moves a task through (the copy-back, not the planner, makes a
+/// The task states the decider moves a task through (the copy-back, not the decider, makes a
 /// task integrated: see [`Integration`]).
 fn task_allowed(from: TaskState, to: TaskState) -> bool {
     use TaskState::*;
@@ -655,7 +655,7 @@ fn what_the_copy_back_finds_decides_the_halt_and_whom_it_blames() {
         let tasks = sets(&u, "tasks").and_then(Value::as_mapping).expect("tasks shown");
         assert_eq!(tasks.get(b.canonical.as_str()).and_then(Value::as_str), Some(b_now.state.as_str()), "{what}");
     }
-    // Everything landed: the update shows each task integrated, the plan as the planner left it.
+    // Everything landed: the update shows each task integrated, the plan as the decider left it.
     let mut ig = start();
     ig.landed(&a, "c1", Some(1));
     ig.landed(&b, "c2", None);

@@ -1,5 +1,5 @@
-//! `guild-hall watch`: the same observe → plan → act pass, driven continuously for every watched
-//! project by file events (notify, debounced), timers the planner asks for, a worker's shim going
+//! `guild-hall watch`: the same observe → decide → act pass, driven continuously for every watched
+//! project by file events (notify, debounced), timers the deciders ask for, a worker's shim going
 //! away, signals, and a periodic resync. An event only marks its project dirty; what to do is
 //! always decided afresh by a full pass, so nothing here is truth that a restart could lose.
 
