@@ -254,7 +254,7 @@ fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), Str
     let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     std::fs::create_dir_all(ctx.project.meetings_dir())?;
     match crate::artifact::create_new(&path, &text, "meeting", crate::artifact::Meeting::parse) {
-        Ok(_) | Err(crate::artifact::CreateError::Exists(_)) => Ok(Ok(())),
+        Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(Ok(())),
         Err(e @ crate::artifact::CreateError::Invalid { .. }) => Ok(Err(e.to_string())),
         Err(e) => Err(e.into()),
     }
