@@ -161,15 +161,25 @@ struct Intent {
 /// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
 /// they do not fit in the frontmatter (given the artifact's text).
 pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
+    Ok(apply_hashed(place, u, shorter)?.0)
+}
+
+/// [`apply`], and the artifact's hash as the update left it (when done): what an action that
+/// goes on after one update expects for its next.
+pub fn apply_hashed<U: Update + ?Sized>(
+    place: &Place<'_>,
+    u: &U,
+    shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>,
+) -> Result<(Outcome, u64)> {
     timeline::append(&timeline::path_for(&place.artifact), u.events())?;
     place.fault(1);
     let record_file = super::state::StateDir(place.state.clone()).record();
     let record = u.record()?.map(|r| Write::at(&place.state, &record_file, &r)).transpose()?;
     let folds = u.folds(place.home, place.project)?.iter().map(|(path, v)| Write::at(&place.state, path, v)).collect::<Result<Vec<_>>>()?;
     if u.edits().is_empty() && record.is_none() && folds.is_empty() {
-        return Ok(Outcome::Done);
+        return Ok((Outcome::Done, u.expect_hash()));
     }
-    let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok(Outcome::Dropped) };
+    let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok((Outcome::Dropped, u.expect_hash())) };
     let new = if u.edits().is_empty() {
         None
     } else {
@@ -191,7 +201,7 @@ pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(
     }
     write_json(&place.intent, &intent)?;
     place.fault(2);
-    finish(place, &intent)
+    Ok((finish(place, &intent)?, intent.after))
 }
 
 /// An intent [`settle`] could not finish: what the killed update left of its artifact is not

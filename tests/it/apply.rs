@@ -199,3 +199,53 @@ killed_at_each_step! {
     meeting_after_the_artifact_then_a_save: meeting_killed_at(3, true);
     plan_after_the_artifact_then_a_save: plan_killed_at(3, true);
 }
+
+/// A meeting's close writes its notes and the record saying so as one update: killed after
+/// each step of it (and of the close's last update, the next to reach that step), the next
+/// pass closes the meeting with the notes written once, merged once, and the record agreeing.
+fn meeting_close_killed_at(step: u32) {
+    let fault = format!("meeting-apply:{step}");
+    let p = Project::new(&["counsel"]);
+    let path = p.root.join(".lore/meetings/f.md");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&path, "---\nworker: counsel\nstatus: open\n---\n").expect("write");
+    p.ok(&["reconcile", "--once"]);
+    p.ok(&["meeting", "send", "f", "hi\nlink: .lore/f.md"]);
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("status: open", "status: closed")).expect("close");
+    // The notes' update dies first; then the next update to get that far (the close's own,
+    // from step 2 on: at step 1 the notes' again).
+    for kill in 0..2 {
+        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", &fault).output().expect("runs");
+        match out.status.code() {
+            Some(86) => {}
+            Some(0) if kill > 0 => break,
+            other => panic!("{fault}: {other:?} {}", String::from_utf8_lossy(&out.stderr)),
+        }
+        if kill == 0 {
+            left_half_applied(&p, step, "meeting.f.json", &fault);
+            if step >= 2 {
+                // The notes and the record that says they are written, in one intent.
+                let intent: Value =
+                    serde_json::from_slice(&std::fs::read(state(&p, "intents", "").join("meeting.f.json")).expect("intent")).expect("json");
+                let notes = intent["text"].as_str().unwrap_or("").contains("\nnotes: ");
+                assert!(notes && intent["record"]["value"]["notes_written"] == true, "{fault}: {intent}");
+            }
+        }
+    }
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(status_in(&path), "closed", "{fault}");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert_eq!(text.matches("notes:").count(), 1, "{fault}: {text}");
+    assert!(text.contains(".lore/f.md"), "{fault}: the notes are in: {text}");
+    assert_eq!(record(&p, "meetings", "f")["notes_written"], true, "{fault}");
+    assert_eq!(git(&p.root, &["log", "--format=%B", "claude/main"]).matches("Guild-Hall-Meeting: f").count(), 1, "{fault}");
+    agree(&p, "meetings", "f", &path, &fault);
+}
+
+#[test]
+fn meeting_close_killed_at_each_step() {
+    for step in 1..=STEPS {
+        meeting_close_killed_at(step);
+    }
+}
