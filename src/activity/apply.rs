@@ -16,17 +16,23 @@
 //! 1. the timeline: facts, deduplicated by key, so writing them again is harmless;
 //! 2. the intent (`intents/<kind>.<id>.json` in the project's state dir): the artifact's hash
 //!    before and after, its new text, and every state file to write, written atomically;
-//! 3. the artifact, replaced only if it is still the one observed (`replace_if_unchanged`);
+//! 3. the artifact, replaced only if it is still the one observed (`replace_if_unchanged`),
+//!    then the intent written again as landed (an update with no edit is landed from step 2);
 //! 4. the record, then 5. the folds (how far each mailbox was read: last, so a pass that dies
 //!    before reads the same mail again, and the timeline drops what it already has);
 //! 6. the intent removed.
 //!
 //! The next pass that acts [`settle`]s every intent left behind, under the project lock and
-//! before it observes anything: the artifact as it was → the edits are made now, then the
-//! state files; as we made it → the state files; anything else (a person saved in between) →
-//! dropped like a live write that met a person's save. (Only a pass settles: a read-only
-//! command or a dry run shows the state as it was before the killed update.) An intent that
-//! cannot be read or finished is reported, and its artifact left alone, never the project.
+//! before it observes anything. A landed intent → the state files, whatever the artifact says
+//! now: once our text is in, any later save (a person's, or guild-hall's own writers: a
+//! meeting's session id, a request) is built on it, so the record goes with it. One not
+//! landed: the artifact as it was → the edits are made now, then the state files; as we made
+//! it → the state files (killed between the replace and the mark); anything else (a person
+//! saved in between) → dropped like a live write that met a person's save. (Only a pass
+//! settles: a read-only command or a dry run shows the state as it was before the killed
+//! update.) An intent that cannot be read or finished is reported, and its artifact left
+//! alone, never the project. What is left open: a kill between the replace and the mark,
+//! then a save before the next pass, drops the update (the two files cannot change as one).
 //!
 //! A dropped update writes no record and no fold: the record, the edits and the read position
 //! were all decided on an artifact that is no longer there, so all of them go and the next pass
@@ -136,7 +142,7 @@ fn intents(home: &Home, project: &Project) -> PathBuf {
 }
 
 /// An update between its timeline entries and its last state file.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Intent {
     /// The artifact's hash as observed, and as our edits make it.
     before: u64,
@@ -145,34 +151,57 @@ struct Intent {
     text: Option<String>,
     record: Option<Write>,
     folds: Vec<Write>,
+    /// The artifact is as the update makes it (or needed no edit and was as observed): from
+    /// here on a save built on our text may follow, so the rest is written whatever the
+    /// artifact says. (Absent in an intent written before this field: not landed.)
+    #[serde(default)]
+    landed: bool,
 }
 
 /// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
 /// they do not fit in the frontmatter (given the artifact's text).
 pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
+    Ok(apply_hashed(place, u, shorter)?.0)
+}
+
+/// [`apply`], and the artifact's hash as the update left it (when done): what an action that
+/// goes on after one update expects for its next.
+pub fn apply_hashed<U: Update + ?Sized>(
+    place: &Place<'_>,
+    u: &U,
+    shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>,
+) -> Result<(Outcome, u64)> {
     timeline::append(&timeline::path_for(&place.artifact), u.events())?;
     place.fault(1);
     let record_file = super::state::StateDir(place.state.clone()).record();
     let record = u.record()?.map(|r| Write::at(&place.state, &record_file, &r)).transpose()?;
     let folds = u.folds(place.home, place.project)?.iter().map(|(path, v)| Write::at(&place.state, path, v)).collect::<Result<Vec<_>>>()?;
     if u.edits().is_empty() && record.is_none() && folds.is_empty() {
-        return Ok(Outcome::Done);
+        return Ok((Outcome::Done, u.expect_hash()));
     }
-    let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok(Outcome::Dropped) };
+    let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok((Outcome::Dropped, u.expect_hash())) };
     let new = if u.edits().is_empty() {
         None
     } else {
         let new = super::fit::apply(&place.artifact, &text, u.edits(), |e| shorter(&text, e))?;
         (new != text).then_some(new)
     };
-    let intent =
-        Intent { before: u.expect_hash(), after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash()), text: new, record, folds };
+    // With no edit, the artifact was just seen as observed: nothing of ours is left to land.
+    let landed = new.is_none();
+    let intent = Intent {
+        before: u.expect_hash(),
+        after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash()),
+        text: new,
+        record,
+        folds,
+        landed,
+    };
     if let Some(dir) = place.intent.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     write_json(&place.intent, &intent)?;
     place.fault(2);
-    finish(place, &intent)
+    Ok((finish(place, &intent)?, intent.after))
 }
 
 /// An intent [`settle`] could not finish: what the killed update left of its artifact is not
@@ -230,17 +259,22 @@ fn observed(path: &Path, expect: u64) -> Result<Option<String>> {
 
 /// Steps 3 to 6 of the order, from the intent: each one done again is harmless.
 fn finish(place: &Place<'_>, intent: &Intent) -> Result<Outcome> {
-    let landed = match &intent.text {
-        None => observed(&place.artifact, intent.before)?.is_some(),
-        Some(new) => {
-            observed(&place.artifact, intent.after)?.is_some()
-                || (observed(&place.artifact, intent.before)?.is_some()
-                    && replace_if_unchanged(&place.artifact, intent.before, new.as_bytes())?)
+    if !intent.landed {
+        let landed = match &intent.text {
+            None => observed(&place.artifact, intent.before)?.is_some(),
+            Some(new) => {
+                observed(&place.artifact, intent.after)?.is_some()
+                    || (observed(&place.artifact, intent.before)?.is_some()
+                        && replace_if_unchanged(&place.artifact, intent.before, new.as_bytes())?)
+            }
+        };
+        if !landed {
+            remove_if_exists(&place.intent)?;
+            return Ok(Outcome::Dropped);
         }
-    };
-    if !landed {
-        remove_if_exists(&place.intent)?;
-        return Ok(Outcome::Dropped);
+        // Durable before anything else is written: a save after this point may be built on
+        // our text, and must not make the next pass drop the record that goes with it.
+        write_json(&place.intent, &Intent { landed: true, ..intent.clone() })?;
     }
     place.fault(3);
     if let Some(w) = &intent.record {
@@ -325,6 +359,7 @@ mod tests {
             text: Some("x".into()),
             record: Some(Write { rel: "record.json".into(), value: json!({"status": "dispatched"}) }),
             folds: vec![],
+            landed: false,
         };
         std::fs::create_dir_all(intents(&home, &project)).expect("mkdir");
         write_json(&place.intent, &intent).expect("intent");
@@ -339,6 +374,7 @@ mod tests {
             text: None,
             record: Some(Write { rel: "../x.json".into(), value: json!(1) }),
             folds: vec![],
+            landed: false,
         };
         write_json(&place.intent, &bad).expect("intent");
         let unsettled = settle(&home, &project).expect("settle");

@@ -52,53 +52,101 @@ pub fn read_regular(path: &std::path::Path) -> Result<String, ReadError> {
 pub enum LoadError {
     #[error(transparent)]
     BadId(#[from] ids::IdError),
-    /// Not there, or not readable.
-    #[error("no {what} {id} ({path}): {source}")]
-    Missing { what: &'static str, id: String, path: String, source: std::io::Error },
-    /// A symlink, or not a regular file: never followed.
-    #[error("{path}: {why}")]
-    Refused { path: String, why: ReadError },
+    /// Not there, or not readable; a symlink, or not a regular file (never followed): the
+    /// whole text as the kind's [`Wording`] says it (the io error in it, not a source after it).
+    #[error("{0}")]
+    Unreadable(String),
     /// The problems the parser found, one a line, each naming the file.
     #[error("{0}")]
     Invalid(String),
 }
 
-/// Load the artifact `id` (`what`: "commission", "meeting", "plan") at `path` (its place, from
-/// the id) as every reader does: the id validated, the file read without following a link
-/// ([`read_regular`]), then parsed by `parse`.
+/// How one kind says its artifact could not be read: the texts each kind's commands always
+/// printed, kept as data so that one [`load`] serves them all.
+pub struct Wording {
+    what: &'static str,
+    /// `no commission "c" (… not readable): cannot read: …`: the id quoted, "not readable"
+    /// after the path; `no plan p (…): …`: the io error without [`ReadError`]'s "cannot read".
+    quoted: bool,
+    not_readable: bool,
+    bare_io: bool,
+    /// The kind's own name for a symlink (else [`ReadError::Symlink`]'s).
+    symlink: Option<&'static str>,
+}
+
+impl Wording {
+    pub const COMMISSION: Wording = Wording { what: "commission", quoted: true, not_readable: true, bare_io: false, symlink: None };
+    pub const MEETING: Wording = Wording { what: "meeting", quoted: false, not_readable: false, bare_io: false, symlink: None };
+    pub const PLAN: Wording = Wording {
+        what: "plan",
+        quoted: false,
+        not_readable: false,
+        bare_io: true,
+        symlink: Some("symlink: plan artifacts must be regular files"),
+    };
+
+    /// The problem a pass or `check` reports for an artifact it could not read.
+    pub fn problem(&self, e: &ReadError) -> String {
+        match (e, self.symlink) {
+            (ReadError::Symlink, Some(s)) => format!("{s} (a link is never followed or replaced)"),
+            _ => e.to_string(),
+        }
+    }
+
+    /// What a command says when artifact `id` at `path` could not be read.
+    fn unreadable(&self, id: &str, path: &std::path::Path, e: &ReadError) -> String {
+        let path = path.display();
+        match e {
+            ReadError::Io(io) => {
+                let id = if self.quoted { format!("{id:?}") } else { id.to_string() };
+                let after = if self.not_readable { " not readable" } else { "" };
+                let why = if self.bare_io { io.to_string() } else { e.to_string() };
+                format!("no {} {id} ({path}{after}): {why}", self.what)
+            }
+            ReadError::Symlink => format!("{path}: {}", self.symlink.map(str::to_string).unwrap_or_else(|| e.to_string())),
+            ReadError::NotRegular => format!("{path}: {e}"),
+        }
+    }
+}
+
+/// Load the artifact `id` at `path` (its place, from the id) as every reader does: the id
+/// validated, the file read without following a link ([`read_regular`]), then parsed by
+/// `parse`; what went wrong said in the kind's `wording`.
 pub fn load<T>(
     path: &std::path::Path,
     id: &str,
-    what: &'static str,
+    wording: &Wording,
     parse: impl FnOnce(&std::path::Path, &str) -> Result<T, Vec<Problem>>,
 ) -> Result<T, LoadError> {
     ids::validate_id(id)?;
-    let text = match read_regular(path) {
-        Ok(t) => t,
-        Err(ReadError::Io(source)) => {
-            return Err(LoadError::Missing { what, id: id.to_string(), path: path.display().to_string(), source })
-        }
-        Err(why) => return Err(LoadError::Refused { path: path.display().to_string(), why }),
-    };
+    let text = read_regular(path).map_err(|e| LoadError::Unreadable(wording.unreadable(id, path, &e)))?;
     parse(path, &text).map_err(|ps| LoadError::Invalid(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
-/// Why a new artifact was not written.
+/// Why a new artifact was not written. (The io errors are part of the text, not a source
+/// after it: anyhow's `{:#}` would print them twice.)
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {
     /// The text would be refused by the parser every pass and `check` use.
     #[error("the {what} would not be valid, nothing written: {problems}")]
     Invalid { what: &'static str, problems: String },
-    #[error("{0} already exists: choose another id")]
-    Exists(String),
-    #[error("creating {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    /// `error`: what the system said (`File exists`), for a caller that words it its own way.
+    #[error("{path} already exists: choose another id")]
+    Exists { path: String, error: std::io::Error },
+    #[error("creating {path}: {error}")]
+    Io { path: String, error: std::io::Error },
 }
 
-/// Write a new artifact (`what`: "commission", "meeting") at `path`, never over a file that
-/// is there, and only if `parse` — the parser every pass and `check` use — accepts `text`: a
-/// file that would be invalid the moment it exists (text over the frontmatter's size limit,
-/// say) is never written. What `parse` made of it.
+/// Write a new artifact (`what`: "commission", "meeting", "plan") at `path`, never over a
+/// file that is there, and only if `parse` — the parser every pass and `check` use — accepts
+/// `text`: a file that would be invalid the moment it exists (text over the frontmatter's
+/// size limit, say) is never written. What `parse` made of it.
+///
+/// It appears whole or not at all, even to a process killed while writing it (callers take a
+/// file that exists as written before): the text goes to a temp file beside it, synced, then
+/// hard-linked into place (`link(2)` fails if anything is there, a link included, and never
+/// follows one); the temp is removed either way (a kill leaves a hidden `.*.tmp` no reader
+/// takes for an artifact).
 pub fn create_new<T>(
     path: &std::path::Path,
     text: &str,
@@ -106,20 +154,28 @@ pub fn create_new<T>(
     parse: impl FnOnce(&std::path::Path, &str) -> Result<T, Vec<Problem>>,
 ) -> Result<T, CreateError> {
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
     let parsed = parse(path, text)
         .map_err(|ps| CreateError::Invalid { what, problems: ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ") })?;
     let shown = || path.display().to_string();
-    let mut f = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(CreateError::Exists(shown())),
-        Err(source) => return Err(CreateError::Io { path: shown(), source }),
-    };
-    if let Err(source) = f.write_all(text.as_bytes()) {
-        // A part of it (a full disk) is not left behind as an artifact.
-        let _ = std::fs::remove_file(path);
-        return Err(CreateError::Io { path: shown(), source });
+    let io = |error| CreateError::Io { path: shown(), error };
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
+    // 0666 less the umask, as a file a person creates (tempfile's default is 0600).
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.guild-hall-"))
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(io)?;
+    tmp.write_all(text.as_bytes()).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    match std::fs::hard_link(tmp.path(), path) {
+        Ok(()) => Ok(parsed),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(CreateError::Exists { path: shown(), error }),
+        Err(error) => Err(io(error)),
     }
-    Ok(parsed)
+    // `tmp` is removed when dropped, whichever way this went.
 }
 
 /// Whether `path` itself is a symlink (not followed).
@@ -145,4 +201,52 @@ pub fn paths(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
         .collect();
     paths.sort();
     Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(_: &std::path::Path, text: &str) -> Result<String, Vec<Problem>> {
+        Ok(text.to_string())
+    }
+
+    fn names(dir: &std::path::Path) -> Vec<String> {
+        let mut n: Vec<String> =
+            std::fs::read_dir(dir).expect("dir").filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        n.sort();
+        n
+    }
+
+    /// Written whole, with a person's mode; a file (or a link) already there is never
+    /// replaced nor followed; no temp file is left either way.
+    #[test]
+    fn create_new_appears_whole_never_over_a_file_and_leaves_no_temp() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("a.md");
+        assert_eq!(create_new(&path, "---\nx: 1\n---\n", "commission", accept).expect("created"), "---\nx: 1\n---\n");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "---\nx: 1\n---\n");
+        assert_ne!(std::fs::metadata(&path).expect("meta").permissions().mode() & 0o077, 0, "not a private temp's mode");
+
+        let e = create_new(&path, "theirs", "commission", accept).expect_err("exists");
+        assert!(matches!(e, CreateError::Exists { .. }), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "---\nx: 1\n---\n", "never replaced");
+
+        let target = dir.path().join("target");
+        std::fs::write(&target, "kept").expect("write");
+        std::os::unix::fs::symlink(&target, dir.path().join("l.md")).expect("link");
+        assert!(matches!(create_new(&dir.path().join("l.md"), "x", "commission", accept), Err(CreateError::Exists { .. })));
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "kept", "a link is never followed");
+
+        let refused = create_new(&dir.path().join("b.md"), "x", "commission", |_, _| {
+            Err::<(), _>(vec![Problem::new(std::path::Path::new("b.md"), 1, 1, "no".to_string())])
+        });
+        assert!(matches!(refused, Err(CreateError::Invalid { .. })));
+        assert_eq!(names(dir.path()), ["a.md", "l.md", "target"], "no temp left, nothing invalid written");
+        // Its io errors are said once (they are not also a source anyhow would print again).
+        let e = create_new(&dir.path().join("none/c.md"), "x", "commission", accept).expect_err("no dir");
+        let said = format!("{:#}", anyhow::Error::from(e));
+        assert_eq!(said.matches("No such file or directory").count(), 1, "{said}");
+    }
 }

@@ -47,9 +47,14 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
 pub fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
+    Ok(apply_hashed(ctx, u)?.0)
+}
+
+/// [`apply`], and the artifact's hash as the update left it.
+fn apply_hashed(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<(Outcome, u64)> {
     let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Meeting, &u.id);
     let path = ctx.project.meeting_path(&u.id);
-    crate::activity::apply::apply(&place, u, |text, _| without_worker_text(&path, text, &u.edits))
+    crate::activity::apply::apply_hashed(&place, u, |text, _| without_worker_text(&path, text, &u.edits))
 }
 
 impl crate::activity::apply::Update for Update {
@@ -148,19 +153,29 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
         return Ok(Outcome::Waiting("closing waits for the turn that is running to end".into()));
     };
     if !notes_written {
+        // The notes and the record saying they are written: one update, applied as every
+        // update is (a kill at any step is finished by the next pass, never written twice).
         let meeting = super::observe::load(ctx.project, id)?;
         let notes = super::notes::compose(ctx.home, ctx.project, ctx.workers, &meeting, &state, &transcript);
-        for (kind, text) in &notes.problems {
-            update.events.push(timeline::event(&now, kind, format!("{kind}:{}", update.expect_hash), json!({"text": text})));
-        }
-        let notes = [Edit::Set("notes".into(), Value::String(notes.text))];
-        let Some(hash) = edit_if_unchanged(&path, update.expect_hash, fitted(&path, &notes))? else {
-            return Ok(Outcome::Dropped);
-        };
-        update.expect_hash = hash;
+        let events = notes
+            .problems
+            .iter()
+            .map(|(kind, text)| timeline::event(&now, kind, format!("{kind}:{}", update.expect_hash), json!({"text": text})));
         let mut rec: MeetingRecord = read_json(&state.record())?.context("the meeting has no record")?;
         rec.notes_written = true;
-        write_json(&state.record(), &rec)?;
+        let written = Update {
+            id: id.clone(),
+            expect_hash: update.expect_hash,
+            edits: vec![Edit::Set("notes".into(), Value::String(notes.text))],
+            events: events.collect(),
+            record: Some(rec),
+            fold: None,
+        };
+        let (outcome, hash) = apply_hashed(ctx, &written)?;
+        if outcome != Outcome::Done {
+            return Ok(outcome);
+        }
+        update.expect_hash = hash;
         if let Some(r) = &mut update.record {
             r.notes_written = true;
         }
@@ -254,7 +269,7 @@ fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), Str
     let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     std::fs::create_dir_all(ctx.project.meetings_dir())?;
     match crate::artifact::create_new(&path, &text, "meeting", crate::artifact::Meeting::parse) {
-        Ok(_) | Err(crate::artifact::CreateError::Exists(_)) => Ok(Ok(())),
+        Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(Ok(())),
         Err(e @ crate::artifact::CreateError::Invalid { .. }) => Ok(Err(e.to_string())),
         Err(e) => Err(e.into()),
     }

@@ -39,7 +39,7 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
 
 /// Read one meeting artifact as it is now (for the CLI and the turn runner).
 pub fn load(project: &Project, id: &str) -> Result<Meeting> {
-    Ok(crate::artifact::load(&project.meeting_path(id), id, "meeting", Meeting::parse)?)
+    Ok(crate::artifact::load(&project.meeting_path(id), id, &crate::artifact::Wording::MEETING, Meeting::parse)?)
 }
 
 /// guild-hall's record of a meeting; a corrupt record is an error, never "no record".

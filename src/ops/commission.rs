@@ -82,7 +82,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
 
 /// Read and validate one commission by id.
 pub fn load(project: &Project, id: &str) -> Result<Commission> {
-    Ok(crate::artifact::load(&project.commission_path(id), id, "commission", Commission::parse)?)
+    Ok(crate::artifact::load(&project.commission_path(id), id, &crate::artifact::Wording::COMMISSION, Commission::parse)?)
 }
 
 /// Write one intent key into the artifact, surgically and atomically. The reconciler may be

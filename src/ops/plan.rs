@@ -51,8 +51,13 @@ pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
     // on a line of its own).
     Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
     std::fs::create_dir_all(project.plans_dir())?;
-    crate::artifact::create_new(&path, &text, "plan", Plan::parse)?;
-    Ok(id)
+    match crate::artifact::create_new(&path, &text, "plan", Plan::parse) {
+        // A plan's id taken is said as `plan create` always said it.
+        Err(crate::artifact::CreateError::Exists { error, .. }) => {
+            Err(crate::artifact::CreateError::Io { path: path.display().to_string(), error }.into())
+        }
+        r => r.map(|_| id).map_err(Into::into),
+    }
 }
 
 /// Where plan `plan` is: what the reconciler recorded, else what its file says.

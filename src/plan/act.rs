@@ -541,7 +541,7 @@ fn write_fix(ctx: &Ctx<'_, Catalog>, plan: &str, wave: usize, round: u32, fixer:
     std::fs::create_dir_all(ctx.project.commissions_dir())?;
     // Written once: a pass that died after writing it finds it there.
     match crate::artifact::create_new(&path, &text, "commission", crate::artifact::Commission::parse) {
-        Ok(_) | Err(crate::artifact::CreateError::Exists(_)) => Ok(()),
+        Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }

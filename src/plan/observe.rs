@@ -70,7 +70,7 @@ pub(super) fn made_for(project: &Project, rec: &WorktreeRecord, expected: &Path)
 
 /// Read one plan artifact as it is now.
 pub fn load(project: &Project, id: &str) -> Result<Plan> {
-    Ok(crate::artifact::load(&project.plan_path(id), id, "plan", Plan::parse)?)
+    Ok(crate::artifact::load(&project.plan_path(id), id, &crate::artifact::Wording::PLAN, Plan::parse)?)
 }
 
 pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRecord>> {
@@ -79,7 +79,7 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRec
 
 fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, git: &mut Worktrees) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
-    let text = crate::artifact::read_regular(path).map_err(|e| problem(e.to_string()))?;
+    let text = crate::artifact::read_regular(path).map_err(|e| problem(crate::artifact::Wording::PLAN.problem(&e)))?;
     let plan = Plan::parse(path, &text)?;
     let state = StateDir(home.plan_state(&project.name, &plan.id));
     let record: Option<PlanRecord> = read_json(&state.record()).map_err(|e| {
@@ -134,7 +134,9 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let verify_lingering = lingering(verify_runs, &procs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::decide::fix_id(&plan.id, r.wave, r.fixes);
-        crate::artifact::load(&project.commission_path(&id), &id, "commission", crate::artifact::Commission::parse).ok()?.status
+        crate::artifact::load(&project.commission_path(&id), &id, &crate::artifact::Wording::COMMISSION, crate::artifact::Commission::parse)
+            .ok()?
+            .status
     });
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;

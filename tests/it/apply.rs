@@ -84,13 +84,24 @@ fn left_half_applied(p: &Project, step: u32, intent: &str, fault: &str) {
     assert_eq!(intents(p), want, "{fault}");
 }
 
-fn commission_killed_at(step: u32) {
+/// A person's save after the kill, made on the artifact as the killed pass left it (a line
+/// added to the body): after the artifact's step it is built on our text, so the rest of the
+/// update must still be written (it was dropped, and the record fell behind the artifact).
+fn save_on_top(artifact: &Path) {
+    let text = std::fs::read_to_string(artifact).expect("artifact");
+    std::fs::write(artifact, format!("{text}\nA line of theirs.\n")).expect("their save");
+}
+
+fn commission_killed_at(step: u32, saved: bool) {
     let fault = format!("commission-apply:{step}");
     let p = Project::new(&["scribe"]);
     let id = p.create("scribe", "Applied", "output: .lore/out.md\nWrite.");
     // The first update that gets that far: the dispatch's (pending -> dispatched, attempt 1).
     kill_at(&p, &fault);
     left_half_applied(&p, step, &format!("commission.{id}.json"), &fault);
+    if saved {
+        save_on_top(&p.artifact_path(&id));
+    }
     p.settle();
     assert_eq!(p.status(&id), "completed", "{fault}");
     let started = std::fs::read_to_string(p.state_dir(&id).join("attempt-1.log")).unwrap_or_default().matches("scribe: starting").count();
@@ -101,7 +112,7 @@ fn commission_killed_at(step: u32) {
     agree(&p, "commissions", &id, &p.artifact_path(&id), &fault);
 }
 
-fn meeting_killed_at(step: u32) {
+fn meeting_killed_at(step: u32, saved: bool) {
     let fault = format!("meeting-apply:{step}");
     let p = Project::new(&["counsel"]);
     let path = p.root.join(".lore/meetings/f.md");
@@ -110,6 +121,14 @@ fn meeting_killed_at(step: u32) {
     // The first update that gets that far: the opening's (the record open, the branch written).
     kill_at(&p, &fault);
     left_half_applied(&p, step, "meeting.f.json", &fault);
+    if saved {
+        save_on_top(&path);
+        // The opening decided again would hide a dropped one: the next pass dies after the
+        // timeline of any update it makes, so the record is there only if settling wrote it.
+        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", "meeting-apply:1").output().expect("runs");
+        assert!(matches!(out.status.code(), Some(0 | 86)), "{fault}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(state(&p, "meetings", "f").join("record.json").exists(), "{fault}: the landed opening was dropped");
+    }
     p.ok(&["reconcile", "--once"]);
     assert_eq!(status_in(&path), "open", "{fault}");
     let text = std::fs::read_to_string(&path).expect("read");
@@ -125,7 +144,7 @@ fn meeting_killed_at(step: u32) {
     agree(&p, "meetings", "f", &path, &fault);
 }
 
-fn plan_killed_at(step: u32) {
+fn plan_killed_at(step: u32, saved: bool) {
     let fault = format!("plan-apply:{step}");
     let p = Project::new(&["mason"]);
     let path = p.root.join(".lore/plans/k.md");
@@ -139,6 +158,9 @@ fn plan_killed_at(step: u32) {
     // guild-hall writes forward, which a person may not).
     kill_at(&p, &fault);
     left_half_applied(&p, step, "plan.k.json", &fault);
+    if saved {
+        save_on_top(&path);
+    }
     p.settle();
     assert_eq!(status_in(&path), "completed", "{fault}");
     let log = git(&p.root, &["log", "--format=%B", "claude/main"]);
@@ -148,29 +170,82 @@ fn plan_killed_at(step: u32) {
 }
 
 macro_rules! killed_at_each_step {
-    ($($name:ident: $run:ident($step:expr);)*) => {$(
+    ($($name:ident: $run:ident($step:expr, $saved:expr);)*) => {$(
         #[test]
         fn $name() {
             assert!($step <= STEPS);
-            $run($step);
+            $run($step, $saved);
         }
     )*};
 }
 
 killed_at_each_step! {
-    commission_after_the_timeline: commission_killed_at(1);
-    commission_after_the_intent: commission_killed_at(2);
-    commission_after_the_artifact: commission_killed_at(3);
-    commission_after_the_record: commission_killed_at(4);
-    commission_after_the_folds: commission_killed_at(5);
-    meeting_after_the_timeline: meeting_killed_at(1);
-    meeting_after_the_intent: meeting_killed_at(2);
-    meeting_after_the_artifact: meeting_killed_at(3);
-    meeting_after_the_record: meeting_killed_at(4);
-    meeting_after_the_folds: meeting_killed_at(5);
-    plan_after_the_timeline: plan_killed_at(1);
-    plan_after_the_intent: plan_killed_at(2);
-    plan_after_the_artifact: plan_killed_at(3);
-    plan_after_the_record: plan_killed_at(4);
-    plan_after_the_folds: plan_killed_at(5);
+    commission_after_the_timeline: commission_killed_at(1, false);
+    commission_after_the_intent: commission_killed_at(2, false);
+    commission_after_the_artifact: commission_killed_at(3, false);
+    commission_after_the_record: commission_killed_at(4, false);
+    commission_after_the_folds: commission_killed_at(5, false);
+    meeting_after_the_timeline: meeting_killed_at(1, false);
+    meeting_after_the_intent: meeting_killed_at(2, false);
+    meeting_after_the_artifact: meeting_killed_at(3, false);
+    meeting_after_the_record: meeting_killed_at(4, false);
+    meeting_after_the_folds: meeting_killed_at(5, false);
+    plan_after_the_timeline: plan_killed_at(1, false);
+    plan_after_the_intent: plan_killed_at(2, false);
+    plan_after_the_artifact: plan_killed_at(3, false);
+    plan_after_the_record: plan_killed_at(4, false);
+    plan_after_the_folds: plan_killed_at(5, false);
+    commission_after_the_artifact_then_a_save: commission_killed_at(3, true);
+    meeting_after_the_artifact_then_a_save: meeting_killed_at(3, true);
+    plan_after_the_artifact_then_a_save: plan_killed_at(3, true);
+}
+
+/// A meeting's close writes its notes and the record saying so as one update: killed after
+/// each step of it (and of the close's last update, the next to reach that step), the next
+/// pass closes the meeting with the notes written once, merged once, and the record agreeing.
+fn meeting_close_killed_at(step: u32) {
+    let fault = format!("meeting-apply:{step}");
+    let p = Project::new(&["counsel"]);
+    let path = p.root.join(".lore/meetings/f.md");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&path, "---\nworker: counsel\nstatus: open\n---\n").expect("write");
+    p.ok(&["reconcile", "--once"]);
+    p.ok(&["meeting", "send", "f", "hi\nlink: .lore/f.md"]);
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("status: open", "status: closed")).expect("close");
+    // The notes' update dies first; then the next update to get that far (the close's own,
+    // from step 2 on: at step 1 the notes' again).
+    for kill in 0..2 {
+        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", &fault).output().expect("runs");
+        match out.status.code() {
+            Some(86) => {}
+            Some(0) if kill > 0 => break,
+            other => panic!("{fault}: {other:?} {}", String::from_utf8_lossy(&out.stderr)),
+        }
+        if kill == 0 {
+            left_half_applied(&p, step, "meeting.f.json", &fault);
+            if step >= 2 {
+                // The notes and the record that says they are written, in one intent.
+                let intent: Value =
+                    serde_json::from_slice(&std::fs::read(state(&p, "intents", "").join("meeting.f.json")).expect("intent")).expect("json");
+                let notes = intent["text"].as_str().unwrap_or("").contains("\nnotes: ");
+                assert!(notes && intent["record"]["value"]["notes_written"] == true, "{fault}: {intent}");
+            }
+        }
+    }
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(status_in(&path), "closed", "{fault}");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert_eq!(text.matches("notes:").count(), 1, "{fault}: {text}");
+    assert!(text.contains(".lore/f.md"), "{fault}: the notes are in: {text}");
+    assert_eq!(record(&p, "meetings", "f")["notes_written"], true, "{fault}");
+    assert_eq!(git(&p.root, &["log", "--format=%B", "claude/main"]).matches("Guild-Hall-Meeting: f").count(), 1, "{fault}");
+    agree(&p, "meetings", "f", &path, &fault);
+}
+
+#[test]
+fn meeting_close_killed_at_each_step() {
+    for step in 1..=STEPS {
+        meeting_close_killed_at(step);
+    }
 }

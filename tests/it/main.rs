@@ -27,6 +27,7 @@ mod rpc_catalogue;
 mod sandbox_trust;
 mod settle;
 mod surgical;
+mod texts;
 mod trust;
 mod watch;
 mod waves;
