@@ -134,3 +134,33 @@ fn a_meeting_turn_does_not_wait_for_the_dispatch_lock() {
     drop(held);
     assert_eq!(status.and_then(|s| s.code()), Some(0));
 }
+
+/// A commission's heartbeat is never said, even when writing it failed (a failed entry would
+/// fail the pass and back the commission off); a plan's beats are not listed by a dry run.
+#[test]
+fn heartbeats_are_said_by_each_kinds_rule() {
+    let p = Project::new(&["sleeper", "mason"]);
+    p.write_commission("nap", "---\nworker: sleeper\n---\nsleep: 8\n");
+    std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
+    std::fs::write(
+        p.root.join(".lore/plans/slow.md"),
+        "---\ntitle: slow\nwaves:\n  - - {id: one, worker: mason, prompt: \"chat: 8\\nwrite: a.txt a\"}\n---\n",
+    )
+    .expect("plan");
+    p.ok(&["reconcile", "--once"]);
+    let beat = p.state_dir("nap").join("heartbeat");
+    let _ = std::fs::remove_file(&beat);
+    std::fs::create_dir_all(beat.join("in-the-way")).expect("a directory in the heartbeat's place");
+    // The task prints all the time: its signs of life change between any two looks.
+    for _ in 0..10 {
+        let dry = p.ok(&["reconcile", "--dry-run"]);
+        assert!(!dry.contains("heartbeat of"), "a plan's beat listed: {dry}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let (code, out, err) = p.run(&["reconcile", "--once"]);
+    assert!(!out.contains("heartbeat"), "{out}\n{err}");
+    assert_eq!(code, 0, "{out}\n{err}");
+    std::fs::remove_dir_all(&beat).expect("out of the way");
+    p.settle();
+    assert_eq!(p.status("nap"), "completed");
+}
