@@ -59,6 +59,16 @@ pub trait Action: std::fmt::Debug {
     fn is_heartbeat(&self) -> bool {
         false
     }
+    /// Whether carrying it out gets an entry, by how it went (`ok`). Every kind keeps its own
+    /// rule: a commission's heartbeat is never said, even failed (its failure shows in the
+    /// liveness it decides next); a plan's beat is said when it failed.
+    fn reported(&self, _ok: bool) -> bool {
+        true
+    }
+    /// Whether a dry run lists it (a plan's beats are left out of the listing).
+    fn listed(&self) -> bool {
+        true
+    }
 }
 
 /// Where a pass runs, and what it read once in a round for every kind: the worker packages
@@ -132,6 +142,16 @@ pub struct AtWork {
 pub trait Kind<W> {
     /// The kind's name: with an id, it keys backoff.
     const NAME: Name;
+    /// When its actions are carried out in a round, among the kinds' (lowest first). Every
+    /// kind is observed and decided first, in the pass's order (commissions first: the wave
+    /// tasks' budget needs their decision); then meetings act, then plans, then commissions —
+    /// the order of effects on the integration branch, and of the output, the pass has had.
+    const ACT_ORDER: u8;
+    /// Whether its actions launch workers under the project's and the home's caps (the
+    /// home-wide dispatch lock keeps two projects' passes from both counting a free slot). A
+    /// pass over kinds that launch none (a meeting's fold after a turn) takes no dispatch lock
+    /// and runs one round.
+    const LAUNCHES: bool;
     type Snapshot;
     type Action: Action;
 
@@ -148,10 +168,11 @@ pub trait Kind<W> {
     fn next_check(&self, snapshot: &Self::Snapshot) -> Option<Duration>;
     /// What is at work.
     fn at_work(&self, ctx: Ctx<'_, W>, snapshot: &Self::Snapshot) -> AtWork;
-    /// After acting: whether something of this kind is still at work that `--wait` waits for
-    /// (read afresh: the actions just carried out may have started or ended it).
-    fn busy_after(&self, _ctx: Ctx<'_, W>) -> Result<bool> {
-        Ok(false)
+    /// After acting: the ids of this kind still at work that `--wait` waits for (read afresh:
+    /// the actions just carried out may have started or ended them). They keep the pass from
+    /// being settled, and `--wait` gives up only once each of them has failed.
+    fn busy_after(&self, _ctx: Ctx<'_, W>) -> Result<Vec<String>> {
+        Ok(Vec::new())
     }
     /// The status changes a person may request (from, to): the table the decider enforces.
     fn requests() -> Vec<(&'static str, &'static str)>;

@@ -8,7 +8,7 @@ pub mod observe;
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
@@ -26,11 +26,14 @@ pub struct Commissions<'a> {
 
 impl Kind<Catalog> for Commissions<'_> {
     const NAME: Name = Name::Commission;
+    const ACT_ORDER: u8 = 2;
+    const LAUNCHES: bool = true;
     type Snapshot = Snapshot;
     type Action = Action;
 
     fn observe(&self, ctx: Ctx<'_, Catalog>, _budget: &Budget) -> Result<(Snapshot, Vec<Problem>)> {
-        let snapshot = observe::observe_cached(ctx.home, ctx.project, ctx.workers.clone(), Depth::Reconcile, self.settled)?;
+        let snapshot = observe::observe_cached(ctx.home, ctx.project, ctx.workers.clone(), Depth::Reconcile, self.settled)
+            .context("observing the project")?;
         let problems = snapshot.problems.clone();
         Ok((snapshot, problems))
     }

@@ -35,6 +35,9 @@ pub struct Meetings;
 
 impl Kind<Catalog> for Meetings {
     const NAME: Name = Name::Meeting;
+    const ACT_ORDER: u8 = 0;
+    /// A meeting's turns are run by the person's command, not by the pass.
+    const LAUNCHES: bool = false;
     type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 

@@ -390,6 +390,16 @@ impl crate::activity::kind::Action for Action {
     fn is_heartbeat(&self) -> bool {
         matches!(self, Action::Beat { .. })
     }
+
+    /// A beat written is no news; one that failed is said.
+    fn reported(&self, ok: bool) -> bool {
+        !ok || !self.is_heartbeat()
+    }
+
+    /// A dry run lists no beats.
+    fn listed(&self) -> bool {
+        !self.is_heartbeat()
+    }
 }
 
 /// The commission a fix-forward round writes.

@@ -28,6 +28,8 @@ pub struct Plans;
 
 impl Kind<Catalog> for Plans {
     const NAME: Name = Name::Plan;
+    const ACT_ORDER: u8 = 1;
+    const LAUNCHES: bool = true;
     type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 
@@ -65,8 +67,9 @@ impl Kind<Catalog> for Plans {
         AtWork { running, awaited_dirs: Vec::new() }
     }
 
-    /// Whether some plan of the project is running or verifying (its tasks or verify at work).
-    fn busy_after(&self, ctx: Ctx<'_, Catalog>) -> Result<bool> {
+    /// The plans of the project running or verifying (their tasks or verify at work).
+    fn busy_after(&self, ctx: Ctx<'_, Catalog>) -> Result<Vec<String>> {
+        let mut busy = Vec::new();
         for path in crate::artifact::paths(&ctx.project.plans_dir())? {
             let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
             if crate::artifact::ids::validate_id(id).is_err() {
@@ -74,11 +77,11 @@ impl Kind<Catalog> for Plans {
             }
             if let Ok(Some(r)) = observe::record(ctx.home, ctx.project, id) {
                 if r.status.is_active() {
-                    return Ok(true);
+                    busy.push(id.to_string());
                 }
             }
         }
-        Ok(false)
+        Ok(busy)
     }
 
     fn requests() -> Vec<(&'static str, &'static str)> {

@@ -1,13 +1,13 @@
-//! The one generic pass: each round observes, decides and acts on every kind in turn
-//! (commissions, then meetings, then plans: the wave tasks get the worker slots the
-//! commissions leave), with one error policy for all of them — a failed action is left alone
-//! for the rest of the invocation (stops and heartbeats excepted), keyed by kind and id; a
-//! wait is said once.
+//! The one generic pass: each round observes and decides every kind in turn (commissions,
+//! then meetings, then plans: the wave tasks get the worker slots the commissions leave), then
+//! carries out their actions in the order the kinds say (meetings, plans, commissions), with
+//! one error policy for all of them — a failed action is left alone for the rest of the
+//! invocation (stops and heartbeats excepted), keyed by kind and id; a wait is said once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 
 use super::lock::take_lock;
 use super::{Entry, Key, Options, Report};
@@ -28,7 +28,11 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     let dispatch_lock = home.root.join("dispatch.lock");
     let started = Instant::now();
     let commissions = Commissions { settled: opts.settled.as_deref() };
-    let kinds: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
+    let all: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
+    let kinds: Vec<&dyn Drive> = all.into_iter().filter(|k| opts.only.is_none_or(|only| only == k.name())).collect();
+    // Kinds that launch no worker (a meeting's fold after a turn) count no slot: they need not
+    // wait for another project's pass on the home-wide lock, and one round does what they do.
+    let launches = kinds.iter().any(|k| k.launches());
     let mut pass = Pass {
         opts,
         report: Report::default(),
@@ -40,7 +44,11 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     };
     loop {
         pass.rounds += 1;
-        let global = if opts.dry_run { None } else { Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?) };
+        let global = if opts.dry_run || !launches {
+            None
+        } else {
+            Some(take_lock(&dispatch_lock, true, "").map_err(|e| anyhow!("home lock: {e}"))?)
+        };
         wait_for_git(project);
         if !opts.dry_run {
             // What a killed pass left half-applied is finished before anything is observed. An
@@ -61,9 +69,16 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         pass.report.dependency_dirs.clear();
         let mut round = Round { settled: true, ..Round::default() };
         let mut budget = Budget::default();
-        for kind in kinds.iter().filter(|k| opts.only.is_none_or(|only| only == k.name())) {
-            kind.round(&mut pass, ctx, &mut budget, &mut round)?;
+        // Every kind observed and decided first, in the pass's order; then acted on in theirs.
+        let mut decided = Vec::new();
+        for kind in &kinds {
+            decided.push((kind.act_order(), kind.decide(&mut pass, ctx, &mut budget, &mut round)?));
         }
+        decided.sort_by_key(|(order, _)| *order);
+        for (_, d) in &decided {
+            d.act(&mut pass, ctx, &mut round)?;
+        }
+        drop(decided);
         drop(global);
         if opts.dry_run {
             pass.report.settled = round.settled;
@@ -71,7 +86,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         }
         let quiet = !round.progressed;
         let settled = round.settled && !round.waiting;
-        if quiet && (!opts.wait || settled || settled_but_failed(&round.busy, &pass.failed)) {
+        if !launches || (quiet && (!opts.wait || settled || settled_but_failed(&round.busy, &pass.failed))) {
             pass.report.settled = settled;
             return Ok(pass.report);
         }
@@ -121,7 +136,28 @@ struct Round {
 /// A kind as the pass drives it: any [`Kind`] whose actions say what `--dry-run` lists.
 trait Drive {
     fn name(&self) -> Name;
-    fn round(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()>;
+    fn act_order(&self) -> u8;
+    fn launches(&self) -> bool;
+    /// Observe and decide (a dry run lists the actions here): what is left to carry out.
+    fn decide<'k>(
+        &'k self,
+        pass: &mut Pass<'_>,
+        ctx: Ctx<'_, Catalog>,
+        budget: &mut Budget,
+        round: &mut Round,
+    ) -> Result<Box<dyn Decision + 'k>>;
+}
+
+/// A kind's decision, waiting for its turn to act.
+trait Decision {
+    fn act(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()>;
+}
+
+/// A kind's snapshot and the actions it decided on it that are to be carried out.
+struct Decided<'k, K: Kind<Catalog>> {
+    kind: &'k K,
+    snapshot: K::Snapshot,
+    actions: Vec<K::Action>,
 }
 
 impl<K: Kind<Catalog>> Drive for K
@@ -131,8 +167,26 @@ where
     fn name(&self) -> Name {
         K::NAME
     }
-    fn round(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()> {
-        pass.round(self, ctx, budget, round)
+    fn act_order(&self) -> u8 {
+        K::ACT_ORDER
+    }
+    fn launches(&self) -> bool {
+        K::LAUNCHES
+    }
+    fn decide<'k>(
+        &'k self,
+        pass: &mut Pass<'_>,
+        ctx: Ctx<'_, Catalog>,
+        budget: &mut Budget,
+        round: &mut Round,
+    ) -> Result<Box<dyn Decision + 'k>> {
+        Ok(Box::new(pass.decide(self, ctx, budget, round)?))
+    }
+}
+
+impl<K: Kind<Catalog>> Decision for Decided<'_, K> {
+    fn act(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()> {
+        pass.act(self, ctx, round)
     }
 }
 
@@ -153,11 +207,17 @@ impl Listed for crate::meeting::decide::Action {}
 impl Listed for crate::plan::decide::Action {}
 
 impl Pass<'_> {
-    fn round<K: Kind<Catalog>>(&mut self, kind: &K, ctx: Ctx<'_, Catalog>, budget: &mut Budget, round: &mut Round) -> Result<()>
+    fn decide<'k, K: Kind<Catalog>>(
+        &mut self,
+        kind: &'k K,
+        ctx: Ctx<'_, Catalog>,
+        budget: &mut Budget,
+        round: &mut Round,
+    ) -> Result<Decided<'k, K>>
     where
         K::Action: Listed,
     {
-        let (snapshot, problems) = kind.observe(ctx, budget).context("observing the project")?;
+        let (snapshot, problems) = kind.observe(ctx, budget)?;
         let decided = kind.decide(&snapshot);
         for p in problems.iter().chain(&decided.problems) {
             if self.seen_problems.insert(p.to_string()) {
@@ -168,39 +228,35 @@ impl Pass<'_> {
         let at_work = kind.at_work(ctx, &snapshot);
         self.report.running.extend(at_work.running);
         self.report.dependency_dirs.extend(at_work.awaited_dirs);
+        // A dry run carries nothing out: it is settled only if nothing is listed.
+        round.settled &= decided.settled && (!self.opts.dry_run || !decided.actions.iter().any(|a| a.listed()));
+        round.busy.extend(decided.busy.iter().map(|id| (K::NAME, id.clone())));
         // A stop is never left out: a failing update (what a worker wrote, say) must not keep
         // an attempt from being stopped. Nor is a heartbeat: a plan's failed action backs off
         // the whole plan, and its other tasks' signs of life must still be remembered, or a
         // live task would be judged stale and stopped.
-        let actions: Vec<&K::Action> = decided
+        let failed = &self.failed;
+        let actions: Vec<K::Action> = decided
             .actions
-            .iter()
-            .filter(|a| a.is_stop() || a.is_heartbeat() || !self.failed.contains(&(K::NAME, a.id().to_string())))
+            .into_iter()
+            .filter(|a| a.is_stop() || a.is_heartbeat() || !failed.contains(&(K::NAME, a.id().to_string())))
             .collect();
-        kind.take(&snapshot, &actions, budget);
-        // A dry run carries nothing out: it is settled only if nothing is planned.
-        round.settled &= decided.settled && (!self.opts.dry_run || decided.actions.is_empty());
-        round.busy.extend(decided.busy.iter().map(|id| (K::NAME, id.clone())));
-        let rounds = self.rounds;
-        for a in actions {
-            let entry = |ok, error, plan, ms| Entry {
-                pass: rounds,
-                kind: K::NAME,
-                id: a.id().into(),
-                action: a.verb(),
-                detail: a.describe(),
-                ok,
-                error,
-                plan,
-                ms,
-            };
-            if self.opts.dry_run {
-                let e = entry(true, None, a.plan(), None);
+        kind.take(&snapshot, &actions.iter().collect::<Vec<_>>(), budget);
+        if self.opts.dry_run {
+            for a in actions.iter().filter(|a| a.listed()) {
+                let e = self.entry(K::NAME, a, true, None, a.plan(), None);
                 self.emit(e);
-                continue;
             }
+        }
+        Ok(Decided { kind, snapshot, actions })
+    }
+
+    fn act<K: Kind<Catalog>>(&mut self, d: &Decided<'_, K>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()> {
+        // A dry run listed its actions when it decided them.
+        let actions = if self.opts.dry_run { &[][..] } else { &d.actions[..] };
+        for a in actions {
             let started = Instant::now();
-            let result = kind.act(ctx, &snapshot, a);
+            let result = d.kind.act(ctx, &d.snapshot, a);
             let took = started.elapsed();
             let (ok, error) = match &result {
                 Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
@@ -214,7 +270,7 @@ impl Pass<'_> {
             let waiting = matches!(result, Ok(Outcome::Waiting(_)));
             round.waiting |= waiting;
             round.progressed |= !a.is_heartbeat() && !waiting;
-            if a.is_heartbeat() && ok {
+            if !a.reported(ok) {
                 continue;
             }
             // A wait that goes on (a merge waiting on local changes, say) is said once, and
@@ -227,11 +283,25 @@ impl Pass<'_> {
             } else {
                 self.waiting.remove(&key);
             }
-            let e = entry(ok, error, None, Some(took.as_millis() as u64));
+            let e = self.entry(K::NAME, a, ok, error, None, Some(took.as_millis() as u64));
             self.emit(e);
         }
-        round.settled &= !kind.busy_after(ctx)?;
+        let busy = d.kind.busy_after(ctx)?;
+        round.settled &= busy.is_empty();
+        round.busy.extend(busy.into_iter().map(|id| (K::NAME, id)));
         Ok(())
+    }
+
+    fn entry<A: crate::activity::kind::Action>(
+        &self,
+        kind: Name,
+        a: &A,
+        ok: bool,
+        error: Option<String>,
+        plan: Option<crate::commission::decide::Action>,
+        ms: Option<u64>,
+    ) -> Entry {
+        Entry { pass: self.rounds, kind, id: a.id().into(), action: a.verb(), detail: a.describe(), ok, error, plan, ms }
     }
 
     fn emit(&mut self, e: Entry) {

@@ -72,3 +72,95 @@ fn a_failed_meeting_does_not_hold_back_the_commission_of_the_same_id() {
     crate::common::wait_status(&p, "x", "completed");
     assert_eq!(svc.stop(), Some(0));
 }
+
+/// One pass decides every kind first and then acts in the order the pass always had:
+/// meetings, plans, then commissions. A meeting opened in the same pass as a dispatch is
+/// said (and branched from the integration branch) before the dispatch.
+#[test]
+fn a_pass_opens_meetings_before_it_dispatches() {
+    let p = Project::new(&["counsel", "scribe"]);
+    std::fs::create_dir_all(p.root.join(".lore/meetings")).expect("mkdir");
+    std::fs::write(p.root.join(".lore/meetings/talk.md"), "---\nworker: counsel\nstatus: open\n---\nHello\n").expect("meeting");
+    p.write_commission("job", "---\nworker: scribe\n---\noutput: .lore/out.md\nWrite.\n");
+    let out = p.ok(&["reconcile", "--once"]);
+    let at = |id: &str| out.lines().position(|l| l.starts_with(id)).unwrap_or_else(|| panic!("{id} in {out}"));
+    assert!(at("talk") < at("job"), "the meeting acted first: {out}");
+}
+
+/// `--wait` waits for the wave tasks still at work, whatever failed elsewhere: a meeting's
+/// failed action does not make it give up while a plan's task runs.
+#[test]
+fn wait_waits_for_a_plan_though_a_meeting_failed() {
+    let p = Project::new(&["counsel", "mason"]);
+    failing_meeting(&p, "talk");
+    std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
+    std::fs::write(
+        p.root.join(".lore/plans/slow.md"),
+        "---\ntitle: slow\nwaves:\n  - - {id: one, worker: mason, prompt: \"sleep: 2\\nwrite: a.txt a\"}\n---\n",
+    )
+    .expect("plan");
+    let (_, out, err) = p.run(&["reconcile", "--once", "--wait", "--timeout", "120s"]);
+    let v: Value = serde_json::from_str(&p.ok(&["plan", "show", "slow", "--json"])).expect("plan json");
+    assert_eq!(v["status"], "completed", "--wait gave up early:\n{out}\n{err}");
+}
+
+/// A plan's observation failing is said as it always was, without the commissions'
+/// `observing the project:`.
+#[test]
+fn a_plans_observe_error_keeps_its_words() {
+    let p = Project::new(&["scribe"]);
+    std::fs::write(p.root.join(".lore/plans"), "not a directory\n").expect("plans as a file");
+    let (code, out, err) = p.run(&["reconcile", "--once"]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(!err.contains("observing the project"), "{err}");
+}
+
+/// The fold after a meeting's turn drives meetings only: it takes the project lock, not the
+/// home-wide dispatch lock that another project's pass may hold for minutes.
+#[test]
+fn a_meeting_turn_does_not_wait_for_the_dispatch_lock() {
+    let p = Project::new(&["counsel"]);
+    std::fs::create_dir_all(p.root.join(".lore/meetings")).expect("mkdir");
+    std::fs::write(p.root.join(".lore/meetings/talk.md"), "---\nworker: counsel\nstatus: open\n---\nHello\n").expect("meeting");
+    p.ok(&["reconcile", "--once"]);
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(p.home.join("dispatch.lock")).expect("lock file");
+    let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| e).expect("dispatch lock");
+    let mut child = p.cmd().args(["meeting", "send", "talk", "hello"]).stdout(std::process::Stdio::null()).spawn().expect("send");
+    let mut status = None;
+    wait_for("the turn to end with the dispatch lock held elsewhere", || {
+        status = child.try_wait().expect("try_wait");
+        status.is_some()
+    });
+    drop(held);
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+}
+
+/// A commission's heartbeat is never said, even when writing it failed (a failed entry would
+/// fail the pass and back the commission off); a plan's beats are not listed by a dry run.
+#[test]
+fn heartbeats_are_said_by_each_kinds_rule() {
+    let p = Project::new(&["sleeper", "mason"]);
+    p.write_commission("nap", "---\nworker: sleeper\n---\nsleep: 8\n");
+    std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
+    std::fs::write(
+        p.root.join(".lore/plans/slow.md"),
+        "---\ntitle: slow\nwaves:\n  - - {id: one, worker: mason, prompt: \"chat: 8\\nwrite: a.txt a\"}\n---\n",
+    )
+    .expect("plan");
+    p.ok(&["reconcile", "--once"]);
+    let beat = p.state_dir("nap").join("heartbeat");
+    let _ = std::fs::remove_file(&beat);
+    std::fs::create_dir_all(beat.join("in-the-way")).expect("a directory in the heartbeat's place");
+    // The task prints all the time: its signs of life change between any two looks.
+    for _ in 0..10 {
+        let dry = p.ok(&["reconcile", "--dry-run"]);
+        assert!(!dry.contains("heartbeat of"), "a plan's beat listed: {dry}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let (code, out, err) = p.run(&["reconcile", "--once"]);
+    assert!(!out.contains("heartbeat"), "{out}\n{err}");
+    assert_eq!(code, 0, "{out}\n{err}");
+    std::fs::remove_dir_all(&beat).expect("out of the way");
+    p.settle();
+    assert_eq!(p.status("nap"), "completed");
+}

@@ -146,6 +146,11 @@ impl crate::activity::kind::Action for Action {
     fn is_heartbeat(&self) -> bool {
         matches!(self, Action::Heartbeat { .. })
     }
+
+    /// A heartbeat is never said, even failed: the liveness it feeds is decided next round.
+    fn reported(&self, _ok: bool) -> bool {
+        !self.is_heartbeat()
+    }
 }
 
 /// The decider's answer.
