@@ -179,6 +179,15 @@ pub fn apply_hashed<U: Update + ?Sized>(
     if u.edits().is_empty() && record.is_none() && folds.is_empty() {
         return Ok((Outcome::Done, u.expect_hash()));
     }
+    // An intent still there is one settling could not finish (a stop's update comes this far
+    // even for an artifact left alone): it is the only record of what a killed update left, so
+    // it is never overwritten, and nothing decided on that half-applied state is written.
+    if std::fs::symlink_metadata(&place.intent).is_ok() {
+        return Ok((
+            Outcome::Waiting(format!("an unfinished update waits in {}: repair or remove it", place.intent.display())),
+            u.expect_hash(),
+        ));
+    }
     let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok((Outcome::Dropped, u.expect_hash())) };
     let new = if u.edits().is_empty() {
         None

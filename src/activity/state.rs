@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::artifact::Status;
 
 /// The reconciler's memory of a commission, written with the artifact as one step
-/// ([`crate::activity::apply`]); `prev` is what the artifact said before our status write,
-/// so that the artifact still saying it reads as our write not seen yet, not as a request.
+/// ([`crate::activity::apply`]: after the artifact has landed). `prev` is read only from
+/// records written before that order (record first, then the artifact): what the artifact said
+/// before that status write, so that the artifact still saying it read as our write not seen
+/// yet. A record written now carries none: the artifact already says its status, and anything
+/// else the artifact says later is a person's request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub status: Status,

@@ -249,3 +249,42 @@ fn meeting_close_killed_at_each_step() {
         meeting_close_killed_at(step);
     }
 }
+
+/// A stop is never left out, not even for an artifact whose intent settling could not finish;
+/// but the stop's own update must not overwrite that intent (the only record of what a killed
+/// update left) nor write anything decided on the half-applied state: it waits, and says why.
+#[test]
+fn a_stop_never_overwrites_an_intent_that_could_not_be_settled() {
+    let p = Project::new(&["sleeper"]);
+    let id = p.create("sleeper", "Long", "sleep: 300\nTake a while.");
+    p.pass_until("the worker runs", |p| p.status(&id) == "in_progress");
+    let worker = p.run_info(&id).expect("run")["worker_pid"].as_i64().expect("pid");
+    let bad = state(&p, "intents", &format!("commission.{id}.json"));
+    std::fs::create_dir_all(bad.parent().expect("intents dir")).expect("mkdir");
+    std::fs::write(&bad, "{ not json").expect("a corrupt intent");
+    let text = p.artifact(&id).replace("status: in_progress", "status: cancelled");
+    std::fs::write(p.artifact_path(&id), text).expect("cancel");
+    let (_, out, err) = p.run(&["reconcile", "--once"]);
+    assert_eq!(std::fs::read_to_string(&bad).expect("the intent is still there"), "{ not json", "{out}\n{err}");
+    // The stop itself still went out: the worker is stopped all the same.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while crate::common::pid_alive(worker) {
+        assert!(std::time::Instant::now() < deadline, "the worker was not stopped: {out}\n{err}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Killed after the artifact landed (`desired: cancelled` carried out), a person then asks for
+/// a re-dispatch by writing `status: pending`: that is a request like any other, never taken
+/// for guild-hall's own write not seen yet (the record an update writes carries no `prev`).
+#[test]
+fn a_request_after_a_landed_kill_is_carried_out() {
+    let p = Project::new(&["scribe"]);
+    p.write_commission("c", "---\nworker: scribe\nstatus: pending\ndesired: cancelled\n---\noutput: .lore/c-out.md\nWrite.\n");
+    kill_at(&p, "commission-apply:3");
+    assert_eq!(p.status("c"), "cancelled");
+    let text = p.artifact("c").replace("status: cancelled", "status: pending");
+    std::fs::write(p.artifact_path("c"), text).expect("a re-dispatch");
+    p.settle();
+    assert_eq!(p.status("c"), "completed", "{}", p.artifact("c"));
+}

@@ -73,7 +73,9 @@ impl<'a> Step<'a> {
             // A re-dispatched commission has not ended (yet again).
             self.remove("completed");
         }
-        self.record.prev = self.o.artifact.status.filter(|s| *s != to);
+        // No `prev`: the record is written only after the artifact says `to` (activity::apply),
+        // so a status the artifact says later is a person's request, never our write unseen.
+        self.record.prev = None;
         self.record.status = to;
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
         if matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty() {
