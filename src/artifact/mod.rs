@@ -167,15 +167,42 @@ pub fn create_new<T>(
         .suffix(".tmp")
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
-        .map_err(io)?;
+        .map_err(|e| io(without_temp_name(e)))?;
     tmp.write_all(text.as_bytes()).map_err(io)?;
     tmp.as_file().sync_all().map_err(io)?;
     match std::fs::hard_link(tmp.path(), path) {
         Ok(()) => Ok(parsed),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(CreateError::Exists { path: shown(), error }),
+        // A filesystem without hard links (vfat, exfat, some FUSE and CIFS mounts): created
+        // exclusively in place, as before, and synced; a kill mid-write can leave it partial there.
+        Err(error) if matches!(error.raw_os_error(), Some(libc::EPERM | libc::ENOTSUP | libc::EINVAL | libc::EXDEV)) => {
+            let mut f = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+                Ok(f) => f,
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(CreateError::Exists { path: shown(), error })
+                }
+                Err(error) => return Err(io(error)),
+            };
+            f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(io)?;
+            Ok(parsed)
+        }
         Err(error) => Err(io(error)),
     }
     // `tmp` is removed when dropped, whichever way this went.
+}
+
+/// An error of tempfile's as the system gave it: tempfile appends its random temp name
+/// (`… at path "…"`), which would make the message differ every time; the caller names the
+/// artifact's own path instead.
+fn without_temp_name(e: std::io::Error) -> std::io::Error {
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((plain, _)) => std::io::Error::new(e.kind(), plain.to_string()),
+        None => e,
+    }
 }
 
 /// Whether `path` itself is a symlink (not followed).
@@ -220,6 +247,16 @@ mod tests {
 
     /// Written whole, with a person's mode; a file (or a link) already there is never
     /// replaced nor followed; no temp file is left either way.
+    #[test]
+    fn a_failed_create_names_the_artifact_never_a_temp() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("missing/a.md");
+        let e = create_new(&path, "---\nx: 1\n---\n", "commission", accept).expect_err("no dir");
+        let text = e.to_string();
+        assert!(text.contains(&path.display().to_string()) && text.contains("(os error 2)"), "{text}");
+        assert!(!text.contains(".guild-hall-"), "a random temp name in the message: {text}");
+    }
+
     #[test]
     fn create_new_appears_whole_never_over_a_file_and_leaves_no_temp() {
         use std::os::unix::fs::PermissionsExt;

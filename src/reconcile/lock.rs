@@ -1,5 +1,6 @@
 //! The project's single-writer lock (who holds it is written in it, for the refusal) and the
-//! home-wide dispatch lock the pass takes every round.
+//! home-wide dispatch lock the pass takes every round in which a kind that launches workers is
+//! driven (a meeting's fold after its turn takes none).
 
 use std::io::{Seek, Write};
 use std::path::PathBuf;

@@ -2,7 +2,9 @@
 //! then meetings, then plans: the wave tasks get the worker slots the commissions leave), then
 //! carries out their actions in the order the kinds say (meetings, plans, commissions), with
 //! one error policy for all of them — a failed action is left alone for the rest of the
-//! invocation (stops and heartbeats excepted), keyed by kind and id; a wait is said once.
+//! invocation (stops and heartbeats excepted), keyed by kind and id; a wait is said once. A
+//! kind that cannot be observed at all (an unreadable `.lore/plans`, say) fails the round
+//! before anything acts: no kind acts on a world only partly read.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -33,6 +35,11 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     // Kinds that launch no worker (a meeting's fold after a turn) count no slot: they need not
     // wait for another project's pass on the home-wide lock, and one round does what they do.
     let launches = kinds.iter().any(|k| k.launches());
+    // The worker slots wave tasks may take are what commissions leave: a pass over a kind that
+    // launches workers without the commissions would see none.
+    if let Some(only) = opts.only.filter(|&only| only != Name::Commission && launches) {
+        return Err(anyhow!("a pass over {only}s alone cannot know the worker slots the commissions leave; drive every kind"));
+    }
     let mut pass = Pass {
         opts,
         report: Report::default(),
@@ -269,7 +276,9 @@ impl Pass<'_> {
             }
             let waiting = matches!(result, Ok(Outcome::Waiting(_)));
             round.waiting |= waiting;
-            round.progressed |= !a.is_heartbeat() && !waiting;
+            // A failed stop is no progress either: it is never left out, so failing again next
+            // round would keep a pass going (40 rounds, then "did not converge") for nothing.
+            round.progressed |= !a.is_heartbeat() && !waiting && (ok || !a.is_stop());
             if !a.reported(ok) {
                 continue;
             }
