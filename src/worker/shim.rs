@@ -77,7 +77,19 @@ pub fn shim_state(run: &RunInfo) -> ShimState {
     match std::fs::read(format!("/proc/{}/environ", run.pid)) {
         Ok(env) if env.is_empty() => ShimState::Gone,
         Ok(_) if carries_mark(run.pid, run) => ShimState::Ours,
-        Ok(_) => ShimState::Foreign,
+        Ok(_) => {
+            // A shim tearing its memory down as it exits can give a cut-off environment, the
+            // mark missing; it is a zombie a moment later. Only a process still alive, still
+            // without the mark, is foreign (a forged record: rare, so the wait costs nothing).
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            match std::fs::read(format!("/proc/{}/environ", run.pid)) {
+                _ if !is_alive(run) => ShimState::Gone,
+                Ok(env) if env.is_empty() => ShimState::Gone,
+                Ok(_) if carries_mark(run.pid, run) => ShimState::Ours,
+                Ok(_) => ShimState::Foreign,
+                Err(_) => ShimState::Gone,
+            }
+        }
         Err(_) => ShimState::Gone,
     }
 }

@@ -58,8 +58,13 @@ shim=$(field {id} pid)
 kill -9 -- -$shim
 wait_for "the attempt's session gone" gone $shim
 # The kernel hands the shim's pid to an unrelated session leader.
-echo $((shim - 1)) > /proc/sys/kernel/ns_last_pid
-setsid sleep 1000 & victim=$!
+# Another process of the namespace may fork in between and take the pid: try again.
+for try in 1 2 3 4 5 6 7 8 9 10; do
+  echo $((shim - 1)) > /proc/sys/kernel/ns_last_pid
+  setsid sleep 1000 & victim=$!
+  [ "$victim" = "$shim" ] && break
+  kill -9 $victim
+done
 [ "$victim" = "$shim" ] || {{ echo "could not reuse pid $shim (got $victim)" >&2; exit 1; }}
 wait_for "the victim leads its session" sh -c "[ \"\$(cut -d' ' -f6 /proc/$victim/stat)\" = $victim ]"
 "$GH" reconcile --once >/dev/null
