@@ -14,20 +14,6 @@ use crate::common::{git, Project};
 
 const STEPS: u32 = 5;
 
-/// Passes with the fault switch on until one dies at it (the first update that gets that far).
-fn kill_at(p: &Project, fault: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", fault).output().expect("runs");
-        match out.status.code() {
-            Some(86) => return,
-            Some(0) => assert!(std::time::Instant::now() < deadline, "{fault}: never reached"),
-            other => panic!("{fault}: {other:?} {}", String::from_utf8_lossy(&out.stderr)),
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 /// The state dir of `kind`'s `id` (under the only project in this home).
 fn state(p: &Project, kind: &str, id: &str) -> PathBuf {
     let project = std::fs::read_dir(p.home.join("state"))
@@ -97,7 +83,7 @@ fn commission_killed_at(step: u32, saved: bool) {
     let p = Project::new(&["scribe"]);
     let id = p.create("scribe", "Applied", "output: .lore/out.md\nWrite.");
     // The first update that gets that far: the dispatch's (pending -> dispatched, attempt 1).
-    kill_at(&p, &fault);
+    p.pass_until_fault(&fault);
     left_half_applied(&p, step, &format!("commission.{id}.json"), &fault);
     if saved {
         save_on_top(&p.artifact_path(&id));
@@ -119,7 +105,7 @@ fn meeting_killed_at(step: u32, saved: bool) {
     std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
     std::fs::write(&path, "---\nworker: counsel\nstatus: open\n---\n").expect("write");
     // The first update that gets that far: the opening's (the record open, the branch written).
-    kill_at(&p, &fault);
+    p.pass_until_fault(&fault);
     left_half_applied(&p, step, "meeting.f.json", &fault);
     if saved {
         save_on_top(&path);
@@ -156,7 +142,7 @@ fn plan_killed_at(step: u32, saved: bool) {
     .expect("plan");
     // The first update that gets that far: the plan's start (pending -> running, a status
     // guild-hall writes forward, which a person may not).
-    kill_at(&p, &fault);
+    p.pass_until_fault(&fault);
     left_half_applied(&p, step, "plan.k.json", &fault);
     if saved {
         save_on_top(&path);
@@ -281,7 +267,7 @@ fn a_stop_never_overwrites_an_intent_that_could_not_be_settled() {
 fn a_request_after_a_landed_kill_is_carried_out() {
     let p = Project::new(&["scribe"]);
     p.write_commission("c", "---\nworker: scribe\nstatus: pending\ndesired: cancelled\n---\noutput: .lore/c-out.md\nWrite.\n");
-    kill_at(&p, "commission-apply:3");
+    p.pass_until_fault("commission-apply:3");
     assert_eq!(p.status("c"), "cancelled");
     let text = p.artifact("c").replace("status: cancelled", "status: pending");
     std::fs::write(p.artifact_path("c"), text).expect("a re-dispatch");

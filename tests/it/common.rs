@@ -145,6 +145,36 @@ impl Project {
         c
     }
 
+    /// Single passes with the fault switch at `fault` (`GUILD_HALL_FAULT`) until one stops dead
+    /// there (exit 86); every pass before it must succeed. 60 s at most.
+    pub fn pass_until_fault(&self, fault: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = self.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", fault).output().expect("runs");
+            match out.status.code() {
+                Some(86) => return,
+                Some(0) => assert!(Instant::now() < deadline, "{fault}: never reached"),
+                other => panic!("{fault}: {other:?} {}", String::from_utf8_lossy(&out.stderr)),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A project-local worker package `name` (for commissions and wave tasks) whose command is
+    /// the shell script `script`, with a `checkout` of `sparse` or `full`.
+    pub fn script_worker(&self, name: &str, checkout: &str, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.root.join(".lore/workers").join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let yaml = format!(
+            "name: {name}\ndescription: a test worker\ncommand: [\"./run.sh\"]\ncheckout: {checkout}\ncapabilities: [commission]\n"
+        );
+        std::fs::write(dir.join("worker.yaml"), yaml).expect("worker.yaml");
+        let run = dir.join("run.sh");
+        std::fs::write(&run, format!("#!/bin/sh\nset -eu\n{script}\n")).expect("run.sh");
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
     /// Run and return (exit code, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.cmd().args(args).output().expect("runs");
@@ -421,3 +451,28 @@ dispatch() { # dispatch ID: one pass starts it; wait until its shim recorded the
   wait_for "run.json of $1" run_json "$1"
 }
 "#;
+
+/// What a server has already said on `stream`, read without blocking: `None` while it has said
+/// nothing yet; else all it says until it closes (`Some("")` for a close without a word), or
+/// what it said by the time it has been quiet for a second.
+pub fn answered(stream: &mut std::os::unix::net::UnixStream) -> Option<String> {
+    use std::io::Read;
+    stream.set_nonblocking(true).expect("nonblocking");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut quiet_since = Instant::now();
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&out).into_owned()),
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                quiet_since = Instant::now();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && out.is_empty() => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && quiet_since.elapsed() < Duration::from_secs(1) => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => return Some(String::from_utf8_lossy(&out).into_owned()),
+        }
+    }
+}

@@ -109,25 +109,6 @@ fn a_worker_cannot_drive_the_endpoint() {
     wait_status(&p, &victim, "cancelled");
 }
 
-/// Answers already waiting on `stream` (read without blocking): `None` while it has said
-/// nothing yet, `Some("")` for a close without a word.
-fn answered(stream: &mut UnixStream) -> Option<String> {
-    stream.set_nonblocking(true).expect("nonblocking");
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => return Some(String::from_utf8_lossy(&out).into_owned()),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && out.is_empty() => return None,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(_) => return Some(String::from_utf8_lossy(&out).into_owned()),
-        }
-    }
-}
-
 /// A whole HTTP response: its status line, and a body of exactly `Content-Length` bytes.
 fn whole(reply: &str) -> (String, String) {
     let (head, body) = reply.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no end of headers: {reply:?}"));

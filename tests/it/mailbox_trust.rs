@@ -7,18 +7,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-/// A project-local worker package `name` whose command is the shell script `script`.
-fn script_worker(p: &Project, name: &str, script: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = p.root.join(".lore/workers").join(name);
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let yaml = format!("name: {name}\ndescription: a test worker\ncommand: [\"./run.sh\"]\ncheckout: sparse\ncapabilities: [commission]\n");
-    std::fs::write(dir.join("worker.yaml"), yaml).expect("worker.yaml");
-    let run = dir.join("run.sh");
-    std::fs::write(&run, format!("#!/bin/sh\nset -eu\n{script}\n")).expect("run.sh");
-    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
 /// Single passes (whatever each one's exit code: on the code this guards against, every pass
 /// fails) until `cond` holds.
 fn passes_until(p: &Project, what: &str, mut cond: impl FnMut(&Project) -> bool) {
@@ -65,7 +53,7 @@ fn assert_truncated_progress(p: &Project, id: &str) {
 fn a_worker_with_a_huge_progress_is_still_stopped_on_cancel() {
     let p = Project::new(&[]);
     p.config("cancel_grace: 1s\n");
-    script_worker(&p, "blabber", HUGE_PROGRESS_THEN_HANG);
+    p.script_worker("blabber", "sparse", HUGE_PROGRESS_THEN_HANG);
     let id = p.create("blabber", "Blab", "Say too much, then hang.");
     passes_until(&p, "the worker running", |p| p.run_info(&id).is_some_and(|r| r["worker_pid"].is_i64()));
     let worker = worker_pid(&p, &id);
@@ -81,7 +69,7 @@ fn a_worker_with_a_huge_progress_is_still_stopped_on_cancel() {
 fn a_worker_with_a_huge_progress_is_still_stopped_when_stale() {
     let p = Project::new(&[]);
     p.config("stale_after: 2s\n");
-    script_worker(&p, "blabber", HUGE_PROGRESS_THEN_HANG);
+    p.script_worker("blabber", "sparse", HUGE_PROGRESS_THEN_HANG);
     let id = p.create("blabber", "Blab", "Say too much, then hang.");
     passes_until(&p, "the worker running", |p| p.run_info(&id).is_some_and(|r| r["worker_pid"].is_i64()));
     let worker = worker_pid(&p, &id);
@@ -94,7 +82,7 @@ fn a_worker_with_a_huge_progress_is_still_stopped_when_stale() {
 #[test]
 fn a_worker_with_a_huge_progress_is_still_stopped_at_its_timeout() {
     let p = Project::new(&[]);
-    script_worker(&p, "blabber", HUGE_PROGRESS_THEN_HANG);
+    p.script_worker("blabber", "sparse", HUGE_PROGRESS_THEN_HANG);
     p.write_commission("slow", "---\nworker: blabber\ntimeout: 2s\n---\nSay too much, then hang.\n");
     passes_until(&p, "the worker running", |p| p.run_info("slow").is_some_and(|r| r["worker_pid"].is_i64()));
     let worker = worker_pid(&p, "slow");
@@ -115,7 +103,7 @@ printf '{"kind": "progress"}\n' >> "$GUILD_HALL_MAILBOX"
 "$GUILD_HALL_BIN" toolbox log-question "still readable?"
 "$GUILD_HALL_BIN" toolbox report-progress "after the bad line"
 exec sleep 100000"#;
-    script_worker(&p, "garbler", script);
+    p.script_worker("garbler", "sparse", script);
     let id = p.create("garbler", "Garble", "Write a bad line, then hang.");
     passes_until(&p, "the worker running", |p| p.run_info(&id).is_some_and(|r| r["worker_pid"].is_i64()));
     let worker = worker_pid(&p, &id);
@@ -147,7 +135,7 @@ if [ "$GUILD_HALL_ATTEMPT" = 1 ]; then
   (printf '%s\n' "$forged" > "$(dirname "$GUILD_HALL_MAILBOX")/events-2.jsonl") 2>/dev/null || true
 fi
 exit 1"#;
-    script_worker(&p, "forger", script);
+    p.script_worker("forger", "sparse", script);
     let id = p.create("forger", "Forge", "Plant a result for the next attempt.");
     p.settle();
     assert_eq!(p.status(&id), "failed");
@@ -172,7 +160,7 @@ fn paths_in_a_raw_result_are_checked_where_they_are_read() {
 echo fine > .lore/out/ok.md
 ln -s /etc .lore/out/etc
 printf '{"seq":1,"id":"raw-result","ts":"2026-01-01T00:00:00.000Z","attempt":%s,"kind":"result","summary":"raw","artifacts":["/etc/shadow","../../x",".lore/out/etc/passwd",".lore/out/ok.md"]}\n' "$GUILD_HALL_ATTEMPT" >> "$GUILD_HALL_MAILBOX""#;
-    script_worker(&p, "liar", script);
+    p.script_worker("liar", "sparse", script);
     let id = p.create("liar", "Lie", "Submit paths outside the worktree.");
     p.settle();
     assert_eq!(p.status(&id), "completed");
@@ -197,7 +185,7 @@ fn reading_the_mailbox_again_from_the_start_records_nothing_twice() {
 "$GUILD_HALL_BIN" toolbox log-question "why?"
 "$GUILD_HALL_BIN" toolbox report-progress "two"
 exec sleep 100000"#;
-    script_worker(&p, "talker", script);
+    p.script_worker("talker", "sparse", script);
     let id = p.create("talker", "Talk", "Talk, then hang.");
     passes_until(&p, "both progress reports folded", |p| frontmatter(p, &id)["progress"].as_str() == Some("two"));
     // As after a crash between the timeline and the read position: the position is lost, and

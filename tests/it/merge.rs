@@ -19,16 +19,8 @@ fn install_editor(p: &Project) {
 /// Run passes with the fault switch at `finish:1` until one stops there: the worker's work is
 /// committed on its branch and the merge has not happened yet.
 fn stop_before_merge(p: &Project, id: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", "finish:1").output().expect("runs");
-        if out.status.code() == Some(86) {
-            return;
-        }
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(std::time::Instant::now() < deadline, "never reached the merge");
-        assert_ne!(p.status(id), "completed");
-    }
+    p.pass_until_fault("finish:1");
+    assert_ne!(p.status(id), "completed");
 }
 
 /// Commit `content` to `path` on claude/main, as a person would.

@@ -386,22 +386,6 @@ fn a_socket_in_use_names_the_server_holding_it() {
     assert!(sock.exists(), "the first server's socket is left alone");
 }
 
-/// Answers already waiting on `stream` (read without blocking): `None` while it has said
-/// nothing yet.
-fn answered(stream: &mut UnixStream) -> Option<String> {
-    stream.set_nonblocking(true).expect("nonblocking");
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => return Some(String::from_utf8_lossy(&out).into_owned()),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && out.is_empty() => return None,
-            Err(_) => return Some(String::from_utf8_lossy(&out).into_owned()),
-        }
-    }
-}
-
 /// A burst of idle connections far larger than the cap, and than the watcher's file limit
 /// (1024, a common default): every one over the cap gets a whole 503 and a JSON error (the
 /// oldest idle ones make way for newer ones), a request in flight completes — its header

@@ -13,19 +13,6 @@ use serde_json::Value;
 
 use crate::common::*;
 
-/// A project-local worker package `name` (a wave task's or a commission's) whose command is
-/// the shell script `script`.
-fn script_worker(p: &Project, name: &str, script: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = p.root.join(".lore/workers").join(name);
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let yaml = format!("name: {name}\ndescription: a test worker\ncommand: [\"./run.sh\"]\ncheckout: full\ncapabilities: [commission]\n");
-    std::fs::write(dir.join("worker.yaml"), yaml).expect("worker.yaml");
-    let run = dir.join("run.sh");
-    std::fs::write(&run, format!("#!/bin/sh\nset -eu\n{script}\n")).expect("run.sh");
-    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
 fn write_plan(p: &Project, id: &str, waves: &str) {
     let dir = p.root.join(".lore/plans");
     std::fs::create_dir_all(&dir).expect("mkdir");
@@ -103,7 +90,7 @@ up in_progress 1 start
 "$GUILD_HALL_BIN" toolbox task-update --status in_progress --sequence 2 --idempotency-key evidence --evidence-paths out/passwd >/dev/null
 echo done > result.txt
 up done 3 later"#;
-    script_worker(&p, "planter", script);
+    p.script_worker("planter", "full", script);
     write_plan(&p, "pl", "  - - {id: t, worker: planter, prompt: go}\n");
     p.settle();
     let v = show(&p, "pl");
@@ -140,7 +127,7 @@ fn a_task_mailbox_of_8000_updates_is_folded_once_and_read_only_where_new() {
     let p = Project::new(&[]);
     let script = r#"awk 'BEGIN { for (i = 1; i <= 8000; i++) printf "{\"seq\":%d,\"id\":\"raw-%d\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"attempt\":1,\"kind\":\"task_update\",\"status\":\"in_progress\",\"changed_ops\":[{\"op\":\"modify\",\"path\":\"src/f%d.rs\"}],\"sequence\":%d,\"idempotency_key\":\"step-%d\"}\n", i, i, i, i, i }' >> "$GUILD_HALL_MAILBOX"
 echo many > many.txt"#;
-    script_worker(&p, "flooder", script);
+    p.script_worker("flooder", "full", script);
     write_plan(&p, "fl", "  - - {id: t, worker: flooder, prompt: go}\n");
     passes_until(&p, "the plan to complete", Duration::from_secs(90), |p| plan_status(p, "fl") == "completed");
     let v = show(&p, "fl");
@@ -167,14 +154,12 @@ echo many > many.txt"#;
 fn a_worker_that_makes_its_mailbox_unreadable_is_read_all_the_same() {
     use std::os::unix::fs::PermissionsExt;
     let p = Project::new(&[]);
-    script_worker(
-        &p,
+    p.script_worker(
         "hider",
+        "full",
         "\"$GUILD_HALL_BIN\" toolbox submit-result --summary \"done, then hidden\"\nchmod 000 \"$GUILD_HALL_MAILBOX\"",
     );
-    script_worker(
-        &p,
-        "task-hider",
+    p.script_worker("task-hider", "full",
         "\"$GUILD_HALL_BIN\" toolbox task-update --status done --sequence 1 --idempotency-key done >/dev/null\necho hidden > hidden.txt\nchmod 000 \"$GUILD_HALL_MAILBOX\"",
     );
     let id = p.create("hider", "Hide", "Submit, then hide the mailbox.");
@@ -199,10 +184,10 @@ fn a_mailbox_that_cannot_be_read_fails_the_ended_attempt_naming_it() {
     let p = Project::new(&[]);
     let go = p.tmp.path().join("go");
     let wait = format!("while [ ! -e '{}' ]; do sleep 0.1; done", go.display());
-    script_worker(&p, "submitter", &format!("\"$GUILD_HALL_BIN\" toolbox submit-result --summary \"a result\"\n{wait}"));
-    script_worker(
-        &p,
+    p.script_worker("submitter", "full", &format!("\"$GUILD_HALL_BIN\" toolbox submit-result --summary \"a result\"\n{wait}"));
+    p.script_worker(
         "reporter",
+        "full",
         &format!(
             "\"$GUILD_HALL_BIN\" toolbox task-update --status done --sequence 1 --idempotency-key done >/dev/null\necho r > r.txt\n{wait}"
         ),
