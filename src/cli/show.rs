@@ -207,10 +207,11 @@ fn plans_table(env: &Env) -> Result<()> {
     for path in guild_hall::artifact::paths(&env.project.plans_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
         let Ok(plan) = guild_hall::plan::observe::load(&env.project, id) else { continue };
-        let record = guild_hall::plan::observe::record(&env.home, &env.project, id).ok().flatten();
+        let record = guild_hall::ops::plan::record(&env.home, &env.project, &plan).ok().flatten();
         let status = guild_hall::ops::plan::status(&plan, record.as_ref());
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
-        let reason = record.as_ref().and_then(|r| r.reason.clone()).map(|r| format!("  {r}")).unwrap_or_default();
+        let elsewhere = guild_hall::plan::decide::elsewhere(&plan, record.as_ref());
+        let reason = record.as_ref().and_then(|r| r.reason.clone()).or(elsewhere).map(|r| format!("  {r}")).unwrap_or_default();
         say!("\nplan {id}: {status}{wave}{}", line(&reason));
         for t in plan.tasks() {
             let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");

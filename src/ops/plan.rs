@@ -60,6 +60,16 @@ pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
     }
 }
 
+/// What this home knows of plan `plan`: its record, else — a plan its file says is over, in a
+/// home that never ran it — what the reconciler takes from the file ([`PlanRecord::adopt`]).
+pub fn record(home: &Home, project: &Project, plan: &Plan) -> Result<Option<PlanRecord>> {
+    if let Some(r) = crate::plan::observe::record(home, project, &plan.id)? {
+        return Ok(Some(r));
+    }
+    let keys = crate::activity::timeline::keys(&crate::activity::timeline::path_for(&plan.path))?;
+    Ok(PlanRecord::adopt(plan, &keys))
+}
+
 /// Where plan `plan` is: what the reconciler recorded, else what its file says.
 pub fn status(plan: &Plan, record: Option<&PlanRecord>) -> PlanStatus {
     record.map(|r| r.status).or(plan.status).unwrap_or(PlanStatus::Pending)
@@ -69,7 +79,7 @@ pub fn status(plan: &Plan, record: Option<&PlanRecord>) -> PlanStatus {
 /// the plan is now ([`status`]).
 pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Result<()> {
     let plan = crate::plan::observe::load(project, id)?;
-    let from = status(&plan, crate::plan::observe::record(home, project, id)?.as_ref());
+    let from = status(&plan, record(home, project, &plan)?.as_ref());
     if !crate::plan::decide::person_may_request(from, to) {
         bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
     }
@@ -90,7 +100,7 @@ pub fn task(project: &Project, id: &str) -> Result<Option<(Plan, Task)>> {
 /// A plan as `show` gives it: the plan, its record, and the view of both.
 pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<PlanRecord>, Shown)> {
     let plan = crate::plan::observe::load(project, id)?;
-    let record = crate::plan::observe::record(home, project, id)?;
+    let record = record(home, project, &plan)?;
     let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&plan.path))?;
     let status = status(&plan, record.as_ref());
     // Each task's resume class, from what is there now (its worktree, its processes).
@@ -145,7 +155,7 @@ pub fn list(home: &Home, project: &Project) -> Result<Listed> {
     let mut listed = Listed { plans: Vec::new(), problems: Vec::new() };
     for path in crate::artifact::paths(&project.plans_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-        let read = crate::plan::observe::load(project, id).and_then(|p| Ok((crate::plan::observe::record(home, project, id)?, p)));
+        let read = crate::plan::observe::load(project, id).and_then(|p| Ok((record(home, project, &p)?, p)));
         match read {
             Ok((record, plan)) => listed.plans.push(Row {
                 status: status(&plan, record.as_ref()),

@@ -209,6 +209,61 @@ impl PlanRecord {
             reason: None,
         }
     }
+
+    /// What a home that holds no record of the plan takes from its artifact when the artifact
+    /// says the plan is over (completed, halted, failed, cancelled): its status, wave, reason
+    /// and each task's state as written there (git is the truth; the record only a cache of
+    /// it, so a fresh home, a clone or a CI runner carries on from where the plan stands,
+    /// never from `draft`). Each task that ran gets the latest attempt its timeline (`keys`)
+    /// names, so what a retry here logs does not collide with what is logged. `None` for a
+    /// plan that has not started (draft, pending) or is at work (running, verifying: that is
+    /// another home's, see [`elsewhere`]).
+    pub fn adopt(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
+        plan.status
+            .is_some_and(|s| matches!(s, PlanStatus::Completed | PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
+            .then(|| PlanRecord::as_written(plan, keys))
+            .flatten()
+    }
+
+    /// The record the artifact describes, whatever its status (`None` without one).
+    fn as_written(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
+        let status = plan.status?;
+        let mut record = PlanRecord::fresh();
+        record.status = status;
+        record.wave = plan.fields.get("wave").and_then(Value::as_u64).and_then(|w| usize::try_from(w).ok()).unwrap_or(0);
+        record.reason = plan.str_field("reason").map(str::to_string);
+        for t in plan.tasks() {
+            let Some(state) = plan.task_state(&t.canonical).and_then(TaskState::parse) else { continue };
+            let prefix = format!("task:{}:", t.canonical);
+            let logged = keys
+                .iter()
+                .filter_map(|k| k.strip_prefix(&prefix)?.split(':').next()?.parse::<u32>().ok())
+                .max()
+                .unwrap_or(0);
+            let attempt = if state == TaskState::Queued { logged } else { logged.max(1) };
+            record.tasks.insert(
+                t.canonical.clone(),
+                TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0 },
+            );
+        }
+        Some(record)
+    }
+}
+
+/// What this home knows of a plan its artifact says is at work (running, verifying) while the
+/// home holds no record of it: an attempt in flight in another home (or one whose home was
+/// lost). Nothing is started, stopped or rewritten for it here; `status` and `check` say so,
+/// with what a person can do. `None` when the home has a record, or the plan is not at work.
+pub fn elsewhere(plan: &Plan, record: Option<&PlanRecord>) -> Option<String> {
+    let status = plan.status.filter(|s| matches!(s, PlanStatus::Running | PlanStatus::Verifying))?;
+    if record.is_some() {
+        return None;
+    }
+    let wave = plan.fields.get("wave").and_then(Value::as_u64).map(|w| format!(", wave {w}")).unwrap_or_default();
+    Some(format!(
+        "plan {} says it is {status}{wave}, but this home ($GUILD_HALL_HOME) never ran it: it is at work in another home, or that home was lost; nothing is done for it here. Set `status: pending` to run it again here from its first wave, or `status: cancelled` to give it up",
+        plan.id
+    ))
 }
 
 /// Timeline events, the record and artifact edits for one plan; then how far its tasks'
@@ -839,12 +894,26 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         Some("dispatched") => Pending,
         _ => p.status.unwrap_or(Pending),
     };
-    let record = o.record.clone().unwrap_or_else(PlanRecord::fresh);
+    // At work in another home (no record here): nothing is done for it, `status` says so; a
+    // request in `desired:` is validated against the status it is at there.
+    let away = o.record.is_none() && elsewhere(p, None).is_some();
+    if away && p.desired.is_none() {
+        return None;
+    }
+    // No record in this home of a plan its artifact says is over: taken from the artifact (the
+    // record is a cache; the first write here is the record alone).
+    let adopted = match (&o.record, away) {
+        (Some(_), _) => None,
+        (None, true) => PlanRecord::as_written(p, &o.timeline_keys),
+        (None, false) => PlanRecord::adopt(p, &o.timeline_keys),
+    };
+    let known = o.record.is_some() || adopted.is_some();
+    let record = o.record.clone().or(adopted).unwrap_or_else(PlanRecord::fresh);
     let mut st =
         Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false, keys: Default::default(), folds: Vec::new() };
     let had = st.record.status;
     // A person's request: validated against what guild-hall last accepted.
-    if asked != had && o.record.is_some() || (o.record.is_none() && asked != Draft && asked != Pending) {
+    if asked != had && known || (!known && asked != Draft && asked != Pending) {
         if person_may_request(had, asked) {
             match asked {
                 Cancelled => {
@@ -864,6 +933,10 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                     }
                     st.go(if had == Draft { Pending } else { Running }, "retried by a person");
                     st.record.reason = None;
+                    if had != Draft && !st.record.bases.contains_key(&wave) {
+                        // Taken from the artifact in this home: the wave's base is the tip now.
+                        return Some(Action::StartWave { update: st.finish(), wave });
+                    }
                 }
                 _ => {}
             }

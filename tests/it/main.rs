@@ -11,6 +11,7 @@ mod editor;
 mod endpoint_trust;
 mod gc;
 mod git_trust;
+mod git_truth;
 mod layout;
 mod lifecycle;
 mod liveness;

@@ -1,0 +1,157 @@
+//! Git is the truth (issue 19): finished work is recognised from the repository alone — the
+//! artifact's terminal status plus its trailer on the integration branch — so a fresh home over
+//! the same checkout, or a fresh clone, reconciles to the same state without re-running a worker
+//! or rewriting a file; and an attempt in flight in another home is reported, never "repaired".
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{git, Project};
+
+fn write_plan(root: &Path, id: &str, waves: &str) {
+    let dir = root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\nwaves:\n{waves}---\n")).expect("write plan");
+}
+
+/// Every file under `.lore/` of `root`, path → bytes.
+fn lore(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries {
+            let path = e.expect("entry").path();
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else {
+                let rel = path.strip_prefix(base).expect("under base").to_path_buf();
+                out.insert(rel, std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&root.join(".lore"), root, &mut out);
+    out
+}
+
+/// The paths whose bytes differ (or exist on one side only).
+fn changed(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<String> {
+    let mut keys: Vec<&PathBuf> = before.keys().chain(after.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| {
+            let show = |m: &BTreeMap<PathBuf, Vec<u8>>| m.get(k).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or("<none>".into());
+            format!("{}\n--- before:\n{}\n--- after:\n{}", k.display(), show(before), show(after))
+        })
+        .collect()
+}
+
+/// `guild-hall ARGS` in `root` under the home `home`; must succeed; stdout.
+fn gh(p: &Project, root: &Path, home: &Path, args: &[&str]) -> String {
+    let out = p.cmd().current_dir(root).env("GUILD_HALL_HOME", home).args(args).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "guild-hall {args:?} in {} under {} failed\nstdout:\n{}\nstderr:\n{}",
+        root.display(),
+        home.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Worker output logs (`attempt-<n>.log`) anywhere under a home: each one is a worker started.
+fn workers_started(home: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries {
+            let path = e.expect("entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("attempt-") && n.ends_with(".log")) {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(home, &mut out);
+    out
+}
+
+/// What a person sees of every artifact: commissions by status, plans with their tasks' states,
+/// meetings by status.
+fn seen(p: &Project, root: &Path, home: &Path) -> Value {
+    let status: Value = serde_json::from_str(&gh(p, root, home, &["status", "--json"])).expect("status json");
+    let mut commissions = BTreeMap::new();
+    for c in status.as_array().expect("rows") {
+        commissions.insert(c["id"].as_str().unwrap_or("").to_string(), c["status"].clone());
+    }
+    let mut plans = BTreeMap::new();
+    for id in ["built", "stuck"] {
+        let v: Value = serde_json::from_str(&gh(p, root, home, &["plan", "show", id, "--json"])).expect("plan json");
+        let tasks: Vec<Value> = v["tasks"].as_array().expect("tasks").iter().map(|t| serde_json::json!([t["label"], t["state"]])).collect();
+        plans.insert(id.to_string(), serde_json::json!({"status": v["status"], "tasks": tasks}));
+    }
+    let mut meetings = BTreeMap::new();
+    for id in ["talk", "asked"] {
+        let v: Value = serde_json::from_str(&gh(p, root, home, &["meeting", "show", id, "--json"])).expect("meeting json");
+        meetings.insert(id.to_string(), v["status"].clone());
+    }
+    serde_json::json!({"commissions": commissions, "plans": plans, "meetings": meetings})
+}
+
+/// Home A does the work: commissions that complete with a landed commit and with none, one that
+/// fails, one cancelled; a plan that completes and one that halts; a meeting closed and one
+/// declined. Returns what home A's `seen` says.
+fn finish_everything(p: &Project) -> Value {
+    p.script_worker("quiet", "sparse", "\"$GUILD_HALL_BIN\" toolbox submit-result --summary 'nothing to change'");
+    p.script_worker("broken", "sparse", "echo broken: started; exit 3");
+    p.create("scribe", "Landed", "output: .lore/reports/landed.md");
+    p.create("quiet", "Unchanged", "nothing to do");
+    p.create("broken", "Broken", "fails");
+    p.create("scribe", "Dropped", "never runs");
+    p.ok(&["commission", "cancel", "dropped"]);
+    write_plan(&p.root, "built", "  - - {id: one, worker: mason, prompt: \"write: built.txt built\"}\n  - - {id: two, worker: mason, prompt: \"append: built.txt more\"}\n");
+    write_plan(&p.root, "stuck", "  - - {id: bad, worker: mason, prompt: \"write: x.txt x\\nfail\"}\n");
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "talk", "hello\nsummary: we talked"]);
+    p.ok(&["meeting", "close", "talk"]);
+    std::fs::write(
+        p.root.join(".lore/meetings/asked.md"),
+        "---\nworker: counsel\nstatus: requested\nrequested_by: manager\nagenda: a question\n---\n",
+    )
+    .expect("write request");
+    p.settle();
+    p.ok(&["meeting", "decline", "asked", "--reason", "not now"]);
+    p.settle();
+    let a = seen(p, &p.root, &p.home);
+    let want = serde_json::json!({
+        "commissions": {"landed": "completed", "unchanged": "completed", "broken": "failed", "dropped": "cancelled"},
+        "meetings": {"talk": "closed", "asked": "declined"},
+    });
+    assert_eq!(a["commissions"], want["commissions"], "{a}");
+    assert_eq!(a["meetings"], want["meetings"], "{a}");
+    assert_eq!(a["plans"]["built"]["status"], "completed", "{a}");
+    assert_eq!(a["plans"]["stuck"]["status"], "halted", "{a}");
+    a
+}
+
+/// A fresh home over the same checkout: one pass changes no file under `.lore/`, starts no
+/// worker, and shows what home A shows.
+#[test]
+fn a_fresh_home_over_the_same_checkout_reconciles_to_the_same_state() {
+    let p = Project::new(&["scribe", "mason", "counsel"]);
+    let a = finish_everything(&p);
+    let before = lore(&p.root);
+    let tip = git(&p.root, &["rev-parse", "claude/main"]);
+    let home_b = p.tmp.path().join("home-b");
+    gh(&p, &p.root, &home_b, &["reconcile", "--once"]);
+    gh(&p, &p.root, &home_b, &["reconcile", "--once"]);
+    let diff = changed(&before, &lore(&p.root));
+    assert!(diff.is_empty(), "a fresh home rewrote artifacts:\n{}", diff.join("\n\n"));
+    assert_eq!(workers_started(&home_b), Vec::<PathBuf>::new(), "a fresh home started workers");
+    assert_eq!(git(&p.root, &["rev-parse", "claude/main"]), tip, "nothing merged again");
+    assert_eq!(seen(&p, &p.root, &home_b), a);
+}
