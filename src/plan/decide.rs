@@ -885,6 +885,18 @@ fn fold_mail(st: &mut Step<'_>, ot: &ObservedTask) {
     }
 }
 
+/// The record a pass starts from: this home's; else, with no record here, what the artifact
+/// says of a plan that is over ([`PlanRecord::adopt`]: the record is a cache, and the first
+/// write here is the record alone), or of a plan at work in another home with a request in
+/// `desired:` (validated against where it is there); else none (a plan new to guild-hall).
+pub fn known_record(o: &Observed) -> Option<PlanRecord> {
+    match &o.record {
+        Some(r) => Some(r.clone()),
+        None if elsewhere(&o.plan, None).is_some() => PlanRecord::as_written(&o.plan, &o.timeline_keys),
+        None => PlanRecord::adopt(&o.plan, &o.timeline_keys),
+    }
+}
+
 fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     let now = s.now.as_str();
     use PlanStatus::*;
@@ -900,15 +912,9 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     if away && p.desired.is_none() {
         return None;
     }
-    // No record in this home of a plan its artifact says is over: taken from the artifact (the
-    // record is a cache; the first write here is the record alone).
-    let adopted = match (&o.record, away) {
-        (Some(_), _) => None,
-        (None, true) => PlanRecord::as_written(p, &o.timeline_keys),
-        (None, false) => PlanRecord::adopt(p, &o.timeline_keys),
-    };
-    let known = o.record.is_some() || adopted.is_some();
-    let record = o.record.clone().or(adopted).unwrap_or_else(PlanRecord::fresh);
+    let start = known_record(o);
+    let known = start.is_some();
+    let record = start.unwrap_or_else(PlanRecord::fresh);
     let mut st =
         Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false, keys: Default::default(), folds: Vec::new() };
     let had = st.record.status;
@@ -1305,6 +1311,30 @@ mod tests {
             idempotency_key: key.into(),
         };
         Mail { seq, id: format!("m{seq}"), ts: "t".into(), attempt: 1, body: MailBody::TaskUpdate(Box::new(u)) }
+    }
+
+    /// Issue 19: a home with no record of a plan its artifact says is over takes the record
+    /// from the artifact and writes nothing else; a plan at work with no record here is
+    /// another home's and is left alone.
+    #[test]
+    fn a_home_without_a_record_takes_a_finished_plan_from_its_artifact() {
+        let text = "---\nstatus: completed\nparallelism: 1\nwave: 1\ntasks:\n  p:exec:wave-1:task-1: integrated\n  p:exec:wave-1:task-2: integrated\nwaves:\n  - - {id: a, worker: w, prompt: x}\n    - {id: b, worker: w, prompt: y}\n---\n";
+        let plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), text).expect("valid");
+        let mut o = machine_tests::observed(plan, None);
+        o.timeline_keys.insert("task:p:exec:wave-1:task-1:2:running".into());
+        let a = decide(&snap(vec![o], 3));
+        let [Action::Update { update }] = a.as_slice() else { panic!("{a:?}") };
+        assert!(update.edits.is_empty() && update.events.is_empty(), "the artifact and the timeline stay as they are: {update:?}");
+        let r = update.record.as_ref().expect("the home's record written");
+        assert_eq!((r.status, r.wave), (PlanStatus::Completed, 1));
+        assert_eq!(r.tasks["p:exec:wave-1:task-1"].state, TaskState::Integrated);
+        assert_eq!(r.tasks["p:exec:wave-1:task-1"].attempt, 2, "the latest attempt its timeline names");
+        assert_eq!(r.tasks["p:exec:wave-1:task-2"].attempt, 1);
+        for status in ["running", "verifying"] {
+            let o = observed(status, None);
+            assert!(elsewhere(&o.plan, None).is_some());
+            assert_eq!(decide(&snap(vec![o], 3)), vec![], "{status}: at work in another home, left alone");
+        }
     }
 
     /// New updates of attempt 1, read this pass (the reader moved on).
