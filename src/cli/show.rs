@@ -112,8 +112,9 @@ impl Rows {
                 say!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
             }
             let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
-            let note = if matches!(s("status").as_str(), "invalid" | "orphaned") || !s("reason").is_empty() && s("status") != "in_progress"
-            {
+            let note = if !s("elsewhere").is_empty() {
+                s("elsewhere")
+            } else if matches!(s("status").as_str(), "invalid" | "orphaned") || !s("reason").is_empty() && s("status") != "in_progress" {
                 s("reason")
             } else {
                 s("progress")
@@ -267,9 +268,9 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
 
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
     let report = guild_hall::ops::check::check(&env.home, &env.project)?;
-    let (problems, orphans) = (&report.problems, &report.orphans);
+    let (problems, orphans, elsewhere) = (&report.problems, &report.orphans, &report.elsewhere);
     if json_out {
-        let all: Vec<&Problem> = problems.iter().chain(orphans).collect();
+        let all: Vec<&Problem> = problems.iter().chain(orphans).chain(elsewhere).collect();
         say_json!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         if problems.is_empty() {
@@ -281,7 +282,7 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
                 report.packages
             );
         }
-        for p in problems.iter().chain(orphans) {
+        for p in problems.iter().chain(orphans).chain(elsewhere) {
             say!("{p}");
         }
     }

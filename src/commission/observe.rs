@@ -50,6 +50,39 @@ pub struct Observed {
     pub worktree_exists: bool,
     /// Dependencies not on the integration branch.
     pub missing_deps: Vec<String>,
+    /// The artifact says an attempt is under way, but this home holds neither a record nor a
+    /// runtime dir of it: another home's attempt. Nothing is done for it here.
+    pub elsewhere: Option<Elsewhere>,
+}
+
+/// What is known of a commission its artifact says is dispatched or in progress while this
+/// home never started it (no record, no runtime dir): an attempt in flight in another home, or
+/// one whose home was lost. Only a person can tell which, so it is reported (`status`,
+/// `check`), never "repaired" on a guess.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elsewhere {
+    pub status: Status,
+    pub attempt: u32,
+    pub branch: Option<String>,
+    /// Its attempt's trailer is on the integration branch (its work landed there).
+    pub landed: bool,
+    pub integration: String,
+}
+
+impl Elsewhere {
+    /// One line: what is known, and what a person can do.
+    pub fn describe(&self) -> String {
+        let on = self.branch.as_deref().map(|b| format!(" on {b}")).unwrap_or_default();
+        let work = if self.landed {
+            format!("its work is on {} (its trailer is there)", self.integration)
+        } else {
+            format!("its work is not on {} (no trailer of it there)", self.integration)
+        };
+        format!(
+            "{} in another home: attempt {}{on}; {work}. This home ($GUILD_HALL_HOME) never started it, so nothing is done for it here. Set `status: pending` to run it again here, or `status: cancelled` to give it up",
+            self.status, self.attempt
+        )
+    }
 }
 
 impl Observed {
@@ -72,6 +105,7 @@ impl Observed {
             sample: None,
             worktree_exists: false,
             missing_deps: Vec::new(),
+            elsewhere: None,
         }
     }
 
@@ -402,6 +436,9 @@ fn observe_one(
             .cloned()
             .collect();
     }
+    if obs.record.is_none() && obs.artifact.status.is_some_and(Status::is_active) && !state.0.exists() {
+        obs.elsewhere = Some(elsewhere(project, &obs.artifact));
+    }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
         observe_runtime(&mut obs, &rec, &state, boot);
         obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
@@ -413,6 +450,24 @@ fn observe_one(
         }
     }
     Ok(obs)
+}
+
+/// What git says of an attempt the artifact claims is under way in another home.
+fn elsewhere(project: &Project, artifact: &Commission) -> Elsewhere {
+    let integration = project.config.integration_branch.clone();
+    let attempt = artifact.attempt();
+    let trailer = crate::activity::names::commission_trailer(&artifact.id, attempt);
+    let landed = crate::activity::git::open(&project.root)
+        .ok()
+        .and_then(|repo| crate::activity::merge::find_trailer_ever(&repo, &integration, &trailer).ok().flatten())
+        .is_some();
+    Elsewhere {
+        status: artifact.status.unwrap_or(Status::Dispatched),
+        attempt,
+        branch: artifact.str_field("branch").map(str::to_string),
+        landed,
+        integration,
+    }
 }
 
 /// Read what is new in the attempt's mailbox since the last pass, into `obs`: every line

@@ -313,12 +313,30 @@ fn admit(s: &Snapshot, o: &Observed, open: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// What this home knows of a meeting its artifact says is open, as guild-hall opened it (its
+/// `branch:` written), while the home holds no record of it: open in another home (or one
+/// that was lost). Nothing is done for it here; `check` says so, with what a person can do.
+/// A file a person writes with `status: open` and no `branch:` is a request to open it here.
+pub fn elsewhere(m: &Meeting, record: Option<&MeetingRecord>) -> Option<String> {
+    if record.is_some() || m.effective_status() != MeetingStatus::Open {
+        return None;
+    }
+    let branch = m.str_field("branch")?;
+    Some(format!(
+        "meeting {} is open in another home (its branch {branch}); this home ($GUILD_HALL_HOME) never opened it, so nothing is done for it here. Close it where it is open, or set `status: closed` to give it up",
+        m.id
+    ))
+}
+
 fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
     use MeetingStatus::*;
     let m = &o.meeting;
     let mut st = Step::new(o, &s.now);
     let asked = m.effective_status();
     let had = o.record.as_ref().map(|r| r.status);
+    if elsewhere(m, o.record.as_ref()).is_some() {
+        return None;
+    }
     match (had, asked) {
         (None, Requested) => {
             st.stamp_created();

@@ -1,6 +1,7 @@
 //! `check`: every artifact (commissions, meetings, plans) and worker package validated as the
 //! reconciler reads them — dependency cycles and unknown workers included — and the orphans
-//! of the home, reported apart (they are the home's state, not the artifacts').
+//! of the home and the attempts under way in another home, reported apart (they are the
+//! home's state, not the artifacts').
 
 use std::path::Path;
 
@@ -17,6 +18,9 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// What is left of artifacts that are gone (`guild-hall gc` removes it): reported only.
     pub orphans: Vec<Problem>,
+    /// Commissions, meetings and plans whose artifact says they are at work while this home
+    /// never started them (another home's, or a lost one's): reported only, with what to do.
+    pub elsewhere: Vec<Problem>,
     pub commissions: usize,
     pub meetings: usize,
     pub plans: usize,
@@ -55,6 +59,17 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
             }
         }
     }
+    let mut elsewhere: Vec<Problem> = snap
+        .commissions
+        .iter()
+        .filter_map(|o| Some(at_key(&o.artifact.path, "status", format!("commission {}: {}", o.artifact.id, o.elsewhere.as_ref()?.describe()))))
+        .collect();
+    elsewhere.extend(
+        meetings.meetings.iter().filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref())?))),
+    );
+    elsewhere.extend(
+        plans.plans.iter().filter_map(|o| Some(at_key(&o.plan.path, "status", crate::plan::decide::elsewhere(&o.plan, o.record.as_ref())?))),
+    );
     // Orphans are reported, not failed on: they are the home's state, not the artifacts'.
     let orphans: Vec<Problem> = crate::ops::gc::inventory(home, project)?
         .iter()
@@ -63,6 +78,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     Ok(Report {
         problems,
         orphans,
+        elsewhere,
         commissions: snap.commissions.len(),
         meetings: meetings.meetings.len(),
         plans: plans.plans.len(),

@@ -155,3 +155,99 @@ fn a_fresh_home_over_the_same_checkout_reconciles_to_the_same_state() {
     assert_eq!(git(&p.root, &["rev-parse", "claude/main"]), tip, "nothing merged again");
     assert_eq!(seen(&p, &p.root, &home_b), a);
 }
+
+/// A fresh clone: the project as home A left it, committed and pushed to a bare origin with
+/// the integration branch; cloned, and reconciled under a fresh home: nothing rewritten, no
+/// worker started, the same state shown.
+#[test]
+fn a_fresh_clone_reconciles_to_the_same_state() {
+    let p = Project::new(&["scribe", "mason", "counsel"]);
+    let a = finish_everything(&p);
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "the finished artifacts"]);
+    let origin = p.tmp.path().join("origin.git");
+    git(p.tmp.path(), &["init", "-q", "--bare", origin.to_str().expect("utf8")]);
+    git(&p.root, &["push", "-q", origin.to_str().expect("utf8"), "main", "claude/main"]);
+    let clone = p.tmp.path().join("clone");
+    git(p.tmp.path(), &["clone", "-q", "-b", "main", origin.to_str().expect("utf8"), clone.to_str().expect("utf8")]);
+    // Until `init` adopts `origin/claude/main` itself (issue 19, another item), the clone makes
+    // its integration branch from the remote's by hand, as a person would.
+    git(&clone, &["branch", "claude/main", "origin/claude/main"]);
+    let before = lore(&clone);
+    let copied = changed(&lore(&p.root), &before);
+    assert!(copied.is_empty(), "the clone has the project as home A left it:\n{}", copied.join("\n\n"));
+    let home_b = p.tmp.path().join("home-b");
+    gh(&p, &clone, &home_b, &["reconcile", "--once"]);
+    gh(&p, &clone, &home_b, &["reconcile", "--once"]);
+    let diff = changed(&before, &lore(&clone));
+    assert!(diff.is_empty(), "a fresh clone rewrote artifacts:\n{}", diff.join("\n\n"));
+    assert_eq!(workers_started(&home_b), Vec::<PathBuf>::new(), "a fresh clone started workers");
+    assert_eq!(git(&clone, &["rev-parse", "claude/main"]), git(&p.root, &["rev-parse", "claude/main"]), "nothing merged again");
+    assert_eq!(seen(&p, &clone, &home_b), a);
+}
+
+/// What a clone sees of work under way on another machine (its artifacts committed while it
+/// ran): a commission in progress (one whose work already landed, one whose work did not), a
+/// plan running, a meeting open. Nothing is failed, rewritten or started; `status` and `check`
+/// say what is known and what a person can do.
+#[test]
+fn work_under_way_in_another_home_is_reported_not_repaired() {
+    let p = Project::new(&["scribe", "mason", "counsel"]);
+    p.create("scribe", "Landed", "output: .lore/reports/landed.md");
+    p.settle();
+    assert_eq!(p.status("landed"), "completed");
+    // As committed on the other machine before its last pass: still in progress.
+    let text = p.artifact("landed");
+    let (head, tail) = text.split_once("status: completed").expect("a status line");
+    std::fs::write(p.artifact_path("landed"), format!("{head}status: in_progress{tail}")).expect("write");
+    p.write_commission(
+        "away",
+        "---\ntitle: Away\nworker: scribe\nstatus: in_progress\ncreated: 2026-11-22T10:00:00Z\nattempt: 2\nbranch: claude/commission/away+2\n---\nWork elsewhere.\n",
+    );
+    std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
+    std::fs::create_dir_all(p.root.join(".lore/meetings")).expect("mkdir");
+    std::fs::write(
+        p.root.join(".lore/plans/moving.md"),
+        "---\ntitle: moving\nwaves:\n  - - {id: one, worker: mason, prompt: \"write: m.txt m\"}\nstatus: running\nwave: 1\ntasks:\n  moving:exec:wave-1:task-1: running\n---\n",
+    )
+    .expect("write plan");
+    std::fs::write(
+        p.root.join(".lore/meetings/talking.md"),
+        "---\ntitle: talking\nworker: counsel\nstatus: open\ncreated: 2026-11-22T10:00:00Z\nbranch: claude/meeting/talking\n---\n",
+    )
+    .expect("write meeting");
+    let before = lore(&p.root);
+    let home_b = p.tmp.path().join("home-b");
+    gh(&p, &p.root, &home_b, &["reconcile", "--once"]);
+    gh(&p, &p.root, &home_b, &["reconcile", "--once"]);
+    let diff = changed(&before, &lore(&p.root));
+    assert!(diff.is_empty(), "work under way elsewhere was rewritten:\n{}", diff.join("\n\n"));
+    assert_eq!(workers_started(&home_b), Vec::<PathBuf>::new(), "nothing started here");
+
+    let rows: Value = serde_json::from_str(&gh(&p, &p.root, &home_b, &["status", "--json"])).expect("status json");
+    let row = |id: &str| rows.as_array().expect("rows").iter().find(|r| r["id"] == id).cloned().expect("a row");
+    let away = row("away");
+    assert_eq!(away["status"], "in_progress");
+    let says = away["elsewhere"].as_str().unwrap_or("");
+    for want in ["in another home", "attempt 2", "claude/commission/away+2", "is not on claude/main", "status: pending", "status: cancelled"] {
+        assert!(says.contains(want), "{want:?} in {says}");
+    }
+    let landed = row("landed")["elsewhere"].as_str().unwrap_or("").to_string();
+    assert!(landed.contains("attempt 1") && landed.contains("its work is on claude/main"), "{landed}");
+    let table = gh(&p, &p.root, &home_b, &["status"]);
+    assert!(table.contains("in_progress in another home: attempt 2"), "{table}");
+    assert!(table.contains("plan moving: running") && table.contains("at work in another home"), "{table}");
+
+    let check = gh(&p, &p.root, &home_b, &["check"]);
+    assert!(check.contains("commission away: in_progress in another home") && check.contains("plan moving says it is running"), "{check}");
+    let check: Value = serde_json::from_str(&gh(&p, &p.root, &home_b, &["check", "--json"])).expect("check json");
+    let text = check.to_string();
+    assert!(text.contains("commission away: in_progress in another home") && text.contains("plan moving says it is running"), "{text}");
+    assert!(text.contains("meeting talking is open in another home"), "the open meeting is reported too: {text}");
+
+    // A person decides: run it again here, or give it up.
+    let text = p.artifact("away").replace("status: in_progress", "status: cancelled");
+    p.write_commission("away", &text);
+    gh(&p, &p.root, &home_b, &["reconcile", "--once"]);
+    assert_eq!(p.artifact("away"), text, "given up: untouched");
+}

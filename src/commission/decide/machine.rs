@@ -16,6 +16,11 @@ use crate::commission::observe::{Observed, Proc, Snapshot};
 pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cycles) -> (Step<'a>, Effect) {
     let mut st = Step::new(o, now);
     let art = o.artifact.status;
+    if o.elsewhere.is_some() {
+        // Under way in another home (this one never started it): nothing here to watch, stop
+        // or finish; `status` and `check` say so, and a person decides.
+        return (st, Effect::None);
+    }
 
     let settled = o.artifact.status.is_some_and(Status::is_terminal);
     match (o.artifact.created(), &st.record.created) {
@@ -35,7 +40,8 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         None => match art {
             None => st.go(Status::Pending, "new commission"),
             Some(Status::Dispatched | Status::InProgress) => {
-                // Claims to run, but this home never started it: nothing to watch.
+                // Claims to run, and this home started it (its runtime dir is here) but kept no
+                // record: a pass killed before it wrote one; nothing to watch.
                 st.go(Status::Failed, "process lost on restart");
             }
             Some(_) => {}

@@ -149,10 +149,11 @@ impl<'a> Step<'a> {
     }
 
     pub(super) fn finish(mut self) -> Update {
-        // Merely reading a settled artifact (one from a fresh clone, say) creates no record;
-        // everything else is recorded so that later status edits are validated against it.
+        // Merely reading a settled artifact (one from a fresh clone, say) creates no record,
+        // nor does an attempt under way in another home (a record would claim it for this
+        // one); everything else is recorded so that later status edits are validated against it.
         let adopted_unchanged = self.o.record.is_none()
-            && self.status.is_terminal()
+            && (self.status.is_terminal() || self.o.elsewhere.is_some())
             && self.update.events.is_empty()
             && self.record.attempt == self.o.artifact.attempt();
         if Some(&self.record) != self.o.record.as_ref() && !adopted_unchanged {

@@ -402,6 +402,28 @@ fn exit_classification() {
     }
 }
 
+/// Issue 19: an attempt the artifact says is under way that this home never started (no
+/// record, no runtime dir) is another home's: no update, no action; one this home started
+/// (its runtime dir is here, its record not yet written) fails as before.
+#[test]
+fn an_attempt_under_way_in_another_home_is_left_alone() {
+    for status in ["dispatched", "in_progress"] {
+        let c = commission("c", &format!("status: {status}\nattempt: 2\nbranch: claude/commission/c+2\n"));
+        let mut o = obs(c.clone(), None);
+        o.elsewhere = Some(crate::commission::observe::Elsewhere {
+            status: c.status.expect("a status"),
+            attempt: 2,
+            branch: Some("claude/commission/c+2".into()),
+            landed: false,
+            integration: "claude/main".into(),
+        });
+        let p = decide(&snapshot(vec![o]));
+        assert!(p.actions.is_empty(), "{status}: {:?}", p.actions);
+        let p = decide(&snapshot(vec![obs(c, None)]));
+        assert_eq!(sets(&p, "c", "status"), Some(Value::from("failed")), "{status}: started here, no record");
+    }
+}
+
 #[test]
 fn cancel_racing_completion_keeps_the_result() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\ndesired: cancelled\n"), Some(rec(Status::InProgress, 1)));
