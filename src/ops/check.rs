@@ -62,13 +62,21 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let mut elsewhere: Vec<Problem> = snap
         .commissions
         .iter()
-        .filter_map(|o| Some(at_key(&o.artifact.path, "status", format!("commission {}: {}", o.artifact.id, o.elsewhere.as_ref()?.describe()))))
+        .filter_map(|o| {
+            Some(at_key(&o.artifact.path, "status", format!("commission {}: {}", o.artifact.id, o.elsewhere.as_ref()?.describe())))
+        })
         .collect();
     elsewhere.extend(
-        meetings.meetings.iter().filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref())?))),
+        meetings
+            .meetings
+            .iter()
+            .filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref())?))),
     );
     elsewhere.extend(
-        plans.plans.iter().filter_map(|o| Some(at_key(&o.plan.path, "status", crate::plan::decide::elsewhere(&o.plan, o.record.as_ref())?))),
+        plans
+            .plans
+            .iter()
+            .filter_map(|o| Some(at_key(&o.plan.path, "status", crate::plan::decide::elsewhere(&o.plan, o.record.as_ref())?))),
     );
     // Orphans are reported, not failed on: they are the home's state, not the artifacts'.
     let orphans: Vec<Problem> = crate::ops::gc::inventory(home, project)?

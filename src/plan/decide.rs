@@ -235,16 +235,9 @@ impl PlanRecord {
         for t in plan.tasks() {
             let Some(state) = plan.task_state(&t.canonical).and_then(TaskState::parse) else { continue };
             let prefix = format!("task:{}:", t.canonical);
-            let logged = keys
-                .iter()
-                .filter_map(|k| k.strip_prefix(&prefix)?.split(':').next()?.parse::<u32>().ok())
-                .max()
-                .unwrap_or(0);
+            let logged = keys.iter().filter_map(|k| k.strip_prefix(&prefix)?.split(':').next()?.parse::<u32>().ok()).max().unwrap_or(0);
             let attempt = if state == TaskState::Queued { logged } else { logged.max(1) };
-            record.tasks.insert(
-                t.canonical.clone(),
-                TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0 },
-            );
+            record.tasks.insert(t.canonical.clone(), TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0 });
         }
         Some(record)
     }

@@ -43,7 +43,8 @@ fn changed(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8
     keys.into_iter()
         .filter(|k| before.get(*k) != after.get(*k))
         .map(|k| {
-            let show = |m: &BTreeMap<PathBuf, Vec<u8>>| m.get(k).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or("<none>".into());
+            let show =
+                |m: &BTreeMap<PathBuf, Vec<u8>>| m.get(k).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or("<none>".into());
             format!("{}\n--- before:\n{}\n--- after:\n{}", k.display(), show(before), show(after))
         })
         .collect()
@@ -184,6 +185,14 @@ fn a_fresh_clone_reconciles_to_the_same_state() {
     assert_eq!(workers_started(&home_b), Vec::<PathBuf>::new(), "a fresh clone started workers");
     assert_eq!(git(&clone, &["rev-parse", "claude/main"]), git(&p.root, &["rev-parse", "claude/main"]), "nothing merged again");
     assert_eq!(seen(&p, &clone, &home_b), a);
+    // The halted plan can be retried from the clone: its wave runs again here (the task
+    // fails again, as its prompt says) and the plan halts again, its log going on.
+    gh(&p, &clone, &home_b, &["plan", "retry", "stuck"]);
+    gh(&p, &clone, &home_b, &["reconcile", "--once", "--wait", "--timeout", "120s"]);
+    let v: Value = serde_json::from_str(&gh(&p, &clone, &home_b, &["plan", "show", "stuck", "--json"])).expect("plan json");
+    assert_eq!(v["status"], "halted", "{v}");
+    assert_eq!(v["tasks"][0]["attempt"], 2, "the attempt after the one home A ran: {v}");
+    assert_eq!(workers_started(&home_b).len(), 1, "one worker: the retried task");
 }
 
 /// What a clone sees of work under way on another machine (its artifacts committed while it
@@ -229,7 +238,9 @@ fn work_under_way_in_another_home_is_reported_not_repaired() {
     let away = row("away");
     assert_eq!(away["status"], "in_progress");
     let says = away["elsewhere"].as_str().unwrap_or("");
-    for want in ["in another home", "attempt 2", "claude/commission/away+2", "is not on claude/main", "status: pending", "status: cancelled"] {
+    for want in
+        ["in another home", "attempt 2", "claude/commission/away+2", "is not on claude/main", "status: pending", "status: cancelled"]
+    {
         assert!(says.contains(want), "{want:?} in {says}");
     }
     let landed = row("landed")["elsewhere"].as_str().unwrap_or("").to_string();
