@@ -132,7 +132,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&shown)?)?);
         return Ok(());
     }
-    let Shown { status, problem, log, .. } = shown;
+    let Shown { status, problem, log, elsewhere, .. } = shown;
     say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!(
         "status    {status}{}",
@@ -143,6 +143,9 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     }
     if let Some(p) = &problem {
         say!("problem   {p}");
+    }
+    if let Some(e) = &elsewhere {
+        say!("elsewhere {e}");
     }
     say!("parallel  {}", plan.parallelism);
     if let Some(v) = &plan.verify {

@@ -146,6 +146,7 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
         tasks,
         log,
         problem,
+        elsewhere: crate::plan::decide::elsewhere(&plan, record.as_ref()),
     };
     Ok((plan, record, shown))
 }
@@ -158,6 +159,7 @@ pub fn list(home: &Home, project: &Project) -> Result<Listed> {
         let read = crate::plan::observe::load(project, id).and_then(|p| Ok((record(home, project, &p)?, p)));
         match read {
             Ok((record, plan)) => listed.plans.push(Row {
+                elsewhere: crate::plan::decide::elsewhere(&plan, record.as_ref()),
                 status: status(&plan, record.as_ref()),
                 wave: record.as_ref().map(|r| r.wave),
                 reason: record.as_ref().and_then(|r| r.reason.clone()),

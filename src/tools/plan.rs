@@ -125,6 +125,9 @@ pub struct Shown {
     /// A runtime file that cannot be trusted: nothing is done for the plan until it is
     /// repaired or removed.
     pub problem: Option<String>,
+    /// At work in another home (this one never ran it): what is known, what a person can do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elsewhere: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -151,6 +154,9 @@ pub struct Row {
     pub wave: Option<usize>,
     pub waves: usize,
     pub reason: Option<String>,
+    /// At work in another home (this one never ran it): what is known, what a person can do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elsewhere: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

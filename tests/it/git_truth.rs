@@ -249,6 +249,9 @@ fn work_under_way_in_another_home_is_reported_not_repaired() {
     assert!(table.contains("in_progress in another home: attempt 2"), "{table}");
     assert!(table.contains("plan moving: running") && table.contains("at work in another home"), "{table}");
 
+    let plan: Value = serde_json::from_str(&gh(&p, &p.root, &home_b, &["plan", "show", "moving", "--json"])).expect("plan json");
+    assert_eq!(plan["status"], "running");
+    assert!(plan["elsewhere"].as_str().is_some_and(|e| e.contains("status: pending") && e.contains("status: cancelled")), "{plan}");
     let check = gh(&p, &p.root, &home_b, &["check"]);
     assert!(check.contains("commission away: in_progress in another home") && check.contains("plan moving says it is running"), "{check}");
     let check: Value = serde_json::from_str(&gh(&p, &p.root, &home_b, &["check", "--json"])).expect("check json");
