@@ -215,6 +215,23 @@ pub fn find_trailer_ever(repo: &Repository, integration: &str, trailer: &str) ->
     trailer_in(repo, branch.get().peel_to_commit()?.id(), None, trailer)
 }
 
+/// Every guild-hall trailer line ([`super::names::TRAILERS`]) on `integration`'s first-parent
+/// history, in one walk: what `check` compares the artifacts' claims with. Empty when the
+/// branch does not exist.
+pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collections::HashSet<String>> {
+    let mut found = std::collections::HashSet::new();
+    let Ok(branch) = repo.find_branch(integration, BranchType::Local) else { return Ok(found) };
+    let mut walk = repo.revwalk()?;
+    walk.push(branch.get().peel_to_commit()?.id())?;
+    walk.simplify_first_parent()?;
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let lines = commit.message().unwrap_or("").lines().map(str::trim);
+        found.extend(lines.filter(|l| super::names::TRAILERS.iter().any(|t| l.starts_with(t))).map(str::to_string));
+    }
+    Ok(found)
+}
+
 /// [`find_trailer`] from the commit `tip`.
 fn trailer_since(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
     trailer_in(repo, tip, Some(base), trailer)

@@ -268,9 +268,9 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
 
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
     let report = guild_hall::ops::check::check(&env.home, &env.project)?;
-    let (problems, orphans, elsewhere) = (&report.problems, &report.orphans, &report.elsewhere);
+    let (problems, orphans, unsettled) = (&report.problems, &report.orphans, &report.unsettled);
     if json_out {
-        let all: Vec<&Problem> = problems.iter().chain(orphans).chain(elsewhere).collect();
+        let all: Vec<&Problem> = problems.iter().chain(orphans).chain(unsettled).collect();
         say_json!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         if problems.is_empty() {
@@ -282,7 +282,7 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
                 report.packages
             );
         }
-        for p in problems.iter().chain(orphans).chain(elsewhere) {
+        for p in problems.iter().chain(orphans).chain(unsettled) {
             say!("{p}");
         }
     }

@@ -18,9 +18,10 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// What is left of artifacts that are gone (`guild-hall gc` removes it): reported only.
     pub orphans: Vec<Problem>,
-    /// Commissions, meetings and plans whose artifact says they are at work while this home
-    /// never started them (another home's, or a lost one's): reported only, with what to do.
-    pub elsewhere: Vec<Problem>,
+    /// What the artifacts claim that this home and this repository cannot confirm: work at
+    /// work in another home (or a lost one), and finished work whose commit is not on the
+    /// integration branch here. Reported only, with what to do.
+    pub unsettled: Vec<Problem>,
     pub commissions: usize,
     pub meetings: usize,
     pub plans: usize,
@@ -59,25 +60,26 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
             }
         }
     }
-    let mut elsewhere: Vec<Problem> = snap
+    let mut unsettled: Vec<Problem> = snap
         .commissions
         .iter()
         .filter_map(|o| {
             Some(at_key(&o.artifact.path, "status", format!("commission {}: {}", o.artifact.id, o.elsewhere.as_ref()?.describe())))
         })
         .collect();
-    elsewhere.extend(
+    unsettled.extend(
         meetings
             .meetings
             .iter()
             .filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref())?))),
     );
-    elsewhere.extend(
+    unsettled.extend(
         plans
             .plans
             .iter()
             .filter_map(|o| Some(at_key(&o.plan.path, "status", crate::plan::decide::elsewhere(&o.plan, o.record.as_ref())?))),
     );
+    unsettled.extend(not_landed(project, &snap, &plans)?);
     // Orphans are reported, not failed on: they are the home's state, not the artifacts'.
     let orphans: Vec<Problem> = crate::ops::gc::inventory(home, project)?
         .iter()
@@ -86,12 +88,52 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     Ok(Report {
         problems,
         orphans,
-        elsewhere,
+        unsettled,
         commissions: snap.commissions.len(),
         meetings: meetings.meetings.len(),
         plans: plans.plans.len(),
         packages: snap.workers.packages.len(),
     })
+}
+
+/// Finished work whose commit the integration branch here does not have: a completed
+/// commission whose timeline names the commit its attempt landed as, a plan task its artifact
+/// says is integrated — while no commit on the branch carries its trailer (a clone whose
+/// integration branch was not taken from the remote, say). Nothing is run again for it; the
+/// person is told where the work is missing.
+fn not_landed(
+    project: &Project,
+    snap: &crate::commission::observe::Snapshot,
+    plans: &crate::plan::decide::Snapshot,
+) -> Result<Vec<Problem>> {
+    use crate::activity::{merge, names, timeline};
+    let branch = &project.config.integration_branch;
+    let repo = crate::activity::git::open(&project.root)?;
+    let on_branch = merge::trailers_on(&repo, branch)?;
+    let missing = |what: String| {
+        format!("{what}, but no commit on {branch} here carries its trailer: this integration branch does not have that work (take it from where it landed, e.g. `git branch -f {branch} origin/{branch}` while nothing runs)")
+    };
+    let mut out = Vec::new();
+    for o in snap.commissions.iter().filter(|o| o.artifact.status == Some(crate::artifact::Status::Completed)) {
+        let attempt = o.artifact.attempt();
+        let log = timeline::read(&timeline::path_for(&o.artifact.path))?;
+        let key = format!("merge:{attempt}");
+        // Landed with a commit (a worker that changed nothing landed none, and has no trailer).
+        let landed = log.iter().any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] != "nothing to merge");
+        if landed && !on_branch.contains(&names::commission_trailer(&o.artifact.id, attempt)) {
+            let what = format!("commission {} is completed and its attempt {attempt} landed a commit", o.artifact.id);
+            out.push(at_key(&o.artifact.path, "status", missing(what)));
+        }
+    }
+    for o in &plans.plans {
+        for t in o.plan.tasks().filter(|t| o.plan.task_state(&t.canonical) == Some("integrated")) {
+            if !on_branch.contains(&names::task_trailer(&t.canonical)) {
+                let what = format!("plan {}: task {} is integrated", o.plan.id, t.canonical);
+                out.push(at_key(&o.plan.path, "tasks", missing(what)));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A problem at `key` of the frontmatter of the artifact at `path` (at its start when the key
