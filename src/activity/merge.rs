@@ -207,17 +207,9 @@ pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &s
     trailer_since(repo, tip, base, trailer)
 }
 
-/// The commit anywhere on `integration` (first parents, its whole history) whose message
-/// carries `trailer`: what a home that holds no record of an activity looks for (git is the
-/// truth). `None` too when the branch does not exist.
-pub fn find_trailer_ever(repo: &Repository, integration: &str, trailer: &str) -> Result<Option<Oid>> {
-    let Ok(branch) = repo.find_branch(integration, BranchType::Local) else { return Ok(None) };
-    trailer_in(repo, branch.get().peel_to_commit()?.id(), None, trailer)
-}
-
 /// Every guild-hall trailer line ([`super::names::TRAILERS`]) on `integration`'s first-parent
-/// history, in one walk: what `check` compares the artifacts' claims with. Empty when the
-/// branch does not exist.
+/// history, in one walk: what a home that holds no record of an activity compares the
+/// artifacts' claims with (git is the truth). Empty when the branch does not exist.
 pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collections::HashSet<String>> {
     let mut found = std::collections::HashSet::new();
     let Ok(branch) = repo.find_branch(integration, BranchType::Local) else { return Ok(found) };
@@ -234,16 +226,9 @@ pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collecti
 
 /// [`find_trailer`] from the commit `tip`.
 fn trailer_since(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
-    trailer_in(repo, tip, Some(base), trailer)
-}
-
-/// The first-parent walk from `tip` (down to `base`, if given) for `trailer`.
-fn trailer_in(repo: &Repository, tip: Oid, base: Option<Oid>, trailer: &str) -> Result<Option<Oid>> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
-    if let Some(base) = base {
-        walk.hide(base)?;
-    }
+    walk.hide(base)?;
     walk.simplify_first_parent()?;
     for oid in walk {
         let oid = oid?;

@@ -459,8 +459,8 @@ fn elsewhere(project: &Project, artifact: &Commission) -> Elsewhere {
     let trailer = crate::activity::names::commission_trailer(&artifact.id, attempt);
     let landed = crate::activity::git::open(&project.root)
         .ok()
-        .and_then(|repo| crate::activity::merge::find_trailer_ever(&repo, &integration, &trailer).ok().flatten())
-        .is_some();
+        .and_then(|repo| crate::activity::merge::trailers_on(&repo, &integration).ok())
+        .is_some_and(|on| on.contains(&trailer));
     Elsewhere {
         status: artifact.status.unwrap_or(Status::Dispatched),
         attempt,

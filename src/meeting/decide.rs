@@ -1,7 +1,8 @@
 //! The meeting state machine as a pure decider (REQ-MTG-4..9, 24, 28): requested → open |
 //! declined, open → closed, nothing else. A status a person writes is a request, validated
 //! against what guild-hall last accepted (the record); a refused one is put back with
-//! `reason:` and a log event. Same shape as the commission decider: snapshot in, actions out.
+//! `reason:` and a log event; one open in another home is left alone ([`elsewhere`]). Same
+//! shape as the commission decider: snapshot in, actions out.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};

@@ -4,8 +4,10 @@
 //! liveness rules of commissions (stale, `timeout:`), what a killed shim left running killed
 //! before anything follows its attempt; Kiln's resume classes, with a dead or orphaned task run
 //! again. A status a person writes is a request, validated against the
-//! record as for commissions. Snapshot in, actions out; and what the copy-back of a wave finds
-//! means for the plan ([`Integration`]: act reports, this decides).
+//! record as for commissions; a home with no record takes a finished plan from its artifact
+//! ([`PlanRecord::adopt`]) and leaves one at work in another home alone ([`elsewhere`]).
+//! Snapshot in, actions out; and what the copy-back of a wave finds means for the plan
+//! ([`Integration`]: act reports, this decides).
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,7 @@
 //! The state machine for one commission in one pass: the status as written against the status
 //! last recorded (a person's edit is a request, validated), a one-shot `desired:`, and then
-//! what the status needs now — the effect the pass must carry out.
+//! what the status needs now — the effect the pass must carry out. An attempt under way in
+//! another home is left alone (only a request in `desired:` is answered).
 
 use serde_json::json;
 use serde_yaml_ng::Value;
@@ -16,9 +17,28 @@ use crate::commission::observe::{Observed, Proc, Snapshot};
 pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cycles) -> (Step<'a>, Effect) {
     let mut st = Step::new(o, now);
     let art = o.artifact.status;
-    if o.elsewhere.is_some() {
+    if let Some(away) = &o.elsewhere {
         // Under way in another home (this one never started it): nothing here to watch, stop
-        // or finish; `status` and `check` say so, and a person decides.
+        // or finish; `status` and `check` say so, and a person decides. A one-shot request is
+        // answered: a cancel gives the attempt up here (the other home's worker is not ours to
+        // stop); a dispatch is refused, saying how to run it again here.
+        match o.artifact.desired {
+            Some(Desired::Cancelled) => {
+                let why = format!(
+                    "requested: desired cancelled (attempt {} was under way in another home; its worker there, if any, is not stopped from here)",
+                    away.attempt
+                );
+                st.go(Status::Cancelled, &why);
+                st.remove("desired");
+                stop_follows_processes(o, &mut st);
+            }
+            Some(Desired::Dispatched) => {
+                let why = format!("attempt {} is under way in another home; set `status: pending` to run it again here", away.attempt);
+                st.refuse("desired: dispatched", &why);
+                st.remove("desired");
+            }
+            None => {}
+        }
         return (st, Effect::None);
     }
 

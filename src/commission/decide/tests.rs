@@ -417,8 +417,20 @@ fn an_attempt_under_way_in_another_home_is_left_alone() {
             landed: false,
             integration: "claude/main".into(),
         });
-        let p = decide(&snapshot(vec![o]));
+        let p = decide(&snapshot(vec![o.clone()]));
         assert!(p.actions.is_empty(), "{status}: {:?}", p.actions);
+        // A cancel gives it up here; a dispatch is refused, saying how to run it again.
+        let mut cancel = o.clone();
+        cancel.artifact = commission("c", &format!("status: {status}\nattempt: 2\ndesired: cancelled\n"));
+        let p = decide(&snapshot(vec![cancel]));
+        assert_eq!(sets(&p, "c", "status"), Some(Value::from("cancelled")));
+        assert!(p.actions.iter().all(|a| matches!(a, Action::Update(_))), "nothing to stop or clean here: {:?}", p.actions);
+        let mut dispatch = o;
+        dispatch.artifact = commission("c", &format!("status: {status}\nattempt: 2\ndesired: dispatched\n"));
+        let p = decide(&snapshot(vec![dispatch]));
+        assert_eq!(sets(&p, "c", "status"), None);
+        let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        assert!(reason.contains("status: pending"), "{reason}");
         let p = decide(&snapshot(vec![obs(c, None)]));
         assert_eq!(sets(&p, "c", "status"), Some(Value::from("failed")), "{status}: started here, no record");
     }
