@@ -64,8 +64,9 @@ pub struct Elsewhere {
     pub status: Status,
     pub attempt: u32,
     pub branch: Option<String>,
-    /// Its attempt's trailer is on the integration branch (its work landed there).
-    pub landed: bool,
+    /// Its attempt's trailer is on the integration branch (its work landed there); `None`: not
+    /// looked for (a reconcile pass needs only to leave it alone).
+    pub landed: Option<bool>,
     pub integration: String,
 }
 
@@ -73,13 +74,13 @@ impl Elsewhere {
     /// One line: what is known, and what a person can do.
     pub fn describe(&self) -> String {
         let on = self.branch.as_deref().map(|b| format!(" on {b}")).unwrap_or_default();
-        let work = if self.landed {
-            format!("its work is on {} (its trailer is there)", self.integration)
-        } else {
-            format!("its work is not on {} (no trailer of it there)", self.integration)
+        let work = match self.landed {
+            Some(true) => format!("; its work is on {} (its trailer is there)", self.integration),
+            Some(false) => format!("; its work is not on {} (no trailer of it there)", self.integration),
+            None => String::new(),
         };
         format!(
-            "{} in another home: attempt {}{on}; {work}. This home ($GUILD_HALL_HOME) never started it, so nothing is done for it here. Set `status: pending` to run it again here, or `status: cancelled` to give it up",
+            "{} in another home: attempt {}{on}{work}. This home ($GUILD_HALL_HOME) never started it, so nothing is done for it here. Set `status: pending` to run it again here, or `status: cancelled` to give it up",
             self.status, self.attempt
         )
     }
@@ -259,8 +260,11 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     let paths = crate::artifact::paths(&project.commissions_dir())?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     let chunk = paths.len().div_ceil(threads).max(256);
+    // Whether another home's attempt landed is for people (`status`, `check`), not for a pass.
+    let trailers = Trailers::default();
+    let landed = (depth == Depth::Full).then_some(&trailers);
     let observed =
-        observe_parallel(home, project, &paths, chunk, tree, &boot, |p| depth == Depth::Full || !settled(home, project, p, cache));
+        observe_parallel(home, project, &paths, chunk, tree, &boot, landed, |p| depth == Depth::Full || !settled(home, project, p, cache));
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
         match o {
@@ -308,8 +312,9 @@ pub fn observe_each(
     let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
+    let trailers = Trailers::default();
     for batch in paths.chunks(threads * PER_THREAD) {
-        observe_parallel(home, project, batch, PER_THREAD, tree, &boot, |_| true).into_iter().for_each(&mut each);
+        observe_parallel(home, project, batch, PER_THREAD, tree, &boot, Some(&trailers), |_| true).into_iter().for_each(&mut each);
     }
     Ok(workers.problems)
 }
@@ -324,8 +329,14 @@ fn integration_tree(project: &Project) -> Result<Option<git2::Oid>> {
         .map(|t| t.id()))
 }
 
+/// The trailers on the integration branch ([`crate::activity::merge::trailers_on`]), read at
+/// most once per observation, and only if an attempt under way in another home asks.
+type Trailers = std::sync::OnceLock<std::collections::HashSet<String>>;
+
 /// The artifacts at `paths` that `keep` accepts, observed `chunk` to a thread, in path order.
 /// Parsing frontmatter dominates observe, so the artifacts are spread over the cores.
+/// `trailers`: where to look whether another home's attempt landed (`None`: not looked for).
+#[allow(clippy::too_many_arguments)]
 fn observe_parallel(
     home: &Home,
     project: &Project,
@@ -333,6 +344,7 @@ fn observe_parallel(
     chunk: usize,
     tree: Option<git2::Oid>,
     boot: &str,
+    trailers: Option<&Trailers>,
     keep: impl Fn(&Path) -> bool + Sync,
 ) -> Vec<Result<Observed, Vec<Problem>>> {
     std::thread::scope(|scope| {
@@ -344,7 +356,10 @@ fn observe_parallel(
                     // git2 trees are not Sync: each thread looks the tree up in its own handle.
                     let repo = git2::Repository::open(&project.root).ok();
                     let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
-                    part.iter().filter(|p| keep(p)).map(|p| observe_one(home, project, p, tree.as_ref(), boot)).collect::<Vec<_>>()
+                    part.iter()
+                        .filter(|p| keep(p))
+                        .map(|p| observe_one(home, project, p, tree.as_ref(), boot, trailers))
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
@@ -411,6 +426,7 @@ fn observe_one(
     path: &Path,
     integration_tree: Option<&git2::Tree<'_>>,
     boot: &str,
+    trailers: Option<&Trailers>,
 ) -> Result<Observed, Vec<Problem>> {
     let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
     let artifact = Commission::parse(path, &text)?;
@@ -437,7 +453,7 @@ fn observe_one(
             .collect();
     }
     if obs.record.is_none() && obs.artifact.status.is_some_and(Status::is_active) && !state.0.exists() {
-        obs.elsewhere = Some(elsewhere(project, &obs.artifact));
+        obs.elsewhere = Some(elsewhere(project, &obs.artifact, trailers));
     }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
         observe_runtime(&mut obs, &rec, &state, boot);
@@ -452,15 +468,22 @@ fn observe_one(
     Ok(obs)
 }
 
-/// What git says of an attempt the artifact claims is under way in another home.
-fn elsewhere(project: &Project, artifact: &Commission) -> Elsewhere {
+/// What git says of an attempt the artifact claims is under way in another home (whether it
+/// landed: only with `trailers`).
+fn elsewhere(project: &Project, artifact: &Commission, trailers: Option<&Trailers>) -> Elsewhere {
     let integration = project.config.integration_branch.clone();
     let attempt = artifact.attempt();
     let trailer = crate::activity::names::commission_trailer(&artifact.id, attempt);
-    let landed = crate::activity::git::open(&project.root)
-        .ok()
-        .and_then(|repo| crate::activity::merge::trailers_on(&repo, &integration).ok())
-        .is_some_and(|on| on.contains(&trailer));
+    let landed = trailers.map(|once| {
+        once.get_or_init(|| {
+            // Unreadable: nothing found (the line then says its work is not there).
+            crate::activity::git::open(&project.root)
+                .ok()
+                .and_then(|repo| crate::activity::merge::trailers_on(&repo, &integration).ok())
+                .unwrap_or_default()
+        })
+        .contains(&trailer)
+    });
     Elsewhere {
         status: artifact.status.unwrap_or(Status::Dispatched),
         attempt,

@@ -414,7 +414,7 @@ fn an_attempt_under_way_in_another_home_is_left_alone() {
             status: c.status.expect("a status"),
             attempt: 2,
             branch: Some("claude/commission/c+2".into()),
-            landed: false,
+            landed: Some(false),
             integration: "claude/main".into(),
         });
         let p = decide(&snapshot(vec![o.clone()]));
