@@ -274,3 +274,22 @@ fn work_under_way_in_another_home_is_reported_not_repaired() {
     gh(&p, &p.root, &home_b, &["reconcile", "--once"]);
     assert_eq!(p.artifact("away"), text, "given up: untouched");
 }
+
+/// Where this home did start the attempt (its runtime dir is here, its record not: a pass
+/// killed before it wrote one), a worker that is gone fails the attempt, as before issue 19.
+#[test]
+fn an_attempt_this_home_started_is_still_failed_when_its_worker_is_gone() {
+    let p = Project::new(&["scribe"]);
+    p.ok(&["reconcile", "--once"]);
+    p.write_commission(
+        "mine",
+        "---\ntitle: Mine\nworker: scribe\nstatus: in_progress\ncreated: 2026-11-22T10:00:00Z\nattempt: 1\nbranch: claude/commission/mine\n---\nWork.\n",
+    );
+    let project = std::fs::read_dir(p.home.join("state")).expect("state").next().expect("the project's state").expect("entry").path();
+    std::fs::create_dir_all(project.join("commissions/mine")).expect("its runtime dir");
+    p.ok(&["reconcile", "--once"]);
+    let v = p.status_json("mine");
+    assert_eq!(v["status"], "failed", "{v}");
+    assert_eq!(v["reason"], "process lost on restart");
+    assert!(v["elsewhere"].is_null(), "{v}");
+}
