@@ -71,6 +71,9 @@ pub fn run(
     let meeting = super::observe::load(project, id)?;
     let record = super::observe::record(home, project, id)?;
     let state = StateDir(home.meeting_state(&project.name, id));
+    if let Some(away) = super::decide::elsewhere(&meeting, record.as_ref()) {
+        bail!("{away}");
+    }
     match (record.as_ref().map(|r| r.status), meeting.effective_status()) {
         (Some(MeetingStatus::Open), MeetingStatus::Open) => {}
         (Some(MeetingStatus::Open), MeetingStatus::Closed) => bail!("meeting {id} is closing; no more turns"),

@@ -268,6 +268,10 @@ fn work_under_way_in_another_home_is_reported_not_repaired() {
     assert!(text.contains("commission away: in_progress in another home") && text.contains("plan moving says it is running"), "{text}");
     assert!(text.contains("meeting talking is open in another home"), "the open meeting is reported too: {text}");
 
+    let out = p.cmd().env("GUILD_HALL_HOME", &home_b).args(["meeting", "send", "talking", "hello?"]).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("meeting talking is open in another home"), "{err}");
+
     // A person decides: run it again here, or give it up.
     let text = p.artifact("away").replace("status: in_progress", "status: cancelled");
     p.write_commission("away", &text);
