@@ -217,9 +217,9 @@ impl PlanRecord {
     /// and each task's state as written there (git is the truth; the record only a cache of
     /// it, so a fresh home, a clone or a CI runner carries on from where the plan stands,
     /// never from `draft`). Each task that ran gets the latest attempt its timeline (`keys`)
-    /// names, so what a retry here logs does not collide with what is logged. `None` for a
-    /// plan that has not started (draft, pending) or is at work (running, verifying: that is
-    /// another home's, see [`elsewhere`]).
+    /// names, and the verify runs their count there, so what a retry here logs does not collide
+    /// with what is logged. `None` for a plan that has not started (draft, pending) or is at
+    /// work (running, verifying: that is another home's, see [`elsewhere`]).
     pub fn adopt(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
         plan.status
             .is_some_and(|s| matches!(s, PlanStatus::Completed | PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
@@ -234,6 +234,9 @@ impl PlanRecord {
         record.status = status;
         record.wave = plan.fields.get("wave").and_then(Value::as_u64).and_then(|w| usize::try_from(w).ok()).unwrap_or(0);
         record.reason = plan.str_field("reason").map(str::to_string);
+        // The verify runs so far, as its status moves name them (`status:<wave>:<runs>:…`).
+        record.verify_runs =
+            keys.iter().filter_map(|k| k.strip_prefix("status:")?.split(':').nth(1)?.parse::<u32>().ok()).max().unwrap_or(0);
         for t in plan.tasks() {
             let Some(state) = plan.task_state(&t.canonical).and_then(TaskState::parse) else { continue };
             let prefix = format!("task:{}:", t.canonical);
