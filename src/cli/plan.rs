@@ -95,7 +95,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 fixer: fixer.clone(),
                 draft: *draft,
             };
-            let id = guild_hall::ops::plan::create(&env.project, &new)?;
+            let id = guild_hall::ops::plan::create(&env.home, &env.project, &new)?;
             if *json_out {
                 say_json!("{}", json!({"plan": id}));
             } else {

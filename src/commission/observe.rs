@@ -50,6 +50,10 @@ pub struct Observed {
     pub worktree_exists: bool,
     /// Dependencies not on the integration branch.
     pub missing_deps: Vec<String>,
+    /// The first attempt past every one this home and the artifact know of whose branch does
+    /// not exist (`activity::ids::first_free_attempt`): a dispatch never reuses a branch made
+    /// elsewhere. Looked up only for a commission that may be dispatched in this pass.
+    pub free_attempt: Option<u32>,
 }
 
 impl Observed {
@@ -72,6 +76,7 @@ impl Observed {
             sample: None,
             worktree_exists: false,
             missing_deps: Vec::new(),
+            free_attempt: None,
         }
     }
 
@@ -310,7 +315,10 @@ fn observe_parallel(
                     // git2 trees are not Sync: each thread looks the tree up in its own handle.
                     let repo = git2::Repository::open(&project.root).ok();
                     let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
-                    part.iter().filter(|p| keep(p)).map(|p| observe_one(home, project, p, tree.as_ref(), boot)).collect::<Vec<_>>()
+                    part.iter()
+                        .filter(|p| keep(p))
+                        .map(|p| observe_one(home, project, p, repo.as_ref(), tree.as_ref(), boot))
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
@@ -375,6 +383,7 @@ fn observe_one(
     home: &Home,
     project: &Project,
     path: &Path,
+    repo: Option<&git2::Repository>,
     integration_tree: Option<&git2::Tree<'_>>,
     boot: &str,
 ) -> Result<Observed, Vec<Problem>> {
@@ -401,6 +410,12 @@ fn observe_one(
             .filter(|d| integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
             .cloned()
             .collect();
+    }
+    let may_dispatch = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked))
+        || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched);
+    if let Some(repo) = repo.filter(|_| may_dispatch) {
+        let known = obs.record.as_ref().map_or(0, |r| r.attempt).max(obs.artifact.attempt());
+        obs.free_attempt = Some(crate::activity::ids::first_free_attempt(repo, &obs.artifact.id, known));
     }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
         observe_runtime(&mut obs, &rec, &state, boot);
