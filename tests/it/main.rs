@@ -11,6 +11,7 @@ mod editor;
 mod endpoint_trust;
 mod gc;
 mod git_trust;
+mod ids;
 mod layout;
 mod lifecycle;
 mod liveness;
