@@ -136,19 +136,21 @@ fn worker_dispatch_picks_a_free_id() {
     assert_eq!(dispatch(), "fix-it-3");
 }
 
-/// The old artifact deleted, a new one written by hand under its id.
-fn write_over(p: &Project, id: &str, output: &str) {
-    std::fs::remove_file(p.artifact_path(id)).expect("rm");
-    p.write_commission(id, &format!("---\nworker: scribe\nstatus: pending\n---\noutput: {output}\n"));
-}
-
-#[test]
-fn a_hand_written_artifact_over_an_ended_id_runs_as_new_work_on_a_new_branch() {
+/// A project where commission `hello` completed, then its artifact was deleted and a new one
+/// written by hand under its id, asking for `output`.
+fn hello_written_over(output: &str) -> (Project, String) {
     let p = Project::new(&["scribe"]);
     let id = p.create("scribe", "Hello", "output: .lore/reports/one.md");
     p.settle();
     assert_eq!(p.status(&id), "completed");
-    write_over(&p, &id, ".lore/reports/again.md");
+    std::fs::remove_file(p.artifact_path(&id)).expect("rm");
+    p.write_commission(&id, &format!("---\nworker: scribe\nstatus: pending\n---\noutput: {output}\n"));
+    (p, id)
+}
+
+#[test]
+fn a_hand_written_artifact_over_an_ended_id_runs_as_new_work_on_a_new_branch() {
+    let (p, id) = hello_written_over(".lore/reports/again.md");
     p.settle();
     let s = p.status_json(&id);
     assert_eq!(s["status"], "completed", "{s}");
@@ -167,11 +169,7 @@ fn a_hand_written_artifact_over_an_ended_id_runs_as_new_work_on_a_new_branch() {
 
 #[test]
 fn a_fresh_home_never_reuses_an_attempt_branch_made_elsewhere() {
-    let p = Project::new(&["scribe"]);
-    let id = p.create("scribe", "Hello", "output: .lore/reports/one.md");
-    p.settle();
-    assert_eq!(p.status(&id), "completed");
-    write_over(&p, &id, ".lore/reports/elsewhere.md");
+    let (p, id) = hello_written_over(".lore/reports/elsewhere.md");
 
     // Another home over the same checkout: it knows nothing of attempt 1, git does.
     let other = p.tmp.path().join("other-home");
