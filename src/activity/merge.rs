@@ -239,6 +239,23 @@ fn trailer_since(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Resul
     Ok(None)
 }
 
+/// Every trailer line starting with `prefix` in the history of `tips` (all parents, each
+/// commit read once), newest first, with the commit carrying it.
+pub fn trailers_in_history(repo: &Repository, tips: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
+    let mut walk = repo.revwalk()?;
+    for tip in tips {
+        walk.push(*tip)?;
+    }
+    let mut found = Vec::new();
+    for oid in walk {
+        let oid = oid?;
+        let commit = repo.find_commit(oid)?;
+        let Ok(message) = commit.message() else { continue };
+        found.extend(message.lines().map(str::trim).filter(|l| l.starts_with(prefix)).map(|l| (oid, l.to_string())));
+    }
+    Ok(found)
+}
+
 /// What landing an activity's work on the integration branch came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Landing {

@@ -3,13 +3,14 @@
 //! no worker may change, the layout of its runtime state dir ([`state`]: records, run and exit
 //! info, heartbeat), its [`timeline`], artifact edits that land whatever a worker said
 //! ([`fit`]), applying an update in one crash-safe order ([`apply`]), the names derived from an
-//! id ([`names`]: branches, trailers), the Kind contract every kind implements ([`kind`]), and
-//! what an effect comes to. Atomic writes are `crate::files`'; liveness is `crate::worker::liveness`.
+//! id ([`names`]: branches, trailers), whether an id is free ([`ids`]: ids are never reused),
+//! the Kind contract every kind implements ([`kind`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is `crate::worker::liveness`.
 
 pub mod apply;
 pub mod control_plane;
 pub mod fit;
 pub mod git;
+pub mod ids;
 pub mod kind;
 pub mod merge;
 pub mod names;

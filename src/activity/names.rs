@@ -90,6 +90,46 @@ pub fn wave_trailer_prefix(plan: &str, wave: usize) -> String {
     format!("{}{plan}:exec:wave-{wave}:", TRAILERS[2])
 }
 
+/// Whether `branch` (`claude/<kind>/…`) may hold work of the activity `id` of `kind`: a
+/// commission's attempt branches (`<id>`, `<id>+<n>`, and an older guild-hall's `<id>-<n>`,
+/// which may as well be commission `<id>-<n>`'s: counted for both, to be safe), a meeting's
+/// branch, a plan's task and verify branches.
+pub fn may_hold_work_of(kind: super::kind::Name, id: &str, branch: &str) -> bool {
+    use super::kind::Name;
+    match kind {
+        Name::Commission => branch.strip_prefix("claude/commission/").and_then(|b| b.strip_prefix(id)).is_some_and(|rest| {
+            rest.is_empty()
+                || rest.starts_with('+')
+                || rest.strip_prefix('-').is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
+        }),
+        Name::Meeting => branch == meeting_branch(id),
+        Name::Plan => branch == verify_branch(id) || is_task_branch_of(id, branch),
+    }
+}
+
+/// The id a trailer line of `kind` names (for a plan: the plan of the task it names), if the
+/// line is one: `Guild-Hall-Commission: <id> attempt <n>`, `Guild-Hall-Meeting: <id>`,
+/// `Guild-Hall-Task: <plan>:exec:wave-<n>:<task>`.
+pub fn trailer_owner(kind: super::kind::Name, line: &str) -> Option<&str> {
+    use super::kind::Name;
+    let line = line.trim();
+    match kind {
+        Name::Commission => line.strip_prefix(TRAILERS[0]).and_then(|r| r.rsplit_once(" attempt ")).map(|(id, _)| id),
+        Name::Meeting => line.strip_prefix(TRAILERS[1]),
+        Name::Plan => line.strip_prefix(TRAILERS[2]).and_then(|r| r.split_once(':')).map(|(plan, _)| plan),
+    }
+}
+
+/// The trailer prefix of `kind`'s landed work.
+pub fn trailer_prefix(kind: super::kind::Name) -> &'static str {
+    use super::kind::Name;
+    match kind {
+        Name::Commission => TRAILERS[0],
+        Name::Meeting => TRAILERS[1],
+        Name::Plan => TRAILERS[2],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +156,25 @@ mod tests {
         assert_eq!(legacy_commission_branch("c", 3), "claude/commission/c-3");
         assert!(is_task_branch_of("p", "claude/task/p-exec-wave-1-a"));
         assert!(!is_task_branch_of("p", "claude/task/q-exec-wave-1-a"));
+    }
+
+    #[test]
+    fn branches_and_trailers_are_told_by_owner() {
+        use crate::activity::kind::Name;
+        for b in ["claude/commission/c", "claude/commission/c+2", "claude/commission/c+x", "claude/commission/c-3"] {
+            assert!(may_hold_work_of(Name::Commission, "c", b), "{b}");
+        }
+        for b in ["claude/commission/cd", "claude/commission/c-d", "claude/commission/c-", "claude/meeting/c", "claude/main"] {
+            assert!(!may_hold_work_of(Name::Commission, "c", b), "{b}");
+        }
+        assert!(may_hold_work_of(Name::Meeting, "m", "claude/meeting/m"));
+        assert!(!may_hold_work_of(Name::Meeting, "m", "claude/meeting/m-2"));
+        assert!(may_hold_work_of(Name::Plan, "p", "claude/verify/p"));
+        assert!(may_hold_work_of(Name::Plan, "p", "claude/task/p-exec-wave-1-a"));
+        assert!(!may_hold_work_of(Name::Plan, "p", "claude/task/pq-exec-wave-1-a"));
+        assert_eq!(trailer_owner(Name::Commission, &commission_trailer("a-b", 3)), Some("a-b"));
+        assert_eq!(trailer_owner(Name::Meeting, &meeting_trailer("m")), Some("m"));
+        assert_eq!(trailer_owner(Name::Plan, &task_trailer("p:exec:wave-1:t")), Some("p"));
+        assert_eq!(trailer_owner(Name::Plan, &meeting_trailer("m")), None);
     }
 }

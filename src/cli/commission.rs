@@ -34,7 +34,8 @@ pub enum CommissionCmd {
         /// Create as a draft (not dispatched until set to pending).
         #[arg(long)]
         draft: bool,
-        /// Use this id instead of one derived from the title.
+        /// Use this id instead of the first free one derived from the title (`hello`, `hello-2`, …);
+        /// refused, naming what holds it, if anything of it exists: ids are never reused.
         #[arg(long)]
         id: Option<String>,
     },

@@ -34,7 +34,8 @@ pub enum MeetingCmd {
         refs: Vec<String>,
         #[arg(long)]
         title: Option<String>,
-        /// Use this id instead of one derived from the title, agenda or message.
+        /// Use this id instead of the first free one derived from the title, agenda or message;
+        /// refused, naming what holds it, if anything of it exists: ids are never reused.
         #[arg(long)]
         id: Option<String>,
         /// Print the turn's events as JSON lines.

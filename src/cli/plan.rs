@@ -24,6 +24,8 @@ pub enum PlanCmd {
         title: String,
         /// The waves (YAML), or '-' for stdin.
         waves: PathBuf,
+        /// Use this id instead of the first free one derived from the title; refused, naming
+        /// what holds it, if anything of it exists: ids are never reused.
         #[arg(long)]
         id: Option<String>,
         /// Tasks of a wave running at once.
@@ -95,7 +97,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 fixer: fixer.clone(),
                 draft: *draft,
             };
-            let id = guild_hall::ops::plan::create(&env.project, &new)?;
+            let id = guild_hall::ops::plan::create(&env.home, &env.project, &new)?;
             if *json_out {
                 say_json!("{}", json!({"plan": id}));
             } else {

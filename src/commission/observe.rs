@@ -53,6 +53,10 @@ pub struct Observed {
     /// The artifact says an attempt is under way, but this home holds neither a record nor a
     /// runtime dir of it: another home's attempt. Nothing is done for it here.
     pub elsewhere: Option<Elsewhere>,
+    /// The first attempt past every one this home and the artifact know of whose branch does
+    /// not exist (`activity::ids::first_free_attempt`): a dispatch never reuses a branch made
+    /// elsewhere. Looked up only for a commission that may be dispatched in this pass.
+    pub free_attempt: Option<u32>,
 }
 
 /// What is known of a commission its artifact says is dispatched or in progress while this
@@ -107,6 +111,7 @@ impl Observed {
             worktree_exists: false,
             missing_deps: Vec::new(),
             elsewhere: None,
+            free_attempt: None,
         }
     }
 
@@ -358,7 +363,7 @@ fn observe_parallel(
                     let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
                     part.iter()
                         .filter(|p| keep(p))
-                        .map(|p| observe_one(home, project, p, tree.as_ref(), boot, trailers))
+                        .map(|p| observe_one(home, project, p, repo.as_ref(), tree.as_ref(), boot, trailers))
                         .collect::<Vec<_>>()
                 })
             })
@@ -424,6 +429,7 @@ fn observe_one(
     home: &Home,
     project: &Project,
     path: &Path,
+    repo: Option<&git2::Repository>,
     integration_tree: Option<&git2::Tree<'_>>,
     boot: &str,
     trailers: Option<&Trailers>,
@@ -454,6 +460,12 @@ fn observe_one(
     }
     if obs.record.is_none() && obs.artifact.status.is_some_and(Status::is_active) && !state.0.exists() {
         obs.elsewhere = Some(elsewhere(project, &obs.artifact, trailers));
+    }
+    let may_dispatch = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked))
+        || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched);
+    if let Some(repo) = repo.filter(|_| may_dispatch) {
+        let known = obs.record.as_ref().map_or(0, |r| r.attempt).max(obs.artifact.attempt());
+        obs.free_attempt = Some(crate::activity::ids::first_free_attempt(repo, &obs.artifact.id, known));
     }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
         observe_runtime(&mut obs, &rec, &state, boot);

@@ -129,7 +129,7 @@ impl plans::Operations for Plans {
             fixer: req.fixer,
             draft: req.draft,
         };
-        let plan = crate::ops::plan::create(&self.project, &new).map_err(refused)?;
+        let plan = crate::ops::plan::create(&self.home, &self.project, &new).map_err(refused)?;
         Ok(Created { plan })
     }
 

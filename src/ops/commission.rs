@@ -5,6 +5,7 @@
 use anyhow::{anyhow, bail, Result};
 use serde_yaml_ng::{Mapping, Value};
 
+use crate::activity::kind::Name;
 use crate::artifact::ids;
 use crate::artifact::store::content_hash;
 use crate::artifact::write::{self, Edit};
@@ -25,7 +26,8 @@ pub struct NewCommission {
     pub max_budget_usd: Option<f64>,
 }
 
-/// Write a new commission artifact (the same file a person would write) and return its id.
+/// Write a new commission artifact (the same file a person would write) and return its id: the
+/// one asked for, refused if anything of it exists, else the first free one from the title.
 pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<String> {
     let catalog = Catalog::discover(&project.root, &home.workers_dir());
     catalog.for_commission(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
@@ -38,19 +40,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     let deps = new.depends.iter().map(|d| ids::validate_rel_path(d)).collect::<Result<Vec<_>, _>>()?;
     let dir = project.commissions_dir();
     std::fs::create_dir_all(&dir)?;
-    let id = match &new.id {
-        Some(id) => {
-            ids::validate_id(id)?;
-            id.clone()
-        }
-        None => {
-            let base = ids::slugify(&new.title);
-            (1..)
-                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
-                .find(|c| !project.commission_path(c).exists())
-                .unwrap_or(base)
-        }
-    };
+    let base = new.id.clone().unwrap_or_else(|| ids::slugify(&new.title));
     let mut fm = Mapping::new();
     fm.insert("title".into(), new.title.as_str().into());
     fm.insert("date".into(), chrono::Utc::now().format("%Y-%m-%d").to_string().into());
@@ -76,8 +66,9 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     text.push('\n');
     // Read back by the parser every pass (and `check`) uses: a file that would be invalid the
     // moment it exists (a title over the frontmatter's size limit, say) is never written.
-    crate::artifact::create_new(&project.commission_path(&id), &text, "commission", Commission::parse)?;
-    Ok(id)
+    super::create_with_free_id(home, project, Name::Commission, &base, new.id.is_some(), |id| {
+        crate::artifact::create_new(&project.commission_path(id), &text, "commission", Commission::parse).map(|_| ())
+    })
 }
 
 /// Read and validate one commission by id.

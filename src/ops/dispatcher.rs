@@ -88,14 +88,13 @@ impl Operations for Dispatcher {
         if config.max_budget_usd.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return Err(invalid("config.maxBudgetUsd must be a positive number"));
         }
-        // Unique across every job ever dispatched (REQ-WD-7), and filename-safe.
-        let short = uuid::Uuid::new_v4().simple().to_string();
-        let id = format!("{}-{}", ids::slugify(&req.description).chars().take(40).collect::<String>().trim_end_matches('-'), &short[..8]);
+        // Unique across every job ever dispatched (REQ-WD-7): the first free id from the
+        // description, as `commission create` picks it (an id is never reused).
         let new = NewCommission {
             worker,
             title: req.description,
             prompt: req.task,
-            id: Some(id),
+            id: None,
             max_turns: config.max_turns.map(u64::from),
             max_budget_usd: config.max_budget_usd,
             ..NewCommission::default()

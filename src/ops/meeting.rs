@@ -47,7 +47,8 @@ pub fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
 }
 
 /// Write a new meeting artifact; its id. Refuses (writing nothing) a worker that cannot meet,
-/// bad paths, an id in use, an open meeting past the cap, and a meeting `check` would refuse.
+/// bad paths, an id asked for that is taken (ids are never reused: without one, the first free
+/// one is picked), an open meeting past the cap, and a meeting `check` would refuse.
 pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String> {
     let catalog = Catalog::discover(&project.root, &home.workers_dir());
     catalog.for_meeting(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
@@ -64,25 +65,17 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
     }
     let dir = project.meetings_dir();
     std::fs::create_dir_all(&dir)?;
-    let id = match &new.id {
-        Some(id) => {
-            ids::validate_id(id)?;
-            if project.meeting_path(id).exists() {
-                bail!("meeting {id} exists already ({})", project.meeting_path(id).display());
-            }
-            id.clone()
-        }
+    let base = match &new.id {
+        Some(id) => id.clone(),
         None => {
             let words = new.title.as_deref().or(new.agenda.as_deref()).unwrap_or(new.body.as_str());
             let words: String = words.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
-            let mut base = ids::slugify(&words);
+            let base = ids::slugify(&words);
             if base.is_empty() {
-                base = format!("meeting-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
+                format!("meeting-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S"))
+            } else {
+                base
             }
-            (1..)
-                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
-                .find(|c| !project.meeting_path(c).exists())
-                .unwrap_or(base)
         }
     };
     let mut fm = Mapping::new();
@@ -108,8 +101,9 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
     }
     // Never over a file that appeared meanwhile, and never one the parser every pass and
     // `check` use would refuse (an agenda over the frontmatter's size limit, say).
-    crate::artifact::create_new(&project.meeting_path(&id), &text, "meeting", Meeting::parse)?;
-    Ok(id)
+    super::create_with_free_id(home, project, crate::activity::kind::Name::Meeting, &base, new.id.is_some(), |id| {
+        crate::artifact::create_new(&project.meeting_path(id), &text, "meeting", Meeting::parse).map(|_| ())
+    })
 }
 
 /// Ask for `to` by writing it into the artifact, as a person would. Checked against what the

@@ -91,3 +91,32 @@ pub fn init(home: &Home, project: &Project) -> Result<Init> {
     let registered = home.register(&project.name, &project.root)?;
     Ok(Init { branch_created, registered })
 }
+
+/// Write a new artifact of `kind` under a free id ([`crate::activity::ids`]: ids are never
+/// reused), with `write`, and return the id. `base` asked for by name (`explicit`) is refused if
+/// anything of it exists, saying what; else the first free of `base`, `base-2`, … is taken,
+/// and the next one if a concurrent create wrote that file first.
+pub fn create_with_free_id(
+    home: &Home,
+    project: &Project,
+    kind: crate::activity::kind::Name,
+    base: &str,
+    explicit: bool,
+    write: impl Fn(&str) -> std::result::Result<(), crate::artifact::CreateError>,
+) -> Result<String> {
+    crate::artifact::ids::validate_id(base)?;
+    let used = crate::activity::ids::Used::read(home, project, kind)?;
+    if explicit {
+        used.claim(base)?;
+        write(base)?;
+        return Ok(base.to_string());
+    }
+    let mut seen = Vec::new();
+    loop {
+        let id = used.next_free(base, &seen);
+        match write(&id) {
+            Err(crate::artifact::CreateError::Exists { .. }) if seen.len() < 100 => seen.push(id),
+            r => return r.map(|_| id).map_err(Into::into),
+        }
+    }
+}

@@ -26,15 +26,12 @@ pub struct NewPlan {
     pub draft: bool,
 }
 
-/// Write a new plan artifact (the file a person would write); its id. Nothing is written for a
-/// plan the reconciler would refuse, nor over a file that exists.
-pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
-    let id = match &new.id {
-        Some(i) => i.clone(),
-        None => crate::artifact::ids::slugify(&new.title),
-    };
-    crate::artifact::ids::validate_id(&id)?;
-    let path = project.plan_path(&id);
+/// Write a new plan artifact (the file a person would write); its id: `--id`, refused if
+/// anything of it exists, else the first free one from the title (ids are never reused).
+/// Nothing is written for a plan the reconciler would refuse, nor over a file that exists.
+pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
+    let base = new.id.clone().unwrap_or_else(|| crate::artifact::ids::slugify(&new.title));
+    crate::artifact::ids::validate_id(&base)?;
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), new.title.as_str().into());
     fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
@@ -49,15 +46,12 @@ pub fn create(project: &Project, new: &NewPlan) -> Result<String> {
     let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     // Validated as the reconciler will read it, before anything is written (each problem
     // on a line of its own).
-    Plan::parse(&path, &text).map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+    Plan::parse(&project.plan_path(&base), &text)
+        .map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
     std::fs::create_dir_all(project.plans_dir())?;
-    match crate::artifact::create_new(&path, &text, "plan", Plan::parse) {
-        // A plan's id taken is said as `plan create` always said it.
-        Err(crate::artifact::CreateError::Exists { error, .. }) => {
-            Err(crate::artifact::CreateError::Io { path: path.display().to_string(), error }.into())
-        }
-        r => r.map(|_| id).map_err(Into::into),
-    }
+    super::create_with_free_id(home, project, crate::activity::kind::Name::Plan, &base, new.id.is_some(), |id| {
+        crate::artifact::create_new(&project.plan_path(id), &text, "plan", Plan::parse).map(|_| ())
+    })
 }
 
 /// What this home knows of plan `plan`: its record, else — a plan its file says is over, in a

@@ -24,7 +24,8 @@ pub struct Start {
     /// Artifacts the meeting is about, relative to the project root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub references: Option<Vec<String>>,
-    /// Use this id instead of one derived from the title, agenda or message.
+    /// Use this id instead of the first free one derived from the title, agenda or message;
+    /// refused, naming what holds it, if anything of it exists: ids are never reused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The first message (default: the agenda; with neither, no turn is run).

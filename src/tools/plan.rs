@@ -16,7 +16,8 @@ pub struct Create {
     pub title: String,
     /// A list of waves, each a list of tasks `{id, worker, title, prompt}`.
     pub waves: Json,
-    /// Use this id instead of one derived from the title.
+    /// Use this id instead of the first free one derived from the title; refused, naming what
+    /// holds it, if anything of it exists: ids are never reused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Tasks of a wave running at once (default 1).

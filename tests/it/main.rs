@@ -12,6 +12,7 @@ mod endpoint_trust;
 mod gc;
 mod git_trust;
 mod git_truth;
+mod ids;
 mod layout;
 mod lifecycle;
 mod liveness;

@@ -147,8 +147,9 @@ fn plans_over_the_socket() {
     assert_eq!(ok(&created), &json!({"plan": "port-it"}));
     let text = std::fs::read_to_string(p.root.join(".lore/plans/port-it.md")).expect("the plan file");
     assert!(text.contains("status: draft") && text.contains("parallelism: 1"), "{text}");
-    let again = rpc(&sock, "plan/create", json!({"title": "Port it", "waves": waves}));
+    let again = rpc(&sock, "plan/create", json!({"title": "Port it", "id": "port-it", "waves": waves}));
     assert_eq!(again["error"]["code"], -32602, "an id in use is refused: {again}");
+    assert!(again.to_string().contains("plan id port-it is taken by the file"), "{again}");
     let bad = rpc(&sock, "plan/create", json!({"title": "Bad", "waves": [[{"id": "one"}]]}));
     assert_eq!(bad["error"]["code"], -32602, "an invalid plan is refused: {bad}");
     assert!(!p.root.join(".lore/plans/bad.md").exists());

@@ -52,7 +52,7 @@ fn a_symlinked_artifact_is_said_in_each_kinds_words() {
 }
 
 #[test]
-fn an_id_taken_is_said_as_each_create_said_it() {
+fn an_id_taken_is_said_the_same_by_each_create() {
     let p = Project::new(&["scribe"]);
     let waves = p.root.join("waves.yaml");
     std::fs::write(&waves, "- - {id: a, worker: scribe, prompt: x}\n").expect("write");
@@ -60,10 +60,14 @@ fn an_id_taken_is_said_as_each_create_said_it() {
     p.ok(&["plan", "create", "--title", "dup", "--draft", waves]);
     says(
         &p,
-        &["plan", "create", "--title", "dup", "--draft", waves],
-        "error: creating {root}/.lore/plans/dup.md: File exists (os error 17)",
+        &["plan", "create", "--title", "dup", "--id", "dup", "--draft", waves],
+        "error: plan id dup is taken by the file {root}/.lore/plans/dup.md: ids are never reused (leave the id out to be given a free one)",
     );
     let create = ["commission", "create", "--worker", "scribe", "--title", "d", "--id", "dupc", "--prompt", "x", "--draft"];
     p.ok(&create);
-    says(&p, &create, "error: {root}/.lore/commissions/dupc.md already exists: choose another id");
+    says(
+        &p,
+        &create,
+        "error: commission id dupc is taken by the file {root}/.lore/commissions/dupc.md: ids are never reused (leave the id out to be given a free one)",
+    );
 }

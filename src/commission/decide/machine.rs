@@ -1,7 +1,8 @@
 //! The state machine for one commission in one pass: the status as written against the status
-//! last recorded (a person's edit is a request, validated), a one-shot `desired:`, and then
-//! what the status needs now — the effect the pass must carry out. An attempt under way in
-//! another home is left alone (only a request in `desired:` is answered).
+//! last recorded (a person's edit is a request, validated; a new artifact over an ended one's
+//! id is new work), a one-shot `desired:`, and then what the status needs now — the effect the
+//! pass must carry out. An attempt under way in another home is left alone (only a request in
+//! `desired:` is answered).
 
 use serde_json::json;
 use serde_yaml_ng::Value;
@@ -10,6 +11,7 @@ use super::liveness::{classify_exit, heartbeat, overtime};
 use super::step::Step;
 use super::transitions::{person_may_request, refusal};
 use super::{Cycles, Effect, Sig};
+use crate::activity::state::Record;
 use crate::artifact::write::Edit;
 use crate::artifact::{Desired, Status};
 use crate::commission::observe::{Observed, Proc, Snapshot};
@@ -66,6 +68,21 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
             }
             Some(_) => {}
         },
+        Some(r) if new_work_over_used_id(o, r) => {
+            // Not a request to undo what ended: the old artifact is gone and this one is new
+            // work under the same id. It runs as a new commission, on an attempt (and branch)
+            // after every earlier one; the earlier result is history, never this one's.
+            let to = if art == Some(Status::Draft) { Status::Draft } else { Status::Pending };
+            let text = format!(
+                "new work over a used id: {} ended {} (attempt {}) and its artifact is gone; this one is a new commission, its attempts numbered after {}",
+                o.artifact.id, r.status, r.attempt, r.attempt
+            );
+            st.event("new-work", format!("new-work:{}:{}", r.attempt, o.artifact.hash), json!({"text": text, "after_attempt": r.attempt}));
+            let created = o.artifact.created().map(str::to_string).unwrap_or_else(|| now.to_string());
+            st.set("created", Value::String(created.clone()));
+            st.status = to;
+            st.record = Record { status: to, prev: None, attempt: r.attempt, term_sent_at: None, created: Some(created), stopping: None };
+        }
         Some(r) => {
             if art == Some(r.status) && r.prev.is_some() {
                 // Our write has landed: from now on the status it replaced, written back by a
@@ -223,6 +240,17 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
     };
     stop_follows_processes(o, &mut st);
     (st, effect)
+}
+
+/// A hand-written artifact over an id whose earlier commission ended (the person deleted it and
+/// wrote, or copied in, a new one): this home's record says it ended, yet the artifact says it
+/// has not started and carries none of the keys the reconciler wrote as it ran and ended
+/// (`attempt:`, `completed:`, `result:`). A person editing the status of the artifact still
+/// there keeps them, and their edit stays a request (DESIGN §4).
+fn new_work_over_used_id(o: &Observed, r: &Record) -> bool {
+    r.status.is_terminal()
+        && matches!(o.artifact.status, None | Some(Status::Pending | Status::Draft | Status::Blocked))
+        && ["attempt", "completed", "result"].iter().all(|k| o.artifact.field(k).is_none())
 }
 
 /// Status follows only what is really over: a commission failed or cancelled while processes

@@ -285,8 +285,13 @@ pub fn decide(s: &Snapshot) -> Decisions {
             continue;
         }
         running += 1;
-        let attempt = step.record.attempt.max(step.o.artifact.attempt()) + 1;
+        let next = step.record.attempt.max(step.o.artifact.attempt()) + 1;
+        let attempt = next.max(step.o.free_attempt.unwrap_or(0));
         let branch = names::commission_branch(step.o.id(), attempt);
+        if attempt > next {
+            let text = format!("branches of attempts {next} to {} exist already (work made elsewhere): never reused", attempt - 1);
+            step.event("attempt-skipped", format!("attempt-skipped:{attempt}"), json!({"text": text, "attempt": attempt}));
+        }
         if attempt > 1 {
             step.event("redispatch", format!("redispatch:{attempt}"), json!({"attempt": attempt}));
         }

@@ -563,6 +563,52 @@ fn redispatch_uses_a_new_branch() {
     assert!(events.iter().any(|e| e["kind"] == "redispatch"));
 }
 
+fn dispatched(p: &Decisions) -> Option<(u32, String, Vec<serde_json::Value>)> {
+    p.actions.iter().find_map(|a| match a {
+        Action::Dispatch { attempt, branch, update, resume: false, .. } => Some((*attempt, branch.clone(), update.events.clone())),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_hand_written_artifact_over_an_ended_id_is_new_work() {
+    for ended in [Status::Completed, Status::Failed, Status::Cancelled] {
+        // The old artifact is gone; a person wrote a new one under its id.
+        let o = obs(commission("c", "status: pending\n"), Some(rec(ended, 2)));
+        let p = decide(&snapshot(vec![o]));
+        let (attempt, branch, events) = dispatched(&p).unwrap_or_else(|| panic!("{ended}: dispatched as new work: {:?}", p.actions));
+        assert_eq!((attempt, branch.as_str()), (3, "claude/commission/c+3"), "{ended}");
+        assert!(events.iter().any(|e| e["kind"] == "new-work"), "{ended}: {events:?}");
+        assert!(sets(&p, "c", "reason").is_none(), "{ended}: nothing refused");
+    }
+    // A draft written over it stays a draft, as new work.
+    let p = decide(&snapshot(vec![obs(commission("c", "status: draft\n"), Some(rec(Status::Completed, 1)))]));
+    assert!(dispatched(&p).is_none());
+    assert_eq!(recorded(&p, "c").map(|r| (r.status, r.attempt)), Some((Status::Draft, 1)));
+}
+
+#[test]
+fn a_status_edit_of_the_ended_artifact_itself_stays_a_request() {
+    for keys in ["attempt: 1\n", "completed: 2026-11-22T11:00:00Z\n", "result: {summary: s, artifacts: []}\n"] {
+        let o = obs(commission("c", &format!("status: pending\n{keys}")), Some(rec(Status::Completed, 1)));
+        let p = decide(&snapshot(vec![o]));
+        assert!(dispatched(&p).is_none(), "{keys}");
+        assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")), "{keys}");
+        let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        assert!(reason.starts_with("refused status change completed -> pending"), "{keys}: {reason}");
+    }
+}
+
+#[test]
+fn a_dispatch_never_reuses_a_branch_made_elsewhere() {
+    // No record in this home (a fresh home, a clone), but attempts 1 and 2 have branches.
+    let mut o = obs(commission("c", "status: pending\n"), None);
+    o.free_attempt = Some(3);
+    let (attempt, branch, events) = dispatched(&decide(&snapshot(vec![o]))).expect("dispatched");
+    assert_eq!((attempt, branch.as_str()), (3, "claude/commission/c+3"));
+    assert!(events.iter().any(|e| e["kind"] == "attempt-skipped"), "{events:?}");
+}
+
 fn arb_status() -> impl Strategy<Value = Status> {
     prop::sample::select(Status::ALL.to_vec())
 }

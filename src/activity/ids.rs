@@ -1,0 +1,285 @@
+//! Whether an id is free, the one place that answers it: an id stays taken while anything of
+//! it exists — its artifact (or timeline), a branch that may hold its work, a trailer naming
+//! it on the integration branch, a runtime dir or worktree in this home — so no new work is
+//! ever handed an old id's history. Creating picks the next free id (`hello-2`) through it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use git2::{Oid, Repository};
+
+use super::git::Result;
+use super::kind::Name;
+use super::names;
+use crate::config::{Home, Project};
+
+/// Something of an id that exists, and so holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trace {
+    /// Its artifact, or the timeline beside it.
+    File(PathBuf),
+    /// A branch that may hold its work (`origin/claude/…` for a remote-tracking one).
+    Branch(String),
+    /// A trailer line naming it, on the integration branch (or a remote's copy of it).
+    Trailer { line: String, commit: Oid },
+    /// Its runtime dir, worktree or transcript in this home.
+    Runtime(PathBuf),
+}
+
+impl std::fmt::Display for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Trace::File(p) => write!(f, "the file {}", p.display()),
+            Trace::Branch(b) => write!(f, "branch {b}"),
+            Trace::Trailer { line, commit } => {
+                write!(f, "the trailer `{line}` of commit {:.10} on the integration branch", commit.to_string())
+            }
+            Trace::Runtime(p) => write!(f, "{} in this home", p.display()),
+        }
+    }
+}
+
+/// An id asked for by name that something already holds.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind} id {id} is taken by {}: ids are never reused (leave the id out to be given a free one)", list(.traces))]
+pub struct Taken {
+    pub kind: Name,
+    pub id: String,
+    pub traces: Vec<Trace>,
+}
+
+fn list(traces: &[Trace]) -> String {
+    traces.iter().map(Trace::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// What holds the ids of one kind in one project, read once (its branches, the trailers on its
+/// integration branch), to ask about as many ids as needed.
+pub struct Used<'a> {
+    kind: Name,
+    home: &'a Home,
+    project: &'a Project,
+    /// (as shown, as matched: `claude/…`), local and remote-tracking.
+    branches: Vec<(String, String)>,
+    /// The id a trailer names → the newest such line and its commit.
+    trailers: HashMap<String, (String, Oid)>,
+}
+
+impl<'a> Used<'a> {
+    /// Read the branches and the integration branch's trailers (local, and every remote's copy).
+    pub fn read(home: &'a Home, project: &'a Project, kind: Name) -> Result<Used<'a>> {
+        let repo = super::git::open(&project.root)?;
+        let integration = &project.config.integration_branch;
+        let mut branches = Vec::new();
+        let mut tips = Vec::new();
+        for r in repo.references()? {
+            let r = r?;
+            let Ok(name) = r.name() else { continue };
+            let (shown, short) = if let Some(b) = name.strip_prefix("refs/heads/") {
+                (b.to_string(), b)
+            } else if let Some((remote, b)) = name.strip_prefix("refs/remotes/").and_then(|n| n.split_once('/')) {
+                (format!("{remote}/{b}"), b)
+            } else {
+                continue;
+            };
+            if short == integration {
+                if let Ok(c) = r.peel_to_commit() {
+                    tips.push(c.id());
+                }
+            } else if short.starts_with("claude/") {
+                branches.push((shown, short.to_string()));
+            }
+        }
+        Ok(Used { kind, home, project, branches, trailers: trailers(&repo, kind, &tips)? })
+    }
+
+    /// Everything that holds `id` (empty: it is free).
+    pub fn traces(&self, id: &str) -> Vec<Trace> {
+        let (home, p, name) = (self.home, self.project, &self.project.name);
+        let (artifact, runtime) = match self.kind {
+            Name::Commission => (p.commission_path(id), vec![home.commission_state(name, id), home.worktree(name, id)]),
+            Name::Meeting => {
+                (p.meeting_path(id), vec![home.meeting_state(name, id), home.meeting_worktree(name, id), home.transcript(name, id)])
+            }
+            Name::Plan => (p.plan_path(id), vec![home.plan_state(name, id), home.verify_worktree(name, id)]),
+        };
+        let timeline = super::timeline::path_for(&artifact);
+        let mut found: Vec<Trace> = [artifact, timeline].into_iter().filter(|f| f.symlink_metadata().is_ok()).map(Trace::File).collect();
+        found.extend(
+            self.branches.iter().filter(|(_, b)| names::may_hold_work_of(self.kind, id, b)).map(|(shown, _)| Trace::Branch(shown.clone())),
+        );
+        if let Some((line, commit)) = self.trailers.get(id) {
+            found.push(Trace::Trailer { line: line.clone(), commit: *commit });
+        }
+        found.extend(runtime.into_iter().filter(|d| d.symlink_metadata().is_ok()).map(Trace::Runtime));
+        found
+    }
+
+    /// `id`, if nothing holds it; else why not.
+    pub fn claim(&self, id: &str) -> std::result::Result<(), Taken> {
+        let traces = self.traces(id);
+        if traces.is_empty() {
+            Ok(())
+        } else {
+            Err(Taken { kind: self.kind, id: id.to_string(), traces })
+        }
+    }
+
+    /// The first free id of `base`, `base-2`, `base-3`, … that `also_taken` does not name
+    /// (ids seen taken meanwhile, by a concurrent create).
+    pub fn next_free(&self, base: &str, also_taken: &[String]) -> String {
+        (1u64..)
+            .map(|n| if n == 1 { base.to_string() } else { crate::artifact::ids::derived(base, &n.to_string()) })
+            .find(|c| !also_taken.contains(c) && self.traces(c).is_empty())
+            .unwrap_or_else(|| base.to_string())
+    }
+}
+
+/// The ids named by `kind`'s trailers in the history of `tips`, with the newest line of each.
+fn trailers(repo: &Repository, kind: Name, tips: &[Oid]) -> Result<HashMap<String, (String, Oid)>> {
+    let mut by_id = HashMap::new();
+    for (commit, line) in super::merge::trailers_in_history(repo, tips, names::trailer_prefix(kind))? {
+        if let Some(id) = names::trailer_owner(kind, &line) {
+            by_id.entry(id.to_string()).or_insert((line, commit));
+        }
+    }
+    Ok(by_id)
+}
+
+/// The first attempt after `after` whose branch (`claude/commission/<id>` or `<id>+<n>`) does
+/// not exist: a new attempt never reuses a branch, whatever this home remembers (a fresh home,
+/// a clone, a wiped record). Probes exact names only, so it costs a lookup or two per call.
+/// Remote-tracking copies count too (a clone's `origin/claude/commission/<id>`).
+pub fn first_free_attempt(repo: &Repository, id: &str, after: u32) -> u32 {
+    let remotes: Vec<String> = repo.remotes().map(|r| r.iter().flatten().flatten().map(str::to_string).collect()).unwrap_or_default();
+    let exists = |branch: &str| {
+        super::git::branch_exists(repo, branch)
+            || remotes.iter().any(|r| repo.find_reference(&format!("refs/remotes/{r}/{branch}")).is_ok())
+    };
+    let mut attempt = after.saturating_add(1);
+    while exists(&names::commission_branch(id, attempt)) {
+        attempt = attempt.saturating_add(1);
+    }
+    attempt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// A repository with an integration branch, and a home beside it.
+    fn setup() -> (tempfile::TempDir, Home, Project) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "first"]);
+        git(&root, &["branch", "claude/main"]);
+        let home = Home { root: dir.path().join("home") };
+        let project = Project { root, name: "p".into(), config: Default::default() };
+        (dir, home, project)
+    }
+
+    /// A commit on the integration branch whose message carries `trailer`.
+    fn land(project: &Project, trailer: &str) {
+        let msg = format!("work\n\n{trailer}\n");
+        git(&project.root, &["-c", "user.name=T", "-c", "user.email=t@e", "checkout", "-q", "claude/main"]);
+        git(&project.root, &["-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", &msg]);
+        git(&project.root, &["checkout", "-q", "main"]);
+    }
+
+    fn kinds_of(used: &Used<'_>, id: &str) -> Vec<&'static str> {
+        used.traces(id)
+            .iter()
+            .map(|t| match t {
+                Trace::File(_) => "file",
+                Trace::Branch(_) => "branch",
+                Trace::Trailer { .. } => "trailer",
+                Trace::Runtime(_) => "runtime",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_trace_takes_an_id_of_its_kind() {
+        let (_dir, home, project) = setup();
+        std::fs::create_dir_all(project.commissions_dir()).expect("mkdir");
+        std::fs::write(project.commission_path("by-file"), "---\n---\n").expect("write");
+        std::fs::write(super::super::timeline::path_for(&project.commission_path("by-timeline")), "").expect("write");
+        git(&project.root, &["branch", "claude/commission/by-branch"]);
+        git(&project.root, &["branch", "claude/commission/by-later+3"]);
+        git(&project.root, &["branch", "claude/commission/by-legacy-2"]);
+        land(&project, &names::commission_trailer("by-trailer", 4));
+        std::fs::create_dir_all(home.commission_state(&project.name, "by-state")).expect("mkdir");
+        std::fs::create_dir_all(home.worktree(&project.name, "by-worktree")).expect("mkdir");
+        let used = Used::read(&home, &project, Name::Commission).expect("read");
+        for (id, kind) in [
+            ("by-file", "file"),
+            ("by-timeline", "file"),
+            ("by-branch", "branch"),
+            ("by-later", "branch"),
+            ("by-legacy", "branch"),
+            ("by-legacy-2", "branch"),
+            ("by-trailer", "trailer"),
+            ("by-state", "runtime"),
+            ("by-worktree", "runtime"),
+        ] {
+            assert_eq!(kinds_of(&used, id), vec![kind], "{id}");
+            let taken = used.claim(id).expect_err(id).to_string();
+            assert!(taken.starts_with(&format!("commission id {id} is taken by ")), "{taken}");
+        }
+        for free in ["by", "by-branch-x", "other"] {
+            assert_eq!(used.claim(free).ok(), Some(()), "{free}");
+        }
+        assert_eq!(used.next_free("by-branch", &[]), "by-branch-2");
+        assert_eq!(used.next_free("by-legacy", &[]), "by-legacy-3", "by-legacy-2's branch holds both ids");
+        assert_eq!(used.next_free("by-branch", &["by-branch-2".into()]), "by-branch-3");
+        assert_eq!(used.next_free("fresh", &[]), "fresh");
+        // Another kind's traces take nothing of this kind.
+        let meetings = Used::read(&home, &project, Name::Meeting).expect("read");
+        assert!(meetings.traces("by-branch").is_empty() && meetings.traces("by-trailer").is_empty());
+    }
+
+    #[test]
+    fn meetings_and_plans_are_taken_by_their_own_traces() {
+        let (_dir, home, project) = setup();
+        git(&project.root, &["branch", "claude/meeting/m1"]);
+        land(&project, &names::meeting_trailer("m2"));
+        std::fs::create_dir_all(home.transcripts_dir(&project.name)).expect("mkdir");
+        std::fs::write(home.transcript(&project.name, "m3"), "").expect("write");
+        let used = Used::read(&home, &project, Name::Meeting).expect("read");
+        assert_eq!([kinds_of(&used, "m1"), kinds_of(&used, "m2"), kinds_of(&used, "m3")], [["branch"], ["trailer"], ["runtime"]]);
+        git(&project.root, &["branch", "claude/task/p1-exec-wave-1-a"]);
+        git(&project.root, &["branch", "claude/verify/p2"]);
+        land(&project, &names::task_trailer("p3:exec:wave-2:t"));
+        std::fs::create_dir_all(home.plan_state(&project.name, "p4")).expect("mkdir");
+        let used = Used::read(&home, &project, Name::Plan).expect("read");
+        let got: Vec<_> = ["p1", "p2", "p3", "p4", "p5"].iter().map(|p| kinds_of(&used, p)).collect();
+        assert_eq!(got, [vec!["branch"], vec!["branch"], vec!["trailer"], vec!["runtime"], vec![]]);
+    }
+
+    #[test]
+    fn a_new_attempt_goes_past_every_branch_of_the_id() {
+        let (_dir, _home, project) = setup();
+        let repo = git2::Repository::open(&project.root).expect("open");
+        assert_eq!(first_free_attempt(&repo, "c", 0), 1);
+        git(&project.root, &["branch", "claude/commission/c"]);
+        git(&project.root, &["branch", "claude/commission/c+2"]);
+        assert_eq!(first_free_attempt(&repo, "c", 0), 3);
+        assert_eq!(first_free_attempt(&repo, "c", 4), 5);
+        // A remote-tracking copy (a clone's) holds its attempt too.
+        git(&project.root, &["update-ref", "refs/remotes/origin/claude/commission/c+3", "HEAD"]);
+        git(&project.root, &["remote", "add", "origin", "/nonexistent"]);
+        assert_eq!(first_free_attempt(&repo, "c", 0), 4);
+    }
+}
