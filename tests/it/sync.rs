@@ -175,7 +175,11 @@ fn dry_runs_change_nothing() {
     let (code, out, _) = p.run(&["sync", "--dry-run"]);
     assert!(code == 0 && out.contains("would bring main into claude/main"), "{out}");
     let (code, v) = json_of(&p, &["land", "--dry-run", "--json"]);
-    assert_eq!((code, v["outcome"].as_str(), v["from"].as_str(), v["into"].as_str()), (0, Some("merge"), Some("claude/main"), Some("main")), "{v}");
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["from"].as_str(), v["into"].as_str()),
+        (0, Some("merge"), Some("claude/main"), Some("main")),
+        "{v}"
+    );
     assert_eq!(git(&p.root, &["for-each-ref"]), refs, "no ref moved");
     assert!(!p.root.join("done.txt").exists());
 }
