@@ -327,16 +327,18 @@ fn blocked_path(home: &Home, project: &Project) -> std::path::PathBuf {
     home.project_state(&project.name).join("sync-blocked")
 }
 
+/// Keep (or forget) why the last automatic sync could not proceed; written only when that
+/// changes, so a watcher never wakes on its own write.
 fn remember(home: &Home, project: &Project, why: Option<&str>) {
     let path = blocked_path(home, project);
     let done = match why {
-        Some(why) => std::fs::create_dir_all(home.project_state(&project.name))
-            .map_err(anyhow::Error::from)
-            .and_then(|_| crate::files::write_atomic(&path, why.as_bytes()).map_err(anyhow::Error::from)),
-        None => match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-            _ => Ok(()),
-        },
+        Some(why) if crate::files::read_text_if_exists(&path).ok().flatten().as_deref() != Some(why) => {
+            std::fs::create_dir_all(home.project_state(&project.name))
+                .map_err(anyhow::Error::from)
+                .and_then(|_| crate::files::write_atomic(&path, why.as_bytes()))
+        }
+        Some(_) => Ok(()),
+        None => crate::files::remove_if_exists(&path),
     };
     if let Err(e) = done {
         tracing::warn!(path = %path.display(), error = %format!("{e:#}"), "could not keep the automatic sync's outcome for status");
