@@ -531,4 +531,21 @@ mod tests {
         let e = format!("{:#}", ProjectConfig::load(dir.path()).expect_err("refused"));
         assert!(e.contains("guild-hall.yaml:1:") && e.contains("bad size \"lots\""), "{e}");
     }
+
+    #[test]
+    fn base_branch_and_follow_in_the_project_settings() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".lore")).expect("mkdir");
+        let load = |yaml: &str| {
+            std::fs::write(dir.path().join(ProjectConfig::PATH), yaml).expect("write");
+            ProjectConfig::load(dir.path()).map_err(|e| format!("{e:#}"))
+        };
+        let cfg = load("follow: origin/main\n").expect("loads");
+        assert_eq!((cfg.follow.as_deref(), cfg.base_branch), (Some("origin/main"), None));
+        assert_eq!(load("base_branch: trunk\nfollow: trunk\n").expect("the same branch twice").base_branch.as_deref(), Some("trunk"));
+        let e = load("base_branch: trunk\nfollow: main\n").expect_err("two bases");
+        assert!(e.contains("base_branch (trunk) and follow (main) name different branches"), "{e}");
+        let e = load("follow: \"no..such\"\n").expect_err("not a branch name");
+        assert!(e.contains("follow: \"no..such\" is not a branch name"), "{e}");
+    }
 }
