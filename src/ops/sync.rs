@@ -89,7 +89,20 @@ impl SyncReport {
 
 /// The base branch of the project: `follow:` or `base_branch:` in `.lore/guild-hall.yaml`,
 /// else the branch `init` started from ([`BASE_BRANCH_KEY`]), else `main`, else `master`.
+/// It is never the integration branch itself.
 pub fn base_branch(project: &Project) -> Result<String> {
+    let base = named_base(project)?;
+    let integration = &project.config.integration_branch;
+    if &base == integration {
+        bail!(
+            "the base branch is the integration branch ({integration}): name the person's branch with `base_branch:` in {}",
+            crate::config::ProjectConfig::PATH
+        );
+    }
+    Ok(base)
+}
+
+fn named_base(project: &Project) -> Result<String> {
     if let Some(b) = project.config.follow.as_ref().or(project.config.base_branch.as_ref()) {
         return Ok(b.clone());
     }
@@ -136,13 +149,10 @@ pub fn record_base(project: &Project) -> Result<Option<String>> {
 pub fn sync(_home: &Home, project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
     let base = base_branch(project)?;
     let integration = &project.config.integration_branch;
-    if &base == integration {
-        bail!(
-            "the base branch is the integration branch ({integration}): name the person's branch with `base_branch:` in {}",
-            crate::config::ProjectConfig::PATH
-        );
-    }
     let repo = crate::activity::git::open(&project.root)?;
+    if !crate::activity::git::branch_exists(&repo, integration) {
+        bail!("there is no integration branch {integration:?}: run `guild-hall init`");
+    }
     let from = tip(&repo, &base, true)?;
     bring(&repo, "sync", &base, from, integration, opts.dry_run)
 }
@@ -159,12 +169,6 @@ pub fn land(_home: &Home, project: &Project, opts: &LandOptions) -> Result<SyncR
         return Ok(push(project, remote, integration, int_tip, opts.dry_run));
     }
     let base = base_branch(project)?;
-    if &base == integration {
-        bail!(
-            "the base branch is the integration branch ({integration}): name the person's branch with `base_branch:` in {}",
-            crate::config::ProjectConfig::PATH
-        );
-    }
     if repo.find_branch(&base, BranchType::Local).is_err() {
         bail!("land moves a branch of this repository, and there is no local branch {base:?}: create it, or use `land --push <remote>`");
     }
@@ -176,7 +180,7 @@ fn tip(repo: &Repository, branch: &str, remote_too: bool) -> Result<Oid> {
     let found = repo
         .find_branch(branch, BranchType::Local)
         .or_else(|e| if remote_too { repo.find_branch(branch, BranchType::Remote) } else { Err(e) })
-        .map_err(|_| anyhow!("there is no branch {branch:?} (guild-hall init creates the integration branch)"))?;
+        .map_err(|_| anyhow!("there is no branch {branch:?}"))?;
     Ok(found.get().peel_to_commit().with_context(|| format!("reading branch {branch}"))?.id())
 }
 

@@ -95,6 +95,10 @@ fn a_new_commission_after_sync_sees_what_the_person_committed_to_main() {
 #[test]
 fn sync_merges_when_both_moved_and_rewrites_nothing() {
     let p = Project::new(&[]);
+    // A person's artifact on main; the integration branch records it finished (as CI does).
+    commit_file(&p.root, ".lore/commissions/old.md", "---\ntitle: Old\n---\nDo it.\n", "an artifact");
+    p.ok(&["sync"]);
+    p.commit_on_integration(".lore/commissions/old.md", "---\ntitle: Old\nstatus: completed\n---\nDo it.\n", "old finished");
     p.commit_on_integration("done.txt", "work\n", "work on the integration branch");
     commit_file(&p.root, "notes/fix.txt", "the fix\n", "a fix on main");
     let (int_before, main_tip) = (rev(&p.root, "claude/main"), rev(&p.root, "main"));
@@ -106,6 +110,7 @@ fn sync_merges_when_both_moved_and_rewrites_nothing() {
     assert_eq!(git(&p.root, &["rev-list", "--parents", "-n1", &merge]).trim(), format!("{merge} {int_before} {main_tip}"));
     assert_eq!(git(&p.root, &["show", "claude/main:done.txt"]), "work\n");
     assert_eq!(git(&p.root, &["show", "claude/main:notes/fix.txt"]), "the fix\n");
+    assert!(git(&p.root, &["show", "claude/main:.lore/commissions/old.md"]).contains("status: completed"), "the finished state stays");
     assert_eq!(rev(&p.root, "main"), main_tip, "main is not touched by sync");
     assert_eq!(git(&p.root, &["log", "-1", "--format=%an <%ae>", &merge]).trim(), "Test Person <person@example.com>");
     // Again: main is in already.
