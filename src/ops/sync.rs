@@ -145,8 +145,15 @@ pub fn record_base(project: &Project) -> Result<Option<String>> {
 /// never a rewrite of a commit already there. Conflicts, or a checkout of the integration
 /// branch (the project root itself, a linked worktree) with local changes the move would
 /// touch, stop it with the paths named and nothing changed. The base may be a
-/// remote-tracking branch (`origin/main`).
-pub fn sync(_home: &Home, project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
+/// remote-tracking branch (`origin/main`). No pass merges meanwhile (whoever holds the
+/// project, [`crate::reconcile::lock_between_passes`]).
+pub fn sync(home: &Home, project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
+    let _held = if opts.dry_run { None } else { Some(crate::reconcile::lock_between_passes(home, project, "guild-hall sync")?) };
+    sync_in_pass(project, opts)
+}
+
+/// [`sync`] where passes are kept out already (inside one, or under the project's lock).
+fn sync_in_pass(project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
     let base = base_branch(project)?;
     let integration = &project.config.integration_branch;
     let repo = crate::activity::git::open(&project.root)?;
@@ -305,7 +312,8 @@ fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) 
 /// the next one that goes through). Whether the integration branch moved.
 pub fn follow(home: &Home, project: &Project) -> bool {
     let Some(branch) = &project.config.follow else { return false };
-    let report = match sync(home, project, &SyncOptions::default()) {
+    // Called inside a pass, or by `watch` under the project's lock: no other pass merges.
+    let report = match sync_in_pass(project, &SyncOptions::default()) {
         Ok(r) => r,
         Err(e) => {
             let why = format!("{e:#}");

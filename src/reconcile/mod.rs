@@ -17,7 +17,7 @@ use crate::activity::kind::Name;
 use crate::artifact::Problem;
 use crate::commission::decide::Action;
 use crate::config::{Home, Project};
-pub use lock::{lock_holder, lock_project, HeldLock};
+pub use lock::{lock_between_passes, lock_holder, lock_project, HeldLock};
 pub use pass::run;
 
 /// An action's kind and artifact id: what backoff and a pass's failures are keyed by (a failed

@@ -27,7 +27,7 @@ const WAIT_POLL: Duration = Duration::from_millis(200);
 
 /// The pass loop itself; the caller holds the project lock (or is only planning).
 pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
-    let dispatch_lock = home.root.join("dispatch.lock");
+    let dispatch_lock = super::lock::dispatch_lock_path(home);
     let started = Instant::now();
     let commissions = Commissions { settled: opts.settled.as_deref() };
     let all: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];

@@ -315,3 +315,17 @@ fn a_follow_sync_that_cannot_proceed_is_reported_and_work_goes_on() {
     p.settle();
     assert!(!p.ok(&["status"]).contains("sync:"));
 }
+
+#[test]
+fn sync_runs_beside_a_watch_that_holds_the_project() {
+    let p = Project::new(&[]);
+    reader(&p);
+    let svc = Service::start(&p, &[&p.root], &[]);
+    commit_file(&p.root, "notes/fix.txt", "synced by hand\n", "a fix on main");
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    p.write_commission("read", "---\nworker: reader\ntitle: Read\n---\nCopy notes/fix.txt.\n");
+    crate::common::wait_status(&p, "read", "completed");
+    assert_eq!(git(&p.root, &["show", "claude/main:seen.txt"]), "synced by hand\n");
+    drop(svc);
+}
