@@ -2,8 +2,8 @@
 //! (a trailer marks it), with the `.lore/` conflict rule; never of a change to the control
 //! plane, of a path git refuses, or of more than the merge limits; advancing a checkout of the
 //! integration branch (or any branch a person has checked out: [`advance`]) only when no local
-//! change of a person's would be touched. Landing never
-//! fails silently: whatever goes wrong ends as a refusal that says what.
+//! change of a person's would be touched. Landing never fails silently: whatever goes wrong
+//! ends as a refusal that says what.
 
 use std::path::{Path, PathBuf};
 
