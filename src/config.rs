@@ -46,6 +46,13 @@ pub struct ProjectConfig {
     /// The most bytes of new or changed files one attempt (or wave task) may merge.
     #[serde(with = "byte_size")]
     pub merge_max_attempt_size: u64,
+    /// The person's branch: what `sync` brings into the integration branch and `land` brings
+    /// the integration branch's work into. Default: the branch `init` started from (kept in
+    /// the repository's git config, `guild-hall.baseBranch`), else `main`, else `master`.
+    pub base_branch: Option<String>,
+    /// Sync the integration branch from this branch by itself (at `watch`'s start, and before
+    /// a pass starts new work); it is then the base branch too.
+    pub follow: Option<String>,
 }
 
 impl Default for ProjectConfig {
@@ -63,6 +70,8 @@ impl Default for ProjectConfig {
             timeout: Duration::from_secs(24 * 3600),
             merge_max_file_size: 100 * MIB,
             merge_max_attempt_size: 1024 * MIB,
+            base_branch: None,
+            follow: None,
         }
     }
 }
@@ -105,6 +114,20 @@ impl ProjectConfig {
         }
         if let Some(name) = &cfg.name {
             crate::artifact::ids::validate_id(name).with_context(|| format!("{}: name", path.display()))?;
+        }
+        for (key, branch) in [("base_branch", &cfg.base_branch), ("follow", &cfg.follow)] {
+            // `origin/main` is a remote-tracking branch: sync may follow it.
+            if let Some(b) = branch.as_deref().filter(|b| !git2::Reference::is_valid_name(&format!("refs/heads/{b}"))) {
+                return Err(anyhow!("{}: {key}: {b:?} is not a branch name", path.display()));
+            }
+        }
+        if let (Some(base), Some(follow)) = (&cfg.base_branch, &cfg.follow) {
+            if base != follow {
+                return Err(anyhow!(
+                    "{}: base_branch ({base}) and follow ({follow}) name different branches; follow names the base branch too, keep one",
+                    path.display()
+                ));
+            }
         }
         Ok(cfg)
     }
@@ -507,5 +530,22 @@ mod tests {
         std::fs::write(dir.path().join(ProjectConfig::PATH), "merge_max_file_size: lots\n").expect("write");
         let e = format!("{:#}", ProjectConfig::load(dir.path()).expect_err("refused"));
         assert!(e.contains("guild-hall.yaml:1:") && e.contains("bad size \"lots\""), "{e}");
+    }
+
+    #[test]
+    fn base_branch_and_follow_in_the_project_settings() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".lore")).expect("mkdir");
+        let load = |yaml: &str| {
+            std::fs::write(dir.path().join(ProjectConfig::PATH), yaml).expect("write");
+            ProjectConfig::load(dir.path()).map_err(|e| format!("{e:#}"))
+        };
+        let cfg = load("follow: origin/main\n").expect("loads");
+        assert_eq!((cfg.follow.as_deref(), cfg.base_branch), (Some("origin/main"), None));
+        assert_eq!(load("base_branch: trunk\nfollow: trunk\n").expect("the same branch twice").base_branch.as_deref(), Some("trunk"));
+        let e = load("base_branch: trunk\nfollow: main\n").expect_err("two bases");
+        assert!(e.contains("base_branch (trunk) and follow (main) name different branches"), "{e}");
+        let e = load("follow: \"no..such\"\n").expect_err("not a branch name");
+        assert!(e.contains("follow: \"no..such\" is not a branch name"), "{e}");
     }
 }

@@ -252,3 +252,36 @@ pub(super) fn canonical(p: &Path) -> PathBuf {
 pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
     Ok(canonical(open(project_root)?.commondir()))
 }
+
+/// Push `branch` to the branch of the same name on `remote` with the git CLI, as the person
+/// would — their own configuration, so credential helpers and remote URLs apply — but never
+/// forced, with no hooks, no prompt and no inherited `GIT_*` variable; with `dry_run`, only
+/// ask whether the remote would take it. A rejection is an error in git's words.
+pub fn push(project_root: &Path, remote: &str, branch: &str, dry_run: bool) -> Result<String> {
+    if remote.is_empty() || remote.starts_with('-') {
+        return Err(GitError::Other(format!("{remote:?} is not a remote name")));
+    }
+    let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let mut cmd = Command::new("git");
+    cmd.current_dir(project_root).args(["-c", "core.hooksPath=/dev/null", "push", "--porcelain"]);
+    if dry_run {
+        cmd.arg("--dry-run");
+    }
+    cmd.arg(remote).arg(&refspec);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0");
+    let out = cmd.output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() {
+        // `--porcelain` says per ref what happened (`!` rejected, with why); stderr the rest.
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let said: Vec<&str> =
+            stdout.lines().filter(|l| l.starts_with('!')).chain(stderr.lines().filter(|l| !l.trim().is_empty())).collect();
+        return Err(GitError::Cli { args: format!("push {remote} {refspec}"), stderr: said.join("; ") });
+    }
+    Ok(stdout)
+}

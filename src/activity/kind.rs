@@ -69,6 +69,11 @@ pub trait Action: std::fmt::Debug {
     fn listed(&self) -> bool {
         true
     }
+    /// New work made from the integration branch's tip (a first dispatch, a meeting opened, a
+    /// wave started): the pass syncs the integration branch before it, when asked to.
+    fn starts_work(&self) -> bool {
+        false
+    }
 }
 
 /// Where a pass runs, and what it read once in a round for every kind: the worker packages

@@ -1,8 +1,9 @@
 //! The squash merge of an activity's branch into the integration branch, in memory, once
 //! (a trailer marks it), with the `.lore/` conflict rule; never of a change to the control
 //! plane, of a path git refuses, or of more than the merge limits; advancing a checkout of the
-//! integration branch only when no local change of a person's would be touched. Landing never
-//! fails silently: whatever goes wrong ends as a refusal that says what.
+//! integration branch (or any branch a person has checked out: [`advance`]) only when no local
+//! change of a person's would be touched. Landing never fails silently: whatever goes wrong
+//! ends as a refusal that says what.
 
 use std::path::{Path, PathBuf};
 
@@ -111,7 +112,7 @@ pub fn squash_merge(
 
 /// Commit `tree` onto the integration branch's tip `int_commit` with `message`, advancing any
 /// checkout of the branch only where no local change of a person's is touched (else nothing
-/// is done: `Waiting`, with why). The one way guild-hall moves an integration branch.
+/// is done: `Waiting`, with why).
 pub fn commit_onto(
     repo: &Repository,
     integration: &str,
@@ -120,28 +121,67 @@ pub fn commit_onto(
     message: &str,
     what: &str,
 ) -> Result<MergeOutcome> {
-    let int_ref_name = format!("refs/heads/{integration}");
-    let int_tree = int_commit.tree()?;
-    // Checkouts of the integration branch must not lose a person's uncommitted change.
-    let checkouts = checkouts_of(repo, &int_ref_name)?;
-    let changed = changed_paths(repo, &int_tree, tree)?;
-    for wt in &checkouts {
-        let touched = locally_modified(wt, &changed, tree)?;
+    advance(repo, integration, int_commit, Target::New { tree, message, others: &[] }, what)
+}
+
+/// Where [`advance`] moves a branch: to a commit that exists (a fast-forward), or to a new
+/// commit of `tree` whose first parent is the branch's tip and whose other parents are
+/// `others` (a merge).
+pub enum Target<'a> {
+    Existing(Oid),
+    New { tree: &'a git2::Tree<'a>, message: &'a str, others: &'a [&'a git2::Commit<'a>] },
+}
+
+/// Move `branch` from its tip `tip` to `to`, advancing every checkout of it (the main one, a
+/// person's linked worktrees) only where no local change of a person's is touched; else
+/// nothing is done: `Waiting`, with why. The one way guild-hall moves a branch a person may
+/// have checked out: the integration branch (merges, copy-back, `sync`) and the base branch
+/// (`land`). Our commits have our identity and run no hooks.
+pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Target<'_>, what: &str) -> Result<MergeOutcome> {
+    let ref_name = format!("refs/heads/{branch}");
+    let new_tree = match &to {
+        Target::Existing(oid) => repo.find_commit(*oid)?.tree()?,
+        Target::New { tree, .. } => repo.find_tree(tree.id())?,
+    };
+    let blocked = in_the_way(repo, branch, &tip.tree()?, &new_tree)?;
+    if let Some(why) = waiting_reason(branch, &blocked) {
+        return Ok(MergeOutcome::Waiting(why));
+    }
+    let commit = match to {
+        Target::Existing(oid) => oid,
+        Target::New { tree, message, others } => {
+            let sig = signature(repo)?;
+            let parents: Vec<&git2::Commit<'_>> = std::iter::once(tip).chain(others.iter().copied()).collect();
+            repo.commit(None, &sig, &sig, message, tree, &parents)?
+        }
+    };
+    let changed = changed_paths(repo, &tip.tree()?, &new_tree)?;
+    for wt in checkouts_of(repo, &ref_name)? {
+        advance_checkout(&wt, &new_tree, &changed)?;
+    }
+    repo.reference_matching(&ref_name, commit, true, tip.id(), &format!("guild-hall: {what}"))?;
+    Ok(MergeOutcome::Merged(commit))
+}
+
+/// The checkouts of `branch` (the main one, a person's linked worktrees; never guild-hall's
+/// own) whose local changes moving it from `from` to `to` would touch, each with those files.
+pub fn in_the_way(repo: &Repository, branch: &str, from: &git2::Tree<'_>, to: &git2::Tree<'_>) -> Result<Vec<(PathBuf, Vec<String>)>> {
+    let checkouts = checkouts_of(repo, &format!("refs/heads/{branch}"))?;
+    let changed = changed_paths(repo, from, to)?;
+    let mut out = Vec::new();
+    for wt in checkouts {
+        let touched = locally_modified(&wt, &changed, to)?;
         if !touched.is_empty() {
-            return Ok(MergeOutcome::Waiting(format!(
-                "{integration} is checked out at {} with local changes to {}; commit or stash them",
-                wt.display(),
-                touched.join(", ")
-            )));
+            out.push((wt, touched));
         }
     }
-    let sig = signature(repo)?;
-    let commit = repo.commit(None, &sig, &sig, message, tree, &[int_commit])?;
-    for wt in &checkouts {
-        advance_checkout(wt, tree, &changed)?;
-    }
-    repo.reference_matching(&int_ref_name, commit, true, int_commit.id(), &format!("guild-hall: {what}"))?;
-    Ok(MergeOutcome::Merged(commit))
+    Ok(out)
+}
+
+/// Why a branch cannot move, said one way: which checkout holds which local changes.
+pub fn waiting_reason(branch: &str, blocked: &[(PathBuf, Vec<String>)]) -> Option<String> {
+    let (wt, touched) = blocked.first()?;
+    Some(format!("{branch} is checked out at {} with local changes to {}; commit or stash them", wt.display(), touched.join(", ")))
 }
 
 /// What the activity's own changes (`base` → `act`) may not do: touch the control plane, hold a

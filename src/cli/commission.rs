@@ -53,6 +53,9 @@ pub fn init(env: &Env) -> Result<()> {
     say!("project   {} ({})", env.project.name, env.project.root.display());
     say!("branch    {branch}{}", if done.branch_created { " (created from HEAD)" } else { "" });
     say!("home      {}{}", env.home.root.display(), if done.registered { " (registered)" } else { "" });
+    if let Ok(base) = guild_hall::ops::sync::base_branch(&env.project) {
+        say!("base      {base}{}", if done.base_recorded.is_some() { " (recorded: sync and land pair with it)" } else { "" });
+    }
     Ok(())
 }
 

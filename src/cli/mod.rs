@@ -8,6 +8,7 @@ mod meeting;
 pub(crate) mod out;
 pub(crate) mod plan;
 mod show;
+mod sync;
 mod tools;
 
 use out::say_err;
@@ -113,6 +114,40 @@ pub enum Command {
     /// waves: create, show, retry, cancel, logs.
     #[command(subcommand)]
     Plan(plan::PlanCmd),
+    /// Bring the base branch (the person's: `base_branch:` or `follow:` in
+    /// .lore/guild-hall.yaml, else the branch `init` started from, else main or master) into
+    /// the integration branch, so that new work starts from it.
+    ///
+    /// A fast-forward when the integration branch is behind, else a merge commit; never a
+    /// rewrite. Conflicts, or local changes in a checkout of the integration branch that the
+    /// move would touch, stop it with the paths named and nothing changed (exit 1).
+    Sync {
+        /// Say what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring the integration branch's finished work into the base branch, or push it for a
+    /// pull request.
+    ///
+    /// A fast-forward when possible, else a merge commit; a checkout of the base branch is
+    /// updated with it, and nothing is done when that checkout has local changes in the way
+    /// (the files are named; exit 1). With --push REMOTE, the integration branch is pushed to
+    /// the branch of the same name on REMOTE instead (never forced; a rejection exits 1) and
+    /// the base branch is left alone.
+    Land {
+        /// Push the integration branch to this remote instead of touching the base branch.
+        #[arg(long, value_name = "REMOTE")]
+        push: Option<String>,
+        /// Say what would happen; change nothing (a push asks the remote with `--dry-run`).
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show a commission's activity timeline.
     Timeline {
         id: String,
@@ -390,6 +425,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Job(call) => job::run(&Env::load(&cli)?, call).map(|_| ExitCode::SUCCESS),
         Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
+        Command::Sync { dry_run, json } => sync::sync(&Env::load(&cli)?, *dry_run, *json).map(ok),
+        Command::Land { push, dry_run, json } => sync::land(&Env::load(&cli)?, push.as_deref(), *dry_run, *json).map(ok),
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt, raw } => show::logs(&Env::load(&cli)?, id, *attempt, *raw).map(|_| ExitCode::SUCCESS),
         Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),

@@ -14,7 +14,14 @@ use guild_hall::artifact::Problem;
 use guild_hall::reconcile::{self, Options};
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
-    let opts = Options { dry_run: args.dry_run, wait: args.wait, timeout: args.timeout, wait_lock: args.wait_lock, ..Options::default() };
+    let opts = Options {
+        dry_run: args.dry_run,
+        wait: args.wait,
+        timeout: args.timeout,
+        wait_lock: args.wait_lock,
+        before_dispatch: Some(guild_hall::ops::sync::follow),
+        ..Options::default()
+    };
     let json = args.json;
     let report = reconcile::reconcile(&env.home, &env.project, &opts, |e| {
         if json {
@@ -159,6 +166,9 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     if !json_out {
         if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {
             say!("reconciler: {holder}");
+        }
+        if let Some(why) = guild_hall::ops::sync::last_blocked(&env.home, &env.project) {
+            say!("sync: could not follow the base branch: {}", line(&why));
         }
     }
     // Each row kept by the filter, as it comes.

@@ -104,6 +104,10 @@ impl crate::activity::kind::Action for Action {
         }
     }
 
+    fn starts_work(&self) -> bool {
+        matches!(self, Action::Open { .. })
+    }
+
     fn verb(&self) -> &'static str {
         match self {
             Action::Update { .. } => "meeting-update",

@@ -12,6 +12,7 @@ pub mod logs;
 pub mod meeting;
 pub mod plan;
 pub mod status;
+pub mod sync;
 
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,8 @@ pub fn converge(home: &Home, project: &Project, who: &str, limit: Duration, done
     loop {
         match crate::reconcile::lock_project(home, project, false, who) {
             Ok(_lock) => {
-                crate::reconcile::run(home, project, &crate::reconcile::Options::default(), |_| {})?;
+                let opts = crate::reconcile::Options { before_dispatch: Some(sync::follow), ..Default::default() };
+                crate::reconcile::run(home, project, &opts, |_| {})?;
                 return Ok(());
             }
             Err(_) => {
@@ -71,12 +73,14 @@ pub fn kick(home: &Home, project: &Project) -> Result<()> {
 }
 
 /// What [`init`] did.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Init {
     /// The integration branch was created (from HEAD).
     pub branch_created: bool,
     /// The project was added to the home's registry.
     pub registered: bool,
+    /// The branch checked out at the first `init`, recorded now as the base branch.
+    pub base_recorded: Option<String>,
 }
 
 /// Set up the project: its `.lore/` directories, the integration branch, its registration in
@@ -87,9 +91,11 @@ pub fn init(home: &Home, project: &Project) -> Result<Init> {
         std::fs::create_dir_all(lore.join(d)).with_context(|| format!("creating .lore/{d}"))?;
     }
     let repo = crate::activity::git::open(&project.root)?;
+    // Before anything else: the branch the person is on is the one `sync` and `land` pair with.
+    let base_recorded = sync::record_base(project)?;
     let branch_created = crate::activity::git::ensure_branch(&repo, &project.config.integration_branch, "HEAD")?;
     let registered = home.register(&project.name, &project.root)?;
-    Ok(Init { branch_created, registered })
+    Ok(Init { branch_created, registered, base_recorded })
 }
 
 /// Write a new artifact of `kind` under a free id ([`crate::activity::ids`]: ids are never

@@ -383,6 +383,10 @@ impl crate::activity::kind::Action for Action {
         &self.update().plan
     }
 
+    fn starts_work(&self) -> bool {
+        matches!(self, Action::StartWave { .. })
+    }
+
     fn verb(&self) -> &'static str {
         match self {
             Action::Update { .. } => "plan-update",

@@ -1,6 +1,7 @@
 //! The project's single-writer lock (who holds it is written in it, for the refusal) and the
 //! home-wide dispatch lock the pass takes every round in which a kind that launches workers is
-//! driven (a meeting's fold after its turn takes none).
+//! driven (a meeting's fold after its turn takes none); and, for a command that moves the
+//! integration branch between passes, whichever of the two keeps passes from merging meanwhile.
 
 use std::io::{Seek, Write};
 use std::path::PathBuf;
@@ -51,6 +52,21 @@ pub(super) fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::R
         let _ = writeln!(f, "{who} (pid {}) since {}", std::process::id(), crate::activity::timeline::timestamp(chrono::Utc::now()));
     }
     Ok(HeldLock { _lock: f })
+}
+
+/// The home-wide dispatch lock's file.
+pub(super) fn dispatch_lock_path(home: &Home) -> PathBuf {
+    home.root.join("dispatch.lock")
+}
+
+/// For a command that moves the integration branch outside a pass (`sync`): the project's lock
+/// when no one holds it (no pass starts meanwhile), else the home's dispatch lock, which the
+/// holder's pass takes for every round that can merge (so none merges meanwhile), waited for.
+pub fn lock_between_passes(home: &Home, project: &Project, who: &str) -> Result<HeldLock> {
+    match lock_project(home, project, false, who) {
+        Ok(held) => Ok(held),
+        Err(_) => take_lock(&dispatch_lock_path(home), true, "").map_err(|e| anyhow!("home lock: {e}")),
+    }
 }
 
 /// Who holds the project's lock right now, if anyone.

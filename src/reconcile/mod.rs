@@ -17,7 +17,7 @@ use crate::activity::kind::Name;
 use crate::artifact::Problem;
 use crate::commission::decide::Action;
 use crate::config::{Home, Project};
-pub use lock::{lock_holder, lock_project, HeldLock};
+pub use lock::{lock_between_passes, lock_holder, lock_project, HeldLock};
 pub use pass::run;
 
 /// An action's kind and artifact id: what backoff and a pass's failures are keyed by (a failed
@@ -39,6 +39,11 @@ pub struct Options {
     /// Drive only this kind (meetings: a turn's toolbox events folded in at once,
     /// without dispatching commissions or landing wave tasks); `None`: every kind.
     pub only: Option<Name>,
+    /// Called once a pass, before the first round that would start new work (a dispatch, a
+    /// meeting opened, a wave started), when not a dry run: `ops` brings the base branch into
+    /// the integration branch there (`follow:`). `true`: the integration branch moved, and the
+    /// round is observed again before anything acts.
+    pub before_dispatch: Option<fn(&Home, &Project) -> bool>,
 }
 
 /// One action taken (or planned, with `--dry-run`).

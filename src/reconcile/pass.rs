@@ -27,7 +27,7 @@ const WAIT_POLL: Duration = Duration::from_millis(200);
 
 /// The pass loop itself; the caller holds the project lock (or is only planning).
 pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
-    let dispatch_lock = home.root.join("dispatch.lock");
+    let dispatch_lock = super::lock::dispatch_lock_path(home);
     let started = Instant::now();
     let commissions = Commissions { settled: opts.settled.as_deref() };
     let all: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
@@ -48,6 +48,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         failed: opts.skip.clone(),
         rounds: 0,
         on_entry: &mut on_entry,
+        before_dispatch: opts.before_dispatch.filter(|_| !opts.dry_run),
     };
     loop {
         pass.rounds += 1;
@@ -82,6 +83,15 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             decided.push((kind.act_order(), kind.decide(&mut pass, ctx, &mut budget, &mut round)?));
         }
         decided.sort_by_key(|(order, _)| *order);
+        // Once a pass, before the first new work: bring the base branch in (`follow:`); if
+        // that moved the integration branch new work is made from, look again before acting.
+        if decided.iter().any(|(_, d)| d.starts_work()) {
+            if let Some(hook) = pass.before_dispatch.take() {
+                if hook(home, project) {
+                    continue;
+                }
+            }
+        }
         for (_, d) in &decided {
             d.act(&mut pass, ctx, &mut round)?;
         }
@@ -124,6 +134,8 @@ struct Pass<'a> {
     failed: BTreeSet<Key>,
     rounds: usize,
     on_entry: &'a mut dyn FnMut(&Entry),
+    /// [`Options::before_dispatch`], until it has run.
+    before_dispatch: Option<fn(&Home, &Project) -> bool>,
 }
 
 /// What one round came to, over every kind.
@@ -158,6 +170,8 @@ trait Drive {
 /// A kind's decision, waiting for its turn to act.
 trait Decision {
     fn act(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()>;
+    /// Whether an action of it starts new work from the integration branch.
+    fn starts_work(&self) -> bool;
 }
 
 /// A kind's snapshot and the actions it decided on it that are to be carried out.
@@ -194,6 +208,9 @@ where
 impl<K: Kind<Catalog>> Decision for Decided<'_, K> {
     fn act(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()> {
         pass.act(self, ctx, round)
+    }
+    fn starts_work(&self) -> bool {
+        self.actions.iter().any(|a| a.starts_work())
     }
 }
 

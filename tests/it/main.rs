@@ -30,6 +30,7 @@ mod rpc_catalogue;
 mod sandbox_trust;
 mod settle;
 mod surgical;
+mod sync;
 mod texts;
 mod trust;
 mod watch;

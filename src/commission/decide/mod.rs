@@ -127,6 +127,10 @@ impl crate::activity::kind::Action for Action {
         }
     }
 
+    fn starts_work(&self) -> bool {
+        matches!(self, Action::Dispatch { resume: false, .. })
+    }
+
     fn verb(&self) -> &'static str {
         match self {
             Action::Update(_) => "update",

@@ -111,6 +111,9 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             }
         }
         tracing::info!(project = %project.name, root = %project.root.display(), "watching");
+        // `follow:`: the integration branch catches up with the person's branch at start-up
+        // (under the lock, before any pass), whether or not there is new work yet.
+        crate::ops::sync::follow(home, &project);
         projects.push(Watched {
             dir: project.root.clone(),
             name: project.name.clone(),
@@ -207,7 +210,7 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str) -> (Vec<
         }
     };
     let skip: BTreeSet<reconcile::Key> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(key, _)| key.clone()).collect();
-    let options = Options { skip, settled: Some(w.settled.clone()), ..Options::default() };
+    let options = Options { skip, settled: Some(w.settled.clone()), before_dispatch: Some(crate::ops::sync::follow), ..Options::default() };
     let report = reconcile::run(home, &project, &options, |e| {
         if e.ok {
             tracing::info!(project = %w.name, id = %e.id, action = e.action, "{}", e.detail);

@@ -1,0 +1,364 @@
+//! The integration branch and the person's base branch, kept together: which branch is the base
+//! ([`base_branch`], recorded at `init`), `sync` (the base into the integration branch),
+//! `land` (the integration branch into the base, or pushed for review), and the automatic sync
+//! of `follow:` ([`follow`], which a pass calls before it starts new work). Neither rewrites a commit already there nor
+//! touches a person's uncommitted change: each either moves a branch forward or changes nothing.
+
+use anyhow::{anyhow, bail, Context, Result};
+use git2::{BranchType, Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use crate::activity::merge::{advance, in_the_way, waiting_reason, MergeOutcome, Target};
+use crate::config::{Home, Project};
+
+/// Where `init` records the branch it started from (the repository's own git config, so that
+/// any home over this checkout finds it).
+pub const BASE_BRANCH_KEY: &str = "guild-hall.baseBranch";
+
+/// What `sync` and `land` are asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct SyncOptions {
+    /// Say what would happen; change nothing (refs, checkouts, remotes).
+    pub dry_run: bool,
+}
+
+/// What `land` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct LandOptions {
+    /// Push the integration branch to this remote (same branch name, never forced) instead of
+    /// touching the base branch.
+    pub push: Option<String>,
+    pub dry_run: bool,
+}
+
+/// What a `sync`, `land` or push came to (or would, with `dry_run`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// `from` was already in `into`: nothing to do.
+    UpToDate,
+    /// `into` moved forward to `from`'s tip.
+    FastForward,
+    /// A merge commit (parents: `into`'s tip, then `from`'s) was made on `into`.
+    Merge,
+    /// The two sides conflict (`paths`): nothing was changed.
+    Conflict,
+    /// A checkout of `into` has local changes to files the move would touch (`paths`):
+    /// nothing was changed.
+    Blocked,
+    /// The remote took the branch.
+    Pushed,
+    /// The remote refused the branch (not a fast-forward, say): nothing was changed.
+    Rejected,
+}
+
+/// The report of a `sync`, `land` or push: what `--json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncReport {
+    /// `sync`, `land` or `push`.
+    pub action: String,
+    /// The branch whose commits are brought in (for a push, the branch pushed).
+    pub from: String,
+    /// The branch that moves (for a push, the remote's branch of the same name).
+    pub into: String,
+    /// The remote, for a push.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    pub outcome: Outcome,
+    pub dry_run: bool,
+    /// `into`'s tip before (the commit id).
+    pub before: Option<String>,
+    /// `into`'s tip after (or that would be, in a dry run; unknown for a merge not yet made).
+    pub after: Option<String>,
+    /// The conflicting paths, or the locally modified files in the way.
+    pub paths: Vec<String>,
+    /// What happened or stopped it, in words.
+    pub reason: String,
+}
+
+impl SyncReport {
+    /// Whether it went through (or would): nothing stopped it.
+    pub fn ok(&self) -> bool {
+        !matches!(self.outcome, Outcome::Conflict | Outcome::Blocked | Outcome::Rejected)
+    }
+    /// Whether `into` moved (never in a dry run).
+    pub fn moved(&self) -> bool {
+        !self.dry_run && matches!(self.outcome, Outcome::FastForward | Outcome::Merge | Outcome::Pushed)
+    }
+}
+
+/// The base branch of the project: `follow:` or `base_branch:` in `.lore/guild-hall.yaml`,
+/// else the branch `init` started from ([`BASE_BRANCH_KEY`]), else `main`, else `master`.
+/// It is never the integration branch itself.
+pub fn base_branch(project: &Project) -> Result<String> {
+    let base = named_base(project)?;
+    let integration = &project.config.integration_branch;
+    if &base == integration {
+        bail!(
+            "the base branch is the integration branch ({integration}): name the person's branch with `base_branch:` in {}",
+            crate::config::ProjectConfig::PATH
+        );
+    }
+    Ok(base)
+}
+
+fn named_base(project: &Project) -> Result<String> {
+    if let Some(b) = project.config.follow.as_ref().or(project.config.base_branch.as_ref()) {
+        return Ok(b.clone());
+    }
+    let repo = crate::activity::git::open(&project.root)?;
+    if let Some(b) = repo.config().ok().and_then(|c| c.get_string(BASE_BRANCH_KEY).ok()).filter(|b| !b.is_empty()) {
+        return Ok(b);
+    }
+    for b in ["main", "master"] {
+        if crate::activity::git::branch_exists(&repo, b) {
+            return Ok(b.to_string());
+        }
+    }
+    bail!(
+        "no base branch: init recorded none ({BASE_BRANCH_KEY} in the repository's git config) and there is neither `main` nor `master`; name it with `base_branch:` in {}",
+        crate::config::ProjectConfig::PATH
+    )
+}
+
+/// Record the branch checked out now as the base branch, unless one is recorded already or
+/// HEAD is detached or on the integration branch itself. The branch recorded, if any.
+pub fn record_base(project: &Project) -> Result<Option<String>> {
+    let repo = crate::activity::git::open(&project.root)?;
+    let mut config = repo.config()?.open_level(git2::ConfigLevel::Local).context("opening the repository's git config")?;
+    if config.get_string(BASE_BRANCH_KEY).is_ok_and(|b| !b.is_empty()) {
+        return Ok(None);
+    }
+    let Ok(head) = repo.find_reference("HEAD") else { return Ok(None) };
+    let Some(branch) = head.symbolic_target().ok().flatten().and_then(|t| t.strip_prefix("refs/heads/")).map(str::to_string) else {
+        return Ok(None);
+    };
+    if branch == project.config.integration_branch {
+        return Ok(None);
+    }
+    config.set_str(BASE_BRANCH_KEY, &branch).with_context(|| format!("recording {BASE_BRANCH_KEY} in the repository's git config"))?;
+    Ok(Some(branch))
+}
+
+/// Bring the base branch into the integration branch: nothing when it is in already, a
+/// fast-forward when the integration branch is behind, else a merge commit made in memory —
+/// never a rewrite of a commit already there. Conflicts, or a checkout of the integration
+/// branch (the project root itself, a linked worktree) with local changes the move would
+/// touch, stop it with the paths named and nothing changed. The base may be a
+/// remote-tracking branch (`origin/main`). No pass merges meanwhile (whoever holds the
+/// project, [`crate::reconcile::lock_between_passes`]).
+pub fn sync(home: &Home, project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
+    let _held = if opts.dry_run { None } else { Some(crate::reconcile::lock_between_passes(home, project, "guild-hall sync")?) };
+    sync_in_pass(project, opts)
+}
+
+/// [`sync`] where passes are kept out already (inside one, or under the project's lock).
+fn sync_in_pass(project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
+    let base = base_branch(project)?;
+    let integration = &project.config.integration_branch;
+    let repo = crate::activity::git::open(&project.root)?;
+    if !crate::activity::git::branch_exists(&repo, integration) {
+        bail!("there is no integration branch {integration:?}: run `guild-hall init`");
+    }
+    let from = tip(&repo, &base, true)?;
+    bring(&repo, "sync", &base, from, integration, opts.dry_run)
+}
+
+/// Bring the integration branch's work into the base branch (fast-forward when possible,
+/// else a merge commit; a checkout of the base branch is updated with it, and it is refused
+/// when that checkout has local changes in the way) — or, with `push`, push the integration
+/// branch to that remote for a pull request and leave the base branch alone.
+pub fn land(_home: &Home, project: &Project, opts: &LandOptions) -> Result<SyncReport> {
+    let integration = &project.config.integration_branch;
+    let repo = crate::activity::git::open(&project.root)?;
+    let int_tip = tip(&repo, integration, false)?;
+    if let Some(remote) = &opts.push {
+        return Ok(push(project, remote, integration, int_tip, opts.dry_run));
+    }
+    let base = base_branch(project)?;
+    if repo.find_branch(&base, BranchType::Local).is_err() {
+        bail!("land moves a branch of this repository, and there is no local branch {base:?}: create it, or use `land --push <remote>`");
+    }
+    bring(&repo, "land", integration, int_tip, &base, opts.dry_run)
+}
+
+/// The tip of `branch`: a local branch, else (when `remote_too`) a remote-tracking one.
+fn tip(repo: &Repository, branch: &str, remote_too: bool) -> Result<Oid> {
+    let found = repo
+        .find_branch(branch, BranchType::Local)
+        .or_else(|e| if remote_too { repo.find_branch(branch, BranchType::Remote) } else { Err(e) })
+        .map_err(|_| anyhow!("there is no branch {branch:?}"))?;
+    Ok(found.get().peel_to_commit().with_context(|| format!("reading branch {branch}"))?.id())
+}
+
+/// Bring the commit `from` (the tip of `from_name`) into the local branch `into`.
+fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str, dry_run: bool) -> Result<SyncReport> {
+    let into_commit =
+        repo.find_branch(into, BranchType::Local).map_err(|_| anyhow!("there is no branch {into:?}"))?.get().peel_to_commit()?;
+    let from_commit = repo.find_commit(from)?;
+    let mut report = SyncReport {
+        action: action.to_string(),
+        from: from_name.to_string(),
+        into: into.to_string(),
+        remote: None,
+        outcome: Outcome::UpToDate,
+        dry_run,
+        before: Some(into_commit.id().to_string()),
+        after: Some(into_commit.id().to_string()),
+        paths: Vec::new(),
+        reason: format!("{from_name} is already in {into}"),
+    };
+    if from == into_commit.id() || repo.graph_descendant_of(into_commit.id(), from)? {
+        return Ok(report);
+    }
+    let fast_forward = repo.graph_descendant_of(from, into_commit.id())?;
+    let (target_tree, message) = if fast_forward {
+        (from_commit.tree()?, String::new())
+    } else {
+        // In memory, with git's own three-way merge (several merge bases folded into one).
+        let mut index = repo.merge_commits(&into_commit, &from_commit, None)?;
+        if index.has_conflicts() {
+            let mut paths: Vec<String> = index
+                .conflicts()?
+                .filter_map(|c| c.ok())
+                .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                .collect();
+            paths.sort();
+            paths.dedup();
+            report.outcome = Outcome::Conflict;
+            report.after = None;
+            report.reason = format!(
+                "{from_name} and {into} conflict in: {}; nothing changed (merge them by hand, then run `guild-hall {action}` again)",
+                paths.join(", ")
+            );
+            report.paths = paths;
+            return Ok(report);
+        }
+        let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+        (tree, format!("Merge {from_name} into {into}\n\nguild-hall {action}\n"))
+    };
+    let blocked = in_the_way(repo, into, &into_commit.tree()?, &target_tree)?;
+    if let Some(why) = waiting_reason(into, &blocked) {
+        report.outcome = Outcome::Blocked;
+        report.after = None;
+        report.paths = blocked.into_iter().flat_map(|(_, files)| files).collect();
+        report.reason = format!("{why}; nothing changed");
+        return Ok(report);
+    }
+    report.outcome = if fast_forward { Outcome::FastForward } else { Outcome::Merge };
+    let verb = if fast_forward { "fast-forward" } else { "merge commit" };
+    if dry_run {
+        report.after = fast_forward.then(|| from.to_string());
+        report.reason = format!("would bring {from_name} into {into} ({verb})");
+        return Ok(report);
+    }
+    let target =
+        if fast_forward { Target::Existing(from) } else { Target::New { tree: &target_tree, message: &message, others: &[&from_commit] } };
+    match advance(repo, into, &into_commit, target, &format!("{action} {from_name} into {into}"))? {
+        MergeOutcome::Merged(oid) => {
+            report.after = Some(oid.to_string());
+            report.reason = format!("brought {from_name} into {into} ({verb})");
+        }
+        MergeOutcome::Waiting(why) => {
+            // A file changed between the look and the move: still nothing changed.
+            report.outcome = Outcome::Blocked;
+            report.after = None;
+            report.reason = format!("{why}; nothing changed");
+        }
+        other => bail!("moving {into}: unexpected {other:?}"),
+    }
+    Ok(report)
+}
+
+/// Push the integration branch to `remote` (never forced).
+fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) -> SyncReport {
+    let mut report = SyncReport {
+        action: "push".into(),
+        from: branch.to_string(),
+        into: branch.to_string(),
+        remote: Some(remote.to_string()),
+        outcome: Outcome::Pushed,
+        dry_run,
+        before: None,
+        after: Some(tip.to_string()),
+        paths: Vec::new(),
+        reason: String::new(),
+    };
+    match crate::activity::git::push(&project.root, remote, branch, dry_run) {
+        Ok(said) => {
+            // `=` in the porcelain status: the remote had it already.
+            if said.lines().any(|l| l.starts_with('=')) {
+                report.outcome = Outcome::UpToDate;
+                report.reason = format!("{remote} has {branch} as it is here");
+            } else {
+                report.reason =
+                    format!("{} {branch} to {remote}; open a pull request from it", if dry_run { "would push" } else { "pushed" });
+            }
+        }
+        Err(e) => {
+            report.outcome = Outcome::Rejected;
+            report.after = None;
+            report.reason = format!(
+                "{remote} did not take {branch} ({e}); nothing was forced — fetch it, bring its work in (git merge {remote}/{branch} on {branch}), then push again"
+            );
+        }
+    }
+    report
+}
+
+/// The automatic sync of `follow:`: when the project follows a branch, sync from it and say
+/// how it went in the log; a sync that cannot proceed is kept for `status` (and forgotten at
+/// the next one that goes through). Whether the integration branch moved.
+pub fn follow(home: &Home, project: &Project) -> bool {
+    let Some(branch) = &project.config.follow else { return false };
+    // Called inside a pass, or by `watch` under the project's lock: no other pass merges.
+    let report = match sync_in_pass(project, &SyncOptions::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!("{e:#}");
+            tracing::warn!(project = %project.name, follow = %branch, error = %why, "sync failed; work goes on from the integration branch as it is");
+            remember(home, project, Some(&why));
+            return false;
+        }
+    };
+    if report.ok() {
+        if report.moved() {
+            tracing::info!(project = %project.name, follow = %branch, outcome = ?report.outcome, "{}", report.reason);
+        }
+        remember(home, project, None);
+    } else {
+        tracing::warn!(project = %project.name, follow = %branch, "sync could not proceed: {}; work goes on from the integration branch as it is", report.reason);
+        remember(home, project, Some(&report.reason));
+    }
+    report.moved()
+}
+
+/// Where the last automatic sync that could not proceed is kept.
+fn blocked_path(home: &Home, project: &Project) -> std::path::PathBuf {
+    home.project_state(&project.name).join("sync-blocked")
+}
+
+/// Keep (or forget) why the last automatic sync could not proceed; written only when that
+/// changes, so a watcher never wakes on its own write.
+fn remember(home: &Home, project: &Project, why: Option<&str>) {
+    let path = blocked_path(home, project);
+    let done = match why {
+        Some(why) if crate::files::read_text_if_exists(&path).ok().flatten().as_deref() != Some(why) => {
+            std::fs::create_dir_all(home.project_state(&project.name))
+                .map_err(anyhow::Error::from)
+                .and_then(|_| crate::files::write_atomic(&path, why.as_bytes()))
+        }
+        Some(_) => Ok(()),
+        None => crate::files::remove_if_exists(&path),
+    };
+    if let Err(e) = done {
+        tracing::warn!(path = %path.display(), error = %format!("{e:#}"), "could not keep the automatic sync's outcome for status");
+    }
+}
+
+/// Why the last automatic sync (`follow:`) could not proceed, while that holds.
+pub fn last_blocked(home: &Home, project: &Project) -> Option<String> {
+    project.config.follow.as_ref()?;
+    std::fs::read_to_string(blocked_path(home, project)).ok().filter(|s| !s.trim().is_empty())
+}

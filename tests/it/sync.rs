@@ -1,0 +1,331 @@
+//! `sync`, `land` and `follow:` against real git: the integration branch catches up with the
+//! person's branch (fast-forward or merge, never a rewrite; conflicts and local changes in the
+//! way change nothing), its work lands back (or is pushed to a bare remote), and a project that
+//! follows its base branch syncs at `watch`'s start and before new work is dispatched.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{git, wait_for, Project, Service};
+
+fn rev(dir: &Path, what: &str) -> String {
+    git(dir, &["rev-parse", what]).trim().to_string()
+}
+
+/// Commit `content` to `path` on the checked-out branch of `dir` (that file alone).
+fn commit_file(dir: &Path, path: &str, content: &str, message: &str) {
+    let file = dir.join(path);
+    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&file, content).expect("write");
+    git(dir, &["add", "--", path]);
+    git(dir, &["commit", "-q", "-m", message]);
+}
+
+fn json_of(p: &Project, args: &[&str]) -> (i32, Value) {
+    let (code, out, err) = p.run(args);
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {out}\n{err}"));
+    (code, v)
+}
+
+/// A worker that copies `notes/fix.txt` of its (full) checkout to `seen.txt` and submits: it
+/// fails when the file is not there.
+fn reader(p: &Project) {
+    p.script_worker("reader", "full", "cp notes/fix.txt seen.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary seen");
+}
+
+#[test]
+fn init_records_the_branch_it_started_from() {
+    let p = Project::new(&[]);
+    assert_eq!(git(&p.root, &["config", "guild-hall.baseBranch"]).trim(), "main");
+    // On another branch, a second init keeps what was recorded.
+    git(&p.root, &["checkout", "-q", "-b", "topic"]);
+    p.ok(&["init"]);
+    assert_eq!(git(&p.root, &["config", "guild-hall.baseBranch"]).trim(), "main");
+    // A repository started on `trunk`: that is its base, for `sync` and `land`, in any home.
+    let q = tempfile::tempdir().expect("tempdir");
+    let root = q.path().join("repo");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    git(&root, &["init", "-q", "-b", "trunk"]);
+    git(&root, &["config", "user.name", "Test Person"]);
+    git(&root, &["config", "user.email", "person@example.com"]);
+    commit_file(&root, "a.txt", "a\n", "first");
+    let run = |home: &str, args: &[&str]| {
+        let out = p.cmd().current_dir(&root).env("GUILD_HALL_HOME", q.path().join(home)).args(args).output().expect("runs");
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run("home1", &["init"]);
+    commit_file(&root, "b.txt", "b\n", "on trunk");
+    let v: Value = serde_json::from_str(&run("home2", &["sync", "--json"])).expect("json");
+    assert_eq!((v["from"].as_str(), v["outcome"].as_str()), (Some("trunk"), Some("fast-forward")), "{v}");
+    assert_eq!(rev(&root, "claude/main"), rev(&root, "trunk"));
+}
+
+#[test]
+fn a_new_commission_after_sync_sees_what_the_person_committed_to_main() {
+    let p = Project::new(&[]);
+    reader(&p);
+    commit_file(&p.root, "notes/fix.txt", "the fix\n", "a fix on main");
+    let before = rev(&p.root, "claude/main");
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["action"], "sync");
+    assert_eq!(v["from"], "main");
+    assert_eq!(v["into"], "claude/main");
+    assert_eq!(v["outcome"], "fast-forward");
+    assert_eq!(v["dry_run"], false);
+    assert_eq!(v["before"].as_str(), Some(before.as_str()));
+    assert_eq!(v["after"].as_str(), Some(rev(&p.root, "main").as_str()));
+    assert_eq!(v["paths"], serde_json::json!([]));
+    assert_eq!(rev(&p.root, "claude/main"), rev(&p.root, "main"));
+
+    let id = p.create("reader", "Read the fix", "Copy notes/fix.txt.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed", "{}", p.artifact(&id));
+    assert_eq!(git(&p.root, &["show", "claude/main:seen.txt"]), "the fix\n");
+
+    // Nothing more to bring: a second sync does nothing.
+    let tip = rev(&p.root, "claude/main");
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("up-to-date")), "{v}");
+    assert_eq!(rev(&p.root, "claude/main"), tip);
+}
+
+#[test]
+fn sync_merges_when_both_moved_and_rewrites_nothing() {
+    let p = Project::new(&[]);
+    // A person's artifact on main; the integration branch records it finished (as CI does).
+    commit_file(&p.root, ".lore/commissions/old.md", "---\ntitle: Old\n---\nDo it.\n", "an artifact");
+    p.ok(&["sync"]);
+    p.commit_on_integration(".lore/commissions/old.md", "---\ntitle: Old\nstatus: completed\n---\nDo it.\n", "old finished");
+    p.commit_on_integration("done.txt", "work\n", "work on the integration branch");
+    commit_file(&p.root, "notes/fix.txt", "the fix\n", "a fix on main");
+    let (int_before, main_tip) = (rev(&p.root, "claude/main"), rev(&p.root, "main"));
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("merge")), "{v}");
+    let merge = rev(&p.root, "claude/main");
+    assert_eq!(v["after"].as_str(), Some(merge.as_str()));
+    // Two parents: the integration branch as it was, then main; no commit rewritten.
+    assert_eq!(git(&p.root, &["rev-list", "--parents", "-n1", &merge]).trim(), format!("{merge} {int_before} {main_tip}"));
+    assert_eq!(git(&p.root, &["show", "claude/main:done.txt"]), "work\n");
+    assert_eq!(git(&p.root, &["show", "claude/main:notes/fix.txt"]), "the fix\n");
+    assert!(git(&p.root, &["show", "claude/main:.lore/commissions/old.md"]).contains("status: completed"), "the finished state stays");
+    assert_eq!(rev(&p.root, "main"), main_tip, "main is not touched by sync");
+    assert_eq!(git(&p.root, &["log", "-1", "--format=%an <%ae>", &merge]).trim(), "Test Person <person@example.com>");
+    // Again: main is in already.
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("up-to-date")), "{v}");
+}
+
+#[test]
+fn a_conflict_stops_sync_with_the_paths_and_changes_nothing() {
+    let p = Project::new(&[]);
+    p.commit_on_integration("README.md", "# theirs\n", "integration edits the readme");
+    commit_file(&p.root, "README.md", "# mine\n", "main edits the readme");
+    let refs = git(&p.root, &["for-each-ref"]);
+    let status = git(&p.root, &["status", "--porcelain"]);
+    let (code, out, err) = p.run(&["sync"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("conflict in: README.md") && err.contains("nothing changed"), "{err}");
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!((v["outcome"].as_str(), &v["paths"]), (Some("conflict"), &serde_json::json!(["README.md"])), "{v}");
+    assert_eq!(git(&p.root, &["for-each-ref"]), refs, "no ref moved");
+    assert_eq!(git(&p.root, &["status", "--porcelain"]), status, "the checkout is as it was");
+    assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("read"), "# mine\n");
+}
+
+#[test]
+fn sync_advances_a_checked_out_integration_branch_unless_local_changes_are_in_the_way() {
+    let p = Project::new(&[]);
+    // The CI case: the project root itself has the integration branch checked out; main is
+    // moved from a checkout of its own.
+    let person = p.tmp.path().join("person");
+    git(&p.root, &["checkout", "-q", "claude/main"]);
+    git(&p.root, &["worktree", "add", "-q", person.to_str().expect("utf8"), "main"]);
+    commit_file(&person, "README.md", "# fixed\n", "fix the readme on main");
+    std::fs::write(p.root.join("README.md"), "# my local edit\n").expect("write");
+    std::fs::write(p.root.join("src/lib.txt"), "local, untouched by the sync\n").expect("write");
+    let tip = rev(&p.root, "claude/main");
+
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (1, Some("blocked")), "{v}");
+    assert_eq!(v["paths"], serde_json::json!(["README.md"]));
+    assert!(v["reason"].as_str().is_some_and(|r| r.contains("local changes to README.md")), "{v}");
+    let (code, _, err) = p.run(&["sync"]);
+    assert!(code == 1 && err.contains("README.md"), "{err}");
+    assert_eq!(rev(&p.root, "claude/main"), tip, "nothing moved");
+    assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("read"), "# my local edit\n");
+
+    // Without the local change in the way, the branch and its checkout move together; the
+    // other local change stays.
+    git(&p.root, &["checkout", "--", "README.md"]);
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert_eq!(rev(&p.root, "claude/main"), rev(&p.root, "main"));
+    assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("read"), "# fixed\n");
+    assert_eq!(std::fs::read_to_string(p.root.join("src/lib.txt")).expect("read"), "local, untouched by the sync\n");
+    assert_eq!(git(&p.root, &["status", "--porcelain", "--untracked-files=no"]).trim(), "M src/lib.txt");
+}
+
+#[test]
+fn dry_runs_change_nothing() {
+    let p = Project::new(&[]);
+    commit_file(&p.root, "notes/fix.txt", "the fix\n", "a fix on main");
+    p.commit_on_integration("done.txt", "work\n", "work");
+    let refs = git(&p.root, &["for-each-ref"]);
+    let (code, v) = json_of(&p, &["sync", "--dry-run", "--json"]);
+    assert_eq!((code, v["outcome"].as_str(), v["dry_run"].as_bool()), (0, Some("merge"), Some(true)), "{v}");
+    let (code, out, _) = p.run(&["sync", "--dry-run"]);
+    assert!(code == 0 && out.contains("would bring main into claude/main"), "{out}");
+    let (code, v) = json_of(&p, &["land", "--dry-run", "--json"]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["from"].as_str(), v["into"].as_str()),
+        (0, Some("merge"), Some("claude/main"), Some("main")),
+        "{v}"
+    );
+    assert_eq!(git(&p.root, &["for-each-ref"]), refs, "no ref moved");
+    assert!(!p.root.join("done.txt").exists());
+}
+
+#[test]
+fn land_fast_forwards_main_and_the_persons_checkout() {
+    let p = Project::new(&[]);
+    p.commit_on_integration("done.txt", "work\n", "finished work");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["action"].as_str(), v["outcome"].as_str()), (0, Some("land"), Some("fast-forward")), "{v}");
+    assert_eq!(rev(&p.root, "main"), rev(&p.root, "claude/main"));
+    assert_eq!(std::fs::read_to_string(p.root.join("done.txt")).expect("landed in the checkout"), "work\n");
+    assert_eq!(git(&p.root, &["status", "--porcelain", "--untracked-files=no"]).trim(), "");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("up-to-date")), "{v}");
+}
+
+#[test]
+fn land_merges_when_main_moved_and_loses_no_commit() {
+    let p = Project::new(&[]);
+    p.commit_on_integration("done.txt", "work\n", "finished work");
+    commit_file(&p.root, "notes/fix.txt", "the fix\n", "a fix on main");
+    let (main_before, int_tip) = (rev(&p.root, "main"), rev(&p.root, "claude/main"));
+    let (code, out, err) = p.run(&["land"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("brought claude/main into main (merge commit)"), "{out}");
+    let merge = rev(&p.root, "main");
+    assert_eq!(git(&p.root, &["rev-list", "--parents", "-n1", &merge]).trim(), format!("{merge} {main_before} {int_tip}"));
+    assert_eq!(std::fs::read_to_string(p.root.join("done.txt")).expect("read"), "work\n");
+    assert_eq!(std::fs::read_to_string(p.root.join("notes/fix.txt")).expect("read"), "the fix\n");
+    assert_eq!(git(&p.root, &["status", "--porcelain", "--untracked-files=no"]).trim(), "");
+    assert_eq!(rev(&p.root, "claude/main"), int_tip, "land does not move the integration branch");
+}
+
+#[test]
+fn land_is_refused_when_the_checkout_has_changes_in_the_way() {
+    let p = Project::new(&[]);
+    p.commit_on_integration("README.md", "# from the work\n", "finished work");
+    std::fs::write(p.root.join("README.md"), "# unsaved thoughts\n").expect("write");
+    let main_tip = rev(&p.root, "main");
+    let (code, out, err) = p.run(&["land"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("main is checked out at") && err.contains("local changes to README.md"), "{err}");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str(), &v["paths"]), (1, Some("blocked"), &serde_json::json!(["README.md"])), "{v}");
+    assert_eq!(rev(&p.root, "main"), main_tip);
+    assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("read"), "# unsaved thoughts\n");
+}
+
+#[test]
+fn land_push_sends_the_integration_branch_to_a_remote_and_a_rejection_is_said() {
+    let p = Project::new(&[]);
+    let origin = p.tmp.path().join("origin.git");
+    git(p.tmp.path(), &["init", "-q", "--bare", origin.to_str().expect("utf8")]);
+    git(&p.root, &["remote", "add", "origin", origin.to_str().expect("utf8")]);
+    p.commit_on_integration("done.txt", "work\n", "finished work");
+    let main_tip = rev(&p.root, "main");
+
+    // A dry run asks the remote and changes nothing.
+    let (code, v) = json_of(&p, &["land", "--push", "origin", "--dry-run", "--json"]);
+    assert_eq!((code, v["outcome"].as_str(), v["remote"].as_str()), (0, Some("pushed"), Some("origin")), "{v}");
+    assert_eq!(git(&origin, &["for-each-ref"]).trim(), "");
+
+    let (code, v) = json_of(&p, &["land", "--push", "origin", "--json"]);
+    assert_eq!((code, v["action"].as_str(), v["outcome"].as_str()), (0, Some("push"), Some("pushed")), "{v}");
+    assert_eq!(rev(&origin, "claude/main"), rev(&p.root, "claude/main"));
+    assert_eq!(rev(&p.root, "main"), main_tip, "--push leaves the base branch alone");
+    let (code, v) = json_of(&p, &["land", "--push", "origin", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("up-to-date")), "{v}");
+
+    // Someone else pushed first: no force, a clear refusal, origin as it was.
+    let other = p.tmp.path().join("other");
+    git(p.tmp.path(), &["clone", "-q", "-b", "claude/main", origin.to_str().expect("utf8"), other.to_str().expect("utf8")]);
+    git(&other, &["config", "user.name", "Other"]);
+    git(&other, &["config", "user.email", "other@example.com"]);
+    commit_file(&other, "theirs.txt", "theirs\n", "their work");
+    git(&other, &["push", "-q", "origin", "claude/main"]);
+    let theirs = rev(&origin, "claude/main");
+    p.commit_on_integration("mine.txt", "mine\n", "more work");
+    let (code, out, err) = p.run(&["land", "--push", "origin"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("origin did not take claude/main") && err.contains("rejected"), "{err}");
+    assert_eq!(rev(&origin, "claude/main"), theirs, "nothing forced");
+}
+
+/// A project that follows main, with the reader worker.
+fn following() -> Project {
+    let p = Project::new(&[]);
+    reader(&p);
+    p.config("follow: main\n");
+    p
+}
+
+#[test]
+fn follow_syncs_at_watch_start_and_before_new_work_is_dispatched() {
+    let p = following();
+    commit_file(&p.root, "notes/early.txt", "before the watch\n", "before the watch");
+    let svc = Service::start(&p, &[&p.root], &[]);
+    wait_for("the start-up sync", || rev(&p.root, "claude/main") == rev(&p.root, "main"));
+
+    // A fix committed while it runs is brought in before the next dispatch.
+    commit_file(&p.root, "notes/fix.txt", "fixed while watching\n", "a fix on main");
+    p.write_commission("read", "---\nworker: reader\ntitle: Read\n---\nCopy notes/fix.txt.\n");
+    crate::common::wait_status(&p, "read", "completed");
+    assert_eq!(git(&p.root, &["show", "claude/main:seen.txt"]), "fixed while watching\n");
+    drop(svc);
+}
+
+#[test]
+fn a_follow_sync_that_cannot_proceed_is_reported_and_work_goes_on() {
+    let p = following();
+    commit_file(&p.root, "notes/fix.txt", "the integration's\n", "on main first");
+    p.ok(&["sync"]);
+    p.commit_on_integration("README.md", "# theirs\n", "integration edits the readme");
+    commit_file(&p.root, "README.md", "# mine\n", "main edits the readme");
+    let tip = rev(&p.root, "claude/main");
+    p.write_commission("read", "---\nworker: reader\ntitle: Read\n---\nCopy notes/fix.txt.\n");
+    p.settle();
+    assert_eq!(p.status("read"), "completed", "dispatch went on from the integration branch as it was");
+    assert_eq!(git(&p.root, &["rev-parse", "claude/main~1"]).trim(), tip, "only the commission's work was added");
+    let out = p.ok(&["status"]);
+    assert!(out.contains("sync: could not follow the base branch") && out.contains("README.md"), "{out}");
+    // Once the conflict is resolved by hand, the next sync goes through and status forgets it.
+    git(&p.root, &["checkout", "-q", "claude/main", "--", "README.md"]);
+    git(&p.root, &["commit", "-q", "-m", "take theirs", "--", "README.md"]);
+    p.ok(&["sync"]);
+    p.write_commission("again", "---\nworker: reader\ntitle: Again\n---\nCopy notes/fix.txt.\n");
+    p.settle();
+    assert!(!p.ok(&["status"]).contains("sync:"));
+}
+
+#[test]
+fn sync_runs_beside_a_watch_that_holds_the_project() {
+    let p = Project::new(&[]);
+    reader(&p);
+    let svc = Service::start(&p, &[&p.root], &[]);
+    commit_file(&p.root, "notes/fix.txt", "synced by hand\n", "a fix on main");
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    p.write_commission("read", "---\nworker: reader\ntitle: Read\n---\nCopy notes/fix.txt.\n");
+    crate::common::wait_status(&p, "read", "completed");
+    assert_eq!(git(&p.root, &["show", "claude/main:seen.txt"]), "synced by hand\n");
+    drop(svc);
+}
