@@ -43,7 +43,8 @@ pub fn branch_exists(repo: &Repository, branch: &str) -> bool {
     repo.find_branch(branch, BranchType::Local).is_ok()
 }
 
-/// Create `branch` at what `from` (a branch name or "HEAD") points to, unless it exists.
+/// Create `branch` at what `from` (a branch name, a full ref such as
+/// `refs/remotes/origin/claude/main`, or "HEAD") points to, unless it exists.
 pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool> {
     if branch_exists(repo, branch) {
         return Ok(false);
@@ -52,6 +53,8 @@ pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool
         repo.head()
             .and_then(|h| h.peel_to_commit())
             .map_err(|_| GitError::Other("the repository has no commits yet: make a first commit, then run guild-hall init".into()))?
+    } else if from.starts_with("refs/") {
+        repo.find_reference(from).map_err(|_| GitError::Other(format!("{from} does not exist")))?.peel_to_commit()?
     } else {
         repo.find_branch(from, BranchType::Local)
             .map_err(|_| GitError::Other(format!("branch {from:?} does not exist (run guild-hall init)")))?
@@ -201,6 +204,30 @@ fn command(at: &At<'_>, config: &[(String, String)]) -> Command {
         cmd.env(format!("GIT_CONFIG_KEY_{n}"), k).env(format!("GIT_CONFIG_VALUE_{n}"), v);
     }
     cmd
+}
+
+/// `git <args>` against a remote, in the repository `common` (its common dir, named
+/// explicitly): unlike [`cli`], with the person's own git configuration and environment
+/// (credential helpers, `url.*.insteadOf`, `GIT_SSH_COMMAND`: what reaching their remote
+/// needs), but with hooks off (no `pre-push`), no prompt, and no inherited variable that would
+/// point git at another repository. The output is returned whatever the exit code: a rejected
+/// push is an answer, not a failure of ours.
+pub(super) fn cli_remote(common: &Path, args: &[&str]) -> Result<std::process::Output> {
+    let mut cmd = Command::new("git");
+    cmd.arg("-c").arg("core.hooksPath=/dev/null").arg("--git-dir").arg(common).args(args).current_dir(common);
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_NAMESPACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0");
+    Ok(cmd.output()?)
 }
 
 fn output(mut cmd: Command, args: &[&str]) -> Result<Vec<u8>> {

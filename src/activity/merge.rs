@@ -120,6 +120,29 @@ pub fn commit_onto(
     message: &str,
     what: &str,
 ) -> Result<MergeOutcome> {
+    move_branch(repo, integration, int_commit, tree, what, || {
+        let sig = signature(repo)?;
+        Ok(repo.commit(None, &sig, &sig, message, tree, &[int_commit])?)
+    })
+}
+
+/// Fast-forward the integration branch from its tip `int_commit` to `to` (a descendant of it,
+/// e.g. a remote's integration branch), advancing its checkouts as [`commit_onto`] does.
+pub fn fast_forward(repo: &Repository, integration: &str, int_commit: &git2::Commit<'_>, to: Oid, what: &str) -> Result<MergeOutcome> {
+    let tree = repo.find_commit(to)?.tree()?;
+    move_branch(repo, integration, int_commit, &tree, what, || Ok(to))
+}
+
+/// Move the integration branch from `int_commit` to the commit `new_commit` makes (whose tree
+/// is `tree`), checkouts first, each only where no local change is touched.
+fn move_branch(
+    repo: &Repository,
+    integration: &str,
+    int_commit: &git2::Commit<'_>,
+    tree: &git2::Tree<'_>,
+    what: &str,
+    new_commit: impl FnOnce() -> Result<Oid>,
+) -> Result<MergeOutcome> {
     let int_ref_name = format!("refs/heads/{integration}");
     let int_tree = int_commit.tree()?;
     // Checkouts of the integration branch must not lose a person's uncommitted change.
@@ -135,8 +158,7 @@ pub fn commit_onto(
             )));
         }
     }
-    let sig = signature(repo)?;
-    let commit = repo.commit(None, &sig, &sig, message, tree, &[int_commit])?;
+    let commit = new_commit()?;
     for wt in &checkouts {
         advance_checkout(wt, tree, &changed)?;
     }

@@ -3,7 +3,7 @@
 //! no worker may change, the layout of its runtime state dir ([`state`]: records, run and exit
 //! info, heartbeat), its [`timeline`], artifact edits that land whatever a worker said
 //! ([`fit`]), applying an update in one crash-safe order ([`apply`]), the names derived from an
-//! id ([`names`]: branches, trailers), the Kind contract every kind implements ([`kind`]), and
+//! id ([`names`]: branches, trailers), a checkout's [`remote`] (fetch, adopt, push), the Kind contract every kind implements ([`kind`]), and
 //! what an effect comes to. Atomic writes are `crate::files`'; liveness is `crate::worker::liveness`.
 
 pub mod apply;
@@ -13,6 +13,7 @@ pub mod git;
 pub mod kind;
 pub mod merge;
 pub mod names;
+pub mod remote;
 pub mod state;
 pub mod timeline;
 pub mod worktree;

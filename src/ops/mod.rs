@@ -5,6 +5,7 @@
 
 pub mod catalogue;
 pub mod check;
+pub mod ci;
 pub mod commission;
 pub mod dispatcher;
 pub mod gc;
@@ -71,23 +72,30 @@ pub fn kick(home: &Home, project: &Project) -> Result<()> {
 }
 
 /// What [`init`] did.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Init {
-    /// The integration branch was created (from HEAD).
+    /// The integration branch was created.
     pub branch_created: bool,
+    /// What it was created from: a remote's integration branch (`origin/claude/main`) when one
+    /// exists, else `HEAD`.
+    pub created_from: String,
     /// The project was added to the home's registry.
     pub registered: bool,
 }
 
-/// Set up the project: its `.lore/` directories, the integration branch, its registration in
-/// the home. Idempotent.
+/// Set up the project: its `.lore/` directories, the integration branch (from the remote's,
+/// `origin` first, when a remote has one; else from HEAD), its registration in the home.
+/// Idempotent.
 pub fn init(home: &Home, project: &Project) -> Result<Init> {
     let lore = project.root.join(".lore");
     for d in ["commissions", "meetings", "workers"] {
         std::fs::create_dir_all(lore.join(d)).with_context(|| format!("creating .lore/{d}"))?;
     }
     let repo = crate::activity::git::open(&project.root)?;
-    let branch_created = crate::activity::git::ensure_branch(&repo, &project.config.integration_branch, "HEAD")?;
+    // A clone adopts the team's integration branch (where its finished work is), not HEAD.
+    let from = crate::activity::remote::tracking_ref(&repo, &project.config.integration_branch).unwrap_or_else(|| "HEAD".into());
+    let branch_created = crate::activity::git::ensure_branch(&repo, &project.config.integration_branch, &from)?;
+    let created_from = from.strip_prefix("refs/remotes/").unwrap_or(&from).to_string();
     let registered = home.register(&project.name, &project.root)?;
-    Ok(Init { branch_created, registered })
+    Ok(Init { branch_created, created_from, registered })
 }
