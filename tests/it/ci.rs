@@ -98,9 +98,12 @@ impl Origin {
     }
 }
 
+/// A `run:` step of the workflow: its name, its `env:` and its script.
+type Step = (String, Vec<(String, String)>, String);
+
 /// The `run:` steps of `contrib/ci/github-actions.yml` but the install step, each with its
 /// `env:` (`${{ runner.temp }}` stands for `runner_temp`).
-fn workflow_steps(runner_temp: &Path) -> Vec<(String, Vec<(String, String)>, String)> {
+fn workflow_steps(runner_temp: &Path) -> Vec<Step> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/ci/github-actions.yml");
     let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).expect("workflow")).expect("yaml");
     let mut steps = Vec::new();
@@ -167,11 +170,7 @@ fn run_workflow(origin: &Origin, clone: &Path, name: &str) -> Run {
             cmd.env(k, v);
         }
         let out = cmd.output().expect("bash runs");
-        output.push_str(&format!(
-            "--- step {step:?}\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        output.push_str(&format!("--- step {step:?}\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
         code = out.status.code().unwrap_or(-1);
         if code != 0 {
             break;
@@ -360,4 +359,21 @@ fn ci_refuses_a_dirty_checkout_and_a_diverged_branch_and_reports_json() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("have diverged") && err.contains("origin/claude/main"), "says so: {err}");
     assert_eq!(git(&clone, &["rev-parse", "claude/main"]), local, "nothing changed");
+}
+
+#[test]
+fn a_base_branch_that_conflicts_with_the_integration_branch_stops_the_run_naming_the_paths() {
+    let origin = Origin::new(&["a"]);
+    let (code, out, err) = guild_hall(origin.tmp.path(), &origin.clone("first"), &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The person cancels `a` on main, which claude/main already says completed.
+    origin.commit_on_main(".lore/commissions/a.md", &commission("a").replace("status: pending", "status: cancelled"));
+    let before = origin.integration_tip();
+    let clone = origin.clone("second");
+    let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("conflicts in: .lore/commissions/a.md"), "names the path: {err}");
+    assert_eq!(git(&clone, &["status", "--porcelain"]), "", "the merge was aborted: the checkout is clean");
+    assert_eq!(git(&clone, &["rev-parse", "claude/main"]), git(&clone, &["rev-parse", "origin/claude/main"]), "nothing merged");
+    assert_eq!(origin.integration_tip(), before, "nothing pushed");
 }
