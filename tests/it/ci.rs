@@ -8,25 +8,13 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{examples, git};
+use crate::common::{copy_dir, examples, git};
 
 /// A bare origin whose `main` holds the scribe worker and the pending commissions given, and
 /// the temp dir that holds it and everything the test makes (clones, homes).
 struct Origin {
     tmp: tempfile::TempDir,
     bare: PathBuf,
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read dir") {
-        let e = e.expect("entry");
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).expect("copy");
-        }
-    }
 }
 
 fn commission(id: &str) -> String {
@@ -62,17 +50,19 @@ impl Origin {
         dir
     }
 
-    /// A person's commit on origin's `main`: `path` written with `content`.
-    fn commit_on_main(&self, path: &str, content: &str) {
+    /// A person's commit of `path` (written with `content`) on top of origin's `from`, pushed
+    /// to origin's `branch`.
+    fn commit_on(&self, branch: &str, from: &str, path: &str, content: &str) {
         let dir = self.tmp.path().join(format!("person-{}", path.replace('/', "_")));
         git(self.tmp.path(), &["clone", "-q", self.bare.to_str().expect("utf8"), dir.to_str().expect("utf8")]);
         git(&dir, &["config", "user.name", "Test Person"]);
         git(&dir, &["config", "user.email", "person@example.com"]);
+        git(&dir, &["checkout", "-q", "-B", branch, &format!("origin/{from}")]);
         std::fs::create_dir_all(dir.join(path).parent().expect("parent")).expect("mkdir");
         std::fs::write(dir.join(path), content).expect("write");
         git(&dir, &["add", "-A"]);
         git(&dir, &["commit", "-q", "-m", &format!("add {path}")]);
-        git(&dir, &["push", "-q", "origin", "main"]);
+        git(&dir, &["push", "-q", "origin", branch]);
     }
 
     fn git(&self, args: &[&str]) -> String {
@@ -259,7 +249,7 @@ fn a_commission_pushed_to_main_after_a_run_runs_in_the_next_and_nothing_else_doe
     let origin = Origin::new(&["a"]);
     let first = run_workflow(&origin, &origin.clone("run-1"), "1");
     assert_eq!(first.code, 0, "{}", first.output);
-    origin.commit_on_main(".lore/commissions/c.md", &commission("c"));
+    origin.commit_on("main", "main", ".lore/commissions/c.md", &commission("c"));
     let second = run_workflow(&origin, &origin.clone("run-2"), "2");
     assert_eq!(second.code, 0, "{}", second.output);
     assert_eq!((attempts_in(&second.home, "a"), attempts_in(&second.home, "c")), (0, 1), "{}", second.output);
@@ -292,14 +282,7 @@ fn guild_hall(tmp: &Path, dir: &Path, args: &[&str]) -> (i32, String, String) {
 fn init_in_a_clone_adopts_the_remotes_integration_branch() {
     let origin = Origin::new(&["a"]);
     // The team's claude/main holds work main does not (as a CI run leaves it).
-    let team = origin.clone("team");
-    git(&team, &["config", "user.name", "Test Person"]);
-    git(&team, &["config", "user.email", "person@example.com"]);
-    git(&team, &["checkout", "-q", "-b", "claude/main"]);
-    std::fs::write(team.join("landed.txt"), "work\n").expect("write");
-    git(&team, &["add", "-A"]);
-    git(&team, &["commit", "-q", "-m", "landed work"]);
-    git(&team, &["push", "-q", "origin", "claude/main"]);
+    origin.commit_on("claude/main", "main", "landed.txt", "work\n");
     let theirs = origin.integration_tip().expect("claude/main pushed");
 
     let clone = origin.clone("second");
@@ -346,14 +329,7 @@ fn ci_refuses_a_dirty_checkout_and_a_diverged_branch_and_reports_json() {
     assert_eq!(git(&clone, &["status", "--porcelain"]), "", "the checkout is left clean");
 
     // origin gets a claude/main of its own that the local one does not hold: diverged.
-    let other = origin.clone("other");
-    git(&other, &["config", "user.name", "Test Person"]);
-    git(&other, &["config", "user.email", "person@example.com"]);
-    git(&other, &["checkout", "-q", "-b", "claude/main"]);
-    std::fs::write(other.join("other.txt"), "x\n").expect("write");
-    git(&other, &["add", "-A"]);
-    git(&other, &["commit", "-q", "-m", "elsewhere"]);
-    git(&other, &["push", "-q", "origin", "claude/main"]);
+    origin.commit_on("claude/main", "main", "other.txt", "x\n");
     let local = git(&clone, &["rev-parse", "claude/main"]);
     let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["ci"]);
     assert_eq!(code, 1, "{out}{err}");
@@ -367,7 +343,7 @@ fn a_base_branch_that_conflicts_with_the_integration_branch_stops_the_run_naming
     let (code, out, err) = guild_hall(origin.tmp.path(), &origin.clone("first"), &["ci", "--timeout", "120s"]);
     assert_eq!(code, 0, "{out}{err}");
     // The person cancels `a` on main, which claude/main already says completed.
-    origin.commit_on_main(".lore/commissions/a.md", &commission("a").replace("status: pending", "status: cancelled"));
+    origin.commit_on("main", "main", ".lore/commissions/a.md", &commission("a").replace("status: pending", "status: cancelled"));
     let before = origin.integration_tip();
     let clone = origin.clone("second");
     let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["ci", "--timeout", "120s"]);
