@@ -71,6 +71,9 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
     if opts.remote.is_empty() || opts.remote.starts_with('-') {
         bail!("--remote {:?}: not a remote name", opts.remote);
     }
+    // The project's single-writer lock for the whole run, before anything is switched: a
+    // `watch` on this checkout would otherwise see its branch change under it.
+    let _lock = reconcile::lock_project(home, project, false, "guild-hall ci")?;
     let repo = crate::activity::git::open(&project.root)?;
     let changes = remote::changes(&repo)?;
     if !changes.is_empty() {
@@ -114,7 +117,7 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
 
     let start = repo.head()?.peel_to_commit()?.id();
     let ropts = Options { wait: true, timeout: Some(opts.timeout), ..Options::default() };
-    let report = reconcile::reconcile(home, &project, &ropts, on_entry)?;
+    let report = reconcile::run(home, &project, &ropts, on_entry)?;
     let landed = trailers_since(&repo, start)?;
 
     let committed = remote::commit_dirs(&repo, &WRITTEN, MESSAGE)?;
