@@ -48,11 +48,14 @@ pub enum Command {
     Init,
     /// Observe, plan and act until nothing more can be done now.
     Reconcile(ReconcileArgs),
-    /// Run guild-hall in CI, any number of times, in a clean checkout: fetch the remote, adopt
-    /// its integration branch, merge the checked-out branch into it, reconcile until settled,
-    /// commit the artifacts guild-hall wrote onto the integration branch and push it (never
-    /// forced; a push that lost a race to another run is said and exits 0: the next run
-    /// converges). Exit 1 as `reconcile --wait`: failed work, an invalid artifact, a timeout.
+    /// Run guild-hall in CI, as many times as it is triggered: settle, commit, push.
+    ///
+    /// In a clean checkout (a CI one: it switches branches): fetch the remote, adopt its
+    /// integration branch, merge the checked-out branch into it, reconcile until settled,
+    /// commit the artifacts guild-hall wrote onto the integration branch (where the next run
+    /// reads them) and push it, never forced. A push that lost a race to another run is said
+    /// in one line and exits 0: the next run converges. Exit 1 as `reconcile --wait`: failed
+    /// work, an invalid artifact, a timeout.
     Ci(ci::CiArgs),
     /// Run the reconciler as a service: react to file edits, commits, worker events and timers.
     ///
