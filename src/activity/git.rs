@@ -43,7 +43,8 @@ pub fn branch_exists(repo: &Repository, branch: &str) -> bool {
     repo.find_branch(branch, BranchType::Local).is_ok()
 }
 
-/// Create `branch` at what `from` (a branch name or "HEAD") points to, unless it exists.
+/// Create `branch` at what `from` (a branch name, a full ref such as
+/// `refs/remotes/origin/claude/main`, or "HEAD") points to, unless it exists.
 pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool> {
     if branch_exists(repo, branch) {
         return Ok(false);
@@ -52,6 +53,8 @@ pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool
         repo.head()
             .and_then(|h| h.peel_to_commit())
             .map_err(|_| GitError::Other("the repository has no commits yet: make a first commit, then run guild-hall init".into()))?
+    } else if from.starts_with("refs/") {
+        repo.find_reference(from).map_err(|_| GitError::Other(format!("{from} does not exist")))?.peel_to_commit()?
     } else {
         repo.find_branch(from, BranchType::Local)
             .map_err(|_| GitError::Other(format!("branch {from:?} does not exist (run guild-hall init)")))?
@@ -203,6 +206,30 @@ fn command(at: &At<'_>, config: &[(String, String)]) -> Command {
     cmd
 }
 
+/// `git <args>` against a remote, in the repository `common` (its common dir, named
+/// explicitly): unlike [`cli`], with the person's own git configuration and environment
+/// (credential helpers, `url.*.insteadOf`, `GIT_SSH_COMMAND`: what reaching their remote
+/// needs), but with hooks off (no `pre-push`), no prompt, and no inherited variable that would
+/// point git at another repository. The output is returned whatever the exit code: a rejected
+/// push is an answer, not a failure of ours.
+pub(super) fn cli_remote(common: &Path, args: &[&str]) -> Result<std::process::Output> {
+    let mut cmd = Command::new("git");
+    cmd.arg("-c").arg("core.hooksPath=/dev/null").arg("--git-dir").arg(common).args(args).current_dir(common);
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_NAMESPACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0");
+    Ok(cmd.output()?)
+}
+
 fn output(mut cmd: Command, args: &[&str]) -> Result<Vec<u8>> {
     let out = cmd.output()?;
     if !out.status.success() {
@@ -251,37 +278,4 @@ pub(super) fn canonical(p: &Path) -> PathBuf {
 /// The repository's common dir (`.git` of the main checkout) for a project.
 pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
     Ok(canonical(open(project_root)?.commondir()))
-}
-
-/// Push `branch` to the branch of the same name on `remote` with the git CLI, as the person
-/// would — their own configuration, so credential helpers and remote URLs apply — but never
-/// forced, with no hooks, no prompt and no inherited `GIT_*` variable; with `dry_run`, only
-/// ask whether the remote would take it. A rejection is an error in git's words.
-pub fn push(project_root: &Path, remote: &str, branch: &str, dry_run: bool) -> Result<String> {
-    if remote.is_empty() || remote.starts_with('-') {
-        return Err(GitError::Other(format!("{remote:?} is not a remote name")));
-    }
-    let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    let mut cmd = Command::new("git");
-    cmd.current_dir(project_root).args(["-c", "core.hooksPath=/dev/null", "push", "--porcelain"]);
-    if dry_run {
-        cmd.arg("--dry-run");
-    }
-    cmd.arg(remote).arg(&refspec);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("GIT_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("GIT_TERMINAL_PROMPT", "0");
-    let out = cmd.output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() {
-        // `--porcelain` says per ref what happened (`!` rejected, with why); stderr the rest.
-        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        let said: Vec<&str> =
-            stdout.lines().filter(|l| l.starts_with('!')).chain(stderr.lines().filter(|l| !l.trim().is_empty())).collect();
-        return Err(GitError::Cli { args: format!("push {remote} {refspec}"), stderr: said.join("; ") });
-    }
-    Ok(stdout)
 }

@@ -4,7 +4,9 @@
 //! info, heartbeat), its [`timeline`], artifact edits that land whatever a worker said
 //! ([`fit`]), applying an update in one crash-safe order ([`apply`]), the names derived from an
 //! id ([`names`]: branches, trailers), whether an id is free ([`ids`]: ids are never reused),
-//! the Kind contract every kind implements ([`kind`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is `crate::worker::liveness`.
+//! a checkout's [`remote`] (fetch, adopt, push), the Kind contract every kind implements
+//! ([`kind`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is
+//! `crate::worker::liveness`.
 
 pub mod apply;
 pub mod control_plane;
@@ -14,6 +16,7 @@ pub mod ids;
 pub mod kind;
 pub mod merge;
 pub mod names;
+pub mod remote;
 pub mod state;
 pub mod timeline;
 pub mod worktree;

@@ -51,7 +51,7 @@ pub fn init(env: &Env) -> Result<()> {
     let done = guild_hall::ops::init(&env.home, &env.project)?;
     let branch = &env.project.config.integration_branch;
     say!("project   {} ({})", env.project.name, env.project.root.display());
-    say!("branch    {branch}{}", if done.branch_created { " (created from HEAD)" } else { "" });
+    say!("branch    {branch}{}", if done.branch_created { format!(" (created from {})", done.created_from) } else { String::new() });
     say!("home      {}{}", env.home.root.display(), if done.registered { " (registered)" } else { "" });
     if let Ok(base) = guild_hall::ops::sync::base_branch(&env.project) {
         say!("base      {base}{}", if done.base_recorded.is_some() { " (recorded: sync and land pair with it)" } else { "" });

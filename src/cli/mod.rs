@@ -1,6 +1,7 @@
 //! Command-line front end: clap definitions and thin handlers that call the library. No
 //! business logic lives here; output formatting (tables, JSON) does.
 
+mod ci;
 mod commission;
 mod integrate;
 mod job;
@@ -48,6 +49,15 @@ pub enum Command {
     Init,
     /// Observe, plan and act until nothing more can be done now.
     Reconcile(ReconcileArgs),
+    /// Run guild-hall in CI, as many times as it is triggered: settle, commit, push.
+    ///
+    /// In a clean checkout (a CI one: it switches branches): fetch the remote, adopt its
+    /// integration branch, merge the checked-out branch into it, reconcile until settled,
+    /// commit the artifacts guild-hall wrote onto the integration branch (where the next run
+    /// reads them) and push it, never forced. A push that lost a race to another run is said
+    /// in one line and exits 0: the next run converges. Exit 1 as `reconcile --wait`: failed
+    /// work, an invalid artifact, a timeout.
+    Ci(ci::CiArgs),
     /// Run the reconciler as a service: react to file edits, commits, worker events and timers.
     ///
     /// Watches the given project directories, or every project registered in
@@ -390,6 +400,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Reconcile(args) => show::reconcile(&Env::load(&cli)?, args).map(ok),
+        Command::Ci(args) => ci::run(&Env::load(&cli)?, args).map(ok),
         Command::Watch(args) => {
             let home = Home::resolve(cli.home.as_deref())?;
             let mut dirs = args.dirs.clone();

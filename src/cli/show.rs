@@ -24,19 +24,8 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
     };
     let json = args.json;
     let report = reconcile::reconcile(&env.home, &env.project, &opts, |e| {
-        if json {
-            return;
-        }
-        let mark = if !e.ok {
-            "FAILED "
-        } else if e.error.is_some() {
-            "waiting "
-        } else {
-            ""
-        };
-        say!("{}{:<28} {mark}{}", if opts.dry_run { "would: " } else { "" }, e.id, line(&e.detail));
-        if let Some(err) = &e.error {
-            say!("{:<28}   {}", "", line(err));
+        if !json {
+            entry(e, opts.dry_run);
         }
     })?;
     for p in &report.problems {
@@ -51,6 +40,21 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
         say_err!("error: timed out before every commission settled");
     }
     Ok(!report.failed())
+}
+
+/// One action of a pass, as `reconcile` (and `ci`) print it.
+pub fn entry(e: &reconcile::Entry, dry_run: bool) {
+    let mark = if !e.ok {
+        "FAILED "
+    } else if e.error.is_some() {
+        "waiting "
+    } else {
+        ""
+    };
+    say!("{}{:<28} {mark}{}", if dry_run { "would: " } else { "" }, e.id, line(&e.detail));
+    if let Some(err) = &e.error {
+        say!("{:<28}   {}", "", line(err));
+    }
 }
 
 fn age(now: DateTime<Utc>, then: Option<DateTime<Utc>>) -> String {

@@ -8,7 +8,7 @@ use super::Env;
 use guild_hall::ops::sync::{LandOptions, SyncOptions, SyncReport};
 
 pub fn sync(env: &Env, dry_run: bool, json: bool) -> Result<bool> {
-    let report = guild_hall::ops::sync::sync(&env.home, &env.project, &SyncOptions { dry_run })?;
+    let report = guild_hall::ops::sync::sync(&env.home, &env.project, &SyncOptions { dry_run, from: None })?;
     show(&report, json)
 }
 

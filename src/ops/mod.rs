@@ -5,6 +5,7 @@
 
 pub mod catalogue;
 pub mod check;
+pub mod ci;
 pub mod commission;
 pub mod dispatcher;
 pub mod gc;
@@ -75,16 +76,20 @@ pub fn kick(home: &Home, project: &Project) -> Result<()> {
 /// What [`init`] did.
 #[derive(Debug, Clone)]
 pub struct Init {
-    /// The integration branch was created (from HEAD).
+    /// The integration branch was created.
     pub branch_created: bool,
+    /// What it was created from: a remote's integration branch (`origin/claude/main`) when one
+    /// exists, else `HEAD`.
+    pub created_from: String,
     /// The project was added to the home's registry.
     pub registered: bool,
     /// The branch checked out at the first `init`, recorded now as the base branch.
     pub base_recorded: Option<String>,
 }
 
-/// Set up the project: its `.lore/` directories, the integration branch, its registration in
-/// the home. Idempotent.
+/// Set up the project: its `.lore/` directories, the integration branch (from the remote's,
+/// `origin` first, when a remote has one; else from HEAD), its registration in the home.
+/// Idempotent.
 pub fn init(home: &Home, project: &Project) -> Result<Init> {
     let lore = project.root.join(".lore");
     for d in ["commissions", "meetings", "workers"] {
@@ -93,9 +98,12 @@ pub fn init(home: &Home, project: &Project) -> Result<Init> {
     let repo = crate::activity::git::open(&project.root)?;
     // Before anything else: the branch the person is on is the one `sync` and `land` pair with.
     let base_recorded = sync::record_base(project)?;
-    let branch_created = crate::activity::git::ensure_branch(&repo, &project.config.integration_branch, "HEAD")?;
+    // A clone adopts the team's integration branch (where its finished work is), not HEAD.
+    let from = crate::activity::remote::tracking_ref(&repo, &project.config.integration_branch).unwrap_or_else(|| "HEAD".into());
+    let branch_created = crate::activity::git::ensure_branch(&repo, &project.config.integration_branch, &from)?;
+    let created_from = from.strip_prefix("refs/remotes/").unwrap_or(&from).to_string();
     let registered = home.register(&project.name, &project.root)?;
-    Ok(Init { branch_created, registered, base_recorded })
+    Ok(Init { branch_created, created_from, registered, base_recorded })
 }
 
 /// Write a new artifact of `kind` under a free id ([`crate::activity::ids`]: ids are never

@@ -20,6 +20,9 @@ pub const BASE_BRANCH_KEY: &str = "guild-hall.baseBranch";
 pub struct SyncOptions {
     /// Say what would happen; change nothing (refs, checkouts, remotes).
     pub dry_run: bool,
+    /// Bring this branch (or commit) in instead of the base branch: `guild-hall ci` brings the
+    /// branch its run was started on.
+    pub from: Option<String>,
 }
 
 /// What `land` is asked to do.
@@ -154,13 +157,22 @@ pub fn sync(home: &Home, project: &Project, opts: &SyncOptions) -> Result<SyncRe
 
 /// [`sync`] where passes are kept out already (inside one, or under the project's lock).
 fn sync_in_pass(project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
-    let base = base_branch(project)?;
     let integration = &project.config.integration_branch;
     let repo = crate::activity::git::open(&project.root)?;
     if !crate::activity::git::branch_exists(&repo, integration) {
         bail!("there is no integration branch {integration:?}: run `guild-hall init`");
     }
-    let from = tip(&repo, &base, true)?;
+    let (base, from) = match &opts.from {
+        None => {
+            let base = base_branch(project)?;
+            let from = tip(&repo, &base, true)?;
+            (base, from)
+        }
+        Some(rev) => {
+            let from = repo.revparse_single(rev).and_then(|o| o.peel_to_commit()).map_err(|_| anyhow!("there is no branch or commit {rev:?}"))?.id();
+            (rev.clone(), from)
+        }
+    };
     bring(&repo, "sync", &base, from, integration, opts.dry_run)
 }
 
@@ -271,6 +283,17 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
     Ok(report)
 }
 
+impl SyncReport {
+    /// A push `remote` did not take, and what to do about it.
+    fn reject(&mut self, remote: &str, branch: &str, said: &str) {
+        self.outcome = Outcome::Rejected;
+        self.after = None;
+        self.reason = format!(
+            "{remote} did not take {branch} ({said}); nothing was forced — fetch it, bring its work in (git merge {remote}/{branch} on {branch}), then push again"
+        );
+    }
+}
+
 /// Push the integration branch to `remote` (never forced).
 fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) -> SyncReport {
     let mut report = SyncReport {
@@ -285,24 +308,18 @@ fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) 
         paths: Vec::new(),
         reason: String::new(),
     };
-    match crate::activity::git::push(&project.root, remote, branch, dry_run) {
-        Ok(said) => {
-            // `=` in the porcelain status: the remote had it already.
-            if said.lines().any(|l| l.starts_with('=')) {
-                report.outcome = Outcome::UpToDate;
-                report.reason = format!("{remote} has {branch} as it is here");
-            } else {
-                report.reason =
-                    format!("{} {branch} to {remote}; open a pull request from it", if dry_run { "would push" } else { "pushed" });
-            }
+    use crate::activity::remote::Pushed;
+    let pushed = crate::activity::git::open(&project.root).map_err(Into::into).and_then(|repo| crate::activity::remote::push(&repo, remote, branch, dry_run));
+    match pushed {
+        Ok(Pushed::UpToDate) => {
+            report.outcome = Outcome::UpToDate;
+            report.reason = format!("{remote} has {branch} as it is here");
         }
-        Err(e) => {
-            report.outcome = Outcome::Rejected;
-            report.after = None;
-            report.reason = format!(
-                "{remote} did not take {branch} ({e}); nothing was forced — fetch it, bring its work in (git merge {remote}/{branch} on {branch}), then push again"
-            );
+        Ok(Pushed::Pushed) => {
+            report.reason = format!("{} {branch} to {remote}; open a pull request from it", if dry_run { "would push" } else { "pushed" });
         }
+        Ok(Pushed::Rejected(said)) => report.reject(remote, branch, &said),
+        Err(e) => report.reject(remote, branch, &e.to_string()),
     }
     report
 }

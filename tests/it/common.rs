@@ -45,7 +45,8 @@ pub fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples").join("workers")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copy the directory `from` to `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for e in std::fs::read_dir(from).expect("read example dir") {
         let e = e.expect("entry");

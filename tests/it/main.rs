@@ -3,6 +3,7 @@
 //! repositories, real worker processes and real outside tools, one module per area.
 
 mod apply;
+mod ci;
 mod claude_code;
 mod common;
 mod confinement;

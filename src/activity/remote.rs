@@ -1,0 +1,194 @@
+//! A project's checkout and its remotes, for runs that start from a clone (CI, a teammate's
+//! machine): which remote holds the integration branch, fetching and adopting it, switching the
+//! checkout to it, committing what guild-hall wrote there, and pushing it back without force.
+
+use git2::{BranchType, Oid, Repository};
+
+use super::git::{canonical, cli, cli_remote, signature, At, GitError, Result};
+use super::merge::MergeOutcome;
+
+/// The remote-tracking ref to start `branch` from: `origin`'s when it has one, else that of the
+/// only remote that has it; `None` when no remote has it (or several do and none is `origin`).
+pub fn tracking_ref(repo: &Repository, branch: &str) -> Option<String> {
+    let at = |remote: &str| format!("refs/remotes/{remote}/{branch}");
+    if repo.find_reference(&at("origin")).is_ok() {
+        return Some(at("origin"));
+    }
+    let remotes = repo.remotes().ok()?;
+    let with: Vec<&str> = remotes.iter().flatten().flatten().filter(|r| repo.find_reference(&at(r)).is_ok()).collect();
+    match with.as_slice() {
+        [only] => Some(at(only)),
+        _ => None,
+    }
+}
+
+/// `git fetch <remote>`: its branches into `refs/remotes/<remote>/`, as configured.
+pub fn fetch(repo: &Repository, remote: &str) -> Result<()> {
+    let out = cli_remote(&canonical(repo.commondir()), &["fetch", "--quiet", remote])?;
+    if !out.status.success() {
+        return Err(GitError::Cli { args: format!("fetch {remote}"), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
+    Ok(())
+}
+
+/// What [`adopt`] did with the local branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Adopted {
+    /// The remote has no such branch: the local one (if any) is all there is.
+    NoRemote,
+    /// Created at the remote's commit.
+    Created(Oid),
+    /// Moved forward to the remote's commit.
+    FastForwarded(Oid),
+    /// Already at the remote's commit.
+    UpToDate,
+    /// Holds the remote's commit and more (work not pushed yet).
+    Ahead,
+}
+
+/// Make the local `branch` hold `<remote>/<branch>` (after a [`fetch`]): create it there, or
+/// fast-forward it (advancing a checkout of it as a landing does). Never a rewrite: a local
+/// branch that diverged from the remote's is an error that says so, and nothing is changed.
+pub fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Adopted> {
+    let tracking = format!("refs/remotes/{remote}/{branch}");
+    let Ok(theirs) = repo.find_reference(&tracking).and_then(|r| r.peel_to_commit()) else {
+        return Ok(Adopted::NoRemote);
+    };
+    let Ok(local) = repo.find_branch(branch, BranchType::Local) else {
+        repo.branch(branch, &theirs, false)?;
+        return Ok(Adopted::Created(theirs.id()));
+    };
+    let mine = local.get().peel_to_commit()?;
+    if mine.id() == theirs.id() {
+        return Ok(Adopted::UpToDate);
+    }
+    if repo.graph_descendant_of(mine.id(), theirs.id())? {
+        return Ok(Adopted::Ahead);
+    }
+    if !repo.graph_descendant_of(theirs.id(), mine.id())? {
+        return Err(GitError::Other(format!(
+            "the local {branch} ({}) and {remote}/{branch} ({}) have diverged: each has commits the other lacks; \
+             bring them together by hand (git merge {remote}/{branch} on {branch}), nothing was changed",
+            short(mine.id()),
+            short(theirs.id())
+        )));
+    }
+    match super::merge::advance(repo, branch, &mine, super::merge::Target::Existing(theirs.id()), &format!("fast-forward to {remote}/{branch}"))? {
+        MergeOutcome::Waiting(why) => Err(GitError::Other(format!("cannot fast-forward {branch} to {remote}/{branch}: {why}"))),
+        _ => Ok(Adopted::FastForwarded(theirs.id())),
+    }
+}
+
+/// The checkout's changes, staged, unstaged or untracked (ignored files left out), by path.
+pub fn changes(repo: &Repository) -> Result<Vec<String>> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).include_ignored(false);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    Ok(statuses.iter().map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned()).collect())
+}
+
+/// The branch checked out at the project's checkout, or `None` when HEAD is detached.
+pub fn current_branch(repo: &Repository) -> Option<String> {
+    let head = repo.find_reference("HEAD").ok()?;
+    head.symbolic_target().ok().flatten().and_then(|t| t.strip_prefix("refs/heads/")).map(str::to_string)
+}
+
+/// The main checkout of the repository: its common dir and its work tree. A linked worktree
+/// is refused: our git calls never use a worktree's admin dir (see [`super::git`]).
+fn main_checkout(repo: &Repository) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    match repo.workdir() {
+        Some(wd) if !repo.is_worktree() => Ok((canonical(repo.commondir()), canonical(wd))),
+        _ => Err(GitError::Other(format!(
+            "{} is not the repository's main checkout (a bare repository or a linked worktree)",
+            repo.workdir().unwrap_or(repo.path()).display()
+        ))),
+    }
+}
+
+/// Check out `branch` in the repository's main checkout (which must have no changes in the way:
+/// git refuses rather than overwrite one).
+pub fn switch(repo: &Repository, branch: &str) -> Result<()> {
+    let (common, root) = main_checkout(repo)?;
+    cli(&At::repo(&common, &root, None), &["checkout", "-q", branch, "--"], None)?;
+    Ok(())
+}
+
+/// Commit every change under `dirs` (relative to the main checkout, e.g. `.lore/commissions`;
+/// `.gitignore` respected) onto the checked-out branch with `message`, our identity and no
+/// hooks. Returns the commit and the paths it holds, or `None` when nothing changed there.
+/// Anything else already staged is committed with it: call it on a checkout that was clean.
+pub fn commit_dirs(repo: &Repository, dirs: &[&str], message: &str) -> Result<Option<(Oid, Vec<String>)>> {
+    let (common, root) = main_checkout(repo)?;
+    let at = At::repo(&common, &root, None);
+    let present: Vec<&str> = dirs.iter().copied().filter(|d| root.join(d).exists()).collect();
+    if present.is_empty() {
+        return Ok(None);
+    }
+    let mut add = vec!["add", "-A", "--"];
+    add.extend(&present);
+    cli(&at, &add, None)?;
+    let mut staged = vec!["diff", "--cached", "--name-only", "--"];
+    staged.extend(&present);
+    let paths: Vec<String> = cli(&at, &staged, None)?.lines().map(str::to_string).collect();
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let sig = signature(repo)?;
+    // The index holds nothing else: callers start from a clean checkout, and a landing
+    // advancing it leaves its index equal to the new commit.
+    cli(&at, &["commit", "-q", "--no-verify", "-m", message], Some(&sig))?;
+    Ok(Some((repo.head()?.peel_to_commit()?.id(), paths)))
+}
+
+/// What became of a [`push`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pushed {
+    /// The remote's branch now holds ours.
+    Pushed,
+    /// The remote's branch was already there.
+    UpToDate,
+    /// Refused as not a fast-forward (the remote moved on since we fetched), with git's words.
+    Rejected(String),
+}
+
+/// `git push <remote> <branch>` (with `dry_run`, `--dry-run`: the remote is asked, nothing
+/// sent), never forced: a remote that moved on since our fetch refuses it
+/// ([`Pushed::Rejected`]); any other failure (no such remote, no permission, a protected
+/// branch) is an error with git's own message.
+pub fn push(repo: &Repository, remote: &str, branch: &str, dry_run: bool) -> Result<Pushed> {
+    if remote.is_empty() || remote.starts_with('-') {
+        return Err(GitError::Other(format!("{remote:?} is not a remote name")));
+    }
+    let spec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let mut args = vec!["push", "--porcelain"];
+    if dry_run {
+        args.push("--dry-run");
+    }
+    args.extend([remote, spec.as_str()]);
+    let out = cli_remote(&canonical(repo.commondir()), &args)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // `--porcelain`: one line a ref, `<flag>\t<from>:<to>\t<summary>`.
+    let ours = stdout.lines().find_map(|l| {
+        let mut f = l.splitn(3, '\t');
+        match (f.next(), f.next(), f.next()) {
+            (Some(flag), Some(refs), Some(summary)) if refs.ends_with(&format!(":refs/heads/{branch}")) => {
+                Some((flag.to_string(), summary.to_string()))
+            }
+            _ => None,
+        }
+    });
+    match ours {
+        Some((flag, _)) if out.status.success() && flag == "=" => Ok(Pushed::UpToDate),
+        Some(_) if out.status.success() => Ok(Pushed::Pushed),
+        Some((flag, summary)) if flag == "!" && summary.starts_with("[rejected]") => Ok(Pushed::Rejected(summary)),
+        _ => Err(GitError::Cli {
+            args: format!("push {remote} {branch}"),
+            stderr: format!("{} {}", String::from_utf8_lossy(&out.stderr).trim(), stdout.trim()).trim().to_string(),
+        }),
+    }
+}
+
+/// A commit's short form, for messages.
+fn short(oid: Oid) -> String {
+    oid.to_string().chars().take(10).collect()
+}

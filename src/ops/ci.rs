@@ -1,0 +1,176 @@
+//! `guild-hall ci`: one run of guild-hall in a disposable checkout that can be repeated any
+//! number of times — adopt the remote's integration branch, bring the base branch in, reconcile
+//! until settled, commit the artifacts guild-hall wrote onto the integration branch (where the
+//! next run reads them) and push it without force; a push that lost a race converges next run.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use git2::Repository;
+use serde::Serialize;
+
+use crate::activity::remote::{self, Adopted, Pushed};
+use crate::config::{Home, Project};
+use crate::reconcile::{self, Entry, Options};
+
+/// The `.lore/` directories whose files the reconciler writes (artifacts and timelines): what a
+/// run commits. A run starts from a clean checkout, so every change there is guild-hall's.
+const WRITTEN: [&str; 3] = [".lore/commissions", ".lore/meetings", ".lore/plans"];
+
+/// The message of the commit of artifact updates.
+const MESSAGE: &str = "guild-hall ci: the reconciler's artifact updates\n\nStatuses and timelines guild-hall wrote under .lore/ while it carried out the work; the\nnext run reads them here.\n";
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct CiOptions {
+    /// The remote to fetch from and push to (`origin`).
+    pub remote: String,
+    /// Push the integration branch when done.
+    pub push: bool,
+    /// Give up reconciling after this long (what is settled by then is still committed).
+    pub timeout: Duration,
+}
+
+/// What a run did, for people and for `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CiReport {
+    pub remote: String,
+    pub integration: String,
+    /// The branch (or, detached, the commit) checked out when the run began, merged into the
+    /// integration branch; `None` when that was the integration branch itself.
+    pub base: Option<String>,
+    /// What became of the local integration branch: `created from <remote>/<branch>`,
+    /// `fast-forwarded to …`, `up to date with …`, `ahead of …`, or `created from HEAD` /
+    /// `kept` when the remote has none.
+    pub adopted: String,
+    /// The base branch brought commits into the integration branch.
+    pub merged_base: bool,
+    /// The reconciler's actions, as `reconcile --json` prints them.
+    pub actions: Vec<Entry>,
+    /// Trailers of the work that landed on the integration branch during this run.
+    pub landed: Vec<String>,
+    /// The commit of the artifact updates, if anything was written.
+    pub committed: Option<String>,
+    /// The files that commit holds.
+    pub committed_paths: Vec<String>,
+    /// `pushed`, `up-to-date`, `rejected` (another run pushed first) or `skipped` (`--no-push`).
+    pub push: &'static str,
+    /// Why a push was rejected, in git's words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push_detail: Option<String>,
+    /// Problems with artifacts (each `path:line:col: message`).
+    pub problems: Vec<String>,
+    pub timed_out: bool,
+    /// An action failed, an artifact is invalid or the time ran out (as `reconcile --wait`).
+    pub failed: bool,
+}
+
+/// One CI run over the project's checkout (the repository's main checkout, without changes:
+/// the run switches it to the integration branch). `on_entry` sees each action as it happens.
+pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMut(&Entry)) -> Result<CiReport> {
+    if opts.remote.is_empty() || opts.remote.starts_with('-') {
+        bail!("--remote {:?}: not a remote name", opts.remote);
+    }
+    // The project's single-writer lock for the whole run, before anything is switched: a
+    // `watch` on this checkout would otherwise see its branch change under it.
+    let _lock = reconcile::lock_project(home, project, false, "guild-hall ci")?;
+    let repo = crate::activity::git::open(&project.root)?;
+    let changes = remote::changes(&repo)?;
+    if !changes.is_empty() {
+        bail!(
+            "{} has uncommitted changes ({}); guild-hall ci switches branches and commits what it writes, so it runs on a clean checkout (a CI checkout)",
+            project.root.display(),
+            crate::activity::worktree::listing(&changes)
+        );
+    }
+    let integration = project.config.integration_branch.clone();
+    let base = match remote::current_branch(&repo) {
+        Some(b) if b == integration => None,
+        Some(b) => Some(b),
+        None => Some(repo.head().and_then(|h| h.peel_to_commit()).context("the checkout has no commit")?.id().to_string()),
+    };
+
+    remote::fetch(&repo, &opts.remote).with_context(|| format!("fetching {}", opts.remote))?;
+    let theirs = format!("{}/{integration}", opts.remote);
+    let adopted = match remote::adopt(&repo, &opts.remote, &integration)? {
+        Adopted::NoRemote if crate::activity::git::branch_exists(&repo, &integration) => format!("kept ({theirs} does not exist)"),
+        Adopted::NoRemote => {
+            crate::activity::git::ensure_branch(&repo, &integration, "HEAD")?;
+            format!("created from HEAD ({theirs} does not exist)")
+        }
+        Adopted::Created(_) => format!("created from {theirs}"),
+        Adopted::FastForwarded(_) => format!("fast-forwarded to {theirs}"),
+        Adopted::UpToDate => format!("up to date with {theirs}"),
+        Adopted::Ahead => format!("ahead of {theirs}"),
+    };
+    if base.is_some() {
+        remote::switch(&repo, &integration)?;
+    }
+    let merged_base = match &base {
+        Some(b) => {
+            let synced = super::sync::sync(home, project, &super::sync::SyncOptions { dry_run: false, from: Some(b.clone()) })
+                .with_context(|| format!("bringing {b} into {integration}"))?;
+            if !synced.ok() {
+                bail!("{}", synced.reason);
+            }
+            synced.moved()
+        }
+        None => false,
+    };
+    // What the integration branch says from here on (its guild-hall.yaml may differ).
+    let project = Project::open(&project.root)?;
+    super::init(home, &project)?;
+
+    let start = repo.head()?.peel_to_commit()?.id();
+    let ropts = Options { wait: true, timeout: Some(opts.timeout), ..Options::default() };
+    let report = reconcile::run(home, &project, &ropts, on_entry)?;
+    let landed = trailers_since(&repo, start)?;
+
+    let committed = remote::commit_dirs(&repo, &WRITTEN, MESSAGE)?;
+    let (push, push_detail) = if !opts.push {
+        ("skipped", None)
+    } else {
+        match remote::push(&repo, &opts.remote, &integration, false).with_context(|| format!("pushing {integration} to {}", opts.remote))? {
+            Pushed::Pushed => ("pushed", None),
+            Pushed::UpToDate => ("up-to-date", None),
+            Pushed::Rejected(why) => ("rejected", Some(why)),
+        }
+    };
+    Ok(CiReport {
+        remote: opts.remote.clone(),
+        integration,
+        base,
+        adopted,
+        merged_base,
+        failed: report.failed(),
+        actions: report.entries,
+        landed,
+        committed: committed.as_ref().map(|(oid, _)| oid.to_string()),
+        committed_paths: committed.map(|(_, paths)| paths).unwrap_or_default(),
+        push,
+        push_detail,
+        problems: report.problems.iter().map(|p| p.to_string()).collect(),
+        timed_out: report.timed_out,
+    })
+}
+
+/// The trailers (`Guild-Hall-Commission: …` and the rest) of the commits on HEAD since `start`.
+fn trailers_since(repo: &Repository, start: git2::Oid) -> Result<Vec<String>> {
+    let mut walk = repo.revwalk()?;
+    walk.push_head()?;
+    walk.hide(start)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let mut out = Vec::new();
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let message = commit.message().unwrap_or("");
+        out.extend(
+            message
+                .lines()
+                .map(str::trim)
+                .filter(|l| crate::activity::names::TRAILERS.iter().any(|t| l.starts_with(t)))
+                .map(str::to_string),
+        );
+    }
+    Ok(out)
+}
