@@ -73,7 +73,13 @@ pub fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Adopted> {
             short(theirs.id())
         )));
     }
-    match super::merge::advance(repo, branch, &mine, super::merge::Target::Existing(theirs.id()), &format!("fast-forward to {remote}/{branch}"))? {
+    match super::merge::advance(
+        repo,
+        branch,
+        &mine,
+        super::merge::Target::Existing(theirs.id()),
+        &format!("fast-forward to {remote}/{branch}"),
+    )? {
         MergeOutcome::Waiting(why) => Err(GitError::Other(format!("cannot fast-forward {branch} to {remote}/{branch}: {why}"))),
         _ => Ok(Adopted::FastForwarded(theirs.id())),
     }

@@ -169,7 +169,11 @@ fn sync_in_pass(project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
             (base, from)
         }
         Some(rev) => {
-            let from = repo.revparse_single(rev).and_then(|o| o.peel_to_commit()).map_err(|_| anyhow!("there is no branch or commit {rev:?}"))?.id();
+            let from = repo
+                .revparse_single(rev)
+                .and_then(|o| o.peel_to_commit())
+                .map_err(|_| anyhow!("there is no branch or commit {rev:?}"))?
+                .id();
             (rev.clone(), from)
         }
     };
@@ -309,7 +313,7 @@ fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) 
         reason: String::new(),
     };
     use crate::activity::remote::Pushed;
-    let pushed = crate::activity::git::open(&project.root).map_err(Into::into).and_then(|repo| crate::activity::remote::push(&repo, remote, branch, dry_run));
+    let pushed = crate::activity::git::open(&project.root).and_then(|repo| crate::activity::remote::push(&repo, remote, branch, dry_run));
     match pushed {
         Ok(Pushed::UpToDate) => {
             report.outcome = Outcome::UpToDate;

@@ -348,7 +348,7 @@ fn a_base_branch_that_conflicts_with_the_integration_branch_stops_the_run_naming
     let clone = origin.clone("second");
     let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["ci", "--timeout", "120s"]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains("conflicts in: .lore/commissions/a.md"), "names the path: {err}");
+    assert!(err.contains("conflict in: .lore/commissions/a.md") && err.contains("nothing changed"), "names the path: {err}");
     assert_eq!(git(&clone, &["status", "--porcelain"]), "", "the merge was aborted: the checkout is clean");
     assert_eq!(git(&clone, &["rev-parse", "claude/main"]), git(&clone, &["rev-parse", "origin/claude/main"]), "nothing merged");
     assert_eq!(origin.integration_tip(), before, "nothing pushed");
