@@ -137,7 +137,7 @@ impl<'a> Used<'a> {
 /// The ids named by `kind`'s trailers in the history of `tips`, with the newest line of each.
 fn trailers(repo: &Repository, kind: Name, tips: &[Oid]) -> Result<HashMap<String, (String, Oid)>> {
     let mut by_id = HashMap::new();
-    for (commit, line) in super::merge::trailers_in_history(repo, tips, names::trailer_prefix(kind))? {
+    for (commit, line) in super::merge::trailers_in_history(repo, tips, &[], names::trailer_prefix(kind))? {
         if let Some(id) = names::trailer_owner(kind, &line) {
             by_id.entry(id.to_string()).or_insert((line, commit));
         }

@@ -247,21 +247,14 @@ pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &s
     trailer_since(repo, tip, base, trailer)
 }
 
-/// Every guild-hall trailer line ([`super::names::TRAILERS`]) on `integration`'s first-parent
-/// history, in one walk: what a home that holds no record of an activity compares the
-/// artifacts' claims with (git is the truth). Empty when the branch does not exist.
+/// Every guild-hall trailer line ([`super::names::TRAILERS`]) in `integration`'s history (all
+/// parents: work brought in by a merge counts), in one walk: what a home that holds no record
+/// of an activity compares the artifacts' claims with (git is the truth). Empty when the
+/// branch does not exist.
 pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collections::HashSet<String>> {
-    let mut found = std::collections::HashSet::new();
-    let Ok(branch) = repo.find_branch(integration, BranchType::Local) else { return Ok(found) };
-    let mut walk = repo.revwalk()?;
-    walk.push(branch.get().peel_to_commit()?.id())?;
-    walk.simplify_first_parent()?;
-    for oid in walk {
-        let commit = repo.find_commit(oid?)?;
-        let lines = commit.message().unwrap_or("").lines().map(str::trim);
-        found.extend(lines.filter(|l| super::names::TRAILERS.iter().any(|t| l.starts_with(t))).map(str::to_string));
-    }
-    Ok(found)
+    let Ok(branch) = repo.find_branch(integration, BranchType::Local) else { return Ok(Default::default()) };
+    let tip = branch.get().peel_to_commit()?.id();
+    Ok(trailers_in_history(repo, &[tip], &[], super::names::TRAILER_START)?.into_iter().map(|(_, line)| line).collect())
 }
 
 /// [`find_trailer`] from the commit `tip`.
@@ -279,12 +272,15 @@ fn trailer_since(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Resul
     Ok(None)
 }
 
-/// Every trailer line starting with `prefix` in the history of `tips` (all parents, each
-/// commit read once), newest first, with the commit carrying it.
-pub fn trailers_in_history(repo: &Repository, tips: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
+/// Every trailer line starting with `prefix` in the history of `tips` but not of `hide` (all
+/// parents, each commit read once), newest first, with the commit carrying it.
+pub fn trailers_in_history(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
     let mut walk = repo.revwalk()?;
     for tip in tips {
         walk.push(*tip)?;
+    }
+    for h in hide {
+        walk.hide(*h)?;
     }
     let mut found = Vec::new();
     for oid in walk {

@@ -66,6 +66,9 @@ pub fn verify_branch(plan: &str) -> String {
     format!("claude/verify/{plan}")
 }
 
+/// How every trailer of guild-hall's begins.
+pub const TRAILER_START: &str = "Guild-Hall-";
+
 /// The trailers that mark guild-hall's own squash merges, one per kind of activity.
 pub const TRAILERS: [&str; 3] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: ", "Guild-Hall-Task: "];
 

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use git2::Repository;
 use serde::Serialize;
 
 use crate::activity::remote::{self, Adopted, Pushed};
@@ -124,7 +123,13 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
     let start = repo.head()?.peel_to_commit()?.id();
     let ropts = Options { wait: true, timeout: Some(opts.timeout), ..Options::default() };
     let report = reconcile::run(home, &project, &ropts, on_entry)?;
-    let landed = trailers_since(&repo, start)?;
+    let head = repo.head()?.peel_to_commit()?.id();
+    let mut landed: Vec<String> =
+        crate::activity::merge::trailers_in_history(&repo, &[head], &[start], crate::activity::names::TRAILER_START)?
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect();
+    landed.reverse();
 
     let committed = remote::commit_dirs(&repo, &WRITTEN, MESSAGE)?;
     let (push, push_detail) = if !opts.push {
@@ -152,25 +157,4 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
         problems: report.problems.iter().map(|p| p.to_string()).collect(),
         timed_out: report.timed_out,
     })
-}
-
-/// The trailers (`Guild-Hall-Commission: …` and the rest) of the commits on HEAD since `start`.
-fn trailers_since(repo: &Repository, start: git2::Oid) -> Result<Vec<String>> {
-    let mut walk = repo.revwalk()?;
-    walk.push_head()?;
-    walk.hide(start)?;
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
-    let mut out = Vec::new();
-    for oid in walk {
-        let commit = repo.find_commit(oid?)?;
-        let message = commit.message().unwrap_or("");
-        out.extend(
-            message
-                .lines()
-                .map(str::trim)
-                .filter(|l| crate::activity::names::TRAILERS.iter().any(|t| l.starts_with(t)))
-                .map(str::to_string),
-        );
-    }
-    Ok(out)
 }
