@@ -88,7 +88,7 @@ pub fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Adopted> {
 /// The checkout's changes, staged, unstaged or untracked (ignored files left out), by path.
 pub fn changes(repo: &Repository) -> Result<Vec<String>> {
     let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true).include_ignored(false);
+    opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
     let statuses = repo.statuses(Some(&mut opts))?;
     Ok(statuses.iter().map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned()).collect())
 }
@@ -119,31 +119,24 @@ pub fn switch(repo: &Repository, branch: &str) -> Result<()> {
     Ok(())
 }
 
-/// Commit every change under `dirs` (relative to the main checkout, e.g. `.lore/commissions`;
-/// `.gitignore` respected) onto the checked-out branch with `message`, our identity and no
-/// hooks. Returns the commit and the paths it holds, or `None` when nothing changed there.
-/// Anything else already staged is committed with it: call it on a checkout that was clean.
-pub fn commit_dirs(repo: &Repository, dirs: &[&str], message: &str) -> Result<Option<(Oid, Vec<String>)>> {
-    let (common, root) = main_checkout(repo)?;
-    let at = At::repo(&common, &root, None);
-    let present: Vec<&str> = dirs.iter().copied().filter(|d| root.join(d).exists()).collect();
-    if present.is_empty() {
-        return Ok(None);
-    }
-    let mut add = vec!["add", "-A", "--"];
-    add.extend(&present);
-    cli(&at, &add, None)?;
-    let mut staged = vec!["diff", "--cached", "--name-only", "--"];
-    staged.extend(&present);
-    let paths: Vec<String> = cli(&at, &staged, None)?.lines().map(str::to_string).collect();
+/// Commit the changes to `paths` (relative to the main checkout; a deleted one is committed
+/// as deleted) onto the checked-out branch with `message`, our identity and no hooks. Returns
+/// the commit, or `None` when `paths` is empty. Anything else already staged is committed with
+/// it: call it on a checkout that was clean.
+pub fn commit_paths(repo: &Repository, paths: &[String], message: &str) -> Result<Option<Oid>> {
     if paths.is_empty() {
         return Ok(None);
     }
+    let (common, root) = main_checkout(repo)?;
+    let at = At::repo(&common, &root, None);
+    let mut add = vec!["add", "-A", "--"];
+    add.extend(paths.iter().map(String::as_str));
+    cli(&at, &add, None)?;
     let sig = signature(repo)?;
     // The index holds nothing else: callers start from a clean checkout, and a landing
     // advancing it leaves its index equal to the new commit.
     cli(&at, &["commit", "-q", "--no-verify", "-m", message], Some(&sig))?;
-    Ok(Some((repo.head()?.peel_to_commit()?.id(), paths)))
+    Ok(Some(repo.head()?.peel_to_commit()?.id()))
 }
 
 /// What became of a [`push`].

@@ -54,6 +54,9 @@ pub fn run(env: &Env, args: &CiArgs) -> Result<bool> {
         Some(c) => say!("committed {} ({} files under .lore/)", &c[..c.len().min(10)], report.committed_paths.len()),
         None => say!("committed nothing (no artifact changed)"),
     }
+    if !report.under_way.is_empty() {
+        say!("not committed, still under way when the run ended (the next run starts them again): {}", line(&report.under_way.join(", ")));
+    }
     match report.push {
         "rejected" => say!(
             "push rejected: {}/{int} moved on since this run fetched it (another run pushed first: {}); the next run adopts it and converges",

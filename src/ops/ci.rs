@@ -52,6 +52,10 @@ pub struct CiReport {
     pub committed: Option<String>,
     /// The files that commit holds.
     pub committed_paths: Vec<String>,
+    /// Artifacts whose work was still under way when the run ended (it timed out): their
+    /// updates are not committed, so the next run starts them again rather than taking them
+    /// for another machine's attempt in flight (this checkout and its workers are thrown away).
+    pub under_way: Vec<String>,
     /// `pushed`, `up-to-date`, `rejected` (another run pushed first) or `skipped` (`--no-push`).
     pub push: &'static str,
     /// Why a push was rejected, in git's words.
@@ -131,7 +135,8 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
             .collect();
     landed.reverse();
 
-    let committed = remote::commit_dirs(&repo, &WRITTEN, MESSAGE)?;
+    let (settled, under_way) = written(&repo, &project)?;
+    let committed = remote::commit_paths(&repo, &settled, MESSAGE)?;
     let (push, push_detail) = if !opts.push {
         ("skipped", None)
     } else {
@@ -150,11 +155,47 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
         failed: report.failed(),
         actions: report.entries,
         landed,
-        committed: committed.as_ref().map(|(oid, _)| oid.to_string()),
-        committed_paths: committed.map(|(_, paths)| paths).unwrap_or_default(),
+        committed: committed.map(|oid| oid.to_string()),
+        committed_paths: if committed.is_some() { settled } else { Vec::new() },
+        under_way,
         push,
         push_detail,
         problems: report.problems.iter().map(|p| p.to_string()).collect(),
         timed_out: report.timed_out,
     })
+}
+
+/// What the reconciler changed under [`WRITTEN`] (the checkout was clean when the run began),
+/// split into what to commit and the artifacts whose work is still under way: those, with
+/// their timelines, are left out (see [`CiReport::under_way`]).
+fn written(repo: &git2::Repository, project: &Project) -> Result<(Vec<String>, Vec<String>)> {
+    let ours = |p: &str| WRITTEN.iter().any(|d| p.strip_prefix(d).is_some_and(|rest| rest.starts_with('/')));
+    let (mut settled, mut under_way) = (Vec::new(), Vec::new());
+    for path in remote::changes(repo)?.into_iter().filter(|p| ours(p)) {
+        let artifact = path.strip_suffix(".timeline.jsonl").map_or_else(|| path.clone(), |stem| format!("{stem}.md"));
+        if at_work(&project.root.join(&artifact)) {
+            if !under_way.contains(&artifact) {
+                under_way.push(artifact);
+            }
+        } else {
+            settled.push(path);
+        }
+    }
+    Ok((settled, under_way))
+}
+
+/// Whether the artifact at `path` says its work is under way (a commission dispatched or in
+/// progress, a plan running or verifying, a meeting open). One that cannot be read or parsed
+/// says nothing of the kind.
+fn at_work(path: &std::path::Path) -> bool {
+    use crate::artifact::plan::Plan;
+    use crate::artifact::{Commission, Meeting, MeetingStatus};
+    let Ok(text) = crate::artifact::read_regular(path) else { return false };
+    let dir = path.parent().and_then(|d| d.file_name()).and_then(|d| d.to_str());
+    match dir {
+        Some("commissions") => Commission::parse(path, &text).is_ok_and(|c| c.status.is_some_and(|s| s.is_active())),
+        Some("plans") => Plan::parse(path, &text).is_ok_and(|p| p.status.is_some_and(|s| s.is_active())),
+        Some("meetings") => Meeting::parse(path, &text).is_ok_and(|m| m.status == Some(MeetingStatus::Open)),
+        _ => false,
+    }
 }

@@ -32,7 +32,9 @@ impl Origin {
         git(&seed, &["config", "user.name", "Test Person"]);
         git(&seed, &["config", "user.email", "person@example.com"]);
         std::fs::write(seed.join("README.md"), "# demo\n").expect("write");
-        copy_dir(&examples().join("scribe"), &seed.join(".lore/workers/scribe"));
+        for worker in ["scribe", "sleeper"] {
+            copy_dir(&examples().join(worker), &seed.join(format!(".lore/workers/{worker}")));
+        }
         for id in ids {
             std::fs::write(seed.join(format!(".lore/commissions/{id}.md")), commission(id)).expect("write");
         }
@@ -261,10 +263,25 @@ fn a_commission_pushed_to_main_after_a_run_runs_in_the_next_and_nothing_else_doe
 
 /// `guild-hall` in `dir` with a fresh home under `tmp`.
 fn guild_hall(tmp: &Path, dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run_guild_hall(tmp, dir, args, false)
+}
+
+/// [`guild_hall`] as pid 1 of a pid namespace of its own: whatever it leaves running (a
+/// worker still at work when its run ends, as on a CI runner that is thrown away) is killed
+/// when it exits.
+fn run_guild_hall(tmp: &Path, dir: &Path, args: &[&str], namespaced: bool) -> (i32, String, String) {
     let home = tmp.join(format!("home-{}", dir.file_name().expect("name").to_string_lossy()));
     let user_home = tmp.join("user-home");
     std::fs::create_dir_all(&user_home).expect("mkdir");
-    let out = Command::new(assert_cmd::cargo::cargo_bin("guild-hall"))
+    let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+    let mut cmd = Command::new(if namespaced { Path::new("unshare") } else { bin.as_path() });
+    if namespaced {
+        if !nix::unistd::geteuid().is_root() {
+            cmd.args(["--user", "--map-root-user"]);
+        }
+        cmd.args(["--pid", "--fork", "--mount-proc"]).arg(&bin);
+    }
+    let out = cmd
         .args(args)
         .current_dir(dir)
         .env("GUILD_HALL_HOME", home)
@@ -352,4 +369,33 @@ fn a_base_branch_that_conflicts_with_the_integration_branch_stops_the_run_naming
     assert_eq!(git(&clone, &["status", "--porcelain"]), "", "the merge was aborted: the checkout is clean");
     assert_eq!(git(&clone, &["rev-parse", "claude/main"]), git(&clone, &["rev-parse", "origin/claude/main"]), "nothing merged");
     assert_eq!(origin.integration_tip(), before, "nothing pushed");
+}
+
+#[test]
+fn a_run_that_times_out_commits_only_what_settled_and_the_next_run_starts_the_rest_again() {
+    let origin = Origin::new(&["a"]);
+    let slow = "---\ntitle: Slow\nworker: sleeper\nstatus: pending\n---\nsleep: 600\n";
+    origin.commit_on("main", "main", ".lore/commissions/slow.md", slow);
+    let clone = origin.clone("first");
+    let (code, out, err) = run_guild_hall(origin.tmp.path(), &clone, &["ci", "--timeout", "5s", "--json"], true);
+    assert_eq!(code, 1, "a run that timed out fails:\n{out}{err}");
+    let report: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(report["timed_out"], true, "{report}");
+    assert_eq!(report["under_way"], serde_json::json!([".lore/commissions/slow.md"]), "{report}");
+    assert_eq!(report["push"], "pushed", "what settled is published: {report}");
+    let paths = report["committed_paths"].as_array().expect("paths");
+    assert!(paths.iter().any(|p| p == ".lore/commissions/a.md"), "{report}");
+    assert!(!paths.iter().any(|p| p.as_str().is_some_and(|p| p.contains("slow"))), "nothing of the unsettled one: {report}");
+    assert_landed_once(&origin, &["a"]);
+    let committed = origin.git(&["show", "claude/main:.lore/commissions/slow.md"]);
+    assert_eq!(committed.trim_end(), slow.trim_end(), "origin's copy of the unsettled one is as the person wrote it");
+
+    // The next run takes it as not started (not as another machine's attempt) and starts it.
+    let clone = origin.clone("second");
+    let (code, out, err) = run_guild_hall(origin.tmp.path(), &clone, &["ci", "--timeout", "5s"], true);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("still under way when the run ended") && out.contains(".lore/commissions/slow.md"), "{out}{err}");
+    let home = origin.tmp.path().join("home-second");
+    assert_eq!(attempts_in(&home, "slow"), 1, "started again by the next run:\n{out}{err}");
+    assert_eq!(attempts_in(&home, "a"), 0, "what landed is not run again:\n{out}{err}");
 }
