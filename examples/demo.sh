@@ -57,6 +57,11 @@ step "The integration branch claude/main"
 git log --oneline --graph claude/main
 git show --stat --format='%n%s%n%n%b' claude/main | head -n 20
 
+step "guild-hall land: claude/main's work into main"
+"$gh" land
+git log --oneline -n 3 main
+ls .lore/research .lore/reports
+
 step "Done"
 echo "The demo lives in $demo (project, and its GUILD_HALL_HOME)."
 echo "Look around, e.g.: cd $project && GUILD_HALL_HOME=$GUILD_HALL_HOME $gh status"
