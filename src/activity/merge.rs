@@ -448,11 +448,15 @@ fn checkouts_of(repo: &Repository, refname: &str) -> Result<Vec<PathBuf>> {
         }
     }
     let names = repo.worktrees()?;
-    // guild-hall's own activity worktrees are never "a person's checkout" (a worker could
-    // point its HEAD at the integration branch to stall every merge).
-    let ours = |n: &&str| crate::config::worktree_prefix::ALL.iter().any(|p| n.starts_with(p));
-    for name in names.iter().filter_map(|n| n.ok().flatten()).filter(|n| !ours(n)) {
+    for name in names.iter().filter_map(|n| n.ok().flatten()) {
         let Ok(wt) = repo.find_worktree(name) else { continue };
+        // guild-hall's own activity worktrees are never "a person's checkout" (a worker could
+        // point its HEAD at the integration branch to stall every merge). Ours is told by
+        // where it is, `<home>/worktrees/<project>/<prefix><id>`, which a worker cannot move,
+        // not by its name alone: a person's `../task-x` on `main` is theirs.
+        if is_activity_worktree(name, wt.path()) {
+            continue;
+        }
         let Ok(wrepo) = Repository::open_from_worktree(&wt) else { continue };
         if wrepo.find_reference("HEAD").ok().and_then(|h| h.symbolic_target().ok().flatten().map(str::to_string)).as_deref()
             == Some(refname)
@@ -461,6 +465,15 @@ fn checkouts_of(repo: &Repository, refname: &str) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
+}
+
+/// Whether the linked worktree `name` at `path` is one of guild-hall's activity worktrees: named
+/// with an activity's prefix, and at `<dir named worktrees>/<project>/<name>` (the home's
+/// layout, `config::Home::worktrees_dir`).
+fn is_activity_worktree(name: &str, path: &Path) -> bool {
+    crate::config::worktree_prefix::ALL.iter().any(|p| name.starts_with(p))
+        && path.file_name().is_some_and(|f| f == name)
+        && path.parent().and_then(Path::parent).and_then(Path::file_name).is_some_and(|d| d == "worktrees")
 }
 
 fn changed_paths(repo: &Repository, from: &git2::Tree<'_>, to: &git2::Tree<'_>) -> Result<Vec<String>> {
@@ -477,10 +490,33 @@ fn changed_paths(repo: &Repository, from: &git2::Tree<'_>, to: &git2::Tree<'_>) 
     Ok(paths)
 }
 
+/// Whether the file at `path` in the checkout `wt` is already what `target` holds there: the
+/// same bytes and the same kind (executable or not, a symlink or not) — a change of mode alone
+/// is a change — or absent from both.
 fn matches_target(wt: &Path, path: &str, target: &git2::Tree<'_>) -> bool {
-    let on_disk = Oid::hash_file(git2::ObjectType::Blob, wt.join(path)).ok();
-    let wanted = target.get_path(Path::new(path)).ok().map(|e| e.id());
-    on_disk == wanted
+    use std::os::unix::fs::PermissionsExt;
+    let file = wt.join(path);
+    let (meta, entry) = match (std::fs::symlink_metadata(&file), target.get_path(Path::new(path))) {
+        (Err(_), Err(_)) => return true,
+        (Ok(meta), Ok(entry)) => (meta, entry),
+        _ => return false,
+    };
+    let mode = if meta.file_type().is_symlink() {
+        0o120000
+    } else if meta.permissions().mode() & 0o111 != 0 {
+        0o100755
+    } else {
+        0o100644
+    };
+    if entry.filemode() != mode {
+        return false;
+    }
+    let on_disk = if meta.file_type().is_symlink() {
+        std::fs::read_link(&file).ok().and_then(|t| Oid::hash_object(git2::ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok())
+    } else {
+        Oid::hash_file(git2::ObjectType::Blob, &file).ok()
+    };
+    on_disk == Some(entry.id())
 }
 
 /// Which of `paths` have staged or unstaged changes (or are untracked) in the checkout at `wt`,

@@ -152,7 +152,13 @@ pub fn record_base(project: &Project) -> Result<Option<String>> {
 /// project, [`crate::reconcile::lock_between_passes`]).
 pub fn sync(home: &Home, project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
     let _held = if opts.dry_run { None } else { Some(crate::reconcile::lock_between_passes(home, project, "guild-hall sync")?) };
-    sync_in_pass(project, opts)
+    let report = sync_in_pass(project, opts)?;
+    // A sync from the followed branch that went through clears what `status` says of the
+    // last automatic one that could not.
+    if !opts.dry_run && opts.from.is_none() && project.config.follow.is_some() && report.ok() {
+        remember(home, project, None);
+    }
+    Ok(report)
 }
 
 /// [`sync`] where passes are kept out already (inside one, or under the project's lock).

@@ -311,6 +311,7 @@ fn a_follow_sync_that_cannot_proceed_is_reported_and_work_goes_on() {
     git(&p.root, &["checkout", "-q", "claude/main", "--", "README.md"]);
     git(&p.root, &["commit", "-q", "-m", "take theirs", "--", "README.md"]);
     p.ok(&["sync"]);
+    assert!(!p.ok(&["status"]).contains("sync:"), "a sync by hand that went through is said at once");
     p.write_commission("again", "---\nworker: reader\ntitle: Again\n---\nCopy notes/fix.txt.\n");
     p.settle();
     assert!(!p.ok(&["status"]).contains("sync:"));
@@ -328,4 +329,37 @@ fn sync_runs_beside_a_watch_that_holds_the_project() {
     crate::common::wait_status(&p, "read", "completed");
     assert_eq!(git(&p.root, &["show", "claude/main:seen.txt"]), "synced by hand\n");
     drop(svc);
+}
+
+#[test]
+fn land_updates_a_persons_worktree_whatever_its_name() {
+    // guild-hall tells its own worktrees by where they are (under the home), not by a name a
+    // person may use too: `task-x` here is the person's checkout of main.
+    let p = Project::new(&[]);
+    let wt = p.tmp.path().join("task-x");
+    git(&p.root, &["checkout", "-q", "--detach"]);
+    git(&p.root, &["worktree", "add", "-q", wt.to_str().expect("utf8"), "main"]);
+    p.commit_on_integration("done.txt", "work\n", "finished work");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert_eq!(std::fs::read_to_string(wt.join("done.txt")).expect("landed in the person's worktree"), "work\n");
+    assert_eq!(git(&wt, &["status", "--porcelain"]).trim(), "", "nothing staged that would revert the work");
+}
+
+#[test]
+fn a_change_of_mode_alone_reaches_the_checkout() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&[]);
+    commit_file(&p.root, "run.sh", "#!/bin/sh\necho hi\n", "a script");
+    p.ok(&["sync"]);
+    let wt = p.tmp.path().join("person-int");
+    git(&p.root, &["worktree", "add", "-q", wt.to_str().expect("utf8"), "claude/main"]);
+    std::fs::set_permissions(wt.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    git(&wt, &["commit", "-q", "-am", "make it executable"]);
+    git(&p.root, &["worktree", "remove", wt.to_str().expect("utf8")]);
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    let mode = std::fs::metadata(p.root.join("run.sh")).expect("stat").permissions().mode();
+    assert_eq!(mode & 0o111, 0o111, "the checkout's file is executable now: {mode:o}");
+    assert_eq!(git(&p.root, &["status", "--porcelain", "--untracked-files=no"]).trim(), "", "and the index agrees");
 }
