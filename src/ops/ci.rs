@@ -114,7 +114,12 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
             let synced = super::sync::sync(home, project, &super::sync::SyncOptions { dry_run: false, from: Some(b.clone()) })
                 .with_context(|| format!("bringing {b} into {integration}"))?;
             if !synced.ok() {
-                bail!("{}", synced.reason);
+                // Every later run stops here too until a person brings the two together.
+                bail!(
+                    "{}\nin CI: bring them together once in a clone of your own — `git fetch {r} && git switch -c fix {r}/{integration} && git merge {r}/{b}`, resolve (for an artifact guild-hall finished, keep {integration}'s status keys), `git push {r} fix:{integration}` — or `guild-hall land` {integration} into {b} before editing its finished artifacts",
+                    synced.reason,
+                    r = opts.remote,
+                );
             }
             synced.moved()
         }
