@@ -88,13 +88,17 @@ impl Operations for Dispatcher {
         if config.max_budget_usd.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return Err(invalid("config.maxBudgetUsd must be a positive number"));
         }
-        // Unique across every job ever dispatched (REQ-WD-7): the first free id from the
-        // description, as `commission create` picks it (an id is never reused).
+        // Unique across every job ever dispatched (REQ-WD-7), and filename-safe: a random
+        // suffix, since two clones dispatching the same description before they meet must
+        // not make one id (and `create` still refuses an id anything holds).
+        let short = uuid::Uuid::new_v4().simple().to_string();
+        let slug = ids::slugify(&req.description).chars().take(40).collect::<String>();
+        let id = format!("{}-{}", slug.trim_end_matches('-'), &short[..8]);
         let new = NewCommission {
             worker,
             title: req.description,
             prompt: req.task,
-            id: None,
+            id: Some(id),
             max_turns: config.max_turns.map(u64::from),
             max_budget_usd: config.max_budget_usd,
             ..NewCommission::default()

@@ -122,7 +122,7 @@ fn plan_create_picks_a_free_id_and_refuses_a_taken_one() {
 }
 
 #[test]
-fn worker_dispatch_picks_a_free_id() {
+fn worker_dispatch_ids_are_unique_and_never_one_that_is_held() {
     let p = Project::new(&["scribe"]);
     // Manual dispatch: the reconciler a dispatch starts leaves the jobs waiting.
     p.config("dispatch: manual\n");
@@ -132,8 +132,15 @@ fn worker_dispatch_picks_a_free_id() {
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
         v["jobId"].as_str().unwrap_or_else(|| panic!("{v}")).to_string()
     };
-    assert_eq!(dispatch(), "fix-it-2");
-    assert_eq!(dispatch(), "fix-it-3");
+    // REQ-WD-7: unique across every job ever dispatched, on any clone — the description's slug
+    // and a random suffix, never the slug alone (its branch is held here).
+    let (one, two) = (dispatch(), dispatch());
+    for job in [&one, &two] {
+        let suffix = job.strip_prefix("fix-it-").unwrap_or_else(|| panic!("{job}"));
+        assert!(suffix.len() == 8 && suffix.bytes().all(|b| b.is_ascii_hexdigit()), "{job}");
+        assert!(p.root.join(format!(".lore/commissions/{job}.md")).exists(), "{job}");
+    }
+    assert_ne!(one, two);
 }
 
 /// A project where commission `hello` completed, then its artifact was deleted and a new one
