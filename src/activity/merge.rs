@@ -529,7 +529,14 @@ fn locally_modified(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Res
     let mut touched = Vec::new();
     for s in statuses.iter() {
         if let Ok(p) = s.path() {
-            if paths.iter().any(|c| c == p) && !s.status().is_ignored() && !matches_target(wt, p, target) {
+            // A path the move changes, or one in its way: a file where it puts a directory, or
+            // a file inside a directory it replaces with a file.
+            let in_its_way = |c: &String| {
+                c == p
+                    || c.strip_prefix(p).is_some_and(|r| r.starts_with('/'))
+                    || p.strip_prefix(c.as_str()).is_some_and(|r| r.starts_with('/'))
+            };
+            if paths.iter().any(in_its_way) && !s.status().is_ignored() && !matches_target(wt, p, target) {
                 touched.push(p.to_string());
             }
         }

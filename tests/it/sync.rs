@@ -363,3 +363,15 @@ fn a_change_of_mode_alone_reaches_the_checkout() {
     assert_eq!(mode & 0o111, 0o111, "the checkout's file is executable now: {mode:o}");
     assert_eq!(git(&p.root, &["status", "--porcelain", "--untracked-files=no"]).trim(), "", "and the index agrees");
 }
+
+#[test]
+fn a_file_where_the_work_puts_a_directory_is_named() {
+    let p = Project::new(&[]);
+    p.commit_on_integration("docs/a.md", "# a\n", "docs");
+    std::fs::write(p.root.join("docs"), "my notes, not committed\n").expect("write");
+    let main_tip = rev(&p.root, "main");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str(), &v["paths"]), (1, Some("blocked"), &serde_json::json!(["docs"])), "{v}");
+    assert_eq!(rev(&p.root, "main"), main_tip);
+    assert_eq!(std::fs::read_to_string(p.root.join("docs")).expect("kept"), "my notes, not committed\n");
+}
