@@ -3,7 +3,7 @@
 //! it on the integration branch, a runtime dir or worktree in this home — so no new work is
 //! ever handed an old id's history. Creating picks the next free id (`hello-2`) through it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use git2::{Oid, Repository};
@@ -146,20 +146,40 @@ fn trailers(repo: &Repository, kind: Name, tips: &[Oid]) -> Result<HashMap<Strin
 }
 
 /// The first attempt after `after` whose branch (`claude/commission/<id>` or `<id>+<n>`) does
-/// not exist: a new attempt never reuses a branch, whatever this home remembers (a fresh home,
-/// a clone, a wiped record). Probes exact names only, so it costs a lookup or two per call.
+/// not exist and, with `landed` (the trailer lines of [`integration_trailers`]), whose trailer
+/// is not on the integration branch: a new attempt never reuses a branch or a trailer, whatever
+/// this home remembers (a fresh home, a clone of a CI origin, which has the trailers but not
+/// the branches; a wiped record). Probes exact names only, so it costs a lookup or two per call.
 /// Remote-tracking copies count too (a clone's `origin/claude/commission/<id>`).
-pub fn first_free_attempt(repo: &Repository, id: &str, after: u32) -> u32 {
-    let remotes: Vec<String> = repo.remotes().map(|r| r.iter().flatten().flatten().map(str::to_string).collect()).unwrap_or_default();
+pub fn first_free_attempt(repo: &Repository, id: &str, after: u32, landed: Option<&HashSet<String>>) -> u32 {
+    let remotes = remote_names(repo);
     let exists = |branch: &str| {
         super::git::branch_exists(repo, branch)
             || remotes.iter().any(|r| repo.find_reference(&format!("refs/remotes/{r}/{branch}")).is_ok())
     };
+    let taken = |attempt: u32| {
+        exists(&names::commission_branch(id, attempt)) || landed.is_some_and(|l| l.contains(&names::commission_trailer(id, attempt)))
+    };
     let mut attempt = after.saturating_add(1);
-    while exists(&names::commission_branch(id, attempt)) {
+    while taken(attempt) {
         attempt = attempt.saturating_add(1);
     }
     attempt
+}
+
+/// Every commission trailer line on the integration branch `integration`, local and every
+/// remote's copy (`refs/remotes/<remote>/<integration>`): what [`first_free_attempt`] skips.
+pub fn integration_trailers(repo: &Repository, integration: &str) -> Result<HashSet<String>> {
+    let local = std::iter::once(format!("refs/heads/{integration}"));
+    let copies = remote_names(repo).into_iter().map(|r| format!("refs/remotes/{r}/{integration}"));
+    let tips: Vec<Oid> = local.chain(copies).filter_map(|r| repo.find_reference(&r).ok()?.peel_to_commit().ok().map(|c| c.id())).collect();
+    let found = super::merge::trailers_in_history(repo, &tips, &[], names::trailer_prefix(Name::Commission))?;
+    Ok(found.into_iter().map(|(_, line)| line).collect())
+}
+
+/// The repository's remotes, by name (none when they cannot be read).
+fn remote_names(repo: &Repository) -> Vec<String> {
+    repo.remotes().map(|r| r.iter().flatten().flatten().map(str::to_string).collect()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -272,14 +292,34 @@ mod tests {
     fn a_new_attempt_goes_past_every_branch_of_the_id() {
         let (_dir, _home, project) = setup();
         let repo = git2::Repository::open(&project.root).expect("open");
-        assert_eq!(first_free_attempt(&repo, "c", 0), 1);
+        assert_eq!(first_free_attempt(&repo, "c", 0, None), 1);
         git(&project.root, &["branch", "claude/commission/c"]);
         git(&project.root, &["branch", "claude/commission/c+2"]);
-        assert_eq!(first_free_attempt(&repo, "c", 0), 3);
-        assert_eq!(first_free_attempt(&repo, "c", 4), 5);
+        assert_eq!(first_free_attempt(&repo, "c", 0, None), 3);
+        assert_eq!(first_free_attempt(&repo, "c", 4, None), 5);
         // A remote-tracking copy (a clone's) holds its attempt too.
         git(&project.root, &["update-ref", "refs/remotes/origin/claude/commission/c+3", "HEAD"]);
         git(&project.root, &["remote", "add", "origin", "/nonexistent"]);
-        assert_eq!(first_free_attempt(&repo, "c", 0), 4);
+        assert_eq!(first_free_attempt(&repo, "c", 0, None), 4);
+    }
+
+    /// Review truth #3: a clone of a CI origin has the trailers of the attempts that landed but
+    /// not their branches; a new attempt goes past those too (local and remote copies).
+    #[test]
+    fn a_new_attempt_goes_past_every_trailer_of_the_id() {
+        let (_dir, _home, project) = setup();
+        let repo = git2::Repository::open(&project.root).expect("open");
+        land(&project, &names::commission_trailer("c", 1));
+        land(&project, &names::commission_trailer("c-2", 2));
+        let landed = integration_trailers(&repo, "claude/main").expect("read");
+        assert_eq!(first_free_attempt(&repo, "c", 0, Some(&landed)), 2);
+        assert_eq!(first_free_attempt(&repo, "c", 0, None), 1, "without the trailers: branches only");
+        // Only on a remote's copy of the integration branch (the local one is behind).
+        land(&project, &names::commission_trailer("c", 2));
+        git(&project.root, &["remote", "add", "origin", "/nonexistent"]);
+        git(&project.root, &["update-ref", "refs/remotes/origin/claude/main", "claude/main"]);
+        git(&project.root, &["update-ref", "refs/heads/claude/main", "claude/main~1"]);
+        let landed = integration_trailers(&repo, "claude/main").expect("read");
+        assert_eq!(first_free_attempt(&repo, "c", 0, Some(&landed)), 3);
     }
 }

@@ -121,6 +121,9 @@ pub struct Decided<A> {
     pub actions: Vec<A>,
     /// Problems only the decider sees (a dependency cycle, say).
     pub problems: Vec<Problem>,
+    /// What is left alone on purpose and a person should know, without failing the pass
+    /// (work that ended on the integration branch while the checkout says it is to run).
+    pub notes: Vec<Problem>,
     /// Nothing of this kind is running or can start without outside help.
     pub settled: bool,
     /// The ids that keep it from being settled.
@@ -130,7 +133,7 @@ pub struct Decided<A> {
 impl<A> Decided<A> {
     /// Actions only: the kind is settled by what its actions come to.
     pub fn actions(actions: Vec<A>) -> Decided<A> {
-        Decided { actions, problems: Vec::new(), settled: true, busy: Vec::new() }
+        Decided { actions, problems: Vec::new(), notes: Vec::new(), settled: true, busy: Vec::new() }
     }
 }
 

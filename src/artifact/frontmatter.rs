@@ -19,6 +19,14 @@ impl Problem {
     pub fn new(path: &Path, line: usize, column: usize, message: impl Into<String>) -> Problem {
         Problem { path: path.to_path_buf(), line, column, message: message.into() }
     }
+
+    /// A problem at `key` of the frontmatter of the file at `path` (at its start when the key
+    /// cannot be found, or the file read).
+    pub fn at_key(path: &Path, key: &str, message: impl Into<String>) -> Problem {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let (line, col) = split(&text).map(|s| key_position(&s, key)).unwrap_or((1, 1));
+        Problem::new(path, line, col, message)
+    }
 }
 
 impl fmt::Display for Problem {

@@ -31,6 +31,14 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
     for p in &report.problems {
         say_err!("{p}");
     }
+    // What the pass left alone on purpose (on stderr with --json, which keeps stdout JSON).
+    for n in &report.notes {
+        if json {
+            say_err!("{n}");
+        } else {
+            say!("{n}");
+        }
+    }
     if json {
         say_json!("{}", serde_json::to_string_pretty(&report.entries)?);
     } else if report.entries.is_empty() && report.problems.is_empty() {
@@ -125,6 +133,8 @@ impl Rows {
             let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
             let note = if !s("elsewhere").is_empty() {
                 s("elsewhere")
+            } else if !s("integrated").is_empty() {
+                s("integrated")
             } else if matches!(s("status").as_str(), "invalid" | "orphaned") || !s("reason").is_empty() && s("status") != "in_progress" {
                 s("reason")
             } else {

@@ -41,7 +41,8 @@ impl Kind<Catalog> for Commissions<'_> {
     fn decide(&self, snapshot: &Snapshot) -> Decided<Action> {
         let d = decide::decide(snapshot);
         let problems = decide::cycle_problems(snapshot, &d.cycles);
-        Decided { actions: d.actions, problems, settled: d.settled, busy: d.busy }
+        let notes = snapshot.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact))).collect();
+        Decided { actions: d.actions, problems, notes, settled: d.settled, busy: d.busy }
     }
 
     /// Wave tasks share the project's and the home's caps with commissions: they get what

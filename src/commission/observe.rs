@@ -53,8 +53,13 @@ pub struct Observed {
     /// The artifact says an attempt is under way, but this home holds neither a record nor a
     /// runtime dir of it: another home's attempt. Nothing is done for it here.
     pub elsewhere: Option<Elsewhere>,
+    /// The artifact says it is still to run, while the integration branch's copy of it says
+    /// it ended there, and this home holds no record of it: settled on the integration branch.
+    /// Nothing is done for it here, and the checkout's file is left as it is.
+    pub integrated: Option<Integrated>,
     /// The first attempt past every one this home and the artifact know of whose branch does
-    /// not exist (`activity::ids::first_free_attempt`): a dispatch never reuses a branch made
+    /// not exist, nor (with no record here) its trailer on the integration branch
+    /// (`activity::ids::first_free_attempt`): a dispatch never reuses a branch or a trailer made
     /// elsewhere. Looked up only for a commission that may be dispatched in this pass.
     pub free_attempt: Option<u32>,
 }
@@ -90,6 +95,38 @@ impl Elsewhere {
     }
 }
 
+/// A commission the checkout's artifact says is still to run (pending, blocked, no status)
+/// while the integration branch's copy of the same commission says it ended there: a CI run or
+/// a teammate's home ran it, and `guild-hall land` has not brought the statuses into the
+/// checkout's branch yet. A completed one counts only with its attempt's trailer on the
+/// integration branch, or when its timeline there says it landed nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Integrated {
+    /// What the checkout's file says (`pending` when it has no status).
+    pub here: Status,
+    /// What the integration branch's copy says.
+    pub status: Status,
+    pub attempt: u32,
+    pub integration: String,
+}
+
+impl Integrated {
+    /// One line: what is known, and what a person can do (`status`, `check` and `reconcile`
+    /// say the same).
+    pub fn describe(&self) -> String {
+        format!(
+            "{} on {} (attempt {}) while this checkout says {}: it is not run again here. `guild-hall land` brings the statuses into your branch",
+            self.status, self.integration, self.attempt, self.here
+        )
+    }
+
+    /// [`Integrated::describe`] as a note on `artifact`'s file: the line `check` and
+    /// `reconcile` print.
+    pub fn note(&self, artifact: &Commission) -> Problem {
+        Problem::at_key(&artifact.path, "status", format!("commission {}: {}", artifact.id, self.describe()))
+    }
+}
+
 impl Observed {
     /// An artifact and its record, before anything about its runtime has been looked at.
     pub fn new(artifact: Commission, record: Option<Record>) -> Observed {
@@ -111,6 +148,7 @@ impl Observed {
             worktree_exists: false,
             missing_deps: Vec::new(),
             elsewhere: None,
+            integrated: None,
             free_attempt: None,
         }
     }
@@ -266,10 +304,10 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     let chunk = paths.len().div_ceil(threads).max(256);
     // Whether another home's attempt landed is for people (`status`, `check`), not for a pass.
-    let trailers = Trailers::default();
-    let landed = (depth == Depth::Full).then_some(&trailers);
-    let observed =
-        observe_parallel(home, project, &paths, chunk, tree, &boot, landed, |p| depth == Depth::Full || !settled(home, project, p, cache));
+    let trailers = Trailers::new(depth == Depth::Full);
+    let observed = observe_parallel(home, project, &paths, chunk, tree, &boot, &trailers, |p| {
+        depth == Depth::Full || !settled(home, project, p, cache)
+    });
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
         match o {
@@ -317,9 +355,9 @@ pub fn observe_each(
     let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
-    let trailers = Trailers::default();
+    let trailers = Trailers::new(true);
     for batch in paths.chunks(threads * PER_THREAD) {
-        observe_parallel(home, project, batch, PER_THREAD, tree, &boot, Some(&trailers), |_| true).into_iter().for_each(&mut each);
+        observe_parallel(home, project, batch, PER_THREAD, tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
     }
     Ok(workers.problems)
 }
@@ -334,13 +372,46 @@ fn integration_tree(project: &Project) -> Result<Option<git2::Oid>> {
         .map(|t| t.id()))
 }
 
-/// The trailers on the integration branch ([`crate::activity::merge::trailers_on`]), read at
-/// most once per observation, and only if an attempt under way in another home asks.
-type Trailers = std::sync::OnceLock<std::collections::HashSet<String>>;
+/// The trailers on the integration branch, each set read at most once per observation and only
+/// when a commission asks: `here`, the local branch's ([`crate::activity::merge::trailers_on`]:
+/// whether work landed there); `everywhere`, its commission trailers with every remote's copy
+/// ([`crate::activity::ids::integration_trailers`]: the attempts a dispatch must not reuse).
+#[derive(Default)]
+struct Trailers {
+    here: std::sync::OnceLock<std::collections::HashSet<String>>,
+    everywhere: std::sync::OnceLock<std::collections::HashSet<String>>,
+    /// Whether another home's attempt landed is looked for (for people: `status`, `check`).
+    for_elsewhere: bool,
+}
+
+impl Trailers {
+    fn new(for_elsewhere: bool) -> Trailers {
+        Trailers { for_elsewhere, ..Trailers::default() }
+    }
+
+    /// Unreadable: nothing found (the work is then taken as not there).
+    fn here(&self, project: &Project) -> &std::collections::HashSet<String> {
+        self.here.get_or_init(|| {
+            crate::activity::git::open(&project.root)
+                .ok()
+                .and_then(|repo| crate::activity::merge::trailers_on(&repo, &project.config.integration_branch).ok())
+                .unwrap_or_default()
+        })
+    }
+
+    fn everywhere(&self, repo: &git2::Repository, project: &Project) -> &std::collections::HashSet<String> {
+        self.everywhere.get_or_init(|| {
+            crate::activity::ids::integration_trailers(repo, &project.config.integration_branch).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "the integration branch's trailers cannot be read: new attempts skip branches only");
+                Default::default()
+            })
+        })
+    }
+}
 
 /// The artifacts at `paths` that `keep` accepts, observed `chunk` to a thread, in path order.
 /// Parsing frontmatter dominates observe, so the artifacts are spread over the cores.
-/// `trailers`: where to look whether another home's attempt landed (`None`: not looked for).
+/// `trailers`: the integration branch's, read once when a commission asks.
 #[allow(clippy::too_many_arguments)]
 fn observe_parallel(
     home: &Home,
@@ -349,7 +420,7 @@ fn observe_parallel(
     chunk: usize,
     tree: Option<git2::Oid>,
     boot: &str,
-    trailers: Option<&Trailers>,
+    trailers: &Trailers,
     keep: impl Fn(&Path) -> bool + Sync,
 ) -> Vec<Result<Observed, Vec<Problem>>> {
     std::thread::scope(|scope| {
@@ -432,7 +503,7 @@ fn observe_one(
     repo: Option<&git2::Repository>,
     integration_tree: Option<&git2::Tree<'_>>,
     boot: &str,
-    trailers: Option<&Trailers>,
+    trailers: &Trailers,
 ) -> Result<Observed, Vec<Problem>> {
     let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
     let artifact = Commission::parse(path, &text)?;
@@ -459,13 +530,18 @@ fn observe_one(
             .collect();
     }
     if obs.record.is_none() && obs.artifact.status.is_some_and(Status::is_active) && !state.0.exists() {
-        obs.elsewhere = Some(elsewhere(project, &obs.artifact, trailers));
+        obs.elsewhere = Some(elsewhere(project, &obs.artifact, trailers.for_elsewhere.then_some(trailers)));
     }
-    let may_dispatch = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked))
-        || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched);
+    let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));
+    if let (true, Some(repo), Some(tree)) = (to_run && obs.record.is_none(), repo, integration_tree) {
+        obs.integrated = integrated(project, path, &obs.artifact, repo, tree, trailers);
+    }
+    let may_dispatch = (to_run || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched)) && obs.integrated.is_none();
     if let Some(repo) = repo.filter(|_| may_dispatch) {
         let known = obs.record.as_ref().map_or(0, |r| r.attempt).max(obs.artifact.attempt());
-        obs.free_attempt = Some(crate::activity::ids::first_free_attempt(repo, &obs.artifact.id, known));
+        // With no record here, attempts made elsewhere may have left only their trailers.
+        let landed = obs.record.is_none().then(|| trailers.everywhere(repo, project));
+        obs.free_attempt = Some(crate::activity::ids::first_free_attempt(repo, &obs.artifact.id, known, landed));
     }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
         observe_runtime(&mut obs, &rec, &state, boot);
@@ -486,16 +562,7 @@ fn elsewhere(project: &Project, artifact: &Commission, trailers: Option<&Trailer
     let integration = project.config.integration_branch.clone();
     let attempt = artifact.attempt();
     let trailer = crate::activity::names::commission_trailer(&artifact.id, attempt);
-    let landed = trailers.map(|once| {
-        once.get_or_init(|| {
-            // Unreadable: nothing found (the line then says its work is not there).
-            crate::activity::git::open(&project.root)
-                .ok()
-                .and_then(|repo| crate::activity::merge::trailers_on(&repo, &integration).ok())
-                .unwrap_or_default()
-        })
-        .contains(&trailer)
-    });
+    let landed = trailers.map(|t| t.here(project).contains(&trailer));
     Elsewhere {
         status: artifact.status.unwrap_or(Status::Dispatched),
         attempt,
@@ -503,6 +570,50 @@ fn elsewhere(project: &Project, artifact: &Commission, trailers: Option<&Trailer
         landed,
         integration,
     }
+}
+
+/// Whether the integration branch's copy of `artifact` (the same commission: the same
+/// `created:`, or with none, the same body) says it ended there ([`Integrated`]). One blob
+/// read from the tree observe already holds; the trailers only for a completed one.
+fn integrated(
+    project: &Project,
+    path: &Path,
+    artifact: &Commission,
+    repo: &git2::Repository,
+    tree: &git2::Tree<'_>,
+    trailers: &Trailers,
+) -> Option<Integrated> {
+    let rel = path.strip_prefix(&project.root).ok()?;
+    let blob = |p: &Path| tree.get_path(p).ok()?.to_object(repo).ok()?.into_blob().ok();
+    let theirs = blob(rel)?;
+    let theirs = Commission::parse(path, std::str::from_utf8(theirs.content()).ok()?).ok()?;
+    let status = theirs.status.filter(|s| s.is_terminal())?;
+    let same = match artifact.created() {
+        Some(created) => theirs.created() == Some(created),
+        None => theirs.body == artifact.body,
+    };
+    if !same {
+        return None;
+    }
+    let attempt = theirs.attempt();
+    if status == Status::Completed && !trailers.here(project).contains(&crate::activity::names::commission_trailer(&artifact.id, attempt)) {
+        // No trailer: it counts only if it landed nothing (its timeline there says so).
+        let timeline = blob(&crate::activity::timeline::path_for(rel))?;
+        let key = format!("merge:{attempt}");
+        let nothing = String::from_utf8_lossy(timeline.content())
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] == "nothing to merge");
+        if !nothing {
+            return None;
+        }
+    }
+    Some(Integrated {
+        here: artifact.status.unwrap_or(Status::Pending),
+        status,
+        attempt,
+        integration: project.config.integration_branch.clone(),
+    })
 }
 
 /// Read what is new in the attempt's mailbox since the last pass, into `obs`: every line

@@ -67,6 +67,9 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
             Some(at_key(&o.artifact.path, "status", format!("commission {}: {}", o.artifact.id, o.elsewhere.as_ref()?.describe())))
         })
         .collect();
+    // Ended on the integration branch while the checkout says it is to run: the same line as
+    // the pass's note.
+    unsettled.extend(snap.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact))));
     unsettled.extend(
         meetings
             .meetings
@@ -79,7 +82,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
             .iter()
             .filter_map(|o| Some(at_key(&o.plan.path, "status", crate::plan::decide::elsewhere(&o.plan, o.record.as_ref())?))),
     );
-    unsettled.extend(not_landed(project, &snap, &plans)?);
+    unsettled.extend(not_landed(project, &snap, &plans, &mut problems)?);
     // Orphans are reported, not failed on: they are the home's state, not the artifacts'.
     let orphans: Vec<Problem> = crate::ops::gc::inventory(home, project)?
         .iter()
@@ -100,11 +103,13 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
 /// commission whose timeline names the commit its attempt landed as, a plan task its artifact
 /// says is integrated — while no commit on the branch carries its trailer (a clone whose
 /// integration branch was not taken from the remote, say). Nothing is run again for it; the
-/// person is told where the work is missing.
+/// person is told where the work is missing. A timeline that cannot be read is one of
+/// `problems`, at its path; the others are still looked at.
 fn not_landed(
     project: &Project,
     snap: &crate::commission::observe::Snapshot,
     plans: &crate::plan::decide::Snapshot,
+    problems: &mut Vec<Problem>,
 ) -> Result<Vec<Problem>> {
     use crate::activity::{merge, names, timeline};
     let branch = &project.config.integration_branch;
@@ -116,7 +121,14 @@ fn not_landed(
     let mut out = Vec::new();
     for o in snap.commissions.iter().filter(|o| o.artifact.status == Some(crate::artifact::Status::Completed)) {
         let attempt = o.artifact.attempt();
-        let log = timeline::read(&timeline::path_for(&o.artifact.path))?;
+        let path = timeline::path_for(&o.artifact.path);
+        let log = match timeline::read(&path) {
+            Ok(log) => log,
+            Err(e) => {
+                problems.push(Problem::new(&path, 1, 1, format!("its timeline cannot be read: {e:#}")));
+                continue;
+            }
+        };
         let key = format!("merge:{attempt}");
         // Landed with a commit (a worker that changed nothing landed none, and has no trailer).
         let landed = log.iter().any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] != "nothing to merge");
@@ -139,8 +151,5 @@ fn not_landed(
 /// A problem at `key` of the frontmatter of the artifact at `path` (at its start when the key
 /// cannot be found).
 fn at_key(path: &Path, key: &str, why: impl Into<String>) -> Problem {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let (line, col) =
-        crate::artifact::frontmatter::split(&text).map(|s| crate::artifact::frontmatter::key_position(&s, key)).unwrap_or((1, 1));
-    Problem::new(path, line, col, why)
+    Problem::at_key(path, key, why)
 }

@@ -90,6 +90,8 @@ fn row(o: &Observed, now: DateTime<Utc>) -> Json {
         "stopping": stopping(o),
         // Under way in another home, as far as this one knows: what is known, what to do.
         "elsewhere": o.elsewhere.as_ref().map(|e| e.describe()),
+        // Ended on the integration branch while the checkout still says it is to run.
+        "integrated": o.integrated.as_ref().map(|i| i.describe()),
         "completed": a.str_field("completed"),
         "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
         "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),

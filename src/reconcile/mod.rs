@@ -71,6 +71,9 @@ pub struct Entry {
 pub struct Report {
     pub entries: Vec<Entry>,
     pub problems: Vec<Problem>,
+    /// What the pass left alone on purpose, for people (not a failure): see
+    /// [`crate::activity::kind::Decided::notes`].
+    pub notes: Vec<Problem>,
     pub settled: bool,
     pub timed_out: bool,
     /// When to look again though nothing changes (heartbeat deadline, cancel grace, …).

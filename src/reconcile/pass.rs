@@ -248,6 +248,11 @@ impl Pass<'_> {
                 self.report.problems.push(p.clone());
             }
         }
+        for n in &decided.notes {
+            if self.seen_problems.insert(n.to_string()) {
+                self.report.notes.push(n.clone());
+            }
+        }
         self.report.next_check = self.report.next_check.into_iter().chain(kind.next_check(&snapshot)).min();
         let at_work = kind.at_work(ctx, &snapshot);
         self.report.running.extend(at_work.running);

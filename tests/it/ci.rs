@@ -12,9 +12,9 @@ use crate::common::{copy_dir, examples, git};
 
 /// A bare origin whose `main` holds the scribe worker and the pending commissions given, and
 /// the temp dir that holds it and everything the test makes (clones, homes).
-struct Origin {
-    tmp: tempfile::TempDir,
-    bare: PathBuf,
+pub(crate) struct Origin {
+    pub(crate) tmp: tempfile::TempDir,
+    pub(crate) bare: PathBuf,
 }
 
 fn commission(id: &str) -> String {
@@ -22,7 +22,7 @@ fn commission(id: &str) -> String {
 }
 
 impl Origin {
-    fn new(ids: &[&str]) -> Origin {
+    pub(crate) fn new(ids: &[&str]) -> Origin {
         let tmp = tempfile::tempdir().expect("tempdir");
         let bare = tmp.path().join("origin.git");
         git(tmp.path(), &["init", "-q", "--bare", "-b", "main", bare.to_str().expect("utf8")]);
@@ -46,7 +46,7 @@ impl Origin {
     }
 
     /// A fresh clone named `name`, as `actions/checkout` with `fetch-depth: 0` makes it.
-    fn clone(&self, name: &str) -> PathBuf {
+    pub(crate) fn clone(&self, name: &str) -> PathBuf {
         let dir = self.tmp.path().join(name);
         git(self.tmp.path(), &["clone", "-q", self.bare.to_str().expect("utf8"), dir.to_str().expect("utf8")]);
         dir
@@ -67,7 +67,7 @@ impl Origin {
         git(&dir, &["push", "-q", "origin", branch]);
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let mut all = vec!["--git-dir", self.bare.to_str().expect("utf8")];
         all.extend(args);
         git(self.tmp.path(), &all)
@@ -85,7 +85,7 @@ impl Origin {
     }
 
     /// How many commits on origin's `claude/main` carry `trailer`.
-    fn trailer_count(&self, trailer: &str) -> usize {
+    pub(crate) fn trailer_count(&self, trailer: &str) -> usize {
         self.git(&["log", "claude/main", "--format=%B"]).lines().filter(|l| l.trim() == trailer).count()
     }
 }
@@ -172,7 +172,7 @@ fn run_workflow(origin: &Origin, clone: &Path, name: &str) -> Run {
 }
 
 /// How many attempts of commission `id` a home ran (each leaves its log in the runtime dir).
-fn attempts_in(home: &Path, id: &str) -> usize {
+pub(crate) fn attempts_in(home: &Path, id: &str) -> usize {
     let Ok(projects) = std::fs::read_dir(home.join("state")) else { return 0 };
     projects
         .flatten()
@@ -262,7 +262,7 @@ fn a_commission_pushed_to_main_after_a_run_runs_in_the_next_and_nothing_else_doe
 }
 
 /// `guild-hall` in `dir` with a fresh home under `tmp`.
-fn guild_hall(tmp: &Path, dir: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn guild_hall(tmp: &Path, dir: &Path, args: &[&str]) -> (i32, String, String) {
     run_guild_hall(tmp, dir, args, false)
 }
 

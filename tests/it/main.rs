@@ -3,8 +3,10 @@
 //! repositories, real worker processes and real outside tools, one module per area.
 
 mod apply;
+mod check_truth;
 mod ci;
 mod claude_code;
+mod clone_truth;
 mod common;
 mod confinement;
 mod cycles_trust;

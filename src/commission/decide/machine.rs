@@ -2,7 +2,8 @@
 //! last recorded (a person's edit is a request, validated; a new artifact over an ended one's
 //! id is new work), a one-shot `desired:`, and then what the status needs now — the effect the
 //! pass must carry out. An attempt under way in another home is left alone (only a request in
-//! `desired:` is answered).
+//! `desired:` is answered), and so is one that ended on the integration branch while the
+//! checkout still says it is to run.
 
 use serde_json::json;
 use serde_yaml_ng::Value;
@@ -41,6 +42,12 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
             }
             None => {}
         }
+        return (st, Effect::None);
+    }
+    if o.integrated.is_some() {
+        // Ended on the integration branch, which the checkout's branch has not caught up with:
+        // nothing to run again, and the checkout's file is the person's (`guild-hall land`
+        // brings the status in). `status`, `check` and the pass's notes say so.
         return (st, Effect::None);
     }
 

@@ -293,7 +293,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
         let attempt = next.max(step.o.free_attempt.unwrap_or(0));
         let branch = names::commission_branch(step.o.id(), attempt);
         if attempt > next {
-            let text = format!("branches of attempts {next} to {} exist already (work made elsewhere): never reused", attempt - 1);
+            let text = format!("attempts {next} to {} were made elsewhere (their branches or trailers exist): never reused", attempt - 1);
             step.event("attempt-skipped", format!("attempt-skipped:{attempt}"), json!({"text": text, "attempt": attempt}));
         }
         if attempt > 1 {

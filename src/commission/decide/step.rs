@@ -151,9 +151,10 @@ impl<'a> Step<'a> {
     pub(super) fn finish(mut self) -> Update {
         // Merely reading a settled artifact (one from a fresh clone, say) creates no record,
         // nor does an attempt under way in another home (a record would claim it for this
-        // one); everything else is recorded so that later status edits are validated against it.
+        // one) or one that ended on the integration branch; everything else is recorded so
+        // that later status edits are validated against it.
         let adopted_unchanged = self.o.record.is_none()
-            && (self.status.is_terminal() || self.o.elsewhere.is_some())
+            && (self.status.is_terminal() || self.o.elsewhere.is_some() || self.o.integrated.is_some())
             && self.update.events.is_empty()
             && self.record.attempt == self.o.artifact.attempt();
         if Some(&self.record) != self.o.record.as_ref() && !adopted_unchanged {
@@ -161,7 +162,9 @@ impl<'a> Step<'a> {
         }
         // Only the final status is written, whatever the step passed through.
         self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "status"));
-        if self.o.artifact.status != Some(self.status) {
+        // One that ended on the integration branch keeps the checkout's file as it is, even
+        // without a `status:` (`land` brings the status in).
+        if self.o.artifact.status != Some(self.status) && self.o.integrated.is_none() {
             self.update.edits.push(Edit::Set("status".into(), Value::String(self.status.as_str().into())));
         }
         self.update

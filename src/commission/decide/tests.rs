@@ -609,6 +609,25 @@ fn a_dispatch_never_reuses_a_branch_made_elsewhere() {
     assert!(events.iter().any(|e| e["kind"] == "attempt-skipped"), "{events:?}");
 }
 
+/// Review git #1: a commission the checkout says is pending, which ended on the integration
+/// branch (a CI run, a teammate's home) and this home never ran, is left alone: no dispatch,
+/// no write to the checkout's file, no record.
+#[test]
+fn work_that_ended_on_the_integration_branch_is_not_run_again() {
+    for (here, there) in [("status: pending\n", Status::Completed), ("", Status::Failed), ("status: blocked\n", Status::Cancelled)] {
+        let mut o = obs(commission("c", here), None);
+        o.free_attempt = Some(1);
+        o.integrated = Some(crate::commission::observe::Integrated {
+            here: o.artifact.status.unwrap_or(Status::Pending),
+            status: there,
+            attempt: 1,
+            integration: "claude/main".into(),
+        });
+        let p = decide(&snapshot(vec![o]));
+        assert!(p.actions.is_empty(), "{here:?}: {:?}", p.actions);
+    }
+}
+
 fn arb_status() -> impl Strategy<Value = Status> {
     prop::sample::select(Status::ALL.to_vec())
 }

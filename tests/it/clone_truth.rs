@@ -1,0 +1,103 @@
+//! What a teammate's clone of a CI origin makes of the work CI finished: CI writes the statuses
+//! on the integration branch only, so the clone's `main` still says `pending`; nothing is run
+//! again, `status`, `check` and `reconcile` say so in one line, and `guild-hall land` brings
+//! the statuses in. A new attempt there never reuses an attempt whose trailer is on the
+//! integration branch though its branch was never pushed. A bare origin, clones, fresh homes.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::ci::{attempts_in, guild_hall, Origin};
+use crate::common::git;
+
+/// The one line every face prints for `a`, ended on claude/main while the checkout says pending.
+const LINE: &str = "commission a: completed on claude/main (attempt 1) while this checkout says pending: it is not run again here. `guild-hall land` brings the statuses into your branch";
+
+/// An origin whose `main` holds pending commission `a`, after one `guild-hall ci` run finished it
+/// (its status and trailer on origin's `claude/main`, `main` untouched).
+fn after_ci() -> Origin {
+    let origin = Origin::new(&["a"]);
+    let (code, out, err) = guild_hall(origin.tmp.path(), &origin.clone("ci-run"), &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 0, "the CI run succeeds:\n{out}{err}");
+    assert_eq!(origin.trailer_count("Guild-Hall-Commission: a attempt 1"), 1, "{out}{err}");
+    assert!(origin.git(&["show", "claude/main:.lore/commissions/a.md"]).contains("status: completed"));
+    assert!(origin.git(&["show", "main:.lore/commissions/a.md"]).contains("status: pending"));
+    origin
+}
+
+fn row(tmp: &Path, clone: &Path) -> Value {
+    let (code, out, err) = guild_hall(tmp, clone, &["status", "a", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(&out).expect("status --json")
+}
+
+/// Review git #1: a teammate's fresh clone with a fresh home ran every commission CI finished
+/// again, while `status` said pending and `check` said ok.
+#[test]
+fn a_teammates_clone_runs_nothing_ci_finished_and_every_face_says_why() {
+    let origin = after_ci();
+    let tmp = origin.tmp.path();
+    let person = origin.clone("person");
+    let (code, out, err) = guild_hall(tmp, &person, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let artifact = person.join(".lore/commissions/a.md");
+    let before = std::fs::read(&artifact).expect("read");
+
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("dispatch"), "nothing would be dispatched:\n{out}");
+    assert!(out.contains(LINE), "the dry run says it:\n{out}");
+
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(LINE), "the pass says it too:\n{out}");
+    let home = tmp.join("home-person");
+    assert_eq!(attempts_in(&home, "a"), 0, "no worker started for a:\n{out}{err}");
+    assert_eq!(std::fs::read(&artifact).expect("read"), before, "the checkout's file is the person's: never rewritten");
+    assert_eq!(origin.trailer_count("Guild-Hall-Commission: a attempt 1"), 1);
+
+    let r = row(tmp, &person);
+    assert_eq!(r["status"], "pending", "the checkout's file as it is: {r}");
+    assert_eq!(r["integrated"].as_str(), LINE.strip_prefix("commission a: "), "{r}");
+    let (code, out, err) = guild_hall(tmp, &person, &["status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("completed on claude/main (attempt 1)"), "the table's note says it:\n{out}");
+
+    let (code, out, err) = guild_hall(tmp, &person, &["check"]);
+    assert_eq!(code, 0, "nothing wrong in the artifacts:\n{out}{err}");
+    assert!(out.contains(LINE), "check says it:\n{out}");
+
+    // `land` brings the statuses into the person's branch: the checkout then says completed.
+    let (code, out, err) = guild_hall(tmp, &person, &["land"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r = row(tmp, &person);
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(r["integrated"], Value::Null, "{r}");
+    let (code, out, err) = guild_hall(tmp, &person, &["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("claude/main (attempt"), "nothing left to say:\n{out}");
+    assert_eq!(attempts_in(&home, "a"), 0);
+}
+
+/// Review truth #3: new work under the id (another body) in a clone of a CI origin, which has
+/// the trailer of attempt 1 but not its branch (`ci` pushes only the integration branch), was
+/// dispatched as attempt 1 again: a second commit with the same trailer.
+#[test]
+fn a_new_attempt_in_a_clone_goes_past_the_attempts_whose_trailers_landed() {
+    let origin = after_ci();
+    let tmp = origin.tmp.path();
+    let person = origin.clone("person");
+    let (code, out, err) = guild_hall(tmp, &person, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!git(&person, &["branch", "-a"]).contains("claude/commission/a"), "no branch of a's attempt was pushed");
+    let artifact = person.join(".lore/commissions/a.md");
+    let text = std::fs::read_to_string(&artifact).expect("read").replace("Write the report of a.", "Write the report of a, in French.");
+    std::fs::write(&artifact, text).expect("write");
+
+    let r = row(tmp, &person);
+    assert_eq!(r["integrated"], Value::Null, "another body is other work: {r}");
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("dispatch attempt 2 on claude/commission/a+2"), "attempt 1's trailer is on claude/main:\n{out}");
+}
