@@ -73,6 +73,13 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+impl TaskRecord {
+    /// A task of a started wave that has not run yet.
+    pub fn queued() -> TaskRecord {
+        TaskRecord { state: TaskState::Queued, attempt: 0, reason: None, sequence: 0, stop_sent: false, reruns: 0 }
+    }
+}
+
 /// Reruns of a task whose attempt died or lost its worktree before it fails instead: a task
 /// that keeps dying (killed at every try) is not rerun for ever.
 pub const MAX_RERUNS: u32 = 2;
@@ -704,14 +711,7 @@ impl<'a> Step<'a> {
             .then(|| reason.to_string());
     }
     fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<String>) {
-        let r = self.record.tasks.entry(t.canonical.clone()).or_insert(TaskRecord {
-            state: TaskState::Queued,
-            attempt: 0,
-            reason: None,
-            sequence: 0,
-            stop_sent: false,
-            reruns: 0,
-        });
+        let r = self.record.tasks.entry(t.canonical.clone()).or_insert_with(TaskRecord::queued);
         if r.state != to {
             let key = format!("task:{}:{}:{}", t.canonical, r.attempt, to.as_str());
             let fields = json!({"task": t.canonical, "label": t.label, "state": to.as_str(), "attempt": r.attempt, "reason": reason});

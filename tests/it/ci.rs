@@ -10,11 +10,12 @@ use serde_json::Value;
 
 use crate::common::{copy_dir, examples, git};
 
-/// A bare origin whose `main` holds the scribe worker and the pending commissions given, and
-/// the temp dir that holds it and everything the test makes (clones, homes).
-struct Origin {
-    tmp: tempfile::TempDir,
-    bare: PathBuf,
+/// A bare origin whose `main` holds the scribe, sleeper and mason workers and the pending
+/// commissions given, and the temp dir that holds it and everything the test makes (clones,
+/// homes).
+pub(crate) struct Origin {
+    pub(crate) tmp: tempfile::TempDir,
+    pub(crate) bare: PathBuf,
 }
 
 fn commission(id: &str) -> String {
@@ -22,7 +23,7 @@ fn commission(id: &str) -> String {
 }
 
 impl Origin {
-    fn new(ids: &[&str]) -> Origin {
+    pub(crate) fn new(ids: &[&str]) -> Origin {
         let tmp = tempfile::tempdir().expect("tempdir");
         let bare = tmp.path().join("origin.git");
         git(tmp.path(), &["init", "-q", "--bare", "-b", "main", bare.to_str().expect("utf8")]);
@@ -32,7 +33,7 @@ impl Origin {
         git(&seed, &["config", "user.name", "Test Person"]);
         git(&seed, &["config", "user.email", "person@example.com"]);
         std::fs::write(seed.join("README.md"), "# demo\n").expect("write");
-        for worker in ["scribe", "sleeper"] {
+        for worker in ["scribe", "sleeper", "mason"] {
             copy_dir(&examples().join(worker), &seed.join(format!(".lore/workers/{worker}")));
         }
         for id in ids {
@@ -46,7 +47,7 @@ impl Origin {
     }
 
     /// A fresh clone named `name`, as `actions/checkout` with `fetch-depth: 0` makes it.
-    fn clone(&self, name: &str) -> PathBuf {
+    pub(crate) fn clone(&self, name: &str) -> PathBuf {
         let dir = self.tmp.path().join(name);
         git(self.tmp.path(), &["clone", "-q", self.bare.to_str().expect("utf8"), dir.to_str().expect("utf8")]);
         dir
@@ -54,7 +55,7 @@ impl Origin {
 
     /// A person's commit of `path` (written with `content`) on top of origin's `from`, pushed
     /// to origin's `branch`.
-    fn commit_on(&self, branch: &str, from: &str, path: &str, content: &str) {
+    pub(crate) fn commit_on(&self, branch: &str, from: &str, path: &str, content: &str) {
         let dir = self.tmp.path().join(format!("person-{}", path.replace('/', "_")));
         git(self.tmp.path(), &["clone", "-q", self.bare.to_str().expect("utf8"), dir.to_str().expect("utf8")]);
         git(&dir, &["config", "user.name", "Test Person"]);
@@ -67,7 +68,7 @@ impl Origin {
         git(&dir, &["push", "-q", "origin", branch]);
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let mut all = vec!["--git-dir", self.bare.to_str().expect("utf8")];
         all.extend(args);
         git(self.tmp.path(), &all)
@@ -85,7 +86,7 @@ impl Origin {
     }
 
     /// How many commits on origin's `claude/main` carry `trailer`.
-    fn trailer_count(&self, trailer: &str) -> usize {
+    pub(crate) fn trailer_count(&self, trailer: &str) -> usize {
         self.git(&["log", "claude/main", "--format=%B"]).lines().filter(|l| l.trim() == trailer).count()
     }
 }
@@ -269,7 +270,7 @@ fn guild_hall(tmp: &Path, dir: &Path, args: &[&str]) -> (i32, String, String) {
 /// [`guild_hall`] as pid 1 of a pid namespace of its own: whatever it leaves running (a
 /// worker still at work when its run ends, as on a CI runner that is thrown away) is killed
 /// when it exits.
-fn run_guild_hall(tmp: &Path, dir: &Path, args: &[&str], namespaced: bool) -> (i32, String, String) {
+pub(crate) fn run_guild_hall(tmp: &Path, dir: &Path, args: &[&str], namespaced: bool) -> (i32, String, String) {
     let home = tmp.join(format!("home-{}", dir.file_name().expect("name").to_string_lossy()));
     let user_home = tmp.join("user-home");
     std::fs::create_dir_all(&user_home).expect("mkdir");

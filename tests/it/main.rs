@@ -4,6 +4,7 @@
 
 mod apply;
 mod ci;
+mod ci_waves;
 mod claude_code;
 mod common;
 mod confinement;
