@@ -54,13 +54,16 @@ pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
     })
 }
 
-/// What this home knows of plan `plan`: its record, else — a plan its file says is over, in a
-/// home that never ran it — what the reconciler takes from the file ([`PlanRecord::adopt`]).
+/// What this home knows of plan `plan`: its record, or the one it takes when its own says less
+/// than the file and git ([`crate::plan::observe::taken`]), else — a plan its file says is
+/// over, in a home that never ran it — what the reconciler takes from the file
+/// ([`PlanRecord::adopt`]).
 pub fn record(home: &Home, project: &Project, plan: &Plan) -> Result<Option<PlanRecord>> {
-    if let Some(r) = crate::plan::observe::record(home, project, &plan.id)? {
+    let own = crate::plan::observe::record(home, project, &plan.id)?;
+    let keys = crate::activity::timeline::keys(&crate::activity::timeline::path_for(&plan.path))?;
+    if let Some(r) = crate::plan::observe::taken(home, project, plan, own.as_ref(), &keys).or(own) {
         return Ok(Some(r));
     }
-    let keys = crate::activity::timeline::keys(&crate::activity::timeline::path_for(&plan.path))?;
     Ok(PlanRecord::adopt(plan, &keys))
 }
 

@@ -5,7 +5,8 @@
 //! before anything follows its attempt; Kiln's resume classes, with a dead or orphaned task run
 //! again. A status a person writes is a request, validated against the
 //! record as for commissions; a home with no record takes a finished plan from its artifact
-//! ([`PlanRecord::adopt`]) and leaves one at work in another home alone ([`elsewhere`]).
+//! ([`PlanRecord::adopt`]) and leaves one at work in another home alone ([`elsewhere`]); a
+//! record lost or older than the artifact is replaced as `observe::taken` finds.
 //! Snapshot in, actions out; and what the copy-back of a wave finds means for the plan
 //! ([`Integration`]: act reports, this decides).
 
@@ -170,7 +171,11 @@ pub struct Live {
 #[derive(Debug, Clone)]
 pub struct Observed {
     pub plan: Plan,
+    /// The record this home works from: its own, or the one it takes ([`Observed::taken`]).
     pub record: Option<PlanRecord>,
+    /// `record` is not this home's file but what it takes from the artifact
+    /// ([`super::observe::taken`]): written by the first pass.
+    pub taken: bool,
     pub tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
     pub verify_exit: Option<ExitInfo>,
@@ -235,7 +240,7 @@ impl PlanRecord {
     }
 
     /// The record the artifact describes, whatever its status (`None` without one).
-    fn as_written(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
+    pub fn as_written(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
         let status = plan.status?;
         let mut record = PlanRecord::fresh();
         record.status = status;
@@ -738,7 +743,7 @@ impl<'a> Step<'a> {
         if self.o.plan.desired.is_some() {
             self.remove("desired");
         }
-        let record = (self.dirty || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
+        let record = (self.dirty || self.o.taken || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
         Update {
             plan: self.o.plan.id.clone(),
             expect_hash: self.o.plan.hash,
@@ -1003,6 +1008,11 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         fold_mail(&mut st, ot);
     }
     match st.record.status {
+        Running if o.taken && !st.record.bases.contains_key(&w) => {
+            // A record taken from the artifact, no task worktree to find the wave's base from:
+            // the base is the tip now (and what landed of the wave is taken as integrated).
+            Some(Action::StartWave { update: st.finish(), wave: w })
+        }
         Running => {
             // Attempts that ended; workers at work held to the liveness rules.
             for ot in o.tasks.iter().filter(|t| t.task.wave == w) {

@@ -26,6 +26,7 @@ mod meetings;
 mod merge;
 mod merge_trust;
 mod output_trust;
+mod plan_truth;
 mod robustness;
 mod rpc;
 mod rpc_catalogue;
