@@ -6,7 +6,7 @@
 //! again. A status a person writes is a request, validated against the
 //! record as for commissions; a home with no record takes a finished plan from its artifact
 //! ([`PlanRecord::adopt`]) and leaves one at work in another home alone ([`elsewhere`]); a
-//! record lost or older than the artifact is replaced as `observe::taken` finds.
+//! record lost or older than the artifact is replaced as `observe::known` finds.
 //! Snapshot in, actions out; and what the copy-back of a wave finds means for the plan
 //! ([`Integration`]: act reports, this decides).
 
@@ -174,7 +174,7 @@ pub struct Observed {
     /// The record this home works from: its own, or the one it takes ([`Observed::taken`]).
     pub record: Option<PlanRecord>,
     /// `record` is not this home's file but what it takes from the artifact
-    /// ([`super::observe::taken`]): written by the first pass.
+    /// ([`super::observe::known`]): written by the first pass.
     pub taken: bool,
     pub tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
@@ -271,7 +271,7 @@ pub fn elsewhere(plan: &Plan, record: Option<&PlanRecord>) -> Option<String> {
     }
     let wave = plan.fields.get("wave").and_then(Value::as_u64).map(|w| format!(", wave {w}")).unwrap_or_default();
     Some(format!(
-        "plan {} says it is {status}{wave}, but this home ($GUILD_HALL_HOME) never ran it: it is at work in another home, or that home was lost; nothing is done for it here. Set `status: pending` to run it again here from its first wave, or `status: cancelled` to give it up",
+        "plan {} says it is {status}{wave}, but this home ($GUILD_HALL_HOME) is not running it: it is at work in another home, or that home was lost; nothing is done for it here. Set `status: pending` to run it again here from its first wave, or `status: cancelled` to give it up",
         plan.id
     ))
 }

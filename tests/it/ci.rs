@@ -174,10 +174,16 @@ fn run_workflow(origin: &Origin, clone: &Path, name: &str) -> Run {
 
 /// How many attempts of commission `id` a home ran (each leaves its log in the runtime dir).
 fn attempts_in(home: &Path, id: &str) -> usize {
+    attempts_under(home, &format!("commissions/{id}"))
+}
+
+/// How many attempts a home ran of what has its runtime dir at `dir` under its project's
+/// (`commissions/<id>`, `plans/<plan>/tasks/<slug>`).
+pub(crate) fn attempts_under(home: &Path, dir: &str) -> usize {
     let Ok(projects) = std::fs::read_dir(home.join("state")) else { return 0 };
     projects
         .flatten()
-        .filter_map(|p| std::fs::read_dir(p.path().join("commissions").join(id)).ok())
+        .filter_map(|p| std::fs::read_dir(p.path().join(dir)).ok())
         .flatten()
         .flatten()
         .filter(|f| f.file_name().to_string_lossy().starts_with("attempt-") && f.file_name().to_string_lossy().ends_with(".log"))

@@ -4,19 +4,11 @@
 
 use std::path::Path;
 
-use crate::ci::{run_guild_hall, Origin};
+use crate::ci::{attempts_under, run_guild_hall, Origin};
 
-/// Runs of the wave task `slug` of a home's plans (each attempt leaves its log in its
-/// runtime dir).
+/// Runs of the wave task `slug` of plan `built` in a home.
 fn task_attempts(home: &Path, slug: &str) -> usize {
-    let Ok(projects) = std::fs::read_dir(home.join("state")) else { return 0 };
-    projects
-        .flatten()
-        .filter_map(|p| std::fs::read_dir(p.path().join("plans/built/tasks").join(slug)).ok())
-        .flatten()
-        .flatten()
-        .filter(|f| f.file_name().to_string_lossy().starts_with("attempt-") && f.file_name().to_string_lossy().ends_with(".log"))
-        .count()
+    attempts_under(home, &format!("plans/built/tasks/{slug}"))
 }
 
 #[test]

@@ -30,9 +30,9 @@ fn a_plan_whose_record_is_removed_while_its_task_runs_here_is_resumed_and_its_re
     std::fs::remove_file(plan_state(&p, "slow").join("record.json")).expect("remove the record");
 
     let status = p.ok(&["status"]);
-    assert!(!status.contains("never ran it"), "the home holds its runtime: it is this home's plan:\n{status}");
+    assert!(!status.contains("another home"), "the home holds its runtime: it is this home's plan:\n{status}");
     let (_, check, _) = p.run(&["check"]);
-    assert!(!check.contains("never ran it"), "{check}");
+    assert!(!check.contains("another home"), "{check}");
     assert_eq!(show(&p, "slow")["tasks"][0]["state"], "running", "not queued: its attempt runs here");
 
     p.pass_until("the plan completes", |p| show(p, "slow")["status"] == "completed");
@@ -77,4 +77,28 @@ fn an_older_halted_record_never_rewrites_a_plan_finished_in_another_home() {
     p.ok(&["reconcile", "--once"]);
     let artifact = std::fs::read_to_string(p.root.join(".lore/plans/stuck2.md")).expect("read");
     assert!(artifact.contains("status: halted") && artifact.contains("task-1: failed"), "{artifact}");
+}
+
+#[test]
+fn an_older_halted_record_never_rewrites_a_plan_another_home_runs_again() {
+    let p = Project::new(&["mason"]);
+    let head = "---\ntitle: again\nwaves:\n  - - {id: t, worker: mason, prompt: \"fail\"}\n";
+    write_plan(&p, "again", &format!("{head}---\n"));
+    p.settle();
+    assert_eq!(show(&p, "again")["status"], "halted");
+
+    // What a teammate's retry commits while its attempt 2 runs there.
+    let timeline = p.root.join(".lore/plans/again.timeline.jsonl");
+    let log = std::fs::read_to_string(&timeline).expect("timeline");
+    let update = log.lines().find(|l| l.contains("\"key\":\"update:again:exec:wave-1:task-1:1:")).expect("attempt 1's update");
+    let second = update.replace("task-1:1:", "task-1:2:").replace("\"attempt\":1", "\"attempt\":2");
+    std::fs::write(&timeline, format!("{log}{second}\n")).expect("write");
+    let running = format!("{head}status: running\nwave: 1\ntasks:\n  again:exec:wave-1:task-1: running\n---\n");
+    write_plan(&p, "again", &running);
+
+    let status = p.ok(&["status"]);
+    assert!(status.contains("another home"), "{status}");
+    p.ok(&["reconcile", "--once"]);
+    let artifact = std::fs::read_to_string(p.root.join(".lore/plans/again.md")).expect("read");
+    assert_eq!(artifact, running, "left as the other home wrote it");
 }
