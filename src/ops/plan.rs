@@ -54,14 +54,15 @@ pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
     })
 }
 
-/// What this home knows of plan `plan`: its record, else — a plan its file says is over, in a
-/// home that never ran it — what the reconciler takes from the file ([`PlanRecord::adopt`]).
+/// What this home knows of plan `plan`: its record, or the one it takes when its own says less
+/// than the file and git ([`crate::plan::observe::known`]), else — a plan its file says is
+/// over, in a home that never ran it — what the reconciler takes from the file
+/// ([`PlanRecord::adopt`]).
 pub fn record(home: &Home, project: &Project, plan: &Plan) -> Result<Option<PlanRecord>> {
-    if let Some(r) = crate::plan::observe::record(home, project, &plan.id)? {
-        return Ok(Some(r));
-    }
+    let own = crate::plan::observe::record(home, project, &plan.id)?;
     let keys = crate::activity::timeline::keys(&crate::activity::timeline::path_for(&plan.path))?;
-    Ok(PlanRecord::adopt(plan, &keys))
+    let (known, _) = crate::plan::observe::known(home, project, plan, own, &keys);
+    Ok(known.or_else(|| PlanRecord::adopt(plan, &keys)))
 }
 
 /// Where plan `plan` is: what the reconciler recorded, else what its file says.

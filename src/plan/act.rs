@@ -37,15 +37,7 @@ fn task_state(ctx: &Ctx<'_, Catalog>, plan: &str, task: &Task) -> StateDir {
 pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update { update } => apply(ctx, update),
-        Action::StartWave { update, wave } => {
-            let mut u = update.clone();
-            let repo = crate::activity::git::open(&ctx.project.root)?;
-            let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?.id().to_string();
-            if let Some(r) = &mut u.record {
-                r.bases.entry(*wave).or_insert(tip);
-            }
-            apply(ctx, &u)
-        }
+        Action::StartWave { update, wave } => start_wave(ctx, update, *wave),
         Action::StartTask { update, task, attempt } => start_task(ctx, update, task, *attempt),
         Action::StopTask { update, task, attempt, kill } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
@@ -93,6 +85,39 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
             apply(ctx, update)
         }
     }
+}
+
+/// Record the integration tip as the wave's base, and take each task of the wave whose trailer
+/// is anywhere in the integration branch's history as integrated (git is the truth): a run
+/// that lost its record (a CI run that timed out, a fresh clone) never runs finished work
+/// again nor lands it twice. The history is read once here, not per task nor per pass.
+fn start_wave(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Outcome> {
+    let mut u = update.clone();
+    let repo = crate::activity::git::open(&ctx.project.root)?;
+    let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?.id();
+    let Some(mut record) = u.record.take() else { return apply(ctx, &u) };
+    record.bases.entry(wave).or_insert(tip.to_string());
+    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let landed = crate::activity::merge::trailers_in_history(&repo, &[tip], &[], &names::wave_trailer_prefix(&plan.id, wave))
+        .with_context(|| format!("reading the task trailers on {}", ctx.integration()))?;
+    let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+    let mut ig = Integration::new(&plan, wave, now, u.clone(), record.clone());
+    let mut any = false;
+    for t in plan.waves.get(wave - 1).into_iter().flatten() {
+        let trailer = names::task_trailer(&t.canonical);
+        if ig.integrated(t) {
+            continue;
+        }
+        if let Some((oid, _)) = landed.iter().find(|(_, line)| *line == trailer) {
+            ig.landed(t, &oid.to_string(), None);
+            any = true;
+        }
+    }
+    if any {
+        return apply(ctx, &ig.progress());
+    }
+    u.record = Some(record);
+    apply(ctx, &u)
 }
 
 /// Stop `attempt` in `state` — only a shim proven the attempt's is signalled — then apply the

@@ -5,7 +5,8 @@
 //! before anything follows its attempt; Kiln's resume classes, with a dead or orphaned task run
 //! again. A status a person writes is a request, validated against the
 //! record as for commissions; a home with no record takes a finished plan from its artifact
-//! ([`PlanRecord::adopt`]) and leaves one at work in another home alone ([`elsewhere`]).
+//! ([`PlanRecord::adopt`]) and leaves one at work in another home alone ([`elsewhere`]); a
+//! record lost or older than the artifact is replaced as `observe::known` finds.
 //! Snapshot in, actions out; and what the copy-back of a wave finds means for the plan
 //! ([`Integration`]: act reports, this decides).
 
@@ -71,6 +72,13 @@ pub struct TaskRecord {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+impl TaskRecord {
+    /// A task of a started wave that has not run yet.
+    pub fn queued() -> TaskRecord {
+        TaskRecord { state: TaskState::Queued, attempt: 0, reason: None, sequence: 0, stop_sent: false, reruns: 0 }
+    }
 }
 
 /// Reruns of a task whose attempt died or lost its worktree before it fails instead: a task
@@ -163,7 +171,11 @@ pub struct Live {
 #[derive(Debug, Clone)]
 pub struct Observed {
     pub plan: Plan,
+    /// The record this home works from: its own, or the one it takes ([`Observed::taken`]).
     pub record: Option<PlanRecord>,
+    /// `record` is not this home's file but what it takes from the artifact
+    /// ([`super::observe::known`]): written by the first pass.
+    pub taken: bool,
     pub tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
     pub verify_exit: Option<ExitInfo>,
@@ -228,7 +240,7 @@ impl PlanRecord {
     }
 
     /// The record the artifact describes, whatever its status (`None` without one).
-    fn as_written(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
+    pub fn as_written(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
         let status = plan.status?;
         let mut record = PlanRecord::fresh();
         record.status = status;
@@ -259,7 +271,7 @@ pub fn elsewhere(plan: &Plan, record: Option<&PlanRecord>) -> Option<String> {
     }
     let wave = plan.fields.get("wave").and_then(Value::as_u64).map(|w| format!(", wave {w}")).unwrap_or_default();
     Some(format!(
-        "plan {} says it is {status}{wave}, but this home ($GUILD_HALL_HOME) never ran it: it is at work in another home, or that home was lost; nothing is done for it here. Set `status: pending` to run it again here from its first wave, or `status: cancelled` to give it up",
+        "plan {} says it is {status}{wave}, but this home ($GUILD_HALL_HOME) is not running it: it is at work in another home, or that home was lost; nothing is done for it here. Set `status: pending` to run it again here from its first wave, or `status: cancelled` to give it up",
         plan.id
     ))
 }
@@ -704,14 +716,7 @@ impl<'a> Step<'a> {
             .then(|| reason.to_string());
     }
     fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<String>) {
-        let r = self.record.tasks.entry(t.canonical.clone()).or_insert(TaskRecord {
-            state: TaskState::Queued,
-            attempt: 0,
-            reason: None,
-            sequence: 0,
-            stop_sent: false,
-            reruns: 0,
-        });
+        let r = self.record.tasks.entry(t.canonical.clone()).or_insert_with(TaskRecord::queued);
         if r.state != to {
             let key = format!("task:{}:{}:{}", t.canonical, r.attempt, to.as_str());
             let fields = json!({"task": t.canonical, "label": t.label, "state": to.as_str(), "attempt": r.attempt, "reason": reason});
@@ -738,7 +743,7 @@ impl<'a> Step<'a> {
         if self.o.plan.desired.is_some() {
             self.remove("desired");
         }
-        let record = (self.dirty || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
+        let record = (self.dirty || self.o.taken || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
         Update {
             plan: self.o.plan.id.clone(),
             expect_hash: self.o.plan.hash,
@@ -1003,6 +1008,11 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         fold_mail(&mut st, ot);
     }
     match st.record.status {
+        Running if o.taken && !st.record.bases.contains_key(&w) => {
+            // A record taken from the artifact, no task worktree to find the wave's base from:
+            // the base is the tip now (and what landed of the wave is taken as integrated).
+            Some(Action::StartWave { update: st.finish(), wave: w })
+        }
         Running => {
             // Attempts that ended; workers at work held to the liveness rules.
             for ot in o.tasks.iter().filter(|t| t.task.wave == w) {

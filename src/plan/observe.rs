@@ -2,7 +2,8 @@
 //! worker at work (signs of life) and worktree (as made for it, as `git worktree list` has
 //! it), the latest verify run and fix-forward commission, into the decider's [`Snapshot`].
 //! A task's or verify's processes are judged as a commission's ([`liveness::attempt`]): a
-//! run record that cannot be trusted is a problem naming its file. Read-only.
+//! run record that cannot be trusted is a problem naming its file; the record this home takes
+//! when its own is lost or older than the artifact ([`known`]). Read-only.
 
 use anyhow::Result;
 
@@ -77,6 +78,83 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRec
     read_json(&StateDir(home.plan_state(&project.name, id)).record())
 }
 
+/// The record this home works from for the plan, from its own (`own`) and what is known
+/// (`keys`: its timeline's keys), and whether it is taken rather than its own (written by the
+/// first pass):
+/// - none of its own, while the artifact says the plan is at work and this home holds its
+///   runtime (its state dir, a task's worktree): the plan is this home's, its record lost
+///   (removed, as the message for a corrupt one says to). Taken: the record the artifact
+///   describes, with the current wave's base found again from a task's worktree, so the tasks
+///   are resumed or failed here;
+/// - its own, while the artifact names work this home never ran (a task attempt past the
+///   record's, or a task integrated that the record does not have whose trailer is on the
+///   integration branch) with another status: the plan went on in another home. Over there
+///   (completed, halted, failed, cancelled): taken, the artifact's record; at work there
+///   (running, verifying, attempts past the record's): none, the plan is another home's
+///   ([`super::decide::elsewhere`]). The artifact is never rewritten back to this home's record.
+pub fn known(home: &Home, project: &Project, plan: &Plan, own: Option<PlanRecord>, keys: &BTreeSet<String>) -> (Option<PlanRecord>, bool) {
+    let Some(r) = own else {
+        let at_work = super::decide::elsewhere(plan, None).is_some();
+        let here = || {
+            home.plan_state(&project.name, &plan.id).is_dir() || plan.tasks().any(|t| home.task_worktree(&project.name, &t.slug()).exists())
+        };
+        let Some(mut r) = at_work.then(here).filter(|h| *h).and_then(|_| PlanRecord::as_written(plan, keys)) else { return (None, false) };
+        if let Some(base) = plan.waves.get(r.wave.wrapping_sub(1)).into_iter().flatten().find_map(|t| base_from(home, project, &plan.id, t))
+        {
+            r.bases.insert(r.wave, base);
+        }
+        return (Some(r), true);
+    };
+    if plan.status.is_none_or(|s| s == r.status) {
+        return (Some(r), false);
+    }
+    // Attempts as the timeline names them (not as a record taken from it counts them): a
+    // task's moves (`task:<task>:<attempt>:<state>`, the attempt it had when it moved) and its
+    // workers' updates (`update:<task>:<attempt>:…`).
+    let logged = |c: &str| {
+        let (moved, updated) = (format!("task:{c}:"), format!("update:{c}:"));
+        keys.iter()
+            .filter_map(|k| k.strip_prefix(&moved).or_else(|| k.strip_prefix(&updated))?.split(':').next()?.parse::<u32>().ok())
+            .max()
+            .unwrap_or(0)
+    };
+    let past = plan.tasks().any(|t| logged(&t.canonical) > r.tasks.get(&t.canonical).map_or(0, |o| o.attempt));
+    if past && super::decide::elsewhere(plan, None).is_some() {
+        return (None, false);
+    }
+    let Some(theirs) = PlanRecord::adopt(plan, keys) else { return (Some(r), false) };
+    let integrated: Vec<&String> = theirs
+        .tasks
+        .iter()
+        .filter(|(c, t)| t.state == TaskState::Integrated && r.tasks.get(*c).is_none_or(|o| o.state != TaskState::Integrated))
+        .map(|(c, _)| c)
+        .collect();
+    let landed = || -> Option<bool> {
+        let repo = crate::activity::git::open(&project.root).ok()?;
+        let tip = repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok()?.get().peel_to_commit().ok()?.id();
+        let prefix = format!("{}{}:", crate::activity::names::TRAILERS[2], plan.id);
+        let found = crate::activity::merge::trailers_in_history(&repo, &[tip], &[], &prefix).ok()?;
+        Some(integrated.iter().any(|c| found.iter().any(|(_, l)| *l == crate::activity::names::task_trailer(c))))
+    };
+    if past || (!integrated.is_empty() && landed() == Some(true)) {
+        return (Some(theirs), true);
+    }
+    (Some(r), false)
+}
+
+/// The base a task's worktree was made from: where its HEAD meets the integration branch (a
+/// worker's own commit is found out by the copy-back's protocol check, never taken as a base).
+fn base_from(home: &Home, project: &Project, plan: &str, t: &crate::artifact::plan::Task) -> Option<String> {
+    let rec: WorktreeRecord = read_json(&StateDir(home.task_state(&project.name, plan, &t.slug())).worktree()).ok()??;
+    if !made_for(project, &rec, &home.task_worktree(&project.name, &t.slug())) {
+        return None;
+    }
+    let head = git2::Oid::from_str(std::fs::read_to_string(rec.admin.join("HEAD")).ok()?.trim()).ok()?;
+    let repo = crate::activity::git::open(&project.root).ok()?;
+    let tip = repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok()?.get().peel_to_commit().ok()?.id();
+    repo.merge_base(head, tip).ok().map(|b| b.to_string())
+}
+
 fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, git: &mut Worktrees) -> Result<Observed, Vec<Problem>> {
     let problem = |msg: String| vec![Problem::new(path, 1, 1, msg)];
     let text = crate::artifact::read_regular(path).map_err(|e| problem(crate::artifact::Wording::PLAN.problem(&e)))?;
@@ -85,6 +163,9 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let record: Option<PlanRecord> = read_json(&state.record()).map_err(|e| {
         problem(format!("its runtime record is corrupt ({e:#}); nothing is done for this plan until it is repaired or removed"))
     })?;
+    let timeline_keys =
+        crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
+    let (record, taken) = known(home, project, &plan, record, &timeline_keys);
     let boot = crate::worker::shim::boot_id();
     let mut tasks = Vec::new();
     for t in plan.tasks() {
@@ -138,11 +219,10 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             .ok()?
             .status
     });
-    let timeline_keys =
-        crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
     Ok(Observed {
         plan,
         record,
+        taken,
         tasks,
         verify_exit,
         verify_started,

@@ -10,8 +10,9 @@ use serde_json::Value;
 
 use crate::common::{copy_dir, examples, git};
 
-/// A bare origin whose `main` holds the scribe worker and the pending commissions given, and
-/// the temp dir that holds it and everything the test makes (clones, homes).
+/// A bare origin whose `main` holds the scribe, sleeper and mason workers and the pending
+/// commissions given, and the temp dir that holds it and everything the test makes (clones,
+/// homes).
 pub(crate) struct Origin {
     pub(crate) tmp: tempfile::TempDir,
     pub(crate) bare: PathBuf,
@@ -32,7 +33,7 @@ impl Origin {
         git(&seed, &["config", "user.name", "Test Person"]);
         git(&seed, &["config", "user.email", "person@example.com"]);
         std::fs::write(seed.join("README.md"), "# demo\n").expect("write");
-        for worker in ["scribe", "sleeper"] {
+        for worker in ["scribe", "sleeper", "mason"] {
             copy_dir(&examples().join(worker), &seed.join(format!(".lore/workers/{worker}")));
         }
         for id in ids {
@@ -54,7 +55,7 @@ impl Origin {
 
     /// A person's commit of `path` (written with `content`) on top of origin's `from`, pushed
     /// to origin's `branch`.
-    fn commit_on(&self, branch: &str, from: &str, path: &str, content: &str) {
+    pub(crate) fn commit_on(&self, branch: &str, from: &str, path: &str, content: &str) {
         let dir = self.tmp.path().join(format!("person-{}", path.replace('/', "_")));
         git(self.tmp.path(), &["clone", "-q", self.bare.to_str().expect("utf8"), dir.to_str().expect("utf8")]);
         git(&dir, &["config", "user.name", "Test Person"]);
@@ -173,10 +174,16 @@ fn run_workflow(origin: &Origin, clone: &Path, name: &str) -> Run {
 
 /// How many attempts of commission `id` a home ran (each leaves its log in the runtime dir).
 pub(crate) fn attempts_in(home: &Path, id: &str) -> usize {
+    attempts_under(home, &format!("commissions/{id}"))
+}
+
+/// How many attempts a home ran of what has its runtime dir at `dir` under its project's
+/// (`commissions/<id>`, `plans/<plan>/tasks/<slug>`).
+pub(crate) fn attempts_under(home: &Path, dir: &str) -> usize {
     let Ok(projects) = std::fs::read_dir(home.join("state")) else { return 0 };
     projects
         .flatten()
-        .filter_map(|p| std::fs::read_dir(p.path().join("commissions").join(id)).ok())
+        .filter_map(|p| std::fs::read_dir(p.path().join(dir)).ok())
         .flatten()
         .flatten()
         .filter(|f| f.file_name().to_string_lossy().starts_with("attempt-") && f.file_name().to_string_lossy().ends_with(".log"))
@@ -269,7 +276,7 @@ pub(crate) fn guild_hall(tmp: &Path, dir: &Path, args: &[&str]) -> (i32, String,
 /// [`guild_hall`] as pid 1 of a pid namespace of its own: whatever it leaves running (a
 /// worker still at work when its run ends, as on a CI runner that is thrown away) is killed
 /// when it exits.
-fn run_guild_hall(tmp: &Path, dir: &Path, args: &[&str], namespaced: bool) -> (i32, String, String) {
+pub(crate) fn run_guild_hall(tmp: &Path, dir: &Path, args: &[&str], namespaced: bool) -> (i32, String, String) {
     let home = tmp.join(format!("home-{}", dir.file_name().expect("name").to_string_lossy()));
     let user_home = tmp.join("user-home");
     std::fs::create_dir_all(&user_home).expect("mkdir");

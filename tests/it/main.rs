@@ -5,6 +5,7 @@
 mod apply;
 mod check_truth;
 mod ci;
+mod ci_waves;
 mod claude_code;
 mod clone_truth;
 mod common;
@@ -27,6 +28,7 @@ mod meetings;
 mod merge;
 mod merge_trust;
 mod output_trust;
+mod plan_truth;
 mod robustness;
 mod rpc;
 mod rpc_catalogue;

@@ -6,7 +6,7 @@
 use serde_json::json;
 use serde_yaml_ng::Value;
 
-use super::{PlanRecord, TaskState, Update};
+use super::{PlanRecord, TaskRecord, TaskState, Update};
 use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
@@ -69,9 +69,7 @@ impl<'a> Integration<'a> {
     /// The task's commit is on the integration branch (`changes`: how many it copied, when
     /// this copy-back made it).
     pub fn landed(&mut self, t: &Task, commit: &str, changes: Option<usize>) {
-        if let Some(r) = self.record.tasks.get_mut(&t.canonical) {
-            r.state = TaskState::Integrated;
-        }
+        self.record.tasks.entry(t.canonical.clone()).or_insert_with(TaskRecord::queued).state = TaskState::Integrated;
         let mut fields = json!({"task": t.canonical, "state": "integrated", "commit": commit});
         if let Some(n) = changes {
             fields["changes"] = n.into();

@@ -69,6 +69,7 @@ pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
     Observed {
         plan,
         record,
+        taken: false,
         tasks,
         verify_exit: None,
         verify_started: None,
