@@ -71,7 +71,8 @@ pub fn run(
     let meeting = super::observe::load(project, id)?;
     let record = super::observe::record(home, project, id)?;
     let state = StateDir(home.meeting_state(&project.name, id));
-    if let Some(away) = super::decide::elsewhere(&meeting, record.as_ref()) {
+    let held_here = !crate::activity::ids::runtime(home, project, crate::activity::kind::Name::Meeting, id).is_empty();
+    if let Some(away) = super::decide::elsewhere(&meeting, record.as_ref(), held_here) {
         bail!("{away}");
     }
     match (record.as_ref().map(|r| r.status), meeting.effective_status()) {

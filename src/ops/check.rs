@@ -71,7 +71,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         meetings
             .meetings
             .iter()
-            .filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref())?))),
+            .filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref(), o.held_here)?))),
     );
     unsettled.extend(
         plans

@@ -11,6 +11,7 @@ mod cycles_trust;
 mod editor;
 mod endpoint_trust;
 mod gc;
+mod home_truth;
 mod git_trust;
 mod git_truth;
 mod ids;

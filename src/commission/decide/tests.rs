@@ -416,6 +416,7 @@ fn an_attempt_under_way_in_another_home_is_left_alone() {
             branch: Some("claude/commission/c+2".into()),
             landed: Some(false),
             integration: "claude/main".into(),
+            ran_here: None,
         });
         let p = decide(&snapshot(vec![o.clone()]));
         assert!(p.actions.is_empty(), "{status}: {:?}", p.actions);
