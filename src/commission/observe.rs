@@ -55,6 +55,11 @@ pub struct Observed {
     /// trace of it (`activity::ids::runtime`), or a record of older attempts only: another
     /// home's attempt. Nothing is done for it here.
     pub elsewhere: Option<Elsewhere>,
+    /// The artifact says an attempt is under way, this home holds no record of it (its record
+    /// or state dir was deleted) and a process works in its worktree: left alone until that
+    /// process is gone (then it fails, `process lost on restart`, its work secured on its
+    /// branch), never cleaned up under a running worker.
+    pub unrecorded_worker: bool,
     /// The first attempt past every one this home and the artifact know of whose branch does
     /// not exist (`activity::ids::first_free_attempt`): a dispatch never reuses a branch made
     /// elsewhere. Looked up only for a commission that may be dispatched in this pass.
@@ -123,6 +128,7 @@ impl Observed {
             worktree_exists: false,
             missing_deps: Vec::new(),
             elsewhere: None,
+            unrecorded_worker: false,
             free_attempt: None,
         }
     }
@@ -477,12 +483,17 @@ fn observe_one(
             // An attempt after every one this home ran; unless this home's own update of it
             // waits to be settled (a pass killed between the artifact and the record).
             Some(r) => {
-                obs.artifact.attempt() > r.attempt
-                    && !crate::activity::apply::intent_path(home, project, Name::Commission, id).exists()
+                obs.artifact.attempt() > r.attempt && !crate::activity::apply::intent_path(home, project, Name::Commission, id).exists()
             }
         };
         if away {
             obs.elsewhere = Some(elsewhere(project, &obs.artifact, obs.record.as_ref().map(|r| r.attempt), trailers));
+        } else if obs.record.is_none() {
+            // This home's attempt, with its record (and maybe its whole state dir) gone: no
+            // run record to watch its worker by, but one working in its worktree is found.
+            let worktree = home.worktree(&project.name, id);
+            obs.worktree_exists = worktree.exists();
+            obs.unrecorded_worker = obs.worktree_exists && shim::working_in(&worktree);
         }
     }
     let may_dispatch = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked))

@@ -78,6 +78,11 @@ pub fn run(
     match (record.as_ref().map(|r| r.status), meeting.effective_status()) {
         (Some(MeetingStatus::Open), MeetingStatus::Open) => {}
         (Some(MeetingStatus::Open), MeetingStatus::Closed) => bail!("meeting {id} is closing; no more turns"),
+        // Asked to be open, or opened by a pass that stopped before recording it: a pass
+        // finishes (or carries out) the opening.
+        (None, MeetingStatus::Open) => bail!(
+            "meeting {id} is not open in this home yet: its opening is not finished; run `guild-hall reconcile --once` (or let `guild-hall watch` run), then send again"
+        ),
         (_, st) => bail!(
             "meeting {id} is not open (it is {st}{}); {}",
             meeting.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default(),

@@ -67,12 +67,9 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
             Some(at_key(&o.artifact.path, "status", format!("commission {}: {}", o.artifact.id, o.elsewhere.as_ref()?.describe())))
         })
         .collect();
-    unsettled.extend(
-        meetings
-            .meetings
-            .iter()
-            .filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref(), o.held_here)?))),
-    );
+    unsettled.extend(meetings.meetings.iter().filter_map(|o| {
+        Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref(), o.held_here)?))
+    }));
     unsettled.extend(
         plans
             .plans

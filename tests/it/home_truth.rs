@@ -93,7 +93,7 @@ fn a_later_attempt_of_another_home_is_left_alone_while_active_and_adopted_once_f
 #[test]
 fn a_wiped_state_dir_under_a_running_worker_is_not_taken_for_another_homes() {
     let p = Project::new(&["sleeper"]);
-    let id = p.create("sleeper", "Nap", "sleep: 30");
+    let id = p.create("sleeper", "Nap", "sleep: 8");
     let out = in_pid_namespace(
         &p,
         &format!(
@@ -102,6 +102,10 @@ dispatch {id}
 rm -rf "$(dirname "$(run_json {id})")"
 echo "--- status"; "$GH" status {id} --json 2>&1 || true
 echo "--- check"; "$GH" check 2>&1 || true
+"$GH" reconcile --once >/dev/null
+echo "--- during"; grep '^status:' .lore/commissions/{id}.md
+pass_until "the attempt ended" grep -q '^status: failed' .lore/commissions/{id}.md
+echo "--- branch"; git ls-tree -r --name-only claude/commission/{id}
 "#
         ),
     );
@@ -111,6 +115,10 @@ echo "--- check"; "$GH" check 2>&1 || true
     }
     let status: serde_json::Value = serde_json::from_str(section(&out, "status")).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert!(status["elsewhere"].is_null(), "{status}");
+    // Never failed nor cleaned up under its running worker; once it ended, what it wrote is
+    // kept on its branch.
+    assert_eq!(section(&out, "during").trim(), "status: in_progress", "{out}");
+    assert!(section(&out, "branch").contains(&format!(".lore/slept/{id}.md")), "{out}");
 }
 
 #[test]
@@ -127,7 +135,9 @@ fn a_meeting_whose_opening_was_killed_before_its_record_is_this_homes() {
     assert!(!c.contains("another home") && !c.contains("never opened"), "{c}");
     let (_, o, e) = p.run(&["meeting", "send", "mt", "hello"]);
     assert!(!e.contains("another home") && !o.contains("another home"), "{o}{e}");
-    // The next pass settles the opening: clean.
+    assert!(e.contains("not open in this home yet") && e.contains("reconcile --once"), "{e}");
+    // The next pass settles the opening: clean, and the meeting talks.
     p.ok(&["reconcile", "--once"]);
     assert!(!check(&p).contains("mt.md"), "{}", check(&p));
+    p.ok(&["meeting", "send", "mt", "hello"]);
 }

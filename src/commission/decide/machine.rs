@@ -47,6 +47,13 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         return (st, Effect::None);
     }
 
+    if o.unrecorded_worker {
+        // This home's attempt, its record gone while its worker still works: nothing to watch
+        // it by, so it is left as it is until the worker ends (then it fails, below).
+        st.status = o.artifact.status.unwrap_or(st.status);
+        return (st, Effect::None);
+    }
+
     let settled = o.artifact.status.is_some_and(Status::is_terminal);
     match (o.artifact.created(), &st.record.created) {
         (Some(c), None) if !settled => st.record.created = Some(c.to_string()),
@@ -73,7 +80,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         None => match art {
             None => st.go(Status::Pending, "new commission"),
             Some(Status::Dispatched | Status::InProgress) => {
-                // Claims to run, and this home started it (its runtime dir is here) but kept no
+                // Claims to run, and this home holds a runtime trace of it (activity::ids::runtime) but no
                 // record: a pass killed before it wrote one; nothing to watch.
                 st.go(Status::Failed, "process lost on restart");
             }
@@ -103,7 +110,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 // Our own write was interrupted or dropped (or the key was deleted): write it
                 // again. `prev` is kept only until the artifact is seen to say `r.status`.
                 st.set("status", Value::String(r.status.as_str().into()));
-                if let Some(hint) = new_work_hint(o, r).filter(|_| art != r.prev) {
+                if let Some(hint) = new_work_hint(o, r).filter(|_| r.prev.is_none() || art != r.prev) {
                     let text = format!("status put back to {}: {hint}", r.status);
                     st.event("refused", format!("refused:{}:{}:status", r.attempt, o.artifact.hash), json!({"text": text}));
                     st.set("reason", Value::String(text));

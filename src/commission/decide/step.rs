@@ -153,7 +153,7 @@ impl<'a> Step<'a> {
         // nor does an attempt under way in another home (a record would claim it for this
         // one); everything else is recorded so that later status edits are validated against it.
         let adopted_unchanged = self.o.record.is_none()
-            && (self.status.is_terminal() || self.o.elsewhere.is_some())
+            && (self.status.is_terminal() || self.o.elsewhere.is_some() || self.o.unrecorded_worker)
             && self.update.events.is_empty()
             && self.record.attempt == self.o.artifact.attempt();
         if Some(&self.record) != self.o.record.as_ref() && !adopted_unchanged {
