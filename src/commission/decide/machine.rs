@@ -111,9 +111,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 // again. `prev` is kept only until the artifact is seen to say `r.status`.
                 st.set("status", Value::String(r.status.as_str().into()));
                 if let Some(hint) = new_work_hint(o, r).filter(|_| r.prev.is_none() || art != r.prev) {
-                    let text = format!("status put back to {}: {hint}", r.status);
-                    st.event("refused", format!("refused:{}:{}:status", r.attempt, o.artifact.hash), json!({"text": text}));
-                    st.set("reason", Value::String(text));
+                    st.refuse("a missing status", &format!("{} is put back; {hint}", r.status));
                 }
             } else if let Some(want) = art.filter(|a| *a != r.status) {
                 let finished_with_result = r.status.is_active() && o.proc == Proc::Dead && st.has_result();
