@@ -129,8 +129,7 @@ impl<'a> Place<'a> {
             Name::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
             Name::Plan => (project.plan_path(id), home.plan_state(&project.name, id)),
         };
-        let intent = intents(home, project).join(format!("{kind}.{id}.json"));
-        Place { home, project, kind, artifact, state, intent }
+        Place { home, project, kind, artifact, state, intent: intent_path(home, project, kind, id) }
     }
     fn fault(&self, step: u32) {
         super::fault(&format!("{}-apply", self.kind), step);
@@ -139,6 +138,11 @@ impl<'a> Place<'a> {
 
 fn intents(home: &Home, project: &Project) -> PathBuf {
     home.project_state(&project.name).join("intents")
+}
+
+/// Where an update of `kind`'s `id` that a killed pass left half-applied waits to be settled.
+pub fn intent_path(home: &Home, project: &Project, kind: Name, id: &str) -> PathBuf {
+    intents(home, project).join(format!("{kind}.{id}.json"))
 }
 
 /// An update between its timeline entries and its last state file.

@@ -1,6 +1,6 @@
 //! Whether an id is free, the one place that answers it: an id stays taken while anything of
 //! it exists — its artifact (or timeline), a branch that may hold its work, a trailer naming
-//! it on the integration branch, a runtime dir or worktree in this home — so no new work is
+//! it on the integration branch, a runtime trace in this home ([`runtime`]) — so no new work is
 //! ever handed an old id's history. Creating picks the next free id (`hello-2`) through it.
 
 use std::collections::{HashMap, HashSet};
@@ -22,7 +22,7 @@ pub enum Trace {
     Branch(String),
     /// A trailer line naming it, on the integration branch (or a remote's copy of it).
     Trailer { line: String, commit: Oid },
-    /// Its runtime dir, worktree or transcript in this home.
+    /// Its runtime dir, worktree, transcript or unsettled update in this home ([`runtime`]).
     Runtime(PathBuf),
 }
 
@@ -94,13 +94,11 @@ impl<'a> Used<'a> {
 
     /// Everything that holds `id` (empty: it is free).
     pub fn traces(&self, id: &str) -> Vec<Trace> {
-        let (home, p, name) = (self.home, self.project, &self.project.name);
-        let (artifact, runtime) = match self.kind {
-            Name::Commission => (p.commission_path(id), vec![home.commission_state(name, id), home.worktree(name, id)]),
-            Name::Meeting => {
-                (p.meeting_path(id), vec![home.meeting_state(name, id), home.meeting_worktree(name, id), home.transcript(name, id)])
-            }
-            Name::Plan => (p.plan_path(id), vec![home.plan_state(name, id), home.verify_worktree(name, id)]),
+        let p = self.project;
+        let artifact = match self.kind {
+            Name::Commission => p.commission_path(id),
+            Name::Meeting => p.meeting_path(id),
+            Name::Plan => p.plan_path(id),
         };
         let timeline = super::timeline::path_for(&artifact);
         let mut found: Vec<Trace> = [artifact, timeline].into_iter().filter(|f| f.symlink_metadata().is_ok()).map(Trace::File).collect();
@@ -110,7 +108,7 @@ impl<'a> Used<'a> {
         if let Some((line, commit)) = self.trailers.get(id) {
             found.push(Trace::Trailer { line: line.clone(), commit: *commit });
         }
-        found.extend(runtime.into_iter().filter(|d| d.symlink_metadata().is_ok()).map(Trace::Runtime));
+        found.extend(runtime(self.home, p, self.kind, id).into_iter().map(Trace::Runtime));
         found
     }
 
@@ -132,6 +130,22 @@ impl<'a> Used<'a> {
             .find(|c| !also_taken.contains(c) && self.traces(c).is_empty())
             .unwrap_or_else(|| base.to_string())
     }
+}
+
+/// What this home holds of `kind`'s `id` at run time — its state dir, worktree, transcript, an
+/// update a killed pass left to settle (`intents/<kind>.<id>.json`) — that exists: the one
+/// answer to "did this home start it?". Empty: this home holds no record and no runtime trace
+/// of it (work under way there is another home's, or one whose home was lost).
+pub fn runtime(home: &Home, project: &Project, kind: Name, id: &str) -> Vec<PathBuf> {
+    let name = &project.name;
+    let mut paths = match kind {
+        Name::Commission => vec![home.commission_state(name, id), home.worktree(name, id)],
+        Name::Meeting => vec![home.meeting_state(name, id), home.meeting_worktree(name, id), home.transcript(name, id)],
+        Name::Plan => vec![home.plan_state(name, id), home.verify_worktree(name, id)],
+    };
+    paths.push(super::apply::intent_path(home, project, kind, id));
+    paths.retain(|d| d.symlink_metadata().is_ok());
+    paths
 }
 
 /// The ids named by `kind`'s trailers in the history of `tips`, with the newest line of each.

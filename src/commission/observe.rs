@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 
+use crate::activity::kind::Name;
 use crate::activity::state::{ExitInfo, Heartbeat, Record, RunInfo, Sample, StateDir};
 use crate::artifact::{Commission, Problem, Status};
 use crate::config::{Home, Project};
@@ -50,13 +51,19 @@ pub struct Observed {
     pub worktree_exists: bool,
     /// Dependencies not on the integration branch.
     pub missing_deps: Vec<String>,
-    /// The artifact says an attempt is under way, but this home holds neither a record nor a
-    /// runtime dir of it: another home's attempt. Nothing is done for it here.
+    /// The artifact says an attempt is under way, but this home holds no record and no runtime
+    /// trace of it (`activity::ids::runtime`), or a record of older attempts only: another
+    /// home's attempt. Nothing is done for it here.
     pub elsewhere: Option<Elsewhere>,
     /// The artifact says it is still to run, while the integration branch's copy of it says
     /// it ended there, and this home holds no record of it: settled on the integration branch.
     /// Nothing is done for it here, and the checkout's file is left as it is.
     pub integrated: Option<Integrated>,
+    /// The artifact says an attempt is under way, this home holds no record of it (its record
+    /// or state dir was deleted) and a process works in its worktree: left alone until that
+    /// process is gone (then it fails, `process lost on restart`, its work secured on its
+    /// branch), never cleaned up under a running worker.
+    pub unrecorded_worker: bool,
     /// The first attempt past every one this home and the artifact know of whose branch does
     /// not exist, nor (with no record here) its trailer on the integration branch
     /// (`activity::ids::first_free_attempt`): a dispatch never reuses a branch or a trailer made
@@ -65,7 +72,8 @@ pub struct Observed {
 }
 
 /// What is known of a commission its artifact says is dispatched or in progress while this
-/// home never started it (no record, no runtime dir): an attempt in flight in another home, or
+/// home holds nothing of that attempt (no record and no runtime trace, or a record of older
+/// attempts only): an attempt in flight in another home, or
 /// one whose home was lost. Only a person can tell which, so it is reported (`status`,
 /// `check`), never "repaired" on a guess.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +85,9 @@ pub struct Elsewhere {
     /// looked for (a reconcile pass needs only to leave it alone).
     pub landed: Option<bool>,
     pub integration: String,
+    /// The last attempt this home ran (its record's), older than this one; `None`: this home
+    /// holds no record and no runtime trace of the commission.
+    pub ran_here: Option<u32>,
 }
 
 impl Elsewhere {
@@ -88,8 +99,14 @@ impl Elsewhere {
             Some(false) => format!("; its work is not on {} (no trailer of it there)", self.integration),
             None => String::new(),
         };
+        // Said as what this home holds, not as what happened: a home that lost its state dir
+        // cannot know it once started the attempt.
+        let here = match self.ran_here {
+            None => "this home ($GUILD_HALL_HOME) holds no record and no runtime trace of it".to_string(),
+            Some(n) => format!("this home ($GUILD_HALL_HOME) ran attempts up to {n} only"),
+        };
         format!(
-            "{} in another home: attempt {}{on}{work}. This home ($GUILD_HALL_HOME) never started it, so nothing is done for it here. Set `status: pending` to run it again here, or `status: cancelled` to give it up",
+            "{} in another home: attempt {}{on}{work}. {here}, so nothing is done for it here. Set `status: pending` to run it again here, or `status: cancelled` to give it up",
             self.status, self.attempt
         )
     }
@@ -149,6 +166,7 @@ impl Observed {
             missing_deps: Vec::new(),
             elsewhere: None,
             integrated: None,
+            unrecorded_worker: false,
             free_attempt: None,
         }
     }
@@ -529,8 +547,25 @@ fn observe_one(
             .cloned()
             .collect();
     }
-    if obs.record.is_none() && obs.artifact.status.is_some_and(Status::is_active) && !state.0.exists() {
-        obs.elsewhere = Some(elsewhere(project, &obs.artifact, trailers.for_elsewhere.then_some(trailers)));
+    if obs.artifact.status.is_some_and(Status::is_active) {
+        let id = &obs.artifact.id;
+        let away = match &obs.record {
+            None => crate::activity::ids::runtime(home, project, Name::Commission, id).is_empty(),
+            // An attempt after every one this home ran; unless this home's own update of it
+            // waits to be settled (a pass killed between the artifact and the record).
+            Some(r) => {
+                obs.artifact.attempt() > r.attempt && !crate::activity::apply::intent_path(home, project, Name::Commission, id).exists()
+            }
+        };
+        if away {
+            obs.elsewhere = Some(elsewhere(project, &obs.artifact, obs.record.as_ref().map(|r| r.attempt), trailers.for_elsewhere.then_some(trailers)));
+        } else if obs.record.is_none() {
+            // This home's attempt, with its record (and maybe its whole state dir) gone: no
+            // run record to watch its worker by, but one working in its worktree is found.
+            let worktree = home.worktree(&project.name, id);
+            obs.worktree_exists = worktree.exists();
+            obs.unrecorded_worker = obs.worktree_exists && shim::working_in(&worktree);
+        }
     }
     let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));
     if let (true, Some(repo), Some(tree)) = (to_run && obs.record.is_none(), repo, integration_tree) {
@@ -558,7 +593,7 @@ fn observe_one(
 
 /// What git says of an attempt the artifact claims is under way in another home (whether it
 /// landed: only with `trailers`).
-fn elsewhere(project: &Project, artifact: &Commission, trailers: Option<&Trailers>) -> Elsewhere {
+fn elsewhere(project: &Project, artifact: &Commission, ran_here: Option<u32>, trailers: Option<&Trailers>) -> Elsewhere {
     let integration = project.config.integration_branch.clone();
     let attempt = artifact.attempt();
     let trailer = crate::activity::names::commission_trailer(&artifact.id, attempt);
@@ -569,6 +604,7 @@ fn elsewhere(project: &Project, artifact: &Commission, trailers: Option<&Trailer
         branch: artifact.str_field("branch").map(str::to_string),
         landed,
         integration,
+        ran_here,
     }
 }
 

@@ -47,6 +47,9 @@ pub struct Observed {
     pub opened: bool,
     /// Why its worker cannot meet, if it cannot (unknown package, no `meeting` capability).
     pub worker_problem: Option<String>,
+    /// This home holds a runtime trace of it (`activity::ids::runtime`: its state dir,
+    /// worktree, transcript, or an update a killed pass left to settle).
+    pub held_here: bool,
 }
 
 /// Everything the meeting decider needs.
@@ -319,16 +322,19 @@ fn admit(s: &Snapshot, o: &Observed, open: &[String]) -> Result<(), String> {
 }
 
 /// What this home knows of a meeting its artifact says is open, as guild-hall opened it (its
-/// `branch:` written), while the home holds no record of it: open in another home (or one
-/// that was lost). Nothing is done for it here; `check` says so, with what a person can do.
-/// A file a person writes with `status: open` and no `branch:` is a request to open it here.
-pub fn elsewhere(m: &Meeting, record: Option<&MeetingRecord>) -> Option<String> {
-    if record.is_some() || m.effective_status() != MeetingStatus::Open {
+/// `branch:` written), while the home holds no record and no runtime trace of it (`held_here`:
+/// see [`Observed::held_here`]): open in another home (or one whose home was lost). Nothing is
+/// done for it here; `check` says so, with what a person can do. A file a person writes with
+/// `status: open` and no `branch:` is a request to open it here.
+pub fn elsewhere(m: &Meeting, record: Option<&MeetingRecord>, held_here: bool) -> Option<String> {
+    if record.is_some() || held_here || m.effective_status() != MeetingStatus::Open {
         return None;
     }
     let branch = m.str_field("branch")?;
+    // Said as what this home holds, not as what happened: a home that lost its state cannot
+    // know it once opened the meeting.
     Some(format!(
-        "meeting {} is open in another home (its branch {branch}); this home ($GUILD_HALL_HOME) never opened it, so nothing is done for it here. Close it where it is open, or set `status: closed` to give it up",
+        "meeting {} is open in another home (its branch {branch}); this home ($GUILD_HALL_HOME) holds no record and no runtime trace of it, so nothing is done for it here. Close it where it is open, or set `status: closed` to give it up",
         m.id
     ))
 }
@@ -339,7 +345,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
     let mut st = Step::new(o, &s.now);
     let asked = m.effective_status();
     let had = o.record.as_ref().map(|r| r.status);
-    if elsewhere(m, o.record.as_ref()).is_some() {
+    if elsewhere(m, o.record.as_ref(), o.held_here).is_some() {
         return None;
     }
     match (had, asked) {
@@ -451,6 +457,7 @@ mod tests {
             mail_notes: vec![],
             opened: rec == Some(MeetingStatus::Open),
             worker_problem: None,
+            held_here: false,
         }
     }
 

@@ -86,6 +86,7 @@ mod tests {
             mail_notes: vec![],
             opened: had == MeetingStatus::Open,
             worker_problem: None,
+            held_here: false,
         }
     }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use super::decide::{MeetingRecord, Observed, Snapshot};
 use super::fold::{self, Folded};
+use crate::activity::kind::Name;
 use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::{Meeting, MeetingStatus, Problem};
@@ -77,7 +78,11 @@ fn observe_one(
         mail_notes: Vec::new(),
         opened,
         worker_problem,
+        held_here: false,
     };
+    if o.record.is_none() {
+        o.held_here = !crate::activity::ids::runtime(home, project, Name::Meeting, &o.meeting.id).is_empty();
+    }
     if live {
         // Paths it names are checked against the meeting's own worktree (computed from its id).
         let worktree = home.meeting_worktree(&project.name, &o.meeting.id);

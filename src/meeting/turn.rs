@@ -71,12 +71,18 @@ pub fn run(
     let meeting = super::observe::load(project, id)?;
     let record = super::observe::record(home, project, id)?;
     let state = StateDir(home.meeting_state(&project.name, id));
-    if let Some(away) = super::decide::elsewhere(&meeting, record.as_ref()) {
+    let held_here = !crate::activity::ids::runtime(home, project, crate::activity::kind::Name::Meeting, id).is_empty();
+    if let Some(away) = super::decide::elsewhere(&meeting, record.as_ref(), held_here) {
         bail!("{away}");
     }
     match (record.as_ref().map(|r| r.status), meeting.effective_status()) {
         (Some(MeetingStatus::Open), MeetingStatus::Open) => {}
         (Some(MeetingStatus::Open), MeetingStatus::Closed) => bail!("meeting {id} is closing; no more turns"),
+        // Asked to be open, or opened by a pass that stopped before recording it: a pass
+        // finishes (or carries out) the opening.
+        (None, MeetingStatus::Open) => bail!(
+            "meeting {id} is not open in this home yet: its opening is not finished; run `guild-hall reconcile --once` (or let `guild-hall watch` run), then send again"
+        ),
         (_, st) => bail!(
             "meeting {id} is not open (it is {st}{}); {}",
             meeting.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default(),

@@ -70,12 +70,9 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     // Ended on the integration branch while the checkout says it is to run: the same line as
     // the pass's note.
     unsettled.extend(snap.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact))));
-    unsettled.extend(
-        meetings
-            .meetings
-            .iter()
-            .filter_map(|o| Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref())?))),
-    );
+    unsettled.extend(meetings.meetings.iter().filter_map(|o| {
+        Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref(), o.held_here)?))
+    }));
     unsettled.extend(
         plans
             .plans

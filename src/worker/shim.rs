@@ -231,6 +231,19 @@ pub fn leftovers(run: &RunInfo) -> Vec<i32> {
     process_table().into_iter().filter(|e| e.pid > 1 && e.pid != me && !e.zombie && carries_mark(e.pid, run)).map(|e| e.pid).collect()
 }
 
+/// Whether a live process (not this one) works in `dir` or below it (its current directory):
+/// how a worker is known to be at work when the record that would name it is gone (a state
+/// dir deleted under a running attempt). Only asked in that rare case: it reads every
+/// process's `cwd` link.
+pub fn working_in(dir: &std::path::Path) -> bool {
+    let Ok(dir) = dir.canonicalize() else { return false };
+    let me = std::process::id() as i32;
+    process_table()
+        .into_iter()
+        .filter(|e| e.pid > 1 && e.pid != me && !e.zombie)
+        .any(|e| std::fs::read_link(format!("/proc/{}/cwd", e.pid)).is_ok_and(|cwd| cwd.starts_with(&dir)))
+}
+
 /// SIGKILL what [`leftovers`] found, re-checking each one's mark once it is pinned.
 pub fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
     if let Some(why) = run.implausible() {

@@ -1,7 +1,8 @@
 //! Ids are never reused: an id stays taken while anything of it exists (its artifact, a
 //! branch, a trailer on the integration branch, a runtime dir); every way of creating work
 //! picks the next free one, an id asked for by name that is taken is refused saying what holds
-//! it, and a hand-written artifact over an ended id runs as new work on a new branch.
+//! it, and a new artifact over an ended id (a `created:` of its own) runs as new work on a new
+//! branch.
 
 use std::path::PathBuf;
 
@@ -144,19 +145,21 @@ fn worker_dispatch_ids_are_unique_and_never_one_that_is_held() {
 }
 
 /// A project where commission `hello` completed, then its artifact was deleted and a new one
-/// written by hand under its id, asking for `output`.
+/// copied in (or generated) under its id, with a `created:` stamp of its own, asking for
+/// `output`. (Without a stamp of its own it is the same commission: see `home_truth`.)
 fn hello_written_over(output: &str) -> (Project, String) {
     let p = Project::new(&["scribe"]);
     let id = p.create("scribe", "Hello", "output: .lore/reports/one.md");
     p.settle();
     assert_eq!(p.status(&id), "completed");
     std::fs::remove_file(p.artifact_path(&id)).expect("rm");
-    p.write_commission(&id, &format!("---\nworker: scribe\nstatus: pending\n---\noutput: {output}\n"));
+    let text = format!("---\nworker: scribe\nstatus: pending\ncreated: 2030-01-01T00:00:00.000Z\n---\noutput: {output}\n");
+    p.write_commission(&id, &text);
     (p, id)
 }
 
 #[test]
-fn a_hand_written_artifact_over_an_ended_id_runs_as_new_work_on_a_new_branch() {
+fn a_new_artifact_over_an_ended_id_runs_as_new_work_on_a_new_branch() {
     let (p, id) = hello_written_over(".lore/reports/again.md");
     p.settle();
     let s = p.status_json(&id);

@@ -16,6 +16,7 @@ mod endpoint_trust;
 mod gc;
 mod git_trust;
 mod git_truth;
+mod home_truth;
 mod ids;
 mod layout;
 mod lifecycle;

@@ -1,9 +1,10 @@
 //! The state machine for one commission in one pass: the status as written against the status
 //! last recorded (a person's edit is a request, validated; a new artifact over an ended one's
-//! id is new work), a one-shot `desired:`, and then what the status needs now — the effect the
-//! pass must carry out. An attempt under way in another home is left alone (only a request in
-//! `desired:` is answered), and so is one that ended on the integration branch while the
-//! checkout still says it is to run.
+//! id, with a `created:` of its own, is new work), a one-shot `desired:`, and then what the
+//! status needs now — the effect the pass must carry out. An attempt under way in another home
+//! is left alone (only a request in `desired:` is answered), and so is one that ended on the
+//! integration branch while the checkout still says it is to run; one another home finished
+//! after every attempt of this one is adopted.
 
 use serde_json::json;
 use serde_yaml_ng::Value;
@@ -24,7 +25,9 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         // Under way in another home (this one never started it): nothing here to watch, stop
         // or finish; `status` and `check` say so, and a person decides. A one-shot request is
         // answered: a cancel gives the attempt up here (the other home's worker is not ours to
-        // stop); a dispatch is refused, saying how to run it again here.
+        // stop); a dispatch is refused, saying how to run it again here. The status is the
+        // artifact's, whatever older attempt this home's record is of.
+        st.status = o.artifact.status.unwrap_or(st.status);
         match o.artifact.desired {
             Some(Desired::Cancelled) => {
                 let why = format!(
@@ -51,6 +54,13 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         return (st, Effect::None);
     }
 
+    if o.unrecorded_worker {
+        // This home's attempt, its record gone while its worker still works: nothing to watch
+        // it by, so it is left as it is until the worker ends (then it fails, below).
+        st.status = o.artifact.status.unwrap_or(st.status);
+        return (st, Effect::None);
+    }
+
     let settled = o.artifact.status.is_some_and(Status::is_terminal);
     match (o.artifact.created(), &st.record.created) {
         (Some(c), None) if !settled => st.record.created = Some(c.to_string()),
@@ -66,10 +76,18 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
 
     // 1. The status as written versus the status we last wrote.
     match &o.record {
+        Some(r) if newer_finished_work(o, r) => {
+            // Finished work this home never ran (a teammate's re-run, a CI run's, pulled in):
+            // the artifact is the truth of it, and this home's older record gives way to it.
+            let status = art.unwrap_or(r.status);
+            let created = o.artifact.created().map(str::to_string).or_else(|| r.created.clone());
+            st.status = status;
+            st.record = Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created, stopping: None };
+        }
         None => match art {
             None => st.go(Status::Pending, "new commission"),
             Some(Status::Dispatched | Status::InProgress) => {
-                // Claims to run, and this home started it (its runtime dir is here) but kept no
+                // Claims to run, and this home holds a runtime trace of it (activity::ids::runtime) but no
                 // record: a pass killed before it wrote one; nothing to watch.
                 st.go(Status::Failed, "process lost on restart");
             }
@@ -99,6 +117,9 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 // Our own write was interrupted or dropped (or the key was deleted): write it
                 // again. `prev` is kept only until the artifact is seen to say `r.status`.
                 st.set("status", Value::String(r.status.as_str().into()));
+                if let Some(hint) = new_work_hint(o, r).filter(|_| r.prev.is_none() || art != r.prev) {
+                    st.refuse("a missing status", &format!("{} is put back; {hint}", r.status));
+                }
             } else if let Some(want) = art.filter(|a| *a != r.status) {
                 let finished_with_result = r.status.is_active() && o.proc == Proc::Dead && st.has_result();
                 if want == Status::Cancelled && finished_with_result {
@@ -107,7 +128,11 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 } else if person_may_request(r.status, want) {
                     st.go(want, &format!("requested: status set to {want}"));
                 } else {
-                    st.refuse(&format!("status change {} -> {want}", r.status), &refusal(r.status, want));
+                    let why = match new_work_hint(o, r) {
+                        Some(hint) => format!("{}; {hint}", refusal(r.status, want)),
+                        None => refusal(r.status, want),
+                    };
+                    st.refuse(&format!("status change {} -> {want}", r.status), &why);
                     st.set("status", Value::String(r.status.as_str().into()));
                 }
             }
@@ -250,14 +275,39 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
 }
 
 /// A hand-written artifact over an id whose earlier commission ended (the person deleted it and
-/// wrote, or copied in, a new one): this home's record says it ended, yet the artifact says it
-/// has not started and carries none of the keys the reconciler wrote as it ran and ended
-/// (`attempt:`, `completed:`, `result:`). A person editing the status of the artifact still
-/// there keeps them, and their edit stays a request (DESIGN §4).
+/// copied in, or generated, a new one): this home's record says it ended, yet the artifact says
+/// it has not started, carries none of the keys the reconciler wrote as it ran and ended
+/// (`attempt:`, `completed:`, `result:`), and carries a `created:` stamp that is not the ended
+/// one's. Without that stamp it is the same commission however it got there — a `git stash`,
+/// a checkout or a reset restoring an older version, a file written without `created:` — and
+/// its status is a request like any other (DESIGN §4), never new work.
 fn new_work_over_used_id(o: &Observed, r: &Record) -> bool {
+    lacks_run_keys(o, r) && o.artifact.created().is_some_and(|c| r.created.as_deref() != Some(c))
+}
+
+/// The record says the commission ended, the artifact says it has not started and holds none
+/// of the keys written as it ran and ended.
+fn lacks_run_keys(o: &Observed, r: &Record) -> bool {
     r.status.is_terminal()
         && matches!(o.artifact.status, None | Some(Status::Pending | Status::Draft | Status::Blocked))
         && ["attempt", "completed", "result"].iter().all(|k| o.artifact.field(k).is_none())
+}
+
+/// For an artifact taken as the same ended commission although it looks unstarted: how to start
+/// new work instead (told in the reason when its status is put back).
+fn new_work_hint(o: &Observed, r: &Record) -> Option<String> {
+    lacks_run_keys(o, r).then(|| {
+        format!(
+            "this artifact is taken for commission {} (attempt {}), since it carries no `created:` stamp of its own; to start new work instead, run `guild-hall commission create` (it picks a free id) or give the file a new name",
+            o.artifact.id, r.attempt
+        )
+    })
+}
+
+/// The artifact says how an attempt after every one this home ran ended: finished work of
+/// another home (a teammate's re-run, a CI run's), which this home adopts.
+fn newer_finished_work(o: &Observed, r: &Record) -> bool {
+    o.artifact.attempt() > r.attempt && o.artifact.status.is_some_and(Status::is_terminal)
 }
 
 /// Status follows only what is really over: a commission failed or cancelled while processes

@@ -154,7 +154,7 @@ impl<'a> Step<'a> {
         // one) or one that ended on the integration branch; everything else is recorded so
         // that later status edits are validated against it.
         let adopted_unchanged = self.o.record.is_none()
-            && (self.status.is_terminal() || self.o.elsewhere.is_some() || self.o.integrated.is_some())
+            && (self.status.is_terminal() || self.o.elsewhere.is_some() || self.o.integrated.is_some() || self.o.unrecorded_worker)
             && self.update.events.is_empty()
             && self.record.attempt == self.o.artifact.attempt();
         if Some(&self.record) != self.o.record.as_ref() && !adopted_unchanged {

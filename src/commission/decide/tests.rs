@@ -416,6 +416,7 @@ fn an_attempt_under_way_in_another_home_is_left_alone() {
             branch: Some("claude/commission/c+2".into()),
             landed: Some(false),
             integration: "claude/main".into(),
+            ran_here: None,
         });
         let p = decide(&snapshot(vec![o.clone()]));
         assert!(p.actions.is_empty(), "{status}: {:?}", p.actions);
@@ -571,10 +572,11 @@ fn dispatched(p: &Decisions) -> Option<(u32, String, Vec<serde_json::Value>)> {
 }
 
 #[test]
-fn a_hand_written_artifact_over_an_ended_id_is_new_work() {
+fn a_new_artifact_over_an_ended_id_is_new_work() {
     for ended in [Status::Completed, Status::Failed, Status::Cancelled] {
-        // The old artifact is gone; a person wrote a new one under its id.
-        let o = obs(commission("c", "status: pending\n"), Some(rec(ended, 2)));
+        // The old artifact is gone; a new one was copied in under its id, with a stamp of its own.
+        let old = Record { created: Some("2020-01-01T00:00:00Z".into()), ..rec(ended, 2) };
+        let o = obs(commission("c", "status: pending\n"), Some(old));
         let p = decide(&snapshot(vec![o]));
         let (attempt, branch, events) = dispatched(&p).unwrap_or_else(|| panic!("{ended}: dispatched as new work: {:?}", p.actions));
         assert_eq!((attempt, branch.as_str()), (3, "claude/commission/c+3"), "{ended}");
@@ -582,9 +584,45 @@ fn a_hand_written_artifact_over_an_ended_id_is_new_work() {
         assert!(sets(&p, "c", "reason").is_none(), "{ended}: nothing refused");
     }
     // A draft written over it stays a draft, as new work.
-    let p = decide(&snapshot(vec![obs(commission("c", "status: draft\n"), Some(rec(Status::Completed, 1)))]));
+    let old = Record { created: Some("2020-01-01T00:00:00Z".into()), ..rec(Status::Completed, 1) };
+    let p = decide(&snapshot(vec![obs(commission("c", "status: draft\n"), Some(old))]));
     assert!(dispatched(&p).is_none());
     assert_eq!(recorded(&p, "c").map(|r| (r.status, r.attempt)), Some((Status::Draft, 1)));
+}
+
+/// Review of issue 19: a `git stash`, a checkout or a reset that puts back the version from
+/// before it ran (the same `created:`, or none) is the same commission: nothing runs again, and
+/// the reason says how to start new work instead.
+#[test]
+fn an_older_version_put_back_is_the_same_commission() {
+    let ended = Record { created: Some("2026-11-22T10:00:01Z".into()), ..rec(Status::Completed, 2) };
+    let without_stamp = |extra: &str| {
+        let text = format!("---\nworker: scribe\n{extra}---\nDo the thing.\n");
+        Commission::parse(&PathBuf::from(".lore/commissions/c.md"), &text).expect("test artifact parses")
+    };
+    let put_back =
+        [commission("c", "status: pending\n"), without_stamp("status: pending\n"), without_stamp(""), without_stamp("status: draft\n")];
+    for (n, c) in put_back.into_iter().enumerate() {
+        let text = format!("case {n}");
+        let p = decide(&snapshot(vec![obs(c, Some(ended.clone()))]));
+        assert!(dispatched(&p).is_none(), "{text:?}: {:?}", p.actions);
+        assert!(!p.actions.iter().any(|a| format!("{a:?}").contains("new-work")), "{text:?}");
+        assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")), "{text:?}");
+        let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        assert!(reason.contains("commission create") && reason.contains("new name"), "{text:?}: {reason}");
+    }
+}
+
+/// Review of issue 19: an attempt after every one this home ran, finished in another home, is
+/// adopted (this home's record gives way, the artifact is not touched); one still under way
+/// there is left alone.
+#[test]
+fn a_later_attempt_finished_elsewhere_is_adopted() {
+    let done = commission("c", "status: completed\nattempt: 2\nbranch: claude/commission/c+2\n");
+    let p = decide(&snapshot(vec![obs(done, Some(rec(Status::Failed, 1)))]));
+    assert!(p.actions.iter().all(|a| !matches!(a, Action::Dispatch { .. })), "{:?}", p.actions);
+    assert!(sets(&p, "c", "status").is_none() && sets(&p, "c", "reason").is_none(), "{:?}", p.actions);
+    assert_eq!(recorded(&p, "c").map(|r| (r.status, r.attempt)), Some((Status::Completed, 2)));
 }
 
 #[test]
