@@ -132,8 +132,8 @@ impl<'a> Used<'a> {
     }
 }
 
-/// What this home holds of `kind`'s `id` at run time — its state dir, worktree, transcript, an
-/// update a killed pass left to settle (`intents/<kind>.<id>.json`) — that exists: the one
+/// What this home holds of `kind`'s `id` at run time — its state dir, worktree(s) (a plan's:
+/// its tasks' and its verify worktree), transcript, an update a killed pass left to settle (`intents/<kind>.<id>.json`) — that exists: the one
 /// answer to "did this home start it?". Empty: this home holds no record and no runtime trace
 /// of it (work under way there is another home's, or one whose home was lost).
 pub fn runtime(home: &Home, project: &Project, kind: Name, id: &str) -> Vec<PathBuf> {
@@ -141,7 +141,15 @@ pub fn runtime(home: &Home, project: &Project, kind: Name, id: &str) -> Vec<Path
     let mut paths = match kind {
         Name::Commission => vec![home.commission_state(name, id), home.worktree(name, id)],
         Name::Meeting => vec![home.meeting_state(name, id), home.meeting_worktree(name, id), home.transcript(name, id)],
-        Name::Plan => vec![home.plan_state(name, id), home.verify_worktree(name, id)],
+        Name::Plan => {
+            // Its tasks' worktrees too, by the slug every task of the plan's begins with.
+            let tasks = format!("{}{}", crate::config::worktree_prefix::TASK, names::task_slug_prefix(id));
+            let worktrees = std::fs::read_dir(home.worktrees_dir(name)).into_iter().flatten().flatten();
+            let mut paths: Vec<PathBuf> =
+                worktrees.filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&tasks))).map(|e| e.path()).collect();
+            paths.extend([home.plan_state(name, id), home.verify_worktree(name, id)]);
+            paths
+        }
     };
     paths.push(super::apply::intent_path(home, project, kind, id));
     paths.retain(|d| d.symlink_metadata().is_ok());

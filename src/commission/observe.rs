@@ -558,7 +558,8 @@ fn observe_one(
             }
         };
         if away {
-            obs.elsewhere = Some(elsewhere(project, &obs.artifact, obs.record.as_ref().map(|r| r.attempt), trailers.for_elsewhere.then_some(trailers)));
+            obs.elsewhere =
+                Some(elsewhere(project, &obs.artifact, obs.record.as_ref().map(|r| r.attempt), trailers.for_elsewhere.then_some(trailers)));
         } else if obs.record.is_none() {
             // This home's attempt, with its record (and maybe its whole state dir) gone: no
             // run record to watch its worker by, but one working in its worktree is found.

@@ -95,9 +95,7 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRec
 pub fn known(home: &Home, project: &Project, plan: &Plan, own: Option<PlanRecord>, keys: &BTreeSet<String>) -> (Option<PlanRecord>, bool) {
     let Some(r) = own else {
         let at_work = super::decide::elsewhere(plan, None).is_some();
-        let here = || {
-            home.plan_state(&project.name, &plan.id).is_dir() || plan.tasks().any(|t| home.task_worktree(&project.name, &t.slug()).exists())
-        };
+        let here = || !crate::activity::ids::runtime(home, project, crate::activity::kind::Name::Plan, &plan.id).is_empty();
         let Some(mut r) = at_work.then(here).filter(|h| *h).and_then(|_| PlanRecord::as_written(plan, keys)) else { return (None, false) };
         if let Some(base) = plan.waves.get(r.wave.wrapping_sub(1)).into_iter().flatten().find_map(|t| base_from(home, project, &plan.id, t))
         {
