@@ -575,8 +575,9 @@ fn observe_one(
     let may_dispatch = (to_run || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched)) && obs.integrated.is_none();
     if let Some(repo) = repo.filter(|_| may_dispatch) {
         let known = obs.record.as_ref().map_or(0, |r| r.attempt).max(obs.artifact.attempt());
-        // With no record here, attempts made elsewhere may have left only their trailers.
-        let landed = obs.record.is_none().then(|| trailers.everywhere(repo, project));
+        // Attempts made elsewhere (with or without a record here: another home may have run
+        // later ones) may have left only their trailers.
+        let landed = Some(trailers.everywhere(repo, project));
         obs.free_attempt = Some(crate::activity::ids::first_free_attempt(repo, &obs.artifact.id, known, landed));
     }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {

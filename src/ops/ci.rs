@@ -35,8 +35,8 @@ pub struct CiOptions {
 pub struct CiReport {
     pub remote: String,
     pub integration: String,
-    /// The branch (or, detached, the commit) checked out when the run began, merged into the
-    /// integration branch; `None` when that was the integration branch itself.
+    /// The base branch, checked out when the run began and merged into the integration
+    /// branch; `None` when the integration branch itself was checked out.
     pub base: Option<String>,
     /// What became of the local integration branch: `created from <remote>/<branch>`,
     /// `fast-forwarded to …`, `up to date with …`, `ahead of …`, or `created from HEAD` /
@@ -87,10 +87,24 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
         );
     }
     let integration = project.config.integration_branch.clone();
+    // What is merged in and published is the base branch, never whatever happens to be checked
+    // out (a feature branch, a pull request's merge commit): unfinished work would reach the
+    // integration branch and, with the next `land`, the base branch.
     let base = match remote::current_branch(&repo) {
         Some(b) if b == integration => None,
-        Some(b) => Some(b),
-        None => Some(repo.head().and_then(|h| h.peel_to_commit()).context("the checkout has no commit")?.id().to_string()),
+        Some(b) => {
+            let configured = super::sync::base_branch(project)?;
+            if configured != b && configured != format!("{}/{b}", opts.remote) {
+                bail!(
+                    "this checkout is on {b}, not the base branch {configured}: guild-hall ci brings only the base branch into {integration} and publishes it (check out {configured}, or name the base with `base_branch:` in {})",
+                    crate::config::ProjectConfig::PATH
+                );
+            }
+            Some(b)
+        }
+        None => bail!(
+            "this checkout is detached (a pull request's merge, say): guild-hall ci brings only the base branch into {integration} and publishes it; run it on a push to the base branch"
+        ),
     };
 
     remote::fetch(&repo, &opts.remote).with_context(|| format!("fetching {}", opts.remote))?;

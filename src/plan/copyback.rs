@@ -176,7 +176,12 @@ pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_traile
         if c.message().is_ok_and(|m| m.lines().any(|l| l.trim().starts_with(own_trailer))) {
             continue;
         }
-        let parent = c.parents().next().map(|p| p.tree()).transpose()?;
+        // A merge is compared with its parent on the integration branch's side (the base or
+        // a descendant of it): what it brought in. Its first parent may be the person's branch
+        // (`sync` fast-forwarding through a `land` merge), whose diff would name everything
+        // the integration branch already had.
+        let on_our_side = |p: &git2::Commit<'_>| p.id() == base || repo.graph_descendant_of(p.id(), base).unwrap_or(false);
+        let parent = c.parents().find(on_our_side).or_else(|| c.parents().next()).map(|p| p.tree()).transpose()?;
         let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&c.tree()?), None)?;
         for d in diff.deltas() {
             for f in [d.old_file().path(), d.new_file().path()].into_iter().flatten() {
@@ -349,6 +354,33 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c["a.txt"], vec!["t1", "t2"]);
         assert!(collisions(&m[1..]).is_empty());
+    }
+
+    /// `sync` fast-forwarding the integration branch through the person's `land` merge (first
+    /// parent: their branch): only what their branch brought counts as changed, not what the
+    /// integration branch already had.
+    #[test]
+    fn a_merge_counts_only_what_it_brought_to_the_integration_branch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let sig = git2::Signature::now("T", "t@example.com").expect("sig");
+        let commit = |files: &[(&str, &str)], parents: &[Oid]| -> Oid {
+            let mut tb = repo.treebuilder(None).expect("tb");
+            for (name, text) in files {
+                tb.insert(name, repo.blob(text.as_bytes()).expect("blob"), 0o100644).expect("insert");
+            }
+            let tree = repo.find_tree(tb.write().expect("tree")).expect("tree");
+            let parents: Vec<git2::Commit<'_>> = parents.iter().map(|p| repo.find_commit(*p).expect("parent")).collect();
+            repo.commit(None, &sig, &sig, "c", &tree, &parents.iter().collect::<Vec<_>>()).expect("commit")
+        };
+        let root = commit(&[("a.txt", "a")], &[]);
+        let base = commit(&[("a.txt", "a"), ("notes.md", "work")], &[root]);
+        let person = commit(&[("a.txt", "a"), ("p.txt", "mine")], &[root]);
+        let landed = commit(&[("a.txt", "a"), ("notes.md", "work"), ("p.txt", "mine")], &[person, base]);
+        let tip = commit(&[("a.txt", "a"), ("notes.md", "work"), ("p.txt", "mine"), ("q.txt", "more")], &[landed]);
+        repo.branch("claude/main", &repo.find_commit(tip).expect("tip"), true).expect("branch");
+        let changed = changed_since(&repo, "claude/main", base, "Guild-Hall-Task: plan:").expect("walk");
+        assert_eq!(changed.into_iter().collect::<Vec<_>>(), vec!["p.txt".to_string(), "q.txt".to_string()]);
     }
 
     #[test]

@@ -406,3 +406,22 @@ fn a_run_that_times_out_commits_only_what_settled_and_the_next_run_starts_the_re
     assert_eq!(attempts_in(&home, "slow"), 1, "started again by the next run:\n{out}{err}");
     assert_eq!(attempts_in(&home, "a"), 0, "what landed is not run again:\n{out}{err}");
 }
+
+#[test]
+fn ci_publishes_only_the_base_branch() {
+    let origin = Origin::new(&["a"]);
+    let clone = origin.clone("feature");
+    git(&clone, &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(clone.join("wip.txt"), "unfinished\n").expect("write");
+    git(&clone, &["add", "wip.txt"]);
+    git(&clone, &["-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q", "-m", "wip"]);
+    let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["ci", "--timeout", "60s"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("this checkout is on feature, not the base branch main"), "{err}");
+    assert_eq!(origin.integration_tip(), None, "nothing published");
+    git(&clone, &["checkout", "-q", "--detach", "main"]);
+    let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["ci", "--timeout", "60s"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("this checkout is detached"), "{err}");
+    assert_eq!(origin.integration_tip(), None, "nothing published");
+}

@@ -298,7 +298,7 @@ fn lacks_run_keys(o: &Observed, r: &Record) -> bool {
 fn new_work_hint(o: &Observed, r: &Record) -> Option<String> {
     lacks_run_keys(o, r).then(|| {
         format!(
-            "this artifact is taken for commission {} (attempt {}), since it carries no `created:` stamp of its own; to start new work instead, run `guild-hall commission create` (it picks a free id) or give the file a new name",
+            "this artifact is taken for commission {} (attempt {}), since it carries no `created:` stamp other than that commission's; to start new work instead, run `guild-hall commission create` (it picks a free id) or give the file a new name",
             o.artifact.id, r.attempt
         )
     })
