@@ -192,11 +192,21 @@ pub fn first_free_attempt(repo: &Repository, id: &str, after: u32, landed: Optio
 /// Every commission trailer line on the integration branch `integration`, local and every
 /// remote's copy (`refs/remotes/<remote>/<integration>`): what [`first_free_attempt`] skips.
 pub fn integration_trailers(repo: &Repository, integration: &str) -> Result<HashSet<String>> {
-    let local = std::iter::once(format!("refs/heads/{integration}"));
-    let copies = remote_names(repo).into_iter().map(|r| format!("refs/remotes/{r}/{integration}"));
-    let tips: Vec<Oid> = local.chain(copies).filter_map(|r| repo.find_reference(&r).ok()?.peel_to_commit().ok().map(|c| c.id())).collect();
+    let local = repo.find_reference(&format!("refs/heads/{integration}")).ok().and_then(|r| r.peel_to_commit().ok()).map(|c| c.id());
+    let tips: Vec<Oid> = local.into_iter().chain(remote_copies(repo, integration).into_iter().map(|(_, c)| c)).collect();
     let found = super::merge::trailers_in_history(repo, &tips, &[], names::trailer_prefix(Name::Commission))?;
     Ok(found.into_iter().map(|(_, line)| line).collect())
+}
+
+/// Every remote's copy of `branch` (`origin/claude/main`, …) with its commit.
+pub fn remote_copies(repo: &Repository, branch: &str) -> Vec<(String, Oid)> {
+    remote_names(repo)
+        .into_iter()
+        .filter_map(|r| {
+            let commit = repo.find_reference(&format!("refs/remotes/{r}/{branch}")).ok()?.peel_to_commit().ok()?.id();
+            Some((format!("{r}/{branch}"), commit))
+        })
+        .collect()
 }
 
 /// The repository's remotes, by name (none when they cannot be read).

@@ -21,7 +21,12 @@ pub fn land(env: &Env, push: Option<&str>, dry_run: bool, json: bool) -> Result<
 fn show(report: &SyncReport, json: bool) -> Result<bool> {
     if json {
         say_json!("{}", serde_json::to_string_pretty(report)?);
-    } else if report.ok() {
+        return Ok(report.ok());
+    }
+    if let Some(caught_up) = &report.caught_up {
+        say!("{}", line(caught_up));
+    }
+    if report.ok() {
         say!("{}{}", if report.dry_run { "dry run: " } else { "" }, line(&report.reason));
     } else {
         say_err!("{}", line(&report.reason));

@@ -569,8 +569,17 @@ fn observe_one(
         }
     }
     let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));
-    if let (true, Some(repo), Some(tree)) = (to_run && obs.record.is_none(), repo, integration_tree) {
-        obs.integrated = integrated(project, path, &obs.artifact, repo, tree, trailers);
+    if let (true, Some(repo)) = (to_run && obs.record.is_none(), repo) {
+        let here = integration_tree
+            .and_then(|tree| integrated(project, path, &obs.artifact, repo, tree, &project.config.integration_branch, trailers));
+        // A clone made before the team's integration branch moved on (a laptop that pulled
+        // after CI ran) holds it only as a remote's copy: that counts too.
+        obs.integrated = here.or_else(|| {
+            crate::activity::ids::remote_copies(repo, &project.config.integration_branch).into_iter().find_map(|(name, commit)| {
+                let tree = repo.find_commit(commit).ok()?.tree().ok()?;
+                integrated(project, path, &obs.artifact, repo, &tree, &name, trailers)
+            })
+        });
     }
     let may_dispatch = (to_run || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched)) && obs.integrated.is_none();
     if let Some(repo) = repo.filter(|_| may_dispatch) {
@@ -619,6 +628,7 @@ fn integrated(
     artifact: &Commission,
     repo: &git2::Repository,
     tree: &git2::Tree<'_>,
+    on: &str,
     trailers: &Trailers,
 ) -> Option<Integrated> {
     let rel = path.strip_prefix(&project.root).ok()?;
@@ -634,7 +644,9 @@ fn integrated(
         return None;
     }
     let attempt = theirs.attempt();
-    if status == Status::Completed && !trailers.here(project).contains(&crate::activity::names::commission_trailer(&artifact.id, attempt)) {
+    if status == Status::Completed
+        && !trailers.everywhere(repo, project).contains(&crate::activity::names::commission_trailer(&artifact.id, attempt))
+    {
         // No trailer: it counts only if it landed nothing (its timeline there says so).
         let timeline = blob(&crate::activity::timeline::path_for(rel))?;
         let key = format!("merge:{attempt}");
@@ -646,12 +658,7 @@ fn integrated(
             return None;
         }
     }
-    Some(Integrated {
-        here: artifact.status.unwrap_or(Status::Pending),
-        status,
-        attempt,
-        integration: project.config.integration_branch.clone(),
-    })
+    Some(Integrated { here: artifact.status.unwrap_or(Status::Pending), status, attempt, integration: on.to_string() })
 }
 
 /// Read what is new in the attempt's mailbox since the last pass, into `obs`: every line

@@ -113,7 +113,7 @@ fn not_landed(
     let repo = crate::activity::git::open(&project.root)?;
     let on_branch = merge::trailers_on(&repo, branch)?;
     let missing = |what: String| {
-        format!("{what}, but no commit on {branch} here carries its trailer: this integration branch does not have that work (take it from where it landed, e.g. `git branch -f {branch} origin/{branch}` while nothing runs)")
+        format!("{what}, but no commit on {branch} here carries its trailer: this integration branch does not have that work (bring in the work from where it landed: `guild-hall sync` fast-forwards {branch} to a remote's copy that is ahead; else `git merge origin/{branch}` on {branch} — never a reset, which would drop this branch's own work)")
     };
     let mut out = Vec::new();
     for o in snap.commissions.iter().filter(|o| o.artifact.status == Some(crate::artifact::Status::Completed)) {

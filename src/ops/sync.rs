@@ -77,6 +77,10 @@ pub struct SyncReport {
     pub paths: Vec<String>,
     /// What happened or stopped it, in words.
     pub reason: String,
+    /// The local integration branch was behind a remote's copy of it (a clone whose team's CI
+    /// or teammates moved it on) and was fast-forwarded first — or why it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caught_up: Option<String>,
 }
 
 impl SyncReport {
@@ -183,7 +187,40 @@ fn sync_in_pass(project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
             (rev.clone(), from)
         }
     };
-    bring(&repo, "sync", &base, from, integration, opts.dry_run)
+    // `guild-hall ci` (`from`) adopted the remote's copy already, after fetching it.
+    let caught_up = if opts.from.is_none() { catch_up(&repo, project, opts.dry_run)? } else { None };
+    let mut report = bring(&repo, "sync", &base, from, integration, opts.dry_run)?;
+    report.caught_up = caught_up;
+    Ok(report)
+}
+
+/// Bring the local integration branch up to a remote's copy that is strictly ahead of it (a
+/// clone whose team's CI or teammates moved it on since): a fast-forward, never a rewrite, a
+/// checkout of it advanced as every move is. What happened, in words; a copy that diverged is
+/// said, and nothing moves.
+fn catch_up(repo: &Repository, project: &Project, dry_run: bool) -> Result<Option<String>> {
+    let integration = &project.config.integration_branch;
+    let Some(tracking) = crate::activity::remote::tracking_ref(repo, integration) else { return Ok(None) };
+    let Some(remote) = tracking.strip_prefix("refs/remotes/").and_then(|r| r.strip_suffix(&format!("/{integration}"))) else {
+        return Ok(None);
+    };
+    let theirs = repo.find_reference(&tracking)?.peel_to_commit()?.id();
+    let mine = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?.id();
+    if mine == theirs || repo.graph_descendant_of(mine, theirs)? {
+        return Ok(None);
+    }
+    if !repo.graph_descendant_of(theirs, mine)? {
+        return Ok(Some(format!(
+            "{integration} and {remote}/{integration} have diverged; {integration} is used as it is here (bring them together by hand: git merge {remote}/{integration} on {integration})"
+        )));
+    }
+    if dry_run {
+        return Ok(Some(format!("would fast-forward {integration} to {remote}/{integration}, which is ahead")));
+    }
+    Ok(Some(match crate::activity::remote::adopt(repo, remote, integration) {
+        Ok(_) => format!("fast-forwarded {integration} to {remote}/{integration}, which was ahead"),
+        Err(e) => format!("{integration} was not fast-forwarded to {remote}/{integration}: {e}"),
+    }))
 }
 
 /// Bring the integration branch's work into the base branch (fast-forward when possible,
@@ -193,15 +230,23 @@ fn sync_in_pass(project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
 pub fn land(_home: &Home, project: &Project, opts: &LandOptions) -> Result<SyncReport> {
     let integration = &project.config.integration_branch;
     let repo = crate::activity::git::open(&project.root)?;
+    tip(&repo, integration, false)?;
+    // The team's work first: what CI or a teammate landed on the remote's copy lands too.
+    let caught_up = catch_up(&repo, project, opts.dry_run)?;
     let int_tip = tip(&repo, integration, false)?;
-    if let Some(remote) = &opts.push {
-        return Ok(push(project, remote, integration, int_tip, opts.dry_run));
-    }
-    let base = base_branch(project)?;
-    if repo.find_branch(&base, BranchType::Local).is_err() {
-        bail!("land moves a branch of this repository, and there is no local branch {base:?}: create it, or use `land --push <remote>`");
-    }
-    bring(&repo, "land", integration, int_tip, &base, opts.dry_run)
+    let mut report = if let Some(remote) = &opts.push {
+        push(project, remote, integration, int_tip, opts.dry_run)
+    } else {
+        let base = base_branch(project)?;
+        if repo.find_branch(&base, BranchType::Local).is_err() {
+            bail!(
+                "land moves a branch of this repository, and there is no local branch {base:?}: create it, or use `land --push <remote>`"
+            );
+        }
+        bring(&repo, "land", integration, int_tip, &base, opts.dry_run)?
+    };
+    report.caught_up = caught_up;
+    Ok(report)
 }
 
 /// The tip of `branch`: a local branch, else (when `remote_too`) a remote-tracking one.
@@ -229,6 +274,7 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
         after: Some(into_commit.id().to_string()),
         paths: Vec::new(),
         reason: format!("{from_name} is already in {into}"),
+        caught_up: None,
     };
     if from == into_commit.id() || repo.graph_descendant_of(into_commit.id(), from)? {
         return Ok(report);
@@ -317,6 +363,7 @@ fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) 
         after: Some(tip.to_string()),
         paths: Vec::new(),
         reason: String::new(),
+        caught_up: None,
     };
     use crate::activity::remote::Pushed;
     let pushed = crate::activity::git::open(&project.root).and_then(|repo| crate::activity::remote::push(&repo, remote, branch, dry_run));

@@ -101,3 +101,40 @@ fn a_new_attempt_in_a_clone_goes_past_the_attempts_whose_trailers_landed() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("dispatch attempt 2 on claude/commission/a+2"), "attempt 1's trailer is on claude/main:\n{out}");
 }
+
+/// Review 2, team #1: a laptop whose `claude/main` was made before CI first ran (its `init`
+/// came first) re-ran what CI finished after a `git pull`, and `land` said there was nothing
+/// to land. The remote's copy counts, and `sync`/`land` catch the local branch up with it.
+#[test]
+fn a_laptop_whose_integration_branch_predates_ci_runs_nothing_ci_finished_and_lands_it() {
+    let origin = Origin::new(&["a"]);
+    let tmp = origin.tmp.path();
+    let laptop = origin.clone("laptop");
+    let (code, out, err) = guild_hall(tmp, &laptop, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = guild_hall(tmp, &origin.clone("ci-run"), &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 0, "the CI run succeeds:\n{out}{err}");
+    git(&laptop, &["fetch", "-q", "origin"]);
+
+    let on_origin = "commission a: completed on origin/claude/main (attempt 1) while this checkout says pending";
+    let (code, out, err) = guild_hall(tmp, &laptop, &["reconcile", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("dispatch"), "nothing would be dispatched:\n{out}");
+    assert!(out.contains(on_origin), "{out}");
+    let (code, out, err) = guild_hall(tmp, &laptop, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(attempts_in(&tmp.join("home-laptop"), "a"), 0, "no worker started for a:\n{out}{err}");
+    let (code, out, err) = guild_hall(tmp, &laptop, &["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(on_origin), "{out}");
+
+    let (code, out, err) = guild_hall(tmp, &laptop, &["land"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("fast-forwarded claude/main to origin/claude/main, which was ahead"), "{out}");
+    assert_eq!(row(tmp, &laptop)["status"], "completed", "CI's status landed in main");
+    assert_eq!(
+        git(&laptop, &["rev-parse", "claude/main"]).trim(),
+        git(&laptop, &["rev-parse", "origin/claude/main"]).trim(),
+        "the local integration branch caught up"
+    );
+}
