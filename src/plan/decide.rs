@@ -176,6 +176,10 @@ pub struct Observed {
     /// `record` is not this home's file but what it takes from the artifact
     /// ([`super::observe::known`]): written by the first pass.
     pub taken: bool,
+    /// The checkout's file says the plan is to run, this home holds no record of it, and the
+    /// integration branch's copy says it ended there ([`super::observe::integrated`]): nothing
+    /// is started and the checkout's file is left as it is.
+    pub integrated: Option<crate::activity::integrated::Integrated>,
     pub tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
     pub verify_exit: Option<ExitInfo>,
@@ -913,6 +917,11 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         Some("dispatched") => Pending,
         _ => p.status.unwrap_or(Pending),
     };
+    // Ended on the integration branch while the checkout's file says it is to run: nothing is
+    // run again, the file is the person's until `guild-hall land` brings the status in.
+    if o.integrated.is_some() {
+        return None;
+    }
     // At work in another home (no record here): nothing is done for it, `status` says so; a
     // request in `desired:` is validated against the status it is at there.
     let away = o.record.is_none() && elsewhere(p, None).is_some();
