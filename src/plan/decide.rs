@@ -1334,6 +1334,25 @@ mod tests {
         Mail { seq, id: format!("m{seq}"), ts: "t".into(), attempt: 1, body: MailBody::TaskUpdate(Box::new(u)) }
     }
 
+    /// Review git #1, plans: a plan the checkout says is pending (or has no status) that ended on
+    /// the integration branch, which this home never ran, starts nothing and writes nothing.
+    #[test]
+    fn a_plan_that_ended_on_the_integration_branch_is_not_run_again() {
+        for (here, there) in [("pending", "completed"), ("pending", "halted"), ("pending", "cancelled")] {
+            let mut o = observed(here, None);
+            assert!(!decide(&snap(vec![o.clone()], 3)).is_empty(), "{here}: started without it");
+            o.integrated = Some(crate::activity::integrated::Integrated {
+                kind: crate::activity::kind::Name::Plan,
+                id: "p".into(),
+                here: "pending",
+                status: there,
+                attempt: None,
+                integration: "claude/main".into(),
+            });
+            assert_eq!(decide(&snap(vec![o], 3)), vec![], "{here} here, {there} there: left alone");
+        }
+    }
+
     /// Issue 19: a home with no record of a plan its artifact says is over takes the record
     /// from the artifact and writes nothing else; a plan at work with no record here is
     /// another home's and is left alone.

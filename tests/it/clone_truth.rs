@@ -1,8 +1,9 @@
-//! What a teammate's clone of a CI origin makes of the work CI finished: CI writes the statuses
-//! on the integration branch only, so the clone's `main` still says `pending`; nothing is run
-//! again, `status`, `check` and `reconcile` say so in one line, and `guild-hall land` brings
-//! the statuses in. A new attempt there never reuses an attempt whose trailer is on the
-//! integration branch though its branch was never pushed. A bare origin, clones, fresh homes.
+//! What a teammate's clone of a CI origin makes of the work CI finished (commissions, plans): CI
+//! writes the statuses on the integration branch only, so the clone's `main` still says
+//! `pending`; nothing is run again, `status`, `check` and `reconcile` say so in one line, and
+//! `guild-hall land` brings the statuses in. A new attempt there never reuses an attempt whose
+//! trailer is on the integration branch though its branch was never pushed. A bare origin,
+//! clones, fresh homes.
 
 use std::path::Path;
 
@@ -160,6 +161,14 @@ fn a_teammates_clone_runs_no_plan_ci_finished_and_every_face_says_why() {
     let (code, out, err) = guild_hall(tmp, &person, &["check"]);
     assert_eq!(code, 0, "nothing wrong in the artifacts:\n{out}{err}");
     assert!(out.contains(PLAN_LINE), "check says it:\n{out}");
+
+    // Another text is another plan: it would run.
+    std::fs::write(&artifact, plan.replace("Build it.", "Build it again.")).expect("write");
+    assert_eq!(plan_json(tmp, &person)["integrated"], Value::Null);
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("start wave 1") && !out.contains(PLAN_LINE), "{out}");
+    std::fs::write(&artifact, &before).expect("write");
 
     // `land` brings the statuses into the person's branch: the checkout then says completed.
     let (code, out, err) = guild_hall(tmp, &person, &["land"]);
