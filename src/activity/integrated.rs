@@ -52,6 +52,12 @@ pub fn copy(project: &Project, path: &Path, repo: &git2::Repository, tree: &git2
     String::from_utf8(blob.content().to_vec()).ok()
 }
 
+/// [`copy`], from the tip of `project`'s integration branch (`None` too without the branch).
+pub fn copy_at_tip(project: &Project, path: &Path, repo: &git2::Repository) -> Option<String> {
+    let tree = repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok()?.get().peel_to_tree().ok()?;
+    copy(project, path, repo, &tree)
+}
+
 /// The integration branch's tree, if the branch exists.
 pub fn tree(project: &Project) -> anyhow::Result<Option<git2::Oid>> {
     let repo = git2::Repository::open(&project.root)?;

@@ -161,8 +161,7 @@ pub fn integrated(project: &Project, plan: &Plan, record: Option<&PlanRecord>) -
         return None;
     }
     let repo = crate::activity::git::open(&project.root).ok()?;
-    let tree = repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok()?.get().peel_to_tree().ok()?;
-    let text = crate::activity::integrated::copy(project, &plan.path, &repo, &tree)?;
+    let text = crate::activity::integrated::copy_at_tip(project, &plan.path, &repo)?;
     let theirs = Plan::parse(&plan.path, &text).ok()?;
     let status =
         theirs.status.filter(|s| matches!(s, PlanStatus::Completed | PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))?;
