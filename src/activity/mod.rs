@@ -4,7 +4,8 @@
 //! info, heartbeat), its [`timeline`], artifact edits that land whatever a worker said
 //! ([`fit`]), applying an update in one crash-safe order ([`apply`]), the names derived from an
 //! id ([`names`]: branches, trailers), whether an id is free ([`ids`]: ids are never reused),
-//! a checkout's [`remote`] (fetch, adopt, push), the Kind contract every kind implements
+//! a checkout's [`remote`] (fetch, adopt, push), work that ended on the integration branch while
+//! the checkout says it is to run ([`integrated`]), the Kind contract every kind implements
 //! ([`kind`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is
 //! `crate::worker::liveness`.
 
@@ -13,6 +14,7 @@ pub mod control_plane;
 pub mod fit;
 pub mod git;
 pub mod ids;
+pub mod integrated;
 pub mod kind;
 pub mod merge;
 pub mod names;

@@ -134,7 +134,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&shown)?)?);
         return Ok(());
     }
-    let Shown { status, problem, log, elsewhere, .. } = shown;
+    let Shown { status, problem, log, elsewhere, integrated, .. } = shown;
     say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!(
         "status    {status}{}",
@@ -148,6 +148,9 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     }
     if let Some(e) = &elsewhere {
         say!("elsewhere {e}");
+    }
+    if let Some(i) = &integrated {
+        say!("integrated {i}");
     }
     say!("parallel  {}", plan.parallelism);
     if let Some(v) = &plan.verify {

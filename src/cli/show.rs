@@ -236,7 +236,9 @@ fn plans_table(env: &Env) -> Result<()> {
         let status = guild_hall::ops::plan::status(&plan, record.as_ref());
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
         let elsewhere = guild_hall::plan::decide::elsewhere(&plan, record.as_ref());
-        let reason = record.as_ref().and_then(|r| r.reason.clone()).or(elsewhere).map(|r| format!("  {r}")).unwrap_or_default();
+        let integrated = || guild_hall::plan::observe::integrated(&env.project, &plan, record.as_ref()).map(|i| i.describe());
+        let reason =
+            record.as_ref().and_then(|r| r.reason.clone()).or(elsewhere).or_else(integrated).map(|r| format!("  {r}")).unwrap_or_default();
         say!("\nplan {id}: {status}{wave}{}", line(&reason));
         for t in plan.tasks() {
             let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");

@@ -41,7 +41,7 @@ impl Kind<Catalog> for Commissions<'_> {
     fn decide(&self, snapshot: &Snapshot) -> Decided<Action> {
         let d = decide::decide(snapshot);
         let problems = decide::cycle_problems(snapshot, &d.cycles);
-        let notes = snapshot.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact))).collect();
+        let notes = snapshot.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact.path))).collect();
         Decided { actions: d.actions, problems, notes, settled: d.settled, busy: d.busy }
     }
 

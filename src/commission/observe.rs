@@ -113,36 +113,10 @@ impl Elsewhere {
 }
 
 /// A commission the checkout's artifact says is still to run (pending, blocked, no status)
-/// while the integration branch's copy of the same commission says it ended there: a CI run or
-/// a teammate's home ran it, and `guild-hall land` has not brought the statuses into the
-/// checkout's branch yet. A completed one counts only with its attempt's trailer on the
-/// integration branch, or when its timeline there says it landed nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Integrated {
-    /// What the checkout's file says (`pending` when it has no status).
-    pub here: Status,
-    /// What the integration branch's copy says.
-    pub status: Status,
-    pub attempt: u32,
-    pub integration: String,
-}
-
-impl Integrated {
-    /// One line: what is known, and what a person can do (`status`, `check` and `reconcile`
-    /// say the same).
-    pub fn describe(&self) -> String {
-        format!(
-            "{} on {} (attempt {}) while this checkout says {}: it is not run again here. `guild-hall land` brings the statuses into your branch",
-            self.status, self.integration, self.attempt, self.here
-        )
-    }
-
-    /// [`Integrated::describe`] as a note on `artifact`'s file: the line `check` and
-    /// `reconcile` print.
-    pub fn note(&self, artifact: &Commission) -> Problem {
-        Problem::at_key(&artifact.path, "status", format!("commission {}: {}", artifact.id, self.describe()))
-    }
-}
+/// while the integration branch's copy of the same commission says it ended there. A completed
+/// one counts only with its attempt's trailer on the integration branch, or when its timeline
+/// there says it landed nothing.
+pub use crate::activity::integrated::Integrated;
 
 impl Observed {
     /// An artifact and its record, before anything about its runtime has been looked at.
@@ -316,7 +290,7 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     let now = Utc::now();
     let global = home.load_config()?;
     let mut problems = workers.problems.clone();
-    let tree = integration_tree(project)?;
+    let tree = crate::activity::integrated::tree(project)?;
     let boot = shim::boot_id();
     let paths = crate::artifact::paths(&project.commissions_dir())?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
@@ -368,7 +342,7 @@ pub fn observe_each(
     mut each: impl FnMut(Result<Observed, Vec<Problem>>),
 ) -> Result<Vec<Problem>> {
     let workers = Catalog::discover(&project.root, &home.workers_dir());
-    let tree = integration_tree(project)?;
+    let tree = crate::activity::integrated::tree(project)?;
     let boot = shim::boot_id();
     let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
@@ -378,16 +352,6 @@ pub fn observe_each(
         observe_parallel(home, project, batch, PER_THREAD, tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
     }
     Ok(workers.problems)
-}
-
-/// The integration branch's tree, if the branch exists.
-fn integration_tree(project: &Project) -> Result<Option<git2::Oid>> {
-    let repo = git2::Repository::open(&project.root)?;
-    Ok(repo
-        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
-        .ok()
-        .and_then(|b| b.get().peel_to_tree().ok())
-        .map(|t| t.id()))
 }
 
 /// The trailers on the integration branch, each set read at most once per observation and only
@@ -631,10 +595,8 @@ fn integrated(
     on: &str,
     trailers: &Trailers,
 ) -> Option<Integrated> {
-    let rel = path.strip_prefix(&project.root).ok()?;
-    let blob = |p: &Path| tree.get_path(p).ok()?.to_object(repo).ok()?.into_blob().ok();
-    let theirs = blob(rel)?;
-    let theirs = Commission::parse(path, std::str::from_utf8(theirs.content()).ok()?).ok()?;
+    let copy = |p: &Path| crate::activity::integrated::copy(project, p, repo, tree);
+    let theirs = Commission::parse(path, &copy(path)?).ok()?;
     let status = theirs.status.filter(|s| s.is_terminal())?;
     let same = match artifact.created() {
         Some(created) => theirs.created() == Some(created),
@@ -648,9 +610,9 @@ fn integrated(
         && !trailers.everywhere(repo, project).contains(&crate::activity::names::commission_trailer(&artifact.id, attempt))
     {
         // No trailer: it counts only if it landed nothing (its timeline there says so).
-        let timeline = blob(&crate::activity::timeline::path_for(rel))?;
+        let timeline = copy(&crate::activity::timeline::path_for(path))?;
         let key = format!("merge:{attempt}");
-        let nothing = String::from_utf8_lossy(timeline.content())
+        let nothing = timeline
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] == "nothing to merge");
@@ -658,7 +620,14 @@ fn integrated(
             return None;
         }
     }
-    Some(Integrated { here: artifact.status.unwrap_or(Status::Pending), status, attempt, integration: on.to_string() })
+    Some(Integrated {
+        kind: Name::Commission,
+        id: artifact.id.clone(),
+        here: artifact.status.unwrap_or(Status::Pending).as_str(),
+        status: status.as_str(),
+        attempt: Some(attempt),
+        integration: on.to_string(),
+    })
 }
 
 /// Read what is new in the attempt's mailbox since the last pass, into `obs`: every line

@@ -69,7 +69,8 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         .collect();
     // Ended on the integration branch while the checkout says it is to run: the same line as
     // the pass's note.
-    unsettled.extend(snap.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact))));
+    unsettled.extend(snap.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact.path))));
+    unsettled.extend(plans.plans.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.plan.path))));
     unsettled.extend(meetings.meetings.iter().filter_map(|o| {
         Some(at_key(&o.meeting.path, "status", crate::meeting::decide::elsewhere(&o.meeting, o.record.as_ref(), o.held_here)?))
     }));

@@ -142,6 +142,7 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
         log,
         problem,
         elsewhere: crate::plan::decide::elsewhere(&plan, record.as_ref()),
+        integrated: crate::plan::observe::integrated(project, &plan, record.as_ref()).map(|i| i.describe()),
     };
     Ok((plan, record, shown))
 }
@@ -155,6 +156,7 @@ pub fn list(home: &Home, project: &Project) -> Result<Listed> {
         match read {
             Ok((record, plan)) => listed.plans.push(Row {
                 elsewhere: crate::plan::decide::elsewhere(&plan, record.as_ref()),
+                integrated: crate::plan::observe::integrated(project, &plan, record.as_ref()).map(|i| i.describe()),
                 status: status(&plan, record.as_ref()),
                 wave: record.as_ref().map(|r| r.wave),
                 reason: record.as_ref().and_then(|r| r.reason.clone()),

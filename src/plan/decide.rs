@@ -176,6 +176,10 @@ pub struct Observed {
     /// `record` is not this home's file but what it takes from the artifact
     /// ([`super::observe::known`]): written by the first pass.
     pub taken: bool,
+    /// The checkout's file says the plan is to run, this home holds no record of it, and the
+    /// integration branch's copy says it ended there ([`super::observe::integrated`]): nothing
+    /// is started and the checkout's file is left as it is.
+    pub integrated: Option<crate::activity::integrated::Integrated>,
     pub tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
     pub verify_exit: Option<ExitInfo>,
@@ -913,6 +917,11 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         Some("dispatched") => Pending,
         _ => p.status.unwrap_or(Pending),
     };
+    // Ended on the integration branch while the checkout's file says it is to run: nothing is
+    // run again, the file is the person's until `guild-hall land` brings the status in.
+    if o.integrated.is_some() {
+        return None;
+    }
     // At work in another home (no record here): nothing is done for it, `status` says so; a
     // request in `desired:` is validated against the status it is at there.
     let away = o.record.is_none() && elsewhere(p, None).is_some();
@@ -1323,6 +1332,25 @@ mod tests {
             idempotency_key: key.into(),
         };
         Mail { seq, id: format!("m{seq}"), ts: "t".into(), attempt: 1, body: MailBody::TaskUpdate(Box::new(u)) }
+    }
+
+    /// Review git #1, plans: a plan the checkout says is pending (or has no status) that ended on
+    /// the integration branch, which this home never ran, starts nothing and writes nothing.
+    #[test]
+    fn a_plan_that_ended_on_the_integration_branch_is_not_run_again() {
+        for (here, there) in [("pending", "completed"), ("pending", "halted"), ("pending", "cancelled")] {
+            let mut o = observed(here, None);
+            assert!(!decide(&snap(vec![o.clone()], 3)).is_empty(), "{here}: started without it");
+            o.integrated = Some(crate::activity::integrated::Integrated {
+                kind: crate::activity::kind::Name::Plan,
+                id: "p".into(),
+                here: "pending",
+                status: there,
+                attempt: None,
+                integration: "claude/main".into(),
+            });
+            assert_eq!(decide(&snap(vec![o], 3)), vec![], "{here} here, {there} there: left alone");
+        }
     }
 
     /// Issue 19: a home with no record of a plan its artifact says is over takes the record

@@ -42,7 +42,9 @@ impl Kind<Catalog> for Plans {
     }
 
     fn decide(&self, snapshot: &Self::Snapshot) -> Decided<decide::Action> {
-        Decided::actions(decide::decide(snapshot))
+        // Ended on the integration branch while the checkout says it is to run: left alone, said.
+        let notes = snapshot.plans.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.plan.path))).collect();
+        Decided { notes, ..Decided::actions(decide::decide(snapshot)) }
     }
 
     fn act(&self, ctx: Ctx<'_, Catalog>, _: &Self::Snapshot, action: &decide::Action) -> Result<Outcome> {

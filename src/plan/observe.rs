@@ -3,7 +3,8 @@
 //! it), the latest verify run and fix-forward commission, into the decider's [`Snapshot`].
 //! A task's or verify's processes are judged as a commission's ([`liveness::attempt`]): a
 //! run record that cannot be trusted is a problem naming its file; the record this home takes
-//! when its own is lost or older than the artifact ([`known`]). Read-only.
+//! when its own is lost or older than the artifact ([`known`]); a plan that ended on the
+//! integration branch while the checkout says it is to run ([`integrated`]). Read-only.
 
 use anyhow::Result;
 
@@ -11,6 +12,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::decide::{Lingering, Live, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
+use crate::activity::integrated::Integrated;
 use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::plan::Plan;
@@ -130,14 +132,71 @@ pub fn known(home: &Home, project: &Project, plan: &Plan, own: Option<PlanRecord
     let landed = || -> Option<bool> {
         let repo = crate::activity::git::open(&project.root).ok()?;
         let tip = repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok()?.get().peel_to_commit().ok()?.id();
-        let prefix = format!("{}{}:", crate::activity::names::TRAILERS[2], plan.id);
-        let found = crate::activity::merge::trailers_in_history(&repo, &[tip], &[], &prefix).ok()?;
-        Some(integrated.iter().any(|c| found.iter().any(|(_, l)| *l == crate::activity::names::task_trailer(c))))
+        let found = landed_tasks(&repo, tip, &plan.id)?;
+        Some(integrated.iter().any(|c| found.contains(&crate::activity::names::task_trailer(c))))
     };
     if past || (!integrated.is_empty() && landed() == Some(true)) {
         return (Some(theirs), true);
     }
     (Some(r), false)
+}
+
+/// The `Guild-Hall-Task` trailers of plan `plan` on the integration branch (`None`: it cannot
+/// be read, or there is no such branch).
+fn landed_tasks(repo: &git2::Repository, tip: git2::Oid, plan: &str) -> Option<std::collections::HashSet<String>> {
+    let prefix = format!("{}{}:", crate::activity::names::TRAILERS[2], plan);
+    Some(crate::activity::merge::trailers_in_history(repo, &[tip], &[], &prefix).ok()?.into_iter().map(|(_, l)| l).collect())
+}
+
+/// Whether the integration branch's copy of `plan` says it ended there while the checkout's
+/// file says it is still to run (`pending`, or no status) and this home holds no record of it
+/// (`record`: the one it works from, [`known`]): a CI run or a teammate's home ran it, and
+/// `guild-hall land` has not brought the statuses in. The same plan: the same `created:`, or
+/// with none the same waves and text after the frontmatter. A completed one counts only with
+/// the trailer of each task it says is integrated on the integration branch. Looked for only
+/// in that case: a plan settled in the checkout costs no git work.
+pub fn integrated(project: &Project, plan: &Plan, record: Option<&PlanRecord>) -> Option<Integrated> {
+    use crate::artifact::plan::PlanStatus;
+    if record.is_some() || !matches!(plan.status, None | Some(PlanStatus::Pending)) {
+        return None;
+    }
+    let repo = crate::activity::git::open(&project.root).ok()?;
+    // The local integration branch first, then a remote's copy (a clone not caught up yet).
+    crate::activity::integrated::tips(project, &repo).into_iter().find_map(|(on, tip)| {
+        let tree = repo.find_commit(tip).ok()?.tree().ok()?;
+        let text = crate::activity::integrated::copy(project, &plan.path, &repo, &tree)?;
+        let theirs = Plan::parse(&plan.path, &text).ok()?;
+        let status = theirs
+            .status
+            .filter(|s| matches!(s, PlanStatus::Completed | PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))?;
+        let same = match plan.str_field("created") {
+            Some(created) => theirs.str_field("created") == Some(created),
+            None => {
+                let ours = crate::artifact::read_regular(&plan.path).ok()?;
+                let body = |t: &str| crate::artifact::frontmatter::split(t).ok().map(|s| s.body.to_string());
+                theirs.waves == plan.waves && body(&ours).is_some_and(|b| Some(b) == body(&text))
+            }
+        };
+        if !same {
+            return None;
+        }
+        if status == PlanStatus::Completed {
+            let integrated: Vec<&str> =
+                theirs.tasks().filter(|t| theirs.task_state(&t.canonical) == Some("integrated")).map(|t| t.canonical.as_str()).collect();
+            let found = landed_tasks(&repo, tip, &plan.id)?;
+            if integrated.is_empty() || !integrated.iter().all(|c| found.contains(&crate::activity::names::task_trailer(c))) {
+                return None;
+            }
+        }
+        Some(Integrated {
+            kind: crate::activity::kind::Name::Plan,
+            id: plan.id.clone(),
+            here: plan.status.unwrap_or(PlanStatus::Pending).as_str(),
+            status: status.as_str(),
+            attempt: None,
+            integration: on,
+        })
+    })
 }
 
 /// The base a task's worktree was made from: where its HEAD meets the integration branch (a
@@ -164,6 +223,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let timeline_keys =
         crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
     let (record, taken) = known(home, project, &plan, record, &timeline_keys);
+    let integrated = integrated(project, &plan, record.as_ref());
     let boot = crate::worker::shim::boot_id();
     let mut tasks = Vec::new();
     for t in plan.tasks() {
@@ -221,6 +281,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         plan,
         record,
         taken,
+        integrated,
         tasks,
         verify_exit,
         verify_started,

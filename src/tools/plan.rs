@@ -129,6 +129,10 @@ pub struct Shown {
     /// At work in another home (this one never ran it): what is known, what a person can do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elsewhere: Option<String>,
+    /// Ended on the integration branch while the checkout's file says it is to run: not run
+    /// again here, and what a person can do (`guild-hall land`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integrated: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -158,6 +162,10 @@ pub struct Row {
     /// At work in another home (this one never ran it): what is known, what a person can do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elsewhere: Option<String>,
+    /// Ended on the integration branch while the checkout's file says it is to run: not run
+    /// again here, and what a person can do (`guild-hall land`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integrated: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

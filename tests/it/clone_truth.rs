@@ -1,14 +1,15 @@
-//! What a teammate's clone of a CI origin makes of the work CI finished: CI writes the statuses
-//! on the integration branch only, so the clone's `main` still says `pending`; nothing is run
-//! again, `status`, `check` and `reconcile` say so in one line, and `guild-hall land` brings
-//! the statuses in. A new attempt there never reuses an attempt whose trailer is on the
-//! integration branch though its branch was never pushed. A bare origin, clones, fresh homes.
+//! What a teammate's clone of a CI origin makes of the work CI finished (commissions, plans): CI
+//! writes the statuses on the integration branch only, so the clone's `main` still says
+//! `pending`; nothing is run again, `status`, `check` and `reconcile` say so in one line, and
+//! `guild-hall land` brings the statuses in. A new attempt there never reuses an attempt whose
+//! trailer is on the integration branch though its branch was never pushed. A bare origin,
+//! clones, fresh homes.
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::ci::{attempts_in, guild_hall, Origin};
+use crate::ci::{attempts_in, attempts_under, guild_hall, Origin};
 use crate::common::git;
 
 /// The one line every face prints for `a`, ended on claude/main while the checkout says pending.
@@ -137,4 +138,92 @@ fn a_laptop_whose_integration_branch_predates_ci_runs_nothing_ci_finished_and_la
         git(&laptop, &["rev-parse", "origin/claude/main"]).trim(),
         "the local integration branch caught up"
     );
+}
+
+/// The plan side of review git #1: CI finished plan `built` (its status and its task's trailer
+/// on origin's `claude/main`, `main` still saying pending); a teammate's fresh clone with a
+/// fresh home started it again: wave 1 (its task skipped by its trailer), then the verify, the
+/// checkout's file rewritten.
+#[test]
+fn a_teammates_clone_runs_no_plan_ci_finished_and_every_face_says_why() {
+    const PLAN_LINE: &str = "plan built: completed on claude/main while this checkout says pending: it is not run again here. `guild-hall land` brings the statuses into your branch";
+    let origin = Origin::new(&[]);
+    let tmp = origin.tmp.path();
+    // Every verify run leaves a line here (outside every clone, so any home's run is counted).
+    let trace = tmp.join("verify-runs");
+    let plan = format!(
+        "---\ntitle: built\nstatus: pending\nverify: [sh, -c, \"echo ran >> {}\"]\nwaves:\n  - - {{id: one, worker: mason, prompt: \"write: built.txt built\"}}\n---\nBuild it.\n",
+        trace.display()
+    );
+    origin.commit_on("main", "main", ".lore/plans/built.md", &plan);
+    let (code, out, err) = guild_hall(tmp, &origin.clone("ci-run"), &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 0, "the CI run succeeds:\n{out}{err}");
+    let verify_runs = || std::fs::read_to_string(&trace).unwrap_or_default().lines().count();
+    assert_eq!(verify_runs(), 1, "CI verified the wave once:\n{out}{err}");
+    let trailer = "Guild-Hall-Task: built:exec:wave-1:task-1";
+    assert_eq!(origin.trailer_count(trailer), 1, "{out}{err}");
+    assert!(origin.git(&["show", "claude/main:.lore/plans/built.md"]).contains("status: completed"));
+    assert!(origin.git(&["show", "main:.lore/plans/built.md"]).contains("status: pending"));
+
+    let person = origin.clone("person");
+    let (code, out, err) = guild_hall(tmp, &person, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let artifact = person.join(".lore/plans/built.md");
+    let before = std::fs::read(&artifact).expect("read");
+
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("wave-start") && !out.contains("task-start") && !out.contains("plan-update"), "nothing would be done:\n{out}");
+    assert!(out.contains(PLAN_LINE), "the dry run says it:\n{out}");
+
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(PLAN_LINE), "the pass says it too:\n{out}");
+    let home = tmp.join("home-person");
+    assert_eq!(attempts_under(&home, "plans/built/tasks/built-exec-wave-1-task-1"), 0, "no task started:\n{out}{err}");
+    assert_eq!(verify_runs(), 1, "the verify did not run again:\n{out}{err}");
+    assert_eq!(std::fs::read(&artifact).expect("read"), before, "the checkout's file is the person's: never rewritten");
+    assert!(!person.join(".lore/plans/built.timeline.jsonl").exists(), "nothing logged in the checkout");
+    assert_eq!(origin.trailer_count(trailer), 1);
+
+    let shown = plan_json(tmp, &person);
+    assert_eq!(shown["status"], "pending", "the checkout's file as it is: {shown}");
+    assert_eq!(shown["integrated"].as_str(), PLAN_LINE.strip_prefix("plan built: "), "{shown}");
+    let (code, out, err) = guild_hall(tmp, &person, &["plan", "show", "built"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("completed on claude/main while this checkout says pending"), "{out}");
+    let (code, out, err) = guild_hall(tmp, &person, &["status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("completed on claude/main while this checkout says pending"), "the plans table says it:\n{out}");
+    let (code, out, err) = guild_hall(tmp, &person, &["check"]);
+    assert_eq!(code, 0, "nothing wrong in the artifacts:\n{out}{err}");
+    assert!(out.contains(PLAN_LINE), "check says it:\n{out}");
+
+    // Another text is another plan: it would run.
+    std::fs::write(&artifact, plan.replace("Build it.", "Build it again.")).expect("write");
+    assert_eq!(plan_json(tmp, &person)["integrated"], Value::Null);
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("start wave 1") && !out.contains(PLAN_LINE), "{out}");
+    std::fs::write(&artifact, &before).expect("write");
+
+    // `land` brings the statuses into the person's branch: the checkout then says completed.
+    let (code, out, err) = guild_hall(tmp, &person, &["land"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let shown = plan_json(tmp, &person);
+    assert_eq!(shown["status"], "completed", "{shown}");
+    assert_eq!(shown["integrated"], Value::Null, "{shown}");
+    let (code, out, err) = guild_hall(tmp, &person, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = guild_hall(tmp, &person, &["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("completed on claude/main"), "nothing left to say:\n{out}");
+    assert_eq!(verify_runs(), 1, "{out}{err}");
+    assert_eq!(attempts_under(&home, "plans/built/tasks/built-exec-wave-1-task-1"), 0);
+}
+
+fn plan_json(tmp: &Path, clone: &Path) -> Value {
+    let (code, out, err) = guild_hall(tmp, clone, &["plan", "show", "built", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(&out).expect("plan show --json")
 }

@@ -656,9 +656,11 @@ fn work_that_ended_on_the_integration_branch_is_not_run_again() {
         let mut o = obs(commission("c", here), None);
         o.free_attempt = Some(1);
         o.integrated = Some(crate::commission::observe::Integrated {
-            here: o.artifact.status.unwrap_or(Status::Pending),
-            status: there,
-            attempt: 1,
+            kind: crate::activity::kind::Name::Commission,
+            id: "c".into(),
+            here: o.artifact.status.unwrap_or(Status::Pending).as_str(),
+            status: there.as_str(),
+            attempt: Some(1),
             integration: "claude/main".into(),
         });
         let p = decide(&snapshot(vec![o]));

@@ -70,6 +70,7 @@ pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
         plan,
         record,
         taken: false,
+        integrated: None,
         tasks,
         verify_exit: None,
         verify_started: None,

@@ -1,0 +1,72 @@
+//! Work that ended on the integration branch while the checkout's artifact says it is still to
+//! run (a CI run or a teammate's home ran it; `guild-hall land` has not brought the statuses
+//! into the checkout's branch yet): the integration branch's copy of an artifact, and the one
+//! line `status`, `check` and `reconcile` say of it, for every kind that runs work.
+
+use std::path::Path;
+
+use crate::artifact::Problem;
+use crate::config::Project;
+
+use super::kind::Name;
+
+/// A commission or plan the checkout's artifact says is to run while the integration branch's
+/// copy of the same artifact says it ended there. Nothing is run for it here, and the checkout's
+/// file is left as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Integrated {
+    pub kind: Name,
+    pub id: String,
+    /// What the checkout's file says (`pending` when it has no status).
+    pub here: &'static str,
+    /// What the integration branch's copy says.
+    pub status: &'static str,
+    /// The attempt that ended there (a commission's); `None` for a plan.
+    pub attempt: Option<u32>,
+    pub integration: String,
+}
+
+impl Integrated {
+    /// One line: what is known, and what a person can do (`status`, `check` and `reconcile`
+    /// say the same).
+    pub fn describe(&self) -> String {
+        let attempt = self.attempt.map(|n| format!(" (attempt {n})")).unwrap_or_default();
+        format!(
+            "{} on {}{attempt} while this checkout says {}: it is not run again here. `guild-hall land` brings the statuses into your branch",
+            self.status, self.integration, self.here
+        )
+    }
+
+    /// [`Integrated::describe`] as a note on the artifact's file (`path`): the line `check` and
+    /// `reconcile` print.
+    pub fn note(&self, path: &Path) -> Problem {
+        Problem::at_key(path, "status", format!("{} {}: {}", self.kind, self.id, self.describe()))
+    }
+}
+
+/// The text of the integration branch's copy of the file at `path` (in `project`'s checkout):
+/// one blob read from `tree`, the integration branch's; `None` when it has none (or not text).
+pub fn copy(project: &Project, path: &Path, repo: &git2::Repository, tree: &git2::Tree<'_>) -> Option<String> {
+    let rel = path.strip_prefix(&project.root).ok()?;
+    let blob = tree.get_path(rel).ok()?.to_object(repo).ok()?.into_blob().ok()?;
+    String::from_utf8(blob.content().to_vec()).ok()
+}
+
+/// Every copy of the integration branch here, by name and tip: the local branch first, then
+/// each remote's (`origin/claude/main`: what CI or a teammate landed, in a clone whose own
+/// integration branch has not caught up yet).
+pub fn tips(project: &Project, repo: &git2::Repository) -> Vec<(String, git2::Oid)> {
+    let integration = &project.config.integration_branch;
+    let local = repo.find_branch(integration, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_commit().ok()).map(|c| c.id());
+    local.map(|c| (integration.clone(), c)).into_iter().chain(crate::activity::ids::remote_copies(repo, integration)).collect()
+}
+
+/// The integration branch's tree, if the branch exists.
+pub fn tree(project: &Project) -> anyhow::Result<Option<git2::Oid>> {
+    let repo = git2::Repository::open(&project.root)?;
+    Ok(repo
+        .find_branch(&project.config.integration_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().peel_to_tree().ok())
+        .map(|t| t.id()))
+}
