@@ -51,12 +51,14 @@ pub enum Command {
     Reconcile(ReconcileArgs),
     /// Run guild-hall in CI, as many times as it is triggered: settle, commit, push.
     ///
-    /// In a clean checkout (a CI one: it switches branches): fetch the remote, adopt its
-    /// integration branch, merge the checked-out branch into it, reconcile until settled,
-    /// commit the artifacts guild-hall wrote onto the integration branch (where the next run
-    /// reads them) and push it, never forced. A push that lost a race to another run is said
-    /// in one line and exits 0: the next run converges. Exit 1 as `reconcile --wait`: failed
-    /// work, an invalid artifact, a timeout.
+    /// In a clean checkout of the base branch (a CI one: it switches branches; another branch
+    /// or a detached checkout is refused): fetch the remote, adopt its integration branch,
+    /// bring the base branch into it as `sync` does, reconcile until settled, commit the
+    /// artifacts guild-hall wrote onto the integration branch (where the next run reads them;
+    /// work still under way when it timed out is left out, to start again next run) and push
+    /// it, never forced. A push that lost a race to another run is said in one line and exits
+    /// 0: the next run converges. Exit 1 as `reconcile --wait`: a failed action, an invalid
+    /// artifact, a timeout.
     Ci(ci::CiArgs),
     /// Run the reconciler as a service: react to file edits, commits, worker events and timers.
     ///
@@ -130,7 +132,9 @@ pub enum Command {
     ///
     /// A fast-forward when the integration branch is behind, else a merge commit; never a
     /// rewrite. Conflicts, or local changes in a checkout of the integration branch that the
-    /// move would touch, stop it with the paths named and nothing changed (exit 1).
+    /// move would touch, stop it with the paths named and nothing changed (exit 1). First, a
+    /// local integration branch behind a remote's copy (`origin/claude/main` after a fetch:
+    /// what CI or a teammate landed) is fast-forwarded to it.
     Sync {
         /// Say what would happen; change nothing.
         #[arg(long)]
@@ -146,7 +150,8 @@ pub enum Command {
     /// updated with it, and nothing is done when that checkout has local changes in the way
     /// (the files are named; exit 1). With --push REMOTE, the integration branch is pushed to
     /// the branch of the same name on REMOTE instead (never forced; a rejection exits 1) and
-    /// the base branch is left alone.
+    /// the base branch is left alone. Either way, a local integration branch behind a remote's
+    /// copy is first fast-forwarded to it, so the team's finished work lands too.
     Land {
         /// Push the integration branch to this remote instead of touching the base branch.
         #[arg(long, value_name = "REMOTE")]
