@@ -199,7 +199,7 @@ pub fn integration_trailers(repo: &Repository, integration: &str) -> Result<Hash
 }
 
 /// Every remote's copy of `branch` (`origin/claude/main`, …) with its commit.
-pub fn remote_copies(repo: &Repository, branch: &str) -> Vec<(String, Oid)> {
+fn remote_copies(repo: &Repository, branch: &str) -> Vec<(String, Oid)> {
     remote_names(repo)
         .into_iter()
         .filter_map(|r| {

@@ -52,13 +52,29 @@ pub fn copy(project: &Project, path: &Path, repo: &git2::Repository, tree: &git2
     String::from_utf8(blob.content().to_vec()).ok()
 }
 
-/// Every copy of the integration branch here, by name and tip: the local branch first, then
-/// each remote's (`origin/claude/main`: what CI or a teammate landed, in a clone whose own
-/// integration branch has not caught up yet).
+/// The copies of the integration branch to compare the checkout's artifacts with, by name and
+/// tip: the local branch, then the remote's copy `sync` and `land` catch up with
+/// (`origin/claude/main`: what CI or a teammate landed, in a clone whose own branch has not
+/// caught up yet) — each only if the checkout does not hold it already (then its artifacts are
+/// the checkout's, and a person's edit there since, a retry say, is what counts), and the
+/// remote's only if the local branch does not hold it either.
 pub fn tips(project: &Project, repo: &git2::Repository) -> Vec<(String, git2::Oid)> {
     let integration = &project.config.integration_branch;
+    let head = repo.head().ok().and_then(|h| h.peel_to_commit().ok()).map(|c| c.id());
+    let holds = |a: Option<git2::Oid>, b: git2::Oid| a.is_some_and(|a| a == b || repo.graph_descendant_of(a, b).unwrap_or(false));
     let local = repo.find_branch(integration, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_commit().ok()).map(|c| c.id());
-    local.map(|c| (integration.clone(), c)).into_iter().chain(crate::activity::ids::remote_copies(repo, integration)).collect()
+    let remote = crate::activity::remote::tracking_ref(repo, integration).and_then(|r| {
+        let tip = repo.find_reference(&r).ok()?.peel_to_commit().ok()?.id();
+        Some((r.strip_prefix("refs/remotes/").unwrap_or(&r).to_string(), tip))
+    });
+    let mut out = Vec::new();
+    if let Some(l) = local.filter(|l| !holds(head, *l)) {
+        out.push((integration.clone(), l));
+    }
+    if let Some((name, r)) = remote.filter(|(_, r)| !holds(head, *r) && !holds(local, *r)) {
+        out.push((name, r));
+    }
+    out
 }
 
 /// The integration branch's tree, if the branch exists.

@@ -93,6 +93,14 @@ pub fn changes(repo: &Repository) -> Result<Vec<String>> {
     Ok(statuses.iter().map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned()).collect())
 }
 
+/// The remote's default branch (`refs/remotes/<remote>/HEAD`, which `git clone` sets), by its
+/// name there (`main`).
+pub fn default_branch(repo: &Repository, remote: &str) -> Option<String> {
+    let head = repo.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok()?;
+    let target = head.symbolic_target().ok().flatten()?;
+    target.strip_prefix(&format!("refs/remotes/{remote}/")).map(str::to_string)
+}
+
 /// The branch checked out at the project's checkout, or `None` when HEAD is detached.
 pub fn current_branch(repo: &Repository) -> Option<String> {
     let head = repo.find_reference("HEAD").ok()?;

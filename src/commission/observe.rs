@@ -362,6 +362,9 @@ pub fn observe_each(
 struct Trailers {
     here: std::sync::OnceLock<std::collections::HashSet<String>>,
     everywhere: std::sync::OnceLock<std::collections::HashSet<String>>,
+    /// The integration branch's copies to compare artifacts still to run with
+    /// ([`crate::activity::integrated::tips`]).
+    copies: std::sync::OnceLock<Vec<(String, git2::Oid)>>,
     /// Whether another home's attempt landed is looked for (for people: `status`, `check`).
     for_elsewhere: bool,
 }
@@ -379,6 +382,10 @@ impl Trailers {
                 .and_then(|repo| crate::activity::merge::trailers_on(&repo, &project.config.integration_branch).ok())
                 .unwrap_or_default()
         })
+    }
+
+    fn copies(&self, repo: &git2::Repository, project: &Project) -> &[(String, git2::Oid)] {
+        self.copies.get_or_init(|| crate::activity::integrated::tips(project, repo))
     }
 
     fn everywhere(&self, repo: &git2::Repository, project: &Project) -> &std::collections::HashSet<String> {
@@ -534,15 +541,9 @@ fn observe_one(
     }
     let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));
     if let (true, Some(repo)) = (to_run && obs.record.is_none(), repo) {
-        let here = integration_tree
-            .and_then(|tree| integrated(project, path, &obs.artifact, repo, tree, &project.config.integration_branch, trailers));
-        // A clone made before the team's integration branch moved on (a laptop that pulled
-        // after CI ran) holds it only as a remote's copy: that counts too.
-        obs.integrated = here.or_else(|| {
-            crate::activity::ids::remote_copies(repo, &project.config.integration_branch).into_iter().find_map(|(name, commit)| {
-                let tree = repo.find_commit(commit).ok()?.tree().ok()?;
-                integrated(project, path, &obs.artifact, repo, &tree, &name, trailers)
-            })
+        obs.integrated = trailers.copies(repo, project).iter().find_map(|(name, tip)| {
+            let tree = repo.find_commit(*tip).ok()?.tree().ok()?;
+            integrated(project, path, &obs.artifact, repo, &tree, name, trailers)
         });
     }
     let may_dispatch = (to_run || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched)) && obs.integrated.is_none();

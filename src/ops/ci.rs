@@ -93,7 +93,12 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
     let base = match remote::current_branch(&repo) {
         Some(b) if b == integration => None,
         Some(b) => {
-            let configured = super::sync::base_branch(project)?;
+            // Configured or recorded; else the remote's default branch (`origin/HEAD`, which
+            // a clone has); else, with nothing to tell, the branch checked out.
+            let configured = match super::sync::configured_base(project)? {
+                Some(base) => base,
+                None => remote::default_branch(&repo, &opts.remote).unwrap_or_else(|| b.clone()),
+            };
             if configured != b && configured != format!("{}/{b}", opts.remote) {
                 bail!(
                     "this checkout is on {b}, not the base branch {configured}: guild-hall ci brings only the base branch into {integration} and publishes it (check out {configured}, or name the base with `base_branch:` in {})",

@@ -109,14 +109,21 @@ pub fn base_branch(project: &Project) -> Result<String> {
     Ok(base)
 }
 
-fn named_base(project: &Project) -> Result<String> {
+/// The base branch as configured (`follow:`, `base_branch:`) or recorded by `init` (git config
+/// [`BASE_BRANCH_KEY`]), if any: what [`base_branch`] takes before guessing `main`/`master`.
+pub fn configured_base(project: &Project) -> Result<Option<String>> {
     if let Some(b) = project.config.follow.as_ref().or(project.config.base_branch.as_ref()) {
-        return Ok(b.clone());
+        return Ok(Some(b.clone()));
     }
     let repo = crate::activity::git::open(&project.root)?;
-    if let Some(b) = repo.config().ok().and_then(|c| c.get_string(BASE_BRANCH_KEY).ok()).filter(|b| !b.is_empty()) {
+    Ok(repo.config().ok().and_then(|c| c.get_string(BASE_BRANCH_KEY).ok()).filter(|b| !b.is_empty()))
+}
+
+fn named_base(project: &Project) -> Result<String> {
+    if let Some(b) = configured_base(project)? {
         return Ok(b);
     }
+    let repo = crate::activity::git::open(&project.root)?;
     for b in ["main", "master"] {
         if crate::activity::git::branch_exists(&repo, b) {
             return Ok(b.to_string());
@@ -227,7 +234,9 @@ fn catch_up(repo: &Repository, project: &Project, dry_run: bool) -> Result<Optio
 /// else a merge commit; a checkout of the base branch is updated with it, and it is refused
 /// when that checkout has local changes in the way) — or, with `push`, push the integration
 /// branch to that remote for a pull request and leave the base branch alone.
-pub fn land(_home: &Home, project: &Project, opts: &LandOptions) -> Result<SyncReport> {
+pub fn land(home: &Home, project: &Project, opts: &LandOptions) -> Result<SyncReport> {
+    // Catching up moves the integration branch: no pass merges meanwhile, as for `sync`.
+    let _held = if opts.dry_run { None } else { Some(crate::reconcile::lock_between_passes(home, project, "guild-hall land")?) };
     let integration = &project.config.integration_branch;
     let repo = crate::activity::git::open(&project.root)?;
     tip(&repo, integration, false)?;

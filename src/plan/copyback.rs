@@ -161,15 +161,16 @@ pub fn collisions(manifests: &[(String, Vec<Change>)]) -> BTreeMap<String, Vec<S
     by_path
 }
 
-/// Paths changed on the integration branch since `base` by commits that are not this wave's
-/// own copy-backs (`own_trailer`: the prefix of their trailers): what a person or a merge
+/// Paths changed on the integration branch since `base` (by any commit reachable from its tip
+/// and not from `base`) by commits that are not this wave's own copy-backs (`own_trailer`: the prefix of their trailers): what a person or a merge
 /// changed while the wave ran, which a task's copy-back must never overwrite.
 pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_trailer: &str) -> Result<std::collections::BTreeSet<String>> {
     let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?.id();
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
     walk.hide(base)?;
-    walk.simplify_first_parent()?;
+    // Every commit since the base, on every side: a commission's merge that reached the
+    // integration branch only through a person's `land` merge (its second parent) is there too.
     let mut out = std::collections::BTreeSet::new();
     for oid in walk {
         let c = repo.find_commit(oid?)?;
@@ -381,6 +382,31 @@ mod tests {
         repo.branch("claude/main", &repo.find_commit(tip).expect("tip"), true).expect("branch");
         let changed = changed_since(&repo, "claude/main", base, "Guild-Hall-Task: plan:").expect("walk");
         assert_eq!(changed.into_iter().collect::<Vec<_>>(), vec!["p.txt".to_string(), "q.txt".to_string()]);
+    }
+
+    #[test]
+    fn a_commit_reached_only_through_a_land_merge_is_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let sig = git2::Signature::now("T", "t@example.com").expect("sig");
+        let commit = |files: &[(&str, &str)], parents: &[Oid], msg: &str| -> Oid {
+            let mut tb = repo.treebuilder(None).expect("tb");
+            for (name, text) in files {
+                tb.insert(name, repo.blob(text.as_bytes()).expect("blob"), 0o100644).expect("insert");
+            }
+            let tree = repo.find_tree(tb.write().expect("tree")).expect("tree");
+            let parents: Vec<git2::Commit<'_>> = parents.iter().map(|p| repo.find_commit(*p).expect("parent")).collect();
+            repo.commit(None, &sig, &sig, msg, &tree, &parents.iter().collect::<Vec<_>>()).expect("commit")
+        };
+        let root = commit(&[("a.txt", "a"), ("f.txt", "old")], &[], "root");
+        let base = commit(&[("a.txt", "a"), ("f.txt", "old"), ("notes.md", "work")], &[root], "base");
+        let x =
+            commit(&[("a.txt", "a"), ("f.txt", "commission X"), ("notes.md", "work")], &[base], "x\n\nGuild-Hall-Commission: x attempt 1");
+        let person = commit(&[("a.txt", "a"), ("f.txt", "old"), ("p.txt", "mine")], &[root], "p");
+        let landed = commit(&[("a.txt", "a"), ("f.txt", "commission X"), ("notes.md", "work"), ("p.txt", "mine")], &[person, x], "land");
+        repo.branch("claude/main", &repo.find_commit(landed).expect("tip"), true).expect("branch");
+        let changed = changed_since(&repo, "claude/main", base, "Guild-Hall-Task: plan:").expect("walk");
+        assert!(changed.contains("f.txt"), "{changed:?}");
     }
 
     #[test]

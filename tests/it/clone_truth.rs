@@ -227,3 +227,38 @@ fn plan_json(tmp: &Path, clone: &Path) -> Value {
     assert_eq!(code, 0, "{out}{err}");
     serde_json::from_str(&out).expect("plan show --json")
 }
+
+/// Review 3, #2: the documented retry — `land` CI's statuses, set the failed commission back to
+/// `pending` on main, push — was taken for work that "ended on origin/claude/main" by the next
+/// CI run, whose checkout already holds that copy: nothing ran.
+#[test]
+fn a_retry_after_landing_runs_in_the_next_ci_run() {
+    let origin = Origin::new(&[]);
+    let tmp = origin.tmp.path();
+    let ghost = "---\ntitle: Ghost\nworker: ghost\nstatus: pending\n---\nWrite the report of r.\n";
+    origin.commit_on("main", "main", ".lore/commissions/r.md", ghost);
+    let (code, out, err) = guild_hall(tmp, &origin.clone("ci-1"), &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(origin.git(&["show", "claude/main:.lore/commissions/r.md"]).contains("status: failed"), "{out}{err}");
+
+    // The person lands CI's statuses, then asks for a retry with a worker that exists.
+    let person = origin.clone("person");
+    let (code, out, err) = guild_hall(tmp, &person, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = guild_hall(tmp, &person, &["land"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let artifact = person.join(".lore/commissions/r.md");
+    let landed = std::fs::read_to_string(&artifact).expect("read");
+    assert!(landed.contains("status: failed"), "{landed}");
+    std::fs::write(&artifact, landed.replace("status: failed", "status: pending").replace("worker: ghost", "worker: scribe"))
+        .expect("write");
+    git(&person, &["-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q", "-am", "retry r"]);
+    git(&person, &["push", "-q", "origin", "main"]);
+
+    let ci2 = origin.clone("ci-2");
+    let (code, out, err) = guild_hall(tmp, &ci2, &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("failed on origin/claude/main"), "the retry is not taken for the ended attempt:\n{out}");
+    assert_eq!(attempts_in(&tmp.join("home-ci-2"), "r"), 1, "the retry ran:\n{out}{err}");
+    assert!(origin.git(&["show", "claude/main:.lore/commissions/r.md"]).contains("status: completed"), "{out}{err}");
+}
