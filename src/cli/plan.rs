@@ -18,7 +18,8 @@ pub enum PlanCmd {
     /// Write a new plan (`.lore/plans/<id>.md`) from a file of waves and print its id.
     ///
     /// The file (or '-' for stdin) is YAML: a list of waves, each a list of tasks
-    /// `{id, worker, title, prompt}`. The plan starts at once unless --draft.
+    /// `{id, worker, title, prompt}`. The plan is submitted (`pending`) unless --draft; `watch` or
+    /// `reconcile` starts it.
     Create {
         #[arg(long)]
         title: String,

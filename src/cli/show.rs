@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::out::{escape_bytes, line, say, say_err, say_json};
+use super::out::{counted, escape_bytes, line, say, say_err, say_json};
 use super::{Env, ReconcileArgs};
 use guild_hall::activity::timeline;
 use guild_hall::artifact::ids;
@@ -301,11 +301,11 @@ pub fn check(env: &Env, json_out: bool) -> Result<bool> {
     } else {
         if problems.is_empty() {
             say!(
-                "ok: {} commissions, {} meetings, {} plans, {} worker packages",
-                report.commissions,
-                report.meetings,
-                report.plans,
-                report.packages
+                "ok: {}, {}, {}, {}",
+                counted(report.commissions, "commission"),
+                counted(report.meetings, "meeting"),
+                counted(report.plans, "plan"),
+                counted(report.packages, "worker package")
             );
         }
         for p in problems.iter().chain(orphans).chain(unsettled) {

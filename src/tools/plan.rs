@@ -65,7 +65,7 @@ pub fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
     vec![
         Tool::new(
             "create",
-            "Write a new plan (.lore/plans/<id>.md) of waves of tasks; it starts at once unless draft. Returns {plan}.",
+            "Write a new plan (.lore/plans/<id>.md) of waves of tasks; it is submitted (pending) unless draft, and the reconciler starts it. Returns {plan}.",
             |p: &P, a: Create| match a.verify {
                 Some(_) => Err(ToolError::Refused(VERIFY_REFUSED.into())),
                 None => p.create(a),

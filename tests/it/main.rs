@@ -13,6 +13,7 @@ mod confinement;
 mod cycles_trust;
 mod editor;
 mod endpoint_trust;
+mod first_hour;
 mod gc;
 mod git_trust;
 mod git_truth;
