@@ -25,6 +25,10 @@ pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>
         None => {
             crate::artifact::ids::validate_id(id)?;
             let state = StateDir(home.commission_state(&project.name, id));
+            if !project.commission_path(id).exists() && !state.0.exists() {
+                // Said as `timeline` and `status` say it.
+                bail!("no commission {id:?} in {}", project.commissions_dir().display());
+            }
             let attempt = match attempt {
                 Some(a) => a,
                 None => match read_json::<Record>(&state.record())? {
