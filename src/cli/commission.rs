@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use serde_yaml_ng::Value;
 
 use super::out::say;
 use super::Env;
 use guild_hall::artifact::write::Edit;
+use guild_hall::artifact::Desired;
 use guild_hall::worker::toolbox::WorkerContext;
 
 #[derive(Debug, Subcommand)]
@@ -82,8 +82,8 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
             say!("{}", guild_hall::ops::commission::create(&env.home, &env.project, &new)?);
             Ok(())
         }
-        CommissionCmd::Dispatch { id } => request(env, id, Edit::Set("desired".into(), Value::from("dispatched"))),
-        CommissionCmd::Cancel { id } => request(env, id, Edit::Set("desired".into(), Value::from("cancelled"))),
+        CommissionCmd::Dispatch { id } => ask(env, id, Desired::Dispatched),
+        CommissionCmd::Cancel { id } => ask(env, id, Desired::Cancelled),
         CommissionCmd::Redispatch { id } => {
             let edit = guild_hall::ops::commission::redispatch(&env.project, id)?;
             say_requested(id, &edit);
@@ -92,9 +92,10 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
     }
 }
 
-/// Write one intent key through [`guild_hall::ops::commission::request`] and say what happens next.
-fn request(env: &Env, id: &str, edit: Edit) -> Result<()> {
-    guild_hall::ops::commission::request(&env.project, id, &edit)?;
+/// Ask for a dispatch or a cancel through [`guild_hall::ops::commission::ask`] and say what
+/// happens next.
+fn ask(env: &Env, id: &str, desired: Desired) -> Result<()> {
+    let edit = guild_hall::ops::commission::ask(&env.project, id, desired)?;
     say_requested(id, &edit);
     Ok(())
 }

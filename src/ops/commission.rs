@@ -93,6 +93,19 @@ pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
     bail!("{} keeps changing; nothing written, try again", project.commission_path(id).display())
 }
 
+/// Ask for a dispatch or a cancel (`desired:`), refused up front — nothing written — where the
+/// reconciler would refuse it (`commission::decide::desired_refusal`); the edit written.
+pub fn ask(project: &Project, id: &str, desired: crate::artifact::Desired) -> Result<Edit> {
+    let c = load(project, id)?;
+    let status = c.status.unwrap_or(Status::Pending);
+    if let Some(why) = crate::commission::decide::desired_refusal(status, desired) {
+        bail!("{id} is {status}: {why}; nothing written");
+    }
+    let edit = Edit::Set("desired".into(), Value::from(desired.as_str()));
+    request(project, id, &edit)?;
+    Ok(edit)
+}
+
 /// Set a failed or cancelled commission back to pending for a new attempt (the only ones a
 /// person may re-dispatch); the edit written.
 pub fn redispatch(project: &Project, id: &str) -> Result<Edit> {

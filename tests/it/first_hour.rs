@@ -26,3 +26,31 @@ fn logs_of_an_unknown_id_says_so_as_timeline_does() {
     assert_eq!(code, 1);
     assert!(err.contains("has not been dispatched yet"), "{err}");
 }
+
+/// A request the reconciler would refuse is refused up front, nothing written: `dispatch` of a
+/// completed commission (whose refusal would hide its result), `cancel` of a cancelled one.
+#[test]
+fn dispatch_and_cancel_check_up_front() {
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Hello", "output: .lore/reports/hello.md\nSay hello.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let before = std::fs::read(p.root.join(format!(".lore/commissions/{id}.md"))).expect("read");
+    let (code, out, err) = p.run(&["commission", "dispatch", &id]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(&format!("{id} is completed: a completed commission is final")) && err.contains("nothing written"), "{err}");
+    for cmd in ["cancel", "redispatch"] {
+        let (code, out, err) = p.run(&["commission", cmd, &id]);
+        assert_eq!(code, 1, "{cmd}: {out}{err}");
+    }
+    assert_eq!(std::fs::read(p.root.join(format!(".lore/commissions/{id}.md"))).expect("read"), before, "nothing written");
+
+    let other = p.create("scribe", "Other", "Say it.");
+    p.ok(&["commission", "cancel", &other]);
+    p.settle();
+    assert_eq!(p.status(&other), "cancelled");
+    let (code, out, err) = p.run(&["commission", "cancel", &other]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("is cancelled: the commission is already over"), "{err}");
+    p.ok(&["commission", "dispatch", &other]);
+}

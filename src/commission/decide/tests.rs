@@ -294,6 +294,26 @@ fn desired_requests() {
     }
 }
 
+/// `desired_refusal`, which the faces ask up front, says exactly what the decider refuses.
+#[test]
+fn desired_refusal_is_the_deciders_own() {
+    use crate::artifact::Desired;
+    for status in Status::ALL {
+        for (desired, word) in [(Desired::Dispatched, "dispatched"), (Desired::Cancelled, "cancelled")] {
+            let c = commission("c", &format!("status: {status}\ndesired: {word}\n"));
+            let mut o = obs(c, Some(rec(status, 1)));
+            if status.is_active() {
+                o.proc = Proc::Alive;
+                o.run = Some(run_info(1));
+            }
+            let p = decide(&snapshot(vec![o]));
+            let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let refused = reason.starts_with("refused desired");
+            assert_eq!(desired_refusal(status, desired).is_some(), refused, "{status} + desired {word}: {reason}");
+        }
+    }
+}
+
 #[test]
 fn manual_mode_waits_for_desired() {
     let mut s = snapshot(vec![obs(commission("a", "status: pending\n"), Some(rec(Status::Pending, 0)))]);

@@ -2,7 +2,7 @@
 //! `status:` (DESIGN §4), which the reconciler itself makes (REQ-COM-5/6 plus `draft`), and
 //! the reason given when a request is refused.
 
-use crate::artifact::Status;
+use crate::artifact::{Desired, Status};
 
 /// Transitions a person (or tool) may request by editing `status:` (DESIGN §4).
 pub fn person_may_request(from: Status, to: Status) -> bool {
@@ -59,5 +59,19 @@ pub fn refusal(from: Status, to: Status) -> String {
             "only the reconciler fails a commission, when an attempt fails; to stop it set status: cancelled".into()
         }
         _ => format!("{from} -> {to} is not a transition of the commission state machine"),
+    }
+}
+
+/// Why a one-shot `desired:` request cannot be carried out from `status` (`None`: it can, or
+/// it is done already — a dispatch of a running commission). What the decider refuses, asked
+/// up front by the faces that write the request (tested against the decider itself).
+pub fn desired_refusal(status: Status, desired: Desired) -> Option<String> {
+    use Status::*;
+    match (desired, status) {
+        (Desired::Dispatched, Pending | Draft | Failed | Cancelled | Dispatched | InProgress) => None,
+        (Desired::Dispatched, Blocked) => Some("it waits on missing dependencies (see reason:)".into()),
+        (Desired::Dispatched, Completed) => Some(refusal(Completed, Dispatched)),
+        (Desired::Cancelled, Pending | Blocked | Dispatched | InProgress) => None,
+        (Desired::Cancelled, other) => Some(refusal(other, Cancelled)),
     }
 }
