@@ -156,9 +156,9 @@ fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
     Ok(Recorded { commission, meeting, task, event: mail.seq })
 }
 
-/// Tools only a commission has, only a meeting has (REQ-MTG-17), only a wave task has; the
-/// rest serve every kind.
-const COMMISSION_ONLY: [&str; 3] = ["report_progress", "log_question", "submit_result"];
+/// Tools of work (a commission and a wave task alike, so that one package serves both), only a
+/// meeting has (REQ-MTG-17), only a wave task has; the rest serve every kind.
+const WORK_ONLY: [&str; 3] = ["report_progress", "log_question", "submit_result"];
 const MEETING_ONLY: [&str; 3] = ["link_artifact", "propose_followup", "summarize_progress"];
 const TASK_ONLY: [&str; 1] = ["task_update"];
 
@@ -167,8 +167,8 @@ pub fn serves(name: &str, kind: ActivityKind) -> bool {
     let only = |set: &[&str]| set.contains(&name);
     match kind {
         ActivityKind::Commission => !only(&MEETING_ONLY) && !only(&TASK_ONLY),
-        ActivityKind::Meeting => !only(&COMMISSION_ONLY) && !only(&TASK_ONLY),
-        ActivityKind::Task => !only(&COMMISSION_ONLY) && !only(&MEETING_ONLY),
+        ActivityKind::Meeting => !only(&WORK_ONLY) && !only(&TASK_ONLY),
+        ActivityKind::Task => !only(&MEETING_ONLY),
     }
 }
 
@@ -223,7 +223,7 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
         .positional(&["path"]),
         Tool::new(
             "submit_result",
-            "Declare the commission done, once, after you have achieved and verified the outcome. Without it the commission counts as failed. Give a summary and the files you produced (relative to your working directory).",
+            "Declare your work done, once, after you have achieved and verified the outcome. Without it a commission counts as failed (a wave task's result is recorded as its completion; its exit decides). Give a summary and the files you produced (relative to your working directory).",
             |ctx: &WorkerContext, a: SubmitResult| {
                 let artifacts = crate::worker::toolbox::normalise_artifacts(&a.artifacts).map_err(refused)?;
                 send(ctx, MailBody::Result { summary: a.summary, artifacts })
@@ -312,7 +312,7 @@ pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
             ctx.id
         ),
         ActivityKind::Task => format!(
-            "Toolbox for wave task {}. Change files in your working directory (never commit), leave evidence under .lore-artifacts/, and report with task_update; answer a shutdown request with shutdown_ack.",
+            "Toolbox for wave task {}. Change files in your working directory (never commit), leave evidence under .lore-artifacts/, report progress as you go and with task_update, and call submit_result once with a summary when done; answer a shutdown request with shutdown_ack.",
             ctx.task_id.as_deref().unwrap_or(&ctx.id)
         ),
     };
