@@ -24,6 +24,7 @@ mod liveness;
 mod r#loop;
 mod mailbox_trust;
 mod mcp;
+mod one_package;
 mod meeting_trust;
 mod meetings;
 mod merge;
