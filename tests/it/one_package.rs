@@ -46,3 +46,43 @@ fn the_scribe_runs_unchanged_as_a_commission_and_as_a_wave_task() {
     let again: Value = serde_json::from_str(&p.ok(&["plan", "show", "notes", "--json"])).expect("plan json");
     assert_eq!(again["log"].as_array().map(Vec::len), Some(log.len()));
 }
+
+/// `GUILD_HALL_ID` and `GUILD_HALL_KIND` are set for every kind: a commission, a wave task and
+/// a meeting turn each see their own id in them.
+#[test]
+fn every_kind_sets_the_common_id_variable() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&[]);
+    let dir = p.root.join(".lore/workers/ids");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("worker.yaml"),
+        "name: ids\ndescription: says its id\ncommand: [\"./run.sh\"]\nmeeting: [\"./meet.sh\"]\ncheckout: full\ncapabilities: [commission, meeting]\n",
+    )
+    .expect("worker.yaml");
+    let scripts = [
+        (
+            "run.sh",
+            "#!/bin/sh\nset -eu\nmkdir -p .lore/ids\necho \"$GUILD_HALL_KIND $GUILD_HALL_ID\" > \".lore/ids/$GUILD_HALL_ID.txt\"\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary \"$GUILD_HALL_KIND $GUILD_HALL_ID\" --artifact \".lore/ids/$GUILD_HALL_ID.txt\"\n",
+        ),
+        (
+            "meet.sh",
+            "#!/bin/sh\nset -eu\nprintf '{\"type\":\"session\",\"id\":\"s1\"}\\n'\nprintf '{\"type\":\"text_delta\",\"text\":\"I am %s %s.\"}\\n' \"$GUILD_HALL_KIND\" \"$GUILD_HALL_ID\"\nprintf '{\"type\":\"turn_end\"}\\n'\n",
+        ),
+    ];
+    for (name, text) in scripts {
+        std::fs::write(dir.join(name), text).expect("script");
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let id = p.create("ids", "Who am I", "Say your id.");
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("who.md"), "---\ntitle: who\nwaves:\n  - - {id: one, worker: ids, prompt: \"Say your id.\"}\n---\n")
+        .expect("write plan");
+    p.settle();
+    let said = |path: &str| git(&p.root, &["show", &format!("claude/main:.lore/ids/{path}.txt")]);
+    assert_eq!(said(&id), format!("commission {id}\n"));
+    assert_eq!(said("who-exec-wave-1-task-1"), "task who-exec-wave-1-task-1\n");
+    let out = p.ok(&["meeting", "start", "--worker", "ids", "--title", "Talk", "--agenda", "ids", "hello"]);
+    assert!(out.contains("I am meeting talk."), "{out}");
+}
