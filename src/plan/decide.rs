@@ -897,7 +897,11 @@ fn fold_mail(st: &mut Step<'_>, ot: &ObservedTask) {
         let k = format!("result:{}:{attempt}", t.canonical);
         if !log.contains(&k) && st.keys.insert(k.clone()) {
             let text = format!("{}: {}", t.canonical, r.summary);
-            st.event("result", k, json!({"task": t.canonical, "attempt": attempt, "summary": r.summary, "artifacts": r.artifacts, "text": text}));
+            st.event(
+                "result",
+                k,
+                json!({"task": t.canonical, "attempt": attempt, "summary": r.summary, "artifacts": r.artifacts, "text": text}),
+            );
         }
     }
     for (k, text) in &mail.notes {

@@ -83,7 +83,7 @@ pub struct ProposeFollowup {
     pub references: Vec<String>,
 }
 
-/// An event recorded in the commission's or meeting's mailbox.
+/// An event recorded in the mailbox of the commission, meeting or wave task.
 #[derive(Debug, Serialize)]
 pub struct Recorded {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -177,7 +177,7 @@ pub fn for_kind(kind: ActivityKind) -> Vec<Tool<WorkerContext>> {
     tools().into_iter().filter(|t| serves(t.name, kind)).collect()
 }
 
-/// Every tool of the worker toolbox, commission and meeting ones alike (each face offers
+/// Every tool of the worker toolbox, of every kind alike (each face offers
 /// only those of its activity: [`for_kind`]).
 pub fn tools() -> Vec<Tool<WorkerContext>> {
     vec![
@@ -318,4 +318,22 @@ pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
     };
     let tools = for_kind(ctx.kind);
     super::mcp::ToolServer::new(ctx, tools, instructions).serve_stdio()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One package serves a commission and a wave task: the tools of work serve both, never a
+    /// meeting; `task_update` only a task.
+    #[test]
+    fn the_tools_of_work_serve_commissions_and_tasks() {
+        for tool in WORK_ONLY {
+            assert!(serves(tool, ActivityKind::Commission) && serves(tool, ActivityKind::Task), "{tool}");
+            assert!(!serves(tool, ActivityKind::Meeting), "{tool}");
+        }
+        assert!(serves("task_update", ActivityKind::Task) && !serves("task_update", ActivityKind::Commission));
+        assert!(!serves("link_artifact", ActivityKind::Task) && serves("link_artifact", ActivityKind::Meeting));
+        assert!(instructions(ActivityKind::Task).contains("submit_result"));
+    }
 }
