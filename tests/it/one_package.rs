@@ -6,17 +6,19 @@ use serde_json::Value;
 
 use crate::common::{git, Project};
 
+/// A plan `id` of one wave of one task (`one`) for `worker`.
+fn one_task_plan(p: &Project, id: &str, worker: &str) {
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let text = format!("---\ntitle: {id}\nwaves:\n  - - {{id: one, worker: {worker}, prompt: \"Do your work.\"}}\n---\n");
+    std::fs::write(dir.join(format!("{id}.md")), text).expect("write plan");
+}
+
 #[test]
 fn the_scribe_runs_unchanged_as_a_commission_and_as_a_wave_task() {
     let p = Project::new(&["scribe"]);
     let id = p.create("scribe", "Notes", "Write the notes.");
-    let dir = p.root.join(".lore/plans");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(
-        dir.join("notes.md"),
-        "---\ntitle: notes\nwaves:\n  - - {id: one, worker: scribe, title: One, prompt: \"Write the wave's notes.\"}\n---\n",
-    )
-    .expect("write plan");
+    one_task_plan(&p, "notes", "scribe");
     p.settle();
 
     // As a commission: completed, its report named by the id.
@@ -75,10 +77,7 @@ fn every_kind_sets_the_common_id_variable() {
         std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
     let id = p.create("ids", "Who am I", "Say your id.");
-    let plans = p.root.join(".lore/plans");
-    std::fs::create_dir_all(&plans).expect("mkdir");
-    std::fs::write(plans.join("who.md"), "---\ntitle: who\nwaves:\n  - - {id: one, worker: ids, prompt: \"Say your id.\"}\n---\n")
-        .expect("write plan");
+    one_task_plan(&p, "who", "ids");
     p.settle();
     let said = |path: &str| git(&p.root, &["show", &format!("claude/main:.lore/ids/{path}.txt")]);
     assert_eq!(said(&id), format!("commission {id}\n"));
