@@ -882,6 +882,28 @@ fn fold_mail(st: &mut Step<'_>, ot: &ObservedTask) {
         seq = u.sequence;
     }
     seq = seq.max(mail.more_sequence);
+    // What a commission's worker reports (progress, questions, decisions, its result) is
+    // logged the same for a task: one package serves both kinds.
+    for m in &mail.events {
+        let k = format!("mail:{}:{attempt}:{}", t.canonical, m.id);
+        if log.contains(&k) || !st.keys.insert(k.clone()) {
+            continue;
+        }
+        let mut fields = m.body.timeline_fields(attempt);
+        fields["task"] = json!(t.canonical);
+        st.event(m.body.kind(), k, fields);
+    }
+    if let Some(r) = &folded.result {
+        let k = format!("result:{}:{attempt}", t.canonical);
+        if !log.contains(&k) && st.keys.insert(k.clone()) {
+            let text = format!("{}: {}", t.canonical, r.summary);
+            st.event(
+                "result",
+                k,
+                json!({"task": t.canonical, "attempt": attempt, "summary": r.summary, "artifacts": r.artifacts, "text": text}),
+            );
+        }
+    }
     for (k, text) in &mail.notes {
         st.event("anomaly", k.clone(), json!({"task": t.canonical, "text": format!("{}: {text}", t.canonical)}));
     }

@@ -1,7 +1,8 @@
 //! A wave task's mailbox: one per attempt (`events-<n>.jsonl`, made empty when the attempt
 //! starts), read from where the last pass stopped, every event checked against the attempt and
-//! the task's worktree; what the decider needs of it (a `failed` update) folded and kept with
-//! the position in `events-<n>.folded.json`, so that a pass reads only new bytes.
+//! the task's worktree; what the decider needs of it (a `failed` update, the `submit_result`)
+//! folded and kept with the position in `events-<n>.folded.json`, so that a pass reads only new
+//! bytes.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,15 +29,32 @@ pub struct TaskFolded {
     /// The latest `failed` update's message: the attempt failed, whatever its exit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// Its `submit_result` (accepted once per attempt): the task's summary and artifacts,
+    /// logged as the task's `result` whatever the cap on events of a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<TaskResult>,
+}
+
+/// A wave task's submitted result: what a commission's `submit_result` is, in a task.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub summary: String,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
 }
 
 impl TaskFolded {
     fn take(&mut self, m: &Mail) {
-        if let MailBody::TaskUpdate(u) = &m.body {
-            if u.status == TaskUpdateStatus::Failed {
+        match &m.body {
+            MailBody::TaskUpdate(u) if u.status == TaskUpdateStatus::Failed => {
                 let message = u.error.as_ref().and_then(|e| e["message"].as_str().map(str::to_string));
                 self.failed = Some(message.unwrap_or_else(|| "it reported failed".into()));
             }
+            // The first one counts (a second is refused when sent).
+            MailBody::Result { summary, artifacts } if self.result.is_none() => {
+                self.result = Some(TaskResult { summary: summary.clone(), artifacts: artifacts.clone() });
+            }
+            _ => {}
         }
     }
 }
@@ -50,6 +68,10 @@ pub struct TaskMail {
     pub fold_changed: bool,
     /// This pass's new task updates of the attempt, in order (at most [`UPDATES_PER_PASS`]).
     pub updates: Vec<Mail>,
+    /// This pass's other new events of the attempt (progress, questions, decisions, memories),
+    /// in order (at most [`UPDATES_PER_PASS`]; more are counted in a note). Its result is in
+    /// `folded`.
+    pub events: Vec<Mail>,
     /// The highest sequence among new task updates beyond those: folded without a log entry
     /// of their own (a note counts them).
     pub more_sequence: u64,
@@ -113,8 +135,19 @@ pub fn read(state: &StateDir, canonical: &str, attempt: u32, worktree: &Path, la
             }
         }
         let Some(m) = line.mail.filter(|m| m.attempt == attempt) else { return };
-        let MailBody::TaskUpdate(u) = &m.body else { return };
         folded.take(&m);
+        let u = match &m.body {
+            MailBody::TaskUpdate(u) => u,
+            MailBody::Result { .. } => return,
+            other => {
+                if out.events.len() < UPDATES_PER_PASS {
+                    out.events.push(m);
+                } else {
+                    *more.entry(other.kind()).or_default() += 1;
+                }
+                return;
+            }
+        };
         if out.updates.len() < UPDATES_PER_PASS {
             out.updates.push(m);
         } else {
@@ -129,7 +162,7 @@ pub fn read(state: &StateDir, canonical: &str, attempt: u32, worktree: &Path, la
     let first = first.unwrap_or(0);
     let key = format!("mailbox:{canonical}:{attempt}:{file}:{first}");
     out.notes.extend(mailbox::overflow_notes(&key, &file, unnoted, " (see the log)", &more, |kinds| {
-        format!("more task updates than a pass logs one by one ({UPDATES_PER_PASS}): {kinds} were folded without their own entry")
+        format!("more task updates (or other events) than a pass logs one by one ({UPDATES_PER_PASS} of each): {kinds} were folded without their own entry")
     }));
     folded.cursor = cursor;
     out.fold_changed = folded != before;

@@ -83,7 +83,7 @@ pub struct ProposeFollowup {
     pub references: Vec<String>,
 }
 
-/// An event recorded in the commission's or meeting's mailbox.
+/// An event recorded in the mailbox of the commission, meeting or wave task.
 #[derive(Debug, Serialize)]
 pub struct Recorded {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -156,9 +156,9 @@ fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
     Ok(Recorded { commission, meeting, task, event: mail.seq })
 }
 
-/// Tools only a commission has, only a meeting has (REQ-MTG-17), only a wave task has; the
-/// rest serve every kind.
-const COMMISSION_ONLY: [&str; 3] = ["report_progress", "log_question", "submit_result"];
+/// Tools of work (a commission and a wave task alike, so that one package serves both), only a
+/// meeting has (REQ-MTG-17), only a wave task has; the rest serve every kind.
+const WORK_ONLY: [&str; 3] = ["report_progress", "log_question", "submit_result"];
 const MEETING_ONLY: [&str; 3] = ["link_artifact", "propose_followup", "summarize_progress"];
 const TASK_ONLY: [&str; 1] = ["task_update"];
 
@@ -167,8 +167,8 @@ pub fn serves(name: &str, kind: ActivityKind) -> bool {
     let only = |set: &[&str]| set.contains(&name);
     match kind {
         ActivityKind::Commission => !only(&MEETING_ONLY) && !only(&TASK_ONLY),
-        ActivityKind::Meeting => !only(&COMMISSION_ONLY) && !only(&TASK_ONLY),
-        ActivityKind::Task => !only(&COMMISSION_ONLY) && !only(&MEETING_ONLY),
+        ActivityKind::Meeting => !only(&WORK_ONLY) && !only(&TASK_ONLY),
+        ActivityKind::Task => !only(&MEETING_ONLY),
     }
 }
 
@@ -177,7 +177,7 @@ pub fn for_kind(kind: ActivityKind) -> Vec<Tool<WorkerContext>> {
     tools().into_iter().filter(|t| serves(t.name, kind)).collect()
 }
 
-/// Every tool of the worker toolbox, commission and meeting ones alike (each face offers
+/// Every tool of the worker toolbox, of every kind alike (each face offers
 /// only those of its activity: [`for_kind`]).
 pub fn tools() -> Vec<Tool<WorkerContext>> {
     vec![
@@ -223,7 +223,7 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
         .positional(&["path"]),
         Tool::new(
             "submit_result",
-            "Declare the commission done, once, after you have achieved and verified the outcome. Without it the commission counts as failed. Give a summary and the files you produced (relative to your working directory).",
+            "Declare your work done, once, after you have achieved and verified the outcome. Without it a commission counts as failed (a wave task's result is recorded as its completion; its exit decides). Give a summary and the files you produced (relative to your working directory).",
             |ctx: &WorkerContext, a: SubmitResult| {
                 let artifacts = crate::worker::toolbox::normalise_artifacts(&a.artifacts).map_err(refused)?;
                 send(ctx, MailBody::Result { summary: a.summary, artifacts })
@@ -312,10 +312,28 @@ pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
             ctx.id
         ),
         ActivityKind::Task => format!(
-            "Toolbox for wave task {}. Change files in your working directory (never commit), leave evidence under .lore-artifacts/, and report with task_update; answer a shutdown request with shutdown_ack.",
+            "Toolbox for wave task {}. Change files in your working directory (never commit), leave evidence under .lore-artifacts/, report progress as you go and with task_update, and call submit_result once with a summary when done; answer a shutdown request with shutdown_ack.",
             ctx.task_id.as_deref().unwrap_or(&ctx.id)
         ),
     };
     let tools = for_kind(ctx.kind);
     super::mcp::ToolServer::new(ctx, tools, instructions).serve_stdio()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One package serves a commission and a wave task: the tools of work serve both, never a
+    /// meeting; `task_update` only a task.
+    #[test]
+    fn the_tools_of_work_serve_commissions_and_tasks() {
+        for tool in WORK_ONLY {
+            assert!(serves(tool, ActivityKind::Commission) && serves(tool, ActivityKind::Task), "{tool}");
+            assert!(!serves(tool, ActivityKind::Meeting), "{tool}");
+        }
+        assert!(serves("task_update", ActivityKind::Task) && !serves("task_update", ActivityKind::Commission));
+        assert!(!serves("link_artifact", ActivityKind::Task) && serves("link_artifact", ActivityKind::Meeting));
+        assert!(instructions(ActivityKind::Task).contains("submit_result"));
+    }
 }

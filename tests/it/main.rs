@@ -29,6 +29,7 @@ mod meeting_trust;
 mod meetings;
 mod merge;
 mod merge_trust;
+mod one_package;
 mod output_trust;
 mod plan_truth;
 mod robustness;

@@ -3,6 +3,6 @@
 # commission completes and the crash is recorded as an anomaly in the timeline.
 set -eu
 mkdir -p .lore/crash
-echo "result before the crash" > ".lore/crash/$GUILD_HALL_COMMISSION.md"
-"$GUILD_HALL_BIN" toolbox submit-result --summary "Done, then crashed" --artifact ".lore/crash/$GUILD_HALL_COMMISSION.md"
+echo "result before the crash" > ".lore/crash/$GUILD_HALL_ID.md"
+"$GUILD_HALL_BIN" toolbox submit-result --summary "Done, then crashed" --artifact ".lore/crash/$GUILD_HALL_ID.md"
 exit 3

@@ -19,5 +19,5 @@ try git-ref "echo 0000000000000000000000000000000000000000 > '$GUILD_HALL_PROJEC
 try home "echo hacked > '$HOME/hacked.txt'"
 [ -z "$victim" ] || try victim "echo hacked > '$victim/hacked.txt'"
 try tmpdir "echo fine > '$TMPDIR/scratch.txt'"
-try worktree "mkdir -p .lore/intruder && echo fine > .lore/intruder/$GUILD_HALL_COMMISSION.md"
-"$GUILD_HALL_BIN" toolbox submit-result --summary "$report" --artifact ".lore/intruder/$GUILD_HALL_COMMISSION.md"
+try worktree "mkdir -p .lore/intruder && echo fine > .lore/intruder/$GUILD_HALL_ID.md"
+"$GUILD_HALL_BIN" toolbox submit-result --summary "$report" --artifact ".lore/intruder/$GUILD_HALL_ID.md"

@@ -4,7 +4,7 @@
 # stores a memory for its next commissions, writes a report into its worktree and submits it.
 set -eu
 gh=$GUILD_HALL_BIN
-id=$GUILD_HALL_COMMISSION
+id=$GUILD_HALL_ID
 report=".lore/reports/$id.md"
 
 "$gh" toolbox report-progress "Reading the brief"

@@ -3,10 +3,10 @@
 # prompt's `output: <path>` line (default .lore/reports/<id>.md), asks the question on an
 # optional `ask: <question>` line, submits the result and exits 0.
 set -eu
-echo "scribe: starting $GUILD_HALL_COMMISSION (attempt $GUILD_HALL_ATTEMPT)"
+echo "scribe: starting $GUILD_HALL_ID (attempt $GUILD_HALL_ATTEMPT)"
 prompt=$(cat "$GUILD_HALL_PROMPT_FILE")
 out=$(printf '%s\n' "$prompt" | sed -n 's/^output: *//p' | head -n 1)
-[ -n "$out" ] || out=".lore/reports/$GUILD_HALL_COMMISSION.md"
+[ -n "$out" ] || out=".lore/reports/$GUILD_HALL_ID.md"
 ask=$(printf '%s\n' "$prompt" | sed -n 's/^ask: *//p' | head -n 1)
 
 "$GUILD_HALL_BIN" toolbox report-progress "Reading the prompt"
@@ -15,9 +15,9 @@ sleep 0.3
 "$GUILD_HALL_BIN" toolbox record-decision --question "Where to write?" --decision "$out" --reasoning "named by the prompt"
 mkdir -p "$(dirname "$out")"
 {
-  echo "# $GUILD_HALL_COMMISSION"
+  echo "# $GUILD_HALL_ID"
   echo
-  echo "Written by the scribe for commission $GUILD_HALL_COMMISSION."
+  echo "Written by the scribe for $GUILD_HALL_KIND $GUILD_HALL_ID."
   echo
   echo "## Prompt"
   echo

@@ -6,5 +6,5 @@ secs=$(sed -n 's/^sleep: *//p' "$GUILD_HALL_PROMPT_FILE" | head -n 1)
 "$GUILD_HALL_BIN" toolbox report-progress "Sleeping ${secs:-5}s"
 sleep "${secs:-5}"
 mkdir -p .lore/slept
-echo "slept ${secs:-5}s" > ".lore/slept/$GUILD_HALL_COMMISSION.md"
-"$GUILD_HALL_BIN" toolbox submit-result --summary "Slept ${secs:-5}s" --artifact ".lore/slept/$GUILD_HALL_COMMISSION.md"
+echo "slept ${secs:-5}s" > ".lore/slept/$GUILD_HALL_ID.md"
+"$GUILD_HALL_BIN" toolbox submit-result --summary "Slept ${secs:-5}s" --artifact ".lore/slept/$GUILD_HALL_ID.md"

@@ -10,7 +10,7 @@
 set -u
 mode=$(sed -n 's/^tamper: *//p' "$GUILD_HALL_PROMPT_FILE" | head -n 1)
 mkdir -p .lore/tampered
-echo "work by $GUILD_HALL_COMMISSION" > ".lore/tampered/$GUILD_HALL_COMMISSION.md"
+echo "work by $GUILD_HALL_ID" > ".lore/tampered/$GUILD_HALL_ID.md"
 case "$mode" in
   redirect) printf 'gitdir: %s/.git\n' "$GUILD_HALL_PROJECT" > .git ;;
   delete) rm -f .git ;;

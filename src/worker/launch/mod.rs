@@ -31,7 +31,7 @@ pub struct Activation<'a> {
     pub project: &'a Project,
     pub pkg: &'a Package,
     pub kind: ActivityKind,
-    /// The commission's or meeting's id, or the wave task's slug (`GUILD_HALL_COMMISSION`, …).
+    /// The commission's or meeting's id, or the wave task's slug ([`id_vars`]).
     pub id: &'a str,
     pub state: &'a StateDir,
     pub worktree: &'a WorktreeRecord,
@@ -54,6 +54,20 @@ pub struct Activation<'a> {
     pub resources: Resources,
     /// At most this long between SIGTERM and SIGKILL (the project's `cancel_grace` otherwise).
     pub grace_cap: Option<Duration>,
+}
+
+/// The variables naming the activity, the same for every kind so that one package serves
+/// them all (DESIGN §7): `GUILD_HALL_ID` (a commission's or meeting's id, a wave task's slug —
+/// file-name safe, unlike the task's canonical id in `GUILD_HALL_TASK_ID`), `GUILD_HALL_KIND`
+/// (`commission`, `meeting`, `task`), and the kind's own (`GUILD_HALL_COMMISSION`,
+/// `GUILD_HALL_MEETING`, `GUILD_HALL_TASK`), which says the kind to `guild-hall toolbox`.
+pub fn id_vars(kind: ActivityKind, id: &str) -> [(String, String); 3] {
+    let (own, name) = match kind {
+        ActivityKind::Commission => ("GUILD_HALL_COMMISSION", "commission"),
+        ActivityKind::Meeting => ("GUILD_HALL_MEETING", "meeting"),
+        ActivityKind::Task => ("GUILD_HALL_TASK", "task"),
+    };
+    [("GUILD_HALL_ID".into(), id.into()), ("GUILD_HALL_KIND".into(), name.into()), (own.into(), id.into())]
 }
 
 /// A person's command run like a worker (a plan's `verify`): as they would run it — their
@@ -283,12 +297,7 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
         ("GIT_CONFIG_KEY_1".into(), "maintenance.auto".into()),
         ("GIT_CONFIG_VALUE_1".into(), "false".into()),
     ]);
-    let id_var = match a.kind {
-        ActivityKind::Commission => "GUILD_HALL_COMMISSION",
-        ActivityKind::Meeting => "GUILD_HALL_MEETING",
-        ActivityKind::Task => "GUILD_HALL_TASK",
-    };
-    env.insert(id_var.into(), a.id.to_string());
+    env.extend(id_vars(a.kind, a.id));
     let bounds = &pkg.manifest.resources;
     let max_turns = a.resources.max_turns.or(bounds.max_turns).unwrap_or(DEFAULT_MAX_TURNS);
     let max_budget = a.resources.max_budget_usd.or(bounds.max_budget_usd).unwrap_or(DEFAULT_MAX_BUDGET_USD);
@@ -305,4 +314,24 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
         log_max_bytes: global.log_max_bytes,
         sandbox,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind sets the common id and kind besides its own variable: one package serves all.
+    #[test]
+    fn every_kind_sets_the_common_id() {
+        for (kind, own, name) in [
+            (ActivityKind::Commission, "GUILD_HALL_COMMISSION", "commission"),
+            (ActivityKind::Meeting, "GUILD_HALL_MEETING", "meeting"),
+            (ActivityKind::Task, "GUILD_HALL_TASK", "task"),
+        ] {
+            let vars: BTreeMap<String, String> = id_vars(kind, "the-id").into_iter().collect();
+            assert_eq!(vars.get("GUILD_HALL_ID").map(String::as_str), Some("the-id"), "{kind:?}");
+            assert_eq!(vars.get(own).map(String::as_str), Some("the-id"), "{kind:?}");
+            assert_eq!(vars.get("GUILD_HALL_KIND").map(String::as_str), Some(name), "{kind:?}");
+        }
+    }
 }

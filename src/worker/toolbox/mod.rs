@@ -20,7 +20,7 @@ pub const ARTIFACT_MAX_BYTES: usize = 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct WorkerContext {
     pub kind: ActivityKind,
-    /// The commission's or meeting's id.
+    /// The commission's or meeting's id, or the wave task's slug (also `GUILD_HALL_ID`).
     pub id: String,
     pub mailbox: PathBuf,
     pub worktree: PathBuf,
@@ -36,10 +36,11 @@ impl WorkerContext {
     pub fn from_env() -> Result<WorkerContext> {
         let var = |k: &str| {
             std::env::var(k).map_err(|_| {
-                anyhow!("{k} is not set: `guild-hall toolbox` is for worker processes started by guild-hall (it reads its commission from the environment)")
+                anyhow!("{k} is not set: `guild-hall toolbox` is for worker processes started by guild-hall (it reads its commission, task or meeting from the environment)")
             })
         };
-        // A meeting turn has GUILD_HALL_MEETING; a commission attempt GUILD_HALL_COMMISSION.
+        // The kind's own variable says the kind: a meeting turn has GUILD_HALL_MEETING, a wave
+        // task GUILD_HALL_TASK, a commission attempt GUILD_HALL_COMMISSION.
         let (kind, id) = match (std::env::var("GUILD_HALL_MEETING"), std::env::var("GUILD_HALL_TASK")) {
             (Ok(m), _) => (ActivityKind::Meeting, m),
             (_, Ok(t)) => (ActivityKind::Task, t),
