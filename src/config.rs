@@ -102,6 +102,10 @@ impl ProjectConfig {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
+        let known = crate::artifact::keys::fields::<ProjectConfig>();
+        if let Some(p) = crate::artifact::keys::unknown_in_file(&path, &text, known).into_iter().next() {
+            return Err(anyhow!("{p}"));
+        }
         let cfg: ProjectConfig = serde_yaml_ng::from_str(&text).map_err(|e| {
             let loc = e.location().map(|l| format!(":{}:{}", l.line(), l.column())).unwrap_or_default();
             anyhow!("{}{loc}: {e}", path.display())

@@ -120,6 +120,27 @@ struct Meeting {
     reason: Option<String>,
 }
 
+/// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
+/// editors know one list ([`super::keys::fields`]).
+pub fn commission_keys() -> &'static [&'static str] {
+    super::keys::fields::<Commission>()
+}
+
+/// The keys a meeting's frontmatter may hold (the schema's).
+pub fn meeting_keys() -> &'static [&'static str] {
+    super::keys::fields::<Meeting>()
+}
+
+/// The keys a plan's frontmatter may hold (the schema's).
+pub fn plan_keys() -> &'static [&'static str] {
+    super::keys::fields::<PlanFrontmatter>()
+}
+
+/// The keys one task of a plan's wave may hold (the schema's).
+pub fn task_keys() -> &'static [&'static str] {
+    super::keys::fields::<Task>()
+}
+
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
 pub fn schema(kind: &str) -> Option<String> {
     let schema = match kind {
@@ -173,6 +194,8 @@ pub struct PlanFrontmatter {
     /// The waves, in order; each a list of tasks.
     #[schemars(length(min = 1))]
     pub waves: Vec<Vec<Task>>,
+    /// A one-shot request, removed once carried out: `dispatched` or `cancelled`.
+    pub desired: Option<Desired>,
     /// Written by guild-hall: the wave under way.
     pub wave: Option<u32>,
     /// Written by guild-hall: why it halted or failed, or an edit was refused.

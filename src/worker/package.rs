@@ -258,11 +258,22 @@ pub struct Package {
     pub source: Source,
 }
 
+impl Manifest {
+    /// A problem at each key of `worker.yaml`'s `text` a manifest does not have (its own
+    /// fields, the schema's too), with a "did you mean".
+    pub fn unknown_keys(file: &Path, text: &str) -> Vec<Problem> {
+        crate::artifact::keys::unknown_in_file(file, text, crate::artifact::keys::fields::<Manifest>())
+    }
+}
+
 impl Package {
     /// Load one package directory's `worker.yaml`.
     pub fn load(dir: &Path) -> anyhow::Result<Package> {
         let file = dir.join("worker.yaml");
         let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        if let Some(p) = Manifest::unknown_keys(&file, &text).into_iter().next() {
+            return Err(anyhow::anyhow!("{p}"));
+        }
         let manifest: Manifest = serde_yaml_ng::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         crate::artifact::ids::validate_id(&manifest.name)?;
         Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
@@ -356,6 +367,13 @@ impl Catalog {
                 Ok(t) => t,
                 Err(_) => continue,
             };
+            let unknown = Manifest::unknown_keys(&file, &text);
+            if !unknown.is_empty() {
+                for p in unknown {
+                    self.fail(&file, &dir_name, p.line, p.column, p.message);
+                }
+                continue;
+            }
             match serde_yaml_ng::from_str::<Manifest>(&text) {
                 Ok(m) => {
                     if let Err(e) = crate::artifact::ids::validate_id(&m.name) {
