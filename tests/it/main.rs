@@ -14,6 +14,7 @@ mod cycles_trust;
 mod editor;
 mod endpoint_trust;
 mod gc;
+mod keys;
 mod git_trust;
 mod git_truth;
 mod home_truth;
