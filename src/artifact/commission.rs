@@ -145,7 +145,7 @@ impl Commission {
         let resources = match get("resources") {
             None | Some(Value::Null) => Resources::default(),
             Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
-                bad("resources", format!("bad resources: {e} (allowed: max_turns, max_budget_usd)"));
+                bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
                 Resources::default()
             }),
         };

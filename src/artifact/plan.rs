@@ -179,7 +179,7 @@ impl Plan {
                                 bad("waves", format!("wave {w}, task {label}: {}", super::keys::unknown_key(k, known)));
                             }
                         } else {
-                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{id, worker, title, prompt, timeout}}"));
+                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")));
                         }
                         tasks.push(Task {
                             canonical: format!("{stem}:exec:wave-{w}:task-{t}"),
@@ -195,7 +195,10 @@ impl Plan {
                     waves.push(tasks);
                 }
             }
-            _ => bad("waves", "missing `waves:`: a list of waves, each a list of tasks {id, worker, title, prompt, timeout}".into()),
+            _ => bad(
+                "waves",
+                format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
+            ),
         }
         if let Some(v) = get("tasks") {
             if !v.is_null() && !v.is_mapping() {

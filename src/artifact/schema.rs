@@ -212,6 +212,24 @@ pub struct PlanFrontmatter {
 mod tests {
     use super::*;
 
+    /// What `check` allows is what the schema says, key for key: one list, not two.
+    #[test]
+    fn the_keys_check_allows_are_the_schemas() {
+        for (kind, keys) in [("commission", commission_keys()), ("meeting", meeting_keys()), ("plan", plan_keys())] {
+            let mut keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            let mut props = properties(kind);
+            keys.sort();
+            props.sort();
+            assert_eq!(keys, props, "{kind}");
+        }
+        let v: serde_json::Value = serde_json::from_str(&schema("plan").expect("schema")).expect("json");
+        let mut task: Vec<&str> = v["$defs"]["Task"]["properties"].as_object().expect("task").keys().map(String::as_str).collect();
+        task.sort();
+        let mut keys = task_keys().to_vec();
+        keys.sort();
+        assert_eq!(keys, task);
+    }
+
     fn properties(kind: &str) -> Vec<String> {
         let v: serde_json::Value = serde_json::from_str(&schema(kind).expect("a schema")).expect("json");
         v["properties"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
@@ -233,6 +251,10 @@ mod tests {
         let text = schema("commission").expect("schema");
         for s in Status::ALL {
             assert!(text.contains(&format!("\"{s}\"")), "{s}");
+        }
+        let plan = properties("plan");
+        for k in super::super::plan::OWNED_KEYS.iter().chain(&["desired", "parallelism", "verify", "fixer", "timeout", "waves"]) {
+            assert!(plan.iter().any(|p| p == k), "plan schema lacks {k}");
         }
         assert!(schema("nope").is_none());
         for kind in KINDS {
