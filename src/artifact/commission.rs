@@ -304,4 +304,12 @@ mod tests {
         assert!(e[0].message.contains("bad dependency"));
         assert!(Commission::parse(Path::new("x/Bad Name.md"), "---\nworker: a\n---\nb\n").is_err());
     }
+
+    /// A misspelt key is never skipped: `dependecies:` would drop the dependency.
+    #[test]
+    fn an_unknown_key_is_a_problem_at_the_key() {
+        let e = parse("---\ntitle: T\nworker: scribe\ndependecies: [a/b.md]\n---\nDo it.\n").unwrap_err();
+        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:1: unknown key `dependecies`: did you mean `dependencies`?");
+        assert!(parse("---\nworker: scribe\ndate: 2026-11-22\n---\nDo it.\n").is_ok(), "every schema key is allowed");
+    }
 }

@@ -434,3 +434,24 @@ impl Catalog {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `worker.yaml` allows exactly its schema's keys; a slip is said at the key.
+    #[test]
+    fn unknown_manifest_keys_at_the_key_with_the_key_meant() {
+        let schema: serde_json::Value = serde_json::from_str(&crate::schema::schema("worker").expect("schema")).expect("json");
+        let mut props: Vec<&str> = schema["properties"].as_object().expect("properties").keys().map(String::as_str).collect();
+        let mut keys = crate::artifact::keys::fields::<Manifest>().to_vec();
+        props.sort();
+        keys.sort();
+        assert_eq!(keys, props);
+        let file = Path::new("w/worker.yaml");
+        let said: Vec<String> =
+            Manifest::unknown_keys(file, "name: w\ncommand: [x]\ncapabilites: [commission]\n").iter().map(|p| p.to_string()).collect();
+        assert_eq!(said, ["w/worker.yaml:3:1: unknown key `capabilites`: did you mean `capabilities`?"]);
+        assert!(Manifest::unknown_keys(file, "name: w\ncommand: [x]\n").is_empty());
+    }
+}
