@@ -102,6 +102,10 @@ impl ProjectConfig {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
+        let known = crate::artifact::keys::fields::<ProjectConfig>();
+        if let Some(p) = crate::artifact::keys::unknown_in_file(&path, &text, known).into_iter().next() {
+            return Err(anyhow!("{p}"));
+        }
         let cfg: ProjectConfig = serde_yaml_ng::from_str(&text).map_err(|e| {
             let loc = e.location().map(|l| format!(":{}:{}", l.line(), l.column())).unwrap_or_default();
             anyhow!("{}{loc}: {e}", path.display())
@@ -547,5 +551,8 @@ mod tests {
         assert!(e.contains("base_branch (trunk) and follow (main) name different branches"), "{e}");
         let e = load("follow: \"no..such\"\n").expect_err("not a branch name");
         assert!(e.contains("follow: \"no..such\" is not a branch name"), "{e}");
+        // A misspelt key: at the key, counted in the file, with the key meant.
+        let e = load("# settings\ncommission_cap: 2\ncancel_grac: 5s\n").expect_err("unknown key");
+        assert!(e.ends_with("guild-hall.yaml:3:1: unknown key `cancel_grac`: did you mean `cancel_grace`?"), "{e}");
     }
 }

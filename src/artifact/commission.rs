@@ -102,17 +102,16 @@ impl Commission {
             return Err(at(1, 1, format!("bad file name: {e}")));
         }
         let split = split(text).map_err(|(line, msg)| at(line, 1, msg))?;
-        let fields = if split.yaml.trim().is_empty() {
-            Mapping::new()
+        let Kept(fields, unknown) = if split.yaml.trim().is_empty() {
+            Kept(Mapping::new(), Mapping::new())
         } else {
-            serde_yaml_ng::from_str::<Kept>(split.yaml)
-                .map_err(|e| {
-                    let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-                    at(split.first_line + line - 1, col, format!("invalid YAML: {e}"))
-                })?
-                .0
+            serde_yaml_ng::from_str::<Kept>(split.yaml).map_err(|e| {
+                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+                at(split.first_line + line - 1, col, format!("invalid YAML: {e}"))
+            })?
         };
-        let mut problems = Vec::new();
+        // A misspelt key is invalid like a bad value: `dependecies:` must not dispatch at once.
+        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &unknown, super::schema::commission_keys());
         let mut bad = |key: &str, msg: String| {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));
@@ -146,7 +145,7 @@ impl Commission {
         let resources = match get("resources") {
             None | Some(Value::Null) => Resources::default(),
             Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
-                bad("resources", format!("bad resources: {e} (allowed: max_turns, max_budget_usd)"));
+                bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
                 Resources::default()
             }),
         };
@@ -233,8 +232,9 @@ pub(crate) const READ_KEYS: [&str; 17] = [
     "title",
 ];
 
-/// The frontmatter's [`READ_KEYS`] as a mapping.
-struct Kept(Mapping);
+/// The frontmatter's [`READ_KEYS`] as a mapping; and the keys no commission may hold (the
+/// schema's [`super::schema::commission_keys`] are the ones it may), their values left unread.
+struct Kept(Mapping, Mapping);
 
 impl<'de> Deserialize<'de> for Kept {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Kept, D::Error> {
@@ -245,10 +245,11 @@ impl<'de> Deserialize<'de> for Kept {
                 f.write_str("a mapping of keys to values")
             }
             fn visit_unit<E>(self) -> Result<Kept, E> {
-                Ok(Kept(Mapping::new()))
+                Ok(Kept(Mapping::new(), Mapping::new()))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Kept, A::Error> {
-                let mut out = Mapping::new();
+                let (mut out, mut unknown) = (Mapping::new(), Mapping::new());
+                let known = super::schema::commission_keys();
                 while let Some(k) = m.next_key::<Value>()? {
                     if k.as_str().is_some_and(|k| READ_KEYS.contains(&k)) {
                         if out.contains_key(&k) {
@@ -258,9 +259,12 @@ impl<'de> Deserialize<'de> for Kept {
                         out.insert(k, v);
                     } else {
                         m.next_value::<serde::de::IgnoredAny>()?;
+                        if !k.as_str().is_some_and(|k| known.contains(&k)) {
+                            unknown.insert(k, Value::Null);
+                        }
                     }
                 }
-                Ok(Kept(out))
+                Ok(Kept(out, unknown))
             }
         }
         d.deserialize_any(V)
@@ -299,5 +303,13 @@ mod tests {
         let e = parse("---\nworker: scribe\ndependencies: [../../etc/passwd]\n---\nx\n").unwrap_err();
         assert!(e[0].message.contains("bad dependency"));
         assert!(Commission::parse(Path::new("x/Bad Name.md"), "---\nworker: a\n---\nb\n").is_err());
+    }
+
+    /// A misspelt key is never skipped: `dependecies:` would drop the dependency.
+    #[test]
+    fn an_unknown_key_is_a_problem_at_the_key() {
+        let e = parse("---\ntitle: T\nworker: scribe\ndependecies: [a/b.md]\n---\nDo it.\n").unwrap_err();
+        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:1: unknown key `dependecies`: did you mean `dependencies`?");
+        assert!(parse("---\nworker: scribe\ndate: 2026-11-22\n---\nDo it.\n").is_ok(), "every schema key is allowed");
     }
 }

@@ -6,6 +6,7 @@
 pub mod commission;
 pub mod frontmatter;
 pub mod ids;
+pub mod keys;
 pub mod meeting;
 pub mod plan;
 pub mod schema;

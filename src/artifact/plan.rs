@@ -33,9 +33,6 @@ impl PlanStatus {
     }
 }
 
-/// The keys a task may have.
-const TASK_KEYS: [&str; 5] = ["id", "worker", "title", "prompt", "timeout"];
-
 /// The keys only guild-hall writes.
 pub const OWNED_KEYS: [&str; 5] = ["status", "wave", "reason", "tasks", "created"];
 
@@ -94,7 +91,7 @@ pub struct Plan {
 impl Plan {
     pub fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
         let (stem, sp, fields) = read_mapping(path, text)?;
-        let mut problems = Vec::new();
+        let mut problems = super::keys::unknown_keys(path, sp.yaml, sp.first_line, &fields, super::schema::plan_keys());
         let mut bad = |key: &str, msg: String| {
             let (line, col) = key_position(&sp, key);
             problems.push(Problem::new(path, line, col, msg));
@@ -177,11 +174,12 @@ impl Plan {
                             Some(v) => frontmatter::timeout(v).map_err(|e| bad("waves", format!("wave {w}, task {label}: {e}"))).ok(),
                         };
                         if let Some(m) = item.as_mapping() {
-                            if let Some(k) = m.keys().filter_map(Value::as_str).find(|k| !TASK_KEYS.contains(k)) {
-                                bad("waves", format!("wave {w}, task {label}: unknown key {k:?} (allowed: {})", TASK_KEYS.join(", ")));
+                            let known = super::schema::task_keys();
+                            if let Some(k) = m.keys().filter_map(Value::as_str).find(|k| !known.contains(k)) {
+                                bad("waves", format!("wave {w}, task {label}: {}", super::keys::unknown_key(k, known)));
                             }
                         } else {
-                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{id, worker, title, prompt, timeout}}"));
+                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")));
                         }
                         tasks.push(Task {
                             canonical: format!("{stem}:exec:wave-{w}:task-{t}"),
@@ -197,7 +195,10 @@ impl Plan {
                     waves.push(tasks);
                 }
             }
-            _ => bad("waves", "missing `waves:`: a list of waves, each a list of tasks {id, worker, title, prompt, timeout}".into()),
+            _ => bad(
+                "waves",
+                format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
+            ),
         }
         if let Some(v) = get("tasks") {
             if !v.is_null() && !v.is_mapping() {
@@ -292,6 +293,6 @@ mod tests {
         assert!(all.contains("duplicate task id \"a\""), "{all}");
         let e = parse("---\nwaves:\n  - - {id: a, prompt: p, colour: red}\n---\n").unwrap_err();
         let all: String = e.iter().map(|p| p.message.clone()).collect::<Vec<_>>().join("\n");
-        assert!(all.contains("needs `worker:`") && all.contains("unknown key \"colour\""), "{all}");
+        assert!(all.contains("needs `worker:`") && all.contains("unknown key `colour`"), "{all}");
     }
 }

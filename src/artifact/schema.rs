@@ -120,6 +120,27 @@ struct Meeting {
     reason: Option<String>,
 }
 
+/// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
+/// editors know one list ([`super::keys::fields`]).
+pub fn commission_keys() -> &'static [&'static str] {
+    super::keys::fields::<Commission>()
+}
+
+/// The keys a meeting's frontmatter may hold (the schema's).
+pub fn meeting_keys() -> &'static [&'static str] {
+    super::keys::fields::<Meeting>()
+}
+
+/// The keys a plan's frontmatter may hold (the schema's).
+pub fn plan_keys() -> &'static [&'static str] {
+    super::keys::fields::<PlanFrontmatter>()
+}
+
+/// The keys one task of a plan's wave may hold (the schema's).
+pub fn task_keys() -> &'static [&'static str] {
+    super::keys::fields::<Task>()
+}
+
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
 pub fn schema(kind: &str) -> Option<String> {
     let schema = match kind {
@@ -173,6 +194,8 @@ pub struct PlanFrontmatter {
     /// The waves, in order; each a list of tasks.
     #[schemars(length(min = 1))]
     pub waves: Vec<Vec<Task>>,
+    /// A one-shot request, removed once carried out: `dispatched` or `cancelled`.
+    pub desired: Option<Desired>,
     /// Written by guild-hall: the wave under way.
     pub wave: Option<u32>,
     /// Written by guild-hall: why it halted or failed, or an edit was refused.
@@ -188,6 +211,24 @@ pub struct PlanFrontmatter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `check` allows is what the schema says, key for key: one list, not two.
+    #[test]
+    fn the_keys_check_allows_are_the_schemas() {
+        for (kind, keys) in [("commission", commission_keys()), ("meeting", meeting_keys()), ("plan", plan_keys())] {
+            let mut keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            let mut props = properties(kind);
+            keys.sort();
+            props.sort();
+            assert_eq!(keys, props, "{kind}");
+        }
+        let v: serde_json::Value = serde_json::from_str(&schema("plan").expect("schema")).expect("json");
+        let mut task: Vec<&str> = v["$defs"]["Task"]["properties"].as_object().expect("task").keys().map(String::as_str).collect();
+        task.sort();
+        let mut keys = task_keys().to_vec();
+        keys.sort();
+        assert_eq!(keys, task);
+    }
 
     fn properties(kind: &str) -> Vec<String> {
         let v: serde_json::Value = serde_json::from_str(&schema(kind).expect("a schema")).expect("json");
@@ -210,6 +251,10 @@ mod tests {
         let text = schema("commission").expect("schema");
         for s in Status::ALL {
             assert!(text.contains(&format!("\"{s}\"")), "{s}");
+        }
+        let plan = properties("plan");
+        for k in super::super::plan::OWNED_KEYS.iter().chain(&["desired", "parallelism", "verify", "fixer", "timeout", "waves"]) {
+            assert!(plan.iter().any(|p| p == k), "plan schema lacks {k}");
         }
         assert!(schema("nope").is_none());
         for kind in KINDS {

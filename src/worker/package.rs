@@ -258,11 +258,22 @@ pub struct Package {
     pub source: Source,
 }
 
+impl Manifest {
+    /// A problem at each key of `worker.yaml`'s `text` a manifest does not have (its own
+    /// fields, the schema's too), with a "did you mean".
+    pub fn unknown_keys(file: &Path, text: &str) -> Vec<Problem> {
+        crate::artifact::keys::unknown_in_file(file, text, crate::artifact::keys::fields::<Manifest>())
+    }
+}
+
 impl Package {
     /// Load one package directory's `worker.yaml`.
     pub fn load(dir: &Path) -> anyhow::Result<Package> {
         let file = dir.join("worker.yaml");
         let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        if let Some(p) = Manifest::unknown_keys(&file, &text).into_iter().next() {
+            return Err(anyhow::anyhow!("{p}"));
+        }
         let manifest: Manifest = serde_yaml_ng::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         crate::artifact::ids::validate_id(&manifest.name)?;
         Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
@@ -356,6 +367,13 @@ impl Catalog {
                 Ok(t) => t,
                 Err(_) => continue,
             };
+            let unknown = Manifest::unknown_keys(&file, &text);
+            if !unknown.is_empty() {
+                for p in unknown {
+                    self.fail(&file, &dir_name, p.line, p.column, p.message);
+                }
+                continue;
+            }
             match serde_yaml_ng::from_str::<Manifest>(&text) {
                 Ok(m) => {
                     if let Err(e) = crate::artifact::ids::validate_id(&m.name) {
@@ -414,5 +432,26 @@ impl Catalog {
                 None => Err(format!("unknown worker {name:?} (no package in .lore/workers/ or the home's workers/)")),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `worker.yaml` allows exactly its schema's keys; a slip is said at the key.
+    #[test]
+    fn unknown_manifest_keys_at_the_key_with_the_key_meant() {
+        let schema: serde_json::Value = serde_json::from_str(&crate::schema::schema("worker").expect("schema")).expect("json");
+        let mut props: Vec<&str> = schema["properties"].as_object().expect("properties").keys().map(String::as_str).collect();
+        let mut keys = crate::artifact::keys::fields::<Manifest>().to_vec();
+        props.sort();
+        keys.sort();
+        assert_eq!(keys, props);
+        let file = Path::new("w/worker.yaml");
+        let said: Vec<String> =
+            Manifest::unknown_keys(file, "name: w\ncommand: [x]\ncapabilites: [commission]\n").iter().map(|p| p.to_string()).collect();
+        assert_eq!(said, ["w/worker.yaml:3:1: unknown key `capabilites`: did you mean `capabilities`?"]);
+        assert!(Manifest::unknown_keys(file, "name: w\ncommand: [x]\n").is_empty());
     }
 }

@@ -26,7 +26,7 @@ fn happy_path_dispatch_progress_result_merge() {
     // A person's file, with comments and odd formatting that must survive every write.
     p.write_commission(
         "notes",
-        "---\n# Written by hand.\ntitle:   \"Write the notes\"   # keep me\nworker: scribe\ntags: [a,   b]\n---\noutput: .lore/research/notes.md\nWrite notes.\n",
+        "---\n# Written by hand.\ntitle:   \"Write the notes\"   # keep me\nworker: scribe\noutputs: [ .lore/research/notes.md   ]\n---\noutput: .lore/research/notes.md\nWrite notes.\n",
     );
     let out = p.settle();
     assert!(out.contains("dispatch"), "{out}");
@@ -38,7 +38,9 @@ fn happy_path_dispatch_progress_result_merge() {
     assert!(s["result"]["summary"].as_str().is_some_and(|x| !x.is_empty()));
     let text = p.artifact("notes");
     assert!(
-        text.starts_with("---\n# Written by hand.\ntitle:   \"Write the notes\"   # keep me\nworker: scribe\ntags: [a,   b]\n"),
+        text.starts_with(
+            "---\n# Written by hand.\ntitle:   \"Write the notes\"   # keep me\nworker: scribe\noutputs: [ .lore/research/notes.md   ]\n"
+        ),
         "{text}"
     );
     assert!(text.ends_with("---\noutput: .lore/research/notes.md\nWrite notes.\n"), "{text}");

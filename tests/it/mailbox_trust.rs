@@ -219,7 +219,7 @@ fn a_stop_never_waits_on_the_artifact_being_written() {
     let (yaml, body) = text.strip_prefix("---\n").and_then(|t| t.split_once("\n---\n")).expect("frontmatter");
     let yaml = yaml.replace("status: in_progress", "status: cancelled");
     let pad = 64 * 1024 - 16 - yaml.len();
-    std::fs::write(p.artifact_path(&id), format!("---\n{yaml}\nnote: {}\n---\n{body}", "n".repeat(pad))).expect("edit");
+    std::fs::write(p.artifact_path(&id), format!("---\n{yaml}\n# note: {}\n---\n{body}", "n".repeat(pad))).expect("edit");
     let (code, out, err) = p.run(&["reconcile", "--once"]);
     assert_ne!(code, 0, "the update cannot be written: {out}{err}");
     passes_until(&p, "the worker stopped", |_| !pid_alive(worker));

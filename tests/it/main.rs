@@ -19,6 +19,7 @@ mod git_trust;
 mod git_truth;
 mod home_truth;
 mod ids;
+mod keys;
 mod layout;
 mod lifecycle;
 mod liveness;
