@@ -324,6 +324,19 @@ pub fn processes_naming(mark: &str) -> Vec<(i32, String)> {
     found
 }
 
+/// What running a tool from the system gave, or the test's failure in one line when the tool
+/// is not installed: a test that cannot run fails and says why (README, "Prerequisites"),
+/// it is never skipped.
+pub fn needs<T>(ran: std::io::Result<T>, program: &str, why: &str) -> T {
+    match ran {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            panic!("this test needs `{program}` ({why}), which is not installed: see Prerequisites in README.md")
+        }
+        Err(e) => panic!("running `{program}` ({why}) failed: {e}"),
+    }
+}
+
 /// Wait for a condition without running passes (deadline 60 s).
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -428,6 +441,12 @@ pub fn wait_status(p: &Project, id: &str, want: &str) {
     }
 }
 
+/// Wait until the attempt's processes are all gone: its `stopped` event. A cancelled status
+/// may be one the test wrote itself, and the worker still runs until a pass stops it.
+pub fn wait_stopped(p: &Project, id: &str) {
+    wait_for(&format!("{id}'s worker to be stopped"), || kinds(&p.timeline(id)).iter().any(|k| k == "stopped"));
+}
+
 /// Run `script` with bash as the init of a private pid namespace (`unshare --pid --fork
 /// --mount-proc`: everything in it dies with it, and a test that kills by pid can reach
 /// nothing outside it), with the project's environment, `$GH` the guild-hall binary and
@@ -447,7 +466,7 @@ pub fn in_pid_namespace(p: &Project, script: &str) -> String {
         };
     }
     c.env("GH", gh).env("STATE", p.home.join("state"));
-    let out = c.output().expect("unshare runs (util-linux, and root or user namespaces, are required for these tests)");
+    let out = needs(c.output(), "unshare", "util-linux: runs the scenario in a private pid namespace");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     assert!(out.status.success(), "the namespaced scenario failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
     stdout

@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{git, pid_alive, wait_for, Project};
+use crate::common::{git, needs, pid_alive, wait_for, Project};
 
 fn show(p: &Project, id: &str) -> Value {
     serde_json::from_str(&p.ok(&["meeting", "show", id, "--json"])).expect("show json")
@@ -388,7 +388,11 @@ fn chat_in_a_terminal() {
     )
     .expect("script");
     let tmux = |args: &[&str]| {
-        let out = std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output().expect("tmux runs");
+        let out = needs(
+            std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output(),
+            "tmux",
+            "to drive `meeting chat` in a real terminal",
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     // The tmux server and its chat go away even when an assertion fails.

@@ -167,10 +167,9 @@ fn sighup_with_a_raised_cap_dispatches_the_queue() {
         std::fs::write(p.artifact_path(id), p.artifact(id).replace("status: in_progress", "status: cancelled")).expect("cancel");
         wait_status(&p, id, "cancelled");
     }
-    // The status is what the test wrote itself; the workers are gone only once the watcher
-    // has stopped them (its `stopped` event), before the watcher itself is stopped.
+    // Their workers stopped by the watcher, before it is stopped itself.
     for id in [&a, &b] {
-        wait_for("the cancelled worker to be stopped", || kinds(&p.timeline(id)).iter().any(|k| k == "stopped"));
+        wait_stopped(&p, id);
     }
 }
 
