@@ -277,7 +277,8 @@ impl Project {
 /// seconds for what is already ending; it is then killed so it cannot outlive the run.
 impl Drop for Project {
     fn drop(&mut self) {
-        let mark = self.tmp.path().to_string_lossy().into_owned();
+        // With its slash: every path in the temp dir, never another dir it is a prefix of.
+        let mark = format!("{}/", self.tmp.path().to_string_lossy());
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut left = processes_naming(&mark);
         while !left.is_empty() && Instant::now() < deadline {
@@ -317,7 +318,7 @@ pub fn processes_naming(mark: &str) -> Vec<(i32, String)> {
         let read = |f: &str| std::fs::read(e.path().join(f)).map(|b| String::from_utf8_lossy(&b).replace('\0', " ")).unwrap_or_default();
         let cmdline = read("cmdline");
         let cwd = std::fs::read_link(e.path().join("cwd")).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-        if cmdline.contains(mark) || read("environ").contains(mark) || cwd.starts_with(mark) {
+        if cmdline.contains(mark) || read("environ").contains(mark) || format!("{cwd}/").starts_with(mark) {
             found.push((pid, cmdline.trim_end().to_string()));
         }
     }

@@ -440,6 +440,11 @@ fn chat_in_a_terminal() {
     assert!(t.contains("hello from tmux") && t.contains("_(interrupted)_"), "{t}");
     // Back days later: the same conversation; /close closes it.
     tmux(&["kill-server"]);
+    // kill-server returns before the old server has gone: a session started meanwhile is
+    // handed to the dying server and lost with it (seen under load).
+    wait_for("the old tmux server to be gone", || {
+        std::process::Command::new("tmux").arg("-S").arg(&sock).arg("ls").output().is_ok_and(|o| !o.status.success())
+    });
     tmux(&["new-session", "-d", "-x", "160", "-y", "50", "-s", "chat", "sh", script.to_str().expect("utf8")]);
     tmux(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
     wait_screen("you>");
