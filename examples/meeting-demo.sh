@@ -9,8 +9,10 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-step "Building guild-hall (release)"
-cargo build --release --quiet --manifest-path "$repo_root/Cargo.toml"
+# Cargo's own progress is shown: the first build compiles every dependency (about 5 minutes
+# on a small 2-core machine), later ones take seconds.
+step "Building guild-hall (release; the first build takes a few minutes, later ones seconds)"
+cargo build --release --manifest-path "$repo_root/Cargo.toml"
 gh="$repo_root/target/release/guild-hall"
 
 demo=$(mktemp -d "${TMPDIR:-/tmp}/guild-hall-meeting-demo.XXXXXX")

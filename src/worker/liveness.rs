@@ -68,6 +68,10 @@ pub fn turn_running(state: &StateDir) -> bool {
 /// process is ever signalled by such a record: the caller reports it and leaves the attempt alone.
 pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
     let run = state.read_run().map_err(|e| format!("{e:#}"))?.filter(|r| r.attempt == attempt);
+    // Whether the shim runs is looked at before its exit record is read: a shim records its
+    // exit and then ends, so one seen ended has its record there to read. Read the other way
+    // round, a shim ending in between was taken for one killed before recording it.
+    let alive = run.as_ref().is_some_and(|r| running(r, boot));
     let exit = read_json::<ExitInfo>(&state.exit()).map_err(|e| format!("{e:#}"))?.filter(|x| x.attempt == attempt);
     if let Some(run) = run.as_ref().filter(|r| r.boot_id == boot && shim::shim_state(r) == shim::ShimState::Foreign) {
         // A live process with the recorded pid and start time that is not the attempt's shim:
@@ -79,7 +83,7 @@ pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, St
         ));
     }
     let mut proc = match (&run, &exit) {
-        (Some(run), _) if running(run, boot) => Proc::Alive,
+        (Some(_), _) if alive => Proc::Alive,
         (Some(_), _) | (None, Some(_)) => Proc::Dead,
         (None, None) if shim::shim_lock_held(state) => Proc::Starting,
         (None, None) => Proc::NotStarted,

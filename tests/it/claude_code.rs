@@ -215,12 +215,15 @@ pub(crate) fn real_claude() -> PathBuf {
         let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
         if !ok(&bin) {
             std::fs::create_dir_all(&dir).expect("mkdir");
-            let npm = Command::new("npm")
-                .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&dir)
-                .arg("@anthropic-ai/claude-code@2")
-                .status()
-                .expect("npm");
+            let npm = needs(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&dir)
+                    .arg("@anthropic-ai/claude-code@2")
+                    .status(),
+                "npm",
+                "to install the Claude Code CLI into target/claude-code",
+            );
             assert!(npm.success() && ok(&bin), "installing Claude Code from npm failed (needs the npm registry)");
         }
     }
@@ -241,7 +244,8 @@ impl FakeApi {
         let requests = dir.join("requests.jsonl");
         let port_file = dir.join("port");
         let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_anthropic.py");
-        let child = Command::new("python3").arg(server).arg(&script_path).arg(&requests).arg(&port_file).spawn().expect("python3");
+        let child = Command::new("python3").arg(server).arg(&script_path).arg(&requests).arg(&port_file).spawn();
+        let child = needs(child, "python3", "to serve the stand-in model API");
         wait_for("the stand-in API to listen", || port_file.exists());
         let port = std::fs::read_to_string(&port_file).expect("port");
         FakeApi { child, url: format!("http://127.0.0.1:{}", port.trim()), requests }

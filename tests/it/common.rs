@@ -271,6 +271,73 @@ impl Project {
     }
 }
 
+/// Every test's processes end with it: a process of this user still alive once the
+/// `Project` goes (its environment, command line or working directory names the test's temp
+/// dir, so it is provably the test's own) fails the test, named, after a grace of a few
+/// seconds for what is already ending; it is then killed so it cannot outlive the run.
+impl Drop for Project {
+    fn drop(&mut self) {
+        // With its slash: every path in the temp dir, never another dir it is a prefix of.
+        let mark = format!("{}/", self.tmp.path().to_string_lossy());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut left = processes_naming(&mark);
+        while !left.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            left = processes_naming(&mark);
+        }
+        if left.is_empty() {
+            return;
+        }
+        for (pid, _) in &left {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        let list: Vec<String> = left.iter().map(|(pid, cmd)| format!("  {pid}: {cmd}")).collect();
+        let msg = format!("the test left {} process(es) of its own running (now killed):\n{}", left.len(), list.join("\n"));
+        if std::thread::panicking() {
+            // Already failing: a second panic would abort the whole run and hide the first.
+            eprintln!("{msg}");
+        } else {
+            panic!("{msg}");
+        }
+    }
+}
+
+/// Live processes of this user (not this test process) whose environment, command line or
+/// working directory contains `mark`, with their command lines.
+pub fn processes_naming(mark: &str) -> Vec<(i32, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::process::id() as i32;
+    let uid = nix::unistd::geteuid().as_raw();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut found = Vec::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if pid == me || e.metadata().map_or(true, |m| m.uid() != uid) || !pid_alive(pid.into()) {
+            continue;
+        }
+        let read = |f: &str| std::fs::read(e.path().join(f)).map(|b| String::from_utf8_lossy(&b).replace('\0', " ")).unwrap_or_default();
+        let cmdline = read("cmdline");
+        let cwd = std::fs::read_link(e.path().join("cwd")).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        if cmdline.contains(mark) || read("environ").contains(mark) || format!("{cwd}/").starts_with(mark) {
+            found.push((pid, cmdline.trim_end().to_string()));
+        }
+    }
+    found
+}
+
+/// What running a tool from the system gave, or the test's failure in one line when the tool
+/// is not installed: a test that cannot run fails and says why (README, "Prerequisites"),
+/// it is never skipped.
+pub fn needs<T>(ran: std::io::Result<T>, program: &str, why: &str) -> T {
+    match ran {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            panic!("this test needs `{program}` ({why}), which is not installed: see Prerequisites in README.md")
+        }
+        Err(e) => panic!("running `{program}` ({why}) failed: {e}"),
+    }
+}
+
 /// Wait for a condition without running passes (deadline 60 s).
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -375,6 +442,12 @@ pub fn wait_status(p: &Project, id: &str, want: &str) {
     }
 }
 
+/// Wait until the attempt's processes are all gone: its `stopped` event. A cancelled status
+/// may be one the test wrote itself, and the worker still runs until a pass stops it.
+pub fn wait_stopped(p: &Project, id: &str) {
+    wait_for(&format!("{id}'s worker to be stopped"), || kinds(&p.timeline(id)).iter().any(|k| k == "stopped"));
+}
+
 /// Run `script` with bash as the init of a private pid namespace (`unshare --pid --fork
 /// --mount-proc`: everything in it dies with it, and a test that kills by pid can reach
 /// nothing outside it), with the project's environment, `$GH` the guild-hall binary and
@@ -394,7 +467,7 @@ pub fn in_pid_namespace(p: &Project, script: &str) -> String {
         };
     }
     c.env("GH", gh).env("STATE", p.home.join("state"));
-    let out = c.output().expect("unshare runs (util-linux, and root or user namespaces, are required for these tests)");
+    let out = needs(c.output(), "unshare", "util-linux: runs the scenario in a private pid namespace");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     assert!(out.status.success(), "the namespaced scenario failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
     stdout

@@ -107,6 +107,7 @@ fn a_worker_cannot_drive_the_endpoint() {
     assert_eq!(status, "HTTP/1.1 200 OK", "{reply}");
     assert_eq!(reply["result"]["status"], "cancelled", "{reply}");
     wait_status(&p, &victim, "cancelled");
+    wait_stopped(&p, &victim);
 }
 
 /// A whole HTTP response: its status line, and a body of exactly `Content-Length` bytes.

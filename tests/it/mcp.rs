@@ -17,8 +17,14 @@ pub(crate) fn python() -> PathBuf {
         let lock = std::fs::File::create(std::env::temp_dir().join("guild-hall-py-mcp.lock")).expect("lock");
         let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
         if !ok(&py) {
-            assert!(Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3").success());
-            let pip = Command::new(venv.join("bin/pip")).args(["install", "-q", "mcp"]).status().expect("pip");
+            let why = "to install the Python MCP SDK into target/py-mcp";
+            let made = needs(Command::new("python3").args(["-m", "venv"]).arg(&venv).output(), "python3", why);
+            // Debian and Ubuntu ship `venv` apart from python3: without it, this fails.
+            assert!(
+                made.status.success(),
+                "this test needs python3-venv ({why}): `python3 -m venv` failed: see Prerequisites in README.md"
+            );
+            let pip = needs(Command::new(venv.join("bin/pip")).args(["install", "-q", "mcp"]).status(), "pip", why);
             assert!(pip.success(), "installing the Python MCP SDK failed (needs PyPI)");
         }
     }

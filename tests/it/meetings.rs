@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{git, pid_alive, wait_for, Project};
+use crate::common::{git, needs, pid_alive, wait_for, Project};
 
 fn show(p: &Project, id: &str) -> Value {
     serde_json::from_str(&p.ok(&["meeting", "show", id, "--json"])).expect("show json")
@@ -388,7 +388,11 @@ fn chat_in_a_terminal() {
     )
     .expect("script");
     let tmux = |args: &[&str]| {
-        let out = std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output().expect("tmux runs");
+        let out = needs(
+            std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output(),
+            "tmux",
+            "to drive `meeting chat` in a real terminal",
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     // The tmux server and its chat go away even when an assertion fails.
@@ -436,6 +440,11 @@ fn chat_in_a_terminal() {
     assert!(t.contains("hello from tmux") && t.contains("_(interrupted)_"), "{t}");
     // Back days later: the same conversation; /close closes it.
     tmux(&["kill-server"]);
+    // kill-server returns before the old server has gone: a session started meanwhile is
+    // handed to the dying server and lost with it (seen under load).
+    wait_for("the old tmux server to be gone", || {
+        std::process::Command::new("tmux").arg("-S").arg(&sock).arg("ls").output().is_ok_and(|o| !o.status.success())
+    });
     tmux(&["new-session", "-d", "-x", "160", "-y", "50", "-s", "chat", "sh", script.to_str().expect("utf8")]);
     tmux(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
     wait_screen("you>");

@@ -55,12 +55,20 @@ fn killed_mid_finish_the_next_pass_does_not_merge_twice() {
 fn a_second_reconciler_is_refused() {
     let p = Project::new(&["sleeper"]);
     let id = p.create("sleeper", "Holder", "sleep: 3\nHold.");
-    let mut first = p.cmd().args(["reconcile", "--once", "--wait", "--timeout", "60s"]).spawn().expect("spawn");
+    // Its output is captured, not printed into the test run's.
+    let first = p
+        .cmd()
+        .args(["reconcile", "--once", "--wait", "--timeout", "60s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
     wait_for("first reconciler to dispatch", || p.run_info(&id).is_some());
     let (code, _, err) = p.run(&["reconcile", "--once"]);
     assert_eq!(code, 1);
     assert!(err.contains("being reconciled by another guild-hall process: guild-hall reconcile (pid"), "{err}");
-    assert!(first.wait().expect("wait").success());
+    let out = first.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(p.status(&id), "completed");
 }
 

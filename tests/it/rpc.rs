@@ -307,12 +307,12 @@ fn meetings_over_the_socket_stream_their_turns() {
     // The request timeout bounds reading the request, never the reply: a turn runs longer.
     let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8"), "--request-timeout", "1s"]);
     let curl = |body: Value| {
-        std::process::Command::new("curl")
+        let spawned = std::process::Command::new("curl")
             .args(["-sN", "--unix-socket", sock.to_str().expect("utf8"), "-X", "POST", "http://localhost/mcp", "-d"])
             .arg(body.to_string())
             .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("curl runs")
+            .spawn();
+        needs(spawned, "curl", "to read the endpoint's stream as an HTTP client")
     };
     let out = curl(json!({"jsonrpc": "2.0", "id": 1, "method": "meeting/start",
         "params": {"worker": "counsel", "id": "wire", "message": "hello\nlink: .lore/wire.md"}}))

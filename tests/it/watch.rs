@@ -167,6 +167,10 @@ fn sighup_with_a_raised_cap_dispatches_the_queue() {
         std::fs::write(p.artifact_path(id), p.artifact(id).replace("status: in_progress", "status: cancelled")).expect("cancel");
         wait_status(&p, id, "cancelled");
     }
+    // Their workers stopped by the watcher, before it is stopped itself.
+    for id in [&a, &b] {
+        wait_stopped(&p, id);
+    }
 }
 
 #[test]
