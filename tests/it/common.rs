@@ -289,7 +289,7 @@ impl Drop for Project {
             return;
         }
         for (pid, _) in &left {
-            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            kill_if_naming(*pid, &mark);
         }
         let list: Vec<String> = left.iter().map(|(pid, cmd)| format!("  {pid}: {cmd}")).collect();
         let msg = format!("the test left {} process(es) of its own running (now killed):\n{}", left.len(), list.join("\n"));
@@ -315,14 +315,39 @@ pub fn processes_naming(mark: &str) -> Vec<(i32, String)> {
         if pid == me || e.metadata().map_or(true, |m| m.uid() != uid) || !pid_alive(pid.into()) {
             continue;
         }
-        let read = |f: &str| std::fs::read(e.path().join(f)).map(|b| String::from_utf8_lossy(&b).replace('\0', " ")).unwrap_or_default();
-        let cmdline = read("cmdline");
-        let cwd = std::fs::read_link(e.path().join("cwd")).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-        if cmdline.contains(mark) || read("environ").contains(mark) || format!("{cwd}/").starts_with(mark) {
-            found.push((pid, cmdline.trim_end().to_string()));
+        if let Some(cmdline) = naming(pid, mark) {
+            found.push((pid, cmdline));
         }
     }
     found
+}
+
+/// The command line of `pid` if its environment, command line or working directory contains
+/// `mark`.
+fn naming(pid: i32, mark: &str) -> Option<String> {
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let read = |f: &str| std::fs::read(proc.join(f)).map(|b| String::from_utf8_lossy(&b).replace('\0', " ")).unwrap_or_default();
+    let cmdline = read("cmdline");
+    let cwd = std::fs::read_link(proc.join("cwd")).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    (cmdline.contains(mark) || read("environ").contains(mark) || format!("{cwd}/").starts_with(mark))
+        .then(|| cmdline.trim_end().to_string())
+}
+
+/// SIGKILL `pid` only if, once pinned by a pidfd, it still names `mark`: a pid reused by
+/// another process since it was found is never signalled.
+fn kill_if_naming(pid: i32, mark: &str) {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd (or -1); nothing is borrowed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+    let Ok(fd) = i32::try_from(fd) else { return };
+    if fd < 0 {
+        return;
+    }
+    if naming(pid, mark).is_some() {
+        // SAFETY: `fd` is the pidfd opened above, still open; no siginfo is passed.
+        unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, std::ptr::null::<u8>(), 0u32) };
+    }
+    // SAFETY: `fd` is ours and closed once.
+    unsafe { libc::close(fd) };
 }
 
 /// What running a tool from the system gave, or the test's failure in one line when the tool
