@@ -546,12 +546,18 @@ fn observe_one(
             integrated(project, path, &obs.artifact, repo, &tree, name, trailers)
         });
     }
-    let may_dispatch = (to_run || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched)) && obs.integrated.is_none();
+    // One waiting on missing dependencies is not dispatched in this pass: no history walk for
+    // it on every pass while it waits.
+    let may_dispatch = (to_run || obs.artifact.desired == Some(crate::artifact::Desired::Dispatched))
+        && obs.integrated.is_none()
+        && obs.missing_deps.is_empty();
     if let Some(repo) = repo.filter(|_| may_dispatch) {
         let known = obs.record.as_ref().map_or(0, |r| r.attempt).max(obs.artifact.attempt());
-        // Attempts made elsewhere (with or without a record here: another home may have run
-        // later ones) may have left only their trailers.
-        let landed = Some(trailers.everywhere(repo, project));
+        // Attempts made elsewhere may have left only their trailers: looked for where an
+        // attempt may have been made without this home knowing — no record here, or one that
+        // ran before (a re-dispatch: another home may have run later ones) — not for new work
+        // queued here, which would walk the history on every pass while it waits.
+        let landed = obs.record.as_ref().is_none_or(|r| r.attempt > 0).then(|| trailers.everywhere(repo, project));
         obs.free_attempt = Some(crate::activity::ids::first_free_attempt(repo, &obs.artifact.id, known, landed));
     }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
