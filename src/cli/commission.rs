@@ -16,35 +16,53 @@ use guild_hall::worker::toolbox::WorkerContext;
 #[derive(Debug, Subcommand)]
 pub enum CommissionCmd {
     /// Write a new commission artifact and print its id.
+    ///
+    /// A prompt is required: --prompt TEXT, or --prompt-file FILE ('-' reads stdin). The
+    /// commission is submitted (`pending`) unless --draft; `watch` or `reconcile` runs it.
+    #[command(group(clap::ArgGroup::new("prompt_source").required(true).args(["prompt", "prompt_file"])))]
     Create {
         /// Worker package that does the work.
         #[arg(long)]
         worker: String,
+        /// What the commission is for, in a line; its id derives from it.
         #[arg(long)]
         title: String,
         /// A path (relative to the project root) that must exist before dispatch. Repeatable.
         #[arg(long = "depends", value_name = "PATH")]
         depends: Vec<String>,
-        /// The prompt: the outcome wanted and how the worker can verify it.
+        /// The prompt: the outcome wanted and how the worker can verify it (this or
+        /// --prompt-file is required).
         #[arg(long, conflicts_with = "prompt_file")]
         prompt: Option<String>,
-        /// Read the prompt from a file ('-' for stdin).
+        /// Read the prompt from a file ('-' for stdin) instead of --prompt.
         #[arg(long, value_name = "FILE")]
         prompt_file: Option<PathBuf>,
-        /// Create as a draft (not dispatched until set to pending).
+        /// Create it as `status: draft`: the reconciler leaves it alone until it is set to pending.
         #[arg(long)]
         draft: bool,
         /// Use this id instead of the first free one derived from the title (`hello`, `hello-2`, …);
         /// refused, naming what holds it, if anything of it exists: ids are never reused.
-        #[arg(long)]
+        #[arg(long, value_name = "ID")]
         id: Option<String>,
     },
     /// Ask for dispatch (writes `desired: dispatched`).
-    Dispatch { id: String },
+    Dispatch {
+        /// The commission id: its file stem under .lore/commissions/.
+        #[arg(value_name = "COMMISSION")]
+        id: String,
+    },
     /// Ask for cancellation (writes `desired: cancelled`).
-    Cancel { id: String },
+    Cancel {
+        /// The commission id: its file stem under .lore/commissions/.
+        #[arg(value_name = "COMMISSION")]
+        id: String,
+    },
     /// Set a failed or cancelled commission back to pending for a new attempt.
-    Redispatch { id: String },
+    Redispatch {
+        /// The commission id: its file stem under .lore/commissions/.
+        #[arg(value_name = "COMMISSION")]
+        id: String,
+    },
 }
 
 pub fn init(env: &Env) -> Result<()> {

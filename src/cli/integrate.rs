@@ -1,12 +1,14 @@
 //! Commands for editors, shells and packagers: `schema` (JSON Schemas), `completions` (clap's
 //! scripts plus completion of commission and meeting ids), `man`, and the hidden `ids`.
 
-use anyhow::{anyhow, Result};
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
 use clap::CommandFactory;
 
 // Schemas, scripts and the man page are guild-hall's own text, for programs: written exactly.
 // Ids are file names: shown escaped.
-use super::out::{say_raw, stdout_raw};
+use super::out::{say, say_raw, stdout_raw};
 use super::{Cli, Env};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -78,20 +80,26 @@ complete -F _guild_hall_with_ids -o bashdefault -o default guild-hall
             script.push_str(&format!("complete -c guild-hall -n \"__fish_seen_subcommand_from meeting; and __fish_seen_subcommand_from {MEETING_SUBCOMMANDS}\" -f -a \"(guild-hall ids meetings 2>/dev/null)\"\n"));
         }
         Shell::Zsh => {
-            // The generated functions describe positional ids as `:id:_default`; complete them
-            // from `guild-hall ids` instead (commissions, or meetings in `meeting ...`).
+            // The generated functions describe positional ids as `:id -- <help>:_default`;
+            // complete them from `guild-hall ids` instead (commissions, or meetings in
+            // `meeting ...`; a plan's id is none of those, and keeps the default).
             let top: Vec<String> = Cli::command().get_subcommands().map(|c| format!("({})", c.get_name())).collect();
             let mut out = String::new();
-            let mut in_meeting = false;
+            let mut section = String::new();
             for line in script.lines() {
                 if top.iter().any(|t| t == line) {
-                    in_meeting = line == "(meeting)";
+                    section = line.to_string();
                 }
-                let kind = if in_meeting { "meetings" } else { "commissions" };
-                let line = if line.contains(":id:_default'") || line.contains(":id -- ") && line.ends_with(":_default' \\") {
-                    line.replace(":_default'", &format!(":_guild_hall_ids {kind}'"))
-                } else {
-                    line.to_string()
+                let kind = match section.as_str() {
+                    "(meeting)" => Some("meetings"),
+                    "(plan)" => None,
+                    _ => Some("commissions"),
+                };
+                let line = match kind {
+                    Some(kind) if line.contains(":id:_default'") || line.contains(":id -- ") && line.ends_with(":_default' \\") => {
+                        line.replace(":_default'", &format!(":_guild_hall_ids {kind}'"))
+                    }
+                    _ => line.to_string(),
                 };
                 out.push_str(&line);
                 out.push('\n');
@@ -104,11 +112,44 @@ complete -F _guild_hall_with_ids -o bashdefault -o default guild-hall
     Ok(())
 }
 
-pub fn man() -> Result<()> {
-    let mut buf = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
-    stdout_raw(&buf);
+/// The top page printed, or every page written into `dir` (each path said).
+pub fn man(dir: Option<&Path>) -> Result<()> {
+    let pages = man_pages()?;
+    let Some(dir) = dir else {
+        // The top page is the first.
+        stdout_raw(&pages[0].1);
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in &pages {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        say!("{}", path.display());
+    }
     Ok(())
+}
+
+/// One page per command that `--help` shows (hidden ones have none), the top one first, each
+/// named as git names its own: `guild-hall.1`, `guild-hall-commission-create.1`. A parent's
+/// page lists its subcommands' pages (clap_mangen's SUBCOMMANDS section).
+pub fn man_pages() -> Result<Vec<(String, Vec<u8>)>> {
+    fn walk(cmd: &clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+        let man = clap_mangen::Man::new(cmd.clone()).source(format!("guild-hall {}", env!("CARGO_PKG_VERSION")));
+        let mut buf = Vec::new();
+        man.render(&mut buf)?;
+        out.push((man.get_filename(), buf));
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            walk(sub, out)?;
+        }
+        Ok(())
+    }
+    // Built, so that each subcommand carries its full name (`guild-hall-commission-create`);
+    // `help` is no command of its own here.
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut out = Vec::new();
+    walk(&cmd, &mut out)?;
+    Ok(out)
 }
 
 /// Ids by file name only (no parsing): fast enough to run on every Tab.

@@ -32,6 +32,8 @@ pub enum MeetingCmd {
         /// An artifact the meeting is about (repeatable).
         #[arg(long = "ref", value_name = "PATH")]
         refs: Vec<String>,
+        /// What the meeting is about, in a line (default: the agenda or the first message); its
+        /// id derives from it.
         #[arg(long)]
         title: Option<String>,
         /// Use this id instead of the first free one derived from the title, agenda or message;
@@ -46,10 +48,17 @@ pub enum MeetingCmd {
     },
     /// Talk with the worker interactively. Ctrl-C interrupts the current answer; Ctrl-D or
     /// /exit leaves the meeting open (come back any time); /close closes it.
-    Chat { id: String },
+    Chat {
+        /// The meeting id: its file stem under .lore/meetings/.
+        #[arg(value_name = "MEETING")]
+        id: String,
+    },
     /// One turn, for scripts: send MESSAGE ('-' reads stdin) and print the answer as it streams.
     Send {
+        /// The meeting id: its file stem under .lore/meetings/.
+        #[arg(value_name = "MEETING")]
         id: String,
+        /// What you say to the worker ('-' reads it from stdin).
         message: String,
         /// Print the turn's events as JSON lines.
         #[arg(long)]
@@ -57,32 +66,47 @@ pub enum MeetingCmd {
     },
     /// List meetings: requests first (who asked, and why), then open ones, then the rest.
     List {
+        /// Print `{"meetings": [...], "problems": [...]}` as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Show a meeting: agenda, references, linked artifacts, notes and its log.
     Show {
+        /// The meeting id: its file stem under .lore/meetings/.
+        #[arg(value_name = "MEETING")]
         id: String,
+        /// Print the meeting and its log as one JSON object.
         #[arg(long)]
         json: bool,
     },
     /// Accept a meeting request (status: open) and run its first turn: the worker opens by
     /// presenting what prompted the request; MESSAGE is added to that.
     Accept {
+        /// The meeting id: its file stem under .lore/meetings/.
+        #[arg(value_name = "MEETING")]
         id: String,
+        /// Added to the worker's opening (what prompted the request).
         message: Option<String>,
+        /// Print the turn's events as JSON lines.
         #[arg(long)]
         json: bool,
     },
     /// Decline a meeting request (status: declined). Nothing is created; its references stay.
     Decline {
+        /// The meeting id: its file stem under .lore/meetings/.
+        #[arg(value_name = "MEETING")]
         id: String,
+        /// Why, written into the meeting's `reason:`.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Close a meeting: notes written into it, its work squash-merged into the integration
     /// branch, its worktree and transcript removed (the branch is kept).
-    Close { id: String },
+    Close {
+        /// The meeting id: its file stem under .lore/meetings/.
+        #[arg(value_name = "MEETING")]
+        id: String,
+    },
 }
 
 pub fn run(env: &Env, cmd: &MeetingCmd) -> Result<()> {

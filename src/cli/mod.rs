@@ -12,6 +12,9 @@ mod show;
 mod sync;
 mod tools;
 
+#[cfg(test)]
+mod tests;
+
 use out::say_err;
 
 use std::path::PathBuf;
@@ -47,7 +50,11 @@ pub struct Cli {
 pub enum Command {
     /// Set up the project: .lore/ directories, the integration branch, registration. Idempotent.
     Init,
-    /// Observe, plan and act until nothing more can be done now.
+    /// One pass: observe, plan and act until nothing more can be done now, then exit.
+    ///
+    /// `reconcile` and `reconcile --once` are the same: one pass is what this command does
+    /// (`--once` is accepted and is the default). For a reconciler that keeps running, use
+    /// `guild-hall watch`; to pass until every commission is settled, `--wait`.
     Reconcile(ReconcileArgs),
     /// Run guild-hall in CI, as many times as it is triggered: settle, commit, push.
     ///
@@ -72,6 +79,7 @@ pub enum Command {
         /// Only this commission.
         #[arg(value_name = "COMMISSION")]
         id: Option<String>,
+        /// Print the rows as a JSON array, streamed row by row (with COMMISSION: its row as an object).
         #[arg(long)]
         json: bool,
         /// Only commissions with this status (repeatable; also `invalid`, `orphaned`).
@@ -87,6 +95,7 @@ pub enum Command {
         /// Say what would be removed; remove nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print what was removed and what was kept (with why) as one JSON object.
         #[arg(long)]
         json: bool,
         /// Also remove orphans with work found nowhere else (unmerged branch commits, changes
@@ -97,16 +106,29 @@ pub enum Command {
     /// Print the JSON Schema of a commission, meeting or plan frontmatter, or of worker.yaml
     /// (for editors: yaml-language-server).
     Schema {
+        /// Which schema: the frontmatter of a commission, meeting or plan, or worker.yaml.
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(guild_hall::schema::KINDS))]
         kind: String,
     },
     /// Print a shell completion script (ids of commissions and meetings complete too).
-    Completions { shell: integrate::Shell },
-    /// Print the man page (roff).
-    Man,
+    Completions {
+        /// The shell the script is for.
+        shell: integrate::Shell,
+    },
+    /// Print the man page (roff), or write one page per command into a directory.
+    ///
+    /// `guild-hall man --dir ~/.local/share/man/man1` writes guild-hall.1 and a page for every
+    /// subcommand, named as git names its own (guild-hall-commission-create.1), and prints each
+    /// path written; `man guild-hall-commission-create` then finds it.
+    Man {
+        /// Write every page into this directory instead of printing the top one.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Print the ids of the project's commissions or meetings, one a line (for completion).
     #[command(hide = true)]
     Ids {
+        /// Which ids: the commissions' or the meetings'.
         #[arg(value_parser = ["commissions", "meetings"])]
         kind: String,
     },
@@ -165,6 +187,8 @@ pub enum Command {
     },
     /// Show a commission's activity timeline.
     Timeline {
+        /// The commission id: its file stem under .lore/commissions/.
+        #[arg(value_name = "COMMISSION")]
         id: String,
         /// Print the raw JSON lines.
         #[arg(long)]
@@ -176,6 +200,8 @@ pub enum Command {
     /// such as `\x1b`, not carried out by the terminal; newlines and tabs stay. `--raw` writes
     /// the log's bytes exactly (for a file or a program).
     Logs {
+        /// The commission id: its file stem under .lore/commissions/.
+        #[arg(value_name = "COMMISSION")]
         id: String,
         /// Which attempt (default: the latest).
         #[arg(long)]
@@ -186,11 +212,13 @@ pub enum Command {
     },
     /// Validate every artifact and worker package; exit 1 if any is invalid.
     Check {
+        /// Print every finding (problems, orphans, unsettled work) as a JSON array.
         #[arg(long)]
         json: bool,
     },
     /// List discovered worker packages and where each was found.
     Workers {
+        /// Print the packages as a JSON array.
         #[arg(long)]
         json: bool,
     },
@@ -208,8 +236,10 @@ pub enum Command {
     /// Compact a worker's memory with its package's `compact` command (internal).
     #[command(hide = true)]
     MemoryCompact {
+        /// The worker's memory dir ($GUILD_HALL_HOME/memory/<worker>/).
         #[arg(long)]
         memory_dir: PathBuf,
+        /// The worker package whose `compact` command runs.
         #[arg(long)]
         package: PathBuf,
         /// Run the compact command without Landlock confinement.
@@ -219,10 +249,13 @@ pub enum Command {
     /// The supervisor that runs one worker process (internal).
     #[command(hide = true)]
     Shim {
+        /// The attempt's runtime dir: run.json, exit.json and the log are written there.
         #[arg(long)]
         state_dir: PathBuf,
+        /// The attempt number (names the log and the mailbox).
         #[arg(long)]
         attempt: u32,
+        /// The worker's working directory (its worktree).
         #[arg(long)]
         cwd: PathBuf,
         /// Time between SIGTERM and SIGKILL when the attempt is stopped.
@@ -247,6 +280,7 @@ pub enum Command {
         /// attempt is stopped when the caller dies.
         #[arg(long)]
         stream: bool,
+        /// The worker's command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
@@ -295,7 +329,8 @@ pub enum LogFormat {
 
 #[derive(Debug, clap::Args)]
 pub struct ReconcileArgs {
-    /// One pass, then exit (the only mode of this command; `guild-hall watch` runs continuously).
+    /// One pass, then exit: the default (and only) mode of this command, accepted for scripts
+    /// that say it; `guild-hall watch` runs continuously.
     #[arg(long)]
     pub once: bool,
     /// Print the plan; change nothing.
@@ -435,7 +470,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Gc { dry_run, json, include_unmerged } => show::gc(&Env::load(&cli)?, *dry_run, *json, *include_unmerged).map(ok),
         Command::Schema { kind } => integrate::schema(kind).map(|_| ExitCode::SUCCESS),
         Command::Completions { shell } => integrate::completions(*shell).map(|_| ExitCode::SUCCESS),
-        Command::Man => integrate::man().map(|_| ExitCode::SUCCESS),
+        Command::Man { dir } => integrate::man(dir.as_deref()).map(|_| ExitCode::SUCCESS),
         Command::Ids { kind } => integrate::ids(&Env::load(&cli)?, kind).map(|_| ExitCode::SUCCESS),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),

@@ -21,6 +21,7 @@ pub enum PlanCmd {
     /// `{id, worker, title, prompt}`. The plan is submitted (`pending`) unless --draft; `watch` or
     /// `reconcile` starts it.
     Create {
+        /// What the plan is for, in a line; its id derives from it.
         #[arg(long)]
         title: String,
         /// The waves (YAML), or '-' for stdin.
@@ -38,6 +39,7 @@ pub enum PlanCmd {
         /// The worker of fix-forward commissions when verify fails.
         #[arg(long)]
         fixer: Option<String>,
+        /// Create it as `status: draft`: nothing starts until it is set to pending.
         #[arg(long)]
         draft: bool,
         /// Print `{"plan": id}`.
@@ -46,21 +48,30 @@ pub enum PlanCmd {
     },
     /// A plan: status, wave, reason, and each task's state (with its resume class) and log.
     Show {
+        /// The plan id: its file stem under .lore/plans/.
+        #[arg(value_name = "PLAN")]
         id: String,
+        /// Print the plan, its waves and tasks as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Run again what did not succeed (failed and shut-down tasks, or a failed verify): writes
     /// `status: pending`. Tasks reuse their worktrees (reset to the wave base, cleaned).
     Retry {
+        /// The plan id: its file stem under .lore/plans/.
+        #[arg(value_name = "PLAN")]
         id: String,
+        /// Print `{"plan": id, "requested": status}`.
         #[arg(long)]
         json: bool,
     },
     /// Stop the plan: running tasks get SIGTERM (SIGKILL after cancel_grace); nothing merged is
     /// undone. Writes `status: cancelled`.
     Cancel {
+        /// The plan id: its file stem under .lore/plans/.
+        #[arg(value_name = "PLAN")]
         id: String,
+        /// Print `{"plan": id, "requested": status}`.
         #[arg(long)]
         json: bool,
     },
@@ -69,7 +80,10 @@ pub enum PlanCmd {
     /// Control characters in it are shown as escapes (`\x1b`, `\r`), not carried out;
     /// newlines and tabs stay. `--raw` writes the bytes exactly.
     Logs {
+        /// The plan id: its file stem under .lore/plans/.
+        #[arg(value_name = "PLAN")]
         id: String,
+        /// The task: its canonical id (`<plan>:exec:wave-<W>:task-<T>`) or its label (`task-1`).
         task: Option<String>,
         /// The output of the latest verify run instead.
         #[arg(long, conflicts_with = "task")]

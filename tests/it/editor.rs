@@ -167,7 +167,13 @@ fn completions_complete_ids_and_the_man_page_renders() {
     assert_eq!(complete("guild-hall meeting close ''"), ["talk"]);
     assert!(complete("guild-hall sta").contains(&"status".to_string()), "subcommands still complete");
     let zsh = p.ok(&["completions", "zsh"]);
-    assert!(zsh.contains(":id:_guild_hall_ids meetings'") && zsh.contains(":id:_guild_hall_ids commissions'"), "zsh ids");
+    // An id's line names it and says what it is (its help), then completes it from `ids`.
+    assert!(
+        zsh.contains(":id -- The meeting id\\: its file stem under .lore/meetings/:_guild_hall_ids meetings'")
+            && zsh.contains(":id -- The commission id\\: its file stem under .lore/commissions/:_guild_hall_ids commissions'"),
+        "zsh ids"
+    );
+    assert!(zsh.contains(":id -- The plan id\\: its file stem under .lore/plans/:_default'"), "a plan id is no commission's");
     let fish = p.ok(&["completions", "fish"]);
     assert!(fish.contains("(guild-hall ids meetings 2>/dev/null)"), "fish ids");
     let man = p.ok(&["man"]);

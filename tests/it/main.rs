@@ -11,6 +11,7 @@ mod clone_truth;
 mod common;
 mod confinement;
 mod cycles_trust;
+mod docs;
 mod editor;
 mod endpoint_trust;
 mod first_hour;

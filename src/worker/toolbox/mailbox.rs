@@ -107,25 +107,34 @@ pub struct TaskUpdate {
     /// The canonical task id `<plan>:exec:wave-<W>:task-<T>` (default: this task's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The phase the task is in, as the worker names it (free text, shown in the log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// The stage within the phase (free text, shown in the log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// The task's state: queued, in_progress, verify_passed, verify_failed, done, failed,
+    /// canceled, shutdown_requested or shutdown_ack.
     pub status: TaskUpdateStatus,
+    /// The worktree the task works in, as the worker sees it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_path: Option<String>,
     /// The changes made: {op: add|modify|delete|rename|untracked, path, from_path}.
     #[serde(default)]
     pub changed_ops: Vec<ChangedOp>,
+    /// What the task's own verification found (any JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_summary: Option<serde_json::Value>,
     /// Evidence files, under `.lore-artifacts/<task-slug>/`.
     #[serde(default)]
     pub evidence_paths: Vec<String>,
+    /// What went wrong, when the status is failed (any JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
+    /// When the task's steps happened, as the worker records them (any JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamps: Option<serde_json::Value>,
+    /// When the worker sent this update (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emitted_at: Option<String>,
     /// Monotonic per task: a lower one than the highest applied is ignored.

@@ -1,0 +1,288 @@
+//! The README and `docs/` held to what the binary does: every YAML example validates with the
+//! binary's own validator (`guild-hall check`, unknown keys included) unless marked as not
+//! meant to, every relative link and anchor resolves, and the commands they describe behave as
+//! written (`reconcile` is one pass, `commission create` says a prompt is required, `man
+//! --dir` writes a page per subcommand). That every `guild-hall …` in a shell block exists is
+//! checked against the clap tree itself, in the binary's unit tests (`src/cli/tests.rs`).
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// The marker a YAML block that is not meant to validate carries on the line before its fence:
+/// `<!-- not-checked: why -->`. Any other YAML block is checked; none is skipped in silence.
+const NOT_CHECKED: &str = "<!-- not-checked:";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md and every markdown file under docs/: (path relative to the root, text).
+fn pages() -> Vec<(String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .flatten()
+        .map(|e| format!("docs/{}", e.file_name().to_string_lossy()))
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    names.sort();
+    names.insert(0, "README.md".into());
+    names.into_iter().map(|n| (n.clone(), std::fs::read_to_string(root().join(&n)).expect("read page"))).collect()
+}
+
+/// A fenced block: where it opens (`page:line`), its info string, the line before the fence,
+/// and its text.
+struct Block {
+    at: String,
+    lang: String,
+    before: String,
+    text: String,
+}
+
+fn blocks(page: &str, text: &str) -> Vec<Block> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut open: Option<Block> = None;
+    for (n, line) in lines.iter().enumerate() {
+        match &mut open {
+            None if line.starts_with("```") => {
+                let before = if n > 0 { lines[n - 1].to_string() } else { String::new() };
+                open = Some(Block { at: format!("{page}:{}", n + 1), lang: line[3..].trim().to_string(), before, text: String::new() });
+            }
+            Some(_) if line.starts_with("```") => out.extend(open.take()),
+            Some(b) => {
+                b.text.push_str(line);
+                b.text.push('\n');
+            }
+            None => {}
+        }
+    }
+    assert!(open.is_none(), "{page}: a code fence is never closed");
+    out
+}
+
+/// What a YAML example is, by what it holds: a plan (`waves:`), a worker package (`command:`),
+/// a meeting (`agenda:`), a commission (any other frontmatter), or project settings (a bare
+/// mapping without `command:`). The path it goes to in a project.
+fn kind_of(text: &str) -> (&'static str, &'static str) {
+    let frontmatter = text.starts_with("---\n");
+    if frontmatter && text.contains("\nwaves:") {
+        ("plan", ".lore/plans/example.md")
+    } else if frontmatter && text.contains("\nagenda:") {
+        ("meeting", ".lore/meetings/example.md")
+    } else if frontmatter {
+        ("commission", ".lore/commissions/example.md")
+    } else if text.lines().any(|l| l.starts_with("command:")) {
+        ("worker", ".lore/workers/example/worker.yaml")
+    } else {
+        ("settings", ".lore/guild-hall.yaml")
+    }
+}
+
+/// The workers an example names (`worker: X`, `fixer: X`, and a plan's tasks).
+fn workers_named(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in ["worker: ", "fixer: "] {
+        for part in text.split(key).skip(1) {
+            let name: String = part.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+            if !name.is_empty() && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// Every YAML block of the README and docs/ passes `guild-hall check` in a project of its own,
+/// written where a person would put it (the workers it names installed), and the same block
+/// with an unknown key added fails, at that file: the validator really read it. A block marked
+/// `<!-- not-checked: why -->` is left out, and only such a block.
+#[test]
+fn every_yaml_example_in_the_docs_passes_check() {
+    let mut checked = Vec::new();
+    let mut kinds = std::collections::BTreeSet::new();
+    for (page, text) in pages() {
+        for b in blocks(&page, &text).into_iter().filter(|b| b.lang == "yaml") {
+            if let Some(why) = b.before.trim().strip_prefix(NOT_CHECKED) {
+                assert!(why.trim_end_matches("-->").trim().len() > 3, "{}: say why it is not checked", b.at);
+                continue;
+            }
+            let (kind, path) = kind_of(&b.text);
+            kinds.insert(kind);
+            let p = Project::new(&[]);
+            for w in workers_named(&b.text) {
+                if examples().join(&w).join("worker.yaml").exists() {
+                    p.install_worker(&w, &w);
+                } else {
+                    let dir = p.root.join(".lore/workers").join(&w);
+                    std::fs::create_dir_all(&dir).expect("mkdir");
+                    std::fs::write(dir.join("worker.yaml"), format!("name: {w}\ncommand: [\"true\"]\ncapabilities: [commission]\n"))
+                        .expect("write");
+                }
+            }
+            let file = p.root.join(path);
+            std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&file, &b.text).expect("write");
+            let (code, out, err) = p.run(&["check"]);
+            assert_eq!(code, 0, "{} ({kind}, as {path}) does not pass check:\n{out}{err}\n{}", b.at, b.text);
+            // An unknown key in the same block is a problem at that file.
+            let bad = match b.text.strip_prefix("---\n") {
+                Some(rest) => format!("---\nno_such_key: 1\n{rest}"),
+                None => format!("no_such_key: 1\n{}", b.text),
+            };
+            std::fs::write(&file, bad).expect("write");
+            let (code, out, err) = p.run(&["check"]);
+            let said = format!("{out}{err}");
+            assert!(code == 1 && said.contains(path) && said.contains("unknown key `no_such_key`"), "{}: {said}", b.at);
+            checked.push(b.at);
+        }
+    }
+    for kind in ["commission", "meeting", "plan", "worker", "settings"] {
+        assert!(kinds.contains(kind), "no {kind} example checked in the README or docs/: {checked:?}");
+    }
+}
+
+/// GitHub's anchor for a heading: lowercase, punctuation dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a page: one per heading outside code blocks (a repeated one gets `-1`, `-2`).
+fn anchors(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let s = slug(line.trim_start_matches('#'));
+        let n = out.iter().filter(|a| **a == s || a.strip_prefix(&format!("{s}-")).is_some_and(|d| d.parse::<u32>().is_ok())).count();
+        out.push(if n == 0 { s } else { format!("{s}-{n}") });
+    }
+    out
+}
+
+/// The targets of the page's markdown links `[text](target)`, outside code blocks and spans.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            continue;
+        }
+        // Code spans hold no links (`a](b)` in one is text).
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        for part in prose.split("](").skip(1) {
+            if let Some(end) = part.find(')') {
+                out.push(part[..end].to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Every relative link of the README and docs/ names a file that exists and, with `#anchor`,
+/// a heading of it; the README reaches every page of docs/ in one click, and docs/README.md
+/// indexes them all.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let pages = pages();
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (page, text) in &pages {
+        let dir = Path::new(page).parent().unwrap_or(Path::new(""));
+        for target in links(text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            seen += 1;
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() { PathBuf::from(page) } else { dir.join(file) };
+            let full = root().join(&path);
+            if !full.exists() {
+                bad.push(format!("{page}: ({target}): no file {}", path.display()));
+                continue;
+            }
+            if !anchor.is_empty() {
+                let there = std::fs::read_to_string(&full).unwrap_or_default();
+                if !anchors(&there).iter().any(|a| a == anchor) {
+                    bad.push(format!("{page}: ({target}): no heading #{anchor} in {}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
+    assert!(seen > 20, "links were read: {seen}");
+    let readme = &pages[0].1;
+    let index = &pages.iter().find(|(p, _)| p == "docs/README.md").expect("docs/README.md, the index").1;
+    for (page, _) in pages.iter().filter(|(p, _)| p.starts_with("docs/") && p != "docs/README.md") {
+        let name = page.trim_start_matches("docs/");
+        assert!(readme.contains(&format!("]({page}")), "the README does not link {page}");
+        assert!(index.contains(&format!("]({name}")), "docs/README.md does not list {name}");
+    }
+}
+
+/// `reconcile` without `--once` is the same one pass: the same plan, and the same work done.
+#[test]
+fn reconcile_is_one_pass_with_or_without_once() {
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Write it", "output: .lore/out.md\nWrite the file.");
+    let plan = |args: &[&str]| {
+        let v: serde_json::Value = serde_json::from_str(&p.ok(args)).expect("json");
+        v.as_array().expect("array").iter().map(|a| a["action"].to_string() + &a["id"].to_string()).collect::<Vec<_>>()
+    };
+    let bare = plan(&["reconcile", "--dry-run", "--json"]);
+    assert!(!bare.is_empty(), "a dispatch is planned");
+    assert_eq!(bare, plan(&["reconcile", "--once", "--dry-run", "--json"]));
+    let (code, out, err) = p.run(&["reconcile", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(p.status(&id), "completed", "{out}");
+    let help = p.ok(&["reconcile", "--help"]);
+    assert!(help.contains("--once") && help.contains("default"), "{help}");
+}
+
+/// `commission create` says in its usage that a prompt is required, and refuses to go without.
+#[test]
+fn commission_create_usage_says_a_prompt_is_required() {
+    let p = Project::new(&["scribe"]);
+    let usage = "<--prompt <PROMPT>|--prompt-file <FILE>>";
+    assert!(p.ok(&["commission", "create", "--help"]).contains(usage));
+    let (code, _, err) = p.run(&["commission", "create", "--worker", "scribe", "--title", "No prompt"]);
+    assert!(code == 2 && err.contains(usage), "{err}");
+    assert!(!p.root.join(".lore/commissions/no-prompt.md").exists(), "nothing written");
+}
+
+/// `man --dir` writes the top page and one per subcommand, named as git names its pages, and
+/// says each path; the top page lists the subcommands' pages; bare `man` prints the top page.
+#[test]
+fn man_writes_a_page_per_subcommand() {
+    let p = Project::new(&[]);
+    let dir = p.tmp.path().join("man1");
+    let out = p.ok(&["man", "--dir", dir.to_str().expect("utf8")]);
+    for page in
+        ["guild-hall.1", "guild-hall-init.1", "guild-hall-commission-create.1", "guild-hall-plan-logs.1", "guild-hall-job-dispatch.1"]
+    {
+        assert!(dir.join(page).is_file() && out.contains(&dir.join(page).display().to_string()), "{page}: {out}");
+    }
+    assert!(!dir.join("guild-hall-shim.1").exists(), "hidden commands have no page");
+    let top = std::fs::read_to_string(dir.join("guild-hall.1")).expect("top page").replace("\\-", "-");
+    for sub in ["init", "reconcile", "commission", "meeting", "plan", "job", "man"] {
+        assert!(top.contains(&format!("guild-hall-{sub}(1)")), "the top page lists {sub}");
+    }
+    assert_eq!(p.ok(&["man"]).replace("\\-", "-"), top);
+}
