@@ -59,7 +59,7 @@ impl Dispatcher {
     }
 
     /// The job named by a request. A malformed or unknown id is invalid params (-32602 on
-    /// every face), as the README promises; an unreadable job is a refusal.
+    /// every face), as docs/mcp.md promises; an unreadable job is a refusal.
     fn known(&self, job: &str) -> Result<Commission, ToolError> {
         ids::validate_id(job).map_err(|e| ToolError::BadArguments(format!("bad jobId: {e}")))?;
         if !self.project.commission_path(job).exists() {

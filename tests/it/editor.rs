@@ -32,7 +32,7 @@ fn the_pre_commit_hooks_run_check_on_lore_changes() {
     }
 }
 
-/// The YAML blocks of README.md that are artifacts or packages, and every `worker.yaml` under
+/// The YAML blocks of README.md and docs/*.md that are artifacts or packages, and every `worker.yaml` under
 /// examples/ and contrib/: (kind, where, YAML).
 fn examples() -> Vec<(&'static str, String, String)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -90,7 +90,7 @@ fn examples() -> Vec<(&'static str, String, String)> {
     out
 }
 
-/// Every example in the README and under examples/ and contrib/ validates against the schema
+/// Every example in the README, docs/ and under examples/ and contrib/ validates against the schema
 /// `guild-hall schema` prints (checked by an independent validator, Python's `jsonschema`),
 /// and a typo in `status:` or an unknown key does not.
 #[test]
@@ -98,7 +98,7 @@ fn every_example_validates_against_its_schema() {
     let p = Project::new(&[]);
     let examples = examples();
     for kind in ["commission", "meeting", "plan", "worker"] {
-        assert!(examples.iter().any(|(k, _, _)| *k == kind), "no {kind} example in the README or examples/");
+        assert!(examples.iter().any(|(k, _, _)| *k == kind), "no {kind} example in the README, docs/ or examples/");
     }
     let mut cases = Vec::new();
     for (kind, where_, yaml) in &examples {

@@ -230,7 +230,7 @@ impl Drop for Manager {
 /// Item 9: lines that are not JSON, or nest deeper than can be parsed, are answered `-32700`
 /// with `id: null` (JSON-RPC 2.0), JSON that is no request `-32600` with `id: null`, and the
 /// server goes on; unknown and malformed job ids and
-/// unknown workers are invalid params (`-32602`), as the README says, not tool results.
+/// unknown workers are invalid params (`-32602`), as docs/mcp.md says, not tool results.
 #[test]
 fn mcp_manager_answers_every_line_by_the_rules() {
     let p = Project::new(&["researcher"]);

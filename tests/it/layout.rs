@@ -1,4 +1,4 @@
-//! The layering of the library (README, "Code layout"), read from its `crate::` references:
+//! The layering of the library (docs/hacking.md, "Code layout"), read from its `crate::` references:
 //! no cycle between its top-level modules, and the kinds (commission, meeting, plan) import
 //! neither each other nor anything above them (the loop, the operations, the faces).
 

@@ -155,7 +155,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert!(r["dispatch_bad"]["error"].as_str().is_some_and(|e| e.contains("unknown worker")), "{r}");
     assert!(r["dispatch_types"]["error"].as_str().is_some_and(|e| e.contains("maxTurns") || e.contains("invalid type")), "{r}");
     // Arguments that do not fit the schema are JSON-RPC invalid-params errors, unknown keys too.
-    // So are unknown and malformed job ids, and unknown workers (the README's promise).
+    // So are unknown and malformed job ids, and unknown workers (docs/mcp.md's promise).
     for case in [
         "dispatch_types",
         "dispatch_unknown_key",

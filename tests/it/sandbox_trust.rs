@@ -71,7 +71,7 @@ rm -f .lore/snoop/link .lore/snoop/stolen
 }
 
 /// Every try refused (and `extra` too), every piece of work done. `root`: the worker runs as
-/// root, which reads the reconciler's environment all the same (see the README).
+/// root, which reads the reconciler's environment all the same (see docs/confinement.md).
 fn check(report: &str, extra: &[&str], root: bool) {
     let refused =
         ["secrets", "token", "home-config", "home-listing", "other-events", "other-memory", "other-memory-dir", "hardlink", "symlink"];

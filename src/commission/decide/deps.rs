@@ -698,7 +698,7 @@ mod tests {
         assert_eq!(c.cycles.len(), 1);
         assert_eq!(c.cycles[0].len(), n);
         // c00000 waits on c09999's output: the cycle goes c00000 -> c09999 -> … -> c00001.
-        // As the README shows it.
+        // As docs/commissions.md shows it.
         assert_eq!(
             c.reason("c05000").as_deref(),
             Some(
