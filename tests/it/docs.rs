@@ -18,7 +18,7 @@ fn root() -> PathBuf {
 }
 
 /// README.md and every markdown file under docs/: (path relative to the root, text).
-fn pages() -> Vec<(String, String)> {
+pub(crate) fn pages() -> Vec<(String, String)> {
     let mut names: Vec<String> = std::fs::read_dir(root().join("docs"))
         .expect("docs/")
         .flatten()
@@ -32,11 +32,11 @@ fn pages() -> Vec<(String, String)> {
 
 /// A fenced block: where it opens (`page:line`), its info string, the line before the fence,
 /// and its text.
-struct Block {
-    at: String,
-    lang: String,
-    before: String,
-    text: String,
+pub(crate) struct Block {
+    pub at: String,
+    pub lang: String,
+    pub before: String,
+    pub text: String,
 }
 
 fn blocks(page: &str, text: &str) -> Vec<Block> {
@@ -61,10 +61,26 @@ fn blocks(page: &str, text: &str) -> Vec<Block> {
     out
 }
 
+/// The YAML blocks of a page that are examples to check: all but those marked not to be, each
+/// of which must say why.
+pub(crate) fn yaml_examples(page: &str, text: &str) -> Vec<Block> {
+    blocks(page, text)
+        .into_iter()
+        .filter(|b| b.lang == "yaml")
+        .filter(|b| match b.before.trim().strip_prefix(NOT_CHECKED) {
+            Some(why) => {
+                assert!(why.trim_end_matches("-->").trim().len() > 3, "{}: say why it is not checked", b.at);
+                false
+            }
+            None => true,
+        })
+        .collect()
+}
+
 /// What a YAML example is, by what it holds: a plan (`waves:`), a worker package (`command:`),
 /// a meeting (`agenda:`), a commission (any other frontmatter), or project settings (a bare
 /// mapping without `command:`). The path it goes to in a project.
-fn kind_of(text: &str) -> (&'static str, &'static str) {
+pub(crate) fn kind_of(text: &str) -> (&'static str, &'static str) {
     let frontmatter = text.starts_with("---\n");
     if frontmatter && text.contains("\nwaves:") {
         ("plan", ".lore/plans/example.md")
@@ -102,11 +118,7 @@ fn every_yaml_example_in_the_docs_passes_check() {
     let mut checked = Vec::new();
     let mut kinds = std::collections::BTreeSet::new();
     for (page, text) in pages() {
-        for b in blocks(&page, &text).into_iter().filter(|b| b.lang == "yaml") {
-            if let Some(why) = b.before.trim().strip_prefix(NOT_CHECKED) {
-                assert!(why.trim_end_matches("-->").trim().len() > 3, "{}: say why it is not checked", b.at);
-                continue;
-            }
+        for b in yaml_examples(&page, &text) {
             let (kind, path) = kind_of(&b.text);
             kinds.insert(kind);
             let p = Project::new(&[]);
@@ -357,6 +369,10 @@ fn the_readme_five_minute_path_works_as_written() {
         assert!(ran.iter().any(|r| r.starts_with(step)), "the path runs `guild-hall {step}`: {ran:?}");
     }
     for note in ["first", "second"] {
-        assert_eq!(git(&p.root, &["cat-file", "-t", &format!("main:.lore/notes/{note}.md")]).trim(), "blob", "{note} landed on main: {ran:?}");
+        assert_eq!(
+            git(&p.root, &["cat-file", "-t", &format!("main:.lore/notes/{note}.md")]).trim(),
+            "blob",
+            "{note} landed on main: {ran:?}"
+        );
     }
 }

@@ -36,46 +36,14 @@ fn the_pre_commit_hooks_run_check_on_lore_changes() {
 /// examples/ and contrib/: (kind, where, YAML).
 fn examples() -> Vec<(&'static str, String, String)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut docs = vec!["README.md".to_string()];
-    let mut pages: Vec<String> = std::fs::read_dir(root.join("docs"))
-        .expect("docs/")
-        .flatten()
-        .map(|e| format!("docs/{}", e.file_name().to_string_lossy()))
-        .filter(|n| n.ends_with(".md"))
-        .collect();
-    pages.sort();
-    docs.extend(pages);
     let mut out = Vec::new();
-    for doc in docs {
-        let readme = std::fs::read_to_string(root.join(&doc)).expect("doc");
-        let mut block: Option<(usize, String)> = None;
-        for (n, line) in readme.lines().enumerate() {
-            match &mut block {
-                None if line == "```yaml" => block = Some((n + 2, String::new())),
-                Some((start, text)) if line == "```" => {
-                    let where_ = format!("{doc}:{start}");
-                    let yaml = text.trim_start_matches("---\n").split("\n---\n").next().unwrap_or("").to_string();
-                    let kind = if text.contains("\nwaves:") {
-                        Some("plan")
-                    } else if text.contains("\ncommand:") {
-                        Some("worker")
-                    } else if text.starts_with("---\n") && (text.contains("\nagenda:") || text.contains("status: open")) {
-                        Some("meeting")
-                    } else if text.starts_with("---\n") {
-                        Some("commission")
-                    } else {
-                        None
-                    };
-                    if let Some(kind) = kind {
-                        out.push((kind, where_, yaml));
-                    }
-                    block = None;
-                }
-                Some((_, text)) => {
-                    text.push_str(line);
-                    text.push('\n');
-                }
-                None => {}
+    for (page, text) in crate::docs::pages() {
+        for b in crate::docs::yaml_examples(&page, &text) {
+            // Project settings have no JSON Schema of their own (`check` validates them).
+            let (kind, _) = crate::docs::kind_of(&b.text);
+            if kind != "settings" {
+                let yaml = b.text.trim_start_matches("---\n").split("\n---\n").next().unwrap_or("").to_string();
+                out.push((kind, b.at, yaml));
             }
         }
     }
