@@ -403,7 +403,13 @@ impl Service {
         for d in dirs {
             cmd.arg(d);
         }
-        Service::spawn(p, cmd)
+        let s = Service::spawn(p, cmd);
+        // The endpoint binds after the projects are taken: a test that talks to it must not
+        // connect before it listens (seen as "Connection refused" under load).
+        if extra.iter().any(|a| *a == "--socket" || *a == "--listen") {
+            wait_for("the watcher's endpoint to listen", || s.log().contains("serving worker/*"));
+        }
+        s
     }
 
     /// `guild-hall watch ARGS` under a lower open-file limit (`ulimit -n LIMIT` in a shell that
