@@ -340,6 +340,11 @@ fn search_path(prog: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| p.is_file())
 }
 
+/// How to install the bundled package `name`.
+pub fn install_hint(name: &str) -> String {
+    format!("`guild-hall workers add {name}` installs it")
+}
+
 /// A project's own worker packages: `.lore/workers/`.
 pub fn project_workers_dir(project_root: &Path) -> PathBuf {
     project_root.join(".lore").join("workers")
@@ -364,6 +369,17 @@ impl Catalog {
         cat
     }
 
+    /// A catalog holding a plain package for each of `names` (for the decider's tests).
+    #[cfg(test)]
+    pub(crate) fn with(names: &[&str]) -> Catalog {
+        let mut cat = Catalog::default();
+        for name in names {
+            let manifest: Manifest = serde_yaml_ng::from_str(&format!("name: {name}\ncommand: [./run.sh]\n")).expect("a plain manifest");
+            cat.packages.insert(name.to_string(), Package { manifest, dir: PathBuf::from("/nonexistent"), source: Source::Project });
+        }
+        cat
+    }
+
     /// The home's packages only (outside any project).
     pub fn discover_home(home_workers: &Path) -> Catalog {
         let mut cat = Catalog::default();
@@ -380,7 +396,7 @@ impl Catalog {
         }
         let places: Vec<String> = self.dirs.iter().map(|d| format!("{}/", d.join(name).display())).collect();
         let how = if super::bundled::is_bundled(name) {
-            format!("`guild-hall workers add {name}` installs it")
+            install_hint(name)
         } else {
             let names: Vec<&str> = self.packages.keys().map(String::as_str).collect();
             match crate::artifact::keys::did_you_mean(name, &names) {
@@ -388,7 +404,7 @@ impl Catalog {
                 None => "`guild-hall workers --available` lists the bundled packages".to_string(),
             }
         };
-        Some(format!("waiting for worker {name:?}: no package in {}; {how}", places.join(" nor ")))
+        Some(format!("worker {name:?} is not installed (no package in {}): {how}", places.join(" nor ")))
     }
 
     fn scan(&mut self, dir: &Path, source: Source) {
