@@ -76,7 +76,8 @@ fn stopping(o: &Observed) -> Option<String> {
 /// What a commission still to run here waits for, as the next pass will say it in `reason:`
 /// (a cycle is told by the pass and `check`: the rows are read one at a time).
 fn waiting(o: &Observed, workers: &crate::worker::Catalog, branch: &str) -> Option<String> {
-    let to_run = matches!(o.artifact.status, None | Some(Status::Pending | Status::Blocked)) && o.elsewhere.is_none() && o.integrated.is_none();
+    let to_run =
+        matches!(o.artifact.status, None | Some(Status::Pending | Status::Blocked)) && o.elsewhere.is_none() && o.integrated.is_none();
     to_run.then(|| crate::commission::decide::waiting(o, workers, branch, None)).flatten()
 }
 

@@ -106,9 +106,7 @@ impl crate::activity::kind::Action for Action {
                         Edit::Set(k, _) if k == "result" => parts.push("result submitted".into()),
                         Edit::Set(k, _) if k == "questions" => parts.push("question logged".into()),
                         // Why it waits, with the move to `blocked`; else the reason alone.
-                        Edit::Set(k, v) if k == "reason" && matches!(status(u).as_deref(), None | Some("blocked")) => {
-                            parts.push(text(v))
-                        }
+                        Edit::Set(k, v) if k == "reason" && matches!(status(u).as_deref(), None | Some("blocked")) => parts.push(text(v)),
                         Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
                         _ => {}
                     }
@@ -325,10 +323,7 @@ pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branc
     if !o.missing_deps.is_empty() {
         return Some(match cycles.and_then(|c| c.reason(o.id())) {
             Some(why) => why,
-            None => format!(
-                "missing dependencies (not on {integration_branch}, where its worktree starts): {}",
-                o.missing_deps.join(", ")
-            ),
+            None => format!("missing dependencies (not on {integration_branch}, where its worktree starts): {}", o.missing_deps.join(", ")),
         });
     }
     workers.not_installed(&o.artifact.worker)

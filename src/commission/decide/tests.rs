@@ -357,12 +357,18 @@ fn a_missing_worker_blocks_and_its_package_unblocks() {
     assert!(dispatches(&p).is_empty());
     assert_eq!(sets(&p, "n", "status"), Some(Value::from("blocked")));
     let reason = sets(&p, "n", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    assert!(reason.contains("\"nobody\"") && reason.contains("/p/.lore/workers/nobody/") && reason.contains("/h/workers/nobody/"), "{reason}");
+    assert!(
+        reason.contains("\"nobody\"") && reason.contains("/p/.lore/workers/nobody/") && reason.contains("/h/workers/nobody/"),
+        "{reason}"
+    );
     assert!(p.actions.iter().any(|a| a.describe().contains("status -> blocked; worker \"nobody\" is not installed")), "{:?}", p.actions);
     // Once written, nothing more to do while it waits: `--wait` ends.
     let c = Commission::parse(
         &PathBuf::from(".lore/commissions/n.md"),
-        &format!("---\nworker: nobody\nstatus: blocked\ncreated: 2026-11-22T10:00:00Z\nreason: '{}'\n---\nbody\n", reason.replace('\'', "''")),
+        &format!(
+            "---\nworker: nobody\nstatus: blocked\ncreated: 2026-11-22T10:00:00Z\nreason: '{}'\n---\nbody\n",
+            reason.replace('\'', "''")
+        ),
     )
     .expect("parses");
     let mut s = snapshot(vec![obs(c, Some(rec(Status::Blocked, 0)))]);
