@@ -226,3 +226,30 @@ fn init_ends_with_the_next_commands() {
         assert!(next.contains(cmd), "{cmd} in {out}");
     }
 }
+
+/// Plan tasks and meetings do not wait (their state machines have no `blocked`), but what
+/// they say of a worker that is not installed is the same: the worker, where packages are
+/// looked for, how to install it. A wave task fails to start (the plan halts; `plan retry`
+/// after `workers add`); a meeting set `open` is put back to `requested`.
+#[test]
+fn plans_and_meetings_say_the_same_of_a_missing_worker() {
+    let p = Project::new(&[]);
+    let here = p.root.join(".lore/workers/scribe/").display().to_string();
+    let says =
+        |s: &str| s.contains("worker \"scribe\" is not installed") && s.contains(&here) && s.contains("guild-hall workers add scribe");
+    std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
+    std::fs::write(
+        p.root.join(".lore/plans/notes.md"),
+        "---\ntitle: notes\nwaves:\n  - - {id: one, worker: scribe, prompt: \"Do it.\"}\n---\n",
+    )
+    .expect("write plan");
+    std::fs::create_dir_all(p.root.join(".lore/meetings")).expect("mkdir");
+    std::fs::write(p.root.join(".lore/meetings/talk.md"), "---\ntitle: Talk\nworker: scribe\nstatus: open\nagenda: Talk.\n---\n")
+        .expect("write meeting");
+    p.settle();
+    let plan: Value = serde_json::from_str(&p.ok(&["plan", "show", "notes", "--json"])).expect("json");
+    assert_eq!(plan["status"], "halted", "{plan}");
+    assert!(plan["reason"].as_str().is_some_and(|r| r.contains("cannot start: worker \"scribe\" is not installed") && says(r)), "{plan}");
+    let meeting = std::fs::read_to_string(p.root.join(".lore/meetings/talk.md")).expect("read");
+    assert!(meeting.contains("status: requested") && says(&meeting), "{meeting}");
+}
