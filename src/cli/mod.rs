@@ -185,7 +185,8 @@ pub enum Command {
         #[arg(long)]
         raw: bool,
     },
-    /// Validate every artifact and worker package; exit 1 if any is invalid.
+    /// Validate every artifact and worker package; exit 1 if any is invalid. Commissions
+    /// waiting for their worker's package are listed too, without failing.
     Check {
         #[arg(long)]
         json: bool,

@@ -1,7 +1,8 @@
 //! The decider: a pure function from a [`Snapshot`] to the [`Action`]s that move the world
 //! toward what the artifacts ask for. No I/O, deterministic order. It owns the state machine
-//! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits),
-//! dependencies, limits and FIFO, exit classification and heartbeat judgement.
+//! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits), what it
+//! waits for (dependencies, its worker's package), limits and FIFO, exit classification and
+//! heartbeat judgement.
 
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
