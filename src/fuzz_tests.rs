@@ -132,7 +132,7 @@ fn snapshot(o: Observed) -> Snapshot {
         tasks_running: 0,
         commissions: vec![o],
         problems: Vec::new(),
-        workers: Catalog::default(),
+        workers: Catalog::with(&["scribe"]),
     }
 }
 

@@ -71,8 +71,21 @@ pub fn init(env: &Env) -> Result<()> {
     say!("project   {} ({})", env.project.name, env.project.root.display());
     say!("branch    {branch}{}", if done.branch_created { format!(" (created from {})", done.created_from) } else { String::new() });
     say!("home      {}{}", env.home.root.display(), if done.registered { " (registered)" } else { "" });
-    if let Ok(base) = guild_hall::ops::sync::base_branch(&env.project) {
+    let base = guild_hall::ops::sync::base_branch(&env.project).ok();
+    if let Some(base) = &base {
         say!("base      {base}{}", if done.base_recorded.is_some() { " (recorded: sync and land pair with it)" } else { "" });
+    }
+    // The first steps from here, shortest path first.
+    let base = base.unwrap_or_else(|| "your branch".into());
+    say!("\nnext:");
+    for (command, what) in [
+        ("guild-hall workers --available".to_string(), "the worker packages bundled in guild-hall".to_string()),
+        ("guild-hall workers add scribe".to_string(), "install one into .lore/workers/".to_string()),
+        ("guild-hall commission create --worker scribe --title TITLE --prompt TEXT".to_string(), "write a commission".to_string()),
+        ("guild-hall reconcile --once --wait".to_string(), "run it now (or keep `guild-hall watch` running)".to_string()),
+        ("guild-hall land".to_string(), format!("bring the finished work from {branch} into {base}")),
+    ] {
+        say!("  {command}\n      {what}");
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ pub(crate) mod plan;
 mod show;
 mod sync;
 mod tools;
+mod workers;
 
 #[cfg(test)]
 mod tests;
@@ -210,18 +211,16 @@ pub enum Command {
         #[arg(long)]
         raw: bool,
     },
-    /// Validate every artifact and worker package; exit 1 if any is invalid.
+    /// Validate every artifact and worker package; exit 1 if any is invalid. Commissions
+    /// waiting for their worker's package are listed too, without failing.
     Check {
         /// Print every finding (problems, orphans, unsettled work) as a JSON array.
         #[arg(long)]
         json: bool,
     },
-    /// List discovered worker packages and where each was found.
-    Workers {
-        /// Print the packages as a JSON array.
-        #[arg(long)]
-        json: bool,
-    },
+    /// Worker packages: those installed here and where each was found; with --available, those
+    /// bundled in this binary; `workers add NAME` installs a bundled one.
+    Workers(workers::WorkersArgs),
     /// The toolbox as a stdio MCP server, for agent CLIs (reads its commission from the
     /// environment guild-hall gives a worker); with --manager, the dispatcher API for a main
     /// agent that hands out work (dispatch, list, status, result, cancel, delete).
@@ -481,6 +480,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt, raw } => show::logs(&Env::load(&cli)?, id, *attempt, *raw).map(|_| ExitCode::SUCCESS),
         Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),
-        Command::Workers { json } => show::workers(&Env::load(&cli)?, *json).map(|_| ExitCode::SUCCESS),
+        Command::Workers(args) => workers::run(&cli, args).map(|_| ExitCode::SUCCESS),
     }
 }

@@ -135,6 +135,8 @@ impl Rows {
                 s("elsewhere")
             } else if !s("integrated").is_empty() {
                 s("integrated")
+            } else if !s("waiting").is_empty() {
+                s("waiting")
             } else if matches!(s("status").as_str(), "invalid" | "orphaned") || !s("reason").is_empty() && s("status") != "in_progress" {
                 s("reason")
             } else {
@@ -294,21 +296,23 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
 
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {
     let report = guild_hall::ops::check::check(&env.home, &env.project)?;
-    let (problems, orphans, unsettled) = (&report.problems, &report.orphans, &report.unsettled);
+    let (problems, orphans, unsettled, waiting) = (&report.problems, &report.orphans, &report.unsettled, &report.waiting);
     if json_out {
-        let all: Vec<&Problem> = problems.iter().chain(orphans).chain(unsettled).collect();
+        let all: Vec<&Problem> = problems.iter().chain(waiting).chain(orphans).chain(unsettled).collect();
         say_json!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         if problems.is_empty() {
+            // What waits is no error, but it is said with the `ok`.
+            let waits = if waiting.is_empty() { String::new() } else { format!("; {} waiting for a worker (below)", waiting.len()) };
             say!(
-                "ok: {}, {}, {}, {}",
+                "ok: {}, {}, {}, {}{waits}",
                 counted(report.commissions, "commission"),
                 counted(report.meetings, "meeting"),
                 counted(report.plans, "plan"),
                 counted(report.packages, "worker package")
             );
         }
-        for p in problems.iter().chain(orphans).chain(unsettled) {
+        for p in problems.iter().chain(waiting).chain(orphans).chain(unsettled) {
             say!("{p}");
         }
     }

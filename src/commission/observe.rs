@@ -334,14 +334,13 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
 
 /// Every commission artifact `wanted` accepts (by path), fully observed and handed to `each`
 /// in path order, a batch at a time (parsed in parallel): memory stays bounded whatever the
-/// number of artifacts, for `status`. Returns the worker packages' problems.
+/// number of artifacts, for `status`.
 pub fn observe_each(
     home: &Home,
     project: &Project,
     wanted: impl Fn(&Path) -> bool,
     mut each: impl FnMut(Result<Observed, Vec<Problem>>),
-) -> Result<Vec<Problem>> {
-    let workers = Catalog::discover(&project.root, &home.workers_dir());
+) -> Result<()> {
     let tree = crate::activity::integrated::tree(project)?;
     let boot = shim::boot_id();
     let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
@@ -351,7 +350,7 @@ pub fn observe_each(
     for batch in paths.chunks(threads * PER_THREAD) {
         observe_parallel(home, project, batch, PER_THREAD, tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
     }
-    Ok(workers.problems)
+    Ok(())
 }
 
 /// The trailers on the integration branch, each set read at most once per observation and only

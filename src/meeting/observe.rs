@@ -65,7 +65,8 @@ fn observe_one(
     let live = record.as_ref().is_some_and(|r| r.status == MeetingStatus::Open);
     let opened = live && matches!(read_json::<WorktreeRecord>(&state.worktree()), Ok(Some(rec)) if rec.path.join(".git").exists());
     let worker_problem = match meeting.effective_status() {
-        MeetingStatus::Open if !live => workers.for_meeting(&meeting.worker).err(),
+        // Not installed: said with where packages are looked for and how to install it.
+        MeetingStatus::Open if !live => workers.not_installed(&meeting.worker).or_else(|| workers.for_meeting(&meeting.worker).err()),
         _ => None,
     };
     let mut o = Observed {

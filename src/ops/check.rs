@@ -1,13 +1,13 @@
 //! `check`: every artifact (commissions, meetings, plans) and worker package validated as the
-//! reconciler reads them — dependency cycles and unknown workers included — and the orphans
-//! of the home and the attempts under way in another home, reported apart (they are the
-//! home's state, not the artifacts').
+//! reconciler reads them — dependency cycles and unknown workers included — and, reported
+//! apart, the commissions waiting for their worker's package, the orphans of the home and the
+//! attempts under way in another home (the home's state, not the artifacts').
 
 use std::path::Path;
 
 use anyhow::Result;
 
-use crate::artifact::Problem;
+use crate::artifact::{Problem, Status};
 use crate::commission::observe::observe;
 use crate::config::{Home, Project};
 
@@ -22,6 +22,9 @@ pub struct Report {
     /// work in another home (or a lost one), and finished work whose commit is not on the
     /// integration branch here. Reported only, with what to do.
     pub unsettled: Vec<Problem>,
+    /// Commissions still to run that wait for their worker's package to be installed, and why
+    /// (as the pass says it in `reason:`). Reported only.
+    pub waiting: Vec<Problem>,
     pub commissions: usize,
     pub meetings: usize,
     pub plans: usize,
@@ -33,9 +36,27 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let snap = observe(home, project)?;
     let mut problems = snap.problems.clone();
     problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
+    // Waiting for its worker's package is said (a person installs it), not failed on, as
+    // waiting for dependencies is not (those are other work's outputs, in the normal flow).
+    let mut waiting = Vec::new();
     for o in &snap.commissions {
-        if let Err(why) = snap.workers.for_commission(&o.artifact.worker) {
-            problems.push(at_key(&o.artifact.path, "worker", why));
+        let a = &o.artifact;
+        match snap.workers.not_installed(&a.worker) {
+            Some(why) => {
+                // Still to run here (a draft once submitted); an ended or running one needs none.
+                let to_run = matches!(a.status, None | Some(Status::Pending | Status::Blocked | Status::Draft))
+                    && o.elsewhere.is_none()
+                    && o.integrated.is_none();
+                if to_run {
+                    waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
+                }
+            }
+            // Installed but unusable (a broken package, no `commission` capability): invalid.
+            None => {
+                if let Err(why) = snap.workers.for_commission(&a.worker) {
+                    problems.push(at_key(&a.path, "worker", why));
+                }
+            }
         }
     }
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
@@ -90,6 +111,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         problems,
         orphans,
         unsettled,
+        waiting,
         commissions: snap.commissions.len(),
         meetings: meetings.meetings.len(),
         plans: plans.plans.len(),

@@ -30,7 +30,13 @@ pub struct NewCommission {
 /// one asked for, refused if anything of it exists, else the first free one from the title.
 pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<String> {
     let catalog = Catalog::discover(&project.root, &home.workers_dir());
-    catalog.for_commission(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
+    catalog.for_commission(&new.worker).map_err(|e| {
+        let hint = match crate::worker::bundled::is_bundled(&new.worker) {
+            true if catalog.not_installed(&new.worker).is_some() => crate::worker::package::install_hint(&new.worker),
+            _ => "see `guild-hall workers`, and `guild-hall workers --available` for the bundled packages".to_string(),
+        };
+        anyhow!("{e}; nothing written ({hint})")
+    })?;
     if new.title.trim().is_empty() {
         bail!("the title must not be empty");
     }

@@ -6,6 +6,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value as Json};
 
+use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc};
 use crate::config::{Home, Project};
 
@@ -24,14 +25,16 @@ pub fn rows(
     let mut invalid = Vec::new();
     let mut problems = 0usize;
     let mut failed: Option<anyhow::Error> = None;
-    let catalog_problems = crate::commission::observe::observe_each(home, project, wanted, |o| {
+    let workers = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
+    let branch = &project.config.integration_branch;
+    crate::commission::observe::observe_each(home, project, wanted, |o| {
         if failed.is_some() {
             return;
         }
         match o {
             Ok(o) => {
                 problems += usize::from(o.corrupt.is_some());
-                if let Err(e) = emit(&row(&o, now)) {
+                if let Err(e) = emit(&row(&o, now, waiting(&o, &workers, branch))) {
                     failed = Some(e);
                 }
             }
@@ -44,7 +47,7 @@ pub fn rows(
     if let Some(e) = failed {
         return Err(e);
     }
-    problems += catalog_problems.iter().filter(|p| wanted(&p.path)).count();
+    problems += workers.problems.iter().filter(|p| wanted(&p.path)).count();
     for p in &invalid {
         let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
         emit(
@@ -70,8 +73,16 @@ fn stopping(o: &Observed) -> Option<String> {
         .then(|| o.record.as_ref().and_then(|r| r.stopping.clone()).unwrap_or_else(|| format!("{verb}: worker still running")))
 }
 
-/// A commission's row, as it is now (`now` for the heartbeat's age).
-fn row(o: &Observed, now: DateTime<Utc>) -> Json {
+/// What a commission still to run here waits for, as the next pass will say it in `reason:`
+/// (a cycle is told by the pass and `check`: the rows are read one at a time).
+fn waiting(o: &Observed, workers: &crate::worker::Catalog, branch: &str) -> Option<String> {
+    let to_run =
+        matches!(o.artifact.status, None | Some(Status::Pending | Status::Blocked)) && o.elsewhere.is_none() && o.integrated.is_none();
+    to_run.then(|| crate::commission::decide::waiting(o, workers, branch, None)).flatten()
+}
+
+/// A commission's row, as it is now (`now` for the heartbeat's age; `waiting`: see [`waiting`]).
+fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> Json {
     let a = &o.artifact;
     let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Json::Null);
     json!({
@@ -88,6 +99,8 @@ fn row(o: &Observed, now: DateTime<Utc>) -> Json {
         "created": a.created(),
         "desired": a.desired.map(|d| d.as_str()),
         "stopping": stopping(o),
+        // Still to run, and what it waits for (dependencies, its worker's package).
+        "waiting": waiting,
         // Under way in another home, as far as this one knows: what is known, what to do.
         "elsewhere": o.elsewhere.as_ref().map(|e| e.describe()),
         // Ended on the integration branch while the checkout still says it is to run.

@@ -253,7 +253,8 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             exit,
             mail,
             package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
-            worker_problem: pkg.err(),
+            // Not installed: said with where packages are looked for and how to install it.
+            worker_problem: workers.not_installed(&t.worker).or_else(|| pkg.err()),
             worktree_exists,
             worktree_gone,
             landed,

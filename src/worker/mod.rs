@@ -1,8 +1,9 @@
-//! Workers: their packages (`worker.yaml`), the one launch site of every kind (`launch`), the
+//! Workers: their packages (`worker.yaml`, and those bundled in the binary), the one launch site of every kind (`launch`), the
 //! shim that runs and contains each attempt, the Landlock sandbox that confines it, whether it
 //! is alive (`liveness`), their memory, the toolbox they talk back through, and telling their
 //! processes from others (`peer`).
 
+pub mod bundled;
 pub mod launch;
 pub mod liveness;
 pub mod memory;
@@ -12,4 +13,4 @@ pub mod sandbox;
 pub mod shim;
 pub mod toolbox;
 
-pub use package::{expand_home, pass_env, Catalog, Checkout, Manifest, Package, Protocol, SandboxSpec, Source};
+pub use package::{expand_home, pass_env, project_workers_dir, Catalog, Checkout, Manifest, Package, Protocol, SandboxSpec, Source};

@@ -1,5 +1,6 @@
 //! Worker packages: `worker.yaml` found in `.lore/workers/*/`, then `$GUILD_HALL_HOME/workers/*/`
-//! (the project's wins). Loading and validating packages, and resolving their command.
+//! (the project's wins; hidden directories are not packages). Loading and validating packages,
+//! resolving their command, and saying where a missing one is looked for.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -339,6 +340,16 @@ fn search_path(prog: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| p.is_file())
 }
 
+/// How to install the bundled package `name`.
+pub fn install_hint(name: &str) -> String {
+    format!("`guild-hall workers add {name}` installs it")
+}
+
+/// A project's own worker packages: `.lore/workers/`.
+pub fn project_workers_dir(project_root: &Path) -> PathBuf {
+    project_root.join(".lore").join("workers")
+}
+
 /// All packages by name (project first, then home), plus problems with broken ones.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
@@ -346,19 +357,66 @@ pub struct Catalog {
     /// Packages whose worker.yaml is broken, by directory name: the reason.
     pub broken: BTreeMap<String, String>,
     pub problems: Vec<Problem>,
+    /// Where packages were looked for: the project's dir, then the home's.
+    pub dirs: Vec<PathBuf>,
 }
 
 impl Catalog {
     pub fn discover(project_root: &Path, home_workers: &Path) -> Catalog {
         let mut cat = Catalog::default();
-        cat.scan(&project_root.join(".lore").join("workers"), Source::Project);
+        cat.scan(&project_workers_dir(project_root), Source::Project);
         cat.scan(home_workers, Source::Home);
         cat
     }
 
+    /// A catalog holding a plain package for each of `names` (for the decider's tests).
+    #[cfg(test)]
+    pub(crate) fn with(names: &[&str]) -> Catalog {
+        let mut cat = Catalog::default();
+        for name in names {
+            let manifest: Manifest = serde_yaml_ng::from_str(&format!("name: {name}\ncommand: [./run.sh]\n")).expect("a plain manifest");
+            cat.packages.insert(name.to_string(), Package { manifest, dir: PathBuf::from("/nonexistent"), source: Source::Project });
+        }
+        cat
+    }
+
+    /// The home's packages only (outside any project).
+    pub fn discover_home(home_workers: &Path) -> Catalog {
+        let mut cat = Catalog::default();
+        cat.scan(home_workers, Source::Home);
+        cat
+    }
+
+    /// Why work for worker `name` waits, if it does: no package of that name is installed
+    /// (nor a broken one, which is a problem of its own). Said with where packages are looked
+    /// for, and how to install it when it is bundled.
+    pub fn not_installed(&self, name: &str) -> Option<String> {
+        if self.packages.contains_key(name) || self.broken.contains_key(name) {
+            return None;
+        }
+        let places: Vec<String> = self.dirs.iter().map(|d| format!("{}/", d.join(name).display())).collect();
+        let how = if super::bundled::is_bundled(name) {
+            install_hint(name)
+        } else {
+            let names: Vec<&str> = self.packages.keys().map(String::as_str).collect();
+            match crate::artifact::keys::did_you_mean(name, &names) {
+                Some(near) => format!("did you mean {near:?}? (`guild-hall workers --available` lists the bundled packages)"),
+                None => "`guild-hall workers --available` lists the bundled packages".to_string(),
+            }
+        };
+        Some(format!("worker {name:?} is not installed (no package in {}): {how}", places.join(" nor ")))
+    }
+
     fn scan(&mut self, dir: &Path, source: Source) {
+        self.dirs.push(dir.to_path_buf());
         let Ok(entries) = std::fs::read_dir(dir) else { return };
-        let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        // A hidden directory is not a package (`workers add` writes one there first).
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
         dirs.sort();
         for d in dirs {
             let dir_name = d.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();

@@ -351,15 +351,6 @@ fn the_readme_five_minute_path_works_as_written() {
                 continue;
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            // A build without the bundled packages (`workers add`, `workers --available`: issue
-            // 20, item 2, on its own branch until merged) gets the same package from examples/.
-            if args.first() == Some(&"workers") && p.run(&["workers", "add", "--help"]).0 != 0 {
-                if let [_, "add", name] = args.as_slice() {
-                    p.install_worker(name, name);
-                }
-                ran.push(args.join(" "));
-                continue;
-            }
             let (code, out, err) = p.run(&args);
             assert_eq!(code, 0, "README: `{line}` failed:\n{out}{err}");
             ran.push(args.join(" "));

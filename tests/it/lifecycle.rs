@@ -449,13 +449,16 @@ fn activation_failures_fail_with_the_reason() {
     std::fs::write(dir.join("worker.yaml"), "name: broken\ncommand: [\"./missing.sh\"]\n").expect("write");
     p.write_commission("b", "---\nworker: broken\n---\nbody\n");
     p.settle();
+    // A worker with no package at all is no activation failure: the commission waits for it
+    // (issue 20; tests/it/bundled.rs), no attempt spent.
     let g = p.status_json("ghost");
-    assert_eq!(g["status"], "failed");
-    assert!(g["reason"].as_str().is_some_and(|r| r.starts_with("activation failed: unknown worker \"nobody\"")), "{g}");
+    assert_eq!(g["status"], "blocked");
+    assert_eq!(g["attempt"], 0, "{g}");
+    assert!(g["reason"].as_str().is_some_and(|r| r.starts_with("worker \"nobody\" is not installed")), "{g}");
     let b = p.status_json("b");
     assert_eq!(b["status"], "failed");
     assert!(b["reason"].as_str().is_some_and(|r| r.contains("missing.sh") && r.starts_with("activation failed")), "{b}");
-    assert!(transitions(&p.timeline("ghost")).contains(&"dispatched>failed".to_string()));
+    assert!(transitions(&p.timeline("b")).contains(&"dispatched>failed".to_string()));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! repositories, real worker processes and real outside tools, one module per area.
 
 mod apply;
+mod bundled;
 mod check_truth;
 mod ci;
 mod ci_waves;

@@ -616,7 +616,7 @@ mod tests {
             tasks_running: 0,
             commissions,
             problems: Vec::new(),
-            workers: Catalog::default(),
+            workers: Catalog::with(&["scribe"]),
         }
     }
 

@@ -150,7 +150,9 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 wants_dispatch = true;
             }
             Status::Blocked => {
-                st.refuse("desired: dispatched", &format!("waiting on missing dependencies: {}", o.missing_deps.join(", ")));
+                let why = super::waiting(o, &s.workers, &s.project.config.integration_branch, Some(cycles))
+                    .unwrap_or_else(|| "it was blocked until this pass (it is unblocked now, and queued)".into());
+                st.refuse("desired: dispatched", &why);
                 st.remove("desired");
             }
             Status::Dispatched | Status::InProgress => st.remove("desired"),
@@ -183,15 +185,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
     let effect = match st.status {
         Status::Draft => Effect::None,
         Status::Pending | Status::Blocked => {
-            if !o.missing_deps.is_empty() {
-                let why = match cycles.reason(o.id()) {
-                    Some(why) => why,
-                    None => format!(
-                        "missing dependencies (not on {}, where its worktree starts): {}",
-                        cfg.integration_branch,
-                        o.missing_deps.join(", ")
-                    ),
-                };
+            if let Some(why) = super::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
                 if st.status == Status::Pending {
                     st.go(Status::Blocked, &why);
                 } else if o.artifact.str_field("reason") != Some(why.as_str())
@@ -202,7 +196,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 Effect::None
             } else {
                 if st.status == Status::Blocked {
-                    st.go(Status::Pending, "all dependencies present");
+                    st.go(Status::Pending, &format!("all dependencies present and worker {} installed", o.artifact.worker));
                 }
                 if o.proc == Proc::Lingering {
                     Effect::KillLeftovers

@@ -1,7 +1,8 @@
 //! The decider: a pure function from a [`Snapshot`] to the [`Action`]s that move the world
 //! toward what the artifacts ask for. No I/O, deterministic order. It owns the state machine
-//! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits),
-//! dependencies, limits and FIFO, exit classification and heartbeat judgement.
+//! (REQ-COM-5/6 plus `draft`), intent handling (`desired:`, direct `status:` edits), what it
+//! waits for (dependencies, its worker's package), limits and FIFO, exit classification and
+//! heartbeat judgement.
 
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
@@ -105,7 +106,8 @@ impl crate::activity::kind::Action for Action {
                         Edit::Set(k, v) if k == "progress" => parts.push(format!("progress: {}", text(v))),
                         Edit::Set(k, _) if k == "result" => parts.push("result submitted".into()),
                         Edit::Set(k, _) if k == "questions" => parts.push("question logged".into()),
-                        Edit::Set(k, v) if k == "reason" && status(u).is_none() => parts.push(text(v)),
+                        // Why it waits, with the move to `blocked`; else the reason alone.
+                        Edit::Set(k, v) if k == "reason" && matches!(status(u).as_deref(), None | Some("blocked")) => parts.push(text(v)),
                         Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
                         _ => {}
                     }
@@ -312,6 +314,20 @@ pub fn decide(s: &Snapshot) -> Decisions {
 
     let settled = actions.is_empty() && busy.is_empty();
     Decisions { actions, settled, busy, cycles }
+}
+
+/// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
+/// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
+/// installed (a package written later unblocks it; a broken one is a problem of its own, and
+/// fails the dispatch). The pass, `check` and `status` all say this, so they agree.
+pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branch: &str, cycles: Option<&Cycles>) -> Option<String> {
+    if !o.missing_deps.is_empty() {
+        return Some(match cycles.and_then(|c| c.reason(o.id())) {
+            Some(why) => why,
+            None => format!("missing dependencies (not on {integration_branch}, where its worktree starts): {}", o.missing_deps.join(", ")),
+        });
+    }
+    workers.not_installed(&o.artifact.worker)
 }
 
 fn push_update(actions: &mut Vec<Action>, u: Update) {

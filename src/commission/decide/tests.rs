@@ -49,7 +49,7 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
         tasks_running: 0,
         commissions,
         problems: Vec::new(),
-        workers: Catalog::default(),
+        workers: Catalog::with(&["scribe"]),
     }
 }
 
@@ -343,6 +343,42 @@ fn dependencies_block_and_unblock() {
     let o = obs(commission("d", "status: blocked\ndependencies: [x.md]\n"), Some(rec(Status::Blocked, 0)));
     let p = decide(&snapshot(vec![o]));
     assert_eq!(status_events(&p), vec![("blocked".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+}
+
+/// A commission whose worker's package is not installed waits, `blocked` with a reason naming
+/// the worker and where packages are looked for — a new one (no status, no record) too — and
+/// runs once the package is there; no attempt is spent while it waits.
+#[test]
+fn a_missing_worker_blocks_and_its_package_unblocks() {
+    let c = Commission::parse(&PathBuf::from(".lore/commissions/n.md"), "---\nworker: nobody\n---\nbody\n").expect("parses");
+    let mut s = snapshot(vec![obs(c, None)]);
+    s.workers.dirs = vec![PathBuf::from("/p/.lore/workers"), PathBuf::from("/h/workers")];
+    let p = decide(&s);
+    assert!(dispatches(&p).is_empty());
+    assert_eq!(sets(&p, "n", "status"), Some(Value::from("blocked")));
+    let reason = sets(&p, "n", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    assert!(
+        reason.contains("\"nobody\"") && reason.contains("/p/.lore/workers/nobody/") && reason.contains("/h/workers/nobody/"),
+        "{reason}"
+    );
+    assert!(p.actions.iter().any(|a| a.describe().contains("status -> blocked; worker \"nobody\" is not installed")), "{:?}", p.actions);
+    // Once written, nothing more to do while it waits: `--wait` ends.
+    let c = Commission::parse(
+        &PathBuf::from(".lore/commissions/n.md"),
+        &format!(
+            "---\nworker: nobody\nstatus: blocked\ncreated: 2026-11-22T10:00:00Z\nreason: '{}'\n---\nbody\n",
+            reason.replace('\'', "''")
+        ),
+    )
+    .expect("parses");
+    let mut s = snapshot(vec![obs(c, Some(rec(Status::Blocked, 0)))]);
+    s.workers.dirs = vec![PathBuf::from("/p/.lore/workers"), PathBuf::from("/h/workers")];
+    let p = decide(&s);
+    assert!(p.actions.is_empty() && p.settled, "{:?}", p.actions);
+    let o = obs(commission("d", "status: blocked\nreason: waiting for worker\n"), Some(rec(Status::Blocked, 0)));
+    let p = decide(&snapshot(vec![o]));
+    assert_eq!(status_events(&p), vec![("blocked".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+    assert_eq!(dispatches(&p), vec!["d"]);
 }
 
 #[test]

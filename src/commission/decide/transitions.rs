@@ -69,7 +69,7 @@ pub fn desired_refusal(status: Status, desired: Desired) -> Option<String> {
     use Status::*;
     match (desired, status) {
         (Desired::Dispatched, Pending | Draft | Failed | Cancelled | Dispatched | InProgress) => None,
-        (Desired::Dispatched, Blocked) => Some("it waits on missing dependencies (see reason:)".into()),
+        (Desired::Dispatched, Blocked) => Some("it waits on missing dependencies or its worker's package (see reason:)".into()),
         (Desired::Dispatched, Completed) => Some(refusal(Completed, Dispatched)),
         (Desired::Cancelled, Pending | Blocked | Dispatched | InProgress) => None,
         (Desired::Cancelled, other) => Some(refusal(other, Cancelled)),

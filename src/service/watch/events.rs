@@ -48,6 +48,11 @@ pub(super) fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf
     let state = home.state_root();
     std::fs::create_dir_all(&state)?;
     paths.push((state, RecursiveMode::Recursive));
+    // The home's worker packages: one written there unblocks commissions waiting for it (a
+    // path there belongs to no one project, so it wakes every one).
+    let workers = home.workers_dir();
+    std::fs::create_dir_all(&workers)?;
+    paths.push((workers, RecursiveMode::Recursive));
     Ok(paths)
 }
 

@@ -1,0 +1,88 @@
+//! `guild-hall workers`: the installed packages (the default, in `show`), the packages bundled
+//! in this binary (`--available`), and `workers add NAME` writing one out. Formatting only.
+
+use anyhow::Result;
+
+use super::out::{line, say, say_json};
+use super::{show, Cli, Env};
+use guild_hall::config::{Home, Project};
+use guild_hall::ops::workers::{self, Target};
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct WorkersArgs {
+    #[command(subcommand)]
+    pub cmd: Option<WorkersCmd>,
+    /// List the worker packages bundled in this binary (name, what it does, its capabilities),
+    /// each marked with where it is installed here, if it is; `workers add NAME` installs one.
+    #[arg(long)]
+    pub available: bool,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum WorkersCmd {
+    /// Install a worker package bundled in this binary: write it into the project's
+    /// .lore/workers/NAME/ (or, with --user, into the home's workers/NAME/), scripts
+    /// executable. Never over an existing directory: that is refused, nothing written.
+    ///
+    /// Commissions waiting for this worker run at the next pass (`guild-hall watch` sees the
+    /// package appear). `guild-hall workers --available` lists the bundled packages.
+    Add {
+        /// The bundled package to install (see `guild-hall workers --available`).
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Into the home's workers/ ($GUILD_HALL_HOME/workers/, or --home DIR's), for every
+        /// project of this home, instead of the project's .lore/workers/.
+        #[arg(long)]
+        user: bool,
+        /// Print what was written as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cli: &Cli, args: &WorkersArgs) -> Result<()> {
+    match &args.cmd {
+        Some(WorkersCmd::Add { name, user, json }) => add(cli, name, *user, *json),
+        None if args.available => available(cli, args.json),
+        None => show::workers(&Env::load(cli)?, args.json),
+    }
+}
+
+fn add(cli: &Cli, name: &str, user: bool, json: bool) -> Result<()> {
+    let home = Home::resolve(cli.home.as_deref())?;
+    let (target, project) = if user { (Target::Home, None) } else { (Target::Project, Some(Env::load(cli)?.project)) };
+    let added = workers::add(&home, project.as_ref(), name, target)?;
+    if json {
+        say_json!("{}", serde_json::to_string_pretty(&added)?);
+    } else {
+        say!("added worker {} in {} ({})", added.name, added.dir.display(), added.files.join(", "));
+    }
+    Ok(())
+}
+
+fn available(cli: &Cli, json: bool) -> Result<()> {
+    let home = Home::resolve(cli.home.as_deref())?;
+    // Outside a repository only the home's packages count as installed.
+    let dir = cli.project.clone().or_else(|| std::env::current_dir().ok());
+    let project = dir.and_then(|d| Project::open(&d).ok());
+    let list = workers::available(&home, project.as_ref());
+    if json {
+        say_json!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    say!("{:<18} {:<20} {:<22} DESCRIPTION", "NAME", "CAPABILITIES", "INSTALLED");
+    for a in &list {
+        let installed = match (&a.installed, &a.installed_at) {
+            (Some(guild_hall::worker::Source::Project), _) => "yes (project)".to_string(),
+            (Some(guild_hall::worker::Source::Home), _) => "yes (home)".to_string(),
+            _ => "no".to_string(),
+        };
+        say!("{:<18} {:<20} {:<22} {}", a.name, a.capabilities.join(","), installed, line(&a.description));
+    }
+    say!("\ninstall one with `guild-hall workers add NAME` (into .lore/workers/; --user for the home's)");
+    Ok(())
+}
