@@ -15,6 +15,16 @@ pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// `n` things, said as a person would: `1 commission`, `2 commissions`, `3 processes`. The
+/// one plural rule of every text guild-hall writes (the CLI's tables, pass entries, notes).
+pub fn counted(n: usize, one: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        _ if one.ends_with('s') => format!("{n} {one}es"),
+        _ => format!("{n} {one}s"),
+    }
+}
+
 /// Where a commission artifact's timeline lives.
 pub fn path_for(artifact: &Path) -> PathBuf {
     artifact.with_extension("timeline.jsonl")

@@ -424,7 +424,9 @@ impl crate::activity::kind::Action for Action {
             Action::Update { update } if update.edits.is_empty() && update.events.is_empty() && !update.folds.is_empty() => {
                 "read task mailboxes".into()
             }
-            Action::Update { update } if update.edits.is_empty() => format!("record {} event(s)", update.events.len()),
+            // Only guild-hall's own bookkeeping (its runtime record), or events for the log.
+            Action::Update { update } if update.edits.is_empty() && update.events.is_empty() => "runtime record updated".into(),
+            Action::Update { update } if update.edits.is_empty() => format!("log {}", crate::activity::timeline::counted(update.events.len(), "timeline event")),
             Action::Update { update } => update
                 .edits
                 .iter()
@@ -448,8 +450,8 @@ impl crate::activity::kind::Action for Action {
             Action::Beat { task: Some(t), .. } => format!("heartbeat of {t}"),
             Action::Beat { task: None, .. } => "heartbeat of verify".into(),
             Action::KillLeftovers { task, run, pids, .. } => format!(
-                "kill {} process(es) left by the killed shim of {} (attempt {})",
-                pids.len(),
+                "kill {} left by the killed shim of {} (attempt {})",
+                crate::activity::timeline::counted(pids.len(), "process"),
                 task.as_deref().unwrap_or("verify"),
                 run.attempt
             ),
@@ -552,16 +554,16 @@ fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
                 Some(t) => (
                     format!("leftovers:{t}:{}", l.attempt),
                     format!(
-                        "{t}: {} process(es) of attempt {} outlived its supervisor: killed before the task is judged or run again",
-                        l.pids.len(),
+                        "{t}: {} of attempt {} outlived its supervisor: killed before the task is judged or run again",
+                        crate::activity::timeline::counted(l.pids.len(), "process"),
                         l.attempt
                     ),
                 ),
                 None => (
                     format!("leftovers:verify:{}", l.attempt),
                     format!(
-                        "verify: {} process(es) of run {} outlived its supervisor: killed before the verify is judged",
-                        l.pids.len(),
+                        "verify: {} of run {} outlived its supervisor: killed before the verify is judged",
+                        crate::activity::timeline::counted(l.pids.len(), "process"),
                         l.attempt
                     ),
                 ),
