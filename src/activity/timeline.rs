@@ -42,6 +42,17 @@ pub fn event(ts: &str, kind: &str, key: String, fields: Value) -> Value {
     Value::Object(m)
 }
 
+/// The first event of every artifact's timeline, the same for every kind: it was created,
+/// and with what status (rendered `created    pending`), with how it came to be if that says
+/// more (`requested by researcher`). Logged once (its key), when the reconciler first meets it.
+pub fn created(ts: &str, status: &str, how: Option<&str>) -> Value {
+    let mut fields = serde_json::json!({"status": status});
+    if let Some(h) = how {
+        fields["text"] = h.into();
+    }
+    event(ts, "created", "created".into(), fields)
+}
+
 /// Read every event; lines that do not parse are skipped (a torn last line after a crash).
 pub fn read(path: &Path) -> Result<Vec<Value>> {
     let text = crate::files::read_text_if_exists(path)?.unwrap_or_default();
@@ -103,6 +114,11 @@ pub fn render(e: &Value) -> String {
             let stopping = if s("stopping").is_empty() { String::new() } else { format!("; {}", s("stopping")) };
             format!("{} -> {}{tail}{stopping}", s("from"), s("to"))
         }
+        // `created    pending (requested by researcher)`: the status it was created with.
+        "created" => match e["text"].as_str() {
+            Some(how) => format!("{} ({how})", s("status")),
+            None => s("status"),
+        },
         "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),

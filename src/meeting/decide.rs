@@ -195,6 +195,7 @@ impl<'a> Step<'a> {
     }
 
     fn remove(&mut self, key: &str) {
+        self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
         if self.o.meeting.fields.contains_key(key) {
             self.update.edits.push(Edit::Remove(key.into()));
         }
@@ -206,11 +207,18 @@ impl<'a> Step<'a> {
 
     /// Accept a transition: the record follows, the log says so.
     fn go(&mut self, from: Option<MeetingStatus>, to: MeetingStatus, reason: &str) {
-        let from_s = from.map(|f| f.as_str()).unwrap_or("new");
-        self.event("status", format!("status:{from_s}:{to}"), json!({"from": from_s, "to": to.as_str(), "reason": reason}));
+        // A meeting first met is `created` (its own event); a move is from a status it had.
+        if let Some(from) = from {
+            self.event("status", format!("status:{from}:{to}"), json!({"from": from.as_str(), "to": to.as_str(), "reason": reason}));
+        }
         self.record.status = to;
         self.set("status", Value::String(to.as_str().into()));
         self.update.record = Some(self.record.clone());
+        // A decline keeps the person's note; an open or a close clears an earlier refusal.
+        let planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
+        if crate::activity::kind::stale_reason_goes(to == MeetingStatus::Declined, planned) {
+            self.remove("reason");
+        }
     }
 
     /// Refuse what the file asks: the status is put back, `reason:` and the log say why.
@@ -352,16 +360,15 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         (None, Requested) => {
             st.stamp_created();
             let by = m.requested_by.clone().unwrap_or_else(|| "a person or tool".into());
-            st.event(
-                "status",
-                "status:new:requested".into(),
-                json!({"from": "new", "to": "requested", "reason": format!("requested by {by}")}),
-            );
+            st.update.events.push(timeline::created(s.now.as_str(), "requested", Some(&format!("requested by {by}"))));
             st.update.record = Some(st.record.clone());
             st.into_update()
         }
         (None | Some(Requested), Open) => {
             st.stamp_created();
+            if had.is_none() {
+                st.update.events.push(timeline::created(s.now.as_str(), "open", Some("opened by a person")));
+            }
             match admit(s, o, open) {
                 Ok(()) => {
                     open.push(m.id.clone());
@@ -380,6 +387,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         }
         (None, Closed | Declined) => {
             // A file written already final: nothing to carry out, only remembered.
+            st.update.events.push(timeline::created(s.now.as_str(), asked.as_str(), None));
             st.update.record = Some(st.record.clone());
             st.into_update()
         }

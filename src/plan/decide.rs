@@ -1005,7 +1005,15 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     if o.record.is_none() && asked == Draft {
         return None;
     }
-    if st.record.status == Draft && asked == Pending {
+    if !known && asked == Pending {
+        // First met, submitted: it was created so (a draft this home never recorded included),
+        // the one `created` event every kind opens its timeline with.
+        if !o.timeline_keys.contains("created") {
+            st.events.push(timeline::created(now, Pending.as_str(), None));
+        }
+        st.record.status = Pending;
+        st.dirty = true;
+    } else if st.record.status == Draft && asked == Pending {
         st.go(Pending, "submitted");
     }
     // Cancelled: stop what runs; nothing merged is undone.

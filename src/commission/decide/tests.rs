@@ -330,7 +330,11 @@ fn new_file_without_status_is_pending_and_stamped() {
     let p = decide(&snapshot(vec![obs(c, None)]));
     assert_eq!(dispatches(&p), vec!["n"]);
     assert!(sets(&p, "n", "created").is_some());
-    assert_eq!(status_events(&p), vec![("pending".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+    // Its log opens with what happened truly: created (taken as pending), then dispatched.
+    assert_eq!(status_events(&p), vec![("pending".into(), "dispatched".into())]);
+    let Action::Dispatch { update, .. } = &p.actions[0] else { panic!("{:?}", p.actions) };
+    assert_eq!(update.events[0]["kind"], "created", "{:?}", update.events);
+    assert_eq!(crate::activity::timeline::render(&update.events[0]).split_once("  ").map(|x| x.1), Some("created    pending (no status: taken as pending)"));
 }
 
 #[test]
