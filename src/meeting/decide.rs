@@ -347,6 +347,23 @@ pub fn elsewhere(m: &Meeting, record: Option<&MeetingRecord>, held_here: bool) -
     ))
 }
 
+/// Why the reconciler refuses a person's move of a meeting from `from` to `to` — the words
+/// its refusal writes into `reason:` — or `None` where it carries the move out
+/// ([`super::REQUESTS`]). The faces ask it up front, so they refuse with the same words.
+pub fn request_refusal(from: MeetingStatus, to: MeetingStatus) -> Option<&'static str> {
+    use MeetingStatus::*;
+    match (from, to) {
+        (Requested, Open | Declined) | (Open, Closed) => None,
+        (Requested, Requested) => Some("it is requested already: accept it (status: open) or decline it (status: declined)"),
+        (Requested, Closed) => Some(
+            "a requested meeting is accepted (status: open) or declined (status: declined); it cannot be closed before it was opened",
+        ),
+        (Open, _) => Some("an open meeting can only be closed (status: closed)"),
+        (Closed, _) => Some("the meeting is closed, and that is final: start a new meeting to continue (guild-hall meeting start)"),
+        (Declined, _) => Some("the request was declined, and that is final: write a new request to meet after all"),
+    }
+}
+
 fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
     use MeetingStatus::*;
     let m = &o.meeting;
@@ -397,12 +414,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             st.into_update()
         }
         (Some(Requested), Closed) => {
-            st.refuse(
-                Closed,
-                Requested,
-                "a requested meeting is accepted (status: open) or declined (status: declined); it cannot be closed before it was opened"
-                    .into(),
-            );
+            st.refuse(Closed, Requested, request_refusal(Requested, Closed).unwrap_or_default().into());
             st.into_update()
         }
         (Some(Open), Open) if !o.opened => {
@@ -427,15 +439,11 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             })
         }
         (Some(Open), Requested | Declined) => {
-            st.refuse(asked, Open, "an open meeting can only be closed (status: closed)".into());
+            st.refuse(asked, Open, request_refusal(Open, asked).unwrap_or_default().into());
             st.into_update()
         }
         (Some(from @ (Closed | Declined)), to) if to != from => {
-            let why = match from {
-                Closed => "the meeting is closed, and that is final: start a new meeting to continue (guild-hall meeting start)",
-                _ => "the request was declined, and that is final: write a new request to meet after all",
-            };
-            st.refuse(to, from, why.into());
+            st.refuse(to, from, request_refusal(from, to).unwrap_or_default().into());
             st.into_update()
         }
         (Some(_), _) => st.into_update(),
@@ -556,6 +564,15 @@ mod tests {
         assert_eq!(sets(c, "status"), Some(&Value::from("requested")));
         let reason = sets(c, "reason").and_then(Value::as_str).unwrap_or("");
         assert!(reason.contains("cap (2)") && reason.contains("a, b"), "{reason}");
+    }
+
+    #[test]
+    fn the_up_front_refusal_is_the_table_and_the_passs_words() {
+        for from in MeetingStatus::ALL {
+            for to in MeetingStatus::ALL {
+                assert_eq!(request_refusal(from, to).is_none(), crate::meeting::REQUESTS.contains(&(from, to)), "{from} -> {to}");
+            }
+        }
     }
 
     #[test]

@@ -71,12 +71,14 @@ pub fn status(plan: &Plan, record: Option<&PlanRecord>) -> PlanStatus {
 }
 
 /// Write `status: <to>` as a person would, after checking the request makes sense from where
-/// the plan is now ([`status`]).
+/// the plan is now ([`status`]; [`crate::plan::decide::request_refusal`], the reconciler's own
+/// words).
 pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Result<()> {
     let plan = crate::plan::observe::load(project, id)?;
     let from = status(&plan, record(home, project, &plan)?.as_ref());
-    if !crate::plan::decide::person_may_request(from, to) {
-        bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
+    // Refused up front, with the words the reconciler's refusal would write: nothing written.
+    if let Some(why) = crate::plan::decide::request_refusal(from, to) {
+        bail!("plan {id} is {from}: refused: {why}; nothing written");
     }
     let edits = [Edit::Set("status".into(), Value::String(to.as_str().into()))];
     crate::artifact::store::edit_current(&plan.path, |text| crate::activity::fit::apply(&plan.path, text, &edits, |_| None))?;

@@ -488,6 +488,15 @@ pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
     matches!((from, to), (Draft, Pending) | (Halted | Failed | Cancelled, Pending) | (Pending | Running | Verifying | Halted, Cancelled))
 }
 
+/// Why the reconciler refuses a person's `status: <to>` on a plan that is `from` — the words
+/// its refusal writes into `reason:` — or `None` where it carries it out. The faces ask it up
+/// front, so they refuse with the same words.
+pub fn request_refusal(from: PlanStatus, to: PlanStatus) -> Option<String> {
+    (!person_may_request(from, to)).then(|| {
+        format!("a plan that is {from} cannot be set to {to} by hand (allowed: draft → pending, halted|failed|cancelled → pending to retry, pending|running|verifying|halted → cancelled)")
+    })
+}
+
 pub fn decide(s: &Snapshot) -> Vec<Action> {
     let running: usize = s
         .plans
@@ -987,7 +996,7 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                 _ => {}
             }
         } else {
-            let why = format!("refused: a plan that is {had} cannot be set to {asked} by hand (allowed: draft → pending, halted|failed|cancelled → pending to retry, pending|running|verifying|halted → cancelled)");
+            let why = format!("refused: {}", request_refusal(had, asked).unwrap_or_default());
             let mut events = Vec::new();
             let key = format!("refused:{had}:{asked}:{}", p.hash);
             if !o.timeline_keys.contains(&key) {
