@@ -1656,7 +1656,7 @@ mod tests {
         o.record = a[0].update().record.clone();
         o.tasks[0].live = None;
         o.tasks[0].busy = false;
-        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0() });
+        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0(), tail: None });
         let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
         assert_eq!(task_record(&a[0]).map(|r| (r.state, r.reruns, r.stop_sent)), Some((TaskState::Running, 1, false)), "{a:?}");
@@ -1701,7 +1701,7 @@ mod tests {
         assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Running)), "{a:?}");
         o.tasks[0].live = None;
         o.tasks[0].busy = false;
-        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
+        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
         let a = decide(&snap(vec![o], 3));
         let rec = a[0].update().record.clone().expect("recorded");
         assert_eq!(rec.status, PlanStatus::Halted);
@@ -1723,7 +1723,7 @@ mod tests {
         assert_eq!(rec.verify_verdict.as_deref(), Some(liveness::UNRESPONSIVE));
         o.record = Some(rec);
         o.verify_live = None;
-        o.verify_exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
+        o.verify_exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
         let a = decide(&snap(vec![o], 3));
         let rec = a[0].update().record.clone().expect("recorded");
         assert_eq!(rec.status, PlanStatus::Halted);
