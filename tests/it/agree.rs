@@ -256,8 +256,7 @@ fn plan_show_gives_a_tasks_result() {
     assert!(out.contains(&format!("result: Wrote .lore/reports/{slug}.md")), "{out}");
 }
 
-/// Colours only on a terminal, and never with NO_COLOR set; a pass's output names what it
-/// did (no bare `record` line).
+/// Colours only on a terminal, and never with NO_COLOR set.
 #[test]
 fn no_colour_off_a_terminal_or_with_no_color() {
     let p = Project::new(&["scribe"]);
@@ -286,20 +285,4 @@ fn no_colour_off_a_terminal_or_with_no_color() {
     assert!(coloured.contains("\x1b["), "a terminal gets colours: {coloured:?}");
     let plain = run(true);
     assert!(plain.contains("watching") && !plain.contains('\x1b'), "NO_COLOR: {plain:?}");
-}
-
-/// A pass's output says what it did in words: no line is a bare `record`.
-#[test]
-fn reconcile_output_has_no_bare_record_lines() {
-    let p = Project::new(&["scribe"]);
-    let blocked = p.ok(&["commission", "create", "--worker", "scribe", "--title", "Waits", "--depends", "missing.md", "--prompt", "Wait."]);
-    let id = p.create("scribe", "Hello", "Say hello.");
-    let mut out = p.settle();
-    out.push_str(&p.ok(&["reconcile", "--once"]));
-    for l in out.lines() {
-        let detail = l.split_whitespace().skip(1).collect::<Vec<_>>().join(" ");
-        assert!(detail != "record" && !detail.is_empty(), "{l:?} in\n{out}");
-    }
-    assert_eq!(p.status(&id), "completed");
-    assert_eq!(p.status(blocked.trim()), "blocked");
 }

@@ -107,7 +107,8 @@ impl crate::activity::kind::Action for Action {
                         Edit::Set(k, _) if k == "questions" => parts.push("question logged".into()),
                         Edit::Set(k, v) if k == "reason" && status(u).is_none() => parts.push(text(v)),
                         Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
-                        Edit::Set(k, _) if k == "status" => {}
+                        // Said by the status itself (`completed` is when it ended).
+                        Edit::Set(k, _) if k == "status" || k == "completed" => {}
                         Edit::Set(k, _) if k == "created" => parts.push("created stamped".into()),
                         Edit::Set(k, v) if k == "reason" => parts.push(format!("reason: {}", text(v))),
                         Edit::Set(k, _) => parts.push(format!("{k} written")),

@@ -980,3 +980,19 @@ proptest! {
         }
     }
 }
+
+/// What a pass prints of an update says what it did: a change of the runtime record alone is
+/// bookkeeping, not reported when it succeeded (it was a bare `record` line), said in words
+/// when it failed; other keys are named.
+#[test]
+fn an_update_is_described_in_words() {
+    let mut u = Update::new("a", 0);
+    u.record = Some(rec(Status::Pending, 0));
+    let a = Action::Update(u.clone());
+    assert_eq!(a.describe(), "runtime record updated");
+    assert!(!a.reported(true) && a.reported(false));
+    u.edits.push(Edit::Set("branch".into(), Value::String("claude/commission/a".into())));
+    let a = Action::Update(u);
+    assert_eq!(a.describe(), "branch written");
+    assert!(a.reported(true));
+}
