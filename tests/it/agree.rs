@@ -286,3 +286,23 @@ fn no_colour_off_a_terminal_or_with_no_color() {
     let plain = run(true);
     assert!(plain.contains("watching") && !plain.contains('\x1b'), "NO_COLOR: {plain:?}");
 }
+
+/// The file watcher's own chatter (`notify`: "unable to remove watch descriptor" when a watched
+/// directory goes away) stays out of `watch`'s log at its default levels.
+#[test]
+fn the_watchers_own_notices_stay_quiet() {
+    let p = Project::new(&[]);
+    let w = crate::common::Service::start(&p, &[], &[]);
+    for n in 0..3 {
+        let dir = p.root.join(format!(".lore/gone-{n}/deeper"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::remove_dir_all(p.root.join(format!(".lore/gone-{n}"))).expect("rm");
+    }
+    // Events are handled in order: once a later one is seen, the removals were handled.
+    std::fs::write(p.root.join(".lore/after.md"), "x\n").expect("write");
+    crate::common::wait_for("the watcher to see a later change", || w.log().contains("after.md"));
+    let log = w.log();
+    assert!(!log.contains("unable to remove watch descriptor"), "{log}");
+    w.stop();
+}
