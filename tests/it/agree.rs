@@ -306,3 +306,23 @@ fn the_watchers_own_notices_stay_quiet() {
     assert!(!log.contains("unable to remove watch descriptor"), "{log}");
     w.stop();
 }
+
+/// `commission redispatch` of a completed commission is refused up front in the words the pass
+/// writes when a person sets `status: pending` on it by hand.
+#[test]
+fn redispatch_is_refused_up_front_in_the_passs_words() {
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Hello", "Say hello.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let before = p.artifact(&id);
+    let (code, out, err) = p.run(&["commission", "redispatch", &id]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("nothing written"), "{err}");
+    assert_eq!(p.artifact(&id), before, "nothing written");
+    set_status(&p.artifact_path(&id), "completed", "pending");
+    p.ok(&["reconcile", "--once"]);
+    let reason = p.status_json(&id)["reason"].as_str().unwrap_or("").to_string();
+    assert!(reason.starts_with("refused status change completed -> pending: a completed commission is final"), "{reason}");
+    assert!(err.contains(&reason), "the same words up front as in the pass:\n{err}\n{reason}");
+}

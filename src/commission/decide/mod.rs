@@ -347,7 +347,7 @@ pub use step::result_value;
 pub use deps::{cycle_problems, dependency_cycles, Cycles};
 pub use liveness::time_limit;
 pub use timers::next_check;
-pub use transitions::{desired_refusal, person_may_request, transition_allowed};
+pub use transitions::{desired_refusal, person_may_request, refusal, transition_allowed};
 
 #[cfg(test)]
 mod tests;
