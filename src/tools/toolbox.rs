@@ -125,7 +125,7 @@ pub struct Written {
 
 impl Reply for Written {
     fn text(&self) -> String {
-        format!("wrote {} ({} bytes)", self.path, self.bytes)
+        format!("wrote {} ({})", self.path, crate::activity::timeline::counted(self.bytes, "byte"))
     }
 }
 
