@@ -131,11 +131,7 @@ pub fn log_tail(log: &[u8]) -> Option<String> {
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     let last = lines[lines.len().saturating_sub(TAIL_LINES)..].join(" | ");
     let count = last.chars().count();
-    let kept: String = if count > TAIL_CHARS {
-        format!("…{}", last.chars().skip(count - TAIL_CHARS).collect::<String>())
-    } else {
-        last
-    };
+    let kept: String = if count > TAIL_CHARS { format!("…{}", last.chars().skip(count - TAIL_CHARS).collect::<String>()) } else { last };
     (!kept.is_empty()).then_some(kept)
 }
 
@@ -274,7 +270,14 @@ mod tests {
         let long = "x".repeat(1000);
         let tail = super::log_tail(long.as_bytes()).expect("a tail");
         assert!(tail.starts_with('…') && tail.chars().count() == 301, "{tail}");
-        let x = super::ExitInfo { attempt: 1, code: Some(127), signal: None, error: None, finished_at: chrono::Utc::now(), tail: Some("claude: not found".into()) };
+        let x = super::ExitInfo {
+            attempt: 1,
+            code: Some(127),
+            signal: None,
+            error: None,
+            finished_at: chrono::Utc::now(),
+            tail: Some("claude: not found".into()),
+        };
         assert_eq!(x.describe(), "worker exited with code 127; its log ends: claude: not found");
     }
 

@@ -322,7 +322,12 @@ fn list(env: &Env, json: bool) -> Result<()> {
                 (MeetingStatus::Requested, None) => "requested: ".into(),
                 _ => String::new(),
             };
-            [m.id.clone(), m.effective_status().as_str().to_string(), line(&m.worker).into_owned(), format!("{}{}", line(&who), one_line(why))]
+            [
+                m.id.clone(),
+                m.effective_status().as_str().to_string(),
+                line(&m.worker).into_owned(),
+                format!("{}{}", line(&who), one_line(why)),
+            ]
         })
         .collect();
     let header = ["ID", "STATUS", "WORKER", "AGENDA"];

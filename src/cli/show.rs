@@ -230,7 +230,8 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     let plan_statuses = guild_hall::artifact::plan::PlanStatus::ALL.iter().map(|s| s.as_str());
     for s in &filter.status {
         if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) && !plan_statuses.clone().any(|p| p == s) {
-            let mut all: Vec<&str> = guild_hall::artifact::Status::ALL.iter().map(|s| s.as_str()).chain(known).chain(plan_statuses).collect();
+            let mut all: Vec<&str> =
+                guild_hall::artifact::Status::ALL.iter().map(|s| s.as_str()).chain(known).chain(plan_statuses).collect();
             all.sort_unstable();
             all.dedup();
             bail!("--status {s:?}: expected one of {}", all.join(", "));

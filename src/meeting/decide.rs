@@ -355,9 +355,9 @@ pub fn request_refusal(from: MeetingStatus, to: MeetingStatus) -> Option<&'stati
     match (from, to) {
         (Requested, Open | Declined) | (Open, Closed) => None,
         (Requested, Requested) => Some("it is requested already: accept it (status: open) or decline it (status: declined)"),
-        (Requested, Closed) => Some(
-            "a requested meeting is accepted (status: open) or declined (status: declined); it cannot be closed before it was opened",
-        ),
+        (Requested, Closed) => {
+            Some("a requested meeting is accepted (status: open) or declined (status: declined); it cannot be closed before it was opened")
+        }
         (Open, _) => Some("an open meeting can only be closed (status: closed)"),
         (Closed, _) => Some("the meeting is closed, and that is final: start a new meeting to continue (guild-hall meeting start)"),
         (Declined, _) => Some("the request was declined, and that is final: write a new request to meet after all"),

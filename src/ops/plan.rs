@@ -157,7 +157,10 @@ fn submitted(log: &[serde_json::Value], canonical: &str) -> Option<ShownResult> 
         Some(ShownResult {
             attempt: e["attempt"].as_u64().and_then(|a| u32::try_from(a).ok()).unwrap_or(0),
             summary: e["summary"].as_str()?.to_string(),
-            artifacts: e["artifacts"].as_array().map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect()).unwrap_or_default(),
+            artifacts: e["artifacts"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
         })
     })
 }

@@ -426,7 +426,9 @@ impl crate::activity::kind::Action for Action {
             }
             // Only guild-hall's own bookkeeping (its runtime record), or events for the log.
             Action::Update { update } if update.edits.is_empty() && update.events.is_empty() => "runtime record updated".into(),
-            Action::Update { update } if update.edits.is_empty() => format!("log {}", crate::activity::timeline::counted(update.events.len(), "timeline event")),
+            Action::Update { update } if update.edits.is_empty() => {
+                format!("log {}", crate::activity::timeline::counted(update.events.len(), "timeline event"))
+            }
             Action::Update { update } => update
                 .edits
                 .iter()

@@ -363,7 +363,12 @@ mod tests {
         assert!(!serves("link_artifact", ActivityKind::Task) && serves("link_artifact", ActivityKind::Meeting));
         assert_eq!(not_here("submit_result", "submit-result", ActivityKind::Commission), None);
         let why = not_here("submit_result", "submit-result", ActivityKind::Meeting).expect("refused");
-        assert!(why.starts_with("submit-result is not in the toolbox of a meeting: a meeting has no result to submit: it ends when the person closes it"), "{why}");
+        assert!(
+            why.starts_with(
+                "submit-result is not in the toolbox of a meeting: a meeting has no result to submit: it ends when the person closes it"
+            ),
+            "{why}"
+        );
         assert!(instructions(ActivityKind::Task).contains("submit_result"));
     }
 }

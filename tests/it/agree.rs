@@ -125,7 +125,8 @@ fn every_timeline_opens_with_created() {
     p.write_commission("bare", "---\nworker: scribe\n---\nSay hello.\n");
     p.write_commission("hand", "---\nworker: scribe\nstatus: pending\n---\nSay hello.\n");
     let made = p.create("scribe", "Made", "Say hello.");
-    let draft = p.ok(&["commission", "create", "--worker", "scribe", "--title", "Draft", "--draft", "--prompt", "Say it."]).trim().to_string();
+    let draft =
+        p.ok(&["commission", "create", "--worker", "scribe", "--title", "Draft", "--draft", "--prompt", "Say it."]).trim().to_string();
     one_task_plan(&p, "notes", "scribe");
     write_meeting(&p, "findings", "---\nworker: counsel\nstatus: requested\nrequested_by: manager\nagenda: the findings\n---\n");
     p.settle();
@@ -261,7 +262,11 @@ fn plan_show_gives_a_tasks_result() {
 fn no_colour_off_a_terminal_or_with_no_color() {
     let p = Project::new(&["scribe"]);
     // Off a terminal (a pipe): the log has no escape sequence.
-    let out = p.cmd_in_shell("timeout -s INT 2 \"$0\" -v watch 2>&1 | cat").arg(assert_cmd::cargo::cargo_bin("guild-hall")).output().expect("runs");
+    let out = p
+        .cmd_in_shell("timeout -s INT 2 \"$0\" -v watch 2>&1 | cat")
+        .arg(assert_cmd::cargo::cargo_bin("guild-hall"))
+        .output()
+        .expect("runs");
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("watching"), "{log}");
     assert!(!log.contains('\x1b'), "{log:?}");

@@ -129,7 +129,9 @@ impl crate::activity::kind::Action for Action {
             }
             Action::Signal { signal: Sig::Term, run, .. } => format!("stop the attempt: SIGTERM to its processes (shim pid {})", run.pid),
             Action::Signal { signal: Sig::Kill, run, .. } => format!("stop the attempt: SIGKILL to its processes (shim pid {})", run.pid),
-            Action::KillLeftovers { pids, .. } => format!("kill {} the lost shim left behind", crate::activity::timeline::counted(pids.len(), "process")),
+            Action::KillLeftovers { pids, .. } => {
+                format!("kill {} the lost shim left behind", crate::activity::timeline::counted(pids.len(), "process"))
+            }
             Action::Finish { branch, .. } => format!("complete: squash-merge {branch}"),
             Action::Cleanup { branch, why, .. } => format!("clean up ({why}): keep {branch}, remove worktree"),
             Action::Heartbeat { .. } => "heartbeat".into(),
@@ -165,7 +167,7 @@ impl crate::activity::kind::Action for Action {
         // Bookkeeping a person has nothing to read in (the runtime record alone) is said only
         // when it failed, as a heartbeat is never said.
         let bookkeeping = matches!(self, Action::Update(u) if u.edits.is_empty() && u.events.is_empty());
-        !self.is_heartbeat() && !(bookkeeping && ok)
+        !(self.is_heartbeat() || bookkeeping && ok)
     }
 }
 

@@ -334,7 +334,10 @@ fn new_file_without_status_is_pending_and_stamped() {
     assert_eq!(status_events(&p), vec![("pending".into(), "dispatched".into())]);
     let Action::Dispatch { update, .. } = &p.actions[0] else { panic!("{:?}", p.actions) };
     assert_eq!(update.events[0]["kind"], "created", "{:?}", update.events);
-    assert_eq!(crate::activity::timeline::render(&update.events[0]).split_once("  ").map(|x| x.1), Some("created    pending (no status: taken as pending)"));
+    assert_eq!(
+        crate::activity::timeline::render(&update.events[0]).split_once("  ").map(|x| x.1),
+        Some("created    pending (no status: taken as pending)")
+    );
 }
 
 #[test]
@@ -927,7 +930,14 @@ fn carry_out(o: &mut Observed, text: &mut String, a: &Action, ok: bool) {
             o.proc = Proc::Dead;
             o.run = Some(run_info(*attempt));
             o.worktree_exists = true;
-            o.exit = Some(ExitInfo { attempt: *attempt, code: Some(if ok { 0 } else { 1 }), signal: None, error: None, finished_at: t0(), tail: None });
+            o.exit = Some(ExitInfo {
+                attempt: *attempt,
+                code: Some(if ok { 0 } else { 1 }),
+                signal: None,
+                error: None,
+                finished_at: t0(),
+                tail: None,
+            });
             o.folded = None;
             if ok {
                 deliver(o, mail(*attempt, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
