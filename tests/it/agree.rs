@@ -5,14 +5,7 @@
 use serde_json::Value;
 
 use crate::common::{needs, Project};
-
-/// A plan `id` of one wave of one task for `worker`, written by hand.
-fn one_task_plan(p: &Project, id: &str, worker: &str) {
-    let dir = p.root.join(".lore/plans");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let text = format!("---\ntitle: {id}\nwaves:\n  - - {{id: one, worker: {worker}, prompt: \"Do your work.\"}}\n---\n");
-    std::fs::write(dir.join(format!("{id}.md")), text).expect("write plan");
-}
+use crate::one_package::one_task_plan;
 
 fn plan_show(p: &Project, id: &str) -> Value {
     serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
