@@ -1,8 +1,8 @@
 //! An activity's runtime dir under `$GUILD_HALL_HOME/state/<project>/` (a commission's, a
 //! meeting's, a wave task's or a plan's verify: `config::Home` says where) and what is in it:
 //! what the reconciler last wrote (`record.json`), what the shim saw (`run.json`, `exit.json`),
-//! the heartbeat, logs and locks. Plain data and paths; the files are read and written with
-//! `crate::files`; no decisions.
+//! the heartbeat, logs (and the tail of one a failure's reason quotes) and locks. Plain data
+//! and paths; the files are read and written with `crate::files`; no decisions.
 
 use std::path::{Path, PathBuf};
 
