@@ -391,7 +391,7 @@ pub mod worktree_prefix {
 
 /// Directory name plus a short hash of the absolute path: stable and filename-safe.
 pub fn default_project_name(root: &Path) -> String {
-    let base = root.file_name().and_then(|n| n.to_str()).map(crate::artifact::ids::slugify).unwrap_or_default();
+    let base = root.file_name().and_then(|n| n.to_str()).map(crate::artifact::ids::ascii_slug).unwrap_or_default();
     let hash = git2::Oid::hash_object(git2::ObjectType::Blob, root.to_string_lossy().as_bytes())
         .map(|o| o.to_string()[..8].to_string())
         .unwrap_or_else(|_| "00000000".into());

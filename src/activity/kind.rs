@@ -40,6 +40,15 @@ impl std::fmt::Display for Name {
     }
 }
 
+/// `reason:` after a status transition a kind carried out, the one rule of every kind: where
+/// the reason is the point of the new status (a failure, a cancel, a block, a person's note on
+/// a decline) it stays or is written; after any other transition a reason left from before
+/// (an earlier refusal or failure) goes — unless one was written in the same step (a refusal
+/// made alongside stays visible).
+pub fn stale_reason_goes(reason_is_the_point: bool, written_in_step: bool) -> bool {
+    !reason_is_the_point && !written_in_step
+}
+
 /// What every kind's action tells the pass.
 pub trait Action: std::fmt::Debug {
     /// The artifact it is for.

@@ -1,10 +1,10 @@
 //! An activity's runtime dir under `$GUILD_HALL_HOME/state/<project>/` (a commission's, a
 //! meeting's, a wave task's or a plan's verify: `config::Home` says where) and what is in it:
 //! what the reconciler last wrote (`record.json`), what the shim saw (`run.json`, `exit.json`),
-//! the heartbeat, logs and locks. Plain data and paths; the files are read and written with
-//! `crate::files`; no decisions.
+//! the heartbeat, logs (and the tail of one a failure's reason quotes) and locks. Plain data
+//! and paths; the files are read and written with `crate::files`; no decisions.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -90,6 +90,10 @@ pub struct ExitInfo {
     #[serde(default)]
     pub error: Option<String>,
     pub finished_at: DateTime<Utc>,
+    /// The last lines of the attempt's log when the worker did not exit cleanly (bounded, escape
+    /// sequences stripped): the cause a bare exit code hides (`claude: not found`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<String>,
 }
 
 impl ExitInfo {
@@ -101,12 +105,81 @@ impl ExitInfo {
         if let Some(e) = &self.error {
             return format!("activation failed: {e}");
         }
-        match (self.code, self.signal) {
+        let how = match (self.code, self.signal) {
             (Some(c), _) => format!("worker exited with code {c}"),
             (None, Some(s)) => format!("worker killed by signal {s}"),
             _ => "worker exited".into(),
+        };
+        match self.tail.as_deref().filter(|t| !t.is_empty()) {
+            Some(t) => format!("{how}; its log ends: {t}"),
+            None => how,
         }
     }
+}
+
+/// At most this many of a log's last lines go into an exit's [`ExitInfo::tail`]…
+const TAIL_LINES: usize = 3;
+/// …and at most this many characters of them.
+const TAIL_CHARS: usize = 300;
+
+/// The last non-blank lines of a worker's log, as a failure's reason shows them: at most
+/// [`TAIL_LINES`] lines and [`TAIL_CHARS`] characters (the end kept), joined with " | ",
+/// terminal escape sequences removed and other control characters dropped. `None` if blank.
+pub fn log_tail(log: &[u8]) -> Option<String> {
+    let from = log.len().saturating_sub(TAIL_READ as usize);
+    let text = strip_escapes(&String::from_utf8_lossy(&log[from..]));
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let last = lines[lines.len().saturating_sub(TAIL_LINES)..].join(" | ");
+    let count = last.chars().count();
+    let kept: String = if count > TAIL_CHARS { format!("…{}", last.chars().skip(count - TAIL_CHARS).collect::<String>()) } else { last };
+    (!kept.is_empty()).then_some(kept)
+}
+
+/// How much of a log's end [`log_tail_of`] reads: a log may be megabytes.
+const TAIL_READ: u64 = 8 * 1024;
+
+/// [`log_tail`] of the log file at `path`, reading only its end; `None` if it cannot be read.
+pub fn log_tail_of(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(TAIL_READ))).ok()?;
+    let mut end = Vec::new();
+    f.take(TAIL_READ).read_to_end(&mut end).ok()?;
+    log_tail(&end)
+}
+
+/// `text` without terminal escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`,
+/// two-character `ESC x`) and without other control characters but newlines (tabs: spaces).
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\n' => out.push('\n'),
+            '\t' => out.push(' '),
+            c if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Signs of life seen at the last change, and whether the worker was judged stale.
@@ -188,6 +261,26 @@ impl StateDir {
 
 #[cfg(test)]
 mod tests {
+    /// A failure's reason gets the log's last lines, bounded, with no escape sequence left.
+    #[test]
+    fn a_logs_tail_is_short_and_plain() {
+        let log = b"starting\n\x1b[31merror:\x1b[0m one\n\n\x1b]8;;http://x\x1b\\link\x1b]8;;\x07 two\r\n/bin/sh: 1: claude: not found\n\n";
+        assert_eq!(super::log_tail(log).as_deref(), Some("error: one | link two | /bin/sh: 1: claude: not found"));
+        assert_eq!(super::log_tail(b"\n \n"), None);
+        let long = "x".repeat(1000);
+        let tail = super::log_tail(long.as_bytes()).expect("a tail");
+        assert!(tail.starts_with('…') && tail.chars().count() == 301, "{tail}");
+        let x = super::ExitInfo {
+            attempt: 1,
+            code: Some(127),
+            signal: None,
+            error: None,
+            finished_at: chrono::Utc::now(),
+            tail: Some("claude: not found".into()),
+        };
+        assert_eq!(x.describe(), "worker exited with code 127; its log ends: claude: not found");
+    }
+
     use super::*;
     use crate::files::write_json;
 

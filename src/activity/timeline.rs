@@ -1,7 +1,8 @@
 //! The activity timeline beside its artifact (`.lore/<kind>/<id>.timeline.jsonl`, for every
 //! kind), append-only across attempts,
 //! one JSON event per line. Appends are deduplicated by event key so a pass repeated after a
-//! crash does not record the same thing twice.
+//! crash does not record the same thing twice. Also how events read to a person (`render`,
+//! the `created` event every timeline opens with, and the one plural rule, `counted`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -13,6 +14,16 @@ use serde_json::{Map, Value};
 /// Timestamps as written everywhere (artifact, timeline, logs): RFC 3339, UTC, milliseconds.
 pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `n` things, said as a person would: `1 commission`, `2 commissions`, `3 processes`. The
+/// one plural rule of every text guild-hall writes (the CLI's tables, pass entries, notes).
+pub fn counted(n: usize, one: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        _ if one.ends_with('s') => format!("{n} {one}es"),
+        _ => format!("{n} {one}s"),
+    }
 }
 
 /// Where a commission artifact's timeline lives.
@@ -30,6 +41,17 @@ pub fn event(ts: &str, kind: &str, key: String, fields: Value) -> Value {
         m.extend(f);
     }
     Value::Object(m)
+}
+
+/// The first event of every artifact's timeline, the same for every kind: it was created,
+/// and with what status (rendered `created    pending`), with how it came to be if that says
+/// more (`requested by researcher`). Logged once (its key), when the reconciler first meets it.
+pub fn created(ts: &str, status: &str, how: Option<&str>) -> Value {
+    let mut fields = serde_json::json!({"status": status});
+    if let Some(h) = how {
+        fields["text"] = h.into();
+    }
+    event(ts, "created", "created".into(), fields)
 }
 
 /// Read every event; lines that do not parse are skipped (a torn last line after a crash).
@@ -93,6 +115,11 @@ pub fn render(e: &Value) -> String {
             let stopping = if s("stopping").is_empty() { String::new() } else { format!("; {}", s("stopping")) };
             format!("{} -> {}{tail}{stopping}", s("from"), s("to"))
         }
+        // `created    pending (requested by researcher)`: the status it was created with.
+        "created" => match e["text"].as_str() {
+            Some(how) => format!("{} ({how})", s("status")),
+            None => s("status"),
+        },
         "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),

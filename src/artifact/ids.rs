@@ -79,10 +79,19 @@ pub fn validate_rel_path(path: &str) -> Result<String, IdError> {
     Ok(parts.join("/"))
 }
 
-/// Turn a title into an id: lowercase ASCII words joined by '-', at most 60 characters.
+/// Turn a title into an id: its letters transliterated to ASCII (`Émigré café` →
+/// `emigre-cafe`), lowercase words joined by '-', at most 60 characters.
 pub fn slugify(title: &str) -> String {
+    let ascii: String = title.chars().map(|c| latin_to_ascii(c).map(String::from).unwrap_or_else(|| c.to_string())).collect();
+    ascii_slug(&ascii)
+}
+
+/// [`slugify`] without the transliteration: only ASCII letters and digits are kept. A
+/// project's default name is built with it, so the name (and with it the home's state and
+/// worktree directories) of a project that exists stays what it was.
+pub fn ascii_slug(text: &str) -> String {
     let mut slug = String::new();
-    for c in title.chars() {
+    for c in text.chars() {
         if c.is_ascii_alphanumeric() {
             slug.push(c.to_ascii_lowercase());
         } else if !slug.ends_with('-') && !slug.is_empty() {
@@ -100,9 +109,61 @@ pub fn slugify(title: &str) -> String {
     }
 }
 
+/// The ASCII letters a Latin letter with a diacritic (or a Latin ligature) is written with:
+/// Latin-1 and Latin Extended-A/B, the letters of titles people write. A table of our own,
+/// not a crate: `deunicode` covers every script with ~200 KB of tables, for slugs only.
+fn latin_to_ascii(c: char) -> Option<&'static str> {
+    const TABLE: &[(&str, &str)] = &[
+        ("a", "ÀÁÂÃÄÅàáâãäåĀāĂăĄąǍǎǞǟǠǡǺǻȀȁȂȃȦȧ"),
+        ("ae", "ÆæǢǣǼǽ"),
+        ("c", "ÇçĆćĈĉĊċČč"),
+        ("d", "ÐðĎďĐđ"),
+        ("dz", "ǄǅǆǱǲǳ"),
+        ("e", "ÈÉÊËèéêëĒēĔĕĖėĘęĚěȄȅȆȇȨȩ"),
+        ("g", "ĜĝĞğĠġĢģǦǧǴǵ"),
+        ("h", "ĤĥĦħȞȟ"),
+        ("i", "ÌÍÎÏìíîïĨĩĪīĬĭĮįİıǏǐȈȉȊȋ"),
+        ("ij", "Ĳĳ"),
+        ("j", "Ĵĵǰ"),
+        ("k", "ĶķĸǨǩ"),
+        ("l", "ĹĺĻļĽľĿŀŁł"),
+        ("lj", "Ǉǈǉ"),
+        ("n", "ÑñŃńŅņŇňŉǸǹ"),
+        ("ng", "Ŋŋ"),
+        ("nj", "Ǌǋǌ"),
+        ("o", "ÒÓÔÕÖØòóôõöøŌōŎŏŐőƠơǑǒǪǫǬǭȌȍȎȏȪȫȬȭȮȯȰȱǾǿ"),
+        ("oe", "Œœ"),
+        ("r", "ŔŕŖŗŘřȐȑȒȓ"),
+        ("s", "ŚśŜŝŞşŠšſȘș"),
+        ("ss", "ß"),
+        ("t", "ŢţŤťŦŧȚț"),
+        ("th", "Þþ"),
+        ("u", "ÙÚÛÜùúûüŨũŪūŬŭŮůŰűŲųƯưǓǔǕǖǗǘǙǚǛǜȔȕȖȗ"),
+        ("w", "Ŵŵ"),
+        ("y", "ÝýÿŶŷŸȲȳ"),
+        ("z", "ŹźŻżŽž"),
+    ];
+    if c.is_ascii() {
+        return None;
+    }
+    TABLE.iter().find(|(_, from)| from.contains(c)).map(|(to, _)| *to)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Letters with diacritics are transliterated, not dropped (`migr-caf`, issue 20); what
+    /// has no Latin transliteration is a separator, as before.
+    #[test]
+    fn slugs_transliterate_latin_letters() {
+        assert_eq!(slugify("Émigré café"), "emigre-cafe");
+        assert_eq!(slugify("Straße über Æsir, Łódź"), "strasse-uber-aesir-lodz");
+        assert_eq!(slugify("Fix the bug"), "fix-the-bug");
+        assert_eq!(slugify("日本 docs"), "docs");
+        assert_eq!(slugify("日本"), "commission");
+        assert_eq!(ascii_slug("café"), "caf");
+    }
 
     #[test]
     fn ids() {

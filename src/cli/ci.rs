@@ -51,7 +51,7 @@ pub fn run(env: &Env, args: &CiArgs) -> Result<bool> {
     }
     say!("landed    {}", if report.landed.is_empty() { "nothing".to_string() } else { line(&report.landed.join(", ")).into_owned() });
     match &report.committed {
-        Some(c) => say!("committed {} ({} files under .lore/)", &c[..c.len().min(10)], report.committed_paths.len()),
+        Some(c) => say!("committed {} ({} under .lore/)", &c[..c.len().min(10)], super::out::counted(report.committed_paths.len(), "file")),
         None => say!("committed nothing (no artifact changed)"),
     }
     if !report.under_way.is_empty() {

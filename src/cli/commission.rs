@@ -151,8 +151,8 @@ pub fn toolbox(call: &super::tools::ToolCall) -> Result<()> {
     }
     let tools = guild_hall::tools::toolbox::tools();
     let tool = guild_hall::tools::find(&tools, &call.name).context("no such tool")?;
-    if !guild_hall::tools::toolbox::serves(tool.name, ctx.kind) {
-        bail!("{} is not a tool of a {}: it is not in this toolbox", tool.cli_name(), ctx.describe());
+    if let Some(why) = guild_hall::tools::toolbox::not_here(tool.name, &tool.cli_name(), ctx.kind) {
+        bail!("{why} ({})", ctx.describe());
     }
     let (_, text) = tool.call(&ctx, args)?;
     // The worker reads the reply: exactly what the tool answered.

@@ -336,14 +336,32 @@ fn list(env: &Env, json: bool) -> Result<()> {
     if rows.is_empty() && problems.is_empty() {
         say!("no meetings (start one: guild-hall meeting start --worker W \"message\")");
     }
-    for m in &rows {
-        let why = m.agenda.as_deref().or(m.title.as_deref()).unwrap_or("");
-        let who = match (m.effective_status(), &m.requested_by) {
-            (MeetingStatus::Requested, Some(by)) => format!("asked by {by}: "),
-            (MeetingStatus::Requested, None) => "requested: ".into(),
-            _ => String::new(),
-        };
-        say!("{:<28} {:<10} {:<14} {}{}", m.id, m.effective_status().as_str(), line(&m.worker), line(&who), one_line(why));
+    // As `status`: a header, columns as wide as their widest cell.
+    let cells: Vec<[String; 4]> = rows
+        .iter()
+        .map(|m| {
+            let why = m.agenda.as_deref().or(m.title.as_deref()).unwrap_or("");
+            let who = match (m.effective_status(), &m.requested_by) {
+                (MeetingStatus::Requested, Some(by)) => format!("asked by {by}: "),
+                (MeetingStatus::Requested, None) => "requested: ".into(),
+                _ => String::new(),
+            };
+            [
+                m.id.clone(),
+                m.effective_status().as_str().to_string(),
+                line(&m.worker).into_owned(),
+                format!("{}{}", line(&who), one_line(why)),
+            ]
+        })
+        .collect();
+    let header = ["ID", "STATUS", "WORKER", "AGENDA"];
+    let width = |i: usize| cells.iter().map(|c| c[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    if !cells.is_empty() {
+        say!("{:<w0$} {:<w1$} {:<w2$} {}", header[0], header[1], header[2], header[3]);
+    }
+    for c in &cells {
+        say!("{}", format!("{:<w0$} {:<w1$} {:<w2$} {}", c[0], c[1], c[2], c[3]).trim_end());
     }
     for p in &problems {
         say_err!("{p}");

@@ -40,7 +40,7 @@ pub struct Cli {
     /// Home for worktrees, runtime state and config. Default: $GUILD_HALL_HOME, else ~/.guild-hall.
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
-    /// More log detail (-v info, -vv debug). RUST_LOG overrides.
+    /// More log detail (-v info, -vv debug). RUST_LOG overrides; NO_COLOR turns colours off.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     #[command(subcommand)]
@@ -372,11 +372,17 @@ fn init_tracing(verbose: u8, json: bool) {
         1 => "info",
         _ => "debug",
     };
+    // The file watcher's own warnings (`notify`: "unable to remove watch descriptor" when a
+    // watched directory went away) are its business, not the person's: errors only, unless
+    // RUST_LOG asks for more.
+    let default = format!("{default},notify=error,notify_debouncer_full=error");
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     use std::io::IsTerminal;
+    // Colours only on a terminal, and never when NO_COLOR is set (https://no-color.org).
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     // A log that cannot be written (the terminal went away, stderr is a closed pipe) is
     // dropped: the subscriber's own report of that would panic on the same closed stderr.
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(std::io::stderr().is_terminal()).log_internal_errors(false);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colour).log_internal_errors(false);
     // JSON escapes its own control characters; the human format is shown, not obeyed.
     let _ = if json { builder.with_writer(std::io::stderr).json().try_init() } else { builder.with_writer(|| out::LogStderr).try_init() };
 }

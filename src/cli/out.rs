@@ -75,14 +75,7 @@ pub fn json(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `n` things, said as a person would: `1 commission`, `2 commissions`, `0 plans`.
-pub fn counted(n: usize, one: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {one}s")
-    }
-}
+pub use guild_hall::activity::timeline::counted;
 
 /// [`escape`] for a one-line field (a title in a header, a table cell, a timeline entry).
 pub fn line(s: &str) -> Cow<'_, str> {

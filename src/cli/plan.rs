@@ -149,7 +149,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&shown)?)?);
         return Ok(());
     }
-    let Shown { status, problem, log, elsewhere, integrated, .. } = shown;
+    let Shown { status, problem, log, elsewhere, integrated, tasks: shown_tasks, .. } = shown;
     say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!(
         "status    {status}{}",
@@ -178,6 +178,12 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
             let state = r.map(|r| r.state.as_str()).unwrap_or("queued");
             let why = r.and_then(|r| r.reason.clone()).map(|r| format!("  {}", line(&r))).unwrap_or_default();
             say!("  {:<34} {:<8} {:<11} {}{why}", line(&t.canonical), line(&t.label), state, line(&t.worker));
+            if let Some(res) = shown_tasks.iter().find(|s| s.task == t.canonical).and_then(|s| s.result.as_ref()) {
+                say!("    result: {}", line(&res.summary));
+                for a in &res.artifacts {
+                    say!("      {}", line(a));
+                }
+            }
         }
     }
     if !log.is_empty() {

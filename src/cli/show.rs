@@ -96,16 +96,42 @@ impl Filter {
         let is = |k: &str, want: &[String]| want.is_empty() || want.iter().any(|w| row[k].as_str() == Some(w.as_str()));
         is("status", &self.status) && is("worker", &self.worker)
     }
+
+    /// A plan is kept when its status is one asked for and one of its tasks runs on a worker
+    /// asked for; it shows only those tasks.
+    fn keeps_plan(&self, status: &str) -> bool {
+        self.status.is_empty() || self.status.iter().any(|s| s == status)
+    }
+
+    fn keeps_worker(&self, worker: &str) -> bool {
+        self.worker.is_empty() || self.worker.iter().any(|w| w == worker)
+    }
+
+    /// What the filter asked for, as a person says it: `with status failed and worker scribe`.
+    fn describe(&self) -> String {
+        let either = |v: &[String]| v.iter().map(|s| line(s).into_owned()).collect::<Vec<_>>().join(" or ");
+        let mut parts = Vec::new();
+        if !self.status.is_empty() {
+            parts.push(format!("status {}", either(&self.status)));
+        }
+        if !self.worker.is_empty() {
+            parts.push(format!("worker {}", either(&self.worker)));
+        }
+        format!("with {}", parts.join(" and "))
+    }
 }
 
 /// Rows printed one at a time: `--json` writes the same array `serde_json::to_string_pretty`
-/// would, element by element, so memory does not grow with the number of artifacts.
+/// would, element by element, so memory does not grow with the number of artifacts. The table
+/// is kept (its cells only) until the end, so its columns fit the longest id and worker.
 struct Rows {
     json: bool,
     now: DateTime<Utc>,
     count: usize,
     /// `status <id> --json` prints its one row as an object: the first row, kept.
     single: Option<Option<serde_json::Value>>,
+    /// The table's rows: id, status, worker, attempt, age, beat, note.
+    table: Vec<[String; 7]>,
 }
 
 impl Rows {
@@ -127,10 +153,8 @@ impl Rows {
             }
             super::out::stdout_raw(super::out::json(&text).as_bytes());
         } else {
-            if self.count == 0 {
-                say!("{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  PROGRESS / REASON", "ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT");
-            }
             let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            let summary = r["result"]["summary"].as_str().unwrap_or("").to_string();
             let note = if !s("elsewhere").is_empty() {
                 s("elsewhere")
             } else if !s("integrated").is_empty() {
@@ -139,6 +163,9 @@ impl Rows {
                 s("waiting")
             } else if matches!(s("status").as_str(), "invalid" | "orphaned") || !s("reason").is_empty() && s("status") != "in_progress" {
                 s("reason")
+            } else if s("status") == "completed" && !summary.is_empty() {
+                // What it ended with, not the last thing it said on the way.
+                summary
             } else {
                 s("progress")
             };
@@ -150,19 +177,50 @@ impl Rows {
                 None => (s("status"), note),
             };
             // One row a commission: the first line of the note, every control in it shown.
-            say!(
-                "{:<30} {:<11} {:<12} {:>3} {:>8} {:>5}  {}",
-                line(&s("id")),
+            self.table.push([
+                line(&s("id")).into_owned(),
                 status,
-                line(&s("worker")),
-                r["attempt"].as_u64().unwrap_or(0),
+                line(&s("worker")).into_owned(),
+                r["attempt"].as_u64().unwrap_or(0).to_string(),
                 age(self.now, parse_time(r["created"].as_str())),
                 beat,
-                line(note.split('\n').next().unwrap_or(""))
-            );
+                line(note.split('\n').next().unwrap_or("")).into_owned(),
+            ]);
         }
         self.count += 1;
         Ok(())
+    }
+
+    /// The table, each column as wide as its widest cell (ids of any length stay aligned).
+    fn print_table(&self) {
+        if self.table.is_empty() {
+            return;
+        }
+        let header = ["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "PROGRESS / RESULT / REASON"];
+        let width = |i: usize| self.table.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0);
+        let w: Vec<usize> = (0..6).map(width).collect();
+        let row = |c: [&str; 7]| {
+            format!(
+                "{:<w0$} {:<w1$} {:<w2$} {:>w3$} {:>w4$} {:>w5$}  {}",
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                c[5],
+                c[6],
+                w0 = w[0],
+                w1 = w[1],
+                w2 = w[2],
+                w3 = w[3],
+                w4 = w[4],
+                w5 = w[5]
+            )
+        };
+        say!("{}", row(header).trim_end());
+        for r in &self.table {
+            say!("{}", row(r.each_ref().map(String::as_str)).trim_end());
+        }
     }
 }
 
@@ -171,14 +229,18 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         ids::validate_id(id)?;
     }
     let known = ["invalid", "orphaned"];
+    let plan_statuses = guild_hall::artifact::plan::PlanStatus::ALL.iter().map(|s| s.as_str());
     for s in &filter.status {
-        if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) {
-            let all: Vec<&str> = guild_hall::artifact::Status::ALL.iter().map(|s| s.as_str()).chain(known).collect();
+        if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) && !plan_statuses.clone().any(|p| p == s) {
+            let mut all: Vec<&str> =
+                guild_hall::artifact::Status::ALL.iter().map(|s| s.as_str()).chain(known).chain(plan_statuses).collect();
+            all.sort_unstable();
+            all.dedup();
             bail!("--status {s:?}: expected one of {}", all.join(", "));
         }
     }
     let now = Utc::now();
-    let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None) };
+    let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None), table: Vec::new() };
     if !json_out {
         if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {
             say!("reconciler: {holder}");
@@ -199,11 +261,16 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         say_json!("{}", serde_json::to_string_pretty(&first.unwrap_or(serde_json::Value::Null))?);
     } else if json_out {
         super::out::stdout_raw(if rows.count == 0 { b"[]\n" } else { b"\n]\n" });
-    } else if rows.count == 0 {
+    } else {
+        rows.print_table();
+    }
+    let filtered = !filter.status.is_empty() || !filter.worker.is_empty();
+    if !json_out && rows.count == 0 && !filtered {
         say!("no commissions in {}", env.project.commissions_dir().display());
     }
-    if !json_out && id.is_none() {
-        plans_table(env)?;
+    let plans = if !json_out && id.is_none() { plans_table(env, filter)? } else { 0 };
+    if !json_out && rows.count == 0 && filtered && plans == 0 {
+        say!("no commission or plan {}", filter.describe());
     }
     // As ever: the JSON reports problems in its rows; the table's exit code says there were some.
     Ok(json_out || problems == 0)
@@ -229,25 +296,31 @@ pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> R
     Ok(true)
 }
 
-/// The plans, each with its waves and tasks (`guild-hall plan show <plan>` has the detail).
-fn plans_table(env: &Env) -> Result<()> {
+/// The plans the filter keeps, each with its waves and tasks (`guild-hall plan show <plan>`
+/// has the detail); how many were shown.
+fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
+    let mut shown = 0;
     for path in guild_hall::artifact::paths(&env.project.plans_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
         let Ok(plan) = guild_hall::plan::observe::load(&env.project, id) else { continue };
         let record = guild_hall::ops::plan::record(&env.home, &env.project, &plan).ok().flatten();
         let status = guild_hall::ops::plan::status(&plan, record.as_ref());
+        if !filter.keeps_plan(status.as_str()) || !plan.tasks().any(|t| filter.keeps_worker(&t.worker)) {
+            continue;
+        }
+        shown += 1;
         let wave = record.as_ref().filter(|r| r.wave > 0).map(|r| format!(" wave {} of {}", r.wave, plan.waves.len())).unwrap_or_default();
         let elsewhere = guild_hall::plan::decide::elsewhere(&plan, record.as_ref());
         let integrated = || guild_hall::plan::observe::integrated(&env.project, &plan, record.as_ref()).map(|i| i.describe());
         let reason =
             record.as_ref().and_then(|r| r.reason.clone()).or(elsewhere).or_else(integrated).map(|r| format!("  {r}")).unwrap_or_default();
         say!("\nplan {id}: {status}{wave}{}", line(&reason));
-        for t in plan.tasks() {
+        for t in plan.tasks().filter(|t| filter.keeps_worker(&t.worker)) {
             let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");
             say!("  {:<40} {:<11} {}", line(&t.canonical), state, line(&t.worker));
         }
     }
-    Ok(())
+    Ok(shown)
 }
 
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {

@@ -205,6 +205,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
         }
         Landing::Refused { kind, reason } => {
             update.events.push(timeline::event(&now, "anomaly", kind.to_string(), json!({"text": reason})));
+            update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"));
             update.edits.push(Edit::Set("reason".into(), Value::String(format!("closed, not merged: {reason}"))));
         }
         Landing::Waiting(why) => return wait_to_close(&path, &meeting, &update, why),
@@ -219,7 +220,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     crate::files::remove_if_exists(&transcript)?;
     fault("close", 4);
     if meeting.str_field("reason").is_some_and(|r| r.starts_with("merge waiting") || r.starts_with("closing waits"))
-        && !update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
+        && !update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"))
     {
         update.edits.push(Edit::Remove("reason".into()));
     }

@@ -127,7 +127,7 @@ impl crate::activity::kind::Action for Action {
                 let mut parts: Vec<String> = update.edits.iter().map(describe_edit).collect();
                 parts.extend(followups.iter().map(|f| format!("request follow-up {}", f.id)));
                 if parts.is_empty() {
-                    parts.push(format!("{} log event(s)", update.events.len()));
+                    parts.push(format!("log {}", crate::activity::timeline::counted(update.events.len(), "timeline event")));
                 }
                 parts.join(", ")
             }
@@ -195,6 +195,7 @@ impl<'a> Step<'a> {
     }
 
     fn remove(&mut self, key: &str) {
+        self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
         if self.o.meeting.fields.contains_key(key) {
             self.update.edits.push(Edit::Remove(key.into()));
         }
@@ -206,11 +207,18 @@ impl<'a> Step<'a> {
 
     /// Accept a transition: the record follows, the log says so.
     fn go(&mut self, from: Option<MeetingStatus>, to: MeetingStatus, reason: &str) {
-        let from_s = from.map(|f| f.as_str()).unwrap_or("new");
-        self.event("status", format!("status:{from_s}:{to}"), json!({"from": from_s, "to": to.as_str(), "reason": reason}));
+        // A meeting first met is `created` (its own event); a move is from a status it had.
+        if let Some(from) = from {
+            self.event("status", format!("status:{from}:{to}"), json!({"from": from.as_str(), "to": to.as_str(), "reason": reason}));
+        }
         self.record.status = to;
         self.set("status", Value::String(to.as_str().into()));
         self.update.record = Some(self.record.clone());
+        // A decline keeps the person's note; an open or a close clears an earlier refusal.
+        let planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
+        if crate::activity::kind::stale_reason_goes(to == MeetingStatus::Declined, planned) {
+            self.remove("reason");
+        }
     }
 
     /// Refuse what the file asks: the status is put back, `reason:` and the log say why.
@@ -339,6 +347,23 @@ pub fn elsewhere(m: &Meeting, record: Option<&MeetingRecord>, held_here: bool) -
     ))
 }
 
+/// Why the reconciler refuses a person's move of a meeting from `from` to `to` — the words
+/// its refusal writes into `reason:` — or `None` where it carries the move out
+/// ([`super::REQUESTS`]). The faces ask it up front, so they refuse with the same words.
+pub fn request_refusal(from: MeetingStatus, to: MeetingStatus) -> Option<&'static str> {
+    use MeetingStatus::*;
+    match (from, to) {
+        (Requested, Open | Declined) | (Open, Closed) => None,
+        (Requested, Requested) => Some("it is requested already: accept it (status: open) or decline it (status: declined)"),
+        (Requested, Closed) => {
+            Some("a requested meeting is accepted (status: open) or declined (status: declined); it cannot be closed before it was opened")
+        }
+        (Open, _) => Some("an open meeting can only be closed (status: closed)"),
+        (Closed, _) => Some("the meeting is closed, and that is final: start a new meeting to continue (guild-hall meeting start)"),
+        (Declined, _) => Some("the request was declined, and that is final: write a new request to meet after all"),
+    }
+}
+
 fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
     use MeetingStatus::*;
     let m = &o.meeting;
@@ -352,16 +377,15 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         (None, Requested) => {
             st.stamp_created();
             let by = m.requested_by.clone().unwrap_or_else(|| "a person or tool".into());
-            st.event(
-                "status",
-                "status:new:requested".into(),
-                json!({"from": "new", "to": "requested", "reason": format!("requested by {by}")}),
-            );
+            st.update.events.push(timeline::created(s.now.as_str(), "requested", Some(&format!("requested by {by}"))));
             st.update.record = Some(st.record.clone());
             st.into_update()
         }
         (None | Some(Requested), Open) => {
             st.stamp_created();
+            if had.is_none() {
+                st.update.events.push(timeline::created(s.now.as_str(), "open", Some("opened by a person")));
+            }
             match admit(s, o, open) {
                 Ok(()) => {
                     open.push(m.id.clone());
@@ -380,6 +404,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         }
         (None, Closed | Declined) => {
             // A file written already final: nothing to carry out, only remembered.
+            st.update.events.push(timeline::created(s.now.as_str(), asked.as_str(), None));
             st.update.record = Some(st.record.clone());
             st.into_update()
         }
@@ -389,12 +414,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             st.into_update()
         }
         (Some(Requested), Closed) => {
-            st.refuse(
-                Closed,
-                Requested,
-                "a requested meeting is accepted (status: open) or declined (status: declined); it cannot be closed before it was opened"
-                    .into(),
-            );
+            st.refuse(Closed, Requested, request_refusal(Requested, Closed).unwrap_or_default().into());
             st.into_update()
         }
         (Some(Open), Open) if !o.opened => {
@@ -419,15 +439,11 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
             })
         }
         (Some(Open), Requested | Declined) => {
-            st.refuse(asked, Open, "an open meeting can only be closed (status: closed)".into());
+            st.refuse(asked, Open, request_refusal(Open, asked).unwrap_or_default().into());
             st.into_update()
         }
         (Some(from @ (Closed | Declined)), to) if to != from => {
-            let why = match from {
-                Closed => "the meeting is closed, and that is final: start a new meeting to continue (guild-hall meeting start)",
-                _ => "the request was declined, and that is final: write a new request to meet after all",
-            };
-            st.refuse(to, from, why.into());
+            st.refuse(to, from, request_refusal(from, to).unwrap_or_default().into());
             st.into_update()
         }
         (Some(_), _) => st.into_update(),
@@ -548,6 +564,15 @@ mod tests {
         assert_eq!(sets(c, "status"), Some(&Value::from("requested")));
         let reason = sets(c, "reason").and_then(Value::as_str).unwrap_or("");
         assert!(reason.contains("cap (2)") && reason.contains("a, b"), "{reason}");
+    }
+
+    #[test]
+    fn the_up_front_refusal_is_the_table_and_the_passs_words() {
+        for from in MeetingStatus::ALL {
+            for to in MeetingStatus::ALL {
+                assert_eq!(request_refusal(from, to).is_none(), crate::meeting::REQUESTS.contains(&(from, to)), "{from} -> {to}");
+            }
+        }
     }
 
     #[test]

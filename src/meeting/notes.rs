@@ -121,11 +121,11 @@ fn composed_summary(summaries: &[String], transcript: &str) -> String {
         .map(|t| t.split_once('\n').map(|(_, b)| b).unwrap_or("").trim())
         .unwrap_or("");
     if last.is_empty() {
-        return format!("{turns} turn(s); no summary was recorded.");
+        return format!("{}; no summary was recorded.", crate::activity::timeline::counted(turns, "turn"));
     }
     let quoted: String = last.chars().take(LAST_ANSWER_CHARS).collect();
     let more = if last.chars().count() > LAST_ANSWER_CHARS { "…" } else { "" };
-    format!("{turns} turn(s). The last answer:\n\n> {}{more}", quoted.replace('\n', "\n> "))
+    format!("{}. The last answer:\n\n> {}{more}", crate::activity::timeline::counted(turns, "turn"), quoted.replace('\n', "\n> "))
 }
 
 /// The package's `notes:` command, confined like compaction, with the transcript on stdin.

@@ -113,7 +113,8 @@ pub fn ask(project: &Project, id: &str, desired: crate::artifact::Desired) -> Re
 }
 
 /// Set a failed or cancelled commission back to pending for a new attempt (the only ones a
-/// person may re-dispatch); the edit written.
+/// person may re-dispatch); the edit written. Any other is refused up front, in the words of
+/// the reconciler's refusal ([`crate::commission::decide::refusal`]) where it has one.
 pub fn redispatch(project: &Project, id: &str) -> Result<Edit> {
     let c = load(project, id)?;
     match c.status {
@@ -123,6 +124,12 @@ pub fn redispatch(project: &Project, id: &str) -> Result<Edit> {
             let edit = Edit::Set("status".into(), Value::from("pending"));
             request(project, id, &edit)?;
             Ok(edit)
+        }
+        // What the reconciler would refuse, in its words (a completed commission is final, a
+        // running one can only be cancelled); nothing written.
+        Some(s) if !matches!(s, Status::Draft | Status::Pending) => {
+            let why = crate::commission::decide::refusal(s, Status::Pending);
+            bail!("{id} is {s}: refused status change {s} -> pending: {why}; nothing written")
         }
         other => {
             bail!("{id} is {}: only a failed or cancelled commission can be re-dispatched", other.map(|s| s.as_str()).unwrap_or("pending"))

@@ -107,18 +107,14 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
 }
 
 /// Ask for `to` by writing it into the artifact, as a person would. Checked against what the
-/// file says now, with the reason a person would want; the reconciler validates it again.
+/// file says now ([`crate::meeting::decide::request_refusal`], the reconciler's own words);
+/// the reconciler validates it again.
 pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str>) -> Result<Meeting> {
     let m = observe::load(project, id)?;
     let from = m.effective_status();
-    if !crate::meeting::REQUESTS.contains(&(from, to)) {
-        let how = match from {
-            MeetingStatus::Requested => "a request can be accepted or declined",
-            MeetingStatus::Open => "an open meeting can be closed",
-            MeetingStatus::Closed => "it is closed, which is final",
-            MeetingStatus::Declined => "it was declined, which is final",
-        };
-        bail!("meeting {id} is {from}: {how}");
+    // Refused up front, with the words the reconciler's refusal would write: nothing written.
+    if let Some(why) = crate::meeting::decide::request_refusal(from, to) {
+        bail!("meeting {id} is {from}: refused status change {from} -> {to}: {why}; nothing written");
     }
     let mut edits = vec![Edit::Set("status".into(), Value::String(to.as_str().into()))];
     if let Some(n) = note {

@@ -9,7 +9,7 @@ use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
 use crate::config::{Home, Project};
 use crate::plan::decide::PlanRecord;
-use crate::tools::plan::{Listed, Row, Shown, ShownTask};
+use crate::tools::plan::{Listed, Row, Shown, ShownResult, ShownTask};
 
 /// A plan to write.
 #[derive(Debug, Clone)]
@@ -71,12 +71,14 @@ pub fn status(plan: &Plan, record: Option<&PlanRecord>) -> PlanStatus {
 }
 
 /// Write `status: <to>` as a person would, after checking the request makes sense from where
-/// the plan is now ([`status`]).
+/// the plan is now ([`status`]; [`crate::plan::decide::request_refusal`], the reconciler's own
+/// words).
 pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Result<()> {
     let plan = crate::plan::observe::load(project, id)?;
     let from = status(&plan, record(home, project, &plan)?.as_ref());
-    if !crate::plan::decide::person_may_request(from, to) {
-        bail!("plan {id} is {from}: it cannot be set to {to} (retry a halted, failed or cancelled plan; cancel a pending, running, verifying or halted one)");
+    // Refused up front, with the words the reconciler's refusal would write: nothing written.
+    if let Some(why) = crate::plan::decide::request_refusal(from, to) {
+        bail!("plan {id} is {from}: refused: {why}; nothing written");
     }
     let edits = [Edit::Set("status".into(), Value::String(to.as_str().into()))];
     crate::artifact::store::edit_current(&plan.path, |text| crate::activity::fit::apply(&plan.path, text, &edits, |_| None))?;
@@ -124,6 +126,7 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
                 class,
                 attempt: r.map(|r| r.attempt).unwrap_or(0),
                 reason: r.and_then(|r| r.reason.clone()),
+                result: submitted(&log, &t.canonical),
             }
         })
         .collect();
@@ -145,6 +148,21 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
         integrated: crate::plan::observe::integrated(project, &plan, record.as_ref()).map(|i| i.describe()),
     };
     Ok((plan, record, shown))
+}
+
+/// What task `canonical` submitted last, from the plan's timeline (its `result` events: the
+/// latest attempt's wins).
+fn submitted(log: &[serde_json::Value], canonical: &str) -> Option<ShownResult> {
+    log.iter().rev().filter(|e| e["kind"] == "result" && e["task"] == canonical).find_map(|e| {
+        Some(ShownResult {
+            attempt: e["attempt"].as_u64().and_then(|a| u32::try_from(a).ok()).unwrap_or(0),
+            summary: e["summary"].as_str()?.to_string(),
+            artifacts: e["artifacts"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+        })
+    })
 }
 
 /// The plans, by id; files that cannot be read are named in the problems.

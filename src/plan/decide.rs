@@ -424,7 +424,11 @@ impl crate::activity::kind::Action for Action {
             Action::Update { update } if update.edits.is_empty() && update.events.is_empty() && !update.folds.is_empty() => {
                 "read task mailboxes".into()
             }
-            Action::Update { update } if update.edits.is_empty() => format!("record {} event(s)", update.events.len()),
+            // Only guild-hall's own bookkeeping (its runtime record), or events for the log.
+            Action::Update { update } if update.edits.is_empty() && update.events.is_empty() => "runtime record updated".into(),
+            Action::Update { update } if update.edits.is_empty() => {
+                format!("log {}", crate::activity::timeline::counted(update.events.len(), "timeline event"))
+            }
             Action::Update { update } => update
                 .edits
                 .iter()
@@ -448,8 +452,8 @@ impl crate::activity::kind::Action for Action {
             Action::Beat { task: Some(t), .. } => format!("heartbeat of {t}"),
             Action::Beat { task: None, .. } => "heartbeat of verify".into(),
             Action::KillLeftovers { task, run, pids, .. } => format!(
-                "kill {} process(es) left by the killed shim of {} (attempt {})",
-                pids.len(),
+                "kill {} left by the killed shim of {} (attempt {})",
+                crate::activity::timeline::counted(pids.len(), "process"),
                 task.as_deref().unwrap_or("verify"),
                 run.attempt
             ),
@@ -484,6 +488,15 @@ pub fn fix_id(plan: &str, wave: usize, round: u32) -> String {
 pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
     use PlanStatus::*;
     matches!((from, to), (Draft, Pending) | (Halted | Failed | Cancelled, Pending) | (Pending | Running | Verifying | Halted, Cancelled))
+}
+
+/// Why the reconciler refuses a person's `status: <to>` on a plan that is `from` — the words
+/// its refusal writes into `reason:` — or `None` where it carries it out. The faces ask it up
+/// front, so they refuse with the same words.
+pub fn request_refusal(from: PlanStatus, to: PlanStatus) -> Option<String> {
+    (!person_may_request(from, to)).then(|| {
+        format!("a plan that is {from} cannot be set to {to} by hand (allowed: draft → pending, halted|failed|cancelled → pending to retry, pending|running|verifying|halted → cancelled)")
+    })
 }
 
 pub fn decide(s: &Snapshot) -> Vec<Action> {
@@ -552,16 +565,16 @@ fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
                 Some(t) => (
                     format!("leftovers:{t}:{}", l.attempt),
                     format!(
-                        "{t}: {} process(es) of attempt {} outlived its supervisor: killed before the task is judged or run again",
-                        l.pids.len(),
+                        "{t}: {} of attempt {} outlived its supervisor: killed before the task is judged or run again",
+                        crate::activity::timeline::counted(l.pids.len(), "process"),
                         l.attempt
                     ),
                 ),
                 None => (
                     format!("leftovers:verify:{}", l.attempt),
                     format!(
-                        "verify: {} process(es) of run {} outlived its supervisor: killed before the verify is judged",
-                        l.pids.len(),
+                        "verify: {} of run {} outlived its supervisor: killed before the verify is judged",
+                        crate::activity::timeline::counted(l.pids.len(), "process"),
                         l.attempt
                     ),
                 ),
@@ -985,7 +998,7 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                 _ => {}
             }
         } else {
-            let why = format!("refused: a plan that is {had} cannot be set to {asked} by hand (allowed: draft → pending, halted|failed|cancelled → pending to retry, pending|running|verifying|halted → cancelled)");
+            let why = format!("refused: {}", request_refusal(had, asked).unwrap_or_default());
             let mut events = Vec::new();
             let key = format!("refused:{had}:{asked}:{}", p.hash);
             if !o.timeline_keys.contains(&key) {
@@ -1003,7 +1016,15 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     if o.record.is_none() && asked == Draft {
         return None;
     }
-    if st.record.status == Draft && asked == Pending {
+    if !known && asked == Pending {
+        // First met, submitted: it was created so (a draft this home never recorded included),
+        // the one `created` event every kind opens its timeline with.
+        if !o.timeline_keys.contains("created") {
+            st.events.push(timeline::created(now, Pending.as_str(), None));
+        }
+        st.record.status = Pending;
+        st.dirty = true;
+    } else if st.record.status == Draft && asked == Pending {
         st.go(Pending, "submitted");
     }
     // Cancelled: stop what runs; nothing merged is undone.
@@ -1637,7 +1658,7 @@ mod tests {
         o.record = a[0].update().record.clone();
         o.tasks[0].live = None;
         o.tasks[0].busy = false;
-        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0() });
+        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0(), tail: None });
         let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
         assert_eq!(task_record(&a[0]).map(|r| (r.state, r.reruns, r.stop_sent)), Some((TaskState::Running, 1, false)), "{a:?}");
@@ -1682,7 +1703,7 @@ mod tests {
         assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Running)), "{a:?}");
         o.tasks[0].live = None;
         o.tasks[0].busy = false;
-        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
+        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
         let a = decide(&snap(vec![o], 3));
         let rec = a[0].update().record.clone().expect("recorded");
         assert_eq!(rec.status, PlanStatus::Halted);
@@ -1704,7 +1725,7 @@ mod tests {
         assert_eq!(rec.verify_verdict.as_deref(), Some(liveness::UNRESPONSIVE));
         o.record = Some(rec);
         o.verify_live = None;
-        o.verify_exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0() });
+        o.verify_exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
         let a = decide(&snap(vec![o], 3));
         let rec = a[0].update().record.clone().expect("recorded");
         assert_eq!(rec.status, PlanStatus::Halted);

@@ -30,22 +30,33 @@ pub struct ToolServer<C> {
     ctx: Arc<C>,
     tools: Arc<Vec<Tool<C>>>,
     instructions: String,
+    /// Why a tool not served here is not, when that says more than "unknown tool".
+    hint: Arc<Hint>,
 }
+
+type Hint = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 impl<C> Clone for ToolServer<C> {
     fn clone(&self) -> Self {
-        ToolServer { ctx: self.ctx.clone(), tools: self.tools.clone(), instructions: self.instructions.clone() }
+        ToolServer { ctx: self.ctx.clone(), tools: self.tools.clone(), instructions: self.instructions.clone(), hint: self.hint.clone() }
     }
 }
 
 impl<C: Send + Sync + 'static> ToolServer<C> {
     pub fn new(ctx: C, tools: Vec<Tool<C>>, instructions: String) -> ToolServer<C> {
-        ToolServer { ctx: Arc::new(ctx), tools: Arc::new(tools), instructions }
+        ToolServer { ctx: Arc::new(ctx), tools: Arc::new(tools), instructions, hint: Arc::new(|_: &str| None) }
+    }
+
+    /// Say why a tool that is not served here is not (a tool of another kind's toolbox).
+    pub fn with_hint(mut self, hint: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> ToolServer<C> {
+        self.hint = Arc::new(hint);
+        self
     }
 
     /// The reply to `tools/call` for `name` with `args`.
     pub fn answer(&self, name: &str, args: Json) -> Result<CallToolResult, ErrorData> {
-        let tool = find(&self.tools, name).ok_or_else(|| ErrorData::invalid_params(format!("unknown tool {name:?}"), None))?;
+        let tool = find(&self.tools, name)
+            .ok_or_else(|| ErrorData::invalid_params((self.hint)(name).unwrap_or_else(|| format!("unknown tool {name:?}")), None))?;
         match tool.call(&self.ctx, args) {
             Ok((structured, text)) => {
                 let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);

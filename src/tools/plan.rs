@@ -148,6 +148,16 @@ pub struct ShownTask {
     pub class: Option<&'static str>,
     pub attempt: u32,
     pub reason: Option<String>,
+    /// What its latest attempt submitted (`submit_result`), if it did.
+    pub result: Option<ShownResult>,
+}
+
+/// A task's submitted result, as `show` gives it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownResult {
+    pub attempt: u32,
+    pub summary: String,
+    pub artifacts: Vec<String>,
 }
 
 /// One plan in `list`.

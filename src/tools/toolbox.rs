@@ -125,7 +125,7 @@ pub struct Written {
 
 impl Reply for Written {
     fn text(&self) -> String {
-        format!("wrote {} ({} bytes)", self.path, self.bytes)
+        format!("wrote {} ({})", self.path, crate::activity::timeline::counted(self.bytes, "byte"))
     }
 }
 
@@ -170,6 +170,29 @@ pub fn serves(name: &str, kind: ActivityKind) -> bool {
         ActivityKind::Meeting => !only(&WORK_ONLY) && !only(&TASK_ONLY),
         ActivityKind::Task => !only(&MEETING_ONLY),
     }
+}
+
+/// Why tool `name` (of the catalogue) is not in the toolbox of `kind`, said so the worker
+/// knows what to do instead (a meeting has no result to submit: it ends when the person closes
+/// it); `None` when it is there. `shown` is the tool as the face names it (`submit-result`).
+pub fn not_here(name: &str, shown: &str, kind: ActivityKind) -> Option<String> {
+    if serves(name, kind) {
+        return None;
+    }
+    let what = match kind {
+        ActivityKind::Commission => "a commission",
+        ActivityKind::Meeting => "a meeting",
+        ActivityKind::Task => "a wave task",
+    };
+    let instead = match (kind, name) {
+        (ActivityKind::Meeting, "submit_result") => {
+            "a meeting has no result to submit: it ends when the person closes it, and its notes are made from what you record with summarize_progress, record_decision and link_artifact"
+        }
+        (ActivityKind::Meeting, _) => "in a meeting, tell the person in your answer, and keep what matters with summarize_progress or record_decision",
+        (_, "task_update") => "only a wave task reports task updates; report with report_progress and end with submit_result",
+        _ => "it is a meeting's tool; report with report_progress and end with submit_result",
+    };
+    Some(format!("{shown} is not in the toolbox of {what}: {instead}"))
 }
 
 /// The toolbox of one kind of activity, in the order the system prompt teaches it.
@@ -317,7 +340,11 @@ pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
         ),
     };
     let tools = for_kind(ctx.kind);
-    super::mcp::ToolServer::new(ctx, tools, instructions).serve_stdio()
+    let kind = ctx.kind;
+    let all = super::toolbox::tools();
+    // A tool of another kind's toolbox is refused saying what to do instead, not "unknown".
+    let hint = move |name: &str| super::find(&all, name).and_then(|t| not_here(t.name, t.name, kind));
+    super::mcp::ToolServer::new(ctx, tools, instructions).with_hint(hint).serve_stdio()
 }
 
 #[cfg(test)]
@@ -334,6 +361,14 @@ mod tests {
         }
         assert!(serves("task_update", ActivityKind::Task) && !serves("task_update", ActivityKind::Commission));
         assert!(!serves("link_artifact", ActivityKind::Task) && serves("link_artifact", ActivityKind::Meeting));
+        assert_eq!(not_here("submit_result", "submit-result", ActivityKind::Commission), None);
+        let why = not_here("submit_result", "submit-result", ActivityKind::Meeting).expect("refused");
+        assert!(
+            why.starts_with(
+                "submit-result is not in the toolbox of a meeting: a meeting has no result to submit: it ends when the person closes it"
+            ),
+            "{why}"
+        );
         assert!(instructions(ActivityKind::Task).contains("submit_result"));
     }
 }

@@ -393,7 +393,7 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         return Ok(0);
     }
     let fail = |why: String| -> Result<i32> {
-        write_json(&state.exit(), &ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now() })?;
+        write_json(&state.exit(), &ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None })?;
         Ok(127)
     };
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
@@ -487,13 +487,19 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let _ = std::fs::remove_dir_all(&tmp);
-    let exit = ExitInfo {
+    let mut exit = ExitInfo {
         attempt,
         code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| s.signal()),
         error: None,
         finished_at: Utc::now(),
+        tail: None,
     };
+    if !exit.clean() {
+        // The log is complete now (its pump drained): its last lines say why, where the exit
+        // code alone does not (`claude: not found` behind "exit code 127").
+        exit.tail = crate::activity::state::log_tail_of(&state.log(attempt));
+    }
     write_json(&state.exit(), &exit)?;
     Ok(0)
 }

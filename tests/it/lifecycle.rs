@@ -58,11 +58,10 @@ fn happy_path_dispatch_progress_result_merge() {
     assert!(p.branches().contains(&"claude/commission/notes".to_string()));
 
     let tl = p.timeline("notes");
-    assert_eq!(
-        transitions(&tl),
-        vec!["pending>pending", "pending>dispatched", "dispatched>in_progress", "in_progress>completed"],
-        "{tl:?}"
-    );
+    // A file without a status opens its timeline with `created (pending)`, not a move to where
+    // it already was (issue 20).
+    assert_eq!((tl[0]["kind"].as_str(), tl[0]["status"].as_str()), (Some("created"), Some("pending")), "{tl:?}");
+    assert_eq!(transitions(&tl), vec!["pending>dispatched", "dispatched>in_progress", "in_progress>completed"], "{tl:?}");
     let k = kinds(&tl);
     assert_eq!(k.iter().filter(|k| *k == "progress").count(), 2, "{k:?}");
     for want in ["result", "artifact", "merge"] {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::common::{git, Project};
 
 /// A plan `id` of one wave of one task (`one`) for `worker`.
-fn one_task_plan(p: &Project, id: &str, worker: &str) {
+pub(crate) fn one_task_plan(p: &Project, id: &str, worker: &str) {
     let dir = p.root.join(".lore/plans");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let text = format!("---\ntitle: {id}\nwaves:\n  - - {{id: one, worker: {worker}, prompt: \"Do your work.\"}}\n---\n");

@@ -85,7 +85,14 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
             st.record = Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created, stopping: None };
         }
         None => match art {
-            None => st.go(Status::Pending, "new commission"),
+            None => {
+                // A new file without a status is taken as pending: created so, not moved there.
+                st.update.events.push(crate::activity::timeline::created(&st.now, "pending", Some("no status: taken as pending")));
+                st.arrive(Status::Pending, "");
+            }
+            Some(s @ (Status::Draft | Status::Pending | Status::Blocked)) => {
+                st.update.events.push(crate::activity::timeline::created(&st.now, s.as_str(), None));
+            }
             Some(Status::Dispatched | Status::InProgress) => {
                 // Claims to run, and this home holds a runtime trace of it (activity::ids::runtime) but no
                 // record: a pass killed before it wrote one; nothing to watch.

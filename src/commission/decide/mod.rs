@@ -109,11 +109,20 @@ impl crate::activity::kind::Action for Action {
                         // Why it waits, with the move to `blocked`; else the reason alone.
                         Edit::Set(k, v) if k == "reason" && matches!(status(u).as_deref(), None | Some("blocked")) => parts.push(text(v)),
                         Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
-                        _ => {}
+                        // Said by the status itself (`completed` is when it ended).
+                        Edit::Set(k, _) if k == "status" || k == "completed" => {}
+                        Edit::Set(k, _) if k == "created" => parts.push("created stamped".into()),
+                        Edit::Set(k, v) if k == "reason" => parts.push(format!("reason: {}", text(v))),
+                        Edit::Set(k, _) => parts.push(format!("{k} written")),
+                        Edit::Remove(k) => parts.push(format!("{k} removed")),
                     }
                 }
+                if parts.is_empty() && !u.events.is_empty() {
+                    parts.push(format!("log {}", crate::activity::timeline::counted(u.events.len(), "timeline event")));
+                }
                 if parts.is_empty() {
-                    parts.push(if u.events.is_empty() { "record".into() } else { format!("{} timeline events", u.events.len()) });
+                    // Only guild-hall's own bookkeeping (its runtime record): said only if it failed.
+                    parts.push("runtime record updated".into());
                 }
                 parts.join("; ")
             }
@@ -122,7 +131,9 @@ impl crate::activity::kind::Action for Action {
             }
             Action::Signal { signal: Sig::Term, run, .. } => format!("stop the attempt: SIGTERM to its processes (shim pid {})", run.pid),
             Action::Signal { signal: Sig::Kill, run, .. } => format!("stop the attempt: SIGKILL to its processes (shim pid {})", run.pid),
-            Action::KillLeftovers { pids, .. } => format!("kill {} process(es) the lost shim left behind", pids.len()),
+            Action::KillLeftovers { pids, .. } => {
+                format!("kill {} the lost shim left behind", crate::activity::timeline::counted(pids.len(), "process"))
+            }
             Action::Finish { branch, .. } => format!("complete: squash-merge {branch}"),
             Action::Cleanup { branch, why, .. } => format!("clean up ({why}): keep {branch}, remove worktree"),
             Action::Heartbeat { .. } => "heartbeat".into(),
@@ -154,8 +165,11 @@ impl crate::activity::kind::Action for Action {
     }
 
     /// A heartbeat is never said, even failed: the liveness it feeds is decided next round.
-    fn reported(&self, _ok: bool) -> bool {
-        !self.is_heartbeat()
+    fn reported(&self, ok: bool) -> bool {
+        // Bookkeeping a person has nothing to read in (the runtime record alone) is said only
+        // when it failed, as a heartbeat is never said.
+        let bookkeeping = matches!(self, Action::Update(u) if u.edits.is_empty() && u.events.is_empty());
+        !(self.is_heartbeat() || bookkeeping && ok)
     }
 }
 
@@ -351,7 +365,7 @@ pub use step::result_value;
 pub use deps::{cycle_problems, dependency_cycles, Cycles};
 pub use liveness::time_limit;
 pub use timers::next_check;
-pub use transitions::{desired_refusal, person_may_request, transition_allowed};
+pub use transitions::{desired_refusal, person_may_request, refusal, transition_allowed};
 
 #[cfg(test)]
 mod tests;

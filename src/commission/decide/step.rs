@@ -67,6 +67,12 @@ impl<'a> Step<'a> {
             format!("status:{attempt}:{from}:{to}"),
             json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt}),
         );
+        self.arrive(to, reason);
+    }
+
+    /// Everything of [`Self::go`] but its timeline event: for a status a commission is first
+    /// met with (its `created` event says it).
+    pub(super) fn arrive(&mut self, to: Status, reason: &str) {
         self.status = to;
         self.moved = true;
         if !to.is_terminal() {
@@ -78,10 +84,10 @@ impl<'a> Step<'a> {
         self.record.prev = None;
         self.record.status = to;
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
-        if matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty() {
+        let explains = matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty();
+        if explains {
             self.set("reason", Value::String(reason.into()));
-        } else if !reason_planned {
-            // A stale reason goes; one written in this same step (a refusal) stays visible.
+        } else if crate::activity::kind::stale_reason_goes(explains, reason_planned) {
             self.remove("reason");
         }
     }

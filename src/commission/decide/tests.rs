@@ -330,7 +330,14 @@ fn new_file_without_status_is_pending_and_stamped() {
     let p = decide(&snapshot(vec![obs(c, None)]));
     assert_eq!(dispatches(&p), vec!["n"]);
     assert!(sets(&p, "n", "created").is_some());
-    assert_eq!(status_events(&p), vec![("pending".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+    // Its log opens with what happened truly: created (taken as pending), then dispatched.
+    assert_eq!(status_events(&p), vec![("pending".into(), "dispatched".into())]);
+    let Action::Dispatch { update, .. } = &p.actions[0] else { panic!("{:?}", p.actions) };
+    assert_eq!(update.events[0]["kind"], "created", "{:?}", update.events);
+    assert_eq!(
+        crate::activity::timeline::render(&update.events[0]).split_once("  ").map(|x| x.1),
+        Some("created    pending (no status: taken as pending)")
+    );
 }
 
 #[test]
@@ -424,6 +431,7 @@ fn exit_classification() {
         signal: if code.is_none() { Some(9) } else { None },
         error: None,
         finished_at: t0(),
+        tail: None,
     };
     let result = MailBody::Result { summary: "done".into(), artifacts: vec!["a.md".into()] };
     let cases: [(Option<ExitInfo>, bool, &str); 5] = [
@@ -497,7 +505,7 @@ fn an_attempt_under_way_in_another_home_is_left_alone() {
 fn cancel_racing_completion_keeps_the_result() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\ndesired: cancelled\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Dead;
-    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
+    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None });
     deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
     let p = decide(&snapshot(vec![o]));
     assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")));
@@ -887,7 +895,7 @@ fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Dead;
     o.run = Some(run_info(1));
-    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0() });
+    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None });
     o.mail_error = Some("opening mailbox /s/events-1.jsonl: Permission denied".into());
     let p = decide(&snapshot(vec![o.clone()]));
     // Its worker is gone: waiting would hold its slot and worktree for ever.
@@ -958,7 +966,14 @@ fn carry_out(o: &mut Observed, text: &mut String, a: &Action, ok: bool) {
             o.proc = Proc::Dead;
             o.run = Some(run_info(*attempt));
             o.worktree_exists = true;
-            o.exit = Some(ExitInfo { attempt: *attempt, code: Some(if ok { 0 } else { 1 }), signal: None, error: None, finished_at: t0() });
+            o.exit = Some(ExitInfo {
+                attempt: *attempt,
+                code: Some(if ok { 0 } else { 1 }),
+                signal: None,
+                error: None,
+                finished_at: t0(),
+                tail: None,
+            });
             o.folded = None;
             if ok {
                 deliver(o, mail(*attempt, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
@@ -1010,4 +1025,20 @@ proptest! {
             prop_assert_eq!(o.record.as_ref().map(|r| r.status), Some(want), "{}", o.id());
         }
     }
+}
+
+/// What a pass prints of an update says what it did: a change of the runtime record alone is
+/// bookkeeping, not reported when it succeeded (it was a bare `record` line), said in words
+/// when it failed; other keys are named.
+#[test]
+fn an_update_is_described_in_words() {
+    let mut u = Update::new("a", 0);
+    u.record = Some(rec(Status::Pending, 0));
+    let a = Action::Update(u.clone());
+    assert_eq!(a.describe(), "runtime record updated");
+    assert!(!a.reported(true) && a.reported(false));
+    u.edits.push(Edit::Set("branch".into(), Value::String("claude/commission/a".into())));
+    let a = Action::Update(u);
+    assert_eq!(a.describe(), "branch written");
+    assert!(a.reported(true));
 }

@@ -103,7 +103,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
 }
 
 fn exit(attempt: u32, code: i32) -> ExitInfo {
-    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0() }
+    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None }
 }
 
 /// The record a plan holds after `a` (its own if `a` writes none).
@@ -414,6 +414,11 @@ proptest! {
                 // over (a home that never ran it takes it from there, issue 19).
                 let start = known_record(o);
                 let mut at = start.as_ref().map(|r| r.status).unwrap_or(PlanStatus::Draft);
+                // A plan first met opens its log with `created (<status>)`: the chain starts there.
+                if let Some(c) = u.events.iter().find(|e| e["kind"] == "created") {
+                    prop_assert!(start.is_none(), "only a plan first met is created: {:?}", u.events);
+                    at = PlanStatus::parse(c["status"].as_str().unwrap_or("")).expect("a status");
+                }
                 for e in u.events.iter().filter(|e| e["kind"] == "status") {
                     let from = PlanStatus::parse(e["from"].as_str().unwrap_or("")).expect("a status");
                     let to = PlanStatus::parse(e["to"].as_str().unwrap_or("")).expect("a status");
@@ -535,7 +540,7 @@ impl World {
             }
             Action::StopTask { task, attempt, .. } => {
                 let ot = o.tasks.iter_mut().find(|t| &t.task.canonical == task).expect("its task");
-                ot.exit = Some(ExitInfo { attempt: *attempt, code: None, signal: Some(15), error: None, finished_at: t0() });
+                ot.exit = Some(ExitInfo { attempt: *attempt, code: None, signal: Some(15), error: None, finished_at: t0(), tail: None });
             }
             Action::Integrate { wave, .. } => {
                 let record = u.record.clone().or(o.record.clone()).expect("a record");
@@ -558,7 +563,7 @@ impl World {
                 o.fix_status = Some(Status::Completed);
             }
             Action::StopVerify { run, .. } => {
-                o.verify_exit = Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0() });
+                o.verify_exit = Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
             }
             Action::CleanupTask { task, .. } => {
                 if let Some(ot) = o.tasks.iter_mut().find(|t| &t.task.canonical == task) {

@@ -432,7 +432,9 @@ fn refuse_busy<C: Conn>(mut conn: C, cap: usize) {
             _ => break,
         }
     }
-    let body = json!({"error": format!("busy: {cap} connections are being served (the cap); try again shortly")});
+    let served = crate::activity::timeline::counted(cap, "connection");
+    let body =
+        json!({"error": format!("busy: {served} {} being served (the cap); try again shortly", if cap == 1 { "is" } else { "are" })});
     send_now(&conn, &response("503 Service Unavailable", "Retry-After: 1\r\n", &body));
 }
 
