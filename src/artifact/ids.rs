@@ -80,16 +80,39 @@ pub fn validate_rel_path(path: &str) -> Result<String, IdError> {
 }
 
 /// Turn a title into an id: its letters transliterated to ASCII (`Émigré café` →
-/// `emigre-cafe`), lowercase words joined by '-', at most 60 characters.
+/// `emigre-cafe`), lowercase words joined by '-', at most 60 characters; `commission` when no
+/// letter or digit is left.
 pub fn slugify(title: &str) -> String {
+    slugify_or(title, "commission")
+}
+
+/// [`slugify`], with `fallback` when the title leaves no letter or digit (a title in another
+/// script): each kind names its own (`plan`, `meeting-<time>`).
+pub fn slugify_or(title: &str, fallback: &str) -> String {
     let ascii: String = title.chars().map(|c| latin_to_ascii(c).map(String::from).unwrap_or_else(|| c.to_string())).collect();
-    ascii_slug(&ascii)
+    let slug = words(&ascii);
+    if slug.is_empty() {
+        fallback.to_string()
+    } else {
+        slug
+    }
 }
 
 /// [`slugify`] without the transliteration: only ASCII letters and digits are kept. A
 /// project's default name is built with it, so the name (and with it the home's state and
 /// worktree directories) of a project that exists stays what it was.
 pub fn ascii_slug(text: &str) -> String {
+    let slug = words(text);
+    if slug.is_empty() {
+        "commission".to_string()
+    } else {
+        slug
+    }
+}
+
+/// The ASCII letters and digits of `text`, lowercase, runs of anything else one '-', at most
+/// 60 characters; empty when there are none.
+fn words(text: &str) -> String {
     let mut slug = String::new();
     for c in text.chars() {
         if c.is_ascii_alphanumeric() {
@@ -101,12 +124,7 @@ pub fn ascii_slug(text: &str) -> String {
             break;
         }
     }
-    let slug = slug.trim_matches('-').to_string();
-    if slug.is_empty() {
-        "commission".to_string()
-    } else {
-        slug
-    }
+    slug.trim_matches('-').to_string()
 }
 
 /// The ASCII letters a Latin letter with a diacritic (or a Latin ligature) is written with:
@@ -162,6 +180,7 @@ mod tests {
         assert_eq!(slugify("Fix the bug"), "fix-the-bug");
         assert_eq!(slugify("日本 docs"), "docs");
         assert_eq!(slugify("日本"), "commission");
+        assert_eq!(slugify_or("日本", "plan"), "plan");
         assert_eq!(ascii_slug("café"), "caf");
     }
 

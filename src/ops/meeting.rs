@@ -70,12 +70,7 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
         None => {
             let words = new.title.as_deref().or(new.agenda.as_deref()).unwrap_or(new.body.as_str());
             let words: String = words.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
-            let base = ids::slugify(&words);
-            if base.is_empty() {
-                format!("meeting-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S"))
-            } else {
-                base
-            }
+            ids::slugify_or(&words, &format!("meeting-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")))
         }
     };
     let mut fm = Mapping::new();

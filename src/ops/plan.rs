@@ -30,7 +30,7 @@ pub struct NewPlan {
 /// anything of it exists, else the first free one from the title (ids are never reused).
 /// Nothing is written for a plan the reconciler would refuse, nor over a file that exists.
 pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
-    let base = new.id.clone().unwrap_or_else(|| crate::artifact::ids::slugify(&new.title));
+    let base = new.id.clone().unwrap_or_else(|| crate::artifact::ids::slugify_or(&new.title, "plan"));
     crate::artifact::ids::validate_id(&base)?;
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), new.title.as_str().into());

@@ -324,3 +324,19 @@ fn redispatch_is_refused_up_front_in_the_passs_words() {
     assert!(reason.starts_with("refused status change completed -> pending: a completed commission is final"), "{reason}");
     assert!(err.contains(&reason), "the same words up front as in the pass:\n{err}\n{reason}");
 }
+
+/// A title with no Latin letter names the artifact by its kind, not `commission`: a meeting
+/// `meeting-<time>`, a plan `plan`.
+#[test]
+fn a_title_in_another_script_names_the_artifact_by_its_kind() {
+    let p = Project::new(&["counsel", "scribe"]);
+    p.config("dispatch: manual\n");
+    let out = p.ok(&["meeting", "start", "--worker", "counsel", "--agenda", "会議の議題", "--json"]);
+    let v: Value = serde_json::from_str(out.lines().next().unwrap_or("")).unwrap_or(Value::Null);
+    let id = v["id"].as_str().map(str::to_string).unwrap_or_else(|| out.clone());
+    assert!(id.starts_with("meeting-"), "{out}");
+    let waves = p.tmp.path().join("waves.yaml");
+    std::fs::write(&waves, "- - {id: one, worker: scribe, prompt: \"Do it.\"}\n").expect("waves");
+    let out = p.ok(&["plan", "create", "--title", "計画", "--draft", waves.to_str().expect("utf8")]);
+    assert_eq!(out.trim(), "plan", "{out}");
+}

@@ -91,7 +91,7 @@ fn a_meeting_from_start_to_merge() {
     assert_eq!(v["status"], "closed");
     let notes = v["notes"].as_str().unwrap_or("");
     assert!(notes.contains("## Decisions") && notes.contains("keep crash-only"), "{notes}");
-    assert!(notes.contains("2 turn(s)"), "the notes command saw the transcript: {notes}");
+    assert!(notes.contains("2 turns"), "the notes command saw the transcript: {notes}");
     assert!(!transcript(&p, id).exists(), "transcript removed on close");
     assert!(!meeting_worktree(&p, id).exists());
     assert!(!p.worktree_list().contains(&format!("meeting-{id}")), "{}", p.worktree_list());

@@ -4,4 +4,5 @@
 set -eu
 [ "${COUNSEL_NOTES_FAIL:-}" != 1 ] || { echo "notes: told to fail" >&2; exit 3; }
 turns=$(grep -c '^## You' || true)
-echo "We met for $turns turn(s); counsel's notes command summarized the transcript."
+[ "$turns" = 1 ] && n="1 turn" || n="$turns turns"
+echo "We met for $n; counsel's notes command summarized the transcript."
