@@ -106,12 +106,19 @@ impl Commission {
             Kept(Mapping::new(), Mapping::new())
         } else {
             serde_yaml_ng::from_str::<Kept>(split.yaml).map_err(|e| {
-                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-                at(split.first_line + line - 1, col, format!("invalid YAML: {e}"))
+                let (line, col, said) = super::locate::yaml_error(&e, split.yaml, split.first_line);
+                at(line, col, format!("invalid YAML: {said}"))
             })?
         };
-        // A misspelt key is invalid like a bad value: `dependecies:` must not dispatch at once.
-        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &unknown, super::schema::commission_keys());
+        // A misspelt key is invalid like a bad value: `dependecies:` must not dispatch at once;
+        // nor `resources: {max_turn: 5}` run without its bound. (Keys the reader skips are
+        // not looked into: guild-hall writes them.)
+        let schema = super::schema::commission_schema();
+        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &unknown, schema);
+        let nested = super::keys::unknown(&fields, schema);
+        let resources_said = nested.iter().any(|u| u.within.first() == Some(&super::locate::Seg::key("resources")));
+        problems.extend(nested.iter().map(|u| u.problem(path, split.yaml, split.first_line, u.message())));
+        problems.sort_by_key(|p| (p.line, p.column));
         let mut bad = |key: &str, msg: String| {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));
@@ -145,7 +152,10 @@ impl Commission {
         let resources = match get("resources") {
             None | Some(Value::Null) => Resources::default(),
             Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
-                bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
+                // An unknown key in it is said above, at the key.
+                if !resources_said {
+                    bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
+                }
                 Resources::default()
             }),
         };

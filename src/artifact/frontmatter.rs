@@ -108,8 +108,8 @@ pub fn read_mapping<'a>(path: &Path, text: &'a str) -> Result<(String, Split<'a>
             Ok(Value::Null) => Mapping::new(),
             Ok(_) => return Err(at(sp.first_line, 1, "the frontmatter must be a mapping of keys to values".into())),
             Err(e) => {
-                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-                return Err(at(sp.first_line + line - 1, col, format!("invalid YAML: {e}")));
+                let (line, col, said) = super::locate::yaml_error(&e, sp.yaml, sp.first_line);
+                return Err(at(line, col, format!("invalid YAML: {said}")));
             }
         }
     };
