@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use super::frontmatter::{self, key_position, read_mapping, Problem};
+use super::frontmatter::{self, read_mapping, Problem};
 use super::ids;
 use super::keys;
-use super::locate::{self, At, Seg};
+use super::locate::Seg;
 use super::store::content_hash;
 
 super::vocabulary::vocabulary! {
@@ -60,6 +60,17 @@ impl Task {
     pub fn slug(&self) -> String {
         slug(&self.canonical)
     }
+
+    /// Where its `key` is in the plan's frontmatter, for a problem said at it
+    /// ([`Problem::at_value`]).
+    pub fn path_of(&self, key: &str) -> Vec<Seg> {
+        task_path(self.wave, self.index, key)
+    }
+}
+
+/// The path to wave `w`'s task `t` (both from 1)'s `key` in a plan's frontmatter.
+fn task_path(w: usize, t: usize, key: &str) -> Vec<Seg> {
+    vec![Seg::key("waves"), Seg::Index(w - 1), Seg::Index(t - 1), Seg::key(key)]
 }
 
 /// The filesystem slug of a canonical task id.
@@ -99,7 +110,7 @@ impl Plan {
         let mut bad = |at: Vec<Seg>, msg: String| said.push((at, msg));
         let top = |key: &str| vec![Seg::key(key)];
         // Wave `w`'s task `t` (from 1), or its `key`.
-        let task_at = |w: usize, t: usize, key: &str| vec![Seg::key("waves"), Seg::Index(w - 1), Seg::Index(t - 1), Seg::key(key)];
+        let task_at = |w: usize, t: usize, key: &str| task_path(w, t, key);
         let get = |k: &str| fields.get(k);
         let status = super::vocabulary::status_field::<PlanStatus>(get("status"), &mut |k: &str, m: String| bad(top(k), m));
         let parallelism = match get("parallelism") {
@@ -215,17 +226,8 @@ impl Plan {
         }
         let mut problems: Vec<Problem> = said
             .into_iter()
-            .map(|(mut at, msg)| {
-                // At the value named, else at what holds it (a task without `worker:`, say).
-                let (line, col) = loop {
-                    match locate::position(sp.yaml, &at, At::Value) {
-                        Some((line, col)) => break (sp.first_line + line - 1, col),
-                        None if at.len() > 1 => {
-                            at.pop();
-                        }
-                        None => break key_position(&sp, &keys::dotted(&at)),
-                    }
-                };
+            .map(|(at, msg)| {
+                let (line, col) = frontmatter::value_position(&sp, &at);
                 Problem::new(path, line, col, msg)
             })
             .collect();
@@ -285,6 +287,36 @@ impl Plan {
     pub fn task(&self, canonical: &str) -> Option<&Task> {
         self.tasks().find(|t| t.canonical == canonical)
     }
+
+    /// The task a person or tool names: by its canonical id, or by its label (`id:`) when no
+    /// other task of the plan has that label. Every command that takes a task name resolves
+    /// it here, so none picks one of two tasks silently.
+    pub fn find_task(&self, name: &str) -> Result<&Task, TaskLookup> {
+        if let Some(t) = self.task(name) {
+            return Ok(t);
+        }
+        let labelled: Vec<&Task> = self.tasks().filter(|t| t.label == name).collect();
+        let ids = |ts: &mut dyn Iterator<Item = &Task>| ts.map(|t| t.canonical.as_str()).collect::<Vec<_>>().join(", ");
+        match labelled.as_slice() {
+            [t] => Ok(t),
+            [] => Err(TaskLookup::None { plan: self.id.clone(), name: name.to_string(), tasks: ids(&mut self.tasks()) }),
+            more => Err(TaskLookup::Ambiguous {
+                plan: self.id.clone(),
+                name: name.to_string(),
+                count: more.len(),
+                tasks: ids(&mut more.iter().copied()),
+            }),
+        }
+    }
+}
+
+/// Why a task name names no one task of a plan ([`Plan::find_task`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskLookup {
+    #[error("plan {plan} has no task {name} (its tasks: {tasks})")]
+    None { plan: String, name: String, tasks: String },
+    #[error("plan {plan}: {count} tasks are labelled {name} (in different waves): name one by its canonical id, {tasks}")]
+    Ambiguous { plan: String, name: String, count: usize, tasks: String },
 }
 
 #[cfg(test)]
@@ -307,6 +339,19 @@ mod tests {
         assert_eq!(p.waves[1][0].label, "c");
         assert_eq!(p.verify, Some(vec!["cargo".to_string(), "test".to_string()]));
         assert_eq!(p.parallelism, 2);
+    }
+
+    /// A label two waves share names neither: the canonical id names each.
+    #[test]
+    fn a_task_is_found_by_canonical_id_or_by_a_label_only_it_has() {
+        let p = parse("---\nwaves:\n  - - {id: task-1, worker: w, prompt: a}\n    - {id: only, worker: w, prompt: b}\n  - - {id: task-1, worker: w, prompt: c}\n---\n")
+            .expect("valid");
+        assert_eq!(p.find_task("port:exec:wave-2:task-1").map(|t| t.prompt.as_str()), Ok("c"));
+        assert_eq!(p.find_task("only").map(|t| t.canonical.as_str()), Ok("port:exec:wave-1:task-2"));
+        let e = p.find_task("task-1").expect_err("two waves have it").to_string();
+        assert_eq!(e, "plan port: 2 tasks are labelled task-1 (in different waves): name one by its canonical id, port:exec:wave-1:task-1, port:exec:wave-2:task-1");
+        let e = p.find_task("nope").expect_err("none").to_string();
+        assert!(e.starts_with("plan port has no task nope (its tasks: port:exec:wave-1:task-1, "), "{e}");
     }
 
     #[test]
