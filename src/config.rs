@@ -103,8 +103,8 @@ impl ProjectConfig {
             return Ok(Self::default());
         }
         // Every misspelt key at once, each at its place (one a line).
-        let schema = crate::artifact::keys::closed(crate::artifact::keys::fields::<ProjectConfig>());
-        let problems = crate::artifact::keys::check_file(&path, &text, &schema);
+        let shape = crate::artifact::keys::Shape::closed(crate::artifact::keys::fields::<ProjectConfig>());
+        let problems = crate::artifact::keys::check_file(&path, &text, &shape);
         if !problems.is_empty() {
             return Err(anyhow!("{}", problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")));
         }

@@ -117,14 +117,34 @@ pub fn dotted(path: &[Seg]) -> String {
     out
 }
 
-/// Every key of `mapping`, at any depth, that the JSON Schema `schema` (schemars', derived
-/// from the types that parse the file) does not allow: where a schema says
-/// `additionalProperties: false`. What the schema leaves open (`env:`, `tasks:`) is not looked
-/// into, and a value of another type than the schema's is left to the parser to report.
-pub fn unknown(mapping: &serde_yaml_ng::Mapping, schema: &serde_json::Value) -> Vec<Unknown> {
-    let mut out = Vec::new();
-    walk_mapping(mapping, &[schema], schema, &mut Vec::new(), &mut out);
-    out
+/// Which keys a file may hold where, compiled once from a JSON Schema (schemars', derived
+/// from the types that parse the file): every pass checks every artifact against it.
+#[derive(Debug, Clone, Default)]
+pub struct Shape {
+    /// The keys a mapping here may hold, each with its value's shape; `None`: the schema
+    /// expects no mapping here (a value of another type is the parser's to report).
+    keys: Option<std::collections::BTreeMap<String, Shape>>,
+    /// Any other key is refused (`additionalProperties: false` in every alternative).
+    closed: bool,
+    /// The shape of any other key's value (`additionalProperties: {…}`, as `env:`'s).
+    other: Option<Box<Shape>>,
+    /// The shape of a list's items.
+    items: Option<Box<Shape>>,
+}
+
+impl Shape {
+    /// The shape of what the JSON Schema `schema` allows (its `$ref`s followed into its
+    /// `$defs`, `anyOf`/`oneOf`/`allOf` alternatives merged).
+    pub fn of(schema: &serde_json::Value) -> Shape {
+        compile(&[schema], schema, 0)
+    }
+
+    /// A mapping that may hold exactly `fields` (of any value), for a type with no schema of
+    /// its own ([`fields`] of it).
+    pub fn closed(fields: &[&str]) -> Shape {
+        let keys = fields.iter().map(|f| (f.to_string(), Shape::default())).collect();
+        Shape { keys: Some(keys), closed: true, other: None, items: None }
+    }
 }
 
 /// The schemas `schema` stands for: itself, and what its `$ref`, `allOf`, `anyOf` and `oneOf`
@@ -146,73 +166,93 @@ fn alternatives<'s>(schema: &'s serde_json::Value, root: &'s serde_json::Value, 
     }
 }
 
-fn walk(value: &serde_yaml_ng::Value, schemas: &[&serde_json::Value], root: &serde_json::Value, at: &mut Vec<Seg>, out: &mut Vec<Unknown>) {
-    match value {
-        serde_yaml_ng::Value::Mapping(m) => walk_mapping(m, schemas, root, at, out),
-        serde_yaml_ng::Value::Sequence(items) => {
-            let mut all = Vec::new();
-            for s in schemas {
-                alternatives(s, root, 0, &mut all);
-            }
-            let inner: Vec<&serde_json::Value> = all.iter().filter_map(|s| s.get("items")).filter(|i| i.is_object()).collect();
-            if inner.is_empty() {
-                return;
-            }
-            for (i, item) in items.iter().enumerate() {
-                at.push(Seg::Index(i));
-                walk(item, &inner, root, at, out);
-                at.pop();
-            }
-        }
-        serde_yaml_ng::Value::Tagged(t) => walk(&t.value, schemas, root, at, out),
-        _ => {}
+/// One shape for all of `schemas` (a value may be any of them); open past a bounded depth
+/// (a recursive schema).
+fn compile(schemas: &[&serde_json::Value], root: &serde_json::Value, depth: usize) -> Shape {
+    if depth > 16 {
+        return Shape::default();
     }
-}
-
-fn walk_mapping(
-    m: &serde_yaml_ng::Mapping,
-    schemas: &[&serde_json::Value],
-    root: &serde_json::Value,
-    at: &mut Vec<Seg>,
-    out: &mut Vec<Unknown>,
-) {
     let mut all = Vec::new();
     for s in schemas {
         alternatives(s, root, 0, &mut all);
     }
     let objects: Vec<&serde_json::Value> = all
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|s| {
             s.get("properties").is_some()
                 || s.get("additionalProperties").is_some()
                 || s.get("type").is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.iter().any(|t| t == "object")))
         })
         .collect();
-    if objects.is_empty() {
-        return;
-    }
-    let closed = objects.iter().all(|s| s.get("additionalProperties") == Some(&serde_json::Value::Bool(false)));
-    let mut known: Vec<String> =
-        objects.iter().filter_map(|s| s.get("properties").and_then(|p| p.as_object())).flat_map(|p| p.keys().cloned()).collect();
-    known.sort();
-    known.dedup();
-    for (k, v) in m {
-        let key = k.as_str().map(str::to_string).unwrap_or_else(|| show(k));
-        let inner: Vec<&serde_json::Value> = objects
-            .iter()
-            .filter_map(|s| {
-                s.get("properties").and_then(|p| p.get(&key)).or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
+    let sub = |of: Vec<&serde_json::Value>| (!of.is_empty()).then(|| Box::new(compile(&of, root, depth + 1)));
+    let keys = (!objects.is_empty()).then(|| {
+        let names: std::collections::BTreeSet<&String> =
+            objects.iter().filter_map(|s| s.get("properties").and_then(|p| p.as_object())).flat_map(|p| p.keys()).collect();
+        names
+            .into_iter()
+            .map(|k| {
+                let of: Vec<&serde_json::Value> = objects.iter().filter_map(|s| s.get("properties").and_then(|p| p.get(k))).collect();
+                (k.clone(), compile(&of, root, depth + 1))
             })
-            .collect();
-        if inner.is_empty() {
-            if closed {
-                out.push(Unknown { within: at.clone(), key, known: known.clone() });
+            .collect()
+    });
+    Shape {
+        keys,
+        closed: !objects.is_empty() && objects.iter().all(|s| s.get("additionalProperties") == Some(&serde_json::Value::Bool(false))),
+        other: sub(objects.iter().filter_map(|s| s.get("additionalProperties")).filter(|a| a.is_object()).collect()),
+        items: sub(all.iter().filter_map(|s| s.get("items")).filter(|i| i.is_object()).collect()),
+    }
+}
+
+/// Every key of `mapping`, at any depth, that `shape` does not allow. What the schema
+/// leaves open (`env:`, `tasks:`) is not looked into.
+pub fn unknown(mapping: &serde_yaml_ng::Mapping, shape: &Shape) -> Vec<Unknown> {
+    let mut out = Vec::new();
+    walk_mapping(mapping, shape, &mut Vec::new(), &mut out);
+    out
+}
+
+fn walk(value: &serde_yaml_ng::Value, shape: &Shape, at: &mut Vec<Seg>, out: &mut Vec<Unknown>) {
+    match value {
+        serde_yaml_ng::Value::Mapping(m) => walk_mapping(m, shape, at, out),
+        serde_yaml_ng::Value::Sequence(items) => {
+            let Some(inner) = &shape.items else { return };
+            for (i, item) in items.iter().enumerate() {
+                at.push(Seg::Index(i));
+                walk(item, inner, at, out);
+                at.pop();
             }
-            continue;
         }
-        at.push(Seg::Key(key));
-        walk(v, &inner, root, at, out);
-        at.pop();
+        serde_yaml_ng::Value::Tagged(t) => walk(&t.value, shape, at, out),
+        _ => {}
+    }
+}
+
+fn walk_mapping(m: &serde_yaml_ng::Mapping, shape: &Shape, at: &mut Vec<Seg>, out: &mut Vec<Unknown>) {
+    let Some(keys) = &shape.keys else { return };
+    let refused = |key: String, at: &[Seg], out: &mut Vec<Unknown>| {
+        if shape.closed {
+            out.push(Unknown { within: at.to_vec(), key, known: keys.keys().cloned().collect() });
+        }
+    };
+    for (k, v) in m {
+        let Some(key) = k.as_str() else {
+            refused(show(k), at, out);
+            continue;
+        };
+        match keys.get(key).or(shape.other.as_deref()) {
+            // Only a mapping or a list holds keys to look into.
+            Some(inner)
+                if matches!(v, serde_yaml_ng::Value::Mapping(_) | serde_yaml_ng::Value::Sequence(_) | serde_yaml_ng::Value::Tagged(_)) =>
+            {
+                at.push(Seg::Key(key.to_string()));
+                walk(v, inner, at, out);
+                at.pop();
+            }
+            Some(_) => {}
+            None => refused(key.to_string(), at, out),
+        }
     }
 }
 
@@ -221,15 +261,15 @@ fn show(v: &serde_yaml_ng::Value) -> String {
 }
 
 /// A problem for each key of `mapping` (read from `yaml`, whose first line is line
-/// `first_line` of the file at `path`) that `schema` does not allow, at the key, in file order.
+/// `first_line` of the file at `path`) that `shape` does not allow, at the key, in file order.
 pub fn unknown_keys(
     path: &std::path::Path,
     yaml: &str,
     first_line: usize,
     mapping: &serde_yaml_ng::Mapping,
-    schema: &serde_json::Value,
+    shape: &Shape,
 ) -> Vec<Problem> {
-    let mut out: Vec<Problem> = unknown(mapping, schema).iter().map(|u| u.problem(path, yaml, first_line, u.message())).collect();
+    let mut out: Vec<Problem> = unknown(mapping, shape).iter().map(|u| u.problem(path, yaml, first_line, u.message())).collect();
     out.sort_by_key(|p| (p.line, p.column));
     out
 }
@@ -237,22 +277,15 @@ pub fn unknown_keys(
 /// What is wrong with a whole YAML file (`worker.yaml`, `.lore/guild-hall.yaml`) before its
 /// type reads it: that it is not YAML (at the parser's position, counted in the file), else
 /// [`unknown_keys`]; nothing when it is not a mapping (the type's own parse says so then).
-pub fn check_file(path: &std::path::Path, text: &str, schema: &serde_json::Value) -> Vec<Problem> {
+pub fn check_file(path: &std::path::Path, text: &str, shape: &Shape) -> Vec<Problem> {
     match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
-        Ok(serde_yaml_ng::Value::Mapping(m)) => unknown_keys(path, text, 1, &m, schema),
+        Ok(serde_yaml_ng::Value::Mapping(m)) => unknown_keys(path, text, 1, &m, shape),
         Ok(_) => Vec::new(),
         Err(e) => {
             let (line, col, said) = locate::yaml_error(&e, text, 1);
             vec![Problem::new(path, line, col, format!("invalid YAML: {said}"))]
         }
     }
-}
-
-/// The schema of a mapping that may hold exactly `fields` (of any value), for a type with no
-/// schema of its own ([`fields`] of it).
-pub fn closed(fields: &[&str]) -> serde_json::Value {
-    let properties: serde_json::Map<String, serde_json::Value> = fields.iter().map(|f| (f.to_string(), serde_json::json!({}))).collect();
-    serde_json::json!({"type": "object", "properties": properties, "additionalProperties": false})
 }
 
 #[cfg(test)]
@@ -309,7 +342,7 @@ mod tests {
     /// Every unknown key, at any depth the schema closes, at the key itself counted in the file.
     #[test]
     fn every_unknown_key_at_any_depth_at_the_key() {
-        let schema = serde_json::to_value(schemars::schema_for!(Outer)).expect("schema");
+        let schema = Shape::of(&serde_json::to_value(schemars::schema_for!(Outer)).expect("schema"));
         let yaml = "title: T\nnotes: |\n  dependecies: no\n\"quoted\": 1\ndependecies: [a]\nlimits: {max_turn: 5}\nitems:\n  - max_turns: 1\n  - max_turn: 2\nenv: {ANY: x}\n";
         let m: serde_yaml_ng::Mapping = serde_yaml_ng::from_str(yaml).expect("yaml");
         let said: Vec<String> = unknown_keys(std::path::Path::new("c.md"), yaml, 2, &m, &schema).iter().map(|p| p.to_string()).collect();
@@ -325,7 +358,7 @@ mod tests {
         let flow = "{a: 1}\n";
         let m: serde_yaml_ng::Mapping = serde_yaml_ng::from_str(flow).expect("yaml");
         let said: Vec<String> =
-            unknown_keys(std::path::Path::new("w.yaml"), flow, 1, &m, &closed(&["b"])).iter().map(|p| p.to_string()).collect();
+            unknown_keys(std::path::Path::new("w.yaml"), flow, 1, &m, &Shape::closed(&["b"])).iter().map(|p| p.to_string()).collect();
         assert_eq!(said, ["w.yaml:1:2: unknown key `a`: did you mean `b`?"]);
     }
 }

@@ -232,7 +232,7 @@ impl Plan {
             })
             .collect();
         // Every unknown key, a task's too, at the key.
-        for u in keys::unknown(&fields, super::schema::plan_schema()) {
+        for u in keys::unknown(&fields, super::schema::plan_shape()) {
             let msg = match u.within.as_slice() {
                 [Seg::Key(waves), Seg::Index(w), Seg::Index(t)] if waves == "waves" => {
                     let label =

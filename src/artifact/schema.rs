@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::commission::{Desired, Resources, Status};
+use super::keys::Shape;
 use super::meeting::MeetingStatus;
 use super::plan::PlanStatus;
 
@@ -156,8 +157,7 @@ pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
     }
 }
 
-/// A commission's schema, built once: what editors get, and what the unknown-key check
-/// ([`super::keys::unknown`]) walks.
+/// A commission's schema, built once: what editors get.
 pub fn commission_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
     S.get_or_init(|| schemars::schema_for!(Commission).to_value())
@@ -173,6 +173,25 @@ pub fn meeting_schema() -> &'static serde_json::Value {
 pub fn plan_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
     S.get_or_init(|| schemars::schema_for!(PlanFrontmatter).to_value())
+}
+
+/// The keys a commission may hold where, from its schema: what the unknown-key check
+/// ([`super::keys::unknown`]) walks.
+pub fn commission_shape() -> &'static Shape {
+    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| Shape::of(commission_schema()))
+}
+
+/// The keys a meeting may hold where, from its schema.
+pub fn meeting_shape() -> &'static Shape {
+    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| Shape::of(meeting_schema()))
+}
+
+/// The keys a plan may hold where (its tasks' too), from its schema.
+pub fn plan_shape() -> &'static Shape {
+    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| Shape::of(plan_schema()))
 }
 
 /// One task of a wave: a commission for `worker`, run in its own worktree.

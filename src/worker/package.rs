@@ -265,12 +265,18 @@ impl Manifest {
         S.get_or_init(|| schemars::schema_for!(Manifest).to_value())
     }
 
+    /// The keys `worker.yaml` may hold where, from its schema.
+    fn shape() -> &'static crate::artifact::keys::Shape {
+        static S: std::sync::OnceLock<crate::artifact::keys::Shape> = std::sync::OnceLock::new();
+        S.get_or_init(|| crate::artifact::keys::Shape::of(Manifest::schema()))
+    }
+
     /// Parse and validate `worker.yaml` (at `file`): not YAML, or every key at any depth
     /// (`resources:`, `sandbox:`) the manifest does not have, with a "did you mean"; else what
     /// its type found; then the values no type says (a name, `pass_env`'s names, a command).
     /// Each a problem at its place.
     pub fn parse(file: &Path, text: &str) -> Result<Manifest, Vec<Problem>> {
-        let problems = crate::artifact::keys::check_file(file, text, Manifest::schema());
+        let problems = crate::artifact::keys::check_file(file, text, Manifest::shape());
         if !problems.is_empty() {
             return Err(problems);
         }
