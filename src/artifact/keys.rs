@@ -1,6 +1,6 @@
-//! The keys a file a person writes may hold, read from the very types that parse it (serde's
-//! own field list of a `Deserialize` struct: the schemas', the manifest's, the settings'), and
-//! an unknown one as a problem at the key itself with a "did you mean": one list per file.
+//! The keys a file a person writes may hold, at every depth, read from the very types that
+//! parse it (their JSON Schemas compiled into a [`Shape`]; serde's own field list of a type
+//! without one), and each unknown one as a problem at the key itself with a "did you mean".
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
