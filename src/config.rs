@@ -102,13 +102,15 @@ impl ProjectConfig {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        let known = crate::artifact::keys::fields::<ProjectConfig>();
-        if let Some(p) = crate::artifact::keys::unknown_in_file(&path, &text, known).into_iter().next() {
-            return Err(anyhow!("{p}"));
+        // Every misspelt key at once, each at its place (one a line).
+        let shape = crate::artifact::keys::Shape::closed(crate::artifact::keys::fields::<ProjectConfig>());
+        let problems = crate::artifact::keys::check_file(&path, &text, &shape);
+        if !problems.is_empty() {
+            return Err(anyhow!("{}", problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")));
         }
         let cfg: ProjectConfig = serde_yaml_ng::from_str(&text).map_err(|e| {
-            let loc = e.location().map(|l| format!(":{}:{}", l.line(), l.column())).unwrap_or_default();
-            anyhow!("{}{loc}: {e}", path.display())
+            let (line, col, said) = crate::artifact::locate::yaml_error(&e, &text, 1);
+            anyhow!("{}", crate::artifact::Problem::new(&path, line, col, said))
         })?;
         if cfg.commission_cap == 0 {
             return Err(anyhow!("{}: commission_cap must be at least 1", path.display()));
@@ -400,7 +402,7 @@ pub fn default_project_name(root: &Path) -> String {
 
 /// Optional durations as humantime strings.
 pub mod opt_duration_str {
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserializer, Serializer};
     use std::time::Duration;
 
     pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -410,10 +412,7 @@ pub mod opt_duration_str {
         }
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        match Option::<String>::deserialize(d)? {
-            Some(s) => humantime::parse_duration(&s).map(Some).map_err(|e| serde::de::Error::custom(format!("bad duration {s:?}: {e}"))),
-            None => Ok(None),
-        }
+        d.deserialize_option(super::duration_str::Humantime)
     }
 }
 
@@ -462,37 +461,66 @@ pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
 
 /// Sizes as a number of bytes or a string with a unit (`100MiB`, `1 GiB`).
 mod byte_size {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Repr {
-        Bytes(u64),
-        Text(String),
-    }
+    use serde::de::{self, Deserializer, Visitor};
+    use serde::Serializer;
 
     pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(*n)
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        match Repr::deserialize(d).map_err(|_| serde::de::Error::custom("expected a size: a number of bytes, or e.g. `100MiB`"))? {
-            Repr::Bytes(n) => Ok(n),
-            Repr::Text(t) => super::parse_size(&t).map_err(serde::de::Error::custom),
+        d.deserialize_any(Size)
+    }
+
+    /// Read by a visitor so that a bad value is said at its own position in the file.
+    struct Size;
+
+    impl Visitor<'_> for Size {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a size: a number of bytes, or e.g. `100MiB`")
+        }
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
+            Ok(n)
+        }
+        fn visit_str<E: de::Error>(self, t: &str) -> Result<u64, E> {
+            super::parse_size(t).map_err(E::custom)
         }
     }
 }
 
 /// Durations as humantime strings (`90s`, `5m`).
 mod duration_str {
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::de::{self, Deserializer, Visitor};
+    use serde::Serializer;
     use std::time::Duration;
 
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&humantime::format_duration(*d).to_string())
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let s = String::deserialize(d)?;
-        humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("bad duration {s:?}: {e}")))
+        d.deserialize_str(Humantime)?.ok_or_else(|| de::Error::custom("expected a duration such as 90s or 5m"))
+    }
+
+    /// Read by a visitor so that a bad value is said at its own position in the file.
+    pub(super) struct Humantime;
+
+    impl<'de> Visitor<'de> for Humantime {
+        type Value = Option<Duration>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a duration such as 90s or 5m")
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<Duration>, E> {
+            humantime::parse_duration(s).map(Some).map_err(|e| E::custom(format!("bad duration {s:?}: {e}")))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Option<Duration>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Option<Duration>, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<Duration>, D::Error> {
+            d.deserialize_str(self)
+        }
     }
 }
 

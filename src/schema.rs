@@ -7,7 +7,7 @@ pub const KINDS: [&str; 4] = ["commission", "meeting", "plan", "worker"];
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
 pub fn schema(kind: &str) -> Option<String> {
     match kind {
-        "worker" => serde_json::to_string_pretty(&schemars::schema_for!(crate::worker::package::Manifest)).ok(),
+        "worker" => serde_json::to_string_pretty(crate::worker::package::Manifest::schema()).ok(),
         _ => crate::artifact::schema::schema(kind),
     }
 }

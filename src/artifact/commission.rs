@@ -106,12 +106,19 @@ impl Commission {
             Kept(Mapping::new(), Mapping::new())
         } else {
             serde_yaml_ng::from_str::<Kept>(split.yaml).map_err(|e| {
-                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-                at(split.first_line + line - 1, col, format!("invalid YAML: {e}"))
+                let (line, col, said) = super::locate::yaml_error(&e, split.yaml, split.first_line);
+                at(line, col, format!("invalid YAML: {said}"))
             })?
         };
-        // A misspelt key is invalid like a bad value: `dependecies:` must not dispatch at once.
-        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &unknown, super::schema::commission_keys());
+        // A misspelt key is invalid like a bad value: `dependecies:` must not dispatch at once;
+        // nor `resources: {max_turn: 5}` run without its bound. (Keys the reader skips are
+        // not looked into: guild-hall writes them.)
+        let schema = super::schema::commission_shape();
+        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &unknown, schema);
+        let nested = super::keys::unknown(&fields, schema);
+        let resources_said = nested.iter().any(|u| u.within.first() == Some(&super::locate::Seg::key("resources")));
+        problems.extend(nested.iter().map(|u| u.problem(path, split.yaml, split.first_line, u.message())));
+        problems.sort_by_key(|p| (p.line, p.column));
         let mut bad = |key: &str, msg: String| {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));
@@ -145,7 +152,10 @@ impl Commission {
         let resources = match get("resources") {
             None | Some(Value::Null) => Resources::default(),
             Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
-                bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
+                // An unknown key in it is said above, at the key.
+                if !resources_said {
+                    bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
+                }
                 Resources::default()
             }),
         };
@@ -250,18 +260,21 @@ impl<'de> Deserialize<'de> for Kept {
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Kept, A::Error> {
                 let (mut out, mut unknown) = (Mapping::new(), Mapping::new());
                 let known = super::schema::commission_keys();
+                // Keys whose values are skipped, to find one written twice like the others.
+                let mut skipped: Vec<Value> = Vec::new();
                 while let Some(k) = m.next_key::<Value>()? {
+                    if out.contains_key(&k) || skipped.contains(&k) {
+                        return Err(serde::de::Error::custom(format!("duplicate key `{}`", k.as_str().unwrap_or(""))));
+                    }
                     if k.as_str().is_some_and(|k| READ_KEYS.contains(&k)) {
-                        if out.contains_key(&k) {
-                            return Err(serde::de::Error::custom(format!("duplicate key `{}`", k.as_str().unwrap_or(""))));
-                        }
                         let v: Value = m.next_value()?;
                         out.insert(k, v);
                     } else {
                         m.next_value::<serde::de::IgnoredAny>()?;
                         if !k.as_str().is_some_and(|k| known.contains(&k)) {
-                            unknown.insert(k, Value::Null);
+                            unknown.insert(k.clone(), Value::Null);
                         }
+                        skipped.push(k);
                     }
                 }
                 Ok(Kept(out, unknown))
@@ -311,5 +324,14 @@ mod tests {
         let e = parse("---\ntitle: T\nworker: scribe\ndependecies: [a/b.md]\n---\nDo it.\n").unwrap_err();
         assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:1: unknown key `dependecies`: did you mean `dependencies`?");
         assert!(parse("---\nworker: scribe\ndate: 2026-11-22\n---\nDo it.\n").is_ok(), "every schema key is allowed");
+    }
+
+    /// A key written twice is at its second line, whether its value is read or skipped.
+    #[test]
+    fn a_duplicate_key_is_at_the_duplicate() {
+        for key in ["title", "date"] {
+            let e = parse(&format!("---\n{key}: A\nworker: scribe\n{key}: B\n---\nDo it.\n")).unwrap_err();
+            assert_eq!(e[0].to_string(), format!(".lore/commissions/c1.md:4:1: invalid YAML: duplicate key `{key}`"));
+        }
     }
 }

@@ -6,6 +6,8 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::locate::{At, Seg};
+
 /// A problem with a file, reported as `path:line:col: message`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
@@ -25,6 +27,14 @@ impl Problem {
     pub fn at_key(path: &Path, key: &str, message: impl Into<String>) -> Problem {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let (line, col) = split(&text).map(|s| key_position(&s, key)).unwrap_or((1, 1));
+        Problem::new(path, line, col, message)
+    }
+
+    /// A problem at the value at `at` (a path of keys and indexes, a plan task's `worker:`
+    /// say) in the frontmatter of the file at `path` ([`value_position`]).
+    pub fn at_value(path: &Path, at: &[Seg], message: impl Into<String>) -> Problem {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let (line, col) = split(&text).map(|s| value_position(&s, at)).unwrap_or((1, 1));
         Problem::new(path, line, col, message)
     }
 }
@@ -108,8 +118,8 @@ pub fn read_mapping<'a>(path: &Path, text: &'a str) -> Result<(String, Split<'a>
             Ok(Value::Null) => Mapping::new(),
             Ok(_) => return Err(at(sp.first_line, 1, "the frontmatter must be a mapping of keys to values".into())),
             Err(e) => {
-                let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-                return Err(at(sp.first_line + line - 1, col, format!("invalid YAML: {e}")));
+                let (line, col, said) = super::locate::yaml_error(&e, sp.yaml, sp.first_line);
+                return Err(at(line, col, format!("invalid YAML: {said}")));
             }
         }
     };
@@ -162,6 +172,20 @@ pub fn key_position(split: &Split<'_>, key: &str) -> (usize, usize) {
                 return (split.first_line + i, value + 1);
             }
         }
+    }
+    (split.first_line, 1)
+}
+
+/// 1-based (line, column) in the file of the value at `at` in the frontmatter; else of the
+/// nearest thing holding it that is there (a task without `worker:`: the task), else of the
+/// frontmatter's first line.
+pub fn value_position(split: &Split<'_>, at: &[Seg]) -> (usize, usize) {
+    let mut at = at;
+    while !at.is_empty() {
+        if let Some((line, col)) = super::locate::position(split.yaml, at, At::Value) {
+            return (split.first_line + line - 1, col);
+        }
+        at = &at[..at.len() - 1];
     }
     (split.first_line, 1)
 }

@@ -54,7 +54,7 @@ impl Meeting {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
     pub fn parse(path: &Path, text: &str) -> Result<Meeting, Vec<Problem>> {
         let (stem, split, fields) = read_mapping(path, text)?;
-        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &fields, super::schema::meeting_keys());
+        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &fields, super::schema::meeting_shape());
         let mut bad = |key: &str, msg: String| {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));

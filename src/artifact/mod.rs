@@ -7,6 +7,7 @@ pub mod commission;
 pub mod frontmatter;
 pub mod ids;
 pub mod keys;
+pub mod locate;
 pub mod meeting;
 pub mod plan;
 pub mod schema;

@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use super::frontmatter::{self, key_position, read_mapping, Problem};
+use super::frontmatter::{self, read_mapping, Problem};
 use super::ids;
+use super::keys;
+use super::locate::Seg;
 use super::store::content_hash;
 
 super::vocabulary::vocabulary! {
@@ -58,6 +60,17 @@ impl Task {
     pub fn slug(&self) -> String {
         slug(&self.canonical)
     }
+
+    /// Where its `key` is in the plan's frontmatter, for a problem said at it
+    /// ([`Problem::at_value`]).
+    pub fn path_of(&self, key: &str) -> Vec<Seg> {
+        task_path(self.wave, self.index, key)
+    }
+}
+
+/// The path to wave `w`'s task `t` (both from 1)'s `key` in a plan's frontmatter.
+fn task_path(w: usize, t: usize, key: &str) -> Vec<Seg> {
+    vec![Seg::key("waves"), Seg::Index(w - 1), Seg::Index(t - 1), Seg::key(key)]
 }
 
 /// The filesystem slug of a canonical task id.
@@ -91,19 +104,21 @@ pub struct Plan {
 impl Plan {
     pub fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
         let (stem, sp, fields) = read_mapping(path, text)?;
-        let mut problems = super::keys::unknown_keys(path, sp.yaml, sp.first_line, &fields, super::schema::plan_keys());
-        let mut bad = |key: &str, msg: String| {
-            let (line, col) = key_position(&sp, key);
-            problems.push(Problem::new(path, line, col, msg));
-        };
+        // What is wrong, and where: a path into the frontmatter (a top-level key, or a task's
+        // key in its wave), positioned once all is known (only a plan with problems pays).
+        let mut said: Vec<(Vec<Seg>, String)> = Vec::new();
+        let mut bad = |at: Vec<Seg>, msg: String| said.push((at, msg));
+        let top = |key: &str| vec![Seg::key(key)];
+        // Wave `w`'s task `t` (from 1), or its `key`.
+        let task_at = |w: usize, t: usize, key: &str| task_path(w, t, key);
         let get = |k: &str| fields.get(k);
-        let status = super::vocabulary::status_field::<PlanStatus>(get("status"), &mut bad);
+        let status = super::vocabulary::status_field::<PlanStatus>(get("status"), &mut |k: &str, m: String| bad(top(k), m));
         let parallelism = match get("parallelism") {
             None | Some(Value::Null) => 1,
             Some(v) => match v.as_u64() {
                 Some(n) if (1..=64).contains(&n) => n as usize,
                 _ => {
-                    bad("parallelism", "parallelism must be a whole number from 1 to 64".into());
+                    bad(top("parallelism"), "parallelism must be a whole number from 1 to 64".into());
                     1
                 }
             },
@@ -114,7 +129,7 @@ impl Plan {
                 Some(items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
             }
             Some(_) => {
-                bad("verify", "verify must be a command as a list of words (argv), e.g. [\"cargo\", \"test\"]".into());
+                bad(top("verify"), "verify must be a command as a list of words (argv), e.g. [\"cargo\", \"test\"]".into());
                 None
             }
         };
@@ -122,19 +137,19 @@ impl Plan {
             None | Some(Value::Null) => None,
             Some(Value::String(w)) if ids::validate_id(w).is_ok() => Some(w.clone()),
             Some(_) => {
-                bad("fixer", "fixer must be a worker package name".into());
+                bad(top("fixer"), "fixer must be a worker package name".into());
                 None
             }
         };
         let timeout = match get("timeout") {
             None | Some(Value::Null) => None,
-            Some(v) => frontmatter::timeout(v).map_err(|e| bad("timeout", e)).ok(),
+            Some(v) => frontmatter::timeout(v).map_err(|e| bad(top("timeout"), e)).ok(),
         };
         let desired = match get("desired") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "dispatched" || s == "cancelled" => Some(s.clone()),
             Some(_) => {
-                bad("desired", "desired must be dispatched or cancelled".into());
+                bad(top("desired"), "desired must be dispatched or cancelled".into());
                 None
             }
         };
@@ -144,7 +159,7 @@ impl Plan {
                 for (w, wave) in ws.iter().enumerate() {
                     let w = w + 1;
                     let Some(items) = wave.as_sequence().filter(|i| !i.is_empty()) else {
-                        bad("waves", format!("wave {w} is empty or not a list of tasks"));
+                        bad(vec![Seg::key("waves"), Seg::Index(w - 1)], format!("wave {w} is empty or not a list of tasks"));
                         continue;
                     };
                     let mut tasks: Vec<Task> = Vec::new();
@@ -153,33 +168,37 @@ impl Plan {
                         let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
                         let label = s("id").unwrap_or_else(|| format!("task-{t}"));
                         if tasks.iter().any(|x| x.label == label) {
-                            bad("waves", format!("wave {w}: duplicate task id {label:?}"));
+                            bad(task_at(w, t, "id"), format!("wave {w}: duplicate task id {label:?}"));
                         }
                         let worker = match s("worker") {
                             Some(wk) if ids::validate_id(&wk).is_ok() => wk,
                             _ => {
-                                bad("waves", format!("wave {w}, task {label}: needs `worker:`, a worker package name"));
+                                bad(task_at(w, t, "worker"), format!("wave {w}, task {label}: needs `worker:`, a worker package name"));
                                 String::new()
                             }
                         };
                         let prompt = match s("prompt") {
                             Some(p) if !p.trim().is_empty() => p,
                             _ => {
-                                bad("waves", format!("wave {w}, task {label}: needs `prompt:`, what the task is to achieve"));
+                                bad(
+                                    task_at(w, t, "prompt"),
+                                    format!("wave {w}, task {label}: needs `prompt:`, what the task is to achieve"),
+                                );
                                 String::new()
                             }
                         };
                         let timeout = match item.get("timeout") {
                             None | Some(Value::Null) => None,
-                            Some(v) => frontmatter::timeout(v).map_err(|e| bad("waves", format!("wave {w}, task {label}: {e}"))).ok(),
+                            Some(v) => frontmatter::timeout(v)
+                                .map_err(|e| bad(task_at(w, t, "timeout"), format!("wave {w}, task {label}: {e}")))
+                                .ok(),
                         };
-                        if let Some(m) = item.as_mapping() {
-                            let known = super::schema::task_keys();
-                            if let Some(k) = m.keys().filter_map(Value::as_str).find(|k| !known.contains(k)) {
-                                bad("waves", format!("wave {w}, task {label}: {}", super::keys::unknown_key(k, known)));
-                            }
-                        } else {
-                            bad("waves", format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")));
+                        // Its unknown keys are said below, with the plan's.
+                        if !item.is_mapping() {
+                            bad(
+                                task_at(w, t, "id"),
+                                format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")),
+                            );
                         }
                         tasks.push(Task {
                             canonical: format!("{stem}:exec:wave-{w}:task-{t}"),
@@ -196,16 +215,42 @@ impl Plan {
                 }
             }
             _ => bad(
-                "waves",
+                top("waves"),
                 format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
             ),
         }
         if let Some(v) = get("tasks") {
             if !v.is_null() && !v.is_mapping() {
-                bad("tasks", "tasks is written by guild-hall: a mapping of task ids to states".into());
+                bad(top("tasks"), "tasks is written by guild-hall: a mapping of task ids to states".into());
             }
         }
+        let mut problems: Vec<Problem> = said
+            .into_iter()
+            .map(|(at, msg)| {
+                let (line, col) = frontmatter::value_position(&sp, &at);
+                Problem::new(path, line, col, msg)
+            })
+            .collect();
+        // Every unknown key, a task's too, at the key.
+        for u in keys::unknown(&fields, super::schema::plan_shape()) {
+            let msg = match u.within.as_slice() {
+                [Seg::Key(waves), Seg::Index(w), Seg::Index(t)] if waves == "waves" => {
+                    let label =
+                        get("waves").and_then(|v| v.get(w)).and_then(|v| v.get(t)).and_then(|v| v.get("id")).and_then(Value::as_str);
+                    let known: Vec<&str> = u.known.iter().map(String::as_str).collect();
+                    format!(
+                        "wave {}, task {}: {}",
+                        w + 1,
+                        label.map(str::to_string).unwrap_or_else(|| format!("task-{}", t + 1)),
+                        keys::unknown_key(&u.key, &known)
+                    )
+                }
+                _ => u.message(),
+            };
+            problems.push(u.problem(path, sp.yaml, sp.first_line, msg));
+        }
         if !problems.is_empty() {
+            problems.sort_by_key(|p| (p.line, p.column));
             return Err(problems);
         }
         let mut fields = fields.clone();
@@ -242,6 +287,36 @@ impl Plan {
     pub fn task(&self, canonical: &str) -> Option<&Task> {
         self.tasks().find(|t| t.canonical == canonical)
     }
+
+    /// The task a person or tool names: by its canonical id, or by its label (`id:`) when no
+    /// other task of the plan has that label. Every command that takes a task name resolves
+    /// it here, so none picks one of two tasks silently.
+    pub fn find_task(&self, name: &str) -> Result<&Task, TaskLookup> {
+        if let Some(t) = self.task(name) {
+            return Ok(t);
+        }
+        let labelled: Vec<&Task> = self.tasks().filter(|t| t.label == name).collect();
+        let ids = |ts: &mut dyn Iterator<Item = &Task>| ts.map(|t| t.canonical.as_str()).collect::<Vec<_>>().join(", ");
+        match labelled.as_slice() {
+            [t] => Ok(t),
+            [] => Err(TaskLookup::None { plan: self.id.clone(), name: name.to_string(), tasks: ids(&mut self.tasks()) }),
+            more => Err(TaskLookup::Ambiguous {
+                plan: self.id.clone(),
+                name: name.to_string(),
+                count: more.len(),
+                tasks: ids(&mut more.iter().copied()),
+            }),
+        }
+    }
+}
+
+/// Why a task name names no one task of a plan ([`Plan::find_task`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskLookup {
+    #[error("plan {plan} has no task {name} (its tasks: {tasks})")]
+    None { plan: String, name: String, tasks: String },
+    #[error("plan {plan}: {count} tasks are labelled {name} (in different waves): name one by its canonical id, {tasks}")]
+    Ambiguous { plan: String, name: String, count: usize, tasks: String },
 }
 
 #[cfg(test)]
@@ -266,6 +341,19 @@ mod tests {
         assert_eq!(p.parallelism, 2);
     }
 
+    /// A label two waves share names neither: the canonical id names each.
+    #[test]
+    fn a_task_is_found_by_canonical_id_or_by_a_label_only_it_has() {
+        let p = parse("---\nwaves:\n  - - {id: task-1, worker: w, prompt: a}\n    - {id: only, worker: w, prompt: b}\n  - - {id: task-1, worker: w, prompt: c}\n---\n")
+            .expect("valid");
+        assert_eq!(p.find_task("port:exec:wave-2:task-1").map(|t| t.prompt.as_str()), Ok("c"));
+        assert_eq!(p.find_task("only").map(|t| t.canonical.as_str()), Ok("port:exec:wave-1:task-2"));
+        let e = p.find_task("task-1").expect_err("two waves have it").to_string();
+        assert_eq!(e, "plan port: 2 tasks are labelled task-1 (in different waves): name one by its canonical id, port:exec:wave-1:task-1, port:exec:wave-2:task-1");
+        let e = p.find_task("nope").expect_err("none").to_string();
+        assert!(e.starts_with("plan port has no task nope (its tasks: port:exec:wave-1:task-1, "), "{e}");
+    }
+
     #[test]
     fn timeouts_per_plan_and_per_task() {
         let p = parse(
@@ -284,7 +372,7 @@ mod tests {
     #[test]
     fn reports_problems_with_positions() {
         let e = parse("---\nwaves:\n  - []\n---\n").unwrap_err();
-        assert!(e[0].to_string().starts_with(".lore/plans/port.md:2:"), "{e:?}");
+        assert!(e[0].to_string().starts_with(".lore/plans/port.md:3:5:"), "at the wave, not at `waves:`: {e:?}");
         assert!(e[0].message.contains("wave 1 is empty"), "{e:?}");
         let e = parse("---\nverify: cargo test\nwaves:\n  - - {id: a, worker: w, prompt: p}\n    - {id: a, worker: w, prompt: q}\n---\n")
             .unwrap_err();
@@ -294,5 +382,24 @@ mod tests {
         let e = parse("---\nwaves:\n  - - {id: a, prompt: p, colour: red}\n---\n").unwrap_err();
         let all: String = e.iter().map(|p| p.message.clone()).collect::<Vec<_>>().join("\n");
         assert!(all.contains("needs `worker:`") && all.contains("unknown key `colour`"), "{all}");
+    }
+
+    /// A task's problem is at that task's key or value, counted in the file; every unknown
+    /// key is said, each at the key.
+    #[test]
+    fn task_problems_point_at_the_task() {
+        let text = "---\ntitle: P\nwaves:\n  - - id: a\n      worker: w\n      prompt: p\n      colr: 1\n    - {id: a, worker: W!, prompt: q}\n  - - {id: b, prompt: r, timeout: 5, wroker: w}\n---\n";
+        let said: Vec<String> = parse(text).unwrap_err().iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            said,
+            [
+                ".lore/plans/port.md:7:7: wave 1, task a: unknown key `colr` (known keys: id, prompt, timeout, title, worker)",
+                ".lore/plans/port.md:8:12: wave 1: duplicate task id \"a\"",
+                ".lore/plans/port.md:8:23: wave 1, task a: needs `worker:`, a worker package name",
+                ".lore/plans/port.md:9:7: wave 2, task b: needs `worker:`, a worker package name",
+                ".lore/plans/port.md:9:35: wave 2, task b: bad timeout 5: a duration such as 90m or 4h",
+                ".lore/plans/port.md:9:38: wave 2, task b: unknown key `wroker`: did you mean `worker`?",
+            ]
+        );
     }
 }

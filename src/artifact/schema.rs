@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::commission::{Desired, Resources, Status};
+use super::keys::Shape;
 use super::meeting::MeetingStatus;
 use super::plan::PlanStatus;
 
@@ -143,13 +144,54 @@ pub fn task_keys() -> &'static [&'static str] {
 
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
 pub fn schema(kind: &str) -> Option<String> {
-    let schema = match kind {
-        "commission" => schemars::schema_for!(Commission),
-        "meeting" => schemars::schema_for!(Meeting),
-        "plan" => schemars::schema_for!(PlanFrontmatter),
-        _ => return None,
-    };
-    serde_json::to_string_pretty(&schema).ok()
+    serde_json::to_string_pretty(value(kind)?).ok()
+}
+
+/// The JSON Schema of `kind` (one of [`KINDS`]) as a value.
+pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
+    match kind {
+        "commission" => Some(commission_schema()),
+        "meeting" => Some(meeting_schema()),
+        "plan" => Some(plan_schema()),
+        _ => None,
+    }
+}
+
+/// A commission's schema, built once: what editors get.
+pub fn commission_schema() -> &'static serde_json::Value {
+    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    S.get_or_init(|| schemars::schema_for!(Commission).to_value())
+}
+
+/// A meeting's schema, built once.
+pub fn meeting_schema() -> &'static serde_json::Value {
+    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    S.get_or_init(|| schemars::schema_for!(Meeting).to_value())
+}
+
+/// A plan's schema, built once.
+pub fn plan_schema() -> &'static serde_json::Value {
+    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    S.get_or_init(|| schemars::schema_for!(PlanFrontmatter).to_value())
+}
+
+/// The keys a commission may hold where, from its schema: what the unknown-key check
+/// ([`super::keys::unknown`]) walks.
+pub fn commission_shape() -> &'static Shape {
+    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| Shape::of(commission_schema()))
+}
+
+/// The keys a meeting may hold where, from its schema.
+pub fn meeting_shape() -> &'static Shape {
+    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| Shape::of(meeting_schema()))
+}
+
+/// The keys a plan may hold where (its tasks' too), from its schema.
+pub fn plan_shape() -> &'static Shape {
+    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| Shape::of(plan_schema()))
 }
 
 /// One task of a wave: a commission for `worker`, run in its own worktree.

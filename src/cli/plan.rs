@@ -77,6 +77,9 @@ pub enum PlanCmd {
     },
     /// A task's worker output (TASK: its canonical id or its label), or the last verify's.
     ///
+    /// A label two tasks share (`task-1` in two waves) is refused with their canonical ids
+    /// (`<plan>:exec:wave-<W>:task-<T>`, as `plan show` lists them): name one by it.
+    ///
     /// Control characters in it are shown as escapes (`\x1b`, `\r`), not carried out;
     /// newlines and tabs stay. `--raw` writes the bytes exactly.
     Logs {

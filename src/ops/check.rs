@@ -72,7 +72,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     for o in &plans.plans {
         for t in o.plan.tasks() {
             if let Err(why) = snap.workers.for_commission(&t.worker) {
-                problems.push(at_key(&o.plan.path, "waves", format!("wave {}, task {}: {why}", t.wave, t.label)));
+                problems.push(Problem::at_value(&o.plan.path, &t.path_of("worker"), format!("wave {}, task {}: {why}", t.wave, t.label)));
             }
         }
         if let Some(f) = &o.plan.fixer {

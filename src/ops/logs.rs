@@ -43,7 +43,8 @@ pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>
 }
 
 /// The log of plan `id`'s latest verify run (`verify`), or of its task `task` (its canonical
-/// id or its label) at its latest attempt.
+/// id, or a label no other task has: [`crate::artifact::plan::Plan::find_task`]) at its
+/// latest attempt.
 pub fn plan_log(home: &Home, project: &Project, id: &str, task: Option<&str>, verify: bool) -> Result<PathBuf> {
     let plan = crate::plan::observe::load(project, id)?;
     let record = crate::plan::observe::record(home, project, id)?;
@@ -52,7 +53,7 @@ pub fn plan_log(home: &Home, project: &Project, id: &str, task: Option<&str>, ve
         return Ok(StateDir(home.verify_state(&project.name, id)).log(runs));
     }
     let name = task.context("name a task (its canonical id or label), or --verify")?;
-    let t = plan.tasks().find(|t| t.canonical == name || t.label == name).with_context(|| format!("plan {id} has no task {name}"))?;
+    let t = plan.find_task(name)?;
     let attempt = record.and_then(|r| r.tasks.get(&t.canonical).map(|x| x.attempt)).unwrap_or(1);
     Ok(StateDir(home.task_state(&project.name, id, &t.slug())).log(attempt))
 }

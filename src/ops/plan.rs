@@ -2,7 +2,7 @@
 //! it, before anything is written) and ask for a transition (`retry`: `status: pending`,
 //! `cancel`: `status: cancelled`) by writing it into the file as a person would.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde_yaml_ng::Value;
 
 use crate::artifact::plan::{Plan, PlanStatus, Task};
@@ -90,7 +90,7 @@ pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Resu
 pub fn task(project: &Project, id: &str) -> Result<Option<(Plan, Task)>> {
     let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
     let plan = crate::plan::observe::load(project, plan)?;
-    let task = plan.task(id).cloned().with_context(|| format!("plan {} has no task {id}", plan.id))?;
+    let task = plan.find_task(id)?.clone();
     Ok(Some((plan, task)))
 }
 

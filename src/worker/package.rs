@@ -260,10 +260,47 @@ pub struct Package {
 }
 
 impl Manifest {
-    /// A problem at each key of `worker.yaml`'s `text` a manifest does not have (its own
-    /// fields, the schema's too), with a "did you mean".
-    pub fn unknown_keys(file: &Path, text: &str) -> Vec<Problem> {
-        crate::artifact::keys::unknown_in_file(file, text, crate::artifact::keys::fields::<Manifest>())
+    /// `worker.yaml`'s schema (the one `guild-hall schema worker` prints), built once.
+    pub fn schema() -> &'static serde_json::Value {
+        static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        S.get_or_init(|| schemars::schema_for!(Manifest).to_value())
+    }
+
+    /// The keys `worker.yaml` may hold where, from its schema.
+    fn shape() -> &'static crate::artifact::keys::Shape {
+        static S: std::sync::OnceLock<crate::artifact::keys::Shape> = std::sync::OnceLock::new();
+        S.get_or_init(|| crate::artifact::keys::Shape::of(Manifest::schema()))
+    }
+
+    /// Parse and validate `worker.yaml` (at `file`): not YAML, or every key at any depth
+    /// (`resources:`, `sandbox:`) the manifest does not have, with a "did you mean"; else what
+    /// its type found; then the values no type says (a name, `pass_env`'s names, a command).
+    /// Each a problem at its place.
+    pub fn parse(file: &Path, text: &str) -> Result<Manifest, Vec<Problem>> {
+        let problems = crate::artifact::keys::check_file(file, text, Manifest::shape());
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let m: Manifest = serde_yaml_ng::from_str(text).map_err(|e| {
+            let (line, col, said) = crate::artifact::locate::yaml_error(&e, text, 1);
+            vec![Problem::new(file, line, col, format!("invalid worker.yaml: {said}"))]
+        })?;
+        let at = |key: &str, msg: String| {
+            let (line, col) =
+                crate::artifact::locate::position(text, &[crate::artifact::locate::Seg::key(key)], crate::artifact::locate::At::Value)
+                    .unwrap_or((1, 1));
+            vec![Problem::new(file, line, col, msg)]
+        };
+        if let Err(e) = crate::artifact::ids::validate_id(&m.name) {
+            return Err(at("name", format!("bad name: {e}")));
+        }
+        if let Some(bad) = m.pass_env.iter().find(|n| !valid_env_name(n)) {
+            return Err(at("pass_env", format!("pass_env: {bad:?} is not a variable name")));
+        }
+        if m.command.is_empty() {
+            return Err(at("command", "command must be a non-empty list (argv)".into()));
+        }
+        Ok(m)
     }
 }
 
@@ -272,11 +309,8 @@ impl Package {
     pub fn load(dir: &Path) -> anyhow::Result<Package> {
         let file = dir.join("worker.yaml");
         let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        if let Some(p) = Manifest::unknown_keys(&file, &text).into_iter().next() {
-            return Err(anyhow::anyhow!("{p}"));
-        }
-        let manifest: Manifest = serde_yaml_ng::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        crate::artifact::ids::validate_id(&manifest.name)?;
+        let manifest = Manifest::parse(&file, &text)
+            .map_err(|ps| anyhow::anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
         Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
     }
 
@@ -425,34 +459,23 @@ impl Catalog {
                 Ok(t) => t,
                 Err(_) => continue,
             };
-            let unknown = Manifest::unknown_keys(&file, &text);
-            if !unknown.is_empty() {
-                for p in unknown {
-                    self.fail(&file, &dir_name, p.line, p.column, p.message);
-                }
-                continue;
-            }
-            match serde_yaml_ng::from_str::<Manifest>(&text) {
+            match Manifest::parse(&file, &text) {
                 Ok(m) => {
-                    if let Err(e) = crate::artifact::ids::validate_id(&m.name) {
-                        self.fail(&file, &dir_name, 1, 1, format!("bad name: {e}"));
-                        continue;
-                    }
-                    if let Some(bad) = m.pass_env.iter().find(|n| !valid_env_name(n)) {
-                        self.fail(&file, &m.name.clone(), 1, 1, format!("pass_env: {bad:?} is not a variable name"));
-                        continue;
-                    }
-                    if m.command.is_empty() {
-                        self.fail(&file, &m.name.clone(), 1, 1, "command must be a non-empty list (argv)".into());
-                        continue;
-                    }
                     if !self.packages.contains_key(&m.name) && !self.broken.contains_key(&m.name) {
                         self.packages.insert(m.name.clone(), Package { manifest: m, dir: d.clone(), source });
                     }
                 }
-                Err(e) => {
-                    let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-                    self.fail(&file, &dir_name, l, c, format!("invalid worker.yaml: {e}"));
+                Err(problems) => {
+                    // Known by the name it gives itself, if it reads that far (commissions ask
+                    // for it by that name); else by its directory's.
+                    let name = serde_yaml_ng::from_str::<Manifest>(&text)
+                        .ok()
+                        .map(|m| m.name)
+                        .filter(|n| crate::artifact::ids::validate_id(n).is_ok())
+                        .unwrap_or_else(|| dir_name.clone());
+                    for p in problems {
+                        self.fail(&file, &name, p.line, p.column, p.message);
+                    }
                 }
             }
         }
@@ -507,9 +530,23 @@ mod tests {
         keys.sort();
         assert_eq!(keys, props);
         let file = Path::new("w/worker.yaml");
-        let said: Vec<String> =
-            Manifest::unknown_keys(file, "name: w\ncommand: [x]\ncapabilites: [commission]\n").iter().map(|p| p.to_string()).collect();
-        assert_eq!(said, ["w/worker.yaml:3:1: unknown key `capabilites`: did you mean `capabilities`?"]);
-        assert!(Manifest::unknown_keys(file, "name: w\ncommand: [x]\n").is_empty());
+        let said =
+            |text: &str| -> Vec<String> { Manifest::parse(file, text).err().unwrap_or_default().iter().map(|p| p.to_string()).collect() };
+        assert_eq!(
+            said("name: w\ncommand: [x]\ncapabilites: [commission]\nresources: {max_turn: 5}\nsandbox:\n  writ: [/tmp]\n"),
+            [
+                "w/worker.yaml:3:1: unknown key `capabilites`: did you mean `capabilities`?",
+                "w/worker.yaml:4:13: unknown key `max_turn` in `resources`: did you mean `max_turns`?",
+                "w/worker.yaml:6:3: unknown key `writ` in `sandbox`: did you mean `write`?",
+            ],
+            "every one, nested too"
+        );
+        assert!(said("name: w\ncommand: [x]\nenv: {ANY_NAME: x}\nsandbox: off\n").is_empty());
+        // The position is said once, in front, counted in the file.
+        assert_eq!(said("name: w\ncommand: [x]\ncheckout: partial\n").len(), 1);
+        let bad = &said("name: w\ncommand: [x]\ncheckout: partial\n")[0];
+        assert!(bad.starts_with("w/worker.yaml:3:11: invalid worker.yaml: checkout: unknown variant `partial`"), "{bad}");
+        assert!(!bad.contains("line 3"), "{bad}");
+        assert_eq!(said("name: w\ncommand: []\n"), ["w/worker.yaml:2:10: command must be a non-empty list (argv)"]);
     }
 }

@@ -36,6 +36,7 @@ mod merge_trust;
 mod one_package;
 mod output_trust;
 mod plan_truth;
+mod positions;
 mod robustness;
 mod rpc;
 mod rpc_catalogue;
