@@ -106,8 +106,10 @@ impl crate::activity::kind::Action for Action {
                         Edit::Set(k, v) if k == "progress" => parts.push(format!("progress: {}", text(v))),
                         Edit::Set(k, _) if k == "result" => parts.push("result submitted".into()),
                         Edit::Set(k, _) if k == "questions" => parts.push("question logged".into()),
-                        // Why it waits, with the move to `blocked`; else the reason alone.
-                        Edit::Set(k, v) if k == "reason" && matches!(status(u).as_deref(), None | Some("blocked")) => parts.push(text(v)),
+                        // Why it waits, right after the move to `blocked`; else the reason alone.
+                        Edit::Set(k, v) if k == "reason" && matches!(status(u).as_deref(), None | Some("blocked")) => {
+                            parts.insert(usize::from(status(u).is_some()), text(v))
+                        }
                         Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
                         // Said by the status itself (`completed` is when it ended).
                         Edit::Set(k, _) if k == "status" || k == "completed" => {}
