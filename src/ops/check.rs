@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::artifact::{Problem, Status};
+use crate::artifact::Problem;
 use crate::commission::observe::observe;
 use crate::config::{Home, Project};
 
@@ -41,21 +41,14 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let mut waiting = Vec::new();
     for o in &snap.commissions {
         let a = &o.artifact;
-        match snap.workers.not_installed(&a.worker) {
-            Some(why) => {
-                // Still to run here (a draft once submitted); an ended or running one needs none.
-                let to_run = matches!(a.status, None | Some(Status::Pending | Status::Blocked | Status::Draft))
-                    && o.elsewhere.is_none()
-                    && o.integrated.is_none();
-                if to_run {
-                    waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
-                }
+        if crate::ops::status::still_to_run(o) {
+            if let Some(why) = crate::commission::decide::worker_waits(&snap.workers, &a.worker) {
+                waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
             }
-            // Installed but unusable (a broken package, no `commission` capability): invalid.
-            None => {
-                if let Err(why) = snap.workers.for_commission(&a.worker) {
-                    problems.push(at_key(&a.path, "worker", why));
-                }
+        } else if snap.workers.not_installed(&a.worker).is_none() {
+            // Ended, running or a draft: its package installed but unusable is a problem.
+            if let Err(why) = snap.workers.for_commission(&a.worker) {
+                problems.push(at_key(&a.path, "worker", why));
             }
         }
     }

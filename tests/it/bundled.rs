@@ -132,6 +132,56 @@ fn a_commission_for_a_missing_worker_waits_and_every_command_says_so() {
     assert!(row["waiting"].is_null() && row["reason"].is_null(), "{row}");
 }
 
+/// A package of the awaited name that cannot be used yet (a person still writing its
+/// `worker.yaml`: a misspelt key) keeps the commission waiting, no attempt spent, and the
+/// commands agree; fixed, it runs.
+#[test]
+fn a_broken_package_keeps_a_waiting_commission_waiting() {
+    let p = Project::new(&[]);
+    p.write_commission("w", "---\ntitle: W\nworker: scribe\n---\noutput: .lore/reports/w.md\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("w"), "blocked");
+    p.ok(&["workers", "add", "scribe"]);
+    let y = p.root.join(".lore/workers/scribe/worker.yaml");
+    let good = std::fs::read_to_string(&y).expect("yaml");
+    std::fs::write(&y, good.replace("capabilities:", "capabilites:")).expect("write");
+
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1, "the package is invalid: {out}");
+    assert!(out.contains("commission w waits"), "{out}");
+    // A pass says the package is invalid (exit 1, as `check`), and starts nothing.
+    let (_, plan, _) = p.run(&["reconcile", "--dry-run"]);
+    assert!(plan.contains("is invalid") && !plan.contains("dispatch"), "{plan}");
+    p.run(&["reconcile", "--once"]);
+    let row = p.status_json("w");
+    assert_eq!((row["status"].as_str(), row["attempt"].as_u64()), (Some("blocked"), Some(0)), "{row}");
+    assert!(row["reason"].as_str().is_some_and(|r| r.contains("scribe")), "{row}");
+
+    std::fs::write(&y, good).expect("write");
+    p.settle();
+    assert_eq!(p.status("w"), "completed", "{}", p.artifact("w"));
+}
+
+/// With `dispatch: manual`, a dispatch asked for while the commission waits for its worker is
+/// kept, not consumed, and carried out once the package is there.
+#[test]
+fn a_manual_dispatch_of_a_waiting_commission_runs_once_its_worker_is_there() {
+    let p = Project::new(&[]);
+    p.config("dispatch: manual\n");
+    p.write_commission("m", "---\ntitle: M\nworker: scribe\n---\noutput: .lore/reports/m.md\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("m"), "blocked");
+    let out = p.ok(&["commission", "dispatch", "m"]);
+    assert!(out.contains("desired: dispatched"), "{out}");
+    p.ok(&["reconcile", "--once"]);
+    let text = p.artifact("m");
+    assert!(text.contains("desired: dispatched") && text.contains("status: blocked"), "kept while it waits: {text}");
+    assert!(!text.contains("refused"), "{text}");
+    p.ok(&["workers", "add", "scribe"]);
+    p.settle();
+    assert_eq!(p.status("m"), "completed", "{}", p.artifact("m"));
+}
+
 /// Under `watch`, a package written into the home's `workers/` or the project's
 /// `.lore/workers/` is seen, and the commission waiting for it runs.
 #[test]
