@@ -56,16 +56,32 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let (meetings, meeting_problems) = crate::meeting::observe::observe(home, project, &snap.workers, &now)?;
     problems.extend(meeting_problems);
     for o in &meetings.meetings {
-        if let Err(why) = snap.workers.for_meeting(&o.meeting.worker) {
+        let worker = &o.meeting.worker;
+        if let Some(why) = snap.workers.not_installed(worker) {
+            // A request or an open meeting waits for its worker's package (an open one is put
+            // back to `requested` by the pass, saying so); an ended one needs none.
+            if !o.meeting.status.is_some_and(|s| s.is_final()) {
+                waiting.push(at_key(&o.meeting.path, "worker", format!("meeting {} waits: {why}", o.meeting.id)));
+            }
+        } else if let Err(why) = snap.workers.for_meeting(worker) {
             problems.push(at_key(&o.meeting.path, "worker", why));
         }
     }
     let (plans, plan_problems) = crate::plan::observe::observe(home, project, &snap.workers, &now, 0)?;
     problems.extend(plan_problems);
     for o in &plans.plans {
+        // A plan still to start waits for its tasks' workers (the pass holds it pending);
+        // one under way or over needs them as a matter of course.
+        let status = o.record.as_ref().map(|r| r.status).or(o.plan.status).unwrap_or(crate::artifact::plan::PlanStatus::Pending);
+        let to_start = status == crate::artifact::plan::PlanStatus::Pending && o.integrated.is_none();
         for t in o.plan.tasks() {
-            if let Err(why) = snap.workers.for_commission(&t.worker) {
-                problems.push(Problem::at_value(&o.plan.path, &t.path_of("worker"), format!("wave {}, task {}: {why}", t.wave, t.label)));
+            if let Some(why) = crate::commission::decide::worker_waits(&snap.workers, &t.worker) {
+                let at = Problem::at_value(&o.plan.path, &t.path_of("worker"), String::new());
+                if to_start {
+                    waiting.push(Problem { message: format!("plan {} waits: task {} ({}): {why}", o.plan.id, t.canonical, t.label), ..at });
+                } else {
+                    problems.push(Problem { message: format!("wave {}, task {}: {why}", t.wave, t.label), ..at });
+                }
             }
         }
         if let Some(f) = &o.plan.fixer {

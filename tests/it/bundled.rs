@@ -277,10 +277,11 @@ fn init_ends_with_the_next_commands() {
     }
 }
 
-/// Plan tasks and meetings do not wait (their state machines have no `blocked`), but what
-/// they say of a worker that is not installed is the same: the worker, where packages are
-/// looked for, how to install it. A wave task fails to start (the plan halts; `plan retry`
-/// after `workers add`); a meeting set `open` is put back to `requested`.
+/// A plan whose task's worker is not installed waits, pending with the reason, and every
+/// command says so alike (`check` lists it without failing, a pass holds it, `--wait` ends);
+/// it starts once the package is there. `plan create` refuses such a plan up front, as
+/// `commission create` refuses a missing worker. A meeting opened for a missing worker is put
+/// back to `requested`, in the same words.
 #[test]
 fn plans_and_meetings_say_the_same_of_a_missing_worker() {
     let p = Project::new(&[]);
@@ -296,10 +297,29 @@ fn plans_and_meetings_say_the_same_of_a_missing_worker() {
     std::fs::create_dir_all(p.root.join(".lore/meetings")).expect("mkdir");
     std::fs::write(p.root.join(".lore/meetings/talk.md"), "---\ntitle: Talk\nworker: scribe\nstatus: open\nagenda: Talk.\n---\n")
         .expect("write meeting");
+
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 0, "waiting is not an error: {out}{err}");
+    assert!(out.lines().any(|l| l.contains("notes.md:") && l.contains("plan notes waits") && says(l)), "{out}");
+    let dry = p.ok(&["reconcile", "--dry-run"]);
+    assert!(!dry.contains("start wave"), "{dry}");
     p.settle();
     let plan: Value = serde_json::from_str(&p.ok(&["plan", "show", "notes", "--json"])).expect("json");
-    assert_eq!(plan["status"], "halted", "{plan}");
-    assert!(plan["reason"].as_str().is_some_and(|r| r.contains("cannot start: worker \"scribe\" is not installed") && says(r)), "{plan}");
+    assert_eq!(plan["status"], "pending", "{plan}");
+    assert!(plan["reason"].as_str().is_some_and(|r| r.starts_with("waits: task notes:exec:wave-1:task-1 (one)") && says(r)), "{plan}");
     let meeting = std::fs::read_to_string(p.root.join(".lore/meetings/talk.md")).expect("read");
     assert!(meeting.contains("status: requested") && says(&meeting), "{meeting}");
+
+    let waves = p.tmp.path().join("waves.yaml");
+    std::fs::write(&waves, "- - {id: two, worker: scribe, prompt: \"Do it.\"}\n").expect("waves");
+    let (code, _, err) = p.run(&["plan", "create", "--title", "More", waves.to_str().expect("utf8")]);
+    assert_ne!(code, 0);
+    assert!(err.contains("task two") && err.contains("nothing written") && err.contains("guild-hall workers add scribe"), "{err}");
+    assert!(!p.root.join(".lore/plans/more.md").exists());
+
+    p.ok(&["workers", "add", "scribe"]);
+    p.settle();
+    let plan: Value = serde_json::from_str(&p.ok(&["plan", "show", "notes", "--json"])).expect("json");
+    assert_eq!(plan["status"], "completed", "{plan}");
+    assert!(plan["reason"].is_null(), "{plan}");
 }
