@@ -41,14 +41,11 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let mut waiting = Vec::new();
     for o in &snap.commissions {
         let a = &o.artifact;
+        // Only work still to run needs its worker (an ended one, or a draft, none); a broken
+        // package is said once, at its own worker.yaml.
         if crate::ops::status::still_to_run(o) {
-            if let Some(why) = crate::commission::decide::worker_waits(&snap.workers, &a.worker) {
+            if let Some(why) = snap.workers.cannot_start(&a.worker) {
                 waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
-            }
-        } else if snap.workers.not_installed(&a.worker).is_none() {
-            // Ended, running or a draft: its package installed but unusable is a problem.
-            if let Err(why) = snap.workers.for_commission(&a.worker) {
-                problems.push(at_key(&a.path, "worker", why));
             }
         }
     }
@@ -56,13 +53,14 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let (meetings, meeting_problems) = crate::meeting::observe::observe(home, project, &snap.workers, &now)?;
     problems.extend(meeting_problems);
     for o in &meetings.meetings {
+        // An ended meeting needs no worker; a request or an open meeting waits for its
+        // worker's package (the pass puts an open one back to `requested`, saying so).
+        if o.meeting.status.is_some_and(|s| s.is_final()) {
+            continue;
+        }
         let worker = &o.meeting.worker;
         if let Some(why) = snap.workers.not_installed(worker) {
-            // A request or an open meeting waits for its worker's package (an open one is put
-            // back to `requested` by the pass, saying so); an ended one needs none.
-            if !o.meeting.status.is_some_and(|s| s.is_final()) {
-                waiting.push(at_key(&o.meeting.path, "worker", format!("meeting {} waits: {why}", o.meeting.id)));
-            }
+            waiting.push(at_key(&o.meeting.path, "worker", format!("meeting {} waits: {why}", o.meeting.id)));
         } else if let Err(why) = snap.workers.for_meeting(worker) {
             problems.push(at_key(&o.meeting.path, "worker", why));
         }
@@ -70,12 +68,16 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let (plans, plan_problems) = crate::plan::observe::observe(home, project, &snap.workers, &now, 0)?;
     problems.extend(plan_problems);
     for o in &plans.plans {
-        // A plan still to start waits for its tasks' workers (the pass holds it pending);
-        // one under way or over needs them as a matter of course.
-        let status = o.record.as_ref().map(|r| r.status).or(o.plan.status).unwrap_or(crate::artifact::plan::PlanStatus::Pending);
-        let to_start = status == crate::artifact::plan::PlanStatus::Pending && o.integrated.is_none();
+        // A plan still to start waits for its tasks' workers (the pass holds it pending); one
+        // under way needs them; one over, or a draft, none.
+        use crate::artifact::plan::PlanStatus;
+        let status = o.record.as_ref().map(|r| r.status).or(o.plan.status).unwrap_or(PlanStatus::Pending);
+        let to_start = status == PlanStatus::Pending && o.integrated.is_none();
+        if !to_start && !status.is_active() {
+            continue;
+        }
         for t in o.plan.tasks() {
-            if let Some(why) = crate::commission::decide::worker_waits(&snap.workers, &t.worker) {
+            if let Some(why) = snap.workers.cannot_start(&t.worker) {
                 let at = Problem::at_value(&o.plan.path, &t.path_of("worker"), String::new());
                 if to_start {
                     waiting.push(Problem { message: format!("plan {} waits: task {} ({}): {why}", o.plan.id, t.canonical, t.label), ..at });

@@ -441,6 +441,17 @@ impl Catalog {
         Some(format!("worker {name:?} is not installed (no package in {}): {how}", places.join(" nor ")))
     }
 
+    /// Why work (a commission, a wave task) for worker `name` cannot start yet, if it cannot:
+    /// no package of that name, or one it cannot use — invalid, without the `commission`
+    /// capability, or whose command is not there (yet: a package is written file by file).
+    /// Such work waits; the pass, `check` and `status` all ask this.
+    pub fn cannot_start(&self, name: &str) -> Option<String> {
+        self.not_installed(name).or_else(|| match self.for_commission(name) {
+            Ok(pkg) => pkg.resolve_command().err().map(|why| format!("worker package {name:?}: {why}")),
+            Err(why) => Some(why),
+        })
+    }
+
     fn scan(&mut self, dir: &Path, source: Source) {
         self.dirs.push(dir.to_path_buf());
         let Ok(entries) = std::fs::read_dir(dir) else { return };

@@ -162,6 +162,55 @@ fn a_broken_package_keeps_a_waiting_commission_waiting() {
     assert_eq!(p.status("w"), "completed", "{}", p.artifact("w"));
 }
 
+/// A package written file by file — its `worker.yaml` before its command — keeps the
+/// commission waiting until the command is there; then it runs.
+#[test]
+fn a_package_written_file_by_file_costs_no_attempt() {
+    let p = Project::new(&[]);
+    p.write_commission("f", "---\ntitle: F\nworker: fresh\n---\nx\n");
+    p.ok(&["reconcile", "--once"]);
+    let dir = p.root.join(".lore/workers/fresh");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: fresh\ncommand: [\"./run.sh\"]\ncapabilities: [commission]\n").expect("yaml");
+    p.ok(&["reconcile", "--once"]);
+    let row = p.status_json("f");
+    assert_eq!((row["status"].as_str(), row["attempt"].as_u64()), (Some("blocked"), Some(0)), "{row}");
+    assert!(row["reason"].as_str().is_some_and(|r| r.contains("run.sh") && r.contains("not found")), "{row}");
+    let out = p.ok(&["check"]);
+    assert!(out.contains("commission f waits") && out.contains("run.sh"), "{out}");
+    let script = "#!/bin/sh\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done\n";
+    std::fs::write(dir.join("run.sh"), script).expect("run.sh");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.settle();
+    assert_eq!(p.status("f"), "completed", "{}", p.artifact("f"));
+}
+
+/// `check` asks a worker only of work still to run: finished history whose package is gone or
+/// broken since is not an error.
+#[test]
+fn check_leaves_finished_work_alone_when_its_package_goes() {
+    let p = Project::new(&[]);
+    p.ok(&["workers", "add", "scribe"]);
+    let id = p.create("scribe", "Done", "output: .lore/reports/done.md");
+    let other = p.create("scribe", "Also done", "output: .lore/reports/also.md");
+    crate::one_package::one_task_plan(&p, "notes", "scribe");
+    p.settle();
+    assert_eq!((p.status(&id), p.status(&other)), ("completed".to_string(), "completed".to_string()));
+    let dir = p.root.join(".lore/workers/scribe");
+    std::fs::remove_dir_all(&dir).expect("rm");
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("scribe"), "{out}");
+    // A broken package is said once, at its own file, not again for each piece of finished work.
+    p.ok(&["workers", "add", "scribe"]);
+    let yaml = std::fs::read_to_string(dir.join("worker.yaml")).expect("yaml");
+    std::fs::write(dir.join("worker.yaml"), format!("{yaml}timout: 1h\n")).expect("write");
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(out.lines().filter(|l| l.contains("timout")).count(), 1, "{out}");
+}
+
 /// With `dispatch: manual`, a dispatch asked for while the commission waits for its worker is
 /// kept, not consumed, and carried out once the package is there.
 #[test]
