@@ -393,6 +393,9 @@ pub struct Catalog {
     pub problems: Vec<Problem>,
     /// Where packages were looked for: the project's dir, then the home's.
     pub dirs: Vec<PathBuf>,
+    /// Packages whose command is not there (yet), by name: why. Looked at when discovered, so
+    /// that deciding from the catalog stays free of the filesystem.
+    pub unready: BTreeMap<String, String>,
 }
 
 impl Catalog {
@@ -400,7 +403,12 @@ impl Catalog {
         let mut cat = Catalog::default();
         cat.scan(&project_workers_dir(project_root), Source::Project);
         cat.scan(home_workers, Source::Home);
+        cat.look_at_commands();
         cat
+    }
+
+    fn look_at_commands(&mut self) {
+        self.unready = self.packages.iter().filter_map(|(name, p)| Some((name.clone(), p.resolve_command().err()?))).collect();
     }
 
     /// A catalog holding a plain package for each of `names` (for the decider's tests).
@@ -418,6 +426,7 @@ impl Catalog {
     pub fn discover_home(home_workers: &Path) -> Catalog {
         let mut cat = Catalog::default();
         cat.scan(home_workers, Source::Home);
+        cat.look_at_commands();
         cat
     }
 
@@ -447,7 +456,7 @@ impl Catalog {
     /// Such work waits; the pass, `check` and `status` all ask this.
     pub fn cannot_start(&self, name: &str) -> Option<String> {
         self.not_installed(name).or_else(|| match self.for_commission(name) {
-            Ok(pkg) => pkg.resolve_command().err().map(|why| format!("worker package {name:?}: {why}")),
+            Ok(_) => self.unready.get(name).map(|why| format!("worker package {name:?}: {why}")),
             Err(why) => Some(why),
         })
     }
