@@ -116,6 +116,38 @@ fn real_gemini_cli_confined_delivers_a_file_through_the_toolbox() {
     assert!(!log.contains("stand-in-key"));
 }
 
+#[test]
+fn real_gemini_cli_coder_writes_and_runs_inside_its_worktree_only() {
+    let gemini = real_gemini();
+    let p = Project::new(&[]);
+    install_package(&p, "gemini-coder");
+    // A project name of our choosing, so that the worktree's path is known before dispatch.
+    p.config("name: coder-test\n");
+    let wt = p.home.join("worktrees/coder-test/commission-code");
+    let escape = p.root.join("escaped.txt");
+    let api = stand_in(
+        &p,
+        serde_json::json!([
+            {"call": {"name": "write_file", "args": {"file_path": format!("{}/src/hello.txt", wt.display()), "content": "hello from the coder\n"}}},
+            {"call": {"name": "run_shell_command", "args": {"command": format!("cat src/hello.txt > src/copy.txt && echo built; touch '{}' || echo ESCAPE-REFUSED", escape.display()), "description": "build"}}},
+            {"call": {"name": "mcp_guild-hall_submit_result", "args": {"summary": "coded", "artifacts": ["src/hello.txt"]}}},
+            {"text": "Coded."}
+        ]),
+    );
+    p.write_commission("code", "---\nworker: gemini-coder\n---\nAdd src/hello.txt.\n");
+    run(&p, &api, &gemini, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert_eq!(p.status("code"), "completed", "{}\n{}", p.status_json("code"), p.ok(&["logs", "code"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:src/hello.txt"]), "hello from the coder\n");
+    assert_eq!(git(&p.root, &["show", "claude/main:src/copy.txt"]), "hello from the coder\n");
+    assert!(!escape.exists());
+    let results = std::fs::read_to_string(&api.requests).unwrap_or_default();
+    assert!(results.contains("ESCAPE-REFUSED") && results.contains("Permission denied"), "the sandbox refused the escape: {results}");
+    for t in turns(&api) {
+        let tools = offered(&t);
+        assert!(["write_file", "replace", "run_shell_command"].iter().all(|n| tools.iter().any(|x| x == n)), "{tools:?}");
+    }
+}
+
 /// A meeting of two turns: the second resumes the first's session, and the model's request for
 /// it carries what was said in the first.
 #[test]
@@ -126,12 +158,14 @@ fn real_gemini_cli_meets_and_its_second_turn_sees_the_first() {
     let api = stand_in(
         &p,
         serde_json::json!([
+            {"call": {"name": "mcp_guild-hall_summarize_progress", "args": {"text": "the word is PINEAPPLE"}}},
             {"text": "I will remember PINEAPPLE."},
-            {"text": "The word was PINEAPPLE."}
+            {"text": "The word was PINEAPPLE."},
+            {"text": "Here again, in a new session."}
         ]),
     );
     let out = run(&p, &api, &gemini, &["meeting", "start", "--worker", "gemini", "--id", "g", "remember the word PINEAPPLE"]);
-    assert!(out.contains("I will remember PINEAPPLE."), "{out}");
+    assert!(out.contains("I will remember PINEAPPLE.") && out.contains("· mcp_guild-hall_summarize_progress"), "{out}");
     let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/g.md")).expect("artifact");
     let session = artifact.lines().find_map(|l| l.strip_prefix("session_id: ")).expect("the session is stored").trim().to_string();
     assert_eq!(session.len(), 36, "a uuid: {session}");
@@ -147,16 +181,32 @@ fn real_gemini_cli_meets_and_its_second_turn_sees_the_first() {
     let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or("")).expect("the turn as json");
     assert_eq!(last["outcome"], "ended", "{out}");
     assert_eq!(last["session_id"], session.as_str(), "the same session, resumed");
-    let turns = turns(&api);
-    assert_eq!(turns.len(), 2, "{turns:?}");
-    let second = turns[1]["body"]["contents"].to_string();
+    let requests = turns(&api);
+    assert_eq!(requests.len(), 3, "a tool call and its answer, then the second turn: {requests:?}");
+    let second = requests[2]["body"]["contents"].to_string();
     assert!(
         second.contains("remember the word PINEAPPLE") && second.contains("I will remember PINEAPPLE.") && second.contains("what was the word?"),
         "turn 2 carries turn 1: {second}"
     );
-    let log = p.ok(&["meeting", "show", "g", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&log).expect("json");
-    assert!(!v["log"].as_array().expect("log").iter().any(|e| e["kind"] == "session_renewed"), "{v}");
+    assert!(requests[0]["body"]["contents"].to_string().contains("You are meeting a person"), "the system prompt came first");
+    let show = p.ok(&["meeting", "show", "g", "--json"]);
+    assert!(show.contains("the word is PINEAPPLE"), "the summary the turn recorded: {show}");
+
+    // A session Gemini CLI does not have (it says so on stderr alone, exit 42): renewed in a
+    // fresh one, told the conversation so far.
+    let text = artifact.replace(&session, "00000000-0000-4000-8000-000000000000");
+    std::fs::write(p.root.join(".lore/meetings/g.md"), text).expect("write");
+    let out = run(&p, &api, &gemini, &["meeting", "send", "g", "Still there?", "--json"]);
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or("")).expect("the turn as json");
+    assert_eq!(last["outcome"], "ended", "{out}");
+    assert!(out.contains("Invalid session identifier 00000000-0000-4000-8000-000000000000"), "the error is shown: {out}");
+    let renewed = turns(&api).last().map(|r| r["body"]["contents"].to_string()).unwrap_or_default();
+    assert!(renewed.contains("The conversation so far") && renewed.contains("what was the word?"), "{renewed}");
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "g", "--json"])).expect("json");
+    let renewal = v["log"].as_array().expect("log").iter().find(|e| e["kind"] == "session_renewed").cloned().expect("renewal");
+    assert_eq!(renewal["old"], "00000000-0000-4000-8000-000000000000");
+    assert_eq!(renewal["new"], last["session_id"]);
+    assert_ne!(last["session_id"], session.as_str());
 }
 
 /// A commission cancelled while Gemini CLI waits on the model (the stand-in holds its answer):
