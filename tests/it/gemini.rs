@@ -148,6 +148,48 @@ fn real_gemini_cli_coder_writes_and_runs_inside_its_worktree_only() {
     }
 }
 
+/// A plan of two waves, one task each: the coder writes a file in its task's checkout (copied
+/// back and committed), then the read-only package reads it in the next wave.
+#[test]
+fn real_gemini_cli_runs_wave_tasks() {
+    let gemini = real_gemini();
+    let p = Project::new(&[]);
+    install_package(&p, "gemini-coder");
+    install_package(&p, "gemini");
+    p.config("name: wave-test\n");
+    let wt = p.home.join("worktrees/wave-test/task-w-exec-wave-1-task-1");
+    let api = stand_in(
+        &p,
+        serde_json::json!([
+            {"call": {"name": "write_file", "args": {"file_path": format!("{}/src/wave.txt", wt.display()), "content": "from the wave\n"}}},
+            {"call": {"name": "mcp_guild-hall_submit_result", "args": {"summary": "wrote src/wave.txt"}}},
+            {"text": "Written."},
+            {"call": {"name": "read_file", "args": {"file_path": "src/wave.txt"}}},
+            {"call": {"name": "mcp_guild-hall_submit_result", "args": {"summary": "read it"}}},
+            {"text": "Read."}
+        ]),
+    );
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(
+        plans.join("w.md"),
+        "---\ntitle: w\nwaves:\n  - - {id: write, worker: gemini-coder, prompt: \"Write src/wave.txt.\"}\n  - - {id: read, worker: gemini, prompt: \"Read src/wave.txt.\"}\n---\n",
+    )
+    .expect("plan");
+    run(&p, &api, &gemini, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "w", "--json"])).expect("json");
+    assert_eq!(v["status"], "completed", "{v}\n{}", p.ok(&["logs", "w:exec:wave-1:task-1"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:src/wave.txt"]), "from the wave\n");
+    let read: Vec<String> = turns(&api)
+        .iter()
+        .flat_map(|r| r["body"]["contents"].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .filter(|part| part["functionResponse"]["name"] == "read_file")
+        .map(|part| part["functionResponse"]["response"].to_string())
+        .collect();
+    assert!(read.iter().any(|r| r.contains("from the wave")), "the second wave read the first's file: {read:?}");
+}
+
 /// A meeting of two turns: the second resumes the first's session, and the model's request for
 /// it carries what was said in the first.
 #[test]
