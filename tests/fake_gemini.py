@@ -85,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
             body = {}
         with LOCK:
             with open(requests_path, "a") as f:
-                f.write(json.dumps({"path": self.path, "body": body}) + "\n")
+                f.write(json.dumps({"path": self.path, "ts": time.time(), "body": body}) + "\n")
         if ":countTokens" in self.path:
             return self.send_json(200, {"totalTokens": 10})
         if ":streamGenerateContent" not in self.path and ":generateContent" not in self.path:
