@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::claude_code::FakeApi;
+use crate::claude_code::{run_as, FakeApi};
 use crate::common::*;
 
 /// The Gemini CLI version the packages are tested with (worker.yaml, README, `.ci/run`).
@@ -68,6 +68,17 @@ fn offered(request: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn real_gemini_cli_confined_delivers_a_file_through_the_toolbox() {
+    delivers_a_file(false);
+}
+
+#[test]
+fn real_gemini_cli_delivers_a_file_as_an_ordinary_user() {
+    delivers_a_file(true);
+}
+
+/// A commission whose model calls the toolbox over MCP, as root or as the unprivileged user
+/// 65534: its file lands on claude/main.
+fn delivers_a_file(unprivileged: bool) {
     let gemini = real_gemini();
     let p = Project::new(&[]);
     install_package(&p, "gemini");
@@ -83,7 +94,9 @@ fn real_gemini_cli_confined_delivers_a_file_through_the_toolbox() {
         ]),
     );
     p.write_commission("survey", "---\nworker: gemini\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n");
-    run(&p, &api, &gemini, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let env = [("GOOGLE_GEMINI_BASE_URL", Path::new(&api.url)), ("GEMINI_API_KEY", Path::new("stand-in-key"))];
+    let out = run_as(&p, unprivileged, &path_with(&gemini), &["reconcile", "--once", "--wait", "--timeout", "180s"], &env);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let log = p.ok(&["logs", "survey"]);
     assert_eq!(p.status("survey"), "completed", "{log}\n{:?}", turns(&api).iter().map(offered).collect::<Vec<_>>());
     assert_eq!(
