@@ -21,6 +21,14 @@ fn install_package(p: &Project, name: &str) {
     copy_dir(&src, &p.root.join(".lore/workers").join(name));
 }
 
+/// The real `gemini`, and a project with the package `name` installed.
+fn with_package(name: &str) -> (PathBuf, Project) {
+    let gemini = real_gemini();
+    let p = Project::new(&[]);
+    install_package(&p, name);
+    (gemini, p)
+}
+
 fn stand_in(p: &Project, script: serde_json::Value) -> FakeApi {
     FakeApi::serve("fake_gemini.py", p.tmp.path(), &script)
 }
@@ -79,9 +87,7 @@ fn real_gemini_cli_delivers_a_file_as_an_ordinary_user() {
 /// A commission whose model calls the toolbox over MCP, as root or as the unprivileged user
 /// 65534: its file lands on claude/main.
 fn delivers_a_file(unprivileged: bool) {
-    let gemini = real_gemini();
-    let p = Project::new(&[]);
-    install_package(&p, "gemini");
+    let (gemini, p) = with_package("gemini");
     let api = stand_in(
         &p,
         serde_json::json!([
@@ -131,9 +137,7 @@ fn delivers_a_file(unprivileged: bool) {
 
 #[test]
 fn real_gemini_cli_coder_writes_and_runs_inside_its_worktree_only() {
-    let gemini = real_gemini();
-    let p = Project::new(&[]);
-    install_package(&p, "gemini-coder");
+    let (gemini, p) = with_package("gemini-coder");
     // A project name of our choosing, so that the worktree's path is known before dispatch.
     p.config("name: coder-test\n");
     let wt = p.home.join("worktrees/coder-test/commission-code");
@@ -165,9 +169,7 @@ fn real_gemini_cli_coder_writes_and_runs_inside_its_worktree_only() {
 /// back and committed), then the read-only package reads it in the next wave.
 #[test]
 fn real_gemini_cli_runs_wave_tasks() {
-    let gemini = real_gemini();
-    let p = Project::new(&[]);
-    install_package(&p, "gemini-coder");
+    let (gemini, p) = with_package("gemini-coder");
     install_package(&p, "gemini");
     p.config("name: wave-test\n");
     let wt = p.home.join("worktrees/wave-test/task-w-exec-wave-1-task-1");
@@ -207,9 +209,7 @@ fn real_gemini_cli_runs_wave_tasks() {
 /// it carries what was said in the first.
 #[test]
 fn real_gemini_cli_meets_and_its_second_turn_sees_the_first() {
-    let gemini = real_gemini();
-    let p = Project::new(&[]);
-    install_package(&p, "gemini");
+    let (gemini, p) = with_package("gemini");
     let api = stand_in(
         &p,
         serde_json::json!([
@@ -240,7 +240,9 @@ fn real_gemini_cli_meets_and_its_second_turn_sees_the_first() {
     assert_eq!(requests.len(), 3, "a tool call and its answer, then the second turn: {requests:?}");
     let second = requests[2]["body"]["contents"].to_string();
     assert!(
-        second.contains("remember the word PINEAPPLE") && second.contains("I will remember PINEAPPLE.") && second.contains("what was the word?"),
+        second.contains("remember the word PINEAPPLE")
+            && second.contains("I will remember PINEAPPLE.")
+            && second.contains("what was the word?"),
         "turn 2 carries turn 1: {second}"
     );
     assert!(requests[0]["body"]["contents"].to_string().contains("You are meeting a person"), "the system prompt came first");
@@ -268,9 +270,7 @@ fn real_gemini_cli_meets_and_its_second_turn_sees_the_first() {
 /// every process of the attempt ends — the shell, node, the toolbox's MCP server.
 #[test]
 fn real_gemini_cli_cancelled_mid_turn_leaves_no_process() {
-    let gemini = real_gemini();
-    let p = Project::new(&[]);
-    install_package(&p, "gemini");
+    let (gemini, p) = with_package("gemini");
     p.config("cancel_grace: 2s\n");
     let api = stand_in(&p, serde_json::json!([{"hold": 600}]));
     p.write_commission("held", "---\nworker: gemini\n---\nTake your time.\n");

@@ -134,9 +134,15 @@ mod tests {
     fn a_failed_tool_and_an_error_event() {
         let mut names = HashMap::new();
         let use_ = serde_json::json!({"type": "tool_use", "tool_name": "read_file", "tool_id": "t1", "parameters": {"path": "x"}});
-        assert_eq!(translate(&use_, &mut names)[0], TurnEvent::ToolUse { name: "read_file".into(), input: serde_json::json!({"path": "x"}) });
+        assert_eq!(
+            translate(&use_, &mut names)[0],
+            TurnEvent::ToolUse { name: "read_file".into(), input: serde_json::json!({"path": "x"}) }
+        );
         let failed = serde_json::json!({"type": "tool_result", "tool_id": "t1", "status": "error", "error": {"type": "x", "message": "no such file"}});
-        assert_eq!(translate(&failed, &mut names), vec![TurnEvent::ToolResult { name: "read_file".into(), summary: "no such file".into() }]);
+        assert_eq!(
+            translate(&failed, &mut names),
+            vec![TurnEvent::ToolResult { name: "read_file".into(), summary: "no such file".into() }]
+        );
         let warning = serde_json::json!({"type": "error", "severity": "warning", "message": "Loop detected, stopping execution"});
         assert!(translate(&warning, &mut names).is_empty());
         let error = serde_json::json!({"type": "error", "severity": "error", "message": "Maximum session turns exceeded"});
