@@ -306,3 +306,45 @@ echo "--- left"; left
     drop(api);
     assert!(processes_naming(&tmp).is_empty(), "{:?}", processes_naming(&tmp));
 }
+
+/// A meeting turn interrupted (Ctrl-C) while Gemini CLI waits on the model: the turn ends as
+/// interrupted, the meeting stays open, and no process of the turn is left.
+#[test]
+fn real_gemini_cli_interrupted_meeting_turn_leaves_no_process() {
+    let (gemini, p) = with_package("gemini");
+    let api = stand_in(&p, serde_json::json!([{"text": "Hello."}, {"hold": 600}]));
+    let out = in_pid_namespace(
+        &p,
+        &format!(
+            r#"
+export PATH='{path}' GOOGLE_GEMINI_BASE_URL='{url}' GEMINI_API_KEY=stand-in-key
+"$GH" meeting start --worker gemini --id m "hi" >/dev/null
+held() {{ [ "$(grep -c streamGenerateContent '{requests}')" -ge 2 ]; }}
+set -m
+"$GH" meeting send m "take your time" >"$GUILD_HALL_HOME/../send.out" 2>&1 &
+sender=$!
+set +m
+wait_for "the second turn's model request to be held" held
+pids=$(ps -eo pid= | tr -d ' ')
+echo "--- before"; ps -eo args=
+kill -INT "$sender"
+rc=0; wait "$sender" || rc=$?
+echo "--- send"; cat "$GUILD_HALL_HOME/../send.out"; echo "rc=$rc"
+left() {{ for q in $pids; do [ "$q" != 1 ] && alive "$q" && echo "$q $(tr '\0' ' ' < /proc/$q/cmdline)"; done; return 0; }}
+nothing_left() {{ [ -z "$(left)" ]; }}
+wait_for "no process of the turn" nothing_left
+echo "--- left"; left
+"#,
+            path = path_with(&gemini),
+            url = api.url,
+            requests = api.requests.display(),
+        ),
+    );
+    let before = section(&out, "before");
+    assert!(before.contains("gemini") && before.contains("guild-hall mcp"), "Gemini CLI and its MCP server ran: {out}");
+    let send = section(&out, "send");
+    assert!(send.contains("interrupted") && send.contains("rc=0"), "{out}");
+    assert_eq!(section(&out, "left").trim(), "", "{out}");
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    assert_eq!(v["status"], "open", "{v}");
+}
