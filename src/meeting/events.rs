@@ -1,6 +1,6 @@
 //! What a meeting turn streams (DESIGN §10, REQ-MTG-15): the six event types, read from a
-//! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's
-//! `stream-json`. Anything else a worker prints is not surfaced. Pure but for [`read_lines`],
+//! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's or Gemini
+//! CLI's `stream-json` (the latter in [`gemini`]). Anything else a worker prints is not surfaced. Pure but for [`read_lines`],
 //! which splits the output into lines whatever bytes it holds.
 
 use std::collections::HashMap;
@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::worker::Protocol;
+
+mod gemini;
 
 /// One event of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,7 +95,8 @@ pub fn read_lines(out: impl std::io::Read, max: usize, mut each: impl FnMut(Stri
 #[derive(Debug, Default)]
 pub struct Reader {
     protocol: Protocol,
-    /// Claude Code names a tool in `tool_use` and refers to it by id in `tool_result`.
+    /// Claude Code and Gemini CLI name a tool in `tool_use` and refer to it by id in
+    /// `tool_result`.
     tool_names: HashMap<String, String>,
 }
 
@@ -112,6 +115,10 @@ impl Reader {
             Protocol::GuildHall => serde_json::from_str::<TurnEvent>(line).ok().into_iter().collect(),
             Protocol::ClaudeStreamJson => match serde_json::from_str::<Json>(line) {
                 Ok(v) => self.claude(&v),
+                Err(_) => Vec::new(),
+            },
+            Protocol::GeminiStreamJson => match serde_json::from_str::<Json>(line) {
+                Ok(v) => gemini::translate(&v, &mut self.tool_names),
                 Err(_) => Vec::new(),
             },
         }
@@ -195,7 +202,10 @@ fn summarize(content: &Json) -> String {
 /// the turn is then run again in a fresh session (REQ-MTG-12).
 pub fn is_expired_session(reason: &str) -> bool {
     let r = reason.to_lowercase();
-    r.contains("no conversation found with session id") || r.contains("session expired") || r.contains("session not found")
+    r.contains("no conversation found with session id")
+        || r.contains("session expired")
+        || r.contains("session not found")
+        || r.contains("invalid session identifier")
 }
 
 #[cfg(test)]

@@ -58,7 +58,8 @@ pub struct Manifest {
     /// Meeting notes on close (argv): the transcript on stdin, the notes on stdout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
-    /// What a meeting turn prints: guild-hall's event lines, or Claude Code's stream-json.
+    /// What a meeting turn prints: guild-hall's event lines, or an agent's own stream (Claude
+    /// Code's or Gemini CLI's stream-json).
     #[serde(default)]
     pub protocol: Protocol,
 }
@@ -73,6 +74,8 @@ pub enum Protocol {
     GuildHall,
     /// Claude Code's `--output-format stream-json --include-partial-messages`, translated.
     ClaudeStreamJson,
+    /// Gemini CLI's `--output-format stream-json`, translated.
+    GeminiStreamJson,
 }
 
 /// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the

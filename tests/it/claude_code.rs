@@ -233,17 +233,22 @@ pub(crate) fn real_claude() -> PathBuf {
 /// The local stand-in for the model API, stopped when dropped.
 pub(crate) struct FakeApi {
     child: Child,
-    url: String,
-    requests: PathBuf,
+    pub(crate) url: String,
+    pub(crate) requests: PathBuf,
 }
 
 impl FakeApi {
     pub(crate) fn start(dir: &Path, script: &serde_json::Value) -> FakeApi {
+        FakeApi::serve("fake_anthropic.py", dir, script)
+    }
+
+    /// The stand-in `tests/SERVER` (a model API of another agent, same arguments) instead.
+    pub(crate) fn serve(server: &str, dir: &Path, script: &serde_json::Value) -> FakeApi {
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).expect("script");
         let requests = dir.join("requests.jsonl");
         let port_file = dir.join("port");
-        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_anthropic.py");
+        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join(server);
         let child = Command::new("python3").arg(server).arg(&script_path).arg(&requests).arg(&port_file).spawn();
         let child = needs(child, "python3", "to serve the stand-in model API");
         wait_for("the stand-in API to listen", || port_file.exists());
