@@ -61,6 +61,26 @@ pub struct Manifest {
     /// What a meeting turn prints: guild-hall's event lines, or Claude Code's stream-json.
     #[serde(default)]
     pub protocol: Protocol,
+    /// With `protocol: acp`: what the agent may do besides the toolbox.
+    #[serde(default, skip_serializing_if = "AcpSpec::is_empty")]
+    pub acp: AcpSpec,
+}
+
+/// `acp:` in `worker.yaml` (with `protocol: acp`): the permission policy guild-hall's ACP client
+/// answers the agent's `session/request_permission` with. The toolbox's tools are always
+/// allowed; a tool listed here by name (`Bash`, `mcp__server__tool`) or by ACP kind (`edit`,
+/// `execute`, `fetch`, …) is allowed; anything else is rejected, and each decision is logged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcpSpec {
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+impl AcpSpec {
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty()
+    }
 }
 
 /// The language of a meeting turn's stdout (DESIGN §10).
@@ -73,6 +93,9 @@ pub enum Protocol {
     GuildHall,
     /// Claude Code's `--output-format stream-json --include-partial-messages`, translated.
     ClaudeStreamJson,
+    /// An Agent Client Protocol agent over stdio: the command runs under guild-hall's ACP
+    /// client (`guild-hall acp -- COMMAND`), which prints guild-hall's event lines.
+    Acp,
 }
 
 /// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
