@@ -102,8 +102,8 @@ struct Session<'a> {
     log: &'a mut dyn Write,
     turn: &'a Turn,
     term: &'a AtomicBool,
-    /// Tool calls by id: what they are (from `tool_call` updates) and whether shown.
-    tools: HashMap<String, ToolCall>,
+    /// What the agent's updates and requests mean.
+    translator: Translator,
     /// Updates are not shown (a loaded session's history being replayed).
     quiet: bool,
     /// The session `session/new` started.
@@ -157,7 +157,8 @@ fn emit(out: &mut dyn Write, v: Json) -> std::io::Result<()> {
 
 impl<'a> Session<'a> {
     fn start(turn: &'a Turn, out: &'a mut dyn Write, log: &'a mut dyn Write, term: &'a AtomicBool) -> Result<Session<'a>, AcpError> {
-        let (prog, args) = turn.argv.split_first().ok_or_else(|| AcpError::Start(String::new(), std::io::ErrorKind::InvalidInput.into()))?;
+        let (prog, args) =
+            turn.argv.split_first().ok_or_else(|| AcpError::Start(String::new(), std::io::ErrorKind::InvalidInput.into()))?;
         let mut cmd = Command::new(prog);
         cmd.args(args).current_dir(&turn.cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         {
@@ -196,7 +197,20 @@ impl<'a> Session<'a> {
             }
             let _ = tx.send(Incoming::Eof);
         });
-        Ok(Session { child, stdin, rx, next_id: 0, out, log, turn, term, tools: HashMap::new(), quiet: false, started: None, cancel_sent: None })
+        Ok(Session {
+            child,
+            stdin,
+            rx,
+            next_id: 0,
+            out,
+            log,
+            turn,
+            term,
+            translator: Translator::new(turn.allow.clone()),
+            quiet: false,
+            started: None,
+            cancel_sent: None,
+        })
     }
 
     fn emit(&mut self, v: Json) -> std::io::Result<()> {
@@ -349,7 +363,7 @@ impl<'a> Session<'a> {
         match (method, msg.get("id")) {
             ("session/update", None) => {
                 let update = &msg["params"]["update"];
-                let events = self.update(update);
+                let events = self.translator.update(update);
                 if !self.quiet {
                     for e in events {
                         self.emit(e)?;
@@ -357,7 +371,8 @@ impl<'a> Session<'a> {
                 }
             }
             ("session/request_permission", Some(id)) => {
-                let answer = self.permission(&msg["params"]);
+                let (answer, said) = self.translator.permission(&msg["params"]);
+                self.say(format_args!("{said}"));
                 self.send(&json!({"jsonrpc": "2.0", "id": id, "result": answer}))?;
             }
             (other, Some(id)) => {
@@ -370,8 +385,55 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
+    /// End the agent: stdin closed, a moment, then SIGTERM to its whole process group and
+    /// SIGKILL to what is left of it.
+    fn shutdown(&mut self) {
+        drop(self.stdin.take());
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let exited = |child: &mut Child, wait: Duration| {
+            let deadline = Instant::now() + wait;
+            loop {
+                if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+                    return true;
+                }
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        if !exited(&mut self.child, Duration::from_millis(200)) {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+            exited(&mut self.child, SHUTDOWN_WAIT);
+        }
+        // The group outlives its leader when a child of it (the native agent, an MCP server)
+        // ignored SIGTERM: SIGKILL for what remains (ESRCH when nothing does).
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + SHUTDOWN_WAIT;
+        while group_alive(pgid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// What an agent's `session/update`s and permission requests mean, pure: guild-hall's event
+/// lines (DESIGN §10) and the policy's answers. Tool calls are known by id across updates.
+#[derive(Debug, Default)]
+pub struct Translator {
+    allow: Vec<String>,
+    tools: HashMap<String, ToolCall>,
+}
+
+impl Translator {
+    /// The policy allows the toolbox and `allow` (tool names or ACP kinds).
+    pub fn new(allow: Vec<String>) -> Translator {
+        Translator { allow, tools: HashMap::new() }
+    }
+
     /// What a `session/update` shows: text, tool calls with their input, their results.
-    fn update(&mut self, u: &Json) -> Vec<Json> {
+    pub fn update(&mut self, u: &Json) -> Vec<Json> {
         let mut out = Vec::new();
         match u["sessionUpdate"].as_str() {
             Some("agent_message_chunk") => {
@@ -408,57 +470,32 @@ impl<'a> Session<'a> {
     }
 
     /// Answer `session/request_permission` by policy: the toolbox and the package's `acp.allow`
-    /// tools are allowed once, anything else is rejected; each decision is logged.
-    fn permission(&mut self, params: &Json) -> Json {
+    /// tools are allowed once, anything else is rejected; each decision is said in the returned line.
+    pub fn permission(&mut self, params: &Json) -> (Json, String) {
         let asked = &params["toolCall"];
         let id = asked["toolCallId"].as_str().unwrap_or("").to_string();
         let call = self.tools.entry(id).or_default();
         call.learn(asked);
         let call = call.clone();
-        let allowed = allows(&self.turn.allow, &call);
+        let allowed = allows(&self.allow, &call);
         let want: &[&str] = if allowed { &["allow_once", "allow_always"] } else { &["reject_once", "reject_always"] };
         let option = want.iter().find_map(|k| {
             params["options"].as_array().into_iter().flatten().find(|o| o["kind"] == *k).and_then(|o| o["optionId"].as_str())
         });
         let verdict = if allowed { "allowed" } else { "denied" };
-        let why = if is_toolbox(&call.name) { "the toolbox" } else if allowed { "listed in acp.allow" } else { "not in acp.allow" };
-        self.say(format_args!("{verdict} {} (kind {}): {why}", call.name, if call.kind.is_empty() { "?" } else { &call.kind }));
-        match option {
+        let why = if is_toolbox(&call.name) {
+            "the toolbox"
+        } else if allowed {
+            "listed in acp.allow"
+        } else {
+            "not in acp.allow"
+        };
+        let said = format!("{verdict} {} (kind {}): {why}", call.name, if call.kind.is_empty() { "?" } else { &call.kind });
+        let answer = match option {
             Some(o) => json!({"outcome": {"outcome": "selected", "optionId": o}}),
             None => json!({"outcome": {"outcome": "cancelled"}}),
-        }
-    }
-
-    /// End the agent: stdin closed, a moment, then SIGTERM to its whole process group and
-    /// SIGKILL to what is left of it.
-    fn shutdown(&mut self) {
-        drop(self.stdin.take());
-        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let exited = |child: &mut Child, wait: Duration| {
-            let deadline = Instant::now() + wait;
-            loop {
-                if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
-                    return true;
-                }
-                if Instant::now() >= deadline {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
         };
-        if !exited(&mut self.child, Duration::from_millis(200)) {
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
-            exited(&mut self.child, SHUTDOWN_WAIT);
-        }
-        // The group outlives its leader when a child of it (the native agent, an MCP server)
-        // ignored SIGTERM: SIGKILL for what remains (ESRCH when nothing does).
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + SHUTDOWN_WAIT;
-        while group_alive(pgid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
+        (answer, said)
     }
 }
 
@@ -534,11 +571,9 @@ fn allows(allow: &[String], call: &ToolCall) -> bool {
 fn summarize(content: &Json) -> String {
     let text = match content {
         Json::String(s) => s.clone(),
-        Json::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["content"]["text"].as_str().or(p["text"].as_str()))
-            .collect::<Vec<_>>()
-            .join(" "),
+        Json::Array(parts) => {
+            parts.iter().filter_map(|p| p["content"]["text"].as_str().or(p["text"].as_str())).collect::<Vec<_>>().join(" ")
+        }
         Json::Null => String::new(),
         Json::Object(o) if o.contains_key("content") => return summarize(&o["content"]),
         other => other.to_string(),
@@ -548,5 +583,241 @@ fn summarize(content: &Json) -> String {
         format!("{}…", line.chars().take(SUMMARY_CHARS).collect::<String>())
     } else {
         line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meeting::events::{is_expired_session, Reader, TurnEvent};
+    use crate::worker::Protocol;
+    use std::path::{Path, PathBuf};
+
+    const CLAUDE_SESSION: &str = "d5f486d9-be47-4653-98c2-d1ae47ca9544";
+
+    fn fixture(agent: &str, name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(agent).join(name)
+    }
+
+    /// The agent's messages of a captured exchange.
+    fn agent_side(agent: &str, name: &str) -> Vec<Json> {
+        let path = fixture(agent, name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Json>(l).ok())
+            .filter(|e| e["dir"] == "agent->client")
+            .map(|e| e["msg"].clone())
+            .collect()
+    }
+
+    /// Every update and permission request of a capture through a translator: the events
+    /// (as a meeting reads them) and the permission decisions.
+    fn translate(agent: &str, name: &str, allow: &[&str]) -> (Vec<TurnEvent>, Vec<(Json, String)>) {
+        let mut t = Translator::new(allow.iter().map(|s| s.to_string()).collect());
+        let mut reader = Reader::new(Protocol::Acp);
+        let (mut events, mut decisions) = (Vec::new(), Vec::new());
+        for m in agent_side(agent, name) {
+            match m["method"].as_str() {
+                Some("session/update") => {
+                    for line in t.update(&m["params"]["update"]) {
+                        events.extend(reader.line(&line.to_string()));
+                    }
+                }
+                Some("session/request_permission") => decisions.push(t.permission(&m["params"])),
+                _ => {}
+            }
+        }
+        (events, decisions)
+    }
+
+    fn text(events: &[TurnEvent]) -> String {
+        events.iter().filter_map(|e| if let TurnEvent::TextDelta { text } = e { Some(text.as_str()) } else { None }).collect()
+    }
+
+    fn option(answer: &Json) -> &str {
+        answer["outcome"]["optionId"].as_str().unwrap_or("")
+    }
+
+    #[test]
+    fn claude_code_acp_tool_calls_and_text_translate() {
+        let (ev, decisions) = translate("claude-code-acp", "01_new_mcp_tools.jsonl", &["mcp__gh__report_progress"]);
+        assert_eq!(
+            ev[0],
+            TurnEvent::ToolUse { name: "mcp__gh__report_progress".into(), input: json!({"summary": "mock: started the task"}) },
+            "shown once, with its whole input (the first update has none)"
+        );
+        assert_eq!(
+            ev[1],
+            TurnEvent::ToolResult { name: "mcp__gh__report_progress".into(), summary: r#"{"result":"progress recorded"}"#.into() }
+        );
+        assert_eq!(ev[2], TurnEvent::ToolUse { name: "mcp__gh__submit_result".into(), input: json!({"summary": "mock: task finished"}) });
+        assert!(matches!(&ev[3], TurnEvent::ToolResult { name, .. } if name == "mcp__gh__submit_result"));
+        assert_eq!(text(&ev), "done");
+        assert_eq!(ev.len(), 5, "{ev:?}");
+        // Listed: allowed once; not listed, and not the toolbox (its server is not guild-hall's): rejected.
+        assert_eq!(option(&decisions[0].0), "allow");
+        assert!(decisions[0].1.starts_with("allowed mcp__gh__report_progress"), "{}", decisions[0].1);
+        assert_eq!(option(&decisions[1].0), "reject");
+        assert!(decisions[1].1.starts_with("denied mcp__gh__submit_result"), "{}", decisions[1].1);
+    }
+
+    #[test]
+    fn codex_acp_and_gemini_acp_translate_to_the_same_names() {
+        let (ev, decisions) = translate("codex-acp", "01_new_text_mcp.jsonl", &["mcp__gh__report_progress"]);
+        assert_eq!(ev.iter().filter(|e| matches!(e, TurnEvent::ToolUse { .. })).count(), 1, "{ev:?}");
+        assert!(ev.contains(&TurnEvent::ToolUse {
+            name: "mcp__gh__report_progress".into(),
+            input: json!({"summary": "mock: progress via MCP"})
+        }));
+        assert!(ev.contains(&TurnEvent::ToolResult { name: "mcp__gh__report_progress".into(), summary: "progress recorded".into() }));
+        assert!(text(&ev).contains("MOCK ANSWER"));
+        assert_eq!(option(&decisions[0].0), "approved", "Codex's request is named by its earlier tool call");
+        let (_, denied) = translate("codex-acp", "01_new_text_mcp.jsonl", &[]);
+        assert_eq!(option(&denied[0].0), "cancel");
+
+        let (ev, decisions) = translate("gemini-acp", "01_new_text_mcp.jsonl", &["report_progress", "mcp__gh__report_progress"]);
+        assert!(
+            ev.contains(&TurnEvent::ToolResult { name: "mcp__gh__report_progress".into(), summary: "progress recorded".into() }),
+            "{ev:?}"
+        );
+        assert_eq!(option(&decisions[0].0), "proceed_once");
+        let (_, denied) = translate("gemini-acp", "01_new_text_mcp.jsonl", &[]);
+        assert_eq!(option(&denied[0].0), "cancel");
+    }
+
+    /// The toolbox is allowed by any agent's name for it, whatever the package lists.
+    #[test]
+    fn the_toolbox_is_always_allowed_and_kinds_can_be_listed() {
+        let mut t = Translator::new(vec!["edit".into()]);
+        let ask = |title: &str, kind: &str| {
+            json!({"toolCall": {"toolCallId": title, "title": title, "kind": kind},
+                   "options": [{"kind": "allow_once", "optionId": "yes"}, {"kind": "reject_once", "optionId": "no"}]})
+        };
+        assert_eq!(option(&t.permission(&ask("mcp__guild-hall__submit_result", "other")).0), "yes");
+        assert_eq!(option(&t.permission(&ask("submit_result (guild-hall MCP Server)", "other")).0), "yes");
+        assert_eq!(option(&t.permission(&ask("Write notes.md", "edit")).0), "yes", "a listed kind");
+        assert_eq!(option(&t.permission(&ask("rm -rf /", "execute")).0), "no");
+        assert_eq!(option(&t.permission(&ask("mcp__guild-hall-evil__x", "other")).0), "no");
+        assert!(is_toolbox("mcp__guild-hall__report_progress") && !is_toolbox("mcp__gh__report_progress"));
+    }
+
+    struct Ran {
+        code: i32,
+        events: Vec<TurnEvent>,
+        log: String,
+        sent: Vec<Json>,
+    }
+
+    /// The client's whole exchange with the scripted agent replaying a capture.
+    fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, pause: bool) -> Ran {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record = dir.path().join("sent.jsonl");
+        let pids = dir.path().join("pids");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp_agent.py");
+        let mut argv = vec!["env".to_string()];
+        if pause {
+            argv.push("PAUSE_AT_PERMISSION=1".into());
+        }
+        argv.extend(["python3".into(), script.display().to_string(), fixture(agent, name).display().to_string()]);
+        argv.extend([record.display().to_string(), pids.display().to_string()]);
+        let turn = Turn {
+            argv,
+            cwd: dir.path().to_path_buf(),
+            prompt: "do the task, remember the word MANGO".into(),
+            system_prompt: "You are a guild-hall worker.".into(),
+            session: session.map(str::to_string),
+            bin: "/usr/bin/guild-hall".into(),
+            mcp_env: vec![("GUILD_HALL_MAILBOX".into(), "/m/events-1.jsonl".into())],
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            max_turns: Some(7),
+        };
+        let (mut out, mut log) = (Vec::new(), Vec::new());
+        let code = run(&turn, &mut out, &mut log, term);
+        // The agent and the child in its group are gone when the turn returns.
+        let started = std::fs::read_to_string(&pids).unwrap_or_default();
+        let pids: Vec<i32> = started.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+        assert_eq!(pids.len(), 2, "the stand-in agent wrote its pids: {started:?}");
+        for pid in pids {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let st = state.rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("gone").to_string();
+            assert!(st == "gone" || st == "Z", "agent process {pid} is still there ({st})");
+        }
+        let mut reader = Reader::new(Protocol::Acp);
+        let events = String::from_utf8_lossy(&out).lines().flat_map(|l| reader.line(l)).collect();
+        let sent = std::fs::read_to_string(&record).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        Ran { code, events, log: String::from_utf8_lossy(&log).into_owned(), sent }
+    }
+
+    fn sent<'a>(ran: &'a Ran, method: &str) -> Vec<&'a Json> {
+        ran.sent.iter().filter(|m| m["method"] == method).collect()
+    }
+
+    #[test]
+    fn a_new_session_offers_the_toolbox_and_answers_permissions_by_policy() {
+        let ran =
+            run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &["mcp__gh__report_progress"], &AtomicBool::new(false), false);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert_eq!(ran.events[0], TurnEvent::Session { id: CLAUDE_SESSION.into() });
+        assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
+        assert_eq!(text(&ran.events), "done");
+        let init = sent(&ran, "initialize")[0];
+        assert_eq!(init["params"]["clientCapabilities"], json!({"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}));
+        let new = sent(&ran, "session/new")[0];
+        assert_eq!(
+            new["params"]["mcpServers"],
+            json!([{"name": "guild-hall", "command": "/usr/bin/guild-hall", "args": ["mcp"], "env": [{"name": "GUILD_HALL_MAILBOX", "value": "/m/events-1.jsonl"}]}])
+        );
+        assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["maxTurns"], 7);
+        let prompt = sent(&ran, "session/prompt")[0];
+        assert_eq!(prompt["params"]["sessionId"], CLAUDE_SESSION);
+        assert_eq!(prompt["params"]["prompt"][0]["text"], "You are a guild-hall worker.", "a new session gets the system prompt first");
+        assert_eq!(prompt["params"]["prompt"][1]["text"], "do the task, remember the word MANGO");
+        let answers: Vec<&str> = ran.sent.iter().filter(|m| m.get("method").is_none()).map(|m| option(&m["result"])).collect();
+        assert_eq!(answers, ["allow", "reject"]);
+        assert!(ran.log.contains("allowed mcp__gh__report_progress") && ran.log.contains("denied mcp__gh__submit_result"), "{}", ran.log);
+    }
+
+    #[test]
+    fn a_loaded_session_shows_only_the_new_turn() {
+        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &AtomicBool::new(false), false);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert!(sent(&ran, "session/new").is_empty());
+        assert_eq!(sent(&ran, "session/load")[0]["params"]["sessionId"], CLAUDE_SESSION);
+        let prompt = sent(&ran, "session/prompt")[0];
+        assert_eq!(prompt["params"]["prompt"].as_array().map(Vec::len), Some(1), "the message only: {prompt}");
+        assert_eq!(
+            ran.events,
+            [TurnEvent::Session { id: CLAUDE_SESSION.into() }, TurnEvent::TextDelta { text: "done".into() }, TurnEvent::TurnEnd],
+            "the replayed history is not shown again"
+        );
+    }
+
+    #[test]
+    fn an_unknown_session_is_an_expired_one() {
+        for (agent, fx) in [
+            ("claude-code-acp", "02_load_prompt_errors.jsonl"),
+            ("codex-acp", "02_load_prompt_errors.jsonl"),
+            ("gemini-acp", "02_load_prompt_errors.jsonl"),
+        ] {
+            let ran = run_against(agent, fx, Some("00000000-0000-4000-8000-000000000000"), &[], &AtomicBool::new(false), false);
+            assert_eq!(ran.code, 1, "{agent}");
+            let Some(TurnEvent::Error { reason }) = ran.events.last() else { panic!("{agent}: {:?}", ran.events) };
+            assert!(is_expired_session(reason), "{agent}: {reason}");
+        }
+    }
+
+    #[test]
+    fn sigterm_cancels_the_turn_and_ends_the_agents_group() {
+        let term = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = term.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let ran = run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &[], &term, true);
+        setter.join().expect("setter");
+        assert_eq!(ran.code, 1);
+        assert_eq!(sent(&ran, "session/cancel")[0]["params"]["sessionId"], CLAUDE_SESSION);
+        assert_eq!(ran.events.last(), Some(&TurnEvent::Error { reason: "cancelled".into() }), "{:?}", ran.events);
     }
 }
