@@ -22,6 +22,8 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 /// Some agents (Gemini CLI 0.61) replay a loaded session's history after answering
 /// `session/load`: updates are not shown until the agent has been quiet this long.
 const LOAD_QUIET: Duration = Duration::from_millis(150);
+/// How many times a turn that ended at a denied tool call is carried on.
+const DENIED_ROUNDS: u32 = 3;
 /// The longest tool result summary printed.
 const SUMMARY_CHARS: usize = 200;
 
@@ -283,11 +285,27 @@ impl<'a> Session<'a> {
             prompt.push(json!({"type": "text", "text": self.turn.system_prompt}));
         }
         prompt.push(json!({"type": "text", "text": self.turn.prompt}));
-        let done = self.request("session/prompt", json!({"sessionId": id, "prompt": prompt}))?;
-        if self.cancel_sent.is_some() {
-            return Err(AcpError::Cancelled);
+        let mut rounds = 0;
+        loop {
+            let done = self.request("session/prompt", json!({"sessionId": id, "prompt": prompt}))?;
+            if self.cancel_sent.is_some() {
+                return Err(AcpError::Cancelled);
+            }
+            let stop = done["stopReason"].as_str().unwrap_or("end_turn").to_string();
+            let denied = std::mem::take(&mut self.translator.denied);
+            // Some agents (Claude Code's adapter) end the turn at a rejected tool call, as a
+            // person's "no" would. Nobody is there to say more: the agent is told why, and goes on.
+            if stop != "end_turn" || denied.is_empty() || rounds == DENIED_ROUNDS {
+                return Ok(stop);
+            }
+            rounds += 1;
+            self.say(format_args!("the turn ended at a denied tool call: told the agent, and it goes on"));
+            let text = format!(
+                "guild-hall's policy for this worker denied {}: not available here. Carry on with the tools you have (the guild-hall toolbox is always allowed).",
+                denied.join(", ")
+            );
+            prompt = vec![json!({"type": "text", "text": text})];
         }
-        Ok(done["stopReason"].as_str().unwrap_or("end_turn").to_string())
     }
 
     /// Send a request and handle what comes until its answer.
@@ -334,6 +352,9 @@ impl<'a> Session<'a> {
         }
         match self.rx.recv_timeout(Duration::from_millis(100)) {
             Ok(Incoming::Msg(m)) => Ok(Some(m)),
+            // Under guild-hall the shim's SIGTERM reaches the agent's processes as well as ours:
+            // an agent gone after it is a cancelled turn.
+            Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) if self.term.load(Ordering::SeqCst) => Err(AcpError::Cancelled),
             Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
                 let status = self.child.try_wait().ok().flatten().map(|s| format!(" ({s})")).unwrap_or_default();
                 Err(AcpError::Gone(format!("{waiting_for}{status}")))
@@ -424,12 +445,14 @@ impl<'a> Session<'a> {
 pub struct Translator {
     allow: Vec<String>,
     tools: HashMap<String, ToolCall>,
+    /// The tools denied since this was last taken.
+    pub denied: Vec<String>,
 }
 
 impl Translator {
     /// The policy allows the toolbox and `allow` (tool names or ACP kinds).
     pub fn new(allow: Vec<String>) -> Translator {
-        Translator { allow, tools: HashMap::new() }
+        Translator { allow, tools: HashMap::new(), denied: Vec::new() }
     }
 
     /// What a `session/update` shows: text, tool calls with their input, their results.
@@ -483,6 +506,9 @@ impl Translator {
             params["options"].as_array().into_iter().flatten().find(|o| o["kind"] == *k).and_then(|o| o["optionId"].as_str())
         });
         let verdict = if allowed { "allowed" } else { "denied" };
+        if !allowed {
+            self.denied.push(call.name.clone());
+        }
         let why = if is_toolbox(&call.name) {
             "the toolbox"
         } else if allowed {
