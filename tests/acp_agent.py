@@ -6,7 +6,7 @@ Usage: acp_agent.py FIXTURE.jsonl RECORD.jsonl [PIDS_FILE]
 Each message the client sends is matched to the next captured client message of the same
 method (and, for session/load and session/prompt, the same sessionId), skipping ahead; then the
 agent's captured messages up to the next client message are sent, their response ids rewritten
-to the client's own. Everything the client sends is appended to RECORD as one JSON line, so a
+to the client's own. A prompt the capture does not have is answered at once (end_turn). Everything the client sends is appended to RECORD as one JSON line, so a
 test sees its requests and its answers to permission requests. Like the real agents, it does
 not exit when its stdin closes: it (and a child of its process group, written to PIDS_FILE with
 its own pid, like the native agent behind an npm wrapper) stays until it is killed.
@@ -82,7 +82,10 @@ for line in sys.stdin:
     while i < len(entries) and not (entries[i]["dir"] == "client->agent" and matches(entries[i]["msg"], got)):
         i += 1
     if i == len(entries):
-        if "id" in got:
+        if got["method"] == "session/prompt":
+            # A prompt the capture does not have: the agent has nothing more to say.
+            send({"jsonrpc": "2.0", "id": got["id"], "result": {"stopReason": "end_turn"}})
+        elif "id" in got:
             send({"jsonrpc": "2.0", "id": got["id"], "error": {"code": -32601, "message": "not in the script"}})
         continue
     if "id" in got:

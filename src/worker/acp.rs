@@ -499,6 +499,13 @@ impl Translator {
         let id = asked["toolCallId"].as_str().unwrap_or("").to_string();
         let call = self.tools.entry(id).or_default();
         call.learn(asked);
+        if call.input.is_null() {
+            // Gemini CLI says an MCP call's arguments only here, as the request's text.
+            let text = asked["content"][0]["content"]["text"].as_str().unwrap_or("");
+            if let Ok(args @ Json::Object(_)) = serde_json::from_str::<Json>(text) {
+                call.input = args;
+            }
+        }
         let call = call.clone();
         let allowed = allows(&self.allow, &call);
         let want: &[&str] = if allowed { &["allow_once", "allow_always"] } else { &["reject_once", "reject_always"] };
@@ -703,6 +710,13 @@ mod tests {
 
         let (ev, decisions) = translate("gemini-acp", "01_new_text_mcp.jsonl", &["report_progress", "mcp__gh__report_progress"]);
         assert!(
+            ev.contains(&TurnEvent::ToolUse {
+                name: "mcp__gh__report_progress".into(),
+                input: json!({"summary": "mock: progress via MCP"})
+            }),
+            "{ev:?}"
+        );
+        assert!(
             ev.contains(&TurnEvent::ToolResult { name: "mcp__gh__report_progress".into(), summary: "progress recorded".into() }),
             "{ev:?}"
         );
@@ -800,6 +814,11 @@ mod tests {
         assert_eq!(prompt["params"]["prompt"][1]["text"], "do the task, remember the word MANGO");
         let answers: Vec<&str> = ran.sent.iter().filter(|m| m.get("method").is_none()).map(|m| option(&m["result"])).collect();
         assert_eq!(answers, ["allow", "reject"]);
+        // The turn ended at the rejected call (as Claude Code's adapter does): the agent is told, and goes on.
+        let again = sent(&ran, "session/prompt");
+        assert_eq!(again.len(), 2, "{again:?}");
+        let told = again[1]["params"]["prompt"][0]["text"].as_str().unwrap_or("");
+        assert!(told.contains("denied mcp__gh__submit_result"), "{told}");
         assert!(ran.log.contains("allowed mcp__gh__report_progress") && ran.log.contains("denied mcp__gh__submit_result"), "{}", ran.log);
     }
 
