@@ -164,3 +164,31 @@ echo "--- status"
     assert!(log.contains("mcp__guild-hall__report_progress"), "{log}");
     assert!(log.contains(r#"{"reason":"cancelled","type":"error"}"#), "{log}");
 }
+
+#[test]
+fn real_claude_code_acp_coder_as_a_wave_task_lands_its_change() {
+    let bin = real_claude_code_acp();
+    let p = Project::new(&[]);
+    p.ok(&["workers", "add", "claude-code-acp-coder"]);
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            // Bash is in the coder's acp.allow: allowed, and run confined in the task's worktree.
+            {"tool_use": {"name": "Bash", "input": {"command": "echo 'from a wave' > src/wave.txt && echo written", "description": "write it"}}},
+            {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "wrote src/wave.txt"}}},
+            {"text": "Wrote it."}
+        ]),
+    );
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("port.md"),
+        "---\ntitle: port\nwaves:\n  - - {id: wave, worker: claude-code-acp-coder, prompt: \"Add src/wave.txt.\"}\n---\n",
+    )
+    .expect("plan");
+    guild_hall(&p, &api, &bin, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let plan: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "port", "--json"])).expect("plan json");
+    assert_eq!(plan["status"], "completed", "{plan}\n{}", p.ok(&["plan", "logs", "port"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:src/wave.txt"]), "from a wave\n");
+    assert!(api.tool_results().contains("written"), "the command ran");
+}
