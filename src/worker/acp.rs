@@ -256,9 +256,14 @@ impl<'a> Session<'a> {
             Some(old) if can_load => {
                 self.quiet = true;
                 let loaded = self.request("session/load", json!({"sessionId": old, "cwd": cwd, "mcpServers": servers, "_meta": meta}));
-                if let Err(e) = loaded {
-                    // Said so that the meeting renews the session with the transcript.
-                    return Err(AcpError::Rpc { method: "session/load".into(), message: format!("session not found ({e})") });
+                match loaded {
+                    // The agent refused it: said so that the meeting renews the session with
+                    // the transcript.
+                    Err(AcpError::Rpc { message, .. }) => {
+                        return Err(AcpError::Rpc { method: "session/load".into(), message: format!("session not found ({message})") })
+                    }
+                    Err(e) => return Err(e),
+                    Ok(_) => {}
                 }
                 self.drain_quiet()?;
                 self.quiet = false;
@@ -370,6 +375,9 @@ impl<'a> Session<'a> {
     /// Updates that come right after `session/load`'s answer, until the agent is quiet.
     fn drain_quiet(&mut self) -> Result<(), AcpError> {
         loop {
+            if self.term.load(Ordering::SeqCst) {
+                return Err(AcpError::Cancelled);
+            }
             match self.rx.recv_timeout(LOAD_QUIET) {
                 Ok(Incoming::Msg(m)) => self.handle(m)?,
                 Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => return Err(AcpError::Gone("session/load".into())),
