@@ -107,11 +107,10 @@ fn real_claude_code_acp_cancelled_mid_turn_leaves_no_process() {
     let bin = real_claude_code_acp();
     let p = Project::new(&[]);
     p.ok(&["workers", "add", "claude-code-acp"]);
-    // The model takes its time: the turn is in progress when it is cancelled.
-    let api = FakeApi::start(
-        p.tmp.path(),
-        &serde_json::json!([{"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "started"}}}, {"text": "late", "sleep": 120}]),
-    );
+    // The model takes its time (every request: Claude Code's own side requests may come first):
+    // the turn is in progress when it is cancelled.
+    let late = serde_json::json!({"text": "late", "sleep": 120});
+    let api = FakeApi::start(p.tmp.path(), &serde_json::json!([late, late, late, late]));
     p.write_commission("slow", "---\nworker: claude-code-acp\n---\nTake your time.\n");
     let requests = p.tmp.path().join("requests.jsonl");
     let out = in_pid_namespace(
@@ -121,8 +120,7 @@ fn real_claude_code_acp_cancelled_mid_turn_leaves_no_process() {
 export PATH='{path}' ANTHROPIC_BASE_URL='{url}' ANTHROPIC_API_KEY=sk-stand-in
 dispatch slow
 shim=$(field slow pid)
-# The second agent turn (after the toolbox call) is the one the model sits on.
-wait_for "the model's second turn" sh -c "[ \$(grep -c '\"tools\"' {requests}) -ge 2 ]"
+wait_for "the prompt at the model" grep -qs 'Take your time.' {requests}
 agent_processes() {{
   for d in /proc/[0-9]*; do
     pid=${{d#/proc/}}
@@ -161,7 +159,6 @@ echo "--- status"
     assert!(left.is_empty(), "processes left after the cancel:\n{}", left.join("\n"));
     assert!(section(&out, "status").contains("\"cancelled\""), "{out}");
     let log = p.ok(&["logs", "slow"]);
-    assert!(log.contains("mcp__guild-hall__report_progress"), "{log}");
     assert!(log.contains(r#"{"reason":"cancelled","type":"error"}"#), "{log}");
 }
 
