@@ -84,7 +84,8 @@ fn real_claude_code_acp_meeting_second_turn_loads_the_first() {
     let bin = real_claude_code_acp();
     let p = Project::new(&[]);
     p.ok(&["workers", "add", "claude-code-acp"]);
-    let api = FakeApi::start(p.tmp.path(), &serde_json::json!([{"text": "Noted: MANGO."}, {"text": "It was MANGO."}]));
+    let api =
+        FakeApi::start(p.tmp.path(), &serde_json::json!([{"text": "Noted: MANGO."}, {"text": "It was MANGO."}, {"text": "Still here."}]));
     let (out, _) =
         guild_hall(&p, &api, &bin, &["meeting", "start", "--worker", "claude-code-acp", "--id", "m", "Remember the word MANGO."]);
     assert!(out.contains("Noted: MANGO."), "{out}");
@@ -100,6 +101,20 @@ fn real_claude_code_acp_meeting_second_turn_loads_the_first() {
     assert!(last.contains("What was the word?") && last.contains("Remember the word MANGO.") && last.contains("Noted: MANGO."), "{last}");
     let show = p.ok(&["meeting", "show", "m", "--json"]);
     assert!(!show.contains("session_renewed"), "{show}");
+
+    // A session the agent does not have: session/load refused, the session renewed in a fresh one
+    // told the conversation so far.
+    let path = p.root.join(".lore/meetings/m.md");
+    let text = std::fs::read_to_string(&path).expect("artifact").replace(&session, "00000000-0000-4000-8000-000000000000");
+    std::fs::write(&path, text).expect("write");
+    let (out, _) = guild_hall(&p, &api, &bin, &["meeting", "send", "m", "Still there?", "--json"]);
+    assert!(out.contains("session not found"), "the refusal is shown: {out}");
+    assert!(out.lines().last().unwrap_or("").contains("\"outcome\":\"ended\""), "{out}");
+    let show: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    let renewal = show["log"].as_array().expect("log").iter().find(|e| e["kind"] == "session_renewed").cloned().expect("renewed");
+    assert_eq!(renewal["old"], "00000000-0000-4000-8000-000000000000");
+    let last = agent_requests(&api).last().expect("requests").to_string();
+    assert!(last.contains("Still there?") && last.contains("Remember the word MANGO."), "told the conversation: {last}");
 }
 
 #[test]
