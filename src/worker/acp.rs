@@ -1,8 +1,6 @@
-//! The Agent Client Protocol client (`protocol: acp` in `worker.yaml`): `guild-hall acp -- CMD`
-//! runs an ACP agent over stdio for one commission attempt or meeting turn — `initialize`,
-//! `session/new` (the toolbox offered as an MCP server) or `session/load`, `session/prompt` —
-//! prints its `session/update`s as guild-hall's event lines (DESIGN §10), answers its permission
-//! requests by the package's policy, and ends its whole process group when the turn is over.
+//! The Agent Client Protocol client (`protocol: acp`, `guild-hall acp -- CMD`): one attempt or
+//! turn of an ACP agent over stdio, its updates printed as guild-hall's event lines (DESIGN §10),
+//! its permission requests answered by the package's policy, its process group ended after.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
