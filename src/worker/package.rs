@@ -58,7 +58,8 @@ pub struct Manifest {
     /// Meeting notes on close (argv): the transcript on stdin, the notes on stdout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
-    /// What a meeting turn prints: guild-hall's event lines, or Claude Code's stream-json.
+    /// What a meeting turn prints: guild-hall's event lines, or Claude Code's stream-json; `acp`:
+    /// the command is an ACP agent, run under guild-hall's client for every kind.
     #[serde(default)]
     pub protocol: Protocol,
     /// With `protocol: acp`: what the agent may do besides the toolbox.
@@ -323,6 +324,9 @@ impl Manifest {
         if m.command.is_empty() {
             return Err(at("command", "command must be a non-empty list (argv)".into()));
         }
+        if !m.acp.is_empty() && m.protocol != Protocol::Acp {
+            return Err(at("acp", "acp: is the policy of an ACP agent: it needs `protocol: acp`".into()));
+        }
         Ok(m)
     }
 }
@@ -571,5 +575,10 @@ mod tests {
         assert!(bad.starts_with("w/worker.yaml:3:11: invalid worker.yaml: checkout: unknown variant `partial`"), "{bad}");
         assert!(!bad.contains("line 3"), "{bad}");
         assert_eq!(said("name: w\ncommand: []\n"), ["w/worker.yaml:2:10: command must be a non-empty list (argv)"]);
+        assert_eq!(
+            said("name: w\ncommand: [x]\nacp: {allow: [Bash]}\n"),
+            ["w/worker.yaml:3:6: acp: is the policy of an ACP agent: it needs `protocol: acp`"]
+        );
+        assert!(said("name: w\ncommand: [x]\nprotocol: acp\nacp: {allow: [Bash, edit]}\n").is_empty());
     }
 }
