@@ -16,6 +16,12 @@ const PACKAGES: &[&str] = &[
     "contrib/workers/claude-code-coder",
     "contrib/workers/gemini",
     "contrib/workers/gemini-coder",
+    "contrib/workers/claude-code-acp",
+    "contrib/workers/claude-code-acp-coder",
+    "contrib/workers/codex-acp",
+    "contrib/workers/codex-acp-coder",
+    "contrib/workers/gemini-acp",
+    "contrib/workers/gemini-acp-coder",
 ];
 
 fn main() {

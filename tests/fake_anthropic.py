@@ -4,7 +4,8 @@ scripted conversation without a network or a key.
 Usage: fake_anthropic.py SCRIPT.json REQUESTS.jsonl PORT_FILE
 
 SCRIPT is a list of replies, one per model request that offers tools (the agent's turns), in
-order: {"tool_use": {"name": ..., "input": {...}}} or {"text": ...}. Once the script is used up,
+order: {"tool_use": {"name": ..., "input": {...}}} or {"text": ...}, either with "sleep": SECONDS to
+answer only after that long (a turn in progress, to cancel). Once the script is used up,
 every further turn answers "done". Every request body is appended to REQUESTS as one JSON line
 (so a test can see which tools the agent was offered). The chosen port is written to PORT_FILE.
 Streaming (server-sent events) and plain JSON replies are both served, as the API does.
@@ -75,7 +76,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"input_tokens": 10})
         if not self.path.startswith("/v1/messages"):
             return self.send_json(200, {})
-        blocks, stop = content_blocks(reply_for(body))
+        reply = reply_for(body)
+        if reply.get("sleep"):
+            import time  # noqa: E402
+
+            time.sleep(reply["sleep"])
+        blocks, stop = content_blocks(reply)
         model = body.get("model", "claude-stand-in")
         msg_id = "msg_" + uuid.uuid4().hex[:24]
         usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}

@@ -245,6 +245,18 @@ pub enum Command {
         #[arg(long)]
         unconfined: bool,
     },
+    /// Run an Agent Client Protocol agent for one commission attempt or meeting turn: guild-hall
+    /// is the client (internal; the launch site puts it in front of a `protocol: acp` package's
+    /// command).
+    #[command(hide = true)]
+    Acp {
+        /// A tool (name or ACP kind) allowed besides the toolbox (repeatable).
+        #[arg(long = "allow", value_name = "TOOL")]
+        allow: Vec<String>,
+        /// The agent's command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
     /// The supervisor that runs one worker process (internal).
     #[command(hide = true)]
     Shim {
@@ -424,6 +436,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 stream: *stream,
             };
             let code = guild_hall::worker::shim::run_shim(&args)?;
+            Ok(ExitCode::from(code.clamp(0, 255) as u8))
+        }
+        Command::Acp { allow, argv } => {
+            let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            signal_hook::flag::register(signal_hook::consts::SIGTERM, term.clone())?;
+            signal_hook::flag::register(signal_hook::consts::SIGINT, term.clone())?;
+            let turn = guild_hall::worker::acp::Turn::from_env(argv.clone(), allow.clone())?;
+            let code = guild_hall::worker::acp::run(&turn, &mut std::io::stdout(), &mut std::io::stderr(), &term);
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Toolbox(cmd) => commission::toolbox(cmd).map(|_| ExitCode::SUCCESS),

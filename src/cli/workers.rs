@@ -74,14 +74,16 @@ fn available(cli: &Cli, json: bool) -> Result<()> {
         say_json!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
     }
-    say!("{:<18} {:<20} {:<22} DESCRIPTION", "NAME", "CAPABILITIES", "INSTALLED");
+    // The longest bundled name sets the column (`claude-code-acp-coder` is 21 wide).
+    let w = list.iter().map(|a| a.name.chars().count()).max().unwrap_or(0).max(18);
+    say!("{:<w$} {:<20} {:<22} DESCRIPTION", "NAME", "CAPABILITIES", "INSTALLED");
     for a in &list {
         let installed = match (&a.installed, &a.installed_at) {
             (Some(guild_hall::worker::Source::Project), _) => "yes (project)".to_string(),
             (Some(guild_hall::worker::Source::Home), _) => "yes (home)".to_string(),
             _ => "no".to_string(),
         };
-        say!("{:<18} {:<20} {:<22} {}", a.name, a.capabilities.join(","), installed, line(&a.description));
+        say!("{:<w$} {:<20} {:<22} {}", a.name, a.capabilities.join(","), installed, line(&a.description));
     }
     say!("\ninstall one with `guild-hall workers add NAME` (into .lore/workers/; --user for the home's)");
     Ok(())

@@ -112,7 +112,9 @@ impl Reader {
             return Vec::new();
         }
         match self.protocol {
-            Protocol::GuildHall => serde_json::from_str::<TurnEvent>(line).ok().into_iter().collect(),
+            // guild-hall's ACP client (`worker::acp`) translates the agent's `session/update`s
+            // into guild-hall's own lines.
+            Protocol::GuildHall | Protocol::Acp => serde_json::from_str::<TurnEvent>(line).ok().into_iter().collect(),
             Protocol::ClaudeStreamJson => match serde_json::from_str::<Json>(line) {
                 Ok(v) => self.claude(&v),
                 Err(_) => Vec::new(),

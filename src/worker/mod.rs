@@ -3,6 +3,7 @@
 //! is alive (`liveness`), their memory, the toolbox they talk back through, and telling their
 //! processes from others (`peer`).
 
+pub mod acp;
 pub mod bundled;
 pub mod launch;
 pub mod liveness;

@@ -59,9 +59,30 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
     /// What a meeting turn prints: guild-hall's event lines, or an agent's own stream (Claude
-    /// Code's or Gemini CLI's stream-json).
+    /// Code's or Gemini CLI's stream-json); `acp`: the command is an ACP agent, run under
+    /// guild-hall's client for every kind.
     #[serde(default)]
     pub protocol: Protocol,
+    /// With `protocol: acp`: what the agent may do besides the toolbox.
+    #[serde(default, skip_serializing_if = "AcpSpec::is_empty")]
+    pub acp: AcpSpec,
+}
+
+/// `acp:` in `worker.yaml` (with `protocol: acp`): the permission policy guild-hall's ACP client
+/// answers the agent's `session/request_permission` with. The toolbox's tools are always
+/// allowed; a tool listed here by name (`Bash`, `mcp__server__tool`) or by ACP kind (`edit`,
+/// `execute`, `fetch`, …) is allowed; anything else is rejected, and each decision is logged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcpSpec {
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+impl AcpSpec {
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty()
+    }
 }
 
 /// The language of a meeting turn's stdout (DESIGN §10).
@@ -76,6 +97,9 @@ pub enum Protocol {
     ClaudeStreamJson,
     /// Gemini CLI's `--output-format stream-json`, translated.
     GeminiStreamJson,
+    /// An Agent Client Protocol agent over stdio: the command runs under guild-hall's ACP
+    /// client (`guild-hall acp -- COMMAND`), which prints guild-hall's event lines.
+    Acp,
 }
 
 /// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
@@ -302,6 +326,9 @@ impl Manifest {
         }
         if m.command.is_empty() {
             return Err(at("command", "command must be a non-empty list (argv)".into()));
+        }
+        if !m.acp.is_empty() && m.protocol != Protocol::Acp {
+            return Err(at("acp", "acp: is the policy of an ACP agent: it needs `protocol: acp`".into()));
         }
         Ok(m)
     }
@@ -571,5 +598,10 @@ mod tests {
         assert!(bad.starts_with("w/worker.yaml:3:11: invalid worker.yaml: checkout: unknown variant `partial`"), "{bad}");
         assert!(!bad.contains("line 3"), "{bad}");
         assert_eq!(said("name: w\ncommand: []\n"), ["w/worker.yaml:2:10: command must be a non-empty list (argv)"]);
+        assert_eq!(
+            said("name: w\ncommand: [x]\nacp: {allow: [Bash]}\n"),
+            ["w/worker.yaml:3:6: acp: is the policy of an ACP agent: it needs `protocol: acp`"]
+        );
+        assert!(said("name: w\ncommand: [x]\nprotocol: acp\nacp: {allow: [Bash, edit]}\n").is_empty());
     }
 }

@@ -256,6 +256,11 @@ impl FakeApi {
         FakeApi { child, url: format!("http://127.0.0.1:{}", port.trim()), requests }
     }
 
+    /// Its base URL (`ANTHROPIC_BASE_URL`).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
     /// The names of the tools each agent turn was offered.
     fn offered(&self) -> Vec<Vec<String>> {
         std::fs::read_to_string(&self.requests)

@@ -2,6 +2,7 @@
 //! clean `cargo test` on two cores): the real `guild-hall` binary against real git
 //! repositories, real worker processes and real outside tools, one module per area.
 
+mod acp;
 mod agree;
 mod apply;
 mod bundled;

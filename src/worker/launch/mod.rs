@@ -304,11 +304,24 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
     env.extend([("GUILD_HALL_MAX_TURNS".to_string(), max_turns.to_string()), ("GUILD_HALL_MAX_BUDGET_USD".into(), max_budget.to_string())]);
     env.extend(a.env.iter().cloned());
     let grace = a.project.config.cancel_grace;
+    let argv = match pkg.manifest.protocol {
+        // An ACP agent runs under guild-hall's client, which is the worker the shim sees.
+        crate::worker::Protocol::Acp => {
+            let mut argv = vec![p(&exe), "acp".to_string()];
+            for tool in &pkg.manifest.acp.allow {
+                argv.extend(["--allow".to_string(), tool.clone()]);
+            }
+            argv.push("--".into());
+            argv.extend(a.argv.iter().cloned());
+            argv
+        }
+        _ => a.argv.clone(),
+    };
     Ok(Ok(Spec {
         state: state.clone(),
         attempt: a.attempt,
         cwd: rec.path.clone(),
-        argv: a.argv.clone(),
+        argv,
         env,
         grace: a.grace_cap.map_or(grace, |cap| grace.min(cap)),
         log_max_bytes: global.log_max_bytes,

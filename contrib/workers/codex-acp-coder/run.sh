@@ -1,0 +1,30 @@
+#!/bin/sh
+# Starts Zed's Codex adapter (`codex-acp`), an Agent Client Protocol agent on stdio; guild-hall's
+# ACP client (`guild-hall acp -- run.sh`, from `protocol: acp`) drives it for a commission
+# attempt or a meeting turn, and offers the toolbox as the MCP server `guild-hall` in each
+# session. Codex's configuration is given here with `-c` (nothing is written to config.toml):
+# - its own sandbox for the commands the model runs: CODEX_SANDBOX (worker.yaml). `read-only`
+#   cannot start inside guild-hall's Landlock (bubblewrap), so shell commands are refused and
+#   files go through the toolbox; `danger-full-access` (codex-acp-coder): no sandbox of Codex's
+#   own, guild-hall's confinement keeps every write in the worktree, temp dir and $CODEX_HOME,
+# - never an approval prompt of its own: MCP tool calls still come to guild-hall as permission
+#   requests, answered by the package's policy (`acp.allow`; the toolbox always),
+# - the model endpoint from OPENAI_BASE_URL and the key from OPENAI_API_KEY when either is set
+#   (a Responses API provider); unset, Codex's own configuration and login. CODEX_MODEL: the model.
+set -eu
+export CODEX_HOME="${CODEX_HOME:-$HOME/.codex}"
+mkdir -p "$CODEX_HOME"
+toml_str() { printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"; }
+set -- -c "sandbox_mode=\"${CODEX_SANDBOX:-read-only}\"" -c 'approval_policy="never"'
+if [ -n "${OPENAI_BASE_URL:-}" ] || [ -n "${OPENAI_API_KEY:-}" ]; then
+  set -- "$@" \
+    -c 'model_provider="guild-hall-openai"' \
+    -c 'model_providers.guild-hall-openai.name="OpenAI (guild-hall pass_env)"' \
+    -c "model_providers.guild-hall-openai.base_url=$(toml_str "${OPENAI_BASE_URL:-https://api.openai.com/v1}")" \
+    -c 'model_providers.guild-hall-openai.env_key="OPENAI_API_KEY"' \
+    -c 'model_providers.guild-hall-openai.wire_api="responses"'
+fi
+if [ -n "${CODEX_MODEL:-}" ]; then
+  set -- "$@" -c "model=$(toml_str "$CODEX_MODEL")"
+fi
+exec codex-acp "$@"

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Starts Gemini CLI as an Agent Client Protocol agent on stdio (`gemini --acp`); guild-hall's ACP
+# client (`guild-hall acp -- run.sh`, from `protocol: acp`) drives it for a commission attempt or
+# a meeting turn, and offers the toolbox as the MCP server `guild-hall` in each session (its
+# calls come as permission requests, answered by the package's policy: `acp.allow`, the toolbox
+# always). Gemini CLI's state for these workers is its own home, ~/.gemini/guild-hall-acp (the one
+# place worker.yaml's sandbox.write lets it write; the person's ~/.gemini is neither read nor
+# changed), with settings written whole and renamed into place:
+# - an API key (GEMINI_API_KEY, endpoint GOOGLE_GEMINI_BASE_URL, both from pass_env),
+# - one attempt per model request (guild-hall's own attempts are the retries),
+# - no usage statistics, telemetry or update checks.
+# The model is pinned (GEMINI_MODEL; `auto` adds a routing request), the workspace trusted.
+set -eu
+export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-acp"
+mkdir -p "$GEMINI_CLI_HOME/.gemini"
+settings="$GEMINI_CLI_HOME/.gemini/settings.json"
+cat > "$settings.$$" <<'JSON'
+{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "maxAttempts": 1}
+}
+JSON
+mv "$settings.$$" "$settings"
+exec gemini --acp -m "${GEMINI_MODEL:-gemini-2.5-flash}" --approval-mode "${GEMINI_APPROVAL_MODE:-default}"

@@ -1,0 +1,874 @@
+//! The Agent Client Protocol client (`protocol: acp`, `guild-hall acp -- CMD`): one attempt or
+//! turn of an ACP agent over stdio, its updates printed as guild-hall's event lines (DESIGN §10),
+//! its permission requests answered by the package's policy, its process group ended after.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value as Json};
+
+/// The MCP server name the toolbox is offered under (its tools are `mcp__guild-hall__*`).
+pub const TOOLBOX_SERVER: &str = "guild-hall";
+/// How long a cancelled turn waits for the agent's answer to `session/cancel`.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+/// How long an agent gets to go after its turn (stdin closed, then SIGTERM) before SIGKILL.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
+/// Some agents (Gemini CLI 0.61) replay a loaded session's history after answering
+/// `session/load`: updates are not shown until the agent has been quiet this long.
+const LOAD_QUIET: Duration = Duration::from_millis(150);
+/// How many times a turn that ended at a denied tool call is carried on.
+const DENIED_ROUNDS: u32 = 3;
+/// The longest tool result summary printed.
+const SUMMARY_CHARS: usize = 200;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    #[error("cannot start the agent {0:?}: {1}")]
+    Start(String, std::io::Error),
+    #[error("talking to the agent: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the agent ended before answering {0}")]
+    Gone(String),
+    #[error("{method} failed: {message}")]
+    Rpc { method: String, message: String },
+    #[error("cancelled")]
+    Cancelled,
+    #[error("{0} is not set: guild-hall sets it for every worker")]
+    Env(&'static str),
+}
+
+/// What one turn is: where, what to say, and what the agent may do.
+#[derive(Debug, Clone, Default)]
+pub struct Turn {
+    /// The agent's command line.
+    pub argv: Vec<String>,
+    /// The worktree (the agent's cwd and the session's).
+    pub cwd: std::path::PathBuf,
+    /// The commission's prompt or the meeting's message.
+    pub prompt: String,
+    /// Posture, memory and toolbox instructions: sent ahead of the prompt in a new session.
+    pub system_prompt: String,
+    /// The session to resume (a meeting's second turn on).
+    pub session: Option<String>,
+    /// `guild-hall` itself, served as the toolbox (`guild-hall mcp`).
+    pub bin: String,
+    /// The toolbox server's environment (the worker's `GUILD_HALL_*` variables).
+    pub mcp_env: Vec<(String, String)>,
+    /// Tools (names or ACP kinds) allowed besides the toolbox's.
+    pub allow: Vec<String>,
+    /// The bound on the agent's model turns, offered to agents that take it.
+    pub max_turns: Option<u64>,
+}
+
+impl Turn {
+    /// The turn guild-hall's environment describes (DESIGN §7): a meeting's message, else the
+    /// commission's or task's prompt.
+    pub fn from_env(argv: Vec<String>, allow: Vec<String>) -> Result<Turn, AcpError> {
+        let var = |k: &'static str| std::env::var(k).map_err(|_| AcpError::Env(k));
+        let read = |k: &'static str| -> Result<String, AcpError> { Ok(std::fs::read_to_string(var(k)?)?) };
+        let meeting = std::env::var("GUILD_HALL_KIND").is_ok_and(|k| k == "meeting");
+        let prompt = if meeting { read("GUILD_HALL_MESSAGE_FILE")? } else { read("GUILD_HALL_PROMPT_FILE")? };
+        Ok(Turn {
+            argv,
+            cwd: std::env::current_dir()?,
+            prompt,
+            system_prompt: read("GUILD_HALL_SYSTEM_PROMPT_FILE").unwrap_or_default(),
+            session: std::env::var("GUILD_HALL_SESSION_ID").ok().filter(|s| !s.is_empty()),
+            bin: var("GUILD_HALL_BIN")?,
+            mcp_env: std::env::vars().filter(|(k, _)| k.starts_with("GUILD_HALL_")).collect(),
+            allow,
+            max_turns: std::env::var("GUILD_HALL_MAX_TURNS").ok().and_then(|n| n.parse().ok()),
+        })
+    }
+}
+
+/// A message from the agent, or its end.
+enum Incoming {
+    Msg(Json),
+    Eof,
+}
+
+/// The agent, its pipes, and what the turn has seen.
+struct Session<'a> {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Incoming>,
+    next_id: u64,
+    out: &'a mut dyn Write,
+    log: &'a mut dyn Write,
+    turn: &'a Turn,
+    term: &'a AtomicBool,
+    /// What the agent's updates and requests mean.
+    translator: Translator,
+    /// Updates are not shown (a loaded session's history being replayed).
+    quiet: bool,
+    /// The session `session/new` started.
+    started: Option<String>,
+    /// When `session/cancel` went (after SIGTERM).
+    cancel_sent: Option<Instant>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct ToolCall {
+    name: String,
+    kind: String,
+    input: Json,
+    shown: bool,
+    done: bool,
+}
+
+/// Run one turn (see the module's doc): events on `out`, decisions and the agent's failures on
+/// `log`. `term` set (SIGTERM) cancels it. The exit code: 0 when the turn ended, else 1.
+pub fn run(turn: &Turn, out: &mut dyn Write, log: &mut dyn Write, term: &AtomicBool) -> i32 {
+    let mut session = match Session::start(turn, out, log, term) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = emit(out, json!({"type": "error", "reason": e.to_string()}));
+            return 1;
+        }
+    };
+    let result = session.converse();
+    let code = match result {
+        Ok(stop) if stop == "end_turn" => {
+            let _ = session.emit(json!({"type": "turn_end"}));
+            0
+        }
+        Ok(stop) => {
+            let _ = session.emit(json!({"type": "error", "reason": format!("the agent stopped: {stop}")}));
+            1
+        }
+        Err(e) => {
+            let _ = session.emit(json!({"type": "error", "reason": e.to_string()}));
+            1
+        }
+    };
+    session.shutdown();
+    code
+}
+
+fn emit(out: &mut dyn Write, v: Json) -> std::io::Result<()> {
+    writeln!(out, "{v}")?;
+    out.flush()
+}
+
+impl<'a> Session<'a> {
+    fn start(turn: &'a Turn, out: &'a mut dyn Write, log: &'a mut dyn Write, term: &'a AtomicBool) -> Result<Session<'a>, AcpError> {
+        let (prog, args) =
+            turn.argv.split_first().ok_or_else(|| AcpError::Start(String::new(), std::io::ErrorKind::InvalidInput.into()))?;
+        let mut cmd = Command::new(prog);
+        cmd.args(args).current_dir(&turn.cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group, ended whole: an agent behind an npm wrapper is several
+            // processes (and its MCP servers more), none of which exits when stdin closes.
+            cmd.process_group(0);
+            // SAFETY: prctl is an async-signal-safe system call.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd.spawn().map_err(|e| AcpError::Start(prog.clone(), e))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or_else(|| AcpError::Gone("initialize".into()))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = std::io::BufReader::new(stdout);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        // Anything but JSON on stdout is not the protocol: ignored.
+                        if let Ok(v) = serde_json::from_str::<Json>(line.trim()) {
+                            if tx.send(Incoming::Msg(v)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            let _ = tx.send(Incoming::Eof);
+        });
+        Ok(Session {
+            child,
+            stdin,
+            rx,
+            next_id: 0,
+            out,
+            log,
+            turn,
+            term,
+            translator: Translator::new(turn.allow.clone()),
+            quiet: false,
+            started: None,
+            cancel_sent: None,
+        })
+    }
+
+    fn emit(&mut self, v: Json) -> std::io::Result<()> {
+        emit(self.out, v)
+    }
+
+    fn say(&mut self, what: std::fmt::Arguments<'_>) {
+        let _ = writeln!(self.log, "[guild-hall acp] {what}");
+        let _ = self.log.flush();
+    }
+
+    fn send(&mut self, v: &Json) -> Result<(), AcpError> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| AcpError::Gone("a request".into()))?;
+        writeln!(stdin, "{v}")?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    /// initialize → session/new or session/load → session/prompt: the prompt's stop reason.
+    fn converse(&mut self) -> Result<String, AcpError> {
+        let init = self.request(
+            "initialize",
+            json!({
+                "protocolVersion": 1,
+                // No file system or terminal of ours: the agent uses its own tools, confined
+                // by guild-hall's sandbox to its worktree like any worker.
+                "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+                "clientInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
+            }),
+        )?;
+        let can_load = init["agentCapabilities"]["loadSession"].as_bool() == Some(true);
+        let env: Vec<Json> = self.turn.mcp_env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
+        let servers = json!([{"name": TOOLBOX_SERVER, "command": self.turn.bin, "args": ["mcp"], "env": env}]);
+        let cwd = self.turn.cwd.to_string_lossy().into_owned();
+        let mut meta = json!({});
+        if let Some(n) = self.turn.max_turns {
+            // Claude Code's adapter passes these options to Claude Code; others ignore `_meta`.
+            meta = json!({"claudeCode": {"options": {"maxTurns": n}}});
+        }
+        let (id, fresh) = match self.turn.session.clone() {
+            Some(old) if can_load => {
+                self.quiet = true;
+                let loaded = self.request("session/load", json!({"sessionId": old, "cwd": cwd, "mcpServers": servers, "_meta": meta}));
+                match loaded {
+                    // The agent refused it: said so that the meeting renews the session with
+                    // the transcript.
+                    Err(AcpError::Rpc { message, .. }) => {
+                        return Err(AcpError::Rpc { method: "session/load".into(), message: format!("session not found ({message})") })
+                    }
+                    Err(e) => return Err(e),
+                    Ok(_) => {}
+                }
+                self.drain_quiet()?;
+                self.quiet = false;
+                (old, false)
+            }
+            Some(_) => {
+                return Err(AcpError::Rpc {
+                    method: "session/load".into(),
+                    message: "session not found: the agent cannot load sessions (no loadSession capability)".into(),
+                })
+            }
+            None => {
+                let new = self.request("session/new", json!({"cwd": cwd, "mcpServers": servers, "_meta": meta}))?;
+                let id = new["sessionId"]
+                    .as_str()
+                    .ok_or_else(|| AcpError::Rpc { method: "session/new".into(), message: "no sessionId in the answer".into() })?;
+                self.started = Some(id.to_string());
+                (id.to_string(), true)
+            }
+        };
+        self.emit(json!({"type": "session", "id": id}))?;
+        let mut prompt = Vec::new();
+        if fresh && !self.turn.system_prompt.trim().is_empty() {
+            prompt.push(json!({"type": "text", "text": self.turn.system_prompt}));
+        }
+        prompt.push(json!({"type": "text", "text": self.turn.prompt}));
+        let mut rounds = 0;
+        loop {
+            let done = self.request("session/prompt", json!({"sessionId": id, "prompt": prompt}))?;
+            if self.cancel_sent.is_some() {
+                return Err(AcpError::Cancelled);
+            }
+            let stop = done["stopReason"].as_str().unwrap_or("end_turn").to_string();
+            let denied = std::mem::take(&mut self.translator.denied);
+            // Some agents (Claude Code's adapter) end the turn at a rejected tool call, as a
+            // person's "no" would. Nobody is there to say more: the agent is told why, and goes on.
+            if stop != "end_turn" || denied.is_empty() || rounds == DENIED_ROUNDS {
+                return Ok(stop);
+            }
+            rounds += 1;
+            self.say(format_args!("the turn ended at a denied tool call: told the agent, and it goes on"));
+            let text = format!(
+                "guild-hall's policy for this worker denied {}: not available here. Carry on with the tools you have (the guild-hall toolbox is always allowed).",
+                denied.join(", ")
+            );
+            prompt = vec![json!({"type": "text", "text": text})];
+        }
+    }
+
+    /// Send a request and handle what comes until its answer.
+    fn request(&mut self, method: &str, params: Json) -> Result<Json, AcpError> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            let msg = match self.next(method)? {
+                Some(m) => m,
+                None => continue,
+            };
+            if msg.get("method").is_none() && msg["id"] == json!(id) {
+                if let Some(err) = msg.get("error") {
+                    let mut message = err["message"].as_str().unwrap_or("error").to_string();
+                    if let Some(d) = err.get("data") {
+                        let d = d["details"].as_str().map(str::to_string).unwrap_or_else(|| d.to_string());
+                        message = format!("{message}: {d}");
+                    }
+                    return Err(AcpError::Rpc { method: method.into(), message });
+                }
+                return Ok(msg["result"].clone());
+            }
+            self.handle(msg)?;
+        }
+    }
+
+    /// The next message, or `None` after a timeout (checking for SIGTERM on the way).
+    fn next(&mut self, waiting_for: &str) -> Result<Option<Json>, AcpError> {
+        if self.term.load(Ordering::SeqCst) {
+            match self.cancel_sent {
+                None => {
+                    self.cancel_sent = Some(Instant::now());
+                    self.say(format_args!("stopped: session/cancel"));
+                    if let Some(id) = self.session_id() {
+                        let _ = self.send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": id}}));
+                    } else {
+                        return Err(AcpError::Cancelled);
+                    }
+                }
+                Some(t) if t.elapsed() > CANCEL_WAIT => return Err(AcpError::Cancelled),
+                Some(_) => {}
+            }
+        }
+        match self.rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Incoming::Msg(m)) => Ok(Some(m)),
+            // Under guild-hall the shim's SIGTERM reaches the agent's processes as well as ours:
+            // an agent gone after it is a cancelled turn.
+            Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) if self.term.load(Ordering::SeqCst) => Err(AcpError::Cancelled),
+            Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                let status = self.child.try_wait().ok().flatten().map(|s| format!(" ({s})")).unwrap_or_default();
+                Err(AcpError::Gone(format!("{waiting_for}{status}")))
+            }
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+        }
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.turn.session.clone().or_else(|| self.started.clone())
+    }
+
+    /// Updates that come right after `session/load`'s answer, until the agent is quiet.
+    fn drain_quiet(&mut self) -> Result<(), AcpError> {
+        loop {
+            if self.term.load(Ordering::SeqCst) {
+                return Err(AcpError::Cancelled);
+            }
+            match self.rx.recv_timeout(LOAD_QUIET) {
+                Ok(Incoming::Msg(m)) => self.handle(m)?,
+                Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => return Err(AcpError::Gone("session/load".into())),
+                Err(RecvTimeoutError::Timeout) => return Ok(()),
+            }
+        }
+    }
+
+    /// A notification or a request from the agent.
+    fn handle(&mut self, msg: Json) -> Result<(), AcpError> {
+        let Some(method) = msg["method"].as_str() else { return Ok(()) };
+        match (method, msg.get("id")) {
+            ("session/update", None) => {
+                let update = &msg["params"]["update"];
+                let events = self.translator.update(update);
+                if !self.quiet {
+                    for e in events {
+                        self.emit(e)?;
+                    }
+                }
+            }
+            ("session/request_permission", Some(id)) => {
+                let (answer, said) = self.translator.permission(&msg["params"]);
+                self.say(format_args!("{said}"));
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "result": answer}))?;
+            }
+            (other, Some(id)) => {
+                // fs/* and terminal/* were not offered; nothing else is known.
+                self.say(format_args!("refused the agent's request {other}: not offered"));
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("{other} is not offered by guild-hall")}}))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// End the agent: stdin closed, a moment, then SIGTERM to its whole process group and
+    /// SIGKILL to what is left of it.
+    fn shutdown(&mut self) {
+        drop(self.stdin.take());
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let exited = |child: &mut Child, wait: Duration| {
+            let deadline = Instant::now() + wait;
+            loop {
+                if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+                    return true;
+                }
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        if !exited(&mut self.child, Duration::from_millis(200)) {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+            exited(&mut self.child, SHUTDOWN_WAIT);
+        }
+        // The group outlives its leader when a child of it (the native agent, an MCP server)
+        // ignored SIGTERM: SIGKILL for what remains (ESRCH when nothing does).
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + SHUTDOWN_WAIT;
+        while group_alive(pgid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// What an agent's `session/update`s and permission requests mean, pure: guild-hall's event
+/// lines (DESIGN §10) and the policy's answers. Tool calls are known by id across updates.
+#[derive(Debug, Default)]
+pub struct Translator {
+    allow: Vec<String>,
+    tools: HashMap<String, ToolCall>,
+    /// The tools denied since this was last taken.
+    pub denied: Vec<String>,
+}
+
+impl Translator {
+    /// The policy allows the toolbox and `allow` (tool names or ACP kinds).
+    pub fn new(allow: Vec<String>) -> Translator {
+        Translator { allow, tools: HashMap::new(), denied: Vec::new() }
+    }
+
+    /// What a `session/update` shows: text, tool calls with their input, their results.
+    pub fn update(&mut self, u: &Json) -> Vec<Json> {
+        let mut out = Vec::new();
+        match u["sessionUpdate"].as_str() {
+            Some("agent_message_chunk") => {
+                if let Some(t) = u["content"]["text"].as_str().filter(|t| !t.is_empty()) {
+                    out.push(json!({"type": "text_delta", "text": t}));
+                }
+            }
+            Some(kind @ ("tool_call" | "tool_call_update")) => {
+                let id = u["toolCallId"].as_str().unwrap_or("").to_string();
+                let call = self.tools.entry(id).or_default();
+                call.learn(u);
+                let status = u["status"].as_str().unwrap_or("");
+                let finished = matches!(status, "completed" | "failed");
+                let has_input = call.input.as_object().is_some_and(|o| !o.is_empty());
+                if !call.shown && (has_input || finished || (kind == "tool_call" && status == "in_progress")) {
+                    call.shown = true;
+                    out.push(json!({"type": "tool_use", "name": call.name, "input": call.input}));
+                }
+                if finished && !call.done {
+                    call.done = true;
+                    let mut summary = summarize(&u["content"]);
+                    if summary.is_empty() {
+                        summary = summarize(&u["rawOutput"]);
+                    }
+                    if status == "failed" && summary.is_empty() {
+                        summary = "failed".into();
+                    }
+                    out.push(json!({"type": "tool_result", "name": call.name, "summary": summary}));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Answer `session/request_permission` by policy: the toolbox and the package's `acp.allow`
+    /// tools are allowed once, anything else is rejected; each decision is said in the returned line.
+    pub fn permission(&mut self, params: &Json) -> (Json, String) {
+        let asked = &params["toolCall"];
+        let id = asked["toolCallId"].as_str().unwrap_or("").to_string();
+        let call = self.tools.entry(id).or_default();
+        call.learn(asked);
+        if call.input.is_null() {
+            // Gemini CLI says an MCP call's arguments only here, as the request's text.
+            let text = asked["content"][0]["content"]["text"].as_str().unwrap_or("");
+            if let Ok(args @ Json::Object(_)) = serde_json::from_str::<Json>(text) {
+                call.input = args;
+            }
+        }
+        let call = call.clone();
+        let allowed = allows(&self.allow, &call);
+        let want: &[&str] = if allowed { &["allow_once", "allow_always"] } else { &["reject_once", "reject_always"] };
+        let option = want.iter().find_map(|k| {
+            params["options"].as_array().into_iter().flatten().find(|o| o["kind"] == *k).and_then(|o| o["optionId"].as_str())
+        });
+        let verdict = if allowed { "allowed" } else { "denied" };
+        if !allowed {
+            self.denied.push(call.name.clone());
+        }
+        let why = if is_toolbox(&call.name) {
+            "the toolbox"
+        } else if allowed {
+            "listed in acp.allow"
+        } else {
+            "not in acp.allow"
+        };
+        let said = format!("{verdict} {} (kind {}): {why}", call.name, if call.kind.is_empty() { "?" } else { &call.kind });
+        let answer = match option {
+            Some(o) => json!({"outcome": {"outcome": "selected", "optionId": o}}),
+            None => json!({"outcome": {"outcome": "cancelled"}}),
+        };
+        (answer, said)
+    }
+}
+
+/// Whether any process of group `pgid` is still there (signal 0).
+fn group_alive(pgid: nix::unistd::Pid) -> bool {
+    nix::sys::signal::killpg(pgid, None).is_ok()
+}
+
+impl ToolCall {
+    /// Take what a `tool_call`, `tool_call_update` or permission request says of the call.
+    fn learn(&mut self, u: &Json) {
+        let name = tool_name(u);
+        if !name.is_empty() && (self.name.is_empty() || !u["_meta"]["claudeCode"]["toolName"].is_null()) {
+            self.name = name;
+        }
+        if let Some(k) = u["kind"].as_str() {
+            self.kind = k.to_string();
+        }
+        let raw = &u["rawInput"];
+        // (Codex's permission request carries its approval form there, not the call's input.)
+        if raw.as_object().is_some_and(|o| !o.is_empty() && !o.contains_key("server_name")) && !self.shown {
+            // Codex wraps an MCP call's arguments with its server and tool.
+            self.input = if raw["arguments"].is_object() && raw["tool"].is_string() { raw["arguments"].clone() } else { raw.clone() };
+        }
+    }
+}
+
+/// A tool call's name, the same for every agent: `mcp__SERVER__TOOL` for an MCP tool (Claude
+/// Code's spelling, which Codex and Gemini CLI say in other words), else the agent's own.
+fn tool_name(u: &Json) -> String {
+    if let Some(n) = u["_meta"]["claudeCode"]["toolName"].as_str() {
+        return n.to_string();
+    }
+    let raw = &u["rawInput"];
+    // Codex: {"server": S, "tool": T, ...} on the call, {"server_name": S, ...} on the request.
+    if let (Some(s), Some(t)) = (raw["server"].as_str(), raw["tool"].as_str()) {
+        return format!("mcp__{s}__{t}");
+    }
+    let title = u["title"].as_str().unwrap_or("");
+    // Gemini CLI: "TOOL (SERVER MCP Server)".
+    if let Some((tool, rest)) = title.split_once(" (") {
+        if let Some(server) = rest.strip_suffix(" MCP Server)") {
+            return format!("mcp__{server}__{tool}");
+        }
+    }
+    // Codex's permission request titles the question, not the tool.
+    if title == "Approve MCP tool call" {
+        let message = raw["request"]["message"].as_str().unwrap_or("");
+        let tool = message.split_once("run tool \"").and_then(|(_, r)| r.split_once('"')).map(|(t, _)| t);
+        return match (raw["server_name"].as_str(), tool) {
+            (Some(s), Some(t)) => format!("mcp__{s}__{t}"),
+            _ => String::new(),
+        };
+    }
+    title.to_string()
+}
+
+/// Whether `name` is one of the toolbox's tools.
+pub fn is_toolbox(name: &str) -> bool {
+    name.strip_prefix("mcp__").and_then(|r| r.strip_prefix(TOOLBOX_SERVER)).is_some_and(|r| r.starts_with("__"))
+}
+
+/// The policy: the toolbox always; else a tool whose name (or, for an MCP tool, its bare
+/// name) or ACP kind (`edit`, `execute`, …) the package lists.
+fn allows(allow: &[String], call: &ToolCall) -> bool {
+    if is_toolbox(&call.name) {
+        return true;
+    }
+    allow.iter().any(|a| *a == call.name || (!call.kind.is_empty() && *a == call.kind))
+}
+
+/// Content blocks or a raw output as one short line.
+fn summarize(content: &Json) -> String {
+    let text = match content {
+        Json::String(s) => s.clone(),
+        Json::Array(parts) => {
+            parts.iter().filter_map(|p| p["content"]["text"].as_str().or(p["text"].as_str())).collect::<Vec<_>>().join(" ")
+        }
+        Json::Null => String::new(),
+        Json::Object(o) if o.contains_key("content") => return summarize(&o["content"]),
+        other => other.to_string(),
+    };
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > SUMMARY_CHARS {
+        format!("{}…", line.chars().take(SUMMARY_CHARS).collect::<String>())
+    } else {
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meeting::events::{is_expired_session, Reader, TurnEvent};
+    use crate::worker::Protocol;
+    use std::path::{Path, PathBuf};
+
+    const CLAUDE_SESSION: &str = "d5f486d9-be47-4653-98c2-d1ae47ca9544";
+
+    fn fixture(agent: &str, name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(agent).join(name)
+    }
+
+    /// The agent's messages of a captured exchange.
+    fn agent_side(agent: &str, name: &str) -> Vec<Json> {
+        let path = fixture(agent, name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Json>(l).ok())
+            .filter(|e| e["dir"] == "agent->client")
+            .map(|e| e["msg"].clone())
+            .collect()
+    }
+
+    /// Every update and permission request of a capture through a translator: the events
+    /// (as a meeting reads them) and the permission decisions.
+    fn translate(agent: &str, name: &str, allow: &[&str]) -> (Vec<TurnEvent>, Vec<(Json, String)>) {
+        let mut t = Translator::new(allow.iter().map(|s| s.to_string()).collect());
+        let mut reader = Reader::new(Protocol::Acp);
+        let (mut events, mut decisions) = (Vec::new(), Vec::new());
+        for m in agent_side(agent, name) {
+            match m["method"].as_str() {
+                Some("session/update") => {
+                    for line in t.update(&m["params"]["update"]) {
+                        events.extend(reader.line(&line.to_string()));
+                    }
+                }
+                Some("session/request_permission") => decisions.push(t.permission(&m["params"])),
+                _ => {}
+            }
+        }
+        (events, decisions)
+    }
+
+    fn text(events: &[TurnEvent]) -> String {
+        events.iter().filter_map(|e| if let TurnEvent::TextDelta { text } = e { Some(text.as_str()) } else { None }).collect()
+    }
+
+    fn option(answer: &Json) -> &str {
+        answer["outcome"]["optionId"].as_str().unwrap_or("")
+    }
+
+    #[test]
+    fn claude_code_acp_tool_calls_and_text_translate() {
+        let (ev, decisions) = translate("claude-code-acp", "01_new_mcp_tools.jsonl", &["mcp__gh__report_progress"]);
+        assert_eq!(
+            ev[0],
+            TurnEvent::ToolUse { name: "mcp__gh__report_progress".into(), input: json!({"summary": "mock: started the task"}) },
+            "shown once, with its whole input (the first update has none)"
+        );
+        assert_eq!(
+            ev[1],
+            TurnEvent::ToolResult { name: "mcp__gh__report_progress".into(), summary: r#"{"result":"progress recorded"}"#.into() }
+        );
+        assert_eq!(ev[2], TurnEvent::ToolUse { name: "mcp__gh__submit_result".into(), input: json!({"summary": "mock: task finished"}) });
+        assert!(matches!(&ev[3], TurnEvent::ToolResult { name, .. } if name == "mcp__gh__submit_result"));
+        assert_eq!(text(&ev), "done");
+        assert_eq!(ev.len(), 5, "{ev:?}");
+        // Listed: allowed once; not listed, and not the toolbox (its server is not guild-hall's): rejected.
+        assert_eq!(option(&decisions[0].0), "allow");
+        assert!(decisions[0].1.starts_with("allowed mcp__gh__report_progress"), "{}", decisions[0].1);
+        assert_eq!(option(&decisions[1].0), "reject");
+        assert!(decisions[1].1.starts_with("denied mcp__gh__submit_result"), "{}", decisions[1].1);
+    }
+
+    #[test]
+    fn codex_acp_and_gemini_acp_translate_to_the_same_names() {
+        let (ev, decisions) = translate("codex-acp", "01_new_text_mcp.jsonl", &["mcp__gh__report_progress"]);
+        assert_eq!(ev.iter().filter(|e| matches!(e, TurnEvent::ToolUse { .. })).count(), 1, "{ev:?}");
+        assert!(ev.contains(&TurnEvent::ToolUse {
+            name: "mcp__gh__report_progress".into(),
+            input: json!({"summary": "mock: progress via MCP"})
+        }));
+        assert!(ev.contains(&TurnEvent::ToolResult { name: "mcp__gh__report_progress".into(), summary: "progress recorded".into() }));
+        assert!(text(&ev).contains("MOCK ANSWER"));
+        assert_eq!(option(&decisions[0].0), "approved", "Codex's request is named by its earlier tool call");
+        let (_, denied) = translate("codex-acp", "01_new_text_mcp.jsonl", &[]);
+        assert_eq!(option(&denied[0].0), "cancel");
+
+        let (ev, decisions) = translate("gemini-acp", "01_new_text_mcp.jsonl", &["report_progress", "mcp__gh__report_progress"]);
+        assert!(
+            ev.contains(&TurnEvent::ToolUse {
+                name: "mcp__gh__report_progress".into(),
+                input: json!({"summary": "mock: progress via MCP"})
+            }),
+            "{ev:?}"
+        );
+        assert!(
+            ev.contains(&TurnEvent::ToolResult { name: "mcp__gh__report_progress".into(), summary: "progress recorded".into() }),
+            "{ev:?}"
+        );
+        assert_eq!(option(&decisions[0].0), "proceed_once");
+        let (_, denied) = translate("gemini-acp", "01_new_text_mcp.jsonl", &[]);
+        assert_eq!(option(&denied[0].0), "cancel");
+    }
+
+    /// The toolbox is allowed by any agent's name for it, whatever the package lists.
+    #[test]
+    fn the_toolbox_is_always_allowed_and_kinds_can_be_listed() {
+        let mut t = Translator::new(vec!["edit".into()]);
+        let ask = |title: &str, kind: &str| {
+            json!({"toolCall": {"toolCallId": title, "title": title, "kind": kind},
+                   "options": [{"kind": "allow_once", "optionId": "yes"}, {"kind": "reject_once", "optionId": "no"}]})
+        };
+        assert_eq!(option(&t.permission(&ask("mcp__guild-hall__submit_result", "other")).0), "yes");
+        assert_eq!(option(&t.permission(&ask("submit_result (guild-hall MCP Server)", "other")).0), "yes");
+        assert_eq!(option(&t.permission(&ask("Write notes.md", "edit")).0), "yes", "a listed kind");
+        assert_eq!(option(&t.permission(&ask("rm -rf /", "execute")).0), "no");
+        assert_eq!(option(&t.permission(&ask("mcp__guild-hall-evil__x", "other")).0), "no");
+        assert!(is_toolbox("mcp__guild-hall__report_progress") && !is_toolbox("mcp__gh__report_progress"));
+    }
+
+    struct Ran {
+        code: i32,
+        events: Vec<TurnEvent>,
+        log: String,
+        sent: Vec<Json>,
+    }
+
+    /// The client's whole exchange with the scripted agent replaying a capture.
+    fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, pause: bool) -> Ran {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record = dir.path().join("sent.jsonl");
+        let pids = dir.path().join("pids");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp_agent.py");
+        let mut argv = vec!["env".to_string()];
+        if pause {
+            argv.push("PAUSE_AT_PERMISSION=1".into());
+        }
+        argv.extend(["python3".into(), script.display().to_string(), fixture(agent, name).display().to_string()]);
+        argv.extend([record.display().to_string(), pids.display().to_string()]);
+        let turn = Turn {
+            argv,
+            cwd: dir.path().to_path_buf(),
+            prompt: "do the task, remember the word MANGO".into(),
+            system_prompt: "You are a guild-hall worker.".into(),
+            session: session.map(str::to_string),
+            bin: "/usr/bin/guild-hall".into(),
+            mcp_env: vec![("GUILD_HALL_MAILBOX".into(), "/m/events-1.jsonl".into())],
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            max_turns: Some(7),
+        };
+        let (mut out, mut log) = (Vec::new(), Vec::new());
+        let code = run(&turn, &mut out, &mut log, term);
+        // The agent and the child in its group are gone when the turn returns.
+        let started = std::fs::read_to_string(&pids).unwrap_or_default();
+        let pids: Vec<i32> = started.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+        assert_eq!(pids.len(), 2, "the stand-in agent wrote its pids: {started:?}");
+        for pid in pids {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let st = state.rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("gone").to_string();
+            assert!(st == "gone" || st == "Z", "agent process {pid} is still there ({st})");
+        }
+        let mut reader = Reader::new(Protocol::Acp);
+        let events = String::from_utf8_lossy(&out).lines().flat_map(|l| reader.line(l)).collect();
+        let sent = std::fs::read_to_string(&record).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        Ran { code, events, log: String::from_utf8_lossy(&log).into_owned(), sent }
+    }
+
+    fn sent<'a>(ran: &'a Ran, method: &str) -> Vec<&'a Json> {
+        ran.sent.iter().filter(|m| m["method"] == method).collect()
+    }
+
+    #[test]
+    fn a_new_session_offers_the_toolbox_and_answers_permissions_by_policy() {
+        let ran =
+            run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &["mcp__gh__report_progress"], &AtomicBool::new(false), false);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert_eq!(ran.events[0], TurnEvent::Session { id: CLAUDE_SESSION.into() });
+        assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
+        assert_eq!(text(&ran.events), "done");
+        let init = sent(&ran, "initialize")[0];
+        assert_eq!(init["params"]["clientCapabilities"], json!({"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}));
+        let new = sent(&ran, "session/new")[0];
+        assert_eq!(
+            new["params"]["mcpServers"],
+            json!([{"name": "guild-hall", "command": "/usr/bin/guild-hall", "args": ["mcp"], "env": [{"name": "GUILD_HALL_MAILBOX", "value": "/m/events-1.jsonl"}]}])
+        );
+        assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["maxTurns"], 7);
+        let prompt = sent(&ran, "session/prompt")[0];
+        assert_eq!(prompt["params"]["sessionId"], CLAUDE_SESSION);
+        assert_eq!(prompt["params"]["prompt"][0]["text"], "You are a guild-hall worker.", "a new session gets the system prompt first");
+        assert_eq!(prompt["params"]["prompt"][1]["text"], "do the task, remember the word MANGO");
+        let answers: Vec<&str> = ran.sent.iter().filter(|m| m.get("method").is_none()).map(|m| option(&m["result"])).collect();
+        assert_eq!(answers, ["allow", "reject"]);
+        // The turn ended at the rejected call (as Claude Code's adapter does): the agent is told, and goes on.
+        let again = sent(&ran, "session/prompt");
+        assert_eq!(again.len(), 2, "{again:?}");
+        let told = again[1]["params"]["prompt"][0]["text"].as_str().unwrap_or("");
+        assert!(told.contains("denied mcp__gh__submit_result"), "{told}");
+        assert!(ran.log.contains("allowed mcp__gh__report_progress") && ran.log.contains("denied mcp__gh__submit_result"), "{}", ran.log);
+    }
+
+    #[test]
+    fn a_loaded_session_shows_only_the_new_turn() {
+        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &AtomicBool::new(false), false);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert!(sent(&ran, "session/new").is_empty());
+        assert_eq!(sent(&ran, "session/load")[0]["params"]["sessionId"], CLAUDE_SESSION);
+        let prompt = sent(&ran, "session/prompt")[0];
+        assert_eq!(prompt["params"]["prompt"].as_array().map(Vec::len), Some(1), "the message only: {prompt}");
+        assert_eq!(
+            ran.events,
+            [TurnEvent::Session { id: CLAUDE_SESSION.into() }, TurnEvent::TextDelta { text: "done".into() }, TurnEvent::TurnEnd],
+            "the replayed history is not shown again"
+        );
+    }
+
+    #[test]
+    fn an_unknown_session_is_an_expired_one() {
+        for (agent, fx) in [
+            ("claude-code-acp", "02_load_prompt_errors.jsonl"),
+            ("codex-acp", "02_load_prompt_errors.jsonl"),
+            ("gemini-acp", "02_load_prompt_errors.jsonl"),
+        ] {
+            let ran = run_against(agent, fx, Some("00000000-0000-4000-8000-000000000000"), &[], &AtomicBool::new(false), false);
+            assert_eq!(ran.code, 1, "{agent}");
+            let Some(TurnEvent::Error { reason }) = ran.events.last() else { panic!("{agent}: {:?}", ran.events) };
+            assert!(is_expired_session(reason), "{agent}: {reason}");
+        }
+    }
+
+    #[test]
+    fn sigterm_cancels_the_turn_and_ends_the_agents_group() {
+        let term = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = term.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let ran = run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &[], &term, true);
+        setter.join().expect("setter");
+        assert_eq!(ran.code, 1);
+        assert_eq!(sent(&ran, "session/cancel")[0]["params"]["sessionId"], CLAUDE_SESSION);
+        assert_eq!(ran.events.last(), Some(&TurnEvent::Error { reason: "cancelled".into() }), "{:?}", ran.events);
+    }
+}
