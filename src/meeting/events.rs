@@ -1,7 +1,10 @@
 //! What a meeting turn streams (DESIGN §10, REQ-MTG-15): the six event types, read from a
 //! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's
-//! `stream-json`. Anything else a worker prints is not surfaced. Pure but for [`read_lines`],
-//! which splits the output into lines whatever bytes it holds.
+//! `stream-json` (here) or the Codex CLI's `exec --json` ([`codex`]). Anything else a worker
+//! prints is not surfaced. Pure but for [`read_lines`], which splits the output into lines
+//! whatever bytes it holds.
+
+mod codex;
 
 use std::collections::HashMap;
 
@@ -95,11 +98,12 @@ pub struct Reader {
     protocol: Protocol,
     /// Claude Code names a tool in `tool_use` and refers to it by id in `tool_result`.
     tool_names: HashMap<String, String>,
+    codex: codex::Codex,
 }
 
 impl Reader {
     pub fn new(protocol: Protocol) -> Reader {
-        Reader { protocol, tool_names: HashMap::new() }
+        Reader { protocol, tool_names: HashMap::new(), codex: codex::Codex::default() }
     }
 
     /// The events one line of output carries (none for a line that is not an event).
@@ -112,6 +116,10 @@ impl Reader {
             Protocol::GuildHall => serde_json::from_str::<TurnEvent>(line).ok().into_iter().collect(),
             Protocol::ClaudeStreamJson => match serde_json::from_str::<Json>(line) {
                 Ok(v) => self.claude(&v),
+                Err(_) => Vec::new(),
+            },
+            Protocol::CodexJson => match serde_json::from_str::<Json>(line) {
+                Ok(v) => self.codex.line(&v),
                 Err(_) => Vec::new(),
             },
         }
@@ -195,7 +203,11 @@ fn summarize(content: &Json) -> String {
 /// the turn is then run again in a fresh session (REQ-MTG-12).
 pub fn is_expired_session(reason: &str) -> bool {
     let r = reason.to_lowercase();
-    r.contains("no conversation found with session id") || r.contains("session expired") || r.contains("session not found")
+    r.contains("no conversation found with session id")
+        || r.contains("session expired")
+        || r.contains("session not found")
+        // Codex: `codex exec resume` of a thread it has no rollout file for.
+        || r.contains("no rollout found for thread id")
 }
 
 #[cfg(test)]

@@ -73,6 +73,8 @@ pub enum Protocol {
     GuildHall,
     /// Claude Code's `--output-format stream-json --include-partial-messages`, translated.
     ClaudeStreamJson,
+    /// The Codex CLI's `codex exec --json` lines, translated.
+    CodexJson,
 }
 
 /// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
