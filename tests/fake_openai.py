@@ -92,7 +92,7 @@ class Handler(BaseHTTPRequestHandler):
             body = {}
         with LOCK:
             with open(requests_path, "a") as f:
-                f.write(json.dumps({"path": self.path, "headers": dict(self.headers), "body": body}) + "\n")
+                f.write(json.dumps({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}) + "\n")
         if not self.path.rstrip("/").endswith("/responses"):
             return self.send_json(404, {"error": {"message": "not served by the stand-in", "type": "invalid_request_error"}})
         reply = next_reply()

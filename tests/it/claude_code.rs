@@ -12,7 +12,7 @@ use std::process::{Child, Command};
 
 use crate::common::*;
 
-fn install_package(p: &Project, name: &str) {
+pub(crate) fn install_package(p: &Project, name: &str) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers").join(name);
     let dest = p.root.join(".lore/workers").join(name);
     std::fs::create_dir_all(&dest).expect("mkdir");
@@ -207,43 +207,29 @@ fn the_coder_package_offers_write_edit_and_bash() {
 
 /// The Claude Code CLI from npm, in `target/claude-code` (installed on first use).
 pub(crate) fn real_claude() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/claude-code");
-    let bin = dir.join("node_modules/.bin/claude");
-    let ok = |b: &PathBuf| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok(&bin) {
-        let lock = std::fs::File::create(std::env::temp_dir().join("guild-hall-claude-code.lock")).expect("lock");
-        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
-        if !ok(&bin) {
-            std::fs::create_dir_all(&dir).expect("mkdir");
-            let npm = needs(
-                Command::new("npm")
-                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                    .arg(&dir)
-                    .arg("@anthropic-ai/claude-code@2")
-                    .status(),
-                "npm",
-                "to install the Claude Code CLI into target/claude-code",
-            );
-            assert!(npm.success() && ok(&bin), "installing Claude Code from npm failed (needs the npm registry)");
-        }
-    }
-    bin
+    npm_cli("claude-code", "@anthropic-ai/claude-code@2", "claude")
 }
 
 /// The local stand-in for the model API, stopped when dropped.
 pub(crate) struct FakeApi {
     child: Child,
-    url: String,
-    requests: PathBuf,
+    pub(crate) url: String,
+    pub(crate) requests: PathBuf,
 }
 
 impl FakeApi {
+    /// The Anthropic Messages API (`tests/fake_anthropic.py`).
     pub(crate) fn start(dir: &Path, script: &serde_json::Value) -> FakeApi {
+        FakeApi::serve("fake_anthropic.py", dir, script)
+    }
+
+    /// The stand-in `tests/SERVER` (a Python script taking SCRIPT.json REQUESTS.jsonl PORT_FILE).
+    pub(crate) fn serve(server: &str, dir: &Path, script: &serde_json::Value) -> FakeApi {
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).expect("script");
         let requests = dir.join("requests.jsonl");
         let port_file = dir.join("port");
-        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_anthropic.py");
+        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join(server);
         let child = Command::new("python3").arg(server).arg(&script_path).arg(&requests).arg(&port_file).spawn();
         let child = needs(child, "python3", "to serve the stand-in model API");
         wait_for("the stand-in API to listen", || port_file.exists());

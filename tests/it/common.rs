@@ -363,6 +363,29 @@ pub fn needs<T>(ran: std::io::Result<T>, program: &str, why: &str) -> T {
     }
 }
 
+/// The command `bin` of the npm package `package` (`name@version`), installed into
+/// `target/<dir>` on first use (as `.ci/run` does up front), once across concurrent tests.
+pub(crate) fn npm_cli(dir: &str, package: &str, bin: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join(dir);
+    let exe = dir.join("node_modules/.bin").join(bin);
+    let ok = |b: &PathBuf| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok(&exe) {
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let lock = std::fs::File::create(std::env::temp_dir().join(format!("guild-hall-{name}.lock"))).expect("lock");
+        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
+        if !ok(&exe) {
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let npm = needs(
+                Command::new("npm").args(["install", "--no-audit", "--no-fund", "--prefix"]).arg(&dir).arg(package).status(),
+                "npm",
+                &format!("to install {package} into target/{name}"),
+            );
+            assert!(npm.success() && ok(&exe), "installing {package} from npm failed (needs the npm registry)");
+        }
+    }
+    exe
+}
+
 /// Wait for a condition without running passes (deadline 60 s).
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -9,6 +9,7 @@ mod check_truth;
 mod ci;
 mod ci_waves;
 mod claude_code;
+mod codex;
 mod clone_truth;
 mod common;
 mod confinement;
