@@ -64,6 +64,8 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
     let api = fake_openai(
         &p,
         json!([
+            // Its shell is read-only: Codex's own sandbox refuses the command.
+            {"call": {"name": "exec_command", "arguments": {"cmd": "echo x > forbidden.md && echo WROTE || echo WRITE-REFUSED"}}},
             {"call": {"namespace": "mcp__guild_hall", "name": "report_progress", "arguments": {"text": "reading"}}},
             {"call": {"namespace": "mcp__guild_hall", "name": "write_artifact", "arguments": {"path": ".lore/research/crash-only.md", "content": body}}},
             {"call": {"namespace": "mcp__guild_hall", "name": "submit_result", "arguments": {"summary": "Wrote the survey", "artifacts": [".lore/research/crash-only.md"]}}},
@@ -98,6 +100,8 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
         .map(|i| i["output"].to_string())
         .collect();
     assert!(results.iter().any(|r| r.contains("crash-only.md")), "{results:?}");
+    assert!(!results.iter().any(|r| r.contains("WROTE")), "{results:?}");
+    assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
     // Its state stayed in ~/.codex (the one place the package widens).
     assert!(std::fs::read_dir(p.user_home().join(".codex/sessions")).is_ok(), "Codex kept its session");
 }
@@ -184,4 +188,32 @@ echo "--- next"
     let t = std::fs::read_to_string(p.home.join("meetings").read_dir().expect("meetings").flatten().next().expect("project").path().join("cx.md"))
         .expect("transcript");
     assert!(t.contains("_(interrupted)_"), "{t}");
+}
+
+#[test]
+fn real_codex_coder_writes_and_runs_inside_its_worktree_only() {
+    let codex = real_codex();
+    let p = Project::new(&[]);
+    install_package(&p, "codex-coder");
+    let api = fake_openai(
+        &p,
+        json!([
+            {"call": {"name": "exec_command", "arguments": {"cmd": "echo 'hello from the coder' > src/hello.txt && cp src/hello.txt src/copy.txt && echo built"}}},
+            {"call": {"name": "exec_command", "arguments": {"cmd": "touch \"$GUILD_HALL_PROJECT/escaped.txt\" && echo ESCAPED || echo ESCAPE-REFUSED"}}},
+            {"call": {"namespace": "mcp__guild_hall", "name": "submit_result", "arguments": {"summary": "coded", "artifacts": ["src/hello.txt"]}}},
+            {"text": "Coded."}
+        ]),
+    );
+    p.write_commission("code", "---\nworker: codex-coder\n---\nAdd src/hello.txt.\n");
+    let out = with_codex(&p, &api, &codex, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.status("code"), "completed", "{}", p.ok(&["logs", "code"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:src/hello.txt"]), "hello from the coder\n");
+    assert_eq!(git(&p.root, &["show", "claude/main:src/copy.txt"]), "hello from the coder\n");
+    assert!(!p.root.join("escaped.txt").exists());
+    let sent = std::fs::read_to_string(&api.requests).expect("requests");
+    assert!(sent.contains("ESCAPE-REFUSED") && sent.contains("Permission denied"), "guild-hall's sandbox refused the escape");
+    let coder = std::fs::read(p.root.join(".lore/workers/codex-coder/codex.sh")).expect("coder's script");
+    let reader = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers/codex/codex.sh")).expect("script");
+    assert_eq!(coder, reader, "codex-coder runs the codex package's codex.sh unchanged");
 }

@@ -2,8 +2,12 @@
 # Runs the Codex CLI headless (`codex exec --json`) for one commission (`codex.sh commission`)
 # or one meeting turn (`codex.sh meeting`), confined by guild-hall's sandbox to its worktree,
 # its temp dir and Codex's own state ($CODEX_HOME, ~/.codex by default: worker.yaml):
-# - Codex's own sandbox for the commands the model runs: CODEX_SANDBOX (worker.yaml;
-#   `read-only`, or `workspace-write` for the coder), never an approval prompt (nobody to ask),
+# - Codex's own sandbox for the commands the model runs: CODEX_SANDBOX (worker.yaml), never an
+#   approval prompt (nobody to ask). `read-only` (the codex package): Codex's bubblewrap
+#   sandbox, which cannot start inside guild-hall's Landlock (it must write /proc/self/uid_map),
+#   so every shell command is refused and files go through the toolbox only.
+#   `danger-full-access` (codex-coder): no sandbox of Codex's own; guild-hall's confinement
+#   keeps every write inside the worktree, the temp dir and $CODEX_HOME,
 # - the guild-hall toolbox as the MCP server `guild-hall` (`guild-hall mcp`), its tools approved
 #   up front (with `approval_policy = "never"` an unapproved MCP call fails silently), passed
 #   the GUILD_HALL_* variables it needs (Codex starts MCP servers with a short environment),
