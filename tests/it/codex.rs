@@ -111,7 +111,7 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     let codex = real_codex();
     let p = Project::new(&[]);
     install_package(&p, "codex");
-    let api = fake_openai(&p, json!([{"echo": "ANSWER"}, {"echo": "ANSWER"}]));
+    let api = fake_openai(&p, json!([{"echo": "ANSWER"}, {"echo": "ANSWER"}, {"echo": "RENEWED"}]));
     let out = with_codex(&p, &api, &codex, &["meeting", "start", "--worker", "codex", "--id", "cx", "remember the word PINEAPPLE"]);
     assert!(out.status.success(), "{}", said(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("ANSWER you said 'remember the word PINEAPPLE'"), "{}", said(&out));
@@ -134,6 +134,24 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     assert!(input.contains("remember the word PINEAPPLE") && input.contains("what was the word?"), "{input}");
     assert!(input.contains("ANSWER you said 'remember the word PINEAPPLE'"), "turn 1's answer: {input}");
     assert!(toolbox_offered(&reqs[1]).iter().any(|t| t == "link_artifact"), "the meeting toolbox");
+
+    // A thread Codex does not have: renewed in a fresh one, told the conversation so far.
+    let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/cx.md")).expect("artifact");
+    let lost = "01a20eff-0000-7000-8000-000000000000";
+    std::fs::write(p.root.join(".lore/meetings/cx.md"), artifact.replace(&thread, lost)).expect("write");
+    let out = with_codex(&p, &api, &codex, &["meeting", "send", "cx", "still there?", "--json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("no rollout found for thread id"), "the error is shown: {}", said(&out));
+    assert!(stdout.contains("RENEWED you said 'still there?'"), "{stdout}");
+    let reqs = requests(&api);
+    let renewed = &reqs[2];
+    assert_ne!(renewed["headers"]["thread-id"], thread.as_str(), "a fresh thread");
+    let input = renewed["body"]["input"].to_string();
+    assert!(input.contains("The conversation so far") && input.contains("remember the word PINEAPPLE"), "{input}");
+    let show: Value = serde_json::from_str(&p.ok(&["meeting", "show", "cx", "--json"])).expect("json");
+    let renewal = show["log"].as_array().expect("log").iter().find(|e| e["kind"] == "session_renewed").cloned().expect("renewal");
+    assert_eq!(renewal["old"], lost);
+    assert_eq!(renewal["new"], renewed["headers"]["thread-id"]);
 }
 
 #[test]
