@@ -235,3 +235,31 @@ fn real_codex_coder_writes_and_runs_inside_its_worktree_only() {
     let reader = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers/codex/codex.sh")).expect("script");
     assert_eq!(coder, reader, "codex-coder runs the codex package's codex.sh unchanged");
 }
+
+#[test]
+fn real_codex_coder_as_a_wave_task_lands_its_change() {
+    let codex = real_codex();
+    let p = Project::new(&[]);
+    install_package(&p, "codex-coder");
+    let api = fake_openai(
+        &p,
+        json!([
+            {"call": {"name": "exec_command", "arguments": {"cmd": "echo 'from a wave' > src/wave.txt && echo done"}}},
+            {"call": {"namespace": "mcp__guild_hall", "name": "report_progress", "arguments": {"text": "wrote src/wave.txt"}}},
+            {"text": "Wrote it."}
+        ]),
+    );
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("port.md"),
+        "---\ntitle: port\nwaves:\n  - - {id: wave, worker: codex-coder, prompt: \"Add src/wave.txt.\"}\n---\n",
+    )
+    .expect("plan");
+    let out = with_codex(&p, &api, &codex, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let plan: Value = serde_json::from_str(&p.ok(&["plan", "show", "port", "--json"])).expect("plan json");
+    assert_eq!(plan["status"], "completed", "{plan}\n{}", p.ok(&["plan", "logs", "port"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:src/wave.txt"]), "from a wave\n");
+    assert!(requests(&api)[0]["body"]["input"].to_string().contains("Add src/wave.txt."));
+}
