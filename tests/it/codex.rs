@@ -263,3 +263,25 @@ fn real_codex_coder_as_a_wave_task_lands_its_change() {
     assert_eq!(git(&p.root, &["show", "claude/main:src/wave.txt"]), "from a wave\n");
     assert!(requests(&api)[0]["body"]["input"].to_string().contains("Add src/wave.txt."));
 }
+
+#[test]
+fn the_codex_packages_are_bundled_valid_and_confined() {
+    let p = Project::new(&[]);
+    let list: Value = serde_json::from_str(&p.ok(&["workers", "--available", "--json"])).expect("json");
+    let by = |n: &str| list.as_array().and_then(|a| a.iter().find(|x| x["name"] == n).cloned()).unwrap_or(Value::Null);
+    assert_eq!(by("codex")["capabilities"], json!(["commission", "meeting"]), "{list}");
+    assert_eq!(by("codex-coder")["capabilities"], json!(["commission"]), "{list}");
+    for name in ["codex", "codex-coder"] {
+        p.ok(&["workers", "add", name]);
+        let script = p.root.join(".lore/workers").join(name).join("codex.sh");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&script).expect("codex.sh").permissions().mode();
+        assert!(mode & 0o111 != 0, "{name}'s codex.sh is executable");
+    }
+    p.ok(&["check"]);
+    let workers: Value = serde_json::from_str(&p.ok(&["workers", "--json"])).expect("json");
+    for w in workers.as_array().expect("list") {
+        assert_eq!(w["confinement"], "confined", "{w}");
+        assert_eq!(w["checkout"], "full", "{w}");
+    }
+}
