@@ -9,10 +9,14 @@ use std::path::Path;
 
 /// The bundled packages, by directory (relative to the crate root); the package's name is its
 /// `worker.yaml`'s (the directory's name, a test checks).
-const PACKAGES: &[&str] =
-    &["examples/workers/scribe", "examples/workers/researcher", "contrib/workers/claude-code", "contrib/workers/claude-code-coder",
+const PACKAGES: &[&str] = &[
+    "examples/workers/scribe",
+    "examples/workers/researcher",
+    "contrib/workers/claude-code",
+    "contrib/workers/claude-code-coder",
     "contrib/workers/codex",
-    "contrib/workers/codex-coder"];
+    "contrib/workers/codex-coder",
+];
 
 fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");

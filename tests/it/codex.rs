@@ -203,8 +203,10 @@ echo "--- next"
     assert!(section(&out, "during").contains("codex exec"), "the check sees the turn's processes: {out}");
     assert_eq!(left.trim(), "checked", "processes left after the interrupted turn:\n{out}");
     assert!(section(&out, "next").contains("AFTER you said 'are you back?'"), "the meeting goes on: {out}");
-    let t = std::fs::read_to_string(p.home.join("meetings").read_dir().expect("meetings").flatten().next().expect("project").path().join("cx.md"))
-        .expect("transcript");
+    let t = std::fs::read_to_string(
+        p.home.join("meetings").read_dir().expect("meetings").flatten().next().expect("project").path().join("cx.md"),
+    )
+    .expect("transcript");
     assert!(t.contains("_(interrupted)_"), "{t}");
 }
 

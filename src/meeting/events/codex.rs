@@ -108,7 +108,8 @@ fn result(item: &Json) -> String {
         }
         Some("file_change") => {
             let changes = item["changes"].as_array().into_iter().flatten();
-            let said: Vec<String> = changes.map(|c| format!("{} {}", c["kind"].as_str().unwrap_or("?"), c["path"].as_str().unwrap_or("?"))).collect();
+            let said: Vec<String> =
+                changes.map(|c| format!("{} {}", c["kind"].as_str().unwrap_or("?"), c["path"].as_str().unwrap_or("?"))).collect();
             summarize(&Json::String(format!("{}: {}", item["status"].as_str().unwrap_or("done"), said.join(", "))))
         }
         _ => item["status"].as_str().unwrap_or("done").to_string(),
@@ -181,7 +182,8 @@ mod tests {
         assert!(is_expired_session(&fixture("05_error_unknown_session.stderr.txt")));
         // What codex.sh says instead, before Codex would fail.
         let mut r = Reader::new(Protocol::CodexJson);
-        let ev = r.line(r#"{"type":"turn.failed","error":{"message":"no rollout found for thread id 01a20eff-0000-7000-8000-000000000000"}}"#);
+        let ev =
+            r.line(r#"{"type":"turn.failed","error":{"message":"no rollout found for thread id 01a20eff-0000-7000-8000-000000000000"}}"#);
         let [TurnEvent::Error { reason }] = ev.as_slice() else { panic!("{ev:?}") };
         assert!(is_expired_session(reason));
     }
@@ -213,7 +215,10 @@ mod tests {
         assert_eq!(text(&ev), "Looking.\n\nDone.");
         assert_eq!(ev[1], TurnEvent::ToolUse { name: "shell".into(), input: json!({"command": "bash -lc ls"}) });
         assert_eq!(ev[2], TurnEvent::ToolResult { name: "shell".into(), summary: "exit 2: a b".into() });
-        assert_eq!(ev[3], TurnEvent::ToolUse { name: "file_change".into(), input: json!({"changes": [{"path": "src/x.rs", "kind": "add"}]}) });
+        assert_eq!(
+            ev[3],
+            TurnEvent::ToolUse { name: "file_change".into(), input: json!({"changes": [{"path": "src/x.rs", "kind": "add"}]}) }
+        );
         assert_eq!(ev[4], TurnEvent::ToolResult { name: "file_change".into(), summary: "completed: add src/x.rs".into() });
         assert_eq!(ev[6], TurnEvent::ToolResult { name: "mcp__guild-hall__write_artifact".into(), summary: "error: refused".into() });
         // A retried request's error alone ends nothing.
