@@ -224,7 +224,8 @@ mod tests {
         fixture(name).lines().flat_map(|l| r.line(l)).collect()
     }
 
-    fn text(events: &[TurnEvent]) -> String {
+    /// The text of a turn's deltas, joined.
+    pub(super) fn text(events: &[TurnEvent]) -> String {
         events.iter().filter_map(|e| if let TurnEvent::TextDelta { text } = e { Some(text.as_str()) } else { None }).collect()
     }
 

@@ -23,6 +23,16 @@ fn fake_openai(p: &Project, script: Value) -> FakeApi {
     FakeApi::serve("fake_openai.py", p.tmp.path(), &script)
 }
 
+/// The real Codex, a project with the bundled package `package` installed, and the stand-in
+/// answering with `script`.
+fn set_up(package: &str, script: Value) -> (PathBuf, Project, FakeApi) {
+    let codex = real_codex();
+    let p = Project::new(&[]);
+    install_package(&p, package);
+    let api = fake_openai(&p, script);
+    (codex, p, api)
+}
+
 /// Every request the stand-in was sent, in order.
 fn requests(api: &FakeApi) -> Vec<Value> {
     std::fs::read_to_string(&api.requests).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
@@ -57,12 +67,9 @@ fn toolbox_offered(request: &Value) -> Vec<String> {
 
 #[test]
 fn real_codex_confined_delivers_a_file_through_the_toolbox() {
-    let codex = real_codex();
-    let p = Project::new(&[]);
-    install_package(&p, "codex");
     let body = "# Crash-only software\n\nStop = crash; start = recover.\n";
-    let api = fake_openai(
-        &p,
+    let (codex, p, api) = set_up(
+        "codex",
         json!([
             // Its shell is read-only: Codex's own sandbox refuses the command.
             {"call": {"name": "exec_command", "arguments": {"cmd": "echo x > forbidden.md && echo WROTE || echo WRITE-REFUSED"}}},
@@ -108,10 +115,7 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
 
 #[test]
 fn real_codex_meets_and_its_second_turn_sees_the_first() {
-    let codex = real_codex();
-    let p = Project::new(&[]);
-    install_package(&p, "codex");
-    let api = fake_openai(&p, json!([{"echo": "ANSWER"}, {"echo": "ANSWER"}, {"echo": "RENEWED"}]));
+    let (codex, p, api) = set_up("codex", json!([{"echo": "ANSWER"}, {"echo": "ANSWER"}, {"echo": "RENEWED"}]));
     let out = with_codex(&p, &api, &codex, &["meeting", "start", "--worker", "codex", "--id", "cx", "remember the word PINEAPPLE"]);
     assert!(out.status.success(), "{}", said(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("ANSWER you said 'remember the word PINEAPPLE'"), "{}", said(&out));
@@ -156,10 +160,7 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
 
 #[test]
 fn a_codex_turn_interrupted_while_the_model_holds_its_answer_leaves_no_process() {
-    let codex = real_codex();
-    let p = Project::new(&[]);
-    install_package(&p, "codex");
-    let api = fake_openai(&p, json!([{"text": "hello"}, {"hold": true}, {"echo": "AFTER"}]));
+    let (codex, p, api) = set_up("codex", json!([{"text": "hello"}, {"hold": true}, {"echo": "AFTER"}]));
     let bin = codex.parent().expect("bin dir").display().to_string();
     let out = in_pid_namespace(
         &p,
@@ -212,11 +213,8 @@ echo "--- next"
 
 #[test]
 fn real_codex_coder_writes_and_runs_inside_its_worktree_only() {
-    let codex = real_codex();
-    let p = Project::new(&[]);
-    install_package(&p, "codex-coder");
-    let api = fake_openai(
-        &p,
+    let (codex, p, api) = set_up(
+        "codex-coder",
         json!([
             {"call": {"name": "exec_command", "arguments": {"cmd": "echo 'hello from the coder' > src/hello.txt && cp src/hello.txt src/copy.txt && echo built"}}},
             {"call": {"name": "exec_command", "arguments": {"cmd": "touch \"$GUILD_HALL_PROJECT/escaped.txt\" && echo ESCAPED || echo ESCAPE-REFUSED"}}},
@@ -240,11 +238,8 @@ fn real_codex_coder_writes_and_runs_inside_its_worktree_only() {
 
 #[test]
 fn real_codex_coder_as_a_wave_task_lands_its_change() {
-    let codex = real_codex();
-    let p = Project::new(&[]);
-    install_package(&p, "codex-coder");
-    let api = fake_openai(
-        &p,
+    let (codex, p, api) = set_up(
+        "codex-coder",
         json!([
             {"call": {"name": "exec_command", "arguments": {"cmd": "echo 'from a wave' > src/wave.txt && echo done"}}},
             {"call": {"namespace": "mcp__guild_hall", "name": "report_progress", "arguments": {"text": "wrote src/wave.txt"}}},

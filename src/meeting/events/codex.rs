@@ -118,6 +118,7 @@ fn result(item: &Json) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::text;
     use super::super::{is_expired_session, Reader};
     use super::*;
     use crate::worker::Protocol;
@@ -131,10 +132,6 @@ mod tests {
     fn translate(name: &str) -> Vec<TurnEvent> {
         let mut r = Reader::new(Protocol::CodexJson);
         fixture(name).lines().flat_map(|l| r.line(l)).collect()
-    }
-
-    fn text(events: &[TurnEvent]) -> String {
-        events.iter().filter_map(|e| if let TurnEvent::TextDelta { text } = e { Some(text.as_str()) } else { None }).collect()
     }
 
     #[test]
