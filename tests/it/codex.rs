@@ -282,3 +282,24 @@ fn the_codex_packages_are_bundled_valid_and_confined() {
         assert_eq!(w["checkout"], "full", "{w}");
     }
 }
+
+#[test]
+fn real_codex_runs_as_an_ordinary_user() {
+    let (codex, p, api) = set_up(
+        "codex",
+        json!([
+            {"call": {"namespace": "mcp__guild_hall", "name": "write_artifact", "arguments": {"path": ".lore/answers/ask.md", "content": "as nobody\n"}}},
+            {"call": {"namespace": "mcp__guild_hall", "name": "submit_result", "arguments": {"summary": "answered", "artifacts": [".lore/answers/ask.md"]}}},
+            {"text": "Done."}
+        ]),
+    );
+    p.write_commission("ask", "---\nworker: codex\n---\nAnswer.\n");
+    let path = format!("{}:{}", codex.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default());
+    let url = format!("{}/v1", api.url);
+    let env: [(&str, &Path); 3] =
+        [("OPENAI_BASE_URL", Path::new(&url)), ("OPENAI_API_KEY", Path::new("sk-stand-in")), ("CODEX_MODEL", Path::new("stand-in-model"))];
+    let out = crate::claude_code::run_as(&p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "180s"], &env);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.status("ask"), "completed", "{}", p.ok(&["logs", "ask"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/answers/ask.md"]), "as nobody\n");
+}
