@@ -1,7 +1,9 @@
 //! The Codex CLI packages (`contrib/workers/codex`, `codex-coder`) run for real: the Codex CLI
 //! from npm (`@openai/codex` 0.169.0, installed into `target/codex` on first use, as `.ci/run`
 //! does up front), confined, against a local stand-in for the OpenAI Responses API
-//! (`tests/fake_openai.py`) that scripts the model's turns and records every request.
+//! (`tests/fake_openai.py`) that scripts the model's turns and records every request: a
+//! commission, a coder, a wave task, an ordinary user, a meeting (resume and renewal), and an
+//! interrupted turn and a cancelled commission that leave no process.
 
 use std::path::{Path, PathBuf};
 
@@ -158,6 +160,22 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     assert_eq!(renewal["new"], renewed["headers"]["thread-id"]);
 }
 
+/// A shell function for the namespaced scenarios: every live process of the namespace but the
+/// script itself (and what it runs to look), one a line, then `checked`.
+const OTHERS: &str = r#"
+others() {
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    [ "$pid" = 1 ] || [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
+    alive $pid || continue
+    cmd=$(tr '\0' ' ' < $d/cmdline 2>/dev/null) || continue
+    case "$cmd" in *"for d in /proc"*|"") continue ;; esac
+    echo "$pid $cmd"
+  done
+  echo "checked"
+}
+"#;
+
 #[test]
 fn a_codex_turn_interrupted_while_the_model_holds_its_answer_leaves_no_process() {
     let (codex, p, api) = set_up("codex", json!([{"text": "hello"}, {"hold": true}, {"echo": "AFTER"}]));
@@ -166,24 +184,13 @@ fn a_codex_turn_interrupted_while_the_model_holds_its_answer_leaves_no_process()
         &p,
         &format!(
             r#"
-export PATH="{bin}:$PATH" OPENAI_BASE_URL="{url}/v1" OPENAI_API_KEY=sk-stand-in
+export PATH="{bin}:$PATH" OPENAI_BASE_URL="{url}/v1" OPENAI_API_KEY=sk-stand-in CODEX_MODEL=stand-in-model
 "$GH" meeting start --worker codex --id cx hello >/dev/null
 "$GH" meeting send cx "take your time" > "$STATE/../send.out" 2>&1 & send=$!
 held() {{ [ "$(wc -l < {requests})" -ge 2 ]; }}
 wait_for "the model's held answer" held
 wait_for "codex running" sh -c 'grep -ls codex /proc/[0-9]*/cmdline | grep -q .'
-# Every process of the namespace but this script (and what it runs to look).
-others() {{
-  for d in /proc/[0-9]*; do
-    pid=${{d#/proc/}}
-    [ "$pid" = 1 ] || [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
-    alive $pid || continue
-    cmd=$(tr '\0' ' ' < $d/cmdline 2>/dev/null) || continue
-    case "$cmd" in *"for d in /proc"*|"") continue ;; esac
-    echo "$pid $cmd"
-  done
-  echo "checked"
-}}
+{others}
 echo "--- during"
 others
 kill -INT $send
@@ -197,11 +204,13 @@ echo "--- next"
 "#,
             url = api.url,
             requests = api.requests.display(),
+            others = OTHERS,
         ),
     );
     assert!(section(&out, "send").contains("interrupted"), "{out}");
     let left = section(&out, "left");
-    assert!(section(&out, "during").contains("codex exec"), "the check sees the turn's processes: {out}");
+    let during = section(&out, "during");
+    assert!(during.contains("codex exec") && during.contains("guild-hall mcp"), "the check sees the turn's processes: {out}");
     assert_eq!(left.trim(), "checked", "processes left after the interrupted turn:\n{out}");
     assert!(section(&out, "next").contains("AFTER you said 'are you back?'"), "the meeting goes on: {out}");
     let t = std::fs::read_to_string(
@@ -302,4 +311,38 @@ fn real_codex_runs_as_an_ordinary_user() {
     assert!(out.status.success(), "{}", said(&out));
     assert_eq!(p.status("ask"), "completed", "{}", p.ok(&["logs", "ask"]));
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/answers/ask.md"]), "as nobody\n");
+}
+
+#[test]
+fn a_codex_commission_cancelled_while_the_model_holds_its_answer_leaves_no_process() {
+    let (codex, p, api) = set_up("codex", json!([{"hold": true}]));
+    p.write_commission("hold", "---\nworker: codex\n---\nTake your time.\n");
+    let bin = codex.parent().expect("bin dir").display().to_string();
+    let out = in_pid_namespace(
+        &p,
+        &format!(
+            r#"
+export PATH="{bin}:$PATH" OPENAI_BASE_URL="{url}/v1" OPENAI_API_KEY=sk-stand-in CODEX_MODEL=stand-in-model
+{others}
+dispatch hold
+held() {{ [ -s {requests} ]; }}
+wait_for "the model's held answer" held
+echo "--- during"
+others
+"$GH" commission cancel hold >/dev/null
+cancelled() {{ "$GH" status hold --json | grep -q '"status": *"cancelled"'; }}
+pass_until "the commission cancelled" cancelled
+for _ in $(seq 600); do [ "$(others)" = checked ] && break; sleep 0.1; done
+echo "--- left"
+others
+"#,
+            url = api.url,
+            requests = api.requests.display(),
+            others = OTHERS,
+        ),
+    );
+    let during = section(&out, "during");
+    assert!(during.contains("codex exec") && during.contains("guild-hall mcp"), "the attempt's processes: {out}");
+    assert_eq!(section(&out, "left").trim(), "checked", "processes left after the cancel:\n{out}");
+    assert_eq!(p.status("hold"), "cancelled");
 }
