@@ -16,6 +16,8 @@ const PACKAGES: &[&str] = &[
     "contrib/workers/claude-code-coder",
     "contrib/workers/codex",
     "contrib/workers/codex-coder",
+    "contrib/workers/gemini",
+    "contrib/workers/gemini-coder",
 ];
 
 fn main() {

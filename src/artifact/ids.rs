@@ -89,7 +89,13 @@ pub fn slugify(title: &str) -> String {
 /// [`slugify`], with `fallback` when the title leaves no letter or digit (a title in another
 /// script): each kind names its own (`plan`, `meeting-<time>`).
 pub fn slugify_or(title: &str, fallback: &str) -> String {
-    let ascii: String = title.chars().map(|c| latin_to_ascii(c).map(String::from).unwrap_or_else(|| c.to_string())).collect();
+    // A letter and its accent written apart (NFD: `e` + U+0301, as macOS file names and some
+    // editors give them) is the letter: combining diacritical marks are dropped.
+    let ascii: String = title
+        .chars()
+        .filter(|c| !('\u{0300}'..='\u{036F}').contains(c))
+        .map(|c| latin_to_ascii(c).map(String::from).unwrap_or_else(|| c.to_string()))
+        .collect();
     let slug = words(&ascii);
     if slug.is_empty() {
         fallback.to_string()
@@ -176,6 +182,7 @@ mod tests {
     #[test]
     fn slugs_transliterate_latin_letters() {
         assert_eq!(slugify("Émigré café"), "emigre-cafe");
+        assert_eq!(slugify("E\u{301}migre\u{301} cafe\u{301}"), "emigre-cafe");
         assert_eq!(slugify("Straße über Æsir, Łódź"), "strasse-uber-aesir-lodz");
         assert_eq!(slugify("Fix the bug"), "fix-the-bug");
         assert_eq!(slugify("日本 docs"), "docs");

@@ -1,10 +1,8 @@
 //! What a meeting turn streams (DESIGN §10, REQ-MTG-15): the six event types, read from a
-//! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's
-//! `stream-json` (here) or the Codex CLI's `exec --json` ([`codex`]). Anything else a worker
-//! prints is not surfaced. Pure but for [`read_lines`], which splits the output into lines
-//! whatever bytes it holds.
-
-mod codex;
+//! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's or Gemini
+//! CLI's `stream-json` (the latter in [`gemini`]) or the Codex CLI's `exec --json`
+//! ([`codex`]). Anything else a worker prints is not surfaced. Pure but for [`read_lines`],
+//! which splits the output into lines whatever bytes it holds.
 
 use std::collections::HashMap;
 
@@ -12,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::worker::Protocol;
+
+mod codex;
+mod gemini;
 
 /// One event of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,7 +97,8 @@ pub fn read_lines(out: impl std::io::Read, max: usize, mut each: impl FnMut(Stri
 #[derive(Debug, Default)]
 pub struct Reader {
     protocol: Protocol,
-    /// Claude Code names a tool in `tool_use` and refers to it by id in `tool_result`.
+    /// Claude Code and Gemini CLI name a tool in `tool_use` and refer to it by id in
+    /// `tool_result`.
     tool_names: HashMap<String, String>,
     codex: codex::Codex,
 }
@@ -120,6 +122,10 @@ impl Reader {
             },
             Protocol::CodexJson => match serde_json::from_str::<Json>(line) {
                 Ok(v) => self.codex.line(&v),
+                Err(_) => Vec::new(),
+            },
+            Protocol::GeminiStreamJson => match serde_json::from_str::<Json>(line) {
+                Ok(v) => gemini::translate(&v, &mut self.tool_names),
                 Err(_) => Vec::new(),
             },
         }
@@ -208,6 +214,7 @@ pub fn is_expired_session(reason: &str) -> bool {
         || r.contains("session not found")
         // Codex: `codex exec resume` of a thread it has no rollout file for.
         || r.contains("no rollout found for thread id")
+        || r.contains("invalid session identifier")
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::artifact::{Problem, Status};
+use crate::artifact::Problem;
 use crate::commission::observe::observe;
 use crate::config::{Home, Project};
 
@@ -41,21 +41,11 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let mut waiting = Vec::new();
     for o in &snap.commissions {
         let a = &o.artifact;
-        match snap.workers.not_installed(&a.worker) {
-            Some(why) => {
-                // Still to run here (a draft once submitted); an ended or running one needs none.
-                let to_run = matches!(a.status, None | Some(Status::Pending | Status::Blocked | Status::Draft))
-                    && o.elsewhere.is_none()
-                    && o.integrated.is_none();
-                if to_run {
-                    waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
-                }
-            }
-            // Installed but unusable (a broken package, no `commission` capability): invalid.
-            None => {
-                if let Err(why) = snap.workers.for_commission(&a.worker) {
-                    problems.push(at_key(&a.path, "worker", why));
-                }
+        // Only work still to run needs its worker (an ended one, or a draft, none); a broken
+        // package is said once, at its own worker.yaml.
+        if crate::ops::status::still_to_run(o) {
+            if let Some(why) = snap.workers.cannot_start(&a.worker) {
+                waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
             }
         }
     }
@@ -63,16 +53,37 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     let (meetings, meeting_problems) = crate::meeting::observe::observe(home, project, &snap.workers, &now)?;
     problems.extend(meeting_problems);
     for o in &meetings.meetings {
-        if let Err(why) = snap.workers.for_meeting(&o.meeting.worker) {
+        // An ended meeting needs no worker; a request or an open meeting waits for its
+        // worker's package (the pass puts an open one back to `requested`, saying so).
+        if o.meeting.status.is_some_and(|s| s.is_final()) {
+            continue;
+        }
+        let worker = &o.meeting.worker;
+        if let Some(why) = snap.workers.not_installed(worker) {
+            waiting.push(at_key(&o.meeting.path, "worker", format!("meeting {} waits: {why}", o.meeting.id)));
+        } else if let Err(why) = snap.workers.for_meeting(worker) {
             problems.push(at_key(&o.meeting.path, "worker", why));
         }
     }
     let (plans, plan_problems) = crate::plan::observe::observe(home, project, &snap.workers, &now, 0)?;
     problems.extend(plan_problems);
     for o in &plans.plans {
+        // A plan still to start waits for its tasks' workers (the pass holds it pending); one
+        // under way needs them; one over, or a draft, none.
+        use crate::artifact::plan::PlanStatus;
+        let status = o.record.as_ref().map(|r| r.status).or(o.plan.status).unwrap_or(PlanStatus::Pending);
+        let to_start = status == PlanStatus::Pending && o.integrated.is_none();
+        if !to_start && !status.is_active() {
+            continue;
+        }
         for t in o.plan.tasks() {
-            if let Err(why) = snap.workers.for_commission(&t.worker) {
-                problems.push(Problem::at_value(&o.plan.path, &t.path_of("worker"), format!("wave {}, task {}: {why}", t.wave, t.label)));
+            if let Some(why) = snap.workers.cannot_start(&t.worker) {
+                let at = Problem::at_value(&o.plan.path, &t.path_of("worker"), String::new());
+                if to_start {
+                    waiting.push(Problem { message: format!("plan {} waits: task {} ({}): {why}", o.plan.id, t.canonical, t.label), ..at });
+                } else {
+                    problems.push(Problem { message: format!("wave {}, task {}: {why}", t.wave, t.label), ..at });
+                }
             }
         }
         if let Some(f) = &o.plan.fixer {

@@ -26,17 +26,24 @@ pub struct NewCommission {
     pub max_budget_usd: Option<f64>,
 }
 
+/// Refuse, up front and with how to install it, work for a worker that is not installed or
+/// cannot take work (a typo, most often): `commission create` and `plan create` ask this; a
+/// hand-written file waits for its package instead.
+pub(crate) fn usable_worker(catalog: &Catalog, worker: &str) -> Result<()> {
+    catalog.for_commission(worker).map(|_| ()).map_err(|e| {
+        let hint = match crate::worker::bundled::is_bundled(worker) {
+            true if catalog.not_installed(worker).is_some() => crate::worker::package::install_hint(worker),
+            _ => "see `guild-hall workers`, and `guild-hall workers --available` for the bundled packages".to_string(),
+        };
+        anyhow!("{e}; nothing written ({hint})")
+    })
+}
+
 /// Write a new commission artifact (the same file a person would write) and return its id: the
 /// one asked for, refused if anything of it exists, else the first free one from the title.
 pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<String> {
     let catalog = Catalog::discover(&project.root, &home.workers_dir());
-    catalog.for_commission(&new.worker).map_err(|e| {
-        let hint = match crate::worker::bundled::is_bundled(&new.worker) {
-            true if catalog.not_installed(&new.worker).is_some() => crate::worker::package::install_hint(&new.worker),
-            _ => "see `guild-hall workers`, and `guild-hall workers --available` for the bundled packages".to_string(),
-        };
-        anyhow!("{e}; nothing written ({hint})")
-    })?;
+    usable_worker(&catalog, &new.worker)?;
     if new.title.trim().is_empty() {
         bail!("the title must not be empty");
     }

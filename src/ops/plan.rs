@@ -46,8 +46,12 @@ pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
     let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     // Validated as the reconciler will read it, before anything is written (each problem
     // on a line of its own).
-    Plan::parse(&project.plan_path(&base), &text)
+    let plan = Plan::parse(&project.plan_path(&base), &text)
         .map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+    let catalog = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
+    for t in plan.tasks() {
+        super::commission::usable_worker(&catalog, &t.worker).map_err(|e| anyhow::anyhow!("task {}: {e}", t.label))?;
+    }
     std::fs::create_dir_all(project.plans_dir())?;
     super::create_with_free_id(home, project, crate::activity::kind::Name::Plan, &base, new.id.is_some(), |id| {
         crate::artifact::create_new(&project.plan_path(id), &text, "plan", Plan::parse).map(|_| ())

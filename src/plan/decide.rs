@@ -1049,6 +1049,16 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         };
     }
     if st.record.status == Pending {
+        // A task's worker not installed or not usable: the plan waits, pending with the reason,
+        // rather than start and halt on it (a plan once running waits for nothing).
+        if let Some((t, why)) = o.tasks.iter().find_map(|t| t.worker_problem.as_ref().map(|why| (&t.task, why))) {
+            let why = format!("waits: task {} ({}): {why}", t.canonical, t.label);
+            if st.record.reason.as_deref() != Some(why.as_str()) {
+                st.record.reason = Some(why);
+                st.dirty = true;
+            }
+            return settle(st);
+        }
         st.record.wave = 1;
         st.go(Running, "started");
         return Some(Action::StartWave { update: st.finish(), wave: 1 });

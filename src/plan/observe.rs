@@ -254,7 +254,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             mail,
             package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
             // Not installed: said with where packages are looked for and how to install it.
-            worker_problem: workers.not_installed(&t.worker).or_else(|| pkg.err()),
+            worker_problem: workers.cannot_start(&t.worker),
             worktree_exists,
             worktree_gone,
             landed,

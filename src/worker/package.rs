@@ -58,7 +58,8 @@ pub struct Manifest {
     /// Meeting notes on close (argv): the transcript on stdin, the notes on stdout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
-    /// What a meeting turn prints: guild-hall's event lines, or Claude Code's stream-json.
+    /// What a meeting turn prints: guild-hall's event lines, or an agent's own stream (Claude
+    /// Code's or Gemini CLI's stream-json).
     #[serde(default)]
     pub protocol: Protocol,
 }
@@ -75,6 +76,8 @@ pub enum Protocol {
     ClaudeStreamJson,
     /// The Codex CLI's `codex exec --json` lines, translated.
     CodexJson,
+    /// Gemini CLI's `--output-format stream-json`, translated.
+    GeminiStreamJson,
 }
 
 /// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
@@ -395,6 +398,9 @@ pub struct Catalog {
     pub problems: Vec<Problem>,
     /// Where packages were looked for: the project's dir, then the home's.
     pub dirs: Vec<PathBuf>,
+    /// Packages whose command is not there (yet), by name: why. Looked at when discovered, so
+    /// that deciding from the catalog stays free of the filesystem.
+    pub unready: BTreeMap<String, String>,
 }
 
 impl Catalog {
@@ -402,7 +408,12 @@ impl Catalog {
         let mut cat = Catalog::default();
         cat.scan(&project_workers_dir(project_root), Source::Project);
         cat.scan(home_workers, Source::Home);
+        cat.look_at_commands();
         cat
+    }
+
+    fn look_at_commands(&mut self) {
+        self.unready = self.packages.iter().filter_map(|(name, p)| Some((name.clone(), p.resolve_command().err()?))).collect();
     }
 
     /// A catalog holding a plain package for each of `names` (for the decider's tests).
@@ -420,6 +431,7 @@ impl Catalog {
     pub fn discover_home(home_workers: &Path) -> Catalog {
         let mut cat = Catalog::default();
         cat.scan(home_workers, Source::Home);
+        cat.look_at_commands();
         cat
     }
 
@@ -441,6 +453,17 @@ impl Catalog {
             }
         };
         Some(format!("worker {name:?} is not installed (no package in {}): {how}", places.join(" nor ")))
+    }
+
+    /// Why work (a commission, a wave task) for worker `name` cannot start yet, if it cannot:
+    /// no package of that name, or one it cannot use — invalid, without the `commission`
+    /// capability, or whose command is not there (yet: a package is written file by file).
+    /// Such work waits; the pass, `check` and `status` all ask this.
+    pub fn cannot_start(&self, name: &str) -> Option<String> {
+        self.not_installed(name).or_else(|| match self.for_commission(name) {
+            Ok(_) => self.unready.get(name).map(|why| format!("worker package {name:?}: {why}")),
+            Err(why) => Some(why),
+        })
     }
 
     fn scan(&mut self, dir: &Path, source: Source) {

@@ -132,6 +132,105 @@ fn a_commission_for_a_missing_worker_waits_and_every_command_says_so() {
     assert!(row["waiting"].is_null() && row["reason"].is_null(), "{row}");
 }
 
+/// A package of the awaited name that cannot be used yet (a person still writing its
+/// `worker.yaml`: a misspelt key) keeps the commission waiting, no attempt spent, and the
+/// commands agree; fixed, it runs.
+#[test]
+fn a_broken_package_keeps_a_waiting_commission_waiting() {
+    let p = Project::new(&[]);
+    p.write_commission("w", "---\ntitle: W\nworker: scribe\n---\noutput: .lore/reports/w.md\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("w"), "blocked");
+    p.ok(&["workers", "add", "scribe"]);
+    let y = p.root.join(".lore/workers/scribe/worker.yaml");
+    let good = std::fs::read_to_string(&y).expect("yaml");
+    std::fs::write(&y, good.replace("capabilities:", "capabilites:")).expect("write");
+
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1, "the package is invalid: {out}");
+    assert!(out.contains("commission w waits"), "{out}");
+    // A pass says the package is invalid (exit 1, as `check`), and starts nothing.
+    let (_, plan, _) = p.run(&["reconcile", "--dry-run"]);
+    assert!(plan.contains("is invalid") && !plan.contains("dispatch"), "{plan}");
+    p.run(&["reconcile", "--once"]);
+    let row = p.status_json("w");
+    assert_eq!((row["status"].as_str(), row["attempt"].as_u64()), (Some("blocked"), Some(0)), "{row}");
+    assert!(row["reason"].as_str().is_some_and(|r| r.contains("scribe")), "{row}");
+
+    std::fs::write(&y, good).expect("write");
+    p.settle();
+    assert_eq!(p.status("w"), "completed", "{}", p.artifact("w"));
+}
+
+/// A package written file by file — its `worker.yaml` before its command — keeps the
+/// commission waiting until the command is there; then it runs.
+#[test]
+fn a_package_written_file_by_file_costs_no_attempt() {
+    let p = Project::new(&[]);
+    p.write_commission("f", "---\ntitle: F\nworker: fresh\n---\nx\n");
+    p.ok(&["reconcile", "--once"]);
+    let dir = p.root.join(".lore/workers/fresh");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: fresh\ncommand: [\"./run.sh\"]\ncapabilities: [commission]\n").expect("yaml");
+    p.ok(&["reconcile", "--once"]);
+    let row = p.status_json("f");
+    assert_eq!((row["status"].as_str(), row["attempt"].as_u64()), (Some("blocked"), Some(0)), "{row}");
+    assert!(row["reason"].as_str().is_some_and(|r| r.contains("run.sh") && r.contains("not found")), "{row}");
+    let out = p.ok(&["check"]);
+    assert!(out.contains("commission f waits") && out.contains("run.sh"), "{out}");
+    let script = "#!/bin/sh\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done\n";
+    std::fs::write(dir.join("run.sh"), script).expect("run.sh");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.settle();
+    assert_eq!(p.status("f"), "completed", "{}", p.artifact("f"));
+}
+
+/// `check` asks a worker only of work still to run: finished history whose package is gone or
+/// broken since is not an error.
+#[test]
+fn check_leaves_finished_work_alone_when_its_package_goes() {
+    let p = Project::new(&[]);
+    p.ok(&["workers", "add", "scribe"]);
+    let id = p.create("scribe", "Done", "output: .lore/reports/done.md");
+    let other = p.create("scribe", "Also done", "output: .lore/reports/also.md");
+    crate::one_package::one_task_plan(&p, "notes", "scribe");
+    p.settle();
+    assert_eq!((p.status(&id), p.status(&other)), ("completed".to_string(), "completed".to_string()));
+    let dir = p.root.join(".lore/workers/scribe");
+    std::fs::remove_dir_all(&dir).expect("rm");
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("scribe"), "{out}");
+    // A broken package is said once, at its own file, not again for each piece of finished work.
+    p.ok(&["workers", "add", "scribe"]);
+    let yaml = std::fs::read_to_string(dir.join("worker.yaml")).expect("yaml");
+    std::fs::write(dir.join("worker.yaml"), format!("{yaml}timout: 1h\n")).expect("write");
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(out.lines().filter(|l| l.contains("timout")).count(), 1, "{out}");
+}
+
+/// With `dispatch: manual`, a dispatch asked for while the commission waits for its worker is
+/// kept, not consumed, and carried out once the package is there.
+#[test]
+fn a_manual_dispatch_of_a_waiting_commission_runs_once_its_worker_is_there() {
+    let p = Project::new(&[]);
+    p.config("dispatch: manual\n");
+    p.write_commission("m", "---\ntitle: M\nworker: scribe\n---\noutput: .lore/reports/m.md\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("m"), "blocked");
+    let out = p.ok(&["commission", "dispatch", "m"]);
+    assert!(out.contains("desired: dispatched"), "{out}");
+    p.ok(&["reconcile", "--once"]);
+    let text = p.artifact("m");
+    assert!(text.contains("desired: dispatched") && text.contains("status: blocked"), "kept while it waits: {text}");
+    assert!(!text.contains("refused"), "{text}");
+    p.ok(&["workers", "add", "scribe"]);
+    p.settle();
+    assert_eq!(p.status("m"), "completed", "{}", p.artifact("m"));
+}
+
 /// Under `watch`, a package written into the home's `workers/` or the project's
 /// `.lore/workers/` is seen, and the commission waiting for it runs.
 #[test]
@@ -227,10 +326,11 @@ fn init_ends_with_the_next_commands() {
     }
 }
 
-/// Plan tasks and meetings do not wait (their state machines have no `blocked`), but what
-/// they say of a worker that is not installed is the same: the worker, where packages are
-/// looked for, how to install it. A wave task fails to start (the plan halts; `plan retry`
-/// after `workers add`); a meeting set `open` is put back to `requested`.
+/// A plan whose task's worker is not installed waits, pending with the reason, and every
+/// command says so alike (`check` lists it without failing, a pass holds it, `--wait` ends);
+/// it starts once the package is there. `plan create` refuses such a plan up front, as
+/// `commission create` refuses a missing worker. A meeting opened for a missing worker is put
+/// back to `requested`, in the same words.
 #[test]
 fn plans_and_meetings_say_the_same_of_a_missing_worker() {
     let p = Project::new(&[]);
@@ -246,10 +346,29 @@ fn plans_and_meetings_say_the_same_of_a_missing_worker() {
     std::fs::create_dir_all(p.root.join(".lore/meetings")).expect("mkdir");
     std::fs::write(p.root.join(".lore/meetings/talk.md"), "---\ntitle: Talk\nworker: scribe\nstatus: open\nagenda: Talk.\n---\n")
         .expect("write meeting");
+
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 0, "waiting is not an error: {out}{err}");
+    assert!(out.lines().any(|l| l.contains("notes.md:") && l.contains("plan notes waits") && says(l)), "{out}");
+    let dry = p.ok(&["reconcile", "--dry-run"]);
+    assert!(!dry.contains("start wave"), "{dry}");
     p.settle();
     let plan: Value = serde_json::from_str(&p.ok(&["plan", "show", "notes", "--json"])).expect("json");
-    assert_eq!(plan["status"], "halted", "{plan}");
-    assert!(plan["reason"].as_str().is_some_and(|r| r.contains("cannot start: worker \"scribe\" is not installed") && says(r)), "{plan}");
+    assert_eq!(plan["status"], "pending", "{plan}");
+    assert!(plan["reason"].as_str().is_some_and(|r| r.starts_with("waits: task notes:exec:wave-1:task-1 (one)") && says(r)), "{plan}");
     let meeting = std::fs::read_to_string(p.root.join(".lore/meetings/talk.md")).expect("read");
     assert!(meeting.contains("status: requested") && says(&meeting), "{meeting}");
+
+    let waves = p.tmp.path().join("waves.yaml");
+    std::fs::write(&waves, "- - {id: two, worker: scribe, prompt: \"Do it.\"}\n").expect("waves");
+    let (code, _, err) = p.run(&["plan", "create", "--title", "More", waves.to_str().expect("utf8")]);
+    assert_ne!(code, 0);
+    assert!(err.contains("task two") && err.contains("nothing written") && err.contains("guild-hall workers add scribe"), "{err}");
+    assert!(!p.root.join(".lore/plans/more.md").exists());
+
+    p.ok(&["workers", "add", "scribe"]);
+    p.settle();
+    let plan: Value = serde_json::from_str(&p.ok(&["plan", "show", "notes", "--json"])).expect("json");
+    assert_eq!(plan["status"], "completed", "{plan}");
+    assert!(plan["reason"].is_null(), "{plan}");
 }

@@ -207,7 +207,27 @@ fn the_coder_package_offers_write_edit_and_bash() {
 
 /// The Claude Code CLI from npm, in `target/claude-code` (installed on first use).
 pub(crate) fn real_claude() -> PathBuf {
-    npm_cli("claude-code", "@anthropic-ai/claude-code@2", "claude")
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/claude-code");
+    let bin = dir.join("node_modules/.bin/claude");
+    let ok = |b: &PathBuf| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok(&bin) {
+        let lock = std::fs::File::create(std::env::temp_dir().join("guild-hall-claude-code.lock")).expect("lock");
+        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
+        if !ok(&bin) {
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let npm = needs(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&dir)
+                    .arg("@anthropic-ai/claude-code@2")
+                    .status(),
+                "npm",
+                "to install the Claude Code CLI into target/claude-code",
+            );
+            assert!(npm.success() && ok(&bin), "installing Claude Code from npm failed (needs the npm registry)");
+        }
+    }
+    bin
 }
 
 /// The local stand-in for the model API, stopped when dropped.
@@ -223,7 +243,7 @@ impl FakeApi {
         FakeApi::serve("fake_anthropic.py", dir, script)
     }
 
-    /// The stand-in `tests/SERVER` (a Python script taking SCRIPT.json REQUESTS.jsonl PORT_FILE).
+    /// The stand-in `tests/SERVER` (a model API of another agent, same arguments) instead.
     pub(crate) fn serve(server: &str, dir: &Path, script: &serde_json::Value) -> FakeApi {
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).expect("script");

@@ -13,11 +13,11 @@ use crate::claude_code::{install_package, FakeApi};
 use crate::common::*;
 
 /// The version the packages are tested with (worker.yaml, docs/workers.md, .ci/run).
-const CODEX: &str = "@openai/codex@0.169.0";
+const CODEX: &str = "0.169.0";
 
 /// The Codex CLI from npm, in `target/codex`.
 fn real_codex() -> PathBuf {
-    npm_cli("codex", CODEX, "codex")
+    npm_cli("codex", "@openai/codex", CODEX, "codex")
 }
 
 /// The stand-in Responses API, scripted.

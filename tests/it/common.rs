@@ -363,24 +363,31 @@ pub fn needs<T>(ran: std::io::Result<T>, program: &str, why: &str) -> T {
     }
 }
 
-/// The command `bin` of the npm package `package` (`name@version`), installed into
-/// `target/<dir>` on first use (as `.ci/run` does up front), once across concurrent tests.
-pub(crate) fn npm_cli(dir: &str, package: &str, bin: &str) -> PathBuf {
+/// An agent CLI from the npm registry, pinned: `npm install PACKAGE@VERSION` into
+/// `target/DIR` on first use (as `.ci/run` does up front; one install at a time across test
+/// processes), and the path of its `node_modules/.bin/BIN`. A test without npm or the registry
+/// fails saying so.
+pub fn npm_cli(dir: &str, package: &str, version: &str, bin: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join(dir);
     let exe = dir.join("node_modules/.bin").join(bin);
-    let ok = |b: &PathBuf| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok(&exe) {
-        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let lock = std::fs::File::create(std::env::temp_dir().join(format!("guild-hall-{name}.lock"))).expect("lock");
+    let spec = format!("{package}@{version}");
+    let installed = || {
+        let manifest = dir.join("node_modules").join(package).join("package.json");
+        let found = std::fs::read_to_string(manifest).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        exe.exists() && found.is_some_and(|m| m["version"] == version)
+    };
+    if !installed() {
+        let lock_name = format!("guild-hall-npm-{}.lock", dir.file_name().and_then(|n| n.to_str()).unwrap_or("cli"));
+        let lock = std::fs::File::create(std::env::temp_dir().join(lock_name)).expect("lock");
         let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
-        if !ok(&exe) {
+        if !installed() {
             std::fs::create_dir_all(&dir).expect("mkdir");
             let npm = needs(
-                Command::new("npm").args(["install", "--no-audit", "--no-fund", "--prefix"]).arg(&dir).arg(package).status(),
+                Command::new("npm").args(["install", "--no-audit", "--no-fund", "--prefix"]).arg(&dir).arg(&spec).status(),
                 "npm",
-                &format!("to install {package} into target/{name}"),
+                &format!("to install {spec} into {}", dir.display()),
             );
-            assert!(npm.success() && ok(&exe), "installing {package} from npm failed (needs the npm registry)");
+            assert!(npm.success() && installed(), "installing {spec} from npm failed (needs the npm registry)");
         }
     }
     exe

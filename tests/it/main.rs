@@ -19,6 +19,7 @@ mod editor;
 mod endpoint_trust;
 mod first_hour;
 mod gc;
+mod gemini;
 mod git_trust;
 mod git_truth;
 mod home_truth;

@@ -156,12 +156,9 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 st.go(Status::Pending, "requested: desired dispatched");
                 wants_dispatch = true;
             }
-            Status::Blocked => {
-                let why = super::waiting(o, &s.workers, &s.project.config.integration_branch, Some(cycles))
-                    .unwrap_or_else(|| "it was blocked until this pass (it is unblocked now, and queued)".into());
-                st.refuse("desired: dispatched", &why);
-                st.remove("desired");
-            }
+            // Kept while it waits (dependencies, its worker's package) and carried out once it
+            // unblocks: with `dispatch: manual` nothing else would ever start it.
+            Status::Blocked => wants_dispatch = true,
             Status::Dispatched | Status::InProgress => st.remove("desired"),
             Status::Completed => {
                 st.refuse("desired: dispatched", &refusal(Status::Completed, Status::Dispatched));

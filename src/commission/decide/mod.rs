@@ -334,8 +334,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
 
 /// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
 /// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
-/// installed (a package written later unblocks it; a broken one is a problem of its own, and
-/// fails the dispatch). The pass, `check` and `status` all say this, so they agree.
+/// ready ([`crate::worker::Catalog::cannot_start`]: a person still writing a package must not
+/// cost an attempt). The pass, `check` and `status` all say this, so they agree.
 pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branch: &str, cycles: Option<&Cycles>) -> Option<String> {
     if !o.missing_deps.is_empty() {
         return Some(match cycles.and_then(|c| c.reason(o.id())) {
@@ -343,7 +343,7 @@ pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branc
             None => format!("missing dependencies (not on {integration_branch}, where its worktree starts): {}", o.missing_deps.join(", ")),
         });
     }
-    workers.not_installed(&o.artifact.worker)
+    workers.cannot_start(&o.artifact.worker)
 }
 
 fn push_update(actions: &mut Vec<Action>, u: Update) {

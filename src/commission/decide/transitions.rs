@@ -45,12 +45,16 @@ pub fn refusal(from: Status, to: Status) -> String {
         (Draft, Cancelled) => "a draft was never submitted, so there is nothing to cancel; delete the file instead".into(),
         (Draft, _) => format!("a draft is submitted with status: pending; the reconciler moves it on from there, not to {to}"),
         (Pending | Blocked, Draft) => "a submitted commission cannot go back to draft; cancel it (status: cancelled) instead".into(),
-        (Blocked, Pending) => "it waits on missing dependencies and becomes pending by itself once they exist (see reason:)".into(),
-        (Pending | Blocked, Blocked) => "only the reconciler blocks a commission, when a dependency is missing".into(),
+        (Blocked, Pending) => {
+            "it waits on missing dependencies or its worker's package and becomes pending by itself once they exist (see reason:)".into()
+        }
+        (Pending | Blocked, Blocked) => {
+            "only the reconciler blocks a commission, when a dependency or its worker's package is missing".into()
+        }
         (Pending | Blocked, Dispatched | InProgress) => format!(
             "only the reconciler marks a commission {to}, when it starts its worker{}",
             if from == Blocked {
-                " (this one waits on missing dependencies)"
+                " (this one waits on missing dependencies or its worker's package: see reason:)"
             } else {
                 " (as capacity allows; dispatch: manual waits for desired: dispatched)"
             }
@@ -68,8 +72,7 @@ pub fn refusal(from: Status, to: Status) -> String {
 pub fn desired_refusal(status: Status, desired: Desired) -> Option<String> {
     use Status::*;
     match (desired, status) {
-        (Desired::Dispatched, Pending | Draft | Failed | Cancelled | Dispatched | InProgress) => None,
-        (Desired::Dispatched, Blocked) => Some("it waits on missing dependencies or its worker's package (see reason:)".into()),
+        (Desired::Dispatched, Pending | Blocked | Draft | Failed | Cancelled | Dispatched | InProgress) => None,
         (Desired::Dispatched, Completed) => Some(refusal(Completed, Dispatched)),
         (Desired::Cancelled, Pending | Blocked | Dispatched | InProgress) => None,
         (Desired::Cancelled, other) => Some(refusal(other, Cancelled)),

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Runs Gemini CLI headless for one commission (REQ-WD-31..33), confined by guild-hall's sandbox
+# to its worktree, its temp dir and Gemini CLI's own state for guild-hall (worker.yaml,
+# setup.sh):
+# - `--approval-mode` from GEMINI_APPROVAL_MODE: `default` (this package) offers the model only
+#   the tools that need no confirmation — reading, searching, listing — since there is nobody
+#   to confirm; files are delivered with the toolbox's write_artifact. `yolo` (gemini-coder)
+#   adds editing and the shell, which the sandbox keeps inside the worktree,
+# - the toolbox over MCP and no other MCP server (`--allowed-mcp-server-names`),
+# - the model pinned with `-m` (GEMINI_MODEL; `auto` would add a routing request),
+# - the system prompt (posture, memory, toolbox instructions) given on stdin, which Gemini CLI
+#   puts before the prompt (`-p`),
+# - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made.
+set -eu
+. "$(dirname "$0")/setup.sh"
+"$GUILD_HALL_BIN" toolbox report-progress "Starting Gemini CLI"
+exec gemini -p "$(cat "$GUILD_HALL_PROMPT_FILE")" -m "$GEMINI_MODEL" \
+  --approval-mode "${GEMINI_APPROVAL_MODE:-default}" \
+  --allowed-mcp-server-names guild-hall \
+  --output-format stream-json <"$GUILD_HALL_SYSTEM_PROMPT_FILE"

@@ -1,0 +1,24 @@
+# Sourced by run.sh and meet.sh: Gemini CLI's own home for guild-hall's workers, and its
+# settings. GEMINI_CLI_HOME moves the whole of Gemini CLI's state (settings, sessions, history)
+# to ~/.gemini/guild-hall/.gemini, the one place worker.yaml's sandbox.write lets it write:
+# the person's own ~/.gemini (settings, login, sessions) is neither read nor changed, and a
+# meeting's sessions outlive each turn's private $TMPDIR, so `--resume` finds them.
+# The settings are the same for every worker (the toolbox's command is expanded from
+# $GUILD_HALL_BIN by Gemini CLI itself), written whole and renamed into place, so that
+# workers starting at once never see half a file:
+# - an API key (GEMINI_API_KEY, endpoint GOOGLE_GEMINI_BASE_URL, both from pass_env),
+# - one attempt per model request (guild-hall's own attempts are the retries),
+# - the toolbox as a trusted MCP server (headless Gemini CLI runs no untrusted tool).
+export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall"
+mkdir -p "$GEMINI_CLI_HOME/.gemini"
+settings="$GEMINI_CLI_HOME/.gemini/settings.json"
+cat > "$settings.$$" <<'JSON'
+{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "maxAttempts": 1},
+  "mcpServers": {"guild-hall": {"command": "$GUILD_HALL_BIN", "args": ["mcp"], "trust": true}}
+}
+JSON
+mv "$settings.$$" "$settings"
