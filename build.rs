@@ -14,6 +14,8 @@ const PACKAGES: &[&str] = &[
     "examples/workers/researcher",
     "contrib/workers/claude-code",
     "contrib/workers/claude-code-coder",
+    "contrib/workers/codex",
+    "contrib/workers/codex-coder",
     "contrib/workers/gemini",
     "contrib/workers/gemini-coder",
     "contrib/workers/claude-code-acp",

@@ -6,7 +6,7 @@ agent CLI's start and its first model request, plus guild-hall's own share (the 
 checks, the system prompt, the shim and the sandbox: see "Meetings" in BENCHMARKS.md).
 
 Run: python3 benches/agent_turn.py [--turns N] [--bin PATH] [AGENT ...]
-     (AGENT: claude-code, claude-code-acp, gemini; default all; --bin defaults to target/release/guild-hall)
+     (AGENT: claude-code, claude-code-acp, gemini, codex; default all; --bin defaults to target/release/guild-hall)
 
 Each agent gets a temp dir with its own repository, GUILD_HALL_HOME and HOME; turn 1 (which
 creates the session) is not counted; turns 2..N+1 resume it. Prints a markdown table.
@@ -29,6 +29,9 @@ AGENTS = {
                         lambda url: {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-stand-in"}),
     "gemini": ("target/gemini/node_modules/.bin/gemini", "fake_gemini.py",
                lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "stand-in"}),
+    # A model Codex has no metadata for: the plain tool set the stand-in serves (as the tests).
+    "codex": ("target/codex/node_modules/.bin/codex", "fake_openai.py",
+              lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-stand-in", "CODEX_MODEL": "stand-in-model"}),
 }
 
 

@@ -1,6 +1,7 @@
 //! What a meeting turn streams (DESIGN §10, REQ-MTG-15): the six event types, read from a
 //! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's or Gemini
-//! CLI's `stream-json` (the latter in [`gemini`]). Anything else a worker prints is not surfaced. Pure but for [`read_lines`],
+//! CLI's `stream-json` (the latter in [`gemini`]) or the Codex CLI's `exec --json`
+//! ([`codex`]). Anything else a worker prints is not surfaced. Pure but for [`read_lines`],
 //! which splits the output into lines whatever bytes it holds.
 
 use std::collections::HashMap;
@@ -10,6 +11,7 @@ use serde_json::Value as Json;
 
 use crate::worker::Protocol;
 
+mod codex;
 mod gemini;
 
 /// One event of a turn.
@@ -98,11 +100,12 @@ pub struct Reader {
     /// Claude Code and Gemini CLI name a tool in `tool_use` and refer to it by id in
     /// `tool_result`.
     tool_names: HashMap<String, String>,
+    codex: codex::Codex,
 }
 
 impl Reader {
     pub fn new(protocol: Protocol) -> Reader {
-        Reader { protocol, tool_names: HashMap::new() }
+        Reader { protocol, tool_names: HashMap::new(), codex: codex::Codex::default() }
     }
 
     /// The events one line of output carries (none for a line that is not an event).
@@ -117,6 +120,10 @@ impl Reader {
             Protocol::GuildHall | Protocol::Acp => serde_json::from_str::<TurnEvent>(line).ok().into_iter().collect(),
             Protocol::ClaudeStreamJson => match serde_json::from_str::<Json>(line) {
                 Ok(v) => self.claude(&v),
+                Err(_) => Vec::new(),
+            },
+            Protocol::CodexJson => match serde_json::from_str::<Json>(line) {
+                Ok(v) => self.codex.line(&v),
                 Err(_) => Vec::new(),
             },
             Protocol::GeminiStreamJson => match serde_json::from_str::<Json>(line) {
@@ -207,6 +214,8 @@ pub fn is_expired_session(reason: &str) -> bool {
     r.contains("no conversation found with session id")
         || r.contains("session expired")
         || r.contains("session not found")
+        // Codex: `codex exec resume` of a thread it has no rollout file for.
+        || r.contains("no rollout found for thread id")
         || r.contains("invalid session identifier")
 }
 
@@ -224,7 +233,8 @@ mod tests {
         fixture(name).lines().flat_map(|l| r.line(l)).collect()
     }
 
-    fn text(events: &[TurnEvent]) -> String {
+    /// The text of a turn's deltas, joined.
+    pub(super) fn text(events: &[TurnEvent]) -> String {
         events.iter().filter_map(|e| if let TurnEvent::TextDelta { text } = e { Some(text.as_str()) } else { None }).collect()
     }
 

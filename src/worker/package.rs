@@ -95,6 +95,8 @@ pub enum Protocol {
     GuildHall,
     /// Claude Code's `--output-format stream-json --include-partial-messages`, translated.
     ClaudeStreamJson,
+    /// The Codex CLI's `codex exec --json` lines, translated.
+    CodexJson,
     /// Gemini CLI's `--output-format stream-json`, translated.
     GeminiStreamJson,
     /// An Agent Client Protocol agent over stdio: the command runs under guild-hall's ACP

@@ -12,7 +12,7 @@ use std::process::{Child, Command};
 
 use crate::common::*;
 
-fn install_package(p: &Project, name: &str) {
+pub(crate) fn install_package(p: &Project, name: &str) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/workers").join(name);
     let dest = p.root.join(".lore/workers").join(name);
     std::fs::create_dir_all(&dest).expect("mkdir");
@@ -238,6 +238,7 @@ pub(crate) struct FakeApi {
 }
 
 impl FakeApi {
+    /// The Anthropic Messages API (`tests/fake_anthropic.py`).
     pub(crate) fn start(dir: &Path, script: &serde_json::Value) -> FakeApi {
         FakeApi::serve("fake_anthropic.py", dir, script)
     }

@@ -11,6 +11,7 @@ mod ci;
 mod ci_waves;
 mod claude_code;
 mod clone_truth;
+mod codex;
 mod common;
 mod confinement;
 mod cycles_trust;

@@ -294,7 +294,10 @@ fn check_validates_plans() {
     write_plan(&p, "bad", "", "  - - {id: a, worker: nobody, prompt: x}\n");
     let (code, out, _) = p.run(&["check"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.lines().any(|l| l.contains("bad.md:") && l.contains("plan bad waits") && l.contains("\"nobody\"")), "an unknown worker: {out}");
+    assert!(
+        out.lines().any(|l| l.contains("bad.md:") && l.contains("plan bad waits") && l.contains("\"nobody\"")),
+        "an unknown worker: {out}"
+    );
 }
 
 /// A sparse wave worker (`.lore/` only): what it writes lands, and the files outside its

@@ -1,0 +1,69 @@
+#!/bin/sh
+# Runs the Codex CLI headless (`codex exec --json`) for one commission (`codex.sh commission`)
+# or one meeting turn (`codex.sh meeting`), confined by guild-hall's sandbox to its worktree,
+# its temp dir and Codex's own state ($CODEX_HOME, ~/.codex by default: worker.yaml):
+# - Codex's own sandbox for the commands the model runs: CODEX_SANDBOX (worker.yaml), never an
+#   approval prompt (nobody to ask). `read-only` (the codex package): Codex's bubblewrap
+#   sandbox, which cannot start inside guild-hall's Landlock (it must write /proc/self/uid_map),
+#   so every shell command is refused and files go through the toolbox only.
+#   `danger-full-access` (codex-coder): no sandbox of Codex's own; guild-hall's confinement
+#   keeps every write inside the worktree, the temp dir and $CODEX_HOME,
+# - the guild-hall toolbox as the MCP server `guild-hall` (`guild-hall mcp`), its tools approved
+#   up front (with `approval_policy = "never"` an unapproved MCP call fails silently), passed
+#   the GUILD_HALL_* variables it needs (Codex starts MCP servers with a short environment),
+# - the model endpoint from OPENAI_BASE_URL and the key from OPENAI_API_KEY when either is set
+#   (a Responses API provider defined here with `-c`: nothing is written to config.toml);
+#   unset, Codex uses its own configuration and login,
+# - the system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE as Codex's developer instructions,
+# - a meeting's later turns `codex exec resume <thread id>`; a thread Codex no longer has is
+#   reported as a failed turn ("no rollout found"), which guild-hall renews in a fresh session,
+# - its JSON lines as output: `guild-hall logs` shows every tool call it made, and meetings
+#   translate them (`protocol: codex-json`).
+set -eu
+mode=${1:-commission}
+export CODEX_HOME="${CODEX_HOME:-$HOME/.codex}"
+mkdir -p "$CODEX_HOME"
+# TOML values: a basic string (paths, URLs) and a multi-line literal string (free text).
+toml_str() { printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"; }
+toml_text() { printf "'''\n%s'''" "$(sed "s/'''/'' '/g" "$1")"; }
+vars=""
+for v in $(env | sed -n 's/^\(GUILD_HALL_[A-Z0-9_]*\)=.*/\1/p'); do
+  vars="$vars${vars:+,}\"$v\""
+done
+set -- \
+  -c "sandbox_mode=\"${CODEX_SANDBOX:-read-only}\"" \
+  -c 'approval_policy="never"' \
+  -c "mcp_servers.guild-hall.command=$(toml_str "$GUILD_HALL_BIN")" \
+  -c 'mcp_servers.guild-hall.args=["mcp"]' \
+  -c "mcp_servers.guild-hall.env_vars=[$vars]" \
+  -c 'mcp_servers.guild-hall.default_tools_approval_mode="approve"' \
+  -c "developer_instructions=$(toml_text "$GUILD_HALL_SYSTEM_PROMPT_FILE")"
+if [ -n "${OPENAI_BASE_URL:-}" ] || [ -n "${OPENAI_API_KEY:-}" ]; then
+  set -- "$@" \
+    -c 'model_provider="guild-hall-openai"' \
+    -c 'model_providers.guild-hall-openai.name="OpenAI (guild-hall pass_env)"' \
+    -c "model_providers.guild-hall-openai.base_url=$(toml_str "${OPENAI_BASE_URL:-https://api.openai.com/v1}")" \
+    -c 'model_providers.guild-hall-openai.env_key="OPENAI_API_KEY"' \
+    -c 'model_providers.guild-hall-openai.wire_api="responses"'
+fi
+[ -n "${CODEX_MODEL:-}" ] && set -- "$@" -m "$CODEX_MODEL"
+case "$mode" in
+  commission)
+    "$GUILD_HALL_BIN" toolbox report-progress "Starting Codex"
+    exec codex exec --json --skip-git-repo-check "$@" - < "$GUILD_HALL_PROMPT_FILE"
+    ;;
+  meeting)
+    thread=${GUILD_HALL_SESSION_ID:-}
+    if [ -z "$thread" ]; then
+      exec codex exec --json --skip-git-repo-check "$@" - < "$GUILD_HALL_MESSAGE_FILE"
+    fi
+    # Codex keeps a thread as a rollout file named by its id; without one it exits 1 with only a
+    # line on stderr. Said here as a failed turn, so that guild-hall renews the session.
+    if ! find "$CODEX_HOME/sessions" -name "rollout-*-$thread.jsonl" 2>/dev/null | grep -q .; then
+      printf '{"type":"turn.failed","error":{"message":"no rollout found for thread id %s"}}\n' "$thread"
+      exit 1
+    fi
+    exec codex exec resume --json --skip-git-repo-check "$@" "$thread" - < "$GUILD_HALL_MESSAGE_FILE"
+    ;;
+  *) echo "codex.sh: unknown mode $mode (commission or meeting)" >&2; exit 2 ;;
+esac
