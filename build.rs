@@ -9,8 +9,13 @@ use std::path::Path;
 
 /// The bundled packages, by directory (relative to the crate root); the package's name is its
 /// `worker.yaml`'s (the directory's name, a test checks).
-const PACKAGES: &[&str] =
-    &["examples/workers/scribe", "examples/workers/researcher", "contrib/workers/claude-code", "contrib/workers/claude-code-coder"];
+const PACKAGES: &[&str] = &[
+    "examples/workers/scribe",
+    "examples/workers/researcher",
+    "examples/workers/counsel",
+    "contrib/workers/claude-code",
+    "contrib/workers/claude-code-coder",
+];
 
 fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
