@@ -17,6 +17,7 @@ mod docs;
 mod editor;
 mod endpoint_trust;
 mod first_hour;
+mod first_hour_fixes;
 mod gc;
 mod git_trust;
 mod git_truth;
