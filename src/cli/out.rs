@@ -2,7 +2,8 @@
 //! away ends output quietly instead of panicking, and never interrupts the work a command is
 //! doing (a reconcile pass goes on to its end; only its report is lost). What a person reads
 //! is shown, never obeyed: every control character in it is escaped ([`escape`]); what a
-//! program reads (JSON, raw logs) is written exactly.
+//! program reads (JSON, raw logs) is written exactly. Tables are laid out here, sized to their
+//! content ([`Table`]).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -116,10 +116,7 @@ fn a_failed_turn_and_an_empty_merge_read_plainly() {
     std::fs::set_permissions(dir.join("meet.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let (_, out, err) = p.run(&["meeting", "start", "--worker", "gone", "--id", "broken", "hello"]);
     let said = format!("{out}{err}");
-    assert!(
-        said.contains("worker exited with code 127 before the end of its turn; its log ends: claude: not found"),
-        "{said}"
-    );
+    assert!(said.contains("worker exited with code 127 before the end of its turn; its log ends: claude: not found"), "{said}");
 }
 
 /// `commission redispatch` takes the old failure off with the old status: `status` no longer
