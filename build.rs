@@ -12,6 +12,7 @@ use std::path::Path;
 const PACKAGES: &[&str] = &[
     "examples/workers/scribe",
     "examples/workers/researcher",
+    "examples/workers/counsel",
     "contrib/workers/claude-code",
     "contrib/workers/claude-code-coder",
     "contrib/workers/codex",

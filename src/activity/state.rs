@@ -102,13 +102,20 @@ impl ExitInfo {
     }
 
     pub fn describe(&self) -> String {
+        self.describe_when("")
+    }
+
+    /// [`ExitInfo::describe`] with `when` said right after how it ended, before the log's
+    /// tail (`worker exited with code 127 before the end of its turn; its log ends: …`). A
+    /// worker that never started is said as it is: it was never under way.
+    pub fn describe_when(&self, when: &str) -> String {
         if let Some(e) = &self.error {
             return format!("activation failed: {e}");
         }
         let how = match (self.code, self.signal) {
-            (Some(c), _) => format!("worker exited with code {c}"),
-            (None, Some(s)) => format!("worker killed by signal {s}"),
-            _ => "worker exited".into(),
+            (Some(c), _) => format!("worker exited with code {c}{when}"),
+            (None, Some(s)) => format!("worker killed by signal {s}{when}"),
+            _ => format!("worker exited{when}"),
         };
         match self.tail.as_deref().filter(|t| !t.is_empty()) {
             Some(t) => format!("{how}; its log ends: {t}"),
@@ -279,6 +286,10 @@ mod tests {
             tail: Some("claude: not found".into()),
         };
         assert_eq!(x.describe(), "worker exited with code 127; its log ends: claude: not found");
+        assert_eq!(
+            x.describe_when(" before the end of its turn"),
+            "worker exited with code 127 before the end of its turn; its log ends: claude: not found"
+        );
     }
 
     use super::*;

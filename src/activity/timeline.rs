@@ -103,6 +103,9 @@ pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
     Ok(n)
 }
 
+/// A `merge` event's `commit` when the branch brought no change (the squash made no commit).
+pub const NOTHING_TO_MERGE: &str = "nothing to merge";
+
 /// One line of human-readable timeline.
 pub fn render(e: &Value) -> String {
     let ts = e["ts"].as_str().unwrap_or("?");
@@ -125,6 +128,8 @@ pub fn render(e: &Value) -> String {
         "result" => s("summary"),
         "artifact" => s("path"),
         "memory" => format!("stored memory {}", s("key")),
+        // A close or completion that changed nothing has no commit ("nothing to merge").
+        "merge" if s("commit") == NOTHING_TO_MERGE => format!("no changes to merge into {}", s("branch")),
         "merge" => format!("merged into {} as {}", s("branch"), s("commit")),
         "redispatch" => format!("attempt {}", e["attempt"]),
         "refused" if e.get("asked").is_some() => format!("status: {} refused, put back to {} ({})", s("asked"), s("status"), s("reason")),

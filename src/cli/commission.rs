@@ -116,8 +116,8 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
         CommissionCmd::Dispatch { id } => ask(env, id, Desired::Dispatched),
         CommissionCmd::Cancel { id } => ask(env, id, Desired::Cancelled),
         CommissionCmd::Redispatch { id } => {
-            let edit = guild_hall::ops::commission::redispatch(&env.project, id)?;
-            say_requested(id, &edit);
+            let edits = guild_hall::ops::commission::redispatch(&env.project, id)?;
+            say_requested(id, &edits);
             Ok(())
         }
     }
@@ -127,16 +127,20 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
 /// happens next.
 fn ask(env: &Env, id: &str, desired: Desired) -> Result<()> {
     let edit = guild_hall::ops::commission::ask(&env.project, id, desired)?;
-    say_requested(id, &edit);
+    say_requested(id, std::slice::from_ref(&edit));
     Ok(())
 }
 
-fn say_requested(id: &str, edit: &Edit) {
-    let what = match edit {
-        Edit::Set(k, v) => format!("{k}: {}", v.as_str().unwrap_or("?")),
-        Edit::Remove(k) => format!("removed {k}"),
-    };
-    say!("{id}: wrote {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
+fn say_requested(id: &str, edits: &[Edit]) {
+    let what = edits
+        .iter()
+        .map(|e| match e {
+            Edit::Set(k, v) => format!("wrote {k}: {}", v.as_str().unwrap_or("?")),
+            Edit::Remove(k) => format!("removed {k}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    say!("{id}: {what}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
 }
 
 /// `guild-hall toolbox <tool> ...`: one tool of the catalogue, with the worker's context from

@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use clap::Subcommand;
 use serde_json::json;
 
-use super::out::{line, say, say_err, say_json, say_raw};
+use super::out::{line, say, say_err, say_json, say_raw, Table};
 use super::Env;
 use guild_hall::artifact::MeetingStatus;
 use guild_hall::meeting::events::TurnEvent;
@@ -337,32 +337,22 @@ fn list(env: &Env, json: bool) -> Result<()> {
         say!("no meetings (start one: guild-hall meeting start --worker W \"message\")");
     }
     // As `status`: a header, columns as wide as their widest cell.
-    let cells: Vec<[String; 4]> = rows
-        .iter()
-        .map(|m| {
-            let why = m.agenda.as_deref().or(m.title.as_deref()).unwrap_or("");
-            let who = match (m.effective_status(), &m.requested_by) {
-                (MeetingStatus::Requested, Some(by)) => format!("asked by {by}: "),
-                (MeetingStatus::Requested, None) => "requested: ".into(),
-                _ => String::new(),
-            };
-            [
-                m.id.clone(),
-                m.effective_status().as_str().to_string(),
-                line(&m.worker).into_owned(),
-                format!("{}{}", line(&who), one_line(why)),
-            ]
-        })
-        .collect();
-    let header = ["ID", "STATUS", "WORKER", "AGENDA"];
-    let width = |i: usize| cells.iter().map(|c| c[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0);
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    if !cells.is_empty() {
-        say!("{:<w0$} {:<w1$} {:<w2$} {}", header[0], header[1], header[2], header[3]);
+    let mut table = Table::new(["ID", "STATUS", "WORKER", "AGENDA"]);
+    for m in &rows {
+        let why = m.agenda.as_deref().or(m.title.as_deref()).unwrap_or("");
+        let who = match (m.effective_status(), &m.requested_by) {
+            (MeetingStatus::Requested, Some(by)) => format!("asked by {by}: "),
+            (MeetingStatus::Requested, None) => "requested: ".into(),
+            _ => String::new(),
+        };
+        table.row([
+            m.id.clone(),
+            m.effective_status().as_str().to_string(),
+            line(&m.worker).into_owned(),
+            format!("{}{}", line(&who), one_line(why)),
+        ]);
     }
-    for c in &cells {
-        say!("{}", format!("{:<w0$} {:<w1$} {:<w2$} {}", c[0], c[1], c[2], c[3]).trim_end());
-    }
+    table.print();
     for p in &problems {
         say_err!("{p}");
     }

@@ -2,7 +2,8 @@
 //! away ends output quietly instead of panicking, and never interrupts the work a command is
 //! doing (a reconcile pass goes on to its end; only its report is lost). What a person reads
 //! is shown, never obeyed: every control character in it is escaped ([`escape`]); what a
-//! program reads (JSON, raw logs) is written exactly.
+//! program reads (JSON, raw logs) is written exactly. Tables are laid out here, sized to their
+//! content ([`Table`]).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -168,6 +169,131 @@ pub fn stderr_fmt(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_all(escape(&text, Newlines::Keep).as_bytes());
 }
 
+/// `text` padded with spaces to `width` characters, as `{:<width$}` would; one longer keeps
+/// all of itself and one space more, so that the next column (after its own separator) still
+/// stands two spaces off. For lines printed as they happen (a pass's actions), whose widths
+/// cannot wait for the longest; a [`Table`] is sized to its content.
+pub fn pad(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    let fill = if n < width { width - n } else { 1 };
+    format!("{text}{}", " ".repeat(fill))
+}
+
+/// A table a person reads, the one way every table of the CLI is laid out: a header (if it
+/// has one) over rows whose columns are each as wide as their widest cell, so an id of any
+/// length stays aligned; one space between columns, two before the last, which is free text
+/// and not padded. Lines of their own may stand between rows (a plan's heading over its
+/// tasks, a result under its task); [`Table::under`] starts one where the second column does.
+pub struct Table<const N: usize> {
+    header: Option<[&'static str; N]>,
+    indent: &'static str,
+    right: [bool; N],
+    items: Vec<Item<N>>,
+}
+
+enum Item<const N: usize> {
+    Row([String; N]),
+    Line(String),
+    Under(String),
+}
+
+impl<const N: usize> Table<N> {
+    /// A table under this header (printed only when there are rows).
+    pub fn new(header: [&'static str; N]) -> Self {
+        Table { header: Some(header), indent: "", right: [false; N], items: Vec::new() }
+    }
+
+    /// A table without a header (its rows say what they are).
+    pub fn headless() -> Self {
+        Table { header: None, indent: "", right: [false; N], items: Vec::new() }
+    }
+
+    /// Every row (and the header) starts with `indent`.
+    pub fn indent(mut self, indent: &'static str) -> Self {
+        self.indent = indent;
+        self
+    }
+
+    /// These columns (numbers, ages) are aligned right.
+    pub fn right(mut self, columns: &[usize]) -> Self {
+        for &c in columns {
+            if let Some(r) = self.right.get_mut(c) {
+                *r = true;
+            }
+        }
+        self
+    }
+
+    pub fn row(&mut self, cells: [String; N]) {
+        self.items.push(Item::Row(cells));
+    }
+
+    /// A line of its own, as it is, between rows.
+    pub fn line(&mut self, text: String) {
+        self.items.push(Item::Line(text));
+    }
+
+    /// A line of its own that starts where the second column does (a row's description).
+    pub fn under(&mut self, text: String) {
+        self.items.push(Item::Under(text));
+    }
+
+    /// The table's lines, trailing spaces trimmed.
+    pub fn lines(&self) -> Vec<String> {
+        let rows = || self.items.iter().filter_map(|i| if let Item::Row(r) = i { Some(r) } else { None });
+        if self.items.is_empty() {
+            return Vec::new();
+        }
+        let width = |c: usize| {
+            let header = self.header.map(|h| h[c].chars().count()).unwrap_or(0);
+            rows().map(|r| r[c].chars().count()).chain([header]).max().unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..N).map(width).collect();
+        let render = |cells: [&str; N]| {
+            let mut out = String::from(self.indent);
+            for (c, cell) in cells.iter().enumerate() {
+                if c + 1 == N {
+                    out.push_str(if N > 1 { "  " } else { "" });
+                    out.push_str(cell);
+                } else {
+                    if c > 0 {
+                        out.push(' ');
+                    }
+                    let fill = " ".repeat(widths[c].saturating_sub(cell.chars().count()));
+                    if self.right[c] {
+                        out.push_str(&fill);
+                        out.push_str(cell);
+                    } else {
+                        out.push_str(cell);
+                        out.push_str(&fill);
+                    }
+                }
+            }
+            out.trim_end().to_string()
+        };
+        let mut out = Vec::new();
+        if let Some(h) = self.header.filter(|_| rows().next().is_some()) {
+            out.push(render(h));
+        }
+        let under = format!("{}{}", self.indent, " ".repeat(widths.first().map_or(0, |w| w + 1)));
+        for item in &self.items {
+            match item {
+                Item::Row(r) => out.push(render(r.each_ref().map(String::as_str))),
+                Item::Line(l) => out.push(l.clone()),
+                Item::Under(l) => out.push(format!("{under}{l}")),
+            }
+        }
+        out
+    }
+
+    /// Print it, each line escaped (see [`escape`]).
+    pub fn print(&self) {
+        for l in self.lines() {
+            stdout_fmt(format_args!("{l}\n"));
+        }
+    }
+}
+
 /// `println!` for a person (escaped) that survives a closed stdout.
 macro_rules! say {
     () => { $crate::cli::out::stdout_raw(b"\n") };
@@ -234,6 +360,36 @@ mod tests {
         assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown}");
         assert!(!shown.contains('\u{202e}'));
         assert_eq!(serde_json::from_str::<serde_json::Value>(&shown).expect("parses"), v);
+    }
+
+    #[test]
+    fn a_table_is_as_wide_as_its_widest_cell() {
+        let mut t = Table::new(["NAME", "N", "NOTE"]).right(&[1]);
+        t.row(["claude-code-coder".into(), "1".into(), "a note".into()]);
+        t.under("described".into());
+        t.line("between".into());
+        t.row(["scribe".into(), "12".into(), String::new()]);
+        assert_eq!(
+            t.lines(),
+            [
+                "NAME               N  NOTE",
+                "claude-code-coder  1  a note",
+                "                  described",
+                "between",
+                "scribe            12"
+            ]
+        );
+        // No rows, no header.
+        assert!(Table::new(["A", "B"]).lines().is_empty());
+        assert_eq!(Table::<2>::headless().indent("  ").lines(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_padded_cell_longer_than_its_column_keeps_a_gap() {
+        assert_eq!(pad("abc", 5), "abc  ");
+        assert_eq!(pad("abcde", 5), "abcde ");
+        assert_eq!(pad("abcdefg", 5), "abcdefg ");
+        assert_eq!(pad("日本", 3), "日本 ");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use serde_json::json;
 use serde_yaml_ng::Value;
 
-use super::out::{line, say, say_err, say_json};
+use super::out::{line, say, say_err, say_json, Table};
 use super::Env;
 use guild_hall::artifact::plan::PlanStatus;
 use guild_hall::tools::plan::Shown;
@@ -174,21 +174,30 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     if let Some(v) = &plan.verify {
         say!("verify    {}", v.join(" "));
     }
+    // One table for every wave, so that the tasks' columns line up from wave to wave.
+    let mut table = Table::headless().indent("  ");
     for (w, wave) in plan.waves.iter().enumerate() {
-        say!("\nwave {}:", w + 1);
+        table.line(String::new());
+        table.line(format!("wave {}:", w + 1));
         for t in wave {
             let r = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
             let state = r.map(|r| r.state.as_str()).unwrap_or("queued");
             let why = r.and_then(|r| r.reason.clone()).map(|r| format!("  {}", line(&r))).unwrap_or_default();
-            say!("  {:<34} {:<8} {:<11} {}{why}", line(&t.canonical), line(&t.label), state, line(&t.worker));
+            table.row([
+                line(&t.canonical).into_owned(),
+                line(&t.label).into_owned(),
+                state.to_string(),
+                format!("{}{why}", line(&t.worker)),
+            ]);
             if let Some(res) = shown_tasks.iter().find(|s| s.task == t.canonical).and_then(|s| s.result.as_ref()) {
-                say!("    result: {}", line(&res.summary));
+                table.line(format!("    result: {}", line(&res.summary)));
                 for a in &res.artifacts {
-                    say!("      {}", line(a));
+                    table.line(format!("      {}", line(a)));
                 }
             }
         }
     }
+    table.print();
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {

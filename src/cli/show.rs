@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::out::{counted, escape_bytes, line, say, say_err, say_json};
+use super::out::{counted, escape_bytes, line, pad, say, say_err, say_json, Table};
 use super::{Env, ReconcileArgs};
 use guild_hall::activity::timeline;
 use guild_hall::artifact::ids;
@@ -50,6 +50,9 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
     Ok(!report.failed())
 }
 
+/// How wide the id column of a pass's actions is: most ids fit.
+const ID_COLUMN: usize = 28;
+
 /// One action of a pass, as `reconcile` (and `ci`) print it.
 pub fn entry(e: &reconcile::Entry, dry_run: bool) {
     let mark = if !e.ok {
@@ -59,9 +62,11 @@ pub fn entry(e: &reconcile::Entry, dry_run: bool) {
     } else {
         ""
     };
-    say!("{}{:<28} {mark}{}", if dry_run { "would: " } else { "" }, e.id, line(&e.detail));
+    // Printed as it happens, so not sized to the longest id: a longer one is followed by two
+    // spaces (out::pad), and its detail starts where it can.
+    say!("{}{} {mark}{}", if dry_run { "would: " } else { "" }, pad(&e.id, ID_COLUMN), line(&e.detail));
     if let Some(err) = &e.error {
-        say!("{:<28}   {}", "", line(err));
+        say!("{}   {}", pad("", ID_COLUMN), line(err));
     }
 }
 
@@ -123,15 +128,16 @@ impl Filter {
 
 /// Rows printed one at a time: `--json` writes the same array `serde_json::to_string_pretty`
 /// would, element by element, so memory does not grow with the number of artifacts. The table
-/// is kept (its cells only) until the end, so its columns fit the longest id and worker.
+/// is kept (its cells only) until the end, so its columns fit the longest id and worker
+/// ([`Table`]).
 struct Rows {
     json: bool,
     now: DateTime<Utc>,
     count: usize,
     /// `status <id> --json` prints its one row as an object: the first row, kept.
     single: Option<Option<serde_json::Value>>,
-    /// The table's rows: id, status, worker, attempt, age, beat, note.
-    table: Vec<[String; 7]>,
+    /// The table: id, status, worker, attempt, age, beat, note.
+    table: Table<7>,
 }
 
 impl Rows {
@@ -177,7 +183,7 @@ impl Rows {
                 None => (s("status"), note),
             };
             // One row a commission: the first line of the note, every control in it shown.
-            self.table.push([
+            self.table.row([
                 line(&s("id")).into_owned(),
                 status,
                 line(&s("worker")).into_owned(),
@@ -189,38 +195,6 @@ impl Rows {
         }
         self.count += 1;
         Ok(())
-    }
-
-    /// The table, each column as wide as its widest cell (ids of any length stay aligned).
-    fn print_table(&self) {
-        if self.table.is_empty() {
-            return;
-        }
-        let header = ["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "PROGRESS / RESULT / REASON"];
-        let width = |i: usize| self.table.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0);
-        let w: Vec<usize> = (0..6).map(width).collect();
-        let row = |c: [&str; 7]| {
-            format!(
-                "{:<w0$} {:<w1$} {:<w2$} {:>w3$} {:>w4$} {:>w5$}  {}",
-                c[0],
-                c[1],
-                c[2],
-                c[3],
-                c[4],
-                c[5],
-                c[6],
-                w0 = w[0],
-                w1 = w[1],
-                w2 = w[2],
-                w3 = w[3],
-                w4 = w[4],
-                w5 = w[5]
-            )
-        };
-        say!("{}", row(header).trim_end());
-        for r in &self.table {
-            say!("{}", row(r.each_ref().map(String::as_str)).trim_end());
-        }
     }
 }
 
@@ -240,7 +214,8 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         }
     }
     let now = Utc::now();
-    let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None), table: Vec::new() };
+    let table = Table::new(["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "PROGRESS / RESULT / REASON"]).right(&[3, 4, 5]);
+    let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None), table };
     if !json_out {
         if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {
             say!("reconciler: {holder}");
@@ -262,7 +237,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     } else if json_out {
         super::out::stdout_raw(if rows.count == 0 { b"[]\n" } else { b"\n]\n" });
     } else {
-        rows.print_table();
+        rows.table.print();
     }
     let filtered = !filter.status.is_empty() || !filter.worker.is_empty();
     if !json_out && rows.count == 0 && !filtered {
@@ -300,6 +275,8 @@ pub fn gc(env: &Env, dry_run: bool, json_out: bool, include_unmerged: bool) -> R
 /// has the detail); how many were shown.
 fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
     let mut shown = 0;
+    // One table for every plan's tasks, so that their columns line up from plan to plan.
+    let mut table = Table::headless().indent("  ");
     for path in guild_hall::artifact::paths(&env.project.plans_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
         let Ok(plan) = guild_hall::plan::observe::load(&env.project, id) else { continue };
@@ -314,12 +291,14 @@ fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
         let integrated = || guild_hall::plan::observe::integrated(&env.project, &plan, record.as_ref()).map(|i| i.describe());
         let reason =
             record.as_ref().and_then(|r| r.reason.clone()).or(elsewhere).or_else(integrated).map(|r| format!("  {r}")).unwrap_or_default();
-        say!("\nplan {id}: {status}{wave}{}", line(&reason));
+        table.line(String::new());
+        table.line(format!("plan {id}: {status}{wave}{}", line(&reason)));
         for t in plan.tasks().filter(|t| filter.keeps_worker(&t.worker)) {
             let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");
-            say!("  {:<40} {:<11} {}", line(&t.canonical), state, line(&t.worker));
+            table.row([line(&t.canonical).into_owned(), state.to_string(), line(&t.worker).into_owned()]);
         }
     }
+    table.print();
     Ok(shown)
 }
 
@@ -355,7 +334,12 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
 /// (`\n` and `\t` kept), or exactly as written with `raw`.
 pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {
     let (path, attempt) = guild_hall::ops::logs::worker_log(&env.home, &env.project, id, attempt)?;
-    let bytes = std::fs::read(&path).with_context(|| format!("no log for {id} attempt {attempt} ({})", path.display()))?;
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        // An attempt whose worker has not written yet (or whose log was collected).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("no log for {id} attempt {attempt}: {} does not exist", path.display()),
+        Err(e) => return Err(e).with_context(|| format!("reading the log of {id} attempt {attempt} ({})", path.display())),
+    };
     // A rotated log: the part before, then the current one (it starts with a marker).
     let mut earlier = path.clone().into_os_string();
     earlier.push(".1");
@@ -436,6 +420,7 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     if cat.packages.is_empty() {
         say!("no worker packages in .lore/workers/ or {}", env.home.workers_dir().display());
     }
+    let mut table = Table::new(["NAME", "SOURCE", "CHECKOUT", "CAPABILITIES", "DIRECTORY", "SANDBOX"]);
     for p in cat.packages.values() {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
@@ -445,18 +430,20 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
             }
             (_, how) => format!("sandbox {how}"),
         };
-        say!(
-            "{:<16} {:<8} {:<7} [{}] {sandbox} {}",
-            line(&m.name),
+        table.row([
+            line(&m.name).into_owned(),
             format!("{:?}", p.source).to_lowercase(),
             format!("{:?}", m.checkout).to_lowercase(),
-            m.capabilities.join(","),
-            p.dir.display()
-        );
+            format!("[{}]", m.capabilities.join(",")),
+            // The directories are alike in length; the sandbox's extra paths are not.
+            line(&p.dir.display().to_string()).into_owned(),
+            line(&sandbox).into_owned(),
+        ]);
         if !m.description.is_empty() {
-            say!("{:<16} {}", "", line(&m.description));
+            table.under(line(&m.description).into_owned());
         }
     }
+    table.print();
     for pr in &cat.problems {
         say_err!("{pr}");
     }

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::out::{line, say, say_json};
+use super::out::{line, say, say_json, Table};
 use super::{show, Cli, Env};
 use guild_hall::config::{Home, Project};
 use guild_hall::ops::workers::{self, Target};
@@ -74,17 +74,16 @@ fn available(cli: &Cli, json: bool) -> Result<()> {
         say_json!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
     }
-    // The longest bundled name sets the column (`claude-code-acp-coder` is 21 wide).
-    let w = list.iter().map(|a| a.name.chars().count()).max().unwrap_or(0).max(18);
-    say!("{:<w$} {:<20} {:<22} DESCRIPTION", "NAME", "CAPABILITIES", "INSTALLED");
+    let mut table = Table::new(["NAME", "CAPABILITIES", "INSTALLED", "DESCRIPTION"]);
     for a in &list {
         let installed = match (&a.installed, &a.installed_at) {
             (Some(guild_hall::worker::Source::Project), _) => "yes (project)".to_string(),
             (Some(guild_hall::worker::Source::Home), _) => "yes (home)".to_string(),
             _ => "no".to_string(),
         };
-        say!("{:<w$} {:<20} {:<22} {}", a.name, a.capabilities.join(","), installed, line(&a.description));
+        table.row([line(&a.name).into_owned(), a.capabilities.join(","), installed, line(&a.description).into_owned()]);
     }
+    table.print();
     say!("\ninstall one with `guild-hall workers add NAME` (into .lore/workers/; --user for the home's)");
     Ok(())
 }

@@ -247,7 +247,9 @@ fn finish(
     };
     let mut done = update.clone();
     match landing {
-        Landing::Merged(oid) => done.events.push(merge_event(oid.map(|o| o.to_string()).unwrap_or_else(|| "nothing to merge".into()))),
+        Landing::Merged(oid) => {
+            done.events.push(merge_event(oid.map(|o| o.to_string()).unwrap_or_else(|| timeline::NOTHING_TO_MERGE.into())))
+        }
         Landing::Refused { kind, reason } => return fail(reason, kind, true),
         Landing::Unsecured(reason) => return fail(reason, "unsecured", false),
         Landing::Waiting(text) => {

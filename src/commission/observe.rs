@@ -621,7 +621,7 @@ fn integrated(
         let nothing = timeline
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] == "nothing to merge");
+            .any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] == crate::activity::timeline::NOTHING_TO_MERGE);
         if !nothing {
             return None;
         }

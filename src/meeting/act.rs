@@ -195,7 +195,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     let landing = land(&ctx.project.root, &rec, Some(&state.objects()), integration, &messages, &limits, || fault("close", 2));
     match landing {
         Landing::Merged(oid) => {
-            let commit = oid.map(|o| o.to_string()).unwrap_or_else(|| "nothing to merge".into());
+            let commit = oid.map(|o| o.to_string()).unwrap_or_else(|| timeline::NOTHING_TO_MERGE.into());
             update.events.push(timeline::event(
                 &now,
                 "merge",

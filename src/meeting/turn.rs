@@ -274,8 +274,10 @@ fn stream(
     } else if ended {
         Outcome::Ended
     } else {
-        let why = exit.map(|x| x.describe()).unwrap_or_else(|| format!("the supervisor exited with {status}"));
-        Outcome::Failed { reason: format!("{why} before the end of its turn") }
+        // When it ended comes before its log's tail, which may be long.
+        let when = " before the end of its turn";
+        let reason = exit.map(|x| x.describe_when(when)).unwrap_or_else(|| format!("the supervisor exited with {status}{when}"));
+        Outcome::Failed { reason }
     };
     Ok(out)
 }

@@ -162,7 +162,9 @@ fn not_landed(
         };
         let key = format!("merge:{attempt}");
         // Landed with a commit (a worker that changed nothing landed none, and has no trailer).
-        let landed = log.iter().any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] != "nothing to merge");
+        let landed = log
+            .iter()
+            .any(|e| e["kind"] == "merge" && e["key"] == key.as_str() && e["commit"] != crate::activity::timeline::NOTHING_TO_MERGE);
         if landed && !on_branch.contains(&names::commission_trailer(&o.artifact.id, attempt)) {
             let what = format!("commission {} is completed and its attempt {attempt} landed a commit", o.artifact.id);
             out.push(at_key(&o.artifact.path, "status", missing(what)));

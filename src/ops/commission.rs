@@ -89,14 +89,15 @@ pub fn load(project: &Project, id: &str) -> Result<Commission> {
     Ok(crate::artifact::load(&project.commission_path(id), id, &crate::artifact::Wording::COMMISSION, Commission::parse)?)
 }
 
-/// Write one intent key into the artifact, surgically and atomically. The reconciler may be
-/// writing the same file: a concurrent change means read again and retry, never clobber.
-pub fn request(project: &Project, id: &str, edit: &Edit) -> Result<()> {
+/// Write intent keys into the artifact, surgically and atomically, all or none. The
+/// reconciler may be writing the same file: a concurrent change means read again and retry,
+/// never clobber.
+pub fn request(project: &Project, id: &str, edits: &[Edit]) -> Result<()> {
     for _ in 0..40 {
         let c = load(project, id)?;
         let text = crate::artifact::read_regular(&c.path)?;
         if content_hash(&text) == c.hash {
-            let new = write::apply(&text, std::slice::from_ref(edit))?;
+            let new = write::apply(&text, edits)?;
             if crate::artifact::store::replace_if_unchanged(&c.path, c.hash, new.as_bytes())? {
                 return Ok(());
             }
@@ -115,22 +116,28 @@ pub fn ask(project: &Project, id: &str, desired: crate::artifact::Desired) -> Re
         bail!("{id} is {status}: {why}; nothing written");
     }
     let edit = Edit::Set("desired".into(), Value::from(desired.as_str()));
-    request(project, id, &edit)?;
+    request(project, id, std::slice::from_ref(&edit))?;
     Ok(edit)
 }
 
 /// Set a failed or cancelled commission back to pending for a new attempt (the only ones a
-/// person may re-dispatch); the edit written. Any other is refused up front, in the words of
-/// the reconciler's refusal ([`crate::commission::decide::refusal`]) where it has one.
-pub fn redispatch(project: &Project, id: &str) -> Result<Edit> {
+/// person may re-dispatch); the edits written. Its `reason:` goes with the old status — the pass
+/// would remove it anyway ([`crate::activity::kind::stale_reason_goes`]), and until then a
+/// `pending` commission would show the old failure as if it were why it waits; the timeline
+/// keeps it. Any other is refused up front, in the words of the reconciler's refusal
+/// ([`crate::commission::decide::refusal`]) where it has one.
+pub fn redispatch(project: &Project, id: &str) -> Result<Vec<Edit>> {
     let c = load(project, id)?;
     match c.status {
         // The request table's moves back to pending, less the draft's: starting a draft is not a
         // new attempt of anything, so re-dispatch is the table's rule narrowed to ended attempts.
         Some(s) if s != Status::Draft && crate::commission::decide::person_may_request(s, Status::Pending) => {
-            let edit = Edit::Set("status".into(), Value::from("pending"));
-            request(project, id, &edit)?;
-            Ok(edit)
+            let mut edits = vec![Edit::Set("status".into(), Value::from("pending"))];
+            if c.str_field("reason").is_some() {
+                edits.push(Edit::Remove("reason".into()));
+            }
+            request(project, id, &edits)?;
+            Ok(edits)
         }
         // What the reconciler would refuse, in its words (a completed commission is final, a
         // running one can only be cancelled); nothing written.

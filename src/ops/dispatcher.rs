@@ -196,7 +196,7 @@ impl Operations for Dispatcher {
         }
         // The status itself, as a person would edit it: from this moment `status` says
         // cancelled; the reconciler stops the worker and commits its partial work.
-        request(&self.project, &c.id, &Edit::Set("status".into(), Value::from("cancelled")))?;
+        request(&self.project, &c.id, &[Edit::Set("status".into(), Value::from("cancelled"))])?;
         super::kick(&self.home, &self.project)?;
         Ok(Cancelled { job_id: c.id, status: "cancelled" })
     }

@@ -10,15 +10,15 @@ use crate::config::{Home, Project};
 use crate::files::read_json;
 
 /// The log of commission or wave task `id` (a task by its canonical id) at `attempt`, else its
-/// latest: the path and the attempt.
+/// latest: the path and the attempt. An attempt it never had is refused naming the ones it had.
 pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>) -> Result<(PathBuf, u32)> {
-    let (state, attempt) = match super::plan::task(project, id)? {
+    let (state, attempt, what, latest) = match super::plan::task(project, id)? {
         Some((plan, task)) => {
             let state = StateDir(home.task_state(&project.name, &plan.id, &task.slug()));
             let recorded =
                 crate::plan::observe::record(home, project, &plan.id)?.and_then(|r| r.tasks.get(&task.canonical).map(|t| t.attempt));
             match attempt.or(recorded.filter(|a| *a > 0)) {
-                Some(a) => (state, a),
+                Some(a) => (state, a, "task", recorded.unwrap_or(0)),
                 None => bail!("{id} has not started yet: no logs"),
             }
         }
@@ -29,17 +29,25 @@ pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>
                 // Said as `timeline` and `status` say it.
                 bail!("no commission {id:?} in {}", project.commissions_dir().display());
             }
+            let recorded = read_json::<Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0);
             let attempt = match attempt {
                 Some(a) => a,
-                None => match read_json::<Record>(&state.record())? {
-                    Some(r) if r.attempt > 0 => r.attempt,
-                    _ => bail!("{id} has not been dispatched yet: no logs"),
-                },
+                None if recorded > 0 => recorded,
+                None => bail!("{id} has not been dispatched yet: no logs"),
             };
-            (state, attempt)
+            (state, attempt, "commission", recorded)
         }
     };
-    Ok((state.log(attempt), attempt))
+    let path = state.log(attempt);
+    if (attempt == 0 || attempt > latest) && !path.exists() {
+        let had = match latest {
+            0 => "it has not run yet".to_string(),
+            1 => "its attempts: 1".to_string(),
+            n => format!("its attempts: 1 to {n}"),
+        };
+        bail!("{what} {id} has no attempt {attempt} ({had})");
+    }
+    Ok((path, attempt))
 }
 
 /// The log of plan `id`'s latest verify run (`verify`), or of its task `task` (its canonical

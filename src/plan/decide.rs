@@ -421,24 +421,16 @@ impl crate::activity::kind::Action for Action {
 
     fn describe(&self) -> String {
         match self {
-            Action::Update { update } if update.edits.is_empty() && update.events.is_empty() && !update.folds.is_empty() => {
-                "read task mailboxes".into()
+            Action::Update { update } => {
+                let parts = said(update);
+                if parts.is_empty() {
+                    // Only guild-hall's own bookkeeping (its runtime record, the task mailboxes
+                    // read, a created stamp): said only if it failed.
+                    "runtime record updated".into()
+                } else {
+                    parts.join("; ")
+                }
             }
-            // Only guild-hall's own bookkeeping (its runtime record), or events for the log.
-            Action::Update { update } if update.edits.is_empty() && update.events.is_empty() => "runtime record updated".into(),
-            Action::Update { update } if update.edits.is_empty() => {
-                format!("log {}", crate::activity::timeline::counted(update.events.len(), "timeline event"))
-            }
-            Action::Update { update } => update
-                .edits
-                .iter()
-                .map(|e| match e {
-                    Edit::Set(k, v) if v.is_string() => format!("{k}: {}", v.as_str().unwrap_or("")),
-                    Edit::Set(k, _) => format!("set {k}"),
-                    Edit::Remove(k) => format!("remove {k}"),
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
             Action::StartWave { wave, .. } => format!("start wave {wave}"),
             Action::StartTask { task, attempt, .. } => format!("start {task} (attempt {attempt})"),
             Action::StopTask { task, kill: false, .. } => format!("shut down {task}"),
@@ -468,15 +460,60 @@ impl crate::activity::kind::Action for Action {
         matches!(self, Action::Beat { .. })
     }
 
-    /// A beat written is no news; one that failed is said.
+    /// A beat written is no news, nor is bookkeeping (the rule of commissions); either is said
+    /// when it failed.
     fn reported(&self, ok: bool) -> bool {
-        !ok || !self.is_heartbeat()
+        let bookkeeping = matches!(self, Action::Update { update } if said(update).is_empty());
+        !ok || !(self.is_heartbeat() || bookkeeping)
     }
 
     /// A dry run lists no beats.
     fn listed(&self) -> bool {
         !self.is_heartbeat()
     }
+}
+
+/// What an update changes, in words, as a commission's are said: a status moved (and why), a
+/// task's new state, what its worker reported, what went wrong. guild-hall's bookkeeping is
+/// not news: its runtime record, the mailboxes read, the `tasks:` and `wave:` keys that mirror
+/// the task events said, the `created` event and stamp.
+fn said(u: &Update) -> Vec<String> {
+    let first_line = |v: Option<&str>| v.unwrap_or("").lines().next().unwrap_or("").to_string();
+    let mut parts = Vec::new();
+    for e in &u.edits {
+        match e {
+            Edit::Set(k, v) if k == "status" => parts.push(format!("status -> {}", v.as_str().unwrap_or("?"))),
+            Edit::Set(k, v) if k == "reason" => parts.push(format!("reason: {}", first_line(v.as_str()))),
+            Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
+            Edit::Set(k, _) | Edit::Remove(k) if ["tasks", "wave", "created"].contains(&k.as_str()) => {}
+            Edit::Set(k, _) => parts.push(format!("{k} written")),
+            Edit::Remove(k) => parts.push(format!("{k} removed")),
+        }
+    }
+    // A task's latest progress only, as a commission's `progress:` holds its latest.
+    let mut progress: Vec<(String, String)> = Vec::new();
+    for e in &u.events {
+        let f = |k: &str| e[k].as_str().unwrap_or("").to_string();
+        match e["kind"].as_str().unwrap_or("") {
+            "task" => parts.push(format!("{} {}", f("task"), f("state"))),
+            "progress" => {
+                progress.retain(|(t, _)| *t != f("task"));
+                progress.push((f("task"), first_line(e["text"].as_str())));
+            }
+            "question" => parts.push(format!("{}: question logged", f("task"))),
+            "decision" => parts.push(format!("{}: decision: {}", f("task"), first_line(e["decision"].as_str()))),
+            "result" => parts.push(format!("{}: result submitted", f("task"))),
+            "task_update" => parts.push(format!("{} reports {}", f("task"), f("status"))),
+            "anomaly" | "orphaned" | "rerun_required" | "task_update_ignored" => parts.push(first_line(e["text"].as_str())),
+            // Said by the status edit, or guild-hall's own (created); the rest is in the log.
+            _ => {}
+        }
+    }
+    parts.extend(progress.into_iter().map(|(t, text)| format!("{t} progress: {text}")));
+    if parts.is_empty() && u.events.iter().any(|e| !matches!(e["kind"].as_str(), Some("created" | "status"))) {
+        parts.push(format!("log {}", timeline::counted(u.events.len(), "timeline event")));
+    }
+    parts
 }
 
 /// The commission a fix-forward round writes.
@@ -1754,5 +1791,34 @@ mod tests {
         o.tasks[0].live = None;
         o.tasks[0].busy = true;
         assert_eq!(next_check(&snap(vec![o], 3)), Some(std::time::Duration::from_millis(200)));
+    }
+
+    /// A pass's line for a plan's update says what changed, in words (issue 20): the mailboxes
+    /// read, the mirrored `tasks:`, the `created` event are bookkeeping, not reported when it
+    /// succeeded.
+    #[test]
+    fn a_plan_update_is_said_in_words_and_bookkeeping_is_not_reported() {
+        use crate::activity::kind::Action as _;
+        let update = |edits: Vec<Edit>, events: Vec<Json>| Action::Update {
+            update: Update { plan: "p".into(), expect_hash: 0, edits, events, record: Some(running(&[])), folds: vec![] },
+        };
+        let ev = |kind: &str, fields: Json| timeline::event("2026-11-25T00:00:00.000Z", kind, kind.into(), fields);
+        let quiet = update(vec![Edit::Set("tasks".into(), Value::Null)], vec![ev("created", json!({"status": "pending"}))]);
+        assert_eq!(quiet.describe(), "runtime record updated");
+        assert!(!quiet.reported(true) && quiet.reported(false));
+        let news = update(
+            vec![Edit::Set("status".into(), Value::String("completed".into())), Edit::Set("tasks".into(), Value::Null)],
+            vec![
+                ev("task", json!({"task": "p:exec:wave-1:task-1", "state": "succeeded"})),
+                ev("progress", json!({"task": "p:exec:wave-1:task-1", "text": "Reading"})),
+                ev("progress", json!({"task": "p:exec:wave-1:task-1", "text": "Wrote it\nand more"})),
+                ev("result", json!({"task": "p:exec:wave-1:task-1", "summary": "Wrote it"})),
+            ],
+        );
+        assert_eq!(
+            news.describe(),
+            "status -> completed; p:exec:wave-1:task-1 succeeded; p:exec:wave-1:task-1: result submitted; p:exec:wave-1:task-1 progress: Wrote it"
+        );
+        assert!(news.reported(true));
     }
 }

@@ -36,7 +36,8 @@ fn installed(bin_dir: &Path, home: &Path, user_home: &Path, cwd: &Path) -> impl 
 }
 
 /// A person with only the installed binary — no source tree, no examples — gets from `init`
-/// to a merged commission with a bundled package, and `land` brings it to their branch.
+/// to a merged commission with a bundled package, and `land` brings it to their branch; and
+/// holds a meeting with the bundled `counsel`, its work merged on close.
 #[test]
 fn only_the_binary_from_init_to_landed_work() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -82,6 +83,15 @@ fn only_the_binary_from_init_to_landed_work() {
     ok(&["land"]);
     assert_eq!(git(&repo, &["rev-parse", "main"]), git(&repo, &["rev-parse", "claude/main"]));
     assert!(std::fs::read_to_string(repo.join("notes/hello.md")).expect("landed in the checkout").contains("Say hello."));
+
+    // A meeting too, with the bundled counsel: a turn streamed, and the close merges its work.
+    ok(&["workers", "add", "counsel"]);
+    let out = ok(&["meeting", "start", "--worker", "counsel", "--id", "talk", "Hello\nlink: .lore/notes/talk.md"]);
+    assert!(out.contains("You said: Hello"), "{out}");
+    ok(&["meeting", "close", "talk"]);
+    let log = git(&repo, &["log", "claude/main", "--format=%B"]);
+    assert!(log.contains("Guild-Hall-Meeting: talk"), "{log}");
+    assert!(git(&repo, &["show", "claude/main:.lore/notes/talk.md"]).contains("Written in meeting talk."));
 }
 
 /// Issue 20: a commission written before its worker is installed used to be used up (attempt

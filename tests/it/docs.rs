@@ -301,7 +301,7 @@ fn man_writes_a_page_per_subcommand() {
 
 /// A line of a shell block as its words, quotes taken off ('…' and "…"; no expansion: the
 /// path's commands use none), up to a comment.
-fn shell_words(line: &str) -> Vec<String> {
+pub(crate) fn shell_words(line: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word: Option<String> = None;
     let mut quote = None;

@@ -19,6 +19,7 @@ mod docs;
 mod editor;
 mod endpoint_trust;
 mod first_hour;
+mod first_hour_fixes;
 mod gc;
 mod gemini;
 mod git_trust;

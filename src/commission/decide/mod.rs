@@ -119,7 +119,7 @@ impl crate::activity::kind::Action for Action {
                         Edit::Remove(k) => parts.push(format!("{k} removed")),
                     }
                 }
-                if parts.is_empty() && !u.events.is_empty() {
+                if parts.is_empty() && !only_created(u) {
                     parts.push(format!("log {}", crate::activity::timeline::counted(u.events.len(), "timeline event")));
                 }
                 if parts.is_empty() {
@@ -168,11 +168,17 @@ impl crate::activity::kind::Action for Action {
 
     /// A heartbeat is never said, even failed: the liveness it feeds is decided next round.
     fn reported(&self, ok: bool) -> bool {
-        // Bookkeeping a person has nothing to read in (the runtime record alone) is said only
-        // when it failed, as a heartbeat is never said.
-        let bookkeeping = matches!(self, Action::Update(u) if u.edits.is_empty() && u.events.is_empty());
+        // Bookkeeping a person has nothing to read in (the runtime record alone, a `created`
+        // event) is said only when it failed, as a heartbeat is never said.
+        let bookkeeping = matches!(self, Action::Update(u) if u.edits.is_empty() && only_created(u));
         !(self.is_heartbeat() || bookkeeping && ok)
     }
+}
+
+/// No event but the `created` one (or none): a commission first met (a draft, say) is no
+/// news; its timeline opens with that event.
+fn only_created(u: &Update) -> bool {
+    u.events.iter().all(|e| e["kind"] == "created")
 }
 
 /// The decider's answer.
