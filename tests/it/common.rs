@@ -611,35 +611,3 @@ pub fn answered(stream: &mut std::os::unix::net::UnixStream) -> Option<String> {
         }
     }
 }
-
-/// An agent CLI from npm, installed on first use into `target/<dir>` at a pinned `version`
-/// (as `.ci/run` does up front), one install at a time: the path of its `bin`.
-pub(crate) fn npm_cli(dir: &str, package: &str, version: &str, bin: &str) -> PathBuf {
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join(dir);
-    let path = target.join("node_modules/.bin").join(bin);
-    let pinned = || {
-        let manifest = target.join("node_modules").join(package).join("package.json");
-        std::fs::read_to_string(manifest)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .is_some_and(|v| v["version"] == version && path.exists())
-    };
-    if !pinned() {
-        let lock = std::fs::File::create(std::env::temp_dir().join(format!("guild-hall-{dir}.lock"))).expect("lock");
-        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).expect("flock");
-        if !pinned() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            let npm = needs(
-                Command::new("npm")
-                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                    .arg(&target)
-                    .arg(format!("{package}@{version}"))
-                    .status(),
-                "npm",
-                &format!("to install {package}@{version} into target/{dir}"),
-            );
-            assert!(npm.success() && pinned(), "installing {package}@{version} from npm failed (needs the npm registry)");
-        }
-    }
-    path
-}
