@@ -236,9 +236,9 @@ fn a_retry_after_landing_runs_in_the_next_ci_run() {
     let origin = Origin::new(&[]);
     let tmp = origin.tmp.path();
     let ghost = "---\ntitle: Ghost\nworker: ghost\nstatus: pending\n---\nWrite the report of r.\n";
-    // A package whose command is missing: the attempt fails (a worker with no package at all
-    // would wait, not fail).
-    origin.commit_on("main", "main", ".lore/workers/ghost/worker.yaml", "name: ghost\ncommand: [\"./missing.sh\"]\n");
+    // A package whose command fails at once: the attempt fails (a worker with no package at
+    // all, or a command not there, would wait, not fail).
+    origin.commit_on("main", "main", ".lore/workers/ghost/worker.yaml", "name: ghost\ncommand: [\"/bin/false\"]\n");
     origin.commit_on("main", "main", ".lore/commissions/r.md", ghost);
     let (code, out, err) = guild_hall(tmp, &origin.clone("ci-1"), &["ci", "--timeout", "120s"]);
     assert_eq!(code, 0, "{out}{err}");

@@ -72,7 +72,11 @@ fn plan_task_problems_point_at_the_task() {
         &plan,
         "---\ntitle: P\nwaves:\n  - - id: a\n      worker: scribe\n      prompt: do a\n  - - {id: b, worker: scribe, prompt: do b}\n    - id: c\n      worker: nobody\n      prompt: do c\n---\n",
     );
-    says(&check(&p), &plan, 9, 15, "wave 2, task c: unknown worker \"nobody\"");
+    // A plan still to start waits for that worker (issue 20): said at its `worker:`, without
+    // failing.
+    let (code, all, err) = p.run(&["check"]);
+    assert_eq!(code, 0, "{all}{err}");
+    says(&all, &plan, 9, 15, "plan pl waits: task pl:exec:wave-2:task-2 (c): worker \"nobody\" is not installed");
 }
 
 /// `worker.yaml`: every unknown key, nested ones too, each at the key; a bad value's position
