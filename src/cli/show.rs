@@ -254,7 +254,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         guild_hall::ops::status::rows(&env.home, &env.project, id, now, |r| if filter.keeps(r) { rows.emit(r) } else { Ok(()) })?;
     if let Some(id) = id {
         if rows.count == 0 && filter.status.is_empty() && filter.worker.is_empty() {
-            bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
+            bail!("{}", guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()));
         }
     }
     if let Some(first) = rows.single.take() {
@@ -338,7 +338,7 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
     let artifact = env.project.commission_path(id);
     let path = timeline::path_for(&artifact);
     if !artifact.exists() && !path.exists() {
-        bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
+        bail!("{}", guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()));
     }
     for e in timeline::read(&path)? {
         if json_out {

@@ -510,7 +510,8 @@ impl Catalog {
             Some(p) => Ok(p),
             None => match self.broken.get(name) {
                 Some(why) => Err(format!("worker package {name:?} is invalid: {why}")),
-                None => Err(format!("unknown worker {name:?} (no package in .lore/workers/ or the home's workers/)")),
+                // One wording of "not installed" for every entry point: the pass's.
+                None => Err(self.not_installed(name).unwrap_or_else(|| format!("worker {name:?} is not installed"))),
             },
         }
     }

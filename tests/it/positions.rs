@@ -72,7 +72,7 @@ fn plan_task_problems_point_at_the_task() {
         &plan,
         "---\ntitle: P\nwaves:\n  - - id: a\n      worker: scribe\n      prompt: do a\n  - - {id: b, worker: scribe, prompt: do b}\n    - id: c\n      worker: nobody\n      prompt: do c\n---\n",
     );
-    says(&check(&p), &plan, 9, 15, "wave 2, task c: unknown worker \"nobody\"");
+    says(&check(&p), &plan, 9, 15, "wave 2, task c: worker \"nobody\" is not installed");
 }
 
 /// `worker.yaml`: every unknown key, nested ones too, each at the key; a bad value's position

@@ -45,8 +45,12 @@ pub fn refusal(from: Status, to: Status) -> String {
         (Draft, Cancelled) => "a draft was never submitted, so there is nothing to cancel; delete the file instead".into(),
         (Draft, _) => format!("a draft is submitted with status: pending; the reconciler moves it on from there, not to {to}"),
         (Pending | Blocked, Draft) => "a submitted commission cannot go back to draft; cancel it (status: cancelled) instead".into(),
-        (Blocked, Pending) => "it waits on missing dependencies or its worker's package and becomes pending by itself once they exist (see reason:)".into(),
-        (Pending | Blocked, Blocked) => "only the reconciler blocks a commission, when a dependency or its worker's package is missing".into(),
+        (Blocked, Pending) => {
+            "it waits on missing dependencies or its worker's package and becomes pending by itself once they exist (see reason:)".into()
+        }
+        (Pending | Blocked, Blocked) => {
+            "only the reconciler blocks a commission, when a dependency or its worker's package is missing".into()
+        }
         (Pending | Blocked, Dispatched | InProgress) => format!(
             "only the reconciler marks a commission {to}, when it starts its worker{}",
             if from == Blocked {
