@@ -42,3 +42,50 @@ fn a_worker_not_installed_is_said_alike_by_every_entry_point() {
     let (_, out, err) = p.run(&["check"]);
     assert!(format!("{out}{err}").contains(&scrib), "{out}{err}");
 }
+
+/// `plan create`'s problems are said against the WAVES input (its path, or `<stdin>`) at its
+/// own line:col — never against the plan file, which is not written — and a WAVES file of
+/// another shape is told the shape.
+#[test]
+fn plan_create_points_at_the_waves_input() {
+    let p = Project::new(&["scribe"]);
+    let out = assert_cmd::Command::from_std(p.cmd())
+        .args(["plan", "create", "--title", "Bad", "-"])
+        .write_stdin("- - {id: a, worker: scribe, promt: \"x\"}\n")
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "error: <stdin>:1:5: wave 1, task a: needs `prompt:`, what the task is to achieve\n<stdin>:1:29: wave 1, task a: unknown key `promt`: did you mean `prompt`?"
+    );
+    assert!(!p.root.join(".lore/plans/bad.md").exists());
+    // A file: its path, its lines (a document marker and a comment included), its columns.
+    let waves = p.root.join("w.yaml");
+    let w = waves.display();
+    std::fs::write(&waves, "---\n# two waves\n- - {id: a, worker: scribe, prompt: x}\n  - id: b\n    worker: scribx\n    prompt: y\n- - {id: c, worker: scribe, prompt: z, timeout: soon}\n")
+        .expect("write");
+    let err = fails(&p, &["plan", "create", "--title", "t", &w.to_string()]);
+    assert!(err.starts_with(&format!("error: {w}:7:49: wave 2, task c: bad timeout \"soon\"")), "{err}");
+    let text = std::fs::read_to_string(&waves).expect("read").replace(", timeout: soon", "");
+    std::fs::write(&waves, &text).expect("write");
+    let err = fails(&p, &["plan", "create", "--title", "t", &w.to_string()]);
+    assert!(err.starts_with(&format!("error: {w}:5:13: task b: worker \"scribx\" is not installed")), "{err}");
+    std::fs::write(&waves, text.replace("scribx", "scribe")).expect("write");
+    let id = p.ok(&["plan", "create", "--title", "t", &w.to_string()]).trim().to_string();
+    // The waves kept as written, comments too, and valid.
+    let plan = std::fs::read_to_string(p.root.join(".lore/plans").join(format!("{id}.md"))).expect("plan");
+    assert!(plan.contains("waves:\n  # ---\n  # two waves\n  - - {id: a, worker: scribe, prompt: x}\n"), "{plan}");
+    p.ok(&["check"]);
+    // A mapping with `waves:` is told what the file must be, and shown the shape.
+    std::fs::write(&waves, "waves:\n  - - {id: a, worker: scribe, prompt: x}\n").expect("write");
+    let err = fails(&p, &["plan", "create", "--title", "t3", &w.to_string()]);
+    assert!(
+        err.starts_with(&format!(
+            "error: {w}:1:1: must be a list of waves (a sequence of sequences of tasks) (this one is a mapping with `waves:`"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("\n- - {id: a, worker: scribe, prompt: \"...\"}"), "{err}");
+}
