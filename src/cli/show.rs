@@ -323,24 +323,9 @@ fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
     Ok(shown)
 }
 
+/// The timeline of any artifact, or of a wave task ([`guild_hall::ops::timeline::of`]).
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    if let Some((plan, task)) = guild_hall::ops::plan::task(&env.project, id)? {
-        for e in timeline::read(&timeline::path_for(&plan.path))?.into_iter().filter(|e| e["task"] == task.canonical.as_str()) {
-            if json_out {
-                say_json!("{}", serde_json::to_string(&e)?);
-            } else {
-                say!("{}", line(&timeline::render(&e)));
-            }
-        }
-        return Ok(());
-    }
-    ids::validate_id(id)?;
-    let artifact = env.project.commission_path(id);
-    let path = timeline::path_for(&artifact);
-    if !artifact.exists() && !path.exists() {
-        bail!("{}", guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()));
-    }
-    for e in timeline::read(&path)? {
+    for e in guild_hall::ops::timeline::of(&env.project, id)? {
         if json_out {
             say_json!("{}", serde_json::to_string(&e)?);
         } else {

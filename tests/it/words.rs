@@ -89,3 +89,87 @@ fn plan_create_points_at_the_waves_input() {
     );
     assert!(err.contains("\n- - {id: a, worker: scribe, prompt: \"...\"}"), "{err}");
 }
+
+/// Every file under `.lore/`, by path.
+fn lore(p: &Project) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    fn walk(dir: &std::path::Path, out: &mut std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).expect("read dir") {
+            let path = e.expect("entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    let mut out = Default::default();
+    walk(&p.root.join(".lore"), &mut out);
+    out
+}
+
+/// `guild-hall timeline <id> --json`'s `created` events.
+fn created(p: &Project, home: &std::path::Path, id: &str) -> Vec<String> {
+    let out = p.cmd().env("GUILD_HALL_HOME", home).args(["timeline", id, "--json"]).output().expect("runs");
+    assert!(out.status.success(), "timeline {id}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .filter(|e| e["kind"] == "created")
+        .map(|e| e["status"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Every artifact of every kind opens its timeline with exactly one `created <status>`, when
+/// first met, whatever its status — a draft plan, a commission or plan written already over —
+/// however many passes; a fresh home over the same checkout adds none and changes no file
+/// under `.lore/`. `timeline <id>` shows a meeting's and a plan's (an id two kinds hold is
+/// refused, naming them).
+#[test]
+fn every_artifact_is_created_once_whatever_its_status() {
+    let p = Project::new(&["scribe"]);
+    p.write_commission("over", "---\ntitle: over\nworker: scribe\nstatus: cancelled\n---\nbody\n");
+    p.write_commission("gone", "---\ntitle: gone\nworker: scribe\nstatus: failed\n---\nbody\n");
+    p.write_commission("later", "---\ntitle: later\nworker: scribe\nstatus: draft\n---\nbody\n");
+    std::fs::create_dir_all(p.root.join(".lore/meetings")).expect("mkdir");
+    std::fs::write(p.root.join(".lore/meetings/met.md"), "---\ntitle: met\nworker: scribe\nstatus: closed\n---\nagenda\n").expect("write");
+    let waves = p.root.join("w.yaml");
+    std::fs::write(&waves, "- - {id: a, worker: scribe, prompt: x}\n").expect("write");
+    p.ok(&["plan", "create", "--title", "sketch", "--draft", waves.to_str().expect("utf8")]);
+    std::fs::write(
+        p.root.join(".lore/plans/dropped.md"),
+        "---\ntitle: dropped\nstatus: cancelled\nwaves:\n  - - {id: a, worker: scribe, prompt: x}\n---\n",
+    )
+    .expect("write");
+    let want =
+        [("over", "cancelled"), ("gone", "failed"), ("later", "draft"), ("met", "closed"), ("sketch", "draft"), ("dropped", "cancelled")];
+    for _ in 0..3 {
+        p.ok(&["reconcile", "--once"]);
+    }
+    for (id, status) in want {
+        assert_eq!(created(&p, &p.home, id), [status], "{id}");
+    }
+    // A fresh home over the same checkout: nothing written under .lore/, still one each.
+    let before = lore(&p);
+    let fresh = p.tmp.path().join("home-fresh");
+    for _ in 0..2 {
+        let out = p.cmd().env("GUILD_HALL_HOME", &fresh).args(["reconcile", "--once"]).output().expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(before == lore(&p), "a fresh home changed a file under .lore/");
+    for (id, status) in want {
+        assert_eq!(created(&p, &fresh, id), [status], "{id}");
+    }
+    // A never-run cancelled commission dispatched: a re-dispatch (cancelled -> pending), its
+    // timeline still opening with its one `created`.
+    p.ok(&["commission", "dispatch", "over"]);
+    p.settle();
+    let t = p.timeline("over");
+    assert_eq!(t[0]["kind"], "created", "{t:?}");
+    assert_eq!(t[1]["kind"], "status", "{t:?}");
+    assert_eq!((t[1]["from"].as_str(), t[1]["to"].as_str()), (Some("cancelled"), Some("pending")), "{t:?}");
+    assert_eq!(created(&p, &p.home, "over"), ["cancelled"]);
+    // An id that is a commission's and a plan's names no one timeline.
+    std::fs::copy(p.root.join(".lore/plans/dropped.md"), p.root.join(".lore/commissions/dropped.md")).expect("copy");
+    let err = fails(&p, &["timeline", "dropped"]);
+    assert!(err.contains("\"dropped\" is the id of a commission (") && err.contains(") and a plan ("), "{err}");
+}
