@@ -460,6 +460,19 @@ impl Catalog {
                 Err(_) => continue,
             };
             match Manifest::parse(&file, &text) {
+                // A package is named by its directory (where `workers add`, `not_installed` and
+                // people look for it): a `name:` that says another — a copied package whose
+                // `name:` was left as it was, say — is invalid, said at `name:`, and never
+                // takes the place of the package of that name.
+                Ok(m) if m.name != dir_name => {
+                    use crate::artifact::locate::{position, At, Seg};
+                    let (line, col) = position(&text, &[Seg::key("name")], At::Value).unwrap_or((1, 1));
+                    let msg = format!(
+                        "name: {} is not its directory's name {dir_name:?}: a package is named by its directory; set `name: {dir_name}` (or rename the directory)",
+                        m.name
+                    );
+                    self.fail(&file, &dir_name, line, col, msg);
+                }
                 Ok(m) => {
                     if !self.packages.contains_key(&m.name) && !self.broken.contains_key(&m.name) {
                         self.packages.insert(m.name.clone(), Package { manifest: m, dir: d.clone(), source });
