@@ -192,3 +192,29 @@ fn a_copied_package_keeping_its_name_is_said_at_its_name() {
     assert!(text.contains(&p.root.join(".lore/workers/researcher").display().to_string()), "{text}");
     assert!(!text.contains("workers/mine\""), "the copy is not the package researcher: {text}");
 }
+
+/// `workers --available` inside a project whose settings are bad says so (it showed every
+/// package as not installed); outside any repository it lists the bundled ones against the
+/// home, and `workers add` there says `--user` installs into the home.
+#[test]
+fn workers_available_says_a_bad_project_and_add_outside_one_says_user() {
+    let p = Project::new(&["scribe"]);
+    p.config("comission_cap: 2\n");
+    let err = fails(&p, &["workers", "--available"]);
+    let cfg = p.root.join(".lore/guild-hall.yaml");
+    assert!(err.contains(&format!("{}:1:1: unknown key `comission_cap`", cfg.display())), "{err}");
+    p.config("commission_cap: 2\n");
+    let out = p.ok(&["workers", "--available"]);
+    assert!(out.lines().any(|l| l.starts_with("scribe") && l.contains("yes (project)")), "{out}");
+    let outside = p.tmp.path().join("not-a-repo");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    let run = |args: &[&str]| p.cmd().current_dir(&outside).args(args).output().expect("runs");
+    let out = run(&["workers", "--available"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["workers", "add", "scribe"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("is not inside a git repository") && err.contains("--user"), "{err}");
+    let out = run(&["workers", "add", "scribe", "--user"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(p.home.join("workers/scribe/worker.yaml").is_file());
+}
