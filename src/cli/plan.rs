@@ -1,5 +1,5 @@
-//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each writes
-//! what a person would write in the plan's file; the reconciler carries it out.
+//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each
+//! writes what a person would write in the plan's file; the reconciler carries it out.
 
 use std::path::PathBuf;
 

@@ -1,6 +1,7 @@
-//! What people and tools do to commissions: write a new one, read one by id, and ask for a
-//! change (`desired:`, `status:`) by writing it into the file as a person would (parity,
-//! REQ-COM-4). The reconciler does the rest.
+//! What people and tools do to commissions: write a new one, read one by id, and ask for a change
+//! (`desired:`, `status:`) by writing it into the file as a person would (parity, REQ-COM-4); and
+//! why a worker cannot take the work asked, in the words every entry point uses ([`unusable`]). The
+//! reconciler does the rest.
 
 use anyhow::{anyhow, bail, Result};
 use serde_yaml_ng::{Mapping, Value};

@@ -1,6 +1,7 @@
-//! Worker packages: `worker.yaml` found in `.lore/workers/*/`, then `$GUILD_HALL_HOME/workers/*/`
-//! (the project's wins; hidden directories are not packages). Loading and validating packages,
-//! resolving their command, and saying where a missing one is looked for.
+//! Worker packages: `worker.yaml` found in `.lore/workers/<name>/`, then
+//! `$GUILD_HALL_HOME/workers/<name>/` (a package is named by its directory; the project's wins;
+//! hidden directories are not packages). Loading and validating packages, resolving their command,
+//! and saying where a missing one is looked for.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
