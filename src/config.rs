@@ -338,6 +338,16 @@ pub struct Project {
 }
 
 impl Project {
+    /// The project at `dir`, or `None` when `dir` is not inside a git repository (what a
+    /// command that also works outside one needs); any other error — a bad
+    /// `.lore/guild-hall.yaml`, say — is said.
+    pub fn open_if_any(dir: &Path) -> Result<Option<Project>> {
+        if git2::Repository::discover(dir).is_err() {
+            return Ok(None);
+        }
+        Project::open(dir).map(Some)
+    }
+
     /// Open the project at `dir` (its git top level). Fails clearly outside a git repository.
     pub fn open(dir: &Path) -> Result<Project> {
         let repo = git2::Repository::discover(dir)

@@ -1,8 +1,8 @@
-//! The activity timeline beside its artifact (`.lore/<kind>/<id>.timeline.jsonl`, for every
-//! kind), append-only across attempts,
-//! one JSON event per line. Appends are deduplicated by event key so a pass repeated after a
-//! crash does not record the same thing twice. Also how events read to a person (`render`,
-//! the `created` event every timeline opens with, and the one plural rule, `counted`).
+//! The activity timeline beside its artifact (`.lore/<kind>/<id>.timeline.jsonl`, for every kind),
+//! append-only across attempts, one JSON event per line. Appends are deduplicated by event key so a
+//! pass repeated after a crash does not record the same thing twice. Also how events read to a
+//! person (`render`, the `created` event every timeline opens with, and the one plural rule,
+//! `counted`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

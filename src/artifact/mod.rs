@@ -74,17 +74,23 @@ pub struct Wording {
     bare_io: bool,
     /// The kind's own name for a symlink (else [`ReadError::Symlink`]'s).
     symlink: Option<&'static str>,
+    /// A file that is not there is said as [`Wording::missing`] (`no commission "c" in …`), as
+    /// every command taking the kind's id says it.
+    missing_in_dir: bool,
 }
 
 impl Wording {
-    pub const COMMISSION: Wording = Wording { what: "commission", quoted: true, not_readable: true, bare_io: false, symlink: None };
-    pub const MEETING: Wording = Wording { what: "meeting", quoted: false, not_readable: false, bare_io: false, symlink: None };
+    pub const COMMISSION: Wording =
+        Wording { what: "commission", quoted: true, not_readable: true, bare_io: false, symlink: None, missing_in_dir: true };
+    pub const MEETING: Wording =
+        Wording { what: "meeting", quoted: false, not_readable: false, bare_io: false, symlink: None, missing_in_dir: false };
     pub const PLAN: Wording = Wording {
         what: "plan",
         quoted: false,
         not_readable: false,
         bare_io: true,
         symlink: Some("symlink: plan artifacts must be regular files"),
+        missing_in_dir: false,
     };
 
     /// The problem a pass or `check` reports for an artifact it could not read.
@@ -95,8 +101,20 @@ impl Wording {
         }
     }
 
+    /// What every command taking an id of the kind says when there is no artifact `id` in
+    /// `dir` (`no commission "nope" in …/.lore/commissions`).
+    pub fn missing(&self, id: &str, dir: &std::path::Path) -> String {
+        let id = if self.quoted { format!("{id:?}") } else { id.to_string() };
+        format!("no {} {id} in {}", self.what, dir.display())
+    }
+
     /// What a command says when artifact `id` at `path` could not be read.
     fn unreadable(&self, id: &str, path: &std::path::Path, e: &ReadError) -> String {
+        if let (true, ReadError::Io(io), Some(dir)) = (self.missing_in_dir, e, path.parent()) {
+            if io.kind() == std::io::ErrorKind::NotFound {
+                return self.missing(id, dir);
+            }
+        }
         let path = path.display();
         match e {
             ReadError::Io(io) => {

@@ -1,6 +1,8 @@
-//! JSON Schemas of the artifacts people write: commission, meeting and plan frontmatter, for
-//! editors (yaml-language-server). Built with schemars from the parser's own types where they
-//! exist (statuses, requests, resources). `worker.yaml`'s is the package's ([`crate::schema`]).
+//! JSON Schemas of the artifacts people write: commission, meeting and plan frontmatter. They
+//! are the shapes every pass and `check` hold a file's keys to ([`super::keys`]: an unknown key
+//! is a problem) and what editors validate against (yaml-language-server). Built with schemars
+//! from the parser's own types where they exist (statuses, requests, resources). `worker.yaml`'s
+//! is the package's ([`crate::schema`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;

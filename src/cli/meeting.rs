@@ -1,6 +1,6 @@
 //! `guild-hall meeting ...`: start, chat, send, list, show, accept, decline, close. Thin over
-//! [`guild_hall::ops::meeting`]: each writes what a person would write in an editor, has the reconciler
-//! carry it out, and streams turns to the terminal (or as JSON lines for scripts).
+//! [`guild_hall::ops::meeting`]: each writes what a person would write in an editor, has the
+//! reconciler carry it out, and streams turns to the terminal (or as JSON lines for scripts).
 
 use std::io::{BufRead, IsTerminal};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -80,13 +80,14 @@ pub enum Command {
         /// Only this commission.
         #[arg(value_name = "COMMISSION")]
         id: Option<String>,
-        /// Print the rows as a JSON array, streamed row by row (with COMMISSION: its row as an object).
+        /// Print the commissions' rows as a JSON array, streamed row by row (with COMMISSION: its
+        /// row as an object). Plans are not in it: `guild-hall plan list --json` gives them.
         #[arg(long)]
         json: bool,
-        /// Only commissions with this status (repeatable; also `invalid`, `orphaned`).
+        /// Only commissions and plans with this status (repeatable; also `invalid`, `orphaned`).
         #[arg(long = "status", value_name = "STATUS")]
         status: Vec<String>,
-        /// Only commissions of this worker (repeatable).
+        /// Only commissions, and plans' tasks, of this worker (repeatable).
         #[arg(long = "worker", value_name = "WORKER")]
         worker: Vec<String>,
     },
@@ -186,10 +187,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show a commission's activity timeline.
+    /// Show an artifact's activity timeline: a commission's, a meeting's, a plan's, or a wave
+    /// task's (the plan's entries for it). An id two kinds hold is refused, naming them.
     Timeline {
-        /// The commission id: its file stem under .lore/commissions/.
-        #[arg(value_name = "COMMISSION")]
+        /// A commission, meeting or plan id (its file stem under .lore/), or a wave task's
+        /// canonical id (`<plan>:exec:wave-<W>:task-<T>`).
+        #[arg(value_name = "ID")]
         id: String,
         /// Print the raw JSON lines.
         #[arg(long)]
@@ -201,8 +204,9 @@ pub enum Command {
     /// such as `\x1b`, not carried out by the terminal; newlines and tabs stay. `--raw` writes
     /// the log's bytes exactly (for a file or a program).
     Logs {
-        /// The commission id: its file stem under .lore/commissions/.
-        #[arg(value_name = "COMMISSION")]
+        /// A commission id (its file stem under .lore/commissions/), or a wave task's canonical
+        /// id (`<plan>:exec:wave-<W>:task-<T>`).
+        #[arg(value_name = "ID")]
         id: String,
         /// Which attempt (default: the latest).
         #[arg(long)]

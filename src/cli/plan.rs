@@ -1,5 +1,5 @@
-//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each writes
-//! what a person would write in the plan's file; the reconciler carries it out.
+//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each
+//! writes what a person would write in the plan's file; the reconciler carries it out.
 
 use std::path::PathBuf;
 
@@ -100,15 +100,16 @@ pub enum PlanCmd {
 pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
     match cmd {
         PlanCmd::Create { title, waves, id, parallelism, verify, fixer, draft, json: json_out } => {
-            let text = if waves.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin())?
+            let (origin, text) = if waves.as_os_str() == "-" {
+                ("<stdin>".to_string(), std::io::read_to_string(std::io::stdin())?)
             } else {
-                std::fs::read_to_string(waves).with_context(|| format!("reading {}", waves.display()))?
+                (waves.display().to_string(), std::fs::read_to_string(waves).with_context(|| format!("reading {}", waves.display()))?)
             };
-            let waves: Value = serde_yaml_ng::from_str(&text).with_context(|| format!("{}: not YAML", waves.display()))?;
+            let waves: Value = serde_yaml_ng::from_str(&text).with_context(|| format!("{origin}: not YAML"))?;
             let new = guild_hall::ops::plan::NewPlan {
                 title: title.clone(),
                 waves,
+                waves_text: Some(guild_hall::ops::plan::WavesText { origin, text }),
                 id: id.clone(),
                 parallelism: *parallelism,
                 verify: verify.as_ref().map(|v| v.split_whitespace().map(str::to_string).collect()),

@@ -229,7 +229,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         guild_hall::ops::status::rows(&env.home, &env.project, id, now, |r| if filter.keeps(r) { rows.emit(r) } else { Ok(()) })?;
     if let Some(id) = id {
         if rows.count == 0 && filter.status.is_empty() && filter.worker.is_empty() {
-            bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
+            bail!("{}", guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()));
         }
     }
     if let Some(first) = rows.single.take() {
@@ -302,24 +302,9 @@ fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
     Ok(shown)
 }
 
+/// The timeline of any artifact, or of a wave task ([`guild_hall::ops::timeline::of`]).
 pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    if let Some((plan, task)) = guild_hall::ops::plan::task(&env.project, id)? {
-        for e in timeline::read(&timeline::path_for(&plan.path))?.into_iter().filter(|e| e["task"] == task.canonical.as_str()) {
-            if json_out {
-                say_json!("{}", serde_json::to_string(&e)?);
-            } else {
-                say!("{}", line(&timeline::render(&e)));
-            }
-        }
-        return Ok(());
-    }
-    ids::validate_id(id)?;
-    let artifact = env.project.commission_path(id);
-    let path = timeline::path_for(&artifact);
-    if !artifact.exists() && !path.exists() {
-        bail!("no commission {id:?} in {}", env.project.commissions_dir().display());
-    }
-    for e in timeline::read(&path)? {
+    for e in guild_hall::ops::timeline::of(&env.project, id)? {
         if json_out {
             say_json!("{}", serde_json::to_string(&e)?);
         } else {

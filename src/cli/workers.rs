@@ -1,7 +1,7 @@
 //! `guild-hall workers`: the installed packages (the default, in `show`), the packages bundled
 //! in this binary (`--available`), and `workers add NAME` writing one out. Formatting only.
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 
 use super::out::{line, say, say_json, Table};
 use super::{show, Cli, Env};
@@ -52,9 +52,29 @@ pub fn run(cli: &Cli, args: &WorkersArgs) -> Result<()> {
     }
 }
 
+/// The directory the command is about (`-C`, else the current one).
+fn dir(cli: &Cli) -> Result<std::path::PathBuf> {
+    match &cli.project {
+        Some(d) => Ok(d.clone()),
+        None => std::env::current_dir().context("reading the current directory"),
+    }
+}
+
 fn add(cli: &Cli, name: &str, user: bool, json: bool) -> Result<()> {
     let home = Home::resolve(cli.home.as_deref())?;
-    let (target, project) = if user { (Target::Home, None) } else { (Target::Project, Some(Env::load(cli)?.project)) };
+    let (target, project) = if user {
+        (Target::Home, None)
+    } else {
+        let dir = dir(cli)?;
+        match Project::open_if_any(&dir)? {
+            Some(project) => (Target::Project, Some(project)),
+            None => bail!(
+                "{} is not inside a git repository: `workers add {name}` writes into a project's .lore/workers/; run it inside one, or with --user to install into the home's workers/ ({})",
+                dir.display(),
+                home.workers_dir().display()
+            ),
+        }
+    };
     let added = workers::add(&home, project.as_ref(), name, target)?;
     if json {
         say_json!("{}", serde_json::to_string_pretty(&added)?);
@@ -66,9 +86,9 @@ fn add(cli: &Cli, name: &str, user: bool, json: bool) -> Result<()> {
 
 fn available(cli: &Cli, json: bool) -> Result<()> {
     let home = Home::resolve(cli.home.as_deref())?;
-    // Outside a repository only the home's packages count as installed.
-    let dir = cli.project.clone().or_else(|| std::env::current_dir().ok());
-    let project = dir.and_then(|d| Project::open(&d).ok());
+    // Outside a repository only the home's packages count as installed; inside one, a project
+    // that cannot be opened (a bad .lore/guild-hall.yaml) is said, not taken for none.
+    let project = Project::open_if_any(&dir(cli)?)?;
     let list = workers::available(&home, project.as_ref());
     if json {
         say_json!("{}", serde_json::to_string_pretty(&list)?);

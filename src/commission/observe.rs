@@ -454,16 +454,19 @@ fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCa
 
 /// A settled artifact needs nothing from a reconcile pass. Decided without parsing YAML: a
 /// top-level `status:` line with a terminal value, no `desired:` line, and runtime state (if
-/// any) that agrees (its own last status write seen to have landed) and has no worktree.
-/// Anything unusual answers false (parse it fully).
+/// any) that agrees (its own last status write seen to have landed) and has no worktree; with
+/// none, an `attempt:` line (run somewhere: one written already over and never run is met
+/// once, to log its `created` event). Anything unusual answers false (parse it fully).
 fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     let Ok(text) = crate::artifact::read_regular(path) else { return false };
     let Ok(split) = crate::artifact::frontmatter::split(&text) else { return false };
     let mut status = None;
+    let mut ran = false;
     for line in split.yaml.lines() {
         if line.starts_with("desired:") {
             return false;
         }
+        ran |= line.starts_with("attempt:");
         if let Some(v) = line.strip_prefix("status:") {
             let v = v.split(" #").next().unwrap_or("").trim().trim_matches(|c| c == '"' || c == '\'');
             match (status, Status::parse(v)) {
@@ -477,7 +480,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
         return false;
     }
     match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
-        Ok(None) => true,
+        Ok(None) => ran,
         Ok(Some(r)) => r.status == status && r.prev.is_none() && r.stopping.is_none() && !home.worktree(&project.name, id).exists(),
         Err(_) => false,
     }

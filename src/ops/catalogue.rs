@@ -122,6 +122,8 @@ impl plans::Operations for Plans {
         let new = crate::ops::plan::NewPlan {
             title: req.title,
             waves,
+            // Given as data: problems name the wave and the task.
+            waves_text: None,
             id: req.id,
             parallelism: req.parallelism,
             // The catalogue refuses `verify` (see `tools::plan::VERIFY_REFUSED`).

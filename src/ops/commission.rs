@@ -1,6 +1,7 @@
-//! What people and tools do to commissions: write a new one, read one by id, and ask for a
-//! change (`desired:`, `status:`) by writing it into the file as a person would (parity,
-//! REQ-COM-4). The reconciler does the rest.
+//! What people and tools do to commissions: write a new one, read one by id, and ask for a change
+//! (`desired:`, `status:`) by writing it into the file as a person would (parity, REQ-COM-4); and
+//! why a worker cannot take the work asked, in the words every entry point uses ([`unusable`]). The
+//! reconciler does the rest.
 
 use anyhow::{anyhow, bail, Result};
 use serde_yaml_ng::{Mapping, Value};
@@ -30,13 +31,18 @@ pub struct NewCommission {
 /// cannot take work (a typo, most often): `commission create` and `plan create` ask this; a
 /// hand-written file waits for its package instead.
 pub(crate) fn usable_worker(catalog: &Catalog, worker: &str) -> Result<()> {
-    catalog.for_commission(worker).map(|_| ()).map_err(|e| {
-        let hint = match crate::worker::bundled::is_bundled(worker) {
-            true if catalog.not_installed(worker).is_some() => crate::worker::package::install_hint(worker),
-            _ => "see `guild-hall workers`, and `guild-hall workers --available` for the bundled packages".to_string(),
-        };
-        anyhow!("{e}; nothing written ({hint})")
-    })
+    catalog.for_commission(worker).map(|_| ()).map_err(|e| anyhow!("{}; nothing written", unusable(catalog, worker, e)))
+}
+
+/// Why `worker` cannot take the work asked, in the words every entry point uses: the pass's
+/// [`Catalog::not_installed`] (where packages are looked for, a did-you-mean, how to install a
+/// bundled one) when it is not installed, else `why` (invalid, or without the capability)
+/// with where to look.
+pub(crate) fn unusable(catalog: &Catalog, worker: &str, why: String) -> String {
+    match catalog.not_installed(worker) {
+        Some(words) => words,
+        None => format!("{why} (see `guild-hall workers`)"),
+    }
 }
 
 /// Write a new commission artifact (the same file a person would write) and return its id: the

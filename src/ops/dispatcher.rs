@@ -79,9 +79,10 @@ impl Operations for Dispatcher {
             None => return Err(invalid("no worker: set config.worker, or default_worker in .lore/guild-hall.yaml")),
         };
         // An unknown worker is a bad argument (-32602), like an unknown id.
-        Catalog::discover(&self.project.root, &self.home.workers_dir())
+        let catalog = Catalog::discover(&self.project.root, &self.home.workers_dir());
+        catalog
             .for_commission(&worker)
-            .map_err(|e| ToolError::BadArguments(format!("config.worker: {e} (see `guild-hall workers`)")))?;
+            .map_err(|e| ToolError::BadArguments(format!("config.worker: {}", super::commission::unusable(&catalog, &worker, e))))?;
         if config.max_turns == Some(0) {
             return Err(invalid("config.maxTurns must be a positive number"));
         }

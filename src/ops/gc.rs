@@ -1,7 +1,7 @@
-//! Orphans and their collection: runtime dirs, worktrees, transcripts and branches of
-//! commissions, meetings and plans whose artifact is gone. The inventory counts only what is provably
-//! ours (under our home, named for the artifact; branches only beside such a dir), and `gc`
-//! removes only that — never a branch with unmerged commits unless asked to.
+//! Orphans and their collection: runtime dirs, worktrees, transcripts and branches of commissions,
+//! meetings and plans whose artifact is gone. The inventory counts only what is provably ours
+//! (under our home, named for the artifact; branches only beside such a dir), and `gc` removes only
+//! that — never a branch with unmerged commits unless asked to.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -27,7 +27,7 @@ pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>
             let state = StateDir(home.commission_state(&project.name, id));
             if !project.commission_path(id).exists() && !state.0.exists() {
                 // Said as `timeline` and `status` say it.
-                bail!("no commission {id:?} in {}", project.commissions_dir().display());
+                bail!("{}", crate::artifact::Wording::COMMISSION.missing(id, &project.commissions_dir()));
             }
             let recorded = read_json::<Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0);
             let attempt = match attempt {

@@ -51,7 +51,7 @@ pub fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
 /// one is picked), an open meeting past the cap, and a meeting `check` would refuse.
 pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String> {
     let catalog = Catalog::discover(&project.root, &home.workers_dir());
-    catalog.for_meeting(&new.worker).map_err(|e| anyhow!("{e}; nothing written (see `guild-hall workers`)"))?;
+    catalog.for_meeting(&new.worker).map_err(|e| anyhow!("{}; nothing written", super::commission::unusable(&catalog, &new.worker, e)))?;
     let refs = new.references.iter().map(|r| ids::validate_rel_path(r)).collect::<Result<Vec<_>, _>>()?;
     if new.status == MeetingStatus::Open {
         let open = open_meetings(home, project)?;

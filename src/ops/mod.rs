@@ -14,6 +14,7 @@ pub mod meeting;
 pub mod plan;
 pub mod status;
 pub mod sync;
+pub mod timeline;
 pub mod workers;
 
 use std::time::{Duration, Instant};

@@ -17,6 +17,9 @@ pub struct NewPlan {
     pub title: String,
     /// The waves as written: a list of waves, each a list of tasks `{id, worker, title, prompt}`.
     pub waves: Value,
+    /// The text `waves` was read from, when it was (a file, stdin): the plan keeps it verbatim
+    /// and its problems are said against it, at its own line:col.
+    pub waves_text: Option<WavesText>,
     /// Default: the title, slugified.
     pub id: Option<String>,
     pub parallelism: usize,
@@ -26,12 +29,62 @@ pub struct NewPlan {
     pub draft: bool,
 }
 
+/// The WAVES input of `plan create`, as read.
+#[derive(Debug, Clone)]
+pub struct WavesText {
+    /// What problems name: the file's path, or `<stdin>`.
+    pub origin: String,
+    pub text: String,
+}
+
+/// The shape the WAVES input must have, shown when it has another.
+const WAVES_SHAPE: &str = "- - {id: a, worker: scribe, prompt: \"...\"}   # wave 1, task a\n  - {id: b, worker: scribe, prompt: \"...\"}   # wave 1, task b\n- - {id: c, worker: scribe, prompt: \"...\"}   # wave 2";
+
+/// The plan file's text for `new`, and — when the waves' own text is in it, indented verbatim
+/// under `waves:` — the file line that `waves:` is on: the WAVES input's line `n` is the file's
+/// `waves_line + n`, its column `c` the file's `c + 2` (a uniform indent keeps YAML's meaning).
+fn plan_text(new: &NewPlan, mut fm: serde_yaml_ng::Mapping) -> Result<(String, Option<usize>)> {
+    let head = serde_yaml_ng::to_string(&fm)?;
+    if let Some(w) = &new.waves_text {
+        // A document marker would end the frontmatter or the mapping: kept as a comment, on
+        // its line.
+        let body: String = w
+            .text
+            .lines()
+            .map(|l| match l {
+                l if l == "---" || l.starts_with("--- ") || l == "..." || l.starts_with("... ") => format!("  # {l}\n"),
+                "" => "\n".to_string(),
+                l => format!("  {l}\n"),
+            })
+            .collect();
+        let yaml = format!("{head}waves:\n{body}");
+        // Used only when it means exactly the waves read (a YAML directive, say, would not).
+        let same = serde_yaml_ng::from_str::<Value>(&yaml).ok().and_then(|v| v.get("waves").cloned()).is_some_and(|v| v == new.waves);
+        if same {
+            return Ok((format!("---\n{yaml}---\n"), Some(1 + head.lines().count() + 1)));
+        }
+    }
+    fm.insert("waves".into(), new.waves.clone());
+    Ok((format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?), None))
+}
+
 /// Write a new plan artifact (the file a person would write); its id: `--id`, refused if
 /// anything of it exists, else the first free one from the title (ids are never reused).
-/// Nothing is written for a plan the reconciler would refuse, nor over a file that exists.
+/// Nothing is written for a plan the reconciler would refuse, nor over a file that exists;
+/// a problem with the waves is said against the WAVES input ([`WavesText`]), never against
+/// the plan file that was not written.
 pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
     let base = new.id.clone().unwrap_or_else(|| crate::artifact::ids::slugify_or(&new.title, "plan"));
     crate::artifact::ids::validate_id(&base)?;
+    let origin = new.waves_text.as_ref().map(|w| w.origin.as_str()).unwrap_or("waves");
+    if !new.waves.is_sequence() {
+        let hint = match new.waves.get("waves") {
+            Some(_) => " (this one is a mapping with `waves:`: give what is under `waves:`, not the mapping)",
+            None => "",
+        };
+        let at = if new.waves_text.is_some() { ":1:1" } else { "" };
+        bail!("{origin}{at}: must be a list of waves (a sequence of sequences of tasks){hint}, e.g.\n{WAVES_SHAPE}");
+    }
     let mut fm = serde_yaml_ng::Mapping::new();
     fm.insert("title".into(), new.title.as_str().into());
     fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
@@ -42,15 +95,30 @@ pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
     if let Some(f) = &new.fixer {
         fm.insert("fixer".into(), f.as_str().into());
     }
-    fm.insert("waves".into(), new.waves.clone());
-    let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    // Validated as the reconciler will read it, before anything is written (each problem
-    // on a line of its own).
-    let plan = Plan::parse(&project.plan_path(&base), &text)
-        .map_err(|p| anyhow::anyhow!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+    let (text, waves_line) = plan_text(new, fm)?;
+    // Validated as the reconciler will read it, before anything is written (each problem on a
+    // line of its own): a problem in the waves at the WAVES input's own line:col; one of
+    // another key (from a flag) by its words alone, the plan file not existing.
+    let plan = Plan::parse(&project.plan_path(&base), &text).map_err(|problems| {
+        let said: Vec<String> = problems
+            .iter()
+            .map(|p| match waves_line {
+                Some(w) if p.line > w => format!("{origin}:{}:{}: {}", p.line - w, p.column.saturating_sub(2).max(1), p.message),
+                _ => p.message.clone(),
+            })
+            .collect();
+        anyhow::anyhow!("{}", said.join("\n"))
+    })?;
     let catalog = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
     for t in plan.tasks() {
-        super::commission::usable_worker(&catalog, &t.worker).map_err(|e| anyhow::anyhow!("task {}: {e}", t.label))?;
+        super::commission::usable_worker(&catalog, &t.worker).map_err(|e| match waves_line {
+            Some(w) => {
+                use crate::artifact::frontmatter::{split, value_position};
+                let (line, col) = split(&text).map(|sp| value_position(&sp, &t.path_of("worker"))).unwrap_or((w + 1, 3));
+                anyhow::anyhow!("{origin}:{}:{}: task {}: {e}", line.saturating_sub(w).max(1), col.saturating_sub(2).max(1), t.label)
+            }
+            None => anyhow::anyhow!("task {}: {e}", t.label),
+        })?;
     }
     std::fs::create_dir_all(project.plans_dir())?;
     super::create_with_free_id(home, project, crate::activity::kind::Name::Plan, &base, new.id.is_some(), |id| {

@@ -1,8 +1,9 @@
 //! The integration branch and the person's base branch, kept together: which branch is the base
-//! ([`base_branch`], recorded at `init`), `sync` (the base into the integration branch),
-//! `land` (the integration branch into the base, or pushed for review), and the automatic sync
-//! of `follow:` ([`follow`], which a pass calls before it starts new work). Neither rewrites a commit already there nor
-//! touches a person's uncommitted change: each either moves a branch forward or changes nothing.
+//! ([`base_branch`], recorded at `init`), `sync` (the base into the integration branch), `land`
+//! (the integration branch into the base, or pushed for review), and the automatic sync of
+//! `follow:` ([`follow`], which a pass calls before it starts new work). Neither rewrites a commit
+//! already there nor touches a person's uncommitted change: each either moves a branch forward or
+//! changes nothing.
 
 use anyhow::{anyhow, bail, Context, Result};
 use git2::{BranchType, Oid, Repository};

@@ -1006,6 +1006,13 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     let mut st =
         Step { o, s, now, record, edits: Vec::new(), events: Vec::new(), dirty: false, keys: Default::default(), folds: Vec::new() };
     let had = st.record.status;
+    // First met, whatever its status (a draft, written already over): created so, the one
+    // `created` event every kind opens its timeline with — not for a plan another home ran
+    // (its `wave:`/`tasks:` say so), whose timeline is that home's.
+    let ran = p.fields.contains_key("wave") || p.fields.contains_key("tasks");
+    if o.record.is_none() && !ran && !o.timeline_keys.contains("created") {
+        st.events.push(timeline::created(now, p.status.unwrap_or(Pending).as_str(), None));
+    }
     // A person's request: validated against what guild-hall last accepted.
     if asked != had && known || (!known && asked != Draft && asked != Pending) {
         if person_may_request(had, asked) {
@@ -1051,14 +1058,14 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         }
     }
     if o.record.is_none() && asked == Draft {
-        return None;
+        // Nothing is recorded of a draft: only its `created` event, once.
+        let events = std::mem::take(&mut st.events);
+        return (!events.is_empty()).then(|| Action::Update {
+            update: Update { plan: p.id.clone(), expect_hash: p.hash, edits: vec![], events, record: None, folds: vec![] },
+        });
     }
     if !known && asked == Pending {
-        // First met, submitted: it was created so (a draft this home never recorded included),
-        // the one `created` event every kind opens its timeline with.
-        if !o.timeline_keys.contains("created") {
-            st.events.push(timeline::created(now, Pending.as_str(), None));
-        }
+        // First met, submitted (a draft this home never recorded included).
         st.record.status = Pending;
         st.dirty = true;
     } else if st.record.status == Draft && asked == Pending {

@@ -1,7 +1,8 @@
-//! The loop: observe → decide → act over every kind (commissions, meetings, plans), repeated
-//! inside one pass until nothing more can be done now (and with `--wait`, until everything is
-//! settled). Holds the project's single-writer lock ([`lock`]) and, when it drives a kind that
-//! launches workers, the home-wide dispatch lock while it acts; `reconcile`, `watch` and the operations all drive this same pass ([`pass`]).
+//! The loop: observe → decide → act over every kind (commissions, meetings, plans), repeated inside
+//! one pass until nothing more can be done now (and with `--wait`, until everything is settled).
+//! Holds the project's single-writer lock ([`lock`]) and, when it drives a kind that launches
+//! workers, the home-wide dispatch lock while it acts; `reconcile`, `watch` and the operations all
+//! drive this same pass ([`pass`]).
 
 mod lock;
 mod pass;

@@ -1,7 +1,7 @@
-//! Workers: their packages (`worker.yaml`, and those bundled in the binary), the one launch site of every kind (`launch`), the
-//! shim that runs and contains each attempt, the Landlock sandbox that confines it, whether it
-//! is alive (`liveness`), their memory, the toolbox they talk back through, and telling their
-//! processes from others (`peer`).
+//! Workers: their packages (`worker.yaml`, and those bundled in the binary), the one launch site of
+//! every kind (`launch`), the shim that runs and contains each attempt, the Landlock sandbox that
+//! confines it, whether it is alive (`liveness`), their memory, the toolbox they talk back through,
+//! and telling their processes from others (`peer`).
 
 pub mod acp;
 pub mod bundled;

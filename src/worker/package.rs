@@ -1,6 +1,7 @@
-//! Worker packages: `worker.yaml` found in `.lore/workers/*/`, then `$GUILD_HALL_HOME/workers/*/`
-//! (the project's wins; hidden directories are not packages). Loading and validating packages,
-//! resolving their command, and saying where a missing one is looked for.
+//! Worker packages: `worker.yaml` found in `.lore/workers/<name>/`, then
+//! `$GUILD_HALL_HOME/workers/<name>/` (a package is named by its directory; the project's wins;
+//! hidden directories are not packages). Loading and validating packages, resolving their command,
+//! and saying where a missing one is looked for.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -512,6 +513,19 @@ impl Catalog {
                 Err(_) => continue,
             };
             match Manifest::parse(&file, &text) {
+                // A package is named by its directory (where `workers add`, `not_installed` and
+                // people look for it): a `name:` that says another — a copied package whose
+                // `name:` was left as it was, say — is invalid, said at `name:`, and never
+                // takes the place of the package of that name.
+                Ok(m) if m.name != dir_name => {
+                    use crate::artifact::locate::{position, At, Seg};
+                    let (line, col) = position(&text, &[Seg::key("name")], At::Value).unwrap_or((1, 1));
+                    let msg = format!(
+                        "name: {} is not its directory's name {dir_name:?}: a package is named by its directory; set `name: {dir_name}` (or rename the directory)",
+                        m.name
+                    );
+                    self.fail(&file, &dir_name, line, col, msg);
+                }
                 Ok(m) => {
                     if !self.packages.contains_key(&m.name) && !self.broken.contains_key(&m.name) {
                         self.packages.insert(m.name.clone(), Package { manifest: m, dir: d.clone(), source });
@@ -562,7 +576,8 @@ impl Catalog {
             Some(p) => Ok(p),
             None => match self.broken.get(name) {
                 Some(why) => Err(format!("worker package {name:?} is invalid: {why}")),
-                None => Err(format!("unknown worker {name:?} (no package in .lore/workers/ or the home's workers/)")),
+                // One wording of "not installed" for every entry point: the pass's.
+                None => Err(self.not_installed(name).unwrap_or_else(|| format!("worker {name:?} is not installed"))),
             },
         }
     }

@@ -121,6 +121,14 @@ fn every_yaml_example_in_the_docs_passes_check() {
         for b in yaml_examples(&page, &text) {
             let (kind, path) = kind_of(&b.text);
             kinds.insert(kind);
+            // A package is named by its directory: a `worker.yaml` goes in the one its `name:` says.
+            let named =
+                b.text.lines().find_map(|l| l.strip_prefix("name: ")).map(|n| n.split_whitespace().next().unwrap_or("").to_string());
+            let path = match (kind, named) {
+                ("worker", Some(n)) if !n.is_empty() => format!(".lore/workers/{n}/worker.yaml"),
+                _ => path.to_string(),
+            };
+            let path = path.as_str();
             let p = Project::new(&[]);
             for w in workers_named(&b.text) {
                 if examples().join(&w).join("worker.yaml").exists() {

@@ -261,7 +261,7 @@ fn mcp_manager_answers_every_line_by_the_rules() {
         (11, "cancel", json!({"jobId": "../../etc/passwd"}), "bad jobId"),
         (12, "delete", json!({"jobId": "no-such-job"}), "unknown jobId"),
         (13, "result", json!({"jobId": ".."}), "bad jobId"),
-        (14, "dispatch", json!({"description": "x", "task": "y", "config": {"worker": "nobody"}}), "unknown worker"),
+        (14, "dispatch", json!({"description": "x", "task": "y", "config": {"worker": "nobody"}}), "is not installed"),
     ] {
         let a = m.tool(id, name, args);
         assert_eq!(a["error"]["code"], -32602, "{name}: {a}");

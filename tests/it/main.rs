@@ -54,4 +54,5 @@ mod watch;
 mod waves;
 mod waves_mail_trust;
 mod waves_trust;
+mod words;
 mod workers;

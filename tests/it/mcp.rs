@@ -152,7 +152,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
         "{text}"
     );
     assert!(r["meeting_request_bad"]["error"].as_str().is_some_and(|e| e.contains("`meeting` capability")), "{r}");
-    assert!(r["dispatch_bad"]["error"].as_str().is_some_and(|e| e.contains("unknown worker")), "{r}");
+    assert!(r["dispatch_bad"]["error"].as_str().is_some_and(|e| e.contains("is not installed")), "{r}");
     assert!(r["dispatch_types"]["error"].as_str().is_some_and(|e| e.contains("maxTurns") || e.contains("invalid type")), "{r}");
     // Arguments that do not fit the schema are JSON-RPC invalid-params errors, unknown keys too.
     // So are unknown and malformed job ids, and unknown workers (docs/mcp.md's promise).

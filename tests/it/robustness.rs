@@ -168,7 +168,7 @@ fn bad_input_is_reported_and_touches_nothing() {
     let before: Vec<_> = std::fs::read_dir(p.root.join(".lore/commissions")).expect("dir").collect();
     let (code, _, err) = p.run(&["commission", "create", "--worker", "nobody", "--title", "T", "--prompt", "x"]);
     assert_eq!(code, 1);
-    assert!(err.contains("unknown worker \"nobody\""), "{err}");
+    assert!(err.contains("worker \"nobody\" is not installed"), "{err}");
     assert_eq!(before.len(), std::fs::read_dir(p.root.join(".lore/commissions")).expect("dir").count());
 }
 

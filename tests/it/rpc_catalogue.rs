@@ -159,6 +159,11 @@ fn plans_over_the_socket() {
     assert_eq!(ok(&listed)["plans"][0]["status"], "draft", "{listed}");
     assert_eq!(ok(&listed)["plans"].as_array().map(Vec::len), Some(1));
 
+    // The watch's pass logs the draft's `created` (its one event): both faces read it after.
+    crate::common::wait_for("the draft's created event", || {
+        let v: Value = serde_json::from_str(&p.ok(&["plan", "show", "port-it", "--json"])).expect("json");
+        v["log"].as_array().is_some_and(|l| !l.is_empty())
+    });
     let shown = rpc(&sock, "plan/show", json!({"id": "port-it"}));
     let cli: Value = serde_json::from_str(&p.ok(&["plan", "show", "port-it", "--json"])).expect("json");
     assert_eq!(ok(&shown), &cli, "plan/show answers as `plan show --json`");

@@ -15,10 +15,13 @@ fn says(p: &Project, args: &[&str], want: &str) {
 #[test]
 fn a_missing_artifact_is_said_in_each_kinds_words() {
     let p = Project::new(&["scribe"]);
-    let commission =
-        "error: no commission \"nope\" ({root}/.lore/commissions/nope.md not readable): cannot read: No such file or directory (os error 2)";
+    // Said as `logs`, `timeline` and `status` say it (one function: `Wording::missing`).
+    let commission = "error: no commission \"nope\" in {root}/.lore/commissions";
     for cmd in ["cancel", "dispatch", "redispatch"] {
         says(&p, &["commission", cmd, "nope"], commission);
+    }
+    for args in [&["logs", "nope"][..], &["timeline", "nope"], &["status", "nope"]] {
+        says(&p, args, commission);
     }
     let meeting = "error: no meeting nope ({root}/.lore/meetings/nope.md): cannot read: No such file or directory (os error 2)";
     for args in [&["meeting", "close", "nope"][..], &["meeting", "show", "nope"], &["meeting", "decline", "nope"]] {

@@ -98,6 +98,11 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 // record: a pass killed before it wrote one; nothing to watch.
                 st.go(Status::Failed, "process lost on restart");
             }
+            Some(s) if s.is_terminal() && o.artifact.attempt() == 0 => {
+                // Written already over and never run (no attempt): created so, like any other.
+                // One another home ran (its `attempt:`) was created there: its timeline says so.
+                st.update.events.push(crate::activity::timeline::created(&st.now, s.as_str(), None));
+            }
             Some(_) => {}
         },
         Some(r) if new_work_over_used_id(o, r) => {

@@ -799,14 +799,31 @@ proptest! {
         }
     }
 
+    /// Settled artifacts this home has no record of: one another home ran (its `attempt:`)
+    /// plans nothing; one written already over and never run is only logged `created` (issue
+    /// 20: every artifact's timeline opens so), its file left as it is.
     #[test]
-    fn settled_artifacts_without_records_plan_nothing(statuses in prop::collection::vec(prop::sample::select(vec![Status::Completed, Status::Failed, Status::Cancelled]), 0..20)) {
-        let cs = statuses.iter().enumerate().map(|(i, st)| {
-            let text = format!("---\nworker: scribe\nstatus: {st}\n---\nbody\n");
+    fn settled_artifacts_without_records_plan_nothing(
+        statuses in prop::collection::vec((prop::sample::select(vec![Status::Completed, Status::Failed, Status::Cancelled]), 0..3u32), 0..20)
+    ) {
+        let cs = statuses.iter().enumerate().map(|(i, (st, attempt))| {
+            let attempt = if *attempt > 0 { format!("attempt: {attempt}\n") } else { String::new() };
+            let text = format!("---\nworker: scribe\nstatus: {st}\n{attempt}---\nbody\n");
             obs(Commission::parse(&PathBuf::from(format!(".lore/commissions/c{i}.md")), &text).expect("parses"), None)
         }).collect();
         let p = decide(&snapshot(cs));
-        prop_assert!(p.actions.is_empty(), "{:?}", p.actions);
+        let never_run = statuses.iter().filter(|(_, a)| *a == 0).count();
+        prop_assert_eq!(p.actions.len(), never_run, "{:?}", p.actions);
+        for a in &p.actions {
+            let Action::Update(u) = a else { return Err(TestCaseError::fail(format!("only updates: {a:?}"))) };
+            let i: usize = u.id.trim_start_matches('c').parse().expect("an index");
+            prop_assert_eq!(statuses[i].1, 0);
+            prop_assert!(u.edits.is_empty(), "the file left as it is: {:?}", u);
+            prop_assert!(u.record.as_ref().is_none_or(|r| r.status == statuses[i].0 && r.attempt == 0), "{:?}", u);
+            prop_assert_eq!(u.events.len(), 1);
+            prop_assert_eq!(&u.events[0]["kind"], "created");
+            prop_assert_eq!(&u.events[0]["status"], statuses[i].0.as_str());
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! How a worker talks back: the context a tool acts in (its commission, meeting or wave task,
-//! from the environment) and its effect, an event appended to the activity's mailbox (`events*.jsonl`)
-//! with a sequence number and an idempotency key, which the reconciler folds into the artifact
-//! and timeline. The tools themselves and their faces are `crate::tools::toolbox`.
+//! How a worker talks back: the context a tool acts in (its commission, meeting or wave task, from
+//! the environment) and its effect, an event appended to the activity's mailbox (`events*.jsonl`)
+//! with a sequence number and an idempotency key, which the reconciler folds into the artifact and
+//! timeline. The tools themselves and their faces are `crate::tools::toolbox`.
 
 pub mod mailbox;
 
