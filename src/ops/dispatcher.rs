@@ -216,6 +216,17 @@ impl Operations for Dispatcher {
             )));
         }
         let state = crate::activity::state::StateDir(self.home.commission_state(&self.project.name, &c.id));
+        // Deleted under the project lock, so that no pass that saw the job writes its state
+        // back after it is gone. A one-shot reconciler at work (the one `dispatch`/`cancel`
+        // start) is waited for by the caller; a `watch` holds the lock for good and is not
+        // excluded here (its passes see the artifact gone soon after).
+        let _lock = match crate::reconcile::lock_project(&self.home, &self.project, false, "") {
+            Ok(lock) => Some(lock),
+            Err(_) if crate::reconcile::lock_holder(&self.home, &self.project).is_some_and(|h| h.starts_with("guild-hall watch")) => None,
+            Err(_) => {
+                return Err(invalid(format!("job {} is still winding down (a reconciler is at work); try again shortly", c.id)));
+            }
+        };
         // The reconciler is still stopping its worker or committing its partial results: that
         // is the reconciler's work, not ours to race.
         if self.home.worktree(&self.project.name, &c.id).exists() || crate::worker::shim::shim_lock_held(&state) {
