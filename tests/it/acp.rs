@@ -17,7 +17,7 @@ fn real_claude_code_acp() -> PathBuf {
 }
 
 /// PATH with the agent's bin dir in front.
-fn path_with(bin: &Path) -> String {
+pub(crate) fn path_with(bin: &Path) -> String {
     format!("{}:{}", bin.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default())
 }
 
