@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::Output;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
@@ -170,36 +170,36 @@ fn minute_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() / 60).unwrap_or(0)
 }
 
-/// A meeting of two turns with `worker`: the second turn loads the first's session (the same
-/// session id) and its request to the model carries the first turn. Returns the project.
-/// `next_minute`: wait into the next clock minute before turn 2 (Gemini CLI 0.61, whose session
-/// files are named by the minute, loses a session loaded within the minute it was created in).
-fn meeting_second_turn_loads_the_first(p: &Project, agent: &Agent, worker: &str, next_minute: bool) {
-    let out = agent.ok(p, &["meeting", "start", "--worker", worker, "--id", "m", "Remember the word MANGO."]);
-    assert!(out.contains("Noted: MANGO."), "{out}");
-    let turn_one_ended = minute_now();
-    let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/m.md")).expect("artifact");
-    let session = artifact.lines().find_map(|l| l.strip_prefix("session_id: ")).expect("a session id stored").to_string();
-    if next_minute {
-        let deadline = std::time::Instant::now() + Duration::from_secs(65);
-        while minute_now() <= turn_one_ended {
-            assert!(std::time::Instant::now() < deadline, "the clock's minute did not change");
-            std::thread::sleep(Duration::from_millis(200));
-        }
+/// Wait (at most a minute) until the clock's minute is past `minute`.
+fn wait_past_minute(minute: u64) {
+    let deadline = Instant::now() + Duration::from_secs(65);
+    while minute_now() <= minute {
+        assert!(Instant::now() < deadline, "the clock's minute did not change");
+        std::thread::sleep(Duration::from_millis(200));
     }
-    let out = agent.ok(p, &["meeting", "send", "m", "What was the word?"]);
-    assert!(out.contains("It was MANGO."), "{out}");
-    let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/m.md")).expect("artifact");
-    assert!(artifact.contains(&format!("session_id: {session}")), "the same session, loaded: {artifact}");
-    let show = p.ok(&["meeting", "show", "m", "--json"]);
-    assert!(!show.contains("session_renewed"), "{show}");
+}
+
+fn session_of(p: &Project, meeting: &str) -> String {
+    let artifact = std::fs::read_to_string(p.root.join(format!(".lore/meetings/{meeting}.md"))).expect("artifact");
+    artifact.lines().find_map(|l| l.strip_prefix("session_id: ")).expect("a session id stored").to_string()
+}
+
+fn renewals(p: &Project, meeting: &str) -> Vec<Value> {
+    let show: Value = serde_json::from_str(&p.ok(&["meeting", "show", meeting, "--json"])).expect("json");
+    show["log"].as_array().into_iter().flatten().filter(|e| e["kind"] == "session_renewed").cloned().collect()
 }
 
 #[test]
 fn real_codex_acp_meeting_second_turn_loads_the_first() {
     let p = project_with("codex-acp");
     let agent = Agent::codex(&p, json!([{"text": "Noted: MANGO."}, {"text": "It was MANGO."}]));
-    meeting_second_turn_loads_the_first(&p, &agent, "codex-acp", false);
+    let out = agent.ok(&p, &["meeting", "start", "--worker", "codex-acp", "--id", "m", "Remember the word MANGO."]);
+    assert!(out.contains("Noted: MANGO."), "{out}");
+    let session = session_of(&p, "m");
+    let out = agent.ok(&p, &["meeting", "send", "m", "What was the word?"]);
+    assert!(out.contains("It was MANGO."), "{out}");
+    assert_eq!(session_of(&p, "m"), session, "the same session, loaded");
+    assert_eq!(renewals(&p, "m"), Vec::<Value>::new());
     // Turn 2's request to the model carries turn 1, question and answer.
     let reqs = requests(&agent.api);
     let last = reqs.last().expect("requests")["body"]["input"].to_string();
@@ -207,14 +207,39 @@ fn real_codex_acp_meeting_second_turn_loads_the_first() {
     assert!(toolbox_offered(reqs.last().expect("requests")).iter().any(|t| t == "link_artifact"), "the meeting toolbox");
 }
 
+/// Gemini CLI 0.61 names its session files by the clock minute: a session loaded in the minute
+/// it was created in is refused, and the meeting renews it, told the conversation so far; from
+/// the next minute on, `session/load` loads it and the model gets its history from the agent.
 #[test]
 fn real_gemini_acp_meeting_second_turn_loads_the_first() {
     let p = project_with("gemini-acp");
-    let agent = Agent::gemini(&p, json!([{"text": "Noted: MANGO."}, {"text": "It was MANGO."}]));
-    meeting_second_turn_loads_the_first(&p, &agent, "gemini-acp", true);
-    let turns = turns(&agent.api);
-    let last = turns.last().expect("requests")["body"]["contents"].to_string();
-    assert!(last.contains("What was the word?") && last.contains("Remember the word MANGO.") && last.contains("Noted: MANGO."), "{last}");
+    let agent = Agent::gemini(&p, json!([{"text": "Noted: MANGO."}, {"text": "It was MANGO."}, {"text": "Still MANGO."}]));
+    // Two turns within one clock minute: start with at least 40 s of it left (waits at most 20 s).
+    if SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() % 60).unwrap_or(0) >= 20 {
+        wait_past_minute(minute_now());
+    }
+    let minute = minute_now();
+    let out = agent.ok(&p, &["meeting", "start", "--worker", "gemini-acp", "--id", "m", "Remember the word MANGO."]);
+    assert!(out.contains("Noted: MANGO."), "{out}");
+    let first = session_of(&p, "m");
+    let out = agent.ok(&p, &["meeting", "send", "m", "What was the word?"]);
+    assert_eq!(minute_now(), minute, "both turns ran within one minute");
+    assert!(out.contains("It was MANGO."), "{out}");
+    let renewed = renewals(&p, "m");
+    assert_eq!(renewed.len(), 1, "the same-minute load was refused and the session renewed: {renewed:?}");
+    assert_eq!(renewed[0]["old"], first.as_str());
+    let second = session_of(&p, "m");
+    let last = turns(&agent.api).last().expect("requests")["body"]["contents"].to_string();
+    assert!(last.contains("What was the word?") && last.contains("Remember the word MANGO."), "told the conversation: {last}");
+
+    // The next minute: the renewed session is loaded, not renewed again, and carries both turns.
+    wait_past_minute(minute);
+    let out = agent.ok(&p, &["meeting", "send", "m", "And now?"]);
+    assert!(out.contains("Still MANGO."), "{out}");
+    assert_eq!(session_of(&p, "m"), second, "the same session, loaded");
+    assert_eq!(renewals(&p, "m").len(), 1, "not renewed again");
+    let last = turns(&agent.api).last().expect("requests")["body"]["contents"].to_string();
+    assert!(last.contains("And now?") && last.contains("What was the word?") && last.contains("It was MANGO."), "{last}");
 }
 
 /// A commission cancelled while the stand-in holds the model's answer: while it runs, the agent
