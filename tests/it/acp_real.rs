@@ -2,7 +2,8 @@
 //! guild-hall's ACP client: Zed's `@zed-industries/codex-acp` and `gemini --acp` from npm (pinned,
 //! installed into `target/` on first use, as `.ci/run` does up front), confined, against the
 //! stand-ins of the Codex and Gemini CLI tests: per agent a commission through the toolbox, a
-//! meeting whose second turn loads the first's session, and a cancel that leaves no process.
+//! meeting whose second turn loads the first's session, a cancel that leaves no process, and the
+//! coder package as a wave task.
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -289,4 +290,50 @@ fn real_gemini_acp_cancelled_mid_turn_leaves_no_process() {
     let p = project_with("gemini-acp");
     let agent = Agent::gemini(&p, json!([{"hold": 120}, {"hold": 120}]));
     cancelled_mid_turn_leaves_no_process(&p, &agent, "gemini-acp", "gemini");
+}
+
+/// The coder package as a wave task of a plan: its shell call, allowed by its `acp.allow`
+/// (`execute`), runs confined in the task's worktree and the change lands on claude/main.
+fn coder_as_a_wave_task_lands_its_change(p: &Project, agent: &Agent, worker: &str) {
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("port.md"),
+        format!("---\ntitle: port\nwaves:\n  - - {{id: wave, worker: {worker}, prompt: \"Add src/wave.txt.\"}}\n---\n"),
+    )
+    .expect("plan");
+    agent.ok(p, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let plan: Value = serde_json::from_str(&p.ok(&["plan", "show", "port", "--json"])).expect("plan json");
+    assert_eq!(plan["status"], "completed", "{plan}\n{}", p.ok(&["plan", "logs", "port", "wave"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:src/wave.txt"]), "from a wave\n");
+    assert!(std::fs::read_to_string(&agent.api.requests).unwrap_or_default().contains("written"), "the command's output went to the model");
+}
+
+#[test]
+fn real_codex_acp_coder_as_a_wave_task_lands_its_change() {
+    let p = project_with("codex-acp-coder");
+    let agent = Agent::codex(
+        &p,
+        json!([
+            {"call": {"name": "exec_command", "arguments": {"cmd": "echo 'from a wave' > src/wave.txt && echo written"}}},
+            {"call": {"namespace": "mcp__guild_hall", "name": "report_progress", "arguments": {"text": "wrote src/wave.txt"}}},
+            {"text": "Wrote it."}
+        ]),
+    );
+    coder_as_a_wave_task_lands_its_change(&p, &agent, "codex-acp-coder");
+}
+
+#[test]
+fn real_gemini_acp_coder_as_a_wave_task_lands_its_change() {
+    let p = project_with("gemini-acp-coder");
+    let agent = Agent::gemini(
+        &p,
+        json!([
+            {"call": {"name": "run_shell_command", "args": {"command": "echo 'from a wave' > src/wave.txt && echo written", "description": "write it"}}},
+            {"call": {"name": "mcp_guild-hall_report_progress", "args": {"text": "wrote src/wave.txt"}}},
+            {"text": "Wrote it."}
+        ]),
+    );
+    coder_as_a_wave_task_lands_its_change(&p, &agent, "gemini-acp-coder");
+    assert!(p.ok(&["plan", "logs", "port", "wave"]).contains("[guild-hall acp] allowed run_shell_command (kind execute)"));
 }
