@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::acp::path_with;
 use crate::claude_code::FakeApi;
-use crate::codex::{fake_openai, requests, toolbox_offered, OTHERS};
+use crate::codex::{fake_openai, requests, tool_outputs, toolbox_offered, OTHERS};
 use crate::common::*;
 use crate::gemini::{offered, real_gemini, stand_in, turns};
 
@@ -126,12 +126,7 @@ fn real_codex_acp_commission_calls_the_toolbox_and_lands_its_file() {
     for t in ["report_progress", "write_artifact", "submit_result"] {
         assert!(toolbox.iter().any(|x| x == t), "{t} offered: {toolbox:?}");
     }
-    let results: Vec<String> = reqs
-        .iter()
-        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
-        .filter(|i| i["type"] == "function_call_output")
-        .map(|i| i["output"].to_string())
-        .collect();
+    let results = tool_outputs(&reqs);
     assert!(results.iter().any(|r| r.contains("acp.md")), "the toolbox answered: {results:?}");
 }
 

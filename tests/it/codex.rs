@@ -60,6 +60,15 @@ fn said(out: &std::process::Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// The tools' results the model was sent back (each `function_call_output`), in order.
+pub(crate) fn tool_outputs(reqs: &[Value]) -> Vec<String> {
+    reqs.iter()
+        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect()
+}
+
 /// The guild-hall toolbox's MCP tools as the model is offered them: grouped by server.
 pub(crate) fn toolbox_offered(request: &Value) -> Vec<String> {
     let tools = request["body"]["tools"].as_array().cloned().unwrap_or_default();
@@ -102,12 +111,7 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
         assert!(toolbox.iter().any(|x| x == t), "{t} offered: {toolbox:?}");
     }
     // Each tool's result went back to the model: the calls were made, not refused.
-    let results: Vec<String> = reqs
-        .iter()
-        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
-        .filter(|i| i["type"] == "function_call_output")
-        .map(|i| i["output"].to_string())
-        .collect();
+    let results = tool_outputs(&reqs);
     assert!(results.iter().any(|r| r.contains("crash-only.md")), "{results:?}");
     assert!(!results.iter().any(|r| r.contains("WROTE")), "{results:?}");
     assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
