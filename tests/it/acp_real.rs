@@ -201,6 +201,20 @@ fn real_codex_acp_meeting_second_turn_loads_the_first() {
     let last = reqs.last().expect("requests")["body"]["input"].to_string();
     assert!(last.contains("What was the word?") && last.contains("Remember the word MANGO.") && last.contains("Noted: MANGO."), "{last}");
     assert!(toolbox_offered(reqs.last().expect("requests")).iter().any(|t| t == "link_artifact"), "the meeting toolbox");
+
+    // A session the agent does not have: session/load refused, the session renewed in a fresh one
+    // told the conversation so far.
+    let path = p.root.join(".lore/meetings/m.md");
+    let lost = "01a20eff-0000-7000-8000-000000000000";
+    std::fs::write(&path, std::fs::read_to_string(&path).expect("artifact").replace(&session, lost)).expect("write");
+    let out = agent.ok(&p, &["meeting", "send", "m", "Still there?", "--json"]);
+    assert!(out.contains("session not found"), "the refusal is shown: {out}");
+    let renewed = renewals(&p, "m");
+    assert_eq!(renewed.len(), 1, "{renewed:?}");
+    assert_eq!(renewed[0]["old"], lost);
+    assert_ne!(session_of(&p, "m"), session);
+    let last = requests(&agent.api).last().expect("requests")["body"]["input"].to_string();
+    assert!(last.contains("Still there?") && last.contains("Remember the word MANGO."), "told the conversation: {last}");
 }
 
 /// Gemini CLI 0.61 names its session files by the clock minute: a session loaded in the minute
