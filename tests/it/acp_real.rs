@@ -224,8 +224,8 @@ fn real_codex_acp_meeting_second_turn_loads_the_first() {
 fn real_gemini_acp_meeting_second_turn_loads_the_first() {
     let p = project_with("gemini-acp");
     let agent = Agent::gemini(&p, json!([{"text": "Noted: MANGO."}, {"text": "It was MANGO."}, {"text": "Still MANGO."}]));
-    // Two turns within one clock minute: start with at least 40 s of it left (waits at most 20 s).
-    if SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() % 60).unwrap_or(0) >= 20 {
+    // Two turns within one clock minute: start with at least 30 s of it left (waits at most 30 s).
+    if SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() % 60).unwrap_or(0) >= 30 {
         wait_past_minute(minute_now());
     }
     let minute = minute_now();
