@@ -32,6 +32,12 @@ AGENTS = {
     # A model Codex has no metadata for: the plain tool set the stand-in serves (as the tests).
     "codex": ("target/codex/node_modules/.bin/codex", "fake_openai.py",
               lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-stand-in", "CODEX_MODEL": "stand-in-model"}),
+    "codex-acp": ("target/codex-acp/node_modules/.bin/codex-acp", "fake_openai.py",
+                  lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-stand-in", "CODEX_MODEL": "stand-in-model"}),
+    # `gemini --acp`: the Gemini CLI of the gemini row (turns within one clock minute load a session
+    # Gemini CLI 0.61 has lost: the overhead is the same, the history is not carried).
+    "gemini-acp": ("target/gemini/node_modules/.bin/gemini", "fake_gemini.py",
+                   lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "stand-in"}),
 }
 
 

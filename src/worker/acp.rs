@@ -580,6 +580,14 @@ fn tool_name(u: &Json) -> String {
             return format!("mcp__{server}__{tool}");
         }
     }
+    // Gemini CLI titles a built-in tool's call by what it does ("Writing to notes.md"); its id
+    // is `TOOL__TOOL_<ms>_<n>` (`TOOL__synth_…` with context management) when the model gave none.
+    if let Some((tool, rest)) = u["toolCallId"].as_str().and_then(|id| id.split_once("__")) {
+        let named = !tool.is_empty() && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if named && (rest.strip_prefix(tool).is_some_and(|r| r.starts_with('_')) || rest.starts_with("synth_")) {
+            return tool.to_string();
+        }
+    }
     // Codex's permission request titles the question, not the tool.
     if title == "Approve MCP tool call" {
         let message = raw["request"]["message"].as_str().unwrap_or("");
@@ -745,6 +753,24 @@ mod tests {
         assert_eq!(option(&t.permission(&ask("rm -rf /", "execute")).0), "no");
         assert_eq!(option(&t.permission(&ask("mcp__guild-hall-evil__x", "other")).0), "no");
         assert!(is_toolbox("mcp__guild-hall__report_progress") && !is_toolbox("mcp__gh__report_progress"));
+    }
+
+    /// Gemini CLI's built-in tools are named by their call's id, so `acp.allow` can list them.
+    #[test]
+    fn gemini_builtin_tools_are_named_by_their_call_id() {
+        let mut t = Translator::new(vec!["read_file".into()]);
+        let ask = |id: &str, title: &str, kind: &str| {
+            json!({"toolCall": {"toolCallId": id, "title": title, "kind": kind},
+                   "options": [{"kind": "allow_once", "optionId": "yes"}, {"kind": "reject_once", "optionId": "no"}]})
+        };
+        let (answer, said) = t.permission(&ask("write_file__write_file_1795548696064_0", "Writing to notes.md", "edit"));
+        assert_eq!((option(&answer), said.as_str()), ("no", "denied write_file (kind edit): not in acp.allow"));
+        assert_eq!(option(&t.permission(&ask("read_file__synth_p1_1795548696064_1", "notes.md", "read")).0), "yes");
+        // Not Gemini's form: the title names it.
+        let (_, said) = t.permission(&ask("call_abc__def", "Run ls", "execute"));
+        assert!(said.starts_with("denied Run ls"), "{said}");
+        let (_, said) = t.permission(&ask("mcp__guild-hall__submit_result", "mcp__guild-hall__submit_result", "other"));
+        assert!(said.starts_with("allowed mcp__guild-hall__submit_result"), "{said}");
     }
 
     struct Ran {

@@ -17,7 +17,7 @@ fn real_claude_code_acp() -> PathBuf {
 }
 
 /// PATH with the agent's bin dir in front.
-fn path_with(bin: &Path) -> String {
+pub(crate) fn path_with(bin: &Path) -> String {
     format!("{}:{}", bin.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default())
 }
 
@@ -200,7 +200,7 @@ fn real_claude_code_acp_coder_as_a_wave_task_lands_its_change() {
     .expect("plan");
     guild_hall(&p, &api, &bin, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
     let plan: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "port", "--json"])).expect("plan json");
-    assert_eq!(plan["status"], "completed", "{plan}\n{}", p.ok(&["plan", "logs", "port"]));
+    assert_eq!(plan["status"], "completed", "{plan}\n{}", p.ok(&["plan", "logs", "port", "wave"]));
     assert_eq!(git(&p.root, &["show", "claude/main:src/wave.txt"]), "from a wave\n");
     assert!(api.tool_results().contains("written"), "the command ran");
 }

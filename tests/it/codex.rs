@@ -16,12 +16,12 @@ use crate::common::*;
 const CODEX: &str = "0.169.0";
 
 /// The Codex CLI from npm, in `target/codex`.
-fn real_codex() -> PathBuf {
+pub(crate) fn real_codex() -> PathBuf {
     npm_cli("codex", "@openai/codex", CODEX, "codex")
 }
 
 /// The stand-in Responses API, scripted.
-fn fake_openai(p: &Project, script: Value) -> FakeApi {
+pub(crate) fn fake_openai(p: &Project, script: Value) -> FakeApi {
     FakeApi::serve("fake_openai.py", p.tmp.path(), &script)
 }
 
@@ -36,7 +36,7 @@ fn set_up(package: &str, script: Value) -> (PathBuf, Project, FakeApi) {
 }
 
 /// Every request the stand-in was sent, in order.
-fn requests(api: &FakeApi) -> Vec<Value> {
+pub(crate) fn requests(api: &FakeApi) -> Vec<Value> {
     std::fs::read_to_string(&api.requests).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
@@ -60,8 +60,17 @@ fn said(out: &std::process::Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// The tools' results the model was sent back (each `function_call_output`), in order.
+pub(crate) fn tool_outputs(reqs: &[Value]) -> Vec<String> {
+    reqs.iter()
+        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect()
+}
+
 /// The guild-hall toolbox's MCP tools as the model is offered them: grouped by server.
-fn toolbox_offered(request: &Value) -> Vec<String> {
+pub(crate) fn toolbox_offered(request: &Value) -> Vec<String> {
     let tools = request["body"]["tools"].as_array().cloned().unwrap_or_default();
     let ns = tools.iter().find(|t| t["type"] == "namespace" && t["name"] == "mcp__guild_hall");
     ns.and_then(|n| n["tools"].as_array()).into_iter().flatten().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
@@ -102,12 +111,7 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
         assert!(toolbox.iter().any(|x| x == t), "{t} offered: {toolbox:?}");
     }
     // Each tool's result went back to the model: the calls were made, not refused.
-    let results: Vec<String> = reqs
-        .iter()
-        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
-        .filter(|i| i["type"] == "function_call_output")
-        .map(|i| i["output"].to_string())
-        .collect();
+    let results = tool_outputs(&reqs);
     assert!(results.iter().any(|r| r.contains("crash-only.md")), "{results:?}");
     assert!(!results.iter().any(|r| r.contains("WROTE")), "{results:?}");
     assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
@@ -162,7 +166,7 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
 
 /// A shell function for the namespaced scenarios: every live process of the namespace but the
 /// script itself (and what it runs to look), one a line, then `checked`.
-const OTHERS: &str = r#"
+pub(crate) const OTHERS: &str = r#"
 others() {
   for d in /proc/[0-9]*; do
     pid=${d#/proc/}

@@ -12,7 +12,7 @@ use crate::common::*;
 /// The Gemini CLI version the packages are tested with (worker.yaml, README, `.ci/run`).
 const GEMINI_CLI: &str = "0.61.0";
 
-fn real_gemini() -> PathBuf {
+pub(crate) fn real_gemini() -> PathBuf {
     npm_cli("gemini", "@google/gemini-cli", GEMINI_CLI, "gemini")
 }
 
@@ -29,7 +29,7 @@ fn with_package(name: &str) -> (PathBuf, Project) {
     (gemini, p)
 }
 
-fn stand_in(p: &Project, script: serde_json::Value) -> FakeApi {
+pub(crate) fn stand_in(p: &Project, script: serde_json::Value) -> FakeApi {
     FakeApi::serve("fake_gemini.py", p.tmp.path(), &script)
 }
 
@@ -54,7 +54,7 @@ fn run(p: &Project, api: &FakeApi, gemini: &Path, args: &[&str]) -> String {
 }
 
 /// The requests that offered tools (the agent's own turns, not its side requests).
-fn turns(api: &FakeApi) -> Vec<serde_json::Value> {
+pub(crate) fn turns(api: &FakeApi) -> Vec<serde_json::Value> {
     std::fs::read_to_string(&api.requests)
         .unwrap_or_default()
         .lines()
@@ -64,7 +64,7 @@ fn turns(api: &FakeApi) -> Vec<serde_json::Value> {
 }
 
 /// The names of the functions one request offered the model.
-fn offered(request: &serde_json::Value) -> Vec<String> {
+pub(crate) fn offered(request: &serde_json::Value) -> Vec<String> {
     request["body"]["tools"]
         .as_array()
         .into_iter()

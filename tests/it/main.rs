@@ -3,6 +3,7 @@
 //! repositories, real worker processes and real outside tools, one module per area.
 
 mod acp;
+mod acp_real;
 mod agree;
 mod apply;
 mod bundled;
