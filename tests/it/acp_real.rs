@@ -115,7 +115,9 @@ fn real_codex_acp_commission_calls_the_toolbox_and_lands_its_file() {
             {"text": "All done."}
         ]),
     );
+    plant_person_agent_homes(&p);
     commission_lands_its_file(&p, &agent, "codex-acp");
+    agent_homes_apart(&p, &[".codex/guild-hall-codex-acp"]);
     // What Codex sent: the prompt after the system prompt, the toolbox grouped under its server,
     // the key from pass_env; each tool's result went back to the model.
     let reqs = requests(&agent.api);
@@ -144,6 +146,7 @@ fn real_gemini_acp_commission_calls_the_toolbox_and_lands_its_file() {
             {"text": "All done."}
         ]),
     );
+    plant_person_agent_homes(&p);
     let log = commission_lands_its_file(&p, &agent, "gemini-acp");
     // Gemini CLI offers its edit and shell tools over ACP and asks before each use: the client's
     // policy says no, naming the tool as `acp.allow` would.
@@ -156,10 +159,9 @@ fn real_gemini_acp_commission_calls_the_toolbox_and_lands_its_file() {
         let tools = offered(t);
         assert!(tools.iter().any(|n| n == "mcp_guild-hall_write_artifact"), "{tools:?}");
     }
-    // Gemini CLI's state stayed in its own home for these workers.
-    let state = p.user_home().join(".gemini");
-    assert!(state.join("guild-hall-acp/.gemini/settings.json").is_file());
-    assert!(!state.join("settings.json").exists());
+    // Gemini CLI's state stayed in this package's own home, never in the person's ~/.gemini.
+    assert!(p.user_home().join(".gemini/guild-hall-gemini-acp/.gemini/settings.json").is_file());
+    agent_homes_apart(&p, &[".gemini/guild-hall-gemini-acp"]);
 }
 
 fn minute_now() -> u64 {

@@ -91,6 +91,7 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
         ]),
     );
     p.write_commission("survey", "---\nworker: codex\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n");
+    plant_person_agent_homes(&p);
     let out = with_codex(&p, &api, &codex, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
     assert!(out.status.success(), "{}", said(&out));
     let reqs = requests(&api);
@@ -115,8 +116,10 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
     assert!(results.iter().any(|r| r.contains("crash-only.md")), "{results:?}");
     assert!(!results.iter().any(|r| r.contains("WROTE")), "{results:?}");
     assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
-    // Its state stayed in ~/.codex (the one place the package widens).
-    assert!(std::fs::read_dir(p.user_home().join(".codex/sessions")).is_ok(), "Codex kept its session");
+    // Its state stayed in its own Codex home (the one place the package widens), never in the
+    // person's ~/.codex.
+    assert!(std::fs::read_dir(p.user_home().join(".codex/guild-hall-codex/sessions")).is_ok(), "Codex kept its session");
+    agent_homes_apart(&p, &[".codex/guild-hall-codex"]);
 }
 
 #[test]
