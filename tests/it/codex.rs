@@ -129,7 +129,11 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     assert!(out.status.success(), "{}", said(&out));
     // A new thread's input: the system prompt, then the message (on stdin, not argv).
     let first = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(first.contains("ANSWER you said 'You are a guild-hall worker.") && first.contains("remember the word PINEAPPLE'."), "{}", said(&out));
+    assert!(
+        first.contains("ANSWER you said 'You are a guild-hall worker.") && first.contains("remember the word PINEAPPLE'."),
+        "{}",
+        said(&out)
+    );
     let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/cx.md")).expect("artifact");
     let thread = requests(&api)[0]["headers"]["thread-id"].as_str().expect("Codex names its thread").to_string();
     assert!(artifact.contains(&format!("session_id: {thread}")), "the thread id is the session: {artifact}");

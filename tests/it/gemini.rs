@@ -101,7 +101,10 @@ fn delivers_a_file(unprivileged: bool) {
     );
     // A prompt over 128 KiB (the most one argument can be at exec): it goes on stdin.
     let long = "Crash-only software recovers by restarting. ".repeat(3300);
-    p.write_commission("survey", &format!("---\nworker: gemini\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n\n{long}\n"));
+    p.write_commission(
+        "survey",
+        &format!("---\nworker: gemini\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n\n{long}\n"),
+    );
     if !unprivileged {
         plant_person_agent_homes(&p);
     }
