@@ -61,6 +61,7 @@ fn real_claude_code_acp_commission_calls_the_toolbox_and_lands_its_file() {
         ]),
     );
     p.write_commission("note", "---\nworker: claude-code-acp\noutputs: [.lore/research/acp.md]\n---\nWrite a note on ACP.\n");
+    plant_person_agent_homes(&p);
     guild_hall(&p, &api, &bin, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
     let log = p.ok(&["logs", "note"]);
     assert_eq!(p.status("note"), "completed", "{}\n{log}", p.status_json("note"));
@@ -77,6 +78,8 @@ fn real_claude_code_acp_commission_calls_the_toolbox_and_lands_its_file() {
     let tools: Vec<&str> = turn["body"]["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
     assert!(tools.contains(&"mcp__guild-hall__submit_result"), "{tools:?}");
     assert!(turn["body"]["messages"].to_string().contains("You are a guild-hall worker."), "the system prompt went first: {turn}");
+    // Claude Code's state went to this package's own home, never to the person's ~/.claude.
+    agent_homes_apart(&p, &[".claude/guild-hall-claude-code-acp"]);
 }
 
 #[test]

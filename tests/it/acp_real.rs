@@ -109,13 +109,19 @@ fn real_codex_acp_commission_calls_the_toolbox_and_lands_its_file() {
     let agent = Agent::codex(
         &p,
         json!([
+            // Codex never asks here (approval_policy "never"): its own read-only sandbox, which
+            // cannot start inside guild-hall's Landlock, refuses the command.
+            {"call": {"name": "exec_command", "arguments": {"cmd": "echo x > forbidden.md && echo WROTE"}}},
             {"call": {"namespace": ns, "name": "report_progress", "arguments": {"text": "reading"}}},
             {"call": {"namespace": ns, "name": "write_artifact", "arguments": {"path": ".lore/research/acp.md", "content": "# ACP\n\nOne protocol, many agents.\n"}}},
             {"call": {"namespace": ns, "name": "submit_result", "arguments": {"summary": "Wrote the note", "artifacts": [".lore/research/acp.md"]}}},
             {"text": "All done."}
         ]),
     );
+    plant_person_agent_homes(&p);
     commission_lands_its_file(&p, &agent, "codex-acp");
+    assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
+    agent_homes_apart(&p, &[".codex/guild-hall-codex-acp"]);
     // What Codex sent: the prompt after the system prompt, the toolbox grouped under its server,
     // the key from pass_env; each tool's result went back to the model.
     let reqs = requests(&agent.api);
@@ -128,6 +134,7 @@ fn real_codex_acp_commission_calls_the_toolbox_and_lands_its_file() {
     }
     let results = tool_outputs(&reqs);
     assert!(results.iter().any(|r| r.contains("acp.md")), "the toolbox answered: {results:?}");
+    assert!(!results.iter().any(|r| r.contains("WROTE")), "the command did not run: {results:?}");
 }
 
 #[test]
@@ -144,6 +151,7 @@ fn real_gemini_acp_commission_calls_the_toolbox_and_lands_its_file() {
             {"text": "All done."}
         ]),
     );
+    plant_person_agent_homes(&p);
     let log = commission_lands_its_file(&p, &agent, "gemini-acp");
     // Gemini CLI offers its edit and shell tools over ACP and asks before each use: the client's
     // policy says no, naming the tool as `acp.allow` would.
@@ -156,10 +164,9 @@ fn real_gemini_acp_commission_calls_the_toolbox_and_lands_its_file() {
         let tools = offered(t);
         assert!(tools.iter().any(|n| n == "mcp_guild-hall_write_artifact"), "{tools:?}");
     }
-    // Gemini CLI's state stayed in its own home for these workers.
-    let state = p.user_home().join(".gemini");
-    assert!(state.join("guild-hall-acp/.gemini/settings.json").is_file());
-    assert!(!state.join("settings.json").exists());
+    // Gemini CLI's state stayed in this package's own home, never in the person's ~/.gemini.
+    assert!(p.user_home().join(".gemini/guild-hall-gemini-acp/.gemini/settings.json").is_file());
+    agent_homes_apart(&p, &[".gemini/guild-hall-gemini-acp"]);
 }
 
 fn minute_now() -> u64 {
@@ -330,6 +337,10 @@ fn real_codex_acp_coder_as_a_wave_task_lands_its_change() {
         ]),
     );
     coder_as_a_wave_task_lands_its_change(&p, &agent, "codex-acp-coder");
+    // Codex asked before running the command (approval_policy "untrusted"), and the package's
+    // acp.allow answered.
+    let log = p.ok(&["plan", "logs", "port", "wave"]);
+    assert!(log.contains("[guild-hall acp] allowed") && log.contains("(kind execute)"), "{log}");
 }
 
 #[test]

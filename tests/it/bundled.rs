@@ -382,3 +382,54 @@ fn plans_and_meetings_say_the_same_of_a_missing_worker() {
     assert_eq!(plan["status"], "completed", "{plan}");
     assert!(plan["reason"].is_null(), "{plan}");
 }
+
+/// Every agent package of issue 21 writes an agent home of its own, named after the package
+/// (its script sets the agent's home from GUILD_HALL_WORKER): never the person's `~/.codex`,
+/// `~/.gemini` or `~/.claude`, never another package's.
+#[test]
+fn each_agent_package_writes_a_home_of_its_own() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/workers");
+    let packages = [
+        ("codex", ".codex"),
+        ("codex-coder", ".codex"),
+        ("codex-acp", ".codex"),
+        ("codex-acp-coder", ".codex"),
+        ("gemini", ".gemini"),
+        ("gemini-coder", ".gemini"),
+        ("gemini-acp", ".gemini"),
+        ("gemini-acp-coder", ".gemini"),
+        ("claude-code-acp", ".claude"),
+        ("claude-code-acp-coder", ".claude"),
+    ];
+    let mut homes = Vec::new();
+    for (name, agent) in packages {
+        let yaml = std::fs::read_to_string(dir.join(name).join("worker.yaml")).expect("worker.yaml");
+        let m: serde_yaml_ng::Value = serde_yaml_ng::from_str(&yaml).expect("yaml");
+        let write: Vec<String> =
+            m["sandbox"]["write"].as_sequence().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect();
+        let home = format!("~/{agent}/guild-hall-{name}");
+        assert!(write.contains(&home), "{name} writes {home}: {write:?}");
+        for w in &write {
+            assert!(!w.contains("${") && w != &format!("~/{agent}"), "{name} writes only its own home: {w}");
+            assert!(w == &home || !w.starts_with(&format!("~/{agent}")), "{name}: {w}");
+        }
+        for var in ["CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME"] {
+            assert!(
+                !yaml.contains(&format!("pass_env: [{var}")) && !yaml.contains(&format!(", {var}")),
+                "{name} takes no {var} from outside"
+            );
+        }
+        let scripts: String = std::fs::read_dir(dir.join(name))
+            .expect("package dir")
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "sh"))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .collect();
+        assert!(scripts.contains(&format!("$HOME/{agent}/guild-hall-$GUILD_HALL_WORKER")), "{name}'s script sets its home");
+        homes.push(home);
+    }
+    let mut distinct = homes.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), homes.len(), "{homes:?}");
+}

@@ -91,6 +91,7 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
         ]),
     );
     p.write_commission("survey", "---\nworker: codex\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n");
+    plant_person_agent_homes(&p);
     let out = with_codex(&p, &api, &codex, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
     assert!(out.status.success(), "{}", said(&out));
     let reqs = requests(&api);
@@ -115,8 +116,10 @@ fn real_codex_confined_delivers_a_file_through_the_toolbox() {
     assert!(results.iter().any(|r| r.contains("crash-only.md")), "{results:?}");
     assert!(!results.iter().any(|r| r.contains("WROTE")), "{results:?}");
     assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"));
-    // Its state stayed in ~/.codex (the one place the package widens).
-    assert!(std::fs::read_dir(p.user_home().join(".codex/sessions")).is_ok(), "Codex kept its session");
+    // Its state stayed in its own Codex home (the one place the package widens), never in the
+    // person's ~/.codex.
+    assert!(std::fs::read_dir(p.user_home().join(".codex/guild-hall-codex/sessions")).is_ok(), "Codex kept its session");
+    agent_homes_apart(&p, &[".codex/guild-hall-codex"]);
 }
 
 #[test]
@@ -124,7 +127,13 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     let (codex, p, api) = set_up("codex", json!([{"echo": "ANSWER"}, {"echo": "ANSWER"}, {"echo": "RENEWED"}]));
     let out = with_codex(&p, &api, &codex, &["meeting", "start", "--worker", "codex", "--id", "cx", "remember the word PINEAPPLE"]);
     assert!(out.status.success(), "{}", said(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ANSWER you said 'remember the word PINEAPPLE'"), "{}", said(&out));
+    // A new thread's input: the system prompt, then the message (on stdin, not argv).
+    let first = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        first.contains("ANSWER you said 'You are a guild-hall worker.") && first.contains("remember the word PINEAPPLE'."),
+        "{}",
+        said(&out)
+    );
     let artifact = std::fs::read_to_string(p.root.join(".lore/meetings/cx.md")).expect("artifact");
     let thread = requests(&api)[0]["headers"]["thread-id"].as_str().expect("Codex names its thread").to_string();
     assert!(artifact.contains(&format!("session_id: {thread}")), "the thread id is the session: {artifact}");
@@ -132,7 +141,9 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     let out = with_codex(&p, &api, &codex, &["meeting", "send", "cx", "what was the word?", "--json"]);
     assert!(out.status.success(), "{}", said(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("Earlier user messages: ['remember the word PINEAPPLE']"), "turn 2 saw turn 1: {stdout}");
+    // A resumed thread's input is the message alone (the thread holds the system prompt).
+    assert!(stdout.contains("ANSWER you said 'what was the word?'"), "{stdout}");
+    assert!(stdout.contains("remember the word PINEAPPLE']"), "turn 2 saw turn 1: {stdout}");
     let last: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("the turn as json");
     assert_eq!(last["outcome"], "ended", "{stdout}");
     assert_eq!(last["session_id"], thread.as_str());
@@ -142,7 +153,7 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     assert_eq!(reqs[1]["headers"]["thread-id"], thread.as_str());
     let input = reqs[1]["body"]["input"].to_string();
     assert!(input.contains("remember the word PINEAPPLE") && input.contains("what was the word?"), "{input}");
-    assert!(input.contains("ANSWER you said 'remember the word PINEAPPLE'"), "turn 1's answer: {input}");
+    assert!(input.contains("ANSWER you said 'You are a guild-hall worker."), "turn 1's answer: {input}");
     assert!(toolbox_offered(&reqs[1]).iter().any(|t| t == "link_artifact"), "the meeting toolbox");
 
     // A thread Codex does not have: renewed in a fresh one, told the conversation so far.
@@ -152,7 +163,7 @@ fn real_codex_meets_and_its_second_turn_sees_the_first() {
     let out = with_codex(&p, &api, &codex, &["meeting", "send", "cx", "still there?", "--json"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("no rollout found for thread id"), "the error is shown: {}", said(&out));
-    assert!(stdout.contains("RENEWED you said 'still there?'"), "{stdout}");
+    assert!(stdout.contains("RENEWED you said 'You are a guild-hall worker.") && stdout.contains("still there?'. Earlier"), "{stdout}");
     let reqs = requests(&api);
     let renewed = &reqs[2];
     assert_ne!(renewed["headers"]["thread-id"], thread.as_str(), "a fresh thread");

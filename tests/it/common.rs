@@ -611,3 +611,38 @@ pub fn answered(stream: &mut std::os::unix::net::UnixStream) -> Option<String> {
         }
     }
 }
+
+/// The person's own agent homes and a file in each, as a person who uses the agents has them.
+const PERSON_AGENT_HOMES: [(&str, &str); 3] = [(".codex", "config.toml"), (".gemini", "settings.json"), (".claude", "settings.json")];
+const PERSON_FILE: &str = "# the person's own: no worker reads or writes this\n";
+
+/// Plants the person's own `~/.codex/config.toml`, `~/.gemini/settings.json` and
+/// `~/.claude/settings.json` in the project's user home (see [`agent_homes_apart`]).
+pub(crate) fn plant_person_agent_homes(p: &Project) {
+    for (dir, file) in PERSON_AGENT_HOMES {
+        let d = p.user_home().join(dir);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join(file), PERSON_FILE).expect("plant");
+    }
+}
+
+/// After workers ran: the person's planted files are unchanged, and beside them the person's
+/// `~/.codex`, `~/.gemini`, `~/.claude` hold only the packages' own homes `used` (paths under
+/// the user home, e.g. `.codex/guild-hall-codex`), each of which the agent wrote into.
+pub(crate) fn agent_homes_apart(p: &Project, used: &[&str]) {
+    let home = p.user_home();
+    for (dir, file) in PERSON_AGENT_HOMES {
+        let d = home.join(dir);
+        assert_eq!(std::fs::read_to_string(d.join(file)).ok().as_deref(), Some(PERSON_FILE), "~/{dir}/{file} untouched");
+        let mut found: Vec<String> =
+            std::fs::read_dir(&d).into_iter().flatten().flatten().map(|e| format!("{dir}/{}", e.file_name().to_string_lossy())).collect();
+        found.sort();
+        let mut want: Vec<String> = used.iter().filter(|u| u.starts_with(&format!("{dir}/"))).map(|u| u.to_string()).collect();
+        want.push(format!("{dir}/{file}"));
+        want.sort();
+        assert_eq!(found, want, "~/{dir} holds the person's file and the packages' own homes only");
+    }
+    for u in used {
+        assert!(std::fs::read_dir(home.join(u)).is_ok_and(|mut e| e.next().is_some()), "the agent kept its state in ~/{u}");
+    }
+}

@@ -99,7 +99,15 @@ fn delivers_a_file(unprivileged: bool) {
             {"text": "All done."}
         ]),
     );
-    p.write_commission("survey", "---\nworker: gemini\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n");
+    // A prompt over 128 KiB (the most one argument can be at exec): it goes on stdin.
+    let long = "Crash-only software recovers by restarting. ".repeat(3300);
+    p.write_commission(
+        "survey",
+        &format!("---\nworker: gemini\noutputs: [.lore/research/crash-only.md]\n---\nSurvey crash-only software.\n\n{long}\n"),
+    );
+    if !unprivileged {
+        plant_person_agent_homes(&p);
+    }
     let env = [("GOOGLE_GEMINI_BASE_URL", Path::new(&api.url)), ("GEMINI_API_KEY", Path::new("stand-in-key"))];
     let out = run_as(&p, unprivileged, &path_with(&gemini), &["reconcile", "--once", "--wait", "--timeout", "180s"], &env);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -128,10 +136,12 @@ fn delivers_a_file(unprivileged: bool) {
     }
     let first = turns[0]["body"]["contents"].to_string();
     assert!(first.contains("You are a guild-hall worker.") && first.contains("Survey crash-only software."), "{first}");
-    // Gemini CLI's state went to its own place for guild-hall, never to the person's ~/.gemini.
-    let state = p.user_home().join(".gemini");
-    assert!(state.join("guild-hall/.gemini/settings.json").is_file());
-    assert!(!state.join("settings.json").exists() && !state.join("tmp").exists());
+    assert!(first.contains(long.trim_end()), "the whole prompt reached the model");
+    // Gemini CLI's state went to this package's own home, never to the person's ~/.gemini.
+    assert!(p.user_home().join(".gemini/guild-hall-gemini/.gemini/settings.json").is_file());
+    if !unprivileged {
+        agent_homes_apart(&p, &[".gemini/guild-hall-gemini"]);
+    }
     assert!(!log.contains("stand-in-key"));
 }
 
@@ -172,6 +182,7 @@ fn real_gemini_cli_runs_wave_tasks() {
     let (gemini, p) = with_package("gemini-coder");
     install_package(&p, "gemini");
     p.config("name: wave-test\n");
+    plant_person_agent_homes(&p);
     let wt = p.home.join("worktrees/wave-test/task-w-exec-wave-1-task-1");
     let api = stand_in(
         &p,
@@ -203,6 +214,8 @@ fn real_gemini_cli_runs_wave_tasks() {
         .map(|part| part["functionResponse"]["response"].to_string())
         .collect();
     assert!(read.iter().any(|r| r.contains("from the wave")), "the second wave read the first's file: {read:?}");
+    // The coder and the read-only package each had a Gemini CLI home of its own.
+    agent_homes_apart(&p, &[".gemini/guild-hall-gemini", ".gemini/guild-hall-gemini-coder"]);
 }
 
 /// A meeting of two turns: the second resumes the first's session, and the model's request for

@@ -3,15 +3,15 @@
 # client (`guild-hall acp -- run.sh`, from `protocol: acp`) drives it for a commission attempt or
 # a meeting turn, and offers the toolbox as the MCP server `guild-hall` in each session (its
 # calls come as permission requests, answered by the package's policy: `acp.allow`, the toolbox
-# always). Gemini CLI's state for these workers is its own home, ~/.gemini/guild-hall-acp (the one
-# place worker.yaml's sandbox.write lets it write; the person's ~/.gemini is neither read nor
-# changed), with settings written whole and renamed into place:
+# always). Gemini CLI's state for this package is its own home, ~/.gemini/guild-hall-<package>
+# (the one place worker.yaml's sandbox.write lets it write; the person's ~/.gemini is neither
+# read nor changed, nor another package's home, where a coder could plant a GEMINI.md), with settings written whole and renamed into place:
 # - an API key (GEMINI_API_KEY, endpoint GOOGLE_GEMINI_BASE_URL, both from pass_env),
 # - one attempt per model request (guild-hall's own attempts are the retries),
 # - no usage statistics, telemetry or update checks.
 # The model is pinned (GEMINI_MODEL; `auto` adds a routing request), the workspace trusted.
 set -eu
-export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-acp"
+export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-$GUILD_HALL_WORKER"
 mkdir -p "$GEMINI_CLI_HOME/.gemini"
 settings="$GEMINI_CLI_HOME/.gemini/settings.json"
 cat > "$settings.$$" <<'JSON'

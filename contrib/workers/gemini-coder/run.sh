@@ -8,13 +8,16 @@
 #   adds editing and the shell, which the sandbox keeps inside the worktree,
 # - the toolbox over MCP and no other MCP server (`--allowed-mcp-server-names`),
 # - the model pinned with `-m` (GEMINI_MODEL; `auto` would add a routing request),
-# - the system prompt (posture, memory, toolbox instructions) given on stdin, which Gemini CLI
-#   puts before the prompt (`-p`),
+# - the system prompt (posture, memory, toolbox instructions) and then the prompt, both on stdin
+#   (`-p ""`: headless, the input is stdin alone): never as text on the command line, where any
+#   process could read it and a long one fails at exec,
 # - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made.
 set -eu
 . "$(dirname "$0")/setup.sh"
 "$GUILD_HALL_BIN" toolbox report-progress "Starting Gemini CLI"
-exec gemini -p "$(cat "$GUILD_HALL_PROMPT_FILE")" -m "$GEMINI_MODEL" \
+input="$TMPDIR/gemini-input.md"
+{ cat "$GUILD_HALL_SYSTEM_PROMPT_FILE"; printf '\n\n'; cat "$GUILD_HALL_PROMPT_FILE"; } >"$input"
+exec gemini -p "" -m "$GEMINI_MODEL" \
   --approval-mode "${GEMINI_APPROVAL_MODE:-default}" \
   --allowed-mcp-server-names guild-hall \
-  --output-format stream-json <"$GUILD_HALL_SYSTEM_PROMPT_FILE"
+  --output-format stream-json <"$input"

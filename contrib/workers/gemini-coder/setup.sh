@@ -1,15 +1,17 @@
 # Sourced by run.sh and meet.sh: Gemini CLI's own home for guild-hall's workers, and its
 # settings. GEMINI_CLI_HOME moves the whole of Gemini CLI's state (settings, sessions, history)
-# to ~/.gemini/guild-hall/.gemini, the one place worker.yaml's sandbox.write lets it write:
-# the person's own ~/.gemini (settings, login, sessions) is neither read nor changed, and a
-# meeting's sessions outlive each turn's private $TMPDIR, so `--resume` finds them.
-# The settings are the same for every worker (the toolbox's command is expanded from
+# to ~/.gemini/guild-hall-<package>/.gemini, the one place worker.yaml's sandbox.write lets it
+# write: the person's own ~/.gemini (settings, login, sessions) is neither read nor changed,
+# another package's home neither (a coder's shell cannot plant a GEMINI.md, an extension or a
+# chat file that the read-only package's meetings would then read), and a meeting's sessions
+# outlive each turn's private $TMPDIR, so `--resume` finds them.
+# The settings are the same for every worker of the package (the toolbox's command is expanded from
 # $GUILD_HALL_BIN by Gemini CLI itself), written whole and renamed into place, so that
 # workers starting at once never see half a file:
 # - an API key (GEMINI_API_KEY, endpoint GOOGLE_GEMINI_BASE_URL, both from pass_env),
 # - one attempt per model request (guild-hall's own attempts are the retries),
 # - the toolbox as a trusted MCP server (headless Gemini CLI runs no untrusted tool).
-export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall"
+export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-$GUILD_HALL_WORKER"
 mkdir -p "$GEMINI_CLI_HOME/.gemini"
 settings="$GEMINI_CLI_HOME/.gemini/settings.json"
 cat > "$settings.$$" <<'JSON'

@@ -34,8 +34,14 @@ pub(super) fn translate(v: &Json, tool_names: &mut HashMap<String, String>) -> V
         Some("tool_result") => {
             let id = v["tool_id"].as_str().unwrap_or("");
             let name = tool_names.get(id).cloned().unwrap_or_else(|| "?".into());
-            let content = if v["status"] == "error" && v["output"].is_null() { &v["error"]["message"] } else { &v["output"] };
-            out.push(TurnEvent::ToolResult { name, summary: summarize(content) });
+            // A failed tool says so, as the Codex translation does ("error: …").
+            let summary = if v["status"] == "error" {
+                let content = if v["output"].is_null() { &v["error"]["message"] } else { &v["output"] };
+                format!("error: {}", summarize(content))
+            } else {
+                summarize(&v["output"])
+            };
+            out.push(TurnEvent::ToolResult { name, summary });
         }
         // Warnings (a loop detected, a blocked hook) are the CLI's own business; an error is
         // the turn's.
@@ -141,8 +147,16 @@ mod tests {
         let failed = serde_json::json!({"type": "tool_result", "tool_id": "t1", "status": "error", "error": {"type": "x", "message": "no such file"}});
         assert_eq!(
             translate(&failed, &mut names),
-            vec![TurnEvent::ToolResult { name: "read_file".into(), summary: "no such file".into() }]
+            vec![TurnEvent::ToolResult { name: "read_file".into(), summary: "error: no such file".into() }]
         );
+        // A failed tool that printed output is still a failure, not a normal result.
+        let with_output = serde_json::json!({"type": "tool_result", "tool_id": "t1", "status": "error", "output": "partial", "error": {"message": "exit 1"}});
+        assert_eq!(
+            translate(&with_output, &mut names),
+            vec![TurnEvent::ToolResult { name: "read_file".into(), summary: "error: partial".into() }]
+        );
+        let ok = serde_json::json!({"type": "tool_result", "tool_id": "t1", "status": "success", "output": "contents"});
+        assert_eq!(translate(&ok, &mut names), vec![TurnEvent::ToolResult { name: "read_file".into(), summary: "contents".into() }]);
         let warning = serde_json::json!({"type": "error", "severity": "warning", "message": "Loop detected, stopping execution"});
         assert!(translate(&warning, &mut names).is_empty());
         let error = serde_json::json!({"type": "error", "severity": "error", "message": "Maximum session turns exceeded"});
