@@ -62,6 +62,8 @@ pub struct Turn {
     pub allow: Vec<String>,
     /// The bound on the agent's model turns, offered to agents that take it.
     pub max_turns: Option<u64>,
+    /// The bound on the attempt's model spend (USD), offered to agents that take it.
+    pub max_budget_usd: Option<f64>,
 }
 
 impl Turn {
@@ -82,6 +84,7 @@ impl Turn {
             mcp_env: std::env::vars().filter(|(k, _)| k.starts_with("GUILD_HALL_")).collect(),
             allow,
             max_turns: std::env::var("GUILD_HALL_MAX_TURNS").ok().and_then(|n| n.parse().ok()),
+            max_budget_usd: std::env::var("GUILD_HALL_MAX_BUDGET_USD").ok().and_then(|n| n.parse().ok()),
         })
     }
 }
@@ -115,6 +118,8 @@ struct Session<'a> {
 #[derive(Debug, Default, Clone)]
 struct ToolCall {
     name: String,
+    /// The tool Claude Code's adapter says it runs (`_meta.claudeCode.toolName`, latest update).
+    claude_tool: String,
     kind: String,
     input: Json,
     shown: bool,
@@ -148,6 +153,21 @@ pub fn run(turn: &Turn, out: &mut dyn Write, log: &mut dyn Write, term: &AtomicB
     };
     session.shutdown();
     code
+}
+
+/// The options Claude Code's adapter passes on to Claude Code (`_meta.claudeCode.options`, spread
+/// after its own; other agents ignore `_meta`): the turn's bounds, and no settings files — a
+/// worktree's `.claude/settings.json` is repository content, and its `permissions.allow` or hooks
+/// would run tools without ever asking guild-hall's policy.
+fn claude_code_options(turn: &Turn) -> Json {
+    let mut options = json!({"settingSources": []});
+    if let Some(n) = turn.max_turns {
+        options["maxTurns"] = json!(n);
+    }
+    if let Some(usd) = turn.max_budget_usd {
+        options["maxBudgetUsd"] = json!(usd);
+    }
+    options
 }
 
 fn emit(out: &mut dyn Write, v: Json) -> std::io::Result<()> {
@@ -245,11 +265,7 @@ impl<'a> Session<'a> {
         let env: Vec<Json> = self.turn.mcp_env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
         let servers = json!([{"name": TOOLBOX_SERVER, "command": self.turn.bin, "args": ["mcp"], "env": env}]);
         let cwd = self.turn.cwd.to_string_lossy().into_owned();
-        let mut meta = json!({});
-        if let Some(n) = self.turn.max_turns {
-            // Claude Code's adapter passes these options to Claude Code; others ignore `_meta`.
-            meta = json!({"claudeCode": {"options": {"maxTurns": n}}});
-        }
+        let meta = json!({"claudeCode": {"options": claude_code_options(self.turn)}});
         let (id, fresh) = match self.turn.session.clone() {
             Some(old) if can_load => {
                 self.quiet = true;
@@ -513,7 +529,9 @@ impl Translator {
             }
         }
         let call = call.clone();
-        let allowed = allows(&self.allow, &call);
+        let vouched = vouched_name(params, &call);
+        let toolbox = vouched.as_deref().is_some_and(is_toolbox) && !acts_on_files_or_commands(&call.kind);
+        let allowed = toolbox || allows(&self.allow, vouched.as_deref(), &call.kind);
         let want: &[&str] = if allowed { &["allow_once", "allow_always"] } else { &["reject_once", "reject_always"] };
         let option = want.iter().find_map(|k| {
             params["options"].as_array().into_iter().flatten().find(|o| o["kind"] == *k).and_then(|o| o["optionId"].as_str())
@@ -522,7 +540,7 @@ impl Translator {
         if !allowed {
             self.denied.push(call.name.clone());
         }
-        let why = if is_toolbox(&call.name) {
+        let why = if toolbox {
             "the toolbox"
         } else if allowed {
             "listed in acp.allow"
@@ -546,6 +564,9 @@ fn group_alive(pgid: nix::unistd::Pid) -> bool {
 impl ToolCall {
     /// Take what a `tool_call`, `tool_call_update` or permission request says of the call.
     fn learn(&mut self, u: &Json) {
+        if let Some(n) = u["_meta"]["claudeCode"]["toolName"].as_str() {
+            self.claude_tool = n.to_string();
+        }
         let name = tool_name(u);
         if !name.is_empty() && (self.name.is_empty() || !u["_meta"]["claudeCode"]["toolName"].is_null()) {
             self.name = name;
@@ -562,8 +583,9 @@ impl ToolCall {
     }
 }
 
-/// A tool call's name, the same for every agent: `mcp__SERVER__TOOL` for an MCP tool (Claude
-/// Code's spelling, which Codex and Gemini CLI say in other words), else the agent's own.
+/// A tool call's name as shown, the same for every agent: `mcp__SERVER__TOOL` for an MCP tool
+/// (Claude Code's spelling, which Codex and Gemini CLI say in other words), else the agent's own.
+/// Partly the model's text: the policy goes by `vouched_name` instead.
 fn tool_name(u: &Json) -> String {
     if let Some(n) = u["_meta"]["claudeCode"]["toolName"].as_str() {
         return n.to_string();
@@ -574,14 +596,13 @@ fn tool_name(u: &Json) -> String {
         return format!("mcp__{s}__{t}");
     }
     let title = u["title"].as_str().unwrap_or("");
-    // Gemini CLI: "TOOL (SERVER MCP Server)".
-    if let Some((tool, rest)) = title.split_once(" (") {
-        if let Some(server) = rest.strip_suffix(" MCP Server)") {
-            return format!("mcp__{server}__{tool}");
-        }
+    // Gemini CLI: "TOOL (SERVER MCP Server)" (a shell command can read so too: not kind other).
+    if let Some(name) = gemini_mcp_title(title).filter(|_| u["kind"] == "other") {
+        return name;
     }
     // Gemini CLI titles a built-in tool's call by what it does ("Writing to notes.md"); its id
     // is `TOOL__TOOL_<ms>_<n>` (`TOOL__synth_…` with context management) when the model gave none.
+    // Shown only: the model can choose the id, so the policy never goes by it (`vouched_name`).
     if let Some((tool, rest)) = u["toolCallId"].as_str().and_then(|id| id.split_once("__")) {
         let named = !tool.is_empty() && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if named && (rest.strip_prefix(tool).is_some_and(|r| r.starts_with('_')) || rest.starts_with("synth_")) {
@@ -600,18 +621,63 @@ fn tool_name(u: &Json) -> String {
     title.to_string()
 }
 
-/// Whether `name` is one of the toolbox's tools.
+/// Whether `name` is one of the toolbox's tools: `mcp__guild-hall__TOOL`, TOOL a plain name.
 pub fn is_toolbox(name: &str) -> bool {
-    name.strip_prefix("mcp__").and_then(|r| r.strip_prefix(TOOLBOX_SERVER)).is_some_and(|r| r.starts_with("__"))
+    name.strip_prefix("mcp__").and_then(|r| r.strip_prefix(TOOLBOX_SERVER)).and_then(|r| r.strip_prefix("__")).is_some_and(plain)
 }
 
-/// The policy: the toolbox always; else a tool whose name (or, for an MCP tool, its bare
-/// name) or ACP kind (`edit`, `execute`, …) the package lists.
-fn allows(allow: &[String], call: &ToolCall) -> bool {
-    if is_toolbox(&call.name) {
-        return true;
+/// A name as tools and MCP servers are named: letters, digits, `_`, `-` (`.` for servers).
+fn plain(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// `mcp__SERVER__TOOL` from Gemini CLI's MCP title, exactly `TOOL (SERVER MCP Server)`.
+fn gemini_mcp_title(title: &str) -> Option<String> {
+    let (tool, rest) = title.split_once(" (")?;
+    let server = rest.strip_suffix(" MCP Server)")?;
+    let server_ok = !server.is_empty() && server.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    (plain(tool) && server_ok).then(|| format!("mcp__{server}__{tool}"))
+}
+
+/// Kinds that change files or run commands: never the toolbox, whatever the call is named.
+fn acts_on_files_or_commands(kind: &str) -> bool {
+    matches!(kind, "execute" | "edit" | "delete" | "move")
+}
+
+/// The name of a permission request's tool that the agent itself vouches for — never text the
+/// model chose (a title that is a shell command or a task's description, a call id): the policy
+/// goes by this name or by the call's kind, nothing else. Per agent, from the captures:
+/// - Codex (codex-acp): its MCP approval form, `server_name` and the tool in its message;
+/// - Gemini CLI: an MCP confirmation (the only kind offering `proceed_always_server`) of kind
+///   `other`, titled exactly `TOOL (SERVER MCP Server)`;
+/// - Claude Code's adapter: the tool it reported for this call (`_meta.claudeCode.toolName`,
+///   the tool Claude Code runs), an MCP tool only when the request's title is that very name.
+fn vouched_name(params: &Json, call: &ToolCall) -> Option<String> {
+    let asked = &params["toolCall"];
+    let title = asked["title"].as_str().unwrap_or("");
+    let raw = &asked["rawInput"];
+    if title == "Approve MCP tool call" && raw["request"]["_meta"]["codex_approval_kind"] == "mcp_tool_call" {
+        let message = raw["request"]["message"].as_str().unwrap_or("");
+        let server = raw["server_name"].as_str().filter(|s| plain(s))?;
+        let prefix = format!("Allow the {server} MCP server to run tool \"");
+        let tool = message.strip_prefix(&prefix)?.split_once('"').map(|(t, _)| t).filter(|t| plain(t))?;
+        return Some(format!("mcp__{server}__{tool}"));
     }
-    allow.iter().any(|a| *a == call.name || (!call.kind.is_empty() && *a == call.kind))
+    let gemini_mcp = params["options"].as_array().into_iter().flatten().any(|o| o["optionId"] == "proceed_always_server");
+    if gemini_mcp {
+        return gemini_mcp_title(title).filter(|_| asked["kind"] == "other");
+    }
+    let tool = call.claude_tool.as_str();
+    if tool.is_empty() || (tool.starts_with("mcp__") && title != tool) {
+        return None;
+    }
+    Some(tool.to_string())
+}
+
+/// The policy besides the toolbox: a tool whose vouched-for name or whose ACP kind (`edit`,
+/// `execute`, …) the package lists.
+fn allows(allow: &[String], vouched: Option<&str>, kind: &str) -> bool {
+    allow.iter().any(|a| Some(a.as_str()) == vouched || (!kind.is_empty() && a == kind))
 }
 
 /// Content blocks or a raw output as one short line.
@@ -739,38 +805,106 @@ mod tests {
         assert_eq!(option(&denied[0].0), "cancel");
     }
 
-    /// The toolbox is allowed by any agent's name for it, whatever the package lists.
+    /// Gemini CLI's permission options for an MCP call (the only ones with `proceed_always_server`).
+    fn gemini_mcp_options() -> Json {
+        json!([{"optionId": "proceed_always_server", "kind": "allow_always"}, {"optionId": "proceed_once", "kind": "allow_once"},
+               {"optionId": "cancel", "kind": "reject_once"}])
+    }
+
+    fn gemini_other_options() -> Json {
+        json!([{"optionId": "proceed_always", "kind": "allow_always"}, {"optionId": "proceed_once", "kind": "allow_once"},
+               {"optionId": "cancel", "kind": "reject_once"}])
+    }
+
+    /// The toolbox is allowed by each agent's own word for it, whatever the package lists.
     #[test]
     fn the_toolbox_is_always_allowed_and_kinds_can_be_listed() {
         let mut t = Translator::new(vec!["edit".into()]);
-        let ask = |title: &str, kind: &str| {
-            json!({"toolCall": {"toolCallId": title, "title": title, "kind": kind},
-                   "options": [{"kind": "allow_once", "optionId": "yes"}, {"kind": "reject_once", "optionId": "no"}]})
-        };
-        assert_eq!(option(&t.permission(&ask("mcp__guild-hall__submit_result", "other")).0), "yes");
-        assert_eq!(option(&t.permission(&ask("submit_result (guild-hall MCP Server)", "other")).0), "yes");
-        assert_eq!(option(&t.permission(&ask("Write notes.md", "edit")).0), "yes", "a listed kind");
-        assert_eq!(option(&t.permission(&ask("rm -rf /", "execute")).0), "no");
-        assert_eq!(option(&t.permission(&ask("mcp__guild-hall-evil__x", "other")).0), "no");
+        // Gemini CLI
+        let ask = json!({"toolCall": {"toolCallId": "x1", "title": "submit_result (guild-hall MCP Server)", "kind": "other"}, "options": gemini_mcp_options()});
+        assert_eq!(option(&t.permission(&ask).0), "proceed_once");
+        // Claude Code's adapter: the tool it reported for the call, the request titled so.
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "mcp__guild-hall__submit_result", "kind": "other",
+                          "_meta": {"claudeCode": {"toolName": "mcp__guild-hall__submit_result"}}}),
+        );
+        let ask = json!({"toolCall": {"toolCallId": "toolu_1", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "allow");
+        // Codex: its MCP approval form.
+        let ask = json!({"toolCall": {"toolCallId": "call_1", "title": "Approve MCP tool call",
+                          "rawInput": {"server_name": "guild-hall", "request": {"message": "Allow the guild-hall MCP server to run tool \"submit_result\"?", "_meta": {"codex_approval_kind": "mcp_tool_call"}}}},
+                         "options": [{"kind": "allow_once", "optionId": "approved"}, {"kind": "reject_once", "optionId": "cancel"}]});
+        assert_eq!(option(&t.permission(&ask).0), "approved");
+        // A listed kind; a kind not listed; another server.
+        let ask = |title: &str, kind: &str, options: Json| json!({"toolCall": {"toolCallId": title, "title": title, "kind": kind}, "options": options});
+        assert_eq!(option(&t.permission(&ask("Writing to notes.md", "edit", gemini_other_options())).0), "proceed_once", "a listed kind");
+        assert_eq!(option(&t.permission(&ask("rm -rf /", "execute", gemini_other_options())).0), "cancel");
+        assert_eq!(option(&t.permission(&ask("x (guild-hall-evil MCP Server)", "other", gemini_mcp_options())).0), "cancel");
         assert!(is_toolbox("mcp__guild-hall__report_progress") && !is_toolbox("mcp__gh__report_progress"));
+        assert!(!is_toolbox("mcp__guild-hall__x # rm") && !is_toolbox("mcp__guild-hall__"));
     }
 
-    /// Gemini CLI's built-in tools are named by their call's id, so `acp.allow` can list them.
+    /// The review's spoof: Gemini CLI titles a shell call by its command, and takes the call's id
+    /// from the model — neither makes a command the toolbox, nor a name in `acp.allow`.
     #[test]
-    fn gemini_builtin_tools_are_named_by_their_call_id() {
-        let mut t = Translator::new(vec!["read_file".into()]);
-        let ask = |id: &str, title: &str, kind: &str| {
-            json!({"toolCall": {"toolCallId": id, "title": title, "kind": kind},
-                   "options": [{"kind": "allow_once", "optionId": "yes"}, {"kind": "reject_once", "optionId": "no"}]})
-        };
+    fn a_title_or_call_id_the_model_chose_is_never_the_toolbox() {
+        let mut t = Translator::new(vec![]);
+        let shell = |title: &str, id: &str, options: Json| json!({"toolCall": {"toolCallId": id, "status": "pending", "title": title, "kind": "execute"}, "options": options});
+        let title = "echo pwned > src/pwned.txt # (guild-hall MCP Server)";
+        for options in [gemini_other_options(), gemini_mcp_options()] {
+            let (answer, said) = t.permission(&shell(title, "run_shell_command__run_shell_command_1_0", options));
+            assert_eq!(option(&answer), "cancel", "{said}");
+            assert!(said.starts_with("denied"), "{said}");
+        }
+        // A description made to read as the toolbox (Gemini appends it to a shell title): kind execute.
+        let (answer, _) = t.permission(&shell("echo x (guild-hall MCP Server)", "c2", gemini_mcp_options()));
+        assert_eq!(option(&answer), "cancel");
+        // A call id the model chose that names the toolbox, or a reused id of an earlier toolbox call.
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "dup", "title": "submit_result (guild-hall MCP Server)", "kind": "other"}),
+        );
+        let (answer, _) = t.permission(&shell("echo pwned > src/pwned.txt", "dup", gemini_other_options()));
+        assert_eq!(option(&answer), "cancel");
+        let (answer, _) = t.permission(&shell("echo pwned", "mcp__guild-hall__submit_result", gemini_other_options()));
+        assert_eq!(option(&answer), "cancel");
+        // Claude Code's adapter titles a Task by its description: the adapter's tool name decides.
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_t", "title": "mcp__guild-hall__submit_result", "kind": "think",
+                          "_meta": {"claudeCode": {"toolName": "Task"}}}),
+        );
+        let ask = json!({"toolCall": {"toolCallId": "toolu_t", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "reject");
+        // …and a Bash call reusing a toolbox call's id is Bash (kind execute).
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_b", "title": "mcp__guild-hall__submit_result", "kind": "other",
+                          "_meta": {"claudeCode": {"toolName": "mcp__guild-hall__submit_result"}}}),
+        );
+        t.update(&json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_b", "title": "`echo pwned`", "kind": "execute",
+                          "_meta": {"claudeCode": {"toolName": "Bash"}}}));
+        let ask = json!({"toolCall": {"toolCallId": "toolu_b", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "reject");
+        // A permission request for a call the adapter never reported: its title is not enough.
+        let ask = json!({"toolCall": {"toolCallId": "toolu_new", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "reject");
+    }
+
+    /// `acp.allow` names match only a name the agent vouches for: Gemini CLI's built-in tools
+    /// (named by a call id the model can choose) are listed by kind.
+    #[test]
+    fn gemini_builtin_tools_are_allowed_by_kind_not_by_call_id() {
+        let mut t = Translator::new(vec!["read_file".into(), "read".into()]);
+        let ask = |id: &str, title: &str, kind: &str| json!({"toolCall": {"toolCallId": id, "title": title, "kind": kind}, "options": gemini_other_options()});
         let (answer, said) = t.permission(&ask("write_file__write_file_1795548696064_0", "Writing to notes.md", "edit"));
-        assert_eq!((option(&answer), said.as_str()), ("no", "denied write_file (kind edit): not in acp.allow"));
-        assert_eq!(option(&t.permission(&ask("read_file__synth_p1_1795548696064_1", "notes.md", "read")).0), "yes");
-        // Not Gemini's form: the title names it.
+        assert_eq!((option(&answer), said.as_str()), ("cancel", "denied write_file (kind edit): not in acp.allow"));
+        assert_eq!(option(&t.permission(&ask("read_file__synth_p1_1795548696064_1", "notes.md", "read")).0), "proceed_once");
+        let (answer, said) = t.permission(&ask("read_file__read_file_1_0", "echo pwned", "execute"));
+        assert_eq!(option(&answer), "cancel", "a call id naming a listed tool: {said}");
         let (_, said) = t.permission(&ask("call_abc__def", "Run ls", "execute"));
         assert!(said.starts_with("denied Run ls"), "{said}");
-        let (_, said) = t.permission(&ask("mcp__guild-hall__submit_result", "mcp__guild-hall__submit_result", "other"));
-        assert!(said.starts_with("allowed mcp__guild-hall__submit_result"), "{said}");
     }
 
     struct Ran {
@@ -802,6 +936,7 @@ mod tests {
             mcp_env: vec![("GUILD_HALL_MAILBOX".into(), "/m/events-1.jsonl".into())],
             allow: allow.iter().map(|s| s.to_string()).collect(),
             max_turns: Some(7),
+            max_budget_usd: Some(1.5),
         };
         let (mut out, mut log) = (Vec::new(), Vec::new());
         let code = run(&turn, &mut out, &mut log, term);
@@ -840,6 +975,9 @@ mod tests {
             json!([{"name": "guild-hall", "command": "/usr/bin/guild-hall", "args": ["mcp"], "env": [{"name": "GUILD_HALL_MAILBOX", "value": "/m/events-1.jsonl"}]}])
         );
         assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["maxTurns"], 7);
+        assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["maxBudgetUsd"], 1.5);
+        // No settings files: the worktree's .claude/settings.json must not allow tools past the policy.
+        assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["settingSources"], json!([]));
         let prompt = sent(&ran, "session/prompt")[0];
         assert_eq!(prompt["params"]["sessionId"], CLAUDE_SESSION);
         assert_eq!(prompt["params"]["prompt"][0]["text"], "You are a guild-hall worker.", "a new session gets the system prompt first");
@@ -860,6 +998,8 @@ mod tests {
         assert_eq!(ran.code, 0, "{}", ran.log);
         assert!(sent(&ran, "session/new").is_empty());
         assert_eq!(sent(&ran, "session/load")[0]["params"]["sessionId"], CLAUDE_SESSION);
+        let options = &sent(&ran, "session/load")[0]["params"]["_meta"]["claudeCode"]["options"];
+        assert_eq!((&options["settingSources"], &options["maxBudgetUsd"]), (&json!([]), &json!(1.5)), "{options}");
         let prompt = sent(&ran, "session/prompt")[0];
         assert_eq!(prompt["params"]["prompt"].as_array().map(Vec::len), Some(1), "the message only: {prompt}");
         assert_eq!(
