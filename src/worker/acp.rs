@@ -312,9 +312,11 @@ impl<'a> Session<'a> {
             }
             let stop = done["stopReason"].as_str().unwrap_or("end_turn").to_string();
             let denied = std::mem::take(&mut self.translator.denied);
+            let stopped_there = !std::mem::take(&mut self.translator.went_on);
             // Some agents (Claude Code's adapter) end the turn at a rejected tool call, as a
             // person's "no" would. Nobody is there to say more: the agent is told why, and goes on.
-            if stop != "end_turn" || denied.is_empty() || rounds == DENIED_ROUNDS {
+            // Others (Gemini CLI, Codex) carry on within the turn: theirs ended normally.
+            if stop != "end_turn" || denied.is_empty() || !stopped_there || rounds == DENIED_ROUNDS {
                 return Ok(stop);
             }
             rounds += 1;
@@ -469,12 +471,16 @@ pub struct Translator {
     tools: HashMap<String, ToolCall>,
     /// The tools denied since this was last taken.
     pub denied: Vec<String>,
+    /// The agent said or did something after the last denial (text, another tool call).
+    pub went_on: bool,
+    /// The calls denied (by id): their own updates (failed) are not going on.
+    denied_ids: Vec<String>,
 }
 
 impl Translator {
     /// The policy allows the toolbox and `allow` (tool names or ACP kinds).
     pub fn new(allow: Vec<String>) -> Translator {
-        Translator { allow, tools: HashMap::new(), denied: Vec::new() }
+        Translator { allow, ..Translator::default() }
     }
 
     /// What a `session/update` shows: text, tool calls with their input, their results.
@@ -483,11 +489,15 @@ impl Translator {
         match u["sessionUpdate"].as_str() {
             Some("agent_message_chunk") => {
                 if let Some(t) = u["content"]["text"].as_str().filter(|t| !t.is_empty()) {
+                    self.went_on = true;
                     out.push(json!({"type": "text_delta", "text": t}));
                 }
             }
             Some(kind @ ("tool_call" | "tool_call_update")) => {
                 let id = u["toolCallId"].as_str().unwrap_or("").to_string();
+                if !self.denied_ids.contains(&id) {
+                    self.went_on = true;
+                }
                 let call = self.tools.entry(id).or_default();
                 call.learn(u);
                 let status = u["status"].as_str().unwrap_or("");
@@ -539,6 +549,8 @@ impl Translator {
         let verdict = if allowed { "allowed" } else { "denied" };
         if !allowed {
             self.denied.push(call.name.clone());
+            self.denied_ids.push(asked["toolCallId"].as_str().unwrap_or("").to_string());
+            self.went_on = false;
         }
         let why = if toolbox {
             "the toolbox"
@@ -984,12 +996,30 @@ mod tests {
         assert_eq!(prompt["params"]["prompt"][1]["text"], "do the task, remember the word MANGO");
         let answers: Vec<&str> = ran.sent.iter().filter(|m| m.get("method").is_none()).map(|m| option(&m["result"])).collect();
         assert_eq!(answers, ["allow", "reject"]);
-        // The turn ended at the rejected call (as Claude Code's adapter does): the agent is told, and goes on.
-        let again = sent(&ran, "session/prompt");
-        assert_eq!(again.len(), 2, "{again:?}");
-        let told = again[1]["params"]["prompt"][0]["text"].as_str().unwrap_or("");
-        assert!(told.contains("denied mcp__gh__submit_result"), "{told}");
+        // The agent answered after the rejected call ("done"): its turn ended normally, no more prompts.
+        assert_eq!(sent(&ran, "session/prompt").len(), 1);
         assert!(ran.log.contains("allowed mcp__gh__report_progress") && ran.log.contains("denied mcp__gh__submit_result"), "{}", ran.log);
+    }
+
+    /// A turn that ended at the denied call is carried on (told why, at most DENIED_ROUNDS
+    /// times); one where the agent went on after the denial ended normally: no extra paid turn,
+    /// and no unsent "user" message in a meeting.
+    #[test]
+    fn only_a_turn_that_stopped_at_a_denial_is_prompted_again() {
+        let never = AtomicBool::new(false);
+        let ran = run_against("acp-shapes", "stops_at_denial.jsonl", None, &[], &never, false);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        let prompts = sent(&ran, "session/prompt");
+        assert_eq!(prompts.len(), 2, "{prompts:?}");
+        let told = prompts[1]["params"]["prompt"][0]["text"].as_str().unwrap_or("");
+        assert!(told.contains("denied Writing to notes.md"), "{told}");
+        assert!(ran.log.contains("the turn ended at a denied tool call"), "{}", ran.log);
+
+        let ran = run_against("acp-shapes", "goes_on_after_denial.jsonl", None, &[], &never, false);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert_eq!(sent(&ran, "session/prompt").len(), 1, "{}", ran.log);
+        assert!(text(&ran.events).contains("the answer is 42"));
+        assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
     }
 
     #[test]
