@@ -22,6 +22,8 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 const LOAD_QUIET: Duration = Duration::from_millis(150);
 /// How many times a turn that ended at a denied tool call is carried on.
 const DENIED_ROUNDS: u32 = 3;
+/// The longest line taken from an agent: a longer one is dropped (and the log says so).
+const MAX_LINE: usize = 16 << 20;
 /// The longest tool result summary printed.
 const SUMMARY_CHARS: usize = 200;
 
@@ -89,10 +91,64 @@ impl Turn {
     }
 }
 
-/// A message from the agent, or its end.
+/// A message from the agent, a line of its stdout that was not one (said in the log), or its end.
 enum Incoming {
     Msg(Json),
+    Skipped(String),
     Eof,
+}
+
+/// Read the agent's stdout line by line into `tx` until it ends: JSON lines are messages,
+/// other text is ignored, a line that is not UTF-8 or longer than `max` bytes is skipped (and
+/// said) — none of them ends the turn.
+fn read_messages(stdout: impl std::io::Read, max: usize, tx: &std::sync::mpsc::Sender<Incoming>) {
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match std::io::Read::take(&mut reader, max as u64 + 1).read_until(b'\n', &mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+        let said = if buf.len() > max && buf.last() != Some(&b'\n') {
+            // The rest of the line, up to its newline, goes unread into memory.
+            let mut len = buf.len();
+            loop {
+                let (used, end) = match reader.fill_buf() {
+                    Ok([]) | Err(_) => (0, true),
+                    Ok(chunk) => match chunk.iter().position(|b| *b == b'\n') {
+                        Some(i) => (i + 1, true),
+                        None => (chunk.len(), false),
+                    },
+                };
+                reader.consume(used);
+                len += used;
+                if end {
+                    break;
+                }
+            }
+            Some(Incoming::Skipped(format!("dropped a line of {len} bytes from the agent (more than {max})")))
+        } else {
+            match std::str::from_utf8(&buf) {
+                Ok(line) => match serde_json::from_str::<Json>(line.trim()) {
+                    Ok(v) => Some(Incoming::Msg(v)),
+                    // Anything but JSON on stdout is not the protocol: ignored.
+                    Err(_) => None,
+                },
+                Err(_) => Some(Incoming::Skipped(format!(
+                    "skipped a line from the agent that is not UTF-8: {}",
+                    String::from_utf8_lossy(&buf).trim()
+                ))),
+            }
+        };
+        if let Some(m) = said {
+            if tx.send(m).is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// The agent, its pipes, and what the turn has seen.
@@ -199,22 +255,7 @@ impl<'a> Session<'a> {
         let stdout = child.stdout.take().ok_or_else(|| AcpError::Gone("initialize".into()))?;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut reader = std::io::BufReader::new(stdout);
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        // Anything but JSON on stdout is not the protocol: ignored.
-                        if let Ok(v) = serde_json::from_str::<Json>(line.trim()) {
-                            if tx.send(Incoming::Msg(v)).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            }
+            read_messages(stdout, MAX_LINE, &tx);
             let _ = tx.send(Incoming::Eof);
         });
         Ok(Session {
@@ -373,6 +414,10 @@ impl<'a> Session<'a> {
         }
         match self.rx.recv_timeout(Duration::from_millis(100)) {
             Ok(Incoming::Msg(m)) => Ok(Some(m)),
+            Ok(Incoming::Skipped(said)) => {
+                self.say(format_args!("{said}"));
+                Ok(None)
+            }
             // Under guild-hall the shim's SIGTERM reaches the agent's processes as well as ours:
             // an agent gone after it is a cancelled turn.
             Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) if self.term.load(Ordering::SeqCst) => Err(AcpError::Cancelled),
@@ -396,6 +441,7 @@ impl<'a> Session<'a> {
             }
             match self.rx.recv_timeout(LOAD_QUIET) {
                 Ok(Incoming::Msg(m)) => self.handle(m)?,
+                Ok(Incoming::Skipped(said)) => self.say(format_args!("{said}")),
                 Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => return Err(AcpError::Gone("session/load".into())),
                 Err(RecvTimeoutError::Timeout) => return Ok(()),
             }
@@ -927,15 +973,14 @@ mod tests {
     }
 
     /// The client's whole exchange with the scripted agent replaying a capture.
-    fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, pause: bool) -> Ran {
+    /// `env`: the stand-in's switches (`PAUSE_AT_PERMISSION=1`, `NOISE_FIRST=1`).
+    fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, env: &[&str]) -> Ran {
         let dir = tempfile::tempdir().expect("tempdir");
         let record = dir.path().join("sent.jsonl");
         let pids = dir.path().join("pids");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp_agent.py");
         let mut argv = vec!["env".to_string()];
-        if pause {
-            argv.push("PAUSE_AT_PERMISSION=1".into());
-        }
+        argv.extend(env.iter().map(|e| e.to_string()));
         argv.extend(["python3".into(), script.display().to_string(), fixture(agent, name).display().to_string()]);
         argv.extend([record.display().to_string(), pids.display().to_string()]);
         let turn = Turn {
@@ -974,7 +1019,7 @@ mod tests {
     #[test]
     fn a_new_session_offers_the_toolbox_and_answers_permissions_by_policy() {
         let ran =
-            run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &["mcp__gh__report_progress"], &AtomicBool::new(false), false);
+            run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &["mcp__gh__report_progress"], &AtomicBool::new(false), &[]);
         assert_eq!(ran.code, 0, "{}", ran.log);
         assert_eq!(ran.events[0], TurnEvent::Session { id: CLAUDE_SESSION.into() });
         assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
@@ -1007,7 +1052,7 @@ mod tests {
     #[test]
     fn only_a_turn_that_stopped_at_a_denial_is_prompted_again() {
         let never = AtomicBool::new(false);
-        let ran = run_against("acp-shapes", "stops_at_denial.jsonl", None, &[], &never, false);
+        let ran = run_against("acp-shapes", "stops_at_denial.jsonl", None, &[], &never, &[]);
         assert_eq!(ran.code, 0, "{}", ran.log);
         let prompts = sent(&ran, "session/prompt");
         assert_eq!(prompts.len(), 2, "{prompts:?}");
@@ -1015,16 +1060,57 @@ mod tests {
         assert!(told.contains("denied Writing to notes.md"), "{told}");
         assert!(ran.log.contains("the turn ended at a denied tool call"), "{}", ran.log);
 
-        let ran = run_against("acp-shapes", "goes_on_after_denial.jsonl", None, &[], &never, false);
+        let ran = run_against("acp-shapes", "goes_on_after_denial.jsonl", None, &[], &never, &[]);
         assert_eq!(ran.code, 0, "{}", ran.log);
         assert_eq!(sent(&ran, "session/prompt").len(), 1, "{}", ran.log);
         assert!(text(&ran.events).contains("the answer is 42"));
         assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
     }
 
+    /// A line that is not UTF-8 (`npm notice: café` in Latin-1) or too long is skipped and said;
+    /// the messages around it still come.
+    #[test]
+    fn lines_not_utf8_or_too_long_are_skipped() {
+        let mut input = b"npm notice: caf\xe9\n{\"a\":1}\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100));
+        input.extend(b"\n{\"b\":2}\nnot json\n{\"c\":3}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        read_messages(&input[..], 64, &tx);
+        drop(tx);
+        let got: Vec<String> = rx
+            .iter()
+            .map(|m| match m {
+                Incoming::Msg(v) => v.to_string(),
+                Incoming::Skipped(s) => s,
+                Incoming::Eof => "eof".into(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "skipped a line from the agent that is not UTF-8: npm notice: caf\u{fffd}",
+                r#"{"a":1}"#,
+                "dropped a line of 101 bytes from the agent (more than 64)",
+                r#"{"b":2}"#,
+                r#"{"c":3}"#,
+            ]
+        );
+    }
+
+    /// The review's case, whole: noise before `initialize`'s answer does not end the turn.
+    #[test]
+    fn noise_before_the_answer_does_not_end_the_turn() {
+        let never = AtomicBool::new(false);
+        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &never, &["NOISE_FIRST=1"]);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
+        assert!(ran.log.contains("not UTF-8: npm notice: caf"), "{}", ran.log);
+        assert!(ran.log.contains(&format!("more than {MAX_LINE}")), "{}", ran.log);
+    }
+
     #[test]
     fn a_loaded_session_shows_only_the_new_turn() {
-        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &AtomicBool::new(false), false);
+        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &AtomicBool::new(false), &[]);
         assert_eq!(ran.code, 0, "{}", ran.log);
         assert!(sent(&ran, "session/new").is_empty());
         assert_eq!(sent(&ran, "session/load")[0]["params"]["sessionId"], CLAUDE_SESSION);
@@ -1046,7 +1132,7 @@ mod tests {
             ("codex-acp", "02_load_prompt_errors.jsonl"),
             ("gemini-acp", "02_load_prompt_errors.jsonl"),
         ] {
-            let ran = run_against(agent, fx, Some("00000000-0000-4000-8000-000000000000"), &[], &AtomicBool::new(false), false);
+            let ran = run_against(agent, fx, Some("00000000-0000-4000-8000-000000000000"), &[], &AtomicBool::new(false), &[]);
             assert_eq!(ran.code, 1, "{agent}");
             let Some(TurnEvent::Error { reason }) = ran.events.last() else { panic!("{agent}: {:?}", ran.events) };
             assert!(is_expired_session(reason), "{agent}: {reason}");
@@ -1061,7 +1147,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1500));
             flag.store(true, Ordering::SeqCst);
         });
-        let ran = run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &[], &term, true);
+        let ran = run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &[], &term, &["PAUSE_AT_PERMISSION=1"]);
         setter.join().expect("setter");
         assert_eq!(ran.code, 1);
         assert_eq!(sent(&ran, "session/cancel")[0]["params"]["sessionId"], CLAUDE_SESSION);
