@@ -422,7 +422,9 @@ impl<'a> Session<'a> {
             // an agent gone after it is a cancelled turn.
             Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) if self.term.load(Ordering::SeqCst) => Err(AcpError::Cancelled),
             Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                let status = self.child.try_wait().ok().flatten().map(|s| format!(" ({s})")).unwrap_or_default();
+                // Not reaped here: the group is signalled after (`shutdown`).
+                let status =
+                    leader_status(nix::unistd::Pid::from_raw(self.child.id() as i32)).map(|s| format!(" ({s})")).unwrap_or_default();
                 Err(AcpError::Gone(format!("{waiting_for}{status}")))
             }
             Err(RecvTimeoutError::Timeout) => Ok(None),
@@ -477,14 +479,15 @@ impl<'a> Session<'a> {
     }
 
     /// End the agent: stdin closed, a moment, then SIGTERM to its whole process group and
-    /// SIGKILL to what is left of it.
+    /// SIGKILL to what is left of it. The leader is reaped only after the last signal: until
+    /// then it stays a zombie, so its pid — the group's id — cannot go to another process.
     fn shutdown(&mut self) {
         drop(self.stdin.take());
         let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let exited = |child: &mut Child, wait: Duration| {
+        let exited = |wait: Duration| {
             let deadline = Instant::now() + wait;
             loop {
-                if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+                if leader_status(pgid).is_some() {
                     return true;
                 }
                 if Instant::now() >= deadline {
@@ -493,9 +496,9 @@ impl<'a> Session<'a> {
                 std::thread::sleep(Duration::from_millis(20));
             }
         };
-        if !exited(&mut self.child, Duration::from_millis(200)) {
+        if !exited(Duration::from_millis(200)) {
             let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
-            exited(&mut self.child, SHUTDOWN_WAIT);
+            exited(SHUTDOWN_WAIT);
         }
         // The group outlives its leader when a child of it (the native agent, an MCP server)
         // ignored SIGTERM: SIGKILL for what remains (ESRCH when nothing does).
@@ -506,6 +509,19 @@ impl<'a> Session<'a> {
         }
         let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.wait();
+    }
+}
+
+/// How the leader `pid` (our child) ended, if it has — without reaping it (`WNOWAIT`).
+fn leader_status(pid: nix::unistd::Pid) -> Option<String> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT) {
+        Ok(WaitStatus::StillAlive) => None,
+        Ok(WaitStatus::Exited(_, code)) => Some(format!("exit status: {code}")),
+        Ok(WaitStatus::Signaled(_, sig, _)) => Some(format!("signal: {sig}")),
+        Ok(other) => Some(format!("{other:?}")),
+        // Already reaped (ECHILD): nothing more to learn.
+        Err(e) => Some(e.to_string()),
     }
 }
 
@@ -614,9 +630,18 @@ impl Translator {
     }
 }
 
-/// Whether any process of group `pgid` is still there (signal 0).
+/// Whether any live process of group `pgid` is still there (a zombie — the leader kept
+/// unreaped — does not count).
 fn group_alive(pgid: nix::unistd::Pid) -> bool {
-    nix::sys::signal::killpg(pgid, None).is_ok()
+    let Ok(dir) = std::fs::read_dir("/proc") else { return nix::sys::signal::killpg(pgid, None).is_ok() };
+    dir.filter_map(Result::ok).filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // After the parenthesised name: state, ppid, pgrp.
+        let mut fields = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        state != "Z" && state != "X" && pgrp == Some(pgid.as_raw())
+    })
 }
 
 impl ToolCall {
@@ -1001,10 +1026,11 @@ mod tests {
         let started = std::fs::read_to_string(&pids).unwrap_or_default();
         let pids: Vec<i32> = started.split_whitespace().filter_map(|p| p.parse().ok()).collect();
         assert_eq!(pids.len(), 2, "the stand-in agent wrote its pids: {started:?}");
-        for pid in pids {
+        for (i, pid) in pids.into_iter().enumerate() {
             let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let st = state.rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("gone").to_string();
-            assert!(st == "gone" || st == "Z", "agent process {pid} is still there ({st})");
+            // The leader is ours, reaped at the end; the other one init's to reap.
+            assert!(st == "gone" || (i > 0 && st == "Z"), "agent process {pid} is still there ({st})");
         }
         let mut reader = Reader::new(Protocol::Acp);
         let events = String::from_utf8_lossy(&out).lines().flat_map(|l| reader.line(l)).collect();
@@ -1095,6 +1121,28 @@ mod tests {
                 r#"{"c":3}"#,
             ]
         );
+    }
+
+    /// The leader's end is seen without reaping it: it stays a zombie (its pid, the group's id,
+    /// not reused) until the group has been signalled and `wait` reaps it.
+    #[test]
+    fn the_leader_is_kept_unreaped_until_waited_for() {
+        let mut child = Command::new("sh").args(["-c", "exit 3"]).spawn().expect("sh");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = leader_status(pid) {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "sh did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status, "exit status: 3");
+        assert_eq!(leader_status(pid).as_deref(), Some("exit status: 3"), "asked twice: not reaped by the first");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert_eq!(stat.rsplit(')').next().and_then(|r| r.split_whitespace().next()), Some("Z"), "{stat}");
+        assert!(!group_alive(pid), "a group whose only member is a zombie is over");
+        assert_eq!(child.wait().ok().and_then(|s| s.code()), Some(3));
     }
 
     /// The review's case, whole: noise before `initialize`'s answer does not end the turn.
