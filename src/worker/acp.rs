@@ -298,6 +298,8 @@ impl<'a> Session<'a> {
                 "protocolVersion": 1,
                 // No file system or terminal of ours: the agent uses its own tools, confined
                 // by guild-hall's sandbox to its worktree like any worker.
+                // (Offering them would also give Claude Code's adapter its `mcp__acp__*` tools,
+                // which its own settings reader allows by the worktree's .claude/settings.json.)
                 "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
                 "clientInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
             }),
