@@ -711,7 +711,7 @@ pub fn is_toolbox(name: &str) -> bool {
     name.strip_prefix("mcp__").and_then(|r| r.strip_prefix(TOOLBOX_SERVER)).and_then(|r| r.strip_prefix("__")).is_some_and(plain)
 }
 
-/// A name as tools and MCP servers are named: letters, digits, `_`, `-` (`.` for servers).
+/// A name as tools are named: letters, digits, `_`, `-`.
 fn plain(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
