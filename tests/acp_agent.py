@@ -2,6 +2,8 @@
 exchange (tests/fixtures/<agent>/*.jsonl, recorded from the real agent) to a client on stdio.
 
 Usage: acp_agent.py FIXTURE.jsonl RECORD.jsonl [PIDS_FILE]
+Switches (environment): PAUSE_AT_PERMISSION=1 (the turn hangs at its first permission
+request), NOISE_FIRST=1 (a non-UTF-8 line and a line over 16 MiB before anything).
 
 Each message the client sends is matched to the next captured client message of the same
 method (and, for session/load and session/prompt, the same sessionId), skipping ahead; then the
@@ -23,6 +25,12 @@ if len(sys.argv) > 3:
     child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(1)"])
     with open(sys.argv[3], "w") as f:
         f.write(f"{os.getpid()} {child.pid}\n")
+
+if os.environ.get("NOISE_FIRST"):
+    # What an npm wrapper may print before the agent answers: Latin-1, then a line too long.
+    sys.stdout.buffer.write(b"npm notice: caf\xe9\n")
+    sys.stdout.buffer.write(b"x" * (16 * 1024 * 1024 + 1) + b"\n")
+    sys.stdout.flush()
 
 entries = [json.loads(line) for line in open(fixture) if line.strip()]
 entries = [e for e in entries if e["dir"] in ("client->agent", "agent->client")]

@@ -22,6 +22,8 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 const LOAD_QUIET: Duration = Duration::from_millis(150);
 /// How many times a turn that ended at a denied tool call is carried on.
 const DENIED_ROUNDS: u32 = 3;
+/// The longest line taken from an agent: a longer one is dropped (and the log says so).
+const MAX_LINE: usize = 16 << 20;
 /// The longest tool result summary printed.
 const SUMMARY_CHARS: usize = 200;
 
@@ -62,6 +64,8 @@ pub struct Turn {
     pub allow: Vec<String>,
     /// The bound on the agent's model turns, offered to agents that take it.
     pub max_turns: Option<u64>,
+    /// The bound on the attempt's model spend (USD), offered to agents that take it.
+    pub max_budget_usd: Option<f64>,
 }
 
 impl Turn {
@@ -82,14 +86,69 @@ impl Turn {
             mcp_env: std::env::vars().filter(|(k, _)| k.starts_with("GUILD_HALL_")).collect(),
             allow,
             max_turns: std::env::var("GUILD_HALL_MAX_TURNS").ok().and_then(|n| n.parse().ok()),
+            max_budget_usd: std::env::var("GUILD_HALL_MAX_BUDGET_USD").ok().and_then(|n| n.parse().ok()),
         })
     }
 }
 
-/// A message from the agent, or its end.
+/// A message from the agent, a line of its stdout that was not one (said in the log), or its end.
 enum Incoming {
     Msg(Json),
+    Skipped(String),
     Eof,
+}
+
+/// Read the agent's stdout line by line into `tx` until it ends: JSON lines are messages,
+/// other text is ignored, a line that is not UTF-8 or longer than `max` bytes is skipped (and
+/// said) — none of them ends the turn.
+fn read_messages(stdout: impl std::io::Read, max: usize, tx: &std::sync::mpsc::Sender<Incoming>) {
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match std::io::Read::take(&mut reader, max as u64 + 1).read_until(b'\n', &mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+        let said = if buf.len() > max && buf.last() != Some(&b'\n') {
+            // The rest of the line, up to its newline, goes unread into memory.
+            let mut len = buf.len();
+            loop {
+                let (used, end) = match reader.fill_buf() {
+                    Ok([]) | Err(_) => (0, true),
+                    Ok(chunk) => match chunk.iter().position(|b| *b == b'\n') {
+                        Some(i) => (i + 1, true),
+                        None => (chunk.len(), false),
+                    },
+                };
+                reader.consume(used);
+                len += used;
+                if end {
+                    break;
+                }
+            }
+            Some(Incoming::Skipped(format!("dropped a line of {len} bytes from the agent (more than {max})")))
+        } else {
+            match std::str::from_utf8(&buf) {
+                Ok(line) => match serde_json::from_str::<Json>(line.trim()) {
+                    Ok(v) => Some(Incoming::Msg(v)),
+                    // Anything but JSON on stdout is not the protocol: ignored.
+                    Err(_) => None,
+                },
+                Err(_) => Some(Incoming::Skipped(format!(
+                    "skipped a line from the agent that is not UTF-8: {}",
+                    String::from_utf8_lossy(&buf).trim()
+                ))),
+            }
+        };
+        if let Some(m) = said {
+            if tx.send(m).is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// The agent, its pipes, and what the turn has seen.
@@ -115,6 +174,8 @@ struct Session<'a> {
 #[derive(Debug, Default, Clone)]
 struct ToolCall {
     name: String,
+    /// The tool Claude Code's adapter says it runs (`_meta.claudeCode.toolName`, latest update).
+    claude_tool: String,
     kind: String,
     input: Json,
     shown: bool,
@@ -150,6 +211,21 @@ pub fn run(turn: &Turn, out: &mut dyn Write, log: &mut dyn Write, term: &AtomicB
     code
 }
 
+/// The options Claude Code's adapter passes on to Claude Code (`_meta.claudeCode.options`, spread
+/// after its own; other agents ignore `_meta`): the turn's bounds, and no settings files — a
+/// worktree's `.claude/settings.json` is repository content, and its `permissions.allow` or hooks
+/// would run tools without ever asking guild-hall's policy.
+fn claude_code_options(turn: &Turn) -> Json {
+    let mut options = json!({"settingSources": []});
+    if let Some(n) = turn.max_turns {
+        options["maxTurns"] = json!(n);
+    }
+    if let Some(usd) = turn.max_budget_usd {
+        options["maxBudgetUsd"] = json!(usd);
+    }
+    options
+}
+
 fn emit(out: &mut dyn Write, v: Json) -> std::io::Result<()> {
     writeln!(out, "{v}")?;
     out.flush()
@@ -179,22 +255,7 @@ impl<'a> Session<'a> {
         let stdout = child.stdout.take().ok_or_else(|| AcpError::Gone("initialize".into()))?;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut reader = std::io::BufReader::new(stdout);
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        // Anything but JSON on stdout is not the protocol: ignored.
-                        if let Ok(v) = serde_json::from_str::<Json>(line.trim()) {
-                            if tx.send(Incoming::Msg(v)).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            }
+            read_messages(stdout, MAX_LINE, &tx);
             let _ = tx.send(Incoming::Eof);
         });
         Ok(Session {
@@ -237,6 +298,8 @@ impl<'a> Session<'a> {
                 "protocolVersion": 1,
                 // No file system or terminal of ours: the agent uses its own tools, confined
                 // by guild-hall's sandbox to its worktree like any worker.
+                // (Offering them would also give Claude Code's adapter its `mcp__acp__*` tools,
+                // which its own settings reader allows by the worktree's .claude/settings.json.)
                 "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
                 "clientInfo": {"name": "guild-hall", "version": env!("CARGO_PKG_VERSION")},
             }),
@@ -245,11 +308,7 @@ impl<'a> Session<'a> {
         let env: Vec<Json> = self.turn.mcp_env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
         let servers = json!([{"name": TOOLBOX_SERVER, "command": self.turn.bin, "args": ["mcp"], "env": env}]);
         let cwd = self.turn.cwd.to_string_lossy().into_owned();
-        let mut meta = json!({});
-        if let Some(n) = self.turn.max_turns {
-            // Claude Code's adapter passes these options to Claude Code; others ignore `_meta`.
-            meta = json!({"claudeCode": {"options": {"maxTurns": n}}});
-        }
+        let meta = json!({"claudeCode": {"options": claude_code_options(self.turn)}});
         let (id, fresh) = match self.turn.session.clone() {
             Some(old) if can_load => {
                 self.quiet = true;
@@ -296,9 +355,11 @@ impl<'a> Session<'a> {
             }
             let stop = done["stopReason"].as_str().unwrap_or("end_turn").to_string();
             let denied = std::mem::take(&mut self.translator.denied);
+            let stopped_there = !std::mem::take(&mut self.translator.went_on);
             // Some agents (Claude Code's adapter) end the turn at a rejected tool call, as a
             // person's "no" would. Nobody is there to say more: the agent is told why, and goes on.
-            if stop != "end_turn" || denied.is_empty() || rounds == DENIED_ROUNDS {
+            // Others (Gemini CLI, Codex) carry on within the turn: theirs ended normally.
+            if stop != "end_turn" || denied.is_empty() || !stopped_there || rounds == DENIED_ROUNDS {
                 return Ok(stop);
             }
             rounds += 1;
@@ -355,11 +416,17 @@ impl<'a> Session<'a> {
         }
         match self.rx.recv_timeout(Duration::from_millis(100)) {
             Ok(Incoming::Msg(m)) => Ok(Some(m)),
+            Ok(Incoming::Skipped(said)) => {
+                self.say(format_args!("{said}"));
+                Ok(None)
+            }
             // Under guild-hall the shim's SIGTERM reaches the agent's processes as well as ours:
             // an agent gone after it is a cancelled turn.
             Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) if self.term.load(Ordering::SeqCst) => Err(AcpError::Cancelled),
             Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                let status = self.child.try_wait().ok().flatten().map(|s| format!(" ({s})")).unwrap_or_default();
+                // Not reaped here: the group is signalled after (`shutdown`).
+                let status =
+                    leader_status(nix::unistd::Pid::from_raw(self.child.id() as i32)).map(|s| format!(" ({s})")).unwrap_or_default();
                 Err(AcpError::Gone(format!("{waiting_for}{status}")))
             }
             Err(RecvTimeoutError::Timeout) => Ok(None),
@@ -378,6 +445,7 @@ impl<'a> Session<'a> {
             }
             match self.rx.recv_timeout(LOAD_QUIET) {
                 Ok(Incoming::Msg(m)) => self.handle(m)?,
+                Ok(Incoming::Skipped(said)) => self.say(format_args!("{said}")),
                 Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => return Err(AcpError::Gone("session/load".into())),
                 Err(RecvTimeoutError::Timeout) => return Ok(()),
             }
@@ -413,14 +481,15 @@ impl<'a> Session<'a> {
     }
 
     /// End the agent: stdin closed, a moment, then SIGTERM to its whole process group and
-    /// SIGKILL to what is left of it.
+    /// SIGKILL to what is left of it. The leader is reaped only after the last signal: until
+    /// then it stays a zombie, so its pid — the group's id — cannot go to another process.
     fn shutdown(&mut self) {
         drop(self.stdin.take());
         let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let exited = |child: &mut Child, wait: Duration| {
+        let exited = |wait: Duration| {
             let deadline = Instant::now() + wait;
             loop {
-                if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+                if leader_status(pgid).is_some() {
                     return true;
                 }
                 if Instant::now() >= deadline {
@@ -429,9 +498,9 @@ impl<'a> Session<'a> {
                 std::thread::sleep(Duration::from_millis(20));
             }
         };
-        if !exited(&mut self.child, Duration::from_millis(200)) {
+        if !exited(Duration::from_millis(200)) {
             let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
-            exited(&mut self.child, SHUTDOWN_WAIT);
+            exited(SHUTDOWN_WAIT);
         }
         // The group outlives its leader when a child of it (the native agent, an MCP server)
         // ignored SIGTERM: SIGKILL for what remains (ESRCH when nothing does).
@@ -445,6 +514,19 @@ impl<'a> Session<'a> {
     }
 }
 
+/// How the leader `pid` (our child) ended, if it has — without reaping it (`WNOWAIT`).
+fn leader_status(pid: nix::unistd::Pid) -> Option<String> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT) {
+        Ok(WaitStatus::StillAlive) => None,
+        Ok(WaitStatus::Exited(_, code)) => Some(format!("exit status: {code}")),
+        Ok(WaitStatus::Signaled(_, sig, _)) => Some(format!("signal: {sig}")),
+        Ok(other) => Some(format!("{other:?}")),
+        // Already reaped (ECHILD): nothing more to learn.
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// What an agent's `session/update`s and permission requests mean, pure: guild-hall's event
 /// lines (DESIGN §10) and the policy's answers. Tool calls are known by id across updates.
 #[derive(Debug, Default)]
@@ -453,12 +535,16 @@ pub struct Translator {
     tools: HashMap<String, ToolCall>,
     /// The tools denied since this was last taken.
     pub denied: Vec<String>,
+    /// The agent said or did something after the last denial (text, another tool call).
+    pub went_on: bool,
+    /// The calls denied (by id): their own updates (failed) are not going on.
+    denied_ids: Vec<String>,
 }
 
 impl Translator {
     /// The policy allows the toolbox and `allow` (tool names or ACP kinds).
     pub fn new(allow: Vec<String>) -> Translator {
-        Translator { allow, tools: HashMap::new(), denied: Vec::new() }
+        Translator { allow, ..Translator::default() }
     }
 
     /// What a `session/update` shows: text, tool calls with their input, their results.
@@ -467,11 +553,15 @@ impl Translator {
         match u["sessionUpdate"].as_str() {
             Some("agent_message_chunk") => {
                 if let Some(t) = u["content"]["text"].as_str().filter(|t| !t.is_empty()) {
+                    self.went_on = true;
                     out.push(json!({"type": "text_delta", "text": t}));
                 }
             }
             Some(kind @ ("tool_call" | "tool_call_update")) => {
                 let id = u["toolCallId"].as_str().unwrap_or("").to_string();
+                if !self.denied_ids.contains(&id) {
+                    self.went_on = true;
+                }
                 let call = self.tools.entry(id).or_default();
                 call.learn(u);
                 let status = u["status"].as_str().unwrap_or("");
@@ -513,7 +603,9 @@ impl Translator {
             }
         }
         let call = call.clone();
-        let allowed = allows(&self.allow, &call);
+        let vouched = vouched_name(params, &call);
+        let toolbox = vouched.as_deref().is_some_and(is_toolbox) && !acts_on_files_or_commands(&call.kind);
+        let allowed = toolbox || allows(&self.allow, vouched.as_deref(), &call.kind);
         let want: &[&str] = if allowed { &["allow_once", "allow_always"] } else { &["reject_once", "reject_always"] };
         let option = want.iter().find_map(|k| {
             params["options"].as_array().into_iter().flatten().find(|o| o["kind"] == *k).and_then(|o| o["optionId"].as_str())
@@ -521,8 +613,10 @@ impl Translator {
         let verdict = if allowed { "allowed" } else { "denied" };
         if !allowed {
             self.denied.push(call.name.clone());
+            self.denied_ids.push(asked["toolCallId"].as_str().unwrap_or("").to_string());
+            self.went_on = false;
         }
-        let why = if is_toolbox(&call.name) {
+        let why = if toolbox {
             "the toolbox"
         } else if allowed {
             "listed in acp.allow"
@@ -538,14 +632,26 @@ impl Translator {
     }
 }
 
-/// Whether any process of group `pgid` is still there (signal 0).
+/// Whether any live process of group `pgid` is still there (a zombie — the leader kept
+/// unreaped — does not count).
 fn group_alive(pgid: nix::unistd::Pid) -> bool {
-    nix::sys::signal::killpg(pgid, None).is_ok()
+    let Ok(dir) = std::fs::read_dir("/proc") else { return nix::sys::signal::killpg(pgid, None).is_ok() };
+    dir.filter_map(Result::ok).filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // After the parenthesised name: state, ppid, pgrp.
+        let mut fields = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        state != "Z" && state != "X" && pgrp == Some(pgid.as_raw())
+    })
 }
 
 impl ToolCall {
     /// Take what a `tool_call`, `tool_call_update` or permission request says of the call.
     fn learn(&mut self, u: &Json) {
+        if let Some(n) = u["_meta"]["claudeCode"]["toolName"].as_str() {
+            self.claude_tool = n.to_string();
+        }
         let name = tool_name(u);
         if !name.is_empty() && (self.name.is_empty() || !u["_meta"]["claudeCode"]["toolName"].is_null()) {
             self.name = name;
@@ -562,8 +668,9 @@ impl ToolCall {
     }
 }
 
-/// A tool call's name, the same for every agent: `mcp__SERVER__TOOL` for an MCP tool (Claude
-/// Code's spelling, which Codex and Gemini CLI say in other words), else the agent's own.
+/// A tool call's name as shown, the same for every agent: `mcp__SERVER__TOOL` for an MCP tool
+/// (Claude Code's spelling, which Codex and Gemini CLI say in other words), else the agent's own.
+/// Partly the model's text: the policy goes by `vouched_name` instead.
 fn tool_name(u: &Json) -> String {
     if let Some(n) = u["_meta"]["claudeCode"]["toolName"].as_str() {
         return n.to_string();
@@ -574,14 +681,13 @@ fn tool_name(u: &Json) -> String {
         return format!("mcp__{s}__{t}");
     }
     let title = u["title"].as_str().unwrap_or("");
-    // Gemini CLI: "TOOL (SERVER MCP Server)".
-    if let Some((tool, rest)) = title.split_once(" (") {
-        if let Some(server) = rest.strip_suffix(" MCP Server)") {
-            return format!("mcp__{server}__{tool}");
-        }
+    // Gemini CLI: "TOOL (SERVER MCP Server)" (a shell command can read so too: not kind other).
+    if let Some(name) = gemini_mcp_title(title).filter(|_| u["kind"] == "other") {
+        return name;
     }
     // Gemini CLI titles a built-in tool's call by what it does ("Writing to notes.md"); its id
     // is `TOOL__TOOL_<ms>_<n>` (`TOOL__synth_…` with context management) when the model gave none.
+    // Shown only: the model can choose the id, so the policy never goes by it (`vouched_name`).
     if let Some((tool, rest)) = u["toolCallId"].as_str().and_then(|id| id.split_once("__")) {
         let named = !tool.is_empty() && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if named && (rest.strip_prefix(tool).is_some_and(|r| r.starts_with('_')) || rest.starts_with("synth_")) {
@@ -600,18 +706,63 @@ fn tool_name(u: &Json) -> String {
     title.to_string()
 }
 
-/// Whether `name` is one of the toolbox's tools.
+/// Whether `name` is one of the toolbox's tools: `mcp__guild-hall__TOOL`, TOOL a plain name.
 pub fn is_toolbox(name: &str) -> bool {
-    name.strip_prefix("mcp__").and_then(|r| r.strip_prefix(TOOLBOX_SERVER)).is_some_and(|r| r.starts_with("__"))
+    name.strip_prefix("mcp__").and_then(|r| r.strip_prefix(TOOLBOX_SERVER)).and_then(|r| r.strip_prefix("__")).is_some_and(plain)
 }
 
-/// The policy: the toolbox always; else a tool whose name (or, for an MCP tool, its bare
-/// name) or ACP kind (`edit`, `execute`, …) the package lists.
-fn allows(allow: &[String], call: &ToolCall) -> bool {
-    if is_toolbox(&call.name) {
-        return true;
+/// A name as tools are named: letters, digits, `_`, `-`.
+fn plain(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// `mcp__SERVER__TOOL` from Gemini CLI's MCP title, exactly `TOOL (SERVER MCP Server)`.
+fn gemini_mcp_title(title: &str) -> Option<String> {
+    let (tool, rest) = title.split_once(" (")?;
+    let server = rest.strip_suffix(" MCP Server)")?;
+    let server_ok = !server.is_empty() && server.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    (plain(tool) && server_ok).then(|| format!("mcp__{server}__{tool}"))
+}
+
+/// Kinds that change files or run commands: never the toolbox, whatever the call is named.
+fn acts_on_files_or_commands(kind: &str) -> bool {
+    matches!(kind, "execute" | "edit" | "delete" | "move")
+}
+
+/// The name of a permission request's tool that the agent itself vouches for — never text the
+/// model chose (a title that is a shell command or a task's description, a call id): the policy
+/// goes by this name or by the call's kind, nothing else. Per agent, from the captures:
+/// - Codex (codex-acp): its MCP approval form, `server_name` and the tool in its message;
+/// - Gemini CLI: an MCP confirmation (the only kind offering `proceed_always_server`) of kind
+///   `other`, titled exactly `TOOL (SERVER MCP Server)`;
+/// - Claude Code's adapter: the tool it reported for this call (`_meta.claudeCode.toolName`,
+///   the tool Claude Code runs), an MCP tool only when the request's title is that very name.
+fn vouched_name(params: &Json, call: &ToolCall) -> Option<String> {
+    let asked = &params["toolCall"];
+    let title = asked["title"].as_str().unwrap_or("");
+    let raw = &asked["rawInput"];
+    if title == "Approve MCP tool call" && raw["request"]["_meta"]["codex_approval_kind"] == "mcp_tool_call" {
+        let message = raw["request"]["message"].as_str().unwrap_or("");
+        let server = raw["server_name"].as_str().filter(|s| plain(s))?;
+        let prefix = format!("Allow the {server} MCP server to run tool \"");
+        let tool = message.strip_prefix(&prefix)?.split_once('"').map(|(t, _)| t).filter(|t| plain(t))?;
+        return Some(format!("mcp__{server}__{tool}"));
     }
-    allow.iter().any(|a| *a == call.name || (!call.kind.is_empty() && *a == call.kind))
+    let gemini_mcp = params["options"].as_array().into_iter().flatten().any(|o| o["optionId"] == "proceed_always_server");
+    if gemini_mcp {
+        return gemini_mcp_title(title).filter(|_| asked["kind"] == "other");
+    }
+    let tool = call.claude_tool.as_str();
+    if tool.is_empty() || (tool.starts_with("mcp__") && title != tool) {
+        return None;
+    }
+    Some(tool.to_string())
+}
+
+/// The policy besides the toolbox: a tool whose vouched-for name or whose ACP kind (`edit`,
+/// `execute`, …) the package lists.
+fn allows(allow: &[String], vouched: Option<&str>, kind: &str) -> bool {
+    allow.iter().any(|a| Some(a.as_str()) == vouched || (!kind.is_empty() && a == kind))
 }
 
 /// Content blocks or a raw output as one short line.
@@ -739,38 +890,106 @@ mod tests {
         assert_eq!(option(&denied[0].0), "cancel");
     }
 
-    /// The toolbox is allowed by any agent's name for it, whatever the package lists.
+    /// Gemini CLI's permission options for an MCP call (the only ones with `proceed_always_server`).
+    fn gemini_mcp_options() -> Json {
+        json!([{"optionId": "proceed_always_server", "kind": "allow_always"}, {"optionId": "proceed_once", "kind": "allow_once"},
+               {"optionId": "cancel", "kind": "reject_once"}])
+    }
+
+    fn gemini_other_options() -> Json {
+        json!([{"optionId": "proceed_always", "kind": "allow_always"}, {"optionId": "proceed_once", "kind": "allow_once"},
+               {"optionId": "cancel", "kind": "reject_once"}])
+    }
+
+    /// The toolbox is allowed by each agent's own word for it, whatever the package lists.
     #[test]
     fn the_toolbox_is_always_allowed_and_kinds_can_be_listed() {
         let mut t = Translator::new(vec!["edit".into()]);
-        let ask = |title: &str, kind: &str| {
-            json!({"toolCall": {"toolCallId": title, "title": title, "kind": kind},
-                   "options": [{"kind": "allow_once", "optionId": "yes"}, {"kind": "reject_once", "optionId": "no"}]})
-        };
-        assert_eq!(option(&t.permission(&ask("mcp__guild-hall__submit_result", "other")).0), "yes");
-        assert_eq!(option(&t.permission(&ask("submit_result (guild-hall MCP Server)", "other")).0), "yes");
-        assert_eq!(option(&t.permission(&ask("Write notes.md", "edit")).0), "yes", "a listed kind");
-        assert_eq!(option(&t.permission(&ask("rm -rf /", "execute")).0), "no");
-        assert_eq!(option(&t.permission(&ask("mcp__guild-hall-evil__x", "other")).0), "no");
+        // Gemini CLI
+        let ask = json!({"toolCall": {"toolCallId": "x1", "title": "submit_result (guild-hall MCP Server)", "kind": "other"}, "options": gemini_mcp_options()});
+        assert_eq!(option(&t.permission(&ask).0), "proceed_once");
+        // Claude Code's adapter: the tool it reported for the call, the request titled so.
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "mcp__guild-hall__submit_result", "kind": "other",
+                          "_meta": {"claudeCode": {"toolName": "mcp__guild-hall__submit_result"}}}),
+        );
+        let ask = json!({"toolCall": {"toolCallId": "toolu_1", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "allow");
+        // Codex: its MCP approval form.
+        let ask = json!({"toolCall": {"toolCallId": "call_1", "title": "Approve MCP tool call",
+                          "rawInput": {"server_name": "guild-hall", "request": {"message": "Allow the guild-hall MCP server to run tool \"submit_result\"?", "_meta": {"codex_approval_kind": "mcp_tool_call"}}}},
+                         "options": [{"kind": "allow_once", "optionId": "approved"}, {"kind": "reject_once", "optionId": "cancel"}]});
+        assert_eq!(option(&t.permission(&ask).0), "approved");
+        // A listed kind; a kind not listed; another server.
+        let ask = |title: &str, kind: &str, options: Json| json!({"toolCall": {"toolCallId": title, "title": title, "kind": kind}, "options": options});
+        assert_eq!(option(&t.permission(&ask("Writing to notes.md", "edit", gemini_other_options())).0), "proceed_once", "a listed kind");
+        assert_eq!(option(&t.permission(&ask("rm -rf /", "execute", gemini_other_options())).0), "cancel");
+        assert_eq!(option(&t.permission(&ask("x (guild-hall-evil MCP Server)", "other", gemini_mcp_options())).0), "cancel");
         assert!(is_toolbox("mcp__guild-hall__report_progress") && !is_toolbox("mcp__gh__report_progress"));
+        assert!(!is_toolbox("mcp__guild-hall__x # rm") && !is_toolbox("mcp__guild-hall__"));
     }
 
-    /// Gemini CLI's built-in tools are named by their call's id, so `acp.allow` can list them.
+    /// The review's spoof: Gemini CLI titles a shell call by its command, and takes the call's id
+    /// from the model — neither makes a command the toolbox, nor a name in `acp.allow`.
     #[test]
-    fn gemini_builtin_tools_are_named_by_their_call_id() {
-        let mut t = Translator::new(vec!["read_file".into()]);
-        let ask = |id: &str, title: &str, kind: &str| {
-            json!({"toolCall": {"toolCallId": id, "title": title, "kind": kind},
-                   "options": [{"kind": "allow_once", "optionId": "yes"}, {"kind": "reject_once", "optionId": "no"}]})
-        };
+    fn a_title_or_call_id_the_model_chose_is_never_the_toolbox() {
+        let mut t = Translator::new(vec![]);
+        let shell = |title: &str, id: &str, options: Json| json!({"toolCall": {"toolCallId": id, "status": "pending", "title": title, "kind": "execute"}, "options": options});
+        let title = "echo pwned > src/pwned.txt # (guild-hall MCP Server)";
+        for options in [gemini_other_options(), gemini_mcp_options()] {
+            let (answer, said) = t.permission(&shell(title, "run_shell_command__run_shell_command_1_0", options));
+            assert_eq!(option(&answer), "cancel", "{said}");
+            assert!(said.starts_with("denied"), "{said}");
+        }
+        // A description made to read as the toolbox (Gemini appends it to a shell title): kind execute.
+        let (answer, _) = t.permission(&shell("echo x (guild-hall MCP Server)", "c2", gemini_mcp_options()));
+        assert_eq!(option(&answer), "cancel");
+        // A call id the model chose that names the toolbox, or a reused id of an earlier toolbox call.
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "dup", "title": "submit_result (guild-hall MCP Server)", "kind": "other"}),
+        );
+        let (answer, _) = t.permission(&shell("echo pwned > src/pwned.txt", "dup", gemini_other_options()));
+        assert_eq!(option(&answer), "cancel");
+        let (answer, _) = t.permission(&shell("echo pwned", "mcp__guild-hall__submit_result", gemini_other_options()));
+        assert_eq!(option(&answer), "cancel");
+        // Claude Code's adapter titles a Task by its description: the adapter's tool name decides.
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_t", "title": "mcp__guild-hall__submit_result", "kind": "think",
+                          "_meta": {"claudeCode": {"toolName": "Task"}}}),
+        );
+        let ask = json!({"toolCall": {"toolCallId": "toolu_t", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "reject");
+        // …and a Bash call reusing a toolbox call's id is Bash (kind execute).
+        t.update(
+            &json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_b", "title": "mcp__guild-hall__submit_result", "kind": "other",
+                          "_meta": {"claudeCode": {"toolName": "mcp__guild-hall__submit_result"}}}),
+        );
+        t.update(&json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_b", "title": "`echo pwned`", "kind": "execute",
+                          "_meta": {"claudeCode": {"toolName": "Bash"}}}));
+        let ask = json!({"toolCall": {"toolCallId": "toolu_b", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "reject");
+        // A permission request for a call the adapter never reported: its title is not enough.
+        let ask = json!({"toolCall": {"toolCallId": "toolu_new", "title": "mcp__guild-hall__submit_result"},
+                         "options": [{"kind": "allow_once", "optionId": "allow"}, {"kind": "reject_once", "optionId": "reject"}]});
+        assert_eq!(option(&t.permission(&ask).0), "reject");
+    }
+
+    /// `acp.allow` names match only a name the agent vouches for: Gemini CLI's built-in tools
+    /// (named by a call id the model can choose) are listed by kind.
+    #[test]
+    fn gemini_builtin_tools_are_allowed_by_kind_not_by_call_id() {
+        let mut t = Translator::new(vec!["read_file".into(), "read".into()]);
+        let ask = |id: &str, title: &str, kind: &str| json!({"toolCall": {"toolCallId": id, "title": title, "kind": kind}, "options": gemini_other_options()});
         let (answer, said) = t.permission(&ask("write_file__write_file_1795548696064_0", "Writing to notes.md", "edit"));
-        assert_eq!((option(&answer), said.as_str()), ("no", "denied write_file (kind edit): not in acp.allow"));
-        assert_eq!(option(&t.permission(&ask("read_file__synth_p1_1795548696064_1", "notes.md", "read")).0), "yes");
-        // Not Gemini's form: the title names it.
+        assert_eq!((option(&answer), said.as_str()), ("cancel", "denied write_file (kind edit): not in acp.allow"));
+        assert_eq!(option(&t.permission(&ask("read_file__synth_p1_1795548696064_1", "notes.md", "read")).0), "proceed_once");
+        let (answer, said) = t.permission(&ask("read_file__read_file_1_0", "echo pwned", "execute"));
+        assert_eq!(option(&answer), "cancel", "a call id naming a listed tool: {said}");
         let (_, said) = t.permission(&ask("call_abc__def", "Run ls", "execute"));
         assert!(said.starts_with("denied Run ls"), "{said}");
-        let (_, said) = t.permission(&ask("mcp__guild-hall__submit_result", "mcp__guild-hall__submit_result", "other"));
-        assert!(said.starts_with("allowed mcp__guild-hall__submit_result"), "{said}");
     }
 
     struct Ran {
@@ -781,15 +1000,14 @@ mod tests {
     }
 
     /// The client's whole exchange with the scripted agent replaying a capture.
-    fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, pause: bool) -> Ran {
+    /// `env`: the stand-in's switches (`PAUSE_AT_PERMISSION=1`, `NOISE_FIRST=1`).
+    fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, env: &[&str]) -> Ran {
         let dir = tempfile::tempdir().expect("tempdir");
         let record = dir.path().join("sent.jsonl");
         let pids = dir.path().join("pids");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp_agent.py");
         let mut argv = vec!["env".to_string()];
-        if pause {
-            argv.push("PAUSE_AT_PERMISSION=1".into());
-        }
+        argv.extend(env.iter().map(|e| e.to_string()));
         argv.extend(["python3".into(), script.display().to_string(), fixture(agent, name).display().to_string()]);
         argv.extend([record.display().to_string(), pids.display().to_string()]);
         let turn = Turn {
@@ -802,6 +1020,7 @@ mod tests {
             mcp_env: vec![("GUILD_HALL_MAILBOX".into(), "/m/events-1.jsonl".into())],
             allow: allow.iter().map(|s| s.to_string()).collect(),
             max_turns: Some(7),
+            max_budget_usd: Some(1.5),
         };
         let (mut out, mut log) = (Vec::new(), Vec::new());
         let code = run(&turn, &mut out, &mut log, term);
@@ -809,10 +1028,11 @@ mod tests {
         let started = std::fs::read_to_string(&pids).unwrap_or_default();
         let pids: Vec<i32> = started.split_whitespace().filter_map(|p| p.parse().ok()).collect();
         assert_eq!(pids.len(), 2, "the stand-in agent wrote its pids: {started:?}");
-        for pid in pids {
+        for (i, pid) in pids.into_iter().enumerate() {
             let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let st = state.rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("gone").to_string();
-            assert!(st == "gone" || st == "Z", "agent process {pid} is still there ({st})");
+            // The leader is ours, reaped at the end; the other one init's to reap.
+            assert!(st == "gone" || (i > 0 && st == "Z"), "agent process {pid} is still there ({st})");
         }
         let mut reader = Reader::new(Protocol::Acp);
         let events = String::from_utf8_lossy(&out).lines().flat_map(|l| reader.line(l)).collect();
@@ -827,7 +1047,7 @@ mod tests {
     #[test]
     fn a_new_session_offers_the_toolbox_and_answers_permissions_by_policy() {
         let ran =
-            run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &["mcp__gh__report_progress"], &AtomicBool::new(false), false);
+            run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &["mcp__gh__report_progress"], &AtomicBool::new(false), &[]);
         assert_eq!(ran.code, 0, "{}", ran.log);
         assert_eq!(ran.events[0], TurnEvent::Session { id: CLAUDE_SESSION.into() });
         assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
@@ -840,26 +1060,112 @@ mod tests {
             json!([{"name": "guild-hall", "command": "/usr/bin/guild-hall", "args": ["mcp"], "env": [{"name": "GUILD_HALL_MAILBOX", "value": "/m/events-1.jsonl"}]}])
         );
         assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["maxTurns"], 7);
+        assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["maxBudgetUsd"], 1.5);
+        // No settings files: the worktree's .claude/settings.json must not allow tools past the policy.
+        assert_eq!(new["params"]["_meta"]["claudeCode"]["options"]["settingSources"], json!([]));
         let prompt = sent(&ran, "session/prompt")[0];
         assert_eq!(prompt["params"]["sessionId"], CLAUDE_SESSION);
         assert_eq!(prompt["params"]["prompt"][0]["text"], "You are a guild-hall worker.", "a new session gets the system prompt first");
         assert_eq!(prompt["params"]["prompt"][1]["text"], "do the task, remember the word MANGO");
         let answers: Vec<&str> = ran.sent.iter().filter(|m| m.get("method").is_none()).map(|m| option(&m["result"])).collect();
         assert_eq!(answers, ["allow", "reject"]);
-        // The turn ended at the rejected call (as Claude Code's adapter does): the agent is told, and goes on.
-        let again = sent(&ran, "session/prompt");
-        assert_eq!(again.len(), 2, "{again:?}");
-        let told = again[1]["params"]["prompt"][0]["text"].as_str().unwrap_or("");
-        assert!(told.contains("denied mcp__gh__submit_result"), "{told}");
+        // The agent answered after the rejected call ("done"): its turn ended normally, no more prompts.
+        assert_eq!(sent(&ran, "session/prompt").len(), 1);
         assert!(ran.log.contains("allowed mcp__gh__report_progress") && ran.log.contains("denied mcp__gh__submit_result"), "{}", ran.log);
+    }
+
+    /// A turn that ended at the denied call is carried on (told why, at most DENIED_ROUNDS
+    /// times); one where the agent went on after the denial ended normally: no extra paid turn,
+    /// and no unsent "user" message in a meeting.
+    #[test]
+    fn only_a_turn_that_stopped_at_a_denial_is_prompted_again() {
+        let never = AtomicBool::new(false);
+        let ran = run_against("acp-shapes", "stops_at_denial.jsonl", None, &[], &never, &[]);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        let prompts = sent(&ran, "session/prompt");
+        assert_eq!(prompts.len(), 2, "{prompts:?}");
+        let told = prompts[1]["params"]["prompt"][0]["text"].as_str().unwrap_or("");
+        assert!(told.contains("denied Writing to notes.md"), "{told}");
+        assert!(ran.log.contains("the turn ended at a denied tool call"), "{}", ran.log);
+
+        let ran = run_against("acp-shapes", "goes_on_after_denial.jsonl", None, &[], &never, &[]);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert_eq!(sent(&ran, "session/prompt").len(), 1, "{}", ran.log);
+        assert!(text(&ran.events).contains("the answer is 42"));
+        assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
+    }
+
+    /// A line that is not UTF-8 (`npm notice: café` in Latin-1) or too long is skipped and said;
+    /// the messages around it still come.
+    #[test]
+    fn lines_not_utf8_or_too_long_are_skipped() {
+        let mut input = b"npm notice: caf\xe9\n{\"a\":1}\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100));
+        input.extend(b"\n{\"b\":2}\nnot json\n{\"c\":3}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        read_messages(&input[..], 64, &tx);
+        drop(tx);
+        let got: Vec<String> = rx
+            .iter()
+            .map(|m| match m {
+                Incoming::Msg(v) => v.to_string(),
+                Incoming::Skipped(s) => s,
+                Incoming::Eof => "eof".into(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "skipped a line from the agent that is not UTF-8: npm notice: caf\u{fffd}",
+                r#"{"a":1}"#,
+                "dropped a line of 101 bytes from the agent (more than 64)",
+                r#"{"b":2}"#,
+                r#"{"c":3}"#,
+            ]
+        );
+    }
+
+    /// The leader's end is seen without reaping it: it stays a zombie (its pid, the group's id,
+    /// not reused) until the group has been signalled and `wait` reaps it.
+    #[test]
+    fn the_leader_is_kept_unreaped_until_waited_for() {
+        let mut child = Command::new("sh").args(["-c", "exit 3"]).spawn().expect("sh");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = leader_status(pid) {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "sh did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status, "exit status: 3");
+        assert_eq!(leader_status(pid).as_deref(), Some("exit status: 3"), "asked twice: not reaped by the first");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert_eq!(stat.rsplit(')').next().and_then(|r| r.split_whitespace().next()), Some("Z"), "{stat}");
+        assert!(!group_alive(pid), "a group whose only member is a zombie is over");
+        assert_eq!(child.wait().ok().and_then(|s| s.code()), Some(3));
+    }
+
+    /// The review's case, whole: noise before `initialize`'s answer does not end the turn.
+    #[test]
+    fn noise_before_the_answer_does_not_end_the_turn() {
+        let never = AtomicBool::new(false);
+        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &never, &["NOISE_FIRST=1"]);
+        assert_eq!(ran.code, 0, "{}", ran.log);
+        assert_eq!(ran.events.last(), Some(&TurnEvent::TurnEnd));
+        assert!(ran.log.contains("not UTF-8: npm notice: caf"), "{}", ran.log);
+        assert!(ran.log.contains(&format!("more than {MAX_LINE}")), "{}", ran.log);
     }
 
     #[test]
     fn a_loaded_session_shows_only_the_new_turn() {
-        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &AtomicBool::new(false), false);
+        let ran = run_against("claude-code-acp", "02_load_prompt_errors.jsonl", Some(CLAUDE_SESSION), &[], &AtomicBool::new(false), &[]);
         assert_eq!(ran.code, 0, "{}", ran.log);
         assert!(sent(&ran, "session/new").is_empty());
         assert_eq!(sent(&ran, "session/load")[0]["params"]["sessionId"], CLAUDE_SESSION);
+        let options = &sent(&ran, "session/load")[0]["params"]["_meta"]["claudeCode"]["options"];
+        assert_eq!((&options["settingSources"], &options["maxBudgetUsd"]), (&json!([]), &json!(1.5)), "{options}");
         let prompt = sent(&ran, "session/prompt")[0];
         assert_eq!(prompt["params"]["prompt"].as_array().map(Vec::len), Some(1), "the message only: {prompt}");
         assert_eq!(
@@ -876,7 +1182,7 @@ mod tests {
             ("codex-acp", "02_load_prompt_errors.jsonl"),
             ("gemini-acp", "02_load_prompt_errors.jsonl"),
         ] {
-            let ran = run_against(agent, fx, Some("00000000-0000-4000-8000-000000000000"), &[], &AtomicBool::new(false), false);
+            let ran = run_against(agent, fx, Some("00000000-0000-4000-8000-000000000000"), &[], &AtomicBool::new(false), &[]);
             assert_eq!(ran.code, 1, "{agent}");
             let Some(TurnEvent::Error { reason }) = ran.events.last() else { panic!("{agent}: {:?}", ran.events) };
             assert!(is_expired_session(reason), "{agent}: {reason}");
@@ -891,7 +1197,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1500));
             flag.store(true, Ordering::SeqCst);
         });
-        let ran = run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &[], &term, true);
+        let ran = run_against("claude-code-acp", "01_new_mcp_tools.jsonl", None, &[], &term, &["PAUSE_AT_PERMISSION=1"]);
         setter.join().expect("setter");
         assert_eq!(ran.code, 1);
         assert_eq!(sent(&ran, "session/cancel")[0]["params"]["sessionId"], CLAUDE_SESSION);

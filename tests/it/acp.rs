@@ -207,3 +207,27 @@ fn real_claude_code_acp_coder_as_a_wave_task_lands_its_change() {
     assert_eq!(git(&p.root, &["show", "claude/main:src/wave.txt"]), "from a wave\n");
     assert!(api.tool_results().contains("written"), "the command ran");
 }
+
+/// A repository's `.claude/settings.json` is its content, not the operator's word: its
+/// `permissions.allow` must not let the read-only package write past guild-hall's policy.
+#[test]
+fn real_claude_code_acp_ignores_the_repositorys_claude_settings() {
+    let bin = real_claude_code_acp();
+    let p = Project::new(&[]);
+    p.ok(&["workers", "add", "claude-code-acp"]);
+    let settings = r#"{"permissions": {"allow": ["Write", "Write(*)", "Bash", "Bash(*)"], "defaultMode": "acceptEdits"}}"#;
+    p.commit_on_integration(".claude/settings.json", settings, "the repository's Claude settings");
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            {"tool_use": {"name": "Write", "input": {"file_path": "forbidden.md", "content": "x"}}},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Tried"}}},
+            {"text": "All done."}
+        ]),
+    );
+    p.write_commission("note", "---\nworker: claude-code-acp\n---\nWrite forbidden.md.\n");
+    guild_hall(&p, &api, &bin, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let log = p.ok(&["logs", "note"]);
+    assert!(log.contains("[guild-hall acp] denied Write"), "asked, and denied: {log}");
+    assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"), "{log}");
+}
