@@ -1,7 +1,7 @@
 //! `check`: every artifact (commissions, meetings, plans) and worker package validated as the
-//! reconciler reads them — dependency cycles and unknown workers included — and, reported
-//! apart, the commissions waiting for their worker's package, the orphans of the home and the
-//! attempts under way in another home (the home's state, not the artifacts').
+//! reconciler reads them — dependency cycles and unusable workers included — and, reported
+//! apart, the work still to run that waits for its worker's package, the orphans of the home
+//! and the attempts under way in another home (the home's state, not the artifacts').
 
 use std::path::Path;
 
