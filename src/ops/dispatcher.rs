@@ -220,7 +220,7 @@ impl Operations for Dispatcher {
         // back after it is gone. A one-shot reconciler at work (the one `dispatch`/`cancel`
         // start) is waited for by the caller; a `watch` holds the lock for good and is not
         // excluded here (its passes see the artifact gone soon after).
-        let _lock = match crate::reconcile::lock_project(&self.home, &self.project, false, "") {
+        let _lock = match crate::reconcile::lock_project(&self.home, &self.project, false, "guild-hall mcp --manager (deleting a job)") {
             Ok(lock) => Some(lock),
             Err(_) if crate::reconcile::lock_holder(&self.home, &self.project).is_some_and(|h| h.starts_with("guild-hall watch")) => None,
             Err(_) => {
