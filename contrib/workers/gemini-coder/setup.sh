@@ -10,7 +10,16 @@
 # workers starting at once never see half a file:
 # - an API key (GEMINI_API_KEY, endpoint GOOGLE_GEMINI_BASE_URL, both from pass_env),
 # - one attempt per model request (guild-hall's own attempts are the retries),
-# - the toolbox as a trusted MCP server (headless Gemini CLI runs no untrusted tool).
+# - the toolbox as a trusted MCP server (headless Gemini CLI runs no untrusted tool),
+# - the repository's GEMINI.md still read (from the included worktree, see below).
+# Gemini CLI runs in a directory of its own, not in the worktree: a trusted workspace's
+# `.gemini/` (settings whose tools.allowed run the shell unasked, MCP servers, hooks,
+# policies, commands, `.env`) is repository content, and Gemini CLI loads it from its cwd. The
+# worktree is given with `--include-directories` ($GEMINI_WORKTREE) and named to the model
+# ($GEMINI_WORKTREE_NOTE). The directory is emptied at every start (a coder's shell could plant
+# a `.gemini/` in it) and named after the worktree, so that a meeting's turns share it and
+# `--resume` finds the session (Gemini CLI files sessions by its cwd).
+GEMINI_WORKTREE=$PWD
 export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-$GUILD_HALL_WORKER"
 mkdir -p "$GEMINI_CLI_HOME/.gemini"
 settings="$GEMINI_CLI_HOME/.gemini/settings.json"
@@ -20,7 +29,13 @@ cat > "$settings.$$" <<'JSON'
   "privacy": {"usageStatisticsEnabled": false},
   "telemetry": {"enabled": false},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "maxAttempts": 1},
+  "context": {"loadMemoryFromIncludeDirectories": true},
   "mcpServers": {"guild-hall": {"command": "$GUILD_HALL_BIN", "args": ["mcp"], "trust": true}}
 }
 JSON
 mv "$settings.$$" "$settings"
+workspace="$GEMINI_CLI_HOME/workspaces/$(printf '%s' "$GEMINI_WORKTREE" | sha256sum | cut -c1-32)"
+rm -rf "$workspace"
+mkdir -p "$workspace"
+cd "$workspace"
+GEMINI_WORKTREE_NOTE="The repository you work on is $GEMINI_WORKTREE (your current directory is a scratch directory, not the repository): give every file tool an absolute path under $GEMINI_WORKTREE, and run shell commands there (dir_path $GEMINI_WORKTREE)."

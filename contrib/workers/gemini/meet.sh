@@ -15,13 +15,13 @@ if [ -n "${GUILD_HALL_SESSION_ID:-}" ]; then
 else
   set --
   input="$TMPDIR/gemini-input.md"
-  { cat "$GUILD_HALL_SYSTEM_PROMPT_FILE"; printf '\n\n'; cat "$GUILD_HALL_MESSAGE_FILE"; } >"$input"
+  { cat "$GUILD_HALL_SYSTEM_PROMPT_FILE"; printf '\n\n%s\n\n' "$GEMINI_WORKTREE_NOTE"; cat "$GUILD_HALL_MESSAGE_FILE"; } >"$input"
 fi
 err="$TMPDIR/gemini.stderr"
 rc=0
 gemini -p "" "$@" -m "$GEMINI_MODEL" \
   --approval-mode "${GEMINI_APPROVAL_MODE:-default}" \
-  --allowed-mcp-server-names guild-hall \
+  --allowed-mcp-server-names guild-hall --include-directories "$GEMINI_WORKTREE" \
   --output-format stream-json <"$input" 2>"$err" || rc=$?
 cat "$err" >&2
 if [ "$rc" != 0 ] && grep -q "Invalid session identifier" "$err"; then

@@ -16,8 +16,8 @@ set -eu
 . "$(dirname "$0")/setup.sh"
 "$GUILD_HALL_BIN" toolbox report-progress "Starting Gemini CLI"
 input="$TMPDIR/gemini-input.md"
-{ cat "$GUILD_HALL_SYSTEM_PROMPT_FILE"; printf '\n\n'; cat "$GUILD_HALL_PROMPT_FILE"; } >"$input"
+{ cat "$GUILD_HALL_SYSTEM_PROMPT_FILE"; printf '\n\n%s\n\n' "$GEMINI_WORKTREE_NOTE"; cat "$GUILD_HALL_PROMPT_FILE"; } >"$input"
 exec gemini -p "" -m "$GEMINI_MODEL" \
   --approval-mode "${GEMINI_APPROVAL_MODE:-default}" \
-  --allowed-mcp-server-names guild-hall \
+  --allowed-mcp-server-names guild-hall --include-directories "$GEMINI_WORKTREE" \
   --output-format stream-json <"$input"
