@@ -257,6 +257,10 @@ pub enum Command {
         /// A tool (name or ACP kind) allowed besides the toolbox (repeatable).
         #[arg(long = "allow", value_name = "TOOL")]
         allow: Vec<String>,
+        /// Open the agent's sessions in a directory of DIR's named after the worktree, not in
+        /// the worktree (`acp.session_dir`).
+        #[arg(long = "session-dir", value_name = "DIR")]
+        session_dir: Option<PathBuf>,
         /// The agent's command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -442,11 +446,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let code = guild_hall::worker::shim::run_shim(&args)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
-        Command::Acp { allow, argv } => {
+        Command::Acp { allow, session_dir, argv } => {
             let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             signal_hook::flag::register(signal_hook::consts::SIGTERM, term.clone())?;
             signal_hook::flag::register(signal_hook::consts::SIGINT, term.clone())?;
-            let turn = guild_hall::worker::acp::Turn::from_env(argv.clone(), allow.clone())?;
+            let turn = guild_hall::worker::acp::Turn::from_env(argv.clone(), allow.clone(), session_dir.as_deref())?;
             let code = guild_hall::worker::acp::run(&turn, &mut std::io::stdout(), &mut std::io::stderr(), &term);
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }

@@ -48,8 +48,11 @@ pub enum AcpError {
 pub struct Turn {
     /// The agent's command line.
     pub argv: Vec<String>,
-    /// The worktree (the agent's cwd and the session's).
+    /// The worktree (the agent's cwd, and the session's unless `session_cwd` is set).
     pub cwd: std::path::PathBuf,
+    /// The directory the agent's sessions are opened in instead of the worktree
+    /// (`acp.session_dir`): told to the agent as `GUILD_HALL_ACP_SESSION_CWD`, made if missing.
+    pub session_cwd: Option<std::path::PathBuf>,
     /// The commission's prompt or the meeting's message.
     pub prompt: String,
     /// Posture, memory and toolbox instructions: sent ahead of the prompt in a new session.
@@ -71,14 +74,20 @@ pub struct Turn {
 impl Turn {
     /// The turn guild-hall's environment describes (DESIGN §7): a meeting's message, else the
     /// commission's or task's prompt.
-    pub fn from_env(argv: Vec<String>, allow: Vec<String>) -> Result<Turn, AcpError> {
+    /// With `session_dir`, the sessions open in a directory of it named after the worktree: the
+    /// same for each of a meeting's turns (an agent may file its sessions by their directory).
+    pub fn from_env(argv: Vec<String>, allow: Vec<String>, session_dir: Option<&std::path::Path>) -> Result<Turn, AcpError> {
         let var = |k: &'static str| std::env::var(k).map_err(|_| AcpError::Env(k));
         let read = |k: &'static str| -> Result<String, AcpError> { Ok(std::fs::read_to_string(var(k)?)?) };
         let meeting = std::env::var("GUILD_HALL_KIND").is_ok_and(|k| k == "meeting");
         let prompt = if meeting { read("GUILD_HALL_MESSAGE_FILE")? } else { read("GUILD_HALL_PROMPT_FILE")? };
+        let cwd = std::env::current_dir()?;
+        let session_cwd =
+            session_dir.map(|d| d.join(format!("{:016x}", crate::artifact::store::content_hash(&cwd.to_string_lossy()))));
         Ok(Turn {
             argv,
-            cwd: std::env::current_dir()?,
+            cwd,
+            session_cwd,
             prompt,
             system_prompt: read("GUILD_HALL_SYSTEM_PROMPT_FILE").unwrap_or_default(),
             session: std::env::var("GUILD_HALL_SESSION_ID").ok().filter(|s| !s.is_empty()),
@@ -237,6 +246,10 @@ impl<'a> Session<'a> {
             turn.argv.split_first().ok_or_else(|| AcpError::Start(String::new(), std::io::ErrorKind::InvalidInput.into()))?;
         let mut cmd = Command::new(prog);
         cmd.args(args).current_dir(&turn.cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        if let Some(dir) = &turn.session_cwd {
+            std::fs::create_dir_all(dir)?;
+            cmd.env("GUILD_HALL_ACP_SESSION_CWD", dir);
+        }
         {
             use std::os::unix::process::CommandExt;
             // Its own process group, ended whole: an agent behind an npm wrapper is several
@@ -307,7 +320,7 @@ impl<'a> Session<'a> {
         let can_load = init["agentCapabilities"]["loadSession"].as_bool() == Some(true);
         let env: Vec<Json> = self.turn.mcp_env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
         let servers = json!([{"name": TOOLBOX_SERVER, "command": self.turn.bin, "args": ["mcp"], "env": env}]);
-        let cwd = self.turn.cwd.to_string_lossy().into_owned();
+        let cwd = self.turn.session_cwd.as_ref().unwrap_or(&self.turn.cwd).to_string_lossy().into_owned();
         let meta = json!({"claudeCode": {"options": claude_code_options(self.turn)}});
         let (id, fresh) = match self.turn.session.clone() {
             Some(old) if can_load => {
@@ -345,6 +358,12 @@ impl<'a> Session<'a> {
         let mut prompt = Vec::new();
         if fresh && !self.turn.system_prompt.trim().is_empty() {
             prompt.push(json!({"type": "text", "text": self.turn.system_prompt}));
+        }
+        if fresh && self.turn.session_cwd.is_some() {
+            // The session's directory is not the repository: relative paths would miss it.
+            let wt = self.turn.cwd.display();
+            let text = format!("The repository you work on is {wt} (your current directory is a scratch directory, not the repository): give every file tool an absolute path under {wt}, and run shell commands there.");
+            prompt.push(json!({"type": "text", "text": text}));
         }
         prompt.push(json!({"type": "text", "text": self.turn.prompt}));
         let mut rounds = 0;
@@ -1013,6 +1032,7 @@ mod tests {
         let turn = Turn {
             argv,
             cwd: dir.path().to_path_buf(),
+            session_cwd: None,
             prompt: "do the task, remember the word MANGO".into(),
             system_prompt: "You are a guild-hall worker.".into(),
             session: session.map(str::to_string),

@@ -73,16 +73,23 @@ pub struct Manifest {
 /// answers the agent's `session/request_permission` with. The toolbox's tools are always
 /// allowed; a tool listed here by name (`Bash`, `mcp__server__tool`) or by ACP kind (`edit`,
 /// `execute`, `fetch`, …) is allowed; anything else is rejected, and each decision is logged.
+/// `session_dir` (a `sandbox.write`-style path) opens the agent's sessions outside the
+/// worktree, for an agent that loads repository content as its own settings from a session's
+/// directory (Gemini CLI's `.gemini/`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcpSpec {
     #[serde(default)]
     pub allow: Vec<String>,
+    /// Where the client opens the agent's sessions instead of the worktree: a directory of
+    /// this one's named after the worktree (the worktree is named to the agent and the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_dir: Option<String>,
 }
 
 impl AcpSpec {
     pub fn is_empty(&self) -> bool {
-        self.allow.is_empty()
+        self.allow.is_empty() && self.session_dir.is_none()
     }
 }
 
@@ -332,6 +339,9 @@ impl Manifest {
         }
         if !m.acp.is_empty() && m.protocol != Protocol::Acp {
             return Err(at("acp", "acp: is the policy of an ACP agent: it needs `protocol: acp`".into()));
+        }
+        if let Some(dir) = &m.acp.session_dir {
+            expand_home(dir).map_err(|e| at("acp", format!("acp.session_dir: {e}")))?;
         }
         Ok(m)
     }
@@ -620,5 +630,8 @@ mod tests {
             ["w/worker.yaml:3:6: acp: is the policy of an ACP agent: it needs `protocol: acp`"]
         );
         assert!(said("name: w\ncommand: [x]\nprotocol: acp\nacp: {allow: [Bash, edit]}\n").is_empty());
+        assert!(said("name: w\ncommand: [x]\nprotocol: acp\nacp: {session_dir: ~/.agent/sessions}\n").is_empty());
+        assert!(!said("name: w\ncommand: [x]\nprotocol: acp\nacp: {session_dir: sessions}\n").is_empty());
+        assert!(!said("name: w\ncommand: [x]\nacp: {session_dir: ~/.agent/sessions}\n").is_empty());
     }
 }

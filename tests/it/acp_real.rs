@@ -15,7 +15,7 @@ use crate::acp::path_with;
 use crate::claude_code::FakeApi;
 use crate::codex::{fake_openai, requests, tool_outputs, toolbox_offered, OTHERS};
 use crate::common::*;
-use crate::gemini::{offered, real_gemini, stand_in, turns};
+use crate::gemini::{offered, planted_gemini_settings, real_gemini, stand_in, turns};
 
 /// Zed's Codex adapter's pinned version (the package's worker.yaml, docs/workers.md, `.ci/run`).
 const CODEX_ACP: &str = "0.16.0";
@@ -167,6 +167,43 @@ fn real_gemini_acp_commission_calls_the_toolbox_and_lands_its_file() {
     // Gemini CLI's state stayed in this package's own home, never in the person's ~/.gemini.
     assert!(p.user_home().join(".gemini/guild-hall-gemini-acp/.gemini/settings.json").is_file());
     agent_homes_apart(&p, &[".gemini/guild-hall-gemini-acp"]);
+}
+
+/// A repository's committed `.gemini/settings.json` allowing the shell and starting an MCP
+/// server of its own: over ACP too, Gemini CLI's session runs outside the worktree, so neither
+/// is loaded — the shell call is asked for and denied by the read-only package's policy, and
+/// the planted server never starts.
+#[test]
+fn real_gemini_acp_ignores_the_repositorys_gemini_settings() {
+    let p = project_with("gemini-acp");
+    p.config("name: acp-trust\n");
+    let wt = p.home.join("worktrees/acp-trust/commission-trust");
+    p.commit_on_integration(".gemini/settings.json", &planted_gemini_settings(&wt), "the repository's Gemini CLI settings");
+    let agent = Agent::gemini(
+        &p,
+        json!([
+            {"call": {"name": "run_shell_command", "args": {"command": format!("touch {}/shell-ran.txt", wt.display()), "description": "x"}}},
+            {"call": {"name": "mcp_guild-hall_submit_result", "args": {"summary": "tried"}}},
+            {"text": "Done."}
+        ]),
+    );
+    p.write_commission("trust", "---\nworker: gemini-acp\n---\nLook around.\n");
+    agent.ok(&p, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let log = p.ok(&["logs", "trust"]);
+    assert_eq!(p.status("trust"), "completed", "{}\n{log}", p.status_json("trust"));
+    let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert!(!landed.contains("shell-ran.txt"), "the repository's tools.allowed ran the shell: {landed}\n{log}");
+    assert!(!landed.contains("mcp-started.txt"), "the repository's MCP server started: {landed}\n{log}");
+    assert!(log.contains("[guild-hall acp] denied run_shell_command (kind execute)"), "{log}");
+    // The session ran in the package's home, the worktree included and named to the model.
+    let first = turns(&agent.api)[0]["body"]["contents"].to_string();
+    assert!(first.contains(&format!("The repository you work on is {}", wt.display())), "{first}");
+    assert!(first.contains(&format!("  - {}", wt.display())), "the worktree is a workspace directory: {first}");
+    assert!(first.contains(".gemini/guild-hall-gemini-acp/workspaces/"), "{first}");
+    for t in turns(&agent.api) {
+        let tools = offered(&t);
+        assert!(!tools.iter().any(|n| n.contains("planted")), "the planted server's tools were offered: {tools:?}");
+    }
 }
 
 fn minute_now() -> u64 {
@@ -346,10 +383,13 @@ fn real_codex_acp_coder_as_a_wave_task_lands_its_change() {
 #[test]
 fn real_gemini_acp_coder_as_a_wave_task_lands_its_change() {
     let p = project_with("gemini-acp-coder");
+    p.config("name: acp-wave\n");
+    // In the worktree, as the model is told: the session's own directory is a scratch one.
+    let wt = p.home.join("worktrees/acp-wave/task-port-exec-wave-1-task-1");
     let agent = Agent::gemini(
         &p,
         json!([
-            {"call": {"name": "run_shell_command", "args": {"command": "echo 'from a wave' > src/wave.txt && echo written", "description": "write it"}}},
+            {"call": {"name": "run_shell_command", "args": {"command": "echo 'from a wave' > src/wave.txt && echo written", "description": "write it", "dir_path": wt.display().to_string()}}},
             {"call": {"name": "mcp_guild-hall_report_progress", "args": {"text": "wrote src/wave.txt"}}},
             {"text": "Wrote it."}
         ]),

@@ -10,7 +10,17 @@
 # - one attempt per model request (guild-hall's own attempts are the retries),
 # - no usage statistics, telemetry or update checks.
 # The model is pinned (GEMINI_MODEL; `auto` adds a routing request), the workspace trusted.
+# Gemini CLI loads a trusted workspace's `.gemini/` (settings whose tools.allowed run the shell
+# without asking, MCP servers, hooks, policies, `.env`) from its cwd and from each session's:
+# repository content. So both are GUILD_HALL_ACP_SESSION_CWD (worker.yaml's acp.session_dir, a
+# directory of this package's home named after the worktree), emptied here at every start (a
+# coder's shell could plant a `.gemini/` in it); the worktree comes in with
+# `--include-directories`, and guild-hall's client names it to the model.
 set -eu
+worktree=$PWD
+rm -rf "$GUILD_HALL_ACP_SESSION_CWD"
+mkdir -p "$GUILD_HALL_ACP_SESSION_CWD"
+cd "$GUILD_HALL_ACP_SESSION_CWD"
 export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-$GUILD_HALL_WORKER"
 mkdir -p "$GEMINI_CLI_HOME/.gemini"
 settings="$GEMINI_CLI_HOME/.gemini/settings.json"
@@ -23,4 +33,5 @@ cat > "$settings.$$" <<'JSON'
 }
 JSON
 mv "$settings.$$" "$settings"
-exec gemini --acp -m "${GEMINI_MODEL:-gemini-2.5-flash}" --approval-mode "${GEMINI_APPROVAL_MODE:-default}"
+exec gemini --acp -m "${GEMINI_MODEL:-gemini-2.5-flash}" --approval-mode "${GEMINI_APPROVAL_MODE:-default}" \
+  --include-directories "$worktree"

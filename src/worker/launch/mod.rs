@@ -311,6 +311,12 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
             for tool in &pkg.manifest.acp.allow {
                 argv.extend(["--allow".to_string(), tool.clone()]);
             }
+            if let Some(dir) = &pkg.manifest.acp.session_dir {
+                // Checked when the package was loaded.
+                if let Ok(dir) = crate::worker::expand_home(dir) {
+                    argv.extend(["--session-dir".to_string(), p(&dir)]);
+                }
+            }
             argv.push("--".into());
             argv.extend(a.argv.iter().cloned());
             argv
