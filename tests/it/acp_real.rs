@@ -206,6 +206,20 @@ fn real_gemini_acp_ignores_the_repositorys_gemini_settings() {
     }
 }
 
+/// A model request that fails (HTTP 500) fails the turn at once: Codex does not retry it
+/// (`request_max_retries = 0`, `stream_max_retries = 0`), guild-hall's own attempts and the
+/// person's next message being the retries.
+#[test]
+fn real_codex_acp_fails_fast_on_a_model_error() {
+    let p = project_with("codex-acp");
+    let agent = Agent::codex(&p, json!([{"error": 500}, {"text": "recovered by a retry"}, {"text": "recovered by a retry"}]));
+    let out = agent.run(&p, &["meeting", "start", "--worker", "codex-acp", "--id", "m", "hello", "--json"]);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let asked = requests(&agent.api).iter().filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with("/responses"))).count();
+    assert_eq!(asked, 1, "one model request, not retried: {said}");
+    assert!(!said.contains("recovered by a retry"), "{said}");
+}
+
 fn minute_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() / 60).unwrap_or(0)
 }

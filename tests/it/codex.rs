@@ -361,3 +361,15 @@ others
     assert_eq!(section(&out, "left").trim(), "checked", "processes left after the cancel:\n{out}");
     assert_eq!(p.status("hold"), "cancelled");
 }
+
+/// A model request that fails (HTTP 500) fails the turn at once: Codex does not retry it
+/// (`request_max_retries = 0`, `stream_max_retries = 0`), guild-hall's own attempts and the
+/// person's next message being the retries.
+#[test]
+fn real_codex_cli_fails_fast_on_a_model_error() {
+    let (codex, p, api) = set_up("codex", json!([{"error": 500}, {"text": "recovered by a retry"}, {"text": "recovered by a retry"}]));
+    let out = with_codex(&p, &api, &codex, &["meeting", "start", "--worker", "codex", "--id", "cx", "hello", "--json"]);
+    let asked = requests(&api).iter().filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with("/responses"))).count();
+    assert_eq!(asked, 1, "one model request, not retried: {}", said(&out));
+    assert!(!said(&out).contains("recovered by a retry"), "{}", said(&out));
+}

@@ -15,7 +15,8 @@
 #   rejection ends Codex's turn. MCP tool calls come to guild-hall as permission requests either
 #   way, the toolbox's always allowed,
 # - the model endpoint from OPENAI_BASE_URL and the key from OPENAI_API_KEY when either is set
-#   (a Responses API provider); unset, the login of this package's home. CODEX_MODEL: the model.
+#   (a Responses API provider that retries no failed request: guild-hall's own attempts are the
+#   retries); unset, the login of this package's home. CODEX_MODEL: the model.
 # Codex's home is this package's own, ~/.codex/guild-hall-<package> (worker.yaml's sandbox.write):
 # never the person's ~/.codex (config, login, sessions), never another package's, so a coder
 # cannot plant configuration another package or the person's own `codex` would run.
@@ -30,7 +31,9 @@ if [ -n "${OPENAI_BASE_URL:-}" ] || [ -n "${OPENAI_API_KEY:-}" ]; then
     -c 'model_providers.guild-hall-openai.name="OpenAI (guild-hall pass_env)"' \
     -c "model_providers.guild-hall-openai.base_url=$(toml_str "${OPENAI_BASE_URL:-https://api.openai.com/v1}")" \
     -c 'model_providers.guild-hall-openai.env_key="OPENAI_API_KEY"' \
-    -c 'model_providers.guild-hall-openai.wire_api="responses"'
+    -c 'model_providers.guild-hall-openai.wire_api="responses"' \
+    -c 'model_providers.guild-hall-openai.request_max_retries=0' \
+    -c 'model_providers.guild-hall-openai.stream_max_retries=0'
 fi
 if [ -n "${CODEX_MODEL:-}" ]; then
   set -- "$@" -c "model=$(toml_str "$CODEX_MODEL")"

@@ -18,7 +18,8 @@
 #   up front (with `approval_policy = "never"` an unapproved MCP call fails silently), passed
 #   the GUILD_HALL_* variables it needs (Codex starts MCP servers with a short environment),
 # - the model endpoint from OPENAI_BASE_URL and the key from OPENAI_API_KEY when either is set
-#   (a Responses API provider defined here with `-c`: nothing is written to config.toml);
+#   (a Responses API provider defined here with `-c`: nothing is written to config.toml; it
+#   retries no failed request: guild-hall's own attempts are the retries);
 #   unset, the login of this package's home (`CODEX_HOME=~/.codex/guild-hall-<package> codex login`),
 # - the system prompt (GUILD_HALL_SYSTEM_PROMPT_FILE) and then the prompt, on stdin, in a new
 #   thread (a resumed one holds the system prompt already): never as text on the command line,
@@ -51,7 +52,9 @@ if [ -n "${OPENAI_BASE_URL:-}" ] || [ -n "${OPENAI_API_KEY:-}" ]; then
     -c 'model_providers.guild-hall-openai.name="OpenAI (guild-hall pass_env)"' \
     -c "model_providers.guild-hall-openai.base_url=$(toml_str "${OPENAI_BASE_URL:-https://api.openai.com/v1}")" \
     -c 'model_providers.guild-hall-openai.env_key="OPENAI_API_KEY"' \
-    -c 'model_providers.guild-hall-openai.wire_api="responses"'
+    -c 'model_providers.guild-hall-openai.wire_api="responses"' \
+    -c 'model_providers.guild-hall-openai.request_max_retries=0' \
+    -c 'model_providers.guild-hall-openai.stream_max_retries=0'
 fi
 [ -n "${CODEX_MODEL:-}" ] && set -- "$@" -m "$CODEX_MODEL"
 # A new thread's input: the system prompt, then the prompt (file $1), in the attempt's temp dir.
