@@ -383,7 +383,7 @@ fn plans_and_meetings_say_the_same_of_a_missing_worker() {
     assert!(plan["reason"].is_null(), "{plan}");
 }
 
-/// Every agent package of issue 21 writes an agent home of its own, named after the package
+/// Every agent package writes an agent home of its own, named after the package
 /// (its script sets the agent's home from GUILD_HALL_WORKER): never the person's `~/.codex`,
 /// `~/.gemini` or `~/.claude`, never another package's.
 #[test]
@@ -400,6 +400,8 @@ fn each_agent_package_writes_a_home_of_its_own() {
         ("gemini-acp-coder", ".gemini"),
         ("claude-code-acp", ".claude"),
         ("claude-code-acp-coder", ".claude"),
+        ("claude-code", ".claude"),
+        ("claude-code-coder", ".claude"),
     ];
     let mut homes = Vec::new();
     for (name, agent) in packages {

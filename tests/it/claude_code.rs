@@ -31,7 +31,8 @@ fn allow_writes(p: &Project, name: &str, dir: &Path) {
 }
 
 /// A stand-in `claude`: records its arguments (one per record) and environment, whether it
-/// could write its own state (in `$CLAUDE_CONFIG_DIR`, else `~/.claude`, as Claude Code does),
+/// could write its own state (in `$CLAUDE_CONFIG_DIR`, else `~/.claude`, as Claude Code does)
+/// and whether it could plant a file in the person's `~/.claude`,
 /// refuses a permission bypass as root (Claude Code's own rule), then acts as an agent would
 /// through the toolbox: writes its answer under `.lore/` and submits it.
 fn stand_in_claude(dir: &Path, record: &Path) {
@@ -44,6 +45,7 @@ env > {rec}.env
 id -u > {rec}.uid
 state="${{CLAUDE_CONFIG_DIR:-$HOME/.claude}}"
 if echo session > "$state/stand-in-session" 2>/dev/null; then echo "wrote $state"; else echo "refused $state"; fi > {rec}.state
+if echo planted > "$HOME/.claude/planted" 2>/dev/null; then echo wrote; else echo refused; fi > {rec}.person
 prev=''
 for a in "$@"; do [ "$prev" = --mcp-config ] && cp "$a" {rec}.mcp; prev=$a; done
 for a in "$@"; do
@@ -97,8 +99,10 @@ pub(crate) fn run_as(p: &Project, unprivileged: bool, path: &str, args: &[&str],
 
 fn launch_as(unprivileged: bool, claude_config_dir: bool) {
     let p = Project::new(&[]);
-    // Claude Code's state where a person moved it: passed on, and the one writable place for it.
+    plant_person_agent_homes(&p);
+    // Claude Code's state where a person moved it: neither passed on nor written.
     let config_dir = p.tmp.path().join("claude-config");
+    std::fs::create_dir_all(&config_dir).expect("mkdir");
     let env: Vec<(&str, &Path)> = if claude_config_dir { vec![("CLAUDE_CONFIG_DIR", config_dir.as_path())] } else { Vec::new() };
     install_package(&p, "claude-code");
     let bin = p.tmp.path().join("bin");
@@ -156,14 +160,17 @@ fn launch_as(unprivileged: bool, claude_config_dir: bool) {
     assert!(tmpdir.starts_with(&p.home.to_string_lossy().into_owned()) && tmpdir.ends_with("/tmp"), "{tmpdir}");
     assert!(!Path::new(&tmpdir).exists(), "the private temp dir (and the MCP config in it) is gone with the attempt");
     assert!(var("GIT_DIR").is_none() && var("GIT_WORK_TREE").is_none());
-    let state = if claude_config_dir { config_dir.clone() } else { p.user_home().join(".claude") };
-    assert_eq!(var("CLAUDE_CONFIG_DIR"), claude_config_dir.then(|| config_dir.display().to_string()));
+    // Claude Code's home is the package's own, whatever the person's CLAUDE_CONFIG_DIR says;
+    // the person's ~/.claude is not writable.
+    let state = p.user_home().join(".claude/guild-hall-claude-code");
+    assert_eq!(var("CLAUDE_CONFIG_DIR"), Some(state.display().to_string()));
     let wrote = std::fs::read_to_string(format!("{}.state", record.display())).expect("state");
     assert_eq!(wrote.trim(), format!("wrote {}", state.display()));
     assert_eq!(std::fs::read_to_string(state.join("stand-in-session")).expect("its state"), "session\n");
-    if claude_config_dir {
-        assert!(!p.user_home().join(".claude/stand-in-session").exists());
-    }
+    let person = std::fs::read_to_string(format!("{}.person", record.display())).expect("person");
+    assert_eq!(person.trim(), "refused", "the worker could write the person's ~/.claude");
+    assert!(std::fs::read_dir(&config_dir).expect("config dir").next().is_none(), "the person's CLAUDE_CONFIG_DIR is untouched");
+    agent_homes_apart(&p, &[".claude/guild-hall-claude-code"]);
     let log = p.ok(&["logs", "ask"]);
     assert!(!log.contains("sk-from-guild-halls-env"));
 }
@@ -179,7 +186,7 @@ fn the_claude_code_package_launches_claude_as_an_ordinary_user() {
 }
 
 #[test]
-fn the_claude_code_package_follows_claude_config_dir() {
+fn the_claude_code_package_keeps_its_own_home_whatever_claude_config_dir_says() {
     launch_as(false, true);
 }
 
@@ -318,9 +325,12 @@ fn real_claude_code_confined_delivers_a_file_that_unblocks_a_dependent() {
         "summary",
         "---\nworker: scribe\ndependencies: [.lore/research/crash-only.md]\n---\noutput: .lore/reports/summary.md\nSummarise it.\n",
     );
+    plant_person_agent_homes(&p);
     let out = real_run(&p, &api, &claude);
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(p.status("survey"), "completed", "{}", p.ok(&["logs", "survey"]));
+    // Claude Code's state went to this package's own home, never to the person's ~/.claude.
+    agent_homes_apart(&p, &[".claude/guild-hall-claude-code"]);
     assert_eq!(
         git(&p.root, &["show", "claude/main:.lore/research/crash-only.md"]),
         "# Crash-only software\n\nStop = crash; start = recover.\n"
@@ -358,12 +368,13 @@ fn real_claude_code_coder_writes_and_runs_inside_its_worktree_only() {
         p.tmp.path(),
         &serde_json::json!([
             {"tool_use": {"name": "Write", "input": {"file_path": format!("{wt}/src/hello.txt"), "content": "hello from the coder\n"}}},
-            {"tool_use": {"name": "Bash", "input": {"command": "cat src/hello.txt > src/copy.txt && echo built; touch \"$GUILD_HALL_PROJECT/escaped.txt\" || echo ESCAPE-REFUSED", "description": "build"}}},
+            {"tool_use": {"name": "Bash", "input": {"command": "cat src/hello.txt > src/copy.txt && echo built; touch \"$GUILD_HALL_PROJECT/escaped.txt\" || echo ESCAPE-REFUSED; echo '{\"hooks\": {}}' > \"$HOME/.claude/settings.json\" || echo HOME-REFUSED", "description": "build"}}},
             {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "coded", "artifacts": ["src/hello.txt"]}}},
             {"text": "Coded."}
         ]),
     );
     p.write_commission(id, "---\nworker: claude-code-coder\n---\nAdd src/hello.txt.\n");
+    plant_person_agent_homes(&p);
     let out = real_run(&p, &api, &claude);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(p.status(id), "completed", "{}\n{}", p.status_json(id), p.ok(&["logs", id]));
@@ -372,6 +383,9 @@ fn real_claude_code_coder_writes_and_runs_inside_its_worktree_only() {
     assert!(!p.root.join("escaped.txt").exists());
     let results = api.tool_results();
     assert!(results.contains("ESCAPE-REFUSED") && results.contains("Permission denied"), "the sandbox refused the escape");
+    // The person's ~/.claude (settings, hooks their own `claude` runs) is not the coder's to write.
+    assert!(results.contains("HOME-REFUSED"), "the sandbox refused writing ~/.claude: {results}");
+    agent_homes_apart(&p, &[".claude/guild-hall-claude-code-coder"]);
     assert!(api.offered().iter().all(|tools| ["Write", "Edit", "Bash"].iter().all(|t| tools.iter().any(|x| x == t))));
 }
 

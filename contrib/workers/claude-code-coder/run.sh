@@ -10,7 +10,12 @@
 # - bounded by GUILD_HALL_MAX_TURNS and GUILD_HALL_MAX_BUDGET_USD,
 # - system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE (posture, memory, toolbox instructions),
 # - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made.
+# Claude Code's home is this package's own, ~/.claude/guild-hall-<package> (CLAUDE_CONFIG_DIR;
+# worker.yaml's sandbox.write): never the person's ~/.claude (settings.json hooks, CLAUDE.md,
+# login), never another package's, so a coder cannot plant hooks, settings or instructions that
+# another package or the person's own `claude` would run. It persists: a meeting resumes there.
 set -eu
+export CLAUDE_CONFIG_DIR="$HOME/.claude/guild-hall-$GUILD_HALL_WORKER"
 # The MCP config lives in the private temp dir, which guild-hall removes with the attempt.
 config="$TMPDIR/guild-hall-mcp.json"
 cat > "$config" <<JSON

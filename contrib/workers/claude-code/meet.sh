@@ -4,7 +4,12 @@
 # then starts one, and guild-hall stores its id), and the output is Claude Code's own stream
 # (`stream-json` with partial messages), which guild-hall translates into meeting events.
 # Tools as for commissions (run.sh), with the meeting toolbox instead of the commission one.
+# Claude Code's home is this package's own, ~/.claude/guild-hall-<package> (CLAUDE_CONFIG_DIR;
+# worker.yaml's sandbox.write): never the person's ~/.claude (settings.json hooks, CLAUDE.md,
+# login), never another package's, so a coder cannot plant hooks, settings or instructions that
+# another package or the person's own `claude` would run. It persists: a meeting resumes there.
 set -eu
+export CLAUDE_CONFIG_DIR="$HOME/.claude/guild-hall-$GUILD_HALL_WORKER"
 config="$TMPDIR/guild-hall-mcp.json"
 cat > "$config" <<JSON
 {"mcpServers": {"guild-hall": {"type": "stdio", "command": "$GUILD_HALL_BIN", "args": ["mcp"]}}}
