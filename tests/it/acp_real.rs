@@ -206,6 +206,19 @@ fn real_gemini_acp_ignores_the_repositorys_gemini_settings() {
     }
 }
 
+/// The commission's `max_turns` bounds Gemini CLI's model turns over ACP too (its
+/// `model.maxSessionTurns`, set in the session's own directory).
+#[test]
+fn real_gemini_acp_stops_at_the_commissions_max_turns() {
+    let p = project_with("gemini-acp");
+    let call = json!({"call": {"name": "mcp_guild-hall_report_progress", "args": {"text": "still going"}}});
+    let agent = Agent::gemini(&p, json!([call, call, call, call, call, call]));
+    p.write_commission("busy", "---\nworker: gemini-acp\nresources: {max_turns: 2}\n---\nKeep going.\n");
+    agent.ok(&p, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let log = p.ok(&["logs", "busy"]);
+    assert_eq!(turns(&agent.api).len(), 2, "two model turns, then stopped:\n{log}");
+}
+
 /// A model request that fails (HTTP 500) fails the turn at once: Codex does not retry it
 /// (`request_max_retries = 0`, `stream_max_retries = 0`), guild-hall's own attempts and the
 /// person's next message being the retries.

@@ -176,6 +176,20 @@ fn real_gemini_cli_ignores_the_repositorys_gemini_settings() {
     }
 }
 
+/// The commission's `max_turns` bounds Gemini CLI's model turns (its `model.maxSessionTurns`,
+/// set for the attempt alone): a model that would go on calling tools is stopped there.
+#[test]
+fn real_gemini_cli_stops_at_the_commissions_max_turns() {
+    let (gemini, p) = with_package("gemini");
+    let call = serde_json::json!({"call": {"name": "mcp_guild-hall_report_progress", "args": {"text": "still going"}}});
+    let api = stand_in(&p, serde_json::json!([call, call, call, call, call, call]));
+    p.write_commission("busy", "---\nworker: gemini\nresources: {max_turns: 2}\n---\nKeep going.\n");
+    run(&p, &api, &gemini, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let log = p.ok(&["logs", "busy"]);
+    assert_eq!(turns(&api).len(), 2, "two model turns, then stopped:\n{log}");
+    assert!(log.contains("max session turns"), "{log}");
+}
+
 /// A repository's `.gemini/settings.json` that, if Gemini CLI loaded it for the worktree `wt`,
 /// would allow the shell without a confirmation and start an MCP server writing
 /// `mcp-started.txt` into the worktree.

@@ -19,8 +19,13 @@
 set -eu
 worktree=$PWD
 rm -rf "$GUILD_HALL_ACP_SESSION_CWD"
-mkdir -p "$GUILD_HALL_ACP_SESSION_CWD"
+mkdir -p "$GUILD_HALL_ACP_SESSION_CWD/.gemini"
 cd "$GUILD_HALL_ACP_SESSION_CWD"
+# The bound on the model's turns (GUILD_HALL_MAX_TURNS): Gemini CLI's model.maxSessionTurns, as
+# this directory's own workspace setting (the only `.gemini/` there), so that workers of the
+# package starting at once each keep theirs.
+turns=$(printf '%s' "${GUILD_HALL_MAX_TURNS:-}" | tr -cd '0-9')
+printf '{"model": {"maxSessionTurns": %s}}\n' "${turns:--1}" > .gemini/settings.json
 export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-$GUILD_HALL_WORKER"
 mkdir -p "$GEMINI_CLI_HOME/.gemini"
 settings="$GEMINI_CLI_HOME/.gemini/settings.json"

@@ -17,7 +17,7 @@
 # policies, commands, `.env`) is repository content, and Gemini CLI loads it from its cwd. The
 # worktree is given with `--include-directories` ($GEMINI_WORKTREE) and named to the model
 # ($GEMINI_WORKTREE_NOTE). The directory is emptied at every start (a coder's shell could plant
-# a `.gemini/` in it) and named after the worktree, so that a meeting's turns share it and
+# a `.gemini/` in it; the only one there is guild-hall's, below) and named after the worktree, so that a meeting's turns share it and
 # `--resume` finds the session (Gemini CLI files sessions by its cwd).
 GEMINI_WORKTREE=$PWD
 export GEMINI_CLI_HOME="$HOME/.gemini/guild-hall-$GUILD_HALL_WORKER"
@@ -36,6 +36,11 @@ JSON
 mv "$settings.$$" "$settings"
 workspace="$GEMINI_CLI_HOME/workspaces/$(printf '%s' "$GEMINI_WORKTREE" | sha256sum | cut -c1-32)"
 rm -rf "$workspace"
-mkdir -p "$workspace"
+mkdir -p "$workspace/.gemini"
 cd "$workspace"
+# The bound on the model's turns (GUILD_HALL_MAX_TURNS, the commission's or package's
+# resources): Gemini CLI's model.maxSessionTurns, as this directory's own workspace setting, so
+# that workers of the package starting at once each keep theirs.
+turns=$(printf '%s' "${GUILD_HALL_MAX_TURNS:-}" | tr -cd '0-9')
+printf '{"model": {"maxSessionTurns": %s}}\n' "${turns:--1}" > "$workspace/.gemini/settings.json"
 GEMINI_WORKTREE_NOTE="The repository you work on is $GEMINI_WORKTREE (your current directory is a scratch directory, not the repository): give every file tool an absolute path under $GEMINI_WORKTREE, and run shell commands there (dir_path $GEMINI_WORKTREE)."
