@@ -1,7 +1,8 @@
 """A local stand-in for the Anthropic Messages API, so that the real Claude Code CLI can run a
 scripted conversation without a network or a key.
 
-Usage: fake_anthropic.py SCRIPT.json REQUESTS.jsonl PORT_FILE
+Usage: fake_anthropic.py SCRIPT.json REQUESTS.jsonl PORT_FILE (the command line, the recording of
+requests and the serving are `fake_common.py`'s)
 
 SCRIPT is a list of replies, one per model request that offers tools (the agent's turns), in
 order: {"tool_use": {"name": ..., "input": {...}}} or {"text": ...}, either with "sleep": SECONDS to
@@ -11,26 +12,10 @@ every further turn answers "done". Every request body is appended to REQUESTS as
 Streaming (server-sent events) and plain JSON replies are both served, as the API does.
 """
 import json
-import sys
-import threading
+import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-script_path, requests_path, port_file = sys.argv[1:4]
-with open(script_path) as f:
-    SCRIPT = json.load(f)
-LOCK = threading.Lock()
-STATE = {"turn": 0}
-
-
-def reply_for(body):
-    """The next scripted reply for an agent turn; side requests (no tools) get plain text."""
-    if not body.get("tools"):
-        return {"text": "ok"}
-    with LOCK:
-        i = STATE["turn"]
-        STATE["turn"] += 1
-    return SCRIPT[i] if i < len(SCRIPT) else {"text": "done"}
+from fake_common import Handler, reply_for, serve
 
 
 def content_blocks(reply):
@@ -40,12 +25,7 @@ def content_blocks(reply):
     return [{"type": "text", "text": reply["text"]}], "end_turn"
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class AnthropicHandler(Handler):
     def do_GET(self):
         self.send_json(200, {"data": [], "has_more": False})
 
@@ -54,32 +34,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def send_json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        with LOCK:
-            with open(requests_path, "a") as f:
-                f.write(json.dumps({"path": self.path, "body": body}) + "\n")
+        body = self.read_request()
         if "count_tokens" in self.path:
             return self.send_json(200, {"input_tokens": 10})
         if not self.path.startswith("/v1/messages"):
             return self.send_json(200, {})
         reply = reply_for(body)
         if reply.get("sleep"):
-            import time  # noqa: E402
-
             time.sleep(reply["sleep"])
         blocks, stop = content_blocks(reply)
         model = body.get("model", "claude-stand-in")
@@ -103,18 +65,7 @@ class Handler(BaseHTTPRequestHandler):
             events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
         events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}))
         events.append(("message_stop", {"type": "message_stop"}))
-        data = "".join(f"event: {name}\ndata: {json.dumps(obj)}\n\n" for name, obj in events).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_events("".join(f"event: {name}\ndata: {json.dumps(obj)}\n\n" for name, obj in events).encode())
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-with open(port_file + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-import os  # noqa: E402
-
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(AnthropicHandler)

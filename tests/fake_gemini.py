@@ -1,7 +1,8 @@
 """A local stand-in for the Gemini API (generativelanguage `v1beta`), so that the real Gemini CLI
 can run a scripted conversation without a network or a key.
 
-Usage: fake_gemini.py SCRIPT.json REQUESTS.jsonl PORT_FILE
+Usage: fake_gemini.py SCRIPT.json REQUESTS.jsonl PORT_FILE (the command line, the recording of
+requests and the serving are `fake_common.py`'s)
 
 SCRIPT is a list of replies, one per model request that offers tools (the agent's turns), in
 order: {"call": {"name": ..., "args": {...}}} (a function call), {"text": ...} (streamed in a few
@@ -13,28 +14,11 @@ The chosen port is written to PORT_FILE. `streamGenerateContent?alt=sse` is answ
 server-sent events, `generateContent` with one JSON reply, as the API does.
 """
 import json
-import os
-import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-script_path, requests_path, port_file = sys.argv[1:4]
-with open(script_path) as f:
-    SCRIPT = json.load(f)
-LOCK = threading.Lock()
-STATE = {"turn": 0}
+from fake_common import Handler, reply_for, serve
+
 MODEL = "gemini-2.5-flash"
-
-
-def reply_for(body):
-    """The next scripted reply for an agent turn; side requests (no tools) get plain text."""
-    if not body.get("tools"):
-        return {"text": "ok"}
-    with LOCK:
-        i = STATE["turn"]
-        STATE["turn"] += 1
-    return SCRIPT[i] if i < len(SCRIPT) else {"text": "done"}
 
 
 def usage():
@@ -59,33 +43,12 @@ def chunks(reply):
     return out
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def send_json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class GeminiHandler(Handler):
     def do_GET(self):
         self.send_json(200, {"models": []})
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        with LOCK:
-            with open(requests_path, "a") as f:
-                f.write(json.dumps({"path": self.path, "ts": time.time(), "body": body}) + "\n")
+        body = self.read_request()
         if ":countTokens" in self.path:
             return self.send_json(200, {"totalTokens": 10})
         if ":streamGenerateContent" not in self.path and ":generateContent" not in self.path:
@@ -100,17 +63,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"candidates": [{"content": {"role": "model", "parts": merged},
                                                         "finishReason": "STOP", "index": 0}],
                                         "usageMetadata": usage(), "modelVersion": MODEL})
-        data = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in parts).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_events("".join(f"data: {json.dumps(c)}\r\n\r\n" for c in parts).encode())
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
-with open(port_file + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(GeminiHandler)

@@ -1,7 +1,8 @@
 """A local stand-in for the OpenAI Responses API (`POST /v1/responses`, streamed as server-sent
 events), so that the real Codex CLI can run a scripted conversation without a network or a key.
 
-Usage: fake_openai.py SCRIPT.json REQUESTS.jsonl PORT_FILE
+Usage: fake_openai.py SCRIPT.json REQUESTS.jsonl PORT_FILE (the command line, the recording of
+requests and the serving are `fake_common.py`'s)
 
 SCRIPT is a list of replies, one per model request, in order:
 - {"text": ...}: the model answers with text;
@@ -17,24 +18,10 @@ and body) is appended to REQUESTS as one JSON line before it is answered. The ch
 written to PORT_FILE.
 """
 import json
-import sys
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-script_path, requests_path, port_file = sys.argv[1:4]
-with open(script_path) as f:
-    SCRIPT = json.load(f)
-LOCK = threading.Lock()
-STATE = {"turn": 0}
-
-
-def next_reply():
-    with LOCK:
-        i = STATE["turn"]
-        STATE["turn"] += 1
-    return SCRIPT[i] if i < len(SCRIPT) else {"text": "done"}
+from fake_common import Handler, next_reply, serve
 
 
 def user_messages(body):
@@ -66,33 +53,14 @@ def output_item(reply, body):
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def send_json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class OpenAIHandler(Handler):
+    record_headers = True
 
     def do_GET(self):
         self.send_json(200, {"object": "list", "data": []})
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        with LOCK:
-            with open(requests_path, "a") as f:
-                f.write(json.dumps({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}) + "\n")
+        body = self.read_request()
         if not self.path.rstrip("/").endswith("/responses"):
             return self.send_json(404, {"error": {"message": "not served by the stand-in", "type": "invalid_request_error"}})
         reply = next_reply()
@@ -139,11 +107,4 @@ class Handler(BaseHTTPRequestHandler):
         send({"type": "response.completed", "response": dict(base, status="completed", output=[item], usage=usage)})
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
-with open(port_file + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-import os  # noqa: E402
-
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(OpenAIHandler)
