@@ -347,6 +347,37 @@ fn real_gemini_cli_meets_and_its_second_turn_sees_the_first() {
     assert_ne!(last["session_id"], session.as_str());
 }
 
+/// In a pid namespace, with the real Gemini CLI on PATH pointed at the stand-in: `start` (which
+/// ends once the model request to stop in is held), a snapshot of every process, `stop`, then
+/// a wait until no process of the snapshot (the init bash aside) is left. Gemini CLI and its
+/// MCP server must have been running, and nothing may be left. Returns what the scenario
+/// printed, its `--- before` and `--- left` sections and any `stop` prints.
+fn stopped_mid_turn_leaves_no_process(p: &Project, api: &FakeApi, gemini: &Path, start: &str, stop: &str) -> String {
+    let out = in_pid_namespace(
+        p,
+        &format!(
+            r#"
+export PATH='{path}' GOOGLE_GEMINI_BASE_URL='{url}' GEMINI_API_KEY=stand-in-key
+{start}
+# Every process of the scenario now (the init bash aside): the worker's, and this snapshot's.
+pids=$(ps -eo pid= | tr -d ' ')
+echo "--- before"; ps -eo args=
+{stop}
+left() {{ for q in $pids; do [ "$q" != 1 ] && alive "$q" && echo "$q $(tr '\0' ' ' < /proc/$q/cmdline)"; done; return 0; }}
+nothing_left() {{ [ -z "$(left)" ]; }}
+wait_for "no process of the turn" nothing_left
+echo "--- left"; left
+"#,
+            path = path_with(gemini),
+            url = api.url,
+        ),
+    );
+    let before = section(&out, "before");
+    assert!(before.contains("gemini") && before.contains("guild-hall mcp"), "Gemini CLI and its MCP server ran: {out}");
+    assert_eq!(section(&out, "left").trim(), "", "{out}");
+    out
+}
+
 /// A commission cancelled while Gemini CLI waits on the model (the stand-in holds its answer):
 /// every process of the attempt ends — the shell, node, the toolbox's MCP server.
 #[test]
@@ -356,33 +387,16 @@ fn real_gemini_cli_cancelled_mid_turn_leaves_no_process() {
     let api = stand_in(&p, serde_json::json!([{"hold": 600}]));
     p.write_commission("held", "---\nworker: gemini\n---\nTake your time.\n");
     let tmp = p.tmp.path().display().to_string();
-    let out = in_pid_namespace(
-        &p,
-        &format!(
-            r#"
-export PATH='{path}' GOOGLE_GEMINI_BASE_URL='{url}' GEMINI_API_KEY=stand-in-key
-dispatch held
+    let start = format!(
+        r#"dispatch held
 wait_for "the model request to be held" grep -q streamGenerateContent '{requests}'
-worker=$(field held worker_pid)
-# Every process of the scenario now (the init bash aside): the attempt's, and this snapshot's.
-pids=$(ps -eo pid= | tr -d ' ')
-echo "--- before"; ps -eo args=
-"$GH" commission cancel held >/dev/null
-pass_until "the attempt stopped" grep -q '^status: cancelled' .lore/commissions/held.md
-wait_for "the worker to be gone" gone "$worker"
-left() {{ for q in $pids; do [ "$q" != 1 ] && alive "$q" && echo "$q $(tr '\0' ' ' < /proc/$q/cmdline)"; done; return 0; }}
-nothing_left() {{ [ -z "$(left)" ]; }}
-wait_for "no process of the attempt" nothing_left
-echo "--- left"; left
-"#,
-            path = path_with(&gemini),
-            url = api.url,
-            requests = api.requests.display(),
-        ),
+worker=$(field held worker_pid)"#,
+        requests = api.requests.display()
     );
-    let before = section(&out, "before");
-    assert!(before.contains("gemini") && before.contains("guild-hall mcp"), "Gemini CLI and its MCP server ran: {out}");
-    assert_eq!(section(&out, "left").trim(), "", "{out}");
+    let stop = r#""$GH" commission cancel held >/dev/null
+pass_until "the attempt stopped" grep -q '^status: cancelled' .lore/commissions/held.md
+wait_for "the worker to be gone" gone "$worker""#;
+    stopped_mid_turn_leaves_no_process(&p, &api, &gemini, &start, stop);
     assert_eq!(p.status("held"), "cancelled");
     drop(api);
     assert!(processes_naming(&tmp).is_empty(), "{:?}", processes_naming(&tmp));
@@ -394,38 +408,22 @@ echo "--- left"; left
 fn real_gemini_cli_interrupted_meeting_turn_leaves_no_process() {
     let (gemini, p) = with_package("gemini");
     let api = stand_in(&p, serde_json::json!([{"text": "Hello."}, {"hold": 600}]));
-    let out = in_pid_namespace(
-        &p,
-        &format!(
-            r#"
-export PATH='{path}' GOOGLE_GEMINI_BASE_URL='{url}' GEMINI_API_KEY=stand-in-key
-"$GH" meeting start --worker gemini --id m "hi" >/dev/null
+    let start = format!(
+        r#""$GH" meeting start --worker gemini --id m "hi" >/dev/null
 held() {{ [ "$(grep -c streamGenerateContent '{requests}')" -ge 2 ]; }}
 set -m
 "$GH" meeting send m "take your time" >"$GUILD_HALL_HOME/../send.out" 2>&1 &
 sender=$!
 set +m
-wait_for "the second turn's model request to be held" held
-pids=$(ps -eo pid= | tr -d ' ')
-echo "--- before"; ps -eo args=
-kill -INT "$sender"
-rc=0; wait "$sender" || rc=$?
-echo "--- send"; cat "$GUILD_HALL_HOME/../send.out"; echo "rc=$rc"
-left() {{ for q in $pids; do [ "$q" != 1 ] && alive "$q" && echo "$q $(tr '\0' ' ' < /proc/$q/cmdline)"; done; return 0; }}
-nothing_left() {{ [ -z "$(left)" ]; }}
-wait_for "no process of the turn" nothing_left
-echo "--- left"; left
-"#,
-            path = path_with(&gemini),
-            url = api.url,
-            requests = api.requests.display(),
-        ),
+wait_for "the second turn's model request to be held" held"#,
+        requests = api.requests.display()
     );
-    let before = section(&out, "before");
-    assert!(before.contains("gemini") && before.contains("guild-hall mcp"), "Gemini CLI and its MCP server ran: {out}");
+    let stop = r#"kill -INT "$sender"
+rc=0; wait "$sender" || rc=$?
+echo "--- send"; cat "$GUILD_HALL_HOME/../send.out"; echo "rc=$rc""#;
+    let out = stopped_mid_turn_leaves_no_process(&p, &api, &gemini, &start, stop);
     let send = section(&out, "send");
     assert!(send.contains("interrupted") && send.contains("rc=0"), "{out}");
-    assert_eq!(section(&out, "left").trim(), "", "{out}");
     let v: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
     assert_eq!(v["status"], "open", "{v}");
 }
