@@ -1,6 +1,8 @@
 //! Bundles the worker packages a user can install with `guild-hall workers add NAME` into the
 //! binary. Each package directory below stays the single source: every file in it is compiled
 //! in with `include_bytes!` from its path, its executable bit recorded from the file's mode.
+//! A file several packages carry the same (a coder's script, a shared posture) is kept once: the
+//! others hold a relative symlink to it, followed here, so each package bundles it whole.
 //! Adding a package is one line in [`PACKAGES`].
 
 use std::fmt::Write as _;

@@ -134,6 +134,25 @@ mod tests {
         assert_eq!(names.len(), PACKAGES.len(), "names are unique");
     }
 
+    /// A file two packages carry the same is kept once in the source tree: every copy but one
+    /// is a symlink to it (`build.rs` follows it), so that an edit reaches every package.
+    #[test]
+    fn a_file_several_packages_carry_is_kept_once() {
+        let mut seen: std::collections::BTreeMap<&[u8], PathBuf> = std::collections::BTreeMap::new();
+        for p in PACKAGES {
+            for f in p.files {
+                let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(p.dir).join(f.name);
+                let linked = std::fs::symlink_metadata(&path).expect("meta").file_type().is_symlink();
+                if linked || f.name == "worker.yaml" {
+                    continue;
+                }
+                if let Some(first) = seen.insert(f.bytes, path.clone()) {
+                    panic!("{} repeats {}: make one a symlink to the other", path.display(), first.display());
+                }
+            }
+        }
+    }
+
     #[test]
     fn an_unknown_name_lists_the_bundled_ones() {
         let e = find("scirbe").expect_err("unknown").to_string();

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Runs Claude Code headless for one commission (REQ-WD-31..33), confined by guild-hall's
 # sandbox to its worktree, its temp dir and Claude Code's own state (worker.yaml):
-# - built-in tools limited to Read, Grep, Glob, WebSearch and WebFetch with `--tools` (the
-#   others are not offered to the model at all), plus the guild-hall toolbox over MCP; files
-#   are delivered with the toolbox's write_artifact,
+# - built-in tools from CLAUDE_TOOLS with `--tools` (the others are not offered to the model at
+#   all), plus the guild-hall toolbox over MCP. Unset (claude-code): Read, Grep, Glob, WebSearch
+#   and WebFetch, files delivered with the toolbox's write_artifact; claude-code-coder's
+#   worker.yaml adds Write, Edit and Bash: it edits and builds in its full checkout, and the
+#   sandbox keeps every write (Bash's too) inside its worktree, temp dir and Claude Code's home,
 # - `--permission-mode dontAsk`: what `--allowedTools` lists runs, anything else is denied
 #   without asking (there is nobody to ask). No permission bypass, so it runs as root too,
 # - bounded by GUILD_HALL_MAX_TURNS and GUILD_HALL_MAX_BUDGET_USD,
