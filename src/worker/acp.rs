@@ -82,8 +82,7 @@ impl Turn {
         let meeting = std::env::var("GUILD_HALL_KIND").is_ok_and(|k| k == "meeting");
         let prompt = if meeting { read("GUILD_HALL_MESSAGE_FILE")? } else { read("GUILD_HALL_PROMPT_FILE")? };
         let cwd = std::env::current_dir()?;
-        let session_cwd =
-            session_dir.map(|d| d.join(format!("{:016x}", crate::artifact::store::content_hash(&cwd.to_string_lossy()))));
+        let session_cwd = session_dir.map(|d| d.join(format!("{:016x}", crate::artifact::store::content_hash(&cwd.to_string_lossy()))));
         Ok(Turn {
             argv,
             cwd,
