@@ -192,8 +192,8 @@ fn real_gemini_acp_ignores_the_repositorys_gemini_settings() {
     let log = p.ok(&["logs", "trust"]);
     assert_eq!(p.status("trust"), "completed", "{}\n{log}", p.status_json("trust"));
     let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
-    assert!(!landed.contains("shell-ran.txt"), "the repository's tools.allowed ran the shell: {landed}\n{log}");
     assert!(!landed.contains("mcp-started.txt"), "the repository's MCP server started: {landed}\n{log}");
+    assert!(!landed.contains("shell-ran.txt"), "the repository's tools.allowed ran the shell: {landed}\n{log}");
     assert!(log.contains("[guild-hall acp] denied run_shell_command (kind execute)"), "{log}");
     // The session ran in the package's home, the worktree included and named to the model.
     let first = turns(&agent.api)[0]["body"]["contents"].to_string();
