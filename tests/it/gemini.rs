@@ -219,6 +219,8 @@ fn real_gemini_cli_coder_writes_and_runs_inside_its_worktree_only() {
         &p,
         serde_json::json!([
             {"call": {"name": "write_file", "args": {"file_path": format!("{}/src/hello.txt", wt.display()), "content": "hello from the coder\n"}}},
+            // A relative path: Gemini CLI's cwd is its scratch directory, not the worktree.
+            {"call": {"name": "write_file", "args": {"file_path": "stray.txt", "content": "lost\n"}}},
             // In the worktree, as the model is told: Gemini CLI's own cwd is a scratch directory.
             {"call": {"name": "run_shell_command", "args": {"command": format!("cat src/hello.txt > src/copy.txt && echo built; touch '{}' || echo ESCAPE-REFUSED", escape.display()), "description": "build", "dir_path": wt.display().to_string()}}},
             {"call": {"name": "mcp_guild-hall_submit_result", "args": {"summary": "coded", "artifacts": ["src/hello.txt"]}}},
@@ -231,6 +233,10 @@ fn real_gemini_cli_coder_writes_and_runs_inside_its_worktree_only() {
     assert_eq!(git(&p.root, &["show", "claude/main:src/hello.txt"]), "hello from the coder\n");
     assert_eq!(git(&p.root, &["show", "claude/main:src/copy.txt"]), "hello from the coder\n");
     assert!(!escape.exists());
+    // The relative write missed the worktree, and the log says so.
+    assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("stray.txt"));
+    let log = p.ok(&["logs", "code"]);
+    assert!(log.contains("Gemini CLI wrote outside the worktree") && log.contains("./stray.txt"), "{log}");
     let results = std::fs::read_to_string(&api.requests).unwrap_or_default();
     assert!(results.contains("ESCAPE-REFUSED") && results.contains("Permission denied"), "the sandbox refused the escape: {results}");
     // Gemini CLI ran outside the worktree, which it was given as a workspace directory and

@@ -11,13 +11,22 @@
 # - the system prompt (posture, memory, toolbox instructions) and then the prompt, both on stdin
 #   (`-p ""`: headless, the input is stdin alone): never as text on the command line, where any
 #   process could read it and a long one fails at exec,
-# - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made.
+# - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made,
+# - what it wrote in its scratch directory (setup.sh) rather than the worktree, said on stderr.
 set -eu
 . "$(dirname "$0")/setup.sh"
 "$GUILD_HALL_BIN" toolbox report-progress "Starting Gemini CLI"
 input="$TMPDIR/gemini-input.md"
 { cat "$GUILD_HALL_SYSTEM_PROMPT_FILE"; printf '\n\n%s\n\n' "$GEMINI_WORKTREE_NOTE"; cat "$GUILD_HALL_PROMPT_FILE"; } >"$input"
-exec gemini -p "" -m "$GEMINI_MODEL" \
+rc=0
+gemini -p "" -m "$GEMINI_MODEL" \
   --approval-mode "${GEMINI_APPROVAL_MODE:-default}" \
   --allowed-mcp-server-names guild-hall --include-directories "$GEMINI_WORKTREE" \
-  --output-format stream-json <"$input"
+  --output-format stream-json <"$input" || rc=$?
+# A path the model gave relative resolved against the scratch directory, not the worktree:
+# what landed there is no part of the result, and is said in the log.
+strays=$(cd "$workspace" && find . -mindepth 1 -maxdepth 3 ! -path ./.gemini ! -path './.gemini/*' | head -n 20)
+if [ -n "$strays" ]; then
+  printf 'guild-hall: Gemini CLI wrote outside the worktree, in its scratch directory %s (a relative path?); not part of the result:\n%s\n' "$workspace" "$strays" >&2
+fi
+exit "$rc"
