@@ -30,6 +30,10 @@ pub struct Observed {
     pub exit: Option<ExitInfo>,
     /// With [`Proc::Lingering`]: the attempt's processes still alive.
     pub leftovers: Vec<i32>,
+    /// A Slurm job of its attempt still waiting in the queue, and why ([`Proc::Starting`]).
+    pub queued: Option<String>,
+    /// Its runner must be asked where it stands (a Slurm job): looked at again on a timer.
+    pub polled: bool,
     /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
     /// Nothing is done for this commission until it is repaired or removed.
     pub corrupt: Option<String>,
@@ -128,6 +132,8 @@ impl Observed {
             run: None,
             exit: None,
             leftovers: Vec::new(),
+            queued: None,
+            polled: false,
             corrupt: None,
             folded: None,
             fold_changed: false,
@@ -704,6 +710,8 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
             obs.run = a.run;
             obs.exit = a.exit;
             obs.leftovers = a.leftovers;
+            obs.queued = a.queued;
+            obs.polled = a.polled;
         }
         Err(why) => {
             // Unreadable, implausible, or naming a process that is not the attempt's shim:
@@ -777,8 +785,9 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
                 true
             }
         };
-        // Whatever its status says (a cancel still stopping, say), live processes hold a slot.
-        if alive || shim::shim_lock_held(&state) {
+        // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
+        // so does a Slurm job, queued or running.
+        if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
             n += 1;
         }
     }

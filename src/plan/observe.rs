@@ -249,6 +249,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             task: t.clone(),
             live: live(&ts, attempt, &procs),
             busy: liveness::busy(&ts, &boot),
+            polled: procs.polled,
             lingering: lingering(attempt, &procs),
             exit,
             mail,

@@ -314,6 +314,16 @@ pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
     cmd.spawn().context("starting guild-hall shim")
 }
 
+/// The `guild-hall shim` command line (the worker's argv last) and its whole environment,
+/// for a runner that starts it elsewhere (a Slurm batch job).
+pub fn shim_invocation(launch: &Spec) -> Result<(Vec<std::ffi::OsString>, Vec<(std::ffi::OsString, std::ffi::OsString)>)> {
+    let mut cmd = shim_command(launch)?;
+    push_argv(&mut cmd, launch);
+    let argv = std::iter::once(cmd.get_program().to_owned()).chain(cmd.get_args().map(|a| a.to_owned())).collect();
+    let env = cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
+    Ok((argv, env))
+}
+
 /// The `guild-hall shim` command line and environment for `launch` (stdio left to the caller).
 fn shim_command(launch: &Spec) -> Result<Command> {
     let exe = std::env::current_exe().context("locating the guild-hall binary")?;

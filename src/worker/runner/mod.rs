@@ -1,0 +1,73 @@
+//! Runners: where an attempt's shim runs. `local` (the default) starts it here, detached;
+//! `slurm` submits it as one batch job to a cluster sharing the home ([`slurm`]). A runner
+//! starts an attempt, says where it stands (queued, running, gone), stops it, and finds it
+//! again after a restart from the handle it recorded in the attempt's state dir.
+
+pub mod slurm;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::activity::state::{RunInfo, StateDir};
+use crate::worker::shim::{self, Spec, Stop};
+
+/// Which runner starts an activity's attempts (`runner:` in `.lore/guild-hall.yaml`, a
+/// package's `worker.yaml`, or a commission's frontmatter; the most specific wins).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerName {
+    /// The shim runs on this machine.
+    #[default]
+    Local,
+    /// The shim runs as a Slurm batch job (`slurm:` in `.lore/guild-hall.yaml` says where).
+    Slurm,
+}
+
+/// The runner that applies: the first of the activity's, its package's and the project's.
+pub fn choose(activity: Option<RunnerName>, package: Option<RunnerName>, project: RunnerName) -> RunnerName {
+    activity.or(package).unwrap_or(project)
+}
+
+/// Where a ready attempt is to run.
+#[derive(Debug, Clone)]
+pub enum Placement {
+    Local,
+    Slurm(slurm::Job),
+}
+
+/// Start the attempt `spec` describes where `placement` says. Locally: the shim, detached, once
+/// it has recorded the start. On Slurm: once the job is submitted and its id recorded (it may
+/// wait in the queue). An attempt that cannot be placed is refused (its `exit.json` says why).
+pub fn start(spec: &Spec, placement: &Placement) -> Result<()> {
+    match placement {
+        Placement::Local => shim::spawn_shim(spec),
+        Placement::Slurm(job) => slurm::submit(spec, job),
+    }
+}
+
+/// Ask the attempt recorded in `state` to stop: through Slurm for a job of ours
+/// (`scancel --signal=TERM`, or `scancel` to kill), else to its local shim (`run`).
+pub fn stop(state: &StateDir, attempt: u32, run: Option<&RunInfo>, how: Stop) -> Result<()> {
+    if let Some(handle) = slurm::Handle::read(state)?.filter(|h| h.attempt == attempt) {
+        return slurm::stop(&handle, how);
+    }
+    match run {
+        Some(run) => shim::stop_attempt(run, how),
+        None => Ok(()),
+    }
+}
+
+/// Whether an attempt of `state` holds a slot without asking anyone: a Slurm job recorded for
+/// `attempt` whose end is not recorded (queued or running for all we know).
+pub fn holds_slot(state: &StateDir, attempt: u32) -> bool {
+    matches!(slurm::Handle::read(state), Ok(Some(h)) if h.attempt == attempt)
+        && !matches!(crate::files::read_json::<crate::activity::state::ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt)
+}
+
+/// Slurm's `--time` for an attempt limited to `limit` (guild-hall stops it itself; Slurm's limit
+/// is the backstop, a grace and a minute later): whole minutes, at least one.
+pub fn slurm_minutes(limit: Duration, grace: Duration) -> u64 {
+    (limit + grace + Duration::from_secs(60)).as_secs().div_ceil(60).max(1)
+}
