@@ -3,6 +3,7 @@
 # a private pid and network namespace (`unshare --pid --fork --mount-proc --net`): the daemons
 # die with the namespace, and their fixed ports clash with nothing.
 #   slurm_cluster DIR [CPUS]: start it; exports SLURM_CONF; returns once the node is idle.
+#     (SLURM_CONF_EXTRA: more lines for slurm.conf.)
 #   slurm_stop: stop the daemons by their recorded pids.
 
 slurm_cluster() {
@@ -51,6 +52,7 @@ JobCompLoc=$dir/log/jobcomp.txt
 MinJobAge=300
 $node State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+${SLURM_CONF_EXTRA:-}
 CONF
   export SLURM_CONF=$dir/slurm.conf
   slurmctld -f "$SLURM_CONF"

@@ -226,6 +226,8 @@ pub enum JobState {
     /// Waiting in the queue, and why (`Resources`, `Priority`...).
     Queued(String),
     Running,
+    /// Its processes are being ended (`COMPLETING`): its final state is a moment away.
+    Ending,
     /// Ended: its state and reason (`CANCELLED`, `FAILED (NonZeroExitCode)`, `TIMEOUT`...).
     Ended(String),
     /// Slurm no longer knows it (ended longer ago than `MinJobAge`).
@@ -257,7 +259,8 @@ fn parse_job(text: &str) -> (JobState, String) {
         "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESV_DEL_HOLD" | "SUSPENDED" | "STOPPED" => {
             JobState::Queued(reason.unwrap_or_else(|| state.to_lowercase()))
         }
-        "RUNNING" | "COMPLETING" | "SIGNALING" | "STAGE_OUT" | "RESIZING" => JobState::Running,
+        "RUNNING" | "SIGNALING" | "STAGE_OUT" | "RESIZING" => JobState::Running,
+        "COMPLETING" => JobState::Ending,
         _ => JobState::Ended(match reason {
             Some(r) => format!("{state} ({r})"),
             None => state,
@@ -309,13 +312,21 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
     // Slurm first, then the exit record: a job seen ended has its shim's record there to read.
     let mut exit = read_json::<ExitInfo>(&state.exit()).map_err(e)?.filter(|x| x.attempt == attempt);
     let what = |id: Option<u64>| id.map_or_else(|| format!("the Slurm job {}", handle.name), |id| format!("Slurm job {id}"));
-    let (proc, queued) = match (&job, &exit) {
+    let (proc, queued) = match (&job, &mut exit) {
+        // The shim recorded its exit; Slurm is ending the job: how it ends is a moment away.
+        (JobState::Ending, Some(_)) => (Proc::Starting, None),
+        (JobState::Ended(how), Some(x)) if !how.starts_with("COMPLETED") => {
+            // Ended by Slurm (cancelled from outside, its time limit, a node lost): said with
+            // how the worker ended, for the reason.
+            x.error = Some(format!("{RUNNER_VERDICT}{} ended {how}: {}", what(id), x.describe()));
+            (Proc::Dead, None)
+        }
         (_, Some(_)) => (Proc::Dead, None),
         (JobState::Queued(reason), None) => (Proc::Starting, Some(format!("Slurm job {}: {reason}", id.unwrap_or_default()))),
-        (JobState::Running, None) if run.is_some() => (Proc::Alive, None),
-        (JobState::Running, None) => (Proc::Starting, None),
+        (JobState::Running | JobState::Ending, None) if run.is_some() => (Proc::Alive, None),
+        (JobState::Running | JobState::Ending, None) => (Proc::Starting, None),
         (JobState::Ended(how), None) => {
-            let x = lost(attempt, format!("{} ended {how} without the shim recording the attempt's exit", what(id)));
+            let x = lost(attempt, format!("{RUNNER_VERDICT}{} ended {how} without the shim recording the attempt's exit", what(id)));
             write_json(&state.exit(), &x).map_err(e)?;
             exit = Some(x);
             (Proc::Dead, None)
@@ -324,8 +335,8 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
             let x = lost(
                 attempt,
                 match id {
-                    Some(id) => format!("Slurm job {id} is gone from Slurm without the shim recording the attempt's exit"),
-                    None => format!("{} was never submitted (sbatch did not answer)", what(None)),
+                    Some(id) => format!("{RUNNER_VERDICT}Slurm job {id} is gone from Slurm without the shim recording the attempt's exit"),
+                    None => format!("{RUNNER_VERDICT}{} was never submitted (sbatch did not answer)", what(None)),
                 },
             );
             write_json(&state.exit(), &x).map_err(e)?;
@@ -335,6 +346,8 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
     };
     Ok(Attempt { proc, run, exit, leftovers: Vec::new(), queued, polled: true })
 }
+
+use crate::activity::state::RUNNER_VERDICT;
 
 fn lost(attempt: u32, why: String) -> ExitInfo {
     ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None }
