@@ -661,7 +661,8 @@ pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
             let r = record.tasks.get(&ot.task.canonical);
             match (&ot.live, r) {
                 (Some(live), Some(r)) if r.state == TaskState::Running && !r.stop_sent => {
-                    let look = liveness::next_look(live.heartbeat.as_ref(), s.stale_after, task_limit(s, o, ot), Some(live.started_at), s.at);
+                    let look =
+                        liveness::next_look(live.heartbeat.as_ref(), s.stale_after, task_limit(s, o, ot), Some(live.started_at), s.at);
                     // A job ended by its cluster changes no file: its runner is asked again.
                     let poll = s.at + chrono::Duration::from_std(liveness::POLL).unwrap_or_default();
                     at.push(if ot.polled { look.min(poll) } else { look });

@@ -525,7 +525,10 @@ pub fn in_namespaces(p: &Project, more: &[&str], script: &str) -> String {
         // Without root, a user namespace of our own grants what the pid namespace needs.
         c.args(["--user", "--map-root-user"]);
     }
-    c.args(more).args(["--pid", "--fork", "--mount-proc", "bash", "-c"]).arg(format!("set -eu\n{NS_HELPERS}\n{script}")).current_dir(&p.root);
+    c.args(more)
+        .args(["--pid", "--fork", "--mount-proc", "bash", "-c"])
+        .arg(format!("set -eu\n{NS_HELPERS}\n{script}"))
+        .current_dir(&p.root);
     for (k, v) in p.cmd().get_envs() {
         match v {
             Some(v) => c.env(k, v),

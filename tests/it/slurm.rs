@@ -132,7 +132,8 @@ fn a_cancel_ends_the_job_and_every_process_of_it() {
         2,
         r#"
 pids() { sed -n 's/^progress: .\{0,1\}pids: \([0-9 ]*\).*/\1/p' .lore/commissions/esc.md; }
-pass_until "the escaper's processes started" test -n "$(pids)"
+has_pids() { [ -n "$(pids)" ]; }
+pass_until "the escaper's processes started" has_pids
 j=$(job_of esc)
 echo "--- running"; job_state "$j"
 set -- $(pids)
@@ -141,7 +142,8 @@ for p in "$@"; do alive $p || { echo "process $p not alive before the cancel"; e
 pass_until "cancelled" is_status esc cancelled
 ended() { case "$(job_state "$j")" in COMPLETED|CANCELLED|FAILED|TIMEOUT) return 0 ;; esac; return 1; }
 pass_until "the job ended" ended
-wait_for "every process of the job gone" sh -c "! grep -qs '^.*) [^ZX] ' $(printf '/proc/%s/stat ' "$@")"
+all_gone() { local p; for p in "$@"; do alive $p && return 1; done; return 0; }
+wait_for "every process of the job gone" all_gone "$@"
 echo "--- ended"; job_state "$j"
 echo "--- left"; for p in "$@"; do alive $p && echo "$p"; done; echo none
 "#,
@@ -168,7 +170,8 @@ fn a_reconciler_killed_while_a_job_runs_re_attaches_to_it() {
         r#"
 "$GH" watch >/dev/null 2>&1 &
 w=$!
-wait_for "the job running" sh -c 'j=$(jget "$(ls "$STATE"/*/commissions/nap/slurm.json)" job_id 2>/dev/null) && [ "$(scontrol show job -o "$j" | grep -o "JobState=[A-Z]*")" = JobState=RUNNING ] && ls "$STATE"/*/commissions/nap/run.json'
+job_running() { local j; j=$(job_of nap 2>/dev/null) && [ "$(job_state "$j")" = RUNNING ] && run_json nap >/dev/null 2>&1; }
+wait_for "the job running" job_running
 kill -9 $w
 wait $w || true
 echo "--- while down"; job_state "$(job_of nap)"
@@ -264,5 +267,5 @@ echo "--- handle"; ls "$STATE"/*/commissions/far/slurm.json 2>/dev/null || echo 
     );
     assert_eq!(section(&out, "handle").trim(), "none", "nothing submitted: {out}");
     let artifact = p.artifact("far");
-    assert!(artifact.contains("runner: slurm needs the home") && artifact.contains("elsewhere"), "{artifact}");
+    assert!(artifact.contains("the Slurm runner needs the home") && artifact.contains("elsewhere"), "{artifact}");
 }

@@ -87,9 +87,10 @@ pub enum Action {
 impl crate::activity::kind::Action for Action {
     fn id(&self) -> &str {
         match self {
-            Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Dequeue { update: u, .. } => {
-                &u.id
-            }
+            Action::Update(u)
+            | Action::Dispatch { update: u, .. }
+            | Action::Finish { update: u, .. }
+            | Action::Dequeue { update: u, .. } => &u.id,
             Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
         }
     }

@@ -150,16 +150,19 @@ pub fn prepare(launch: Launch<'_>) -> Result<Prepared> {
             let mut env: BTreeMap<String, String> =
                 std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
             env.extend(c.env);
-            Ok(Prepared::Ready(Ready(Spec {
-                state: c.state.clone(),
-                attempt: c.attempt,
-                cwd: c.cwd,
-                argv: c.argv,
-                env,
-                grace: c.project.config.cancel_grace,
-                log_max_bytes: global.log_max_bytes,
-                sandbox: None,
-            }, Placement::Local)))
+            Ok(Prepared::Ready(Ready(
+                Spec {
+                    state: c.state.clone(),
+                    attempt: c.attempt,
+                    cwd: c.cwd,
+                    argv: c.argv,
+                    env,
+                    grace: c.project.config.cancel_grace,
+                    log_max_bytes: global.log_max_bytes,
+                    sandbox: None,
+                },
+                Placement::Local,
+            )))
         }
     }
 }

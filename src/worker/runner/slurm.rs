@@ -190,7 +190,7 @@ fn not_shared(spec: &Spec, partition: Option<&str>) -> Option<String> {
     for p in paths {
         if let Some(fs) = local_fs(&p) {
             return Some(format!(
-                "runner: slurm needs the home, the project and the guild-hall binary on a filesystem the nodes share, but {} is on {fs}, this machine's own, and the cluster has nodes other than this one ({}); put them on a shared filesystem (NFS, Lustre, GPFS, CephFS, BeeGFS...)",
+                "the Slurm runner needs the home, the project and the guild-hall binary on a filesystem the nodes share, but {} is on {fs}, this machine's own, and the cluster has nodes other than this one ({}); put them on a shared filesystem (NFS, Lustre, GPFS, CephFS, BeeGFS...)",
                 p.display(),
                 others.join(", ")
             ));
@@ -297,7 +297,14 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
     let (job, name) = match id {
         Some(id) => query(id).map_err(e)?,
         None if Utc::now().signed_duration_since(handle.submitted_at).to_std().unwrap_or_default() < SUBMIT_WINDOW => {
-            return Ok(Attempt { proc: Proc::Starting, run, exit: None, leftovers: Vec::new(), queued: Some("Slurm: submitting".into()), polled: true })
+            return Ok(Attempt {
+                proc: Proc::Starting,
+                run,
+                exit: None,
+                leftovers: Vec::new(),
+                queued: Some("Slurm: submitting".into()),
+                polled: true,
+            })
         }
         None => (JobState::Gone, String::new()),
     };
