@@ -314,9 +314,12 @@ pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
     cmd.spawn().context("starting guild-hall shim")
 }
 
+/// Variables and their values.
+pub type Environment = Vec<(std::ffi::OsString, std::ffi::OsString)>;
+
 /// The `guild-hall shim` command line (the worker's argv last) and its whole environment,
 /// for a runner that starts it elsewhere (a Slurm batch job).
-pub fn shim_invocation(launch: &Spec) -> Result<(Vec<std::ffi::OsString>, Vec<(std::ffi::OsString, std::ffi::OsString)>)> {
+pub fn shim_invocation(launch: &Spec) -> Result<(Vec<std::ffi::OsString>, Environment)> {
     let mut cmd = shim_command(launch)?;
     push_argv(&mut cmd, launch);
     let argv = std::iter::once(cmd.get_program().to_owned()).chain(cmd.get_args().map(|a| a.to_owned())).collect();

@@ -176,14 +176,14 @@ fn placement(a: &Activation<'_>) -> Placement {
         RunnerName::Slurm => {
             let bounds = &a.pkg.manifest.resources;
             let limit = a.timeout.or(a.pkg.manifest.timeout).unwrap_or(cfg.timeout);
-            Placement::Slurm(crate::worker::runner::slurm::Job {
+            Placement::Slurm(Box::new(crate::worker::runner::slurm::Job {
                 project: a.project.name.clone(),
                 id: a.id.to_string(),
                 config: cfg.slurm.clone(),
                 cpus: a.resources.cpus.or(bounds.cpus),
                 memory: a.resources.memory.clone().or_else(|| bounds.memory.clone()),
                 minutes: (!limit.is_zero()).then(|| crate::worker::runner::slurm_minutes(limit, cfg.cancel_grace)),
-            })
+            }))
         }
     }
 }

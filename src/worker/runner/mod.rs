@@ -34,7 +34,7 @@ pub fn choose(activity: Option<RunnerName>, package: Option<RunnerName>, project
 #[derive(Debug, Clone)]
 pub enum Placement {
     Local,
-    Slurm(slurm::Job),
+    Slurm(Box<slurm::Job>),
 }
 
 /// Start the attempt `spec` describes where `placement` says. Locally: the shim, detached, once
