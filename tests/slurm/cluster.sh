@@ -68,9 +68,12 @@ CONF
 }
 
 slurm_stop() {
-  local f
-  for f in "$SLURM_CONF"/../slurmd.pid "$SLURM_CONF"/../slurmctld.pid "$SLURM_CONF"/../munge/run/munged.pid; do
-    f=$(dirname "$SLURM_CONF")/${f#"$SLURM_CONF"/../}
-    [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  local dir f pid
+  dir=$(dirname "$SLURM_CONF")
+  for f in "$dir"/slurmd.pid "$dir"/slurmctld.pid "$dir"/munge/run/munged.pid; do
+    [ -s "$f" ] || continue
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || continue
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
   done
 }
