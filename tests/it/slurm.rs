@@ -60,7 +60,7 @@ fn on_job_worker(p: &Project) {
     p.script_worker(
         "onjob",
         "sparse",
-        r#"echo "job=${SLURM_JOB_ID:-none}"
+        r#"echo "job=${SLURM_JOB_ID:-none} leak=${GH_RECONCILER_ONLY:-absent}"
 mkdir -p .lore/done
 echo "done in job ${SLURM_JOB_ID:-none}" > ".lore/done/$GUILD_HALL_ID.md"
 "$GUILD_HALL_BIN" toolbox submit-result --summary "ran in Slurm job ${SLURM_JOB_ID:-none}" --artifact ".lore/done/$GUILD_HALL_ID.md""#,
@@ -89,6 +89,8 @@ fn a_commission_and_a_wave_task_run_as_slurm_jobs_and_merge() {
         &p,
         2,
         r#"
+# Only the worker's environment reaches the job, not the reconciler's.
+export GH_RECONCILER_ONLY=leaked
 "$GH" reconcile --once --wait --timeout 120s >/dev/null
 j=$(job_of c1)
 echo "--- job"; echo "$j"
@@ -114,7 +116,7 @@ echo "--- jobs"; squeue -h -t all -o %j | sort
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/done/c1.md"]), format!("done in job {job}\n"), "ran inside job {job}");
     assert_eq!(git(&p.root, &["show", "claude/main:src/one.txt"]), "hello from a node\n");
     let log = std::fs::read_to_string(p.state_dir("c1").join("attempt-1.log")).expect("log");
-    assert!(log.contains(&format!("job={job}")), "the job's output is the attempt's log: {log}");
+    assert!(log.contains(&format!("job={job} leak=absent")), "the job's output is the attempt's log, its environment the worker's: {log}");
 }
 
 /// A cancelled commission's job ends, and every process the worker started with it (a
@@ -268,4 +270,34 @@ echo "--- handle"; ls "$STATE"/*/commissions/far/slurm.json 2>/dev/null || echo 
     assert_eq!(section(&out, "handle").trim(), "none", "nothing submitted: {out}");
     let artifact = p.artifact("far");
     assert!(artifact.contains("the Slurm runner needs the home") && artifact.contains("elsewhere"), "{artifact}");
+}
+
+/// `runner:` and the job's resources are checked like every other key: a misspelt one or an
+/// unknown runner is a problem, in `guild-hall.yaml`, `worker.yaml` and a commission alike.
+/// (No cluster needed.)
+#[test]
+fn runner_keys_are_checked_where_they_are_written() {
+    let p = Project::new(&["sleeper"]);
+    p.script_worker("big", "sparse", "true");
+    let yaml = p.root.join(".lore/workers/big/worker.yaml");
+    let base = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{base}runner: slurm\nresources: {{cpus: 4, memory: 8G}}\n")).expect("write");
+    p.config("runner: slurm\nslurm: {partition: agents, account: lab, qos: normal}\n");
+    p.write_commission("ok", "---\nworker: big\nrunner: local\nresources: {cpus: 2}\n---\nGo.\n");
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 0, "all valid: {out}{err}");
+
+    p.write_commission("bad", "---\nworker: big\nrunner: kubernetes\nresources: {cpu: 2}\n---\nGo.\n");
+    let (code, out, err) = p.run(&["check"]);
+    let said = format!("{out}{err}");
+    assert_ne!(code, 0, "{said}");
+    assert!(said.contains("unknown runner: kubernetes (expected local or slurm)"), "{said}");
+    assert!(said.contains("`cpu`") && said.contains("did you mean `cpus`"), "{said}");
+
+    std::fs::remove_file(p.artifact_path("bad")).expect("rm");
+    p.config("runner: slurm\nslurm: {partiton: agents}\n");
+    let (code, out, err) = p.run(&["check"]);
+    let said = format!("{out}{err}");
+    assert_ne!(code, 0, "{said}");
+    assert!(said.contains("partiton"), "{said}");
 }
