@@ -123,9 +123,14 @@ pub const UNRESPONSIVE: &str = "process unresponsive";
 /// (its own and its reaped children's), its mailbox's length (progress, task updates).
 pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo, mailbox: &Path) -> Sample {
     let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    // A pid recorded on another machine (a cluster's node) names nothing here.
+    // A pid recorded on another machine (a cluster's node) names nothing here: its shim
+    // writes its CPU time down instead.
     let here = run.boot_id == shim::boot_id();
-    let cpu = run.worker_pid.filter(|_| here).and_then(crate::worker::shim::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
+    let cpu = match run.worker_pid.filter(|_| here).and_then(crate::worker::shim::proc_stat) {
+        Some(st) => st.cpu_ticks,
+        // As its shim wrote it down (a runner's node: `cpu.json`).
+        None => read_json::<serde_json::Value>(&shim::cpu_file(state)).ok().flatten().and_then(|v| v["cpu_ticks"].as_u64()).unwrap_or(0),
+    };
     Sample { log_len: len(&state.log(attempt)), cpu_ticks: cpu, mailbox_len: len(mailbox) }
 }
 

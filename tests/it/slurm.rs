@@ -61,6 +61,10 @@ fn on_job_worker(p: &Project) {
         "onjob",
         "sparse",
         r#"echo "job=${SLURM_JOB_ID:-none} leak=${GH_RECONCILER_ONLY:-absent}"
+# Some CPU time, for the shim to write down (the node's process table is not the reconciler's).
+# (then alive past the shim's next look, a second later).
+i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done
+sleep 1.5
 mkdir -p .lore/done
 echo "done in job ${SLURM_JOB_ID:-none}" > ".lore/done/$GUILD_HALL_ID.md"
 "$GUILD_HALL_BIN" toolbox submit-result --summary "ran in Slurm job ${SLURM_JOB_ID:-none}" --artifact ".lore/done/$GUILD_HALL_ID.md""#,
@@ -115,6 +119,9 @@ echo "--- jobs"; squeue -h -t all -o %j | sort
     assert!(p.artifact("c1").contains("status: completed"), "{}", p.artifact("c1"));
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/done/c1.md"]), format!("done in job {job}\n"), "ran inside job {job}");
     assert_eq!(git(&p.root, &["show", "claude/main:src/one.txt"]), "hello from a node\n");
+    let cpu: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.state_dir("c1").join("cpu.json")).expect("cpu.json")).expect("json");
+    assert!(cpu["cpu_ticks"].as_u64().is_some_and(|t| t > 0), "the shim wrote the worker's CPU time down: {cpu}");
     let log = std::fs::read_to_string(p.state_dir("c1").join("attempt-1.log")).expect("log");
     assert!(log.contains(&format!("job={job} leak=absent")), "the job's output is the attempt's log, its environment the worker's: {log}");
 }

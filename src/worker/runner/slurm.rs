@@ -69,6 +69,8 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
     if let Some(m) = job.memory.as_deref().filter(|m| !valid_memory(m)) {
         return refuse(format!("resources.memory: {m:?} is not an amount Slurm takes (`4G`, `500M`, a number of megabytes)"));
     }
+    // What an earlier attempt's shim wrote down is not this one's.
+    let _ = std::fs::remove_file(crate::worker::shim::cpu_file(&spec.state));
     let nonce = uuid::Uuid::new_v4().simple().to_string();
     let name = format!("guild-hall.{}.{}.{}.{}", job.project, job.id, spec.attempt, &nonce[..8]);
     let mut handle = Handle { attempt: spec.attempt, name: name.clone(), job_id: None, submitted_at: Utc::now() };
@@ -99,7 +101,8 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
             cmd.arg(format!("--{flag}={v}"));
         }
     }
-    cmd.env_clear().envs(env);
+    // The node's process table is not ours to read: the shim writes the worker's CPU time down.
+    cmd.env_clear().envs(env).env(crate::worker::shim::CPU_BEAT_VAR, "1");
     // Where the cluster's configuration is, when it is not the system's.
     if let Some(conf) = std::env::var_os("SLURM_CONF") {
         cmd.env("SLURM_CONF", conf);
@@ -362,7 +365,8 @@ fn lost(attempt: u32, why: String) -> ExitInfo {
 
 /// Stop the job of `handle`, once proven ours (its name is the handle's): `Term` asks the shim
 /// (`scancel --batch --signal=TERM`: it stops every process of the attempt, SIGKILL after its
-/// grace); `Kill` cancels the job (`scancel`: Slurm ends every process of it).
+/// grace); `Kill` asks the shim to kill them now (`--signal=USR1`) and cancels the job
+/// (`scancel`: Slurm ends every process of it). A queued job is cancelled.
 pub fn stop(handle: &Handle, how: Stop) -> Result<()> {
     let Some(id) = job_id(handle)? else { return Ok(()) };
     let (state, name) = query(id)?;
@@ -372,14 +376,22 @@ pub fn stop(handle: &Handle, how: Stop) -> Result<()> {
     if name != handle.name {
         bail!("Slurm job {id} is named {name}, not {}: not ours, not cancelled", handle.name);
     }
-    let mut cmd = Command::new("scancel");
-    match (how, &state) {
-        (Stop::Term, JobState::Running) => cmd.args(["--batch", "--signal=TERM"]),
-        _ => &mut cmd,
+    let scancel = |args: &[&str]| -> Result<()> {
+        let out = Command::new("scancel").args(args).arg(id.to_string()).output().context("running scancel")?;
+        if !out.status.success() {
+            bail!("scancel {id}: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(())
     };
-    let out = cmd.arg(id.to_string()).output().context("running scancel")?;
-    if !out.status.success() {
-        bail!("scancel {id}: {}", String::from_utf8_lossy(&out.stderr).trim());
+    match (how, &state) {
+        (Stop::Term, JobState::Running) => scancel(&["--batch", "--signal=TERM"])?,
+        (Stop::Kill, JobState::Running) => {
+            // The shim kills every process of the attempt at once (as a local SIGUSR1 asks),
+            // then Slurm ends the job whatever became of that.
+            let _ = scancel(&["--batch", "--signal=USR1"]);
+            scancel(&[])?
+        }
+        _ => scancel(&[])?,
     }
     tracing::info!(job = id, how = ?how, "asked Slurm to stop the job");
     Ok(())
