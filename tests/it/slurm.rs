@@ -308,3 +308,30 @@ fn runner_keys_are_checked_where_they_are_written() {
     assert_ne!(code, 0, "{said}");
     assert!(said.contains("partiton"), "{said}");
 }
+
+/// The reconciler killed after sbatch took the job but before its id was recorded: the next
+/// pass finds the job by the name recorded before sbatch ran, and never submits it again.
+#[test]
+fn a_job_whose_id_was_never_recorded_is_found_by_its_name() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&["sleeper"]);
+    p.config("runner: slurm\n");
+    p.write_commission("lost", "---\nworker: sleeper\n---\nsleep: 1\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+code=0; GUILD_HALL_FAULT=slurm-submit:2 "$GH" reconcile --once >/dev/null 2>&1 || code=$?
+echo "--- code"; echo "$code"
+echo "--- id"; jget "$(handle lost)" job_id
+pass_until "completed" is_status lost completed
+echo "--- jobs"; squeue -h -t all -o '%j' | grep -c '\.lost\.' || true
+"#,
+    );
+    assert_eq!(section(&out, "code").trim(), "86", "stopped by the fault: {out}");
+    assert_eq!(section(&out, "id").trim(), "None", "no id recorded: {out}");
+    assert_eq!(section(&out, "jobs").trim(), "1", "one job, never resubmitted: {out}");
+    assert_eq!(git(&p.root, &["log", "--format=%b", "claude/main"]).matches("Guild-Hall-Commission: lost").count(), 1);
+}

@@ -53,6 +53,18 @@ impl Handle {
     pub fn read(state: &StateDir) -> Result<Option<Handle>> {
         read_json(&Self::path(state))
     }
+
+    /// Whether its attempt was taken by a job: its id recorded, sbatch perhaps still answering,
+    /// or Slurm knowing a job of its name (or not answering: taken, to be safe). Not taken: the
+    /// pass that wrote it died before sbatch took the job, and the attempt is started again.
+    pub fn taken(&self) -> bool {
+        self.job_id.is_some() || self.submitting() || !matches!(find_by_name(&self.name), Ok(None))
+    }
+
+    /// Written with no job id less than [`SUBMIT_WINDOW`] ago: sbatch may still answer.
+    fn submitting(&self) -> bool {
+        self.job_id.is_none() && Utc::now().signed_duration_since(self.submitted_at).to_std().unwrap_or_default() < SUBMIT_WINDOW
+    }
 }
 
 /// How long a handle without a job id may wait for `sbatch` to answer before the attempt is
@@ -75,6 +87,7 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
     let name = format!("guild-hall.{}.{}.{}.{}", job.project, job.id, spec.attempt, &nonce[..8]);
     let mut handle = Handle { attempt: spec.attempt, name: name.clone(), job_id: None, submitted_at: Utc::now() };
     write_json(&Handle::path(&spec.state), &handle)?;
+    crate::activity::fault("slurm-submit", 1);
     let (argv, env) = crate::worker::shim::shim_invocation(spec)?;
     let script = batch_script(&argv);
     let log = spec.state.log(spec.attempt);
@@ -121,6 +134,7 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
     let id = said.trim().split(';').next().and_then(|id| id.parse::<u64>().ok());
     match id {
         Some(id) if out.status.success() => {
+            crate::activity::fault("slurm-submit", 2);
             handle.job_id = Some(id);
             write_json(&Handle::path(&spec.state), &handle)?;
             tracing::info!(job = id, name = %name, "submitted to Slurm");
@@ -299,7 +313,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
     let id = job_id(handle).map_err(e)?;
     let (job, name) = match id {
         Some(id) => query(id).map_err(e)?,
-        None if Utc::now().signed_duration_since(handle.submitted_at).to_std().unwrap_or_default() < SUBMIT_WINDOW => {
+        None if handle.submitting() => {
             return Ok(Attempt {
                 proc: Proc::Starting,
                 run,
@@ -309,7 +323,10 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
                 polled: true,
             })
         }
-        None => (JobState::Gone, String::new()),
+        // The pass that wrote the handle died before sbatch took the job: the attempt never
+        // started, and is started again (a job sbatch took after all would find its attempt
+        // taken, and end without running a worker).
+        None => return Ok(Attempt { proc: Proc::NotStarted, run, exit: None, leftovers: Vec::new(), queued: None, polled: false }),
     };
     if !name.is_empty() && name != handle.name {
         return Err(format!(
@@ -342,13 +359,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
             (Proc::Dead, None)
         }
         (JobState::Gone, None) => {
-            let x = lost(
-                attempt,
-                match id {
-                    Some(id) => format!("{RUNNER_VERDICT}Slurm job {id} is gone from Slurm without the shim recording the attempt's exit"),
-                    None => format!("{RUNNER_VERDICT}{} was never submitted (sbatch did not answer)", what(None)),
-                },
-            );
+            let x = lost(attempt, format!("{RUNNER_VERDICT}{} is gone from Slurm without the shim recording the attempt's exit", what(id)));
             write_json(&state.exit(), &x).map_err(e)?;
             exit = Some(x);
             (Proc::Dead, None)
