@@ -8,7 +8,6 @@
 # Starts daemons and jobs: run it as root in private pid and network namespaces:
 #   unshare --pid --fork --mount-proc --net benches/slurm.sh target/release/guild-hall [N]
 set -eu
-shopt -s extglob
 BIN=$(realpath "$1"); N=${2:-10}
 HERE=$(dirname "$(realpath "$0")")
 T=$(mktemp -d)

@@ -32,7 +32,6 @@ fn in_cluster_with(p: &Project, cpus: u32, extra_conf: &str, script: &str) -> St
     let dir = p.tmp.path().join("slurm");
     let prelude = format!(
         r#"
-shopt -s extglob
 # A network of the namespace's own: loopback, and an interface with an address (Slurm's
 # daemons will not bind without one).
 ip link set lo up

@@ -17,12 +17,16 @@ slurm_cluster() {
   munged --force --key-file="$dir"/munge/key/munge.key --socket="$dir"/munge/run/munge.socket \
     --pid-file="$dir"/munge/run/munged.pid --log-file="$dir"/log/munged.log --seed-file="$dir"/munge/seed
   local node
-  node=$(slurmd -C | head -1)
-  # This host's name, reached over loopback; the CPU count capped when asked (CPUS=2 ...).
-  node=${node/NodeName=+([^ ])/NodeName=$(hostname) NodeAddr=127.0.0.1}
+  # This host as slurmd sees it, reached over loopback; the CPU count set when asked.
+  node=$(slurmd -C | head -1 | sed -E "s/^NodeName=[^ ]+/NodeName=$(hostname) NodeAddr=127.0.0.1/")
   if [ -n "$cpus" ]; then
     node=$(sed -E "s/CPUs=[0-9]+/CPUs=$cpus/; s/Boards=[0-9]+ SocketsPerBoard=[0-9]+ CoresPerSocket=[0-9]+ ThreadsPerCore=[0-9]+ //" <<<"$node")
   fi
+  # proctrack/linuxproc even where a cgroup-v1 freezer is mounted: proctrack/cgroup would make
+  # slurm/ directories in the machine's own cgroup tree, which a killed test leaves behind. What
+  # linuxproc lets escape (a double-forked orphan) the shim, the attempt's subreaper, contains.
+  # batch_sched_delay=0: back-to-back jobs start at once, not ~3 s later. jobcomp/filetxt: a
+  # durable record of how jobs ended, without slurmdbd.
   cat >"$dir"/slurm.conf <<CONF
 ClusterName=gh-test
 SlurmctldHost=$(hostname)(127.0.0.1)
