@@ -71,3 +71,25 @@ pub fn holds_slot(state: &StateDir, attempt: u32) -> bool {
 pub fn slurm_minutes(limit: Duration, grace: Duration) -> u64 {
     (limit + grace + Duration::from_secs(60)).as_secs().div_ceil(60).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_specific_runner_wins() {
+        use RunnerName::{Local, Slurm};
+        assert_eq!(choose(None, None, Local), Local);
+        assert_eq!(choose(None, None, Slurm), Slurm);
+        assert_eq!(choose(None, Some(Slurm), Local), Slurm);
+        assert_eq!(choose(Some(Local), Some(Slurm), Slurm), Local);
+    }
+
+    #[test]
+    fn slurms_time_limit_is_a_backstop_after_guild_halls() {
+        let s = Duration::from_secs;
+        // 1 h + 30 s grace + a minute: 62 minutes (rounded up).
+        assert_eq!(slurm_minutes(s(3600), s(30)), 62);
+        assert_eq!(slurm_minutes(s(1), s(0)), 2);
+    }
+}
