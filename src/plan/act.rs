@@ -129,10 +129,9 @@ fn stop_then_apply(ctx: &Ctx<'_, Catalog>, state: &StateDir, attempt: u32, kill:
     let stopped = crate::worker::liveness::attempt(state, attempt, &shim::boot_id()).map_err(anyhow::Error::msg).and_then(|a| {
         match (a.proc, a.run) {
             (crate::worker::liveness::Proc::Alive, Some(run)) => crate::worker::runner::stop(state, attempt, Some(&run), how(kill)),
-            // A job still in a cluster's queue: taken out.
-            (crate::worker::liveness::Proc::Starting, None) if a.queued.is_some() => {
-                crate::worker::runner::stop(state, attempt, None, shim::Stop::Kill)
-            }
+            // A cluster's job still in the queue (taken out), or whose shim is starting: asked
+            // through its runner now, since the stop is asked once.
+            (crate::worker::liveness::Proc::Starting, None) if a.polled => crate::worker::runner::stop(state, attempt, None, how(kill)),
             _ => Ok(()),
         }
     });
