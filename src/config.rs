@@ -55,7 +55,7 @@ pub struct ProjectConfig {
     pub follow: Option<String>,
     /// Where attempts run: `local` (this machine) or `slurm` (batch jobs on the cluster
     /// `slurm:` describes). A package's or a commission's `runner:` overrides it.
-    pub runner: crate::worker::runner::RunnerName,
+    pub runner: crate::artifact::commission::RunnerName,
     /// With `runner: slurm`: where jobs go.
     pub slurm: SlurmConfig,
 }

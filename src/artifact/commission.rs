@@ -54,6 +54,18 @@ impl Desired {
     }
 }
 
+/// Which runner starts an activity's attempts (`runner:` in `.lore/guild-hall.yaml`, a
+/// package's `worker.yaml`, or a commission's frontmatter; the most specific wins).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerName {
+    /// The shim runs on this machine.
+    #[default]
+    Local,
+    /// The shim runs as a Slurm batch job (`slurm:` in `.lore/guild-hall.yaml` says where).
+    Slurm,
+}
+
 /// Optional per-commission overrides of the worker package's resource bounds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -95,7 +107,7 @@ pub struct Commission {
     /// Wall-clock limit of an attempt (`timeout:`), overriding the package's and the project's.
     pub timeout: Option<std::time::Duration>,
     /// Where its attempts run (`runner:`), over its package's and the project's.
-    pub runner: Option<crate::worker::runner::RunnerName>,
+    pub runner: Option<RunnerName>,
     pub desired: Option<Desired>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed.
     /// Other keys are validated into the typed fields above and not kept.

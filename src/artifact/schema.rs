@@ -67,7 +67,7 @@ struct Commission {
     /// Wall-clock limit of an attempt.
     timeout: Option<Duration>,
     /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
-    runner: Option<crate::worker::runner::RunnerName>,
+    runner: Option<super::commission::RunnerName>,
     /// A one-shot request, removed once carried out.
     desired: Option<Desired>,
     // Written by guild-hall.

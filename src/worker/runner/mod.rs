@@ -7,23 +7,11 @@ pub mod slurm;
 
 use std::time::Duration;
 
-use anyhow::Result;
-use serde::{Deserialize, Serialize};
-
 use crate::activity::state::{RunInfo, StateDir};
 use crate::worker::shim::{self, Spec, Stop};
+use anyhow::Result;
 
-/// Which runner starts an activity's attempts (`runner:` in `.lore/guild-hall.yaml`, a
-/// package's `worker.yaml`, or a commission's frontmatter; the most specific wins).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunnerName {
-    /// The shim runs on this machine.
-    #[default]
-    Local,
-    /// The shim runs as a Slurm batch job (`slurm:` in `.lore/guild-hall.yaml` says where).
-    Slurm,
-}
+pub use crate::artifact::commission::RunnerName;
 
 /// The runner that applies: the first of the activity's, its package's and the project's.
 pub fn choose(activity: Option<RunnerName>, package: Option<RunnerName>, project: RunnerName) -> RunnerName {
