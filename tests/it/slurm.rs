@@ -334,3 +334,39 @@ echo "--- jobs"; squeue -h -t all -o '%j' | grep -c '\.lost\.' || true
     assert_eq!(section(&out, "jobs").trim(), "1", "one job, never resubmitted: {out}");
     assert_eq!(git(&p.root, &["log", "--format=%b", "claude/main"]).matches("Guild-Hall-Commission: lost").count(), 1);
 }
+
+/// A cancelled plan whose wave has two tasks running as jobs and one waiting in the queue:
+/// every job ends (the queued one taken out of the queue), the plan is cancelled.
+#[test]
+fn a_cancelled_plan_ends_its_running_and_queued_jobs() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&["mason"]);
+    p.config("runner: slurm\ncancel_grace: 2s\n");
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(
+        plans.join("big.md"),
+        "---\ntitle: big\nparallelism: 3\nwaves:\n  - - {id: a, worker: mason, prompt: \"sleep: 120\"}\n    - {id: b, worker: mason, prompt: \"sleep: 120\"}\n    - {id: c, worker: mason, prompt: \"sleep: 120\"}\n---\n",
+    )
+    .expect("plan");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+states() { squeue -h -o %T | sort | tr '\n' ' '; }
+two_and_one() { [ "$(states)" = "PENDING RUNNING RUNNING " ]; }
+pass_until "two jobs running, one queued" two_and_one
+echo "--- before"; states; echo
+"$GH" plan cancel big >/dev/null
+none_left() { [ -z "$(squeue -h -o %i)" ]; }
+pass_until "no job left" none_left
+cancelled() { "$GH" plan show big --json | grep -q '"status": *"cancelled"'; }
+pass_until "the plan cancelled" cancelled
+echo "--- sleepers"; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && alive ${d#/proc/} && echo ${d#/proc/}; done; echo none
+"#,
+    );
+    assert_eq!(section(&out, "before").trim(), "PENDING RUNNING RUNNING", "{out}");
+    assert_eq!(section(&out, "sleepers").trim(), "none", "every task's process ended: {out}");
+}
