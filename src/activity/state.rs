@@ -83,7 +83,7 @@ pub fn valid_run_id(id: &str) -> bool {
 
 /// How an `error` that is a runner's verdict on a started attempt begins (a Slurm job that
 /// ended without, or against, its shim's record), unlike a worker that could not start.
-pub const RUNNER_VERDICT: &str = "runner: ";
+pub const RUNNER_VERDICT: &str = "[runner] ";
 
 /// Written by the shim when the worker exits (or could not start).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

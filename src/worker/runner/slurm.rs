@@ -123,7 +123,7 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return refuse(format!("runner: slurm, but sbatch cannot be run: {e}")),
+        Err(e) => return refuse(format!("the Slurm runner cannot run sbatch: {e}")),
     };
     if let Some(mut stdin) = child.stdin.take() {
         stdin.write_all(&script).context("writing the batch script to sbatch")?;
@@ -189,8 +189,8 @@ fn not_shared(spec: &Spec, partition: Option<&str>) -> Option<String> {
     }
     let out = match cmd.output() {
         Ok(o) if o.status.success() => o,
-        Ok(o) => return Some(format!("runner: slurm, but sinfo failed: {}", String::from_utf8_lossy(&o.stderr).trim())),
-        Err(e) => return Some(format!("runner: slurm, but sinfo cannot be run: {e}")),
+        Ok(o) => return Some(format!("the Slurm runner could not ask sinfo for the nodes: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Err(e) => return Some(format!("the Slurm runner cannot run sinfo: {e}")),
     };
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host = host.trim();
