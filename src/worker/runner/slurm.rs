@@ -326,7 +326,11 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
         // The pass that wrote the handle died before sbatch took the job: the attempt never
         // started, and is started again (a job sbatch took after all would find its attempt
         // taken, and end without running a worker).
-        None => return Ok(Attempt { proc: Proc::NotStarted, run, exit: None, leftovers: Vec::new(), queued: None, polled: false }),
+        None if run.is_none() => {
+            return Ok(Attempt { proc: Proc::NotStarted, run, exit: None, leftovers: Vec::new(), queued: None, polled: false })
+        }
+        // It ran (its shim recorded the start), and Slurm has forgotten it since.
+        None => (JobState::Gone, String::new()),
     };
     if !name.is_empty() && name != handle.name {
         return Err(format!(
