@@ -16,9 +16,12 @@ slurm_cluster() {
   chmod 0400 "$dir"/munge/key/munge.key
   munged --force --key-file="$dir"/munge/key/munge.key --socket="$dir"/munge/run/munge.socket \
     --pid-file="$dir"/munge/run/munged.pid --log-file="$dir"/log/munged.log --seed-file="$dir"/munge/seed
-  local node
-  # This host as slurmd sees it, reached over loopback; the CPU count set when asked.
-  node=$(slurmd -C | head -1 | sed -E "s/^NodeName=[^ ]+/NodeName=$(hostname) NodeAddr=127.0.0.1/")
+  local node name
+  # This host as slurmd sees it (its short name), reached over loopback; the CPU count set
+  # when asked.
+  node=$(slurmd -C | head -1)
+  name=$(sed -E 's/^NodeName=([^ ]+).*/\1/' <<<"$node")
+  node=$(sed -E "s/^NodeName=[^ ]+/NodeName=$name NodeAddr=127.0.0.1/" <<<"$node")
   if [ -n "$cpus" ]; then
     node=$(sed -E "s/CPUs=[0-9]+/CPUs=$cpus/; s/Boards=[0-9]+ SocketsPerBoard=[0-9]+ CoresPerSocket=[0-9]+ ThreadsPerCore=[0-9]+ //" <<<"$node")
   fi
@@ -29,7 +32,7 @@ slurm_cluster() {
   # durable record of how jobs ended, without slurmdbd.
   cat >"$dir"/slurm.conf <<CONF
 ClusterName=gh-test
-SlurmctldHost=$(hostname)(127.0.0.1)
+SlurmctldHost=$name(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge

@@ -194,8 +194,14 @@ fn not_shared(spec: &Spec, partition: Option<&str>) -> Option<String> {
     };
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host = host.trim();
-    let mut others: Vec<String> =
-        String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|n| !n.is_empty() && *n != host).map(str::to_string).collect();
+    // Slurm names a node by its short host name.
+    let short = host.split('.').next().unwrap_or(host);
+    let mut others: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && *n != host && *n != short)
+        .map(str::to_string)
+        .collect();
     others.sort();
     others.dedup();
     if others.is_empty() {
