@@ -525,8 +525,20 @@ pub fn in_namespaces(p: &Project, more: &[&str], script: &str) -> String {
         // Without root, a user namespace of our own grants what the pid namespace needs.
         c.args(["--user", "--map-root-user"]);
     }
+    // The namespace (and all in it: a cluster's daemons, say) ends with unshare, and unshare
+    // with this test, however it ends.
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on the child.
+        unsafe {
+            c.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                Ok(())
+            });
+        }
+    }
     c.args(more)
-        .args(["--pid", "--fork", "--mount-proc", "bash", "-c"])
+        .args(["--kill-child", "--pid", "--fork", "--mount-proc", "bash", "-c"])
         .arg(format!("set -eu\n{NS_HELPERS}\n{script}"))
         .current_dir(&p.root);
     for (k, v) in p.cmd().get_envs() {
