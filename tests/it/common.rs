@@ -525,9 +525,9 @@ pub fn in_namespaces(p: &Project, more: &[&str], script: &str) -> String {
         // Without root, a user namespace of our own grants what the pid namespace needs.
         c.args(["--user", "--map-root-user"]);
     }
-    // The namespace (and all in it: a cluster's daemons, say) ends with unshare, and unshare
-    // with this test, however it ends.
-    {
+    // With namespaces of its own (a cluster's daemons in them, say), unshare ends with this
+    // test however it ends (and `--kill-child` takes the namespace with it).
+    if !more.is_empty() {
         use std::os::unix::process::CommandExt;
         // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on the child.
         unsafe {
@@ -538,7 +538,7 @@ pub fn in_namespaces(p: &Project, more: &[&str], script: &str) -> String {
         }
     }
     c.args(more)
-        .args(["--kill-child", "--pid", "--fork", "--mount-proc", "bash", "-c"])
+        .args(["--pid", "--fork", "--mount-proc", "bash", "-c"])
         .arg(format!("set -eu\n{NS_HELPERS}\n{script}"))
         .current_dir(&p.root);
     for (k, v) in p.cmd().get_envs() {

@@ -51,7 +51,7 @@ is_status() {{ grep -q "^status: $2\$" ".lore/commissions/$1.md"; }}
         cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/slurm/cluster.sh"),
         dir = dir.display(),
     );
-    in_namespaces(p, &["--net"], &format!("{prelude}\n{script}"))
+    in_namespaces(p, &["--net", "--kill-child"], &format!("{prelude}\n{script}"))
 }
 
 /// A worker that says which Slurm job it runs in, writes a file and submits.
