@@ -220,34 +220,46 @@ echo "--- job"; echo "$j"
 }
 
 /// Four commissions on a two-CPU node: two run while two wait in the queue (`status` says so:
-/// `queued (Slurm job N: Resources)`), and all four complete.
+/// `queued (Slurm job N: Resources)`), longer than `stale_after`, yet a job in the queue is
+/// never stale: all four complete. Each holds a slot while queued (the cap counts them).
 #[test]
 fn four_commissions_on_a_two_cpu_node_queue_and_all_complete() {
     if !have_slurm() {
         return;
     }
-    let p = Project::new(&["sleeper"]);
-    p.config("runner: slurm\ncommission_cap: 4\n");
+    let p = Project::new(&[]);
+    p.config("runner: slurm\ncommission_cap: 4\nstale_after: 2s\n");
+    // Busy for 4 s, and saying so (output keeps a running worker from going stale).
+    p.script_worker(
+        "chatter",
+        "sparse",
+        r#"for i in $(seq 20); do echo "working $i"; sleep 0.2; done
+mkdir -p .lore/done
+echo "$GUILD_HALL_ID" > ".lore/done/$GUILD_HALL_ID.md"
+"$GUILD_HALL_BIN" toolbox submit-result --summary done --artifact ".lore/done/$GUILD_HALL_ID.md""#,
+    );
     for id in ["q1", "q2", "q3", "q4"] {
-        p.write_commission(id, "---\nworker: sleeper\n---\nsleep: 3\n");
+        p.write_commission(id, "---\nworker: chatter\n---\nWork.\n");
     }
     let out = in_cluster(
         &p,
         2,
         r#"
 "$GH" reconcile --once >/dev/null
-queued() { "$GH" status | grep -q 'queued (Slurm job [0-9]*: \(Resources\|Priority\))'; }
-pass_until "a job queued" queued
+two_and_two() { [ "$(squeue -h -o %T | sort | tr '\n' ' ')" = "PENDING PENDING RUNNING RUNNING " ]; }
+pass_until "two jobs running, two queued" two_and_two
 echo "--- status"; "$GH" status
 "$GH" reconcile --once --wait --timeout 120s >/dev/null
 echo "--- done"
 for id in q1 q2 q3 q4; do is_status $id completed && echo "$id"; done
 "#,
     );
-    assert!(section(&out, "status").contains("queued"), "{out}");
-    assert_eq!(section(&out, "done").split_whitespace().collect::<Vec<_>>(), ["q1", "q2", "q3", "q4"], "{out}");
+    let status = section(&out, "status");
+    let queued = status.lines().filter(|l| l.contains(" queued ") && l.contains("queued (Slurm job ")).count();
+    assert_eq!(queued, 2, "two shown queued, with the job and why: {out}");
+    assert_eq!(section(&out, "done").split_whitespace().collect::<Vec<_>>(), ["q1", "q2", "q3", "q4"], "none went stale: {out}");
     for id in ["q1", "q2", "q3", "q4"] {
-        assert_eq!(git(&p.root, &["show", &format!("claude/main:.lore/slept/{id}.md")]), "slept 3s\n");
+        assert_eq!(git(&p.root, &["show", &format!("claude/main:.lore/done/{id}.md")]), format!("{id}\n"));
     }
 }
 
