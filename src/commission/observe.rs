@@ -544,7 +544,9 @@ fn observe_one(
             // run record to watch its worker by, but one working in its worktree is found.
             let worktree = home.worktree(&project.name, id);
             obs.worktree_exists = worktree.exists();
-            obs.unrecorded_worker = obs.worktree_exists && shim::working_in(&worktree);
+            // (Or a Slurm job of it, on a node whose processes are not ours to see.)
+            obs.unrecorded_worker = obs.worktree_exists
+                && (shim::working_in(&worktree) || crate::worker::runner::slurm::ours(&project.name).iter().any(|(_, of, _)| of == id));
         }
     }
     let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));

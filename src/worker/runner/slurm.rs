@@ -301,6 +301,35 @@ fn find_by_name(name: &str) -> Result<Option<u64>> {
     Ok(String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.trim().parse().ok()))
 }
 
+/// The jobs of `project` Slurm has queued or running (ours by their names), as (job id,
+/// activity id, attempt): what a reconciler that lost its records can still find. Empty where
+/// Slurm cannot be asked (not installed: no job of ours runs).
+pub fn ours(project: &str) -> Vec<(u64, String, u32)> {
+    let Ok(out) = Command::new("squeue").args(["-h", "-o", "%i %j"]).output() else { return Vec::new() };
+    if !out.status.success() {
+        return Vec::new();
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (id, name) = l.trim().split_once(' ')?;
+            let (activity, attempt) = attempt_of(name, project)?;
+            Some((id.parse().ok()?, activity, attempt))
+        })
+        .collect()
+}
+
+/// The activity id and attempt a job name of `project` carries
+/// (`guild-hall.<project>.<id>.<attempt>.<nonce>`; an id may hold dots, the last two parts not).
+fn attempt_of(name: &str, project: &str) -> Option<(String, u32)> {
+    let rest = name.strip_prefix("guild-hall.")?.strip_prefix(project)?.strip_prefix('.')?;
+    let mut parts = rest.rsplitn(3, '.');
+    let nonce = parts.next()?;
+    let attempt = parts.next()?.parse().ok()?;
+    let id = parts.next()?;
+    (nonce.len() == 8 && nonce.bytes().all(|b| b.is_ascii_hexdigit()) && !id.is_empty()).then(|| (id.to_string(), attempt))
+}
+
 /// The job id of `handle`, found by name when sbatch's answer was never recorded.
 fn job_id(handle: &Handle) -> Result<Option<u64>> {
     match handle.job_id {
@@ -429,6 +458,16 @@ mod tests {
         assert_eq!(parse_job("JobName=x JobState=RUNNING Reason=None").0, JobState::Running);
         assert_eq!(parse_job("JobName=x JobState=CANCELLED Reason=None").0, JobState::Ended("CANCELLED".into()));
         assert_eq!(parse_job("JobName=x JobState=FAILED Reason=NonZeroExitCode").0, JobState::Ended("FAILED (NonZeroExitCode)".into()));
+    }
+
+    #[test]
+    fn a_job_name_says_whose_attempt_it_is() {
+        assert_eq!(attempt_of("guild-hall.p-1.c1.2.0a1b2c3d", "p-1"), Some(("c1".into(), 2)));
+        assert_eq!(attempt_of("guild-hall.p.v1.2.x.3.0a1b2c3d", "p"), Some(("v1.2.x".into(), 3)));
+        assert_eq!(attempt_of("guild-hall.p.c1.2.0a1b2c3d", "q"), None, "another project's");
+        assert_eq!(attempt_of("guild-hall.pp.c1.2.0a1b2c3d", "p"), None, "another project's");
+        assert_eq!(attempt_of("wrap", "p"), None);
+        assert_eq!(attempt_of("guild-hall.p.c1.x.0a1b2c3d", "p"), None);
     }
 
     #[test]
