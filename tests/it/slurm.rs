@@ -382,3 +382,30 @@ echo "--- sleepers"; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = 
     assert_eq!(section(&out, "before").trim(), "PENDING RUNNING RUNNING", "{out}");
     assert_eq!(section(&out, "sleepers").trim(), "none", "every task's process ended: {out}");
 }
+
+/// A worker gone quiet in its job (no output, no CPU, no progress) goes stale as it would
+/// here: the commission fails, and its job ends with every process of it.
+#[test]
+fn a_stale_worker_in_a_job_is_failed_and_its_job_ended() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&["hanger"]);
+    p.config("runner: slurm\nstale_after: 2s\n");
+    p.write_commission("quiet", "---\nworker: hanger\n---\nHang.\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+pass_until "in progress" is_status quiet in_progress
+j=$(job_of quiet)
+pass_until "failed" is_status quiet failed
+ended() { case "$(job_state "$j")" in COMPLETED|CANCELLED|FAILED) return 0 ;; esac; return 1; }
+pass_until "the job ended" ended
+echo "--- job"; job_state "$j"
+echo "--- left"; for d in /proc/[0-9]*; do tr '\0' '\n' < $d/environ 2>/dev/null | grep -q "^SLURM_JOB_ID=$j\$" && alive ${d#/proc/} && echo ${d#/proc/}; done; echo none
+"#,
+    );
+    assert!(p.artifact("quiet").contains("process unresponsive"), "{}", p.artifact("quiet"));
+    assert_eq!(section(&out, "left").trim(), "none", "no process of the job left: {out}");
+}
