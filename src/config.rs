@@ -53,6 +53,24 @@ pub struct ProjectConfig {
     /// Sync the integration branch from this branch by itself (at `watch`'s start, and before
     /// a pass starts new work); it is then the base branch too.
     pub follow: Option<String>,
+    /// Where attempts run: `local` (this machine) or `slurm` (batch jobs on the cluster
+    /// `slurm:` describes). A package's or a commission's `runner:` overrides it.
+    pub runner: crate::artifact::commission::RunnerName,
+    /// With `runner: slurm`: where jobs go.
+    pub slurm: SlurmConfig,
+}
+
+/// `slurm:` in `.lore/guild-hall.yaml`: where batch jobs go (each key left out: the cluster's
+/// default).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SlurmConfig {
+    /// `--partition`.
+    pub partition: Option<String>,
+    /// `--account`.
+    pub account: Option<String>,
+    /// `--qos`.
+    pub qos: Option<String>,
 }
 
 impl Default for ProjectConfig {
@@ -72,6 +90,8 @@ impl Default for ProjectConfig {
             merge_max_attempt_size: 1024 * MIB,
             base_branch: None,
             follow: None,
+            runner: Default::default(),
+            slurm: SlurmConfig::default(),
         }
     }
 }

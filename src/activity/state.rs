@@ -81,6 +81,10 @@ pub fn valid_run_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// How an `error` that is a runner's verdict on a started attempt begins (a Slurm job that
+/// ended without, or against, its shim's record), unlike a worker that could not start.
+pub const RUNNER_VERDICT: &str = "[runner] ";
+
 /// Written by the shim when the worker exits (or could not start).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExitInfo {
@@ -110,7 +114,10 @@ impl ExitInfo {
     /// worker that never started is said as it is: it was never under way.
     pub fn describe_when(&self, when: &str) -> String {
         if let Some(e) = &self.error {
-            return format!("activation failed: {e}");
+            return match e.strip_prefix(RUNNER_VERDICT) {
+                Some(verdict) => verdict.to_string(),
+                None => format!("activation failed: {e}"),
+            };
         }
         let how = match (self.code, self.signal) {
             (Some(c), _) => format!("worker exited with code {c}{when}"),

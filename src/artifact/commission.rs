@@ -54,12 +54,32 @@ impl Desired {
     }
 }
 
+/// Which runner starts an activity's attempts (`runner:` in `.lore/guild-hall.yaml`, a
+/// package's `worker.yaml`, or a commission's frontmatter; the most specific wins).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerName {
+    /// The shim runs on this machine.
+    #[default]
+    Local,
+    /// The shim runs as a Slurm batch job (`slurm:` in `.lore/guild-hall.yaml` says where).
+    Slurm,
+}
+
 /// Optional per-commission overrides of the worker package's resource bounds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Resources {
     pub max_turns: Option<u64>,
     pub max_budget_usd: Option<f64>,
+    /// CPUs one attempt gets on a cluster (`runner: slurm`: `--cpus-per-task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// Memory one attempt gets on a cluster (`runner: slurm`: `--mem`), in Slurm's words:
+    /// `4G`, `500M`, a number of megabytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9]+[KMGT]?$"))]
+    pub memory: Option<String>,
 }
 
 /// The keys only the reconciler writes.
@@ -86,6 +106,8 @@ pub struct Commission {
     pub resources: Resources,
     /// Wall-clock limit of an attempt (`timeout:`), overriding the package's and the project's.
     pub timeout: Option<std::time::Duration>,
+    /// Where its attempts run (`runner:`), over its package's and the project's.
+    pub runner: Option<RunnerName>,
     pub desired: Option<Desired>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed.
     /// Other keys are validated into the typed fields above and not kept.
@@ -163,6 +185,12 @@ impl Commission {
             None | Some(Value::Null) => None,
             Some(v) => super::frontmatter::timeout(v).map_err(|e| bad("timeout", e)).ok(),
         };
+        let runner = match get("runner") {
+            None | Some(Value::Null) => None,
+            Some(v) => serde_yaml_ng::from_value(v.clone())
+                .map_err(|_| bad("runner", format!("unknown runner: {} (expected local or slurm)", show(v))))
+                .ok(),
+        };
         let desired = match get("desired") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "dispatched" => Some(Desired::Dispatched),
@@ -196,6 +224,7 @@ impl Commission {
             outputs,
             resources,
             timeout,
+            runner,
             desired,
             fields,
             body: split.body.to_string(),
@@ -222,8 +251,9 @@ impl Commission {
 
 /// Keys read from the frontmatter; everything else is skipped by the parser without building
 /// values (parsing dominates observe, and most of a settled artifact is not ours to read).
-pub(crate) const READ_KEYS: [&str; 17] = [
+pub(crate) const READ_KEYS: [&str; 18] = [
     "outputs",
+    "runner",
     "timeout",
     "status",
     "created",

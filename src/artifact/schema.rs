@@ -66,6 +66,8 @@ struct Commission {
     resources: Option<Resources>,
     /// Wall-clock limit of an attempt.
     timeout: Option<Duration>,
+    /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
+    runner: Option<super::commission::RunnerName>,
     /// A one-shot request, removed once carried out.
     desired: Option<Desired>,
     // Written by guild-hall.

@@ -180,6 +180,8 @@ impl Rows {
             let stopping = s("stopping");
             let (status, note) = match stopping.split_once(':') {
                 Some((verb, _)) => (verb.to_string(), stopping.clone()),
+                // Waiting in a cluster's queue: neither running nor stale.
+                None if !s("queued").is_empty() => ("queued".to_string(), s("queued")),
                 None => (s("status"), note),
             };
             // One row a commission: the first line of the note, every control in it shown.

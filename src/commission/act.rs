@@ -38,10 +38,17 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
     match action {
         Action::Update(u) => apply_update(ctx, u),
         Action::Dispatch { update, attempt, branch, worker, resume } => dispatch(ctx, snapshot, update, *attempt, branch, worker, *resume),
-        Action::Signal { run, signal, update, .. } => {
+        Action::Signal { id, run, signal, update } => {
             // The stop first, and whatever becomes of the update: what a worker wrote can make
             // an update fail, and must never keep it from being stopped.
-            let stopped = shim::stop_attempt(run, if *signal == Sig::Term { shim::Stop::Term } else { shim::Stop::Kill });
+            let how = if *signal == Sig::Term { shim::Stop::Term } else { shim::Stop::Kill };
+            let stopped = crate::worker::runner::stop(&state_dir(ctx, id), run.attempt, Some(run), how);
+            let updated = apply_update(ctx, update);
+            stopped?;
+            updated
+        }
+        Action::Dequeue { id, attempt, update } => {
+            let stopped = crate::worker::runner::stop(&state_dir(ctx, id), *attempt, None, shim::Stop::Kill);
             let updated = apply_update(ctx, update);
             stopped?;
             updated
@@ -165,6 +172,8 @@ fn dispatch(
         readable: Vec::new(),
         resources: commission.artifact.resources.clone(),
         grace_cap: None,
+        runner: commission.artifact.runner,
+        timeout: commission.artifact.timeout,
     };
     match launch::prepare(Launch::Worker(activation))? {
         Prepared::Ready(ready) => ready.start()?,

@@ -30,6 +30,10 @@ pub struct Observed {
     pub exit: Option<ExitInfo>,
     /// With [`Proc::Lingering`]: the attempt's processes still alive.
     pub leftovers: Vec<i32>,
+    /// A Slurm job of its attempt still waiting in the queue, and why ([`Proc::Starting`]).
+    pub queued: Option<String>,
+    /// Its runner must be asked where it stands (a Slurm job): looked at again on a timer.
+    pub polled: bool,
     /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
     /// Nothing is done for this commission until it is repaired or removed.
     pub corrupt: Option<String>,
@@ -128,6 +132,8 @@ impl Observed {
             run: None,
             exit: None,
             leftovers: Vec::new(),
+            queued: None,
+            polled: false,
             corrupt: None,
             folded: None,
             fold_changed: false,
@@ -538,7 +544,9 @@ fn observe_one(
             // run record to watch its worker by, but one working in its worktree is found.
             let worktree = home.worktree(&project.name, id);
             obs.worktree_exists = worktree.exists();
-            obs.unrecorded_worker = obs.worktree_exists && shim::working_in(&worktree);
+            // (Or a Slurm job of it, on a node whose processes are not ours to see.)
+            obs.unrecorded_worker = obs.worktree_exists
+                && (shim::working_in(&worktree) || crate::worker::runner::slurm::ours(&project.name).iter().any(|(_, of, _)| of == id));
         }
     }
     let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));
@@ -704,6 +712,8 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
             obs.run = a.run;
             obs.exit = a.exit;
             obs.leftovers = a.leftovers;
+            obs.queued = a.queued;
+            obs.polled = a.polled;
         }
         Err(why) => {
             // Unreadable, implausible, or naming a process that is not the attempt's shim:
@@ -777,8 +787,9 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
                 true
             }
         };
-        // Whatever its status says (a cancel still stopping, say), live processes hold a slot.
-        if alive || shim::shim_lock_held(&state) {
+        // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
+        // so does a Slurm job, queued or running.
+        if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
             n += 1;
         }
     }

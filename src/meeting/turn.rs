@@ -139,6 +139,9 @@ pub fn run(
             // A turn is bounded like a commission's attempt, by the package's resources.
             resources: Default::default(),
             grace_cap: Some(INTERRUPT_GRACE),
+            // A turn streams to its caller: it runs here.
+            runner: Some(crate::worker::runner::RunnerName::Local),
+            timeout: None,
         };
         let ready = match launch::prepare(Launch::Worker(activation))? {
             Prepared::Ready(r) => r,

@@ -128,7 +128,10 @@ fn start_wave(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Ou
 fn stop_then_apply(ctx: &Ctx<'_, Catalog>, state: &StateDir, attempt: u32, kill: bool, update: &Update) -> Result<Outcome> {
     let stopped = crate::worker::liveness::attempt(state, attempt, &shim::boot_id()).map_err(anyhow::Error::msg).and_then(|a| {
         match (a.proc, a.run) {
-            (crate::worker::liveness::Proc::Alive, Some(run)) => shim::stop_attempt(&run, how(kill)),
+            (crate::worker::liveness::Proc::Alive, Some(run)) => crate::worker::runner::stop(state, attempt, Some(&run), how(kill)),
+            // A cluster's job still in the queue (taken out), or whose shim is starting: asked
+            // through its runner now, since the stop is asked once.
+            (crate::worker::liveness::Proc::Starting, None) if a.polled => crate::worker::runner::stop(state, attempt, None, how(kill)),
             _ => Ok(()),
         }
     });
@@ -345,6 +348,8 @@ fn start_task(ctx: &Ctx<'_, Catalog>, update: &Update, canonical: &str, attempt:
         readable: vec![snapshot_dir.clone()],
         resources: Default::default(),
         grace_cap: None,
+        runner: None,
+        timeout: task.timeout.or(plan.timeout),
     };
     let ready = match launch::prepare(Launch::Worker(activation))? {
         Prepared::Ready(r) => r,

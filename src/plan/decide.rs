@@ -134,6 +134,8 @@ pub struct ObservedTask {
     pub landed: bool,
     /// A shim of the task is at work (its lock held, or its run alive), whatever the attempt.
     pub busy: bool,
+    /// Its runner must be asked where it stands (a Slurm job): looked at again on a timer.
+    pub polled: bool,
     /// The current attempt's worker at work, with its signs of life.
     pub live: Option<Live>,
     /// Its worker package's `timeout:`.
@@ -659,7 +661,11 @@ pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
             let r = record.tasks.get(&ot.task.canonical);
             match (&ot.live, r) {
                 (Some(live), Some(r)) if r.state == TaskState::Running && !r.stop_sent => {
-                    at.push(liveness::next_look(live.heartbeat.as_ref(), s.stale_after, task_limit(s, o, ot), Some(live.started_at), s.at));
+                    let look =
+                        liveness::next_look(live.heartbeat.as_ref(), s.stale_after, task_limit(s, o, ot), Some(live.started_at), s.at);
+                    // A job ended by its cluster changes no file: its runner is asked again.
+                    let poll = s.at + chrono::Duration::from_std(liveness::POLL).unwrap_or_default();
+                    at.push(if ot.polled { look.min(poll) } else { look });
                 }
                 _ if ot.busy || ot.lingering.is_some() => at.push(soon),
                 _ => {}

@@ -39,7 +39,16 @@ pub struct Attempt {
     /// ([`shim::leftovers`]), to be killed ([`shim::kill_leftovers`]) before anything that
     /// follows the attempt (its verdict, a rerun in the same worktree) is done.
     pub leftovers: Vec<i32>,
+    /// A Slurm job still waiting in the queue: which, and why (`Slurm job 123: Resources`).
+    /// Neither running nor stale; it holds its slot.
+    pub queued: Option<String>,
+    /// Its runner is asked where it stands (a Slurm job): no file changes when it vanishes, so
+    /// it is looked at again every [`POLL`].
+    pub polled: bool,
 }
+
+/// How often an attempt whose runner must be asked ([`Attempt::polled`]) is looked at.
+pub const POLL: Duration = Duration::from_secs(2);
 
 /// Whether the shim `run` records is at work now: of this boot (`boot`, [`shim::boot_id`] read
 /// once per pass), alive, and proven the attempt's ([`shim::is_ours`]). The one test of a
@@ -49,10 +58,13 @@ pub fn running(run: &RunInfo, boot: &str) -> bool {
 }
 
 /// Whether a shim is at work in `state`, whatever its attempt: its lock held (starting, or
-/// running), or its recorded run [`running`]. A `run.json` that does not parse counts as not
+/// running), its recorded run [`running`], or a Slurm job recorded with no exit (queued or
+/// running on a node). A `run.json` that does not parse counts as not
 /// running here (a caller that must count it says so itself).
 pub fn busy(state: &StateDir, boot: &str) -> bool {
-    shim::shim_lock_held(state) || matches!(state.read_run(), Ok(Some(r)) if running(&r, boot))
+    shim::shim_lock_held(state)
+        || matches!(state.read_run(), Ok(Some(r)) if running(&r, boot))
+        || matches!(crate::worker::runner::slurm::Handle::read(state), Ok(Some(h)) if crate::worker::runner::holds_slot(state, h.attempt))
 }
 
 /// Whether a meeting's turn is under way in `state`: the process running it holds the turn
@@ -67,6 +79,11 @@ pub fn turn_running(state: &StateDir) -> bool {
 /// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
 /// process is ever signalled by such a record: the caller reports it and leaves the attempt alone.
 pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
+    // A Slurm job's attempt: where it stands is Slurm's to say, with the shim's records.
+    let handle = crate::worker::runner::slurm::Handle::read(state).map_err(|e| format!("{e:#}"))?;
+    if let Some(handle) = handle.filter(|h| h.attempt == attempt) {
+        return crate::worker::runner::slurm::attempt(state, attempt, &handle);
+    }
     let run = state.read_run().map_err(|e| format!("{e:#}"))?.filter(|r| r.attempt == attempt);
     // Whether the shim runs is looked at before its exit record is read: a shim records its
     // exit and then ends, so one seen ended has its record there to read. Read the other way
@@ -96,7 +113,7 @@ pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, St
             proc = Proc::Lingering;
         }
     }
-    Ok(Attempt { proc, run, exit, leftovers })
+    Ok(Attempt { proc, run, exit, leftovers, queued: None, polled: false })
 }
 
 /// The reason an unresponsive worker fails with.
@@ -106,7 +123,14 @@ pub const UNRESPONSIVE: &str = "process unresponsive";
 /// (its own and its reaped children's), its mailbox's length (progress, task updates).
 pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo, mailbox: &Path) -> Sample {
     let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let cpu = run.worker_pid.and_then(crate::worker::shim::proc_stat).map(|s| s.cpu_ticks).unwrap_or(0);
+    // A pid recorded on another machine (a cluster's node) names nothing here: its shim
+    // writes its CPU time down instead.
+    let here = run.boot_id == shim::boot_id();
+    let cpu = match run.worker_pid.filter(|_| here).and_then(crate::worker::shim::proc_stat) {
+        Some(st) => st.cpu_ticks,
+        // As its shim wrote it down (a runner's node: `cpu.json`).
+        None => read_json::<serde_json::Value>(&shim::cpu_file(state)).ok().flatten().and_then(|v| v["cpu_ticks"].as_u64()).unwrap_or(0),
+    };
     Sample { log_len: len(&state.log(attempt)), cpu_ticks: cpu, mailbox_len: len(mailbox) }
 }
 

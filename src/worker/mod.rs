@@ -1,7 +1,8 @@
 //! Workers: their packages (`worker.yaml`, and those bundled in the binary), the one launch site of
 //! every kind (`launch`), the shim that runs and contains each attempt, the Landlock sandbox that
 //! confines it, whether it is alive (`liveness`), their memory, the toolbox they talk back through,
-//! and telling their processes from others (`peer`).
+//! telling their processes from others (`peer`), and
+//! where attempts run (`runner`: here, or on a Slurm cluster).
 
 pub mod acp;
 pub mod bundled;
@@ -10,6 +11,7 @@ pub mod liveness;
 pub mod memory;
 pub mod package;
 pub mod peer;
+pub mod runner;
 pub mod sandbox;
 pub mod shim;
 pub mod toolbox;

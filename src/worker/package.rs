@@ -67,6 +67,9 @@ pub struct Manifest {
     /// With `protocol: acp`: what the agent may do besides the toolbox.
     #[serde(default, skip_serializing_if = "AcpSpec::is_empty")]
     pub acp: AcpSpec,
+    /// Where its attempts run (`local` or `slurm`), over the project's `runner:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<crate::worker::runner::RunnerName>,
 }
 
 /// `acp:` in `worker.yaml` (with `protocol: acp`): the permission policy guild-hall's ACP client

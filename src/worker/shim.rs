@@ -314,6 +314,19 @@ pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
     cmd.spawn().context("starting guild-hall shim")
 }
 
+/// Variables and their values.
+pub type Environment = Vec<(std::ffi::OsString, std::ffi::OsString)>;
+
+/// The `guild-hall shim` command line (the worker's argv last) and its whole environment,
+/// for a runner that starts it elsewhere (a Slurm batch job).
+pub fn shim_invocation(launch: &Spec) -> Result<(Vec<std::ffi::OsString>, Environment)> {
+    let mut cmd = shim_command(launch)?;
+    push_argv(&mut cmd, launch);
+    let argv = std::iter::once(cmd.get_program().to_owned()).chain(cmd.get_args().map(|a| a.to_owned())).collect();
+    let env = cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
+    Ok((argv, env))
+}
+
 /// The `guild-hall shim` command line and environment for `launch` (stdio left to the caller).
 fn shim_command(launch: &Spec) -> Result<Command> {
     let exe = std::env::current_exe().context("locating the guild-hall binary")?;
@@ -348,6 +361,34 @@ fn shim_command(launch: &Spec) -> Result<Command> {
 /// The worker's argv, always last on the shim's command line.
 fn push_argv(cmd: &mut Command, launch: &Spec) {
     cmd.arg("--").args(&launch.argv);
+}
+
+/// Set in the shim's environment by a runner whose node the reconciler cannot see into (Slurm):
+/// the shim writes the worker's CPU time to [`cpu_file`].
+pub const CPU_BEAT_VAR: &str = "GUILD_HALL_CPU_BEAT";
+
+/// `cpu.json` in the attempt's state dir: `{"cpu_ticks": N}`, the worker's CPU time (its own and
+/// its reaped children's) as the shim last saw it move.
+pub fn cpu_file(state: &StateDir) -> PathBuf {
+    state.0.join("cpu.json")
+}
+
+/// Write the worker's CPU ticks to `path` whenever they moved, every second, until `done`.
+fn cpu_beats(worker: i32, path: &Path, done: &AtomicBool) {
+    let mut last = None;
+    while !done.load(Ordering::SeqCst) {
+        if let Some(ticks) = proc_stat(worker).map(|s| s.cpu_ticks).filter(|t| Some(*t) != last) {
+            if write_json(path, &serde_json::json!({ "cpu_ticks": ticks })).is_ok() {
+                last = Some(ticks);
+            }
+        }
+        for _ in 0..10 {
+            if done.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 /// How the shim runs one attempt (its command line).
@@ -479,7 +520,18 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         run_id,
     };
     write_json(&state.run(), &run)?;
+    // On a cluster's node the reconciler cannot read this machine's process table: the
+    // worker's CPU time is written down for it (`cpu.json`) whenever it moves.
+    let done = Arc::new(AtomicBool::new(false));
+    let beat = std::env::var_os(CPU_BEAT_VAR).is_some().then(|| {
+        let (done, path) = (done.clone(), cpu_file(&state));
+        std::thread::spawn(move || cpu_beats(worker, &path, &done))
+    });
     let status = supervise(worker, args.grace, &asked);
+    done.store(true, Ordering::SeqCst);
+    if let Some(b) = beat {
+        let _ = b.join();
+    }
     // Every writer of the pipe is gone; the log drains quickly unless someone outside the
     // attempt holds the pipe, and then it is not waited for.
     let deadline = Instant::now() + Duration::from_secs(2);

@@ -514,13 +514,33 @@ pub fn wait_stopped(p: &Project, id: &str) {
 /// nothing outside it), with the project's environment, `$GH` the guild-hall binary and
 /// `$STATE` the home's state dir. Returns stdout; the script's own failure is the test's.
 pub fn in_pid_namespace(p: &Project, script: &str) -> String {
+    in_namespaces(p, &[], script)
+}
+
+/// [`in_pid_namespace`], with more namespaces of its own (`--net`: a network of its own).
+pub fn in_namespaces(p: &Project, more: &[&str], script: &str) -> String {
     let gh = Command::cargo_bin("guild-hall").expect("binary").get_program().to_owned();
     let mut c = Command::new("unshare");
     if !nix::unistd::geteuid().is_root() {
         // Without root, a user namespace of our own grants what the pid namespace needs.
         c.args(["--user", "--map-root-user"]);
     }
-    c.args(["--pid", "--fork", "--mount-proc", "bash", "-c"]).arg(format!("set -eu\n{NS_HELPERS}\n{script}")).current_dir(&p.root);
+    // With namespaces of its own (a cluster's daemons in them, say), unshare ends with this
+    // test however it ends (and `--kill-child` takes the namespace with it).
+    if !more.is_empty() {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on the child.
+        unsafe {
+            c.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                Ok(())
+            });
+        }
+    }
+    c.args(more)
+        .args(["--pid", "--fork", "--mount-proc", "bash", "-c"])
+        .arg(format!("set -eu\n{NS_HELPERS}\n{script}"))
+        .current_dir(&p.root);
     for (k, v) in p.cmd().get_envs() {
         match v {
             Some(v) => c.env(k, v),

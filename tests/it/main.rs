@@ -47,6 +47,7 @@ mod rpc;
 mod rpc_catalogue;
 mod sandbox_trust;
 mod settle;
+mod slurm;
 mod surgical;
 mod sync;
 mod texts;

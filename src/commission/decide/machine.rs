@@ -265,6 +265,8 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 },
                 Proc::Alive => Effect::Signal(Sig::Kill),
                 Proc::Lingering => Effect::KillLeftovers,
+                // A job still in a cluster's queue: nothing of it runs, it is taken out.
+                Proc::Starting if o.queued.is_some() => Effect::Signal(Sig::Kill),
                 Proc::Starting => Effect::None,
                 _ if o.worktree_exists => {
                     Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" })

@@ -71,6 +71,8 @@ pub enum Action {
     Dispatch { update: Update, attempt: u32, branch: String, worker: String, resume: bool },
     /// Ask the current attempt's shim to stop every process of the attempt.
     Signal { id: String, run: RunInfo, signal: Sig, update: Update },
+    /// Take the attempt's job out of a cluster's queue (nothing of it runs yet), then `update`.
+    Dequeue { id: String, attempt: u32, update: Update },
     /// The shim is gone but processes of its attempt are not: kill them (nothing else).
     KillLeftovers { id: String, run: RunInfo, pids: Vec<i32> },
     /// Completion: commit leftovers, squash-merge, remove the worktree, then `update`; on a
@@ -85,7 +87,10 @@ pub enum Action {
 impl crate::activity::kind::Action for Action {
     fn id(&self) -> &str {
         match self {
-            Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } => &u.id,
+            Action::Update(u)
+            | Action::Dispatch { update: u, .. }
+            | Action::Finish { update: u, .. }
+            | Action::Dequeue { update: u, .. } => &u.id,
             Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
         }
     }
@@ -133,6 +138,7 @@ impl crate::activity::kind::Action for Action {
             }
             Action::Signal { signal: Sig::Term, run, .. } => format!("stop the attempt: SIGTERM to its processes (shim pid {})", run.pid),
             Action::Signal { signal: Sig::Kill, run, .. } => format!("stop the attempt: SIGKILL to its processes (shim pid {})", run.pid),
+            Action::Dequeue { .. } => "take the attempt's job out of the Slurm queue".into(),
             Action::KillLeftovers { pids, .. } => {
                 format!("kill {} the lost shim left behind", crate::activity::timeline::counted(pids.len(), "process"))
             }
@@ -151,6 +157,7 @@ impl crate::activity::kind::Action for Action {
             Action::Update(_) => "update",
             Action::Dispatch { .. } => "dispatch",
             Action::Signal { .. } => "signal",
+            Action::Dequeue { .. } => "dequeue",
             Action::KillLeftovers { .. } => "kill_leftovers",
             Action::Finish { .. } => "finish",
             Action::Cleanup { .. } => "cleanup",
@@ -159,7 +166,7 @@ impl crate::activity::kind::Action for Action {
     }
 
     fn is_stop(&self) -> bool {
-        matches!(self, Action::Signal { .. } | Action::KillLeftovers { .. })
+        matches!(self, Action::Signal { .. } | Action::Dequeue { .. } | Action::KillLeftovers { .. })
     }
 
     fn is_heartbeat(&self) -> bool {
@@ -286,6 +293,9 @@ pub fn decide(s: &Snapshot) -> Decisions {
             Effect::Signal(sig) => match &o.run {
                 Some(run) => {
                     actions.push(Action::Signal { id: o.artifact.id.clone(), run: run.clone(), signal: sig, update: step.finish() })
+                }
+                None if o.queued.is_some() => {
+                    actions.push(Action::Dequeue { id: o.artifact.id.clone(), attempt: step.record.attempt, update: step.finish() })
                 }
                 None => push_update(&mut actions, step.finish()),
             },

@@ -16,13 +16,17 @@ pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
     let mut soonest: Option<DateTime<Utc>> = None;
     for o in &s.commissions {
         let at = match (o.proc, o.record.as_ref()) {
+            // A job in a cluster's queue may wait long: asked about now and then.
+            (Proc::Starting, _) if o.queued.is_some() => Some(after(liveness::POLL)),
             (Proc::Starting | Proc::Lingering, _) => Some(after(std::time::Duration::from_millis(200))),
             (Proc::Alive, Some(r)) if r.status == Status::Cancelled => {
                 r.term_sent_at.map(|t| t + chrono::Duration::from_std(cfg.cancel_grace).unwrap_or_default())
             }
             (Proc::Alive, _) => {
                 let started = o.run.as_ref().map(|r| r.started_at);
-                Some(liveness::next_look(o.heartbeat.as_ref(), cfg.stale_after, time_limit(s, o), started, s.now))
+                let look = liveness::next_look(o.heartbeat.as_ref(), cfg.stale_after, time_limit(s, o), started, s.now);
+                // A job ended by its cluster changes no file: its runner is asked again.
+                Some(if o.polled { look.min(after(liveness::POLL)) } else { look })
             }
             _ => None,
         };

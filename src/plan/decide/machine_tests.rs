@@ -56,6 +56,7 @@ pub(super) fn observed_task(task: &Task) -> ObservedTask {
         worktree_gone: None,
         landed: false,
         busy: false,
+        polled: false,
         live: None,
         package_timeout: None,
         started: None,

@@ -16,6 +16,7 @@ use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::commission::Resources;
 use crate::config::{GlobalConfig, Home, Project, WithoutLandlock};
+use crate::worker::runner::{Placement, RunnerName};
 use crate::worker::sandbox::{Policy, Support};
 use crate::worker::shim::Spec;
 use crate::worker::{Package, SandboxSpec};
@@ -54,6 +55,11 @@ pub struct Activation<'a> {
     pub resources: Resources,
     /// At most this long between SIGTERM and SIGKILL (the project's `cancel_grace` otherwise).
     pub grace_cap: Option<Duration>,
+    /// The activity's own `runner:` (a commission's), over its package's and the project's.
+    pub runner: Option<RunnerName>,
+    /// The activity's own wall-clock limit, over its package's and the project's (a batch
+    /// job's `--time` is set from it).
+    pub timeout: Option<Duration>,
 }
 
 /// The variables naming the activity, the same for every kind so that one package serves
@@ -90,8 +96,9 @@ pub enum Launch<'a> {
     Command(Command<'a>),
 }
 
-/// A launch made ready: started with [`Ready::start`] (detached) or [`Ready::stream`].
-pub struct Ready(Spec);
+/// A launch made ready: started with [`Ready::start`] (detached, where its runner places it)
+/// or [`Ready::stream`] (here).
+pub struct Ready(Spec, Placement);
 
 /// What [`prepare`] came to.
 pub enum Prepared {
@@ -101,9 +108,10 @@ pub enum Prepared {
 }
 
 impl Ready {
-    /// Start the shim detached, and wait until it has recorded the start (or why it failed).
+    /// Start the shim detached where its runner places it: here, once it has recorded the
+    /// start (or why it failed); on Slurm, once the job is submitted (or refused).
     pub fn start(&self) -> Result<()> {
-        crate::worker::shim::spawn_shim(&self.0)
+        crate::worker::runner::start(&self.0, &self.1)
     }
 
     /// Start the shim with the worker's stdout piped to the caller (a meeting turn).
@@ -131,7 +139,7 @@ pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
 pub fn prepare(launch: Launch<'_>) -> Result<Prepared> {
     match launch {
         Launch::Worker(a) => match prepare_worker(&a)? {
-            Ok(spec) => Ok(Prepared::Ready(Ready(spec))),
+            Ok(spec) => Ok(Prepared::Ready(Ready(spec, placement(&a)))),
             Err(why) => {
                 refuse(a.state, a.attempt, &why)?;
                 Ok(Prepared::Refused(why))
@@ -142,16 +150,40 @@ pub fn prepare(launch: Launch<'_>) -> Result<Prepared> {
             let mut env: BTreeMap<String, String> =
                 std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
             env.extend(c.env);
-            Ok(Prepared::Ready(Ready(Spec {
-                state: c.state.clone(),
-                attempt: c.attempt,
-                cwd: c.cwd,
-                argv: c.argv,
-                env,
-                grace: c.project.config.cancel_grace,
-                log_max_bytes: global.log_max_bytes,
-                sandbox: None,
-            })))
+            Ok(Prepared::Ready(Ready(
+                Spec {
+                    state: c.state.clone(),
+                    attempt: c.attempt,
+                    cwd: c.cwd,
+                    argv: c.argv,
+                    env,
+                    grace: c.project.config.cancel_grace,
+                    log_max_bytes: global.log_max_bytes,
+                    sandbox: None,
+                },
+                Placement::Local,
+            )))
+        }
+    }
+}
+
+/// Where a worker's attempts run: its runner ([`crate::worker::runner::choose`]) and, on
+/// Slurm, what its job asks for (the activity's resources over its package's).
+fn placement(a: &Activation<'_>) -> Placement {
+    let cfg = &a.project.config;
+    match crate::worker::runner::choose(a.runner, a.pkg.manifest.runner, cfg.runner) {
+        RunnerName::Local => Placement::Local,
+        RunnerName::Slurm => {
+            let bounds = &a.pkg.manifest.resources;
+            let limit = a.timeout.or(a.pkg.manifest.timeout).unwrap_or(cfg.timeout);
+            Placement::Slurm(Box::new(crate::worker::runner::slurm::Job {
+                project: a.project.name.clone(),
+                id: a.id.to_string(),
+                config: cfg.slurm.clone(),
+                cpus: a.resources.cpus.or(bounds.cpus),
+                memory: a.resources.memory.clone().or_else(|| bounds.memory.clone()),
+                minutes: (!limit.is_zero()).then(|| crate::worker::runner::slurm_minutes(limit, cfg.cancel_grace)),
+            }))
         }
     }
 }
