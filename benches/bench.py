@@ -433,6 +433,70 @@ def bench_meetings(tmp, turns, cycles):
     return median(first), p95, median(whole), own_t, median(opens), median(closes), median(plain_open), median(plain_close)
 
 
+def bench_throughput(tmp, runs, builds, n=100, cap=20, secs=1.0):
+    """P9: `n` commissions whose worker takes `secs` and submits, at commission_cap and
+    max_concurrent_commissions `cap`, from all pending to all completed, under `reconcile
+    --wait` and under `watch`; the builds take turns. Ideal: n / cap * secs."""
+    out = {}
+    for r in range(runs):
+        for who, binary in builds:
+            for how in ("reconcile --wait", "watch"):
+                tag = f"tp-{r}-{who.replace(' ', '')}-{how.split()[0]}"
+                repo = os.path.join(tmp, tag)
+                new_repo(repo)
+                home = os.path.join(tmp, f"home-{tag}")
+                os.makedirs(home)
+                with open(os.path.join(home, "config.yaml"), "w") as f:
+                    f.write(f"max_concurrent_commissions: {cap}\n")
+                env = dict(ENV, GUILD_HALL_HOME=home)
+                subprocess.run([binary, "init"], cwd=repo, env=env, check=True, capture_output=True)
+                wd = os.path.join(repo, ".lore", "workers", "nap")
+                os.makedirs(wd)
+                with open(os.path.join(wd, "worker.yaml"), "w") as f:
+                    f.write("name: nap\ncommand: ['./run.sh']\ncheckout: sparse\n")
+                with open(os.path.join(wd, "run.sh"), "w") as f:
+                    f.write(f'#!/bin/sh\nsleep {secs}\nexec "$GUILD_HALL_BIN" toolbox submit-result --summary done\n')
+                os.chmod(os.path.join(wd, "run.sh"), 0o755)
+                with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
+                    f.write(f"commission_cap: {cap}\n")
+                git(repo, "add", "-A")
+                git(repo, "commit", "-q", "-m", "worker")
+                d = os.path.join(repo, ".lore", "commissions")
+                for i in range(n):
+                    with open(os.path.join(d, f".c{i:03}.tmp"), "w") as f:
+                        f.write(f"---\nworker: nap\ncreated: 2026-11-28T00:00:{i // 10:02}.{i % 10}00Z\n---\nNap.\n")
+                subprocess.run(["sync"])
+                t0 = time.perf_counter()
+                for i in range(n):
+                    os.rename(os.path.join(d, f".c{i:03}.tmp"), os.path.join(d, f"c{i:03}.md"))
+                if how == "watch":
+                    log = open(os.path.join(tmp, f"{tag}.log"), "w")
+                    w = subprocess.Popen([binary, "watch", repo], env=env, stdout=subprocess.DEVNULL, stderr=log)
+                    try:
+                        deadline = time.time() + 300
+                        while True:
+                            texts = [open(os.path.join(d, f"c{i:03}.md")).read() for i in range(n)]
+                            if all("status: completed" in t for t in texts):
+                                break
+                            if time.time() > deadline:
+                                sys.exit(f"{who} watch: not all completed")
+                            time.sleep(0.02)
+                    finally:
+                        w.terminate()
+                        w.wait()
+                else:
+                    subprocess.run([binary, "reconcile", "--wait", "--timeout", "300s"], cwd=repo, env=env, check=True, capture_output=True)
+                took = time.perf_counter() - t0
+                texts = [open(os.path.join(d, f"c{i:03}.md")).read() for i in range(n)]
+                if not all("status: completed" in t for t in texts):
+                    sys.exit(f"{who} {how}: not all completed")
+                out.setdefault((who, how), []).append(took)
+                shutil.rmtree(repo, ignore_errors=True)
+                shutil.rmtree(home, ignore_errors=True)
+    ideal = n / cap * secs
+    return {k: median(v) for k, v in out.items()}, ideal
+
+
 def bench_waves(tmp, runs):
     """Plans (issue 9): the copy-back of a task changing 1,000 files in a 10,000-file
     repository, next to `git diff --binary | git apply --index` + `git commit` of the same
@@ -587,6 +651,21 @@ def main():
             shown = f"{t*1000:.0f} ms" if t is not None and t < 1 else (f"{t:.1f} s" if t is not None else f"> {limit:.0f} s (stopped)")
             cmd = "`check`" if what == "check" else f"`reconcile --once`, {what}"
             print(f"| {who} | {cmd} | {kind} of {size:,} | {shown} |")
+        return
+    if "--only-throughput" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            res, ideal = bench_throughput(tmp, 3 if "--quick" in sys.argv else 5, builds)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("| P9: 100 one-second commissions, caps 20/20 | build | wall (median) | vs ideal |")
+        print("|---|---|---|---|")
+        for (who, how), t in sorted(res.items()):
+            print(f"| `{how}` | {who} | {t:.2f} s | {t/ideal:.2f}× (ideal {ideal:.1f} s) |")
         return
     if "--only-waves" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:

@@ -50,6 +50,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         on_entry: &mut on_entry,
         before_dispatch: opts.before_dispatch.filter(|_| !opts.dry_run),
     };
+    let mut shim_exits = ShimExits::default();
     loop {
         pass.rounds += 1;
         let global = if opts.dry_run || !launches {
@@ -117,7 +118,46 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             }
         }
         if quiet {
-            std::thread::sleep(WAIT_POLL);
+            shim_exits.wait(&pass.report.running, pass.report.next_check.map_or(WAIT_POLL, |d| d.min(WAIT_POLL)));
+        }
+    }
+}
+
+/// `--wait` between quiet rounds: sleeps until a running worker's shim ends or the time given
+/// passes, so a worker's end is finished, and its slot refilled, at once rather than at the
+/// next poll. One waiting thread per shim holding its lock, each started once (a shim still
+/// starting, or gone already, is left to the timed wait: waiting on it would spin); a thread
+/// left waiting when the pass returns ends with its shim.
+struct ShimExits {
+    tx: std::sync::mpsc::Sender<std::path::PathBuf>,
+    rx: std::sync::mpsc::Receiver<std::path::PathBuf>,
+    waiting_on: BTreeSet<std::path::PathBuf>,
+}
+
+impl Default for ShimExits {
+    fn default() -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        ShimExits { tx, rx, waiting_on: BTreeSet::new() }
+    }
+}
+
+impl ShimExits {
+    fn wait(&mut self, running: &[std::path::PathBuf], at_most: Duration) {
+        for dir in running {
+            let held = || crate::files::is_locked(&crate::activity::state::StateDir(dir.clone()).shim_lock());
+            if !self.waiting_on.contains(dir) && held() {
+                self.waiting_on.insert(dir.clone());
+                let (tx, gone) = (self.tx.clone(), dir.clone());
+                crate::worker::liveness::on_shim_exit(dir.clone(), move || {
+                    let _ = tx.send(gone);
+                });
+            }
+        }
+        if let Ok(gone) = self.rx.recv_timeout(at_most) {
+            self.waiting_on.remove(&gone);
+            for gone in self.rx.try_iter() {
+                self.waiting_on.remove(&gone);
+            }
         }
     }
 }

@@ -173,19 +173,12 @@ pub(super) fn is_resource_limit(e: &notify::Error) -> bool {
     }
 }
 
-/// Block (in a thread) until the shim of a running worker has gone, then wake the loop. The
-/// kernel releases the shim's lock however it dies, so this needs no polling.
+/// Wake the loop once the shim of a running worker has gone ([`crate::worker::liveness::on_shim_exit`]).
 pub(super) fn wait_for_shim(state_dir: PathBuf, tx: Sender<Wake>) {
-    let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
-        let lock = crate::activity::state::StateDir(state_dir.clone()).shim_lock();
-        if lock.exists() {
-            let _ = crate::files::lock(&lock, crate::files::Lock::Shared);
-        }
-        let _ = tx.send(Wake::ShimGone(state_dir));
+    let dir = state_dir.clone();
+    crate::worker::liveness::on_shim_exit(state_dir, move || {
+        let _ = tx.send(Wake::ShimGone(dir));
     });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start a shim waiter; the resync will notice the worker's end");
-    }
 }
 
 #[cfg(test)]
