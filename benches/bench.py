@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """guild-hall benchmarks (issues 2, 3 and 10).
-Run: python3 benches/bench.py [--quick] [--only-watch | --only-confinement | --only-parse | --only-meetings | --only-waves
+Run: python3 benches/bench.py [--quick] [--no-build] [--only-watch [--baseline BIN] | --only-confinement | --only-parse
+                               | --only-meetings | --only-waves | --only-dispatch [--baseline BIN]
+                               | --only-throughput [--baseline BIN]
                                | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]
                                | --only-settled [--baseline BIN]]
+GUILD_HALL_BENCH_BIN=PATH measures that build instead of this checkout's release build.
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -16,7 +19,9 @@ import json
 import os, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "guild-hall")
+# The build measured: this checkout's release build, or another one named by GUILD_HALL_BENCH_BIN
+# (to run a benchmark that has no --baseline of its own against an older build).
+BIN = os.environ.get("GUILD_HALL_BENCH_BIN") or os.path.join(ROOT, "target", "release", "guild-hall")
 RUNS = 3 if "--quick" in sys.argv else 5
 N = 10_000
 ENV = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
@@ -112,7 +117,11 @@ def bench_status(tmp):
     return rows, median(t), max(rss)
 
 
-def bench_dispatch(tmp):
+def bench_dispatch(tmp, builds=None, modes=("sparse", "full")):
+    """P4: one `reconcile --once` that dispatches (branch, worktree, shim, worker seen running)
+    in a repository of 10,000 tracked files, each build in `builds` and the plain git commands
+    taking turns, `sync` before each."""
+    builds = builds or [("this build", BIN)]
     repo = os.path.join(tmp, "big")
     new_repo(repo, files=N)
     env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home2"))
@@ -124,20 +133,20 @@ def bench_dispatch(tmp):
             f.write(f"name: {name}\ncommand: [sleep, '600']\ncheckout: {checkout}\n")
     with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
         f.write("commission_cap: 100\n")
-    # Interleaved, with dirty pages flushed first, so no side pays for the other's writeback.
-    ours = {"sparse": [], "full": []}
-    plain = {"sparse": [], "full": []}
+    ours = {(who, mode): [] for who, _ in builds for mode in modes}
+    plain = {mode: [] for mode in modes}
     for i in range(RUNS):
-        for mode in ("sparse", "full"):
-            cid = f"{mode}-{i}"
-            with open(os.path.join(repo, ".lore/commissions", f"{cid}.md"), "w") as f:
-                f.write(f"---\nworker: waiter-{mode}\n---\nWait.\n")
-            subprocess.run(["sync"])
-            # One pass: stamp, dispatch (branch + worktree + spawn), see it running.
-            ours[mode].append(run([BIN, "reconcile", "--once"], repo, env)[0])
-            # Cancel and clean up outside the measurement.
-            subprocess.run([BIN, "commission", "cancel", cid], cwd=repo, env=env, check=True, capture_output=True)
-            subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], cwd=repo, env=env, check=True, capture_output=True)
+        for mode in modes:
+            for who, binary in builds:
+                cid = f"{mode}-{who.replace(' ', '')}-{i}"
+                with open(os.path.join(repo, ".lore/commissions", f"{cid}.md"), "w") as f:
+                    f.write(f"---\nworker: waiter-{mode}\n---\nWait.\n")
+                subprocess.run(["sync"])
+                # One pass: stamp, dispatch (branch + worktree + spawn), see it running.
+                ours[(who, mode)].append(run([binary, "reconcile", "--once"], repo, env)[0])
+                # Cancel and clean up outside the measurement.
+                subprocess.run([BIN, "commission", "cancel", cid], cwd=repo, env=env, check=True, capture_output=True)
+                subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], cwd=repo, env=env, check=True, capture_output=True)
             path = os.path.join(tmp, f"plain-{mode}-{i}")
             if mode == "full":
                 script = f"git worktree add -q -b plain-{mode}/{i} {path} claude/main"
@@ -147,7 +156,9 @@ def bench_dispatch(tmp):
             subprocess.run(["sync"])
             plain[mode].append(run(["sh", "-c", script], repo)[0])
         subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "120s"], cwd=repo, env=env, capture_output=True)
-    return median(ours["sparse"]), median(ours["full"]), median(plain["sparse"]), median(plain["full"])
+    if builds == [("this build", BIN)] and modes == ("sparse", "full"):
+        return median(ours[("this build", "sparse")]), median(ours[("this build", "full")]), median(plain["sparse"]), median(plain["full"])
+    return {k: median(v) for k, v in ours.items()}, {k: median(v) for k, v in plain.items()}
 
 
 def start_watch(env, dirs, log):
@@ -651,6 +662,22 @@ def main():
             shown = f"{t*1000:.0f} ms" if t is not None and t < 1 else (f"{t:.1f} s" if t is not None else f"> {limit:.0f} s (stopped)")
             cmd = "`check`" if what == "check" else f"`reconcile --once`, {what}"
             print(f"| {who} | {cmd} | {kind} of {size:,} | {shown} |")
+        return
+    if "--only-dispatch" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            ours, plain = bench_dispatch(tmp, builds, ("sparse",))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"| P4: one sparse dispatch, {N:,} tracked files (median of {RUNS}) | wall | vs plain git |")
+        print("|---|---|---|")
+        print(f"| plain git: `worktree add --no-checkout` + `sparse-checkout set` + `checkout` | {plain['sparse']*1000:.0f} ms | 1.00× |")
+        for (who, mode), t in ours.items():
+            print(f"| `reconcile --once`, {who} | {t*1000:.0f} ms | {t/plain['sparse']:.2f}× |")
         return
     if "--only-throughput" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
