@@ -137,7 +137,13 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
         std::fs::create_dir_all(parent)?;
     }
     let p = path.to_string_lossy();
-    cli(&main, &["worktree", "add", "--quiet", "--no-checkout", "--detach", &p, &format!("refs/heads/{branch}")], None)?;
+    {
+        // One `git worktree add` at a time in this process: it reads every other worktree's
+        // admin dir, and fails on one another add is still writing (dispatches run at once).
+        static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = ADDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cli(&main, &["worktree", "add", "--quiet", "--no-checkout", "--detach", &p, &format!("refs/heads/{branch}")], None)?;
+    }
     if std::fs::read_to_string(path.join(".git")).ok().as_deref() != Some(rec.git_file().as_str()) {
         return Err(GitError::Other(format!("git did not make the worktree's admin dir at {}", rec.admin.display())));
     }
