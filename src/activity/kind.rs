@@ -83,6 +83,12 @@ pub trait Action: std::fmt::Debug {
     fn starts_work(&self) -> bool {
         false
     }
+    /// May be carried out at the same time as the round's other such actions: it touches only
+    /// its own artifact, state, branch and worktree (a commission's dispatch: mostly git and a
+    /// process start, so a pass that starts twenty waits for none of them in turn).
+    fn concurrent(&self) -> bool {
+        false
+    }
 }
 
 /// Where a pass runs, and what it read once in a round for every kind: the worker packages

@@ -137,7 +137,13 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
         std::fs::create_dir_all(parent)?;
     }
     let p = path.to_string_lossy();
-    cli(&main, &["worktree", "add", "--quiet", "--no-checkout", "--detach", &p, &format!("refs/heads/{branch}")], None)?;
+    {
+        // One `git worktree add` at a time in this process: it reads every other worktree's
+        // admin dir, and fails on one another add is still writing (dispatches run at once).
+        static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = ADDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cli(&main, &["worktree", "add", "--quiet", "--no-checkout", "--detach", &p, &format!("refs/heads/{branch}")], None)?;
+    }
     if std::fs::read_to_string(path.join(".git")).ok().as_deref() != Some(rec.git_file().as_str()) {
         return Err(GitError::Other(format!("git did not make the worktree's admin dir at {}", rec.admin.display())));
     }
@@ -213,15 +219,22 @@ fn check_out(rec: &WorktreeRecord, commit: Oid, clean: Option<Clean>) -> Result<
         let all = with(args);
         cli(&at, &all.iter().map(String::as_str).collect::<Vec<_>>(), None)
     };
-    run(&["read-tree", &hex])?;
-    // Files already as they are at `commit` get their stat data, so the reset leaves them be;
-    // those that are not are only reported (exit 1), and the reset writes them.
-    let _ = run(&["update-index", "-q", "--refresh"]);
-    run(&["reset", "--quiet", "--hard", &hex])?;
     match clean {
-        Some(Clean::Untracked) => drop(run(&["clean", "-fdq"])?),
-        Some(Clean::All) => drop(run(&["clean", "-fdxq"])?),
-        None => {}
+        // A new worktree (nothing checked out yet) has no file to keep: one command reads the
+        // tree and writes what the sparse patterns let in (a refresh would `lstat` every
+        // tracked path in vain: the most of a dispatch's time in a large repository).
+        None => drop(run(&["read-tree", "--reset", "-u", &hex])?),
+        Some(clean) => {
+            run(&["read-tree", &hex])?;
+            // Files already as they are at `commit` get their stat data, so the reset leaves
+            // them be; those that are not are only reported (exit 1), and the reset writes them.
+            let _ = run(&["update-index", "-q", "--refresh"]);
+            run(&["reset", "--quiet", "--hard", &hex])?;
+            match clean {
+                Clean::Untracked => drop(run(&["clean", "-fdq"])?),
+                Clean::All => drop(run(&["clean", "-fdxq"])?),
+            }
+        }
     }
     let installed = std::fs::read(&index)?;
     let put =

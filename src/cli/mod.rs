@@ -315,7 +315,8 @@ pub struct WatchArgs {
     /// Full pass for every project this often, whatever happened.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub resync: std::time::Duration,
-    /// Quiet time before a burst of file events is handled.
+    /// How long a partial write waits before it is handled (a file closed after writing,
+    /// renamed into place or removed is handled at once).
     #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
     pub debounce: std::time::Duration,
     /// Another glob of paths whose changes are ignored (repeatable; editor swap and backup
@@ -395,7 +396,7 @@ fn init_tracing(verbose: u8, json: bool) {
     // The file watcher's own warnings (`notify`: "unable to remove watch descriptor" when a
     // watched directory went away) are its business, not the person's: errors only, unless
     // RUST_LOG asks for more.
-    let default = format!("{default},notify=error,notify_debouncer_full=error");
+    let default = format!("{default},notify=error");
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     use std::io::IsTerminal;
     // Colours only on a terminal, and never when NO_COLOR is set (https://no-color.org).

@@ -303,8 +303,16 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     let chunk = paths.len().div_ceil(threads).max(256);
     // Whether another home's attempt landed is for people (`status`, `check`), not for a pass.
     let trailers = Trailers::new(depth == Depth::Full);
+    // Which commissions have runtime state here, from one listing: a settled artifact without
+    // any (a fresh home, a clone) is then judged without a failed open of its record.
+    let stated = match depth {
+        Depth::Full => Default::default(),
+        _ => with_state(home, project),
+    };
+    // Artifacts are read relative to their directory, opened once.
+    let dir = std::fs::File::open(project.commissions_dir()).ok();
     let observed = observe_parallel(home, project, &paths, chunk, tree, &boot, &trailers, |p| {
-        depth == Depth::Full || !settled(home, project, p, cache)
+        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), cache, &stated)
     });
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
@@ -437,17 +445,38 @@ fn observe_parallel(
     })
 }
 
+/// The ids of the commissions that have a runtime state dir in this home (none if it is
+/// missing or unreadable: then every artifact's record is looked for, as before).
+fn with_state(home: &Home, project: &Project) -> Option<std::collections::HashSet<std::ffi::OsString>> {
+    let entries = std::fs::read_dir(home.commissions_state(&project.name));
+    match entries {
+        Ok(entries) => Some(entries.filter_map(|e| e.ok()).map(|e| e.file_name()).collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Default::default()),
+        Err(_) => None,
+    }
+}
+
 /// [`is_settled`], answered from the cache when neither file changed since it last said yes.
-fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCache>) -> bool {
-    let Some(cache) = cache else { return is_settled(home, project, path) };
+/// `dir`: the artifact's directory, open; `stated`: the ids with runtime state
+/// ([`with_state`]), if known.
+fn settled(
+    home: &Home,
+    project: &Project,
+    path: &Path,
+    dir: Option<&std::fs::File>,
+    cache: Option<&SettledCache>,
+    stated: &Option<std::collections::HashSet<std::ffi::OsString>>,
+) -> bool {
     let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let has_state = stated.as_ref().is_none_or(|ids| ids.contains(std::ffi::OsStr::new(id)));
+    let Some(cache) = cache else { return is_settled(home, project, path, dir, has_state) };
     let record = StateDir(home.commission_state(&project.name, id)).record();
-    let now = (stamp(path), stamp(&record));
+    let now = (stamp(path), if has_state { stamp(&record) } else { None });
     let known = cache.0.lock().map(|m| m.get(path) == Some(&now)).unwrap_or(false);
     if known && !home.worktree(&project.name, id).exists() {
         return true;
     }
-    let yes = is_settled(home, project, path);
+    let yes = is_settled(home, project, path, dir, has_state);
     if let Ok(mut m) = cache.0.lock() {
         if yes {
             m.insert(path.to_path_buf(), now);
@@ -463,8 +492,14 @@ fn settled(home: &Home, project: &Project, path: &Path, cache: Option<&SettledCa
 /// any) that agrees (its own last status write seen to have landed) and has no worktree; with
 /// none, an `attempt:` line (run somewhere: one written already over and never run is met
 /// once, to log its `created` event). Anything unusual answers false (parse it fully).
-fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
-    let Ok(text) = crate::artifact::read_regular(path) else { return false };
+/// `dir`: `path`'s directory, open, to read it by name; `has_state`: whether the commission may
+/// have runtime state here (false only when a listing of the state dirs just showed none).
+fn is_settled(home: &Home, project: &Project, path: &Path, dir: Option<&std::fs::File>, has_state: bool) -> bool {
+    let text = match (dir, path.file_name()) {
+        (Some(dir), Some(name)) => crate::artifact::read_regular_in(dir, name),
+        _ => crate::artifact::read_regular(path),
+    };
+    let Ok(text) = text else { return false };
     let Ok(split) = crate::artifact::frontmatter::split(&text) else { return false };
     let mut status = None;
     let mut ran = false;
@@ -484,6 +519,9 @@ fn is_settled(home: &Home, project: &Project, path: &Path) -> bool {
     let (Some(status), Some(id)) = (status, path.file_stem().and_then(|s| s.to_str())) else { return false };
     if crate::artifact::ids::validate_id(id).is_err() {
         return false;
+    }
+    if !has_state {
+        return ran;
     }
     match read_json::<Record>(&StateDir(home.commission_state(&project.name, id)).record()) {
         Ok(None) => ran,

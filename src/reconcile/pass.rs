@@ -24,6 +24,14 @@ use crate::worker::Catalog;
 /// How many decide/act rounds one pass may take before it reports that it did not converge.
 const MAX_ROUNDS: usize = 40;
 const WAIT_POLL: Duration = Duration::from_millis(200);
+/// At most this many concurrent actions ([`crate::activity::kind::Action::concurrent`]) at once.
+const CONCURRENT_ACTIONS: usize = 4;
+
+/// `f`, and how long it took.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let started = Instant::now();
+    (f(), started.elapsed())
+}
 
 /// The pass loop itself; the caller holds the project lock (or is only planning).
 pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
@@ -50,6 +58,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         on_entry: &mut on_entry,
         before_dispatch: opts.before_dispatch.filter(|_| !opts.dry_run),
     };
+    let mut shim_exits = ShimExits::default();
     loop {
         pass.rounds += 1;
         let global = if opts.dry_run || !launches {
@@ -117,7 +126,46 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             }
         }
         if quiet {
-            std::thread::sleep(WAIT_POLL);
+            shim_exits.wait(&pass.report.running, pass.report.next_check.map_or(WAIT_POLL, |d| d.min(WAIT_POLL)));
+        }
+    }
+}
+
+/// `--wait` between quiet rounds: sleeps until a running worker's shim ends or the time given
+/// passes, so a worker's end is finished, and its slot refilled, at once rather than at the
+/// next poll. One waiting thread per shim holding its lock, each started once (a shim still
+/// starting, or gone already, is left to the timed wait: waiting on it would spin); a thread
+/// left waiting when the pass returns ends with its shim.
+struct ShimExits {
+    tx: std::sync::mpsc::Sender<std::path::PathBuf>,
+    rx: std::sync::mpsc::Receiver<std::path::PathBuf>,
+    waiting_on: BTreeSet<std::path::PathBuf>,
+}
+
+impl Default for ShimExits {
+    fn default() -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        ShimExits { tx, rx, waiting_on: BTreeSet::new() }
+    }
+}
+
+impl ShimExits {
+    fn wait(&mut self, running: &[std::path::PathBuf], at_most: Duration) {
+        for dir in running {
+            let held = || crate::files::is_locked(&crate::activity::state::StateDir(dir.clone()).shim_lock());
+            if !self.waiting_on.contains(dir) && held() {
+                self.waiting_on.insert(dir.clone());
+                let (tx, gone) = (self.tx.clone(), dir.clone());
+                crate::worker::liveness::on_shim_exit(dir.clone(), move || {
+                    let _ = tx.send(gone);
+                });
+            }
+        }
+        if let Ok(gone) = self.rx.recv_timeout(at_most) {
+            self.waiting_on.remove(&gone);
+            for gone in self.rx.try_iter() {
+                self.waiting_on.remove(&gone);
+            }
         }
     }
 }
@@ -181,9 +229,10 @@ struct Decided<'k, K: Kind<Catalog>> {
     actions: Vec<K::Action>,
 }
 
-impl<K: Kind<Catalog>> Drive for K
+impl<K: Kind<Catalog> + Sync> Drive for K
 where
-    K::Action: Listed,
+    K::Action: Listed + Sync,
+    K::Snapshot: Sync,
 {
     fn name(&self) -> Name {
         K::NAME
@@ -205,7 +254,11 @@ where
     }
 }
 
-impl<K: Kind<Catalog>> Decision for Decided<'_, K> {
+impl<K: Kind<Catalog> + Sync> Decision for Decided<'_, K>
+where
+    K::Action: Sync,
+    K::Snapshot: Sync,
+{
     fn act(&self, pass: &mut Pass<'_>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()> {
         pass.act(self, ctx, round)
     }
@@ -280,47 +333,79 @@ impl Pass<'_> {
         Ok(Decided { kind, snapshot, actions })
     }
 
-    fn act<K: Kind<Catalog>>(&mut self, d: &Decided<'_, K>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()> {
+    fn act<K: Kind<Catalog> + Sync>(&mut self, d: &Decided<'_, K>, ctx: Ctx<'_, Catalog>, round: &mut Round) -> Result<()>
+    where
+        K::Snapshot: Sync,
+        K::Action: Sync,
+    {
         // A dry run listed its actions when it decided them.
         let actions = if self.opts.dry_run { &[][..] } else { &d.actions[..] };
-        for a in actions {
-            let started = Instant::now();
-            let result = d.kind.act(ctx, &d.snapshot, a);
-            let took = started.elapsed();
-            let (ok, error) = match &result {
-                Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
-                Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
-                Err(e) => (false, Some(format!("{e:#}"))),
-            };
-            let key = (K::NAME, a.id().to_string());
-            if !ok {
-                self.failed.insert(key.clone());
-            }
-            let waiting = matches!(result, Ok(Outcome::Waiting(_)));
-            round.waiting |= waiting;
-            // A failed stop is no progress either: it is never left out, so failing again next
-            // round would keep a pass going (40 rounds, then "did not converge") for nothing.
-            round.progressed |= !a.is_heartbeat() && !waiting && (ok || !a.is_stop());
-            if !a.reported(ok) {
-                continue;
-            }
-            // A wait that goes on (a merge waiting on local changes, say) is said once, and
-            // again only when what it waits on changes: `--wait` polls several times a second.
-            if let Ok(Outcome::Waiting(why)) = &result {
-                if self.waiting.get(&key) == Some(why) {
-                    continue;
-                }
-                self.waiting.insert(key, why.clone());
+        let mut rest = actions;
+        while !rest.is_empty() {
+            // Concurrent actions next to each other run at once (a few per core), then are
+            // reported in the decided order, as if one after the other.
+            let together = rest.iter().take_while(|a| a.concurrent()).count().clamp(1, CONCURRENT_ACTIONS);
+            let (batch, after) = rest.split_at(together);
+            rest = after;
+            let carried_out: Vec<(Result<Outcome>, Duration)> = if batch.len() == 1 {
+                batch.iter().map(|a| timed(|| d.kind.act(ctx, &d.snapshot, a))).collect()
             } else {
-                self.waiting.remove(&key);
+                std::thread::scope(|scope| {
+                    let started: Vec<_> = batch.iter().map(|a| scope.spawn(move || timed(|| d.kind.act(ctx, &d.snapshot, a)))).collect();
+                    started
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|_| (Err(anyhow!("the action panicked")), Duration::ZERO)))
+                        .collect()
+                })
+            };
+            for (a, (result, took)) in batch.iter().zip(carried_out) {
+                self.report_action(K::NAME, a, result, took, round);
             }
-            let e = self.entry(K::NAME, a, ok, error, None, Some(took.as_millis() as u64));
-            self.emit(e);
         }
         let busy = d.kind.busy_after(ctx)?;
         round.settled &= busy.is_empty();
         round.busy.extend(busy.into_iter().map(|id| (K::NAME, id)));
         Ok(())
+    }
+
+    /// One action's outcome: into the failures, the round and the report.
+    fn report_action<A: crate::activity::kind::Action>(
+        &mut self,
+        kind: Name,
+        a: &A,
+        result: Result<Outcome>,
+        took: Duration,
+        round: &mut Round,
+    ) {
+        let (ok, error) = match &result {
+            Ok(Outcome::Done) | Ok(Outcome::Dropped) => (true, None),
+            Ok(Outcome::Waiting(why)) => (true, Some(why.clone())),
+            Err(e) => (false, Some(format!("{e:#}"))),
+        };
+        let key = (kind, a.id().to_string());
+        if !ok {
+            self.failed.insert(key.clone());
+        }
+        let waiting = matches!(result, Ok(Outcome::Waiting(_)));
+        round.waiting |= waiting;
+        // A failed stop is no progress either: it is never left out, so failing again next
+        // round would keep a pass going (40 rounds, then "did not converge") for nothing.
+        round.progressed |= !a.is_heartbeat() && !waiting && (ok || !a.is_stop());
+        if !a.reported(ok) {
+            return;
+        }
+        // A wait that goes on (a merge waiting on local changes, say) is said once, and again
+        // only when what it waits on changes: `--wait` polls several times a second.
+        if let Ok(Outcome::Waiting(why)) = &result {
+            if self.waiting.get(&key) == Some(why) {
+                return;
+            }
+            self.waiting.insert(key, why.clone());
+        } else {
+            self.waiting.remove(&key);
+        }
+        let e = self.entry(kind, a, ok, error, None, Some(took.as_millis() as u64));
+        self.emit(e);
     }
 
     fn entry<A: crate::activity::kind::Action>(

@@ -1,7 +1,8 @@
 //! Whether a worker at work is still doing it, for every kind that runs one (commissions, wave
 //! tasks, a plan's verify): where its attempt's processes stand ([`attempt`]: its shim's
 //! records checked against the process table), its signs of life sampled (output, CPU,
-//! mailbox), judged against `stale_after`, and its wall-clock limit. Read-only: it never signals.
+//! mailbox), judged against `stale_after`, and its wall-clock limit; and the end of its shim,
+//! seen without polling ([`on_shim_exit`]). Read-only: it never signals.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,6 +12,23 @@ use chrono::{DateTime, Utc};
 use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample, StateDir};
 use crate::files::read_json;
 use crate::worker::shim;
+
+/// Call `then` (in a thread of its own) once the shim of the attempt whose runtime dir is
+/// `state_dir` has gone: the kernel releases the shim's lock however it dies, so the thread
+/// blocks on that lock and needs no polling. At once if no shim ever took the lock; never, if
+/// the thread cannot be started (said in the log: the caller's next look will notice).
+pub fn on_shim_exit(state_dir: std::path::PathBuf, then: impl FnOnce() + Send + 'static) {
+    let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
+        let lock = StateDir(state_dir).shim_lock();
+        if lock.exists() {
+            let _ = crate::files::lock(&lock, crate::files::Lock::Shared);
+        }
+        then();
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start a thread to wait for a worker's end; the next look will notice it");
+    }
+}
 
 /// Where an attempt's processes stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

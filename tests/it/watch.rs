@@ -282,3 +282,39 @@ fn the_polling_watcher_drives_commissions_too() {
     rename_save(&p.artifact_path("polled"), "---\nworker: scribe\n---\noutput: .lore/p.md\nWrite.\n");
     wait_status(&p, "polled", "completed");
 }
+
+/// Context switches of every thread of `pid` so far: a thread that wakes (a tick, a timeout)
+/// adds one each time, a thread blocked until something happens adds none.
+fn context_switches(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks");
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split(':').nth(1).and_then(|n| n.trim().parse::<u64>().ok()))
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+#[test]
+fn at_rest_no_thread_of_the_watcher_wakes_and_a_save_still_runs_at_once() {
+    let p = Project::new(&["scribe"]);
+    std::fs::write(p.artifact_path("done"), "---\nworker: scribe\n---\noutput: .lore/d.md\nWrite.\n").expect("write");
+    let svc = Service::start(&p, &[], &["--resync", "1h"]);
+    wait_status(&p, "done", "completed");
+    // Once its passes are over, the watcher sleeps: two looks a second apart see no thread
+    // switched in between (a tick of any length, or a timed wait for signals, would show).
+    let mut last = context_switches(svc.pid());
+    wait_for("a second in which no thread of the watcher woke", || {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = context_switches(svc.pid());
+        std::mem::replace(&mut last, now) == now
+    });
+    // Asleep, it still answers a save: a rename into place runs the commission.
+    rename_save(&p.artifact_path("next"), "---\nworker: scribe\n---\noutput: .lore/n.md\nWrite.\n");
+    wait_status(&p, "next", "completed");
+    assert_eq!(svc.stop(), Some(0));
+}

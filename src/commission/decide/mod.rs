@@ -152,6 +152,10 @@ impl crate::activity::kind::Action for Action {
         matches!(self, Action::Dispatch { resume: false, .. })
     }
 
+    fn concurrent(&self) -> bool {
+        matches!(self, Action::Dispatch { .. })
+    }
+
     fn verb(&self) -> &'static str {
         match self {
             Action::Update(_) => "update",

@@ -1,15 +1,15 @@
-//! What wakes the watcher: debounced file events (notify; the polling watcher when inotify is
-//! missing or exhausted), filtered of editor droppings and our own noise, and a worker's end,
-//! seen without polling by waiting on its shim's lock.
+//! What wakes the watcher: file events (notify; the polling watcher when inotify is missing or
+//! exhausted), filtered of editor droppings and our own noise and coalesced without a tick (a
+//! finished write at once, a partial one once it settles), and a worker's end, seen without
+//! polling by waiting on its shim's lock.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Sender;
-use std::time::Duration;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, Debouncer, RecommendedCache};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::WatchOptions;
 use crate::config::{Home, Project};
@@ -32,6 +32,8 @@ pub(super) enum Wake {
     Rescan,
     /// A worker's shim released its lock: it has exited (however it died).
     ShimGone(PathBuf),
+    /// A signal arrived: its flag is set; the loop looks at the flags.
+    Signal,
 }
 
 pub(super) fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf, RecursiveMode)>> {
@@ -64,62 +66,102 @@ pub(super) fn ignore_set(extra: &[String]) -> Result<GlobSet> {
     Ok(b.build()?)
 }
 
-pub(super) type AnyDebouncer = Box<dyn WatchPaths>;
+pub(super) type AnyWatcher = Box<dyn WatchPaths>;
 
 /// The two watcher kinds behind one face.
 pub(super) trait WatchPaths {
     fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()>;
 }
 
-impl<W: Watcher> WatchPaths for Debouncer<W, RecommendedCache> {
+impl<W: Watcher> WatchPaths for W {
     fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
-        Debouncer::watch(self, path, mode)
+        Watcher::watch(self, path, mode)
     }
 }
 
-pub(super) fn make_debouncer(tx: &Sender<Wake>, opts: &WatchOptions) -> Result<AnyDebouncer> {
-    let tx = tx.clone();
-    let handler = move |res: DebounceEventResult| {
-        let wake = match res {
-            Ok(events) if events.iter().any(|e| e.need_rescan()) => Wake::Rescan,
-            // Reads are events too (inotify open/close): only changes may wake the loop, or
-            // every pass would wake the next.
-            Ok(events) => Wake::Files(events.into_iter().filter(|e| is_change(&e.event.kind)).flat_map(|e| e.event.paths).collect()),
-            Err(errors) => {
-                for e in &errors {
-                    tracing::warn!(error = %e, "file watcher error; rescanning");
-                }
-                Wake::Rescan
-            }
-        };
-        let _ = tx.send(wake);
-    };
-    // Events are handed over on the tick after they are `debounce` old: ticking at the debounce
-    // interval keeps latency under two intervals and halves the wakeups at rest.
-    let tick = Some(opts.debounce);
+/// The native watcher (the polling one when asked, or when the native one cannot start), its
+/// raw events handed to [`coalesce`] in a thread of their own.
+pub(super) fn make_watcher(tx: &Sender<Wake>, opts: &WatchOptions, ignores: GlobSet) -> Result<AnyWatcher> {
+    let (raw_tx, raw_rx) = channel::<notify::Result<notify::Event>>();
+    let (wake, debounce) = (tx.clone(), opts.debounce);
+    std::thread::Builder::new().name("file-events".into()).spawn(move || coalesce(&raw_rx, &wake, debounce, &ignores))?;
     if !opts.poll {
-        match new_debouncer_opt::<_, RecommendedWatcher, _>(
-            opts.debounce,
-            tick,
-            handler.clone(),
-            RecommendedCache::new(),
-            notify::Config::default(),
-        ) {
-            Ok(d) => return Ok(Box::new(d)),
+        match RecommendedWatcher::new(raw_tx.clone(), notify::Config::default()) {
+            Ok(w) => return Ok(Box::new(w)),
             Err(e) => tracing::error!(error = %e, "cannot create the native file watcher: falling back to polling"),
         }
     }
     let config = notify::Config::default().with_poll_interval(Duration::from_secs(1));
-    let d = new_debouncer_opt::<_, notify::PollWatcher, _>(opts.debounce, tick, handler, RecommendedCache::new(), config)?;
-    Ok(Box::new(d))
+    Ok(Box::new(notify::PollWatcher::new(raw_tx, config)?))
 }
 
-fn is_change(kind: &notify::EventKind) -> bool {
-    use notify::event::{AccessKind, AccessMode, EventKind};
+/// How soon a file event may wake the loop.
+#[derive(Debug, PartialEq, Eq)]
+enum Urgency {
+    /// Not a change (a read): never.
+    Never,
+    /// The content is final — a file closed after writing, renamed into place, or removed:
+    /// at once, with whatever was waiting.
+    Now,
+    /// A write still under way (a created file not yet closed, data written, metadata, the
+    /// polling watcher's findings): once `debounce` has passed since the first such event.
+    Settle,
+}
+
+fn urgency(kind: &EventKind) -> Urgency {
+    use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
     match kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Access(_) => false,
-        _ => true,
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => Urgency::Now,
+        EventKind::Access(_) => Urgency::Never,
+        EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) | EventKind::Remove(_) => Urgency::Now,
+        _ => Urgency::Settle,
+    }
+}
+
+/// Turn raw file events into wakes, until the watcher is dropped. Paths matching `ignores`
+/// never wake anything. A final change wakes the loop at once (an editor's save or a tool's
+/// rename-into-place needs no wait: its content is complete); a partial write waits out
+/// `debounce` from its first event, so a burst is one wake and a half-written file is not read
+/// mid-write. At rest the thread blocks on its channel: there is no tick.
+fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, debounce: Duration, ignores: &GlobSet) {
+    let mut waiting: Vec<PathBuf> = Vec::new();
+    let mut due: Option<Instant> = None;
+    loop {
+        let next = match due {
+            None => raw.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(at) => raw.recv_timeout(at.saturating_duration_since(Instant::now())),
+        };
+        let flush = match next {
+            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => true,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "file watcher error; rescanning");
+                let _ = tx.send(Wake::Rescan);
+                false
+            }
+            Ok(Ok(event)) if event.need_rescan() => {
+                let _ = tx.send(Wake::Rescan);
+                false
+            }
+            Ok(Ok(event)) => match urgency(&event.kind) {
+                Urgency::Never => false,
+                urgency => {
+                    let before = waiting.len();
+                    waiting.extend(event.paths.into_iter().filter(|p| !ignores.is_match(p)));
+                    let added = waiting.len() > before;
+                    if added && urgency == Urgency::Settle {
+                        due.get_or_insert_with(|| Instant::now() + debounce);
+                    }
+                    added && urgency == Urgency::Now
+                }
+            },
+        };
+        if flush {
+            due = None;
+            if !waiting.is_empty() && tx.send(Wake::Files(std::mem::take(&mut waiting))).is_err() {
+                return;
+            }
+        }
     }
 }
 
@@ -131,17 +173,91 @@ pub(super) fn is_resource_limit(e: &notify::Error) -> bool {
     }
 }
 
-/// Block (in a thread) until the shim of a running worker has gone, then wake the loop. The
-/// kernel releases the shim's lock however it dies, so this needs no polling.
+/// Wake the loop once the shim of a running worker has gone ([`crate::worker::liveness::on_shim_exit`]).
 pub(super) fn wait_for_shim(state_dir: PathBuf, tx: Sender<Wake>) {
-    let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
-        let lock = crate::activity::state::StateDir(state_dir.clone()).shim_lock();
-        if lock.exists() {
-            let _ = crate::files::lock(&lock, crate::files::Lock::Shared);
-        }
-        let _ = tx.send(Wake::ShimGone(state_dir));
+    let dir = state_dir.clone();
+    crate::worker::liveness::on_shim_exit(state_dir, move || {
+        let _ = tx.send(Wake::ShimGone(dir));
     });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start a shim waiter; the resync will notice the worker's end");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, AccessMode, CreateKind, DataChange, ModifyKind, RemoveKind, RenameMode};
+
+    fn event(kind: EventKind, path: &str) -> notify::Result<notify::Event> {
+        Ok(notify::Event::new(kind).add_path(PathBuf::from(path)))
+    }
+
+    fn files(wake: Wake) -> Vec<String> {
+        match wake {
+            Wake::Files(paths) => paths.iter().map(|p| p.display().to_string()).collect(),
+            _ => panic!("expected files"),
+        }
+    }
+
+    /// A coalescer over a channel, as the watcher runs it, with an hour of debounce: anything it
+    /// hands over before the channel closes was handed over at once, not after a wait.
+    fn run(events: Vec<notify::Result<notify::Event>>, debounce: Duration) -> Vec<Vec<String>> {
+        let (raw_tx, raw_rx) = channel();
+        let (tx, rx) = channel();
+        let ignores = ignore_set(&[]).expect("ignores");
+        let worker = std::thread::spawn(move || coalesce(&raw_rx, &tx, debounce, &ignores));
+        let mut out = Vec::new();
+        for e in events {
+            raw_tx.send(e).expect("send");
+        }
+        // Everything handed over at once arrives while the coalescer still runs.
+        while let Ok(w) = rx.recv_timeout(Duration::from_millis(200)) {
+            out.push(files(w));
+        }
+        drop(raw_tx);
+        worker.join().expect("coalescer");
+        out
+    }
+
+    #[test]
+    fn a_finished_write_wakes_at_once_with_what_waited() {
+        let hour = Duration::from_secs(3600);
+        let got = run(
+            vec![
+                event(EventKind::Create(CreateKind::File), "/p/.lore/commissions/a.md"),
+                event(EventKind::Modify(ModifyKind::Data(DataChange::Any)), "/p/.lore/commissions/a.md"),
+                event(EventKind::Access(AccessKind::Close(AccessMode::Write)), "/p/.lore/commissions/a.md"),
+                event(EventKind::Modify(ModifyKind::Name(RenameMode::To)), "/p/.lore/commissions/b.md"),
+                event(EventKind::Remove(RemoveKind::File), "/p/.lore/commissions/c.md"),
+            ],
+            hour,
+        );
+        assert_eq!(
+            got,
+            vec![
+                vec!["/p/.lore/commissions/a.md", "/p/.lore/commissions/a.md", "/p/.lore/commissions/a.md"],
+                vec!["/p/.lore/commissions/b.md"],
+                vec!["/p/.lore/commissions/c.md"],
+            ]
+        );
+    }
+
+    #[test]
+    fn a_partial_write_waits_and_reads_ignored_paths_never_wake() {
+        let hour = Duration::from_secs(3600);
+        let got = run(
+            vec![
+                event(EventKind::Modify(ModifyKind::Data(DataChange::Any)), "/p/.lore/commissions/a.md"),
+                event(EventKind::Access(AccessKind::Open(AccessMode::Any)), "/p/.lore/commissions/b.md"),
+                event(EventKind::Access(AccessKind::Close(AccessMode::Read)), "/p/.lore/commissions/b.md"),
+                // An editor's swap file and a worker's log: finished writes, but never worth a pass.
+                event(EventKind::Access(AccessKind::Close(AccessMode::Write)), "/p/.lore/commissions/.a.md.swp"),
+                event(EventKind::Access(AccessKind::Close(AccessMode::Write)), "/h/state/p/commissions/a/attempt-1.log"),
+            ],
+            hour,
+        );
+        assert!(got.is_empty(), "woke before the debounce: {got:?}");
+        // With a short debounce, the partial write is handed over once it has settled.
+        let got =
+            run(vec![event(EventKind::Modify(ModifyKind::Data(DataChange::Any)), "/p/.lore/commissions/a.md")], Duration::from_millis(10));
+        assert_eq!(got, vec![vec!["/p/.lore/commissions/a.md"]]);
     }
 }

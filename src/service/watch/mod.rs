@@ -1,5 +1,5 @@
 //! `guild-hall watch`: the same observe → decide → act pass, driven continuously for every watched
-//! project by file events (notify, debounced), timers the deciders ask for, a worker's shim going
+//! project by file events (notify, coalesced), timers the deciders ask for, a worker's shim going
 //! away, signals, and a periodic resync. An event only marks its project dirty; what to do is
 //! always decided afresh by a full pass, so nothing here is truth that a restart could lose.
 
@@ -18,14 +18,16 @@ use notify::RecursiveMode;
 use crate::config::{Home, Project};
 use crate::reconcile::{self, HeldLock, Options};
 pub use events::DEFAULT_IGNORES;
-use events::{ignore_set, is_resource_limit, make_debouncer, wait_for_shim, watch_paths, Wake};
+use events::{ignore_set, is_resource_limit, make_watcher, wait_for_shim, watch_paths, Wake};
 use signals::install_signals;
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
     /// Full pass for every project this often, whatever happened.
     pub resync: Duration,
-    /// Quiet time before a burst of file events is handled.
+    /// How long a partial write (a file not yet closed, data still being written) waits before
+    /// it is handled; a file closed after writing, renamed into place or removed is handled at
+    /// once.
     pub debounce: Duration,
     /// Extra ignore globs (matched against absolute paths), on top of [`DEFAULT_IGNORES`].
     pub ignore: Vec<String>,
@@ -79,7 +81,8 @@ impl Watched {
 
 /// Run until SIGINT or SIGTERM. `dirs` empty means every project registered in the home.
 pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
-    let signals = install_signals()?;
+    let (tx, rx) = channel::<Wake>();
+    let signals = install_signals(&tx)?;
     let dirs: Vec<PathBuf> = if dirs.is_empty() {
         let cfg = home.load_config()?;
         if cfg.projects.is_empty() {
@@ -89,22 +92,23 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     } else {
         dirs.to_vec()
     };
-    let ignores = ignore_set(&opts.ignore)?;
-    let (tx, rx) = channel::<Wake>();
-    let mut debouncer = make_debouncer(&tx, opts)?;
+    let mut watcher = make_watcher(&tx, opts, ignore_set(&opts.ignore)?)?;
     let mut projects = Vec::new();
     for dir in &dirs {
         let project = Project::open(dir)?;
         let lock = reconcile::lock_project(home, &project, false, "guild-hall watch")?;
         std::fs::create_dir_all(home.project_state(&project.name))?;
         for (path, mode) in watch_paths(home, &project)? {
-            if let Err(e) = debouncer.watch(&path, mode) {
+            if let Err(e) = watcher.watch(&path, mode) {
                 if !opts.poll && is_resource_limit(&e) {
                     tracing::error!(path = %path.display(), error = %e, "the native file watcher is out of resources (inotify watches or open files): falling back to polling for every project");
                     let mut poll = opts.clone();
                     poll.poll = true;
+                    // Everything of this start goes first (the locks, the watcher; the channel,
+                    // so its signal thread ends at the next signal).
                     drop(projects);
-                    drop(debouncer);
+                    drop(watcher);
+                    drop(rx);
                     return watch(home, &dirs, &poll);
                 }
                 return Err(anyhow!("watching {}: {e}", path.display()));
@@ -154,7 +158,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             let (running, dep_dirs) = pass(home, p, opts, cause);
             for dir in dep_dirs {
                 if watched_dirs.insert(dir.clone()) {
-                    if let Err(e) = debouncer.watch(&dir, RecursiveMode::NonRecursive) {
+                    if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
                         tracing::debug!(dir = %dir.display(), error = %e, "cannot watch a dependency's directory; the resync will see it");
                     }
                 }
@@ -165,9 +169,10 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                 }
             }
         }
-        // Sleep until the earliest timer, an event, or a signal check.
+        // Sleep until the earliest timer or a wake (a file event, a worker's end, a signal):
+        // nothing else, so at rest the watcher sleeps until the resync.
         let wake_at = projects.iter().flat_map(|p| [p.next_at, Some(p.resync_at)]).flatten().min();
-        let timeout = wake_at.map(|t| t.saturating_duration_since(Instant::now())).unwrap_or(opts.resync).min(Duration::from_millis(500));
+        let timeout = wake_at.map(|t| t.saturating_duration_since(Instant::now())).unwrap_or(opts.resync);
         match rx.recv_timeout(timeout) {
             Ok(wake) => {
                 let mut wakes = vec![wake];
@@ -180,8 +185,9 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                             waiting_on.remove(&dir);
                             projects.iter_mut().for_each(|p| p.wake("worker ended"));
                         }
+                        Wake::Signal => {}
                         Wake::Files(paths) => {
-                            for path in paths.iter().filter(|p| !ignores.is_match(p)) {
+                            for path in &paths {
                                 tracing::debug!(path = %path.display(), "changed");
                                 mark(&mut projects, path, &state_root);
                             }
