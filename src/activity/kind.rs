@@ -83,9 +83,11 @@ pub trait Action: std::fmt::Debug {
     fn starts_work(&self) -> bool {
         false
     }
-    /// May be carried out at the same time as the round's other such actions: it touches only
-    /// its own artifact, state, branch and worktree (a commission's dispatch: mostly git and a
-    /// process start, so a pass that starts twenty waits for none of them in turn).
+    /// May be carried out at the same time as the round's other such actions: the files it
+    /// writes are its own artifact's, state's, branch's and worktree's, or made safe to share
+    /// (the timeline and intents are per artifact; `git worktree add`, which reads every other
+    /// worktree's admin dir, runs one at a time). A commission's dispatch is: mostly git and a
+    /// process start, so a pass that starts twenty waits for none of them in turn.
     fn concurrent(&self) -> bool {
         false
     }

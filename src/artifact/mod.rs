@@ -69,7 +69,11 @@ fn read_opened(file: std::io::Result<std::fs::File>) -> Result<String, ReadError
     }
     // Sized from the one `fstat` above: `File::read_to_string` would `fstat` and `lseek` again
     // for its own size hint, per artifact, on every pass.
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+    // Reserved fallibly: a sparse file claiming a terabyte is an error to report, not an abort.
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(usize::try_from(meta.len()).unwrap_or(usize::MAX).saturating_add(1))
+        .map_err(|e| ReadError::Io(std::io::Error::new(std::io::ErrorKind::OutOfMemory, format!("{} bytes: {e}", meta.len()))))?;
     (&file).take(u64::MAX).read_to_end(&mut bytes)?;
     String::from_utf8(bytes)
         .map_err(|_| ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8")))
@@ -270,9 +274,10 @@ pub fn paths(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let mut names: Vec<std::ffi::OsString> = entries
         .filter_map(|e| e.ok())
         .filter(|e| {
+            // A name that is not UTF-8 is no artifact's (ids are ASCII): left out, as before.
             let name = e.file_name();
-            let name = name.as_encoded_bytes();
-            name.ends_with(b".md") && !name.starts_with(b".") && e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink())
+            let Some(name) = name.to_str() else { return false };
+            name.ends_with(".md") && !name.starts_with('.') && e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink())
         })
         .map(|e| e.file_name())
         .collect();

@@ -450,7 +450,8 @@ fn observe_parallel(
 fn with_state(home: &Home, project: &Project) -> Option<std::collections::HashSet<std::ffi::OsString>> {
     let entries = std::fs::read_dir(home.commissions_state(&project.name));
     match entries {
-        Ok(entries) => Some(entries.filter_map(|e| e.ok()).map(|e| e.file_name()).collect()),
+        // An entry that cannot be read might be any id's: then nothing is known.
+        Ok(entries) => entries.map(|e| e.ok().map(|e| e.file_name())).collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Default::default()),
         Err(_) => None,
     }

@@ -24,7 +24,8 @@ use crate::worker::Catalog;
 /// How many decide/act rounds one pass may take before it reports that it did not converge.
 const MAX_ROUNDS: usize = 40;
 const WAIT_POLL: Duration = Duration::from_millis(200);
-/// At most this many concurrent actions ([`crate::activity::kind::Action::concurrent`]) at once.
+/// At most this many concurrent actions ([`crate::activity::kind::Action::concurrent`]) at once:
+/// each is mostly waiting on git and a process start, so a few overlap well even on two cores.
 const CONCURRENT_ACTIONS: usize = 4;
 
 /// `f`, and how long it took.
@@ -126,7 +127,10 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             }
         }
         if quiet {
-            shim_exits.wait(&pass.report.running, pass.report.next_check.map_or(WAIT_POLL, |d| d.min(WAIT_POLL)));
+            // A deadline already past asks for a look now, yet a look that changed nothing
+            // must not spin: a little sleep whatever the timers say.
+            let nap = pass.report.next_check.map_or(WAIT_POLL, |d| d.clamp(Duration::from_millis(10), WAIT_POLL));
+            shim_exits.wait(&pass.report.running, nap);
         }
     }
 }
@@ -340,21 +344,30 @@ impl Pass<'_> {
     {
         // A dry run listed its actions when it decided them.
         let actions = if self.opts.dry_run { &[][..] } else { &d.actions[..] };
+        // Under fault injection one action at a time: a fault stops the process dead, and must
+        // not do so while another action's git is still writing.
+        let at_once = if std::env::var_os("GUILD_HALL_FAULT").is_some() { 1 } else { CONCURRENT_ACTIONS };
         let mut rest = actions;
         while !rest.is_empty() {
-            // Concurrent actions next to each other run at once (a few per core), then are
-            // reported in the decided order, as if one after the other.
-            let together = rest.iter().take_while(|a| a.concurrent()).count().clamp(1, CONCURRENT_ACTIONS);
+            // Concurrent actions next to each other run at once, then are reported in the
+            // decided order, as if one after the other.
+            let together = rest.iter().take_while(|a| a.concurrent()).count().clamp(1, at_once);
             let (batch, after) = rest.split_at(together);
             rest = after;
+            let act = |a: &K::Action| timed(|| d.kind.act(ctx, &d.snapshot, a));
             let carried_out: Vec<(Result<Outcome>, Duration)> = if batch.len() == 1 {
-                batch.iter().map(|a| timed(|| d.kind.act(ctx, &d.snapshot, a))).collect()
+                batch.iter().map(act).collect()
             } else {
                 std::thread::scope(|scope| {
-                    let started: Vec<_> = batch.iter().map(|a| scope.spawn(move || timed(|| d.kind.act(ctx, &d.snapshot, a)))).collect();
+                    // An action whose thread cannot be had (a process limit) runs here instead.
+                    let started: Vec<_> =
+                        batch.iter().map(|a| std::thread::Builder::new().spawn_scoped(scope, move || act(a)).map_err(|_| a)).collect();
                     started
                         .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|_| (Err(anyhow!("the action panicked")), Duration::ZERO)))
+                        .map(|h| match h {
+                            Ok(h) => h.join().unwrap_or_else(|_| (Err(anyhow!("the action panicked")), Duration::ZERO)),
+                            Err(a) => act(a),
+                        })
                         .collect()
                 })
             };

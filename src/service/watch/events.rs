@@ -58,9 +58,26 @@ pub(super) fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf
     Ok(paths)
 }
 
-pub(super) fn ignore_set(extra: &[String]) -> Result<GlobSet> {
+/// A worker's own scratch under its runtime dir: its `TMPDIR` and its git object store. Its
+/// `git add` of thousands of files is thousands of finished writes there, none of which says
+/// anything to a pass (the shim's exit and the mailbox do). Spelled out per kind's layout, under
+/// the home's state root only: an id may itself be `tmp`.
+const SCRATCH_UNDER_STATE: [&str; 6] = [
+    "*/commissions/*/tmp/**",
+    "*/commissions/*/objects/**",
+    "*/meetings/*/tmp/**",
+    "*/meetings/*/objects/**",
+    "*/plans/*/tasks/*/tmp/**",
+    "*/plans/*/tasks/*/objects/**",
+];
+
+/// What never wakes the loop: editor droppings, runtime noise, a worker's scratch under
+/// `state_root`, and the `extra` globs asked for.
+pub(super) fn ignore_set(extra: &[String], state_root: &Path) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
-    for g in DEFAULT_IGNORES.iter().chain(&RUNTIME_IGNORES).map(|s| s.to_string()).chain(extra.iter().cloned()) {
+    let root = globset::escape(&state_root.to_string_lossy());
+    let scratch = SCRATCH_UNDER_STATE.iter().map(|g| format!("{root}/{g}"));
+    for g in DEFAULT_IGNORES.iter().chain(&RUNTIME_IGNORES).map(|s| s.to_string()).chain(scratch).chain(extra.iter().cloned()) {
         b.add(Glob::new(&g).with_context(|| format!("bad ignore pattern {g:?}"))?);
     }
     Ok(b.build()?)
@@ -120,12 +137,15 @@ fn urgency(kind: &EventKind) -> Urgency {
 
 /// Turn raw file events into wakes, until the watcher is dropped. Paths matching `ignores`
 /// never wake anything. A final change wakes the loop at once (an editor's save or a tool's
-/// rename-into-place needs no wait: its content is complete); a partial write waits out
-/// `debounce` from its first event, so a burst is one wake and a half-written file is not read
-/// mid-write. At rest the thread blocks on its channel: there is no tick.
+/// rename-into-place needs no wait: its content is complete) unless the last wake was less than
+/// `debounce` ago, when it waits out the rest of that (a storm of finished writes is one wake
+/// per `debounce`, as a burst of partial writes is); a partial write waits out `debounce` from
+/// its first event, so a half-written file is not read mid-write. At rest the thread blocks on
+/// its channel: there is no tick.
 fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, debounce: Duration, ignores: &GlobSet) {
     let mut waiting: Vec<PathBuf> = Vec::new();
     let mut due: Option<Instant> = None;
+    let mut last_wake: Option<Instant> = None;
     loop {
         let next = match due {
             None => raw.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -149,17 +169,28 @@ fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, de
                     let before = waiting.len();
                     waiting.extend(event.paths.into_iter().filter(|p| !ignores.is_match(p)));
                     let added = waiting.len() > before;
+                    let now = Instant::now();
+                    let soon = last_wake.map(|t| t + debounce).filter(|t| *t > now);
                     if added && urgency == Urgency::Settle {
-                        due.get_or_insert_with(|| Instant::now() + debounce);
+                        due.get_or_insert(now + debounce);
+                    } else if added && soon.is_some() {
+                        // A finished write right after a wake: at the end of that wake's
+                        // `debounce`, with whatever else comes meanwhile.
+                        due = due.min(soon).or(soon);
                     }
-                    added && urgency == Urgency::Now
+                    added && urgency == Urgency::Now && soon.is_none()
                 }
             },
         };
-        if flush {
+        // A channel that never runs dry must not hold back what is due (a `recv_timeout` past
+        // its deadline still returns a message when there is one).
+        if flush || due.is_some_and(|at| at <= Instant::now()) {
             due = None;
-            if !waiting.is_empty() && tx.send(Wake::Files(std::mem::take(&mut waiting))).is_err() {
-                return;
+            if !waiting.is_empty() {
+                last_wake = Some(Instant::now());
+                if tx.send(Wake::Files(std::mem::take(&mut waiting))).is_err() {
+                    return;
+                }
             }
         }
     }
@@ -202,14 +233,15 @@ mod tests {
     fn run(events: Vec<notify::Result<notify::Event>>, debounce: Duration) -> Vec<Vec<String>> {
         let (raw_tx, raw_rx) = channel();
         let (tx, rx) = channel();
-        let ignores = ignore_set(&[]).expect("ignores");
+        let ignores = ignore_set(&[], Path::new("/h/state")).expect("ignores");
         let worker = std::thread::spawn(move || coalesce(&raw_rx, &tx, debounce, &ignores));
         let mut out = Vec::new();
         for e in events {
             raw_tx.send(e).expect("send");
         }
-        // Everything handed over at once arrives while the coalescer still runs.
-        while let Ok(w) = rx.recv_timeout(Duration::from_millis(200)) {
+        // Everything handed over at once, or after a short debounce, arrives while the
+        // coalescer still runs; what an hour's debounce holds back never does.
+        while let Ok(w) = rx.recv_timeout(Duration::from_millis(500)) {
             out.push(files(w));
         }
         drop(raw_tx);
@@ -225,19 +257,59 @@ mod tests {
                 event(EventKind::Create(CreateKind::File), "/p/.lore/commissions/a.md"),
                 event(EventKind::Modify(ModifyKind::Data(DataChange::Any)), "/p/.lore/commissions/a.md"),
                 event(EventKind::Access(AccessKind::Close(AccessMode::Write)), "/p/.lore/commissions/a.md"),
-                event(EventKind::Modify(ModifyKind::Name(RenameMode::To)), "/p/.lore/commissions/b.md"),
-                event(EventKind::Remove(RemoveKind::File), "/p/.lore/commissions/c.md"),
             ],
             hour,
         );
+        assert_eq!(got, vec![vec!["/p/.lore/commissions/a.md"; 3]]);
+        for (kind, path) in [
+            (EventKind::Modify(ModifyKind::Name(RenameMode::To)), "/p/.lore/commissions/b.md"),
+            (EventKind::Remove(RemoveKind::File), "/p/.lore/commissions/c.md"),
+        ] {
+            assert_eq!(run(vec![event(kind, path)], hour), vec![vec![path]]);
+        }
+    }
+
+    #[test]
+    fn finished_writes_right_after_a_wake_wait_out_its_debounce_together() {
+        let storm = |debounce| {
+            run(
+                vec![
+                    event(EventKind::Access(AccessKind::Close(AccessMode::Write)), "/p/.lore/commissions/a.md"),
+                    event(EventKind::Modify(ModifyKind::Name(RenameMode::To)), "/p/.lore/commissions/b.md"),
+                    event(EventKind::Remove(RemoveKind::File), "/p/.lore/commissions/c.md"),
+                ],
+                debounce,
+            )
+        };
+        // Held for the hour after the first wake: only that one came.
+        assert_eq!(storm(Duration::from_secs(3600)), vec![vec!["/p/.lore/commissions/a.md"]]);
+        // Held only that long: the rest comes as one wake.
         assert_eq!(
-            got,
-            vec![
-                vec!["/p/.lore/commissions/a.md", "/p/.lore/commissions/a.md", "/p/.lore/commissions/a.md"],
-                vec!["/p/.lore/commissions/b.md"],
-                vec!["/p/.lore/commissions/c.md"],
-            ]
+            storm(Duration::from_millis(20)),
+            vec![vec!["/p/.lore/commissions/a.md"], vec!["/p/.lore/commissions/b.md", "/p/.lore/commissions/c.md"]]
         );
+    }
+
+    #[test]
+    fn a_workers_scratch_under_the_state_root_never_wakes() {
+        let ignores = ignore_set(&[], Path::new("/h/state")).expect("ignores");
+        for noise in [
+            "/h/state/p/commissions/a/tmp/x",
+            "/h/state/p/commissions/a/objects/ab/cdef",
+            "/h/state/p/meetings/m/objects/pack/x.pack",
+            "/h/state/p/plans/pl/tasks/pl-exec-wave-1-task-1/tmp/y",
+        ] {
+            assert!(ignores.is_match(noise), "{noise}");
+        }
+        // An id may be `tmp` or `objects`; a project anywhere may live under a `tmp`.
+        for signal in [
+            "/h/state/p/commissions/tmp/record.json",
+            "/h/state/p/commissions/objects/exit.json",
+            "/tmp/p/.lore/commissions/a.md",
+            "/h/state/p/commissions/a/events.jsonl",
+        ] {
+            assert!(!ignores.is_match(signal), "{signal}");
+        }
     }
 
     #[test]

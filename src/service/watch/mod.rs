@@ -92,7 +92,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     } else {
         dirs.to_vec()
     };
-    let mut watcher = make_watcher(&tx, opts, ignore_set(&opts.ignore)?)?;
+    let mut watcher = make_watcher(&tx, opts, ignore_set(&opts.ignore, &home.state_root())?)?;
     let mut projects = Vec::new();
     for dir in &dirs {
         let project = Project::open(dir)?;
@@ -104,8 +104,10 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                     tracing::error!(path = %path.display(), error = %e, "the native file watcher is out of resources (inotify watches or open files): falling back to polling for every project");
                     let mut poll = opts.clone();
                     poll.poll = true;
-                    // Everything of this start goes first (the locks, the watcher; the channel,
-                    // so its signal thread ends at the next signal).
+                    // Everything of this start goes first (the locks, this project's too: a
+                    // lock conflicts with another open of it even in one process; the watcher;
+                    // the channel, so its signal thread ends at the next signal).
+                    drop(lock);
                     drop(projects);
                     drop(watcher);
                     drop(rx);
@@ -212,6 +214,8 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str) -> (Vec<
         Ok(p) => p,
         Err(e) => {
             tracing::error!(project = %w.name, error = %format!("{e:#}"), "cannot open the project; retrying at the next resync");
+            // A timer already due would wake the loop again at once, for ever: the resync it is.
+            w.next_at = None;
             return (Vec::new(), Vec::new());
         }
     };
