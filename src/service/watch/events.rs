@@ -26,7 +26,7 @@ const RUNTIME_IGNORES: [&str; 7] =
     ["**/attempt-*.log", "**/heartbeat", "**/shim.lock", "**/lock", "**/dispatch.lock", "**/prompt.md", "**/system-prompt.md"];
 
 /// What wakes the loop.
-pub(super) enum Wake {
+pub(crate) enum Wake {
     Files(Vec<PathBuf>),
     /// The notify backend lost events: look at everything again.
     Rescan,
@@ -34,7 +34,7 @@ pub(super) enum Wake {
     ShimGone(PathBuf),
 }
 
-pub(super) fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf, RecursiveMode)>> {
+pub(crate) fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf, RecursiveMode)>> {
     let lore = project.root.join(".lore");
     std::fs::create_dir_all(&lore)?;
     let repo = git2::Repository::open(&project.root)?;
@@ -64,10 +64,10 @@ pub(super) fn ignore_set(extra: &[String]) -> Result<GlobSet> {
     Ok(b.build()?)
 }
 
-pub(super) type AnyDebouncer = Box<dyn WatchPaths>;
+pub(crate) type AnyDebouncer = Box<dyn WatchPaths>;
 
 /// The two watcher kinds behind one face.
-pub(super) trait WatchPaths {
+pub(crate) trait WatchPaths {
     fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()>;
 }
 
@@ -77,7 +77,7 @@ impl<W: Watcher> WatchPaths for Debouncer<W, RecommendedCache> {
     }
 }
 
-pub(super) fn make_debouncer(tx: &Sender<Wake>, opts: &WatchOptions) -> Result<AnyDebouncer> {
+pub(crate) fn make_debouncer(tx: &Sender<Wake>, opts: &WatchOptions) -> Result<AnyDebouncer> {
     let tx = tx.clone();
     let handler = move |res: DebounceEventResult| {
         let wake = match res {
@@ -123,7 +123,7 @@ fn is_change(kind: &notify::EventKind) -> bool {
     }
 }
 
-pub(super) fn is_resource_limit(e: &notify::Error) -> bool {
+pub(crate) fn is_resource_limit(e: &notify::Error) -> bool {
     match &e.kind {
         notify::ErrorKind::MaxFilesWatch => true,
         notify::ErrorKind::Io(io) => matches!(io.raw_os_error(), Some(code) if code == nix::libc::ENOSPC || code == nix::libc::EMFILE),

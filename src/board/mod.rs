@@ -1,0 +1,461 @@
+//! `guild-hall board`: a live, full-screen view of the commissions, plans and meetings of one or
+//! several projects, with the actions a person takes on them. A face over observe and [`ops`]
+//! like the CLI: it reads what `status`, `plan show` and `meeting list` read and acts through
+//! the same operations; it is woken by file events (the watcher's own, [`crate::service::watch`]),
+//! so at rest it reads nothing and draws nothing.
+//!
+//! [`model`] (items, order, filter), [`keys`] (keys to commands) and [`view`] (drawing) are
+//! pure and unit-tested; [`detail`] reads the selected item's pane; [`act`] carries commands
+//! out; `term` takes the terminal and always gives it back.
+//!
+//! [`ops`]: crate::ops
+
+pub mod act;
+pub mod detail;
+pub mod keys;
+pub mod model;
+mod term;
+pub mod view;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+
+use crate::config::{Home, Project};
+use crate::service::watch::events::{self as feed, Wake};
+
+use keys::{Command, Ui};
+use model::{Item, Kind};
+
+/// How the board runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Start a reconciler (`guild-hall watch`) for the session at once, for the projects no one
+    /// reconciles (else the footer offers it: `w`).
+    pub reconcile: bool,
+    /// Colours on (off with `NO_COLOR` or `TERM=dumb`: [`colour_wanted`]).
+    pub colour: bool,
+    /// Quiet time before a burst of file events is looked at.
+    pub debounce: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { reconcile: false, colour: colour_wanted(), debounce: Duration::from_millis(20) }
+    }
+}
+
+/// Colours unless `NO_COLOR` is set (https://no-color.org) or the terminal is `dumb`.
+pub fn colour_wanted() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+}
+
+/// What wakes the board.
+enum Msg {
+    Input(Event),
+    Files(Wake),
+    /// SIGTERM, SIGHUP or SIGINT: give the terminal back and end.
+    Signal,
+}
+
+/// Runtime files that change while a worker works (its log, its heartbeat) or with a lock:
+/// they refresh the detail pane at once and the list at most every [`NOISE_RELOAD`].
+fn is_noise(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    (name.starts_with("attempt-") && name.ends_with(".log"))
+        || matches!(name, "heartbeat" | "shim.lock" | "lock" | "dispatch.lock" | "board-watch.log")
+        || name.ends_with(".tmp")
+        || name.ends_with('~')
+        || name.ends_with(".swp")
+}
+
+const NOISE_RELOAD: Duration = Duration::from_secs(2);
+
+/// Who carries out what the board writes, per project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Holder {
+    None,
+    /// The watch this board started.
+    Ours,
+    /// Someone else's process (a `watch`, a one-shot `reconcile`), as its lock names it.
+    Other(String),
+}
+
+fn holder(home: &Home, project: &Project, ours: Option<u32>) -> Holder {
+    let lock = home.project_state(&project.name).join("lock");
+    // A look that takes nothing and writes nothing (no event of our own to wake us again).
+    if !crate::files::is_locked(&lock) {
+        return Holder::None;
+    }
+    let who = std::fs::read_to_string(&lock).map(|h| h.trim().to_string()).unwrap_or_default();
+    match ours {
+        Some(pid) if who.contains(&format!("(pid {pid})")) => Holder::Ours,
+        _ => Holder::Other(model::clean(&who)),
+    }
+}
+
+/// The footer's words for who reconciles.
+fn reconciler_words(holders: &[Holder], ours: Option<u32>, exited: bool) -> String {
+    let none = holders.iter().filter(|h| **h == Holder::None).count();
+    let own = holders.iter().filter(|h| **h == Holder::Ours).count();
+    if none == 0 && own == 0 {
+        return match holders.first() {
+            Some(Holder::Other(w)) if holders.len() == 1 => format!("reconciled by {}", w.split(" since ").next().unwrap_or(w)),
+            _ => "reconciled by a running watch: the board writes intent".into(),
+        };
+    }
+    if none == 0 {
+        return format!("reconciler: this board's watch (pid {}), until q", ours.unwrap_or(0));
+    }
+    let exited = if exited { "the board's watch exited (see board-watch.log in the home); " } else { "" };
+    if none == holders.len() {
+        format!("{exited}no reconciler: w runs one for this session")
+    } else {
+        format!("{exited}no reconciler for {none} of {} projects: w runs one for them", holders.len())
+    }
+}
+
+/// Start `guild-hall watch` for `projects`, in its own process group (a Ctrl-C meant for a
+/// program the board hands the terminal to is not its), ended with the board (SIGTERM when
+/// the board dies, however it dies), its log in the home's `board-watch.log`.
+fn start_watch(exe: &Path, home: &Home, projects: &[&Project]) -> Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::File::create(home.root.join("board-watch.log")).context("creating board-watch.log in the home")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--home").arg(&home.root).arg("watch").args(projects.iter().map(|p| &p.root));
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).process_group(0);
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent's.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().context("starting guild-hall watch")
+}
+
+/// SIGTERM to the board's own watch (workers keep running: the next reconciler adopts them),
+/// SIGKILL if it has not ended in 10 s.
+fn stop_watch(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The board's state between frames.
+struct Board<'a> {
+    home: &'a Home,
+    projects: &'a [Project],
+    names: Vec<String>,
+    items: Vec<Item>,
+    problems: Vec<String>,
+    ui: Ui,
+    detail: Option<detail::Detail>,
+    loaded: Instant,
+    stale: bool,
+    own: Option<Child>,
+    own_exited: bool,
+    holders: Vec<Holder>,
+}
+
+impl Board<'_> {
+    fn visible(&self) -> Vec<&Item> {
+        self.items.iter().filter(|i| i.matches(&self.ui.filter)).collect()
+    }
+
+    fn selected(&self) -> Option<&Item> {
+        let v = self.visible();
+        v.get(self.ui.selected.min(v.len().saturating_sub(1))).copied()
+    }
+
+    fn key_of(i: &Item) -> (Kind, usize, String) {
+        (i.kind, i.project, i.id.clone())
+    }
+
+    fn reload(&mut self) {
+        let (items, problems) = model::load(self.home, self.projects, chrono::Utc::now());
+        self.items = items;
+        self.problems = problems;
+        self.loaded = Instant::now();
+        self.stale = false;
+        // The selection stays on its item wherever the order puts it now.
+        if let Some(want) = &self.ui.selected_id {
+            if let Some(at) = self.visible().iter().position(|i| Board::key_of(i) == *want) {
+                self.ui.selected = at;
+            }
+        }
+        self.after_move();
+        self.look_at_holders();
+    }
+
+    /// After the selection or the filter changed: the selection within the list, remembered
+    /// by id, and the detail pane of what is selected.
+    fn after_move(&mut self) {
+        let n = self.visible().len();
+        self.ui.selected = self.ui.selected.min(n.saturating_sub(1));
+        let now = self.selected().map(Board::key_of);
+        if now != self.ui.selected_id {
+            self.ui.scroll = 0;
+        }
+        self.ui.selected_id = now;
+        self.refresh_detail();
+    }
+
+    fn refresh_detail(&mut self) {
+        self.detail = match (self.ui.detail, self.selected()) {
+            (true, Some(i)) => self.projects.get(i.project).map(|p| detail::load(self.home, p, i)),
+            _ => None,
+        };
+    }
+
+    fn look_at_holders(&mut self) {
+        let ours = self.own.as_ref().map(Child::id);
+        if let Some(c) = self.own.as_mut() {
+            if let Ok(Some(_)) = c.try_wait() {
+                self.own = None;
+                self.own_exited = true;
+            }
+        }
+        self.holders = self.projects.iter().map(|p| holder(self.home, p, ours)).collect();
+    }
+
+    fn active(&self) -> bool {
+        self.items.iter().any(|i| i.alive) || self.stale
+    }
+
+    fn reconcile(&mut self, exe: &Path) -> Result<String> {
+        self.look_at_holders();
+        let free: Vec<&Project> = self.projects.iter().zip(&self.holders).filter(|(_, h)| **h == Holder::None).map(|(p, _)| p).collect();
+        if free.is_empty() {
+            return Ok("every project has a reconciler already".into());
+        }
+        if self.own.is_some() {
+            bail!("the board's watch is still starting or stopping; try again");
+        }
+        let child = start_watch(exe, self.home, &free)?;
+        let pid = child.id();
+        self.own = Some(child);
+        self.own_exited = false;
+        // Until it holds the lock, the footer would still say no one does: wait for it briefly.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            self.look_at_holders();
+            if self.own.is_none() || self.holders.iter().all(|h| *h != Holder::None) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(format!("started guild-hall watch (pid {pid}) for this session"))
+    }
+}
+
+/// Run the board over `projects` until `q` (or SIGTERM, SIGHUP, SIGINT).
+pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        bail!("the board needs a terminal (for a script: `guild-hall status --json`, `plan list --json`, `meeting list --json`)");
+    }
+    if projects.is_empty() {
+        bail!("no projects to show: name them (-C DIR) or register them with `guild-hall init` (then --all)");
+    }
+    let exe = std::env::current_exe().context("finding this program")?;
+    let (tx, rx) = channel::<Msg>();
+
+    // File events: the watcher's paths and debouncer, each batch handed over as it comes.
+    let (wake_tx, wake_rx) = channel::<Wake>();
+    let mut watching = crate::service::watch::WatchOptions { debounce: opts.debounce, ..Default::default() };
+    let mut debouncer = feed::make_debouncer(&wake_tx, &watching)?;
+    let mut paths = Vec::new();
+    for p in &projects {
+        paths.extend(feed::watch_paths(home, p)?);
+    }
+    for (path, mode) in &paths {
+        if let Err(e) = debouncer.watch(path, *mode) {
+            if !watching.poll && feed::is_resource_limit(&e) {
+                tracing::warn!(error = %e, "the native file watcher is out of resources: polling instead");
+                watching.poll = true;
+                debouncer = feed::make_debouncer(&wake_tx, &watching)?;
+                for (path, mode) in &paths {
+                    debouncer.watch(path, *mode).with_context(|| format!("watching {}", path.display()))?;
+                }
+                break;
+            }
+            return Err(e).with_context(|| format!("watching {}", path.display()));
+        }
+    }
+    let forward = tx.clone();
+    std::thread::Builder::new().name("board-files".into()).spawn(move || {
+        for w in wake_rx {
+            if forward.send(Msg::Files(w)).is_err() {
+                break;
+            }
+        }
+    })?;
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP, signal_hook::consts::SIGINT])?;
+    let signal_handle = signals.handle();
+    let forward = tx.clone();
+    std::thread::Builder::new().name("board-signals".into()).spawn(move || {
+        if signals.forever().next().is_some() {
+            let _ = forward.send(Msg::Signal);
+        }
+    })?;
+    // Keys: one read at a time, each only once the last is handled, so that nothing is read
+    // from the terminal while a program the board handed it to runs.
+    let (gate, gate_rx) = channel::<()>();
+    std::thread::Builder::new().name("board-keys".into()).spawn(move || {
+        while gate_rx.recv().is_ok() {
+            match event::read() {
+                Ok(e) => {
+                    if tx.send(Msg::Input(e)).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    })?;
+
+    let mut board = Board {
+        home,
+        projects: &projects,
+        names: projects.iter().map(|p| p.name.clone()).collect(),
+        items: Vec::new(),
+        problems: Vec::new(),
+        ui: Ui::default(),
+        detail: None,
+        loaded: Instant::now(),
+        stale: false,
+        own: None,
+        own_exited: false,
+        holders: Vec::new(),
+    };
+    board.reload();
+    if opts.reconcile {
+        board.ui.message = Some(board.reconcile(&exe).unwrap_or_else(|e| format!("error: {e:#}")));
+    }
+
+    let restore = term::Restore;
+    let mut t = term::take()?;
+    let _ = gate.send(());
+    let started = Instant::now();
+    let result = (|| -> Result<()> {
+        loop {
+            let shown = board.visible();
+            let words = reconciler_words(&board.holders, board.own.as_ref().map(Child::id), board.own_exited);
+            let screen = view::Screen {
+                items: &shown,
+                total: board.items.len(),
+                ui: &board.ui,
+                projects: &board.names,
+                reconciler: &words,
+                detail: board.detail.as_ref(),
+                problems: &board.problems,
+                now: chrono::Utc::now(),
+                tick: started.elapsed().as_secs(),
+                colour: opts.colour,
+            };
+            t.draw(|f| view::draw(f, &screen))?;
+            // At rest (nothing running, nothing to catch up on) the board sleeps until an event.
+            let msg = if board.active() {
+                match rx.recv_timeout(Duration::from_secs(1)) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                }
+            } else {
+                match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => return Ok(()),
+                }
+            };
+            match msg {
+                None => {
+                    if board.stale && board.loaded.elapsed() >= NOISE_RELOAD {
+                        board.reload();
+                    } else {
+                        board.look_at_holders();
+                    }
+                }
+                Some(Msg::Signal) => return Ok(()),
+                Some(Msg::Files(Wake::Files(paths))) if paths.iter().all(|p| is_noise(p)) => {
+                    if board.loaded.elapsed() >= NOISE_RELOAD {
+                        board.reload();
+                    } else {
+                        board.stale = true;
+                        board.refresh_detail();
+                        board.look_at_holders();
+                    }
+                }
+                Some(Msg::Files(_)) => board.reload(),
+                Some(Msg::Input(e)) => {
+                    let quit = handle_input(&mut board, e, &exe, &mut t)?;
+                    let _ = gate.send(());
+                    if quit {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    })();
+    signal_handle.close();
+    drop(restore);
+    drop(t);
+    if let Some(mut c) = board.own.take() {
+        stop_watch(&mut c);
+    }
+    result
+}
+
+/// One input event: `true` to quit.
+fn handle_input(board: &mut Board<'_>, e: Event, exe: &Path, t: &mut term::Term) -> Result<bool> {
+    let Event::Key(key) = e else {
+        // A resize is drawn by the next frame (the terminal is measured as it draws).
+        return Ok(false);
+    };
+    if key.kind == KeyEventKind::Release {
+        return Ok(false);
+    }
+    let visible = board.visible().len();
+    let selected = board.selected().cloned();
+    let cmd = board.ui.on_key(key, visible, selected.as_ref());
+    board.after_move();
+    let Some(cmd) = cmd else { return Ok(false) };
+    let said = match cmd {
+        Command::Quit => return Ok(true),
+        Command::Reconcile => board.reconcile(exe),
+        _ => {
+            let project = selected.as_ref().and_then(|i| board.projects.get(i.project)).unwrap_or(&board.projects[0]);
+            let mut run = |p: &mut std::process::Command| term::hand_over(t, p);
+            let mut ctx = act::Ctx { home: board.home, project, exe, run: &mut run };
+            act::carry_out(cmd, selected.as_ref(), &mut ctx)
+        }
+    };
+    board.ui.message = match said {
+        Ok(words) if words.is_empty() => None,
+        Ok(words) => Some(model::clean(&words)),
+        Err(e) => Some(model::clean(&format!("error: {e:#}"))),
+    };
+    board.reload();
+    Ok(false)
+}
+
+/// The projects of `--all`: every one registered in the home.
+pub fn registered(home: &Home) -> Result<Vec<PathBuf>> {
+    Ok(home.load_config()?.projects.into_iter().map(|p| p.path).collect())
+}
