@@ -100,7 +100,10 @@ impl Ui {
                 }
             }
             Mode::Filter => {
+                let control = key.modifiers.contains(KeyModifiers::CONTROL);
                 match key.code {
+                    KeyCode::Char('u') if control => self.filter.clear(),
+                    KeyCode::Char(_) if control => {}
                     KeyCode::Enter => self.mode = Mode::List,
                     KeyCode::Esc => {
                         self.filter.clear();
@@ -204,7 +207,7 @@ impl Ui {
 pub const HELP: [(&str, &str); 18] = [
     ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
     ("Enter", "open or close the detail pane"),
-    ("/", "filter: words, status:S, worker:W (Esc clears)"),
+    ("/", "filter: words, status:S, worker:W (Ctrl-U, Esc clear)"),
     ("c", "cancel a commission or a plan (asks y/n)"),
     ("r", "re-dispatch a failed or cancelled commission; retry a halted plan"),
     ("d", "dispatch a draft commission"),
@@ -302,6 +305,9 @@ mod tests {
         ui.on_key(key(KeyCode::Enter), 9, None);
         assert_eq!((ui.filter.as_str(), &ui.mode, ui.selected), ("status:failed", &Mode::List, 0));
         ui.on_key(key(KeyCode::Char('/')), 9, None);
+        ui.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL), 9, None);
+        assert_eq!((ui.filter.as_str(), &ui.mode), ("", &Mode::Filter), "Ctrl-U clears what is typed");
+        ui.on_key(key(KeyCode::Char('x')), 9, None);
         ui.on_key(key(KeyCode::Esc), 9, None);
         assert_eq!(ui.filter, "");
     }

@@ -431,6 +431,10 @@ fn handle_input(board: &mut Board<'_>, e: Event, exe: &Path, t: &mut term::Term)
     if key.kind == KeyEventKind::Release {
         return Ok(false);
     }
+    // The hidden fault switch of the tests: a panic, to prove the terminal is given back.
+    if key.code == ratatui::crossterm::event::KeyCode::Char('!') && std::env::var("GUILD_HALL_FAULT").is_ok_and(|f| f == "board-panic:1") {
+        panic!("guild-hall: fault injection: the board panics");
+    }
     let visible = board.visible().len();
     let selected = board.selected().cloned();
     let cmd = board.ui.on_key(key, visible, selected.as_ref());

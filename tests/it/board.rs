@@ -1,0 +1,160 @@
+//! `guild-hall board` in a real terminal (tmux: send-keys, capture-pane) on a real project with
+//! scripted workers: what other processes write shows up, and each key acts through the same
+//! operations as the CLI (the artifacts say so). Each scenario runs in a private pid namespace
+//! (the reconciler signals workers; the tmux server dies with it), waits for what the screen
+//! shows with a deadline, and never asserts a duration.
+
+use crate::common::{in_pid_namespace, section, Project};
+
+/// Shell helpers for driving the board in tmux, on a socket of the scenario's own.
+const TMUX: &str = r#"
+sock="$PWD/../tmux.sock"
+tm() { tmux -S "$sock" "$@"; }
+screen() { tm capture-pane -p -t b; }
+fail_with_screen() { echo "$1" >&2; echo "--- screen:" >&2; screen >&2; exit 1; }
+see() { # see TEXT: wait up to 60 s for TEXT on screen
+  for _ in $(seq 600); do if screen | grep -qF -- "$1"; then return 0; fi; sleep 0.1; done
+  fail_with_screen "the screen never showed: $1"
+}
+row_has() { # row_has ID TEXT: wait up to 60 s for ID's row to show TEXT
+  for _ in $(seq 600); do if screen | grep -F -- " $1 " | grep -qF -- "$2"; then return 0; fi; sleep 0.1; done
+  fail_with_screen "the row of $1 never showed: $2"
+}
+file_has() { # file_has FILE TEXT: wait up to 60 s
+  for _ in $(seq 600); do if grep -qF -- "$2" "$1" 2>/dev/null; then return 0; fi; sleep 0.1; done
+  echo "$1 never said: $2" >&2; cat "$1" >&2; fail_with_screen "(the board)"
+}
+board() { # board [ENV=VALUE...] [ARGS...]: a fresh board in an 100x30 pane
+  tm kill-server 2>/dev/null || true
+  for _ in $(seq 100); do tm ls >/dev/null 2>&1 || break; sleep 0.05; done
+  tm -f /dev/null new-session -d -x 100 -y 30 -s b "env $* sh -c '\"\$GH\" board \$BOARD_ARGS; echo \"[board exited: \$?]\"; exec sleep 3600'"
+  tm set-option -t b remain-on-exit on
+}
+filter() { tm send-keys -t b / C-u "$1" Enter; row_has "$1" "$1"; }
+"#;
+
+fn scenario(p: &Project, body: &str) -> String {
+    in_pid_namespace(p, &format!("{TMUX}\ntrap 'tm kill-server 2>/dev/null || true' EXIT\n{body}"))
+}
+
+/// Against a running `watch`: the board only observes and writes intent. A commission another
+/// process writes appears and moves through its states; `c` + `y` cancels it; a failed one is
+/// re-dispatched with `r`; a plan's task cells change as its tasks finish; a meeting request
+/// is accepted with `a` (the chat runs in the terminal, Ctrl-D comes back to the board).
+#[test]
+fn the_board_follows_the_files_and_acts_through_the_operations() {
+    let p = Project::new(&["sleeper", "silent", "mason", "counsel"]);
+    let out = scenario(
+        &p,
+        r##"
+"$GH" watch --log-format json 2>"$PWD/../watch.log" &
+watch=$!
+wait_for "the watch to hold the project" sh -c '! "$GH" reconcile --once >/dev/null 2>&1'
+board TERM=xterm-256color
+see "reconciled by guild-hall watch"
+
+# Written by another process: it appears and runs.
+printf -- '---\ntitle: Nap\nworker: sleeper\n---\nsleep: 60\n' > .lore/commissions/nap.md
+row_has nap in_progress
+row_has nap "Sleeping 60s"
+filter nap
+tm send-keys -t b c
+see "cancel commission nap? y/n"
+tm send-keys -t b y
+row_has nap cancelled
+file_has .lore/commissions/nap.md "status: cancelled"
+echo "--- cancelled"; grep -E '^(status|desired|reason):' .lore/commissions/nap.md
+
+# A failed one, re-dispatched with r: a second attempt.
+printf -- '---\ntitle: Mute\nworker: silent\n---\nwork\n' > .lore/commissions/mute.md
+tm send-keys -t b / C-u Enter
+row_has mute failed
+filter mute
+tm send-keys -t b r
+file_has .lore/commissions/mute.md "attempt: 2"
+row_has mute "#2"
+echo "--- redispatched"; grep -c '"kind":"redispatch"' .lore/commissions/mute.timeline.jsonl
+
+# A plan: its wave cells change as its tasks finish.
+mkdir -p .lore/plans
+printf -- '---\ntitle: Port\nparallelism: 2\nwaves:\n  - - {id: one, worker: mason, prompt: "sleep: 3\\nwrite: src/one.txt one"}\n    - {id: two, worker: mason, prompt: "sleep: 3\\nwrite: src/two.txt two"}\n  - - {id: three, worker: mason, prompt: "write: src/three.txt three"}\n---\n' > .lore/plans/port.md
+filter port
+see "▸one"
+see "·three"
+see "✓one"
+see "✓three"
+row_has port completed
+echo "--- plan colours"; tm capture-pane -e -p -t b | grep -cP '\x1b\[([0-9]+;)*(32|38;5;2)m✓three' || true
+
+# A meeting request, accepted with a: `meeting accept`, then `meeting chat`, in the terminal.
+printf -- '---\nworker: counsel\nstatus: requested\nrequested_by: scribe\nagenda: the survey needs a decision\n---\n' > .lore/meetings/ask.md
+tm send-keys -t b / C-u Enter
+row_has ask "asked by scribe"
+filter ask
+tm send-keys -t b a
+see "you>"
+tm send-keys -t b "hello from the board" Enter
+see "You said: hello from the board"
+tm send-keys -t b C-d
+row_has ask open
+file_has .lore/meetings/ask.md "status: open"
+tm send-keys -t b q
+see "[board exited: 0]"
+kill $watch; wait $watch || true
+echo "--- last screen"; screen
+echo "--- end"
+"##,
+    );
+    let cancelled = section(&out, "cancelled");
+    assert!(cancelled.contains("status: cancelled"), "{out}");
+    assert_eq!(section(&out, "redispatched").trim(), "1", "one re-dispatch in the timeline: {out}");
+    let green: u32 = section(&out, "plan colours").trim().parse().unwrap_or(0);
+    assert!(green >= 1, "an integrated cell is green: {out}");
+}
+
+/// Alone, the board offers a reconciler (`w`) and runs it for the session only; NO_COLOR
+/// turns colours off; SIGTERM and a panic give the terminal back.
+#[test]
+fn alone_it_runs_a_reconciler_for_the_session_and_gives_the_terminal_back() {
+    let p = Project::new(&["sleeper"]);
+    let out = scenario(
+        &p,
+        r##"
+board TERM=xterm-256color
+see "no reconciler: w runs one for this session"
+printf -- '---\ntitle: Nap\nworker: sleeper\n---\nsleep: 1\n' > .lore/commissions/nap.md
+row_has nap pending
+tm send-keys -t b w
+see "this board's watch"
+row_has nap completed
+tm send-keys -t b Enter
+see "artifact: .lore/slept/nap.md"
+tm send-keys -t b q
+see "[board exited: 0]"
+# The session's reconciler ended with it: the project is free.
+wait_for "the board's watch to end" "$GH" reconcile --once
+echo "--- freed"
+
+# NO_COLOR: no colour at all.
+board TERM=xterm-256color NO_COLOR=1
+row_has nap completed
+echo "--- no colour"; tm capture-pane -e -p -t b | grep -cP '\x1b\[([0-9]+;)*(3[0-8]|4[0-8]|9[0-7]|10[0-7])(;[0-9]+)*m' || true
+# SIGTERM: the terminal is given back (main screen, cursor shown).
+pid=$(pgrep -P "$(tm display -p -t b '#{pane_pid}')")
+kill -TERM "$pid"
+see "[board exited: 0]"
+echo "--- after sigterm"; tm display -p -t b '#{alternate_on} #{cursor_flag}'
+
+# A panic: the terminal is given back before its message.
+board TERM=xterm-256color GUILD_HALL_FAULT=board-panic:1
+see "guild-hall board"
+tm send-keys -t b '!'
+see "[board exited:"
+echo "--- after panic"; tm display -p -t b '#{alternate_on} #{cursor_flag}'; screen | grep -c "fault injection"
+echo "--- end"
+"##,
+    );
+    assert_eq!(section(&out, "no colour").trim(), "0", "{out}");
+    assert_eq!(section(&out, "after sigterm").trim(), "0 1", "{out}");
+    assert_eq!(section(&out, "after panic").trim(), "0 1\n1", "{out}");
+}
