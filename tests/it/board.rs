@@ -24,10 +24,13 @@ file_has() { # file_has FILE TEXT: wait up to 60 s
   for _ in $(seq 600); do if grep -qF -- "$2" "$1" 2>/dev/null; then return 0; fi; sleep 0.1; done
   echo "$1 never said: $2" >&2; cat "$1" >&2; fail_with_screen "(the board)"
 }
-board() { # board [ENV=VALUE...] [ARGS...]: a fresh board in an 100x30 pane
+board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane
   tm kill-server 2>/dev/null || true
   for _ in $(seq 100); do tm ls >/dev/null 2>&1 || break; sleep 0.05; done
-  tm -f /dev/null new-session -d -x 100 -y 30 -s b "env $* sh -c '\"\$GH\" board \$BOARD_ARGS; echo \"[board exited: \$?]\"; exec sleep 3600'"
+  # The board's pid is written by the shell it then becomes, for the signal test; the pane
+  # outlives the board and says how it ended.
+  printf '%s\n' 'sh -c '"'"'echo $$ > ../board.pid; exec "$GH" board'"'"'' 'echo "[board exited: $?]"' 'exec sleep 3600' > ../board.sh
+  tm -f /dev/null new-session -d -x 100 -y 30 -s b "env $* sh ../board.sh"
   tm set-option -t b remain-on-exit on
 }
 filter() { tm send-keys -t b / C-u "$1" Enter; row_has "$1" "$1"; }
@@ -140,7 +143,7 @@ board TERM=xterm-256color NO_COLOR=1
 row_has nap completed
 echo "--- no colour"; tm capture-pane -e -p -t b | grep -cP '\x1b\[([0-9]+;)*(3[0-8]|4[0-8]|9[0-7]|10[0-7])(;[0-9]+)*m' || true
 # SIGTERM: the terminal is given back (main screen, cursor shown).
-pid=$(pgrep -P "$(tm display -p -t b '#{pane_pid}')")
+pid=$(cat ../board.pid)
 kill -TERM "$pid"
 see "[board exited: 0]"
 echo "--- after sigterm"; tm display -p -t b '#{alternate_on} #{cursor_flag}'
