@@ -11,6 +11,7 @@
 //! [`ops`]: crate::ops
 
 pub mod act;
+pub mod changes;
 pub mod detail;
 pub mod keys;
 pub mod model;
@@ -88,8 +89,7 @@ enum Holder {
 
 fn holder(home: &Home, project: &Project, ours: Option<u32>) -> Holder {
     let lock = home.project_state(&project.name).join("lock");
-    // A look that takes nothing and writes nothing (no event of our own to wake us again).
-    if !crate::files::is_locked(&lock) {
+    if !held(&lock) {
         return Holder::None;
     }
     let who = std::fs::read_to_string(&lock).map(|h| h.trim().to_string()).unwrap_or_default();
@@ -97,6 +97,21 @@ fn holder(home: &Home, project: &Project, ours: Option<u32>) -> Holder {
         Some(pid) if who.contains(&format!("(pid {pid})")) => Holder::Ours,
         _ => Holder::Other(model::clean(&who)),
     }
+}
+
+/// Whether a process holds the lock file at `path`, seen in `/proc/locks`: a look that takes
+/// no lock (a shared one, however brief, could make a `watch` starting that instant refuse)
+/// and writes nothing (no event of our own to wake the board again). Without `/proc/locks`,
+/// the brief shared lock of [`crate::files::is_locked`].
+fn held(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else { return false };
+    let Ok(locks) = std::fs::read_to_string("/proc/locks") else { return crate::files::is_locked(path) };
+    locks.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`; a waiter's line has `->` after the number.
+        f.get(1) == Some(&"FLOCK") && f.get(5).and_then(|d| d.rsplit(':').next()).and_then(|i| i.parse::<u64>().ok()) == Some(meta.ino())
+    })
 }
 
 /// The footer's words for who reconciles.
@@ -168,7 +183,9 @@ struct Board<'a> {
     ui: Ui,
     detail: Option<detail::Detail>,
     loaded: Instant,
-    stale: bool,
+    /// What file events touched and is still to be read again (a worker's log and heartbeat
+    /// are read at most every [`NOISE_RELOAD`]).
+    pending: changes::Changes,
     own: Option<Child>,
     own_exited: bool,
     holders: Vec<Holder>,
@@ -192,8 +209,56 @@ impl Board<'_> {
         let (items, problems) = model::load(self.home, self.projects, chrono::Utc::now());
         self.items = items;
         self.problems = problems;
+        self.pending = changes::Changes::default();
+        self.settle();
+    }
+
+    /// Read again what the pending changes touch: the commissions named, a project's plans or
+    /// meetings; everything only when it must.
+    fn apply_pending(&mut self) {
+        let c = std::mem::take(&mut self.pending);
+        if c.all {
+            return self.reload();
+        }
+        let now = chrono::Utc::now();
+        let mut failed = false;
+        for (i, ids) in &c.commissions {
+            let Some(p) = self.projects.get(*i) else { continue };
+            match model::commissions(self.home, p, *i, ids, now) {
+                Ok(new) => {
+                    self.items.retain(|it| !(it.kind == Kind::Commission && it.project == *i && ids.contains(&it.id)));
+                    self.items.extend(new);
+                }
+                Err(_) => failed = true,
+            }
+        }
+        for (i, kind) in c.plans.iter().map(|i| (*i, Kind::Plan)).chain(c.meetings.iter().map(|i| (*i, Kind::Meeting))) {
+            let Some(p) = self.projects.get(i) else { continue };
+            let mut new = Vec::new();
+            let read = match kind {
+                Kind::Plan => model::plans(self.home, p, i, &mut new),
+                _ => model::meetings(self.home, p, i, &mut new),
+            };
+            match read {
+                Ok(_) => {
+                    self.items.retain(|it| !(it.kind == kind && it.project == i));
+                    self.items.extend(new);
+                }
+                Err(_) => failed = true,
+            }
+        }
+        if failed {
+            // Said by a whole reading, with the problem in its words.
+            return self.reload();
+        }
+        model::sort(&mut self.items);
+        self.settle();
+    }
+
+    /// After the items changed: the selection kept on its item, the detail and who reconciles
+    /// looked at again.
+    fn settle(&mut self) {
         self.loaded = Instant::now();
-        self.stale = false;
         // The selection stays on its item wherever the order puts it now.
         if let Some(want) = &self.ui.selected_id {
             if let Some(at) = self.visible().iter().position(|i| Board::key_of(i) == *want) {
@@ -236,7 +301,7 @@ impl Board<'_> {
     }
 
     fn active(&self) -> bool {
-        self.items.iter().any(|i| i.alive) || self.stale
+        self.items.iter().any(|i| i.alive) || !self.pending.is_empty()
     }
 
     fn reconcile(&mut self, exe: &Path) -> Result<String> {
@@ -283,6 +348,10 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
     let mut paths = Vec::new();
     for p in &projects {
         paths.extend(feed::watch_paths(home, p)?);
+        // Open meetings' transcripts: their last turn shows.
+        let transcripts = home.transcripts_dir(&p.name);
+        std::fs::create_dir_all(&transcripts).with_context(|| format!("creating {}", transcripts.display()))?;
+        paths.push((transcripts, notify::RecursiveMode::NonRecursive));
     }
     for (path, mode) in &paths {
         if let Err(e) = debouncer.watch(path, *mode) {
@@ -340,7 +409,7 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
         ui: Ui::default(),
         detail: None,
         loaded: Instant::now(),
-        stale: false,
+        pending: changes::Changes::default(),
         own: None,
         own_exited: false,
         holders: Vec::new(),
@@ -386,20 +455,28 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
             };
             match msg {
                 None => {
-                    if board.stale && board.loaded.elapsed() >= NOISE_RELOAD {
-                        board.reload();
+                    if !board.pending.is_empty() && board.loaded.elapsed() >= NOISE_RELOAD {
+                        board.apply_pending();
                     } else {
                         board.look_at_holders();
                     }
                 }
                 Some(Msg::Signal) => return Ok(()),
-                Some(Msg::Files(Wake::Files(paths))) if paths.iter().all(|p| is_noise(p)) => {
-                    if board.loaded.elapsed() >= NOISE_RELOAD {
-                        board.reload();
-                    } else {
-                        board.stale = true;
+                Some(Msg::Files(Wake::Files(paths))) => {
+                    let touched = changes::classify(home, &projects, &paths);
+                    let detail = touched.detail;
+                    board.pending.merge(touched);
+                    if paths.iter().all(|p| is_noise(p)) && board.loaded.elapsed() < NOISE_RELOAD {
+                        // A log or heartbeat: the pane follows at once, the list in a while.
                         board.refresh_detail();
                         board.look_at_holders();
+                    } else if board.pending.is_empty() {
+                        if detail {
+                            board.refresh_detail();
+                        }
+                        board.look_at_holders();
+                    } else {
+                        board.apply_pending();
                     }
                 }
                 Some(Msg::Files(_)) => board.reload(),

@@ -2,6 +2,7 @@
 //! `plan show` and `meeting list`: one [`Item`] per commission, plan and meeting, ordered by
 //! what needs a person first, and the filter over them. Loading reads; nothing here writes.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
@@ -153,20 +154,42 @@ fn load_project(
         items.push(commission(row, index, now));
         Ok(())
     })?;
+    problems.extend(plans(home, project, index, items)?);
+    problems.extend(meetings(home, project, index, items)?);
+    Ok(())
+}
+
+/// The items of the commissions `ids` of project `index`, read again (a file of theirs
+/// changed); an id whose artifact is gone has none.
+pub fn commissions(home: &Home, project: &Project, index: usize, ids: &BTreeSet<String>, now: DateTime<Utc>) -> anyhow::Result<Vec<Item>> {
+    let mut items = Vec::new();
+    crate::ops::status::rows_of(home, project, ids, now, |row| {
+        items.push(commission(row, index, now));
+        Ok(())
+    })?;
+    Ok(items)
+}
+
+/// The project's plans, each with its waves (`ops::plan::view`), into `items`; the problems.
+pub fn plans(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
     let listed = crate::ops::plan::list(home, project)?;
-    problems.extend(listed.problems);
+    let mut problems = listed.problems;
     for row in listed.plans {
         match crate::ops::plan::view(home, project, &row.plan) {
             Ok((plan, _, shown)) => items.push(plan_item(&plan, &shown, index)),
             Err(e) => problems.push(format!("plan {}: {e:#}", row.plan)),
         }
     }
-    let (meetings, more) = crate::ops::meeting::list(project)?;
-    problems.extend(more);
+    Ok(problems)
+}
+
+/// The project's meetings (`ops::meeting::list`), into `items`; the problems.
+pub fn meetings(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
+    let (meetings, problems) = crate::ops::meeting::list(project)?;
     for m in &meetings {
         items.push(meeting(home, project, m, index));
     }
-    Ok(())
+    Ok(problems)
 }
 
 fn text(row: &Json, key: &str) -> Option<String> {

@@ -155,9 +155,14 @@ fn draw_list(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
         f.render_widget(Paragraph::new(words).wrap(Wrap { trim: true }), area);
         return;
     }
-    let id_width = s.items.iter().map(|i| id_of(s, i).chars().count()).max().unwrap_or(4).clamp(4, 24);
-    let rows: Vec<ListItem<'_>> = s.items.iter().map(|i| ListItem::new(row(s, i, id_width))).collect();
-    let mut state = ListState::default().with_selected(Some(s.ui.selected.min(s.items.len() - 1)));
+    // Only the rows that can show around the selection are made: a list of 10,000 costs what
+    // a screenful does.
+    let selected = s.ui.selected.min(s.items.len() - 1);
+    let height = usize::from(area.height);
+    let window = &s.items[selected.saturating_sub(height)..(selected + height).min(s.items.len())];
+    let id_width = window.iter().map(|i| id_of(s, i).chars().count()).max().unwrap_or(4).clamp(4, 24);
+    let rows: Vec<ListItem<'_>> = window.iter().map(|i| ListItem::new(row(s, i, id_width))).collect();
+    let mut state = ListState::default().with_selected(Some(selected - selected.saturating_sub(height)));
     let list = List::new(rows).highlight_symbol("> ").highlight_style(s.style(Style::default().add_modifier(Modifier::REVERSED)));
     f.render_stateful_widget(list, area, &mut state);
 }

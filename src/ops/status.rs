@@ -21,13 +21,44 @@ pub fn rows(
     mut emit: impl FnMut(&Json) -> Result<()>,
 ) -> Result<usize> {
     let wanted = |p: &std::path::Path| id.is_none_or(|i| p.file_stem().and_then(|s| s.to_str()) == Some(i));
+    let problems = artifact_rows(home, project, wanted, now, &mut emit)?;
+    for o in super::gc::inventory(home, project)? {
+        if id.is_none_or(|i| o.kind == crate::activity::kind::Name::Commission && i == o.id) {
+            emit(&orphan_row(&o))?;
+        }
+    }
+    Ok(problems)
+}
+
+/// The rows of the commissions in `ids` alone (of their artifacts: orphans are not looked
+/// for), for a face that follows file events and reads again only what changed (the board).
+/// An id whose artifact is gone has no row.
+pub fn rows_of(
+    home: &Home,
+    project: &Project,
+    ids: &std::collections::BTreeSet<String>,
+    now: DateTime<Utc>,
+    mut emit: impl FnMut(&Json) -> Result<()>,
+) -> Result<usize> {
+    artifact_rows(home, project, |p| p.file_stem().and_then(|s| s.to_str()).is_some_and(|s| ids.contains(s)), now, &mut emit)
+}
+
+/// The rows of the artifacts `wanted` keeps, in order, then one a problem of those that do not
+/// parse; the number of problems.
+fn artifact_rows(
+    home: &Home,
+    project: &Project,
+    wanted: impl Fn(&std::path::Path) -> bool,
+    now: DateTime<Utc>,
+    emit: &mut impl FnMut(&Json) -> Result<()>,
+) -> Result<usize> {
     // Artifacts that do not parse are listed after the others, one row per problem.
     let mut invalid = Vec::new();
     let mut problems = 0usize;
     let mut failed: Option<anyhow::Error> = None;
     let workers = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
     let branch = &project.config.integration_branch;
-    crate::commission::observe::observe_each(home, project, wanted, |o| {
+    crate::commission::observe::observe_each(home, project, &wanted, |o| {
         if failed.is_some() {
             return;
         }
@@ -53,11 +84,6 @@ pub fn rows(
         emit(
             &json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}),
         )?;
-    }
-    for o in super::gc::inventory(home, project)? {
-        if id.is_none_or(|i| o.kind == crate::activity::kind::Name::Commission && i == o.id) {
-            emit(&orphan_row(&o))?;
-        }
     }
     Ok(problems)
 }

@@ -52,7 +52,7 @@ fn the_board_follows_the_files_and_acts_through_the_operations() {
         r##"
 "$GH" watch --log-format json 2>"$PWD/../watch.log" &
 watch=$!
-wait_for "the watch to hold the project" sh -c '! "$GH" reconcile --once >/dev/null 2>&1'
+wait_for "the watch to hold the project" sh -c 'grep -qs "guild-hall watch" "$STATE"/*/lock'
 board TERM=xterm-256color
 see "reconciled by guild-hall watch"
 
