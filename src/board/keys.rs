@@ -209,7 +209,7 @@ pub const HELP: [(&str, &str); 18] = [
     ("Enter", "open or close the detail pane"),
     ("/", "filter: words, status:S, worker:W (Ctrl-U, Esc clear)"),
     ("c", "cancel a commission or a plan (asks y/n)"),
-    ("r", "re-dispatch a failed or cancelled commission; retry a halted plan"),
+    ("r", "re-dispatch a failed/cancelled commission; retry a halted plan"),
     ("d", "dispatch a draft commission"),
     ("a", "accept a meeting request, then chat"),
     ("x", "decline a meeting request"),
