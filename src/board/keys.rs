@@ -56,8 +56,9 @@ pub struct Ui {
     pub detail: bool,
     /// What the last command did, or why it could not.
     pub message: Option<String>,
-    /// Lines the detail pane is scrolled from where it starts (its end, for a running worker).
-    pub scroll: usize,
+    /// Lines the detail pane is scrolled down (negative: up) from where it starts: its top, or
+    /// its end for a running worker.
+    pub scroll: i32,
 }
 
 impl Default for Ui {
@@ -136,14 +137,13 @@ impl Ui {
                 self.selected = (self.selected + 1).min(last);
                 None
             }
-            // With the detail pane open, PgUp/PgDn scroll it (towards the start, the end);
-            // else they move ten rows.
+            // With the detail pane open, PgUp/PgDn scroll it; else they move ten rows.
             KeyCode::PageUp if self.detail => {
-                self.scroll += 5;
+                self.scroll = (self.scroll - 5).max(-500);
                 None
             }
             KeyCode::PageDown if self.detail => {
-                self.scroll = self.scroll.saturating_sub(5);
+                self.scroll = (self.scroll + 5).min(500);
                 None
             }
             KeyCode::PageUp => {

@@ -53,7 +53,13 @@ impl Default for Options {
 
 /// Colours unless `NO_COLOR` is set (https://no-color.org) or the terminal is `dumb`.
 pub fn colour_wanted() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+    colour_for(std::env::var_os("NO_COLOR").as_deref(), std::env::var_os("TERM").as_deref())
+}
+
+/// [`colour_wanted`] for these values of `NO_COLOR` and `TERM` (an empty `NO_COLOR` is unset,
+/// as https://no-color.org says).
+fn colour_for(no_color: Option<&std::ffi::OsStr>, term: Option<&std::ffi::OsStr>) -> bool {
+    no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
 }
 
 /// What wakes the board.
@@ -539,4 +545,39 @@ fn handle_input(board: &mut Board<'_>, e: Event, exe: &Path, t: &mut term::Term)
 /// The projects of `--all`: every one registered in the home.
 pub fn registered(home: &Home) -> Result<Vec<PathBuf>> {
     Ok(home.load_config()?.projects.into_iter().map(|p| p.path).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn no_colour_with_no_color_or_a_dumb_terminal() {
+        let x = Some(OsStr::new("xterm-256color"));
+        assert!(colour_for(None, x));
+        assert!(colour_for(Some(OsStr::new("")), x));
+        assert!(!colour_for(Some(OsStr::new("1")), x));
+        assert!(!colour_for(None, Some(OsStr::new("dumb"))));
+        assert!(colour_for(None, None));
+    }
+
+    #[test]
+    fn the_footer_says_who_reconciles() {
+        let watch = Holder::Other("guild-hall watch (pid 42) since 2026-11-28T10:00:00Z".into());
+        assert_eq!(reconciler_words(std::slice::from_ref(&watch), None, false), "reconciled by guild-hall watch (pid 42)");
+        assert_eq!(reconciler_words(&[Holder::None], None, false), "no reconciler: w runs one for this session");
+        assert_eq!(reconciler_words(&[Holder::Ours], Some(7), false), "reconciler: this board's watch (pid 7), until q");
+        assert!(reconciler_words(&[Holder::None, watch], None, true).starts_with("the board's watch exited"));
+    }
+
+    #[test]
+    fn logs_heartbeats_and_locks_are_noise() {
+        for p in ["/h/state/p/commissions/a/attempt-2.log", "/h/state/p/commissions/a/heartbeat", "/h/state/p/lock", "/r/.lore/x.md~"] {
+            assert!(is_noise(Path::new(p)), "{p}");
+        }
+        for p in ["/r/.lore/commissions/a.md", "/h/state/p/commissions/a/exit.json", "/h/state/p/commissions/a/events.jsonl"] {
+            assert!(!is_noise(Path::new(p)), "{p}");
+        }
+    }
 }

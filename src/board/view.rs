@@ -227,7 +227,8 @@ fn draw_detail(f: &mut Frame<'_>, s: &Screen<'_>, d: &Detail, area: Rect) {
     // PgUp/PgDn move it from there.
     let inner = area.height.saturating_sub(2) as usize;
     let last = lines.len().saturating_sub(inner);
-    let scroll = if d.follow { last.saturating_sub(s.ui.scroll) } else { s.ui.scroll.min(last) };
+    let start = if d.follow { last as i64 } else { 0 };
+    let scroll = (start + i64::from(s.ui.scroll)).clamp(0, last as i64);
     let block = Block::bordered().title(format!(" {} ", d.title));
     let p = Paragraph::new(lines).block(block).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0));
     f.render_widget(p, area);

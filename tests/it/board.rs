@@ -132,10 +132,29 @@ see "this board's watch"
 row_has nap completed
 tm send-keys -t b Enter
 see "artifact: .lore/slept/nap.md"
+tm send-keys -t b Escape
+# What a worker writes is shown, never obeyed: no escape sequence reaches the terminal.
+mkdir -p .lore/workers/loud
+printf '%s\n' 'name: loud' 'command: ["./run.sh"]' 'checkout: sparse' 'capabilities: [commission]' > .lore/workers/loud/worker.yaml
+printf '%s\n' '#!/bin/sh' "printf '\\033]2;pwned\\007\\033[2Jloud output\\n'" \
+  "\"\$GUILD_HALL_BIN\" toolbox submit-result --summary \"\$(printf 'done \\033]2;pwned\\007here')\"" > .lore/workers/loud/run.sh
+chmod +x .lore/workers/loud/run.sh
+printf -- '---\ntitle: Loud\nworker: loud\n---\nshout\n' > .lore/commissions/loud.md
+row_has loud completed
+filter loud
+tm send-keys -t b Enter
+see "done here"
+tm send-keys -t b PageDown PageDown PageDown PageDown PageDown PageDown
+see "loud output"
+echo "--- escapes"; tm display -p -t b '#{pane_title}' | grep -c pwned || true; screen | grep -qF "done here" && echo cleaned
+tm send-keys -t b Escape
+# Any size, and a resize redraws.
+tm resize-window -t b -x 80 -y 24
+see "? help  q quit"
 tm send-keys -t b q
 see "[board exited: 0]"
 # The session's reconciler ended with it: the project is free.
-wait_for "the board's watch to end" "$GH" reconcile --once
+wait_for "the board's watch to end" sh -c '"$GH" reconcile --once >/dev/null'
 echo "--- freed"
 
 # NO_COLOR: no colour at all.
@@ -157,7 +176,24 @@ echo "--- after panic"; tm display -p -t b '#{alternate_on} #{cursor_flag}'; scr
 echo "--- end"
 "##,
     );
+    assert_eq!(section(&out, "escapes").trim(), "0\ncleaned", "no title set by a worker, its words shown cleaned: {out}");
     assert_eq!(section(&out, "no colour").trim(), "0", "{out}");
     assert_eq!(section(&out, "after sigterm").trim(), "0 1", "{out}");
     assert_eq!(section(&out, "after panic").trim(), "0 1\n1", "{out}");
+}
+
+/// `-C` more than once is the board's alone, and the board needs a terminal: both refused in
+/// words, nothing drawn.
+#[test]
+fn several_projects_are_the_boards_and_it_needs_a_terminal() {
+    let p = Project::new(&[]);
+    let out = p.cmd().args(["-C", ".", "-C", ".", "status"]).output().expect("runs");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-C is given 2 times: only `guild-hall board` shows several projects"),
+        "{out:?}"
+    );
+    let out = p.cmd().args(["board"]).output().expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the board needs a terminal"), "{out:?}");
 }
