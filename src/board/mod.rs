@@ -332,6 +332,9 @@ impl Board<'_> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        if self.own.is_none() {
+            bail!("guild-hall watch (pid {pid}) ended at once: see board-watch.log in the home");
+        }
         Ok(format!("started guild-hall watch (pid {pid}) for this session"))
     }
 }
@@ -386,8 +389,12 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
     let signal_handle = signals.handle();
     let forward = tx.clone();
     std::thread::Builder::new().name("board-signals".into()).spawn(move || {
-        if signals.forever().next().is_some() {
+        for signal in signals.forever() {
+            if signal == signal_hook::consts::SIGINT && term::HANDED_OVER.load(std::sync::atomic::Ordering::SeqCst) {
+                continue;
+            }
             let _ = forward.send(Msg::Signal);
+            break;
         }
     })?;
     // Keys: one read at a time, each only once the last is handled, so that nothing is read

@@ -4,6 +4,7 @@
 
 use std::io::{stdout, Stdout, Write};
 use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ratatui::crossterm::cursor::Show;
 use ratatui::crossterm::execute;
@@ -50,11 +51,17 @@ impl Drop for Restore {
     }
 }
 
+/// A program has the terminal: a Ctrl-C typed meanwhile is its (`meeting chat` interrupts an
+/// answer with it), not a reason for the board to end.
+pub static HANDED_OVER: AtomicBool = AtomicBool::new(false);
+
 /// Run `program` with the terminal as it was, then take it back and redraw everything. A
 /// program that failed leaves its last words on screen until Enter.
 pub fn hand_over(t: &mut Term, program: &mut Command) -> std::io::Result<ExitStatus> {
     leave();
+    HANDED_OVER.store(true, Ordering::SeqCst);
     let status = program.status();
+    HANDED_OVER.store(false, Ordering::SeqCst);
     if !status.as_ref().is_ok_and(|s| s.success()) {
         if let Err(e) = &status {
             eprintln!("{e}");

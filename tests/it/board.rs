@@ -29,7 +29,8 @@ board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane
   for _ in $(seq 100); do tm ls >/dev/null 2>&1 || break; sleep 0.05; done
   # The board's pid is written by the shell it then becomes, for the signal test; the pane
   # outlives the board and says how it ended.
-  printf '%s\n' 'sh -c '"'"'echo $$ > ../board.pid; exec "$GH" board'"'"'' 'echo "[board exited: $?]"' 'exec sleep 3600' > ../board.sh
+  # (A Ctrl-C typed in the pane is not this shell's end, as in a person's interactive shell.)
+  printf '%s\n' 'trap : INT' 'sh -c '"'"'echo $$ > ../board.pid; exec "$GH" board'"'"'' 'echo "[board exited: $?]"' 'exec sleep 3600' > ../board.sh
   tm -f /dev/null new-session -d -x 100 -y 30 -s b "env $* sh ../board.sh"
   tm set-option -t b remain-on-exit on
 }
@@ -98,7 +99,11 @@ tm send-keys -t b a
 see "you>"
 tm send-keys -t b "hello from the board" Enter
 see "You said: hello from the board"
+# Ctrl-C is the chat's (a fresh prompt), not the board's: it is still there after.
+tm send-keys -t b C-c
+sleep 0.5
 tm send-keys -t b C-d
+see "guild-hall board · "
 row_has ask open
 file_has .lore/meetings/ask.md "status: open"
 tm send-keys -t b q
