@@ -18,13 +18,15 @@ pub mod model;
 mod term;
 pub mod view;
 
+use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use notify::Watcher as _;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use crate::config::{Home, Project};
@@ -41,13 +43,11 @@ pub struct Options {
     pub reconcile: bool,
     /// Colours on (off with `NO_COLOR` or `TERM=dumb`: [`colour_wanted`]).
     pub colour: bool,
-    /// Quiet time before a burst of file events is looked at.
-    pub debounce: Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { reconcile: false, colour: colour_wanted(), debounce: Duration::from_millis(20) }
+        Options { reconcile: false, colour: colour_wanted() }
     }
 }
 
@@ -82,6 +82,49 @@ fn is_noise(path: &Path) -> bool {
 }
 
 const NOISE_RELOAD: Duration = Duration::from_secs(2);
+const DETAIL_EVERY: Duration = Duration::from_millis(100);
+
+/// Watch what `watch` watches in each project ([`feed::watch_paths`]) and open meetings'
+/// transcripts; each change (not a read: the board reads what it shows) is a [`Msg::Files`].
+/// No debouncer: its timer would tick at rest; the loop takes what has come in one go. When
+/// the native watcher is out of resources, the polling one.
+fn watch_files(home: &Home, projects: &[Project], tx: &Sender<Msg>) -> Result<Box<dyn notify::Watcher>> {
+    let mut paths = Vec::new();
+    for p in projects {
+        paths.extend(feed::watch_paths(home, p)?);
+        let transcripts = home.transcripts_dir(&p.name);
+        std::fs::create_dir_all(&transcripts).with_context(|| format!("creating {}", transcripts.display()))?;
+        paths.push((transcripts, notify::RecursiveMode::NonRecursive));
+    }
+    let handler = |tx: Sender<Msg>| {
+        move |event: notify::Result<notify::Event>| {
+            let wake = match event {
+                Ok(e) if e.need_rescan() => Wake::Rescan,
+                Ok(e) if feed::is_change(&e.kind) => Wake::Files(e.paths),
+                Ok(_) => return,
+                Err(_) => Wake::Rescan,
+            };
+            let _ = tx.send(Msg::Files(wake));
+        }
+    };
+    let mut native: Box<dyn notify::Watcher> = Box::new(notify::RecommendedWatcher::new(handler(tx.clone()), notify::Config::default())?);
+    for (path, mode) in &paths {
+        match native.watch(path, *mode) {
+            Ok(()) => {}
+            Err(e) if feed::is_resource_limit(&e) => {
+                tracing::warn!(error = %e, "the native file watcher is out of resources: polling instead");
+                let config = notify::Config::default().with_poll_interval(Duration::from_secs(1));
+                let mut poll: Box<dyn notify::Watcher> = Box::new(notify::PollWatcher::new(handler(tx.clone()), config)?);
+                for (path, mode) in &paths {
+                    poll.watch(path, *mode).with_context(|| format!("watching {}", path.display()))?;
+                }
+                return Ok(poll);
+            }
+            Err(e) => return Err(e).with_context(|| format!("watching {}", path.display())),
+        }
+    }
+    Ok(native)
+}
 
 /// Who carries out what the board writes, per project.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,15 +136,28 @@ enum Holder {
     Other(String),
 }
 
-fn holder(home: &Home, project: &Project, ours: Option<u32>) -> Holder {
+/// What a lock file said, by its (inode, mtime, size): read again only when it changed (a
+/// read is an event for every watcher of the home, the board's own included).
+type LockTexts = std::collections::HashMap<PathBuf, ((u64, i64, u64), String)>;
+
+fn holder(home: &Home, project: &Project, ours: Option<u32>, seen: &mut LockTexts) -> Holder {
+    use std::os::unix::fs::MetadataExt;
     let lock = home.project_state(&project.name).join("lock");
     if !held(&lock) {
         return Holder::None;
     }
-    let who = std::fs::read_to_string(&lock).map(|h| h.trim().to_string()).unwrap_or_default();
+    let stamp = std::fs::metadata(&lock).map(|m| (m.ino(), m.mtime_nsec() + m.mtime() * 1_000_000_000, m.size())).unwrap_or_default();
+    let who = match seen.get(&lock) {
+        Some((s, who)) if *s == stamp => who.clone(),
+        _ => {
+            let who = model::clean(&std::fs::read_to_string(&lock).unwrap_or_default());
+            seen.insert(lock, (stamp, who.clone()));
+            who
+        }
+    };
     match ours {
         Some(pid) if who.contains(&format!("(pid {pid})")) => Holder::Ours,
-        _ => Holder::Other(model::clean(&who)),
+        _ => Holder::Other(who),
     }
 }
 
@@ -195,6 +251,11 @@ struct Board<'a> {
     own: Option<Child>,
     own_exited: bool,
     holders: Vec<Holder>,
+    lock_texts: LockTexts,
+    /// When the detail pane was last read, and whether a change waits for it (a chatty
+    /// worker's log is read at most every [`DETAIL_EVERY`]).
+    detail_at: Instant,
+    detail_due: bool,
 }
 
 impl Board<'_> {
@@ -288,7 +349,18 @@ impl Board<'_> {
         self.refresh_detail();
     }
 
+    /// The detail pane read again now, or within [`DETAIL_EVERY`] if it just was.
+    fn refresh_detail_soon(&mut self) {
+        if self.detail_at.elapsed() >= DETAIL_EVERY {
+            self.refresh_detail();
+        } else {
+            self.detail_due = true;
+        }
+    }
+
     fn refresh_detail(&mut self) {
+        self.detail_at = Instant::now();
+        self.detail_due = false;
         self.detail = match (self.ui.detail, self.selected()) {
             (true, Some(i)) => self.projects.get(i.project).map(|p| detail::load(self.home, p, i)),
             _ => None,
@@ -303,7 +375,7 @@ impl Board<'_> {
                 self.own_exited = true;
             }
         }
-        self.holders = self.projects.iter().map(|p| holder(self.home, p, ours)).collect();
+        self.holders = self.projects.iter().map(|p| holder(self.home, p, ours, &mut self.lock_texts)).collect();
     }
 
     fn active(&self) -> bool {
@@ -350,40 +422,8 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
     let exe = std::env::current_exe().context("finding this program")?;
     let (tx, rx) = channel::<Msg>();
 
-    // File events: the watcher's paths and debouncer, each batch handed over as it comes.
-    let (wake_tx, wake_rx) = channel::<Wake>();
-    let mut watching = crate::service::watch::WatchOptions { debounce: opts.debounce, ..Default::default() };
-    let mut debouncer = feed::make_debouncer(&wake_tx, &watching)?;
-    let mut paths = Vec::new();
-    for p in &projects {
-        paths.extend(feed::watch_paths(home, p)?);
-        // Open meetings' transcripts: their last turn shows.
-        let transcripts = home.transcripts_dir(&p.name);
-        std::fs::create_dir_all(&transcripts).with_context(|| format!("creating {}", transcripts.display()))?;
-        paths.push((transcripts, notify::RecursiveMode::NonRecursive));
-    }
-    for (path, mode) in &paths {
-        if let Err(e) = debouncer.watch(path, *mode) {
-            if !watching.poll && feed::is_resource_limit(&e) {
-                tracing::warn!(error = %e, "the native file watcher is out of resources: polling instead");
-                watching.poll = true;
-                debouncer = feed::make_debouncer(&wake_tx, &watching)?;
-                for (path, mode) in &paths {
-                    debouncer.watch(path, *mode).with_context(|| format!("watching {}", path.display()))?;
-                }
-                break;
-            }
-            return Err(e).with_context(|| format!("watching {}", path.display()));
-        }
-    }
-    let forward = tx.clone();
-    std::thread::Builder::new().name("board-files".into()).spawn(move || {
-        for w in wake_rx {
-            if forward.send(Msg::Files(w)).is_err() {
-                break;
-            }
-        }
-    })?;
+    // File events on what the watcher watches, handed over as they come: no timer runs at rest.
+    let _watcher = watch_files(home, &projects, &tx)?;
     let mut signals =
         signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP, signal_hook::consts::SIGINT])?;
     let signal_handle = signals.handle();
@@ -426,6 +466,9 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
         own: None,
         own_exited: false,
         holders: Vec::new(),
+        lock_texts: LockTexts::new(),
+        detail_at: Instant::now(),
+        detail_due: false,
     };
     board.reload();
     if opts.reconcile {
@@ -437,25 +480,18 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
     let _ = gate.send(());
     let started = Instant::now();
     let result = (|| -> Result<()> {
+        let mut redraw = true;
+        let mut backlog = VecDeque::new();
         loop {
-            let shown = board.visible();
-            let words = reconciler_words(&board.holders, board.own.as_ref().map(Child::id), board.own_exited);
-            let screen = view::Screen {
-                items: &shown,
-                total: board.items.len(),
-                ui: &board.ui,
-                projects: &board.names,
-                reconciler: &words,
-                detail: board.detail.as_ref(),
-                problems: &board.problems,
-                now: chrono::Utc::now(),
-                tick: started.elapsed().as_secs(),
-                colour: opts.colour,
-            };
-            t.draw(|f| view::draw(f, &screen))?;
+            if std::mem::replace(&mut redraw, true) {
+                draw(&mut t, &board, &words_of(&board), opts, started)?;
+            }
             // At rest (nothing running, nothing to catch up on) the board sleeps until an event.
-            let msg = if board.active() {
-                match rx.recv_timeout(Duration::from_secs(1)) {
+            let msg = if let Some(m) = backlog.pop_front() {
+                Some(m)
+            } else if board.active() || board.detail_due {
+                let wait = if board.detail_due { DETAIL_EVERY } else { Duration::from_secs(1) };
+                match rx.recv_timeout(wait) {
                     Ok(m) => Some(m),
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => return Ok(()),
@@ -466,8 +502,35 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
                     Err(_) => return Ok(()),
                 }
             };
+            // File events that came together are taken together (one save is several events;
+            // a pass writes many files); anything else waits its turn.
+            let msg = match msg {
+                Some(Msg::Files(first)) => {
+                    let mut paths = Vec::new();
+                    let mut rescan = false;
+                    let mut take = |w: Wake| match w {
+                        Wake::Files(p) => paths.extend(p),
+                        _ => rescan = true,
+                    };
+                    take(first);
+                    while let Ok(m) = rx.try_recv() {
+                        match m {
+                            Msg::Files(w) => take(w),
+                            other => {
+                                backlog.push_back(other);
+                                break;
+                            }
+                        }
+                    }
+                    Some(Msg::Files(if rescan { Wake::Rescan } else { Wake::Files(paths) }))
+                }
+                other => other,
+            };
             match msg {
                 None => {
+                    if board.detail_due {
+                        board.refresh_detail();
+                    }
                     if !board.pending.is_empty() && board.loaded.elapsed() >= NOISE_RELOAD {
                         board.apply_pending();
                     } else {
@@ -475,13 +538,15 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
                     }
                 }
                 Some(Msg::Signal) => return Ok(()),
+                Some(Msg::Files(Wake::Files(paths))) if paths.is_empty() => redraw = false,
                 Some(Msg::Files(Wake::Files(paths))) => {
+                    tracing::debug!(?paths, "file events");
                     let touched = changes::classify(home, &projects, &paths);
                     let detail = touched.detail;
                     board.pending.merge(touched);
                     if paths.iter().all(|p| is_noise(p)) && board.loaded.elapsed() < NOISE_RELOAD {
                         // A log or heartbeat: the pane follows at once, the list in a while.
-                        board.refresh_detail();
+                        board.refresh_detail_soon();
                         board.look_at_holders();
                     } else if board.pending.is_empty() {
                         if detail {
@@ -510,6 +575,29 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
         stop_watch(&mut c);
     }
     result
+}
+
+fn words_of(board: &Board<'_>) -> String {
+    reconciler_words(&board.holders, board.own.as_ref().map(Child::id), board.own_exited)
+}
+
+/// Draw a frame of the board as it is.
+fn draw(t: &mut term::Term, board: &Board<'_>, words: &str, opts: &Options, started: Instant) -> Result<()> {
+    let shown = board.visible();
+    let screen = view::Screen {
+        items: &shown,
+        total: board.items.len(),
+        ui: &board.ui,
+        projects: &board.names,
+        reconciler: words,
+        detail: board.detail.as_ref(),
+        problems: &board.problems,
+        now: chrono::Utc::now(),
+        tick: started.elapsed().as_secs(),
+        colour: opts.colour,
+    };
+    t.draw(|f| view::draw(f, &screen))?;
+    Ok(())
 }
 
 /// One input event: `true` to quit.

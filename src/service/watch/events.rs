@@ -114,7 +114,7 @@ pub(crate) fn make_debouncer(tx: &Sender<Wake>, opts: &WatchOptions) -> Result<A
     Ok(Box::new(d))
 }
 
-fn is_change(kind: &notify::EventKind) -> bool {
+pub(crate) fn is_change(kind: &notify::EventKind) -> bool {
     use notify::event::{AccessKind, AccessMode, EventKind};
     match kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
