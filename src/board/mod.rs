@@ -283,6 +283,7 @@ impl Board<'_> {
     /// Read again what the pending changes touch: the commissions named, a project's plans or
     /// meetings; everything only when it must.
     fn apply_pending(&mut self) {
+        let began = Instant::now();
         let c = std::mem::take(&mut self.pending);
         if c.all {
             return self.reload();
@@ -320,6 +321,7 @@ impl Board<'_> {
         }
         model::sort(&mut self.items);
         self.settle();
+        tracing::debug!(ms = began.elapsed().as_secs_f64() * 1000.0, ?c, "read again");
     }
 
     /// After the items changed: the selection kept on its item, the detail and who reconciles
