@@ -106,6 +106,13 @@ tm send-keys -t b C-d
 see "guild-hall board · "
 row_has ask open
 file_has .lore/meetings/ask.md "status: open"
+# Another request, declined with x.
+printf -- '---\nworker: counsel\nstatus: requested\nagenda: not now\n---\n' > .lore/meetings/nope.md
+filter nope
+row_has nope requested
+tm send-keys -t b x
+row_has nope declined
+file_has .lore/meetings/nope.md "status: declined"
 tm send-keys -t b q
 see "[board exited: 0]"
 kill $watch; wait $watch || true
@@ -128,7 +135,15 @@ fn alone_it_runs_a_reconciler_for_the_session_and_gives_the_terminal_back() {
     let out = scenario(
         &p,
         r##"
-board TERM=xterm-256color
+# $EDITOR and $PAGER: scripts that do what a person would (fill the template, add a line, read).
+tmpd=$(cd .. && pwd)
+printf '%s\n' '#!/bin/sh' 'case "$(cat "$(dirname "$0")/edit-mode")" in' \
+  'new) sed -i "s/^title: \"\"/title: From the board/; s/^worker: .*/worker: sleeper/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
+  'draft) sed -i "s/^title: \"\"/title: Drafted here/; s/^worker: .*/worker: sleeper/; s/^status: pending/status: draft/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
+  'touch) printf "\nEdited in the board.\n" >> "$1" ;;' 'esac' > "$tmpd/edit.sh"
+printf '%s\n' '#!/bin/sh' 'cat > "$(dirname "$0")/paged.txt"' > "$tmpd/page.sh"
+chmod +x "$tmpd/edit.sh" "$tmpd/page.sh"
+board TERM=xterm-256color VISUAL="$tmpd/edit.sh" EDITOR="$tmpd/edit.sh" PAGER="$tmpd/page.sh"
 see "no reconciler: w runs one for this session"
 printf -- '---\ntitle: Nap\nworker: sleeper\n---\nsleep: 1\n' > .lore/commissions/nap.md
 row_has nap pending
@@ -153,6 +168,28 @@ tm send-keys -t b PageDown PageDown PageDown PageDown PageDown PageDown
 see "loud output"
 echo "--- escapes"; tm display -p -t b '#{pane_title}' | grep -c pwned || true; screen | grep -qF "done here" && echo cleaned
 tm send-keys -t b Escape
+# l: the log as `logs` shows it (control characters escaped), in $PAGER.
+tm send-keys -t b l
+file_has ../paged.txt "loud output"
+echo "--- paged"; grep -cF '\x1b]2;pwned' ../paged.txt || true
+# e: the artifact in $EDITOR, as a person edits it.
+echo touch > ../edit-mode
+tm send-keys -t b e
+file_has .lore/commissions/loud.md "Edited in the board."
+# n: a new commission from the template; and one as a draft, dispatched with d.
+echo new > ../edit-mode
+tm send-keys -t b n
+file_has .lore/commissions/from-the-board.md "title: From the board"
+filter from-the-board
+row_has from-the-board completed
+echo draft > ../edit-mode
+tm send-keys -t b n
+file_has .lore/commissions/drafted-here.md "status: draft"
+filter drafted-here
+row_has drafted-here draft
+tm send-keys -t b d
+file_has .lore/commissions/drafted-here.md "status: completed"
+row_has drafted-here completed
 # Any size, and a resize redraws.
 tm resize-window -t b -x 80 -y 24
 see "? help  q quit"
@@ -182,6 +219,7 @@ echo "--- end"
 "##,
     );
     assert_eq!(section(&out, "escapes").trim(), "0\ncleaned", "no title set by a worker, its words shown cleaned: {out}");
+    assert_eq!(section(&out, "paged").trim(), "1", "the pager gets the log escaped, as `logs` prints it: {out}");
     assert_eq!(section(&out, "no colour").trim(), "0", "{out}");
     assert_eq!(section(&out, "after sigterm").trim(), "0 1", "{out}");
     assert_eq!(section(&out, "after panic").trim(), "0 1\n1", "{out}");
