@@ -241,7 +241,7 @@ struct Board<'a> {
     projects: &'a [Project],
     names: Vec<String>,
     items: Vec<Item>,
-    problems: Vec<String>,
+    problems: Vec<model::Problem>,
     ui: Ui,
     detail: Option<detail::Detail>,
     loaded: Instant,
@@ -308,9 +308,11 @@ impl Board<'_> {
                 _ => model::meetings(self.home, p, i, &mut new),
             };
             match read {
-                Ok(_) => {
+                Ok(problems) => {
                     self.items.retain(|it| !(it.kind == kind && it.project == i));
                     self.items.extend(new);
+                    self.problems.retain(|(p, k, _)| !(*p == i && *k == kind));
+                    self.problems.extend(problems.into_iter().map(|why| (i, kind, why)));
                 }
                 Err(_) => failed = true,
             }
@@ -586,6 +588,7 @@ fn words_of(board: &Board<'_>) -> String {
 /// Draw a frame of the board as it is.
 fn draw(t: &mut term::Term, board: &Board<'_>, words: &str, opts: &Options, started: Instant) -> Result<()> {
     let shown = board.visible();
+    let problems: Vec<String> = board.problems.iter().map(|(_, _, why)| why.clone()).collect();
     let screen = view::Screen {
         items: &shown,
         total: board.items.len(),
@@ -593,7 +596,7 @@ fn draw(t: &mut term::Term, board: &Board<'_>, words: &str, opts: &Options, star
         projects: &board.names,
         reconciler: words,
         detail: board.detail.as_ref(),
-        problems: &board.problems,
+        problems: &problems,
         now: chrono::Utc::now(),
         tick: started.elapsed().as_secs(),
         colour: opts.colour,

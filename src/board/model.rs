@@ -127,15 +127,19 @@ pub fn sort(items: &mut [Item]) {
     });
 }
 
-/// Everything the board shows of its projects, now: the items in order and problems (files
-/// that cannot be read) in words. A project that cannot be read at all is a problem, not an
-/// error: the others still show.
-pub fn load(home: &Home, projects: &[Project], now: DateTime<Utc>) -> (Vec<Item>, Vec<String>) {
+/// A file that cannot be read, in words, with where it belongs: its project and kind (a
+/// project that cannot be read at all: [`Kind::Commission`]), so that reading that kind again
+/// replaces it.
+pub type Problem = (usize, Kind, String);
+
+/// Everything the board shows of its projects, now: the items in order and the problems.
+/// A project that cannot be read at all is a problem, not an error: the others still show.
+pub fn load(home: &Home, projects: &[Project], now: DateTime<Utc>) -> (Vec<Item>, Vec<Problem>) {
     let mut items = Vec::new();
     let mut problems = Vec::new();
     for (i, project) in projects.iter().enumerate() {
         if let Err(e) = load_project(home, project, i, now, &mut items, &mut problems) {
-            problems.push(format!("{}: {e:#}", project.root.display()));
+            problems.push((i, Kind::Commission, clean(&format!("{}: {e:#}", project.root.display()))));
         }
     }
     sort(&mut items);
@@ -148,14 +152,14 @@ fn load_project(
     index: usize,
     now: DateTime<Utc>,
     items: &mut Vec<Item>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> anyhow::Result<()> {
     crate::ops::status::rows(home, project, None, now, |row| {
         items.push(commission(row, index, now));
         Ok(())
     })?;
-    problems.extend(plans(home, project, index, items)?);
-    problems.extend(meetings(home, project, index, items)?);
+    problems.extend(plans(home, project, index, items)?.into_iter().map(|p| (index, Kind::Plan, p)));
+    problems.extend(meetings(home, project, index, items)?.into_iter().map(|p| (index, Kind::Meeting, p)));
     Ok(())
 }
 
@@ -180,7 +184,7 @@ pub fn plans(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>
             Err(e) => problems.push(format!("plan {}: {e:#}", row.plan)),
         }
     }
-    Ok(problems)
+    Ok(problems.iter().map(|p| clean(p)).collect())
 }
 
 /// The project's meetings (`ops::meeting::list`), into `items`; the problems.
@@ -189,7 +193,7 @@ pub fn meetings(home: &Home, project: &Project, index: usize, items: &mut Vec<It
     for m in &meetings {
         items.push(meeting(home, project, m, index));
     }
-    Ok(problems)
+    Ok(problems.iter().map(|p| clean(p)).collect())
 }
 
 fn text(row: &Json, key: &str) -> Option<String> {

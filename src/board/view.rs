@@ -239,11 +239,19 @@ fn draw_message(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
         Mode::Filter => Line::from(vec![Span::raw("/"), Span::raw(s.ui.filter.clone()), Span::raw("█")]),
         _ => {
             let who = Span::styled(format!("[{}]", s.reconciler), s.style(Style::default().fg(Color::Cyan)));
-            match &s.ui.message {
-                Some(m) => {
+            match (&s.ui.message, s.problems.first()) {
+                (Some(m), _) => {
                     Line::from(vec![who, Span::raw(" "), Span::styled(m.clone(), s.style(Style::default().add_modifier(Modifier::BOLD)))])
                 }
-                None => Line::from(who),
+                // A file that cannot be read is named until it can (as `check` names it).
+                (None, Some(p)) => {
+                    let more = match s.problems.len() {
+                        1 => String::new(),
+                        n => format!(" (and {} more: guild-hall check)", n - 1),
+                    };
+                    Line::from(vec![who, Span::raw(" "), Span::styled(format!("{p}{more}"), s.style(Style::default().fg(Color::Red)))])
+                }
+                (None, None) => Line::from(who),
             }
         }
     };

@@ -16,6 +16,10 @@ see() { # see TEXT: wait up to 60 s for TEXT on screen
   for _ in $(seq 600); do if screen | grep -qF -- "$1"; then return 0; fi; sleep 0.1; done
   fail_with_screen "the screen never showed: $1"
 }
+unsee() { # unsee TEXT: wait up to 60 s for TEXT to be gone from the screen
+  for _ in $(seq 600); do if ! screen | grep -qF -- "$1"; then return 0; fi; sleep 0.1; done
+  fail_with_screen "the screen kept showing: $1"
+}
 row_has() { # row_has ID TEXT: wait up to 60 s for ID's row to show TEXT
   for _ in $(seq 600); do if screen | grep -F -- " $1 " | grep -qF -- "$2"; then return 0; fi; sleep 0.1; done
   fail_with_screen "the row of $1 never showed: $2"
@@ -113,6 +117,13 @@ row_has nope requested
 tm send-keys -t b x
 row_has nope declined
 file_has .lore/meetings/nope.md "status: declined"
+# A file that cannot be read is named, until it can be.
+printf 'no frontmatter\n' > .lore/meetings/broken.md
+tm send-keys -t b j
+see ".lore/meetings/broken.md"
+see "1 unreadable"
+rm .lore/meetings/broken.md
+unsee "1 unreadable"
 tm send-keys -t b q
 see "[board exited: 0]"
 kill $watch; wait $watch || true
