@@ -160,7 +160,9 @@ fn draw_list(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
     let selected = s.ui.selected.min(s.items.len() - 1);
     let height = usize::from(area.height);
     let window = &s.items[selected.saturating_sub(height)..(selected + height).min(s.items.len())];
-    let id_width = window.iter().map(|i| id_of(s, i).chars().count()).max().unwrap_or(4).clamp(4, 24);
+    // Several projects: the id is named with its project, and the column is wider for it.
+    let widest = if s.projects.len() > 1 { 40 } else { 24 };
+    let id_width = window.iter().map(|i| id_of(s, i).chars().count()).max().unwrap_or(4).clamp(4, widest);
     let rows: Vec<ListItem<'_>> = window.iter().map(|i| ListItem::new(row(s, i, id_width))).collect();
     let mut state = ListState::default().with_selected(Some(selected - selected.saturating_sub(height)));
     let list = List::new(rows).highlight_symbol("> ").highlight_style(s.style(Style::default().add_modifier(Modifier::REVERSED)));

@@ -13,19 +13,19 @@ tm() { tmux -S "$sock" "$@"; }
 screen() { tm capture-pane -p -t b; }
 fail_with_screen() { echo "$1" >&2; echo "--- screen:" >&2; screen >&2; exit 1; }
 see() { # see TEXT: wait up to 60 s for TEXT on screen
-  for _ in $(seq 600); do if screen | grep -qF -- "$1"; then return 0; fi; sleep 0.1; done
+  for i in $(seq 600); do if screen | grep -qF -- "$1"; then [ $i -lt 30 ] || echo "slow ($i): see $1" >> ../slow.log; return 0; fi; sleep 0.1; done
   fail_with_screen "the screen never showed: $1"
 }
 unsee() { # unsee TEXT: wait up to 60 s for TEXT to be gone from the screen
-  for _ in $(seq 600); do if ! screen | grep -qF -- "$1"; then return 0; fi; sleep 0.1; done
+  for i in $(seq 600); do if ! screen | grep -qF -- "$1"; then [ $i -lt 30 ] || echo "slow ($i): unsee $1" >> ../slow.log; return 0; fi; sleep 0.1; done
   fail_with_screen "the screen kept showing: $1"
 }
 row_has() { # row_has ID TEXT: wait up to 60 s for ID's row to show TEXT
-  for _ in $(seq 600); do if screen | grep -F -- " $1 " | grep -qF -- "$2"; then return 0; fi; sleep 0.1; done
+  for i in $(seq 600); do if screen | grep -F -- " $1 " | grep -qF -- "$2"; then [ $i -lt 30 ] || echo "slow ($i): row $1 $2" >> ../slow.log; return 0; fi; sleep 0.1; done
   fail_with_screen "the row of $1 never showed: $2"
 }
 file_has() { # file_has FILE TEXT: wait up to 60 s
-  for _ in $(seq 600); do if grep -qF -- "$2" "$1" 2>/dev/null; then return 0; fi; sleep 0.1; done
+  for i in $(seq 600); do if grep -qF -- "$2" "$1" 2>/dev/null; then [ $i -lt 30 ] || echo "slow ($i): file $1 $2" >> ../slow.log; return 0; fi; sleep 0.1; done
   echo "$1 never said: $2" >&2; cat "$1" >&2; fail_with_screen "(the board)"
 }
 board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane
@@ -34,7 +34,7 @@ board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane
   # The board's pid is written by the shell it then becomes, for the signal test; the pane
   # outlives the board and says how it ended.
   # (A Ctrl-C typed in the pane is not this shell's end, as in a person's interactive shell.)
-  printf '%s\n' 'trap : INT' 'sh -c '"'"'echo $$ > ../board.pid; exec "$GH" board'"'"'' 'echo "[board exited: $?]"' 'exec sleep 3600' > ../board.sh
+  printf '%s\n' 'trap : INT' 'sh -c '"'"'echo $$ > ../board.pid; exec "$GH" board $BOARD_ARGS'"'"'' 'echo "[board exited: $?]"' 'exec sleep 3600' > ../board.sh
   tm -f /dev/null new-session -d -x 100 -y 30 -s b "env $* sh ../board.sh"
   tm set-option -t b remain-on-exit on
 }
@@ -128,6 +128,8 @@ tm send-keys -t b q
 see "[board exited: 0]"
 kill $watch; wait $watch || true
 echo "--- last screen"; screen
+# Waits that took over 3 s, for whoever reads a failure's output.
+echo "--- slow"; cat ../slow.log 2>/dev/null || true
 echo "--- end"
 "##,
     );
@@ -226,6 +228,14 @@ see "guild-hall board"
 tm send-keys -t b '!'
 see "[board exited:"
 echo "--- after panic"; tm display -p -t b '#{alternate_on} #{cursor_flag}'; screen | grep -c "fault injection"
+
+# --all: every registered project on one board, each item named with its project.
+mkdir ../other && git -C ../other init -q -b main && git -C ../other -c user.name=t -c user.email=t@e commit -q --allow-empty -m init
+"$GH" -C ../other init >/dev/null
+printf -- '---\ntitle: Elsewhere\nworker: sleeper\nstatus: draft\n---\nsleep: 1\n' > ../other/.lore/commissions/elsewhere.md
+board TERM=xterm-256color BOARD_ARGS=--all
+see "/elsewhere "
+see "/nap "
 echo "--- end"
 "##,
     );
