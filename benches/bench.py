@@ -2,7 +2,7 @@
 """guild-hall benchmarks (issues 2, 3 and 10).
 Run: python3 benches/bench.py [--quick] [--no-build] [--only-watch [--baseline BIN] | --only-confinement | --only-parse
                                | --only-meetings | --only-waves | --only-dispatch [--baseline BIN]
-                               | --only-throughput [--baseline BIN]
+                               | --only-throughput [--baseline BIN] | --only-scaling [--baseline BIN]
                                | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]
                                | --only-settled [--baseline BIN]]
 GUILD_HALL_BENCH_BIN=PATH measures that build instead of this checkout's release build.
@@ -92,6 +92,48 @@ def bench_dry_run(tmp):
     gh = [run([BIN, "reconcile", "--once", "--dry-run"], repo, env) for _ in range(RUNS)]
     gh_t, gh_rss = zip(*gh)
     return median(grep_t), median(gh_t), max(gh_rss)
+
+
+def settled_tree(repo, n, env):
+    """A project of `n` settled commissions (completed, failed, cancelled in turn)."""
+    new_repo(repo)
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    os.makedirs(os.path.join(repo, ".lore/workers/scribe"), exist_ok=True)
+    shutil.copy(os.path.join(ROOT, "examples/workers/scribe/worker.yaml"), os.path.join(repo, ".lore/workers/scribe/"))
+    d = os.path.join(repo, ".lore", "commissions")
+    for i in range(n):
+        status = ("completed", "failed", "cancelled")[i % 3]
+        with open(os.path.join(d, f"c{i:05}.md"), "w") as f:
+            f.write(
+                f"---\ntitle: Commission {i}\ndate: 2026-11-22\nstatus: {status}\nworker: scribe\n"
+                f"created: 2026-11-22T10:00:00.000Z\nattempt: 1\nbranch: claude/commission/c{i:05}\n"
+                f"progress: done\nresult:\n  summary: Finished item {i}\n  artifacts: [.lore/out/{i}.md]\n"
+                f"---\nDo item {i} and verify it.\n"
+            )
+
+
+def bench_scaling(tmp, builds, sizes=(1_000, 10_000, 50_000)):
+    """P10: `reconcile --once --dry-run` over 1,000, 10,000 and 50,000 settled commissions,
+    each build and grep taking turns: wall (median) and peak RSS."""
+    rows = []
+    for n in sizes:
+        repo = os.path.join(tmp, f"scale-{n}")
+        env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, f"home-scale-{n}"))
+        settled_tree(repo, n, env)
+        times = {who: [] for who, _ in builds}
+        rss = {who: 0.0 for who, _ in builds}
+        greps = []
+        for _ in range(RUNS):
+            greps.append(run(["grep", "-rl", "^status: pending", ".lore/commissions"], repo)[0])
+            for who, binary in builds:
+                t, r = run([binary, "reconcile", "--once", "--dry-run"], repo, env)
+                times[who].append(t)
+                rss[who] = max(rss[who], r)
+        g = median(greps)
+        for who, _ in builds:
+            rows.append((n, who, median(times[who]), rss[who], g))
+        shutil.rmtree(repo, ignore_errors=True)
+    return rows
 
 
 def bench_settled_against(tmp, baseline):
@@ -662,6 +704,21 @@ def main():
             shown = f"{t*1000:.0f} ms" if t is not None and t < 1 else (f"{t:.1f} s" if t is not None else f"> {limit:.0f} s (stopped)")
             cmd = "`check`" if what == "check" else f"`reconcile --once`, {what}"
             print(f"| {who} | {cmd} | {kind} of {size:,} | {shown} |")
+        return
+    if "--only-scaling" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            rows = bench_scaling(tmp, builds)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"| P1/P10: `reconcile --once --dry-run`, settled (median of {RUNS}) | build | wall | vs grep | peak RSS |")
+        print("|---|---|---|---|---|")
+        for n, who, t, rss, g in rows:
+            print(f"| {n:,} commissions (grep -rl: {g*1000:.0f} ms) | {who} | {t*1000:.0f} ms | {t/g:.2f}× | {rss:.1f} MB |")
         return
     if "--only-dispatch" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:

@@ -30,6 +30,23 @@ pub fn read_text_if_exists(path: &Path) -> Result<Option<String>> {
 }
 
 /// Remove a file; one that is already gone is fine.
+/// The last `max` bytes of the file at `path` (all of it when smaller): a log's end without
+/// reading megabytes. `None` if it cannot be read.
+pub fn read_tail_bytes(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(max))).ok()?;
+    let mut end = Vec::new();
+    f.take(max).read_to_end(&mut end).ok()?;
+    Some(end)
+}
+
+/// [`read_tail_bytes`] as text (what is not UTF-8 replaced).
+pub fn read_tail(path: &Path, max: u64) -> Option<String> {
+    read_tail_bytes(path, max).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
 pub fn remove_if_exists(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),

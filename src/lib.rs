@@ -8,7 +8,8 @@
 //! is the one generic pass over the three (locks, rounds, one error policy, backoff keyed by
 //! kind and id). [`ops`] is what people and tools do (create, request, converge, check), above
 //! the loop; [`service`] (`watch`, the JSON-RPC endpoint, `mcp --manager`) and the binary's CLI
-//! are faces over it, through the typed catalogues of [`tools`].
+//! are faces over it, through the typed catalogues of [`tools`]; `board` (the terminal UI, behind
+//! the `board` feature) is one more, over observe and `ops`.
 //!
 //! Below the kinds, shared by all three: [`worker`] (packages, the one launch site, the shim,
 //! the sandbox, liveness, the toolbox and mailboxes), [`activity`] (git, worktrees, landing,
@@ -19,11 +20,13 @@
 //!
 //! Dependencies point down only, with no cycle:
 //! `files` ← `artifact` ← `config` ← `activity` ← `worker` ← `tools` ← {`commission`,
-//! `meeting`, `plan`} ← `reconcile` ← `ops` ← `service` ← the CLI (`src/main.rs`). The kinds
-//! never import each other nor the loop.
+//! `meeting`, `plan`} ← `reconcile` ← `ops` ← `service` ← `board` ← the CLI (`src/main.rs`). The
+//! kinds never import each other nor the loop.
 
 pub mod activity;
 pub mod artifact;
+#[cfg(feature = "board")]
+pub mod board;
 pub mod commission;
 pub mod config;
 pub mod files;

@@ -154,18 +154,14 @@ const TAIL_READ: u64 = 8 * 1024;
 
 /// [`log_tail`] of the log file at `path`, reading only its end; `None` if it cannot be read.
 pub fn log_tail_of(path: &Path) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(TAIL_READ))).ok()?;
-    let mut end = Vec::new();
-    f.take(TAIL_READ).read_to_end(&mut end).ok()?;
-    log_tail(&end)
+    log_tail(&crate::files::read_tail_bytes(path, TAIL_READ)?)
 }
 
 /// `text` without terminal escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`,
 /// two-character `ESC x`) and without other control characters but newlines (tabs: spaces).
-fn strip_escapes(text: &str) -> String {
+/// What a worker wrote, made fit to be shown inside guild-hall's own screen (a failure's
+/// reason, the board's cells and log lines).
+pub fn strip_escapes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

@@ -35,8 +35,9 @@ use guild_hall::config::{Home, Project};
 #[command(name = "guild-hall", version, propagate_version = true)]
 pub struct Cli {
     /// Project directory (any directory inside the git repository). Default: current directory.
-    #[arg(short = 'C', global = true, value_name = "DIR")]
-    pub project: Option<PathBuf>,
+    /// `board` takes it more than once (several projects on one board).
+    #[arg(short = 'C', global = true, value_name = "DIR", action = clap::ArgAction::Append)]
+    pub dirs: Vec<PathBuf>,
     /// Home for worktrees, runtime state and config. Default: $GUILD_HALL_HOME, else ~/.guild-hall.
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
@@ -74,6 +75,25 @@ pub enum Command {
     /// $GUILD_HALL_HOME/config.yaml. Runs in the foreground; SIGINT/SIGTERM stop it (workers
     /// keep running and are re-adopted on the next start); SIGHUP reloads configuration.
     Watch(WatchArgs),
+    /// A live view of the commissions, plans and meetings, with the actions a person takes on
+    /// them: a full-screen terminal UI (`?` lists the keys).
+    ///
+    /// Shows the project (-C DIR, repeatable for several), or with --all every project
+    /// registered in the home. It follows the files as they change (no polling at rest) and
+    /// acts through the same operations as the CLI: `c` cancels (asks y/n), `r` re-dispatches
+    /// or retries, `d` dispatches a draft, `a`/`x` accept or decline a meeting request, `m`
+    /// chats, `l` pages the log, `e` edits the artifact, `n` writes a new commission. Against a
+    /// running `watch` it only writes intent; alone, `w` (or --reconcile) runs a `watch` for
+    /// the session. NO_COLOR or TERM=dumb turns colours off.
+    Board {
+        /// Every project registered in the home (`guild-hall init` registers a project).
+        #[arg(long)]
+        all: bool,
+        /// Run a reconciler (`guild-hall watch`) for the session at once, for the projects no
+        /// other guild-hall process reconciles.
+        #[arg(long)]
+        reconcile: bool,
+    },
     /// Show commissions: status, worker, attempt, age, heartbeat, progress or reason; and
     /// orphans (what is left of commissions and meetings whose artifact is gone).
     Status {
@@ -305,6 +325,17 @@ pub enum Command {
     },
 }
 
+impl Cli {
+    /// The project directory `-C` names, if it does: one, for every command but `board`.
+    pub fn project(&self) -> Result<Option<PathBuf>> {
+        match self.dirs.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one.clone())),
+            many => anyhow::bail!("-C is given {} times: only `guild-hall board` shows several projects", many.len()),
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
     /// Project directories (default: every registered project).
@@ -376,6 +407,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Watch(w) => init_tracing(cli.verbose + 1, w.log_format == LogFormat::Json),
+        // The board owns the screen: its log goes to a file (`board` sets it up).
+        Command::Board { .. } => {}
         _ => init_tracing(cli.verbose, false),
     }
     match run(cli) {
@@ -416,8 +449,8 @@ pub(crate) struct Env {
 
 impl Env {
     fn load(cli: &Cli) -> Result<Env> {
-        let dir = match &cli.project {
-            Some(d) => d.clone(),
+        let dir = match cli.project()? {
+            Some(d) => d,
             None => std::env::current_dir().context("reading the current directory")?,
         };
         let home = Home::resolve(cli.home.as_deref())?;
@@ -479,8 +512,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let home = Home::resolve(cli.home.as_deref())?;
             let mut dirs = args.dirs.clone();
             if dirs.is_empty() {
-                if let Some(d) = &cli.project {
-                    dirs.push(d.clone());
+                if let Some(d) = cli.project()? {
+                    dirs.push(d);
                 }
             }
             let opts = guild_hall::service::watch::WatchOptions {
@@ -498,6 +531,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             guild_hall::service::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Board { all, reconcile } => board(&cli, *all, *reconcile).map(|_| ExitCode::SUCCESS),
         Command::Status { id, json, status, worker } => {
             show::status(&Env::load(&cli)?, id.as_deref(), *json, &show::Filter { status: status.clone(), worker: worker.clone() }).map(ok)
         }
@@ -517,4 +551,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),
         Command::Workers(args) => workers::run(&cli, args).map(|_| ExitCode::SUCCESS),
     }
+}
+
+/// `guild-hall board`: the projects named (-C, repeatable), every registered one (--all), or the
+/// current directory's.
+fn board(cli: &Cli, all: bool, reconcile: bool) -> Result<()> {
+    let home = Home::resolve(cli.home.as_deref())?;
+    let dirs = match (all, cli.dirs.is_empty()) {
+        (true, true) => guild_hall::board::registered(&home)?,
+        (true, false) => anyhow::bail!("--all shows every registered project: name none with -C"),
+        (false, true) => vec![std::env::current_dir().context("reading the current directory")?],
+        (false, false) => cli.dirs.clone(),
+    };
+    let projects = dirs.iter().map(|d| Project::open(d)).collect::<Result<Vec<_>>>()?;
+    // The screen is the board's: what is logged goes to board.log in the home.
+    let log = std::fs::File::create(home.root.join("board.log")).context("creating board.log in the home")?;
+    let level = ["warn", "info", "debug"][usize::from(cli.verbose.min(2))];
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{level},notify=error,notify_debouncer_full=error")));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(std::sync::Mutex::new(log)).try_init();
+    let opts = guild_hall::board::Options { reconcile, ..Default::default() };
+    guild_hall::board::run(&home, projects, &opts)
 }

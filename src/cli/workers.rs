@@ -54,8 +54,8 @@ pub fn run(cli: &Cli, args: &WorkersArgs) -> Result<()> {
 
 /// The directory the command is about (`-C`, else the current one).
 fn dir(cli: &Cli) -> Result<std::path::PathBuf> {
-    match &cli.project {
-        Some(d) => Ok(d.clone()),
+    match cli.project()? {
+        Some(d) => Ok(d),
         None => std::env::current_dir().context("reading the current directory"),
     }
 }

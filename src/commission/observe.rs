@@ -353,11 +353,22 @@ pub fn observe_each(
     home: &Home,
     project: &Project,
     wanted: impl Fn(&Path) -> bool,
+    each: impl FnMut(Result<Observed, Vec<Problem>>),
+) -> Result<()> {
+    let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
+    observe_paths(home, project, &paths, each)
+}
+
+/// [`observe_each`] over these artifacts' paths only, without listing the directory (a face
+/// that knows which files changed reads those).
+pub fn observe_paths(
+    home: &Home,
+    project: &Project,
+    paths: &[PathBuf],
     mut each: impl FnMut(Result<Observed, Vec<Problem>>),
 ) -> Result<()> {
     let tree = crate::activity::integrated::tree(project)?;
     let boot = shim::boot_id();
-    let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
     let trailers = Trailers::new(true);

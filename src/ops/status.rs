@@ -21,13 +21,52 @@ pub fn rows(
     mut emit: impl FnMut(&Json) -> Result<()>,
 ) -> Result<usize> {
     let wanted = |p: &std::path::Path| id.is_none_or(|i| p.file_stem().and_then(|s| s.to_str()) == Some(i));
+    let problems = artifact_rows(home, project, wanted, None, now, &mut emit)?;
+    for o in super::gc::inventory(home, project)? {
+        if id.is_none_or(|i| o.kind == crate::activity::kind::Name::Commission && i == o.id) {
+            emit(&orphan_row(&o))?;
+        }
+    }
+    Ok(problems)
+}
+
+/// The rows of the commissions in `ids` alone (of their artifacts: orphans are not looked
+/// for), for a face that follows file events and reads again only what changed (the board).
+/// An id whose artifact is gone has no row.
+pub fn rows_of(
+    home: &Home,
+    project: &Project,
+    ids: &std::collections::BTreeSet<String>,
+    now: DateTime<Utc>,
+    mut emit: impl FnMut(&Json) -> Result<()>,
+) -> Result<usize> {
+    // Their files by name: listing a directory of 10,000 would cost more than reading them.
+    let paths: Vec<_> = ids
+        .iter()
+        .filter(|id| crate::artifact::ids::validate_id(id).is_ok())
+        .map(|id| project.commission_path(id))
+        .filter(|p| p.is_file() || crate::artifact::is_symlink(p))
+        .collect();
+    artifact_rows(home, project, |p| p.file_stem().and_then(|s| s.to_str()).is_some_and(|s| ids.contains(s)), Some(&paths), now, &mut emit)
+}
+
+/// The rows of the artifacts `wanted` keeps (of `paths` only, if given), in order, then one a
+/// problem of those that do not parse; the number of problems.
+fn artifact_rows(
+    home: &Home,
+    project: &Project,
+    wanted: impl Fn(&std::path::Path) -> bool,
+    paths: Option<&[std::path::PathBuf]>,
+    now: DateTime<Utc>,
+    emit: &mut impl FnMut(&Json) -> Result<()>,
+) -> Result<usize> {
     // Artifacts that do not parse are listed after the others, one row per problem.
     let mut invalid = Vec::new();
     let mut problems = 0usize;
     let mut failed: Option<anyhow::Error> = None;
     let workers = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
     let branch = &project.config.integration_branch;
-    crate::commission::observe::observe_each(home, project, wanted, |o| {
+    let each = |o: Result<crate::commission::observe::Observed, Vec<crate::artifact::Problem>>| {
         if failed.is_some() {
             return;
         }
@@ -43,7 +82,11 @@ pub fn rows(
                 invalid.extend(ps);
             }
         }
-    })?;
+    };
+    match paths {
+        Some(paths) => crate::commission::observe::observe_paths(home, project, paths, each)?,
+        None => crate::commission::observe::observe_each(home, project, &wanted, each)?,
+    }
     if let Some(e) = failed {
         return Err(e);
     }
@@ -53,11 +96,6 @@ pub fn rows(
         emit(
             &json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}),
         )?;
-    }
-    for o in super::gc::inventory(home, project)? {
-        if id.is_none_or(|i| o.kind == crate::activity::kind::Name::Commission && i == o.id) {
-            emit(&orphan_row(&o))?;
-        }
     }
     Ok(problems)
 }

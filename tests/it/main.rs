@@ -6,6 +6,7 @@ mod acp;
 mod acp_real;
 mod agree;
 mod apply;
+mod board;
 mod bundled;
 mod check_truth;
 mod ci;

@@ -26,7 +26,7 @@ const RUNTIME_IGNORES: [&str; 7] =
     ["**/attempt-*.log", "**/heartbeat", "**/shim.lock", "**/lock", "**/dispatch.lock", "**/prompt.md", "**/system-prompt.md"];
 
 /// What wakes the loop.
-pub(super) enum Wake {
+pub(crate) enum Wake {
     Files(Vec<PathBuf>),
     /// The notify backend lost events: look at everything again.
     Rescan,
@@ -36,7 +36,7 @@ pub(super) enum Wake {
     Signal,
 }
 
-pub(super) fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf, RecursiveMode)>> {
+pub(crate) fn watch_paths(home: &Home, project: &Project) -> Result<Vec<(PathBuf, RecursiveMode)>> {
     let lore = project.root.join(".lore");
     std::fs::create_dir_all(&lore)?;
     let repo = git2::Repository::open(&project.root)?;
@@ -125,6 +125,12 @@ enum Urgency {
     Settle,
 }
 
+/// Whether an event is a change at all (a read is not): what may wake anything, here or on the
+/// board.
+pub(crate) fn is_change(kind: &EventKind) -> bool {
+    urgency(kind) != Urgency::Never
+}
+
 fn urgency(kind: &EventKind) -> Urgency {
     use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
     match kind {
@@ -196,7 +202,7 @@ fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, de
     }
 }
 
-pub(super) fn is_resource_limit(e: &notify::Error) -> bool {
+pub(crate) fn is_resource_limit(e: &notify::Error) -> bool {
     match &e.kind {
         notify::ErrorKind::MaxFilesWatch => true,
         notify::ErrorKind::Io(io) => matches!(io.raw_os_error(), Some(code) if code == nix::libc::ENOSPC || code == nix::libc::EMFILE),

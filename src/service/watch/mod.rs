@@ -3,7 +3,7 @@
 //! away, signals, and a periodic resync. An event only marks its project dirty; what to do is
 //! always decided afresh by a full pass, so nothing here is truth that a restart could lose.
 
-mod events;
+pub(crate) mod events;
 mod signals;
 
 use std::collections::{BTreeMap, BTreeSet};

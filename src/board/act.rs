@@ -1,0 +1,227 @@
+//! The board's commands carried out: each through the operation the CLI's command calls
+//! (`ops::commission::ask`, `redispatch`, `ops::plan::request`, `ops::meeting::decline`,
+//! `ops::commission::create`), or by running the CLI itself with the terminal handed over
+//! (`meeting accept` and `meeting chat`, `logs` into `$PAGER`, `$EDITOR` on the file).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, ExitStatus};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+
+use crate::artifact::plan::PlanStatus;
+use crate::artifact::{Desired, MeetingStatus};
+use crate::config::{Home, Project};
+
+use super::keys::Command;
+use super::model::{Item, Kind};
+
+/// What a command needs: where it acts, and how to run a program in the terminal (the board
+/// steps aside while it runs, and comes back after).
+pub struct Ctx<'a> {
+    pub home: &'a Home,
+    pub project: &'a Project,
+    /// This binary, for the CLI commands it runs.
+    pub exe: &'a Path,
+    pub run: &'a mut dyn FnMut(&mut Process) -> std::io::Result<ExitStatus>,
+}
+
+impl Ctx<'_> {
+    /// `guild-hall -C <project> --home <home> ARGS…`.
+    fn cli(&self, args: &[&str]) -> Process {
+        let mut p = Process::new(self.exe);
+        p.arg("-C").arg(&self.project.root).arg("--home").arg(&self.home.root).args(args);
+        p
+    }
+
+    /// Run a shell line in the terminal, with `$1`, `$2`, … set to `args`.
+    fn shell(&mut self, line: &str, args: &[&std::ffi::OsStr]) -> Result<ExitStatus> {
+        let mut p = Process::new("sh");
+        p.arg("-c").arg(line).arg("sh").args(args).current_dir(&self.project.root);
+        (self.run)(&mut p).with_context(|| format!("running {line}"))
+    }
+}
+
+/// Carry out `cmd` on `item` (the selected one): what it did, in words for the message line;
+/// an error says why nothing was done.
+pub fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) -> Result<String> {
+    if cmd == Command::New {
+        return new_commission(ctx);
+    }
+    let item = item.ok_or_else(|| anyhow!("nothing selected"))?;
+    let (home, project, id) = (ctx.home, ctx.project, item.id.as_str());
+    match (cmd, item.kind) {
+        (Command::Cancel, Kind::Commission) => {
+            crate::ops::commission::ask(project, id, Desired::Cancelled)?;
+            Ok(format!("{id}: wrote desired: cancelled"))
+        }
+        (Command::Cancel, Kind::Plan) => {
+            crate::ops::plan::request(home, project, id, PlanStatus::Cancelled)?;
+            Ok(format!("plan {id}: wrote status: cancelled"))
+        }
+        (Command::Redispatch, Kind::Commission) => {
+            crate::ops::commission::redispatch(project, id)?;
+            Ok(format!("{id}: wrote status: pending (a new attempt)"))
+        }
+        (Command::Redispatch, Kind::Plan) => {
+            crate::ops::plan::request(home, project, id, PlanStatus::Pending)?;
+            Ok(format!("plan {id}: wrote status: pending (retry)"))
+        }
+        (Command::Dispatch, Kind::Commission) => {
+            crate::ops::commission::ask(project, id, Desired::Dispatched)?;
+            Ok(format!("{id}: wrote desired: dispatched"))
+        }
+        (Command::Accept, Kind::Meeting) => {
+            if item.status != MeetingStatus::Requested.as_str() {
+                bail!("meeting {id} is {}: only a request is accepted", item.status);
+            }
+            let mut accept = ctx.cli(&["meeting", "accept", id]);
+            let status = (ctx.run)(&mut accept)?;
+            if !status.success() {
+                bail!("meeting accept {id} failed (see above)");
+            }
+            let mut chat = ctx.cli(&["meeting", "chat", id]);
+            (ctx.run)(&mut chat)?;
+            Ok(format!("meeting {id} accepted"))
+        }
+        (Command::Decline, Kind::Meeting) => {
+            crate::ops::meeting::decline(home, project, id, None)?;
+            Ok(format!("meeting {id} declined"))
+        }
+        (Command::Chat, Kind::Meeting) => {
+            if item.status != MeetingStatus::Open.as_str() {
+                bail!("meeting {id} is {}: only an open meeting can chat (a for a request)", item.status);
+            }
+            let mut chat = ctx.cli(&["meeting", "chat", id]);
+            (ctx.run)(&mut chat)?;
+            Ok(format!("back from meeting {id}"))
+        }
+        (Command::Log, kind) => {
+            // What the CLI shows (control characters escaped), paged.
+            let args: Vec<&str> = match kind {
+                Kind::Commission => vec!["logs", id],
+                Kind::Plan => vec!["plan", "show", id],
+                Kind::Meeting => vec!["meeting", "show", id],
+            };
+            let cli = ctx.cli(&args);
+            let mut argv: Vec<&std::ffi::OsStr> = vec![cli.get_program()];
+            argv.extend(cli.get_args());
+            ctx.shell("\"$@\" 2>&1 | ${PAGER:-less}", &argv)?;
+            Ok(String::new())
+        }
+        (Command::Edit, _) => {
+            let path = item.path.clone();
+            ctx.shell("${VISUAL:-${EDITOR:-vi}} \"$1\"", &[path.as_os_str()])?;
+            Ok(format!("edited {}", path.display()))
+        }
+        (Command::Cancel, Kind::Meeting) => bail!("a meeting is closed from its chat (m, then /close)"),
+        (Command::Redispatch, _) => bail!("r re-dispatches a failed or cancelled commission, or retries a halted plan"),
+        (Command::Dispatch, _) => bail!("d dispatches a draft commission"),
+        (Command::Accept | Command::Decline | Command::Chat, _) => bail!("a, x and m are for meetings"),
+        (Command::Quit | Command::Reconcile | Command::New, _) => Ok(String::new()),
+    }
+}
+
+/// The template `n` opens.
+fn template(worker: &str) -> String {
+    format!(
+        "---\n# A new commission: give it a title and write the prompt below, then save and quit.\n\
+         # An empty title writes nothing. `status: draft` keeps it from running until dispatched.\n\
+         title: \"\"\nworker: {worker}\nstatus: pending\n# dependencies: [path/that/must/exist.md]\n---\n{PROMPT_HINT}\n"
+    )
+}
+
+const PROMPT_HINT: &str = "The outcome wanted, and how the worker can verify it is done.";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Written {
+    #[serde(default)]
+    title: Option<String>,
+    worker: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    dependencies: Vec<String>,
+}
+
+/// What the person wrote in the template, as the commission to create; `None` when the title
+/// was left empty (nothing to write).
+pub fn read_template(path: &Path, text: &str) -> Result<Option<crate::ops::commission::NewCommission>> {
+    let split = crate::artifact::frontmatter::split(text).map_err(|(line, why)| anyhow!("{}:{line}: {why}", path.display()))?;
+    let w: Written = serde_yaml_ng::from_str(split.yaml).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let title = w.title.unwrap_or_default();
+    if title.trim().is_empty() {
+        return Ok(None);
+    }
+    let prompt = split.body.trim();
+    if prompt.is_empty() || prompt == PROMPT_HINT {
+        bail!("{}: the prompt (below the frontmatter) is still empty: it is what the worker works from", path.display());
+    }
+    let draft = match w.status.as_deref() {
+        None | Some("pending") => false,
+        Some("draft") => true,
+        Some(other) => bail!("{}: status: {other}: a new commission is pending or draft", path.display()),
+    };
+    Ok(Some(crate::ops::commission::NewCommission {
+        worker: w.worker.ok_or_else(|| anyhow!("{}: no worker: name the worker package that does the work", path.display()))?,
+        title,
+        prompt: prompt.to_string(),
+        depends: w.dependencies,
+        draft,
+        ..Default::default()
+    }))
+}
+
+/// `n`: a template in `$EDITOR`, then `ops::commission::create` with what was written. A file
+/// that cannot be used is kept, and named with why.
+fn new_commission(ctx: &mut Ctx<'_>) -> Result<String> {
+    let catalog = crate::worker::Catalog::discover(&ctx.project.root, &ctx.home.workers_dir());
+    let worker = catalog.packages.keys().find(|n| catalog.for_commission(n).is_ok()).cloned().unwrap_or_else(|| "scribe".into());
+    let file = tempfile::Builder::new().prefix("guild-hall-new-commission-").suffix(".md").tempfile().context("a file for the template")?;
+    std::fs::write(file.path(), template(&worker)).with_context(|| format!("writing {}", file.path().display()))?;
+    let path: PathBuf = file.path().to_path_buf();
+    let status = ctx.shell("${VISUAL:-${EDITOR:-vi}} \"$1\"", &[path.as_os_str()])?;
+    if !status.success() {
+        return Ok("the editor failed: nothing written".into());
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let made = read_template(&path, &text).and_then(|new| match new {
+        None => Ok(None),
+        Some(new) => crate::ops::commission::create(ctx.home, ctx.project, &new).map(Some),
+    });
+    match made {
+        Ok(None) => Ok("no title: nothing written".into()),
+        Ok(Some(id)) => Ok(format!("wrote commission {id}")),
+        Err(e) => {
+            // The person's text is not lost: the file stays, named in the error.
+            let kept = file.keep().map(|(_, p)| p).unwrap_or(path);
+            Err(e.context(format!("nothing written; your text is kept in {}", kept.display())))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_reads_back() {
+        let p = Path::new("/tmp/new.md");
+        let filled = template("scribe").replace("title: \"\"", "title: Survey it").replace(PROMPT_HINT, "Write the survey.");
+        let new = read_template(p, &filled).expect("valid").expect("a commission");
+        assert_eq!(
+            (new.title.as_str(), new.worker.as_str(), new.prompt.as_str(), new.draft),
+            ("Survey it", "scribe", "Write the survey.", false)
+        );
+        assert!(read_template(p, &template("scribe")).expect("valid").is_none(), "an empty title writes nothing");
+        let unfilled = template("scribe").replace("title: \"\"", "title: Survey it");
+        assert!(read_template(p, &unfilled).unwrap_err().to_string().contains("prompt"));
+        let bad = filled.replace("status: pending", "status: completed");
+        assert!(read_template(p, &bad).unwrap_err().to_string().starts_with("/tmp/new.md: status: completed"));
+        let broken = filled.replace("worker: scribe", "worker: [");
+        assert!(read_template(p, &broken).unwrap_err().to_string().starts_with("/tmp/new.md"));
+        let draft = filled.replace("status: pending", "status: draft");
+        assert!(read_template(p, &draft).expect("valid").expect("some").draft);
+    }
+}

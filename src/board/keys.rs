@@ -1,0 +1,340 @@
+//! Keys to what they do: moving, the detail pane, the filter, help and the `y/n` question are
+//! the board's own state, changed here; everything that acts on a project comes out as a
+//! [`Command`] for [`super::act`] to carry out through the operations. Pure: no I/O.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::model::{Item, Kind};
+
+/// What a key asks the board to do to the selected item or the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    /// Cancel a commission or a plan (asked `y/n` first).
+    Cancel,
+    /// Re-dispatch a failed or cancelled commission; retry a halted plan.
+    Redispatch,
+    /// Dispatch a draft (or a pending commission waiting for `dispatch: manual`).
+    Dispatch,
+    /// Accept a meeting request (and talk: `meeting chat`).
+    Accept,
+    /// Decline a meeting request.
+    Decline,
+    /// `meeting chat` on an open meeting.
+    Chat,
+    /// The full log in `$PAGER`.
+    Log,
+    /// The artifact in `$EDITOR`.
+    Edit,
+    /// A new commission from a template in `$EDITOR`.
+    New,
+    /// Run a reconciler (`guild-hall watch`) in the background for this session.
+    Reconcile,
+}
+
+/// Where the keys go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    List,
+    /// Typing the filter.
+    Filter,
+    /// Asked `y/n` before the command is carried out.
+    Confirm(Command),
+    Help,
+}
+
+/// The board's own state: the selection, the filter, the pane, the line at the bottom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ui {
+    /// Index into the items the filter keeps.
+    pub selected: usize,
+    /// The id of the selected item (and its kind), so that the selection follows it when the
+    /// list is re-sorted under it.
+    pub selected_id: Option<(Kind, usize, String)>,
+    pub filter: String,
+    pub mode: Mode,
+    pub detail: bool,
+    /// What the last command did, or why it could not.
+    pub message: Option<String>,
+    /// Lines the detail pane is scrolled down (negative: up) from where it starts: its top, or
+    /// its end for a running worker.
+    pub scroll: i32,
+}
+
+impl Default for Ui {
+    fn default() -> Self {
+        Ui { selected: 0, selected_id: None, filter: String::new(), mode: Mode::List, detail: false, message: None, scroll: 0 }
+    }
+}
+
+/// The question `c` asks, or why `c` does nothing for this item.
+fn cancel_question(item: &Item) -> Result<String, String> {
+    match item.kind {
+        Kind::Meeting => Err("a meeting is closed from its chat (m, then /close), not cancelled".into()),
+        _ => Ok(format!("cancel {}? y/n", item.named())),
+    }
+}
+
+impl Ui {
+    /// Handle one key; `visible` is how many items the filter keeps and `item` the selected one.
+    /// What must act on the project is returned; the rest is done to `self`.
+    pub fn on_key(&mut self, key: KeyEvent, visible: usize, item: Option<&Item>) -> Option<Command> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Some(Command::Quit);
+        }
+        match self.mode.clone() {
+            Mode::Help => {
+                self.mode = Mode::List;
+                None
+            }
+            Mode::Confirm(cmd) => {
+                self.mode = Mode::List;
+                if matches!(key.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
+                    self.message = None;
+                    Some(cmd)
+                } else {
+                    self.message = Some("not done".into());
+                    None
+                }
+            }
+            Mode::Filter => {
+                let control = key.modifiers.contains(KeyModifiers::CONTROL);
+                match key.code {
+                    KeyCode::Char('u') if control => self.filter.clear(),
+                    KeyCode::Char(_) if control => {}
+                    KeyCode::Enter => self.mode = Mode::List,
+                    KeyCode::Esc => {
+                        self.filter.clear();
+                        self.mode = Mode::List;
+                    }
+                    KeyCode::Backspace => {
+                        self.filter.pop();
+                    }
+                    KeyCode::Char(c) if !c.is_control() => self.filter.push(c),
+                    _ => {}
+                }
+                self.selected = 0;
+                None
+            }
+            Mode::List => self.list_key(key, visible, item),
+        }
+    }
+
+    fn list_key(&mut self, key: KeyEvent, visible: usize, item: Option<&Item>) -> Option<Command> {
+        let last = visible.saturating_sub(1);
+        self.message = None;
+        let needs_item = |cmd: Command| item.map(|_| cmd);
+        match key.code {
+            KeyCode::Char('q') => Some(Command::Quit),
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.selected = self.selected.saturating_sub(1);
+                None
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.selected = (self.selected + 1).min(last);
+                None
+            }
+            // With the detail pane open, PgUp/PgDn scroll it; else they move ten rows.
+            KeyCode::PageUp if self.detail => {
+                self.scroll = (self.scroll - 5).max(-500);
+                None
+            }
+            KeyCode::PageDown if self.detail => {
+                self.scroll = (self.scroll + 5).min(500);
+                None
+            }
+            KeyCode::PageUp => {
+                self.selected = self.selected.saturating_sub(10);
+                None
+            }
+            KeyCode::PageDown => {
+                self.selected = (self.selected + 10).min(last);
+                None
+            }
+            KeyCode::Home | KeyCode::Char('g') => {
+                self.selected = 0;
+                None
+            }
+            KeyCode::End | KeyCode::Char('G') => {
+                self.selected = last;
+                None
+            }
+            KeyCode::Enter => {
+                self.detail = !self.detail;
+                None
+            }
+            KeyCode::Esc => {
+                self.detail = false;
+                None
+            }
+            KeyCode::Char('/') => {
+                self.mode = Mode::Filter;
+                None
+            }
+            KeyCode::Char('?') => {
+                self.mode = Mode::Help;
+                None
+            }
+            KeyCode::Char('c') => {
+                let item = item?;
+                match cancel_question(item) {
+                    Ok(q) => {
+                        self.message = Some(q);
+                        self.mode = Mode::Confirm(Command::Cancel);
+                    }
+                    Err(why) => self.message = Some(why),
+                }
+                None
+            }
+            KeyCode::Char('r') => needs_item(Command::Redispatch),
+            KeyCode::Char('d') => needs_item(Command::Dispatch),
+            KeyCode::Char('a') => needs_item(Command::Accept),
+            KeyCode::Char('x') => needs_item(Command::Decline),
+            KeyCode::Char('m') => needs_item(Command::Chat),
+            KeyCode::Char('l') => needs_item(Command::Log),
+            KeyCode::Char('e') => needs_item(Command::Edit),
+            KeyCode::Char('n') => Some(Command::New),
+            KeyCode::Char('w') => Some(Command::Reconcile),
+            _ => None,
+        }
+    }
+}
+
+/// The keys, as the footer and the help list them.
+pub const HELP: [(&str, &str); 18] = [
+    ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
+    ("Enter", "open or close the detail pane"),
+    ("/", "filter: words, status:S, worker:W (Ctrl-U, Esc clear)"),
+    ("c", "cancel a commission or a plan (asks y/n)"),
+    ("r", "re-dispatch a failed/cancelled commission; retry a halted plan"),
+    ("d", "dispatch a draft commission"),
+    ("a", "accept a meeting request, then chat"),
+    ("x", "decline a meeting request"),
+    ("m", "chat in an open meeting (meeting chat; Ctrl-D returns)"),
+    ("l", "the full log in $PAGER"),
+    ("e", "the artifact in $EDITOR"),
+    ("n", "a new commission from a template in $EDITOR"),
+    ("w", "run a reconciler for this session (when none runs)"),
+    ("?", "this help"),
+    ("q", "quit"),
+    ("", ""),
+    ("", "Every action writes what `guild-hall commission|plan|meeting`"),
+    ("", "would: the same operations, the same files."),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    fn item(kind: Kind, status: &str) -> Item {
+        Item {
+            kind,
+            project: 0,
+            id: "x".into(),
+            title: String::new(),
+            status: status.into(),
+            worker: String::new(),
+            attempt: 0,
+            created: None,
+            heartbeat: None,
+            alive: false,
+            note: String::new(),
+            questions: 0,
+            waves: Vec::new(),
+            wave: None,
+            verify: None,
+            path: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn moving_stays_inside_the_list() {
+        let mut ui = Ui::default();
+        ui.on_key(key(KeyCode::Up), 3, None);
+        assert_eq!(ui.selected, 0);
+        for _ in 0..5 {
+            ui.on_key(key(KeyCode::Char('j')), 3, None);
+        }
+        assert_eq!(ui.selected, 2);
+        ui.on_key(key(KeyCode::Char('k')), 3, None);
+        assert_eq!(ui.selected, 1);
+        ui.on_key(key(KeyCode::Char('G')), 3, None);
+        assert_eq!(ui.selected, 2);
+        ui.on_key(key(KeyCode::Char('g')), 3, None);
+        assert_eq!(ui.selected, 0);
+        ui.on_key(key(KeyCode::Down), 0, None);
+        assert_eq!(ui.selected, 0, "an empty list has nothing to select");
+    }
+
+    #[test]
+    fn cancel_asks_first_and_only_y_carries_it_out() {
+        let c = item(Kind::Commission, "in_progress");
+        let mut ui = Ui::default();
+        assert_eq!(ui.on_key(key(KeyCode::Char('c')), 1, Some(&c)), None);
+        assert_eq!(ui.mode, Mode::Confirm(Command::Cancel));
+        assert_eq!(ui.message.as_deref(), Some("cancel commission x? y/n"));
+        assert_eq!(ui.on_key(key(KeyCode::Char('n')), 1, Some(&c)), None);
+        assert_eq!(ui.mode, Mode::List);
+        ui.on_key(key(KeyCode::Char('c')), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Char('y')), 1, Some(&c)), Some(Command::Cancel));
+        // A meeting is not cancelled: said why, nothing asked.
+        let m = item(Kind::Meeting, "open");
+        assert_eq!(ui.on_key(key(KeyCode::Char('c')), 1, Some(&m)), None);
+        assert_eq!(ui.mode, Mode::List);
+        assert!(ui.message.as_deref().is_some_and(|w| w.contains("/close")));
+    }
+
+    #[test]
+    fn the_filter_is_typed_then_kept_or_cleared() {
+        let mut ui = Ui { selected: 4, ..Ui::default() };
+        ui.on_key(key(KeyCode::Char('/')), 9, None);
+        for c in "status:failed".chars() {
+            ui.on_key(key(KeyCode::Char(c)), 9, None);
+        }
+        // Keys that act in the list are text while typing.
+        assert_eq!(ui.on_key(key(KeyCode::Char('q')), 9, None), None);
+        ui.on_key(key(KeyCode::Backspace), 9, None);
+        ui.on_key(key(KeyCode::Enter), 9, None);
+        assert_eq!((ui.filter.as_str(), &ui.mode, ui.selected), ("status:failed", &Mode::List, 0));
+        ui.on_key(key(KeyCode::Char('/')), 9, None);
+        ui.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL), 9, None);
+        assert_eq!((ui.filter.as_str(), &ui.mode), ("", &Mode::Filter), "Ctrl-U clears what is typed");
+        ui.on_key(key(KeyCode::Char('x')), 9, None);
+        ui.on_key(key(KeyCode::Esc), 9, None);
+        assert_eq!(ui.filter, "");
+    }
+
+    #[test]
+    fn actions_need_an_item_and_quit_does_not() {
+        let mut ui = Ui::default();
+        assert_eq!(ui.on_key(key(KeyCode::Char('r')), 0, None), None);
+        assert_eq!(ui.on_key(key(KeyCode::Char('n')), 0, None), Some(Command::New));
+        let c = item(Kind::Commission, "failed");
+        for (k, cmd) in [
+            ('r', Command::Redispatch),
+            ('d', Command::Dispatch),
+            ('a', Command::Accept),
+            ('x', Command::Decline),
+            ('m', Command::Chat),
+            ('l', Command::Log),
+            ('e', Command::Edit),
+            ('w', Command::Reconcile),
+        ] {
+            assert_eq!(ui.on_key(key(KeyCode::Char(k)), 1, Some(&c)), Some(cmd), "{k}");
+        }
+        assert_eq!(ui.on_key(key(KeyCode::Char('q')), 1, Some(&c)), Some(Command::Quit));
+        assert_eq!(ui.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL), 1, Some(&c)), Some(Command::Quit));
+        ui.on_key(key(KeyCode::Char('?')), 1, Some(&c));
+        assert_eq!(ui.mode, Mode::Help);
+        assert_eq!(ui.on_key(key(KeyCode::Char('q')), 1, Some(&c)), None, "any key closes the help");
+        assert_eq!(ui.mode, Mode::List);
+    }
+}

@@ -1,0 +1,385 @@
+//! What the board shows, read through the same observe layer and operations as `status`,
+//! `plan show` and `meeting list`: one [`Item`] per commission, plan and meeting, ordered by
+//! what needs a person first, and the filter over them. Loading reads; nothing here writes.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value as Json;
+
+use crate::activity::state::strip_escapes;
+use crate::artifact::MeetingStatus;
+use crate::config::{Home, Project};
+
+/// Which kind of artifact an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Commission,
+    Plan,
+    Meeting,
+}
+
+impl Kind {
+    /// The short word the list shows.
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Commission => "comm",
+            Kind::Plan => "plan",
+            Kind::Meeting => "meet",
+        }
+    }
+}
+
+/// One wave task as a plan's row shows it: its label and state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub label: String,
+    pub state: String,
+}
+
+/// One row of the board: a commission, a plan or a meeting, with what its line shows. Every
+/// text in it that a worker or a file could have written is already free of escape sequences
+/// and control characters ([`clean`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub kind: Kind,
+    /// Which of the board's projects it belongs to (an index into them).
+    pub project: usize,
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub worker: String,
+    pub attempt: u32,
+    pub created: Option<DateTime<Utc>>,
+    /// When the worker last showed a sign of life (running commissions only).
+    pub heartbeat: Option<DateTime<Utc>>,
+    /// A worker process is alive for it.
+    pub alive: bool,
+    /// Progress, or why it failed, waits or was refused; who asked for a meeting and why.
+    pub note: String,
+    /// Questions the worker logged.
+    pub questions: usize,
+    /// A plan's waves, each a row of task cells.
+    pub waves: Vec<Vec<Cell>>,
+    /// The wave a plan is at (1-based; none before it ran).
+    pub wave: Option<usize>,
+    /// A plan's verify gate: its command and how many runs so far.
+    pub verify: Option<String>,
+    /// The artifact's file.
+    pub path: PathBuf,
+}
+
+/// `text` as one line fit to be shown: escape sequences and controls gone, whitespace runs
+/// (newlines too) made one space.
+pub fn clean(text: &str) -> String {
+    strip_escapes(text).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Item {
+    /// How soon a person should look at it: 0 first. Failed or invalid work, then questions
+    /// asked, then meeting requests, then halted plans, then what runs, then what waits, then
+    /// drafts, then what is over.
+    pub fn need(&self) -> u8 {
+        match (self.kind, self.status.as_str()) {
+            (_, "failed" | "invalid" | "orphaned") => 0,
+            (Kind::Commission, "in_progress" | "dispatched" | "pending" | "blocked") if self.questions > 0 => 1,
+            (Kind::Meeting, "requested") => 2,
+            (Kind::Plan, "halted") => 3,
+            (_, "in_progress" | "dispatched" | "running" | "verifying" | "open") => 4,
+            (_, "pending" | "blocked") => 5,
+            (_, "draft") => 6,
+            _ => 7,
+        }
+    }
+
+    /// Whether the filter's words all match it: `status:S` its status, `worker:W` its
+    /// worker (or a plan task's), any other word a part of its id, title, status, worker or
+    /// note (case-insensitive).
+    pub fn matches(&self, filter: &str) -> bool {
+        filter.split_whitespace().all(|word| {
+            let w = word.to_lowercase();
+            if let Some(s) = w.strip_prefix("status:") {
+                return self.status == s;
+            }
+            if let Some(s) = w.strip_prefix("worker:") {
+                return self.worker.to_lowercase() == s;
+            }
+            [&self.id, &self.title, &self.status, &self.worker, &self.note, self.kind.word()].iter().any(|f| f.to_lowercase().contains(&w))
+        })
+    }
+
+    /// What people call it in a message: `commission hello`, `plan port`.
+    pub fn named(&self) -> String {
+        let kind = match self.kind {
+            Kind::Commission => "commission",
+            Kind::Plan => "plan",
+            Kind::Meeting => "meeting",
+        };
+        format!("{kind} {}", self.id)
+    }
+}
+
+/// Order items by need, then newest first, then id: what is shown top to bottom.
+pub fn sort(items: &mut [Item]) {
+    items.sort_by(|a, b| {
+        a.need().cmp(&b.need()).then_with(|| b.created.cmp(&a.created)).then_with(|| a.kind.cmp(&b.kind)).then_with(|| a.id.cmp(&b.id))
+    });
+}
+
+/// A file that cannot be read, in words, with where it belongs: its project and kind (a
+/// project that cannot be read at all: [`Kind::Commission`]), so that reading that kind again
+/// replaces it.
+pub type Problem = (usize, Kind, String);
+
+/// Everything the board shows of its projects, now: the items in order and the problems.
+/// A project that cannot be read at all is a problem, not an error: the others still show.
+pub fn load(home: &Home, projects: &[Project], now: DateTime<Utc>) -> (Vec<Item>, Vec<Problem>) {
+    let mut items = Vec::new();
+    let mut problems = Vec::new();
+    for (i, project) in projects.iter().enumerate() {
+        if let Err(e) = load_project(home, project, i, now, &mut items, &mut problems) {
+            problems.push((i, Kind::Commission, clean(&format!("{}: {e:#}", project.root.display()))));
+        }
+    }
+    sort(&mut items);
+    (items, problems)
+}
+
+fn load_project(
+    home: &Home,
+    project: &Project,
+    index: usize,
+    now: DateTime<Utc>,
+    items: &mut Vec<Item>,
+    problems: &mut Vec<Problem>,
+) -> anyhow::Result<()> {
+    crate::ops::status::rows(home, project, None, now, |row| {
+        items.push(commission(row, index, now));
+        Ok(())
+    })?;
+    problems.extend(plans(home, project, index, items)?.into_iter().map(|p| (index, Kind::Plan, p)));
+    problems.extend(meetings(home, project, index, items)?.into_iter().map(|p| (index, Kind::Meeting, p)));
+    Ok(())
+}
+
+/// The items of the commissions `ids` of project `index`, read again (a file of theirs
+/// changed); an id whose artifact is gone has none.
+pub fn commissions(home: &Home, project: &Project, index: usize, ids: &BTreeSet<String>, now: DateTime<Utc>) -> anyhow::Result<Vec<Item>> {
+    let mut items = Vec::new();
+    crate::ops::status::rows_of(home, project, ids, now, |row| {
+        items.push(commission(row, index, now));
+        Ok(())
+    })?;
+    Ok(items)
+}
+
+/// The project's plans, each with its waves (`ops::plan::view`), into `items`; the problems.
+pub fn plans(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
+    let listed = crate::ops::plan::list(home, project)?;
+    let mut problems = listed.problems;
+    for row in listed.plans {
+        match crate::ops::plan::view(home, project, &row.plan) {
+            Ok((plan, _, shown)) => items.push(plan_item(&plan, &shown, index)),
+            Err(e) => problems.push(format!("plan {}: {e:#}", row.plan)),
+        }
+    }
+    Ok(problems.iter().map(|p| clean(p)).collect())
+}
+
+/// The project's meetings (`ops::meeting::list`), into `items`; the problems.
+pub fn meetings(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
+    let (meetings, problems) = crate::ops::meeting::list(project)?;
+    for m in &meetings {
+        items.push(meeting(home, project, m, index));
+    }
+    Ok(problems.iter().map(|p| clean(p)).collect())
+}
+
+fn text(row: &Json, key: &str) -> Option<String> {
+    row[key].as_str().map(clean).filter(|s| !s.is_empty())
+}
+
+fn time(s: Option<&str>) -> Option<DateTime<Utc>> {
+    let s = s?;
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()))
+}
+
+/// A commission's item from its `status` row.
+fn commission(row: &Json, project: usize, now: DateTime<Utc>) -> Item {
+    let status = row["status"].as_str().unwrap_or("pending").to_string();
+    let questions = row["questions"].as_array().map(Vec::len).unwrap_or(0);
+    let summary = row["result"]["summary"].as_str().map(clean);
+    // What the line says: under way, then why it stopped or waits, then progress, then the
+    // result.
+    let note = text(row, "stopping")
+        .or_else(|| text(row, "elsewhere"))
+        .or_else(|| text(row, "integrated"))
+        .or_else(|| if matches!(status.as_str(), "completed") { summary.clone() } else { None })
+        .or_else(|| text(row, "reason"))
+        .or_else(|| text(row, "waiting"))
+        .or_else(|| text(row, "progress"))
+        .or(summary)
+        .unwrap_or_default();
+    let alive = row["process"] == "alive";
+    Item {
+        kind: Kind::Commission,
+        project,
+        id: row["id"].as_str().unwrap_or("?").to_string(),
+        title: text(row, "title").unwrap_or_default(),
+        status,
+        worker: text(row, "worker").unwrap_or_default(),
+        attempt: row["attempt"].as_u64().and_then(|a| u32::try_from(a).ok()).unwrap_or(0),
+        created: time(row["created"].as_str()),
+        heartbeat: row["heartbeat_age_secs"].as_i64().map(|s| now - chrono::Duration::seconds(s)),
+        alive,
+        note,
+        questions,
+        waves: Vec::new(),
+        wave: None,
+        verify: None,
+        path: row["path"].as_str().map(PathBuf::from).unwrap_or_default(),
+    }
+}
+
+fn plan_item(plan: &crate::artifact::plan::Plan, shown: &crate::tools::plan::Shown, project: usize) -> Item {
+    let mut waves: Vec<Vec<Cell>> = vec![Vec::new(); shown.waves];
+    for t in &shown.tasks {
+        if let Some(w) = waves.get_mut(t.wave.saturating_sub(1)) {
+            w.push(Cell { label: clean(&t.label), state: t.state.clone() });
+        }
+    }
+    let mut workers: Vec<&str> = shown.tasks.iter().map(|t| t.worker.as_str()).collect();
+    workers.sort_unstable();
+    workers.dedup();
+    let note = shown
+        .problem
+        .as_deref()
+        .or(shown.reason.as_deref())
+        .or(shown.elsewhere.as_deref())
+        .or(shown.integrated.as_deref())
+        .map(clean)
+        .unwrap_or_default();
+    Item {
+        kind: Kind::Plan,
+        project,
+        id: shown.plan.clone(),
+        title: shown.title.as_deref().map(clean).unwrap_or_default(),
+        status: shown.status.as_str().to_string(),
+        worker: clean(&workers.join(",")),
+        attempt: 0,
+        created: None,
+        heartbeat: None,
+        alive: matches!(shown.status.as_str(), "running" | "verifying"),
+        note,
+        questions: 0,
+        waves,
+        wave: shown.wave.filter(|w| *w > 0),
+        verify: shown.verify.as_ref().map(|v| format!("{} ({} runs)", clean(&v.join(" ")), shown.verify_runs)),
+        path: plan.path.clone(),
+    }
+}
+
+fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: usize) -> Item {
+    let status = m.effective_status();
+    let why = m.agenda.as_deref().or(m.title.as_deref()).map(clean).unwrap_or_default();
+    let note = match status {
+        MeetingStatus::Requested => match &m.requested_by {
+            Some(by) => format!("asked by {}: {why}", clean(by)),
+            None => format!("requested: {why}"),
+        },
+        MeetingStatus::Open => last_turn(&home.transcript(&project.name, &m.id)).map(|t| format!("last: {t}")).unwrap_or(why),
+        _ => m.str_field("reason").map(clean).unwrap_or(why),
+    };
+    Item {
+        kind: Kind::Meeting,
+        project: index,
+        id: m.id.clone(),
+        title: m.title.as_deref().map(clean).unwrap_or_default(),
+        status: status.as_str().to_string(),
+        worker: clean(&m.worker),
+        attempt: 0,
+        created: time(m.str_field("created")),
+        heartbeat: None,
+        alive: false,
+        note,
+        questions: 0,
+        waves: Vec::new(),
+        wave: None,
+        verify: None,
+        path: m.path.clone(),
+    }
+}
+
+/// The last line of an open meeting's transcript: its last turn, as far as a line shows it.
+fn last_turn(transcript: &std::path::Path) -> Option<String> {
+    let text = crate::files::read_tail(transcript, 4096)?;
+    text.lines().rev().map(clean).find(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(kind: Kind, id: &str, status: &str) -> Item {
+        Item {
+            kind,
+            project: 0,
+            id: id.into(),
+            title: String::new(),
+            status: status.into(),
+            worker: "scribe".into(),
+            attempt: 1,
+            created: None,
+            heartbeat: None,
+            alive: false,
+            note: String::new(),
+            questions: 0,
+            waves: Vec::new(),
+            wave: None,
+            verify: None,
+            path: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn what_needs_a_person_comes_first() {
+        let mut asked = item(Kind::Commission, "asks", "in_progress");
+        asked.questions = 1;
+        let mut items = vec![
+            item(Kind::Commission, "done", "completed"),
+            item(Kind::Commission, "draft", "draft"),
+            item(Kind::Plan, "halted", "halted"),
+            item(Kind::Commission, "runs", "in_progress"),
+            item(Kind::Meeting, "asked", "requested"),
+            asked,
+            item(Kind::Commission, "broke", "failed"),
+            item(Kind::Commission, "waits", "pending"),
+        ];
+        sort(&mut items);
+        let order: Vec<_> = items.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(order, ["broke", "asks", "asked", "halted", "runs", "waits", "draft", "done"]);
+    }
+
+    #[test]
+    fn the_filter_takes_words_status_and_worker() {
+        let mut i = item(Kind::Commission, "survey-crash", "failed");
+        i.note = "process unresponsive".into();
+        assert!(i.matches(""));
+        assert!(i.matches("crash"));
+        assert!(i.matches("UNRESPONSIVE"));
+        assert!(i.matches("status:failed worker:scribe"));
+        assert!(!i.matches("status:completed"));
+        assert!(!i.matches("worker:mason"));
+        assert!(!i.matches("crash other"));
+    }
+
+    #[test]
+    fn worker_text_is_cleaned() {
+        assert_eq!(clean("a\x1b[31mred\x1b[0m\nnext\r\x07 line\u{202e}"), "ared next line");
+        assert_eq!(clean("\x1b]52;c;Zm9v\x07copied"), "copied");
+    }
+}
