@@ -127,15 +127,15 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
             }
         }
         if quiet {
-            // A deadline already past asks for a look now, yet a look that changed nothing
-            // must not spin: a little sleep whatever the timers say.
-            let nap = pass.report.next_check.map_or(WAIT_POLL, |d| d.clamp(Duration::from_millis(10), WAIT_POLL));
-            shim_exits.wait(&pass.report.running, nap);
+            // The poll, or a worker's end if sooner. Not the deciders' timers: with many
+            // workers one is nearly always due, and a round per deadline would spend the cores
+            // the workers need on observing them.
+            shim_exits.wait(&pass.report.running, WAIT_POLL);
         }
     }
 }
 
-/// `--wait` between quiet rounds: sleeps until a running worker's shim ends or the time given
+/// `--wait` between quiet rounds: sleeps until a running worker's shim ends or the poll
 /// passes, so a worker's end is finished, and its slot refilled, at once rather than at the
 /// next poll. One waiting thread per shim holding its lock, each started once (a shim still
 /// starting, or gone already, is left to the timed wait: waiting on it would spin); a thread
