@@ -428,13 +428,22 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         }
     }
     let _lock = crate::files::lock(&state.shim_lock(), crate::files::Lock::Exclusive)?;
+    if std::env::var_os(CPU_BEAT_VAR).is_some() {
+        // Submitted by the Slurm runner: run only in the job `slurm.json` records for the
+        // attempt (not in one of a submission given up whose sbatch answered late).
+        let (id, name) = (std::env::var("SLURM_JOB_ID").ok(), std::env::var("SLURM_JOB_NAME").ok());
+        if let Some(why) = crate::worker::runner::slurm::not_the_recorded_job(&state, attempt, id.as_deref(), name.as_deref()) {
+            eprintln!("guild-hall shim: not running attempt {attempt} here: {why}");
+            return Ok(1);
+        }
+    }
     if matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if r.attempt == attempt)
         || matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt)
     {
         return Ok(0);
     }
     let fail = |why: String| -> Result<i32> {
-        write_json(&state.exit(), &ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None })?;
+        write_json(&state.exit(), &ExitInfo::error(attempt, why))?;
         Ok(127)
     };
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
