@@ -121,6 +121,7 @@ echo "--- jobs"; squeue -h -t all -o %j | sort
     let cpu: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p.state_dir("c1").join("cpu.json")).expect("cpu.json")).expect("json");
     assert!(cpu["cpu_ticks"].as_u64().is_some_and(|t| t > 0), "the shim wrote the worker's CPU time down: {cpu}");
+    assert_eq!(cpu["attempt"].as_u64(), Some(1), "for its attempt: {cpu}");
     let log = std::fs::read_to_string(p.state_dir("c1").join("attempt-1.log")).expect("log");
     assert!(log.contains(&format!("job={job} leak=absent")), "the job's output is the attempt's log, its environment the worker's: {log}");
 }
@@ -433,6 +434,7 @@ wait_for "the job renamed by its worker" renamed
 "$GH" reconcile --once >/dev/null
 echo "--- after a pass"; sed -n 's/^status: //p' .lore/commissions/ren.md
 echo "--- requeue"; scontrol show job -o "$j" | grep -o 'Requeue=[0-9]*'
+echo "--- requeue refused"; scontrol requeue "$j" 2>&1 || true
 "$GH" commission cancel ren >/dev/null
 pass_until "cancelled" is_status ren cancelled
 ended() { case "$(job_state "$j")" in COMPLETED|CANCELLED|FAILED) return 0 ;; esac; return 1; }
@@ -442,6 +444,7 @@ echo "--- ended"; job_state "$j"
     );
     assert_eq!(section(&out, "after a pass").trim(), "in_progress", "a renamed job is still the attempt's: {out}");
     assert_eq!(section(&out, "requeue").trim(), "Requeue=0", "submitted --no-requeue: {out}");
+    assert!(section(&out, "requeue refused").contains("disabled"), "so never run twice: {out}");
     assert!(matches!(section(&out, "ended").trim(), "CANCELLED" | "COMPLETED"), "{out}");
     assert!(p.artifact("ren").contains("status: cancelled"), "{}", p.artifact("ren"));
 }

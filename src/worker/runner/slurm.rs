@@ -499,6 +499,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(60);
 /// `Err`: Slurm cannot be asked while the attempt has not ended.
 pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, String> {
     let e = |e: anyhow::Error| format!("{e:#}");
+    // Slurm not answering, said with the handle that made us ask.
+    let asking = |e: anyhow::Error| format!("{}: {e:#}", Handle::path(state).display());
     let run = state.read_run().map_err(e)?.filter(|r| r.attempt == attempt);
     let mut exit = read_json::<ExitInfo>(&state.exit()).map_err(e)?.filter(|x| x.attempt == attempt);
     let dead = |run: Option<RunInfo>, exit: Option<ExitInfo>| Attempt {
@@ -528,7 +530,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
     let id = match handle.job_id {
         Some(id) => Some(id),
         None => {
-            let found = find_by_name(&handle.name).map_err(e)?;
+            let found = find_by_name(&handle.name).map_err(asking)?;
             if let Some(found) = found {
                 // Found by name: recorded, for the shim to check and the next pass to ask.
                 let mut h = handle.clone();
@@ -543,7 +545,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
             Ok(info) => info,
             // The worker's end is recorded: it stands without Slurm's word on the job.
             Err(_) if exit.is_some() => return Ok(dead(run, exit)),
-            Err(err) => return Err(e(err)),
+            Err(err) => return Err(asking(err)),
         },
         None if exit.is_some() => {
             end("")?;
