@@ -340,12 +340,14 @@ echo "--- code"; echo "$code"
 echo "--- id"; jget "$(handle lost)" job_id
 pass_until "completed" is_status lost completed
 echo "--- jobs"; squeue -h -t all -o '%j' | grep -c '\.lost\.' || true
+echo "--- found"; jget "$(handle lost)" job_id
 "#,
     );
     assert_eq!(section(&out, "code").trim(), "86", "stopped by the fault: {out}");
     assert_eq!(section(&out, "id").trim(), "None", "no id recorded: {out}");
     assert_eq!(section(&out, "jobs").trim(), "1", "one job, never resubmitted: {out}");
     assert_eq!(git(&p.root, &["log", "--format=%b", "claude/main"]).matches("Guild-Hall-Commission: lost").count(), 1);
+    assert!(section(&out, "found").trim().parse::<u64>().is_ok(), "the job found by name has its id recorded: {out}");
 }
 
 /// A cancelled plan whose wave has two tasks running as jobs and one waiting in the queue:

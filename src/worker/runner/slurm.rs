@@ -516,26 +516,30 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
         annotate(x, how, handle.job_id);
         return Ok(dead(run, exit));
     }
+    let mut handle = handle.clone();
     // Ended (the handle says so) once this is known: Slurm is not asked again.
-    let end = |how: &str| {
+    let end = |handle: &Handle, how: &str| {
         let mut h = handle.clone();
         h.ended = Some(how.to_string());
         h.write(state).map_err(e)
     };
-    if let Some(why) = bad_handle(state, attempt, handle) {
+    if let Some(why) = bad_handle(state, attempt, &handle) {
         let x = verdict(state, attempt, format!("{RUNNER_VERDICT}{why}")).map_err(e)?;
-        end("")?;
+        end(&handle, "")?;
         return Ok(dead(run, Some(x)));
     }
     let id = match handle.job_id {
         Some(id) => Some(id),
         None => {
-            let found = find_by_name(&handle.name).map_err(asking)?;
-            if let Some(found) = found {
+            let found = match find_by_name(&handle.name) {
+                Ok(found) => found,
+                Err(_) if exit.is_some() => return Ok(dead(run, exit)),
+                Err(err) => return Err(asking(err)),
+            };
+            if found.is_some() {
                 // Found by name: recorded, for the shim to check and the next pass to ask.
-                let mut h = handle.clone();
-                h.job_id = Some(found);
-                h.write(state).map_err(e)?;
+                handle.job_id = found;
+                handle.write(state).map_err(e)?;
             }
             found
         }
@@ -548,7 +552,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
             Err(err) => return Err(asking(err)),
         },
         None if exit.is_some() => {
-            end("")?;
+            end(&handle, "")?;
             return Ok(dead(run, exit));
         }
         None if handle.submitting() => {
@@ -577,7 +581,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
                 Some(x) => x,
                 None => verdict(state, attempt, format!("{RUNNER_VERDICT}{why}; it is not cancelled")).map_err(e)?,
             };
-            end("")?;
+            end(&handle, "")?;
             return Ok(dead(run, Some(x)));
         }
     }
@@ -586,11 +590,11 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
             // Ended by Slurm (cancelled from outside, its time limit, a node lost): said with
             // how the worker ended, for the reason.
             annotate(x, how, id);
-            end(how)?;
+            end(&handle, how)?;
             (Proc::Dead, None)
         }
         (JobState::Gone, Some(_)) => {
-            end("")?;
+            end(&handle, "")?;
             (Proc::Dead, None)
         }
         // The shim recorded its exit; Slurm is ending the job: how it ends is a moment away
@@ -609,7 +613,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
                 verdict(state, attempt, format!("{RUNNER_VERDICT}Slurm requeued job {} after its worker started", id.unwrap_or_default()))
                     .map_err(e)?,
             );
-            end("")?;
+            end(&handle, "")?;
             (Proc::Dead, None)
         }
         (JobState::Queued(reason), None) => (Proc::Starting, Some(format!("Slurm job {}: {reason}", id.unwrap_or_default()))),
@@ -630,7 +634,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
                 verdict(state, attempt, format!("{RUNNER_VERDICT}{what} ended {how} without the shim recording the attempt's exit"))
                     .map_err(e)?,
             );
-            end("")?;
+            end(&handle, "")?;
             (Proc::Dead, None)
         }
         (JobState::Gone, None) => {
@@ -638,7 +642,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
                 verdict(state, attempt, format!("{RUNNER_VERDICT}{what} is gone from Slurm without the shim recording the attempt's exit"))
                     .map_err(e)?,
             );
-            end("")?;
+            end(&handle, "")?;
             (Proc::Dead, None)
         }
     };
