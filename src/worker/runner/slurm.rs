@@ -45,8 +45,11 @@ pub struct Job {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handle {
     pub attempt: u32,
-    /// `guild-hall.<project>.<id>.<attempt>.<nonce>`: what proves a job is this attempt's.
+    /// `guild-hall.<project>.<id>.<attempt>.<nonce>`: how the job is found before its id is
+    /// recorded (no proof on its own: the job's owner may rename it).
     pub name: String,
+    /// The id sbatch answered (or the job found by name): with its owner and output file, what
+    /// proves a job is this attempt's.
     pub job_id: Option<u64>,
     pub submitted_at: DateTime<Utc>,
     /// Set once the attempt's end is taken (its exit recorded, the job ended): how Slurm ended
