@@ -101,6 +101,11 @@ pub struct ExitInfo {
 }
 
 impl ExitInfo {
+    /// An attempt that ended without its worker's exit: why, as its error.
+    pub fn error(attempt: u32, why: String) -> ExitInfo {
+        ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None }
+    }
+
     pub fn clean(&self) -> bool {
         self.code == Some(0) && self.error.is_none()
     }

@@ -147,7 +147,12 @@ pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo, mailbox: &Path) -> 
     let cpu = match run.worker_pid.filter(|_| here).and_then(crate::worker::shim::proc_stat) {
         Some(st) => st.cpu_ticks,
         // As its shim wrote it down (a runner's node: `cpu.json`).
-        None => read_json::<serde_json::Value>(&shim::cpu_file(state)).ok().flatten().and_then(|v| v["cpu_ticks"].as_u64()).unwrap_or(0),
+        None => read_json::<serde_json::Value>(&shim::cpu_file(state))
+            .ok()
+            .flatten()
+            .filter(|v| v["attempt"].as_u64() == Some(u64::from(attempt)))
+            .and_then(|v| v["cpu_ticks"].as_u64())
+            .unwrap_or(0),
     };
     Sample { log_len: len(&state.log(attempt)), cpu_ticks: cpu, mailbox_len: len(mailbox) }
 }

@@ -367,18 +367,18 @@ fn push_argv(cmd: &mut Command, launch: &Spec) {
 /// the shim writes the worker's CPU time to [`cpu_file`].
 pub const CPU_BEAT_VAR: &str = "GUILD_HALL_CPU_BEAT";
 
-/// `cpu.json` in the attempt's state dir: `{"cpu_ticks": N}`, the worker's CPU time (its own and
-/// its reaped children's) as the shim last saw it move.
+/// `cpu.json` in the attempt's state dir: `{"attempt": A, "cpu_ticks": N}`, the worker's CPU time
+/// (its own and its reaped children's) as attempt A's shim last saw it move.
 pub fn cpu_file(state: &StateDir) -> PathBuf {
     state.0.join("cpu.json")
 }
 
 /// Write the worker's CPU ticks to `path` whenever they moved, every second, until `done`.
-fn cpu_beats(worker: i32, path: &Path, done: &AtomicBool) {
+fn cpu_beats(attempt: u32, worker: i32, path: &Path, done: &AtomicBool) {
     let mut last = None;
     while !done.load(Ordering::SeqCst) {
         if let Some(ticks) = proc_stat(worker).map(|s| s.cpu_ticks).filter(|t| Some(*t) != last) {
-            if write_json(path, &serde_json::json!({ "cpu_ticks": ticks })).is_ok() {
+            if write_json(path, &serde_json::json!({ "attempt": attempt, "cpu_ticks": ticks })).is_ok() {
                 last = Some(ticks);
             }
         }
@@ -428,13 +428,22 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         }
     }
     let _lock = crate::files::lock(&state.shim_lock(), crate::files::Lock::Exclusive)?;
+    if std::env::var_os(CPU_BEAT_VAR).is_some() {
+        // Submitted by the Slurm runner: run only in the job `slurm.json` records for the
+        // attempt (not in one of a submission given up whose sbatch answered late).
+        let (id, name) = (std::env::var("SLURM_JOB_ID").ok(), std::env::var("SLURM_JOB_NAME").ok());
+        if let Some(why) = crate::worker::runner::slurm::not_the_recorded_job(&state, attempt, id.as_deref(), name.as_deref()) {
+            eprintln!("guild-hall shim: not running attempt {attempt} here: {why}");
+            return Ok(1);
+        }
+    }
     if matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if r.attempt == attempt)
         || matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt)
     {
         return Ok(0);
     }
     let fail = |why: String| -> Result<i32> {
-        write_json(&state.exit(), &ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None })?;
+        write_json(&state.exit(), &ExitInfo::error(attempt, why))?;
         Ok(127)
     };
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
@@ -525,7 +534,7 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
     let done = Arc::new(AtomicBool::new(false));
     let beat = std::env::var_os(CPU_BEAT_VAR).is_some().then(|| {
         let (done, path) = (done.clone(), cpu_file(&state));
-        std::thread::spawn(move || cpu_beats(worker, &path, &done))
+        std::thread::spawn(move || cpu_beats(attempt, worker, &path, &done))
     });
     let status = supervise(worker, args.grace, &asked);
     done.store(true, Ordering::SeqCst);

@@ -121,6 +121,7 @@ echo "--- jobs"; squeue -h -t all -o %j | sort
     let cpu: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p.state_dir("c1").join("cpu.json")).expect("cpu.json")).expect("json");
     assert!(cpu["cpu_ticks"].as_u64().is_some_and(|t| t > 0), "the shim wrote the worker's CPU time down: {cpu}");
+    assert_eq!(cpu["attempt"].as_u64(), Some(1), "for its attempt: {cpu}");
     let log = std::fs::read_to_string(p.state_dir("c1").join("attempt-1.log")).expect("log");
     assert!(log.contains(&format!("job={job} leak=absent")), "the job's output is the attempt's log, its environment the worker's: {log}");
 }
@@ -339,12 +340,14 @@ echo "--- code"; echo "$code"
 echo "--- id"; jget "$(handle lost)" job_id
 pass_until "completed" is_status lost completed
 echo "--- jobs"; squeue -h -t all -o '%j' | grep -c '\.lost\.' || true
+echo "--- found"; jget "$(handle lost)" job_id
 "#,
     );
     assert_eq!(section(&out, "code").trim(), "86", "stopped by the fault: {out}");
     assert_eq!(section(&out, "id").trim(), "None", "no id recorded: {out}");
     assert_eq!(section(&out, "jobs").trim(), "1", "one job, never resubmitted: {out}");
     assert_eq!(git(&p.root, &["log", "--format=%b", "claude/main"]).matches("Guild-Hall-Commission: lost").count(), 1);
+    assert!(section(&out, "found").trim().parse::<u64>().is_ok(), "the job found by name has its id recorded: {out}");
 }
 
 /// A cancelled plan whose wave has two tasks running as jobs and one waiting in the queue:
@@ -408,4 +411,205 @@ echo "--- left"; for d in /proc/[0-9]*; do tr '\0' '\n' < $d/environ 2>/dev/null
     );
     assert!(p.artifact("quiet").contains("process unresponsive"), "{}", p.artifact("quiet"));
     assert_eq!(section(&out, "left").trim(), "none", "no process of the job left: {out}");
+}
+
+/// A worker that renames its own job (`scontrol update JobName=`, which the job's owner may do):
+/// the job is still proven the attempt's (its id, owner and output file), the commission is not
+/// taken for corrupt, and a cancel still ends the job. Jobs are submitted `--no-requeue`.
+#[test]
+fn a_worker_that_renames_its_job_is_still_cancelled() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&[]);
+    p.config("runner: slurm\ncancel_grace: 2s\n");
+    p.script_worker("renamer", "sparse", "scontrol update JobId=\"$SLURM_JOB_ID\" JobName=renamed-by-worker\necho renamed\nsleep 120");
+    p.write_commission("ren", "---\nworker: renamer\n---\nRename.\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+pass_until "in progress" is_status ren in_progress
+j=$(job_of ren)
+renamed() { [ "$(job_name "$j")" = renamed-by-worker ]; }
+wait_for "the job renamed by its worker" renamed
+"$GH" reconcile --once >/dev/null
+echo "--- after a pass"; sed -n 's/^status: //p' .lore/commissions/ren.md
+echo "--- requeue"; scontrol show job -o "$j" | grep -o 'Requeue=[0-9]*'
+echo "--- requeue refused"; scontrol requeue "$j" 2>&1 || true
+"$GH" commission cancel ren >/dev/null
+pass_until "cancelled" is_status ren cancelled
+ended() { case "$(job_state "$j")" in COMPLETED|CANCELLED|FAILED) return 0 ;; esac; return 1; }
+pass_until "the job ended" ended
+echo "--- ended"; job_state "$j"
+"#,
+    );
+    assert_eq!(section(&out, "after a pass").trim(), "in_progress", "a renamed job is still the attempt's: {out}");
+    assert_eq!(section(&out, "requeue").trim(), "Requeue=0", "submitted --no-requeue: {out}");
+    assert!(section(&out, "requeue refused").contains("disabled"), "so never run twice: {out}");
+    assert!(matches!(section(&out, "ended").trim(), "CANCELLED" | "COMPLETED"), "{out}");
+    assert!(p.artifact("ren").contains("status: cancelled"), "{}", p.artifact("ren"));
+}
+
+/// An unconfined worker (`sandbox: off`) that rewrites its attempt's `slurm.json` to name
+/// another job of the same user — by a made-up name, or by a name of the attempt's shape — gets
+/// its attempt failed, saying why, and that job is never cancelled.
+#[test]
+fn a_forged_handle_never_cancels_another_job_of_the_user() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&[]);
+    p.config("runner: slurm\ncancel_grace: 2s\n");
+    let train = p.tmp.path().join("train-id");
+    p.script_worker(
+        "forger",
+        "sparse",
+        &format!(
+            r#"sleep 1
+s=$(ls -d "$GUILD_HALL_HOME"/state/*/commissions/"$GUILD_HALL_ID")
+case "$GUILD_HALL_ID" in
+  forge1) name=train ;;
+  *) name="guild-hall.x.$GUILD_HALL_ID.1.0a1b2c3d" ;;
+esac
+printf '{{"attempt":1,"name":"%s","job_id":%s,"submitted_at":"2026-01-01T00:00:00Z"}}\n' "$name" "$(cat '{train}')" > "$s/slurm.json.new"
+mv "$s/slurm.json.new" "$s/slurm.json"
+echo forged
+sleep 8"#,
+            train = train.display()
+        ),
+    );
+    let yaml = p.root.join(".lore/workers/forger/worker.yaml");
+    std::fs::write(&yaml, std::fs::read_to_string(&yaml).expect("yaml") + "sandbox: off\n").expect("write");
+    let out = in_cluster(
+        &p,
+        2,
+        &format!(
+            r#"
+# The user's own job, nothing of guild-hall's (the forgers then run one at a time).
+sbatch --parsable --job-name=train --output=/dev/null --wrap 'sleep 300' > '{train}'
+t=$(cat '{train}')
+printf -- '---\nworker: forger\n---\nForge.\n' > .lore/commissions/forge1.md
+printf -- '---\nworker: forger\n---\nForge.\n' > .lore/commissions/forge2.md
+pass_until "forge1 failed" is_status forge1 failed
+pass_until "forge2 failed" is_status forge2 failed
+"$GH" commission cancel forge1 >/dev/null 2>&1 || true
+"$GH" reconcile --once >/dev/null 2>&1 || true
+echo "--- train"; job_state "$t"
+"#,
+            train = train.display()
+        ),
+    );
+    assert_eq!(section(&out, "train").trim(), "RUNNING", "the user's own job is never cancelled: {out}");
+    let one = p.status_json("forge1")["reason"].as_str().unwrap_or("").to_string();
+    assert!(one.contains("job name train is not one of attempt 1 of forge1"), "{one}");
+    let two = p.status_json("forge2")["reason"].as_str().unwrap_or("").to_string();
+    assert!(two.contains("does not write the attempt's log") && two.contains("it is not cancelled"), "{two}");
+}
+
+/// A job that `slurm.json` does not record for the attempt (a late answer to a submission given
+/// up, or anyone's job running the same script) does not run the worker: its shim refuses, and
+/// the recorded job runs the attempt.
+#[test]
+fn a_job_not_recorded_for_the_attempt_does_not_run_it() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&["sleeper"]);
+    p.config("runner: slurm\n");
+    p.write_commission("dup", "---\nworker: sleeper\n---\nsleep: 1\n");
+    let dir = p.tmp.path().join("dup");
+    let out = in_cluster(
+        &p,
+        2,
+        &format!(
+            r#"
+mkdir -p '{dir}'
+node=$(sinfo -h -N -o %N | head -1)
+scontrol update NodeName="$node" State=DRAIN Reason=test
+"$GH" reconcile --once >/dev/null
+j=$(job_of dup)
+scontrol hold "$j"
+scontrol write batch_script "$j" '{dir}/script.sh' >/dev/null
+# The same script under another name, with the runner's mark in its environment.
+i=$(GUILD_HALL_CPU_BEAT=1 sbatch --parsable --job-name=guild-hall.x.dup.1.0a1b2c3d --output='{dir}/impostor.log' --export=ALL '{dir}/script.sh')
+scontrol update NodeName="$node" State=RESUME
+ended() {{ case "$(job_state "$i")" in COMPLETED|CANCELLED|FAILED) return 0 ;; esac; return 1; }}
+wait_for "the impostor job ended" ended
+echo "--- impostor"; cat '{dir}/impostor.log'
+echo "--- run"; run_json dup 2>/dev/null || echo none
+scontrol release "$j"
+pass_until "completed" is_status dup completed
+"#,
+            dir = dir.display()
+        ),
+    );
+    assert!(section(&out, "impostor").contains("not running attempt 1 here"), "{out}");
+    assert_eq!(section(&out, "run").trim(), "none", "the impostor took nothing: {out}");
+    assert!(p.artifact("dup").contains("status: completed"), "{}", p.artifact("dup"));
+}
+
+/// A submission given up (the pass died before sbatch ran, a minute ago) is submitted again
+/// under the same name, so a late job of the first is found as well; and an attempt so left
+/// whose runner became `local` runs here, its stale `slurm.json` forgotten, and completes.
+#[test]
+fn a_submission_given_up_keeps_its_name_or_runs_here() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&["sleeper"]);
+    p.config("runner: slurm\n");
+    p.write_commission("again", "---\nworker: sleeper\n---\nsleep: 1\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+age() { sed -i 's/"submitted_at": *"[^"]*"/"submitted_at": "2000-01-01T00:00:00Z"/' "$(handle "$1")"; }
+code=0; GUILD_HALL_FAULT=slurm-submit:1 "$GH" reconcile --once >/dev/null 2>&1 || code=$?
+echo "--- code"; echo "$code"
+n=$(jget "$(handle again)" name)
+age again
+pass_until "completed" is_status again completed
+echo "--- same name"; [ "$(job_name "$(job_of again)")" = "$n" ] && echo yes || echo no
+printf -- '---\nworker: sleeper\n---\nsleep: 1\n' > .lore/commissions/here.md
+code=0; GUILD_HALL_FAULT=slurm-submit:1 "$GH" reconcile --once >/dev/null 2>&1 || code=$?
+age here
+sed -i 's/^runner: slurm$/runner: local/' .lore/guild-hall.yaml
+pass_until "here completed" is_status here completed
+echo "--- handle"; handle here 2>/dev/null || echo none
+"#,
+    );
+    assert_eq!(section(&out, "code").trim(), "86", "stopped by the fault: {out}");
+    assert_eq!(section(&out, "same name").trim(), "yes", "{out}");
+    assert_eq!(section(&out, "handle").trim(), "none", "{out}");
+    assert!(p.artifact("here").contains("status: completed"), "{}", p.artifact("here"));
+}
+
+/// Once an attempt's end is taken, Slurm is not asked about it again: with slurmctld gone, a
+/// commission that ran on the cluster stays completed, and a local one still runs.
+#[test]
+fn an_ended_attempt_is_not_asked_of_slurm_again() {
+    if !have_slurm() {
+        return;
+    }
+    let p = Project::new(&["sleeper"]);
+    p.config("runner: slurm\n");
+    p.write_commission("first", "---\nworker: sleeper\n---\nsleep: 1\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+pass_until "first completed" is_status first completed
+"$GH" reconcile --once >/dev/null
+echo "--- ended"; jget "$(handle first)" ended
+slurm_stop
+sed -i 's/^runner: slurm$/runner: local/' .lore/guild-hall.yaml
+printf -- '---\nworker: sleeper\n---\nsleep: 1\n' > .lore/commissions/second.md
+pass_until "second completed" is_status second completed
+echo "--- problems"; "$GH" status 2>&1 | grep -i "cannot ask Slurm" || echo none
+"#,
+    );
+    assert_eq!(section(&out, "ended").trim(), "COMPLETED", "the handle says the end was taken: {out}");
+    assert_eq!(section(&out, "problems").trim(), "none", "{out}");
+    assert!(p.artifact("first").contains("status: completed"), "{}", p.artifact("first"));
 }

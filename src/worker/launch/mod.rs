@@ -129,8 +129,9 @@ impl Ready {
 /// never ran leaves, judged by the next pass like any other.
 pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
     std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
-    let exit = ExitInfo { attempt, code: None, signal: None, error: Some(why.to_string()), finished_at: chrono::Utc::now(), tail: None };
-    crate::files::write_json(&state.exit(), &exit)
+    // An earlier submission's handle is no job of this refused attempt's.
+    crate::worker::runner::slurm::Handle::remove(state);
+    crate::files::write_json(&state.exit(), &ExitInfo::error(attempt, why.to_string()))
 }
 
 /// Make `launch` ready to start: for a worker, writes its system prompt, makes its private

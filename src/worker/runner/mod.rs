@@ -30,7 +30,12 @@ pub enum Placement {
 /// wait in the queue). An attempt that cannot be placed is refused (its `exit.json` says why).
 pub fn start(spec: &Spec, placement: &Placement) -> Result<()> {
     match placement {
-        Placement::Local => shim::spawn_shim(spec),
+        Placement::Local => {
+            // A handle left by an earlier attempt, or by this one submitted to Slurm before its
+            // runner changed, is no job of this attempt's.
+            slurm::Handle::remove(&spec.state);
+            shim::spawn_shim(spec)
+        }
         Placement::Slurm(job) => slurm::submit(spec, job),
     }
 }
@@ -39,7 +44,7 @@ pub fn start(spec: &Spec, placement: &Placement) -> Result<()> {
 /// (`scancel --signal=TERM`, or `scancel` to kill), else to its local shim (`run`).
 pub fn stop(state: &StateDir, attempt: u32, run: Option<&RunInfo>, how: Stop) -> Result<()> {
     if let Some(handle) = slurm::Handle::read(state)?.filter(|h| h.attempt == attempt) {
-        return slurm::stop(&handle, how);
+        return slurm::stop(state, &handle, how);
     }
     match run {
         Some(run) => shim::stop_attempt(run, how),
@@ -48,10 +53,12 @@ pub fn stop(state: &StateDir, attempt: u32, run: Option<&RunInfo>, how: Stop) ->
 }
 
 /// Whether an attempt of `state` holds a slot without asking anyone: a Slurm job recorded for
-/// `attempt` whose end is not recorded (queued or running for all we know).
+/// `attempt` whose end is not recorded (queued or running for all we know) — neither its exit
+/// nor a later attempt's, nor a later attempt's start.
 pub fn holds_slot(state: &StateDir, attempt: u32) -> bool {
-    matches!(slurm::Handle::read(state), Ok(Some(h)) if h.attempt == attempt)
-        && !matches!(crate::files::read_json::<crate::activity::state::ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt)
+    matches!(slurm::Handle::read(state), Ok(Some(h)) if h.attempt == attempt && h.ended.is_none())
+        && !matches!(crate::files::read_json::<crate::activity::state::ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt >= attempt)
+        && !matches!(state.read_run(), Ok(Some(r)) if r.attempt > attempt)
 }
 
 /// Slurm's `--time` for an attempt limited to `limit` (guild-hall stops it itself; Slurm's limit
@@ -71,6 +78,30 @@ mod tests {
         assert_eq!(choose(None, None, Slurm), Slurm);
         assert_eq!(choose(None, Some(Slurm), Local), Slurm);
         assert_eq!(choose(Some(Local), Some(Slurm), Slurm), Local);
+    }
+
+    #[test]
+    fn a_slurm_handle_holds_a_slot_until_its_attempts_end_or_a_later_one() {
+        use crate::activity::state::ExitInfo;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir(dir.path().to_path_buf());
+        let handle = slurm::Handle {
+            attempt: 1,
+            name: "guild-hall.p.c.1.0a1b2c3d".into(),
+            job_id: Some(7),
+            submitted_at: chrono::Utc::now(),
+            ended: None,
+        };
+        crate::files::write_json(&slurm::Handle::path(&state), &handle).expect("handle");
+        assert!(holds_slot(&state, 1), "queued or running for all we know");
+        crate::files::write_json(&state.exit(), &ExitInfo::error(2, "a later attempt's".into())).expect("exit");
+        assert!(!holds_slot(&state, 1), "a later attempt's exit: attempt 1 has ended");
+        assert!(!crate::worker::liveness::busy(&state, "boot"));
+        crate::files::write_json(&state.exit(), &ExitInfo::error(1, "its own".into())).expect("exit");
+        assert!(!holds_slot(&state, 1));
+        std::fs::remove_file(state.exit()).expect("rm");
+        crate::files::write_json(&slurm::Handle::path(&state), &slurm::Handle { ended: Some(String::new()), ..handle }).expect("handle");
+        assert!(!holds_slot(&state, 1), "its end taken");
     }
 
     #[test]

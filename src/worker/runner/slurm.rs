@@ -1,7 +1,10 @@
 //! The Slurm runner: an attempt is one batch job running `guild-hall shim` on a compute node
 //! (`sbatch --parsable`), its handle (`slurm.json`: job name and id) in the attempt's state dir;
-//! where it stands from `scontrol show job`, with the shim's own records; stopped by `scancel`,
-//! only for a job whose name carries the attempt's. Through Slurm's command-line tools.
+//! where it stands from `scontrol show job`, with the shim's own records; stopped by `scancel`.
+//! A job is proven the attempt's by what its worker cannot change: the id sbatch answered
+//! (recorded where a confined worker cannot write), its owner (our uid) and its output file (the
+//! attempt's log); never by its name alone, which the job's owner may change. Through Slurm's
+//! command-line tools.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -18,6 +21,7 @@ use crate::activity::state::{ExitInfo, StateDir};
 use crate::config::SlurmConfig;
 use crate::files::{read_json, write_json};
 use crate::worker::liveness::{Attempt, Proc};
+
 use crate::worker::shim::{Spec, Stop};
 
 /// What one attempt's job asks of Slurm (made by `worker::launch`).
@@ -34,15 +38,24 @@ pub struct Job {
 }
 
 /// `slurm.json` in the attempt's state dir: the job that runs the attempt. Written with the
-/// job's name before `sbatch` runs and again with its id once it answers, so that no job is
-/// ever submitted that a later pass cannot find (by name, when the id was never recorded).
+/// job's name before `sbatch` runs and again with its id once it answers, so that a job sbatch
+/// took can be found by a later pass (by name, when the id was never recorded). An attempt
+/// submitted again keeps the name, so a late answer of the first sbatch is found too; its shim
+/// runs only in the job whose name (and id, once recorded) `slurm.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handle {
     pub attempt: u32,
-    /// `guild-hall.<project>.<id>.<attempt>.<nonce>`: what proves a job is this attempt's.
+    /// `guild-hall.<project>.<id>.<attempt>.<nonce>`: how the job is found before its id is
+    /// recorded (no proof on its own: the job's owner may rename it).
     pub name: String,
+    /// The id sbatch answered (or the job found by name): with its owner and output file, what
+    /// proves a job is this attempt's.
     pub job_id: Option<u64>,
     pub submitted_at: DateTime<Utc>,
+    /// Set once the attempt's end is taken (its exit recorded, the job ended): how Slurm ended
+    /// the job (`CANCELLED`...), empty when that says nothing. Slurm is not asked again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
 }
 
 impl Handle {
@@ -54,11 +67,20 @@ impl Handle {
         read_json(&Self::path(state))
     }
 
+    /// Forget the handle in `state`: an attempt started here, or refused, is no job's.
+    pub fn remove(state: &StateDir) {
+        let _ = std::fs::remove_file(Self::path(state));
+    }
+
+    fn write(&self, state: &StateDir) -> Result<()> {
+        write_json(&Self::path(state), self)
+    }
+
     /// Whether its attempt was taken by a job: its id recorded, sbatch perhaps still answering,
     /// or Slurm knowing a job of its name (or not answering: taken, to be safe). Not taken: the
     /// pass that wrote it died before sbatch took the job, and the attempt is started again.
     pub fn taken(&self) -> bool {
-        self.job_id.is_some() || self.submitting() || !matches!(find_by_name(&self.name), Ok(None))
+        self.job_id.is_some() || self.ended.is_some() || self.submitting() || !matches!(find_by_name(&self.name), Ok(None))
     }
 
     /// Written with no job id less than [`SUBMIT_WINDOW`] ago: sbatch may still answer.
@@ -83,10 +105,19 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
     }
     // What an earlier attempt's shim wrote down is not this one's.
     let _ = std::fs::remove_file(crate::worker::shim::cpu_file(&spec.state));
-    let nonce = uuid::Uuid::new_v4().simple().to_string();
-    let name = format!("guild-hall.{}.{}.{}.{}", job.project, job.id, spec.attempt, &nonce[..8]);
-    let mut handle = Handle { attempt: spec.attempt, name: name.clone(), job_id: None, submitted_at: Utc::now() };
-    write_json(&Handle::path(&spec.state), &handle)?;
+    // An attempt submitted again after its first sbatch never answered keeps its name: should
+    // that sbatch take the job after all, a later pass finds it by the same name.
+    let name = match Handle::read(&spec.state) {
+        Ok(Some(h)) if h.attempt == spec.attempt && h.job_id.is_none() && h.ended.is_none() && name_fits(&h.name, &job.id, h.attempt) => {
+            h.name
+        }
+        _ => {
+            let nonce = uuid::Uuid::new_v4().simple().to_string();
+            format!("guild-hall.{}.{}.{}.{}", job.project, job.id, spec.attempt, &nonce[..8])
+        }
+    };
+    let mut handle = Handle { attempt: spec.attempt, name: name.clone(), job_id: None, submitted_at: Utc::now(), ended: None };
+    handle.write(&spec.state)?;
     crate::activity::fault("slurm-submit", 1);
     let (argv, env) = crate::worker::shim::shim_invocation(spec)?;
     let script = batch_script(&argv);
@@ -95,8 +126,11 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
     cmd.arg("--parsable")
         .arg(format!("--job-name={name}"))
         .arg(arg("--chdir=", &spec.cwd))
-        .arg(arg("--output=", &log))
+        // `%` is a pattern character to Slurm: `%%` is a `%`.
+        .arg(arg("--output=", Path::new(&escape_percent(log.as_os_str()))))
         .arg("--open-mode=append")
+        // Run once: a job requeued after its worker started would run the attempt again.
+        .arg("--no-requeue")
         // The job's environment is sbatch's, which is exactly the shim's (below).
         .arg("--export=ALL")
         .arg("--ntasks=1");
@@ -136,7 +170,7 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
         Some(id) if out.status.success() => {
             crate::activity::fault("slurm-submit", 2);
             handle.job_id = Some(id);
-            write_json(&Handle::path(&spec.state), &handle)?;
+            handle.write(&spec.state)?;
             tracing::info!(job = id, name = %name, "submitted to Slurm");
             Ok(())
         }
@@ -152,6 +186,18 @@ fn arg(flag: &str, path: &Path) -> OsString {
     let mut a = OsString::from(flag);
     a.push(path);
     a
+}
+
+/// `s` with every `%` doubled (Slurm's `--output` expands `%j` and the like).
+fn escape_percent(s: &std::ffi::OsStr) -> OsString {
+    let mut out = Vec::new();
+    for &b in s.as_bytes() {
+        out.push(b);
+        if b == b'%' {
+            out.push(b'%');
+        }
+    }
+    OsString::from(std::ffi::OsStr::from_bytes(&out))
 }
 
 /// Slurm's memory amount: digits, an optional unit.
@@ -249,6 +295,8 @@ pub enum JobState {
     /// Waiting in the queue, and why (`Resources`, `Priority`...).
     Queued(String),
     Running,
+    /// Held where it was by Slurm (`SUSPENDED`, `STOPPED`): neither queued nor running.
+    Suspended(String),
     /// Its processes are being ended (`COMPLETING`): its final state is a moment away.
     Ending,
     /// Ended: its state and reason (`CANCELLED`, `FAILED (NonZeroExitCode)`, `TIMEOUT`...).
@@ -257,31 +305,68 @@ pub enum JobState {
     Gone,
 }
 
-/// Ask Slurm where job `id` stands, and its name.
-pub fn query(id: u64) -> Result<(JobState, String)> {
+/// What `scontrol show job -o` says of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    pub state: JobState,
+    pub name: String,
+    /// `UserId=name(uid)`: the uid.
+    pub uid: Option<u32>,
+    /// When it ended (`EndTime`, this machine's local time), once it has.
+    pub end: Option<DateTime<Utc>>,
+    /// The whole line, for what a field with spaces in it says (`StdOut`).
+    line: String,
+}
+
+impl JobInfo {
+    /// Whether its output file is `path`.
+    fn writes_to(&self, path: &Path) -> bool {
+        self.spaced_field("StdOut") == Some(path.to_string_lossy().as_ref())
+    }
+
+    /// The value of field `key`, which may hold spaces (a path): up to the next ` Key=`.
+    fn spaced_field(&self, key: &str) -> Option<&str> {
+        let (_, rest) = self.line.split_once(&format!(" {key}="))?;
+        let is_key = |k: &str| !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"/:_".contains(&b));
+        let end = rest
+            .match_indices(' ')
+            .find(|(i, _)| rest[i + 1..].split_once('=').is_some_and(|(k, _)| is_key(k)))
+            .map_or(rest.len(), |(i, _)| i);
+        Some(&rest[..end])
+    }
+}
+
+/// Ask Slurm where job `id` stands.
+pub fn query(id: u64) -> Result<JobInfo> {
     let out = Command::new("scontrol").args(["show", "job", "-o", &id.to_string()]).output().context("running scontrol")?;
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() || text.trim().is_empty() {
         if err.contains("Invalid job id") {
-            return Ok((JobState::Gone, String::new()));
+            return Ok(JobInfo { state: JobState::Gone, name: String::new(), uid: None, end: None, line: String::new() });
         }
-        bail!("cannot ask Slurm about job {id}: {}", err.trim());
+        bail!("cannot ask Slurm about job {id} (scontrol show job): {}", err.trim());
     }
     Ok(parse_job(&text))
 }
 
-/// `scontrol show job -o`'s line: the job's state and name.
-fn parse_job(text: &str) -> (JobState, String) {
+/// `scontrol show job -o`'s line.
+fn parse_job(text: &str) -> JobInfo {
     let field =
         |key: &str| text.split_whitespace().find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == key).map(|(_, v)| v.to_string()));
     let state = field("JobState").unwrap_or_default();
     let reason = field("Reason").filter(|r| r != "None" && r != "(null)");
     let name = field("JobName").unwrap_or_default();
+    let uid = field("UserId").and_then(|u| u.rsplit_once('(')?.1.strip_suffix(')')?.parse().ok());
+    let end = field("EndTime")
+        .and_then(|t| chrono::NaiveDateTime::parse_from_str(&t, "%Y-%m-%dT%H:%M:%S").ok())
+        .and_then(|t| t.and_local_timezone(chrono::Local).earliest())
+        .map(|t| t.with_timezone(&Utc));
     let st = match state.as_str() {
-        "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESV_DEL_HOLD" | "SUSPENDED" | "STOPPED" => {
+        "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESV_DEL_HOLD" => {
             JobState::Queued(reason.unwrap_or_else(|| state.to_lowercase()))
         }
+        "SUSPENDED" | "STOPPED" => JobState::Suspended(state.to_lowercase()),
         "RUNNING" | "SIGNALING" | "STAGE_OUT" | "RESIZING" => JobState::Running,
         "COMPLETING" => JobState::Ending,
         _ => JobState::Ended(match reason {
@@ -289,14 +374,14 @@ fn parse_job(text: &str) -> (JobState, String) {
             None => state,
         }),
     };
-    (st, name)
+    JobInfo { state: st, name, uid, end, line: text.trim().to_string() }
 }
 
 /// The id of our job named `name`, if Slurm knows one.
 fn find_by_name(name: &str) -> Result<Option<u64>> {
-    let out = Command::new("squeue").args(["-h", "-t", "all", "-o", "%i", "--name", name]).output().context("running squeue")?;
+    let out = Command::new("squeue").args(["--me", "-h", "-t", "all", "-o", "%i", "--name", name]).output().context("running squeue")?;
     if !out.status.success() {
-        bail!("cannot ask Slurm for job {name}: {}", String::from_utf8_lossy(&out.stderr).trim());
+        bail!("cannot ask Slurm for job {name} (squeue): {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.trim().parse().ok()))
 }
@@ -305,7 +390,7 @@ fn find_by_name(name: &str) -> Result<Option<u64>> {
 /// activity id, attempt): what a reconciler that lost its records can still find. Empty where
 /// Slurm cannot be asked (not installed: no job of ours runs).
 pub fn ours(project: &str) -> Vec<(u64, String, u32)> {
-    let Ok(out) = Command::new("squeue").args(["-h", "-o", "%i %j"]).output() else { return Vec::new() };
+    let Ok(out) = Command::new("squeue").args(["--me", "-h", "-o", "%i %j"]).output() else { return Vec::new() };
     if !out.status.success() {
         return Vec::new();
     }
@@ -330,24 +415,149 @@ fn attempt_of(name: &str, project: &str) -> Option<(String, u32)> {
     (nonce.len() == 8 && nonce.bytes().all(|b| b.is_ascii_hexdigit()) && !id.is_empty()).then(|| (id.to_string(), attempt))
 }
 
-/// The job id of `handle`, found by name when sbatch's answer was never recorded.
-fn job_id(handle: &Handle) -> Result<Option<u64>> {
+/// Whether `name` is a job name for attempt `attempt` of activity `id` (of any project: the
+/// state dir that holds the handle is the project's).
+fn name_fits(name: &str, id: &str, attempt: u32) -> bool {
+    let Some(rest) = name.strip_prefix("guild-hall.") else { return false };
+    // The project's name may hold dots: every split that leaves `<id>.<attempt>.<nonce>`.
+    rest.match_indices('.').any(|(i, _)| attempt_of(name, &rest[..i]) == Some((id.to_string(), attempt)))
+}
+
+/// The activity id of the attempt whose state dir is `state` (its last component).
+fn activity_id(state: &StateDir) -> String {
+    state.0.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Why `handle` in `state` cannot name attempt `attempt`'s job, if it cannot: its name is not
+/// this state dir's activity and attempt (no worker under Landlock can write it; an unconfined
+/// one could).
+fn bad_handle(state: &StateDir, attempt: u32, handle: &Handle) -> Option<String> {
+    let id = activity_id(state);
+    (!name_fits(&handle.name, &id, attempt)).then(|| {
+        format!(
+            "{}: job name {} is not one of attempt {attempt} of {id}; no job is cancelled by it",
+            Handle::path(state).display(),
+            handle.name
+        )
+    })
+}
+
+/// Why job `id` as Slurm describes it is not proven attempt `attempt`'s, if it is not: its owner
+/// is not us, or its output file is not the attempt's log (neither of which its worker can
+/// change once it runs). Its name is no proof: the job's owner may change it.
+fn not_ours(state: &StateDir, attempt: u32, id: u64, info: &JobInfo) -> Option<String> {
+    let me = nix::unistd::getuid().as_raw();
+    let log = state.log(attempt);
+    if info.uid != Some(me) {
+        return Some(format!(
+            "Slurm job {id} recorded in {} is not ours (owner uid {:?}, not {me})",
+            Handle::path(state).display(),
+            info.uid
+        ));
+    }
+    if !info.writes_to(&log) {
+        return Some(format!(
+            "Slurm job {id} recorded in {} does not write the attempt's log {}: not this attempt's job",
+            Handle::path(state).display(),
+            log.display()
+        ));
+    }
+    None
+}
+
+/// Why the shim must not run attempt `attempt` in `state` in the Slurm job `job_id` named
+/// `job_name` (its `$SLURM_JOB_ID` and `$SLURM_JOB_NAME`), if it must not: `slurm.json` does not
+/// record this job for the attempt (a job of a submission given up, or not guild-hall's).
+pub fn not_the_recorded_job(state: &StateDir, attempt: u32, job_id: Option<&str>, job_name: Option<&str>) -> Option<String> {
+    let handle = match Handle::read(state) {
+        Ok(Some(h)) if h.attempt == attempt => h,
+        Ok(_) => return Some(format!("{} records no job for attempt {attempt}", Handle::path(state).display())),
+        Err(e) => return Some(format!("{e:#}")),
+    };
+    if job_name != Some(handle.name.as_str()) {
+        return Some(format!(
+            "this job is named {}, not {} as {} records",
+            job_name.unwrap_or("?"),
+            handle.name,
+            Handle::path(state).display()
+        ));
+    }
     match handle.job_id {
-        Some(id) => Ok(Some(id)),
-        None => find_by_name(&handle.name),
+        Some(id) if job_id != Some(id.to_string().as_str()) => {
+            Some(format!("this is job {}, not {id} as {} records", job_id.unwrap_or("?"), Handle::path(state).display()))
+        }
+        _ => None,
     }
 }
 
+/// How long the shim's `exit.json` may take to be seen here after a job ended `COMPLETED` (a
+/// shared filesystem's attribute cache) before the attempt is taken as lost.
+const EXIT_GRACE: Duration = Duration::from_secs(60);
+
 /// Where `attempt` stands, its job recorded in `handle`: queued (neither running nor stale),
 /// running once the shim recorded the start, ended once it recorded the exit. A job gone from
-/// Slurm with no exit recorded is given one here, saying how it ended. `Err`: Slurm cannot be
-/// asked, or the recorded job is not this attempt's (its name differs).
+/// Slurm with no exit recorded is given one here, saying how it ended; so is a job not proven
+/// this attempt's (its owner or output file not ours, the handle's name not this attempt's),
+/// never cancelled. Once the end is taken the handle says so, and Slurm is not asked again.
+/// `Err`: Slurm cannot be asked while the attempt has not ended.
 pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, String> {
     let e = |e: anyhow::Error| format!("{e:#}");
+    // Slurm not answering, said with the handle that made us ask.
+    let asking = |e: anyhow::Error| format!("{}: {e:#}", Handle::path(state).display());
     let run = state.read_run().map_err(e)?.filter(|r| r.attempt == attempt);
-    let id = job_id(handle).map_err(e)?;
-    let (job, name) = match id {
-        Some(id) => query(id).map_err(e)?,
+    let mut exit = read_json::<ExitInfo>(&state.exit()).map_err(e)?.filter(|x| x.attempt == attempt);
+    let dead = |run: Option<RunInfo>, exit: Option<ExitInfo>| Attempt {
+        proc: Proc::Dead,
+        run,
+        exit,
+        leftovers: Vec::new(),
+        queued: None,
+        polled: false,
+    };
+    // The end taken already: nothing to ask Slurm.
+    if let (Some(how), Some(x)) = (&handle.ended, &mut exit) {
+        annotate(x, how, handle.job_id);
+        return Ok(dead(run, exit));
+    }
+    let mut handle = handle.clone();
+    // Ended (the handle says so) once this is known: Slurm is not asked again.
+    let end = |handle: &Handle, how: &str| {
+        let mut h = handle.clone();
+        h.ended = Some(how.to_string());
+        h.write(state).map_err(e)
+    };
+    if let Some(why) = bad_handle(state, attempt, &handle) {
+        let x = verdict(state, attempt, format!("{RUNNER_VERDICT}{why}")).map_err(e)?;
+        end(&handle, "")?;
+        return Ok(dead(run, Some(x)));
+    }
+    let id = match handle.job_id {
+        Some(id) => Some(id),
+        None => {
+            let found = match find_by_name(&handle.name) {
+                Ok(found) => found,
+                Err(_) if exit.is_some() => return Ok(dead(run, exit)),
+                Err(err) => return Err(asking(err)),
+            };
+            if found.is_some() {
+                // Found by name: recorded, for the shim to check and the next pass to ask.
+                handle.job_id = found;
+                handle.write(state).map_err(e)?;
+            }
+            found
+        }
+    };
+    let info = match id {
+        Some(id) => match query(id) {
+            Ok(info) => info,
+            // The worker's end is recorded: it stands without Slurm's word on the job.
+            Err(_) if exit.is_some() => return Ok(dead(run, exit)),
+            Err(err) => return Err(asking(err)),
+        },
+        None if exit.is_some() => {
+            end(&handle, "")?;
+            return Ok(dead(run, exit));
+        }
         None if handle.submitting() => {
             return Ok(Attempt {
                 proc: Proc::Starting,
@@ -359,92 +569,175 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
             })
         }
         // The pass that wrote the handle died before sbatch took the job: the attempt never
-        // started, and is started again (a job sbatch took after all would find its attempt
-        // taken, and end without running a worker).
+        // started, and is started again under the same name (a job sbatch took after all is
+        // then found by it; its shim runs only in the job recorded).
         None if run.is_none() => {
             return Ok(Attempt { proc: Proc::NotStarted, run, exit: None, leftovers: Vec::new(), queued: None, polled: false })
         }
         // It ran (its shim recorded the start), and Slurm has forgotten it since.
-        None => (JobState::Gone, String::new()),
+        None => JobInfo { state: JobState::Gone, name: String::new(), uid: None, end: None, line: String::new() },
     };
-    if !name.is_empty() && name != handle.name {
-        return Err(format!(
-            "{}: names Slurm job {}, whose name is {name}, not this attempt's ({}); it is not cancelled",
-            Handle::path(state).display(),
-            id.unwrap_or_default(),
-            handle.name
-        ));
+    let what = id.map_or_else(|| format!("the Slurm job {}", handle.name), |id| format!("Slurm job {id}"));
+    if let (Some(id), false) = (id, info.state == JobState::Gone) {
+        if let Some(why) = not_ours(state, attempt, id, &info) {
+            let x = match exit {
+                Some(x) => x,
+                None => verdict(state, attempt, format!("{RUNNER_VERDICT}{why}; it is not cancelled")).map_err(e)?,
+            };
+            end(&handle, "")?;
+            return Ok(dead(run, Some(x)));
+        }
     }
-    // Slurm first, then the exit record: a job seen ended has its shim's record there to read.
-    let mut exit = read_json::<ExitInfo>(&state.exit()).map_err(e)?.filter(|x| x.attempt == attempt);
-    let what = |id: Option<u64>| id.map_or_else(|| format!("the Slurm job {}", handle.name), |id| format!("Slurm job {id}"));
-    let (proc, queued) = match (&job, &mut exit) {
-        // The shim recorded its exit; Slurm is ending the job: how it ends is a moment away.
-        (JobState::Ending, Some(_)) => (Proc::Starting, None),
-        (JobState::Ended(how), Some(x)) if !how.starts_with("COMPLETED") => {
+    let (proc, queued) = match (&info.state, &mut exit) {
+        (JobState::Ended(how), Some(x)) => {
             // Ended by Slurm (cancelled from outside, its time limit, a node lost): said with
             // how the worker ended, for the reason.
-            x.error = Some(format!("{RUNNER_VERDICT}{} ended {how}: {}", what(id), x.describe()));
+            annotate(x, how, id);
+            end(&handle, how)?;
             (Proc::Dead, None)
         }
+        (JobState::Gone, Some(_)) => {
+            end(&handle, "")?;
+            (Proc::Dead, None)
+        }
+        // The shim recorded its exit; Slurm is ending the job: how it ends is a moment away
+        // (a job that stays ending is taken as ended).
+        (JobState::Ending, Some(x)) if Utc::now().signed_duration_since(x.finished_at).to_std().unwrap_or_default() < EXIT_GRACE => {
+            (Proc::Starting, None)
+        }
         (_, Some(_)) => (Proc::Dead, None),
+        (JobState::Queued(_), None) if run.is_some() => {
+            // Requeued (by an administrator: submitted with --no-requeue) after its worker
+            // started: it would run the attempt twice.
+            if let Some(id) = id {
+                let _ = scancel(id, &[]);
+            }
+            exit = Some(
+                verdict(state, attempt, format!("{RUNNER_VERDICT}Slurm requeued job {} after its worker started", id.unwrap_or_default()))
+                    .map_err(e)?,
+            );
+            end(&handle, "")?;
+            (Proc::Dead, None)
+        }
         (JobState::Queued(reason), None) => (Proc::Starting, Some(format!("Slurm job {}: {reason}", id.unwrap_or_default()))),
+        (JobState::Suspended(how), None) => (Proc::Starting, Some(format!("Slurm job {} {how} by Slurm", id.unwrap_or_default()))),
         (JobState::Running | JobState::Ending, None) if run.is_some() => (Proc::Alive, None),
         (JobState::Running | JobState::Ending, None) => (Proc::Starting, None),
+        // Ended well, yet no exit seen: the shim's record may not have reached this machine's
+        // view of the shared filesystem yet.
+        (JobState::Ended(how), None)
+            if how.starts_with("COMPLETED")
+                && run.is_some()
+                && info.end.is_some_and(|t| Utc::now().signed_duration_since(t).to_std().unwrap_or_default() < EXIT_GRACE) =>
+        {
+            (Proc::Starting, None)
+        }
         (JobState::Ended(how), None) => {
-            let x = lost(attempt, format!("{RUNNER_VERDICT}{} ended {how} without the shim recording the attempt's exit", what(id)));
-            write_json(&state.exit(), &x).map_err(e)?;
-            exit = Some(x);
+            exit = Some(
+                verdict(state, attempt, format!("{RUNNER_VERDICT}{what} ended {how} without the shim recording the attempt's exit"))
+                    .map_err(e)?,
+            );
+            end(&handle, "")?;
             (Proc::Dead, None)
         }
         (JobState::Gone, None) => {
-            let x = lost(attempt, format!("{RUNNER_VERDICT}{} is gone from Slurm without the shim recording the attempt's exit", what(id)));
-            write_json(&state.exit(), &x).map_err(e)?;
-            exit = Some(x);
+            exit = Some(
+                verdict(state, attempt, format!("{RUNNER_VERDICT}{what} is gone from Slurm without the shim recording the attempt's exit"))
+                    .map_err(e)?,
+            );
+            end(&handle, "")?;
             (Proc::Dead, None)
         }
     };
     Ok(Attempt { proc, run, exit, leftovers: Vec::new(), queued, polled: true })
 }
 
-use crate::activity::state::RUNNER_VERDICT;
-
-fn lost(attempt: u32, why: String) -> ExitInfo {
-    ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None }
+/// Say in `x` how Slurm ended job `id` when that was not its worker's own end (`CANCELLED`, a
+/// time limit, a node lost).
+fn annotate(x: &mut ExitInfo, how: &str, id: Option<u64>) {
+    if how.is_empty() || how.starts_with("COMPLETED") || x.error.as_deref().is_some_and(|e| e.starts_with(RUNNER_VERDICT)) {
+        return;
+    }
+    let what = id.map_or_else(|| "the Slurm job".to_string(), |id| format!("Slurm job {id}"));
+    x.error = Some(format!("{RUNNER_VERDICT}{what} ended {how}: {}", x.describe()));
 }
 
-/// Stop the job of `handle`, once proven ours (its name is the handle's): `Term` asks the shim
-/// (`scancel --batch --signal=TERM`: it stops every process of the attempt, SIGKILL after its
-/// grace); `Kill` asks the shim to kill them now (`--signal=USR1`) and cancels the job
-/// (`scancel`: Slurm ends every process of it). A queued job is cancelled.
-pub fn stop(handle: &Handle, how: Stop) -> Result<()> {
-    let Some(id) = job_id(handle)? else { return Ok(()) };
-    let (state, name) = query(id)?;
-    if matches!(state, JobState::Ended(_) | JobState::Gone) {
+/// Record the runner's verdict on `attempt` as its `exit.json`, unless one is there already: the
+/// shim's own record is never replaced (made with a link, which fails where one exists, even on
+/// a filesystem whose view here lags). Returns the exit that stands.
+fn verdict(state: &StateDir, attempt: u32, why: String) -> Result<ExitInfo> {
+    let x = ExitInfo::error(attempt, why);
+    let path = state.exit();
+    let mut bytes = serde_json::to_vec_pretty(&x)?;
+    bytes.push(b'\n');
+    let tmp = crate::files::write_temp(&path, &bytes)?;
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(x),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => match read_json::<ExitInfo>(&path)? {
+            Some(there) if there.attempt >= attempt => Ok(there),
+            // An earlier attempt's: replaced.
+            _ => {
+                write_json(&path, &x)?;
+                Ok(x)
+            }
+        },
+        Err(err) => Err(anyhow::Error::from(err).context(format!("writing {}", path.display()))),
+    }
+}
+
+use crate::activity::state::{RunInfo, RUNNER_VERDICT};
+
+/// `scancel --me [args] <id>`: only a job of ours is ever cancelled.
+fn scancel(id: u64, args: &[&str]) -> Result<()> {
+    let out = Command::new("scancel").arg("--me").args(args).arg(id.to_string()).output().context("running scancel")?;
+    if !out.status.success() {
+        bail!("scancel {id}: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+/// Stop the job of `handle` in `state`, once proven ours (its handle's name this attempt's, its
+/// owner us, its output the attempt's log): `Term` asks the shim (`scancel --batch
+/// --signal=TERM`: it stops every process of the attempt, SIGKILL after its grace); `Kill` asks
+/// the shim to kill them now (`--signal=USR1`) and cancels the job (`scancel`: Slurm ends every
+/// process of it). A queued job is cancelled.
+pub fn stop(state: &StateDir, handle: &Handle, how: Stop) -> Result<()> {
+    if handle.ended.is_some() {
         return Ok(());
     }
-    if name != handle.name {
-        bail!("Slurm job {id} is named {name}, not {}: not ours, not cancelled", handle.name);
+    if let Some(why) = bad_handle(state, handle.attempt, handle) {
+        bail!("{why}");
     }
-    let scancel = |args: &[&str]| -> Result<()> {
-        let out = Command::new("scancel").args(args).arg(id.to_string()).output().context("running scancel")?;
-        if !out.status.success() {
-            bail!("scancel {id}: {}", String::from_utf8_lossy(&out.stderr).trim());
-        }
-        Ok(())
-    };
-    match (how, &state) {
-        (Stop::Term, JobState::Running) => scancel(&["--batch", "--signal=TERM"])?,
+    let Some(id) = job_id(handle)? else { return Ok(()) };
+    let info = query(id)?;
+    if matches!(info.state, JobState::Ended(_) | JobState::Gone) {
+        return Ok(());
+    }
+    if let Some(why) = not_ours(state, handle.attempt, id, &info) {
+        bail!("{why}: not cancelled");
+    }
+    match (how, &info.state) {
+        (Stop::Term, JobState::Running) => scancel(id, &["--batch", "--signal=TERM"])?,
         (Stop::Kill, JobState::Running) => {
             // The shim kills every process of the attempt at once (as a local SIGUSR1 asks),
             // then Slurm ends the job whatever became of that.
-            let _ = scancel(&["--batch", "--signal=USR1"]);
-            scancel(&[])?
+            let _ = scancel(id, &["--batch", "--signal=USR1"]);
+            scancel(id, &[])?
         }
-        _ => scancel(&[])?,
+        _ => scancel(id, &[])?,
     }
     tracing::info!(job = id, how = ?how, "asked Slurm to stop the job");
     Ok(())
+}
+
+/// The job id of `handle`, found by name when sbatch's answer was never recorded.
+fn job_id(handle: &Handle) -> Result<Option<u64>> {
+    match handle.job_id {
+        Some(id) => Ok(Some(id)),
+        None => find_by_name(&handle.name),
+    }
 }
 
 #[cfg(test)]
@@ -453,11 +746,20 @@ mod tests {
 
     #[test]
     fn scontrol_lines_say_state_reason_and_name() {
-        let (s, n) = parse_job("JobId=7 JobName=guild-hall.p.c.1.ab UserId=root(0) JobState=PENDING Reason=Resources Dependency=(null)");
-        assert_eq!((s, n.as_str()), (JobState::Queued("Resources".into()), "guild-hall.p.c.1.ab"));
-        assert_eq!(parse_job("JobName=x JobState=RUNNING Reason=None").0, JobState::Running);
-        assert_eq!(parse_job("JobName=x JobState=CANCELLED Reason=None").0, JobState::Ended("CANCELLED".into()));
-        assert_eq!(parse_job("JobName=x JobState=FAILED Reason=NonZeroExitCode").0, JobState::Ended("FAILED (NonZeroExitCode)".into()));
+        let j = parse_job(
+            "JobId=7 JobName=guild-hall.p.c.1.ab UserId=root(0) JobState=PENDING Reason=Resources Dependency=(null) StdOut=/h/a b/attempt-1.log Power=",
+        );
+        assert_eq!((j.state.clone(), j.name.as_str(), j.uid), (JobState::Queued("Resources".into()), "guild-hall.p.c.1.ab", Some(0)));
+        assert!(j.writes_to(Path::new("/h/a b/attempt-1.log")), "a path with a space");
+        assert!(!j.writes_to(Path::new("/h/a b/attempt-2.log")));
+        assert!(!j.writes_to(Path::new("/h/a")));
+        assert!(parse_job("JobName=x StdOut=/h/attempt-1.log").writes_to(Path::new("/h/attempt-1.log")), "the last field");
+        assert_eq!(parse_job("JobName=x JobState=RUNNING Reason=None").state, JobState::Running);
+        assert_eq!(parse_job("JobName=x JobState=SUSPENDED Reason=None").state, JobState::Suspended("suspended".into()));
+        assert_eq!(parse_job("JobName=x JobState=CANCELLED Reason=None").state, JobState::Ended("CANCELLED".into()));
+        assert_eq!(parse_job("JobName=x JobState=FAILED Reason=NonZeroExitCode").state, JobState::Ended("FAILED (NonZeroExitCode)".into()));
+        assert!(parse_job("JobName=x JobState=FAILED EndTime=2026-01-02T03:04:05").end.is_some());
+        assert!(parse_job("JobName=x JobState=RUNNING EndTime=Unknown").end.is_none());
     }
 
     #[test]
@@ -468,6 +770,31 @@ mod tests {
         assert_eq!(attempt_of("guild-hall.pp.c1.2.0a1b2c3d", "p"), None, "another project's");
         assert_eq!(attempt_of("wrap", "p"), None);
         assert_eq!(attempt_of("guild-hall.p.c1.x.0a1b2c3d", "p"), None);
+        assert!(name_fits("guild-hall.p.q.c1.2.0a1b2c3d", "c1", 2), "a project name with a dot");
+        assert!(!name_fits("guild-hall.p.c1.2.0a1b2c3d", "c1", 3), "another attempt");
+        assert!(!name_fits("guild-hall.p.c2.2.0a1b2c3d", "c1", 2), "another activity");
+        assert!(!name_fits("train", "c1", 2));
+    }
+
+    #[test]
+    fn the_runners_verdict_never_replaces_the_shims_exit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir(dir.path().to_path_buf());
+        let shims = ExitInfo { code: Some(0), error: None, ..ExitInfo::error(2, String::new()) };
+        write_json(&state.exit(), &shims).expect("exit");
+        assert_eq!(verdict(&state, 2, "lost".into()).expect("verdict"), shims, "the shim's record stands");
+        assert_eq!(read_json::<ExitInfo>(&state.exit()).expect("read"), Some(shims));
+        let later = verdict(&state, 3, "lost".into()).expect("verdict");
+        assert_eq!(later.error.as_deref(), Some("lost"), "an earlier attempt's record is replaced");
+        assert_eq!(read_json::<ExitInfo>(&state.exit()).expect("read"), Some(later));
+        std::fs::remove_file(state.exit()).expect("rm");
+        assert_eq!(verdict(&state, 4, "lost".into()).expect("verdict").attempt, 4, "none there");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn a_percent_in_the_output_path_is_doubled() {
+        assert_eq!(escape_percent(std::ffi::OsStr::new("/h/50%/a.log")), OsString::from("/h/50%%/a.log"));
     }
 
     #[test]
