@@ -141,17 +141,22 @@ fn urgency(kind: &EventKind) -> Urgency {
     }
 }
 
+/// How many finished writes within one `debounce` wake the loop at once: a save right after
+/// other activity (a cleanup's writes, say) is not held back, a storm is.
+const WAKES_AT_ONCE: usize = 4;
+
 /// Turn raw file events into wakes, until the watcher is dropped. Paths matching `ignores`
 /// never wake anything. A final change wakes the loop at once (an editor's save or a tool's
-/// rename-into-place needs no wait: its content is complete) unless the last wake was less than
-/// `debounce` ago, when it waits out the rest of that (a storm of finished writes is one wake
-/// per `debounce`, as a burst of partial writes is); a partial write waits out `debounce` from
-/// its first event, so a half-written file is not read mid-write. At rest the thread blocks on
-/// its channel: there is no tick.
+/// rename-into-place needs no wait: its content is complete), up to [`WAKES_AT_ONCE`] wakes
+/// within `debounce`; past that, what comes waits out the rest of that `debounce` (a storm of
+/// finished writes is a few wakes per `debounce`, as a burst of partial writes is one); a partial
+/// write waits out `debounce` from its first event, so a half-written file is not read
+/// mid-write. At rest the thread blocks on its channel: there is no tick.
 fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, debounce: Duration, ignores: &GlobSet) {
     let mut waiting: Vec<PathBuf> = Vec::new();
     let mut due: Option<Instant> = None;
-    let mut last_wake: Option<Instant> = None;
+    // The wakes at once of the current `debounce` window: when it began, and how many.
+    let mut window: (Instant, usize) = (Instant::now(), 0);
     loop {
         let next = match due {
             None => raw.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -176,7 +181,7 @@ fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, de
                     waiting.extend(event.paths.into_iter().filter(|p| !ignores.is_match(p)));
                     let added = waiting.len() > before;
                     let now = Instant::now();
-                    let soon = last_wake.map(|t| t + debounce).filter(|t| *t > now);
+                    let soon = Some(window.0 + debounce).filter(|end| *end > now && window.1 >= WAKES_AT_ONCE);
                     if added && urgency == Urgency::Settle {
                         due.get_or_insert(now + debounce);
                     } else if added && soon.is_some() {
@@ -193,7 +198,8 @@ fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, de
         if flush || due.is_some_and(|at| at <= Instant::now()) {
             due = None;
             if !waiting.is_empty() {
-                last_wake = Some(Instant::now());
+                let now = Instant::now();
+                window = if now < window.0 + debounce { (window.0, window.1 + 1) } else { (now, 1) };
                 if tx.send(Wake::Files(std::mem::take(&mut waiting))).is_err() {
                     return;
                 }
@@ -276,24 +282,19 @@ mod tests {
     }
 
     #[test]
-    fn finished_writes_right_after_a_wake_wait_out_its_debounce_together() {
+    fn a_storm_of_finished_writes_is_a_few_wakes_then_one_per_debounce() {
+        let names: Vec<String> = (0..7).map(|i| format!("/p/.lore/commissions/c{i}.md")).collect();
         let storm = |debounce| {
-            run(
-                vec![
-                    event(EventKind::Access(AccessKind::Close(AccessMode::Write)), "/p/.lore/commissions/a.md"),
-                    event(EventKind::Modify(ModifyKind::Name(RenameMode::To)), "/p/.lore/commissions/b.md"),
-                    event(EventKind::Remove(RemoveKind::File), "/p/.lore/commissions/c.md"),
-                ],
-                debounce,
-            )
+            let events = names.iter().map(|n| event(EventKind::Access(AccessKind::Close(AccessMode::Write)), n)).collect();
+            run(events, debounce)
         };
-        // Held for the hour after the first wake: only that one came.
-        assert_eq!(storm(Duration::from_secs(3600)), vec![vec!["/p/.lore/commissions/a.md"]]);
+        let each: Vec<Vec<&str>> = names.iter().take(WAKES_AT_ONCE).map(|n| vec![n.as_str()]).collect();
+        // The first few at once; the rest held for the hour.
+        assert_eq!(storm(Duration::from_secs(3600)), each);
         // Held only that long: the rest comes as one wake.
-        assert_eq!(
-            storm(Duration::from_millis(20)),
-            vec![vec!["/p/.lore/commissions/a.md"], vec!["/p/.lore/commissions/b.md", "/p/.lore/commissions/c.md"]]
-        );
+        let mut then = each.clone();
+        then.push(names.iter().skip(WAKES_AT_ONCE).map(String::as_str).collect());
+        assert_eq!(storm(Duration::from_millis(20)), then);
     }
 
     #[test]
