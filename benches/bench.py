@@ -73,21 +73,8 @@ def median(xs):
 
 def bench_dry_run(tmp):
     repo = os.path.join(tmp, "settled")
-    new_repo(repo)
     env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home1"))
-    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
-    os.makedirs(os.path.join(repo, ".lore/workers/scribe"), exist_ok=True)
-    shutil.copy(os.path.join(ROOT, "examples/workers/scribe/worker.yaml"), os.path.join(repo, ".lore/workers/scribe/"))
-    d = os.path.join(repo, ".lore", "commissions")
-    for i in range(N):
-        status = ("completed", "failed", "cancelled")[i % 3]
-        with open(os.path.join(d, f"c{i:05}.md"), "w") as f:
-            f.write(
-                f"---\ntitle: Commission {i}\ndate: 2026-11-22\nstatus: {status}\nworker: scribe\n"
-                f"created: 2026-11-22T10:00:00.000Z\nattempt: 1\nbranch: claude/commission/c{i:05}\n"
-                f"progress: done\nresult:\n  summary: Finished item {i}\n  artifacts: [.lore/out/{i}.md]\n"
-                f"---\nDo item {i} and verify it.\n"
-            )
+    settled_tree(repo, N, env)
     grep_t, _ = zip(*[run(["grep", "-rl", "^status: pending", ".lore/commissions"], repo) for _ in range(RUNS)])
     gh = [run([BIN, "reconcile", "--once", "--dry-run"], repo, env) for _ in range(RUNS)]
     gh_t, gh_rss = zip(*gh)

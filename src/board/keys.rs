@@ -228,31 +228,13 @@ pub const HELP: [(&str, &str); 18] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn key(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)
     }
 
     fn item(kind: Kind, status: &str) -> Item {
-        Item {
-            kind,
-            project: 0,
-            id: "x".into(),
-            title: String::new(),
-            status: status.into(),
-            worker: String::new(),
-            attempt: 0,
-            created: None,
-            heartbeat: None,
-            alive: false,
-            note: String::new(),
-            questions: 0,
-            waves: Vec::new(),
-            wave: None,
-            verify: None,
-            path: PathBuf::new(),
-        }
+        Item { worker: String::new(), attempt: 0, ..Item::example(kind, "x", status) }
     }
 
     #[test]

@@ -70,6 +70,31 @@ pub struct Item {
     pub path: PathBuf,
 }
 
+impl Item {
+    /// An item for the board's tests: the given kind, id and status, worker `scribe`, attempt 1.
+    #[cfg(test)]
+    pub(crate) fn example(kind: Kind, id: &str, status: &str) -> Item {
+        Item {
+            kind,
+            project: 0,
+            id: id.into(),
+            title: String::new(),
+            status: status.into(),
+            worker: "scribe".into(),
+            attempt: 1,
+            created: None,
+            heartbeat: None,
+            alive: false,
+            note: String::new(),
+            questions: 0,
+            waves: Vec::new(),
+            wave: None,
+            verify: None,
+            path: PathBuf::new(),
+        }
+    }
+}
+
 /// `text` as one line fit to be shown: escape sequences and controls gone, whitespace runs
 /// (newlines too) made one space.
 pub fn clean(text: &str) -> String {
@@ -325,24 +350,7 @@ mod tests {
     use super::*;
 
     fn item(kind: Kind, id: &str, status: &str) -> Item {
-        Item {
-            kind,
-            project: 0,
-            id: id.into(),
-            title: String::new(),
-            status: status.into(),
-            worker: "scribe".into(),
-            attempt: 1,
-            created: None,
-            heartbeat: None,
-            alive: false,
-            note: String::new(),
-            questions: 0,
-            waves: Vec::new(),
-            wave: None,
-            verify: None,
-            path: PathBuf::new(),
-        }
+        Item::example(kind, id, status)
     }
 
     #[test]

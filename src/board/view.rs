@@ -280,27 +280,9 @@ mod tests {
     use super::*;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
-    use std::path::PathBuf;
 
     fn item(kind: Kind, id: &str, status: &str, note: &str) -> Item {
-        Item {
-            kind,
-            project: 0,
-            id: id.into(),
-            title: String::new(),
-            status: status.into(),
-            worker: "scribe".into(),
-            attempt: 1,
-            created: None,
-            heartbeat: None,
-            alive: false,
-            note: note.into(),
-            questions: 0,
-            waves: Vec::new(),
-            wave: None,
-            verify: None,
-            path: PathBuf::new(),
-        }
+        Item { note: note.into(), ..Item::example(kind, id, status) }
     }
 
     fn render(items: &[&Item], ui: &Ui, detail: Option<&Detail>, colour: bool, w: u16, h: u16) -> ratatui::buffer::Buffer {
