@@ -172,7 +172,7 @@ fn a_reconciler_killed_while_a_job_runs_re_attaches_to_it() {
     }
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\n");
-    p.write_commission("nap", "---\nworker: sleeper\n---\nsleep: 3\n");
+    p.write_commission("nap", "---\nworker: sleeper\n---\nsleep: 10\n");
     let out = in_cluster(
         &p,
         2,
