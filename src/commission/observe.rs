@@ -456,8 +456,9 @@ fn observe_parallel(
     })
 }
 
-/// The ids of the commissions that have a runtime state dir in this home (none if it is
-/// missing or unreadable: then every artifact's record is looked for, as before).
+/// The ids of the commissions that have a runtime state dir in this home: an empty set if the
+/// project has no state dir yet; `None` if it cannot be listed whole (then every artifact's
+/// record is looked for, as before).
 fn with_state(home: &Home, project: &Project) -> Option<std::collections::HashSet<std::ffi::OsString>> {
     let entries = std::fs::read_dir(home.commissions_state(&project.name));
     match entries {
