@@ -38,8 +38,9 @@ pub enum Mode {
     List,
     /// Typing the filter.
     Filter,
-    /// Asked `y/n` before the command is carried out.
-    Confirm(Command),
+    /// Asked `y/n` before the command is carried out on the item asked about: its kind,
+    /// project and id (a `y` when the selection has moved to another item does nothing).
+    Confirm(Command, (Kind, usize, String)),
     Help,
 }
 
@@ -90,9 +91,15 @@ impl Ui {
                 self.mode = Mode::List;
                 None
             }
-            Mode::Confirm(cmd) => {
+            Mode::Confirm(cmd, asked) => {
                 self.mode = Mode::List;
                 if matches!(key.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
+                    // The list moves under the question (the item finished and left the
+                    // filter, say): only the item asked about is acted on.
+                    if item.map(|i| (i.kind, i.project, i.id.as_str())) != Some((asked.0, asked.1, asked.2.as_str())) {
+                        self.message = Some(format!("not done: {} is no longer the one selected", asked.2));
+                        return None;
+                    }
                     self.message = None;
                     Some(cmd)
                 } else {
@@ -183,7 +190,7 @@ impl Ui {
                 match cancel_question(item) {
                     Ok(q) => {
                         self.message = Some(q);
-                        self.mode = Mode::Confirm(Command::Cancel);
+                        self.mode = Mode::Confirm(Command::Cancel, (item.kind, item.project, item.id.clone()));
                     }
                     Err(why) => self.message = Some(why),
                 }
@@ -261,12 +268,19 @@ mod tests {
         let c = item(Kind::Commission, "in_progress");
         let mut ui = Ui::default();
         assert_eq!(ui.on_key(key(KeyCode::Char('c')), 1, Some(&c)), None);
-        assert_eq!(ui.mode, Mode::Confirm(Command::Cancel));
+        assert_eq!(ui.mode, Mode::Confirm(Command::Cancel, (Kind::Commission, 0, "x".into())));
         assert_eq!(ui.message.as_deref(), Some("cancel commission x? y/n"));
         assert_eq!(ui.on_key(key(KeyCode::Char('n')), 1, Some(&c)), None);
         assert_eq!(ui.mode, Mode::List);
         ui.on_key(key(KeyCode::Char('c')), 1, Some(&c));
         assert_eq!(ui.on_key(key(KeyCode::Char('y')), 1, Some(&c)), Some(Command::Cancel));
+        // The list moved under the question: another item selected when `y` comes.
+        let other = Item { id: "other".into(), ..c.clone() };
+        ui.on_key(key(KeyCode::Char('c')), 2, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Char('y')), 1, Some(&other)), None, "never the item not asked about");
+        assert_eq!(ui.message.as_deref(), Some("not done: x is no longer the one selected"));
+        ui.on_key(key(KeyCode::Char('c')), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Char('y')), 0, None), None, "nor when it is gone");
         // A meeting is not cancelled: said why, nothing asked.
         let m = item(Kind::Meeting, "open");
         assert_eq!(ui.on_key(key(KeyCode::Char('c')), 1, Some(&m)), None);

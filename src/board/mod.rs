@@ -96,11 +96,21 @@ fn watch_files(home: &Home, projects: &[Project], tx: &Sender<Msg>) -> Result<Bo
         std::fs::create_dir_all(&transcripts).with_context(|| format!("creating {}", transcripts.display()))?;
         paths.push((transcripts, notify::RecursiveMode::NonRecursive));
     }
+    // Editor droppings and a worker's scratch (its git objects, its TMPDIR: a `git add` is
+    // thousands of writes) never wake the board; logs and heartbeats do (it follows them).
+    let ignores = std::sync::Arc::new(feed::never_news(&home.state_root())?);
     let handler = |tx: Sender<Msg>| {
+        let ignores = ignores.clone();
         move |event: notify::Result<notify::Event>| {
             let wake = match event {
                 Ok(e) if e.need_rescan() => Wake::Rescan,
-                Ok(e) if feed::is_change(&e.kind) => Wake::Files(e.paths),
+                Ok(e) if feed::is_change(&e.kind) => {
+                    let paths: Vec<PathBuf> = e.paths.into_iter().filter(|p| !ignores.is_match(p)).collect();
+                    if paths.is_empty() {
+                        return;
+                    }
+                    Wake::Files(paths)
+                }
                 Ok(_) => return,
                 Err(_) => Wake::Rescan,
             };

@@ -74,10 +74,20 @@ const SCRATCH_UNDER_STATE: [&str; 6] = [
 /// What never wakes the loop: editor droppings, runtime noise, a worker's scratch under
 /// `state_root`, and the `extra` globs asked for.
 pub(super) fn ignore_set(extra: &[String], state_root: &Path) -> Result<GlobSet> {
+    globs(RUNTIME_IGNORES.iter().map(|s| s.to_string()).chain(extra.iter().cloned()), state_root)
+}
+
+/// What is never worth a look by anyone: editor droppings and a worker's scratch under
+/// `state_root` (the board, which follows logs and heartbeats, filters with this).
+pub(crate) fn never_news(state_root: &Path) -> Result<GlobSet> {
+    globs(std::iter::empty(), state_root)
+}
+
+fn globs(more: impl Iterator<Item = String>, state_root: &Path) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
     let root = globset::escape(&state_root.to_string_lossy());
     let scratch = SCRATCH_UNDER_STATE.iter().map(|g| format!("{root}/{g}"));
-    for g in DEFAULT_IGNORES.iter().chain(&RUNTIME_IGNORES).map(|s| s.to_string()).chain(scratch).chain(extra.iter().cloned()) {
+    for g in DEFAULT_IGNORES.iter().map(|s| s.to_string()).chain(scratch).chain(more) {
         b.add(Glob::new(&g).with_context(|| format!("bad ignore pattern {g:?}"))?);
     }
     Ok(b.build()?)
