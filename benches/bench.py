@@ -3,6 +3,7 @@
 Run: python3 benches/bench.py [--quick] [--no-build] [--only-watch [--baseline BIN] | --only-confinement | --only-parse
                                | --only-meetings | --only-waves | --only-dispatch [--baseline BIN]
                                | --only-throughput [--baseline BIN] | --only-scaling [--baseline BIN]
+                               | --only-finish [--baseline BIN]
                                | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]
                                | --only-settled [--baseline BIN]]
 GUILD_HALL_BENCH_BIN=PATH measures that build instead of this checkout's release build.
@@ -537,6 +538,55 @@ def bench_throughput(tmp, runs, builds, n=100, cap=20, secs=1.0):
     return {k: median(v) for k, v in out.items()}, ideal
 
 
+def bench_finish(tmp, runs, builds, changed=100):
+    """P11: the pass that finishes a commission whose worker (full checkout) changed `changed`
+    of N tracked files and exited: commit its leftovers, squash-merge onto claude/main, remove
+    the worktree (`reconcile --once`, after the worker has exited). Beside it, the same change
+    by hand: `git add -A` + `commit` in a worktree, `merge --squash` + `commit`."""
+    repo = os.path.join(tmp, "finish")
+    new_repo(repo, files=N)
+    env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home-finish"))
+    subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    wd = os.path.join(repo, ".lore", "workers", "edit")
+    os.makedirs(wd)
+    with open(os.path.join(wd, "worker.yaml"), "w") as f:
+        f.write("name: edit\ncommand: ['./run.sh']\ncheckout: full\n")
+    with open(os.path.join(wd, "run.sh"), "w") as f:
+        f.write(f'#!/bin/sh\nfor f in $(git ls-files src | head -n {changed}); do echo "$GUILD_HALL_COMMISSION" >> $f; done\n'
+                'exec "$GUILD_HALL_BIN" toolbox submit-result --summary done\n')
+    os.chmod(os.path.join(wd, "run.sh"), 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "worker")
+    subprocess.run([BIN, "sync"], cwd=repo, env=env, capture_output=True)
+    ours = {who: [] for who, _ in builds}
+    plain = []
+    state = os.path.join(env["GUILD_HALL_HOME"], "state")
+    for i in range(runs):
+        for who, binary in builds:
+            cid = f"f{i}-{who.replace(' ', '')}"
+            with open(os.path.join(repo, ".lore/commissions", f"{cid}.md"), "w") as f:
+                f.write("---\nworker: edit\n---\nEdit.\n")
+            subprocess.run([binary, "reconcile", "--once"], cwd=repo, env=env, check=True, capture_output=True)
+            deadline = time.time() + 120
+            while not os.path.exists(os.path.join(state, os.listdir(state)[0], "commissions", cid, "exit.json")):
+                if time.time() > deadline:
+                    sys.exit(f"{cid}: the worker never ended")
+                time.sleep(0.05)
+            subprocess.run(["sync"])
+            ours[who].append(run([binary, "reconcile", "--once"], repo, env)[0])
+            art = open(os.path.join(repo, ".lore/commissions", f"{cid}.md")).read()
+            if "status: completed" not in art:
+                sys.exit(f"{cid} did not complete:\n{art}")
+        path = os.path.join(tmp, f"plain-finish-{i}")
+        subprocess.run(["git", "worktree", "add", "-q", "-b", f"plain-finish/{i}", path, "claude/main"], cwd=repo, env=ENV, check=True, capture_output=True)
+        subprocess.run(["sh", "-c", f"for f in $(git ls-files src | head -n {changed}); do echo p{i} >> $f; done"], cwd=path, check=True)
+        subprocess.run(["sync"])
+        script = (f"git -C {path} add -A && git -C {path} commit -q -m work && git -C {path} checkout -q --detach claude/main && "
+                  f"git -C {path} merge -q --squash plain-finish/{i} && git -C {path} commit -q -m squash")
+        plain.append(run(["sh", "-c", script], repo)[0])
+    return {who: median(v) for who, v in ours.items()}, median(plain)
+
+
 def bench_waves(tmp, runs):
     """Plans (issue 9): the copy-back of a task changing 1,000 files in a 10,000-file
     repository, next to `git diff --binary | git apply --index` + `git commit` of the same
@@ -722,6 +772,22 @@ def main():
         print(f"| plain git: `worktree add --no-checkout` + `sparse-checkout set` + `checkout` | {plain['sparse']*1000:.0f} ms | 1.00× |")
         for (who, mode), t in ours.items():
             print(f"| `reconcile --once`, {who} | {t*1000:.0f} ms | {t/plain['sparse']:.2f}× |")
+        return
+    if "--only-finish" in sys.argv:
+        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
+        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+        try:
+            ours, plain = bench_finish(tmp, 3 if "--quick" in sys.argv else 5, builds)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"| P11: finishing a commission that changed 100 of {N:,} files (full checkout) | wall (median) | vs plain git |")
+        print("|---|---|---|")
+        print(f"| plain git: `add -A` + `commit`, `merge --squash` + `commit` | {plain*1000:.0f} ms | 1.00× |")
+        for who, t in ours.items():
+            print(f"| the `reconcile --once` that finishes it, {who} | {t*1000:.0f} ms | {t/plain:.2f}× |")
         return
     if "--only-throughput" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
