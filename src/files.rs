@@ -29,7 +29,6 @@ pub fn read_text_if_exists(path: &Path) -> Result<Option<String>> {
     }
 }
 
-/// Remove a file; one that is already gone is fine.
 /// The last `max` bytes of the file at `path` (all of it when smaller): a log's end without
 /// reading megabytes. `None` if it cannot be read.
 pub fn read_tail_bytes(path: &Path, max: u64) -> Option<Vec<u8>> {
@@ -47,6 +46,7 @@ pub fn read_tail(path: &Path, max: u64) -> Option<String> {
     read_tail_bytes(path, max).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
+/// Remove a file; one that is already gone is fine.
 pub fn remove_if_exists(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),

@@ -75,12 +75,12 @@ pub fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) -> Result
             if item.status != MeetingStatus::Requested.as_str() {
                 bail!("meeting {id} is {}: only a request is accepted", item.status);
             }
-            let mut accept = ctx.cli(&["meeting", "accept", id]);
+            let mut accept = ctx.cli(&["meeting", "accept", "--", id]);
             let status = (ctx.run)(&mut accept)?;
             if !status.success() {
                 bail!("meeting accept {id} failed (see above)");
             }
-            let mut chat = ctx.cli(&["meeting", "chat", id]);
+            let mut chat = ctx.cli(&["meeting", "chat", "--", id]);
             (ctx.run)(&mut chat)?;
             Ok(format!("meeting {id} accepted"))
         }
@@ -92,16 +92,16 @@ pub fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) -> Result
             if item.status != MeetingStatus::Open.as_str() {
                 bail!("meeting {id} is {}: only an open meeting can chat (a for a request)", item.status);
             }
-            let mut chat = ctx.cli(&["meeting", "chat", id]);
+            let mut chat = ctx.cli(&["meeting", "chat", "--", id]);
             (ctx.run)(&mut chat)?;
             Ok(format!("back from meeting {id}"))
         }
         (Command::Log, kind) => {
             // What the CLI shows (control characters escaped), paged.
             let args: Vec<&str> = match kind {
-                Kind::Commission => vec!["logs", id],
-                Kind::Plan => vec!["plan", "show", id],
-                Kind::Meeting => vec!["meeting", "show", id],
+                Kind::Commission => vec!["logs", "--", id],
+                Kind::Plan => vec!["plan", "show", "--", id],
+                Kind::Meeting => vec!["meeting", "show", "--", id],
             };
             let cli = ctx.cli(&args);
             let mut argv: Vec<&std::ffi::OsStr> = vec![cli.get_program()];
@@ -183,6 +183,13 @@ fn new_commission(ctx: &mut Ctx<'_>) -> Result<String> {
     let path: PathBuf = file.path().to_path_buf();
     let status = ctx.shell("${VISUAL:-${EDITOR:-vi}} \"$1\"", &[path.as_os_str()])?;
     if !status.success() {
+        // Editors exit non-zero after an error even when the text was saved: what was
+        // written is kept, never dropped with the temp file.
+        let written = std::fs::read_to_string(&path).is_ok_and(|t| t != template(&worker));
+        if written {
+            let kept = file.keep().map(|(_, p)| p).unwrap_or(path);
+            return Ok(format!("the editor failed: nothing written; your text is kept in {}", kept.display()));
+        }
         return Ok("the editor failed: nothing written".into());
     }
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
