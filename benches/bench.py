@@ -573,7 +573,19 @@ def bench_finish(tmp, runs, builds, changed=100):
                     sys.exit(f"{cid}: the worker never ended")
                 time.sleep(0.05)
             subprocess.run(["sync"])
-            ours[who].append(run([binary, "reconcile", "--once"], repo, env)[0])
+            # Up to claude/main moving (the merge), and the whole pass (the worktree's removal
+            # after it).
+            ref = os.path.join(repo, ".git", "refs", "heads", "claude", "main")
+            before = open(ref).read()
+            t0 = time.perf_counter()
+            proc = subprocess.Popen([binary, "reconcile", "--once"], cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while open(ref).read() == before:
+                if proc.poll() is not None and open(ref).read() == before:
+                    sys.exit(f"{cid}: the pass ended without moving claude/main")
+                time.sleep(0.0005)
+            moved = time.perf_counter() - t0
+            proc.wait()
+            ours[who].append((moved, time.perf_counter() - t0))
             art = open(os.path.join(repo, ".lore/commissions", f"{cid}.md")).read()
             if "status: completed" not in art:
                 sys.exit(f"{cid} did not complete:\n{art}")
@@ -584,7 +596,7 @@ def bench_finish(tmp, runs, builds, changed=100):
         script = (f"git -C {path} add -A && git -C {path} commit -q -m work && git -C {path} checkout -q --detach claude/main && "
                   f"git -C {path} merge -q --squash plain-finish/{i} && git -C {path} commit -q -m squash")
         plain.append(run(["sh", "-c", script], repo)[0])
-    return {who: median(v) for who, v in ours.items()}, median(plain)
+    return {who: (median([m for m, _ in v]), median([w for _, w in v])) for who, v in ours.items()}, median(plain)
 
 
 def bench_waves(tmp, runs):
@@ -783,11 +795,11 @@ def main():
             ours, plain = bench_finish(tmp, 3 if "--quick" in sys.argv else 5, builds)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        print(f"| P11: finishing a commission that changed 100 of {N:,} files (full checkout) | wall (median) | vs plain git |")
-        print("|---|---|---|")
-        print(f"| plain git: `add -A` + `commit`, `merge --squash` + `commit` | {plain*1000:.0f} ms | 1.00× |")
-        for who, t in ours.items():
-            print(f"| the `reconcile --once` that finishes it, {who} | {t*1000:.0f} ms | {t/plain:.2f}× |")
+        print(f"| P11: finishing a commission that changed 100 of {N:,} files (full checkout), median | up to claude/main moving | vs plain git | the whole pass |")
+        print("|---|---|---|---|")
+        print(f"| plain git: `add -A` + `commit`, `merge --squash` + `commit` | {plain*1000:.0f} ms | 1.00× | |")
+        for who, (moved, whole) in ours.items():
+            print(f"| the `reconcile --once` that finishes it, {who} | {moved*1000:.0f} ms | {moved/plain:.2f}× | {whole*1000:.0f} ms |")
         return
     if "--only-throughput" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:

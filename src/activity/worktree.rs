@@ -33,6 +33,14 @@ impl WorktreeRecord {
         Ok(WorktreeRecord { path: path.to_path_buf(), admin: common.join("worktrees").join(name), common, branch: branch.into(), sparse })
     }
 
+    /// Where the index of guild-hall's own checkout of a full worktree is kept, beside the
+    /// worktree (where its worker cannot write): the stat data of every file as checked out,
+    /// so securing the work rehashes only what changed ([`secure_work`]).
+    pub fn checkout_index(&self) -> PathBuf {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        self.path.with_file_name(format!(".{name}.index"))
+    }
+
     /// What an older guild-hall (no record) made: the admin dir named after the worktree.
     pub fn assumed(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
         Self::expected(project_root, path, branch, sparse)
@@ -239,6 +247,14 @@ fn check_out(rec: &WorktreeRecord, commit: Oid, clean: Option<Clean>) -> Result<
     let installed = std::fs::read(&index)?;
     let put =
         |name: &str, bytes: &[u8]| crate::files::write_atomic(&rec.admin.join(name), bytes).map_err(|e| GitError::Other(format!("{e:#}")));
+    // Our own copy first, out of the worker's reach: only a full checkout's is worth keeping
+    // (a sparse one's files are few, and its skip-worktree bits must not steer `git add`).
+    let ours = rec.checkout_index();
+    if rec.sparse {
+        let _ = std::fs::remove_file(&ours);
+    } else {
+        crate::files::write_atomic(&ours, &installed).map_err(|e| GitError::Other(format!("{e:#}")))?;
+    }
     put("index", &installed)?;
     put("HEAD", format!("{hex}\n").as_bytes())?;
     Ok(())
@@ -304,7 +320,8 @@ pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
 /// Commit whatever the worker left in its worktree onto its branch, and adopt the commits it
 /// made itself: tracked changes and untracked files, `.gitignore` respected (in a sparse
 /// worktree, files outside the checkout are absent, never taken as deleted). Everything goes
-/// through the record and a fresh index of ours (nothing the worker can write decides where),
+/// through the record and an index of ours — fresh, or seeded from our own checkout's, never
+/// the worker's (nothing the worker can write decides where or what),
 /// the worker's objects are copied into the repository only after their names, sizes and
 /// hashes check out, files over the merge `limits` are left out before a byte of them is read
 /// (by their metadata), and the branch moves only forward.
@@ -355,7 +372,17 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
         // repository (the worker's own commits were adopted above).
         let at = At::repo(&rec.common, &rec.path, Some(&scratch));
         let base_hex = base.to_string();
-        cli(&at, &["read-tree", &base_hex], None)?;
+        // Seeded from our own checkout's index where there is one (a full worktree): a one-tree
+        // `read-tree -i -m` (`-i`: a scratch index, no check against the work tree, which the
+        // worker changed) keeps the stat data of every entry `base` has unchanged, so `git add`
+        // rehashes only files whose stat data moved (a write moves the ctime, which no worker
+        // can set back). Otherwise a fresh index, every file hashed.
+        let seeded = !rec.sparse && std::fs::copy(rec.checkout_index(), &scratch).is_ok();
+        if seeded {
+            cli(&at, &["read-tree", "-i", "-m", &base_hex], None)?;
+        } else {
+            cli(&at, &["read-tree", &base_hex], None)?;
+        }
         // What `git add` would read, judged by size before it reads any of it.
         let Oversize { left_out, notes } = over_limits(&at, &rec.path, &base_hex, limits, &|_| true)?;
         out.too_large.extend(notes);
@@ -683,6 +710,10 @@ pub fn remove_worktree(rec: &WorktreeRecord) -> Result<()> {
     if std::fs::symlink_metadata(&rec.path).is_ok() {
         std::fs::remove_dir_all(&rec.path)?;
     }
+    match std::fs::remove_file(rec.checkout_index()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => {}
+    }
     if rec.admin.starts_with(rec.common.join("worktrees")) && rec.admin.exists() {
         std::fs::remove_dir_all(&rec.admin)?;
     }
@@ -769,6 +800,36 @@ mod tests {
         std::fs::remove_file(rec.admin.join("config.worktree")).expect("rm");
         assert_eq!(git(&rec.path, &["status", "--porcelain"]), "");
         assert_eq!(git(&rec.path, &["rev-parse", "HEAD"]).trim(), tip.to_string());
+    }
+
+    #[test]
+    fn securing_a_full_worktree_starts_from_our_checkouts_index_and_still_sees_every_change() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = repo(tmp.path());
+        let rec = add_worktree(&root, &tmp.path().join("wt/commission-c"), "b", false).expect("made");
+        assert!(rec.checkout_index().is_file(), "our checkout's index kept beside the worktree");
+        // A change of the same size whose mtime is put back: only its ctime tells (the kernel
+        // sets it, no worker can), and that is enough.
+        let a = rec.path.join("src/a.txt");
+        let mtime = std::fs::metadata(&a).expect("meta").modified().expect("mtime");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&a, "A\n").expect("edit");
+        std::fs::File::options().write(true).open(&a).expect("open").set_modified(mtime).expect("mtime back");
+        // The worker's own index, which it can write, says nothing changed: never read.
+        std::fs::write(rec.admin.join("index"), b"not an index").expect("planted");
+        std::fs::write(rec.path.join("new.txt"), "new\n").expect("add");
+        let limits = crate::config::MergeLimits { file: u64::MAX, attempt: u64::MAX };
+        let secured = secure_work(&rec, None, "work", &limits).expect("secured");
+        let commit = secured.commit.expect("a commit");
+        let show = |p: &str| git(&root, &["show", &format!("{commit}:{p}")]);
+        assert_eq!(show("src/a.txt"), "A\n");
+        assert_eq!(show("new.txt"), "new\n");
+        assert_eq!(show("README.md"), "readme\n");
+        remove_worktree(&rec).expect("removed");
+        assert!(!rec.checkout_index().exists(), "the copy goes with the worktree");
+        // A sparse worktree keeps none (its skip-worktree bits must not steer `git add`).
+        let sparse = add_worktree(&root, &tmp.path().join("wt/commission-s"), "b", true).expect("made");
+        assert!(!sparse.checkout_index().exists());
     }
 
     #[test]

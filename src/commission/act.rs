@@ -273,8 +273,12 @@ fn finish(
         }
     }
     fault("finish", 2);
+    // The status first: the work is on the integration branch, and removing a large worktree
+    // takes long (10,000 files: most of a finish). A pass killed between the two finds a
+    // completed commission with a worktree, and cleans it up (`leftover worktree`).
+    let outcome = apply_update(ctx, &done)?;
+    fault("finish", 3);
     worktree::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
-    fault("finish", 3);
-    apply_update(ctx, &done)
+    Ok(outcome)
 }
