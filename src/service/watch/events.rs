@@ -195,8 +195,8 @@ fn coalesce(raw: &Receiver<notify::Result<notify::Event>>, tx: &Sender<Wake>, de
                     if added && urgency == Urgency::Settle {
                         due.get_or_insert(now + debounce);
                     } else if added && soon.is_some() {
-                        // A finished write right after a wake: at the end of that wake's
-                        // `debounce`, with whatever else comes meanwhile.
+                        // A finished write after [`WAKES_AT_ONCE`] wakes in this window: at
+                        // the window's end, with whatever else comes meanwhile.
                         due = due.min(soon).or(soon);
                     }
                     added && urgency == Urgency::Now && soon.is_none()
