@@ -739,6 +739,21 @@ def bench_deps(tmp, runs, baseline=None, base_n=None, base_timeout=600):
     return rows
 
 
+def with_builds(measure):
+    """Build this checkout's release (unless `--no-build` and it is there), then run
+    `measure(tmp, builds)` in a fresh temp dir: `builds` is this build and, with `--baseline
+    BIN`, that one, to take turns with."""
+    if not os.path.exists(BIN) or "--no-build" not in sys.argv:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
+    builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
+    tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+    try:
+        return measure(tmp, builds)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     if "--only-deps" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
@@ -760,30 +775,14 @@ def main():
             print(f"| {who} | {cmd} | {kind} of {size:,} | {shown} |")
         return
     if "--only-scaling" in sys.argv:
-        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
-            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
-        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
-        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
-        try:
-            rows = bench_scaling(tmp, builds)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        rows = with_builds(bench_scaling)
         print(f"| P1/P10: `reconcile --once --dry-run`, settled (median of {RUNS}) | build | wall | vs grep | peak RSS |")
         print("|---|---|---|---|---|")
         for n, who, t, rss, g in rows:
             print(f"| {n:,} commissions (grep -rl: {g*1000:.0f} ms) | {who} | {t*1000:.0f} ms | {t/g:.2f}× | {rss:.1f} MB |")
         return
     if "--only-dispatch" in sys.argv:
-        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
-            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
-        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
-        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
-        try:
-            ours, plain = bench_dispatch(tmp, builds, ("sparse",))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        ours, plain = with_builds(lambda tmp_, builds: bench_dispatch(tmp_, builds, ("sparse",)))
         print(f"| P4: one sparse dispatch, {N:,} tracked files (median of {RUNS}) | wall | vs plain git |")
         print("|---|---|---|")
         print(f"| plain git: `worktree add --no-checkout` + `sparse-checkout set` + `checkout` | {plain['sparse']*1000:.0f} ms | 1.00× |")
@@ -791,15 +790,7 @@ def main():
             print(f"| `reconcile --once`, {who} | {t*1000:.0f} ms | {t/plain['sparse']:.2f}× |")
         return
     if "--only-finish" in sys.argv:
-        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
-            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
-        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
-        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
-        try:
-            ours, plain = bench_finish(tmp, 3 if "--quick" in sys.argv else 5, builds)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        ours, plain = with_builds(lambda tmp_, builds: bench_finish(tmp_, 3 if "--quick" in sys.argv else 5, builds))
         print(f"| P11: finishing a commission that changed 100 of {N:,} files (full checkout), median | up to claude/main moving | vs plain git | the whole pass |")
         print("|---|---|---|---|")
         print(f"| plain git: `add -A` + `commit`, `merge --squash` + `commit` | {plain*1000:.0f} ms | 1.00× | |")
@@ -807,15 +798,7 @@ def main():
             print(f"| the `reconcile --once` that finishes it, {who} | {moved*1000:.0f} ms | {moved/plain:.2f}× | {whole*1000:.0f} ms |")
         return
     if "--only-throughput" in sys.argv:
-        if not os.path.exists(BIN) or "--no-build" not in sys.argv:
-            subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
-        builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
-        tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
-        try:
-            res, ideal = bench_throughput(tmp, 3 if "--quick" in sys.argv else 5, builds)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        res, ideal = with_builds(lambda tmp_, builds: bench_throughput(tmp_, 3 if "--quick" in sys.argv else 5, builds))
         print("| P9: 100 one-second commissions, caps 20/20 | build | wall (median) | vs ideal |")
         print("|---|---|---|---|")
         for (who, how), t in sorted(res.items()):

@@ -28,18 +28,7 @@ RUNS = 10 if QUICK else 30
 
 def settled_project(tmp, env):
     repo = os.path.join(tmp, "board")
-    bench.new_repo(repo)
-    subprocess.run([bench.BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
-    d = os.path.join(repo, ".lore", "commissions")
-    for i in range(bench.N):
-        status = ("completed", "failed", "cancelled")[i % 3]
-        with open(os.path.join(d, f"c{i:05}.md"), "w") as f:
-            f.write(
-                f"---\ntitle: Commission {i}\ndate: 2026-11-22\nstatus: {status}\nworker: scribe\n"
-                f"created: 2026-11-22T10:00:00.000Z\nattempt: 1\nbranch: claude/commission/c{i:05}\n"
-                f"progress: done\nresult:\n  summary: Finished item {i}\n  artifacts: [.lore/out/{i}.md]\n"
-                f"---\nDo item {i} and verify it.\n"
-            )
+    bench.settled_tree(repo, bench.N, env)
     return repo
 
 
