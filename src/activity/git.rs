@@ -95,6 +95,12 @@ impl<'a> At<'a> {
         At { git_dir: common, common_dir: None, work_tree: Some(work_tree), index_file, filters: Default::default() }
     }
 
+    /// For a call that reads and writes no file's content (`worktree add --no-checkout`): no
+    /// filter driver can run, so none is looked up.
+    pub(super) fn no_filters_needed(&self) {
+        let _ = self.filters.set(Vec::new());
+    }
+
     /// A private git dir of ours (`git_dir`, in a temp dir) on the repository `common`.
     pub(super) fn private(git_dir: &'a Path, common: &'a Path, work_tree: &'a Path, index_file: &'a Path) -> At<'a> {
         At { git_dir, common_dir: Some(common), work_tree: Some(work_tree), index_file: Some(index_file), filters: Default::default() }

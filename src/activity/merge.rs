@@ -355,7 +355,13 @@ pub fn land(
         return Landing::Refused { kind: "too-large", reason };
     }
     after_secure();
-    let merged = super::git::open(project_root).and_then(|repo| squash_merge(&repo, integration, branch, message, trailer, limits));
+    let merged = {
+        // One squash merge at a time in this process (finishes run at once): each moves the
+        // integration branch from the tip it read, and a second would find it moved.
+        static MERGING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = MERGING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        super::git::open(project_root).and_then(|repo| squash_merge(&repo, integration, branch, message, trailer, limits))
+    };
     match merged {
         Ok(MergeOutcome::Merged(oid) | MergeOutcome::AlreadyMerged(oid)) => Landing::Merged(Some(oid)),
         Ok(MergeOutcome::NothingToMerge) => Landing::Merged(None),

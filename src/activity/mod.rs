@@ -33,6 +33,42 @@ pub enum Outcome {
     Waiting(String),
 }
 
+/// How many of one round's independent effects run at once: each is mostly waiting on git and
+/// a process start, so a few overlap well even on two cores. Under fault injection one at a
+/// time: a fault stops the process dead, and must not do so while another's git is writing.
+pub fn at_once() -> usize {
+    if std::env::var_os("GUILD_HALL_FAULT").is_some() {
+        1
+    } else {
+        4
+    }
+}
+
+/// `f` of every item, up to `limit` at a time on threads of their own, the results in the
+/// items' order. An item whose thread cannot be had (a process limit) is done on this one; a
+/// panic is the item's error (`panicked`).
+pub fn each_at_once<T: Sync, R: Send>(items: &[T], limit: usize, panicked: impl Fn() -> R, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let mut out = Vec::with_capacity(items.len());
+    for batch in items.chunks(limit.max(1)) {
+        if batch.len() == 1 {
+            out.push(f(&batch[0]));
+            continue;
+        }
+        let f = &f;
+        std::thread::scope(|scope| {
+            let started: Vec<_> =
+                batch.iter().map(|t| std::thread::Builder::new().spawn_scoped(scope, move || f(t)).map_err(|_| t)).collect();
+            for h in started {
+                out.push(match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| panicked()),
+                    Err(t) => f(t),
+                });
+            }
+        });
+    }
+    out
+}
+
 /// Stop dead after `step` of `action` when the hidden fault switch
 /// (`GUILD_HALL_FAULT=<action>:<step>`) says so: tests prove the next pass converges.
 pub(crate) fn fault(action: &str, step: u32) {

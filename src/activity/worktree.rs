@@ -146,10 +146,10 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
     }
     let p = path.to_string_lossy();
     {
-        // One `git worktree add` at a time in this process: it reads every other worktree's
-        // admin dir, and fails on one another add is still writing (dispatches run at once).
-        static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _one = ADDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = admin_dirs();
+        // `--no-checkout` reads and writes no file's content, so no filter driver can run: the
+        // lookup of the ones to switch off (a git process of its own) is skipped.
+        main.no_filters_needed();
         cli(&main, &["worktree", "add", "--quiet", "--no-checkout", "--detach", &p, &format!("refs/heads/{branch}")], None)?;
     }
     if std::fs::read_to_string(path.join(".git")).ok().as_deref() != Some(rec.git_file().as_str()) {
@@ -715,9 +715,18 @@ pub fn remove_worktree(rec: &WorktreeRecord) -> Result<()> {
         _ => {}
     }
     if rec.admin.starts_with(rec.common.join("worktrees")) && rec.admin.exists() {
+        let _one = admin_dirs();
         std::fs::remove_dir_all(&rec.admin)?;
     }
     Ok(())
+}
+
+/// Held while this process adds or removes a worktree's admin dir: `git worktree add` reads
+/// every other worktree's admin dir, and fails on one still being written or removed
+/// (dispatches and finishes run at once).
+fn admin_dirs() -> std::sync::MutexGuard<'static, ()> {
+    static ADMIN_DIRS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ADMIN_DIRS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -319,6 +319,9 @@ pub enum Command {
         /// attempt is stopped when the caller dies.
         #[arg(long)]
         stream: bool,
+        /// A pipe end the shim closes once `run.json` is written (its starter waits on it).
+        #[arg(long, value_name = "FD")]
+        ready_fd: Option<i32>,
         /// The worker's command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -462,7 +465,7 @@ impl Env {
 fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
-        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, read, hide, unconfined, stream, argv } => {
+        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, read, hide, unconfined, stream, ready_fd, argv } => {
             let args = guild_hall::worker::shim::ShimArgs {
                 state_dir: state_dir.clone(),
                 attempt: *attempt,
@@ -476,6 +479,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     hidden: hide.clone(),
                 }),
                 stream: *stream,
+                ready_fd: *ready_fd,
             };
             let code = guild_hall::worker::shim::run_shim(&args)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::copyback::{self, Change, Landed};
-use super::decide::{fix_id, Action, Finding, Integration, PlanRecord, Update};
+use super::decide::{fix_id, Action, Finding, Integration, PlanRecord, TaskStart, Update};
 use crate::activity::kind::Ctx;
 use crate::activity::names::{self, ActivityKind};
 use crate::activity::state::StateDir;
@@ -38,7 +38,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update { update } => apply(ctx, update),
         Action::StartWave { update, wave } => start_wave(ctx, update, *wave),
-        Action::StartTask { update, task, attempt } => start_task(ctx, update, task, *attempt),
+        Action::StartTask { update, starts } => start_tasks(ctx, update, starts),
         Action::StopTask { update, task, attempt, kill } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
@@ -68,15 +68,17 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
             write_json(&state.heartbeat(), beat)?;
             Ok(Outcome::Done)
         }
-        Action::CleanupTask { update, task } => {
+        Action::CleanupTask { update, tasks } => {
             let plan = super::observe::load(ctx.project, &update.plan)?;
-            let t = plan.task(task).context("the task vanished from the plan")?;
-            let state = task_state(ctx, &plan.id, t);
-            if let Some(rec) = task_record(ctx, &plan.id, t)? {
-                worktree::remove_worktree(&rec)?;
+            for task in tasks {
+                let t = plan.task(task).context("the task vanished from the plan")?;
+                let state = task_state(ctx, &plan.id, t);
+                if let Some(rec) = task_record(ctx, &plan.id, t)? {
+                    worktree::remove_worktree(&rec)?;
+                }
+                let _ = std::fs::remove_dir_all(state.objects());
+                let _ = std::fs::remove_dir_all(state.0.join("snapshot"));
             }
-            let _ = std::fs::remove_dir_all(state.objects());
-            let _ = std::fs::remove_dir_all(state.0.join("snapshot"));
             apply(ctx, update)
         }
         Action::FixForward { update, wave, round, fixer, run } => {
@@ -292,14 +294,62 @@ fn task_worktree(ctx: &Ctx<'_, Catalog>, plan: &Plan, task: &Task, base: &str, s
     Ok((rec, None))
 }
 
-fn start_task(ctx: &Ctx<'_, Catalog>, update: &Update, canonical: &str, attempt: u32) -> Result<Outcome> {
+/// Start the tasks: each one's worktree, snapshot and launch prepared (several at once: mostly
+/// git), then the plan's record written once, then every worker started (at once too: each
+/// start waits for its shim's record). The record first: a pass that dies after it finds the
+/// attempts running, and starts again any that no shim took.
+fn start_tasks(ctx: &Ctx<'_, Catalog>, update: &Update, starts: &[TaskStart]) -> Result<Outcome> {
     let plan = super::observe::load(ctx.project, &update.plan)?;
-    let task = plan.task(canonical).context("the task vanished from the plan")?.clone();
     let record = match update.record.clone() {
         Some(r) => r,
         None => super::observe::record(ctx.home, ctx.project, &plan.id)?.context("the plan has no record")?,
     };
-    let base = base_of(&record, task.wave)?;
+    let failed = || Err(anyhow::anyhow!("preparing a task panicked"));
+    let prepared = crate::activity::each_at_once(starts, crate::activity::at_once(), failed, |s| prepare_task(ctx, &plan, &record, s));
+    let mut ready = Vec::new();
+    let mut u = update.clone();
+    for (s, p) in starts.iter().zip(prepared) {
+        let (r, orphaned) = p?;
+        if let Some(o) = orphaned {
+            let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+            u.events.push(timeline::event(
+                &now,
+                "orphaned",
+                format!("orphaned:{}:{}", s.task, s.attempt),
+                json!({"task": s.task, "text": o}),
+            ));
+        }
+        // A refused launch has its exit recorded: the next pass fails the task, saying why.
+        ready.extend(r);
+    }
+    let outcome = apply(ctx, &u)?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
+    fault("task-start", 2);
+    let started = crate::activity::each_at_once(
+        &ready,
+        crate::activity::at_once(),
+        || Err(anyhow::anyhow!("starting a task panicked")),
+        |r| r.start(),
+    );
+    started.into_iter().collect::<Result<Vec<()>>>()?;
+    fault("task-start", 3);
+    Ok(Outcome::Done)
+}
+
+/// One task made ready to start: its state dir fresh for the attempt, its worktree, snapshot
+/// and prompt; `None` where its launch was refused (recorded as its exit). With it, what to
+/// say of a worktree that could not be reused.
+fn prepare_task(
+    ctx: &Ctx<'_, Catalog>,
+    plan: &Plan,
+    record: &PlanRecord,
+    start: &TaskStart,
+) -> Result<(Option<launch::Ready>, Option<String>)> {
+    let attempt = start.attempt;
+    let task = plan.task(&start.task).context("the task vanished from the plan")?.clone();
+    let base = base_of(record, task.wave)?;
     let state = task_state(ctx, &plan.id, &task);
     std::fs::create_dir_all(&state.0)?;
     // A fresh attempt starts with no heartbeat history, and with an empty mailbox of its own.
@@ -307,7 +357,7 @@ fn start_task(ctx: &Ctx<'_, Catalog>, update: &Update, canonical: &str, attempt:
     mailbox::make_fresh(&state, attempt)?;
     let pkg = ctx.workers.for_commission(&task.worker).map_err(anyhow::Error::msg)?;
     let argv = pkg.resolve_command().map_err(anyhow::Error::msg)?;
-    let (rec, orphaned) = task_worktree(ctx, &plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
+    let (rec, orphaned) = task_worktree(ctx, plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
     write_json(&state.worktree(), &rec)?;
     fault("task-start", 1);
     let snapshot_dir = snapshot(ctx.project, &state, &rec.path)?;
@@ -351,24 +401,49 @@ fn start_task(ctx: &Ctx<'_, Catalog>, update: &Update, canonical: &str, attempt:
         runner: None,
         timeout: task.timeout.or(plan.timeout),
     };
-    let ready = match launch::prepare(Launch::Worker(activation))? {
-        Prepared::Ready(r) => r,
-        Prepared::Refused(_) => return apply(ctx, update),
+    Ok(match launch::prepare(Launch::Worker(activation))? {
+        Prepared::Ready(r) => (Some(r), orphaned),
+        Prepared::Refused(_) => (None, orphaned),
+    })
+}
+
+/// A task's worktree as the copy-back needs it: made for the task, as made (the protocol: no
+/// commit of the worker's, the worktree as made, no control plane), within the merge limits,
+/// and its changes against the wave base; or the finding that halts the plan.
+fn look<'t>(ctx: &Ctx<'_, Catalog>, plan: &Plan, base: &str, t: &'t Task) -> Result<(WorktreeRecord, Vec<Change>), Finding<'t>> {
+    // Files are read only from the worktree made for the task, never from where a record says.
+    let rec = match task_record(ctx, &plan.id, t) {
+        Ok(Some(rec)) => rec,
+        Ok(None) => return Err(Finding::NoWorktree(t)),
+        Err(e) => return Err(Finding::WorktreeUnreadable(t, format!("{e:#}"))),
     };
-    let mut u = update.clone();
-    if let Some(o) = orphaned {
-        let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        u.events.push(timeline::event(&now, "orphaned", format!("orphaned:{canonical}:{attempt}"), json!({"task": canonical, "text": o})));
+    let broken = worktree::inspect(&rec);
+    let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();
+    let committed = head.trim() != base;
+    if !broken.is_empty() || committed {
+        return Err(Finding::Protocol { task: t, broken, committed });
     }
-    // The record first: a pass that dies after the start finds the attempt running.
-    let outcome = apply(ctx, &u)?;
-    if outcome != Outcome::Done {
-        return Ok(outcome);
+    // Sizes first, from metadata: the manifest's diff reads what changed.
+    let large = copyback::too_large(&rec, base, &t.slug(), &ctx.project.config.merge_limits())
+        .map_err(|e| Finding::CopyBackFailed(t, format!("{e:#}")))?;
+    if !large.is_empty() {
+        return Err(Finding::TooLarge(t, crate::activity::worktree::listing(&large)));
     }
-    fault("task-start", 2);
-    ready.start()?;
-    fault("task-start", 3);
-    Ok(Outcome::Done)
+    let changes = copyback::manifest(&rec, base).map_err(|e| Finding::CopyBackFailed(t, format!("{e:#}")))?;
+    let refused = copyback::refused_paths(&changes);
+    if !refused.is_empty() {
+        return Err(Finding::RefusedPaths(t, refused));
+    }
+    let cp: Vec<String> = changes
+        .iter()
+        .flat_map(|c| std::iter::once(c.path.as_str()).chain(c.from_path.as_deref()))
+        .filter(|p| copyback::control_plane(p))
+        .map(str::to_string)
+        .collect();
+    if !cp.is_empty() {
+        return Err(Finding::ControlPlane(t, cp));
+    }
+    Ok((rec, changes))
 }
 
 /// The wave's tasks in plan order: protocol checks and manifests first, a collision scan over
@@ -386,10 +461,11 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
     let mut worktrees = Vec::new();
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let halt = |ig: Integration<'_>, finding: Finding<'_>| apply(ctx, &ig.halt(finding));
-    for t in &tasks {
-        if ig.integrated(t) {
-            continue;
-        }
+    // What each task's worktree holds, looked at several at once (read-only, mostly git), then
+    // taken in plan order: the first finding in that order halts, as if looked at in turn.
+    let todo: Vec<&Task> = tasks.iter().filter(|t| !ig.integrated(t)).collect();
+    let looks = crate::activity::each_at_once(&todo, crate::activity::at_once(), || None, |t| Some(look(ctx, &plan, &base, t)));
+    for (t, look) in todo.iter().copied().zip(looks) {
         // Landed already (a pass that died after its commit): done, whatever its worktree says.
         let landed = match crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)) {
             Ok(l) => l,
@@ -399,44 +475,11 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
             ig.landed(t, &oid.to_string(), None);
             continue;
         }
-        // Files are read only from the worktree made for the task, never from where a record says.
-        let rec = match task_record(ctx, &plan.id, t) {
-            Ok(Some(rec)) => rec,
-            Ok(None) => return halt(ig, Finding::NoWorktree(t)),
-            Err(e) => return halt(ig, Finding::WorktreeUnreadable(t, format!("{e:#}"))),
+        let (rec, changes) = match look {
+            Some(Ok(found)) => found,
+            Some(Err(finding)) => return halt(ig, finding),
+            None => return halt(ig, Finding::CopyBackFailed(t, "looking at its worktree panicked".into())),
         };
-        // The protocol: no commit of the worker's, the worktree as made, no control plane.
-        let broken = worktree::inspect(&rec);
-        let head = std::fs::read_to_string(rec.admin.join("HEAD")).unwrap_or_default();
-        let committed = head.trim() != base;
-        if !broken.is_empty() || committed {
-            return halt(ig, Finding::Protocol { task: t, broken, committed });
-        }
-        // Sizes first, from metadata: the manifest's diff reads what changed.
-        let large = match copyback::too_large(&rec, &base, &t.slug(), &ctx.project.config.merge_limits()) {
-            Ok(l) => l,
-            Err(e) => return halt(ig, Finding::CopyBackFailed(t, format!("{e:#}"))),
-        };
-        if !large.is_empty() {
-            return halt(ig, Finding::TooLarge(t, crate::activity::worktree::listing(&large)));
-        }
-        let changes = match copyback::manifest(&rec, &base) {
-            Ok(c) => c,
-            Err(e) => return halt(ig, Finding::CopyBackFailed(t, format!("{e:#}"))),
-        };
-        let refused = copyback::refused_paths(&changes);
-        if !refused.is_empty() {
-            return halt(ig, Finding::RefusedPaths(t, refused));
-        }
-        let cp: Vec<String> = changes
-            .iter()
-            .flat_map(|c| std::iter::once(c.path.as_str()).chain(c.from_path.as_deref()))
-            .filter(|p| copyback::control_plane(p))
-            .map(str::to_string)
-            .collect();
-        if !cp.is_empty() {
-            return halt(ig, Finding::ControlPlane(t, cp));
-        }
         manifests.push((t.canonical.clone(), changes));
         worktrees.push((t.clone(), rec));
     }

@@ -315,12 +315,12 @@ pub enum Action {
         update: Update,
         wave: usize,
     },
-    /// The task's worktree (made, or reused: reset to the base and cleaned), its snapshot, its
-    /// worker started.
+    /// Each task's worktree (made, or reused: reset to the base and cleaned), its snapshot, its
+    /// worker started: every task a freed slot lets start, in plan order, in one action (their
+    /// records written once, before any starts).
     StartTask {
         update: Update,
-        task: String,
-        attempt: u32,
+        starts: Vec<TaskStart>,
     },
     /// SIGTERM to a task's attempt (SIGKILL after cancel_grace, by its shim), or SIGKILL now.
     StopTask {
@@ -348,10 +348,10 @@ pub enum Action {
         fixer: String,
         run: u32,
     },
-    /// Remove an integrated task's worktree (its work is on the integration branch).
+    /// Remove the worktrees of integrated tasks (their work is on the integration branch).
     CleanupTask {
         update: Update,
-        task: String,
+        tasks: Vec<String>,
     },
     /// SIGTERM to a running verify (a cancel), or SIGKILL now.
     StopVerify {
@@ -376,6 +376,13 @@ pub enum Action {
         run: RunInfo,
         pids: Vec<i32>,
     },
+}
+
+/// One task of a [`Action::StartTask`]: its canonical id and the attempt to start.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TaskStart {
+    pub task: String,
+    pub attempt: u32,
 }
 
 impl Action {
@@ -434,13 +441,19 @@ impl crate::activity::kind::Action for Action {
                 }
             }
             Action::StartWave { wave, .. } => format!("start wave {wave}"),
-            Action::StartTask { task, attempt, .. } => format!("start {task} (attempt {attempt})"),
+            Action::StartTask { starts, .. } => {
+                let each: Vec<String> = starts.iter().map(|s| format!("{} (attempt {})", s.task, s.attempt)).collect();
+                format!("start {}", each.join(", "))
+            }
             Action::StopTask { task, kill: false, .. } => format!("shut down {task}"),
             Action::StopTask { task, kill: true, .. } => format!("kill {task}"),
             Action::Integrate { wave, .. } => format!("copy back wave {wave} in plan order"),
             Action::StartVerify { wave, run, .. } => format!("verify after wave {wave} (run {run})"),
             Action::FixForward { wave, round, fixer, .. } => format!("fix-forward {round} for wave {wave} by {fixer}"),
-            Action::CleanupTask { task, .. } => format!("remove the worktree of {task} (integrated)"),
+            Action::CleanupTask { tasks, .. } => {
+                let what = if tasks.len() == 1 { "worktree" } else { "worktrees" };
+                format!("remove the {what} of {} (integrated)", tasks.join(", "))
+            }
             Action::StopVerify { run, kill: false, .. } => format!("stop verify run {run}"),
             Action::StopVerify { run, kill: true, .. } => format!("kill verify run {run}"),
             Action::Beat { task: Some(t), .. } => format!("heartbeat of {t}"),
@@ -550,8 +563,8 @@ pub fn decide(s: &Snapshot) -> Vec<Action> {
         // The kills first: whatever the plan's state, nothing of a killed attempt runs on.
         out.extend(kill_leftovers(o, &s.now));
         if let Some(a) = step(o, s, slots) {
-            if matches!(a, Action::StartTask { .. }) {
-                slots = slots.saturating_sub(1);
+            if let Action::StartTask { starts, .. } = &a {
+                slots = slots.saturating_sub(starts.len());
             }
             out.push(a);
         }
@@ -1136,7 +1149,8 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                 {
                     // Recorded as started, but no shim ever took it (a pass died between the
                     // two): start it again, in the same worktree.
-                    return Some(Action::StartTask { update: st.finish(), task: ot.task.canonical.clone(), attempt: rec.attempt });
+                    let starts = vec![TaskStart { task: ot.task.canonical.clone(), attempt: rec.attempt }];
+                    return Some(Action::StartTask { update: st.finish(), starts });
                 }
                 match rec.state {
                     TaskState::Running => running_task(&mut st, ot, &rec),
@@ -1207,24 +1221,32 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                 return after_integration(st, w);
             }
             let running = wave.iter().filter(|t| state_of(&st, t) == TaskState::Running).count();
-            if running < p.parallelism && slots > 0 {
-                // Nothing starts in a worktree where a process of an earlier attempt still runs.
-                let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && (x.busy || x.lingering.is_some()));
-                if let Some(next) = wave.iter().find(|t| state_of(&st, t) == TaskState::Queued && !busy(t)) {
-                    if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
+            let room = p.parallelism.saturating_sub(running).min(slots);
+            // Nothing starts in a worktree where a process of an earlier attempt still runs.
+            let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && (x.busy || x.lingering.is_some()));
+            let queued: Vec<&Task> = wave.iter().filter(|t| state_of(&st, t) == TaskState::Queued && !busy(t)).take(room).collect();
+            let mut starts = Vec::new();
+            for next in queued {
+                if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
+                    if starts.is_empty() {
                         st.task_state(next, TaskState::Failed, Some(format!("cannot start: {why}")));
                         return settle(st);
                     }
-                    let attempt = st.record.tasks.get(&next.canonical).map(|r| r.attempt).unwrap_or(0) + 1;
-                    st.task_state(next, TaskState::Running, None);
-                    if let Some(r) = st.record.tasks.get_mut(&next.canonical) {
-                        r.attempt = attempt;
-                        r.stop_sent = false;
-                        // Its updates count from its own first: a rerun's sequence 1 is new.
-                        r.sequence = 0;
-                    }
-                    return Some(Action::StartTask { update: st.finish(), task: next.canonical.clone(), attempt });
+                    // Those before it start; it fails in the next round.
+                    break;
                 }
+                let attempt = st.record.tasks.get(&next.canonical).map(|r| r.attempt).unwrap_or(0) + 1;
+                st.task_state(next, TaskState::Running, None);
+                if let Some(r) = st.record.tasks.get_mut(&next.canonical) {
+                    r.attempt = attempt;
+                    r.stop_sent = false;
+                    // Its updates count from its own first: a rerun's sequence 1 is new.
+                    r.sequence = 0;
+                }
+                starts.push(TaskStart { task: next.canonical.clone(), attempt });
+            }
+            if !starts.is_empty() {
+                return Some(Action::StartTask { update: st.finish(), starts });
             }
             settle(st)
         }
@@ -1381,16 +1403,17 @@ fn is_empty(u: &Update) -> bool {
 /// The update alone, if there is anything to write; else, the least urgent work: removing
 /// the worktree of a task whose work has landed.
 fn settle(st: Step<'_>) -> Option<Action> {
-    let integrated_worktree =
+    let integrated_worktrees: Vec<String> =
         st.o.tasks
             .iter()
-            .find(|t| t.worktree_exists && st.record.tasks.get(&t.task.canonical).is_some_and(|r| r.state == TaskState::Integrated))
-            .map(|t| t.task.canonical.clone());
+            .filter(|t| t.worktree_exists && st.record.tasks.get(&t.task.canonical).is_some_and(|r| r.state == TaskState::Integrated))
+            .map(|t| t.task.canonical.clone())
+            .collect();
     let u = st.finish();
     if !is_empty(&u) {
         return Some(Action::Update { update: u });
     }
-    integrated_worktree.map(|task| Action::CleanupTask { update: u, task })
+    (!integrated_worktrees.is_empty()).then_some(Action::CleanupTask { update: u, tasks: integrated_worktrees })
 }
 
 #[cfg(test)]
@@ -1531,7 +1554,7 @@ mod tests {
     fn parallelism_and_fifo_in_plan_order() {
         let o = observed("running", Some(running(&[])));
         let a = decide(&snap(vec![o], 3));
-        assert!(matches!(&a[0], Action::StartTask { task, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
+        assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts[0].task == "p:exec:wave-1:task-1"), "{a:?}");
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
         o.tasks[0].started = Some(1);
         let a = decide(&snap(vec![o.clone()], 3));
@@ -1539,7 +1562,10 @@ mod tests {
         // Recorded as running but never taken by a shim (a pass died in between): started again.
         o.tasks[0].started = None;
         let a = decide(&snap(vec![o], 3));
-        assert!(matches!(&a[0], Action::StartTask { task, attempt: 1, .. } if task == "p:exec:wave-1:task-1"), "{a:?}");
+        assert!(
+            matches!(&a[0], Action::StartTask { starts, .. } if starts == &[TaskStart { task: "p:exec:wave-1:task-1".into(), attempt: 1 }]),
+            "{a:?}"
+        );
         // The project's cap holds too: no slot left, nothing starts.
         let o = observed("running", Some(running(&[])));
         let a = decide(&snap(vec![o], 0));
@@ -1624,7 +1650,7 @@ mod tests {
         o.tasks[0].died = true;
         // Queued again and started at once: its next attempt, the same id.
         let a = decide(&snap(vec![o.clone()], 3));
-        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().all(|s| s.attempt == 2)), "{a:?}");
         let r = task_record(&a[0]).expect("recorded");
         assert_eq!((r.state, r.reruns, r.attempt), (TaskState::Running, 1, 2), "{a:?}");
         assert!(kinds(&a[0]).contains(&"rerun_required".to_string()), "{a:?}");
@@ -1679,7 +1705,7 @@ mod tests {
         o.tasks[0].lingering = None;
         o.tasks[0].died = true;
         let a = decide(&snap(vec![o], 3));
-        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().all(|s| s.attempt == 2)), "{a:?}");
         // A verify's: killed before the gate's verdict.
         let mut r = running(&[("task-1", TaskState::Integrated), ("task-2", TaskState::Integrated)]);
         r.status = PlanStatus::Verifying;
@@ -1700,7 +1726,7 @@ mod tests {
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Succeeded), ("task-2", TaskState::Integrated)])));
         o.tasks[0].worktree_gone = gone.clone();
         let a = decide(&snap(vec![o.clone()], 3));
-        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().all(|s| s.attempt == 2)), "{a:?}");
         assert!(kinds(&a[0]).contains(&"orphaned".to_string()) && kinds(&a[0]).contains(&"rerun_required".to_string()));
         // Its commit landed already: nothing runs again (the copy-back finds the commit).
         o.tasks[0].landed = true;
@@ -1720,7 +1746,7 @@ mod tests {
         o.tasks[0].busy = false;
         o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0(), tail: None });
         let a = decide(&snap(vec![o], 3));
-        assert!(matches!(&a[0], Action::StartTask { attempt: 2, .. }), "{a:?}");
+        assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().all(|s| s.attempt == 2)), "{a:?}");
         assert_eq!(task_record(&a[0]).map(|r| (r.state, r.reruns, r.stop_sent)), Some((TaskState::Running, 1, false)), "{a:?}");
     }
 

@@ -24,9 +24,6 @@ use crate::worker::Catalog;
 /// How many decide/act rounds one pass may take before it reports that it did not converge.
 const MAX_ROUNDS: usize = 40;
 const WAIT_POLL: Duration = Duration::from_millis(200);
-/// At most this many concurrent actions ([`crate::activity::kind::Action::concurrent`]) at once:
-/// each is mostly waiting on git and a process start, so a few overlap well even on two cores.
-const CONCURRENT_ACTIONS: usize = 4;
 
 /// `f`, and how long it took.
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
@@ -344,33 +341,18 @@ impl Pass<'_> {
     {
         // A dry run listed its actions when it decided them.
         let actions = if self.opts.dry_run { &[][..] } else { &d.actions[..] };
-        // Under fault injection one action at a time: a fault stops the process dead, and must
-        // not do so while another action's git is still writing.
-        let at_once = if std::env::var_os("GUILD_HALL_FAULT").is_some() { 1 } else { CONCURRENT_ACTIONS };
         let mut rest = actions;
         while !rest.is_empty() {
             // Concurrent actions next to each other run at once, then are reported in the
-            // decided order, as if one after the other.
-            let together = rest.iter().take_while(|a| a.concurrent()).count().clamp(1, at_once);
+            // decided order, as if one after the other. New work waits for the effects decided
+            // before it: a slot a finish frees is taken once the finish is done.
+            let starts = rest[0].starts_work();
+            let together = rest.iter().take_while(|a| a.concurrent() && a.starts_work() == starts).count().max(1);
             let (batch, after) = rest.split_at(together);
             rest = after;
             let act = |a: &K::Action| timed(|| d.kind.act(ctx, &d.snapshot, a));
-            let carried_out: Vec<(Result<Outcome>, Duration)> = if batch.len() == 1 {
-                batch.iter().map(act).collect()
-            } else {
-                std::thread::scope(|scope| {
-                    // An action whose thread cannot be had (a process limit) runs here instead.
-                    let started: Vec<_> =
-                        batch.iter().map(|a| std::thread::Builder::new().spawn_scoped(scope, move || act(a)).map_err(|_| a)).collect();
-                    started
-                        .into_iter()
-                        .map(|h| match h {
-                            Ok(h) => h.join().unwrap_or_else(|_| (Err(anyhow!("the action panicked")), Duration::ZERO)),
-                            Err(a) => act(a),
-                        })
-                        .collect()
-                })
-            };
+            let panicked = || (Err(anyhow!("the action panicked")), Duration::ZERO);
+            let carried_out = crate::activity::each_at_once(batch, crate::activity::at_once(), panicked, act);
             for (a, (result, took)) in batch.iter().zip(carried_out) {
                 self.report_action(K::NAME, a, result, took, round);
             }

@@ -121,6 +121,14 @@ impl PidFd {
         (fd >= 0).then(|| PidFd(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }))
     }
 
+    /// Until the process ends, a signal arrives, or `at_most` passes.
+    fn wait_exit(&self, at_most: Duration) {
+        use std::os::fd::AsFd;
+        let mut fds = [nix::poll::PollFd::new(self.0.as_fd(), nix::poll::PollFlags::POLLIN)];
+        let ms = u16::try_from(at_most.as_millis()).unwrap_or(u16::MAX);
+        let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms));
+    }
+
     fn signal(&self, sig: Signal) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         // SAFETY: the fd is a pidfd we own; a null siginfo means "as kill(2)".
@@ -276,25 +284,60 @@ pub struct Spec {
 const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SHELL"];
 
 /// Start `guild-hall shim` for the attempt, detached in its own session, and wait until it has
-/// recorded `run.json` (or `exit.json` when the worker could not start).
+/// recorded `run.json` (or `exit.json` when the worker could not start). The shim closes its
+/// end of a pipe (`--ready-fd`) once it has: the wait wakes then, not at a poll's next tick.
 pub fn spawn_shim(launch: &Spec) -> Result<()> {
+    use std::os::fd::AsRawFd;
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
     let mut cmd = shim_command(launch)?;
+    // Close-on-exec here, so no other child started meanwhile (dispatches run at once) holds
+    // it; kept open across this one exec only.
+    let (ready, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating the shim's ready pipe")?;
+    let fd = ready_w.as_raw_fd();
+    cmd.arg("--ready-fd").arg(fd.to_string());
     push_argv(&mut cmd, launch);
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     detach(&mut cmd);
-    let mut child = cmd.spawn().context("starting guild-hall shim")?;
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: fcntl is async-signal-safe; it changes only the child's copy of the fd.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let spawned = cmd.spawn();
+    drop(cmd);
+    drop(ready_w);
+    let mut child = spawned.context("starting guild-hall shim")?;
     // Reap the shim when it ends so a long-lived reconciler leaves no zombie.
     std::thread::spawn(move || child.wait());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if matches!(read_json::<RunInfo>(&launch.state.run()), Ok(Some(r)) if r.attempt == launch.attempt)
+    let recorded = || {
+        matches!(read_json::<RunInfo>(&launch.state.run()), Ok(Some(r)) if r.attempt == launch.attempt)
             || matches!(read_json::<ExitInfo>(&launch.state.exit()), Ok(Some(x)) if x.attempt == launch.attempt)
-        {
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut closed = false;
+    while Instant::now() < deadline {
+        if recorded() {
             return Ok(());
         }
-        std::thread::sleep(Duration::from_millis(5));
+        if closed {
+            anyhow::bail!("the shim ended without recording the worker's start (its log: {})", launch.state.log(launch.attempt).display());
+        }
+        // Woken when the shim closes its end (after its record, or when it dies); the files are
+        // looked at every 50 ms besides (a shim for an attempt already started closes it late).
+        let mut fds = [nix::poll::PollFd::new(std::os::fd::AsFd::as_fd(&ready), nix::poll::PollFlags::POLLIN)];
+        closed = match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(50u16)) {
+            Ok(n) => n > 0,
+            Err(nix::errno::Errno::EINTR) => false,
+            Err(e) => return Err(e).context("waiting for the shim"),
+        };
     }
     anyhow::bail!("the shim did not record the worker's start within 30s")
 }
@@ -404,6 +447,8 @@ pub struct ShimArgs {
     /// The worker's stdout goes to the shim's own (a meeting turn read by its caller), and the
     /// caller's death stops the attempt.
     pub stream: bool,
+    /// A pipe end to close once `run.json` is written (the starter waits on it).
+    pub ready_fd: Option<std::os::fd::RawFd>,
 }
 
 /// The shim's body. Returns its exit code. Runs as a separate process, never in the reconciler.
@@ -415,6 +460,17 @@ pub struct ShimArgs {
 pub fn run_shim(args: &ShimArgs) -> Result<i32> {
     let state = StateDir(args.state_dir.clone());
     let attempt = args.attempt;
+    // The reconciler's end of the wait for `run.json`: never the worker's, closed once it is
+    // written (or when the shim returns without it).
+    // SAFETY: F_GETFD only asks whether the fd is open.
+    let ready = args.ready_fd.filter(|&fd| fd > 2 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0).map(|fd| {
+        // SAFETY: `--ready-fd` names the pipe end `spawn_shim` left open across the exec, owned
+        // by nothing else in this process.
+        let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        // SAFETY: fcntl on an fd this process owns.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        owned
+    });
     // Held for the shim's whole life: a second shim for the same commission waits here and
     // then finds this attempt already started, so no duplicate worker is ever run.
     if args.stream {
@@ -529,6 +585,7 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         run_id,
     };
     write_json(&state.run(), &run)?;
+    drop(ready);
     // On a cluster's node the reconciler cannot read this machine's process table: the
     // worker's CPU time is written down for it (`cpu.json`) whenever it moves.
     let done = Arc::new(AtomicBool::new(false));
@@ -582,6 +639,7 @@ fn supervise(worker: i32, grace: Duration, asked: &Asked) -> Option<std::process
     let mut kill_at: Option<Instant> = None;
     let mut term_sent = false;
     let leftover_grace = grace.min(Duration::from_secs(2));
+    let worker_fd = PidFd::open(worker);
     loop {
         // Reap everything that has ended (our children, and orphans adopted as subreaper).
         let mut no_children = false;
@@ -612,7 +670,12 @@ fn supervise(worker: i32, grace: Duration, asked: &Asked) -> Option<std::process
             // The worker is gone; what remains gets no longer than leftovers do.
             kill_at = Some(now + leftover_grace);
         }
-        std::thread::sleep(Duration::from_millis(if worker_status.is_some() || term_sent { 10 } else { 50 }));
+        match (&worker_fd, worker_status.is_some() || term_sent) {
+            // Woken the moment the worker ends (its pidfd turns readable) or a signal arrives
+            // (poll is never restarted); the flags are looked at every 50 ms besides.
+            (Some(fd), false) => fd.wait_exit(Duration::from_millis(50)),
+            (_, ending) => std::thread::sleep(Duration::from_millis(if ending { 10 } else { 50 })),
+        }
     }
 }
 

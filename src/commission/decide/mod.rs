@@ -152,8 +152,12 @@ impl crate::activity::kind::Action for Action {
         matches!(self, Action::Dispatch { resume: false, .. })
     }
 
+    /// A dispatch, a finish and an update act on their own commission alone (its artifact,
+    /// state, branch and worktree; a finish's move of the integration branch is one at a time,
+    /// [`crate::activity::merge::land`]). A stop, a heartbeat and a cleanup follow their
+    /// commission's update in the order decided, so they are not.
     fn concurrent(&self) -> bool {
-        matches!(self, Action::Dispatch { .. })
+        matches!(self, Action::Dispatch { .. } | Action::Finish { .. } | Action::Update(_))
     }
 
     fn verb(&self) -> &'static str {
@@ -235,8 +239,13 @@ pub fn decide(s: &Snapshot) -> Decisions {
             continue;
         }
         let (step, effect) = plan_one(s, o, &now, &cycles);
-        if step.status.is_active() || matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering) {
-            running += 1;
+        let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+        if step.status.is_active() || at_work {
+            // A commission finished this round no longer holds its slot: its worker is gone,
+            // and the pass starts new work only after the round's finishes are done.
+            if at_work || !matches!(effect, Effect::Finish) {
+                running += 1;
+            }
             busy.push(o.artifact.id.clone());
         }
         match effect {

@@ -529,15 +529,17 @@ impl World {
                     r.bases.entry(*wave).or_insert_with(|| "base".into());
                 }
             }
-            Action::StartTask { task, attempt, .. } => {
-                let ot = o.tasks.iter_mut().find(|t| &t.task.canonical == task).expect("its task");
-                ot.started = Some(*attempt);
-                ot.worktree_exists = true;
-                ot.died = false;
-                match outcome {
-                    2 => ot.exit = Some(exit(*attempt, 1)),
-                    3 if *attempt == 1 => ot.died = true,
-                    _ => ot.exit = Some(exit(*attempt, 0)),
+            Action::StartTask { starts, .. } => {
+                for TaskStart { task, attempt } in starts {
+                    let ot = o.tasks.iter_mut().find(|t| &t.task.canonical == task).expect("its task");
+                    ot.started = Some(*attempt);
+                    ot.worktree_exists = true;
+                    ot.died = false;
+                    match outcome {
+                        2 => ot.exit = Some(exit(*attempt, 1)),
+                        3 if *attempt == 1 => ot.died = true,
+                        _ => ot.exit = Some(exit(*attempt, 0)),
+                    }
                 }
             }
             Action::StopTask { task, attempt, .. } => {
@@ -567,8 +569,8 @@ impl World {
             Action::StopVerify { run, .. } => {
                 o.verify_exit = Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
             }
-            Action::CleanupTask { task, .. } => {
-                if let Some(ot) = o.tasks.iter_mut().find(|t| &t.task.canonical == task) {
+            Action::CleanupTask { tasks, .. } => {
+                for ot in o.tasks.iter_mut().filter(|t| tasks.contains(&t.task.canonical)) {
                     ot.worktree_exists = false;
                 }
             }
