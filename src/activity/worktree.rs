@@ -46,10 +46,11 @@ impl WorktreeRecord {
         Self::expected(project_root, path, branch, sparse)
     }
 
-    /// Run git on the repository with this worktree's files and an index of our own (`index`,
-    /// a scratch file): nothing of the worktree's admin dir is trusted.
-    pub fn git_with_index(&self, index: &Path, args: &[&str]) -> Result<String> {
-        cli(&At::repo(&self.common, &self.path, Some(index)), args, None)
+    /// Git on the repository with this worktree's files and an index of our own (`index`, a
+    /// scratch file), for one look at it: nothing of the worktree's admin dir is trusted, and
+    /// the filter drivers to switch off are looked up once for all of its calls.
+    pub fn with_index<'a>(&'a self, index: &'a Path) -> WithIndex<'a> {
+        WithIndex { rec: self, at: At::repo(&self.common, &self.path, Some(index)) }
     }
 
     /// What is `.git` of the worktree supposed to say.
@@ -384,7 +385,7 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
             cli(&at, &["read-tree", &base_hex], None)?;
         }
         // What `git add` would read, judged by size before it reads any of it.
-        let Oversize { left_out, notes } = over_limits(&at, &rec.path, &base_hex, limits, &|_| true)?;
+        let Oversize { left_out, notes } = over_limits(&at, &rec.path, &TreeSizes::read_at(&at, &base_hex)?, limits, &|_| true)?;
         out.too_large.extend(notes);
         // Gitlinks whose repository is there: `git add` would run `git status` inside each, as
         // guild-hall, under that repository's config (the worker's), to see if it is dirty. They
@@ -495,20 +496,78 @@ pub struct Oversize {
     pub notes: Vec<String>,
 }
 
-impl WorktreeRecord {
+/// A worktree's files with a scratch index of the caller's ([`WorktreeRecord::with_index`]).
+pub struct WithIndex<'a> {
+    pub rec: &'a WorktreeRecord,
+    at: At<'a>,
+}
+
+impl WithIndex<'_> {
+    /// `git <args>` there.
+    pub fn git(&self, args: &[&str]) -> Result<String> {
+        cli(&self.at, args, None)
+    }
+
     /// The files that taking this worktree's work past `base` would read, judged by their
     /// metadata alone (nothing is read or hashed): untracked files git would take, and tracked
     /// files whose size is no longer the base's; those for which `counts` says no are not
     /// taken at all. A file over `limits.file` is left out; if the rest come to more than
-    /// `limits.attempt`, the largest are left out until they do not. `index` is a scratch
-    /// index of the caller's that holds `base`.
-    pub fn over_limits(&self, index: &Path, base: &str, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
-        let at = At::repo(&self.common, &self.path, Some(index));
-        over_limits(&at, &self.path, base, limits, counts)
+    /// `limits.attempt`, the largest are left out until they do not. The index must hold
+    /// `base`, whose blobs are `base`'s sizes.
+    pub fn over_limits(&self, base: &TreeSizes, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
+        over_limits(&self.at, &self.rec.path, base, limits, counts)
     }
 }
 
-fn over_limits(at: &At<'_>, root: &Path, base_hex: &str, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
+/// The outermost directory on the way to `path` (relative to `root`) that does not exist, with
+/// its trailing `/`; `None` if its directory is there.
+fn absent_ancestor(root: &Path, path: &[u8]) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut found = None;
+    let mut end = path.iter().rposition(|b| *b == b'/');
+    while let Some(cut) = end {
+        let dir = &path[..cut];
+        if std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes(dir))).is_ok() {
+            break;
+        }
+        found = Some(path[..=cut].to_vec());
+        end = dir.iter().rposition(|b| *b == b'/');
+    }
+    found
+}
+
+/// Every blob of a tree with its size (`ls-tree -r -l`): what [`WithIndex::over_limits`] holds
+/// a worktree's files against. Read once for every task of a wave, which share their base.
+#[derive(Default)]
+pub struct TreeSizes(Vec<(Vec<u8>, u64)>);
+
+impl TreeSizes {
+    /// The blobs of `tree` (a tree-ish) in the repository of `project_root`.
+    pub fn read(project_root: &Path, tree: &str) -> Result<TreeSizes> {
+        let common = common_dir(project_root)?;
+        Self::read_at(&At::repo(&common, project_root, None), tree)
+    }
+
+    fn read_at(at: &At<'_>, tree: &str) -> Result<TreeSizes> {
+        let mut out = Vec::new();
+        // `<mode> SP <type> SP <object> SP+ <size> TAB <path>`, NUL-terminated.
+        let listing = cli_raw(at, &["ls-tree", "-r", "-l", "-z", "--full-tree", tree], None)?;
+        for line in listing.split(|b| *b == 0).filter(|l| !l.is_empty()) {
+            let Some(tab) = line.iter().position(|b| *b == b'\t') else { continue };
+            let (meta, path) = (String::from_utf8_lossy(&line[..tab]), &line[tab + 1..]);
+            let mut fields = meta.split_whitespace();
+            if fields.nth(1) != Some("blob") {
+                continue;
+            }
+            if let Some(size) = fields.nth(1).and_then(|s| s.parse::<u64>().ok()) {
+                out.push((path.to_vec(), size));
+            }
+        }
+        Ok(TreeSizes(out))
+    }
+}
+
+fn over_limits(at: &At<'_>, root: &Path, base: &TreeSizes, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
     use std::os::unix::ffi::OsStrExt;
     let name = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     let size_on_disk = |p: &[u8]| {
@@ -524,18 +583,17 @@ fn over_limits(at: &At<'_>, root: &Path, base_hex: &str, limits: &MergeLimits, c
             candidates.push((p.to_vec(), len));
         }
     }
-    // `<mode> SP <type> SP <object> SP+ <size> TAB <path>`, NUL-terminated.
-    let tracked = cli_raw(at, &["ls-tree", "-r", "-l", "-z", "--full-tree", base_hex], None)?;
-    for line in tracked.split(|b| *b == 0).filter(|l| !l.is_empty()) {
-        let Some(tab) = line.iter().position(|b| *b == b'\t') else { continue };
-        let (meta, path) = (String::from_utf8_lossy(&line[..tab]), &line[tab + 1..]);
-        let mut fields = meta.split_whitespace();
-        if fields.nth(1) != Some("blob") {
+    // A directory found absent (all of a sparse checkout outside `.lore/`) spares looking for
+    // each file under it: the tree lists a directory's files together.
+    let mut absent: Option<Vec<u8>> = None;
+    for (path, was) in &base.0 {
+        if absent.as_ref().is_some_and(|dir| path.starts_with(dir)) {
             continue;
         }
-        let Some(was) = fields.nth(1).and_then(|s| s.parse::<u64>().ok()) else { continue };
-        if let Some(len) = size_on_disk(path).filter(|len| *len != was) {
-            candidates.push((path.to_vec(), len));
+        match size_on_disk(path) {
+            Some(len) if len != *was => candidates.push((path.clone(), len)),
+            Some(_) => {}
+            None => absent = absent_ancestor(root, path),
         }
     }
     let mut out = Oversize::default();
@@ -875,5 +933,15 @@ mod tests {
         assert_eq!(git(&rec.path, &["status", "--porcelain"]), "");
         // Made again over a crash: kept as it is.
         assert_eq!(add_worktree(&root, &rec.path, "b", false).expect("kept"), rec);
+    }
+
+    #[test]
+    fn the_outermost_absent_directory_is_found_and_a_present_one_is_not() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(tmp.path().join("a")).expect("mkdir");
+        assert_eq!(absent_ancestor(tmp.path(), b"a/b/c/f.txt"), Some(b"a/b/".to_vec()));
+        assert_eq!(absent_ancestor(tmp.path(), b"x/y/f.txt"), Some(b"x/".to_vec()));
+        assert_eq!(absent_ancestor(tmp.path(), b"a/f.txt"), None);
+        assert_eq!(absent_ancestor(tmp.path(), b"f.txt"), None);
     }
 }

@@ -410,7 +410,12 @@ fn prepare_task(
 /// A task's worktree as the copy-back needs it: made for the task, as made (the protocol: no
 /// commit of the worker's, the worktree as made, no control plane), within the merge limits,
 /// and its changes against the wave base; or the finding that halts the plan.
-fn look<'t>(ctx: &Ctx<'_, Catalog>, plan: &Plan, base: &str, t: &'t Task) -> Result<(WorktreeRecord, Vec<Change>), Finding<'t>> {
+fn look<'t>(
+    ctx: &Ctx<'_, Catalog>,
+    plan: &Plan,
+    (base, sizes): (&str, &worktree::TreeSizes),
+    t: &'t Task,
+) -> Result<(WorktreeRecord, Vec<Change>), Finding<'t>> {
     // Files are read only from the worktree made for the task, never from where a record says.
     let rec = match task_record(ctx, &plan.id, t) {
         Ok(Some(rec)) => rec,
@@ -423,13 +428,16 @@ fn look<'t>(ctx: &Ctx<'_, Catalog>, plan: &Plan, base: &str, t: &'t Task) -> Res
     if !broken.is_empty() || committed {
         return Err(Finding::Protocol { task: t, broken, committed });
     }
+    let failed = |e: anyhow::Error| Finding::CopyBackFailed(t, format!("{e:#}"));
+    let index = copyback::scratch_index(&rec, base).map_err(failed)?;
+    let git = rec.with_index(&index);
     // Sizes first, from metadata: the manifest's diff reads what changed.
-    let large = copyback::too_large(&rec, base, &t.slug(), &ctx.project.config.merge_limits())
-        .map_err(|e| Finding::CopyBackFailed(t, format!("{e:#}")))?;
+    let large = copyback::too_large(&git, sizes, &t.slug(), &ctx.project.config.merge_limits()).map_err(failed)?;
     if !large.is_empty() {
         return Err(Finding::TooLarge(t, crate::activity::worktree::listing(&large)));
     }
-    let changes = copyback::manifest(&rec, base).map_err(|e| Finding::CopyBackFailed(t, format!("{e:#}")))?;
+    let changes = copyback::manifest(&git, base).map_err(failed)?;
+    drop(git);
     let refused = copyback::refused_paths(&changes);
     if !refused.is_empty() {
         return Err(Finding::RefusedPaths(t, refused));
@@ -464,7 +472,15 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
     // What each task's worktree holds, looked at several at once (read-only, mostly git), then
     // taken in plan order: the first finding in that order halts, as if looked at in turn.
     let todo: Vec<&Task> = tasks.iter().filter(|t| !ig.integrated(t)).collect();
-    let looks = crate::activity::each_at_once(&todo, crate::activity::at_once(), || None, |t| Some(look(ctx, &plan, &base, t)));
+    let sizes = match todo.is_empty() {
+        true => Ok(worktree::TreeSizes::default()),
+        false => worktree::TreeSizes::read(&ctx.project.root, &base),
+    };
+    let sizes = match sizes {
+        Ok(s) => s,
+        Err(e) => return halt(ig, Finding::BranchUnreadable(format!("reading the wave base {base}: {e:#}"))),
+    };
+    let looks = crate::activity::each_at_once(&todo, crate::activity::at_once(), || None, |t| Some(look(ctx, &plan, (&base, &sizes), t)));
     for (t, look) in todo.iter().copied().zip(looks) {
         // Landed already (a pass that died after its commit): done, whatever its worktree says.
         let landed = match crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)) {

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::activity::merge::{commit_onto, MergeOutcome};
-use crate::activity::worktree::WorktreeRecord;
+use crate::activity::worktree::{TreeSizes, WithIndex, WorktreeRecord};
 use crate::config::MergeLimits;
 
 /// Where a task reads the control plane (a read-only copy) and leaves its evidence.
@@ -46,26 +46,31 @@ pub fn excluded(path: &str) -> bool {
 /// The control plane (one definition for every kind): a task that changes it breaks the protocol.
 pub use crate::activity::control_plane::is_control_plane as control_plane;
 
-/// The task's changes against `base`, in the contract's order: renames, deletes,
-/// adds/modifies, untracked. Read with an index of our own that matches `base`: what the
-/// worker staged or committed does not count, only its files; an index that tells git to
-/// ignore a file (assume-unchanged, a skip-worktree bit guild-hall did not set) is not used.
-pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
-    let scratch = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?;
-    let index = scratch.path().to_path_buf();
-    // A copy of the worktree's own index when it still describes the base (its stat data
-    // spares hashing every file of a large tree); else one made from the base. The worker's
-    // index never decides what counts as changed beyond its own files' stat data.
+/// A scratch index to look at a task's worktree with, holding `base`: a copy of the
+/// worktree's own index when it still describes the base (its stat data spares hashing every
+/// file of a large tree), else one read from the base. The worker's index never decides what
+/// counts as changed beyond its own files' stat data: what it staged or committed does not
+/// count, and an index that tells git to ignore a file (assume-unchanged, a skip-worktree bit
+/// guild-hall did not set) is not used.
+pub fn scratch_index(rec: &WorktreeRecord, base: &str) -> Result<tempfile::TempPath> {
+    let index = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?.into_temp_path();
+    let git = rec.with_index(&index);
     let own = rec.admin.join("index");
     let reusable = std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_file())
         && std::fs::copy(&own, &index).is_ok()
-        && rec.git_with_index(&index, &["diff", "--cached", "--quiet", base]).is_ok()
-        && honest_flags(rec, &index);
+        && git.git(&["diff", "--cached", "--quiet", base]).is_ok()
+        && honest_flags(&git);
     if !reusable {
-        rec.git_with_index(&index, &["read-tree", base])?;
+        git.git(&["read-tree", base])?;
     }
-    let diff = rec.git_with_index(&index, &["diff", "--name-status", "-z", "-M", base])?;
-    let untracked = rec.git_with_index(&index, &["ls-files", "-o", "--exclude-standard", "-z"])?;
+    Ok(index)
+}
+
+/// The task's changes against `base`, in the contract's order: renames, deletes,
+/// adds/modifies, untracked; `git` with a [`scratch_index`] holding `base`.
+pub fn manifest(git: &WithIndex<'_>, base: &str) -> Result<Vec<Change>> {
+    let diff = git.git(&["diff", "--name-status", "-z", "-M", base])?;
+    let untracked = git.git(&["ls-files", "-o", "--exclude-standard", "-z"])?;
     let mut renames = Vec::new();
     let mut deletes = Vec::new();
     let mut writes = Vec::new();
@@ -94,7 +99,7 @@ pub fn manifest(rec: &WorktreeRecord, base: &str) -> Result<Vec<Change>> {
         all.append(group);
     }
     all.retain(|c| !excluded(&c.path) && !c.from_path.as_deref().is_some_and(excluded));
-    if rec.sparse {
+    if git.rec.sparse {
         // Outside a sparse checkout files are absent, not deleted (as when work is secured).
         all.retain(|c| c.op != Op::Delete || c.path.starts_with(".lore/"));
     }
@@ -124,25 +129,23 @@ fn refused(path: &str) -> Option<&'static str> {
 /// `merge_max_attempt_size`), each file named with its size: its changed and untracked files
 /// and its own evidence (`.lore-artifacts/<slug>/`), judged by their metadata before anything
 /// is read or hashed (so before [`manifest`], whose diff reads what changed).
-pub fn too_large(rec: &WorktreeRecord, base: &str, slug: &str, limits: &MergeLimits) -> Result<Vec<String>> {
-    let scratch = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?;
-    rec.git_with_index(scratch.path(), &["read-tree", base])?;
+pub fn too_large(git: &WithIndex<'_>, base: &TreeSizes, slug: &str, limits: &MergeLimits) -> Result<Vec<String>> {
     let evidence = format!("{ARTIFACTS_DIR}/{slug}/");
     // The snapshot and other tasks' evidence are never copied back: they do not count.
     let counts = |p: &str| !excluded(p) || p.starts_with(&evidence);
-    Ok(rec.over_limits(scratch.path(), base, limits, &counts)?.notes)
+    Ok(git.over_limits(base, limits, &counts)?.notes)
 }
 
 /// No entry of the index is told to be ignored: no assume-unchanged bit, and skip-worktree
 /// only where guild-hall's own sparse checkout set it (outside `.lore/`).
-fn honest_flags(rec: &WorktreeRecord, index: &Path) -> bool {
-    let Ok(listing) = rec.git_with_index(index, &["ls-files", "-v", "-z"]) else { return false };
+fn honest_flags(git: &WithIndex<'_>) -> bool {
+    let Ok(listing) = git.git(&["ls-files", "-v", "-z"]) else { return false };
     listing.split('\0').filter(|l| !l.is_empty()).all(|l| {
         let (tag, path) = l.split_at(1.min(l.len()));
         let path = path.trim_start();
         let assumed = tag.chars().next().is_some_and(|c| c.is_ascii_lowercase());
         let skipped = tag == "S";
-        !assumed && (!skipped || (rec.sparse && !path.starts_with(".lore/")))
+        !assumed && (!skipped || (git.rec.sparse && !path.starts_with(".lore/")))
     })
 }
 

@@ -1551,6 +1551,43 @@ mod tests {
     }
 
     #[test]
+    fn every_free_slot_starts_in_one_action_in_plan_order() {
+        let wide = |p: usize| {
+            let tasks: String = (0..5).map(|i| format!("    - {{id: t{i}, worker: w, prompt: x}}\n")).collect();
+            let text = format!("---\nstatus: running\nparallelism: {p}\nwaves:\n  -\n{tasks}---\n");
+            machine_tests::observed(Plan::parse(std::path::Path::new(".lore/plans/p.md"), &text).expect("valid"), Some(running(&[])))
+        };
+        let started = |a: &[Action]| -> Vec<(String, u32)> {
+            a.iter()
+                .filter_map(|x| match x {
+                    Action::StartTask { starts, .. } => Some(starts.iter().map(|s| (s.task.clone(), s.attempt)).collect::<Vec<_>>()),
+                    _ => None,
+                })
+                .flatten()
+                .collect()
+        };
+        let first = |n: usize| (1..=n).map(|i| (format!("p:exec:wave-1:task-{i}"), 1)).collect::<Vec<_>>();
+        // Parallelism 3, slots to spare: the first three, in one action, their record written
+        // as running in its one update.
+        let a = decide(&snap(vec![wide(3)], 10));
+        assert_eq!(a.iter().filter(|x| matches!(x, Action::StartTask { .. })).count(), 1, "{a:?}");
+        assert_eq!(started(&a), first(3));
+        let record = a[0].update().record.as_ref().expect("the record");
+        assert_eq!(record.tasks.values().filter(|t| t.state == TaskState::Running).count(), 3);
+        // The project's slots are fewer: as many as they allow.
+        assert_eq!(started(&decide(&snap(vec![wide(4)], 2))), first(2));
+        // A task whose worker cannot start stops the batch there: those before it start now, it
+        // fails in the next round.
+        let mut o = wide(4);
+        o.tasks[2].worker_problem = Some("not installed".into());
+        let a = decide(&snap(vec![o.clone()], 10));
+        assert_eq!(started(&a), first(2));
+        o.tasks[0].worker_problem = Some("not installed".into());
+        let a = decide(&snap(vec![o], 10));
+        assert!(started(&a).is_empty(), "the first cannot start: it fails, alone: {a:?}");
+    }
+
+    #[test]
     fn parallelism_and_fifo_in_plan_order() {
         let o = observed("running", Some(running(&[])));
         let a = decide(&snap(vec![o], 3));

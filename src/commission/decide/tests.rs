@@ -420,7 +420,15 @@ fn caps_and_fifo() {
     cs[4] = obs(commission("aaaaa", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
     cs[4].proc = Proc::Alive;
     cs[4].run = Some(run_info(1));
-    assert_eq!(dispatches(&decide(&snapshot(cs))), vec!["e", "dd"]);
+    assert_eq!(dispatches(&decide(&snapshot(cs.clone()))), vec!["e", "dd"]);
+    // Its worker gone with its result in: finished this round, its slot taken in the same one
+    // (the pass starts new work once the round's finishes are done).
+    cs[4].proc = Proc::Dead;
+    cs[4].exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None });
+    deliver(&mut cs[4], mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
+    let p = decide(&snapshot(cs));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Finish { update, .. } if update.id == "aaaaa")), "{:?}", p.actions);
+    assert_eq!(dispatches(&p), vec!["e", "dd", "ccc"]);
 }
 
 #[test]
