@@ -50,7 +50,7 @@ impl WorktreeRecord {
     /// scratch file), for one look at it: nothing of the worktree's admin dir is trusted, and
     /// the filter drivers to switch off are looked up once for all of its calls.
     pub fn with_index<'a>(&'a self, index: &'a Path) -> WithIndex<'a> {
-        WithIndex { rec: self, at: At::repo(&self.common, &self.path, Some(index)) }
+        WithIndex { rec: self, at: At::repo(&self.common, &self.path, Some(index)), untracked: Default::default() }
     }
 
     /// What is `.git` of the worktree supposed to say.
@@ -385,7 +385,8 @@ pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message:
             cli(&at, &["read-tree", &base_hex], None)?;
         }
         // What `git add` would read, judged by size before it reads any of it.
-        let Oversize { left_out, notes } = over_limits(&at, &rec.path, &TreeSizes::read_at(&at, &base_hex)?, limits, &|_| true)?;
+        let Oversize { left_out, notes } =
+            over_limits(&rec.path, &untracked(&at)?, &TreeSizes::read_at(&at, &base_hex)?, limits, &|_| true)?;
         out.too_large.extend(notes);
         // Gitlinks whose repository is there: `git add` would run `git status` inside each, as
         // guild-hall, under that repository's config (the worker's), to see if it is dirty. They
@@ -500,12 +501,24 @@ pub struct Oversize {
 pub struct WithIndex<'a> {
     pub rec: &'a WorktreeRecord,
     at: At<'a>,
+    /// The untracked files, listed once for the look (its worker has ended).
+    untracked: std::cell::OnceCell<Vec<u8>>,
 }
 
 impl WithIndex<'_> {
     /// `git <args>` there.
     pub fn git(&self, args: &[&str]) -> Result<String> {
         cli(&self.at, args, None)
+    }
+
+    /// The untracked files git would take, NUL-separated (`ls-files -z -o --exclude-standard`),
+    /// listed at the first call.
+    pub fn untracked(&self) -> Result<&[u8]> {
+        if let Some(u) = self.untracked.get() {
+            return Ok(u);
+        }
+        let listed = untracked(&self.at)?;
+        Ok(self.untracked.get_or_init(|| listed))
     }
 
     /// The files that taking this worktree's work past `base` would read, judged by their
@@ -515,7 +528,7 @@ impl WithIndex<'_> {
     /// `limits.attempt`, the largest are left out until they do not. The index must hold
     /// `base`, whose blobs are `base`'s sizes.
     pub fn over_limits(&self, base: &TreeSizes, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
-        over_limits(&self.at, &self.rec.path, base, limits, counts)
+        over_limits(&self.rec.path, self.untracked()?, base, limits, counts)
     }
 }
 
@@ -567,7 +580,13 @@ impl TreeSizes {
     }
 }
 
-fn over_limits(at: &At<'_>, root: &Path, base: &TreeSizes, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
+/// The untracked files git would take (`ls-files -z -o --exclude-standard`), NUL-separated.
+fn untracked(at: &At<'_>) -> Result<Vec<u8>> {
+    cli_raw(at, &["ls-files", "-z", "-o", "--exclude-standard"], None)
+}
+
+/// `untracked`: as [`untracked`] lists them.
+fn over_limits(root: &Path, untracked: &[u8], base: &TreeSizes, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
     use std::os::unix::ffi::OsStrExt;
     let name = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     let size_on_disk = |p: &[u8]| {
@@ -577,7 +596,6 @@ fn over_limits(at: &At<'_>, root: &Path, base: &TreeSizes, limits: &MergeLimits,
         std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes(p))).ok().filter(|m| m.is_file()).map(|m| m.len())
     };
     let mut candidates: Vec<(Vec<u8>, u64)> = Vec::new();
-    let untracked = cli_raw(at, &["ls-files", "-z", "-o", "--exclude-standard"], None)?;
     for p in untracked.split(|b| *b == 0).filter(|p| !p.is_empty()) {
         if let Some(len) = size_on_disk(p) {
             candidates.push((p.to_vec(), len));

@@ -70,7 +70,7 @@ pub fn scratch_index(rec: &WorktreeRecord, base: &str) -> Result<tempfile::TempP
 /// adds/modifies, untracked; `git` with a [`scratch_index`] holding `base`.
 pub fn manifest(git: &WithIndex<'_>, base: &str) -> Result<Vec<Change>> {
     let diff = git.git(&["diff", "--name-status", "-z", "-M", base])?;
-    let untracked = git.git(&["ls-files", "-o", "--exclude-standard", "-z"])?;
+    let untracked = String::from_utf8_lossy(git.untracked()?).into_owned();
     let mut renames = Vec::new();
     let mut deletes = Vec::new();
     let mut writes = Vec::new();
