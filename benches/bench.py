@@ -632,9 +632,9 @@ def bench_waves(tmp, runs):
         state = os.path.join(env["GUILD_HALL_HOME"], "state")
         deadline = time.time() + 300
         subprocess.run([BIN, "reconcile", "--once"], cwd=repo, env=env, capture_output=True)
-        while True:  # until the task's worker has ended: the next pass copies back
-            done = os.path.join(state, os.listdir(state)[0], "plans", pid, "tasks", f"{pid}-exec-wave-1-task-1", "exit.json")
-            if os.path.exists(done):
+        while True:  # until the task's shim has ended (its exit recorded, its lock free): the next pass copies back
+            task = os.path.join(state, os.listdir(state)[0], "plans", pid, "tasks", f"{pid}-exec-wave-1-task-1")
+            if os.path.exists(os.path.join(task, "exit.json")) and not lock_held(os.path.join(task, "shim.lock")):
                 break
             if time.time() > deadline:
                 sys.exit("the task never succeeded")
@@ -645,7 +645,10 @@ def bench_waves(tmp, runs):
         r = subprocess.run([BIN, "reconcile", "--once", "--json"], cwd=repo, env=env, capture_output=True, text=True)
         import json as _json
         entries = _json.loads(r.stdout)
-        ours.append(next(e["ms"] for e in entries if e["action"] == "wave-integrate") / 1000)
+        took = [e["ms"] for e in entries if e["action"] == "wave-integrate"]
+        if not took:
+            sys.exit(f"no wave-integrate in the pass after the task ended: {entries}\n{r.stderr}")
+        ours.append(took[0] / 1000)
         # The same change with plain git: in a worktree at the base, applied to another.
         a, b = os.path.join(tmp, f"pa-{i}"), os.path.join(tmp, f"pb-{i}")
         git(repo, "worktree", "add", "-q", "--detach", a, "main")
@@ -661,6 +664,19 @@ def bench_waves(tmp, runs):
     subprocess.run([BIN, "reconcile", "--once", "--wait", "--timeout", "300s"], cwd=repo, env=env, check=True, capture_output=True)
     wide = time.perf_counter() - t
     return median(ours), median(plain), wide, 20 * 0.5 / 4
+
+
+def lock_held(path):
+    """Whether another process holds a lock on `path` (a shim holds its own for its whole life)."""
+    import fcntl
+    try:
+        with open(path) as f:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+    except BlockingIOError:
+        return True
+    except FileNotFoundError:
+        return False
 
 
 def deps_project(tmp, name, kind, n, env):
