@@ -79,15 +79,18 @@ pub trait Action: std::fmt::Debug {
         true
     }
     /// New work made from the integration branch's tip (a first dispatch, a meeting opened, a
-    /// wave started): the pass syncs the integration branch before it, when asked to.
+    /// wave started): the pass syncs the integration branch before it, when asked to, and
+    /// carries it out only after the round's actions decided before it (a slot a finish frees
+    /// is taken once the finish is done).
     fn starts_work(&self) -> bool {
         false
     }
-    /// May be carried out at the same time as the round's other such actions: the files it
-    /// writes are its own artifact's, state's, branch's and worktree's, or made safe to share
-    /// (the timeline and intents are per artifact; `git worktree add`, which reads every other
-    /// worktree's admin dir, runs one at a time). A commission's dispatch is: mostly git and a
-    /// process start, so a pass that starts twenty waits for none of them in turn.
+    /// May be carried out at the same time as the round's neighbouring such actions: the files
+    /// it writes are its own artifact's, state's, branch's and worktree's, or made safe to
+    /// share (the timeline and intents are per artifact; a worktree's admin dir is added or
+    /// removed, and the integration branch moved by a squash merge, one at a time). A
+    /// commission's dispatch, finish and update are: mostly git and process starts, so a pass
+    /// that starts or finishes twenty waits for none of them in turn.
     fn concurrent(&self) -> bool {
         false
     }

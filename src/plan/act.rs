@@ -307,9 +307,18 @@ fn start_tasks(ctx: &Ctx<'_, Catalog>, update: &Update, starts: &[TaskStart]) ->
     let failed = || Err(anyhow::anyhow!("preparing a task panicked"));
     let prepared = crate::activity::each_at_once(starts, crate::activity::at_once(), failed, |s| prepare_task(ctx, &plan, &record, s));
     let mut ready = Vec::new();
+    let mut errors = Vec::new();
     let mut u = update.clone();
     for (s, p) in starts.iter().zip(prepared) {
-        let (r, orphaned) = p?;
+        // One that cannot be prepared keeps none of the others from starting: its record says
+        // it runs, no shim took it, and the next pass starts it again (or fails again, said).
+        let (r, orphaned) = match p {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(format!("{}: {e:#}", s.task));
+                continue;
+            }
+        };
         if let Some(o) = orphaned {
             let now = crate::activity::timeline::timestamp(chrono::Utc::now());
             u.events.push(timeline::event(
@@ -333,7 +342,10 @@ fn start_tasks(ctx: &Ctx<'_, Catalog>, update: &Update, starts: &[TaskStart]) ->
         || Err(anyhow::anyhow!("starting a task panicked")),
         |r| r.start(),
     );
-    started.into_iter().collect::<Result<Vec<()>>>()?;
+    errors.extend(started.into_iter().filter_map(|r| r.err().map(|e| format!("{e:#}"))));
+    if !errors.is_empty() {
+        anyhow::bail!("{}", errors.join("; "));
+    }
     fault("task-start", 3);
     Ok(Outcome::Done)
 }
@@ -413,7 +425,7 @@ fn prepare_task(
 fn look<'t>(
     ctx: &Ctx<'_, Catalog>,
     plan: &Plan,
-    (base, sizes): (&str, &worktree::TreeSizes),
+    (base, sizes): (&str, Result<&worktree::TreeSizes, &String>),
     t: &'t Task,
 ) -> Result<(WorktreeRecord, Vec<Change>), Finding<'t>> {
     // Files are read only from the worktree made for the task, never from where a record says.
@@ -429,6 +441,7 @@ fn look<'t>(
         return Err(Finding::Protocol { task: t, broken, committed });
     }
     let failed = |e: anyhow::Error| Finding::CopyBackFailed(t, format!("{e:#}"));
+    let sizes = sizes.map_err(|e| Finding::CopyBackFailed(t, e.clone()))?;
     let index = copyback::scratch_index(&rec, base).map_err(failed)?;
     let git = rec.with_index(&index);
     // Sizes first, from metadata: the manifest's diff reads what changed.
@@ -469,29 +482,38 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
     let mut worktrees = Vec::new();
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let halt = |ig: Integration<'_>, finding: Finding<'_>| apply(ctx, &ig.halt(finding));
-    // What each task's worktree holds, looked at several at once (read-only, mostly git), then
-    // taken in plan order: the first finding in that order halts, as if looked at in turn.
+    // Landed already (a pass that died after its commit): done, whatever its worktree says.
     let todo: Vec<&Task> = tasks.iter().filter(|t| !ig.integrated(t)).collect();
-    let sizes = match todo.is_empty() {
+    let landed: Vec<_> = todo
+        .iter()
+        .map(|t| crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)))
+        .collect();
+    // What the worktrees of the rest hold, looked at several at once (read-only, mostly git) up
+    // to the first task whose landing cannot be told, then taken in plan order: the first
+    // finding in that order halts, as if each were looked at in turn.
+    let to_look: Vec<&Task> =
+        todo.iter().zip(&landed).take_while(|(_, l)| l.is_ok()).filter(|(_, l)| matches!(l, Ok(None))).map(|(t, _)| *t).collect();
+    let sizes = match to_look.is_empty() {
         true => Ok(worktree::TreeSizes::default()),
-        false => worktree::TreeSizes::read(&ctx.project.root, &base),
+        false => worktree::TreeSizes::read(&ctx.project.root, &base).map_err(|e| format!("reading the sizes of the wave base: {e:#}")),
     };
-    let sizes = match sizes {
-        Ok(s) => s,
-        Err(e) => return halt(ig, Finding::BranchUnreadable(format!("reading the wave base {base}: {e:#}"))),
-    };
-    let looks = crate::activity::each_at_once(&todo, crate::activity::at_once(), || None, |t| Some(look(ctx, &plan, (&base, &sizes), t)));
-    for (t, look) in todo.iter().copied().zip(looks) {
-        // Landed already (a pass that died after its commit): done, whatever its worktree says.
-        let landed = match crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)) {
-            Ok(l) => l,
+    let mut looks = crate::activity::each_at_once(
+        &to_look,
+        crate::activity::at_once(),
+        || None,
+        |t| Some(look(ctx, &plan, (&base, sizes.as_ref()), t)),
+    )
+    .into_iter();
+    for (t, landed) in todo.iter().copied().zip(landed) {
+        match landed {
             Err(e) => return halt(ig, Finding::BranchUnreadable(format!("{e:#}"))),
-        };
-        if let Some(oid) = landed {
-            ig.landed(t, &oid.to_string(), None);
-            continue;
+            Ok(Some(oid)) => {
+                ig.landed(t, &oid.to_string(), None);
+                continue;
+            }
+            Ok(None) => {}
         }
-        let (rec, changes) = match look {
+        let (rec, changes) = match looks.next().flatten() {
             Some(Ok(found)) => found,
             Some(Err(finding)) => return halt(ig, finding),
             None => return halt(ig, Finding::CopyBackFailed(t, "looking at its worktree panicked".into())),

@@ -46,19 +46,20 @@ pub fn excluded(path: &str) -> bool {
 /// The control plane (one definition for every kind): a task that changes it breaks the protocol.
 pub use crate::activity::control_plane::is_control_plane as control_plane;
 
-/// A scratch index to look at a task's worktree with, holding `base`: a copy of the
-/// worktree's own index when it still describes the base (its stat data spares hashing every
-/// file of a large tree), else one read from the base. The worker's index never decides what
-/// counts as changed beyond its own files' stat data: what it staged or committed does not
-/// count, and an index that tells git to ignore a file (assume-unchanged, a skip-worktree bit
-/// guild-hall did not set) is not used.
+/// A scratch index to look at a task's worktree with, holding `base` and nothing else: a copy
+/// of the worktree's own index when it still describes the base exactly (its stat data spares
+/// hashing every file of a large tree), else one read from the base. The worker's index never
+/// decides what counts as changed beyond its own files' stat data: what it staged or committed
+/// does not count — an intent-to-add entry (`git add -N`) included, which would hide a file
+/// from the untracked files the limits measure — and an index that tells git to ignore a file
+/// (assume-unchanged, a skip-worktree bit guild-hall did not set) is not used.
 pub fn scratch_index(rec: &WorktreeRecord, base: &str) -> Result<tempfile::TempPath> {
     let index = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?.into_temp_path();
     let git = rec.with_index(&index);
     let own = rec.admin.join("index");
     let reusable = std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_file())
         && std::fs::copy(&own, &index).is_ok()
-        && git.git(&["diff", "--cached", "--quiet", base]).is_ok()
+        && git.git(&["diff", "--cached", "--quiet", "--ita-visible-in-index", base]).is_ok()
         && honest_flags(&git);
     if !reusable {
         git.git(&["read-tree", base])?;

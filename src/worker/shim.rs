@@ -532,7 +532,9 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         return fail(format!("no valid {RUN_ID_VAR} in the shim's environment"));
     }
     let (prog, rest) = args.argv.split_first().context("no worker command given")?;
-    let (out_read, out_write) = nix::unistd::pipe().context("creating the output pipe")?;
+    // Close-on-exec: the worker gets the write end only as its stdout and stderr, never the
+    // read end (its log, before the pump has it) nor another copy.
+    let (out_read, out_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating the output pipe")?;
     let mut cmd = Command::new(prog);
     let stdout = if args.stream { Stdio::inherit() } else { Stdio::from(out_write.try_clone()?) };
     cmd.args(rest).current_dir(&args.cwd).stdin(Stdio::null()).stdout(stdout).stderr(out_write);
@@ -544,6 +546,16 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
                 // The worker dies with its shim; if the shim is already gone, do not start.
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 || libc::getppid() != me {
                     return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                // Nothing but its stdin, stdout and stderr crosses into the worker: not a
+                // descriptor the reconciler inherited from whatever started it (a CI runner's
+                // jobserver pipe, a terminal's), nor one of the shim's. Close-on-exec, so the
+                // confinement below can still use its own until the exec.
+                if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+                    // A kernel before 5.11: one by one, as far as descriptors are commonly had.
+                    for fd in 3..4096 {
+                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
                 }
                 Ok(())
             });

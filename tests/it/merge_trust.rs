@@ -383,16 +383,31 @@ while [ ! -e .lore/go ]; do sleep 0.05; done
 
 #[test]
 fn a_wave_task_copies_back_nothing_over_the_limits() {
+    wave_task_over_the_limits("");
+}
+
+/// Staged with intent to add (`git add -N`), the file is in the worker's index and not
+/// untracked: still measured, still refused.
+#[test]
+fn a_wave_task_copies_back_nothing_over_the_limits_even_staged_with_intent_to_add() {
+    wave_task_over_the_limits("git add -N huge.bin\n");
+}
+
+/// A wave task writes a 4 GiB sparse file (after `stage`, a shell line of the worker's) and
+/// a small one: the plan halts naming the large one, and nothing is copied back.
+fn wave_task_over_the_limits(stage: &str) {
     let p = Project::new(&[]);
-    let script = r#"#!/bin/sh
+    let script = format!(
+        r#"#!/bin/sh
 set -eu
-update() { "$GUILD_HALL_BIN" toolbox task-update --status "$1" --sequence "$2" --idempotency-key "$GUILD_HALL_TASK_ID:$1:$GUILD_HALL_ATTEMPT" >/dev/null; }
+update() {{ "$GUILD_HALL_BIN" toolbox task-update --status "$1" --sequence "$2" --idempotency-key "$GUILD_HALL_TASK_ID:$1:$GUILD_HALL_ATTEMPT" >/dev/null; }}
 update in_progress 1
 truncate -s 4G huge.bin
 echo fine > fine.txt
-update done 2
-"#;
-    install_script(&p, "hulker", "checkout: full\n", "run.sh", script);
+{stage}update done 2
+"#
+    );
+    install_script(&p, "hulker", "checkout: full\n", "run.sh", &script);
     std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
     std::fs::write(p.root.join(".lore/plans/bulk.md"), "---\ntitle: bulk\nwaves:\n  - - {id: t, worker: hulker, prompt: \"go\"}\n---\n")
         .expect("write plan");
@@ -404,4 +419,38 @@ update done 2
     assert!(reason.contains("too large to copy back: huge.bin is 4.0 GiB, over merge_max_file_size (100.0 MiB)"), "{reason}");
     assert_eq!(rev(&p, "claude/main"), before, "nothing copied back");
     assert!(largest_object(&p) < 1 << 20, "a large object was stored: {} bytes", largest_object(&p));
+}
+
+/// A worker holds no file descriptor but its stdin, stdout and stderr: not the shim's ready
+/// pipe to its starter, nor the read end of its own log, nor one the reconciler inherited from
+/// whatever started it (here the test harness's: cargo's jobserver pipe, say, made sure of by
+/// one left open on purpose).
+#[test]
+fn a_worker_inherits_no_descriptor_but_its_standard_three() {
+    use std::os::fd::AsRawFd;
+    let p = Project::new(&[]);
+    install_script(
+        &p,
+        "lister",
+        "",
+        "run.sh",
+        "#!/bin/sh
+exec ls -l /proc/self/fd
+",
+    );
+    let id = p.create("lister", "Fds", "List them.");
+    // A descriptor without close-on-exec in the reconciler's own environment.
+    let (_keep_read, leaked) = nix::unistd::pipe().expect("pipe");
+    let leaked_fd = leaked.as_raw_fd();
+    p.settle();
+    drop(leaked);
+    let log = std::fs::read_to_string(p.state_dir(&id).join("attempt-1.log")).expect("log");
+    // `ls` lists its own: 0, 1, 2, and the directory it reads (3).
+    let fds: Vec<u32> = log
+        .lines()
+        .filter(|l| l.contains(" -> "))
+        .filter_map(|l| l.split(" -> ").next()?.split_whitespace().last()?.parse().ok())
+        .collect();
+    assert_eq!(fds.len(), 4, "the worker holds more than its three and the listing's own (the leak was {leaked_fd}):\n{log}");
+    assert_eq!(&fds[..3], &[0, 1, 2], "{log}");
 }
