@@ -319,6 +319,9 @@ pub struct Messages {
 /// Why a worker's change to the control plane is never merged, said the same way for every kind.
 pub const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings, plans, worker packages or guild-hall.yaml; new work goes through propose_followup or the dispatcher";
 
+/// How the `reason:` of an activity whose merge waits (a person's checkout in the way) begins.
+pub const MERGE_WAITING: &str = "merge waiting";
+
 /// Land an activity's work, the one way for every kind: commit what the worker left in its
 /// worktree onto its branch (by the record, never by what the worktree says), refuse a
 /// worktree that is no longer the one guild-hall made, then squash-merge the branch into the
@@ -384,7 +387,7 @@ pub fn land(
             kind: "too-large",
             reason: format!("too large to merge: {}; nothing merged, branch {branch} kept", listing(&what)),
         },
-        Ok(MergeOutcome::Waiting(why)) => Landing::Waiting(format!("merge waiting: {why}")),
+        Ok(MergeOutcome::Waiting(why)) => Landing::Waiting(format!("{MERGE_WAITING}: {why}")),
         Err(e) => Landing::Refused {
             kind: "merge-failed",
             reason: format!("the merge into {integration} failed: {e}; nothing merged, branch {branch} kept"),

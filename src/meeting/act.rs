@@ -219,7 +219,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     // The transcript goes last, once the notes are safe in the artifact.
     crate::files::remove_if_exists(&transcript)?;
     fault("close", 4);
-    if meeting.str_field("reason").is_some_and(|r| r.starts_with("merge waiting") || r.starts_with("closing waits"))
+    if meeting.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING) || r.starts_with("closing waits"))
         && !update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"))
     {
         update.edits.push(Edit::Remove("reason".into()));

@@ -202,7 +202,8 @@ pub fn decline(home: &Home, project: &Project, id: &str, reason: Option<&str>) -
 pub fn close(home: &Home, project: &Project, id: &str) -> Result<(Meeting, bool)> {
     request(project, id, MeetingStatus::Closed, None)?;
     converge(home, project, id, CONVERGE_LIMIT, |r, m| {
-        r.is_some_and(|r| r.status == MeetingStatus::Closed) || m.str_field("reason").is_some_and(|r| r.starts_with("merge waiting"))
+        r.is_some_and(|r| r.status == MeetingStatus::Closed)
+            || m.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING))
     })?;
     let m = observe::load(project, id)?;
     let closed = observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Closed);

@@ -242,8 +242,10 @@ pub fn decide(s: &Snapshot) -> Decisions {
         let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
         if step.status.is_active() || at_work {
             // A commission finished this round no longer holds its slot: its worker is gone,
-            // and the pass starts new work only after the round's finishes are done.
-            if at_work || !matches!(effect, Effect::Finish) {
+            // and the pass starts new work only after the round's finishes are done. One whose
+            // merge waits on a person's checkout keeps it: work does not pile up behind it.
+            let merge_waits = o.artifact.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING));
+            if at_work || !matches!(effect, Effect::Finish) || merge_waits {
                 running += 1;
             }
             busy.push(o.artifact.id.clone());

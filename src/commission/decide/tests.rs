@@ -423,12 +423,24 @@ fn caps_and_fifo() {
     assert_eq!(dispatches(&decide(&snapshot(cs.clone()))), vec!["e", "dd"]);
     // Its worker gone with its result in: finished this round, its slot taken in the same one
     // (the pass starts new work once the round's finishes are done).
-    cs[4].proc = Proc::Dead;
-    cs[4].exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None });
-    deliver(&mut cs[4], mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
-    let p = decide(&snapshot(cs));
+    let finishing = |frontmatter: &str| {
+        let mut o = obs(commission("aaaaa", frontmatter), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Dead;
+        o.run = Some(run_info(1));
+        o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None });
+        deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
+        o
+    };
+    cs[4] = finishing("status: in_progress\nattempt: 1\n");
+    let p = decide(&snapshot(cs.clone()));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Finish { update, .. } if update.id == "aaaaa")), "{:?}", p.actions);
     assert_eq!(dispatches(&p), vec!["e", "dd", "ccc"]);
+    // Unless its merge already waited on a person's checkout: it keeps its slot, so work does
+    // not pile up behind a merge that cannot land.
+    cs[4] = finishing("status: in_progress\nattempt: 1\nreason: 'merge waiting: local changes to a.txt in /repo'\n");
+    let p = decide(&snapshot(cs));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Finish { update, .. } if update.id == "aaaaa")), "{:?}", p.actions);
+    assert_eq!(dispatches(&p), vec!["e", "dd"]);
 }
 
 #[test]
