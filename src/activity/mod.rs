@@ -45,9 +45,9 @@ pub fn at_once() -> usize {
 }
 
 /// `f` of every item, up to `limit` at a time on threads of their own, the results in the
-/// items' order. A lone item (`limit` 1, or the last of a chunk) and an item whose thread
-/// cannot be had (a process limit) are done on this thread; a panic on another thread is the
-/// item's result `panicked()`.
+/// items' order. An item alone in its chunk of `limit` and an item whose thread cannot be had
+/// (a process limit) are done on this thread, where a panic unwinds as usual; a panic on
+/// another thread is the item's result `panicked()`.
 pub fn each_at_once<T: Sync, R: Send>(items: &[T], limit: usize, panicked: impl Fn() -> R, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let mut out = Vec::with_capacity(items.len());
     for batch in items.chunks(limit.max(1)) {

@@ -304,21 +304,20 @@ fn start_tasks(ctx: &Ctx<'_, Catalog>, update: &Update, starts: &[TaskStart]) ->
         Some(r) => r,
         None => super::observe::record(ctx.home, ctx.project, &plan.id)?.context("the plan has no record")?,
     };
-    let failed = || Err(anyhow::anyhow!("preparing a task panicked"));
-    let prepared = crate::activity::each_at_once(starts, crate::activity::at_once(), failed, |s| prepare_task(ctx, &plan, &record, s));
+    let prepared = crate::activity::each_at_once(
+        starts,
+        crate::activity::at_once(),
+        || (Err(anyhow::anyhow!("preparing it panicked")), None),
+        |s| {
+            let mut orphaned = None;
+            (prepare_task(ctx, &plan, &record, s, &mut orphaned), orphaned)
+        },
+    );
     let mut ready = Vec::new();
-    let mut errors = Vec::new();
+    let mut unprepared = Vec::new();
     let mut u = update.clone();
-    for (s, p) in starts.iter().zip(prepared) {
-        // One that cannot be prepared keeps none of the others from starting: its record says
-        // it runs, no shim took it, and the next pass starts it again (or fails again, said).
-        let (r, orphaned) = match p {
-            Ok(p) => p,
-            Err(e) => {
-                errors.push(format!("{}: {e:#}", s.task));
-                continue;
-            }
-        };
+    for (s, (r, orphaned)) in starts.iter().zip(prepared) {
+        // What became of a worktree that could not be reused is said whatever came after.
         if let Some(o) = orphaned {
             let now = crate::activity::timeline::timestamp(chrono::Utc::now());
             u.events.push(timeline::event(
@@ -328,12 +327,29 @@ fn start_tasks(ctx: &Ctx<'_, Catalog>, update: &Update, starts: &[TaskStart]) ->
                 json!({"task": s.task, "text": o}),
             ));
         }
-        // A refused launch has its exit recorded: the next pass fails the task, saying why.
-        ready.extend(r);
+        match r {
+            // A refused launch has its exit recorded: the next pass fails the task, saying why.
+            Ok(r) => ready.extend(r),
+            Err(e) => unprepared.push((s, format!("{e:#}"))),
+        }
     }
     let outcome = apply(ctx, &u)?;
     if outcome != Outcome::Done {
         return Ok(outcome);
+    }
+    // One that cannot be prepared keeps none of the others from starting: recorded as running,
+    // it ends as a refused launch does (its exit says why), and the next pass fails it — never
+    // left running with no shim, which would be started again and again. Written only now that
+    // the record holds the attempt.
+    let mut errors = Vec::new();
+    for (s, why) in unprepared {
+        let refused = match plan.task(&s.task) {
+            Some(t) => launch::refuse(&task_state(ctx, &plan.id, t), s.attempt, &format!("cannot start: {why}")),
+            None => Err(anyhow::anyhow!("the task vanished from the plan")),
+        };
+        if let Err(e) = refused {
+            errors.push(format!("{}: {why} (and its refusal could not be recorded: {e:#})", s.task));
+        }
     }
     fault("task-start", 2);
     let started = crate::activity::each_at_once(
@@ -351,14 +367,15 @@ fn start_tasks(ctx: &Ctx<'_, Catalog>, update: &Update, starts: &[TaskStart]) ->
 }
 
 /// One task made ready to start: its state dir fresh for the attempt, its worktree, snapshot
-/// and prompt; `None` where its launch was refused (recorded as its exit). With it, what to
-/// say of a worktree that could not be reused.
+/// and prompt; `None` where its launch was refused (recorded as its exit). What to say of a
+/// worktree that could not be reused goes to `orphaned` as soon as it is known.
 fn prepare_task(
     ctx: &Ctx<'_, Catalog>,
     plan: &Plan,
     record: &PlanRecord,
     start: &TaskStart,
-) -> Result<(Option<launch::Ready>, Option<String>)> {
+    orphaned: &mut Option<String>,
+) -> Result<Option<launch::Ready>> {
     let attempt = start.attempt;
     let task = plan.task(&start.task).context("the task vanished from the plan")?.clone();
     let base = base_of(record, task.wave)?;
@@ -369,11 +386,13 @@ fn prepare_task(
     mailbox::make_fresh(&state, attempt)?;
     let pkg = ctx.workers.for_commission(&task.worker).map_err(anyhow::Error::msg)?;
     let argv = pkg.resolve_command().map_err(anyhow::Error::msg)?;
-    let (rec, orphaned) = task_worktree(ctx, plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
+    let (rec, gone) = task_worktree(ctx, plan, &task, &base, pkg.manifest.checkout == crate::worker::Checkout::Sparse)?;
+    *orphaned = gone;
     write_json(&state.worktree(), &rec)?;
     fault("task-start", 1);
     let snapshot_dir = snapshot(ctx.project, &state, &rec.path)?;
-    std::fs::create_dir_all(rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug()))?;
+    let evidence = rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug());
+    std::fs::create_dir_all(&evidence).with_context(|| format!("making its evidence dir {}", evidence.display()))?;
     std::fs::write(state.prompt(), &task.prompt)?;
     let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
     let activation = Activation {
@@ -414,8 +433,8 @@ fn prepare_task(
         timeout: task.timeout.or(plan.timeout),
     };
     Ok(match launch::prepare(Launch::Worker(activation))? {
-        Prepared::Ready(r) => (Some(r), orphaned),
-        Prepared::Refused(_) => (None, orphaned),
+        Prepared::Ready(r) => Some(r),
+        Prepared::Refused(_) => None,
     })
 }
 

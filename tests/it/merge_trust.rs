@@ -454,3 +454,24 @@ exec ls -l /proc/self/fd
     assert_eq!(fds.len(), 4, "the worker holds more than its three and the listing's own (the leak was {leaked_fd}):\n{log}");
     assert_eq!(&fds[..3], &[0, 1, 2], "{log}");
 }
+
+/// A task that cannot be prepared (its evidence dir cannot be made: the base holds a file
+/// where it goes) fails saying why, and its wave halts: it is never left recorded as running
+/// with no shim, started again every pass while the rest of the wave goes unwatched.
+#[test]
+fn a_task_that_cannot_be_prepared_fails_saying_why() {
+    let p = Project::new(&[]);
+    install_script(&p, "quick", "checkout: full\n", "run.sh", "#!/bin/sh\nexit 0\n");
+    p.commit_on_integration(".lore-artifacts", "a file where the evidence dirs go\n", "a file in the way");
+    std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
+    std::fs::write(
+        p.root.join(".lore/plans/blocked.md"),
+        "---\nparallelism: 2\nwaves:\n  - - {id: a, worker: quick, prompt: \"go\"}\n    - {id: b, worker: quick, prompt: \"go\"}\n---\n",
+    )
+    .expect("write plan");
+    p.settle();
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "blocked", "--json"])).expect("plan json");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("cannot start") && reason.contains(".lore-artifacts"), "{reason}");
+}
