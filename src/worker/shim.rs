@@ -294,6 +294,20 @@ pub fn spawn_shim(launch: &Spec) -> Result<()> {
     // Close-on-exec here, so no other child started meanwhile (dispatches run at once) holds
     // it; kept open across this one exec only.
     let (ready, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating the shim's ready pipe")?;
+    // Above the standard three, which the child's stdio takes over (a reconciler started with
+    // one of them closed would have been given it here).
+    let ready_w = match ready_w.as_raw_fd() {
+        0..=2 => {
+            // SAFETY: F_DUPFD_CLOEXEC duplicates an fd we own onto a fresh one ≥ 3.
+            let fd = unsafe { libc::fcntl(ready_w.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error()).context("moving the shim's ready pipe above stdio");
+            }
+            // SAFETY: a fresh fd that we now own.
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+        }
+        _ => ready_w,
+    };
     let fd = ready_w.as_raw_fd();
     cmd.arg("--ready-fd").arg(fd.to_string());
     push_argv(&mut cmd, launch);
