@@ -68,6 +68,18 @@ def new_repo(path, files=0):
     git(path, "commit", "-q", "-m", "init")
 
 
+def script_worker(repo, name, script, checkout="sparse", extra=""):
+    """A worker package `name` in `repo` whose command is `./run.sh`, holding `script` (its
+    lines after the shebang); `extra`: more lines of worker.yaml."""
+    wd = os.path.join(repo, ".lore", "workers", name)
+    os.makedirs(wd)
+    with open(os.path.join(wd, "worker.yaml"), "w") as f:
+        f.write(f"name: {name}\ncommand: ['./run.sh']\ncheckout: {checkout}\n{extra}")
+    with open(os.path.join(wd, "run.sh"), "w") as f:
+        f.write(f"#!/bin/sh\n{script}\n")
+    os.chmod(os.path.join(wd, "run.sh"), 0o755)
+
+
 def median(xs):
     return statistics.median(xs)
 
@@ -491,13 +503,7 @@ def bench_throughput(tmp, runs, builds, n=100, cap=20, secs=1.0):
                     f.write(f"max_concurrent_commissions: {cap}\n")
                 env = dict(ENV, GUILD_HALL_HOME=home)
                 subprocess.run([binary, "init"], cwd=repo, env=env, check=True, capture_output=True)
-                wd = os.path.join(repo, ".lore", "workers", "nap")
-                os.makedirs(wd)
-                with open(os.path.join(wd, "worker.yaml"), "w") as f:
-                    f.write("name: nap\ncommand: ['./run.sh']\ncheckout: sparse\n")
-                with open(os.path.join(wd, "run.sh"), "w") as f:
-                    f.write(f'#!/bin/sh\nsleep {secs}\nexec "$GUILD_HALL_BIN" toolbox submit-result --summary done\n')
-                os.chmod(os.path.join(wd, "run.sh"), 0o755)
+                script_worker(repo, "nap", f'sleep {secs}\nexec "$GUILD_HALL_BIN" toolbox submit-result --summary done')
                 with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
                     f.write(f"commission_cap: {cap}\n")
                 git(repo, "add", "-A")
@@ -547,17 +553,11 @@ def bench_finish(tmp, runs, builds, changed=100):
     new_repo(repo, files=N)
     env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home-finish"))
     subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
-    wd = os.path.join(repo, ".lore", "workers", "edit")
-    os.makedirs(wd)
-    with open(os.path.join(wd, "worker.yaml"), "w") as f:
-        f.write("name: edit\ncommand: ['./run.sh']\ncheckout: full\n")
-    with open(os.path.join(wd, "run.sh"), "w") as f:
-        # It starts its work when the bench says so (a `.go` in its worktree): the pass that
-        # dispatched it has ended by then, and the next one is the finish measured.
-        f.write('#!/bin/sh\nwhile [ ! -f .go ]; do sleep 0.02; done\nrm .go\n'
-                f'for f in $(git ls-files src | head -n {changed}); do echo "$GUILD_HALL_COMMISSION" >> $f; done\n'
-                'exec "$GUILD_HALL_BIN" toolbox submit-result --summary done\n')
-    os.chmod(os.path.join(wd, "run.sh"), 0o755)
+    # It starts its work when the bench says so (a `.go` in its worktree): the pass that
+    # dispatched it has ended by then, and the next one is the finish measured.
+    script_worker(repo, "edit", 'while [ ! -f .go ]; do sleep 0.02; done\nrm .go\n'
+                  f'for f in $(git ls-files src | head -n {changed}); do echo "$GUILD_HALL_COMMISSION" >> $f; done\n'
+                  'exec "$GUILD_HALL_BIN" toolbox submit-result --summary done', checkout="full")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "worker")
     subprocess.run([BIN, "sync"], cwd=repo, env=env, capture_output=True)
@@ -613,14 +613,8 @@ def bench_waves(tmp, runs):
     env = dict(ENV, GUILD_HALL_HOME=os.path.join(tmp, "home-waves"))
     subprocess.run([BIN, "init"], cwd=repo, env=env, check=True, capture_output=True)
     change = "for f in $(git ls-files src | head -n 1000); do echo changed >> $f; done"
-    for name, script, checkout in (("thousand", change, "full"), ("nap", "sleep 0.5", "sparse")):
-        wd = os.path.join(repo, ".lore", "workers", name)
-        os.makedirs(wd)
-        with open(os.path.join(wd, "worker.yaml"), "w") as f:
-            f.write(f"name: {name}\ncommand: ['./run.sh']\ncheckout: {checkout}\n")
-        with open(os.path.join(wd, "run.sh"), "w") as f:
-            f.write(f"#!/bin/sh\n{script}\n")
-        os.chmod(os.path.join(wd, "run.sh"), 0o755)
+    script_worker(repo, "thousand", change, checkout="full")
+    script_worker(repo, "nap", "sleep 0.5")
     with open(os.path.join(repo, ".lore", "guild-hall.yaml"), "w") as f:
         f.write("commission_cap: 20\n")
     ours, plain = [], []

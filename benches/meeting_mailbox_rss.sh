@@ -6,11 +6,8 @@ set -eu
 BIN=$(realpath "$1"); EX=$(realpath "$2")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-export GUILD_HALL_HOME=$T/home GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 HOME=$T/uhome
-mkdir -p "$T/repo" "$T/uhome" && cd "$T/repo"
-git init -q -b main && git config user.name t && git config user.email t@e
-echo hi > README.md && git add -A && git commit -qm init
-"$BIN" init >/dev/null
+source "$(dirname "$(realpath "$0")")/project.sh"
+bench_project "$BIN" "$T"
 mkdir -p .lore/workers && cp -r "$EX/counsel" .lore/workers/
 "$BIN" meeting start --worker counsel --id m hello >/dev/null 2>&1
 MAILBOX=$(ls -d "$GUILD_HALL_HOME"/state/*/meetings/m)/events.jsonl

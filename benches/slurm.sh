@@ -23,11 +23,8 @@ left_pending() { ! scontrol show job -o "$1" | grep -q 'JobState=PENDING'; }
 poll() { until left_pending "$1"; do sleep 0.02; done; }
 idle() { [ -z "$(squeue -h -o %i)" ]; }
 
-export GUILD_HALL_HOME=$T/home GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 HOME=$T/uhome
-mkdir -p "$T/repo" "$T/uhome" && cd "$T/repo"
-git init -q -b main && git config user.name t && git config user.email t@e
-echo hi > README.md && git add -A && git commit -qm init
-"$BIN" init >/dev/null
+source "$(dirname "$(realpath "$0")")/project.sh"
+bench_project "$BIN" "$T"
 printf 'runner: slurm\ncommission_cap: 20\n' > .lore/guild-hall.yaml
 mkdir -p .lore/workers/nap
 printf 'name: nap\ndescription: sleeps\ncommand: ["./run.sh"]\ncheckout: sparse\ncapabilities: [commission]\n' > .lore/workers/nap/worker.yaml

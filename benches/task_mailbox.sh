@@ -7,11 +7,8 @@ set -eu
 BIN=$(realpath "$1"); N=${2:-8000}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-export GUILD_HALL_HOME=$T/home GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 HOME=$T/uhome
-mkdir -p "$T/repo" "$T/uhome" && cd "$T/repo"
-git init -q -b main && git config user.name t && git config user.email t@e
-echo hi > README.md && git add -A && git commit -qm init
-"$BIN" init >/dev/null
+source "$(dirname "$(realpath "$0")")/project.sh"
+bench_project "$BIN" "$T"
 printf 'stale_after: 1h\n' > .lore/guild-hall.yaml
 mkdir -p .lore/workers/hang .lore/plans
 printf 'name: hang\ndescription: hangs\ncommand: ["./run.sh"]\ncheckout: sparse\ncapabilities: [commission]\n' > .lore/workers/hang/worker.yaml

@@ -6,19 +6,19 @@
 use crate::common::{git, in_namespaces, section, Project};
 
 /// The programs the cluster and the runner need; `false` (and a line saying so) without them.
-fn have_slurm() -> bool {
+/// The Slurm daemons and commands these tests start a cluster with, or the test's failure in
+/// one line naming what is missing: a test that cannot run fails, it is never skipped (`.ci/run`
+/// installs them).
+fn needs_slurm() {
     let missing: Vec<&str> = ["munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel", "sinfo", "ip"]
         .into_iter()
         .filter(|b| !std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(b).is_file()))
         .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    eprintln!(
-        "SKIPPED: the Slurm tests need {} (Debian: apt-get install slurmctld slurmd slurm-client munge iproute2)",
+    assert!(
+        missing.is_empty(),
+        "this test needs {} (Debian: apt-get install slurmctld slurmd slurm-client munge iproute2), which is not installed: see Prerequisites in README.md",
         missing.join(", ")
     );
-    false
 }
 
 /// Run `script` (as [`in_namespaces`]) once a one-node cluster of `cpus` CPUs is up in its
@@ -74,9 +74,7 @@ echo "done in job ${SLURM_JOB_ID:-none}" > ".lore/done/$GUILD_HALL_ID.md"
 /// handle records, the job carries the attempt's name) and merge.
 #[test]
 fn a_commission_and_a_wave_task_run_as_slurm_jobs_and_merge() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["mason"]);
     p.config("runner: slurm\n");
     on_job_worker(&p);
@@ -130,9 +128,7 @@ echo "--- jobs"; squeue -h -t all -o %j | sort
 /// setsid one, a double-forked one, one that ignores SIGTERM).
 #[test]
 fn a_cancel_ends_the_job_and_every_process_of_it() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["escaper"]);
     p.config("runner: slurm\ncancel_grace: 2s\n");
     p.write_commission("esc", "---\nworker: escaper\n---\nthen: wait\n");
@@ -167,9 +163,7 @@ echo "--- left"; for p in "$@"; do alive $p && echo "$p"; done; echo none
 /// its recorded id — one job, never resubmitted — and merge its work once.
 #[test]
 fn a_reconciler_killed_while_a_job_runs_re_attaches_to_it() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\n");
     p.write_commission("nap", "---\nworker: sleeper\n---\nsleep: 10\n");
@@ -198,9 +192,7 @@ echo "--- jobs"; squeue -h -t all -o '%j' | grep -c '\.nap\.' || true
 /// naming the job and how it ended.
 #[test]
 fn a_job_scancelled_from_outside_fails_the_commission_with_the_reason() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\n");
     p.write_commission("gone", "---\nworker: sleeper\n---\nsleep: 60\n");
@@ -225,9 +217,7 @@ echo "--- job"; echo "$j"
 /// never stale: all four complete. Each holds a slot while queued (the cap counts them).
 #[test]
 fn four_commissions_on_a_two_cpu_node_queue_and_all_complete() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&[]);
     p.config("runner: slurm\ncommission_cap: 4\nstale_after: 2s\n");
     // Busy for 4 s, and saying so (output keeps a running worker from going stale).
@@ -268,9 +258,7 @@ for id in q1 q2 q3 q4; do is_status $id completed && echo "$id"; done
 /// one: the attempt is refused, saying what must be shared.
 #[test]
 fn a_home_the_nodes_cannot_see_is_refused() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\nslurm:\n  partition: wide\n");
     p.write_commission("far", "---\nworker: sleeper\n---\nsleep: 1\n");
@@ -325,9 +313,7 @@ fn runner_keys_are_checked_where_they_are_written() {
 /// pass finds the job by the name recorded before sbatch ran, and never submits it again.
 #[test]
 fn a_job_whose_id_was_never_recorded_is_found_by_its_name() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\n");
     p.write_commission("lost", "---\nworker: sleeper\n---\nsleep: 1\n");
@@ -354,9 +340,7 @@ echo "--- found"; jget "$(handle lost)" job_id
 /// every job ends (the queued one taken out of the queue), the plan is cancelled.
 #[test]
 fn a_cancelled_plan_ends_its_running_and_queued_jobs() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["mason"]);
     p.config("runner: slurm\ncancel_grace: 2s\n");
     let plans = p.root.join(".lore/plans");
@@ -390,9 +374,7 @@ echo "--- sleepers"; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = 
 /// here: the commission fails, and its job ends with every process of it.
 #[test]
 fn a_stale_worker_in_a_job_is_failed_and_its_job_ended() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["hanger"]);
     p.config("runner: slurm\nstale_after: 2s\n");
     p.write_commission("quiet", "---\nworker: hanger\n---\nHang.\n");
@@ -418,9 +400,7 @@ echo "--- left"; for d in /proc/[0-9]*; do tr '\0' '\n' < $d/environ 2>/dev/null
 /// taken for corrupt, and a cancel still ends the job. Jobs are submitted `--no-requeue`.
 #[test]
 fn a_worker_that_renames_its_job_is_still_cancelled() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&[]);
     p.config("runner: slurm\ncancel_grace: 2s\n");
     p.script_worker("renamer", "sparse", "scontrol update JobId=\"$SLURM_JOB_ID\" JobName=renamed-by-worker\necho renamed\nsleep 120");
@@ -456,9 +436,7 @@ echo "--- ended"; job_state "$j"
 /// its attempt failed, saying why, and that job is never cancelled.
 #[test]
 fn a_forged_handle_never_cancels_another_job_of_the_user() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&[]);
     p.config("runner: slurm\ncancel_grace: 2s\n");
     let train = p.tmp.path().join("train-id");
@@ -512,9 +490,7 @@ echo "--- train"; job_state "$t"
 /// the recorded job runs the attempt.
 #[test]
 fn a_job_not_recorded_for_the_attempt_does_not_run_it() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\n");
     p.write_commission("dup", "---\nworker: sleeper\n---\nsleep: 1\n");
@@ -554,9 +530,7 @@ pass_until "completed" is_status dup completed
 /// whose runner became `local` runs here, its stale `slurm.json` forgotten, and completes.
 #[test]
 fn a_submission_given_up_keeps_its_name_or_runs_here() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\n");
     p.write_commission("again", "---\nworker: sleeper\n---\nsleep: 1\n");
@@ -589,9 +563,7 @@ echo "--- handle"; handle here 2>/dev/null || echo none
 /// commission that ran on the cluster stays completed, and a local one still runs.
 #[test]
 fn an_ended_attempt_is_not_asked_of_slurm_again() {
-    if !have_slurm() {
-        return;
-    }
+    needs_slurm();
     let p = Project::new(&["sleeper"]);
     p.config("runner: slurm\n");
     p.write_commission("first", "---\nworker: sleeper\n---\nsleep: 1\n");
