@@ -53,7 +53,7 @@ pub fn squash_merge(
     let base = repo.merge_base(int_commit.id(), act_commit.id())?;
 
     // Idempotency: look for our trailer on the integration branch since the fork point.
-    if let Some(oid) = trailer_since(repo, int_commit.id(), base, trailer)? {
+    if let Some(oid) = super::trailers::find_on_chain(repo, int_commit.id(), base, trailer)? {
         return Ok(MergeOutcome::AlreadyMerged(oid));
     }
 
@@ -100,14 +100,7 @@ pub fn squash_merge(
     }
     let tree = repo.find_tree(tree_id)?;
 
-    commit_onto(
-        repo,
-        integration,
-        &int_commit,
-        &tree,
-        &format!("{}\n\n{trailer}\n", message.trim_end()),
-        &format!("squash-merge {activity}"),
-    )
+    commit_onto(repo, integration, &int_commit, &tree, &super::trailers::compose(message, trailer), &format!("squash-merge {activity}"))
 }
 
 /// Commit `tree` onto the integration branch's tip `int_commit` with `message`, advancing any
@@ -240,41 +233,27 @@ fn judge_changes(repo: &Repository, base: &git2::Tree<'_>, act: &git2::Tree<'_>,
     })
 }
 
-/// The commit on `integration` since `base` (first parents) whose message carries `trailer`
-/// (a line of its own): the work it marks has landed, and is never landed twice.
+/// The commit on `integration`'s first-parent chain since `base` that carries `trailer`
+/// ([`super::trailers`]): the work it marks has landed, and is never landed twice.
 pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &str) -> Result<Option<Oid>> {
     let tip = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?.id();
-    trailer_since(repo, tip, base, trailer)
+    super::trailers::find_on_chain(repo, tip, base, trailer)
 }
 
-/// Every guild-hall trailer line ([`super::names::TRAILERS`]) in `integration`'s history (all
-/// parents: work brought in by a merge counts), in one walk: what a home that holds no record
-/// of an activity compares the artifacts' claims with (git is the truth). Empty when the
-/// branch does not exist.
+/// Every guild-hall trailer ([`super::names::TRAILERS`]) on `integration`'s first-parent chain,
+/// in one walk: what a home that holds no record of an activity compares the artifacts' claims
+/// with (git is the truth). Empty when the branch does not exist.
 pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collections::HashSet<String>> {
     let Ok(branch) = repo.find_branch(integration, BranchType::Local) else { return Ok(Default::default()) };
     let tip = branch.get().peel_to_commit()?.id();
-    Ok(trailers_in_history(repo, &[tip], &[], super::names::TRAILER_START)?.into_iter().map(|(_, line)| line).collect())
+    Ok(super::trailers::on_chains(repo, &[tip], &[], super::names::TRAILER_START)?.into_iter().map(|(_, line)| line).collect())
 }
 
-/// [`find_trailer`] from the commit `tip`.
-fn trailer_since(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
-    let mut walk = repo.revwalk()?;
-    walk.push(tip)?;
-    walk.hide(base)?;
-    walk.simplify_first_parent()?;
-    for oid in walk {
-        let oid = oid?;
-        if repo.find_commit(oid)?.message().is_ok_and(|m| m.lines().any(|l| l.trim() == trailer)) {
-            return Ok(Some(oid));
-        }
-    }
-    Ok(None)
-}
-
-/// Every trailer line starting with `prefix` in the history of `tips` but not of `hide` (all
-/// parents, each commit read once), newest first, with the commit carrying it.
-pub fn trailers_in_history(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
+/// Every line starting with `prefix` in any message in the history of `tips` but not of `hide`
+/// (all parents, anywhere in a message), newest first, with the commit carrying it. Only for
+/// keeping ids and attempts from being reused, where reading more than guild-hall's own word
+/// only ever reserves a number; never for judging what landed ([`super::trailers`]).
+pub fn trailer_lines_anywhere(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
     let mut walk = repo.revwalk()?;
     for tip in tips {
         walk.push(*tip)?;
@@ -396,19 +375,21 @@ pub fn land(
 }
 
 /// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's
-/// squash merges (it carries one of the [`TRAILERS`](super::names::TRAILERS)).
+/// squash merges: on the first-parent chain and carrying one of the
+/// [`TRAILERS`](super::names::TRAILERS) as guild-hall writes them ([`super::trailers`]).
 fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Result<bool> {
+    let chain: std::collections::HashSet<Oid> = super::trailers::first_parent_chain(repo, tip, &[base])?.into_iter().collect();
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
     walk.hide(base)?;
     let at = |tree: &git2::Tree<'_>| tree.get_path(Path::new(path)).ok().map(|e| e.id());
     for oid in walk {
-        let commit = repo.find_commit(oid?)?;
+        let oid = oid?;
+        let commit = repo.find_commit(oid)?;
         let mine = at(&commit.tree()?);
         let parents: Vec<_> = commit.parents().collect();
         let changed = if parents.is_empty() { mine.is_some() } else { parents.iter().any(|p| p.tree().ok().and_then(|t| at(&t)) != mine) };
-        let ours =
-            commit.message().is_ok_and(|m: &str| m.lines().any(|l| super::names::TRAILERS.iter().any(|t| l.trim_start().starts_with(t))));
+        let ours = chain.contains(&oid) && commit.message().is_ok_and(|m| super::trailers::carries_any(m, &super::names::TRAILERS));
         if changed && !ours {
             return Ok(false);
         }

@@ -5,7 +5,8 @@
 //! ([`fit`]), applying an update in one crash-safe order ([`apply`]), the names derived from an
 //! id ([`names`]: branches, trailers), whether an id is free ([`ids`]: ids are never reused),
 //! a checkout's [`remote`] (fetch, adopt, push), work that ended on the integration branch while
-//! the checkout says it is to run ([`integrated`]), the Kind contract every kind implements
+//! the checkout says it is to run ([`integrated`]), what in git counts as guild-hall's own word
+//! ([`trailers`]), the Kind contract every kind implements
 //! ([`kind`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is
 //! `crate::worker::liveness`.
 
@@ -21,6 +22,7 @@ pub mod names;
 pub mod remote;
 pub mod state;
 pub mod timeline;
+pub mod trailers;
 pub mod worktree;
 
 /// What became of an action.

@@ -152,11 +152,10 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
     let ropts = Options { wait: true, timeout: Some(opts.timeout), ..Options::default() };
     let report = reconcile::run(home, &project, &ropts, on_entry)?;
     let head = repo.head()?.peel_to_commit()?.id();
-    let mut landed: Vec<String> =
-        crate::activity::merge::trailers_in_history(&repo, &[head], &[start], crate::activity::names::TRAILER_START)?
-            .into_iter()
-            .map(|(_, l)| l)
-            .collect();
+    let mut landed: Vec<String> = crate::activity::trailers::on_chains(&repo, &[head], &[start], crate::activity::names::TRAILER_START)?
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
     landed.reverse();
 
     let (settled, under_way) = written(&repo, &project)?;

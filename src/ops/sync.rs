@@ -155,9 +155,10 @@ pub fn record_base(project: &Project) -> Result<Option<String>> {
     Ok(Some(branch))
 }
 
-/// Bring the base branch into the integration branch: nothing when it is in already, a
-/// fast-forward when the integration branch is behind, else a merge commit made in memory —
-/// never a rewrite of a commit already there. Conflicts, or a checkout of the integration
+/// Bring the base branch into the integration branch: nothing when it is in already, else a
+/// merge commit made in memory (even when the integration branch is behind: the base's commits
+/// stay off its first-parent chain, where only guild-hall's word is read) — never a rewrite of
+/// a commit already there. Conflicts, or a checkout of the integration
 /// branch (the project root itself, a linked worktree) with local changes the move would
 /// touch, stop it with the paths named and nothing changed. The base may be a
 /// remote-tracking branch (`origin/main`). No pass merges meanwhile (whoever holds the
@@ -197,7 +198,7 @@ fn sync_in_pass(project: &Project, opts: &SyncOptions) -> Result<SyncReport> {
     };
     // `guild-hall ci` (`from`) adopted the remote's copy already, after fetching it.
     let caught_up = if opts.from.is_none() { catch_up(&repo, project, opts.dry_run)? } else { None };
-    let mut report = bring(&repo, "sync", &base, from, integration, opts.dry_run)?;
+    let mut report = bring(&repo, "sync", &base, from, integration, opts.dry_run, FastForward::Never)?;
     report.caught_up = caught_up;
     Ok(report)
 }
@@ -253,7 +254,7 @@ pub fn land(home: &Home, project: &Project, opts: &LandOptions) -> Result<SyncRe
                 "land moves a branch of this repository, and there is no local branch {base:?}: create it, or use `land --push <remote>`"
             );
         }
-        bring(&repo, "land", integration, int_tip, &base, opts.dry_run)?
+        bring(&repo, "land", integration, int_tip, &base, opts.dry_run, FastForward::WhenBehind)?
     };
     report.caught_up = caught_up;
     Ok(report)
@@ -268,8 +269,19 @@ fn tip(repo: &Repository, branch: &str, remote_too: bool) -> Result<Oid> {
     Ok(found.get().peel_to_commit().with_context(|| format!("reading branch {branch}"))?.id())
 }
 
+/// Whether [`bring`] may move a branch that is behind straight to what it brings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FastForward {
+    /// The base branch (`land`): its shape is the person's.
+    WhenBehind,
+    /// The integration branch (`sync`): always a merge commit, the base on its second parent,
+    /// so that the integration branch's first-parent chain holds only guild-hall's commits and
+    /// what `sync` brings in is never read as guild-hall's word ([`crate::activity::trailers`]).
+    Never,
+}
+
 /// Bring the commit `from` (the tip of `from_name`) into the local branch `into`.
-fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str, dry_run: bool) -> Result<SyncReport> {
+fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str, dry_run: bool, ff: FastForward) -> Result<SyncReport> {
     let into_commit =
         repo.find_branch(into, BranchType::Local).map_err(|_| anyhow!("there is no branch {into:?}"))?.get().peel_to_commit()?;
     let from_commit = repo.find_commit(from)?;
@@ -289,7 +301,7 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
     if from == into_commit.id() || repo.graph_descendant_of(into_commit.id(), from)? {
         return Ok(report);
     }
-    let fast_forward = repo.graph_descendant_of(from, into_commit.id())?;
+    let fast_forward = ff == FastForward::WhenBehind && repo.graph_descendant_of(from, into_commit.id())?;
     let (target_tree, message) = if fast_forward {
         (from_commit.tree()?, String::new())
     } else {

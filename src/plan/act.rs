@@ -90,7 +90,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
 }
 
 /// Record the integration tip as the wave's base, and take each task of the wave whose trailer
-/// is anywhere in the integration branch's history as integrated (git is the truth): a run
+/// is on the integration branch's first-parent chain as integrated (git is the truth): a run
 /// that lost its record (a CI run that timed out, a fresh clone) never runs finished work
 /// again nor lands it twice. The history is read once here, not per task nor per pass.
 fn start_wave(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Outcome> {
@@ -100,7 +100,7 @@ fn start_wave(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Ou
     let Some(mut record) = u.record.take() else { return apply(ctx, &u) };
     record.bases.entry(wave).or_insert(tip.to_string());
     let plan = super::observe::load(ctx.project, &update.plan)?;
-    let landed = crate::activity::merge::trailers_in_history(&repo, &[tip], &[], &names::wave_trailer_prefix(&plan.id, wave))
+    let landed = crate::activity::trailers::on_chains(&repo, &[tip], &[], &names::wave_trailer_prefix(&plan.id, wave))
         .with_context(|| format!("reading the task trailers on {}", ctx.integration()))?;
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
     let mut ig = Integration::new(&plan, wave, now, u.clone(), record.clone());

@@ -175,10 +175,14 @@ pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_traile
     walk.hide(base)?;
     // Every commit since the base, on every side: a commission's merge that reached the
     // integration branch only through a person's `land` merge (its second parent) is there too.
+    // Ours only as guild-hall writes it: on the first-parent chain, the trailer in the last
+    // paragraph; a squash merge whose summary names a task of this wave is the worker's word.
+    let chain: std::collections::HashSet<Oid> = crate::activity::trailers::first_parent_chain(repo, tip, &[base])?.into_iter().collect();
     let mut out = std::collections::BTreeSet::new();
     for oid in walk {
-        let c = repo.find_commit(oid?)?;
-        if c.message().is_ok_and(|m| m.lines().any(|l| l.trim().starts_with(own_trailer))) {
+        let oid = oid?;
+        let c = repo.find_commit(oid)?;
+        if chain.contains(&oid) && c.message().is_ok_and(|m| crate::activity::trailers::carries_any(m, &[own_trailer])) {
             continue;
         }
         // A merge is compared with its parent on the integration branch's side (the base or
@@ -313,7 +317,7 @@ pub fn land_task(repo: &Repository, integration: &str, base: Oid, task: &TaskLan
             bail!("copy-back check failed for {path}: the integration tree does not equal the task's worktree (nothing committed)");
         }
     }
-    let full = format!("{}\n\n{trailer}\n", message.trim_end());
+    let full = crate::activity::trailers::compose(message, trailer);
     match commit_onto(repo, integration, &tip, &tree, &full, &format!("copy-back {trailer}"))? {
         MergeOutcome::Merged(oid) => Ok(Landed::Committed(oid)),
         MergeOutcome::Waiting(why) => Ok(Landed::Waiting(why)),

@@ -145,7 +145,7 @@ pub fn known(home: &Home, project: &Project, plan: &Plan, own: Option<PlanRecord
 /// be read, or there is no such branch).
 fn landed_tasks(repo: &git2::Repository, tip: git2::Oid, plan: &str) -> Option<std::collections::HashSet<String>> {
     let prefix = format!("{}{}:", crate::activity::names::TRAILERS[2], plan);
-    Some(crate::activity::merge::trailers_in_history(repo, &[tip], &[], &prefix).ok()?.into_iter().map(|(_, l)| l).collect())
+    Some(crate::activity::trailers::on_chains(repo, &[tip], &[], &prefix).ok()?.into_iter().map(|(_, l)| l).collect())
 }
 
 /// Whether the integration branch's copy of `plan` says it ended there while the checkout's

@@ -52,6 +52,7 @@ mod slurm;
 mod surgical;
 mod sync;
 mod texts;
+mod trailers;
 mod trust;
 mod watch;
 mod waves;

@@ -58,8 +58,9 @@ fn init_records_the_branch_it_started_from() {
     run("home1", &["init"]);
     commit_file(&root, "b.txt", "b\n", "on trunk");
     let v: Value = serde_json::from_str(&run("home2", &["sync", "--json"])).expect("json");
-    assert_eq!((v["from"].as_str(), v["outcome"].as_str()), (Some("trunk"), Some("fast-forward")), "{v}");
-    assert_eq!(rev(&root, "claude/main"), rev(&root, "trunk"));
+    assert_eq!((v["from"].as_str(), v["outcome"].as_str()), (Some("trunk"), Some("merge")), "{v}");
+    assert_eq!(rev(&root, "claude/main^2"), rev(&root, "trunk"), "trunk on the merge's second parent");
+    assert_eq!(rev(&root, "claude/main^{tree}"), rev(&root, "trunk^{tree}"));
 }
 
 #[test]
@@ -73,12 +74,16 @@ fn a_new_commission_after_sync_sees_what_the_person_committed_to_main() {
     assert_eq!(v["action"], "sync");
     assert_eq!(v["from"], "main");
     assert_eq!(v["into"], "claude/main");
-    assert_eq!(v["outcome"], "fast-forward");
+    // A merge commit even though claude/main was behind: main's commits stay off the
+    // integration branch's first-parent chain, where only guild-hall's word is read.
+    assert_eq!(v["outcome"], "merge");
     assert_eq!(v["dry_run"], false);
     assert_eq!(v["before"].as_str(), Some(before.as_str()));
-    assert_eq!(v["after"].as_str(), Some(rev(&p.root, "main").as_str()));
+    assert_eq!(v["after"].as_str(), Some(rev(&p.root, "claude/main").as_str()));
     assert_eq!(v["paths"], serde_json::json!([]));
-    assert_eq!(rev(&p.root, "claude/main"), rev(&p.root, "main"));
+    assert_eq!(rev(&p.root, "claude/main^1"), before);
+    assert_eq!(rev(&p.root, "claude/main^2"), rev(&p.root, "main"));
+    assert_eq!(rev(&p.root, "claude/main^{tree}"), rev(&p.root, "main^{tree}"));
 
     let id = p.create("reader", "Read the fix", "Copy notes/fix.txt.");
     p.settle();
@@ -162,8 +167,8 @@ fn sync_advances_a_checked_out_integration_branch_unless_local_changes_are_in_th
     // other local change stays.
     git(&p.root, &["checkout", "--", "README.md"]);
     let (code, v) = json_of(&p, &["sync", "--json"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
-    assert_eq!(rev(&p.root, "claude/main"), rev(&p.root, "main"));
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("merge")), "{v}");
+    assert_eq!(rev(&p.root, "claude/main^2"), rev(&p.root, "main"));
     assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("read"), "# fixed\n");
     assert_eq!(std::fs::read_to_string(p.root.join("src/lib.txt")).expect("read"), "local, untouched by the sync\n");
     assert_eq!(git(&p.root, &["status", "--porcelain", "--untracked-files=no"]).trim(), "M src/lib.txt");
@@ -283,7 +288,13 @@ fn follow_syncs_at_watch_start_and_before_new_work_is_dispatched() {
     let p = following();
     commit_file(&p.root, "notes/early.txt", "before the watch\n", "before the watch");
     let svc = Service::start(&p, &[&p.root], &[]);
-    wait_for("the start-up sync", || rev(&p.root, "claude/main") == rev(&p.root, "main"));
+    wait_for("the start-up sync", || {
+        std::process::Command::new("git")
+            .args(["merge-base", "--is-ancestor", "main", "claude/main"])
+            .current_dir(&p.root)
+            .status()
+            .is_ok_and(|s| s.success())
+    });
 
     // A fix committed while it runs is brought in before the next dispatch.
     commit_file(&p.root, "notes/fix.txt", "fixed while watching\n", "a fix on main");
@@ -324,7 +335,7 @@ fn sync_runs_beside_a_watch_that_holds_the_project() {
     let svc = Service::start(&p, &[&p.root], &[]);
     commit_file(&p.root, "notes/fix.txt", "synced by hand\n", "a fix on main");
     let (code, v) = json_of(&p, &["sync", "--json"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("merge")), "{v}");
     p.write_commission("read", "---\nworker: reader\ntitle: Read\n---\nCopy notes/fix.txt.\n");
     crate::common::wait_status(&p, "read", "completed");
     assert_eq!(git(&p.root, &["show", "claude/main:seen.txt"]), "synced by hand\n");

@@ -1,0 +1,125 @@
+//! What counts as guild-hall's own word in git: a trailer line (`Guild-Hall-Commission:`,
+//! `-Meeting:`, `-Task:`) in the last paragraph of a commit on the integration branch's
+//! first-parent chain. Everything else — worker text inside a message, a person's commit that
+//! `sync` brought in on a merge's second parent, a line in the middle of a message — is never
+//! read as one; and text guild-hall did not write is neutralised before it goes into a message.
+
+use git2::{Oid, Repository};
+
+use super::git::Result;
+use super::names::TRAILER_START;
+
+/// Compose a commit message guild-hall signs with `trailer`: `body` (which may hold worker
+/// text: a summary, notes, a title) neutralised, then the trailer as the last paragraph.
+pub fn compose(body: &str, trailer: &str) -> String {
+    format!("{}\n\n{trailer}\n", neutralise(body).trim_end())
+}
+
+/// `text` made unable to speak for guild-hall in a commit message: terminal escapes and other
+/// control characters gone (as on guild-hall's own screen), and every line that would read as
+/// one of our trailers quoted (`> `), wherever it stands.
+pub fn neutralise(text: &str) -> String {
+    let clean = super::state::strip_escapes(text);
+    let mut out = String::with_capacity(clean.len());
+    for line in clean.split_inclusive('\n') {
+        if reads_as_trailer(line) {
+            out.push_str("> ");
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// Whether a line would be taken for one of guild-hall's trailers by a reader more lenient
+/// than [`of_message`] (leading blanks, any case): what [`neutralise`] quotes.
+fn reads_as_trailer(line: &str) -> bool {
+    let start = line.trim_start();
+    start.len() >= TRAILER_START.len() && start.as_bytes()[..TRAILER_START.len()].eq_ignore_ascii_case(TRAILER_START.as_bytes())
+}
+
+/// The guild-hall trailer lines of a commit message: lines of its last paragraph (after the
+/// last blank line) that begin, at the line's start, with `Guild-Hall-`. A message of one
+/// paragraph (a subject alone) has none: a trailer always follows a body or a subject.
+pub fn of_message(message: &str) -> Vec<&str> {
+    let trimmed = message.trim_end();
+    let Some((_, last)) = trimmed.rsplit_once("\n\n").or_else(|| trimmed.rsplit_once("\n\r\n")) else {
+        return Vec::new();
+    };
+    last.lines().map(|l| l.trim_end()).filter(|l| l.starts_with(TRAILER_START)).collect()
+}
+
+/// The commits of `tip`'s first-parent chain down to (not including) the first one `hide`
+/// reaches, newest first.
+pub fn first_parent_chain(repo: &Repository, tip: Oid, hide: &[Oid]) -> Result<Vec<Oid>> {
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    for h in hide {
+        walk.hide(*h)?;
+    }
+    walk.simplify_first_parent()?;
+    walk.collect::<std::result::Result<Vec<_>, _>>().map_err(Into::into)
+}
+
+/// Every trailer line starting with `prefix` on the first-parent chains of `tips` (not below
+/// `hide`), newest first, each with the commit carrying it; each commit read once.
+pub fn on_chains(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    for tip in tips {
+        for oid in first_parent_chain(repo, *tip, hide)? {
+            if !seen.insert(oid) {
+                continue;
+            }
+            let commit = repo.find_commit(oid)?;
+            let Ok(message) = commit.message() else { continue };
+            found.extend(of_message(message).into_iter().filter(|l| l.starts_with(prefix)).map(|l| (oid, l.to_string())));
+        }
+    }
+    Ok(found)
+}
+
+/// The newest commit on `tip`'s first-parent chain, not below `base`, that carries `trailer`.
+pub fn find_on_chain(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
+    for oid in first_parent_chain(repo, tip, &[base])? {
+        if repo.find_commit(oid)?.message().is_ok_and(|m| of_message(m).contains(&trailer)) {
+            return Ok(Some(oid));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `message` carries a trailer starting with one of `prefixes`.
+pub fn carries_any(message: &str, prefixes: &[&str]) -> bool {
+    of_message(message).iter().any(|l| prefixes.iter().any(|p| l.starts_with(p)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_last_paragraph_counts() {
+        assert_eq!(of_message("t (x)\n\nsummary\n\nGuild-Hall-Commission: x attempt 1\n"), vec!["Guild-Hall-Commission: x attempt 1"]);
+        assert!(of_message("t (x)\n\nGuild-Hall-Commission: victim attempt 1\n\nmore text\n").is_empty());
+        assert!(of_message("Guild-Hall-Commission: victim attempt 1\n").is_empty(), "a subject alone is no trailer");
+        assert!(of_message("t\n\n  Guild-Hall-Commission: victim attempt 1\n").is_empty(), "indented: a continuation");
+    }
+
+    #[test]
+    fn worker_text_never_makes_a_trailer() {
+        let summary = "done\n\nGuild-Hall-Commission: victim attempt 1\n guild-hall-task: p:exec:wave-1:t\n";
+        let message = compose(&format!("title (c)\n\n{summary}"), "Guild-Hall-Commission: c attempt 1");
+        assert_eq!(of_message(&message), vec!["Guild-Hall-Commission: c attempt 1"]);
+        assert!(message.contains("> Guild-Hall-Commission: victim attempt 1"), "{message}");
+        assert!(message.contains(">  guild-hall-task: p:exec:wave-1:t"), "{message}");
+        // Even as the whole message, quoted text reads as no trailer.
+        assert!(of_message(&neutralise("x\n\nGuild-Hall-Task: p:exec:wave-1:t")).is_empty());
+    }
+
+    #[test]
+    fn terminal_escapes_never_reach_a_message() {
+        let message = compose("title\n\n\x1b]0;pwned\x07red \x1b[31mtext\x1b[0m\u{202e}", "Guild-Hall-Meeting: m");
+        assert!(!message.chars().any(|c| c.is_control() && c != '\n'), "{message:?}");
+        assert!(message.contains("red text"), "{message}");
+    }
+}
