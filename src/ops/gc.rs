@@ -156,6 +156,15 @@ pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
     Ok(out)
 }
 
+/// Whether a plan other than `orphan` whose artifact is still there has a task `slug` in its
+/// state dir.
+fn claimed_by_a_live_plan(home: &Home, project: &Project, orphan: &str, slug: &str) -> bool {
+    ids_in(&home.plans_state(&project.name), "", "")
+        .iter()
+        .filter(|other| other.as_str() != orphan && exists(&project.plan_path(other)))
+        .any(|other| exists(&home.task_state(&project.name, other, slug)))
+}
+
 /// Plans whose artifact is gone: their runtime dir, task and verify worktrees and branches.
 fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integration: Option<&git2::Commit<'_>>) -> Result<Vec<Orphan>> {
     let state_root = home.plans_state(&project.name);
@@ -170,15 +179,14 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
             continue;
         }
         let state = home.plan_state(&project.name, &id);
-        // Its tasks' slugs start `<plan>-exec-wave-`: no other plan's can (ids hold no `-exec-wave-`
-        // of their own making ambiguity only between plans named so; those are left alone).
-        let prefix = crate::activity::names::task_slug_prefix(&id);
-        let task_slugs = ids_in(&home.tasks_state(&project.name, &id), "", "");
-        let mut worktrees: Vec<PathBuf> = ids_in(&worktrees_dir, worktree_prefix::TASK, "")
+        // Its tasks are the ones this home made for it, by its own record (`tasks/<slug>/` in
+        // its state dir): never by the slug's prefix, which plan `a`'s and plan
+        // `a-exec-wave-1`'s tasks share. A slug a plan still there also holds is that plan's.
+        let task_slugs: Vec<String> = ids_in(&home.tasks_state(&project.name, &id), "", "")
             .into_iter()
-            .filter(|s| s.starts_with(&prefix))
-            .map(|s| home.task_worktree(&project.name, &s))
+            .filter(|slug| !claimed_by_a_live_plan(home, project, &id, slug))
             .collect();
+        let mut worktrees: Vec<PathBuf> = task_slugs.iter().map(|s| home.task_worktree(&project.name, s)).filter(|w| exists(w)).collect();
         let verify = home.verify_worktree(&project.name, &id);
         if exists(&verify) {
             worktrees.push(verify);
@@ -189,7 +197,8 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
         if let Ok(bs) = repo.branches(Some(git2::BranchType::Local)) {
             for (b, _) in bs.flatten() {
                 if let Ok(Some(n)) = b.name() {
-                    if crate::activity::names::is_task_branch_of(&id, n) || n == crate::activity::names::verify_branch(&id) {
+                    let task = task_slugs.iter().any(|slug| n == crate::activity::names::task_branch(slug));
+                    if task || n == crate::activity::names::verify_branch(&id) {
                         names.push(n.to_string());
                     }
                 }

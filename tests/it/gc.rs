@@ -89,3 +89,37 @@ fn meeting_orphans_are_collected_too() {
     assert!(out.contains("removed branch claude/meeting/talk (meeting talk)"), "{out}");
     assert!(!p.branches().iter().any(|b| b.contains("talk")));
 }
+
+/// An orphaned plan's leftovers are its own tasks' by record, never by slug prefix: plan `a`
+/// (gone) and a running plan `a-exec-wave-1`, whose task slug `a-exec-wave-1-exec-wave-1-task-1`
+/// begins with plan `a`'s `a-exec-wave-`. `gc` used to remove the running task's worktree and
+/// branch as plan `a`'s (fails on 777052f).
+#[test]
+fn gc_never_takes_a_running_plans_task_for_an_orphaned_plans() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("waiter", "full", "echo ran > x.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f .go\n");
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("a.md"), "---\ntitle: a\nwaves:\n  - - {id: y, worker: mason, prompt: \"write: y.txt y\"}\n---\n")
+        .expect("plan");
+    p.settle();
+    std::fs::remove_file(plans.join("a.md")).expect("rm");
+
+    std::fs::write(plans.join("a-exec-wave-1.md"), "---\ntitle: b\nwaves:\n  - - {id: x, worker: waiter, prompt: wait}\n---\n")
+        .expect("plan");
+    let slug = "a-exec-wave-1-exec-wave-1-task-1";
+    let worktrees = p.home.join("worktrees");
+    let project = std::fs::read_dir(&worktrees).expect("worktrees").next().expect("a project").expect("entry").path();
+    let wt = project.join(format!("task-{slug}"));
+    p.pass_until("the task runs", |_| wt.join("x.txt").exists());
+
+    let out = p.ok(&["gc", "--include-unmerged"]);
+    assert!(wt.join("x.txt").exists(), "the running task's worktree was removed by gc:\n{out}");
+    assert!(p.branches().contains(&format!("claude/task/{slug}")), "its branch was removed by gc:\n{out}");
+
+    std::fs::write(wt.join(".go"), "").expect("go");
+    p.settle();
+    let v: Value = serde_json::from_str(&p.ok(&["plan", "show", "a-exec-wave-1", "--json"])).expect("json");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(git(&p.root, &["show", "claude/main:x.txt"]), "ran\n");
+}
