@@ -191,20 +191,28 @@ impl Serialize for SandboxSpec {
 
 /// A `sandbox.write` entry as a path: absolute, or `~/...` under `$HOME`; never with `..`;
 /// `${NAME:-DEFAULT}` is one of those, from guild-hall's environment ([`super::sandbox::env_or_default`]).
-pub fn expand_home(p: &str) -> Result<PathBuf, String> {
-    let p = &super::sandbox::env_or_default(p)?;
+/// Errors name the entry as written, never what it expanded to: a variable's value may be a
+/// secret, and these errors reach `check`, `workers`, `status`, a commission's `reason:` and
+/// its timeline (which `guild-hall ci` pushes).
+pub fn expand_home(entry: &str) -> Result<PathBuf, String> {
+    let p = &super::sandbox::env_or_default(entry)?;
+    // What the path came from, for an error: the variable's name, never its value.
+    let what = match entry.strip_prefix("${").and_then(|r| r.split_once(":-")) {
+        Some((name, _)) => format!(" (as ${name} or its default expands it; the value is not shown)"),
+        None => String::new(),
+    };
     let path = match p.strip_prefix("~/") {
         Some(rest) => {
-            let home = std::env::var_os("HOME").ok_or_else(|| format!("sandbox.write {p:?}: HOME is not set"))?;
+            let home = std::env::var_os("HOME").ok_or_else(|| format!("sandbox.write {entry:?}: HOME is not set"))?;
             PathBuf::from(home).join(rest)
         }
         None => PathBuf::from(p),
     };
     if !path.is_absolute() {
-        return Err(format!("sandbox.write {p:?} must be an absolute path (or start with ~/)"));
+        return Err(format!("sandbox.write {entry:?} must be an absolute path (or start with ~/){what}"));
     }
     if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return Err(format!("sandbox.write {p:?} must not contain `..`"));
+        return Err(format!("sandbox.write {entry:?} must not contain `..`{what}"));
     }
     Ok(path)
 }
@@ -370,8 +378,14 @@ impl Package {
     /// What the package's `sandbox.write` adds to what a confined process of it may write,
     /// `~` expanded (nothing when it runs with `sandbox: off`).
     pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, String> {
+        Ok(self.sandbox_write_entries()?.into_iter().map(|(_, path)| path).collect())
+    }
+
+    /// [`Package::sandbox_write`] beside each entry as written: what an error names (an
+    /// expanded `${NAME:-DEFAULT}` may be a secret, never shown).
+    pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, String> {
         match &self.manifest.sandbox {
-            SandboxSpec::Confined { write } => write.iter().map(|w| expand_home(w)).collect(),
+            SandboxSpec::Confined { write } => write.iter().map(|w| expand_home(w).map(|p| (w.clone(), p))).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
         }
     }

@@ -279,3 +279,75 @@ fn real_claude_code_in_a_home_under_home_reads_only_its_own_of_it() {
     assert_eq!(std::fs::read_to_string(p.home.join("memory/claude-code/seen.md")).expect("memory"), "remember this");
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/research/r.md"]), "# R\n");
 }
+
+/// Every file under `dir`, recursively, as bytes (links not followed).
+fn all_bytes_under(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.filter_map(|e| e.ok()) {
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_dir() {
+            out.extend(all_bytes_under(&e.path()));
+        } else if t.is_file() {
+            out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
+        }
+    }
+    out
+}
+
+/// A `sandbox.write` entry `${NAME:-DEFAULT}` whose variable holds a secret: whatever is wrong
+/// with what it expands to, no output, artifact, timeline, log or state file shows the value;
+/// the errors name the entry as written.
+#[test]
+fn an_expanded_sandbox_write_entry_is_never_shown() {
+    let p = Project::new(&[]);
+    // Not absolute: the manifest is refused when read. Absolute but not creatable: the
+    // dispatch fails making it.
+    let (relative, unmakeable) = ("TOKENVALUE-rel-5f3a9c", "TOKENVALUE-abs-8e1d27");
+    for (name, var) in [("leaky", "MY_SECRET_TOKEN"), ("leakier", "MY_OTHER_TOKEN")] {
+        p.script_worker(name, "full", "\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+        let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
+        let text = std::fs::read_to_string(&yaml).expect("yaml");
+        std::fs::write(&yaml, format!("{text}sandbox: {{write: [\"${{{var}:-/tmp/x}}\"]}}\n")).expect("write");
+    }
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "packages"]);
+    let with_secrets = |args: &[&str]| {
+        let out = p
+            .cmd()
+            .args(args)
+            .env("MY_SECRET_TOKEN", relative)
+            .env("MY_OTHER_TOKEN", format!("/proc/{unmakeable}/dir"))
+            .output()
+            .expect("runs");
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let a = p.create("leaky", "A", "Go.");
+    let b = p.create("leakier", "B", "Go.");
+    let mut said = String::new();
+    for args in [
+        &["reconcile", "--once"][..],
+        &["reconcile", "--once"],
+        &["check"],
+        &["workers"],
+        &["workers", "--json"],
+        &["status"],
+        &["status", "--json"],
+        &["timeline", &a],
+        &["timeline", &b],
+    ] {
+        said.push_str(&with_secrets(args));
+    }
+    for secret in [relative, unmakeable] {
+        assert!(!said.contains(secret), "{secret} printed:\n{said}");
+        for dir in [&p.root, &p.home] {
+            for (path, bytes) in all_bytes_under(dir) {
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains(secret), "{secret} written into {}:\n{text}", path.display());
+            }
+        }
+    }
+    // What is wrong is still said, naming the entry as written.
+    assert!(said.contains("${MY_SECRET_TOKEN:-/tmp/x}") && said.contains("must be an absolute path"), "{said}");
+    assert!(said.contains("creating sandbox.write \"${MY_OTHER_TOKEN:-/tmp/x}\""), "{said}");
+}

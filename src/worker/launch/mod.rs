@@ -274,11 +274,15 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
     let sandbox = match confined {
         Confinement::Confined => {
             let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.clone(), own_memory.clone()];
-            for path in pkg.sandbox_write().map_err(anyhow::Error::msg)? {
+            for (entry, path) in pkg.sandbox_write_entries().map_err(anyhow::Error::msg)? {
                 if std::fs::symlink_metadata(&path).is_err() {
-                    // Asked for by the package: made (private) so that it can be allowed.
-                    std::fs::create_dir_all(&path).with_context(|| format!("creating sandbox.write {}", path.display()))?;
-                    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+                    // Asked for by the package: made (private) so that it can be allowed. The
+                    // error names the entry as written: an expanded variable may be a secret.
+                    let made = std::fs::create_dir_all(&path)
+                        .and_then(|_| std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700)));
+                    if let Err(e) = made {
+                        anyhow::bail!("creating sandbox.write {entry:?}: {e}");
+                    }
                 }
                 writable.push(path);
             }
