@@ -362,7 +362,7 @@ impl Package {
     /// Load one package directory's `worker.yaml`.
     pub fn load(dir: &Path) -> anyhow::Result<Package> {
         let file = dir.join("worker.yaml");
-        let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        let text = crate::artifact::read_regular(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         let manifest = Manifest::parse(&file, &text)
             .map_err(|ps| anyhow::anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
         Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
@@ -372,7 +372,9 @@ impl Package {
     pub fn posture(&self) -> Result<Option<String>, String> {
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
         let rel = crate::artifact::ids::validate_rel_path(rel).map_err(|e| format!("posture: {e}"))?;
-        std::fs::read_to_string(self.dir.join(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
+        // Never through a link: a package from a cloned repository could point its posture at
+        // the person's secrets, which would go into every prompt.
+        crate::artifact::read_regular_beneath(&self.dir, Path::new(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
     }
 
     /// What the package's `sandbox.write` adds to what a confined process of it may write,
@@ -523,20 +525,42 @@ impl Catalog {
 
     fn scan(&mut self, dir: &Path, source: Source) {
         self.dirs.push(dir.to_path_buf());
+        // What comes with a repository is never read through a link (its `.lore/workers`, a
+        // package dir, a worker.yaml): it could lead anywhere. The home's packages are the
+        // person's own, and a package dir there may be a link they made.
+        if source == Source::Project {
+            if let Err(e) = crate::artifact::refuse_lore_link(dir) {
+                self.problems.push(Problem::new(dir, 1, 1, format!("{e:#}")));
+                return;
+            }
+        }
         let Ok(entries) = std::fs::read_dir(dir) else { return };
         // A hidden directory is not a package (`workers add` writes one there first).
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for e in entries.filter_map(|e| e.ok()) {
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let path = e.path();
+            if source == Source::Project && e.file_type().is_ok_and(|t| t.is_symlink()) {
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+                self.fail(&path, &name, 1, 1, "a symlink: a project's worker package is never read through a link (it could lead outside the repository); make it a directory".into());
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            }
+        }
         dirs.sort();
         for d in dirs {
             let dir_name = d.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
             let file = d.join("worker.yaml");
-            let text = match std::fs::read_to_string(&file) {
+            let text = match crate::artifact::read_regular(&file) {
                 Ok(t) => t,
+                Err(crate::artifact::ReadError::Symlink) => {
+                    self.fail(&file, &dir_name, 1, 1, crate::artifact::ReadError::Symlink.to_string());
+                    continue;
+                }
                 Err(_) => continue,
             };
             match Manifest::parse(&file, &text) {
