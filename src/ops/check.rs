@@ -161,7 +161,8 @@ fn names_not_utf8(project: &Project) -> Vec<Problem> {
         bad.sort();
         for path in bad {
             let msg = "its name is not UTF-8, so it is no artifact or package and is not read (an id is ASCII letters, digits, `-`, `_`, `.`): rename it";
-            out.push(Problem::new(&path, 1, 1, msg));
+            // Lossily: a problem's path is text (`check --json` too).
+            out.push(Problem::new(std::path::Path::new(&*path.to_string_lossy()), 1, 1, msg));
         }
     }
     out
