@@ -402,7 +402,7 @@ impl Project {
         if crate::artifact::is_symlink(&lore) {
             return vec![lore];
         }
-        let dirs = [self.commissions_dir(), self.meetings_dir(), self.plans_dir(), crate::worker::project_workers_dir(&self.root)];
+        let dirs = [self.commissions_dir(), self.meetings_dir(), self.plans_dir(), lore.join("workers")];
         dirs.into_iter().filter(|d| crate::artifact::is_symlink(d)).collect()
     }
 
