@@ -340,8 +340,15 @@ impl Home {
     pub fn workers_dir(&self) -> PathBuf {
         self.root.join("workers")
     }
+    /// Every project's worker memory (`memory/<project>/<worker>/`).
     pub fn memory_dir(&self) -> PathBuf {
         self.root.join("memory")
+    }
+    /// A project's worker memory, one dir per package: memory belongs to one project and one
+    /// package, so a package of a cloned repository named like one of the person's never writes
+    /// into that package's prompt in their other projects.
+    pub fn project_memory_dir(&self, project: &str) -> PathBuf {
+        self.memory_dir().join(project)
     }
     /// `KEY=VALUE` lines for `pass_env` (must be mode 0600).
     pub fn secrets_path(&self) -> PathBuf {
@@ -386,6 +393,17 @@ impl Project {
 
     pub fn commissions_dir(&self) -> PathBuf {
         self.root.join(".lore").join("commissions")
+    }
+
+    /// `.lore` and those of its dirs guild-hall reads and writes that are symlinks (never
+    /// followed: [`crate::artifact::refuse_lore_link`]); `.lore` alone when it is one.
+    pub fn lore_links(&self) -> Vec<PathBuf> {
+        let lore = self.root.join(".lore");
+        if crate::artifact::is_symlink(&lore) {
+            return vec![lore];
+        }
+        let dirs = [self.commissions_dir(), self.meetings_dir(), self.plans_dir(), lore.join("workers")];
+        dirs.into_iter().filter(|d| crate::artifact::is_symlink(d)).collect()
     }
 
     /// The artifact of commission `id` (`.lore/commissions/<id>.md`); `id` must be validated.

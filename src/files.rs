@@ -69,11 +69,14 @@ pub enum Lock {
 /// Take `how` on the lock file at `path` (created if missing, never truncated). `Ok(None)`
 /// when a try found it held.
 pub fn lock(path: &Path, how: Lock) -> Result<Option<Flock<File>>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a link: some lock files sit in dirs a worker writes (its memory dir).
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .with_context(|| format!("opening lock {}", path.display()))?;
     let arg = match how {

@@ -56,6 +56,45 @@ pub fn read_regular_in(dir: &std::fs::File, name: &std::ffi::OsStr) -> Result<St
     read_opened(file)
 }
 
+/// [`read_regular`] of `rel` (relative, without `..`) beneath the directory `dir`: no link is
+/// followed in `rel`, at any depth (`dir` itself is opened as given). For a file of a package:
+/// its directory may be a link a person made, but what lies in it came with the package.
+pub fn read_regular_beneath(dir: &std::path::Path, rel: &std::path::Path) -> Result<String, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in rel.components() {
+        match c {
+            std::path::Component::Normal(n) => parts.push(n),
+            std::path::Component::CurDir => {}
+            _ => return Err(ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a relative path beneath"))),
+        }
+    }
+    let Some((name, dirs)) = parts.split_last() else {
+        return Err(ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty path")));
+    };
+    let mut at = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY).open(dir)?;
+    for d in dirs {
+        at = open_dir_in(&at, d)?;
+    }
+    read_regular_in(&at, name)
+}
+
+/// The directory `name` of the open directory `dir`, never through a link.
+fn open_dir_in(dir: &std::fs::File, name: &std::ffi::OsStr) -> Result<std::fs::File, ReadError> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(name.as_bytes()).map_err(|e| ReadError::Io(e.into()))?;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: a valid directory descriptor (borrowed for the call) and a NUL-terminated name;
+    // the descriptor returned is new and owned by the `File` made from it.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::ELOOP) { ReadError::Symlink } else { e.into() });
+    }
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 fn read_opened(file: std::io::Result<std::fs::File>) -> Result<String, ReadError> {
     use std::io::Read;
     let file = match file {
@@ -260,9 +299,40 @@ pub fn is_symlink(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
+/// Why `.lore` or its control-plane dir `dir` cannot be used: `dir`, or `.lore` holding it, is
+/// a symlink. A link there could lead outside the repository: artifacts there would be run and
+/// rewritten, packages written through it. Never followed; the error names the link.
+pub fn refuse_lore_link(dir: &std::path::Path) -> anyhow::Result<()> {
+    let lore = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == ".lore"));
+    for d in lore.into_iter().chain([dir]) {
+        if is_symlink(d) {
+            anyhow::bail!("{}", lore_link_problem(d));
+        }
+    }
+    Ok(())
+}
+
+/// Make the control-plane dir `dir` (and `.lore`) if missing, never through a link.
+pub fn make_lore_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    refuse_lore_link(dir)?;
+    std::fs::create_dir_all(dir)?;
+    // Made by someone else meanwhile, as a link: still refused.
+    refuse_lore_link(dir)
+}
+
+/// What is said of a symlink at `.lore` or one of its dirs.
+pub fn lore_link_problem(link: &std::path::Path) -> String {
+    format!(
+        "{} is a symlink: guild-hall never reads or writes .lore through a link (it could lead outside the repository); make it a directory",
+        link.display()
+    )
+}
+
 /// The artifacts in `dir` (`*.md`, not hidden), sorted; none if it is missing. Regular files,
 /// and symlinks too, so that every reader reports them (as refused) instead of missing them.
+/// `dir`, or `.lore` above it, a symlink: an error naming it ([`refuse_lore_link`]).
 pub fn paths(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    refuse_lore_link(dir)?;
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -259,7 +259,7 @@ pub enum Command {
     /// Compact a worker's memory with its package's `compact` command (internal).
     #[command(hide = true)]
     MemoryCompact {
-        /// The worker's memory dir ($GUILD_HALL_HOME/memory/<worker>/).
+        /// The project's memory dir ($GUILD_HALL_HOME/memory/<project>/).
         #[arg(long)]
         memory_dir: PathBuf,
         /// The worker package whose `compact` command runs.
@@ -502,7 +502,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::MemoryCompact { memory_dir, package, unconfined } => {
             let pkg = guild_hall::worker::Package::load(package)?;
-            guild_hall::worker::memory::compact(memory_dir, &pkg, !*unconfined)?;
+            let home = guild_hall::config::Home::resolve(cli.home.as_deref())?;
+            guild_hall::worker::memory::compact(&home.root, memory_dir, &pkg, !*unconfined)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Init => {

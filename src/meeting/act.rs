@@ -268,7 +268,7 @@ fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), Str
         fm.insert("references".into(), Value::Sequence(f.references.iter().cloned().map(Value::String).collect()));
     }
     let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    std::fs::create_dir_all(ctx.project.meetings_dir())?;
+    crate::artifact::make_lore_dir(&ctx.project.meetings_dir())?;
     match crate::artifact::create_new(&path, &text, "meeting", crate::artifact::Meeting::parse) {
         Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(Ok(())),
         Err(e @ crate::artifact::CreateError::Invalid { .. }) => Ok(Err(e.to_string())),

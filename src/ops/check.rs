@@ -33,8 +33,26 @@ pub struct Report {
 
 /// Validate the project's artifacts and worker packages; find the home's orphans.
 pub fn check(home: &Home, project: &Project) -> Result<Report> {
+    // A link at `.lore` or one of its dirs: nothing is read through it, and that is all there
+    // is to say until it is a directory.
+    let links = project.lore_links();
+    if !links.is_empty() {
+        let problems = links.iter().map(|l| Problem::new(l, 1, 1, crate::artifact::lore_link_problem(l))).collect();
+        let none = Vec::new;
+        return Ok(Report {
+            problems,
+            orphans: none(),
+            unsettled: none(),
+            waiting: none(),
+            commissions: 0,
+            meetings: 0,
+            plans: 0,
+            packages: 0,
+        });
+    }
     let snap = observe(home, project)?;
     let mut problems = snap.problems.clone();
+    problems.extend(names_not_utf8(project));
     problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
     // Waiting for its worker's package is said (a person installs it), not failed on, as
     // waiting for dependencies is not (those are other work's outputs, in the normal flow).
@@ -128,6 +146,26 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         plans: plans.plans.len(),
         packages: snap.workers.packages.len(),
     })
+}
+
+/// The entries of the control-plane dirs whose names are not UTF-8: no artifact's or
+/// package's (ids are ASCII), so every reader leaves them out; `check` says so, naming each
+/// (lossily: the bytes that are not UTF-8 shown as `\u{FFFD}`).
+fn names_not_utf8(project: &Project) -> Vec<Problem> {
+    let dirs = [project.commissions_dir(), project.meetings_dir(), project.plans_dir(), crate::worker::project_workers_dir(&project.root)];
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut bad: Vec<std::path::PathBuf> =
+            entries.filter_map(|e| e.ok()).filter(|e| e.file_name().to_str().is_none()).map(|e| e.path()).collect();
+        bad.sort();
+        for path in bad {
+            let msg = "its name is not UTF-8, so it is no artifact or package and is not read (an id is ASCII letters, digits, `-`, `_`, `.`): rename it";
+            // Lossily: a problem's path is text (`check --json` too).
+            out.push(Problem::new(std::path::Path::new(&*path.to_string_lossy()), 1, 1, msg));
+        }
+    }
+    out
 }
 
 /// Finished work whose commit the integration branch here does not have: a completed

@@ -58,7 +58,7 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
     }
     let deps = new.depends.iter().map(|d| ids::validate_rel_path(d)).collect::<Result<Vec<_>, _>>()?;
     let dir = project.commissions_dir();
-    std::fs::create_dir_all(&dir)?;
+    crate::artifact::make_lore_dir(&dir)?;
     let base = new.id.clone().unwrap_or_else(|| ids::slugify(&new.title));
     let mut fm = Mapping::new();
     fm.insert("title".into(), new.title.as_str().into());

@@ -64,7 +64,7 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
         }
     }
     let dir = project.meetings_dir();
-    std::fs::create_dir_all(&dir)?;
+    crate::artifact::make_lore_dir(&dir)?;
     let base = match &new.id {
         Some(id) => id.clone(),
         None => {

@@ -95,7 +95,8 @@ pub struct Init {
 pub fn init(home: &Home, project: &Project) -> Result<Init> {
     let lore = project.root.join(".lore");
     for d in ["commissions", "meetings", "workers"] {
-        std::fs::create_dir_all(lore.join(d)).with_context(|| format!("creating .lore/{d}"))?;
+        // Never through a link a cloned repository put at `.lore` or one of its dirs.
+        crate::artifact::make_lore_dir(&lore.join(d)).with_context(|| format!("creating .lore/{d}"))?;
     }
     let repo = crate::activity::git::open(&project.root)?;
     // Before anything else: the branch the person is on is the one `sync` and `land` pair with.

@@ -120,7 +120,7 @@ pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
             None => anyhow::anyhow!("task {}: {e}", t.label),
         })?;
     }
-    std::fs::create_dir_all(project.plans_dir())?;
+    crate::artifact::make_lore_dir(&project.plans_dir())?;
     super::create_with_free_id(home, project, crate::activity::kind::Name::Plan, &base, new.id.is_some(), |id| {
         crate::artifact::create_new(&project.plan_path(id), &text, "plan", Plan::parse).map(|_| ())
     })

@@ -35,7 +35,12 @@ pub fn add(home: &Home, project: Option<&Project>, name: &str, target: Target) -
     let package = bundled::find(name)?;
     let dir = match (target, project) {
         (Target::Home, _) => home.workers_dir(),
-        (Target::Project, Some(p)) => project_workers_dir(&p.root),
+        (Target::Project, Some(p)) => {
+            // Never written through a link (`.lore/workers` or `.lore` pointing elsewhere).
+            let dir = project_workers_dir(&p.root);
+            crate::artifact::make_lore_dir(&dir)?;
+            dir
+        }
         (Target::Project, None) => {
             anyhow::bail!("no project to add {name:?} to: run it inside a git repository, or add it to the home's workers/")
         }

@@ -668,7 +668,7 @@ fn write_fix(ctx: &Ctx<'_, Catalog>, plan: &str, wave: usize, round: u32, fixer:
         output.trim_end()
     );
     let text = format!("---\n{}---\n{body}", serde_yaml_ng::to_string(&fm)?);
-    std::fs::create_dir_all(ctx.project.commissions_dir())?;
+    crate::artifact::make_lore_dir(&ctx.project.commissions_dir())?;
     // Written once: a pass that died after writing it finds it there.
     match crate::artifact::create_new(&path, &text, "commission", crate::artifact::Commission::parse) {
         Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(()),

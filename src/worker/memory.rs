@@ -1,7 +1,13 @@
-//! Worker memory: `$GUILD_HALL_HOME/memory/<worker>/<key>.md`, written by `store_memory`, read
-//! into the system prompt at dispatch (most recent first, whole files, up to `memory_cap`), and
-//! compacted in the background by the package's `compact` command when it grows past
-//! `memory_compact_threshold`. A failed compaction leaves memory exactly as it was.
+//! Worker memory: `$GUILD_HALL_HOME/memory/<project>/<worker>/<key>.md`, one project's and one
+//! package's (a package in a cloned repository named like one of yours writes into its own
+//! memory, never into your package's prompt in your other projects); written by
+//! `store_memory`, read into the system prompt at dispatch (most recent first, whole files, up
+//! to `memory_cap`), and compacted in the background by the package's `compact` command when
+//! it grows past `memory_compact_threshold`. A failed compaction leaves memory exactly as it
+//! was.
+//!
+//! A worker writes its memory dir: every file of it is read without following a link and must
+//! be a regular file (a link to `secrets.env` is skipped and said, never read into a prompt).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,18 +20,21 @@ use crate::worker::Package;
 /// The file that holds compacted memory; it is a memory like the others.
 pub const COMPACTED: &str = "compacted";
 
-pub fn dir(home_memory: &Path, worker: &str) -> Result<PathBuf> {
+/// The memory dir of package `worker` under `project_memory`, a project's memory dir
+/// ([`crate::config::Home::project_memory_dir`]).
+pub fn dir(project_memory: &Path, worker: &str) -> Result<PathBuf> {
     ids::validate_id(worker)?;
-    Ok(home_memory.join(worker))
+    Ok(project_memory.join(worker))
 }
 
-/// Store (or overwrite) one memory. Keys are ids: filename-safe, never a path.
-pub fn store(home_memory: &Path, worker: &str, key: &str, content: &str) -> Result<PathBuf> {
+/// Store (or overwrite) one memory in the memory dir `dir` (a worker's own, [`dir`]). Keys
+/// are ids: filename-safe, never a path.
+pub fn store(dir: &Path, key: &str, content: &str) -> Result<PathBuf> {
     ids::validate_id(key).map_err(|e| anyhow!("bad memory key: {e}"))?;
     if content.len() > 256 * 1024 {
         bail!("memory {key:?} is {} bytes; at most 256 KiB", content.len());
     }
-    let path = dir(home_memory, worker)?.join(format!("{key}.md"));
+    let path = dir.join(format!("{key}.md"));
     crate::files::write_atomic(&path, content.as_bytes())?;
     Ok(path)
 }
@@ -39,21 +48,52 @@ pub struct Memory {
     pub modified: std::time::SystemTime,
 }
 
+/// A worker's memories and the files of its memory dir that were not read, each said (a
+/// symlink, not a regular file, unreadable): what a dispatch notes in the attempt's log.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub memories: Vec<Memory>,
+    pub skipped: Vec<String>,
+}
+
 /// All of a worker's memories, most recently written first (ties: key).
-pub fn load(home_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
-    let dir = dir(home_memory, worker)?;
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(Vec::new()) };
-    let mut out = Vec::new();
+pub fn load(project_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
+    Ok(load_checked(project_memory, worker)?.memories)
+}
+
+/// [`load`], with what was skipped. Each file is opened `O_NOFOLLOW` in the opened dir and
+/// must be a regular file: the worker wrote this dir, and a link it planted is never followed.
+pub fn load_checked(project_memory: &Path, worker: &str) -> Result<Loaded> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = dir(project_memory, worker)?;
+    let mut out = Loaded::default();
+    // The dir itself: never through a link either (its parent is guild-hall's, not the
+    // worker's, but a home restored from a copy could hold anything).
+    let Ok(handle) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(&dir) else {
+        if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            out.skipped.push(format!("{}: a symlink, not read (memory is never read through a link)", dir.display()));
+        }
+        return Ok(out);
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(out) };
     for e in entries.filter_map(|e| e.ok()) {
-        let path = e.path();
-        let Some(key) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".md")) else { continue };
+        let name = e.file_name();
+        let Some(key) = name.to_str().and_then(|n| n.strip_suffix(".md")) else { continue };
         if ids::validate_id(key).is_err() {
             continue;
         }
-        let (Ok(content), Ok(meta)) = (std::fs::read_to_string(&path), e.metadata()) else { continue };
-        out.push(Memory { key: key.to_string(), content, modified: meta.modified().unwrap_or(std::time::UNIX_EPOCH), path });
+        let path = e.path();
+        let content = match crate::artifact::read_regular_in(&handle, &name) {
+            Ok(c) => c,
+            Err(why) => {
+                out.skipped.push(format!("{}: {why}; not read", path.display()));
+                continue;
+            }
+        };
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        out.memories.push(Memory { key: key.to_string(), content, modified: meta.modified().unwrap_or(std::time::UNIX_EPOCH), path });
     }
-    out.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.key.cmp(&b.key)));
+    out.memories.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.key.cmp(&b.key)));
     Ok(out)
 }
 
@@ -91,13 +131,14 @@ pub fn total_chars(memories: &[Memory]) -> usize {
 /// Start `guild-hall memory-compact` for the worker in the background if its memory is over
 /// the threshold and its package can compact. Never waits for it.
 /// `confined`: run the package's `compact` command under Landlock (see [`compact`]).
-pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize, confined: bool) -> Result<()> {
-    if pkg.manifest.compact.is_none() || total_chars(&load(home_memory, &pkg.manifest.name)?) <= threshold {
+pub fn maybe_compact(home: &Path, project_memory: &Path, pkg: &Package, threshold: usize, confined: bool) -> Result<()> {
+    if pkg.manifest.compact.is_none() || total_chars(&load(project_memory, &pkg.manifest.name)?) <= threshold {
         return Ok(());
     }
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.arg("memory-compact").arg("--memory-dir").arg(home_memory).arg("--package").arg(&pkg.dir);
+    // The subcommand first: `peer` knows a compaction by its command line.
+    cmd.arg("memory-compact").arg("--memory-dir").arg(project_memory).arg("--package").arg(&pkg.dir).arg("--home").arg(home);
     if !confined {
         cmd.arg("--unconfined");
     }
@@ -113,12 +154,14 @@ pub fn maybe_compact(home_memory: &Path, pkg: &Package, threshold: usize, confin
 /// removed. Any failure leaves memory as it was.
 ///
 /// Confined, the command may write only a private temp dir (its `TMPDIR`) and what the
-/// package's `sandbox.write` adds: its output is its stdout.
-pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> {
-    let result = compact_now(home_memory, pkg, confined);
+/// package's `sandbox.write` adds: its output is its stdout. It reads nothing of `home`.
+pub fn compact(home: &Path, project_memory: &Path, pkg: &Package, confined: bool) -> Result<()> {
+    let result = compact_now(home, project_memory, pkg, confined);
     // It runs in the background with nobody watching: its outcome goes to `.compact.log`
-    // beside the memories (`guild-hall` never reads it back; people and tests do).
-    if let Ok(dir) = dir(home_memory, &pkg.manifest.name) {
+    // beside the memories (`guild-hall` never reads it back; people and tests do). Never
+    // through a link the worker put there.
+    if let Ok(dir) = dir(project_memory, &pkg.manifest.name) {
+        use std::os::unix::fs::OpenOptionsExt;
         let line = match &result {
             Ok(true) => "compacted".to_string(),
             Ok(false) => "skipped: another compaction is running".to_string(),
@@ -128,6 +171,7 @@ pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> 
         let _ = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(dir.join(COMPACT_LOG))
             .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{stamp} {line}\n").as_bytes()));
     }
@@ -138,14 +182,14 @@ pub fn compact(home_memory: &Path, pkg: &Package, confined: bool) -> Result<()> 
 pub const COMPACT_LOG: &str = ".compact.log";
 
 /// The compaction; `Ok(false)` when another one holds the lock.
-fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool> {
+fn compact_now(home: &Path, project_memory: &Path, pkg: &Package, confined: bool) -> Result<bool> {
     let worker = &pkg.manifest.name;
-    let dir = dir(home_memory, worker)?;
+    let dir = dir(project_memory, worker)?;
     std::fs::create_dir_all(&dir)?;
     let Some(_lock) = crate::files::lock(&dir.join(".compact.lock"), crate::files::Lock::TryExclusive)? else {
         return Ok(false); // another compaction is running
     };
-    let memories = load(home_memory, worker)?;
+    let memories = load(project_memory, worker)?;
     let argv = pkg.resolve_argv(pkg.manifest.compact.as_deref().unwrap_or_default()).map_err(|e| anyhow!(e))?;
     let mut input = String::new();
     for m in &memories {
@@ -154,8 +198,7 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
     let tmp = dir.join(".compact-tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    // The home is the memory dir's parent: the command reads nothing of it but its package.
-    let home = home_memory.parent().unwrap_or(home_memory);
+    // The command reads nothing of the home but its package.
     let out = crate::worker::launch::filter::run_filter(pkg, &argv, &pkg.dir, &input, &tmp, confined, home, &Default::default());
     let _ = std::fs::remove_dir_all(&tmp);
     let out = out.context("running the compact command")?;
@@ -168,7 +211,7 @@ fn compact_now(home_memory: &Path, pkg: &Package, confined: bool) -> Result<bool
     let compacted = dir.join(format!("{COMPACTED}.md"));
     crate::files::write_atomic(&compacted, text.as_bytes())?;
     for m in memories.iter().filter(|m| m.path != compacted) {
-        let now = std::fs::metadata(&m.path).and_then(|md| md.modified()).ok();
+        let now = std::fs::symlink_metadata(&m.path).and_then(|md| md.modified()).ok();
         if now == Some(m.modified) {
             std::fs::remove_file(&m.path)?;
         }
@@ -199,11 +242,11 @@ mod tests {
     fn store_rejects_bad_keys() {
         let dir = tempfile::tempdir().expect("tmp");
         for bad in ["../x", "a/b", "", ".hidden"] {
-            assert!(store(dir.path(), "w", bad, "x").is_err(), "{bad}");
+            assert!(store(&dir.path().join("w"), bad, "x").is_err(), "{bad}");
         }
-        assert!(store(dir.path(), "../w", "k", "x").is_err());
-        store(dir.path(), "w", "k", "one").expect("store");
-        store(dir.path(), "w", "k", "two").expect("overwrite");
+        assert!(super::dir(dir.path(), "../w").is_err());
+        store(&dir.path().join("w"), "k", "one").expect("store");
+        store(&dir.path().join("w"), "k", "two").expect("overwrite");
         assert_eq!(load(dir.path(), "w").expect("load")[0].content, "two");
     }
 }

@@ -191,20 +191,28 @@ impl Serialize for SandboxSpec {
 
 /// A `sandbox.write` entry as a path: absolute, or `~/...` under `$HOME`; never with `..`;
 /// `${NAME:-DEFAULT}` is one of those, from guild-hall's environment ([`super::sandbox::env_or_default`]).
-pub fn expand_home(p: &str) -> Result<PathBuf, String> {
-    let p = &super::sandbox::env_or_default(p)?;
+/// Errors name the entry as written, never what it expanded to: a variable's value may be a
+/// secret, and these errors reach `check`, `workers`, `status`, a commission's `reason:` and
+/// its timeline (which `guild-hall ci` pushes).
+pub fn expand_home(entry: &str) -> Result<PathBuf, String> {
+    let p = &super::sandbox::env_or_default(entry)?;
+    // What the path came from, for an error: the variable's name, never its value.
+    let what = match entry.strip_prefix("${").and_then(|r| r.split_once(":-")) {
+        Some((name, _)) => format!(" (as ${name} or its default expands it; the value is not shown)"),
+        None => String::new(),
+    };
     let path = match p.strip_prefix("~/") {
         Some(rest) => {
-            let home = std::env::var_os("HOME").ok_or_else(|| format!("sandbox.write {p:?}: HOME is not set"))?;
+            let home = std::env::var_os("HOME").ok_or_else(|| format!("sandbox.write {entry:?}: HOME is not set"))?;
             PathBuf::from(home).join(rest)
         }
         None => PathBuf::from(p),
     };
     if !path.is_absolute() {
-        return Err(format!("sandbox.write {p:?} must be an absolute path (or start with ~/)"));
+        return Err(format!("sandbox.write {entry:?} must be an absolute path (or start with ~/){what}"));
     }
     if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return Err(format!("sandbox.write {p:?} must not contain `..`"));
+        return Err(format!("sandbox.write {entry:?} must not contain `..`{what}"));
     }
     Ok(path)
 }
@@ -354,7 +362,7 @@ impl Package {
     /// Load one package directory's `worker.yaml`.
     pub fn load(dir: &Path) -> anyhow::Result<Package> {
         let file = dir.join("worker.yaml");
-        let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        let text = crate::artifact::read_regular(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         let manifest = Manifest::parse(&file, &text)
             .map_err(|ps| anyhow::anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
         Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
@@ -364,14 +372,22 @@ impl Package {
     pub fn posture(&self) -> Result<Option<String>, String> {
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
         let rel = crate::artifact::ids::validate_rel_path(rel).map_err(|e| format!("posture: {e}"))?;
-        std::fs::read_to_string(self.dir.join(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
+        // Never through a link: a package from a cloned repository could point its posture at
+        // the person's secrets, which would go into every prompt.
+        crate::artifact::read_regular_beneath(&self.dir, Path::new(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
     }
 
     /// What the package's `sandbox.write` adds to what a confined process of it may write,
     /// `~` expanded (nothing when it runs with `sandbox: off`).
     pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, String> {
+        Ok(self.sandbox_write_entries()?.into_iter().map(|(_, path)| path).collect())
+    }
+
+    /// [`Package::sandbox_write`] beside each entry as written: what an error names (an
+    /// expanded `${NAME:-DEFAULT}` may be a secret, never shown).
+    pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, String> {
         match &self.manifest.sandbox {
-            SandboxSpec::Confined { write } => write.iter().map(|w| expand_home(w)).collect(),
+            SandboxSpec::Confined { write } => write.iter().map(|w| expand_home(w).map(|p| (w.clone(), p))).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
         }
     }
@@ -509,20 +525,42 @@ impl Catalog {
 
     fn scan(&mut self, dir: &Path, source: Source) {
         self.dirs.push(dir.to_path_buf());
+        // What comes with a repository is never read through a link (its `.lore/workers`, a
+        // package dir, a worker.yaml): it could lead anywhere. The home's packages are the
+        // person's own, and a package dir there may be a link they made.
+        if source == Source::Project {
+            if let Err(e) = crate::artifact::refuse_lore_link(dir) {
+                self.problems.push(Problem::new(dir, 1, 1, format!("{e:#}")));
+                return;
+            }
+        }
         let Ok(entries) = std::fs::read_dir(dir) else { return };
         // A hidden directory is not a package (`workers add` writes one there first).
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for e in entries.filter_map(|e| e.ok()) {
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let path = e.path();
+            if source == Source::Project && e.file_type().is_ok_and(|t| t.is_symlink()) {
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+                self.fail(&path, &name, 1, 1, "a symlink: a project's worker package is never read through a link (it could lead outside the repository); make it a directory".into());
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            }
+        }
         dirs.sort();
         for d in dirs {
             let dir_name = d.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
             let file = d.join("worker.yaml");
-            let text = match std::fs::read_to_string(&file) {
+            let text = match crate::artifact::read_regular(&file) {
                 Ok(t) => t,
+                Err(crate::artifact::ReadError::Symlink) => {
+                    self.fail(&file, &dir_name, 1, 1, crate::artifact::ReadError::Symlink.to_string());
+                    continue;
+                }
                 Err(_) => continue,
             };
             match Manifest::parse(&file, &text) {

@@ -110,6 +110,12 @@ impl Project {
         h
     }
 
+    /// Package `worker`'s memory dir in this project (`memory/<project>/<worker>` of the home).
+    pub fn memory_dir(&self, worker: &str) -> PathBuf {
+        let root = self.root.canonicalize().expect("project root");
+        self.home.join("memory").join(guild_hall::config::default_project_name(&root)).join(worker)
+    }
+
     pub fn install_worker(&self, example: &str, name: &str) {
         let dest = self.root.join(".lore/workers").join(name);
         copy_dir(&examples().join(example), &dest);

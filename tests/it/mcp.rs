@@ -50,6 +50,7 @@ fn an_independent_mcp_client_uses_every_tool() {
         .env("GUILD_HALL_ATTEMPT", "1")
         .env("GUILD_HALL_WORKER", "researcher")
         .env("GUILD_HALL_HOME", &p.home)
+        .env("GUILD_HALL_MEMORY", p.memory_dir("researcher"))
         .output()
         .expect("python runs");
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -88,7 +89,7 @@ fn an_independent_mcp_client_uses_every_tool() {
     let kinds: Vec<&str> = mail.iter().map(|m| m["kind"].as_str().unwrap_or("")).collect();
     assert_eq!(kinds, ["progress", "question", "decision", "memory", "result", "progress"]);
     assert_eq!(mail[4]["artifacts"], serde_json::json!(["report.md"]));
-    assert_eq!(std::fs::read_to_string(p.home.join("memory/researcher/style.md")).expect("memory"), "prefer tables");
+    assert_eq!(std::fs::read_to_string(p.memory_dir("researcher").join("style.md")).expect("memory"), "prefer tables");
     assert!(!p.home.join("memory/escape.md").exists() && !p.home.join("escape.md").exists());
 }
 
@@ -216,7 +217,7 @@ fn an_mcp_speaking_agent_is_a_worker() {
     for k in ["progress", "question", "decision", "memory", "result", "artifact", "merge"] {
         assert!(kinds.contains(&k.to_string()), "{k} in {kinds:?}");
     }
-    assert_eq!(std::fs::read_to_string(p.home.join("memory/py-agent/style.md")).expect("memory"), "prefer tables");
+    assert_eq!(std::fs::read_to_string(p.memory_dir("py-agent").join("style.md")).expect("memory"), "prefer tables");
     assert_eq!(git(&p.root, &["show", "claude/main:report.md"]), "report\n");
 }
 

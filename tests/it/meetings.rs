@@ -35,7 +35,7 @@ fn log_kinds(v: &Value) -> Vec<String> {
 }
 
 fn sessions_dir(p: &Project) -> PathBuf {
-    p.home.join("memory/counsel/sessions")
+    p.memory_dir("counsel").join("sessions")
 }
 
 /// Start, two turns that resume one session, a linked artifact, a summary, a decision, a

@@ -406,3 +406,91 @@ fn symlinked_commissions_are_refused_never_followed_or_replaced() {
     p.run(&["reconcile", "--once"]);
     assert!(p.root.join(".lore/meetings/m.md").is_symlink() && !p.branches().iter().any(|b| b.contains("meeting")));
 }
+
+/// `.lore/commissions`, `.lore/workers` or `.lore` itself a symlink (a cloned repository's, to
+/// a directory outside it): never followed. `check` names the link as an error; a pass runs
+/// and rewrites nothing through it; `commission create`, `init` and `workers add` refuse,
+/// naming it, and write nothing where it leads.
+#[test]
+fn a_symlinked_lore_dir_is_refused_never_followed() {
+    let p = Project::new(&["scribe"]);
+    let outside = p.tmp.path().join("outside-commissions");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    let text = "---\ntitle: Elsewhere\nworker: scribe\nstatus: pending\n---\noutput: .lore/e.md\nDo.\n";
+    std::fs::write(outside.join("evil.md"), text).expect("write");
+    let commissions = p.root.join(".lore/commissions");
+    std::fs::remove_dir_all(&commissions).expect("rm");
+    std::os::unix::fs::symlink(&outside, &commissions).expect("symlink");
+    let named = format!("{} is a symlink", commissions.display());
+
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains(&named), "{out}{err}");
+    let (_, out, err) = p.run(&["reconcile", "--once"]);
+    assert!(format!("{out}{err}").contains(&named), "{out}{err}");
+    let (code, _, err) = p.run(&["commission", "create", "--worker", "scribe", "--title", "New", "--prompt", "output: .lore/n.md\nDo."]);
+    assert_ne!(code, 0, "created through the link");
+    assert!(err.contains(&named), "{err}");
+    let (code, _, err) = p.run(&["init"]);
+    assert_ne!(code, 0, "init went on through the link");
+    assert!(err.contains(&named), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&outside).expect("ls").map(|e| e.expect("entry").file_name()).collect();
+    assert_eq!(left, ["evil.md"], "nothing written where the link leads");
+    assert_eq!(std::fs::read_to_string(outside.join("evil.md")).expect("read"), text, "never rewritten");
+    assert!(!p.branches().iter().any(|b| b.contains("evil")), "never run: {:?}", p.branches());
+
+    // `.lore/workers`: its packages are not read, and `workers add` writes nothing through it.
+    let q = Project::new(&[]);
+    let outside = q.tmp.path().join("outside-workers");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    copy_dir(&examples().join("scribe"), &outside.join("scribe"));
+    let workers = q.root.join(".lore/workers");
+    std::fs::remove_dir_all(&workers).expect("rm");
+    std::os::unix::fs::symlink(&outside, &workers).expect("symlink");
+    let named = format!("{} is a symlink", workers.display());
+    let (code, _, err) = q.run(&["workers", "add", "claude-code"]);
+    assert_ne!(code, 0, "added through the link");
+    assert!(err.contains(&named), "{err}");
+    assert!(!outside.join("claude-code").exists(), "written where the link leads");
+    let (code, out, err) = q.run(&["check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains(&named), "{out}{err}");
+    // A commission for the package there waits; nothing of it runs.
+    q.write_commission("linked-scribe", "---\ntitle: Linked scribe\nworker: scribe\nstatus: pending\n---\noutput: .lore/s.md\nDo.\n");
+    q.run(&["reconcile", "--once"]);
+    assert_eq!(q.status("linked-scribe"), "blocked", "{}", q.artifact("linked-scribe"));
+    assert!(!q.branches().iter().any(|b| b.contains("linked-scribe")), "a package read through the link ran: {:?}", q.branches());
+
+    // `.lore` itself.
+    let r = Project::new(&[]);
+    let real = r.tmp.path().join("lore-elsewhere");
+    std::fs::rename(r.root.join(".lore"), &real).expect("move");
+    std::os::unix::fs::symlink(&real, r.root.join(".lore")).expect("symlink");
+    let named = format!("{} is a symlink", r.root.join(".lore").display());
+    let (code, out, err) = r.run(&["check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains(&named), "{out}{err}");
+    let (code, _, err) = r.run(&["workers", "add", "claude-code"]);
+    assert_ne!(code, 0);
+    assert!(err.contains(&named), "{err}");
+    assert!(!real.join("workers/claude-code").exists());
+}
+
+/// A file in `.lore/commissions` (or a package dir in `.lore/workers`) whose name is not UTF-8
+/// is no artifact: `check` says so, naming it, instead of skipping it without a word.
+#[test]
+fn check_names_files_whose_names_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let p = Project::new(&["scribe"]);
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.md");
+    std::fs::write(p.root.join(".lore/commissions").join(name), "---\ntitle: T\nworker: scribe\n---\nDo.\n").expect("write");
+    std::fs::create_dir_all(p.root.join(".lore/workers").join(std::ffi::OsStr::from_bytes(b"w\xff"))).expect("mkdir");
+    let (code, out, err) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("caf\u{FFFD}.md") && out.contains("not UTF-8"), "{out}{err}");
+    assert!(out.contains("w\u{FFFD}"), "{out}{err}");
+    let (code, out, err) = p.run(&["check", "--json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let all: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(all.to_string().contains("not UTF-8"), "{all}");
+}

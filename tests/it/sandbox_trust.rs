@@ -58,7 +58,7 @@ must tmpdir "echo scratch > '$TMPDIR/s' && cat '$TMPDIR/s'"
 must git "git status --porcelain && git log -1 --format=%s"
 must progress "'$gh' toolbox report-progress 'Snooping'"
 must store-memory "'$gh' toolbox store-memory --key snooped --content 'what I saw'"
-must own-memory "cat '$home/memory/snoop/snooped.md'"
+must own-memory "cat '$GUILD_HALL_MEMORY/snooped.md'"
 must pass-env "[ \"\${SECRET_LISTED:-}\" = listed-value ]"
 must no-unlisted-env "[ -z \"\${SECRET_UNLISTED:-}\" ]"
 printf '%s' "$out" > "$report"
@@ -118,7 +118,7 @@ fn a_confined_worker_reads_nothing_of_the_home_but_its_own() {
     let other = p.create("researcher", "Other", "Something else.");
     wait_status(&p, &other, "completed");
     let other_events = p.state_dir(&other).join("events-1.jsonl");
-    let other_memory = p.home.join("memory/researcher/last-topic.md");
+    let other_memory = p.memory_dir("researcher").join("last-topic.md");
     // And a commission at work, with its worktree and prompt.
     let victim = p.create("sleeper", "Victim", "sleep: 60\nStay a while.");
     wait_status(&p, &victim, "in_progress");
@@ -143,7 +143,7 @@ fn a_confined_worker_reads_nothing_of_the_home_but_its_own() {
     // The toolbox's effects are real: the progress is in the timeline, the memory in the home.
     let timeline = p.timeline(&id);
     assert!(timeline.iter().any(|e| e["kind"] == "progress" && e["text"] == "Snooping"), "{timeline:?}");
-    assert_eq!(std::fs::read_to_string(p.home.join("memory/snoop/snooped.md")).expect("memory"), "what I saw");
+    assert_eq!(std::fs::read_to_string(p.memory_dir("snoop").join("snooped.md")).expect("memory"), "what I saw");
     // Nothing of the secrets or the token left the home by way of the worker.
     let merged = git(&p.root, &["log", "-p", "claude/main"]);
     for secret in ["listed-value", "unlisted-value", token.trim()] {
@@ -176,7 +176,7 @@ fn an_unprivileged_confined_worker_reads_nothing_of_the_home_nor_the_reconcilers
     settle(&p);
     assert_eq!(p.status(&other), "completed", "{}", p.ok(&["logs", &other]));
     let other_events = p.state_dir(&other).join("events-1.jsonl");
-    let other_memory = p.home.join("memory/researcher/last-topic.md");
+    let other_memory = p.memory_dir("researcher").join("last-topic.md");
     assert!(exists(&other_events) && exists(&other_memory), "set-up: there to be read");
     let id = p.create("snoop", "Snoop", &format!("other-events: {}\nother-memory: {}\n", other_events.display(), other_memory.display()));
     settle(&p);
@@ -276,6 +276,170 @@ fn real_claude_code_in_a_home_under_home_reads_only_its_own_of_it() {
     let config = p.home.join("config.yaml").display().to_string();
     assert!(results.contains(&format!("EACCES: permission denied, open '{config}'")), "{results}");
     assert!(!results.contains("projects:"), "nothing of config.yaml reached the model");
-    assert_eq!(std::fs::read_to_string(p.home.join("memory/claude-code/seen.md")).expect("memory"), "remember this");
+    assert_eq!(std::fs::read_to_string(p.memory_dir("claude-code").join("seen.md")).expect("memory"), "remember this");
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/research/r.md"]), "# R\n");
+}
+
+/// Every file under `dir`, recursively, as bytes (links not followed).
+fn all_bytes_under(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.filter_map(|e| e.ok()) {
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_dir() {
+            out.extend(all_bytes_under(&e.path()));
+        } else if t.is_file() {
+            out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
+        }
+    }
+    out
+}
+
+/// A `sandbox.write` entry `${NAME:-DEFAULT}` whose variable holds a secret: whatever is wrong
+/// with what it expands to, no output, artifact, timeline, log or state file shows the value;
+/// the errors name the entry as written.
+#[test]
+fn an_expanded_sandbox_write_entry_is_never_shown() {
+    let p = Project::new(&[]);
+    // Not absolute: the manifest is refused when read. Absolute but not creatable: the
+    // dispatch fails making it.
+    let (relative, unmakeable) = ("TOKENVALUE-rel-5f3a9c", "TOKENVALUE-abs-8e1d27");
+    for (name, var) in [("leaky", "MY_SECRET_TOKEN"), ("leakier", "MY_OTHER_TOKEN")] {
+        p.script_worker(name, "full", "\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+        let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
+        let text = std::fs::read_to_string(&yaml).expect("yaml");
+        std::fs::write(&yaml, format!("{text}sandbox: {{write: [\"${{{var}:-/tmp/x}}\"]}}\n")).expect("write");
+    }
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "packages"]);
+    let with_secrets = |args: &[&str]| {
+        let out = p
+            .cmd()
+            .args(args)
+            .env("MY_SECRET_TOKEN", relative)
+            .env("MY_OTHER_TOKEN", format!("/proc/{unmakeable}/dir"))
+            .output()
+            .expect("runs");
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let a = p.create("leaky", "A", "Go.");
+    let b = p.create("leakier", "B", "Go.");
+    let mut said = String::new();
+    for args in [
+        &["reconcile", "--once"][..],
+        &["reconcile", "--once"],
+        &["check"],
+        &["workers"],
+        &["workers", "--json"],
+        &["status"],
+        &["status", "--json"],
+        &["timeline", &a],
+        &["timeline", &b],
+    ] {
+        said.push_str(&with_secrets(args));
+    }
+    for secret in [relative, unmakeable] {
+        assert!(!said.contains(secret), "{secret} printed:\n{said}");
+        for dir in [&p.root, &p.home] {
+            for (path, bytes) in all_bytes_under(dir) {
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains(secret), "{secret} written into {}:\n{text}", path.display());
+            }
+        }
+    }
+    // What is wrong is still said, naming the entry as written.
+    assert!(said.contains("${MY_SECRET_TOKEN:-/tmp/x}") && said.contains("must be an absolute path"), "{said}");
+    assert!(said.contains("creating sandbox.write \"${MY_OTHER_TOKEN:-/tmp/x}\""), "{said}");
+}
+
+/// A worker that links a file of its memory dir to the home's `secrets.env`: the next
+/// dispatch's system prompt holds nothing of it (the link is skipped, and the attempt's log says
+/// so); a package whose posture is a link, or lies under a linked dir, does not start, and its
+/// target reaches no prompt.
+#[test]
+fn a_link_in_memory_or_posture_is_never_read_into_a_prompt() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&[]);
+    let secrets = p.home.join("secrets.env");
+    std::fs::write(&secrets, "SOME_KEY=memory-leak-canary-41\n").expect("write");
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    // Where memory is, before and after it became per project.
+    p.script_worker(
+        "planter",
+        "full",
+        r#"mem=${GUILD_HALL_MEMORY:-$GUILD_HALL_HOME/memory/$GUILD_HALL_WORKER}
+mkdir -p "$mem"
+ln -sf "$GUILD_HALL_HOME/secrets.env" "$mem/leak.md"
+"$GUILD_HALL_BIN" toolbox store-memory --key honest --content "an honest memory"
+"$GUILD_HALL_BIN" toolbox submit-result --summary planted"#,
+    );
+    let first = p.create("planter", "Plant", "Go.");
+    p.settle();
+    assert_eq!(p.status(&first), "completed", "{}", p.ok(&["logs", &first]));
+    let second = p.create("planter", "Again", "Go.");
+    p.settle();
+    assert_eq!(p.status(&second), "completed", "{}", p.ok(&["logs", &second]));
+    let prompt = std::fs::read_to_string(p.state_dir(&second).join("system-prompt.md")).expect("system prompt");
+    assert!(!prompt.contains("memory-leak-canary-41"), "the secrets went into the prompt:\n{prompt}");
+    assert!(prompt.contains("an honest memory"), "the real memory is read:\n{prompt}");
+    let logs = p.ok(&["logs", &second]);
+    assert!(logs.contains("leak.md") && logs.contains("symlink"), "the skipped link is said: {logs}");
+
+    // Posture: a link to a file outside, and a file under a linked dir.
+    let outside = p.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("key.md"), "posture-canary-77\n").expect("write");
+    for (name, posture) in [("linked-posture", "posture.md"), ("linked-dir", "sub/key.md")] {
+        p.script_worker(name, "full", "\"$GUILD_HALL_BIN\" toolbox submit-result --summary ran");
+        let dir = p.root.join(".lore/workers").join(name);
+        let yaml = dir.join("worker.yaml");
+        let text = std::fs::read_to_string(&yaml).expect("yaml");
+        std::fs::write(&yaml, format!("{text}posture: {posture}\n")).expect("write");
+        if name == "linked-posture" {
+            std::os::unix::fs::symlink(outside.join("key.md"), dir.join("posture.md")).expect("link");
+        } else {
+            std::os::unix::fs::symlink(&outside, dir.join("sub")).expect("link");
+        }
+        let id = p.create(name, "Postured", "Go.");
+        p.settle();
+        let s = p.status_json(&id);
+        assert_ne!(s["status"], "completed", "{name}: ran with a posture read through a link: {s}");
+        assert!(s.to_string().contains("posture"), "{name}: the reason names the posture: {s}");
+        if let Some(state) = p.try_state_dir(&id) {
+            let prompt = std::fs::read_to_string(state.join("system-prompt.md")).unwrap_or_default();
+            assert!(!prompt.contains("posture-canary-77"), "{name}: {prompt}");
+        }
+    }
+}
+
+/// Memory belongs to one project and one package: a package of one project named like a
+/// package of another (a cloned repository's `researcher`, say) never reads nor writes the
+/// other's memory, though both run under one home.
+#[test]
+fn memory_is_kept_per_project_and_package() {
+    let a = Project::new(&["researcher"]);
+    let mut b = Project::new(&["researcher"]);
+    b.home = a.home.clone();
+    b.ok(&["init"]);
+    let first = a.create("researcher", "In A", "Topic of project A\nGo.");
+    a.settle();
+    assert_eq!(a.status(&first), "completed");
+    let theirs = b.create("researcher", "In B", "Topic of project B\nGo.");
+    b.settle();
+    assert_eq!(b.status(&theirs), "completed");
+    // Both projects' state is in one home: each found by its project's name.
+    let system_prompt = |p: &Project, id: &str| {
+        let name = guild_hall::config::default_project_name(&p.root.canonicalize().expect("root"));
+        std::fs::read_to_string(p.home.join("state").join(name).join("commissions").join(id).join("system-prompt.md"))
+            .expect("system prompt")
+    };
+    let prompt = system_prompt(&b, &theirs);
+    assert!(!prompt.contains("Topic of project A"), "project A's memory reached project B's prompt:\n{prompt}");
+    // Each project's memory is its own, and B's commission did not overwrite A's.
+    let mine = std::fs::read_to_string(a.memory_dir("researcher").join("last-topic.md")).expect("A's memory");
+    assert!(mine.contains("Topic of project A"), "{mine}");
+    let again = a.create("researcher", "In A again", "Another topic\nGo.");
+    a.settle();
+    let prompt = system_prompt(&a, &again);
+    assert!(prompt.contains("Topic of project A") && !prompt.contains("Topic of project B"), "{prompt}");
 }

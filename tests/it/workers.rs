@@ -44,7 +44,7 @@ fn memory_from_one_commission_reaches_the_next() {
     let p = Project::new(&["researcher"]);
     let first = p.create("researcher", "First", "Topic one\nGo.");
     p.settle();
-    let memory = p.home.join("memory/researcher/last-topic.md");
+    let memory = p.memory_dir("researcher").join("last-topic.md");
     assert_eq!(std::fs::read_to_string(&memory).expect("memory"), format!("Researched 'Topic one' in commission {first}."));
     let second = p.create("researcher", "Second", "Topic two\nGo.");
     p.settle();
@@ -85,7 +85,7 @@ fn compacting_package(p: &Project, script: &str) {
     std::fs::set_permissions(dir.join("compact.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::write(p.home.join("config.yaml"), "memory_compact_threshold: 20\nprojects: []\n").expect("cfg");
     p.ok(&["init"]);
-    let mem = p.home.join("memory/keeper");
+    let mem = p.memory_dir("keeper");
     std::fs::create_dir_all(&mem).expect("mkdir");
     std::fs::write(mem.join("a.md"), "first memory, long enough").expect("write");
     std::fs::write(mem.join("b.md"), "second memory, long enough").expect("write");
@@ -98,7 +98,7 @@ fn memory_over_the_threshold_is_compacted_in_the_background() {
     let id = p.create("keeper", "Go", "Topic\nGo.");
     p.settle();
     assert_eq!(p.status(&id), "completed");
-    let mem = p.home.join("memory/keeper");
+    let mem = p.memory_dir("keeper");
     wait_for("compacted.md", || mem.join("compacted.md").exists());
     wait_for("the compacted files to go", || !mem.join("a.md").exists() && !mem.join("b.md").exists());
     wait_for("the outcome in the log", || std::fs::read_to_string(mem.join(".compact.log")).is_ok_and(|l| l.contains("compacted")));
@@ -112,7 +112,7 @@ fn a_failed_compaction_leaves_memory_as_it_was() {
     let id = p.create("keeper", "Go", "Topic\nGo.");
     p.settle();
     assert_eq!(p.status(&id), "completed");
-    let mem = p.home.join("memory/keeper");
+    let mem = p.memory_dir("keeper");
     let log = || std::fs::read_to_string(mem.join(".compact.log")).unwrap_or_default();
     wait_for("the compaction to end", || !log().is_empty());
     assert!(log().contains("failed, memory left as it was"), "{}", log());
@@ -135,12 +135,13 @@ fn memory_keys_are_never_paths() {
             .env("GUILD_HALL_WORKTREE", &wt)
             .env("GUILD_HALL_ATTEMPT", "1")
             .env("GUILD_HALL_WORKER", "w")
+            .env("GUILD_HALL_MEMORY", p.memory_dir("w"))
             .output()
             .expect("runs");
         assert_eq!(out.status.code(), Some(1), "{key}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("bad memory key"), "{key}");
     }
-    assert!(!p.home.join("memory").exists() || std::fs::read_dir(p.home.join("memory/w")).map(|d| d.count() == 0).unwrap_or(true));
+    assert!(std::fs::read_dir(p.memory_dir("w")).map(|d| d.count() == 0).unwrap_or(true));
     assert!(!p.tmp.path().join("escape.md").exists());
 }
 
@@ -209,7 +210,7 @@ try guild-hall-home "$GUILD_HALL_HOME/escaped.txt"
     let id = p.create("keeper", "Go", "Topic\nGo.");
     p.settle();
     assert_eq!(p.status(&id), "completed");
-    let mem = p.home.join("memory/keeper");
+    let mem = p.memory_dir("keeper");
     wait_for("the compaction to end", || std::fs::read_to_string(mem.join(".compact.log")).is_ok_and(|l| !l.is_empty()));
     let out = std::fs::read_to_string(mem.join("compacted.md")).expect("its output became the memory");
     assert!(out.contains("WROTE: tmpdir"), "{out}");

@@ -2,7 +2,7 @@
 # counsel: a scripted meeting worker. One run is one turn: it reads the person's message from
 # $GUILD_HALL_MESSAGE_FILE and prints guild-hall meeting events as JSON lines on stdout.
 #
-# Sessions live in its own store ($GUILD_HALL_HOME/memory/counsel/sessions/, a stand-in for an
+# Sessions live in its own store ($GUILD_HALL_MEMORY/sessions/, its package memory dir: a stand-in for an
 # agent's session files): a turn with $GUILD_HALL_SESSION_ID resumes that session, and one
 # whose session is gone answers as an expired session does (delete the file to expire it).
 #
@@ -18,7 +18,7 @@
 #   raw: LINE        append LINE to its mailbox as it is, without the toolbox
 set -eu
 msg=$(cat "$GUILD_HALL_MESSAGE_FILE")
-store="$GUILD_HALL_HOME/memory/$GUILD_HALL_WORKER/sessions"
+store="$GUILD_HALL_MEMORY/sessions"
 mkdir -p "$store"
 
 json() { # a JSON string of $1

@@ -227,12 +227,30 @@ pub fn confinement(spec: &SandboxSpec, global: &GlobalConfig) -> Result<Confinem
     }
 }
 
+/// What a dispatch says of memory the package stored before memory was kept per project
+/// (`memory/<worker>/<key>.md`): no longer read, never removed, and where to move it to keep it
+/// for this project (which project it was for cannot be told, so guild-hall does not move it).
+fn unread_old_memory(home: &Home, project_memory: &Path, worker: &str) -> Option<String> {
+    let old = home.memory_dir().join(worker);
+    let has_memories = std::fs::read_dir(&old).ok()?.filter_map(|e| e.ok()).any(|e| {
+        e.file_type().is_ok_and(|t| t.is_file()) && e.file_name().to_str().is_some_and(|n| n.ends_with(".md") && !n.starts_with('.'))
+    });
+    let new = crate::worker::memory::dir(project_memory, worker).ok()?;
+    has_memories.then(|| {
+        format!(
+            "memory: {} holds memory from before memory was kept per project and package; it is no longer read (nor removed): to keep it for this project, move its files into {}",
+            old.display(),
+            new.display()
+        )
+    })
+}
+
 /// The worker's shim spec. `Ok(Err(why))`: the worker cannot start, and why (an activation failure).
 fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
     let (pkg, state, rec) = (a.pkg, a.state, a.worktree);
     std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
     let global = a.home.load_config()?;
-    let memory_dir = a.home.memory_dir();
+    let memory_dir = a.home.project_memory_dir(&a.project.name);
     let posture = match pkg.posture() {
         Ok(p) => p,
         Err(why) => return Ok(Err(why)),
@@ -251,7 +269,18 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
             a.home.secrets_path().display()
         )?;
     }
-    let memories = crate::worker::memory::load(&memory_dir, &pkg.manifest.name)?;
+    let loaded = crate::worker::memory::load_checked(&memory_dir, &pkg.manifest.name)?;
+    let mut notes = loaded.skipped.iter().map(|s| format!("memory: {s}")).collect::<Vec<_>>();
+    notes.extend(unread_old_memory(a.home, &memory_dir, &pkg.manifest.name));
+    if !notes.is_empty() {
+        use std::io::Write;
+        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(state.log(a.attempt))?;
+        for note in &notes {
+            tracing::warn!(worker = %pkg.manifest.name, "{note}");
+            writeln!(log, "[guild-hall] {note}")?;
+        }
+    }
+    let memories = loaded.memories;
     let mut prompt = crate::worker::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap, &a.toolbox);
     if !a.prompt_extra.is_empty() {
         prompt.push('\n');
@@ -263,9 +292,13 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
         Ok(c) => c,
         Err(why) => return Ok(Err(why)),
     };
-    if let Err(e) =
-        crate::worker::memory::maybe_compact(&memory_dir, pkg, global.memory_compact_threshold, confined == Confinement::Confined)
-    {
+    if let Err(e) = crate::worker::memory::maybe_compact(
+        &a.home.root,
+        &memory_dir,
+        pkg,
+        global.memory_compact_threshold,
+        confined == Confinement::Confined,
+    ) {
         tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
     }
     let own_memory = crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?;
@@ -274,11 +307,15 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
     let sandbox = match confined {
         Confinement::Confined => {
             let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.clone(), own_memory.clone()];
-            for path in pkg.sandbox_write().map_err(anyhow::Error::msg)? {
+            for (entry, path) in pkg.sandbox_write_entries().map_err(anyhow::Error::msg)? {
                 if std::fs::symlink_metadata(&path).is_err() {
-                    // Asked for by the package: made (private) so that it can be allowed.
-                    std::fs::create_dir_all(&path).with_context(|| format!("creating sandbox.write {}", path.display()))?;
-                    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+                    // Asked for by the package: made (private) so that it can be allowed. The
+                    // error names the entry as written: an expanded variable may be a secret.
+                    let made = std::fs::create_dir_all(&path)
+                        .and_then(|_| std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700)));
+                    if let Err(e) = made {
+                        anyhow::bail!("creating sandbox.write {entry:?}: {e}");
+                    }
                 }
                 writable.push(path);
             }
@@ -298,7 +335,7 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
         }
         Confinement::Unconfined => None,
     };
-    for dir in [own_memory, state.objects().join("info")] {
+    for dir in [own_memory.clone(), state.objects().join("info")] {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     // The worker's git writes objects into its own store, reading the repository's through
@@ -322,6 +359,7 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
         ("GUILD_HALL_HOME".into(), p(&a.home.root)),
         ("GUILD_HALL_ATTEMPT".into(), a.attempt.to_string()),
         ("GUILD_HALL_WORKER".into(), pkg.manifest.name.clone()),
+        ("GUILD_HALL_MEMORY".into(), p(&own_memory)),
         ("GIT_OBJECT_DIRECTORY".into(), p(&state.objects())),
         // The worker's git never packs or prunes the shared repository on its own.
         ("GIT_CONFIG_COUNT".into(), "2".into()),

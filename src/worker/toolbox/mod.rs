@@ -25,9 +25,10 @@ pub struct WorkerContext {
     pub mailbox: PathBuf,
     pub worktree: PathBuf,
     pub attempt: u32,
-    /// The worker package's name and the home (for memory).
+    /// The worker package's name (`GUILD_HALL_WORKER`).
     pub worker: Option<String>,
-    pub home: Option<PathBuf>,
+    /// Its memory dir, this project's and package's (`GUILD_HALL_MEMORY`).
+    pub memory: Option<PathBuf>,
     /// A wave task's canonical id (`GUILD_HALL_TASK_ID`).
     pub task_id: Option<String>,
 }
@@ -54,7 +55,7 @@ impl WorkerContext {
             worktree: PathBuf::from(var("GUILD_HALL_WORKTREE")?),
             attempt: var("GUILD_HALL_ATTEMPT")?.parse().map_err(|_| anyhow!("GUILD_HALL_ATTEMPT is not a number"))?,
             worker: std::env::var("GUILD_HALL_WORKER").ok(),
-            home: std::env::var_os("GUILD_HALL_HOME").map(PathBuf::from),
+            memory: std::env::var_os("GUILD_HALL_MEMORY").filter(|m| !m.is_empty()).map(PathBuf::from),
             task_id: std::env::var("GUILD_HALL_TASK_ID").ok(),
         })
     }
@@ -88,10 +89,10 @@ impl WorkerContext {
 
     /// Store a memory for this worker (overwriting the key), and note it in the mailbox.
     pub fn store_memory(&self, key: &str, content: &str) -> Result<Mail> {
-        let (Some(worker), Some(home)) = (&self.worker, &self.home) else {
-            bail!("GUILD_HALL_WORKER and GUILD_HALL_HOME must be set to store memory");
+        let Some(dir) = &self.memory else {
+            bail!("GUILD_HALL_MEMORY must be set to store memory (guild-hall sets it to the package's memory dir in this project)");
         };
-        crate::worker::memory::store(&home.join("memory"), worker, key, content)?;
+        crate::worker::memory::store(dir, key, content)?;
         mailbox::append(&self.mailbox, self.attempt, MailBody::Memory { key: key.to_string() })
     }
 
