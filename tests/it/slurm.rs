@@ -310,7 +310,8 @@ fn runner_keys_are_checked_where_they_are_written() {
 }
 
 /// The reconciler killed after sbatch took the job but before its id was recorded: the next
-/// pass finds the job by the name recorded before sbatch ran, and never submits it again.
+/// pass finds the job (ours, writing the attempt's log, submitted since the handle was written
+/// before sbatch ran; not by its name alone), and never submits it again.
 #[test]
 fn a_job_whose_id_was_never_recorded_is_found_by_its_name() {
     needs_slurm();
