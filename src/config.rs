@@ -29,6 +29,10 @@ pub struct ProjectConfig {
     /// The most follow-up requests one meeting's worker may make (`propose_followup`); more
     /// are dropped, and the meeting's log says how many.
     pub followups_per_meeting: usize,
+    /// Wall-clock limit of one meeting turn: past it the worker is stopped and the turn fails
+    /// saying so; `0s` means none.
+    #[serde(with = "duration_str")]
+    pub meeting_turn_timeout: Duration,
     pub integration_branch: String,
     #[serde(with = "duration_str")]
     pub stale_after: Duration,
@@ -80,6 +84,7 @@ impl Default for ProjectConfig {
             commission_cap: 3,
             meeting_cap: 5,
             followups_per_meeting: 3,
+            meeting_turn_timeout: Duration::from_secs(30 * 60),
             integration_branch: "claude/main".into(),
             stale_after: Duration::from_secs(180),
             cancel_grace: Duration::from_secs(30),

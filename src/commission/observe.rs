@@ -597,7 +597,8 @@ fn observe_one(
             obs.worktree_exists = worktree.exists();
             // (Or a Slurm job of it, on a node whose processes are not ours to see.)
             obs.unrecorded_worker = obs.worktree_exists
-                && (shim::working_in(&worktree) || crate::worker::runner::slurm::ours(&project.name).iter().any(|(_, of, _)| of == id));
+                && (shim::working_in(&worktree)
+                    || crate::worker::runner::slurm::ours(home, &project.name).iter().any(|(_, of, _)| of == id));
         }
     }
     let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));

@@ -4,7 +4,7 @@
 //! expired session renewed with the conversation so far. One turn at a time per meeting.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
@@ -40,7 +40,8 @@ pub struct Turn {
     #[serde(flatten)]
     pub outcome: Outcome,
     pub session_id: Option<String>,
-    /// The worker's whole answer.
+    /// The worker's answer: its first [`REPLY_MAX`] bytes, then a marker saying how many
+    /// were dropped (`[reply truncated: N bytes dropped]`).
     pub text: String,
 }
 
@@ -48,6 +49,14 @@ pub struct Turn {
 const RENEWAL_SUMMARY_CHARS: usize = 12_000;
 /// A turn interrupted by Ctrl-C gets this long to wind down before it is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// The most of a turn's reply kept, shown and written to the transcript: a worker streaming
+/// without end is cut here, the rest dropped (and counted in a marker), so neither this
+/// process nor the transcript grows with what it says.
+pub const REPLY_MAX: usize = 1024 * 1024;
+/// The lines of a turn's output read ahead of the turn's handling of them: past that the
+/// reader waits, and so does the worker on its full pipe (each line is at most
+/// [`super::events::TURN_LINE_MAX`]).
+const LINES_AHEAD: usize = 8;
 
 /// Who holds a meeting's turn lock, for the refusal.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -152,7 +161,7 @@ pub fn run(
                 })
             }
         };
-        stream(&ready, pkg.manifest.protocol, interrupt, on_event)
+        stream(&ready, pkg.manifest.protocol, interrupt, project.config.meeting_turn_timeout, on_event)
     };
     let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
     let mut turn = turn;
@@ -221,16 +230,46 @@ impl Default for Outcome {
     }
 }
 
-/// Run the turn's shim and pass its events on as they come.
+/// A turn's reply as it is kept: at most [`REPLY_MAX`] bytes, and how many more were dropped.
+#[derive(Debug, Default)]
+struct Reply {
+    text: String,
+    dropped: u64,
+}
+
+impl Reply {
+    /// Keep what fits of `delta` (whole characters); the part kept, empty once full.
+    fn push<'a>(&mut self, delta: &'a str) -> &'a str {
+        let mut end = delta.len().min(REPLY_MAX.saturating_sub(self.text.len()));
+        while !delta.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.text.push_str(&delta[..end]);
+        self.dropped += (delta.len() - end) as u64;
+        &delta[..end]
+    }
+
+    /// What says the reply was cut, if it was.
+    fn marker(&self) -> Option<String> {
+        (self.dropped > 0).then(|| format!("\n[reply truncated: {} bytes dropped]", self.dropped))
+    }
+}
+
+/// Run the turn's shim and pass its events on as they come; past `timeout` (zero: none) the
+/// turn is stopped as an interrupt stops it, and fails saying so.
 fn stream(
     launch: &launch::Ready,
     protocol: crate::worker::Protocol,
     interrupt: &AtomicBool,
+    timeout: Duration,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<Streamed> {
+    let deadline = (!timeout.is_zero()).then(|| Instant::now() + timeout);
     let mut child = launch.stream()?;
     let stdout = child.stdout.take().context("the turn's output")?;
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    // Bounded: a worker printing faster than the turn is handled (a slow terminal, a slow
+    // client of the endpoint) waits on its pipe instead of filling this process's memory.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<String>(LINES_AHEAD);
     // Read to the end whatever the worker prints (bytes that are not UTF-8 included): a reader
     // that gave up would leave the worker blocked on a full pipe, and the turn waiting on it.
     let reader = std::thread::spawn(move || {
@@ -239,12 +278,17 @@ fn stream(
         }
     });
     let mut out = Streamed::default();
+    let mut reply = Reply::default();
     let mut ended = false;
     let mut error: Option<String> = None;
     let mut signalled = false;
+    let mut timed_out = false;
     let mut events = Reader::new(protocol);
     loop {
-        if interrupt.load(Ordering::SeqCst) && !signalled {
+        if !signalled && deadline.is_some_and(|d| Instant::now() >= d) {
+            timed_out = true;
+        }
+        if (timed_out || interrupt.load(Ordering::SeqCst)) && !signalled {
             signalled = true;
             // The shim stops every process of the turn (SIGTERM, SIGKILL after the grace).
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
@@ -254,7 +298,16 @@ fn stream(
                 for e in events.line(&line) {
                     match &e {
                         TurnEvent::Session { id } => out.session = Some(id.clone()),
-                        TurnEvent::TextDelta { text } => out.text.push_str(text),
+                        TurnEvent::TextDelta { text } => {
+                            // Only what is kept is shown: past the cap, nothing.
+                            let kept = reply.push(text);
+                            if kept.len() < text.len() {
+                                if !kept.is_empty() {
+                                    on_event(&TurnEvent::TextDelta { text: kept.to_string() });
+                                }
+                                continue;
+                            }
+                        }
                         TurnEvent::TurnEnd => ended = true,
                         TurnEvent::Error { reason } => error = Some(reason.clone()),
                         _ => {}
@@ -268,9 +321,21 @@ fn stream(
     }
     let _ = reader.join();
     let status = child.wait()?;
+    out.text = std::mem::take(&mut reply.text);
+    if let Some(marker) = reply.marker() {
+        on_event(&TurnEvent::TextDelta { text: marker.clone() });
+        out.text.push_str(&marker);
+    }
     let (state, attempt) = launch.state();
     let exit: Option<ExitInfo> = read_json(&state.exit()).ok().flatten().filter(|x: &ExitInfo| x.attempt == attempt);
-    out.outcome = if signalled {
+    out.outcome = if timed_out {
+        Outcome::Failed {
+            reason: format!(
+                "timed out: the turn ran longer than {} (meeting_turn_timeout in .lore/guild-hall.yaml); its worker was stopped",
+                humantime::format_duration(timeout)
+            ),
+        }
+    } else if signalled {
         Outcome::Interrupted
     } else if let Some(reason) = error {
         Outcome::Failed { reason }

@@ -4,7 +4,7 @@
 //! dispatcher does.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
 use serde_json::Value as Json;
@@ -28,7 +28,7 @@ fn refused(e: anyhow::Error) -> ToolError {
 pub struct Meetings {
     pub home: Home,
     pub project: Project,
-    pub events: Option<Sender<Option<Json>>>,
+    pub events: Option<SyncSender<Option<Json>>>,
     pub gone: Arc<AtomicBool>,
 }
 

@@ -386,6 +386,6 @@ fn started(state: &StateDir) -> Result<Option<u32>, Vec<Problem>> {
     }
     let run = state.read_run().map_err(p)?.map(|r| r.attempt);
     // A Slurm job submitted for a later attempt has taken it, queued or not.
-    let job = crate::worker::runner::slurm::Handle::read(state).map_err(p)?.filter(|h| h.taken()).map(|h| h.attempt);
+    let job = crate::worker::runner::slurm::Handle::read(state).map_err(p)?.filter(|h| h.taken(state)).map(|h| h.attempt);
     Ok(run.max(job))
 }

@@ -158,6 +158,69 @@ fn a_request_gets_through_a_flood_of_idle_connections() {
     assert_eq!(held, CAP - 1, "idle connections still holding a slot");
 }
 
+/// Connections that send a whole header with `Content-Length` and then drip their body a byte
+/// at a time hold no slot a real request needs: once every slot is taken, the oldest of them
+/// makes way (a whole `503`), as a connection that has not sent its header does, and a real
+/// request gets its `200` while they still drip.
+#[test]
+fn a_request_gets_through_a_flood_of_slow_bodies() {
+    const SLOW: usize = 100;
+    let p = Project::new(&[]);
+    let sock = p.tmp.path().join("gh.sock");
+    // The request timeout never ends them during the test: only shedding can make room.
+    let svc = serving(&p, &sock, &["--request-timeout", "10m"]);
+    let head = "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"jsonrpc\":";
+    let slow: Vec<UnixStream> = (0..SLOW)
+        .map(|i| {
+            let mut s = UnixStream::connect(&sock).unwrap_or_else(|e| panic!("connect #{i}: {e}\n{}", svc.log()));
+            s.write_all(head.as_bytes()).expect("header");
+            s.set_nonblocking(true).expect("nonblocking");
+            s
+        })
+        .collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let drip = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut slow = slow;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for s in &mut slow {
+                    // A shed one is closed: its writes fail, and that is all.
+                    let _ = s.write(b" ");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            slow
+        })
+    };
+    let mut last = String::new();
+    wait_for("a real request to get through the slow bodies", || {
+        // A refused one may be closed before its body is sent: that is a try that failed.
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}).to_string();
+        let mut s = UnixStream::connect(&sock).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        let mut reply = String::new();
+        if s.write_all(&post(&body)).and_then(|_| s.read_to_string(&mut reply)).is_err() || !reply.contains("\r\n\r\n") {
+            return false;
+        }
+        last = reply.clone();
+        let (status, body) = whole(&reply);
+        status == "HTTP/1.1 200 OK" && serde_json::from_str::<Value>(&body).ok() == Some(json!({"jsonrpc": "2.0", "id": 7, "result": {}}))
+    });
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut slow = drip.join().expect("drip");
+    let mut shed = 0;
+    for s in &mut slow {
+        if let Some(r) = answered(s).filter(|r| !r.is_empty()) {
+            let (status, body) = whole(&r);
+            assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{r}");
+            assert!(body.contains("had not sent its whole request and made way"), "{body}");
+            shed += 1;
+        }
+    }
+    assert!(shed >= SLOW - 64, "the slow bodies over the cap made way ({shed} of {SLOW}); last: {last}");
+}
+
 /// `guild-hall mcp --manager` on stdio, driven line by line.
 struct Manager {
     child: std::process::Child,

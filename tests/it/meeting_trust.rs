@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::common::{git, Project};
+use crate::common::{git, in_pid_namespace, section, Project};
 
 fn show(p: &Project, id: &str) -> Value {
     serde_json::from_str(&p.ok(&["meeting", "show", id, "--json"])).expect("show json")
@@ -247,4 +247,50 @@ fn a_pass_reads_only_what_is_new_in_the_mailbox() {
     let v = show(&p, "m");
     assert_eq!(v["linked_artifacts"], serde_json::json!([".lore/notes/a.md", ".lore/notes/c.md"]), "what is new is read");
     assert_eq!(log(&v).iter().filter(|e| e["kind"] == "link").count(), 2);
+}
+
+/// A meeting worker that streams text without end (`yes`): the reply kept — shown, returned,
+/// written to the transcript — stops at 1 MiB with a marker saying how much was dropped, and the
+/// turn ends at `meeting_turn_timeout`, failing saying so, with no process of its worker left.
+#[test]
+fn a_worker_streaming_without_end_is_cut_and_timed_out() {
+    let p = Project::new(&[]);
+    p.config("meeting_turn_timeout: 3s\n");
+    let dir = p.root.join(".lore/workers/flood");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("worker.yaml"),
+        "name: flood\ncommand: [./meet.sh]\nmeeting: [./meet.sh]\ncapabilities: [meeting]\ncheckout: sparse\n",
+    )
+    .expect("yaml");
+    std::fs::write(
+        dir.join("meet.sh"),
+        "#!/bin/sh\nexec yes '{\"type\":\"text_delta\",\"text\":\"flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood \"}'\n",
+    )
+    .expect("script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("meet.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = in_pid_namespace(
+        &p,
+        r#"
+t=$(mktemp -d)
+# Counted, not kept: a turn that never ends would fill the disk.
+{ code=0; timeout 60 "$GH" meeting start --worker flood --id f go 2>"$t/err" || code=$?; echo "$code" > "$t/code"; } | wc -c > "$t/bytes"
+echo "--- code"; cat "$t/code"
+echo "--- bytes"; cat "$t/bytes"
+echo "--- err"; cat "$t/err"
+echo "--- left"; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = yes ] && echo ${d#/proc/}; done; echo none
+"#,
+    );
+    assert_eq!(section(&out, "code").trim(), "1", "the turn ended, failed (not killed by the test's timeout): {out}");
+    assert!(section(&out, "err").contains("timed out: the turn ran longer than 3s"), "{out}");
+    assert_eq!(section(&out, "left").trim(), "none", "the worker was stopped: {out}");
+    let shown: u64 = section(&out, "bytes").trim().parse().expect("bytes");
+    assert!(shown < 2 * 1024 * 1024, "what is shown is bounded: {out}");
+    let transcript = project_dir(&p, "meetings").join("f.md");
+    let size = std::fs::metadata(&transcript).expect("transcript").len();
+    assert!(size < 2 * 1024 * 1024, "the transcript grew by at most the cap: {size} bytes");
+    let text = std::fs::read_to_string(&transcript).expect("transcript");
+    assert!(text.contains("[reply truncated: ") && text.contains(" bytes dropped]"), "{}", &text[text.len().saturating_sub(400)..]);
+    assert!(text.contains("_(turn failed: timed out"), "{}", &text[text.len().saturating_sub(400)..]);
 }

@@ -310,7 +310,8 @@ fn runner_keys_are_checked_where_they_are_written() {
 }
 
 /// The reconciler killed after sbatch took the job but before its id was recorded: the next
-/// pass finds the job by the name recorded before sbatch ran, and never submits it again.
+/// pass finds the job (ours, writing the attempt's log, submitted since the handle was written
+/// before sbatch ran; not by its name alone), and never submits it again.
 #[test]
 fn a_job_whose_id_was_never_recorded_is_found_by_its_name() {
     needs_slurm();
@@ -429,6 +430,49 @@ echo "--- ended"; job_state "$j"
     assert!(section(&out, "requeue refused").contains("disabled"), "so never run twice: {out}");
     assert!(matches!(section(&out, "ended").trim(), "CANCELLED" | "COMPLETED"), "{out}");
     assert!(p.artifact("ren").contains("status: cancelled"), "{}", p.artifact("ren"));
+}
+
+/// A worker that renames its job to look like someone else's record (`JobName="x
+/// UserId=nobody(65534) StdOut=/nowhere"`): Slurm's answer is read structured, so the job is
+/// still proven the attempt's; a cancel ends it, and so does the attempt's timeout.
+#[test]
+fn a_worker_that_forges_its_job_record_is_still_cancelled_and_timed_out() {
+    needs_slurm();
+    let p = Project::new(&[]);
+    p.config("runner: slurm\ncancel_grace: 2s\n");
+    p.script_worker(
+        "forger",
+        "sparse",
+        "scontrol update JobId=\"$SLURM_JOB_ID\" JobName=\"x UserId=nobody(65534) StdOut=/nowhere\"\necho forged\nsleep 300",
+    );
+    p.write_commission("fc", "---\nworker: forger\n---\nForge.\n");
+    p.write_commission("ft", "---\nworker: forger\ntimeout: 8s\n---\nForge.\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+running() { is_status fc in_progress && is_status ft in_progress; }
+pass_until "both in progress" running
+c=$(job_of fc); t=$(job_of ft)
+forged() { scontrol show job -o "$c" | grep -q 'JobName=x UserId=nobody' && scontrol show job -o "$t" | grep -q 'JobName=x UserId=nobody'; }
+wait_for "both jobs renamed by their workers" forged
+"$GH" reconcile --once >/dev/null
+echo "--- after a pass"; sed -n 's/^status: //p' .lore/commissions/fc.md
+"$GH" commission cancel fc >/dev/null
+pass_until "cancelled" is_status fc cancelled
+pass_until "timed out" is_status ft failed
+ended() { case "$(job_state "$1")" in COMPLETED|CANCELLED|FAILED) return 0 ;; esac; return 1; }
+c_ended() { ended "$c"; }; t_ended() { ended "$t"; }
+pass_until "the cancelled job ended" c_ended
+pass_until "the timed-out job ended" t_ended
+echo "--- jobs"; squeue -h -o %i; echo none
+"#,
+    );
+    assert_eq!(section(&out, "after a pass").trim(), "in_progress", "a forged name changes nothing: {out}");
+    assert_eq!(section(&out, "jobs").trim(), "none", "no job left running: {out}");
+    assert!(p.artifact("fc").contains("status: cancelled"), "{}", p.artifact("fc"));
+    let reason = p.status_json("ft")["reason"].as_str().unwrap_or("").to_string();
+    assert!(reason.contains("timed out"), "{reason}");
 }
 
 /// An unconfined worker (`sandbox: off`) that rewrites its attempt's `slurm.json` to name

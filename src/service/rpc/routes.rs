@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
@@ -131,7 +131,7 @@ fn meeting_call(
     name: &str,
     args: Json,
     ep: &Endpoint,
-    stream: Option<(Sender<Option<Json>>, Arc<AtomicBool>)>,
+    stream: Option<(SyncSender<Option<Json>>, Arc<AtomicBool>)>,
 ) -> Result<Json, (i64, String)> {
     let (project, args) = project_of(args, ep)?;
     let (events, gone) = stream.map_or((None, Arc::default()), |(events, gone)| (Some(events), gone));
@@ -182,6 +182,9 @@ fn pick_project(params: &Json, ep: &Endpoint) -> Result<Project> {
     }
 }
 
+/// The events of a streamed turn waiting for its client.
+const TURN_EVENTS_AHEAD: usize = 16;
+
 /// A request whose reply is streamed: a meeting operation that runs a turn (`meeting/send`,
 /// `meeting/start` with a first message or an agenda, `meeting/accept` with a message), as
 /// its catalogue entry says.
@@ -216,7 +219,9 @@ impl TurnRequest {
     /// `meeting/send`, which begins at once, the refusal ends the stream). The JSON-RPC response. Setting `gone` (the client went away) interrupts
     /// the turn, not the meeting.
     pub fn run(self, ep: &Endpoint, gone: &Arc<AtomicBool>, sink: &mut dyn Sink) -> Json {
-        let (events, received) = std::sync::mpsc::channel();
+        // Bounded: a client reading slower than the worker speaks holds the turn back (and the
+        // worker on its pipe), never this process's memory.
+        let (events, received) = std::sync::mpsc::sync_channel(TURN_EVENTS_AHEAD);
         // The turn runs beside this thread, which writes its events as they come: the
         // catalogue's context owns what it holds, so the events reach the writer by channel.
         // They end when the turn's context (the sender) is dropped.

@@ -1,6 +1,6 @@
 //! The endpoint's HTTP/1.1 transport: a deliberately small reader with hard limits — no
 //! keep-alive, no chunked bodies, a cap on connections (at the cap the oldest that has not sent
-//! its header makes way), one deadline for the whole request, the token checked on arrival —
+//! its header makes way, else the oldest whose body is still arriving), one deadline for the whole request, the token checked on arrival —
 //! and the replies: written whole or not at all, or a turn's events as chunked JSON lines.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -170,8 +170,9 @@ fn timed_out(e: &std::io::Error) -> bool {
 }
 
 /// The connections being served, in the order they were accepted (one [`Ticket`] each). Until
-/// its client has sent its whole header, or it has been answered, a connection is *idle*: at
-/// the cap, the oldest idle one is shed to make room for a newer connection, so a flood of
+/// its client has sent its whole header and body, or it has been answered, a connection is
+/// *idle*: at the cap, the oldest idle one is shed to make room (one still waiting for its
+/// header first) for a newer connection, so a flood of
 /// idle connections cannot keep a real request out. What a client has sent is what its thread
 /// has read (counted in its slot) plus what still waits unread in the socket: a request whose
 /// thread has not run yet is not idle. Claiming (header complete, or the first byte of an
@@ -187,11 +188,26 @@ struct Slots<C> {
     conns: std::collections::BTreeMap<u64, Option<IdleConn<C>>>,
 }
 
-/// An idle connection: a second handle on its stream, to shed it by, and how far the bytes
-/// its thread has read have got towards the end of the header.
+/// An idle connection: a second handle on its stream, to shed it by, how far the bytes its
+/// thread has read have got towards the end of the header, and then how much of its body has
+/// still to come.
 struct IdleConn<C> {
     conn: C,
     header: HeaderEnd,
+    body: BodyWait,
+}
+
+/// Where an idle connection whose header has arrived stands with its body.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum BodyWait {
+    /// Its header has not all arrived.
+    #[default]
+    Header,
+    /// Its header has arrived and its thread is reading it: `past` bytes of the body came
+    /// with it. Not shed meanwhile (its length is not known yet).
+    Reading { past: usize },
+    /// The body's bytes still to come: shed only when no connection is waiting for its header.
+    Body { left: usize },
 }
 
 /// How far a stream of bytes has got towards the blank line that ends an HTTP header, as
@@ -208,16 +224,22 @@ enum HeaderEnd {
 
 impl HeaderEnd {
     fn feed(self, bytes: &[u8]) -> HeaderEnd {
+        self.feed_counting(bytes).0
+    }
+
+    /// [`HeaderEnd::feed`], with how many of `bytes` came after the header's end.
+    fn feed_counting(self, bytes: &[u8]) -> (HeaderEnd, usize) {
         let mut state = self;
-        for b in bytes {
+        for (i, b) in bytes.iter().enumerate() {
             state = match (state, b) {
-                (HeaderEnd::Reached, _) | (HeaderEnd::LineStart | HeaderEnd::Cr, b'\n') => return HeaderEnd::Reached,
+                (HeaderEnd::Reached, _) => return (HeaderEnd::Reached, bytes.len() - i),
+                (HeaderEnd::LineStart | HeaderEnd::Cr, b'\n') => return (HeaderEnd::Reached, bytes.len() - i - 1),
                 (HeaderEnd::LineStart, b'\r') => HeaderEnd::Cr,
                 (_, b'\n') => HeaderEnd::LineStart,
                 _ => HeaderEnd::InLine,
             };
         }
-        state
+        (state, 0)
     }
 }
 
@@ -249,35 +271,37 @@ impl<C: Conn> Table<C> {
         self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Take a slot for `conn`, shedding the oldest idle connection if every slot is taken (one
-    /// whose whole header is found waiting unread is claimed instead: its client is done).
-    /// `None`: the cap is reached and nothing is idle.
+    /// Take a slot for `conn`, shedding the oldest idle connection if every slot is taken: the
+    /// oldest that has not sent its whole header, else the oldest whose body has not all
+    /// arrived (a body dripped in holds a slot no longer than a header does). One whose whole
+    /// header, or body, is found waiting unread is not shed: its client is done. `None`: the
+    /// cap is reached and nothing is idle.
     fn admit(self: &Arc<Self>, conn: &C, cap: usize) -> Option<Ticket<C>> {
         let shed = {
             let mut slots = self.lock();
             let shed = if slots.conns.len() >= cap {
-                let mut oldest = None;
-                for (seq, slot) in slots.conns.iter_mut() {
-                    let Some(idle) = slot else { continue };
-                    if idle.header.feed(&unread(&idle.conn)) == HeaderEnd::Reached {
-                        *slot = None;
-                        continue;
-                    }
-                    oldest = Some(*seq);
-                    break;
-                }
+                let waiting_for_header = slots.conns.iter().find_map(|(seq, slot)| {
+                    let idle = slot.as_ref().filter(|idle| idle.body == BodyWait::Header)?;
+                    (idle.header.feed(&unread(&idle.conn)) != HeaderEnd::Reached).then_some(*seq)
+                });
+                let oldest = waiting_for_header.or_else(|| {
+                    slots.conns.iter().find_map(|(seq, slot)| match slot.as_ref()?.body {
+                        BodyWait::Body { left } if unread(&slot.as_ref()?.conn).len() < left => Some(*seq),
+                        _ => None,
+                    })
+                });
                 slots.conns.remove(&oldest?).flatten().map(|idle| idle.conn)
             } else {
                 None
             };
             let seq = slots.next;
             slots.next += 1;
-            slots.conns.insert(seq, conn.split().ok().map(|conn| IdleConn { conn, header: HeaderEnd::default() }));
+            slots.conns.insert(seq, conn.split().ok().map(|conn| IdleConn { conn, header: HeaderEnd::default(), body: BodyWait::Header }));
             (shed, Ticket { table: self.clone(), seq })
         };
         if let Some(old) = shed.0 {
             let body = json!({"error": format!(
-                "busy: {cap} connections are being served (the cap); this one had not sent its request and made way for a newer one; try again shortly"
+                "busy: {cap} connections are being served (the cap); this one had not sent its whole request and made way for a newer one; try again shortly"
             )});
             send_now(&old, &response("503 Service Unavailable", "Retry-After: 1\r\n", &body));
             old.close();
@@ -310,11 +334,44 @@ impl<C: Conn> Ticket<C> {
             Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => return Ok(Idle::Nothing),
             Err(e) => return Err(e.into()),
         };
-        idle.header = idle.header.feed(&buf[..n]);
-        if idle.header == HeaderEnd::Reached {
-            slots.conns.insert(self.seq, None);
+        match idle.body {
+            BodyWait::Header => {
+                let (header, past) = idle.header.feed_counting(&buf[..n]);
+                idle.header = header;
+                if header == HeaderEnd::Reached {
+                    idle.body = BodyWait::Reading { past };
+                }
+            }
+            BodyWait::Reading { past } => idle.body = BodyWait::Reading { past: past + n },
+            BodyWait::Body { left } if left <= n => {
+                slots.conns.insert(self.seq, None);
+            }
+            BodyWait::Body { left } => idle.body = BodyWait::Body { left: left - n },
         }
         Ok(Idle::Read(n))
+    }
+
+    /// The header has been read and says `length` bytes of body follow: until they have all
+    /// arrived the connection stays idle (it may be shed, after every connection still waiting
+    /// for its header). `false` if it was shed already (then it must write nothing).
+    fn expect_body(&self, length: usize) -> bool {
+        let mut slots = self.table.lock();
+        let idle = match slots.conns.get_mut(&self.seq) {
+            None => return false,
+            Some(None) => return true,
+            Some(Some(idle)) => idle,
+        };
+        let past = match idle.body {
+            BodyWait::Reading { past } => past,
+            // Read other than through the ticket (never, as `handle` reads): no longer idle.
+            _ => usize::MAX,
+        };
+        if past >= length {
+            slots.conns.insert(self.seq, None);
+        } else {
+            idle.body = BodyWait::Body { left: length - past };
+        }
+        true
     }
 
     /// No longer idle: from now on only this connection's thread answers it. `false` if it was
@@ -399,7 +456,7 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
             if let Ok(w) = conn.split() {
                 let r = BufReader::new(Deadline { conn, until: Instant::now() + limits.request_timeout, ticket: &ticket, claimed: false });
                 let mut w = Claimed { w, ticket: &ticket, claimed: false };
-                let peer = Peer { needs_token, refused: refused.map(|(_, why)| why), claim: &|| ticket.claim() };
+                let peer = Peer { needs_token, refused: refused.map(|(_, why)| why), expect_body: &|length| ticket.expect_body(length) };
                 handle(r, &mut w, &ep, &peer, limits.request_timeout);
             }
         });
@@ -411,11 +468,12 @@ pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: En
 }
 
 /// What the reader knows of the connection before its request: whether it needs the token,
-/// whether its peer is refused, and how to claim it once its header is complete.
+/// whether its peer is refused, and how to say, once its header is complete, how much body is
+/// still to come (the connection stays sheddable until it has).
 struct Peer<'a> {
     needs_token: bool,
     refused: Option<String>,
-    claim: &'a dyn Fn() -> bool,
+    expect_body: &'a dyn Fn(usize) -> bool,
 }
 
 /// Over the cap: a `503` written without ever blocking the accept loop, then closed.
@@ -486,8 +544,10 @@ fn handle(mut r: impl BufRead, w: &mut impl Write, ep: &Endpoint, peer: &Peer<'_
             Ok(_) => {}
         }
         if line == "\r\n" || line == "\n" {
-            // A whole header: no longer a connection that may be shed to make room.
-            if !(peer.claim)() {
+            // A whole header: no longer a connection that may be shed to make room once its
+            // body (if it is to be read) has arrived too.
+            let body = length.filter(|&l| l <= MAX_BODY && authorized && peer.refused.is_none()).unwrap_or(0);
+            if !(peer.expect_body)(body) {
                 return;
             }
             break;
@@ -689,6 +749,36 @@ mod tests {
         let _ticket = table.admit(&newest, 2).expect("a slot");
         assert_eq!(said(&mut conns[0].0), None);
         assert!(shed(&said(&mut conns[1].0)), "a header never finished is idle");
+    }
+
+    /// A connection whose header has been read and whose body is still arriving is idle: it
+    /// is shed, but only once no connection is still waiting for its header; one whose whole
+    /// body has arrived (read, or waiting unread) is not.
+    #[test]
+    fn a_body_still_arriving_is_shed_after_headers() {
+        let table = Table::new();
+        let mut conns = admitted(&table, 3, 3);
+        let request = [HEADER, b"{"].concat();
+        for (client, server, ticket) in &mut conns[..2] {
+            client.write_all(&request).expect("header and a byte of body");
+            let mut r =
+                Deadline { conn: server.split().expect("split"), until: Instant::now() + Duration::from_secs(60), ticket, claimed: false };
+            assert_eq!(r.read(&mut [0u8; 256]).expect("read"), request.len());
+            assert!(ticket.expect_body(2), "not shed");
+        }
+        // The second one's body has all arrived, unread.
+        conns[1].0.write_all(b"}").expect("the rest");
+        let (mut c, s) = UnixStream::pair().expect("pair");
+        let _t = table.admit(&s, 3).expect("a slot");
+        assert!(shed(&said(&mut conns[2].0)), "one waiting for its header goes first");
+        assert_eq!(said(&mut conns[0].0), None);
+        // The newest sends its whole header (its thread has not read it): not idle either.
+        c.write_all(HEADER).expect("header");
+        let (_c2, s2) = UnixStream::pair().expect("pair");
+        let _t2 = table.admit(&s2, 3).expect("a slot");
+        assert!(shed(&said(&mut conns[0].0)), "then the oldest whose body is still arriving");
+        assert_eq!(said(&mut conns[1].0), None, "a body all here is never shed");
+        assert_eq!(HeaderEnd::default().feed_counting(&request), (HeaderEnd::Reached, 1));
     }
 
     /// A shed connection's thread, waiting for its request, ends at once: it holds neither a

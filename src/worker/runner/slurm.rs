@@ -1,6 +1,7 @@
 //! The Slurm runner: an attempt is one batch job running `guild-hall shim` on a compute node
 //! (`sbatch --parsable`), its handle (`slurm.json`: job name and id) in the attempt's state dir;
-//! where it stands from `scontrol show job`, with the shim's own records; stopped by `scancel`.
+//! where it stands from `squeue --json` (structured: no field the job's owner sets can pass for
+//! another), with the shim's own records; stopped by `scancel` of the job's id.
 //! A job is proven the attempt's by what its worker cannot change: the id sbatch answered
 //! (recorded where a confined worker cannot write), its owner (our uid) and its output file (the
 //! attempt's log); never by its name alone, which the job's owner may change. Through Slurm's
@@ -76,11 +77,12 @@ impl Handle {
         write_json(&Self::path(state), self)
     }
 
-    /// Whether its attempt was taken by a job: its id recorded, sbatch perhaps still answering,
-    /// or Slurm knowing a job of its name (or not answering: taken, to be safe). Not taken: the
-    /// pass that wrote it died before sbatch took the job, and the attempt is started again.
-    pub fn taken(&self) -> bool {
-        self.job_id.is_some() || self.ended.is_some() || self.submitting() || !matches!(find_by_name(&self.name), Ok(None))
+    /// Whether its attempt (in `state`) was taken by a job: its id recorded, sbatch perhaps still
+    /// answering, or Slurm knowing a job of ours writing the attempt's log (or not answering:
+    /// taken, to be safe). Not taken: the pass that wrote it died before sbatch took the job,
+    /// and the attempt is started again.
+    pub fn taken(&self, state: &StateDir) -> bool {
+        self.job_id.is_some() || self.ended.is_some() || self.submitting() || !matches!(find_unrecorded(state, self), Ok(None))
     }
 
     /// Written with no job id less than [`SUBMIT_WINDOW`] ago: sbatch may still answer.
@@ -289,7 +291,7 @@ fn local_fs(path: &Path) -> Option<&'static str> {
     .map(|(_, name)| name)
 }
 
-/// A job as `scontrol show job` shows it.
+/// A job as Slurm shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobState {
     /// Waiting in the queue, and why (`Resources`, `Priority`...).
@@ -305,103 +307,158 @@ pub enum JobState {
     Gone,
 }
 
-/// What `scontrol show job -o` says of a job.
+/// What Slurm says of a job (`squeue --json`: structured, so that no field the job's owner may
+/// set — its name, its comment — can pass for another).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobInfo {
+    pub job_id: u64,
     pub state: JobState,
+    /// Its name: said, never proof of anything (its owner may change it).
     pub name: String,
-    /// `UserId=name(uid)`: the uid.
+    /// Its owner's uid.
     pub uid: Option<u32>,
-    /// When it ended (`EndTime`, this machine's local time), once it has.
+    /// When it ended, once it has.
     pub end: Option<DateTime<Utc>>,
-    /// The whole line, for what a field with spaces in it says (`StdOut`).
-    line: String,
+    /// When it was submitted.
+    pub submitted: Option<DateTime<Utc>>,
+    /// Its output file (`StdOut`), as submitted (`%%` for a `%` in some versions, expanded in
+    /// others).
+    output: String,
 }
 
 impl JobInfo {
-    /// Whether its output file is `path`.
+    /// A job Slurm no longer knows.
+    fn gone(job_id: u64) -> JobInfo {
+        JobInfo { job_id, state: JobState::Gone, name: String::new(), uid: None, end: None, submitted: None, output: String::new() }
+    }
+
+    /// Whether its output file is `path` (as given to sbatch, its `%` doubled, or expanded).
     fn writes_to(&self, path: &Path) -> bool {
-        self.spaced_field("StdOut") == Some(path.to_string_lossy().as_ref())
-    }
-
-    /// The value of field `key`, which may hold spaces (a path): up to the next ` Key=`.
-    fn spaced_field(&self, key: &str) -> Option<&str> {
-        let (_, rest) = self.line.split_once(&format!(" {key}="))?;
-        let is_key = |k: &str| !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"/:_".contains(&b));
-        let end = rest
-            .match_indices(' ')
-            .find(|(i, _)| rest[i + 1..].split_once('=').is_some_and(|(k, _)| is_key(k)))
-            .map_or(rest.len(), |(i, _)| i);
-        Some(&rest[..end])
+        !self.output.is_empty()
+            && (self.output.as_bytes() == path.as_os_str().as_bytes()
+                || self.output.as_bytes() == escape_percent(path.as_os_str()).as_bytes())
     }
 }
 
-/// Ask Slurm where job `id` stands.
-pub fn query(id: u64) -> Result<JobInfo> {
-    let out = Command::new("scontrol").args(["show", "job", "-o", &id.to_string()]).output().context("running scontrol")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() || text.trim().is_empty() {
-        if err.contains("Invalid job id") {
-            return Ok(JobInfo { state: JobState::Gone, name: String::new(), uid: None, end: None, line: String::new() });
-        }
-        bail!("cannot ask Slurm about job {id} (scontrol show job): {}", err.trim());
+/// Every job of ours Slurm knows (queued, running, or ended less than `MinJobAge` ago), from
+/// `squeue --json`: an error where Slurm cannot be asked or its answer cannot be read.
+fn our_jobs() -> Result<Vec<JobInfo>> {
+    // `--me` and `-t all` are honoured by newer versions; 22.05 lists every job whatever they
+    // say, so the owner is checked here too.
+    let out = Command::new("squeue").args(["--json", "--me", "-t", "all"]).output().context("running squeue")?;
+    if !out.status.success() {
+        bail!("cannot ask Slurm for its jobs (squeue --json): {}", String::from_utf8_lossy(&out.stderr).trim());
     }
-    Ok(parse_job(&text))
+    let me = nix::unistd::getuid().as_raw();
+    Ok(parse_jobs(&out.stdout)?.into_iter().filter(|j| j.uid == Some(me)).collect())
 }
 
-/// `scontrol show job -o`'s line.
-fn parse_job(text: &str) -> JobInfo {
-    let field =
-        |key: &str| text.split_whitespace().find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == key).map(|(_, v)| v.to_string()));
-    let state = field("JobState").unwrap_or_default();
-    let reason = field("Reason").filter(|r| r != "None" && r != "(null)");
-    let name = field("JobName").unwrap_or_default();
-    let uid = field("UserId").and_then(|u| u.rsplit_once('(')?.1.strip_suffix(')')?.parse().ok());
-    let end = field("EndTime")
-        .and_then(|t| chrono::NaiveDateTime::parse_from_str(&t, "%Y-%m-%dT%H:%M:%S").ok())
-        .and_then(|t| t.and_local_timezone(chrono::Local).earliest())
-        .map(|t| t.with_timezone(&Utc));
+/// `squeue --json`'s answer (OpenAPI v0.0.38 of Slurm 22.05 and the later forms: a state as a
+/// word or a list of them, a time as a number or `{"set", "number"}`). A name of bytes that are
+/// not UTF-8 (a job's owner may set any) is read lossily, never failing the whole answer.
+fn parse_jobs(bytes: &[u8]) -> Result<Vec<JobInfo>> {
+    let text = String::from_utf8_lossy(bytes);
+    let doc: serde_json::Value = serde_json::from_str(&text).context("reading squeue --json's answer")?;
+    let Some(jobs) = doc.get("jobs").and_then(|j| j.as_array()) else {
+        bail!("squeue --json answered without a `jobs` list (Slurm 21.08 or later is needed)");
+    };
+    Ok(jobs.iter().filter_map(parse_job).collect())
+}
+
+/// One job of `squeue --json`'s `jobs`, if it has an id.
+fn parse_job(job: &serde_json::Value) -> Option<JobInfo> {
+    use serde_json::Value;
+    let text = |key: &str| job.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let number = |v: &Value| match v {
+        Value::Object(o) if o.get("set").and_then(Value::as_bool) == Some(false) => None,
+        Value::Object(o) => o.get("number").and_then(Value::as_u64),
+        v => v.as_u64(),
+    };
+    let time = |key: &str| {
+        job.get(key).and_then(number).filter(|&t| t > 0).and_then(|t| DateTime::<Utc>::from_timestamp(i64::try_from(t).ok()?, 0))
+    };
+    let job_id = job.get("job_id").and_then(number)?;
+    // A word, or a list: the base state first, then its flags (`COMPLETING`...).
+    let states: Vec<String> = match job.get("job_state") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        _ => Vec::new(),
+    };
+    let state = states.first().cloned().unwrap_or_default();
+    let reason = Some(text("state_reason")).filter(|r| !r.is_empty() && r != "None" && r != "(null)");
     let st = match state.as_str() {
+        _ if states.iter().any(|s| s == "COMPLETING") => JobState::Ending,
         "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESV_DEL_HOLD" => {
             JobState::Queued(reason.unwrap_or_else(|| state.to_lowercase()))
         }
         "SUSPENDED" | "STOPPED" => JobState::Suspended(state.to_lowercase()),
         "RUNNING" | "SIGNALING" | "STAGE_OUT" | "RESIZING" => JobState::Running,
-        "COMPLETING" => JobState::Ending,
         _ => JobState::Ended(match reason {
             Some(r) => format!("{state} ({r})"),
             None => state,
         }),
     };
-    JobInfo { state: st, name, uid, end, line: text.trim().to_string() }
+    let ended = matches!(st, JobState::Ended(_));
+    Some(JobInfo {
+        job_id,
+        state: st,
+        name: text("name"),
+        uid: job.get("user_id").and_then(number).and_then(|u| u32::try_from(u).ok()),
+        // A job's end time before it ends is its time limit's.
+        end: time("end_time").filter(|_| ended),
+        submitted: time("submit_time"),
+        output: text("standard_output"),
+    })
 }
 
-/// The id of our job named `name`, if Slurm knows one.
-fn find_by_name(name: &str) -> Result<Option<u64>> {
-    let out = Command::new("squeue").args(["--me", "-h", "-t", "all", "-o", "%i", "--name", name]).output().context("running squeue")?;
-    if !out.status.success() {
-        bail!("cannot ask Slurm for job {name} (squeue): {}", String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.trim().parse().ok()))
+/// Ask Slurm where job `id` stands: [`JobState::Gone`] if it no longer knows it.
+pub fn query(id: u64) -> Result<JobInfo> {
+    Ok(our_jobs()?.into_iter().find(|j| j.job_id == id).unwrap_or_else(|| JobInfo::gone(id)))
 }
 
-/// The jobs of `project` Slurm has queued or running (ours by their names), as (job id,
-/// activity id, attempt): what a reconciler that lost its records can still find. Empty where
+/// The id of the job sbatch took for `handle`'s attempt in `state` without its answer being
+/// recorded, if Slurm knows one: a job of ours writing the attempt's log, submitted once the
+/// handle was written. Not by its name, which the job's owner may change; the lowest id if
+/// two were taken (a submission given up and made again).
+fn find_unrecorded(state: &StateDir, handle: &Handle) -> Result<Option<u64>> {
+    let log = state.log(handle.attempt);
+    // A clock a second off between the controller and this machine is not a reason to miss it.
+    let since = handle.submitted_at - chrono::Duration::seconds(5);
+    Ok(our_jobs()?.into_iter().filter(|j| j.writes_to(&log) && j.submitted.is_some_and(|t| t >= since)).map(|j| j.job_id).min())
+}
+
+/// The jobs of `project` in `home` Slurm has queued or running, as (job id, commission id,
+/// attempt): what a reconciler that lost its records can still find. Ours by their owner and
+/// output file (an attempt's log in the project's state dir), never by their names. Empty where
 /// Slurm cannot be asked (not installed: no job of ours runs).
-pub fn ours(project: &str) -> Vec<(u64, String, u32)> {
-    let Ok(out) = Command::new("squeue").args(["--me", "-h", "-o", "%i %j"]).output() else { return Vec::new() };
-    if !out.status.success() {
-        return Vec::new();
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (id, name) = l.trim().split_once(' ')?;
-            let (activity, attempt) = attempt_of(name, project)?;
-            Some((id.parse().ok()?, activity, attempt))
+pub fn ours(home: &crate::config::Home, project: &str) -> Vec<(u64, String, u32)> {
+    let Ok(jobs) = our_jobs() else { return Vec::new() };
+    let dir = home.commissions_state(project);
+    jobs.into_iter()
+        .filter(|j| !matches!(j.state, JobState::Ended(_) | JobState::Gone))
+        .filter_map(|j| {
+            let (id, attempt) = log_of(&dir, &j.output)?;
+            let state = StateDir(dir.join(&id));
+            j.writes_to(&state.log(attempt)).then_some((j.job_id, id, attempt))
         })
         .collect()
+}
+
+/// The commission id and attempt of an output file `<dir>/<id>/attempt-<n>.log` (as given to
+/// sbatch, its `%` doubled, or expanded).
+fn log_of(dir: &Path, output: &str) -> Option<(String, u32)> {
+    let path = Path::new(output);
+    let file = path.file_name()?.to_str()?;
+    let attempt = file.strip_prefix("attempt-")?.strip_suffix(".log")?.parse().ok()?;
+    let state = path.parent()?;
+    let id = state.file_name()?.to_str()?;
+    let under = state.parent()?;
+    if under == dir || under.as_os_str().as_bytes() == escape_percent(dir.as_os_str()).as_bytes() {
+        // In the escaped form the id's `%` are doubled too.
+        let id = if under == dir { id.to_string() } else { id.replace("%%", "%") };
+        return Some((id, attempt));
+    }
+    None
 }
 
 /// The activity id and attempt a job name of `project` carries
@@ -534,13 +591,13 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
     let id = match handle.job_id {
         Some(id) => Some(id),
         None => {
-            let found = match find_by_name(&handle.name) {
+            let found = match find_unrecorded(state, &handle) {
                 Ok(found) => found,
                 Err(_) if exit.is_some() => return Ok(dead(run, exit)),
                 Err(err) => return Err(asking(err)),
             };
             if found.is_some() {
-                // Found by name: recorded, for the shim to check and the next pass to ask.
+                // Found by its output file: recorded, for the shim to check and the next pass to ask.
                 handle.job_id = found;
                 handle.write(state).map_err(e)?;
             }
@@ -575,7 +632,7 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
             return Ok(Attempt { proc: Proc::NotStarted, run, exit: None, leftovers: Vec::new(), queued: None, polled: false })
         }
         // It ran (its shim recorded the start), and Slurm has forgotten it since.
-        None => JobInfo { state: JobState::Gone, name: String::new(), uid: None, end: None, line: String::new() },
+        None => JobInfo::gone(0),
     };
     let what = id.map_or_else(|| format!("the Slurm job {}", handle.name), |id| format!("Slurm job {id}"));
     if let (Some(id), false) = (id, info.state == JobState::Gone) {
@@ -710,7 +767,7 @@ pub fn stop(state: &StateDir, handle: &Handle, how: Stop) -> Result<()> {
     if let Some(why) = bad_handle(state, handle.attempt, handle) {
         bail!("{why}");
     }
-    let Some(id) = job_id(handle)? else { return Ok(()) };
+    let Some(id) = job_id(state, handle)? else { return Ok(()) };
     let info = query(id)?;
     if matches!(info.state, JobState::Ended(_) | JobState::Gone) {
         return Ok(());
@@ -732,11 +789,12 @@ pub fn stop(state: &StateDir, handle: &Handle, how: Stop) -> Result<()> {
     Ok(())
 }
 
-/// The job id of `handle`, found by name when sbatch's answer was never recorded.
-fn job_id(handle: &Handle) -> Result<Option<u64>> {
+/// The job id of `handle` in `state`, found by its output file when sbatch's answer was never
+/// recorded.
+fn job_id(state: &StateDir, handle: &Handle) -> Result<Option<u64>> {
     match handle.job_id {
         Some(id) => Ok(Some(id)),
-        None => find_by_name(&handle.name),
+        None => find_unrecorded(state, handle),
     }
 }
 
@@ -744,22 +802,74 @@ fn job_id(handle: &Handle) -> Result<Option<u64>> {
 mod tests {
     use super::*;
 
+    /// `squeue --json`'s answer with `jobs`, each given as its JSON fields.
+    fn answer(jobs: &[&str]) -> Vec<u8> {
+        format!(r#"{{"meta": {{"plugin": {{"type": "openapi/v0.0.38"}}}}, "errors": [], "jobs": [{}]}}"#, jobs.join(",")).into_bytes()
+    }
+
     #[test]
-    fn scontrol_lines_say_state_reason_and_name() {
-        let j = parse_job(
-            "JobId=7 JobName=guild-hall.p.c.1.ab UserId=root(0) JobState=PENDING Reason=Resources Dependency=(null) StdOut=/h/a b/attempt-1.log Power=",
-        );
+    fn squeue_json_says_state_reason_owner_and_output() {
+        let jobs = parse_jobs(&answer(&[
+            r#"{"job_id": 7, "name": "guild-hall.p.c.1.ab", "user_id": 0, "job_state": "PENDING", "state_reason": "Resources", "standard_output": "/h/a b/attempt-1.log", "end_time": 1900000000, "submit_time": 1700000000}"#,
+            r#"{"job_id": 8, "name": "x", "user_id": 1000, "job_state": ["RUNNING"], "state_reason": "None", "standard_output": "/h/50%%/attempt-1.log", "end_time": {"set": true, "infinite": false, "number": 1900000000}}"#,
+            r#"{"job_id": 9, "job_state": "SUSPENDED"}"#,
+            r#"{"job_id": 10, "job_state": "CANCELLED", "state_reason": "None", "end_time": 1700000100}"#,
+            r#"{"job_id": 11, "job_state": ["FAILED"], "state_reason": "NonZeroExitCode", "end_time": {"set": false, "number": 0}}"#,
+            r#"{"job_id": 12, "job_state": ["COMPLETED", "COMPLETING"]}"#,
+            r#"{"name": "no id"}"#,
+        ]))
+        .expect("parse");
+        assert_eq!(jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(), [7, 8, 9, 10, 11, 12], "a job without an id is skipped");
+        let j = &jobs[0];
         assert_eq!((j.state.clone(), j.name.as_str(), j.uid), (JobState::Queued("Resources".into()), "guild-hall.p.c.1.ab", Some(0)));
+        assert!(j.end.is_none(), "a queued job's end is its time limit's, not an end");
+        assert!(j.submitted.is_some());
         assert!(j.writes_to(Path::new("/h/a b/attempt-1.log")), "a path with a space");
         assert!(!j.writes_to(Path::new("/h/a b/attempt-2.log")));
         assert!(!j.writes_to(Path::new("/h/a")));
-        assert!(parse_job("JobName=x StdOut=/h/attempt-1.log").writes_to(Path::new("/h/attempt-1.log")), "the last field");
-        assert_eq!(parse_job("JobName=x JobState=RUNNING Reason=None").state, JobState::Running);
-        assert_eq!(parse_job("JobName=x JobState=SUSPENDED Reason=None").state, JobState::Suspended("suspended".into()));
-        assert_eq!(parse_job("JobName=x JobState=CANCELLED Reason=None").state, JobState::Ended("CANCELLED".into()));
-        assert_eq!(parse_job("JobName=x JobState=FAILED Reason=NonZeroExitCode").state, JobState::Ended("FAILED (NonZeroExitCode)".into()));
-        assert!(parse_job("JobName=x JobState=FAILED EndTime=2026-01-02T03:04:05").end.is_some());
-        assert!(parse_job("JobName=x JobState=RUNNING EndTime=Unknown").end.is_none());
+        assert_eq!((jobs[1].state.clone(), jobs[1].uid), (JobState::Running, Some(1000)), "a state as a list (23.02 on)");
+        assert!(jobs[1].writes_to(Path::new("/h/50%/attempt-1.log")), "the output as given to sbatch, its % doubled");
+        assert!(jobs[1].end.is_none());
+        assert_eq!(jobs[2].state, JobState::Suspended("suspended".into()));
+        assert_eq!(jobs[3].state, JobState::Ended("CANCELLED".into()));
+        assert!(jobs[3].end.is_some());
+        assert_eq!(jobs[4].state, JobState::Ended("FAILED (NonZeroExitCode)".into()));
+        assert!(jobs[4].end.is_none(), "an end time not set");
+        assert_eq!(jobs[5].state, JobState::Ending);
+        assert!(!jobs[2].writes_to(Path::new("")), "no output file is no one's log");
+        assert!(parse_jobs(b"{}").is_err(), "no jobs list");
+        assert!(parse_jobs(b"squeue: error").is_err());
+    }
+
+    /// A job's owner may set its name to anything: what looks like other fields in it (the
+    /// owner, the output file, the state), quotes, bytes that are not UTF-8. It stays a name.
+    #[test]
+    fn a_forged_job_name_is_only_a_name() {
+        let mut bytes = answer(&[
+            r#"{"job_id": 5, "name": "x UserId=nobody(65534) StdOut=/nowhere JobState=CANCELLED \"user_id\": 65534, NAMEBYTE", "user_id": 1000, "job_state": "RUNNING", "state_reason": "None", "standard_output": "/h/s/c/attempt-1.log"}"#,
+        ]);
+        // A byte that is not UTF-8, as Slurm passes it on.
+        let at = bytes.windows(8).position(|w| w == b"NAMEBYTE").expect("marker");
+        bytes.splice(at..at + 8, [0xff, b'y']);
+        let jobs = parse_jobs(&bytes).expect("a name not UTF-8 does not fail the answer");
+        let j = &jobs[0];
+        assert_eq!((j.job_id, j.uid, j.state.clone()), (5, Some(1000), JobState::Running), "{j:?}");
+        assert!(j.writes_to(Path::new("/h/s/c/attempt-1.log")), "{j:?}");
+        assert!(!j.writes_to(Path::new("/nowhere")));
+        assert!(j.name.starts_with("x UserId=nobody(65534) StdOut=/nowhere"), "{j:?}");
+    }
+
+    #[test]
+    fn an_output_file_says_whose_commission_attempt_it_is() {
+        let dir = Path::new("/h/state/p/commissions");
+        assert_eq!(log_of(dir, "/h/state/p/commissions/c1/attempt-2.log"), Some(("c1".into(), 2)));
+        assert_eq!(log_of(dir, "/h/state/p/commissions/c1/attempt-x.log"), None);
+        assert_eq!(log_of(dir, "/h/state/q/commissions/c1/attempt-2.log"), None, "another project's");
+        assert_eq!(log_of(dir, "/h/state/p/commissions/a/c1/attempt-2.log"), None);
+        assert_eq!(log_of(dir, "/nowhere"), None);
+        let odd = Path::new("/h/5%/commissions");
+        assert_eq!(log_of(odd, "/h/5%%/commissions/c%%1/attempt-1.log"), Some(("c%1".into(), 1)), "as given to sbatch");
+        assert_eq!(log_of(odd, "/h/5%/commissions/c%1/attempt-1.log"), Some(("c%1".into(), 1)), "expanded");
     }
 
     #[test]
