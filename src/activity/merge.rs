@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use git2::{BranchType, Oid, Repository};
 
 use super::control_plane::{bad_component, is_control_plane};
-use super::git::{signature, Result};
+use super::git::{signature, GitError, Result};
 use super::worktree::listing;
 use crate::config::{human_size, MergeLimits};
 
@@ -139,6 +139,10 @@ pub enum Target<'a> {
 /// (`land`). Our commits have our identity and run no hooks.
 pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Target<'_>, what: &str) -> Result<MergeOutcome> {
     let ref_name = format!("refs/heads/{branch}");
+    // A lock never fails the work that moves the branch: the move waits, naming the file.
+    if let Some(why) = super::git::ref_lock_in_the_way(repo, &ref_name) {
+        return Ok(MergeOutcome::Waiting(why));
+    }
     let new_tree = match &to {
         Target::Existing(oid) => repo.find_commit(*oid)?.tree()?,
         Target::New { tree, .. } => repo.find_tree(tree.id())?,
@@ -157,10 +161,25 @@ pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Targ
     };
     let changed = changed_paths(repo, &tip.tree()?, &new_tree)?;
     for wt in checkouts_of(repo, &ref_name)? {
-        advance_checkout(&wt, &new_tree, &changed)?;
+        match advance_checkout(&wt, &new_tree, &changed) {
+            Ok(()) => {}
+            // A person's git holding the checkout's index, or a file that turned up in the way
+            // since the look: the move waits (a checkout advanced already is found done the
+            // next time: `matches_target`).
+            Err(GitError::Git(e)) if matches!(e.code(), git2::ErrorCode::Locked | git2::ErrorCode::Conflict) => {
+                return Ok(MergeOutcome::Waiting(format!("{branch} is checked out at {} and cannot be advanced yet: {}", wt.display(), e.message())));
+            }
+            Err(e) => return Err(e),
+        }
     }
-    repo.reference_matching(&ref_name, commit, true, tip.id(), &format!("guild-hall: {what}"))?;
-    Ok(MergeOutcome::Merged(commit))
+    match repo.reference_matching(&ref_name, commit, true, tip.id(), &format!("guild-hall: {what}")) {
+        Ok(_) => Ok(MergeOutcome::Merged(commit)),
+        // Taken between the look and the update.
+        Err(e) if e.code() == git2::ErrorCode::Locked => {
+            Ok(MergeOutcome::Waiting(super::git::ref_lock_in_the_way(repo, &ref_name).unwrap_or_else(|| e.message().to_string())))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The checkouts of `branch` (the main one, a person's linked worktrees; never guild-hall's
@@ -339,8 +358,15 @@ pub fn land(
 ) -> Landing {
     let Messages { leftovers, merge: message, trailer } = messages;
     let branch = &rec.branch;
+    // A lock file on the activity's branch (a crash's leftover, or a person's git at work)
+    // never fails the work: the landing waits, naming it.
+    if let Some(why) = super::git::open(project_root).ok().and_then(|r| super::git::ref_lock_in_the_way(&r, &format!("refs/heads/{branch}")))
+    {
+        return Landing::Waiting(format!("{MERGE_WAITING}: {why}"));
+    }
     let secured = match super::worktree::secure_work(rec, worker_objects, leftovers, limits) {
         Ok(s) => s,
+        Err(e) if super::git::is_lock_error(&e) => return Landing::Waiting(format!("{MERGE_WAITING}: {e}")),
         Err(e) => {
             return Landing::Unsecured(format!(
                 "could not commit the worker's files to {branch}: {e}; nothing merged, its worktree {} kept to try again",
@@ -358,6 +384,22 @@ pub fn land(
         return Landing::Refused { kind: "too-large", reason };
     }
     after_secure();
+    if rec.sparse {
+        match outside_sparse_checkout(project_root, integration, branch) {
+            Ok(paths) if paths.is_empty() => {}
+            Ok(paths) => {
+                let reason = format!(
+                    "its worker saw only {SPARSE_CHECKOUT} (a sparse checkout) and changed paths outside it: {}; nothing merged, its work kept on {branch}",
+                    listing(&paths)
+                );
+                return Landing::Refused { kind: "outside-checkout", reason };
+            }
+            Err(e) => {
+                let reason = format!("could not tell what {branch} changes outside its sparse checkout: {e}; nothing merged, branch {branch} kept");
+                return Landing::Refused { kind: "merge-failed", reason };
+            }
+        }
+    }
     let merged = {
         // One squash merge at a time in this process (finishes run at once): each moves the
         // integration branch from the tip it read, and a second would find it moved.
@@ -393,6 +435,24 @@ pub fn land(
             reason: format!("the merge into {integration} failed: {e}; nothing merged, branch {branch} kept"),
         },
     }
+}
+
+/// What a sparse worktree checks out, and so all a sparse attempt may change.
+pub const SPARSE_CHECKOUT: &str = ".lore/";
+
+/// The paths outside [`SPARSE_CHECKOUT`] that `activity` changes since it forked from
+/// `integration` (its tree against their merge base: the worker's own commits and the
+/// leftovers secured onto it alike), sorted: what a sparse attempt, which never saw them,
+/// may never land.
+pub fn outside_sparse_checkout(project_root: &Path, integration: &str, activity: &str) -> Result<Vec<String>> {
+    let repo = super::git::open(project_root)?;
+    let int = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
+    let act = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
+    let base = repo.find_commit(repo.merge_base(int.id(), act.id())?)?;
+    let mut paths: Vec<String> =
+        changed_paths(&repo, &base.tree()?, &act.tree()?)?.into_iter().filter(|p| !p.starts_with(SPARSE_CHECKOUT)).collect();
+    paths.sort();
+    Ok(paths)
 }
 
 /// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's
