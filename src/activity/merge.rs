@@ -200,7 +200,11 @@ pub fn in_the_way(repo: &Repository, branch: &str, from: &git2::Tree<'_>, to: &g
 /// Why a branch cannot move, said one way: which checkout holds which local changes.
 pub fn waiting_reason(branch: &str, blocked: &[(PathBuf, Vec<String>)]) -> Option<String> {
     let (wt, touched) = blocked.first()?;
-    Some(format!("{branch} is checked out at {} with local changes to {}; commit or stash them", wt.display(), touched.join(", ")))
+    Some(format!(
+        "{branch} is checked out at {} with local changes to {}; commit, stash or move them away (an ignored or untracked file in the way, and an edit git is told not to see with assume-unchanged or skip-worktree, count too: nothing of yours is overwritten or deleted)",
+        wt.display(),
+        listing(touched)
+    ))
 }
 
 /// What the activity's own changes (`base` → `act`) may not do: touch the control plane, hold a
@@ -484,7 +488,9 @@ fn advance_checkout(wt: &Path, tree: &git2::Tree<'_>, changed: &[String]) -> Res
     let (done, todo): (Vec<&String>, Vec<&String>) = changed.iter().partition(|p| matches_target(wt, p, tree));
     if !todo.is_empty() {
         let mut co = git2::build::CheckoutBuilder::new();
-        co.safe();
+        // Never over an ignored file of the person's (`.env`): libgit2's safe checkout would
+        // replace one. `in_the_way` has refused such a move already; this is the last guard.
+        co.safe().overwrite_ignored(false);
         for p in &todo {
             co.path(p.as_str());
         }
@@ -589,8 +595,74 @@ fn matches_target(wt: &Path, path: &str, target: &git2::Tree<'_>) -> bool {
 }
 
 /// Which of `paths` have staged or unstaged changes (or are untracked) in the checkout at `wt`,
-/// other than ones already equal to the merge result (an advance interrupted by a crash).
+/// other than ones already equal to the merge result (an advance interrupted by a crash); and
+/// what `git status` does not show but the move would overwrite or delete
+/// ([`hidden_in_the_way`]).
 fn locally_modified(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
+    let mut touched = status_in_the_way(wt, paths, target)?;
+    for p in hidden_in_the_way(wt, paths, target)? {
+        if !touched.contains(&p) {
+            touched.push(p);
+        }
+    }
+    Ok(touched)
+}
+
+/// What of the person's `git status` leaves out and moving the checkout at `wt` over `paths`
+/// would overwrite or delete: an ignored file (or directory) at a path the move writes, an
+/// ignored or untracked file where it needs a directory, and an edit of a tracked file that git
+/// is told not to look at (assume-unchanged, skip-worktree). A file already as `target` has it
+/// is no change (an advance interrupted by a crash). Looked up path by path: an ignored tree
+/// (a build's output) is never walked.
+fn hidden_in_the_way(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
+    /// The index entry flags git sets for `update-index --assume-unchanged` (`CE_VALID`) and
+    /// `--skip-worktree` (`CE_SKIP_WORKTREE`, an extended flag).
+    const ASSUME_VALID: u16 = 0x8000;
+    const SKIP_WORKTREE: u16 = 0x4000;
+    let repo = Repository::open(wt)?;
+    let index = repo.index()?;
+    let tracked = |p: &str| index.get_path(Path::new(p), 0).is_some();
+    let mut found = Vec::new();
+    for path in paths {
+        if let Some(entry) = index.get_path(Path::new(path), 0) {
+            let hidden = entry.flags & ASSUME_VALID != 0 || entry.flags_extended & SKIP_WORKTREE != 0;
+            let file = wt.join(path);
+            if hidden && std::fs::symlink_metadata(&file).is_ok() && !matches_target(wt, path, target) {
+                let on_disk = match std::fs::symlink_metadata(&file) {
+                    Ok(m) if m.file_type().is_symlink() => std::fs::read_link(&file)
+                        .ok()
+                        .and_then(|t| Oid::hash_object(git2::ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()),
+                    _ => Oid::hash_file(git2::ObjectType::Blob, &file).ok(),
+                };
+                if on_disk != Some(entry.id) {
+                    found.push(path.clone());
+                }
+            }
+            continue;
+        }
+        // Not tracked here: whatever is on disk at the path is the person's (the status above
+        // named it if it is untracked and not ignored).
+        if std::fs::symlink_metadata(wt.join(path)).is_ok() && !matches_target(wt, path, target) {
+            found.push(path.clone());
+        }
+        // A file of theirs where the move needs a directory.
+        let mut dir = Path::new(path.as_str()).parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            let shown = d.to_string_lossy().into_owned();
+            if std::fs::symlink_metadata(wt.join(d)).is_ok_and(|m| !m.is_dir()) && !tracked(&shown) {
+                found.push(shown);
+            }
+            dir = d.parent();
+        }
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+/// Which of `paths` `git status` shows with changes in the checkout at `wt` (staged, unstaged or
+/// untracked, ignored files left out), other than ones already equal to `target`.
+fn status_in_the_way(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
     let repo = Repository::open(wt)?;
     let mut opts = git2::StatusOptions::new();
     opts.include_untracked(true).recurse_untracked_dirs(true);
