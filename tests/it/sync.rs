@@ -459,3 +459,50 @@ fn sync_never_overwrites_ignored_files_or_edits_hidden_from_git_status() {
     assert_eq!(std::fs::read_to_string(p.root.join("src/lib.txt")).expect("kept"), "my hidden edit\n");
     assert_eq!(std::fs::read_to_string(p.root.join("src/skip.txt")).expect("kept"), "my skipped edit\n");
 }
+
+/// Issue 32, item 3: `land --dry-run` said only "fast-forward" and `land --json` listed
+/// `"paths": []`. It says what it brings: each file with its lines added and deleted, and the
+/// commissions and plan tasks it comes from (trailers in the last paragraph of the integration
+/// branch's own commits only: a line in a message's body is not one).
+#[test]
+fn land_says_what_it_brings_and_where_from() {
+    let p = Project::new(&["scribe", "mason"]);
+    let id = p.create("scribe", "Notes", "output: .lore/reports/notes.md\nWrite.");
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("pl.md"), "---\ntitle: pl\nwaves:\n  - - {id: one, worker: mason, prompt: \"write: src/one.txt one\"}\n---\n")
+        .expect("plan");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    // A person's commit whose body quotes a trailer: not guild-hall's word.
+    p.commit_on_integration("src/lib.txt", "code\nmore\n", "edit\n\nGuild-Hall-Commission: fake attempt 1\n\nSigned-off-by: A Person <a@example.com>");
+    let refs = git(&p.root, &["for-each-ref"]);
+    let (code, v) = json_of(&p, &["land", "--dry-run", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    let files = v["files"].as_array().cloned().unwrap_or_default();
+    let file = |path: &str| files.iter().find(|f| f["path"] == path).cloned().unwrap_or_else(|| panic!("{path} listed: {v}"));
+    let notes = file(".lore/reports/notes.md");
+    assert_eq!(notes["change"], "added", "{notes}");
+    assert!(notes["additions"].as_u64().is_some_and(|n| n > 0) && notes["deletions"] == 0, "{notes}");
+    let lib = file("src/lib.txt");
+    assert_eq!((lib["change"].as_str(), lib["additions"].as_u64(), lib["deletions"].as_u64()), (Some("modified"), Some(1), Some(0)));
+    assert_eq!(file("src/one.txt")["additions"], 1);
+    let work: Vec<String> = v["work"]
+        .as_array()
+        .expect("work")
+        .iter()
+        .map(|w| format!("{} {} {}", w["kind"].as_str().unwrap_or(""), w["id"].as_str().unwrap_or(""), w["attempt"]))
+        .collect();
+    assert!(work.contains(&format!("commission {id} 1")), "{work:?}");
+    assert!(work.contains(&"task pl:exec:wave-1:task-1 null".to_string()), "{work:?}");
+    assert!(!work.iter().any(|w| w.contains("fake")), "a line in a body is no trailer: {work:?}");
+    let (code, out, _) = p.run(&["land", "--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("fast-forward") && out.contains(".lore/reports/notes.md (+") && out.contains("src/lib.txt (+1 -0)"), "{out}");
+    assert!(out.contains(&format!("commission {id} (attempt 1)")) && out.contains("task pl:exec:wave-1:task-1"), "{out}");
+    assert_eq!(git(&p.root, &["for-each-ref"]), refs, "a dry run moves nothing");
+    // The land itself says the same.
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert!(v["files"].as_array().is_some_and(|f| f.len() == files.len()), "{v}");
+}
