@@ -167,7 +167,11 @@ pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Targ
             // since the look: the move waits (a checkout advanced already is found done the
             // next time: `matches_target`).
             Err(GitError::Git(e)) if matches!(e.code(), git2::ErrorCode::Locked | git2::ErrorCode::Conflict) => {
-                return Ok(MergeOutcome::Waiting(format!("{branch} is checked out at {} and cannot be advanced yet: {}", wt.display(), e.message())));
+                return Ok(MergeOutcome::Waiting(format!(
+                    "{branch} is checked out at {} and cannot be advanced yet: {}",
+                    wt.display(),
+                    e.message()
+                )));
             }
             Err(e) => return Err(e),
         }
@@ -364,7 +368,8 @@ pub fn land(
     let branch = &rec.branch;
     // A lock file on the activity's branch (a crash's leftover, or a person's git at work)
     // never fails the work: the landing waits, naming it.
-    if let Some(why) = super::git::open(project_root).ok().and_then(|r| super::git::ref_lock_in_the_way(&r, &format!("refs/heads/{branch}")))
+    if let Some(why) =
+        super::git::open(project_root).ok().and_then(|r| super::git::ref_lock_in_the_way(&r, &format!("refs/heads/{branch}")))
     {
         return Landing::Waiting(format!("{MERGE_WAITING}: {why}"));
     }
@@ -399,7 +404,8 @@ pub fn land(
                 return Landing::Refused { kind: "outside-checkout", reason };
             }
             Err(e) => {
-                let reason = format!("could not tell what {branch} changes outside its sparse checkout: {e}; nothing merged, branch {branch} kept");
+                let reason =
+                    format!("could not tell what {branch} changes outside its sparse checkout: {e}; nothing merged, branch {branch} kept");
                 return Landing::Refused { kind: "merge-failed", reason };
             }
         }

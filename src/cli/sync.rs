@@ -44,8 +44,7 @@ fn brings(report: &SyncReport) {
     if report.files.is_empty() {
         return;
     }
-    let (added, deleted) =
-        report.files.iter().fold((0, 0), |(a, d), f| (a + f.additions.unwrap_or(0), d + f.deletions.unwrap_or(0)));
+    let (added, deleted) = report.files.iter().fold((0, 0), |(a, d), f| (a + f.additions.unwrap_or(0), d + f.deletions.unwrap_or(0)));
     say!("{} file(s), +{added} -{deleted}:", report.files.len());
     for f in report.files.iter().take(SHOWN) {
         let counts = match (f.additions, f.deletions) {

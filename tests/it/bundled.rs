@@ -66,7 +66,8 @@ fn only_the_binary_from_init_to_landed_work() {
     ok(&["workers", "add", "scribe"]);
     // The researcher too, into the home: it also runs without the source tree.
     ok(&["workers", "add", "researcher", "--user"]);
-    let hello = ok(&["commission", "create", "--worker", "scribe", "--title", "Hello", "--prompt", "output: .lore/notes/hello.md\nSay hello."]);
+    let hello =
+        ok(&["commission", "create", "--worker", "scribe", "--title", "Hello", "--prompt", "output: .lore/notes/hello.md\nSay hello."]);
     let hello = hello.trim();
     let survey = ok(&["commission", "create", "--worker", "researcher", "--title", "Survey", "--prompt", "Crash recovery"]);
     let survey = survey.trim();

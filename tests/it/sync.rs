@@ -475,7 +475,11 @@ fn land_says_what_it_brings_and_where_from() {
     p.settle();
     assert_eq!(p.status(&id), "completed");
     // A person's commit whose body quotes a trailer: not guild-hall's word.
-    p.commit_on_integration("src/lib.txt", "code\nmore\n", "edit\n\nGuild-Hall-Commission: fake attempt 1\n\nSigned-off-by: A Person <a@example.com>");
+    p.commit_on_integration(
+        "src/lib.txt",
+        "code\nmore\n",
+        "edit\n\nGuild-Hall-Commission: fake attempt 1\n\nSigned-off-by: A Person <a@example.com>",
+    );
     let refs = git(&p.root, &["for-each-ref"]);
     let (code, v) = json_of(&p, &["land", "--dry-run", "--json"]);
     assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
