@@ -151,6 +151,20 @@ pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Targ
     if let Some(why) = waiting_reason(branch, &blocked) {
         return Ok(MergeOutcome::Waiting(why));
     }
+    // A checkout whose index a git holds (a person's `git commit` with its editor open, or a
+    // git killed mid-write) is never written under it: the move waits, naming the lock. Never
+    // removed by us: a commit in progress holds it for as long as its editor is open.
+    for wt in checkouts_of(repo, &ref_name)? {
+        let Ok(wrepo) = Repository::open(&wt) else { continue };
+        let lock = wrepo.path().join("index.lock");
+        if std::fs::symlink_metadata(&lock).is_ok() {
+            return Ok(MergeOutcome::Waiting(format!(
+                "{branch} is checked out at {} and its index is locked by {} (a git at work there, or one killed mid-write: remove it if no git runs)",
+                wt.display(),
+                lock.display()
+            )));
+        }
+    }
     let commit = match to {
         Target::Existing(oid) => oid,
         Target::New { tree, message, others } => {

@@ -510,3 +510,24 @@ fn land_says_what_it_brings_and_where_from() {
     assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
     assert!(v["files"].as_array().is_some_and(|f| f.len() == files.len()), "{v}");
 }
+
+/// A checkout whose index a git holds (`.git/index.lock`: a commit in progress, or a git
+/// killed mid-write) is never written under it: `land` is blocked naming the lock, nothing
+/// changes; once the lock is gone it goes through.
+#[test]
+fn land_waits_for_a_locked_index_naming_it() {
+    let p = Project::new(&[]);
+    p.commit_on_integration("done.txt", "work\n", "finished work");
+    let lock = p.root.join(".git/index.lock");
+    std::fs::write(&lock, "").expect("lock");
+    let main_tip = rev(&p.root, "main");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (1, Some("blocked")), "{v}");
+    assert!(v["reason"].as_str().is_some_and(|r| r.contains("index.lock")), "{v}");
+    assert_eq!(rev(&p.root, "main"), main_tip);
+    assert!(!p.root.join("done.txt").exists(), "nothing written under the lock");
+    std::fs::remove_file(&lock).expect("rm");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert_eq!(std::fs::read_to_string(p.root.join("done.txt")).expect("landed"), "work\n");
+}
