@@ -285,3 +285,43 @@ pub(super) fn canonical(p: &Path) -> PathBuf {
 pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
     Ok(canonical(open(project_root)?.commondir()))
 }
+
+/// How old a ref's lock file must be before guild-hall takes it for what a process killed in
+/// the middle of a ref update left behind. Git holds a ref's lock for the instant of one update
+/// (`git commit` takes it after the editor closes, not while it is open), so a lock this old is
+/// no update still under way.
+pub const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+/// A lock file in the way of updating `refname` (`refs/heads/…`): git's `<ref>.lock` beside the
+/// loose ref in the common dir. `None` when there is none, or when there was a stale one (older
+/// than [`STALE_REF_LOCK`]) and it was removed; else why the update waits, naming the file.
+/// Callers hold the project's single-writer lock (a pass, `sync`, `land`): guild-hall's own ref
+/// updates of this repository are then all in this process and none is under way, so an old
+/// lock is a crash's leftover. A young one may be a person's git at work: never removed, waited
+/// for.
+pub fn ref_lock_in_the_way(repo: &Repository, refname: &str) -> Option<String> {
+    let lock = repo.commondir().join(format!("{refname}.lock"));
+    let meta = std::fs::symlink_metadata(&lock).ok()?;
+    let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();
+    if meta.is_file() && age > STALE_REF_LOCK {
+        match std::fs::remove_file(&lock) {
+            Ok(()) => {
+                tracing::warn!(lock = %lock.display(), age = ?age, "removed a stale ref lock (a git process killed mid-update left it)");
+                return None;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => tracing::warn!(lock = %lock.display(), error = %e, "could not remove a stale ref lock"),
+        }
+    }
+    Some(format!(
+        "{} is locked by {} (a git process updating it, or one killed mid-update); guild-hall waits, and removes it once it is {} old",
+        refname.strip_prefix("refs/heads/").unwrap_or(refname),
+        lock.display(),
+        humantime::format_duration(STALE_REF_LOCK)
+    ))
+}
+
+/// Whether `e` is git finding a lock file in its way (a ref's or an index's `.lock`).
+pub fn is_lock_error(e: &GitError) -> bool {
+    matches!(e, GitError::Git(g) if g.code() == git2::ErrorCode::Locked)
+}

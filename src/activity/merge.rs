@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use git2::{BranchType, Oid, Repository};
 
 use super::control_plane::{bad_component, is_control_plane};
-use super::git::{signature, Result};
+use super::git::{signature, GitError, Result};
 use super::worktree::listing;
 use crate::config::{human_size, MergeLimits};
 
@@ -132,6 +132,10 @@ pub enum Target<'a> {
 /// (`land`). Our commits have our identity and run no hooks.
 pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Target<'_>, what: &str) -> Result<MergeOutcome> {
     let ref_name = format!("refs/heads/{branch}");
+    // A lock never fails the work that moves the branch: the move waits, naming the file.
+    if let Some(why) = super::git::ref_lock_in_the_way(repo, &ref_name) {
+        return Ok(MergeOutcome::Waiting(why));
+    }
     let new_tree = match &to {
         Target::Existing(oid) => repo.find_commit(*oid)?.tree()?,
         Target::New { tree, .. } => repo.find_tree(tree.id())?,
@@ -139,6 +143,20 @@ pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Targ
     let blocked = in_the_way(repo, branch, &tip.tree()?, &new_tree)?;
     if let Some(why) = waiting_reason(branch, &blocked) {
         return Ok(MergeOutcome::Waiting(why));
+    }
+    // A checkout whose index a git holds (a person's `git commit` with its editor open, or a
+    // git killed mid-write) is never written under it: the move waits, naming the lock. Never
+    // removed by us: a commit in progress holds it for as long as its editor is open.
+    for wt in checkouts_of(repo, &ref_name)? {
+        let Ok(wrepo) = Repository::open(&wt) else { continue };
+        let lock = wrepo.path().join("index.lock");
+        if std::fs::symlink_metadata(&lock).is_ok() {
+            return Ok(MergeOutcome::Waiting(format!(
+                "{branch} is checked out at {} and its index is locked by {} (a git at work there, or one killed mid-write: remove it if no git runs)",
+                wt.display(),
+                lock.display()
+            )));
+        }
     }
     let commit = match to {
         Target::Existing(oid) => oid,
@@ -150,10 +168,29 @@ pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Targ
     };
     let changed = changed_paths(repo, &tip.tree()?, &new_tree)?;
     for wt in checkouts_of(repo, &ref_name)? {
-        advance_checkout(&wt, &new_tree, &changed)?;
+        match advance_checkout(&wt, &new_tree, &changed) {
+            Ok(()) => {}
+            // A person's git holding the checkout's index, or a file that turned up in the way
+            // since the look: the move waits (a checkout advanced already is found done the
+            // next time: `matches_target`).
+            Err(GitError::Git(e)) if matches!(e.code(), git2::ErrorCode::Locked | git2::ErrorCode::Conflict) => {
+                return Ok(MergeOutcome::Waiting(format!(
+                    "{branch} is checked out at {} and cannot be advanced yet: {}",
+                    wt.display(),
+                    e.message()
+                )));
+            }
+            Err(e) => return Err(e),
+        }
     }
-    repo.reference_matching(&ref_name, commit, true, tip.id(), &format!("guild-hall: {what}"))?;
-    Ok(MergeOutcome::Merged(commit))
+    match repo.reference_matching(&ref_name, commit, true, tip.id(), &format!("guild-hall: {what}")) {
+        Ok(_) => Ok(MergeOutcome::Merged(commit)),
+        // Taken between the look and the update.
+        Err(e) if e.code() == git2::ErrorCode::Locked => {
+            Ok(MergeOutcome::Waiting(super::git::ref_lock_in_the_way(repo, &ref_name).unwrap_or_else(|| e.message().to_string())))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The checkouts of `branch` (the main one, a person's linked worktrees; never guild-hall's
@@ -174,7 +211,11 @@ pub fn in_the_way(repo: &Repository, branch: &str, from: &git2::Tree<'_>, to: &g
 /// Why a branch cannot move, said one way: which checkout holds which local changes.
 pub fn waiting_reason(branch: &str, blocked: &[(PathBuf, Vec<String>)]) -> Option<String> {
     let (wt, touched) = blocked.first()?;
-    Some(format!("{branch} is checked out at {} with local changes to {}; commit or stash them", wt.display(), touched.join(", ")))
+    Some(format!(
+        "{branch} is checked out at {} with local changes to {}; commit, stash or move them away (an ignored or untracked file in the way, and an edit git is told not to see with assume-unchanged or skip-worktree, count too: nothing of yours is overwritten or deleted)",
+        wt.display(),
+        listing(touched)
+    ))
 }
 
 /// What the activity's own changes (`base` → `act`) may not do: touch the control plane, hold a
@@ -318,8 +359,16 @@ pub fn land(
 ) -> Landing {
     let Messages { leftovers, merge: message, trailer } = messages;
     let branch = &rec.branch;
+    // A lock file on the activity's branch (a crash's leftover, or a person's git at work)
+    // never fails the work: the landing waits, naming it.
+    if let Some(why) =
+        super::git::open(project_root).ok().and_then(|r| super::git::ref_lock_in_the_way(&r, &format!("refs/heads/{branch}")))
+    {
+        return Landing::Waiting(format!("{MERGE_WAITING}: {why}"));
+    }
     let secured = match super::worktree::secure_work(rec, worker_objects, leftovers, limits) {
         Ok(s) => s,
+        Err(e) if super::git::is_lock_error(&e) => return Landing::Waiting(format!("{MERGE_WAITING}: {e}")),
         Err(e) => {
             return Landing::Unsecured(format!(
                 "could not commit the worker's files to {branch}: {e}; nothing merged, its worktree {} kept to try again",
@@ -337,6 +386,23 @@ pub fn land(
         return Landing::Refused { kind: "too-large", reason };
     }
     after_secure();
+    if rec.sparse {
+        match outside_sparse_checkout(project_root, integration, branch) {
+            Ok(paths) if paths.is_empty() => {}
+            Ok(paths) => {
+                let reason = format!(
+                    "its worker saw only {SPARSE_CHECKOUT} (a sparse checkout) and changed paths outside it: {}; nothing merged, its work kept on {branch}",
+                    listing(&paths)
+                );
+                return Landing::Refused { kind: "outside-checkout", reason };
+            }
+            Err(e) => {
+                let reason =
+                    format!("could not tell what {branch} changes outside its sparse checkout: {e}; nothing merged, branch {branch} kept");
+                return Landing::Refused { kind: "merge-failed", reason };
+            }
+        }
+    }
     let merged = {
         // One squash merge at a time in this process (finishes run at once): each moves the
         // integration branch from the tip it read, and a second would find it moved.
@@ -374,6 +440,24 @@ pub fn land(
     }
 }
 
+/// What a sparse worktree checks out, and so all a sparse attempt may change.
+pub const SPARSE_CHECKOUT: &str = ".lore/";
+
+/// The paths outside [`SPARSE_CHECKOUT`] that `activity` changes since it forked from
+/// `integration` (its tree against their merge base: the worker's own commits and the
+/// leftovers secured onto it alike), sorted: what a sparse attempt, which never saw them,
+/// may never land.
+pub fn outside_sparse_checkout(project_root: &Path, integration: &str, activity: &str) -> Result<Vec<String>> {
+    let repo = super::git::open(project_root)?;
+    let int = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
+    let act = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
+    let base = repo.find_commit(repo.merge_base(int.id(), act.id())?)?;
+    let mut paths: Vec<String> =
+        changed_paths(&repo, &base.tree()?, &act.tree()?)?.into_iter().filter(|p| !p.starts_with(SPARSE_CHECKOUT)).collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// Whether every commit on `tip`'s side since `base` that changed `path` is one of guild-hall's
 /// squash merges: on the first-parent chain and carrying one of the
 /// [`TRAILERS`](super::names::TRAILERS) as guild-hall writes them ([`super::trailers`]).
@@ -405,7 +489,9 @@ fn advance_checkout(wt: &Path, tree: &git2::Tree<'_>, changed: &[String]) -> Res
     let (done, todo): (Vec<&String>, Vec<&String>) = changed.iter().partition(|p| matches_target(wt, p, tree));
     if !todo.is_empty() {
         let mut co = git2::build::CheckoutBuilder::new();
-        co.safe();
+        // Never over an ignored file of the person's (`.env`): libgit2's safe checkout would
+        // replace one. `in_the_way` has refused such a move already; this is the last guard.
+        co.safe().overwrite_ignored(false);
         for p in &todo {
             co.path(p.as_str());
         }
@@ -510,8 +596,74 @@ fn matches_target(wt: &Path, path: &str, target: &git2::Tree<'_>) -> bool {
 }
 
 /// Which of `paths` have staged or unstaged changes (or are untracked) in the checkout at `wt`,
-/// other than ones already equal to the merge result (an advance interrupted by a crash).
+/// other than ones already equal to the merge result (an advance interrupted by a crash); and
+/// what `git status` does not show but the move would overwrite or delete
+/// ([`hidden_in_the_way`]).
 fn locally_modified(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
+    let mut touched = status_in_the_way(wt, paths, target)?;
+    for p in hidden_in_the_way(wt, paths, target)? {
+        if !touched.contains(&p) {
+            touched.push(p);
+        }
+    }
+    Ok(touched)
+}
+
+/// What of the person's `git status` leaves out and moving the checkout at `wt` over `paths`
+/// would overwrite or delete: an ignored file (or directory) at a path the move writes, an
+/// ignored or untracked file where it needs a directory, and an edit of a tracked file that git
+/// is told not to look at (assume-unchanged, skip-worktree). A file already as `target` has it
+/// is no change (an advance interrupted by a crash). Looked up path by path: an ignored tree
+/// (a build's output) is never walked.
+fn hidden_in_the_way(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
+    /// The index entry flags git sets for `update-index --assume-unchanged` (`CE_VALID`) and
+    /// `--skip-worktree` (`CE_SKIP_WORKTREE`, an extended flag).
+    const ASSUME_VALID: u16 = 0x8000;
+    const SKIP_WORKTREE: u16 = 0x4000;
+    let repo = Repository::open(wt)?;
+    let index = repo.index()?;
+    let tracked = |p: &str| index.get_path(Path::new(p), 0).is_some();
+    let mut found = Vec::new();
+    for path in paths {
+        if let Some(entry) = index.get_path(Path::new(path), 0) {
+            let hidden = entry.flags & ASSUME_VALID != 0 || entry.flags_extended & SKIP_WORKTREE != 0;
+            let file = wt.join(path);
+            if hidden && std::fs::symlink_metadata(&file).is_ok() && !matches_target(wt, path, target) {
+                let on_disk = match std::fs::symlink_metadata(&file) {
+                    Ok(m) if m.file_type().is_symlink() => std::fs::read_link(&file)
+                        .ok()
+                        .and_then(|t| Oid::hash_object(git2::ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()),
+                    _ => Oid::hash_file(git2::ObjectType::Blob, &file).ok(),
+                };
+                if on_disk != Some(entry.id) {
+                    found.push(path.clone());
+                }
+            }
+            continue;
+        }
+        // Not tracked here: whatever is on disk at the path is the person's (the status above
+        // named it if it is untracked and not ignored).
+        if std::fs::symlink_metadata(wt.join(path)).is_ok() && !matches_target(wt, path, target) {
+            found.push(path.clone());
+        }
+        // A file of theirs where the move needs a directory.
+        let mut dir = Path::new(path.as_str()).parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            let shown = d.to_string_lossy().into_owned();
+            if std::fs::symlink_metadata(wt.join(d)).is_ok_and(|m| !m.is_dir()) && !tracked(&shown) {
+                found.push(shown);
+            }
+            dir = d.parent();
+        }
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+/// Which of `paths` `git status` shows with changes in the checkout at `wt` (staged, unstaged or
+/// untracked, ignored files left out), other than ones already equal to `target`.
+fn status_in_the_way(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Result<Vec<String>> {
     let repo = Repository::open(wt)?;
     let mut opts = git2::StatusOptions::new();
     opts.include_untracked(true).recurse_untracked_dirs(true);

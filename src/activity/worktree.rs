@@ -135,6 +135,14 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
         }
         remove_worktree(&rec)?;
     }
+    if rec.admin.exists() && abandoned_admin_dir(&rec) {
+        // Ours (named from the activity's id, pointing at its worktree or at nothing yet) and
+        // its worktree never made: what a process killed inside `git worktree add` leaves.
+        // Nothing of a worker's is in it (no worktree ever ran): pruned, and made again.
+        tracing::warn!(admin = %rec.admin.display(), worktree = %path.display(), "pruning the admin dir of a worktree never made (a crash's leftover)");
+        let _one = admin_dirs();
+        std::fs::remove_dir_all(&rec.admin)?;
+    }
     if rec.admin.exists() {
         // An admin dir of that name not pointing here is not ours to reuse or delete.
         return Err(GitError::Other(format!(
@@ -173,6 +181,23 @@ pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool
     let tip = Repository::open(&rec.common)?.refname_to_id(&format!("refs/heads/{branch}"))?;
     check_out(&rec, tip, None)?;
     Ok(rec)
+}
+
+/// Whether the admin dir of `rec` (whose worktree is not there) is one `git worktree add` began
+/// for this very worktree and never finished: its `gitdir` names `rec`'s worktree, or it was
+/// not written yet (git writes it first thing after the dir and its `locked` file). One whose
+/// `gitdir` names any other place is another worktree's, never ours to remove.
+fn abandoned_admin_dir(rec: &WorktreeRecord) -> bool {
+    if std::fs::symlink_metadata(&rec.path).is_ok() || !std::fs::symlink_metadata(&rec.admin).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    match std::fs::read_to_string(rec.admin.join("gitdir")) {
+        Ok(gitdir) => {
+            let named = Path::new(gitdir.trim_end());
+            named == rec.path.join(".git") || place(named) == place(&rec.path.join(".git"))
+        }
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 /// What a sparse worktree checks out: `.lore/` alone.
@@ -951,6 +976,34 @@ mod tests {
         assert_eq!(git(&rec.path, &["status", "--porcelain"]), "");
         // Made again over a crash: kept as it is.
         assert_eq!(add_worktree(&root, &rec.path, "b", false).expect("kept"), rec);
+    }
+
+    /// A process killed inside `git worktree add` leaves the admin dir of a worktree never
+    /// made: ours (its `gitdir` names our worktree, or is not written yet) is pruned and the
+    /// worktree made; another worktree's of the same name is never touched.
+    #[test]
+    fn an_admin_dir_left_by_a_crash_is_pruned_and_another_worktrees_is_kept() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = repo(tmp.path());
+        let path = tmp.path().join("wt/commission-c");
+        let admin = root.join(".git/worktrees/commission-c");
+        for gitdir in [Some(path.join(".git")), None] {
+            std::fs::create_dir_all(&admin).expect("mkdir");
+            std::fs::write(admin.join("locked"), "initializing").expect("locked");
+            if let Some(g) = &gitdir {
+                std::fs::write(admin.join("gitdir"), format!("{}\n", g.display())).expect("gitdir");
+            }
+            let rec = add_worktree(&root, &path, "b", false).expect("made over the leftover");
+            assert!(inspect(&rec).is_empty() && rec.path.join("README.md").exists(), "{:?}", inspect(&rec));
+            assert!(!admin.join("locked").exists());
+            remove_worktree(&rec).expect("removed");
+        }
+        std::fs::create_dir_all(&admin).expect("mkdir");
+        let elsewhere = tmp.path().join("person/commission-c/.git");
+        std::fs::write(admin.join("gitdir"), format!("{}\n", elsewhere.display())).expect("gitdir");
+        let err = add_worktree(&root, &path, "b", false).expect_err("another worktree's admin dir");
+        assert!(err.to_string().contains("already exists"), "{err}");
+        assert!(admin.join("gitdir").exists(), "kept");
     }
 
     #[test]

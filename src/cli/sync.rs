@@ -31,5 +31,40 @@ fn show(report: &SyncReport, json: bool) -> Result<bool> {
     } else {
         say_err!("{}", line(&report.reason));
     }
+    if report.ok() {
+        brings(report);
+    }
     Ok(report.ok())
+}
+
+/// What a move brings: its files with their lines added and deleted (the first 50), and the
+/// work they come from. Every name is escaped: a file name or an id may be a worker's text.
+fn brings(report: &SyncReport) {
+    const SHOWN: usize = 50;
+    if report.files.is_empty() {
+        return;
+    }
+    let (added, deleted) = report.files.iter().fold((0, 0), |(a, d), f| (a + f.additions.unwrap_or(0), d + f.deletions.unwrap_or(0)));
+    say!("{} file(s), +{added} -{deleted}:", report.files.len());
+    for f in report.files.iter().take(SHOWN) {
+        let counts = match (f.additions, f.deletions) {
+            (Some(a), Some(d)) => format!("+{a} -{d}"),
+            _ => "binary".to_string(),
+        };
+        say!("  {:<10} {} ({counts})", f.change, line(&f.path));
+    }
+    if report.files.len() > SHOWN {
+        say!("  and {} more (--json lists them all)", report.files.len() - SHOWN);
+    }
+    if !report.work.is_empty() {
+        let from: Vec<String> = report
+            .work
+            .iter()
+            .map(|w| match w.attempt {
+                Some(n) => format!("{} {} (attempt {n})", w.kind, line(&w.id)),
+                None => format!("{} {}", w.kind, line(&w.id)),
+            })
+            .collect();
+        say!("from: {}", from.join(", "));
+    }
 }

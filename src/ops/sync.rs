@@ -78,10 +78,45 @@ pub struct SyncReport {
     pub paths: Vec<String>,
     /// What happened or stopped it, in words.
     pub reason: String,
+    /// What the move brings (or would, in a dry run; or would have, when blocked): each file it
+    /// changes on `into`, with its lines added and deleted. Empty when nothing is to move, on
+    /// a conflict and for a push.
+    #[serde(default)]
+    pub files: Vec<FileChange>,
+    /// For `land`: the commissions, meetings and plan tasks whose work it brings, newest first
+    /// (each from the trailer in the last paragraph of a commit on the integration branch's
+    /// first-parent chain since it forked from the base branch).
+    #[serde(default)]
+    pub work: Vec<BroughtWork>,
     /// The local integration branch was behind a remote's copy of it (a clone whose team's CI
     /// or teammates moved it on) and was fast-forwarded first — or why it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caught_up: Option<String>,
+}
+
+/// One file a move changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: String,
+    /// `added`, `deleted`, `modified`, `renamed` or `typechange`.
+    pub change: String,
+    /// Lines added and deleted; `None` for a binary file.
+    pub additions: Option<usize>,
+    pub deletions: Option<usize>,
+}
+
+/// One activity whose work a `land` brings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BroughtWork {
+    /// `commission`, `meeting` or `task`.
+    pub kind: String,
+    /// The commission's or meeting's id, or the task's canonical id (`plan:exec:wave-N:task-M`).
+    pub id: String,
+    /// A commission's attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The commit that carries it.
+    pub commit: String,
 }
 
 impl SyncReport {
@@ -296,6 +331,8 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
         after: Some(into_commit.id().to_string()),
         paths: Vec::new(),
         reason: format!("{from_name} is already in {into}"),
+        files: Vec::new(),
+        work: Vec::new(),
         caught_up: None,
     };
     if from == into_commit.id() || repo.graph_descendant_of(into_commit.id(), from)? {
@@ -328,6 +365,10 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
         let tree = repo.find_tree(index.write_tree_to(repo)?)?;
         (tree, format!("Merge {from_name} into {into}\n\nguild-hall {action}\n"))
     };
+    report.files = file_changes(repo, &into_commit.tree()?, &target_tree)?;
+    if action == "land" {
+        report.work = brought_work(repo, from, into_commit.id())?;
+    }
     let blocked = in_the_way(repo, into, &into_commit.tree()?, &target_tree)?;
     if let Some(why) = waiting_reason(into, &blocked) {
         report.outcome = Outcome::Blocked;
@@ -385,6 +426,8 @@ fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) 
         after: Some(tip.to_string()),
         paths: Vec::new(),
         reason: String::new(),
+        files: Vec::new(),
+        work: Vec::new(),
         caught_up: None,
     };
     use crate::activity::remote::Pushed;
@@ -457,4 +500,60 @@ fn remember(home: &Home, project: &Project, why: Option<&str>) {
 pub fn last_blocked(home: &Home, project: &Project) -> Option<String> {
     project.config.follow.as_ref()?;
     std::fs::read_to_string(blocked_path(home, project)).ok().filter(|s| !s.trim().is_empty())
+}
+
+/// Each file that moving from `from` to `to` changes, with its lines added and deleted.
+fn file_changes(repo: &Repository, from: &git2::Tree<'_>, to: &git2::Tree<'_>) -> Result<Vec<FileChange>> {
+    let mut diff = repo.diff_tree_to_tree(Some(from), Some(to), None)?;
+    diff.find_similar(None)?;
+    let mut out = Vec::new();
+    for (i, d) in diff.deltas().enumerate() {
+        let change = match d.status() {
+            git2::Delta::Added => "added",
+            git2::Delta::Deleted => "deleted",
+            git2::Delta::Renamed => "renamed",
+            git2::Delta::Typechange => "typechange",
+            _ => "modified",
+        };
+        let path = d.new_file().path().or(d.old_file().path()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let binary = d.flags().is_binary() || d.old_file().is_binary() || d.new_file().is_binary();
+        let counts = match git2::Patch::from_diff(&diff, i)? {
+            Some(patch) if !binary && !patch.delta().flags().is_binary() => {
+                let (_, additions, deletions) = patch.line_stats()?;
+                (Some(additions), Some(deletions))
+            }
+            _ => (None, None),
+        };
+        out.push(FileChange { path, change: change.to_string(), additions: counts.0, deletions: counts.1 });
+    }
+    Ok(out)
+}
+
+/// The activities whose work the integration branch's tip `from` brings into the branch at
+/// `into`: every guild-hall trailer in the last paragraph (the trailer block) of a commit on
+/// `from`'s first-parent chain since their fork point, newest first. Only that chain is read:
+/// what came in beside it (a merge's other side, a `sync` from the base branch) is not
+/// guild-hall's word, and a line elsewhere in a message is the message's text, not a trailer.
+fn brought_work(repo: &Repository, from: Oid, into: Oid) -> Result<Vec<BroughtWork>> {
+    use crate::activity::names::{TRAILERS, TRAILER_START};
+    let hide: Vec<Oid> = repo.merge_base(from, into).ok().into_iter().collect();
+    let mut out = Vec::new();
+    for (oid, line) in crate::activity::trailers::on_chains(repo, &[from], &hide, TRAILER_START)? {
+        let work = |kind: &str, id: &str, attempt: Option<u32>| BroughtWork {
+            kind: kind.to_string(),
+            id: id.to_string(),
+            attempt,
+            commit: oid.to_string(),
+        };
+        if let Some(rest) = line.strip_prefix(TRAILERS[0]) {
+            if let Some((id, n)) = rest.rsplit_once(" attempt ") {
+                out.push(work("commission", id, n.parse().ok()));
+            }
+        } else if let Some(id) = line.strip_prefix(TRAILERS[1]) {
+            out.push(work("meeting", id, None));
+        } else if let Some(id) = line.strip_prefix(TRAILERS[2]) {
+            out.push(work("task", id, None));
+        }
+    }
+    Ok(out)
 }

@@ -483,6 +483,12 @@ fn look<'t>(
     if !cp.is_empty() {
         return Err(Finding::ControlPlane(t, cp));
     }
+    if rec.sparse {
+        let outside = copyback::outside_sparse_checkout(&changes);
+        if !outside.is_empty() {
+            return Err(Finding::OutsideCheckout(t, outside));
+        }
+    }
     Ok((rec, changes))
 }
 

@@ -57,7 +57,11 @@ pub fn scratch_index(rec: &WorktreeRecord, base: &str) -> Result<tempfile::TempP
     let index = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?.into_temp_path();
     let git = rec.with_index(&index);
     let own = rec.admin.join("index");
-    let reusable = std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_file())
+    // A sparse worktree's own index hides what its worker wrote outside `.lore/` behind the
+    // skip-worktree bits of its checkout: read afresh (its files are few), every such file is
+    // seen, and refused ([`outside_sparse_checkout`]).
+    let reusable = !rec.sparse
+        && std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_file())
         && std::fs::copy(&own, &index).is_ok()
         && git.git(&["diff", "--cached", "--quiet", "--ita-visible-in-index", base]).is_ok()
         && honest_flags(&git);
@@ -115,6 +119,21 @@ pub fn refused_paths(changes: &[Change]) -> Vec<String> {
         .iter()
         .flat_map(|c| std::iter::once(&c.path).chain(c.from_path.as_ref()))
         .filter_map(|p| refused(p).map(|why| format!("{p} ({why})")))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The paths among `changes` (and rename sources) outside a sparse checkout
+/// ([`crate::activity::merge::SPARSE_CHECKOUT`]): what a sparse task never saw and may never
+/// copy back. Sorted, without repeats.
+pub fn outside_sparse_checkout(changes: &[Change]) -> Vec<String> {
+    let mut out: Vec<String> = changes
+        .iter()
+        .flat_map(|c| std::iter::once(&c.path).chain(c.from_path.as_ref()))
+        .filter(|p| !p.starts_with(crate::activity::merge::SPARSE_CHECKOUT))
+        .cloned()
         .collect();
     out.sort();
     out.dedup();

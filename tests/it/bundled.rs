@@ -66,7 +66,8 @@ fn only_the_binary_from_init_to_landed_work() {
     ok(&["workers", "add", "scribe"]);
     // The researcher too, into the home: it also runs without the source tree.
     ok(&["workers", "add", "researcher", "--user"]);
-    let hello = ok(&["commission", "create", "--worker", "scribe", "--title", "Hello", "--prompt", "output: notes/hello.md\nSay hello."]);
+    let hello =
+        ok(&["commission", "create", "--worker", "scribe", "--title", "Hello", "--prompt", "output: .lore/notes/hello.md\nSay hello."]);
     let hello = hello.trim();
     let survey = ok(&["commission", "create", "--worker", "researcher", "--title", "Survey", "--prompt", "Crash recovery"]);
     let survey = survey.trim();
@@ -77,12 +78,12 @@ fn only_the_binary_from_init_to_landed_work() {
     }
     let log = git(&repo, &["log", "claude/main", "--format=%B"]);
     assert!(log.contains(&format!("Guild-Hall-Commission: {hello} attempt 1")), "{log}");
-    assert!(git(&repo, &["show", "claude/main:notes/hello.md"]).contains("Say hello."));
+    assert!(git(&repo, &["show", "claude/main:.lore/notes/hello.md"]).contains("Say hello."));
     assert!(git(&repo, &["show", &format!("claude/main:.lore/reports/{survey}.md")]).contains("Crash recovery"));
 
     ok(&["land"]);
     assert_eq!(git(&repo, &["rev-parse", "main"]), git(&repo, &["rev-parse", "claude/main"]));
-    assert!(std::fs::read_to_string(repo.join("notes/hello.md")).expect("landed in the checkout").contains("Say hello."));
+    assert!(std::fs::read_to_string(repo.join(".lore/notes/hello.md")).expect("landed in the checkout").contains("Say hello."));
 
     // A meeting too, with the bundled counsel: a turn streamed, and the close merges its work.
     ok(&["workers", "add", "counsel"]);

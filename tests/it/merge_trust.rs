@@ -475,3 +475,67 @@ fn a_task_that_cannot_be_prepared_fails_saying_why() {
     let reason = v["reason"].as_str().unwrap_or("");
     assert!(reason.contains("cannot start") && reason.contains(".lore-artifacts"), "{reason}");
 }
+
+/// Issue 32, item 3: a sparse worker sees only `.lore/`. What it writes outside (a stub over
+/// the README it never saw, a new file elsewhere) is never merged, even beside work inside
+/// `.lore/`: the attempt fails naming the paths, and its work is kept on its branch.
+#[test]
+fn a_sparse_commission_never_lands_what_it_wrote_outside_its_checkout() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "stubber",
+        "sparse",
+        "printf '# stub\\n' > README.md\nmkdir -p docs .lore/reports\necho new > docs/new.md\necho report > .lore/reports/r.md\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary stubbed",
+    );
+    git(&p.root, &["checkout", "-q", "claude/main"]);
+    let before = rev(&p, "claude/main");
+    let id = p.create("stubber", "Link the readme", "Link README.md.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed", "{s}");
+    let reason = s["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("outside") && reason.contains("README.md") && reason.contains("docs/new.md"), "{reason}");
+    assert!(!reason.contains(".lore/reports/r.md"), "only what is outside is named: {reason}");
+    assert!(
+        p.timeline(&id).iter().any(|e| e["kind"] == "anomaly" && e["text"].as_str().is_some_and(|t| t.contains("README.md"))),
+        "the timeline names it"
+    );
+    assert_eq!(rev(&p, "claude/main"), before, "nothing merged");
+    assert_eq!(std::fs::read_to_string(p.root.join("README.md")).expect("readme"), "# demo\n", "the checkout is untouched");
+    let branch = format!("claude/commission/{id}");
+    assert_eq!(git(&p.root, &["show", &format!("{branch}:README.md")]), "# stub\n", "its work is kept on its branch");
+    assert!(tree(&p, &branch).contains(".lore/reports/r.md"));
+}
+
+/// The same for a meeting: its close goes through unmerged, naming the paths; the branch kept.
+#[test]
+fn a_sparse_meeting_closes_unmerged_when_it_wrote_outside_its_checkout() {
+    let p = Project::new(&[]);
+    let meet = "#!/bin/sh\nset -eu\nprintf '# stub\\n' > README.md\nmkdir -p .lore/notes\necho n > .lore/notes/n.md\nprintf '{\"type\":\"text_delta\",\"text\":\"stubbed\"}\\n{\"type\":\"turn_end\"}\\n'\n";
+    install_script(&p, "stubber", "meeting: [\"./meet.sh\"]\ncapabilities: [meeting]\ncheckout: sparse\n", "meet.sh", meet);
+    let before = rev(&p, "claude/main");
+    p.ok(&["meeting", "start", "--worker", "stubber", "--id", "m", "link README.md"]);
+    p.ok(&["meeting", "close", "m"]);
+    p.settle();
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    assert_eq!(v["status"], "closed", "{v}");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("not merged") && reason.contains("outside") && reason.contains("README.md"), "{reason}");
+    assert_eq!(rev(&p, "claude/main"), before, "nothing merged");
+    assert_eq!(git(&p.root, &["show", "claude/meeting/m:README.md"]), "# stub\n", "the work is kept on its branch");
+}
+
+/// The bundled `counsel` (sparse), asked to link a file outside `.lore/`, links it without
+/// writing a stub over it: its close merges, and the README is as it was.
+#[test]
+fn counsel_links_a_file_outside_its_checkout_without_writing_it() {
+    let p = Project::new(&["counsel"]);
+    let out = p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "Hello\nlink: README.md\nlink: .lore/notes/n.md"]);
+    assert!(out.contains("not written"), "{out}");
+    p.ok(&["meeting", "close", "m"]);
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    assert!(v["reason"].is_null(), "{v}");
+    assert!(git(&p.root, &["log", "--format=%B", "claude/main"]).contains("Guild-Hall-Meeting: m"), "merged");
+    assert_eq!(git(&p.root, &["show", "claude/main:README.md"]), "# demo\n");
+    assert!(git(&p.root, &["show", "claude/main:.lore/notes/n.md"]).contains("Written in meeting m"));
+}

@@ -386,3 +386,159 @@ fn a_file_where_the_work_puts_a_directory_is_named() {
     assert_eq!(rev(&p.root, "main"), main_tip);
     assert_eq!(std::fs::read_to_string(p.root.join("docs")).expect("kept"), "my notes, not committed\n");
 }
+
+/// Commit `files` (forced past `.gitignore`) onto claude/main through a temporary worktree.
+fn force_on_integration(p: &Project, files: &[(&str, &str)], message: &str) {
+    let wt = p.tmp.path().join("force-wt");
+    git(&p.root, &["worktree", "add", "-q", wt.to_str().expect("utf8"), "claude/main"]);
+    for (path, content) in files {
+        let file = wt.join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, content).expect("write");
+        git(&wt, &["add", "-f", "--", path]);
+    }
+    git(&wt, &["commit", "-q", "-m", message]);
+    git(&p.root, &["worktree", "remove", wt.to_str().expect("utf8")]);
+}
+
+/// Issue 32, item 3: `land` used to overwrite the person's ignored `.env` and delete an
+/// ignored `local/` directory without a word. Both are in the way: it is blocked, naming them,
+/// and nothing of theirs changes; once they are moved away it goes through.
+#[test]
+fn land_never_overwrites_or_deletes_ignored_files() {
+    let p = Project::new(&[]);
+    commit_file(&p.root, ".gitignore", ".env\nlocal/\n", "ignore secrets");
+    p.ok(&["sync"]);
+    std::fs::write(p.root.join(".env"), "SECRET=mine\n").expect("write");
+    std::fs::create_dir_all(p.root.join("local")).expect("mkdir");
+    std::fs::write(p.root.join("local/notes.txt"), "my notes\n").expect("write");
+    force_on_integration(&p, &[(".env", "SECRET=theirs\n"), ("local", "a file where my directory is\n")], "work");
+    let main_tip = rev(&p.root, "main");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (1, Some("blocked")), "{v}");
+    assert_eq!(v["paths"], serde_json::json!([".env", "local"]), "{v}");
+    assert!(v["reason"].as_str().is_some_and(|r| r.contains(".env") && r.contains("ignored")), "{v}");
+    let (code, _, err) = p.run(&["land"]);
+    assert!(code == 1 && err.contains(".env"), "{err}");
+    assert_eq!(rev(&p.root, "main"), main_tip, "nothing moved");
+    assert_eq!(std::fs::read_to_string(p.root.join(".env")).expect("kept"), "SECRET=mine\n");
+    assert_eq!(std::fs::read_to_string(p.root.join("local/notes.txt")).expect("kept"), "my notes\n");
+    // Moved away, the work lands.
+    std::fs::rename(p.root.join(".env"), p.tmp.path().join("env.saved")).expect("mv");
+    std::fs::rename(p.root.join("local"), p.tmp.path().join("local.saved")).expect("mv");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert_eq!(std::fs::read_to_string(p.root.join(".env")).expect("landed"), "SECRET=theirs\n");
+}
+
+/// The same for a sync onto a checked-out integration branch (the CI case), and for edits git
+/// is told not to see (assume-unchanged, skip-worktree): blocked, named, kept — never the raw
+/// libgit2 error it used to be.
+#[test]
+fn sync_never_overwrites_ignored_files_or_edits_hidden_from_git_status() {
+    let p = Project::new(&[]);
+    commit_file(&p.root, ".gitignore", ".env\n", "ignore secrets");
+    commit_file(&p.root, "src/skip.txt", "skip\n", "another file");
+    p.ok(&["sync"]);
+    git(&p.root, &["checkout", "-q", "claude/main"]);
+    std::fs::write(p.root.join(".env"), "SECRET=mine\n").expect("write");
+    // main, from a checkout of its own, brings an .env and changes the two files.
+    let person = p.tmp.path().join("person");
+    git(&p.root, &["worktree", "add", "-q", person.to_str().expect("utf8"), "main"]);
+    std::fs::write(person.join(".env"), "SECRET=main\n").expect("write");
+    std::fs::write(person.join("src/lib.txt"), "main's code\n").expect("write");
+    std::fs::write(person.join("src/skip.txt"), "main's skip\n").expect("write");
+    git(&person, &["add", "-f", ".env", "src"]);
+    git(&person, &["commit", "-q", "-m", "on main"]);
+    let tip = rev(&p.root, "claude/main");
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str(), &v["paths"]), (1, Some("blocked"), &serde_json::json!([".env"])), "{v}");
+    std::fs::rename(p.root.join(".env"), p.tmp.path().join("env.saved")).expect("mv");
+    // Edits hidden from `git status`.
+    std::fs::write(p.root.join("src/lib.txt"), "my hidden edit\n").expect("write");
+    git(&p.root, &["update-index", "--assume-unchanged", "src/lib.txt"]);
+    std::fs::write(p.root.join("src/skip.txt"), "my skipped edit\n").expect("write");
+    git(&p.root, &["update-index", "--skip-worktree", "src/skip.txt"]);
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), &v["paths"]),
+        (1, Some("blocked"), &serde_json::json!(["src/lib.txt", "src/skip.txt"])),
+        "{v}"
+    );
+    assert!(v["reason"].as_str().is_some_and(|r| r.contains("assume-unchanged")), "{v}");
+    assert_eq!(rev(&p.root, "claude/main"), tip, "nothing moved");
+    assert_eq!(std::fs::read_to_string(p.root.join("src/lib.txt")).expect("kept"), "my hidden edit\n");
+    assert_eq!(std::fs::read_to_string(p.root.join("src/skip.txt")).expect("kept"), "my skipped edit\n");
+}
+
+/// Issue 32, item 3: `land --dry-run` said only "fast-forward" and `land --json` listed
+/// `"paths": []`. It says what it brings: each file with its lines added and deleted, and the
+/// commissions and plan tasks it comes from (trailers in the last paragraph of the integration
+/// branch's own commits only: a line in a message's body is not one).
+#[test]
+fn land_says_what_it_brings_and_where_from() {
+    let p = Project::new(&["scribe", "mason"]);
+    let id = p.create("scribe", "Notes", "output: .lore/reports/notes.md\nWrite.");
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("pl.md"), "---\ntitle: pl\nwaves:\n  - - {id: one, worker: mason, prompt: \"write: src/one.txt one\"}\n---\n")
+        .expect("plan");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    // A person's commit whose body quotes a trailer: not guild-hall's word.
+    p.commit_on_integration(
+        "src/lib.txt",
+        "code\nmore\n",
+        "edit\n\nGuild-Hall-Commission: fake attempt 1\n\nSigned-off-by: A Person <a@example.com>",
+    );
+    let refs = git(&p.root, &["for-each-ref"]);
+    let (code, v) = json_of(&p, &["land", "--dry-run", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    let files = v["files"].as_array().cloned().unwrap_or_default();
+    let file = |path: &str| files.iter().find(|f| f["path"] == path).cloned().unwrap_or_else(|| panic!("{path} listed: {v}"));
+    let notes = file(".lore/reports/notes.md");
+    assert_eq!(notes["change"], "added", "{notes}");
+    assert!(notes["additions"].as_u64().is_some_and(|n| n > 0) && notes["deletions"] == 0, "{notes}");
+    let lib = file("src/lib.txt");
+    assert_eq!((lib["change"].as_str(), lib["additions"].as_u64(), lib["deletions"].as_u64()), (Some("modified"), Some(1), Some(0)));
+    assert_eq!(file("src/one.txt")["additions"], 1);
+    let work: Vec<String> = v["work"]
+        .as_array()
+        .expect("work")
+        .iter()
+        .map(|w| format!("{} {} {}", w["kind"].as_str().unwrap_or(""), w["id"].as_str().unwrap_or(""), w["attempt"]))
+        .collect();
+    assert!(work.contains(&format!("commission {id} 1")), "{work:?}");
+    assert!(work.contains(&"task pl:exec:wave-1:task-1 null".to_string()), "{work:?}");
+    assert!(!work.iter().any(|w| w.contains("fake")), "a line in a body is no trailer: {work:?}");
+    let (code, out, _) = p.run(&["land", "--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("fast-forward") && out.contains(".lore/reports/notes.md (+") && out.contains("src/lib.txt (+1 -0)"), "{out}");
+    assert!(out.contains(&format!("commission {id} (attempt 1)")) && out.contains("task pl:exec:wave-1:task-1"), "{out}");
+    assert_eq!(git(&p.root, &["for-each-ref"]), refs, "a dry run moves nothing");
+    // The land itself says the same.
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert!(v["files"].as_array().is_some_and(|f| f.len() == files.len()), "{v}");
+}
+
+/// A checkout whose index a git holds (`.git/index.lock`: a commit in progress, or a git
+/// killed mid-write) is never written under it: `land` is blocked naming the lock, nothing
+/// changes; once the lock is gone it goes through.
+#[test]
+fn land_waits_for_a_locked_index_naming_it() {
+    let p = Project::new(&[]);
+    p.commit_on_integration("done.txt", "work\n", "finished work");
+    let lock = p.root.join(".git/index.lock");
+    std::fs::write(&lock, "").expect("lock");
+    let main_tip = rev(&p.root, "main");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (1, Some("blocked")), "{v}");
+    assert!(v["reason"].as_str().is_some_and(|r| r.contains("index.lock")), "{v}");
+    assert_eq!(rev(&p.root, "main"), main_tip);
+    assert!(!p.root.join("done.txt").exists(), "nothing written under the lock");
+    std::fs::remove_file(&lock).expect("rm");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert_eq!(std::fs::read_to_string(p.root.join("done.txt")).expect("landed"), "work\n");
+}

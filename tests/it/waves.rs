@@ -315,6 +315,30 @@ fn a_sparse_task_deletes_nothing_outside_its_checkout() {
     assert!(tree.contains(".lore/notes/a.md") && tree.contains("README.md") && tree.contains("src/lib.txt"), "{tree}");
 }
 
+/// A sparse wave task that writes outside `.lore/` (a stub over the README it never saw, a
+/// new file elsewhere) copies back nothing: the task fails naming the paths, the plan halts.
+#[test]
+fn a_sparse_task_that_writes_outside_its_checkout_copies_back_nothing() {
+    let p = Project::new(&["mason"]);
+    let y = p.root.join(".lore/workers/mason/worker.yaml");
+    let text = std::fs::read_to_string(&y).expect("read");
+    std::fs::write(&y, text.replace("checkout: full", "checkout: sparse")).expect("write");
+    let before = tip(&p);
+    write_plan(
+        &p,
+        "sp",
+        "",
+        "  - - {id: notes, worker: mason, prompt: \"write: .lore/notes/a.md notes\\nwrite: README.md stub\\nwrite: docs/new.md new\"}\n",
+    );
+    p.settle();
+    let v = show(&p, "sp");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("outside") && reason.contains("README.md") && reason.contains("docs/new.md"), "{reason}");
+    assert_eq!(state_of(&v, "notes"), "failed", "{v}");
+    assert_eq!(tip(&p), before, "nothing copied back");
+}
+
 /// A plan whose file is gone leaves orphans: listed by `status` and `check`, removed by `gc`
 /// only with what it lists (worktrees with work in them only with --include-unmerged).
 #[test]

@@ -7,7 +7,9 @@
 # whose session is gone answers as an expired session does (delete the file to expire it).
 #
 # Lines of the message it acts on:
-#   link: PATH       write PATH (under .lore/) if missing, then toolbox link-artifact PATH
+#   link: PATH       write PATH if missing and under .lore/ (all its sparse checkout holds:
+#                    a file outside it is not missing, only unseen, and is never written),
+#                    then toolbox link-artifact PATH
 #   summary: TEXT    toolbox summarize-progress TEXT
 #   followup: TEXT   toolbox propose-followup --reason TEXT
 #   decide: TEXT     toolbox record-decision
@@ -63,7 +65,14 @@ printf '%s\n' "$msg" | while IFS= read -r line; do
   case "$line" in
     link:*)
       path=$(printf '%s' "${line#link:}" | sed 's/^ *//')
-      if [ ! -f "$path" ]; then
+      case "$path" in
+        *..*) inside=no ;;
+        .lore/*) inside=yes ;;
+        *) inside=no ;;
+      esac
+      if [ "$inside" = no ]; then
+        say " ($path is outside .lore/, which is all my checkout holds: linked as it is, not written)"
+      elif [ ! -f "$path" ]; then
         mkdir -p "$(dirname "$path")"
         printf '# %s\n\nWritten in meeting %s.\n' "$path" "$GUILD_HALL_MEETING" > "$path"
       fi

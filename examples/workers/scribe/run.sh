@@ -1,7 +1,8 @@
 #!/bin/sh
 # scribe: the happy path. Reads its prompt, reports progress twice, writes the file named by the
 # prompt's `output: <path>` line (default .lore/reports/<id>.md), asks the question on an
-# optional `ask: <question>` line, submits the result and exits 0.
+# optional `ask: <question>` line, submits the result and exits 0. Its checkout is sparse (only
+# .lore/): an output outside .lore/ is never merged, and the commission fails naming it.
 set -eu
 echo "scribe: starting $GUILD_HALL_ID (attempt $GUILD_HALL_ATTEMPT)"
 prompt=$(cat "$GUILD_HALL_PROMPT_FILE")

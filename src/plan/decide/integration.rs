@@ -32,6 +32,9 @@ pub enum Finding<'a> {
     RefusedPaths(&'a Task, Vec<String>),
     /// Changes to the control plane.
     ControlPlane(&'a Task, Vec<String>),
+    /// Changes of a sparse task (its checkout `.lore/` alone) outside its checkout: paths its
+    /// worker never saw.
+    OutsideCheckout(&'a Task, Vec<String>),
     /// Paths the tasks changed that changed on the integration branch since the wave started
     /// (`path (task)`).
     Overlap(Vec<String>),
@@ -156,6 +159,14 @@ fn verdict(wave: usize, finding: Finding<'_>) -> (String, Option<(&Task, String)
             let reason =
                 format!("task {} changed the control plane ({}); nothing of the wave was copied back", t.canonical, paths.join(", "));
             (reason, Some((t, why)))
+        }
+        Finding::OutsideCheckout(t, paths) => {
+            let why = format!(
+                "its worker saw only {} (a sparse checkout) and changed paths outside it: {}",
+                crate::activity::merge::SPARSE_CHECKOUT,
+                paths.join(", ")
+            );
+            (failed(t, why.clone()), Some((t, why)))
         }
         Finding::Overlap(paths) => (
             format!(
