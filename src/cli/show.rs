@@ -412,8 +412,15 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
             (guild_hall::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
-            (guild_hall::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => {
-                format!("sandbox {how} +{}", write.join(","))
+            (guild_hall::worker::SandboxSpec::Confined { write, read }, how) if !write.is_empty() || !read.is_empty() => {
+                let mut s = format!("sandbox {how}");
+                if !write.is_empty() {
+                    s.push_str(&format!(" +{}", write.join(",")));
+                }
+                if !read.is_empty() {
+                    s.push_str(&format!(" read +{}", read.join(",")));
+                }
+                s
             }
             (_, how) => format!("sandbox {how}"),
         };

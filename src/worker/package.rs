@@ -115,11 +115,12 @@ pub enum Protocol {
     Acp,
 }
 
-/// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
-/// worker may write (`~/` is the home directory). Default: confined, nothing widened.
+/// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}`
+/// to widen what the worker may write, and which of the person's credential stores it may read
+/// (`~/` is the home directory). Default: confined, nothing widened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxSpec {
-    Confined { write: Vec<String> },
+    Confined { write: Vec<String>, read: Vec<String> },
     Off,
 }
 
@@ -129,10 +130,11 @@ impl schemars::JsonSchema for SandboxSpec {
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "description": "`off`, or `{write: [ABSOLUTE PATHS]}` to widen what the worker may write (`~/` is the home directory)",
+            "description": "`off`, or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}` to widen what the worker may write, and which of the person's credential stores (~/.ssh, ~/.aws, ...) it may read (`~/` is the home directory)",
             "oneOf": [
                 {"const": "off"},
-                {"type": "object", "properties": {"write": {"type": "array", "items": {"type": "string"}}},
+                {"type": "object", "properties": {"write": {"type": "array", "items": {"type": "string"}},
+                                                   "read": {"type": "array", "items": {"type": "string"}}},
                  "additionalProperties": false}
             ]
         })
@@ -141,7 +143,7 @@ impl schemars::JsonSchema for SandboxSpec {
 
 impl Default for SandboxSpec {
     fn default() -> Self {
-        SandboxSpec::Confined { write: Vec::new() }
+        SandboxSpec::Confined { write: Vec::new(), read: Vec::new() }
     }
 }
 
@@ -150,6 +152,8 @@ impl Default for SandboxSpec {
 struct SandboxMap {
     #[serde(default)]
     write: Vec<String>,
+    #[serde(default)]
+    read: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -162,14 +166,16 @@ enum SandboxRepr {
 impl<'de> Deserialize<'de> for SandboxSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        match SandboxRepr::deserialize(d).map_err(|_| D::Error::custom("sandbox must be `off` or `{write: [ABSOLUTE PATHS]}`"))? {
+        match SandboxRepr::deserialize(d)
+            .map_err(|_| D::Error::custom("sandbox must be `off` or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}`"))?
+        {
             SandboxRepr::Word(w) if w == "off" => Ok(SandboxSpec::Off),
             SandboxRepr::Word(w) => Err(D::Error::custom(format!("sandbox: {w:?} is not `off` or `{{write: [...]}}`"))),
             SandboxRepr::Map(m) => {
-                for p in &m.write {
+                for p in m.write.iter().chain(&m.read) {
                     expand_home(p).map_err(D::Error::custom)?;
                 }
-                Ok(SandboxSpec::Confined { write: m.write })
+                Ok(SandboxSpec::Confined { write: m.write, read: m.read })
             }
         }
     }
@@ -179,10 +185,13 @@ impl Serialize for SandboxSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             SandboxSpec::Off => s.serialize_str("off"),
-            SandboxSpec::Confined { write } => {
+            SandboxSpec::Confined { write, read } => {
                 use serde::ser::SerializeMap;
-                let mut m = s.serialize_map(Some(1))?;
+                let mut m = s.serialize_map(None)?;
                 m.serialize_entry("write", write)?;
+                if !read.is_empty() {
+                    m.serialize_entry("read", read)?;
+                }
                 m.end()
             }
         }
@@ -371,7 +380,16 @@ impl Package {
     /// `~` expanded (nothing when it runs with `sandbox: off`).
     pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, String> {
         match &self.manifest.sandbox {
-            SandboxSpec::Confined { write } => write.iter().map(|w| expand_home(w)).collect(),
+            SandboxSpec::Confined { write, .. } => write.iter().map(|w| expand_home(w)).collect(),
+            SandboxSpec::Off => Ok(Vec::new()),
+        }
+    }
+
+    /// What the package's `sandbox.read` names, `~` expanded: of the person's credential stores
+    /// ([`super::sandbox::credential_stores`]) these (and what lies beneath) are readable.
+    pub fn sandbox_read(&self) -> Result<Vec<PathBuf>, String> {
+        match &self.manifest.sandbox {
+            SandboxSpec::Confined { read, .. } => read.iter().map(|r| expand_home(r)).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
         }
     }

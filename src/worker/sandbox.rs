@@ -76,6 +76,77 @@ pub fn env_or_default(entry: &str) -> Result<String, String> {
     }
 }
 
+/// The person's credential stores under their home directory (DESIGN §6): keys, cloud and
+/// registry logins, shell and REPL histories, and the agents' own login files. A confined
+/// worker reads none of them unless its package's `sandbox.read` names one (or a directory
+/// holding it). The agents' packages keep homes of their own (`~/.claude/guild-hall-<package>`,
+/// ...), so only the person's login files are listed, never those directories.
+const CREDENTIAL_STORES: [&str; 30] = [
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".config/hub",
+    ".config/gcloud",
+    ".azure",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".docker",
+    ".kube",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".sh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    // The agents' own logins (`~/.claude.json` holds an API key login's key too).
+    ".claude/.credentials.json",
+    ".claude.json",
+];
+
+/// The agents' login files and the stores that their environment variables move elsewhere.
+const AGENT_LOGINS: [&str; 4] =
+    [".codex/auth.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/gemini-credentials.json"];
+
+/// The person's credential stores ([`CREDENTIAL_STORES`] under `$HOME`, and where guild-hall's
+/// environment moved them: `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GNUPGHOME`, `HISTFILE`,
+/// `AWS_SHARED_CREDENTIALS_FILE`, `DOCKER_CONFIG`, `KUBECONFIG`, `GH_CONFIG_DIR`), less those
+/// `read` names or holds (`sandbox.read`). Whether each exists is for [`Policy::prepare`].
+pub fn credential_stores(read: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) {
+        out.extend(CREDENTIAL_STORES.iter().chain(AGENT_LOGINS.iter()).map(|rel| home.join(rel)));
+    }
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(d) = var("CLAUDE_CONFIG_DIR") {
+        out.extend([d.join(".credentials.json"), d.join(".claude.json")]);
+    }
+    if let Some(d) = var("CODEX_HOME") {
+        out.push(d.join("auth.json"));
+    }
+    for name in ["GNUPGHOME", "HISTFILE", "AWS_SHARED_CREDENTIALS_FILE", "DOCKER_CONFIG", "GH_CONFIG_DIR"] {
+        out.extend(var(name));
+    }
+    if let Some(list) = std::env::var_os("KUBECONFIG") {
+        out.extend(std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()));
+    }
+    out.retain(|p| p.is_absolute() && !read.iter().any(|r| p.starts_with(r)));
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// What one confined process may write and read. It may write only `writable`; it may read
 /// (and run) anything but what lies in a `hidden` dir, where it reads only the `writable` and
 /// `readable` paths.

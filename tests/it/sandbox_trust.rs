@@ -279,3 +279,82 @@ fn real_claude_code_in_a_home_under_home_reads_only_its_own_of_it() {
     assert_eq!(std::fs::read_to_string(p.home.join("memory/claude-code/seen.md")).expect("memory"), "remember this");
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/research/r.md"]), "# R\n");
 }
+
+/// The person's credential stores in their home, each with a line a worker must not see.
+const CREDENTIALS: [&str; 10] = [
+    ".ssh/id_ed25519",
+    ".aws/credentials",
+    ".bash_history",
+    ".zsh_history",
+    ".local/share/fish/fish_history",
+    ".git-credentials",
+    ".config/gh/hosts.yml",
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+];
+
+/// A worker (`name`, with `sandbox` as its worker.yaml's `sandbox:` if any) that tries to read
+/// each of [`CREDENTIALS`] in `$HOME` and reports `READ: F` or `refused: F`, then reads what it
+/// needs of the home all the same (`ok:`/`FAILED:`), in `.lore/creds/<id>.md`.
+fn install_credential_reader(p: &Project, name: &str, sandbox: Option<&str>) {
+    let tries: String = CREDENTIALS
+        .iter()
+        .map(|f| {
+            format!("if cat \"$HOME/{f}\" >/dev/null 2>&1; then out=\"${{out}}READ: {f}\n\"; else out=\"${{out}}refused: {f}\n\"; fi\n")
+        })
+        .collect();
+    let script = format!(
+        r#"report=".lore/creds/$GUILD_HALL_COMMISSION.md"
+mkdir -p .lore/creds
+out=""
+{tries}
+for f in .gitconfig .claude/settings.json .config/other/settings; do
+  if cat "$HOME/$f" >/dev/null 2>&1; then out="${{out}}ok: $f
+"; else out="${{out}}FAILED: $f
+"; fi
+done
+printf '%s' "$out" > "$report"
+"$GUILD_HALL_BIN" toolbox submit-result --summary read --artifact "$report""#
+    );
+    p.script_worker(name, "full", &script);
+    if let Some(sandbox) = sandbox {
+        let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
+        let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+        std::fs::write(&yaml, format!("{text}sandbox: {sandbox}\n")).expect("write");
+    }
+}
+
+/// A confined worker reads none of the person's credential stores (keys, cloud logins, shell
+/// histories, the agents' own logins) while the rest of the home stays readable; a package
+/// whose `sandbox.read` names one reads that one, and only that one.
+#[test]
+fn a_confined_worker_reads_none_of_the_persons_credentials_unless_sandbox_read_names_them() {
+    let p = Project::new(&[]);
+    let home = p.user_home();
+    for f in CREDENTIALS.iter().chain(&[".gitconfig", ".claude/settings.json", ".config/other/settings"]) {
+        let path = home.join(f);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, format!("# credential-of {f}\n")).expect("plant");
+    }
+    install_credential_reader(&p, "reader", None);
+    install_credential_reader(&p, "ssh-reader", Some("{read: [\"~/.ssh\"]}"));
+    let plain = p.create("reader", "Read", "Read the home.");
+    let ssh = p.create("ssh-reader", "Read with ssh", "Read the home.");
+    p.settle();
+    assert_eq!(p.status(&plain), "completed", "{}", p.ok(&["logs", &plain]));
+    assert_eq!(p.status(&ssh), "completed", "{}", p.ok(&["logs", &ssh]));
+    let report = |id: &str| git(&p.root, &["show", &format!("claude/main:.lore/creds/{id}.md")]);
+    let (plain, ssh) = (report(&plain), report(&ssh));
+    for f in CREDENTIALS {
+        assert!(plain.contains(&format!("refused: {f}\n")), "{f} was readable:\n{plain}");
+        let want = if f.starts_with(".ssh/") { "READ" } else { "refused" };
+        assert!(ssh.contains(&format!("{want}: {f}\n")), "{f} with sandbox.read [~/.ssh]: want {want}:\n{ssh}");
+    }
+    for report in [&plain, &ssh] {
+        assert!(!report.contains("FAILED"), "the rest of the home is readable:\n{report}");
+    }
+    // `workers` says what a package reads beyond the default.
+    let workers = p.ok(&["workers"]);
+    assert!(workers.contains("read +~/.ssh"), "{workers}");
+}
