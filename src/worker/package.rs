@@ -235,6 +235,11 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, St
         if !valid_env_name(name) {
             return Err(format!("pass_env: {name:?} is not a variable name"));
         }
+        if name == crate::activity::git::PUSH_TOKEN_VAR {
+            // guild-hall's own credential for the remote: never a worker's.
+            missing.push(name.clone());
+            continue;
+        }
         if let Ok(v) = std::env::var(name) {
             out.insert(name.clone(), v);
             continue;
