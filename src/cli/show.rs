@@ -393,7 +393,14 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
             say!(
                 "Landlock: available (ABI {abi}); workers write only their own, read nothing of the home but their own; signals scoped to the worker: {}",
                 if *abi >= 6 { "yes" } else { "no (needs ABI 6, Linux 6.12)" }
-            )
+            );
+            // What this kernel cannot keep from a worker, said plainly (docs/confinement.md).
+            let abstract_sockets = if *abi >= 6 { "refused".to_string() } else { format!("not enforced: kernel Landlock ABI {abi} < 6") };
+            let pathname_sockets = match guild_hall::worker::sandbox::pathname_socket_support() {
+                Ok(()) => "refused (those listening when the attempt starts)".to_string(),
+                Err(why) => format!("not enforced: {why}"),
+            };
+            say!("Unix sockets outside the attempt: abstract: {abstract_sockets}; pathname: {pathname_sockets}");
         }
         guild_hall::worker::sandbox::Support::Unavailable { why } => say!(
             "Landlock: not available ({why}); confined workers are {}",

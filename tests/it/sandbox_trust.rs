@@ -358,3 +358,105 @@ fn a_confined_worker_reads_none_of_the_persons_credentials_unless_sandbox_read_n
     let workers = p.ok(&["workers"]);
     assert!(workers.contains("read +~/.ssh"), "{workers}");
 }
+
+/// Unix sockets listening outside the attempt (pathname sockets in the test's temp dir and in
+/// `/tmp`, an abstract one), as the person's tmux, ssh-agent, D-Bus or Docker would be; each
+/// connection accepted is written to `log`. Stopped when dropped.
+struct Listeners {
+    child: std::process::Child,
+    pathnames: Vec<std::path::PathBuf>,
+}
+
+impl Listeners {
+    fn start(dir: &Path, pathnames: Vec<std::path::PathBuf>, abstract_name: &str, log: &Path) -> Listeners {
+        let ready = dir.join("listeners-ready");
+        let script = r#"
+import os, socket, sys, threading
+log, ready, abstract, paths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def serve(s, name):
+    while True:
+        c, _ = s.accept()
+        with open(log, "a") as f:
+            f.write("connected: " + name + "\n")
+        c.close()
+socks = []
+for p in paths:
+    s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(8); socks.append((s, p))
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + abstract); s.listen(8); socks.append((s, "@" + abstract))
+for s, name in socks:
+    threading.Thread(target=serve, args=(s, name), daemon=True).start()
+open(ready, "w").close()
+threading.Event().wait()
+"#;
+        let child =
+            std::process::Command::new("python3").arg("-c").arg(script).arg(log).arg(&ready).arg(abstract_name).args(&pathnames).spawn();
+        let child = needs(child, "python3", "to listen on Unix sockets");
+        wait_for("the listeners", || ready.exists());
+        Listeners { child, pathnames }
+    }
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for p in &self.pathnames {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// A confined worker connects to no Unix socket listening outside its attempt — a pathname
+/// one in the test's temp dir or in `/tmp`, nor an abstract one — while a socket of its own
+/// (in its temp dir, or abstract) works.
+#[test]
+fn a_confined_worker_connects_to_no_unix_socket_outside_its_attempt() {
+    let p = Project::new(&[]);
+    let mark = format!("guild-hall-test-{}", std::process::id());
+    let in_tmp = std::path::PathBuf::from(format!("/tmp/{mark}.sock"));
+    let beside = p.tmp.path().join("listen.sock");
+    let log = p.tmp.path().join("connections.log");
+    let abstract_name = format!("{mark}-abstract");
+    let _listeners = Listeners::start(p.tmp.path(), vec![beside.clone(), in_tmp.clone()], &abstract_name, &log);
+    let script = format!(
+        r#"report=".lore/sock/$GUILD_HALL_COMMISSION.md"
+mkdir -p .lore/sock
+python3 - '{beside}' '{in_tmp}' '@{abstract_name}' > "$report" 2>&1 <<'PY'
+import os, socket, sys, threading
+def reach(addr):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(addr)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+for name in sys.argv[1:]:
+    addr = "\0" + name[1:] if name.startswith("@") else name
+    print(("CONNECTED: " if reach(addr) else "refused: ") + name)
+# Its own sockets: in its temp dir, and abstract.
+own = os.path.join(os.environ["TMPDIR"], "own.sock")
+for label, addr in (("own-pathname", own), ("own-abstract", "\0own-" + str(os.getpid()))):
+    srv = socket.socket(socket.AF_UNIX); srv.bind(addr); srv.listen(1)
+    print(("ok: " if reach(addr) else "FAILED: ") + label)
+PY
+"$GUILD_HALL_BIN" toolbox submit-result --summary tried --artifact "$report""#,
+        beside = beside.display(),
+        in_tmp = in_tmp.display(),
+    );
+    p.script_worker("prober", "full", &script);
+    let id = p.create("prober", "Probe", "Connect.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
+    let report = git(&p.root, &["show", &format!("claude/main:.lore/sock/{id}.md")]);
+    for name in [beside.display().to_string(), in_tmp.display().to_string(), format!("@{abstract_name}")] {
+        assert!(report.contains(&format!("refused: {name}\n")), "{name} was reached:\n{report}");
+    }
+    assert!(report.contains("ok: own-pathname\n") && report.contains("ok: own-abstract\n"), "{report}");
+    let connections = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(connections.is_empty(), "{connections}");
+    // The same as an unprivileged user (a user namespace of its own).
+    let workers = p.ok(&["workers"]);
+    assert!(workers.contains("Unix sockets outside the attempt"), "{workers}");
+}
