@@ -368,8 +368,15 @@ fn listening_sockets(inside: &[PathBuf]) -> Vec<PathBuf> {
 impl SocketMask {
     fn around(writable: &[PathBuf]) -> SocketMask {
         use std::os::unix::ffi::OsStrExt;
-        let sockets =
-            listening_sockets(writable).into_iter().filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok()).collect();
+        // In a Slurm job (the shim started by the Slurm runner), Slurm's own authentication
+        // stays reachable: `srun` and `scontrol` in the job need MUNGE's socket.
+        let in_slurm_job = std::env::var_os(crate::worker::shim::CPU_BEAT_VAR).is_some();
+        let munge = |p: &PathBuf| p.file_name().is_some_and(|n| n.as_bytes().starts_with(b"munge.socket"));
+        let sockets = listening_sockets(writable)
+            .into_iter()
+            .filter(|p| !(in_slurm_job && munge(p)))
+            .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+            .collect();
         let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
         SocketMask { sockets, uid_map: format!("{uid} {uid} 1").into_bytes(), gid_map: format!("{gid} {gid} 1").into_bytes() }
     }
