@@ -233,7 +233,40 @@ pub(super) fn cli_remote(common: &Path, args: &[&str]) -> Result<std::process::O
         cmd.env_remove(var);
     }
     cmd.env("GIT_TERMINAL_PROMPT", "0");
+    if let Some(token) = std::env::var(PUSH_TOKEN_VAR).ok().filter(|t| !t.is_empty()) {
+        // For this one command only, as an entry of the environment (`GIT_CONFIG_*`, after
+        // any the person set): never written to a config file a worker reads, nor on a command
+        // line that any process can read in /proc.
+        let n = std::env::var("GIT_CONFIG_COUNT").ok().and_then(|c| c.parse::<usize>().ok()).unwrap_or(0);
+        let header = format!("AUTHORIZATION: basic {}", base64(format!("x-access-token:{token}").as_bytes()));
+        cmd.env("GIT_CONFIG_COUNT", (n + 1).to_string())
+            .env(format!("GIT_CONFIG_KEY_{n}"), "http.extraheader")
+            .env(format!("GIT_CONFIG_VALUE_{n}"), header);
+    }
     Ok(cmd.output()?)
+}
+
+/// The variable `guild-hall ci` (and every fetch and push of guild-hall's) takes an HTTPS
+/// token from: sent to the remote as `actions/checkout` would, but kept out of `.git/config`,
+/// where a worker could read it. No worker is ever passed it ([`crate::worker::pass_env`]).
+pub const PUSH_TOKEN_VAR: &str = "GUILD_HALL_PUSH_TOKEN";
+
+/// Standard base64 with padding (an HTTP basic credential).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 fn output(mut cmd: Command, args: &[&str]) -> Result<Vec<u8>> {
@@ -324,4 +357,17 @@ pub fn ref_lock_in_the_way(repo: &Repository, refname: &str) -> Option<String> {
 /// Whether `e` is git finding a lock file in its way (a ref's or an index's `.lock`).
 pub fn is_lock_error(e: &GitError) -> bool {
     matches!(e, GitError::Git(g) if g.code() == git2::ErrorCode::Locked)
+}
+
+#[cfg(test)]
+mod token_tests {
+    /// An HTTP basic credential, encoded as every server decodes it.
+    #[test]
+    fn base64_pads_as_the_standard_says() {
+        for (plain, encoded) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("x-access-token:tok", "eC1hY2Nlc3MtdG9rZW46dG9r")]
+        {
+            assert_eq!(super::base64(plain.as_bytes()), encoded, "{plain:?}");
+        }
+    }
 }

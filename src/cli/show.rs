@@ -393,7 +393,14 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
             say!(
                 "Landlock: available (ABI {abi}); workers write only their own, read nothing of the home but their own; signals scoped to the worker: {}",
                 if *abi >= 6 { "yes" } else { "no (needs ABI 6, Linux 6.12)" }
-            )
+            );
+            // What this kernel cannot keep from a worker, said plainly (docs/confinement.md).
+            let abstract_sockets = if *abi >= 6 { "refused".to_string() } else { format!("not enforced: kernel Landlock ABI {abi} < 6") };
+            let pathname_sockets = match guild_hall::worker::sandbox::pathname_socket_support() {
+                Ok(()) => "refused (those listening when the attempt starts)".to_string(),
+                Err(why) => format!("not enforced: {why}"),
+            };
+            say!("Unix sockets outside the attempt: abstract: {abstract_sockets}; pathname: {pathname_sockets}");
         }
         guild_hall::worker::sandbox::Support::Unavailable { why } => say!(
             "Landlock: not available ({why}); confined workers are {}",
@@ -412,8 +419,15 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
             (guild_hall::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
-            (guild_hall::worker::SandboxSpec::Confined { write }, how) if !write.is_empty() => {
-                format!("sandbox {how} +{}", write.join(","))
+            (guild_hall::worker::SandboxSpec::Confined { write, read }, how) if !write.is_empty() || !read.is_empty() => {
+                let mut s = format!("sandbox {how}");
+                if !write.is_empty() {
+                    s.push_str(&format!(" +{}", write.join(",")));
+                }
+                if !read.is_empty() {
+                    s.push_str(&format!(" read +{}", read.join(",")));
+                }
+                s
             }
             (_, how) => format!("sandbox {how}"),
         };

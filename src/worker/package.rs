@@ -115,11 +115,12 @@ pub enum Protocol {
     Acp,
 }
 
-/// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS]}` to widen what the
-/// worker may write (`~/` is the home directory). Default: confined, nothing widened.
+/// `sandbox:` in `worker.yaml`: `off`, or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}`
+/// to widen what the worker may write, and which of the person's credential stores it may read
+/// (`~/` is the home directory). Default: confined, nothing widened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxSpec {
-    Confined { write: Vec<String> },
+    Confined { write: Vec<String>, read: Vec<String> },
     Off,
 }
 
@@ -129,10 +130,11 @@ impl schemars::JsonSchema for SandboxSpec {
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "description": "`off`, or `{write: [ABSOLUTE PATHS]}` to widen what the worker may write (`~/` is the home directory)",
+            "description": "`off`, or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}` to widen what the worker may write, and which of the person's credential stores (~/.ssh, ~/.aws, ...) it may read (`~/` is the home directory)",
             "oneOf": [
                 {"const": "off"},
-                {"type": "object", "properties": {"write": {"type": "array", "items": {"type": "string"}}},
+                {"type": "object", "properties": {"write": {"type": "array", "items": {"type": "string"}},
+                                                   "read": {"type": "array", "items": {"type": "string"}}},
                  "additionalProperties": false}
             ]
         })
@@ -141,7 +143,7 @@ impl schemars::JsonSchema for SandboxSpec {
 
 impl Default for SandboxSpec {
     fn default() -> Self {
-        SandboxSpec::Confined { write: Vec::new() }
+        SandboxSpec::Confined { write: Vec::new(), read: Vec::new() }
     }
 }
 
@@ -150,6 +152,8 @@ impl Default for SandboxSpec {
 struct SandboxMap {
     #[serde(default)]
     write: Vec<String>,
+    #[serde(default)]
+    read: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -162,14 +166,16 @@ enum SandboxRepr {
 impl<'de> Deserialize<'de> for SandboxSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        match SandboxRepr::deserialize(d).map_err(|_| D::Error::custom("sandbox must be `off` or `{write: [ABSOLUTE PATHS]}`"))? {
+        match SandboxRepr::deserialize(d)
+            .map_err(|_| D::Error::custom("sandbox must be `off` or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}`"))?
+        {
             SandboxRepr::Word(w) if w == "off" => Ok(SandboxSpec::Off),
             SandboxRepr::Word(w) => Err(D::Error::custom(format!("sandbox: {w:?} is not `off` or `{{write: [...]}}`"))),
             SandboxRepr::Map(m) => {
-                for p in &m.write {
-                    expand_home(p).map_err(D::Error::custom)?;
+                for (key, p) in m.write.iter().map(|p| ("sandbox.write", p)).chain(m.read.iter().map(|p| ("sandbox.read", p))) {
+                    expand_home(key, p).map_err(D::Error::custom)?;
                 }
-                Ok(SandboxSpec::Confined { write: m.write })
+                Ok(SandboxSpec::Confined { write: m.write, read: m.read })
             }
         }
     }
@@ -179,10 +185,13 @@ impl Serialize for SandboxSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             SandboxSpec::Off => s.serialize_str("off"),
-            SandboxSpec::Confined { write } => {
+            SandboxSpec::Confined { write, read } => {
                 use serde::ser::SerializeMap;
-                let mut m = s.serialize_map(Some(1))?;
+                let mut m = s.serialize_map(None)?;
                 m.serialize_entry("write", write)?;
+                if !read.is_empty() {
+                    m.serialize_entry("read", read)?;
+                }
                 m.end()
             }
         }
@@ -194,7 +203,8 @@ impl Serialize for SandboxSpec {
 /// Errors name the entry as written, never what it expanded to: a variable's value may be a
 /// secret, and these errors reach `check`, `workers`, `status`, a commission's `reason:` and
 /// its timeline (which `guild-hall ci` pushes).
-pub fn expand_home(entry: &str) -> Result<PathBuf, String> {
+/// `key` is what the entry is (`sandbox.write`, `sandbox.read`, `acp.session_dir`): errors say it.
+pub fn expand_home(key: &str, entry: &str) -> Result<PathBuf, String> {
     let p = &super::sandbox::env_or_default(entry)?;
     // What the path came from, for an error: the variable's name, never its value.
     let what = match entry.strip_prefix("${").and_then(|r| r.split_once(":-")) {
@@ -203,16 +213,16 @@ pub fn expand_home(entry: &str) -> Result<PathBuf, String> {
     };
     let path = match p.strip_prefix("~/") {
         Some(rest) => {
-            let home = std::env::var_os("HOME").ok_or_else(|| format!("sandbox.write {entry:?}: HOME is not set"))?;
+            let home = std::env::var_os("HOME").ok_or_else(|| format!("{key} {entry:?}: HOME is not set"))?;
             PathBuf::from(home).join(rest)
         }
         None => PathBuf::from(p),
     };
     if !path.is_absolute() {
-        return Err(format!("sandbox.write {entry:?} must be an absolute path (or start with ~/){what}"));
+        return Err(format!("{key} {entry:?} must be an absolute path (or start with ~/){what}"));
     }
     if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return Err(format!("sandbox.write {entry:?} must not contain `..`{what}"));
+        return Err(format!("{key} {entry:?} must not contain `..`{what}"));
     }
     Ok(path)
 }
@@ -233,6 +243,11 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, St
     for name in names {
         if !valid_env_name(name) {
             return Err(format!("pass_env: {name:?} is not a variable name"));
+        }
+        if name == crate::activity::git::PUSH_TOKEN_VAR {
+            // guild-hall's own credential for the remote: never a worker's.
+            missing.push(name.clone());
+            continue;
         }
         if let Ok(v) = std::env::var(name) {
             out.insert(name.clone(), v);
@@ -352,7 +367,7 @@ impl Manifest {
             return Err(at("acp", "acp: is the policy of an ACP agent: it needs `protocol: acp`".into()));
         }
         if let Some(dir) = &m.acp.session_dir {
-            expand_home(dir).map_err(|e| at("acp", format!("acp.session_dir: {e}")))?;
+            expand_home("acp.session_dir", dir).map_err(|e| at("acp", e))?;
         }
         Ok(m)
     }
@@ -387,7 +402,16 @@ impl Package {
     /// expanded `${NAME:-DEFAULT}` may be a secret, never shown).
     pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, String> {
         match &self.manifest.sandbox {
-            SandboxSpec::Confined { write } => write.iter().map(|w| expand_home(w).map(|p| (w.clone(), p))).collect(),
+            SandboxSpec::Confined { write, .. } => write.iter().map(|w| expand_home("sandbox.write", w).map(|p| (w.clone(), p))).collect(),
+            SandboxSpec::Off => Ok(Vec::new()),
+        }
+    }
+
+    /// What the package's `sandbox.read` names, `~` expanded: of the person's credential stores
+    /// ([`super::sandbox::credential_stores`]) these (and what lies beneath) are readable.
+    pub fn sandbox_read(&self) -> Result<Vec<PathBuf>, String> {
+        match &self.manifest.sandbox {
+            SandboxSpec::Confined { read, .. } => read.iter().map(|r| expand_home("sandbox.read", r)).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
         }
     }

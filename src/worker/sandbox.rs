@@ -76,6 +76,77 @@ pub fn env_or_default(entry: &str) -> Result<String, String> {
     }
 }
 
+/// The person's credential stores under their home directory (DESIGN §6): keys, cloud and
+/// registry logins, shell and REPL histories, and the agents' own login files. A confined
+/// worker reads none of them unless its package's `sandbox.read` names one (or a directory
+/// holding it). The agents' packages keep homes of their own (`~/.claude/guild-hall-<package>`,
+/// ...), so only the person's login files are listed, never those directories.
+const CREDENTIAL_STORES: [&str; 30] = [
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".config/hub",
+    ".config/gcloud",
+    ".azure",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".docker",
+    ".kube",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".sh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    // The agents' own logins (`~/.claude.json` holds an API key login's key too).
+    ".claude/.credentials.json",
+    ".claude.json",
+];
+
+/// The agents' login files and the stores that their environment variables move elsewhere.
+const AGENT_LOGINS: [&str; 4] =
+    [".codex/auth.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/gemini-credentials.json"];
+
+/// The person's credential stores ([`CREDENTIAL_STORES`] under `$HOME`, and where guild-hall's
+/// environment moved them: `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GNUPGHOME`, `HISTFILE`,
+/// `AWS_SHARED_CREDENTIALS_FILE`, `DOCKER_CONFIG`, `KUBECONFIG`, `GH_CONFIG_DIR`), less those
+/// `read` names or holds (`sandbox.read`). Whether each exists is for [`Policy::prepare`].
+pub fn credential_stores(read: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) {
+        out.extend(CREDENTIAL_STORES.iter().chain(AGENT_LOGINS.iter()).map(|rel| home.join(rel)));
+    }
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(d) = var("CLAUDE_CONFIG_DIR") {
+        out.extend([d.join(".credentials.json"), d.join(".claude.json")]);
+    }
+    if let Some(d) = var("CODEX_HOME") {
+        out.push(d.join("auth.json"));
+    }
+    for name in ["GNUPGHOME", "HISTFILE", "AWS_SHARED_CREDENTIALS_FILE", "DOCKER_CONFIG", "GH_CONFIG_DIR"] {
+        out.extend(var(name));
+    }
+    if let Some(list) = std::env::var_os("KUBECONFIG") {
+        out.extend(std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()));
+    }
+    out.retain(|p| p.is_absolute() && !read.iter().any(|r| p.starts_with(r)));
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// What one confined process may write and read. It may write only `writable`; it may read
 /// (and run) anything but what lies in a `hidden` dir, where it reads only the `writable` and
 /// `readable` paths.
@@ -96,6 +167,22 @@ pub struct Policy {
 #[derive(Debug)]
 pub struct Prepared {
     fd: OwnedFd,
+    sockets: SocketMask,
+}
+
+/// Pathname Unix sockets made unreachable to a confined worker: the worker gets a mount
+/// namespace of its own (in a user namespace of its own when it is not root) in which each
+/// socket listening outside its writable paths when it starts has `/dev/null` bound over it,
+/// so `connect()` to that path is refused. Landlock does not cover `connect()` (ABI 7), and
+/// confines mounts: the worker cannot take the binds away.
+#[derive(Debug, Default)]
+struct SocketMask {
+    /// The sockets' paths, NUL-terminated (made before the fork: the child only calls mount).
+    sockets: Vec<std::ffi::CString>,
+    /// `"<euid> <euid> 1"` and `"<egid> <egid> 1"`: the maps of a user namespace of the
+    /// worker's own, for when a mount namespace needs one (not root).
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
 }
 
 impl Policy {
@@ -121,8 +208,10 @@ impl Policy {
         let ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(TARGET_ABI))?
-            // A worker may signal its own processes, never guild-hall or anything else.
+            // A worker may signal its own processes, never guild-hall or anything else, and
+            // connect to no abstract Unix socket made outside its own (ABI 6).
             .scope(Scope::Signal)?
+            .scope(Scope::AbstractUnixSocket)?
             .create()?;
         let fd: Option<OwnedFd> = ruleset.into();
         let fd = fd.ok_or_else(|| SandboxError::Unavailable("the kernel refused to create a ruleset".into()))?;
@@ -157,7 +246,8 @@ impl Policy {
                 add_rule(&fd, &canonical, read, Follow::Yes).map_err(err)?;
             }
         }
-        Ok(Prepared { fd })
+        let sockets = SocketMask::around(&self.writable);
+        Ok(Prepared { fd, sockets })
     }
 }
 
@@ -248,18 +338,144 @@ fn add_rule(ruleset: &OwnedFd, path: &Path, access: BitFlags<AccessFs>, follow: 
     Ok(())
 }
 
+/// The pathname Unix sockets listening now (`/proc/net/unix` of this network namespace), but
+/// those inside `inside` (the attempt's own). Relative and unreadable names are skipped.
+fn listening_sockets(inside: &[PathBuf]) -> Vec<PathBuf> {
+    let Ok(table) = std::fs::read("/proc/net/unix") else { return Vec::new() };
+    let inside: Vec<PathBuf> = inside.iter().map(|p| p.canonicalize().unwrap_or_else(|_| p.clone())).collect();
+    let mut out: Vec<PathBuf> = table
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter_map(|line| {
+            // Num RefCount Protocol Flags Type St Inode Path: the path is what follows the
+            // seventh field (it may hold spaces).
+            let mut rest = line;
+            for _ in 0..7 {
+                let start = rest.iter().position(|&b| b != b' ')?;
+                let end = rest[start..].iter().position(|&b| b == b' ').map_or(rest.len(), |e| start + e);
+                rest = &rest[end..];
+            }
+            let path = rest.strip_prefix(b" ")?;
+            path.starts_with(b"/").then(|| PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path)))
+        })
+        .filter(|p| !inside.iter().any(|i| p.starts_with(i)))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+impl SocketMask {
+    fn around(writable: &[PathBuf]) -> SocketMask {
+        use std::os::unix::ffi::OsStrExt;
+        // In a Slurm job (the shim started by the Slurm runner), Slurm's own authentication
+        // stays reachable: `srun` and `scontrol` in the job need MUNGE's socket.
+        let in_slurm_job = std::env::var_os(crate::worker::shim::CPU_BEAT_VAR).is_some();
+        let munge = |p: &PathBuf| p.file_name().is_some_and(|n| n.as_bytes().starts_with(b"munge.socket"));
+        let sockets = listening_sockets(writable)
+            .into_iter()
+            .filter(|p| !(in_slurm_job && munge(p)))
+            .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+            .collect();
+        let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
+        SocketMask { sockets, uid_map: format!("{uid} {uid} 1").into_bytes(), gid_map: format!("{gid} {gid} 1").into_bytes() }
+    }
+
+    /// In the child, before the ruleset: a mount namespace of its own (and a user namespace, if
+    /// a plain one is not permitted), `/dev/null` bound over each socket. A kernel or container
+    /// that permits neither namespace leaves the sockets as they are (`guild-hall workers` says
+    /// so, from [`pathname_socket_support`]); any other failure stops the worker.
+    ///
+    /// # Safety
+    /// Only raw system calls on memory made before the fork: async-signal-safe.
+    unsafe fn enter(&self) -> std::io::Result<()> {
+        if !unshare_mounts(&self.uid_map, &self.gid_map)? {
+            return Ok(());
+        }
+        for socket in &self.sockets {
+            // SAFETY: both paths are NUL-terminated; a bind mount takes no data.
+            let r = unsafe { libc::mount(c"/dev/null".as_ptr(), socket.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) };
+            if r != 0 {
+                let e = std::io::Error::last_os_error();
+                // Gone since, or out of this user's reach (then it cannot connect either).
+                if !matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EACCES | libc::ENOTDIR | libc::ELOOP)) {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A mount namespace of this process's own whose mounts do not propagate back: a plain one
+/// (root), else one in a user namespace mapping this user to itself. `Ok(false)`: neither is
+/// permitted here. Async-signal-safe.
+fn unshare_mounts(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<bool> {
+    // SAFETY: unshare, open, write, close and mount are plain system calls on valid memory.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                return Ok(false);
+            }
+            for (file, content) in
+                [(c"/proc/self/setgroups", b"deny".as_slice()), (c"/proc/self/uid_map", uid_map), (c"/proc/self/gid_map", gid_map)]
+            {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let n = libc::write(fd, content.as_ptr().cast(), content.len());
+                let err = std::io::Error::last_os_error();
+                libc::close(fd);
+                if n != content.len() as isize {
+                    return Err(err);
+                }
+            }
+        }
+        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_SLAVE, std::ptr::null()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(true)
+}
+
+/// Whether pathname Unix sockets can be kept from workers here (a mount namespace of their
+/// own), or why not, tried in a child process as a worker's start would.
+pub fn pathname_socket_support() -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mask = SocketMask::around(&[]);
+    let mut cmd = Command::new(exe);
+    cmd.arg("--version").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    // SAFETY: only async-signal-safe system calls (see `unshare_mounts`).
+    unsafe {
+        cmd.pre_exec(move || match unshare_mounts(&mask.uid_map, &mask.gid_map)? {
+            true => Ok(()),
+            false => Err(std::io::Error::last_os_error()),
+        });
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("the probe exited {s}")),
+        Err(e) => Err(format!("no mount namespace for workers: {e}")),
+    }
+}
+
 impl Prepared {
-    /// Confine `cmd`'s child just before it execs: no new privileges, then the ruleset. Only
-    /// two raw system calls run in the child, both async-signal-safe.
+    /// Confine `cmd`'s child just before it execs: the sockets masked ([`SocketMask::enter`]),
+    /// no new privileges, then the ruleset. Only raw system calls run in the child, all
+    /// async-signal-safe.
     pub fn apply_to(self, cmd: &mut Command) {
         use std::os::unix::process::CommandExt;
         let raw = self.fd.as_raw_fd();
         let keep = self.fd;
+        let sockets = self.sockets;
         // SAFETY: prctl and landlock_restrict_self are plain system calls; no allocation, no
         // locks. `keep` holds the ruleset fd open until the command is dropped.
         unsafe {
             cmd.pre_exec(move || {
                 let _ = &keep;
+                sockets.enter()?;
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }

@@ -108,7 +108,8 @@ fn workflow_steps(runner_temp: &Path) -> Vec<Step> {
                 continue;
             }
             let expand = |s: &str| {
-                let s = s.replace("${{ runner.temp }}", runner_temp.to_str().expect("utf8"));
+                // The origin is a path: no token to send (an empty one is none).
+                let s = s.replace("${{ runner.temp }}", runner_temp.to_str().expect("utf8")).replace("${{ secrets.GITHUB_TOKEN }}", "");
                 assert!(!s.contains("${{"), "step {name:?}: an expression the test cannot stand in for: {s}");
                 s
             };
@@ -424,4 +425,76 @@ fn ci_publishes_only_the_base_branch() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("this checkout is detached"), "{err}");
     assert_eq!(origin.integration_tip(), None, "nothing published");
+}
+
+/// The token-guarded HTTP git server of `tests/git_http_auth.py`, stopped when dropped.
+struct TokenServer {
+    child: std::process::Child,
+    url: String,
+    auth_log: PathBuf,
+}
+
+impl TokenServer {
+    fn start(root: &Path, token: &str) -> TokenServer {
+        let port_file = root.join("http-port");
+        let auth_log = root.join("http-auth.log");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/git_http_auth.py");
+        let child = Command::new("python3").arg(script).arg(root).arg(token).arg(&port_file).arg(&auth_log).spawn();
+        let child = crate::common::needs(child, "python3", "to serve git over HTTP with a token");
+        crate::common::wait_for("the git HTTP server to listen", || port_file.exists());
+        let port = std::fs::read_to_string(&port_file).expect("port");
+        TokenServer { child, url: format!("http://127.0.0.1:{}", port.trim()), auth_log }
+    }
+}
+
+impl Drop for TokenServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `actions/checkout` with `persist-credentials: false` leaves no token in `.git/config` (where
+/// a worker reads it); `guild-hall ci` fetches and pushes with `GUILD_HALL_PUSH_TOKEN`, sent as
+/// the checkout's header would be, and writes it nowhere.
+#[test]
+fn ci_fetches_and_pushes_with_its_own_token_and_leaves_it_in_no_config() {
+    let origin = Origin::new(&["a"]);
+    git(&origin.bare, &["config", "http.receivepack", "true"]);
+    let token = "tok-only-guild-hall-reads";
+    let server = TokenServer::start(origin.tmp.path(), token);
+    let clone = origin.clone("run");
+    git(&clone, &["remote", "set-url", "origin", &format!("{}/origin.git", server.url)]);
+    let home = origin.tmp.path().join("home-run");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("guild-hall"))
+        .args(["ci", "--timeout", "120s"])
+        .current_dir(&clone)
+        .env("GUILD_HALL_HOME", &home)
+        .env("HOME", origin.tmp.path().join("user-home"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GUILD_HALL_PUSH_TOKEN", token)
+        .env_remove("GUILD_HALL_FAULT")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(origin.integration_tip().is_some(), "claude/main was pushed over HTTP with the token:\n{said}");
+    assert_landed_once(&origin, &["a"]);
+    let auth = std::fs::read_to_string(&server.auth_log).expect("auth log");
+    assert!(auth.lines().any(|l| l == "basic eC1hY2Nlc3MtdG9rZW46dG9rLW9ubHktZ3VpbGQtaGFsbC1yZWFkcw=="), "{auth}");
+    // Nowhere a worker could read it: the repository's config, the home, the output.
+    let config = std::fs::read_to_string(clone.join(".git/config")).expect("config");
+    assert!(!config.contains("extraheader") && !config.contains(token), "{config}");
+    let grep = Command::new("grep").args(["-rl", token]).arg(&home).arg(&clone).output().expect("grep");
+    assert!(grep.stdout.is_empty(), "the token was written to {}", String::from_utf8_lossy(&grep.stdout));
+    assert!(!said.contains(token), "{said}");
+    // The shipped workflow checks out without persisting credentials.
+    let workflow =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contrib/ci/github-actions.yml")).expect("workflow");
+    assert!(
+        workflow.contains("persist-credentials: false") && workflow.contains("GUILD_HALL_PUSH_TOKEN: ${{ secrets.GITHUB_TOKEN }}"),
+        "{workflow}"
+    );
 }

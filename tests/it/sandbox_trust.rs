@@ -412,6 +412,132 @@ ln -sf "$GUILD_HALL_HOME/secrets.env" "$mem/leak.md"
     }
 }
 
+/// The person's credential stores in their home, each with a line a worker must not see.
+const CREDENTIALS: [&str; 10] = [
+    ".ssh/id_ed25519",
+    ".aws/credentials",
+    ".bash_history",
+    ".zsh_history",
+    ".local/share/fish/fish_history",
+    ".git-credentials",
+    ".config/gh/hosts.yml",
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+];
+
+/// A worker (`name`, with `sandbox` as its worker.yaml's `sandbox:` if any) that tries to read
+/// each of [`CREDENTIALS`] in `$HOME` and reports `READ: F` or `refused: F`, then reads what it
+/// needs of the home all the same (`ok:`/`FAILED:`), in `.lore/creds/<id>.md`.
+fn install_credential_reader(p: &Project, name: &str, sandbox: Option<&str>) {
+    let tries: String = CREDENTIALS
+        .iter()
+        .map(|f| {
+            format!("if cat \"$HOME/{f}\" >/dev/null 2>&1; then out=\"${{out}}READ: {f}\n\"; else out=\"${{out}}refused: {f}\n\"; fi\n")
+        })
+        .collect();
+    let script = format!(
+        r#"report=".lore/creds/$GUILD_HALL_COMMISSION.md"
+mkdir -p .lore/creds
+out=""
+{tries}
+for f in .gitconfig .claude/settings.json .config/other/settings; do
+  if cat "$HOME/$f" >/dev/null 2>&1; then out="${{out}}ok: $f
+"; else out="${{out}}FAILED: $f
+"; fi
+done
+printf '%s' "$out" > "$report"
+"$GUILD_HALL_BIN" toolbox submit-result --summary read --artifact "$report""#
+    );
+    p.script_worker(name, "full", &script);
+    if let Some(sandbox) = sandbox {
+        let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
+        let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+        std::fs::write(&yaml, format!("{text}sandbox: {sandbox}\n")).expect("write");
+    }
+}
+
+/// A confined worker reads none of the person's credential stores (keys, cloud logins, shell
+/// histories, the agents' own logins) while the rest of the home stays readable; a package
+/// whose `sandbox.read` names one reads that one, and only that one.
+#[test]
+fn a_confined_worker_reads_none_of_the_persons_credentials_unless_sandbox_read_names_them() {
+    let p = Project::new(&[]);
+    let home = p.user_home();
+    for f in CREDENTIALS.iter().chain(&[".gitconfig", ".claude/settings.json", ".config/other/settings"]) {
+        let path = home.join(f);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, format!("# credential-of {f}\n")).expect("plant");
+    }
+    install_credential_reader(&p, "reader", None);
+    install_credential_reader(&p, "ssh-reader", Some("{read: [\"~/.ssh\"]}"));
+    let plain = p.create("reader", "Read", "Read the home.");
+    let ssh = p.create("ssh-reader", "Read with ssh", "Read the home.");
+    p.settle();
+    assert_eq!(p.status(&plain), "completed", "{}", p.ok(&["logs", &plain]));
+    assert_eq!(p.status(&ssh), "completed", "{}", p.ok(&["logs", &ssh]));
+    let report = |id: &str| git(&p.root, &["show", &format!("claude/main:.lore/creds/{id}.md")]);
+    let (plain, ssh) = (report(&plain), report(&ssh));
+    for f in CREDENTIALS {
+        assert!(plain.contains(&format!("refused: {f}\n")), "{f} was readable:\n{plain}");
+        let want = if f.starts_with(".ssh/") { "READ" } else { "refused" };
+        assert!(ssh.contains(&format!("{want}: {f}\n")), "{f} with sandbox.read [~/.ssh]: want {want}:\n{ssh}");
+    }
+    for report in [&plain, &ssh] {
+        assert!(!report.contains("FAILED"), "the rest of the home is readable:\n{report}");
+    }
+    // `workers` says what a package reads beyond the default.
+    let workers = p.ok(&["workers"]);
+    assert!(workers.contains("read +~/.ssh"), "{workers}");
+}
+
+/// Unix sockets listening outside the attempt (pathname sockets in the test's temp dir and in
+/// `/tmp`, an abstract one), as the person's tmux, ssh-agent, D-Bus or Docker would be; each
+/// connection accepted is written to `log`. Stopped when dropped.
+struct Listeners {
+    child: std::process::Child,
+    pathnames: Vec<std::path::PathBuf>,
+}
+
+impl Listeners {
+    fn start(dir: &Path, pathnames: Vec<std::path::PathBuf>, abstract_name: &str, log: &Path) -> Listeners {
+        let ready = dir.join("listeners-ready");
+        let script = r#"
+import os, socket, sys, threading
+log, ready, abstract, paths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def serve(s, name):
+    while True:
+        c, _ = s.accept()
+        with open(log, "a") as f:
+            f.write("connected: " + name + "\n")
+        c.close()
+socks = []
+for p in paths:
+    s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(8); socks.append((s, p))
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + abstract); s.listen(8); socks.append((s, "@" + abstract))
+for s, name in socks:
+    threading.Thread(target=serve, args=(s, name), daemon=True).start()
+open(ready, "w").close()
+threading.Event().wait()
+"#;
+        let child =
+            std::process::Command::new("python3").arg("-c").arg(script).arg(log).arg(&ready).arg(abstract_name).args(&pathnames).spawn();
+        let child = needs(child, "python3", "to listen on Unix sockets");
+        wait_for("the listeners", || ready.exists());
+        Listeners { child, pathnames }
+    }
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for p in &self.pathnames {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 /// Memory belongs to one project and one package: a package of one project named like a
 /// package of another (a cloned repository's `researcher`, say) never reads nor writes the
 /// other's memory, though both run under one home.
@@ -442,4 +568,59 @@ fn memory_is_kept_per_project_and_package() {
     a.settle();
     let prompt = system_prompt(&a, &again);
     assert!(prompt.contains("Topic of project A") && !prompt.contains("Topic of project B"), "{prompt}");
+}
+
+/// A confined worker connects to no Unix socket listening outside its attempt — a pathname
+/// one in the test's temp dir or in `/tmp`, nor an abstract one — while a socket of its own
+/// (in its temp dir, or abstract) works.
+#[test]
+fn a_confined_worker_connects_to_no_unix_socket_outside_its_attempt() {
+    let p = Project::new(&[]);
+    let mark = format!("guild-hall-test-{}", std::process::id());
+    let in_tmp = std::path::PathBuf::from(format!("/tmp/{mark}.sock"));
+    let beside = p.tmp.path().join("listen.sock");
+    let log = p.tmp.path().join("connections.log");
+    let abstract_name = format!("{mark}-abstract");
+    let _listeners = Listeners::start(p.tmp.path(), vec![beside.clone(), in_tmp.clone()], &abstract_name, &log);
+    let script = format!(
+        r#"report=".lore/sock/$GUILD_HALL_COMMISSION.md"
+mkdir -p .lore/sock
+python3 - '{beside}' '{in_tmp}' '@{abstract_name}' > "$report" 2>&1 <<'PY'
+import os, socket, sys, threading
+def reach(addr):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(addr)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+for name in sys.argv[1:]:
+    addr = "\0" + name[1:] if name.startswith("@") else name
+    print(("CONNECTED: " if reach(addr) else "refused: ") + name)
+# Its own sockets: in its temp dir, and abstract.
+own = os.path.join(os.environ["TMPDIR"], "own.sock")
+for label, addr in (("own-pathname", own), ("own-abstract", "\0own-" + str(os.getpid()))):
+    srv = socket.socket(socket.AF_UNIX); srv.bind(addr); srv.listen(1)
+    print(("ok: " if reach(addr) else "FAILED: ") + label)
+PY
+"$GUILD_HALL_BIN" toolbox submit-result --summary tried --artifact "$report""#,
+        beside = beside.display(),
+        in_tmp = in_tmp.display(),
+    );
+    p.script_worker("prober", "full", &script);
+    let id = p.create("prober", "Probe", "Connect.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
+    let report = git(&p.root, &["show", &format!("claude/main:.lore/sock/{id}.md")]);
+    for name in [beside.display().to_string(), in_tmp.display().to_string(), format!("@{abstract_name}")] {
+        assert!(report.contains(&format!("refused: {name}\n")), "{name} was reached:\n{report}");
+    }
+    assert!(report.contains("ok: own-pathname\n") && report.contains("ok: own-abstract\n"), "{report}");
+    let connections = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(connections.is_empty(), "{connections}");
+    // The same as an unprivileged user (a user namespace of its own).
+    let workers = p.ok(&["workers"]);
+    assert!(workers.contains("Unix sockets outside the attempt"), "{workers}");
 }

@@ -3,7 +3,9 @@
 # the session guild-hall keeps is resumed with `--resume` (empty on the first turn: Claude Code
 # then starts one, and guild-hall stores its id), and the output is Claude Code's own stream
 # (`stream-json` with partial messages), which guild-hall translates into meeting events.
-# Tools as for commissions (run.sh), with the meeting toolbox instead of the commission one.
+# Tools as for commissions (run.sh), with the meeting toolbox instead of the commission one; as
+# there, the message on stdin, the system prompt from its file, and no settings file loaded
+# (`--setting-sources ""`: a repository's `.claude/settings.json` runs no hook here).
 # Claude Code's home is this package's own, ~/.claude/guild-hall-<package> (CLAUDE_CONFIG_DIR;
 # worker.yaml's sandbox.write): never the person's ~/.claude (settings.json hooks, CLAUDE.md,
 # login), never another package's, so a coder cannot plant hooks, settings or instructions that
@@ -24,12 +26,12 @@ if [ -n "${GUILD_HALL_SESSION_ID:-}" ]; then
 else
   set --
 fi
-exec claude -p "$(cat "$GUILD_HALL_MESSAGE_FILE")" "$@" \
-  --append-system-prompt "$(cat "$GUILD_HALL_SYSTEM_PROMPT_FILE")" \
+exec claude -p "$@" --setting-sources "" \
+  --append-system-prompt-file "$GUILD_HALL_SYSTEM_PROMPT_FILE" \
   --mcp-config "$config" --strict-mcp-config \
   --tools "$builtin" \
   --allowedTools "$builtin$toolbox" \
   --permission-mode dontAsk \
   --max-turns "$GUILD_HALL_MAX_TURNS" \
   --max-budget-usd "$GUILD_HALL_MAX_BUDGET_USD" \
-  --output-format stream-json --verbose --include-partial-messages
+  --output-format stream-json --verbose --include-partial-messages < "$GUILD_HALL_MESSAGE_FILE"

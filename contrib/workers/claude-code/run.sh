@@ -9,7 +9,12 @@
 # - `--permission-mode dontAsk`: what `--allowedTools` lists runs, anything else is denied
 #   without asking (there is nobody to ask). No permission bypass, so it runs as root too,
 # - bounded by GUILD_HALL_MAX_TURNS and GUILD_HALL_MAX_BUDGET_USD,
-# - system prompt from GUILD_HALL_SYSTEM_PROMPT_FILE (posture, memory, toolbox instructions),
+# - the prompt on stdin and the system prompt (posture, memory, toolbox instructions) from its
+#   file with `--append-system-prompt-file`: never as text on the command line, where any
+#   process could read it (/proc/*/cmdline) and a long one fails at exec,
+# - `--setting-sources ""`: no settings file is loaded, so a repository's `.claude/settings.json`
+#   or `settings.local.json` (hooks that run shell commands, another model, another API URL) is
+#   repository content and nothing more, as in the ACP packages,
 # - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made.
 # Claude Code's home is this package's own, ~/.claude/guild-hall-<package> (CLAUDE_CONFIG_DIR;
 # worker.yaml's sandbox.write): never the person's ~/.claude (settings.json hooks, CLAUDE.md,
@@ -28,12 +33,12 @@ for t in report_progress submit_result log_question record_decision store_memory
   toolbox="$toolbox,mcp__guild-hall__$t"
 done
 "$GUILD_HALL_BIN" toolbox report-progress "Starting Claude Code"
-exec claude -p "$(cat "$GUILD_HALL_PROMPT_FILE")" \
-  --append-system-prompt "$(cat "$GUILD_HALL_SYSTEM_PROMPT_FILE")" \
+exec claude -p --setting-sources "" \
+  --append-system-prompt-file "$GUILD_HALL_SYSTEM_PROMPT_FILE" \
   --mcp-config "$config" --strict-mcp-config \
   --tools "$builtin" \
   --allowedTools "$builtin$toolbox" \
   --permission-mode dontAsk \
   --max-turns "$GUILD_HALL_MAX_TURNS" \
   --max-budget-usd "$GUILD_HALL_MAX_BUDGET_USD" \
-  --output-format stream-json --verbose
+  --output-format stream-json --verbose < "$GUILD_HALL_PROMPT_FILE"

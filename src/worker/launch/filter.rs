@@ -34,7 +34,12 @@ pub fn run_filter(
     if confined {
         let mut writable = vec![tmp.to_path_buf()];
         writable.extend(pkg.sandbox_write().map_err(anyhow::Error::msg)?);
-        Policy { writable, readable: vec![pkg.dir.clone()], hidden: vec![home.to_path_buf()] }.prepare()?.apply_to(&mut cmd);
+        let read = pkg.sandbox_read().map_err(anyhow::Error::msg)?;
+        let mut hidden = vec![home.to_path_buf()];
+        hidden.extend(crate::worker::sandbox::credential_stores(&read));
+        let mut readable = vec![pkg.dir.clone()];
+        readable.extend(read.into_iter().filter(|r| !r.starts_with(home)));
+        Policy { writable, readable, hidden }.prepare()?.apply_to(&mut cmd);
     }
     // Its own process group: on timeout the whole group goes, grandchildren too (one holding
     // stdout would otherwise keep us waiting).

@@ -331,7 +331,20 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
                 state.system_prompt(),
             ];
             readable.extend(a.readable.iter().cloned());
-            Some(Policy { writable, readable, hidden: vec![a.home.root.clone()] })
+            // The person's credential stores are hidden as the home is, but for those the
+            // package's `sandbox.read` names; that never opens the home itself.
+            let read = pkg.sandbox_read().map_err(anyhow::Error::msg)?;
+            if let Some(inside) = read.iter().find(|r| r.starts_with(&a.home.root)) {
+                return Ok(Err(format!(
+                    "sandbox.read {} lies in $GUILD_HALL_HOME ({}), which no worker reads",
+                    inside.display(),
+                    a.home.root.display()
+                )));
+            }
+            let mut hidden = vec![a.home.root.clone()];
+            hidden.extend(crate::worker::sandbox::credential_stores(&read));
+            readable.extend(read);
+            Some(Policy { writable, readable, hidden })
         }
         Confinement::Unconfined => None,
     };
@@ -384,7 +397,7 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
             }
             if let Some(dir) = &pkg.manifest.acp.session_dir {
                 // Checked when the package was loaded.
-                if let Ok(dir) = crate::worker::expand_home(dir) {
+                if let Ok(dir) = crate::worker::expand_home("acp.session_dir", dir) {
                     argv.extend(["--session-dir".to_string(), p(&dir)]);
                 }
             }
