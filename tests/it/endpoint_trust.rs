@@ -45,6 +45,9 @@ const CALLER: &str = r#"#!/bin/sh
 set -u
 sock=$(sed -n 's/^socket: *//p' "$GUILD_HALL_PROMPT_FILE" | head -n 1)
 victim=$(sed -n 's/^victim: *//p' "$GUILD_HALL_PROMPT_FILE" | head -n 1)
+# The endpoint listens only once this attempt runs: a socket listening when an attempt starts
+# is masked from it altogether (sandbox_trust); one bound later is left to the peer check.
+while [ ! -S "$sock" ]; do sleep 0.05; done
 printf '{"jsonrpc":"2.0","id":1,"method":"worker/cancel","params":{"jobId":"%s"}}' "$victim" > "$TMPDIR/body.json"
 cmd="curl -s -o /dev/null -w %{http_code} --max-time 60 --unix-socket $sock --data-binary @$TMPDIR/body.json http://x/mcp"
 direct=$(sh -c "$cmd")
@@ -57,7 +60,9 @@ orphan=$(cat "$TMPDIR/orphan")
 
 /// Item 3: a confined worker (real shim, real Landlock) tries to cancel another commission
 /// over the watcher's socket: every try is refused with 403 and a log line naming it, the
-/// other commission is untouched, and the person's own client is still served.
+/// other commission is untouched, and the person's own client is still served. The endpoint
+/// starts after the attempt did: a socket listening at an attempt's start is not even
+/// connectable from it (its mount namespace masks it), so this is the peer check's own proof.
 #[test]
 fn a_worker_cannot_drive_the_endpoint() {
     let p = Project::new(&["sleeper"]);
@@ -72,14 +77,14 @@ fn a_worker_cannot_drive_the_endpoint() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let sock = p.tmp.path().join("gh.sock");
-    let svc = serving(&p, &sock, &[]);
 
     let victim = p.create("sleeper", "Victim", "sleep: 300\nStay up.");
-    wait_status(&p, &victim, "in_progress");
-    // Settled into its sleep (its progress recorded): from here on its file does not change.
-    wait_for("the victim to report progress", || p.artifact(&victim).contains("progress: Sleeping 300s"));
-    let before = p.artifact(&victim);
     let caller = p.create("caller", "Caller", &format!("socket: {}\nvictim: {victim}\nCancel it.", sock.display()));
+    // Settled into its sleep (its progress recorded): from here on its file does not change.
+    p.pass_until("the victim to report progress", |p| p.artifact(&victim).contains("progress: Sleeping 300s"));
+    assert_eq!(p.status(&caller), "in_progress", "the caller waits for the endpoint");
+    let before = p.artifact(&victim);
+    let svc = serving(&p, &sock, &[]);
     wait_status(&p, &caller, "completed");
     let summary = p.status_json(&caller)["result"]["summary"].as_str().unwrap_or("").to_string();
     assert_eq!(summary, "direct=403 bare=403 orphan=403", "{}", p.ok(&["logs", &caller]));

@@ -197,7 +197,9 @@ fn an_mcp_speaking_agent_is_a_worker() {
     let dir = p.root.join(".lore/workers/py-agent");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
-    std::fs::write(dir.join("worker.yaml"), "name: py-agent\ncommand: [\"./run.sh\"]\ncheckout: sparse\n").expect("write");
+    // A full checkout: it writes `report.md` at the top, which a sparse attempt (that never saw
+    // it) may not land.
+    std::fs::write(dir.join("worker.yaml"), "name: py-agent\ncommand: [\"./run.sh\"]\ncheckout: full\n").expect("write");
     std::fs::write(
         dir.join("run.sh"),
         format!("#!/bin/sh\nset -eu\necho report > report.md\nexec {} {} \"$GUILD_HALL_BIN\"\n", python().display(), client.display()),

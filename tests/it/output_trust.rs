@@ -23,7 +23,7 @@ fn install_hostile(p: &Project) {
          \"$GUILD_HALL_BIN\" toolbox report-progress \"$h\"\n\
          \"$GUILD_HALL_BIN\" toolbox log-question \"$h\"\n\
          printf '%s\\n' \"$h\"\n\
-         while [ ! -e go ]; do sleep 0.05; done\n\
+         while [ ! -e go ]; do sleep 0.05; done\nrm -f go\n\
          mkdir -p .lore/out && echo done > .lore/out/r.md\n\
          \"$GUILD_HALL_BIN\" toolbox submit-result --summary \"$h\" --artifact .lore/out/r.md\n"
     );
