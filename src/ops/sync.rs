@@ -338,6 +338,16 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
     if from == into_commit.id() || repo.graph_descendant_of(into_commit.id(), from)? {
         return Ok(report);
     }
+    // `land` of an integration branch that holds only `sync`'s merges of this very branch (its
+    // files the same, no guild-hall work): nothing to bring, and no merge commit of `sync`'s
+    // lands on the person's branch as noise.
+    if ff == FastForward::WhenBehind
+        && from_commit.tree_id() == into_commit.tree_id()
+        && brought_work(repo, from, into_commit.id())?.is_empty()
+    {
+        report.reason = format!("{from_name} holds nothing {into} lacks (only sync's merges of it)");
+        return Ok(report);
+    }
     let fast_forward = ff == FastForward::WhenBehind && repo.graph_descendant_of(from, into_commit.id())?;
     let (target_tree, message) = if fast_forward {
         (from_commit.tree()?, String::new())

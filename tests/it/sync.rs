@@ -542,3 +542,22 @@ fn land_waits_for_a_locked_index_naming_it() {
     assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
     assert_eq!(std::fs::read_to_string(p.root.join("done.txt")).expect("landed"), "work\n");
 }
+
+/// `sync` always merges (the base on the second parent); a `land` after it with no guild-hall
+/// work in between brings nothing, so no merge commit of `sync`'s reaches `main` as noise.
+#[test]
+fn land_after_a_sync_alone_brings_nothing() {
+    let p = Project::new(&[]);
+    commit_file(&p.root, "notes/fix.txt", "the fix\n", "a fix on main");
+    let (code, v) = json_of(&p, &["sync", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("merge")), "{v}");
+    let main_tip = rev(&p.root, "main");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("up-to-date")), "{v}");
+    assert_eq!(rev(&p.root, "main"), main_tip, "main untouched");
+    // Work that lands afterwards still goes, with the merge under it.
+    p.commit_on_integration("done.txt", "work\n", "finished work");
+    let (code, v) = json_of(&p, &["land", "--json"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("fast-forward")), "{v}");
+    assert_eq!(rev(&p.root, "main"), rev(&p.root, "claude/main"));
+}
