@@ -159,7 +159,7 @@ pub fn runtime(home: &Home, project: &Project, kind: Name, id: &str) -> Vec<Path
 /// The ids named by `kind`'s trailers in the history of `tips`, with the newest line of each.
 fn trailers(repo: &Repository, kind: Name, tips: &[Oid]) -> Result<HashMap<String, (String, Oid)>> {
     let mut by_id = HashMap::new();
-    for (commit, line) in super::merge::trailer_lines_anywhere(repo, tips, &[], names::trailer_prefix(kind))? {
+    for (commit, line) in super::trailers::lines_anywhere(repo, tips, &[], names::trailer_prefix(kind))? {
         if let Some(id) = names::trailer_owner(kind, &line) {
             by_id.entry(id.to_string()).or_insert((line, commit));
         }
@@ -194,7 +194,7 @@ pub fn first_free_attempt(repo: &Repository, id: &str, after: u32, landed: Optio
 pub fn integration_trailers(repo: &Repository, integration: &str) -> Result<HashSet<String>> {
     let local = repo.find_reference(&format!("refs/heads/{integration}")).ok().and_then(|r| r.peel_to_commit().ok()).map(|c| c.id());
     let tips: Vec<Oid> = local.into_iter().chain(remote_copies(repo, integration).into_iter().map(|(_, c)| c)).collect();
-    let found = super::merge::trailer_lines_anywhere(repo, &tips, &[], names::trailer_prefix(Name::Commission))?;
+    let found = super::trailers::lines_anywhere(repo, &tips, &[], names::trailer_prefix(Name::Commission))?;
     Ok(found.into_iter().map(|(_, line)| line).collect())
 }
 

@@ -29,7 +29,8 @@ pub enum MergeOutcome {
     /// What the activity adds is over the merge limits (each file or the total, with its
     /// size): nothing was merged.
     TooLarge(Vec<String>),
-    /// The integration branch is checked out with local changes the merge would touch.
+    /// Not yet, and why: a checkout of the branch has local changes (or ignored, untracked or
+    /// hidden files) the move would touch, or a lock file of git's is in the way.
     Waiting(String),
 }
 
@@ -290,37 +291,16 @@ pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collecti
     Ok(super::trailers::on_chains(repo, &[tip], &[], super::names::TRAILER_START)?.into_iter().map(|(_, line)| line).collect())
 }
 
-/// Every line starting with `prefix` in any message in the history of `tips` but not of `hide`
-/// (all parents, anywhere in a message), newest first, with the commit carrying it. Only for
-/// keeping ids and attempts from being reused, where reading more than guild-hall's own word
-/// only ever reserves a number; never for judging what landed ([`super::trailers`]).
-pub fn trailer_lines_anywhere(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
-    let mut walk = repo.revwalk()?;
-    for tip in tips {
-        walk.push(*tip)?;
-    }
-    for h in hide {
-        walk.hide(*h)?;
-    }
-    let mut found = Vec::new();
-    for oid in walk {
-        let oid = oid?;
-        let commit = repo.find_commit(oid)?;
-        let Ok(message) = commit.message() else { continue };
-        found.extend(message.lines().map(str::trim).filter(|l| l.starts_with(prefix)).map(|l| (oid, l.to_string())));
-    }
-    Ok(found)
-}
-
 /// What landing an activity's work on the integration branch came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Landing {
     /// On the integration branch: the squash commit, or `None` when there was nothing to merge.
     Merged(Option<Oid>),
     /// Not merged, and why (`kind`: `tampered`, `conflict`, `control-plane`, `bad-path`,
-    /// `too-large` or `merge-failed`); the worker's work is secured on its branch.
+    /// `too-large`, `outside-checkout` or `merge-failed`); the worker's work is secured on its
+    /// branch.
     Refused { kind: &'static str, reason: String },
-    /// The integration branch's checkout has local changes the merge would touch.
+    /// Not yet, and why ([`MergeOutcome::Waiting`]; a lock on the activity's branch too).
     Waiting(String),
     /// The worker's files could not even be committed to its branch (a full disk, say), and
     /// why: nothing merged, and its worktree (and object store) must be kept, to be secured
@@ -443,6 +423,11 @@ pub fn land(
 /// What a sparse worktree checks out, and so all a sparse attempt may change.
 pub const SPARSE_CHECKOUT: &str = ".lore/";
 
+/// Whether a sparse attempt saw `path` (it is under [`SPARSE_CHECKOUT`]).
+pub fn in_sparse_checkout(path: &str) -> bool {
+    path.starts_with(SPARSE_CHECKOUT)
+}
+
 /// The paths outside [`SPARSE_CHECKOUT`] that `activity` changes since it forked from
 /// `integration` (its tree against their merge base: the worker's own commits and the
 /// leftovers secured onto it alike), sorted: what a sparse attempt, which never saw them,
@@ -453,7 +438,7 @@ pub fn outside_sparse_checkout(project_root: &Path, integration: &str, activity:
     let act = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
     let base = repo.find_commit(repo.merge_base(int.id(), act.id())?)?;
     let mut paths: Vec<String> =
-        changed_paths(&repo, &base.tree()?, &act.tree()?)?.into_iter().filter(|p| !p.starts_with(SPARSE_CHECKOUT)).collect();
+        changed_paths(&repo, &base.tree()?, &act.tree()?)?.into_iter().filter(|p| !in_sparse_checkout(p)).collect();
     paths.sort();
     Ok(paths)
 }
@@ -462,7 +447,7 @@ pub fn outside_sparse_checkout(project_root: &Path, integration: &str, activity:
 /// squash merges: on the first-parent chain and carrying one of the
 /// [`TRAILERS`](super::names::TRAILERS) as guild-hall writes them ([`super::trailers`]).
 fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Result<bool> {
-    let chain: std::collections::HashSet<Oid> = super::trailers::first_parent_chain(repo, tip, &[base])?.into_iter().collect();
+    let ours = super::trailers::ours_since(repo, tip, base, &super::names::TRAILERS)?;
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
     walk.hide(base)?;
@@ -473,8 +458,7 @@ fn only_ours_changed(repo: &Repository, tip: Oid, base: Oid, path: &str) -> Resu
         let mine = at(&commit.tree()?);
         let parents: Vec<_> = commit.parents().collect();
         let changed = if parents.is_empty() { mine.is_some() } else { parents.iter().any(|p| p.tree().ok().and_then(|t| at(&t)) != mine) };
-        let ours = chain.contains(&oid) && commit.message().is_ok_and(|m| super::trailers::carries_any(m, &super::names::TRAILERS));
-        if changed && !ours {
+        if changed && !ours.contains(&oid) {
             return Ok(false);
         }
     }

@@ -88,6 +88,40 @@ pub fn find_on_chain(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> R
     Ok(None)
 }
 
+/// The commits of `tip`'s first-parent chain since `base` that carry a trailer starting with
+/// one of `prefixes`: guild-hall's own commits of that kind, as the one rule reads them.
+pub fn ours_since(repo: &Repository, tip: Oid, base: Oid, prefixes: &[&str]) -> Result<std::collections::HashSet<Oid>> {
+    let mut ours = std::collections::HashSet::new();
+    for oid in first_parent_chain(repo, tip, &[base])? {
+        if repo.find_commit(oid)?.message().is_ok_and(|m| carries_any(m, prefixes)) {
+            ours.insert(oid);
+        }
+    }
+    Ok(ours)
+}
+
+/// Every line starting with `prefix` in any message in the history of `tips` but not of `hide`
+/// (all parents, anywhere in a message), newest first, with the commit carrying it. Only for
+/// keeping ids and attempts from being reused, where reading more than guild-hall's own word
+/// only ever reserves a number; never for judging what landed (the rest of this module).
+pub fn lines_anywhere(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
+    let mut walk = repo.revwalk()?;
+    for tip in tips {
+        walk.push(*tip)?;
+    }
+    for h in hide {
+        walk.hide(*h)?;
+    }
+    let mut found = Vec::new();
+    for oid in walk {
+        let oid = oid?;
+        let commit = repo.find_commit(oid)?;
+        let Ok(message) = commit.message() else { continue };
+        found.extend(message.lines().map(str::trim).filter(|l| l.starts_with(prefix)).map(|l| (oid, l.to_string())));
+    }
+    Ok(found)
+}
+
 /// Whether `message` carries a trailer starting with one of `prefixes`.
 pub fn carries_any(message: &str, prefixes: &[&str]) -> bool {
     of_message(message).iter().any(|l| prefixes.iter().any(|p| l.starts_with(p)))

@@ -132,7 +132,7 @@ pub fn outside_sparse_checkout(changes: &[Change]) -> Vec<String> {
     let mut out: Vec<String> = changes
         .iter()
         .flat_map(|c| std::iter::once(&c.path).chain(c.from_path.as_ref()))
-        .filter(|p| !p.starts_with(crate::activity::merge::SPARSE_CHECKOUT))
+        .filter(|p| !crate::activity::merge::in_sparse_checkout(p))
         .cloned()
         .collect();
     out.sort();
@@ -196,14 +196,14 @@ pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_traile
     // integration branch only through a person's `land` merge (its second parent) is there too.
     // Ours only as guild-hall writes it: on the first-parent chain, the trailer in the last
     // paragraph; a squash merge whose summary names a task of this wave is the worker's word.
-    let chain: std::collections::HashSet<Oid> = crate::activity::trailers::first_parent_chain(repo, tip, &[base])?.into_iter().collect();
+    let ours = crate::activity::trailers::ours_since(repo, tip, base, &[own_trailer])?;
     let mut out = std::collections::BTreeSet::new();
     for oid in walk {
         let oid = oid?;
-        let c = repo.find_commit(oid)?;
-        if chain.contains(&oid) && c.message().is_ok_and(|m| crate::activity::trailers::carries_any(m, &[own_trailer])) {
+        if ours.contains(&oid) {
             continue;
         }
+        let c = repo.find_commit(oid)?;
         // A merge is compared with its parent on the integration branch's side (the base or
         // a descendant of it): what it brought in. Its first parent may be the person's branch
         // (`sync` fast-forwarding through a `land` merge), whose diff would name everything
