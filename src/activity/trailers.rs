@@ -48,8 +48,26 @@ pub fn of_message(message: &str) -> Vec<&str> {
     last.lines().map(|l| l.trim_end()).filter(|l| l.starts_with(TRAILER_START)).collect()
 }
 
-/// The commits of `tip`'s first-parent chain down to (not including) the first one `hide`
-/// reaches, newest first.
+/// The trailer of the commit an integration branch begins with ([`begins_message`]).
+pub const BEGINS: &str = "Guild-Hall-Begins: ";
+
+/// The message of the commit guild-hall makes an integration branch begin with (on top of the
+/// person's HEAD, the files the same): below it is the person's history, which no walk of
+/// this module reads — a trailer a cloned repository's commits carry from before is nobody's
+/// word.
+pub fn begins_message(branch: &str) -> String {
+    compose(
+        &format!(
+            "guild-hall: the integration branch {branch} begins here\n\nWhat guild-hall lands goes on top of this commit; its trailers are read from here up."
+        ),
+        &format!("{BEGINS}{branch}"),
+    )
+}
+
+/// The commits of `tip`'s first-parent chain, newest first, down to (not including) the first
+/// one `hide` reaches, and not below the commit the integration branch began with (a
+/// [`BEGINS`] trailer; a branch made by an older guild-hall has none, and its whole chain is
+/// read).
 pub fn first_parent_chain(repo: &Repository, tip: Oid, hide: &[Oid]) -> Result<Vec<Oid>> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
@@ -57,7 +75,15 @@ pub fn first_parent_chain(repo: &Repository, tip: Oid, hide: &[Oid]) -> Result<V
         walk.hide(*h)?;
     }
     walk.simplify_first_parent()?;
-    walk.collect::<std::result::Result<Vec<_>, _>>().map_err(Into::into)
+    let mut chain = Vec::new();
+    for oid in walk {
+        let oid = oid?;
+        if repo.find_commit(oid)?.message().is_ok_and(|m| carries_any(m, &[BEGINS])) {
+            break;
+        }
+        chain.push(oid);
+    }
+    Ok(chain)
 }
 
 /// Every trailer line starting with `prefix` on the first-parent chains of `tips` (not below

@@ -322,7 +322,10 @@ fn init_in_a_clone_adopts_the_remotes_integration_branch() {
     let (code, out, err) = guild_hall(fresh.tmp.path(), &clone, &["init"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("claude/main (created from HEAD)"), "{out}");
-    assert_eq!(git(&clone, &["rev-parse", "claude/main"]), git(&clone, &["rev-parse", "main"]));
+    // HEAD's files under a commit of guild-hall's own that the branch begins with.
+    assert_eq!(git(&clone, &["rev-parse", "claude/main^"]), git(&clone, &["rev-parse", "main"]));
+    assert_eq!(git(&clone, &["rev-parse", "claude/main^{tree}"]), git(&clone, &["rev-parse", "main^{tree}"]));
+    assert!(git(&clone, &["log", "-1", "--format=%B", "claude/main"]).contains("Guild-Hall-Begins: claude/main"));
 }
 
 #[test]

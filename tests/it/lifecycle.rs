@@ -47,7 +47,8 @@ fn happy_path_dispatch_progress_result_merge() {
     assert!(text.contains("linked_artifacts:") && text.contains("completed:"), "{text}");
 
     // Merged as one commit on the integration branch, naming the commission.
-    let log = git(&p.root, &["log", "--format=%s%n%b%n--", "main..claude/main"]);
+    // (The integration branch begins with init's own commit, on top of main.)
+    let log = git(&p.root, &["log", "--format=%s%n%b%n--", "--invert-grep", "--grep=^Guild-Hall-Begins: ", "main..claude/main"]);
     assert_eq!(log.matches("--").count(), 1, "one squash commit: {log}");
     assert!(log.contains("(notes)") && log.contains("Guild-Hall-Commission: notes attempt 1"), "{log}");
     let file = git(&p.root, &["show", "claude/main:.lore/research/notes.md"]);
@@ -157,7 +158,7 @@ fn clean_exit_without_result_fails_and_keeps_partial_work() {
     let branch = format!("claude/commission/{id}");
     let files = git(&p.root, &["ls-tree", "-r", "--name-only", &branch]);
     assert!(files.lines().any(|f| f.starts_with(".lore/")), "{files}");
-    assert_eq!(git(&p.root, &["rev-list", "--count", "main..claude/main"]).trim(), "0");
+    assert_eq!(git(&p.root, &["rev-list", "--count", "main..claude/main"]).trim(), "1", "init's own commit alone");
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn checked_out_integration_branch_with_local_changes_waits() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(std::fs::read_to_string(p.root.join(".lore/notes.md")).expect("read"), "my own draft\n", "not overwritten");
-    assert_eq!(git(&p.root, &["rev-list", "--count", "main..claude/main"]).trim(), "0", "nothing merged yet");
+    assert_eq!(git(&p.root, &["rev-list", "--count", "main..claude/main"]).trim(), "1", "nothing merged yet (init's own commit alone)");
     assert_eq!(p.status(&id), "in_progress");
     // The person moves their draft away; the merge goes through.
     std::fs::rename(p.root.join(".lore/notes.md"), p.root.join(".lore/my-draft.md")).expect("mv");

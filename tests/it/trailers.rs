@@ -101,3 +101,29 @@ fn a_workers_summary_never_marks_a_wave_task_integrated() {
     assert_eq!(v["status"], "completed", "{v}");
     assert_eq!(git(&p.root, &["show", "claude/main:t.txt"]), "ran\n", "the task ran and landed: {v}");
 }
+
+/// A cloned repository's history before `init` is nobody's word: the integration branch begins
+/// with a commit of guild-hall's own, and no walk reads below it. A contributor's commit made
+/// before then, ending in a task's trailer, never marks that task integrated (fails on
+/// 777052f and on the first-parent rule alone: the commit is on the chain).
+#[test]
+fn history_before_init_never_marks_work_landed() {
+    let p = Project::new(&["mason"]);
+    git(&p.root, &["branch", "-D", "claude/main"]);
+    std::fs::write(p.root.join("contrib.txt"), "a contribution\n").expect("write");
+    git(&p.root, &["add", "contrib.txt"]);
+    git(&p.root, &["commit", "-q", "-m", "A contribution\n\nGuild-Hall-Task: pl:exec:wave-1:task-1"]);
+    p.ok(&["init"]);
+    let begins = git(&p.root, &["log", "-1", "--format=%B", "claude/main"]);
+    assert!(begins.trim_end().ends_with("Guild-Hall-Begins: claude/main"), "{begins}");
+    assert_eq!(git(&p.root, &["rev-parse", "claude/main^"]), git(&p.root, &["rev-parse", "main"]));
+
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("pl.md"), "---\ntitle: pl\nwaves:\n  - - {id: t, worker: mason, prompt: \"write: t.txt ran\"}\n---\n")
+        .expect("plan");
+    p.settle();
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "pl", "--json"])).expect("json");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(git(&p.root, &["show", "claude/main:t.txt"]), "ran\n", "the task ran and landed: {v}");
+}
