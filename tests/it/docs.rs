@@ -95,13 +95,14 @@ pub(crate) fn kind_of(text: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// The workers an example names (`worker: X`, `fixer: X`, and a plan's tasks).
+/// The workers an example names (`worker: X`, `fixer: X`, `default_worker: X`, and a plan's
+/// tasks; `null` is none).
 fn workers_named(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for key in ["worker: ", "fixer: "] {
         for part in text.split(key).skip(1) {
             let name: String = part.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
-            if !name.is_empty() && !out.contains(&name) {
+            if !name.is_empty() && name != "null" && !out.contains(&name) {
                 out.push(name);
             }
         }
@@ -130,15 +131,10 @@ fn every_yaml_example_in_the_docs_passes_check() {
             };
             let path = path.as_str();
             let p = Project::new(&[]);
+            // Installed as a reader would: `workers add`, from the packages the binary bundles.
             for w in workers_named(&b.text) {
-                if examples().join(&w).join("worker.yaml").exists() {
-                    p.install_worker(&w, &w);
-                } else {
-                    let dir = p.root.join(".lore/workers").join(&w);
-                    std::fs::create_dir_all(&dir).expect("mkdir");
-                    std::fs::write(dir.join("worker.yaml"), format!("name: {w}\ncommand: [\"true\"]\ncapabilities: [commission]\n"))
-                        .expect("write");
-                }
+                let (code, out, err) = p.run(&["workers", "add", &w]);
+                assert_eq!(code, 0, "{}: names worker `{w}`, which `workers add` cannot install:\n{out}{err}", b.at);
             }
             let file = p.root.join(path);
             std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
@@ -373,5 +369,149 @@ fn the_readme_five_minute_path_works_as_written() {
             "blob",
             "{note} landed on main: {ran:?}"
         );
+    }
+}
+
+/// The packages `guild-hall workers --available` lists: those a reader can install.
+fn bundled() -> Vec<String> {
+    let p = Project::new(&[]);
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["workers", "--available", "--json"])).expect("workers --available --json");
+    v.as_array().expect("array").iter().filter_map(|w| w["name"].as_str().map(str::to_string)).collect()
+}
+
+/// The code of a page: its fenced blocks (the YAML ones by their keys, [`workers_named`]) and
+/// its code spans; what each names as a worker: `--worker X`, `--fixer X`, `workers add X`,
+/// and a task's `{…, worker: X}`. A placeholder (`W`, `NAME`) is no name.
+fn workers_in_code(page: &str, text: &str) -> Vec<(String, String)> {
+    let mut code: Vec<(String, String)> = Vec::new();
+    for b in blocks(page, text) {
+        if b.lang == "yaml" {
+            code.extend(workers_named(&b.text).into_iter().map(|w| (b.at.clone(), format!("worker: {w}"))));
+        }
+        code.push((b.at.clone(), b.text.clone()));
+    }
+    // Code spans, outside fences (a span may run over a line end).
+    let mut prose = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            prose.push_str(line);
+            prose.push('\n');
+        }
+    }
+    code.extend(prose.split('`').skip(1).step_by(2).map(|s| (page.to_string(), s.to_string())));
+    let mut out = Vec::new();
+    for (at, text) in code {
+        for key in ["--worker ", "--fixer ", "workers add --user ", "workers add ", "{worker: ", ", worker: ", "worker: "] {
+            // `worker: X` alone only in what `workers_named` gave (a YAML block's key).
+            if key == "worker: " && !text.starts_with("worker: ") {
+                continue;
+            }
+            for part in text.split(key).skip(1) {
+                let name: String = part.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+                let placeholder = name.chars().all(|c| c.is_ascii_uppercase());
+                if !name.is_empty() && !placeholder && !name.starts_with('-') {
+                    out.push((at.clone(), name));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every worker an example in the README or docs/ names — in a YAML block, a command, a code
+/// span — is a package the binary bundles (`workers --available`), so every example runs as
+/// written with `workers add NAME` and nothing else.
+#[test]
+fn every_worker_the_docs_name_is_bundled() {
+    let bundled = bundled();
+    let mut named = Vec::new();
+    let mut unknown = Vec::new();
+    for (page, text) in pages() {
+        for (at, w) in workers_in_code(&page, &text) {
+            if !bundled.contains(&w) {
+                unknown.push(format!("{at}: worker `{w}` is not bundled (bundled: {})", bundled.join(", ")));
+            }
+            named.push(w);
+        }
+    }
+    assert!(unknown.is_empty(), "{}", unknown.join("\n"));
+    for w in ["scribe", "counsel"] {
+        assert!(named.contains(&w.to_string()), "the docs' examples were read: {named:?}");
+    }
+}
+
+/// The marker of a commission or plan example that is not to be run (it needs a model, say):
+/// `<!-- not-run: why -->` on the line before its fence.
+const NOT_RUN: &str = "<!-- not-run:";
+
+/// Every commission and plan example of the README and docs/ runs as written with the bundled
+/// scripted workers it names, for real: written where it belongs in a fresh project, its
+/// workers installed with `workers add`, the paths it depends on committed first, one
+/// `reconcile --wait`; it ends `completed`, and the files it says it writes (`output:` lines,
+/// `outputs:`) are on the integration branch.
+#[test]
+fn every_commission_and_plan_example_runs_with_bundled_workers() {
+    // The scripted packages: bundled, and in examples/ (the agent packages need a model).
+    let scripted: Vec<String> = bundled().into_iter().filter(|w| examples().join(w).join("worker.yaml").is_file()).collect();
+    let mut ran = Vec::new();
+    for (page, text) in pages() {
+        for b in yaml_examples(&page, &text) {
+            let (kind, path) = kind_of(&b.text);
+            if !matches!(kind, "commission" | "plan") {
+                continue;
+            }
+            if let Some(why) = b.before.trim().strip_prefix(NOT_RUN) {
+                assert!(why.trim_end_matches("-->").trim().len() > 3, "{}: say why it is not run", b.at);
+                continue;
+            }
+            let p = Project::new(&[]);
+            for w in workers_named(&b.text) {
+                assert!(
+                    scripted.contains(&w),
+                    "{}: names `{w}`, not a scripted bundled worker ({}): use one, or mark the block `{NOT_RUN} why -->`",
+                    b.at,
+                    scripted.join(", ")
+                );
+                p.ok(&["workers", "add", &w]);
+            }
+            let front: serde_yaml_ng::Value =
+                serde_yaml_ng::from_str(b.text.trim_start_matches("---\n").split("\n---").next().unwrap_or("")).expect("frontmatter");
+            let list = |key: &str| -> Vec<String> {
+                front[key].as_sequence().map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+            };
+            for dep in list("dependencies") {
+                p.commit_on_integration(&dep, "what it depends on\n", "a dependency of the example");
+            }
+            let file = p.root.join(path);
+            std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&file, &b.text).expect("write");
+            let (code, out, err) = p.run(&["reconcile", "--wait", "--timeout", "120s"]);
+            assert_eq!(code, 0, "{}: reconcile failed:\n{out}{err}", b.at);
+            let status = if kind == "plan" {
+                let v: serde_json::Value = serde_json::from_str(&p.ok(&["plan", "show", "example", "--json"])).expect("plan json");
+                v["status"].as_str().unwrap_or("").to_string()
+            } else {
+                p.status("example")
+            };
+            assert_eq!(status, "completed", "{} ({kind}) did not complete:\n{out}{err}\n{}", b.at, p.ok(&["status"]));
+            let mut written = list("outputs");
+            written.extend(b.text.split("output: ").skip(1).map(|s| s.chars().take_while(|c| !c.is_whitespace() && *c != '"').collect()));
+            assert!(!written.is_empty(), "{}: the example says what it writes", b.at);
+            for f in written {
+                assert_eq!(
+                    git(&p.root, &["cat-file", "-t", &format!("claude/main:{f}")]).trim(),
+                    "blob",
+                    "{}: {f} is on claude/main",
+                    b.at
+                );
+            }
+            ran.push(format!("{} ({kind})", b.at));
+        }
+    }
+    for page in ["README.md", "docs/commissions.md", "docs/plans.md"] {
+        assert!(ran.iter().any(|r| r.starts_with(page)), "{page}'s example ran: {ran:?}");
     }
 }
