@@ -328,8 +328,9 @@ pub(crate) fn shell_words(line: &str) -> Vec<String> {
 /// The README's first screen is the five-minute path, and the path works as written: in a
 /// fresh repository, each `guild-hall` command of its shell blocks runs and succeeds, its YAML
 /// block is saved where the text says, and at the end both commissions' work is on the
-/// person's branch. Left out: installing (the test runs the binary cargo built), `cd`, and
-/// `watch`, which runs until stopped (the `reconcile --wait` beside it does the same work).
+/// person's branch, and — its `git` lines run too — nothing of `.lore/` is left uncommitted.
+/// Left out: installing (the test runs the binary cargo built), `cd`, and `watch`, which runs
+/// until stopped (the `reconcile --wait` beside it does the same work).
 #[test]
 fn the_readme_five_minute_path_works_as_written() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
@@ -349,6 +350,12 @@ fn the_readme_five_minute_path_works_as_written() {
             continue;
         }
         for line in b.text.lines() {
+            if line.starts_with("git ") {
+                let o = std::process::Command::new("sh").arg("-c").arg(line).current_dir(&p.root).output().expect("sh");
+                assert!(o.status.success(), "README: `{line}` failed:\n{}", String::from_utf8_lossy(&o.stderr));
+                ran.push(line.to_string());
+                continue;
+            }
             let words = shell_words(line);
             let Some(("guild-hall", args)) = words.split_first().map(|(a, r)| (a.as_str(), r)) else { continue };
             if args.first().is_some_and(|a| a == "watch") {
@@ -360,9 +367,10 @@ fn the_readme_five_minute_path_works_as_written() {
             ran.push(args.join(" "));
         }
     }
-    for step in ["init", "workers add scribe", "commission create", "reconcile --wait", "status", "land"] {
-        assert!(ran.iter().any(|r| r.starts_with(step)), "the path runs `guild-hall {step}`: {ran:?}");
+    for step in ["init", "workers add scribe", "commission create", "reconcile --wait", "status", "land", "git add .lore"] {
+        assert!(ran.iter().any(|r| r.starts_with(step)), "the path runs `{step}`: {ran:?}");
     }
+    assert_eq!(git(&p.root, &["status", "--porcelain"]), "", "the path leaves nothing uncommitted: {ran:?}");
     for note in ["first", "second"] {
         assert_eq!(
             git(&p.root, &["cat-file", "-t", &format!("main:.lore/notes/{note}.md")]).trim(),
@@ -515,4 +523,40 @@ fn every_commission_and_plan_example_runs_with_bundled_workers() {
     for page in ["README.md", "docs/commissions.md", "docs/plans.md"] {
         assert!(ran.iter().any(|r| r.starts_with(page)), "{page}'s example ran: {ran:?}");
     }
+}
+
+/// The README stays short (under about 200 lines) and says what a newcomer otherwise learns
+/// only by accident: where guild-hall keeps its state, and how to remove it all again.
+#[test]
+fn the_readme_is_short_and_says_where_state_lives_and_how_to_remove_it() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
+    let n = readme.lines().count();
+    assert!(n <= 200, "the README is {n} lines: keep it under about 200 (the rest goes to docs/)");
+    assert!(readme.contains("`$GUILD_HALL_HOME`") && readme.contains("`~/.guild-hall`"), "the README says where the home is");
+    let section = readme.split("\n## Uninstalling").nth(1).expect("an uninstall section").split("\n## ").next().unwrap_or("");
+    for needed in ["cargo uninstall guild-hall", "rm -rf ~/.guild-hall", "claude/*", ".lore", "lost", "git worktree prune"] {
+        let said = section.contains(needed) || (needed == "lost" && section.contains("loses"));
+        assert!(said, "the uninstall section says `{needed}`:\n{section}");
+    }
+}
+
+/// No command or example of the README and docs/ holds a placeholder to fill in (`<guild-hall's
+/// git URL>`, `<a tag>`): shell and YAML blocks, comments aside, are runnable as written.
+#[test]
+fn no_example_holds_a_placeholder() {
+    let mut found = Vec::new();
+    for (page, text) in pages() {
+        for b in blocks(&page, &text).into_iter().filter(|b| matches!(b.lang.as_str(), "sh" | "yaml")) {
+            for (n, line) in b.text.lines().enumerate() {
+                let code = line.split(" #").next().unwrap_or("");
+                let code = if code.trim_start().starts_with('#') { "" } else { code };
+                if let Some(at) = code.find('<') {
+                    if code[at..].contains('>') && code[at + 1..].starts_with(|c: char| c.is_alphabetic()) {
+                        found.push(format!("{} (+{}): {line}", b.at, n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "placeholders in examples:\n{}", found.join("\n"));
 }
