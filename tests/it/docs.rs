@@ -560,3 +560,40 @@ fn no_example_holds_a_placeholder() {
     }
     assert!(found.is_empty(), "placeholders in examples:\n{}", found.join("\n"));
 }
+
+/// What a reader has not got is not cited: no page of the README and docs/, nor a file a
+/// bundled package or example carries, points to "DESIGN §…" or a "REQ-…" number (the
+/// project's design notes are not in the repository); a page that uses Kiln's words says,
+/// where it first names Kiln, what Kiln is.
+#[test]
+fn the_docs_cite_nothing_a_reader_has_not_got() {
+    let mut texts = pages();
+    for dir in ["contrib", "examples"] {
+        let mut stack = vec![root().join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if let Ok(text) = std::fs::read_to_string(&path) {
+                    texts.push((path.strip_prefix(root()).expect("under the root").display().to_string(), text));
+                }
+            }
+        }
+    }
+    let mut bad = Vec::new();
+    for (page, text) in &texts {
+        for cite in ["DESIGN §", "DESIGN.md", "REQ-"] {
+            if let Some(at) = text.find(cite) {
+                bad.push(format!("{page}:{}: cites {cite}", text[..at].lines().count()));
+            }
+        }
+        if let Some(at) = text.find("Kiln") {
+            let around: String = text[at..].chars().take(120).collect();
+            if !around.contains("a contract") {
+                bad.push(format!("{page}:{}: names Kiln without saying what it is: {around}", text[..at].lines().count()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
