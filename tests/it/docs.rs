@@ -597,3 +597,24 @@ fn the_docs_cite_nothing_a_reader_has_not_got() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// guild-hall runs on Linux only (it reads `/proc`, confines with Landlock): nothing is shipped
+/// or documented for another system's service manager (a launchd plist, say).
+#[test]
+fn nothing_is_shipped_for_another_system() {
+    let mut stack = vec![root().join("contrib"), root().join("examples")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let path = e.path();
+            assert!(!path.to_string_lossy().contains("launchd") && path.extension().is_none_or(|x| x != "plist"), "{}", path.display());
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    for (page, text) in pages() {
+        assert!(!text.contains("launchd"), "{page} names launchd");
+    }
+    let contrib = std::fs::read_to_string(root().join("contrib/README.md")).expect("contrib/README.md");
+    assert!(!contrib.contains("launchd"), "contrib/README.md names launchd");
+}
