@@ -84,6 +84,12 @@ pub fn init(env: &Env) -> Result<()> {
         ("guild-hall commission create --worker scribe --title TITLE --prompt TEXT".to_string(), "write a commission".to_string()),
         ("guild-hall reconcile --once --wait".to_string(), "run it now (or keep `guild-hall watch` running)".to_string()),
         ("guild-hall land".to_string(), format!("bring the finished work from {branch} into {base}")),
+        (
+            "git add .lore && git commit -m \"guild-hall: commissions and workers\"".to_string(),
+            "commit .lore/ (commissions, plans, meetings, workers and their timelines): the shared truth a clone, a teammate or CI \
+             reads; commit the reconciler's later updates to it the same way"
+                .to_string(),
+        ),
     ] {
         say!("  {command}\n      {what}");
     }

@@ -1,4 +1,4 @@
-//! `guild-hall plan create|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each
+//! `guild-hall plan create|list|show|retry|cancel|logs`: thin over [`guild_hall::ops::plan`]. Each
 //! writes what a person would write in the plan's file; the reconciler carries it out.
 
 use std::path::PathBuf;
@@ -43,6 +43,14 @@ pub enum PlanCmd {
         #[arg(long)]
         draft: bool,
         /// Print `{"plan": id}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the plans: id, status, wave reached of how many, tasks landed, title (and why one
+    /// stopped or waits).
+    List {
+        /// Print `{"plans": [...], "problems": [...]}`: each plan's id, title, status, wave,
+        /// waves, tasks, tasks_landed and reason.
         #[arg(long)]
         json: bool,
     },
@@ -124,6 +132,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
             }
             Ok(())
         }
+        PlanCmd::List { json } => list(env, *json),
         PlanCmd::Show { id, json } => show(env, id, *json),
         PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
         PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
@@ -143,6 +152,40 @@ fn request(env: &Env, id: &str, to: PlanStatus, json_out: bool) -> Result<()> {
         say_json!("{}", json!({"plan": id, "requested": to}));
     } else {
         say_err!("{id}: wrote status: {to}; `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out");
+    }
+    Ok(())
+}
+
+/// The plans as `meeting list` lists meetings: a header, a row each, problems on stderr.
+fn list(env: &Env, json_out: bool) -> Result<()> {
+    let listed = guild_hall::ops::plan::list(&env.home, &env.project)?;
+    if json_out {
+        say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&listed)?)?);
+        return Ok(());
+    }
+    if listed.plans.is_empty() && listed.problems.is_empty() {
+        say!("no plans (write one: guild-hall plan create --title T WAVES.yaml)");
+    }
+    let mut table = Table::new(["ID", "STATUS", "WAVE", "TASKS", "TITLE"]);
+    for p in &listed.plans {
+        let wave = match p.wave {
+            Some(w) if w > 0 => format!("{w}/{}", p.waves),
+            _ => format!("-/{}", p.waves),
+        };
+        // Why it stopped or waits, after the title: the reconciler's reason, else what another
+        // home or the integration branch says of it.
+        let why = p.reason.as_ref().or(p.elsewhere.as_ref()).or(p.integrated.as_ref()).map(|r| format!(" · {r}")).unwrap_or_default();
+        table.row([
+            line(&p.plan).into_owned(),
+            p.status.as_str().to_string(),
+            wave,
+            format!("{}/{} landed", p.tasks_landed, p.tasks),
+            line(&format!("{}{why}", p.title.as_deref().unwrap_or(""))).into_owned(),
+        ]);
+    }
+    table.print();
+    for p in &listed.problems {
+        say_err!("{}", line(p));
     }
     Ok(())
 }

@@ -251,6 +251,10 @@ pub fn list(home: &Home, project: &Project) -> Result<Listed> {
                 wave: record.as_ref().map(|r| r.wave),
                 reason: record.as_ref().and_then(|r| r.reason.clone()),
                 waves: plan.waves.len(),
+                tasks: plan.tasks().count(),
+                tasks_landed: record
+                    .as_ref()
+                    .map_or(0, |r| r.tasks.values().filter(|t| t.state == crate::plan::decide::TaskState::Integrated).count()),
                 title: plan.title,
                 plan: plan.id,
             }),

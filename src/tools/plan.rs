@@ -168,6 +168,10 @@ pub struct Row {
     pub status: PlanStatus,
     pub wave: Option<usize>,
     pub waves: usize,
+    /// Its tasks, in every wave.
+    pub tasks: usize,
+    /// Of them, those whose commit is on the integration branch.
+    pub tasks_landed: usize,
     pub reason: Option<String>,
     /// At work in another home (this one never ran it): what is known, what a person can do.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -147,3 +147,24 @@ fn completions_complete_ids_and_the_man_page_renders() {
     let man = p.ok(&["man"]);
     assert!(man.starts_with(".ie") && man.contains(".TH guild-hall 1") && man.contains("gc") && man.contains("schema"), "{man}");
 }
+
+/// The pre-commit block of docs/commands.md is concrete (no placeholder to fill in) and is the
+/// hooks file's `guild-hall-check-system`: the same entry, language, files and pass_filenames.
+#[test]
+fn the_docs_pre_commit_block_is_the_system_hook() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let hooks: Vec<serde_yaml_ng::Value> =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(root.join(".pre-commit-hooks.yaml")).expect("hooks file")).expect("YAML");
+    let system = hooks.iter().find(|h| h["id"] == "guild-hall-check-system").expect("guild-hall-check-system");
+    let page = std::fs::read_to_string(root.join("docs/commands.md")).expect("commands.md");
+    let at = page.find("**pre-commit.**").expect("the pre-commit paragraph");
+    let block = page[at..].split("```yaml\n").nth(1).and_then(|b| b.split("```").next()).expect("its YAML block");
+    assert!(!block.contains('<'), "no placeholder: {block}");
+    let config: serde_yaml_ng::Value = serde_yaml_ng::from_str(block).expect("a .pre-commit-config.yaml");
+    let repo = &config["repos"][0];
+    assert_eq!(repo["repo"], "local", "{block}");
+    let hook = &repo["hooks"][0];
+    for key in ["entry", "language", "files", "pass_filenames"] {
+        assert_eq!(hook[key], system[key], "{key}: {block}");
+    }
+}

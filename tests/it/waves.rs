@@ -408,3 +408,69 @@ fn cancel_stops_a_running_verify() {
     crate::common::wait_for("the verify to be stopped", || !pid_alive(pid));
     assert_eq!(show(&p, "cv")["status"], "cancelled");
 }
+
+/// `plan list` lists the plans as `meeting list` lists meetings: a row each with its id,
+/// status, wave reached of how many, tasks landed and title; `--json` the same for scripts,
+/// with a plan file that cannot be read named among the problems. The places that send a
+/// person to it (`status --help`, the board without a terminal) name a command that works.
+#[test]
+fn plan_list_lists_every_plan_with_its_wave_progress() {
+    let p = Project::new(&["mason"]);
+    let (_, empty, _) = p.run(&["plan", "list"]);
+    assert!(empty.contains("no plans"), "{empty}");
+    write_plan(
+        &p,
+        "done",
+        "",
+        "  - - {id: a, worker: mason, prompt: \"write: a.txt a\"}\n  - - {id: b, worker: mason, prompt: \"write: b.txt b\"}\n",
+    );
+    p.settle();
+    write_plan(&p, "later", "status: draft\n", "  - - {id: c, worker: mason, prompt: \"write: c.txt c\"}\n");
+    std::fs::write(p.root.join(".lore/plans/broken.md"), "---\ntitle: [unclosed\n---\n").expect("write");
+
+    let v: Value = serde_json::from_str(&p.ok(&["plan", "list", "--json"])).expect("plan list json");
+    let plans = v["plans"].as_array().expect("plans");
+    let of = |id: &str| plans.iter().find(|r| r["plan"] == id).cloned().unwrap_or_else(|| panic!("{id} listed: {v}"));
+    let done = of("done");
+    assert_eq!(
+        (&done["status"], &done["wave"], &done["waves"], &done["tasks"], &done["tasks_landed"]),
+        (&"completed".into(), &2.into(), &2.into(), &2.into(), &2.into()),
+        "{done}"
+    );
+    assert_eq!(done["title"], "done");
+    let later = of("later");
+    assert_eq!(
+        (&later["status"], &later["waves"], &later["tasks"], &later["tasks_landed"]),
+        (&"draft".into(), &1.into(), &1.into(), &0.into()),
+        "{later}"
+    );
+    assert_eq!(plans.len(), 2, "{v}");
+    assert!(v["problems"].as_array().expect("problems").iter().any(|e| e.as_str().is_some_and(|e| e.contains("broken.md"))), "{v}");
+
+    let (code, out, err) = p.run(&["plan", "list"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("ID") && lines[0].contains("STATUS") && lines[0].contains("WAVE"), "{out}");
+    let row = |id: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("{id}: {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("done")[..5], ["done", "completed", "2/2", "2/2", "landed"], "{out}");
+    assert_eq!(row("later")[..5], ["later", "draft", "-/1", "0/1", "landed"], "{out}");
+    assert!(err.contains("broken.md"), "the unreadable plan is named: {err}");
+
+    // Where guild-hall sends a person for the plans, the command it names runs.
+    let help = p.ok(&["status", "--help"]);
+    assert!(help.contains("guild-hall plan list --json"), "{help}");
+    let (code, _, board) = p.run(&["board"]);
+    assert!(code != 0 && board.contains("`plan list --json`"), "the board without a terminal: {board}");
+    for named in board.split('`').skip(1).step_by(2) {
+        let args: Vec<&str> = named.trim_start_matches("guild-hall ").split_whitespace().collect();
+        let (code, out, err) = p.run(&args);
+        assert_eq!(code, 0, "the board names `{named}`, which fails:\n{out}{err}");
+    }
+}

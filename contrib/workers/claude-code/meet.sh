@@ -1,5 +1,5 @@
 #!/bin/sh
-# One meeting turn with Claude Code, headless (DESIGN §10): the person's message is the prompt,
+# One meeting turn with Claude Code, headless: the person's message is the prompt,
 # the session guild-hall keeps is resumed with `--resume` (empty on the first turn: Claude Code
 # then starts one, and guild-hall stores its id), and the output is Claude Code's own stream
 # (`stream-json` with partial messages), which guild-hall translates into meeting events.

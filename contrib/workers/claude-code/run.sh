@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs Claude Code headless for one commission (REQ-WD-31..33), confined by guild-hall's
+# Runs Claude Code headless for one commission, confined by guild-hall's
 # sandbox to its worktree, its temp dir and Claude Code's own state (worker.yaml):
 # - built-in tools from CLAUDE_TOOLS with `--tools` (the others are not offered to the model at
 #   all), plus the guild-hall toolbox over MCP. Unset (claude-code): Read, Grep, Glob, WebSearch

@@ -1,5 +1,5 @@
 #!/bin/sh
-# One meeting turn with Gemini CLI, headless (DESIGN §10): the person's message is the prompt,
+# One meeting turn with Gemini CLI, headless: the person's message is the prompt,
 # the session guild-hall keeps is resumed with `--resume` (empty on the first turn: Gemini CLI
 # then starts one, and guild-hall stores its id from the stream's `init`), and the output is
 # Gemini CLI's own stream (`stream-json`), which guild-hall translates into meeting events.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs Gemini CLI headless for one commission (REQ-WD-31..33), confined by guild-hall's sandbox
+# Runs Gemini CLI headless for one commission, confined by guild-hall's sandbox
 # to its worktree, its temp dir and Gemini CLI's own state for guild-hall (worker.yaml,
 # setup.sh):
 # - `--approval-mode` from GEMINI_APPROVAL_MODE: `default` (this package) offers the model only
