@@ -260,6 +260,7 @@ impl Home {
 
     /// Add the project to `config.yaml` unless it is already there. Returns true if added.
     pub fn register(&self, name: &str, path: &Path) -> Result<bool> {
+        self.refuse_a_name_taken(name, path)?;
         let mut cfg = self.load_config()?;
         if cfg.projects.iter().any(|p| p.name == name && p.path == path) {
             return Ok(false);
@@ -277,6 +278,24 @@ impl Home {
         let text = edited.strip_prefix("---\n").and_then(|t| t.strip_suffix("---\n")).unwrap_or(&edited);
         crate::files::write_atomic(&self.config_path(), text.as_bytes())?;
         Ok(true)
+    }
+
+    /// Refuse `name` for the checkout at `path` when another checkout that is still there holds
+    /// it in this home: a project's name keys its state, worktrees and worker memory, and it
+    /// may come from the repository (`name:` in `.lore/guild-hall.yaml`) — a cloned repository
+    /// naming itself like one of the person's projects would share that project's memory and
+    /// state. A registered checkout that is gone (moved, deleted) gives its name up.
+    pub fn refuse_a_name_taken(&self, name: &str, path: &Path) -> Result<()> {
+        let cfg = self.load_config()?;
+        let same = |a: &Path, b: &Path| a == b || a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b);
+        if let Some(other) = cfg.projects.iter().find(|p| p.name == name && !same(&p.path, path) && p.path.join(".git").exists()) {
+            anyhow::bail!(
+                "the project name {name:?} is already taken in {} by {}: a project's name keys its state, worktrees and worker memory; give this checkout another (`name:` in .lore/guild-hall.yaml)",
+                self.config_path().display(),
+                other.path.display()
+            );
+        }
+        Ok(())
     }
 
     pub fn state_root(&self) -> PathBuf {

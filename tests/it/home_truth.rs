@@ -141,3 +141,27 @@ fn a_meeting_whose_opening_was_killed_before_its_record_is_this_homes() {
     assert!(!check(&p).contains("mt.md"), "{}", check(&p));
     p.ok(&["meeting", "send", "mt", "hello"]);
 }
+
+/// A project's name keys its state, worktrees and worker memory, and a repository can choose it
+/// (`name:` in `.lore/guild-hall.yaml`): a second checkout naming itself like one the home
+/// already serves is refused, by `init` and by a pass, naming both (fails on 777052f: `init`
+/// took the name over and a pass ran under it, sharing the first project's memory).
+#[test]
+fn a_project_name_another_checkout_holds_is_refused() {
+    let a = Project::new(&[]);
+    a.config("name: shared\n");
+    a.ok(&["init"]);
+    let mut b = Project::new(&[]);
+    b.home = a.home.clone();
+    b.config("name: shared\n");
+    let (code, out, err) = b.run(&["init"]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("\"shared\" is already taken") && err.contains(&a.root.display().to_string()), "{err}");
+    let (code, out, err) = b.run(&["reconcile", "--once"]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("already taken"), "{err}");
+    // The first keeps its name and runs.
+    a.ok(&["reconcile", "--once"]);
+    let config = std::fs::read_to_string(a.home.join("config.yaml")).expect("config");
+    assert!(config.contains(&a.root.display().to_string()) && !config.contains(&b.root.display().to_string()), "{config}");
+}
