@@ -83,7 +83,7 @@ pub fn env_or_default(entry: &str) -> Result<String, String> {
 /// worker reads none of them unless its package's `sandbox.read` names one (or a directory
 /// holding it). The agents' packages keep homes of their own (`~/.claude/guild-hall-<package>`,
 /// ...), so only the person's login files are listed, never those directories.
-const CREDENTIAL_STORES: [&str; 30] = [
+const CREDENTIAL_STORES: [&str; 41] = [
     ".ssh",
     ".aws",
     ".gnupg",
@@ -100,6 +100,18 @@ const CREDENTIAL_STORES: [&str; 30] = [
     ".pypirc",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    ".pgpass",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/rclone",
+    ".s3cfg",
+    ".boto",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    // Browser profiles: cookies, saved passwords, session tokens.
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
     ".password-store",
     ".local/share/keyrings",
     ".bash_history",
@@ -735,6 +747,7 @@ mod tests {
             readable: vec![home.join("given/file"), home.join("missing"), home.join("project"), root.clone()],
             // Named through the symlink: hidden all the same.
             hidden: vec![root.join("link-to-home")],
+            ..Default::default()
         };
         let refused = r#"
             for no in "$1/home/secret" "$1/home/other/theirs" "$1/link-to-home/secret" "$1/beside/link/secret" \
@@ -759,6 +772,35 @@ mod tests {
         let wide = Policy { writable: vec![root.clone()], hidden: vec![home.clone()], ..Default::default() };
         let script = format!("set -u\necho x > \"$1/beside/new\" && cat \"$1/beside/open\" >/dev/null || exit 1\n{refused}");
         confined(&wide, &root, &script).expect("a writable dir holding the home");
+    }
+
+    /// The policy file carries every entry, a path that is no UTF-8 included.
+    #[test]
+    fn a_policy_file_reads_back_as_written() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/caf\xe9 dir"));
+        let policy = Policy {
+            writable: vec![odd.clone(), PathBuf::from("/w")],
+            readable: vec![PathBuf::from("/r")],
+            hidden: vec![PathBuf::from("/h")],
+            own: vec![PathBuf::from("/w")],
+            written_as: [(odd, "${SECRET:-/tmp/x}".to_string())].into_iter().collect(),
+            slurm_client: true,
+        };
+        assert_eq!(Policy::from_file_bytes(&policy.to_file_bytes()), Ok(policy));
+        assert!(Policy::from_file_bytes(b"guild-hall-policy-1\0write\0").is_err());
+        assert!(Policy::from_file_bytes(b"something else\0").is_err());
+    }
+
+    /// A mask is enabled exactly when the probe found a mount namespace to be had, and says why
+    /// not otherwise; a disabled mask lists no socket (its child never unshares).
+    #[test]
+    fn the_mask_follows_the_probe() {
+        let mask = SocketMask::around(&[], false);
+        match pathname_socket_support() {
+            Ok(()) => assert!(mask.enabled && mask.why_not.is_none()),
+            Err(why) => assert!(!mask.enabled && mask.why_not == Some(why) && mask.sockets.is_empty()),
+        }
     }
 
     /// Hidden dirs inside another are dropped; the home's siblings and its ancestors' are

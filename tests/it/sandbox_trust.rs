@@ -413,8 +413,19 @@ ln -sf "$GUILD_HALL_HOME/secrets.env" "$mem/leak.md"
 }
 
 /// The person's credential stores in their home, each with a line a worker must not see.
-const CREDENTIALS: [&str; 10] = [
+const CREDENTIALS: [&str; 21] = [
     ".ssh/id_ed25519",
+    ".pgpass",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/rclone/rclone.conf",
+    ".s3cfg",
+    ".boto",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".mozilla/firefox/profile/logins.json",
+    ".config/google-chrome/Default/Cookies",
+    ".config/chromium/Default/Login Data",
     ".aws/credentials",
     ".bash_history",
     ".zsh_history",
