@@ -100,7 +100,8 @@ pub enum Launch<'a> {
 /// or [`Ready::stream`] (here).
 pub struct Ready(Spec, Placement);
 
-/// What [`prepare`] came to.
+/// What [`prepare`] came to. One is made per dispatch and moved once: its size is no cost.
+#[allow(clippy::large_enum_variant)]
 pub enum Prepared {
     Ready(Ready),
     /// The worker cannot start, and why: recorded as the attempt's exit ([`refuse`]).
