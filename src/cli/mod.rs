@@ -303,17 +303,12 @@ pub enum Command {
         /// Rotate the attempt's log at this size.
         #[arg(long, default_value_t = 16 * 1024 * 1024)]
         log_max_bytes: u64,
-        /// A path the worker may write (repeatable); the private temp dir is always added.
-        #[arg(long = "write", value_name = "PATH")]
-        write: Vec<PathBuf>,
-        /// A path the worker may read inside a hidden dir (repeatable).
-        #[arg(long = "read", value_name = "PATH")]
-        read: Vec<PathBuf>,
-        /// A dir the worker may not read but for its `--write` and `--read` paths (repeatable).
-        #[arg(long = "hide", value_name = "DIR")]
-        hide: Vec<PathBuf>,
+        /// The file holding the worker's sandbox policy (what it may write and read); the
+        /// private temp dir is always added.
+        #[arg(long, value_name = "FILE", required_unless_present = "unconfined")]
+        policy: Option<PathBuf>,
         /// Run the worker without Landlock confinement.
-        #[arg(long, conflicts_with_all = ["write", "read", "hide"])]
+        #[arg(long, conflicts_with = "policy")]
         unconfined: bool,
         /// The worker's stdout is the shim's (a meeting turn streamed to its caller), and the
         /// attempt is stopped when the caller dies.
@@ -465,7 +460,11 @@ impl Env {
 fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
-        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, write, read, hide, unconfined, stream, ready_fd, argv } => {
+        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, policy, unconfined, stream, ready_fd, argv } => {
+            let sandbox = match (policy, *unconfined) {
+                (Some(file), false) => Some(guild_hall::worker::sandbox::Policy::read_file(file).map_err(anyhow::Error::msg)?),
+                _ => None,
+            };
             let args = guild_hall::worker::shim::ShimArgs {
                 state_dir: state_dir.clone(),
                 attempt: *attempt,
@@ -473,11 +472,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 argv: argv.clone(),
                 grace: *grace,
                 log_max_bytes: *log_max_bytes,
-                sandbox: (!*unconfined).then(|| guild_hall::worker::sandbox::Policy {
-                    writable: write.clone(),
-                    readable: read.clone(),
-                    hidden: hide.clone(),
-                }),
+                sandbox,
                 stream: *stream,
                 ready_fd: *ready_fd,
             };

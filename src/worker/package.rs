@@ -120,7 +120,14 @@ pub enum Protocol {
 /// (`~/` is the home directory). Default: confined, nothing widened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxSpec {
-    Confined { write: Vec<String>, read: Vec<String> },
+    /// `slurm_client`: MUNGE's socket stays reachable, so the worker can use Slurm's client
+    /// commands (`sbatch`, `srun`, `scontrol`) as the person: it can submit a job that runs
+    /// unconfined. Off unless the package asks.
+    Confined {
+        write: Vec<String>,
+        read: Vec<String>,
+        slurm_client: bool,
+    },
     Off,
 }
 
@@ -130,11 +137,12 @@ impl schemars::JsonSchema for SandboxSpec {
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "description": "`off`, or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}` to widen what the worker may write, and which of the person's credential stores (~/.ssh, ~/.aws, ...) it may read (`~/` is the home directory)",
+            "description": "`off`, or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS], slurm_client: BOOL}` to widen what the worker may write, which of the person's credential stores (~/.ssh, ~/.aws, ...) it may read (`~/` is the home directory), and whether it may reach MUNGE's socket to use Slurm's client commands as the person (`sbatch` runs a job unconfined: an opt-in out of confinement)",
             "oneOf": [
                 {"const": "off"},
                 {"type": "object", "properties": {"write": {"type": "array", "items": {"type": "string"}},
-                                                   "read": {"type": "array", "items": {"type": "string"}}},
+                                                   "read": {"type": "array", "items": {"type": "string"}},
+                                                   "slurm_client": {"type": "boolean"}},
                  "additionalProperties": false}
             ]
         })
@@ -143,7 +151,7 @@ impl schemars::JsonSchema for SandboxSpec {
 
 impl Default for SandboxSpec {
     fn default() -> Self {
-        SandboxSpec::Confined { write: Vec::new(), read: Vec::new() }
+        SandboxSpec::Confined { write: Vec::new(), read: Vec::new(), slurm_client: false }
     }
 }
 
@@ -154,6 +162,8 @@ struct SandboxMap {
     write: Vec<String>,
     #[serde(default)]
     read: Vec<String>,
+    #[serde(default)]
+    slurm_client: bool,
 }
 
 #[derive(Deserialize)]
@@ -166,16 +176,16 @@ enum SandboxRepr {
 impl<'de> Deserialize<'de> for SandboxSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        match SandboxRepr::deserialize(d)
-            .map_err(|_| D::Error::custom("sandbox must be `off` or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS]}`"))?
-        {
+        match SandboxRepr::deserialize(d).map_err(|_| {
+            D::Error::custom("sandbox must be `off` or `{write: [ABSOLUTE PATHS], read: [ABSOLUTE PATHS], slurm_client: BOOL}`")
+        })? {
             SandboxRepr::Word(w) if w == "off" => Ok(SandboxSpec::Off),
             SandboxRepr::Word(w) => Err(D::Error::custom(format!("sandbox: {w:?} is not `off` or `{{write: [...]}}`"))),
             SandboxRepr::Map(m) => {
                 for (key, p) in m.write.iter().map(|p| ("sandbox.write", p)).chain(m.read.iter().map(|p| ("sandbox.read", p))) {
                     expand_home(key, p).map_err(D::Error::custom)?;
                 }
-                Ok(SandboxSpec::Confined { write: m.write, read: m.read })
+                Ok(SandboxSpec::Confined { write: m.write, read: m.read, slurm_client: m.slurm_client })
             }
         }
     }
@@ -185,12 +195,15 @@ impl Serialize for SandboxSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             SandboxSpec::Off => s.serialize_str("off"),
-            SandboxSpec::Confined { write, read } => {
+            SandboxSpec::Confined { write, read, slurm_client } => {
                 use serde::ser::SerializeMap;
                 let mut m = s.serialize_map(None)?;
                 m.serialize_entry("write", write)?;
                 if !read.is_empty() {
                     m.serialize_entry("read", read)?;
+                }
+                if *slurm_client {
+                    m.serialize_entry("slurm_client", slurm_client)?;
                 }
                 m.end()
             }
@@ -414,6 +427,11 @@ impl Package {
             SandboxSpec::Confined { read, .. } => read.iter().map(|r| expand_home("sandbox.read", r)).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
         }
+    }
+
+    /// The package's `sandbox.slurm_client`: its confined worker may reach MUNGE's socket.
+    pub fn slurm_client(&self) -> bool {
+        matches!(self.manifest.sandbox, SandboxSpec::Confined { slurm_client: true, .. })
     }
 
     pub fn can_commission(&self) -> bool {

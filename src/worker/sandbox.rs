@@ -21,8 +21,10 @@ const DEVICES: [&str; 7] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "
 pub enum SandboxError {
     #[error("Landlock is not available on this kernel ({0})")]
     Unavailable(String),
+    /// `path` is the entry as the package wrote it (`${NAME:-DEFAULT}`), never an expanded
+    /// value: that may be a secret.
     #[error("sandbox path {path}: {source}")]
-    Path { path: PathBuf, source: std::io::Error },
+    Path { path: String, source: std::io::Error },
     #[error("building the Landlock ruleset: {0}")]
     Ruleset(#[from] landlock::RulesetError),
 }
@@ -81,7 +83,7 @@ pub fn env_or_default(entry: &str) -> Result<String, String> {
 /// worker reads none of them unless its package's `sandbox.read` names one (or a directory
 /// holding it). The agents' packages keep homes of their own (`~/.claude/guild-hall-<package>`,
 /// ...), so only the person's login files are listed, never those directories.
-const CREDENTIAL_STORES: [&str; 30] = [
+const CREDENTIAL_STORES: [&str; 41] = [
     ".ssh",
     ".aws",
     ".gnupg",
@@ -98,6 +100,18 @@ const CREDENTIAL_STORES: [&str; 30] = [
     ".pypirc",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    ".pgpass",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/rclone",
+    ".s3cfg",
+    ".boto",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    // Browser profiles: cookies, saved passwords, session tokens.
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
     ".password-store",
     ".local/share/keyrings",
     ".bash_history",
@@ -152,6 +166,16 @@ pub fn credential_stores(read: &[PathBuf]) -> Vec<PathBuf> {
 /// `readable` paths.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
+    /// The attempt's own dirs (its worktree, its state dir with its temp dir): a socket
+    /// listening in one of them is its own and stays reachable. A writable dir shared with
+    /// other attempts (the memory dir, a `sandbox.write` entry) is no attempt's own.
+    pub own: Vec<PathBuf>,
+    /// How the package wrote a writable path (its `sandbox.write` entry, maybe
+    /// `${NAME:-DEFAULT}`): errors name that, never the expanded value.
+    pub written_as: std::collections::BTreeMap<PathBuf, String>,
+    /// The package's `sandbox.slurm_client`: MUNGE's socket stays reachable, so the worker can
+    /// run Slurm's client commands (`sbatch`, `scontrol`, `srun`) as the person.
+    pub slurm_client: bool,
     /// Directories (everything beneath them) and files it may create, change, remove and read.
     pub writable: Vec<PathBuf>,
     /// Directories and files it may read and run although they lie in a hidden dir (a path
@@ -163,6 +187,9 @@ pub struct Policy {
     pub hidden: Vec<PathBuf>,
 }
 
+/// The first field of a policy file ([`Policy::to_file_bytes`]).
+const POLICY_HEADER: &[u8] = b"guild-hall-policy-1";
+
 /// A ruleset ready to be enforced on a child process.
 #[derive(Debug)]
 pub struct Prepared {
@@ -172,11 +199,16 @@ pub struct Prepared {
 
 /// Pathname Unix sockets made unreachable to a confined worker: the worker gets a mount
 /// namespace of its own (in a user namespace of its own when it is not root) in which each
-/// socket listening outside its writable paths when it starts has `/dev/null` bound over it,
+/// socket listening outside its own dirs ([`Policy::own`]) when it starts has `/dev/null` bound over it,
 /// so `connect()` to that path is refused. Landlock does not cover `connect()` (ABI 7), and
 /// confines mounts: the worker cannot take the binds away.
 #[derive(Debug, Default)]
 struct SocketMask {
+    /// Whether a mount namespace can be had here ([`pathname_socket_support`], probed once):
+    /// when not, the child never unshares and the sockets stay reachable.
+    enabled: bool,
+    /// Why the sockets are not masked (when not `enabled`).
+    why_not: Option<String>,
     /// The sockets' paths, NUL-terminated (made before the fork: the child only calls mount).
     sockets: Vec<std::ffi::CString>,
     /// `"<euid> <euid> 1"` and `"<egid> <egid> 1"`: the maps of a user namespace of the
@@ -186,16 +218,84 @@ struct SocketMask {
 }
 
 impl Policy {
-    /// The policy as `guild-hall shim` options (`--write`, `--read`, `--hide`, each repeatable).
-    pub fn shim_args(&self) -> Vec<std::ffi::OsString> {
+    /// The policy as the bytes of the file `guild-hall shim --policy` reads
+    /// ([`Policy::from_file_bytes`]): never on a command line, where every process of the
+    /// machine reads it (an expanded `${NAME:-DEFAULT}` may be a secret). NUL-terminated fields:
+    /// a header, then each entry's kind and its path (`shown` adds the entry as written).
+    pub fn to_file_bytes(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
         let mut out = Vec::new();
-        for (flag, paths) in [("--write", &self.writable), ("--read", &self.readable), ("--hide", &self.hidden)] {
+        let mut field = |b: &[u8]| {
+            out.extend_from_slice(b);
+            out.push(0);
+        };
+        field(POLICY_HEADER);
+        for (kind, paths) in [("write", &self.writable), ("read", &self.readable), ("hide", &self.hidden), ("own", &self.own)] {
             for p in paths {
-                out.push(flag.into());
-                out.push(p.clone().into_os_string());
+                field(kind.as_bytes());
+                field(p.as_os_str().as_bytes());
             }
         }
+        for (path, entry) in &self.written_as {
+            field(b"shown");
+            field(path.as_os_str().as_bytes());
+            field(entry.as_bytes());
+        }
+        if self.slurm_client {
+            field(b"slurm_client");
+        }
         out
+    }
+
+    /// The policy [`Policy::to_file_bytes`] wrote; what else it is, is said.
+    pub fn from_file_bytes(bytes: &[u8]) -> Result<Policy, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let body = bytes.strip_suffix(&[0]).ok_or("not a policy file (no final NUL)")?;
+        let mut fields = body.split(|&b| b == 0);
+        if fields.next() != Some(POLICY_HEADER) {
+            return Err("not a policy file (no header)".into());
+        }
+        let path = |f: Option<&[u8]>| -> Result<PathBuf, String> {
+            let f = f.filter(|f| !f.is_empty()).ok_or("an entry without its path")?;
+            Ok(PathBuf::from(std::ffi::OsStr::from_bytes(f)))
+        };
+        let mut policy = Policy::default();
+        while let Some(kind) = fields.next() {
+            match kind {
+                b"write" => policy.writable.push(path(fields.next())?),
+                b"read" => policy.readable.push(path(fields.next())?),
+                b"hide" => policy.hidden.push(path(fields.next())?),
+                b"own" => policy.own.push(path(fields.next())?),
+                b"shown" => {
+                    let p = path(fields.next())?;
+                    let entry = fields.next().ok_or("a shown path without its entry")?;
+                    policy.written_as.insert(p, String::from_utf8_lossy(entry).into_owned());
+                }
+                b"slurm_client" => policy.slurm_client = true,
+                other => return Err(format!("unknown entry {:?}", String::from_utf8_lossy(other))),
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Read the policy file at `path` (never through a link).
+    pub fn read_file(path: &Path) -> Result<Policy, String> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut bytes = Vec::new();
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(|e| format!("reading the sandbox policy {}: {e}", path.display()))?;
+        Policy::from_file_bytes(&bytes).map_err(|e| format!("the sandbox policy {}: {e}", path.display()))
+    }
+
+    /// How a path of this policy is named in an error: the entry as the package wrote it,
+    /// never what a variable expanded to.
+    fn shown(&self, path: &Path) -> String {
+        self.written_as.get(path).cloned().unwrap_or_else(|| path.display().to_string())
     }
 
     /// Build the ruleset. Every writable path must exist (Landlock rules name open files); a
@@ -230,13 +330,13 @@ impl Policy {
         let holds_hidden = |p: &Path| hidden.iter().any(|h| h.starts_with(p));
         let devices = DEVICES.iter().map(PathBuf::from).filter(|p| p.exists());
         for path in self.writable.iter().cloned().chain(devices) {
-            let err = |e: std::io::Error| SandboxError::Path { path: path.clone(), source: e };
+            let err = |e: std::io::Error| SandboxError::Path { path: self.shown(&path), source: e };
             let canonical = path.canonicalize().map_err(err)?;
             let access = if holds_hidden(&canonical) { write } else { write | read };
             add_rule(&fd, &canonical, access, Follow::Yes).map_err(err)?;
         }
         for path in &self.readable {
-            let err = |e: std::io::Error| SandboxError::Path { path: path.clone(), source: e };
+            let err = |e: std::io::Error| SandboxError::Path { path: self.shown(path), source: e };
             let canonical = match path.canonicalize() {
                 Ok(c) => c,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -246,7 +346,7 @@ impl Policy {
                 add_rule(&fd, &canonical, read, Follow::Yes).map_err(err)?;
             }
         }
-        let sockets = SocketMask::around(&self.writable);
+        let sockets = SocketMask::around(&self.own, self.slurm_client);
         Ok(Prepared { fd, sockets })
     }
 }
@@ -259,7 +359,7 @@ fn hidden_roots(hidden: &[PathBuf]) -> Result<Vec<PathBuf>, SandboxError> {
         match h.canonicalize() {
             Ok(c) => out.push(c),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(SandboxError::Path { path: h.clone(), source: e }),
+            Err(e) => return Err(SandboxError::Path { path: h.display().to_string(), source: e }),
         }
     }
     out.sort();
@@ -339,10 +439,12 @@ fn add_rule(ruleset: &OwnedFd, path: &Path, access: BitFlags<AccessFs>, follow: 
 }
 
 /// The pathname Unix sockets listening now (`/proc/net/unix` of this network namespace), but
-/// those inside `inside` (the attempt's own). Relative and unreadable names are skipped.
-fn listening_sockets(inside: &[PathBuf]) -> Vec<PathBuf> {
+/// those inside `own` (the attempt's own dirs). Only a path that is a socket now (not followed:
+/// a stale entry whose path became a file or a link is no socket) is kept. Relative and
+/// unreadable names are skipped.
+fn listening_sockets(own: &[PathBuf]) -> Vec<PathBuf> {
     let Ok(table) = std::fs::read("/proc/net/unix") else { return Vec::new() };
-    let inside: Vec<PathBuf> = inside.iter().map(|p| p.canonicalize().unwrap_or_else(|_| p.clone())).collect();
+    let own: Vec<PathBuf> = own.iter().map(|p| p.canonicalize().unwrap_or_else(|_| p.clone())).collect();
     let mut out: Vec<PathBuf> = table
         .split(|&b| b == b'\n')
         .skip(1)
@@ -358,41 +460,63 @@ fn listening_sockets(inside: &[PathBuf]) -> Vec<PathBuf> {
             let path = rest.strip_prefix(b" ")?;
             path.starts_with(b"/").then(|| PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path)))
         })
-        .filter(|p| !inside.iter().any(|i| p.starts_with(i)))
+        .filter(|p| !own.iter().any(|i| p.starts_with(i)))
+        .filter(|p| is_socket(p))
         .collect();
     out.sort();
     out.dedup();
     out
 }
 
+/// Whether `path` is a socket itself (a symlink is not followed: it is none).
+fn is_socket(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
 impl SocketMask {
-    fn around(writable: &[PathBuf]) -> SocketMask {
+    /// The sockets to mask for an attempt whose own dirs are `own`; MUNGE's stays reachable
+    /// only to a package that asked for it (`slurm_client`).
+    fn around(own: &[PathBuf], slurm_client: bool) -> SocketMask {
         use std::os::unix::ffi::OsStrExt;
-        // In a Slurm job (the shim started by the Slurm runner), Slurm's own authentication
-        // stays reachable: `srun` and `scontrol` in the job need MUNGE's socket.
-        let in_slurm_job = std::env::var_os(crate::worker::shim::CPU_BEAT_VAR).is_some();
+        let (enabled, why_not) = match pathname_socket_support() {
+            Ok(()) => (true, None),
+            Err(why) => (false, Some(why)),
+        };
         let munge = |p: &PathBuf| p.file_name().is_some_and(|n| n.as_bytes().starts_with(b"munge.socket"));
-        let sockets = listening_sockets(writable)
-            .into_iter()
-            .filter(|p| !(in_slurm_job && munge(p)))
-            .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
-            .collect();
-        let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
-        SocketMask { sockets, uid_map: format!("{uid} {uid} 1").into_bytes(), gid_map: format!("{gid} {gid} 1").into_bytes() }
+        let sockets = match enabled {
+            true => listening_sockets(own)
+                .into_iter()
+                .filter(|p| !(slurm_client && munge(p)))
+                .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+                .collect(),
+            false => Vec::new(),
+        };
+        let (uid_map, gid_map) = id_maps();
+        SocketMask { enabled, why_not, sockets, uid_map, gid_map }
     }
 
     /// In the child, before the ruleset: a mount namespace of its own (and a user namespace, if
-    /// a plain one is not permitted), `/dev/null` bound over each socket. A kernel or container
-    /// that permits neither namespace leaves the sockets as they are (`guild-hall workers` says
-    /// so, from [`pathname_socket_support`]); any other failure stops the worker.
+    /// a plain one is not permitted), `/dev/null` bound over each socket that is still one. When
+    /// the probe found no mount namespace to be had ([`pathname_socket_support`]) nothing is
+    /// tried and the sockets stay as they are (the attempt's log and `guild-hall workers` say
+    /// so); when it did, any failure stops the worker.
     ///
     /// # Safety
     /// Only raw system calls on memory made before the fork: async-signal-safe.
     unsafe fn enter(&self) -> std::io::Result<()> {
-        if !unshare_mounts(&self.uid_map, &self.gid_map)? {
+        if !self.enabled {
             return Ok(());
         }
+        unshare_mounts(&self.uid_map, &self.gid_map).map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))?;
         for socket in &self.sockets {
+            // Still a socket, not a link (whose target would be covered) nor a file that took
+            // its path since the parent looked.
+            // SAFETY: `socket` is NUL-terminated; `st` is written by lstat only.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::lstat(socket.as_ptr(), &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+                continue;
+            }
             // SAFETY: both paths are NUL-terminated; a bind mount takes no data.
             let r = unsafe { libc::mount(c"/dev/null".as_ptr(), socket.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) };
             if r != 0 {
@@ -407,61 +531,123 @@ impl SocketMask {
     }
 }
 
+/// `"<euid> <euid> 1"` and `"<egid> <egid> 1"`: the maps of a user namespace that maps this
+/// user to itself.
+fn id_maps() -> (Vec<u8>, Vec<u8>) {
+    let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
+    (format!("{uid} {uid} 1").into_bytes(), format!("{gid} {gid} 1").into_bytes())
+}
+
+/// The steps of [`unshare_mounts`] and of the probe, as said when one fails.
+const STEPS: [&str; 6] = [
+    "unshare(CLONE_NEWUSER|CLONE_NEWNS)",
+    "writing /proc/self/setgroups",
+    "writing /proc/self/uid_map",
+    "writing /proc/self/gid_map",
+    "making / a slave mount (MS_SLAVE)",
+    "binding /dev/null over a file",
+];
+
 /// A mount namespace of this process's own whose mounts do not propagate back: a plain one
-/// (root), else one in a user namespace mapping this user to itself. `Ok(false)`: neither is
-/// permitted here. Async-signal-safe.
-fn unshare_mounts(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<bool> {
+/// (root), else one in a user namespace mapping this user to itself. On failure, the step
+/// (an index into [`STEPS`]) and its errno. Async-signal-safe.
+fn unshare_mounts(uid_map: &[u8], gid_map: &[u8]) -> Result<(), (usize, i32)> {
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
     // SAFETY: unshare, open, write, close and mount are plain system calls on valid memory.
     unsafe {
         if libc::unshare(libc::CLONE_NEWNS) != 0 {
             if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
-                return Ok(false);
+                return Err((0, errno()));
             }
-            for (file, content) in
-                [(c"/proc/self/setgroups", b"deny".as_slice()), (c"/proc/self/uid_map", uid_map), (c"/proc/self/gid_map", gid_map)]
+            for (step, file, content) in
+                [(1, c"/proc/self/setgroups", b"deny".as_slice()), (2, c"/proc/self/uid_map", uid_map), (3, c"/proc/self/gid_map", gid_map)]
             {
                 let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
+                    return Err((step, errno()));
                 }
                 let n = libc::write(fd, content.as_ptr().cast(), content.len());
-                let err = std::io::Error::last_os_error();
+                let e = errno();
                 libc::close(fd);
                 if n != content.len() as isize {
-                    return Err(err);
+                    return Err((step, e));
                 }
             }
         }
         if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_SLAVE, std::ptr::null()) != 0 {
-            return Err(std::io::Error::last_os_error());
+            return Err((4, errno()));
         }
     }
-    Ok(true)
+    Ok(())
 }
 
-/// Whether pathname Unix sockets can be kept from workers here (a mount namespace of their
-/// own), or why not, tried in a child process as a worker's start would.
+/// Whether pathname Unix sockets can be kept from workers here, or why not: decided once per
+/// process, by a child doing all a worker's start would (a mount namespace of its own, in a
+/// user namespace when not root, and a bind mount of `/dev/null` over a file). Where user
+/// namespaces are restricted (Ubuntu's AppArmor since 23.10, a process already under
+/// Landlock) `unshare` may succeed and a later step fail: then no worker tries, rather than
+/// none starting.
 pub fn pathname_socket_support() -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mask = SocketMask::around(&[]);
-    let mut cmd = Command::new(exe);
-    cmd.arg("--version").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-    // SAFETY: only async-signal-safe system calls (see `unshare_mounts`).
-    unsafe {
-        cmd.pre_exec(move || match unshare_mounts(&mask.uid_map, &mask.gid_map)? {
-            true => Ok(()),
-            false => Err(std::io::Error::last_os_error()),
-        });
+    static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PROBED.get_or_init(probe_mount_namespace).clone()
+}
+
+fn probe_mount_namespace() -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let file = tempfile::NamedTempFile::new().map_err(|e| format!("no temp file for the probe: {e}"))?;
+    let target = std::ffi::CString::new(file.path().as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    let (uid_map, gid_map) = id_maps();
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("no pipe for the probe: {e}"))?;
+    // SAFETY: the child makes only async-signal-safe system calls on memory made before the
+    // fork, then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("forking the probe: {}", std::io::Error::last_os_error()));
     }
-    match cmd.status() {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("the probe exited {s}")),
-        Err(e) => Err(format!("no mount namespace for workers: {e}")),
+    if pid == 0 {
+        // SAFETY: as above; the failed step and errno go to the parent as 8 bytes.
+        unsafe {
+            let failed = match unshare_mounts(&uid_map, &gid_map) {
+                Err(f) => Some(f),
+                Ok(()) => (libc::mount(c"/dev/null".as_ptr(), target.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0)
+                    .then(|| (5, std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))),
+            };
+            if let Some((step, errno)) = failed {
+                let mut msg = [0u8; 8];
+                msg[..4].copy_from_slice(&(step as u32).to_ne_bytes());
+                msg[4..].copy_from_slice(&errno.to_ne_bytes());
+                libc::write(write.as_raw_fd(), msg.as_ptr().cast(), msg.len());
+                libc::_exit(1);
+            }
+            libc::_exit(0);
+        }
+    }
+    drop(write);
+    let mut msg = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::fs::File::from(read), &mut msg);
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {}
+    if let (Some(step), Some(errno)) = (msg.get(..4), msg.get(4..8)) {
+        let step = u32::from_ne_bytes(step.try_into().unwrap_or_default()) as usize;
+        let errno = i32::from_ne_bytes(errno.try_into().unwrap_or_default());
+        let what = STEPS.get(step).copied().unwrap_or("the probe");
+        return Err(format!("no mount namespace for workers: {what}: {}", std::io::Error::from_raw_os_error(errno)));
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        Err(format!("the probe for a mount namespace ended with status {status}"))
     }
 }
 
 impl Prepared {
+    /// Why pathname Unix sockets outside the attempt are not masked from this child, if they
+    /// are not (no mount namespace can be had here).
+    pub fn sockets_not_masked(&self) -> Option<&str> {
+        self.sockets.why_not.as_deref()
+    }
+
     /// Confine `cmd`'s child just before it execs: the sockets masked ([`SocketMask::enter`]),
     /// no new privileges, then the ruleset. Only raw system calls run in the child, all
     /// async-signal-safe.
@@ -561,6 +747,7 @@ mod tests {
             readable: vec![home.join("given/file"), home.join("missing"), home.join("project"), root.clone()],
             // Named through the symlink: hidden all the same.
             hidden: vec![root.join("link-to-home")],
+            ..Default::default()
         };
         let refused = r#"
             for no in "$1/home/secret" "$1/home/other/theirs" "$1/link-to-home/secret" "$1/beside/link/secret" \
@@ -585,6 +772,35 @@ mod tests {
         let wide = Policy { writable: vec![root.clone()], hidden: vec![home.clone()], ..Default::default() };
         let script = format!("set -u\necho x > \"$1/beside/new\" && cat \"$1/beside/open\" >/dev/null || exit 1\n{refused}");
         confined(&wide, &root, &script).expect("a writable dir holding the home");
+    }
+
+    /// The policy file carries every entry, a path that is no UTF-8 included.
+    #[test]
+    fn a_policy_file_reads_back_as_written() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/caf\xe9 dir"));
+        let policy = Policy {
+            writable: vec![odd.clone(), PathBuf::from("/w")],
+            readable: vec![PathBuf::from("/r")],
+            hidden: vec![PathBuf::from("/h")],
+            own: vec![PathBuf::from("/w")],
+            written_as: [(odd, "${SECRET:-/tmp/x}".to_string())].into_iter().collect(),
+            slurm_client: true,
+        };
+        assert_eq!(Policy::from_file_bytes(&policy.to_file_bytes()), Ok(policy));
+        assert!(Policy::from_file_bytes(b"guild-hall-policy-1\0write\0").is_err());
+        assert!(Policy::from_file_bytes(b"something else\0").is_err());
+    }
+
+    /// A mask is enabled exactly when the probe found a mount namespace to be had, and says why
+    /// not otherwise; a disabled mask lists no socket (its child never unshares).
+    #[test]
+    fn the_mask_follows_the_probe() {
+        let mask = SocketMask::around(&[], false);
+        match pathname_socket_support() {
+            Ok(()) => assert!(mask.enabled && mask.why_not.is_none()),
+            Err(why) => assert!(!mask.enabled && mask.why_not == Some(why) && mask.sockets.is_empty()),
+        }
     }
 
     /// Hidden dirs inside another are dropped; the home's siblings and its ancestors' are

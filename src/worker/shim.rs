@@ -401,7 +401,14 @@ fn shim_command(launch: &Spec) -> Result<Command> {
         .arg(launch.log_max_bytes.to_string());
     match &launch.sandbox {
         Some(policy) => {
-            cmd.args(policy.shim_args());
+            // In a file of the attempt's (0600, in the home no worker reads), never on the
+            // command line: every process of the machine reads that, and an expanded
+            // `${NAME:-DEFAULT}` may be a secret.
+            let file = policy_file(&launch.state);
+            crate::files::write_atomic(&file, &policy.to_file_bytes())?;
+            std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .with_context(|| format!("making {} private", file.display()))?;
+            cmd.arg("--policy").arg(&file);
         }
         None => {
             cmd.arg("--unconfined");
@@ -413,6 +420,11 @@ fn shim_command(launch: &Spec) -> Result<Command> {
         .env("TMPDIR", launch.state.tmp())
         .env(RUN_ID_VAR, uuid::Uuid::new_v4().simple().to_string());
     Ok(cmd)
+}
+
+/// The attempt's sandbox policy, as `guild-hall shim --policy` reads it.
+pub fn policy_file(state: &StateDir) -> PathBuf {
+    state.0.join("sandbox-policy")
 }
 
 /// The worker's argv, always last on the shim's command line.
@@ -530,8 +542,22 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         Some(policy) => {
             let mut policy = policy.clone();
             policy.writable.push(tmp.clone());
+            policy.own.push(tmp.clone());
             match policy.prepare() {
-                Ok(p) => Some(p),
+                Ok(p) => {
+                    if let Some(why) = p.sockets_not_masked() {
+                        use std::io::Write;
+                        let line = format!(
+                            "[guild-hall] pathname Unix sockets outside the attempt are NOT masked from this worker ({why}): it can connect to any it may open\n"
+                        );
+                        let _ = std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(state.log(attempt))
+                            .and_then(|mut l| l.write_all(line.as_bytes()));
+                    }
+                    Some(p)
+                }
                 Err(e) => return fail(format!("cannot confine the worker: {e}")),
             }
         }

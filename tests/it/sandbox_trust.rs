@@ -413,8 +413,19 @@ ln -sf "$GUILD_HALL_HOME/secrets.env" "$mem/leak.md"
 }
 
 /// The person's credential stores in their home, each with a line a worker must not see.
-const CREDENTIALS: [&str; 10] = [
+const CREDENTIALS: [&str; 21] = [
     ".ssh/id_ed25519",
+    ".pgpass",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/rclone/rclone.conf",
+    ".s3cfg",
+    ".boto",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".mozilla/firefox/profile/logins.json",
+    ".config/google-chrome/Default/Cookies",
+    ".config/chromium/Default/Login Data",
     ".aws/credentials",
     ".bash_history",
     ".zsh_history",
@@ -623,4 +634,211 @@ PY
     // The same as an unprivileged user (a user namespace of its own).
     let workers = p.ok(&["workers"]);
     assert!(workers.contains("Unix sockets outside the attempt"), "{workers}");
+}
+
+/// Put the process `cmd` starts under a Landlock domain of its own that only forbids making
+/// block devices: harmless to guild-hall, but a process under Landlock may not change mounts
+/// (the kernel's rule), as on a system restricting user namespaces (Ubuntu's AppArmor since
+/// 23.10) `unshare(CLONE_NEWUSER|CLONE_NEWNS)` succeeds and `mount(MS_SLAVE)` fails EPERM.
+fn under_landlock(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    #[repr(C)]
+    struct RulesetAttr {
+        handled_access_fs: u64,
+    }
+    const LANDLOCK_ACCESS_FS_MAKE_BLOCK: u64 = 1 << 11;
+    let attr = RulesetAttr { handled_access_fs: LANDLOCK_ACCESS_FS_MAKE_BLOCK };
+    // SAFETY: a valid, live attr of the size given.
+    let fd =
+        unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, &attr as *const RulesetAttr, std::mem::size_of::<RulesetAttr>(), 0u32) };
+    assert!(fd >= 0, "these tests need Landlock: {}", std::io::Error::last_os_error());
+    let fd = fd as i32;
+    // SAFETY: prctl and landlock_restrict_self are async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Where no mount namespace can be had for a worker (guild-hall itself runs under Landlock,
+/// which forbids changing mounts: the user namespace is made, its maps written, then
+/// `mount(MS_SLAVE)` fails EPERM), confined workers still start, as root and as an
+/// unprivileged user: pathname sockets are then not masked, the attempt's log says so and
+/// why, and `guild-hall workers` says "not enforced" with the same reason.
+#[test]
+fn without_a_mount_namespace_confined_workers_start_and_say_sockets_are_not_masked() {
+    for unprivileged in [false, true] {
+        let p = Project::new(&[]);
+        p.script_worker("plain", "full", "echo working\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+        let id = p.create("plain", "Plain", "Go.");
+        let bin = assert_cmd::cargo::cargo_bin("guild-hall");
+        let run = |args: &[&str]| {
+            let mut cmd = std::process::Command::new(if unprivileged { "setpriv" } else { bin.to_str().expect("utf8") });
+            if unprivileged {
+                cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&bin);
+            }
+            cmd.args(args).current_dir(&p.root);
+            for (k, v) in p.cmd().get_envs() {
+                match v {
+                    Some(v) => cmd.env(k, v),
+                    None => cmd.env_remove(k),
+                };
+            }
+            under_landlock(&mut cmd);
+            cmd.output().expect("runs")
+        };
+        if unprivileged {
+            let chown = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(p.tmp.path()).status().expect("chown");
+            assert!(chown.success());
+        }
+        let settled = run(&["reconcile", "--once", "--wait", "--timeout", "60s"]);
+        let workers = run(&["workers"]);
+        if unprivileged {
+            let chown = std::process::Command::new("chown").args(["-R", "0:0"]).arg(p.tmp.path()).status().expect("chown");
+            assert!(chown.success());
+        }
+        assert!(settled.status.success(), "{}", String::from_utf8_lossy(&settled.stderr));
+        let logs = p.ok(&["logs", &id]);
+        assert_eq!(p.status(&id), "completed", "unprivileged: {unprivileged}: {}\n{logs}", p.status_json(&id));
+        assert!(logs.contains("working"), "{logs}");
+        let said = logs.lines().filter(|l| l.contains("NOT masked")).collect::<Vec<_>>();
+        assert_eq!(said.len(), 1, "one line says the sockets are not masked, and why: {logs}");
+        assert!(said[0].contains("MS_SLAVE") && said[0].contains("not permitted"), "{logs}");
+        let workers = String::from_utf8_lossy(&workers.stdout).into_owned();
+        assert!(workers.contains("pathname: not enforced: no mount namespace for workers: making / a slave mount"), "{workers}");
+    }
+}
+
+/// Sockets are masked from a worker unless they lie in the attempt's own dirs: one in a
+/// `sandbox.write` dir shared across attempts is masked all the same. A stale entry of
+/// `/proc/net/unix` (a socket's path since taken by a file, or by a link) is left alone: the
+/// file keeps its content, and the link's target is not covered.
+#[test]
+fn a_socket_in_a_shared_writable_dir_is_masked_and_stale_entries_are_left_alone() {
+    let p = Project::new(&[]);
+    let shared = p.tmp.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("mkdir");
+    let agent = shared.join("agent.sock");
+    let (as_file, as_link, target) = (p.tmp.path().join("file.sock"), p.tmp.path().join("link.sock"), p.tmp.path().join("target.txt"));
+    std::fs::write(&target, "target-content\n").expect("write");
+    let (log, ready) = (p.tmp.path().join("connections.log"), p.tmp.path().join("ready"));
+    // Listening on all three; the last two paths are then replaced (the sockets still listen).
+    let script = r#"
+import os, socket, sys, threading
+log, ready, target, live, as_file, as_link = sys.argv[1:7]
+def serve(s, name):
+    while True:
+        c, _ = s.accept()
+        with open(log, "a") as f:
+            f.write("connected: " + name + "\n")
+        c.close()
+socks = []
+for p in (live, as_file, as_link):
+    s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(8); socks.append(s)
+    threading.Thread(target=serve, args=(s, p), daemon=True).start()
+os.unlink(as_file)
+with open(as_file, "w") as f:
+    f.write("file-content\n")
+os.unlink(as_link)
+os.symlink(target, as_link)
+open(ready, "w").close()
+threading.Event().wait()
+"#;
+    let child =
+        std::process::Command::new("python3").arg("-c").arg(script).args([&log, &ready, &target, &agent, &as_file, &as_link]).spawn();
+    let mut child = needs(child, "python3", "to listen on Unix sockets");
+    wait_for("the listeners", || ready.exists());
+    let worker = format!(
+        r#"report=".lore/sock/$GUILD_HALL_COMMISSION.md"
+mkdir -p .lore/sock
+{{
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' '{agent}' 2>/dev/null && echo "CONNECTED: shared" || echo "refused: shared"
+echo "file: $(cat '{as_file}')"
+echo "target: $(cat '{target}')"
+echo "through the link: $(cat '{as_link}')"
+}} > "$report"
+"$GUILD_HALL_BIN" toolbox submit-result --summary tried --artifact "$report""#,
+        agent = agent.display(),
+        as_file = as_file.display(),
+        target = target.display(),
+        as_link = as_link.display(),
+    );
+    p.script_worker("prober", "full", &worker);
+    let yaml = p.root.join(".lore/workers/prober/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("yaml");
+    std::fs::write(&yaml, format!("{text}sandbox: {{write: [\"{}\"]}}\n", shared.display())).expect("write");
+    let id = p.create("prober", "Probe", "Connect.");
+    p.settle();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
+    let report = git(&p.root, &["show", &format!("claude/main:.lore/sock/{id}.md")]);
+    assert!(report.contains("refused: shared\n"), "a socket in a shared sandbox.write dir was reached:\n{report}");
+    for line in ["file: file-content\n", "target: target-content\n", "through the link: target-content\n"] {
+        assert!(report.contains(line), "a stale entry's path was covered: want {line:?}:\n{report}");
+    }
+    let connections = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(connections.is_empty(), "{connections}");
+}
+
+/// An expanded `${NAME:-DEFAULT}` `sandbox.write` entry is on no process's command line while
+/// the worker runs (the shim reads its policy from a private file), and one that expands to a
+/// dangling link fails the attempt naming the entry as written, never the value.
+#[test]
+fn an_expanded_sandbox_write_entry_is_on_no_command_line_nor_in_a_reason() {
+    let p = Project::new(&[]);
+    let mark = format!("SECRETVALUE{}", std::process::id());
+    let held = p.tmp.path().join(format!("{mark}-held"));
+    std::fs::create_dir_all(&held).expect("mkdir");
+    let dangling = p.tmp.path().join(format!("{mark}-dangling"));
+    std::os::unix::fs::symlink(p.tmp.path().join("nowhere"), &dangling).expect("symlink");
+    let cue = p.tmp.path().join("cue");
+    let script = format!(
+        "for i in $(seq 600); do [ -e '{cue}' ] && break; sleep 0.1; done\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done",
+        cue = cue.display()
+    );
+    for (name, var) in [("holder", "MY_HELD_DIR"), ("dangler", "MY_DANGLING_DIR")] {
+        p.script_worker(name, "full", &script);
+        let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
+        let text = std::fs::read_to_string(&yaml).expect("yaml");
+        std::fs::write(&yaml, format!("{text}sandbox: {{write: [\"${{{var}:-/tmp/x}}\"]}}\n")).expect("write");
+    }
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "packages"]);
+    let with_env = |args: &[&str]| {
+        let out = p.cmd().args(args).env("MY_HELD_DIR", &held).env("MY_DANGLING_DIR", &dangling).output().expect("runs");
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let holder = p.create("holder", "Hold", "Go.");
+    let dangler = p.create("dangler", "Dangle", "Go.");
+    let mut said = with_env(&["reconcile", "--once"]);
+    wait_for("the holder's worker to run", || p.run_info(&holder).is_some());
+    // Every process's command line, the shim's and its worker's included.
+    let mut on_command_lines = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("proc").flatten() {
+        if let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmdline).contains(&mark) {
+                on_command_lines.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+            }
+        }
+    }
+    std::fs::write(&cue, "").expect("cue");
+    said.push_str(&with_env(&["reconcile", "--once", "--wait", "--timeout", "60s"]));
+    assert!(on_command_lines.is_empty(), "the expanded value is on a command line: {on_command_lines:?}");
+    assert_eq!(p.status(&holder), "completed", "{}", p.ok(&["logs", &holder]));
+    assert_eq!(p.status(&dangler), "failed", "{}", p.ok(&["logs", &dangler]));
+    for args in [&["status", &dangler, "--json"][..], &["timeline", &dangler], &["timeline", &dangler, "--json"], &["status"]] {
+        said.push_str(&with_env(args));
+    }
+    assert!(!said.contains(&mark), "the expanded value was shown:\n{said}");
+    for file in [p.artifact_path(&dangler), p.root.join(format!(".lore/commissions/{dangler}.timeline.jsonl"))] {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(!text.contains(&mark), "{}: {text}", file.display());
+    }
+    // What is wrong is still said, naming the entry as written.
+    assert!(said.contains("${MY_DANGLING_DIR:-/tmp/x}"), "{said}");
 }

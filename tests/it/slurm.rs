@@ -396,6 +396,48 @@ echo "--- left"; for d in /proc/[0-9]*; do tr '\0' '\n' < $d/environ 2>/dev/null
     assert_eq!(section(&out, "left").trim(), "none", "no process of the job left: {out}");
 }
 
+/// Give package `name` `sandbox: {slurm_client: true}`: its worker may reach MUNGE's socket.
+fn slurm_client(p: &Project, name: &str) {
+    let yaml = p.root.join(".lore/workers").join(name).join("worker.yaml");
+    std::fs::write(&yaml, std::fs::read_to_string(&yaml).expect("yaml") + "sandbox: {slurm_client: true}\n").expect("write");
+}
+
+/// A confined worker in a Slurm job cannot reach MUNGE, so it submits no job of its own (one
+/// that would run unconfined, as the person); a package with `sandbox.slurm_client` can, and
+/// `guild-hall workers` says what that gives it.
+#[test]
+fn a_confined_worker_submits_no_job_unless_its_package_is_a_slurm_client() {
+    needs_slurm();
+    let p = Project::new(&[]);
+    p.config("runner: slurm\n");
+    for name in ["plain", "client"] {
+        p.script_worker(
+            name,
+            "sparse",
+            r#"mkdir -p .lore/sub
+if sbatch --parsable --job-name="escape-$GUILD_HALL_ID" --output=/dev/null --wrap true >/dev/null 2>&1; then r=SUBMITTED; else r=refused; fi
+echo "$r" > ".lore/sub/$GUILD_HALL_ID.md"
+"$GUILD_HALL_BIN" toolbox submit-result --summary "$r" --artifact ".lore/sub/$GUILD_HALL_ID.md""#,
+        );
+    }
+    slurm_client(&p, "client");
+    p.write_commission("s1", "---\nworker: plain\n---\nTry.\n");
+    p.write_commission("s2", "---\nworker: client\n---\nTry.\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+"$GH" reconcile --once --wait --timeout 120s >/dev/null
+echo "--- jobs"; squeue -h -t all -o %j | grep escape | sort
+"#,
+    );
+    assert_eq!(section(&out, "jobs").trim(), "escape-s2", "only the slurm_client package submitted: {out}");
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/sub/s1.md"]).trim(), "refused", "{out}");
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/sub/s2.md"]).trim(), "SUBMITTED", "{out}");
+    let workers = p.ok(&["workers"]);
+    assert!(workers.contains("slurm_client") && workers.contains("UNCONFINED"), "{workers}");
+}
+
 /// A worker that renames its own job (`scontrol update JobName=`, which the job's owner may do):
 /// the job is still proven the attempt's (its id, owner and output file), the commission is not
 /// taken for corrupt, and a cancel still ends the job. Jobs are submitted `--no-requeue`.
@@ -405,6 +447,8 @@ fn a_worker_that_renames_its_job_is_still_cancelled() {
     let p = Project::new(&[]);
     p.config("runner: slurm\ncancel_grace: 2s\n");
     p.script_worker("renamer", "sparse", "scontrol update JobId=\"$SLURM_JOB_ID\" JobName=renamed-by-worker\necho renamed\nsleep 120");
+    // `scontrol` from inside the job needs MUNGE: only a package that asks may reach it.
+    slurm_client(&p, "renamer");
     p.write_commission("ren", "---\nworker: renamer\n---\nRename.\n");
     let out = in_cluster(
         &p,
@@ -445,6 +489,7 @@ fn a_worker_that_forges_its_job_record_is_still_cancelled_and_timed_out() {
         "sparse",
         "scontrol update JobId=\"$SLURM_JOB_ID\" JobName=\"x UserId=nobody(65534) StdOut=/nowhere\"\necho forged\nsleep 300",
     );
+    slurm_client(&p, "forger");
     p.write_commission("fc", "---\nworker: forger\n---\nForge.\n");
     p.write_commission("ft", "---\nworker: forger\ntimeout: 8s\n---\nForge.\n");
     let out = in_cluster(

@@ -33,13 +33,18 @@ pub fn run_filter(
     cmd.args(args).current_dir(cwd).envs(env).env("TMPDIR", tmp).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     if confined {
         let mut writable = vec![tmp.to_path_buf()];
-        writable.extend(pkg.sandbox_write().map_err(anyhow::Error::msg)?);
+        let mut written_as = std::collections::BTreeMap::new();
+        for (entry, path) in pkg.sandbox_write_entries().map_err(anyhow::Error::msg)? {
+            written_as.insert(path.clone(), entry);
+            writable.push(path);
+        }
         let read = pkg.sandbox_read().map_err(anyhow::Error::msg)?;
         let mut hidden = vec![home.to_path_buf()];
         hidden.extend(crate::worker::sandbox::credential_stores(&read));
         let mut readable = vec![pkg.dir.clone()];
         readable.extend(read.into_iter().filter(|r| !r.starts_with(home)));
-        Policy { writable, readable, hidden }.prepare()?.apply_to(&mut cmd);
+        let own = vec![tmp.to_path_buf()];
+        Policy { writable, readable, hidden, own, written_as, slurm_client: pkg.slurm_client() }.prepare()?.apply_to(&mut cmd);
     }
     // Its own process group: on timeout the whole group goes, grandchildren too (one holding
     // stdout would otherwise keep us waiting).

@@ -100,7 +100,8 @@ pub enum Launch<'a> {
 /// or [`Ready::stream`] (here).
 pub struct Ready(Spec, Placement);
 
-/// What [`prepare`] came to.
+/// What [`prepare`] came to. One is made per dispatch and moved once: its size is no cost.
+#[allow(clippy::large_enum_variant)]
 pub enum Prepared {
     Ready(Ready),
     /// The worker cannot start, and why: recorded as the attempt's exit ([`refuse`]).
@@ -307,6 +308,7 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
     let sandbox = match confined {
         Confinement::Confined => {
             let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.clone(), own_memory.clone()];
+            let mut written_as = std::collections::BTreeMap::new();
             for (entry, path) in pkg.sandbox_write_entries().map_err(anyhow::Error::msg)? {
                 if std::fs::symlink_metadata(&path).is_err() {
                     // Asked for by the package: made (private) so that it can be allowed. The
@@ -317,6 +319,7 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
                         anyhow::bail!("creating sandbox.write {entry:?}: {e}");
                     }
                 }
+                written_as.insert(path.clone(), entry);
                 writable.push(path);
             }
             // The home holds the secrets, the endpoint's token and every other attempt's state,
@@ -344,7 +347,11 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
             let mut hidden = vec![a.home.root.clone()];
             hidden.extend(crate::worker::sandbox::credential_stores(&read));
             readable.extend(read);
-            Some(Policy { writable, readable, hidden })
+            // Only its worktree and its state dir (its temp dir, objects and mailbox) are the
+            // attempt's own: a socket listening anywhere else, a shared `sandbox.write` dir or
+            // the memory dir included, is masked.
+            let own = vec![rec.path.clone(), state.0.clone()];
+            Some(Policy { writable, readable, hidden, own, written_as, slurm_client: pkg.slurm_client() })
         }
         Confinement::Unconfined => None,
     };
