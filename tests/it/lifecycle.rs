@@ -20,6 +20,69 @@ fn init_is_idempotent_and_needs_git() {
     assert!(err.contains("not inside a git repository"), "{err}");
 }
 
+/// Before `init` no command reports success ("nothing to do", then a dispatch failing with
+/// "branch claude/main does not exist"): each says once, exit 1, that the project is not set
+/// up and to run `guild-hall init`. Commands that need no project still run.
+#[test]
+fn every_project_command_before_init_says_to_run_init() {
+    let p = Project::new(&[]);
+    let fresh = p.tmp.path().join("fresh");
+    std::fs::create_dir_all(&fresh).expect("mkdir");
+    git(&fresh, &["init", "-q", "-b", "main"]);
+    git(&fresh, &["config", "user.name", "Test Person"]);
+    git(&fresh, &["config", "user.email", "person@example.com"]);
+    std::fs::write(fresh.join("README.md"), "# fresh\n").expect("write");
+    git(&fresh, &["add", "-A"]);
+    git(&fresh, &["commit", "-q", "-m", "initial"]);
+    let root = fresh.canonicalize().expect("canon");
+    let dir = fresh.to_str().expect("utf8");
+    let want = format!(
+        "error: {} is not set up for guild-hall (it has no integration branch claude/main): run `guild-hall init` there first",
+        root.display()
+    );
+    let commands: &[&[&str]] = &[
+        &["status"],
+        &["check"],
+        &["reconcile", "--once", "--wait", "--timeout", "20s"],
+        &["reconcile", "--dry-run"],
+        &["commission", "create", "--worker", "scribe", "--title", "T", "--prompt", "P"],
+        &["meeting", "list"],
+        &["plan", "show", "x"],
+        &["timeline", "x"],
+        &["logs", "x"],
+        &["gc"],
+        &["sync"],
+        &["land"],
+        &["job", "list"],
+        &["workers"],
+        &["workers", "add", "scribe"],
+        &["watch", dir],
+        &["mcp", "--manager"],
+    ];
+    for args in commands {
+        let mut all = vec!["-C", dir];
+        all.extend_from_slice(args);
+        let (code, out, err) = p.run(&all);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert_eq!(err.trim_end(), want, "{args:?}");
+        assert_eq!(out, "", "{args:?}");
+    }
+    // Nothing was written for it: no .lore/, no branch, no registration.
+    assert!(!fresh.join(".lore").exists());
+    assert!(!git(&fresh, &["branch", "--list"]).contains("claude/main"));
+    // What needs no project runs anywhere.
+    for args in [&["workers", "--available"][..], &["schema", "commission"], &["completions", "bash"], &["man"], &["--help"]] {
+        let mut all = vec!["-C", dir];
+        all.extend_from_slice(args);
+        p.ok(&all);
+    }
+    // `init` sets it up; then the same commands run.
+    p.ok(&["-C", dir, "init"]);
+    assert!(p.ok(&["-C", dir, "check"]).starts_with("ok:"));
+    p.ok(&["-C", dir, "status"]);
+    p.ok(&["-C", dir, "reconcile", "--once", "--wait", "--timeout", "20s"]);
+}
+
 #[test]
 fn happy_path_dispatch_progress_result_merge() {
     let p = Project::new(&["scribe"]);
