@@ -52,6 +52,9 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     }
     let snap = observe(home, project)?;
     let mut problems = snap.problems.clone();
+    // A package missing what an attempt needs (its command, posture or compact file, a program
+    // it requires on PATH): said at its worker.yaml, whether or not work waits for it.
+    problems.extend(snap.workers.unready_problems.iter().cloned());
     problems.extend(names_not_utf8(project));
     problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
     // Waiting for its worker's package is said (a person installs it), not failed on, as
