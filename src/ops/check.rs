@@ -140,7 +140,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         .map(|o| Problem::new(&o.artifact, 1, 1, format!("{} (guild-hall gc removes it)", o.describe())))
         .collect();
     Ok(Report {
-        problems,
+        problems: by_file_and_line(problems),
         orphans,
         unsettled,
         waiting,
@@ -149,6 +149,21 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         plans: plans.plans.len(),
         packages: snap.workers.packages.len(),
     })
+}
+
+/// `problems` with each file's together, in the order the files first appear, and each file's
+/// in the order of its lines (then columns): as a person reads the file.
+pub fn by_file_and_line(problems: Vec<Problem>) -> Vec<Problem> {
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for p in &problems {
+        if !files.contains(&p.path) {
+            files.push(p.path.clone());
+        }
+    }
+    let mut problems = problems;
+    // Stable: problems at one place keep their order.
+    problems.sort_by_key(|p| (files.iter().position(|f| *f == p.path), p.line, p.column));
+    problems
 }
 
 /// The entries of the control-plane dirs whose names are not UTF-8: no artifact's or

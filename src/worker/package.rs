@@ -371,7 +371,9 @@ impl Manifest {
         if let Some(bad) = m.requires.iter().find(|r| !is_program_name(r)) {
             return Err(at(
                 "requires",
-                format!("requires: {bad:?} is not a program's name: name each program looked up on PATH, without a path (`requires: [claude]`)"),
+                format!(
+                    "requires: {bad:?} is not a program's name: name each program looked up on PATH, without a path (`requires: [claude]`)"
+                ),
             ));
         }
         if let Some(bad) = m.capabilities.iter().find(|c| !CAPABILITIES.contains(&c.as_str())) {

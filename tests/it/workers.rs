@@ -296,10 +296,7 @@ fn a_package_missing_a_file_or_its_cli_is_a_check_finding_and_its_work_waits() {
     p.ok(&["workers", "add", "claude-code"]);
     let (code, out) = run(&["check"]);
     assert_eq!(code, 1, "{out}");
-    assert!(
-        out.lines().any(|l| l.contains("claude-code/worker.yaml:") && l.contains("requires `claude`, which is not on PATH")),
-        "{out}"
-    );
+    assert!(out.lines().any(|l| l.contains("claude-code/worker.yaml:") && l.contains("requires `claude`, which is not on PATH")), "{out}");
 }
 
 /// The worker-dispatch spec's capability word `worker` (REQ-WD-1: a package that takes
