@@ -1,6 +1,7 @@
 //! `status`: one row a commission (the JSON of `guild-hall status --json`, which the table
-//! shows too), then one an artifact that does not parse (its problems in one reason), then one an orphan —
-//! produced one at a time, so memory does not grow with the number of artifacts.
+//! shows too), then one an artifact that does not parse (its problems in one reason), then
+//! one an orphan — produced one at a time, so memory does not grow with the number of
+//! artifacts.
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
