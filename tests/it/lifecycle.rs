@@ -83,6 +83,41 @@ fn every_project_command_before_init_says_to_run_init() {
     p.ok(&["-C", dir, "reconcile", "--once", "--wait", "--timeout", "20s"]);
 }
 
+/// Ctrl-C of `reconcile --wait` ended it silently (exit 130): it says, in one line on stderr,
+/// that the workers started keep running and how to see them, and exits 130; the worker is
+/// still running after it.
+#[test]
+fn ctrl_c_of_reconcile_wait_says_the_workers_keep_running() {
+    let p = Project::new(&["sleeper"]);
+    let id = p.create("sleeper", "Long", "sleep: 300\nWork.");
+    let err = p.tmp.path().join("reconcile.err");
+    let err = err.display();
+    let out = in_pid_namespace(
+        &p,
+        &format!(
+            r#"
+"$GH" reconcile --once --wait --timeout 120s >/dev/null 2>"{err}" &
+gh=$!
+wait_for "the worker to run" run_json {id}
+shim=$(field {id} pid)
+wait_for "the attempt to be in progress" grep -q 'status: in_progress' .lore/commissions/{id}.md
+kill -INT $gh
+code=0; wait $gh || code=$?
+echo "--- code"; echo $code
+echo "--- err"; cat "{err}"
+echo "--- alive"; alive $shim && echo yes || echo no
+"#
+        ),
+    );
+    assert_eq!(section(&out, "code").trim(), "130", "{out}");
+    assert_eq!(
+        section(&out, "err").trim_end(),
+        "interrupted: the workers already started keep running on their own; `guild-hall status` shows them, and `guild-hall watch` (or the next `guild-hall reconcile`) picks them up",
+        "{out}"
+    );
+    assert_eq!(section(&out, "alive").trim(), "yes", "{out}");
+}
+
 #[test]
 fn happy_path_dispatch_progress_result_merge() {
     let p = Project::new(&["scribe"]);
