@@ -182,7 +182,7 @@ fn package_files(dir: &std::path::Path, bin: &std::path::Path, yaml: &str) {
     let first = |key: &str| m[key].as_sequence().and_then(|s| s.first()).and_then(|v| v.as_str()).map(str::to_string);
     let mut files: Vec<String> = [first("command"), first("compact")].into_iter().flatten().filter(|c| c.contains('/')).collect();
     files.extend(m["posture"].as_str().map(str::to_string));
-    let mut exe = |f: std::path::PathBuf| {
+    let exe = |f: std::path::PathBuf| {
         std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
         std::fs::write(&f, "#!/bin/sh\n").expect("write");
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).expect("chmod");
