@@ -59,6 +59,15 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
 /// every effect is crash-safe, and the workers run in sessions of their own (the terminal's
 /// Ctrl-C never reaches them).
 fn say_on_interrupt() -> Result<()> {
+    // Started with SIGINT ignored (a script's background job, `nohup`): it stays ignored, as
+    // it was meant to be.
+    let mut was = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current one into `was`.
+    let queried = unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), was.as_mut_ptr()) } == 0;
+    // SAFETY: zeroed is a valid sigaction, and sigaction filled it when it succeeded.
+    if queried && unsafe { was.assume_init() }.sa_sigaction == libc::SIG_IGN {
+        return Ok(());
+    }
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT])?;
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {

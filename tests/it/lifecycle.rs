@@ -96,6 +96,9 @@ fn ctrl_c_of_reconcile_wait_says_the_workers_keep_running() {
         &p,
         &format!(
             r#"
+# Job control: the background reconcile gets SIGINT as a terminal's Ctrl-C would deliver it
+# (a script's background job would otherwise start with SIGINT ignored).
+set -m
 "$GH" reconcile --once --wait --timeout 120s >/dev/null 2>"{err}" &
 gh=$!
 wait_for "the worker to run" run_json {id}
