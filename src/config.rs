@@ -582,7 +582,10 @@ mod duration_str {
             f.write_str("a duration such as 90s or 5m")
         }
         fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<Duration>, E> {
-            humantime::parse_duration(s).map(Some).map_err(|e| E::custom(format!("bad duration {s:?}: {e}")))
+            // The key is said in front by the reader that knows it (`timeout: …`).
+            humantime::parse_duration(s)
+                .map(Some)
+                .map_err(|_| E::custom(crate::artifact::frontmatter::not_a_duration("", &format!("{s:?}")).trim_start().to_string()))
         }
         fn visit_none<E: de::Error>(self) -> Result<Option<Duration>, E> {
             Ok(None)

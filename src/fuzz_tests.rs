@@ -190,6 +190,12 @@ proptest! {
                     }
                     Edit::Set(k, v) if k == "reason" => {
                         prop_assert!(v.as_str().is_some_and(|r| r.starts_with("refused ")), "a refusal's reason: {:?}", v);
+                        prop_assert!(!matches!(recorded.or(original.status), Some(Status::Failed | Status::Cancelled)), "a refusal replaced why it ended: {:?}", v);
+                    }
+                    // Of a failed or cancelled commission: `reason:` (why it ended) is kept.
+                    Edit::Set(k, v) if k == "refused" => {
+                        prop_assert!(v.as_str().is_some_and(|r| r.starts_with("refused ")), "a refusal's text: {:?}", v);
+                        prop_assert!(matches!(recorded.or(original.status), Some(Status::Failed | Status::Cancelled)), "refused: of a {:?} commission", recorded);
                     }
                     Edit::Remove(k) if k == "desired" => {}
                     Edit::Set(k, v) if k == "created" => {

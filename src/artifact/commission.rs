@@ -83,8 +83,8 @@ pub struct Resources {
 }
 
 /// The keys only the reconciler writes.
-pub const OWNED_KEYS: [&str; 10] =
-    ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "completed"];
+pub const OWNED_KEYS: [&str; 11] =
+    ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed"];
 
 /// A parsed, validated commission artifact.
 #[derive(Debug, Clone)]
@@ -251,7 +251,7 @@ impl Commission {
 
 /// Keys read from the frontmatter; everything else is skipped by the parser without building
 /// values (parsing dominates observe, and most of a settled artifact is not ours to read).
-pub(crate) const READ_KEYS: [&str; 18] = [
+pub(crate) const READ_KEYS: [&str; 19] = [
     "outputs",
     "runner",
     "timeout",
@@ -264,6 +264,7 @@ pub(crate) const READ_KEYS: [&str; 18] = [
     "result",
     "linked_artifacts",
     "reason",
+    "refused",
     "completed",
     "worker",
     "dependencies",

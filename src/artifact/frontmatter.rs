@@ -199,14 +199,15 @@ pub fn value_position(split: &Split<'_>, at: &[Seg]) -> (usize, usize) {
 /// for none; else what is wrong with it.
 pub fn timeout(v: &serde_yaml_ng::Value) -> Result<std::time::Duration, String> {
     match v {
-        serde_yaml_ng::Value::String(t) => {
-            humantime::parse_duration(t).map_err(|e| format!("bad timeout {t:?}: {e} (a duration such as 90m or 4h)"))
-        }
-        _ => Err(format!(
-            "bad timeout {}: a duration such as 90m or 4h",
-            serde_yaml_ng::to_string(v).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
-        )),
+        serde_yaml_ng::Value::String(t) => humantime::parse_duration(t).map_err(|_| not_a_duration("timeout", &format!("{t:?}"))),
+        _ => Err(not_a_duration("timeout", &serde_yaml_ng::to_string(v).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into()))),
     }
+}
+
+/// What is said of a value of `key` (`shown` as written) that is not a duration: how to write
+/// one, not the duration parser's own words ("expected number at 0").
+pub fn not_a_duration(key: &str, shown: &str) -> String {
+    format!("{key} {shown} is not a duration: write it like 30m, 2h or 90s")
 }
 
 #[cfg(test)]

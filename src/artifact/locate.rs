@@ -63,11 +63,29 @@ pub fn yaml_error(e: &serde_yaml_ng::Error, yaml: &str, first_line: usize) -> (u
             return (first_line + line - 1, col, format!("duplicate key `{key}`"));
         }
     }
-    let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-    let (line, col) = (first_line + line - 1, col);
+    let (at_line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+    let (line, col) = (first_line + at_line - 1, col);
     let shifted = shift_lines(&text, first_line - 1);
-    let said = shifted.replacen(&format!(" at line {line} column {col}"), "", 1);
+    let mut said = shifted.replacen(&format!(" at line {line} column {col}"), "", 1);
+    if said.starts_with("mapping values are not allowed") {
+        said.push_str(&quote_advice(yaml.lines().nth(at_line.saturating_sub(1)).unwrap_or("")));
+    }
     (line, col, said)
+}
+
+/// What to do about a plain value holding `: ` (`title: Bad: yaml: here`), which YAML reads as
+/// a mapping: quote it. The line itself, quoted, is the example when it is `key: value`.
+fn quote_advice(line: &str) -> String {
+    let item = line.trim_start();
+    let item = item.strip_prefix("- ").unwrap_or(item);
+    let example = match item.split_once(": ") {
+        // The line as the example, when it is short and plain enough to be one.
+        Some((key, value)) if !key.is_empty() && !key.contains(['#', '"', '\'', '{', '[', ' ']) && value.trim_end().len() <= 60 => {
+            format!("{key}: \"{}\"", value.trim_end().replace('\\', "\\\\").replace('"', "\\\""))
+        }
+        _ => "title: \"Bad: yaml: here\"".to_string(),
+    };
+    format!(": a value holding `: ` must be quoted, e.g. `{example}`")
 }
 
 /// `text` with every "line N column M" in it as "line N+by column M".

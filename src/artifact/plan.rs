@@ -365,8 +365,8 @@ mod tests {
         assert_eq!(p.waves[0][1].timeout, None);
         let e = parse("---\ntimeout: soon\nwaves:\n  - - {id: a, worker: w, prompt: p, timeout: 4}\n---\n").unwrap_err();
         let all: String = e.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n");
-        assert!(all.contains(":2:10: bad timeout \"soon\""), "{all}");
-        assert!(all.contains("wave 1, task a: bad timeout 4: a duration such as 90m or 4h"), "{all}");
+        assert!(all.contains(":2:10: timeout \"soon\" is not a duration: write it like 30m, 2h or 90s"), "{all}");
+        assert!(all.contains("wave 1, task a: timeout 4 is not a duration: write it like 30m, 2h or 90s"), "{all}");
     }
 
     #[test]
@@ -397,7 +397,7 @@ mod tests {
                 ".lore/plans/port.md:8:12: wave 1: duplicate task id \"a\"",
                 ".lore/plans/port.md:8:23: wave 1, task a: needs `worker:`, a worker package name",
                 ".lore/plans/port.md:9:7: wave 2, task b: needs `worker:`, a worker package name",
-                ".lore/plans/port.md:9:35: wave 2, task b: bad timeout 5: a duration such as 90m or 4h",
+                ".lore/plans/port.md:9:35: wave 2, task b: timeout 5 is not a duration: write it like 30m, 2h or 90s",
                 ".lore/plans/port.md:9:38: wave 2, task b: unknown key `wroker`: did you mean `worker`?",
             ]
         );

@@ -87,6 +87,9 @@ struct Commission {
     linked_artifacts: Option<Vec<String>>,
     /// Written by guild-hall: why it failed, was cancelled, blocked, or an edit refused.
     reason: Option<String>,
+    /// Written by guild-hall: why an edit of a failed or cancelled commission was refused
+    /// (`reason:` keeps why it failed).
+    refused: Option<String>,
     /// Written by guild-hall: when it reached its end.
     completed: Option<String>,
 }

@@ -446,7 +446,17 @@ pub(crate) struct Env {
 }
 
 impl Env {
+    /// The project and home of a command that needs a project `init` has set up: refused,
+    /// saying to run `guild-hall init`, when it is not.
     fn load(cli: &Cli) -> Result<Env> {
+        let env = Env::open(cli)?;
+        guild_hall::ops::ensure_set_up(&env.project)?;
+        Ok(env)
+    }
+
+    /// The project and home, set up or not (`init` itself; `ci`, which runs `init`; the
+    /// completion of ids).
+    fn open(cli: &Cli) -> Result<Env> {
         let dir = match cli.project()? {
             Some(d) => d,
             None => std::env::current_dir().context("reading the current directory")?,
@@ -502,12 +512,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Init => {
-            let env = Env::load(&cli)?;
+            let env = Env::open(&cli)?;
             commission::init(&env)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Reconcile(args) => show::reconcile(&Env::load(&cli)?, args).map(ok),
-        Command::Ci(args) => ci::run(&Env::load(&cli)?, args).map(ok),
+        Command::Ci(args) => ci::run(&Env::open(&cli)?, args).map(ok),
         Command::Watch(args) => {
             let home = Home::resolve(cli.home.as_deref())?;
             let mut dirs = args.dirs.clone();
@@ -539,7 +549,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Schema { kind } => integrate::schema(kind).map(|_| ExitCode::SUCCESS),
         Command::Completions { shell } => integrate::completions(*shell).map(|_| ExitCode::SUCCESS),
         Command::Man { dir } => integrate::man(dir.as_deref()).map(|_| ExitCode::SUCCESS),
-        Command::Ids { kind } => integrate::ids(&Env::load(&cli)?, kind).map(|_| ExitCode::SUCCESS),
+        Command::Ids { kind } => integrate::ids(&Env::open(&cli)?, kind).map(|_| ExitCode::SUCCESS),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Job(call) => job::run(&Env::load(&cli)?, call).map(|_| ExitCode::SUCCESS),
@@ -563,7 +573,14 @@ fn board(cli: &Cli, all: bool, reconcile: bool) -> Result<()> {
         (false, true) => vec![std::env::current_dir().context("reading the current directory")?],
         (false, false) => cli.dirs.clone(),
     };
-    let projects = dirs.iter().map(|d| Project::open(d)).collect::<Result<Vec<_>>>()?;
+    let projects = dirs
+        .iter()
+        .map(|d| {
+            let project = Project::open(d)?;
+            guild_hall::ops::ensure_set_up(&project)?;
+            Ok(project)
+        })
+        .collect::<Result<Vec<_>>>()?;
     // The screen is the board's: what is logged goes to board.log in the home.
     let log = std::fs::File::create(home.root.join("board.log")).context("creating board.log in the home")?;
     let level = ["warn", "info", "debug"][usize::from(cli.verbose.min(2))];

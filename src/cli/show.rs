@@ -23,6 +23,9 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
         ..Options::default()
     };
     let json = args.json;
+    if !args.dry_run {
+        say_on_interrupt()?;
+    }
     let report = reconcile::reconcile(&env.home, &env.project, &opts, |e| {
         if !json {
             entry(e, opts.dry_run);
@@ -48,6 +51,33 @@ pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
         say_err!("error: timed out before every commission settled");
     }
     Ok(!report.failed())
+}
+
+/// On Ctrl-C (SIGINT), say in one line on stderr that the workers started keep running and
+/// where to see them, then exit 130 as the signal would have: `reconcile --wait` used to end
+/// silently, leaving a person to wonder whether their work was stopped. Nothing is undone:
+/// every effect is crash-safe, and the workers run in sessions of their own (the terminal's
+/// Ctrl-C never reaches them).
+fn say_on_interrupt() -> Result<()> {
+    // Started with SIGINT ignored (a script's background job, `nohup`): it stays ignored, as
+    // it was meant to be.
+    let mut was = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current one into `was`.
+    let queried = unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), was.as_mut_ptr()) } == 0;
+    // SAFETY: zeroed is a valid sigaction, and sigaction filled it when it succeeded.
+    if queried && unsafe { was.assume_init() }.sa_sigaction == libc::SIG_IGN {
+        return Ok(());
+    }
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT])?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            say_err!(
+                "interrupted: the workers already started keep running on their own; `guild-hall status` shows them, and `guild-hall watch` (or the next `guild-hall reconcile`) picks them up"
+            );
+            std::process::exit(130);
+        }
+    });
+    Ok(())
 }
 
 /// How wide the id column of a pass's actions is: most ids fit.

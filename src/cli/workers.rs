@@ -67,7 +67,10 @@ fn add(cli: &Cli, name: &str, user: bool, json: bool) -> Result<()> {
     } else {
         let dir = dir(cli)?;
         match Project::open_if_any(&dir)? {
-            Some(project) => (Target::Project, Some(project)),
+            Some(project) => {
+                guild_hall::ops::ensure_set_up(&project)?;
+                (Target::Project, Some(project))
+            }
             None => bail!(
                 "{} is not inside a git repository: `workers add {name}` writes into a project's .lore/workers/; run it inside one, or with --user to install into the home's workers/ ({})",
                 dir.display(),

@@ -52,6 +52,9 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
     }
     let snap = observe(home, project)?;
     let mut problems = snap.problems.clone();
+    // A package missing what an attempt needs (its command, posture or compact file, a program
+    // it requires on PATH): said at its worker.yaml, whether or not work waits for it.
+    problems.extend(snap.workers.unready_problems.iter().cloned());
     problems.extend(names_not_utf8(project));
     problems.extend(crate::commission::decide::cycle_problems(&snap, &crate::commission::decide::dependency_cycles(&snap)));
     // Waiting for its worker's package is said (a person installs it), not failed on, as
@@ -137,7 +140,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         .map(|o| Problem::new(&o.artifact, 1, 1, format!("{} (guild-hall gc removes it)", o.describe())))
         .collect();
     Ok(Report {
-        problems,
+        problems: by_file_and_line(problems),
         orphans,
         unsettled,
         waiting,
@@ -146,6 +149,21 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         plans: plans.plans.len(),
         packages: snap.workers.packages.len(),
     })
+}
+
+/// `problems` with each file's together, in the order the files first appear, and each file's
+/// in the order of its lines (then columns): as a person reads the file.
+pub fn by_file_and_line(problems: Vec<Problem>) -> Vec<Problem> {
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for p in &problems {
+        if !files.contains(&p.path) {
+            files.push(p.path.clone());
+        }
+    }
+    let mut problems = problems;
+    // Stable: problems at one place keep their order.
+    problems.sort_by_key(|p| (files.iter().position(|f| *f == p.path), p.line, p.column));
+    problems
 }
 
 /// The entries of the control-plane dirs whose names are not UTF-8: no artifact's or

@@ -112,6 +112,22 @@ pub fn init(home: &Home, project: &Project) -> Result<Init> {
     Ok(Init { branch_created, created_from, registered, base_recorded })
 }
 
+/// Refuse a project `init` has not set up: without its integration branch every dispatch
+/// would fail ("branch claude/main does not exist"), so no command may report success first.
+/// The branch is what `init` makes (a clone adopts the remote's there too); `.lore/` alone,
+/// committed by a teammate, is not enough.
+pub fn ensure_set_up(project: &Project) -> Result<()> {
+    let repo = crate::activity::git::open(&project.root)?;
+    let branch = &project.config.integration_branch;
+    if crate::activity::git::branch_exists(&repo, branch) {
+        return Ok(());
+    }
+    bail!(
+        "{} is not set up for guild-hall (it has no integration branch {branch}): run `guild-hall init` there first",
+        project.root.display()
+    )
+}
+
 /// Write a new artifact of `kind` under a free id ([`crate::activity::ids`]: ids are never
 /// reused), with `write`, and return the id. `base` asked for by name (`explicit`) is refused if
 /// anything of it exists, saying what; else the first free of `base`, `base-2`, … is taken,

@@ -1,6 +1,7 @@
 //! `status`: one row a commission (the JSON of `guild-hall status --json`, which the table
-//! shows too), then one a problem of an artifact that does not parse, then one an orphan —
-//! produced one at a time, so memory does not grow with the number of artifacts.
+//! shows too), then one an artifact that does not parse (its problems in one reason), then
+//! one an orphan — produced one at a time, so memory does not grow with the number of
+//! artifacts.
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -91,13 +92,25 @@ fn artifact_rows(
         return Err(e);
     }
     problems += workers.problems.iter().filter(|p| wanted(&p.path)).count();
-    for p in &invalid {
-        let stem = p.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+    // One row an artifact, its problems in the order of its lines.
+    let invalid = super::check::by_file_and_line(invalid);
+    for file in invalid.chunk_by(|a, b| a.path == b.path) {
+        let stem = file[0].path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
         emit(
-            &json!({"id": stem, "status": "invalid", "reason": p.to_string(), "path": p.path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}),
+            &json!({"id": stem, "status": "invalid", "reason": invalid_reason(file), "path": file[0].path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}),
         )?;
     }
     Ok(problems)
+}
+
+/// The problems of one file, as one reason: the first in full (`path:line:col: message`), the
+/// others after it by their place in the file (`line:col: message`), `; ` between.
+fn invalid_reason(file: &[crate::artifact::Problem]) -> String {
+    let mut said = file[0].to_string();
+    for p in &file[1..] {
+        said.push_str(&format!("; {}:{}: {}", p.line, p.column, p.message));
+    }
+    said
 }
 
 /// A failed or cancelled commission whose attempt still has processes: what is under way.

@@ -70,6 +70,11 @@ pub struct Manifest {
     /// Where its attempts run (`local` or `slurm`), over the project's `runner:`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<crate::worker::runner::RunnerName>,
+    /// Programs its scripts run that must be on `PATH` (an agent's CLI: `claude`, `codex`):
+    /// while one is missing, work for the package waits (`blocked`, naming it) and `check`
+    /// says so, rather than an attempt failing on "claude: not found".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 /// `acp:` in `worker.yaml` (with `protocol: acp`): the permission policy guild-hall's ACP client
@@ -376,6 +381,21 @@ impl Manifest {
         if m.command.is_empty() {
             return Err(at("command", "command must be a non-empty list (argv)".into()));
         }
+        if let Some(bad) = m.requires.iter().find(|r| !is_program_name(r)) {
+            return Err(at(
+                "requires",
+                format!(
+                    "requires: {bad:?} is not a program's name: name each program looked up on PATH, without a path (`requires: [claude]`)"
+                ),
+            ));
+        }
+        if let Some(bad) = m.capabilities.iter().find(|c| !CAPABILITIES.contains(&c.as_str())) {
+            let near = crate::artifact::keys::did_you_mean(bad, &CAPABILITIES).map(|k| format!("did you mean `{k}`? ")).unwrap_or_default();
+            return Err(at(
+                "capabilities",
+                format!("unknown capability `{bad}`: {near}a package's capabilities are `commission` (work dispatched to it: a commission, a wave task; `worker`, the worker-dispatch spec's word, means the same) and `meeting`"),
+            ));
+        }
         if !m.acp.is_empty() && m.protocol != Protocol::Acp {
             return Err(at("acp", "acp: is the policy of an ACP agent: it needs `protocol: acp`".into()));
         }
@@ -434,8 +454,10 @@ impl Package {
         matches!(self.manifest.sandbox, SandboxSpec::Confined { slurm_client: true, .. })
     }
 
+    /// `commission`, or `worker`: the worker-dispatch spec's word for a package that takes
+    /// dispatched work (REQ-WD-1), the same capability.
     pub fn can_commission(&self) -> bool {
-        self.manifest.capabilities.iter().any(|c| c == "commission")
+        self.manifest.capabilities.iter().any(|c| c == "commission" || c == "worker")
     }
 
     pub fn can_meet(&self) -> bool {
@@ -465,12 +487,73 @@ impl Package {
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => {}
             Ok(_) => return Err(format!("command {} is not an executable file", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Said as a person would write the path (`dir/run.sh`, not `dir/./run.sh`).
+                let shown: PathBuf = path.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
+                return Err(format!("command {prog} not found: {} does not exist", shown.display()));
+            }
             Err(e) => return Err(format!("command {} not found: {e}", path.display())),
         }
         let mut argv = vec![path.to_string_lossy().into_owned()];
         argv.extend(args.iter().cloned());
         Ok(argv)
     }
+
+    /// What an attempt of this package needs and does not find, each with the key of
+    /// `worker.yaml` that names it (and the index in its list): its `command`, `posture`,
+    /// `compact` and the programs it `requires` on `PATH`. Work for it waits while any is
+    /// missing (a package is written file by file; a CLI is installed later).
+    pub fn missing(&self) -> Vec<(&'static str, Option<usize>, String)> {
+        let mut out = Vec::new();
+        if let Err(why) = self.resolve_command() {
+            out.push(("command", None, why));
+        }
+        if let Some(rel) = &self.manifest.posture {
+            if let Err(why) = self.posture() {
+                let path = self.dir.join(rel);
+                let why = if std::fs::symlink_metadata(&path).is_err() {
+                    let shown: PathBuf = path.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
+                    format!("posture {rel} not found: {} does not exist", shown.display())
+                } else {
+                    why
+                };
+                out.push(("posture", None, why));
+            }
+        }
+        if let Some(compact) = &self.manifest.compact {
+            if let Err(why) = self.resolve_argv(compact) {
+                out.push(("compact", None, format!("compact: {why}")));
+            }
+        }
+        for (i, prog) in self.manifest.requires.iter().enumerate() {
+            if search_executable(prog).is_none() {
+                out.push((
+                    "requires",
+                    Some(i),
+                    format!("requires `{prog}`, which is not on PATH: install it, or run guild-hall with a PATH that has it"),
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The capability words a package may declare ([`Package::can_commission`]: `worker` is the
+/// spec's word for `commission`).
+const CAPABILITIES: [&str; 3] = ["commission", "meeting", "worker"];
+
+/// A program's bare name, as `requires:` lists it: looked up on PATH, never a path.
+fn is_program_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control())
+}
+
+/// `prog` on PATH as an executable file.
+fn search_executable(prog: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 fn search_path(prog: &str) -> Option<PathBuf> {
@@ -497,9 +580,12 @@ pub struct Catalog {
     pub problems: Vec<Problem>,
     /// Where packages were looked for: the project's dir, then the home's.
     pub dirs: Vec<PathBuf>,
-    /// Packages whose command is not there (yet), by name: why. Looked at when discovered, so
-    /// that deciding from the catalog stays free of the filesystem.
+    /// Packages missing what an attempt needs ([`Package::missing`]: the command, posture,
+    /// compact command not there (yet), a required program not on PATH), by name: why. Looked
+    /// at when discovered, so that deciding from the catalog stays free of the filesystem.
     pub unready: BTreeMap<String, String>,
+    /// The same, each at its key in the package's `worker.yaml`: what `check` reports.
+    pub unready_problems: Vec<Problem>,
 }
 
 impl Catalog {
@@ -512,7 +598,22 @@ impl Catalog {
     }
 
     fn look_at_commands(&mut self) {
-        self.unready = self.packages.iter().filter_map(|(name, p)| Some((name.clone(), p.resolve_command().err()?))).collect();
+        use crate::artifact::locate::{position, At, Seg};
+        for (name, p) in &self.packages {
+            let missing = p.missing();
+            if missing.is_empty() {
+                continue;
+            }
+            self.unready.insert(name.clone(), missing.iter().map(|(_, _, why)| why.as_str()).collect::<Vec<_>>().join("; "));
+            let file = p.dir.join("worker.yaml");
+            let text = crate::artifact::read_regular(&file).unwrap_or_default();
+            for (key, index, why) in missing {
+                let mut at = vec![Seg::key(key)];
+                at.extend(index.map(Seg::Index));
+                let (line, col) = position(&text, &at, At::Value).unwrap_or((1, 1));
+                self.unready_problems.push(Problem::new(&file, line, col, why));
+            }
+        }
     }
 
     /// A catalog holding a plain package for each of `names` (for the decider's tests).
@@ -651,7 +752,9 @@ impl Catalog {
     pub fn for_commission(&self, name: &str) -> Result<&Package, String> {
         match self.find(name)? {
             p if p.can_commission() => Ok(p),
-            _ => Err(format!("worker {name:?} does not have the `commission` capability")),
+            _ => Err(format!(
+                "worker {name:?} does not have the `commission` capability (its worker.yaml says `capabilities: [commission]` to take this work)"
+            )),
         }
     }
 

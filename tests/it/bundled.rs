@@ -187,8 +187,12 @@ fn a_package_written_file_by_file_costs_no_attempt() {
     let row = p.status_json("f");
     assert_eq!((row["status"].as_str(), row["attempt"].as_u64()), (Some("blocked"), Some(0)), "{row}");
     assert!(row["reason"].as_str().is_some_and(|r| r.contains("run.sh") && r.contains("not found")), "{row}");
-    let out = p.ok(&["check"]);
+    // The package missing its command is a problem of `check` (at its worker.yaml), and the
+    // commission waiting for it is said too.
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}");
     assert!(out.contains("commission f waits") && out.contains("run.sh"), "{out}");
+    assert!(out.lines().any(|l| l.contains("fresh/worker.yaml:2:10: command ./run.sh not found")), "{out}");
     let script = "#!/bin/sh\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done\n";
     std::fs::write(dir.join("run.sh"), script).expect("run.sh");
     use std::os::unix::fs::PermissionsExt;

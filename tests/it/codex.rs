@@ -299,7 +299,24 @@ fn the_codex_packages_are_bundled_valid_and_confined() {
         let mode = std::fs::metadata(&script).expect("codex.sh").permissions().mode();
         assert!(mode & 0o111 != 0, "{name}'s codex.sh is executable");
     }
-    p.ok(&["check"]);
+    // Both run `codex`, and say so (`requires:`): without it on PATH `check` says it is
+    // missing; with it, they pass.
+    let bin = p.tmp.path().join("codex-bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let out = p.cmd().env("PATH", format!("{}:/usr/bin:/bin", bin.display())).arg("check").output().expect("runs");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    for name in ["codex", "codex-coder"] {
+        assert!(said.lines().any(|l| l.contains(&format!("{name}/worker.yaml:")) && l.contains("requires `codex`")), "{said}");
+    }
+    std::fs::write(bin.join("codex"), "#!/bin/sh\n").expect("write");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("codex"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = p.cmd().env("PATH", path).arg("check").output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     let workers: Value = serde_json::from_str(&p.ok(&["workers", "--json"])).expect("json");
     for w in workers.as_array().expect("list") {
         assert_eq!(w["confinement"], "confined", "{w}");

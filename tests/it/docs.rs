@@ -139,7 +139,19 @@ fn every_yaml_example_in_the_docs_passes_check() {
             let file = p.root.join(path);
             std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
             std::fs::write(&file, &b.text).expect("write");
-            let (code, out, err) = p.run(&["check"]);
+            // A package example is installed whole, as a person would: the files it names
+            // (command, posture, compact) beside it, the programs it requires on PATH.
+            let bin = p.tmp.path().join("example-bin");
+            if kind == "worker" {
+                package_files(file.parent().expect("package dir"), &bin, &b.text);
+            }
+            let path_var = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+            let check = || {
+                let out = p.cmd().env("PATH", &path_var).arg("check").output().expect("runs");
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+            };
+            let (code, out, err) = check();
             assert_eq!(code, 0, "{} ({kind}, as {path}) does not pass check:\n{out}{err}\n{}", b.at, b.text);
             // An unknown key in the same block is a problem at that file.
             let bad = match b.text.strip_prefix("---\n") {
@@ -147,7 +159,7 @@ fn every_yaml_example_in_the_docs_passes_check() {
                 None => format!("no_such_key: 1\n{}", b.text),
             };
             std::fs::write(&file, bad).expect("write");
-            let (code, out, err) = p.run(&["check"]);
+            let (code, out, err) = check();
             let said = format!("{out}{err}");
             assert!(code == 1 && said.contains(path) && said.contains("unknown key `no_such_key`"), "{}: {said}", b.at);
             checked.push(b.at);
@@ -155,6 +167,27 @@ fn every_yaml_example_in_the_docs_passes_check() {
     }
     for kind in ["commission", "meeting", "plan", "worker", "settings"] {
         assert!(kinds.contains(kind), "no {kind} example checked in the README or docs/: {checked:?}");
+    }
+}
+
+/// The files a package example names (its command's and compact's scripts, its posture),
+/// written into `dir` (executable), and the programs it `requires:` into `bin`.
+fn package_files(dir: &std::path::Path, bin: &std::path::Path, yaml: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let m: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
+    let first = |key: &str| m[key].as_sequence().and_then(|s| s.first()).and_then(|v| v.as_str()).map(str::to_string);
+    let mut files: Vec<String> = [first("command"), first("compact")].into_iter().flatten().filter(|c| c.contains('/')).collect();
+    files.extend(m["posture"].as_str().map(str::to_string));
+    let exe = |f: std::path::PathBuf| {
+        std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&f, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    for f in files {
+        exe(dir.join(f));
+    }
+    for prog in m["requires"].as_sequence().into_iter().flatten().filter_map(|v| v.as_str()) {
+        exe(bin.join(prog));
     }
 }
 

@@ -20,6 +20,107 @@ fn init_is_idempotent_and_needs_git() {
     assert!(err.contains("not inside a git repository"), "{err}");
 }
 
+/// Before `init` no command reports success ("nothing to do", then a dispatch failing with
+/// "branch claude/main does not exist"): each says once, exit 1, that the project is not set
+/// up and to run `guild-hall init`. Commands that need no project still run.
+#[test]
+fn every_project_command_before_init_says_to_run_init() {
+    let p = Project::new(&[]);
+    let fresh = p.tmp.path().join("fresh");
+    std::fs::create_dir_all(&fresh).expect("mkdir");
+    git(&fresh, &["init", "-q", "-b", "main"]);
+    git(&fresh, &["config", "user.name", "Test Person"]);
+    git(&fresh, &["config", "user.email", "person@example.com"]);
+    std::fs::write(fresh.join("README.md"), "# fresh\n").expect("write");
+    git(&fresh, &["add", "-A"]);
+    git(&fresh, &["commit", "-q", "-m", "initial"]);
+    let root = fresh.canonicalize().expect("canon");
+    let dir = fresh.to_str().expect("utf8");
+    let want = format!(
+        "error: {} is not set up for guild-hall (it has no integration branch claude/main): run `guild-hall init` there first",
+        root.display()
+    );
+    let commands: &[&[&str]] = &[
+        &["status"],
+        &["check"],
+        &["reconcile", "--once", "--wait", "--timeout", "20s"],
+        &["reconcile", "--dry-run"],
+        &["commission", "create", "--worker", "scribe", "--title", "T", "--prompt", "P"],
+        &["meeting", "list"],
+        &["plan", "show", "x"],
+        &["timeline", "x"],
+        &["logs", "x"],
+        &["gc"],
+        &["sync"],
+        &["land"],
+        &["job", "list"],
+        &["workers"],
+        &["workers", "add", "scribe"],
+        &["watch", dir],
+        &["mcp", "--manager"],
+    ];
+    for args in commands {
+        let mut all = vec!["-C", dir];
+        all.extend_from_slice(args);
+        let (code, out, err) = p.run(&all);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert_eq!(err.trim_end(), want, "{args:?}");
+        assert_eq!(out, "", "{args:?}");
+    }
+    // Nothing was written for it: no .lore/, no branch, no registration.
+    assert!(!fresh.join(".lore").exists());
+    assert!(!git(&fresh, &["branch", "--list"]).contains("claude/main"));
+    // What needs no project runs anywhere.
+    for args in [&["workers", "--available"][..], &["schema", "commission"], &["completions", "bash"], &["man"], &["--help"]] {
+        let mut all = vec!["-C", dir];
+        all.extend_from_slice(args);
+        p.ok(&all);
+    }
+    // `init` sets it up; then the same commands run.
+    p.ok(&["-C", dir, "init"]);
+    assert!(p.ok(&["-C", dir, "check"]).starts_with("ok:"));
+    p.ok(&["-C", dir, "status"]);
+    p.ok(&["-C", dir, "reconcile", "--once", "--wait", "--timeout", "20s"]);
+}
+
+/// Ctrl-C of `reconcile --wait` ended it silently (exit 130): it says, in one line on stderr,
+/// that the workers started keep running and how to see them, and exits 130; the worker is
+/// still running after it.
+#[test]
+fn ctrl_c_of_reconcile_wait_says_the_workers_keep_running() {
+    let p = Project::new(&["sleeper"]);
+    let id = p.create("sleeper", "Long", "sleep: 300\nWork.");
+    let err = p.tmp.path().join("reconcile.err");
+    let err = err.display();
+    let out = in_pid_namespace(
+        &p,
+        &format!(
+            r#"
+# Job control: the background reconcile gets SIGINT as a terminal's Ctrl-C would deliver it
+# (a script's background job would otherwise start with SIGINT ignored).
+set -m
+"$GH" reconcile --once --wait --timeout 120s >/dev/null 2>"{err}" &
+gh=$!
+wait_for "the worker to run" run_json {id}
+shim=$(field {id} pid)
+wait_for "the attempt to be in progress" grep -q 'status: in_progress' .lore/commissions/{id}.md
+kill -INT $gh
+code=0; wait $gh || code=$?
+echo "--- code"; echo $code
+echo "--- err"; cat "{err}"
+echo "--- alive"; alive $shim && echo yes || echo no
+"#
+        ),
+    );
+    assert_eq!(section(&out, "code").trim(), "130", "{out}");
+    assert_eq!(
+        section(&out, "err").trim_end(),
+        "interrupted: the workers already started keep running on their own; `guild-hall status` shows them, and `guild-hall watch` (or the next `guild-hall reconcile`) picks them up",
+        "{out}"
+    );
+    assert_eq!(section(&out, "alive").trim(), "yes", "{out}");
+}
+
 #[test]
 fn happy_path_dispatch_progress_result_merge() {
     let p = Project::new(&["scribe"]);

@@ -250,3 +250,42 @@ fn the_dispatcher_on_the_command_line() {
         serde_json::from_str::<serde_json::Value>(&out).is_ok_and(|s| s["status"] == "completed")
     });
 }
+
+/// REQ-WD-44: a failed job's `error` says why it failed. A person's edit of the failed
+/// commission that is refused (`status: completed`) used to replace `reason:` — and with it
+/// the job's `error` — by the refusal; the refusal is `refused:` now, beside the cause.
+#[test]
+fn a_failed_jobs_error_keeps_why_it_failed_after_a_refused_edit() {
+    let p = Project::new(&["silent"]);
+    let id = p.create("silent", "Quiet", "Do it.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed", "{s}");
+    let cause = s["reason"].as_str().expect("why it failed").to_string();
+    let job = |p: &Project| -> serde_json::Value { serde_json::from_str(&p.ok(&["job", "status", "--jobId", &id])).expect("json") };
+    assert_eq!(job(&p)["error"], cause.as_str());
+
+    // A person sets it completed: refused (a failed commission is re-dispatched, not
+    // completed by hand), the status put back.
+    let path = p.artifact_path(&id);
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replacen("status: failed\n", "status: completed\n", 1)).expect("write");
+    p.settle();
+    let text = p.artifact(&id);
+    assert!(text.contains("status: failed\n"), "{text}");
+    let fm: serde_yaml_ng::Value = serde_yaml_ng::from_str(text.split("---\n").nth(1).expect("frontmatter")).expect("yaml");
+    assert_eq!(fm["reason"].as_str(), Some(cause.as_str()), "why it failed is kept:\n{text}");
+    let refused = fm["refused"].as_str().unwrap_or_else(|| panic!("the refusal is said:\n{text}"));
+    assert!(refused.starts_with("refused status change failed -> completed: "), "{refused}");
+    assert_eq!(job(&p)["error"], cause.as_str());
+    assert!(p.timeline(&id).iter().any(|e| e["kind"] == "refused" && e["text"] == refused), "{:?}", p.timeline(&id));
+    assert!(p.ok(&["check"]).starts_with("ok:"), "refused: is guild-hall's own key");
+
+    // Re-dispatched: it runs again and the refusal, over with the failure, goes.
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replacen("status: failed\n", "status: pending\n", 1)).expect("write");
+    p.settle();
+    let text = p.artifact(&id);
+    assert!(!text.contains("refused:"), "{text}");
+    assert_eq!(p.status_json(&id)["attempt"], 2, "{text}");
+}

@@ -66,7 +66,7 @@ fn plan_task_problems_point_at_the_task() {
     );
     let all = check(&p);
     says(&all, &plan, 7, 7, "wave 1, task a: unknown key `tmeout`: did you mean `timeout`?");
-    says(&all, &plan, 8, 54, "wave 2, task b: bad timeout \"soon\"");
+    says(&all, &plan, 8, 54, "wave 2, task b: timeout \"soon\" is not a duration: write it like 30m, 2h or 90s");
     // An unknown key stops the parse; the worker is checked on a plan that parses.
     write(
         &plan,
@@ -111,7 +111,7 @@ fn guild_hall_yaml_says_every_unknown_key() {
     says(&all, &config, 3, 1, "unknown key `stale_afer`: did you mean `stale_after`?");
     write(&config, "commission_cap: 2\nstale_after: 5x\n");
     let all = check(&p);
-    says(&all, &config, 2, 14, "stale_after: bad duration \"5x\"");
+    says(&all, &config, 2, 14, "stale_after: \"5x\" is not a duration: write it like 30m, 2h or 90s");
     assert!(!all.contains(" at line "), "said once: {all}");
 }
 
@@ -140,4 +140,57 @@ fn a_task_label_two_waves_share_is_refused_and_the_canonical_id_works() {
     let (code, _, err) = p.run(&["plan", "logs", "two", "task-9"]);
     assert_ne!(code, 0);
     assert!(err.contains("plan two has no task task-9") && err.contains("two:exec:wave-1:task-1"), "{err}");
+}
+
+/// `check` in a person's words, each file's findings in the order of its lines: a timeout that
+/// is no duration says how to write one (not the parser's "expected number at 0"); a plain
+/// value holding `: ` says to quote it, with the line quoted as the example. `status` gives
+/// an invalid artifact one row, its problems in one reason.
+#[test]
+fn check_says_how_to_fix_in_line_order_and_status_gives_one_row_an_id() {
+    let p = Project::new(&["scribe"]);
+    let a = p.root.join(".lore/commissions/a.md");
+    write(&a, "---\ntitle: A\nworker: scribe\ntimeout: forever\nresources: {max_turn: 5}\nstatus: bogus\ndependecies: [x]\n---\nBody.\n");
+    let b = p.root.join(".lore/commissions/b.md");
+    write(&b, "---\ntitle: Bad: yaml: here\nworker: scribe\n---\nBody.\n");
+    let all = check(&p);
+    let (a_at, b_at) = (a.display().to_string(), b.display().to_string());
+    let lines: Vec<&str> = all.lines().filter(|l| l.starts_with(&a_at) || l.starts_with(&b_at)).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{a_at}:4:10: timeout \"forever\" is not a duration: write it like 30m, 2h or 90s"),
+            format!("{a_at}:5:13: unknown key `max_turn` in `resources`: did you mean `max_turns`?"),
+            format!("{a_at}:6:9: unknown status \"bogus\" (expected one of: draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled)"),
+            format!("{a_at}:7:1: unknown key `dependecies`: did you mean `dependencies`?"),
+            format!("{b_at}:2:11: invalid YAML: mapping values are not allowed in this context: a value holding `: ` must be quoted, e.g. `title: \"Bad: yaml: here\"`"),
+        ],
+        "{all}"
+    );
+    // A worker.yaml's timeout is said alike.
+    let y = p.root.join(".lore/workers/scribe/worker.yaml");
+    let yaml = std::fs::read_to_string(&y).expect("yaml");
+    write(&y, &format!("{yaml}timeout: forever\n"));
+    says(
+        &check(&p),
+        &y,
+        yaml.lines().count() + 1,
+        10,
+        "invalid worker.yaml: timeout: \"forever\" is not a duration: write it like 30m, 2h or 90s",
+    );
+    std::fs::write(&y, yaml).expect("write");
+
+    // `status`: one row an id, however many problems it has.
+    let (_, out, _) = p.run(&["status"]);
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("a ")).collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    let reason = format!(
+        "{a_at}:4:10: timeout \"forever\" is not a duration: write it like 30m, 2h or 90s; 5:13: unknown key `max_turn` in `resources`: did you mean `max_turns`?; 6:9: unknown status \"bogus\""
+    );
+    assert!(rows[0].contains(&reason), "{out}");
+    assert!(rows[0].ends_with("; 7:1: unknown key `dependecies`: did you mean `dependencies`?"), "{out}");
+    let (_, json, _) = p.run(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let ids: Vec<&str> = v.as_array().expect("rows").iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(ids, ["a", "b"], "{json}");
 }

@@ -67,7 +67,10 @@ fn plan_create_points_at_the_waves_input() {
     std::fs::write(&waves, "---\n# two waves\n- - {id: a, worker: scribe, prompt: x}\n  - id: b\n    worker: scribx\n    prompt: y\n- - {id: c, worker: scribe, prompt: z, timeout: soon}\n")
         .expect("write");
     let err = fails(&p, &["plan", "create", "--title", "t", &w.to_string()]);
-    assert!(err.starts_with(&format!("error: {w}:7:49: wave 2, task c: bad timeout \"soon\"")), "{err}");
+    assert!(
+        err.starts_with(&format!("error: {w}:7:49: wave 2, task c: timeout \"soon\" is not a duration: write it like 30m, 2h or 90s")),
+        "{err}"
+    );
     let text = std::fs::read_to_string(&waves).expect("read").replace(", timeout: soon", "");
     std::fs::write(&waves, &text).expect("write");
     let err = fails(&p, &["plan", "create", "--title", "t", &w.to_string()]);

@@ -222,3 +222,104 @@ try guild-hall-home "$GUILD_HALL_HOME/escaped.txt"
     assert!(!p.user_home().join("escaped.txt").exists());
     assert!(!p.home.join("escaped.txt").exists());
 }
+
+/// `check` said `ok` for a package whose command, posture or compact file does not exist, and
+/// for an agent package whose CLI is not on PATH (whose attempt then failed on "exec: claude:
+/// not found"). Each is a finding at its key of the package's worker.yaml, and a commission for
+/// the package waits (`blocked`, no attempt), naming what is missing, until it is there.
+#[test]
+fn a_package_missing_a_file_or_its_cli_is_a_check_finding_and_its_work_waits() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&[]);
+    let dir = p.root.join(".lore/workers/w");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let yaml = dir.join("worker.yaml");
+    std::fs::write(
+        &yaml,
+        "name: w\ncommand: [\"./run.sh\"]\ncapabilities: [commission]\nposture: posture.md\ncompact: [\"./compact.sh\"]\nrequires: [guild-hall-test-agent-cli]\n",
+    )
+    .expect("worker.yaml");
+    // Only this test's bin dir and the system's on PATH: no agent CLI of the machine's.
+    let bin = p.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let path = format!("/usr/local/bin:/usr/bin:/bin:{}", bin.display());
+    let run = |args: &[&str]| {
+        let out = p.cmd().env("PATH", &path).args(args).output().expect("runs");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    p.write_commission("c", "---\ntitle: C\nworker: w\n---\nDo it.\n");
+    let (code, out) = run(&["check"]);
+    assert_eq!(code, 1, "{out}");
+    let file = yaml.canonicalize().expect("canon").display().to_string();
+    let at = |line: usize, col: usize, msg: &str| format!("{file}:{line}:{col}: {msg}");
+    let w = dir.canonicalize().expect("canon").display().to_string();
+    for want in [
+        at(2, 10, &format!("command ./run.sh not found: {w}/run.sh does not exist")),
+        at(4, 10, &format!("posture posture.md not found: {w}/posture.md does not exist")),
+        at(5, 10, &format!("compact: command ./compact.sh not found: {w}/compact.sh does not exist")),
+        at(6, 12, "requires `guild-hall-test-agent-cli`, which is not on PATH: install it, or run guild-hall with a PATH that has it"),
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want}\n in:\n{out}");
+    }
+    assert!(!out.starts_with("ok"), "{out}");
+    // The commission waits, no attempt spent, its reason naming what is missing.
+    let (code, out) = run(&["reconcile", "--once"]);
+    assert_eq!(code, 0, "{out}");
+    let s = p.status_json("c");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("blocked"), Some(0)), "{s}");
+    let reason = s["reason"].as_str().unwrap_or("");
+    for what in ["run.sh", "posture.md", "compact.sh", "`guild-hall-test-agent-cli`, which is not on PATH"] {
+        assert!(reason.contains(what), "{what}: {reason}");
+    }
+    assert!(p.run_info("c").is_none(), "no process was started");
+    // Each file written, then the CLI put on PATH: the commission runs.
+    let exe = |f: &std::path::Path, text: &str| {
+        std::fs::write(f, text).expect("write");
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    exe(&dir.join("run.sh"), "#!/bin/sh\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done\n");
+    exe(&dir.join("compact.sh"), "#!/bin/sh\ncat\n");
+    std::fs::write(dir.join("posture.md"), "Be brief.\n").expect("posture");
+    let (code, out) = run(&["check"]);
+    assert_eq!(code, 1, "the CLI is still missing: {out}");
+    assert!(out.lines().any(|l| l.contains("requires `guild-hall-test-agent-cli`")) && !out.contains("run.sh not found"), "{out}");
+    exe(&bin.join("guild-hall-test-agent-cli"), "#!/bin/sh\n");
+    let (code, out) = run(&["check"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("ok: 1 commission"), "{out}");
+    let (code, out) = run(&["reconcile", "--once", "--wait", "--timeout", "60s"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(p.status("c"), "completed", "{}", p.artifact("c"));
+    assert_eq!(p.status_json("c")["attempt"], 1);
+
+    // The bundled agent packages declare their CLI: claude-code needs `claude`.
+    p.ok(&["workers", "add", "claude-code"]);
+    let (code, out) = run(&["check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.lines().any(|l| l.contains("claude-code/worker.yaml:") && l.contains("requires `claude`, which is not on PATH")), "{out}");
+}
+
+/// The worker-dispatch spec's capability word `worker` (REQ-WD-1: a package that takes
+/// dispatched work) is `commission`'s synonym: such a package passes `check` and runs
+/// commissions. A word that is neither is said at `capabilities:`, with the words to write.
+#[test]
+fn the_specs_worker_capability_means_commission() {
+    let p = Project::new(&["scribe"]);
+    let y = p.root.join(".lore/workers/scribe/worker.yaml");
+    let yaml = std::fs::read_to_string(&y).expect("yaml");
+    std::fs::write(&y, yaml.replace("capabilities: [commission]", "capabilities: [worker]")).expect("write");
+    let out = p.ok(&["check"]);
+    assert!(out.starts_with("ok: 0 commissions, 0 meetings, 0 plans, 1 worker package\n"), "{out}");
+    let id = p.create("scribe", "Spec", "output: .lore/research/spec.md\nWrite it.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed", "{}", p.artifact(&id));
+
+    std::fs::write(&y, yaml.replace("capabilities: [commission]", "capabilities: [wroker]")).expect("write");
+    let (code, out, _) = p.run(&["check"]);
+    assert_eq!(code, 1, "{out}");
+    let line = out.lines().find(|l| l.contains("scribe/worker.yaml:")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.ends_with(": unknown capability `wroker`: did you mean `worker`? a package's capabilities are `commission` (work dispatched to it: a commission, a wave task; `worker`, the worker-dispatch spec's word, means the same) and `meeting`"),
+        "{line}"
+    );
+}

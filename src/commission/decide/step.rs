@@ -83,6 +83,8 @@ impl<'a> Step<'a> {
         // so a status the artifact says later is a person's request, never our write unseen.
         self.record.prev = None;
         self.record.status = to;
+        // A refusal of an edit of the ended commission it was is over with it.
+        self.remove("refused");
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
         let explains = matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty();
         if explains {
@@ -92,11 +94,14 @@ impl<'a> Step<'a> {
         }
     }
 
-    /// Refuse a request: the status is put back and `reason:` says why.
+    /// Refuse a request: the status is put back and `reason:` says why — but of a failed or
+    /// cancelled commission, whose `reason:` is why it ended (what `worker/status` gives as the
+    /// job's `error`, REQ-WD-44), `refused:` says it, and the cause stays.
     pub(super) fn refuse(&mut self, request: &str, why: &str) {
         let text = format!("refused {request}: {why}");
         self.event("refused", format!("refused:{}:{}:{request}", self.record.attempt, self.o.artifact.hash), json!({"text": text}));
-        self.set("reason", Value::String(text));
+        let key = if matches!(self.status, Status::Failed | Status::Cancelled) { "refused" } else { "reason" };
+        self.set(key, Value::String(text));
     }
 
     pub(super) fn has_result(&self) -> bool {

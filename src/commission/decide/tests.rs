@@ -125,6 +125,16 @@ fn sets(p: &Decisions, id: &str, key: &str) -> Option<Value> {
     })
 }
 
+/// What a refusal of an edit of a commission held at `held` says: `refused:` of a failed or
+/// cancelled one (its `reason:`, why it ended, must stay as it is), else `reason:`.
+fn refusal(p: &Decisions, id: &str, held: Status) -> String {
+    let ended = matches!(held, Status::Failed | Status::Cancelled);
+    if ended {
+        assert!(sets(p, id, "reason").is_none(), "a refusal of an edit of a {held} commission replaced why it ended");
+    }
+    sets(p, id, if ended { "refused" } else { "reason" }).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 fn dispatches(p: &Decisions) -> Vec<String> {
     p.actions.iter().filter(|a| matches!(a, Action::Dispatch { resume: false, .. })).map(|a| a.id().to_string()).collect()
 }
@@ -234,7 +244,11 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
             }
             let p = decide(&held(vec![o]));
             let events = status_events(&p);
-            let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let reason = if expect.is_some() {
+                refusal(&p, "c", from)
+            } else {
+                sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+            };
             match expect {
                 None => {
                     assert!(events.contains(&(from.to_string(), to.to_string())), "{from} -> {to} should be accepted: {events:?}");
@@ -288,8 +302,12 @@ fn desired_requests() {
         assert_eq!(got, want, "{status} + desired {desired}");
         assert_eq!(edits_of(&p, "c").contains(&Edit::Remove("desired".into())), removed, "{status} + desired {desired}");
         if got == status {
-            let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            // Of a failed or cancelled commission the refusal is `refused:`, why it ended kept.
+            let ended = matches!(status, Status::Failed | Status::Cancelled);
+            let reason =
+                sets(&p, "c", if ended { "refused" } else { "reason" }).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
             assert!(reason.starts_with("refused desired"), "{status} + {desired}: {reason}");
+            assert!(!ended || sets(&p, "c", "reason").is_none(), "{status} + {desired}: why it ended is kept");
         }
     }
 }
@@ -307,9 +325,16 @@ fn desired_refusal_is_the_deciders_own() {
                 o.run = Some(run_info(1));
             }
             let p = decide(&snapshot(vec![o]));
-            let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            // Of a failed or cancelled commission the refusal is `refused:`; `reason:` (why it
+            // ended) is kept.
+            let ended = matches!(status, Status::Failed | Status::Cancelled);
+            let reason =
+                sets(&p, "c", if ended { "refused" } else { "reason" }).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
             let refused = reason.starts_with("refused desired");
             assert_eq!(desired_refusal(status, desired).is_some(), refused, "{status} + desired {word}: {reason}");
+            if ended {
+                assert!(sets(&p, "c", "reason").is_none(), "{status} + desired {word}: why it ended is kept");
+            }
         }
     }
 }

@@ -96,6 +96,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     let mut projects = Vec::new();
     for dir in &dirs {
         let project = Project::open(dir)?;
+        crate::ops::ensure_set_up(&project)?;
         let lock = reconcile::lock_project(home, &project, false, "guild-hall watch")?;
         std::fs::create_dir_all(home.project_state(&project.name))?;
         for (path, mode) in watch_paths(home, &project)? {
