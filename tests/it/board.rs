@@ -6,9 +6,11 @@
 
 use crate::common::{in_pid_namespace, section, Project};
 
-/// Shell helpers for driving the board in tmux, on a socket of the scenario's own.
+/// Shell helpers for driving the board in tmux, on a socket of the scenario's own (a fresh one
+/// for each board: see `board`).
 const TMUX: &str = r#"
-sock="$PWD/../tmux.sock"
+servers=0
+sock="$PWD/../tmux.$servers.sock"
 tm() { tmux -S "$sock" "$@"; }
 screen() { tm capture-pane -p -t b; }
 fail_with_screen() { echo "$1" >&2; echo "--- screen:" >&2; screen >&2; exit 1; }
@@ -28,9 +30,14 @@ file_has() { # file_has FILE TEXT: wait up to 60 s
   for i in $(seq 600); do if grep -qF -- "$2" "$1" 2>/dev/null; then [ $i -lt 30 ] || echo "slow ($i): file $1 $2" >> ../slow.log; return 0; fi; sleep 0.1; done
   echo "$1 never said: $2" >&2; cat "$1" >&2; fail_with_screen "(the board)"
 }
-board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane
+board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane, on a fresh server
+  # kill-server returns before the server has gone, and a dying server still accepts a
+  # connection only to close it: a `new-session` on the same socket then fails with "server
+  # exited unexpectedly" (and a failed `tm ls` does not mean it is gone: it fails the same way).
+  # The next server gets a socket of its own; the old one ends by itself.
   tm kill-server 2>/dev/null || true
-  for _ in $(seq 100); do tm ls >/dev/null 2>&1 || break; sleep 0.05; done
+  servers=$((servers + 1))
+  sock="$PWD/../tmux.$servers.sock"
   # The board's pid is written by the shell it then becomes, for the signal test; the pane
   # outlives the board and says how it ended.
   # (A Ctrl-C typed in the pane is not this shell's end, as in a person's interactive shell.)
