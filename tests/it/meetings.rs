@@ -585,3 +585,19 @@ fn closing_waits_for_a_running_turn_and_keeps_the_final_notes() {
     assert!(notes.starts_with("## Summary") && notes.contains("## Decisions"), "the final notes: {notes}");
     assert!(!transcript(&p, "m").exists());
 }
+
+/// A meeting's log (its timeline) reads in time order: the events its worker wrote during a
+/// turn are folded after the turn's own event is written, and are recorded no earlier than it.
+#[test]
+fn a_meetings_log_reads_in_time_order() {
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "hi\nlink: .lore/notes/a.md\nsummary: first"]);
+    p.ok(&["reconcile", "--once"]);
+    p.ok(&["meeting", "send", "m", "again\nlink: .lore/notes/b.md\ndecide: keep it"]);
+    p.ok(&["reconcile", "--once"]);
+    let v = show(&p, "m");
+    let log = v["log"].as_array().expect("log");
+    let times: Vec<(&str, &str)> = log.iter().map(|e| (e["kind"].as_str().unwrap_or(""), e["ts"].as_str().unwrap_or(""))).collect();
+    assert!(times.iter().any(|(k, _)| *k == "link") && times.iter().any(|(k, _)| *k == "turn"), "{times:?}");
+    assert!(times.windows(2).all(|w| w[0].1 <= w[1].1), "out of time order: {times:#?}");
+}

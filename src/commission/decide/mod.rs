@@ -125,7 +125,7 @@ impl crate::activity::kind::Action for Action {
                     }
                 }
                 if parts.is_empty() && !only_created(u) {
-                    parts.push(format!("log {}", crate::activity::timeline::counted(u.events.len(), "timeline event")));
+                    parts.push(crate::activity::timeline::recorded(&u.events));
                 }
                 if parts.is_empty() {
                     // Only guild-hall's own bookkeeping (its runtime record): said only if it failed.
