@@ -219,13 +219,19 @@ mod tests {
         // A time in the future, or no time at all (a worker's mailbox line): now.
         append(&path, &[at("2999-01-01T00:00:00.000Z", "future"), at("yesterday", "garbage")]).expect("append");
         let after = timestamp(chrono::Utc::now());
-        let got: Vec<(String, String)> =
-            read(&path).expect("read").iter().map(|e| (e["key"].as_str().unwrap_or("").into(), e["ts"].as_str().unwrap_or("").into())).collect();
-        assert_eq!(got[..3], [
-            ("first".to_string(), "2026-01-01T00:00:10.000Z".to_string()),
-            ("earlier".into(), "2026-01-01T00:00:10.000Z".into()),
-            ("later".into(), "2026-01-01T00:00:20.000Z".into())
-        ]);
+        let got: Vec<(String, String)> = read(&path)
+            .expect("read")
+            .iter()
+            .map(|e| (e["key"].as_str().unwrap_or("").into(), e["ts"].as_str().unwrap_or("").into()))
+            .collect();
+        assert_eq!(
+            got[..3],
+            [
+                ("first".to_string(), "2026-01-01T00:00:10.000Z".to_string()),
+                ("earlier".into(), "2026-01-01T00:00:10.000Z".into()),
+                ("later".into(), "2026-01-01T00:00:20.000Z".into())
+            ]
+        );
         for (key, ts) in &got[3..] {
             assert!(before <= *ts && *ts <= after, "{key} at {ts}, written between {before} and {after}");
         }

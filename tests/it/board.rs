@@ -99,6 +99,8 @@ see "·three"
 see "✓one"
 see "✓three"
 row_has port completed
+# Settled, it is at no wave any more: no current-wave marker.
+unsee "▸ w"
 echo "--- plan colours"; tm capture-pane -e -p -t b | grep -cP '\x1b\[([0-9]+;)*(32|38;5;2)m✓three' || true
 
 # A meeting request, accepted with a: `meeting accept`, then `meeting chat`, in the terminal.
@@ -151,20 +153,22 @@ echo "--- end"
 /// turns colours off; SIGTERM and a panic give the terminal back.
 #[test]
 fn alone_it_runs_a_reconciler_for_the_session_and_gives_the_terminal_back() {
-    let p = Project::new(&["sleeper"]);
+    let p = Project::new(&["counsel", "sleeper"]);
     let out = scenario(
         &p,
         r##"
 # $EDITOR and $PAGER: scripts that do what a person would (fill the template, add a line, read).
 tmpd=$(cd .. && pwd)
 printf '%s\n' '#!/bin/sh' 'case "$(cat "$(dirname "$0")/edit-mode")" in' \
-  'new) sed -i "s/^title: \"\"/title: From the board/; s/^worker: .*/worker: sleeper/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
+  'new) cp "$1" "$(dirname "$0")/template.txt"; sed -i "s/^title: \"\"/title: From the board/; s/^worker: .*/worker: sleeper/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
   'draft) sed -i "s/^title: \"\"/title: Drafted here/; s/^worker: .*/worker: sleeper/; s/^status: pending/status: draft/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
   'touch) printf "\nEdited in the board.\n" >> "$1" ;;' 'esac' > "$tmpd/edit.sh"
 printf '%s\n' '#!/bin/sh' 'cat > "$(dirname "$0")/paged.txt"' > "$tmpd/page.sh"
 chmod +x "$tmpd/edit.sh" "$tmpd/page.sh"
 board TERM=xterm-256color VISUAL="$tmpd/edit.sh" EDITOR="$tmpd/edit.sh" PAGER="$tmpd/page.sh"
 see "no reconciler: w runs one for this session"
+# At 100 columns every key of the footer shows (it wraps between keys).
+see "w reconcile"
 printf -- '---\ntitle: Nap\nworker: sleeper\n---\nsleep: 1\n' > .lore/commissions/nap.md
 row_has nap pending
 tm send-keys -t b w
@@ -200,6 +204,7 @@ file_has .lore/commissions/loud.md "Edited in the board."
 echo new > ../edit-mode
 tm send-keys -t b n
 file_has .lore/commissions/from-the-board.md "title: From the board"
+echo "--- template worker"; grep '^worker:' ../template.txt
 filter from-the-board
 row_has from-the-board completed
 echo draft > ../edit-mode
@@ -246,6 +251,9 @@ see "/nap "
 echo "--- end"
 "##,
     );
+    // Installed then: counsel (meetings and commissions), loud and sleeper (commissions): the
+    // first by name of those made for commissions alone.
+    assert_eq!(section(&out, "template worker").trim(), "worker: loud", "a worker made for commissions, not counsel: {out}");
     assert_eq!(section(&out, "escapes").trim(), "0\ncleaned", "no title set by a worker, its words shown cleaned: {out}");
     assert_eq!(section(&out, "paged").trim(), "1", "the pager gets the log escaped, as `logs` prints it: {out}");
     assert_eq!(section(&out, "no colour").trim(), "0", "{out}");
