@@ -166,7 +166,7 @@ pub fn render(e: &Value) -> String {
             Some(how) => format!("{} ({how})", s("status")),
             None => s("status"),
         },
-        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" => s("text"),
+        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" | "edited" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),
         "artifact" => s("path"),

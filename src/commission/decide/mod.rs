@@ -8,7 +8,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use crate::activity::names;
-use crate::activity::state::{Heartbeat, Record, RunInfo};
+use crate::activity::state::{Given, Heartbeat, Record, RunInfo};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
 use crate::commission::observe::{Folded, Observed, Proc, Snapshot};
@@ -238,7 +238,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
             running += 1;
             continue;
         }
-        let (step, effect) = plan_one(s, o, &now, &cycles);
+        let (mut step, effect) = plan_one(s, o, &now, &cycles);
+        note_edit_while_running(&mut step);
         let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
         if step.status.is_active() || at_work {
             // A commission finished this round no longer holds its slot: its worker is gone,
@@ -263,6 +264,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
             Effect::None => push_update(&mut actions, step.finish()),
             Effect::Resume => {
                 let attempt = step.record.attempt;
+                // Its worker is started now, from the prompt as it is now.
+                step.record.given = Some(Given::new(attempt, o.artifact.title.as_deref(), &o.artifact.body));
                 actions.push(Action::Dispatch {
                     branch: attempt_branch(o, attempt),
                     worker: o.artifact.worker.clone(),
@@ -352,6 +355,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
         step.record.attempt = attempt;
         step.record.term_sent_at = None;
         step.record.stopping = None;
+        // What the attempt is given (act writes the prompt from the same snapshot).
+        step.record.given = Some(Given::new(attempt, step.o.artifact.title.as_deref(), &step.o.artifact.body));
         step.set("attempt", Value::from(attempt));
         step.set("branch", Value::String(branch.clone()));
         step.remove("desired");
@@ -361,6 +366,23 @@ pub fn decide(s: &Snapshot) -> Decisions {
 
     let settled = actions.is_empty() && busy.is_empty();
     Decisions { actions, settled, busy, cycles }
+}
+
+/// An attempt under way keeps what it was given (its worker read its prompt at the start, and
+/// its merge says the title it was given): an edit of the title or prompt meanwhile applies to
+/// the next attempt, and the timeline says so, once per edit.
+fn note_edit_while_running(step: &mut Step<'_>) {
+    let attempt = step.record.attempt;
+    let Some(given) = step.record.given.as_ref().filter(|g| g.attempt == attempt && step.status.is_active()) else { return };
+    let Some((key, what)) = given.edit(step.o.artifact.title.as_deref(), &step.o.artifact.body) else { return };
+    if given.noted.as_deref() == Some(key.as_str()) {
+        return;
+    }
+    let text = format!("{what} edited while attempt {attempt} runs: applies to the next attempt (this one keeps what it was given)");
+    step.event("edited", key.clone(), json!({"text": text, "attempt": attempt}));
+    if let Some(g) = step.record.given.as_mut() {
+        g.noted = Some(key);
+    }
 }
 
 /// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
