@@ -80,7 +80,9 @@ impl Given {
 
 /// The git blob id of `text`: a stable name for it across versions and machines.
 fn blob_id(text: &str) -> String {
-    git2::Oid::hash_object(git2::ObjectType::Blob, text.as_bytes()).map(|o| o.to_string()).unwrap_or_else(|_| format!("{:0>40}", text.len()))
+    git2::Oid::hash_object(git2::ObjectType::Blob, text.as_bytes())
+        .map(|o| o.to_string())
+        .unwrap_or_else(|_| format!("{:0>40}", text.len()))
 }
 
 /// Written by the shim once the worker is started.

@@ -27,12 +27,18 @@ pub fn counted(n: usize, one: &str) -> String {
 }
 
 /// What an update that only adds timeline events says it does, as a pass prints it:
-/// `timeline: recorded 2 events (anomaly, log)`: the events' kinds, in their order, once each.
+/// `timeline: recorded 2 events (anomaly, log)`: the events' kinds, in their order, once each
+/// (a liveness judgement as what it found: `worker stale`).
 pub fn recorded(events: &[Value]) -> String {
-    let mut kinds: Vec<&str> = Vec::new();
-    for k in events.iter().filter_map(|e| e["kind"].as_str()) {
-        if !kinds.contains(&k) {
-            kinds.push(k);
+    let mut kinds: Vec<String> = Vec::new();
+    for e in events {
+        let Some(kind) = e["kind"].as_str() else { continue };
+        let said = match (kind, e["state"].as_str()) {
+            ("heartbeat", Some(state)) => format!("worker {state}"),
+            _ => kind.to_string(),
+        };
+        if !kinds.contains(&said) {
+            kinds.push(said);
         }
     }
     let kinds = if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) };
@@ -204,6 +210,8 @@ mod tests {
         assert_eq!(recorded(&[e("anomaly")]), "timeline: recorded 1 event (anomaly)");
         assert_eq!(recorded(&[e("log"), e("anomaly"), e("log")]), "timeline: recorded 3 events (log, anomaly)");
         assert_eq!(recorded(&[]), "timeline: recorded 0 events");
+        let stale = event("2026-01-01T00:00:00Z", "heartbeat", "heartbeat:1:stale".into(), serde_json::json!({"state": "stale"}));
+        assert_eq!(recorded(&[stale]), "timeline: recorded 1 event (worker stale)");
     }
 
     #[test]
