@@ -441,7 +441,6 @@ impl Trailers {
 /// The artifacts at `paths` that `keep` accepts, observed `chunk` to a thread, in path order.
 /// Parsing frontmatter dominates observe, so the artifacts are spread over the cores.
 /// `trailers`: the integration branch's, read once when a commission asks.
-#[allow(clippy::too_many_arguments)]
 /// The trees dependencies are looked for in: the integration branch's (where a worktree
 /// starts), and the person's base branch's (to say when one is there only).
 struct Trees {
@@ -455,6 +454,7 @@ impl Trees {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn observe_parallel(
     home: &Home,
     project: &Project,
@@ -575,6 +575,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path, dir: Option<&std::fs:
 }
 
 /// One artifact and its runtime state.
+#[allow(clippy::too_many_arguments)]
 fn observe_one(
     home: &Home,
     project: &Project,
