@@ -39,6 +39,24 @@ pub fn signature(repo: &Repository) -> Result<Signature<'static>> {
     }
 }
 
+/// Where `init` records the branch it started from (the repository's own git config, so that
+/// any home over this checkout finds it).
+pub const BASE_BRANCH_KEY: &str = "guild-hall.baseBranch";
+
+/// The base branch as configured (`follow:`, `base_branch:`) or recorded by `init` (git config
+/// [`BASE_BRANCH_KEY`]), if any.
+pub fn configured_base(repo: &Repository, config: &crate::config::ProjectConfig) -> Option<String> {
+    if let Some(b) = config.follow.as_ref().or(config.base_branch.as_ref()) {
+        return Some(b.clone());
+    }
+    repo.config().ok().and_then(|c| c.get_string(BASE_BRANCH_KEY).ok()).filter(|b| !b.is_empty())
+}
+
+/// The base branch's name: [`configured_base`], else `main`, else `master` (whichever exists).
+pub fn named_base(repo: &Repository, config: &crate::config::ProjectConfig) -> Option<String> {
+    configured_base(repo, config).or_else(|| ["main", "master"].into_iter().find(|b| branch_exists(repo, b)).map(str::to_string))
+}
+
 pub fn branch_exists(repo: &Repository, branch: &str) -> bool {
     repo.find_branch(branch, BranchType::Local).is_ok()
 }

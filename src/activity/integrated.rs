@@ -86,3 +86,18 @@ pub fn tree(project: &Project) -> anyhow::Result<Option<git2::Oid>> {
         .and_then(|b| b.get().peel_to_tree().ok())
         .map(|t| t.id()))
 }
+
+/// The person's base branch ([`crate::activity::git::named_base`]) and its tree, if it exists
+/// (a local branch, else a remote-tracking one such as `origin/main`) and is not the
+/// integration branch: what a commission waiting on a dependency is told when the dependency
+/// is there but not yet on the integration branch.
+pub fn base_tree(project: &Project) -> Option<(String, git2::Oid)> {
+    let repo = git2::Repository::open(&project.root).ok()?;
+    let base = crate::activity::git::named_base(&repo, &project.config)?;
+    if base == project.config.integration_branch {
+        return None;
+    }
+    let branch = repo.find_branch(&base, git2::BranchType::Local).or_else(|_| repo.find_branch(&base, git2::BranchType::Remote)).ok()?;
+    let tree = branch.get().peel_to_tree().ok()?.id();
+    Some((base, tree))
+}

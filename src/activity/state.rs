@@ -37,6 +37,52 @@ pub struct Record {
     /// under way ("cancelling: worker still running"), until every one of them is gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopping: Option<String>,
+    /// What the current attempt was given when it was dispatched (its title and prompt): an
+    /// edit of the artifact while it runs applies to the next attempt, and this one's merge
+    /// says the title it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<Given>,
+}
+
+/// The title and prompt an attempt was dispatched with (the prompt as a git blob id: the
+/// prompt file in the state dir holds its text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Given {
+    pub attempt: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub prompt: String,
+    /// The edit already noted in the timeline (the [`Given::edit_key`] of it), so that it is
+    /// noted once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noted: Option<String>,
+}
+
+impl Given {
+    pub fn new(attempt: u32, title: Option<&str>, prompt: &str) -> Given {
+        Given { attempt, title: title.map(str::to_string), prompt: blob_id(prompt), noted: None }
+    }
+
+    /// What of `title` and `prompt` differs from what the attempt was given: `None` when
+    /// nothing does, else the edit's key (one per distinct edit) and what changed in words.
+    pub fn edit(&self, title: Option<&str>, prompt: &str) -> Option<(String, &'static str)> {
+        let prompt_id = blob_id(prompt);
+        let what = match (self.title.as_deref() != title, self.prompt != prompt_id) {
+            (false, false) => return None,
+            (true, false) => "title",
+            (false, true) => "prompt",
+            (true, true) => "title and prompt",
+        };
+        let title_id = blob_id(title.unwrap_or(""));
+        Some((format!("edited:{}:{}:{}", self.attempt, &title_id[..12], &prompt_id[..12]), what))
+    }
+}
+
+/// The git blob id of `text`: a stable name for it across versions and machines.
+fn blob_id(text: &str) -> String {
+    git2::Oid::hash_object(git2::ObjectType::Blob, text.as_bytes())
+        .map(|o| o.to_string())
+        .unwrap_or_else(|_| format!("{:0>40}", text.len()))
 }
 
 /// Written by the shim once the worker is started.

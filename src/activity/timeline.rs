@@ -26,6 +26,25 @@ pub fn counted(n: usize, one: &str) -> String {
     }
 }
 
+/// What an update that only adds timeline events says it does, as a pass prints it:
+/// `timeline: recorded 2 events (anomaly, log)`: the events' kinds, in their order, once each
+/// (a liveness judgement as what it found: `worker stale`).
+pub fn recorded(events: &[Value]) -> String {
+    let mut kinds: Vec<String> = Vec::new();
+    for e in events {
+        let Some(kind) = e["kind"].as_str() else { continue };
+        let said = match (kind, e["state"].as_str()) {
+            ("heartbeat", Some(state)) => format!("worker {state}"),
+            _ => kind.to_string(),
+        };
+        if !kinds.contains(&said) {
+            kinds.push(said);
+        }
+    }
+    let kinds = if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) };
+    format!("timeline: recorded {}{kinds}", counted(events.len(), "event"))
+}
+
 /// Where a commission artifact's timeline lives.
 pub fn path_for(artifact: &Path) -> PathBuf {
     artifact.with_extension("timeline.jsonl")
@@ -68,10 +87,23 @@ pub fn keys(path: &Path) -> Result<BTreeSet<String>> {
 /// Append events, skipping any whose key is already present anywhere in the timeline, or
 /// (for `status` and `heartbeat` events, which may legitimately repeat) equals the key of the
 /// latest event of its kind.
+///
+/// A timeline reads in time order: an event's `ts` is the time it says (a pass's clock when
+/// it observed, a worker's when it wrote its mailbox line) unless that is earlier than an
+/// event already written — then it is recorded at that event's time — or later than now, or
+/// not a time at all (a worker writes its mailbox): then it is now. Events are stamped
+/// before the moment they are written (a pass's observe, a worker's mail folded a pass
+/// later, a meeting's turn ending beside a pass that folds its mail), so without this a
+/// later line could say an earlier time. Writers of one timeline take turns (a lock on the
+/// file), so the last time read is the last written.
 pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
     if events.is_empty() {
         return Ok(0);
     }
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut file = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .with_context(|| format!("locking {}", path.display()))?;
     let existing = read(path)?;
     let mut last_of_kind: BTreeMap<&str, &str> = BTreeMap::new();
     let mut all: BTreeSet<&str> = BTreeSet::new();
@@ -81,6 +113,8 @@ pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
             all.insert(key);
         }
     }
+    let now = chrono::Utc::now();
+    let mut floor = existing.iter().filter_map(time_of).max();
     let mut out = String::new();
     let mut n = 0;
     for e in events {
@@ -91,16 +125,31 @@ pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
         if dup {
             continue;
         }
-        out.push_str(&serde_json::to_string(e)?);
+        let said = time_of(e);
+        let at = said.unwrap_or(now).min(now);
+        let at = floor.map_or(at, |f| at.max(f));
+        floor = Some(at);
+        if said == Some(at) {
+            out.push_str(&serde_json::to_string(e)?);
+        } else {
+            let mut e = e.clone();
+            if let Some(fields) = e.as_object_mut() {
+                fields.insert("ts".into(), timestamp(at).into());
+            }
+            out.push_str(&serde_json::to_string(&e)?);
+        }
         out.push('\n');
         n += 1;
     }
     if n > 0 {
-        let mut f =
-            std::fs::OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
-        f.write_all(out.as_bytes()).with_context(|| format!("appending to {}", path.display()))?;
+        file.write_all(out.as_bytes()).with_context(|| format!("appending to {}", path.display()))?;
     }
     Ok(n)
+}
+
+/// The time an event says (`ts`), if it is one.
+fn time_of(e: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    e["ts"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&chrono::Utc))
 }
 
 /// A `merge` event's `commit` when the branch brought no change (the squash made no commit).
@@ -123,7 +172,7 @@ pub fn render(e: &Value) -> String {
             Some(how) => format!("{} ({how})", s("status")),
             None => s("status"),
         },
-        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" => s("text"),
+        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" | "edited" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),
         "artifact" => s("path"),
@@ -149,4 +198,51 @@ pub fn render(e: &Value) -> String {
         _ => e.to_string(),
     };
     format!("{ts}  {kind:<10} {detail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_update_of_events_only_says_what_it_recorded() {
+        let e = |kind: &str| event("2026-01-01T00:00:00Z", kind, kind.into(), serde_json::json!({}));
+        assert_eq!(recorded(&[e("anomaly")]), "timeline: recorded 1 event (anomaly)");
+        assert_eq!(recorded(&[e("log"), e("anomaly"), e("log")]), "timeline: recorded 3 events (log, anomaly)");
+        assert_eq!(recorded(&[]), "timeline: recorded 0 events");
+        let stale = event("2026-01-01T00:00:00Z", "heartbeat", "heartbeat:1:stale".into(), serde_json::json!({"state": "stale"}));
+        assert_eq!(recorded(&[stale]), "timeline: recorded 1 event (worker stale)");
+    }
+
+    #[test]
+    fn a_timeline_reads_in_time_order_whatever_its_events_say() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.timeline.jsonl");
+        let at = |ts: &str, key: &str| event(ts, "progress", key.into(), serde_json::json!({"text": key}));
+        let before = timestamp(chrono::Utc::now());
+        append(&path, &[at("2026-01-01T00:00:10.000Z", "first")]).expect("append");
+        // Stamped before the event already written (a pass's observe, a worker's mail folded
+        // later): recorded at that event's time, after it.
+        append(&path, &[at("2026-01-01T00:00:05.000Z", "earlier"), at("2026-01-01T00:00:20.000Z", "later")]).expect("append");
+        // A time in the future, or no time at all (a worker's mailbox line): now.
+        append(&path, &[at("2999-01-01T00:00:00.000Z", "future"), at("yesterday", "garbage")]).expect("append");
+        let after = timestamp(chrono::Utc::now());
+        let got: Vec<(String, String)> = read(&path)
+            .expect("read")
+            .iter()
+            .map(|e| (e["key"].as_str().unwrap_or("").into(), e["ts"].as_str().unwrap_or("").into()))
+            .collect();
+        assert_eq!(
+            got[..3],
+            [
+                ("first".to_string(), "2026-01-01T00:00:10.000Z".to_string()),
+                ("earlier".into(), "2026-01-01T00:00:10.000Z".into()),
+                ("later".into(), "2026-01-01T00:00:20.000Z".into())
+            ]
+        );
+        for (key, ts) in &got[3..] {
+            assert!(before <= *ts && *ts <= after, "{key} at {ts}, written between {before} and {after}");
+        }
+        assert!(got.windows(2).all(|w| w[0].1 <= w[1].1), "{got:?}");
+    }
 }

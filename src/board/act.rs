@@ -122,13 +122,31 @@ pub fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) -> Result
     }
 }
 
-/// The template `n` opens.
-fn template(worker: &str) -> String {
+/// The template `n` opens, with `worker` filled in ([`default_worker`]) or, when none is
+/// installed that could run it, left empty with a comment that says so.
+fn template(worker: Option<&str>) -> String {
+    let worker = match worker {
+        Some(w) => format!("worker: {w}\n"),
+        None => "# No installed worker package can run a commission: install one (`guild-hall workers add scribe`)\n\
+                 # and name it here (`guild-hall workers` lists them).\nworker: \"\"\n"
+            .to_string(),
+    };
     format!(
         "---\n# A new commission: give it a title and write the prompt below, then save and quit.\n\
          # An empty title writes nothing. `status: draft` keeps it from running until dispatched.\n\
-         title: \"\"\nworker: {worker}\nstatus: pending\n# dependencies: [path/that/must/exist.md]\n---\n{PROMPT_HINT}\n"
+         title: \"\"\n{worker}status: pending\n# dependencies: [path/that/must/exist.md]\n---\n{PROMPT_HINT}\n"
     )
+}
+
+/// The worker a new commission's template names: an installed package that can run a
+/// commission now, one made for commissions alone (not a meeting partner) first; by name
+/// within each. `None` when no package can run one.
+fn default_worker(catalog: &crate::worker::Catalog) -> Option<String> {
+    let ready = |n: &&String| catalog.for_commission(n).is_ok() && catalog.cannot_start(n).is_none();
+    let mut names: Vec<&String> = catalog.packages.keys().filter(ready).collect();
+    // Stable: by name within each group.
+    names.sort_by_key(|n| catalog.packages.get(*n).is_some_and(|p| p.can_meet()));
+    names.first().map(|n| n.to_string())
 }
 
 const PROMPT_HINT: &str = "The outcome wanted, and how the worker can verify it is done.";
@@ -164,7 +182,10 @@ pub fn read_template(path: &Path, text: &str) -> Result<Option<crate::ops::commi
         Some(other) => bail!("{}: status: {other}: a new commission is pending or draft", path.display()),
     };
     Ok(Some(crate::ops::commission::NewCommission {
-        worker: w.worker.ok_or_else(|| anyhow!("{}: no worker: name the worker package that does the work", path.display()))?,
+        worker: w
+            .worker
+            .filter(|w| !w.trim().is_empty())
+            .ok_or_else(|| anyhow!("{}: no worker: name the worker package that does the work", path.display()))?,
         title,
         prompt: prompt.to_string(),
         depends: w.dependencies,
@@ -177,15 +198,16 @@ pub fn read_template(path: &Path, text: &str) -> Result<Option<crate::ops::commi
 /// that cannot be used is kept, and named with why.
 fn new_commission(ctx: &mut Ctx<'_>) -> Result<String> {
     let catalog = crate::worker::Catalog::discover(&ctx.project.root, &ctx.home.workers_dir());
-    let worker = catalog.packages.keys().find(|n| catalog.for_commission(n).is_ok()).cloned().unwrap_or_else(|| "scribe".into());
+    let worker = default_worker(&catalog);
+    let worker = worker.as_deref();
     let file = tempfile::Builder::new().prefix("guild-hall-new-commission-").suffix(".md").tempfile().context("a file for the template")?;
-    std::fs::write(file.path(), template(&worker)).with_context(|| format!("writing {}", file.path().display()))?;
+    std::fs::write(file.path(), template(worker)).with_context(|| format!("writing {}", file.path().display()))?;
     let path: PathBuf = file.path().to_path_buf();
     let status = ctx.shell("${VISUAL:-${EDITOR:-vi}} \"$1\"", &[path.as_os_str()])?;
     if !status.success() {
         // Editors exit non-zero after an error even when the text was saved: what was
         // written is kept, never dropped with the temp file.
-        let written = std::fs::read_to_string(&path).is_ok_and(|t| t != template(&worker));
+        let written = std::fs::read_to_string(&path).is_ok_and(|t| t != template(worker));
         if written {
             let kept = file.keep().map(|(_, p)| p).unwrap_or(path);
             return Ok(format!("the editor failed: nothing written; your text is kept in {}", kept.display()));
@@ -215,14 +237,14 @@ mod tests {
     #[test]
     fn the_template_reads_back() {
         let p = Path::new("/tmp/new.md");
-        let filled = template("scribe").replace("title: \"\"", "title: Survey it").replace(PROMPT_HINT, "Write the survey.");
+        let filled = template(Some("scribe")).replace("title: \"\"", "title: Survey it").replace(PROMPT_HINT, "Write the survey.");
         let new = read_template(p, &filled).expect("valid").expect("a commission");
         assert_eq!(
             (new.title.as_str(), new.worker.as_str(), new.prompt.as_str(), new.draft),
             ("Survey it", "scribe", "Write the survey.", false)
         );
-        assert!(read_template(p, &template("scribe")).expect("valid").is_none(), "an empty title writes nothing");
-        let unfilled = template("scribe").replace("title: \"\"", "title: Survey it");
+        assert!(read_template(p, &template(Some("scribe"))).expect("valid").is_none(), "an empty title writes nothing");
+        let unfilled = template(Some("scribe")).replace("title: \"\"", "title: Survey it");
         assert!(read_template(p, &unfilled).unwrap_err().to_string().contains("prompt"));
         let bad = filled.replace("status: pending", "status: completed");
         assert!(read_template(p, &bad).unwrap_err().to_string().starts_with("/tmp/new.md: status: completed"));
@@ -230,5 +252,33 @@ mod tests {
         assert!(read_template(p, &broken).unwrap_err().to_string().starts_with("/tmp/new.md"));
         let draft = filled.replace("status: pending", "status: draft");
         assert!(read_template(p, &draft).expect("valid").expect("some").draft);
+        // No worker to name: left empty, with a comment; left so, it is refused in words.
+        let none = template(None);
+        assert!(none.contains("worker: \"\"\n") && none.contains("guild-hall workers add scribe"), "{none}");
+        let unnamed = none.replace("title: \"\"", "title: Survey it").replace(PROMPT_HINT, "Write the survey.");
+        assert!(read_template(p, &unnamed).unwrap_err().to_string().contains("no worker"));
+    }
+
+    #[test]
+    fn the_template_names_a_worker_made_for_commissions() {
+        let mut catalog = crate::worker::Catalog::with(&["counsel", "scribe", "sleeper"]);
+        let both = vec!["meeting".to_string(), "commission".to_string()];
+        if let Some(p) = catalog.packages.get_mut("counsel") {
+            p.manifest.capabilities = both.clone();
+        }
+        assert_eq!(default_worker(&catalog).as_deref(), Some("scribe"), "not counsel, a meeting partner");
+        // A meeting partner that can run commissions, when it is the only one.
+        let mut only = crate::worker::Catalog::with(&["counsel", "talker"]);
+        if let Some(p) = only.packages.get_mut("counsel") {
+            p.manifest.capabilities = both;
+        }
+        if let Some(p) = only.packages.get_mut("talker") {
+            p.manifest.capabilities = vec!["meeting".into()];
+        }
+        assert_eq!(default_worker(&only).as_deref(), Some("counsel"));
+        if let Some(p) = only.packages.get_mut("counsel") {
+            p.manifest.capabilities = vec!["meeting".into()];
+        }
+        assert_eq!(default_worker(&only), None, "no package can run a commission");
     }
 }

@@ -102,6 +102,12 @@ pub fn clean(text: &str) -> String {
 }
 
 impl Item {
+    /// The wave a plan is at, while it is not settled: a completed, failed or cancelled plan is
+    /// at no wave any more (its row says how many it had).
+    pub fn current_wave(&self) -> Option<usize> {
+        self.wave.filter(|_| !matches!(self.status.as_str(), "completed" | "failed" | "cancelled"))
+    }
+
     /// How soon a person should look at it: 0 first. Failed or invalid work, then questions
     /// asked, then meeting requests, then halted plans, then what runs, then what waits, then
     /// drafts, then what is over.

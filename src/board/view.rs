@@ -32,9 +32,42 @@ pub struct Screen<'a> {
     pub colour: bool,
 }
 
-/// The keys in the footer, shortest first where space is short.
-const FOOTER: &str =
-    "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/decline  m chat  l log  e edit  n new  w reconcile";
+/// The keys in the footer, `? help` (which lists them all) first.
+const FOOTER: [&str; 13] = [
+    "? help",
+    "q quit",
+    "⏎ detail",
+    "/ filter",
+    "c cancel",
+    "r redo",
+    "d dispatch",
+    "a/x accept/decline",
+    "m chat",
+    "l log",
+    "e edit",
+    "n new",
+    "w reconcile",
+];
+
+/// The footer's lines for a terminal `width` columns wide: the keys two spaces apart, wrapped
+/// between keys (never within one), so that none is cut off at any width.
+pub fn footer_lines(width: u16) -> Vec<String> {
+    let width = usize::from(width.max(1));
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for key in FOOTER {
+        let wanted = line.chars().count() + 2 + key.chars().count();
+        if !line.is_empty() && wanted > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push_str("  ");
+        }
+        line.push_str(key);
+    }
+    lines.push(line);
+    lines
+}
 
 const SPINNER: [&str; 4] = ["◐", "◓", "◑", "◒"];
 
@@ -111,15 +144,21 @@ pub fn draw(f: &mut Frame<'_>, s: &Screen<'_>) {
     let area = f.area();
     let list_rows = if s.detail.is_some() { Constraint::Percentage(45) } else { Constraint::Min(1) };
     let detail_rows = if s.detail.is_some() { Constraint::Min(3) } else { Constraint::Length(0) };
+    let keys = footer_lines(area.width);
+    // The footer takes the lines it needs, but never the list's last row.
+    let footer_rows = u16::try_from(keys.len()).unwrap_or(u16::MAX).min(area.height.saturating_sub(3).max(1));
     let [head, list, detail, message, footer] =
-        Layout::vertical([Constraint::Length(1), list_rows, detail_rows, Constraint::Length(1), Constraint::Length(1)]).areas(area);
+        Layout::vertical([Constraint::Length(1), list_rows, detail_rows, Constraint::Length(1), Constraint::Length(footer_rows)])
+            .areas(area);
     draw_header(f, s, head);
     draw_list(f, s, list);
     if let Some(d) = s.detail {
         draw_detail(f, s, d, detail);
     }
     draw_message(f, s, message);
-    f.render_widget(Paragraph::new(Line::from(Span::styled(FOOTER, s.style(Style::default().fg(Color::DarkGray))))), footer);
+    let dim = s.style(Style::default().fg(Color::DarkGray));
+    let keys: Vec<Line<'_>> = keys.into_iter().map(|k| Line::from(Span::styled(k, dim))).collect();
+    f.render_widget(Paragraph::new(keys), footer);
     if s.ui.mode == Mode::Help {
         draw_help(f, s, area);
     }
@@ -186,7 +225,7 @@ fn row<'a>(s: &Screen<'_>, i: &'a Item, id_width: usize) -> Text<'a> {
     let attempt = if i.attempt > 0 { format!("#{}", i.attempt) } else { String::new() };
     let mut note = i.note.clone();
     if i.kind == Kind::Plan {
-        let at = i.wave.map(|w| format!("wave {w}/{}", i.waves.len())).unwrap_or_else(|| format!("{} waves", i.waves.len()));
+        let at = i.current_wave().map(|w| format!("wave {w}/{}", i.waves.len())).unwrap_or_else(|| format!("{} waves", i.waves.len()));
         let verify = i.verify.as_ref().map(|v| format!(" · verify: {v}")).unwrap_or_default();
         note = if note.is_empty() { format!("{at}{verify}") } else { format!("{at}{verify} · {note}") };
     }
@@ -202,7 +241,7 @@ fn row<'a>(s: &Screen<'_>, i: &'a Item, id_width: usize) -> Text<'a> {
         Span::raw(note),
     ])];
     for (w, cells) in i.waves.iter().enumerate() {
-        let current = i.wave == Some(w + 1);
+        let current = i.current_wave() == Some(w + 1);
         let mut spans = vec![Span::styled(format!("      {} w{} ", if current { "▸" } else { " " }, w + 1), dim)];
         for c in cells {
             spans.push(Span::styled(format!("{}{}", cell_mark(&c.state), c.label), s.cell_style(&c.state)));
@@ -367,6 +406,47 @@ mod tests {
         }
         let t = text(&render(&[&c], &ui, None, true, 80, 24));
         assert!(t.contains("re-dispatch a failed"), "{t}");
+    }
+
+    #[test]
+    fn the_footer_shows_every_key_at_any_width() {
+        let c = item(Kind::Commission, "nap", "pending", "");
+        for w in [80u16, 100, 105, 110, 120, 200] {
+            let t = text(&render(&[&c], &Ui::default(), None, true, w, 24));
+            for key in FOOTER {
+                assert!(t.contains(key), "{key:?} cut off at {w} columns:\n{t}");
+            }
+            assert!(footer_lines(w).iter().all(|l| l.chars().count() <= usize::from(w)), "{w}: {:?}", footer_lines(w));
+        }
+        assert_eq!(footer_lines(200).len(), 1, "one line where it fits");
+        assert_eq!(
+            footer_lines(100)[0],
+            "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/decline  m chat  l log"
+        );
+        assert_eq!(footer_lines(100)[1], "e edit  n new  w reconcile");
+        // A key wider than the terminal stays whole on a line of its own.
+        assert!(footer_lines(5).contains(&"a/x accept/decline".to_string()));
+    }
+
+    #[test]
+    fn a_settled_plan_marks_no_current_wave() {
+        let mut plan = item(Kind::Plan, "port", "running", "");
+        plan.waves = vec![
+            vec![Cell { label: "one".into(), state: "integrated".into() }],
+            vec![Cell { label: "two".into(), state: "running".into() }],
+        ];
+        plan.wave = Some(2);
+        let t = text(&render(&[&plan], &Ui::default(), None, true, 100, 24));
+        assert!(t.contains("▸ w2") && t.contains("wave 2/2"), "{t}");
+        for settled in ["completed", "failed", "cancelled"] {
+            plan.status = settled.into();
+            plan.waves[1][0].state = "integrated".into();
+            let t = text(&render(&[&plan], &Ui::default(), None, true, 100, 24));
+            assert!(!t.contains("▸ w") && t.contains("2 waves") && t.contains("  w2 ✓two"), "{settled}:\n{t}");
+        }
+        // Halted, it is still at the wave it stopped in: the marker says which.
+        plan.status = "halted".into();
+        assert!(text(&render(&[&plan], &Ui::default(), None, true, 100, 24)).contains("▸ w2"));
     }
 
     #[test]

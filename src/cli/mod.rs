@@ -537,6 +537,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
                     request_timeout: args.request_timeout,
                 },
+                // A person reads each action as `reconcile` says it; a program reads the JSON log.
+                report: (args.log_format == LogFormat::Human)
+                    .then_some(show::watch_entry as fn(Option<&str>, &guild_hall::reconcile::Entry)),
             };
             guild_hall::service::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)

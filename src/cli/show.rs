@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::out::{counted, escape_bytes, line, pad, say, say_err, say_json, Table};
+use super::out::{counted, escape_bytes, line, pad, say, say_err, say_json, say_raw, Table};
 use super::{Env, ReconcileArgs};
 use guild_hall::activity::timeline;
 use guild_hall::artifact::ids;
@@ -85,6 +85,18 @@ const ID_COLUMN: usize = 28;
 
 /// One action of a pass, as `reconcile` (and `ci`) print it.
 pub fn entry(e: &reconcile::Entry, dry_run: bool) {
+    say_raw!("{}", entry_text(e, if dry_run { "would: " } else { "" }));
+}
+
+/// One action of a pass as `watch` says it: `reconcile`'s line, after the project's name when
+/// it watches several; on stderr, with the rest of its log.
+pub fn watch_entry(project: Option<&str>, e: &reconcile::Entry) {
+    let lead = project.map(|p| format!("{}: ", line(p))).unwrap_or_default();
+    super::out::stderr_fmt(format_args!("{}", entry_text(e, &lead)));
+}
+
+/// The lines of one action (`lead` before the id), each ending in a newline.
+fn entry_text(e: &reconcile::Entry, lead: &str) -> String {
     let mark = if !e.ok {
         "FAILED "
     } else if e.error.is_some() {
@@ -94,10 +106,11 @@ pub fn entry(e: &reconcile::Entry, dry_run: bool) {
     };
     // Printed as it happens, so not sized to the longest id: a longer one is followed by two
     // spaces (out::pad), and its detail starts where it can.
-    say!("{}{} {mark}{}", if dry_run { "would: " } else { "" }, pad(&e.id, ID_COLUMN), line(&e.detail));
+    let mut text = format!("{lead}{} {mark}{}\n", pad(&e.id, ID_COLUMN), line(&e.detail));
     if let Some(err) = &e.error {
-        say!("{}   {}", pad("", ID_COLUMN), line(err));
+        text.push_str(&format!("{}   {}\n", pad("", ID_COLUMN), line(err)));
     }
+    text
 }
 
 fn age(now: DateTime<Utc>, then: Option<DateTime<Utc>>) -> String {

@@ -244,7 +244,11 @@ fn finish(
         }
         apply_update(ctx, &failed)
     };
-    let title = snapshot.get(id).and_then(|o| o.artifact.title.clone()).unwrap_or_else(|| id.clone());
+    // The title the attempt was given (an edit while it ran is for the next attempt); an
+    // attempt dispatched before that was recorded: the artifact's.
+    let observed = snapshot.get(id);
+    let given = observed.and_then(|o| o.record.as_ref()?.given.as_ref().filter(|g| g.attempt == attempt).map(|g| g.title.clone()));
+    let title = given.unwrap_or_else(|| observed.and_then(|o| o.artifact.title.clone())).unwrap_or_else(|| id.clone());
     let message = format!("{title} ({id})\n\n{}", summary.trim());
     let trailer = names::commission_trailer(id, attempt);
     let leftovers = format!("guild-hall: work left in the worktree by {id} (attempt {attempt})");

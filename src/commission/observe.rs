@@ -55,6 +55,9 @@ pub struct Observed {
     pub worktree_exists: bool,
     /// Dependencies not on the integration branch.
     pub missing_deps: Vec<String>,
+    /// Those of `missing_deps` that are on the person's base branch: committed there, not yet
+    /// brought into the integration branch (`guild-hall sync`, or `follow:`).
+    pub deps_on_base: Option<OnBase>,
     /// The artifact says an attempt is under way, but this home holds no record and no runtime
     /// trace of it (`activity::ids::runtime`), or a record of older attempts only: another
     /// home's attempt. Nothing is done for it here.
@@ -73,6 +76,18 @@ pub struct Observed {
     /// (`activity::ids::first_free_attempt`): a dispatch never reuses a branch or a trailer made
     /// elsewhere. Looked up only for a commission that may be dispatched in this pass.
     pub free_attempt: Option<u32>,
+}
+
+/// Dependencies of a commission committed on the person's base branch but not on the
+/// integration branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnBase {
+    /// The base branch.
+    pub branch: String,
+    pub deps: Vec<String>,
+    /// The project follows it (`follow:`): a pass syncs from it before new work, so one that is
+    /// still missing was stopped (a conflict, a checkout in the way).
+    pub followed: bool,
 }
 
 /// What is known of a commission its artifact says is dispatched or in progress while this
@@ -144,6 +159,7 @@ impl Observed {
             sample: None,
             worktree_exists: false,
             missing_deps: Vec::new(),
+            deps_on_base: None,
             elsewhere: None,
             integrated: None,
             unrecorded_worker: false,
@@ -296,7 +312,7 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     let now = Utc::now();
     let global = home.load_config()?;
     let mut problems = workers.problems.clone();
-    let tree = crate::activity::integrated::tree(project)?;
+    let tree = Trees::of(project)?;
     let boot = shim::boot_id();
     let paths = crate::artifact::paths(&project.commissions_dir())?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
@@ -311,7 +327,7 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     };
     // Artifacts are read relative to their directory, opened once.
     let dir = std::fs::File::open(project.commissions_dir()).ok();
-    let observed = observe_parallel(home, project, &paths, chunk, tree, &boot, &trailers, |p| {
+    let observed = observe_parallel(home, project, &paths, chunk, &tree, &boot, &trailers, |p| {
         depth == Depth::Full || !settled(home, project, p, dir.as_ref(), cache, &stated)
     });
     let mut commissions = Vec::with_capacity(observed.len());
@@ -367,13 +383,13 @@ pub fn observe_paths(
     paths: &[PathBuf],
     mut each: impl FnMut(Result<Observed, Vec<Problem>>),
 ) -> Result<()> {
-    let tree = crate::activity::integrated::tree(project)?;
+    let tree = Trees::of(project)?;
     let boot = shim::boot_id();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
     let trailers = Trailers::new(true);
     for batch in paths.chunks(threads * PER_THREAD) {
-        observe_parallel(home, project, batch, PER_THREAD, tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
+        observe_parallel(home, project, batch, PER_THREAD, &tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
     }
     Ok(())
 }
@@ -425,13 +441,26 @@ impl Trailers {
 /// The artifacts at `paths` that `keep` accepts, observed `chunk` to a thread, in path order.
 /// Parsing frontmatter dominates observe, so the artifacts are spread over the cores.
 /// `trailers`: the integration branch's, read once when a commission asks.
+/// The trees dependencies are looked for in: the integration branch's (where a worktree
+/// starts), and the person's base branch's (to say when one is there only).
+struct Trees {
+    integration: Option<git2::Oid>,
+    base: Option<(String, git2::Oid)>,
+}
+
+impl Trees {
+    fn of(project: &Project) -> Result<Trees> {
+        Ok(Trees { integration: crate::activity::integrated::tree(project)?, base: crate::activity::integrated::base_tree(project) })
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn observe_parallel(
     home: &Home,
     project: &Project,
     paths: &[PathBuf],
     chunk: usize,
-    tree: Option<git2::Oid>,
+    trees: &Trees,
     boot: &str,
     trailers: &Trailers,
     keep: impl Fn(&Path) -> bool + Sync,
@@ -444,10 +473,12 @@ fn observe_parallel(
                 scope.spawn(move || {
                     // git2 trees are not Sync: each thread looks the tree up in its own handle.
                     let repo = git2::Repository::open(&project.root).ok();
-                    let tree = tree.and_then(|id| repo.as_ref().and_then(|r| r.find_tree(id).ok()));
+                    let find = |id: git2::Oid| repo.as_ref().and_then(|r| r.find_tree(id).ok());
+                    let tree = trees.integration.and_then(find);
+                    let base = trees.base.as_ref().and_then(|(name, id)| Some((name.as_str(), find(*id)?)));
                     part.iter()
                         .filter(|p| keep(p))
-                        .map(|p| observe_one(home, project, p, repo.as_ref(), tree.as_ref(), boot, trailers))
+                        .map(|p| observe_one(home, project, p, repo.as_ref(), tree.as_ref(), base.as_ref(), boot, trailers))
                         .collect::<Vec<_>>()
                 })
             })
@@ -544,12 +575,14 @@ fn is_settled(home: &Home, project: &Project, path: &Path, dir: Option<&std::fs:
 }
 
 /// One artifact and its runtime state.
+#[allow(clippy::too_many_arguments)]
 fn observe_one(
     home: &Home,
     project: &Project,
     path: &Path,
     repo: Option<&git2::Repository>,
     integration_tree: Option<&git2::Tree<'_>>,
+    base: Option<&(&str, git2::Tree<'_>)>,
     boot: &str,
     trailers: &Trailers,
 ) -> Result<Observed, Vec<Problem>> {
@@ -575,7 +608,14 @@ fn observe_one(
             // not be there for its worker.
             .filter(|d| integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
             .cloned()
-            .collect();
+            .collect::<Vec<_>>();
+        if let Some((name, tree)) = base {
+            let there: Vec<String> = obs.missing_deps.iter().filter(|d| tree.get_path(Path::new(d)).is_ok()).cloned().collect();
+            if !there.is_empty() {
+                obs.deps_on_base =
+                    Some(OnBase { branch: name.to_string(), deps: there, followed: project.config.follow.as_deref() == Some(*name) });
+            }
+        }
     }
     if obs.artifact.status.is_some_and(Status::is_active) {
         let id = &obs.artifact.id;

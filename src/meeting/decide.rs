@@ -127,7 +127,7 @@ impl crate::activity::kind::Action for Action {
                 let mut parts: Vec<String> = update.edits.iter().map(describe_edit).collect();
                 parts.extend(followups.iter().map(|f| format!("request follow-up {}", f.id)));
                 if parts.is_empty() {
-                    parts.push(format!("log {}", crate::activity::timeline::counted(update.events.len(), "timeline event")));
+                    parts.push(crate::activity::timeline::recorded(&update.events));
                 }
                 parts.join(", ")
             }

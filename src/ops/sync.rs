@@ -14,7 +14,7 @@ use crate::config::{Home, Project};
 
 /// Where `init` records the branch it started from (the repository's own git config, so that
 /// any home over this checkout finds it).
-pub const BASE_BRANCH_KEY: &str = "guild-hall.baseBranch";
+pub use crate::activity::git::BASE_BRANCH_KEY;
 
 /// What `sync` and `land` are asked to do.
 #[derive(Debug, Clone, Default)]
@@ -152,7 +152,7 @@ pub fn configured_base(project: &Project) -> Result<Option<String>> {
         return Ok(Some(b.clone()));
     }
     let repo = crate::activity::git::open(&project.root)?;
-    Ok(repo.config().ok().and_then(|c| c.get_string(BASE_BRANCH_KEY).ok()).filter(|b| !b.is_empty()))
+    Ok(crate::activity::git::configured_base(&repo, &project.config))
 }
 
 fn named_base(project: &Project) -> Result<String> {
@@ -160,10 +160,8 @@ fn named_base(project: &Project) -> Result<String> {
         return Ok(b);
     }
     let repo = crate::activity::git::open(&project.root)?;
-    for b in ["main", "master"] {
-        if crate::activity::git::branch_exists(&repo, b) {
-            return Ok(b.to_string());
-        }
+    if let Some(b) = crate::activity::git::named_base(&repo, &project.config) {
+        return Ok(b);
     }
     bail!(
         "no base branch: init recorded none ({BASE_BRANCH_KEY} in the repository's git config) and there is neither `main` nor `master`; name it with `base_branch:` in {}",

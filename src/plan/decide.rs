@@ -526,7 +526,7 @@ fn said(u: &Update) -> Vec<String> {
     }
     parts.extend(progress.into_iter().map(|(t, text)| format!("{t} progress: {text}")));
     if parts.is_empty() && u.events.iter().any(|e| !matches!(e["kind"].as_str(), Some("created" | "status"))) {
-        parts.push(format!("log {}", timeline::counted(u.events.len(), "timeline event")));
+        parts.push(timeline::recorded(&u.events));
     }
     parts
 }

@@ -6,9 +6,11 @@
 
 use crate::common::{in_pid_namespace, section, Project};
 
-/// Shell helpers for driving the board in tmux, on a socket of the scenario's own.
+/// Shell helpers for driving the board in tmux, on a socket of the scenario's own (a fresh one
+/// for each board: see `board`).
 const TMUX: &str = r#"
-sock="$PWD/../tmux.sock"
+servers=0
+sock="$PWD/../tmux.$servers.sock"
 tm() { tmux -S "$sock" "$@"; }
 screen() { tm capture-pane -p -t b; }
 fail_with_screen() { echo "$1" >&2; echo "--- screen:" >&2; screen >&2; exit 1; }
@@ -28,9 +30,14 @@ file_has() { # file_has FILE TEXT: wait up to 60 s
   for i in $(seq 600); do if grep -qF -- "$2" "$1" 2>/dev/null; then [ $i -lt 30 ] || echo "slow ($i): file $1 $2" >> ../slow.log; return 0; fi; sleep 0.1; done
   echo "$1 never said: $2" >&2; cat "$1" >&2; fail_with_screen "(the board)"
 }
-board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane
+board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane, on a fresh server
+  # kill-server returns before the server has gone, and a dying server still accepts a
+  # connection only to close it: a `new-session` on the same socket then fails with "server
+  # exited unexpectedly" (and a failed `tm ls` does not mean it is gone: it fails the same way).
+  # The next server gets a socket of its own; the old one ends by itself.
   tm kill-server 2>/dev/null || true
-  for _ in $(seq 100); do tm ls >/dev/null 2>&1 || break; sleep 0.05; done
+  servers=$((servers + 1))
+  sock="$PWD/../tmux.$servers.sock"
   # The board's pid is written by the shell it then becomes, for the signal test; the pane
   # outlives the board and says how it ended.
   # (A Ctrl-C typed in the pane is not this shell's end, as in a person's interactive shell.)
@@ -92,6 +99,8 @@ see "·three"
 see "✓one"
 see "✓three"
 row_has port completed
+# Settled, it is at no wave any more: no current-wave marker.
+unsee "▸ w"
 echo "--- plan colours"; tm capture-pane -e -p -t b | grep -cP '\x1b\[([0-9]+;)*(32|38;5;2)m✓three' || true
 
 # A meeting request, accepted with a: `meeting accept`, then `meeting chat`, in the terminal.
@@ -144,20 +153,22 @@ echo "--- end"
 /// turns colours off; SIGTERM and a panic give the terminal back.
 #[test]
 fn alone_it_runs_a_reconciler_for_the_session_and_gives_the_terminal_back() {
-    let p = Project::new(&["sleeper"]);
+    let p = Project::new(&["counsel", "sleeper"]);
     let out = scenario(
         &p,
         r##"
 # $EDITOR and $PAGER: scripts that do what a person would (fill the template, add a line, read).
 tmpd=$(cd .. && pwd)
 printf '%s\n' '#!/bin/sh' 'case "$(cat "$(dirname "$0")/edit-mode")" in' \
-  'new) sed -i "s/^title: \"\"/title: From the board/; s/^worker: .*/worker: sleeper/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
+  'new) cp "$1" "$(dirname "$0")/template.txt"; sed -i "s/^title: \"\"/title: From the board/; s/^worker: .*/worker: sleeper/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
   'draft) sed -i "s/^title: \"\"/title: Drafted here/; s/^worker: .*/worker: sleeper/; s/^status: pending/status: draft/; s/^The outcome wanted.*/sleep: 1/" "$1" ;;' \
   'touch) printf "\nEdited in the board.\n" >> "$1" ;;' 'esac' > "$tmpd/edit.sh"
 printf '%s\n' '#!/bin/sh' 'cat > "$(dirname "$0")/paged.txt"' > "$tmpd/page.sh"
 chmod +x "$tmpd/edit.sh" "$tmpd/page.sh"
 board TERM=xterm-256color VISUAL="$tmpd/edit.sh" EDITOR="$tmpd/edit.sh" PAGER="$tmpd/page.sh"
 see "no reconciler: w runs one for this session"
+# At 100 columns every key of the footer shows (it wraps between keys).
+see "w reconcile"
 printf -- '---\ntitle: Nap\nworker: sleeper\n---\nsleep: 1\n' > .lore/commissions/nap.md
 row_has nap pending
 tm send-keys -t b w
@@ -193,6 +204,7 @@ file_has .lore/commissions/loud.md "Edited in the board."
 echo new > ../edit-mode
 tm send-keys -t b n
 file_has .lore/commissions/from-the-board.md "title: From the board"
+echo "--- template worker"; grep '^worker:' ../template.txt
 filter from-the-board
 row_has from-the-board completed
 echo draft > ../edit-mode
@@ -239,6 +251,9 @@ see "/nap "
 echo "--- end"
 "##,
     );
+    // Installed then: counsel (meetings and commissions), loud and sleeper (commissions): the
+    // first by name of those made for commissions alone.
+    assert_eq!(section(&out, "template worker").trim(), "worker: loud", "a worker made for commissions, not counsel: {out}");
     assert_eq!(section(&out, "escapes").trim(), "0\ncleaned", "no title set by a worker, its words shown cleaned: {out}");
     assert_eq!(section(&out, "paged").trim(), "1", "the pager gets the log escaped, as `logs` prints it: {out}");
     assert_eq!(section(&out, "no colour").trim(), "0", "{out}");

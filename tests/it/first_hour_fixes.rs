@@ -87,7 +87,7 @@ fn a_pass_reports_no_bookkeeping() {
         assert!(std::time::Instant::now() < deadline, "the plan completes: {v}\n{said}");
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    for bookkeeping in ["read task mailboxes", "set tasks", "timeline event", "runtime record updated"] {
+    for bookkeeping in ["read task mailboxes", "set tasks", "timeline event", "timeline: recorded", "runtime record updated"] {
         assert!(!said.contains(bookkeeping), "{bookkeeping:?} in:\n{said}");
     }
     assert!(said.contains("status -> completed") && said.contains("start wave 1"), "{said}");

@@ -706,3 +706,31 @@ fn a_fresh_worktree_is_clean_to_plain_git_sparse_or_full() {
     }
     p.settle();
 }
+
+/// An edit of a running commission's title and prompt is for the next attempt: the running one
+/// keeps what it was given (its prompt, and its title in the merge), and the timeline says so,
+/// once per edit.
+#[test]
+fn an_edit_while_running_applies_to_the_next_attempt() {
+    let p = Project::new(&["sleeper"]);
+    p.write_commission("nap", "---\ntitle: Old title\nworker: sleeper\n---\nsleep: 3\nThe old prompt.\n");
+    p.pass_until("the attempt to run", |p| p.status("nap") == "in_progress");
+    let edited = p.artifact("nap").replace("title: Old title", "title: New title").replace("The old prompt.", "The new prompt.");
+    std::fs::write(p.artifact_path("nap"), edited).expect("edit");
+    p.ok(&["reconcile", "--once"]);
+    p.ok(&["reconcile", "--once"]);
+    let noted: Vec<String> =
+        p.timeline("nap").iter().filter(|e| e["kind"] == "edited").map(|e| e["text"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(
+        noted,
+        ["title and prompt edited while attempt 1 runs: applies to the next attempt (this one keeps what it was given)"],
+        "noted once"
+    );
+    let prompt = std::fs::read_to_string(p.state_dir("nap").join("prompt.md")).unwrap_or_default();
+    assert!(prompt.contains("The old prompt.") && !prompt.contains("new"), "{prompt}");
+    assert!(p.ok(&["timeline", "nap"]).contains("edited while attempt 1 runs"));
+    p.settle();
+    assert_eq!(p.status("nap"), "completed");
+    let subject = git(&p.root, &["log", "-1", "--format=%s", "claude/main"]);
+    assert_eq!(subject.trim(), "Old title (nap)", "the merge says the title the attempt was given");
+}

@@ -369,7 +369,9 @@ fn a_pass_killed_at_any_step_of_open_or_close_converges() {
 fn chat_in_a_terminal() {
     let p = Project::new(&["counsel"]);
     p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m"]);
-    let sock = p.tmp.path().join("tmux.sock");
+    // A socket per server: the second (after kill-server) must not reach the first while it dies.
+    let socks = [p.tmp.path().join("tmux.sock"), p.tmp.path().join("tmux-2.sock")];
+    let server = std::cell::Cell::new(0);
     let script = p.tmp.path().join("chat.sh");
     let bin = assert_cmd::cargo::cargo_bin("guild-hall");
     let mut env = String::new();
@@ -390,20 +392,22 @@ fn chat_in_a_terminal() {
     .expect("script");
     let tmux = |args: &[&str]| {
         let out = needs(
-            std::process::Command::new("tmux").arg("-S").arg(&sock).args(args).output(),
+            std::process::Command::new("tmux").arg("-S").arg(&socks[server.get()]).args(args).output(),
             "tmux",
             "to drive `meeting chat` in a real terminal",
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     // The tmux server and its chat go away even when an assertion fails.
-    struct KillServer(std::path::PathBuf);
+    struct KillServer(Vec<std::path::PathBuf>);
     impl Drop for KillServer {
         fn drop(&mut self) {
-            let _ = std::process::Command::new("tmux").arg("-S").arg(&self.0).arg("kill-server").output();
+            for sock in &self.0 {
+                let _ = std::process::Command::new("tmux").arg("-S").arg(sock).arg("kill-server").output();
+            }
         }
     }
-    let _cleanup = KillServer(sock.clone());
+    let _cleanup = KillServer(socks.to_vec());
     tmux(&["new-session", "-d", "-x", "160", "-y", "50", "-s", "chat", "sh", script.to_str().expect("utf8")]);
     // Keep the pane on screen after the chat ends, to read its last words.
     tmux(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
@@ -418,7 +422,7 @@ fn chat_in_a_terminal() {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        let sessions = std::process::Command::new("tmux").arg("-S").arg(&sock).arg("ls").output().expect("tmux runs");
+        let sessions = std::process::Command::new("tmux").arg("-S").arg(&socks[server.get()]).arg("ls").output().expect("tmux runs");
         panic!(
             "the screen never showed {what:?}:\n{last}\n(tmux ls: {}{})",
             String::from_utf8_lossy(&sessions.stdout),
@@ -441,11 +445,10 @@ fn chat_in_a_terminal() {
     assert!(t.contains("hello from tmux") && t.contains("_(interrupted)_"), "{t}");
     // Back days later: the same conversation; /close closes it.
     tmux(&["kill-server"]);
-    // kill-server returns before the old server has gone: a session started meanwhile is
-    // handed to the dying server and lost with it (seen under load).
-    wait_for("the old tmux server to be gone", || {
-        std::process::Command::new("tmux").arg("-S").arg(&sock).arg("ls").output().is_ok_and(|o| !o.status.success())
-    });
+    // kill-server returns before the old server has gone, and a dying server accepts a
+    // connection only to close it ("server exited unexpectedly"; a failed `ls` does not mean it
+    // is gone, it fails the same way): the new server gets a socket of its own.
+    server.set(1);
     tmux(&["new-session", "-d", "-x", "160", "-y", "50", "-s", "chat", "sh", script.to_str().expect("utf8")]);
     tmux(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
     wait_screen("you>");
@@ -581,4 +584,20 @@ fn closing_waits_for_a_running_turn_and_keeps_the_final_notes() {
     let notes = v["notes"].as_str().unwrap_or("");
     assert!(notes.starts_with("## Summary") && notes.contains("## Decisions"), "the final notes: {notes}");
     assert!(!transcript(&p, "m").exists());
+}
+
+/// A meeting's log (its timeline) reads in time order: the events its worker wrote during a
+/// turn are folded after the turn's own event is written, and are recorded no earlier than it.
+#[test]
+fn a_meetings_log_reads_in_time_order() {
+    let p = Project::new(&["counsel"]);
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "hi\nlink: .lore/notes/a.md\nsummary: first"]);
+    p.ok(&["reconcile", "--once"]);
+    p.ok(&["meeting", "send", "m", "again\nlink: .lore/notes/b.md\ndecide: keep it"]);
+    p.ok(&["reconcile", "--once"]);
+    let v = show(&p, "m");
+    let log = v["log"].as_array().expect("log");
+    let times: Vec<(&str, &str)> = log.iter().map(|e| (e["kind"].as_str().unwrap_or(""), e["ts"].as_str().unwrap_or(""))).collect();
+    assert!(times.iter().any(|(k, _)| *k == "link") && times.iter().any(|(k, _)| *k == "turn"), "{times:?}");
+    assert!(times.windows(2).all(|w| w[0].1 <= w[1].1), "out of time order: {times:#?}");
 }

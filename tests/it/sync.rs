@@ -98,6 +98,41 @@ fn a_new_commission_after_sync_sees_what_the_person_committed_to_main() {
 }
 
 #[test]
+fn a_dependency_committed_on_main_only_says_to_sync() {
+    let p = Project::new(&[]);
+    reader(&p);
+    commit_file(&p.root, "notes/fix.txt", "the fix\n", "a fix on main");
+    p.write_commission("read", "---\nworker: reader\ntitle: Read\ndependencies: [notes/fix.txt]\n---\nCopy notes/fix.txt.\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("read"), "blocked");
+    let why = p.status_json("read")["reason"].as_str().unwrap_or_default().to_string();
+    assert!(
+        why.contains("notes/fix.txt is on main but not on claude/main: run `guild-hall sync` to bring main in (or set `follow: main`"),
+        "{why}"
+    );
+    // `status` and `check` say the same.
+    assert!(p.ok(&["status"]).contains("run `guild-hall sync`"));
+    // Once synced, it runs.
+    p.ok(&["sync"]);
+    p.settle();
+    assert_eq!(p.status("read"), "completed", "{}", p.artifact("read"));
+
+    // With `follow: main` and a sync that cannot proceed, it says so instead.
+    p.config("follow: main\n");
+    p.commit_on_integration("README.md", "# theirs\n", "integration edits the readme");
+    commit_file(&p.root, "README.md", "# mine\n", "main edits the readme");
+    commit_file(&p.root, "notes/more.txt", "more\n", "more on main");
+    p.write_commission("more", "---\nworker: reader\ntitle: More\ndependencies: [notes/more.txt]\n---\nCopy notes/fix.txt.\n");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("more"), "blocked");
+    let why = p.status_json("more")["reason"].as_str().unwrap_or_default().to_string();
+    assert!(
+        why.contains("notes/more.txt is on main but not on claude/main: the automatic sync (`follow: main`) has not brought it in"),
+        "{why}"
+    );
+}
+
+#[test]
 fn sync_merges_when_both_moved_and_rewrites_nothing() {
     let p = Project::new(&[]);
     // A person's artifact on main; the integration branch records it finished (as CI does).

@@ -318,3 +318,27 @@ fn at_rest_no_thread_of_the_watcher_wakes_and_a_save_still_runs_at_once() {
     wait_status(&p, "next", "completed");
     assert_eq!(svc.stop(), Some(0));
 }
+
+/// Without `--log-format json`, `watch` says each action in the lines `reconcile` prints (the
+/// id, then what was done), not in `tracing`'s format; its diagnostics stay `tracing`'s.
+#[test]
+fn watch_says_its_actions_as_reconcile_does() {
+    let p = Project::new(&["scribe"]);
+    let log = p.tmp.path().join("human-watch.log");
+    let file = std::fs::File::create(&log).expect("log");
+    let mut child = p.cmd().args(["watch"]).stdout(Stdio::null()).stderr(file).spawn().expect("spawn watch");
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("the watcher to take its project", || read().contains("watching"));
+    let id = p.create("scribe", "Notes", "output: .lore/notes.md\nWrite.");
+    wait_status(&p, &id, "completed");
+    wait_for("the merge to be said", || read().contains("complete: squash-merge"));
+    let _ = nix::sys::signal::kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+    let _ = child.wait();
+    let said = read();
+    let padded = format!("{id:<28} ");
+    let line = |what: &str| said.lines().any(|l| l.starts_with(&padded) && l.contains(what));
+    assert!(line(&format!("dispatch attempt 1 on claude/commission/{id} (worker scribe)")), "{said}");
+    assert!(line(&format!("complete: squash-merge claude/commission/{id}")), "{said}");
+    assert!(!said.contains("timeline event"), "{said}");
+    assert!(!said.contains("action=") && !said.contains("guild_hall::service::watch: dispatch"), "no tracing format for actions: {said}");
+}

@@ -82,7 +82,8 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
             let status = art.unwrap_or(r.status);
             let created = o.artifact.created().map(str::to_string).or_else(|| r.created.clone());
             st.status = status;
-            st.record = Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created, stopping: None };
+            st.record =
+                Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created, stopping: None, given: None };
         }
         None => match art {
             None => {
@@ -118,7 +119,15 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
             let created = o.artifact.created().map(str::to_string).unwrap_or_else(|| now.to_string());
             st.set("created", Value::String(created.clone()));
             st.status = to;
-            st.record = Record { status: to, prev: None, attempt: r.attempt, term_sent_at: None, created: Some(created), stopping: None };
+            st.record = Record {
+                status: to,
+                prev: None,
+                attempt: r.attempt,
+                term_sent_at: None,
+                created: Some(created),
+                stopping: None,
+                given: None,
+            };
         }
         Some(r) => {
             if art == Some(r.status) && r.prev.is_some() {

@@ -8,7 +8,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use crate::activity::names;
-use crate::activity::state::{Heartbeat, Record, RunInfo};
+use crate::activity::state::{Given, Heartbeat, Record, RunInfo};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
 use crate::commission::observe::{Folded, Observed, Proc, Snapshot};
@@ -125,7 +125,7 @@ impl crate::activity::kind::Action for Action {
                     }
                 }
                 if parts.is_empty() && !only_created(u) {
-                    parts.push(format!("log {}", crate::activity::timeline::counted(u.events.len(), "timeline event")));
+                    parts.push(crate::activity::timeline::recorded(&u.events));
                 }
                 if parts.is_empty() {
                     // Only guild-hall's own bookkeeping (its runtime record): said only if it failed.
@@ -238,7 +238,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
             running += 1;
             continue;
         }
-        let (step, effect) = plan_one(s, o, &now, &cycles);
+        let (mut step, effect) = plan_one(s, o, &now, &cycles);
+        note_edit_while_running(&mut step);
         let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
         if step.status.is_active() || at_work {
             // A commission finished this round no longer holds its slot: its worker is gone,
@@ -263,6 +264,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
             Effect::None => push_update(&mut actions, step.finish()),
             Effect::Resume => {
                 let attempt = step.record.attempt;
+                // Its worker is started now, from the prompt as it is now.
+                step.record.given = Some(Given::new(attempt, o.artifact.title.as_deref(), &o.artifact.body));
                 actions.push(Action::Dispatch {
                     branch: attempt_branch(o, attempt),
                     worker: o.artifact.worker.clone(),
@@ -352,6 +355,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
         step.record.attempt = attempt;
         step.record.term_sent_at = None;
         step.record.stopping = None;
+        // What the attempt is given (act writes the prompt from the same snapshot).
+        step.record.given = Some(Given::new(attempt, step.o.artifact.title.as_deref(), &step.o.artifact.body));
         step.set("attempt", Value::from(attempt));
         step.set("branch", Value::String(branch.clone()));
         step.remove("desired");
@@ -363,6 +368,23 @@ pub fn decide(s: &Snapshot) -> Decisions {
     Decisions { actions, settled, busy, cycles }
 }
 
+/// An attempt under way keeps what it was given (its worker read its prompt at the start, and
+/// its merge says the title it was given): an edit of the title or prompt meanwhile applies to
+/// the next attempt, and the timeline says so, once per edit.
+fn note_edit_while_running(step: &mut Step<'_>) {
+    let attempt = step.record.attempt;
+    let Some(given) = step.record.given.as_ref().filter(|g| g.attempt == attempt && step.status.is_active()) else { return };
+    let Some((key, what)) = given.edit(step.o.artifact.title.as_deref(), &step.o.artifact.body) else { return };
+    if given.noted.as_deref() == Some(key.as_str()) {
+        return;
+    }
+    let text = format!("{what} edited while attempt {attempt} runs: applies to the next attempt (this one keeps what it was given)");
+    step.event("edited", key.clone(), json!({"text": text, "attempt": attempt}));
+    if let Some(g) = step.record.given.as_mut() {
+        g.noted = Some(key);
+    }
+}
+
 /// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
 /// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
 /// ready ([`crate::worker::Catalog::cannot_start`]: a person still writing a package must not
@@ -371,7 +393,27 @@ pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branc
     if !o.missing_deps.is_empty() {
         return Some(match cycles.and_then(|c| c.reason(o.id())) {
             Some(why) => why,
-            None => format!("missing dependencies (not on {integration_branch}, where its worktree starts): {}", o.missing_deps.join(", ")),
+            None => {
+                let missing =
+                    format!("missing dependencies (not on {integration_branch}, where its worktree starts): {}", o.missing_deps.join(", "));
+                match &o.deps_on_base {
+                    // Committed on the person's branch only: say what brings them in, or it
+                    // waits with nothing to tell a person why.
+                    Some(on) => {
+                        let (base, there) = (&on.branch, on.deps.join(", "));
+                        let is = if on.deps.len() == 1 { "is" } else { "are" };
+                        if on.followed {
+                            format!("{missing}; {there} {is} on {base} but not on {integration_branch}: the automatic sync (`follow: {base}`) has not brought it in; `guild-hall sync` says what stops it")
+                        } else {
+                            format!(
+                                "{missing}; {there} {is} on {base} but not on {integration_branch}: run `guild-hall sync` to bring {base} in (or set `follow: {base}` in {} to do it before each pass)",
+                                crate::config::ProjectConfig::PATH
+                            )
+                        }
+                    }
+                    None => missing,
+                }
+            }
         });
     }
     workers.cannot_start(&o.artifact.worker)

@@ -36,6 +36,7 @@ impl<'a> Step<'a> {
             term_sent_at: None,
             created: None,
             stopping: None,
+            given: None,
         });
         Step { o, now: now.to_string(), update: Update::new(&o.artifact.id, o.artifact.hash), status, record, moved: false }
     }

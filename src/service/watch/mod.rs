@@ -39,6 +39,11 @@ pub struct WatchOptions {
     pub listen: Option<String>,
     /// The endpoint's connection cap and request deadline.
     pub limits: crate::service::rpc::Limits,
+    /// Says each action of a pass as a person reads it (`reconcile`'s lines), given the
+    /// project's name when several are watched; the `tracing` event of each action is then
+    /// at debug level (still there with `-vv` or `RUST_LOG`). `None`: the `tracing` events at
+    /// info level are the report (`--log-format json`, for machines).
+    pub report: Option<fn(Option<&str>, &reconcile::Entry)>,
 }
 
 impl Default for WatchOptions {
@@ -51,6 +56,7 @@ impl Default for WatchOptions {
             socket: None,
             listen: None,
             limits: Default::default(),
+            report: None,
         }
     }
 }
@@ -136,6 +142,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     }
     start_endpoint(home, &dirs, opts)?;
     let state_root = home.state_root();
+    let several = projects.len() > 1;
     let mut waiting_on: BTreeSet<PathBuf> = BTreeSet::new();
     let mut watched_dirs: BTreeSet<PathBuf> = BTreeSet::new();
 
@@ -158,7 +165,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                 break;
             }
             let cause = p.dirty.take().unwrap_or("");
-            let (running, dep_dirs) = pass(home, p, opts, cause);
+            let (running, dep_dirs) = pass(home, p, opts, cause, several);
             for dir in dep_dirs {
                 if watched_dirs.insert(dir.clone()) {
                     if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
@@ -208,7 +215,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
 
 /// One reconcile pass for a project; returns the runtime dirs of its running workers and the
 /// directories where its missing dependencies would appear.
-fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
+fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str, several: bool) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let now = Instant::now();
     w.resync_at = now + opts.resync;
     let project = match Project::open(&w.dir) {
@@ -223,7 +230,10 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str) -> (Vec<
     let skip: BTreeSet<reconcile::Key> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(key, _)| key.clone()).collect();
     let options = Options { skip, settled: Some(w.settled.clone()), before_dispatch: Some(crate::ops::sync::follow), ..Options::default() };
     let report = reconcile::run(home, &project, &options, |e| {
-        if e.ok {
+        if let Some(say) = opts.report {
+            say(several.then_some(w.name.as_str()), e);
+            tracing::debug!(project = %w.name, id = %e.id, action = e.action, ok = e.ok, error = e.error.as_deref(), "{}", e.detail);
+        } else if e.ok {
             tracing::info!(project = %w.name, id = %e.id, action = e.action, "{}", e.detail);
         } else {
             tracing::warn!(project = %w.name, id = %e.id, action = e.action, error = e.error.as_deref().unwrap_or(""), "{} failed", e.detail);
