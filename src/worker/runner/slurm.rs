@@ -453,8 +453,16 @@ fn parse_job(job: &serde_json::Value) -> Option<JobInfo> {
 }
 
 /// Ask Slurm where job `id` stands: [`JobState::Gone`] if it no longer knows it.
+/// From the listing a pass shares: a job that has moved on since (queued then, running now)
+/// may still be seen where it was; [`query_fresh`] where that would mislead.
 pub fn query(id: u64) -> Result<JobInfo> {
     Ok(in_listing(|jobs| jobs.iter().find(|j| j.job_id == id).cloned())?.unwrap_or_else(|| JobInfo::gone(id)))
+}
+
+/// [`query`], listed now.
+fn query_fresh(id: u64) -> Result<JobInfo> {
+    forget_listing();
+    query(id)
 }
 
 /// The id of the job sbatch took for `handle`'s attempt in `state` without its answer being
@@ -653,7 +661,12 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
         }
     };
     let info = match id {
-        Some(id) => match query(id) {
+        // Queued with its worker started is a job requeued (and cancelled below), or one seen
+        // in a listing taken before it started: asked again, now.
+        Some(id) => match query(id).and_then(|info| match info.state {
+            JobState::Queued(_) if run.is_some() => query_fresh(id),
+            _ => Ok(info),
+        }) {
             Ok(info) => info,
             // The worker's end is recorded: it stands without Slurm's word on the job.
             Err(_) if exit.is_some() => return Ok(dead(run, exit)),
@@ -817,7 +830,12 @@ pub fn stop(state: &StateDir, handle: &Handle, how: Stop) -> Result<()> {
         bail!("{why}");
     }
     let Some(id) = job_id(state, handle)? else { return Ok(()) };
-    let info = query(id)?;
+    // A job seen queued in the shared listing may run by now: cancelled outright, its worker
+    // would get no grace. Asked again, now, unless it runs (or ended: for good).
+    let info = match query(id)? {
+        info if matches!(info.state, JobState::Queued(_) | JobState::Suspended(_)) => query_fresh(id)?,
+        info => info,
+    };
     if matches!(info.state, JobState::Ended(_) | JobState::Gone) {
         return Ok(());
     }
