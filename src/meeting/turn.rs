@@ -312,6 +312,17 @@ fn stream(
             // bounded all the same: the shim is killed, the output no longer read.
             tracing::warn!("a stopped turn's output is still open; no longer waiting for it");
             kill_now(&mut child);
+            // What still carries the attempt's mark (not a process that cleared its
+            // environment: that one only the shim could have stopped) is killed here.
+            let (state, attempt) = launch.state();
+            if let Ok(Some(run)) = state.read_run() {
+                if run.attempt == attempt {
+                    let pids = crate::worker::shim::leftovers(&run);
+                    if let Err(e) = crate::worker::shim::kill_leftovers(&run, &pids) {
+                        tracing::warn!(error = %e, "killing what is left of a stopped turn");
+                    }
+                }
+            }
             break;
         }
         match rx.recv_timeout(Duration::from_millis(20)) {

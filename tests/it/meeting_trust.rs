@@ -317,7 +317,13 @@ fn a_turn_whose_output_outlives_its_shim_still_ends_at_the_timeout() {
     // A process in a session of its own holds the turn's output open, and the shim that would
     // have stopped it is gone (killed here by the worker, unconfined to be able to: it stands
     // for a shim the kernel's OOM killer took). Nothing will ever close the output.
-    meeting_worker(&p, "escape", "#!/bin/sh\nsetsid sleep 1000 &\nkill -9 $PPID\nsleep 1000\n", true);
+    // (Killed once the shim has recorded the run, in the state dir its private $TMPDIR is in.)
+    meeting_worker(
+        &p,
+        "escape",
+        "#!/bin/sh\nsetsid sleep 1000 &\nwhile [ ! -s \"$TMPDIR/../run.json\" ]; do sleep 0.05; done\nkill -9 $PPID\nsleep 1000\n",
+        true,
+    );
     let out = in_pid_namespace(
         &p,
         r#"
@@ -325,10 +331,14 @@ t=$(mktemp -d)
 code=0; timeout 60 "$GH" meeting start --worker escape --id e go >"$t/out" 2>"$t/err" || code=$?
 echo "--- code"; echo "$code"
 echo "--- err"; cat "$t/err"
+# (A process killed but not yet reaped by this namespace's init is gone all the same.)
+echo "--- left"; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && [ "$(cut -d' ' -f3 $d/stat 2>/dev/null)" != Z ] && echo ${d#/proc/}; done; echo none
 "#,
     );
     assert_eq!(section(&out, "code").trim(), "1", "the turn ended, failed (not killed by the test's timeout): {out}");
     assert!(section(&out, "err").contains("timed out: the turn ran longer than 2s"), "{out}");
+    // It kept the attempt's mark in its environment: killed once the turn gave up on it.
+    assert_eq!(section(&out, "left").trim(), "none", "{out}");
 }
 
 #[test]
