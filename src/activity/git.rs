@@ -254,32 +254,78 @@ fn command(at: &At<'_>, config: &[(String, String)]) -> Command {
 /// needs), but with hooks off (no `pre-push`), no prompt, and no inherited variable that would
 /// point git at another repository. The output is returned whatever the exit code: a rejected
 /// push is an answer, not a failure of ours.
-pub(super) fn cli_remote(common: &Path, args: &[&str]) -> Result<std::process::Output> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-c").arg("core.hooksPath=/dev/null").arg("--git-dir").arg(common).args(args).current_dir(common);
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_COMMON_DIR",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_NAMESPACE",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("GIT_TERMINAL_PROMPT", "0");
+pub(super) fn cli_remote(common: &Path, remote: &str, args: &[&str]) -> Result<std::process::Output> {
+    let git = || {
+        let mut cmd = Command::new("git");
+        cmd.arg("-c").arg("core.hooksPath=/dev/null").arg("--git-dir").arg(common).current_dir(common);
+        for var in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_INDEX_FILE",
+            "GIT_COMMON_DIR",
+            "GIT_OBJECT_DIRECTORY",
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+            "GIT_NAMESPACE",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0");
+        cmd
+    };
+    let mut cmd = git();
+    cmd.args(args);
     if let Some(token) = std::env::var(PUSH_TOKEN_VAR).ok().filter(|t| !t.is_empty()) {
         // For this one command only, as an entry of the environment (`GIT_CONFIG_*`, after
         // any the person set): never written to a config file a worker reads, nor on a command
-        // line that any process can read in /proc.
-        let n = std::env::var("GIT_CONFIG_COUNT").ok().and_then(|c| c.parse::<usize>().ok()).unwrap_or(0);
+        // line that any process can read in /proc. Scoped to the remote's own URLs
+        // (`http.<url>.extraheader`): whatever else the command reaches (a submodule's
+        // remote, another host) is not sent it.
+        let mut n = std::env::var("GIT_CONFIG_COUNT").ok().and_then(|c| c.parse::<usize>().ok()).unwrap_or(0);
         let header = format!("AUTHORIZATION: basic {}", base64(format!("x-access-token:{token}").as_bytes()));
-        cmd.env("GIT_CONFIG_COUNT", (n + 1).to_string())
-            .env(format!("GIT_CONFIG_KEY_{n}"), "http.extraheader")
-            .env(format!("GIT_CONFIG_VALUE_{n}"), header);
+        for url in remote_http_urls(git, remote) {
+            cmd.env(format!("GIT_CONFIG_KEY_{n}"), format!("http.{url}.extraheader")).env(format!("GIT_CONFIG_VALUE_{n}"), &header);
+            n += 1;
+        }
+        cmd.env("GIT_CONFIG_COUNT", n.to_string());
     }
     Ok(cmd.output()?)
+}
+
+/// The HTTP(S) URLs `remote` fetches from and pushes to, as git resolves them (`insteadOf`
+/// applied), without a user or password: what a header for it is scoped to. `remote` may be a
+/// URL itself.
+fn remote_http_urls(git: impl Fn() -> Command, remote: &str) -> Vec<String> {
+    let mut urls = Vec::new();
+    for push in [false, true] {
+        let mut cmd = git();
+        cmd.args(["remote", "get-url"]);
+        if push {
+            cmd.arg("--push");
+        }
+        if let Ok(out) = cmd.arg("--").arg(remote).output() {
+            if out.status.success() {
+                urls.extend(String::from_utf8_lossy(&out.stdout).lines().map(str::to_string));
+            }
+        }
+    }
+    if urls.is_empty() {
+        urls.push(remote.to_string());
+    }
+    let mut scoped: Vec<String> = urls.iter().filter_map(|u| without_userinfo(u.trim())).collect();
+    scoped.sort();
+    scoped.dedup();
+    scoped
+}
+
+/// `url` (http or https) without its `user[:password]@`; `None` for any other kind of URL.
+fn without_userinfo(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return None;
+    }
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    (!host.is_empty()).then(|| format!("{scheme}://{host}{path}"))
 }
 
 /// The variable `guild-hall ci` (and every fetch and push of guild-hall's) takes an HTTPS

@@ -24,7 +24,7 @@ pub fn tracking_ref(repo: &Repository, branch: &str) -> Option<String> {
 
 /// `git fetch <remote>`: its branches into `refs/remotes/<remote>/`, as configured.
 pub fn fetch(repo: &Repository, remote: &str) -> Result<()> {
-    let out = cli_remote(&canonical(repo.commondir()), &["fetch", "--quiet", remote])?;
+    let out = cli_remote(&canonical(repo.commondir()), remote, &["fetch", "--quiet", remote])?;
     if !out.status.success() {
         return Err(GitError::Cli { args: format!("fetch {remote}"), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
@@ -172,7 +172,7 @@ pub fn push(repo: &Repository, remote: &str, branch: &str, dry_run: bool) -> Res
         args.push("--dry-run");
     }
     args.extend([remote, spec.as_str()]);
-    let out = cli_remote(&canonical(repo.commondir()), &args)?;
+    let out = cli_remote(&canonical(repo.commondir()), remote, &args)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     // `--porcelain`: one line a ref, `<flag>\t<from>:<to>\t<summary>`.
     let ours = stdout.lines().find_map(|l| {

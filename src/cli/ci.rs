@@ -34,6 +34,10 @@ pub fn run(env: &Env, args: &CiArgs) -> Result<bool> {
             entry(e, false);
         }
     })?;
+    // On stderr whatever the format: a CI log shows it even when the report goes to a file.
+    for w in &report.warnings {
+        say_err!("warning: {}", line(w));
+    }
     if json {
         say_json!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(!report.failed);

@@ -53,6 +53,14 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// without end is cut here, the rest dropped (and counted in a marker), so neither this
 /// process nor the transcript grows with what it says.
 pub const REPLY_MAX: usize = 1024 * 1024;
+/// The most of a worker's error kept as the reason its turn failed (the transcript and the
+/// timeline say it): the rest is cut, with a marker saying how long it was.
+pub const ERROR_MAX: usize = crate::worker::toolbox::mailbox::TEXT_MAX;
+/// How long past the interrupt grace a stopped turn waits for its output to end before it
+/// gives up on it: the shim's leftover grace and log drain fit in it.
+const STOP_MARGIN: Duration = Duration::from_secs(5);
+/// How often the reader of a turn's output looks whether the turn has given up on it.
+const READER_POLL: Duration = Duration::from_millis(100);
 /// The lines of a turn's output read ahead of the turn's handling of them: past that the
 /// reader waits, and so does the worker on its full pipe (each line is at most
 /// [`super::events::TURN_LINE_MAX`]).
@@ -272,8 +280,10 @@ fn stream(
     let (tx, rx) = std::sync::mpsc::sync_channel::<String>(LINES_AHEAD);
     // Read to the end whatever the worker prints (bytes that are not UTF-8 included): a reader
     // that gave up would leave the worker blocked on a full pipe, and the turn waiting on it.
+    let given_up = std::sync::Arc::new(AtomicBool::new(false));
+    let output = UntilGivenUp { out: stdout, given_up: given_up.clone() };
     let reader = std::thread::spawn(move || {
-        if let Err(e) = super::events::read_lines(stdout, super::events::TURN_LINE_MAX, |line| tx.send(line).is_ok()) {
+        if let Err(e) = super::events::read_lines(output, super::events::TURN_LINE_MAX, |line| tx.send(line).is_ok()) {
             tracing::warn!(error = %e, "reading the turn's output");
         }
     });
@@ -283,6 +293,8 @@ fn stream(
     let mut error: Option<String> = None;
     let mut signalled = false;
     let mut timed_out = false;
+    // When a stopped turn stops waiting for its output to end.
+    let mut give_up_at: Option<Instant> = None;
     let mut events = Reader::new(protocol);
     loop {
         if !signalled && deadline.is_some_and(|d| Instant::now() >= d) {
@@ -290,8 +302,28 @@ fn stream(
         }
         if (timed_out || interrupt.load(Ordering::SeqCst)) && !signalled {
             signalled = true;
+            give_up_at = Some(Instant::now() + INTERRUPT_GRACE + STOP_MARGIN);
             // The shim stops every process of the turn (SIGTERM, SIGKILL after the grace).
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        }
+        if give_up_at.is_some_and(|t| Instant::now() >= t) {
+            // Its output is still open past every grace: held by a process the shim could not
+            // stop (the shim died, say, and what it was subreaper of went on). The turn is
+            // bounded all the same: the shim is killed, the output no longer read.
+            tracing::warn!("a stopped turn's output is still open; no longer waiting for it");
+            kill_now(&mut child);
+            // What still carries the attempt's mark (not a process that cleared its
+            // environment: that one only the shim could have stopped) is killed here.
+            let (state, attempt) = launch.state();
+            if let Ok(Some(run)) = state.read_run() {
+                if run.attempt == attempt {
+                    let pids = crate::worker::shim::leftovers(&run);
+                    if let Err(e) = crate::worker::shim::kill_leftovers(&run, &pids) {
+                        tracing::warn!(error = %e, "killing what is left of a stopped turn");
+                    }
+                }
+            }
+            break;
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(line) => {
@@ -309,7 +341,14 @@ fn stream(
                             }
                         }
                         TurnEvent::TurnEnd => ended = true,
-                        TurnEvent::Error { reason } => error = Some(reason.clone()),
+                        TurnEvent::Error { reason } => {
+                            // A worker's error (a line of up to 8 MiB) goes into the transcript
+                            // and the timeline: only its first part does, marked as cut.
+                            let kept = crate::worker::toolbox::mailbox::clip(reason, ERROR_MAX).into_owned();
+                            error = Some(kept.clone());
+                            on_event(&TurnEvent::Error { reason: kept });
+                            continue;
+                        }
                         _ => {}
                     }
                     on_event(&e);
@@ -319,6 +358,10 @@ fn stream(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
+    // Ends at the output's end, or within [`READER_POLL`] of being given up.
+    given_up.store(true, Ordering::SeqCst);
+    // A reader waiting to hand on a line is let go too.
+    drop(rx);
     let _ = reader.join();
     let status = child.wait()?;
     out.text = std::mem::take(&mut reply.text);
@@ -348,6 +391,46 @@ fn stream(
         Outcome::Failed { reason }
     };
     Ok(out)
+}
+
+/// Stop the turn's shim now: SIGUSR1 has it SIGKILL every process it still knows of; a shim that
+/// does not end within a second of it is killed itself.
+fn kill_now(child: &mut std::process::Child) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGUSR1);
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+}
+
+/// A turn's output, read until it ends or the turn gives up on it (then it reads as ended):
+/// the thread reading it never outlives the turn, whoever holds the other end.
+struct UntilGivenUp {
+    out: std::process::ChildStdout,
+    given_up: std::sync::Arc<AtomicBool>,
+}
+
+impl std::io::Read for UntilGivenUp {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsFd;
+        loop {
+            if self.given_up.load(Ordering::SeqCst) {
+                return Ok(0);
+            }
+            let mut fds = [nix::poll::PollFd::new(self.out.as_fd(), nix::poll::PollFlags::POLLIN)];
+            let ms = u16::try_from(READER_POLL.as_millis()).unwrap_or(u16::MAX);
+            match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms)) {
+                // Readable, at its end, or in error: the read says which.
+                Ok(n) if n > 0 => return self.out.read(buf),
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }
 
 /// What a meeting's worker is told besides posture and memory: the meeting, and after a

@@ -63,6 +63,9 @@ pub struct CiReport {
     pub push_detail: Option<String>,
     /// Problems with artifacts (each `path:line:col: message`).
     pub problems: Vec<String>,
+    /// What is wrong with the checkout though the run went on: a credential left in
+    /// `.git/config` (each names the key, never its value).
+    pub warnings: Vec<String>,
     pub timed_out: bool,
     /// An action failed, an artifact is invalid or the time ran out (as `reconcile --wait`).
     pub failed: bool,
@@ -78,6 +81,12 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
     // `watch` on this checkout would otherwise see its branch change under it.
     let _lock = reconcile::lock_project(home, project, false, "guild-hall ci")?;
     let repo = crate::activity::git::open(&project.root)?;
+    let warnings: Vec<String> = persisted_headers(&repo)
+        .into_iter()
+        .map(|key| format!(
+            "{key} is set in .git/config (a credential actions/checkout persisted): every worker can read that file, and with it push to the remote; check out with `persist-credentials: false` and give guild-hall ci GUILD_HALL_PUSH_TOKEN instead (docs/teams-and-ci.md)"
+        ))
+        .collect();
     let changes = remote::changes(&repo)?;
     if !changes.is_empty() {
         bail!(
@@ -184,8 +193,27 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
         push,
         push_detail,
         problems: report.problems.iter().map(|p| p.to_string()).collect(),
+        warnings,
         timed_out: report.timed_out,
     })
+}
+
+/// The `http.extraheader` and `http.<url>.extraheader` keys of the repository's own config
+/// (`.git/config`, which a confined worker's git reads): where `actions/checkout` without
+/// `persist-credentials: false` leaves its token. Their names only; the values are secrets.
+fn persisted_headers(repo: &git2::Repository) -> Vec<String> {
+    let Ok(config) = repo.config().and_then(|c| c.open_level(git2::ConfigLevel::Local)) else { return Vec::new() };
+    let mut keys = Vec::new();
+    if let Ok(mut entries) = config.entries(None) {
+        while let Some(Ok(entry)) = entries.next() {
+            let Ok(name) = entry.name() else { continue };
+            let lower = name.to_ascii_lowercase();
+            if lower.starts_with("http.") && lower.ends_with(".extraheader") && !keys.iter().any(|k| k == name) {
+                keys.push(name.to_string());
+            }
+        }
+    }
+    keys
 }
 
 /// What the reconciler changed under [`WRITTEN`] (the checkout was clean when the run began),

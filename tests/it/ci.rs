@@ -467,11 +467,31 @@ fn ci_fetches_and_pushes_with_its_own_token_and_leaves_it_in_no_config() {
     let token = "tok-only-guild-hall-reads";
     let server = TokenServer::start(origin.tmp.path(), token);
     let clone = origin.clone("run");
-    git(&clone, &["remote", "set-url", "origin", &format!("{}/origin.git", server.url)]);
+    let remote_url = format!("{}/origin.git", server.url);
+    git(&clone, &["remote", "set-url", "origin", &remote_url]);
     let home = origin.tmp.path().join("home-run");
+    // Ahead on PATH, a `git` that notes the names of the config entries each command is given
+    // in its environment (never their values), then runs the real git.
+    let bin = origin.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let keys = origin.tmp.path().join("config-keys");
+    let real_git = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().expect("which").stdout).expect("utf8");
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\ni=0\nwhile [ \"$i\" -lt \"${{GIT_CONFIG_COUNT:-0}}\" ]; do eval \"echo \\\"\\$GIT_CONFIG_KEY_$i\\\"\" >> '{}'; i=$((i+1)); done\nexec '{}' \"$@\"\n",
+            keys.display(),
+            real_git.trim()
+        ),
+    )
+    .expect("wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let out = Command::new(assert_cmd::cargo::cargo_bin("guild-hall"))
         .args(["ci", "--timeout", "120s"])
         .current_dir(&clone)
+        .env("PATH", &path)
         .env("GUILD_HALL_HOME", &home)
         .env("HOME", origin.tmp.path().join("user-home"))
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -487,6 +507,12 @@ fn ci_fetches_and_pushes_with_its_own_token_and_leaves_it_in_no_config() {
     assert_landed_once(&origin, &["a"]);
     let auth = std::fs::read_to_string(&server.auth_log).expect("auth log");
     assert!(auth.lines().any(|l| l == "basic eC1hY2Nlc3MtdG9rZW46dG9rLW9ubHktZ3VpbGQtaGFsbC1yZWFkcw=="), "{auth}");
+    // Given for the remote's URL alone: nothing else a command reaches (a submodule's remote,
+    // another host) is sent it.
+    let keys = std::fs::read_to_string(&keys).unwrap_or_default();
+    let headers: Vec<&str> = keys.lines().filter(|k| k.to_ascii_lowercase().ends_with("extraheader")).collect();
+    assert!(!headers.is_empty(), "the token was given to git: {keys}");
+    assert!(headers.iter().all(|k| *k == format!("http.{remote_url}.extraheader")), "scoped to {remote_url}: {headers:?}");
     // Nowhere a worker could read it: the repository's config, the home, the output.
     let config = std::fs::read_to_string(clone.join(".git/config")).expect("config");
     assert!(!config.contains("extraheader") && !config.contains(token), "{config}");
@@ -500,4 +526,24 @@ fn ci_fetches_and_pushes_with_its_own_token_and_leaves_it_in_no_config() {
         workflow.contains("persist-credentials: false") && workflow.contains("GUILD_HALL_PUSH_TOKEN: ${{ secrets.GITHUB_TOKEN }}"),
         "{workflow}"
     );
+}
+
+/// A checkout whose `.git/config` still holds the header `actions/checkout` persists without
+/// `persist-credentials: false` (an older recipe's workflow): `guild-hall ci` runs, and warns on
+/// stderr and in `--json`, naming the key (never its value) and where to read why.
+#[test]
+fn ci_warns_of_a_credential_persisted_in_git_config() {
+    let origin = Origin::new(&["a"]);
+    let clone = origin.clone("persisted");
+    let secret = "AUTHORIZATION: basic c2VjcmV0LXRva2Vu";
+    git(&clone, &["config", "http.https://github.com/.extraheader", secret]);
+    let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["ci", "--no-push", "--json", "--timeout", "120s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).expect("one JSON object");
+    let warnings = report["warnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{report}");
+    let w = warnings[0].as_str().unwrap_or_default();
+    assert!(w.contains("http.https://github.com/.extraheader") && w.contains("docs/teams-and-ci.md"), "{w}");
+    assert!(err.contains("warning: http.https://github.com/.extraheader") && err.contains("docs/teams-and-ci.md"), "{err}");
+    assert!(!out.contains("c2VjcmV0") && !err.contains("c2VjcmV0"), "the value is never said: {out}{err}");
 }

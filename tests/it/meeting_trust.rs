@@ -294,3 +294,69 @@ echo "--- left"; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = yes 
     assert!(text.contains("[reply truncated: ") && text.contains(" bytes dropped]"), "{}", &text[text.len().saturating_sub(400)..]);
     assert!(text.contains("_(turn failed: timed out"), "{}", &text[text.len().saturating_sub(400)..]);
 }
+
+/// A meeting worker with the meeting command `script` (`sandbox: off` when `unconfined`).
+fn meeting_worker(p: &Project, name: &str, script: &str, unconfined: bool) {
+    let dir = p.root.join(".lore/workers").join(name);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let off = if unconfined { "sandbox: off\n" } else { "" };
+    std::fs::write(
+        dir.join("worker.yaml"),
+        format!("name: {name}\ncommand: [./meet.sh]\nmeeting: [./meet.sh]\ncapabilities: [meeting]\ncheckout: sparse\n{off}"),
+    )
+    .expect("yaml");
+    std::fs::write(dir.join("meet.sh"), script).expect("script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("meet.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn a_turn_whose_output_outlives_its_shim_still_ends_at_the_timeout() {
+    let p = Project::new(&[]);
+    p.config("meeting_turn_timeout: 2s\n");
+    // A process in a session of its own holds the turn's output open, and the shim that would
+    // have stopped it is gone (killed here by the worker, unconfined to be able to: it stands
+    // for a shim the kernel's OOM killer took). Nothing will ever close the output.
+    // (Killed once the shim has recorded the run, in the state dir its private $TMPDIR is in.)
+    meeting_worker(
+        &p,
+        "escape",
+        "#!/bin/sh\nsetsid sleep 1000 &\nwhile [ ! -s \"$TMPDIR/../run.json\" ]; do sleep 0.05; done\nkill -9 $PPID\nsleep 1000\n",
+        true,
+    );
+    let out = in_pid_namespace(
+        &p,
+        r#"
+t=$(mktemp -d)
+code=0; timeout 60 "$GH" meeting start --worker escape --id e go >"$t/out" 2>"$t/err" || code=$?
+echo "--- code"; echo "$code"
+echo "--- err"; cat "$t/err"
+# (A process killed but not yet reaped by this namespace's init is gone all the same.)
+echo "--- left"; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && [ "$(cut -d' ' -f3 $d/stat 2>/dev/null)" != Z ] && echo ${d#/proc/}; done; echo none
+"#,
+    );
+    assert_eq!(section(&out, "code").trim(), "1", "the turn ended, failed (not killed by the test's timeout): {out}");
+    assert!(section(&out, "err").contains("timed out: the turn ran longer than 2s"), "{out}");
+    // It kept the attempt's mark in its environment: killed once the turn gave up on it.
+    assert_eq!(section(&out, "left").trim(), "none", "{out}");
+}
+
+#[test]
+fn a_workers_long_error_is_cut_before_the_transcript_and_timeline() {
+    let p = Project::new(&[]);
+    // One error line of 1 MiB.
+    meeting_worker(
+        &p,
+        "loud",
+        "#!/bin/sh\nprintf '{\"type\":\"error\",\"reason\":\"'\nhead -c 1048576 /dev/zero | tr '\\0' x\nprintf '\"}\\n'\n",
+        false,
+    );
+    let _ = p.cmd().args(["meeting", "start", "--worker", "loud", "--id", "l", "go"]).output().expect("run");
+    let transcript = std::fs::read_to_string(project_dir(&p, "meetings").join("l.md")).expect("transcript");
+    assert!(transcript.contains("_(turn failed: xxxx"), "the error is the reason: {}", &transcript[..transcript.len().min(600)]);
+    assert!(transcript.contains("[truncated by guild-hall: 1048576 bytes"), "the cut is marked");
+    assert!(transcript.len() < 64 * 1024, "the transcript keeps only the error's start: {} bytes", transcript.len());
+    let timeline = std::fs::read_to_string(p.root.join(".lore/meetings/l.timeline.jsonl")).expect("timeline");
+    assert!(timeline.contains("failed: xxxx"), "the turn is in the timeline");
+    assert!(timeline.len() < 64 * 1024, "the timeline too: {} bytes", timeline.len());
+}

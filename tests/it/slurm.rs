@@ -337,6 +337,68 @@ echo "--- found"; jget "$(handle lost)" job_id
     assert!(section(&out, "found").trim().parse::<u64>().is_ok(), "the job found by name has its id recorded: {out}");
 }
 
+/// The reconciler killed after sbatch took the job but before its id was recorded, on a machine
+/// whose clock is 30 s ahead of the controller's (the handle's `submitted_at` is moved so): the
+/// next pass still finds the job by its output file and records it.
+#[test]
+fn a_job_whose_id_was_never_recorded_is_found_though_the_clocks_disagree() {
+    needs_slurm();
+    let p = Project::new(&["sleeper"]);
+    p.config("runner: slurm\n");
+    p.write_commission("lost", "---\nworker: sleeper\n---\nsleep: 1\n");
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+code=0; GUILD_HALL_FAULT=slurm-submit:2 "$GH" reconcile --once >/dev/null 2>&1 || code=$?
+echo "--- code"; echo "$code"
+h=$(handle lost)
+at=$(date -u -d "$(jget "$h" submitted_at)" +%s)
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["submitted_at"]=sys.argv[2]; json.dump(d,open(sys.argv[1],"w"))' \
+  "$h" "$(date -u -d "@$((at + 30))" +%Y-%m-%dT%H:%M:%SZ)"
+"$GH" reconcile --once >/dev/null 2>&1 || true
+echo "--- found"; jget "$h" job_id
+pass_until "completed" is_status lost completed
+echo "--- jobs"; squeue -h -t all -o '%j' | grep -c '\.lost\.' || true
+"#,
+    );
+    assert_eq!(section(&out, "code").trim(), "86", "stopped by the fault: {out}");
+    assert!(section(&out, "found").trim().parse::<u64>().is_ok(), "the job is found and recorded: {out}");
+    assert_eq!(section(&out, "jobs").trim(), "1", "one job, never submitted again: {out}");
+}
+
+/// A pass watching four jobs (two running, two queued) asks Slurm for its jobs once, not once
+/// for each: `squeue --json` lists them all (on Slurm 22.05, every user's). Counted by a
+/// `squeue` ahead on PATH that notes each call and runs the real one.
+#[test]
+fn a_pass_lists_slurms_jobs_once_for_all_its_attempts() {
+    needs_slurm();
+    let p = Project::new(&["sleeper"]);
+    p.config("runner: slurm\ncommission_cap: 4\n");
+    for id in ["w1", "w2", "w3", "w4"] {
+        p.write_commission(id, "---\nworker: sleeper\n---\nsleep: 120\n");
+    }
+    let out = in_cluster(
+        &p,
+        2,
+        r#"
+"$GH" reconcile --once >/dev/null
+two_and_two() { [ "$(squeue -h -o %T | sort | tr '\n' ' ')" = "PENDING PENDING RUNNING RUNNING " ]; }
+pass_until "two jobs running, two queued" two_and_two
+t=$(mktemp -d)
+printf '#!/bin/sh\necho "$*" >> %s/calls\nexec %s "$@"\n' "$t" "$(command -v squeue)" > "$t/squeue"
+chmod +x "$t/squeue"
+PATH="$t:$PATH" "$GH" reconcile --once >/dev/null
+echo "--- calls"; wc -l < "$t/calls"
+echo "--- status"; "$GH" status
+"#,
+    );
+    let calls: usize = section(&out, "calls").trim().parse().expect("a count");
+    // One listing; a second only if the pass outlived the listing's second of life.
+    assert!((1..=2).contains(&calls), "{calls} listings for a pass over four jobs: {out}");
+    assert_eq!(section(&out, "status").lines().filter(|l| l.contains("queued (Slurm job ")).count(), 2, "{out}");
+}
+
 /// A cancelled plan whose wave has two tasks running as jobs and one waiting in the queue:
 /// every job ends (the queued one taken out of the queue), the plan is cancelled.
 #[test]

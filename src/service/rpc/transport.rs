@@ -252,6 +252,20 @@ fn unread(conn: &impl AsRawFd) -> Vec<u8> {
     buf
 }
 
+/// How many bytes wait unread on `conn`, all of them (`FIONREAD`, the kernel's count of its
+/// receive queue): a body of any length that has all arrived is seen as such, where a peek
+/// sees no more than its buffer. 0 if it cannot be told.
+fn unread_len(conn: &impl AsRawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid for the call.
+    let r = unsafe { libc::ioctl(conn.as_raw_fd(), libc::FIONREAD, &mut n as *mut libc::c_int) };
+    if r == 0 {
+        usize::try_from(n).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
 /// What a read of an idle connection found.
 enum Idle {
     /// Bytes (or, with 0, the end: the client closed, or the connection was shed).
@@ -286,7 +300,7 @@ impl<C: Conn> Table<C> {
                 });
                 let oldest = waiting_for_header.or_else(|| {
                     slots.conns.iter().find_map(|(seq, slot)| match slot.as_ref()?.body {
-                        BodyWait::Body { left } if unread(&slot.as_ref()?.conn).len() < left => Some(*seq),
+                        BodyWait::Body { left } if unread_len(&slot.as_ref()?.conn) < left => Some(*seq),
                         _ => None,
                     })
                 });
@@ -779,6 +793,30 @@ mod tests {
         assert!(shed(&said(&mut conns[0].0)), "then the oldest whose body is still arriving");
         assert_eq!(said(&mut conns[1].0), None, "a body all here is never shed");
         assert_eq!(HeaderEnd::default().feed_counting(&request), (HeaderEnd::Reached, 1));
+    }
+
+    /// A body longer than a peek can see, all of it waiting unread, is not taken for one still
+    /// arriving: its client is done, and it is not shed.
+    #[test]
+    fn a_long_body_waiting_unread_is_never_shed() {
+        let table = Table::new();
+        let mut conns = admitted(&table, 2, 2);
+        const LONG: usize = 100 * 1024;
+        let header = format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: {LONG}\r\n\r\n");
+        for (client, server, ticket) in &mut conns {
+            client.write_all(header.as_bytes()).expect("header");
+            let mut r =
+                Deadline { conn: server.split().expect("split"), until: Instant::now() + Duration::from_secs(60), ticket, claimed: false };
+            assert_eq!(r.read(&mut [0u8; 256]).expect("read"), header.len());
+            assert!(ticket.expect_body(LONG), "not shed");
+        }
+        // The first one's whole body has arrived, unread; the second one's has not.
+        conns[0].0.write_all(&vec![b' '; LONG]).expect("the body");
+        conns[1].0.write_all(&vec![b' '; LONG - 1]).expect("all of the body but a byte");
+        let (_c, s) = UnixStream::pair().expect("pair");
+        let _t = table.admit(&s, 2).expect("a slot");
+        assert_eq!(said(&mut conns[0].0), None, "a body all here is never shed");
+        assert!(shed(&said(&mut conns[1].0)), "one still arriving is");
     }
 
     /// A shed connection's thread, waiting for its request, ends at once: it holds neither a

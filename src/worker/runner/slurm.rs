@@ -165,6 +165,7 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
         stdin.write_all(&script).context("writing the batch script to sbatch")?;
     }
     let out = child.wait_with_output().context("waiting for sbatch")?;
+    forget_listing();
     let said = String::from_utf8_lossy(&out.stdout);
     // `--parsable`: `<id>` or `<id>;<cluster>`.
     let id = said.trim().split(';').next().and_then(|id| id.parse::<u64>().ok());
@@ -340,6 +341,46 @@ impl JobInfo {
     }
 }
 
+/// How long one listing of our jobs answers for all of them: a pass asks about every attempt
+/// it watches (and a stop about its job), and `squeue --json` lists every job at once (on
+/// 22.05 every user's), so one listing serves the whole pass instead of one each.
+const LISTING_LIFE: Duration = Duration::from_secs(1);
+
+/// The last listing of our jobs and when it was taken.
+static LISTING: std::sync::Mutex<Option<(std::time::Instant, std::sync::Arc<Vec<JobInfo>>)>> = std::sync::Mutex::new(None);
+
+/// Our jobs as Slurm listed them less than [`LISTING_LIFE`] ago (listed now if not), and
+/// whether the listing was taken by this call. A job this process submitted or cancelled since
+/// is asked afresh ([`forget_listing`]).
+fn listing() -> Result<(std::sync::Arc<Vec<JobInfo>>, bool)> {
+    let mut last = LISTING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, jobs)) = last.as_ref().filter(|(at, _)| at.elapsed() < LISTING_LIFE) {
+        return Ok((jobs.clone(), false));
+    }
+    let jobs = std::sync::Arc::new(our_jobs()?);
+    *last = Some((std::time::Instant::now(), jobs.clone()));
+    Ok((jobs, true))
+}
+
+/// The listing no longer stands (a job was submitted or cancelled here).
+fn forget_listing() {
+    *LISTING.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+}
+
+/// What `find` finds among our jobs: in the shared listing, or, when it finds nothing there, in
+/// a fresh one (a job submitted since the listing, by another process, is never missed).
+fn in_listing<T>(find: impl Fn(&[JobInfo]) -> Option<T>) -> Result<Option<T>> {
+    let (jobs, fresh) = listing()?;
+    if let Some(found) = find(&jobs) {
+        return Ok(Some(found));
+    }
+    if fresh {
+        return Ok(None);
+    }
+    forget_listing();
+    Ok(find(&listing()?.0))
+}
+
 /// Every job of ours Slurm knows (queued, running, or ended less than `MinJobAge` ago), from
 /// `squeue --json`: an error where Slurm cannot be asked or its answer cannot be read.
 fn our_jobs() -> Result<Vec<JobInfo>> {
@@ -412,8 +453,16 @@ fn parse_job(job: &serde_json::Value) -> Option<JobInfo> {
 }
 
 /// Ask Slurm where job `id` stands: [`JobState::Gone`] if it no longer knows it.
+/// From the listing a pass shares: a job that has moved on since (queued then, running now)
+/// may still be seen where it was; [`query_fresh`] where that would mislead.
 pub fn query(id: u64) -> Result<JobInfo> {
-    Ok(our_jobs()?.into_iter().find(|j| j.job_id == id).unwrap_or_else(|| JobInfo::gone(id)))
+    Ok(in_listing(|jobs| jobs.iter().find(|j| j.job_id == id).cloned())?.unwrap_or_else(|| JobInfo::gone(id)))
+}
+
+/// [`query`], listed now.
+fn query_fresh(id: u64) -> Result<JobInfo> {
+    forget_listing();
+    query(id)
 }
 
 /// The id of the job sbatch took for `handle`'s attempt in `state` without its answer being
@@ -422,19 +471,26 @@ pub fn query(id: u64) -> Result<JobInfo> {
 /// two were taken (a submission given up and made again).
 fn find_unrecorded(state: &StateDir, handle: &Handle) -> Result<Option<u64>> {
     let log = state.log(handle.attempt);
-    // A clock a second off between the controller and this machine is not a reason to miss it.
-    let since = handle.submitted_at - chrono::Duration::seconds(5);
-    Ok(our_jobs()?.into_iter().filter(|j| j.writes_to(&log) && j.submitted.is_some_and(|t| t >= since)).map(|j| j.job_id).min())
+    // `submit_time` is the controller's clock, `submitted_at` this machine's: a job missed
+    // because they disagree is submitted a second time beside the first. The log's path names
+    // the attempt already; the time only keeps out a job of an earlier life of this state dir
+    // (a home made again, its attempts numbered from 1) that Slurm still remembers, and such a
+    // job is older than any skew an hour allows.
+    let since = handle.submitted_at - CLOCK_SKEW_ALLOWED;
+    in_listing(|jobs| jobs.iter().filter(|j| j.writes_to(&log) && j.submitted.is_some_and(|t| t >= since)).map(|j| j.job_id).min())
 }
+
+/// How far the controller's clock may be behind this machine's for [`find_unrecorded`].
+const CLOCK_SKEW_ALLOWED: chrono::Duration = chrono::Duration::hours(1);
 
 /// The jobs of `project` in `home` Slurm has queued or running, as (job id, commission id,
 /// attempt): what a reconciler that lost its records can still find. Ours by their owner and
 /// output file (an attempt's log in the project's state dir), never by their names. Empty where
 /// Slurm cannot be asked (not installed: no job of ours runs).
 pub fn ours(home: &crate::config::Home, project: &str) -> Vec<(u64, String, u32)> {
-    let Ok(jobs) = our_jobs() else { return Vec::new() };
+    let Ok((jobs, _)) = listing() else { return Vec::new() };
     let dir = home.commissions_state(project);
-    jobs.into_iter()
+    jobs.iter()
         .filter(|j| !matches!(j.state, JobState::Ended(_) | JobState::Gone))
         .filter_map(|j| {
             let (id, attempt) = log_of(&dir, &j.output)?;
@@ -605,7 +661,12 @@ pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attemp
         }
     };
     let info = match id {
-        Some(id) => match query(id) {
+        // Queued with its worker started is a job requeued (and cancelled below), or one seen
+        // in a listing taken before it started: asked again, now.
+        Some(id) => match query(id).and_then(|info| match info.state {
+            JobState::Queued(_) if run.is_some() => query_fresh(id),
+            _ => Ok(info),
+        }) {
             Ok(info) => info,
             // The worker's end is recorded: it stands without Slurm's word on the job.
             Err(_) if exit.is_some() => return Ok(dead(run, exit)),
@@ -748,6 +809,7 @@ use crate::activity::state::{RunInfo, RUNNER_VERDICT};
 
 /// `scancel --me [args] <id>`: only a job of ours is ever cancelled.
 fn scancel(id: u64, args: &[&str]) -> Result<()> {
+    forget_listing();
     let out = Command::new("scancel").arg("--me").args(args).arg(id.to_string()).output().context("running scancel")?;
     if !out.status.success() {
         bail!("scancel {id}: {}", String::from_utf8_lossy(&out.stderr).trim());
@@ -768,7 +830,12 @@ pub fn stop(state: &StateDir, handle: &Handle, how: Stop) -> Result<()> {
         bail!("{why}");
     }
     let Some(id) = job_id(state, handle)? else { return Ok(()) };
-    let info = query(id)?;
+    // A job seen queued in the shared listing may run by now: cancelled outright, its worker
+    // would get no grace. Asked again, now, unless it runs (or ended: for good).
+    let info = match query(id)? {
+        info if matches!(info.state, JobState::Queued(_) | JobState::Suspended(_)) => query_fresh(id)?,
+        info => info,
+    };
     if matches!(info.state, JobState::Ended(_) | JobState::Gone) {
         return Ok(());
     }
