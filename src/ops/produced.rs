@@ -122,9 +122,7 @@ fn in_repository(root: &Path, cwd: &Path, path: &Path) -> Result<String> {
             other => normal.push(other),
         }
     }
-    let rel = normal
-        .strip_prefix(&root)
-        .map_err(|_| anyhow!("{} is outside the project ({})", path.display(), root.display()))?;
+    let rel = normal.strip_prefix(&root).map_err(|_| anyhow!("{} is outside the project ({})", path.display(), root.display()))?;
     let parts: Vec<&str> = rel
         .components()
         .map(|c| c.as_os_str().to_str().ok_or_else(|| anyhow!("{}: the path is not UTF-8", path.display())))

@@ -206,6 +206,38 @@ fn snapshot(project: &Project, state: &StateDir, wt: &std::path::Path) -> Result
     Ok(dest)
 }
 
+/// The line of the repository's `info/exclude` that keeps the snapshot's link out of a task
+/// worktree's `git status` (Kiln: the snapshot is excluded from git). A linked worktree has no
+/// exclude file of its own (git reads `info/exclude` from the common dir only), so it goes
+/// there; it matches nothing else a person has (rooted, one name).
+const SNAPSHOT_EXCLUDE: &str = "/.lore-snapshot";
+
+/// Add [`SNAPSHOT_EXCLUDE`] to `<common>/info/exclude` unless a line already says it. Only ever
+/// appended (O_APPEND: a person's lines, or another task's append at the same moment, are never
+/// rewritten), never through a link. Failing is said and costs only the listing: the snapshot
+/// is never copied back whatever git says of it.
+fn exclude_snapshot(common: &std::path::Path) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let info = common.join("info");
+    let file = info.join("exclude");
+    let result = (|| -> std::io::Result<()> {
+        if let Ok(text) = crate::artifact::read_regular(&file) {
+            if text.lines().any(|l| l.trim_end() == SNAPSHOT_EXCLUDE) {
+                return Ok(());
+            }
+        }
+        std::fs::create_dir_all(&info)?;
+        let mut f = std::fs::OpenOptions::new().append(true).create(true).custom_flags(libc::O_NOFOLLOW).open(&file)?;
+        let ends_in_newline = f.metadata()?.len() == 0 || std::fs::read(&file).is_ok_and(|b| b.ends_with(b"\n"));
+        let lead = if ends_in_newline { "" } else { "\n" };
+        f.write_all(format!("{lead}# guild-hall: a wave task's read-only snapshot of .lore/\n{SNAPSHOT_EXCLUDE}\n").as_bytes())
+    })();
+    if let Err(e) = result {
+        tracing::warn!(file = %file.display(), error = %e, "could not exclude the snapshot from git status in task worktrees");
+    }
+}
+
 fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
     let meta = std::fs::symlink_metadata(from)?;
     if meta.is_dir() {
@@ -391,6 +423,7 @@ fn prepare_task(
     write_json(&state.worktree(), &rec)?;
     fault("task-start", 1);
     let snapshot_dir = snapshot(ctx.project, &state, &rec.path)?;
+    exclude_snapshot(&rec.common);
     let evidence = rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug());
     std::fs::create_dir_all(&evidence).with_context(|| format!("making its evidence dir {}", evidence.display()))?;
     std::fs::write(state.prompt(), &task.prompt)?;

@@ -408,3 +408,66 @@ fn cancel_stops_a_running_verify() {
     crate::common::wait_for("the verify to be stopped", || !pid_alive(pid));
     assert_eq!(show(&p, "cv")["status"], "cancelled");
 }
+
+/// Kiln: the snapshot is excluded from git. A wave worker that looks at `git status` in its
+/// worktree sees only its own change, not the `.lore-snapshot` link guild-hall put there
+/// (fails on ab359d5: `?? .lore-snapshot` listed, untracked, inviting a worker to add it); the
+/// repository's `info/exclude` a person wrote keeps every line of theirs.
+#[test]
+fn a_task_worktree_status_shows_no_snapshot() {
+    let p = Project::new(&[]);
+    let exclude = p.root.join(".git/info/exclude");
+    std::fs::create_dir_all(exclude.parent().expect("info")).expect("mkdir");
+    std::fs::write(&exclude, "# mine\n*.mine").expect("a person's exclude, no final newline");
+    p.script_worker(
+        "looker",
+        "full",
+        "n=$(cat \"$GUILD_HALL_PROMPT_FILE\")\necho mine > \"looked-$n.txt\"\ngit status --porcelain --untracked-files=all > \"status-$n.txt\"\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary looked",
+    );
+    write_plan(&p, "look", "", "  - - {id: one, worker: looker, prompt: one}\n    - {id: two, worker: looker, prompt: two}\n");
+    p.settle();
+    assert_eq!(show(&p, "look")["status"], "completed", "{}", show(&p, "look"));
+    for n in ["one", "two"] {
+        let status = git(&p.root, &["show", &format!("claude/main:status-{n}.txt")]);
+        assert!(status.contains(&format!("looked-{n}.txt")), "the worker's status is read:\n{status}");
+        assert!(!status.contains(".lore-snapshot"), "the snapshot is excluded from git in a task worktree:\n{status}");
+    }
+    let kept = std::fs::read_to_string(&exclude).expect("exclude");
+    assert!(kept.starts_with("# mine\n*.mine\n"), "a person's lines kept as they were:\n{kept}");
+    assert_eq!(kept.lines().filter(|l| *l == "/.lore-snapshot").count(), 1, "said once, however many tasks:\n{kept}");
+    // The person's checkout is untouched by it.
+    assert_eq!(git(&p.root, &["status", "--porcelain", "--", ".git"]), "");
+}
+
+/// Kiln: a wave worker runs with `GUILD_HALL_WAVE=1` and git hooks off, for its own git too: a
+/// `post-checkout` hook the repository has (by `core.hooksPath` and in `.git/hooks`) never runs
+/// when the worker checks a file out (untested before; the test fails with the hooks-off
+/// variables removed from the task's launch in src/plan/act.rs).
+#[test]
+fn a_wave_worker_runs_no_git_hook() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&[]);
+    let hook = "#!/bin/sh\necho ran > hook-ran\n";
+    let hooks = p.root.join("hooks");
+    for dir in [hooks.clone(), p.root.join(".git/hooks")] {
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let file = dir.join("post-checkout");
+        std::fs::write(&file, hook).expect("hook");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    git(&p.root, &["config", "core.hooksPath", hooks.to_str().expect("utf8")]);
+    // The hook is live for the person: proven here so the test cannot pass with a dead hook.
+    git(&p.root, &["checkout", "--", "README.md"]);
+    assert!(p.root.join("hook-ran").exists(), "the hook runs outside a wave");
+    std::fs::remove_file(p.root.join("hook-ran")).expect("rm");
+    p.script_worker(
+        "checker",
+        "full",
+        "echo changed > README.md\ngit checkout -- README.md\nif [ -e hook-ran ]; then h=ran; else h=off; fi\necho \"wave=$GUILD_HALL_WAVE hook=$h\" > hooks.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary checked",
+    );
+    write_plan(&p, "hooks", "", "  - - {id: one, worker: checker, prompt: check}\n");
+    p.settle();
+    assert_eq!(show(&p, "hooks")["status"], "completed", "{}", show(&p, "hooks"));
+    assert_eq!(git(&p.root, &["show", "claude/main:hooks.txt"]), "wave=1 hook=off\n");
+    assert_eq!(git(&p.root, &["show", "claude/main:README.md"]), "# demo\n", "the checkout itself ran");
+}
