@@ -471,3 +471,57 @@ fn a_wave_worker_runs_no_git_hook() {
     assert_eq!(git(&p.root, &["show", "claude/main:hooks.txt"]), "wave=1 hook=off\n");
     assert_eq!(git(&p.root, &["show", "claude/main:README.md"]), "# demo\n", "the checkout itself ran");
 }
+
+/// A planner that writes the waves its prompt asks for: `good` (two waves of `mason` tasks),
+/// `bad` (a task of a worker no one has), or `none` (no file at all).
+const PLANNER: &str = r#"path=$(grep -o '\.lore/drafts/[a-z0-9._-]*\.waves\.yaml' "$GUILD_HALL_PROMPT_FILE" | head -n 1)
+mkdir -p .lore/drafts
+case "$(head -n 1 "$GUILD_HALL_PROMPT_FILE")" in
+  good*) printf '%s\n' '- - {id: a, worker: mason, prompt: "write: a.txt from a"}' '  - {id: b, worker: mason, prompt: "write: b.txt from b"}' '- - {id: c, worker: mason, prompt: "append: a.txt more"}' > "$path" ;;
+  bad*) printf '%s\n' '- - {id: a, worker: mason, prompt: fine}' '- - {id: b, worker: nobody, prompt: x}' > "$path" ;;
+  *) ;;
+esac
+"$GUILD_HALL_BIN" toolbox submit-result --summary planned"#;
+
+/// Kiln's PLAN stage: `plan create --planner W --prompt P` runs the planner once; the waves it
+/// writes are validated as `plan create` validates and land as a `draft` plan, which runs once
+/// a person starts it. A planner whose waves are invalid, or that writes none, gets no plan,
+/// and says why at the drafted file's own line (fails on ab359d5: no --planner).
+#[test]
+fn a_planner_drafts_a_plan_a_person_starts() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("planner", "full", PLANNER);
+    let out = p.ok(&["plan", "create", "--title", "Port it", "--planner", "planner", "--prompt", "good: port the code", "--json"]);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!((v["plan"].as_str(), v["status"].as_str()), (Some("port-it"), Some("draft")), "{out}");
+    let cid = v["planner_commission"].as_str().expect("the planner's commission").to_string();
+    assert_eq!(p.status(&cid), "completed");
+    let prompt = p.artifact(&cid);
+    assert!(
+        prompt.contains(&format!(".lore/drafts/{cid}.waves.yaml")) && prompt.contains("- mason:"),
+        "the planner is told where and whom:\n{prompt}"
+    );
+    let plan = std::fs::read_to_string(p.root.join(".lore/plans/port-it.md")).expect("the plan");
+    assert!(plan.contains("status: draft"), "{plan}");
+    // Nothing runs until a person starts it.
+    p.settle();
+    assert_eq!(show(&p, "port-it")["status"], "draft");
+    p.ok(&["plan", "retry", "port-it"]);
+    p.settle();
+    assert_eq!(show(&p, "port-it")["status"], "completed", "{}", show(&p, "port-it"));
+    assert_eq!(git(&p.root, &["show", "claude/main:a.txt"]), "from a\nmore\n");
+
+    // Invalid waves: refused at the drafted file's line, no plan written.
+    let (code, _, err) = p.run(&["plan", "create", "--title", "Bad", "--planner", "planner", "--prompt", "bad: plan"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(".lore/drafts/plan-bad.waves.yaml:2:") && err.contains("nobody"), "{err}");
+    assert!(!p.root.join(".lore/plans/bad.md").exists());
+    // No waves at all: said, no plan written.
+    let (code, _, err) = p.run(&["plan", "create", "--title", "Empty", "--planner", "planner", "--prompt", "none"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("completed, but .lore/drafts/plan-empty.waves.yaml is not on claude/main"), "{err}");
+    assert!(!p.root.join(".lore/plans/empty.md").exists());
+    // Its arguments: a waves file and a planner are one or the other.
+    let (code, _, err) = p.run(&["plan", "create", "--title", "X", "--planner", "planner", "--prompt", "good", "waves.yaml"]);
+    assert_eq!(code, 2, "{err}");
+}
