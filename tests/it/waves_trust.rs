@@ -50,7 +50,9 @@ fn has_event(v: &Value, kind: &str, text: &str) -> bool {
 }
 
 /// `sleep 1000` as a task under `stale_after: 3s`: no output, no CPU, no update after its
-/// first: failed "process unresponsive", every process of it gone, the plan halted.
+/// first: `rerun_required` (Kiln: no heartbeat beyond the timeout), each attempt killed before
+/// the next, within the rerun budget; hung every time, it fails "process unresponsive" once
+/// the budget is spent, every process of it gone, the plan halted.
 #[test]
 fn a_hung_task_fails_unresponsive_and_its_processes_are_gone() {
     let p = Project::new(&["mason"]);
@@ -59,13 +61,34 @@ fn a_hung_task_fails_unresponsive_and_its_processes_are_gone() {
     let (shim, worker) = running(&p, "hung", "hung-exec-wave-1-task-1");
     p.pass_until("the hung task to fail", |p| task(&show(p, "hung"), "t")["state"] == "failed");
     let v = show(&p, "hung");
-    assert_eq!(task(&v, "t")["reason"], "process unresponsive", "{v}");
+    assert_eq!(task(&v, "t")["reason"], "process unresponsive; not run again after 2 reruns", "{v}");
+    assert_eq!(task(&v, "t")["attempt"], 3, "{v}");
     assert!(has_event(&v, "heartbeat", "stale: no progress, output or CPU"), "{v}");
+    assert!(has_event(&v, "rerun_required", "process unresponsive: it runs again"), "{v}");
     wait_for("the hung worker and its shim to be gone", || !pid_alive(worker) && !pid_alive(shim));
     p.settle();
     let v = show(&p, "hung");
     assert_eq!(v["status"], "halted", "{v}");
     assert!(v["reason"].as_str().unwrap_or("").contains("process unresponsive"), "{v}");
+}
+
+/// Kiln: a task live but silent past `stale_after` (`in_progress` with no heartbeat) is
+/// `rerun_required`, not a failure that halts its plan: its attempt is killed and it runs
+/// again in its worktree; the rerun ends well and the plan completes (fails on ab359d5: the
+/// task failed "process unresponsive" and the plan halted).
+#[test]
+fn a_silent_task_runs_again_and_its_plan_goes_on() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\ncancel_grace: 2s\n");
+    write_plan(&p, "quiet", "", "  - - {id: t, worker: mason, prompt: \"first-sleep: 1000\\nwrite: woke.txt awake\"}\n");
+    let (shim, worker) = running(&p, "quiet", "quiet-exec-wave-1-task-1");
+    p.pass_until("the plan to end", |p| ["completed", "halted", "failed"].contains(&show(p, "quiet")["status"].as_str().unwrap_or("")));
+    let v = show(&p, "quiet");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(task(&v, "t")["attempt"], 2, "{v}");
+    assert!(has_event(&v, "rerun_required", "process unresponsive: it runs again"), "{v}");
+    assert!(!pid_alive(worker) && !pid_alive(shim), "the silent attempt was killed before the rerun");
+    assert_eq!(crate::common::git(&p.root, &["show", "claude/main:woke.txt"]), "awake\n");
 }
 
 /// Output keeps a task alive past `stale_after`, never past its `timeout:`: the task's own
@@ -302,7 +325,7 @@ fn the_service_judges_hung_and_killed_tasks_without_polling() {
     write_plan(&p, "hang", "", "  - - {id: t, worker: mason, prompt: \"sleep: 1000\"}\n");
     let _svc = crate::common::Service::start(&p, &[], &["--resync", "1h"]);
     wait_for("the hung task to fail", || task(&show(&p, "hang"), "t")["state"] == "failed");
-    assert_eq!(task(&show(&p, "hang"), "t")["reason"], "process unresponsive");
+    assert_eq!(task(&show(&p, "hang"), "t")["reason"], "process unresponsive; not run again after 2 reruns");
 
     let q = Project::new(&["mason"]);
     write_plan(&q, "kill", "", "  - - {id: t, worker: mason, prompt: \"first-sleep: 1000\\nwrite: k.txt k\"}\n");

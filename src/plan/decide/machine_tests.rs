@@ -222,7 +222,7 @@ fn the_task_states_a_pass_moves_through() {
     // (the task's recorded state, what is observed of it) → the states one pass moves it
     // through, in order.
     type Setup = fn(&mut ObservedTask, &mut TaskRecord);
-    let table: [(&str, TaskState, Setup, &[TaskState]); 9] = [
+    let table: [(&str, TaskState, Setup, &[TaskState]); 12] = [
         ("queued, a slot free: started", Queued, |_, _| {}, &[Running]),
         ("queued, its worker unusable: failed", Queued, |o, _| o.worker_problem = Some("no such worker".into()), &[Failed]),
         ("ended cleanly: succeeded", Running, |o, _| o.exit = Some(exit(1, 0)), &[Succeeded]),
@@ -249,6 +249,29 @@ fn the_task_states_a_pass_moves_through() {
         ),
         ("succeeded, its work lost: run again", Succeeded, |o, _| o.worktree_gone = Some("removed".into()), &[Queued, Running]),
         ("still at work: unchanged", Running, |o, _| o.started = Some(1), &[]),
+        // Kiln: in_progress with no heartbeat beyond the timeout is rerun_required (killed
+        // first: it starts again once nothing of it runs), within the budget; then failed.
+        ("live but silent past stale_after: run again", Running, |o, _| o.live = Some(silent(4)), &[Queued]),
+        (
+            "live but silent too often: failed",
+            Running,
+            |o, r| {
+                o.live = Some(silent(4));
+                r.reruns = MAX_RERUNS;
+            },
+            &[Failed],
+        ),
+        // Past its wall-clock limit, busy or not: failed (no rerun would end otherwise).
+        (
+            "past its timeout: failed",
+            Running,
+            |o, _| {
+                let mut l = silent(0);
+                l.started_at = t0() - chrono::Duration::hours(2);
+                o.live = Some(l);
+            },
+            &[Failed],
+        ),
     ];
     for (what, from, setup, through) in table {
         let plan = parse(&text);
@@ -273,6 +296,16 @@ fn the_task_states_a_pass_moves_through() {
             assert!(task_allowed(at, *to), "{what}: {at:?} -> {to:?}");
             at = *to;
         }
+    }
+}
+
+/// A worker at work since a minute ago whose signs of life last changed `quiet_secs` ago.
+fn silent(quiet_secs: i64) -> Live {
+    let sample = crate::activity::state::Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
+    Live {
+        started_at: t0() - chrono::Duration::seconds(60),
+        heartbeat: Some(crate::activity::state::Heartbeat { last_activity: t0() - chrono::Duration::seconds(quiet_secs), sample }),
+        sample,
     }
 }
 
