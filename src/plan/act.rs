@@ -540,8 +540,11 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
     let mut worktrees = Vec::new();
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let halt = |ig: Integration<'_>, finding: Finding<'_>| apply(ctx, &ig.halt(finding));
-    // Landed already (a pass that died after its commit): done, whatever its worktree says.
-    let todo: Vec<&Task> = tasks.iter().filter(|t| !ig.integrated(t)).collect();
+    // The tasks ready for integration: every task of the wave, or — when one is to run again —
+    // those that succeeded, integrated first (Kiln's resume order). Landed already (a pass that
+    // died after its commit): done, whatever its worktree says.
+    let ready = |t: &Task| ig.record().tasks.get(&t.canonical).is_some_and(|r| r.state == super::decide::TaskState::Succeeded);
+    let todo: Vec<&Task> = tasks.iter().filter(|t| !ig.integrated(t) && ready(t)).collect();
     let landed: Vec<_> = todo
         .iter()
         .map(|t| crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)))
@@ -597,7 +600,18 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
     if !overlap.is_empty() {
         return halt(ig, Finding::Overlap(overlap));
     }
-    let collisions = copyback::collisions(&manifests);
+    // What this wave's tasks integrated before (ahead of a rerun) is theirs: a task that
+    // changed it too collides with it, as if they had been copied back together.
+    let landed_before = match copyback::changed_by_wave(&repo, ctx.integration(), base_oid, &names::wave_trailer_prefix(&plan.id, wave)) {
+        Ok(l) => l,
+        Err(e) => return halt(ig, Finding::BranchUnreadable(format!("{e:#}"))),
+    };
+    let mut with_landed = manifests.clone();
+    for (task, paths) in landed_before {
+        let changes = paths.into_iter().map(|path| Change { op: copyback::Op::Modify, path, from_path: None }).collect();
+        with_landed.push((task, changes));
+    }
+    let collisions = copyback::collisions(&with_landed);
     if !collisions.is_empty() {
         let list: Vec<String> = collisions.iter().map(|(p, ts)| format!("{p} ({})", ts.join(", "))).collect();
         return halt(ig, Finding::Collision(list));

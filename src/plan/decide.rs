@@ -1223,6 +1223,14 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                 st.go(Halted, &reason);
                 return settle(st);
             }
+            // Kiln's resume order: what is ready for integration is integrated before anything
+            // is requeued, so a task to run again (rerun_required) waits for its wave-mates' copy-back,
+            // never they for its rerun.
+            let rerun_waits =
+                wave.iter().any(|t| st.record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Queued && r.reruns > 0));
+            if rerun_waits && wave.iter().any(|t| state_of(&st, t) == TaskState::Succeeded) {
+                return Some(Action::Integrate { update: st.finish(), wave: w });
+            }
             if wave.iter().all(|t| matches!(state_of(&st, t), TaskState::Succeeded | TaskState::Integrated)) {
                 if wave.iter().any(|t| state_of(&st, t) == TaskState::Succeeded) {
                     return Some(Action::Integrate { update: st.finish(), wave: w });

@@ -91,6 +91,60 @@ fn a_silent_task_runs_again_and_its_plan_goes_on() {
     assert_eq!(crate::common::git(&p.root, &["show", "claude/main:woke.txt"]), "awake\n");
 }
 
+/// Kiln's resume order: a wave-mate ready for integration is integrated before a task that
+/// must run again is requeued — it never waits for the rerun (fails without the decider's
+/// integrate-first rule: `a` was copied back only after `b`'s rerun ended; on ab359d5 `b`
+/// failed and the plan halted with nothing copied back).
+#[test]
+fn a_ready_task_is_integrated_before_a_silent_one_runs_again() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\ncancel_grace: 2s\n");
+    write_plan(
+        &p,
+        "order",
+        "parallelism: 2\n",
+        "  - - {id: a, worker: mason, prompt: \"write: a.txt from a\"}\n    - {id: b, worker: mason, prompt: \"first-sleep: 1000\\nwrite: b.txt from b\"}\n",
+    );
+    p.pass_until("the plan to end", |p| ["completed", "halted", "failed"].contains(&show(p, "order")["status"].as_str().unwrap_or("")));
+    let v = show(&p, "order");
+    assert_eq!(v["status"], "completed", "{v}");
+    let log = v["log"].as_array().expect("log");
+    let at = |task: &str, state: &str, nth: usize| {
+        log.iter()
+            .enumerate()
+            .filter(|(_, e)| e["kind"] == "task" && e["task"] == format!("order:exec:wave-1:{task}") && e["state"] == state)
+            .nth(nth)
+            .map(|(i, _)| i)
+    };
+    let a_integrated = at("task-1", "integrated", 0).expect("a integrated");
+    let b_rerun = at("task-2", "running", 1).expect("b's second attempt started");
+    assert!(a_integrated < b_rerun, "a is integrated before b runs again: {v}");
+    let files = |rev: &str| crate::common::git(&p.root, &["show", "--name-only", "--format=", rev]);
+    assert!(files("claude/main~1").contains("a.txt") && files("claude/main").contains("b.txt"), "a's commit first, then b's");
+}
+
+/// A task that runs again after its wave-mate was integrated is held to the wave's collision
+/// rule against what that one landed: both changed `same.txt`, so the plan halts on the
+/// collision and the integrated one's content stays (without the check the rerun's copy-back
+/// would overwrite it silently).
+#[test]
+fn a_rerun_colliding_with_an_integrated_wave_mate_halts() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\ncancel_grace: 2s\n");
+    write_plan(
+        &p,
+        "clash",
+        "parallelism: 2\n",
+        "  - - {id: a, worker: mason, prompt: \"write: same.txt from a\"}\n    - {id: b, worker: mason, prompt: \"first-sleep: 1000\\nwrite: same.txt from b\"}\n",
+    );
+    p.pass_until("the plan to end", |p| ["completed", "halted", "failed"].contains(&show(p, "clash")["status"].as_str().unwrap_or("")));
+    let v = show(&p, "clash");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("collision in wave 1: same.txt") && reason.contains("clash:exec:wave-1:task-1"), "{v}");
+    assert_eq!(crate::common::git(&p.root, &["show", "claude/main:same.txt"]), "from a\n");
+}
+
 /// Output keeps a task alive past `stale_after`, never past its `timeout:`: the task's own
 /// limit, or the plan's for every task that has none.
 #[test]

@@ -715,3 +715,34 @@ fn what_the_copy_back_finds_decides_the_halt_and_whom_it_blames() {
     assert_eq!(u.events[0]["changes"], 1);
     assert!(u.events[1].get("changes").is_none(), "found by its trailer: no count");
 }
+
+/// Kiln's resume order: tasks ready for integration are integrated before a task that must run
+/// again (rerun_required) is requeued; with none to run again, a wave integrates once whole.
+#[test]
+fn ready_tasks_integrate_before_a_rerun_starts() {
+    use TaskState::*;
+    let text = plan_text(1, 3, 3, false, false, "status: running\n");
+    // (what is recorded of tasks 1, 2, 3: state and reruns) → the action the pass takes.
+    type Case = (&'static str, [(TaskState, u32); 3], &'static str);
+    let table: [Case; 5] = [
+        ("one to run again, one ready: the ready one integrates first", [(Succeeded, 0), (Queued, 1), (Integrated, 0)], "wave-integrate"),
+        ("one to run again, one ready, one at work: integrate first", [(Queued, 1), (Succeeded, 0), (Running, 0)], "wave-integrate"),
+        ("one to run again, the rest integrated: it starts", [(Integrated, 0), (Queued, 1), (Integrated, 0)], "task-start"),
+        ("one never started, one ready: the wave waits to integrate whole", [(Succeeded, 0), (Queued, 0), (Running, 0)], "task-start"),
+        ("all ready: the wave integrates", [(Succeeded, 0), (Succeeded, 0), (Succeeded, 0)], "wave-integrate"),
+    ];
+    for (what, states, want) in table {
+        let plan = parse(&text);
+        let mut r = record(PlanStatus::Running, 1);
+        let mut o = observed(plan, None);
+        for (ot, (state, reruns)) in o.tasks.iter_mut().zip(states) {
+            let mut tr = task_record(state, if state == Queued && reruns == 0 { 0 } else { 1 });
+            tr.reruns = reruns;
+            ot.started = Some(tr.attempt);
+            r.tasks.insert(ot.task.canonical.clone(), tr);
+        }
+        o.record = Some(r);
+        let a = decide(&snap(vec![o], 4));
+        assert_eq!(a.first().map(|a| a.verb()), Some(want), "{what}: {a:?}");
+    }
+}
