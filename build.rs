@@ -13,10 +13,11 @@ use std::path::Path;
 /// `worker.yaml`'s (the directory's name, a test checks).
 const PACKAGES: &[&str] = &[
     "examples/workers/scribe",
-    "examples/workers/researcher",
+    "examples/workers/scripted-researcher",
     "examples/workers/counsel",
     "contrib/workers/claude-code",
     "contrib/workers/claude-code-coder",
+    "contrib/workers/researcher",
     "contrib/workers/codex",
     "contrib/workers/codex-coder",
     "contrib/workers/gemini",

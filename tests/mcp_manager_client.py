@@ -48,7 +48,7 @@ async def main(binary, project, home):
             info = getattr(init, "server_info", None) or getattr(init, "serverInfo", None)
             out["server"] = {"name": info.name, "version": info.version}
             out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
-            d = await call(session, "dispatch", {"description": "Survey crash-only designs", "task": "Crash-only software\nSurvey it.", "config": {"worker": "researcher", "maxTurns": 9}})
+            d = await call(session, "dispatch", {"description": "Survey crash-only designs", "task": "Crash-only software\nSurvey it.", "config": {"worker": "scripted-researcher", "maxTurns": 9}})
             out["dispatch"] = d
             job = d["jobId"]
             out["final"] = await poll(session, job, ("completed", "failed", "cancelled"))
@@ -76,12 +76,12 @@ async def main(binary, project, home):
             out["status_unknown"] = await call(session, "status", {"jobId": job})
             out["status_traversal"] = await call(session, "status", {"jobId": "../../etc/passwd"})
             out["dispatch_bad"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "nobody"}})
-            out["dispatch_types"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "researcher", "maxTurns": "lots"}})
+            out["dispatch_types"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "scripted-researcher", "maxTurns": "lots"}})
             out["dispatch_unknown_key"] = await call(session, "dispatch", {"description": "x", "task": "y", "max_turns": 3})
-            out["dispatch_unknown_config"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "researcher", "max_turns": 3}})
+            out["dispatch_unknown_config"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "scripted-researcher", "max_turns": 3}})
             out["status_wrong_type"] = await call(session, "status", {"jobId": 42})
             out["meeting_request"] = await call(session, "meeting_request", {"worker": "counsel", "reason": "The survey needs a decision", "references": [".lore/reports/x.md"]})
-            out["meeting_request_bad"] = await call(session, "meeting_request", {"worker": "researcher", "reason": "x"})
+            out["meeting_request_bad"] = await call(session, "meeting_request", {"worker": "scripted-researcher", "reason": "x"})
             out["job"], out["slow"] = job, slow
     print(json.dumps(out))
 

@@ -48,6 +48,31 @@ pub fn of_message(message: &str) -> Vec<&str> {
     last.lines().map(|l| l.trim_end()).filter(|l| l.starts_with(TRAILER_START)).collect()
 }
 
+/// Whose work one trailer line (from [`of_message`]) marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark<'a> {
+    /// `commission`, `meeting` or `task`.
+    pub kind: &'static str,
+    /// The commission's or meeting's id, or the task's canonical id (`plan:exec:wave-N:task-M`).
+    pub id: &'a str,
+    /// A commission's attempt.
+    pub attempt: Option<u32>,
+}
+
+/// What a trailer line says: `Guild-Hall-Commission: <id> attempt <n>`, `Guild-Hall-Meeting:
+/// <id>` or `Guild-Hall-Task: <canonical>`; `None` for any other line.
+pub fn mark(line: &str) -> Option<Mark<'_>> {
+    use super::names::TRAILERS;
+    if let Some(rest) = line.strip_prefix(TRAILERS[0]) {
+        let (id, n) = rest.rsplit_once(" attempt ")?;
+        Some(Mark { kind: "commission", id, attempt: n.parse().ok() })
+    } else if let Some(id) = line.strip_prefix(TRAILERS[1]) {
+        Some(Mark { kind: "meeting", id, attempt: None })
+    } else {
+        line.strip_prefix(TRAILERS[2]).map(|id| Mark { kind: "task", id, attempt: None })
+    }
+}
+
 /// The trailer of the commit an integration branch begins with ([`begins_message`]).
 pub const BEGINS: &str = "Guild-Hall-Begins: ";
 

@@ -218,6 +218,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show which commissions, meetings and plan tasks produced a file: every commit of the
+    /// integration branch's first-parent chain that changed it, newest first, with its date,
+    /// what it did to the path and whose work it landed (from its `Guild-Hall-*` trailer; a
+    /// commit without one, a person's or one `sync` brought in, says so).
+    Show {
+        /// A file or directory of the project, relative to the current directory (or to -C
+        /// DIR); it may be gone from the checkout.
+        #[arg(value_name = "PATH")]
+        path: PathBuf,
+        /// Print the history as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a worker's captured stdout and stderr.
     ///
     /// Control characters in it (escape sequences, `\r`, bidi overrides) are shown as escapes
@@ -560,6 +573,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sync { dry_run, json } => sync::sync(&Env::load(&cli)?, *dry_run, *json).map(ok),
         Command::Land { push, dry_run, json } => sync::land(&Env::load(&cli)?, push.as_deref(), *dry_run, *json).map(ok),
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
+        Command::Show { path, json } => show::produced(&cli, &Env::load(&cli)?, path, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt, raw } => show::logs(&Env::load(&cli)?, id, *attempt, *raw).map(|_| ExitCode::SUCCESS),
         Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),
         Command::Workers(args) => workers::run(&cli, args).map(|_| ExitCode::SUCCESS),

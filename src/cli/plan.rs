@@ -20,12 +20,28 @@ pub enum PlanCmd {
     /// The file (or '-' for stdin) is YAML: a list of waves, each a list of tasks
     /// `{id, worker, title, prompt}`. The plan is submitted (`pending`) unless --draft; `watch` or
     /// `reconcile` starts it.
+    ///
+    /// With --planner WORKER --prompt TEXT instead of a file, a planner worker drafts the waves
+    /// (Kiln's PLAN stage): one commission of it, `Plan: <title>`, run now (or by the `watch`
+    /// holding the project), writes them to `.lore/drafts/<its id>.waves.yaml`; once it has
+    /// landed they are validated as a file's are, and the plan is written as `status: draft` for
+    /// you to read and start (`status: pending`). A failed run or invalid waves write no plan.
     Create {
         /// What the plan is for, in a line; its id derives from it.
         #[arg(long)]
         title: String,
-        /// The waves (YAML), or '-' for stdin.
-        waves: PathBuf,
+        /// The waves (YAML), or '-' for stdin; none with --planner.
+        #[arg(required_unless_present = "planner", conflicts_with = "planner")]
+        waves: Option<PathBuf>,
+        /// A worker package (capability `commission`) that drafts the waves from --prompt.
+        #[arg(long, value_name = "WORKER", requires = "prompt", conflicts_with = "draft")]
+        planner: Option<String>,
+        /// What the plan is to do, for the planner.
+        #[arg(long, value_name = "TEXT", requires = "planner")]
+        prompt: Option<String>,
+        /// How long to wait for the planner's run (it goes on past it).
+        #[arg(long, default_value = "1h", value_parser = humantime::parse_duration, requires = "planner")]
+        timeout: std::time::Duration,
         /// Use this id instead of the first free one derived from the title; refused, naming
         /// what holds it, if anything of it exists: ids are never reused.
         #[arg(long)]
@@ -107,7 +123,28 @@ pub enum PlanCmd {
 
 pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
     match cmd {
-        PlanCmd::Create { title, waves, id, parallelism, verify, fixer, draft, json: json_out } => {
+        PlanCmd::Create { title, waves, planner, prompt, timeout, id, parallelism, verify, fixer, draft, json: json_out } => {
+            let verify = verify.as_ref().map(|v| v.split_whitespace().map(str::to_string).collect());
+            let (Some(waves), None) = (waves, planner) else {
+                let d = guild_hall::ops::plan::DraftPlan {
+                    title: title.clone(),
+                    planner: planner.clone().unwrap_or_default(),
+                    prompt: prompt.clone().unwrap_or_default(),
+                    id: id.clone(),
+                    parallelism: *parallelism,
+                    verify,
+                    fixer: fixer.clone(),
+                    timeout: *timeout,
+                };
+                let (id, cid) = guild_hall::ops::plan::draft(&env.home, &env.project, &d)?;
+                if *json_out {
+                    say_json!("{}", json!({"plan": id, "status": "draft", "planner_commission": cid}));
+                } else {
+                    say!("{id}");
+                    say_err!("drafted by commission {cid}: read .lore/plans/{id}.md, then set `status: pending` in it (or `guild-hall plan retry {id}`) to start it");
+                }
+                return Ok(());
+            };
             let (origin, text) = if waves.as_os_str() == "-" {
                 ("<stdin>".to_string(), std::io::read_to_string(std::io::stdin())?)
             } else {
@@ -120,7 +157,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 waves_text: Some(guild_hall::ops::plan::WavesText { origin, text }),
                 id: id.clone(),
                 parallelism: *parallelism,
-                verify: verify.as_ref().map(|v| v.split_whitespace().map(str::to_string).collect()),
+                verify,
                 fixer: fixer.clone(),
                 draft: *draft,
             };

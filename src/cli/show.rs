@@ -360,6 +360,29 @@ pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
     Ok(())
 }
 
+/// `guild-hall show PATH`: whose work each change of a file on the integration branch was.
+pub fn produced(cli: &super::Cli, env: &Env, path: &std::path::Path, json_out: bool) -> Result<()> {
+    let cwd = match cli.project()? {
+        Some(d) => d,
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let history = guild_hall::ops::produced::of(&env.project, &cwd, path)?;
+    if json_out {
+        say_json!("{}", serde_json::to_string_pretty(&history)?);
+        return Ok(());
+    }
+    say!("{} on {}, newest first:", line(&history.path), line(&history.branch));
+    for c in &history.changes {
+        let who = match (c.kind, &c.id, c.attempt) {
+            (Some(kind), Some(id), Some(n)) => format!("{kind} {} attempt {n}", line(id)),
+            (Some(kind), Some(id), None) => format!("{kind} {}", line(id)),
+            _ => "no guild-hall trailer (a person's commit, or one `sync` brought in)".to_string(),
+        };
+        say!("{}  {}  {:<8}  {who}", c.date, c.commit.get(..10).unwrap_or(&c.commit), c.change);
+    }
+    Ok(())
+}
+
 /// A worker's log is what it printed: shown escaped like everything else a worker writes
 /// (`\n` and `\t` kept), or exactly as written with `raw`.
 pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {

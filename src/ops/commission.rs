@@ -48,6 +48,11 @@ pub(crate) fn unusable(catalog: &Catalog, worker: &str, why: String) -> String {
 /// Write a new commission artifact (the same file a person would write) and return its id: the
 /// one asked for, refused if anything of it exists, else the first free one from the title.
 pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<String> {
+    create_with(home, project, new, |_| new.prompt.clone())
+}
+
+/// [`create`], the prompt made for the id it gets (a planner's names its output by it).
+pub(crate) fn create_with(home: &Home, project: &Project, new: &NewCommission, prompt_for: impl Fn(&str) -> String) -> Result<String> {
     let catalog = Catalog::discover(&project.root, &home.workers_dir());
     usable_worker(&catalog, &new.worker)?;
     if new.title.trim().is_empty() {
@@ -80,12 +85,11 @@ pub fn create(home: &Home, project: &Project, new: &NewCommission) -> Result<Str
         }
         fm.insert("resources".into(), Value::Mapping(r));
     }
-    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    text.push_str(new.prompt.trim_end());
-    text.push('\n');
+    let head = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
     // Read back by the parser every pass (and `check`) uses: a file that would be invalid the
     // moment it exists (a title over the frontmatter's size limit, say) is never written.
     super::create_with_free_id(home, project, Name::Commission, &base, new.id.is_some(), |id| {
+        let text = format!("{head}{}\n", prompt_for(id).trim_end());
         crate::artifact::create_new(&project.commission_path(id), &text, "commission", Commission::parse).map(|_| ())
     })
 }

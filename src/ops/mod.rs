@@ -12,6 +12,7 @@ pub mod gc;
 pub mod logs;
 pub mod meeting;
 pub mod plan;
+pub mod produced;
 pub mod status;
 pub mod sync;
 pub mod timeline;

@@ -263,3 +263,133 @@ pub fn list(home: &Home, project: &Project) -> Result<Listed> {
     }
     Ok(listed)
 }
+
+/// A plan drafted by a planner worker (Kiln's PLAN stage): `plan create --planner`.
+#[derive(Debug, Clone)]
+pub struct DraftPlan {
+    pub title: String,
+    /// The planner worker's package: a commission's worker (capability `commission`).
+    pub planner: String,
+    /// What the plan is to do, for the planner.
+    pub prompt: String,
+    pub id: Option<String>,
+    pub parallelism: usize,
+    pub verify: Option<Vec<String>>,
+    pub fixer: Option<String>,
+    /// How long to wait for the planner's run.
+    pub timeout: std::time::Duration,
+}
+
+/// Where a planner's commission `cid` writes the waves it drafts (under `.lore/`, outside the
+/// control plane, which no commission may write).
+pub fn drafted_waves_path(cid: &str) -> String {
+    format!(".lore/drafts/{cid}.waves.yaml")
+}
+
+/// The most of a drafted waves file read (it is a worker's: hostile, bounded).
+const DRAFT_MAX: usize = 1024 * 1024;
+
+/// What the planner is asked, after the person's prompt: where to write what shape, and the
+/// workers it may give tasks to.
+fn planner_prompt(project: &Project, home: &Home, draft: &DraftPlan, path: &str) -> String {
+    let catalog = crate::worker::Catalog::discover(&project.root, &home.workers_dir());
+    let workers: Vec<String> = catalog
+        .packages
+        .keys()
+        .filter_map(|n| catalog.for_commission(n).ok().map(|p| format!("- {n}: {}", p.manifest.description.trim())))
+        .collect();
+    format!(
+        "{}\n\n## Your output: the plan's waves\n\nYou are planning, not doing the work: split it into waves of tasks for guild-hall's plan \"{}\". A wave's tasks run at once, each in its own worktree from the wave's start; a wave starts when the one before it has landed. Two tasks of one wave must not change the same file.\n\nWrite the waves as YAML to `{path}` (with write_artifact, or as a file), then call submit_result. The file is a list of waves, each a list of tasks, each task {{id, worker, prompt}} (optionally title, timeout):\n\n```yaml\n{WAVES_SHAPE}\n```\n\nThe workers a task may name:\n{}\n",
+        draft.prompt.trim_end(),
+        draft.title,
+        workers.join("\n")
+    )
+}
+
+/// Draft a plan with a planner worker: one commission of the planner (`Plan: <title>`) that
+/// writes the waves to [`drafted_waves_path`]; once it has landed, the waves are read from the
+/// integration branch, validated as [`create`] validates, and the plan written as
+/// `status: draft` for a person to start. Returns (the plan's id, the commission's id). A run
+/// that fails or writes no valid waves is refused with why (problems at the drafted file's own
+/// line:col), and nothing is written to `.lore/plans/`.
+pub fn draft(home: &Home, project: &Project, d: &DraftPlan) -> Result<(String, String)> {
+    use crate::artifact::commission::Status;
+    if d.prompt.trim().is_empty() {
+        bail!("--prompt must say what the plan is to do");
+    }
+    if let Some(id) = &d.id {
+        crate::artifact::ids::validate_id(id)?;
+        if project.plan_path(id).exists() {
+            bail!("plan {id} exists ({}): ids are never reused; nothing written", project.plan_path(id).display());
+        }
+    }
+    let new = super::commission::NewCommission {
+        worker: d.planner.clone(),
+        title: format!("Plan: {}", d.title),
+        prompt: d.prompt.clone(),
+        depends: Vec::new(),
+        draft: false,
+        id: None,
+        max_turns: None,
+        max_budget_usd: None,
+    };
+    let cid = super::commission::create_with(home, project, &new, |cid| planner_prompt(project, home, d, &drafted_waves_path(cid)))?;
+    let path = drafted_waves_path(&cid);
+    let deadline = std::time::Instant::now() + d.timeout;
+    let commission = loop {
+        let c = super::commission::load(project, &cid)?;
+        if c.status.is_some_and(Status::is_terminal) {
+            break c;
+        }
+        if std::time::Instant::now() >= deadline {
+            bail!(
+                "the planner's commission {cid} did not end within {}: it goes on; when it completes, `git show {}:{path} | guild-hall plan create --draft --title … -` lands its waves",
+                humantime::format_duration(d.timeout),
+                project.config.integration_branch
+            );
+        }
+        // A pass of our own when no one else reconciles the project; else the holder does it.
+        if let Ok(_held) = crate::reconcile::lock_project(home, project, false, "guild-hall plan create --planner") {
+            let opts = crate::reconcile::Options { before_dispatch: Some(super::sync::follow), ..Default::default() };
+            crate::reconcile::run(home, project, &opts, |_| {})?;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let reason = commission.fields.get("reason").and_then(Value::as_str).unwrap_or("no reason given").to_string();
+    match commission.status {
+        Some(Status::Completed) => {}
+        Some(s) => bail!("the planner's commission {cid} is {}: {reason}; no plan written", s.as_str()),
+        None => bail!("the planner's commission {cid} has no status; no plan written"),
+    }
+    let text = drafted_on_integration(project, &path)
+        .map_err(|e| anyhow::anyhow!("the planner's commission {cid} completed, but {e}; no plan written"))?;
+    let origin = format!("{}:{path}", project.config.integration_branch);
+    let waves: Value = serde_yaml_ng::from_str(&text).map_err(|e| anyhow::anyhow!("{origin}: not YAML ({e}); no plan written"))?;
+    let plan = NewPlan {
+        title: d.title.clone(),
+        waves,
+        waves_text: Some(WavesText { origin, text }),
+        id: d.id.clone(),
+        parallelism: d.parallelism,
+        verify: d.verify.clone(),
+        fixer: d.fixer.clone(),
+        draft: true,
+    };
+    Ok((create(home, project, &plan)?, cid))
+}
+
+/// The text of `path` on the integration branch: a regular file, UTF-8, at most [`DRAFT_MAX`].
+fn drafted_on_integration(project: &Project, path: &str) -> Result<String> {
+    let repo = crate::activity::git::open(&project.root)?;
+    let branch = &project.config.integration_branch;
+    let tree = repo.find_branch(branch, git2::BranchType::Local)?.get().peel_to_tree()?;
+    let entry = tree.get_path(std::path::Path::new(path)).map_err(|_| anyhow::anyhow!("{path} is not on {branch}"))?;
+    if entry.filemode() != i32::from(git2::FileMode::Blob) {
+        bail!("{path} on {branch} is not a regular file");
+    }
+    let blob = repo.find_blob(entry.id())?;
+    if blob.size() > DRAFT_MAX {
+        bail!("{path} on {branch} is {} bytes, over the {DRAFT_MAX} a plan's waves may be", blob.size());
+    }
+    String::from_utf8(blob.content().to_vec()).map_err(|_| anyhow::anyhow!("{path} on {branch} is not UTF-8"))
+}

@@ -543,24 +543,12 @@ fn file_changes(repo: &Repository, from: &git2::Tree<'_>, to: &git2::Tree<'_>) -
 /// what came in beside it (a merge's other side, a `sync` from the base branch) is not
 /// guild-hall's word, and a line elsewhere in a message is the message's text, not a trailer.
 fn brought_work(repo: &Repository, from: Oid, into: Oid) -> Result<Vec<BroughtWork>> {
-    use crate::activity::names::{TRAILERS, TRAILER_START};
+    use crate::activity::{names::TRAILER_START, trailers};
     let hide: Vec<Oid> = repo.merge_base(from, into).ok().into_iter().collect();
     let mut out = Vec::new();
-    for (oid, line) in crate::activity::trailers::on_chains(repo, &[from], &hide, TRAILER_START)? {
-        let work = |kind: &str, id: &str, attempt: Option<u32>| BroughtWork {
-            kind: kind.to_string(),
-            id: id.to_string(),
-            attempt,
-            commit: oid.to_string(),
-        };
-        if let Some(rest) = line.strip_prefix(TRAILERS[0]) {
-            if let Some((id, n)) = rest.rsplit_once(" attempt ") {
-                out.push(work("commission", id, n.parse().ok()));
-            }
-        } else if let Some(id) = line.strip_prefix(TRAILERS[1]) {
-            out.push(work("meeting", id, None));
-        } else if let Some(id) = line.strip_prefix(TRAILERS[2]) {
-            out.push(work("task", id, None));
+    for (oid, line) in trailers::on_chains(repo, &[from], &hide, TRAILER_START)? {
+        if let Some(m) = trailers::mark(&line) {
+            out.push(BroughtWork { kind: m.kind.to_string(), id: m.id.to_string(), attempt: m.attempt, commit: oid.to_string() });
         }
     }
     Ok(out)

@@ -206,6 +206,38 @@ fn snapshot(project: &Project, state: &StateDir, wt: &std::path::Path) -> Result
     Ok(dest)
 }
 
+/// The line of the repository's `info/exclude` that keeps the snapshot's link out of a task
+/// worktree's `git status` (Kiln: the snapshot is excluded from git). A linked worktree has no
+/// exclude file of its own (git reads `info/exclude` from the common dir only), so it goes
+/// there; it matches nothing else a person has (rooted, one name).
+const SNAPSHOT_EXCLUDE: &str = "/.lore-snapshot";
+
+/// Add [`SNAPSHOT_EXCLUDE`] to `<common>/info/exclude` unless a line already says it. Only ever
+/// appended (O_APPEND: a person's lines, or another task's append at the same moment, are never
+/// rewritten), never through a link. Failing is said and costs only the listing: the snapshot
+/// is never copied back whatever git says of it.
+fn exclude_snapshot(common: &std::path::Path) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let info = common.join("info");
+    let file = info.join("exclude");
+    let result = (|| -> std::io::Result<()> {
+        if let Ok(text) = crate::artifact::read_regular(&file) {
+            if text.lines().any(|l| l.trim_end() == SNAPSHOT_EXCLUDE) {
+                return Ok(());
+            }
+        }
+        std::fs::create_dir_all(&info)?;
+        let mut f = std::fs::OpenOptions::new().append(true).create(true).custom_flags(libc::O_NOFOLLOW).open(&file)?;
+        let ends_in_newline = f.metadata()?.len() == 0 || std::fs::read(&file).is_ok_and(|b| b.ends_with(b"\n"));
+        let lead = if ends_in_newline { "" } else { "\n" };
+        f.write_all(format!("{lead}# guild-hall: a wave task's read-only snapshot of .lore/\n{SNAPSHOT_EXCLUDE}\n").as_bytes())
+    })();
+    if let Err(e) = result {
+        tracing::warn!(file = %file.display(), error = %e, "could not exclude the snapshot from git status in task worktrees");
+    }
+}
+
 fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
     let meta = std::fs::symlink_metadata(from)?;
     if meta.is_dir() {
@@ -391,6 +423,7 @@ fn prepare_task(
     write_json(&state.worktree(), &rec)?;
     fault("task-start", 1);
     let snapshot_dir = snapshot(ctx.project, &state, &rec.path)?;
+    exclude_snapshot(&rec.common);
     let evidence = rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug());
     std::fs::create_dir_all(&evidence).with_context(|| format!("making its evidence dir {}", evidence.display()))?;
     std::fs::write(state.prompt(), &task.prompt)?;
@@ -507,8 +540,11 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
     let mut worktrees = Vec::new();
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let halt = |ig: Integration<'_>, finding: Finding<'_>| apply(ctx, &ig.halt(finding));
-    // Landed already (a pass that died after its commit): done, whatever its worktree says.
-    let todo: Vec<&Task> = tasks.iter().filter(|t| !ig.integrated(t)).collect();
+    // The tasks ready for integration: every task of the wave, or — when one is to run again —
+    // those that succeeded, integrated first (Kiln's resume order). Landed already (a pass that
+    // died after its commit): done, whatever its worktree says.
+    let ready = |t: &Task| ig.record().tasks.get(&t.canonical).is_some_and(|r| r.state == super::decide::TaskState::Succeeded);
+    let todo: Vec<&Task> = tasks.iter().filter(|t| !ig.integrated(t) && ready(t)).collect();
     let landed: Vec<_> = todo
         .iter()
         .map(|t| crate::activity::merge::find_trailer(&repo, ctx.integration(), base_oid, &names::task_trailer(&t.canonical)))
@@ -564,7 +600,18 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
     if !overlap.is_empty() {
         return halt(ig, Finding::Overlap(overlap));
     }
-    let collisions = copyback::collisions(&manifests);
+    // What this wave's tasks integrated before (ahead of a rerun) is theirs: a task that
+    // changed it too collides with it, as if they had been copied back together.
+    let landed_before = match copyback::changed_by_wave(&repo, ctx.integration(), base_oid, &names::wave_trailer_prefix(&plan.id, wave)) {
+        Ok(l) => l,
+        Err(e) => return halt(ig, Finding::BranchUnreadable(format!("{e:#}"))),
+    };
+    let mut with_landed = manifests.clone();
+    for (task, paths) in landed_before {
+        let changes = paths.into_iter().map(|path| Change { op: copyback::Op::Modify, path, from_path: None }).collect();
+        with_landed.push((task, changes));
+    }
+    let collisions = copyback::collisions(&with_landed);
     if !collisions.is_empty() {
         let list: Vec<String> = collisions.iter().map(|(p, ts)| format!("{p} ({})", ts.join(", "))).collect();
         return halt(ig, Finding::Collision(list));

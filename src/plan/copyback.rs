@@ -220,6 +220,36 @@ pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_traile
     Ok(out)
 }
 
+/// What this wave's own copy-backs changed on the integration branch since `base`: each
+/// commit of its first-parent chain whose trailer starts with `own_trailer`, by the task its
+/// trailer names, with the paths it changed against its first parent.
+pub fn changed_by_wave(repo: &Repository, integration: &str, base: Oid, own_trailer: &str) -> Result<Vec<(String, Vec<String>)>> {
+    let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?.id();
+    let mut out = Vec::new();
+    for oid in crate::activity::trailers::first_parent_chain(repo, tip, &[base])? {
+        let c = repo.find_commit(oid)?;
+        let Ok(message) = c.message() else { continue };
+        let Some(task) = crate::activity::trailers::of_message(message)
+            .into_iter()
+            .find(|l| l.starts_with(own_trailer))
+            .and_then(|l| l.strip_prefix(crate::activity::names::TRAILERS[2]))
+        else {
+            continue;
+        };
+        let parent = c.parents().next().map(|p| p.tree()).transpose()?;
+        let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&c.tree()?), None)?;
+        let mut paths = Vec::new();
+        for d in diff.deltas() {
+            for f in [d.old_file().path(), d.new_file().path()].into_iter().flatten() {
+                paths.push(f.to_string_lossy().into_owned());
+            }
+        }
+        paths.retain(|p| !p.starts_with(".lore/plans/"));
+        out.push((task.to_string(), paths));
+    }
+    Ok(out)
+}
+
 /// The blob and mode of a file in the worktree: its bytes, the executable bit, a symlink as
 /// a symlink.
 fn blob_of(repo: &Repository, file: &Path) -> Result<(Oid, u32)> {

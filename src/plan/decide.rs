@@ -874,7 +874,13 @@ fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord) {
                 let state = if kind == "heartbeat" { Some("stale") } else { None };
                 let key = format!("{kind}:{}:{}", t.canonical, rec.attempt);
                 st.event(kind, key, json!({"task": t.canonical, "state": state, "text": format!("{}: {text}", t.canonical)}));
-                // Failed now; the stop that follows kills every process of the attempt.
+                if kind == "heartbeat" {
+                    // Live but silent (Kiln: in_progress with no heartbeat beyond the timeout):
+                    // rerun_required within the budget, failed past it; either way the stop
+                    // that follows kills every process of the attempt first.
+                    return rerun(st, ot, rec, why);
+                }
+                // Past its wall-clock limit: failed now; the stop that follows kills it.
                 st.task_state(t, TaskState::Failed, Some(why));
             }
         }
@@ -1179,6 +1185,9 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                 }
                 let kill = match rec.state {
                     TaskState::Failed => true,
+                    // To run again (gone stale) while its attempt still runs: killed first; it
+                    // starts once nothing of it is left (`busy`).
+                    TaskState::Queued if rec.reruns > 0 => true,
                     TaskState::Running if ot.worktree_gone.is_some() => false,
                     _ => continue,
                 };
@@ -1213,6 +1222,14 @@ fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
                 );
                 st.go(Halted, &reason);
                 return settle(st);
+            }
+            // Kiln's resume order: what is ready for integration is integrated before anything
+            // is requeued, so a task to run again (rerun_required) waits for its wave-mates' copy-back,
+            // never they for its rerun.
+            let rerun_waits =
+                wave.iter().any(|t| st.record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Queued && r.reruns > 0));
+            if rerun_waits && wave.iter().any(|t| state_of(&st, t) == TaskState::Succeeded) {
+                return Some(Action::Integrate { update: st.finish(), wave: w });
             }
             if wave.iter().all(|t| matches!(state_of(&st, t), TaskState::Succeeded | TaskState::Integrated)) {
                 if wave.iter().any(|t| state_of(&st, t) == TaskState::Succeeded) {
@@ -1788,7 +1805,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_or_overlong_task_is_failed_and_killed_and_the_plan_halts_once_it_is_gone() {
+    fn a_stale_task_reruns_within_its_budget_an_overlong_one_fails_and_the_plan_halts_once_it_is_gone() {
         let at_work = |l: Live| {
             let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
             o.tasks[0].started = Some(1);
@@ -1804,12 +1821,41 @@ mod tests {
         moved.sample.log_len += 1;
         let a = decide(&snap(vec![at_work(moved)], 3));
         assert!(still(&a) && a.iter().any(|a| matches!(a, Action::Beat { task: Some(t), .. } if t == T1)), "{a:?}");
-        // Quiet past stale_after: failed, unresponsive, killed (SIGKILL).
+        // Quiet past stale_after (Kiln: no heartbeat beyond the timeout): rerun_required within
+        // the budget, its attempt killed (SIGKILL) first; the plan goes on.
         let a = decide(&snap(vec![at_work(live(10, 4))], 3));
+        assert!(matches!(&a[0], Action::StopTask { kill: true, attempt: 1, .. }), "{a:?}");
+        let r = task_record(&a[0]).expect("recorded");
+        assert_eq!((r.state, r.reason.as_deref(), r.stop_sent, r.reruns), (TaskState::Queued, Some(liveness::UNRESPONSIVE), true, 1));
+        assert!(a[0].update().events.iter().any(|e| e["kind"] == "heartbeat" && e["state"] == "stale"), "{a:?}");
+        assert!(kinds(&a[0]).contains(&"rerun_required".to_string()), "{a:?}");
+        assert_eq!(a[0].update().record.as_ref().map(|r| r.status), Some(PlanStatus::Running), "{a:?}");
+        // Nothing starts while its killed attempt is still going; once it is gone, attempt 2.
+        let mut o = at_work(live(10, 4));
+        o.record = a[0].update().record.clone();
+        let a = decide(&snap(vec![o.clone()], 3));
+        let of_t1 = |a: &Action| match a {
+            Action::StartTask { starts, .. } => starts.iter().any(|s| s.task == T1),
+            Action::StopTask { task, .. } => task == T1,
+            _ => false,
+        };
+        assert!(!a.iter().any(of_t1), "{a:?}");
+        o.tasks[0].live = None;
+        o.tasks[0].busy = false;
+        o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
+        let a = decide(&snap(vec![o], 3));
+        assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().any(|s| s.task == T1 && s.attempt == 2)), "{a:?}");
+        // Past the budget: failed, unresponsive, killed (SIGKILL).
+        let mut o = at_work(live(10, 4));
+        if let Some(r) = o.record.as_mut().and_then(|r| r.tasks.get_mut(T1)) {
+            r.reruns = MAX_RERUNS;
+        }
+        let a = decide(&snap(vec![o], 3));
         assert!(matches!(&a[0], Action::StopTask { kill: true, .. }), "{a:?}");
         let r = task_record(&a[0]).expect("recorded");
-        assert_eq!((r.state, r.reason.as_deref(), r.stop_sent), (TaskState::Failed, Some(liveness::UNRESPONSIVE), true));
-        assert!(a[0].update().events.iter().any(|e| e["kind"] == "heartbeat" && e["state"] == "stale"), "{a:?}");
+        assert_eq!(r.state, TaskState::Failed);
+        assert_eq!(r.reason.as_deref(), Some("process unresponsive; not run again after 2 reruns"));
+        assert!(r.stop_sent);
         // Busy past its limit (the task's own, over the plan's): failed naming it.
         let text =
             plan_text("running").replace("prompt: x}", "prompt: x, timeout: 4s}").replace("parallelism: 1", "timeout: 1h\nparallelism: 1");

@@ -47,7 +47,7 @@ impl TaskFolded {
     fn take(&mut self, m: &Mail) {
         match &m.body {
             MailBody::TaskUpdate(u) if u.status == TaskUpdateStatus::Failed => {
-                let message = u.error.as_ref().and_then(|e| e["message"].as_str().map(str::to_string));
+                let message = u.error.as_ref().and_then(|e| e.message.clone());
                 self.failed = Some(message.unwrap_or_else(|| "it reported failed".into()));
             }
             // The first one counts (a second is refused when sent).
@@ -173,11 +173,13 @@ pub fn read(state: &StateDir, canonical: &str, attempt: u32, worktree: &Path, la
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::toolbox::mailbox::TaskUpdate;
+    use crate::worker::toolbox::mailbox::{TaskError, TaskUpdate};
+    use std::path::Path;
 
     fn update(status: TaskUpdateStatus, seq: u64) -> MailBody {
-        let error = (status == TaskUpdateStatus::Failed).then(|| serde_json::json!({"message": "broke"}));
-        MailBody::TaskUpdate(Box::new(TaskUpdate {
+        let error =
+            (status == TaskUpdateStatus::Failed).then(|| TaskError { code: None, message: Some("broke".into()), details_path: None });
+        let mut u = TaskUpdate {
             task_id: None,
             phase: None,
             stage: None,
@@ -191,7 +193,9 @@ mod tests {
             emitted_at: None,
             sequence: seq,
             idempotency_key: format!("k{seq}"),
-        }))
+        };
+        u.complete("p:exec:wave-1:task-1", Path::new("/tmp"), "2026-01-01T00:00:00Z").expect("complete");
+        MailBody::TaskUpdate(Box::new(u))
     }
 
     #[test]

@@ -283,13 +283,13 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
         .flags(&[("references", "ref")]),
         Tool::new(
             "task_update",
-            "Report this wave task's state (Kiln's TaskUpdate): status (queued, in_progress, verify_passed, verify_failed, done, failed, canceled, shutdown_requested, shutdown_ack), changed_ops, verify_summary, evidence_paths (under .lore-artifacts/<task>/), error, timestamps, a sequence rising with each update and an idempotency_key stable for the same update. Answer a shutdown request with status shutdown_ack.",
-            |ctx: &WorkerContext, a: crate::worker::toolbox::mailbox::TaskUpdate| {
-                if let (Some(given), Some(mine)) = (&a.task_id, &ctx.task_id) {
-                    if given != mine {
-                        return Err(ToolError::refused(format!("task_id {given:?} is not this task ({mine})")));
-                    }
-                }
+            "Report this wave task's state (Kiln's TaskUpdate): status (queued, in_progress, verify_passed, verify_failed, done, failed, canceled, shutdown_requested, shutdown_ack), changed_ops, verify_summary ({result: pass|fail|skipped, command_summary, checks: [{name, outcome}]}), evidence_paths (under .lore-artifacts/<task>/), error ({code, message, details_path}), timestamps ({started_at, updated_at, completed_at}, RFC 3339 UTC), a sequence rising with each update and an idempotency_key stable for the same update; task_id, phase, stage, worktree_path and emitted_at are filled in for you. Answer a shutdown request with status shutdown_ack.",
+            |ctx: &WorkerContext, mut a: crate::worker::toolbox::mailbox::TaskUpdate| {
+                let Some(mine) = &ctx.task_id else {
+                    return Err(ToolError::refused("GUILD_HALL_TASK_ID is not set: task_update is for a wave task's worker"));
+                };
+                let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                a.complete(mine, &ctx.worktree, &now).map_err(ToolError::refused)?;
                 if a.idempotency_key.trim().is_empty() {
                     return Err(ToolError::refused("idempotency_key must not be empty"));
                 }

@@ -64,12 +64,12 @@ fn only_the_binary_from_init_to_landed_work() {
     let out = ok(&["init"]);
     assert!(out.contains("guild-hall workers add scribe"), "init says what to do next: {out}");
     ok(&["workers", "add", "scribe"]);
-    // The researcher too, into the home: it also runs without the source tree.
-    ok(&["workers", "add", "researcher", "--user"]);
+    // The scripted-researcher too, into the home: it also runs without the source tree.
+    ok(&["workers", "add", "scripted-researcher", "--user"]);
     let hello =
         ok(&["commission", "create", "--worker", "scribe", "--title", "Hello", "--prompt", "output: .lore/notes/hello.md\nSay hello."]);
     let hello = hello.trim();
-    let survey = ok(&["commission", "create", "--worker", "researcher", "--title", "Survey", "--prompt", "Crash recovery"]);
+    let survey = ok(&["commission", "create", "--worker", "scripted-researcher", "--title", "Survey", "--prompt", "Crash recovery"]);
     let survey = survey.trim();
     ok(&["reconcile", "--once", "--wait", "--timeout", "120s"]);
     for id in [hello, survey] {
@@ -253,14 +253,14 @@ fn watch_runs_waiting_work_when_its_package_appears() {
     let p = Project::new(&[]);
     // No resync to stumble on the package: only its files wake the watcher.
     let svc = Service::start(&p, &[], &["--resync", "1h"]);
-    p.write_commission("in-home", "---\ntitle: A\nworker: researcher\n---\nTopic A\n");
+    p.write_commission("in-home", "---\ntitle: A\nworker: scripted-researcher\n---\nTopic A\n");
     p.write_commission("in-project", "---\ntitle: B\nworker: scribe\n---\nSay B.\n");
     wait_status(&p, "in-home", "blocked");
     wait_status(&p, "in-project", "blocked");
     // The passes its own writes wake are over before the package appears (else one of them
     // would find it without the watcher having seen it).
     std::thread::sleep(std::time::Duration::from_secs(1));
-    p.ok(&["workers", "add", "researcher", "--user"]);
+    p.ok(&["workers", "add", "scripted-researcher", "--user"]);
     wait_status(&p, "in-home", "completed");
     assert_eq!(p.status("in-project"), "blocked");
     p.ok(&["workers", "add", "scribe"]);
@@ -293,7 +293,7 @@ fn workers_add_writes_a_bundled_package_and_never_over_one() {
     let (code, _, err) = p.run(&["workers", "add", "scirbe"]);
     assert_eq!(code, 1);
     assert!(err.contains("no bundled worker package \"scirbe\" (did you mean \"scribe\"?)"), "{err}");
-    assert!(["scribe", "researcher", "claude-code", "claude-code-coder"].iter().all(|n| err.contains(n)), "{err}");
+    assert!(["scribe", "scripted-researcher", "claude-code", "claude-code-coder"].iter().all(|n| err.contains(n)), "{err}");
     assert!(!p.root.join(".lore/workers/scirbe").exists());
 
     // Into the home with --user; nothing hidden is left behind by either.
@@ -313,15 +313,15 @@ fn workers_add_writes_a_bundled_package_and_never_over_one() {
     let by = |n: &str| list.as_array().and_then(|a| a.iter().find(|x| x["name"] == n).cloned()).unwrap_or(Value::Null);
     assert_eq!(by("scribe")["installed"], "project", "{list}");
     assert_eq!(by("claude-code")["installed"], "home", "{list}");
-    assert!(by("researcher")["installed"].is_null(), "{list}");
+    assert!(by("scripted-researcher")["installed"].is_null(), "{list}");
     assert_eq!(by("claude-code")["capabilities"], serde_json::json!(["commission", "meeting"]), "{list}");
-    assert!(by("researcher")["description"].as_str().is_some_and(|d| !d.is_empty()), "{list}");
+    assert!(by("scripted-researcher")["description"].as_str().is_some_and(|d| !d.is_empty()), "{list}");
     let table = p.ok(&["workers", "--available"]);
-    assert!(table.lines().any(|l| l.starts_with("researcher ") && l.contains(" no ")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("scripted-researcher ") && l.contains(" no ")), "{table}");
     assert!(table.lines().any(|l| l.starts_with("scribe ") && l.contains("yes (project)")), "{table}");
     // `workers` alone still lists what is installed.
     let installed = p.ok(&["workers"]);
-    assert!(installed.contains("scribe") && installed.contains("claude-code") && !installed.contains("researcher"), "{installed}");
+    assert!(installed.contains("scribe") && installed.contains("claude-code") && !installed.contains("scripted-researcher"), "{installed}");
 }
 
 #[test]

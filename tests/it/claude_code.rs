@@ -539,3 +539,69 @@ fn the_claude_code_package_meets_with_resume_and_renewal() {
     assert_eq!(renewal["old"], "00000000-0000-4000-8000-000000000000");
     assert_eq!(renewal["new"], "1149bf9a-6688-451b-bc63-1d54cf1d6bc3");
 }
+
+/// The `researcher` package is Claude Code offered reading and web search — Read, Grep, Glob,
+/// WebSearch, WebFetch — and no file-editing tool, its brief told where its report goes
+/// (`.lore/reports/<id>.md`), its posture the researcher's (fails on ab359d5: `researcher` was
+/// the scripted stub, no `claude` run at all).
+#[test]
+fn the_researcher_package_is_claude_code_with_web_search() {
+    let p = Project::new(&[]);
+    install_package(&p, "researcher");
+    let bin = p.tmp.path().join("bin");
+    let record = p.tmp.path().join("records/claude-args");
+    stand_in_claude(&bin, &record);
+    allow_writes(&p, "researcher", record.parent().expect("records"));
+    let id = p.create("researcher", "Survey", "What is crash-only software?");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = run_as(&p, false, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status(&id), "completed", "{}", p.ok(&["logs", &id]));
+    let args = std::fs::read_to_string(&record).expect("claude ran");
+    assert!(args.contains("\n---\nRead,Grep,Glob,WebSearch,WebFetch\n---\n"), "{args}");
+    assert!(args.contains("Read,Grep,Glob,WebSearch,WebFetch,mcp__guild-hall__report_progress"), "{args}");
+    let brief = std::fs::read_to_string(format!("{}.stdin", record.display())).expect("the brief");
+    assert!(brief.starts_with("What is crash-only software?"), "{brief}");
+    assert!(brief.contains(&format!("Write your report to .lore/reports/{id}.md")), "{brief}");
+    let system = std::fs::read_to_string(format!("{}.system", record.display())).expect("the system prompt");
+    assert!(system.contains("You are a careful researcher") && system.contains("## Sources"), "{system}");
+    let env = std::fs::read_to_string(format!("{}.env", record.display())).expect("env");
+    assert!(env.lines().any(|l| l.ends_with(".claude/guild-hall-researcher") && l.starts_with("CLAUDE_CONFIG_DIR=")), "{env}");
+}
+
+/// The real Claude Code as the `researcher`, confined, against the stand-in model API: offered
+/// WebSearch and WebFetch (and never Write, Edit or Bash), it writes its structured report
+/// through the toolbox and the report lands on the integration branch.
+#[test]
+fn real_claude_code_researcher_is_offered_web_search_and_its_report_lands() {
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "researcher");
+    let report = "# What is crash-only software?\n\n## Answer\nSoftware whose only stop is a crash.\n\n## Findings\nStop = crash; start = recover ([Candea and Fox](https://www.usenix.org/legacy/events/hotos03/tech/candea.html)).\n\n## Sources\n- https://www.usenix.org/legacy/events/hotos03/tech/candea.html\n\n## Confidence and open questions\nWell supported.\n";
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "searching"}}},
+            {"tool_use": {"name": "mcp__guild-hall__write_artifact", "input": {"path": ".lore/reports/survey.md", "content": report}}},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Crash-only software, surveyed", "artifacts": [".lore/reports/survey.md"]}}},
+            {"text": "Done."}
+        ]),
+    );
+    p.write_commission("survey", "---\nworker: researcher\n---\nWhat is crash-only software?\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("survey"), "completed", "{}", p.ok(&["logs", "survey"]));
+    assert_eq!(git(&p.root, &["show", "claude/main:.lore/reports/survey.md"]), report);
+    let offered = api.offered();
+    assert!(!offered.is_empty());
+    for tools in &offered {
+        for wanted in ["WebSearch", "WebFetch", "Read", "mcp__guild-hall__write_artifact"] {
+            assert!(tools.iter().any(|t| t == wanted), "{wanted} not offered: {tools:?}");
+        }
+        for forbidden in ["Write", "Edit", "Bash", "NotebookEdit"] {
+            assert!(!tools.iter().any(|t| t == forbidden), "{forbidden} offered: {tools:?}");
+        }
+    }
+    // The brief the model was given says where the report goes.
+    assert!(api.tool_results().contains("Write your report to .lore/reports/survey.md"), "the brief reached the model");
+}

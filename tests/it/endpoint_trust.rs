@@ -301,7 +301,7 @@ impl Drop for Manager {
 /// unknown workers are invalid params (`-32602`), as docs/mcp.md says, not tool results.
 #[test]
 fn mcp_manager_answers_every_line_by_the_rules() {
-    let p = Project::new(&["researcher"]);
+    let p = Project::new(&["scripted-researcher"]);
     let mut m = Manager::start(&p);
     let deep_array = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let deep_params = format!(
@@ -345,9 +345,13 @@ fn mcp_manager_answers_every_line_by_the_rules() {
 /// written; `check` stays clean.
 #[test]
 fn a_dispatch_that_would_be_invalid_writes_nothing() {
-    let p = Project::new(&["researcher"]);
+    let p = Project::new(&["scripted-researcher"]);
     let mut m = Manager::start(&p);
-    let a = m.tool(2, "dispatch", json!({"description": "a".repeat(70_000), "task": "Survey it.", "config": {"worker": "researcher"}}));
+    let a = m.tool(
+        2,
+        "dispatch",
+        json!({"description": "a".repeat(70_000), "task": "Survey it.", "config": {"worker": "scripted-researcher"}}),
+    );
     let text = a["result"]["content"][0]["text"].as_str().or(a["error"]["message"].as_str()).unwrap_or("").to_string();
     assert!(a["result"]["isError"] == true || a.get("error").is_some(), "refused: {a}");
     assert!(text.contains("would not be valid") && text.contains("frontmatter too large"), "{text}");
@@ -356,8 +360,11 @@ fn a_dispatch_that_would_be_invalid_writes_nothing() {
     assert!(written.is_empty(), "nothing written: {:?}", written.iter().map(|e| e.path()).collect::<Vec<_>>());
     p.ok(&["check"]);
     // A sound dispatch right after is written and valid.
-    let ok =
-        m.tool(3, "dispatch", json!({"description": "Survey logs", "task": "Logging\nSurvey it.", "config": {"worker": "researcher"}}));
+    let ok = m.tool(
+        3,
+        "dispatch",
+        json!({"description": "Survey logs", "task": "Logging\nSurvey it.", "config": {"worker": "scripted-researcher"}}),
+    );
     let job = ok["result"]["structuredContent"]["jobId"].as_str().unwrap_or_else(|| panic!("{ok}")).to_string();
     assert!(p.artifact_path(&job).exists());
     p.ok(&["check"]);

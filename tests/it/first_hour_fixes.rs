@@ -160,25 +160,25 @@ fn logs_of_an_attempt_that_never_was_names_the_attempts() {
     assert!(!err.contains("os error"), "{err}");
 }
 
-/// The bundled researcher and counsel say they are scripted examples; the docs' `job
-/// dispatch` example does what its comment says (the researcher's report, named by the job's
+/// The bundled scripted-researcher and counsel say they are scripted examples; the docs' `job
+/// dispatch` example does what its comment says (the scripted-researcher's report, named by the job's
 /// id, on the integration branch).
 #[test]
 fn the_bundled_examples_say_what_they_are_and_the_docs_example_is_true() {
     let p = Project::new(&[]);
     let list: Value = serde_json::from_str(&p.ok(&["workers", "--available", "--json"])).expect("json");
-    for name in ["researcher", "counsel"] {
+    for name in ["scripted-researcher", "counsel"] {
         let d = list.as_array().and_then(|a| a.iter().find(|x| x["name"] == name)).map(|x| x["description"].clone());
         assert!(d.as_ref().and_then(Value::as_str).is_some_and(|d| d.starts_with("Scripted example, no model: ")), "{name}: {d:?}");
     }
 
     let docs = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/commands.md")).expect("docs");
-    let comment = docs.lines().find(|l| l.starts_with("# the bundled researcher")).expect("the example's comment");
+    let comment = docs.lines().find(|l| l.starts_with("# the bundled scripted-researcher")).expect("the example's comment");
     assert!(comment.contains("it writes .lore/reports/<jobId>.md"), "{comment}");
     let line = docs.lines().find(|l| l.starts_with("guild-hall job dispatch")).expect("the example");
     let words = crate::docs::shell_words(line);
     let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-    p.ok(&["workers", "add", "researcher"]);
+    p.ok(&["workers", "add", "scripted-researcher"]);
     let reply: Value = serde_json::from_str(&p.ok(&args)).expect("json");
     let job = reply["jobId"].as_str().expect("a jobId").to_string();
     // The dispatch starts a reconciler of its own; it runs the job and ends.

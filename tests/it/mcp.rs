@@ -48,9 +48,9 @@ fn an_independent_mcp_client_uses_every_tool() {
         .env("GUILD_HALL_MAILBOX", &mailbox)
         .env("GUILD_HALL_WORKTREE", &wt)
         .env("GUILD_HALL_ATTEMPT", "1")
-        .env("GUILD_HALL_WORKER", "researcher")
+        .env("GUILD_HALL_WORKER", "scripted-researcher")
         .env("GUILD_HALL_HOME", &p.home)
-        .env("GUILD_HALL_MEMORY", p.memory_dir("researcher"))
+        .env("GUILD_HALL_MEMORY", p.memory_dir("scripted-researcher"))
         .output()
         .expect("python runs");
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -89,7 +89,7 @@ fn an_independent_mcp_client_uses_every_tool() {
     let kinds: Vec<&str> = mail.iter().map(|m| m["kind"].as_str().unwrap_or("")).collect();
     assert_eq!(kinds, ["progress", "question", "decision", "memory", "result", "progress"]);
     assert_eq!(mail[4]["artifacts"], serde_json::json!(["report.md"]));
-    assert_eq!(std::fs::read_to_string(p.memory_dir("researcher").join("style.md")).expect("memory"), "prefer tables");
+    assert_eq!(std::fs::read_to_string(p.memory_dir("scripted-researcher").join("style.md")).expect("memory"), "prefer tables");
     assert!(!p.home.join("memory/escape.md").exists() && !p.home.join("escape.md").exists());
 }
 
@@ -103,7 +103,7 @@ fn mcp_outside_a_worker_says_so() {
 
 #[test]
 fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
-    let p = Project::new(&["researcher", "sleeper", "counsel"]);
+    let p = Project::new(&["scripted-researcher", "sleeper", "counsel"]);
     // No watcher runs: dispatched work must still end up running and merged.
     let bin = assert_cmd::cargo::cargo_bin("guild-hall");
     let out = Command::new(python())
@@ -119,7 +119,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert_eq!(r["tools"], serde_json::json!(["cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]));
     let instructions = r["instructions"].as_str().unwrap_or("");
     assert!(
-        instructions.contains("- researcher:") && instructions.contains("- sleeper:") && instructions.contains("relay"),
+        instructions.contains("- scripted-researcher:") && instructions.contains("- sleeper:") && instructions.contains("relay"),
         "{instructions}"
     );
     let job = r["job"].as_str().expect("job id").to_string();
@@ -186,7 +186,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
         assert!(p.try_state_dir(id).is_none_or(|d| !d.exists()));
     }
     assert!(p.branches().contains(&"claude/main".to_string()));
-    assert!(p.root.join(".lore/workers/researcher/worker.yaml").exists(), "nothing else removed");
+    assert!(p.root.join(".lore/workers/scripted-researcher/worker.yaml").exists(), "nothing else removed");
 }
 
 #[test]
@@ -226,7 +226,7 @@ fn an_mcp_speaking_agent_is_a_worker() {
 /// `guild-hall job`: the dispatcher on the command line, same operations and replies.
 #[test]
 fn the_dispatcher_on_the_command_line() {
-    let p = Project::new(&["researcher"]);
+    let p = Project::new(&["scripted-researcher"]);
     let out = p.ok(&[
         "job",
         "dispatch",
@@ -235,7 +235,7 @@ fn the_dispatcher_on_the_command_line() {
         "--task",
         "Logging\nSurvey it.",
         "--config",
-        r#"{"worker": "researcher"}"#,
+        r#"{"worker": "scripted-researcher"}"#,
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json reply");
     let job = v["jobId"].as_str().expect("jobId").to_string();

@@ -45,7 +45,7 @@ fn err_code(v: &Value) -> i64 {
 
 #[test]
 fn every_worker_method_over_the_socket() {
-    let p = Project::new(&["researcher", "sleeper", "silent"]);
+    let p = Project::new(&["scripted-researcher", "sleeper", "silent"]);
     let sock = p.tmp.path().join("gh.sock");
     let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
     use std::os::unix::fs::PermissionsExt;
@@ -60,7 +60,7 @@ fn every_worker_method_over_the_socket() {
     let d = rpc(
         &sock,
         "worker/dispatch",
-        json!({"description": "Survey logs", "task": "Logging\nSurvey.", "config": {"worker": "researcher"}}),
+        json!({"description": "Survey logs", "task": "Logging\nSurvey.", "config": {"worker": "scripted-researcher"}}),
     );
     let job = ok(&d)["jobId"].as_str().expect("jobId").to_string();
     wait_status(&p, &job, "completed");
@@ -161,7 +161,7 @@ fn every_worker_method_over_the_socket() {
 
 #[test]
 fn loopback_tcp_needs_the_bearer_token() {
-    let p = Project::new(&["researcher"]);
+    let p = Project::new(&["scripted-researcher"]);
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
     let addr = format!("127.0.0.1:{port}");
     let _svc = Service::start(&p, &[], &["--listen", &addr]);
@@ -222,7 +222,7 @@ fn by_name(tools: &Value) -> std::collections::BTreeMap<String, (Value, Value)> 
 
 #[test]
 fn every_face_of_a_tool_agrees() {
-    let p = Project::new(&["researcher"]);
+    let p = Project::new(&["scripted-researcher"]);
     let sock = p.tmp.path().join("gh.sock");
     let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
 
@@ -256,7 +256,7 @@ fn every_face_of_a_tool_agrees() {
         ],
     ));
     let (_, help, _) = p.run(&["toolbox", "--help"]);
-    let id = p.create("researcher", "Prompted", "Topic\nGo.");
+    let id = p.create("scripted-researcher", "Prompted", "Topic\nGo.");
     wait_for("the watcher to dispatch it", || p.try_state_dir(&id).is_some_and(|d| d.join("system-prompt.md").exists()));
     let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
     assert_eq!(toolbox.len(), 7);
@@ -393,7 +393,7 @@ fn a_socket_in_use_names_the_server_holding_it() {
 /// and the watcher goes on working: a commission dispatched during the burst runs and merges.
 #[test]
 fn a_burst_of_idle_connections_is_capped_under_a_1024_fd_limit() {
-    let p = Project::new(&["researcher"]);
+    let p = Project::new(&["scripted-researcher"]);
     let sock = p.tmp.path().join("gh.sock");
     let svc = Service::start_with_fd_limit(
         &p,
@@ -413,7 +413,7 @@ fn a_burst_of_idle_connections_is_capped_under_a_1024_fd_limit() {
     assert_eq!(rest, body);
 
     let burst: Vec<UnixStream> = (0..1500).map(|_| UnixStream::connect(&sock).expect("connect")).collect();
-    let id = p.create("researcher", "During the burst", "Topic\nSurvey it.");
+    let id = p.create("scripted-researcher", "During the burst", "Topic\nSurvey it.");
 
     let mut pending: Vec<UnixStream> = burst;
     let mut refused = Vec::new();

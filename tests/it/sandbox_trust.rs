@@ -104,7 +104,7 @@ fn exists(path: &Path) -> bool {
 #[test]
 fn a_confined_worker_reads_nothing_of_the_home_but_its_own() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new(&["researcher", "sleeper"]);
+    let p = Project::new(&["scripted-researcher", "sleeper"]);
     install_snoop(&p);
     let secrets = p.home.join("secrets.env");
     std::fs::write(&secrets, "SECRET_LISTED=listed-value\nSECRET_UNLISTED=unlisted-value\n").expect("write");
@@ -115,10 +115,10 @@ fn a_confined_worker_reads_nothing_of_the_home_but_its_own() {
     let token = std::fs::read_to_string(p.home.join("token")).expect("the service made its token");
 
     // Another worker's memory and another commission's mailbox, left in the home.
-    let other = p.create("researcher", "Other", "Something else.");
+    let other = p.create("scripted-researcher", "Other", "Something else.");
     wait_status(&p, &other, "completed");
     let other_events = p.state_dir(&other).join("events-1.jsonl");
-    let other_memory = p.memory_dir("researcher").join("last-topic.md");
+    let other_memory = p.memory_dir("scripted-researcher").join("last-topic.md");
     // And a commission at work, with its worktree and prompt.
     let victim = p.create("sleeper", "Victim", "sleep: 60\nStay a while.");
     wait_status(&p, &victim, "in_progress");
@@ -159,7 +159,7 @@ fn a_confined_worker_reads_nothing_of_the_home_but_its_own() {
 #[test]
 fn an_unprivileged_confined_worker_reads_nothing_of_the_home_nor_the_reconcilers_environment() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new(&["researcher"]);
+    let p = Project::new(&["scripted-researcher"]);
     install_snoop(&p);
     let secrets = p.home.join("secrets.env");
     std::fs::write(&secrets, "SECRET_LISTED=listed-value\nSECRET_UNLISTED=unlisted-value\n").expect("write");
@@ -172,11 +172,11 @@ fn an_unprivileged_confined_worker_reads_nothing_of_the_home_nor_the_reconcilers
         let out = crate::claude_code::run_as(p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"], &[]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     };
-    let other = p.create("researcher", "Other", "Something else.");
+    let other = p.create("scripted-researcher", "Other", "Something else.");
     settle(&p);
     assert_eq!(p.status(&other), "completed", "{}", p.ok(&["logs", &other]));
     let other_events = p.state_dir(&other).join("events-1.jsonl");
-    let other_memory = p.memory_dir("researcher").join("last-topic.md");
+    let other_memory = p.memory_dir("scripted-researcher").join("last-topic.md");
     assert!(exists(&other_events) && exists(&other_memory), "set-up: there to be read");
     let id = p.create("snoop", "Snoop", &format!("other-events: {}\nother-memory: {}\n", other_events.display(), other_memory.display()));
     settle(&p);
@@ -550,18 +550,18 @@ impl Drop for Listeners {
 }
 
 /// Memory belongs to one project and one package: a package of one project named like a
-/// package of another (a cloned repository's `researcher`, say) never reads nor writes the
+/// package of another (a cloned repository's `scripted-researcher`, say) never reads nor writes the
 /// other's memory, though both run under one home.
 #[test]
 fn memory_is_kept_per_project_and_package() {
-    let a = Project::new(&["researcher"]);
-    let mut b = Project::new(&["researcher"]);
+    let a = Project::new(&["scripted-researcher"]);
+    let mut b = Project::new(&["scripted-researcher"]);
     b.home = a.home.clone();
     b.ok(&["init"]);
-    let first = a.create("researcher", "In A", "Topic of project A\nGo.");
+    let first = a.create("scripted-researcher", "In A", "Topic of project A\nGo.");
     a.settle();
     assert_eq!(a.status(&first), "completed");
-    let theirs = b.create("researcher", "In B", "Topic of project B\nGo.");
+    let theirs = b.create("scripted-researcher", "In B", "Topic of project B\nGo.");
     b.settle();
     assert_eq!(b.status(&theirs), "completed");
     // Both projects' state is in one home: each found by its project's name.
@@ -573,9 +573,9 @@ fn memory_is_kept_per_project_and_package() {
     let prompt = system_prompt(&b, &theirs);
     assert!(!prompt.contains("Topic of project A"), "project A's memory reached project B's prompt:\n{prompt}");
     // Each project's memory is its own, and B's commission did not overwrite A's.
-    let mine = std::fs::read_to_string(a.memory_dir("researcher").join("last-topic.md")).expect("A's memory");
+    let mine = std::fs::read_to_string(a.memory_dir("scripted-researcher").join("last-topic.md")).expect("A's memory");
     assert!(mine.contains("Topic of project A"), "{mine}");
-    let again = a.create("researcher", "In A again", "Another topic\nGo.");
+    let again = a.create("scripted-researcher", "In A again", "Another topic\nGo.");
     a.settle();
     let prompt = system_prompt(&a, &again);
     assert!(prompt.contains("Topic of project A") && !prompt.contains("Topic of project B"), "{prompt}");

@@ -125,7 +125,7 @@ up done 3 later"#;
 #[test]
 fn a_task_mailbox_of_8000_updates_is_folded_once_and_read_only_where_new() {
     let p = Project::new(&[]);
-    let script = r#"awk 'BEGIN { for (i = 1; i <= 8000; i++) printf "{\"seq\":%d,\"id\":\"raw-%d\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"attempt\":1,\"kind\":\"task_update\",\"status\":\"in_progress\",\"changed_ops\":[{\"op\":\"modify\",\"path\":\"src/f%d.rs\"}],\"sequence\":%d,\"idempotency_key\":\"step-%d\"}\n", i, i, i, i, i }' >> "$GUILD_HALL_MAILBOX"
+    let script = r#"awk 'BEGIN { for (i = 1; i <= 8000; i++) printf "{\"seq\":%d,\"id\":\"raw-%d\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"attempt\":1,\"kind\":\"task_update\",\"status\":\"in_progress\",\"changed_ops\":[{\"op\":\"modify\",\"path\":\"src/f%d.rs\"}],\"sequence\":%d,\"idempotency_key\":\"step-%d\",\"task_id\":\"fl:exec:wave-1:task-1\",\"phase\":\"fl\",\"stage\":\"execute\",\"worktree_path\":\".\",\"emitted_at\":\"2026-01-01T00:00:00Z\",\"timestamps\":{\"updated_at\":\"2026-01-01T00:00:00Z\"}}\n", i, i, i, i, i }' >> "$GUILD_HALL_MAILBOX"
 echo many > many.txt"#;
     p.script_worker("flooder", "full", script);
     write_plan(&p, "fl", "  - - {id: t, worker: flooder, prompt: go}\n");
@@ -285,4 +285,52 @@ fn a_meetings_mailbox_is_read_only_where_new() {
 /// A UUID-shaped id for a raw line (the reader keeps a UUID as the event's key).
 fn uuid_of(i: usize) -> String {
     format!("00000000-0000-4000-8000-{i:012}")
+}
+
+/// Kiln's TaskUpdate schema, held to: `task_id`, `phase`, `stage`, `worktree_path`, `emitted_at`
+/// are required of a recorded update (the toolbox fills them, so a worker sending only status,
+/// sequence and key still reports), and `verify_summary`, `error`, `timestamps` have the
+/// contract's shapes. A malformed one is refused by the toolbox naming the field; one written
+/// raw without the required fields is dropped where it is read, and noted (fails on ab359d5:
+/// `{"result": "maybe"}`, `updated_at: yesterday` and stage `review` were taken, the raw line
+/// logged as an update).
+#[test]
+fn task_updates_hold_to_the_contracts_schema() {
+    let p = Project::new(&[]);
+    let script = r#"t() { if "$GUILD_HALL_BIN" toolbox task-update "$@" >/dev/null 2>>refusals.txt; then echo ok >> outcomes.txt; else echo refused >> outcomes.txt; fi; }
+t --status in_progress --sequence 1 --idempotency-key a
+t --status in_progress --sequence 2 --idempotency-key b --verify-summary '{"result":"maybe"}'
+t --status in_progress --sequence 2 --idempotency-key c --timestamps '{"updated_at":"yesterday"}'
+t --status in_progress --sequence 2 --idempotency-key d --stage review
+t --status verify_passed --sequence 2 --idempotency-key e --verify-summary '{"result":"pass","command_summary":["cargo test: exit 0"],"checks":[{"name":"unit","outcome":"pass"}]}' --timestamps '{"started_at":"2026-01-01T00:00:00Z"}'
+printf '%s\n' '{"seq":50,"id":"raw","ts":"2026-01-01T00:00:00.000Z","attempt":1,"kind":"task_update","status":"in_progress","sequence":3,"idempotency_key":"raw"}' >> "$GUILD_HALL_MAILBOX"
+t --status done --sequence 4 --idempotency-key f"#;
+    p.script_worker("reporter", "full", script);
+    write_plan(&p, "sc", "  - - {id: t, worker: reporter, prompt: go}\n");
+    p.settle();
+    let v = show(&p, "sc");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(git(&p.root, &["show", "claude/main:outcomes.txt"]), "ok\nrefused\nrefused\nrefused\nok\nok\n");
+    let refusals = git(&p.root, &["show", "claude/main:refusals.txt"]);
+    assert!(refusals.contains("maybe"), "the bad result is named:\n{refusals}");
+    assert!(refusals.contains("timestamps.updated_at \"yesterday\" is not an RFC 3339 time in UTC"), "{refusals}");
+    assert!(refusals.contains("stage \"review\""), "{refusals}");
+    let updates = log(&v, "task_update");
+    let seqs: Vec<u64> = updates.iter().filter_map(|e| e["sequence"].as_u64()).collect();
+    assert_eq!(seqs, [1, 2, 4], "the raw line without the required fields is not an update: {v}");
+    assert_eq!(updates[1]["verify_summary"]["checks"][0]["outcome"], "pass", "{v}");
+    assert!(
+        log(&v, "anomaly").iter().any(|e| e["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("task update dropped: missing required task_id, phase, stage, worktree_path, emitted_at, timestamps.updated_at")),
+        "{v}"
+    );
+    // What the toolbox filled in is in the mailbox as recorded.
+    let mailbox = std::fs::read_to_string(first_mailbox(&task_state(&p, "sc", "sc-exec-wave-1-task-1"))).expect("mailbox");
+    let first: Value = serde_json::from_str(mailbox.lines().next().expect("a line")).expect("json");
+    assert_eq!(first["task_id"], "sc:exec:wave-1:task-1", "{first}");
+    assert_eq!((first["phase"].as_str(), first["stage"].as_str()), (Some("sc"), Some("execute")), "{first}");
+    assert!(first["worktree_path"].as_str().is_some_and(|w| w.ends_with("task-sc-exec-wave-1-task-1")), "{first}");
+    assert_eq!(first["timestamps"]["updated_at"], first["emitted_at"], "{first}");
 }

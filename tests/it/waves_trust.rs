@@ -50,7 +50,9 @@ fn has_event(v: &Value, kind: &str, text: &str) -> bool {
 }
 
 /// `sleep 1000` as a task under `stale_after: 3s`: no output, no CPU, no update after its
-/// first: failed "process unresponsive", every process of it gone, the plan halted.
+/// first: `rerun_required` (Kiln: no heartbeat beyond the timeout), each attempt killed before
+/// the next, within the rerun budget; hung every time, it fails "process unresponsive" once
+/// the budget is spent, every process of it gone, the plan halted.
 #[test]
 fn a_hung_task_fails_unresponsive_and_its_processes_are_gone() {
     let p = Project::new(&["mason"]);
@@ -59,13 +61,88 @@ fn a_hung_task_fails_unresponsive_and_its_processes_are_gone() {
     let (shim, worker) = running(&p, "hung", "hung-exec-wave-1-task-1");
     p.pass_until("the hung task to fail", |p| task(&show(p, "hung"), "t")["state"] == "failed");
     let v = show(&p, "hung");
-    assert_eq!(task(&v, "t")["reason"], "process unresponsive", "{v}");
+    assert_eq!(task(&v, "t")["reason"], "process unresponsive; not run again after 2 reruns", "{v}");
+    assert_eq!(task(&v, "t")["attempt"], 3, "{v}");
     assert!(has_event(&v, "heartbeat", "stale: no progress, output or CPU"), "{v}");
+    assert!(has_event(&v, "rerun_required", "process unresponsive: it runs again"), "{v}");
     wait_for("the hung worker and its shim to be gone", || !pid_alive(worker) && !pid_alive(shim));
     p.settle();
     let v = show(&p, "hung");
     assert_eq!(v["status"], "halted", "{v}");
     assert!(v["reason"].as_str().unwrap_or("").contains("process unresponsive"), "{v}");
+}
+
+/// Kiln: a task live but silent past `stale_after` (`in_progress` with no heartbeat) is
+/// `rerun_required`, not a failure that halts its plan: its attempt is killed and it runs
+/// again in its worktree; the rerun ends well and the plan completes (fails on ab359d5: the
+/// task failed "process unresponsive" and the plan halted).
+#[test]
+fn a_silent_task_runs_again_and_its_plan_goes_on() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\ncancel_grace: 2s\n");
+    write_plan(&p, "quiet", "", "  - - {id: t, worker: mason, prompt: \"first-sleep: 1000\\nwrite: woke.txt awake\"}\n");
+    let (shim, worker) = running(&p, "quiet", "quiet-exec-wave-1-task-1");
+    p.pass_until("the plan to end", |p| ["completed", "halted", "failed"].contains(&show(p, "quiet")["status"].as_str().unwrap_or("")));
+    let v = show(&p, "quiet");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(task(&v, "t")["attempt"], 2, "{v}");
+    assert!(has_event(&v, "rerun_required", "process unresponsive: it runs again"), "{v}");
+    assert!(!pid_alive(worker) && !pid_alive(shim), "the silent attempt was killed before the rerun");
+    assert_eq!(crate::common::git(&p.root, &["show", "claude/main:woke.txt"]), "awake\n");
+}
+
+/// Kiln's resume order: a wave-mate ready for integration is integrated before a task that
+/// must run again is requeued — it never waits for the rerun (fails without the decider's
+/// integrate-first rule: `a` was copied back only after `b`'s rerun ended; on ab359d5 `b`
+/// failed and the plan halted with nothing copied back).
+#[test]
+fn a_ready_task_is_integrated_before_a_silent_one_runs_again() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\ncancel_grace: 2s\n");
+    write_plan(
+        &p,
+        "order",
+        "parallelism: 2\n",
+        "  - - {id: a, worker: mason, prompt: \"write: a.txt from a\"}\n    - {id: b, worker: mason, prompt: \"first-sleep: 1000\\nwrite: b.txt from b\"}\n",
+    );
+    p.pass_until("the plan to end", |p| ["completed", "halted", "failed"].contains(&show(p, "order")["status"].as_str().unwrap_or("")));
+    let v = show(&p, "order");
+    assert_eq!(v["status"], "completed", "{v}");
+    let log = v["log"].as_array().expect("log");
+    let at = |task: &str, state: &str, nth: usize| {
+        log.iter()
+            .enumerate()
+            .filter(|(_, e)| e["kind"] == "task" && e["task"] == format!("order:exec:wave-1:{task}") && e["state"] == state)
+            .nth(nth)
+            .map(|(i, _)| i)
+    };
+    let a_integrated = at("task-1", "integrated", 0).expect("a integrated");
+    let b_rerun = at("task-2", "running", 1).expect("b's second attempt started");
+    assert!(a_integrated < b_rerun, "a is integrated before b runs again: {v}");
+    let files = |rev: &str| crate::common::git(&p.root, &["show", "--name-only", "--format=", rev]);
+    assert!(files("claude/main~1").contains("a.txt") && files("claude/main").contains("b.txt"), "a's commit first, then b's");
+}
+
+/// A task that runs again after its wave-mate was integrated is held to the wave's collision
+/// rule against what that one landed: both changed `same.txt`, so the plan halts on the
+/// collision and the integrated one's content stays (without the check the rerun's copy-back
+/// would overwrite it silently).
+#[test]
+fn a_rerun_colliding_with_an_integrated_wave_mate_halts() {
+    let p = Project::new(&["mason"]);
+    p.config("stale_after: 2s\ncancel_grace: 2s\n");
+    write_plan(
+        &p,
+        "clash",
+        "parallelism: 2\n",
+        "  - - {id: a, worker: mason, prompt: \"write: same.txt from a\"}\n    - {id: b, worker: mason, prompt: \"first-sleep: 1000\\nwrite: same.txt from b\"}\n",
+    );
+    p.pass_until("the plan to end", |p| ["completed", "halted", "failed"].contains(&show(p, "clash")["status"].as_str().unwrap_or("")));
+    let v = show(&p, "clash");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("collision in wave 1: same.txt") && reason.contains("clash:exec:wave-1:task-1"), "{v}");
+    assert_eq!(crate::common::git(&p.root, &["show", "claude/main:same.txt"]), "from a\n");
 }
 
 /// Output keeps a task alive past `stale_after`, never past its `timeout:`: the task's own
@@ -302,7 +379,7 @@ fn the_service_judges_hung_and_killed_tasks_without_polling() {
     write_plan(&p, "hang", "", "  - - {id: t, worker: mason, prompt: \"sleep: 1000\"}\n");
     let _svc = crate::common::Service::start(&p, &[], &["--resync", "1h"]);
     wait_for("the hung task to fail", || task(&show(&p, "hang"), "t")["state"] == "failed");
-    assert_eq!(task(&show(&p, "hang"), "t")["reason"], "process unresponsive");
+    assert_eq!(task(&show(&p, "hang"), "t")["reason"], "process unresponsive; not run again after 2 reruns");
 
     let q = Project::new(&["mason"]);
     write_plan(&q, "kill", "", "  - - {id: t, worker: mason, prompt: \"first-sleep: 1000\\nwrite: k.txt k\"}\n");

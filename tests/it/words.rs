@@ -182,18 +182,18 @@ fn every_artifact_is_created_once_whatever_its_status() {
 /// the first in sort order won silently and `check` said nothing).
 #[test]
 fn a_copied_package_keeping_its_name_is_said_at_its_name() {
-    let p = Project::new(&["researcher"]);
-    crate::common::copy_dir(&p.root.join(".lore/workers/researcher"), &p.root.join(".lore/workers/mine"));
+    let p = Project::new(&["scripted-researcher"]);
+    crate::common::copy_dir(&p.root.join(".lore/workers/scripted-researcher"), &p.root.join(".lore/workers/mine"));
     let (code, out, err) = p.run(&["check"]);
     assert_eq!(code, 1, "{out}{err}");
     let yaml = p.root.join(".lore/workers/mine/worker.yaml");
     let line = std::fs::read_to_string(&yaml).expect("read").lines().position(|l| l.starts_with("name:")).expect("name:") + 1;
-    let want = format!("{}:{line}:7: name: researcher is not its directory's name \"mine\"", yaml.display());
+    let want = format!("{}:{line}:7: name: scripted-researcher is not its directory's name \"mine\"", yaml.display());
     assert!(format!("{out}{err}").lines().any(|l| l.starts_with(&want)), "wanted {want:?} in:\n{out}{err}");
     let listed: serde_json::Value = serde_json::from_str(&p.ok(&["workers", "--json"])).expect("json");
     let text = listed.to_string();
-    assert!(text.contains(&p.root.join(".lore/workers/researcher").display().to_string()), "{text}");
-    assert!(!text.contains("workers/mine\""), "the copy is not the package researcher: {text}");
+    assert!(text.contains(&p.root.join(".lore/workers/scripted-researcher").display().to_string()), "{text}");
+    assert!(!text.contains("workers/mine\""), "the copy is not the package scripted-researcher: {text}");
 }
 
 /// `workers --available` inside a project whose settings are bad says so (it showed every

@@ -1,12 +1,12 @@
-//! Worker packages, capabilities, the reference `researcher` package as a template, and worker
+//! Worker packages, capabilities, the reference `scripted-researcher` package as a template, and worker
 //! memory: stored by one commission, in the next one's system prompt, compacted when it grows.
 
 use crate::common::*;
 
 #[test]
 fn the_researcher_uses_every_tool() {
-    let p = Project::new(&["researcher"]);
-    let id = p.create("researcher", "Crash-only", "Crash-only software\nSurvey it.");
+    let p = Project::new(&["scripted-researcher"]);
+    let id = p.create("scripted-researcher", "Crash-only", "Crash-only software\nSurvey it.");
     p.settle();
     let s = p.status_json(&id);
     assert_eq!(s["status"], "completed", "{s}");
@@ -16,7 +16,7 @@ fn the_researcher_uses_every_tool() {
         assert!(kinds.contains(&k.to_string()), "{k} in {kinds:?}");
     }
     let report = git(&p.root, &["show", &format!("claude/main:.lore/reports/{id}.md")]);
-    assert!(report.contains("by worker researcher"), "{report}");
+    assert!(report.contains("by worker scripted-researcher"), "{report}");
     let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
     assert!(prompt.starts_with("You are a careful researcher."), "{prompt}");
     assert!(prompt.contains("submit_result"), "{prompt}");
@@ -25,7 +25,7 @@ fn the_researcher_uses_every_tool() {
 #[test]
 fn a_copied_package_is_a_new_worker_with_no_code_change() {
     let p = Project::new(&[]);
-    p.install_worker("researcher", "analyst");
+    p.install_worker("scripted-researcher", "analyst");
     std::fs::write(p.root.join(".lore/workers/analyst/posture.md"), "You are a terse analyst.\n").expect("posture");
     let workers: serde_json::Value = serde_json::from_str(&p.ok(&["workers", "--json"])).expect("json");
     let analyst = workers.as_array().and_then(|a| a.iter().find(|w| w["name"] == "analyst")).expect("analyst discovered");
@@ -41,12 +41,12 @@ fn a_copied_package_is_a_new_worker_with_no_code_change() {
 
 #[test]
 fn memory_from_one_commission_reaches_the_next() {
-    let p = Project::new(&["researcher"]);
-    let first = p.create("researcher", "First", "Topic one\nGo.");
+    let p = Project::new(&["scripted-researcher"]);
+    let first = p.create("scripted-researcher", "First", "Topic one\nGo.");
     p.settle();
-    let memory = p.memory_dir("researcher").join("last-topic.md");
+    let memory = p.memory_dir("scripted-researcher").join("last-topic.md");
     assert_eq!(std::fs::read_to_string(&memory).expect("memory"), format!("Researched 'Topic one' in commission {first}."));
-    let second = p.create("researcher", "Second", "Topic two\nGo.");
+    let second = p.create("scripted-researcher", "Second", "Topic two\nGo.");
     p.settle();
     let prompt = std::fs::read_to_string(p.state_dir(&second).join("system-prompt.md")).expect("system prompt");
     assert!(prompt.contains("## Memory") && prompt.contains(&format!("Researched 'Topic one' in commission {first}.")), "{prompt}");
@@ -75,7 +75,7 @@ fn a_package_without_the_commission_capability_is_never_dispatched() {
 }
 
 fn compacting_package(p: &Project, script: &str) {
-    p.install_worker("researcher", "keeper");
+    p.install_worker("scripted-researcher", "keeper");
     let dir = p.root.join(".lore/workers/keeper");
     let y = dir.join("worker.yaml");
     let text = std::fs::read_to_string(&y).expect("yaml") + "compact: [\"./compact.sh\"]\n";

@@ -222,7 +222,7 @@ fn the_task_states_a_pass_moves_through() {
     // (the task's recorded state, what is observed of it) → the states one pass moves it
     // through, in order.
     type Setup = fn(&mut ObservedTask, &mut TaskRecord);
-    let table: [(&str, TaskState, Setup, &[TaskState]); 9] = [
+    let table: [(&str, TaskState, Setup, &[TaskState]); 12] = [
         ("queued, a slot free: started", Queued, |_, _| {}, &[Running]),
         ("queued, its worker unusable: failed", Queued, |o, _| o.worker_problem = Some("no such worker".into()), &[Failed]),
         ("ended cleanly: succeeded", Running, |o, _| o.exit = Some(exit(1, 0)), &[Succeeded]),
@@ -249,6 +249,29 @@ fn the_task_states_a_pass_moves_through() {
         ),
         ("succeeded, its work lost: run again", Succeeded, |o, _| o.worktree_gone = Some("removed".into()), &[Queued, Running]),
         ("still at work: unchanged", Running, |o, _| o.started = Some(1), &[]),
+        // Kiln: in_progress with no heartbeat beyond the timeout is rerun_required (killed
+        // first: it starts again once nothing of it runs), within the budget; then failed.
+        ("live but silent past stale_after: run again", Running, |o, _| o.live = Some(silent(4)), &[Queued]),
+        (
+            "live but silent too often: failed",
+            Running,
+            |o, r| {
+                o.live = Some(silent(4));
+                r.reruns = MAX_RERUNS;
+            },
+            &[Failed],
+        ),
+        // Past its wall-clock limit, busy or not: failed (no rerun would end otherwise).
+        (
+            "past its timeout: failed",
+            Running,
+            |o, _| {
+                let mut l = silent(0);
+                l.started_at = t0() - chrono::Duration::hours(2);
+                o.live = Some(l);
+            },
+            &[Failed],
+        ),
     ];
     for (what, from, setup, through) in table {
         let plan = parse(&text);
@@ -273,6 +296,16 @@ fn the_task_states_a_pass_moves_through() {
             assert!(task_allowed(at, *to), "{what}: {at:?} -> {to:?}");
             at = *to;
         }
+    }
+}
+
+/// A worker at work since a minute ago whose signs of life last changed `quiet_secs` ago.
+fn silent(quiet_secs: i64) -> Live {
+    let sample = crate::activity::state::Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
+    Live {
+        started_at: t0() - chrono::Duration::seconds(60),
+        heartbeat: Some(crate::activity::state::Heartbeat { last_activity: t0() - chrono::Duration::seconds(quiet_secs), sample }),
+        sample,
     }
 }
 
@@ -681,4 +714,35 @@ fn what_the_copy_back_finds_decides_the_halt_and_whom_it_blames() {
     assert_eq!(u.events.iter().filter(|e| e["state"] == "integrated").count(), 2);
     assert_eq!(u.events[0]["changes"], 1);
     assert!(u.events[1].get("changes").is_none(), "found by its trailer: no count");
+}
+
+/// Kiln's resume order: tasks ready for integration are integrated before a task that must run
+/// again (rerun_required) is requeued; with none to run again, a wave integrates once whole.
+#[test]
+fn ready_tasks_integrate_before_a_rerun_starts() {
+    use TaskState::*;
+    let text = plan_text(1, 3, 3, false, false, "status: running\n");
+    // (what is recorded of tasks 1, 2, 3: state and reruns) → the action the pass takes.
+    type Case = (&'static str, [(TaskState, u32); 3], &'static str);
+    let table: [Case; 5] = [
+        ("one to run again, one ready: the ready one integrates first", [(Succeeded, 0), (Queued, 1), (Integrated, 0)], "wave-integrate"),
+        ("one to run again, one ready, one at work: integrate first", [(Queued, 1), (Succeeded, 0), (Running, 0)], "wave-integrate"),
+        ("one to run again, the rest integrated: it starts", [(Integrated, 0), (Queued, 1), (Integrated, 0)], "task-start"),
+        ("one never started, one ready: the wave waits to integrate whole", [(Succeeded, 0), (Queued, 0), (Running, 0)], "task-start"),
+        ("all ready: the wave integrates", [(Succeeded, 0), (Succeeded, 0), (Succeeded, 0)], "wave-integrate"),
+    ];
+    for (what, states, want) in table {
+        let plan = parse(&text);
+        let mut r = record(PlanStatus::Running, 1);
+        let mut o = observed(plan, None);
+        for (ot, (state, reruns)) in o.tasks.iter_mut().zip(states) {
+            let mut tr = task_record(state, if state == Queued && reruns == 0 { 0 } else { 1 });
+            tr.reruns = reruns;
+            ot.started = Some(tr.attempt);
+            r.tasks.insert(ot.task.canonical.clone(), tr);
+        }
+        o.record = Some(r);
+        let a = decide(&snap(vec![o], 4));
+        assert_eq!(a.first().map(|a| a.verb()), Some(want), "{what}: {a:?}");
+    }
 }

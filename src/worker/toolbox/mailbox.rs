@@ -101,46 +101,189 @@ impl MailBody {
 }
 
 /// Kiln's TaskUpdate payload (the contract's schema): what a wave task reports of itself.
+/// `task_id`, `phase`, `stage`, `worktree_path`, `emitted_at` and `timestamps.updated_at` are
+/// required of an update as recorded ([`TaskUpdate::validate`]: one without them is dropped
+/// where it is read, and noted); the toolbox fills those a worker leaves out
+/// ([`TaskUpdate::complete`]), so a worker may send only its status, sequence and key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskUpdate {
     /// The canonical task id `<plan>:exec:wave-<W>:task-<T>` (default: this task's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    /// The phase the task is in, as the worker names it (free text, shown in the log).
+    /// The phase: the plan's id, the task id's first part (default: this task's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    /// The stage within the phase (free text, shown in the log).
+    /// The stage: `execute`, the only one of a wave task (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
     /// The task's state: queued, in_progress, verify_passed, verify_failed, done, failed,
     /// canceled, shutdown_requested or shutdown_ack.
     pub status: TaskUpdateStatus,
-    /// The worktree the task works in, as the worker sees it.
+    /// The worktree the task works in (default: this task's; another is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_path: Option<String>,
     /// The changes made: {op: add|modify|delete|rename|untracked, path, from_path}.
     #[serde(default)]
     pub changed_ops: Vec<ChangedOp>,
-    /// What the task's own verification found (any JSON).
+    /// What the task's own verification found: {result: pass|fail|skipped, command_summary:
+    /// [text], checks: [{name, outcome: pass|fail|skipped}]}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify_summary: Option<serde_json::Value>,
+    pub verify_summary: Option<VerifySummary>,
     /// Evidence files, under `.lore-artifacts/<task-slug>/`.
     #[serde(default)]
     pub evidence_paths: Vec<String>,
-    /// What went wrong, when the status is failed (any JSON).
+    /// What went wrong, when the status is failed: {code, message, details_path}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<serde_json::Value>,
-    /// When the task's steps happened, as the worker records them (any JSON).
+    pub error: Option<TaskError>,
+    /// When the task's steps happened: {started_at, updated_at, completed_at}, RFC 3339 in UTC
+    /// (`updated_at` defaults to `emitted_at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timestamps: Option<serde_json::Value>,
-    /// When the worker sent this update (RFC 3339).
+    pub timestamps: Option<Timestamps>,
+    /// When the worker sent this update, RFC 3339 in UTC (default: now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emitted_at: Option<String>,
     /// Monotonic per task: a lower one than the highest applied is ignored.
     pub sequence: u64,
     /// Stable for a logically identical update: a repeated key is a no-op.
     pub idempotency_key: String,
+}
+
+/// A task's own verification, as the contract shapes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifySummary {
+    pub result: CheckOutcome,
+    /// Each command run and how it ended.
+    #[serde(default)]
+    pub command_summary: Vec<String>,
+    #[serde(default)]
+    pub checks: Vec<Check>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub name: String,
+    pub outcome: CheckOutcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOutcome {
+    Pass,
+    Fail,
+    Skipped,
+}
+
+/// What went wrong, as the contract shapes it; `details_path` is checked like an evidence path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskError {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub details_path: Option<String>,
+}
+
+/// When a task's steps happened, each RFC 3339 in UTC.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Timestamps {
+    #[serde(default)]
+    pub started_at: Option<String>,
+    /// Required as recorded; the toolbox fills it with `emitted_at`.
+    #[serde(default)]
+    pub updated_at: Option<String>,
+    #[serde(default)]
+    pub completed_at: Option<String>,
+}
+
+/// Whether `t` is an RFC 3339 time in UTC (`Z` or `+00:00`), as the contract's "ISO-8601-UTC".
+fn utc_time(t: &str) -> bool {
+    chrono::DateTime::parse_from_rfc3339(t).is_ok_and(|d| d.offset().local_minus_utc() == 0)
+}
+
+impl TaskUpdate {
+    /// Fill what the contract requires and the worker left out, from what the toolbox knows of
+    /// its task (canonical id, worktree) and the clock; what it gave that disagrees is refused.
+    pub fn complete(&mut self, task_id: &str, worktree: &Path, now: &str) -> std::result::Result<(), String> {
+        match &self.task_id {
+            Some(given) if given != task_id => return Err(format!("task_id {given:?} is not this task ({task_id})")),
+            _ => self.task_id = Some(task_id.to_string()),
+        }
+        let plan = task_id.split(':').next().unwrap_or_default();
+        match &self.phase {
+            Some(given) if given != plan => return Err(format!("phase {given:?} is not this task's ({plan}, its plan)")),
+            _ => self.phase = Some(plan.to_string()),
+        }
+        match &self.stage {
+            Some(given) if given != "execute" => return Err(format!("stage {given:?}: a wave task's stage is \"execute\"")),
+            _ => self.stage = Some("execute".into()),
+        }
+        let mine = worktree.canonicalize().unwrap_or_else(|_| worktree.to_path_buf());
+        match &self.worktree_path {
+            Some(given) if Path::new(given).canonicalize().ok().as_deref() != Some(mine.as_path()) => {
+                return Err(format!("worktree_path {given:?} is not this task's worktree ({})", mine.display()))
+            }
+            _ => self.worktree_path = Some(mine.to_string_lossy().into_owned()),
+        }
+        let emitted = self.emitted_at.get_or_insert_with(|| now.to_string()).clone();
+        let stamps = self.timestamps.get_or_insert(Timestamps { started_at: None, updated_at: None, completed_at: None });
+        stamps.updated_at.get_or_insert(emitted);
+        self.validate()
+    }
+
+    /// Whether the update holds what the contract requires, in its shapes: the required fields
+    /// present, the task id canonical with its plan as `phase`, `stage` `execute`, every time
+    /// RFC 3339 in UTC, an error's `details_path` relative and inside. Why not, when not.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let missing: Vec<&str> = [
+            ("task_id", self.task_id.is_none()),
+            ("phase", self.phase.is_none()),
+            ("stage", self.stage.is_none()),
+            ("worktree_path", self.worktree_path.is_none()),
+            ("emitted_at", self.emitted_at.is_none()),
+            ("timestamps.updated_at", self.timestamps.as_ref().is_none_or(|t| t.updated_at.is_none())),
+        ]
+        .into_iter()
+        .filter_map(|(name, gone)| gone.then_some(name))
+        .collect();
+        if !missing.is_empty() {
+            return Err(format!("missing required {}", missing.join(", ")));
+        }
+        let task_id = self.task_id.as_deref().unwrap_or_default();
+        let parts: Vec<&str> = task_id.split(':').collect();
+        let numbered =
+            |p: &str, prefix: &str| p.strip_prefix(prefix).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !(parts.len() == 4 && parts[1] == "exec" && numbered(parts[2], "wave-") && numbered(parts[3], "task-")) {
+            return Err(format!("task_id {task_id:?} is not a canonical task id (<plan>:exec:wave-<W>:task-<T>)"));
+        }
+        if self.phase.as_deref() != Some(parts[0]) {
+            return Err(format!("phase {:?} is not the task's plan ({})", self.phase.as_deref().unwrap_or_default(), parts[0]));
+        }
+        if self.stage.as_deref() != Some("execute") {
+            return Err(format!("stage {:?}: a wave task's stage is \"execute\"", self.stage.as_deref().unwrap_or_default()));
+        }
+        let stamps = self.timestamps.as_ref();
+        let times = [
+            ("emitted_at", self.emitted_at.as_deref()),
+            ("timestamps.started_at", stamps.and_then(|t| t.started_at.as_deref())),
+            ("timestamps.updated_at", stamps.and_then(|t| t.updated_at.as_deref())),
+            ("timestamps.completed_at", stamps.and_then(|t| t.completed_at.as_deref())),
+        ];
+        for (name, t) in times {
+            if let Some(t) = t.filter(|t| !utc_time(t)) {
+                return Err(format!("{name} {:?} is not an RFC 3339 time in UTC (2025-01-31T12:00:00Z)", clip(t, 64)));
+            }
+        }
+        if let Some(p) = self.error.as_ref().and_then(|e| e.details_path.as_deref()) {
+            crate::artifact::ids::validate_rel_path(p).map_err(|e| format!("error.details_path: {e}"))?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -207,14 +350,8 @@ fn clip_in(text: &mut String) {
     }
 }
 
-fn clip_json(v: &mut Option<serde_json::Value>) {
-    if let Some(inner) = v {
-        let s = inner.to_string();
-        if s.len() > TEXT_MAX {
-            *inner = serde_json::Value::String(clip(&s, TEXT_MAX).into_owned());
-        }
-    }
-}
+/// The most commands and checks of one verify summary kept (the rest are dropped).
+const LISTED_MAX: usize = 100;
 
 /// A path named in an event, checked as the toolbox checks it ([`path_in_worktree`]):
 /// relative, no `..`, and, given the worktree, inside it with no link leading out. The
@@ -269,11 +406,29 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
             paths("reference", references);
         }
         MailBody::TaskUpdate(u) => {
-            for t in [&mut u.phase, &mut u.stage].into_iter().flatten() {
+            if let Err(why) = u.validate() {
+                notes.push(format!("task update dropped: {}", clip(&why, 512)));
+                return (false, notes);
+            }
+            for t in [&mut u.phase, &mut u.stage, &mut u.worktree_path].into_iter().flatten() {
                 clip_in(t);
             }
-            clip_json(&mut u.error);
-            clip_json(&mut u.verify_summary);
+            if let Some(e) = &mut u.error {
+                for t in [&mut e.code, &mut e.message].into_iter().flatten() {
+                    clip_in(t);
+                }
+                if let Some(p) = e.details_path.take() {
+                    let mut one = vec![p];
+                    paths("error details path", &mut one);
+                    e.details_path = one.pop();
+                }
+            }
+            if let Some(v) = &mut u.verify_summary {
+                v.command_summary.truncate(LISTED_MAX);
+                v.checks.truncate(LISTED_MAX);
+                v.command_summary.iter_mut().for_each(clip_in);
+                v.checks.iter_mut().for_each(|c| clip_in(&mut c.name));
+            }
             u.changed_ops.retain_mut(|op| {
                 let mut both = vec![std::mem::take(&mut op.path)];
                 both.extend(op.from_path.take());

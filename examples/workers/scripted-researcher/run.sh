@@ -1,5 +1,5 @@
 #!/bin/sh
-# researcher: a scripted stand-in for an agent, using every tool of the toolbox once.
+# scripted-researcher: a scripted stand-in for an agent, using every tool of the toolbox once.
 # It reads its prompt and system prompt, reports progress, records a decision, logs a question,
 # stores a memory for its next commissions, writes a report into its worktree and submits it.
 set -eu
