@@ -90,10 +90,19 @@ complete -F _guild_hall_with_ids -o bashdefault -o default guild-hall
                 if top.iter().any(|t| t == line) {
                     section = line.to_string();
                 }
-                let kind = match section.as_str() {
-                    "(meeting)" => Some("meetings"),
-                    "(plan)" => None,
-                    _ => Some("commissions"),
+                // An id's own help says whose it is; the section only where it does not (clap
+                // writes nested sections unindented: `plan show` opens a `(show)` like the
+                // top-level `show`).
+                let kind = if line.contains(":id -- The plan id") {
+                    None
+                } else if line.contains(":id -- The meeting id") {
+                    Some("meetings")
+                } else {
+                    match section.as_str() {
+                        "(meeting)" => Some("meetings"),
+                        "(plan)" => None,
+                        _ => Some("commissions"),
+                    }
                 };
                 let line = match kind {
                     Some(kind) if line.contains(":id:_default'") || line.contains(":id -- ") && line.ends_with(":_default' \\") => {
