@@ -79,8 +79,19 @@ pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool
             .get()
             .peel_to_commit()?
     };
-    repo.branch(branch, &commit, false)?;
+    set_branch(repo, branch, &commit, false)?;
     Ok(true)
+}
+
+/// Point `branch` at `commit` (`force`: move it if it exists), never over a lock file of git's:
+/// a crash's leftover older than [`STALE_REF_LOCK`] is removed first ([`ref_lock_in_the_way`]);
+/// a younger one is an error naming it, and the caller tries again on a later pass.
+pub fn set_branch(repo: &Repository, branch: &str, commit: &git2::Commit<'_>, force: bool) -> Result<()> {
+    if let Some(why) = ref_lock_in_the_way(repo, &format!("refs/heads/{branch}")) {
+        return Err(GitError::Other(why));
+    }
+    repo.branch(branch, commit, force)?;
+    Ok(())
 }
 
 /// Create the integration branch `branch` (unless it exists) at a commit of guild-hall's own on

@@ -317,11 +317,11 @@ fn task_worktree(ctx: &Ctx<'_, Catalog>, plan: &Plan, task: &Task, base: &str, s
                 expected.display()
             )
         };
-        repo.branch(&branch, &base_commit, true)?;
+        crate::activity::git::set_branch(&repo, &branch, &base_commit, true)?;
         let rec = worktree::add_worktree(&ctx.project.root, &expected, &branch, sparse)?;
         return Ok((rec, Some(orphaned)));
     }
-    repo.branch(&branch, &base_commit, true)?;
+    crate::activity::git::set_branch(&repo, &branch, &base_commit, true)?;
     let rec = worktree::add_worktree(&ctx.project.root, &expected, &branch, sparse)?;
     Ok((rec, None))
 }
@@ -667,7 +667,7 @@ fn start_verify(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize, run: u32) 
             if let Some(rec) = found {
                 worktree::remove_worktree(&rec)?;
             }
-            repo.branch(&branch, &tip, true)?;
+            crate::activity::git::set_branch(&repo, &branch, &tip, true)?;
             worktree::add_worktree(&ctx.project.root, &path, &branch, false)?
         }
     };

@@ -594,3 +594,38 @@ fn an_admin_dir_left_by_a_crash_in_worktree_add_is_remade() {
     assert_eq!(git(&p.root, &["show", "claude/main:src/one.txt"]), "one\n");
     assert!(worktrees.exists());
 }
+
+/// A worker that leaves lock files in its own worktree's admin dir (`index.lock`, `HEAD.lock`:
+/// its to write) never wedges its commission: its exit is judged and its work lands.
+#[test]
+fn locks_a_worker_leaves_in_its_own_admin_dir_never_wedge_its_commission() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "locker",
+        "full",
+        "admin=$(git rev-parse --absolute-git-dir)\n: > \"$admin/index.lock\"\n: > \"$admin/HEAD.lock\"\necho work > w.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done\n",
+    );
+    let id = p.create("locker", "Locker", "Lock.");
+    p.pass_until("the commission settles", |p| matches!(p.status(&id).as_str(), "completed" | "failed"));
+    assert_eq!(p.status(&id), "completed", "{}", p.artifact(&id));
+    assert_eq!(git(&p.root, &["show", "claude/main:w.txt"]), "work\n");
+}
+
+/// The same leftover on a commission's own branch (a `kill -9` inside the branch's creation):
+/// the dispatch waits, naming the lock, and goes once the lock is a crash's for sure.
+#[test]
+fn a_ref_lock_left_on_a_commissions_branch_never_wedges_its_dispatch() {
+    let p = Project::new(&["scribe"]);
+    let dir = p.root.join(".git/refs/heads/claude/commission");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let lock = dir.join("locked-branch.lock");
+    std::fs::write(&lock, "").expect("the leftover lock");
+    let id = p.create("scribe", "Locked branch", "output: .lore/locked-branch.md\nWrite.");
+    assert_eq!(id, "locked-branch");
+    let said = pass_until_said(&p, "locked-branch.lock");
+    assert_ne!(p.status(&id), "failed", "{said}");
+    age(&lock, 600);
+    p.settle();
+    assert_eq!(p.status(&id), "completed", "{}", p.artifact(&id));
+    assert!(!lock.exists(), "the stale lock was removed");
+}
