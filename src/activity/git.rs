@@ -106,9 +106,13 @@ pub fn begin_integration_branch(repo: &Repository, branch: &str) -> Result<bool>
         .head()
         .and_then(|h| h.peel_to_commit())
         .map_err(|_| GitError::Other("the repository has no commits yet: make a first commit, then run guild-hall init".into()))?;
+    // Always a new beginning, even where HEAD's history holds an earlier one (`land` brought it
+    // to the base branch, and the integration branch was deleted since): a Begins commit is
+    // text anyone can write, and a cloned repository's forged one would have its commits above
+    // it read as guild-hall's. What landed below stays known by its artifacts' own statuses.
     let sig = signature(repo)?;
     let begins = repo.commit(None, &sig, &sig, &super::trailers::begins_message(branch), &head.tree()?, &[&head])?;
-    repo.branch(branch, &repo.find_commit(begins)?, false)?;
+    set_branch(repo, branch, &repo.find_commit(begins)?, false)?;
     Ok(true)
 }
 

@@ -114,7 +114,9 @@ pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
         }
     }
     let now = chrono::Utc::now();
-    let mut floor = existing.iter().filter_map(time_of).max();
+    // Never past now: one line stamped in the future (a clock ahead, on another machine or in
+    // what a worker wrote once) must not drag every later event's time along with it.
+    let mut floor = existing.iter().filter_map(time_of).max().map(|f| f.min(now));
     let mut out = String::new();
     let mut n = 0;
     for e in events {
@@ -244,5 +246,20 @@ mod tests {
             assert!(before <= *ts && *ts <= after, "{key} at {ts}, written between {before} and {after}");
         }
         assert!(got.windows(2).all(|w| w[0].1 <= w[1].1), "{got:?}");
+    }
+
+    #[test]
+    fn a_line_from_the_future_drags_no_later_event_along() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.timeline.jsonl");
+        // Written by a clock far ahead (another machine's, merged in through git).
+        std::fs::write(&path, format!("{}\n", event("2999-01-01T00:00:00.000Z", "progress", "ahead".into(), serde_json::json!({}))))
+            .expect("write");
+        let before = timestamp(chrono::Utc::now());
+        append(&path, &[event(&before, "progress", "now".into(), serde_json::json!({}))]).expect("append");
+        let after = timestamp(chrono::Utc::now());
+        let got = read(&path).expect("read");
+        let ts = got[1]["ts"].as_str().unwrap_or("").to_string();
+        assert!(before <= ts && ts <= after, "recorded at {ts}, not the future line's time");
     }
 }

@@ -380,6 +380,9 @@ pub fn produced(cli: &super::Cli, env: &Env, path: &std::path::Path, json_out: b
         };
         say!("{}  {}  {:<8}  {who}", c.date, c.commit.get(..10).unwrap_or(&c.commit), c.change);
     }
+    if history.from_before {
+        say!("(there before guild-hall began {}: from your own history)", line(&history.branch));
+    }
     Ok(())
 }
 

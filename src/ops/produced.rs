@@ -23,6 +23,9 @@ pub struct Produced {
     pub branch: String,
     /// Each commit that changed the path, newest first.
     pub changes: Vec<Change>,
+    /// Whether the path was there already where the integration branch began (the person's
+    /// history below guild-hall's `Guild-Hall-Begins` commit, whose trailers are never read).
+    pub from_before: bool,
 }
 
 /// One commit of the integration branch's first-parent chain that changed the path.
@@ -62,10 +65,26 @@ pub fn of(project: &Project, cwd: &Path, path: &Path) -> Result<Produced> {
         .with_context(|| format!("reading branch {branch}"))?
         .id();
     let changes = changes(&repo, tip, Path::new(&rel))?;
-    if changes.is_empty() {
+    let from_before = there_at_the_beginning(&repo, tip, Path::new(&rel))?;
+    if changes.is_empty() && !from_before {
         bail!("{rel} was never on {branch}: no commit of its first-parent chain has it");
     }
-    Ok(Produced { path: rel, branch, changes })
+    Ok(Produced { path: rel, branch, changes, from_before })
+}
+
+/// Whether `path` is in the tree the chain read by [`trailers::first_parent_chain`] starts from:
+/// the commit below its oldest (the integration branch's `Guild-Hall-Begins` commit, or none at
+/// a root).
+fn there_at_the_beginning(repo: &Repository, tip: Oid, path: &Path) -> Result<bool> {
+    let chain = trailers::first_parent_chain(repo, tip, &[])?;
+    let start = match chain.last() {
+        Some(oldest) => repo.find_commit(*oldest)?.parent(0).ok(),
+        None => Some(repo.find_commit(tip)?),
+    };
+    Ok(match start {
+        Some(c) => c.tree()?.get_path(path).is_ok(),
+        None => false,
+    })
 }
 
 /// Every commit of `tip`'s first-parent chain whose tree differs from its first parent's at

@@ -440,3 +440,36 @@ fn each_agent_package_writes_a_home_of_its_own() {
     distinct.dedup();
     assert_eq!(distinct.len(), homes.len(), "{homes:?}");
 }
+
+/// Every bundled package whose scripts run an agent CLI declares it in `requires:`, so that its
+/// work waits (and `check` says so) where the CLI is missing, instead of spending an attempt on
+/// "not found".
+#[test]
+fn every_bundled_agent_package_requires_its_cli() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for dir in ["contrib/workers", "examples/workers"] {
+        for pkg in std::fs::read_dir(root.join(dir)).expect("packages").map(|e| e.expect("entry").path()) {
+            let Ok(yaml) = std::fs::read_to_string(pkg.join("worker.yaml")) else { continue };
+            let scripts: String = std::fs::read_dir(&pkg)
+                .expect("files")
+                .map(|e| e.expect("entry").path())
+                .filter(|f| f.extension().is_some_and(|x| x == "sh"))
+                .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+                .collect();
+            for cli in ["claude", "codex", "gemini"] {
+                let runs = scripts.lines().any(|l| {
+                    let l = l.trim_start();
+                    !l.starts_with('#')
+                        && (l.starts_with(&format!("{cli} ")) || l.contains(&format!("exec {cli} ")) || l.contains(&format!("| {cli} ")))
+                });
+                if runs {
+                    assert!(
+                        yaml.contains("requires:") && yaml.contains(cli),
+                        "{} runs {cli} but does not require it:\n{yaml}",
+                        pkg.display()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -186,3 +186,16 @@ fn a_file_says_which_commissions_produced_it() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("nowhere.md was never on claude/main"), "{err}");
 }
+
+/// A file that was there before guild-hall began the integration branch is said to come from
+/// the person's own history, not "never on claude/main".
+#[test]
+fn show_says_a_file_from_before_guild_hall_began() {
+    let p = Project::new(&[]);
+    let out = p.ok(&["show", "README.md"]);
+    assert!(out.contains("there before guild-hall began claude/main"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&p.ok(&["show", "README.md", "--json"])).expect("json");
+    assert_eq!((v["from_before"].as_bool(), v["changes"].as_array().map(Vec::len)), (Some(true), Some(0)), "{v}");
+    let (code, _, err) = p.run(&["show", "nowhere.md"]);
+    assert_eq!(code, 1, "{err}");
+}
