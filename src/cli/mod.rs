@@ -467,6 +467,13 @@ impl Env {
         Ok(env)
     }
 
+    /// [`Env::load`] for `check`: a clone whose remote has the integration branch counts too.
+    fn checkable(cli: &Cli) -> Result<Env> {
+        let env = Env::open(cli)?;
+        guild_hall::ops::ensure_checkable(&env.project)?;
+        Ok(env)
+    }
+
     /// The project and home, set up or not (`init` itself; `ci`, which runs `init`; the
     /// completion of ids).
     fn open(cli: &Cli) -> Result<Env> {
@@ -575,7 +582,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
         Command::Show { path, json } => show::produced(&cli, &Env::load(&cli)?, path, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt, raw } => show::logs(&Env::load(&cli)?, id, *attempt, *raw).map(|_| ExitCode::SUCCESS),
-        Command::Check { json } => show::check(&Env::load(&cli)?, *json).map(ok),
+        Command::Check { json } => show::check(&Env::checkable(&cli)?, *json).map(ok),
         Command::Workers(args) => workers::run(&cli, args).map(|_| ExitCode::SUCCESS),
     }
 }

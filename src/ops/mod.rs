@@ -129,6 +129,16 @@ pub fn ensure_set_up(project: &Project) -> Result<()> {
     )
 }
 
+/// [`ensure_set_up`] for `check`, which only reads files: a teammate's clone whose remote has
+/// the integration branch (a pre-commit hook, a CI lint job) is checked without `init`.
+pub fn ensure_checkable(project: &Project) -> Result<()> {
+    let repo = crate::activity::git::open(&project.root)?;
+    if crate::activity::remote::tracking_ref(&repo, &project.config.integration_branch).is_some() {
+        return Ok(());
+    }
+    ensure_set_up(project)
+}
+
 /// Write a new artifact of `kind` under a free id ([`crate::activity::ids`]: ids are never
 /// reused), with `write`, and return the id. `base` asked for by name (`explicit`) is refused if
 /// anything of it exists, saying what; else the first free of `base`, `base-2`, … is taken,

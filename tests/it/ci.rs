@@ -547,3 +547,22 @@ fn ci_warns_of_a_credential_persisted_in_git_config() {
     assert!(err.contains("warning: http.https://github.com/.extraheader") && err.contains("docs/teams-and-ci.md"), "{err}");
     assert!(!out.contains("c2VjcmV0") && !err.contains("c2VjcmV0"), "the value is never said: {out}{err}");
 }
+
+/// `check` reads files only: in a teammate's clone whose remote has the integration branch (a
+/// pre-commit hook, a CI lint job) it checks without `init`; in a repository guild-hall never
+/// set up it says to run `init`.
+#[test]
+fn check_runs_in_a_clone_of_a_set_up_project_without_init() {
+    let origin = Origin::new(&["a"]);
+    origin.commit_on("claude/main", "main", "landed.txt", "work\n");
+    let clone = origin.clone("lint");
+    let (code, out, err) = guild_hall(origin.tmp.path(), &clone, &["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!crate::common::git(&clone, &["branch", "--list", "claude/main"]).contains("claude/main"), "check made no branch");
+
+    let fresh = Origin::new(&["a"]);
+    let clone = fresh.clone("never");
+    let (code, out, err) = guild_hall(fresh.tmp.path(), &clone, &["check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("run `guild-hall init`"), "{err}");
+}
