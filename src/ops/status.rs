@@ -149,6 +149,8 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> Json {
         "branch": a.str_field("branch"),
         "progress": a.str_field("progress"),
         "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.str_field("reason").map(str::to_string)),
+        // A person's edit that was put back, kept apart from the failure's own reason.
+        "refused": a.str_field("refused"),
         "result": yaml_json("result"),
         "questions": yaml_json("questions"),
         "created": a.created(),

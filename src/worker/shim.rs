@@ -404,7 +404,7 @@ fn shim_command(launch: &Spec) -> Result<Command> {
             // In a file of the attempt's (0600, in the home no worker reads), never on the
             // command line: every process of the machine reads that, and an expanded
             // `${NAME:-DEFAULT}` may be a secret.
-            let file = policy_file(&launch.state);
+            let file = policy_file(&launch.state, launch.attempt);
             crate::files::write_atomic(&file, &policy.to_file_bytes())?;
             std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
                 .with_context(|| format!("making {} private", file.display()))?;
@@ -422,9 +422,10 @@ fn shim_command(launch: &Spec) -> Result<Command> {
     Ok(cmd)
 }
 
-/// The attempt's sandbox policy, as `guild-hall shim --policy` reads it.
-pub fn policy_file(state: &StateDir) -> PathBuf {
-    state.0.join("sandbox-policy")
+/// The attempt's sandbox policy, as `guild-hall shim --policy` reads it: one per attempt, so a
+/// job still queued for an earlier attempt never starts under a later one's policy.
+pub fn policy_file(state: &StateDir, attempt: u32) -> PathBuf {
+    state.0.join(format!("sandbox-policy.{attempt}"))
 }
 
 /// The worker's argv, always last on the shim's command line.

@@ -342,3 +342,19 @@ fn watch_says_its_actions_as_reconcile_does() {
     assert!(!said.contains("timeline event"), "{said}");
     assert!(!said.contains("action=") && !said.contains("guild_hall::service::watch: dispatch"), "no tracing format for actions: {said}");
 }
+
+/// `watch` of every registered project goes on when one of them is no longer set up (its
+/// integration branch deleted since): that one is skipped, named; the others run.
+#[test]
+fn watch_of_every_project_skips_one_no_longer_set_up() {
+    let a = Project::new(&["scribe"]);
+    let mut b = Project::new(&[]);
+    b.home = a.home.clone();
+    b.ok(&["init"]);
+    git(&b.root, &["branch", "-D", "claude/main"]);
+    let svc = Service::start(&a, &[], &[]);
+    let id = a.create("scribe", "Watched", "output: .lore/watched.md\nWrite.");
+    wait_status(&a, &id, "completed");
+    let log = svc.log();
+    assert!(log.contains("skipping") && log.contains(&b.root.display().to_string()), "{log}");
+}

@@ -89,6 +89,8 @@ impl Watched {
 pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     let (tx, rx) = channel::<Wake>();
     let signals = install_signals(&tx)?;
+    let every_registered = dirs.is_empty();
+    let mut skipped: Vec<PathBuf> = Vec::new();
     let dirs: Vec<PathBuf> = if dirs.is_empty() {
         let cfg = home.load_config()?;
         if cfg.projects.is_empty() {
@@ -102,7 +104,16 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     let mut projects = Vec::new();
     for dir in &dirs {
         let project = Project::open(dir)?;
-        crate::ops::ensure_set_up(&project)?;
+        if let Err(e) = crate::ops::ensure_set_up(&project) {
+            // Named: refused. One of the registered (a checkout since reset): the others run.
+            if !every_registered {
+                return Err(e);
+            }
+            tracing::warn!(project = %dir.display(), error = %format!("{e:#}"), "not watched");
+            eprintln!("guild-hall watch: skipping {}: {e:#}", dir.display());
+            skipped.push(dir.clone());
+            continue;
+        }
         let lock = reconcile::lock_project(home, &project, false, "guild-hall watch")?;
         std::fs::create_dir_all(home.project_state(&project.name))?;
         for (path, mode) in watch_paths(home, &project)? {
@@ -140,7 +151,11 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             settled: Default::default(),
         });
     }
-    start_endpoint(home, &dirs, opts)?;
+    if projects.is_empty() {
+        return Err(anyhow!("no registered project is set up to watch: run `guild-hall init` in one"));
+    }
+    let watched: Vec<PathBuf> = dirs.iter().filter(|d| !skipped.contains(d)).cloned().collect();
+    start_endpoint(home, &watched, opts)?;
     let state_root = home.state_root();
     let several = projects.len() > 1;
     let mut waiting_on: BTreeSet<PathBuf> = BTreeSet::new();
