@@ -239,7 +239,10 @@ pub fn decide(s: &Snapshot) -> Decisions {
             continue;
         }
         let (mut step, effect) = plan_one(s, o, &now, &cycles);
-        note_edit_while_running(&mut step);
+        // A resumed attempt starts from the prompt as it is now (below): no edit to note.
+        if !matches!(effect, Effect::Resume) {
+            note_edit_while_running(&mut step);
+        }
         let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
         if step.status.is_active() || at_work {
             // A commission finished this round no longer holds its slot: its worker is gone,
