@@ -84,10 +84,10 @@ pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool
 }
 
 /// Point `branch` at `commit` (`force`: move it if it exists), never over a lock file of git's:
-/// a crash's leftover older than [`STALE_REF_LOCK`] is removed first ([`ref_lock_in_the_way`]);
+/// a crash's leftover older than [`STALE_REF_LOCK`] is removed first ([`ref_lock_to_wait_for`]);
 /// a younger one is an error naming it, and the caller tries again on a later pass.
 pub fn set_branch(repo: &Repository, branch: &str, commit: &git2::Commit<'_>, force: bool) -> Result<()> {
-    if let Some(why) = ref_lock_in_the_way(repo, &format!("refs/heads/{branch}")) {
+    if let Some(why) = ref_lock_to_wait_for(repo, &format!("refs/heads/{branch}")) {
         return Err(GitError::Other(why));
     }
     repo.branch(branch, commit, force)?;
@@ -422,14 +422,13 @@ pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
 /// no update still under way.
 pub const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 
-/// A lock file in the way of updating `refname` (`refs/heads/…`): git's `<ref>.lock` beside the
-/// loose ref in the common dir. `None` when there is none, or when there was a stale one (older
-/// than [`STALE_REF_LOCK`]) and it was removed; else why the update waits, naming the file.
-/// Callers hold the project's single-writer lock (a pass, `sync`, `land`): guild-hall's own ref
-/// updates of this repository are then all in this process and none is under way, so an old
-/// lock is a crash's leftover. A young one may be a person's git at work: never removed, waited
-/// for.
-pub fn ref_lock_in_the_way(repo: &Repository, refname: &str) -> Option<String> {
+/// The lock file an update of `refname` (`refs/heads/…`) must wait for, after removing a stale
+/// one: git's `<ref>.lock` beside the loose ref in the common dir. `None` when there is none, or
+/// when the one there was older than [`STALE_REF_LOCK`] and is removed; else why the update
+/// waits, naming the file. The age is what makes removal safe: git holds a ref's lock only for
+/// the instant of one update, whoever runs it (this process, another home, a person's git), so
+/// a lock minutes old is a crash's leftover. A young one is never removed, only waited for.
+pub fn ref_lock_to_wait_for(repo: &Repository, refname: &str) -> Option<String> {
     let lock = repo.commondir().join(format!("{refname}.lock"));
     let meta = std::fs::symlink_metadata(&lock).ok()?;
     let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();

@@ -134,7 +134,7 @@ pub enum Target<'a> {
 pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Target<'_>, what: &str) -> Result<MergeOutcome> {
     let ref_name = format!("refs/heads/{branch}");
     // A lock never fails the work that moves the branch: the move waits, naming the file.
-    if let Some(why) = super::git::ref_lock_in_the_way(repo, &ref_name) {
+    if let Some(why) = super::git::ref_lock_to_wait_for(repo, &ref_name) {
         return Ok(MergeOutcome::Waiting(why));
     }
     let new_tree = match &to {
@@ -188,7 +188,7 @@ pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Targ
         Ok(_) => Ok(MergeOutcome::Merged(commit)),
         // Taken between the look and the update.
         Err(e) if e.code() == git2::ErrorCode::Locked => {
-            Ok(MergeOutcome::Waiting(super::git::ref_lock_in_the_way(repo, &ref_name).unwrap_or_else(|| e.message().to_string())))
+            Ok(MergeOutcome::Waiting(super::git::ref_lock_to_wait_for(repo, &ref_name).unwrap_or_else(|| e.message().to_string())))
         }
         Err(e) => Err(e.into()),
     }
@@ -342,7 +342,7 @@ pub fn land(
     // A lock file on the activity's branch (a crash's leftover, or a person's git at work)
     // never fails the work: the landing waits, naming it.
     if let Some(why) =
-        super::git::open(project_root).ok().and_then(|r| super::git::ref_lock_in_the_way(&r, &format!("refs/heads/{branch}")))
+        super::git::open(project_root).ok().and_then(|r| super::git::ref_lock_to_wait_for(&r, &format!("refs/heads/{branch}")))
     {
         return Landing::Waiting(format!("{MERGE_WAITING}: {why}"));
     }

@@ -94,21 +94,36 @@ pub fn begins_message(branch: &str) -> String {
 /// [`BEGINS`] trailer; a branch made by an older guild-hall has none, and its whole chain is
 /// read).
 pub fn first_parent_chain(repo: &Repository, tip: Oid, hide: &[Oid]) -> Result<Vec<Oid>> {
+    let mut chain = Vec::new();
+    walk_chain(repo, tip, hide, |oid, _| {
+        chain.push(oid);
+        None::<()>
+    })?;
+    Ok(chain)
+}
+
+/// Visit [`first_parent_chain`] newest first, each commit looked up once and handed over with
+/// its trailer lines ([`of_message`]; none for a message that is not UTF-8), until `each`
+/// returns something.
+fn walk_chain<T>(repo: &Repository, tip: Oid, hide: &[Oid], mut each: impl FnMut(Oid, &[&str]) -> Option<T>) -> Result<Option<T>> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
     for h in hide {
         walk.hide(*h)?;
     }
     walk.simplify_first_parent()?;
-    let mut chain = Vec::new();
     for oid in walk {
         let oid = oid?;
-        if repo.find_commit(oid)?.message().is_ok_and(|m| carries_any(m, &[BEGINS])) {
+        let commit = repo.find_commit(oid)?;
+        let lines = commit.message().map(of_message).unwrap_or_default();
+        if lines.iter().any(|l| l.starts_with(BEGINS)) {
             break;
         }
-        chain.push(oid);
+        if let Some(found) = each(oid, &lines) {
+            return Ok(Some(found));
+        }
     }
-    Ok(chain)
+    Ok(None)
 }
 
 /// Every trailer line starting with `prefix` on the first-parent chains of `tips` (not below
@@ -117,37 +132,31 @@ pub fn on_chains(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) ->
     let mut seen = std::collections::HashSet::new();
     let mut found = Vec::new();
     for tip in tips {
-        for oid in first_parent_chain(repo, *tip, hide)? {
-            if !seen.insert(oid) {
-                continue;
+        walk_chain(repo, *tip, hide, |oid, lines| {
+            if seen.insert(oid) {
+                found.extend(lines.iter().filter(|l| l.starts_with(prefix)).map(|l| (oid, l.to_string())));
             }
-            let commit = repo.find_commit(oid)?;
-            let Ok(message) = commit.message() else { continue };
-            found.extend(of_message(message).into_iter().filter(|l| l.starts_with(prefix)).map(|l| (oid, l.to_string())));
-        }
+            None::<()>
+        })?;
     }
     Ok(found)
 }
 
 /// The newest commit on `tip`'s first-parent chain, not below `base`, that carries `trailer`.
 pub fn find_on_chain(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
-    for oid in first_parent_chain(repo, tip, &[base])? {
-        if repo.find_commit(oid)?.message().is_ok_and(|m| of_message(m).contains(&trailer)) {
-            return Ok(Some(oid));
-        }
-    }
-    Ok(None)
+    walk_chain(repo, tip, &[base], |oid, lines| lines.contains(&trailer).then_some(oid))
 }
 
 /// The commits of `tip`'s first-parent chain since `base` that carry a trailer starting with
 /// one of `prefixes`: guild-hall's own commits of that kind, as the one rule reads them.
 pub fn ours_since(repo: &Repository, tip: Oid, base: Oid, prefixes: &[&str]) -> Result<std::collections::HashSet<Oid>> {
     let mut ours = std::collections::HashSet::new();
-    for oid in first_parent_chain(repo, tip, &[base])? {
-        if repo.find_commit(oid)?.message().is_ok_and(|m| carries_any(m, prefixes)) {
+    walk_chain(repo, tip, &[base], |oid, lines| {
+        if lines.iter().any(|l| prefixes.iter().any(|p| l.starts_with(p))) {
             ours.insert(oid);
         }
-    }
+        None::<()>
+    })?;
     Ok(ours)
 }
 
@@ -171,11 +180,6 @@ pub fn lines_anywhere(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &st
         found.extend(message.lines().map(str::trim).filter(|l| l.starts_with(prefix)).map(|l| (oid, l.to_string())));
     }
     Ok(found)
-}
-
-/// Whether `message` carries a trailer starting with one of `prefixes`.
-pub fn carries_any(message: &str, prefixes: &[&str]) -> bool {
-    of_message(message).iter().any(|l| prefixes.iter().any(|p| l.starts_with(p)))
 }
 
 #[cfg(test)]

@@ -339,10 +339,9 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
     // `land` of an integration branch that holds only `sync`'s merges of this very branch (its
     // files the same, no guild-hall work): nothing to bring, and no merge commit of `sync`'s
     // lands on the person's branch as noise.
-    if ff == FastForward::WhenBehind
-        && from_commit.tree_id() == into_commit.tree_id()
-        && brought_work(repo, from, into_commit.id())?.is_empty()
-    {
+    // What guild-hall work `land` brings, read once: for the report, and to tell the case below.
+    let work = if ff == FastForward::WhenBehind { brought_work(repo, from, into_commit.id())? } else { Vec::new() };
+    if ff == FastForward::WhenBehind && from_commit.tree_id() == into_commit.tree_id() && work.is_empty() {
         report.reason = format!("{from_name} holds nothing {into} lacks (only sync's merges of it)");
         return Ok(report);
     }
@@ -374,9 +373,7 @@ fn bring(repo: &Repository, action: &str, from_name: &str, from: Oid, into: &str
         (tree, format!("Merge {from_name} into {into}\n\nguild-hall {action}\n"))
     };
     report.files = file_changes(repo, &into_commit.tree()?, &target_tree)?;
-    if action == "land" {
-        report.work = brought_work(repo, from, into_commit.id())?;
-    }
+    report.work = work;
     let blocked = in_the_way(repo, into, &into_commit.tree()?, &target_tree)?;
     if let Some(why) = waiting_reason(into, &blocked) {
         report.outcome = Outcome::Blocked;
