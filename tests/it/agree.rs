@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::common::{needs, Project};
-use crate::one_package::one_task_plan;
+use crate::worker::one_package::one_task_plan;
 
 fn plan_show(p: &Project, id: &str) -> Value {
     serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")

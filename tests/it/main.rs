@@ -2,20 +2,14 @@
 //! clean `cargo test` on two cores): the real `guild-hall` binary against real git
 //! repositories, real worker processes and real outside tools, one module per area.
 
-mod acp;
-mod acp_real;
 mod agree;
 mod apply;
 mod board;
-mod bundled;
 mod check_truth;
 mod ci;
 mod ci_waves;
-mod claude_code;
 mod clone_truth;
-mod codex;
 mod common;
-mod confinement;
 mod cycles_trust;
 mod docs;
 mod editor;
@@ -23,7 +17,6 @@ mod endpoint_trust;
 mod first_hour;
 mod first_hour_fixes;
 mod gc;
-mod gemini;
 mod git_trust;
 mod git_truth;
 mod home_truth;
@@ -39,24 +32,35 @@ mod meeting_trust;
 mod meetings;
 mod merge;
 mod merge_trust;
-mod one_package;
 mod output_trust;
 mod plan_truth;
 mod positions;
 mod robustness;
 mod rpc;
 mod rpc_catalogue;
-mod sandbox_trust;
 mod settle;
-mod slurm;
 mod surgical;
 mod sync;
 mod texts;
 mod trailers;
-mod trust;
 mod watch;
 mod waves;
 mod waves_mail_trust;
 mod waves_trust;
 mod words;
-mod workers;
+
+/// Worker packages and processes: bundled packages, confinement and the sandbox, signals, Slurm, the real agent CLIs.
+mod worker {
+    pub(crate) mod acp_claude_code;
+    mod acp_codex_gemini;
+    mod bundled;
+    pub(crate) mod claude_code;
+    pub(crate) mod codex;
+    mod confinement;
+    pub(crate) mod gemini;
+    pub(crate) mod one_package;
+    mod packages;
+    mod sandbox_reads;
+    mod signal_safety;
+    mod slurm;
+}

@@ -165,7 +165,7 @@ fn a_worker_that_makes_its_mailbox_unreadable_is_read_all_the_same() {
     let id = p.create("hider", "Hide", "Submit, then hide the mailbox.");
     write_plan(&p, "hp", "  - - {id: t, worker: task-hider, prompt: go}\n");
     let path = std::env::var("PATH").unwrap_or_default();
-    let _ = crate::claude_code::run_as(&p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "40s"], &[]);
+    let _ = crate::worker::claude_code::run_as(&p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "40s"], &[]);
     assert_eq!(p.status(&id), "completed", "{}", p.artifact(&id));
     assert!(p.artifact(&id).contains("done, then hidden"), "{}", p.artifact(&id));
     let mode = std::fs::metadata(first_mailbox(&p.state_dir(&id))).expect("mailbox").permissions().mode() & 0o7777;

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::claude_code::{run_as, FakeApi};
+use crate::worker::claude_code::{run_as, FakeApi};
 use crate::common::*;
 
 /// The Gemini CLI version the packages are tested with (worker.yaml, README, `.ci/run`).

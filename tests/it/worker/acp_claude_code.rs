@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::claude_code::FakeApi;
+use crate::worker::claude_code::FakeApi;
 use crate::common::*;
 
 /// The adapter's pinned version (docs/workers.md, the package's worker.yaml and `.ci/run`).

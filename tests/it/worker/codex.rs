@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::claude_code::{install_package, FakeApi};
+use crate::worker::claude_code::{install_package, FakeApi};
 use crate::common::*;
 
 /// The version the packages are tested with (worker.yaml, docs/workers.md, .ci/run).
@@ -339,7 +339,7 @@ fn real_codex_runs_as_an_ordinary_user() {
     let url = format!("{}/v1", api.url);
     let env: [(&str, &Path); 3] =
         [("OPENAI_BASE_URL", Path::new(&url)), ("OPENAI_API_KEY", Path::new("sk-stand-in")), ("CODEX_MODEL", Path::new("stand-in-model"))];
-    let out = crate::claude_code::run_as(&p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "180s"], &env);
+    let out = crate::worker::claude_code::run_as(&p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "180s"], &env);
     assert!(out.status.success(), "{}", said(&out));
     assert_eq!(p.status("ask"), "completed", "{}", p.ok(&["logs", "ask"]));
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/answers/ask.md"]), "as nobody\n");

@@ -169,7 +169,7 @@ fn an_unprivileged_confined_worker_reads_nothing_of_the_home_nor_the_reconcilers
     std::fs::set_permissions(p.home.join("token"), std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let path = std::env::var("PATH").unwrap_or_default();
     let settle = |p: &Project| {
-        let out = crate::claude_code::run_as(p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"], &[]);
+        let out = crate::worker::claude_code::run_as(p, true, &path, &["reconcile", "--once", "--wait", "--timeout", "60s"], &[]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     };
     let other = p.create("scripted-researcher", "Other", "Something else.");
@@ -243,7 +243,7 @@ fn a_wave_task_reads_the_control_plane_snapshot_and_cannot_change_it() {
 /// go through.
 #[test]
 fn real_claude_code_in_a_home_under_home_reads_only_its_own_of_it() {
-    use crate::claude_code::{real_claude, real_run, FakeApi};
+    use crate::worker::claude_code::{real_claude, real_run, FakeApi};
     let claude = real_claude();
     let mut p = Project::new(&[]);
     p.home = p.user_home().join(".guild-hall");

@@ -209,7 +209,7 @@ fn check_leaves_finished_work_alone_when_its_package_goes() {
     p.ok(&["workers", "add", "scribe"]);
     let id = p.create("scribe", "Done", "output: .lore/reports/done.md");
     let other = p.create("scribe", "Also done", "output: .lore/reports/also.md");
-    crate::one_package::one_task_plan(&p, "notes", "scribe");
+    crate::worker::one_package::one_task_plan(&p, "notes", "scribe");
     p.settle();
     assert_eq!((p.status(&id), p.status(&other)), ("completed".to_string(), "completed".to_string()));
     let dir = p.root.join(".lore/workers/scribe");
