@@ -98,7 +98,7 @@ for c in json.load(open(d + "/cases.json")):
         bad.append((c["where"], errors))
 print(json.dumps(bad))
 "#;
-    let out = std::process::Command::new(crate::mcp::python()).args(["-c", script]).arg(dir).output().expect("python");
+    let out = std::process::Command::new(crate::service::mcp::python()).args(["-c", script]).arg(dir).output().expect("python");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let bad = String::from_utf8_lossy(&out.stdout);
     assert_eq!(bad.trim(), "[]", "examples that do not validate, or typos that do: {bad}");

@@ -6,20 +6,13 @@ mod agree;
 mod apply;
 mod board;
 mod check_truth;
-mod ci;
-mod ci_waves;
-mod clone_truth;
 mod common;
 mod cycles_trust;
 mod docs;
 mod editor;
-mod endpoint_trust;
 mod first_hour;
 mod first_hour_fixes;
 mod gc;
-mod git_trust;
-mod git_truth;
-mod home_truth;
 mod ids;
 mod keys;
 mod layout;
@@ -27,27 +20,46 @@ mod lifecycle;
 mod liveness;
 mod r#loop;
 mod mailbox_trust;
-mod mcp;
 mod meeting_trust;
 mod meetings;
-mod merge;
-mod merge_trust;
 mod output_trust;
-mod plan_truth;
 mod positions;
 mod robustness;
-mod rpc;
-mod rpc_catalogue;
 mod settle;
 mod surgical;
-mod sync;
 mod texts;
-mod trailers;
-mod watch;
-mod waves;
-mod waves_mail_trust;
-mod waves_trust;
 mod words;
+
+/// Git as the truth: merging, sync and land, trailers, fresh homes and clones, CI runs, and what a worker may plant.
+mod git {
+    mod another_home;
+    pub(crate) mod ci;
+    mod fresh_home_and_clone;
+    mod merge;
+    mod merge_limits;
+    mod planted_config;
+    mod sync_and_land;
+    mod teammate_clone;
+    mod trailers;
+}
+
+/// Plans and their waves: order, copy-back, verify, task liveness, the mailbox, the record against git, CI timeouts.
+mod plan {
+    mod ci_timeout;
+    mod mailbox;
+    mod record_vs_git;
+    mod task_liveness;
+    mod waves;
+}
+
+/// `watch` as a service and its endpoints: the JSON-RPC socket, the typed catalogues, MCP.
+mod service {
+    mod endpoint_abuse;
+    pub(crate) mod mcp;
+    mod rpc;
+    mod rpc_catalogue;
+    mod watch;
+}
 
 /// Worker packages and processes: bundled packages, confinement and the sandbox, signals, Slurm, the real agent CLIs.
 mod worker {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::ci::{attempts_under, run_guild_hall, Origin};
+use crate::git::ci::{attempts_under, run_guild_hall, Origin};
 
 /// Runs of the wave task `slug` of plan `built` in a home.
 fn task_attempts(home: &Path, slug: &str) -> usize {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::ci::{attempts_in, attempts_under, guild_hall, Origin};
+use crate::git::ci::{attempts_in, attempts_under, guild_hall, Origin};
 use crate::common::git;
 
 /// The one line every face prints for `a`, ended on claude/main while the checkout says pending.
