@@ -2,33 +2,46 @@
 //! clean `cargo test` on two cores): the real `guild-hall` binary against real git
 //! repositories, real worker processes and real outside tools, one module per area.
 
-mod agree;
-mod apply;
-mod board;
-mod check_truth;
 mod common;
-mod cycles_trust;
 mod docs;
-mod editor;
-mod first_hour;
-mod first_hour_fixes;
-mod gc;
-mod ids;
-mod keys;
 mod layout;
-mod lifecycle;
-mod liveness;
-mod r#loop;
-mod mailbox_trust;
-mod meeting_trust;
-mod meetings;
-mod output_trust;
-mod positions;
-mod robustness;
-mod settle;
-mod surgical;
-mod texts;
-mod words;
+
+/// What every kind shares: applying an update and settling one a killed pass left, the one pass over the kinds, ids, orphans, surgical writes.
+mod activity {
+    mod apply;
+    mod ids;
+    mod one_pass;
+    mod orphans;
+    mod settle;
+    mod surgical_writes;
+}
+
+/// `guild-hall board` in a real terminal.
+mod board {
+    mod terminal;
+}
+
+/// What the commands say and check: wording, tables, positions, misspelt keys, escapes shown not obeyed, editor support.
+mod cli {
+    mod agreeing_commands;
+    mod check_problems;
+    mod editor_support;
+    mod escapes_shown;
+    mod first_hour;
+    mod load_errors;
+    mod misspelt_keys;
+    mod positions;
+    mod readable_output;
+    mod wording;
+}
+
+/// A commission's life: dispatch to merge, dependencies and their cycles, its mailbox, crashes and bad input.
+mod commission {
+    mod crashes_and_bad_input;
+    mod dependency_cycles;
+    mod lifecycle;
+    mod mailbox;
+}
 
 /// Git as the truth: merging, sync and land, trailers, fresh homes and clones, CI runs, and what a worker may plant.
 mod git {
@@ -41,6 +54,13 @@ mod git {
     mod sync_and_land;
     mod teammate_clone;
     mod trailers;
+}
+
+/// Meetings end to end, their turns, and what a meeting's worker may say.
+mod meeting {
+    mod end_to_end;
+    mod killed_turn;
+    mod worker_output_caps;
 }
 
 /// Plans and their waves: order, copy-back, verify, task liveness, the mailbox, the record against git, CI timeouts.
