@@ -1,6 +1,8 @@
 //! The integration tests, one binary (linking one test binary instead of eleven is most of a
 //! clean `cargo test` on two cores): the real `guild-hall` binary against real git
-//! repositories, real worker processes and real outside tools, one module per area.
+//! repositories, real worker processes and real outside tools. A directory per area (its module
+//! below); a file per behaviour, with its adversarial and crash cases beside it. Run one area with
+//! `cargo nextest run --test it plan::`.
 
 mod common;
 mod docs;

@@ -146,7 +146,7 @@ fn worker_dispatch_ids_are_unique_and_never_one_that_is_held() {
 
 /// A project where commission `hello` completed, then its artifact was deleted and a new one
 /// copied in (or generated) under its id, with a `created:` stamp of its own, asking for
-/// `output`. (Without a stamp of its own it is the same commission: see `home_truth`.)
+/// `output`. (Without a stamp of its own it is the same commission: see `git::another_home`.)
 fn hello_written_over(output: &str) -> (Project, String) {
     let p = Project::new(&["scribe"]);
     let id = p.create("scribe", "Hello", "output: .lore/reports/one.md");

@@ -551,7 +551,7 @@ fn activation_failures_fail_with_the_reason() {
     p.write_commission("b", "---\nworker: broken\n---\nbody\n");
     p.settle();
     // A worker with no package at all is no activation failure: the commission waits for it
-    // (issue 20; tests/it/bundled.rs), no attempt spent.
+    // (issue 20; tests/it/worker/bundled.rs), no attempt spent.
     let g = p.status_json("ghost");
     assert_eq!(g["status"], "blocked");
     assert_eq!(g["attempt"], 0, "{g}");

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::git::ci::{attempts_in, attempts_under, guild_hall, Origin};
 use crate::common::git;
+use crate::git::ci::{attempts_in, attempts_under, guild_hall, Origin};
 
 /// The one line every face prints for `a`, ended on claude/main while the checkout says pending.
 const LINE: &str = "commission a: completed on claude/main (attempt 1) while this checkout says pending: it is not run again here. `guild-hall land` brings the statuses into your branch";

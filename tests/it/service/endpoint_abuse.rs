@@ -46,7 +46,7 @@ set -u
 sock=$(sed -n 's/^socket: *//p' "$GUILD_HALL_PROMPT_FILE" | head -n 1)
 victim=$(sed -n 's/^victim: *//p' "$GUILD_HALL_PROMPT_FILE" | head -n 1)
 # The endpoint listens only once this attempt runs: a socket listening when an attempt starts
-# is masked from it altogether (sandbox_trust); one bound later is left to the peer check.
+# is masked from it altogether (worker::sandbox_reads); one bound later is left to the peer check.
 while [ ! -S "$sock" ]; do sleep 0.05; done
 printf '{"jsonrpc":"2.0","id":1,"method":"worker/cancel","params":{"jobId":"%s"}}' "$victim" > "$TMPDIR/body.json"
 cmd="curl -s -o /dev/null -w %{http_code} --max-time 60 --unix-socket $sock --data-binary @$TMPDIR/body.json http://x/mcp"

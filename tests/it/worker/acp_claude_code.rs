@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::worker::claude_code::FakeApi;
 use crate::common::*;
+use crate::worker::claude_code::FakeApi;
 
 /// The adapter's pinned version (docs/workers.md, the package's worker.yaml and `.ci/run`).
 const CLAUDE_CODE_ACP: &str = "0.16.2";

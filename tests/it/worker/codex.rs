@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::worker::claude_code::{install_package, FakeApi};
 use crate::common::*;
+use crate::worker::claude_code::{install_package, FakeApi};
 
 /// The version the packages are tested with (worker.yaml, docs/workers.md, .ci/run).
 const CODEX: &str = "0.169.0";

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::worker::claude_code::{run_as, FakeApi};
 use crate::common::*;
+use crate::worker::claude_code::{run_as, FakeApi};
 
 /// The Gemini CLI version the packages are tested with (worker.yaml, README, `.ci/run`).
 const GEMINI_CLI: &str = "0.61.0";
@@ -168,7 +168,7 @@ fn real_gemini_cli_ignores_the_repositorys_gemini_settings() {
     assert_eq!(p.status("trust"), "completed", "{}\n{}", p.status_json("trust"), p.ok(&["logs", "trust"]));
     let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     // (Natively `--allowed-mcp-server-names guild-hall` kept that server from starting even in
-    // the worktree; over ACP it started: tests/it/acp_real.rs.)
+    // the worktree; over ACP it started: tests/it/worker/acp_codex_gemini.rs.)
     assert!(!landed.contains("mcp-started.txt"), "the repository's MCP server started: {landed}");
     assert!(!landed.contains("shell-ran.txt"), "the repository's tools.allowed ran the shell: {landed}");
     for t in turns(&api) {
