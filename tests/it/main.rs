@@ -61,6 +61,7 @@ mod git {
 /// Meetings end to end, their turns, and what a meeting's worker may say.
 mod meeting {
     mod end_to_end;
+    mod fixtures;
     mod killed_turn;
     mod worker_output_caps;
 }
@@ -68,6 +69,7 @@ mod meeting {
 /// Plans and their waves: order, copy-back, verify, task liveness, the mailbox, the record against git, CI timeouts.
 mod plan {
     mod ci_timeout;
+    pub(crate) mod fixtures;
     mod mailbox;
     mod record_vs_git;
     mod task_liveness;

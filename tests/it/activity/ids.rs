@@ -8,11 +8,6 @@ use std::path::PathBuf;
 
 use crate::common::*;
 
-/// The trailers on the integration branch.
-fn trailers(p: &Project) -> String {
-    git(&p.root, &["log", "--format=%B", "claude/main"])
-}
-
 /// `path` on the integration branch.
 fn landed(p: &Project, path: &str) -> String {
     git(&p.root, &["show", &format!("claude/main:{path}")])

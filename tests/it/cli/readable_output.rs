@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::common::{git, Project};
+use crate::plan::fixtures::write_plan;
 
 /// The character column at which `word` starts in `line` (all these lines are ASCII).
 fn at(line: &str, word: &str) -> usize {
@@ -16,12 +17,6 @@ fn at(line: &str, word: &str) -> usize {
 /// The one line of `out` starting with `start` (after its indent).
 fn row<'a>(out: &'a str, start: &str) -> &'a str {
     out.lines().find(|l| l.trim_start().starts_with(start)).unwrap_or_else(|| panic!("a line starting {start:?} in:\n{out}"))
-}
-
-fn write_plan(p: &Project, id: &str, waves: &str) {
-    let dir = p.root.join(".lore/plans");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\nwaves:\n{waves}---\n")).expect("write plan");
 }
 
 /// `workers` (with a header now), `plan show`, `status`'s plans and a pass's action lines keep

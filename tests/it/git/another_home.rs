@@ -5,11 +5,6 @@
 
 use crate::common::*;
 
-/// The trailers on the integration branch.
-fn trailers(p: &Project) -> String {
-    git(&p.root, &["log", "--format=%B", "claude/main"])
-}
-
 /// `check`'s whole output (it exits non-zero when it finds problems).
 fn check(p: &Project) -> String {
     let (_, out, err) = p.run(&["check"]);

@@ -16,13 +16,6 @@ fn install_editor(p: &Project) {
     std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
-/// Run passes with the fault switch at `finish:1` until one stops there: the worker's work is
-/// committed on its branch and the merge has not happened yet.
-fn stop_before_merge(p: &Project, id: &str) {
-    p.pass_until_fault("finish:1");
-    assert_ne!(p.status(id), "completed");
-}
-
 /// Commit `content` to `path` on claude/main, as a person would.
 fn commit_on_integration(p: &Project, path: &str, content: &str) {
     p.commit_on_integration(path, content, "a person's change");

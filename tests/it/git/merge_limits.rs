@@ -27,10 +27,6 @@ echo "the real work" > .lore/reports/real.md
 
 const PLANTED: [&str; 3] = [".lore/commissions/planted.md", ".lore/workers/pwn/run.sh", ".lore/workers/pwn/worker.yaml"];
 
-fn rev(p: &Project, r: &str) -> String {
-    git(&p.root, &["rev-parse", r]).trim().to_string()
-}
-
 fn tree(p: &Project, r: &str) -> String {
     git(&p.root, &["ls-tree", "-r", "--name-only", r])
 }
@@ -286,13 +282,6 @@ fn pass_with_file_size_limit(p: &Project, kib: u32) -> (i32, String) {
     let script = format!("trap '' XFSZ; ulimit -f {kib} && exec '{}' reconcile --once", bin.display());
     let out = p.cmd_in_shell(&script).output().expect("runs");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
-}
-
-/// Run passes with the fault switch at `finish:1` until one stops there: the worker's work is
-/// committed on its branch and the merge has not happened yet.
-fn stop_before_merge(p: &Project, id: &str) {
-    p.pass_until_fault("finish:1");
-    assert_ne!(p.status(id), "completed");
 }
 
 /// Lines of pseudo-random hex (incompressible enough that its blob is far larger than the

@@ -9,9 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::common::*;
+use crate::plan::fixtures::{show, write_plan};
 
 /// A worker package of the test's own under `.lore/workers/<name>/`, its script `run.sh`.
 fn package(p: &Project, name: &str, script: &str) {
@@ -54,16 +53,6 @@ const PLANT_WORKTREE_CONFIG: &str = r#"plant() { # plant MARKER
 EOF
 }
 "#;
-
-fn write_plan(p: &Project, id: &str, waves: &str) {
-    let dir = p.root.join(".lore/plans");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\nwaves:\n{waves}---\n")).expect("write plan");
-}
-
-fn show(p: &Project, id: &str) -> Value {
-    serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
-}
 
 /// The reviewer's attack: with `extensions.worktreeConfig` on (as `git sparse-checkout --cone`
 /// leaves it), a wave task's worker plants a filter in its admin dir's `config.worktree`, edits

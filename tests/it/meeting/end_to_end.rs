@@ -6,21 +6,8 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
+use super::fixtures::{meeting_path, project_dir, show};
 use crate::common::{git, needs, pid_alive, wait_for, Project};
-
-fn show(p: &Project, id: &str) -> Value {
-    serde_json::from_str(&p.ok(&["meeting", "show", id, "--json"])).expect("show json")
-}
-
-fn meeting_path(p: &Project, id: &str) -> PathBuf {
-    p.root.join(".lore/meetings").join(format!("{id}.md"))
-}
-
-fn project_dir(p: &Project, sub: &str) -> PathBuf {
-    let dir = p.home.join(sub);
-    let project = std::fs::read_dir(&dir).ok().and_then(|mut d| d.next()).map(|e| e.expect("entry").path());
-    project.unwrap_or(dir)
-}
 
 fn transcript(p: &Project, id: &str) -> PathBuf {
     project_dir(p, "meetings").join(format!("{id}.md"))

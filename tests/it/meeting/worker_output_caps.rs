@@ -3,26 +3,10 @@
 //! writes for a meeting is an artifact `check` would refuse. The real binary, real git, the
 //! scripted `counsel` worker, which floods its own mailbox the way a hostile worker would.
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
+use super::fixtures::{meeting_path, project_dir, show};
 use crate::common::{git, in_pid_namespace, section, Project};
-
-fn show(p: &Project, id: &str) -> Value {
-    serde_json::from_str(&p.ok(&["meeting", "show", id, "--json"])).expect("show json")
-}
-
-fn meeting_path(p: &Project, id: &str) -> PathBuf {
-    p.root.join(".lore/meetings").join(format!("{id}.md"))
-}
-
-/// `$GUILD_HALL_HOME/<sub>/<project>`: there is one project.
-fn project_dir(p: &Project, sub: &str) -> PathBuf {
-    let dir = p.home.join(sub);
-    let project = std::fs::read_dir(&dir).ok().and_then(|mut d| d.next()).map(|e| e.expect("entry").path());
-    project.unwrap_or(dir)
-}
 
 /// The status guild-hall last accepted for meeting `id` (its record), not what the file asks.
 fn recorded(p: &Project, id: &str) -> Option<String> {

@@ -11,21 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::fixtures::{show, task, write_plan};
 use crate::common::*;
-
-fn write_plan(p: &Project, id: &str, waves: &str) {
-    let dir = p.root.join(".lore/plans");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\nwaves:\n{waves}---\n")).expect("write plan");
-}
-
-fn show(p: &Project, id: &str) -> Value {
-    serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
-}
-
-fn task<'a>(v: &'a Value, label: &str) -> &'a Value {
-    v["tasks"].as_array().expect("tasks").iter().find(|t| t["label"] == label).expect("the task")
-}
 
 fn log<'a>(v: &'a Value, kind: &str) -> Vec<&'a Value> {
     v["log"].as_array().expect("log").iter().filter(|e| e["kind"] == kind).collect()

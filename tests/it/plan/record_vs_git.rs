@@ -2,18 +2,13 @@
 //! back from the artifact and what the home holds (the task is resumed, its result collected);
 //! an older record here never rewrites a plan another home finished back to where it was here.
 
-use serde_json::Value;
-
+use super::fixtures::show;
 use crate::common::{git, Project};
 
 fn write_plan(p: &Project, id: &str, text: &str) {
     let dir = p.root.join(".lore/plans");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join(format!("{id}.md")), text).expect("write plan");
-}
-
-fn show(p: &Project, id: &str) -> Value {
-    serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
 }
 
 /// The plan's runtime dir in the home.

@@ -9,20 +9,13 @@
 
 use serde_json::Value;
 
+use super::fixtures::{show, task};
 use crate::common::{pid_alive, wait_for, Project};
 
 fn write_plan(p: &Project, id: &str, extra: &str, waves: &str) {
     let dir = p.root.join(".lore/plans");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\n{extra}waves:\n{waves}---\n")).expect("write plan");
-}
-
-fn show(p: &Project, id: &str) -> Value {
-    serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
-}
-
-fn task<'a>(v: &'a Value, label: &str) -> &'a Value {
-    v["tasks"].as_array().expect("tasks").iter().find(|t| t["label"] == label).expect("the task")
 }
 
 /// The plan's runtime dir (empty until the first pass made the project's).

@@ -4,16 +4,13 @@
 
 use serde_json::Value;
 
+use super::fixtures::show;
 use crate::common::{git, pid_alive, Project};
 
 fn write_plan(p: &Project, id: &str, extra: &str, waves: &str) {
     let dir = p.root.join(".lore/plans");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join(format!("{id}.md")), format!("---\ntitle: {id}\n{extra}waves:\n{waves}---\n")).expect("write plan");
-}
-
-fn show(p: &Project, id: &str) -> Value {
-    serde_json::from_str(&p.ok(&["plan", "show", id, "--json"])).expect("plan json")
 }
 
 fn tip(p: &Project) -> String {

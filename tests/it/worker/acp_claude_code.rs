@@ -16,11 +16,6 @@ fn real_claude_code_acp() -> PathBuf {
     npm_cli("claude-code-acp", "@zed-industries/claude-code-acp", CLAUDE_CODE_ACP, "claude-code-acp")
 }
 
-/// PATH with the agent's bin dir in front.
-pub(crate) fn path_with(bin: &Path) -> String {
-    format!("{}:{}", bin.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default())
-}
-
 fn guild_hall(p: &Project, api: &FakeApi, bin: &Path, args: &[&str]) -> (String, String) {
     let out = p
         .cmd()

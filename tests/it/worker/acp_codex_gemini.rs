@@ -12,7 +12,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::worker::acp_claude_code::path_with;
 use crate::worker::claude_code::FakeApi;
 use crate::worker::codex::{fake_openai, requests, tool_outputs, toolbox_offered, OTHERS};
 use crate::worker::gemini::{offered, planted_gemini_settings, real_gemini, stand_in, turns};

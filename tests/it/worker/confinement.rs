@@ -49,10 +49,6 @@ fn assert_untouched(before: &BTreeMap<String, String>, after: &BTreeMap<String, 
     assert!(changed.is_empty(), "the person's checkout, .git or main changed:\n{}", changed.join("\n"));
 }
 
-fn rev(p: &Project, r: &str) -> String {
-    git(&p.root, &["rev-parse", r]).trim().to_string()
-}
-
 #[test]
 fn a_worker_writes_only_its_worktree_and_temp_dir() {
     let p = Project::new(&["intruder", "sleeper"]);

@@ -33,11 +33,6 @@ pub(crate) fn stand_in(p: &Project, script: serde_json::Value) -> FakeApi {
     FakeApi::serve("fake_gemini.py", p.tmp.path(), &script)
 }
 
-/// PATH with the real `gemini` first.
-fn path_with(gemini: &Path) -> String {
-    format!("{}:{}", gemini.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default())
-}
-
 /// `guild-hall ARGS` with the real Gemini CLI on PATH, pointed at the stand-in.
 fn run(p: &Project, api: &FakeApi, gemini: &Path, args: &[&str]) -> String {
     let out = p
