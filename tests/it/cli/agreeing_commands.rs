@@ -1,4 +1,4 @@
-//! Every command agreeing, and output a person can read (issue 20, items 5 and 6): requests
+//! Every command agreeing, and output a person can read: requests
 //! refused up front with the reconciler's own words, `status` filters that cover plans, a
 //! timeline that opens with what happened, stale reasons gone, readable tables and reasons.
 

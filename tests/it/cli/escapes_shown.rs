@@ -1,4 +1,4 @@
-//! What a worker writes is shown, not obeyed (issue 17, item 8): progress, questions, results
+//! What a worker writes is shown, not obeyed: progress, questions, results
 //! and output carrying escape sequences (OSC 52 clipboard, OSC 8 links, screen clears), `\r`,
 //! C1 controls and bidi overrides reach a person's terminal as visible escapes in every human
 //! output, while `--json` (and `logs --raw`) give back exactly what was written (JSON with

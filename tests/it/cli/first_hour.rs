@@ -1,4 +1,4 @@
-//! The first hour (issue 20): what a newcomer reads is said as a person would say it.
+//! The first hour: what a newcomer reads is said as a person would say it.
 
 use crate::common::{git, Project};
 

@@ -1,4 +1,4 @@
-//! Misspelt keys (issue 20, item 3): an unknown key in a commission, meeting, plan,
+//! Misspelt keys: an unknown key in a commission, meeting, plan,
 //! `worker.yaml` or `.lore/guild-hall.yaml` is a problem at the key itself, `path:line:col`
 //! counted in the file, with a "did you mean"; a commission holding one is never dispatched.
 

@@ -1,4 +1,4 @@
-//! Positions a person can go to (issue 20, items 3 and 5): every YAML problem of every kind
+//! Positions a person can go to: every YAML problem of every kind
 //! of file is at `path:line:col` counted in the file, said once — an unknown key at any
 //! depth with a "did you mean", a plan task's problem at that task, a duplicate key at the
 //! duplicate — and a task name two waves share is refused, the canonical ids listed.

@@ -1,4 +1,4 @@
-//! Issue 20's review, what a person reads: every table sized to its content (a name longer
+//! What a person reads: every table sized to its content (a name longer
 //! than a fixed column used to push the rest of its row out of line); failures, empty merges
 //! and a pass's lines said plainly, with bookkeeping left out; a re-dispatched commission no
 //! longer shows its old failure; `logs` of an attempt that never was names the ones there

@@ -515,7 +515,7 @@ fn pass_until_said(p: &Project, what: &str) -> String {
     }
 }
 
-/// Issue 32, item 10: a `kill -9` during a ref update leaves `refs/heads/claude/main.lock`
+/// A `kill -9` during a ref update leaves `refs/heads/claude/main.lock`
 /// (made here by hand: the world after the crash). Every merge used to fail the work itself.
 /// Now the work waits, naming the lock file; a lock old enough to be a crash's leftover (no git
 /// holds a ref's lock for minutes) is removed under the project's lock, and the work lands.

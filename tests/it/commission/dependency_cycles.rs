@@ -1,4 +1,4 @@
-//! Cost is bounded by guild-hall, not by the input (issue 17, item 7): `check` and a pass over
+//! Cost is bounded by guild-hall, not by the input: `check` and a pass over
 //! commissions that wait on one another's `outputs:` finish whatever their shape — a diamond
 //! of 60 (2^30 paths), a chain or a ring of 10,000 — and still name every cycle, briefly
 //! (a pass over a ring of 300 tells each member a cycle through it).

@@ -1,4 +1,4 @@
-//! What a worker writes into its mailbox is read, never trusted (issue 17, items 4, 6, 7):
+//! What a worker writes into its mailbox is read, never trusted:
 //! an oversized text or an unreadable line never keeps an attempt from being stopped, an
 //! attempt cannot plant events for the next one, and every path in an event is checked where
 //! it is read. Real binary, real worker scripts, real processes.

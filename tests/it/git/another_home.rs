@@ -1,4 +1,4 @@
-//! What a home knows against what the files and git say (issue 19's review): finished work from
+//! What a home knows against what the files and git say: finished work from
 //! another home's later attempt is adopted, not "repaired"; an artifact a `git stash` puts back
 //! is the same commission, never new work; and a home that holds a runtime trace of an
 //! activity (a worktree, a pending update) never takes it for another home's.

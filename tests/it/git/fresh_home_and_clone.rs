@@ -1,4 +1,4 @@
-//! Git is the truth (issue 19): finished work is recognised from the repository alone — the
+//! Git is the truth: finished work is recognised from the repository alone — the
 //! artifact's terminal status plus its trailer on the integration branch — so a fresh home over
 //! the same checkout, or a fresh clone, reconciles to the same state without re-running a worker
 //! or rewriting a file; and an attempt in flight in another home is reported, never "repaired".
@@ -280,7 +280,7 @@ fn work_under_way_in_another_home_is_reported_not_repaired() {
 }
 
 /// Where this home did start the attempt (its runtime dir is here, its record not: a pass
-/// killed before it wrote one), a worker that is gone fails the attempt, as before issue 19.
+/// killed before it wrote one), a worker that is gone fails the attempt, as it always did.
 #[test]
 fn an_attempt_this_home_started_is_still_failed_when_its_worker_is_gone() {
     let p = Project::new(&["scribe"]);

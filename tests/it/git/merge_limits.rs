@@ -1,4 +1,4 @@
-//! What a worker's work may bring onto the integration branch (issue 17): never a change to the
+//! What a worker's work may bring onto the integration branch: never a change to the
 //! control plane (a planted worker package and commission stay off `claude/main` and never
 //! run), never a path git refuses, never more than the merge limits (checked before a byte is
 //! read); and whatever goes wrong in landing ends the attempt with a reason saying what.
@@ -15,7 +15,7 @@ fn install_script(p: &Project, name: &str, manifest_extra: &str, file: &str, scr
     std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
-/// The attack of issue 17: a confined worker writes a package with `sandbox: off` (which would
+/// The attack: a confined worker writes a package with `sandbox: off` (which would
 /// write `pwned.txt` into the person's checkout) and a commission naming it.
 const PLANT: &str = r#"mkdir -p .lore/workers/pwn .lore/commissions .lore/reports
 printf 'name: pwn\ncommand: ["./run.sh"]\ncheckout: full\nsandbox: off\n' > .lore/workers/pwn/worker.yaml
@@ -465,7 +465,7 @@ fn a_task_that_cannot_be_prepared_fails_saying_why() {
     assert!(reason.contains("cannot start") && reason.contains(".lore-artifacts"), "{reason}");
 }
 
-/// Issue 32, item 3: a sparse worker sees only `.lore/`. What it writes outside (a stub over
+/// A sparse worker sees only `.lore/`. What it writes outside (a stub over
 /// the README it never saw, a new file elsewhere) is never merged, even beside work inside
 /// `.lore/`: the attempt fails naming the paths, and its work is kept on its branch.
 #[test]

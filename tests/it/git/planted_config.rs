@@ -1,4 +1,4 @@
-//! Issue 17, item 2 (git): a confined worker gets nothing run by guild-hall's own git. A worker
+//! A confined worker gets nothing run by guild-hall's own git. A worker
 //! can write its worktree, its worktree's admin dir (`.git/worktrees/<name>`: its `HEAD`, its
 //! index — and a `config.worktree`, which git reads as that worktree's config when the
 //! repository has `extensions.worktreeConfig`) and repositories it makes inside its worktree;

@@ -436,7 +436,7 @@ fn force_on_integration(p: &Project, files: &[(&str, &str)], message: &str) {
     git(&p.root, &["worktree", "remove", wt.to_str().expect("utf8")]);
 }
 
-/// Issue 32, item 3: `land` used to overwrite the person's ignored `.env` and delete an
+/// `land` used to overwrite the person's ignored `.env` and delete an
 /// ignored `local/` directory without a word. Both are in the way: it is blocked, naming them,
 /// and nothing of theirs changes; once they are moved away it goes through.
 #[test]
@@ -506,7 +506,7 @@ fn sync_never_overwrites_ignored_files_or_edits_hidden_from_git_status() {
     assert_eq!(std::fs::read_to_string(p.root.join("src/skip.txt")).expect("kept"), "my skipped edit\n");
 }
 
-/// Issue 32, item 3: `land --dry-run` said only "fast-forward" and `land --json` listed
+/// `land --dry-run` used to say only "fast-forward" and `land --json` listed
 /// `"paths": []`. It says what it brings: each file with its lines added and deleted, and the
 /// commissions and plan tasks it comes from (trailers in the last paragraph of the integration
 /// branch's own commits only: a line in a message's body is not one).

@@ -1,4 +1,4 @@
-//! Meetings end to end (REQ-MTG, the spec's "AI Validation" list): the real binary, real git,
+//! Meetings end to end: the real binary, real git,
 //! the scripted `counsel` meeting worker streaming real processes' output.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Issue 18: whether something of an activity still runs is judged one way, from what the
+//! Whether something of an activity still runs is judged one way, from what the
 //! kernel says (a lock held, a process of this boot proven ours), never from a file that a
 //! killed process or a reboot leaves behind.
 

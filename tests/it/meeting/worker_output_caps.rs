@@ -1,4 +1,4 @@
-//! Issue 17 for meetings: what a meeting's worker says is capped and can never keep the
+//! What a meeting's worker says is capped and can never keep the
 //! meeting from closing (linked artifacts, notes, follow-up requests), and nothing guild-hall
 //! writes for a meeting is an artifact `check` would refuse. The real binary, real git, the
 //! scripted `counsel` worker, which floods its own mailbox the way a hostile worker would.

@@ -1,5 +1,5 @@
 //! What a wave task writes into its mailbox is read, never trusted, and what a copy-back cannot
-//! do ends the wave with a reason (issue 17, items 4, 6, 7, for wave tasks): an attempt cannot
+//! do ends the wave with a reason: an attempt cannot
 //! plant updates for the next one and each attempt counts its own sequence; paths are checked
 //! against the task's worktree; a pass reads only new bytes of a large mailbox; a worker that
 //! makes its mailbox unreadable (`chmod 000`) is read all the same, and a mailbox that cannot

@@ -1,10 +1,10 @@
-//! Wave tasks and verify under the liveness rules of commissions (issue 17, item 5): a hung
+//! Wave tasks and verify under the liveness rules of commissions: a hung
 //! one fails "process unresponsive" after `stale_after` and its processes are stopped, a busy
 //! one past its `timeout:` fails naming the limit; and Kiln's resume classes after a crash —
 //! a task whose supervisor died is `rerun_required` and runs again once what it left running
 //! is killed, one whose worktree is gone is `orphaned`, reported, and runs again in a fresh
 //! worktree; a task's or verify's `run.json` that cannot be trusted is reported and signals
-//! nothing (issue 17, item 1). Real processes, real git; a test that kills by pid, or forges a
+//! nothing. Real processes, real git; a test that kills by pid, or forges a
 //! record that could get one signalled, runs in a private pid namespace.
 
 use serde_json::Value;

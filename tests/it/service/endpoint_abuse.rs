@@ -1,4 +1,4 @@
-//! Issue 17, the endpoint and the manager: a confined worker cannot drive the watcher's
+//! The endpoint and the manager: a confined worker cannot drive the watcher's
 //! endpoint, a flood of idle connections does not keep a real request out, `mcp --manager`
 //! answers every line by JSON-RPC's rules, and a dispatch never writes an invalid artifact.
 //! Real processes throughout: the binary, a scripted worker under its real shim and sandbox,

@@ -1,4 +1,4 @@
-//! The worker packages bundled in the binary (issue 20, item 2): `workers add` and
+//! The worker packages bundled in the binary: `workers add` and
 //! `workers --available`; a commission whose worker is not installed waits, and every command
 //! says so alike; `init` says what to do next; and the whole first hour with nothing but the
 //! installed binary.
@@ -95,7 +95,7 @@ fn only_the_binary_from_init_to_landed_work() {
     assert!(git(&repo, &["show", "claude/main:.lore/notes/talk.md"]).contains("Written in meeting talk."));
 }
 
-/// Issue 20: a commission written before its worker is installed used to be used up (attempt
+/// A commission written before its worker is installed used to be used up (attempt
 /// 1 failed) while `check` failed on it, `status` showed a bare `pending` and `--dry-run` said
 /// it would dispatch. It waits, and the four commands say the same; it runs once the package
 /// is there.

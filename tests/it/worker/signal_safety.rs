@@ -1,4 +1,4 @@
-//! Issue 17, item 1: guild-hall signals only processes proven to be an attempt's and deletes
+//! Guild-hall signals only processes proven to be an attempt's and deletes
 //! only under paths it computes from the id. Every test that leads to a kill runs the whole
 //! scenario in a private pid namespace (`unshare --pid --fork --mount-proc`): there, every
 //! process the script starts sits in "session 0", as the services of many machines do.
