@@ -45,10 +45,12 @@ mod commission {
     mod mailbox;
 }
 
-/// Git as the truth: merging, sync and land, trailers, fresh homes and clones, CI runs, and what a worker may plant.
+/// Git as the truth: merging, sync and land, trailers, fresh homes and clones, CI runs, what a worker may plant,
+/// and what a crash leaves in git.
 mod git {
     mod another_home;
     pub(crate) mod ci;
+    mod crash_leftovers;
     mod fresh_home_and_clone;
     mod merge;
     mod merge_limits;
