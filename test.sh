@@ -60,12 +60,12 @@ if [ -z "${GUILD_HALL_TEST_NO_INSTALL:-}" ]; then
   if ! target/gemini/node_modules/.bin/gemini --version 2>/dev/null | grep -qx 0.61.0; then
     npm install --no-audit --no-fund --prefix target/gemini @google/gemini-cli@0.61.0 >/dev/null
   fi
-  # The ACP tests run Zed's Claude Code adapter (pinned: tests/it/acp.rs) under guild-hall's ACP
+  # The ACP tests run Zed's Claude Code adapter (pinned: tests/it/worker/acp_claude_code.rs) under guild-hall's ACP
   # client, confined, against the same stand-in.
   if ! grep -qs '"version": "0.16.2"' target/claude-code-acp/node_modules/@zed-industries/claude-code-acp/package.json; then
     npm install --no-audit --no-fund --prefix target/claude-code-acp @zed-industries/claude-code-acp@0.16.2 >/dev/null
   fi
-  # ... and Zed's Codex adapter (pinned: tests/it/acp_real.rs) against the Responses API stand-in;
+  # ... and Zed's Codex adapter (pinned: tests/it/worker/acp_codex_gemini.rs) against the Responses API stand-in;
   # `gemini --acp` is the Gemini CLI above.
   if ! grep -qs '"version": "0.16.0"' target/codex-acp/node_modules/@zed-industries/codex-acp/package.json; then
     npm install --no-audit --no-fund --prefix target/codex-acp @zed-industries/codex-acp@0.16.0 >/dev/null

@@ -35,6 +35,28 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The commit `r` names in the project's repository.
+pub fn rev(p: &Project, r: &str) -> String {
+    git(&p.root, &["rev-parse", r]).trim().to_string()
+}
+
+/// The trailers on the integration branch.
+pub fn trailers(p: &Project) -> String {
+    git(&p.root, &["log", "--format=%B", "claude/main"])
+}
+
+/// Run passes with the fault switch at `finish:1` until one stops there: the worker's work is
+/// committed on its branch and the merge has not happened yet.
+pub fn stop_before_merge(p: &Project, id: &str) {
+    p.pass_until_fault("finish:1");
+    assert_ne!(p.status(id), "completed");
+}
+
+/// PATH with the agent's bin dir in front.
+pub fn path_with(bin: &Path) -> String {
+    format!("{}:{}", bin.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default())
+}
+
 /// A name unique within this test process.
 fn uuid_like() -> usize {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -1,62 +1,104 @@
 //! The integration tests, one binary (linking one test binary instead of eleven is most of a
 //! clean `cargo test` on two cores): the real `guild-hall` binary against real git
-//! repositories, real worker processes and real outside tools, one module per area.
+//! repositories, real worker processes and real outside tools. A directory per area (its module
+//! below); a file per behaviour, with its adversarial and crash cases beside it. Run one area with
+//! `cargo nextest run --test it plan::`.
 
-mod acp;
-mod acp_real;
-mod agree;
-mod apply;
-mod board;
-mod bundled;
-mod check_truth;
-mod ci;
-mod ci_waves;
-mod claude_code;
-mod clone_truth;
-mod codex;
 mod common;
-mod confinement;
-mod cycles_trust;
 mod docs;
-mod editor;
-mod endpoint_trust;
-mod first_hour;
-mod first_hour_fixes;
-mod gc;
-mod gemini;
-mod git_trust;
-mod git_truth;
-mod home_truth;
-mod ids;
-mod keys;
 mod layout;
-mod lifecycle;
-mod liveness;
-mod r#loop;
-mod mailbox_trust;
-mod mcp;
-mod meeting_trust;
-mod meetings;
-mod merge;
-mod merge_trust;
-mod one_package;
-mod output_trust;
-mod plan_truth;
-mod positions;
-mod robustness;
-mod rpc;
-mod rpc_catalogue;
-mod sandbox_trust;
-mod settle;
-mod slurm;
-mod surgical;
-mod sync;
-mod texts;
-mod trailers;
-mod trust;
-mod watch;
-mod waves;
-mod waves_mail_trust;
-mod waves_trust;
-mod words;
-mod workers;
+
+/// What every kind shares: applying an update and settling one a killed pass left, the one pass over the kinds, ids, orphans, surgical writes.
+mod activity {
+    mod apply;
+    mod ids;
+    mod one_pass;
+    mod orphans;
+    mod settle;
+    mod surgical_writes;
+}
+
+/// `guild-hall board` in a real terminal.
+mod board {
+    mod terminal;
+}
+
+/// What the commands say and check: wording, tables, positions, misspelt keys, escapes shown not obeyed, editor support.
+mod cli {
+    mod agreeing_commands;
+    mod check_problems;
+    mod editor_support;
+    mod escapes_shown;
+    mod first_hour;
+    mod load_errors;
+    mod misspelt_keys;
+    mod positions;
+    mod readable_output;
+    mod wording;
+}
+
+/// A commission's life: dispatch to merge, dependencies and their cycles, its mailbox, crashes and bad input.
+mod commission {
+    mod crashes_and_bad_input;
+    mod dependency_cycles;
+    mod lifecycle;
+    mod mailbox;
+}
+
+/// Git as the truth: merging, sync and land, trailers, fresh homes and clones, CI runs, what a worker may plant,
+/// and what a crash leaves in git.
+mod git {
+    mod another_home;
+    pub(crate) mod ci;
+    mod crash_leftovers;
+    mod fresh_home_and_clone;
+    mod merge;
+    mod merge_limits;
+    mod planted_config;
+    mod sync_and_land;
+    mod teammate_clone;
+    mod trailers;
+}
+
+/// Meetings end to end, their turns, and what a meeting's worker may say.
+mod meeting {
+    mod end_to_end;
+    mod fixtures;
+    mod killed_turn;
+    mod worker_output_caps;
+}
+
+/// Plans and their waves: order, copy-back, verify, task liveness, the mailbox, the record against git, CI timeouts.
+mod plan {
+    mod ci_timeout;
+    pub(crate) mod fixtures;
+    mod mailbox;
+    mod record_vs_git;
+    mod task_liveness;
+    mod waves;
+}
+
+/// `watch` as a service and its endpoints: the JSON-RPC socket, the typed catalogues, MCP.
+mod service {
+    mod endpoint_abuse;
+    pub(crate) mod mcp;
+    mod rpc;
+    mod rpc_catalogue;
+    mod watch;
+}
+
+/// Worker packages and processes: bundled packages, confinement and the sandbox, signals, Slurm, the real agent CLIs.
+mod worker {
+    pub(crate) mod acp_claude_code;
+    mod acp_codex_gemini;
+    mod bundled;
+    pub(crate) mod claude_code;
+    pub(crate) mod codex;
+    mod confinement;
+    pub(crate) mod gemini;
+    pub(crate) mod one_package;
+    mod packages;
+    mod sandbox_reads;
+    mod signal_safety;
+    mod slurm;
+}
