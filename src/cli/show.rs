@@ -274,7 +274,10 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         guild_hall::ops::status::rows(&env.home, &env.project, id, now, |r| if filter.keeps(r) { rows.emit(r) } else { Ok(()) })?;
     if let Some(id) = id {
         if rows.count == 0 && filter.status.is_empty() && filter.worker.is_empty() {
-            bail!("{}", guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()));
+            return Err(guild_hall::tools::Failure::not_found(
+                guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()),
+            )
+            .into());
         }
     }
     if let Some(first) = rows.single.take() {
