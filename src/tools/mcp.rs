@@ -104,11 +104,11 @@ fn parse_error(why: &str) -> String {
 }
 
 /// Whether `line` is one JSON value (after an optional BOM, as rmcp reads it); why not.
-fn check_line(line: &[u8]) -> Result<(), String> {
+fn check_line(line: &[u8]) -> Result<(), serde_json::Error> {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     // Parsed into a value, as rmcp will: serde_json's recursion limit (128) then makes
     // too-deep nesting a parse error (`IgnoredAny` would skip it iteratively, unlimited).
-    serde_json::from_slice::<Json>(line).map(|_| ()).map_err(|e| e.to_string())
+    serde_json::from_slice::<Json>(line).map(|_| ())
 }
 
 /// Pass the client's lines to rmcp, answering those that are not JSON with -32700 instead.
@@ -157,7 +157,7 @@ async fn read_lines(
                     }
                 }
                 Err(why) => {
-                    let _ = errors.send(parse_error(&why));
+                    let _ = errors.send(parse_error(&why.to_string()));
                 }
             }
         }
