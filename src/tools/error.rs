@@ -97,12 +97,15 @@ fn kind_of_cause(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind>
     None
 }
 
-/// An I/O error's kind: a missing file is not found, an existing one a conflict, the rest a
-/// fault (EIO, a full disk, a permission the home should have).
+/// An I/O error's kind: a missing file is not found, an existing one a conflict; a permission
+/// denied (a sandbox's, a file's mode) and a link never followed (`O_NOFOLLOW`'s ELOOP) are
+/// refusals; the rest a fault (EIO, a full disk, a directory where a file should be).
 fn of_io(e: &std::io::Error) -> ErrorKind {
     match e.kind() {
         std::io::ErrorKind::NotFound => ErrorKind::NotFound,
         std::io::ErrorKind::AlreadyExists => ErrorKind::Conflict,
+        std::io::ErrorKind::PermissionDenied => ErrorKind::Refused,
+        _ if e.raw_os_error() == Some(libc::ELOOP) => ErrorKind::Refused,
         _ => ErrorKind::Fault,
     }
 }
@@ -181,6 +184,9 @@ mod tests {
             (io(std::io::ErrorKind::AlreadyExists), Some(ErrorKind::Conflict)),
             (anyhow::Error::from(std::io::Error::from_raw_os_error(libc::EIO)), Some(ErrorKind::Fault)),
             (anyhow::Error::from(std::io::Error::from_raw_os_error(libc::EISDIR)), Some(ErrorKind::Fault)),
+            (anyhow::Error::from(std::io::Error::from_raw_os_error(libc::ENOSPC)), Some(ErrorKind::Fault)),
+            (anyhow::Error::from(std::io::Error::from_raw_os_error(libc::EACCES)), Some(ErrorKind::Refused)),
+            (anyhow::Error::from(std::io::Error::from_raw_os_error(libc::ELOOP)), Some(ErrorKind::Refused)),
             (
                 anyhow::Error::from(git2::Error::new(git2::ErrorCode::NotFound, git2::ErrorClass::Reference, "no ref")),
                 Some(ErrorKind::NotFound),
