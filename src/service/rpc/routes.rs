@@ -52,12 +52,6 @@ enum Failed {
     Tool(ToolError),
 }
 
-impl From<(i64, String)> for Failed {
-    fn from((code, message): (i64, String)) -> Failed {
-        Failed::Protocol(code, message)
-    }
-}
-
 /// JSON-RPC invalid params.
 const INVALID_PARAMS: i64 = -32602;
 /// JSON-RPC internal error.
