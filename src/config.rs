@@ -502,14 +502,27 @@ pub fn human_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
+/// Why a size could not be read (`text`: as it was written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("bad size {text:?}: expected a number of bytes, or e.g. `100MiB`")]
+    NoNumber { text: String },
+    #[error("bad size {text:?}: unknown unit {unit:?} (use bytes, KiB, MiB, GiB, or KB, MB, GB)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("bad size {text:?}: expected a number of bytes or e.g. `100MiB`")]
+    NotANumber { text: String },
+    #[error("bad size {text:?}")]
+    OutOfRange { text: String },
+}
+
 /// Parse a size: a number of bytes, or a number with a unit (`KiB`, `MiB`, `GiB`, `TiB`;
 /// `KB`, `MB`, `GB`, `TB` are decimal; `B`), spaces and case aside.
-pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+pub fn parse_size(text: &str) -> std::result::Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = (t[..split].trim(), t[split..].trim().to_ascii_lowercase());
     if num.is_empty() {
-        return Err(format!("bad size {text:?}: expected a number of bytes, or e.g. `100MiB`"));
+        return Err(SizeError::NoNumber { text: text.to_string() });
     }
     let factor: u64 = match unit.as_str() {
         "" | "b" => 1,
@@ -521,12 +534,12 @@ pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
-        _ => return Err(format!("bad size {text:?}: unknown unit {unit:?} (use bytes, KiB, MiB, GiB, or KB, MB, GB)")),
+        _ => return Err(SizeError::UnknownUnit { text: text.to_string(), unit }),
     };
-    let value: f64 = num.parse().map_err(|_| format!("bad size {text:?}: expected a number of bytes or e.g. `100MiB`"))?;
+    let value: f64 = num.parse().map_err(|_| SizeError::NotANumber { text: text.to_string() })?;
     let bytes = value * factor as f64;
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("bad size {text:?}"));
+        return Err(SizeError::OutOfRange { text: text.to_string() });
     }
     Ok(bytes.round() as u64)
 }

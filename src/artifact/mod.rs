@@ -124,9 +124,10 @@ pub enum LoadError {
     #[error(transparent)]
     BadId(#[from] ids::IdError),
     /// Not there, or not readable; a symlink, or not a regular file (never followed): the
-    /// whole text as the kind's [`Wording`] says it (the io error in it, not a source after it).
-    #[error("{0}")]
-    Unreadable(String),
+    /// whole text as the kind's [`Wording`] says it (the io error in it, not a source after it),
+    /// and the io error's kind, if it was one (a face tells a missing file from a fault by it).
+    #[error("{text}")]
+    Unreadable { text: String, io: Option<std::io::ErrorKind> },
     /// The problems the parser found, one a line, each naming the file.
     #[error("{0}")]
     Invalid(String),
@@ -208,7 +209,13 @@ pub fn load<T>(
     parse: impl FnOnce(&std::path::Path, &str) -> Result<T, Vec<Problem>>,
 ) -> Result<T, LoadError> {
     ids::validate_id(id)?;
-    let text = read_regular(path).map_err(|e| LoadError::Unreadable(wording.unreadable(id, path, &e)))?;
+    let text = read_regular(path).map_err(|e| LoadError::Unreadable {
+        text: wording.unreadable(id, path, &e),
+        io: match &e {
+            ReadError::Io(io) => Some(io.kind()),
+            ReadError::Symlink | ReadError::NotRegular => None,
+        },
+    })?;
     parse(path, &text).map_err(|ps| LoadError::Invalid(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 

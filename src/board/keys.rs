@@ -68,11 +68,16 @@ impl Default for Ui {
     }
 }
 
-/// The question `c` asks, or why `c` does nothing for this item.
-fn cancel_question(item: &Item) -> Result<String, String> {
+/// What `c` does for an item: ask before cancelling it, or nothing, saying why.
+enum CancelKey {
+    Ask(String),
+    NotHere(&'static str),
+}
+
+fn cancel_question(item: &Item) -> CancelKey {
     match item.kind {
-        Kind::Meeting => Err("a meeting is closed from its chat (m, then /close), not cancelled".into()),
-        _ => Ok(format!("cancel {}? y/n", item.named())),
+        Kind::Meeting => CancelKey::NotHere("a meeting is closed from its chat (m, then /close), not cancelled"),
+        _ => CancelKey::Ask(format!("cancel {}? y/n", item.named())),
     }
 }
 
@@ -188,11 +193,11 @@ impl Ui {
             KeyCode::Char('c') => {
                 let item = item?;
                 match cancel_question(item) {
-                    Ok(q) => {
+                    CancelKey::Ask(q) => {
                         self.message = Some(q);
                         self.mode = Mode::Confirm(Command::Cancel, (item.kind, item.project, item.id.clone()));
                     }
-                    Err(why) => self.message = Some(why),
+                    CancelKey::NotHere(why) => self.message = Some(why.to_string()),
                 }
                 None
             }

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use crate::ops::status::{ProblemRow, Process, StatusRow};
 use chrono::{DateTime, Utc};
-use serde_json::Value as Json;
 
 use crate::activity::state::strip_escapes;
 use crate::artifact::MeetingStatus;
@@ -227,8 +227,9 @@ pub fn meetings(home: &Home, project: &Project, index: usize, items: &mut Vec<It
     Ok(problems.iter().map(|p| clean(p)).collect())
 }
 
-fn text(row: &Json, key: &str) -> Option<String> {
-    row[key].as_str().map(clean).filter(|s| !s.is_empty())
+/// A text as one cleaned line, if it says anything.
+fn text(s: Option<&str>) -> Option<String> {
+    s.map(clean).filter(|s| !s.is_empty())
 }
 
 fn time(s: Option<&str>) -> Option<DateTime<Utc>> {
@@ -239,40 +240,64 @@ fn time(s: Option<&str>) -> Option<DateTime<Utc>> {
         .or_else(|| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()))
 }
 
-/// A commission's item from its `status` row.
-fn commission(row: &Json, project: usize, now: DateTime<Utc>) -> Item {
-    let status = row["status"].as_str().unwrap_or("pending").to_string();
-    let questions = row["questions"].as_array().map(Vec::len).unwrap_or(0);
-    let summary = row["result"]["summary"].as_str().map(clean);
+/// A commission's item from its `status` row (or a problem's: an invalid artifact, an orphan).
+fn commission(row: &StatusRow, project: usize, now: DateTime<Utc>) -> Item {
+    let c = match row {
+        StatusRow::Commission(c) => c,
+        StatusRow::Problem(p) => return problem(p, project),
+    };
+    let status = c.status.as_str().to_string();
+    let summary = text(c.summary());
     // What the line says: under way, then why it stopped or waits, then progress, then the
     // result.
-    let note = text(row, "stopping")
-        .or_else(|| text(row, "elsewhere"))
-        .or_else(|| text(row, "integrated"))
+    let note = text(c.stopping.as_deref())
+        .or_else(|| text(c.elsewhere.as_deref()))
+        .or_else(|| text(c.integrated.as_deref()))
         .or_else(|| if matches!(status.as_str(), "completed") { summary.clone() } else { None })
-        .or_else(|| text(row, "reason"))
-        .or_else(|| text(row, "waiting"))
-        .or_else(|| text(row, "progress"))
+        .or_else(|| text(c.reason.as_deref()))
+        .or_else(|| text(c.waiting.as_deref()))
+        .or_else(|| text(c.progress.as_deref()))
         .or(summary)
         .unwrap_or_default();
-    let alive = row["process"] == "alive";
     Item {
         kind: Kind::Commission,
         project,
-        id: row["id"].as_str().unwrap_or("?").to_string(),
-        title: text(row, "title").unwrap_or_default(),
+        id: c.id.clone(),
+        title: text(c.title.as_deref()).unwrap_or_default(),
         status,
-        worker: text(row, "worker").unwrap_or_default(),
-        attempt: row["attempt"].as_u64().and_then(|a| u32::try_from(a).ok()).unwrap_or(0),
-        created: time(row["created"].as_str()),
-        heartbeat: row["heartbeat_age_secs"].as_i64().map(|s| now - chrono::Duration::seconds(s)),
-        alive,
+        worker: text(Some(&c.worker)).unwrap_or_default(),
+        attempt: c.attempt,
+        created: time(c.created.as_deref()),
+        heartbeat: c.heartbeat_age_secs.map(|s| now - chrono::Duration::seconds(s)),
+        alive: c.process == Process::Alive,
         note,
-        questions,
+        questions: c.questions(),
         waves: Vec::new(),
         wave: None,
         verify: None,
-        path: row["path"].as_str().map(PathBuf::from).unwrap_or_default(),
+        path: c.path.clone(),
+    }
+}
+
+/// An invalid artifact's or an orphan's item: its reason is the line.
+fn problem(p: &ProblemRow, project: usize) -> Item {
+    Item {
+        kind: Kind::Commission,
+        project,
+        id: p.id.clone(),
+        title: String::new(),
+        status: p.status.as_str().to_string(),
+        worker: String::new(),
+        attempt: p.attempt,
+        created: None,
+        heartbeat: None,
+        alive: false,
+        note: text(Some(&p.reason)).unwrap_or_default(),
+        questions: 0,
+        waves: Vec::new(),
+        wave: None,
+        verify: None,
+        path: p.path.clone(),
     }
 }
 

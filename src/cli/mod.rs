@@ -426,9 +426,15 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             say_err!("error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(exit_code(&e))
         }
     }
+}
+
+/// The exit code of a command that failed, by the kind of its error (docs/commands.md, "Exit
+/// codes"): one that does not say its kind is a refusal, exit 1 as ever.
+fn exit_code(e: &anyhow::Error) -> u8 {
+    guild_hall::tools::ErrorKind::of(e).unwrap_or(guild_hall::tools::ErrorKind::Refused).exit_code()
 }
 
 fn init_tracing(verbose: u8, json: bool) {

@@ -11,6 +11,7 @@ use super::{Env, ReconcileArgs};
 use guild_hall::activity::timeline;
 use guild_hall::artifact::ids;
 use guild_hall::artifact::Problem;
+use guild_hall::ops::status::StatusRow;
 use guild_hall::reconcile::{self, Options};
 
 pub fn reconcile(env: &Env, args: &ReconcileArgs) -> Result<bool> {
@@ -140,9 +141,9 @@ pub struct Filter {
 }
 
 impl Filter {
-    fn keeps(&self, row: &serde_json::Value) -> bool {
-        let is = |k: &str, want: &[String]| want.is_empty() || want.iter().any(|w| row[k].as_str() == Some(w.as_str()));
-        is("status", &self.status) && is("worker", &self.worker)
+    fn keeps(&self, row: &StatusRow) -> bool {
+        let is = |v: Option<&str>, want: &[String]| want.is_empty() || want.iter().any(|w| v == Some(w.as_str()));
+        is(Some(row.status()), &self.status) && is(row.worker(), &self.worker)
     }
 
     /// A plan is kept when its status is one asked for and one of its tasks runs on a worker
@@ -178,13 +179,13 @@ struct Rows {
     now: DateTime<Utc>,
     count: usize,
     /// `status <id> --json` prints its one row as an object: the first row, kept.
-    single: Option<Option<serde_json::Value>>,
+    single: Option<Option<StatusRow>>,
     /// The table: id, status, worker, attempt, age, beat, note.
     table: Table<7>,
 }
 
 impl Rows {
-    fn emit(&mut self, r: &serde_json::Value) -> Result<()> {
+    fn emit(&mut self, r: &StatusRow) -> Result<()> {
         if let Some(first) = &mut self.single {
             if first.is_none() {
                 *first = Some(r.clone());
@@ -202,38 +203,49 @@ impl Rows {
             }
             super::out::stdout_raw(super::out::json(&text).as_bytes());
         } else {
-            let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
-            let summary = r["result"]["summary"].as_str().unwrap_or("").to_string();
-            let note = if !s("elsewhere").is_empty() {
-                s("elsewhere")
-            } else if !s("integrated").is_empty() {
-                s("integrated")
-            } else if !s("waiting").is_empty() {
-                s("waiting")
-            } else if matches!(s("status").as_str(), "invalid" | "orphaned") || !s("reason").is_empty() && s("status") != "in_progress" {
-                s("reason")
-            } else if s("status") == "completed" && !summary.is_empty() {
-                // What it ended with, not the last thing it said on the way.
-                summary
-            } else {
-                s("progress")
+            let (status, worker, created, beat, note) = match r {
+                // An invalid artifact or an orphan: its reason.
+                StatusRow::Problem(p) => (p.status.as_str().to_string(), "", None, "-".to_string(), p.reason.clone()),
+                StatusRow::Commission(c) => {
+                    let s = |v: &Option<String>| v.clone().unwrap_or_default();
+                    let summary = c.summary().unwrap_or("").to_string();
+                    let note = if !s(&c.elsewhere).is_empty() {
+                        s(&c.elsewhere)
+                    } else if !s(&c.integrated).is_empty() {
+                        s(&c.integrated)
+                    } else if !s(&c.waiting).is_empty() {
+                        s(&c.waiting)
+                    } else if !s(&c.reason).is_empty() && c.status != guild_hall::artifact::Status::InProgress {
+                        s(&c.reason)
+                    } else if c.status == guild_hall::artifact::Status::Completed && !summary.is_empty() {
+                        // What it ended with, not the last thing it said on the way.
+                        summary
+                    } else {
+                        s(&c.progress)
+                    };
+                    let beat = c.heartbeat_age_secs.map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
+                    // Still stopping: "cancelling" / "failing", and what is under way.
+                    let stopping = s(&c.stopping);
+                    let (status, note) = match stopping.split_once(':') {
+                        Some((verb, _)) => (verb.to_string(), stopping.clone()),
+                        // Waiting in a cluster's queue: neither running nor stale.
+                        None if !s(&c.queued).is_empty() => ("queued".to_string(), s(&c.queued)),
+                        None => (c.status.as_str().to_string(), note),
+                    };
+                    (status, c.worker.as_str(), c.created.as_deref(), beat, note)
+                }
             };
-            let beat = r["heartbeat_age_secs"].as_i64().map(|s| format!("{s}s")).unwrap_or_else(|| "-".into());
-            // Still stopping: "cancelling" / "failing", and what is under way.
-            let stopping = s("stopping");
-            let (status, note) = match stopping.split_once(':') {
-                Some((verb, _)) => (verb.to_string(), stopping.clone()),
-                // Waiting in a cluster's queue: neither running nor stale.
-                None if !s("queued").is_empty() => ("queued".to_string(), s("queued")),
-                None => (s("status"), note),
+            let attempt = match r {
+                StatusRow::Commission(c) => c.attempt,
+                StatusRow::Problem(p) => p.attempt,
             };
             // One row a commission: the first line of the note, every control in it shown.
             self.table.row([
-                line(&s("id")).into_owned(),
+                line(r.id()).into_owned(),
                 status,
-                line(&s("worker")).into_owned(),
-                r["attempt"].as_u64().unwrap_or(0).to_string(),
-                age(self.now, parse_time(r["created"].as_str())),
+                line(worker).into_owned(),
+                attempt.to_string(),
+                age(self.now, parse_time(created)),
                 beat,
                 line(note.split('\n').next().unwrap_or("")).into_owned(),
             ]);
@@ -274,11 +286,14 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         guild_hall::ops::status::rows(&env.home, &env.project, id, now, |r| if filter.keeps(r) { rows.emit(r) } else { Ok(()) })?;
     if let Some(id) = id {
         if rows.count == 0 && filter.status.is_empty() && filter.worker.is_empty() {
-            bail!("{}", guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()));
+            return Err(guild_hall::tools::Failure::not_found(
+                guild_hall::artifact::Wording::COMMISSION.missing(id, &env.project.commissions_dir()),
+            )
+            .into());
         }
     }
     if let Some(first) = rows.single.take() {
-        say_json!("{}", serde_json::to_string_pretty(&first.unwrap_or(serde_json::Value::Null))?);
+        say_json!("{}", serde_json::to_string_pretty(&first)?);
     } else if json_out {
         super::out::stdout_raw(if rows.count == 0 { b"[]\n" } else { b"\n]\n" });
     } else {

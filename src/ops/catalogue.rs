@@ -1,7 +1,7 @@
 //! The meeting and plan catalogues ([`crate::tools::meeting`], [`crate::tools::plan`]) carried
 //! out over one project by [`super::meeting`] and [`super::plan`]. Only glue: each method maps
-//! its typed request onto an operation, and an operation's error onto a refusal, as the
-//! dispatcher does.
+//! its typed request onto an operation, and an operation's error onto the kind it says (a
+//! plain message is a refusal; an I/O error a fault), as the dispatcher does.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::SyncSender;
@@ -15,11 +15,11 @@ use crate::config::{Home, Project};
 use crate::meeting::turn::Turn;
 use crate::tools::meeting::{self as meetings, Accept, Closed, Decline, Message, Opened, Start, Summary};
 use crate::tools::plan::{self as plans, Create, Created, Requested};
-use crate::tools::{Reply, ToolError};
+use crate::tools::{ErrorKind, Reply, ToolError};
 
-/// What an operation refused, for the caller to read.
-fn refused(e: anyhow::Error) -> ToolError {
-    ToolError::Refused(format!("{e:#}"))
+/// An operation's error as the caller reads it: a refusal unless it says another kind.
+fn failed(e: anyhow::Error) -> ToolError {
+    ToolError::of(e, ErrorKind::Refused)
 }
 
 /// The meeting operations over one project. A turn's events go to `events` as they happen
@@ -41,7 +41,7 @@ impl Meetings {
         let mut emit = |e: &crate::meeting::events::TurnEvent| {
             send(Some(serde_json::to_value(e).unwrap_or_default()));
         };
-        crate::ops::meeting::turn(&self.home, &self.project, id, message, &self.gone, &mut emit).map_err(refused)
+        crate::ops::meeting::turn(&self.home, &self.project, id, message, &self.gone, &mut emit).map_err(failed)
     }
 }
 
@@ -62,7 +62,7 @@ impl meetings::Operations for Meetings {
             requested_by: None,
             body: req.message.unwrap_or_default(),
         };
-        let m = crate::ops::meeting::start(&self.home, &self.project, &new).map_err(refused)?;
+        let m = crate::ops::meeting::start(&self.home, &self.project, &new).map_err(failed)?;
         match first {
             Some(message) => self.turn(&m.id, &message).map(Opened::Turn),
             None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
@@ -70,7 +70,7 @@ impl meetings::Operations for Meetings {
     }
 
     fn accept(&self, req: Accept) -> Result<Opened<Turn>, ToolError> {
-        let (m, opening) = crate::ops::meeting::accept(&self.home, &self.project, &req.id, req.message.as_deref()).map_err(refused)?;
+        let (m, opening) = crate::ops::meeting::accept(&self.home, &self.project, &req.id, req.message.as_deref()).map_err(failed)?;
         match req.message {
             Some(_) => self.turn(&m.id, &opening).map(Opened::Turn),
             None => Ok(Opened::Meeting(Box::new(Summary::of(&m)))),
@@ -82,19 +82,19 @@ impl meetings::Operations for Meetings {
     }
 
     fn decline(&self, req: Decline) -> Result<Summary, ToolError> {
-        let m = crate::ops::meeting::decline(&self.home, &self.project, &req.id, req.reason.as_deref()).map_err(refused)?;
+        let m = crate::ops::meeting::decline(&self.home, &self.project, &req.id, req.reason.as_deref()).map_err(failed)?;
         Ok(Summary::of(&m))
     }
 
     fn close(&self, id: &str) -> Result<Closed, ToolError> {
-        let (m, closed) = crate::ops::meeting::close(&self.home, &self.project, id).map_err(refused)?;
+        let (m, closed) = crate::ops::meeting::close(&self.home, &self.project, id).map_err(failed)?;
         Ok(Closed { meeting: Summary::of(&m), closed })
     }
 
     /// The meetings that can be read (one that cannot is left out).
     fn list(&self) -> Result<meetings::Listed, ToolError> {
         let mut meetings = Vec::new();
-        for path in crate::artifact::paths(&self.project.meetings_dir()).map_err(refused)? {
+        for path in crate::artifact::paths(&self.project.meetings_dir()).map_err(failed)? {
             let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
             if let Ok(m) = crate::meeting::observe::load(&self.project, id) {
                 meetings.push(Summary::of(&m));
@@ -104,8 +104,8 @@ impl meetings::Operations for Meetings {
     }
 
     fn show(&self, id: &str) -> Result<meetings::Shown, ToolError> {
-        let m = crate::meeting::observe::load(&self.project, id).map_err(refused)?;
-        let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&m.path)).map_err(refused)?;
+        let m = crate::meeting::observe::load(&self.project, id).map_err(failed)?;
+        let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&m.path)).map_err(failed)?;
         Ok(meetings::Shown::of(&m, log))
     }
 }
@@ -131,20 +131,20 @@ impl plans::Operations for Plans {
             fixer: req.fixer,
             draft: req.draft,
         };
-        let plan = crate::ops::plan::create(&self.home, &self.project, &new).map_err(refused)?;
+        let plan = crate::ops::plan::create(&self.home, &self.project, &new).map_err(failed)?;
         Ok(Created { plan })
     }
 
     fn show(&self, id: &str) -> Result<plans::Shown, ToolError> {
-        crate::ops::plan::view(&self.home, &self.project, id).map(|(_, _, shown)| shown).map_err(refused)
+        crate::ops::plan::view(&self.home, &self.project, id).map(|(_, _, shown)| shown).map_err(failed)
     }
 
     fn list(&self) -> Result<plans::Listed, ToolError> {
-        crate::ops::plan::list(&self.home, &self.project).map_err(refused)
+        crate::ops::plan::list(&self.home, &self.project).map_err(failed)
     }
 
     fn request(&self, id: &str, to: PlanStatus) -> Result<Requested, ToolError> {
-        crate::ops::plan::request(&self.home, &self.project, id, to).map_err(refused)?;
+        crate::ops::plan::request(&self.home, &self.project, id, to).map_err(failed)?;
         Ok(Requested { plan: id.to_string(), requested: to })
     }
 }

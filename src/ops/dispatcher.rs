@@ -16,7 +16,7 @@ use crate::tools::dispatcher::{
     Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List, MeetingRequest, MeetingRequested,
     Operations,
 };
-use crate::tools::ToolError;
+use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;
 
 fn invalid(msg: impl Into<String>) -> ToolError {
@@ -59,13 +59,14 @@ impl Dispatcher {
     }
 
     /// The job named by a request. A malformed or unknown id is invalid params (-32602 on
-    /// every face), as docs/mcp.md promises; an unreadable job is a refusal.
+    /// every face), as docs/mcp.md promises; a job that cannot be read is refused (a link, a
+    /// file that does not parse), or a fault (an I/O error).
     fn known(&self, job: &str) -> Result<Commission, ToolError> {
         ids::validate_id(job).map_err(|e| ToolError::BadArguments(format!("bad jobId: {e}")))?;
         if !self.project.commission_path(job).exists() {
             return Err(ToolError::BadArguments(format!("unknown jobId {job:?}")));
         }
-        load(&self.project, job).map_err(|e| invalid(format!("job {job:?} is unreadable: {e:#}")))
+        load(&self.project, job).map_err(|e| ToolError::of(e.context(format!("job {job:?} is unreadable")), ErrorKind::Refused))
     }
 }
 
@@ -104,7 +105,7 @@ impl Operations for Dispatcher {
             max_budget_usd: config.max_budget_usd,
             ..NewCommission::default()
         };
-        let id = create(&self.home, &self.project, &new).map_err(|e| invalid(format!("{e:#}")))?;
+        let id = create(&self.home, &self.project, &new).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
         super::kick(&self.home, &self.project)?;
         Ok(Dispatched { job_id: id })
     }
@@ -224,13 +225,16 @@ impl Operations for Dispatcher {
             Ok(lock) => Some(lock),
             Err(_) if crate::reconcile::lock_holder(&self.home, &self.project).is_some_and(|h| h.starts_with("guild-hall watch")) => None,
             Err(_) => {
-                return Err(invalid(format!("job {} is still winding down (a reconciler is at work); try again shortly", c.id)));
+                return Err(ToolError::Conflict(format!(
+                    "job {} is still winding down (a reconciler is at work); try again shortly",
+                    c.id
+                )));
             }
         };
         // The reconciler is still stopping its worker or committing its partial results: that
         // is the reconciler's work, not ours to race.
         if self.home.worktree(&self.project.name, &c.id).exists() || crate::worker::shim::shim_lock_held(&state) {
-            return Err(invalid(format!(
+            return Err(ToolError::Conflict(format!(
                 "job {} is still winding down (worker stopping or results being committed); try again shortly",
                 c.id
             )));
@@ -270,7 +274,7 @@ impl Operations for Dispatcher {
             requested_by: Some("manager".into()),
             body: String::new(),
         };
-        let id = super::meeting::create(&self.home, &self.project, &new).map_err(|e| ToolError::Refused(format!("{e:#}")))?;
+        let id = super::meeting::create(&self.home, &self.project, &new).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
         Ok(MeetingRequested { meeting_id: id, status: "requested" })
     }
 }

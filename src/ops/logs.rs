@@ -27,7 +27,9 @@ pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>
             let state = StateDir(home.commission_state(&project.name, id));
             if !project.commission_path(id).exists() && !state.0.exists() {
                 // Said as `timeline` and `status` say it.
-                bail!("{}", crate::artifact::Wording::COMMISSION.missing(id, &project.commissions_dir()));
+                return Err(
+                    crate::tools::Failure::not_found(crate::artifact::Wording::COMMISSION.missing(id, &project.commissions_dir())).into()
+                );
             }
             let recorded = read_json::<Record>(&state.record())?.map(|r| r.attempt).unwrap_or(0);
             let attempt = match attempt {
@@ -45,7 +47,7 @@ pub fn worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>
             1 => "its attempts: 1".to_string(),
             n => format!("its attempts: 1 to {n}"),
         };
-        bail!("{what} {id} has no attempt {attempt} ({had})");
+        return Err(crate::tools::Failure::not_found(format!("{what} {id} has no attempt {attempt} ({had})")).into());
     }
     Ok((path, attempt))
 }

@@ -1,11 +1,14 @@
-//! `status`: one row a commission (the JSON of `guild-hall status --json`, which the table
-//! shows too), then one an artifact that does not parse (its problems in one reason), then
-//! one an orphan — produced one at a time, so memory does not grow with the number of
-//! artifacts.
+//! `status`: one row a commission, then one an artifact that does not parse (its problems in
+//! one reason), then one an orphan — produced one at a time, so memory does not grow with the
+//! number of artifacts. A row is typed ([`StatusRow`]): `status --json` writes it, the table
+//! and the board read it.
+
+use std::path::PathBuf;
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value as Json};
+use serde::Serialize;
+use serde_json::Value as Json;
 
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc};
@@ -19,13 +22,13 @@ pub fn rows(
     project: &Project,
     id: Option<&str>,
     now: DateTime<Utc>,
-    mut emit: impl FnMut(&Json) -> Result<()>,
+    mut emit: impl FnMut(&StatusRow) -> Result<()>,
 ) -> Result<usize> {
     let wanted = |p: &std::path::Path| id.is_none_or(|i| p.file_stem().and_then(|s| s.to_str()) == Some(i));
     let problems = artifact_rows(home, project, wanted, None, now, &mut emit)?;
     for o in super::gc::inventory(home, project)? {
         if id.is_none_or(|i| o.kind == crate::activity::kind::Name::Commission && i == o.id) {
-            emit(&orphan_row(&o))?;
+            emit(&StatusRow::Problem(ProblemRow::orphan(&o)))?;
         }
     }
     Ok(problems)
@@ -39,7 +42,7 @@ pub fn rows_of(
     project: &Project,
     ids: &std::collections::BTreeSet<String>,
     now: DateTime<Utc>,
-    mut emit: impl FnMut(&Json) -> Result<()>,
+    mut emit: impl FnMut(&StatusRow) -> Result<()>,
 ) -> Result<usize> {
     // Their files by name: listing a directory of 10,000 would cost more than reading them.
     let paths: Vec<_> = ids
@@ -59,7 +62,7 @@ fn artifact_rows(
     wanted: impl Fn(&std::path::Path) -> bool,
     paths: Option<&[std::path::PathBuf]>,
     now: DateTime<Utc>,
-    emit: &mut impl FnMut(&Json) -> Result<()>,
+    emit: &mut impl FnMut(&StatusRow) -> Result<()>,
 ) -> Result<usize> {
     // Artifacts that do not parse are listed after the others, one row per problem.
     let mut invalid = Vec::new();
@@ -74,7 +77,7 @@ fn artifact_rows(
         match o {
             Ok(o) => {
                 problems += usize::from(o.corrupt.is_some());
-                if let Err(e) = emit(&row(&o, now, waiting(&o, &workers, branch))) {
+                if let Err(e) = emit(&StatusRow::Commission(Box::new(row(&o, now, waiting(&o, &workers, branch))))) {
                     failed = Some(e);
                 }
             }
@@ -96,9 +99,13 @@ fn artifact_rows(
     let invalid = super::check::by_file_and_line(invalid);
     for file in invalid.chunk_by(|a, b| a.path == b.path) {
         let stem = file[0].path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-        emit(
-            &json!({"id": stem, "status": "invalid", "reason": invalid_reason(file), "path": file[0].path, "worker": null, "attempt": 0, "branch": null, "progress": null, "result": null}),
-        )?;
+        emit(&StatusRow::Problem(ProblemRow {
+            id: stem.to_string(),
+            status: ProblemStatus::Invalid,
+            reason: invalid_reason(file),
+            path: file[0].path.clone(),
+            ..ProblemRow::default()
+        }))?;
     }
     Ok(problems)
 }
@@ -136,44 +143,292 @@ pub(crate) fn still_to_run(o: &Observed) -> bool {
     matches!(o.artifact.status, None | Some(Status::Pending | Status::Blocked)) && o.elsewhere.is_none() && o.integrated.is_none()
 }
 
-/// A commission's row, as it is now (`now` for the heartbeat's age; `waiting`: see [`waiting`]).
-fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> Json {
-    let a = &o.artifact;
-    let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Json::Null);
-    json!({
-        "id": a.id,
-        "title": a.title,
-        "status": a.status.map(|s| s.as_str()).unwrap_or("pending"),
-        "worker": a.worker,
-        "attempt": a.attempt(),
-        "branch": a.str_field("branch"),
-        "progress": a.str_field("progress"),
-        "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.str_field("reason").map(str::to_string)),
-        // A person's edit that was put back, kept apart from the failure's own reason.
-        "refused": a.str_field("refused"),
-        "result": yaml_json("result"),
-        "questions": yaml_json("questions"),
-        "created": a.created(),
-        "desired": a.desired.map(|d| d.as_str()),
-        "stopping": stopping(o),
-        // Still to run, and what it waits for (dependencies, its worker's package).
-        "waiting": waiting,
-        // Under way in another home, as far as this one knows: what is known, what to do.
-        "elsewhere": o.elsewhere.as_ref().map(|e| e.describe()),
-        // Ended on the integration branch while the checkout still says it is to run.
-        "integrated": o.integrated.as_ref().map(|i| i.describe()),
-        "completed": a.str_field("completed"),
-        "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
-        "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
-        // A Slurm job waiting in the queue: `queued (Slurm job 123: Resources)`.
-        "queued": o.queued.as_ref().filter(|_| o.proc == Proc::Starting).map(|q| format!("queued ({q})")),
-        "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
-        "path": a.path,
-    })
+/// One row of `status`: a commission's, or a problem's (an artifact that does not parse, an
+/// orphan). Serialized, it is `status --json`'s row: every field's key in the order the JSON
+/// always had (alphabetical: the rows were `serde_json` objects), none left out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum StatusRow {
+    Commission(Box<CommissionRow>),
+    Problem(ProblemRow),
 }
 
-/// What is left of an artifact that is gone, as a row.
-fn orphan_row(o: &super::gc::Orphan) -> Json {
-    json!({"id": o.id, "status": "orphaned", "kind": o.kind, "reason": o.describe(), "path": o.artifact, "worker": null, "attempt": 0,
-           "branch": o.branches.first().map(|b| b.name.clone()), "progress": null, "result": null})
+impl StatusRow {
+    pub fn id(&self) -> &str {
+        match self {
+            StatusRow::Commission(c) => &c.id,
+            StatusRow::Problem(p) => &p.id,
+        }
+    }
+
+    /// Its status as `--status` names it: a commission's, `invalid` or `orphaned`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            StatusRow::Commission(c) => c.status.as_str(),
+            StatusRow::Problem(p) => p.status.as_str(),
+        }
+    }
+
+    /// Its worker (a problem has none).
+    pub fn worker(&self) -> Option<&str> {
+        match self {
+            StatusRow::Commission(c) => Some(&c.worker),
+            StatusRow::Problem(_) => None,
+        }
+    }
+}
+
+/// A commission's row. The fields are declared in the JSON's key order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommissionRow {
+    pub attempt: u32,
+    pub branch: Option<String>,
+    pub completed: Option<String>,
+    pub created: Option<String>,
+    pub desired: Option<&'static str>,
+    /// Under way in another home, as far as this one knows: what is known, what to do.
+    pub elsewhere: Option<String>,
+    /// The age of its last heartbeat, while its process is alive.
+    pub heartbeat_age_secs: Option<i64>,
+    pub id: String,
+    /// Ended on the integration branch while the checkout still says it is to run.
+    pub integrated: Option<String>,
+    pub path: PathBuf,
+    /// The worker's pid, while it is alive.
+    pub pid: Option<i32>,
+    pub process: Process,
+    pub progress: Option<String>,
+    /// `questions:` as written (`null` when absent).
+    pub questions: Json,
+    /// A Slurm job waiting in the queue: `queued (Slurm job 123: Resources)`.
+    pub queued: Option<String>,
+    pub reason: Option<String>,
+    /// A person's edit that was put back, kept apart from the failure's own reason.
+    pub refused: Option<String>,
+    /// `result:` as written (`null` when absent).
+    pub result: Json,
+    pub status: Status,
+    /// A failed or cancelled commission whose processes are still being stopped: what is
+    /// under way.
+    pub stopping: Option<String>,
+    pub title: Option<String>,
+    /// Still to run, and what it waits for (dependencies, its worker's package).
+    pub waiting: Option<String>,
+    pub worker: String,
+}
+
+impl CommissionRow {
+    /// `result.summary`, if the result has one.
+    pub fn summary(&self) -> Option<&str> {
+        self.result.get("summary").and_then(Json::as_str)
+    }
+
+    /// How many questions it asked.
+    pub fn questions(&self) -> usize {
+        self.questions.as_array().map(Vec::len).unwrap_or(0)
+    }
+}
+
+/// A commission's process, as the row says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Process {
+    Alive,
+    Starting,
+    Lingering,
+    Exited,
+    /// Not started (no attempt's shim has recorded it).
+    #[serde(rename = "none")]
+    NotStarted,
+}
+
+impl From<Proc> for Process {
+    fn from(p: Proc) -> Process {
+        match p {
+            Proc::Alive => Process::Alive,
+            Proc::Starting => Process::Starting,
+            Proc::Lingering => Process::Lingering,
+            Proc::Dead => Process::Exited,
+            Proc::NotStarted => Process::NotStarted,
+        }
+    }
+}
+
+/// A problem's row: an artifact that does not parse, or what is left of one that is gone. The
+/// fields are declared in the JSON's key order; `kind` only for an orphan, the others always
+/// (`worker`, `progress` and `result` null).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProblemRow {
+    pub attempt: u32,
+    pub branch: Option<String>,
+    pub id: String,
+    /// An orphan's kind (a commission, meeting or plan).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::activity::kind::Name>,
+    pub path: PathBuf,
+    pub progress: Option<String>,
+    pub reason: String,
+    pub result: Option<Json>,
+    pub status: ProblemStatus,
+    pub worker: Option<String>,
+}
+
+impl ProblemRow {
+    /// What is left of an artifact that is gone, as a row.
+    fn orphan(o: &super::gc::Orphan) -> ProblemRow {
+        ProblemRow {
+            id: o.id.clone(),
+            status: ProblemStatus::Orphaned,
+            kind: Some(o.kind),
+            reason: o.describe(),
+            path: o.artifact.clone(),
+            branch: o.branches.first().map(|b| b.name.clone()),
+            ..ProblemRow::default()
+        }
+    }
+}
+
+/// What a problem's row is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProblemStatus {
+    /// An artifact that does not parse.
+    #[default]
+    Invalid,
+    /// What is left of an artifact that is gone.
+    Orphaned,
+}
+
+impl ProblemStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemStatus::Invalid => "invalid",
+            ProblemStatus::Orphaned => "orphaned",
+        }
+    }
+}
+
+/// A commission's row, as it is now (`now` for the heartbeat's age; `waiting`: see [`waiting`]).
+fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionRow {
+    let a = &o.artifact;
+    let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Json::Null);
+    let text = |k: &str| a.str_field(k).map(str::to_string);
+    CommissionRow {
+        id: a.id.clone(),
+        title: a.title.clone(),
+        status: a.status.unwrap_or(Status::Pending),
+        worker: a.worker.clone(),
+        attempt: a.attempt(),
+        branch: text("branch"),
+        progress: text("progress"),
+        reason: o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| text("reason")),
+        refused: text("refused"),
+        result: yaml_json("result"),
+        questions: yaml_json("questions"),
+        created: a.created().map(str::to_string),
+        desired: a.desired.map(|d| d.as_str()),
+        stopping: stopping(o),
+        waiting,
+        elsewhere: o.elsewhere.as_ref().map(|e| e.describe()),
+        integrated: o.integrated.as_ref().map(|i| i.describe()),
+        completed: text("completed"),
+        process: o.proc.into(),
+        pid: o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
+        queued: o.queued.as_ref().filter(|_| o.proc == Proc::Starting).map(|q| format!("queued ({q})")),
+        heartbeat_age_secs: o
+            .heartbeat
+            .as_ref()
+            .filter(|_| o.proc == Proc::Alive)
+            .map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
+        path: a.path.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows were `serde_json` objects, whose keys are sorted: the typed rows keep every
+    /// key, in that order, so `status --json` is byte for byte what it was.
+    #[test]
+    fn a_row_serializes_as_the_json_object_it_was() {
+        let full = CommissionRow {
+            attempt: 2,
+            branch: Some("b".into()),
+            completed: Some("2026-01-01".into()),
+            created: Some("2025-12-31".into()),
+            desired: Some("retry"),
+            elsewhere: Some("e".into()),
+            heartbeat_age_secs: Some(-3),
+            id: "c".into(),
+            integrated: Some("i".into()),
+            path: "/p/c.md".into(),
+            pid: Some(42),
+            process: Process::Alive,
+            progress: Some("p".into()),
+            questions: serde_json::json!(["why?"]),
+            queued: Some("q".into()),
+            reason: Some("r".into()),
+            refused: Some("f".into()),
+            result: serde_json::json!({"summary": "s", "artifacts": ["a"]}),
+            status: Status::InProgress,
+            stopping: Some("s".into()),
+            title: Some("t".into()),
+            waiting: Some("w".into()),
+            worker: "scribe".into(),
+        };
+        let empty = CommissionRow {
+            branch: None,
+            completed: None,
+            created: None,
+            desired: None,
+            elsewhere: None,
+            heartbeat_age_secs: None,
+            integrated: None,
+            pid: None,
+            process: Process::NotStarted,
+            progress: None,
+            questions: Json::Null,
+            queued: None,
+            reason: None,
+            refused: None,
+            result: Json::Null,
+            status: Status::Pending,
+            stopping: None,
+            title: None,
+            waiting: None,
+            ..full.clone()
+        };
+        let invalid = ProblemRow { id: "bad".into(), reason: "bad.md:1:1: no".into(), path: "/p/bad.md".into(), ..ProblemRow::default() };
+        let orphan = ProblemRow {
+            status: ProblemStatus::Orphaned,
+            kind: Some(crate::activity::kind::Name::Meeting),
+            branch: Some("claude/meeting/x".into()),
+            ..invalid.clone()
+        };
+        let rows = [
+            StatusRow::Commission(Box::new(full)),
+            StatusRow::Commission(Box::new(empty)),
+            StatusRow::Problem(invalid),
+            StatusRow::Problem(orphan),
+        ];
+        for row in rows {
+            let as_object = serde_json::to_value(&row).expect("value");
+            assert_eq!(serde_json::to_string_pretty(&row).expect("row"), serde_json::to_string_pretty(&as_object).expect("object"));
+        }
+    }
+
+    #[test]
+    fn each_row_keeps_the_keys_it_always_had() {
+        let keys =
+            |row: &StatusRow| serde_json::to_value(row).expect("value").as_object().expect("object").keys().cloned().collect::<Vec<_>>();
+        let invalid = ProblemRow { id: "bad".into(), ..ProblemRow::default() };
+        let problem = ["attempt", "branch", "id", "path", "progress", "reason", "result", "status", "worker"];
+        assert_eq!(keys(&StatusRow::Problem(invalid.clone())), problem);
+        let orphan = ProblemRow { status: ProblemStatus::Orphaned, kind: Some(crate::activity::kind::Name::Commission), ..invalid };
+        let json = serde_json::to_value(StatusRow::Problem(orphan)).expect("value");
+        assert_eq!(json["kind"], "commission");
+        let said = (json["status"].as_str(), json["attempt"].as_u64(), json["worker"].is_null(), json["result"].is_null());
+        assert_eq!(said, (Some("orphaned"), Some(0), true, true));
+    }
 }

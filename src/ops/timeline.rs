@@ -20,7 +20,7 @@ pub fn of(project: &Project, id: &str) -> Result<Vec<Value>> {
     let kinds = [("commission", project.commission_path(id)), ("meeting", project.meeting_path(id)), ("plan", project.plan_path(id))];
     let held: Vec<_> = kinds.iter().filter(|(_, artifact)| artifact.exists() || timeline::path_for(artifact).exists()).collect();
     match held.as_slice() {
-        [] => bail!("{}", crate::artifact::Wording::COMMISSION.missing(id, &project.commissions_dir())),
+        [] => Err(crate::tools::Failure::not_found(crate::artifact::Wording::COMMISSION.missing(id, &project.commissions_dir())).into()),
         [(_, artifact)] => timeline::read(&timeline::path_for(artifact)),
         more => {
             let named: Vec<String> = more.iter().map(|(kind, artifact)| format!("a {kind} ({})", artifact.display())).collect();

@@ -1,7 +1,8 @@
 //! The MCP face of a tool list: one stdio MCP server (rmcp) whose `tools/list` and
 //! `tools/call` come from the catalogue. Arguments that do not fit a tool's schema are
-//! JSON-RPC invalid-params errors (-32602); an operation that refuses answers with a tool
-//! result marked `isError`, so that the agent reads why. Lines that are not JSON (or nest too
+//! JSON-RPC invalid-params errors (-32602), as is an id that names nothing; an operation that
+//! refuses answers with a tool result marked `isError`, so that the agent reads why; a fault
+//! (an I/O error, a bug) is a JSON-RPC internal error (-32603). Lines that are not JSON (or nest too
 //! deep to parse) are answered -32700 here, in front of rmcp, which would drop them unanswered.
 
 use std::sync::Arc;
@@ -63,8 +64,9 @@ impl<C: Send + Sync + 'static> ToolServer<C> {
                 r.structured_content = Some(structured).filter(Json::is_object);
                 Ok(r)
             }
-            Err(e @ ToolError::BadArguments(_)) => Err(ErrorData::invalid_params(e.to_string(), None)),
-            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("{e:#}"))])),
+            Err(e @ (ToolError::BadArguments(_) | ToolError::NotFound(_))) => Err(ErrorData::invalid_params(e.to_string(), None)),
+            Err(ToolError::Internal(e)) => Err(ErrorData::internal_error(format!("{e:#}"), None)),
+            Err(e @ (ToolError::Refused(_) | ToolError::Conflict(_))) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         }
     }
 
@@ -102,11 +104,11 @@ fn parse_error(why: &str) -> String {
 }
 
 /// Whether `line` is one JSON value (after an optional BOM, as rmcp reads it); why not.
-fn check_line(line: &[u8]) -> Result<(), String> {
+fn check_line(line: &[u8]) -> Result<(), serde_json::Error> {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     // Parsed into a value, as rmcp will: serde_json's recursion limit (128) then makes
     // too-deep nesting a parse error (`IgnoredAny` would skip it iteratively, unlimited).
-    serde_json::from_slice::<Json>(line).map(|_| ()).map_err(|e| e.to_string())
+    serde_json::from_slice::<Json>(line).map(|_| ())
 }
 
 /// Pass the client's lines to rmcp, answering those that are not JSON with -32700 instead.
@@ -155,7 +157,7 @@ async fn read_lines(
                     }
                 }
                 Err(why) => {
-                    let _ = errors.send(parse_error(&why));
+                    let _ = errors.send(parse_error(&why.to_string()));
                 }
             }
         }

@@ -6,6 +6,7 @@
 //! `meeting/*` from [`meeting`], `plan/*` from [`plan`]).
 
 pub mod dispatcher;
+pub mod error;
 pub mod mcp;
 pub mod meeting;
 pub mod plan;
@@ -15,6 +16,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value as Json;
+
+pub use error::{ErrorKind, Failure};
 
 /// Why a call failed, as every face reports it.
 #[derive(Debug, thiserror::Error)]
@@ -27,13 +30,53 @@ pub enum ToolError {
     /// why: a tool result with `isError` over MCP, -32602 on the `worker/*` methods.
     #[error("{0}")]
     Refused(String),
+    /// What the call names is not there (an unknown id): -32602 on every face, as a bad
+    /// argument is.
+    #[error("{0}")]
+    NotFound(String),
+    /// Another writer holds what the call needs (a job still winding down, an id taken): a
+    /// refusal that may not hold later, answered as one.
+    #[error("{0}")]
+    Conflict(String),
+    /// A fault (I/O, git, a bug), not the caller's: JSON-RPC internal error (-32603).
     #[error(transparent)]
-    Internal(#[from] anyhow::Error),
+    Internal(anyhow::Error),
+}
+
+/// An error that does not say its kind is a fault here: only an operation's own refusals are
+/// refusals ([`ToolError::of`] chooses otherwise).
+impl From<anyhow::Error> for ToolError {
+    fn from(e: anyhow::Error) -> ToolError {
+        match e.downcast_ref::<Failure>().map(Failure::kind) {
+            Some(kind) => ToolError::of(e, kind),
+            None => ToolError::Internal(e),
+        }
+    }
 }
 
 impl ToolError {
     pub fn refused(msg: impl Into<String>) -> ToolError {
         ToolError::Refused(msg.into())
+    }
+
+    /// An operation's error by the kind it says ([`ErrorKind::of`]), `default` if it says none.
+    pub fn of(e: anyhow::Error, default: ErrorKind) -> ToolError {
+        match ErrorKind::of(&e).unwrap_or(default) {
+            ErrorKind::Refused => ToolError::Refused(format!("{e:#}")),
+            ErrorKind::NotFound => ToolError::NotFound(format!("{e:#}")),
+            ErrorKind::Conflict => ToolError::Conflict(format!("{e:#}")),
+            ErrorKind::Fault => ToolError::Internal(e),
+        }
+    }
+
+    /// Its kind, as the faces answer it: arguments that do not fit are a refusal.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ToolError::BadArguments(_) | ToolError::Refused(_) => ErrorKind::Refused,
+            ToolError::NotFound(_) => ErrorKind::NotFound,
+            ToolError::Conflict(_) => ErrorKind::Conflict,
+            ToolError::Internal(_) => ErrorKind::Fault,
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Reply, Tool, ToolError};
+use super::{ErrorKind, Reply, Tool, ToolError};
 use crate::activity::names::ActivityKind;
 use crate::worker::toolbox::mailbox::MailBody;
 use crate::worker::toolbox::WorkerContext;
@@ -143,7 +143,11 @@ impl Reply for Content {
 }
 
 fn refused(e: anyhow::Error) -> ToolError {
-    ToolError::Refused(format!("{e:#}"))
+    match ErrorKind::of(&e) {
+        // An I/O error (EIO, a full disk) is not the agent's doing: a fault, not a refusal.
+        Some(ErrorKind::Fault) => ToolError::Internal(e),
+        _ => ToolError::Refused(format!("{e:#}")),
+    }
 }
 
 fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
@@ -350,6 +354,17 @@ pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the agent's own request made fail is refused (it reads why); an I/O fault is not.
+    #[test]
+    fn a_fault_is_not_told_to_the_agent_as_a_refusal() {
+        let io = |errno: i32| anyhow::Error::from(std::io::Error::from_raw_os_error(errno)).context("writing the mailbox");
+        assert!(matches!(refused(io(libc::EIO)), ToolError::Internal(_)));
+        assert!(matches!(refused(io(libc::ENOSPC)), ToolError::Internal(_)));
+        assert!(matches!(refused(io(libc::ELOOP)), ToolError::Refused(m) if m.starts_with("writing the mailbox: ")));
+        assert!(matches!(refused(io(libc::ENOENT)), ToolError::Refused(_)), "a missing file is told to the agent");
+        assert!(matches!(refused(anyhow::anyhow!("must be under .lore/")), ToolError::Refused(m) if m == "must be under .lore/"));
+    }
 
     /// One package serves a commission and a wave task: the tools of work serve both, never a
     /// meeting; `task_update` only a task.

@@ -45,6 +45,49 @@ fn rpc_error(id: &Json, code: i64, message: impl Into<String>) -> Json {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
+/// Why a request failed, until its method answers it: the protocol's own error (its code), or
+/// an operation's ([`ToolError`], whose code the method chooses).
+enum Failed {
+    Protocol(i64, String),
+    Tool(ToolError),
+}
+
+/// JSON-RPC invalid params.
+const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC internal error.
+const INTERNAL_ERROR: i64 = -32603;
+
+/// The code of an operation's error on the `worker/*`, `meeting/*` and `plan/*` methods: a
+/// fault is an internal error; everything else the caller asked for is invalid params, as
+/// docs/mcp.md promises. `error.data.kind` tells them apart (`refused`, `not_found`,
+/// `conflict`, `fault`).
+fn tool_error_code(e: &ToolError) -> i64 {
+    match e {
+        ToolError::BadArguments(_) | ToolError::Refused(_) | ToolError::NotFound(_) | ToolError::Conflict(_) => INVALID_PARAMS,
+        ToolError::Internal(_) => INTERNAL_ERROR,
+    }
+}
+
+/// The error response of a method call that failed.
+fn method_error(id: &Json, failed: Failed) -> Json {
+    match failed {
+        Failed::Protocol(code, message) => rpc_error(id, code, message),
+        Failed::Tool(e) => json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": tool_error_code(&e),
+            "message": tool_error_message(&e),
+            "data": {"kind": e.kind().as_str()},
+        }}),
+    }
+}
+
+/// What the caller reads of an operation's error.
+fn tool_error_message(e: &ToolError) -> String {
+    match e {
+        ToolError::Internal(e) => format!("{e:#}"),
+        e => e.to_string(),
+    }
+}
+
 /// The JSON-RPC reply to one request body (`None` for a notification).
 pub fn answer(body: &[u8], ep: &Endpoint) -> Option<Json> {
     let req: Json = match serde_json::from_slice(body) {
@@ -66,11 +109,11 @@ pub fn answer(body: &[u8], ep: &Endpoint) -> Option<Json> {
     }
     Some(match result {
         Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
-        Err((code, msg)) => rpc_error(&id, code, msg),
+        Err(failed) => method_error(&id, failed),
     })
 }
 
-fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
+fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, Failed> {
     match method {
         "initialize" => Ok(json!({
             "protocolVersion": params["protocolVersion"].as_str().unwrap_or("2025-06-18"),
@@ -80,16 +123,24 @@ fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String
         "notifications/initialized" | "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": crate::tools::listing(&crate::tools::dispatcher::tools::<Dispatcher>())})),
         "tools/call" => {
-            let name = params["name"].as_str().ok_or((-32602, "tools/call needs a tool name".to_string()))?;
+            let name = params["name"].as_str().ok_or(Failed::Protocol(INVALID_PARAMS, "tools/call needs a tool name".to_string()))?;
             let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
             // The project may be named beside the arguments, or among them.
             if let (Some(p), Json::Object(a)) = (params.get("project"), &mut args) {
                 a.entry("project").or_insert(p.clone());
             }
+            // MCP's own rule: the arguments' errors (an unknown tool, an unknown id) and faults
+            // are JSON-RPC errors; what the operation refused is a tool result marked `isError`.
             match dispatcher_call(name, args, ep) {
                 Ok(v) => Ok(json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v, "isError": false})),
-                Err((code, msg)) if code == -32601 || code == BAD_ARGUMENTS => Err((-32602, msg)),
-                Err((_, msg)) => Ok(json!({"content": [{"type": "text", "text": msg}], "isError": true})),
+                Err(Failed::Protocol(code, msg)) if code == -32601 || code == INVALID_PARAMS => Err(Failed::Protocol(INVALID_PARAMS, msg)),
+                Err(Failed::Protocol(_, msg)) => Ok(json!({"content": [{"type": "text", "text": msg}], "isError": true})),
+                Err(Failed::Tool(e @ (ToolError::BadArguments(_) | ToolError::NotFound(_) | ToolError::Internal(_)))) => {
+                    Err(Failed::Tool(e))
+                }
+                Err(Failed::Tool(e @ (ToolError::Refused(_) | ToolError::Conflict(_)))) => {
+                    Ok(json!({"content": [{"type": "text", "text": tool_error_message(&e)}], "isError": true}))
+                }
             }
         }
         m => {
@@ -100,26 +151,16 @@ fn call(method: &str, params: &Json, ep: &Endpoint) -> Result<Json, (i64, String
             } else if let Some(name) = m.strip_prefix("plan/") {
                 plan_call(name, params.clone(), ep)
             } else {
-                return Err((-32601, format!("method not found: {m}")));
+                return Err(Failed::Protocol(-32601, format!("method not found: {m}")));
             };
-            result.map_err(refusal_is_invalid_params)
+            result
         }
     }
 }
 
-/// On the `worker/*`, `meeting/*` and `plan/*` methods a refusal is invalid params too
-/// (REQ-WD-17); only `tools/call` tells them apart.
-fn refusal_is_invalid_params((code, msg): (i64, String)) -> (i64, String) {
-    (if code == BAD_ARGUMENTS || code == REFUSED { -32602 } else { code }, msg)
-}
-
-/// Internal codes telling the two kinds of invalid-params apart until a face maps them.
-const BAD_ARGUMENTS: i64 = -32602;
-const REFUSED: i64 = -1;
-
 /// Run a dispatcher tool against the project the arguments name (`project`: name or path), or
 /// the only one served.
-fn dispatcher_call(name: &str, args: Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
+fn dispatcher_call(name: &str, args: Json, ep: &Endpoint) -> Result<Json, Failed> {
     let (project, args) = project_of(args, ep)?;
     let d = Dispatcher { home: ep.home.clone(), project };
     run(&crate::tools::dispatcher::tools(), "worker/", name, &d, args)
@@ -132,34 +173,29 @@ fn meeting_call(
     args: Json,
     ep: &Endpoint,
     stream: Option<(SyncSender<Option<Json>>, Arc<AtomicBool>)>,
-) -> Result<Json, (i64, String)> {
+) -> Result<Json, Failed> {
     let (project, args) = project_of(args, ep)?;
     let (events, gone) = stream.map_or((None, Arc::default()), |(events, gone)| (Some(events), gone));
     let m = Meetings { home: ep.home.clone(), project, events, gone };
     run(&crate::tools::meeting::tools(), "meeting/", name, &m, args)
 }
 
-fn plan_call(name: &str, args: Json, ep: &Endpoint) -> Result<Json, (i64, String)> {
+fn plan_call(name: &str, args: Json, ep: &Endpoint) -> Result<Json, Failed> {
     let (project, args) = project_of(args, ep)?;
     run(&crate::tools::plan::tools(), "plan/", name, &Plans { home: ep.home.clone(), project }, args)
 }
 
-/// Call catalogue entry `name` (of the methods under `prefix`) on `ctx`: its reply, or the
-/// error as an internal code ([`BAD_ARGUMENTS`], [`REFUSED`]) until a face maps it.
-fn run<C: 'static>(tools: &[Tool<C>], prefix: &str, name: &str, ctx: &C, args: Json) -> Result<Json, (i64, String)> {
-    let tool = crate::tools::find(tools, name).ok_or((-32601, format!("method not found: {prefix}{name}")))?;
-    match tool.call(ctx, args) {
-        Ok((v, _)) => Ok(v),
-        Err(e @ ToolError::BadArguments(_)) => Err((BAD_ARGUMENTS, e.to_string())),
-        Err(ToolError::Refused(m)) => Err((REFUSED, m)),
-        Err(ToolError::Internal(e)) => Err((-32603, format!("{e:#}"))),
-    }
+/// Call catalogue entry `name` (of the methods under `prefix`) on `ctx`: its reply, or its
+/// error for the method to answer.
+fn run<C: 'static>(tools: &[Tool<C>], prefix: &str, name: &str, ctx: &C, args: Json) -> Result<Json, Failed> {
+    let tool = crate::tools::find(tools, name).ok_or(Failed::Protocol(-32601, format!("method not found: {prefix}{name}")))?;
+    tool.call(ctx, args).map(|(v, _)| v).map_err(Failed::Tool)
 }
 
 /// The project the arguments name (`project`: name or path; the only one served if none),
 /// and the arguments without it.
-fn project_of(mut args: Json, ep: &Endpoint) -> Result<(Project, Json), (i64, String)> {
-    let project = pick_project(&args, ep).map_err(|e| (-32602, format!("{e:#}")))?;
+fn project_of(mut args: Json, ep: &Endpoint) -> Result<(Project, Json), Failed> {
+    let project = pick_project(&args, ep).map_err(|e| Failed::Protocol(INVALID_PARAMS, format!("{e:#}")))?;
     if let Json::Object(a) = &mut args {
         a.remove("project");
     }
@@ -231,7 +267,7 @@ impl TurnRequest {
                 .spawn_scoped(s, || meeting_call(&self.name, self.params, ep, Some((events, gone.clone()))));
             let turn = match turn {
                 Ok(t) => t,
-                Err(e) => return Err((-32603, format!("cannot start the turn: {e}"))),
+                Err(e) => return Err(Failed::Protocol(INTERNAL_ERROR, format!("cannot start the turn: {e}"))),
             };
             for event in received {
                 match event {
@@ -239,11 +275,11 @@ impl TurnRequest {
                     None => sink.begin(),
                 }
             }
-            turn.join().unwrap_or_else(|_| Err((-32603, "the turn failed unexpectedly".into())))
+            turn.join().unwrap_or_else(|_| Err(Failed::Protocol(INTERNAL_ERROR, "the turn failed unexpectedly".into())))
         });
-        match result.map_err(refusal_is_invalid_params) {
+        match result {
             Ok(v) => json!({"jsonrpc": "2.0", "id": self.id, "result": v}),
-            Err((code, msg)) => rpc_error(&self.id, code, msg),
+            Err(failed) => method_error(&self.id, failed),
         }
     }
 }

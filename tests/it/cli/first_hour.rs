@@ -18,7 +18,7 @@ fn logs_of_an_unknown_id_says_so_as_timeline_does() {
     let p = Project::new(&["scribe"]);
     for cmd in ["logs", "timeline"] {
         let (code, out, err) = p.run(&[cmd, "nope"]);
-        assert_eq!(code, 1, "{cmd}: {out}{err}");
+        assert_eq!(code, 3, "not found: {cmd}: {out}{err}");
         assert!(err.contains("no commission \"nope\" in "), "{cmd}: {err}");
     }
     let id = p.create("scribe", "Hello", "Say hello.");

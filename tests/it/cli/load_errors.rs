@@ -4,10 +4,20 @@
 
 use crate::common::Project;
 
-/// `guild-hall args` fails saying exactly `want` (`{root}` stands for the project root).
+/// Exit codes (docs/commands.md): a refusal, something not there, a fault.
+const REFUSED: i32 = 1;
+const NOT_FOUND: i32 = 3;
+const FAULT: i32 = 70;
+
+/// `guild-hall args` fails, refused, saying exactly `want` (`{root}` stands for the project root).
 fn says(p: &Project, args: &[&str], want: &str) {
-    let (code, _, err) = p.run(args);
-    assert_eq!(code, 1, "{args:?}: {err}");
+    fails(p, args, REFUSED, want);
+}
+
+/// `guild-hall args` fails with exit `code`, saying exactly `want`.
+fn fails(p: &Project, args: &[&str], code: i32, want: &str) {
+    let (got, _, err) = p.run(args);
+    assert_eq!(got, code, "{args:?}: {err}");
     let want = want.replace("{root}", &p.root.display().to_string());
     assert_eq!(err.trim_end(), want, "{args:?}");
 }
@@ -18,19 +28,37 @@ fn a_missing_artifact_is_said_in_each_kinds_words() {
     // Said as `logs`, `timeline` and `status` say it (one function: `Wording::missing`).
     let commission = "error: no commission \"nope\" in {root}/.lore/commissions";
     for cmd in ["cancel", "dispatch", "redispatch"] {
-        says(&p, &["commission", cmd, "nope"], commission);
+        fails(&p, &["commission", cmd, "nope"], NOT_FOUND, commission);
     }
     for args in [&["logs", "nope"][..], &["timeline", "nope"], &["status", "nope"]] {
-        says(&p, args, commission);
+        fails(&p, args, NOT_FOUND, commission);
     }
     let meeting = "error: no meeting nope ({root}/.lore/meetings/nope.md): cannot read: No such file or directory (os error 2)";
     for args in [&["meeting", "close", "nope"][..], &["meeting", "show", "nope"], &["meeting", "decline", "nope"]] {
-        says(&p, args, meeting);
+        fails(&p, args, NOT_FOUND, meeting);
     }
     let plan = "error: no plan nope ({root}/.lore/plans/nope.md): No such file or directory (os error 2)";
     for cmd in ["show", "retry", "cancel"] {
-        says(&p, &["plan", cmd, "nope"], plan);
+        fails(&p, &["plan", cmd, "nope"], NOT_FOUND, plan);
     }
+}
+
+/// A refusal, something not there and a fault exit with codes of their own, so that a script
+/// can tell "no" from "no such" from "broken".
+#[test]
+fn a_refusal_a_missing_id_and_a_fault_exit_apart() {
+    let p = Project::new(&["scribe"]);
+    p.write_commission("k", "---\ntitle: K\nworker: scribe\nstatus: completed\nattempt: 1\n---\nDone.\n");
+    let (code, _, err) = p.run(&["status", "--status", "bogus"]);
+    assert_eq!(code, REFUSED, "{err}");
+    assert!(err.contains("--status \"bogus\": expected one of"), "{err}");
+    fails(&p, &["timeline", "nope"], NOT_FOUND, "error: no commission \"nope\" in {root}/.lore/commissions");
+    // Its timeline a directory: reading it is an I/O error (EISDIR), not the caller's doing.
+    let timeline = p.root.join(".lore/commissions/k.timeline.jsonl");
+    std::fs::create_dir_all(&timeline).expect("a directory where the timeline should be");
+    let (code, _, err) = p.run(&["timeline", "k"]);
+    assert_eq!(code, FAULT, "{err}");
+    assert!(err.starts_with("error: ") && err.contains("Is a directory"), "{err}");
 }
 
 #[test]

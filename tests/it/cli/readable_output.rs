@@ -150,7 +150,7 @@ fn logs_of_an_attempt_that_never_was_names_the_attempts() {
     p.settle();
     assert!(p.ok(&["logs", &id, "--attempt", "1"]).contains("scribe: done"));
     let (code, _, err) = p.run(&["logs", &id, "--attempt", "2"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 3, "not found");
     assert!(err.contains(&format!("commission {id} has no attempt 2 (its attempts: 1)")), "{err}");
     assert!(!err.contains("os error"), "{err}");
 }

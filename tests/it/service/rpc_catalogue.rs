@@ -194,3 +194,30 @@ fn plan_create_refuses_verify() {
     assert!(msg.contains("unconfined") && msg.contains("plan file"), "{v}");
     assert!(!p.root.join(".lore/plans/sneaky.md").exists(), "nothing written");
 }
+
+/// An operation's failure says its kind: refused, not found and conflict are invalid params
+/// (-32602), a fault — an I/O error, never the caller's doing — is an internal error (-32603);
+/// `error.data.kind` tells all four apart.
+#[test]
+fn a_refusal_a_missing_id_and_a_fault_answer_apart() {
+    let p = Project::new(&["counsel"]);
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let error = |v: &Value| (v["error"]["code"].as_i64(), v["error"]["data"]["kind"].as_str().map(str::to_string));
+    let started = rpc(&sock, "meeting/start", json!({"worker": "counsel", "id": "quiet"}));
+    assert_eq!(ok(&started)["status"], "open");
+
+    let again = rpc(&sock, "meeting/start", json!({"worker": "counsel", "id": "quiet"}));
+    assert_eq!(error(&again), (Some(-32602), Some("refused".into())), "an id in use is refused: {again}");
+    let missing = rpc(&sock, "meeting/show", json!({"id": "nope"}));
+    assert_eq!(error(&missing), (Some(-32602), Some("not_found".into())), "{missing}");
+    assert!(missing["error"]["message"].as_str().is_some_and(|m| m.contains("no meeting nope")), "{missing}");
+
+    // Its timeline a directory: reading it fails with EISDIR, a fault and not a refusal.
+    let timeline = p.root.join(".lore/meetings/quiet.timeline.jsonl");
+    let _ = std::fs::remove_file(&timeline);
+    std::fs::create_dir_all(&timeline).expect("mkdir");
+    let broken = rpc(&sock, "meeting/show", json!({"id": "quiet"}));
+    assert_eq!(error(&broken), (Some(-32603), Some("fault".into())), "{broken}");
+    assert!(broken["error"]["message"].as_str().is_some_and(|m| m.contains("Is a directory")), "{broken}");
+}
