@@ -9,7 +9,7 @@
 use serde_json::json;
 use serde_yaml_ng::Value;
 
-use super::liveness::{classify_exit, heartbeat, overtime};
+use super::liveness::{classify_exit, watch};
 use super::step::Step;
 use super::transitions::{person_may_request, refusal};
 use super::{Cycles, Effect, Sig};
@@ -275,14 +275,7 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
                 let pid = o.run.as_ref().map(|r| r.pid).unwrap_or(0);
                 st.go(Status::InProgress, &format!("worker process running (shim pid {pid})"));
             }
-            match overtime(s, o) {
-                Some(why) => {
-                    st.event("timeout", format!("timeout:{}", st.record.attempt), json!({"text": why}));
-                    st.go(Status::Failed, &why);
-                    Effect::Signal(Sig::Kill)
-                }
-                None => heartbeat(s, o, st),
-            }
+            watch(s, o, st)
         }
         // How it ended depends on what its mailbox holds. Its worker is gone, so nothing
         // will make it readable (a worker can `chmod` its own file; guild-hall gives the

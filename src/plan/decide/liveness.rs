@@ -6,14 +6,14 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::{Action, Live, Observed, ObservedTask, Snapshot, TaskState, Update};
-use crate::activity::state::Heartbeat;
 use crate::activity::timeline;
 use crate::artifact::plan::PlanStatus;
-use crate::worker::liveness::{self, Judgement};
+use crate::worker::attempt::{self, Limit, Look, Process};
+use crate::worker::liveness;
 
 /// The wall-clock limit of a task's attempt: its own `timeout:`, else its plan's, else its
 /// package's, else the project's (`0s`: none).
-pub fn task_limit(s: &Snapshot, o: &Observed, ot: &ObservedTask) -> Option<(std::time::Duration, &'static str)> {
+pub fn task_limit(s: &Snapshot, o: &Observed, ot: &ObservedTask) -> Limit {
     liveness::time_limit(&[
         (ot.task.timeout, "the task's timeout"),
         (o.plan.timeout, "the plan's timeout"),
@@ -23,25 +23,29 @@ pub fn task_limit(s: &Snapshot, o: &Observed, ot: &ObservedTask) -> Option<(std:
 }
 
 /// The wall-clock limit of a verify run: the plan's `timeout:`, else the project's.
-pub fn verify_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Duration, &'static str)> {
+pub fn verify_limit(s: &Snapshot, o: &Observed) -> Limit {
     liveness::time_limit(&[(o.plan.timeout, "the plan's timeout"), (Some(s.timeout), "the project's timeout")])
 }
 
-/// Why a worker at work must be stopped now (past its limit, or stale), with the timeline
-/// event that says so; `Ok(beat)`: alive, and the heartbeat to write if its signs changed.
-pub(super) fn judge(
-    s: &Snapshot,
-    live: &Live,
-    limit: Option<(std::time::Duration, &'static str)>,
-) -> Result<Option<Heartbeat>, (String, &'static str, String)> {
-    if let Some(why) = liveness::overtime(limit, live.started_at, s.at) {
-        return Err((why.clone(), "timeout", why));
-    }
-    match liveness::judge(live.heartbeat.as_ref(), live.sample, s.at, s.stale_after) {
-        Judgement::Stale(idle) => Err((liveness::UNRESPONSIVE.to_string(), "heartbeat", liveness::stale_text(idle))),
-        Judgement::Quiet => Ok(None),
-        Judgement::First(b) | Judgement::Beat(b) => Ok(Some(b)),
-    }
+/// A worker (a task's or a verify's) at work looked at by the rules every kind's attempts are
+/// held to ([`Process::look`]): past its limit, stale, or alive with a heartbeat to write.
+pub(super) fn look(s: &Snapshot, live: &Live, limit: Limit) -> Look {
+    let running = Process::Running { started_at: Some(live.started_at), heartbeat: live.heartbeat.clone(), sample: Some(live.sample) };
+    running.look(limit, s.stale_after, s.at)
+}
+
+/// A task's current attempt (`attempt`) as the attempt machine sees it.
+pub(super) fn task_process(ot: &ObservedTask, attempt: u32) -> Process {
+    let lingering = ot.lingering.as_ref().map(|l| (&l.run, l.pids.as_slice()));
+    let live = ot.live.as_ref().map(|l| (l.started_at, l.heartbeat.as_ref(), l.sample));
+    attempt::process(attempt, ot.exit.as_ref(), ot.died, lingering, live, ot.started)
+}
+
+/// The verify run `run` as the attempt machine sees it.
+pub(super) fn verify_process(o: &Observed, run: u32) -> Process {
+    let lingering = o.verify_lingering.as_ref().map(|l| (&l.run, l.pids.as_slice()));
+    let live = o.verify_live.as_ref().map(|l| (l.started_at, l.heartbeat.as_ref(), l.sample));
+    attempt::process(run, o.verify_exit.as_ref(), o.verify_died, lingering, live, o.verify_started)
 }
 
 /// Kills of what killed shims left running (its tasks' current attempts, its latest verify
@@ -88,13 +92,13 @@ pub(super) fn beats(o: &Observed, s: &Snapshot) -> Vec<Action> {
         for ot in &o.tasks {
             let Some(r) = record.tasks.get(&ot.task.canonical) else { continue };
             let Some(live) = ot.live.as_ref().filter(|_| r.state == TaskState::Running && !r.stop_sent) else { continue };
-            if let Ok(Some(beat)) = judge(s, live, task_limit(s, o, ot)) {
+            if let Look::First(beat) | Look::Beat(beat) = look(s, live, task_limit(s, o, ot)) {
                 out.push(Action::Beat { update: empty(), task: Some(ot.task.canonical.clone()), beat });
             }
         }
     }
     if record.status == PlanStatus::Verifying && !record.verify_stop_sent {
-        if let Some(Ok(Some(beat))) = o.verify_live.as_ref().map(|live| judge(s, live, verify_limit(s, o))) {
+        if let Some(Look::First(beat) | Look::Beat(beat)) = o.verify_live.as_ref().map(|live| look(s, live, verify_limit(s, o))) {
             out.push(Action::Beat { update: empty(), task: None, beat });
         }
     }

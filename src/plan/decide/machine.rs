@@ -92,7 +92,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         Running => waves::running(st, w, wave, slots),
         Verifying
             if o.verify_exit.as_ref().is_none_or(|x| x.attempt != st.record.verify_runs)
-                && o.verify_started.is_none_or(|r| r != st.record.verify_runs && r != u32::MAX) =>
+                && o.verify_started.is_none_or(|t| !t.covers(st.record.verify_runs)) =>
         {
             // Recorded as started, but no shim took it (a pass died between the two).
             let run = st.record.verify_runs;
@@ -177,7 +177,7 @@ fn cancel(mut st: Step<'_>) -> Option<Action> {
             let run = st.record.verify_runs;
             // (A shim at work holds its lock: `started` says u32::MAX then.)
             let verifying = run > 0
-                && matches!(o.verify_started, Some(r) if r == run || r == u32::MAX)
+                && o.verify_started.is_some_and(|t| t.covers(run))
                 && o.verify_exit.as_ref().is_none_or(|x| x.attempt != run)
                 && !o.verify_died;
             if verifying && !st.record.verify_stop_sent {

@@ -24,6 +24,7 @@ use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
+use crate::worker::attempt::Taken;
 
 pub use super::mail::{TaskFolded, TaskMail};
 pub use integration::{Finding, Integration};
@@ -74,7 +75,7 @@ pub struct ObservedTask {
     pub package_timeout: Option<std::time::Duration>,
     /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
     /// recorded, or the shim's lock held.
-    pub started: Option<u32>,
+    pub started: Option<Taken>,
     /// The shim of its current attempt is gone without recording an exit (killed, a reboot),
     /// and nothing of the attempt runs any more.
     pub died: bool,
@@ -117,8 +118,8 @@ pub struct Observed {
     pub tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
     pub verify_exit: Option<ExitInfo>,
-    /// The verify run a shim has taken (its `run.json`), or is taking (lock held: `u32::MAX`).
-    pub verify_started: Option<u32>,
+    /// The verify run a shim has taken (its `run.json`), or is taking (its lock held).
+    pub verify_started: Option<Taken>,
     /// The shim of the latest verify run is gone without recording an exit.
     pub verify_died: bool,
     /// The latest verify run at work.

@@ -5,9 +5,10 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::liveness::{judge, task_limit};
+use super::liveness::{look, task_limit, task_process};
 use super::step::Step;
 use super::{ObservedTask, TaskRecord, TaskState, MAX_RERUNS};
+use crate::worker::attempt::{Ended, Look};
 
 /// Kiln's resume classes: where a task stands, from its record, its worktree (as `git
 /// worktree list` and the worktrees dir have it), its runtime state and task updates.
@@ -60,10 +61,11 @@ pub fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> ResumeClass 
 
 /// A task's attempt ended: how.
 pub(super) fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), String>> {
-    if o.died {
-        return Some(Err("its supervisor died without recording how the worker ended (killed, or a reboot)".into()));
-    }
-    let exit = o.exit.as_ref().filter(|x| x.attempt == rec.attempt)?;
+    let process = task_process(o, rec.attempt);
+    let exit = match process.ended()? {
+        Ended::Died => return Some(Err(DIED.into())),
+        Ended::Exited(exit) => exit,
+    };
     if let Some(why) = &o.mail.error {
         // Whether it reported failure cannot be known: never taken for a success.
         return Some(Err(format!("its mailbox cannot be read ({why}), so whether it reported failure cannot be known")));
@@ -100,18 +102,19 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
                 return orphaned(st, ot, rec, gone);
             }
             let Some(live) = ot.live.as_ref().filter(|_| !rec.stop_sent) else { return };
-            if let Err((why, kind, text)) = judge(st.s, live, task_limit(st.s, st.o, ot)) {
-                let state = if kind == "heartbeat" { Some("stale") } else { None };
+            if let Look::Stop(stop) = look(st.s, live, task_limit(st.s, st.o, ot)) {
+                let kind = stop.event_kind();
+                let state = stop.is_stale().then_some("stale");
                 let key = format!("{kind}:{}:{}", t.canonical, rec.attempt);
-                st.event(kind, key, json!({"task": t.canonical, "state": state, "text": format!("{}: {text}", t.canonical)}));
-                if kind == "heartbeat" {
+                st.event(kind, key, json!({"task": t.canonical, "state": state, "text": format!("{}: {}", t.canonical, stop.text())}));
+                if stop.is_stale() {
                     // Live but silent (Kiln: in_progress with no heartbeat beyond the timeout):
                     // rerun_required within the budget, failed past it; either way the stop
                     // that follows kills every process of the attempt first.
-                    return rerun(st, ot, rec, why);
+                    return rerun(st, ot, rec, stop.reason());
                 }
                 // Past its wall-clock limit: failed now; the stop that follows kills it.
-                st.task_state(t, TaskState::Failed, Some(why));
+                st.task_state(t, TaskState::Failed, Some(stop.reason()));
             }
         }
     }

@@ -3,6 +3,7 @@
 
 use super::machine_tests::{self, snap, t0};
 use super::*;
+use crate::worker::attempt::Taken;
 use crate::worker::liveness;
 use crate::worker::toolbox::mailbox::MailBody;
 use crate::worker::toolbox::mailbox::{ChangeKind, ChangedOp, Mail, TaskUpdate, TaskUpdateStatus};
@@ -180,7 +181,7 @@ fn parallelism_and_fifo_in_plan_order() {
     let a = decide(&snap(vec![o], 3));
     assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts[0].task == "p:exec:wave-1:task-1"), "{a:?}");
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(1);
+    o.tasks[0].started = Some(Taken::Attempt(1));
     let a = decide(&snap(vec![o.clone()], 3));
     assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "parallelism 1: the second waits: {a:?}");
     // Recorded as running but never taken by a shim (a pass died in between): started again.
@@ -270,7 +271,7 @@ fn resume_classes_from_what_is_there() {
 #[test]
 fn a_dead_task_runs_again_a_bounded_number_of_times() {
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(1);
+    o.tasks[0].started = Some(Taken::Attempt(1));
     o.tasks[0].died = true;
     // Queued again and started at once: its next attempt, the same id.
     let a = decide(&snap(vec![o.clone()], 3));
@@ -305,7 +306,7 @@ fn lingering(attempt: u32) -> Lingering {
 #[test]
 fn what_a_killed_shim_left_running_is_killed_before_the_task_is_judged_or_run_again() {
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(1);
+    o.tasks[0].started = Some(Taken::Attempt(1));
     o.tasks[0].lingering = Some(lingering(1));
     // Its supervisor died, processes of it still run: classified rerun_required, but only
     // killed for now, with a log event; the task stays as it is, nothing starts.
@@ -336,7 +337,7 @@ fn what_a_killed_shim_left_running_is_killed_before_the_task_is_judged_or_run_ag
     r.verify_runs = 1;
     let mut o = observed("verifying", Some(r));
     o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
-    o.verify_started = Some(1);
+    o.verify_started = Some(Taken::Attempt(1));
     o.verify_lingering = Some(lingering(1));
     let a = decide(&snap(vec![o], 3));
     assert!(matches!(&a[0], Action::KillLeftovers { task: None, .. }), "{a:?}");
@@ -358,7 +359,7 @@ fn a_task_whose_worktree_went_is_orphaned_and_runs_again() {
     assert!(matches!(&a[0], Action::Integrate { .. }), "{a:?}");
     // Still at work: shut down first (SIGTERM), then queued again once it is over.
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(1);
+    o.tasks[0].started = Some(Taken::Attempt(1));
     o.tasks[0].worktree_gone = gone;
     o.tasks[0].live = Some(live(1, 0));
     o.tasks[0].busy = true;
@@ -378,7 +379,7 @@ fn a_task_whose_worktree_went_is_orphaned_and_runs_again() {
 fn a_stale_task_reruns_within_its_budget_an_overlong_one_fails_and_the_plan_halts_once_it_is_gone() {
     let at_work = |l: Live| {
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-        o.tasks[0].started = Some(1);
+        o.tasks[0].started = Some(Taken::Attempt(1));
         o.tasks[0].live = Some(l);
         o.tasks[0].busy = true;
         o
@@ -456,7 +457,7 @@ fn a_stale_verify_is_killed_and_fails_the_gate_saying_why() {
     r.verify_runs = 1;
     let mut o = observed("verifying", Some(r));
     o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
-    o.verify_started = Some(1);
+    o.verify_started = Some(Taken::Attempt(1));
     o.verify_live = Some(live(10, 4));
     let a = decide(&snap(vec![o.clone()], 3));
     assert!(matches!(&a[0], Action::StopVerify { kill: true, run: 1, .. }), "{a:?}");

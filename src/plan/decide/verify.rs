@@ -4,11 +4,12 @@
 
 use serde_json::json;
 
-use super::liveness::{judge, verify_limit};
+use super::liveness::{look, verify_limit, verify_process};
 use super::step::{settle, Step};
 use super::waves::next_wave;
 use super::{fix_id, Action};
 use crate::artifact::plan::PlanStatus;
+use crate::worker::attempt::{Ended, Look};
 
 /// The next verify run: nothing stopped it yet.
 pub(super) fn new_verify_run(st: &mut Step<'_>) {
@@ -22,20 +23,20 @@ pub(super) fn new_verify_run(st: &mut Step<'_>) {
 pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
     let (o, s, p) = (st.o, st.s, &st.o.plan);
     use PlanStatus::Halted;
-    match (o.verify_died, o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs)) {
-        (false, Some(x)) if x.clean() => next_wave(st, w),
-        (died, Some(_)) | (died @ true, None) => {
-            let how = match (st.record.verify_verdict.clone(), o.verify_exit.as_ref().filter(|x| x.attempt == st.record.verify_runs)) {
+    let run = st.record.verify_runs;
+    match verify_process(o, run).ended() {
+        Some(Ended::Exited(x)) if x.clean() => next_wave(st, w),
+        Some(ended) => {
+            let how = match (st.record.verify_verdict.clone(), ended) {
                 (Some(verdict), _) => verdict,
-                (None, Some(x)) if !died => x.describe(),
-                _ => "its supervisor died without recording how it ended".into(),
+                (None, Ended::Exited(x)) => x.describe(),
+                (None, Ended::Died) => "its supervisor died without recording how it ended".into(),
             };
             let reason = format!("verify failed after wave {w} ({how}); its output: guild-hall plan logs {} --verify", p.id);
             match p.fixer.clone() {
                 Some(fixer) => {
                     let round = st.record.fixes + 1;
                     st.record.fixes = round;
-                    let run = st.record.verify_runs;
                     st.go(Halted, &format!("{reason}; fix-forward commission {} by {fixer} is under way", fix_id(&p.id, w, round)));
                     Some(Action::FixForward { update: st.finish(), wave: w, round, fixer, run })
                 }
@@ -45,13 +46,17 @@ pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
                 }
             }
         }
-        (false, None) => {
-            let run = st.record.verify_runs;
+        None => {
             let live = o.verify_live.as_ref().filter(|_| !st.record.verify_stop_sent);
-            if let Some(Err((why, kind, text))) = live.map(|live| judge(s, live, verify_limit(s, o))) {
-                let state = if kind == "heartbeat" { Some("stale") } else { None };
-                st.event(kind, format!("{kind}:verify:{run}"), json!({"verify": run, "state": state, "text": format!("verify: {text}")}));
-                st.record.verify_verdict = Some(why);
+            if let Some(Look::Stop(stop)) = live.map(|live| look(s, live, verify_limit(s, o))) {
+                let kind = stop.event_kind();
+                let state = stop.is_stale().then_some("stale");
+                st.event(
+                    kind,
+                    format!("{kind}:verify:{run}"),
+                    json!({"verify": run, "state": state, "text": format!("verify: {}", stop.text())}),
+                );
+                st.record.verify_verdict = Some(stop.reason());
                 st.record.verify_stop_sent = true;
                 st.dirty = true;
                 return Some(Action::StopVerify { update: st.finish(), run, kill: true });

@@ -172,7 +172,7 @@ fn owed(st: &mut Step<'_>, w: usize) -> Option<Owed> {
         let Some(rec) = st.record.tasks.get(&ot.task.canonical).cloned() else { continue };
         if rec.state == TaskState::Running
             && ot.exit.as_ref().is_none_or(|x| x.attempt != rec.attempt)
-            && ot.started.is_none_or(|a| a != rec.attempt && a != u32::MAX)
+            && ot.started.is_none_or(|t| !t.covers(rec.attempt))
             && !rec.stop_sent
         {
             // Recorded as started, but no shim ever took it (a pass died between the
