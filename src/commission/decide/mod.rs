@@ -8,6 +8,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use crate::activity::names;
+use crate::activity::reason::Reason;
 use crate::activity::state::{Given, Heartbeat, Record, RunInfo};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
@@ -248,7 +249,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
             // A commission finished this round no longer holds its slot: its worker is gone,
             // and the pass starts new work only after the round's finishes are done. One whose
             // merge waits on a person's checkout keeps it: work does not pile up behind it.
-            let merge_waits = o.artifact.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING));
+            let merge_waits = o.artifact.str_field("reason").is_some_and(|r| Reason::parse(r).merge_waits());
             if at_work || !matches!(effect, Effect::Finish) || merge_waits {
                 running += 1;
             }

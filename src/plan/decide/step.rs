@@ -6,7 +6,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use super::{integration, Action, Observed, PlanRecord, Snapshot, TaskFold, TaskRecord, TaskState, Update};
-use crate::activity::timeline;
+use crate::activity::changes;
 use crate::artifact::plan::{PlanStatus, Task};
 use crate::artifact::write::Edit;
 
@@ -40,20 +40,14 @@ impl<'a> Step<'a> {
     }
 
     pub(super) fn set(&mut self, key: &str, v: Value) {
-        if self.o.plan.fields.get(key) != Some(&v) {
-            self.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
-            self.edits.push(Edit::Set(key.into(), v));
-        }
+        changes::set(&self.o.plan.fields, &mut self.edits, key, v);
     }
     pub(super) fn remove(&mut self, key: &str) {
-        if self.o.plan.fields.contains_key(key) {
-            self.edits.push(Edit::Remove(key.into()));
-        }
+        changes::remove(&self.o.plan.fields, &mut self.edits, key);
     }
+    /// A timeline event, unless the plan's timeline already holds its key.
     pub(super) fn event(&mut self, kind: &str, key: String, fields: Json) {
-        if !self.o.timeline_keys.contains(&key) {
-            self.events.push(timeline::event(self.now, kind, key, fields));
-        }
+        changes::event(Some(&self.o.timeline_keys), &mut self.events, self.now, kind, key, fields);
     }
     pub(super) fn go(&mut self, to: PlanStatus, reason: &str) {
         let from = self.record.status;
