@@ -52,7 +52,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     if asked != had && known || (!known && asked != Draft && asked != Pending) {
         match request(&mut st, had, asked) {
             Some(Answer::StartWave(wave)) => return Some(Action::StartWave { update: st.finish(), wave }),
-            Some(Answer::Refused(update)) => return Some(Action::Update { update }),
+            Some(Answer::Refused(update)) => return Some(Action::Update { update: *update }),
             None => {}
         }
     }
@@ -115,7 +115,7 @@ enum Answer {
     /// A retry of a plan taken from the artifact here: the wave's base is the tip now.
     StartWave(usize),
     /// Refused: the status put back, `reason:` saying why (the update alone).
-    Refused(Update),
+    Refused(Box<Update>),
 }
 
 /// A person's request (`status:` or `desired:` edited), validated against what guild-hall last
@@ -162,7 +162,7 @@ fn request(st: &mut Step<'_>, had: PlanStatus, asked: PlanStatus) -> Option<Answ
             edits.push(Edit::Remove("desired".into()));
         }
         let update = Update { plan: p.id.clone(), expect_hash: p.hash, edits, events, record: None, folds: vec![] };
-        return Some(Answer::Refused(update));
+        return Some(Answer::Refused(Box::new(update)));
     }
     None
 }
