@@ -11,6 +11,7 @@ use git2::{BranchType, Oid, Repository};
 
 use super::control_plane::{bad_component, is_control_plane};
 use super::git::{signature, GitError, Result};
+use super::reason::Reason;
 use super::worktree::listing;
 use crate::config::{human_size, MergeLimits};
 
@@ -319,9 +320,6 @@ pub struct Messages {
 /// Why a worker's change to the control plane is never merged, said the same way for every kind.
 pub const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings, plans, worker packages or guild-hall.yaml; new work goes through propose_followup or the dispatcher";
 
-/// How the `reason:` of an activity whose merge waits (a person's checkout in the way) begins.
-pub const MERGE_WAITING: &str = "merge waiting";
-
 /// Land an activity's work, the one way for every kind: commit what the worker left in its
 /// worktree onto its branch (by the record, never by what the worktree says), refuse a
 /// worktree that is no longer the one guild-hall made, then squash-merge the branch into the
@@ -344,11 +342,11 @@ pub fn land(
     if let Some(why) =
         super::git::open(project_root).ok().and_then(|r| super::git::ref_lock_to_wait_for(&r, &format!("refs/heads/{branch}")))
     {
-        return Landing::Waiting(format!("{MERGE_WAITING}: {why}"));
+        return Landing::Waiting(Reason::MergeWaiting(why).to_string());
     }
     let secured = match super::worktree::secure_work(rec, worker_objects, leftovers, limits) {
         Ok(s) => s,
-        Err(e) if super::git::is_lock_error(&e) => return Landing::Waiting(format!("{MERGE_WAITING}: {e}")),
+        Err(e) if super::git::is_lock_error(&e) => return Landing::Waiting(Reason::MergeWaiting(e.to_string()).to_string()),
         Err(e) => {
             return Landing::Unsecured(format!(
                 "could not commit the worker's files to {branch}: {e}; nothing merged, its worktree {} kept to try again",
@@ -412,7 +410,7 @@ pub fn land(
             kind: "too-large",
             reason: format!("too large to merge: {}; nothing merged, branch {branch} kept", listing(&what)),
         },
-        Ok(MergeOutcome::Waiting(why)) => Landing::Waiting(format!("{MERGE_WAITING}: {why}")),
+        Ok(MergeOutcome::Waiting(why)) => Landing::Waiting(Reason::MergeWaiting(why).to_string()),
         Err(e) => Landing::Refused {
             kind: "merge-failed",
             reason: format!("the merge into {integration} failed: {e}; nothing merged, branch {branch} kept"),

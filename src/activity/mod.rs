@@ -2,7 +2,7 @@
 //! [`worktree`] made and secured by record, landing by squash [`merge`]), the [`control_plane`]
 //! no worker may change, the layout of its runtime state dir ([`state`]: records, run and exit
 //! info, heartbeat), its [`timeline`], artifact edits that land whatever a worker said
-//! ([`fit`]), applying an update in one crash-safe order ([`apply`]), the names derived from an
+//! ([`fit`]), how a decider adds edits and events to an update (`changes`), applying an update in one crash-safe order ([`apply`]), the names derived from an
 //! id ([`names`]: branches, trailers), whether an id is free ([`ids`]: ids are never reused),
 //! a checkout's [`remote`] (fetch, adopt, push), work that ended on the integration branch while
 //! the checkout says it is to run ([`integrated`]), what in git counts as guild-hall's own word
@@ -11,6 +11,7 @@
 //! `crate::worker::liveness`.
 
 pub mod apply;
+pub(crate) mod changes;
 pub mod control_plane;
 pub mod fit;
 pub mod git;
@@ -19,6 +20,7 @@ pub mod integrated;
 pub mod kind;
 pub mod merge;
 pub mod names;
+pub(crate) mod reason;
 pub mod remote;
 pub mod state;
 pub mod timeline;

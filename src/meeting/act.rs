@@ -11,6 +11,7 @@ use super::decide::{Action, Followup, MeetingRecord, Update};
 use crate::activity::fit::Shorter;
 use crate::activity::kind::Ctx;
 use crate::activity::merge::{land, Landing, Messages};
+use crate::activity::reason::Reason;
 use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree;
@@ -211,7 +212,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
         Landing::Waiting(why) => return wait_to_close(&path, &meeting, &update, why),
         // The work is not safe on the branch yet (a full disk, say): the meeting closes only
         // once it is, and says why it waits meanwhile; its worktree and transcript stay.
-        Landing::Unsecured(why) => return wait_to_close(&path, &meeting, &update, format!("closing waits: {why}")),
+        Landing::Unsecured(why) => return wait_to_close(&path, &meeting, &update, Reason::ClosingWaits(why).to_string()),
     }
     fault("close", 3);
     worktree::remove_worktree(&rec)?;
@@ -219,7 +220,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     // The transcript goes last, once the notes are safe in the artifact.
     crate::files::remove_if_exists(&transcript)?;
     fault("close", 4);
-    if meeting.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING) || r.starts_with("closing waits"))
+    if meeting.str_field("reason").is_some_and(|r| Reason::parse(r).waits())
         && !update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"))
     {
         update.edits.push(Edit::Remove("reason".into()));

@@ -9,7 +9,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use super::fold::Folded;
-use crate::activity::timeline;
+use crate::activity::{changes, timeline};
 use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
 use crate::worker::toolbox::mailbox::{Mail, MailBody};
@@ -188,21 +188,16 @@ impl<'a> Step<'a> {
     }
 
     fn set(&mut self, key: &str, value: Value) {
-        if self.o.meeting.fields.get(key) != Some(&value) {
-            self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
-            self.update.edits.push(Edit::Set(key.into(), value));
-        }
+        changes::set(&self.o.meeting.fields, &mut self.update.edits, key, value);
     }
 
     fn remove(&mut self, key: &str) {
-        self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
-        if self.o.meeting.fields.contains_key(key) {
-            self.update.edits.push(Edit::Remove(key.into()));
-        }
+        changes::remove(&self.o.meeting.fields, &mut self.update.edits, key);
     }
 
+    /// A timeline event (a meeting's timeline keys are not observed: every one is queued).
     fn event(&mut self, kind: &str, key: String, fields: Json) {
-        self.update.events.push(timeline::event(self.now, kind, key, fields));
+        changes::event(None, &mut self.update.events, self.now, kind, key, fields);
     }
 
     /// Accept a transition: the record follows, the log says so.

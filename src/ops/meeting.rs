@@ -203,7 +203,7 @@ pub fn close(home: &Home, project: &Project, id: &str) -> Result<(Meeting, bool)
     request(project, id, MeetingStatus::Closed, None)?;
     converge(home, project, id, CONVERGE_LIMIT, |r, m| {
         r.is_some_and(|r| r.status == MeetingStatus::Closed)
-            || m.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING))
+            || m.str_field("reason").is_some_and(|r| crate::activity::reason::Reason::parse(r).merge_waits())
     })?;
     let m = observe::load(project, id)?;
     let closed = observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Closed);

@@ -19,6 +19,7 @@ use crate::artifact::plan::Plan;
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
 use crate::files::read_json;
+use crate::worker::attempt::Taken;
 use crate::worker::liveness::{self, Proc};
 use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
@@ -378,14 +379,15 @@ fn lingering(attempt: u32, procs: &liveness::Attempt) -> Option<Lingering> {
 }
 
 /// The attempt a shim has taken in `state` (its `run.json`, or `exit.json` when it could not
-/// start; a Slurm job's handle), or `u32::MAX` while a shim holds the lock before recording it.
-fn started(state: &StateDir) -> Result<Option<u32>, Vec<Problem>> {
+/// start; a Slurm job's handle), or [`Taken::Locked`] while a shim holds the lock before
+/// recording it.
+fn started(state: &StateDir) -> Result<Option<Taken>, Vec<Problem>> {
     let p = |e: anyhow::Error| vec![Problem::new(&state.0, 1, 1, format!("{e:#}"))];
     if crate::worker::shim::shim_lock_held(state) {
-        return Ok(Some(u32::MAX));
+        return Ok(Some(Taken::Locked));
     }
     let run = state.read_run().map_err(p)?.map(|r| r.attempt);
     // A Slurm job submitted for a later attempt has taken it, queued or not.
     let job = crate::worker::runner::slurm::Handle::read(state).map_err(p)?.filter(|h| h.taken(state)).map(|h| h.attempt);
-    Ok(run.max(job))
+    Ok(run.max(job).map(Taken::Attempt))
 }

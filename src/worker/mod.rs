@@ -5,6 +5,7 @@
 //! where attempts run (`runner`: here, or on a Slurm cluster).
 
 pub mod acp;
+pub mod attempt;
 pub mod bundled;
 pub mod launch;
 pub mod liveness;

@@ -1,5 +1,5 @@
-//! A commission's worker at work: the liveness rules every kind shares
-//! ([`crate::worker::liveness`]) applied to it — its limit from the commission, package or
+//! A commission's worker at work: the attempt rules every kind shares
+//! ([`crate::worker::attempt`]) applied to it — its limit from the commission, package or
 //! project, stale and overtime as failures — and, once it is gone, how its exit ends the
 //! commission (REQ-COM-14).
 
@@ -9,7 +9,8 @@ use super::step::Step;
 use super::{Effect, Sig};
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};
-use crate::worker::liveness::{self, Judgement};
+use crate::worker::attempt::{Look, Process, Stop};
+use crate::worker::liveness;
 
 /// The wall-clock limit of an attempt and where it comes from: the commission's `timeout:`,
 /// else its package's, else the project's (`0s`: none).
@@ -22,28 +23,29 @@ pub fn time_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Duration, &'
     ])
 }
 
-/// Why a running attempt must stop now for running too long, if it must.
-pub(super) fn overtime(s: &Snapshot, o: &Observed) -> Option<String> {
-    liveness::overtime(time_limit(s, o), o.run.as_ref()?.started_at, s.now)
-}
-
-/// A running worker: signs of life since the last look keep it alive; none for `stale_after`
-/// and it is failed and its group killed.
-pub(super) fn heartbeat(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
-    let Some(sample) = o.sample else { return Effect::None };
-    match liveness::judge(o.heartbeat.as_ref(), sample, s.now, s.project.config.stale_after) {
-        Judgement::Stale(idle) => {
-            let text = liveness::stale_text(idle);
-            st.event("heartbeat", format!("heartbeat:{}:stale", st.record.attempt), json!({"state": "stale", "text": text}));
-            st.go(Status::Failed, liveness::UNRESPONSIVE);
+/// A running worker held to the rules every kind's attempts are ([`Process::look`]): past its
+/// limit, or with no signs of life for `stale_after`, it is failed and its group killed; signs
+/// of life since the last look keep it alive.
+pub(super) fn watch(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
+    let running = Process::Running { started_at: o.run.as_ref().map(|r| r.started_at), heartbeat: o.heartbeat.clone(), sample: o.sample };
+    let attempt = st.record.attempt;
+    match running.look(time_limit(s, o), s.project.config.stale_after, s.now) {
+        Look::Stop(stop) => {
+            match &stop {
+                Stop::Overtime(why) => st.event("timeout", format!("timeout:{attempt}"), json!({"text": why})),
+                Stop::Stale(_) => {
+                    st.event("heartbeat", format!("heartbeat:{attempt}:stale"), json!({"state": "stale", "text": stop.text()}))
+                }
+            }
+            st.go(Status::Failed, &stop.reason());
             Effect::Signal(Sig::Kill)
         }
-        Judgement::Quiet => Effect::None,
-        Judgement::First(beat) => {
-            st.event("heartbeat", format!("heartbeat:{}:healthy", st.record.attempt), json!({"state": "healthy", "text": "healthy"}));
+        Look::Quiet => Effect::None,
+        Look::First(beat) => {
+            st.event("heartbeat", format!("heartbeat:{attempt}:healthy"), json!({"state": "healthy", "text": "healthy"}));
             Effect::Beat(beat)
         }
-        Judgement::Beat(beat) => Effect::Beat(beat),
+        Look::Beat(beat) => Effect::Beat(beat),
     }
 }
 

@@ -9,7 +9,7 @@
 use serde_json::json;
 use serde_yaml_ng::Value;
 
-use super::liveness::{classify_exit, heartbeat, overtime};
+use super::liveness::{classify_exit, watch};
 use super::step::Step;
 use super::transitions::{person_may_request, refusal};
 use super::{Cycles, Effect, Sig};
@@ -20,31 +20,8 @@ use crate::commission::observe::{Observed, Proc, Snapshot};
 
 pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cycles) -> (Step<'a>, Effect) {
     let mut st = Step::new(o, now);
-    let art = o.artifact.status;
     if let Some(away) = &o.elsewhere {
-        // Under way in another home (this one never started it): nothing here to watch, stop
-        // or finish; `status` and `check` say so, and a person decides. A one-shot request is
-        // answered: a cancel gives the attempt up here (the other home's worker is not ours to
-        // stop); a dispatch is refused, saying how to run it again here. The status is the
-        // artifact's, whatever older attempt this home's record is of.
-        st.status = o.artifact.status.unwrap_or(st.status);
-        match o.artifact.desired {
-            Some(Desired::Cancelled) => {
-                let why = format!(
-                    "requested: desired cancelled (attempt {} was under way in another home; its worker there, if any, is not stopped from here)",
-                    away.attempt
-                );
-                st.go(Status::Cancelled, &why);
-                st.remove("desired");
-                stop_follows_processes(o, &mut st);
-            }
-            Some(Desired::Dispatched) => {
-                let why = format!("attempt {} is under way in another home; set `status: pending` to run it again here", away.attempt);
-                st.refuse("desired: dispatched", &why);
-                st.remove("desired");
-            }
-            None => {}
-        }
+        elsewhere(o, away.attempt, &mut st);
         return (st, Effect::None);
     }
     if o.integrated.is_some() {
@@ -61,6 +38,50 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         return (st, Effect::None);
     }
 
+    stamp_created(o, &mut st, now);
+    // 1. The status as written versus the status we last wrote.
+    as_written(o, &mut st, now);
+    // 2. A one-shot request in `desired:`.
+    let wants_dispatch = desired(o, &mut st);
+    // 3. What the status needs now.
+    let effect = match st.status {
+        Status::Draft => Effect::None,
+        Status::Pending | Status::Blocked => waiting(s, o, &mut st, cycles, wants_dispatch),
+        Status::Dispatched | Status::InProgress => at_work(s, o, &mut st),
+        Status::Cancelled | Status::Failed | Status::Completed => ended(s, o, &mut st),
+    };
+    stop_follows_processes(o, &mut st);
+    (st, effect)
+}
+
+/// Under way in another home (this one never started it): nothing here to watch, stop or
+/// finish; `status` and `check` say so, and a person decides. A one-shot request is answered:
+/// a cancel gives the attempt up here (the other home's worker is not ours to stop); a dispatch
+/// is refused, saying how to run it again here. The status is the artifact's, whatever older
+/// attempt this home's record is of.
+fn elsewhere(o: &Observed, attempt: u32, st: &mut Step<'_>) {
+    st.status = o.artifact.status.unwrap_or(st.status);
+    match o.artifact.desired {
+        Some(Desired::Cancelled) => {
+            let why = format!(
+                "requested: desired cancelled (attempt {} was under way in another home; its worker there, if any, is not stopped from here)",
+                attempt
+            );
+            st.go(Status::Cancelled, &why);
+            st.remove("desired");
+            stop_follows_processes(o, st);
+        }
+        Some(Desired::Dispatched) => {
+            let why = format!("attempt {} is under way in another home; set `status: pending` to run it again here", attempt);
+            st.refuse("desired: dispatched", &why);
+            st.remove("desired");
+        }
+        None => {}
+    }
+}
+
+/// The `created:` stamp a commission is queued by: the artifact's, kept in the record.
+fn stamp_created(o: &Observed, st: &mut Step<'_>, now: &str) {
     let settled = o.artifact.status.is_some_and(Status::is_terminal);
     match (o.artifact.created(), &st.record.created) {
         (Some(c), None) if !settled => st.record.created = Some(c.to_string()),
@@ -73,8 +94,12 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         }
         _ => {}
     }
+}
 
-    // 1. The status as written versus the status we last wrote.
+/// The status as written versus the status last recorded: adopted, first met, new work over a
+/// used id, or (this home's own) a write to repeat or a person's request.
+fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
+    let art = o.artifact.status;
     match &o.record {
         Some(r) if newer_finished_work(o, r) => {
             // Finished work this home never ran (a teammate's re-run, a CI run's, pulled in):
@@ -129,38 +154,46 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
                 given: None,
             };
         }
-        Some(r) => {
-            if art == Some(r.status) && r.prev.is_some() {
-                // Our write has landed: from now on the status it replaced, written back by a
-                // person, is a request like any other (and refused with a reason if invalid).
-                st.record.prev = None;
-            } else if art != Some(r.status) && (art.is_none() || art == r.prev) {
-                // Our own write was interrupted or dropped (or the key was deleted): write it
-                // again. `prev` is kept only until the artifact is seen to say `r.status`.
-                st.set("status", Value::String(r.status.as_str().into()));
-                if let Some(hint) = new_work_hint(o, r).filter(|_| r.prev.is_none() || art != r.prev) {
-                    st.refuse("a missing status", &format!("{} is put back; {hint}", r.status));
-                }
-            } else if let Some(want) = art.filter(|a| *a != r.status) {
-                let finished_with_result = r.status.is_active() && o.proc == Proc::Dead && st.has_result();
-                if want == Status::Cancelled && finished_with_result {
-                    st.refuse(&format!("status change {} -> cancelled", r.status), "the worker already finished and submitted a result");
-                    st.set("status", Value::String(r.status.as_str().into()));
-                } else if person_may_request(r.status, want) {
-                    st.go(want, &format!("requested: status set to {want}"));
-                } else {
-                    let why = match new_work_hint(o, r) {
-                        Some(hint) => format!("{}; {hint}", refusal(r.status, want)),
-                        None => refusal(r.status, want),
-                    };
-                    st.refuse(&format!("status change {} -> {want}", r.status), &why);
-                    st.set("status", Value::String(r.status.as_str().into()));
-                }
-            }
+        Some(r) => request(o, r, st),
+    }
+}
+
+/// A status this home recorded, against the artifact's: our write landed, our write to repeat
+/// (put back), or a person's edit — a request carried out or refused.
+fn request(o: &Observed, r: &Record, st: &mut Step<'_>) {
+    let art = o.artifact.status;
+    if art == Some(r.status) && r.prev.is_some() {
+        // Our write has landed: from now on the status it replaced, written back by a
+        // person, is a request like any other (and refused with a reason if invalid).
+        st.record.prev = None;
+    } else if art != Some(r.status) && (art.is_none() || art == r.prev) {
+        // Our own write was interrupted or dropped (or the key was deleted): write it
+        // again. `prev` is kept only until the artifact is seen to say `r.status`.
+        st.set("status", Value::String(r.status.as_str().into()));
+        if let Some(hint) = new_work_hint(o, r).filter(|_| r.prev.is_none() || art != r.prev) {
+            st.refuse("a missing status", &format!("{} is put back; {hint}", r.status));
+        }
+    } else if let Some(want) = art.filter(|a| *a != r.status) {
+        let finished_with_result = r.status.is_active() && o.proc == Proc::Dead && st.has_result();
+        if want == Status::Cancelled && finished_with_result {
+            st.refuse(&format!("status change {} -> cancelled", r.status), "the worker already finished and submitted a result");
+            st.set("status", Value::String(r.status.as_str().into()));
+        } else if person_may_request(r.status, want) {
+            st.go(want, &format!("requested: status set to {want}"));
+        } else {
+            let why = match new_work_hint(o, r) {
+                Some(hint) => format!("{}; {hint}", refusal(r.status, want)),
+                None => refusal(r.status, want),
+            };
+            st.refuse(&format!("status change {} -> {want}", r.status), &why);
+            st.set("status", Value::String(r.status.as_str().into()));
         }
     }
+}
 
-    // 2. A one-shot request in `desired:`.
+/// A one-shot request in `desired:`: carried out or refused, and removed once answered;
+/// whether a dispatch is wanted.
+fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
     let mut wants_dispatch = false;
     match o.artifact.desired {
         None => {}
@@ -197,95 +230,90 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
             }
         }
     }
+    wants_dispatch
+}
 
-    // 3. What the status needs now.
+/// Pending or blocked: blocked while it waits (dependencies, its worker's package), else a
+/// candidate for a slot once nothing of an earlier attempt is left.
+fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants_dispatch: bool) -> Effect {
     let cfg = &s.project.config;
-    let effect = match st.status {
-        Status::Draft => Effect::None,
-        Status::Pending | Status::Blocked => {
-            if let Some(why) = super::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
-                if st.status == Status::Pending {
-                    st.go(Status::Blocked, &why);
-                } else if o.artifact.str_field("reason") != Some(why.as_str())
-                    && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
-                {
-                    st.set("reason", Value::String(why));
-                }
-                Effect::None
-            } else {
-                if st.status == Status::Blocked {
-                    st.go(Status::Pending, &format!("all dependencies present and worker {} installed", o.artifact.worker));
-                }
-                if o.proc == Proc::Lingering {
-                    Effect::KillLeftovers
-                } else if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
-                    Effect::Cleanup("leftover worktree of an earlier attempt")
-                } else {
-                    Effect::Candidate { wants: wants_dispatch }
-                }
-            }
+    if let Some(why) = super::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
+        if st.status == Status::Pending {
+            st.go(Status::Blocked, &why);
+        } else if o.artifact.str_field("reason") != Some(why.as_str())
+            && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
+        {
+            st.set("reason", Value::String(why));
         }
-        Status::Dispatched | Status::InProgress => {
-            st.fold_mail();
-            match o.proc {
-                _ if o.record.is_none() => Effect::None,
-                Proc::Starting => Effect::None,
-                // Nothing is over until every process of the attempt is.
-                Proc::Lingering => Effect::KillLeftovers,
-                Proc::NotStarted if st.status == Status::Dispatched => Effect::Resume,
-                Proc::Alive => {
-                    if st.status == Status::Dispatched {
-                        let pid = o.run.as_ref().map(|r| r.pid).unwrap_or(0);
-                        st.go(Status::InProgress, &format!("worker process running (shim pid {pid})"));
-                    }
-                    match overtime(s, o) {
-                        Some(why) => {
-                            st.event("timeout", format!("timeout:{}", st.record.attempt), json!({"text": why}));
-                            st.go(Status::Failed, &why);
-                            Effect::Signal(Sig::Kill)
-                        }
-                        None => heartbeat(s, o, &mut st),
-                    }
-                }
-                // How it ended depends on what its mailbox holds. Its worker is gone, so nothing
-                // will make it readable (a worker can `chmod` its own file; guild-hall gives the
-                // mode back, so this is a file it cannot read even so): the attempt fails, saying
-                // why, instead of holding its slot and worktree for ever.
-                Proc::NotStarted | Proc::Dead if o.mail_error.is_some() => {
-                    let why = o.mail_error.clone().unwrap_or_default();
-                    st.go(Status::Failed, &format!("its mailbox cannot be read ({why}), so a result it may hold cannot be read either"));
-                    Effect::None
-                }
-                Proc::NotStarted | Proc::Dead => classify_exit(o, &mut st),
-            }
+        Effect::None
+    } else {
+        if st.status == Status::Blocked {
+            st.go(Status::Pending, &format!("all dependencies present and worker {} installed", o.artifact.worker));
         }
-        Status::Cancelled | Status::Failed | Status::Completed => {
-            if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.proc != Proc::NotStarted) {
-                st.fold_mail();
-            }
-            match o.proc {
-                Proc::Alive if st.status == Status::Cancelled => match st.record.term_sent_at {
-                    None => {
-                        st.record.term_sent_at = Some(s.now);
-                        Effect::Signal(Sig::Term)
-                    }
-                    Some(t) if s.now.signed_duration_since(t).to_std().unwrap_or_default() >= cfg.cancel_grace => Effect::Signal(Sig::Kill),
-                    Some(_) => Effect::None,
-                },
-                Proc::Alive => Effect::Signal(Sig::Kill),
-                Proc::Lingering => Effect::KillLeftovers,
-                // A job still in a cluster's queue: nothing of it runs, it is taken out.
-                Proc::Starting if o.queued.is_some() => Effect::Signal(Sig::Kill),
-                Proc::Starting => Effect::None,
-                _ if o.worktree_exists => {
-                    Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" })
-                }
-                _ => Effect::None,
-            }
+        if o.proc == Proc::Lingering {
+            Effect::KillLeftovers
+        } else if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
+            Effect::Cleanup("leftover worktree of an earlier attempt")
+        } else {
+            Effect::Candidate { wants: wants_dispatch }
         }
-    };
-    stop_follows_processes(o, &mut st);
-    (st, effect)
+    }
+}
+
+/// Dispatched or in progress: the attempt started, held to the liveness rules, or its exit
+/// classified once its worker is gone.
+fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
+    st.fold_mail();
+    match o.proc {
+        _ if o.record.is_none() => Effect::None,
+        Proc::Starting => Effect::None,
+        // Nothing is over until every process of the attempt is.
+        Proc::Lingering => Effect::KillLeftovers,
+        Proc::NotStarted if st.status == Status::Dispatched => Effect::Resume,
+        Proc::Alive => {
+            if st.status == Status::Dispatched {
+                let pid = o.run.as_ref().map(|r| r.pid).unwrap_or(0);
+                st.go(Status::InProgress, &format!("worker process running (shim pid {pid})"));
+            }
+            watch(s, o, st)
+        }
+        // How it ended depends on what its mailbox holds. Its worker is gone, so nothing
+        // will make it readable (a worker can `chmod` its own file; guild-hall gives the
+        // mode back, so this is a file it cannot read even so): the attempt fails, saying
+        // why, instead of holding its slot and worktree for ever.
+        Proc::NotStarted | Proc::Dead if o.mail_error.is_some() => {
+            let why = o.mail_error.clone().unwrap_or_default();
+            st.go(Status::Failed, &format!("its mailbox cannot be read ({why}), so a result it may hold cannot be read either"));
+            Effect::None
+        }
+        Proc::NotStarted | Proc::Dead => classify_exit(o, st),
+    }
+}
+
+/// Ended (cancelled, failed, completed): what still runs stopped, leftovers killed, the
+/// worktree cleaned up.
+fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
+    let cfg = &s.project.config;
+    if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.proc != Proc::NotStarted) {
+        st.fold_mail();
+    }
+    match o.proc {
+        Proc::Alive if st.status == Status::Cancelled => match st.record.term_sent_at {
+            None => {
+                st.record.term_sent_at = Some(s.now);
+                Effect::Signal(Sig::Term)
+            }
+            Some(t) if s.now.signed_duration_since(t).to_std().unwrap_or_default() >= cfg.cancel_grace => Effect::Signal(Sig::Kill),
+            Some(_) => Effect::None,
+        },
+        Proc::Alive => Effect::Signal(Sig::Kill),
+        Proc::Lingering => Effect::KillLeftovers,
+        // A job still in a cluster's queue: nothing of it runs, it is taken out.
+        Proc::Starting if o.queued.is_some() => Effect::Signal(Sig::Kill),
+        Proc::Starting => Effect::None,
+        _ if o.worktree_exists => Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" }),
+        _ => Effect::None,
+    }
 }
 
 /// A hand-written artifact over an id whose earlier commission ended (the person deleted it and

@@ -8,6 +8,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use crate::activity::names;
+use crate::activity::reason::Reason;
 use crate::activity::state::{Given, Heartbeat, Record, RunInfo};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
@@ -248,7 +249,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
             // A commission finished this round no longer holds its slot: its worker is gone,
             // and the pass starts new work only after the round's finishes are done. One whose
             // merge waits on a person's checkout keeps it: work does not pile up behind it.
-            let merge_waits = o.artifact.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING));
+            let merge_waits = o.artifact.str_field("reason").is_some_and(|r| Reason::parse(r).merge_waits());
             if at_work || !matches!(effect, Effect::Finish) || merge_waits {
                 running += 1;
             }
@@ -277,35 +278,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
                     update: step.finish(),
                 });
             }
-            Effect::Finish => {
-                let attempt = step.record.attempt;
-                let (summary, artifacts) = step.result().unwrap_or(("", &[]));
-                let mut conflict = step.clone();
-                conflict.go(Status::Failed, "the attempt's work could not be merged");
-                conflict.set("completed", Value::String(now.clone()));
-                let mut done = step;
-                done.go(Status::Completed, "worker submitted its result");
-                let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
-                    Some(Value::Sequence(v)) => v.clone(),
-                    _ => Vec::new(),
-                };
-                for a in artifacts {
-                    if !linked.iter().any(|l| l.as_str() == Some(a)) {
-                        linked.push(Value::String(a.clone()));
-                    }
-                }
-                if !linked.is_empty() {
-                    done.set("linked_artifacts", Value::Sequence(linked));
-                }
-                done.set("completed", Value::String(now.clone()));
-                actions.push(Action::Finish {
-                    branch: attempt_branch(o, attempt),
-                    attempt,
-                    summary: summary.to_string(),
-                    update: done.finish(),
-                    conflict: conflict.finish(),
-                });
-            }
+            Effect::Finish => actions.push(finish(o, step, &now)),
             Effect::Cleanup(why) => {
                 let attempt = step.record.attempt;
                 push_update(&mut actions, step.finish());
@@ -334,13 +307,54 @@ pub fn decide(s: &Snapshot) -> Decisions {
         }
     }
 
-    // FIFO by `created:` (ties: id), within the project and global caps.
+    dispatch(s, candidates, running, &mut actions);
+
+    let settled = actions.is_empty() && busy.is_empty();
+    Decisions { actions, settled, busy, cycles }
+}
+
+/// A result submitted: the update for the merge that completes the commission, and the one for
+/// a merge that conflicts (a failure), in one action.
+fn finish(o: &Observed, step: Step<'_>, now: &str) -> Action {
+    let attempt = step.record.attempt;
+    let (summary, artifacts) = step.result().unwrap_or(("", &[]));
+    let mut conflict = step.clone();
+    conflict.go(Status::Failed, "the attempt's work could not be merged");
+    conflict.set("completed", Value::String(now.to_string()));
+    let mut done = step;
+    done.go(Status::Completed, "worker submitted its result");
+    let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
+        Some(Value::Sequence(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    for a in artifacts {
+        if !linked.iter().any(|l| l.as_str() == Some(a)) {
+            linked.push(Value::String(a.clone()));
+        }
+    }
+    if !linked.is_empty() {
+        done.set("linked_artifacts", Value::Sequence(linked));
+    }
+    done.set("completed", Value::String(now.to_string()));
+    Action::Finish {
+        branch: attempt_branch(o, attempt),
+        attempt,
+        summary: summary.to_string(),
+        update: done.finish(),
+        conflict: conflict.finish(),
+    }
+}
+
+/// The candidates dispatched FIFO by `created:` (ties: id), within the project and global caps;
+/// the rest keep their update alone.
+fn dispatch(s: &Snapshot, mut candidates: Vec<Step<'_>>, mut running: usize, actions: &mut Vec<Action>) {
+    let cfg = &s.project.config;
     let created = |s: &Step<'_>| s.o.artifact.created().map(str::to_string).or_else(|| s.record.created.clone());
     candidates.sort_by(|a, b| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
     for mut step in candidates {
         let has_room = running < cfg.commission_cap && running + s.running_elsewhere < s.max_concurrent;
         if !has_room || step.o.worktree_exists {
-            push_update(&mut actions, step.finish());
+            push_update(actions, step.finish());
             continue;
         }
         running += 1;
@@ -366,9 +380,6 @@ pub fn decide(s: &Snapshot) -> Decisions {
         let worker = step.o.artifact.worker.clone();
         actions.push(Action::Dispatch { update: step.finish(), attempt, branch, worker, resume: false });
     }
-
-    let settled = actions.is_empty() && busy.is_empty();
-    Decisions { actions, settled, busy, cycles }
 }
 
 /// An attempt under way keeps what it was given (its worker read its prompt at the start, and

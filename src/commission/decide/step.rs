@@ -6,6 +6,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use super::Update;
+use crate::activity::changes;
 use crate::activity::state::Record;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
@@ -42,21 +43,16 @@ impl<'a> Step<'a> {
     }
 
     pub(super) fn set(&mut self, key: &str, value: Value) {
-        if self.o.artifact.field(key) != Some(&value) || self.update.edits.iter().any(|e| matches!(e, Edit::Remove(k) if k == key)) {
-            self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
-            self.update.edits.push(Edit::Set(key.into(), value));
-        }
+        changes::set(&self.o.artifact.fields, &mut self.update.edits, key, value);
     }
 
     pub(super) fn remove(&mut self, key: &str) {
-        self.update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == key));
-        if self.o.artifact.field(key).is_some() {
-            self.update.edits.push(Edit::Remove(key.into()));
-        }
+        changes::remove(&self.o.artifact.fields, &mut self.update.edits, key);
     }
 
+    /// A timeline event (the commission's timeline keys are not observed: every one is queued).
     pub(super) fn event(&mut self, kind: &str, key: String, fields: Json) {
-        self.update.events.push(crate::activity::timeline::event(&self.now, kind, key, fields));
+        changes::event(None, &mut self.update.events, &self.now, kind, key, fields);
     }
 
     /// Move to `to`, recording why. `reason` goes into the artifact for failures and cancels.

@@ -13,6 +13,7 @@ use serde_yaml_ng::Value;
 
 use super::*;
 use crate::activity::kind::Action as _;
+use crate::worker::attempt::Taken;
 
 const ID: &str = "p";
 
@@ -248,7 +249,7 @@ fn the_task_states_a_pass_moves_through() {
             &[Failed],
         ),
         ("succeeded, its work lost: run again", Succeeded, |o, _| o.worktree_gone = Some("removed".into()), &[Queued, Running]),
-        ("still at work: unchanged", Running, |o, _| o.started = Some(1), &[]),
+        ("still at work: unchanged", Running, |o, _| o.started = Some(Taken::Attempt(1)), &[]),
         // Kiln: in_progress with no heartbeat beyond the timeout is rerun_required (killed
         // first: it starts again once nothing of it runs), within the budget; then failed.
         ("live but silent past stale_after: run again", Running, |o, _| o.live = Some(silent(4)), &[Queued]),
@@ -278,13 +279,13 @@ fn the_task_states_a_pass_moves_through() {
         let mut r = record(PlanStatus::Running, 1);
         let mut tr = task_record(from, if from == Queued { 0 } else { 1 });
         let mut o = observed(plan, None);
-        o.tasks[0].started = Some(tr.attempt);
+        o.tasks[0].started = Some(Taken::Attempt(tr.attempt));
         setup(&mut o.tasks[0], &mut tr);
         r.tasks.insert(t1.clone(), tr.clone());
         // The other task is at work, so the wave is neither over nor shut down.
         let other = o.tasks[1].task.canonical.clone();
         r.tasks.insert(other, task_record(Running, 1));
-        o.tasks[1].started = Some(1);
+        o.tasks[1].started = Some(Taken::Attempt(1));
         o.record = Some(r);
         let a = decide(&snap(vec![o.clone()], 4));
         let logged = task_moves(a.first(), &t1);
@@ -387,7 +388,7 @@ fn build(g: &Gen, n: usize) -> Observed {
         let Some(state) = g.states[i] else { continue };
         r.tasks.insert(t.canonical.clone(), task_record(state, 1));
         let ot = o.tasks.iter_mut().find(|x| x.task.canonical == t.canonical).expect("its task");
-        ot.started = Some(1);
+        ot.started = Some(Taken::Attempt(1));
         ot.worktree_exists = true;
         match g.seen[i] {
             1 => ot.exit = Some(exit(1, 0)),
@@ -399,7 +400,7 @@ fn build(g: &Gen, n: usize) -> Observed {
         }
     }
     if let Some(pass) = g.verify_exit {
-        o.verify_started = Some(1);
+        o.verify_started = Some(Taken::Attempt(1));
         o.verify_exit = Some(exit(1, if pass { 0 } else { 1 }));
     }
     o.record = Some(r);
@@ -555,7 +556,22 @@ impl World {
         let now = self.s.now.clone();
         let mut u = a.update().clone();
         let o = &mut self.s.plans[i];
-        let outcome = self.outcomes.get(o.tasks.iter().map(|t| t.started.unwrap_or(0) as usize).sum::<usize>() % 27).copied().unwrap_or(0);
+        let outcome = self
+            .outcomes
+            .get(
+                o.tasks
+                    .iter()
+                    .map(|t| {
+                        t.started.map_or(0, |t| match t {
+                            Taken::Attempt(a) => a,
+                            Taken::Locked => 0,
+                        }) as usize
+                    })
+                    .sum::<usize>()
+                    % 27,
+            )
+            .copied()
+            .unwrap_or(0);
         match a {
             Action::StartWave { wave, .. } => {
                 if let Some(r) = &mut u.record {
@@ -565,7 +581,7 @@ impl World {
             Action::StartTask { starts, .. } => {
                 for TaskStart { task, attempt } in starts {
                     let ot = o.tasks.iter_mut().find(|t| &t.task.canonical == task).expect("its task");
-                    ot.started = Some(*attempt);
+                    ot.started = Some(Taken::Attempt(*attempt));
                     ot.worktree_exists = true;
                     ot.died = false;
                     match outcome {
@@ -591,7 +607,7 @@ impl World {
                 u = ig.progress();
             }
             Action::StartVerify { run, .. } => {
-                o.verify_started = Some(*run);
+                o.verify_started = Some(Taken::Attempt(*run));
                 o.verify_exit = Some(exit(*run, i32::from(self.verify_fails)));
             }
             Action::FixForward { .. } => {
@@ -738,7 +754,7 @@ fn ready_tasks_integrate_before_a_rerun_starts() {
         for (ot, (state, reruns)) in o.tasks.iter_mut().zip(states) {
             let mut tr = task_record(state, if state == Queued && reruns == 0 { 0 } else { 1 });
             tr.reruns = reruns;
-            ot.started = Some(tr.attempt);
+            ot.started = Some(Taken::Attempt(tr.attempt));
             r.tasks.insert(ot.task.canonical.clone(), tr);
         }
         o.record = Some(r);

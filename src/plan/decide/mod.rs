@@ -1,0 +1,439 @@
+//! The plan state machine as a pure decider: waves in order, at most `parallelism` tasks of
+//! the current wave running (FIFO in plan order), fail-fast, integration once the whole wave
+//! has succeeded, the verify gate, fix-forward, retry and cancel. This file holds what the
+//! decider sees ([`Snapshot`]) and what it asks for ([`Action`]); [`machine`] is the step of
+//! one plan, built on [`step::Step`] and the parts below it.
+//!
+//! - `record`: what guild-hall remembers of a plan, taken from the artifact where it has none;
+//! - `machine`: one plan's step — a person's request, cancel, start, and the status arms;
+//! - `waves`: a running wave — tasks ended, stops owed, fail-fast, copy-back, starts;
+//! - `verify`: the verify gate and fix-forward;
+//! - `resume`: Kiln's resume classes, an ended attempt classified, orphaned and rerun tasks;
+//! - `liveness`: tasks and verify held to the liveness rules of commissions, leftovers killed;
+//! - `fold`: what is new in a task's mailbox, folded into the timeline;
+//! - `step`: the update one step builds;
+//! - `integration`: what the copy-back of a wave finds means for the plan.
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use chrono::{DateTime, Utc};
+
+use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample};
+use crate::activity::timeline;
+use crate::artifact::plan::{Plan, PlanStatus, Task};
+use crate::artifact::write::Edit;
+use crate::artifact::Status;
+use crate::worker::attempt::Taken;
+
+pub use super::mail::{TaskFolded, TaskMail};
+pub use integration::{Finding, Integration};
+pub use liveness::{next_check, task_limit, verify_limit};
+pub use record::{elsewhere, known_record, PlanRecord, TaskRecord, TaskState, MAX_RERUNS};
+pub use resume::{resume_class, ResumeClass};
+
+mod fold;
+mod integration;
+mod liveness;
+mod machine;
+mod record;
+mod resume;
+mod step;
+mod verify;
+mod waves;
+
+#[cfg(test)]
+mod machine_tests;
+#[cfg(test)]
+mod tests;
+
+/// One task as observed.
+#[derive(Debug, Clone)]
+pub struct ObservedTask {
+    pub task: Task,
+    /// The exit of its current attempt, once its shim recorded it.
+    pub exit: Option<ExitInfo>,
+    /// What is new in its current attempt's mailbox (its task updates), and what it folds to.
+    pub mail: TaskMail,
+    /// Why its worker cannot run here (unknown package, ...), if so.
+    pub worker_problem: Option<String>,
+    /// Something is at its worktree's path (what removing it would remove).
+    pub worktree_exists: bool,
+    /// Its recorded worktree is gone (Kiln's `orphaned`): not at the path made for the task,
+    /// not a worktree `git worktree list` knows, or its `.git` gone; says which, with the path.
+    pub worktree_gone: Option<String>,
+    /// Its commit is on the integration branch (its trailer since the wave's base); only
+    /// looked for when its worktree is gone.
+    pub landed: bool,
+    /// A shim of the task is at work (its lock held, or its run alive), whatever the attempt.
+    pub busy: bool,
+    /// Its runner must be asked where it stands (a Slurm job): looked at again on a timer.
+    pub polled: bool,
+    /// The current attempt's worker at work, with its signs of life.
+    pub live: Option<Live>,
+    /// Its worker package's `timeout:`.
+    pub package_timeout: Option<std::time::Duration>,
+    /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
+    /// recorded, or the shim's lock held.
+    pub started: Option<Taken>,
+    /// The shim of its current attempt is gone without recording an exit (killed, a reboot),
+    /// and nothing of the attempt runs any more.
+    pub died: bool,
+    /// The shim of its current attempt is gone without recording an exit, and processes of the
+    /// attempt still run: they are killed before the attempt is judged or run again.
+    pub lingering: Option<Lingering>,
+}
+
+/// Processes of an attempt whose shim was killed before it could reap them, found by the
+/// attempt's run-id mark ([`crate::worker::shim::leftovers`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Lingering {
+    pub attempt: u32,
+    pub run: RunInfo,
+    pub pids: Vec<i32>,
+}
+
+/// A worker (a task's or a verify's) at work: when it started and its signs of life.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Live {
+    pub started_at: DateTime<Utc>,
+    /// The last change seen (`heartbeat` in its runtime dir).
+    pub heartbeat: Option<Heartbeat>,
+    pub sample: Sample,
+}
+
+/// One plan as observed.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub plan: Plan,
+    /// The record this home works from: its own, or the one it takes ([`Observed::taken`]).
+    pub record: Option<PlanRecord>,
+    /// `record` is not this home's file but what it takes from the artifact
+    /// ([`super::observe::known`]): written by the first pass.
+    pub taken: bool,
+    /// The checkout's file says the plan is to run, this home holds no record of it, and the
+    /// integration branch's copy says it ended there ([`super::observe::integrated`]): nothing
+    /// is started and the checkout's file is left as it is.
+    pub integrated: Option<crate::activity::integrated::Integrated>,
+    pub tasks: Vec<ObservedTask>,
+    /// The exit of the latest verify run.
+    pub verify_exit: Option<ExitInfo>,
+    /// The verify run a shim has taken (its `run.json`), or is taking (its lock held).
+    pub verify_started: Option<Taken>,
+    /// The shim of the latest verify run is gone without recording an exit.
+    pub verify_died: bool,
+    /// The latest verify run at work.
+    pub verify_live: Option<Live>,
+    /// A verify's shim is at work (its lock held, or its run alive), whatever the run.
+    pub verify_busy: bool,
+    /// The latest verify run's shim was killed and processes of the run still run.
+    pub verify_lingering: Option<Lingering>,
+    /// The status of the latest fix-forward commission.
+    pub fix_status: Option<Status>,
+    pub timeline_keys: std::collections::BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub plans: Vec<Observed>,
+    pub now: String,
+    /// `now` as a time.
+    pub at: DateTime<Utc>,
+    /// The project's `stale_after` and `timeout` (commissions', tasks' and verify's).
+    pub stale_after: std::time::Duration,
+    pub timeout: std::time::Duration,
+    /// Worker processes the project's cap (`commission_cap`) still allows: wave tasks count
+    /// against it like commissions.
+    pub slots: usize,
+}
+
+/// Timeline events, the record and artifact edits for one plan; then how far its tasks'
+/// mailboxes were read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Update {
+    pub plan: String,
+    pub expect_hash: u64,
+    pub edits: Vec<Edit>,
+    pub events: Vec<Json>,
+    pub record: Option<PlanRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folds: Vec<TaskFold>,
+}
+
+/// What a task's mailbox folded to, to keep (`events-<n>.folded.json` in its runtime dir).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskFold {
+    /// The task's slug: its runtime dir's name.
+    pub slug: String,
+    pub folded: TaskFolded,
+}
+
+/// What to do; every action carries the update to apply once its effect is done.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    Update {
+        update: Update,
+    },
+    /// Record the integration tip as the wave's base (act fills it in), then the update.
+    StartWave {
+        update: Update,
+        wave: usize,
+    },
+    /// Each task's worktree (made, or reused: reset to the base and cleaned), its snapshot, its
+    /// worker started: every task a freed slot lets start, in plan order, in one action (their
+    /// records written once, before any starts).
+    StartTask {
+        update: Update,
+        starts: Vec<TaskStart>,
+    },
+    /// SIGTERM to a task's attempt (SIGKILL after cancel_grace, by its shim), or SIGKILL now.
+    StopTask {
+        update: Update,
+        task: String,
+        attempt: u32,
+        kill: bool,
+    },
+    /// Collision scan, protocol checks, then one commit per task in plan order.
+    Integrate {
+        update: Update,
+        wave: usize,
+    },
+    /// Run `verify` in an integration worktree at the tip.
+    StartVerify {
+        update: Update,
+        wave: usize,
+        run: u32,
+    },
+    /// Write a fix-forward commission for the fixer with the failing output.
+    FixForward {
+        update: Update,
+        wave: usize,
+        round: u32,
+        fixer: String,
+        run: u32,
+    },
+    /// Remove the worktrees of integrated tasks (their work is on the integration branch).
+    CleanupTask {
+        update: Update,
+        tasks: Vec<String>,
+    },
+    /// SIGTERM to a running verify (a cancel), or SIGKILL now.
+    StopVerify {
+        update: Update,
+        run: u32,
+        kill: bool,
+    },
+    /// Write the heartbeat of a task's attempt (`task`) or of the verify run (`None`): signs of
+    /// life changed. `update` is empty.
+    Beat {
+        update: Update,
+        task: Option<String>,
+        beat: Heartbeat,
+    },
+    /// SIGKILL what the killed shim of a task's attempt (`task`) or of the verify run (`None`)
+    /// left running, each process re-checked for the attempt's mark; then `update` (its log
+    /// event). Nothing that follows the attempt — its verdict, a rerun in its worktree — is
+    /// done until they are gone.
+    KillLeftovers {
+        update: Update,
+        task: Option<String>,
+        run: RunInfo,
+        pids: Vec<i32>,
+    },
+}
+
+/// One task of a [`Action::StartTask`]: its canonical id and the attempt to start.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TaskStart {
+    pub task: String,
+    pub attempt: u32,
+}
+
+impl Action {
+    pub fn update(&self) -> &Update {
+        match self {
+            Action::Update { update }
+            | Action::StartWave { update, .. }
+            | Action::StartTask { update, .. }
+            | Action::StopTask { update, .. }
+            | Action::Integrate { update, .. }
+            | Action::StartVerify { update, .. }
+            | Action::FixForward { update, .. }
+            | Action::CleanupTask { update, .. }
+            | Action::StopVerify { update, .. }
+            | Action::Beat { update, .. }
+            | Action::KillLeftovers { update, .. } => update,
+        }
+    }
+}
+
+impl crate::activity::kind::Action for Action {
+    fn id(&self) -> &str {
+        &self.update().plan
+    }
+
+    fn starts_work(&self) -> bool {
+        matches!(self, Action::StartWave { .. })
+    }
+
+    fn verb(&self) -> &'static str {
+        match self {
+            Action::Update { .. } => "plan-update",
+            Action::StartWave { .. } => "wave-start",
+            Action::StartTask { .. } => "task-start",
+            Action::StopTask { .. } => "task-stop",
+            Action::Integrate { .. } => "wave-integrate",
+            Action::StartVerify { .. } => "verify",
+            Action::FixForward { .. } => "fix-forward",
+            Action::CleanupTask { .. } => "task-cleanup",
+            Action::StopVerify { .. } => "verify-stop",
+            Action::Beat { .. } => "heartbeat",
+            Action::KillLeftovers { .. } => "kill-leftovers",
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Action::Update { update } => {
+                let parts = said(update);
+                if parts.is_empty() {
+                    // Only guild-hall's own bookkeeping (its runtime record, the task mailboxes
+                    // read, a created stamp): said only if it failed.
+                    "runtime record updated".into()
+                } else {
+                    parts.join("; ")
+                }
+            }
+            Action::StartWave { wave, .. } => format!("start wave {wave}"),
+            Action::StartTask { starts, .. } => {
+                let each: Vec<String> = starts.iter().map(|s| format!("{} (attempt {})", s.task, s.attempt)).collect();
+                format!("start {}", each.join(", "))
+            }
+            Action::StopTask { task, kill: false, .. } => format!("shut down {task}"),
+            Action::StopTask { task, kill: true, .. } => format!("kill {task}"),
+            Action::Integrate { wave, .. } => format!("copy back wave {wave} in plan order"),
+            Action::StartVerify { wave, run, .. } => format!("verify after wave {wave} (run {run})"),
+            Action::FixForward { wave, round, fixer, .. } => format!("fix-forward {round} for wave {wave} by {fixer}"),
+            Action::CleanupTask { tasks, .. } => {
+                let what = if tasks.len() == 1 { "worktree" } else { "worktrees" };
+                format!("remove the {what} of {} (integrated)", tasks.join(", "))
+            }
+            Action::StopVerify { run, kill: false, .. } => format!("stop verify run {run}"),
+            Action::StopVerify { run, kill: true, .. } => format!("kill verify run {run}"),
+            Action::Beat { task: Some(t), .. } => format!("heartbeat of {t}"),
+            Action::Beat { task: None, .. } => "heartbeat of verify".into(),
+            Action::KillLeftovers { task, run, pids, .. } => format!(
+                "kill {} left by the killed shim of {} (attempt {})",
+                crate::activity::timeline::counted(pids.len(), "process"),
+                task.as_deref().unwrap_or("verify"),
+                run.attempt
+            ),
+        }
+    }
+
+    fn is_stop(&self) -> bool {
+        matches!(self, Action::StopTask { .. } | Action::StopVerify { .. } | Action::KillLeftovers { .. })
+    }
+
+    fn is_heartbeat(&self) -> bool {
+        matches!(self, Action::Beat { .. })
+    }
+
+    /// A beat written is no news, nor is bookkeeping (the rule of commissions); either is said
+    /// when it failed.
+    fn reported(&self, ok: bool) -> bool {
+        let bookkeeping = matches!(self, Action::Update { update } if said(update).is_empty());
+        !ok || !(self.is_heartbeat() || bookkeeping)
+    }
+
+    /// A dry run lists no beats.
+    fn listed(&self) -> bool {
+        !self.is_heartbeat()
+    }
+}
+
+/// What an update changes, in words, as a commission's are said: a status moved (and why), a
+/// task's new state, what its worker reported, what went wrong. guild-hall's bookkeeping is
+/// not news: its runtime record, the mailboxes read, the `tasks:` and `wave:` keys that mirror
+/// the task events said, the `created` event and stamp.
+fn said(u: &Update) -> Vec<String> {
+    let first_line = |v: Option<&str>| v.unwrap_or("").lines().next().unwrap_or("").to_string();
+    let mut parts = Vec::new();
+    for e in &u.edits {
+        match e {
+            Edit::Set(k, v) if k == "status" => parts.push(format!("status -> {}", v.as_str().unwrap_or("?"))),
+            Edit::Set(k, v) if k == "reason" => parts.push(format!("reason: {}", first_line(v.as_str()))),
+            Edit::Remove(k) if k == "desired" => parts.push("request consumed".into()),
+            Edit::Set(k, _) | Edit::Remove(k) if ["tasks", "wave", "created"].contains(&k.as_str()) => {}
+            Edit::Set(k, _) => parts.push(format!("{k} written")),
+            Edit::Remove(k) => parts.push(format!("{k} removed")),
+        }
+    }
+    // A task's latest progress only, as a commission's `progress:` holds its latest.
+    let mut progress: Vec<(String, String)> = Vec::new();
+    for e in &u.events {
+        let f = |k: &str| e[k].as_str().unwrap_or("").to_string();
+        match e["kind"].as_str().unwrap_or("") {
+            "task" => parts.push(format!("{} {}", f("task"), f("state"))),
+            "progress" => {
+                progress.retain(|(t, _)| *t != f("task"));
+                progress.push((f("task"), first_line(e["text"].as_str())));
+            }
+            "question" => parts.push(format!("{}: question logged", f("task"))),
+            "decision" => parts.push(format!("{}: decision: {}", f("task"), first_line(e["decision"].as_str()))),
+            "result" => parts.push(format!("{}: result submitted", f("task"))),
+            "task_update" => parts.push(format!("{} reports {}", f("task"), f("status"))),
+            "anomaly" | "orphaned" | "rerun_required" | "task_update_ignored" => parts.push(first_line(e["text"].as_str())),
+            // Said by the status edit, or guild-hall's own (created); the rest is in the log.
+            _ => {}
+        }
+    }
+    parts.extend(progress.into_iter().map(|(t, text)| format!("{t} progress: {text}")));
+    if parts.is_empty() && u.events.iter().any(|e| !matches!(e["kind"].as_str(), Some("created" | "status"))) {
+        parts.push(timeline::recorded(&u.events));
+    }
+    parts
+}
+
+/// The commission a fix-forward round writes.
+pub fn fix_id(plan: &str, wave: usize, round: u32) -> String {
+    crate::artifact::ids::derived(plan, &format!("fix-wave-{wave}-{round}"))
+}
+
+/// What a person may ask of a plan by editing `status:` (or `desired:`).
+pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
+    use PlanStatus::*;
+    matches!((from, to), (Draft, Pending) | (Halted | Failed | Cancelled, Pending) | (Pending | Running | Verifying | Halted, Cancelled))
+}
+
+/// Why the reconciler refuses a person's `status: <to>` on a plan that is `from` — the words
+/// its refusal writes into `reason:` — or `None` where it carries it out. The faces ask it up
+/// front, so they refuse with the same words.
+pub fn request_refusal(from: PlanStatus, to: PlanStatus) -> Option<String> {
+    (!person_may_request(from, to)).then(|| {
+        format!("a plan that is {from} cannot be set to {to} by hand (allowed: draft → pending, halted|failed|cancelled → pending to retry, pending|running|verifying|halted → cancelled)")
+    })
+}
+
+pub fn decide(s: &Snapshot) -> Vec<Action> {
+    let running: usize = s
+        .plans
+        .iter()
+        .map(|o| o.record.as_ref().map(|r| r.tasks.values().filter(|t| t.state == TaskState::Running).count()).unwrap_or(0))
+        .sum();
+    let mut slots = s.slots.saturating_sub(running);
+    let mut out = Vec::new();
+    for o in &s.plans {
+        // The kills first: whatever the plan's state, nothing of a killed attempt runs on.
+        out.extend(liveness::kill_leftovers(o, &s.now));
+        if let Some(a) = machine::step(o, s, slots) {
+            if let Action::StartTask { starts, .. } = &a {
+                slots = slots.saturating_sub(starts.len());
+            }
+            out.push(a);
+        }
+        out.extend(liveness::beats(o, s));
+    }
+    out
+}
