@@ -249,6 +249,57 @@ impl Commission {
     }
 }
 
+/// A new commission as guild-hall writes one (`commission create`, a plan's fix-forward): the
+/// keys a person would write, in the order written, and the prompt.
+#[derive(Debug, Clone)]
+pub(crate) struct New {
+    pub title: String,
+    /// When it was written (`date:`, informational); none for one the reconciler writes.
+    pub date: Option<String>,
+    pub status: Status,
+    pub worker: String,
+    /// The FIFO key, stamped when the commission is made.
+    pub created: String,
+    pub dependencies: Vec<String>,
+    /// Only the bounds set are written; none set: no `resources:`.
+    pub resources: Resources,
+    /// The worker's prompt (written without its trailing blank, with one newline).
+    pub body: String,
+}
+
+/// The text of the commission `new`: the one place a commission's text is composed.
+pub(crate) fn render(new: &New) -> String {
+    let mut fm = Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    if let Some(d) = &new.date {
+        fm.insert("date".into(), d.as_str().into());
+    }
+    fm.insert("status".into(), new.status.as_str().into());
+    fm.insert("worker".into(), new.worker.as_str().into());
+    fm.insert("created".into(), new.created.as_str().into());
+    if !new.dependencies.is_empty() {
+        fm.insert("dependencies".into(), Value::Sequence(new.dependencies.iter().map(|d| Value::from(d.as_str())).collect()));
+    }
+    let r = &new.resources;
+    let mut bounds = Mapping::new();
+    if let Some(t) = r.max_turns {
+        bounds.insert("max_turns".into(), t.into());
+    }
+    if let Some(b) = r.max_budget_usd {
+        bounds.insert("max_budget_usd".into(), b.into());
+    }
+    if let Some(c) = r.cpus {
+        bounds.insert("cpus".into(), u64::from(c).into());
+    }
+    if let Some(m) = &r.memory {
+        bounds.insert("memory".into(), m.as_str().into());
+    }
+    if !bounds.is_empty() {
+        fm.insert("resources".into(), Value::Mapping(bounds));
+    }
+    format!("---\n{}---\n{}\n", super::frontmatter::to_yaml(&fm), new.body.trim_end())
+}
+
 /// Keys read from the frontmatter; everything else is skipped by the parser without building
 /// values (parsing dominates observe, and most of a settled artifact is not ours to read).
 pub(crate) const READ_KEYS: [&str; 19] = [
@@ -355,6 +406,65 @@ mod tests {
         let e = parse("---\ntitle: T\nworker: scribe\ndependecies: [a/b.md]\n---\nDo it.\n").unwrap_err();
         assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:1: unknown key `dependecies`: did you mean `dependencies`?");
         assert!(parse("---\nworker: scribe\ndate: 2026-11-22\n---\nDo it.\n").is_ok(), "every schema key is allowed");
+    }
+
+    fn new_commission() -> New {
+        New {
+            title: "Port the parser".into(),
+            date: Some("2026-01-02".into()),
+            status: Status::Pending,
+            worker: "scribe".into(),
+            created: "2026-01-02T03:04:05.000006Z".into(),
+            dependencies: vec!["a/b.md".into()],
+            resources: Resources { max_turns: Some(5), max_budget_usd: Some(1.5), ..Default::default() },
+            body: "Do it.\n\n".into(),
+        }
+    }
+
+    /// The keys in the order a person reads them; only what is set; the prompt with one newline.
+    #[test]
+    fn a_new_commission_is_written_as_always() {
+        assert_eq!(
+            render(&new_commission()),
+            "---\ntitle: Port the parser\ndate: 2026-01-02\nstatus: pending\nworker: scribe\ncreated: 2026-01-02T03:04:05.000006Z\ndependencies:\n- a/b.md\nresources:\n  max_turns: 5\n  max_budget_usd: 1.5\n---\nDo it.\n"
+        );
+        let bare = New { date: None, status: Status::Draft, dependencies: Vec::new(), resources: Resources::default(), ..new_commission() };
+        assert_eq!(
+            render(&bare),
+            "---\ntitle: Port the parser\nstatus: draft\nworker: scribe\ncreated: 2026-01-02T03:04:05.000006Z\n---\nDo it.\n"
+        );
+    }
+
+    proptest::proptest! {
+        /// What the renderer writes, the parser reads back as the same values (a title YAML
+        /// would take for another type, or a multi-line one, included).
+        #[test]
+        fn what_is_rendered_parses_back_the_same(
+            title in "\\PC{1,40}|yes|null|1\\.5|- x|a: b|#x",
+            draft: bool,
+            worker in "[a-z][a-z0-9_-]{0,12}",
+            dependencies in proptest::collection::vec("[a-z]{1,6}(/[a-z0-9]{1,6}){0,2}\\.md", 0..3),
+            max_turns in proptest::option::of(1u64..1000),
+            body in "[^\\s]\\PC{0,60}(\n\\PC{0,30}){0,3}",
+        ) {
+            let new = New {
+                title,
+                status: if draft { Status::Draft } else { Status::Pending },
+                worker,
+                dependencies,
+                resources: Resources { max_turns, ..Default::default() },
+                body,
+                ..new_commission()
+            };
+            let c = parse(&render(&new)).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}")))?;
+            proptest::prop_assert_eq!(c.title.as_deref(), Some(new.title.as_str()));
+            proptest::prop_assert_eq!(c.status, Some(new.status));
+            proptest::prop_assert_eq!(&c.worker, &new.worker);
+            proptest::prop_assert_eq!(c.created(), Some(new.created.as_str()));
+            proptest::prop_assert_eq!(&c.dependencies, &new.dependencies);
+            proptest::prop_assert_eq!(&c.resources, &new.resources);
+            proptest::prop_assert_eq!(c.body, format!("{}\n", new.body.trim_end()));
+        }
     }
 
     /// A key written twice is at its second line, whether its value is read or skipped.

@@ -126,6 +126,13 @@ pub fn read_mapping<'a>(path: &Path, text: &'a str) -> Result<(String, Split<'a>
     Ok((stem.to_string(), sp, fields))
 }
 
+/// A frontmatter mapping as YAML text, as every renderer writes it. A mapping of strings,
+/// numbers and lists of them always serialises; were one ever refused, it is written empty
+/// and the parser the write goes through refuses the file.
+pub(crate) fn to_yaml(fm: &serde_yaml_ng::Mapping) -> String {
+    serde_yaml_ng::to_string(fm).unwrap_or_default()
+}
+
 /// The 0-based line where flow nesting first passes [`MAX_FLOW_DEPTH`], and that depth. Quoted
 /// scalars and comments are skipped; anything the scan gets wrong the YAML parser reports.
 fn too_deep(yaml: &str) -> Option<(usize, usize)> {

@@ -148,6 +148,47 @@ impl Meeting {
     }
 }
 
+/// A new meeting as guild-hall writes one (`meeting create`, a meeting's follow-up request):
+/// the keys a person would write, in the order written, and its opening words.
+#[derive(Debug, Clone)]
+pub(crate) struct New {
+    pub title: Option<String>,
+    pub worker: String,
+    pub status: MeetingStatus,
+    pub requested_by: Option<String>,
+    pub agenda: Option<String>,
+    pub references: Vec<String>,
+    /// When it was made; none for a follow-up (its first pass stamps it).
+    pub created: Option<String>,
+    /// Written only when it holds more than blanks.
+    pub body: String,
+}
+
+/// The text of the meeting `new`: the one place a meeting's text is composed.
+pub(crate) fn render(new: &New) -> String {
+    let mut fm = Mapping::new();
+    let put = |fm: &mut Mapping, key: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            fm.insert(key.into(), v.as_str().into());
+        }
+    };
+    put(&mut fm, "title", &new.title);
+    fm.insert("worker".into(), new.worker.as_str().into());
+    fm.insert("status".into(), new.status.as_str().into());
+    put(&mut fm, "requested_by", &new.requested_by);
+    put(&mut fm, "agenda", &new.agenda);
+    if !new.references.is_empty() {
+        fm.insert("references".into(), Value::Sequence(new.references.iter().map(|r| Value::from(r.as_str())).collect()));
+    }
+    put(&mut fm, "created", &new.created);
+    let mut out = format!("---\n{}---\n", super::frontmatter::to_yaml(&fm));
+    if !new.body.trim().is_empty() {
+        out.push_str(new.body.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// The first entry of `linked_artifacts` when more were linked than it lists: how many more
 /// (the log has every link). A string, as the schema wants, and a path as `check` reads it.
 pub fn linked_more_entry(n: u64) -> String {
@@ -182,6 +223,65 @@ mod tests {
         assert_eq!(m.agenda.as_deref(), Some("why"));
         let m = parse("---\nworker: scribe\n---\n").unwrap();
         assert_eq!(m.effective_status(), MeetingStatus::Open);
+    }
+
+    fn new_meeting() -> New {
+        New {
+            title: Some("Follow-up: the parser".into()),
+            worker: "scribe".into(),
+            status: MeetingStatus::Requested,
+            requested_by: Some("manager".into()),
+            agenda: Some("why it fails".into()),
+            references: vec![".lore/a.md".into()],
+            created: Some("2026-01-02T03:04:05.000006Z".into()),
+            body: "Hello\n\n".into(),
+        }
+    }
+
+    /// The keys in the order a person reads them; only what is set; a blank body not written.
+    #[test]
+    fn a_new_meeting_is_written_as_always() {
+        assert_eq!(
+            render(&new_meeting()),
+            "---\ntitle: 'Follow-up: the parser'\nworker: scribe\nstatus: requested\nrequested_by: manager\nagenda: why it fails\nreferences:\n- .lore/a.md\ncreated: 2026-01-02T03:04:05.000006Z\n---\nHello\n"
+        );
+        let bare = New {
+            title: None,
+            status: MeetingStatus::Open,
+            requested_by: None,
+            agenda: None,
+            references: Vec::new(),
+            created: None,
+            body: " \n".into(),
+            ..new_meeting()
+        };
+        assert_eq!(render(&bare), "---\nworker: scribe\nstatus: open\n---\n");
+    }
+
+    proptest::proptest! {
+        /// What the renderer writes, the parser reads back as the same values.
+        #[test]
+        fn what_is_rendered_parses_back_the_same(
+            title in proptest::option::of("\\PC{0,40}|yes|null|- x|a: b"),
+            worker in "[a-z][a-z0-9_-]{0,12}",
+            status in proptest::sample::select(MeetingStatus::ALL.to_vec()),
+            requested_by in proptest::option::of("[a-z]{1,10}"),
+            agenda in proptest::option::of("\\PC{0,40}(\n\\PC{0,30}){0,3}"),
+            references in proptest::collection::vec("[a-z]{1,6}(/[a-z0-9]{1,6}){0,2}\\.md", 0..3),
+            body in "\\PC{0,60}(\n\\PC{0,30}){0,3}",
+        ) {
+            let new = New { title, worker, status, requested_by, agenda, references, body, ..new_meeting() };
+            let m = parse(&render(&new)).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}")))?;
+            proptest::prop_assert_eq!(&m.title, &new.title);
+            proptest::prop_assert_eq!(&m.worker, &new.worker);
+            proptest::prop_assert_eq!(m.status, Some(new.status));
+            proptest::prop_assert_eq!(&m.requested_by, &new.requested_by);
+            proptest::prop_assert_eq!(&m.agenda, &new.agenda);
+            proptest::prop_assert_eq!(&m.references, &new.references);
+            proptest::prop_assert_eq!(m.str_field("created"), new.created.as_deref());
+            let body = if new.body.trim().is_empty() { String::new() } else { format!("{}\n", new.body.trim_end()) };
+            proptest::prop_assert_eq!(m.body, body);
+        }
     }
 
     #[test]

@@ -310,6 +310,67 @@ impl Plan {
     }
 }
 
+/// A new plan as guild-hall writes one (`plan create`): the keys a person would write, in the
+/// order written.
+#[derive(Debug, Clone)]
+pub(crate) struct New<'a> {
+    pub title: String,
+    pub status: PlanStatus,
+    pub parallelism: usize,
+    pub verify: Option<Vec<String>>,
+    pub fixer: Option<String>,
+    /// The waves: a list of waves, each a list of tasks.
+    pub waves: &'a Value,
+    /// The text `waves` was read from, when it was: kept verbatim in the plan when it means
+    /// exactly `waves`.
+    pub waves_text: Option<&'a str>,
+}
+
+/// A plan's text as [`render`] wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rendered {
+    pub text: String,
+    /// When the waves' own text is in it, indented verbatim under `waves:`, the file line that
+    /// `waves:` is on: the waves text's line `n` is the file's `waves_line + n`, its column `c`
+    /// the file's `c + 2` (a uniform indent keeps YAML's meaning).
+    pub waves_line: Option<usize>,
+}
+
+/// The text of the plan `new`: the one place a plan's text is composed.
+pub(crate) fn render(new: &New<'_>) -> Rendered {
+    let mut fm = Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    fm.insert("status".into(), new.status.as_str().into());
+    fm.insert("parallelism".into(), (new.parallelism as u64).into());
+    if let Some(v) = &new.verify {
+        fm.insert("verify".into(), Value::Sequence(v.iter().map(|a| Value::from(a.as_str())).collect()));
+    }
+    if let Some(f) = &new.fixer {
+        fm.insert("fixer".into(), f.as_str().into());
+    }
+    let head = frontmatter::to_yaml(&fm);
+    if let Some(w) = new.waves_text {
+        // A document marker would end the frontmatter or the mapping: kept as a comment, on
+        // its line.
+        let body: String = w
+            .lines()
+            .map(|l| match l {
+                l if l == "---" || l.starts_with("--- ") || l == "..." || l.starts_with("... ") => format!("  # {l}\n"),
+                "" => "\n".to_string(),
+                l => format!("  {l}\n"),
+            })
+            .collect();
+        let yaml = format!("{head}waves:\n{body}");
+        // Used only when it means exactly the waves read (a YAML directive, say, would not).
+        let same = serde_yaml_ng::from_str::<Value>(&yaml).ok().and_then(|v| v.get("waves").cloned()).is_some_and(|v| &v == new.waves);
+        if same {
+            return Rendered { text: format!("---\n{yaml}---\n"), waves_line: Some(1 + head.lines().count() + 1) };
+        }
+    }
+    fm.insert("waves".into(), new.waves.clone());
+    Rendered { text: format!("---\n{}---\n", frontmatter::to_yaml(&fm)), waves_line: None }
+}
+
 /// Why a task name names no one task of a plan ([`Plan::find_task`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TaskLookup {
@@ -339,6 +400,112 @@ mod tests {
         assert_eq!(p.waves[1][0].label, "c");
         assert_eq!(p.verify, Some(vec!["cargo".to_string(), "test".to_string()]));
         assert_eq!(p.parallelism, 2);
+    }
+
+    fn waves(text: &str) -> Value {
+        serde_yaml_ng::from_str(text).expect("waves")
+    }
+
+    /// The keys in the order a person reads them; the waves as given, or their own text kept
+    /// verbatim (a document marker as a comment), with the line `waves:` is on.
+    #[test]
+    fn a_new_plan_is_written_as_always() {
+        let w = waves("- - {id: a, worker: w, prompt: p}\n");
+        let new = New {
+            title: "Port".into(),
+            status: PlanStatus::Pending,
+            parallelism: 2,
+            verify: Some(vec!["cargo".into(), "test".into()]),
+            fixer: Some("coder".into()),
+            waves: &w,
+            waves_text: None,
+        };
+        assert_eq!(
+            render(&new),
+            Rendered {
+                text: "---\ntitle: Port\nstatus: pending\nparallelism: 2\nverify:\n- cargo\n- test\nfixer: coder\nwaves:\n- - id: a\n    worker: w\n    prompt: p\n---\n".into(),
+                waves_line: None
+            }
+        );
+        let text = "# wave 1\n---\n- - {id: a, worker: w, prompt: p}\n\n";
+        let kept = New { status: PlanStatus::Draft, verify: None, fixer: None, waves_text: Some(text), ..new.clone() };
+        assert_eq!(
+            render(&kept),
+            Rendered {
+                text: "---\ntitle: Port\nstatus: draft\nparallelism: 2\nwaves:\n  # wave 1\n  # ---\n  - - {id: a, worker: w, prompt: p}\n\n---\n".into(),
+                waves_line: Some(5)
+            }
+        );
+        let other = New { waves_text: Some("%YAML 1.2\n- - {id: b, worker: w, prompt: q}\n"), ..new.clone() };
+        assert_eq!(render(&other), render(&new), "a text that does not mean the waves is not kept");
+    }
+
+    proptest::proptest! {
+        /// What the renderer writes, the parser reads back as the same values, the waves' own
+        /// text kept or not; a line of the waves' text is the file's `waves_line` on.
+        #[test]
+        fn what_is_rendered_parses_back_the_same(
+            title in "\\PC{0,40}|yes|null|- x",
+            draft: bool,
+            parallelism in 1usize..=64,
+            verify in proptest::option::of(proptest::collection::vec("[a-z][a-z ]{0,8}|yes|- x", 1..4)),
+            fixer in proptest::option::of("[a-z][a-z0-9_-]{0,12}"),
+            tasks in proptest::collection::vec(proptest::collection::vec(("[a-z]{1,4}", "[a-z][a-z0-9-]{0,8}", "\\PC*[^\\s]\\PC*"), 1..3), 1..3),
+            keep_text: bool,
+        ) {
+            let mut ws = Vec::new();
+            for wave in &tasks {
+                let mut seen = std::collections::HashSet::new();
+                let items: Vec<Value> = wave
+                    .iter()
+                    .filter(|(id, _, _)| seen.insert(id.clone()))
+                    .map(|(id, worker, prompt)| {
+                        let mut t = Mapping::new();
+                        t.insert("id".into(), id.as_str().into());
+                        t.insert("worker".into(), worker.as_str().into());
+                        t.insert("prompt".into(), prompt.as_str().into());
+                        Value::Mapping(t)
+                    })
+                    .collect();
+                ws.push(Value::Sequence(items));
+            }
+            let waves = Value::Sequence(ws);
+            let waves_text = serde_yaml_ng::to_string(&waves).expect("yaml");
+            let new = New {
+                title,
+                status: if draft { PlanStatus::Draft } else { PlanStatus::Pending },
+                parallelism,
+                verify,
+                fixer,
+                waves: &waves,
+                waves_text: keep_text.then_some(waves_text.as_str()),
+            };
+            let r = render(&new);
+            let p = parse(&r.text).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}\n{}", r.text)))?;
+            proptest::prop_assert_eq!(p.title.as_deref(), Some(new.title.as_str()));
+            proptest::prop_assert_eq!(p.status, Some(new.status));
+            proptest::prop_assert_eq!(p.parallelism, new.parallelism);
+            proptest::prop_assert_eq!(&p.verify, &new.verify);
+            proptest::prop_assert_eq!(&p.fixer, &new.fixer);
+            let read: Vec<(String, String, String)> = p.tasks().map(|t| (t.label.clone(), t.worker.clone(), t.prompt.clone())).collect();
+            let given: Vec<(String, String, String)> = waves
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .flat_map(|w| w.as_sequence().into_iter().flatten())
+                .map(|t| {
+                    let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    (s("id"), s("worker"), s("prompt"))
+                })
+                .collect();
+            proptest::prop_assert_eq!(read, given);
+            proptest::prop_assert_eq!(r.waves_line.is_some(), keep_text);
+            if let Some(w) = r.waves_line {
+                proptest::prop_assert_eq!(r.text.lines().nth(w - 1), Some("waves:"));
+                let first = format!("  {}", waves_text.lines().next().unwrap_or(""));
+                proptest::prop_assert_eq!(r.text.lines().nth(w), Some(first.as_str()));
+            }
+        }
     }
 
     /// A label two waves share names neither: the canonical id names each.

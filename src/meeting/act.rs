@@ -258,16 +258,16 @@ fn write_followups(ctx: &Ctx<'_, Catalog>, from: &str, followups: &[Followup]) -
 /// `check` would refuse (`Ok(Err(why))`).
 fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), String>> {
     let path = ctx.project.meeting_path(&f.id);
-    let mut fm = serde_yaml_ng::Mapping::new();
-    fm.insert("title".into(), Value::String(format!("Follow-up: {}", first_line(&f.reason))));
-    fm.insert("worker".into(), Value::String(f.worker.clone()));
-    fm.insert("status".into(), Value::String("requested".into()));
-    fm.insert("requested_by".into(), Value::String(f.requested_by.clone()));
-    fm.insert("agenda".into(), Value::String(f.reason.clone()));
-    if !f.references.is_empty() {
-        fm.insert("references".into(), Value::Sequence(f.references.iter().cloned().map(Value::String).collect()));
-    }
-    let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    let text = crate::artifact::meeting::render(&crate::artifact::meeting::New {
+        title: Some(format!("Follow-up: {}", first_line(&f.reason))),
+        worker: f.worker.clone(),
+        status: crate::artifact::MeetingStatus::Requested,
+        requested_by: Some(f.requested_by.clone()),
+        agenda: Some(f.reason.clone()),
+        references: f.references.clone(),
+        created: None,
+        body: String::new(),
+    });
     crate::artifact::make_lore_dir(&ctx.project.meetings_dir())?;
     match crate::artifact::create_new(&path, &text, "meeting", crate::artifact::Meeting::parse) {
         Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(Ok(())),

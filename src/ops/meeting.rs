@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use serde_yaml_ng::{Mapping, Value};
+use serde_yaml_ng::Value;
 
 use crate::artifact::write::Edit;
 use crate::artifact::{ids, Meeting, MeetingStatus};
@@ -73,27 +73,16 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
             ids::slugify_or(&words, &format!("meeting-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")))
         }
     };
-    let mut fm = Mapping::new();
-    if let Some(t) = &new.title {
-        fm.insert("title".into(), t.as_str().into());
-    }
-    fm.insert("worker".into(), new.worker.as_str().into());
-    fm.insert("status".into(), new.status.as_str().into());
-    if let Some(by) = &new.requested_by {
-        fm.insert("requested_by".into(), by.as_str().into());
-    }
-    if let Some(a) = &new.agenda {
-        fm.insert("agenda".into(), a.as_str().into());
-    }
-    if !refs.is_empty() {
-        fm.insert("references".into(), Value::Sequence(refs.into_iter().map(Value::from).collect()));
-    }
-    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
-    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    if !new.body.trim().is_empty() {
-        text.push_str(new.body.trim_end());
-        text.push('\n');
-    }
+    let text = crate::artifact::meeting::render(&crate::artifact::meeting::New {
+        title: new.title.clone(),
+        worker: new.worker.clone(),
+        status: new.status,
+        requested_by: new.requested_by.clone(),
+        agenda: new.agenda.clone(),
+        references: refs,
+        created: Some(crate::activity::timeline::timestamp(chrono::Utc::now())),
+        body: new.body.clone(),
+    });
     // Never over a file that appeared meanwhile, and never one the parser every pass and
     // `check` use would refuse (an agenda over the frontmatter's size limit, say).
     super::create_with_free_id(home, project, crate::activity::kind::Name::Meeting, &base, new.id.is_some(), |id| {
