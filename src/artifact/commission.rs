@@ -109,10 +109,49 @@ pub struct Commission {
     /// Where its attempts run (`runner:`), over its package's and the project's.
     pub runner: Option<RunnerName>,
     pub desired: Option<Desired>,
-    /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed.
-    /// Other keys are validated into the typed fields above and not kept.
+    /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed:
+    /// what its writes are compared with. Other keys are validated into the typed fields above
+    /// and not kept.
     pub fields: Mapping,
+    /// The reconciler's keys, typed: what every reader reads of them.
+    pub owned: Owned,
     pub body: String,
+}
+
+/// What the reconciler last wrote of a commission, typed ([`OWNED_KEYS`] read once). A key
+/// absent, or holding a value of another type (a hand edit), reads as none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// `created:`, the FIFO key.
+    pub created: Option<String>,
+    /// `attempt:`, the latest attempt (0: none yet).
+    pub attempt: u32,
+    /// `branch:`, the latest attempt's branch.
+    pub branch: Option<String>,
+    /// `progress:`, the latest progress report.
+    pub progress: Option<String>,
+    /// `reason:`, why it failed, was cancelled, blocked, or an edit refused.
+    pub reason: Option<String>,
+    /// `refused:`, why an edit of a failed or cancelled commission was refused.
+    pub refused: Option<String>,
+    /// `completed:`, when it reached its end.
+    pub completed: Option<String>,
+}
+
+impl Owned {
+    /// Read from the frontmatter's mapping.
+    pub(crate) fn of(fields: &Mapping) -> Owned {
+        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
+        Owned {
+            created: text("created"),
+            attempt: fields.get("attempt").and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
+            branch: text("branch"),
+            progress: text("progress"),
+            reason: text("reason"),
+            refused: text("refused"),
+            completed: text("completed"),
+        }
+    }
 }
 
 impl Commission {
@@ -226,6 +265,7 @@ impl Commission {
             timeout,
             runner,
             desired,
+            owned: Owned::of(&fields),
             fields,
             body: split.body.to_string(),
         })
@@ -233,19 +273,15 @@ impl Commission {
 
     /// The `created:` stamp as written (the FIFO key), if any.
     pub fn created(&self) -> Option<&str> {
-        self.fields.get("created").and_then(Value::as_str)
+        self.owned.created.as_deref()
     }
 
     pub fn attempt(&self) -> u32 {
-        self.fields.get("attempt").and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0)
+        self.owned.attempt
     }
 
     pub fn field(&self, key: &str) -> Option<&Value> {
         self.fields.get(key)
-    }
-
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str)
     }
 }
 
@@ -465,6 +501,27 @@ mod tests {
             proptest::prop_assert_eq!(&c.resources, &new.resources);
             proptest::prop_assert_eq!(c.body, format!("{}\n", new.body.trim_end()));
         }
+    }
+
+    /// The reconciler's keys are read once, typed; a hand edit of another type reads as none.
+    #[test]
+    fn the_owned_keys_are_typed() {
+        let c = parse("---\nworker: scribe\ncreated: '2026-01-02'\nattempt: 3\nbranch: b\nprogress: half\nreason: [x]\nrefused: r\ncompleted: 5\n---\nDo it.\n")
+            .expect("valid");
+        assert_eq!(
+            c.owned,
+            Owned {
+                created: Some("2026-01-02".into()),
+                attempt: 3,
+                branch: Some("b".into()),
+                progress: Some("half".into()),
+                reason: None,
+                refused: Some("r".into()),
+                completed: None,
+            }
+        );
+        assert_eq!((c.created(), c.attempt()), (Some("2026-01-02"), 3));
+        assert_eq!(parse("---\nworker: scribe\n---\nDo it.\n").expect("valid").owned, Owned::default());
     }
 
     /// A key written twice is at its second line, whether its value is read or skipped.

@@ -45,9 +45,41 @@ pub struct Meeting {
     pub references: Vec<String>,
     /// Who asked for it (a worker, `manager`, a person), for requests.
     pub requested_by: Option<String>,
-    /// The keys guild-hall owns ([`OWNED_KEYS`]), as parsed.
+    /// The keys guild-hall owns ([`OWNED_KEYS`]), as parsed: what its writes are compared with.
     pub fields: Mapping,
+    /// The keys guild-hall owns, typed: what every reader reads of them.
+    pub owned: Owned,
     pub body: String,
+}
+
+/// What guild-hall last wrote of a meeting, typed ([`OWNED_KEYS`] read once). A key absent, or
+/// holding a value of another type (a hand edit), reads as none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// `created:`, when it was made.
+    pub created: Option<String>,
+    /// `session_id:`, the agent's session, resumed on every turn.
+    pub session_id: Option<String>,
+    /// `branch:`, the meeting's branch.
+    pub branch: Option<String>,
+    /// `notes:`, progress summaries while open; the notes on close.
+    pub notes: Option<String>,
+    /// `reason:`, why an edit was refused, or why a close waits.
+    pub reason: Option<String>,
+}
+
+impl Owned {
+    /// Read from the frontmatter's mapping.
+    pub(crate) fn of(fields: &Mapping) -> Owned {
+        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
+        Owned {
+            created: text("created"),
+            session_id: text("session_id"),
+            branch: text("branch"),
+            notes: text("notes"),
+            reason: text("reason"),
+        }
+    }
 }
 
 impl Meeting {
@@ -115,17 +147,14 @@ impl Meeting {
             agenda,
             references,
             requested_by,
+            owned: Owned::of(&fields),
             fields,
             body: split.body.to_string(),
         })
     }
 
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str)
-    }
-
     pub fn session_id(&self) -> Option<&str> {
-        self.str_field("session_id").filter(|s| !s.is_empty())
+        self.owned.session_id.as_deref().filter(|s| !s.is_empty())
     }
 
     /// The linked artifacts the frontmatter lists (the entry counting more is not one).
@@ -278,10 +307,25 @@ mod tests {
             proptest::prop_assert_eq!(&m.requested_by, &new.requested_by);
             proptest::prop_assert_eq!(&m.agenda, &new.agenda);
             proptest::prop_assert_eq!(&m.references, &new.references);
-            proptest::prop_assert_eq!(m.str_field("created"), new.created.as_deref());
+            proptest::prop_assert_eq!(&m.owned.created, &new.created);
             let body = if new.body.trim().is_empty() { String::new() } else { format!("{}\n", new.body.trim_end()) };
             proptest::prop_assert_eq!(m.body, body);
         }
+    }
+
+    /// Guild-hall's keys are read once, typed; a hand edit of another type reads as none.
+    #[test]
+    fn the_owned_keys_are_typed() {
+        let m = parse("---\nworker: scribe\ncreated: c\nsession_id: s-1\nbranch: b\nnotes: 5\nreason: r\n---\n").expect("valid");
+        let typed = Owned {
+            created: Some("c".into()),
+            session_id: Some("s-1".into()),
+            branch: Some("b".into()),
+            notes: None,
+            reason: Some("r".into()),
+        };
+        assert_eq!(m.owned, typed);
+        assert_eq!(m.session_id(), Some("s-1"));
     }
 
     #[test]

@@ -97,8 +97,31 @@ pub struct Plan {
     pub timeout: Option<std::time::Duration>,
     pub waves: Vec<Vec<Task>>,
     pub desired: Option<String>,
-    /// The keys guild-hall owns, as parsed.
+    /// The keys guild-hall owns, as parsed: what its writes are compared with.
     pub fields: Mapping,
+    /// The keys guild-hall owns, typed: what every reader reads of them.
+    pub owned: Owned,
+}
+
+/// What guild-hall last wrote of a plan, typed ([`OWNED_KEYS`] read once; each task's state is
+/// [`Plan::task_state`]). A key absent, or holding a value of another type (a hand edit),
+/// reads as none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// `created:`, when a pass first took it up.
+    pub created: Option<String>,
+    /// `wave:`, the wave under way (from 1).
+    pub wave: Option<u64>,
+    /// `reason:`, why it halted or failed, or an edit was refused.
+    pub reason: Option<String>,
+}
+
+impl Owned {
+    /// Read from the frontmatter's mapping.
+    pub(crate) fn of(fields: &Mapping) -> Owned {
+        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
+        Owned { created: text("created"), wave: fields.get("wave").and_then(Value::as_u64), reason: text("reason") }
+    }
 }
 
 impl Plan {
@@ -267,12 +290,9 @@ impl Plan {
             timeout,
             waves,
             desired,
+            owned: Owned::of(&fields),
             fields,
         })
-    }
-
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str)
     }
 
     /// The state guild-hall last wrote for a task, as the artifact shows it.
@@ -506,6 +526,15 @@ mod tests {
                 proptest::prop_assert_eq!(r.text.lines().nth(w), Some(first.as_str()));
             }
         }
+    }
+
+    /// Guild-hall's keys are read once, typed; a hand edit of another type reads as none.
+    #[test]
+    fn the_owned_keys_are_typed() {
+        let p = parse("---\ncreated: c\nwave: 2\nreason: [r]\ntasks: {port:exec:wave-1:task-1: completed}\nwaves:\n  - - {id: a, worker: w, prompt: p}\n---\n")
+            .expect("valid");
+        assert_eq!(p.owned, Owned { created: Some("c".into()), wave: Some(2), reason: None });
+        assert_eq!(p.task_state("port:exec:wave-1:task-1"), Some("completed"));
     }
 
     /// A label two waves share names neither: the canonical id names each.

@@ -84,7 +84,7 @@ fn without_worker_text(path: &std::path::Path, text: &str, edits: &[Edit]) -> Op
         _ => None,
     });
     let mut fewer: Vec<Edit> = edits.iter().filter(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if worker_key(k))).cloned().collect();
-    let notes = asked_notes.or_else(|| current.str_field("notes").map(str::to_string)).filter(|n| n != super::notes::LEFT_OUT);
+    let notes = asked_notes.or_else(|| current.owned.notes.clone()).filter(|n| n != super::notes::LEFT_OUT);
     let has_linked = current.fields.contains_key("linked_artifacts");
     let asked_worker_text = edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if worker_key(k)));
     if notes.is_none() && !has_linked && !asked_worker_text {
@@ -185,7 +185,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
         worktree::recorded_or_assumed(&state.worktree(), &ctx.project.root, &ctx.home.meeting_worktree(&ctx.project.name, id), branch)?;
     let meeting = super::observe::load(ctx.project, id)?;
     let title = meeting.title.clone().unwrap_or_else(|| format!("meeting {id}"));
-    let notes = meeting.str_field("notes").unwrap_or("").trim().to_string();
+    let notes = meeting.owned.notes.as_deref().unwrap_or("").trim().to_string();
     let message = format!("{title} (meeting {id})\n\n{notes}");
     let trailer = crate::activity::names::meeting_trailer(id);
     let leftovers = format!("guild-hall: work left in the worktree of meeting {id}");
@@ -219,7 +219,11 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     // The transcript goes last, once the notes are safe in the artifact.
     crate::files::remove_if_exists(&transcript)?;
     fault("close", 4);
-    if meeting.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING) || r.starts_with("closing waits"))
+    if meeting
+        .owned
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING) || r.starts_with("closing waits"))
         && !update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"))
     {
         update.edits.push(Edit::Remove("reason".into()));
@@ -230,7 +234,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
 /// The close cannot finish yet: `reason:` says why (written once, never over a person's newer
 /// save), and the next pass tries again.
 fn wait_to_close(path: &std::path::Path, meeting: &crate::artifact::Meeting, update: &Update, why: String) -> Result<Outcome> {
-    if meeting.str_field("reason").is_none_or(|r| r != why) {
+    if meeting.owned.reason.as_deref().is_none_or(|r| r != why) {
         let reason = [Edit::Set("reason".into(), Value::String(why.clone()))];
         edit_if_unchanged(path, update.expect_hash, fitted(path, &reason))?;
     }

@@ -137,7 +137,7 @@ pub fn redispatch(project: &Project, id: &str) -> Result<Vec<Edit>> {
         // new attempt of anything, so re-dispatch is the table's rule narrowed to ended attempts.
         Some(s) if s != Status::Draft && crate::commission::decide::person_may_request(s, Status::Pending) => {
             let mut edits = vec![Edit::Set("status".into(), Value::from("pending"))];
-            if c.str_field("reason").is_some() {
+            if c.owned.reason.is_some() {
                 edits.push(Edit::Remove("reason".into()));
             }
             request(project, id, &edits)?;

@@ -143,12 +143,10 @@ pub const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
 /// Have the reconciler open meeting `id` (just written open, or accepted); an error says why
 /// it was not opened (the cap, its worker).
 pub fn open(home: &Home, project: &Project, id: &str) -> Result<Meeting> {
-    converge(home, project, id, CONVERGE_LIMIT, |r, m| {
-        r.is_some_and(|r| r.status == MeetingStatus::Open) || m.str_field("reason").is_some()
-    })?;
+    converge(home, project, id, CONVERGE_LIMIT, |r, m| r.is_some_and(|r| r.status == MeetingStatus::Open) || m.owned.reason.is_some())?;
     let m = observe::load(project, id)?;
     if observe::record(home, project, id)?.is_none_or(|r| r.status != MeetingStatus::Open) {
-        bail!("meeting {id} was not opened: {}", m.str_field("reason").unwrap_or("see `guild-hall meeting show`"));
+        bail!("meeting {id} was not opened: {}", m.owned.reason.as_deref().unwrap_or("see `guild-hall meeting show`"));
     }
     Ok(m)
 }
@@ -192,7 +190,7 @@ pub fn close(home: &Home, project: &Project, id: &str) -> Result<(Meeting, bool)
     request(project, id, MeetingStatus::Closed, None)?;
     converge(home, project, id, CONVERGE_LIMIT, |r, m| {
         r.is_some_and(|r| r.status == MeetingStatus::Closed)
-            || m.str_field("reason").is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING))
+            || m.owned.reason.as_deref().is_some_and(|r| r.starts_with(crate::activity::merge::MERGE_WAITING))
     })?;
     let m = observe::load(project, id)?;
     let closed = observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Closed);
@@ -241,7 +239,11 @@ pub fn list(project: &Project) -> Result<(Vec<Meeting>, Vec<String>)> {
         MeetingStatus::Declined => 3,
     };
     rows.sort_by(|a, b| {
-        (rank(a.effective_status()), a.str_field("created"), &a.id).cmp(&(rank(b.effective_status()), b.str_field("created"), &b.id))
+        (rank(a.effective_status()), a.owned.created.as_deref(), &a.id).cmp(&(
+            rank(b.effective_status()),
+            b.owned.created.as_deref(),
+            &b.id,
+        ))
     });
     Ok((rows, problems))
 }

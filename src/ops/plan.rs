@@ -326,7 +326,7 @@ pub fn draft(home: &Home, project: &Project, d: &DraftPlan) -> Result<(String, S
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let reason = commission.fields.get("reason").and_then(Value::as_str).unwrap_or("no reason given").to_string();
+    let reason = commission.owned.reason.as_deref().unwrap_or("no reason given").to_string();
     match commission.status {
         Some(Status::Completed) => {}
         Some(s) => bail!("the planner's commission {cid} is {}: {reason}; no plan written", s.as_str()),

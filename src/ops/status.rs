@@ -146,11 +146,11 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> Json {
         "status": a.status.map(|s| s.as_str()).unwrap_or("pending"),
         "worker": a.worker,
         "attempt": a.attempt(),
-        "branch": a.str_field("branch"),
-        "progress": a.str_field("progress"),
-        "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.str_field("reason").map(str::to_string)),
+        "branch": a.owned.branch.as_deref(),
+        "progress": a.owned.progress.as_deref(),
+        "reason": o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.owned.reason.clone()),
         // A person's edit that was put back, kept apart from the failure's own reason.
-        "refused": a.str_field("refused"),
+        "refused": a.owned.refused.as_deref(),
         "result": yaml_json("result"),
         "questions": yaml_json("questions"),
         "created": a.created(),
@@ -162,7 +162,7 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> Json {
         "elsewhere": o.elsewhere.as_ref().map(|e| e.describe()),
         // Ended on the integration branch while the checkout still says it is to run.
         "integrated": o.integrated.as_ref().map(|i| i.describe()),
-        "completed": a.str_field("completed"),
+        "completed": a.owned.completed.as_deref(),
         "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
         "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
         // A Slurm job waiting in the queue: `queued (Slurm job 123: Resources)`.

@@ -206,7 +206,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
             if let Some(why) = super::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
                 if st.status == Status::Pending {
                     st.go(Status::Blocked, &why);
-                } else if o.artifact.str_field("reason") != Some(why.as_str())
+                } else if o.artifact.owned.reason.as_deref() != Some(why.as_str())
                     && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
                 {
                     st.set("reason", Value::String(why));
