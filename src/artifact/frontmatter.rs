@@ -133,6 +133,23 @@ pub(crate) fn to_yaml(fm: &serde_yaml_ng::Mapping) -> String {
     serde_yaml_ng::to_string(fm).unwrap_or_default()
 }
 
+/// The frontmatter `fields` as the kind's declaration `T` (its keys, each value kept as
+/// written for the parser to validate in its own words). Keys that are not strings are left
+/// out: no kind declares one, and the unknown-key check says so at the key.
+pub(crate) fn declared<T: serde::de::DeserializeOwned + Default>(fields: &serde_yaml_ng::Mapping) -> T {
+    let named = fields.iter().filter(|(k, _)| k.is_string()).map(|(k, v)| (k.clone(), v.clone())).collect();
+    // Every value is taken as written and every other key skipped: nothing here can fail.
+    serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(named)).unwrap_or_default()
+}
+
+/// A key the reconciler writes, as text: none when absent or of another type (a hand edit).
+pub(crate) fn owned_text(v: Option<serde_yaml_ng::Value>) -> Option<String> {
+    match v {
+        Some(serde_yaml_ng::Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
 /// The 0-based line where flow nesting first passes [`MAX_FLOW_DEPTH`], and that depth. Quoted
 /// scalars and comments are skipped; anything the scan gets wrong the YAML parser reports.
 fn too_deep(yaml: &str) -> Option<(usize, usize)> {

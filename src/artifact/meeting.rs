@@ -4,9 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use super::frontmatter::{key_position, read_mapping, Problem};
+use super::frontmatter::{key_position, owned_text, read_mapping, Problem};
 use super::ids;
 use super::store::content_hash;
 
@@ -25,6 +27,54 @@ impl MeetingStatus {
     pub fn is_final(self) -> bool {
         matches!(self, MeetingStatus::Closed | MeetingStatus::Declined)
     }
+}
+
+// The one declaration of a meeting's keys: their types and descriptions are the schema editors
+// validate against (`guild-hall schema meeting`, [`super::schema`]); their values, kept as
+// written, are what [`Meeting::parse`] validates.
+/// A meeting artifact's frontmatter (`.lore/meetings/<id>.md`).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, title = "guild-hall meeting")]
+pub(crate) struct Frontmatter {
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    date: Option<Value>,
+    /// A package with the `meeting` capability and a `meeting:` command.
+    #[schemars(with = "super::schema::Name")]
+    worker: Option<Value>,
+    /// requested → open (accept) | declined; open → closed. Anything else is refused.
+    #[schemars(with = "Option<MeetingStatus>")]
+    status: Option<Value>,
+    /// Why we meet (the worker is told).
+    #[schemars(with = "Option<String>")]
+    agenda: Option<Value>,
+    /// Artifacts that prompted it.
+    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    references: Option<Value>,
+    /// Who asked, for requests.
+    #[schemars(with = "Option<String>")]
+    requested_by: Option<Value>,
+    /// Written by guild-hall.
+    #[schemars(with = "Option<String>")]
+    created: Option<Value>,
+    /// Written by guild-hall: the meeting's branch.
+    #[schemars(with = "Option<String>")]
+    branch: Option<Value>,
+    /// Written by guild-hall: the agent's session, resumed on every turn.
+    #[schemars(with = "Option<String>")]
+    session_id: Option<Value>,
+    /// Written by guild-hall: artifacts linked during the meeting, the latest 50; a first entry
+    /// "(N more linked artifacts, see the log)" counts the rest.
+    #[schemars(with = "Option<Vec<String>>")]
+    linked_artifacts: Option<Value>,
+    /// Written by guild-hall: progress summaries while open; the notes on close (or, when they
+    /// do not fit in the frontmatter, where in the log they are).
+    #[schemars(with = "Option<String>")]
+    notes: Option<Value>,
+    /// Written by guild-hall: why an edit was refused, or why a close waits.
+    #[schemars(with = "Option<String>")]
+    reason: Option<Value>,
 }
 
 /// The keys only guild-hall writes.
@@ -68,20 +118,6 @@ pub struct Owned {
     pub reason: Option<String>,
 }
 
-impl Owned {
-    /// Read from the frontmatter's mapping.
-    pub(crate) fn of(fields: &Mapping) -> Owned {
-        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
-        Owned {
-            created: text("created"),
-            session_id: text("session_id"),
-            branch: text("branch"),
-            notes: text("notes"),
-            reason: text("reason"),
-        }
-    }
-}
-
 impl Meeting {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
     pub fn parse(path: &Path, text: &str) -> Result<Meeting, Vec<Problem>> {
@@ -91,13 +127,28 @@ impl Meeting {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));
         };
-        let get = |k: &str| fields.get(k);
-        let status = super::vocabulary::status_field::<MeetingStatus>(get("status"), &mut bad);
-        let worker = ids::worker_name(get("worker"), "which worker package meets").unwrap_or_else(|why| {
+        // Every key declared, taken apart here: a key added to the declaration is read here too.
+        let Frontmatter {
+            title,
+            date: _informational,
+            worker,
+            status,
+            agenda,
+            references,
+            requested_by,
+            created,
+            branch,
+            session_id,
+            linked_artifacts,
+            notes,
+            reason,
+        } = super::frontmatter::declared(&fields);
+        let status = super::vocabulary::status_field::<MeetingStatus>(status.as_ref(), &mut bad);
+        let worker = ids::worker_name(worker.as_ref(), "which worker package meets").unwrap_or_else(|why| {
             bad("worker", why);
             String::new()
         });
-        let text_of = |k: &str, bad: &mut dyn FnMut(&str, String)| match get(k) {
+        let text_of = |k: &str, v: &Option<Value>, bad: &mut dyn FnMut(&str, String)| match v {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(_) => {
@@ -105,12 +156,12 @@ impl Meeting {
                 None
             }
         };
-        let agenda = text_of("agenda", &mut bad);
-        let requested_by = text_of("requested_by", &mut bad);
-        let title = text_of("title", &mut bad);
-        let mut paths = |key: &str| {
+        let agenda = text_of("agenda", &agenda, &mut bad);
+        let requested_by = text_of("requested_by", &requested_by, &mut bad);
+        let title = text_of("title", &title, &mut bad);
+        let mut paths = |key: &str, v: &Option<Value>| {
             let mut out = Vec::new();
-            match get(key) {
+            match v {
                 None | Some(Value::Null) => {}
                 Some(Value::Sequence(items)) => {
                     for item in items {
@@ -125,9 +176,9 @@ impl Meeting {
             }
             out
         };
-        let references = paths("references");
-        paths("linked_artifacts");
-        if let Some(v) = get("session_id") {
+        let references = paths("references", &references);
+        paths("linked_artifacts", &linked_artifacts);
+        if let Some(v) = &session_id {
             if !v.is_null() && !v.as_str().is_some_and(valid_session_id) {
                 bad("session_id", "session_id must be the worker's session id (letters, digits, '-', '_', '.', ':')".into());
             }
@@ -147,7 +198,13 @@ impl Meeting {
             agenda,
             references,
             requested_by,
-            owned: Owned::of(&fields),
+            owned: Owned {
+                created: owned_text(created),
+                session_id: owned_text(session_id),
+                branch: owned_text(branch),
+                notes: owned_text(notes),
+                reason: owned_text(reason),
+            },
             fields,
             body: split.body.to_string(),
         })

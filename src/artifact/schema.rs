@@ -9,7 +9,6 @@ use serde::Deserialize;
 
 use super::commission::{Desired, Resources, Status};
 use super::keys::Shape;
-use super::meeting::MeetingStatus;
 use super::plan::PlanStatus;
 
 /// The artifact kinds with a schema here.
@@ -19,19 +18,19 @@ pub const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
 #[derive(Deserialize, JsonSchema)]
 #[serde(transparent)]
 #[allow(dead_code)]
-struct Name(#[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"), length(min = 1, max = 100))] String);
+pub(crate) struct Name(#[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"), length(min = 1, max = 100))] String);
 
 /// A path relative to the project root, without `..`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(transparent)]
 #[allow(dead_code)]
-struct RelPath(#[schemars(regex(pattern = r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$"))] String);
+pub(crate) struct RelPath(#[schemars(regex(pattern = r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$"))] String);
 
 /// A duration such as `90s`, `90m`, `4h` (humantime).
 #[derive(Deserialize, JsonSchema)]
 #[serde(transparent)]
 #[allow(dead_code)]
-pub struct Duration(#[schemars(regex(pattern = r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$"))] String);
+pub(crate) struct Duration(#[schemars(regex(pattern = r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$"))] String);
 
 /// A submitted result (written by guild-hall from the worker's `submit_result`).
 #[derive(Deserialize, JsonSchema)]
@@ -94,40 +93,6 @@ struct Commission {
     completed: Option<String>,
 }
 
-/// A meeting artifact's frontmatter (`.lore/meetings/<id>.md`).
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(title = "guild-hall meeting")]
-#[allow(dead_code)]
-struct Meeting {
-    title: Option<String>,
-    date: Option<String>,
-    /// A package with the `meeting` capability and a `meeting:` command.
-    worker: Name,
-    /// requested → open (accept) | declined; open → closed. Anything else is refused.
-    status: Option<MeetingStatus>,
-    /// Why we meet (the worker is told).
-    agenda: Option<String>,
-    /// Artifacts that prompted it.
-    references: Option<Vec<RelPath>>,
-    /// Who asked, for requests.
-    requested_by: Option<String>,
-    /// Written by guild-hall.
-    created: Option<String>,
-    /// Written by guild-hall: the meeting's branch.
-    branch: Option<String>,
-    /// Written by guild-hall: the agent's session, resumed on every turn.
-    session_id: Option<String>,
-    /// Written by guild-hall: artifacts linked during the meeting, the latest 50; a first entry
-    /// "(N more linked artifacts, see the log)" counts the rest.
-    linked_artifacts: Option<Vec<String>>,
-    /// Written by guild-hall: progress summaries while open; the notes on close (or, when they
-    /// do not fit in the frontmatter, where in the log they are).
-    notes: Option<String>,
-    /// Written by guild-hall: why an edit was refused, or why a close waits.
-    reason: Option<String>,
-}
-
 /// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
 /// editors know one list ([`super::keys::fields`]).
 pub fn commission_keys() -> &'static [&'static str] {
@@ -136,7 +101,7 @@ pub fn commission_keys() -> &'static [&'static str] {
 
 /// The keys a meeting's frontmatter may hold (the schema's).
 pub fn meeting_keys() -> &'static [&'static str] {
-    super::keys::fields::<Meeting>()
+    super::keys::fields::<super::meeting::Frontmatter>()
 }
 
 /// The keys a plan's frontmatter may hold (the schema's).
@@ -173,7 +138,7 @@ pub fn commission_schema() -> &'static serde_json::Value {
 /// A meeting's schema, built once.
 pub fn meeting_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(Meeting).to_value())
+    S.get_or_init(|| schemars::schema_for!(super::meeting::Frontmatter).to_value())
 }
 
 /// A plan's schema, built once.
