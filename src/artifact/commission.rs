@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
-use super::frontmatter::{key_position, split, Problem};
+use super::frontmatter::{key_position, owned_text, split, Problem};
 use super::store::content_hash;
 use crate::artifact::ids;
 
@@ -82,6 +82,78 @@ pub struct Resources {
     pub memory: Option<String>,
 }
 
+// The one declaration of a commission's keys: their types and descriptions are the schema
+// editors validate against (`guild-hall schema commission`, [`super::schema`]); their values,
+// kept as written, are what [`Commission::parse`] validates.
+/// A commission artifact's frontmatter (`.lore/commissions/<id>.md`).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields, title = "guild-hall commission")]
+pub(crate) struct Frontmatter {
+    /// What the commission is for (shown by `status`).
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    /// When it was written (informational).
+    #[schemars(with = "Option<String>")]
+    date: Option<Value>,
+    /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
+    /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
+    #[schemars(with = "Option<Status>")]
+    status: Option<Value>,
+    /// The worker package that does the work.
+    #[schemars(with = "super::schema::Name")]
+    worker: Option<Value>,
+    /// Paths that must be on the integration branch before it is dispatched.
+    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    dependencies: Option<Value>,
+    /// Paths it will produce: commissions depending on them wait for it.
+    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    outputs: Option<Value>,
+    /// Overrides of the package's resource bounds.
+    #[schemars(with = "Option<Resources>")]
+    resources: Option<Value>,
+    /// Wall-clock limit of an attempt.
+    #[schemars(with = "Option<super::schema::Duration>")]
+    timeout: Option<Value>,
+    /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
+    #[schemars(with = "Option<RunnerName>")]
+    runner: Option<Value>,
+    /// A one-shot request, removed once carried out.
+    #[schemars(with = "Option<Desired>")]
+    desired: Option<Value>,
+    // Written by guild-hall.
+    /// Written by guild-hall: the FIFO key.
+    #[schemars(with = "Option<String>")]
+    created: Option<Value>,
+    /// Written by guild-hall: the latest attempt.
+    #[schemars(with = "Option<u32>")]
+    attempt: Option<Value>,
+    /// Written by guild-hall: the latest attempt's branch.
+    #[schemars(with = "Option<String>")]
+    branch: Option<Value>,
+    /// Written by guild-hall: the latest progress report.
+    #[schemars(with = "Option<String>")]
+    progress: Option<Value>,
+    /// Written by guild-hall: the worker's questions.
+    #[schemars(with = "Option<Vec<String>>")]
+    questions: Option<Value>,
+    /// Written by guild-hall: the submitted result.
+    #[schemars(with = "Option<super::schema::CommissionResult>")]
+    result: Option<Value>,
+    /// Written by guild-hall: artifacts the work produced.
+    #[schemars(with = "Option<Vec<String>>")]
+    linked_artifacts: Option<Value>,
+    /// Written by guild-hall: why it failed, was cancelled, blocked, or an edit refused.
+    #[schemars(with = "Option<String>")]
+    reason: Option<Value>,
+    /// Written by guild-hall: why an edit of a failed or cancelled commission was refused
+    /// (`reason:` keeps why it failed).
+    #[schemars(with = "Option<String>")]
+    refused: Option<Value>,
+    /// Written by guild-hall: when it reached its end.
+    #[schemars(with = "Option<String>")]
+    completed: Option<Value>,
+}
+
 /// The keys only the reconciler writes.
 pub const OWNED_KEYS: [&str; 11] =
     ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed"];
@@ -138,22 +210,6 @@ pub struct Owned {
     pub completed: Option<String>,
 }
 
-impl Owned {
-    /// Read from the frontmatter's mapping.
-    pub(crate) fn of(fields: &Mapping) -> Owned {
-        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
-        Owned {
-            created: text("created"),
-            attempt: fields.get("attempt").and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
-            branch: text("branch"),
-            progress: text("progress"),
-            reason: text("reason"),
-            refused: text("refused"),
-            completed: text("completed"),
-        }
-    }
-}
-
 impl Commission {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
     pub fn parse(path: &Path, text: &str) -> Result<Commission, Vec<Problem>> {
@@ -184,16 +240,38 @@ impl Commission {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));
         };
-        let get = |k: &str| fields.get(k);
-
-        let status = super::vocabulary::status_field::<Status>(get("status"), &mut bad);
-        let worker = ids::worker_name(get("worker"), "which worker package does this").unwrap_or_else(|why| {
+        // Every key declared, taken apart here: a key added to the declaration is read here too.
+        let Frontmatter {
+            title,
+            date: _informational,
+            status,
+            worker,
+            dependencies,
+            outputs,
+            resources,
+            timeout,
+            runner,
+            desired,
+            created,
+            attempt,
+            branch,
+            progress,
+            // Structured values guild-hall writes: kept as written in `fields`, read where shown.
+            questions: _in_fields,
+            result: _also_in_fields,
+            linked_artifacts: _kept_in_fields,
+            reason,
+            refused,
+            completed,
+        } = super::frontmatter::declared(&fields);
+        let status = super::vocabulary::status_field::<Status>(status.as_ref(), &mut bad);
+        let worker = ids::worker_name(worker.as_ref(), "which worker package does this").unwrap_or_else(|why| {
             bad("worker", why);
             String::new()
         });
-        let mut paths = |key: &str, what: &str| {
+        let mut paths = |key: &str, value: Option<Value>, what: &str| {
             let mut out = Vec::new();
-            match get(key) {
+            match value {
                 None | Some(Value::Null) => {}
                 Some(Value::Sequence(items)) => {
                     for item in items {
@@ -208,11 +286,11 @@ impl Commission {
             }
             out
         };
-        let dependencies = paths("dependencies", "dependency");
-        let outputs = paths("outputs", "output");
-        let resources = match get("resources") {
+        let dependencies = paths("dependencies", dependencies, "dependency");
+        let outputs = paths("outputs", outputs, "output");
+        let resources = match resources {
             None | Some(Value::Null) => Resources::default(),
-            Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
+            Some(v) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
                 // An unknown key in it is said above, at the key.
                 if !resources_said {
                     bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
@@ -220,26 +298,26 @@ impl Commission {
                 Resources::default()
             }),
         };
-        let timeout = match get("timeout") {
+        let timeout = match timeout {
             None | Some(Value::Null) => None,
-            Some(v) => super::frontmatter::timeout(v).map_err(|e| bad("timeout", e)).ok(),
+            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("timeout", e)).ok(),
         };
-        let runner = match get("runner") {
+        let runner = match runner {
             None | Some(Value::Null) => None,
             Some(v) => serde_yaml_ng::from_value(v.clone())
-                .map_err(|_| bad("runner", format!("unknown runner: {} (expected local or slurm)", show(v))))
+                .map_err(|_| bad("runner", format!("unknown runner: {} (expected local or slurm)", show(&v))))
                 .ok(),
         };
-        let desired = match get("desired") {
+        let desired = match desired {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "dispatched" => Some(Desired::Dispatched),
             Some(Value::String(s)) if s == "cancelled" => Some(Desired::Cancelled),
             Some(v) => {
-                bad("desired", format!("unknown request desired: {} (expected dispatched or cancelled)", show(v)));
+                bad("desired", format!("unknown request desired: {} (expected dispatched or cancelled)", show(&v)));
                 None
             }
         };
-        let title = get("title").and_then(Value::as_str).map(str::to_string);
+        let title = owned_text(title);
         if split.body.trim().is_empty() {
             let line = split.first_line + split.yaml.lines().count() + 1;
             problems.push(Problem::new(path, line, 1, "missing body: the text after the frontmatter is the worker's prompt"));
@@ -265,7 +343,15 @@ impl Commission {
             timeout,
             runner,
             desired,
-            owned: Owned::of(&fields),
+            owned: Owned {
+                created: owned_text(created),
+                attempt: attempt.as_ref().and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
+                branch: owned_text(branch),
+                progress: owned_text(progress),
+                reason: owned_text(reason),
+                refused: owned_text(refused),
+                completed: owned_text(completed),
+            },
             fields,
             body: split.body.to_string(),
         })

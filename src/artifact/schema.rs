@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::commission::{Desired, Resources, Status};
+use super::commission::{Desired, Status};
 use super::keys::Shape;
 use super::plan::PlanStatus;
 
@@ -36,67 +36,16 @@ pub(crate) struct Duration(#[schemars(regex(pattern = r"^\s*\d+(\.\d+)?\s*[a-zA-
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
-struct CommissionResult {
+pub(crate) struct CommissionResult {
     summary: String,
     #[serde(default)]
     artifacts: Vec<RelPath>,
 }
 
-/// A commission artifact's frontmatter (`.lore/commissions/<id>.md`).
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(title = "guild-hall commission")]
-#[allow(dead_code)]
-struct Commission {
-    /// What the commission is for (shown by `status`).
-    title: Option<String>,
-    /// When it was written (informational).
-    date: Option<String>,
-    /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
-    /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
-    status: Option<Status>,
-    /// The worker package that does the work.
-    worker: Name,
-    /// Paths that must be on the integration branch before it is dispatched.
-    dependencies: Option<Vec<RelPath>>,
-    /// Paths it will produce: commissions depending on them wait for it.
-    outputs: Option<Vec<RelPath>>,
-    /// Overrides of the package's resource bounds.
-    resources: Option<Resources>,
-    /// Wall-clock limit of an attempt.
-    timeout: Option<Duration>,
-    /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
-    runner: Option<super::commission::RunnerName>,
-    /// A one-shot request, removed once carried out.
-    desired: Option<Desired>,
-    // Written by guild-hall.
-    /// Written by guild-hall: the FIFO key.
-    created: Option<String>,
-    /// Written by guild-hall: the latest attempt.
-    attempt: Option<u32>,
-    /// Written by guild-hall: the latest attempt's branch.
-    branch: Option<String>,
-    /// Written by guild-hall: the latest progress report.
-    progress: Option<String>,
-    /// Written by guild-hall: the worker's questions.
-    questions: Option<Vec<String>>,
-    /// Written by guild-hall: the submitted result.
-    result: Option<CommissionResult>,
-    /// Written by guild-hall: artifacts the work produced.
-    linked_artifacts: Option<Vec<String>>,
-    /// Written by guild-hall: why it failed, was cancelled, blocked, or an edit refused.
-    reason: Option<String>,
-    /// Written by guild-hall: why an edit of a failed or cancelled commission was refused
-    /// (`reason:` keeps why it failed).
-    refused: Option<String>,
-    /// Written by guild-hall: when it reached its end.
-    completed: Option<String>,
-}
-
 /// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
 /// editors know one list ([`super::keys::fields`]).
 pub fn commission_keys() -> &'static [&'static str] {
-    super::keys::fields::<Commission>()
+    super::keys::fields::<super::commission::Frontmatter>()
 }
 
 /// The keys a meeting's frontmatter may hold (the schema's).
@@ -132,7 +81,7 @@ pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
 /// A commission's schema, built once: what editors get.
 pub fn commission_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(Commission).to_value())
+    S.get_or_init(|| schemars::schema_for!(super::commission::Frontmatter).to_value())
 }
 
 /// A meeting's schema, built once.
