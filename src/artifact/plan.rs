@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::frontmatter::{self, read_mapping, Problem};
@@ -33,6 +34,76 @@ impl PlanStatus {
     pub fn is_active(self) -> bool {
         matches!(self, PlanStatus::Running | PlanStatus::Verifying)
     }
+}
+
+// The one declaration of a plan's keys: their types and descriptions are the schema editors
+// validate against (`guild-hall schema plan`, [`super::schema`]); their values, kept as
+// written, are what [`Plan::parse`] validates.
+/// A plan artifact's frontmatter.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, title = "guild-hall plan")]
+pub(crate) struct Frontmatter {
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    date: Option<Value>,
+    /// draft|pending → running → verifying → completed; halted|failed|cancelled.
+    #[schemars(with = "Option<PlanStatus>")]
+    status: Option<Value>,
+    /// Tasks running at once inside a wave (FIFO in plan order).
+    #[schemars(with = "Option<u32>", range(min = 1))]
+    parallelism: Option<Value>,
+    /// The integration check (argv), run on the integration branch after each wave.
+    #[schemars(with = "Option<Vec<String>>")]
+    verify: Option<Value>,
+    /// The worker of fix-forward commissions when verify fails.
+    #[schemars(with = "Option<String>", regex(pattern = super::schema::NAME_PATTERN))]
+    fixer: Option<Value>,
+    /// Wall-clock limit of each task attempt and verify run, over the package's and the
+    /// project's (`0s`: none); a task's own `timeout` is over this.
+    #[schemars(with = "Option<super::schema::Duration>")]
+    timeout: Option<Value>,
+    /// The waves, in order; each a list of tasks.
+    #[schemars(with = "Vec<Vec<TaskKeys>>", length(min = 1))]
+    waves: Option<Value>,
+    /// A one-shot request, removed once carried out: `dispatched` or `cancelled`.
+    #[schemars(with = "Option<super::commission::Desired>")]
+    desired: Option<Value>,
+    /// Written by guild-hall: the wave under way.
+    #[schemars(with = "Option<u32>")]
+    wave: Option<Value>,
+    /// Written by guild-hall: why it halted or failed, or an edit was refused.
+    #[schemars(with = "Option<String>")]
+    reason: Option<Value>,
+    /// Written by guild-hall: each task's state, by task id.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    tasks: Option<Value>,
+    /// Written by guild-hall.
+    #[schemars(with = "Option<String>")]
+    created: Option<Value>,
+    /// Written by guild-hall: when it reached its end.
+    #[schemars(with = "Option<String>")]
+    completed: Option<Value>,
+}
+
+/// One task of a wave: a commission for `worker`, run in its own worktree.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Task")]
+pub(crate) struct TaskKeys {
+    /// The task's id within its wave (canonical id: `<plan>:exec:wave-<W>:task-<T>`).
+    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    id: Option<Value>,
+    /// The worker package that does it.
+    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    worker: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    /// What the worker is asked to do, and how it can verify it.
+    #[schemars(with = "String")]
+    prompt: Option<Value>,
+    /// Wall-clock limit of each of the task's attempts, over the plan's (`0s`: none).
+    #[schemars(with = "Option<super::schema::Duration>")]
+    timeout: Option<Value>,
 }
 
 /// The keys only guild-hall writes.
@@ -116,14 +187,6 @@ pub struct Owned {
     pub reason: Option<String>,
 }
 
-impl Owned {
-    /// Read from the frontmatter's mapping.
-    pub(crate) fn of(fields: &Mapping) -> Owned {
-        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
-        Owned { created: text("created"), wave: fields.get("wave").and_then(Value::as_u64), reason: text("reason") }
-    }
-}
-
 impl Plan {
     pub fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
         let (stem, sp, fields) = read_mapping(path, text)?;
@@ -132,11 +195,25 @@ impl Plan {
         let mut said: Vec<(Vec<Seg>, String)> = Vec::new();
         let mut bad = |at: Vec<Seg>, msg: String| said.push((at, msg));
         let top = |key: &str| vec![Seg::key(key)];
-        // Wave `w`'s task `t` (from 1), or its `key`.
-        let task_at = |w: usize, t: usize, key: &str| task_path(w, t, key);
-        let get = |k: &str| fields.get(k);
-        let status = super::vocabulary::status_field::<PlanStatus>(get("status"), &mut |k: &str, m: String| bad(top(k), m));
-        let parallelism = match get("parallelism") {
+        // Every key declared, taken apart here: a key added to the declaration is read here too.
+        let Frontmatter {
+            title,
+            date: _informational,
+            status,
+            parallelism,
+            verify,
+            fixer,
+            timeout,
+            waves,
+            desired,
+            wave,
+            reason,
+            tasks,
+            created,
+            completed: _not_read,
+        } = frontmatter::declared(&fields);
+        let status = super::vocabulary::status_field::<PlanStatus>(status.as_ref(), &mut |k: &str, m: String| bad(top(k), m));
+        let parallelism = match parallelism {
             None | Some(Value::Null) => 1,
             Some(v) => match v.as_u64() {
                 Some(n) if (1..=64).contains(&n) => n as usize,
@@ -146,7 +223,7 @@ impl Plan {
                 }
             },
         };
-        let verify = match get("verify") {
+        let verify = match verify {
             None | Some(Value::Null) => None,
             Some(Value::Sequence(items)) if !items.is_empty() && items.iter().all(|i| i.as_str().is_some_and(|s| !s.is_empty())) => {
                 Some(items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
@@ -156,93 +233,28 @@ impl Plan {
                 None
             }
         };
-        let fixer = match get("fixer") {
+        let fixer = match fixer {
             None | Some(Value::Null) => None,
-            Some(Value::String(w)) if ids::validate_id(w).is_ok() => Some(w.clone()),
+            Some(Value::String(w)) if ids::validate_id(&w).is_ok() => Some(w),
             Some(_) => {
                 bad(top("fixer"), "fixer must be a worker package name".into());
                 None
             }
         };
-        let timeout = match get("timeout") {
+        let timeout = match timeout {
             None | Some(Value::Null) => None,
-            Some(v) => frontmatter::timeout(v).map_err(|e| bad(top("timeout"), e)).ok(),
+            Some(v) => frontmatter::timeout(&v).map_err(|e| bad(top("timeout"), e)).ok(),
         };
-        let desired = match get("desired") {
+        let desired = match desired {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s == "dispatched" || s == "cancelled" => Some(s.clone()),
+            Some(Value::String(s)) if s == "dispatched" || s == "cancelled" => Some(s),
             Some(_) => {
                 bad(top("desired"), "desired must be dispatched or cancelled".into());
                 None
             }
         };
-        let mut waves = Vec::new();
-        match get("waves") {
-            Some(Value::Sequence(ws)) if !ws.is_empty() => {
-                for (w, wave) in ws.iter().enumerate() {
-                    let w = w + 1;
-                    let Some(items) = wave.as_sequence().filter(|i| !i.is_empty()) else {
-                        bad(vec![Seg::key("waves"), Seg::Index(w - 1)], format!("wave {w} is empty or not a list of tasks"));
-                        continue;
-                    };
-                    let mut tasks: Vec<Task> = Vec::new();
-                    for (t, item) in items.iter().enumerate() {
-                        let t = t + 1;
-                        let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
-                        let label = s("id").unwrap_or_else(|| format!("task-{t}"));
-                        if tasks.iter().any(|x| x.label == label) {
-                            bad(task_at(w, t, "id"), format!("wave {w}: duplicate task id {label:?}"));
-                        }
-                        let worker = match s("worker") {
-                            Some(wk) if ids::validate_id(&wk).is_ok() => wk,
-                            _ => {
-                                bad(task_at(w, t, "worker"), format!("wave {w}, task {label}: needs `worker:`, a worker package name"));
-                                String::new()
-                            }
-                        };
-                        let prompt = match s("prompt") {
-                            Some(p) if !p.trim().is_empty() => p,
-                            _ => {
-                                bad(
-                                    task_at(w, t, "prompt"),
-                                    format!("wave {w}, task {label}: needs `prompt:`, what the task is to achieve"),
-                                );
-                                String::new()
-                            }
-                        };
-                        let timeout = match item.get("timeout") {
-                            None | Some(Value::Null) => None,
-                            Some(v) => frontmatter::timeout(v)
-                                .map_err(|e| bad(task_at(w, t, "timeout"), format!("wave {w}, task {label}: {e}")))
-                                .ok(),
-                        };
-                        // Its unknown keys are said below, with the plan's.
-                        if !item.is_mapping() {
-                            bad(
-                                task_at(w, t, "id"),
-                                format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")),
-                            );
-                        }
-                        tasks.push(Task {
-                            canonical: format!("{stem}:exec:wave-{w}:task-{t}"),
-                            label,
-                            wave: w,
-                            index: t,
-                            worker,
-                            title: s("title"),
-                            prompt,
-                            timeout,
-                        });
-                    }
-                    waves.push(tasks);
-                }
-            }
-            _ => bad(
-                top("waves"),
-                format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
-            ),
-        }
-        if let Some(v) = get("tasks") {
+        let parsed_waves = parse_waves(&stem, waves.as_ref(), &mut bad);
+        if let Some(v) = tasks {
             if !v.is_null() && !v.is_mapping() {
                 bad(top("tasks"), "tasks is written by guild-hall: a mapping of task ids to states".into());
             }
@@ -257,9 +269,9 @@ impl Plan {
         // Every unknown key, a task's too, at the key.
         for u in keys::unknown(&fields, super::schema::plan_shape()) {
             let msg = match u.within.as_slice() {
-                [Seg::Key(waves), Seg::Index(w), Seg::Index(t)] if waves == "waves" => {
+                [Seg::Key(key), Seg::Index(w), Seg::Index(t)] if key == "waves" => {
                     let label =
-                        get("waves").and_then(|v| v.get(w)).and_then(|v| v.get(t)).and_then(|v| v.get("id")).and_then(Value::as_str);
+                        waves.as_ref().and_then(|v| v.get(w)).and_then(|v| v.get(t)).and_then(|v| v.get("id")).and_then(Value::as_str);
                     let known: Vec<&str> = u.known.iter().map(String::as_str).collect();
                     format!(
                         "wave {}, task {}: {}",
@@ -276,21 +288,25 @@ impl Plan {
             problems.sort_by_key(|p| (p.line, p.column));
             return Err(problems);
         }
-        let mut fields = fields.clone();
+        let mut fields = fields;
         fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || k == "desired"));
         Ok(Plan {
             id: stem.to_string(),
             path: path.to_path_buf(),
             hash: content_hash(text),
-            title: get("title").and_then(Value::as_str).map(str::to_string),
+            title: frontmatter::owned_text(title),
             status,
             parallelism,
             verify,
             fixer,
             timeout,
-            waves,
+            waves: parsed_waves,
             desired,
-            owned: Owned::of(&fields),
+            owned: Owned {
+                created: frontmatter::owned_text(created),
+                wave: wave.as_ref().and_then(Value::as_u64),
+                reason: frontmatter::owned_text(reason),
+            },
             fields,
         })
     }
@@ -328,6 +344,66 @@ impl Plan {
             }),
         }
     }
+}
+
+/// The plan `stem`'s `waves:` as tasks; what is wrong with them said through `bad`, at the
+/// wave or the task's key.
+fn parse_waves(stem: &str, waves: Option<&Value>, bad: &mut impl FnMut(Vec<Seg>, String)) -> Vec<Vec<Task>> {
+    let Some(ws) = waves.and_then(Value::as_sequence).filter(|ws| !ws.is_empty()) else {
+        bad(
+            vec![Seg::key("waves")],
+            format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (w, wave) in ws.iter().enumerate() {
+        let w = w + 1;
+        let Some(items) = wave.as_sequence().filter(|i| !i.is_empty()) else {
+            bad(vec![Seg::key("waves"), Seg::Index(w - 1)], format!("wave {w} is empty or not a list of tasks"));
+            continue;
+        };
+        let mut tasks: Vec<Task> = Vec::new();
+        for (t, item) in items.iter().enumerate() {
+            let task = parse_task(stem, w, t + 1, item, bad);
+            if tasks.iter().any(|x| x.label == task.label) {
+                bad(task_path(w, t + 1, "id"), format!("wave {w}: duplicate task id {:?}", task.label));
+            }
+            tasks.push(task);
+        }
+        out.push(tasks);
+    }
+    out
+}
+
+/// Wave `w`'s task `t` (both from 1) of the plan `stem`, as written in `item`; what is wrong
+/// with it said through `bad` (its unknown keys are said with the plan's).
+fn parse_task(stem: &str, w: usize, t: usize, item: &Value, bad: &mut impl FnMut(Vec<Seg>, String)) -> Task {
+    let TaskKeys { id, worker, title, prompt, timeout } = item.as_mapping().map(frontmatter::declared).unwrap_or_default();
+    let text = |v: Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
+    let label = text(id).unwrap_or_else(|| format!("task-{t}"));
+    let worker = match text(worker) {
+        Some(wk) if ids::validate_id(&wk).is_ok() => wk,
+        _ => {
+            bad(task_path(w, t, "worker"), format!("wave {w}, task {label}: needs `worker:`, a worker package name"));
+            String::new()
+        }
+    };
+    let prompt = match text(prompt) {
+        Some(p) if !p.trim().is_empty() => p,
+        _ => {
+            bad(task_path(w, t, "prompt"), format!("wave {w}, task {label}: needs `prompt:`, what the task is to achieve"));
+            String::new()
+        }
+    };
+    let timeout = match timeout {
+        None | Some(Value::Null) => None,
+        Some(v) => frontmatter::timeout(&v).map_err(|e| bad(task_path(w, t, "timeout"), format!("wave {w}, task {label}: {e}"))).ok(),
+    };
+    if !item.is_mapping() {
+        bad(task_path(w, t, "id"), format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")));
+    }
+    Task { canonical: format!("{stem}:exec:wave-{w}:task-{t}"), label, wave: w, index: t, worker, title: text(title), prompt, timeout }
 }
 
 /// A new plan as guild-hall writes one (`plan create`): the keys a person would write, in the
