@@ -1,5 +1,6 @@
-//! The commission artifact: its status vocabulary, the intent keys a person writes, the keys
-//! the reconciler owns, and validation with `file:line:col` problems. Pure: no I/O.
+//! The commission artifact: its status vocabulary, its keys declared once (the schema and what
+//! the parser validates, with `file:line:col` problems), the keys the reconciler owns typed
+//! ([`Owned`]), and a new one's text (`render`). Pure: no I/O.
 
 use std::fmt;
 use std::hash::Hash;

@@ -1,6 +1,7 @@
 //! Splitting a markdown file into its YAML frontmatter and body, with the positions needed for
-//! `file:line:col` errors and for splicing an edited frontmatter back byte-for-byte; and the
-//! value readers every artifact shares (a `timeout:`).
+//! `file:line:col` errors and for splicing an edited frontmatter back byte-for-byte; the
+//! mapping read as a kind's declaration; and the value readers and writer every artifact
+//! shares (a `timeout:`, a key guild-hall owns, the YAML a renderer writes).
 
 use std::fmt;
 use std::ops::Range;

@@ -1,6 +1,6 @@
-//! The meeting artifact (`.lore/meetings/<id>.md`, DESIGN §10): its four statuses, the keys a
-//! person or tool writes (worker, agenda, references), the keys guild-hall owns, and
-//! validation with `file:line:col` problems. Pure: no I/O.
+//! The meeting artifact (`.lore/meetings/<id>.md`): its four statuses, its keys declared once
+//! (the schema and what the parser validates, with `file:line:col` problems), the keys
+//! guild-hall owns typed ([`Owned`]), and a new one's text (`render`). Pure: no I/O.
 
 use std::path::{Path, PathBuf};
 

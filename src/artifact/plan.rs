@@ -1,7 +1,8 @@
-//! The plan artifact (`.lore/plans/<plan>.md`, DESIGN §11): ordered waves of tasks run in
-//! parallel inside a wave, a parallelism cap, an integration `verify`, a `fixer`, wall-clock
-//! limits (`timeout:`, the plan's and a task's); its status vocabulary, the canonical task
-//! ids, and validation with `file:line:col`. Pure.
+//! The plan artifact (`.lore/plans/<plan>.md`): ordered waves of tasks run in parallel inside a
+//! wave, a parallelism cap, an integration `verify`, a `fixer`, wall-clock limits (`timeout:`,
+//! the plan's and a task's); its status vocabulary, its keys and a task's declared once (the
+//! schema and what the parser validates, with `file:line:col`), the canonical task ids, the
+//! keys guild-hall owns typed ([`Owned`]), and a new plan's text (`render`). Pure.
 
 use std::path::{Path, PathBuf};
 

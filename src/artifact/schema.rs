@@ -1,8 +1,9 @@
 //! JSON Schemas of the artifacts people write: commission, meeting and plan frontmatter. They
 //! are the shapes every pass and `check` hold a file's keys to ([`super::keys`]: an unknown key
 //! is a problem) and what editors validate against (yaml-language-server). Built with schemars
-//! from the parser's own types where they exist (statuses, requests, resources). `worker.yaml`'s
-//! is the package's ([`crate::schema`]).
+//! from each kind's frontmatter declaration, the one its parser reads (`Frontmatter` in
+//! [`super::commission`], [`super::meeting`], [`super::plan`]). `worker.yaml`'s is the
+//! package's ([`crate::schema`]).
 
 use std::borrow::Cow;
 
