@@ -423,32 +423,12 @@ pub(crate) fn render(new: &New) -> String {
     format!("---\n{}---\n{}\n", super::frontmatter::to_yaml(&fm), new.body.trim_end())
 }
 
-/// Keys read from the frontmatter; everything else is skipped by the parser without building
-/// values (parsing dominates observe, and most of a settled artifact is not ours to read).
-pub(crate) const READ_KEYS: [&str; 19] = [
-    "outputs",
-    "runner",
-    "timeout",
-    "status",
-    "created",
-    "attempt",
-    "branch",
-    "progress",
-    "questions",
-    "result",
-    "linked_artifacts",
-    "reason",
-    "refused",
-    "completed",
-    "worker",
-    "dependencies",
-    "resources",
-    "desired",
-    "title",
-];
+/// Declared keys whose values no one reads (informational): skipped by the parser without
+/// building values, as every key no commission may hold is (parsing dominates observe).
+pub(crate) const UNREAD_KEYS: [&str; 1] = ["date"];
 
-/// The frontmatter's [`READ_KEYS`] as a mapping; and the keys no commission may hold (the
-/// schema's [`super::schema::commission_keys`] are the ones it may), their values left unread.
+/// The frontmatter's declared keys (the schema's, [`super::schema::commission_keys`]) but the
+/// [`UNREAD_KEYS`] as a mapping; and the keys no commission may hold, their values left unread.
 struct Kept(Mapping, Mapping);
 
 impl<'de> Deserialize<'de> for Kept {
@@ -471,12 +451,13 @@ impl<'de> Deserialize<'de> for Kept {
                     if out.contains_key(&k) || skipped.contains(&k) {
                         return Err(serde::de::Error::custom(format!("duplicate key `{}`", k.as_str().unwrap_or(""))));
                     }
-                    if k.as_str().is_some_and(|k| READ_KEYS.contains(&k)) {
+                    let declared = k.as_str().is_some_and(|k| known.contains(&k));
+                    if declared && !k.as_str().is_some_and(|k| UNREAD_KEYS.contains(&k)) {
                         let v: Value = m.next_value()?;
                         out.insert(k, v);
                     } else {
                         m.next_value::<serde::de::IgnoredAny>()?;
-                        if !k.as_str().is_some_and(|k| known.contains(&k)) {
+                        if !declared {
                             unknown.insert(k.clone(), Value::Null);
                         }
                         skipped.push(k);
