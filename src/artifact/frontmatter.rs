@@ -138,9 +138,21 @@ pub(crate) fn to_yaml(fm: &serde_yaml_ng::Mapping) -> String {
 /// written for the parser to validate in its own words). Keys that are not strings are left
 /// out: no kind declares one, and the unknown-key check says so at the key.
 pub(crate) fn declared<T: serde::de::DeserializeOwned + Default>(fields: &serde_yaml_ng::Mapping) -> T {
-    let named = fields.iter().filter(|(k, _)| k.is_string()).map(|(k, v)| (k.clone(), v.clone())).collect();
+    // Read in place (each value copied once, into `T`): every parse of every artifact pays this.
+    let named = fields.iter().filter_map(|(k, v)| Some((k.as_str()?, InPlace(v))));
     // Every value is taken as written and every other key skipped: nothing here can fail.
-    serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(named)).unwrap_or_default()
+    T::deserialize(serde::de::value::MapDeserializer::<_, serde_yaml_ng::Error>::new(named)).unwrap_or_default()
+}
+
+/// A value of a mapping, deserialised where it is.
+struct InPlace<'a>(&'a serde_yaml_ng::Value);
+
+impl<'a> serde::de::IntoDeserializer<'a, serde_yaml_ng::Error> for InPlace<'a> {
+    type Deserializer = &'a serde_yaml_ng::Value;
+
+    fn into_deserializer(self) -> &'a serde_yaml_ng::Value {
+        self.0
+    }
 }
 
 /// A key the reconciler writes, as text: none when absent or of another type (a hand edit).
