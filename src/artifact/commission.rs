@@ -1,5 +1,6 @@
-//! The commission artifact: its status vocabulary, the intent keys a person writes, the keys
-//! the reconciler owns, and validation with `file:line:col` problems. Pure: no I/O.
+//! The commission artifact: its status vocabulary, its keys declared once (the schema and what
+//! the parser validates, with `file:line:col` problems), the keys the reconciler owns typed
+//! ([`Owned`]), and a new one's text (`render`). Pure: no I/O.
 
 use std::fmt;
 use std::hash::Hash;
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
-use super::frontmatter::{key_position, split, Problem};
+use super::frontmatter::{key_position, owned_text, split, Problem};
 use super::store::content_hash;
 use crate::artifact::ids;
 
@@ -82,6 +83,78 @@ pub struct Resources {
     pub memory: Option<String>,
 }
 
+// The one declaration of a commission's keys: their types and descriptions are the schema
+// editors validate against (`guild-hall schema commission`, [`super::schema`]); their values,
+// kept as written, are what [`Commission::parse`] validates.
+/// A commission artifact's frontmatter (`.lore/commissions/<id>.md`).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields, title = "guild-hall commission")]
+pub(crate) struct Frontmatter {
+    /// What the commission is for (shown by `status`).
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    /// When it was written (informational).
+    #[schemars(with = "Option<String>")]
+    date: Option<Value>,
+    /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
+    /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
+    #[schemars(with = "Option<Status>")]
+    status: Option<Value>,
+    /// The worker package that does the work.
+    #[schemars(with = "super::schema::Name")]
+    worker: Option<Value>,
+    /// Paths that must be on the integration branch before it is dispatched.
+    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    dependencies: Option<Value>,
+    /// Paths it will produce: commissions depending on them wait for it.
+    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    outputs: Option<Value>,
+    /// Overrides of the package's resource bounds.
+    #[schemars(with = "Option<Resources>")]
+    resources: Option<Value>,
+    /// Wall-clock limit of an attempt.
+    #[schemars(with = "Option<super::schema::Duration>")]
+    timeout: Option<Value>,
+    /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
+    #[schemars(with = "Option<RunnerName>")]
+    runner: Option<Value>,
+    /// A one-shot request, removed once carried out.
+    #[schemars(with = "Option<Desired>")]
+    desired: Option<Value>,
+    // Written by guild-hall.
+    /// Written by guild-hall: the FIFO key.
+    #[schemars(with = "Option<String>")]
+    created: Option<Value>,
+    /// Written by guild-hall: the latest attempt.
+    #[schemars(with = "Option<u32>")]
+    attempt: Option<Value>,
+    /// Written by guild-hall: the latest attempt's branch.
+    #[schemars(with = "Option<String>")]
+    branch: Option<Value>,
+    /// Written by guild-hall: the latest progress report.
+    #[schemars(with = "Option<String>")]
+    progress: Option<Value>,
+    /// Written by guild-hall: the worker's questions.
+    #[schemars(with = "Option<Vec<String>>")]
+    questions: Option<Value>,
+    /// Written by guild-hall: the submitted result.
+    #[schemars(with = "Option<super::schema::CommissionResult>")]
+    result: Option<Value>,
+    /// Written by guild-hall: artifacts the work produced.
+    #[schemars(with = "Option<Vec<String>>")]
+    linked_artifacts: Option<Value>,
+    /// Written by guild-hall: why it failed, was cancelled, blocked, or an edit refused.
+    #[schemars(with = "Option<String>")]
+    reason: Option<Value>,
+    /// Written by guild-hall: why an edit of a failed or cancelled commission was refused
+    /// (`reason:` keeps why it failed).
+    #[schemars(with = "Option<String>")]
+    refused: Option<Value>,
+    /// Written by guild-hall: when it reached its end.
+    #[schemars(with = "Option<String>")]
+    completed: Option<Value>,
+}
+
 /// The keys only the reconciler writes.
 pub const OWNED_KEYS: [&str; 11] =
     ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed"];
@@ -109,10 +182,33 @@ pub struct Commission {
     /// Where its attempts run (`runner:`), over its package's and the project's.
     pub runner: Option<RunnerName>,
     pub desired: Option<Desired>,
-    /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed.
-    /// Other keys are validated into the typed fields above and not kept.
+    /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed:
+    /// what its writes are compared with. Other keys are validated into the typed fields above
+    /// and not kept.
     pub fields: Mapping,
+    /// The reconciler's keys, typed: what every reader reads of them.
+    pub owned: Owned,
     pub body: String,
+}
+
+/// What the reconciler last wrote of a commission, typed ([`OWNED_KEYS`] read once). A key
+/// absent, or holding a value of another type (a hand edit), reads as none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// `created:`, the FIFO key.
+    pub created: Option<String>,
+    /// `attempt:`, the latest attempt (0: none yet).
+    pub attempt: u32,
+    /// `branch:`, the latest attempt's branch.
+    pub branch: Option<String>,
+    /// `progress:`, the latest progress report.
+    pub progress: Option<String>,
+    /// `reason:`, why it failed, was cancelled, blocked, or an edit refused.
+    pub reason: Option<String>,
+    /// `refused:`, why an edit of a failed or cancelled commission was refused.
+    pub refused: Option<String>,
+    /// `completed:`, when it reached its end.
+    pub completed: Option<String>,
 }
 
 impl Commission {
@@ -145,16 +241,38 @@ impl Commission {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));
         };
-        let get = |k: &str| fields.get(k);
-
-        let status = super::vocabulary::status_field::<Status>(get("status"), &mut bad);
-        let worker = ids::worker_name(get("worker"), "which worker package does this").unwrap_or_else(|why| {
+        // Every key declared, taken apart here: a key added to the declaration is read here too.
+        let Frontmatter {
+            title,
+            date: _informational,
+            status,
+            worker,
+            dependencies,
+            outputs,
+            resources,
+            timeout,
+            runner,
+            desired,
+            created,
+            attempt,
+            branch,
+            progress,
+            // Structured values guild-hall writes: kept as written in `fields`, read where shown.
+            questions: _in_fields,
+            result: _also_in_fields,
+            linked_artifacts: _kept_in_fields,
+            reason,
+            refused,
+            completed,
+        } = super::frontmatter::declared(&fields);
+        let status = super::vocabulary::status_field::<Status>(status.as_ref(), &mut bad);
+        let worker = ids::worker_name(worker.as_ref(), "which worker package does this").unwrap_or_else(|why| {
             bad("worker", why);
             String::new()
         });
-        let mut paths = |key: &str, what: &str| {
+        let mut paths = |key: &str, value: Option<Value>, what: &str| {
             let mut out = Vec::new();
-            match get(key) {
+            match value {
                 None | Some(Value::Null) => {}
                 Some(Value::Sequence(items)) => {
                     for item in items {
@@ -169,11 +287,11 @@ impl Commission {
             }
             out
         };
-        let dependencies = paths("dependencies", "dependency");
-        let outputs = paths("outputs", "output");
-        let resources = match get("resources") {
+        let dependencies = paths("dependencies", dependencies, "dependency");
+        let outputs = paths("outputs", outputs, "output");
+        let resources = match resources {
             None | Some(Value::Null) => Resources::default(),
-            Some(v) => serde_yaml_ng::from_value(v.clone()).unwrap_or_else(|e| {
+            Some(v) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
                 // An unknown key in it is said above, at the key.
                 if !resources_said {
                     bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
@@ -181,26 +299,26 @@ impl Commission {
                 Resources::default()
             }),
         };
-        let timeout = match get("timeout") {
+        let timeout = match timeout {
             None | Some(Value::Null) => None,
-            Some(v) => super::frontmatter::timeout(v).map_err(|e| bad("timeout", e)).ok(),
+            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("timeout", e)).ok(),
         };
-        let runner = match get("runner") {
+        let runner = match runner {
             None | Some(Value::Null) => None,
             Some(v) => serde_yaml_ng::from_value(v.clone())
-                .map_err(|_| bad("runner", format!("unknown runner: {} (expected local or slurm)", show(v))))
+                .map_err(|_| bad("runner", format!("unknown runner: {} (expected local or slurm)", show(&v))))
                 .ok(),
         };
-        let desired = match get("desired") {
+        let desired = match desired {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "dispatched" => Some(Desired::Dispatched),
             Some(Value::String(s)) if s == "cancelled" => Some(Desired::Cancelled),
             Some(v) => {
-                bad("desired", format!("unknown request desired: {} (expected dispatched or cancelled)", show(v)));
+                bad("desired", format!("unknown request desired: {} (expected dispatched or cancelled)", show(&v)));
                 None
             }
         };
-        let title = get("title").and_then(Value::as_str).map(str::to_string);
+        let title = owned_text(title);
         if split.body.trim().is_empty() {
             let line = split.first_line + split.yaml.lines().count() + 1;
             problems.push(Problem::new(path, line, 1, "missing body: the text after the frontmatter is the worker's prompt"));
@@ -226,6 +344,15 @@ impl Commission {
             timeout,
             runner,
             desired,
+            owned: Owned {
+                created: owned_text(created),
+                attempt: attempt.as_ref().and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
+                branch: owned_text(branch),
+                progress: owned_text(progress),
+                reason: owned_text(reason),
+                refused: owned_text(refused),
+                completed: owned_text(completed),
+            },
             fields,
             body: split.body.to_string(),
         })
@@ -233,48 +360,75 @@ impl Commission {
 
     /// The `created:` stamp as written (the FIFO key), if any.
     pub fn created(&self) -> Option<&str> {
-        self.fields.get("created").and_then(Value::as_str)
+        self.owned.created.as_deref()
     }
 
     pub fn attempt(&self) -> u32 {
-        self.fields.get("attempt").and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0)
+        self.owned.attempt
     }
 
     pub fn field(&self, key: &str) -> Option<&Value> {
         self.fields.get(key)
     }
-
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str)
-    }
 }
 
-/// Keys read from the frontmatter; everything else is skipped by the parser without building
-/// values (parsing dominates observe, and most of a settled artifact is not ours to read).
-pub(crate) const READ_KEYS: [&str; 19] = [
-    "outputs",
-    "runner",
-    "timeout",
-    "status",
-    "created",
-    "attempt",
-    "branch",
-    "progress",
-    "questions",
-    "result",
-    "linked_artifacts",
-    "reason",
-    "refused",
-    "completed",
-    "worker",
-    "dependencies",
-    "resources",
-    "desired",
-    "title",
-];
+/// A new commission as guild-hall writes one (`commission create`, a plan's fix-forward): the
+/// keys a person would write, in the order written, and the prompt.
+#[derive(Debug, Clone)]
+pub(crate) struct New {
+    pub title: String,
+    /// When it was written (`date:`, informational); none for one the reconciler writes.
+    pub date: Option<String>,
+    pub status: Status,
+    pub worker: String,
+    /// The FIFO key, stamped when the commission is made.
+    pub created: String,
+    pub dependencies: Vec<String>,
+    /// Only the bounds set are written; none set: no `resources:`.
+    pub resources: Resources,
+    /// The worker's prompt (written without its trailing blank, with one newline).
+    pub body: String,
+}
 
-/// The frontmatter's [`READ_KEYS`] as a mapping; and the keys no commission may hold (the
-/// schema's [`super::schema::commission_keys`] are the ones it may), their values left unread.
+/// The text of the commission `new`: the one place a commission's text is composed.
+pub(crate) fn render(new: &New) -> String {
+    let mut fm = Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    if let Some(d) = &new.date {
+        fm.insert("date".into(), d.as_str().into());
+    }
+    fm.insert("status".into(), new.status.as_str().into());
+    fm.insert("worker".into(), new.worker.as_str().into());
+    fm.insert("created".into(), new.created.as_str().into());
+    if !new.dependencies.is_empty() {
+        fm.insert("dependencies".into(), Value::Sequence(new.dependencies.iter().map(|d| Value::from(d.as_str())).collect()));
+    }
+    let r = &new.resources;
+    let mut bounds = Mapping::new();
+    if let Some(t) = r.max_turns {
+        bounds.insert("max_turns".into(), t.into());
+    }
+    if let Some(b) = r.max_budget_usd {
+        bounds.insert("max_budget_usd".into(), b.into());
+    }
+    if let Some(c) = r.cpus {
+        bounds.insert("cpus".into(), u64::from(c).into());
+    }
+    if let Some(m) = &r.memory {
+        bounds.insert("memory".into(), m.as_str().into());
+    }
+    if !bounds.is_empty() {
+        fm.insert("resources".into(), Value::Mapping(bounds));
+    }
+    format!("---\n{}---\n{}\n", super::frontmatter::to_yaml(&fm), new.body.trim_end())
+}
+
+/// Declared keys whose values no one reads (informational): skipped by the parser without
+/// building values, as every key no commission may hold is (parsing dominates observe).
+pub(crate) const UNREAD_KEYS: [&str; 1] = ["date"];
+
+/// The frontmatter's declared keys (the schema's, [`super::schema::commission_keys`]) but the
+/// [`UNREAD_KEYS`] as a mapping; and the keys no commission may hold, their values left unread.
 struct Kept(Mapping, Mapping);
 
 impl<'de> Deserialize<'de> for Kept {
@@ -297,12 +451,13 @@ impl<'de> Deserialize<'de> for Kept {
                     if out.contains_key(&k) || skipped.contains(&k) {
                         return Err(serde::de::Error::custom(format!("duplicate key `{}`", k.as_str().unwrap_or(""))));
                     }
-                    if k.as_str().is_some_and(|k| READ_KEYS.contains(&k)) {
+                    let declared = k.as_str().is_some_and(|k| known.contains(&k));
+                    if declared && !k.as_str().is_some_and(|k| UNREAD_KEYS.contains(&k)) {
                         let v: Value = m.next_value()?;
                         out.insert(k, v);
                     } else {
                         m.next_value::<serde::de::IgnoredAny>()?;
-                        if !k.as_str().is_some_and(|k| known.contains(&k)) {
+                        if !declared {
                             unknown.insert(k.clone(), Value::Null);
                         }
                         skipped.push(k);
@@ -355,6 +510,86 @@ mod tests {
         let e = parse("---\ntitle: T\nworker: scribe\ndependecies: [a/b.md]\n---\nDo it.\n").unwrap_err();
         assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:1: unknown key `dependecies`: did you mean `dependencies`?");
         assert!(parse("---\nworker: scribe\ndate: 2026-11-22\n---\nDo it.\n").is_ok(), "every schema key is allowed");
+    }
+
+    fn new_commission() -> New {
+        New {
+            title: "Port the parser".into(),
+            date: Some("2026-01-02".into()),
+            status: Status::Pending,
+            worker: "scribe".into(),
+            created: "2026-01-02T03:04:05.000006Z".into(),
+            dependencies: vec!["a/b.md".into()],
+            resources: Resources { max_turns: Some(5), max_budget_usd: Some(1.5), ..Default::default() },
+            body: "Do it.\n\n".into(),
+        }
+    }
+
+    /// The keys in the order a person reads them; only what is set; the prompt with one newline.
+    #[test]
+    fn a_new_commission_is_written_as_always() {
+        assert_eq!(
+            render(&new_commission()),
+            "---\ntitle: Port the parser\ndate: 2026-01-02\nstatus: pending\nworker: scribe\ncreated: 2026-01-02T03:04:05.000006Z\ndependencies:\n- a/b.md\nresources:\n  max_turns: 5\n  max_budget_usd: 1.5\n---\nDo it.\n"
+        );
+        let bare = New { date: None, status: Status::Draft, dependencies: Vec::new(), resources: Resources::default(), ..new_commission() };
+        assert_eq!(
+            render(&bare),
+            "---\ntitle: Port the parser\nstatus: draft\nworker: scribe\ncreated: 2026-01-02T03:04:05.000006Z\n---\nDo it.\n"
+        );
+    }
+
+    proptest::proptest! {
+        /// What the renderer writes, the parser reads back as the same values (a title YAML
+        /// would take for another type, or a multi-line one, included).
+        #[test]
+        fn what_is_rendered_parses_back_the_same(
+            title in "\\PC{1,40}|yes|null|1\\.5|- x|a: b|#x",
+            draft: bool,
+            worker in "[a-z][a-z0-9_-]{0,12}",
+            dependencies in proptest::collection::vec("[a-z]{1,6}(/[a-z0-9]{1,6}){0,2}\\.md", 0..3),
+            max_turns in proptest::option::of(1u64..1000),
+            body in "[^\\s]\\PC{0,60}(\n\\PC{0,30}){0,3}",
+        ) {
+            let new = New {
+                title,
+                status: if draft { Status::Draft } else { Status::Pending },
+                worker,
+                dependencies,
+                resources: Resources { max_turns, ..Default::default() },
+                body,
+                ..new_commission()
+            };
+            let c = parse(&render(&new)).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}")))?;
+            proptest::prop_assert_eq!(c.title.as_deref(), Some(new.title.as_str()));
+            proptest::prop_assert_eq!(c.status, Some(new.status));
+            proptest::prop_assert_eq!(&c.worker, &new.worker);
+            proptest::prop_assert_eq!(c.created(), Some(new.created.as_str()));
+            proptest::prop_assert_eq!(&c.dependencies, &new.dependencies);
+            proptest::prop_assert_eq!(&c.resources, &new.resources);
+            proptest::prop_assert_eq!(c.body, format!("{}\n", new.body.trim_end()));
+        }
+    }
+
+    /// The reconciler's keys are read once, typed; a hand edit of another type reads as none.
+    #[test]
+    fn the_owned_keys_are_typed() {
+        let c = parse("---\nworker: scribe\ncreated: '2026-01-02'\nattempt: 3\nbranch: b\nprogress: half\nreason: [x]\nrefused: r\ncompleted: 5\n---\nDo it.\n")
+            .expect("valid");
+        assert_eq!(
+            c.owned,
+            Owned {
+                created: Some("2026-01-02".into()),
+                attempt: 3,
+                branch: Some("b".into()),
+                progress: Some("half".into()),
+                reason: None,
+                refused: Some("r".into()),
+                completed: None,
+            }
+        );
+        assert_eq!((c.created(), c.attempt()), (Some("2026-01-02"), 3));
+        assert_eq!(parse("---\nworker: scribe\n---\nDo it.\n").expect("valid").owned, Owned::default());
     }
 
     /// A key written twice is at its second line, whether its value is read or skipped.

@@ -1,6 +1,7 @@
 //! Splitting a markdown file into its YAML frontmatter and body, with the positions needed for
-//! `file:line:col` errors and for splicing an edited frontmatter back byte-for-byte; and the
-//! value readers every artifact shares (a `timeout:`).
+//! `file:line:col` errors and for splicing an edited frontmatter back byte-for-byte; the
+//! mapping read as a kind's declaration; and the value readers and writer every artifact
+//! shares (a `timeout:`, a key guild-hall owns, the YAML a renderer writes).
 
 use std::fmt;
 use std::ops::Range;
@@ -124,6 +125,42 @@ pub fn read_mapping<'a>(path: &Path, text: &'a str) -> Result<(String, Split<'a>
         }
     };
     Ok((stem.to_string(), sp, fields))
+}
+
+/// A frontmatter mapping as YAML text, as every renderer writes it. A mapping of strings,
+/// numbers and lists of them always serialises; were one ever refused, it is written empty
+/// and the parser the write goes through refuses the file.
+pub(crate) fn to_yaml(fm: &serde_yaml_ng::Mapping) -> String {
+    serde_yaml_ng::to_string(fm).unwrap_or_default()
+}
+
+/// The frontmatter `fields` as the kind's declaration `T` (its keys, each value kept as
+/// written for the parser to validate in its own words). Keys that are not strings are left
+/// out: no kind declares one, and the unknown-key check says so at the key.
+pub(crate) fn declared<T: serde::de::DeserializeOwned + Default>(fields: &serde_yaml_ng::Mapping) -> T {
+    // Read in place (each value copied once, into `T`): every parse of every artifact pays this.
+    let named = fields.iter().filter_map(|(k, v)| Some((k.as_str()?, InPlace(v))));
+    // Every value is taken as written and every other key skipped: nothing here can fail.
+    T::deserialize(serde::de::value::MapDeserializer::<_, serde_yaml_ng::Error>::new(named)).unwrap_or_default()
+}
+
+/// A value of a mapping, deserialised where it is.
+struct InPlace<'a>(&'a serde_yaml_ng::Value);
+
+impl<'a> serde::de::IntoDeserializer<'a, serde_yaml_ng::Error> for InPlace<'a> {
+    type Deserializer = &'a serde_yaml_ng::Value;
+
+    fn into_deserializer(self) -> &'a serde_yaml_ng::Value {
+        self.0
+    }
+}
+
+/// A key the reconciler writes, as text: none when absent or of another type (a hand edit).
+pub(crate) fn owned_text(v: Option<serde_yaml_ng::Value>) -> Option<String> {
+    match v {
+        Some(serde_yaml_ng::Value::String(s)) => Some(s),
+        _ => None,
+    }
 }
 
 /// The 0-based line where flow nesting first passes [`MAX_FLOW_DEPTH`], and that depth. Quoted

@@ -292,8 +292,7 @@ pub fn check_file(path: &std::path::Path, text: &str, shape: &Shape) -> Vec<Prob
 mod tests {
     use super::*;
 
-    #[derive(serde::Deserialize)]
-    #[allow(dead_code)]
+    #[derive(Debug, PartialEq, serde::Deserialize)]
     struct S {
         dependencies: Option<u8>,
         #[serde(rename = "time_out")]
@@ -303,6 +302,8 @@ mod tests {
     #[test]
     fn fields_are_serdes_own() {
         assert_eq!(fields::<S>(), ["dependencies", "time_out"]);
+        let read: S = serde_json::from_str(r#"{"time_out": 3}"#).expect("an S");
+        assert_eq!(read, S { dependencies: None, timeout: 3 }, "the keys it asks for are the ones it reads");
         assert!(fields::<u8>().is_empty(), "not a struct: no keys");
     }
 
@@ -320,9 +321,8 @@ mod tests {
         assert_eq!(unknown_key("colour", &["a", "b"]), "unknown key `colour` (known keys: a, b)");
     }
 
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Outer {
         title: Option<String>,
         notes: Option<String>,
@@ -332,9 +332,8 @@ mod tests {
         env: Option<std::collections::BTreeMap<String, String>>,
     }
 
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Inner {
         max_turns: Option<u64>,
     }
@@ -360,5 +359,19 @@ mod tests {
         let said: Vec<String> =
             unknown_keys(std::path::Path::new("w.yaml"), flow, 1, &m, &Shape::closed(&["b"])).iter().map(|p| p.to_string()).collect();
         assert_eq!(said, ["w.yaml:1:2: unknown key `a`: did you mean `b`?"]);
+        // What the shape allows, the type reads.
+        let known = "title: T\nnotes: n\ndependencies: [a]\nlimits: {max_turns: 5}\nitems: [{max_turns: 1}]\nenv: {ANY: x}\n";
+        let m: serde_yaml_ng::Mapping = serde_yaml_ng::from_str(known).expect("yaml");
+        assert!(unknown(&m, &schema).is_empty());
+        let read: Outer = serde_yaml_ng::from_str(known).expect("an Outer");
+        let expected = Outer {
+            title: Some("T".into()),
+            notes: Some("n".into()),
+            dependencies: Some(vec!["a".into()]),
+            limits: Some(Inner { max_turns: Some(5) }),
+            items: Some(vec![Inner { max_turns: Some(1) }]),
+            env: Some([("ANY".to_string(), "x".to_string())].into()),
+        };
+        assert_eq!(read, expected);
     }
 }

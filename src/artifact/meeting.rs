@@ -1,12 +1,14 @@
-//! The meeting artifact (`.lore/meetings/<id>.md`, DESIGN §10): its four statuses, the keys a
-//! person or tool writes (worker, agenda, references), the keys guild-hall owns, and
-//! validation with `file:line:col` problems. Pure: no I/O.
+//! The meeting artifact (`.lore/meetings/<id>.md`): its four statuses, its keys declared once
+//! (the schema and what the parser validates, with `file:line:col` problems), the keys
+//! guild-hall owns typed ([`Owned`]), and a new one's text (`render`). Pure: no I/O.
 
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use super::frontmatter::{key_position, read_mapping, Problem};
+use super::frontmatter::{key_position, owned_text, read_mapping, Problem};
 use super::ids;
 use super::store::content_hash;
 
@@ -27,6 +29,54 @@ impl MeetingStatus {
     }
 }
 
+// The one declaration of a meeting's keys: their types and descriptions are the schema editors
+// validate against (`guild-hall schema meeting`, [`super::schema`]); their values, kept as
+// written, are what [`Meeting::parse`] validates.
+/// A meeting artifact's frontmatter (`.lore/meetings/<id>.md`).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, title = "guild-hall meeting")]
+pub(crate) struct Frontmatter {
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    date: Option<Value>,
+    /// A package with the `meeting` capability and a `meeting:` command.
+    #[schemars(with = "super::schema::Name")]
+    worker: Option<Value>,
+    /// requested → open (accept) | declined; open → closed. Anything else is refused.
+    #[schemars(with = "Option<MeetingStatus>")]
+    status: Option<Value>,
+    /// Why we meet (the worker is told).
+    #[schemars(with = "Option<String>")]
+    agenda: Option<Value>,
+    /// Artifacts that prompted it.
+    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    references: Option<Value>,
+    /// Who asked, for requests.
+    #[schemars(with = "Option<String>")]
+    requested_by: Option<Value>,
+    /// Written by guild-hall.
+    #[schemars(with = "Option<String>")]
+    created: Option<Value>,
+    /// Written by guild-hall: the meeting's branch.
+    #[schemars(with = "Option<String>")]
+    branch: Option<Value>,
+    /// Written by guild-hall: the agent's session, resumed on every turn.
+    #[schemars(with = "Option<String>")]
+    session_id: Option<Value>,
+    /// Written by guild-hall: artifacts linked during the meeting, the latest 50; a first entry
+    /// "(N more linked artifacts, see the log)" counts the rest.
+    #[schemars(with = "Option<Vec<String>>")]
+    linked_artifacts: Option<Value>,
+    /// Written by guild-hall: progress summaries while open; the notes on close (or, when they
+    /// do not fit in the frontmatter, where in the log they are).
+    #[schemars(with = "Option<String>")]
+    notes: Option<Value>,
+    /// Written by guild-hall: why an edit was refused, or why a close waits.
+    #[schemars(with = "Option<String>")]
+    reason: Option<Value>,
+}
+
 /// The keys only guild-hall writes.
 pub const OWNED_KEYS: [&str; 7] = ["status", "created", "session_id", "branch", "linked_artifacts", "notes", "reason"];
 
@@ -45,9 +95,27 @@ pub struct Meeting {
     pub references: Vec<String>,
     /// Who asked for it (a worker, `manager`, a person), for requests.
     pub requested_by: Option<String>,
-    /// The keys guild-hall owns ([`OWNED_KEYS`]), as parsed.
+    /// The keys guild-hall owns ([`OWNED_KEYS`]), as parsed: what its writes are compared with.
     pub fields: Mapping,
+    /// The keys guild-hall owns, typed: what every reader reads of them.
+    pub owned: Owned,
     pub body: String,
+}
+
+/// What guild-hall last wrote of a meeting, typed ([`OWNED_KEYS`] read once). A key absent, or
+/// holding a value of another type (a hand edit), reads as none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// `created:`, when it was made.
+    pub created: Option<String>,
+    /// `session_id:`, the agent's session, resumed on every turn.
+    pub session_id: Option<String>,
+    /// `branch:`, the meeting's branch.
+    pub branch: Option<String>,
+    /// `notes:`, progress summaries while open; the notes on close.
+    pub notes: Option<String>,
+    /// `reason:`, why an edit was refused, or why a close waits.
+    pub reason: Option<String>,
 }
 
 impl Meeting {
@@ -59,13 +127,28 @@ impl Meeting {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));
         };
-        let get = |k: &str| fields.get(k);
-        let status = super::vocabulary::status_field::<MeetingStatus>(get("status"), &mut bad);
-        let worker = ids::worker_name(get("worker"), "which worker package meets").unwrap_or_else(|why| {
+        // Every key declared, taken apart here: a key added to the declaration is read here too.
+        let Frontmatter {
+            title,
+            date: _informational,
+            worker,
+            status,
+            agenda,
+            references,
+            requested_by,
+            created,
+            branch,
+            session_id,
+            linked_artifacts,
+            notes,
+            reason,
+        } = super::frontmatter::declared(&fields);
+        let status = super::vocabulary::status_field::<MeetingStatus>(status.as_ref(), &mut bad);
+        let worker = ids::worker_name(worker.as_ref(), "which worker package meets").unwrap_or_else(|why| {
             bad("worker", why);
             String::new()
         });
-        let text_of = |k: &str, bad: &mut dyn FnMut(&str, String)| match get(k) {
+        let text_of = |k: &str, v: &Option<Value>, bad: &mut dyn FnMut(&str, String)| match v {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(_) => {
@@ -73,12 +156,12 @@ impl Meeting {
                 None
             }
         };
-        let agenda = text_of("agenda", &mut bad);
-        let requested_by = text_of("requested_by", &mut bad);
-        let title = text_of("title", &mut bad);
-        let mut paths = |key: &str| {
+        let agenda = text_of("agenda", &agenda, &mut bad);
+        let requested_by = text_of("requested_by", &requested_by, &mut bad);
+        let title = text_of("title", &title, &mut bad);
+        let mut paths = |key: &str, v: &Option<Value>| {
             let mut out = Vec::new();
-            match get(key) {
+            match v {
                 None | Some(Value::Null) => {}
                 Some(Value::Sequence(items)) => {
                     for item in items {
@@ -93,9 +176,9 @@ impl Meeting {
             }
             out
         };
-        let references = paths("references");
-        paths("linked_artifacts");
-        if let Some(v) = get("session_id") {
+        let references = paths("references", &references);
+        paths("linked_artifacts", &linked_artifacts);
+        if let Some(v) = &session_id {
             if !v.is_null() && !v.as_str().is_some_and(valid_session_id) {
                 bad("session_id", "session_id must be the worker's session id (letters, digits, '-', '_', '.', ':')".into());
             }
@@ -115,17 +198,20 @@ impl Meeting {
             agenda,
             references,
             requested_by,
+            owned: Owned {
+                created: owned_text(created),
+                session_id: owned_text(session_id),
+                branch: owned_text(branch),
+                notes: owned_text(notes),
+                reason: owned_text(reason),
+            },
             fields,
             body: split.body.to_string(),
         })
     }
 
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str)
-    }
-
     pub fn session_id(&self) -> Option<&str> {
-        self.str_field("session_id").filter(|s| !s.is_empty())
+        self.owned.session_id.as_deref().filter(|s| !s.is_empty())
     }
 
     /// The linked artifacts the frontmatter lists (the entry counting more is not one).
@@ -146,6 +232,47 @@ impl Meeting {
     pub fn effective_status(&self) -> MeetingStatus {
         self.status.unwrap_or(MeetingStatus::Open)
     }
+}
+
+/// A new meeting as guild-hall writes one (`meeting create`, a meeting's follow-up request):
+/// the keys a person would write, in the order written, and its opening words.
+#[derive(Debug, Clone)]
+pub(crate) struct New {
+    pub title: Option<String>,
+    pub worker: String,
+    pub status: MeetingStatus,
+    pub requested_by: Option<String>,
+    pub agenda: Option<String>,
+    pub references: Vec<String>,
+    /// When it was made; none for a follow-up (its first pass stamps it).
+    pub created: Option<String>,
+    /// Written only when it holds more than blanks.
+    pub body: String,
+}
+
+/// The text of the meeting `new`: the one place a meeting's text is composed.
+pub(crate) fn render(new: &New) -> String {
+    let mut fm = Mapping::new();
+    let put = |fm: &mut Mapping, key: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            fm.insert(key.into(), v.as_str().into());
+        }
+    };
+    put(&mut fm, "title", &new.title);
+    fm.insert("worker".into(), new.worker.as_str().into());
+    fm.insert("status".into(), new.status.as_str().into());
+    put(&mut fm, "requested_by", &new.requested_by);
+    put(&mut fm, "agenda", &new.agenda);
+    if !new.references.is_empty() {
+        fm.insert("references".into(), Value::Sequence(new.references.iter().map(|r| Value::from(r.as_str())).collect()));
+    }
+    put(&mut fm, "created", &new.created);
+    let mut out = format!("---\n{}---\n", super::frontmatter::to_yaml(&fm));
+    if !new.body.trim().is_empty() {
+        out.push_str(new.body.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// The first entry of `linked_artifacts` when more were linked than it lists: how many more
@@ -182,6 +309,80 @@ mod tests {
         assert_eq!(m.agenda.as_deref(), Some("why"));
         let m = parse("---\nworker: scribe\n---\n").unwrap();
         assert_eq!(m.effective_status(), MeetingStatus::Open);
+    }
+
+    fn new_meeting() -> New {
+        New {
+            title: Some("Follow-up: the parser".into()),
+            worker: "scribe".into(),
+            status: MeetingStatus::Requested,
+            requested_by: Some("manager".into()),
+            agenda: Some("why it fails".into()),
+            references: vec![".lore/a.md".into()],
+            created: Some("2026-01-02T03:04:05.000006Z".into()),
+            body: "Hello\n\n".into(),
+        }
+    }
+
+    /// The keys in the order a person reads them; only what is set; a blank body not written.
+    #[test]
+    fn a_new_meeting_is_written_as_always() {
+        assert_eq!(
+            render(&new_meeting()),
+            "---\ntitle: 'Follow-up: the parser'\nworker: scribe\nstatus: requested\nrequested_by: manager\nagenda: why it fails\nreferences:\n- .lore/a.md\ncreated: 2026-01-02T03:04:05.000006Z\n---\nHello\n"
+        );
+        let bare = New {
+            title: None,
+            status: MeetingStatus::Open,
+            requested_by: None,
+            agenda: None,
+            references: Vec::new(),
+            created: None,
+            body: " \n".into(),
+            ..new_meeting()
+        };
+        assert_eq!(render(&bare), "---\nworker: scribe\nstatus: open\n---\n");
+    }
+
+    proptest::proptest! {
+        /// What the renderer writes, the parser reads back as the same values.
+        #[test]
+        fn what_is_rendered_parses_back_the_same(
+            title in proptest::option::of("\\PC{0,40}|yes|null|- x|a: b"),
+            worker in "[a-z][a-z0-9_-]{0,12}",
+            status in proptest::sample::select(MeetingStatus::ALL.to_vec()),
+            requested_by in proptest::option::of("[a-z]{1,10}"),
+            agenda in proptest::option::of("\\PC{0,40}(\n\\PC{0,30}){0,3}"),
+            references in proptest::collection::vec("[a-z]{1,6}(/[a-z0-9]{1,6}){0,2}\\.md", 0..3),
+            body in "\\PC{0,60}(\n\\PC{0,30}){0,3}",
+        ) {
+            let new = New { title, worker, status, requested_by, agenda, references, body, ..new_meeting() };
+            let m = parse(&render(&new)).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}")))?;
+            proptest::prop_assert_eq!(&m.title, &new.title);
+            proptest::prop_assert_eq!(&m.worker, &new.worker);
+            proptest::prop_assert_eq!(m.status, Some(new.status));
+            proptest::prop_assert_eq!(&m.requested_by, &new.requested_by);
+            proptest::prop_assert_eq!(&m.agenda, &new.agenda);
+            proptest::prop_assert_eq!(&m.references, &new.references);
+            proptest::prop_assert_eq!(&m.owned.created, &new.created);
+            let body = if new.body.trim().is_empty() { String::new() } else { format!("{}\n", new.body.trim_end()) };
+            proptest::prop_assert_eq!(m.body, body);
+        }
+    }
+
+    /// Guild-hall's keys are read once, typed; a hand edit of another type reads as none.
+    #[test]
+    fn the_owned_keys_are_typed() {
+        let m = parse("---\nworker: scribe\ncreated: c\nsession_id: s-1\nbranch: b\nnotes: 5\nreason: r\n---\n").expect("valid");
+        let typed = Owned {
+            created: Some("c".into()),
+            session_id: Some("s-1".into()),
+            branch: Some("b".into()),
+            notes: None,
+            reason: Some("r".into()),
+        };
+        assert_eq!(m.owned, typed);
+        assert_eq!(m.session_id(), Some("s-1"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Markdown artifacts under `.lore/`: split frontmatter from body, parse and validate it into
-//! typed commissions, meetings and plans (their status vocabularies declared once), create a
-//! new one ([`create_new`]) and load one by id ([`load`]) the one way each, and write the
-//! reconciler's keys back surgically. Decides nothing.
+//! typed commissions, meetings and plans (each kind's keys and status vocabulary declared
+//! once), compose a new one's text (each kind's `render`), create it ([`create_new`]) and load
+//! one by id ([`load`]) the one way each, and write the reconciler's keys back surgically.
+//! Decides nothing.
 
 pub mod commission;
 pub mod frontmatter;

@@ -1,11 +1,13 @@
-//! The plan artifact (`.lore/plans/<plan>.md`, DESIGN §11): ordered waves of tasks run in
-//! parallel inside a wave, a parallelism cap, an integration `verify`, a `fixer`, wall-clock
-//! limits (`timeout:`, the plan's and a task's); its status vocabulary, the canonical task
-//! ids, and validation with `file:line:col`. Pure.
+//! The plan artifact (`.lore/plans/<plan>.md`): ordered waves of tasks run in parallel inside a
+//! wave, a parallelism cap, an integration `verify`, a `fixer`, wall-clock limits (`timeout:`,
+//! the plan's and a task's); its status vocabulary, its keys and a task's declared once (the
+//! schema and what the parser validates, with `file:line:col`), the canonical task ids, the
+//! keys guild-hall owns typed ([`Owned`]), and a new plan's text (`render`). Pure.
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::frontmatter::{self, read_mapping, Problem};
@@ -33,6 +35,76 @@ impl PlanStatus {
     pub fn is_active(self) -> bool {
         matches!(self, PlanStatus::Running | PlanStatus::Verifying)
     }
+}
+
+// The one declaration of a plan's keys: their types and descriptions are the schema editors
+// validate against (`guild-hall schema plan`, [`super::schema`]); their values, kept as
+// written, are what [`Plan::parse`] validates.
+/// A plan artifact's frontmatter.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, title = "guild-hall plan")]
+pub(crate) struct Frontmatter {
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    date: Option<Value>,
+    /// draft|pending → running → verifying → completed; halted|failed|cancelled.
+    #[schemars(with = "Option<PlanStatus>")]
+    status: Option<Value>,
+    /// Tasks running at once inside a wave (FIFO in plan order).
+    #[schemars(with = "Option<u32>", range(min = 1))]
+    parallelism: Option<Value>,
+    /// The integration check (argv), run on the integration branch after each wave.
+    #[schemars(with = "Option<Vec<String>>")]
+    verify: Option<Value>,
+    /// The worker of fix-forward commissions when verify fails.
+    #[schemars(with = "Option<String>", regex(pattern = super::schema::NAME_PATTERN))]
+    fixer: Option<Value>,
+    /// Wall-clock limit of each task attempt and verify run, over the package's and the
+    /// project's (`0s`: none); a task's own `timeout` is over this.
+    #[schemars(with = "Option<super::schema::Duration>")]
+    timeout: Option<Value>,
+    /// The waves, in order; each a list of tasks.
+    #[schemars(with = "Vec<Vec<TaskKeys>>", length(min = 1))]
+    waves: Option<Value>,
+    /// A one-shot request, removed once carried out: `dispatched` or `cancelled`.
+    #[schemars(with = "Option<super::commission::Desired>")]
+    desired: Option<Value>,
+    /// Written by guild-hall: the wave under way.
+    #[schemars(with = "Option<u32>")]
+    wave: Option<Value>,
+    /// Written by guild-hall: why it halted or failed, or an edit was refused.
+    #[schemars(with = "Option<String>")]
+    reason: Option<Value>,
+    /// Written by guild-hall: each task's state, by task id.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    tasks: Option<Value>,
+    /// Written by guild-hall.
+    #[schemars(with = "Option<String>")]
+    created: Option<Value>,
+    /// Written by guild-hall: when it reached its end.
+    #[schemars(with = "Option<String>")]
+    completed: Option<Value>,
+}
+
+/// One task of a wave: a commission for `worker`, run in its own worktree.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Task")]
+pub(crate) struct TaskKeys {
+    /// The task's id within its wave (canonical id: `<plan>:exec:wave-<W>:task-<T>`).
+    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    id: Option<Value>,
+    /// The worker package that does it.
+    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    worker: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    title: Option<Value>,
+    /// What the worker is asked to do, and how it can verify it.
+    #[schemars(with = "String")]
+    prompt: Option<Value>,
+    /// Wall-clock limit of each of the task's attempts, over the plan's (`0s`: none).
+    #[schemars(with = "Option<super::schema::Duration>")]
+    timeout: Option<Value>,
 }
 
 /// The keys only guild-hall writes.
@@ -97,8 +169,23 @@ pub struct Plan {
     pub timeout: Option<std::time::Duration>,
     pub waves: Vec<Vec<Task>>,
     pub desired: Option<String>,
-    /// The keys guild-hall owns, as parsed.
+    /// The keys guild-hall owns, as parsed: what its writes are compared with.
     pub fields: Mapping,
+    /// The keys guild-hall owns, typed: what every reader reads of them.
+    pub owned: Owned,
+}
+
+/// What guild-hall last wrote of a plan, typed ([`OWNED_KEYS`] read once; each task's state is
+/// [`Plan::task_state`]). A key absent, or holding a value of another type (a hand edit),
+/// reads as none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// `created:`, when a pass first took it up.
+    pub created: Option<String>,
+    /// `wave:`, the wave under way (from 1).
+    pub wave: Option<u64>,
+    /// `reason:`, why it halted or failed, or an edit was refused.
+    pub reason: Option<String>,
 }
 
 impl Plan {
@@ -109,11 +196,25 @@ impl Plan {
         let mut said: Vec<(Vec<Seg>, String)> = Vec::new();
         let mut bad = |at: Vec<Seg>, msg: String| said.push((at, msg));
         let top = |key: &str| vec![Seg::key(key)];
-        // Wave `w`'s task `t` (from 1), or its `key`.
-        let task_at = |w: usize, t: usize, key: &str| task_path(w, t, key);
-        let get = |k: &str| fields.get(k);
-        let status = super::vocabulary::status_field::<PlanStatus>(get("status"), &mut |k: &str, m: String| bad(top(k), m));
-        let parallelism = match get("parallelism") {
+        // Every key declared, taken apart here: a key added to the declaration is read here too.
+        let Frontmatter {
+            title,
+            date: _informational,
+            status,
+            parallelism,
+            verify,
+            fixer,
+            timeout,
+            waves,
+            desired,
+            wave,
+            reason,
+            tasks,
+            created,
+            completed: _not_read,
+        } = frontmatter::declared(&fields);
+        let status = super::vocabulary::status_field::<PlanStatus>(status.as_ref(), &mut |k: &str, m: String| bad(top(k), m));
+        let parallelism = match parallelism {
             None | Some(Value::Null) => 1,
             Some(v) => match v.as_u64() {
                 Some(n) if (1..=64).contains(&n) => n as usize,
@@ -123,7 +224,7 @@ impl Plan {
                 }
             },
         };
-        let verify = match get("verify") {
+        let verify = match verify {
             None | Some(Value::Null) => None,
             Some(Value::Sequence(items)) if !items.is_empty() && items.iter().all(|i| i.as_str().is_some_and(|s| !s.is_empty())) => {
                 Some(items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
@@ -133,93 +234,28 @@ impl Plan {
                 None
             }
         };
-        let fixer = match get("fixer") {
+        let fixer = match fixer {
             None | Some(Value::Null) => None,
-            Some(Value::String(w)) if ids::validate_id(w).is_ok() => Some(w.clone()),
+            Some(Value::String(w)) if ids::validate_id(&w).is_ok() => Some(w),
             Some(_) => {
                 bad(top("fixer"), "fixer must be a worker package name".into());
                 None
             }
         };
-        let timeout = match get("timeout") {
+        let timeout = match timeout {
             None | Some(Value::Null) => None,
-            Some(v) => frontmatter::timeout(v).map_err(|e| bad(top("timeout"), e)).ok(),
+            Some(v) => frontmatter::timeout(&v).map_err(|e| bad(top("timeout"), e)).ok(),
         };
-        let desired = match get("desired") {
+        let desired = match desired {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s == "dispatched" || s == "cancelled" => Some(s.clone()),
+            Some(Value::String(s)) if s == "dispatched" || s == "cancelled" => Some(s),
             Some(_) => {
                 bad(top("desired"), "desired must be dispatched or cancelled".into());
                 None
             }
         };
-        let mut waves = Vec::new();
-        match get("waves") {
-            Some(Value::Sequence(ws)) if !ws.is_empty() => {
-                for (w, wave) in ws.iter().enumerate() {
-                    let w = w + 1;
-                    let Some(items) = wave.as_sequence().filter(|i| !i.is_empty()) else {
-                        bad(vec![Seg::key("waves"), Seg::Index(w - 1)], format!("wave {w} is empty or not a list of tasks"));
-                        continue;
-                    };
-                    let mut tasks: Vec<Task> = Vec::new();
-                    for (t, item) in items.iter().enumerate() {
-                        let t = t + 1;
-                        let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
-                        let label = s("id").unwrap_or_else(|| format!("task-{t}"));
-                        if tasks.iter().any(|x| x.label == label) {
-                            bad(task_at(w, t, "id"), format!("wave {w}: duplicate task id {label:?}"));
-                        }
-                        let worker = match s("worker") {
-                            Some(wk) if ids::validate_id(&wk).is_ok() => wk,
-                            _ => {
-                                bad(task_at(w, t, "worker"), format!("wave {w}, task {label}: needs `worker:`, a worker package name"));
-                                String::new()
-                            }
-                        };
-                        let prompt = match s("prompt") {
-                            Some(p) if !p.trim().is_empty() => p,
-                            _ => {
-                                bad(
-                                    task_at(w, t, "prompt"),
-                                    format!("wave {w}, task {label}: needs `prompt:`, what the task is to achieve"),
-                                );
-                                String::new()
-                            }
-                        };
-                        let timeout = match item.get("timeout") {
-                            None | Some(Value::Null) => None,
-                            Some(v) => frontmatter::timeout(v)
-                                .map_err(|e| bad(task_at(w, t, "timeout"), format!("wave {w}, task {label}: {e}")))
-                                .ok(),
-                        };
-                        // Its unknown keys are said below, with the plan's.
-                        if !item.is_mapping() {
-                            bad(
-                                task_at(w, t, "id"),
-                                format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")),
-                            );
-                        }
-                        tasks.push(Task {
-                            canonical: format!("{stem}:exec:wave-{w}:task-{t}"),
-                            label,
-                            wave: w,
-                            index: t,
-                            worker,
-                            title: s("title"),
-                            prompt,
-                            timeout,
-                        });
-                    }
-                    waves.push(tasks);
-                }
-            }
-            _ => bad(
-                top("waves"),
-                format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
-            ),
-        }
-        if let Some(v) = get("tasks") {
+        let parsed_waves = parse_waves(&stem, waves.as_ref(), &mut bad);
+        if let Some(v) = tasks {
             if !v.is_null() && !v.is_mapping() {
                 bad(top("tasks"), "tasks is written by guild-hall: a mapping of task ids to states".into());
             }
@@ -234,9 +270,9 @@ impl Plan {
         // Every unknown key, a task's too, at the key.
         for u in keys::unknown(&fields, super::schema::plan_shape()) {
             let msg = match u.within.as_slice() {
-                [Seg::Key(waves), Seg::Index(w), Seg::Index(t)] if waves == "waves" => {
+                [Seg::Key(key), Seg::Index(w), Seg::Index(t)] if key == "waves" => {
                     let label =
-                        get("waves").and_then(|v| v.get(w)).and_then(|v| v.get(t)).and_then(|v| v.get("id")).and_then(Value::as_str);
+                        waves.as_ref().and_then(|v| v.get(w)).and_then(|v| v.get(t)).and_then(|v| v.get("id")).and_then(Value::as_str);
                     let known: Vec<&str> = u.known.iter().map(String::as_str).collect();
                     format!(
                         "wave {}, task {}: {}",
@@ -253,26 +289,27 @@ impl Plan {
             problems.sort_by_key(|p| (p.line, p.column));
             return Err(problems);
         }
-        let mut fields = fields.clone();
+        let mut fields = fields;
         fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || k == "desired"));
         Ok(Plan {
             id: stem.to_string(),
             path: path.to_path_buf(),
             hash: content_hash(text),
-            title: get("title").and_then(Value::as_str).map(str::to_string),
+            title: frontmatter::owned_text(title),
             status,
             parallelism,
             verify,
             fixer,
             timeout,
-            waves,
+            waves: parsed_waves,
             desired,
+            owned: Owned {
+                created: frontmatter::owned_text(created),
+                wave: wave.as_ref().and_then(Value::as_u64),
+                reason: frontmatter::owned_text(reason),
+            },
             fields,
         })
-    }
-
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str)
     }
 
     /// The state guild-hall last wrote for a task, as the artifact shows it.
@@ -310,6 +347,127 @@ impl Plan {
     }
 }
 
+/// The plan `stem`'s `waves:` as tasks; what is wrong with them said through `bad`, at the
+/// wave or the task's key.
+fn parse_waves(stem: &str, waves: Option<&Value>, bad: &mut impl FnMut(Vec<Seg>, String)) -> Vec<Vec<Task>> {
+    let Some(ws) = waves.and_then(Value::as_sequence).filter(|ws| !ws.is_empty()) else {
+        bad(
+            vec![Seg::key("waves")],
+            format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (w, wave) in ws.iter().enumerate() {
+        let w = w + 1;
+        let Some(items) = wave.as_sequence().filter(|i| !i.is_empty()) else {
+            bad(vec![Seg::key("waves"), Seg::Index(w - 1)], format!("wave {w} is empty or not a list of tasks"));
+            continue;
+        };
+        let mut tasks: Vec<Task> = Vec::new();
+        for (t, item) in items.iter().enumerate() {
+            let task = parse_task(stem, w, t + 1, item, bad);
+            if tasks.iter().any(|x| x.label == task.label) {
+                bad(task_path(w, t + 1, "id"), format!("wave {w}: duplicate task id {:?}", task.label));
+            }
+            tasks.push(task);
+        }
+        out.push(tasks);
+    }
+    out
+}
+
+/// Wave `w`'s task `t` (both from 1) of the plan `stem`, as written in `item`; what is wrong
+/// with it said through `bad` (its unknown keys are said with the plan's).
+fn parse_task(stem: &str, w: usize, t: usize, item: &Value, bad: &mut impl FnMut(Vec<Seg>, String)) -> Task {
+    let TaskKeys { id, worker, title, prompt, timeout } = item.as_mapping().map(frontmatter::declared).unwrap_or_default();
+    let text = |v: Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
+    let label = text(id).unwrap_or_else(|| format!("task-{t}"));
+    let worker = match text(worker) {
+        Some(wk) if ids::validate_id(&wk).is_ok() => wk,
+        _ => {
+            bad(task_path(w, t, "worker"), format!("wave {w}, task {label}: needs `worker:`, a worker package name"));
+            String::new()
+        }
+    };
+    let prompt = match text(prompt) {
+        Some(p) if !p.trim().is_empty() => p,
+        _ => {
+            bad(task_path(w, t, "prompt"), format!("wave {w}, task {label}: needs `prompt:`, what the task is to achieve"));
+            String::new()
+        }
+    };
+    let timeout = match timeout {
+        None | Some(Value::Null) => None,
+        Some(v) => frontmatter::timeout(&v).map_err(|e| bad(task_path(w, t, "timeout"), format!("wave {w}, task {label}: {e}"))).ok(),
+    };
+    if !item.is_mapping() {
+        bad(task_path(w, t, "id"), format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")));
+    }
+    Task { canonical: format!("{stem}:exec:wave-{w}:task-{t}"), label, wave: w, index: t, worker, title: text(title), prompt, timeout }
+}
+
+/// A new plan as guild-hall writes one (`plan create`): the keys a person would write, in the
+/// order written.
+#[derive(Debug, Clone)]
+pub(crate) struct New<'a> {
+    pub title: String,
+    pub status: PlanStatus,
+    pub parallelism: usize,
+    pub verify: Option<Vec<String>>,
+    pub fixer: Option<String>,
+    /// The waves: a list of waves, each a list of tasks.
+    pub waves: &'a Value,
+    /// The text `waves` was read from, when it was: kept verbatim in the plan when it means
+    /// exactly `waves`.
+    pub waves_text: Option<&'a str>,
+}
+
+/// A plan's text as [`render`] wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rendered {
+    pub text: String,
+    /// When the waves' own text is in it, indented verbatim under `waves:`, the file line that
+    /// `waves:` is on: the waves text's line `n` is the file's `waves_line + n`, its column `c`
+    /// the file's `c + 2` (a uniform indent keeps YAML's meaning).
+    pub waves_line: Option<usize>,
+}
+
+/// The text of the plan `new`: the one place a plan's text is composed.
+pub(crate) fn render(new: &New<'_>) -> Rendered {
+    let mut fm = Mapping::new();
+    fm.insert("title".into(), new.title.as_str().into());
+    fm.insert("status".into(), new.status.as_str().into());
+    fm.insert("parallelism".into(), (new.parallelism as u64).into());
+    if let Some(v) = &new.verify {
+        fm.insert("verify".into(), Value::Sequence(v.iter().map(|a| Value::from(a.as_str())).collect()));
+    }
+    if let Some(f) = &new.fixer {
+        fm.insert("fixer".into(), f.as_str().into());
+    }
+    let head = frontmatter::to_yaml(&fm);
+    if let Some(w) = new.waves_text {
+        // A document marker would end the frontmatter or the mapping: kept as a comment, on
+        // its line.
+        let body: String = w
+            .lines()
+            .map(|l| match l {
+                l if l == "---" || l.starts_with("--- ") || l == "..." || l.starts_with("... ") => format!("  # {l}\n"),
+                "" => "\n".to_string(),
+                l => format!("  {l}\n"),
+            })
+            .collect();
+        let yaml = format!("{head}waves:\n{body}");
+        // Used only when it means exactly the waves read (a YAML directive, say, would not).
+        let same = serde_yaml_ng::from_str::<Value>(&yaml).ok().and_then(|v| v.get("waves").cloned()).is_some_and(|v| &v == new.waves);
+        if same {
+            return Rendered { text: format!("---\n{yaml}---\n"), waves_line: Some(1 + head.lines().count() + 1) };
+        }
+    }
+    fm.insert("waves".into(), new.waves.clone());
+    Rendered { text: format!("---\n{}---\n", frontmatter::to_yaml(&fm)), waves_line: None }
+}
+
 /// Why a task name names no one task of a plan ([`Plan::find_task`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TaskLookup {
@@ -339,6 +497,121 @@ mod tests {
         assert_eq!(p.waves[1][0].label, "c");
         assert_eq!(p.verify, Some(vec!["cargo".to_string(), "test".to_string()]));
         assert_eq!(p.parallelism, 2);
+    }
+
+    fn waves(text: &str) -> Value {
+        serde_yaml_ng::from_str(text).expect("waves")
+    }
+
+    /// The keys in the order a person reads them; the waves as given, or their own text kept
+    /// verbatim (a document marker as a comment), with the line `waves:` is on.
+    #[test]
+    fn a_new_plan_is_written_as_always() {
+        let w = waves("- - {id: a, worker: w, prompt: p}\n");
+        let new = New {
+            title: "Port".into(),
+            status: PlanStatus::Pending,
+            parallelism: 2,
+            verify: Some(vec!["cargo".into(), "test".into()]),
+            fixer: Some("coder".into()),
+            waves: &w,
+            waves_text: None,
+        };
+        assert_eq!(
+            render(&new),
+            Rendered {
+                text: "---\ntitle: Port\nstatus: pending\nparallelism: 2\nverify:\n- cargo\n- test\nfixer: coder\nwaves:\n- - id: a\n    worker: w\n    prompt: p\n---\n".into(),
+                waves_line: None
+            }
+        );
+        let text = "# wave 1\n---\n- - {id: a, worker: w, prompt: p}\n\n";
+        let kept = New { status: PlanStatus::Draft, verify: None, fixer: None, waves_text: Some(text), ..new.clone() };
+        assert_eq!(
+            render(&kept),
+            Rendered {
+                text: "---\ntitle: Port\nstatus: draft\nparallelism: 2\nwaves:\n  # wave 1\n  # ---\n  - - {id: a, worker: w, prompt: p}\n\n---\n".into(),
+                waves_line: Some(5)
+            }
+        );
+        let other = New { waves_text: Some("%YAML 1.2\n- - {id: b, worker: w, prompt: q}\n"), ..new.clone() };
+        assert_eq!(render(&other), render(&new), "a text that does not mean the waves is not kept");
+    }
+
+    proptest::proptest! {
+        /// What the renderer writes, the parser reads back as the same values, the waves' own
+        /// text kept or not; a line of the waves' text is the file's `waves_line` on.
+        #[test]
+        fn what_is_rendered_parses_back_the_same(
+            title in "\\PC{0,40}|yes|null|- x",
+            draft: bool,
+            parallelism in 1usize..=64,
+            verify in proptest::option::of(proptest::collection::vec("[a-z][a-z ]{0,8}|yes|- x", 1..4)),
+            fixer in proptest::option::of("[a-z][a-z0-9_-]{0,12}"),
+            tasks in proptest::collection::vec(proptest::collection::vec(("[a-z]{1,4}", "[a-z][a-z0-9-]{0,8}", "\\PC*[^\\s]\\PC*"), 1..3), 1..3),
+            keep_text: bool,
+        ) {
+            let mut ws = Vec::new();
+            for wave in &tasks {
+                let mut seen = std::collections::HashSet::new();
+                let items: Vec<Value> = wave
+                    .iter()
+                    .filter(|(id, _, _)| seen.insert(id.clone()))
+                    .map(|(id, worker, prompt)| {
+                        let mut t = Mapping::new();
+                        t.insert("id".into(), id.as_str().into());
+                        t.insert("worker".into(), worker.as_str().into());
+                        t.insert("prompt".into(), prompt.as_str().into());
+                        Value::Mapping(t)
+                    })
+                    .collect();
+                ws.push(Value::Sequence(items));
+            }
+            let waves = Value::Sequence(ws);
+            let waves_text = serde_yaml_ng::to_string(&waves).expect("yaml");
+            let new = New {
+                title,
+                status: if draft { PlanStatus::Draft } else { PlanStatus::Pending },
+                parallelism,
+                verify,
+                fixer,
+                waves: &waves,
+                waves_text: keep_text.then_some(waves_text.as_str()),
+            };
+            let r = render(&new);
+            let p = parse(&r.text).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}\n{}", r.text)))?;
+            proptest::prop_assert_eq!(p.title.as_deref(), Some(new.title.as_str()));
+            proptest::prop_assert_eq!(p.status, Some(new.status));
+            proptest::prop_assert_eq!(p.parallelism, new.parallelism);
+            proptest::prop_assert_eq!(&p.verify, &new.verify);
+            proptest::prop_assert_eq!(&p.fixer, &new.fixer);
+            let read: Vec<(String, String, String)> = p.tasks().map(|t| (t.label.clone(), t.worker.clone(), t.prompt.clone())).collect();
+            let given: Vec<(String, String, String)> = waves
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .flat_map(|w| w.as_sequence().into_iter().flatten())
+                .map(|t| {
+                    let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    (s("id"), s("worker"), s("prompt"))
+                })
+                .collect();
+            proptest::prop_assert_eq!(read, given);
+            proptest::prop_assert_eq!(r.waves_line.is_some(), keep_text);
+            if let Some(w) = r.waves_line {
+                proptest::prop_assert_eq!(r.text.lines().nth(w - 1), Some("waves:"));
+                let first = format!("  {}", waves_text.lines().next().unwrap_or(""));
+                proptest::prop_assert_eq!(r.text.lines().nth(w), Some(first.as_str()));
+            }
+        }
+    }
+
+    /// Guild-hall's keys are read once, typed; a hand edit of another type reads as none.
+    #[test]
+    fn the_owned_keys_are_typed() {
+        let p = parse("---\ncreated: c\nwave: 2\nreason: [r]\ntasks: {port:exec:wave-1:task-1: completed}\nwaves:\n  - - {id: a, worker: w, prompt: p}\n---\n")
+            .expect("valid");
+        assert_eq!(p.owned, Owned { created: Some("c".into()), wave: Some(2), reason: None });
+        assert_eq!(p.task_state("port:exec:wave-1:task-1"), Some("completed"));
     }
 
     /// A label two waves share names neither: the canonical id names each.

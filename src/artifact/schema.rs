@@ -1,152 +1,120 @@
 //! JSON Schemas of the artifacts people write: commission, meeting and plan frontmatter. They
 //! are the shapes every pass and `check` hold a file's keys to ([`super::keys`]: an unknown key
 //! is a problem) and what editors validate against (yaml-language-server). Built with schemars
-//! from the parser's own types where they exist (statuses, requests, resources). `worker.yaml`'s
-//! is the package's ([`crate::schema`]).
+//! from each kind's frontmatter declaration, the one its parser reads (`Frontmatter` in
+//! [`super::commission`], [`super::meeting`], [`super::plan`]). `worker.yaml`'s is the
+//! package's ([`crate::schema`]).
 
-use schemars::JsonSchema;
-use serde::Deserialize;
+use std::borrow::Cow;
 
-use super::commission::{Desired, Resources, Status};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+
 use super::keys::Shape;
-use super::meeting::MeetingStatus;
-use super::plan::PlanStatus;
 
 /// The artifact kinds with a schema here.
 pub const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
 
-/// A package or artifact name: lowercase letters, digits, `-`, `_`, `.`; no leading dot.
-#[derive(Deserialize, JsonSchema)]
-#[serde(transparent)]
-#[allow(dead_code)]
-struct Name(#[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"), length(min = 1, max = 100))] String);
+// The values the frontmatter declarations name that no parser builds (it validates the text in
+// its own words): described, never constructed, so each is its schema alone.
 
-/// A path relative to the project root, without `..`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(transparent)]
-#[allow(dead_code)]
-struct RelPath(#[schemars(regex(pattern = r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$"))] String);
+/// The schema of a package or artifact name.
+pub(crate) enum Name {}
 
-/// A duration such as `90s`, `90m`, `4h` (humantime).
-#[derive(Deserialize, JsonSchema)]
-#[serde(transparent)]
-#[allow(dead_code)]
-pub struct Duration(#[schemars(regex(pattern = r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$"))] String);
+impl JsonSchema for Name {
+    fn schema_name() -> Cow<'static, str> {
+        "Name".into()
+    }
 
-/// A submitted result (written by guild-hall from the worker's `submit_result`).
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct CommissionResult {
-    summary: String,
-    #[serde(default)]
-    artifacts: Vec<RelPath>,
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A package or artifact name: lowercase letters, digits, `-`, `_`, `.`; no leading dot.",
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "minLength": 1,
+            "maxLength": 100,
+        })
+    }
 }
 
-/// A commission artifact's frontmatter (`.lore/commissions/<id>.md`).
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(title = "guild-hall commission")]
-#[allow(dead_code)]
-struct Commission {
-    /// What the commission is for (shown by `status`).
-    title: Option<String>,
-    /// When it was written (informational).
-    date: Option<String>,
-    /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
-    /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
-    status: Option<Status>,
-    /// The worker package that does the work.
-    worker: Name,
-    /// Paths that must be on the integration branch before it is dispatched.
-    dependencies: Option<Vec<RelPath>>,
-    /// Paths it will produce: commissions depending on them wait for it.
-    outputs: Option<Vec<RelPath>>,
-    /// Overrides of the package's resource bounds.
-    resources: Option<Resources>,
-    /// Wall-clock limit of an attempt.
-    timeout: Option<Duration>,
-    /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
-    runner: Option<super::commission::RunnerName>,
-    /// A one-shot request, removed once carried out.
-    desired: Option<Desired>,
-    // Written by guild-hall.
-    /// Written by guild-hall: the FIFO key.
-    created: Option<String>,
-    /// Written by guild-hall: the latest attempt.
-    attempt: Option<u32>,
-    /// Written by guild-hall: the latest attempt's branch.
-    branch: Option<String>,
-    /// Written by guild-hall: the latest progress report.
-    progress: Option<String>,
-    /// Written by guild-hall: the worker's questions.
-    questions: Option<Vec<String>>,
-    /// Written by guild-hall: the submitted result.
-    result: Option<CommissionResult>,
-    /// Written by guild-hall: artifacts the work produced.
-    linked_artifacts: Option<Vec<String>>,
-    /// Written by guild-hall: why it failed, was cancelled, blocked, or an edit refused.
-    reason: Option<String>,
-    /// Written by guild-hall: why an edit of a failed or cancelled commission was refused
-    /// (`reason:` keeps why it failed).
-    refused: Option<String>,
-    /// Written by guild-hall: when it reached its end.
-    completed: Option<String>,
+/// The schema of a path relative to the project root.
+pub(crate) enum RelPath {}
+
+impl JsonSchema for RelPath {
+    fn schema_name() -> Cow<'static, str> {
+        "RelPath".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A path relative to the project root, without `..`.",
+            "type": "string",
+            "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$",
+        })
+    }
 }
 
-/// A meeting artifact's frontmatter (`.lore/meetings/<id>.md`).
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(title = "guild-hall meeting")]
-#[allow(dead_code)]
-struct Meeting {
-    title: Option<String>,
-    date: Option<String>,
-    /// A package with the `meeting` capability and a `meeting:` command.
-    worker: Name,
-    /// requested → open (accept) | declined; open → closed. Anything else is refused.
-    status: Option<MeetingStatus>,
-    /// Why we meet (the worker is told).
-    agenda: Option<String>,
-    /// Artifacts that prompted it.
-    references: Option<Vec<RelPath>>,
-    /// Who asked, for requests.
-    requested_by: Option<String>,
-    /// Written by guild-hall.
-    created: Option<String>,
-    /// Written by guild-hall: the meeting's branch.
-    branch: Option<String>,
-    /// Written by guild-hall: the agent's session, resumed on every turn.
-    session_id: Option<String>,
-    /// Written by guild-hall: artifacts linked during the meeting, the latest 50; a first entry
-    /// "(N more linked artifacts, see the log)" counts the rest.
-    linked_artifacts: Option<Vec<String>>,
-    /// Written by guild-hall: progress summaries while open; the notes on close (or, when they
-    /// do not fit in the frontmatter, where in the log they are).
-    notes: Option<String>,
-    /// Written by guild-hall: why an edit was refused, or why a close waits.
-    reason: Option<String>,
+/// The schema of a duration.
+pub(crate) enum Duration {}
+
+impl JsonSchema for Duration {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A duration such as `90s`, `90m`, `4h` (humantime).",
+            "type": "string",
+            "pattern": r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$",
+        })
+    }
 }
+
+/// The schema of a commission's `result:`.
+pub(crate) enum CommissionResult {}
+
+impl JsonSchema for CommissionResult {
+    fn schema_name() -> Cow<'static, str> {
+        "CommissionResult".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A submitted result (written by guild-hall from the worker's `submit_result`).",
+            "type": "object",
+            "properties": {
+                "summary": { "type": "string" },
+                "artifacts": { "type": "array", "items": generator.subschema_for::<RelPath>() },
+            },
+            "required": ["summary"],
+            "additionalProperties": false,
+        })
+    }
+}
+
+/// What a package or artifact name may be: lowercase letters, digits, `-`, `_`, `.`; no
+/// leading dot (a plan's task names its worker and its own id so).
+pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";
 
 /// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
 /// editors know one list ([`super::keys::fields`]).
 pub fn commission_keys() -> &'static [&'static str] {
-    super::keys::fields::<Commission>()
+    super::keys::fields::<super::commission::Frontmatter>()
 }
 
 /// The keys a meeting's frontmatter may hold (the schema's).
 pub fn meeting_keys() -> &'static [&'static str] {
-    super::keys::fields::<Meeting>()
+    super::keys::fields::<super::meeting::Frontmatter>()
 }
 
 /// The keys a plan's frontmatter may hold (the schema's).
 pub fn plan_keys() -> &'static [&'static str] {
-    super::keys::fields::<PlanFrontmatter>()
+    super::keys::fields::<super::plan::Frontmatter>()
 }
 
 /// The keys one task of a plan's wave may hold (the schema's).
 pub fn task_keys() -> &'static [&'static str] {
-    super::keys::fields::<Task>()
+    super::keys::fields::<super::plan::TaskKeys>()
 }
 
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
@@ -167,19 +135,19 @@ pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
 /// A commission's schema, built once: what editors get.
 pub fn commission_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(Commission).to_value())
+    S.get_or_init(|| schemars::schema_for!(super::commission::Frontmatter).to_value())
 }
 
 /// A meeting's schema, built once.
 pub fn meeting_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(Meeting).to_value())
+    S.get_or_init(|| schemars::schema_for!(super::meeting::Frontmatter).to_value())
 }
 
 /// A plan's schema, built once.
 pub fn plan_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(PlanFrontmatter).to_value())
+    S.get_or_init(|| schemars::schema_for!(super::plan::Frontmatter).to_value())
 }
 
 /// The keys a commission may hold where, from its schema: what the unknown-key check
@@ -201,65 +169,10 @@ pub fn plan_shape() -> &'static Shape {
     S.get_or_init(|| Shape::of(plan_schema()))
 }
 
-/// One task of a wave: a commission for `worker`, run in its own worktree.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct Task {
-    /// The task's id within its wave (canonical id: `<plan>:exec:wave-<W>:task-<T>`).
-    #[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"))]
-    pub id: String,
-    /// The worker package that does it.
-    #[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"))]
-    pub worker: String,
-    pub title: Option<String>,
-    /// What the worker is asked to do, and how it can verify it.
-    pub prompt: String,
-    /// Wall-clock limit of each of the task's attempts, over the plan's (`0s`: none).
-    pub timeout: Option<Duration>,
-}
-
-/// A plan artifact's frontmatter.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(title = "guild-hall plan")]
-#[allow(dead_code)]
-pub struct PlanFrontmatter {
-    pub title: Option<String>,
-    pub date: Option<String>,
-    /// draft|pending → running → verifying → completed; halted|failed|cancelled.
-    pub status: Option<PlanStatus>,
-    /// Tasks running at once inside a wave (FIFO in plan order).
-    #[schemars(range(min = 1))]
-    pub parallelism: Option<u32>,
-    /// The integration check (argv), run on the integration branch after each wave.
-    pub verify: Option<Vec<String>>,
-    /// The worker of fix-forward commissions when verify fails.
-    #[schemars(regex(pattern = r"^[a-z0-9_-][a-z0-9._-]*$"))]
-    pub fixer: Option<String>,
-    /// Wall-clock limit of each task attempt and verify run, over the package's and the
-    /// project's (`0s`: none); a task's own `timeout` is over this.
-    pub timeout: Option<Duration>,
-    /// The waves, in order; each a list of tasks.
-    #[schemars(length(min = 1))]
-    pub waves: Vec<Vec<Task>>,
-    /// A one-shot request, removed once carried out: `dispatched` or `cancelled`.
-    pub desired: Option<Desired>,
-    /// Written by guild-hall: the wave under way.
-    pub wave: Option<u32>,
-    /// Written by guild-hall: why it halted or failed, or an edit was refused.
-    pub reason: Option<String>,
-    /// Written by guild-hall: each task's state, by task id.
-    pub tasks: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Written by guild-hall.
-    pub created: Option<String>,
-    /// Written by guild-hall: when it reached its end.
-    pub completed: Option<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::artifact::Status;
 
     /// What `check` allows is what the schema says, key for key: one list, not two.
     #[test]
@@ -288,7 +201,7 @@ mod tests {
     #[test]
     fn schemas_cover_every_key_the_parsers_know() {
         let commission = properties("commission");
-        for k in super::super::commission::READ_KEYS.iter().chain(&super::super::commission::OWNED_KEYS) {
+        for k in super::super::commission::UNREAD_KEYS.iter().chain(&super::super::commission::OWNED_KEYS) {
             assert!(commission.iter().any(|p| p == k), "commission schema lacks {k}");
         }
         let meeting = properties("meeting");

@@ -348,7 +348,7 @@ fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: 
             None => format!("requested: {why}"),
         },
         MeetingStatus::Open => last_turn(&home.transcript(&project.name, &m.id)).map(|t| format!("last: {t}")).unwrap_or(why),
-        _ => m.str_field("reason").map(clean).unwrap_or(why),
+        _ => m.owned.reason.as_deref().map(clean).unwrap_or(why),
     };
     Item {
         kind: Kind::Meeting,
@@ -358,7 +358,7 @@ fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: 
         status: status.as_str().to_string(),
         worker: clean(&m.worker),
         attempt: 0,
-        created: time(m.str_field("created")),
+        created: time(m.owned.created.as_deref()),
         heartbeat: None,
         alive: false,
         note,

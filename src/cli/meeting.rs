@@ -167,12 +167,15 @@ fn opened(env: &Env, m: &guild_hall::artifact::Meeting) {
 fn close(env: &Env, id: &str) -> Result<()> {
     let (m, closed) = ops::close(&env.home, &env.project, id)?;
     if closed {
-        say_err!("closed meeting {id}{}", m.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default());
-        if let Some(n) = m.str_field("notes") {
+        say_err!("closed meeting {id}{}", m.owned.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default());
+        if let Some(n) = m.owned.notes.as_deref() {
             say!("{}", n.trim_end());
         }
     } else {
-        say_err!("meeting {id} is closing: {}; the reconciler finishes it when it can", m.str_field("reason").unwrap_or("not done yet"));
+        say_err!(
+            "meeting {id} is closing: {}; the reconciler finishes it when it can",
+            m.owned.reason.as_deref().unwrap_or("not done yet")
+        );
     }
     Ok(())
 }
@@ -382,7 +385,7 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     if !m.references.is_empty() {
         say!("refs      {}", line(&m.references.join(", ")));
     }
-    if let Some(b) = m.str_field("branch") {
+    if let Some(b) = m.owned.branch.as_deref() {
         say!("branch    {}", line(b));
     }
     if let Some(s) = m.session_id() {
@@ -396,10 +399,10 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
         };
         say!("linked    {}{more}", line(&linked.join(", ")));
     }
-    if let Some(r) = m.str_field("reason") {
+    if let Some(r) = m.owned.reason.as_deref() {
         say!("reason    {}", line(r));
     }
-    if let Some(n) = m.str_field("notes") {
+    if let Some(n) = m.owned.notes.as_deref() {
         say!("\n{}", n.trim_end());
     }
     if !log.is_empty() {

@@ -685,7 +685,7 @@ fn elsewhere(project: &Project, artifact: &Commission, ran_here: Option<u32>, tr
     Elsewhere {
         status: artifact.status.unwrap_or(Status::Dispatched),
         attempt,
-        branch: artifact.str_field("branch").map(str::to_string),
+        branch: artifact.owned.branch.clone(),
         landed,
         integration,
         ran_here,

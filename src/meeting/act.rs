@@ -85,7 +85,7 @@ fn without_worker_text(path: &std::path::Path, text: &str, edits: &[Edit]) -> Op
         _ => None,
     });
     let mut fewer: Vec<Edit> = edits.iter().filter(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if worker_key(k))).cloned().collect();
-    let notes = asked_notes.or_else(|| current.str_field("notes").map(str::to_string)).filter(|n| n != super::notes::LEFT_OUT);
+    let notes = asked_notes.or_else(|| current.owned.notes.clone()).filter(|n| n != super::notes::LEFT_OUT);
     let has_linked = current.fields.contains_key("linked_artifacts");
     let asked_worker_text = edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if worker_key(k)));
     if notes.is_none() && !has_linked && !asked_worker_text {
@@ -186,7 +186,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
         worktree::recorded_or_assumed(&state.worktree(), &ctx.project.root, &ctx.home.meeting_worktree(&ctx.project.name, id), branch)?;
     let meeting = super::observe::load(ctx.project, id)?;
     let title = meeting.title.clone().unwrap_or_else(|| format!("meeting {id}"));
-    let notes = meeting.str_field("notes").unwrap_or("").trim().to_string();
+    let notes = meeting.owned.notes.as_deref().unwrap_or("").trim().to_string();
     let message = format!("{title} (meeting {id})\n\n{notes}");
     let trailer = crate::activity::names::meeting_trailer(id);
     let leftovers = format!("guild-hall: work left in the worktree of meeting {id}");
@@ -220,7 +220,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     // The transcript goes last, once the notes are safe in the artifact.
     crate::files::remove_if_exists(&transcript)?;
     fault("close", 4);
-    if meeting.str_field("reason").is_some_and(|r| Reason::parse(r).waits())
+    if meeting.owned.reason.as_deref().is_some_and(|r| Reason::parse(r).waits())
         && !update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"))
     {
         update.edits.push(Edit::Remove("reason".into()));
@@ -231,7 +231,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
 /// The close cannot finish yet: `reason:` says why (written once, never over a person's newer
 /// save), and the next pass tries again.
 fn wait_to_close(path: &std::path::Path, meeting: &crate::artifact::Meeting, update: &Update, why: String) -> Result<Outcome> {
-    if meeting.str_field("reason").is_none_or(|r| r != why) {
+    if meeting.owned.reason.as_deref().is_none_or(|r| r != why) {
         let reason = [Edit::Set("reason".into(), Value::String(why.clone()))];
         edit_if_unchanged(path, update.expect_hash, fitted(path, &reason))?;
     }
@@ -259,16 +259,16 @@ fn write_followups(ctx: &Ctx<'_, Catalog>, from: &str, followups: &[Followup]) -
 /// `check` would refuse (`Ok(Err(why))`).
 fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), String>> {
     let path = ctx.project.meeting_path(&f.id);
-    let mut fm = serde_yaml_ng::Mapping::new();
-    fm.insert("title".into(), Value::String(format!("Follow-up: {}", first_line(&f.reason))));
-    fm.insert("worker".into(), Value::String(f.worker.clone()));
-    fm.insert("status".into(), Value::String("requested".into()));
-    fm.insert("requested_by".into(), Value::String(f.requested_by.clone()));
-    fm.insert("agenda".into(), Value::String(f.reason.clone()));
-    if !f.references.is_empty() {
-        fm.insert("references".into(), Value::Sequence(f.references.iter().cloned().map(Value::String).collect()));
-    }
-    let text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    let text = crate::artifact::meeting::render(&crate::artifact::meeting::New {
+        title: Some(format!("Follow-up: {}", first_line(&f.reason))),
+        worker: f.worker.clone(),
+        status: crate::artifact::MeetingStatus::Requested,
+        requested_by: Some(f.requested_by.clone()),
+        agenda: Some(f.reason.clone()),
+        references: f.references.clone(),
+        created: None,
+        body: String::new(),
+    });
     crate::artifact::make_lore_dir(&ctx.project.meetings_dir())?;
     match crate::artifact::create_new(&path, &text, "meeting", crate::artifact::Meeting::parse) {
         Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(Ok(())),

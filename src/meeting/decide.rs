@@ -146,8 +146,7 @@ fn describe_edit(e: &Edit) -> String {
 /// Plan one pass over the project's meetings: oldest first, so the cap admits them in order.
 pub fn decide(s: &Snapshot) -> Vec<Action> {
     let mut order: Vec<&Observed> = s.meetings.iter().collect();
-    let created =
-        |o: &Observed| o.meeting.str_field("created").map(str::to_string).or_else(|| o.record.as_ref().and_then(|r| r.created.clone()));
+    let created = |o: &Observed| o.meeting.owned.created.clone().or_else(|| o.record.as_ref().and_then(|r| r.created.clone()));
     order.sort_by(|a, b| (created(a).is_none(), created(a), &a.meeting.id).cmp(&(created(b).is_none(), created(b), &b.meeting.id)));
     let mut open: Vec<String> = s
         .meetings
@@ -228,13 +227,7 @@ impl<'a> Step<'a> {
 
     /// Stamp `created` once (the FIFO key), restoring it from the record if it went missing.
     fn stamp_created(&mut self) {
-        let stamp = self
-            .o
-            .meeting
-            .str_field("created")
-            .map(str::to_string)
-            .or_else(|| self.record.created.clone())
-            .unwrap_or_else(|| self.now.to_string());
+        let stamp = self.o.meeting.owned.created.clone().or_else(|| self.record.created.clone()).unwrap_or_else(|| self.now.to_string());
         if self.record.created.as_deref() != Some(stamp.as_str()) {
             self.record.created = Some(stamp.clone());
             self.update.record = Some(self.record.clone());
@@ -249,7 +242,7 @@ impl<'a> Step<'a> {
         let (m, f) = (&self.o.meeting, &self.o.folded);
         // The frontmatter had no room for the worker's text once (beside a long agenda, say):
         // it stays in the log for the rest of the meeting, and the notes say so.
-        let full = m.str_field("notes") == Some(super::notes::LEFT_OUT);
+        let full = m.owned.notes.as_deref() == Some(super::notes::LEFT_OUT);
         let mut proposed = self.o.followups_before;
         for mail in &self.o.mail {
             self.update.events.push(timeline::event(&mail.ts, mail.body.kind(), mail.id.clone(), mail.body.timeline_fields(mail.attempt)));
@@ -333,7 +326,7 @@ pub fn elsewhere(m: &Meeting, record: Option<&MeetingRecord>, held_here: bool) -
     if record.is_some() || held_here || m.effective_status() != MeetingStatus::Open {
         return None;
     }
-    let branch = m.str_field("branch")?;
+    let branch = m.owned.branch.as_deref()?;
     // Said as what this home holds, not as what happened: a home that lost its state cannot
     // know it once opened the meeting.
     Some(format!(

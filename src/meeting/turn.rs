@@ -102,7 +102,7 @@ pub fn run(
         ),
         (_, st) => bail!(
             "meeting {id} is not open (it is {st}{}); {}",
-            meeting.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default(),
+            meeting.owned.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
             if st == MeetingStatus::Requested { "accept it first: guild-hall meeting accept" } else { "start a new meeting to talk again" }
         ),
     }

@@ -4,7 +4,7 @@
 //! reconciler does the rest.
 
 use anyhow::{anyhow, bail, Result};
-use serde_yaml_ng::{Mapping, Value};
+use serde_yaml_ng::Value;
 
 use crate::activity::kind::Name;
 use crate::artifact::ids;
@@ -65,31 +65,25 @@ pub(crate) fn create_with(home: &Home, project: &Project, new: &NewCommission, p
     let dir = project.commissions_dir();
     crate::artifact::make_lore_dir(&dir)?;
     let base = new.id.clone().unwrap_or_else(|| ids::slugify(&new.title));
-    let mut fm = Mapping::new();
-    fm.insert("title".into(), new.title.as_str().into());
-    fm.insert("date".into(), chrono::Utc::now().format("%Y-%m-%d").to_string().into());
-    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
-    fm.insert("worker".into(), new.worker.as_str().into());
-    // The FIFO key, stamped when the commission is made rather than when a pass first sees it.
-    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
-    if !deps.is_empty() {
-        fm.insert("dependencies".into(), Value::Sequence(deps.into_iter().map(Value::from).collect()));
-    }
-    if new.max_turns.is_some() || new.max_budget_usd.is_some() {
-        let mut r = Mapping::new();
-        if let Some(t) = new.max_turns {
-            r.insert("max_turns".into(), t.into());
-        }
-        if let Some(b) = new.max_budget_usd {
-            r.insert("max_budget_usd".into(), b.into());
-        }
-        fm.insert("resources".into(), Value::Mapping(r));
-    }
-    let head = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
+    let base_text = crate::artifact::commission::New {
+        title: new.title.clone(),
+        date: Some(chrono::Utc::now().format("%Y-%m-%d").to_string()),
+        status: if new.draft { Status::Draft } else { Status::Pending },
+        worker: new.worker.clone(),
+        // The FIFO key, stamped when the commission is made rather than when a pass first sees it.
+        created: crate::activity::timeline::timestamp(chrono::Utc::now()),
+        dependencies: deps,
+        resources: crate::artifact::commission::Resources {
+            max_turns: new.max_turns,
+            max_budget_usd: new.max_budget_usd,
+            ..Default::default()
+        },
+        body: String::new(),
+    };
     // Read back by the parser every pass (and `check`) uses: a file that would be invalid the
     // moment it exists (a title over the frontmatter's size limit, say) is never written.
     super::create_with_free_id(home, project, Name::Commission, &base, new.id.is_some(), |id| {
-        let text = format!("{head}{}\n", prompt_for(id).trim_end());
+        let text = crate::artifact::commission::render(&crate::artifact::commission::New { body: prompt_for(id), ..base_text.clone() });
         crate::artifact::create_new(&project.commission_path(id), &text, "commission", Commission::parse).map(|_| ())
     })
 }
@@ -143,7 +137,7 @@ pub fn redispatch(project: &Project, id: &str) -> Result<Vec<Edit>> {
         // new attempt of anything, so re-dispatch is the table's rule narrowed to ended attempts.
         Some(s) if s != Status::Draft && crate::commission::decide::person_may_request(s, Status::Pending) => {
             let mut edits = vec![Edit::Set("status".into(), Value::from("pending"))];
-            if c.str_field("reason").is_some() {
+            if c.owned.reason.is_some() {
                 edits.push(Edit::Remove("reason".into()));
             }
             request(project, id, &edits)?;

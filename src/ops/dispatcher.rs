@@ -126,7 +126,7 @@ impl Operations for Dispatcher {
                 continue;
             }
             let status = job_status(c.status.unwrap_or(Status::Pending));
-            let summary = c.str_field("progress").map(str::to_string);
+            let summary = c.owned.progress.clone();
             jobs.push(JobRow {
                 job_id: c.id.clone(),
                 status,
@@ -152,19 +152,19 @@ impl Operations for Dispatcher {
             Some(Value::Sequence(q)) => q.iter().filter_map(Value::as_str).map(str::to_string).collect(),
             _ => Vec::new(),
         };
-        let error = matches!(status, Status::Failed | Status::Cancelled).then(|| c.str_field("reason")).flatten();
+        let error = matches!(status, Status::Failed | Status::Cancelled).then(|| c.owned.reason.as_deref()).flatten();
         Ok(JobStatus {
             job_id: c.id.clone(),
             status: job_status(status),
             commission_status: status.as_str(),
             description: c.title.clone().unwrap_or_else(|| c.id.clone()),
-            summary: c.str_field("progress").map(str::to_string),
+            summary: c.owned.progress.clone(),
             questions,
             decisions,
             error: error.map(str::to_string),
             stopping: self.stopping(&c),
             started_at: c.created().map(str::to_string),
-            completed_at: c.str_field("completed").map(str::to_string),
+            completed_at: c.owned.completed.clone(),
         })
     }
 
@@ -173,7 +173,7 @@ impl Operations for Dispatcher {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
         if status != Status::Completed {
-            let why = c.str_field("reason").map(|r| format!(": {r}")).unwrap_or_default();
+            let why = c.owned.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
             return Err(invalid(format!(
                 "job {} is {} ({status}){why}; a result exists only once it is completed",
                 c.id,
@@ -245,7 +245,9 @@ impl Operations for Dispatcher {
         // Only branches certainly this job's: `<id>` and `<id>+<n>`, and an older guild-hall's
         // `<id>-<n>` only where the artifact records it (it may be commission `<id>-<n>`'s).
         let mut ours: Vec<String> = (1..=attempts).map(|n| crate::activity::names::commission_branch(&c.id, n)).collect();
-        if let Some(recorded) = c.str_field("branch").filter(|b| b.starts_with(&crate::activity::names::legacy_commission_prefix(&c.id))) {
+        if let Some(recorded) =
+            c.owned.branch.as_deref().filter(|b| b.starts_with(&crate::activity::names::legacy_commission_prefix(&c.id)))
+        {
             ours.push(recorded.to_string());
         }
         for name in ours {

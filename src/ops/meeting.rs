@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use serde_yaml_ng::{Mapping, Value};
+use serde_yaml_ng::Value;
 
 use crate::artifact::write::Edit;
 use crate::artifact::{ids, Meeting, MeetingStatus};
@@ -73,27 +73,16 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
             ids::slugify_or(&words, &format!("meeting-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")))
         }
     };
-    let mut fm = Mapping::new();
-    if let Some(t) = &new.title {
-        fm.insert("title".into(), t.as_str().into());
-    }
-    fm.insert("worker".into(), new.worker.as_str().into());
-    fm.insert("status".into(), new.status.as_str().into());
-    if let Some(by) = &new.requested_by {
-        fm.insert("requested_by".into(), by.as_str().into());
-    }
-    if let Some(a) = &new.agenda {
-        fm.insert("agenda".into(), a.as_str().into());
-    }
-    if !refs.is_empty() {
-        fm.insert("references".into(), Value::Sequence(refs.into_iter().map(Value::from).collect()));
-    }
-    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
-    let mut text = format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?);
-    if !new.body.trim().is_empty() {
-        text.push_str(new.body.trim_end());
-        text.push('\n');
-    }
+    let text = crate::artifact::meeting::render(&crate::artifact::meeting::New {
+        title: new.title.clone(),
+        worker: new.worker.clone(),
+        status: new.status,
+        requested_by: new.requested_by.clone(),
+        agenda: new.agenda.clone(),
+        references: refs,
+        created: Some(crate::activity::timeline::timestamp(chrono::Utc::now())),
+        body: new.body.clone(),
+    });
     // Never over a file that appeared meanwhile, and never one the parser every pass and
     // `check` use would refuse (an agenda over the frontmatter's size limit, say).
     super::create_with_free_id(home, project, crate::activity::kind::Name::Meeting, &base, new.id.is_some(), |id| {
@@ -154,12 +143,10 @@ pub const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
 /// Have the reconciler open meeting `id` (just written open, or accepted); an error says why
 /// it was not opened (the cap, its worker).
 pub fn open(home: &Home, project: &Project, id: &str) -> Result<Meeting> {
-    converge(home, project, id, CONVERGE_LIMIT, |r, m| {
-        r.is_some_and(|r| r.status == MeetingStatus::Open) || m.str_field("reason").is_some()
-    })?;
+    converge(home, project, id, CONVERGE_LIMIT, |r, m| r.is_some_and(|r| r.status == MeetingStatus::Open) || m.owned.reason.is_some())?;
     let m = observe::load(project, id)?;
     if observe::record(home, project, id)?.is_none_or(|r| r.status != MeetingStatus::Open) {
-        bail!("meeting {id} was not opened: {}", m.str_field("reason").unwrap_or("see `guild-hall meeting show`"));
+        bail!("meeting {id} was not opened: {}", m.owned.reason.as_deref().unwrap_or("see `guild-hall meeting show`"));
     }
     Ok(m)
 }
@@ -203,7 +190,7 @@ pub fn close(home: &Home, project: &Project, id: &str) -> Result<(Meeting, bool)
     request(project, id, MeetingStatus::Closed, None)?;
     converge(home, project, id, CONVERGE_LIMIT, |r, m| {
         r.is_some_and(|r| r.status == MeetingStatus::Closed)
-            || m.str_field("reason").is_some_and(|r| crate::activity::reason::Reason::parse(r).merge_waits())
+            || m.owned.reason.as_deref().is_some_and(|r| crate::activity::reason::Reason::parse(r).merge_waits())
     })?;
     let m = observe::load(project, id)?;
     let closed = observe::record(home, project, id)?.is_some_and(|r| r.status == MeetingStatus::Closed);
@@ -252,7 +239,11 @@ pub fn list(project: &Project) -> Result<(Vec<Meeting>, Vec<String>)> {
         MeetingStatus::Declined => 3,
     };
     rows.sort_by(|a, b| {
-        (rank(a.effective_status()), a.str_field("created"), &a.id).cmp(&(rank(b.effective_status()), b.str_field("created"), &b.id))
+        (rank(a.effective_status()), a.owned.created.as_deref(), &a.id).cmp(&(
+            rank(b.effective_status()),
+            b.owned.created.as_deref(),
+            &b.id,
+        ))
     });
     Ok((rows, problems))
 }

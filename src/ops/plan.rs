@@ -40,34 +40,6 @@ pub struct WavesText {
 /// The shape the WAVES input must have, shown when it has another.
 const WAVES_SHAPE: &str = "- - {id: a, worker: scribe, prompt: \"...\"}   # wave 1, task a\n  - {id: b, worker: scribe, prompt: \"...\"}   # wave 1, task b\n- - {id: c, worker: scribe, prompt: \"...\"}   # wave 2";
 
-/// The plan file's text for `new`, and — when the waves' own text is in it, indented verbatim
-/// under `waves:` — the file line that `waves:` is on: the WAVES input's line `n` is the file's
-/// `waves_line + n`, its column `c` the file's `c + 2` (a uniform indent keeps YAML's meaning).
-fn plan_text(new: &NewPlan, mut fm: serde_yaml_ng::Mapping) -> Result<(String, Option<usize>)> {
-    let head = serde_yaml_ng::to_string(&fm)?;
-    if let Some(w) = &new.waves_text {
-        // A document marker would end the frontmatter or the mapping: kept as a comment, on
-        // its line.
-        let body: String = w
-            .text
-            .lines()
-            .map(|l| match l {
-                l if l == "---" || l.starts_with("--- ") || l == "..." || l.starts_with("... ") => format!("  # {l}\n"),
-                "" => "\n".to_string(),
-                l => format!("  {l}\n"),
-            })
-            .collect();
-        let yaml = format!("{head}waves:\n{body}");
-        // Used only when it means exactly the waves read (a YAML directive, say, would not).
-        let same = serde_yaml_ng::from_str::<Value>(&yaml).ok().and_then(|v| v.get("waves").cloned()).is_some_and(|v| v == new.waves);
-        if same {
-            return Ok((format!("---\n{yaml}---\n"), Some(1 + head.lines().count() + 1)));
-        }
-    }
-    fm.insert("waves".into(), new.waves.clone());
-    Ok((format!("---\n{}---\n", serde_yaml_ng::to_string(&fm)?), None))
-}
-
 /// Write a new plan artifact (the file a person would write); its id: `--id`, refused if
 /// anything of it exists, else the first free one from the title (ids are never reused).
 /// Nothing is written for a plan the reconciler would refuse, nor over a file that exists;
@@ -85,17 +57,16 @@ pub fn create(home: &Home, project: &Project, new: &NewPlan) -> Result<String> {
         let at = if new.waves_text.is_some() { ":1:1" } else { "" };
         bail!("{origin}{at}: must be a list of waves (a sequence of sequences of tasks){hint}, e.g.\n{WAVES_SHAPE}");
     }
-    let mut fm = serde_yaml_ng::Mapping::new();
-    fm.insert("title".into(), new.title.as_str().into());
-    fm.insert("status".into(), if new.draft { "draft" } else { "pending" }.into());
-    fm.insert("parallelism".into(), (new.parallelism as u64).into());
-    if let Some(v) = &new.verify {
-        fm.insert("verify".into(), Value::Sequence(v.iter().map(|a| Value::from(a.as_str())).collect()));
-    }
-    if let Some(f) = &new.fixer {
-        fm.insert("fixer".into(), f.as_str().into());
-    }
-    let (text, waves_line) = plan_text(new, fm)?;
+    let rendered = crate::artifact::plan::render(&crate::artifact::plan::New {
+        title: new.title.clone(),
+        status: if new.draft { PlanStatus::Draft } else { PlanStatus::Pending },
+        parallelism: new.parallelism,
+        verify: new.verify.clone(),
+        fixer: new.fixer.clone(),
+        waves: &new.waves,
+        waves_text: new.waves_text.as_ref().map(|w| w.text.as_str()),
+    });
+    let (text, waves_line) = (rendered.text, rendered.waves_line);
     // Validated as the reconciler will read it, before anything is written (each problem on a
     // line of its own): a problem in the waves at the WAVES input's own line:col; one of
     // another key (from a flag) by its words alone, the plan file not existing.
@@ -355,7 +326,7 @@ pub fn draft(home: &Home, project: &Project, d: &DraftPlan) -> Result<(String, S
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let reason = commission.fields.get("reason").and_then(Value::as_str).unwrap_or("no reason given").to_string();
+    let reason = commission.owned.reason.as_deref().unwrap_or("no reason given").to_string();
     match commission.status {
         Some(Status::Completed) => {}
         Some(s) => bail!("the planner's commission {cid} is {}: {reason}; no plan written", s.as_str()),

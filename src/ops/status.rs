@@ -312,17 +312,16 @@ impl ProblemStatus {
 fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionRow {
     let a = &o.artifact;
     let yaml_json = |k: &str| a.field(k).and_then(|v| serde_json::to_value(v).ok()).unwrap_or(Json::Null);
-    let text = |k: &str| a.str_field(k).map(str::to_string);
     CommissionRow {
         id: a.id.clone(),
         title: a.title.clone(),
         status: a.status.unwrap_or(Status::Pending),
         worker: a.worker.clone(),
         attempt: a.attempt(),
-        branch: text("branch"),
-        progress: text("progress"),
-        reason: o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| text("reason")),
-        refused: text("refused"),
+        branch: a.owned.branch.clone(),
+        progress: a.owned.progress.clone(),
+        reason: o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.owned.reason.clone()),
+        refused: a.owned.refused.clone(),
         result: yaml_json("result"),
         questions: yaml_json("questions"),
         created: a.created().map(str::to_string),
@@ -331,7 +330,7 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionR
         waiting,
         elsewhere: o.elsewhere.as_ref().map(|e| e.describe()),
         integrated: o.integrated.as_ref().map(|i| i.describe()),
-        completed: text("completed"),
+        completed: a.owned.completed.clone(),
         process: o.proc.into(),
         pid: o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
         queued: o.queued.as_ref().filter(|_| o.proc == Proc::Starting).map(|q| format!("queued ({q})")),

@@ -711,16 +711,20 @@ fn write_fix(ctx: &Ctx<'_, Catalog>, plan: &str, wave: usize, round: u32, fixer:
     let id = fix_id(plan, wave, round);
     let path = ctx.project.commission_path(&id);
     let output = verify_output(ctx.home, ctx.project, plan, run);
-    let mut fm = serde_yaml_ng::Mapping::new();
-    fm.insert("title".into(), format!("Fix-forward: plan {plan}, wave {wave} verify").into());
-    fm.insert("worker".into(), fixer.into());
-    fm.insert("status".into(), "pending".into());
-    fm.insert("created".into(), crate::activity::timeline::timestamp(chrono::Utc::now()).into());
     let body = format!(
         "The integration verify of plan {plan} failed after wave {wave}. Make it pass with new changes on top of what is there (fix forward: never revert the wave's work).\n\nIts output (the end):\n\n```\n{}\n```\n",
         output.trim_end()
     );
-    let text = format!("---\n{}---\n{body}", serde_yaml_ng::to_string(&fm)?);
+    let text = crate::artifact::commission::render(&crate::artifact::commission::New {
+        title: format!("Fix-forward: plan {plan}, wave {wave} verify"),
+        date: None,
+        status: crate::artifact::Status::Pending,
+        worker: fixer.to_string(),
+        created: crate::activity::timeline::timestamp(chrono::Utc::now()),
+        dependencies: Vec::new(),
+        resources: Default::default(),
+        body,
+    });
     crate::artifact::make_lore_dir(&ctx.project.commissions_dir())?;
     // Written once: a pass that died after writing it finds it there.
     match crate::artifact::create_new(&path, &text, "commission", crate::artifact::Commission::parse) {

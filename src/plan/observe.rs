@@ -170,8 +170,8 @@ pub fn integrated(project: &Project, plan: &Plan, record: Option<&PlanRecord>) -
         let status = theirs
             .status
             .filter(|s| matches!(s, PlanStatus::Completed | PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))?;
-        let same = match plan.str_field("created") {
-            Some(created) => theirs.str_field("created") == Some(created),
+        let same = match plan.owned.created.as_deref() {
+            Some(created) => theirs.owned.created.as_deref() == Some(created),
             None => {
                 let ours = crate::artifact::read_regular(&plan.path).ok()?;
                 let body = |t: &str| crate::artifact::frontmatter::split(t).ok().map(|s| s.body.to_string());

@@ -157,8 +157,8 @@ impl Summary {
             references: m.references.clone(),
             linked_artifacts: m.linked_artifacts(),
             session_id: m.session_id().map(str::to_string),
-            reason: m.str_field("reason").map(str::to_string),
-            notes: m.str_field("notes").map(str::to_string),
+            reason: m.owned.reason.clone(),
+            notes: m.owned.notes.clone(),
         }
     }
 }
@@ -204,7 +204,6 @@ pub struct Entry {
 
 impl Entry {
     pub fn of(m: &Meeting) -> Entry {
-        let field = |k: &str| m.str_field(k).map(str::to_string);
         Entry {
             id: m.id.clone(),
             status: m.effective_status(),
@@ -213,12 +212,12 @@ impl Entry {
             agenda: m.agenda.clone(),
             requested_by: m.requested_by.clone(),
             references: m.references.clone(),
-            created: field("created"),
+            created: m.owned.created.clone(),
             session_id: m.session_id().map(str::to_string),
-            branch: field("branch"),
+            branch: m.owned.branch.clone(),
             linked_artifacts: m.linked_artifacts(),
             linked_more: m.linked_more(),
-            reason: field("reason"),
+            reason: m.owned.reason.clone(),
         }
     }
 }
@@ -235,7 +234,7 @@ pub struct Shown {
 
 impl Shown {
     pub fn of(m: &Meeting, log: Vec<Json>) -> Shown {
-        Shown { meeting: Entry::of(m), notes: m.str_field("notes").map(str::to_string), log }
+        Shown { meeting: Entry::of(m), notes: m.owned.notes.clone(), log }
     }
 }
 

@@ -240,7 +240,7 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
     if let Some(why) = super::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
         if st.status == Status::Pending {
             st.go(Status::Blocked, &why);
-        } else if o.artifact.str_field("reason") != Some(why.as_str())
+        } else if o.artifact.owned.reason.as_deref() != Some(why.as_str())
             && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
         {
             st.set("reason", Value::String(why));

@@ -213,7 +213,7 @@ pub struct Decisions {
 /// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
 pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
     let legacy = names::legacy_commission_branch(&o.artifact.id, attempt);
-    if attempt > 1 && o.artifact.str_field("branch") == Some(legacy.as_str()) {
+    if attempt > 1 && o.artifact.owned.branch.as_deref() == Some(legacy.as_str()) {
         legacy
     } else {
         names::commission_branch(&o.artifact.id, attempt)
@@ -249,7 +249,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
             // A commission finished this round no longer holds its slot: its worker is gone,
             // and the pass starts new work only after the round's finishes are done. One whose
             // merge waits on a person's checkout keeps it: work does not pile up behind it.
-            let merge_waits = o.artifact.str_field("reason").is_some_and(|r| Reason::parse(r).merge_waits());
+            let merge_waits = o.artifact.owned.reason.as_deref().is_some_and(|r| Reason::parse(r).merge_waits());
             if at_work || !matches!(effect, Effect::Finish) || merge_waits {
                 running += 1;
             }

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_yaml_ng::Value;
 
 use super::Observed;
 use crate::artifact::plan::{Plan, PlanStatus};
@@ -127,8 +126,8 @@ impl PlanRecord {
         let status = plan.status?;
         let mut record = PlanRecord::fresh();
         record.status = status;
-        record.wave = plan.fields.get("wave").and_then(Value::as_u64).and_then(|w| usize::try_from(w).ok()).unwrap_or(0);
-        record.reason = plan.str_field("reason").map(str::to_string);
+        record.wave = plan.owned.wave.and_then(|w| usize::try_from(w).ok()).unwrap_or(0);
+        record.reason = plan.owned.reason.clone();
         // The verify runs so far, as its status moves name them (`status:<wave>:<runs>:…`).
         record.verify_runs =
             keys.iter().filter_map(|k| k.strip_prefix("status:")?.split(':').nth(1)?.parse::<u32>().ok()).max().unwrap_or(0);
@@ -152,7 +151,7 @@ pub fn elsewhere(plan: &Plan, record: Option<&PlanRecord>) -> Option<String> {
     if record.is_some() {
         return None;
     }
-    let wave = plan.fields.get("wave").and_then(Value::as_u64).map(|w| format!(", wave {w}")).unwrap_or_default();
+    let wave = plan.owned.wave.map(|w| format!(", wave {w}")).unwrap_or_default();
     Some(format!(
         "plan {} says it is {status}{wave}, but this home ($GUILD_HALL_HOME) is not running it: it is at work in another home, or that home was lost; nothing is done for it here. Set `status: pending` to run it again here from its first wave, or `status: cancelled` to give it up",
         plan.id
