@@ -143,7 +143,7 @@ pub fn maybe_compact(home: &Path, project_memory: &Path, pkg: &Package, threshol
         cmd.arg("--unconfined");
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    crate::worker::shim::detach(&mut cmd);
+    crate::worker::process::detach(&mut cmd);
     let mut child = cmd.spawn().context("starting memory compaction")?;
     std::thread::spawn(move || child.wait());
     Ok(())

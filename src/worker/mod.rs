@@ -11,6 +11,7 @@ pub mod liveness;
 pub mod memory;
 pub mod package;
 pub mod peer;
+pub mod process;
 pub mod runner;
 pub mod sandbox;
 pub mod shim;

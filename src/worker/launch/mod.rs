@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::activity::names::ActivityKind;
-use crate::activity::state::{ExitInfo, StateDir};
+use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::commission::Resources;
 use crate::config::{GlobalConfig, Home, Project, WithoutLandlock};
@@ -132,7 +132,7 @@ pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
     std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
     // An earlier submission's handle is no job of this refused attempt's.
     crate::worker::runner::slurm::Handle::remove(state);
-    crate::files::write_json(&state.exit(), &ExitInfo::error(attempt, why.to_string()))
+    crate::worker::shim::refuse(state, attempt, why)
 }
 
 /// Make `launch` ready to start: for a worker, writes its system prompt, makes its private

@@ -61,6 +61,12 @@ pub fn holds_slot(state: &StateDir, attempt: u32) -> bool {
         && !matches!(state.read_run(), Ok(Some(r)) if r.attempt > attempt)
 }
 
+/// The runners' say on a shim about to run `attempt` of `state` here (the shim's `admit`): a
+/// shim a runner started elsewhere runs only where that runner recorded it.
+pub fn admit(state: &StateDir, attempt: u32) -> Option<String> {
+    slurm::admit(state, attempt)
+}
+
 /// Slurm's `--time` for an attempt limited to `limit` (guild-hall stops it itself; Slurm's limit
 /// is the backstop, a grace and a minute later): whole minutes, at least one.
 pub fn slurm_minutes(limit: Duration, grace: Duration) -> u64 {

@@ -98,7 +98,11 @@ const SUBMIT_WINDOW: Duration = Duration::from_secs(60);
 /// Submit the attempt as a batch job and record its id. Refused (its `exit.json` saying why)
 /// when the nodes cannot see the home, or Slurm will not take the job.
 pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
-    let refuse = |why: String| crate::worker::launch::refuse(&spec.state, spec.attempt, &why);
+    let refuse = |why: String| {
+        // An earlier submission's handle is no job of this refused attempt's.
+        Handle::remove(&spec.state);
+        crate::worker::shim::refuse(&spec.state, spec.attempt, &why)
+    };
     if let Some(why) = not_shared(spec, job.config.partition.as_deref()) {
         return refuse(why);
     }
@@ -151,7 +155,7 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
         }
     }
     // The node's process table is not ours to read: the shim writes the worker's CPU time down.
-    cmd.env_clear().envs(env).env(crate::worker::shim::CPU_BEAT_VAR, "1");
+    cmd.env_clear().envs(env).env(crate::worker::shim::CPU_BEAT_VAR, "1").env(RUNNER_VAR, RUNNER);
     // Where the cluster's configuration is, when it is not the system's.
     if let Some(conf) = std::env::var_os("SLURM_CONF") {
         cmd.env("SLURM_CONF", conf);
@@ -576,6 +580,26 @@ fn not_ours(state: &StateDir, attempt: u32, id: u64, info: &JobInfo) -> Option<S
         ));
     }
     None
+}
+
+/// Set in a submitted shim's environment: the runner that placed it, whose say it asks
+/// ([`admit`]).
+const RUNNER_VAR: &str = "GUILD_HALL_RUNNER";
+const RUNNER: &str = "slurm";
+
+/// This runner's say on a shim about to run `attempt` of `state` (see [`not_the_recorded_job`]),
+/// if this runner submitted it: its environment names this runner, or (a job submitted by an
+/// earlier guild-hall, which set no runner) it writes CPU beats.
+pub fn admit(state: &StateDir, attempt: u32) -> Option<String> {
+    let ours = match std::env::var_os(RUNNER_VAR) {
+        Some(r) => r == RUNNER,
+        None => std::env::var_os(crate::worker::shim::CPU_BEAT_VAR).is_some(),
+    };
+    if !ours {
+        return None;
+    }
+    let (id, name) = (std::env::var("SLURM_JOB_ID").ok(), std::env::var("SLURM_JOB_NAME").ok());
+    not_the_recorded_job(state, attempt, id.as_deref(), name.as_deref())
 }
 
 /// Why the shim must not run attempt `attempt` in `state` in the Slurm job `job_id` named
