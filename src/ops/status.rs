@@ -165,7 +165,7 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> Json {
         "completed": a.str_field("completed"),
         "process": match o.proc { Proc::Alive => "alive", Proc::Starting => "starting", Proc::Lingering => "lingering", Proc::Dead => "exited", Proc::NotStarted => "none" },
         "pid": o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
-        // A Slurm job waiting in the queue: `queued (Slurm job 123: Resources)`.
+        // A job its runner holds in a queue: `queued (<the runner's words: which job, why>)`.
         "queued": o.queued.as_ref().filter(|_| o.proc == Proc::Starting).map(|q| format!("queued ({q})")),
         "heartbeat_age_secs": o.heartbeat.as_ref().filter(|_| o.proc == Proc::Alive).map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
         "path": a.path,

@@ -378,14 +378,14 @@ fn lingering(attempt: u32, procs: &liveness::Attempt) -> Option<Lingering> {
 }
 
 /// The attempt a shim has taken in `state` (its `run.json`, or `exit.json` when it could not
-/// start; a Slurm job's handle), or `u32::MAX` while a shim holds the lock before recording it.
+/// start; a runner's handle), or `u32::MAX` while a shim holds the lock before recording it.
 fn started(state: &StateDir) -> Result<Option<u32>, Vec<Problem>> {
     let p = |e: anyhow::Error| vec![Problem::new(&state.0, 1, 1, format!("{e:#}"))];
     if crate::worker::shim::shim_lock_held(state) {
         return Ok(Some(u32::MAX));
     }
     let run = state.read_run().map_err(p)?.map(|r| r.attempt);
-    // A Slurm job submitted for a later attempt has taken it, queued or not.
-    let job = crate::worker::runner::slurm::Handle::read(state).map_err(p)?.filter(|h| h.taken(state)).map(|h| h.attempt);
+    // A job submitted for a later attempt has taken it, queued or not.
+    let job = crate::worker::runner::taken(state).map_err(p)?;
     Ok(run.max(job))
 }

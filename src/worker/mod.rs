@@ -2,10 +2,11 @@
 //! every kind (`launch`), the shim that runs and contains each attempt, the Landlock sandbox that
 //! confines it, whether it is alive (`liveness`), their memory, the toolbox they talk back through,
 //! telling their processes from others (`peer`), and
-//! where attempts run (`runner`: here, or on a Slurm cluster).
+//! where attempts run (`runner`: here, or elsewhere through a runner such as a batch cluster's).
 
 pub mod acp;
 pub mod bundled;
+pub mod filter;
 pub mod launch;
 pub mod liveness;
 pub mod memory;

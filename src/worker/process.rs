@@ -431,8 +431,7 @@ mod tests {
 
     #[test]
     fn descendants_follow_every_generation_and_only_those() {
-        let table = [(10, 1), (11, 10), (12, 11), (13, 10), (20, 1), (21, 20)]
-            .map(|(pid, ppid)| ProcEntry { pid, ppid, zombie: false });
+        let table = [(10, 1), (11, 10), (12, 11), (13, 10), (20, 1), (21, 20)].map(|(pid, ppid)| ProcEntry { pid, ppid, zombie: false });
         let mut d = descendants_in(&table, 10);
         d.sort();
         assert_eq!(d, vec![11, 12, 13]);

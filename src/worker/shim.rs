@@ -81,6 +81,13 @@ fn shim_state_in(p: &impl Processes, run: &RunInfo) -> ShimState {
     }
 }
 
+/// Whether the shim `run` records is at work now: of this boot (`boot`, [`boot_id`] read once
+/// per pass), alive, and proven the attempt's ([`is_ours`]). The one test of a recorded shim's
+/// life, for every kind.
+pub fn running(run: &RunInfo, boot: &str) -> bool {
+    run.boot_id == boot && is_ours(run)
+}
+
 /// Whether some shim holds this commission's lock (it is starting or running).
 pub fn shim_lock_held(state: &StateDir) -> bool {
     crate::files::is_locked(&state.shim_lock())
@@ -259,12 +266,16 @@ impl ShimArgv {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<ShimArgv, ShimArgvError> {
         let mut args = args.into_iter();
         let (mut state_dir, mut attempt, mut cwd, mut policy) = (None, None, None, None);
-        let (mut grace, mut log_max_bytes, mut unconfined, mut stream, mut ready_fd) = (Self::GRACE, Self::LOG_MAX_BYTES, false, false, None);
+        let (mut grace, mut log_max_bytes, mut unconfined, mut stream, mut ready_fd) =
+            (Self::GRACE, Self::LOG_MAX_BYTES, false, false, None);
         let mut argv = None;
         while let Some(arg) = args.next() {
             if arg == "--" {
                 let rest: Result<Vec<String>, _> = args.by_ref().map(|a| a.into_string()).collect();
-                argv = Some(rest.map_err(|a| ShimArgvError::Invalid("the worker's command", a.to_string_lossy().into_owned(), "not UTF-8".into()))?);
+                argv =
+                    Some(rest.map_err(|a| {
+                        ShimArgvError::Invalid("the worker's command", a.to_string_lossy().into_owned(), "not UTF-8".into())
+                    })?);
                 break;
             }
             let (name, inline) = split_option(&arg);
@@ -607,14 +618,19 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     }
     let prepared = match &args.confine {
         Confine::Policy(file) => {
-            let mut policy = crate::worker::sandbox::Policy::read_file(file).map_err(|e| format!("cannot read the worker's sandbox policy: {e}"))?;
+            let mut policy =
+                crate::worker::sandbox::Policy::read_file(file).map_err(|e| format!("cannot read the worker's sandbox policy: {e}"))?;
             policy.writable.push(tmp.clone());
             policy.own.push(tmp.clone());
             let p = policy.prepare().map_err(|e| format!("cannot confine the worker: {e}"))?;
             if let Some(why) = p.sockets_not_masked() {
-                note(state, attempt, &format!(
+                note(
+                    state,
+                    attempt,
+                    &format!(
                     "pathname Unix sockets outside the attempt are NOT masked from this worker ({why}): it can connect to any it may open"
-                ));
+                ),
+                );
             }
             Some(p)
         }

@@ -1,76 +1,129 @@
-//! Runners: where an attempt's shim runs. `local` (the default) starts it here, detached;
-//! `slurm` submits it as one batch job to a cluster sharing the home ([`slurm`]). A runner
-//! starts an attempt, says where it stands (queued, running, gone), stops it, and finds it
-//! again after a restart from the handle it recorded in the attempt's state dir.
+//! Runners: where an attempt's shim runs. Each implements [`Runner`] ([`seam`]): `local` (the
+//! default) starts it here, detached; [`slurm`] submits it as one batch job to a cluster sharing
+//! the home. This module picks the runner for a new attempt, and finds the one that holds a
+//! started attempt by the handle it recorded in the attempt's state dir. A new runner is a new
+//! file here, named in [`of`] and [`elsewhere`] (and its name in `RunnerName`).
 
+mod local;
+pub mod seam;
 pub mod slurm;
 
-use std::time::Duration;
+use std::path::Path;
 
-use crate::activity::state::{RunInfo, StateDir};
-use crate::worker::shim::{self, Spec, Stop};
 use anyhow::Result;
 
-pub use crate::artifact::commission::RunnerName;
+use crate::activity::state::{RunInfo, StateDir};
+use crate::config::{Home, ProjectConfig};
+use crate::worker::shim::{self, Spec, Stop};
+
+pub use seam::{Attempt, Proc, Request, Runner, RunnerHandle, RunnerName, POLL};
 
 /// The runner that applies: the first of the activity's, its package's and the project's.
 pub fn choose(activity: Option<RunnerName>, package: Option<RunnerName>, project: RunnerName) -> RunnerName {
     activity.or(package).unwrap_or(project)
 }
 
-/// Where a ready attempt is to run.
-#[derive(Debug, Clone)]
-pub enum Placement {
-    Local,
-    Slurm(Box<slurm::Job>),
+/// The runner `name` names, set up as the project's configuration says.
+pub(crate) fn of(name: RunnerName, config: &ProjectConfig) -> Box<dyn Runner> {
+    match name {
+        RunnerName::Local => Box::new(local::Local),
+        RunnerName::Slurm => Box::new(slurm::Slurm { config: config.slurm.clone() }),
+    }
 }
 
-/// Start the attempt `spec` describes where `placement` says. Locally: the shim, detached, once
-/// it has recorded the start. On Slurm: once the job is submitted and its id recorded (it may
-/// wait in the queue). An attempt that cannot be placed is refused (its `exit.json` says why).
+/// Every runner that places attempts elsewhere and records a handle for them, asked in turn
+/// which holds an attempt (with its configuration's defaults: only starting needs it).
+fn elsewhere() -> [Box<dyn Runner>; 1] {
+    [Box::new(slurm::Slurm { config: Default::default() })]
+}
+
+/// Where a ready attempt is to run: its runner, and what the attempt asks of it.
+pub struct Placement {
+    pub runner: Box<dyn Runner>,
+    pub request: Request,
+}
+
+impl Placement {
+    /// Here, whatever the project's runner (a person's command, a meeting's turn).
+    pub(crate) fn here(request: Request) -> Placement {
+        Placement { runner: Box::new(local::Local), request }
+    }
+}
+
+/// Start the attempt `spec` describes where `placement` says ([`Runner::start`]). A handle
+/// another runner left (an earlier attempt's, or this one's placed there before its runner
+/// changed) is no job of this attempt's, and is forgotten first.
 pub fn start(spec: &Spec, placement: &Placement) -> Result<()> {
-    match placement {
-        Placement::Local => {
-            // A handle left by an earlier attempt, or by this one submitted to Slurm before its
-            // runner changed, is no job of this attempt's.
-            slurm::Handle::remove(&spec.state);
-            shim::spawn_shim(spec)
+    for other in elsewhere().iter().filter(|r| r.name() != placement.runner.name()) {
+        other.forget(&spec.state);
+    }
+    placement.runner.start(spec, &placement.request)
+}
+
+/// Record `attempt` in `state` as one that could not start, and why ([`shim::refuse`]); a
+/// handle an earlier submission left is no job of this refused attempt's.
+pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
+    std::fs::create_dir_all(&state.0).map_err(|e| anyhow::anyhow!("creating {}: {e}", state.0.display()))?;
+    for r in elsewhere() {
+        r.forget(state);
+    }
+    shim::refuse(state, attempt, why)
+}
+
+/// The runner that holds `attempt` of `state`: the one whose handle is for it, else the local
+/// one. `Err`: a handle that cannot be read.
+fn holder(state: &StateDir, attempt: u32) -> Result<Box<dyn Runner>> {
+    for r in elsewhere() {
+        if r.handle(state)?.is_some_and(|h| h.attempt == attempt) {
+            return Ok(r);
         }
-        Placement::Slurm(job) => slurm::submit(spec, job),
     }
+    Ok(Box::new(local::Local))
 }
 
-/// Ask the attempt recorded in `state` to stop: through Slurm for a job of ours
-/// (`scancel --signal=TERM`, or `scancel` to kill), else to its local shim (`run`).
+/// Where `attempt` of `state` stands, as the runner holding it says ([`Runner::locate`]).
+pub fn locate(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
+    holder(state, attempt).map_err(|e| format!("{e:#}"))?.locate(state, attempt, boot)
+}
+
+/// Ask the attempt recorded in `state` to stop, through the runner holding it (its shim here,
+/// `run`, for the local runner).
 pub fn stop(state: &StateDir, attempt: u32, run: Option<&RunInfo>, how: Stop) -> Result<()> {
-    if let Some(handle) = slurm::Handle::read(state)?.filter(|h| h.attempt == attempt) {
-        return slurm::stop(state, &handle, how);
-    }
-    match run {
-        Some(run) => shim::stop_attempt(run, how),
-        None => Ok(()),
-    }
+    holder(state, attempt)?.stop(state, attempt, run, how)
 }
 
-/// Whether an attempt of `state` holds a slot without asking anyone: a Slurm job recorded for
+/// Whether an attempt of `state` holds a slot without asking anyone: a handle recorded for
 /// `attempt` whose end is not recorded (queued or running for all we know) — neither its exit
 /// nor a later attempt's, nor a later attempt's start.
 pub fn holds_slot(state: &StateDir, attempt: u32) -> bool {
-    matches!(slurm::Handle::read(state), Ok(Some(h)) if h.attempt == attempt && h.ended.is_none())
-        && !matches!(crate::files::read_json::<crate::activity::state::ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt >= attempt)
-        && !matches!(state.read_run(), Ok(Some(r)) if r.attempt > attempt)
+    elsewhere().iter().any(|r| r.holds_slot(state, attempt))
+}
+
+/// Whether some runner's handle in `state` holds a slot for the attempt it was made for.
+pub(crate) fn holds_any_slot(state: &StateDir) -> bool {
+    elsewhere().iter().any(|r| matches!(r.handle(state), Ok(Some(h)) if r.holds_slot(state, h.attempt)))
+}
+
+/// The latest attempt of `state` a runner has taken ([`Runner::taken`]), queued or not.
+pub fn taken(state: &StateDir) -> Result<Option<u32>> {
+    let mut latest = None;
+    for r in elsewhere() {
+        latest = latest.max(r.taken(state)?);
+    }
+    Ok(latest)
+}
+
+/// Whether a worker of activity `id` of `project` is at work though no record of this home
+/// names it: a process working in its `worktree` here, or a job of it elsewhere.
+pub fn works_unrecorded(home: &Home, project: &str, id: &str, worktree: &Path) -> bool {
+    local::Local.works_unrecorded(home, project, id, worktree)
+        || elsewhere().iter().any(|r| r.works_unrecorded(home, project, id, worktree))
 }
 
 /// The runners' say on a shim about to run `attempt` of `state` here (the shim's `admit`): a
 /// shim a runner started elsewhere runs only where that runner recorded it.
 pub fn admit(state: &StateDir, attempt: u32) -> Option<String> {
     slurm::admit(state, attempt)
-}
-
-/// Slurm's `--time` for an attempt limited to `limit` (guild-hall stops it itself; Slurm's limit
-/// is the backstop, a grace and a minute later): whole minutes, at least one.
-pub fn slurm_minutes(limit: Duration, grace: Duration) -> u64 {
-    (limit + grace + Duration::from_secs(60)).as_secs().div_ceil(60).max(1)
 }
 
 #[cfg(test)]
@@ -87,34 +140,11 @@ mod tests {
     }
 
     #[test]
-    fn a_slurm_handle_holds_a_slot_until_its_attempts_end_or_a_later_one() {
-        use crate::activity::state::ExitInfo;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let state = StateDir(dir.path().to_path_buf());
-        let handle = slurm::Handle {
-            attempt: 1,
-            name: "guild-hall.p.c.1.0a1b2c3d".into(),
-            job_id: Some(7),
-            submitted_at: chrono::Utc::now(),
-            ended: None,
-        };
-        crate::files::write_json(&slurm::Handle::path(&state), &handle).expect("handle");
-        assert!(holds_slot(&state, 1), "queued or running for all we know");
-        crate::files::write_json(&state.exit(), &ExitInfo::error(2, "a later attempt's".into())).expect("exit");
-        assert!(!holds_slot(&state, 1), "a later attempt's exit: attempt 1 has ended");
-        assert!(!crate::worker::liveness::busy(&state, "boot"));
-        crate::files::write_json(&state.exit(), &ExitInfo::error(1, "its own".into())).expect("exit");
-        assert!(!holds_slot(&state, 1));
-        std::fs::remove_file(state.exit()).expect("rm");
-        crate::files::write_json(&slurm::Handle::path(&state), &slurm::Handle { ended: Some(String::new()), ..handle }).expect("handle");
-        assert!(!holds_slot(&state, 1), "its end taken");
-    }
-
-    #[test]
-    fn slurms_time_limit_is_a_backstop_after_guild_halls() {
-        let s = Duration::from_secs;
-        // 1 h + 30 s grace + a minute: 62 minutes (rounded up).
-        assert_eq!(slurm_minutes(s(3600), s(30)), 62);
-        assert_eq!(slurm_minutes(s(1), s(0)), 2);
+    fn each_name_makes_its_runner_and_every_runner_elsewhere_is_asked() {
+        let config = ProjectConfig::default();
+        for name in [RunnerName::Local, RunnerName::Slurm] {
+            assert_eq!(of(name, &config).name(), name);
+        }
+        assert!(elsewhere().iter().all(|r| r.name() != RunnerName::Local));
     }
 }

@@ -19,11 +19,77 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::activity::state::{ExitInfo, StateDir};
-use crate::config::SlurmConfig;
+use crate::config::{Home, SlurmConfig};
 use crate::files::{read_json, write_json};
-use crate::worker::liveness::{Attempt, Proc};
-
+use crate::worker::runner::seam::{handle_holds_slot, Attempt, Proc, Request, Runner, RunnerHandle, RunnerName};
 use crate::worker::shim::{Spec, Stop};
+
+/// The Slurm runner, with the project's `slurm:` settings (what a submission asks for).
+pub(crate) struct Slurm {
+    pub(crate) config: SlurmConfig,
+}
+
+impl Runner for Slurm {
+    fn name(&self) -> RunnerName {
+        RunnerName::Slurm
+    }
+
+    /// Once the job is submitted and its id recorded (it may wait in the queue).
+    fn start(&self, spec: &Spec, request: &Request) -> Result<()> {
+        let job = Job {
+            project: request.project.clone(),
+            id: request.id.clone(),
+            config: self.config.clone(),
+            cpus: request.cpus,
+            memory: request.memory.clone(),
+            minutes: request.limit.map(|limit| minutes(limit, request.grace)),
+        };
+        submit(spec, &job)
+    }
+
+    fn handle(&self, state: &StateDir) -> Result<Option<RunnerHandle>> {
+        Ok(Handle::read(state)?.map(|h| RunnerHandle { runner: RunnerName::Slurm, attempt: h.attempt, ended: h.ended.is_some() }))
+    }
+
+    fn forget(&self, state: &StateDir) {
+        Handle::remove(state);
+    }
+
+    fn taken(&self, state: &StateDir) -> Result<Option<u32>> {
+        Ok(Handle::read(state)?.filter(|h| h.taken(state)).map(|h| h.attempt))
+    }
+
+    /// Slurm's to say, with the shim's records ([`attempt`]).
+    fn locate(&self, state: &StateDir, attempt_no: u32, _boot: &str) -> Result<Attempt, String> {
+        match Handle::read(state).map_err(|e| format!("{e:#}"))? {
+            Some(handle) if handle.attempt == attempt_no => attempt(state, attempt_no, &handle),
+            _ => Err(format!("{} records no job for attempt {attempt_no}", Handle::path(state).display())),
+        }
+    }
+
+    /// Through Slurm, for a job of ours (`scancel --signal=TERM`, or `scancel` to kill).
+    fn stop(&self, state: &StateDir, attempt: u32, _run: Option<&RunInfo>, how: Stop) -> Result<()> {
+        match Handle::read(state)?.filter(|h| h.attempt == attempt) {
+            Some(handle) => stop(state, &handle, how),
+            None => Ok(()),
+        }
+    }
+
+    fn holds_slot(&self, state: &StateDir, attempt: u32) -> bool {
+        handle_holds_slot(state, self.handle(state).ok().flatten(), attempt)
+    }
+
+    /// A job of ours Slurm has queued or running writing the activity's log ([`ours`]).
+    fn works_unrecorded(&self, home: &Home, project: &str, id: &str, _worktree: &Path) -> bool {
+        ours(home, project).iter().any(|(_, of, _)| of == id)
+    }
+}
+
+/// Slurm's `--time` for an attempt limited to `limit` (guild-hall stops it itself; Slurm's limit
+/// is the backstop, a grace and a minute later): whole minutes, at least one.
+pub(crate) fn minutes(limit: Duration, grace: Duration) -> u64 {
+    (limit + grace + Duration::from_secs(60)).as_secs().div_ceil(60).max(1)
+}
 
 /// What one attempt's job asks of Slurm (made by `worker::launch`).
 #[derive(Debug, Clone)]
@@ -491,7 +557,7 @@ const CLOCK_SKEW_ALLOWED: chrono::Duration = chrono::Duration::hours(1);
 /// attempt): what a reconciler that lost its records can still find. Ours by their owner and
 /// output file (an attempt's log in the project's state dir), never by their names. Empty where
 /// Slurm cannot be asked (not installed: no job of ours runs).
-pub fn ours(home: &crate::config::Home, project: &str) -> Vec<(u64, String, u32)> {
+pub fn ours(home: &Home, project: &str) -> Vec<(u64, String, u32)> {
     let Ok((jobs, _)) = listing() else { return Vec::new() };
     let dir = home.commissions_state(project);
     jobs.iter()
@@ -892,6 +958,33 @@ fn job_id(state: &StateDir, handle: &Handle) -> Result<Option<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slurm_handle_holds_a_slot_until_its_attempts_end_or_a_later_one() {
+        use crate::worker::runner::holds_slot;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir(dir.path().to_path_buf());
+        let handle =
+            Handle { attempt: 1, name: "guild-hall.p.c.1.0a1b2c3d".into(), job_id: Some(7), submitted_at: chrono::Utc::now(), ended: None };
+        crate::files::write_json(&Handle::path(&state), &handle).expect("handle");
+        assert!(holds_slot(&state, 1), "queued or running for all we know");
+        crate::files::write_json(&state.exit(), &ExitInfo::error(2, "a later attempt's".into())).expect("exit");
+        assert!(!holds_slot(&state, 1), "a later attempt's exit: attempt 1 has ended");
+        assert!(!crate::worker::liveness::busy(&state, "boot"));
+        crate::files::write_json(&state.exit(), &ExitInfo::error(1, "its own".into())).expect("exit");
+        assert!(!holds_slot(&state, 1));
+        std::fs::remove_file(state.exit()).expect("rm");
+        crate::files::write_json(&Handle::path(&state), &Handle { ended: Some(String::new()), ..handle }).expect("handle");
+        assert!(!holds_slot(&state, 1), "its end taken");
+    }
+
+    #[test]
+    fn slurms_time_limit_is_a_backstop_after_guild_halls() {
+        let s = Duration::from_secs;
+        // 1 h + 30 s grace + a minute: 62 minutes (rounded up).
+        assert_eq!(minutes(s(3600), s(30)), 62);
+        assert_eq!(minutes(s(1), s(0)), 2);
+    }
 
     /// `squeue --json`'s answer with `jobs`, each given as its JSON fields.
     fn answer(jobs: &[&str]) -> Vec<u8> {
