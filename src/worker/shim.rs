@@ -170,7 +170,7 @@ pub fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
 /// Record `attempt` in `state` as one whose worker never ran, and why: the one way an attempt
 /// is refused, by the shim or before it (a launch, a runner), its `exit.json` judged by the
 /// next pass like any other.
-pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
+pub(crate) fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
     std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
     write_json(&state.exit(), &ExitInfo::error(attempt, why.to_string()))
 }

@@ -510,6 +510,118 @@ fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::Source;
+
+    /// An activation of a package whose `worker.yaml` is `yaml`, in a home under `dir`, with
+    /// the facts a launch would have gathered (confined, nothing of sandbox.write there yet).
+    struct Fixture {
+        home: Home,
+        project: Project,
+        pkg: Package,
+        state: StateDir,
+        worktree: WorktreeRecord,
+    }
+
+    fn fixture(dir: &Path, yaml: &str) -> Fixture {
+        let home = Home::resolve(Some(&dir.join("home"))).expect("home");
+        let project = Project { root: dir.join("project"), name: "p".into(), config: Default::default() };
+        let manifest = serde_yaml_ng::from_str(yaml).expect("manifest");
+        let pkg = Package { manifest, dir: dir.join("pkg"), source: Source::Home };
+        let state = StateDir(home.root.join("state/p/commissions/c"));
+        let worktree = WorktreeRecord {
+            path: dir.join("wt/c"),
+            admin: dir.join("project/.git/worktrees/c"),
+            common: dir.join("project/.git"),
+            branch: "claude/c".into(),
+            sparse: false,
+        };
+        Fixture { home, project, pkg, state, worktree }
+    }
+
+    fn activation(f: &Fixture) -> Activation<'_> {
+        Activation {
+            home: &f.home,
+            project: &f.project,
+            pkg: &f.pkg,
+            kind: ActivityKind::Commission,
+            id: "c",
+            state: &f.state,
+            worktree: &f.worktree,
+            attempt: 2,
+            toolbox: "TOOLBOX".into(),
+            prompt_extra: String::new(),
+            argv: vec!["agent".into(), "--go".into()],
+            env: vec![("GUILD_HALL_MAX_TURNS".into(), "7".into())],
+            readable: Vec::new(),
+            resources: Resources::default(),
+            grace_cap: Some(Duration::from_secs(1)),
+            runner: None,
+            timeout: None,
+        }
+    }
+
+    fn facts(f: &Fixture, read: Vec<PathBuf>) -> Facts {
+        Facts {
+            global: GlobalConfig::default(),
+            posture: Some("POSTURE".into()),
+            passed: [("TOKEN".to_string(), "t".to_string())].into(),
+            memories: Vec::new(),
+            confinement: Confinement::Confined,
+            own_memory: f.home.root.join("memory/p/w"),
+            exe: PathBuf::from("/bin/guild-hall"),
+            write_entries: vec![("~/cache".into(), PathBuf::from("/h/cache"), false), ("/tmp/x".into(), PathBuf::from("/tmp/x"), true)],
+            read,
+            alternates: "/project/.git/objects".into(),
+        }
+    }
+
+    #[test]
+    fn the_plan_says_what_runs_its_environment_policy_and_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = fixture(dir.path(), "name: w\ncommand: [agent]\nenv: {MINE: m}\n");
+        let a = activation(&f);
+        let plan = plan(&a, &facts(&f, Vec::new())).expect("planned");
+        assert_eq!(plan.spec.argv, ["agent", "--go"]);
+        assert_eq!((plan.spec.cwd.clone(), plan.spec.attempt), (f.worktree.path.clone(), 2));
+        assert_eq!(plan.spec.grace, Duration::from_secs(1), "capped by the activation");
+        let env = &plan.spec.env;
+        for (k, v) in
+            [("MINE", "m"), ("TOKEN", "t"), ("GUILD_HALL_ID", "c"), ("GUILD_HALL_ATTEMPT", "2"), ("GUILD_HALL_BIN", "/bin/guild-hall")]
+        {
+            assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
+        }
+        assert_eq!(env.get("GUILD_HALL_MAX_TURNS").map(String::as_str), Some("7"), "the kind's own variables win");
+        assert!(plan.prompt.contains("POSTURE") && plan.prompt.contains("TOOLBOX"));
+        let policy = plan.spec.sandbox.as_ref().expect("confined");
+        assert!(policy.writable.contains(&f.worktree.path) && policy.writable.contains(&PathBuf::from("/h/cache")));
+        assert!(policy.hidden.contains(&f.home.root), "the home is hidden");
+        assert_eq!(policy.written_as.get(Path::new("/h/cache")).map(String::as_str), Some("~/cache"));
+        assert_eq!(plan.private_dirs, vec![("~/cache".to_string(), PathBuf::from("/h/cache"))], "only what is missing is made");
+        assert!(plan.dirs.contains(&f.state.objects().join("info")));
+        // Nothing was written: planning is pure.
+        assert!(!f.state.0.exists());
+    }
+
+    #[test]
+    fn an_acp_agent_runs_under_guild_halls_client_and_a_home_read_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = fixture(dir.path(), "name: w\ncommand: [agent]\nprotocol: acp\nacp: {allow: [Read]}\n");
+        let a = activation(&f);
+        let plan = plan(&a, &facts(&f, Vec::new())).expect("planned");
+        assert_eq!(plan.spec.argv, ["/bin/guild-hall", "acp", "--allow", "Read", "--", "agent", "--go"]);
+        let why = plan_refused(&a, &facts(&f, vec![f.home.root.join("secrets")]));
+        assert!(why.contains("lies in $GUILD_HALL_HOME"), "{why}");
+        let unconfined = Facts { confinement: Confinement::Unconfined, ..facts(&f, vec![f.home.root.join("secrets")]) };
+        assert!(plan_refused_or_none(&a, &unconfined).is_none(), "unconfined, no policy to refuse");
+    }
+
+    fn plan_refused(a: &Activation<'_>, f: &Facts) -> String {
+        plan_refused_or_none(a, f).expect("refused")
+    }
+
+    fn plan_refused_or_none(a: &Activation<'_>, f: &Facts) -> Option<String> {
+        plan(a, f).err()
+    }
 
     /// Every kind sets the common id and kind besides its own variable: one package serves all.
     #[test]

@@ -5,7 +5,7 @@
 //! file here, named in [`of`] and [`elsewhere`] (and its name in `RunnerName`).
 
 mod local;
-pub mod seam;
+pub(crate) mod seam;
 pub mod slurm;
 
 use std::path::Path;
@@ -16,7 +16,8 @@ use crate::activity::state::{RunInfo, StateDir};
 use crate::config::{Home, ProjectConfig};
 use crate::worker::shim::{self, Spec, Stop};
 
-pub use seam::{Attempt, Proc, Request, Runner, RunnerHandle, RunnerName, POLL};
+pub use seam::{Attempt, Proc, RunnerName, POLL};
+pub(crate) use seam::{Request, Runner};
 
 /// The runner that applies: the first of the activity's, its package's and the project's.
 pub fn choose(activity: Option<RunnerName>, package: Option<RunnerName>, project: RunnerName) -> RunnerName {
@@ -38,9 +39,9 @@ fn elsewhere() -> [Box<dyn Runner>; 1] {
 }
 
 /// Where a ready attempt is to run: its runner, and what the attempt asks of it.
-pub struct Placement {
-    pub runner: Box<dyn Runner>,
-    pub request: Request,
+pub(crate) struct Placement {
+    pub(crate) runner: Box<dyn Runner>,
+    pub(crate) request: Request,
 }
 
 impl Placement {
@@ -53,7 +54,7 @@ impl Placement {
 /// Start the attempt `spec` describes where `placement` says ([`Runner::start`]). A handle
 /// another runner left (an earlier attempt's, or this one's placed there before its runner
 /// changed) is no job of this attempt's, and is forgotten first.
-pub fn start(spec: &Spec, placement: &Placement) -> Result<()> {
+pub(crate) fn start(spec: &Spec, placement: &Placement) -> Result<()> {
     for other in elsewhere().iter().filter(|r| r.name() != placement.runner.name()) {
         other.forget(&spec.state);
     }
@@ -62,7 +63,7 @@ pub fn start(spec: &Spec, placement: &Placement) -> Result<()> {
 
 /// Record `attempt` in `state` as one that could not start, and why ([`shim::refuse`]); a
 /// handle an earlier submission left is no job of this refused attempt's.
-pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
+pub(crate) fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
     std::fs::create_dir_all(&state.0).map_err(|e| anyhow::anyhow!("creating {}: {e}", state.0.display()))?;
     for r in elsewhere() {
         r.forget(state);
@@ -82,7 +83,7 @@ fn holder(state: &StateDir, attempt: u32) -> Result<Box<dyn Runner>> {
 }
 
 /// Where `attempt` of `state` stands, as the runner holding it says ([`Runner::locate`]).
-pub fn locate(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
+pub(crate) fn locate(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
     holder(state, attempt).map_err(|e| format!("{e:#}"))?.locate(state, attempt, boot)
 }
 
@@ -105,7 +106,7 @@ pub(crate) fn holds_any_slot(state: &StateDir) -> bool {
 }
 
 /// The latest attempt of `state` a runner has taken ([`Runner::taken`]), queued or not.
-pub fn taken(state: &StateDir) -> Result<Option<u32>> {
+pub(crate) fn taken(state: &StateDir) -> Result<Option<u32>> {
     let mut latest = None;
     for r in elsewhere() {
         latest = latest.max(r.taken(state)?);
@@ -115,7 +116,7 @@ pub fn taken(state: &StateDir) -> Result<Option<u32>> {
 
 /// Whether a worker of activity `id` of `project` is at work though no record of this home
 /// names it: a process working in its `worktree` here, or a job of it elsewhere.
-pub fn works_unrecorded(home: &Home, project: &str, id: &str, worktree: &Path) -> bool {
+pub(crate) fn works_unrecorded(home: &Home, project: &str, id: &str, worktree: &Path) -> bool {
     local::Local.works_unrecorded(home, project, id, worktree)
         || elsewhere().iter().any(|r| r.works_unrecorded(home, project, id, worktree))
 }

@@ -56,33 +56,33 @@ pub const POLL: Duration = Duration::from_secs(2);
 /// What a runner that places attempts elsewhere recorded for one in its state dir (its own file
 /// there), said without the runner's own terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunnerHandle {
-    pub runner: RunnerName,
+pub(crate) struct RunnerHandle {
+    pub(crate) runner: RunnerName,
     /// The attempt it was made for.
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     /// Its end is taken (recorded, and the runner not asked again).
-    pub ended: bool,
+    pub(crate) ended: bool,
 }
 
 /// What an attempt asks of the runner that places it: the activity it is for and its bounds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     /// The project's name and the activity's id (a runner names its job after them).
-    pub project: String,
-    pub id: String,
-    pub cpus: Option<u32>,
-    pub memory: Option<String>,
+    pub(crate) project: String,
+    pub(crate) id: String,
+    pub(crate) cpus: Option<u32>,
+    pub(crate) memory: Option<String>,
     /// Its wall-clock limit (guild-hall stops it then; a runner may set its own backstop).
-    pub limit: Option<Duration>,
+    pub(crate) limit: Option<Duration>,
     /// Its grace between SIGTERM and SIGKILL.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
 }
 
 /// A place attempts run. The local runner starts the shim here; a runner that places it
 /// elsewhere (a batch system, a cluster) records a handle in the attempt's state dir and is
 /// found again by it after a restart. Every method but [`Runner::start`] is asked of a runner
 /// only for an attempt it holds a handle for (the local runner: for one no other runner does).
-pub trait Runner: Send + Sync {
+pub(crate) trait Runner: Send + Sync {
     fn name(&self) -> RunnerName;
 
     /// Start the attempt `spec` describes, as `request` asks: once this returns the attempt is

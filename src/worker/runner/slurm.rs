@@ -703,6 +703,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(60);
 /// this attempt's (its owner or output file not ours, the handle's name not this attempt's),
 /// never cancelled. Once the end is taken the handle says so, and Slurm is not asked again.
 /// `Err`: Slurm cannot be asked while the attempt has not ended.
+// Long: one table of the job's states against the shim's records, each row with its verdict;
+// split, the rows would no longer be read side by side.
 pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, String> {
     let e = |e: anyhow::Error| format!("{e:#}");
     // Slurm not answering, said with the handle that made us ask.
