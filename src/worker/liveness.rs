@@ -52,7 +52,7 @@ pub fn turn_running(state: &StateDir) -> bool {
 }
 
 /// Where `attempt` in `state` stands, as the runner holding it says
-/// ([`crate::worker::runner::locate`]). `Err`: a record that cannot be trusted, saying which file
+/// (`runner::locate`). `Err`: a record that cannot be trusted, saying which file
 /// and why — one that does not parse, an implausible `run.json` ([`StateDir::read_run`]), or one
 /// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
 /// process is ever signalled by such a record: the caller reports it and leaves the attempt alone.

@@ -1,8 +1,9 @@
-//! Workers: their packages (`worker.yaml`, and those bundled in the binary), the one launch site of
-//! every kind (`launch`), the shim that runs and contains each attempt, the Landlock sandbox that
-//! confines it, whether it is alive (`liveness`), their memory, the toolbox they talk back through,
-//! telling their processes from others (`peer`), and
-//! where attempts run (`runner`: here, or elsewhere through a runner such as a batch cluster's).
+//! Workers, in layers each naming only those below: process utilities (`process`, and `peer`:
+//! telling a worker's processes from others) ← the shim that runs and contains each attempt ←
+//! the runners that place it (`runner`: here, or elsewhere) ← the one launch site of every kind
+//! (`launch`) and whether an attempt is alive (`liveness`). Beside them: packages (`worker.yaml`,
+//! and those bundled in the binary), the Landlock sandbox, a package's filter commands, memory,
+//! the ACP client and the toolbox workers talk back through.
 
 pub mod acp;
 pub mod bundled;

@@ -1,7 +1,7 @@
 //! Process utilities, below everything else in `worker/`: the machine's process table as Linux
 //! `/proc` shows it (stat, environment, parent, working directory), the boot id, descendants,
 //! pidfds (a signal that cannot reach a reused pid), and a session of one's own. Reached through
-//! [`Processes`], so that what builds on it (the shim's supervisor) is tested against [`fake`].
+//! `Processes`, so that what builds on it (the shim's supervisor) is tested against its fake.
 
 use std::path::PathBuf;
 use std::process::Command;

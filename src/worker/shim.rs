@@ -1,6 +1,6 @@
 //! The supervisor of one attempt, `guild-hall shim`: its own session, the attempt's child
 //! subreaper; starts the worker confined, caps its log, stops every process of the attempt, and
-//! writes `exit.json` only when all are gone (or, from [`refuse`], why the worker never ran).
+//! writes `exit.json` only when all are gone (or, from `refuse`, why the worker never ran).
 //! Also its command line ([`ShimArgv`], owned here), how it is started, and how its records and
 //! the process table say it stands. Knows no runner: one that starts it elsewhere passes its
 //! check in ([`run_shim`]'s `admit`). Built on [`crate::worker::process`].
@@ -536,7 +536,7 @@ pub type Admit<'a> = &'a dyn Fn(&StateDir, u32) -> Option<String>;
 /// double fork — stays its descendant, and nothing of the attempt outlives it. The worker
 /// itself dies with the shim (parent-death signal); anything else a killed shim leaves behind
 /// is found by the reconciler through the run id ([`leftovers`]). Once it holds the attempt's
-/// lock and the attempt has no record, every way it fails is recorded through [`refuse`].
+/// lock and the attempt has no record, every way it fails is recorded through `refuse`.
 pub fn run_shim(args: &ShimArgv, admit: Admit<'_>) -> Result<i32> {
     let state = StateDir(args.state_dir.clone());
     let attempt = args.attempt;

@@ -1,7 +1,8 @@
 //! The one launch site of every kind (a commission attempt, a meeting turn, a wave task, a
-//! plan's verify): what runs, its environment (DESIGN §7), what it may write and read (Landlock
-//! policy), its private git object store and bounds, started under the shim — or refused, its
-//! `exit.json` saying why. The seam a remote runner plugs into.
+//! plan's verify): what runs, its environment, what it may write and read (Landlock policy), its
+//! private git object store and bounds — read (`gather`), decided without touching the disk
+//! (`plan`), made real (`materialise`) — then started under the shim where its runner places
+//! it, or refused, its `exit.json` saying why.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -240,7 +241,7 @@ fn unread_old_memory(home: &Home, project_memory: &Path, worker: &str) -> Option
 }
 
 /// What the disk and the machine say for a worker's launch, read before anything is planned
-/// ([`gather`]).
+/// (`gather`).
 struct Facts {
     global: GlobalConfig,
     posture: Option<String>,
@@ -261,7 +262,7 @@ struct Facts {
 }
 
 /// What a worker's attempt is to be, decided from [`Facts`] without touching the disk
-/// ([`plan`]); made real by [`materialise`].
+/// (`plan`); made real by [`materialise`].
 struct Plan {
     spec: Spec,
     /// Its system prompt (`state.system_prompt()`).

@@ -1,8 +1,8 @@
-//! Runners: where an attempt's shim runs. Each implements [`Runner`] ([`seam`]): `local` (the
+//! Runners: where an attempt's shim runs. Each implements `Runner` (`seam`): `local` (the
 //! default) starts it here, detached; [`slurm`] submits it as one batch job to a cluster sharing
 //! the home. This module picks the runner for a new attempt, and finds the one that holds a
 //! started attempt by the handle it recorded in the attempt's state dir. A new runner is a new
-//! file here, named in [`of`] and [`elsewhere`] (and its name in `RunnerName`).
+//! file here, named in `of` and `elsewhere` (and its name in `RunnerName`).
 
 mod local;
 pub(crate) mod seam;
