@@ -127,7 +127,7 @@ pub fn valid_run_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// How an `error` that is a runner's verdict on a started attempt begins (a Slurm job that
+/// How an `error` that is a runner's verdict on a started attempt begins (a job elsewhere that
 /// ended without, or against, its shim's record), unlike a worker that could not start.
 pub const RUNNER_VERDICT: &str = "[runner] ";
 

@@ -298,41 +298,12 @@ pub enum Command {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
-    /// The supervisor that runs one worker process (internal).
-    #[command(hide = true)]
+    /// The supervisor that runs one worker process (internal). Its command line is the
+    /// library's (`worker::shim::ShimArgv`), read by it.
+    #[command(hide = true, disable_help_flag = true)]
     Shim {
-        /// The attempt's runtime dir: run.json, exit.json and the log are written there.
-        #[arg(long)]
-        state_dir: PathBuf,
-        /// The attempt number (names the log and the mailbox).
-        #[arg(long)]
-        attempt: u32,
-        /// The worker's working directory (its worktree).
-        #[arg(long)]
-        cwd: PathBuf,
-        /// Time between SIGTERM and SIGKILL when the attempt is stopped.
-        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-        grace: std::time::Duration,
-        /// Rotate the attempt's log at this size.
-        #[arg(long, default_value_t = 16 * 1024 * 1024)]
-        log_max_bytes: u64,
-        /// The file holding the worker's sandbox policy (what it may write and read); the
-        /// private temp dir is always added.
-        #[arg(long, value_name = "FILE", required_unless_present = "unconfined")]
-        policy: Option<PathBuf>,
-        /// Run the worker without Landlock confinement.
-        #[arg(long, conflicts_with = "policy")]
-        unconfined: bool,
-        /// The worker's stdout is the shim's (a meeting turn streamed to its caller), and the
-        /// attempt is stopped when the caller dies.
-        #[arg(long)]
-        stream: bool,
-        /// A pipe end the shim closes once `run.json` is written (its starter waits on it).
-        #[arg(long, value_name = "FD")]
-        ready_fd: Option<i32>,
-        /// The worker's command and its arguments, after `--`.
-        #[arg(last = true, required = true)]
-        argv: Vec<String>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<std::ffi::OsString>,
     },
 }
 
@@ -496,23 +467,9 @@ impl Env {
 fn run(cli: Cli) -> Result<ExitCode> {
     let ok = |b: bool| if b { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match &cli.command {
-        Command::Shim { state_dir, attempt, cwd, grace, log_max_bytes, policy, unconfined, stream, ready_fd, argv } => {
-            let sandbox = match (policy, *unconfined) {
-                (Some(file), false) => Some(guild_hall::worker::sandbox::Policy::read_file(file).map_err(anyhow::Error::msg)?),
-                _ => None,
-            };
-            let args = guild_hall::worker::shim::ShimArgs {
-                state_dir: state_dir.clone(),
-                attempt: *attempt,
-                cwd: cwd.clone(),
-                argv: argv.clone(),
-                grace: *grace,
-                log_max_bytes: *log_max_bytes,
-                sandbox,
-                stream: *stream,
-                ready_fd: *ready_fd,
-            };
-            let code = guild_hall::worker::shim::run_shim(&args)?;
+        Command::Shim { args } => {
+            let args = guild_hall::worker::shim::ShimArgv::parse(args.iter().cloned())?;
+            let code = guild_hall::worker::shim::run_shim(&args, &guild_hall::worker::runner::admit)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
         Command::Acp { allow, session_dir, argv } => {

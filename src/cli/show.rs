@@ -503,8 +503,8 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
             (guild_hall::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
-            (guild_hall::worker::SandboxSpec::Confined { write, read, slurm_client }, how)
-                if !write.is_empty() || !read.is_empty() || *slurm_client =>
+            (guild_hall::worker::SandboxSpec::Confined { write, read, cluster_client }, how)
+                if !write.is_empty() || !read.is_empty() || *cluster_client =>
             {
                 let mut s = format!("sandbox {how}");
                 if !write.is_empty() {
@@ -513,9 +513,8 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
                 if !read.is_empty() {
                     s.push_str(&format!(" read +{}", read.join(",")));
                 }
-                if *slurm_client {
-                    // Said plainly: with MUNGE the worker can submit a job that runs unconfined.
-                    s.push_str(" +slurm_client (MUNGE reachable: can sbatch an UNCONFINED job as you)");
+                if *cluster_client {
+                    s.push_str(&format!(" +{}", guild_hall::worker::package::CLUSTER_CLIENT_SHOWN));
                 }
                 s
             }

@@ -30,9 +30,9 @@ pub struct Observed {
     pub exit: Option<ExitInfo>,
     /// With [`Proc::Lingering`]: the attempt's processes still alive.
     pub leftovers: Vec<i32>,
-    /// A Slurm job of its attempt still waiting in the queue, and why ([`Proc::Starting`]).
+    /// A job of its attempt its runner holds in a queue, and why ([`Proc::Starting`]).
     pub queued: Option<String>,
-    /// Its runner must be asked where it stands (a Slurm job): looked at again on a timer.
+    /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
     pub polled: bool,
     /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
     /// Nothing is done for this commission until it is repaired or removed.
@@ -635,10 +635,8 @@ fn observe_one(
             // run record to watch its worker by, but one working in its worktree is found.
             let worktree = home.worktree(&project.name, id);
             obs.worktree_exists = worktree.exists();
-            // (Or a Slurm job of it, on a node whose processes are not ours to see.)
-            obs.unrecorded_worker = obs.worktree_exists
-                && (shim::working_in(&worktree)
-                    || crate::worker::runner::slurm::ours(home, &project.name).iter().any(|(_, of, _)| of == id));
+            // (Or a job of it elsewhere, on a node whose processes are not ours to see.)
+            obs.unrecorded_worker = obs.worktree_exists && crate::worker::runner::works_unrecorded(home, &project.name, id, &worktree);
         }
     }
     let to_run = matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked));
@@ -880,7 +878,7 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
             }
         };
         // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
-        // so does a Slurm job, queued or running.
+        // so does a runner's job, queued or running.
         if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
             n += 1;
         }

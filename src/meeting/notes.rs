@@ -145,7 +145,7 @@ fn run_notes_command(
     let tmp = state.0.join("notes-tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let out = crate::worker::launch::filter::run_filter(pkg, &argv, &pkg.dir, transcript, &tmp, confined, &home.root, &env);
+    let out = crate::worker::filter::run_filter(pkg, &argv, &pkg.dir, transcript, &tmp, confined, &home.root, &env);
     let _ = std::fs::remove_dir_all(&tmp);
     let out = out?;
     let text = String::from_utf8(out.stdout).map_err(|_| anyhow::anyhow!("it printed non-UTF-8"))?;

@@ -200,7 +200,7 @@ pub struct CommissionRow {
     pub progress: Option<String>,
     /// `questions:` as written (`null` when absent).
     pub questions: Json,
-    /// A Slurm job waiting in the queue: `queued (Slurm job 123: Resources)`.
+    /// A job its runner holds in a queue: `queued (<the runner's words: which job, why>)`.
     pub queued: Option<String>,
     pub reason: Option<String>,
     /// A person's edit that was put back, kept apart from the failure's own reason.

@@ -379,7 +379,7 @@ fn lingering(attempt: u32, procs: &liveness::Attempt) -> Option<Lingering> {
 }
 
 /// The attempt a shim has taken in `state` (its `run.json`, or `exit.json` when it could not
-/// start; a Slurm job's handle), or [`Taken::Locked`] while a shim holds the lock before
+/// start; a runner's handle), or [`Taken::Locked`] while a shim holds the lock before
 /// recording it.
 fn started(state: &StateDir) -> Result<Option<Taken>, Vec<Problem>> {
     let p = |e: anyhow::Error| vec![Problem::new(&state.0, 1, 1, format!("{e:#}"))];
@@ -387,7 +387,7 @@ fn started(state: &StateDir) -> Result<Option<Taken>, Vec<Problem>> {
         return Ok(Some(Taken::Locked));
     }
     let run = state.read_run().map_err(p)?.map(|r| r.attempt);
-    // A Slurm job submitted for a later attempt has taken it, queued or not.
-    let job = crate::worker::runner::slurm::Handle::read(state).map_err(p)?.filter(|h| h.taken(state)).map(|h| h.attempt);
+    // A job submitted for a later attempt has taken it, queued or not.
+    let job = crate::worker::runner::taken(state).map_err(p)?;
     Ok(run.max(job).map(Taken::Attempt))
 }

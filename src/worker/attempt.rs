@@ -231,7 +231,7 @@ mod tests {
                 Look::First(healthy(500, 1)),
             ),
             ("prepared", Process::Prepared, LIMIT, 500, Look::Quiet),
-            ("queued", Process::Queued { why: Some("Slurm job 1: Resources".into()) }, LIMIT, 500, Look::Quiet),
+            ("queued", Process::Queued { why: Some("job 1 of a batch runner: Resources".into()) }, LIMIT, 500, Look::Quiet),
             ("exited", Process::Exited(exit(1, 0)), LIMIT, 500, Look::Quiet),
             ("died", Process::Died, LIMIT, 500, Look::Quiet),
         ];

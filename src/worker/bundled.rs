@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::package::Manifest;
-
 /// One file of a bundled package.
 #[derive(Debug)]
 pub struct BundledFile {
@@ -37,12 +35,6 @@ pub enum InstallError {
 }
 
 impl BundledPackage {
-    /// Its `worker.yaml`, parsed (a unit test proves every bundled one parses).
-    pub fn manifest(&self) -> Manifest {
-        let text = self.files.iter().find(|f| f.name == "worker.yaml").map(|f| f.bytes).unwrap_or_default();
-        serde_yaml_ng::from_slice(text).unwrap_or_else(|e| panic!("bundled package {}: worker.yaml: {e}", self.dir))
-    }
-
     /// The package's name (its directory's, and its `worker.yaml`'s).
     pub fn name(&self) -> &'static str {
         self.dir.rsplit('/').next().unwrap_or(self.dir)

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample, StateDir};
+use crate::activity::state::{Heartbeat, RunInfo, Sample, StateDir};
 use crate::files::read_json;
 use crate::worker::shim;
 
@@ -30,59 +30,18 @@ pub fn on_shim_exit(state_dir: std::path::PathBuf, then: impl FnOnce() + Send + 
     }
 }
 
-/// Where an attempt's processes stand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Proc {
-    /// No shim has recorded this attempt and none holds the lock.
-    NotStarted,
-    /// A shim holds the lock but has not yet recorded the worker.
-    Starting,
-    Alive,
-    /// The shim is gone (killed before it could finish) but processes of its attempt are not.
-    Lingering,
-    /// Recorded, and now gone.
-    Dead,
-}
+pub use crate::worker::runner::{Attempt, Proc, POLL};
 
-/// One attempt as its shim's records and the process table show it.
-#[derive(Debug, Clone)]
-pub struct Attempt {
-    pub proc: Proc,
-    /// Its `run.json` (the shim started the worker), if it is this attempt's.
-    pub run: Option<RunInfo>,
-    /// Its `exit.json` (every process of it gone, or it could not start), if it is this attempt's.
-    pub exit: Option<ExitInfo>,
-    /// With [`Proc::Lingering`]: the processes carrying the attempt's run-id mark
-    /// ([`shim::leftovers`]), to be killed ([`shim::kill_leftovers`]) before anything that
-    /// follows the attempt (its verdict, a rerun in the same worktree) is done.
-    pub leftovers: Vec<i32>,
-    /// A Slurm job still waiting in the queue: which, and why (`Slurm job 123: Resources`).
-    /// Neither running nor stale; it holds its slot.
-    pub queued: Option<String>,
-    /// Its runner is asked where it stands (a Slurm job): no file changes when it vanishes, so
-    /// it is looked at again every [`POLL`].
-    pub polled: bool,
-}
-
-/// How often an attempt whose runner must be asked ([`Attempt::polled`]) is looked at.
-pub const POLL: Duration = Duration::from_secs(2);
-
-/// Whether the shim `run` records is at work now: of this boot (`boot`, [`shim::boot_id`] read
-/// once per pass), alive, and proven the attempt's ([`shim::is_ours`]). The one test of a
-/// recorded shim's life, for every kind.
-pub fn running(run: &RunInfo, boot: &str) -> bool {
-    run.boot_id == boot && shim::is_ours(run)
-}
+pub use crate::worker::shim::running;
 
 /// Whether a shim is at work in `state`, whatever its attempt: its lock held (starting, or
-/// running), its recorded run [`running`], or a Slurm job recorded with no exit (queued or
-/// running on a node). A `run.json` that does not parse counts as not
+/// running), its recorded run [`running`], or a runner's handle recorded with no exit (queued,
+/// or running elsewhere). A `run.json` that does not parse counts as not
 /// running here (a caller that must count it says so itself).
 pub fn busy(state: &StateDir, boot: &str) -> bool {
     shim::shim_lock_held(state)
         || matches!(state.read_run(), Ok(Some(r)) if running(&r, boot))
-        || matches!(crate::worker::runner::slurm::Handle::read(state), Ok(Some(h)) if crate::worker::runner::holds_slot(state, h.attempt))
+        || crate::worker::runner::holds_any_slot(state)
 }
 
 /// Whether a meeting's turn is under way in `state`: the process running it holds the turn
@@ -92,46 +51,13 @@ pub fn turn_running(state: &StateDir) -> bool {
     crate::files::is_locked(&state.turn_lock())
 }
 
-/// Where `attempt` in `state` stands. `Err`: a record that cannot be trusted, saying which file
+/// Where `attempt` in `state` stands, as the runner holding it says
+/// (`runner::locate`). `Err`: a record that cannot be trusted, saying which file
 /// and why — one that does not parse, an implausible `run.json` ([`StateDir::read_run`]), or one
 /// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
 /// process is ever signalled by such a record: the caller reports it and leaves the attempt alone.
 pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
-    // A Slurm job's attempt: where it stands is Slurm's to say, with the shim's records.
-    let handle = crate::worker::runner::slurm::Handle::read(state).map_err(|e| format!("{e:#}"))?;
-    if let Some(handle) = handle.filter(|h| h.attempt == attempt) {
-        return crate::worker::runner::slurm::attempt(state, attempt, &handle);
-    }
-    let run = state.read_run().map_err(|e| format!("{e:#}"))?.filter(|r| r.attempt == attempt);
-    // Whether the shim runs is looked at before its exit record is read: a shim records its
-    // exit and then ends, so one seen ended has its record there to read. Read the other way
-    // round, a shim ending in between was taken for one killed before recording it.
-    let alive = run.as_ref().is_some_and(|r| running(r, boot));
-    let exit = read_json::<ExitInfo>(&state.exit()).map_err(|e| format!("{e:#}"))?.filter(|x| x.attempt == attempt);
-    if let Some(run) = run.as_ref().filter(|r| r.boot_id == boot && shim::shim_state(r) == shim::ShimState::Foreign) {
-        // A live process with the recorded pid and start time that is not the attempt's shim:
-        // the record was not written by it.
-        return Err(format!(
-            "{}: names pid {}, a running process that is not this attempt's shim; no process is signalled by it",
-            state.run().display(),
-            run.pid
-        ));
-    }
-    let mut proc = match (&run, &exit) {
-        (Some(_), _) if alive => Proc::Alive,
-        (Some(_), _) | (None, Some(_)) => Proc::Dead,
-        (None, None) if shim::shim_lock_held(state) => Proc::Starting,
-        (None, None) => Proc::NotStarted,
-    };
-    let mut leftovers = Vec::new();
-    if let (Proc::Dead, Some(run), None) = (proc, &run, &exit) {
-        // A shim that recorded no exit was killed: look for what it could not reap.
-        leftovers = shim::leftovers(run);
-        if !leftovers.is_empty() {
-            proc = Proc::Lingering;
-        }
-    }
-    Ok(Attempt { proc, run, exit, leftovers, queued: None, polled: false })
+    crate::worker::runner::locate(state, attempt, boot)
 }
 
 /// The reason an unresponsive worker fails with.

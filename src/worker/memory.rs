@@ -143,7 +143,7 @@ pub fn maybe_compact(home: &Path, project_memory: &Path, pkg: &Package, threshol
         cmd.arg("--unconfined");
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    crate::worker::shim::detach(&mut cmd);
+    crate::worker::process::detach(&mut cmd);
     let mut child = cmd.spawn().context("starting memory compaction")?;
     std::thread::spawn(move || child.wait());
     Ok(())
@@ -199,7 +199,7 @@ fn compact_now(home: &Path, project_memory: &Path, pkg: &Package, confined: bool
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
     // The command reads nothing of the home but its package.
-    let out = crate::worker::launch::filter::run_filter(pkg, &argv, &pkg.dir, &input, &tmp, confined, home, &Default::default());
+    let out = crate::worker::filter::run_filter(pkg, &argv, &pkg.dir, &input, &tmp, confined, home, &Default::default());
     let _ = std::fs::remove_dir_all(&tmp);
     let out = out.context("running the compact command")?;
     let text = String::from_utf8(out.stdout).map_err(|_| anyhow!("compact printed non-UTF-8"))?;

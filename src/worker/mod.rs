@@ -1,17 +1,20 @@
-//! Workers: their packages (`worker.yaml`, and those bundled in the binary), the one launch site of
-//! every kind (`launch`), the shim that runs and contains each attempt, the Landlock sandbox that
-//! confines it, whether it is alive (`liveness`), their memory, the toolbox they talk back through,
-//! telling their processes from others (`peer`), and
-//! where attempts run (`runner`: here, or on a Slurm cluster).
+//! Workers, in layers each naming only those below: process utilities (`process`, and `peer`:
+//! telling a worker's processes from others) ← the shim that runs and contains each attempt ←
+//! the runners that place it (`runner`: here, or elsewhere) ← the one launch site of every kind
+//! (`launch`) and whether an attempt is alive (`liveness`). Beside them: packages (`worker.yaml`,
+//! and those bundled in the binary), the Landlock sandbox, a package's filter commands, memory,
+//! the ACP client and the toolbox workers talk back through.
 
 pub mod acp;
 pub mod attempt;
 pub mod bundled;
+pub mod filter;
 pub mod launch;
 pub mod liveness;
 pub mod memory;
 pub mod package;
 pub mod peer;
+pub mod process;
 pub mod runner;
 pub mod sandbox;
 pub mod shim;

@@ -131,7 +131,8 @@ pub enum SandboxSpec {
     Confined {
         write: Vec<String>,
         read: Vec<String>,
-        slurm_client: bool,
+        /// `slurm_client` in worker.yaml.
+        cluster_client: bool,
     },
     Off,
 }
@@ -154,9 +155,17 @@ impl schemars::JsonSchema for SandboxSpec {
     }
 }
 
+/// The `sandbox:` key of worker.yaml that lets a worker use its cluster's client commands
+/// ([`SandboxSpec::Confined`]'s `cluster_client`).
+pub const CLUSTER_CLIENT_KEY: &str = "slurm_client";
+
+/// How `guild-hall workers` shows a package that set [`CLUSTER_CLIENT_KEY`]: said plainly, with
+/// MUNGE the worker can submit a job that runs unconfined.
+pub const CLUSTER_CLIENT_SHOWN: &str = "slurm_client (MUNGE reachable: can sbatch an UNCONFINED job as you)";
+
 impl Default for SandboxSpec {
     fn default() -> Self {
-        SandboxSpec::Confined { write: Vec::new(), read: Vec::new(), slurm_client: false }
+        SandboxSpec::Confined { write: Vec::new(), read: Vec::new(), cluster_client: false }
     }
 }
 
@@ -190,7 +199,7 @@ impl<'de> Deserialize<'de> for SandboxSpec {
                 for (key, p) in m.write.iter().map(|p| ("sandbox.write", p)).chain(m.read.iter().map(|p| ("sandbox.read", p))) {
                     expand_home(key, p).map_err(D::Error::custom)?;
                 }
-                Ok(SandboxSpec::Confined { write: m.write, read: m.read, slurm_client: m.slurm_client })
+                Ok(SandboxSpec::Confined { write: m.write, read: m.read, cluster_client: m.slurm_client })
             }
         }
     }
@@ -200,15 +209,15 @@ impl Serialize for SandboxSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             SandboxSpec::Off => s.serialize_str("off"),
-            SandboxSpec::Confined { write, read, slurm_client } => {
+            SandboxSpec::Confined { write, read, cluster_client } => {
                 use serde::ser::SerializeMap;
                 let mut m = s.serialize_map(None)?;
                 m.serialize_entry("write", write)?;
                 if !read.is_empty() {
                     m.serialize_entry("read", read)?;
                 }
-                if *slurm_client {
-                    m.serialize_entry("slurm_client", slurm_client)?;
+                if *cluster_client {
+                    m.serialize_entry(CLUSTER_CLIENT_KEY, cluster_client)?;
                 }
                 m.end()
             }
@@ -450,8 +459,8 @@ impl Package {
     }
 
     /// The package's `sandbox.slurm_client`: its confined worker may reach MUNGE's socket.
-    pub fn slurm_client(&self) -> bool {
-        matches!(self.manifest.sandbox, SandboxSpec::Confined { slurm_client: true, .. })
+    pub fn cluster_client(&self) -> bool {
+        matches!(self.manifest.sandbox, SandboxSpec::Confined { cluster_client: true, .. })
     }
 
     /// `commission`, or `worker`: the worker-dispatch spec's word for a package that takes
@@ -559,6 +568,16 @@ fn search_executable(prog: &str) -> Option<PathBuf> {
 fn search_path(prog: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| p.is_file())
+}
+
+// Here, not beside the bundled files: a package's manifest is this module's to parse, and the
+// bundled files know nothing of it.
+impl super::bundled::BundledPackage {
+    /// Its `worker.yaml`, parsed (a unit test proves every bundled one parses).
+    pub fn manifest(&self) -> Manifest {
+        let text = self.files.iter().find(|f| f.name == "worker.yaml").map(|f| f.bytes).unwrap_or_default();
+        serde_yaml_ng::from_slice(text).unwrap_or_else(|e| panic!("bundled package {}: worker.yaml: {e}", self.dir))
+    }
 }
 
 /// How to install the bundled package `name`.

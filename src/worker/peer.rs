@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::config::Home;
-use crate::worker::shim::RUN_ID_VAR;
+use crate::worker::process::RUN_ID_VAR;
 
 /// Why `pid` runs a worker's code for `home`, or `None` if it does not.
 ///

@@ -173,9 +173,9 @@ pub struct Policy {
     /// How the package wrote a writable path (its `sandbox.write` entry, maybe
     /// `${NAME:-DEFAULT}`): errors name that, never the expanded value.
     pub written_as: std::collections::BTreeMap<PathBuf, String>,
-    /// The package's `sandbox.slurm_client`: MUNGE's socket stays reachable, so the worker can
-    /// run Slurm's client commands (`sbatch`, `scontrol`, `srun`) as the person.
-    pub slurm_client: bool,
+    /// The package asked for its cluster's client commands ([`crate::worker::Package::cluster_client`]):
+    /// MUNGE's socket stays reachable, so the worker can run them as the person.
+    pub cluster_client: bool,
     /// Directories (everything beneath them) and files it may create, change, remove and read.
     pub writable: Vec<PathBuf>,
     /// Directories and files it may read and run although they lie in a hidden dir (a path
@@ -241,8 +241,8 @@ impl Policy {
             field(path.as_os_str().as_bytes());
             field(entry.as_bytes());
         }
-        if self.slurm_client {
-            field(b"slurm_client");
+        if self.cluster_client {
+            field(b"cluster_client");
         }
         out
     }
@@ -271,7 +271,7 @@ impl Policy {
                     let entry = fields.next().ok_or("a shown path without its entry")?;
                     policy.written_as.insert(p, String::from_utf8_lossy(entry).into_owned());
                 }
-                b"slurm_client" => policy.slurm_client = true,
+                b"cluster_client" => policy.cluster_client = true,
                 other => return Err(format!("unknown entry {:?}", String::from_utf8_lossy(other))),
             }
         }
@@ -346,7 +346,7 @@ impl Policy {
                 add_rule(&fd, &canonical, read, Follow::Yes).map_err(err)?;
             }
         }
-        let sockets = SocketMask::around(&self.own, self.slurm_client);
+        let sockets = SocketMask::around(&self.own, self.cluster_client);
         Ok(Prepared { fd, sockets })
     }
 }
@@ -476,8 +476,8 @@ fn is_socket(path: &Path) -> bool {
 
 impl SocketMask {
     /// The sockets to mask for an attempt whose own dirs are `own`; MUNGE's stays reachable
-    /// only to a package that asked for it (`slurm_client`).
-    fn around(own: &[PathBuf], slurm_client: bool) -> SocketMask {
+    /// only to a package that asked for it (`cluster_client`).
+    fn around(own: &[PathBuf], cluster_client: bool) -> SocketMask {
         use std::os::unix::ffi::OsStrExt;
         let (enabled, why_not) = match pathname_socket_support() {
             Ok(()) => (true, None),
@@ -487,7 +487,7 @@ impl SocketMask {
         let sockets = match enabled {
             true => listening_sockets(own)
                 .into_iter()
-                .filter(|p| !(slurm_client && munge(p)))
+                .filter(|p| !(cluster_client && munge(p)))
                 .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
                 .collect(),
             false => Vec::new(),
@@ -785,7 +785,7 @@ mod tests {
             hidden: vec![PathBuf::from("/h")],
             own: vec![PathBuf::from("/w")],
             written_as: [(odd, "${SECRET:-/tmp/x}".to_string())].into_iter().collect(),
-            slurm_client: true,
+            cluster_client: true,
         };
         assert_eq!(Policy::from_file_bytes(&policy.to_file_bytes()), Ok(policy));
         assert!(Policy::from_file_bytes(b"guild-hall-policy-1\0write\0").is_err());

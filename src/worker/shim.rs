@@ -1,9 +1,13 @@
-//! Worker processes: the `guild-hall shim` supervisor (its own session, the attempt's child
-//! subreaper: starts the worker confined, caps its log, stops every process of the attempt,
-//! writes `exit.json` only when all are gone), liveness by pid + start time + boot id, and
-//! CPU samples for the heartbeat. Linux `/proc` based.
+//! The supervisor of one attempt, `guild-hall shim`: its own session, the attempt's child
+//! subreaper; starts the worker confined, caps its log, stops every process of the attempt, and
+//! writes `exit.json` only when all are gone (or, from `refuse`, why the worker never ran).
+//! Also its command line ([`ShimArgv`], owned here), how it is started, and how its records and
+//! the process table say it stands. Knows no runner: one that starts it elsewhere passes its
+//! check in ([`run_shim`]'s `admit`). Built on [`crate::worker::process`].
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,47 +20,26 @@ use nix::sys::signal::Signal;
 
 use crate::activity::state::{ExitInfo, RunInfo, StateDir};
 use crate::files::{read_json, write_json};
+use crate::worker::process::{self, Host, Processes, Reaped};
 
-/// The kernel's boot id: a pid from another boot is never alive.
-pub fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
-}
-
-/// Parsed `/proc/<pid>/stat`: state, start time and CPU ticks (self + reaped children).
-#[derive(Debug, Clone, Copy)]
-pub struct ProcStat {
-    pub state: char,
-    pub start_time: u64,
-    pub cpu_ticks: u64,
-}
-
-pub fn proc_stat(pid: i32) -> Option<ProcStat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may contain spaces: split after it.
-    let rest = &text[text.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state); field N is f[N - 3].
-    let num = |n: usize| f.get(n - 3).and_then(|v| v.parse::<u64>().ok());
-    Some(ProcStat { state: f.first()?.chars().next()?, start_time: num(22)?, cpu_ticks: num(14)? + num(15)? + num(16)? + num(17)? })
-}
+// Process utilities that callers outside `worker/` still name through the shim.
+pub use crate::worker::process::{boot_id, detach, proc_stat, ProcStat, RUN_ID_VAR};
 
 /// Same boot, pid exists, same start time, not a zombie: the process `run` describes still
 /// runs. Liveness only; before a signal, [`is_ours`] proves it is the attempt's shim.
-fn is_alive(run: &RunInfo) -> bool {
-    if run.implausible().is_some() || run.boot_id != boot_id() {
+fn is_alive(p: &impl Processes, run: &RunInfo) -> bool {
+    if run.implausible().is_some() || run.boot_id != p.boot_id() {
         return false;
     }
-    match proc_stat(run.pid) {
-        Some(st) => st.start_time == run.start_time && st.state != 'Z' && st.state != 'X',
-        None => false,
-    }
+    p.stat(run.pid).is_some_and(|st| st.start_time == run.start_time && !st.ended())
 }
 
 /// The process `run` describes is alive and is the attempt's shim: same boot, pid, start time,
 /// and the attempt's run-id mark in its environment. A `run.json` naming anyone else's process
 /// — a forged or corrupt one — never passes, whatever else it copies right.
 pub fn is_ours(run: &RunInfo) -> bool {
-    is_alive(run) && carries_mark(run.pid, run)
+    let host = Host::default();
+    is_alive(&host, run) && carries_mark(&host, run.pid, run)
 }
 
 /// How a recorded shim stands: running and proven the attempt's, gone, or a live process that
@@ -71,88 +54,43 @@ pub enum ShimState {
 /// A process in the middle of exiting has no environment left to read: that is the shim
 /// ending (it wrote `exit.json` first), not a foreign process, and neither is signalled.
 pub fn shim_state(run: &RunInfo) -> ShimState {
-    if !is_alive(run) {
+    shim_state_in(&Host::default(), run)
+}
+
+fn shim_state_in(p: &impl Processes, run: &RunInfo) -> ShimState {
+    if !is_alive(p, run) {
         return ShimState::Gone;
     }
-    match std::fs::read(format!("/proc/{}/environ", run.pid)) {
-        Ok(env) if env.is_empty() => ShimState::Gone,
-        Ok(_) if carries_mark(run.pid, run) => ShimState::Ours,
-        Ok(_) => {
+    match p.environ(run.pid) {
+        Some(env) if env.is_empty() => ShimState::Gone,
+        Some(_) if carries_mark(p, run.pid, run) => ShimState::Ours,
+        Some(_) => {
             // A shim tearing its memory down as it exits can give a cut-off environment, the
             // mark missing; it is a zombie a moment later. Only a process still alive, still
             // without the mark, is foreign (a forged record: rare, so the wait costs nothing).
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            match std::fs::read(format!("/proc/{}/environ", run.pid)) {
-                _ if !is_alive(run) => ShimState::Gone,
-                Ok(env) if env.is_empty() => ShimState::Gone,
-                Ok(_) if carries_mark(run.pid, run) => ShimState::Ours,
-                Ok(_) => ShimState::Foreign,
-                Err(_) => ShimState::Gone,
+            p.pause(Duration::from_millis(50));
+            match p.environ(run.pid) {
+                _ if !is_alive(p, run) => ShimState::Gone,
+                Some(env) if env.is_empty() => ShimState::Gone,
+                Some(_) if carries_mark(p, run.pid, run) => ShimState::Ours,
+                Some(_) => ShimState::Foreign,
+                None => ShimState::Gone,
             }
         }
-        Err(_) => ShimState::Gone,
+        None => ShimState::Gone,
     }
+}
+
+/// Whether the shim `run` records is at work now: of this boot (`boot`, [`boot_id`] read once
+/// per pass), alive, and proven the attempt's ([`is_ours`]). The one test of a recorded shim's
+/// life, for every kind.
+pub fn running(run: &RunInfo, boot: &str) -> bool {
+    run.boot_id == boot && is_ours(run)
 }
 
 /// Whether some shim holds this commission's lock (it is starting or running).
 pub fn shim_lock_held(state: &StateDir) -> bool {
     crate::files::is_locked(&state.shim_lock())
-}
-
-/// Run `cmd` in a session of its own, so that no terminal signal or group kill of ours
-/// reaches it and it outlives a `--once` reconciler.
-pub fn detach(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
-    }
-}
-
-/// A handle on one process that cannot be confused with a later process of the same pid.
-struct PidFd(std::os::fd::OwnedFd);
-
-impl PidFd {
-    fn open(pid: i32) -> Option<PidFd> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
-        // SAFETY: a non-negative return is a fresh fd that we now own.
-        (fd >= 0).then(|| PidFd(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }))
-    }
-
-    /// Until the process ends, a signal arrives, or `at_most` passes.
-    fn wait_exit(&self, at_most: Duration) {
-        use std::os::fd::AsFd;
-        let mut fds = [nix::poll::PollFd::new(self.0.as_fd(), nix::poll::PollFlags::POLLIN)];
-        let ms = u16::try_from(at_most.as_millis()).unwrap_or(u16::MAX);
-        let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms));
-    }
-
-    fn signal(&self, sig: Signal) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        // SAFETY: the fd is a pidfd we own; a null siginfo means "as kill(2)".
-        let r = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.0.as_raw_fd(), sig as i32, std::ptr::null::<u8>(), 0u32) };
-        if r == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ESRCH) {
-            return Ok(());
-        }
-        Err(e)
-    }
-}
-
-/// Signal `pid` only if, once pinned by a pidfd, it still passes `still_ours`: a pid that was
-/// reused by another process in between is never signalled.
-fn signal_if(pid: i32, sig: Signal, still_ours: impl Fn(i32) -> bool) -> std::io::Result<bool> {
-    let Some(fd) = PidFd::open(pid) else { return Ok(false) };
-    if !still_ours(pid) {
-        return Ok(false);
-    }
-    fd.signal(sig)?;
-    Ok(true)
 }
 
 /// How the reconciler asks a shim to end its attempt.
@@ -172,57 +110,15 @@ pub fn stop_attempt(run: &RunInfo, how: Stop) -> Result<()> {
         Stop::Term => Signal::SIGTERM,
         Stop::Kill => Signal::SIGUSR1,
     };
-    signal_if(run.pid, sig, |_| is_ours(run)).with_context(|| format!("signalling the shim (pid {})", run.pid))?;
+    process::signal_if(run.pid, sig, |_| is_ours(run)).with_context(|| format!("signalling the shim (pid {})", run.pid))?;
     Ok(())
 }
 
-/// One row of the process table.
-#[derive(Debug, Clone)]
-struct ProcEntry {
-    pid: i32,
-    ppid: i32,
-    /// Dead, waiting to be reaped by its parent: nothing left to stop.
-    zombie: bool,
-}
-
-fn read_entry(pid: i32) -> Option<ProcEntry> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 3 (state) and 4 (ppid) are f[0] and f[1].
-    let zombie = matches!(*f.first()?, "Z" | "X");
-    Some(ProcEntry { pid, ppid: f.get(1)?.parse().ok()?, zombie })
-}
-
-fn process_table() -> Vec<ProcEntry> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()).filter_map(read_entry).collect()
-}
-
-/// Every descendant of `root` (children, their children, ...), from one look at /proc.
-pub fn descendants(root: i32) -> Vec<i32> {
-    let table = process_table();
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for e in table.iter().filter(|e| e.ppid == p) {
-            out.push(e.pid);
-            frontier.push(e.pid);
-        }
-    }
-    out
-}
-
-fn environ_has(pid: i32, entry: &[u8]) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == entry))
-}
-
-/// The environment variable that marks every process of one attempt (its value is the run id).
-pub const RUN_ID_VAR: &str = "GUILD_HALL_RUN_ID";
-
 /// Whether `pid` carries the attempt's run-id mark (only a well-formed run id counts).
-fn carries_mark(pid: i32, run: &RunInfo) -> bool {
-    pid > 1 && crate::activity::state::valid_run_id(&run.run_id) && environ_has(pid, format!("{RUN_ID_VAR}={}", run.run_id).as_bytes())
+fn carries_mark(p: &impl Processes, pid: i32, run: &RunInfo) -> bool {
+    pid > 1
+        && crate::activity::state::valid_run_id(&run.run_id)
+        && process::carries(p, pid, format!("{RUN_ID_VAR}={}", run.run_id).as_bytes())
 }
 
 /// Processes of an attempt whose shim is gone (killed before it could reap them): those
@@ -232,11 +128,15 @@ fn carries_mark(pid: i32, run: &RunInfo) -> bool {
 /// environment and left the shim's session is not found (the shim, its subreaper, stops such
 /// processes while it lives).
 pub fn leftovers(run: &RunInfo) -> Vec<i32> {
-    if run.implausible().is_some() || run.boot_id != boot_id() {
+    leftovers_in(&Host::default(), run)
+}
+
+fn leftovers_in(p: &impl Processes, run: &RunInfo) -> Vec<i32> {
+    if run.implausible().is_some() || run.boot_id != p.boot_id() {
         return Vec::new();
     }
-    let me = std::process::id() as i32;
-    process_table().into_iter().filter(|e| e.pid > 1 && e.pid != me && !e.zombie && carries_mark(e.pid, run)).map(|e| e.pid).collect()
+    let me = p.me();
+    p.table().into_iter().filter(|e| e.pid > 1 && e.pid != me && !e.zombie && carries_mark(p, e.pid, run)).map(|e| e.pid).collect()
 }
 
 /// Whether a live process (not this one) works in `dir` or below it (its current directory):
@@ -245,11 +145,12 @@ pub fn leftovers(run: &RunInfo) -> Vec<i32> {
 /// process's `cwd` link.
 pub fn working_in(dir: &std::path::Path) -> bool {
     let Ok(dir) = dir.canonicalize() else { return false };
-    let me = std::process::id() as i32;
-    process_table()
+    let host = Host::default();
+    let me = host.me();
+    host.table()
         .into_iter()
         .filter(|e| e.pid > 1 && e.pid != me && !e.zombie)
-        .any(|e| std::fs::read_link(format!("/proc/{}/cwd", e.pid)).is_ok_and(|cwd| cwd.starts_with(&dir)))
+        .any(|e| host.cwd(e.pid).is_some_and(|cwd| cwd.starts_with(&dir)))
 }
 
 /// SIGKILL what [`leftovers`] found, re-checking each one's mark once it is pinned.
@@ -257,11 +158,185 @@ pub fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
     if let Some(why) = run.implausible() {
         anyhow::bail!("not killing leftovers of an implausible run record: {why}");
     }
-    let me = std::process::id() as i32;
+    let host = Host::default();
+    let me = host.me();
     for &pid in pids.iter().filter(|&&p| p > 1 && p != me) {
-        signal_if(pid, Signal::SIGKILL, |p| carries_mark(p, run)).with_context(|| format!("killing leftover process {pid}"))?;
+        host.signal_if(pid, Signal::SIGKILL, &|p| carries_mark(&host, p, run))
+            .with_context(|| format!("killing leftover process {pid}"))?;
     }
     Ok(())
+}
+
+/// Record `attempt` in `state` as one whose worker never ran, and why: the one way an attempt
+/// is refused, by the shim or before it (a launch, a runner), its `exit.json` judged by the
+/// next pass like any other.
+pub(crate) fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
+    std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
+    write_json(&state.exit(), &ExitInfo::error(attempt, why.to_string()))
+}
+
+/// How the shim is told to confine the worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confine {
+    /// The file holding its sandbox policy (what it may write and read); the private temp dir
+    /// is always added.
+    Policy(PathBuf),
+    /// Run it without Landlock confinement.
+    Unconfined,
+}
+
+/// The `guild-hall shim` command line (after the subcommand): made by the library
+/// ([`ShimArgv::to_args`]) and read back by the binary ([`ShimArgv::parse`]), one owner for
+/// both ends. The worker's argv is always last, after `--`, and `--state-dir` comes before it
+/// ([`crate::worker::peer`] reads it from a shim's command line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShimArgv {
+    /// The attempt's runtime dir: run.json, exit.json and the log are written there.
+    pub state_dir: PathBuf,
+    /// The attempt number (names the log and the mailbox).
+    pub attempt: u32,
+    /// The worker's working directory (its worktree).
+    pub cwd: PathBuf,
+    /// Time between SIGTERM and SIGKILL when the attempt is stopped.
+    pub grace: Duration,
+    /// Rotate the attempt's log at this size.
+    pub log_max_bytes: u64,
+    pub confine: Confine,
+    /// The worker's stdout is the shim's (a meeting turn streamed to its caller), and the
+    /// attempt is stopped when the caller dies.
+    pub stream: bool,
+    /// A pipe end the shim closes once `run.json` is written (its starter waits on it).
+    pub ready_fd: Option<i32>,
+    /// The worker's command and its arguments.
+    pub argv: Vec<String>,
+}
+
+/// Why a `guild-hall shim` command line was not understood.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ShimArgvError {
+    #[error("guild-hall shim: {0} needs a value")]
+    MissingValue(&'static str),
+    #[error("guild-hall shim: {0} {1:?} is not valid: {2}")]
+    Invalid(&'static str, String, String),
+    #[error("guild-hall shim: {0} is required")]
+    Required(&'static str),
+    #[error("guild-hall shim: --policy and --unconfined exclude each other")]
+    PolicyAndUnconfined,
+    #[error("guild-hall shim: unknown option {0:?}")]
+    Unknown(String),
+    #[error("guild-hall shim: the worker's command is required, after --")]
+    NoCommand,
+}
+
+impl ShimArgv {
+    /// The default `--grace` and `--log-max-bytes` when the command line leaves them out.
+    const GRACE: Duration = Duration::from_secs(30);
+    const LOG_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+    /// The arguments after `guild-hall shim`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec![
+            "--state-dir".into(),
+            self.state_dir.clone().into(),
+            "--attempt".into(),
+            self.attempt.to_string().into(),
+            "--cwd".into(),
+            self.cwd.clone().into(),
+            "--grace".into(),
+            humantime::format_duration(self.grace).to_string().into(),
+            "--log-max-bytes".into(),
+            self.log_max_bytes.to_string().into(),
+        ];
+        match &self.confine {
+            Confine::Policy(file) => a.extend(["--policy".into(), file.clone().into_os_string()]),
+            Confine::Unconfined => a.push("--unconfined".into()),
+        }
+        if self.stream {
+            a.push("--stream".into());
+        }
+        if let Some(fd) = self.ready_fd {
+            a.extend(["--ready-fd".into(), fd.to_string().into()]);
+        }
+        a.push("--".into());
+        a.extend(self.argv.iter().map(OsString::from));
+        a
+    }
+
+    /// Read the arguments after `guild-hall shim` (`--name value` or `--name=value`).
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<ShimArgv, ShimArgvError> {
+        let mut args = args.into_iter();
+        let (mut state_dir, mut attempt, mut cwd, mut policy) = (None, None, None, None);
+        let (mut grace, mut log_max_bytes, mut unconfined, mut stream, mut ready_fd) =
+            (Self::GRACE, Self::LOG_MAX_BYTES, false, false, None);
+        let mut argv = None;
+        while let Some(arg) = args.next() {
+            if arg == "--" {
+                let rest: Result<Vec<String>, _> = args.by_ref().map(|a| a.into_string()).collect();
+                argv =
+                    Some(rest.map_err(|a| {
+                        ShimArgvError::Invalid("the worker's command", a.to_string_lossy().into_owned(), "not UTF-8".into())
+                    })?);
+                break;
+            }
+            let (name, inline) = split_option(&arg);
+            let mut value = |flag: &'static str| inline.clone().or_else(|| args.next()).ok_or(ShimArgvError::MissingValue(flag));
+            match name.as_str() {
+                "--state-dir" => state_dir = Some(PathBuf::from(value("--state-dir")?)),
+                "--attempt" => attempt = Some(number("--attempt", value("--attempt")?)?),
+                "--cwd" => cwd = Some(PathBuf::from(value("--cwd")?)),
+                "--grace" => {
+                    let v = text("--grace", value("--grace")?)?;
+                    grace = humantime::parse_duration(&v).map_err(|e| ShimArgvError::Invalid("--grace", v, e.to_string()))?;
+                }
+                "--log-max-bytes" => log_max_bytes = number("--log-max-bytes", value("--log-max-bytes")?)?,
+                "--policy" => policy = Some(PathBuf::from(value("--policy")?)),
+                "--unconfined" if inline.is_none() => unconfined = true,
+                "--stream" if inline.is_none() => stream = true,
+                "--ready-fd" => ready_fd = Some(number("--ready-fd", value("--ready-fd")?)?),
+                _ => return Err(ShimArgvError::Unknown(arg.to_string_lossy().into_owned())),
+            }
+        }
+        let confine = match (policy, unconfined) {
+            (Some(_), true) => return Err(ShimArgvError::PolicyAndUnconfined),
+            (Some(file), false) => Confine::Policy(file),
+            (None, true) => Confine::Unconfined,
+            (None, false) => return Err(ShimArgvError::Required("--policy or --unconfined")),
+        };
+        let argv = argv.filter(|a| !a.is_empty()).ok_or(ShimArgvError::NoCommand)?;
+        Ok(ShimArgv {
+            state_dir: state_dir.ok_or(ShimArgvError::Required("--state-dir"))?,
+            attempt: attempt.ok_or(ShimArgvError::Required("--attempt"))?,
+            cwd: cwd.ok_or(ShimArgvError::Required("--cwd"))?,
+            grace,
+            log_max_bytes,
+            confine,
+            stream,
+            ready_fd,
+            argv,
+        })
+    }
+}
+
+/// `--name=value` as (`--name`, `value`); `--name` as (`--name`, none).
+fn split_option(arg: &OsStr) -> (String, Option<OsString>) {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = arg.as_bytes();
+    match bytes.iter().position(|b| *b == b'=').filter(|_| bytes.starts_with(b"--")) {
+        Some(i) => (String::from_utf8_lossy(&bytes[..i]).into_owned(), Some(OsStr::from_bytes(&bytes[i + 1..]).to_owned())),
+        None => (arg.to_string_lossy().into_owned(), None),
+    }
+}
+
+fn text(flag: &'static str, v: OsString) -> Result<String, ShimArgvError> {
+    v.into_string().map_err(|v| ShimArgvError::Invalid(flag, v.to_string_lossy().into_owned(), "not UTF-8".into()))
+}
+
+fn number<T: std::str::FromStr>(flag: &'static str, v: OsString) -> Result<T, ShimArgvError>
+where
+    T::Err: std::fmt::Display,
+{
+    let v = text(flag, v)?;
+    v.parse().map_err(|e: T::Err| ShimArgvError::Invalid(flag, v.clone(), e.to_string()))
 }
 
 /// Everything needed to start one attempt under the shim (made by `worker::launch`).
@@ -290,7 +365,6 @@ pub fn spawn_shim(launch: &Spec) -> Result<()> {
     use std::os::fd::AsRawFd;
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
-    let mut cmd = shim_command(launch)?;
     // Close-on-exec here, so no other child started meanwhile (dispatches run at once) holds
     // it; kept open across this one exec only.
     let (ready, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating the shim's ready pipe")?;
@@ -309,8 +383,7 @@ pub fn spawn_shim(launch: &Spec) -> Result<()> {
         _ => ready_w,
     };
     let fd = ready_w.as_raw_fd();
-    cmd.arg("--ready-fd").arg(fd.to_string());
-    push_argv(&mut cmd, launch);
+    let mut cmd = shim_command(launch, false, Some(fd))?;
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     detach(&mut cmd);
     {
@@ -363,9 +436,7 @@ pub fn spawn_shim(launch: &Spec) -> Result<()> {
 pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
-    let mut cmd = shim_command(launch)?;
-    cmd.arg("--stream");
-    push_argv(&mut cmd, launch);
+    let mut cmd = shim_command(launch, true, None)?;
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
     detach(&mut cmd);
     cmd.spawn().context("starting guild-hall shim")
@@ -375,31 +446,18 @@ pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
 pub type Environment = Vec<(std::ffi::OsString, std::ffi::OsString)>;
 
 /// The `guild-hall shim` command line (the worker's argv last) and its whole environment,
-/// for a runner that starts it elsewhere (a Slurm batch job).
+/// for a runner that starts it elsewhere.
 pub fn shim_invocation(launch: &Spec) -> Result<(Vec<std::ffi::OsString>, Environment)> {
-    let mut cmd = shim_command(launch)?;
-    push_argv(&mut cmd, launch);
+    let cmd = shim_command(launch, false, None)?;
     let argv = std::iter::once(cmd.get_program().to_owned()).chain(cmd.get_args().map(|a| a.to_owned())).collect();
     let env = cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
     Ok((argv, env))
 }
 
-/// The `guild-hall shim` command line and environment for `launch` (stdio left to the caller).
-fn shim_command(launch: &Spec) -> Result<Command> {
+/// The `guild-hall shim` command and environment for `launch` (stdio left to the caller).
+fn shim_command(launch: &Spec, stream: bool, ready_fd: Option<i32>) -> Result<Command> {
     let exe = std::env::current_exe().context("locating the guild-hall binary")?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("shim")
-        .arg("--state-dir")
-        .arg(&launch.state.0)
-        .arg("--attempt")
-        .arg(launch.attempt.to_string())
-        .arg("--cwd")
-        .arg(&launch.cwd)
-        .arg("--grace")
-        .arg(humantime::format_duration(launch.grace).to_string())
-        .arg("--log-max-bytes")
-        .arg(launch.log_max_bytes.to_string());
-    match &launch.sandbox {
+    let confine = match &launch.sandbox {
         Some(policy) => {
             // In a file of the attempt's (0600, in the home no worker reads), never on the
             // command line: every process of the machine reads that, and an expanded
@@ -408,12 +466,23 @@ fn shim_command(launch: &Spec) -> Result<Command> {
             crate::files::write_atomic(&file, &policy.to_file_bytes())?;
             std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
                 .with_context(|| format!("making {} private", file.display()))?;
-            cmd.arg("--policy").arg(&file);
+            Confine::Policy(file)
         }
-        None => {
-            cmd.arg("--unconfined");
-        }
-    }
+        None => Confine::Unconfined,
+    };
+    let argv = ShimArgv {
+        state_dir: launch.state.0.clone(),
+        attempt: launch.attempt,
+        cwd: launch.cwd.clone(),
+        grace: launch.grace,
+        log_max_bytes: launch.log_max_bytes,
+        confine,
+        stream,
+        ready_fd,
+        argv: launch.argv.clone(),
+    };
+    let mut cmd = Command::new(exe);
+    cmd.arg("shim").args(argv.to_args());
     cmd.env_clear()
         .envs(INHERITED_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))))
         .envs(&launch.env)
@@ -428,13 +497,8 @@ pub fn policy_file(state: &StateDir, attempt: u32) -> PathBuf {
     state.0.join(format!("sandbox-policy.{attempt}"))
 }
 
-/// The worker's argv, always last on the shim's command line.
-fn push_argv(cmd: &mut Command, launch: &Spec) {
-    cmd.arg("--").args(&launch.argv);
-}
-
-/// Set in the shim's environment by a runner whose node the reconciler cannot see into (Slurm):
-/// the shim writes the worker's CPU time to [`cpu_file`].
+/// Set in the shim's environment by a runner whose node the reconciler cannot see into: the
+/// shim writes the worker's CPU time to [`cpu_file`].
 pub const CPU_BEAT_VAR: &str = "GUILD_HALL_CPU_BEAT";
 
 /// `cpu.json` in the attempt's state dir: `{"attempt": A, "cpu_ticks": N}`, the worker's CPU time
@@ -461,36 +525,25 @@ fn cpu_beats(attempt: u32, worker: i32, path: &Path, done: &AtomicBool) {
     }
 }
 
-/// How the shim runs one attempt (its command line).
-#[derive(Debug, Clone)]
-pub struct ShimArgs {
-    pub state_dir: PathBuf,
-    pub attempt: u32,
-    pub cwd: PathBuf,
-    pub argv: Vec<String>,
-    pub grace: Duration,
-    pub log_max_bytes: u64,
-    pub sandbox: Option<crate::worker::sandbox::Policy>,
-    /// The worker's stdout goes to the shim's own (a meeting turn read by its caller), and the
-    /// caller's death stops the attempt.
-    pub stream: bool,
-    /// A pipe end to close once `run.json` is written (the starter waits on it).
-    pub ready_fd: Option<std::os::fd::RawFd>,
-}
+/// What a runner that started the shim elsewhere says of running `attempt` of `state` here:
+/// `Some(why)` if this process is not the one to run it (the shim then ends without a record:
+/// the attempt is another process's to run or refuse).
+pub type Admit<'a> = &'a dyn Fn(&StateDir, u32) -> Option<String>;
 
 /// The shim's body. Returns its exit code. Runs as a separate process, never in the reconciler.
 ///
 /// It is the attempt's child subreaper: whatever the worker starts — even with `setsid` or a
 /// double fork — stays its descendant, and nothing of the attempt outlives it. The worker
 /// itself dies with the shim (parent-death signal); anything else a killed shim leaves behind
-/// is found by the reconciler through the run id ([`leftovers`]).
-pub fn run_shim(args: &ShimArgs) -> Result<i32> {
+/// is found by the reconciler through the run id ([`leftovers`]). Once it holds the attempt's
+/// lock and the attempt has no record, every way it fails is recorded through `refuse`.
+pub fn run_shim(args: &ShimArgv, admit: Admit<'_>) -> Result<i32> {
     let state = StateDir(args.state_dir.clone());
     let attempt = args.attempt;
     // The reconciler's end of the wait for `run.json`: never the worker's, closed once it is
     // written (or when the shim returns without it).
     // SAFETY: F_GETFD only asks whether the fd is open.
-    let ready = args.ready_fd.filter(|&fd| fd > 2 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0).map(|fd| {
+    let mut ready = args.ready_fd.filter(|&fd| fd > 2 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0).map(|fd| {
         // SAFETY: `--ready-fd` names the pipe end `spawn_shim` left open across the exec, owned
         // by nothing else in this process.
         let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
@@ -498,8 +551,6 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         owned
     });
-    // Held for the shim's whole life: a second shim for the same commission waits here and
-    // then finds this attempt already started, so no duplicate worker is ever run.
     if args.stream {
         // The caller reads the turn as it happens: when it dies, the turn ends (SIGTERM, the
         // same path as a cancel). Checked after arming, so a caller already gone counts too.
@@ -510,74 +561,181 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
             return Ok(0);
         }
     }
+    // Held for the shim's whole life: a second shim for the same commission waits here and
+    // then finds this attempt already started, so no duplicate worker is ever run. Without it
+    // nothing is recorded: another shim may hold the attempt, and its record is not ours to write.
     let _lock = crate::files::lock(&state.shim_lock(), crate::files::Lock::Exclusive)?;
-    if std::env::var_os(CPU_BEAT_VAR).is_some() {
-        // Submitted by the Slurm runner: run only in the job `slurm.json` records for the
-        // attempt (not in one of a submission given up whose sbatch answered late).
-        let (id, name) = (std::env::var("SLURM_JOB_ID").ok(), std::env::var("SLURM_JOB_NAME").ok());
-        if let Some(why) = crate::worker::runner::slurm::not_the_recorded_job(&state, attempt, id.as_deref(), name.as_deref()) {
-            eprintln!("guild-hall shim: not running attempt {attempt} here: {why}");
-            return Ok(1);
-        }
+    if let Some(why) = admit(&state, attempt) {
+        eprintln!("guild-hall shim: not running attempt {attempt} here: {why}");
+        return Ok(1);
     }
     if matches!(read_json::<RunInfo>(&state.run()), Ok(Some(r)) if r.attempt == attempt)
         || matches!(read_json::<ExitInfo>(&state.exit()), Ok(Some(x)) if x.attempt == attempt)
     {
         return Ok(0);
     }
-    let fail = |why: String| -> Result<i32> {
-        write_json(&state.exit(), &ExitInfo::error(attempt, why))?;
-        Ok(127)
-    };
-    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        return fail(format!("cannot become the attempt's subreaper: {}", std::io::Error::last_os_error()));
+    match run_attempt(&state, args, &mut ready) {
+        Ok(()) => Ok(0),
+        Err(why) => {
+            refuse(&state, attempt, &why)?;
+            Ok(127)
+        }
     }
+}
+
+/// What the reconciler asks by signal, set by the shim's handlers: SIGTERM stop the attempt,
+/// SIGUSR1 kill it now. SIGHUP and SIGINT (a terminal going away) only set a flag nobody reads.
+#[derive(Default)]
+struct Asked {
+    term: Arc<AtomicBool>,
+    kill: Arc<AtomicBool>,
+}
+
+impl Asked {
+    /// Handlers for every signal the shim is asked by, registered before the worker is spawned:
+    /// a request that arrives meanwhile is kept, never the default action's end of the shim.
+    fn register() -> std::io::Result<Asked> {
+        let asked = Asked::default();
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, asked.term.clone())?;
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.kill.clone())?;
+        let ignored = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGHUP, ignored.clone())?;
+        signal_hook::flag::register(signal_hook::consts::SIGINT, ignored)?;
+        Ok(asked)
+    }
+}
+
+/// Run the worker of one attempt to its end, recording its start (`run.json`, then `ready`
+/// closed) and its exit. `Err`: why the worker never ran or its end could not be recorded, for
+/// [`refuse`].
+fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd::OwnedFd>) -> Result<(), String> {
+    let attempt = args.attempt;
     // A private temp dir, fresh for each attempt (TMPDIR points here).
     let tmp = state.tmp();
     let _ = std::fs::remove_dir_all(&tmp);
     if let Err(e) = std::fs::create_dir_all(&tmp) {
-        return fail(format!("cannot create the private temp dir {}: {e}", tmp.display()));
+        return Err(format!("cannot create the private temp dir {}: {e}", tmp.display()));
     }
-    let prepared = match &args.sandbox {
-        Some(policy) => {
-            let mut policy = policy.clone();
+    let prepared = match &args.confine {
+        Confine::Policy(file) => {
+            let mut policy =
+                crate::worker::sandbox::Policy::read_file(file).map_err(|e| format!("cannot read the worker's sandbox policy: {e}"))?;
             policy.writable.push(tmp.clone());
             policy.own.push(tmp.clone());
-            match policy.prepare() {
-                Ok(p) => {
-                    if let Some(why) = p.sockets_not_masked() {
-                        use std::io::Write;
-                        let line = format!(
-                            "[guild-hall] pathname Unix sockets outside the attempt are NOT masked from this worker ({why}): it can connect to any it may open\n"
-                        );
-                        let _ = std::fs::OpenOptions::new()
-                            .create(true)
-                            .append(true)
-                            .open(state.log(attempt))
-                            .and_then(|mut l| l.write_all(line.as_bytes()));
-                    }
-                    Some(p)
-                }
-                Err(e) => return fail(format!("cannot confine the worker: {e}")),
+            let p = policy.prepare().map_err(|e| format!("cannot confine the worker: {e}"))?;
+            if let Some(why) = p.sockets_not_masked() {
+                note(
+                    state,
+                    attempt,
+                    &format!(
+                    "pathname Unix sockets outside the attempt are NOT masked from this worker ({why}): it can connect to any it may open"
+                ),
+                );
             }
+            Some(p)
         }
-        None => None,
+        Confine::Unconfined => None,
     };
-    let me = std::process::id() as i32;
-    let my_stat = proc_stat(me).context("reading own /proc stat")?;
+    let host = Host::default();
+    let me = host.me();
+    let my_stat = host.stat(me).ok_or("cannot read the shim's own /proc stat")?;
     // The mark that proves a process is this attempt's: without it nothing could ever be
     // signalled on the attempt's behalf, so the worker is not started.
     let run_id = std::env::var(RUN_ID_VAR).unwrap_or_default();
     if !crate::activity::state::valid_run_id(&run_id) {
-        return fail(format!("no valid {RUN_ID_VAR} in the shim's environment"));
+        return Err(format!("no valid {RUN_ID_VAR} in the shim's environment"));
     }
-    let (prog, rest) = args.argv.split_first().context("no worker command given")?;
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(format!("cannot become the attempt's subreaper: {}", std::io::Error::last_os_error()));
+    }
+    let asked = Asked::register().map_err(|e| format!("cannot set the shim's signal handlers: {e}"))?;
+    let (worker, out_read) = spawn_worker(args, prepared, me)?;
+    let pump = {
+        let log = state.log(attempt);
+        let max = args.log_max_bytes;
+        std::thread::spawn(move || pump_log(std::fs::File::from(out_read), &log, max))
+    };
+    let run = RunInfo {
+        attempt,
+        pid: me,
+        pgid: nix::unistd::getpgrp().as_raw(),
+        start_time: my_stat.start_time,
+        boot_id: host.boot_id(),
+        worker_pid: Some(worker),
+        started_at: Utc::now(),
+        run_id,
+    };
+    if let Err(e) = write_json(&state.run(), &run) {
+        // No record names the worker: nothing of it may outlive the shim.
+        asked.kill.store(true, Ordering::SeqCst);
+        supervise(&host, worker, args.grace, &asked);
+        return Err(format!("cannot record the worker's start: {e:#}"));
+    }
+    drop(ready.take());
+    // On a node whose process table the reconciler cannot read, the worker's CPU time is
+    // written down for it (`cpu.json`) whenever it moves.
+    let done = Arc::new(AtomicBool::new(false));
+    let beat = std::env::var_os(CPU_BEAT_VAR).is_some().then(|| {
+        let (done, path) = (done.clone(), cpu_file(state));
+        std::thread::spawn(move || cpu_beats(attempt, worker, &path, &done))
+    });
+    let status = supervise(&host, worker, args.grace, &asked);
+    done.store(true, Ordering::SeqCst);
+    if let Some(b) = beat {
+        let _ = b.join();
+    }
+    // Every writer of the pipe is gone; the log drains quickly unless someone outside the
+    // attempt holds the pipe, and then it is not waited for.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !pump.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    let mut exit = ExitInfo {
+        attempt,
+        code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        error: None,
+        finished_at: Utc::now(),
+        tail: None,
+    };
+    if !exit.clean() {
+        // The log is complete now (its pump drained): its last lines say why, where the exit
+        // code alone does not (`claude: not found` behind "exit code 127").
+        exit.tail = crate::activity::state::log_tail_of(&state.log(attempt));
+    }
+    write_json(&state.exit(), &exit).map_err(|e| format!("cannot record the worker's exit ({}): {e:#}", exit.describe()))
+}
+
+/// A line of guild-hall's in the attempt's log.
+fn note(state: &StateDir, attempt: u32, line: &str) {
+    use std::io::Write;
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(state.log(attempt))
+        .and_then(|mut l| l.write_all(format!("[guild-hall] {line}\n").as_bytes()));
+}
+
+/// Start the worker, confined by `prepared`, its stdout and stderr into a pipe whose read end
+/// is returned (stdout the shim's own when streamed). It dies with the shim (`me`).
+fn spawn_worker(
+    args: &ShimArgv,
+    prepared: Option<crate::worker::sandbox::Prepared>,
+    me: i32,
+) -> Result<(i32, std::os::fd::OwnedFd), String> {
+    let (prog, rest) = args.argv.split_first().ok_or("no worker command given")?;
     // Close-on-exec: the worker gets the write end only as its stdout and stderr, never the
     // read end (its log, before the pump has it) nor another copy.
-    let (out_read, out_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating the output pipe")?;
+    let (out_read, out_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("cannot create the output pipe: {e}"))?;
     let mut cmd = Command::new(prog);
-    let stdout = if args.stream { Stdio::inherit() } else { Stdio::from(out_write.try_clone()?) };
+    let stdout = if args.stream {
+        Stdio::inherit()
+    } else {
+        Stdio::from(out_write.try_clone().map_err(|e| format!("cannot create the output pipe: {e}"))?)
+    };
     cmd.args(rest).current_dir(&args.cwd).stdin(Stdio::null()).stdout(stdout).stderr(out_write);
     {
         use std::os::unix::process::CommandExt;
@@ -609,136 +767,59 @@ pub fn run_shim(args: &ShimArgs) -> Result<i32> {
     // Our copies of the pipe's write end go with `cmd`: the log sees EOF once every process
     // of the attempt has gone.
     drop(cmd);
-    let child = match spawned {
-        Ok(c) => c,
-        Err(e) => return fail(format!("cannot start {prog}: {e}")),
-    };
-    let worker = child.id() as i32;
-    let pump = {
-        let log = state.log(attempt);
-        let max = args.log_max_bytes;
-        std::thread::spawn(move || pump_log(std::fs::File::from(out_read), &log, max))
-    };
-    // What the reconciler asks by signal: SIGTERM stop the attempt, SIGUSR1 kill it now.
-    // SIGHUP and SIGINT (a terminal going away) only set a flag nobody reads.
-    let asked = Asked { term: Arc::new(AtomicBool::new(false)), kill: Arc::new(AtomicBool::new(false)) };
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, asked.term.clone())?;
-    signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.kill.clone())?;
-    let ignored = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, ignored.clone())?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, ignored)?;
-    let run = RunInfo {
-        attempt,
-        pid: me,
-        pgid: nix::unistd::getpgrp().as_raw(),
-        start_time: my_stat.start_time,
-        boot_id: boot_id(),
-        worker_pid: Some(worker),
-        started_at: Utc::now(),
-        run_id,
-    };
-    write_json(&state.run(), &run)?;
-    drop(ready);
-    // On a cluster's node the reconciler cannot read this machine's process table: the
-    // worker's CPU time is written down for it (`cpu.json`) whenever it moves.
-    let done = Arc::new(AtomicBool::new(false));
-    let beat = std::env::var_os(CPU_BEAT_VAR).is_some().then(|| {
-        let (done, path) = (done.clone(), cpu_file(&state));
-        std::thread::spawn(move || cpu_beats(attempt, worker, &path, &done))
-    });
-    let status = supervise(worker, args.grace, &asked);
-    done.store(true, Ordering::SeqCst);
-    if let Some(b) = beat {
-        let _ = b.join();
-    }
-    // Every writer of the pipe is gone; the log drains quickly unless someone outside the
-    // attempt holds the pipe, and then it is not waited for.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !pump.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = std::fs::remove_dir_all(&tmp);
-    let mut exit = ExitInfo {
-        attempt,
-        code: status.and_then(|s| s.code()),
-        signal: status.and_then(|s| s.signal()),
-        error: None,
-        finished_at: Utc::now(),
-        tail: None,
-    };
-    if !exit.clean() {
-        // The log is complete now (its pump drained): its last lines say why, where the exit
-        // code alone does not (`claude: not found` behind "exit code 127").
-        exit.tail = crate::activity::state::log_tail_of(&state.log(attempt));
-    }
-    write_json(&state.exit(), &exit)?;
-    Ok(0)
+    let child = spawned.map_err(|e| format!("cannot start {prog}: {e}"))?;
+    Ok((child.id() as i32, out_read))
 }
-
-use std::os::unix::process::ExitStatusExt;
 
 /// Reap until the worker and every process it started are gone. SIGTERM (from the
 /// reconciler) is passed to all of them and followed by SIGKILL after `grace`; SIGUSR1 means
 /// SIGKILL now. Processes the worker leaves behind when it exits get a short SIGTERM grace.
-/// The reconciler's requests, set by signal handlers.
-struct Asked {
-    term: Arc<AtomicBool>,
-    kill: Arc<AtomicBool>,
-}
-
-fn supervise(worker: i32, grace: Duration, asked: &Asked) -> Option<std::process::ExitStatus> {
-    let me = std::process::id() as i32;
+fn supervise(p: &impl Processes, worker: i32, grace: Duration, asked: &Asked) -> Option<std::process::ExitStatus> {
+    let me = p.me();
     let mut worker_status = None;
     let mut kill_at: Option<Instant> = None;
     let mut term_sent = false;
     let leftover_grace = grace.min(Duration::from_secs(2));
-    let worker_fd = PidFd::open(worker);
     loop {
         // Reap everything that has ended (our children, and orphans adopted as subreaper).
-        let mut no_children = false;
-        loop {
-            let mut raw = 0;
-            // SAFETY: waitpid with WNOHANG writes only to `raw`.
-            let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
-            if pid == worker {
-                worker_status = Some(std::process::ExitStatus::from_raw(raw));
-            } else if pid == 0 {
-                break;
-            } else if pid < 0 {
-                no_children = std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD);
-                break;
+        let no_children = loop {
+            match p.reap() {
+                Reaped::Child(pid, raw) if pid == worker => worker_status = Some(std::process::ExitStatus::from_raw(raw)),
+                Reaped::Child(..) => {}
+                Reaped::Nothing => break false,
+                Reaped::NoChildren => break true,
             }
-        }
+        };
         if no_children {
             return worker_status;
         }
-        let now = Instant::now();
+        let now = p.now();
         if asked.kill.load(Ordering::SeqCst) || kill_at.is_some_and(|t| now >= t) {
-            signal_tree(me, Signal::SIGKILL);
+            signal_tree(p, me, Signal::SIGKILL);
         } else if !term_sent && (asked.term.load(Ordering::SeqCst) || worker_status.is_some()) {
             term_sent = true;
-            signal_tree(me, Signal::SIGTERM);
+            signal_tree(p, me, Signal::SIGTERM);
             kill_at = Some(now + if worker_status.is_some() { leftover_grace } else { grace });
         } else if term_sent && worker_status.is_some() && kill_at.is_some_and(|t| t > now + leftover_grace) {
             // The worker is gone; what remains gets no longer than leftovers do.
             kill_at = Some(now + leftover_grace);
         }
-        match (&worker_fd, worker_status.is_some() || term_sent) {
-            // Woken the moment the worker ends (its pidfd turns readable) or a signal arrives
-            // (poll is never restarted); the flags are looked at every 50 ms besides.
-            (Some(fd), false) => fd.wait_exit(Duration::from_millis(50)),
-            (_, ending) => std::thread::sleep(Duration::from_millis(if ending { 10 } else { 50 })),
+        let ending = worker_status.is_some() || term_sent;
+        // Woken the moment the worker ends (its pidfd turns readable) or a signal arrives
+        // (poll is never restarted); the flags are looked at every 50 ms besides.
+        if ending || !p.wait_exit(worker, Duration::from_millis(50)) {
+            p.pause(Duration::from_millis(if ending { 10 } else { 50 }));
         }
     }
 }
 
 /// Signal every descendant of `root`, each pinned by a pidfd and re-checked to still descend
 /// from `root` (as subreaper, whatever the worker orphaned is re-parented to us).
-fn signal_tree(root: i32, sig: Signal) {
-    let family = descendants(root);
+fn signal_tree(p: &impl Processes, root: i32, sig: Signal) {
+    let family = process::descendants(p, root);
     for &pid in &family {
-        let still = |p: i32| read_entry(p).is_some_and(|e| e.ppid == root || family.contains(&e.ppid));
-        if let Err(e) = signal_if(pid, sig, still) {
+        let still = |q: i32| p.entry(q).is_some_and(|e| e.ppid == root || family.contains(&e.ppid));
+        if let Err(e) = p.signal_if(pid, sig, &still) {
             eprintln!("guild-hall shim: cannot send {sig} to {pid}: {e}");
         }
     }
@@ -779,5 +860,222 @@ fn pump_log(mut from: std::fs::File, log: &Path, max: u64) {
             return;
         }
         written += n as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::process::fake::{self, Fake};
+
+    fn argv(confine: Confine) -> ShimArgv {
+        use std::os::unix::ffi::OsStringExt;
+        ShimArgv {
+            state_dir: PathBuf::from(OsString::from_vec(b"/home/x/state/a=b/\xffc".to_vec())),
+            attempt: 3,
+            cwd: "/work tree/--unconfined".into(),
+            grace: Duration::from_millis(1500),
+            log_max_bytes: 42,
+            confine,
+            stream: false,
+            ready_fd: None,
+            argv: vec!["claude".into(), "--".into(), "--policy".into(), "".into()],
+        }
+    }
+
+    #[test]
+    fn the_command_line_reads_back_as_it_was_made() {
+        for confine in [Confine::Unconfined, Confine::Policy("/s/sandbox-policy.3".into())] {
+            let a = argv(confine);
+            assert_eq!(ShimArgv::parse(a.to_args()), Ok(a.clone()));
+            let b = ShimArgv { stream: true, ready_fd: Some(7), ..a };
+            assert_eq!(ShimArgv::parse(b.to_args()), Ok(b.clone()));
+            // The state dir comes before `--` (a shim is told by it), the worker's argv last.
+            let args = b.to_args();
+            let dashes = args.iter().position(|x| x == "--").expect("--");
+            assert_eq!(args[..dashes].iter().position(|x| x == "--state-dir"), Some(0));
+            assert_eq!(args[dashes + 1..], b.argv.iter().map(OsString::from).collect::<Vec<_>>()[..]);
+        }
+    }
+
+    #[test]
+    fn the_command_line_has_defaults_and_says_what_is_wrong() {
+        let parse = |s: &str| ShimArgv::parse(s.split(' ').map(OsString::from));
+        let a = parse("--state-dir=/s --attempt 1 --cwd /w --unconfined -- true").expect("parses");
+        assert_eq!((a.grace, a.log_max_bytes, a.confine), (Duration::from_secs(30), 16 * 1024 * 1024, Confine::Unconfined));
+        assert_eq!(parse("--state-dir /s --attempt 1 --cwd /w -- true"), Err(ShimArgvError::Required("--policy or --unconfined")));
+        assert_eq!(parse("--state-dir /s --attempt 1 --cwd /w --unconfined --policy p -- true"), Err(ShimArgvError::PolicyAndUnconfined));
+        assert_eq!(parse("--state-dir /s --attempt 1 --cwd /w --unconfined --"), Err(ShimArgvError::NoCommand));
+        assert_eq!(parse("--state-dir /s --attempt 1 --cwd /w --unconfined"), Err(ShimArgvError::NoCommand));
+        assert_eq!(parse("--attempt 1 --cwd /w --unconfined -- true"), Err(ShimArgvError::Required("--state-dir")));
+        assert_eq!(parse("--state-dir"), Err(ShimArgvError::MissingValue("--state-dir")));
+        assert!(matches!(parse("--state-dir /s --attempt x"), Err(ShimArgvError::Invalid("--attempt", ..))));
+        assert!(matches!(parse("--state-dir /s --grace soon"), Err(ShimArgvError::Invalid("--grace", ..))));
+        assert_eq!(parse("--stream=yes"), Err(ShimArgvError::Unknown("--stream=yes".into())));
+        assert_eq!(parse("--help"), Err(ShimArgvError::Unknown("--help".into())));
+    }
+
+    const ME: i32 = 100;
+    const WORKER: i32 = 101;
+
+    /// A fake machine with the shim (`ME`) and its worker; `obeys_term` lists the processes
+    /// that end when they get SIGTERM.
+    fn machine(obeys_term: &'static [i32]) -> Fake {
+        let f = Fake::new(ME);
+        f.spawn(WORKER, ME, 1, &[]);
+        let mut seen = 0;
+        f.on_pause(move |s| {
+            let new: Vec<(i32, Signal)> = s.signals[seen..].to_vec();
+            seen = s.signals.len();
+            for (pid, sig) in new {
+                if sig == Signal::SIGTERM && obeys_term.contains(&pid) {
+                    fake::end(s, ME, pid, libc::SIGTERM);
+                }
+            }
+        });
+        f
+    }
+
+    fn asked(term: bool, kill: bool) -> Asked {
+        Asked { term: Arc::new(AtomicBool::new(term)), kill: Arc::new(AtomicBool::new(kill)) }
+    }
+
+    #[test]
+    fn a_worker_that_ends_alone_is_reaped_and_nothing_is_signalled() {
+        let f = machine(&[]);
+        f.end(WORKER, 3 << 8);
+        let status = supervise(&f, WORKER, Duration::from_secs(30), &asked(false, false));
+        assert_eq!(status.and_then(|s| s.code()), Some(3));
+        assert!(f.signals().is_empty());
+    }
+
+    #[test]
+    fn what_the_worker_leaves_behind_gets_a_short_grace_then_sigkill() {
+        let f = machine(&[]);
+        // A grandchild that ignores SIGTERM, orphaned to the shim when the worker ends.
+        f.spawn(102, WORKER, 2, &[]);
+        f.end(WORKER, 0);
+        let status = supervise(&f, WORKER, Duration::from_secs(30), &asked(false, false));
+        assert_eq!(status.and_then(|s| s.code()), Some(0));
+        assert_eq!(f.signals(), vec![(102, Signal::SIGTERM), (102, Signal::SIGKILL)]);
+        let waited = f.elapsed();
+        assert!(waited >= Duration::from_secs(2) && waited < Duration::from_secs(3), "the leftover grace, not the worker's: {waited:?}");
+    }
+
+    #[test]
+    fn a_stop_asked_terms_every_process_and_kills_after_the_grace() {
+        let f = machine(&[]);
+        f.spawn(102, WORKER, 2, &[]);
+        let status = supervise(&f, WORKER, Duration::from_secs(5), &asked(true, false));
+        assert_eq!(status.and_then(|s| s.signal()), Some(libc::SIGKILL));
+        let signals = f.signals();
+        let terms: Vec<i32> = signals.iter().filter(|(_, s)| *s == Signal::SIGTERM).map(|(p, _)| *p).collect();
+        assert_eq!(terms.len(), 2, "each process once: {signals:?}");
+        assert!(signals.iter().any(|&(p, s)| p == WORKER && s == Signal::SIGKILL));
+        let waited = f.elapsed();
+        assert!(waited >= Duration::from_secs(5) && waited < Duration::from_secs(6), "the whole grace: {waited:?}");
+    }
+
+    #[test]
+    fn a_worker_that_obeys_sigterm_ends_without_sigkill_and_its_leftovers_wait_no_longer() {
+        let f = machine(&[WORKER]);
+        f.spawn(102, WORKER, 2, &[]);
+        let status = supervise(&f, WORKER, Duration::from_secs(60), &asked(true, false));
+        assert_eq!(status.and_then(|s| s.signal()), Some(libc::SIGTERM));
+        assert!(!f.signals().contains(&(WORKER, Signal::SIGKILL)));
+        assert!(f.signals().contains(&(102, Signal::SIGKILL)));
+        // Its leftover got no more than the leftovers' grace, though the worker's was a minute.
+        assert!(f.elapsed() < Duration::from_secs(3), "{:?}", f.elapsed());
+    }
+
+    #[test]
+    fn a_kill_asked_is_sigkill_now() {
+        let f = machine(&[]);
+        let status = supervise(&f, WORKER, Duration::from_secs(60), &asked(false, true));
+        assert_eq!(status.and_then(|s| s.signal()), Some(libc::SIGKILL));
+        assert_eq!(f.signals(), vec![(WORKER, Signal::SIGKILL)]);
+        assert!(f.elapsed() < Duration::from_millis(100));
+    }
+
+    fn run(pid: i32, run_id: &str) -> RunInfo {
+        RunInfo {
+            attempt: 1,
+            pid,
+            pgid: pid,
+            start_time: 7,
+            boot_id: "boot-1".into(),
+            worker_pid: None,
+            started_at: Utc::now(),
+            run_id: run_id.into(),
+        }
+    }
+
+    #[test]
+    fn a_recorded_shim_is_ours_only_with_its_mark() {
+        let id = "0123456789abcdef0123456789abcdef";
+        let f = Fake::new(ME);
+        f.spawn(200, 1, 7, &[&format!("{RUN_ID_VAR}={id}")]);
+        f.spawn(300, 1, 7, &["PATH=/bin"]);
+        f.spawn(400, 1, 8, &[&format!("{RUN_ID_VAR}={id}")]);
+        assert_eq!(shim_state_in(&f, &run(200, id)), ShimState::Ours);
+        assert_eq!(shim_state_in(&f, &run(300, id)), ShimState::Foreign, "a live process without the mark");
+        assert_eq!(shim_state_in(&f, &run(400, id)), ShimState::Gone, "another start time: another process");
+        assert_eq!(shim_state_in(&f, &run(500, id)), ShimState::Gone);
+        assert_eq!(shim_state_in(&f, &RunInfo { boot_id: "boot-0".into(), ..run(200, id) }), ShimState::Gone);
+        f.end(200, 0);
+        assert_eq!(shim_state_in(&f, &run(200, id)), ShimState::Gone, "a zombie");
+    }
+
+    #[test]
+    fn leftovers_are_the_live_processes_carrying_the_mark() {
+        let id = "0123456789abcdef0123456789abcdef";
+        let f = Fake::new(ME);
+        let mark = format!("{RUN_ID_VAR}={id}");
+        f.spawn(201, 1, 1, &[&mark]);
+        f.spawn(202, 1, 1, &["A=1", &mark]);
+        f.spawn(203, 1, 1, &[&format!("{mark}0")]);
+        f.spawn(ME, 1, 1, &[&mark]);
+        f.spawn(204, ME, 1, &[&mark]);
+        f.end(204, 0);
+        assert_eq!(leftovers_in(&f, &run(999, id)), vec![201, 202]);
+        assert!(leftovers_in(&f, &run(999, "not-a-run-id")).is_empty(), "a malformed run id marks nothing");
+        assert!(leftovers_in(&f, &RunInfo { boot_id: "boot-0".into(), ..run(999, id) }).is_empty());
+    }
+
+    fn shim_in(dir: &Path, confine: Confine) -> ShimArgv {
+        ShimArgv {
+            state_dir: dir.to_path_buf(),
+            attempt: 2,
+            cwd: dir.to_path_buf(),
+            grace: Duration::from_secs(1),
+            log_max_bytes: 1024,
+            confine,
+            stream: false,
+            ready_fd: None,
+            argv: vec!["true".into()],
+        }
+    }
+
+    #[test]
+    fn a_worker_that_cannot_start_is_refused_in_its_exit_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = shim_in(dir.path(), Confine::Policy(dir.path().join("no-such-policy")));
+        assert_eq!(run_shim(&args, &|_, _| None).expect("runs"), 127);
+        let state = StateDir(dir.path().to_path_buf());
+        let exit = read_json::<ExitInfo>(&state.exit()).expect("reads").expect("recorded");
+        assert_eq!(exit.attempt, 2);
+        assert!(exit.error.as_deref().is_some_and(|e| e.starts_with("cannot read the worker's sandbox policy")), "{exit:?}");
+        assert!(read_json::<RunInfo>(&state.run()).expect("reads").is_none());
+        // Asked again, the attempt has its record: nothing is run or written.
+        assert_eq!(run_shim(&args, &|_, _| None).expect("runs"), 0);
+    }
+
+    #[test]
+    fn a_shim_its_runner_does_not_admit_records_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = shim_in(dir.path(), Confine::Unconfined);
+        assert_eq!(run_shim(&args, &|_, attempt| Some(format!("not here ({attempt})"))).expect("runs"), 1);
+        let state = StateDir(dir.path().to_path_buf());
+        assert!(!state.exit().exists() && !state.run().exists());
     }
 }

@@ -628,3 +628,34 @@ mod files {
         cycle.iter().cloned().collect::<Vec<_>>().join(", ")
     }
 }
+
+/// Slurm is one runner's business: its name appears under `src/` only inside the runners
+/// (`src/worker/runner/`) and the configuration, schema and package keys that name it for the
+/// person (`runner: slurm`, `slurm:`, `sandbox.slurm_client`). Anything else says "runner".
+#[test]
+fn slurm_is_named_only_inside_its_runner_and_the_keys_that_name_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let allowed = ["config.rs", "artifact/schema.rs", "artifact/commission.rs", "worker/package.rs"];
+    let mut wrong = Vec::new();
+    let mut dirs = vec![src.clone()];
+    let mut seen = 0;
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("src dir").flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(&src).expect("under src").to_string_lossy().into_owned();
+            if p.is_dir() {
+                if rel != "worker/runner" {
+                    dirs.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") && !allowed.contains(&rel.as_str()) {
+                seen += 1;
+                let text = std::fs::read_to_string(&p).expect("read");
+                for (n, line) in text.lines().enumerate().filter(|(_, l)| l.to_ascii_lowercase().contains("slurm")) {
+                    wrong.push(format!("src/{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(seen > 50, "the sources were read ({seen} files)");
+    assert!(wrong.is_empty(), "Slurm named outside its runner:\n{}", wrong.join("\n"));
+}

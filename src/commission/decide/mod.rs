@@ -139,7 +139,7 @@ impl crate::activity::kind::Action for Action {
             }
             Action::Signal { signal: Sig::Term, run, .. } => format!("stop the attempt: SIGTERM to its processes (shim pid {})", run.pid),
             Action::Signal { signal: Sig::Kill, run, .. } => format!("stop the attempt: SIGKILL to its processes (shim pid {})", run.pid),
-            Action::Dequeue { .. } => "take the attempt's job out of the Slurm queue".into(),
+            Action::Dequeue { .. } => "take the attempt's job out of its runner's queue".into(),
             Action::KillLeftovers { pids, .. } => {
                 format!("kill {} the lost shim left behind", crate::activity::timeline::counted(pids.len(), "process"))
             }

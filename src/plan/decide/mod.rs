@@ -67,7 +67,7 @@ pub struct ObservedTask {
     pub landed: bool,
     /// A shim of the task is at work (its lock held, or its run alive), whatever the attempt.
     pub busy: bool,
-    /// Its runner must be asked where it stands (a Slurm job): looked at again on a timer.
+    /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
     pub polled: bool,
     /// The current attempt's worker at work, with its signs of life.
     pub live: Option<Live>,

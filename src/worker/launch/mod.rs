@@ -1,9 +1,8 @@
 //! The one launch site of every kind (a commission attempt, a meeting turn, a wave task, a
-//! plan's verify): what runs, its environment (DESIGN §7), what it may write and read (Landlock
-//! policy), its private git object store and bounds, started under the shim — or refused, its
-//! `exit.json` saying why. The seam a remote runner plugs into. Filters are [`filter`].
-
-pub mod filter;
+//! plan's verify): what runs, its environment, what it may write and read (Landlock policy), its
+//! private git object store and bounds — read (`gather`), decided without touching the disk
+//! (`plan`), made real (`materialise`) — then started under the shim where its runner places
+//! it, or refused, its `exit.json` saying why.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,11 +11,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::activity::names::ActivityKind;
-use crate::activity::state::{ExitInfo, StateDir};
+use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::commission::Resources;
 use crate::config::{GlobalConfig, Home, Project, WithoutLandlock};
-use crate::worker::runner::{Placement, RunnerName};
+use crate::worker::runner::{Placement, Request, RunnerName};
 use crate::worker::sandbox::{Policy, Support};
 use crate::worker::shim::Spec;
 use crate::worker::{Package, SandboxSpec};
@@ -110,7 +109,7 @@ pub enum Prepared {
 
 impl Ready {
     /// Start the shim detached where its runner places it: here, once it has recorded the
-    /// start (or why it failed); on Slurm, once the job is submitted (or refused).
+    /// start (or why it failed); elsewhere, once its runner has taken it (or refused).
     pub fn start(&self) -> Result<()> {
         crate::worker::runner::start(&self.0, &self.1)
     }
@@ -129,10 +128,7 @@ impl Ready {
 /// Record `attempt` in `state` as one that could not start, and why: the exit a worker that
 /// never ran leaves, judged by the next pass like any other.
 pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
-    std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
-    // An earlier submission's handle is no job of this refused attempt's.
-    crate::worker::runner::slurm::Handle::remove(state);
-    crate::files::write_json(&state.exit(), &ExitInfo::error(attempt, why.to_string()))
+    crate::worker::runner::refuse(state, attempt, why)
 }
 
 /// Make `launch` ready to start: for a worker, writes its system prompt, makes its private
@@ -163,30 +159,28 @@ pub fn prepare(launch: Launch<'_>) -> Result<Prepared> {
                     log_max_bytes: global.log_max_bytes,
                     sandbox: None,
                 },
-                Placement::Local,
+                Placement::here(Request { project: c.project.name.clone(), grace: c.project.config.cancel_grace, ..Request::default() }),
             )))
         }
     }
 }
 
-/// Where a worker's attempts run: its runner ([`crate::worker::runner::choose`]) and, on
-/// Slurm, what its job asks for (the activity's resources over its package's).
+/// Where a worker's attempts run: its runner ([`crate::worker::runner::choose`]) and what its
+/// attempt asks of it (the activity's resources over its package's; its wall-clock limit).
 fn placement(a: &Activation<'_>) -> Placement {
     let cfg = &a.project.config;
-    match crate::worker::runner::choose(a.runner, a.pkg.manifest.runner, cfg.runner) {
-        RunnerName::Local => Placement::Local,
-        RunnerName::Slurm => {
-            let bounds = &a.pkg.manifest.resources;
-            let limit = a.timeout.or(a.pkg.manifest.timeout).unwrap_or(cfg.timeout);
-            Placement::Slurm(Box::new(crate::worker::runner::slurm::Job {
-                project: a.project.name.clone(),
-                id: a.id.to_string(),
-                config: cfg.slurm.clone(),
-                cpus: a.resources.cpus.or(bounds.cpus),
-                memory: a.resources.memory.clone().or_else(|| bounds.memory.clone()),
-                minutes: (!limit.is_zero()).then(|| crate::worker::runner::slurm_minutes(limit, cfg.cancel_grace)),
-            }))
-        }
+    let bounds = &a.pkg.manifest.resources;
+    let limit = a.timeout.or(a.pkg.manifest.timeout).unwrap_or(cfg.timeout);
+    Placement {
+        runner: crate::worker::runner::of(crate::worker::runner::choose(a.runner, a.pkg.manifest.runner, cfg.runner), cfg),
+        request: Request {
+            project: a.project.name.clone(),
+            id: a.id.to_string(),
+            cpus: a.resources.cpus.or(bounds.cpus),
+            memory: a.resources.memory.clone().or_else(|| bounds.memory.clone()),
+            limit: (!limit.is_zero()).then_some(limit),
+            grace: cfg.cancel_grace,
+        },
     }
 }
 
@@ -246,10 +240,63 @@ fn unread_old_memory(home: &Home, project_memory: &Path, worker: &str) -> Option
     })
 }
 
-/// The worker's shim spec. `Ok(Err(why))`: the worker cannot start, and why (an activation failure).
+/// What the disk and the machine say for a worker's launch, read before anything is planned
+/// (`gather`).
+struct Facts {
+    global: GlobalConfig,
+    posture: Option<String>,
+    /// Its package's `pass_env`, as found.
+    passed: BTreeMap<String, String>,
+    memories: Vec<crate::worker::memory::Memory>,
+    confinement: Confinement,
+    /// Its memory dir for this project.
+    own_memory: PathBuf,
+    /// The guild-hall binary (the worker's `GUILD_HALL_BIN`, its ACP client).
+    exe: PathBuf,
+    /// Its package's `sandbox.write` entries (as written, expanded), and whether each exists.
+    write_entries: Vec<(String, PathBuf, bool)>,
+    /// Its package's `sandbox.read`, expanded.
+    read: Vec<PathBuf>,
+    /// The repository's object stores the worker's own store borrows from.
+    alternates: String,
+}
+
+/// What a worker's attempt is to be, decided from [`Facts`] without touching the disk
+/// (`plan`); made real by [`materialise`].
+struct Plan {
+    spec: Spec,
+    /// Its system prompt (`state.system_prompt()`).
+    prompt: String,
+    /// Directories its attempt needs: made if missing.
+    dirs: Vec<PathBuf>,
+    /// `sandbox.write` entries to make (private) before they can be allowed: (as written, path).
+    private_dirs: Vec<(String, PathBuf)>,
+    /// Its object store's `info/alternates`.
+    alternates: String,
+    /// Its mailbox, made empty if missing.
+    mailbox: PathBuf,
+}
+
+/// The worker's shim spec, its state dir and files made. `Ok(Err(why))`: the worker cannot
+/// start, and why (an activation failure).
 fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
-    let (pkg, state, rec) = (a.pkg, a.state, a.worktree);
-    std::fs::create_dir_all(&state.0).with_context(|| format!("creating {}", state.0.display()))?;
+    std::fs::create_dir_all(&a.state.0).with_context(|| format!("creating {}", a.state.0.display()))?;
+    let facts = match gather(a)? {
+        Ok(f) => f,
+        Err(why) => return Ok(Err(why)),
+    };
+    let planned = match plan(a, &facts) {
+        Ok(p) => p,
+        Err(why) => return Ok(Err(why)),
+    };
+    materialise(a, &facts, planned).map(Ok)
+}
+
+/// Read what the launch of `a` depends on. What the package asks for that cannot be had (a
+/// `pass_env` variable, a memory) is said in the attempt's log; `Ok(Err(why))`: the worker
+/// cannot start.
+fn gather(a: &Activation<'_>) -> Result<Result<Facts, String>> {
+    let (pkg, state) = (a.pkg, a.state);
     let global = a.home.load_config()?;
     let memory_dir = a.home.project_memory_dir(&a.project.name);
     let posture = match pkg.posture() {
@@ -281,105 +328,69 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
             writeln!(log, "[guild-hall] {note}")?;
         }
     }
-    let memories = loaded.memories;
-    let mut prompt = crate::worker::memory::system_prompt(posture.as_deref(), &memories, global.memory_cap, &a.toolbox);
+    let confinement = match confinement(&pkg.manifest.sandbox, &global) {
+        Ok(c) => c,
+        Err(why) => return Ok(Err(why)),
+    };
+    let own_memory = crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?;
+    let (write_entries, read) = match confinement {
+        Confinement::Confined => {
+            let write = pkg.sandbox_write_entries().map_err(anyhow::Error::msg)?;
+            let write = write.into_iter().map(|(entry, path)| (entry, path.clone(), std::fs::symlink_metadata(&path).is_ok())).collect();
+            (write, pkg.sandbox_read().map_err(anyhow::Error::msg)?)
+        }
+        Confinement::Unconfined => (Vec::new(), Vec::new()),
+    };
+    let rec = a.worktree;
+    let mut alternates = rec.common.join("objects").to_string_lossy().into_owned();
+    if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
+        alternates = format!("{alternates}\n{}", more.trim_end());
+    }
+    Ok(Ok(Facts {
+        global,
+        posture,
+        passed,
+        memories: loaded.memories,
+        confinement,
+        own_memory,
+        exe: std::env::current_exe()?,
+        write_entries,
+        read,
+        alternates,
+    }))
+}
+
+/// What the attempt of `a` is to run, from `f` alone: its argv, environment, sandbox policy,
+/// bounds and files. `Err(why)`: the worker cannot start.
+fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, String> {
+    let (pkg, state, rec) = (a.pkg, a.state, a.worktree);
+    let mut prompt = crate::worker::memory::system_prompt(f.posture.as_deref(), &f.memories, f.global.memory_cap, &a.toolbox);
     if !a.prompt_extra.is_empty() {
         prompt.push('\n');
         prompt.push_str(a.prompt_extra.trim_end());
         prompt.push('\n');
     }
-    std::fs::write(state.system_prompt(), prompt)?;
-    let confined = match confinement(&pkg.manifest.sandbox, &global) {
-        Ok(c) => c,
-        Err(why) => return Ok(Err(why)),
-    };
-    if let Err(e) = crate::worker::memory::maybe_compact(
-        &a.home.root,
-        &memory_dir,
-        pkg,
-        global.memory_compact_threshold,
-        confined == Confinement::Confined,
-    ) {
-        tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
-    }
-    let own_memory = crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?;
     // A commission's attempt writes a mailbox of its own; it can reach no other.
     let mailbox = crate::worker::toolbox::mailbox::for_worker(a.kind, state, a.attempt);
-    let sandbox = match confined {
-        Confinement::Confined => {
-            let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.clone(), own_memory.clone()];
-            let mut written_as = std::collections::BTreeMap::new();
-            for (entry, path) in pkg.sandbox_write_entries().map_err(anyhow::Error::msg)? {
-                if std::fs::symlink_metadata(&path).is_err() {
-                    // Asked for by the package: made (private) so that it can be allowed. The
-                    // error names the entry as written: an expanded variable may be a secret.
-                    let made = std::fs::create_dir_all(&path)
-                        .and_then(|_| std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700)));
-                    if let Err(e) = made {
-                        anyhow::bail!("creating sandbox.write {entry:?}: {e}");
-                    }
-                }
-                written_as.insert(path.clone(), entry);
-                writable.push(path);
-            }
-            // The home holds the secrets, the endpoint's token and every other attempt's state,
-            // worktree and memory: of it the worker reads only what is its own. The project
-            // (its checkout and the git dir its worktree runs on) is not the home's.
-            let mut readable = vec![
-                a.project.root.clone(),
-                rec.common.clone(),
-                pkg.dir.clone(),
-                std::env::current_exe()?,
-                state.prompt(),
-                state.system_prompt(),
-            ];
-            readable.extend(a.readable.iter().cloned());
-            // The person's credential stores are hidden as the home is, but for those the
-            // package's `sandbox.read` names; that never opens the home itself.
-            let read = pkg.sandbox_read().map_err(anyhow::Error::msg)?;
-            if let Some(inside) = read.iter().find(|r| r.starts_with(&a.home.root)) {
-                return Ok(Err(format!(
-                    "sandbox.read {} lies in $GUILD_HALL_HOME ({}), which no worker reads",
-                    inside.display(),
-                    a.home.root.display()
-                )));
-            }
-            let mut hidden = vec![a.home.root.clone()];
-            hidden.extend(crate::worker::sandbox::credential_stores(&read));
-            readable.extend(read);
-            // Only its worktree and its state dir (its temp dir, objects and mailbox) are the
-            // attempt's own: a socket listening anywhere else, a shared `sandbox.write` dir or
-            // the memory dir included, is masked.
-            let own = vec![rec.path.clone(), state.0.clone()];
-            Some(Policy { writable, readable, hidden, own, written_as, slurm_client: pkg.slurm_client() })
-        }
+    let sandbox = match f.confinement {
+        Confinement::Confined => Some(policy(a, f, &mailbox)?),
         Confinement::Unconfined => None,
     };
-    for dir in [own_memory.clone(), state.objects().join("info")] {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    // The worker's git writes objects into its own store, reading the repository's through
-    // it; guild-hall adopts what its branch needs after checking each object's hash.
-    let mut alternates = rec.common.join("objects").to_string_lossy().into_owned();
-    if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
-        alternates = format!("{alternates}\n{}", more.trim_end());
-    }
-    crate::files::write_atomic(&state.objects().join("info/alternates"), format!("{alternates}\n").as_bytes())?;
-    std::fs::OpenOptions::new().create(true).append(true).open(&mailbox)?;
-    let exe = std::env::current_exe()?;
-    let mut env: BTreeMap<String, String> = pkg.manifest.env.clone();
-    env.extend(passed);
+    let private_dirs =
+        f.write_entries.iter().filter(|(_, _, exists)| !exists).map(|(entry, path, _)| (entry.clone(), path.clone())).collect();
     let p = |x: &Path| x.to_string_lossy().into_owned();
+    let mut env: BTreeMap<String, String> = pkg.manifest.env.clone();
+    env.extend(f.passed.clone());
     env.extend([
         ("GUILD_HALL_PROJECT".to_string(), p(&a.project.root)),
         ("GUILD_HALL_WORKTREE".into(), p(&rec.path)),
         ("GUILD_HALL_SYSTEM_PROMPT_FILE".into(), p(&state.system_prompt())),
         ("GUILD_HALL_MAILBOX".into(), p(&mailbox)),
-        ("GUILD_HALL_BIN".into(), p(&exe)),
+        ("GUILD_HALL_BIN".into(), p(&f.exe)),
         ("GUILD_HALL_HOME".into(), p(&a.home.root)),
         ("GUILD_HALL_ATTEMPT".into(), a.attempt.to_string()),
         ("GUILD_HALL_WORKER".into(), pkg.manifest.name.clone()),
-        ("GUILD_HALL_MEMORY".into(), p(&own_memory)),
+        ("GUILD_HALL_MEMORY".into(), p(&f.own_memory)),
         ("GIT_OBJECT_DIRECTORY".into(), p(&state.objects())),
         // The worker's git never packs or prunes the shared repository on its own.
         ("GIT_CONFIG_COUNT".into(), "2".into()),
@@ -398,7 +409,7 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
     let argv = match pkg.manifest.protocol {
         // An ACP agent runs under guild-hall's client, which is the worker the shim sees.
         crate::worker::Protocol::Acp => {
-            let mut argv = vec![p(&exe), "acp".to_string()];
+            let mut argv = vec![p(&f.exe), "acp".to_string()];
             for tool in &pkg.manifest.acp.allow {
                 argv.extend(["--allow".to_string(), tool.clone()]);
             }
@@ -414,21 +425,204 @@ fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
         }
         _ => a.argv.clone(),
     };
-    Ok(Ok(Spec {
-        state: state.clone(),
-        attempt: a.attempt,
-        cwd: rec.path.clone(),
-        argv,
-        env,
-        grace: a.grace_cap.map_or(grace, |cap| grace.min(cap)),
-        log_max_bytes: global.log_max_bytes,
-        sandbox,
-    }))
+    Ok(Plan {
+        spec: Spec {
+            state: state.clone(),
+            attempt: a.attempt,
+            cwd: rec.path.clone(),
+            argv,
+            env,
+            grace: a.grace_cap.map_or(grace, |cap| grace.min(cap)),
+            log_max_bytes: f.global.log_max_bytes,
+            sandbox,
+        },
+        prompt,
+        dirs: vec![f.own_memory.clone(), state.objects().join("info")],
+        private_dirs,
+        alternates: f.alternates.clone(),
+        mailbox,
+    })
+}
+
+/// The confined worker's policy: it writes its worktree, its state (objects, mailbox), its
+/// memory and its package's `sandbox.write`; of the home it reads only what is its own.
+fn policy(a: &Activation<'_>, f: &Facts, mailbox: &Path) -> Result<Policy, String> {
+    let (pkg, state, rec) = (a.pkg, a.state, a.worktree);
+    let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.to_path_buf(), f.own_memory.clone()];
+    let mut written_as = BTreeMap::new();
+    for (entry, path, _) in &f.write_entries {
+        written_as.insert(path.clone(), entry.clone());
+        writable.push(path.clone());
+    }
+    // The home holds the secrets, the endpoint's token and every other attempt's state,
+    // worktree and memory: of it the worker reads only what is its own. The project
+    // (its checkout and the git dir its worktree runs on) is not the home's.
+    let mut readable =
+        vec![a.project.root.clone(), rec.common.clone(), pkg.dir.clone(), f.exe.clone(), state.prompt(), state.system_prompt()];
+    readable.extend(a.readable.iter().cloned());
+    // The person's credential stores are hidden as the home is, but for those the
+    // package's `sandbox.read` names; that never opens the home itself.
+    if let Some(inside) = f.read.iter().find(|r| r.starts_with(&a.home.root)) {
+        return Err(format!(
+            "sandbox.read {} lies in $GUILD_HALL_HOME ({}), which no worker reads",
+            inside.display(),
+            a.home.root.display()
+        ));
+    }
+    let mut hidden = vec![a.home.root.clone()];
+    hidden.extend(crate::worker::sandbox::credential_stores(&f.read));
+    readable.extend(f.read.iter().cloned());
+    // Only its worktree and its state dir (its temp dir, objects and mailbox) are the
+    // attempt's own: a socket listening anywhere else, a shared `sandbox.write` dir or
+    // the memory dir included, is masked.
+    let own = vec![rec.path.clone(), state.0.clone()];
+    Ok(Policy { writable, readable, hidden, own, written_as, cluster_client: pkg.cluster_client() })
+}
+
+/// Make `plan` real for `a`: its system prompt, directories, object store and mailbox written,
+/// and its memory's compaction started if it is due.
+fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
+    let (pkg, state) = (a.pkg, a.state);
+    std::fs::write(state.system_prompt(), &plan.prompt)?;
+    let memory_dir = a.home.project_memory_dir(&a.project.name);
+    let confined = f.confinement == Confinement::Confined;
+    if let Err(e) = crate::worker::memory::maybe_compact(&a.home.root, &memory_dir, pkg, f.global.memory_compact_threshold, confined) {
+        tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
+    }
+    for (entry, path) in &plan.private_dirs {
+        // Asked for by the package: made (private) so that it can be allowed. The error names
+        // the entry as written: an expanded variable may be a secret.
+        let made =
+            std::fs::create_dir_all(path).and_then(|_| std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700)));
+        if let Err(e) = made {
+            anyhow::bail!("creating sandbox.write {entry:?}: {e}");
+        }
+    }
+    for dir in &plan.dirs {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    // The worker's git writes objects into its own store, reading the repository's through
+    // it; guild-hall adopts what its branch needs after checking each object's hash.
+    crate::files::write_atomic(&state.objects().join("info/alternates"), format!("{}\n", plan.alternates).as_bytes())?;
+    std::fs::OpenOptions::new().create(true).append(true).open(&plan.mailbox)?;
+    Ok(plan.spec)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::Source;
+
+    /// An activation of a package whose `worker.yaml` is `yaml`, in a home under `dir`, with
+    /// the facts a launch would have gathered (confined, nothing of sandbox.write there yet).
+    struct Fixture {
+        home: Home,
+        project: Project,
+        pkg: Package,
+        state: StateDir,
+        worktree: WorktreeRecord,
+    }
+
+    fn fixture(dir: &Path, yaml: &str) -> Fixture {
+        let home = Home::resolve(Some(&dir.join("home"))).expect("home");
+        let project = Project { root: dir.join("project"), name: "p".into(), config: Default::default() };
+        let manifest = serde_yaml_ng::from_str(yaml).expect("manifest");
+        let pkg = Package { manifest, dir: dir.join("pkg"), source: Source::Home };
+        let state = StateDir(home.root.join("state/p/commissions/c"));
+        let worktree = WorktreeRecord {
+            path: dir.join("wt/c"),
+            admin: dir.join("project/.git/worktrees/c"),
+            common: dir.join("project/.git"),
+            branch: "claude/c".into(),
+            sparse: false,
+        };
+        Fixture { home, project, pkg, state, worktree }
+    }
+
+    fn activation(f: &Fixture) -> Activation<'_> {
+        Activation {
+            home: &f.home,
+            project: &f.project,
+            pkg: &f.pkg,
+            kind: ActivityKind::Commission,
+            id: "c",
+            state: &f.state,
+            worktree: &f.worktree,
+            attempt: 2,
+            toolbox: "TOOLBOX".into(),
+            prompt_extra: String::new(),
+            argv: vec!["agent".into(), "--go".into()],
+            env: vec![("GUILD_HALL_MAX_TURNS".into(), "7".into())],
+            readable: Vec::new(),
+            resources: Resources::default(),
+            grace_cap: Some(Duration::from_secs(1)),
+            runner: None,
+            timeout: None,
+        }
+    }
+
+    fn facts(f: &Fixture, read: Vec<PathBuf>) -> Facts {
+        Facts {
+            global: GlobalConfig::default(),
+            posture: Some("POSTURE".into()),
+            passed: [("TOKEN".to_string(), "t".to_string())].into(),
+            memories: Vec::new(),
+            confinement: Confinement::Confined,
+            own_memory: f.home.root.join("memory/p/w"),
+            exe: PathBuf::from("/bin/guild-hall"),
+            write_entries: vec![("~/cache".into(), PathBuf::from("/h/cache"), false), ("/tmp/x".into(), PathBuf::from("/tmp/x"), true)],
+            read,
+            alternates: "/project/.git/objects".into(),
+        }
+    }
+
+    #[test]
+    fn the_plan_says_what_runs_its_environment_policy_and_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = fixture(dir.path(), "name: w\ncommand: [agent]\nenv: {MINE: m}\n");
+        let a = activation(&f);
+        let plan = plan(&a, &facts(&f, Vec::new())).expect("planned");
+        assert_eq!(plan.spec.argv, ["agent", "--go"]);
+        assert_eq!((plan.spec.cwd.clone(), plan.spec.attempt), (f.worktree.path.clone(), 2));
+        assert_eq!(plan.spec.grace, Duration::from_secs(1), "capped by the activation");
+        let env = &plan.spec.env;
+        for (k, v) in
+            [("MINE", "m"), ("TOKEN", "t"), ("GUILD_HALL_ID", "c"), ("GUILD_HALL_ATTEMPT", "2"), ("GUILD_HALL_BIN", "/bin/guild-hall")]
+        {
+            assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
+        }
+        assert_eq!(env.get("GUILD_HALL_MAX_TURNS").map(String::as_str), Some("7"), "the kind's own variables win");
+        assert!(plan.prompt.contains("POSTURE") && plan.prompt.contains("TOOLBOX"));
+        let policy = plan.spec.sandbox.as_ref().expect("confined");
+        assert!(policy.writable.contains(&f.worktree.path) && policy.writable.contains(&PathBuf::from("/h/cache")));
+        assert!(policy.hidden.contains(&f.home.root), "the home is hidden");
+        assert_eq!(policy.written_as.get(Path::new("/h/cache")).map(String::as_str), Some("~/cache"));
+        assert_eq!(plan.private_dirs, vec![("~/cache".to_string(), PathBuf::from("/h/cache"))], "only what is missing is made");
+        assert!(plan.dirs.contains(&f.state.objects().join("info")));
+        // Nothing was written: planning is pure.
+        assert!(!f.state.0.exists());
+    }
+
+    #[test]
+    fn an_acp_agent_runs_under_guild_halls_client_and_a_home_read_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = fixture(dir.path(), "name: w\ncommand: [agent]\nprotocol: acp\nacp: {allow: [Read]}\n");
+        let a = activation(&f);
+        let plan = plan(&a, &facts(&f, Vec::new())).expect("planned");
+        assert_eq!(plan.spec.argv, ["/bin/guild-hall", "acp", "--allow", "Read", "--", "agent", "--go"]);
+        let why = plan_refused(&a, &facts(&f, vec![f.home.root.join("secrets")]));
+        assert!(why.contains("lies in $GUILD_HALL_HOME"), "{why}");
+        let unconfined = Facts { confinement: Confinement::Unconfined, ..facts(&f, vec![f.home.root.join("secrets")]) };
+        assert!(plan_refused_or_none(&a, &unconfined).is_none(), "unconfined, no policy to refuse");
+    }
+
+    fn plan_refused(a: &Activation<'_>, f: &Facts) -> String {
+        plan_refused_or_none(a, f).expect("refused")
+    }
+
+    fn plan_refused_or_none(a: &Activation<'_>, f: &Facts) -> Option<String> {
+        plan(a, f).err()
+    }
 
     /// Every kind sets the common id and kind besides its own variable: one package serves all.
     #[test]

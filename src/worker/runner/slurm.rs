@@ -19,11 +19,77 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::activity::state::{ExitInfo, StateDir};
-use crate::config::SlurmConfig;
+use crate::config::{Home, SlurmConfig};
 use crate::files::{read_json, write_json};
-use crate::worker::liveness::{Attempt, Proc};
-
+use crate::worker::runner::seam::{handle_holds_slot, Attempt, Proc, Request, Runner, RunnerHandle, RunnerName};
 use crate::worker::shim::{Spec, Stop};
+
+/// The Slurm runner, with the project's `slurm:` settings (what a submission asks for).
+pub(crate) struct Slurm {
+    pub(crate) config: SlurmConfig,
+}
+
+impl Runner for Slurm {
+    fn name(&self) -> RunnerName {
+        RunnerName::Slurm
+    }
+
+    /// Once the job is submitted and its id recorded (it may wait in the queue).
+    fn start(&self, spec: &Spec, request: &Request) -> Result<()> {
+        let job = Job {
+            project: request.project.clone(),
+            id: request.id.clone(),
+            config: self.config.clone(),
+            cpus: request.cpus,
+            memory: request.memory.clone(),
+            minutes: request.limit.map(|limit| minutes(limit, request.grace)),
+        };
+        submit(spec, &job)
+    }
+
+    fn handle(&self, state: &StateDir) -> Result<Option<RunnerHandle>> {
+        Ok(Handle::read(state)?.map(|h| RunnerHandle { runner: RunnerName::Slurm, attempt: h.attempt, ended: h.ended.is_some() }))
+    }
+
+    fn forget(&self, state: &StateDir) {
+        Handle::remove(state);
+    }
+
+    fn taken(&self, state: &StateDir) -> Result<Option<u32>> {
+        Ok(Handle::read(state)?.filter(|h| h.taken(state)).map(|h| h.attempt))
+    }
+
+    /// Slurm's to say, with the shim's records ([`attempt`]).
+    fn locate(&self, state: &StateDir, attempt_no: u32, _boot: &str) -> Result<Attempt, String> {
+        match Handle::read(state).map_err(|e| format!("{e:#}"))? {
+            Some(handle) if handle.attempt == attempt_no => attempt(state, attempt_no, &handle),
+            _ => Err(format!("{} records no job for attempt {attempt_no}", Handle::path(state).display())),
+        }
+    }
+
+    /// Through Slurm, for a job of ours (`scancel --signal=TERM`, or `scancel` to kill).
+    fn stop(&self, state: &StateDir, attempt: u32, _run: Option<&RunInfo>, how: Stop) -> Result<()> {
+        match Handle::read(state)?.filter(|h| h.attempt == attempt) {
+            Some(handle) => stop(state, &handle, how),
+            None => Ok(()),
+        }
+    }
+
+    fn holds_slot(&self, state: &StateDir, attempt: u32) -> bool {
+        handle_holds_slot(state, self.handle(state).ok().flatten(), attempt)
+    }
+
+    /// A job of ours Slurm has queued or running writing the activity's log ([`ours`]).
+    fn works_unrecorded(&self, home: &Home, project: &str, id: &str, _worktree: &Path) -> bool {
+        ours(home, project).iter().any(|(_, of, _)| of == id)
+    }
+}
+
+/// Slurm's `--time` for an attempt limited to `limit` (guild-hall stops it itself; Slurm's limit
+/// is the backstop, a grace and a minute later): whole minutes, at least one.
+pub(crate) fn minutes(limit: Duration, grace: Duration) -> u64 {
+    (limit + grace + Duration::from_secs(60)).as_secs().div_ceil(60).max(1)
+}
 
 /// What one attempt's job asks of Slurm (made by `worker::launch`).
 #[derive(Debug, Clone)]
@@ -98,7 +164,11 @@ const SUBMIT_WINDOW: Duration = Duration::from_secs(60);
 /// Submit the attempt as a batch job and record its id. Refused (its `exit.json` saying why)
 /// when the nodes cannot see the home, or Slurm will not take the job.
 pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
-    let refuse = |why: String| crate::worker::launch::refuse(&spec.state, spec.attempt, &why);
+    let refuse = |why: String| {
+        // An earlier submission's handle is no job of this refused attempt's.
+        Handle::remove(&spec.state);
+        crate::worker::shim::refuse(&spec.state, spec.attempt, &why)
+    };
     if let Some(why) = not_shared(spec, job.config.partition.as_deref()) {
         return refuse(why);
     }
@@ -151,7 +221,7 @@ pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
         }
     }
     // The node's process table is not ours to read: the shim writes the worker's CPU time down.
-    cmd.env_clear().envs(env).env(crate::worker::shim::CPU_BEAT_VAR, "1");
+    cmd.env_clear().envs(env).env(crate::worker::shim::CPU_BEAT_VAR, "1").env(RUNNER_VAR, RUNNER);
     // Where the cluster's configuration is, when it is not the system's.
     if let Some(conf) = std::env::var_os("SLURM_CONF") {
         cmd.env("SLURM_CONF", conf);
@@ -487,7 +557,7 @@ const CLOCK_SKEW_ALLOWED: chrono::Duration = chrono::Duration::hours(1);
 /// attempt): what a reconciler that lost its records can still find. Ours by their owner and
 /// output file (an attempt's log in the project's state dir), never by their names. Empty where
 /// Slurm cannot be asked (not installed: no job of ours runs).
-pub fn ours(home: &crate::config::Home, project: &str) -> Vec<(u64, String, u32)> {
+pub fn ours(home: &Home, project: &str) -> Vec<(u64, String, u32)> {
     let Ok((jobs, _)) = listing() else { return Vec::new() };
     let dir = home.commissions_state(project);
     jobs.iter()
@@ -578,6 +648,26 @@ fn not_ours(state: &StateDir, attempt: u32, id: u64, info: &JobInfo) -> Option<S
     None
 }
 
+/// Set in a submitted shim's environment: the runner that placed it, whose say it asks
+/// ([`admit`]).
+const RUNNER_VAR: &str = "GUILD_HALL_RUNNER";
+const RUNNER: &str = "slurm";
+
+/// This runner's say on a shim about to run `attempt` of `state` (see [`not_the_recorded_job`]),
+/// if this runner submitted it: its environment names this runner, or (a job submitted by an
+/// earlier guild-hall, which set no runner) it writes CPU beats.
+pub fn admit(state: &StateDir, attempt: u32) -> Option<String> {
+    let ours = match std::env::var_os(RUNNER_VAR) {
+        Some(r) => r == RUNNER,
+        None => std::env::var_os(crate::worker::shim::CPU_BEAT_VAR).is_some(),
+    };
+    if !ours {
+        return None;
+    }
+    let (id, name) = (std::env::var("SLURM_JOB_ID").ok(), std::env::var("SLURM_JOB_NAME").ok());
+    not_the_recorded_job(state, attempt, id.as_deref(), name.as_deref())
+}
+
 /// Why the shim must not run attempt `attempt` in `state` in the Slurm job `job_id` named
 /// `job_name` (its `$SLURM_JOB_ID` and `$SLURM_JOB_NAME`), if it must not: `slurm.json` does not
 /// record this job for the attempt (a job of a submission given up, or not guild-hall's).
@@ -613,6 +703,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(60);
 /// this attempt's (its owner or output file not ours, the handle's name not this attempt's),
 /// never cancelled. Once the end is taken the handle says so, and Slurm is not asked again.
 /// `Err`: Slurm cannot be asked while the attempt has not ended.
+// Long: one table of the job's states against the shim's records, each row with its verdict;
+// split, the rows would no longer be read side by side.
 pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, String> {
     let e = |e: anyhow::Error| format!("{e:#}");
     // Slurm not answering, said with the handle that made us ask.
@@ -868,6 +960,33 @@ fn job_id(state: &StateDir, handle: &Handle) -> Result<Option<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slurm_handle_holds_a_slot_until_its_attempts_end_or_a_later_one() {
+        use crate::worker::runner::holds_slot;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir(dir.path().to_path_buf());
+        let handle =
+            Handle { attempt: 1, name: "guild-hall.p.c.1.0a1b2c3d".into(), job_id: Some(7), submitted_at: chrono::Utc::now(), ended: None };
+        crate::files::write_json(&Handle::path(&state), &handle).expect("handle");
+        assert!(holds_slot(&state, 1), "queued or running for all we know");
+        crate::files::write_json(&state.exit(), &ExitInfo::error(2, "a later attempt's".into())).expect("exit");
+        assert!(!holds_slot(&state, 1), "a later attempt's exit: attempt 1 has ended");
+        assert!(!crate::worker::liveness::busy(&state, "boot"));
+        crate::files::write_json(&state.exit(), &ExitInfo::error(1, "its own".into())).expect("exit");
+        assert!(!holds_slot(&state, 1));
+        std::fs::remove_file(state.exit()).expect("rm");
+        crate::files::write_json(&Handle::path(&state), &Handle { ended: Some(String::new()), ..handle }).expect("handle");
+        assert!(!holds_slot(&state, 1), "its end taken");
+    }
+
+    #[test]
+    fn slurms_time_limit_is_a_backstop_after_guild_halls() {
+        let s = Duration::from_secs;
+        // 1 h + 30 s grace + a minute: 62 minutes (rounded up).
+        assert_eq!(minutes(s(3600), s(30)), 62);
+        assert_eq!(minutes(s(1), s(0)), 2);
+    }
 
     /// `squeue --json`'s answer with `jobs`, each given as its JSON fields.
     fn answer(jobs: &[&str]) -> Vec<u8> {

@@ -44,7 +44,7 @@ pub fn run_filter(
         let mut readable = vec![pkg.dir.clone()];
         readable.extend(read.into_iter().filter(|r| !r.starts_with(home)));
         let own = vec![tmp.to_path_buf()];
-        Policy { writable, readable, hidden, own, written_as, slurm_client: pkg.slurm_client() }.prepare()?.apply_to(&mut cmd);
+        Policy { writable, readable, hidden, own, written_as, cluster_client: pkg.cluster_client() }.prepare()?.apply_to(&mut cmd);
     }
     // Its own process group: on timeout the whole group goes, grandchildren too (one holding
     // stdout would otherwise keep us waiting).
