@@ -15,13 +15,13 @@ use crate::activity::Outcome;
 use crate::artifact::{Problem, Status};
 use crate::worker::Catalog;
 use decide::Action;
-use observe::{Depth, Proc, SettledCache, Snapshot};
+use observe::{Depth, Observations, Proc, Snapshot};
 
-/// Commissions as a kind of the reconcile pass. `settled`: settled artifacts remembered across
-/// passes (the watcher's).
+/// Commissions as a kind of the reconcile pass. `store`: what a watch observed in its earlier
+/// passes (settled artifacts); `None`: everything is read.
 #[derive(Default)]
 pub struct Commissions<'a> {
-    pub settled: Option<&'a SettledCache>,
+    pub(crate) store: Option<&'a Observations>,
 }
 
 impl Kind<Catalog> for Commissions<'_> {
@@ -32,7 +32,7 @@ impl Kind<Catalog> for Commissions<'_> {
     type Action = Action;
 
     fn observe(&self, ctx: Ctx<'_, Catalog>, _budget: &Budget) -> Result<(Snapshot, Vec<Problem>)> {
-        let snapshot = observe::observe_cached(ctx.home, ctx.project, ctx.workers.clone(), Depth::Reconcile, self.settled)
+        let snapshot = observe::observe_cached(ctx.home, ctx.project, ctx.workers.clone(), Depth::Reconcile, self.store)
             .context("observing the project")?;
         let problems = snapshot.problems.clone();
         Ok((snapshot, problems))

@@ -286,19 +286,18 @@ pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
     observe_with(home, project, Depth::Full)
 }
 
-/// Artifacts a pass found settled, with the stamps (size, mtime, inode) of the artifact and its
-/// runtime record then. A later pass that finds the same stamps skips reading both: a
-/// long-running watcher's resync then costs a `stat` per settled artifact, and raises no
-/// inotify events of its own. Only a shortcut: any write changes a stamp.
-#[derive(Debug, Default)]
-pub struct SettledCache(std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Stamps>>);
+/// What a long-running watch keeps between passes of commissions: artifacts a pass found
+/// settled, with the stamps of the artifact and its runtime record then
+/// ([`crate::activity::observed::Store`]). A later pass that finds the same stamps skips
+/// reading both: a settled commission then costs a `stat` or two, and raises no inotify events.
+pub(crate) type Observations = crate::activity::observed::Store<Settled>;
 
-type Stamps = (Option<(u64, i128, u64)>, Option<(u64, i128, u64)>);
-
-fn stamp(path: &Path) -> Option<(u64, i128, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.len(), m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128, m.ino()))
+/// What the store says of a commission: settled, nothing for a pass to do; judged with runtime
+/// state here or without (a listing of the state dirs said there was none, so the record was
+/// not read and is not stamped: a state dir that appears later makes it a miss).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Settled {
+    with_state: bool,
 }
 
 /// Read the world to the given depth.
@@ -307,8 +306,14 @@ pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snap
 }
 
 /// [`observe_with`], with the worker packages already read, remembering settled artifacts
-/// across calls in `cache`.
-pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: Depth, cache: Option<&SettledCache>) -> Result<Snapshot> {
+/// across calls in `store` (a watch's).
+pub(crate) fn observe_cached(
+    home: &Home,
+    project: &Project,
+    workers: Catalog,
+    depth: Depth,
+    store: Option<&Observations>,
+) -> Result<Snapshot> {
     let now = Utc::now();
     let global = home.load_config()?;
     let mut problems = workers.problems.clone();
@@ -328,7 +333,7 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     // Artifacts are read relative to their directory, opened once.
     let dir = std::fs::File::open(project.commissions_dir()).ok();
     let observed = observe_parallel(home, project, &paths, chunk, &tree, &boot, &trailers, |p| {
-        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), cache, &stated)
+        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), store, &stated)
     });
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
@@ -500,7 +505,7 @@ fn with_state(home: &Home, project: &Project) -> Option<std::collections::HashSe
     }
 }
 
-/// [`is_settled`], answered from the cache when neither file changed since it last said yes.
+/// [`is_settled`], answered from the store when neither file changed since it last said yes.
 /// `dir`: the artifact's directory, open; `stated`: the ids with runtime state
 /// ([`with_state`]), if known.
 fn settled(
@@ -508,25 +513,28 @@ fn settled(
     project: &Project,
     path: &Path,
     dir: Option<&std::fs::File>,
-    cache: Option<&SettledCache>,
+    store: Option<&Observations>,
     stated: &Option<std::collections::HashSet<std::ffi::OsString>>,
 ) -> bool {
     let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let has_state = stated.as_ref().is_none_or(|ids| ids.contains(std::ffi::OsStr::new(id)));
-    let Some(cache) = cache else { return is_settled(home, project, path, dir, has_state) };
-    let record = StateDir(home.commission_state(&project.name, id)).record();
-    let now = (stamp(path), if has_state { stamp(&record) } else { None });
-    let known = cache.0.lock().map(|m| m.get(path) == Some(&now)).unwrap_or(false);
-    if known && !home.worktree(&project.name, id).exists() {
+    let Some(store) = store else { return is_settled(home, project, path, dir, has_state) };
+    // The worktree is not under a watched directory, nor part of the stamps: looked at always.
+    let worktree = || home.worktree(&project.name, id).exists();
+    if store.get(Name::Commission, path) == Some(Settled { with_state: has_state }) && !worktree() {
         return true;
     }
+    // Stamped before reading: a write meanwhile shows as a changed stamp next time.
+    let stamped = |p: &Path| (p.to_path_buf(), crate::activity::observed::stamp(p));
+    let mut files = vec![stamped(path)];
+    if has_state {
+        files.push(stamped(&StateDir(home.commission_state(&project.name, id)).record()));
+    }
     let yes = is_settled(home, project, path, dir, has_state);
-    if let Ok(mut m) = cache.0.lock() {
-        if yes {
-            m.insert(path.to_path_buf(), now);
-        } else {
-            m.remove(path);
-        }
+    if yes {
+        store.put(Name::Commission, path, files, Settled { with_state: has_state });
+    } else {
+        store.forget(Name::Commission, path);
     }
     yes
 }

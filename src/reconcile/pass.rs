@@ -37,7 +37,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     home.refuse_a_name_taken(&project.name, &project.root)?;
     let dispatch_lock = super::lock::dispatch_lock_path(home);
     let started = Instant::now();
-    let commissions = Commissions { settled: opts.settled.as_deref() };
+    let commissions = Commissions { store: opts.observed.as_deref().map(|o| &o.commissions) };
     let all: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
     let kinds: Vec<&dyn Drive> = all.into_iter().filter(|k| opts.only.is_none_or(|only| only == k.name())).collect();
     // Kinds that launch no worker (a meeting's fold after a turn) count no slot: they need not
