@@ -7,11 +7,12 @@
 //! a checkout's [`remote`] (fetch, adopt, push), work that ended on the integration branch while
 //! the checkout says it is to run ([`integrated`]), what in git counts as guild-hall's own word
 //! ([`trailers`]), the Kind contract every kind implements
-//! ([`kind`]), what a watch keeps of what it observed between passes ([`observed`]), and what
-//! an effect comes to. Atomic writes are `crate::files`'; liveness is
+//! ([`kind`]) and the worker slots they share ([`capacity`]), what a watch keeps of what it
+//! observed between passes ([`observed`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is
 //! `crate::worker::liveness`.
 
 pub mod apply;
+pub mod capacity;
 pub mod control_plane;
 pub mod fit;
 pub mod git;

@@ -253,7 +253,8 @@ pub struct Snapshot {
     pub now: DateTime<Utc>,
     pub project: Project,
     pub max_concurrent: usize,
-    /// Running commissions of other projects under the same home.
+    /// Running workers of other projects under the same home (a pass sets it from the round's
+    /// capacity; 0 as observed alone).
     pub running_elsewhere: usize,
     /// This project's workers still running for an artifact that is gone (deleted, or not in
     /// the branch checked out): left alone, but they hold capacity.
@@ -352,13 +353,13 @@ pub(crate) fn observe_cached(
             Err(p) => problems.extend(p),
         }
     }
-    let known: std::collections::HashSet<&str> = paths.iter().filter_map(|p| p.file_stem().and_then(|s| s.to_str())).collect();
-    let running_orphans = running_in(&home.commissions_state(&project.name), &boot, |id| !known.contains(id));
+    // The slots others hold are the round's capacity's (`activity::capacity`), which the
+    // reconcile pass observes once and sets here.
     Ok(Snapshot {
         now,
-        running_orphans,
-        running_elsewhere: running_elsewhere(home, &project.name, &boot),
-        tasks_running: tasks_running_in(home, &project.name, &boot),
+        running_orphans: 0,
+        running_elsewhere: 0,
+        tasks_running: 0,
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,
@@ -828,70 +829,4 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         let mailbox = mailbox::attempt_mailbox(state, rec.attempt);
         obs.sample = obs.run.as_ref().map(|run| crate::worker::liveness::sample(state, rec.attempt, run, &mailbox));
     }
-}
-
-/// Commissions of other projects whose worker is alive: they count against the global cap.
-fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
-    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return 0 };
-    // Project state dirs are named by project names, which are UTF-8.
-    projects
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|p| p != this)
-        .map(|p| running_in(&home.commissions_state(&p), boot, |_| true) + tasks_running_in(home, &p, boot))
-        .sum()
-}
-
-/// Wave tasks under a project's state dir whose shim is alive (or starting): they hold a slot
-/// under the caps like commissions.
-fn tasks_running_in(home: &Home, project: &str, boot: &str) -> usize {
-    let Ok(plans) = std::fs::read_dir(home.plans_state(project)) else { return 0 };
-    let mut n = 0;
-    for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
-        let Ok(tasks) = std::fs::read_dir(home.tasks_state(project, &plan)) else { continue };
-        for t in tasks.filter_map(|e| e.ok()) {
-            if crate::worker::liveness::busy(&StateDir(t.path()), boot) {
-                n += 1;
-            }
-        }
-    }
-    n
-}
-
-/// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting,
-/// or may be: a record or run file that does not parse counts as running (its worker may be
-/// alive for all we know, so it keeps its slot, as in its own project), with a warning.
-fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
-    let Ok(cs) = std::fs::read_dir(dir) else { return 0 };
-    let mut n = 0;
-    for c in cs.filter_map(|e| e.ok()) {
-        if !c.file_name().to_str().is_some_and(&include) {
-            continue;
-        }
-        let state = StateDir(c.path());
-        let corrupt = |e: anyhow::Error| {
-            tracing::warn!(state = %state.0.display(), error = %format!("{e:#}"), "corrupt runtime state: counted as running against the caps until it is repaired or removed");
-        };
-        let rec = match read_json::<Record>(&state.record()) {
-            Ok(Some(rec)) => rec,
-            Ok(None) => continue,
-            Err(e) => {
-                corrupt(e);
-                n += 1;
-                continue;
-            }
-        };
-        let alive = match state.read_run() {
-            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && crate::worker::liveness::running(&r, boot)),
-            Err(e) => {
-                corrupt(e);
-                true
-            }
-        };
-        // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
-        // so does a Slurm job, queued or running.
-        if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
-            n += 1;
-        }
-    }
-    n
 }
