@@ -1,8 +1,9 @@
-//! What a long-running watch observed of each kind's artifacts, kept between its passes: per
-//! kind, by artifact path, the files a judgement was read from with their stamps (size, mtime,
-//! inode) and what was judged, fed by the watcher's file events as kube's reflector is fed by
-//! its watch. Only a shortcut: a stamp that differs, an event for one of the files or an
-//! overflowed event queue makes the next pass read again; without a store a pass reads.
+//! What a long-running watch observed, kept between its passes: per kind, by artifact path, the
+//! files a judgement was read from with their stamps (size, mtime, inode) and what was judged,
+//! fed by the watcher's file events as kube's reflector is fed by its watch ([`Store`]); and
+//! lines read from git history, kept by the commit ids they were read from ([`ByTips`]). Only a
+//! shortcut: a stamp that differs, an event for one of the files or an overflowed event queue
+//! makes the next pass read again; without a store a pass reads.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -130,6 +131,40 @@ impl<V> Inner<V> {
     }
 }
 
+/// Lines found in the history of some commits (the trailers on the integration branch and its
+/// remote copies), kept with those commits' ids. Asked again with other tips, it walks only
+/// what is new — from the new tips down to the old ones — when every old tip is in the new
+/// history (the branch moved forward); else (a reset, a force push) it walks everything again.
+#[derive(Debug, Default)]
+pub(crate) struct ByTips(Mutex<Option<(Vec<git2::Oid>, std::collections::HashSet<String>)>>);
+
+impl ByTips {
+    /// The lines of `tips`' history. `walk(tips, hide)`: the lines of the commits reachable
+    /// from `tips` and not from `hide`.
+    pub(crate) fn lines<E>(
+        &self,
+        repo: &git2::Repository,
+        tips: &[git2::Oid],
+        walk: impl Fn(&[git2::Oid], &[git2::Oid]) -> Result<std::collections::HashSet<String>, E>,
+    ) -> Result<std::collections::HashSet<String>, E> {
+        let known = self.0.lock().ok().and_then(|m| m.clone());
+        let lines = match known {
+            Some((old, lines)) if old == tips => return Ok(lines),
+            Some((old, mut lines))
+                if old.iter().all(|o| tips.iter().any(|t| t == o || repo.graph_descendant_of(*t, *o).unwrap_or(false))) =>
+            {
+                lines.extend(walk(tips, &old)?);
+                lines
+            }
+            _ => walk(tips, &[])?,
+        };
+        if let Ok(mut m) = self.0.lock() {
+            *m = Some((tips.to_vec(), lines.clone()));
+        }
+        Ok(lines)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +261,57 @@ mod tests {
         store.forget(Name::Commission, &a);
         assert_eq!(store.get(Name::Commission, &a), None);
         assert!(store.inner.lock().unwrap().by_file.is_empty(), "nothing left indexed");
+    }
+
+    /// A repository whose `main` has commits with messages `msgs`; their ids, oldest first.
+    fn history(dir: &Path, msgs: &[&str]) -> (git2::Repository, Vec<git2::Oid>) {
+        let repo = git2::Repository::init(dir).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let mut ids: Vec<git2::Oid> = Vec::new();
+        {
+            let tree = repo.find_tree(repo.index().unwrap().write_tree().unwrap()).unwrap();
+            for m in msgs {
+                let parents: Vec<git2::Commit<'_>> = ids.last().map(|p| repo.find_commit(*p).unwrap()).into_iter().collect();
+                let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+                ids.push(repo.commit(None, &sig, &sig, m, &tree, &refs).unwrap());
+            }
+        }
+        (repo, ids)
+    }
+
+    /// Every message line of the commits reachable from `tips` and not `hide`, and how many
+    /// commits were read.
+    fn walker<'r>(
+        repo: &'r git2::Repository,
+        read: &'r std::cell::Cell<usize>,
+    ) -> impl Fn(&[git2::Oid], &[git2::Oid]) -> Result<std::collections::HashSet<String>, git2::Error> + 'r {
+        move |tips, hide| {
+            let mut walk = repo.revwalk()?;
+            tips.iter().try_for_each(|t| walk.push(*t))?;
+            hide.iter().try_for_each(|h| walk.hide(*h))?;
+            let mut out = std::collections::HashSet::new();
+            for oid in walk {
+                read.set(read.get() + 1);
+                out.insert(repo.find_commit(oid?)?.message().unwrap_or("").to_string());
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn lines_by_tips_walk_only_what_is_new_and_everything_after_a_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, ids) = history(dir.path(), &["a", "b", "c", "d"]);
+        let read = std::cell::Cell::new(0);
+        let memo = ByTips::default();
+        let set = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<std::collections::HashSet<_>>();
+        assert_eq!(memo.lines(&repo, &[ids[1]], walker(&repo, &read)).unwrap(), set(&["a", "b"]));
+        assert_eq!(read.get(), 2, "the first walk reads the whole history");
+        assert_eq!(memo.lines(&repo, &[ids[1]], walker(&repo, &read)).unwrap(), set(&["a", "b"]));
+        assert_eq!(read.get(), 2, "the same tips: a hit, nothing read");
+        assert_eq!(memo.lines(&repo, &[ids[3]], walker(&repo, &read)).unwrap(), set(&["a", "b", "c", "d"]));
+        assert_eq!(read.get(), 4, "moved forward: only the two new commits read");
+        assert_eq!(memo.lines(&repo, &[ids[2]], walker(&repo, &read)).unwrap(), set(&["a", "b", "c"]));
+        assert_eq!(read.get(), 7, "moved back (a reset): everything read again, nothing of the old kept");
     }
 }

@@ -287,11 +287,16 @@ pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
     observe_with(home, project, Depth::Full)
 }
 
-/// What a long-running watch keeps between passes of commissions: artifacts a pass found
-/// settled, with the stamps of the artifact and its runtime record then
-/// ([`crate::activity::observed::Store`]). A later pass that finds the same stamps skips
-/// reading both: a settled commission then costs a `stat` or two, and raises no inotify events.
-pub(crate) type Observations = crate::activity::observed::Store<Settled>;
+/// What a long-running watch keeps between passes of commissions ([`crate::activity::observed`]):
+/// artifacts a pass found settled, with the stamps of the artifact and its runtime record then
+/// (a later pass that finds the same stamps skips reading both: a settled commission then
+/// costs a `stat` or two, and raises no inotify events); and the commission trailers on the
+/// integration branch, by its tips (a pass after a merge reads only the new commits).
+#[derive(Debug, Default)]
+pub(crate) struct Observations {
+    pub(crate) settled: crate::activity::observed::Store<Settled>,
+    trailers: crate::activity::observed::ByTips,
+}
 
 /// What the store says of a commission: settled, nothing for a pass to do; judged with runtime
 /// state here or without (a listing of the state dirs said there was none, so the record was
@@ -324,7 +329,7 @@ pub(crate) fn observe_cached(
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     let chunk = paths.len().div_ceil(threads).max(256);
     // Whether another home's attempt landed is for people (`status`, `check`), not for a pass.
-    let trailers = Trailers::new(depth == Depth::Full);
+    let trailers = Trailers::new(depth == Depth::Full, store.map(|s| &s.trailers));
     // Which commissions have runtime state here, from one listing: a settled artifact without
     // any (a fresh home, a clone) is then judged without a failed open of its record.
     let stated = match depth {
@@ -393,7 +398,7 @@ pub fn observe_paths(
     let boot = shim::boot_id();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
-    let trailers = Trailers::new(true);
+    let trailers = Trailers::new(true, None);
     for batch in paths.chunks(threads * PER_THREAD) {
         observe_parallel(home, project, batch, PER_THREAD, &tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
     }
@@ -405,7 +410,7 @@ pub fn observe_paths(
 /// whether work landed there); `everywhere`, its commission trailers with every remote's copy
 /// ([`crate::activity::ids::integration_trailers`]: the attempts a dispatch must not reuse).
 #[derive(Default)]
-struct Trailers {
+struct Trailers<'a> {
     here: std::sync::OnceLock<std::collections::HashSet<String>>,
     everywhere: std::sync::OnceLock<std::collections::HashSet<String>>,
     /// The integration branch's copies to compare artifacts still to run with
@@ -413,11 +418,13 @@ struct Trailers {
     copies: std::sync::OnceLock<Vec<(String, git2::Oid)>>,
     /// Whether another home's attempt landed is looked for (for people: `status`, `check`).
     for_elsewhere: bool,
+    /// `everywhere` as a watch's earlier passes read it, by the tips it was read from.
+    memo: Option<&'a crate::activity::observed::ByTips>,
 }
 
-impl Trailers {
-    fn new(for_elsewhere: bool) -> Trailers {
-        Trailers { for_elsewhere, ..Trailers::default() }
+impl<'a> Trailers<'a> {
+    fn new(for_elsewhere: bool, memo: Option<&'a crate::activity::observed::ByTips>) -> Trailers<'a> {
+        Trailers { for_elsewhere, memo, ..Trailers::default() }
     }
 
     /// Unreadable: nothing found (the work is then taken as not there).
@@ -436,7 +443,14 @@ impl Trailers {
 
     fn everywhere(&self, repo: &git2::Repository, project: &Project) -> &std::collections::HashSet<String> {
         self.everywhere.get_or_init(|| {
-            crate::activity::ids::integration_trailers(repo, &project.config.integration_branch).unwrap_or_else(|e| {
+            let read = match self.memo {
+                Some(memo) => {
+                    let tips = crate::activity::ids::integration_tips(repo, &project.config.integration_branch);
+                    memo.lines(repo, &tips, |tips, hide| crate::activity::ids::commission_trailers_between(repo, tips, hide))
+                }
+                None => crate::activity::ids::integration_trailers(repo, &project.config.integration_branch),
+            };
+            read.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "the integration branch's trailers cannot be read: new attempts skip branches only");
                 Default::default()
             })
@@ -522,6 +536,7 @@ fn settled(
     let Some(store) = store else { return is_settled(home, project, path, dir, has_state) };
     // The worktree is not under a watched directory, nor part of the stamps: looked at always.
     let worktree = || home.worktree(&project.name, id).exists();
+    let store = &store.settled;
     if store.get(Name::Commission, path) == Some(Settled { with_state: has_state }) && !worktree() {
         return true;
     }

@@ -58,12 +58,12 @@ pub struct Observed {
 impl Observed {
     /// A watcher's event for `path`.
     pub(crate) fn changed(&self, path: &std::path::Path) {
-        self.commissions.changed(path);
+        self.commissions.settled.changed(path);
     }
 
     /// Events were lost: nothing observed before is trusted.
     pub(crate) fn overflowed(&self) {
-        self.commissions.overflowed();
+        self.commissions.settled.overflowed();
     }
 }
 

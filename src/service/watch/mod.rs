@@ -249,7 +249,8 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str, several:
         }
     };
     let skip: BTreeSet<reconcile::Key> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(key, _)| key.clone()).collect();
-    let options = Options { skip, observed: Some(w.observed.clone()), before_dispatch: Some(crate::ops::sync::follow), ..Options::default() };
+    let options =
+        Options { skip, observed: Some(w.observed.clone()), before_dispatch: Some(crate::ops::sync::follow), ..Options::default() };
     let report = reconcile::run(home, &project, &options, |e| {
         if let Some(say) = opts.report {
             say(several.then_some(w.name.as_str()), e);
