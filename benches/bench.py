@@ -8,6 +8,7 @@ Run: python3 benches/bench.py [--quick] [--no-build] [--only-watch [--baseline B
                                | --only-settled [--baseline BIN]
                                | --only-long-watch [--baseline BIN]]
 GUILD_HALL_BENCH_BIN=PATH measures that build instead of this checkout's release build.
+GUILD_HALL_BENCH_TMP=DIR puts the benchmarks using --baseline's helper in DIR (a tmpfs, say).
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -837,7 +838,9 @@ def with_builds(measure):
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
     builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
-    tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+    # GUILD_HALL_BENCH_TMP: where the repositories and homes go (a tmpfs, say, to take the
+    # filesystem's inode allocator out of the measurement).
+    tmp = tempfile.mkdtemp(prefix="guild-hall-bench.", dir=os.environ.get("GUILD_HALL_BENCH_TMP"))
     try:
         return measure(tmp, builds)
     finally:
