@@ -5,8 +5,10 @@ Run: python3 benches/bench.py [--quick] [--no-build] [--only-watch [--baseline B
                                | --only-throughput [--baseline BIN] | --only-scaling [--baseline BIN]
                                | --only-finish [--baseline BIN]
                                | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]
-                               | --only-settled [--baseline BIN]]
+                               | --only-settled [--baseline BIN]
+                               | --only-long-watch [--baseline BIN]]
 GUILD_HALL_BENCH_BIN=PATH measures that build instead of this checkout's release build.
+GUILD_HALL_BENCH_TMP=DIR puts the benchmarks using --baseline's helper in DIR (a tmpfs, say).
 
 1. `reconcile --once --dry-run` over 10,000 settled commission artifacts, next to
    `grep -rl '^status: pending' .lore/commissions` on the same tree: wall time (median of 5)
@@ -294,6 +296,85 @@ def bench_watch_latency(tmp, runs, pause, binary=None, tag="lat"):
         w.wait()
     lat.sort()
     return statistics.median(lat), lat[max(0, int(len(lat) * 0.95) - 1)]
+
+
+def bench_long_watch(tmp, n, binary, tag="long"):
+    """The reaction to an edit under one long `watch`: `n` commissions created one at a time
+    (a vim-style rename into place), each finishing (its worker writes a file and submits; the
+    watch merges it and removes its worktree) before the next. Returns each reaction: the
+    rename to the worker's first instruction (`date +%s%N` it writes), in ms, in order; and
+    the CPU time the watch process spent over each (its threads' schedstat, in ms: what the
+    reaction costs, whatever else shares the cores)."""
+    repo = os.path.join(tmp, tag)
+    new_repo(repo)
+    home = os.path.join(tmp, f"home-{tag}")
+    env = dict(ENV, GUILD_HALL_HOME=home)
+    subprocess.run([binary, "init"], cwd=repo, env=env, check=True, capture_output=True)
+    marks = os.path.join(tmp, f"marks-{tag}")
+    os.makedirs(marks)
+    script_worker(repo, "stamp", f'date +%s%N > {marks}/$GUILD_HALL_COMMISSION\n'
+                  'echo "$GUILD_HALL_COMMISSION" > "out-$GUILD_HALL_COMMISSION.txt"\n'
+                  'exec "$GUILD_HALL_BIN" toolbox submit-result --summary done',
+                  checkout="full", extra=f"sandbox: {{write: [{marks}]}}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "worker")
+    log = open(os.path.join(tmp, f"watch-{tag}.log"), "w")
+    w = subprocess.Popen([binary, "watch", repo], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    time.sleep(1.0)
+    lat, cpu = [], []
+    d = os.path.join(repo, ".lore/commissions")
+    wt = os.path.join(home, "worktrees")
+    try:
+        for i in range(n):
+            cid = f"w{i:03}"
+            tmpf = os.path.join(d, f".{cid}.md.swp")
+            with open(tmpf, "w") as f:
+                f.write(f"---\nworker: stamp\nstatus: pending\n---\nWrite {cid}.\n")
+            time.sleep(0.5)
+            c0 = proc_cpu_ns(w.pid)
+            t0 = time.time_ns()
+            os.rename(tmpf, os.path.join(d, f"{cid}.md"))
+            mark = os.path.join(marks, cid)
+            deadline = time.time() + 30
+            while not (os.path.exists(mark) and os.path.getsize(mark) > 0):
+                if time.time() > deadline:
+                    sys.exit(f"worker {cid} never started\n" + open(os.path.join(tmp, f"watch-{tag}.log")).read()[-3000:])
+                time.sleep(0.001)
+            with open(mark) as f:
+                lat.append((int(f.read().strip()) - t0) / 1e6)
+            cpu.append((proc_cpu_ns(w.pid) - c0) / 1e6)
+            # Finished (completed, merged, worktree gone), outside the measurement.
+            deadline = time.time() + 60
+            while True:
+                done = "status: completed" in open(os.path.join(d, f"{cid}.md")).read()
+                busy = os.path.isdir(wt) and any(n.startswith("commission-") for p in os.listdir(wt) for n in os.listdir(os.path.join(wt, p)))
+                if done and not busy:
+                    break
+                if time.time() > deadline:
+                    tail = open(os.path.join(tmp, f"watch-{tag}.log")).read()[-3000:]
+                    sys.exit(f"{cid} never finished\n{open(os.path.join(d, f'{cid}.md')).read()}\n{tail}")
+                time.sleep(0.01)
+    finally:
+        w.terminate()
+        w.wait()
+    return lat, cpu
+
+
+def proc_cpu_ns(pid):
+    """CPU time of every thread of `pid` so far, in ns (schedstat: finer than the tick)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(len(xs) * p / 100.0 + 0.5)) - 1))]
 
 
 def proc_wakeups(pid):
@@ -757,7 +838,9 @@ def with_builds(measure):
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv else None
     builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
-    tmp = tempfile.mkdtemp(prefix="guild-hall-bench.")
+    # GUILD_HALL_BENCH_TMP: where the repositories and homes go (a tmpfs, say, to take the
+    # filesystem's inode allocator out of the measurement).
+    tmp = tempfile.mkdtemp(prefix="guild-hall-bench.", dir=os.environ.get("GUILD_HALL_BENCH_TMP"))
     try:
         return measure(tmp, builds)
     finally:
@@ -765,6 +848,29 @@ def with_builds(measure):
 
 
 def main():
+    if "--only-long-watch" in sys.argv:
+        n = 10 if "--quick" in sys.argv else 25
+        rounds = 1 if "--quick" in sys.argv else 2
+
+        def measure(tmp, builds):
+            out = {}
+            for r in range(rounds):
+                for who, binary in builds:
+                    out.setdefault(who, []).append(bench_long_watch(tmp, n, binary, f"long-{r}-{who.replace(' ', '')}"))
+            return out
+
+        out = with_builds(measure)
+        print(f"| reaction to a new commission under one watch ({n} in a row, {rounds} watches) | build | p50 | p95 | max | watch CPU, p50 |")
+        print("|---|---|---|---|---|---|")
+        for who, runs in out.items():
+            for name, sl in (("first 5", slice(0, 5)), ("last 5", slice(-5, None)), (f"all {n}", slice(None))):
+                part = [x for lat, _ in runs for x in lat[sl]]
+                cpu = [x for _, c in runs for x in c[sl]]
+                print(f"| {name} | {who} | {pct(part, 50):.0f} ms | {pct(part, 95):.0f} ms | {max(part):.0f} ms | {pct(cpu, 50):.1f} ms |")
+        for who, runs in out.items():
+            for lat, cpu in runs:
+                print(f"<!-- {who}: latency " + " ".join(f"{x:.0f}" for x in lat) + "; cpu " + " ".join(f"{x:.1f}" for x in cpu) + " -->")
+        return
     if "--only-deps" in sys.argv:
         if not os.path.exists(BIN) or "--no-build" not in sys.argv:
             subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)

@@ -192,9 +192,18 @@ pub fn first_free_attempt(repo: &Repository, id: &str, after: u32, landed: Optio
 /// Every commission trailer line on the integration branch `integration`, local and every
 /// remote's copy (`refs/remotes/<remote>/<integration>`): what [`first_free_attempt`] skips.
 pub fn integration_trailers(repo: &Repository, integration: &str) -> Result<HashSet<String>> {
+    commission_trailers_between(repo, &integration_tips(repo, integration), &[])
+}
+
+/// The integration branch's tip and every remote's copy's: where [`integration_trailers`] reads.
+pub(crate) fn integration_tips(repo: &Repository, integration: &str) -> Vec<Oid> {
     let local = repo.find_reference(&format!("refs/heads/{integration}")).ok().and_then(|r| r.peel_to_commit().ok()).map(|c| c.id());
-    let tips: Vec<Oid> = local.into_iter().chain(remote_copies(repo, integration).into_iter().map(|(_, c)| c)).collect();
-    let found = super::trailers::lines_anywhere(repo, &tips, &[], names::trailer_prefix(Name::Commission))?;
+    local.into_iter().chain(remote_copies(repo, integration).into_iter().map(|(_, c)| c)).collect()
+}
+
+/// Every commission trailer line in the history of `tips` and not of `hide`.
+pub(crate) fn commission_trailers_between(repo: &Repository, tips: &[Oid], hide: &[Oid]) -> Result<HashSet<String>> {
+    let found = super::trailers::lines_anywhere(repo, tips, hide, names::trailer_prefix(Name::Commission))?;
     Ok(found.into_iter().map(|(_, line)| line).collect())
 }
 

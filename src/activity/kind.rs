@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+pub use super::capacity::Capacity;
 use super::Outcome;
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
@@ -120,21 +121,6 @@ impl<W> Ctx<'_, W> {
     }
 }
 
-/// What the kinds share within one round: the worker slots the project's and the home's caps
-/// leave. Kinds are observed in order; each sees what those before it took.
-#[derive(Debug, Clone, Default)]
-pub struct Budget {
-    /// Worker processes the caps still allow; `None` until a kind that knows the caps says.
-    pub slots: Option<usize>,
-}
-
-impl Budget {
-    /// At most `left` slots remain.
-    pub fn limit(&mut self, left: usize) {
-        self.slots = Some(self.slots.map_or(left, |s| s.min(left)));
-    }
-}
-
 /// What a kind's decider made of its snapshot.
 #[derive(Debug)]
 pub struct Decided<A> {
@@ -148,12 +134,17 @@ pub struct Decided<A> {
     pub settled: bool,
     /// The ids that keep it from being settled.
     pub busy: Vec<String>,
+    /// Worker slots its work holds as observed (workers running or starting), and the ids of
+    /// its actions that start one more each once carried out: what the pass tells the round's
+    /// [`Capacity`] this kind holds (kinds decided later see it).
+    pub holding: usize,
+    pub starting: Vec<String>,
 }
 
 impl<A> Decided<A> {
     /// Actions only: the kind is settled by what its actions come to.
     pub fn actions(actions: Vec<A>) -> Decided<A> {
-        Decided { actions, problems: Vec::new(), notes: Vec::new(), settled: true, busy: Vec::new() }
+        Decided { actions, problems: Vec::new(), notes: Vec::new(), settled: true, busy: Vec::new(), holding: 0, starting: Vec::new() }
     }
 }
 
@@ -172,7 +163,7 @@ pub trait Kind<W> {
     const NAME: Name;
     /// When its actions are carried out in a round, among the kinds' (lowest first). Every
     /// kind is observed and decided first, in the pass's order (commissions first: the wave
-    /// tasks' budget needs their decision); then meetings act, then plans, then commissions —
+    /// tasks' slots are what they leave); then meetings act, then plans, then commissions —
     /// the order of effects on the integration branch, and of the output, the pass has had.
     const ACT_ORDER: u8;
     /// Whether its actions launch workers under the project's and the home's caps (the
@@ -183,13 +174,12 @@ pub trait Kind<W> {
     type Snapshot;
     type Action: Action;
 
-    /// The world, read into the kind's snapshot, plus the problems seen. `budget`: what the
-    /// kinds observed before left.
-    fn observe(&self, ctx: Ctx<'_, W>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)>;
+    /// The world, read into the kind's snapshot, plus the problems seen. `capacity`: the
+    /// round's worker slots, observed once by the pass, with what the kinds decided before
+    /// this one hold.
+    fn observe(&self, ctx: Ctx<'_, W>, capacity: &Capacity) -> Result<(Self::Snapshot, Vec<Problem>)>;
     /// Pure: what to do.
     fn decide(&self, snapshot: &Self::Snapshot) -> Decided<Self::Action>;
-    /// What the actions to be carried out take of the shared budget.
-    fn take(&self, _snapshot: &Self::Snapshot, _actions: &[&Self::Action], _budget: &mut Budget) {}
     /// One action carried out: one small idempotent effect.
     fn act(&self, ctx: Ctx<'_, W>, snapshot: &Self::Snapshot, action: &Self::Action) -> Result<Outcome>;
     /// When to look again though nothing changes (a heartbeat deadline, a cancel grace, …).

@@ -7,10 +7,12 @@
 //! a checkout's [`remote`] (fetch, adopt, push), work that ended on the integration branch while
 //! the checkout says it is to run ([`integrated`]), what in git counts as guild-hall's own word
 //! ([`trailers`]), the Kind contract every kind implements
-//! ([`kind`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is
+//! ([`kind`]) and the worker slots they share ([`capacity`]), what a watch keeps of what it
+//! observed between passes ([`observed`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is
 //! `crate::worker::liveness`.
 
 pub mod apply;
+pub mod capacity;
 pub(crate) mod changes;
 pub mod control_plane;
 pub mod fit;
@@ -20,6 +22,7 @@ pub mod integrated;
 pub mod kind;
 pub mod merge;
 pub mod names;
+pub(crate) mod observed;
 pub(crate) mod reason;
 pub mod remote;
 pub mod state;

@@ -10,18 +10,18 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind, Name};
+use crate::activity::kind::{self, AtWork, Capacity, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::{Problem, Status};
 use crate::worker::Catalog;
 use decide::Action;
-use observe::{Depth, Proc, SettledCache, Snapshot};
+use observe::{Depth, Observations, Proc, Snapshot};
 
-/// Commissions as a kind of the reconcile pass. `settled`: settled artifacts remembered across
-/// passes (the watcher's).
+/// Commissions as a kind of the reconcile pass. `store`: what a watch observed in its earlier
+/// passes (settled artifacts); `None`: everything is read.
 #[derive(Default)]
 pub struct Commissions<'a> {
-    pub settled: Option<&'a SettledCache>,
+    pub(crate) store: Option<&'a Observations>,
 }
 
 impl Kind<Catalog> for Commissions<'_> {
@@ -31,28 +31,28 @@ impl Kind<Catalog> for Commissions<'_> {
     type Snapshot = Snapshot;
     type Action = Action;
 
-    fn observe(&self, ctx: Ctx<'_, Catalog>, _budget: &Budget) -> Result<(Snapshot, Vec<Problem>)> {
-        let snapshot = observe::observe_cached(ctx.home, ctx.project, ctx.workers.clone(), Depth::Reconcile, self.settled)
+    /// The slots others hold are the round's `capacity`'s: other projects' workers, this
+    /// project's orphans and wave tasks (the decider counts them against the caps).
+    fn observe(&self, ctx: Ctx<'_, Catalog>, capacity: &Capacity) -> Result<(Snapshot, Vec<Problem>)> {
+        let mut snapshot = observe::observe_cached(ctx.home, ctx.project, ctx.workers.clone(), Depth::Reconcile, self.store)
             .context("observing the project")?;
+        snapshot.running_elsewhere = capacity.elsewhere;
+        snapshot.running_orphans = capacity.orphans;
+        snapshot.tasks_running = capacity.tasks;
+        snapshot.max_concurrent = capacity.home_cap;
         let problems = snapshot.problems.clone();
         Ok((snapshot, problems))
     }
 
+    /// Wave tasks share the project's and the home's caps with commissions: they get what
+    /// those running and those dispatched now leave (the decider counted the tasks).
     fn decide(&self, snapshot: &Snapshot) -> Decided<Action> {
         let d = decide::decide(snapshot);
         let problems = decide::cycle_problems(snapshot, &d.cycles);
         let notes = snapshot.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact.path))).collect();
-        Decided { actions: d.actions, problems, notes, settled: d.settled, busy: d.busy }
-    }
-
-    /// Wave tasks share the project's and the home's caps with commissions: they get what
-    /// those running and those dispatched now leave (the decider counted the tasks).
-    fn take(&self, snapshot: &Snapshot, actions: &[&Action], budget: &mut Budget) {
-        let running = snapshot.commissions.iter().filter(|o| matches!(o.proc, Proc::Alive | Proc::Starting)).count();
-        let dispatching = actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).count();
-        let busy = running + snapshot.running_orphans + dispatching;
-        let project_cap = snapshot.project.config.commission_cap;
-        budget.limit(project_cap.saturating_sub(busy).min(snapshot.max_concurrent.saturating_sub(busy + snapshot.running_elsewhere)));
+        let holding = snapshot.commissions.iter().filter(|o| matches!(o.proc, Proc::Alive | Proc::Starting)).count();
+        let starting = d.actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).map(|a| kind::Action::id(a).to_string()).collect();
+        Decided { actions: d.actions, problems, notes, settled: d.settled, busy: d.busy, holding, starting }
     }
 
     fn act(&self, ctx: Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Result<Outcome> {

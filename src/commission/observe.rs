@@ -253,7 +253,8 @@ pub struct Snapshot {
     pub now: DateTime<Utc>,
     pub project: Project,
     pub max_concurrent: usize,
-    /// Running commissions of other projects under the same home.
+    /// Running workers of other projects under the same home (a pass sets it from the round's
+    /// capacity; 0 as observed alone).
     pub running_elsewhere: usize,
     /// This project's workers still running for an artifact that is gone (deleted, or not in
     /// the branch checked out): left alone, but they hold capacity.
@@ -286,19 +287,23 @@ pub fn observe(home: &Home, project: &Project) -> Result<Snapshot> {
     observe_with(home, project, Depth::Full)
 }
 
-/// Artifacts a pass found settled, with the stamps (size, mtime, inode) of the artifact and its
-/// runtime record then. A later pass that finds the same stamps skips reading both: a
-/// long-running watcher's resync then costs a `stat` per settled artifact, and raises no
-/// inotify events of its own. Only a shortcut: any write changes a stamp.
+/// What a long-running watch keeps between passes of commissions ([`crate::activity::observed`]):
+/// artifacts a pass found settled, with the stamps of the artifact and its runtime record then
+/// (a later pass that finds the same stamps skips reading both: a settled commission then
+/// costs a `stat` or two, and raises no inotify events); and the commission trailers on the
+/// integration branch, by its tips (a pass after a merge reads only the new commits).
 #[derive(Debug, Default)]
-pub struct SettledCache(std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Stamps>>);
+pub(crate) struct Observations {
+    pub(crate) settled: crate::activity::observed::Store<Settled>,
+    trailers: crate::activity::observed::ByTips,
+}
 
-type Stamps = (Option<(u64, i128, u64)>, Option<(u64, i128, u64)>);
-
-fn stamp(path: &Path) -> Option<(u64, i128, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.len(), m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128, m.ino()))
+/// What the store says of a commission: settled, nothing for a pass to do; judged with runtime
+/// state here or without (a listing of the state dirs said there was none, so the record was
+/// not read and is not stamped: a state dir that appears later makes it a miss).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Settled {
+    with_state: bool,
 }
 
 /// Read the world to the given depth.
@@ -307,8 +312,14 @@ pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snap
 }
 
 /// [`observe_with`], with the worker packages already read, remembering settled artifacts
-/// across calls in `cache`.
-pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: Depth, cache: Option<&SettledCache>) -> Result<Snapshot> {
+/// across calls in `store` (a watch's).
+pub(crate) fn observe_cached(
+    home: &Home,
+    project: &Project,
+    workers: Catalog,
+    depth: Depth,
+    store: Option<&Observations>,
+) -> Result<Snapshot> {
     let now = Utc::now();
     let global = home.load_config()?;
     let mut problems = workers.problems.clone();
@@ -318,7 +329,7 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     let chunk = paths.len().div_ceil(threads).max(256);
     // Whether another home's attempt landed is for people (`status`, `check`), not for a pass.
-    let trailers = Trailers::new(depth == Depth::Full);
+    let trailers = Trailers::new(depth == Depth::Full, store.map(|s| &s.trailers));
     // Which commissions have runtime state here, from one listing: a settled artifact without
     // any (a fresh home, a clone) is then judged without a failed open of its record.
     let stated = match depth {
@@ -328,7 +339,7 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
     // Artifacts are read relative to their directory, opened once.
     let dir = std::fs::File::open(project.commissions_dir()).ok();
     let observed = observe_parallel(home, project, &paths, chunk, &tree, &boot, &trailers, |p| {
-        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), cache, &stated)
+        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), store, &stated)
     });
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
@@ -347,13 +358,13 @@ pub fn observe_cached(home: &Home, project: &Project, workers: Catalog, depth: D
             Err(p) => problems.extend(p),
         }
     }
-    let known: std::collections::HashSet<&str> = paths.iter().filter_map(|p| p.file_stem().and_then(|s| s.to_str())).collect();
-    let running_orphans = running_in(&home.commissions_state(&project.name), &boot, |id| !known.contains(id));
+    // The slots others hold are the round's capacity's (`activity::capacity`), which the
+    // reconcile pass observes once and sets here.
     Ok(Snapshot {
         now,
-        running_orphans,
-        running_elsewhere: running_elsewhere(home, &project.name, &boot),
-        tasks_running: tasks_running_in(home, &project.name, &boot),
+        running_orphans: 0,
+        running_elsewhere: 0,
+        tasks_running: 0,
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,
@@ -387,7 +398,7 @@ pub fn observe_paths(
     let boot = shim::boot_id();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
-    let trailers = Trailers::new(true);
+    let trailers = Trailers::new(true, None);
     for batch in paths.chunks(threads * PER_THREAD) {
         observe_parallel(home, project, batch, PER_THREAD, &tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
     }
@@ -399,7 +410,7 @@ pub fn observe_paths(
 /// whether work landed there); `everywhere`, its commission trailers with every remote's copy
 /// ([`crate::activity::ids::integration_trailers`]: the attempts a dispatch must not reuse).
 #[derive(Default)]
-struct Trailers {
+struct Trailers<'a> {
     here: std::sync::OnceLock<std::collections::HashSet<String>>,
     everywhere: std::sync::OnceLock<std::collections::HashSet<String>>,
     /// The integration branch's copies to compare artifacts still to run with
@@ -407,11 +418,13 @@ struct Trailers {
     copies: std::sync::OnceLock<Vec<(String, git2::Oid)>>,
     /// Whether another home's attempt landed is looked for (for people: `status`, `check`).
     for_elsewhere: bool,
+    /// `everywhere` as a watch's earlier passes read it, by the tips it was read from.
+    memo: Option<&'a crate::activity::observed::ByTips>,
 }
 
-impl Trailers {
-    fn new(for_elsewhere: bool) -> Trailers {
-        Trailers { for_elsewhere, ..Trailers::default() }
+impl<'a> Trailers<'a> {
+    fn new(for_elsewhere: bool, memo: Option<&'a crate::activity::observed::ByTips>) -> Trailers<'a> {
+        Trailers { for_elsewhere, memo, ..Trailers::default() }
     }
 
     /// Unreadable: nothing found (the work is then taken as not there).
@@ -430,7 +443,14 @@ impl Trailers {
 
     fn everywhere(&self, repo: &git2::Repository, project: &Project) -> &std::collections::HashSet<String> {
         self.everywhere.get_or_init(|| {
-            crate::activity::ids::integration_trailers(repo, &project.config.integration_branch).unwrap_or_else(|e| {
+            let read = match self.memo {
+                Some(memo) => {
+                    let tips = crate::activity::ids::integration_tips(repo, &project.config.integration_branch);
+                    memo.lines(repo, &tips, |tips, hide| crate::activity::ids::commission_trailers_between(repo, tips, hide))
+                }
+                None => crate::activity::ids::integration_trailers(repo, &project.config.integration_branch),
+            };
+            read.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "the integration branch's trailers cannot be read: new attempts skip branches only");
                 Default::default()
             })
@@ -500,7 +520,7 @@ fn with_state(home: &Home, project: &Project) -> Option<std::collections::HashSe
     }
 }
 
-/// [`is_settled`], answered from the cache when neither file changed since it last said yes.
+/// [`is_settled`], answered from the store when neither file changed since it last said yes.
 /// `dir`: the artifact's directory, open; `stated`: the ids with runtime state
 /// ([`with_state`]), if known.
 fn settled(
@@ -508,25 +528,29 @@ fn settled(
     project: &Project,
     path: &Path,
     dir: Option<&std::fs::File>,
-    cache: Option<&SettledCache>,
+    store: Option<&Observations>,
     stated: &Option<std::collections::HashSet<std::ffi::OsString>>,
 ) -> bool {
     let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let has_state = stated.as_ref().is_none_or(|ids| ids.contains(std::ffi::OsStr::new(id)));
-    let Some(cache) = cache else { return is_settled(home, project, path, dir, has_state) };
-    let record = StateDir(home.commission_state(&project.name, id)).record();
-    let now = (stamp(path), if has_state { stamp(&record) } else { None });
-    let known = cache.0.lock().map(|m| m.get(path) == Some(&now)).unwrap_or(false);
-    if known && !home.worktree(&project.name, id).exists() {
+    let Some(store) = store else { return is_settled(home, project, path, dir, has_state) };
+    // The worktree is not under a watched directory, nor part of the stamps: looked at always.
+    let worktree = || home.worktree(&project.name, id).exists();
+    let store = &store.settled;
+    if store.get(Name::Commission, path) == Some(Settled { with_state: has_state }) && !worktree() {
         return true;
     }
+    // Stamped before reading: a write meanwhile shows as a changed stamp next time.
+    let stamped = |p: &Path| (p.to_path_buf(), crate::activity::observed::stamp(p));
+    let mut files = vec![stamped(path)];
+    if has_state {
+        files.push(stamped(&StateDir(home.commission_state(&project.name, id)).record()));
+    }
     let yes = is_settled(home, project, path, dir, has_state);
-    if let Ok(mut m) = cache.0.lock() {
-        if yes {
-            m.insert(path.to_path_buf(), now);
-        } else {
-            m.remove(path);
-        }
+    if yes {
+        store.put(Name::Commission, path, files, Settled { with_state: has_state });
+    } else {
+        store.forget(Name::Commission, path);
     }
     yes
 }
@@ -818,70 +842,4 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         let mailbox = mailbox::attempt_mailbox(state, rec.attempt);
         obs.sample = obs.run.as_ref().map(|run| crate::worker::liveness::sample(state, rec.attempt, run, &mailbox));
     }
-}
-
-/// Commissions of other projects whose worker is alive: they count against the global cap.
-fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
-    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return 0 };
-    // Project state dirs are named by project names, which are UTF-8.
-    projects
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|p| p != this)
-        .map(|p| running_in(&home.commissions_state(&p), boot, |_| true) + tasks_running_in(home, &p, boot))
-        .sum()
-}
-
-/// Wave tasks under a project's state dir whose shim is alive (or starting): they hold a slot
-/// under the caps like commissions.
-fn tasks_running_in(home: &Home, project: &str, boot: &str) -> usize {
-    let Ok(plans) = std::fs::read_dir(home.plans_state(project)) else { return 0 };
-    let mut n = 0;
-    for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
-        let Ok(tasks) = std::fs::read_dir(home.tasks_state(project, &plan)) else { continue };
-        for t in tasks.filter_map(|e| e.ok()) {
-            if crate::worker::liveness::busy(&StateDir(t.path()), boot) {
-                n += 1;
-            }
-        }
-    }
-    n
-}
-
-/// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting,
-/// or may be: a record or run file that does not parse counts as running (its worker may be
-/// alive for all we know, so it keeps its slot, as in its own project), with a warning.
-fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
-    let Ok(cs) = std::fs::read_dir(dir) else { return 0 };
-    let mut n = 0;
-    for c in cs.filter_map(|e| e.ok()) {
-        if !c.file_name().to_str().is_some_and(&include) {
-            continue;
-        }
-        let state = StateDir(c.path());
-        let corrupt = |e: anyhow::Error| {
-            tracing::warn!(state = %state.0.display(), error = %format!("{e:#}"), "corrupt runtime state: counted as running against the caps until it is repaired or removed");
-        };
-        let rec = match read_json::<Record>(&state.record()) {
-            Ok(Some(rec)) => rec,
-            Ok(None) => continue,
-            Err(e) => {
-                corrupt(e);
-                n += 1;
-                continue;
-            }
-        };
-        let alive = match state.read_run() {
-            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && crate::worker::liveness::running(&r, boot)),
-            Err(e) => {
-                corrupt(e);
-                true
-            }
-        };
-        // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
-        // so does a runner's job, queued or running.
-        if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
-            n += 1;
-        }
-    }
-    n
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{AtWork, Budget, Ctx, Decided, Kind, Name};
+use crate::activity::kind::{AtWork, Capacity, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::{MeetingStatus, Problem};
 use crate::worker::Catalog;
@@ -41,7 +41,7 @@ impl Kind<Catalog> for Meetings {
     type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 
-    fn observe(&self, ctx: Ctx<'_, Catalog>, _budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
+    fn observe(&self, ctx: Ctx<'_, Catalog>, _capacity: &Capacity) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
         let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now)?;
         Ok((snapshot, problems))

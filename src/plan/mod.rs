@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Budget, Ctx, Decided, Kind, Name};
+use crate::activity::kind::{self, AtWork, Capacity, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
 use crate::artifact::plan::PlanStatus;
 use crate::artifact::Problem;
@@ -33,11 +33,11 @@ impl Kind<Catalog> for Plans {
     type Snapshot = decide::Snapshot;
     type Action = decide::Action;
 
-    /// `budget`: the workers the project's and the home's caps allow besides its commissions
+    /// `capacity`: the workers the project's and the home's caps allow besides its commissions
     /// (its own running wave tasks are counted by the decider).
-    fn observe(&self, ctx: Ctx<'_, Catalog>, budget: &Budget) -> Result<(Self::Snapshot, Vec<Problem>)> {
+    fn observe(&self, ctx: Ctx<'_, Catalog>, capacity: &Capacity) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now, budget.slots.unwrap_or(0))?;
+        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now, capacity.left_for_tasks())?;
         Ok((snapshot, problems))
     }
 

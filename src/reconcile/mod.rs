@@ -4,6 +4,7 @@
 //! workers, the home-wide dispatch lock while it acts; `reconcile`, `watch` and the operations all
 //! drive this same pass ([`pass`]).
 
+mod capacity;
 mod lock;
 mod pass;
 
@@ -35,8 +36,9 @@ pub struct Options {
     /// Actions to leave alone this time, by kind and id (the watcher's backoff after failed
     /// actions); stops and heartbeats are never left out.
     pub skip: BTreeSet<Key>,
-    /// Settled artifacts remembered across passes (the watcher's).
-    pub settled: Option<std::sync::Arc<crate::commission::observe::SettledCache>>,
+    /// What a watch observed in its earlier passes, fed by its file events
+    /// ([`crate::activity::observed`]); `None` (`reconcile`, the operations): everything is read.
+    pub observed: Option<std::sync::Arc<Observed>>,
     /// Drive only this kind (meetings: a turn's toolbox events folded in at once,
     /// without dispatching commissions or landing wave tasks); `None`: every kind.
     pub only: Option<Name>,
@@ -45,6 +47,24 @@ pub struct Options {
     /// the integration branch there (`follow:`). `true`: the integration branch moved, and the
     /// round is observed again before anything acts.
     pub before_dispatch: Option<fn(&Home, &Project) -> bool>,
+}
+
+/// What a watch keeps of each kind between passes: one store per kind that keeps one.
+#[derive(Debug, Default)]
+pub struct Observed {
+    pub(crate) commissions: crate::commission::observe::Observations,
+}
+
+impl Observed {
+    /// A watcher's event for `path`.
+    pub(crate) fn changed(&self, path: &std::path::Path) {
+        self.commissions.settled.changed(path);
+    }
+
+    /// Events were lost: nothing observed before is trusted.
+    pub(crate) fn overflowed(&self) {
+        self.commissions.settled.overflowed();
+    }
 }
 
 /// One action taken (or planned, with `--dry-run`).

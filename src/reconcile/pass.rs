@@ -1,19 +1,20 @@
-//! The one generic pass: each round observes and decides every kind in turn (commissions,
-//! then meetings, then plans: the wave tasks get the worker slots the commissions leave), then
-//! carries out their actions in the order the kinds say (meetings, plans, commissions), with
-//! one error policy for all of them — a failed action is left alone for the rest of the
-//! invocation (stops and heartbeats excepted), keyed by kind and id; a wait is said once. A
-//! kind that cannot be observed at all (an unreadable `.lore/plans`, say) fails the round
-//! before anything acts: no kind acts on a world only partly read.
+//! The one generic pass: each round observes the worker slots once ([`super::capacity`]), then
+//! observes and decides every kind in turn (commissions, then meetings, then plans: the wave
+//! tasks get the worker slots the commissions leave), then carries out their actions in the
+//! order the kinds say (meetings, plans, commissions), with one error policy for all of them —
+//! a failed action is left alone for the rest of the invocation (stops and heartbeats
+//! excepted), keyed by kind and id; a wait is said once. A kind that cannot be observed at all
+//! (an unreadable `.lore/plans`, say) fails the round before anything acts: no kind acts on a
+//! world only partly read.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context as _, Result};
 
 use super::lock::take_lock;
 use super::{Entry, Key, Options, Report};
-use crate::activity::kind::{Action as _, Budget, Ctx, Kind, Name};
+use crate::activity::kind::{Action as _, Capacity, Ctx, Kind, Name};
 use crate::activity::Outcome;
 use crate::commission::Commissions;
 use crate::config::{Home, Project};
@@ -37,7 +38,7 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
     home.refuse_a_name_taken(&project.name, &project.root)?;
     let dispatch_lock = super::lock::dispatch_lock_path(home);
     let started = Instant::now();
-    let commissions = Commissions { settled: opts.settled.as_deref() };
+    let commissions = Commissions { store: opts.observed.as_deref().map(|o| &o.commissions) };
     let all: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
     let kinds: Vec<&dyn Drive> = all.into_iter().filter(|k| opts.only.is_none_or(|only| only == k.name())).collect();
     // Kinds that launch no worker (a meeting's fold after a turn) count no slot: they need not
@@ -85,11 +86,16 @@ pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl Fn
         pass.report.running.clear();
         pass.report.dependency_dirs.clear();
         let mut round = Round { settled: true, ..Round::default() };
-        let mut budget = Budget::default();
+        // The worker slots, observed once a round for every kind that launches workers; each
+        // kind decided says what it holds, and those decided after it see that.
+        // An unreadable commissions dir or home config fails the round as observing the
+        // commissions does, in the same words.
+        let mut capacity =
+            if launches { super::capacity::observe(home, project).context("observing the project")? } else { Capacity::default() };
         // Every kind observed and decided first, in the pass's order; then acted on in theirs.
         let mut decided = Vec::new();
         for kind in &kinds {
-            decided.push((kind.act_order(), kind.decide(&mut pass, ctx, &mut budget, &mut round)?));
+            decided.push((kind.act_order(), kind.decide(&mut pass, ctx, &mut capacity, &mut round)?));
         }
         decided.sort_by_key(|(order, _)| *order);
         // Once a pass, before the first new work: bring the base branch in (`follow:`); if
@@ -213,7 +219,7 @@ trait Drive {
         &'k self,
         pass: &mut Pass<'_>,
         ctx: Ctx<'_, Catalog>,
-        budget: &mut Budget,
+        capacity: &mut Capacity,
         round: &mut Round,
     ) -> Result<Box<dyn Decision + 'k>>;
 }
@@ -250,10 +256,10 @@ where
         &'k self,
         pass: &mut Pass<'_>,
         ctx: Ctx<'_, Catalog>,
-        budget: &mut Budget,
+        capacity: &mut Capacity,
         round: &mut Round,
     ) -> Result<Box<dyn Decision + 'k>> {
-        Ok(Box::new(pass.decide(self, ctx, budget, round)?))
+        Ok(Box::new(pass.decide(self, ctx, capacity, round)?))
     }
 }
 
@@ -291,13 +297,13 @@ impl Pass<'_> {
         &mut self,
         kind: &'k K,
         ctx: Ctx<'_, Catalog>,
-        budget: &mut Budget,
+        capacity: &mut Capacity,
         round: &mut Round,
     ) -> Result<Decided<'k, K>>
     where
         K::Action: Listed,
     {
-        let (snapshot, problems) = kind.observe(ctx, budget)?;
+        let (snapshot, problems) = kind.observe(ctx, capacity)?;
         let decided = kind.decide(&snapshot);
         for p in problems.iter().chain(&decided.problems) {
             if self.seen_problems.insert(p.to_string()) {
@@ -321,12 +327,13 @@ impl Pass<'_> {
         // the whole plan, and its other tasks' signs of life must still be remembered, or a
         // live task would be judged stale and stopped.
         let failed = &self.failed;
-        let actions: Vec<K::Action> = decided
-            .actions
-            .into_iter()
-            .filter(|a| a.is_stop() || a.is_heartbeat() || !failed.contains(&(K::NAME, a.id().to_string())))
-            .collect();
-        kind.take(&snapshot, &actions.iter().collect::<Vec<_>>(), budget);
+        let left_out = |id: &str| failed.contains(&(K::NAME, id.to_string()));
+        // What it holds once its actions are carried out: its workers running, and those it
+        // starts now (a start left out takes nothing).
+        let starts = decided.starting.iter().filter(|id| !left_out(id)).count();
+        capacity.hold(K::NAME, decided.holding + starts);
+        let actions: Vec<K::Action> =
+            decided.actions.into_iter().filter(|a| a.is_stop() || a.is_heartbeat() || !left_out(a.id())).collect();
         if self.opts.dry_run {
             for a in actions.iter().filter(|a| a.listed()) {
                 let e = self.entry(K::NAME, a, true, None, a.plan(), None);

@@ -75,7 +75,8 @@ struct Watched {
     /// Problems seen in the last pass (reported once they persist for two passes).
     seen: BTreeSet<String>,
     reported: BTreeSet<String>,
-    settled: std::sync::Arc<crate::commission::observe::SettledCache>,
+    /// What its passes observed, kept between them and fed by the file events.
+    observed: std::sync::Arc<reconcile::Observed>,
 }
 
 impl Watched {
@@ -148,7 +149,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
             backoff: BTreeMap::new(),
             seen: BTreeSet::new(),
             reported: BTreeSet::new(),
-            settled: Default::default(),
+            observed: Default::default(),
         });
     }
     if projects.is_empty() {
@@ -204,7 +205,11 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                 wakes.extend(rx.try_iter());
                 for w in wakes {
                     match w {
-                        Wake::Rescan => projects.iter_mut().for_each(|p| p.wake("rescan")),
+                        Wake::Rescan => projects.iter_mut().for_each(|p| {
+                            // Events were lost: what the passes observed is not trusted.
+                            p.observed.overflowed();
+                            p.wake("rescan");
+                        }),
                         Wake::ShimGone(dir) => {
                             // A worker ended: capacity is global, so every project may dispatch.
                             waiting_on.remove(&dir);
@@ -214,6 +219,7 @@ pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
                         Wake::Files(paths) => {
                             for path in &paths {
                                 tracing::debug!(path = %path.display(), "changed");
+                                projects.iter().for_each(|p| p.observed.changed(path));
                                 mark(&mut projects, path, &state_root);
                             }
                         }
@@ -243,7 +249,8 @@ fn pass(home: &Home, w: &mut Watched, opts: &WatchOptions, cause: &str, several:
         }
     };
     let skip: BTreeSet<reconcile::Key> = w.backoff.iter().filter(|(_, (_, until))| *until > now).map(|(key, _)| key.clone()).collect();
-    let options = Options { skip, settled: Some(w.settled.clone()), before_dispatch: Some(crate::ops::sync::follow), ..Options::default() };
+    let options =
+        Options { skip, observed: Some(w.observed.clone()), before_dispatch: Some(crate::ops::sync::follow), ..Options::default() };
     let report = reconcile::run(home, &project, &options, |e| {
         if let Some(say) = opts.report {
             say(several.then_some(w.name.as_str()), e);

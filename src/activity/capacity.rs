@@ -1,0 +1,97 @@
+//! The worker slots of one round, shared by every kind that launches workers: the project's
+//! cap (`commission_cap`) and the home's (`max_concurrent_commissions`), and who holds a slot —
+//! other projects, this project's orphaned workers and wave tasks, and what each kind decided
+//! before holds. The pass observes it once a round and hands it to every kind's observer.
+
+use super::kind::Name;
+
+/// The slots of a round, and who holds them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Capacity {
+    /// The project's cap on its workers (commissions and wave tasks together).
+    pub(crate) project_cap: usize,
+    /// The home's cap on the workers of all its projects.
+    pub(crate) home_cap: usize,
+    /// Workers of other projects under this home that are alive (commissions and wave tasks).
+    pub(crate) elsewhere: usize,
+    /// This project's commission workers still running for an artifact that is gone (deleted,
+    /// or not in the branch checked out): left alone, but they hold a slot.
+    pub(crate) orphans: usize,
+    /// This project's wave tasks whose worker runs.
+    pub(crate) tasks: usize,
+    /// What the kinds decided earlier in this round hold once their actions are carried out
+    /// (workers running and those they start), by kind.
+    held: Vec<(Name, usize)>,
+}
+
+impl Capacity {
+    pub(crate) fn new(project_cap: usize, home_cap: usize, elsewhere: usize, orphans: usize, tasks: usize) -> Capacity {
+        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new() }
+    }
+
+    /// `kind`, decided: its workers hold `n` slots once its actions are carried out.
+    pub(crate) fn hold(&mut self, kind: Name, n: usize) {
+        match self.held.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, held)) => *held = n,
+            None => self.held.push((kind, n)),
+        }
+    }
+
+    /// The slots the caps leave beside this project's orphans and what the kinds decided so far
+    /// hold, and beside other projects' workers: what wave tasks may take. The plans' own
+    /// running tasks are not subtracted here: their decider counts them from their records.
+    pub(crate) fn left_for_tasks(&self) -> usize {
+        let busy = self.orphans + self.held.iter().map(|(_, n)| n).sum::<usize>();
+        self.project_cap.saturating_sub(busy).min(self.home_cap.saturating_sub(busy + self.elsewhere))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn what_is_left_for_tasks_by_who_holds_the_slots() {
+        // (project cap, home cap, elsewhere, orphans, held by commissions) → left.
+        let table = [
+            ((3, 10, 0, 0, 0), 3),
+            ((3, 10, 0, 0, 2), 1),
+            ((3, 10, 0, 1, 2), 0),
+            ((3, 10, 0, 0, 5), 0),
+            ((3, 4, 2, 0, 1), 1),
+            ((3, 4, 5, 0, 0), 0),
+            ((5, 2, 0, 0, 0), 2),
+        ];
+        for ((project, home, elsewhere, orphans, commissions), left) in table {
+            let mut c = Capacity::new(project, home, elsewhere, orphans, 7);
+            c.hold(Name::Commission, commissions);
+            assert_eq!(c.left_for_tasks(), left, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_kind_said_again_replaces_what_it_held() {
+        let mut c = Capacity::new(4, 10, 0, 0, 0);
+        assert_eq!(c.left_for_tasks(), 4);
+        c.hold(Name::Commission, 3);
+        c.hold(Name::Commission, 1);
+        c.hold(Name::Meeting, 0);
+        assert_eq!(c.left_for_tasks(), 3);
+        c.hold(Name::Meeting, 2);
+        assert_eq!(c.left_for_tasks(), 1, "every kind's holding counts");
+    }
+
+    proptest! {
+        #[test]
+        fn never_more_than_either_cap_leaves(project in 0..8usize, home in 0..8usize, elsewhere in 0..8usize, orphans in 0..4usize, held in 0..8usize) {
+            let mut c = Capacity::new(project, home, elsewhere, orphans, 0);
+            c.hold(Name::Commission, held);
+            let left = c.left_for_tasks();
+            prop_assert!(orphans + held + left <= project || left == 0);
+            prop_assert!(orphans + held + elsewhere + left <= home || left == 0);
+            // And nothing is kept back that both caps allow.
+            prop_assert!(left == project.saturating_sub(orphans + held).min(home.saturating_sub(orphans + held + elsewhere)));
+        }
+    }
+}

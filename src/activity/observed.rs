@@ -1,0 +1,317 @@
+//! What a long-running watch observed, kept between its passes: per kind, by artifact path, the
+//! files a judgement was read from with their stamps (size, mtime, inode) and what was judged,
+//! fed by the watcher's file events as kube's reflector is fed by its watch ([`Store`]); and
+//! lines read from git history, kept by the commit ids they were read from ([`ByTips`]). Only a
+//! shortcut: a stamp that differs, an event for one of the files or an overflowed event queue
+//! makes the next pass read again; without a store a pass reads.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::kind::Name;
+
+/// A file as last seen: size, mtime (ns) and inode; `None` when it did not exist. Any write
+/// changes one of them (a rename into place changes the inode), so equal stamps mean the same
+/// bytes for every file guild-hall and editors write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    len: u64,
+    mtime_ns: i128,
+    ino: u64,
+}
+
+/// `path`'s stamp now (`None`: it does not exist, or cannot be looked at).
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(Stamp { len: m.len(), mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128, ino: m.ino() })
+}
+
+/// One judgement: the files it was read from, each with its stamp then, and what it came to.
+#[derive(Debug, Clone)]
+struct Entry<V> {
+    files: Vec<(PathBuf, Option<Stamp>)>,
+    value: V,
+}
+
+/// The store: per (kind, artifact path), the last judgement and the files it rests on; a
+/// reverse index from each file to the judgements resting on it, for the watcher's events.
+#[derive(Debug)]
+pub(crate) struct Store<V> {
+    inner: Mutex<Inner<V>>,
+}
+
+#[derive(Debug)]
+struct Inner<V> {
+    entries: HashMap<(Name, PathBuf), Entry<V>>,
+    by_file: HashMap<PathBuf, BTreeSet<(Name, PathBuf)>>,
+}
+
+impl<V> Default for Store<V> {
+    fn default() -> Self {
+        Store { inner: Mutex::new(Inner { entries: HashMap::new(), by_file: HashMap::new() }) }
+    }
+}
+
+impl<V: Clone> Store<V> {
+    /// What was judged of `kind`'s artifact at `key`, if every file it was read from still has
+    /// the stamp it had then (one `stat` each); else `None`, and the judgement is dropped.
+    pub(crate) fn get(&self, kind: Name, key: &Path) -> Option<V> {
+        let files = {
+            let inner = self.inner.lock().ok()?;
+            inner.entries.get(&(kind, key.to_path_buf()))?.files.clone()
+        };
+        // Stamped outside the lock: passes of several threads look up at once.
+        if files.iter().all(|(path, then)| stamp(path) == *then) {
+            let inner = self.inner.lock().ok()?;
+            return inner.entries.get(&(kind, key.to_path_buf())).map(|e| e.value.clone());
+        }
+        self.forget(kind, key);
+        None
+    }
+
+    /// Remember `value` as judged of `kind`'s artifact at `key` from `files` with these stamps
+    /// (taken before the files were read: a write meanwhile then shows as a changed stamp).
+    pub(crate) fn put(&self, kind: Name, key: &Path, files: Vec<(PathBuf, Option<Stamp>)>, value: V) {
+        let Ok(mut inner) = self.inner.lock() else { return };
+        let k = (kind, key.to_path_buf());
+        inner.remove(&k);
+        for (f, _) in &files {
+            inner.by_file.entry(f.clone()).or_default().insert(k.clone());
+        }
+        inner.entries.insert(k, Entry { files, value });
+    }
+
+    /// Drop what was judged of `kind`'s artifact at `key`.
+    pub(crate) fn forget(&self, kind: Name, key: &Path) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.remove(&(kind, key.to_path_buf()));
+        }
+    }
+}
+
+impl<V> Store<V> {
+    /// A watcher's event for `path`: every judgement read from it (or about it) is dropped.
+    pub(crate) fn changed(&self, path: &Path) {
+        let Ok(mut inner) = self.inner.lock() else { return };
+        let mut gone: Vec<(Name, PathBuf)> = inner.by_file.get(path).map(|ks| ks.iter().cloned().collect()).unwrap_or_default();
+        gone.extend(Name::ALL.iter().map(|&k| (k, path.to_path_buf())));
+        for k in gone {
+            inner.remove(&k);
+        }
+    }
+
+    /// Events were lost (the watcher's queue overflowed, or it rescans): nothing is known.
+    pub(crate) fn overflowed(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.entries.clear();
+            inner.by_file.clear();
+        }
+    }
+
+    /// How many judgements are held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.inner.lock().map(|i| i.entries.len()).unwrap_or(0)
+    }
+}
+
+impl<V> Inner<V> {
+    fn remove(&mut self, k: &(Name, PathBuf)) {
+        let Some(e) = self.entries.remove(k) else { return };
+        for (f, _) in e.files {
+            if let Some(ks) = self.by_file.get_mut(&f) {
+                ks.remove(k);
+                if ks.is_empty() {
+                    self.by_file.remove(&f);
+                }
+            }
+        }
+    }
+}
+
+/// Lines found in the history of some commits (the trailers on the integration branch and its
+/// remote copies), kept with those commits' ids. Asked again with other tips, it walks only
+/// what is new — from the new tips down to the old ones — when every old tip is in the new
+/// history (the branch moved forward); else (a reset, a force push) it walks everything again.
+#[derive(Debug, Default)]
+pub(crate) struct ByTips(Mutex<Option<(Vec<git2::Oid>, std::collections::HashSet<String>)>>);
+
+impl ByTips {
+    /// The lines of `tips`' history. `walk(tips, hide)`: the lines of the commits reachable
+    /// from `tips` and not from `hide`.
+    pub(crate) fn lines<E>(
+        &self,
+        repo: &git2::Repository,
+        tips: &[git2::Oid],
+        walk: impl Fn(&[git2::Oid], &[git2::Oid]) -> Result<std::collections::HashSet<String>, E>,
+    ) -> Result<std::collections::HashSet<String>, E> {
+        let known = self.0.lock().ok().and_then(|m| m.clone());
+        let lines = match known {
+            Some((old, lines)) if old == tips => return Ok(lines),
+            Some((old, mut lines))
+                if old.iter().all(|o| tips.iter().any(|t| t == o || repo.graph_descendant_of(*t, *o).unwrap_or(false))) =>
+            {
+                lines.extend(walk(tips, &old)?);
+                lines
+            }
+            _ => walk(tips, &[])?,
+        };
+        if let Ok(mut m) = self.0.lock() {
+            *m = Some((tips.to_vec(), lines.clone()));
+        }
+        Ok(lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(p: &Path, text: &str) {
+        // Written as editors and guild-hall write: a new file renamed into place.
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, p).unwrap();
+    }
+
+    fn judged(store: &Store<&'static str>, key: &Path, files: &[&Path], value: &'static str) {
+        store.put(Name::Commission, key, files.iter().map(|f| (f.to_path_buf(), stamp(f))).collect(), value);
+    }
+
+    #[test]
+    fn a_judgement_is_a_hit_while_its_files_keep_their_stamps() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, rec) = (dir.path().join("a.md"), dir.path().join("record.json"));
+        write(&a, "status: completed\n");
+        write(&rec, "{}");
+        let store = Store::default();
+        assert_eq!(store.get(Name::Commission, &a), None, "nothing judged yet: a miss");
+        judged(&store, &a, &[&a, &rec], "settled");
+        assert_eq!(store.get(Name::Commission, &a), Some("settled"));
+        assert_eq!(store.get(Name::Commission, &a), Some("settled"), "a hit does not use it up");
+        assert_eq!(store.get(Name::Plan, &a), None, "kinds are kept apart");
+    }
+
+    #[test]
+    fn a_changed_stamp_is_a_miss_and_drops_the_judgement() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, rec) = (dir.path().join("a.md"), dir.path().join("record.json"));
+        write(&a, "status: completed\n");
+        write(&rec, "{}");
+        let store = Store::default();
+        judged(&store, &a, &[&a, &rec], "settled");
+        write(&rec, "{}");
+        assert_eq!(store.get(Name::Commission, &a), None, "the record was written again (a new inode)");
+        assert_eq!(store.len(), 0);
+        judged(&store, &a, &[&a, &rec], "settled");
+        std::fs::write(&a, "status: pending\n").unwrap();
+        assert_eq!(store.get(Name::Commission, &a), None, "written in place: size and mtime differ");
+    }
+
+    #[test]
+    fn a_deleted_or_created_file_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, rec) = (dir.path().join("a.md"), dir.path().join("record.json"));
+        write(&a, "status: completed\n");
+        let store = Store::default();
+        judged(&store, &a, &[&a, &rec], "settled");
+        assert_eq!(store.get(Name::Commission, &a), Some("settled"), "a missing file stamped as missing");
+        write(&rec, "{}");
+        assert_eq!(store.get(Name::Commission, &a), None, "the record appeared");
+        judged(&store, &a, &[&a, &rec], "settled");
+        std::fs::remove_file(&a).unwrap();
+        assert_eq!(store.get(Name::Commission, &a), None, "the artifact is gone");
+    }
+
+    #[test]
+    fn an_event_for_any_file_read_drops_the_judgement_and_an_overflow_drops_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, rec) = (dir.path().join("a.md"), dir.path().join("b.md"), dir.path().join("record.json"));
+        for f in [&a, &b, &rec] {
+            write(f, "x");
+        }
+        let store = Store::default();
+        judged(&store, &a, &[&a, &rec], "a");
+        judged(&store, &b, &[&b], "b");
+        store.changed(&rec);
+        assert_eq!(store.get(Name::Commission, &a), None, "its record changed, whatever the stamps say");
+        assert_eq!(store.get(Name::Commission, &b), Some("b"), "unrelated");
+        store.changed(&b);
+        assert_eq!(store.get(Name::Commission, &b), None, "the artifact itself");
+        judged(&store, &a, &[&a, &rec], "a");
+        judged(&store, &b, &[&b], "b");
+        store.overflowed();
+        assert_eq!((store.get(Name::Commission, &a), store.get(Name::Commission, &b), store.len()), (None, None, 0));
+    }
+
+    #[test]
+    fn judged_again_replaces_and_the_reverse_index_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, old, new) = (dir.path().join("a.md"), dir.path().join("old.json"), dir.path().join("new.json"));
+        for f in [&a, &old, &new] {
+            write(f, "x");
+        }
+        let store = Store::default();
+        judged(&store, &a, &[&a, &old], "first");
+        judged(&store, &a, &[&a, &new], "second");
+        store.changed(&old);
+        assert_eq!(store.get(Name::Commission, &a), Some("second"), "no longer read from the old file");
+        store.forget(Name::Commission, &a);
+        assert_eq!(store.get(Name::Commission, &a), None);
+        assert!(store.inner.lock().unwrap().by_file.is_empty(), "nothing left indexed");
+    }
+
+    /// A repository whose `main` has commits with messages `msgs`; their ids, oldest first.
+    fn history(dir: &Path, msgs: &[&str]) -> (git2::Repository, Vec<git2::Oid>) {
+        let repo = git2::Repository::init(dir).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let mut ids: Vec<git2::Oid> = Vec::new();
+        {
+            let tree = repo.find_tree(repo.index().unwrap().write_tree().unwrap()).unwrap();
+            for m in msgs {
+                let parents: Vec<git2::Commit<'_>> = ids.last().map(|p| repo.find_commit(*p).unwrap()).into_iter().collect();
+                let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+                ids.push(repo.commit(None, &sig, &sig, m, &tree, &refs).unwrap());
+            }
+        }
+        (repo, ids)
+    }
+
+    /// Every message line of the commits reachable from `tips` and not `hide`, and how many
+    /// commits were read.
+    fn walker<'r>(
+        repo: &'r git2::Repository,
+        read: &'r std::cell::Cell<usize>,
+    ) -> impl Fn(&[git2::Oid], &[git2::Oid]) -> Result<std::collections::HashSet<String>, git2::Error> + 'r {
+        move |tips, hide| {
+            let mut walk = repo.revwalk()?;
+            tips.iter().try_for_each(|t| walk.push(*t))?;
+            hide.iter().try_for_each(|h| walk.hide(*h))?;
+            let mut out = std::collections::HashSet::new();
+            for oid in walk {
+                read.set(read.get() + 1);
+                out.insert(repo.find_commit(oid?)?.message().unwrap_or("").to_string());
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn lines_by_tips_walk_only_what_is_new_and_everything_after_a_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, ids) = history(dir.path(), &["a", "b", "c", "d"]);
+        let read = std::cell::Cell::new(0);
+        let memo = ByTips::default();
+        let set = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<std::collections::HashSet<_>>();
+        assert_eq!(memo.lines(&repo, &[ids[1]], walker(&repo, &read)).unwrap(), set(&["a", "b"]));
+        assert_eq!(read.get(), 2, "the first walk reads the whole history");
+        assert_eq!(memo.lines(&repo, &[ids[1]], walker(&repo, &read)).unwrap(), set(&["a", "b"]));
+        assert_eq!(read.get(), 2, "the same tips: a hit, nothing read");
+        assert_eq!(memo.lines(&repo, &[ids[3]], walker(&repo, &read)).unwrap(), set(&["a", "b", "c", "d"]));
+        assert_eq!(read.get(), 4, "moved forward: only the two new commits read");
+        assert_eq!(memo.lines(&repo, &[ids[2]], walker(&repo, &read)).unwrap(), set(&["a", "b", "c"]));
+        assert_eq!(read.get(), 7, "moved back (a reset): everything read again, nothing of the old kept");
+    }
+}

@@ -1,0 +1,95 @@
+//! The round's worker slots observed, once, for every kind ([`Capacity`]): the caps, and the
+//! workers that hold a slot outside what the kinds observe themselves — other projects' (their
+//! commissions and wave tasks), this project's orphaned commission workers, and its wave tasks.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::activity::capacity::Capacity;
+use crate::activity::state::{Record, StateDir};
+use crate::config::{Home, Project};
+use crate::files::read_json;
+use crate::worker::shim;
+
+/// Observe the round's capacity: the state dirs of this home's projects walked once.
+pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
+    let global = home.load_config()?;
+    let boot = shim::boot_id();
+    let paths = crate::artifact::paths(&project.commissions_dir())?;
+    let known: std::collections::HashSet<&str> = paths.iter().filter_map(|p| p.file_stem().and_then(|s| s.to_str())).collect();
+    let orphans = running_in(&home.commissions_state(&project.name), &boot, |id| !known.contains(id));
+    Ok(Capacity::new(
+        project.config.commission_cap,
+        global.max_concurrent_commissions,
+        running_elsewhere(home, &project.name, &boot),
+        orphans,
+        tasks_running_in(home, &project.name, &boot),
+    ))
+}
+
+/// Commissions of other projects whose worker is alive: they count against the global cap.
+fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
+    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return 0 };
+    // Project state dirs are named by project names, which are UTF-8.
+    projects
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|p| p != this)
+        .map(|p| running_in(&home.commissions_state(&p), boot, |_| true) + tasks_running_in(home, &p, boot))
+        .sum()
+}
+
+/// Wave tasks under a project's state dir whose shim is alive (or starting): they hold a slot
+/// under the caps like commissions.
+fn tasks_running_in(home: &Home, project: &str, boot: &str) -> usize {
+    let Ok(plans) = std::fs::read_dir(home.plans_state(project)) else { return 0 };
+    let mut n = 0;
+    for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+        let Ok(tasks) = std::fs::read_dir(home.tasks_state(project, &plan)) else { continue };
+        for t in tasks.filter_map(|e| e.ok()) {
+            if crate::worker::liveness::busy(&StateDir(t.path()), boot) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting,
+/// or may be: a record or run file that does not parse counts as running (its worker may be
+/// alive for all we know, so it keeps its slot, as in its own project), with a warning.
+fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
+    let Ok(cs) = std::fs::read_dir(dir) else { return 0 };
+    let mut n = 0;
+    for c in cs.filter_map(|e| e.ok()) {
+        if !c.file_name().to_str().is_some_and(&include) {
+            continue;
+        }
+        let state = StateDir(c.path());
+        let corrupt = |e: anyhow::Error| {
+            tracing::warn!(state = %state.0.display(), error = %format!("{e:#}"), "corrupt runtime state: counted as running against the caps until it is repaired or removed");
+        };
+        let rec = match read_json::<Record>(&state.record()) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => continue,
+            Err(e) => {
+                corrupt(e);
+                n += 1;
+                continue;
+            }
+        };
+        let alive = match state.read_run() {
+            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && crate::worker::liveness::running(&r, boot)),
+            Err(e) => {
+                corrupt(e);
+                true
+            }
+        };
+        // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
+        // so does a runner's job, queued or running.
+        if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
+            n += 1;
+        }
+    }
+    n
+}
