@@ -320,7 +320,11 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionR
         attempt: a.attempt(),
         branch: a.owned.branch.clone(),
         progress: a.owned.progress.clone(),
-        reason: o.corrupt.as_ref().map(|why| format!("corrupt runtime state, nothing is done for it: {why}")).or_else(|| a.owned.reason.clone()),
+        reason: o
+            .corrupt
+            .as_ref()
+            .map(|why| format!("corrupt runtime state, nothing is done for it: {why}"))
+            .or_else(|| a.owned.reason.clone()),
         refused: a.owned.refused.clone(),
         result: yaml_json("result"),
         questions: yaml_json("questions"),
