@@ -63,18 +63,9 @@ pub struct Snapshot {
     pub now: String,
 }
 
-/// Timeline events, the record and artifact edits for one meeting (the edits are dropped if
-/// the artifact changed since it was observed).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Update {
-    pub id: String,
-    pub expect_hash: u64,
-    pub edits: Vec<Edit>,
-    pub events: Vec<Json>,
-    pub record: Option<MeetingRecord>,
-    /// How far the mailbox is folded: written once the events are in the log.
-    pub fold: Option<Folded>,
-}
+/// A change to one meeting ([`crate::activity::apply::Update`]): its record, and how far its
+/// mailbox is folded (written once the events are in the log).
+pub type Update = crate::activity::apply::Update<MeetingRecord, Option<Folded>>;
 
 /// A follow-up meeting request to write (from `propose_followup`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -178,13 +169,7 @@ impl<'a> Step<'a> {
     fn new(o: &'a Observed, now: &'a str) -> Step<'a> {
         let m = &o.meeting;
         let record = o.record.clone().unwrap_or(MeetingRecord { status: m.effective_status(), created: None, notes_written: false });
-        Step {
-            o,
-            now,
-            update: Update { id: m.id.clone(), expect_hash: m.hash, edits: Vec::new(), events: Vec::new(), record: None, fold: None },
-            record,
-            followups: Vec::new(),
-        }
+        Step { o, now, update: Update::new(&m.id, m.hash), record, followups: Vec::new() }
     }
 
     fn set(&mut self, key: &str, value: Value) {
@@ -294,11 +279,7 @@ impl<'a> Step<'a> {
     }
 
     fn is_empty(&self) -> bool {
-        self.update.edits.is_empty()
-            && self.update.events.is_empty()
-            && self.update.record.is_none()
-            && self.update.fold.is_none()
-            && self.followups.is_empty()
+        self.update.is_empty() && self.followups.is_empty()
     }
 
     fn into_update(self) -> Option<Action> {

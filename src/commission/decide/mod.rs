@@ -4,7 +4,7 @@
 //! waits for (dependencies, its worker's package), limits and FIFO, exit classification and
 //! heartbeat judgement.
 
-use serde_json::{json, Value as Json};
+use serde_json::json;
 use serde_yaml_ng::Value;
 
 use crate::activity::names;
@@ -15,32 +15,9 @@ use crate::artifact::Status;
 use crate::commission::observe::{Folded, Observed, Proc, Snapshot};
 use crate::config::DispatchMode;
 
-/// A change to one artifact: timeline events, then how far its mailbox is folded, then the
-/// runtime record, then the frontmatter.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Update {
-    pub id: String,
-    /// The artifact's content hash when observed: the write is dropped if it changed.
-    pub expect_hash: u64,
-    pub edits: Vec<Edit>,
-    pub record: Option<Record>,
-    pub events: Vec<Json>,
-    /// The attempt's mailbox as folded by this update (written once its events are in the
-    /// timeline).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fold: Option<Box<Folded>>,
-}
-
-impl Update {
-    /// An update that changes nothing yet.
-    pub fn new(id: &str, expect_hash: u64) -> Update {
-        Update { id: id.to_string(), expect_hash, edits: Vec::new(), record: None, events: Vec::new(), fold: None }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.edits.is_empty() && self.record.is_none() && self.events.is_empty() && self.fold.is_none()
-    }
-}
+/// A change to one commission ([`crate::activity::apply::Update`]): its record, and its
+/// attempt's mailbox as folded by this update (written once its events are in the timeline).
+pub type Update = crate::activity::apply::Update<Record, Option<Box<Folded>>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Sig {

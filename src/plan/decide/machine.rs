@@ -60,7 +60,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         // Nothing is recorded of a draft: only its `created` event, once.
         let events = std::mem::take(&mut st.events);
         return (!events.is_empty()).then(|| Action::Update {
-            update: Update { plan: p.id.clone(), expect_hash: p.hash, edits: vec![], events, record: None, folds: vec![] },
+            update: Update { id: p.id.clone(), expect_hash: p.hash, edits: vec![], events, record: None, fold: vec![] },
         });
     }
     if !known && asked == Pending {
@@ -161,7 +161,7 @@ fn request(st: &mut Step<'_>, had: PlanStatus, asked: PlanStatus) -> Option<Answ
         if p.desired.is_some() {
             edits.push(Edit::Remove("desired".into()));
         }
-        let update = Update { plan: p.id.clone(), expect_hash: p.hash, edits, events, record: None, folds: vec![] };
+        let update = Update { id: p.id.clone(), expect_hash: p.hash, edits, events, record: None, fold: vec![] };
         return Some(Answer::Refused(Box::new(update)));
     }
     None

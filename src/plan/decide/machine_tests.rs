@@ -665,7 +665,7 @@ fn what_the_copy_back_finds_decides_the_halt_and_whom_it_blames() {
     let mut r = record(PlanStatus::Running, 1);
     r.tasks.insert(a.canonical.clone(), task_record(TaskState::Succeeded, 1));
     r.tasks.insert(b.canonical.clone(), task_record(TaskState::Succeeded, 1));
-    let update = Update { plan: ID.into(), expect_hash: plan.hash, edits: vec![], events: vec![], record: None, folds: vec![] };
+    let update = Update { id: ID.into(), expect_hash: plan.hash, edits: vec![], events: vec![], record: None, fold: vec![] };
     let start = || Integration::new(&plan, 1, "now".into(), update.clone(), r.clone());
     // (finding, the reason's start, why the task to blame (the second) failed)
     let table: Vec<(Finding<'_>, &str, Option<&str>)> = vec![

@@ -90,18 +90,14 @@ impl<'a> Step<'a> {
         }
         let record = (self.dirty || self.o.taken || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
         Update {
-            plan: self.o.plan.id.clone(),
+            id: self.o.plan.id.clone(),
             expect_hash: self.o.plan.hash,
             edits: self.edits,
             events: self.events,
             record,
-            folds: self.folds,
+            fold: self.folds,
         }
     }
-}
-
-pub(super) fn is_empty(u: &Update) -> bool {
-    u.edits.is_empty() && u.events.is_empty() && u.record.is_none() && u.folds.is_empty()
 }
 
 /// The update alone, if there is anything to write; else, the least urgent work: removing
@@ -114,7 +110,7 @@ pub(super) fn settle(st: Step<'_>) -> Option<Action> {
             .map(|t| t.task.canonical.clone())
             .collect();
     let u = st.finish();
-    if !is_empty(&u) {
+    if !u.is_empty() {
         return Some(Action::Update { update: u });
     }
     (!integrated_worktrees.is_empty()).then_some(Action::CleanupTask { update: u, tasks: integrated_worktrees })
