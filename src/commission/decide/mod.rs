@@ -296,10 +296,10 @@ fn finish(o: &Observed, step: Step<'_>, now: &str) -> Action {
     let attempt = step.record.attempt;
     let (summary, artifacts) = step.result().unwrap_or(("", &[]));
     let mut conflict = step.clone();
-    conflict.go(Status::Failed, "the attempt's work could not be merged");
+    conflict.go(Status::Failed, Reason::NotMerged);
     conflict.set("completed", Value::String(now.to_string()));
     let mut done = step;
-    done.go(Status::Completed, "worker submitted its result");
+    done.go(Status::Completed, Reason::Submitted);
     let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
         Some(Value::Sequence(v)) => v.clone(),
         _ => Vec::new(),
@@ -345,7 +345,7 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<Step<'_>>, mut running: usize, act
         if attempt > 1 {
             step.event("redispatch", format!("redispatch:{attempt}"), json!({"attempt": attempt}));
         }
-        step.go(Status::Dispatched, &format!("dispatched to worker {}", step.o.artifact.worker));
+        step.go(Status::Dispatched, Reason::DispatchedTo(step.o.artifact.worker.clone()));
         step.record.attempt = attempt;
         step.record.term_sent_at = None;
         step.record.stopping = None;

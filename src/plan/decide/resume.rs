@@ -111,10 +111,10 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
                     // Live but silent (Kiln: in_progress with no heartbeat beyond the timeout):
                     // rerun_required within the budget, failed past it; either way the stop
                     // that follows kills every process of the attempt first.
-                    return rerun(st, ot, rec, stop.reason());
+                    return rerun(st, ot, rec, stop.reason().to_string());
                 }
                 // Past its wall-clock limit: failed now; the stop that follows kills it.
-                st.task_state(t, TaskState::Failed, Some(stop.reason()));
+                st.task_state(t, TaskState::Failed, Some(stop.reason().to_string()));
             }
         }
     }

@@ -56,7 +56,7 @@ pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
                     format!("{kind}:verify:{run}"),
                     json!({"verify": run, "state": state, "text": format!("verify: {}", stop.text())}),
                 );
-                st.record.verify_verdict = Some(stop.reason());
+                st.record.verify_verdict = Some(stop.reason().to_string());
                 st.record.verify_stop_sent = true;
                 st.dirty = true;
                 return Some(Action::StopVerify { update: st.finish(), run, kill: true });
