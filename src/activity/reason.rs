@@ -14,6 +14,8 @@ const MERGE_WAITING: &str = "merge waiting";
 const CLOSING_WAITS: &str = "closing waits";
 /// An attempt with no sign of life for too long (the liveness rules' word for it).
 const UNRESPONSIVE: &str = "process unresponsive";
+/// A task's supervisor that died without recording how its worker ended.
+const SUPERVISOR_DIED: &str = "its supervisor died without recording how the worker ended (killed, or a reboot)";
 
 /// A reason guild-hall writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +40,7 @@ pub(crate) enum Reason {
     /// Its work could not be merged (the landing's own words replace this when it acts).
     NotMerged,
     /// Its worker submitted its result.
-    Submitted,
+    ResultSubmitted,
     /// Its worker's shim is running, with this pid.
     Running { shim_pid: i32 },
     /// Its worker ran (a result came in before its run was seen).
@@ -52,8 +54,51 @@ pub(crate) enum Reason {
     /// A person's request, carried out: what was asked (`status set to cancelled`,
     /// `desired dispatched`, …).
     Requested(String),
-    /// A person's request refused: what was asked, and why not.
-    Refused { request: String, why: String },
+    /// A person's request refused: what was asked (when the words name it), and why not.
+    Refused { request: Option<String>, why: String },
+    /// A plan submitted (draft → pending).
+    Submitted,
+    /// A plan started at its first wave.
+    Started,
+    /// A person cancelled it.
+    CancelledByPerson,
+    /// A person retried it.
+    RetriedByPerson,
+    /// A wave integrated, verified next.
+    WaveIntegrated(usize),
+    /// A wave done, the next one begins.
+    WaveDone(usize),
+    /// Every wave integrated and verified.
+    AllVerified,
+    /// A task of the plan's wave failed (why): the wave shut down; how to retry.
+    TaskFailed { task: String, label: String, why: String, plan: String },
+    /// Verify failed after a wave (how), and who fixes it: a fix-forward commission (its id and
+    /// fixer), or a person.
+    VerifyFailed { wave: usize, how: String, plan: String, fix: Option<(String, String)> },
+    /// The fix-forward commission merged: verify again.
+    FixMerged(String),
+    /// A task's worker cannot run here: the plan waits (task, label, why).
+    TaskWaits { task: String, label: String, why: String },
+    /// A task's worker cannot start (why).
+    CannotStart(String),
+    /// A task shut down, as asked.
+    ShutDown,
+    /// A task that ended while its wave was shut down.
+    EndedInShutdown,
+    /// A task shut down because another task of its wave failed.
+    ShutDownForFailure,
+    /// Its supervisor died without recording how the worker ended.
+    SupervisorDied,
+    /// A task's worktree is gone (what is there instead), its supervisor dead too or not.
+    WorktreeGone { gone: String, died: bool },
+    /// A task's work lost before the copy-back (its worktree gone: what is there instead).
+    WorkLost(String),
+    /// A task's mailbox cannot be read (why), so whether it reported failure cannot be known.
+    FailureUnknown(String),
+    /// The task's worker reported failure (its words).
+    ReportedFailure(String),
+    /// Why a task would run again, past its reruns: it fails instead.
+    NoMoreReruns { why: Box<Reason>, reruns: u32 },
     /// Any other reason: for people only.
     Said(String),
 }
@@ -97,14 +142,48 @@ impl fmt::Display for Reason {
                 write!(f, "its mailbox cannot be read ({why}), so a result it may hold cannot be read either")
             }
             Reason::NotMerged => f.write_str("the attempt's work could not be merged"),
-            Reason::Submitted => f.write_str("worker submitted its result"),
+            Reason::ResultSubmitted => f.write_str("worker submitted its result"),
+            Reason::Submitted => f.write_str("submitted"),
             Reason::Running { shim_pid } => write!(f, "worker process running (shim pid {shim_pid})"),
             Reason::Ran => f.write_str("worker process ran"),
             Reason::DispatchedTo(worker) => write!(f, "dispatched to worker {worker}"),
             Reason::Unblocked { worker } => write!(f, "all dependencies present and worker {worker} installed"),
             Reason::Waiting(why) => f.write_str(why),
             Reason::Requested(what) => write!(f, "requested: {what}"),
-            Reason::Refused { request, why } => write!(f, "refused {request}: {why}"),
+            Reason::Refused { request: Some(request), why } => write!(f, "refused {request}: {why}"),
+            Reason::Refused { request: None, why } => write!(f, "refused: {why}"),
+            Reason::Started => f.write_str("started"),
+            Reason::CancelledByPerson => f.write_str("cancelled by a person"),
+            Reason::RetriedByPerson => f.write_str("retried by a person"),
+            Reason::WaveIntegrated(w) => write!(f, "wave {w} integrated; verifying"),
+            Reason::WaveDone(w) => write!(f, "wave {w} done"),
+            Reason::AllVerified => f.write_str("every wave integrated and verified"),
+            Reason::TaskFailed { task, label, why, plan } => write!(
+                f,
+                "task {task} ({label}) failed: {why}; the wave was shut down, its worktrees kept; retry with guild-hall plan retry {plan}"
+            ),
+            Reason::VerifyFailed { wave, how, plan, fix } => {
+                write!(f, "verify failed after wave {wave} ({how}); its output: guild-hall plan logs {plan} --verify; ")?;
+                match fix {
+                    Some((id, fixer)) => write!(f, "fix-forward commission {id} by {fixer} is under way"),
+                    None => f.write_str("fix it on the integration branch, then retry"),
+                }
+            }
+            Reason::FixMerged(id) => write!(f, "{id} merged; verifying again"),
+            Reason::TaskWaits { task, label, why } => write!(f, "waits: task {task} ({label}): {why}"),
+            Reason::CannotStart(why) => write!(f, "cannot start: {why}"),
+            Reason::ShutDown => f.write_str("shut down"),
+            Reason::EndedInShutdown => f.write_str("ended while the wave was shut down"),
+            Reason::ShutDownForFailure => f.write_str("shut down: another task of the wave failed"),
+            Reason::SupervisorDied => f.write_str(SUPERVISOR_DIED),
+            Reason::WorktreeGone { gone, died: true } => write!(f, "{SUPERVISOR_DIED}; its worktree is gone ({gone})"),
+            Reason::WorktreeGone { gone, died: false } => write!(f, "its worktree is gone ({gone})"),
+            Reason::WorkLost(gone) => write!(f, "its work was lost before the copy-back ({gone})"),
+            Reason::FailureUnknown(why) => {
+                write!(f, "its mailbox cannot be read ({why}), so whether it reported failure cannot be known")
+            }
+            Reason::ReportedFailure(why) => write!(f, "the worker reported failure: {why}"),
+            Reason::NoMoreReruns { why, reruns } => write!(f, "{why}; not run again after {reruns} reruns"),
             Reason::Said(text) => f.write_str(text),
         }
     }
@@ -151,14 +230,50 @@ mod tests {
                 "its mailbox cannot be read (denied), so a result it may hold cannot be read either",
             ),
             (Reason::NotMerged, "the attempt's work could not be merged"),
-            (Reason::Submitted, "worker submitted its result"),
+            (Reason::ResultSubmitted, "worker submitted its result"),
             (Reason::Running { shim_pid: 42 }, "worker process running (shim pid 42)"),
             (Reason::Ran, "worker process ran"),
             (Reason::DispatchedTo("w".into()), "dispatched to worker w"),
             (Reason::Unblocked { worker: "w".into() }, "all dependencies present and worker w installed"),
             (Reason::Waiting("missing dependencies".into()), "missing dependencies"),
             (Reason::Requested("desired cancelled".into()), "requested: desired cancelled"),
-            (Reason::Refused { request: "desired: dispatched".into(), why: "no".into() }, "refused desired: dispatched: no"),
+            (Reason::Refused { request: Some("desired: dispatched".into()), why: "no".into() }, "refused desired: dispatched: no"),
+            (Reason::Refused { request: None, why: "no".into() }, "refused: no"),
+            (Reason::Submitted, "submitted"),
+            (Reason::Started, "started"),
+            (Reason::CancelledByPerson, "cancelled by a person"),
+            (Reason::RetriedByPerson, "retried by a person"),
+            (Reason::WaveIntegrated(2), "wave 2 integrated; verifying"),
+            (Reason::WaveDone(2), "wave 2 done"),
+            (Reason::AllVerified, "every wave integrated and verified"),
+            (
+                Reason::TaskFailed { task: "p-t".into(), label: "T".into(), why: "x".into(), plan: "p".into() },
+                "task p-t (T) failed: x; the wave was shut down, its worktrees kept; retry with guild-hall plan retry p",
+            ),
+            (
+                Reason::VerifyFailed { wave: 1, how: "worker exited with code 1".into(), plan: "p".into(), fix: Some(("p-fix".into(), "w".into())) },
+                "verify failed after wave 1 (worker exited with code 1); its output: guild-hall plan logs p --verify; fix-forward commission p-fix by w is under way",
+            ),
+            (
+                Reason::VerifyFailed { wave: 1, how: "x".into(), plan: "p".into(), fix: None },
+                "verify failed after wave 1 (x); its output: guild-hall plan logs p --verify; fix it on the integration branch, then retry",
+            ),
+            (Reason::FixMerged("p-fix".into()), "p-fix merged; verifying again"),
+            (Reason::TaskWaits { task: "p-t".into(), label: "T".into(), why: "x".into() }, "waits: task p-t (T): x"),
+            (Reason::CannotStart("x".into()), "cannot start: x"),
+            (Reason::ShutDown, "shut down"),
+            (Reason::EndedInShutdown, "ended while the wave was shut down"),
+            (Reason::ShutDownForFailure, "shut down: another task of the wave failed"),
+            (Reason::SupervisorDied, "its supervisor died without recording how the worker ended (killed, or a reboot)"),
+            (
+                Reason::WorktreeGone { gone: "g".into(), died: true },
+                "its supervisor died without recording how the worker ended (killed, or a reboot); its worktree is gone (g)",
+            ),
+            (Reason::WorktreeGone { gone: "g".into(), died: false }, "its worktree is gone (g)"),
+            (Reason::WorkLost("g".into()), "its work was lost before the copy-back (g)"),
+            (Reason::FailureUnknown("x".into()), "its mailbox cannot be read (x), so whether it reported failure cannot be known"),
+            (Reason::ReportedFailure("x".into()), "the worker reported failure: x"),
+            (Reason::NoMoreReruns { why: Box::new(Reason::SupervisorDied), reruns: 2 }, "its supervisor died without recording how the worker ended (killed, or a reboot); not run again after 2 reruns"),
         ];
         for (reason, text) in table {
             assert_eq!(reason.to_string(), text, "{reason:?}");

@@ -299,7 +299,7 @@ fn finish(o: &Observed, step: Step<'_>, now: &str) -> Action {
     conflict.go(Status::Failed, Reason::NotMerged);
     conflict.set("completed", Value::String(now.to_string()));
     let mut done = step;
-    done.go(Status::Completed, Reason::Submitted);
+    done.go(Status::Completed, Reason::ResultSubmitted);
     let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
         Some(Value::Sequence(v)) => v.clone(),
         _ => Vec::new(),

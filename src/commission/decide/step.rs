@@ -102,7 +102,7 @@ impl<'a> Step<'a> {
     /// cancelled commission, whose `reason:` is why it ended (what `worker/status` gives as the
     /// job's `error`, REQ-WD-44), `refused:` says it, and the cause stays.
     pub(super) fn refuse(&mut self, request: &str, why: &str) {
-        let text = Reason::Refused { request: request.into(), why: why.into() }.to_string();
+        let text = Reason::Refused { request: Some(request.into()), why: why.into() }.to_string();
         self.event("refused", format!("refused:{}:{}:{request}", self.record.attempt, self.o.artifact.hash), json!({"text": text}));
         let key = if matches!(self.status, Status::Failed | Status::Cancelled) { "refused" } else { "reason" };
         self.set(key, Value::String(text));

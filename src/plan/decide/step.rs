@@ -7,6 +7,7 @@ use serde_yaml_ng::Value;
 
 use super::{integration, Action, Observed, PlanRecord, Snapshot, TaskFold, TaskRecord, TaskState, Update};
 use crate::activity::changes;
+use crate::activity::reason::Reason;
 use crate::artifact::plan::{PlanStatus, Task};
 use crate::artifact::write::Edit;
 
@@ -49,7 +50,8 @@ impl<'a> Step<'a> {
     pub(super) fn event(&mut self, kind: &str, key: String, fields: Json) {
         changes::event(Some(&self.o.timeline_keys), &mut self.events, self.now, kind, key, fields);
     }
-    pub(super) fn go(&mut self, to: PlanStatus, reason: &str) {
+    pub(super) fn go(&mut self, to: PlanStatus, reason: Reason) {
+        let reason = reason.to_string();
         let from = self.record.status;
         if from != to {
             let key = format!("status:{}:{}:{from}:{to}", self.record.wave, self.record.verify_runs);
@@ -60,7 +62,8 @@ impl<'a> Step<'a> {
         self.record.reason = (!reason.is_empty() && matches!(to, PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
             .then(|| reason.to_string());
     }
-    pub(super) fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<String>) {
+    pub(super) fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<Reason>) {
+        let reason = reason.map(|r| r.to_string());
         let r = self.record.tasks.entry(t.canonical.clone()).or_insert_with(TaskRecord::queued);
         if r.state != to {
             let key = format!("task:{}:{}:{}", t.canonical, r.attempt, to.as_str());
