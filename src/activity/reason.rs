@@ -99,6 +99,18 @@ pub(crate) enum Reason {
     ReportedFailure(String),
     /// Why a task would run again, past its reruns: it fails instead.
     NoMoreReruns { why: Box<Reason>, reruns: u32 },
+    /// A meeting opened by a person (written open).
+    OpenedByPerson,
+    /// A meeting's request accepted.
+    RequestAccepted,
+    /// A meeting's request declined.
+    RequestDeclined,
+    /// A meeting closed by a person.
+    ClosedByPerson,
+    /// A meeting that cannot open: its worker cannot meet (why).
+    CannotOpen(String),
+    /// A meeting that cannot open: the cap is reached by these open meetings.
+    CapReached { cap: usize, open: Vec<String> },
     /// Any other reason: for people only.
     Said(String),
 }
@@ -184,6 +196,16 @@ impl fmt::Display for Reason {
             }
             Reason::ReportedFailure(why) => write!(f, "the worker reported failure: {why}"),
             Reason::NoMoreReruns { why, reruns } => write!(f, "{why}; not run again after {reruns} reruns"),
+            Reason::OpenedByPerson => f.write_str("opened by a person"),
+            Reason::RequestAccepted => f.write_str("request accepted"),
+            Reason::RequestDeclined => f.write_str("request declined"),
+            Reason::ClosedByPerson => f.write_str("closed by a person"),
+            Reason::CannotOpen(why) => write!(f, "cannot open: {why}"),
+            Reason::CapReached { cap, open } => write!(
+                f,
+                "the meeting cap ({cap}) is reached: open meetings are {}; close one (status: closed), then set this one to open",
+                open.join(", ")
+            ),
             Reason::Said(text) => f.write_str(text),
         }
     }
@@ -273,6 +295,15 @@ mod tests {
             (Reason::WorkLost("g".into()), "its work was lost before the copy-back (g)"),
             (Reason::FailureUnknown("x".into()), "its mailbox cannot be read (x), so whether it reported failure cannot be known"),
             (Reason::ReportedFailure("x".into()), "the worker reported failure: x"),
+            (Reason::OpenedByPerson, "opened by a person"),
+            (Reason::RequestAccepted, "request accepted"),
+            (Reason::RequestDeclined, "request declined"),
+            (Reason::ClosedByPerson, "closed by a person"),
+            (Reason::CannotOpen("x".into()), "cannot open: x"),
+            (
+                Reason::CapReached { cap: 2, open: vec!["a".into(), "b".into()] },
+                "the meeting cap (2) is reached: open meetings are a, b; close one (status: closed), then set this one to open",
+            ),
             (Reason::NoMoreReruns { why: Box::new(Reason::SupervisorDied), reruns: 2 }, "its supervisor died without recording how the worker ended (killed, or a reboot); not run again after 2 reruns"),
         ];
         for (reason, text) in table {
