@@ -72,41 +72,48 @@ impl Write {
     }
 }
 
-/// What every kind's update is made of (each kind's decider builds its own struct; this is
-/// how the one apply reads it).
-pub trait Update {
-    /// The timeline entries (deduplicated by key when appended).
-    fn events(&self) -> &[Json];
+/// One activity's update, the same struct for every kind: its timeline entries, its edits to
+/// the artifact, its record (`R`: the kind's own) and how far its mailboxes were read (`F`:
+/// what the kind folds, [`Folds`]). Each kind's decider builds it through
+/// [`changes`](super::changes); [`apply`] writes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(bound(serialize = "R: Serialize, F: Serialize + Folds"))]
+pub struct Update<R, F> {
+    pub id: String,
     /// The artifact's content hash when observed: everything but the timeline is dropped if
     /// it changed.
-    fn expect_hash(&self) -> u64;
-    fn edits(&self) -> &[Edit];
+    pub expect_hash: u64,
+    pub edits: Vec<Edit>,
     /// The record, if it changes (`record.json` in the state dir).
-    fn record(&self) -> Result<Option<Json>>;
-    /// How far mailboxes were read: (file, what it holds), files under the activity's state
-    /// dir, written last.
-    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(PathBuf, Json)>>;
+    pub record: Option<R>,
+    /// The timeline entries (deduplicated by key when appended).
+    pub events: Vec<Json>,
+    /// How far the mailboxes were read: written last, once the events are in the timeline.
+    #[serde(skip_serializing_if = "Folds::is_empty")]
+    pub fold: F,
 }
 
-/// The parts of [`Update`] every kind's update struct holds under the same names (`events`,
-/// `expect_hash`, `edits`, `record`): written once, inside each kind's `impl Update`.
-macro_rules! update_fields {
-    () => {
-        fn events(&self) -> &[serde_json::Value] {
-            &self.events
-        }
-        fn expect_hash(&self) -> u64 {
-            self.expect_hash
-        }
-        fn edits(&self) -> &[$crate::artifact::write::Edit] {
-            &self.edits
-        }
-        fn record(&self) -> anyhow::Result<Option<serde_json::Value>> {
-            Ok(self.record.as_ref().map(serde_json::to_value).transpose()?)
-        }
-    };
+impl<R, F: Default> Update<R, F> {
+    /// An update of `id` that changes nothing yet.
+    pub fn new(id: &str, expect_hash: u64) -> Update<R, F> {
+        Update { id: id.to_string(), expect_hash, edits: Vec::new(), record: None, events: Vec::new(), fold: F::default() }
+    }
 }
-pub(crate) use update_fields;
+
+impl<R, F: Folds> Update<R, F> {
+    /// Nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.edits.is_empty() && self.record.is_none() && self.events.is_empty() && self.fold.is_empty()
+    }
+}
+
+/// How far a kind's mailboxes were read, as its update carries it.
+pub trait Folds {
+    /// Nothing was read.
+    fn is_empty(&self) -> bool;
+    /// (file, what it holds) for activity `id`: files under its state dir.
+    fn files(&self, home: &Home, project: &Project, id: &str) -> Result<Vec<(PathBuf, Json)>>;
+}
 
 /// Where one activity's update goes.
 pub struct Place<'a> {
@@ -164,24 +171,33 @@ struct Intent {
 
 /// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
 /// they do not fit in the frontmatter (given the artifact's text).
-pub fn apply<U: Update + ?Sized>(place: &Place<'_>, u: &U, shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>) -> Result<Outcome> {
+pub fn apply<R: Serialize, F: Folds>(
+    place: &Place<'_>,
+    u: &Update<R, F>,
+    shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>,
+) -> Result<Outcome> {
     Ok(apply_hashed(place, u, shorter)?.0)
 }
 
 /// [`apply`], and the artifact's hash as the update left it (when done): what an action that
 /// goes on after one update expects for its next.
-pub fn apply_hashed<U: Update + ?Sized>(
+pub fn apply_hashed<R: Serialize, F: Folds>(
     place: &Place<'_>,
-    u: &U,
+    u: &Update<R, F>,
     shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>,
 ) -> Result<(Outcome, u64)> {
-    timeline::append(&timeline::path_for(&place.artifact), u.events())?;
+    timeline::append(&timeline::path_for(&place.artifact), &u.events)?;
     place.fault(1);
     let record_file = super::state::StateDir(place.state.clone()).record();
-    let record = u.record()?.map(|r| Write::at(&place.state, &record_file, &r)).transpose()?;
-    let folds = u.folds(place.home, place.project)?.iter().map(|(path, v)| Write::at(&place.state, path, v)).collect::<Result<Vec<_>>>()?;
-    if u.edits().is_empty() && record.is_none() && folds.is_empty() {
-        return Ok((Outcome::Done, u.expect_hash()));
+    let record = u.record.as_ref().map(|r| Write::at(&place.state, &record_file, r)).transpose()?;
+    let folds = u
+        .fold
+        .files(place.home, place.project, &u.id)?
+        .iter()
+        .map(|(path, v)| Write::at(&place.state, path, v))
+        .collect::<Result<Vec<_>>>()?;
+    if u.edits.is_empty() && record.is_none() && folds.is_empty() {
+        return Ok((Outcome::Done, u.expect_hash));
     }
     // An intent still there is one settling could not finish (a stop's update comes this far
     // even for an artifact left alone): it is the only record of what a killed update left, so
@@ -189,21 +205,21 @@ pub fn apply_hashed<U: Update + ?Sized>(
     if std::fs::symlink_metadata(&place.intent).is_ok() {
         return Ok((
             Outcome::Waiting(format!("an unfinished update waits in {}: repair or remove it", place.intent.display())),
-            u.expect_hash(),
+            u.expect_hash,
         ));
     }
-    let Some(text) = observed(&place.artifact, u.expect_hash())? else { return Ok((Outcome::Dropped, u.expect_hash())) };
-    let new = if u.edits().is_empty() {
+    let Some(text) = observed(&place.artifact, u.expect_hash)? else { return Ok((Outcome::Dropped, u.expect_hash)) };
+    let new = if u.edits.is_empty() {
         None
     } else {
-        let new = super::fit::apply(&place.artifact, &text, u.edits(), |e| shorter(&text, e))?;
+        let new = super::fit::apply(&place.artifact, &text, &u.edits, |e| shorter(&text, e))?;
         (new != text).then_some(new)
     };
     // With no edit, the artifact was just seen as observed: nothing of ours is left to land.
     let landed = new.is_none();
     let intent = Intent {
-        before: u.expect_hash(),
-        after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash()),
+        before: u.expect_hash,
+        after: new.as_deref().map(content_hash).unwrap_or(u.expect_hash),
         text: new,
         record,
         folds,
@@ -319,18 +335,53 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    struct U {
-        events: Vec<Json>,
-        expect_hash: u64,
-        edits: Vec<Edit>,
-        record: Option<Json>,
-    }
+    /// An update with no mailbox to fold.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+    struct NoFold;
 
-    impl Update for U {
-        update_fields!();
-        fn folds(&self, _: &Home, _: &Project) -> Result<Vec<(PathBuf, Json)>> {
+    impl Folds for NoFold {
+        fn is_empty(&self) -> bool {
+            true
+        }
+        fn files(&self, _: &Home, _: &Project, _: &str) -> Result<Vec<(PathBuf, Json)>> {
             Ok(Vec::new())
         }
+    }
+
+    /// A mailbox fold to write, for the shape tests.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+    struct SomeFold(Option<u32>);
+
+    impl Folds for SomeFold {
+        fn is_empty(&self) -> bool {
+            self.0.is_none()
+        }
+        fn files(&self, _: &Home, _: &Project, id: &str) -> Result<Vec<(PathBuf, Json)>> {
+            Ok(self.0.iter().map(|n| (PathBuf::from(format!("{id}.{n}.json")), json!(n))).collect())
+        }
+    }
+
+    /// Each part alone makes an update worth writing; as written out (a dry run's plan), its
+    /// keys keep their order and an empty fold is left out.
+    #[test]
+    fn an_update_is_empty_until_a_part_says_something_and_serializes_in_one_shape() {
+        let empty: Update<Json, SomeFold> = Update::new("c", 7);
+        assert!(empty.is_empty());
+        let parts: [fn(&mut Update<Json, SomeFold>); 4] = [
+            |u| u.edits.push(Edit::Remove("reason".into())),
+            |u| u.record = Some(json!({})),
+            |u| u.events.push(json!({})),
+            |u| u.fold = SomeFold(Some(1)),
+        ];
+        for (i, part) in parts.iter().enumerate() {
+            let mut u = empty.clone();
+            part(&mut u);
+            assert!(!u.is_empty(), "part {i}");
+        }
+        let text = |u: &Update<Json, SomeFold>| serde_json::to_string(u).expect("json");
+        assert_eq!(text(&empty), r#"{"id":"c","expect_hash":7,"edits":[],"record":null,"events":[]}"#);
+        let folded = Update { fold: SomeFold(Some(2)), ..empty };
+        assert_eq!(text(&folded), r#"{"id":"c","expect_hash":7,"edits":[],"record":null,"events":[],"fold":2}"#);
     }
 
     fn setup() -> (tempfile::TempDir, Home, Project) {
@@ -351,11 +402,13 @@ mod tests {
         std::fs::write(&path, "---\nstatus: pending\n---\n").expect("write");
         let seen = content_hash("---\nstatus: pending\n---\n");
         std::fs::write(&path, "---\nstatus: pending\n---\nTheirs.\n").expect("their save");
-        let u = U {
+        let u = Update {
+            id: "c".into(),
             events: vec![timeline::event("t", "status", "status:1".into(), json!({}))],
             expect_hash: seen,
             edits: vec![Edit::Set("status".into(), "dispatched".into())],
             record: Some(json!({"status": "dispatched"})),
+            fold: NoFold,
         };
         let place = Place::new(&home, &project, Name::Commission, "c");
         assert_eq!(apply(&place, &u, |_, _| None).expect("apply"), Outcome::Dropped);

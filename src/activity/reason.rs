@@ -1,24 +1,116 @@
 //! Why an activity stands where it does, as guild-hall writes it into an artifact's `reason:`
-//! and reads it back. The reasons that are state — a landing that waits, a meeting's close that
-//! waits — are variants with their data; any other reason is words for people, never read back.
-//! Rendered to text only when written ([`std::fmt::Display`]); read back in one place
-//! ([`Reason::parse`]).
+//! and its timeline's status moves: variants with their data (an exit, a refusal, a request),
+//! rendered to text only when written ([`std::fmt::Display`]). The reasons that are state — a
+//! landing that waits, a meeting's close that waits — are read back in one place
+//! ([`Reason::parse`]); any other is words for people, read back as [`Reason::Said`].
 
 use std::fmt;
+
+use super::state::ExitInfo;
 
 /// How a waiting landing's reason begins (`merge waiting: <why>`).
 const MERGE_WAITING: &str = "merge waiting";
 /// How a meeting's close that waits for its work to be secured says so.
 const CLOSING_WAITS: &str = "closing waits";
+/// An attempt with no sign of life for too long (the liveness rules' word for it).
+const UNRESPONSIVE: &str = "process unresponsive";
+/// A task's supervisor that died without recording how its worker ended.
+const SUPERVISOR_DIED: &str = "its supervisor died without recording how the worker ended (killed, or a reboot)";
 
 /// A reason guild-hall writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Reason {
     /// A squash-merge that cannot land yet (a person's checkout of the integration branch has
     /// changes it would touch, a ref lock): tried again by the next pass.
     MergeWaiting(String),
     /// A meeting's close that waits until its work is safe on its branch (a full disk, say).
     ClosingWaits(String),
+    /// Its worker exited (or its activation was refused) without a result: how.
+    Exited(ExitInfo),
+    /// Its worker exited cleanly without submitting its result.
+    NoResult,
+    /// Its worker is gone and no exit was recorded (a restart, a killed shim).
+    ProcessLost,
+    /// Its worker ran past its wall-clock limit: the words that name the limit.
+    Overtime(String),
+    /// No sign of life for longer than `stale_after`.
+    Unresponsive,
+    /// Its mailbox cannot be read (why), so a result it may hold cannot be either.
+    MailboxUnreadable(String),
+    /// Its work could not be merged (the landing's own words replace this when it acts).
+    NotMerged,
+    /// Its worker submitted its result.
+    ResultSubmitted,
+    /// Its worker's shim is running, with this pid.
+    Running { shim_pid: i32 },
+    /// Its worker ran (a result came in before its run was seen).
+    Ran,
+    /// Given to this worker.
+    DispatchedTo(String),
+    /// Nothing it waits for is missing any more (dependencies, this worker's package).
+    Unblocked { worker: String },
+    /// What it waits for, in words shared with `check` and `status`.
+    Waiting(String),
+    /// A person's request, carried out: what was asked (`status set to cancelled`,
+    /// `desired dispatched`, …).
+    Requested(String),
+    /// A person's request refused: what was asked (when the words name it), and why not.
+    Refused { request: Option<String>, why: String },
+    /// A plan submitted (draft → pending).
+    Submitted,
+    /// A plan started at its first wave.
+    Started,
+    /// A person cancelled it.
+    CancelledByPerson,
+    /// A person retried it.
+    RetriedByPerson,
+    /// A wave integrated, verified next.
+    WaveIntegrated(usize),
+    /// A wave done, the next one begins.
+    WaveDone(usize),
+    /// Every wave integrated and verified.
+    AllVerified,
+    /// A task of the plan's wave failed (why): the wave shut down; how to retry.
+    TaskFailed { task: String, label: String, why: String, plan: String },
+    /// Verify failed after a wave (how), and who fixes it: a fix-forward commission (its id and
+    /// fixer), or a person.
+    VerifyFailed { wave: usize, how: String, plan: String, fix: Option<(String, String)> },
+    /// The fix-forward commission merged: verify again.
+    FixMerged(String),
+    /// A task's worker cannot run here: the plan waits (task, label, why).
+    TaskWaits { task: String, label: String, why: String },
+    /// A task's worker cannot start (why).
+    CannotStart(String),
+    /// A task shut down, as asked.
+    ShutDown,
+    /// A task that ended while its wave was shut down.
+    EndedInShutdown,
+    /// A task shut down because another task of its wave failed.
+    ShutDownForFailure,
+    /// Its supervisor died without recording how the worker ended.
+    SupervisorDied,
+    /// A task's worktree is gone (what is there instead), its supervisor dead too or not.
+    WorktreeGone { gone: String, died: bool },
+    /// A task's work lost before the copy-back (its worktree gone: what is there instead).
+    WorkLost(String),
+    /// A task's mailbox cannot be read (why), so whether it reported failure cannot be known.
+    FailureUnknown(String),
+    /// The task's worker reported failure (its words).
+    ReportedFailure(String),
+    /// Why a task would run again, past its reruns: it fails instead.
+    NoMoreReruns { why: Box<Reason>, reruns: u32 },
+    /// A meeting opened by a person (written open).
+    OpenedByPerson,
+    /// A meeting's request accepted.
+    RequestAccepted,
+    /// A meeting's request declined.
+    RequestDeclined,
+    /// A meeting closed by a person.
+    ClosedByPerson,
+    /// A meeting that cannot open: its worker cannot meet (why).
+    CannotOpen(String),
+    /// A meeting that cannot open: the cap is reached by these open meetings.
+    CapReached { cap: usize, open: Vec<String> },
     /// Any other reason: for people only.
     Said(String),
 }
@@ -53,6 +145,67 @@ impl fmt::Display for Reason {
         match self {
             Reason::MergeWaiting(why) => write!(f, "{MERGE_WAITING}: {why}"),
             Reason::ClosingWaits(why) => write!(f, "{CLOSING_WAITS}: {why}"),
+            Reason::Exited(exit) => f.write_str(&exit.describe()),
+            Reason::NoResult => f.write_str("completed without submitting result"),
+            Reason::ProcessLost => f.write_str("process lost on restart"),
+            Reason::Overtime(why) => f.write_str(why),
+            Reason::Unresponsive => f.write_str(UNRESPONSIVE),
+            Reason::MailboxUnreadable(why) => {
+                write!(f, "its mailbox cannot be read ({why}), so a result it may hold cannot be read either")
+            }
+            Reason::NotMerged => f.write_str("the attempt's work could not be merged"),
+            Reason::ResultSubmitted => f.write_str("worker submitted its result"),
+            Reason::Submitted => f.write_str("submitted"),
+            Reason::Running { shim_pid } => write!(f, "worker process running (shim pid {shim_pid})"),
+            Reason::Ran => f.write_str("worker process ran"),
+            Reason::DispatchedTo(worker) => write!(f, "dispatched to worker {worker}"),
+            Reason::Unblocked { worker } => write!(f, "all dependencies present and worker {worker} installed"),
+            Reason::Waiting(why) => f.write_str(why),
+            Reason::Requested(what) => write!(f, "requested: {what}"),
+            Reason::Refused { request: Some(request), why } => write!(f, "refused {request}: {why}"),
+            Reason::Refused { request: None, why } => write!(f, "refused: {why}"),
+            Reason::Started => f.write_str("started"),
+            Reason::CancelledByPerson => f.write_str("cancelled by a person"),
+            Reason::RetriedByPerson => f.write_str("retried by a person"),
+            Reason::WaveIntegrated(w) => write!(f, "wave {w} integrated; verifying"),
+            Reason::WaveDone(w) => write!(f, "wave {w} done"),
+            Reason::AllVerified => f.write_str("every wave integrated and verified"),
+            Reason::TaskFailed { task, label, why, plan } => write!(
+                f,
+                "task {task} ({label}) failed: {why}; the wave was shut down, its worktrees kept; retry with guild-hall plan retry {plan}"
+            ),
+            Reason::VerifyFailed { wave, how, plan, fix } => {
+                write!(f, "verify failed after wave {wave} ({how}); its output: guild-hall plan logs {plan} --verify; ")?;
+                match fix {
+                    Some((id, fixer)) => write!(f, "fix-forward commission {id} by {fixer} is under way"),
+                    None => f.write_str("fix it on the integration branch, then retry"),
+                }
+            }
+            Reason::FixMerged(id) => write!(f, "{id} merged; verifying again"),
+            Reason::TaskWaits { task, label, why } => write!(f, "waits: task {task} ({label}): {why}"),
+            Reason::CannotStart(why) => write!(f, "cannot start: {why}"),
+            Reason::ShutDown => f.write_str("shut down"),
+            Reason::EndedInShutdown => f.write_str("ended while the wave was shut down"),
+            Reason::ShutDownForFailure => f.write_str("shut down: another task of the wave failed"),
+            Reason::SupervisorDied => f.write_str(SUPERVISOR_DIED),
+            Reason::WorktreeGone { gone, died: true } => write!(f, "{SUPERVISOR_DIED}; its worktree is gone ({gone})"),
+            Reason::WorktreeGone { gone, died: false } => write!(f, "its worktree is gone ({gone})"),
+            Reason::WorkLost(gone) => write!(f, "its work was lost before the copy-back ({gone})"),
+            Reason::FailureUnknown(why) => {
+                write!(f, "its mailbox cannot be read ({why}), so whether it reported failure cannot be known")
+            }
+            Reason::ReportedFailure(why) => write!(f, "the worker reported failure: {why}"),
+            Reason::NoMoreReruns { why, reruns } => write!(f, "{why}; not run again after {reruns} reruns"),
+            Reason::OpenedByPerson => f.write_str("opened by a person"),
+            Reason::RequestAccepted => f.write_str("request accepted"),
+            Reason::RequestDeclined => f.write_str("request declined"),
+            Reason::ClosedByPerson => f.write_str("closed by a person"),
+            Reason::CannotOpen(why) => write!(f, "cannot open: {why}"),
+            Reason::CapReached { cap, open } => write!(
+                f,
+                "the meeting cap ({cap}) is reached: open meetings are {}; close one (status: closed), then set this one to open",
+                open.join(", ")
+            ),
             Reason::Said(text) => f.write_str(text),
         }
     }
@@ -77,6 +230,86 @@ mod tests {
         assert!(Reason::parse("merge waiting: x").merge_waits() && Reason::parse("merge waiting: x").waits());
         assert!(!Reason::parse("closing waits: x").merge_waits() && Reason::parse("closing waits: x").waits());
         assert!(!Reason::parse("refused: a plan that is halted cannot be set to running").waits());
+    }
+
+    /// Each reason a decider writes, in exactly the words the timeline and `reason:` have
+    /// always had (the integration tests pin them too).
+    #[test]
+    fn each_reason_renders_in_its_words() {
+        let exit = |code| ExitInfo { code: Some(code), ..ExitInfo::error(1, String::new()) };
+        let exit = |code| ExitInfo { error: None, ..exit(code) };
+        let table = [
+            (Reason::Exited(exit(3)), "worker exited with code 3"),
+            (Reason::NoResult, "completed without submitting result"),
+            (Reason::ProcessLost, "process lost on restart"),
+            (
+                Reason::Overtime("timed out: ran longer than 1s (the project's timeout)".into()),
+                "timed out: ran longer than 1s (the project's timeout)",
+            ),
+            (Reason::Unresponsive, "process unresponsive"),
+            (
+                Reason::MailboxUnreadable("denied".into()),
+                "its mailbox cannot be read (denied), so a result it may hold cannot be read either",
+            ),
+            (Reason::NotMerged, "the attempt's work could not be merged"),
+            (Reason::ResultSubmitted, "worker submitted its result"),
+            (Reason::Running { shim_pid: 42 }, "worker process running (shim pid 42)"),
+            (Reason::Ran, "worker process ran"),
+            (Reason::DispatchedTo("w".into()), "dispatched to worker w"),
+            (Reason::Unblocked { worker: "w".into() }, "all dependencies present and worker w installed"),
+            (Reason::Waiting("missing dependencies".into()), "missing dependencies"),
+            (Reason::Requested("desired cancelled".into()), "requested: desired cancelled"),
+            (Reason::Refused { request: Some("desired: dispatched".into()), why: "no".into() }, "refused desired: dispatched: no"),
+            (Reason::Refused { request: None, why: "no".into() }, "refused: no"),
+            (Reason::Submitted, "submitted"),
+            (Reason::Started, "started"),
+            (Reason::CancelledByPerson, "cancelled by a person"),
+            (Reason::RetriedByPerson, "retried by a person"),
+            (Reason::WaveIntegrated(2), "wave 2 integrated; verifying"),
+            (Reason::WaveDone(2), "wave 2 done"),
+            (Reason::AllVerified, "every wave integrated and verified"),
+            (
+                Reason::TaskFailed { task: "p-t".into(), label: "T".into(), why: "x".into(), plan: "p".into() },
+                "task p-t (T) failed: x; the wave was shut down, its worktrees kept; retry with guild-hall plan retry p",
+            ),
+            (
+                Reason::VerifyFailed { wave: 1, how: "worker exited with code 1".into(), plan: "p".into(), fix: Some(("p-fix".into(), "w".into())) },
+                "verify failed after wave 1 (worker exited with code 1); its output: guild-hall plan logs p --verify; fix-forward commission p-fix by w is under way",
+            ),
+            (
+                Reason::VerifyFailed { wave: 1, how: "x".into(), plan: "p".into(), fix: None },
+                "verify failed after wave 1 (x); its output: guild-hall plan logs p --verify; fix it on the integration branch, then retry",
+            ),
+            (Reason::FixMerged("p-fix".into()), "p-fix merged; verifying again"),
+            (Reason::TaskWaits { task: "p-t".into(), label: "T".into(), why: "x".into() }, "waits: task p-t (T): x"),
+            (Reason::CannotStart("x".into()), "cannot start: x"),
+            (Reason::ShutDown, "shut down"),
+            (Reason::EndedInShutdown, "ended while the wave was shut down"),
+            (Reason::ShutDownForFailure, "shut down: another task of the wave failed"),
+            (Reason::SupervisorDied, "its supervisor died without recording how the worker ended (killed, or a reboot)"),
+            (
+                Reason::WorktreeGone { gone: "g".into(), died: true },
+                "its supervisor died without recording how the worker ended (killed, or a reboot); its worktree is gone (g)",
+            ),
+            (Reason::WorktreeGone { gone: "g".into(), died: false }, "its worktree is gone (g)"),
+            (Reason::WorkLost("g".into()), "its work was lost before the copy-back (g)"),
+            (Reason::FailureUnknown("x".into()), "its mailbox cannot be read (x), so whether it reported failure cannot be known"),
+            (Reason::ReportedFailure("x".into()), "the worker reported failure: x"),
+            (Reason::OpenedByPerson, "opened by a person"),
+            (Reason::RequestAccepted, "request accepted"),
+            (Reason::RequestDeclined, "request declined"),
+            (Reason::ClosedByPerson, "closed by a person"),
+            (Reason::CannotOpen("x".into()), "cannot open: x"),
+            (
+                Reason::CapReached { cap: 2, open: vec!["a".into(), "b".into()] },
+                "the meeting cap (2) is reached: open meetings are a, b; close one (status: closed), then set this one to open",
+            ),
+            (Reason::NoMoreReruns { why: Box::new(Reason::SupervisorDied), reruns: 2 }, "its supervisor died without recording how the worker ended (killed, or a reboot); not run again after 2 reruns"),
+        ];
+        for (reason, text) in table {
+            assert_eq!(reason.to_string(), text, "{reason:?}");
+            assert!(!Reason::parse(text).waits(), "words for people are not state: {text}");
+        }
     }
 
     proptest! {

@@ -177,7 +177,7 @@ fn latin_to_ascii(c: char) -> Option<&'static str> {
 mod tests {
     use super::*;
 
-    /// Letters with diacritics are transliterated, not dropped (`migr-caf`, issue 20); what
+    /// Letters with diacritics are transliterated, not dropped (`migr-caf`); what
     /// has no Latin transliteration is a separator, as before.
     #[test]
     fn slugs_transliterate_latin_letters() {

@@ -302,6 +302,8 @@ pub enum Command {
     /// library's (`worker::shim::ShimArgv`), read by it.
     #[command(hide = true, disable_help_flag = true)]
     Shim {
+        /// The supervisor's own arguments, as `worker::shim::ShimArgv` writes them, then `--`
+        /// and the worker's command.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<std::ffi::OsString>,
     },

@@ -17,7 +17,7 @@ use crate::activity::worktree::{self, WorktreeRecord};
 use crate::artifact::store::content_hash;
 use crate::artifact::write::Edit;
 use crate::commission::decide::{timestamp, Action, Sig, Update};
-use crate::commission::observe::Snapshot;
+use crate::commission::observe::{Folded, Snapshot};
 use crate::config::{Home, Project};
 use crate::files::write_json;
 use crate::worker::launch::{self, Activation, Launch, Prepared};
@@ -80,11 +80,14 @@ pub fn apply_update(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
     })
 }
 
-impl crate::activity::apply::Update for Update {
-    crate::activity::apply::update_fields!();
-    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
-        let Some(f) = &self.fold else { return Ok(Vec::new()) };
-        let state = StateDir(home.commission_state(&project.name, &self.id));
+/// A commission's attempt's mailbox, as far as it is folded (`events-<attempt>.folded.json`).
+impl crate::activity::apply::Folds for Option<Box<Folded>> {
+    fn is_empty(&self) -> bool {
+        self.is_none()
+    }
+    fn files(&self, home: &Home, project: &Project, id: &str) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
+        let Some(f) = self else { return Ok(Vec::new()) };
+        let state = StateDir(home.commission_state(&project.name, id));
         Ok(vec![(mailbox::folded_file(&state, f.attempt), serde_json::to_value(f)?)])
     }
 }

@@ -58,11 +58,14 @@ fn apply_hashed(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<(Outcome, u64)> {
     crate::activity::apply::apply_hashed(&place, u, |text, _| without_worker_text(&path, text, &u.edits))
 }
 
-impl crate::activity::apply::Update for Update {
-    crate::activity::apply::update_fields!();
-    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
-        let Some(f) = &self.fold else { return Ok(Vec::new()) };
-        Ok(vec![(super::fold::path(&StateDir(home.meeting_state(&project.name, &self.id))), serde_json::to_value(f)?)])
+/// A meeting's mailbox, as far as it is folded (`events.folded.json`).
+impl crate::activity::apply::Folds for Option<super::fold::Folded> {
+    fn is_empty(&self) -> bool {
+        self.is_none()
+    }
+    fn files(&self, home: &Home, project: &Project, id: &str) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
+        let Some(f) = self else { return Ok(Vec::new()) };
+        Ok(vec![(super::fold::path(&StateDir(home.meeting_state(&project.name, id))), serde_json::to_value(f)?)])
     }
 }
 

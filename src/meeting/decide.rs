@@ -9,6 +9,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 use super::fold::Folded;
+use crate::activity::reason::Reason;
 use crate::activity::{changes, timeline};
 use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
@@ -63,18 +64,9 @@ pub struct Snapshot {
     pub now: String,
 }
 
-/// Timeline events, the record and artifact edits for one meeting (the edits are dropped if
-/// the artifact changed since it was observed).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Update {
-    pub id: String,
-    pub expect_hash: u64,
-    pub edits: Vec<Edit>,
-    pub events: Vec<Json>,
-    pub record: Option<MeetingRecord>,
-    /// How far the mailbox is folded: written once the events are in the log.
-    pub fold: Option<Folded>,
-}
+/// A change to one meeting ([`crate::activity::apply::Update`]): its record, and how far its
+/// mailbox is folded (written once the events are in the log).
+pub type Update = crate::activity::apply::Update<MeetingRecord, Option<Folded>>;
 
 /// A follow-up meeting request to write (from `propose_followup`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -177,13 +169,7 @@ impl<'a> Step<'a> {
     fn new(o: &'a Observed, now: &'a str) -> Step<'a> {
         let m = &o.meeting;
         let record = o.record.clone().unwrap_or(MeetingRecord { status: m.effective_status(), created: None, notes_written: false });
-        Step {
-            o,
-            now,
-            update: Update { id: m.id.clone(), expect_hash: m.hash, edits: Vec::new(), events: Vec::new(), record: None, fold: None },
-            record,
-            followups: Vec::new(),
-        }
+        Step { o, now, update: Update::new(&m.id, m.hash), record, followups: Vec::new() }
     }
 
     fn set(&mut self, key: &str, value: Value) {
@@ -200,7 +186,8 @@ impl<'a> Step<'a> {
     }
 
     /// Accept a transition: the record follows, the log says so.
-    fn go(&mut self, from: Option<MeetingStatus>, to: MeetingStatus, reason: &str) {
+    fn go(&mut self, from: Option<MeetingStatus>, to: MeetingStatus, reason: Reason) {
+        let reason = reason.to_string();
         // A meeting first met is `created` (its own event); a move is from a status it had.
         if let Some(from) = from {
             self.event("status", format!("status:{from}:{to}"), json!({"from": from.as_str(), "to": to.as_str(), "reason": reason}));
@@ -218,7 +205,7 @@ impl<'a> Step<'a> {
     /// Refuse what the file asks: the status is put back, `reason:` and the log say why.
     fn refuse(&mut self, asked: MeetingStatus, back: MeetingStatus, why: String) {
         let key = format!("refused:{}:{asked}:{}", back, self.o.meeting.hash);
-        let why = format!("refused status change {back} -> {asked}: {why}");
+        let why = Reason::Refused { request: Some(format!("status change {back} -> {asked}")), why }.to_string();
         self.event("refused", key, json!({"asked": asked.as_str(), "status": back.as_str(), "reason": why}));
         self.set("status", Value::String(back.as_str().into()));
         self.set("reason", Value::String(why));
@@ -287,11 +274,7 @@ impl<'a> Step<'a> {
     }
 
     fn is_empty(&self) -> bool {
-        self.update.edits.is_empty()
-            && self.update.events.is_empty()
-            && self.update.record.is_none()
-            && self.update.fold.is_none()
-            && self.followups.is_empty()
+        self.update.is_empty() && self.followups.is_empty()
     }
 
     fn into_update(self) -> Option<Action> {
@@ -303,16 +286,12 @@ impl<'a> Step<'a> {
 }
 
 /// Can this meeting be opened now? `Err` says why not (the cap, its worker).
-fn admit(s: &Snapshot, o: &Observed, open: &[String]) -> Result<(), String> {
+fn admit(s: &Snapshot, o: &Observed, open: &[String]) -> Result<(), Reason> {
     if let Some(why) = &o.worker_problem {
-        return Err(format!("cannot open: {why}"));
+        return Err(Reason::CannotOpen(why.clone()));
     }
     if open.len() >= s.cap && !open.contains(&o.meeting.id) {
-        return Err(format!(
-            "the meeting cap ({}) is reached: open meetings are {}; close one (status: closed), then set this one to open",
-            s.cap,
-            open.join(", ")
-        ));
+        return Err(Reason::CapReached { cap: s.cap, open: open.to_vec() });
     }
     Ok(())
 }
@@ -372,12 +351,12 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         (None | Some(Requested), Open) => {
             st.stamp_created();
             if had.is_none() {
-                st.update.events.push(timeline::created(s.now.as_str(), "open", Some("opened by a person")));
+                st.update.events.push(timeline::created(s.now.as_str(), "open", Some(&Reason::OpenedByPerson.to_string())));
             }
             match admit(s, o, open) {
                 Ok(()) => {
                     open.push(m.id.clone());
-                    let reason = if had.is_none() { "opened by a person" } else { "request accepted" };
+                    let reason = if had.is_none() { Reason::OpenedByPerson } else { Reason::RequestAccepted };
                     st.go(had, Open, reason);
                     st.remove("reason");
                     st.set("branch", Value::String(crate::activity::names::meeting_branch(&m.id)));
@@ -385,7 +364,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
                 }
                 Err(why) => {
                     st.record.status = Requested;
-                    st.refuse(Open, Requested, why);
+                    st.refuse(Open, Requested, why.to_string());
                     st.into_update()
                 }
             }
@@ -398,7 +377,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         }
         (Some(Requested), Requested) => st.into_update(),
         (Some(Requested), Declined) => {
-            st.go(had, Declined, "request declined");
+            st.go(had, Declined, Reason::RequestDeclined);
             st.into_update()
         }
         (Some(Requested), Closed) => {
@@ -418,7 +397,7 @@ fn step(s: &Snapshot, o: &Observed, open: &mut Vec<String>) -> Option<Action> {
         (Some(Open), Closed) => {
             st.fold_mail(true, s.followup_cap);
             let notes_written = st.record.notes_written;
-            st.go(had, Closed, "closed by a person");
+            st.go(had, Closed, Reason::ClosedByPerson);
             Some(Action::Close {
                 update: st.update,
                 branch: crate::activity::names::meeting_branch(&m.id),

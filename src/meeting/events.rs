@@ -1,4 +1,4 @@
-//! What a meeting turn streams (DESIGN §10, REQ-MTG-15): the six event types, read from a
+//! What a meeting turn streams (design §8, REQ-MTG-15): the six event types, read from a
 //! worker's stdout in guild-hall's own JSON lines or translated from Claude Code's or Gemini
 //! CLI's `stream-json` (the latter in [`gemini`]) or the Codex CLI's `exec --json`
 //! ([`codex`]). Anything else a worker prints is not surfaced. Pure but for [`read_lines`],

@@ -1,4 +1,4 @@
-//! Meetings, the synchronous half (DESIGN §10): the meeting artifact's state machine as a pure
+//! Meetings, the synchronous half (design §8): the meeting artifact's state machine as a pure
 //! decider ([`decide`]) fed by [`observe`] (the mailbox read incrementally into [`fold`]) and
 //! carried out by [`act`], joined by [`Meetings`], the kind the reconcile pass drives alongside
 //! commissions and plans; live turns streamed from the worker ([`turn`], [`events`]); notes on
@@ -22,7 +22,7 @@ use crate::activity::Outcome;
 use crate::artifact::{MeetingStatus, Problem};
 use crate::worker::Catalog;
 
-/// What a person may ask of a meeting by editing `status:` (DESIGN §10): the decider's table.
+/// What a person may ask of a meeting by editing `status:` (design §8): the decider's table.
 pub const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
     (MeetingStatus::Requested, MeetingStatus::Open),
     (MeetingStatus::Requested, MeetingStatus::Declined),

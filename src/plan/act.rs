@@ -40,14 +40,14 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
         Action::StartWave { update, wave } => start_wave(ctx, update, *wave),
         Action::StartTask { update, starts } => start_tasks(ctx, update, starts),
         Action::StopTask { update, task, attempt, kill } => {
-            let plan = super::observe::load(ctx.project, &update.plan)?;
+            let plan = super::observe::load(ctx.project, &update.id)?;
             let t = plan.task(task).context("the task vanished from the plan")?;
             stop_then_apply(ctx, &task_state(ctx, &plan.id, t), *attempt, *kill, update)
         }
         Action::Integrate { update, wave } => integrate(ctx, update, *wave),
         Action::StartVerify { update, wave, run } => start_verify(ctx, update, *wave, *run),
         Action::StopVerify { update, run, kill } => {
-            let state = verify_state(ctx, &update.plan);
+            let state = verify_state(ctx, &update.id);
             stop_then_apply(ctx, &state, *run, *kill, update)
         }
         Action::KillLeftovers { update, run, pids, .. } => {
@@ -60,16 +60,16 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
         Action::Beat { update, task, beat } => {
             let state = match task {
                 Some(task) => {
-                    let plan = super::observe::load(ctx.project, &update.plan)?;
+                    let plan = super::observe::load(ctx.project, &update.id)?;
                     task_state(ctx, &plan.id, plan.task(task).context("the task vanished from the plan")?)
                 }
-                None => verify_state(ctx, &update.plan),
+                None => verify_state(ctx, &update.id),
             };
             write_json(&state.heartbeat(), beat)?;
             Ok(Outcome::Done)
         }
         Action::CleanupTask { update, tasks } => {
-            let plan = super::observe::load(ctx.project, &update.plan)?;
+            let plan = super::observe::load(ctx.project, &update.id)?;
             for task in tasks {
                 let t = plan.task(task).context("the task vanished from the plan")?;
                 let state = task_state(ctx, &plan.id, t);
@@ -82,7 +82,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
             apply(ctx, update)
         }
         Action::FixForward { update, wave, round, fixer, run } => {
-            write_fix(ctx, &update.plan, *wave, *round, fixer, *run)?;
+            write_fix(ctx, &update.id, *wave, *round, fixer, *run)?;
             fault("fix-forward", 1);
             apply(ctx, update)
         }
@@ -99,7 +99,7 @@ fn start_wave(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Ou
     let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?.id();
     let Some(mut record) = u.record.take() else { return apply(ctx, &u) };
     record.bases.entry(wave).or_insert(tip.to_string());
-    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let plan = super::observe::load(ctx.project, &update.id)?;
     let landed = crate::activity::trailers::on_chains(&repo, &[tip], &[], &names::wave_trailer_prefix(&plan.id, wave))
         .with_context(|| format!("reading the task trailers on {}", ctx.integration()))?;
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());
@@ -153,18 +153,19 @@ fn how(kill: bool) -> shim::Stop {
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
 fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
-    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Plan, &u.plan);
+    let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Plan, &u.id);
     crate::activity::apply::apply(&place, u, |_, _| None)
 }
 
-impl crate::activity::apply::Update for Update {
-    crate::activity::apply::update_fields!();
-    /// Each task's fold is in its own state dir, under the plan's.
-    fn folds(&self, home: &Home, project: &Project) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
-        self.folds
-            .iter()
+/// Each task's fold is in its own state dir, under the plan's.
+impl crate::activity::apply::Folds for Vec<super::decide::TaskFold> {
+    fn is_empty(&self) -> bool {
+        <[_]>::is_empty(self)
+    }
+    fn files(&self, home: &Home, project: &Project, id: &str) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
+        self.iter()
             .map(|f| {
-                let task = StateDir(home.task_state(&project.name, &self.plan, &f.slug));
+                let task = StateDir(home.task_state(&project.name, id, &f.slug));
                 Ok((mailbox::folded_file(&task, f.folded.attempt), serde_json::to_value(&f.folded)?))
             })
             .collect()
@@ -331,7 +332,7 @@ fn task_worktree(ctx: &Ctx<'_, Catalog>, plan: &Plan, task: &Task, base: &str, s
 /// start waits for its shim's record). The record first: a pass that dies after it finds the
 /// attempts running, and starts again any that no shim took.
 fn start_tasks(ctx: &Ctx<'_, Catalog>, update: &Update, starts: &[TaskStart]) -> Result<Outcome> {
-    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let plan = super::observe::load(ctx.project, &update.id)?;
     let record = match update.record.clone() {
         Some(r) => r,
         None => super::observe::record(ctx.home, ctx.project, &plan.id)?.context("the plan has no record")?,
@@ -529,7 +530,7 @@ fn look<'t>(
 /// all of them, and only then one commit per task. What each finding means for the plan (a
 /// halt, a task failed, and why) is the decider's ([`Integration`]); this only looks and copies.
 fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Outcome> {
-    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let plan = super::observe::load(ctx.project, &update.id)?;
     let record = update.record.clone().or(super::observe::record(ctx.home, ctx.project, &plan.id)?).context("the plan has no record")?;
     let base = base_of(&record, wave)?;
     let base_oid = git2::Oid::from_str(&base)?;
@@ -644,7 +645,7 @@ fn integrate(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize) -> Result<Out
 /// Run `verify` in the plan's verify worktree, reset to the integration tip: never in a
 /// person's checkout. Under the shim like a worker (contained, its output kept).
 fn start_verify(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize, run: u32) -> Result<Outcome> {
-    let plan = super::observe::load(ctx.project, &update.plan)?;
+    let plan = super::observe::load(ctx.project, &update.id)?;
     let argv = plan.verify.clone().context("the plan has no verify")?;
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let tip = repo.find_branch(ctx.integration(), git2::BranchType::Local)?.get().peel_to_commit()?;
@@ -780,12 +781,12 @@ mod tests {
                 serde_json::from_value(json!({"state": "running", "attempt": 1, "stop_sent": true})).expect("task record"),
             );
             let update = Update {
-                plan: "p".into(),
+                id: "p".into(),
                 expect_hash: crate::artifact::store::content_hash(PLAN),
                 edits: vec![],
                 events: vec![],
                 record: Some(record.clone()),
-                folds: vec![],
+                fold: vec![],
             };
             for action in [
                 Action::StopTask { update: update.clone(), task: T1.into(), attempt: 1, kill: false },

@@ -1,4 +1,4 @@
-//! Plans and waves (DESIGN §11, Kiln's EXECUTE stage): a plan's tasks run in ordered waves,
+//! Plans and waves (design §9, Kiln's EXECUTE stage): a plan's tasks run in ordered waves,
 //! in parallel inside a wave, and land on the integration branch by lossless copy-back in plan
 //! order once the whole wave has succeeded and no two tasks collide; a verify gate between
 //! waves, fix-forward when it fails; tasks and verify held to the liveness rules of

@@ -86,7 +86,7 @@ pub struct List {}
 /// What carries the meeting operations out, one method per operation. A turn's events go to
 /// wherever the implementation streams them; the turn itself is its reply.
 pub trait Operations {
-    /// A turn's reply (DESIGN §10).
+    /// A turn's reply (design §8).
     type Turn: Reply + 'static;
     fn start(&self, req: Start) -> Result<Opened<Self::Turn>, ToolError>;
     fn accept(&self, req: Accept) -> Result<Opened<Self::Turn>, ToolError>;

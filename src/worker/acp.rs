@@ -1,5 +1,5 @@
 //! The Agent Client Protocol client (`protocol: acp`, `guild-hall acp -- CMD`): one attempt or
-//! turn of an ACP agent over stdio, its updates printed as guild-hall's event lines (DESIGN §10),
+//! turn of an ACP agent over stdio, its updates printed as guild-hall's event lines (design §8),
 //! its permission requests answered by the package's policy, its process group ended after.
 
 use std::collections::HashMap;
@@ -72,7 +72,7 @@ pub struct Turn {
 }
 
 impl Turn {
-    /// The turn guild-hall's environment describes (DESIGN §7): a meeting's message, else the
+    /// The turn guild-hall's environment describes (design §7): a meeting's message, else the
     /// commission's or task's prompt.
     /// With `session_dir`, the sessions open in a directory of it named after the worktree: the
     /// same for each of a meeting's turns (an agent may file its sessions by their directory).
@@ -546,7 +546,7 @@ fn leader_status(pid: nix::unistd::Pid) -> Option<String> {
 }
 
 /// What an agent's `session/update`s and permission requests mean, pure: guild-hall's event
-/// lines (DESIGN §10) and the policy's answers. Tool calls are known by id across updates.
+/// lines (design §8) and the policy's answers. Tool calls are known by id across updates.
 #[derive(Debug, Default)]
 pub struct Translator {
     allow: Vec<String>,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::activity::reason::Reason;
 use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample};
 use crate::worker::liveness::{self, Judgement};
 
@@ -63,10 +64,10 @@ pub(crate) enum Stop {
 
 impl Stop {
     /// The reason the attempt fails with (its artifact's or task's `reason`).
-    pub(crate) fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            Stop::Overtime(why) => why.clone(),
-            Stop::Stale(_) => liveness::UNRESPONSIVE.to_string(),
+            Stop::Overtime(why) => Reason::Overtime(why.clone()),
+            Stop::Stale(_) => Reason::Unresponsive,
         }
     }
 
@@ -243,9 +244,14 @@ mod tests {
     #[test]
     fn a_stop_says_why_in_the_words_each_kind_writes() {
         let over = Stop::Overtime("timed out: ran longer than 1s (the plan's timeout)".into());
-        assert_eq!((over.reason(), over.event_kind(), over.text(), over.is_stale()), (over.text(), "timeout", over.reason(), false));
+        let said = over.reason().to_string();
+        assert_eq!(
+            (said.as_str(), over.event_kind(), over.text(), over.is_stale()),
+            (over.text().as_str(), "timeout", said.clone(), false)
+        );
         let stale = Stop::Stale(Duration::from_millis(61_500));
-        assert_eq!(stale.reason(), liveness::UNRESPONSIVE);
+        // The reason's words are the liveness rules' own.
+        assert_eq!(stale.reason().to_string(), liveness::UNRESPONSIVE);
         assert_eq!(stale.event_kind(), "heartbeat");
         assert_eq!(stale.text(), "stale: no progress, output or CPU for 1m 1s");
         assert!(stale.is_stale());

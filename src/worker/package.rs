@@ -19,7 +19,7 @@ pub enum Checkout {
     Full,
 }
 
-/// `worker.yaml` (contract, DESIGN §7).
+/// `worker.yaml` (contract, design §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "guild-hall worker package (worker.yaml)")]
@@ -101,7 +101,7 @@ impl AcpSpec {
     }
 }
 
-/// The language of a meeting turn's stdout (DESIGN §10).
+/// The language of a meeting turn's stdout (design §8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Protocol {

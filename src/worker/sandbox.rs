@@ -78,7 +78,7 @@ pub fn env_or_default(entry: &str) -> Result<String, String> {
     }
 }
 
-/// The person's credential stores under their home directory (DESIGN §6): keys, cloud and
+/// The person's credential stores under their home directory (design §6): keys, cloud and
 /// registry logins, shell and REPL histories, and the agents' own login files. A confined
 /// worker reads none of them unless its package's `sandbox.read` names one (or a directory
 /// holding it). The agents' packages keep homes of their own (`~/.claude/guild-hall-<package>`,

@@ -616,7 +616,10 @@ fn the_docs_cite_nothing_a_reader_has_not_got() {
     }
     let mut bad = Vec::new();
     for (page, text) in &texts {
-        for cite in ["DESIGN §", "DESIGN.md", "REQ-"] {
+        // docs/design.md states the specifications' requirements by their names (its §12), so
+        // that a name cited in the code resolves in the repository: the one page that may.
+        let cites: &[&str] = if page == "docs/design.md" { &["DESIGN §", "DESIGN.md"] } else { &["DESIGN §", "DESIGN.md", "REQ-"] };
+        for cite in cites {
             if let Some(at) = text.find(cite) {
                 bad.push(format!("{page}:{}: cites {cite}", text[..at].lines().count()));
             }

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::step::Step;
 use super::{Effect, Sig};
+use crate::activity::reason::Reason;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};
 use crate::worker::attempt::{Look, Process, Stop};
@@ -37,7 +38,7 @@ pub(super) fn watch(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
                     st.event("heartbeat", format!("heartbeat:{attempt}:stale"), json!({"state": "stale", "text": stop.text()}))
                 }
             }
-            st.go(Status::Failed, &stop.reason());
+            st.go(Status::Failed, stop.reason());
             Effect::Signal(Sig::Kill)
         }
         Look::Quiet => Effect::None,
@@ -54,7 +55,7 @@ pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
     let exit = o.exit.as_ref();
     if st.has_result() {
         if st.status == Status::Dispatched {
-            st.go(Status::InProgress, "worker process ran");
+            st.go(Status::InProgress, Reason::Ran);
         }
         if let Some(x) = exit.filter(|x| !x.clean()) {
             let text = format!("{} after submitting its result", x.describe());
@@ -65,13 +66,13 @@ pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
         return Effect::Finish;
     }
     let reason = match exit {
-        Some(x) if x.clean() => "completed without submitting result".to_string(),
-        Some(x) => x.describe(),
+        Some(x) if x.clean() => Reason::NoResult,
+        Some(x) => Reason::Exited(x.clone()),
         None => {
             st.event("heartbeat", format!("heartbeat:{}:lost", st.record.attempt), json!({"state": "lost", "text": "process lost"}));
-            "process lost on restart".to_string()
+            Reason::ProcessLost
         }
     };
-    st.go(Status::Failed, &reason);
+    st.go(Status::Failed, reason);
     Effect::None
 }

@@ -13,6 +13,7 @@ use super::liveness::{classify_exit, watch};
 use super::step::Step;
 use super::transitions::{person_may_request, refusal};
 use super::{Cycles, Effect, Sig};
+use crate::activity::reason::Reason;
 use crate::activity::state::Record;
 use crate::artifact::write::Edit;
 use crate::artifact::{Desired, Status};
@@ -63,11 +64,11 @@ fn elsewhere(o: &Observed, attempt: u32, st: &mut Step<'_>) {
     st.status = o.artifact.status.unwrap_or(st.status);
     match o.artifact.desired {
         Some(Desired::Cancelled) => {
-            let why = format!(
-                "requested: desired cancelled (attempt {} was under way in another home; its worker there, if any, is not stopped from here)",
+            let what = format!(
+                "desired cancelled (attempt {} was under way in another home; its worker there, if any, is not stopped from here)",
                 attempt
             );
-            st.go(Status::Cancelled, &why);
+            st.go(Status::Cancelled, Reason::Requested(what));
             st.remove("desired");
             stop_follows_processes(o, st);
         }
@@ -114,7 +115,7 @@ fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
             None => {
                 // A new file without a status is taken as pending: created so, not moved there.
                 st.update.events.push(crate::activity::timeline::created(&st.now, "pending", Some("no status: taken as pending")));
-                st.arrive(Status::Pending, "");
+                st.arrive(Status::Pending);
             }
             Some(s @ (Status::Draft | Status::Pending | Status::Blocked)) => {
                 st.update.events.push(crate::activity::timeline::created(&st.now, s.as_str(), None));
@@ -122,7 +123,7 @@ fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
             Some(Status::Dispatched | Status::InProgress) => {
                 // Claims to run, and this home holds a runtime trace of it (activity::ids::runtime) but no
                 // record: a pass killed before it wrote one; nothing to watch.
-                st.go(Status::Failed, "process lost on restart");
+                st.go(Status::Failed, Reason::ProcessLost);
             }
             Some(s) if s.is_terminal() && o.artifact.attempt() == 0 => {
                 // Written already over and never run (no attempt): created so, like any other.
@@ -179,7 +180,7 @@ fn request(o: &Observed, r: &Record, st: &mut Step<'_>) {
             st.refuse(&format!("status change {} -> cancelled", r.status), "the worker already finished and submitted a result");
             st.set("status", Value::String(r.status.as_str().into()));
         } else if person_may_request(r.status, want) {
-            st.go(want, &format!("requested: status set to {want}"));
+            st.go(want, Reason::Requested(format!("status set to {want}")));
         } else {
             let why = match new_work_hint(o, r) {
                 Some(hint) => format!("{}; {hint}", refusal(r.status, want)),
@@ -200,7 +201,7 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
         Some(Desired::Dispatched) => match st.status {
             Status::Pending => wants_dispatch = true,
             Status::Draft | Status::Failed | Status::Cancelled => {
-                st.go(Status::Pending, "requested: desired dispatched");
+                st.go(Status::Pending, Reason::Requested("desired dispatched".into()));
                 wants_dispatch = true;
             }
             // Kept while it waits (dependencies, its worker's package) and carried out once it
@@ -220,7 +221,7 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
                     st.remove("desired");
                 }
                 Status::Pending | Status::Blocked | Status::Dispatched | Status::InProgress => {
-                    st.go(Status::Cancelled, "requested: desired cancelled");
+                    st.go(Status::Cancelled, Reason::Requested("desired cancelled".into()));
                     st.remove("desired");
                 }
                 other => {
@@ -239,7 +240,7 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
     let cfg = &s.project.config;
     if let Some(why) = super::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
         if st.status == Status::Pending {
-            st.go(Status::Blocked, &why);
+            st.go(Status::Blocked, Reason::Waiting(why));
         } else if o.artifact.owned.reason.as_deref() != Some(why.as_str())
             && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
         {
@@ -248,7 +249,7 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
         Effect::None
     } else {
         if st.status == Status::Blocked {
-            st.go(Status::Pending, &format!("all dependencies present and worker {} installed", o.artifact.worker));
+            st.go(Status::Pending, Reason::Unblocked { worker: o.artifact.worker.clone() });
         }
         if o.proc == Proc::Lingering {
             Effect::KillLeftovers
@@ -273,7 +274,7 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
         Proc::Alive => {
             if st.status == Status::Dispatched {
                 let pid = o.run.as_ref().map(|r| r.pid).unwrap_or(0);
-                st.go(Status::InProgress, &format!("worker process running (shim pid {pid})"));
+                st.go(Status::InProgress, Reason::Running { shim_pid: pid });
             }
             watch(s, o, st)
         }
@@ -283,7 +284,7 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
         // why, instead of holding its slot and worktree for ever.
         Proc::NotStarted | Proc::Dead if o.mail_error.is_some() => {
             let why = o.mail_error.clone().unwrap_or_default();
-            st.go(Status::Failed, &format!("its mailbox cannot be read ({why}), so a result it may hold cannot be read either"));
+            st.go(Status::Failed, Reason::MailboxUnreadable(why));
             Effect::None
         }
         Proc::NotStarted | Proc::Dead => classify_exit(o, st),
@@ -322,7 +323,7 @@ fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
 /// (`attempt:`, `completed:`, `result:`), and carries a `created:` stamp that is not the ended
 /// one's. Without that stamp it is the same commission however it got there — a `git stash`,
 /// a checkout or a reset restoring an older version, a file written without `created:` — and
-/// its status is a request like any other (DESIGN §4), never new work.
+/// its status is a request like any other (design §4), never new work.
 fn new_work_over_used_id(o: &Observed, r: &Record) -> bool {
     lacks_run_keys(o, r) && o.artifact.created().is_some_and(|c| r.created.as_deref() != Some(c))
 }

@@ -4,7 +4,7 @@
 //! waits for (dependencies, its worker's package), limits and FIFO, exit classification and
 //! heartbeat judgement.
 
-use serde_json::{json, Value as Json};
+use serde_json::json;
 use serde_yaml_ng::Value;
 
 use crate::activity::names;
@@ -15,32 +15,9 @@ use crate::artifact::Status;
 use crate::commission::observe::{Folded, Observed, Proc, Snapshot};
 use crate::config::DispatchMode;
 
-/// A change to one artifact: timeline events, then how far its mailbox is folded, then the
-/// runtime record, then the frontmatter.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Update {
-    pub id: String,
-    /// The artifact's content hash when observed: the write is dropped if it changed.
-    pub expect_hash: u64,
-    pub edits: Vec<Edit>,
-    pub record: Option<Record>,
-    pub events: Vec<Json>,
-    /// The attempt's mailbox as folded by this update (written once its events are in the
-    /// timeline).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fold: Option<Box<Folded>>,
-}
-
-impl Update {
-    /// An update that changes nothing yet.
-    pub fn new(id: &str, expect_hash: u64) -> Update {
-        Update { id: id.to_string(), expect_hash, edits: Vec::new(), record: None, events: Vec::new(), fold: None }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.edits.is_empty() && self.record.is_none() && self.events.is_empty() && self.fold.is_none()
-    }
-}
+/// A change to one commission ([`crate::activity::apply::Update`]): its record, and its
+/// attempt's mailbox as folded by this update (written once its events are in the timeline).
+pub type Update = crate::activity::apply::Update<Record, Option<Box<Folded>>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Sig {
@@ -319,10 +296,10 @@ fn finish(o: &Observed, step: Step<'_>, now: &str) -> Action {
     let attempt = step.record.attempt;
     let (summary, artifacts) = step.result().unwrap_or(("", &[]));
     let mut conflict = step.clone();
-    conflict.go(Status::Failed, "the attempt's work could not be merged");
+    conflict.go(Status::Failed, Reason::NotMerged);
     conflict.set("completed", Value::String(now.to_string()));
     let mut done = step;
-    done.go(Status::Completed, "worker submitted its result");
+    done.go(Status::Completed, Reason::ResultSubmitted);
     let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
         Some(Value::Sequence(v)) => v.clone(),
         _ => Vec::new(),
@@ -368,7 +345,7 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<Step<'_>>, mut running: usize, act
         if attempt > 1 {
             step.event("redispatch", format!("redispatch:{attempt}"), json!({"attempt": attempt}));
         }
-        step.go(Status::Dispatched, &format!("dispatched to worker {}", step.o.artifact.worker));
+        step.go(Status::Dispatched, Reason::DispatchedTo(step.o.artifact.worker.clone()));
         step.record.attempt = attempt;
         step.record.term_sent_at = None;
         step.record.stopping = None;

@@ -7,6 +7,7 @@ use serde_yaml_ng::Value;
 
 use super::Update;
 use crate::activity::changes;
+use crate::activity::reason::Reason;
 use crate::activity::state::Record;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
@@ -55,8 +56,10 @@ impl<'a> Step<'a> {
         changes::event(None, &mut self.update.events, &self.now, kind, key, fields);
     }
 
-    /// Move to `to`, recording why. `reason` goes into the artifact for failures and cancels.
-    pub(super) fn go(&mut self, to: Status, reason: &str) {
+    /// Move to `to`, recording why. `reason` goes into the artifact for failures, cancels and
+    /// what blocks it.
+    pub(super) fn go(&mut self, to: Status, reason: Reason) {
+        let reason = reason.to_string();
         let from = self.status;
         let attempt = self.record.attempt;
         self.event(
@@ -64,12 +67,16 @@ impl<'a> Step<'a> {
             format!("status:{attempt}:{from}:{to}"),
             json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt}),
         );
-        self.arrive(to, reason);
+        self.moved_to(to, &reason);
     }
 
-    /// Everything of [`Self::go`] but its timeline event: for a status a commission is first
-    /// met with (its `created` event says it).
-    pub(super) fn arrive(&mut self, to: Status, reason: &str) {
+    /// Everything of [`Self::go`] but its timeline event, and no reason: for a status a
+    /// commission is first met with (its `created` event says it).
+    pub(super) fn arrive(&mut self, to: Status) {
+        self.moved_to(to, "");
+    }
+
+    fn moved_to(&mut self, to: Status, reason: &str) {
         self.status = to;
         self.moved = true;
         if !to.is_terminal() {
@@ -95,7 +102,7 @@ impl<'a> Step<'a> {
     /// cancelled commission, whose `reason:` is why it ended (what `worker/status` gives as the
     /// job's `error`, REQ-WD-44), `refused:` says it, and the cause stays.
     pub(super) fn refuse(&mut self, request: &str, why: &str) {
-        let text = format!("refused {request}: {why}");
+        let text = Reason::Refused { request: Some(request.into()), why: why.into() }.to_string();
         self.event("refused", format!("refused:{}:{}:{request}", self.record.attempt, self.o.artifact.hash), json!({"text": text}));
         let key = if matches!(self.status, Status::Failed | Status::Cancelled) { "refused" } else { "reason" };
         self.set(key, Value::String(text));

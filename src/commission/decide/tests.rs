@@ -511,7 +511,7 @@ fn exit_classification() {
     }
 }
 
-/// Issue 19: an attempt the artifact says is under way that this home never started (no
+/// An attempt the artifact says is under way that this home never started (no
 /// record, no runtime dir) is another home's: no update, no action; one this home started
 /// (its runtime dir is here, its record not yet written) fails as before.
 #[test]
@@ -699,7 +699,7 @@ fn a_new_artifact_over_an_ended_id_is_new_work() {
     assert_eq!(recorded(&p, "c").map(|r| (r.status, r.attempt)), Some((Status::Draft, 1)));
 }
 
-/// Review of issue 19: a `git stash`, a checkout or a reset that puts back the version from
+/// A `git stash`, a checkout or a reset that puts back the version from
 /// before it ran (the same `created:`, or none) is the same commission: nothing runs again, and
 /// the reason says how to start new work instead.
 #[test]
@@ -722,7 +722,7 @@ fn an_older_version_put_back_is_the_same_commission() {
     }
 }
 
-/// Review of issue 19: an attempt after every one this home ran, finished in another home, is
+/// An attempt after every one this home ran, finished in another home, is
 /// adopted (this home's record gives way, the artifact is not touched); one still under way
 /// there is left alone.
 #[test]

@@ -1,10 +1,10 @@
 //! The commission state machine's transitions: which a person may request by editing
-//! `status:` (DESIGN §4), which the reconciler itself makes (REQ-COM-5/6 plus `draft`), and
+//! `status:` (design §4), which the reconciler itself makes (REQ-COM-5/6 plus `draft`), and
 //! the reason given when a request is refused.
 
 use crate::artifact::{Desired, Status};
 
-/// Transitions a person (or tool) may request by editing `status:` (DESIGN §4).
+/// Transitions a person (or tool) may request by editing `status:` (design §4).
 pub fn person_may_request(from: Status, to: Status) -> bool {
     use Status::*;
     matches!(

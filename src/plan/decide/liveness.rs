@@ -77,7 +77,7 @@ pub(super) fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
             if !o.timeline_keys.contains(&key) {
                 events.push(timeline::event(now, "leftovers", key, json!({"task": task, "pids": l.pids, "text": text})));
             }
-            let update = Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events, record: None, folds: vec![] };
+            let update = Update { id: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events, record: None, fold: vec![] };
             Action::KillLeftovers { update, task, run: l.run.clone(), pids: l.pids.clone() }
         })
         .collect()
@@ -86,7 +86,7 @@ pub(super) fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
 /// Heartbeats to write: running tasks and a running verify whose signs of life changed.
 pub(super) fn beats(o: &Observed, s: &Snapshot) -> Vec<Action> {
     let Some(record) = &o.record else { return Vec::new() };
-    let empty = || Update { plan: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events: vec![], record: None, folds: vec![] };
+    let empty = || Update { id: o.plan.id.clone(), expect_hash: o.plan.hash, edits: vec![], events: vec![], record: None, fold: vec![] };
     let mut out = Vec::new();
     if record.status == PlanStatus::Running {
         for ot in &o.tasks {

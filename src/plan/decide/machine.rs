@@ -10,6 +10,7 @@ use super::waves::{stopping, Stopping};
 use super::{
     elsewhere, fold, person_may_request, request_refusal, verify, waves, Action, Observed, PlanRecord, Snapshot, TaskState, Update,
 };
+use crate::activity::reason::Reason;
 use crate::activity::timeline;
 use crate::artifact::plan::PlanStatus;
 use crate::artifact::write::Edit;
@@ -60,7 +61,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         // Nothing is recorded of a draft: only its `created` event, once.
         let events = std::mem::take(&mut st.events);
         return (!events.is_empty()).then(|| Action::Update {
-            update: Update { plan: p.id.clone(), expect_hash: p.hash, edits: vec![], events, record: None, folds: vec![] },
+            update: Update { id: p.id.clone(), expect_hash: p.hash, edits: vec![], events, record: None, fold: vec![] },
         });
     }
     if !known && asked == Pending {
@@ -68,7 +69,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
         st.record.status = Pending;
         st.dirty = true;
     } else if st.record.status == Draft && asked == Pending {
-        st.go(Pending, "submitted");
+        st.go(Pending, Reason::Submitted);
     }
     // Cancelled: stop what runs; nothing merged is undone.
     if st.record.status == Cancelled {
@@ -126,7 +127,7 @@ fn request(st: &mut Step<'_>, had: PlanStatus, asked: PlanStatus) -> Option<Answ
     if person_may_request(had, asked) {
         match asked {
             Cancelled => {
-                st.go(Cancelled, "cancelled by a person");
+                st.go(Cancelled, Reason::CancelledByPerson);
             }
             Pending => {
                 // A retry: what did not succeed runs again; what landed stays.
@@ -140,7 +141,7 @@ fn request(st: &mut Step<'_>, had: PlanStatus, asked: PlanStatus) -> Option<Answ
                         }
                     }
                 }
-                st.go(if had == Draft { Pending } else { Running }, "retried by a person");
+                st.go(if had == Draft { Pending } else { Running }, Reason::RetriedByPerson);
                 st.record.reason = None;
                 if had != Draft && !st.record.bases.contains_key(&wave) {
                     // Taken from the artifact in this home: the wave's base is the tip now.
@@ -150,7 +151,7 @@ fn request(st: &mut Step<'_>, had: PlanStatus, asked: PlanStatus) -> Option<Answ
             _ => {}
         }
     } else {
-        let why = format!("refused: {}", request_refusal(had, asked).unwrap_or_default());
+        let why = Reason::Refused { request: None, why: request_refusal(had, asked).unwrap_or_default() }.to_string();
         let mut events = Vec::new();
         let key = format!("refused:{had}:{asked}:{}", p.hash);
         if !o.timeline_keys.contains(&key) {
@@ -161,7 +162,7 @@ fn request(st: &mut Step<'_>, had: PlanStatus, asked: PlanStatus) -> Option<Answ
         if p.desired.is_some() {
             edits.push(Edit::Remove("desired".into()));
         }
-        let update = Update { plan: p.id.clone(), expect_hash: p.hash, edits, events, record: None, folds: vec![] };
+        let update = Update { id: p.id.clone(), expect_hash: p.hash, edits, events, record: None, fold: vec![] };
         return Some(Answer::Refused(Box::new(update)));
     }
     None
@@ -196,7 +197,7 @@ fn start_plan(mut st: Step<'_>) -> Option<Action> {
     // A task's worker not installed or not usable: the plan waits, pending with the reason,
     // rather than start and halt on it (a plan once running waits for nothing).
     if let Some((t, why)) = o.tasks.iter().find_map(|t| t.worker_problem.as_ref().map(|why| (&t.task, why))) {
-        let why = format!("waits: task {} ({}): {why}", t.canonical, t.label);
+        let why = Reason::TaskWaits { task: t.canonical.clone(), label: t.label.clone(), why: why.clone() }.to_string();
         if st.record.reason.as_deref() != Some(why.as_str()) {
             st.record.reason = Some(why);
             st.dirty = true;
@@ -204,6 +205,6 @@ fn start_plan(mut st: Step<'_>) -> Option<Action> {
         return settle(st);
     }
     st.record.wave = 1;
-    st.go(PlanStatus::Running, "started");
+    st.go(PlanStatus::Running, Reason::Started);
     Some(Action::StartWave { update: st.finish(), wave: 1 })
 }

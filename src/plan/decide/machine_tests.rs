@@ -446,7 +446,7 @@ proptest! {
             for a in &mine {
                 let u = a.update();
                 // Where the pass starts: the record, or what the artifact says of a plan that is
-                // over (a home that never ran it takes it from there, issue 19).
+                // over (a home that never ran it takes it from there).
                 let start = known_record(o);
                 let mut at = start.as_ref().map(|r| r.status).unwrap_or(PlanStatus::Draft);
                 // A plan first met (no record here; one that is over is taken from its file)
@@ -665,7 +665,7 @@ fn what_the_copy_back_finds_decides_the_halt_and_whom_it_blames() {
     let mut r = record(PlanStatus::Running, 1);
     r.tasks.insert(a.canonical.clone(), task_record(TaskState::Succeeded, 1));
     r.tasks.insert(b.canonical.clone(), task_record(TaskState::Succeeded, 1));
-    let update = Update { plan: ID.into(), expect_hash: plan.hash, edits: vec![], events: vec![], record: None, folds: vec![] };
+    let update = Update { id: ID.into(), expect_hash: plan.hash, edits: vec![], events: vec![], record: None, fold: vec![] };
     let start = || Integration::new(&plan, 1, "now".into(), update.clone(), r.clone());
     // (finding, the reason's start, why the task to blame (the second) failed)
     let table: Vec<(Finding<'_>, &str, Option<&str>)> = vec![

@@ -15,7 +15,6 @@
 //! - `integration`: what the copy-back of a wave finds means for the plan.
 
 use serde::Serialize;
-use serde_json::Value as Json;
 
 use chrono::{DateTime, Utc};
 
@@ -147,18 +146,9 @@ pub struct Snapshot {
     pub slots: usize,
 }
 
-/// Timeline events, the record and artifact edits for one plan; then how far its tasks'
-/// mailboxes were read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Update {
-    pub plan: String,
-    pub expect_hash: u64,
-    pub edits: Vec<Edit>,
-    pub events: Vec<Json>,
-    pub record: Option<PlanRecord>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub folds: Vec<TaskFold>,
-}
+/// A change to one plan ([`crate::activity::apply::Update`]): its record, and how far its
+/// tasks' mailboxes were read.
+pub type Update = crate::activity::apply::Update<PlanRecord, Vec<TaskFold>>;
 
 /// What a task's mailbox folded to, to keep (`events-<n>.folded.json` in its runtime dir).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -270,7 +260,7 @@ impl Action {
 
 impl crate::activity::kind::Action for Action {
     fn id(&self) -> &str {
-        &self.update().plan
+        &self.update().id
     }
 
     fn starts_work(&self) -> bool {

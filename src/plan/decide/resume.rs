@@ -8,6 +8,7 @@ use serde_json::json;
 use super::liveness::{look, task_limit, task_process};
 use super::step::Step;
 use super::{ObservedTask, TaskRecord, TaskState, MAX_RERUNS};
+use crate::activity::reason::Reason;
 use crate::worker::attempt::{Ended, Look};
 
 /// Kiln's resume classes: where a task stands, from its record, its worktree (as `git
@@ -60,21 +61,21 @@ pub fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> ResumeClass 
 }
 
 /// A task's attempt ended: how.
-pub(super) fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), String>> {
+pub(super) fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), Reason>> {
     let process = task_process(o, rec.attempt);
     let exit = match process.ended()? {
-        Ended::Died => return Some(Err(DIED.into())),
+        Ended::Died => return Some(Err(Reason::SupervisorDied)),
         Ended::Exited(exit) => exit,
     };
     if let Some(why) = &o.mail.error {
         // Whether it reported failure cannot be known: never taken for a success.
-        return Some(Err(format!("its mailbox cannot be read ({why}), so whether it reported failure cannot be known")));
+        return Some(Err(Reason::FailureUnknown(why.clone())));
     }
     let failed_update = o.mail.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.failed.clone());
     Some(match (exit.clean(), failed_update) {
-        (_, Some(why)) => Err(format!("the worker reported failure: {why}")),
+        (_, Some(why)) => Err(Reason::ReportedFailure(why)),
         (true, None) => Ok(()),
-        (false, None) => Err(exit.describe()),
+        (false, None) => Err(Reason::Exited(exit.clone())),
     })
 }
 
@@ -85,16 +86,12 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
     if let (Some(_), Some(gone)) = (&ended, &ot.worktree_gone) {
         // Over, and its worktree is gone: whatever it did is lost; it runs again.
         orphaned(st, ot, rec, gone);
-        let mut why = vec![format!("its worktree is gone ({gone})")];
-        if ot.died {
-            why.insert(0, DIED.to_string());
-        }
-        return rerun(st, ot, rec, why.join("; "));
+        return rerun(st, ot, rec, Reason::WorktreeGone { gone: gone.clone(), died: ot.died });
     }
     match ended {
-        Some(_) if rec.stop_sent => st.task_state(t, TaskState::Stopped, Some("shut down: another task of the wave failed".into())),
+        Some(_) if rec.stop_sent => st.task_state(t, TaskState::Stopped, Some(Reason::ShutDownForFailure)),
         // Its supervisor died (killed, a reboot): nothing says how it ended; it runs again.
-        Some(_) if ot.died => rerun(st, ot, rec, DIED.into()),
+        Some(_) if ot.died => rerun(st, ot, rec, Reason::SupervisorDied),
         Some(Ok(())) => st.task_state(t, TaskState::Succeeded, None),
         Some(Err(why)) => st.task_state(t, TaskState::Failed, Some(why)),
         None => {
@@ -120,8 +117,6 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
     }
 }
 
-const DIED: &str = "its supervisor died without recording how the worker ended (killed, or a reboot)";
-
 /// Report once that a task's worktree is gone.
 pub(super) fn orphaned(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, gone: &str) {
     let key = format!("orphaned:{}:{}:gone", ot.task.canonical, rec.attempt);
@@ -130,10 +125,10 @@ pub(super) fn orphaned(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, g
 
 /// Kiln's `rerun_required`: queued again (the same id, its next attempt), up to
 /// [`MAX_RERUNS`] times; then failed.
-pub(super) fn rerun(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, why: String) {
+pub(super) fn rerun(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, why: Reason) {
     let t = &ot.task;
     if rec.reruns >= MAX_RERUNS {
-        return st.task_state(t, TaskState::Failed, Some(format!("{why}; not run again after {MAX_RERUNS} reruns")));
+        return st.task_state(t, TaskState::Failed, Some(Reason::NoMoreReruns { why: Box::new(why), reruns: MAX_RERUNS }));
     }
     let key = format!("rerun:{}:{}", t.canonical, rec.attempt);
     st.event("rerun_required", key, json!({"task": t.canonical, "text": format!("{why}: it runs again")}));

@@ -7,6 +7,7 @@ use serde_yaml_ng::Value;
 
 use super::{integration, Action, Observed, PlanRecord, Snapshot, TaskFold, TaskRecord, TaskState, Update};
 use crate::activity::changes;
+use crate::activity::reason::Reason;
 use crate::artifact::plan::{PlanStatus, Task};
 use crate::artifact::write::Edit;
 
@@ -49,7 +50,8 @@ impl<'a> Step<'a> {
     pub(super) fn event(&mut self, kind: &str, key: String, fields: Json) {
         changes::event(Some(&self.o.timeline_keys), &mut self.events, self.now, kind, key, fields);
     }
-    pub(super) fn go(&mut self, to: PlanStatus, reason: &str) {
+    pub(super) fn go(&mut self, to: PlanStatus, reason: Reason) {
+        let reason = reason.to_string();
         let from = self.record.status;
         if from != to {
             let key = format!("status:{}:{}:{from}:{to}", self.record.wave, self.record.verify_runs);
@@ -60,7 +62,8 @@ impl<'a> Step<'a> {
         self.record.reason = (!reason.is_empty() && matches!(to, PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
             .then(|| reason.to_string());
     }
-    pub(super) fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<String>) {
+    pub(super) fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<Reason>) {
+        let reason = reason.map(|r| r.to_string());
         let r = self.record.tasks.entry(t.canonical.clone()).or_insert_with(TaskRecord::queued);
         if r.state != to {
             let key = format!("task:{}:{}:{}", t.canonical, r.attempt, to.as_str());
@@ -90,18 +93,14 @@ impl<'a> Step<'a> {
         }
         let record = (self.dirty || self.o.taken || self.o.record.as_ref() != Some(&self.record)).then(|| self.record.clone());
         Update {
-            plan: self.o.plan.id.clone(),
+            id: self.o.plan.id.clone(),
             expect_hash: self.o.plan.hash,
             edits: self.edits,
             events: self.events,
             record,
-            folds: self.folds,
+            fold: self.folds,
         }
     }
-}
-
-pub(super) fn is_empty(u: &Update) -> bool {
-    u.edits.is_empty() && u.events.is_empty() && u.record.is_none() && u.folds.is_empty()
 }
 
 /// The update alone, if there is anything to write; else, the least urgent work: removing
@@ -114,7 +113,7 @@ pub(super) fn settle(st: Step<'_>) -> Option<Action> {
             .map(|t| t.task.canonical.clone())
             .collect();
     let u = st.finish();
-    if !is_empty(&u) {
+    if !u.is_empty() {
         return Some(Action::Update { update: u });
     }
     (!integrated_worktrees.is_empty()).then_some(Action::CleanupTask { update: u, tasks: integrated_worktrees })

@@ -7,7 +7,7 @@ use crate::worker::attempt::Taken;
 use crate::worker::liveness;
 use crate::worker::toolbox::mailbox::MailBody;
 use crate::worker::toolbox::mailbox::{ChangeKind, ChangedOp, Mail, TaskUpdate, TaskUpdateStatus};
-use serde_json::json;
+use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
 fn plan_text(status: &str) -> String {
@@ -67,7 +67,7 @@ fn a_plan_that_ended_on_the_integration_branch_is_not_run_again() {
     }
 }
 
-/// Issue 19: a home with no record of a plan its artifact says is over takes the record
+/// A home with no record of a plan its artifact says is over takes the record
 /// from the artifact and writes nothing else; a plan at work with no record here is
 /// another home's and is left alone.
 #[test]
@@ -118,7 +118,7 @@ fn each_attempt_counts_its_own_sequence_and_keys_and_the_read_position_is_kept()
     assert_eq!(applied.len(), 1, "{u:?}");
     assert_eq!((applied[0]["attempt"].as_u64(), applied[0]["key"].as_str()), (Some(2), Some("update:p:exec:wave-1:task-1:2:done")));
     assert_eq!(u.record.as_ref().and_then(|r| r.tasks.get("p:exec:wave-1:task-1")).map(|t| t.sequence), Some(1));
-    assert_eq!(u.folds.iter().map(|f| (f.slug.as_str(), f.folded.attempt)).collect::<Vec<_>>(), [("p-exec-wave-1-task-1", 2)]);
+    assert_eq!(u.fold.iter().map(|f| (f.slug.as_str(), f.folded.attempt)).collect::<Vec<_>>(), [("p-exec-wave-1-task-1", 2)]);
 }
 
 #[test]
@@ -486,14 +486,14 @@ fn the_next_look_is_at_the_earliest_deadline() {
     assert_eq!(next_check(&snap(vec![o], 3)), Some(std::time::Duration::from_millis(200)));
 }
 
-/// A pass's line for a plan's update says what changed, in words (issue 20): the mailboxes
+/// A pass's line for a plan's update says what changed, in words: the mailboxes
 /// read, the mirrored `tasks:`, the `created` event are bookkeeping, not reported when it
 /// succeeded.
 #[test]
 fn a_plan_update_is_said_in_words_and_bookkeeping_is_not_reported() {
     use crate::activity::kind::Action as _;
     let update = |edits: Vec<Edit>, events: Vec<Json>| Action::Update {
-        update: Update { plan: "p".into(), expect_hash: 0, edits, events, record: Some(running(&[])), folds: vec![] },
+        update: Update { id: "p".into(), expect_hash: 0, edits, events, record: Some(running(&[])), fold: vec![] },
     };
     let ev = |kind: &str, fields: Json| timeline::event("2026-11-25T00:00:00.000Z", kind, kind.into(), fields);
     let quiet = update(vec![Edit::Set("tasks".into(), Value::Null)], vec![ev("created", json!({"status": "pending"}))]);

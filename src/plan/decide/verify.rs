@@ -8,6 +8,7 @@ use super::liveness::{look, verify_limit, verify_process};
 use super::step::{settle, Step};
 use super::waves::next_wave;
 use super::{fix_id, Action};
+use crate::activity::reason::Reason;
 use crate::artifact::plan::PlanStatus;
 use crate::worker::attempt::{Ended, Look};
 
@@ -32,16 +33,16 @@ pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
                 (None, Ended::Exited(x)) => x.describe(),
                 (None, Ended::Died) => "its supervisor died without recording how it ended".into(),
             };
-            let reason = format!("verify failed after wave {w} ({how}); its output: guild-hall plan logs {} --verify", p.id);
+            let failed = |fix| Reason::VerifyFailed { wave: w, how: how.clone(), plan: p.id.clone(), fix };
             match p.fixer.clone() {
                 Some(fixer) => {
                     let round = st.record.fixes + 1;
                     st.record.fixes = round;
-                    st.go(Halted, &format!("{reason}; fix-forward commission {} by {fixer} is under way", fix_id(&p.id, w, round)));
+                    st.go(Halted, failed(Some((fix_id(&p.id, w, round), fixer.clone()))));
                     Some(Action::FixForward { update: st.finish(), wave: w, round, fixer, run })
                 }
                 None => {
-                    st.go(Halted, &format!("{reason}; fix it on the integration branch, then retry"));
+                    st.go(Halted, failed(None));
                     settle(st)
                 }
             }
@@ -56,7 +57,7 @@ pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
                     format!("{kind}:verify:{run}"),
                     json!({"verify": run, "state": state, "text": format!("verify: {}", stop.text())}),
                 );
-                st.record.verify_verdict = Some(stop.reason());
+                st.record.verify_verdict = Some(stop.reason().to_string());
                 st.record.verify_stop_sent = true;
                 st.dirty = true;
                 return Some(Action::StopVerify { update: st.finish(), run, kill: true });
@@ -74,7 +75,7 @@ pub(super) fn after_fix(mut st: Step<'_>, w: usize) -> Option<Action> {
     if o.verify_exit.as_ref().is_some_and(|x| x.attempt == st.record.verify_runs) {
         new_verify_run(&mut st);
         let run = st.record.verify_runs;
-        st.go(PlanStatus::Verifying, &format!("{fixed_by} merged; verifying again"));
+        st.go(PlanStatus::Verifying, Reason::FixMerged(fixed_by));
         return Some(Action::StartVerify { update: st.finish(), wave: w, run });
     }
     settle(st)

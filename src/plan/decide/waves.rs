@@ -5,6 +5,7 @@ use super::resume::{orphaned, rerun, running_task};
 use super::step::{settle, Step};
 use super::verify::new_verify_run;
 use super::{Action, TaskStart, TaskState};
+use crate::activity::reason::Reason;
 use crate::artifact::plan::{PlanStatus, Task};
 
 /// Every task of the wave integrated: verify, or go on.
@@ -12,7 +13,7 @@ pub(super) fn after_integration(mut st: Step<'_>, w: usize) -> Option<Action> {
     if st.o.plan.verify.is_some() {
         new_verify_run(&mut st);
         let run = st.record.verify_runs;
-        st.go(PlanStatus::Verifying, &format!("wave {w} integrated; verifying"));
+        st.go(PlanStatus::Verifying, Reason::WaveIntegrated(w));
         return Some(Action::StartVerify { update: st.finish(), wave: w, run });
     }
     next_wave(st, w)
@@ -21,11 +22,11 @@ pub(super) fn after_integration(mut st: Step<'_>, w: usize) -> Option<Action> {
 pub(super) fn next_wave(mut st: Step<'_>, w: usize) -> Option<Action> {
     if w < st.o.plan.waves.len() {
         st.record.wave = w + 1;
-        st.go(PlanStatus::Running, &format!("wave {w} done"));
+        st.go(PlanStatus::Running, Reason::WaveDone(w));
         st.dirty = true;
         return Some(Action::StartWave { update: st.finish(), wave: w + 1 });
     }
-    st.go(PlanStatus::Completed, "every wave integrated and verified");
+    st.go(PlanStatus::Completed, Reason::AllVerified);
     settle(st)
 }
 
@@ -56,8 +57,8 @@ pub(super) fn stopping(st: &mut Step<'_>) -> Stopping {
             // Its shim is gone, what it left is being killed: nothing to ask, only to wait.
             waiting = true;
         } else if ended {
-            let why = if r.stop_sent { "shut down" } else { "ended while the wave was shut down" };
-            st.task_state(t, TaskState::Stopped, Some(why.into()));
+            let why = if r.stop_sent { Reason::ShutDown } else { Reason::EndedInShutdown };
+            st.task_state(t, TaskState::Stopped, Some(why));
         } else if !r.stop_sent {
             if let Some(rr) = st.record.tasks.get_mut(&t.canonical) {
                 rr.stop_sent = true;
@@ -114,11 +115,8 @@ pub(super) fn running(mut st: Step<'_>, w: usize, wave: &[Task], slots: usize) -
             Stopping::Done => {}
         }
         let why = st.record.tasks.get(&failed.canonical).and_then(|r| r.reason.clone()).unwrap_or_default();
-        let reason = format!(
-            "task {} ({}) failed: {why}; the wave was shut down, its worktrees kept; retry with guild-hall plan retry {}",
-            failed.canonical, failed.label, p.id
-        );
-        st.go(PlanStatus::Halted, &reason);
+        let reason = Reason::TaskFailed { task: failed.canonical.clone(), label: failed.label.clone(), why, plan: p.id.clone() };
+        st.go(PlanStatus::Halted, reason);
         return settle(st);
     }
     // Kiln's resume order: what is ready for integration is integrated before anything
@@ -143,7 +141,7 @@ pub(super) fn running(mut st: Step<'_>, w: usize, wave: &[Task], slots: usize) -
     for next in queued {
         if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
             if starts.is_empty() {
-                st.task_state(next, TaskState::Failed, Some(format!("cannot start: {why}")));
+                st.task_state(next, TaskState::Failed, Some(Reason::CannotStart(why)));
                 return settle(st);
             }
             // Those before it start; it fails in the next round.
@@ -187,7 +185,7 @@ fn owed(st: &mut Step<'_>, w: usize) -> Option<Owed> {
             TaskState::Succeeded if !ot.landed => {
                 if let Some(gone) = &ot.worktree_gone {
                     orphaned(st, ot, &rec, gone);
-                    rerun(st, ot, &rec, format!("its work was lost before the copy-back ({gone})"));
+                    rerun(st, ot, &rec, Reason::WorkLost(gone.clone()));
                 }
             }
             TaskState::Failed | TaskState::Stopped => {

@@ -1,7 +1,7 @@
 //! The endpoint's methods, each routed to its entry of a typed catalogue: MCP's `initialize`,
 //! `tools/list` and `tools/call` and the `worker/*` methods to the dispatcher's
 //! ([`crate::tools::dispatcher`]), `meeting/*` and `plan/*` to theirs. A meeting's turn is
-//! answered as a stream of its events (DESIGN §10), then the reply. A refusal found before the
+//! answered as a stream of its events (design §8), then the reply. A refusal found before the
 //! turn begins (`meeting/start`, `meeting/accept`) is answered whole; `meeting/send` begins the
 //! stream before the turn validates the meeting, so its refusal is the stream's last line.
 
@@ -251,7 +251,7 @@ fn streamed_turn(body: &[u8]) -> Option<TurnRequest> {
 
 impl TurnRequest {
     /// Run it: once its turn begins, the stream begins and `sink` is given each event as it
-    /// happens (DESIGN §10); a request refused before its turn begins is answered whole (for
+    /// happens (design §8); a request refused before its turn begins is answered whole (for
     /// `meeting/send`, which begins at once, the refusal ends the stream). The JSON-RPC response. Setting `gone` (the client went away) interrupts
     /// the turn, not the meeting.
     pub fn run(self, ep: &Endpoint, gone: &Arc<AtomicBool>, sink: &mut dyn Sink) -> Json {

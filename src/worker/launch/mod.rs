@@ -44,7 +44,7 @@ pub struct Activation<'a> {
     pub prompt_extra: String,
     /// The worker's command line.
     pub argv: Vec<String>,
-    /// The kind's own variables (DESIGN §7, §10, §11), set over the common ones.
+    /// The kind's own variables (design §7, §8, §9), set over the common ones.
     pub env: Vec<(String, String)>,
     /// Files of the home it reads besides its own (a meeting's message and transcript, a
     /// task's snapshot of the control plane).
@@ -62,7 +62,7 @@ pub struct Activation<'a> {
 }
 
 /// The variables naming the activity, the same for every kind so that one package serves
-/// them all (DESIGN §7): `GUILD_HALL_ID` (a commission's or meeting's id, a wave task's slug —
+/// them all (design §7): `GUILD_HALL_ID` (a commission's or meeting's id, a wave task's slug —
 /// file-name safe, unlike the task's canonical id in `GUILD_HALL_TASK_ID`), `GUILD_HALL_KIND`
 /// (`commission`, `meeting`, `task`), and the kind's own (`GUILD_HALL_COMMISSION`,
 /// `GUILD_HALL_MEETING`, `GUILD_HALL_TASK`), which says the kind to `guild-hall toolbox`.

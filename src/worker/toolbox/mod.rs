@@ -16,7 +16,7 @@ use crate::activity::names::ActivityKind;
 /// The most `write_artifact` writes and `read_artifact` reads at once.
 pub const ARTIFACT_MAX_BYTES: usize = 1024 * 1024;
 
-/// What a worker process knows about itself, from its environment (DESIGN §7, §10).
+/// What a worker process knows about itself, from its environment (design §7, §8).
 #[derive(Debug, Clone)]
 pub struct WorkerContext {
     pub kind: ActivityKind,

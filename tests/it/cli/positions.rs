@@ -72,7 +72,7 @@ fn plan_task_problems_point_at_the_task() {
         &plan,
         "---\ntitle: P\nwaves:\n  - - id: a\n      worker: scribe\n      prompt: do a\n  - - {id: b, worker: scribe, prompt: do b}\n    - id: c\n      worker: nobody\n      prompt: do c\n---\n",
     );
-    // A plan still to start waits for that worker (issue 20): said at its `worker:`, without
+    // A plan still to start waits for that worker: said at its `worker:`, without
     // failing.
     let (code, all, err) = p.run(&["check"]);
     assert_eq!(code, 0, "{all}{err}");

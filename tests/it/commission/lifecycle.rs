@@ -161,7 +161,7 @@ fn happy_path_dispatch_progress_result_merge() {
 
     let tl = p.timeline("notes");
     // A file without a status opens its timeline with `created (pending)`, not a move to where
-    // it already was (issue 20).
+    // it already was.
     assert_eq!((tl[0]["kind"].as_str(), tl[0]["status"].as_str()), (Some("created"), Some("pending")), "{tl:?}");
     assert_eq!(transitions(&tl), vec!["pending>dispatched", "dispatched>in_progress", "in_progress>completed"], "{tl:?}");
     let k = kinds(&tl);
@@ -551,7 +551,7 @@ fn activation_failures_fail_with_the_reason() {
     p.write_commission("b", "---\nworker: broken\n---\nbody\n");
     p.settle();
     // A worker with no package at all is no activation failure: the commission waits for it
-    // (issue 20; tests/it/worker/bundled.rs), no attempt spent.
+    // (tests/it/worker/bundled.rs), no attempt spent.
     let g = p.status_json("ghost");
     assert_eq!(g["status"], "blocked");
     assert_eq!(g["attempt"], 0, "{g}");

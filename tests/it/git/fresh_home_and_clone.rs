@@ -172,14 +172,14 @@ fn a_fresh_clone_reconciles_to_the_same_state() {
     let clone = p.tmp.path().join("clone");
     git(p.tmp.path(), &["clone", "-q", "-b", "main", origin.to_str().expect("utf8"), clone.to_str().expect("utf8")]);
     let home_b = p.tmp.path().join("home-b");
-    // An integration branch made from the checkout (what `init` did before issue 19) lacks the
+    // An integration branch made from the checkout (what `init` once did) lacks the
     // work the artifacts say landed: `check` says so, naming what is missing.
     git(&clone, &["branch", "claude/main", "main"]);
     let check = gh(&p, &clone, &home_b, &["check"]);
     assert!(check.contains("commission landed is completed and its attempt 1 landed a commit, but no commit on claude/main"), "{check}");
     assert!(check.contains("task built:exec:wave-2:task-1 is integrated, but no commit on claude/main"), "{check}");
     assert!(!check.contains("commission unchanged"), "it landed no commit: {check}");
-    // Until `init` adopts `origin/claude/main` itself (issue 19, another item), the clone takes
+    // Until `init` adopts `origin/claude/main` itself, the clone takes
     // its integration branch from the remote's by hand, as a person would.
     git(&clone, &["branch", "-f", "claude/main", "origin/claude/main"]);
     let check = gh(&p, &clone, &home_b, &["check"]);

@@ -68,7 +68,7 @@ fn a_meeting_from_start_to_merge() {
     assert_eq!(f["agenda"], "compare with last year");
     assert!(f["requested_by"].as_str().unwrap_or("").contains(id));
     let list = p.ok(&["meeting", "list"]);
-    // Under the header (issue 20), requests first.
+    // Under the header, requests first.
     let first = list.lines().nth(1).unwrap_or("");
     assert!(first.starts_with(&format!("{id}-followup-3")) && first.contains("asked by counsel"), "requests first: {list}");
 

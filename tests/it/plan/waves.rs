@@ -286,7 +286,7 @@ fn check_validates_plans() {
     assert_eq!(code, 1);
     assert!(out.contains(".lore/plans/bad.md:3:") && out.contains("verify must be a command"), "{out}");
     assert!(out.contains("duplicate task id \"a\"") && out.contains("wave 2 is empty"), "{out}");
-    // An unknown worker in a plan still to start is waited for (issue 20): said at the task's
+    // An unknown worker in a plan still to start is waited for: said at the task's
     // worker, without failing.
     write_plan(&p, "bad", "", "  - - {id: a, worker: nobody, prompt: x}\n");
     let (code, out, _) = p.run(&["check"]);
