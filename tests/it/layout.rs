@@ -91,7 +91,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
     &["activity/git.rs", "activity/trailers.rs"],
     &["artifact/commission.rs", "artifact/meeting.rs", "artifact/plan.rs", "artifact/schema.rs"],
     &["commission/decide/liveness.rs", "commission/decide/machine.rs", "commission/decide/mod.rs", "commission/decide/step.rs"],
-    &["ops/check.rs", "ops/status.rs"],
     &["worker/bundled.rs", "worker/package.rs"],
     &["worker/launch/mod.rs", "worker/liveness.rs", "worker/memory.rs", "worker/runner/mod.rs", "worker/runner/slurm.rs", "worker/shim.rs"],
 ];
