@@ -1,15 +1,18 @@
 //! JSON Schemas of the artifacts people write: commission, meeting and plan frontmatter. They
 //! are the shapes every pass and `check` hold a file's keys to ([`super::keys`]: an unknown key
-//! is a problem) and what editors validate against (yaml-language-server). Built with schemars
-//! from each kind's frontmatter declaration, the one its parser reads (`Frontmatter` in
-//! [`super::commission`], [`super::meeting`], [`super::plan`]). `worker.yaml`'s is the
-//! package's ([`crate::schema`]).
+//! is a problem) and what editors validate against (yaml-language-server). Each is built with
+//! schemars in its kind's file from the frontmatter declaration its parser reads (`Frontmatter`
+//! in [`super::commission`], [`super::meeting`], [`super::plan`]), and named here by kind; this
+//! file holds the values those declarations name. `worker.yaml`'s is the package's
+//! ([`crate::schema`]).
 
 use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use super::keys::Shape;
+pub use super::commission::{commission_keys, commission_schema, commission_shape};
+pub use super::meeting::{meeting_keys, meeting_schema, meeting_shape};
+pub use super::plan::{plan_keys, plan_schema, plan_shape, task_keys};
 
 /// The artifact kinds with a schema here.
 pub const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
@@ -96,27 +99,6 @@ impl JsonSchema for CommissionResult {
 /// leading dot (a plan's task names its worker and its own id so).
 pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";
 
-/// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
-/// editors know one list ([`super::keys::fields`]).
-pub fn commission_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::commission::Frontmatter>()
-}
-
-/// The keys a meeting's frontmatter may hold (the schema's).
-pub fn meeting_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::meeting::Frontmatter>()
-}
-
-/// The keys a plan's frontmatter may hold (the schema's).
-pub fn plan_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::plan::Frontmatter>()
-}
-
-/// The keys one task of a plan's wave may hold (the schema's).
-pub fn task_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::plan::TaskKeys>()
-}
-
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
 pub fn schema(kind: &str) -> Option<String> {
     serde_json::to_string_pretty(value(kind)?).ok()
@@ -130,43 +112,6 @@ pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
         "plan" => Some(plan_schema()),
         _ => None,
     }
-}
-
-/// A commission's schema, built once: what editors get.
-pub fn commission_schema() -> &'static serde_json::Value {
-    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(super::commission::Frontmatter).to_value())
-}
-
-/// A meeting's schema, built once.
-pub fn meeting_schema() -> &'static serde_json::Value {
-    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(super::meeting::Frontmatter).to_value())
-}
-
-/// A plan's schema, built once.
-pub fn plan_schema() -> &'static serde_json::Value {
-    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(super::plan::Frontmatter).to_value())
-}
-
-/// The keys a commission may hold where, from its schema: what the unknown-key check
-/// ([`super::keys::unknown`]) walks.
-pub fn commission_shape() -> &'static Shape {
-    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
-    S.get_or_init(|| Shape::of(commission_schema()))
-}
-
-/// The keys a meeting may hold where, from its schema.
-pub fn meeting_shape() -> &'static Shape {
-    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
-    S.get_or_init(|| Shape::of(meeting_schema()))
-}
-
-/// The keys a plan may hold where (its tasks' too), from its schema.
-pub fn plan_shape() -> &'static Shape {
-    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
-    S.get_or_init(|| Shape::of(plan_schema()))
 }
 
 #[cfg(test)]
