@@ -101,19 +101,19 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<Status>")]
     status: Option<Value>,
     /// The worker package that does the work.
-    #[schemars(with = "super::schema::Name")]
+    #[schemars(with = "super::value_schemas::Name")]
     worker: Option<Value>,
     /// Paths that must be on the integration branch before it is dispatched.
-    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
     dependencies: Option<Value>,
     /// Paths it will produce: commissions depending on them wait for it.
-    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
     outputs: Option<Value>,
     /// Overrides of the package's resource bounds.
     #[schemars(with = "Option<Resources>")]
     resources: Option<Value>,
     /// Wall-clock limit of an attempt.
-    #[schemars(with = "Option<super::schema::Duration>")]
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
     timeout: Option<Value>,
     /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
     #[schemars(with = "Option<RunnerName>")]
@@ -138,7 +138,7 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<Vec<String>>")]
     questions: Option<Value>,
     /// Written by guild-hall: the submitted result.
-    #[schemars(with = "Option<super::schema::CommissionResult>")]
+    #[schemars(with = "Option<super::value_schemas::CommissionResult>")]
     result: Option<Value>,
     /// Written by guild-hall: artifacts the work produced.
     #[schemars(with = "Option<Vec<String>>")]

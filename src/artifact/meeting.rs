@@ -41,7 +41,7 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<String>")]
     date: Option<Value>,
     /// A package with the `meeting` capability and a `meeting:` command.
-    #[schemars(with = "super::schema::Name")]
+    #[schemars(with = "super::value_schemas::Name")]
     worker: Option<Value>,
     /// requested → open (accept) | declined; open → closed. Anything else is refused.
     #[schemars(with = "Option<MeetingStatus>")]
@@ -50,7 +50,7 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<String>")]
     agenda: Option<Value>,
     /// Artifacts that prompted it.
-    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
     references: Option<Value>,
     /// Who asked, for requests.
     #[schemars(with = "Option<String>")]

@@ -58,11 +58,11 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<Vec<String>>")]
     verify: Option<Value>,
     /// The worker of fix-forward commissions when verify fails.
-    #[schemars(with = "Option<String>", regex(pattern = super::schema::NAME_PATTERN))]
+    #[schemars(with = "Option<String>", regex(pattern = super::value_schemas::NAME_PATTERN))]
     fixer: Option<Value>,
     /// Wall-clock limit of each task attempt and verify run, over the package's and the
     /// project's (`0s`: none); a task's own `timeout` is over this.
-    #[schemars(with = "Option<super::schema::Duration>")]
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
     timeout: Option<Value>,
     /// The waves, in order; each a list of tasks.
     #[schemars(with = "Vec<Vec<TaskKeys>>", length(min = 1))]
@@ -92,10 +92,10 @@ pub(crate) struct Frontmatter {
 #[schemars(deny_unknown_fields, rename = "Task")]
 pub(crate) struct TaskKeys {
     /// The task's id within its wave (canonical id: `<plan>:exec:wave-<W>:task-<T>`).
-    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    #[schemars(with = "String", regex(pattern = super::value_schemas::NAME_PATTERN))]
     id: Option<Value>,
     /// The worker package that does it.
-    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    #[schemars(with = "String", regex(pattern = super::value_schemas::NAME_PATTERN))]
     worker: Option<Value>,
     #[schemars(with = "Option<String>")]
     title: Option<Value>,
@@ -103,7 +103,7 @@ pub(crate) struct TaskKeys {
     #[schemars(with = "String")]
     prompt: Option<Value>,
     /// Wall-clock limit of each of the task's attempts, over the plan's (`0s`: none).
-    #[schemars(with = "Option<super::schema::Duration>")]
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
     timeout: Option<Value>,
 }
 

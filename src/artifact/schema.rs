@@ -2,102 +2,18 @@
 //! are the shapes every pass and `check` hold a file's keys to ([`super::keys`]: an unknown key
 //! is a problem) and what editors validate against (yaml-language-server). Each is built with
 //! schemars in its kind's file from the frontmatter declaration its parser reads (`Frontmatter`
-//! in [`super::commission`], [`super::meeting`], [`super::plan`]), and named here by kind; this
-//! file holds the values those declarations name. `worker.yaml`'s is the package's
+//! in [`super::commission`], [`super::meeting`], [`super::plan`], the values they name in
+//! `value_schemas.rs`), and named here by kind. `worker.yaml`'s is the package's
 //! ([`crate::schema`]).
-
-use std::borrow::Cow;
-
-use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 pub use super::commission::{commission_keys, commission_schema, commission_shape};
 pub use super::meeting::{meeting_keys, meeting_schema, meeting_shape};
 pub use super::plan::{plan_keys, plan_schema, plan_shape, task_keys};
+// What `worker.yaml`'s declaration names too.
+pub(crate) use super::value_schemas::Duration;
 
 /// The artifact kinds with a schema here.
 pub const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
-
-// The values the frontmatter declarations name that no parser builds (it validates the text in
-// its own words): described, never constructed, so each is its schema alone.
-
-/// The schema of a package or artifact name.
-pub(crate) enum Name {}
-
-impl JsonSchema for Name {
-    fn schema_name() -> Cow<'static, str> {
-        "Name".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A package or artifact name: lowercase letters, digits, `-`, `_`, `.`; no leading dot.",
-            "type": "string",
-            "pattern": NAME_PATTERN,
-            "minLength": 1,
-            "maxLength": 100,
-        })
-    }
-}
-
-/// The schema of a path relative to the project root.
-pub(crate) enum RelPath {}
-
-impl JsonSchema for RelPath {
-    fn schema_name() -> Cow<'static, str> {
-        "RelPath".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A path relative to the project root, without `..`.",
-            "type": "string",
-            "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$",
-        })
-    }
-}
-
-/// The schema of a duration.
-pub(crate) enum Duration {}
-
-impl JsonSchema for Duration {
-    fn schema_name() -> Cow<'static, str> {
-        "Duration".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A duration such as `90s`, `90m`, `4h` (humantime).",
-            "type": "string",
-            "pattern": r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$",
-        })
-    }
-}
-
-/// The schema of a commission's `result:`.
-pub(crate) enum CommissionResult {}
-
-impl JsonSchema for CommissionResult {
-    fn schema_name() -> Cow<'static, str> {
-        "CommissionResult".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A submitted result (written by guild-hall from the worker's `submit_result`).",
-            "type": "object",
-            "properties": {
-                "summary": { "type": "string" },
-                "artifacts": { "type": "array", "items": generator.subschema_for::<RelPath>() },
-            },
-            "required": ["summary"],
-            "additionalProperties": false,
-        })
-    }
-}
-
-/// What a package or artifact name may be: lowercase letters, digits, `-`, `_`, `.`; no
-/// leading dot (a plan's task names its worker and its own id so).
-pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";
 
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
 pub fn schema(kind: &str) -> Option<String> {
