@@ -94,28 +94,6 @@ pub fn set_branch(repo: &Repository, branch: &str, commit: &git2::Commit<'_>, fo
     Ok(())
 }
 
-/// Create the integration branch `branch` (unless it exists) at a commit of guild-hall's own on
-/// top of HEAD, with HEAD's files ([`super::trailers::begins_message`]): where guild-hall's
-/// word starts, so that nothing in the history below it — a cloned repository's — is read as
-/// a trailer. Whether it was created.
-pub fn begin_integration_branch(repo: &Repository, branch: &str) -> Result<bool> {
-    if branch_exists(repo, branch) {
-        return Ok(false);
-    }
-    let head = repo
-        .head()
-        .and_then(|h| h.peel_to_commit())
-        .map_err(|_| GitError::Other("the repository has no commits yet: make a first commit, then run guild-hall init".into()))?;
-    // Always a new beginning, even where HEAD's history holds an earlier one (`land` brought it
-    // to the base branch, and the integration branch was deleted since): a Begins commit is
-    // text anyone can write, and a cloned repository's forged one would have its commits above
-    // it read as guild-hall's. What landed below stays known by its artifacts' own statuses.
-    let sig = signature(repo)?;
-    let begins = repo.commit(None, &sig, &sig, &super::trailers::begins_message(branch), &head.tree()?, &[&head])?;
-    set_branch(repo, branch, &repo.find_commit(begins)?, false)?;
-    Ok(true)
-}
-
 /// Whether `rel_path` exists in the tree at `branch`'s tip.
 pub fn path_in_branch(repo: &Repository, branch: &str, rel_path: &str) -> Result<bool> {
     let Ok(b) = repo.find_branch(branch, BranchType::Local) else { return Ok(false) };

@@ -3,10 +3,12 @@
 //! first-parent chain. Everything else — worker text inside a message, a person's commit that
 //! `sync` brought in on a merge's second parent, a line in the middle of a message — is never
 //! read as one; and text guild-hall did not write is neutralised before it goes into a message.
+//! The integration branch begins at a commit of guild-hall's own ([`begin_integration_branch`]),
+//! below which nothing is read.
 
 use git2::{Oid, Repository};
 
-use super::git::Result;
+use super::git::{branch_exists, set_branch, signature, GitError, Result};
 use super::names::TRAILER_START;
 
 /// Compose a commit message guild-hall signs with `trailer`: `body` (which may hold worker
@@ -87,6 +89,28 @@ pub fn begins_message(branch: &str) -> String {
         ),
         &format!("{BEGINS}{branch}"),
     )
+}
+
+/// Create the integration branch `branch` (unless it exists) at a commit of guild-hall's own on
+/// top of HEAD, with HEAD's files ([`begins_message`]): where guild-hall's
+/// word starts, so that nothing in the history below it — a cloned repository's — is read as
+/// a trailer. Whether it was created.
+pub fn begin_integration_branch(repo: &Repository, branch: &str) -> Result<bool> {
+    if branch_exists(repo, branch) {
+        return Ok(false);
+    }
+    let head = repo
+        .head()
+        .and_then(|h| h.peel_to_commit())
+        .map_err(|_| GitError::Other("the repository has no commits yet: make a first commit, then run guild-hall init".into()))?;
+    // Always a new beginning, even where HEAD's history holds an earlier one (`land` brought it
+    // to the base branch, and the integration branch was deleted since): a Begins commit is
+    // text anyone can write, and a cloned repository's forged one would have its commits above
+    // it read as guild-hall's. What landed below stays known by its artifacts' own statuses.
+    let sig = signature(repo)?;
+    let begins = repo.commit(None, &sig, &sig, &begins_message(branch), &head.tree()?, &[&head])?;
+    set_branch(repo, branch, &repo.find_commit(begins)?, false)?;
+    Ok(true)
 }
 
 /// The commits of `tip`'s first-parent chain, newest first, down to (not including) the first

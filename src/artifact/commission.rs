@@ -101,19 +101,19 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<Status>")]
     status: Option<Value>,
     /// The worker package that does the work.
-    #[schemars(with = "super::schema::Name")]
+    #[schemars(with = "super::value_schemas::Name")]
     worker: Option<Value>,
     /// Paths that must be on the integration branch before it is dispatched.
-    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
     dependencies: Option<Value>,
     /// Paths it will produce: commissions depending on them wait for it.
-    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
     outputs: Option<Value>,
     /// Overrides of the package's resource bounds.
     #[schemars(with = "Option<Resources>")]
     resources: Option<Value>,
     /// Wall-clock limit of an attempt.
-    #[schemars(with = "Option<super::schema::Duration>")]
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
     timeout: Option<Value>,
     /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
     #[schemars(with = "Option<RunnerName>")]
@@ -138,7 +138,7 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<Vec<String>>")]
     questions: Option<Value>,
     /// Written by guild-hall: the submitted result.
-    #[schemars(with = "Option<super::schema::CommissionResult>")]
+    #[schemars(with = "Option<super::value_schemas::CommissionResult>")]
     result: Option<Value>,
     /// Written by guild-hall: artifacts the work produced.
     #[schemars(with = "Option<Vec<String>>")]
@@ -211,6 +211,25 @@ pub struct Owned {
     pub completed: Option<String>,
 }
 
+/// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
+/// editors know one list ([`super::keys::fields`]).
+pub fn commission_keys() -> &'static [&'static str] {
+    super::keys::fields::<Frontmatter>()
+}
+
+/// A commission's schema, built once: what editors get.
+pub fn commission_schema() -> &'static serde_json::Value {
+    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    S.get_or_init(|| schemars::schema_for!(Frontmatter).to_value())
+}
+
+/// The keys a commission may hold where, from its schema: what the unknown-key check
+/// ([`super::keys::unknown`]) walks.
+pub fn commission_shape() -> &'static super::keys::Shape {
+    static S: std::sync::OnceLock<super::keys::Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| super::keys::Shape::of(commission_schema()))
+}
+
 impl Commission {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
     pub fn parse(path: &Path, text: &str) -> Result<Commission, Vec<Problem>> {
@@ -231,7 +250,7 @@ impl Commission {
         // A misspelt key is invalid like a bad value: `dependecies:` must not dispatch at once;
         // nor `resources: {max_turn: 5}` run without its bound. (Keys the reader skips are
         // not looked into: guild-hall writes them.)
-        let schema = super::schema::commission_shape();
+        let schema = commission_shape();
         let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &unknown, schema);
         let nested = super::keys::unknown(&fields, schema);
         let resources_said = nested.iter().any(|u| u.within.first() == Some(&super::locate::Seg::key("resources")));
@@ -427,7 +446,7 @@ pub(crate) fn render(new: &New) -> String {
 /// building values, as every key no commission may hold is (parsing dominates observe).
 pub(crate) const UNREAD_KEYS: [&str; 1] = ["date"];
 
-/// The frontmatter's declared keys (the schema's, [`super::schema::commission_keys`]) but the
+/// The frontmatter's declared keys (the schema's, [`commission_keys`]) but the
 /// [`UNREAD_KEYS`] as a mapping; and the keys no commission may hold, their values left unread.
 struct Kept(Mapping, Mapping);
 
@@ -444,7 +463,7 @@ impl<'de> Deserialize<'de> for Kept {
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Kept, A::Error> {
                 let (mut out, mut unknown) = (Mapping::new(), Mapping::new());
-                let known = super::schema::commission_keys();
+                let known = commission_keys();
                 // Keys whose values are skipped, to find one written twice like the others.
                 let mut skipped: Vec<Value> = Vec::new();
                 while let Some(k) = m.next_key::<Value>()? {

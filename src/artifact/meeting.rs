@@ -41,7 +41,7 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<String>")]
     date: Option<Value>,
     /// A package with the `meeting` capability and a `meeting:` command.
-    #[schemars(with = "super::schema::Name")]
+    #[schemars(with = "super::value_schemas::Name")]
     worker: Option<Value>,
     /// requested → open (accept) | declined; open → closed. Anything else is refused.
     #[schemars(with = "Option<MeetingStatus>")]
@@ -50,7 +50,7 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<String>")]
     agenda: Option<Value>,
     /// Artifacts that prompted it.
-    #[schemars(with = "Option<Vec<super::schema::RelPath>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
     references: Option<Value>,
     /// Who asked, for requests.
     #[schemars(with = "Option<String>")]
@@ -118,11 +118,28 @@ pub struct Owned {
     pub reason: Option<String>,
 }
 
+/// The keys a meeting's frontmatter may hold (the schema's).
+pub fn meeting_keys() -> &'static [&'static str] {
+    super::keys::fields::<Frontmatter>()
+}
+
+/// A meeting's schema, built once.
+pub fn meeting_schema() -> &'static serde_json::Value {
+    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    S.get_or_init(|| schemars::schema_for!(Frontmatter).to_value())
+}
+
+/// The keys a meeting may hold where, from its schema.
+pub fn meeting_shape() -> &'static super::keys::Shape {
+    static S: std::sync::OnceLock<super::keys::Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| super::keys::Shape::of(meeting_schema()))
+}
+
 impl Meeting {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
     pub fn parse(path: &Path, text: &str) -> Result<Meeting, Vec<Problem>> {
         let (stem, split, fields) = read_mapping(path, text)?;
-        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &fields, super::schema::meeting_shape());
+        let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &fields, meeting_shape());
         let mut bad = |key: &str, msg: String| {
             let (line, col) = key_position(&split, key);
             problems.push(Problem::new(path, line, col, msg));

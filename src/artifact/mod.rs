@@ -13,6 +13,7 @@ pub mod meeting;
 pub mod plan;
 pub mod schema;
 pub mod store;
+pub(crate) mod value_schemas;
 pub mod vocabulary;
 pub mod write;
 

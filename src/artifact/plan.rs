@@ -58,11 +58,11 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<Vec<String>>")]
     verify: Option<Value>,
     /// The worker of fix-forward commissions when verify fails.
-    #[schemars(with = "Option<String>", regex(pattern = super::schema::NAME_PATTERN))]
+    #[schemars(with = "Option<String>", regex(pattern = super::value_schemas::NAME_PATTERN))]
     fixer: Option<Value>,
     /// Wall-clock limit of each task attempt and verify run, over the package's and the
     /// project's (`0s`: none); a task's own `timeout` is over this.
-    #[schemars(with = "Option<super::schema::Duration>")]
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
     timeout: Option<Value>,
     /// The waves, in order; each a list of tasks.
     #[schemars(with = "Vec<Vec<TaskKeys>>", length(min = 1))]
@@ -92,10 +92,10 @@ pub(crate) struct Frontmatter {
 #[schemars(deny_unknown_fields, rename = "Task")]
 pub(crate) struct TaskKeys {
     /// The task's id within its wave (canonical id: `<plan>:exec:wave-<W>:task-<T>`).
-    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    #[schemars(with = "String", regex(pattern = super::value_schemas::NAME_PATTERN))]
     id: Option<Value>,
     /// The worker package that does it.
-    #[schemars(with = "String", regex(pattern = super::schema::NAME_PATTERN))]
+    #[schemars(with = "String", regex(pattern = super::value_schemas::NAME_PATTERN))]
     worker: Option<Value>,
     #[schemars(with = "Option<String>")]
     title: Option<Value>,
@@ -103,7 +103,7 @@ pub(crate) struct TaskKeys {
     #[schemars(with = "String")]
     prompt: Option<Value>,
     /// Wall-clock limit of each of the task's attempts, over the plan's (`0s`: none).
-    #[schemars(with = "Option<super::schema::Duration>")]
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
     timeout: Option<Value>,
 }
 
@@ -188,6 +188,28 @@ pub struct Owned {
     pub reason: Option<String>,
 }
 
+/// The keys a plan's frontmatter may hold (the schema's).
+pub fn plan_keys() -> &'static [&'static str] {
+    super::keys::fields::<Frontmatter>()
+}
+
+/// The keys one task of a plan's wave may hold (the schema's).
+pub fn task_keys() -> &'static [&'static str] {
+    super::keys::fields::<TaskKeys>()
+}
+
+/// A plan's schema, built once.
+pub fn plan_schema() -> &'static serde_json::Value {
+    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    S.get_or_init(|| schemars::schema_for!(Frontmatter).to_value())
+}
+
+/// The keys a plan may hold where (its tasks' too), from its schema.
+pub fn plan_shape() -> &'static super::keys::Shape {
+    static S: std::sync::OnceLock<super::keys::Shape> = std::sync::OnceLock::new();
+    S.get_or_init(|| super::keys::Shape::of(plan_schema()))
+}
+
 impl Plan {
     pub fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
         let (stem, sp, fields) = read_mapping(path, text)?;
@@ -268,7 +290,7 @@ impl Plan {
             })
             .collect();
         // Every unknown key, a task's too, at the key.
-        for u in keys::unknown(&fields, super::schema::plan_shape()) {
+        for u in keys::unknown(&fields, plan_shape()) {
             let msg = match u.within.as_slice() {
                 [Seg::Key(key), Seg::Index(w), Seg::Index(t)] if key == "waves" => {
                     let label =
@@ -351,10 +373,7 @@ impl Plan {
 /// wave or the task's key.
 fn parse_waves(stem: &str, waves: Option<&Value>, bad: &mut impl FnMut(Vec<Seg>, String)) -> Vec<Vec<Task>> {
     let Some(ws) = waves.and_then(Value::as_sequence).filter(|ws| !ws.is_empty()) else {
-        bad(
-            vec![Seg::key("waves")],
-            format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", super::schema::task_keys().join(", ")),
-        );
+        bad(vec![Seg::key("waves")], format!("missing `waves:`: a list of waves, each a list of tasks {{{}}}", task_keys().join(", ")));
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -402,7 +421,7 @@ fn parse_task(stem: &str, w: usize, t: usize, item: &Value, bad: &mut impl FnMut
         Some(v) => frontmatter::timeout(&v).map_err(|e| bad(task_path(w, t, "timeout"), format!("wave {w}, task {label}: {e}"))).ok(),
     };
     if !item.is_mapping() {
-        bad(task_path(w, t, "id"), format!("wave {w}, task {t}: a task is a mapping {{{}}}", super::schema::task_keys().join(", ")));
+        bad(task_path(w, t, "id"), format!("wave {w}, task {t}: a task is a mapping {{{}}}", task_keys().join(", ")));
     }
     Task { canonical: format!("{stem}:exec:wave-{w}:task-{t}"), label, wave: w, index: t, worker, title: text(title), prompt, timeout }
 }

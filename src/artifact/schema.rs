@@ -1,121 +1,19 @@
 //! JSON Schemas of the artifacts people write: commission, meeting and plan frontmatter. They
 //! are the shapes every pass and `check` hold a file's keys to ([`super::keys`]: an unknown key
-//! is a problem) and what editors validate against (yaml-language-server). Built with schemars
-//! from each kind's frontmatter declaration, the one its parser reads (`Frontmatter` in
-//! [`super::commission`], [`super::meeting`], [`super::plan`]). `worker.yaml`'s is the
-//! package's ([`crate::schema`]).
+//! is a problem) and what editors validate against (yaml-language-server). Each is built with
+//! schemars in its kind's file from the frontmatter declaration its parser reads (`Frontmatter`
+//! in [`super::commission`], [`super::meeting`], [`super::plan`], the values they name in
+//! `value_schemas.rs`), and named here by kind. `worker.yaml`'s is the package's
+//! ([`crate::schema`]).
 
-use std::borrow::Cow;
-
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-
-use super::keys::Shape;
+pub use super::commission::{commission_keys, commission_schema, commission_shape};
+pub use super::meeting::{meeting_keys, meeting_schema, meeting_shape};
+pub use super::plan::{plan_keys, plan_schema, plan_shape, task_keys};
+// What `worker.yaml`'s declaration names too.
+pub(crate) use super::value_schemas::Duration;
 
 /// The artifact kinds with a schema here.
 pub const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
-
-// The values the frontmatter declarations name that no parser builds (it validates the text in
-// its own words): described, never constructed, so each is its schema alone.
-
-/// The schema of a package or artifact name.
-pub(crate) enum Name {}
-
-impl JsonSchema for Name {
-    fn schema_name() -> Cow<'static, str> {
-        "Name".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A package or artifact name: lowercase letters, digits, `-`, `_`, `.`; no leading dot.",
-            "type": "string",
-            "pattern": NAME_PATTERN,
-            "minLength": 1,
-            "maxLength": 100,
-        })
-    }
-}
-
-/// The schema of a path relative to the project root.
-pub(crate) enum RelPath {}
-
-impl JsonSchema for RelPath {
-    fn schema_name() -> Cow<'static, str> {
-        "RelPath".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A path relative to the project root, without `..`.",
-            "type": "string",
-            "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$",
-        })
-    }
-}
-
-/// The schema of a duration.
-pub(crate) enum Duration {}
-
-impl JsonSchema for Duration {
-    fn schema_name() -> Cow<'static, str> {
-        "Duration".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A duration such as `90s`, `90m`, `4h` (humantime).",
-            "type": "string",
-            "pattern": r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$",
-        })
-    }
-}
-
-/// The schema of a commission's `result:`.
-pub(crate) enum CommissionResult {}
-
-impl JsonSchema for CommissionResult {
-    fn schema_name() -> Cow<'static, str> {
-        "CommissionResult".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({
-            "description": "A submitted result (written by guild-hall from the worker's `submit_result`).",
-            "type": "object",
-            "properties": {
-                "summary": { "type": "string" },
-                "artifacts": { "type": "array", "items": generator.subschema_for::<RelPath>() },
-            },
-            "required": ["summary"],
-            "additionalProperties": false,
-        })
-    }
-}
-
-/// What a package or artifact name may be: lowercase letters, digits, `-`, `_`, `.`; no
-/// leading dot (a plan's task names its worker and its own id so).
-pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";
-
-/// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
-/// editors know one list ([`super::keys::fields`]).
-pub fn commission_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::commission::Frontmatter>()
-}
-
-/// The keys a meeting's frontmatter may hold (the schema's).
-pub fn meeting_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::meeting::Frontmatter>()
-}
-
-/// The keys a plan's frontmatter may hold (the schema's).
-pub fn plan_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::plan::Frontmatter>()
-}
-
-/// The keys one task of a plan's wave may hold (the schema's).
-pub fn task_keys() -> &'static [&'static str] {
-    super::keys::fields::<super::plan::TaskKeys>()
-}
 
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
 pub fn schema(kind: &str) -> Option<String> {
@@ -130,43 +28,6 @@ pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
         "plan" => Some(plan_schema()),
         _ => None,
     }
-}
-
-/// A commission's schema, built once: what editors get.
-pub fn commission_schema() -> &'static serde_json::Value {
-    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(super::commission::Frontmatter).to_value())
-}
-
-/// A meeting's schema, built once.
-pub fn meeting_schema() -> &'static serde_json::Value {
-    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(super::meeting::Frontmatter).to_value())
-}
-
-/// A plan's schema, built once.
-pub fn plan_schema() -> &'static serde_json::Value {
-    static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    S.get_or_init(|| schemars::schema_for!(super::plan::Frontmatter).to_value())
-}
-
-/// The keys a commission may hold where, from its schema: what the unknown-key check
-/// ([`super::keys::unknown`]) walks.
-pub fn commission_shape() -> &'static Shape {
-    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
-    S.get_or_init(|| Shape::of(commission_schema()))
-}
-
-/// The keys a meeting may hold where, from its schema.
-pub fn meeting_shape() -> &'static Shape {
-    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
-    S.get_or_init(|| Shape::of(meeting_schema()))
-}
-
-/// The keys a plan may hold where (its tasks' too), from its schema.
-pub fn plan_shape() -> &'static Shape {
-    static S: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
-    S.get_or_init(|| Shape::of(plan_schema()))
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::artifact::Problem;
-use crate::commission::observe::observe;
+use crate::artifact::{Problem, Status};
+use crate::commission::observe::{observe, Observed};
 use crate::config::{Home, Project};
 
 /// What `check` found.
@@ -64,7 +64,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         let a = &o.artifact;
         // Only work still to run needs its worker (an ended one, or a draft, none); a broken
         // package is said once, at its own worker.yaml.
-        if crate::ops::status::still_to_run(o) {
+        if still_to_run(o) {
             if let Some(why) = snap.workers.cannot_start(&a.worker) {
                 waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
             }
@@ -149,6 +149,12 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         plans: plans.plans.len(),
         packages: snap.workers.packages.len(),
     })
+}
+
+/// A commission this home is still to run, which the pass blocks when it must wait: pending or
+/// blocked (not a draft), neither another home's nor ended on the integration branch.
+pub(crate) fn still_to_run(o: &Observed) -> bool {
+    matches!(o.artifact.status, None | Some(Status::Pending | Status::Blocked)) && o.elsewhere.is_none() && o.integrated.is_none()
 }
 
 /// `problems` with each file's together, in the order the files first appear, and each file's

@@ -126,7 +126,7 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
     let adopted = match remote::adopt(&repo, &opts.remote, &integration)? {
         Adopted::NoRemote if crate::activity::git::branch_exists(&repo, &integration) => format!("kept ({theirs} does not exist)"),
         Adopted::NoRemote => {
-            crate::activity::git::begin_integration_branch(&repo, &integration)?;
+            crate::activity::trailers::begin_integration_branch(&repo, &integration)?;
             format!("created from HEAD ({theirs} does not exist)")
         }
         Adopted::Created(_) => format!("created from {theirs}"),

@@ -105,7 +105,7 @@ pub fn init(home: &Home, project: &Project) -> Result<Init> {
     // A clone adopts the team's integration branch (where its finished work is), not HEAD.
     let from = crate::activity::remote::tracking_ref(&repo, &project.config.integration_branch).unwrap_or_else(|| "HEAD".into());
     let branch_created = match from.as_str() {
-        "HEAD" => crate::activity::git::begin_integration_branch(&repo, &project.config.integration_branch)?,
+        "HEAD" => crate::activity::trailers::begin_integration_branch(&repo, &project.config.integration_branch)?,
         _ => crate::activity::git::ensure_branch(&repo, &project.config.integration_branch, &from)?,
     };
     let created_from = from.strip_prefix("refs/remotes/").unwrap_or(&from).to_string();

@@ -134,13 +134,7 @@ fn stopping(o: &Observed) -> Option<String> {
 /// What a commission still to run here waits for, as the next pass will say it in `reason:`
 /// (a cycle is told by the pass and `check`: the rows are read one at a time).
 fn waiting(o: &Observed, workers: &crate::worker::Catalog, branch: &str) -> Option<String> {
-    still_to_run(o).then(|| crate::commission::decide::waiting(o, workers, branch, None)).flatten()
-}
-
-/// A commission this home is still to run, which the pass blocks when it must wait: pending or
-/// blocked (not a draft), neither another home's nor ended on the integration branch.
-pub(crate) fn still_to_run(o: &Observed) -> bool {
-    matches!(o.artifact.status, None | Some(Status::Pending | Status::Blocked)) && o.elsewhere.is_none() && o.integrated.is_none()
+    super::check::still_to_run(o).then(|| crate::commission::decide::waiting(o, workers, branch, None)).flatten()
 }
 
 /// One row of `status`: a commission's, or a problem's (an artifact that does not parse, an

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::WatchOptions;
+use super::options::WatchOptions;
 use crate::config::{Home, Project};
 
 /// Editor droppings (vim, JetBrains safe-write, emacs) and our own temp files: never worth a

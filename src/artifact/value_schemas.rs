@@ -1,0 +1,89 @@
+//! The schemas of the values the frontmatter declarations name (a name, a relative path, a
+//! duration, a commission's result): below every kind's declaration and the index of schemas
+//! over them ([`super::schema`]).
+
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+
+// No parser builds these (it validates the text in its own words): described, never
+// constructed, so each is its schema alone.
+
+/// The schema of a package or artifact name.
+pub(crate) enum Name {}
+
+impl JsonSchema for Name {
+    fn schema_name() -> Cow<'static, str> {
+        "Name".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A package or artifact name: lowercase letters, digits, `-`, `_`, `.`; no leading dot.",
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "minLength": 1,
+            "maxLength": 100,
+        })
+    }
+}
+
+/// The schema of a path relative to the project root.
+pub(crate) enum RelPath {}
+
+impl JsonSchema for RelPath {
+    fn schema_name() -> Cow<'static, str> {
+        "RelPath".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A path relative to the project root, without `..`.",
+            "type": "string",
+            "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$",
+        })
+    }
+}
+
+/// The schema of a duration.
+pub(crate) enum Duration {}
+
+impl JsonSchema for Duration {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A duration such as `90s`, `90m`, `4h` (humantime).",
+            "type": "string",
+            "pattern": r"^\s*\d+(\.\d+)?\s*[a-zA-Zµ]+(\s*\d+(\.\d+)?\s*[a-zA-Zµ]+)*\s*$",
+        })
+    }
+}
+
+/// The schema of a commission's `result:`.
+pub(crate) enum CommissionResult {}
+
+impl JsonSchema for CommissionResult {
+    fn schema_name() -> Cow<'static, str> {
+        "CommissionResult".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A submitted result (written by guild-hall from the worker's `submit_result`).",
+            "type": "object",
+            "properties": {
+                "summary": { "type": "string" },
+                "artifacts": { "type": "array", "items": generator.subschema_for::<RelPath>() },
+            },
+            "required": ["summary"],
+            "additionalProperties": false,
+        })
+    }
+}
+
+/// What a package or artifact name may be: lowercase letters, digits, `-`, `_`, `.`; no
+/// leading dot (a plan's task names its worker and its own id so).
+pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";
