@@ -5,8 +5,8 @@
 
 use serde_json::json;
 
+use super::effect::{Effect, Sig};
 use super::step::Step;
-use super::{Effect, Sig};
 use crate::activity::reason::Reason;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};

@@ -9,10 +9,11 @@
 use serde_json::json;
 use serde_yaml_ng::Value;
 
+use super::deps::Cycles;
+use super::effect::{Effect, Sig};
 use super::liveness::{classify_exit, watch};
 use super::step::Step;
 use super::transitions::{person_may_request, refusal};
-use super::{Cycles, Effect, Sig};
 use crate::activity::reason::Reason;
 use crate::activity::state::Record;
 use crate::artifact::write::Edit;
@@ -238,7 +239,7 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
 /// candidate for a slot once nothing of an earlier attempt is left.
 fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants_dispatch: bool) -> Effect {
     let cfg = &s.project.config;
-    if let Some(why) = super::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
+    if let Some(why) = super::waiting::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
         if st.status == Status::Pending {
             st.go(Status::Blocked, Reason::Waiting(why));
         } else if o.artifact.owned.reason.as_deref() != Some(why.as_str())

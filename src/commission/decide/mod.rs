@@ -9,35 +9,11 @@ use serde_yaml_ng::Value;
 
 use crate::activity::names;
 use crate::activity::reason::Reason;
-use crate::activity::state::{Given, Heartbeat, Record, RunInfo};
+use crate::activity::state::{Given, Heartbeat, RunInfo};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
-use crate::commission::observe::{Folded, Observed, Proc, Snapshot};
+use crate::commission::observe::{Observed, Proc, Snapshot};
 use crate::config::DispatchMode;
-
-/// A change to one commission ([`crate::activity::apply::Update`]): its record, and its
-/// attempt's mailbox as folded by this update (written once its events are in the timeline).
-pub type Update = crate::activity::apply::Update<Record, Option<Box<Folded>>>;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Sig {
-    Term,
-    Kill,
-}
-
-/// What one commission needs beyond its update: the state machine (`machine`) and the liveness
-/// rules (`liveness`) both name it, and [`decide`] turns it into actions (here, so neither of
-/// the two depends on the other for it).
-enum Effect {
-    None,
-    Candidate { wants: bool },
-    Resume,
-    Finish,
-    Cleanup(&'static str),
-    Signal(Sig),
-    KillLeftovers,
-    Beat(Heartbeat),
-}
 
 /// One effect. Each is idempotent: carrying it out twice, or half and then again, converges.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -376,40 +352,6 @@ fn note_edit_while_running(step: &mut Step<'_>) {
     }
 }
 
-/// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
-/// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
-/// ready ([`crate::worker::Catalog::cannot_start`]: a person still writing a package must not
-/// cost an attempt). The pass, `check` and `status` all say this, so they agree.
-pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branch: &str, cycles: Option<&Cycles>) -> Option<String> {
-    if !o.missing_deps.is_empty() {
-        return Some(match cycles.and_then(|c| c.reason(o.id())) {
-            Some(why) => why,
-            None => {
-                let missing =
-                    format!("missing dependencies (not on {integration_branch}, where its worktree starts): {}", o.missing_deps.join(", "));
-                match &o.deps_on_base {
-                    // Committed on the person's branch only: say what brings them in, or it
-                    // waits with nothing to tell a person why.
-                    Some(on) => {
-                        let (base, there) = (&on.branch, on.deps.join(", "));
-                        let is = if on.deps.len() == 1 { "is" } else { "are" };
-                        if on.followed {
-                            format!("{missing}; {there} {is} on {base} but not on {integration_branch}: the automatic sync (`follow: {base}`) has not brought it in; `guild-hall sync` says what stops it")
-                        } else {
-                            format!(
-                                "{missing}; {there} {is} on {base} but not on {integration_branch}: run `guild-hall sync` to bring {base} in (or set `follow: {base}` in {} to do it before each pass)",
-                                crate::config::ProjectConfig::PATH
-                            )
-                        }
-                    }
-                    None => missing,
-                }
-            }
-        });
-    }
-    workers.cannot_start(&o.artifact.worker)
-}
-
 fn push_update(actions: &mut Vec<Action>, u: Update) {
     if !u.is_empty() {
         actions.push(Action::Update(u));
@@ -417,21 +359,26 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
 }
 
 mod deps;
+mod effect;
 mod liveness;
 mod machine;
 mod step;
 mod timers;
 mod transitions;
+mod waiting;
 
+use effect::Effect;
 use machine::plan_one;
 use step::Step;
 
 pub use step::result_value;
 
 pub use deps::{cycle_problems, dependency_cycles, Cycles};
+pub use effect::{Sig, Update};
 pub use liveness::time_limit;
 pub use timers::next_check;
 pub use transitions::{desired_refusal, person_may_request, refusal, transition_allowed};
+pub use waiting::waiting;
 
 #[cfg(test)]
 mod tests;

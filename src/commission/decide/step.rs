@@ -5,7 +5,7 @@
 use serde_json::{json, Value as Json};
 use serde_yaml_ng::Value;
 
-use super::Update;
+use super::effect::Update;
 use crate::activity::changes;
 use crate::activity::reason::Reason;
 use crate::activity::state::Record;

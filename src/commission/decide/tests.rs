@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::activity::state::Record;
+
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 

@@ -91,6 +91,13 @@ pub struct PlanRecord {
 }
 
 impl PlanRecord {
+    /// A new verify run of the current wave: counted, nothing asked of it yet, no verdict.
+    pub(crate) fn new_verify_run(&mut self) {
+        self.verify_runs += 1;
+        self.verify_stop_sent = false;
+        self.verify_verdict = None;
+    }
+
     /// The record of a plan guild-hall has not seen before: a draft, no wave begun.
     pub fn fresh() -> PlanRecord {
         PlanRecord {

@@ -12,13 +12,6 @@ use crate::activity::reason::Reason;
 use crate::artifact::plan::PlanStatus;
 use crate::worker::attempt::{Ended, Look};
 
-/// The next verify run: nothing stopped it yet.
-pub(super) fn new_verify_run(st: &mut Step<'_>) {
-    st.record.verify_runs += 1;
-    st.record.verify_stop_sent = false;
-    st.record.verify_verdict = None;
-}
-
 /// The verify run at work or ended: its clean exit moves to the next wave; a failure halts the
 /// plan (with a fix-forward commission when it names a fixer); a stale or overlong run is killed.
 pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
@@ -73,7 +66,7 @@ pub(super) fn after_fix(mut st: Step<'_>, w: usize) -> Option<Action> {
     let (o, p) = (st.o, &st.o.plan);
     let fixed_by = fix_id(&p.id, w, st.record.fixes);
     if o.verify_exit.as_ref().is_some_and(|x| x.attempt == st.record.verify_runs) {
-        new_verify_run(&mut st);
+        st.record.new_verify_run();
         let run = st.record.verify_runs;
         st.go(PlanStatus::Verifying, Reason::FixMerged(fixed_by));
         return Some(Action::StartVerify { update: st.finish(), wave: w, run });

@@ -3,7 +3,6 @@
 
 use super::resume::{orphaned, rerun, running_task};
 use super::step::{settle, Step};
-use super::verify::new_verify_run;
 use super::{Action, TaskStart, TaskState};
 use crate::activity::reason::Reason;
 use crate::artifact::plan::{PlanStatus, Task};
@@ -11,7 +10,7 @@ use crate::artifact::plan::{PlanStatus, Task};
 /// Every task of the wave integrated: verify, or go on.
 pub(super) fn after_integration(mut st: Step<'_>, w: usize) -> Option<Action> {
     if st.o.plan.verify.is_some() {
-        new_verify_run(&mut st);
+        st.record.new_verify_run();
         let run = st.record.verify_runs;
         st.go(PlanStatus::Verifying, Reason::WaveIntegrated(w));
         return Some(Action::StartVerify { update: st.finish(), wave: w, run });

@@ -1,0 +1,31 @@
+//! What one commission's step yields: its update (the one `Update` of every kind, with a
+//! commission's record and folded mailbox), and the effect beyond it that [`super::decide`]
+//! turns into actions. The state machine and the liveness rules both name these, so they live
+//! below both.
+
+use crate::activity::state::{Heartbeat, Record};
+use crate::commission::observe::Folded;
+
+/// A change to one commission ([`crate::activity::apply::Update`]): its record, and its
+/// attempt's mailbox as folded by this update (written once its events are in the timeline).
+pub type Update = crate::activity::apply::Update<Record, Option<Box<Folded>>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Sig {
+    Term,
+    Kill,
+}
+
+/// What one commission needs beyond its update: the state machine (`machine`) and the liveness
+/// rules (`liveness`) both name it, and [`decide`] turns it into actions (here, so neither of
+/// the two depends on the other for it).
+pub(super) enum Effect {
+    None,
+    Candidate { wants: bool },
+    Resume,
+    Finish,
+    Cleanup(&'static str),
+    Signal(Sig),
+    KillLeftovers,
+    Beat(Heartbeat),
+}

@@ -1,0 +1,38 @@
+//! Why a commission still to run waits: the one sentence the pass, `check` and `status` say.
+
+use super::deps::Cycles;
+use crate::commission::observe::Observed;
+
+/// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
+/// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
+/// ready ([`crate::worker::Catalog::cannot_start`]: a person still writing a package must not
+/// cost an attempt). The pass, `check` and `status` all say this, so they agree.
+pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branch: &str, cycles: Option<&Cycles>) -> Option<String> {
+    if !o.missing_deps.is_empty() {
+        return Some(match cycles.and_then(|c| c.reason(o.id())) {
+            Some(why) => why,
+            None => {
+                let missing =
+                    format!("missing dependencies (not on {integration_branch}, where its worktree starts): {}", o.missing_deps.join(", "));
+                match &o.deps_on_base {
+                    // Committed on the person's branch only: say what brings them in, or it
+                    // waits with nothing to tell a person why.
+                    Some(on) => {
+                        let (base, there) = (&on.branch, on.deps.join(", "));
+                        let is = if on.deps.len() == 1 { "is" } else { "are" };
+                        if on.followed {
+                            format!("{missing}; {there} {is} on {base} but not on {integration_branch}: the automatic sync (`follow: {base}`) has not brought it in; `guild-hall sync` says what stops it")
+                        } else {
+                            format!(
+                                "{missing}; {there} {is} on {base} but not on {integration_branch}: run `guild-hall sync` to bring {base} in (or set `follow: {base}` in {} to do it before each pass)",
+                                crate::config::ProjectConfig::PATH
+                            )
+                        }
+                    }
+                    None => missing,
+                }
+            }
+        });
+    }
+    workers.cannot_start(&o.artifact.worker)
+}
