@@ -654,3 +654,116 @@ fn nothing_is_shipped_for_another_system() {
     let contrib = std::fs::read_to_string(root().join("contrib/README.md")).expect("contrib/README.md");
     assert!(!contrib.contains("launchd"), "contrib/README.md names launchd");
 }
+
+/// Every reference to the design resolves inside the repository: a `design §N` in the code,
+/// tests or docs names a numbered section of docs/design.md; every requirement name
+/// (`REQ-COM-14`, `REQ-WD-5..18`) is stated in its table, by itself or inside a stated range;
+/// and no code or test points to a design document or an issue the repository has not got.
+#[test]
+fn every_design_reference_resolves_in_the_repository() {
+    let design = std::fs::read_to_string(root().join("docs/design.md")).expect("docs/design.md");
+    let sections: Vec<u32> =
+        design.lines().filter_map(|l| l.strip_prefix("## ")?.split_once(". ")?.0.parse().ok()).collect();
+    assert!(sections.len() >= 10, "the sections were read: {sections:?}");
+    // The requirement names docs/design.md states: single ones, and ranges `REQ-X-a..b`.
+    let stated: Vec<(String, f64, f64)> = req_names(&design)
+        .into_iter()
+        .map(|(family, from, to)| (family, from, to.unwrap_or(from)))
+        .collect();
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "docs"] {
+        let mut stack = vec![root().join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs" || x == "md") {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    let mut bad = Vec::new();
+    let mut cited = 0;
+    let this_file = root().join("tests/it/docs.rs");
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read");
+        let name = f.strip_prefix(root()).expect("under the root").display().to_string();
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("{name}:{}", n + 1);
+            for (i, _) in line.match_indices("design §") {
+                let num: String = line[i + "design §".len()..].chars().take_while(char::is_ascii_digit).collect();
+                if num.is_empty() {
+                    continue; // the words themselves (as in this test), not a citation
+                }
+                cited += 1;
+                if !num.parse().is_ok_and(|n: u32| sections.contains(&n)) {
+                    bad.push(format!("{at}: `design §{num}` is no section of docs/design.md"));
+                }
+            }
+            if name != "docs/design.md" {
+                for (family, from, to) in req_names(line) {
+                    cited += 1;
+                    let to = to.unwrap_or(from);
+                    if !stated.iter().any(|(f, a, b)| *f == family && *a <= from && to <= *b) {
+                        bad.push(format!("{at}: {family}-{from} is not stated in docs/design.md"));
+                    }
+                }
+            }
+            if f != &this_file && (name.starts_with("src/") || name.starts_with("tests/")) {
+                let lower = line.to_ascii_lowercase();
+                for (i, _) in lower.match_indices("issue ") {
+                    if lower[i + 6..].starts_with(|c: char| c.is_ascii_digit()) {
+                        bad.push(format!("{at}: cites an issue by number: {}", line.trim()));
+                    }
+                }
+                if line.contains("DESIGN") {
+                    bad.push(format!("{at}: cites a DESIGN document the repository has not got"));
+                }
+            }
+        }
+    }
+    assert!(cited > 20, "the citations were read: {cited}");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The requirement names in `text`: (`REQ-COM`, 14, None), (`REQ-WD`, 5, Some(18)) for
+/// `REQ-WD-5..18`; `REQ-COM-5/6` is two names.
+fn req_names(text: &str) -> Vec<(String, f64, Option<f64>)> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("REQ-") {
+        let rest = &text[i + 4..];
+        let family: String = rest.chars().take_while(char::is_ascii_uppercase).collect();
+        let Some(nums) = rest[family.len()..].strip_prefix('-') else { continue };
+        // A number, with a sub-item (`8.6`) but not the start of a range (`5..18`).
+        let number = |s: &str| -> (String, usize) {
+            let mut n: String = s.chars().take_while(char::is_ascii_digit).collect();
+            let sub = &s[n.len()..];
+            if let Some(d) = sub.strip_prefix('.').filter(|r| r.starts_with(|c: char| c.is_ascii_digit())) {
+                let more: String = d.chars().take_while(char::is_ascii_digit).collect();
+                n = format!("{n}.{more}");
+            }
+            let len = n.len();
+            (n, len)
+        };
+        let (first, len) = number(nums);
+        let Ok(from) = first.parse::<f64>() else { continue };
+        let family = format!("REQ-{family}");
+        let after = &nums[len..];
+        if let Some(r) = after.strip_prefix("..") {
+            if let Ok(to) = number(r).0.parse::<f64>() {
+                out.push((family, from, Some(to)));
+                continue;
+            }
+        }
+        out.push((family.clone(), from, None));
+        // `REQ-COM-5/6`: the second number of the same family.
+        if let Some(r) = after.strip_prefix('/') {
+            if let Ok(n) = number(r).0.parse::<f64>() {
+                out.push((family, n, None));
+            }
+        }
+    }
+    out
+}
