@@ -651,3 +651,34 @@ fn slurm_is_named_only_inside_its_runner_and_the_keys_that_name_it() {
     assert!(seen > 50, "the sources were read ({seen} files)");
     assert!(wrong.is_empty(), "Slurm named outside its runner:\n{}", wrong.join("\n"));
 }
+
+/// docs/hacking.md's "Code layout" names every directory (`name/`) and every file (`name.rs`,
+/// `mod.rs` aside) under `src/`: the map matches the tree.
+#[test]
+fn the_code_layout_in_hacking_md_names_every_file_of_the_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/hacking.md")).expect("docs/hacking.md");
+    let start = doc.find("## Code layout").expect("a Code layout section");
+    let layout = &doc[start..];
+    let layout = &layout[..layout[3..].find("\n## ").map_or(layout.len(), |i| i + 3)];
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    let mut dirs = vec![root.join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("src dir").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = e.path().strip_prefix(root).expect("under the root").display().to_string();
+            seen += 1;
+            if e.path().is_dir() {
+                if !layout.contains(&format!("{name}/")) {
+                    missing.push(format!("{rel}/"));
+                }
+                dirs.push(e.path());
+            } else if name.ends_with(".rs") && name != "mod.rs" && !layout.contains(&name) {
+                missing.push(rel);
+            }
+        }
+    }
+    assert!(seen > 100, "the tree was read ({seen} entries)");
+    assert!(missing.is_empty(), "docs/hacking.md's Code layout does not name: {missing:?}");
+}
