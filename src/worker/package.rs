@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::artifact::commission::Resources;
 use crate::artifact::Problem;
+use crate::worker::sandbox::EntryError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -231,7 +232,7 @@ impl Serialize for SandboxSpec {
 /// secret, and these errors reach `check`, `workers`, `status`, a commission's `reason:` and
 /// its timeline (which `guild-hall ci` pushes).
 /// `key` is what the entry is (`sandbox.write`, `sandbox.read`, `acp.session_dir`): errors say it.
-pub fn expand_home(key: &str, entry: &str) -> Result<PathBuf, String> {
+pub fn expand_home(key: &str, entry: &str) -> Result<PathBuf, EntryError> {
     let p = &super::sandbox::env_or_default(entry)?;
     // What the path came from, for an error: the variable's name, never its value.
     let what = match entry.strip_prefix("${").and_then(|r| r.split_once(":-")) {
@@ -240,16 +241,16 @@ pub fn expand_home(key: &str, entry: &str) -> Result<PathBuf, String> {
     };
     let path = match p.strip_prefix("~/") {
         Some(rest) => {
-            let home = std::env::var_os("HOME").ok_or_else(|| format!("{key} {entry:?}: HOME is not set"))?;
+            let home = std::env::var_os("HOME").ok_or_else(|| EntryError::NoHome { key: key.into(), entry: entry.into() })?;
             PathBuf::from(home).join(rest)
         }
         None => PathBuf::from(p),
     };
     if !path.is_absolute() {
-        return Err(format!("{key} {entry:?} must be an absolute path (or start with ~/){what}"));
+        return Err(EntryError::NotAbsolute { key: key.into(), entry: entry.into(), from: what });
     }
     if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return Err(format!("{key} {entry:?} must not contain `..`{what}"));
+        return Err(EntryError::Upward { key: key.into(), entry: entry.into(), from: what });
     }
     Ok(path)
 }
@@ -409,7 +410,7 @@ impl Manifest {
             return Err(at("acp", "acp: is the policy of an ACP agent: it needs `protocol: acp`".into()));
         }
         if let Some(dir) = &m.acp.session_dir {
-            expand_home("acp.session_dir", dir).map_err(|e| at("acp", e))?;
+            expand_home("acp.session_dir", dir).map_err(|e| at("acp", e.to_string()))?;
         }
         Ok(m)
     }
@@ -436,13 +437,13 @@ impl Package {
 
     /// What the package's `sandbox.write` adds to what a confined process of it may write,
     /// `~` expanded (nothing when it runs with `sandbox: off`).
-    pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, String> {
+    pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, EntryError> {
         Ok(self.sandbox_write_entries()?.into_iter().map(|(_, path)| path).collect())
     }
 
     /// [`Package::sandbox_write`] beside each entry as written: what an error names (an
     /// expanded `${NAME:-DEFAULT}` may be a secret, never shown).
-    pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, String> {
+    pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, EntryError> {
         match &self.manifest.sandbox {
             SandboxSpec::Confined { write, .. } => write.iter().map(|w| expand_home("sandbox.write", w).map(|p| (w.clone(), p))).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
@@ -451,7 +452,7 @@ impl Package {
 
     /// What the package's `sandbox.read` names, `~` expanded: of the person's credential stores
     /// ([`super::sandbox::credential_stores`]) these (and what lies beneath) are readable.
-    pub fn sandbox_read(&self) -> Result<Vec<PathBuf>, String> {
+    pub fn sandbox_read(&self) -> Result<Vec<PathBuf>, EntryError> {
         match &self.manifest.sandbox {
             SandboxSpec::Confined { read, .. } => read.iter().map(|r| expand_home("sandbox.read", r)).collect(),
             SandboxSpec::Off => Ok(Vec::new()),

@@ -62,20 +62,41 @@ pub fn support() -> Support {
 /// A `sandbox.write` entry of the form `${NAME:-DEFAULT}`: the value of `NAME` in guild-hall's
 /// environment when it is set and not empty, else `DEFAULT` (so a package can follow, say,
 /// `CLAUDE_CONFIG_DIR` where a person moved Claude Code's state). Any other entry is itself.
-pub fn env_or_default(entry: &str) -> Result<String, String> {
+pub fn env_or_default(entry: &str) -> Result<String, EntryError> {
     let Some(inner) = entry.strip_prefix("${").and_then(|r| r.strip_suffix('}')) else { return Ok(entry.to_string()) };
     let Some((name, default)) = inner.split_once(":-") else {
-        return Err(format!("sandbox.write {entry:?}: write ${{NAME:-DEFAULT}}, with a default for when NAME is not set"));
+        return Err(EntryError::NoDefault { entry: entry.to_string() });
     };
     let mut chars = name.chars();
     if !(chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')) {
-        return Err(format!("sandbox.write {entry:?}: {name:?} is not a variable name"));
+        return Err(EntryError::NotAName { entry: entry.to_string(), name: name.to_string() });
     }
     match std::env::var(name) {
         Ok(v) if !v.is_empty() => Ok(v),
         Ok(_) | Err(std::env::VarError::NotPresent) => Ok(default.to_string()),
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!("sandbox.write {entry:?}: {name} is not valid UTF-8")),
+        Err(std::env::VarError::NotUnicode(_)) => Err(EntryError::NotUtf8 { entry: entry.to_string(), name: name.to_string() }),
     }
+}
+
+/// Why a package's path entry (`sandbox.write`, `sandbox.read`, `acp.session_dir`) is not a
+/// path ([`env_or_default`], [`super::expand_home`]). Each names the entry as written, never
+/// what it expanded to: a variable's value may be a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("sandbox.write {entry:?}: write ${{NAME:-DEFAULT}}, with a default for when NAME is not set")]
+    NoDefault { entry: String },
+    #[error("sandbox.write {entry:?}: {name:?} is not a variable name")]
+    NotAName { entry: String, name: String },
+    #[error("sandbox.write {entry:?}: {name} is not valid UTF-8")]
+    NotUtf8 { entry: String, name: String },
+    /// `key` is what the entry is (`sandbox.write`, `sandbox.read`, `acp.session_dir`).
+    #[error("{key} {entry:?}: HOME is not set")]
+    NoHome { key: String, entry: String },
+    /// `from` says what the path came from (a variable's name), or is empty.
+    #[error("{key} {entry:?} must be an absolute path (or start with ~/){from}")]
+    NotAbsolute { key: String, entry: String, from: String },
+    #[error("{key} {entry:?} must not contain `..`{from}")]
+    Upward { key: String, entry: String, from: String },
 }
 
 /// The person's credential stores under their home directory (DESIGN §6): keys, cloud and
