@@ -264,13 +264,13 @@ fn valid_env_name(name: &str) -> bool {
 /// The values of `names` for a worker: guild-hall's own environment first, then
 /// `secrets` (a `KEY=VALUE` file that must be private to its owner). Names found in neither
 /// are returned apart (not passed); values never appear in an error.
-pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
+pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, String>, Vec<String>), PassEnvError> {
     let mut out = BTreeMap::new();
     let mut missing = Vec::new();
     let mut file: Option<BTreeMap<String, String>> = None;
     for name in names {
         if !valid_env_name(name) {
-            return Err(format!("pass_env: {name:?} is not a variable name"));
+            return Err(PassEnvError::NotAName { name: name.clone() });
         }
         if name == crate::activity::git::PUSH_TOKEN_VAR {
             // guild-hall's own credential for the remote: never a worker's.
@@ -294,25 +294,39 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, St
     Ok((out, missing))
 }
 
-fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, String> {
+/// Why a worker's `pass_env` cannot be had: its values never appear in one.
+#[derive(Debug, thiserror::Error)]
+pub enum PassEnvError {
+    #[error("pass_env: {name:?} is not a variable name")]
+    NotAName { name: String },
+    /// The secrets file could not be read.
+    #[error("{}: {error}", .path.display())]
+    Unreadable { path: PathBuf, error: std::io::Error },
+    #[error("{}: not a regular file", .path.display())]
+    NotRegular { path: PathBuf },
+    /// Others than its owner may read or write it; `mode` is its permission bits.
+    #[error("{}: must be private to its owner (it is mode {mode:04o}): chmod 600 {}", .path.display(), .path.display())]
+    NotPrivate { path: PathBuf, mode: u32 },
+    /// Line `line` (1-based) is not `KEY=VALUE`.
+    #[error("{}:{line}: expected KEY=VALUE", .path.display())]
+    NotKeyValue { path: PathBuf, line: usize },
+}
+
+fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, PassEnvError> {
     use std::os::unix::fs::MetadataExt;
+    let unreadable = |error| PassEnvError::Unreadable { path: path.to_path_buf(), error };
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(unreadable(e)),
     };
     if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
+        return Err(PassEnvError::NotRegular { path: path.to_path_buf() });
     }
     if meta.mode() & 0o077 != 0 || meta.uid() != nix::unistd::geteuid().as_raw() {
-        return Err(format!(
-            "{}: must be private to its owner (it is mode {:04o}): chmod 600 {}",
-            path.display(),
-            meta.mode() & 0o7777,
-            path.display()
-        ));
+        return Err(PassEnvError::NotPrivate { path: path.to_path_buf(), mode: meta.mode() & 0o7777 });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(unreadable)?;
     let mut out = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -321,7 +335,7 @@ fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, String> {
         }
         let line = line.strip_prefix("export ").unwrap_or(line);
         let Some((k, v)) = line.split_once('=') else {
-            return Err(format!("{}:{}: expected KEY=VALUE", path.display(), n + 1));
+            return Err(PassEnvError::NotKeyValue { path: path.to_path_buf(), line: n + 1 });
         };
         let v = v.trim();
         let v = [('"', '"'), ('\'', '\'')].iter().find_map(|(a, b)| v.strip_prefix(*a).and_then(|x| x.strip_suffix(*b))).unwrap_or(v);

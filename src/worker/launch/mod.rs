@@ -249,8 +249,8 @@ pub(crate) enum Refusal {
     #[error("{0}")]
     Posture(String),
     /// Its `pass_env` names no variable, or the secrets file cannot be read.
-    #[error("{0}")]
-    PassEnv(String),
+    #[error(transparent)]
+    PassEnv(crate::worker::package::PassEnvError),
     #[error(transparent)]
     Landlock(#[from] LandlockUnavailable),
     /// Its `sandbox.read` names something in the home, which no worker reads.
