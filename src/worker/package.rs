@@ -294,6 +294,16 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, St
     Ok((out, missing))
 }
 
+/// Why a package's `posture:` file cannot be read as its own ([`Package::posture`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PostureError {
+    #[error("posture: {0}")]
+    Path(crate::artifact::ids::IdError),
+    /// `rel`: the posture's path in the package, normalised.
+    #[error("posture {rel}: {error}")]
+    Unreadable { rel: String, error: crate::artifact::ReadError },
+}
+
 /// Why a worker's `pass_env` cannot be had: its values never appear in one.
 #[derive(Debug, thiserror::Error)]
 pub enum PassEnvError {
@@ -441,12 +451,12 @@ impl Package {
     }
 
     /// The posture text (system-prompt preamble), if the package has one.
-    pub fn posture(&self) -> Result<Option<String>, String> {
+    pub fn posture(&self) -> Result<Option<String>, PostureError> {
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
-        let rel = crate::artifact::ids::validate_rel_path(rel).map_err(|e| format!("posture: {e}"))?;
+        let rel = crate::artifact::ids::validate_rel_path(rel).map_err(PostureError::Path)?;
         // Never through a link: a package from a cloned repository could point its posture at
         // the person's secrets, which would go into every prompt.
-        crate::artifact::read_regular_beneath(&self.dir, Path::new(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
+        crate::artifact::read_regular_beneath(&self.dir, Path::new(&rel)).map(Some).map_err(|error| PostureError::Unreadable { rel, error })
     }
 
     /// What the package's `sandbox.write` adds to what a confined process of it may write,
@@ -533,7 +543,7 @@ impl Package {
             out.push(("command", None, why));
         }
         if let Some(rel) = &self.manifest.posture {
-            if let Err(why) = self.posture() {
+            if let Err(why) = self.posture().map_err(|e| e.to_string()) {
                 let path = self.dir.join(rel);
                 let why = if std::fs::symlink_metadata(&path).is_err() {
                     let shown: PathBuf = path.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();

@@ -246,8 +246,8 @@ enum LaunchError {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Refusal {
     /// Its `posture:` file cannot be read as its own.
-    #[error("{0}")]
-    Posture(String),
+    #[error(transparent)]
+    Posture(crate::worker::package::PostureError),
     /// Its `pass_env` names no variable, or the secrets file cannot be read.
     #[error(transparent)]
     PassEnv(crate::worker::package::PassEnvError),
