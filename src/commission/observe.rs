@@ -840,7 +840,7 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         Err(why) => {
             // Unreadable, implausible, or naming a process that is not the attempt's shim:
             // reported, and nothing is signalled by it.
-            obs.corrupt = Some(why);
+            obs.corrupt = Some(why.to_string());
             return;
         }
     }
