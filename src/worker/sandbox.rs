@@ -59,6 +59,31 @@ pub fn support() -> Support {
     Support::Unavailable { why }
 }
 
+/// What else a policy file is ([`Policy::from_file_bytes`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyFileError {
+    #[error("not a policy file (no final NUL)")]
+    NoFinalNul,
+    #[error("not a policy file (no header)")]
+    NoHeader,
+    #[error("an entry without its path")]
+    NoPath,
+    #[error("a shown path without its entry")]
+    NoEntry,
+    /// An entry of a kind no policy writes.
+    #[error("unknown entry {0:?}")]
+    Unknown(String),
+}
+
+/// Why the policy file at `path` was not read ([`Policy::read_file`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyReadError {
+    #[error("reading the sandbox policy {}: {error}", .path.display())]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("the sandbox policy {}: {error}", .path.display())]
+    Invalid { path: PathBuf, error: PolicyFileError },
+}
+
 /// A `sandbox.write` entry of the form `${NAME:-DEFAULT}`: the value of `NAME` in guild-hall's
 /// environment when it is set and not empty, else `DEFAULT` (so a package can follow, say,
 /// `CLAUDE_CONFIG_DIR` where a person moved Claude Code's state). Any other entry is itself.
@@ -269,15 +294,15 @@ impl Policy {
     }
 
     /// The policy [`Policy::to_file_bytes`] wrote; what else it is, is said.
-    pub fn from_file_bytes(bytes: &[u8]) -> Result<Policy, String> {
+    pub fn from_file_bytes(bytes: &[u8]) -> Result<Policy, PolicyFileError> {
         use std::os::unix::ffi::OsStrExt;
-        let body = bytes.strip_suffix(&[0]).ok_or("not a policy file (no final NUL)")?;
+        let body = bytes.strip_suffix(&[0]).ok_or(PolicyFileError::NoFinalNul)?;
         let mut fields = body.split(|&b| b == 0);
         if fields.next() != Some(POLICY_HEADER) {
-            return Err("not a policy file (no header)".into());
+            return Err(PolicyFileError::NoHeader);
         }
-        let path = |f: Option<&[u8]>| -> Result<PathBuf, String> {
-            let f = f.filter(|f| !f.is_empty()).ok_or("an entry without its path")?;
+        let path = |f: Option<&[u8]>| -> Result<PathBuf, PolicyFileError> {
+            let f = f.filter(|f| !f.is_empty()).ok_or(PolicyFileError::NoPath)?;
             Ok(PathBuf::from(std::ffi::OsStr::from_bytes(f)))
         };
         let mut policy = Policy::default();
@@ -289,18 +314,18 @@ impl Policy {
                 b"own" => policy.own.push(path(fields.next())?),
                 b"shown" => {
                     let p = path(fields.next())?;
-                    let entry = fields.next().ok_or("a shown path without its entry")?;
+                    let entry = fields.next().ok_or(PolicyFileError::NoEntry)?;
                     policy.written_as.insert(p, String::from_utf8_lossy(entry).into_owned());
                 }
                 b"cluster_client" => policy.cluster_client = true,
-                other => return Err(format!("unknown entry {:?}", String::from_utf8_lossy(other))),
+                other => return Err(PolicyFileError::Unknown(String::from_utf8_lossy(other).into_owned())),
             }
         }
         Ok(policy)
     }
 
     /// Read the policy file at `path` (never through a link).
-    pub fn read_file(path: &Path) -> Result<Policy, String> {
+    pub fn read_file(path: &Path) -> Result<Policy, PolicyReadError> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let mut bytes = Vec::new();
@@ -309,8 +334,8 @@ impl Policy {
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|e| format!("reading the sandbox policy {}: {e}", path.display()))?;
-        Policy::from_file_bytes(&bytes).map_err(|e| format!("the sandbox policy {}: {e}", path.display()))
+            .map_err(|error| PolicyReadError::Io { path: path.to_path_buf(), error })?;
+        Policy::from_file_bytes(&bytes).map_err(|error| PolicyReadError::Invalid { path: path.to_path_buf(), error })
     }
 
     /// How a path of this policy is named in an error: the entry as the package wrote it,
