@@ -527,7 +527,7 @@ impl SocketMask {
         use std::os::unix::ffi::OsStrExt;
         let (enabled, why_not) = match pathname_socket_support() {
             Ok(()) => (true, None),
-            Err(why) => (false, Some(why)),
+            Err(why) => (false, Some(why.to_string())),
         };
         let munge = |p: &PathBuf| p.file_name().is_some_and(|n| n.as_bytes().starts_with(b"munge.socket"));
         let sockets = match enabled {
@@ -633,22 +633,41 @@ fn unshare_mounts(uid_map: &[u8], gid_map: &[u8]) -> Result<(), (usize, i32)> {
 /// namespaces are restricted (Ubuntu's AppArmor since 23.10, a process already under
 /// Landlock) `unshare` may succeed and a later step fail: then no worker tries, rather than
 /// none starting.
-pub fn pathname_socket_support() -> Result<(), String> {
-    static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    PROBED.get_or_init(probe_mount_namespace).clone()
+pub fn pathname_socket_support() -> Result<(), &'static NoMountNamespace> {
+    static PROBED: std::sync::OnceLock<Result<(), NoMountNamespace>> = std::sync::OnceLock::new();
+    PROBED.get_or_init(probe_mount_namespace).as_ref().map(|_| ())
 }
 
-fn probe_mount_namespace() -> Result<(), String> {
+/// Why no mount namespace can be had for workers here ([`pathname_socket_support`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NoMountNamespace {
+    #[error("no temp file for the probe: {0}")]
+    TempFile(std::io::Error),
+    #[error("{0}")]
+    NulInPath(std::ffi::NulError),
+    #[error("no pipe for the probe: {0}")]
+    Pipe(nix::errno::Errno),
+    #[error("forking the probe: {0}")]
+    Fork(std::io::Error),
+    /// The probe's step `what` failed.
+    #[error("no mount namespace for workers: {what}: {error}")]
+    Step { what: &'static str, error: std::io::Error },
+    /// The probe ended otherwise than saying a step failed or exiting 0 (a wait status).
+    #[error("the probe for a mount namespace ended with status {0}")]
+    Status(i32),
+}
+
+fn probe_mount_namespace() -> Result<(), NoMountNamespace> {
     use std::os::unix::ffi::OsStrExt;
-    let file = tempfile::NamedTempFile::new().map_err(|e| format!("no temp file for the probe: {e}"))?;
-    let target = std::ffi::CString::new(file.path().as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    let file = tempfile::NamedTempFile::new().map_err(NoMountNamespace::TempFile)?;
+    let target = std::ffi::CString::new(file.path().as_os_str().as_bytes()).map_err(NoMountNamespace::NulInPath)?;
     let (uid_map, gid_map) = id_maps();
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("no pipe for the probe: {e}"))?;
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(NoMountNamespace::Pipe)?;
     // SAFETY: the child makes only async-signal-safe system calls on memory made before the
     // fork, then `_exit`s.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("forking the probe: {}", std::io::Error::last_os_error()));
+        return Err(NoMountNamespace::Fork(std::io::Error::last_os_error()));
     }
     if pid == 0 {
         // SAFETY: as above; the failed step and errno go to the parent as 8 bytes.
@@ -678,12 +697,12 @@ fn probe_mount_namespace() -> Result<(), String> {
         let step = u32::from_ne_bytes(step.try_into().unwrap_or_default()) as usize;
         let errno = i32::from_ne_bytes(errno.try_into().unwrap_or_default());
         let what = STEPS.get(step).copied().unwrap_or("the probe");
-        return Err(format!("no mount namespace for workers: {what}: {}", std::io::Error::from_raw_os_error(errno)));
+        return Err(NoMountNamespace::Step { what, error: std::io::Error::from_raw_os_error(errno) });
     }
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else {
-        Err(format!("the probe for a mount namespace ended with status {status}"))
+        Err(NoMountNamespace::Status(status))
     }
 }
 
@@ -845,7 +864,7 @@ mod tests {
         let mask = SocketMask::around(&[], false);
         match pathname_socket_support() {
             Ok(()) => assert!(mask.enabled && mask.why_not.is_none()),
-            Err(why) => assert!(!mask.enabled && mask.why_not == Some(why) && mask.sockets.is_empty()),
+            Err(why) => assert!(!mask.enabled && mask.why_not == Some(why.to_string()) && mask.sockets.is_empty()),
         }
     }
 
