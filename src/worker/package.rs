@@ -294,6 +294,38 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, St
     Ok((out, missing))
 }
 
+/// Why a worker package cannot run the work asked of it: none of that name (or a broken one),
+/// one without the capability, or one whose command is not there.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    /// `why`: its problem, as the catalogue found it.
+    #[error("worker package {name:?} is invalid: {why}")]
+    Invalid { name: String, why: String },
+    /// `said`: in the catalogue's words ([`Catalog::not_installed`]): where it looked, a
+    /// did-you-mean, how to install a bundled one.
+    #[error("{said}")]
+    NotInstalled { said: String },
+    #[error(
+        "worker {name:?} does not have the `commission` capability (its worker.yaml says `capabilities: [commission]` to take this work)"
+    )]
+    NoCommission { name: String },
+    #[error("worker {name:?} does not have the `meeting` capability")]
+    NoMeeting { name: String },
+    #[error("worker {name:?} has no `meeting:` command in its worker.yaml")]
+    NoMeetingCommand { name: String },
+    #[error("worker.yaml: command is empty")]
+    EmptyCommand,
+    #[error("command {prog:?} not found on PATH")]
+    NotOnPath { prog: String },
+    #[error("command {} is not an executable file", .path.display())]
+    NotExecutable { path: PathBuf },
+    /// `shown`: its path as a person would write it.
+    #[error("command {prog} not found: {} does not exist", .shown.display())]
+    Missing { prog: String, shown: PathBuf },
+    #[error("command {} not found: {error}", .path.display())]
+    Unreadable { path: PathBuf, error: std::io::Error },
+}
+
 /// Why a package's `posture:` file cannot be read as its own ([`Package::posture`]).
 #[derive(Debug, thiserror::Error)]
 pub enum PostureError {
@@ -500,13 +532,13 @@ impl Package {
 
     /// The executable to run: relative paths with a '/' resolve against the package dir, bare
     /// names against `PATH`. Errors say what is wrong, for the activation-failure reason.
-    pub fn resolve_command(&self) -> Result<Vec<String>, String> {
+    pub fn resolve_command(&self) -> Result<Vec<String>, Unusable> {
         self.resolve_argv(&self.manifest.command)
     }
 
     /// Resolve any argv of this package (`command`, `compact`) the same way.
-    pub fn resolve_argv(&self, argv: &[String]) -> Result<Vec<String>, String> {
-        let (prog, args) = argv.split_first().ok_or("worker.yaml: command is empty")?;
+    pub fn resolve_argv(&self, argv: &[String]) -> Result<Vec<String>, Unusable> {
+        let (prog, args) = argv.split_first().ok_or(Unusable::EmptyCommand)?;
         let path = if prog.contains('/') {
             let p = Path::new(prog);
             if p.is_absolute() {
@@ -515,18 +547,18 @@ impl Package {
                 self.dir.join(p)
             }
         } else {
-            search_path(prog).ok_or_else(|| format!("command {prog:?} not found on PATH"))?
+            search_path(prog).ok_or_else(|| Unusable::NotOnPath { prog: prog.clone() })?
         };
         use std::os::unix::fs::PermissionsExt;
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => {}
-            Ok(_) => return Err(format!("command {} is not an executable file", path.display())),
+            Ok(_) => return Err(Unusable::NotExecutable { path }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // Said as a person would write the path (`dir/run.sh`, not `dir/./run.sh`).
                 let shown: PathBuf = path.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
-                return Err(format!("command {prog} not found: {} does not exist", shown.display()));
+                return Err(Unusable::Missing { prog: prog.clone(), shown });
             }
-            Err(e) => return Err(format!("command {} not found: {e}", path.display())),
+            Err(error) => return Err(Unusable::Unreadable { path, error }),
         }
         let mut argv = vec![path.to_string_lossy().into_owned()];
         argv.extend(args.iter().cloned());
@@ -540,7 +572,7 @@ impl Package {
     pub fn missing(&self) -> Vec<(&'static str, Option<usize>, String)> {
         let mut out = Vec::new();
         if let Err(why) = self.resolve_command() {
-            out.push(("command", None, why));
+            out.push(("command", None, why.to_string()));
         }
         if let Some(rel) = &self.manifest.posture {
             if let Err(why) = self.posture().map_err(|e| e.to_string()) {
@@ -706,7 +738,7 @@ impl Catalog {
     pub fn cannot_start(&self, name: &str) -> Option<String> {
         self.not_installed(name).or_else(|| match self.for_commission(name) {
             Ok(_) => self.unready.get(name).map(|why| format!("worker package {name:?}: {why}")),
-            Err(why) => Some(why),
+            Err(why) => Some(why.to_string()),
         })
     }
 
@@ -793,31 +825,31 @@ impl Catalog {
     }
 
     /// The package for a commission, or why there is none (the activation-failure reason).
-    pub fn for_commission(&self, name: &str) -> Result<&Package, String> {
+    pub fn for_commission(&self, name: &str) -> Result<&Package, Unusable> {
         match self.find(name)? {
             p if p.can_commission() => Ok(p),
-            _ => Err(format!(
-                "worker {name:?} does not have the `commission` capability (its worker.yaml says `capabilities: [commission]` to take this work)"
-            )),
+            _ => Err(Unusable::NoCommission { name: name.to_string() }),
         }
     }
 
     /// The package for a meeting: the `meeting` capability and a `meeting:` command.
-    pub fn for_meeting(&self, name: &str) -> Result<&Package, String> {
+    pub fn for_meeting(&self, name: &str) -> Result<&Package, Unusable> {
         match self.find(name)? {
-            p if !p.can_meet() => Err(format!("worker {name:?} does not have the `meeting` capability")),
-            p if p.manifest.meeting.is_none() => Err(format!("worker {name:?} has no `meeting:` command in its worker.yaml")),
+            p if !p.can_meet() => Err(Unusable::NoMeeting { name: name.to_string() }),
+            p if p.manifest.meeting.is_none() => Err(Unusable::NoMeetingCommand { name: name.to_string() }),
             p => Ok(p),
         }
     }
 
-    fn find(&self, name: &str) -> Result<&Package, String> {
+    fn find(&self, name: &str) -> Result<&Package, Unusable> {
         match self.packages.get(name) {
             Some(p) => Ok(p),
             None => match self.broken.get(name) {
-                Some(why) => Err(format!("worker package {name:?} is invalid: {why}")),
+                Some(why) => Err(Unusable::Invalid { name: name.to_string(), why: why.clone() }),
                 // One wording of "not installed" for every entry point: the pass's.
-                None => Err(self.not_installed(name).unwrap_or_else(|| format!("worker {name:?} is not installed"))),
+                None => Err(Unusable::NotInstalled {
+                    said: self.not_installed(name).unwrap_or_else(|| format!("worker {name:?} is not installed")),
+                }),
             },
         }
     }

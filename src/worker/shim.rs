@@ -652,8 +652,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     }
     let prepared = match &args.confine {
         Confine::Policy(file) => {
-            let mut policy =
-                crate::worker::sandbox::Policy::read_file(file).map_err(ShimError::Policy)?;
+            let mut policy = crate::worker::sandbox::Policy::read_file(file).map_err(ShimError::Policy)?;
             policy.writable.push(tmp.clone());
             policy.own.push(tmp.clone());
             let p = policy.prepare().map_err(ShimError::Confine)?;
@@ -762,14 +761,9 @@ fn spawn_worker(
     let (prog, rest) = args.argv.split_first().ok_or(ShimError::NoCommand)?;
     // Close-on-exec: the worker gets the write end only as its stdout and stderr, never the
     // read end (its log, before the pump has it) nor another copy.
-    let (out_read, out_write) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ShimError::Pipe)?;
+    let (out_read, out_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ShimError::Pipe)?;
     let mut cmd = Command::new(prog);
-    let stdout = if args.stream {
-        Stdio::inherit()
-    } else {
-        Stdio::from(out_write.try_clone().map_err(ShimError::PipeCopy)?)
-    };
+    let stdout = if args.stream { Stdio::inherit() } else { Stdio::from(out_write.try_clone().map_err(ShimError::PipeCopy)?) };
     cmd.args(rest).current_dir(&args.cwd).stdin(Stdio::null()).stdout(stdout).stderr(out_write);
     {
         use std::os::unix::process::CommandExt;

@@ -237,9 +237,7 @@ impl TaskUpdate {
     /// its task (canonical id, worktree) and the clock; what it gave that disagrees is refused.
     pub fn complete(&mut self, task_id: &str, worktree: &Path, now: &str) -> std::result::Result<(), TaskUpdateError> {
         match &self.task_id {
-            Some(given) if given != task_id => {
-                return Err(TaskUpdateError::OtherTask { given: given.clone(), task: task_id.to_string() })
-            }
+            Some(given) if given != task_id => return Err(TaskUpdateError::OtherTask { given: given.clone(), task: task_id.to_string() }),
             _ => self.task_id = Some(task_id.to_string()),
         }
         let plan = task_id.split(':').next().unwrap_or_default();
