@@ -33,7 +33,7 @@ macro_rules! vocabulary {
 
             /// Why `s` is not one of these states, with every one of them.
             pub fn unknown(s: &str) -> String {
-                format!(concat!("unknown ", $label, " {:?} (expected one of: {})"), s, [$($text),+].join(", "))
+                $crate::artifact::vocabulary::UnknownState { label: $label, given: s.to_string(), expected: &[$($text),+] }.to_string()
             }
         }
 
