@@ -286,7 +286,7 @@ impl Commission {
         } = super::frontmatter::declared(&fields);
         let status = super::vocabulary::status_field::<Status>(status.as_ref(), &mut bad);
         let worker = ids::worker_name(worker.as_ref(), "which worker package does this").unwrap_or_else(|why| {
-            bad("worker", why);
+            bad("worker", why.to_string());
             String::new()
         });
         let mut paths = |key: &str, value: Option<Value>, what: &str| {
@@ -320,7 +320,7 @@ impl Commission {
         };
         let timeout = match timeout {
             None | Some(Value::Null) => None,
-            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("timeout", e)).ok(),
+            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("timeout", e.to_string())).ok(),
         };
         let runner = match runner {
             None | Some(Value::Null) => None,

@@ -234,17 +234,26 @@ pub fn value_position(split: &Split<'_>, at: &[Seg]) -> (usize, usize) {
 
 /// A `timeout:` (a commission's, a plan's, a task's): a duration such as `90m` or `4h`, `0s`
 /// for none; else what is wrong with it.
-pub fn timeout(v: &serde_yaml_ng::Value) -> Result<std::time::Duration, String> {
+pub fn timeout(v: &serde_yaml_ng::Value) -> Result<std::time::Duration, NotADuration> {
+    let not_one = |shown: String| NotADuration { key: "timeout".into(), shown };
     match v {
-        serde_yaml_ng::Value::String(t) => humantime::parse_duration(t).map_err(|_| not_a_duration("timeout", &format!("{t:?}"))),
-        _ => Err(not_a_duration("timeout", &serde_yaml_ng::to_string(v).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into()))),
+        serde_yaml_ng::Value::String(t) => humantime::parse_duration(t).map_err(|_| not_one(format!("{t:?}"))),
+        _ => Err(not_one(serde_yaml_ng::to_string(v).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into()))),
     }
 }
 
-/// What is said of a value of `key` (`shown` as written) that is not a duration: how to write
-/// one, not the duration parser's own words ("expected number at 0").
+/// A value of `key` (`shown` as written) that is not a duration, said with how to write one,
+/// not the duration parser's own words ("expected number at 0").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} {shown} is not a duration: write it like 30m, 2h or 90s")]
+pub struct NotADuration {
+    pub key: String,
+    pub shown: String,
+}
+
+/// What is said of a value of `key` (`shown` as written) that is not a duration ([`NotADuration`]).
 pub fn not_a_duration(key: &str, shown: &str) -> String {
-    format!("{key} {shown} is not a duration: write it like 30m, 2h or 90s")
+    NotADuration { key: key.into(), shown: shown.into() }.to_string()
 }
 
 #[cfg(test)]

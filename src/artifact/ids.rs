@@ -31,14 +31,28 @@ pub fn validate_id(id: &str) -> Result<(), IdError> {
     }
 }
 
+/// Why an artifact's `worker:` is not a package name ([`worker_name`]).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WorkerNameError {
+    #[error("bad worker name {name:?}: {why}")]
+    Invalid { name: String, why: IdError },
+    #[error("worker must be a package name")]
+    NotText,
+    /// `role` says what the worker is for.
+    #[error("missing required key `worker:` ({role})")]
+    Missing { role: String },
+}
+
 /// The `worker:` key of an artifact: a package name, or why it is not one (`role` says what
 /// the worker is for, in the message for a missing key).
-pub fn worker_name(value: Option<&serde_yaml_ng::Value>, role: &str) -> Result<String, String> {
+pub fn worker_name(value: Option<&serde_yaml_ng::Value>, role: &str) -> Result<String, WorkerNameError> {
     match value {
-        Some(serde_yaml_ng::Value::String(w)) if validate_id(w).is_ok() => Ok(w.clone()),
-        Some(serde_yaml_ng::Value::String(w)) => Err(format!("bad worker name {w:?}: {}", IdError::Id(w.clone()))),
-        Some(_) => Err("worker must be a package name".into()),
-        None => Err(format!("missing required key `worker:` ({role})")),
+        Some(serde_yaml_ng::Value::String(w)) => match validate_id(w) {
+            Ok(()) => Ok(w.clone()),
+            Err(why) => Err(WorkerNameError::Invalid { name: w.clone(), why }),
+        },
+        Some(_) => Err(WorkerNameError::NotText),
+        None => Err(WorkerNameError::Missing { role: role.to_string() }),
     }
 }
 

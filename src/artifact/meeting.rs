@@ -162,7 +162,7 @@ impl Meeting {
         } = super::frontmatter::declared(&fields);
         let status = super::vocabulary::status_field::<MeetingStatus>(status.as_ref(), &mut bad);
         let worker = ids::worker_name(worker.as_ref(), "which worker package meets").unwrap_or_else(|why| {
-            bad("worker", why);
+            bad("worker", why.to_string());
             String::new()
         });
         let text_of = |k: &str, v: &Option<Value>, bad: &mut dyn FnMut(&str, String)| match v {

@@ -266,7 +266,7 @@ impl Plan {
         };
         let timeout = match timeout {
             None | Some(Value::Null) => None,
-            Some(v) => frontmatter::timeout(&v).map_err(|e| bad(top("timeout"), e)).ok(),
+            Some(v) => frontmatter::timeout(&v).map_err(|e| bad(top("timeout"), e.to_string())).ok(),
         };
         let desired = match desired {
             None | Some(Value::Null) => None,

@@ -33,7 +33,7 @@ macro_rules! vocabulary {
 
             /// Why `s` is not one of these states, with every one of them.
             pub fn unknown(s: &str) -> String {
-                format!(concat!("unknown ", $label, " {:?} (expected one of: {})"), s, [$($text),+].join(", "))
+                $crate::artifact::vocabulary::UnknownState { label: $label, given: s.to_string(), expected: &[$($text),+] }.to_string()
             }
         }
 
@@ -44,9 +44,13 @@ macro_rules! vocabulary {
         }
 
         impl std::str::FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<$name, String> {
-                $name::parse(s).ok_or_else(|| $name::unknown(s))
+            type Err = $crate::artifact::vocabulary::UnknownState;
+            fn from_str(s: &str) -> Result<$name, $crate::artifact::vocabulary::UnknownState> {
+                $name::parse(s).ok_or_else(|| $crate::artifact::vocabulary::UnknownState {
+                    label: $label,
+                    given: s.to_string(),
+                    expected: &[$($text),+],
+                })
             }
         }
     };
@@ -54,15 +58,25 @@ macro_rules! vocabulary {
 
 pub(crate) use vocabulary;
 
+/// A state's text that is none of its vocabulary's: `label` names the vocabulary (`status`),
+/// `expected` lists every state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {label} {given:?} (expected one of: {})", .expected.join(", "))]
+pub struct UnknownState {
+    pub label: &'static str,
+    pub given: String,
+    pub expected: &'static [&'static str],
+}
+
 /// The frontmatter's `status:` as one of `S`'s states: `None` when absent, a problem (through
 /// `bad`) when it is not a string or not one of them. Every artifact parser reads it so.
-pub(crate) fn status_field<S: std::str::FromStr<Err = String>>(
+pub(crate) fn status_field<S: std::str::FromStr<Err = UnknownState>>(
     value: Option<&serde_yaml_ng::Value>,
     bad: &mut dyn FnMut(&str, String),
 ) -> Option<S> {
     match value {
         None | Some(serde_yaml_ng::Value::Null) => None,
-        Some(serde_yaml_ng::Value::String(s)) => s.parse().map_err(|why| bad("status", why)).ok(),
+        Some(serde_yaml_ng::Value::String(s)) => s.parse().map_err(|why: UnknownState| bad("status", why.to_string())).ok(),
         Some(_) => {
             bad("status", "status must be a string".into());
             None

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -438,52 +438,10 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
 
     // File events on what the watcher watches, handed over as they come: no timer runs at rest.
     let _watcher = watch_files(home, &projects, &tx)?;
-    let mut signals =
-        signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP, signal_hook::consts::SIGINT])?;
-    let signal_handle = signals.handle();
-    let forward = tx.clone();
-    std::thread::Builder::new().name("board-signals".into()).spawn(move || {
-        for signal in signals.forever() {
-            if signal == signal_hook::consts::SIGINT && term::HANDED_OVER.load(std::sync::atomic::Ordering::SeqCst) {
-                continue;
-            }
-            let _ = forward.send(Msg::Signal);
-            break;
-        }
-    })?;
-    // Keys: one read at a time, each only once the last is handled, so that nothing is read
-    // from the terminal while a program the board handed it to runs.
-    let (gate, gate_rx) = channel::<()>();
-    std::thread::Builder::new().name("board-keys".into()).spawn(move || {
-        while gate_rx.recv().is_ok() {
-            match event::read() {
-                Ok(e) => {
-                    if tx.send(Msg::Input(e)).is_err() {
-                        break;
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-    })?;
+    let signal_handle = forward_signals(tx.clone())?;
+    let gate = forward_keys(tx)?;
 
-    let mut board = Board {
-        home,
-        projects: &projects,
-        names: projects.iter().map(|p| p.name.clone()).collect(),
-        items: Vec::new(),
-        problems: Vec::new(),
-        ui: Ui::default(),
-        detail: None,
-        loaded: Instant::now(),
-        pending: changes::Changes::default(),
-        own: None,
-        own_exited: false,
-        holders: Vec::new(),
-        lock_texts: LockTexts::new(),
-        detail_at: Instant::now(),
-        detail_due: false,
-    };
+    let mut board = Board::new(home, &projects);
     board.reload();
     if opts.reconcile {
         board.ui.message = Some(board.reconcile(&exe).unwrap_or_else(|e| format!("error: {e:#}")));
@@ -519,25 +477,7 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
             // File events that came together are taken together (one save is several events;
             // a pass writes many files); anything else waits its turn.
             let msg = match msg {
-                Some(Msg::Files(first)) => {
-                    let mut paths = Vec::new();
-                    let mut rescan = false;
-                    let mut take = |w: Wake| match w {
-                        Wake::Files(p) => paths.extend(p),
-                        _ => rescan = true,
-                    };
-                    take(first);
-                    while let Ok(m) = rx.try_recv() {
-                        match m {
-                            Msg::Files(w) => take(w),
-                            other => {
-                                backlog.push_back(other);
-                                break;
-                            }
-                        }
-                    }
-                    Some(Msg::Files(if rescan { Wake::Rescan } else { Wake::Files(paths) }))
-                }
+                Some(Msg::Files(first)) => Some(Msg::Files(files_together(first, &rx, &mut backlog))),
                 other => other,
             };
             match msg {
@@ -553,24 +493,7 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
                 }
                 Some(Msg::Signal) => return Ok(()),
                 Some(Msg::Files(Wake::Files(paths))) if paths.is_empty() => redraw = false,
-                Some(Msg::Files(Wake::Files(paths))) => {
-                    tracing::debug!(?paths, "file events");
-                    let touched = changes::classify(home, &projects, &paths);
-                    let detail = touched.detail;
-                    board.pending.merge(touched);
-                    if paths.iter().all(|p| is_noise(p)) && board.loaded.elapsed() < NOISE_RELOAD {
-                        // A log or heartbeat: the pane follows at once, the list in a while.
-                        board.refresh_detail_soon();
-                        board.look_at_holders();
-                    } else if board.pending.is_empty() {
-                        if detail {
-                            board.refresh_detail();
-                        }
-                        board.look_at_holders();
-                    } else {
-                        board.apply_pending();
-                    }
-                }
+                Some(Msg::Files(Wake::Files(paths))) => board.on_files(&paths),
                 Some(Msg::Files(_)) => board.reload(),
                 Some(Msg::Input(e)) => {
                     let quit = handle_input(&mut board, e, &exe, &mut t)?;
@@ -589,6 +512,114 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
         stop_watch(&mut c);
     }
     result
+}
+
+/// Forward the first SIGTERM, SIGHUP or SIGINT to the board (a SIGINT while a program the board
+/// handed the terminal to runs is that program's); the handle closes the forwarding.
+fn forward_signals(tx: Sender<Msg>) -> Result<signal_hook::iterator::Handle> {
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP, signal_hook::consts::SIGINT])?;
+    let handle = signals.handle();
+    std::thread::Builder::new().name("board-signals".into()).spawn(move || {
+        for signal in signals.forever() {
+            if signal == signal_hook::consts::SIGINT && term::HANDED_OVER.load(std::sync::atomic::Ordering::SeqCst) {
+                continue;
+            }
+            let _ = tx.send(Msg::Signal);
+            break;
+        }
+    })?;
+    Ok(handle)
+}
+
+/// Forward keys to the board: one read at a time, each only once the last is handled (a send on
+/// the gate returned), so that nothing is read from the terminal while a program the board
+/// handed it to runs.
+fn forward_keys(tx: Sender<Msg>) -> Result<Sender<()>> {
+    let (gate, gate_rx) = channel::<()>();
+    std::thread::Builder::new().name("board-keys".into()).spawn(move || {
+        while gate_rx.recv().is_ok() {
+            match event::read() {
+                Ok(e) => {
+                    if tx.send(Msg::Input(e)).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    })?;
+    Ok(gate)
+}
+
+/// `first` and the file events queued behind it, as one wake (a rescan if any of them is); the
+/// first message of another kind waits in `backlog`.
+fn files_together(first: Wake, rx: &Receiver<Msg>, backlog: &mut VecDeque<Msg>) -> Wake {
+    let mut paths = Vec::new();
+    let mut rescan = false;
+    let mut take = |w: Wake| match w {
+        Wake::Files(p) => paths.extend(p),
+        _ => rescan = true,
+    };
+    take(first);
+    while let Ok(m) = rx.try_recv() {
+        match m {
+            Msg::Files(w) => take(w),
+            other => {
+                backlog.push_back(other);
+                break;
+            }
+        }
+    }
+    if rescan {
+        Wake::Rescan
+    } else {
+        Wake::Files(paths)
+    }
+}
+
+impl<'a> Board<'a> {
+    /// A board of `projects`, not loaded yet.
+    fn new(home: &'a Home, projects: &'a [Project]) -> Board<'a> {
+        Board {
+            home,
+            projects,
+            names: projects.iter().map(|p| p.name.clone()).collect(),
+            items: Vec::new(),
+            problems: Vec::new(),
+            ui: Ui::default(),
+            detail: None,
+            loaded: Instant::now(),
+            pending: changes::Changes::default(),
+            own: None,
+            own_exited: false,
+            holders: Vec::new(),
+            lock_texts: LockTexts::new(),
+            detail_at: Instant::now(),
+            detail_due: false,
+        }
+    }
+
+    /// Files changed at `paths` (not none): what they touch is applied now, or soon when only
+    /// logs and heartbeats changed.
+    fn on_files(&mut self, paths: &[PathBuf]) {
+        tracing::debug!(?paths, "file events");
+        let touched = changes::classify(self.home, self.projects, paths);
+        let detail = touched.detail;
+        self.pending.merge(touched);
+        if paths.iter().all(|p| is_noise(p)) && self.loaded.elapsed() < NOISE_RELOAD {
+            // A log or heartbeat: the pane follows at once, the list in a while.
+            self.refresh_detail_soon();
+            self.look_at_holders();
+        } else if self.pending.is_empty() {
+            if detail {
+                self.refresh_detail();
+            }
+            self.look_at_holders();
+        } else {
+            self.apply_pending();
+        }
+    }
 }
 
 fn words_of(board: &Board<'_>) -> String {

@@ -146,7 +146,7 @@ fn dispatch(
         Ok(v) => v,
         Err(why) => {
             // Recorded like a worker that could not start: the next plan fails the commission.
-            launch::refuse(&state, attempt, &why)?;
+            launch::refuse(&state, attempt, &why.to_string())?;
             return Ok(Outcome::Done);
         }
     };

@@ -178,7 +178,7 @@ impl Observed {
         let taken = folded.take(&m);
         self.fold_changed = true;
         if let Err(why) = taken {
-            self.mail_notes.push((key.to_string(), why));
+            self.mail_notes.push((key.to_string(), why.to_string()));
             return;
         }
         if self.mail.len() < MAIL_PER_PASS || matches!(m.body, MailBody::Result { .. }) {
@@ -225,7 +225,7 @@ impl Folded {
     }
 
     /// Take one event in; `Err` says why it is ignored.
-    pub fn take(&mut self, m: &Mail) -> Result<(), String> {
+    pub fn take(&mut self, m: &Mail) -> Result<(), SecondResult> {
         match &m.body {
             MailBody::Progress { text } => self.progress = Some(text.clone()),
             MailBody::Question { text } => {
@@ -237,7 +237,7 @@ impl Folded {
             }
             MailBody::Result { summary, artifacts } => {
                 if self.result.is_some() {
-                    return Err(format!("a second result (event {}) ignored: submit_result is accepted once per attempt", m.seq));
+                    return Err(SecondResult { seq: m.seq });
                 }
                 self.result = Some(Submitted { summary: summary.clone(), artifacts: artifacts.clone() });
             }
@@ -245,6 +245,14 @@ impl Folded {
         }
         Ok(())
     }
+}
+
+/// A result submitted after the attempt's first: ignored ([`Folded::take`]).
+#[derive(Debug, thiserror::Error)]
+#[error("a second result (event {seq}) ignored: submit_result is accepted once per attempt")]
+pub struct SecondResult {
+    /// The ignored event's number in the mailbox.
+    pub seq: u64,
 }
 
 /// Everything `plan` needs, captured at one instant.
@@ -832,7 +840,7 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         Err(why) => {
             // Unreadable, implausible, or naming a process that is not the attempt's shim:
             // reported, and nothing is signalled by it.
-            obs.corrupt = Some(why);
+            obs.corrupt = Some(why.to_string());
             return;
         }
     }

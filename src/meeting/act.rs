@@ -247,8 +247,8 @@ fn write_followups(ctx: &Ctx<'_, Catalog>, from: &str, followups: &[Followup]) -
     let log = timeline::path_for(&ctx.project.meeting_path(from));
     for f in followups {
         match write_followup(ctx, f)? {
-            Ok(()) => {}
-            Err(why) => {
+            FollowupWritten::Written => {}
+            FollowupWritten::Invalid(why) => {
                 let now = timeline::timestamp(chrono::Utc::now());
                 let text = format!("follow-up {} was not written: {why}", f.id);
                 timeline::append(&log, &[timeline::event(&now, "anomaly", format!("followup-invalid:{}", f.id), json!({ "text": text }))])?;
@@ -258,9 +258,17 @@ fn write_followups(ctx: &Ctx<'_, Catalog>, from: &str, followups: &[Followup]) -
     Ok(())
 }
 
+/// What became of a follow-up request ([`write_followup`]).
+enum FollowupWritten {
+    /// Written, or a file of its id was there already (never written over).
+    Written,
+    /// Not written: `check` would refuse it, and why.
+    Invalid(crate::artifact::CreateError),
+}
+
 /// A follow-up request as a person would write it; never over an existing file, never one
-/// `check` would refuse (`Ok(Err(why))`).
-fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), String>> {
+/// `check` would refuse ([`FollowupWritten::Invalid`]).
+fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<FollowupWritten> {
     let path = ctx.project.meeting_path(&f.id);
     let text = crate::artifact::meeting::render(&crate::artifact::meeting::New {
         title: Some(format!("Follow-up: {}", first_line(&f.reason))),
@@ -274,8 +282,8 @@ fn write_followup(ctx: &Ctx<'_, Catalog>, f: &Followup) -> Result<Result<(), Str
     });
     crate::artifact::make_lore_dir(&ctx.project.meetings_dir())?;
     match crate::artifact::create_new(&path, &text, "meeting", crate::artifact::Meeting::parse) {
-        Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(Ok(())),
-        Err(e @ crate::artifact::CreateError::Invalid { .. }) => Ok(Err(e.to_string())),
+        Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(FollowupWritten::Written),
+        Err(e @ crate::artifact::CreateError::Invalid { .. }) => Ok(FollowupWritten::Invalid(e)),
         Err(e) => Err(e.into()),
     }
 }

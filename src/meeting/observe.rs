@@ -66,7 +66,9 @@ fn observe_one(
     let opened = live && matches!(read_json::<WorktreeRecord>(&state.worktree()), Ok(Some(rec)) if rec.path.join(".git").exists());
     let worker_problem = match meeting.effective_status() {
         // Not installed: said with where packages are looked for and how to install it.
-        MeetingStatus::Open if !live => workers.not_installed(&meeting.worker).or_else(|| workers.for_meeting(&meeting.worker).err()),
+        MeetingStatus::Open if !live => {
+            workers.not_installed(&meeting.worker).or_else(|| workers.for_meeting(&meeting.worker).err().map(|e| e.to_string()))
+        }
         _ => None,
     };
     let mut o = Observed {

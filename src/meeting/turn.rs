@@ -89,23 +89,7 @@ pub fn run(
     let record = super::observe::record(home, project, id)?;
     let state = StateDir(home.meeting_state(&project.name, id));
     let held_here = !crate::activity::ids::runtime(home, project, crate::activity::kind::Name::Meeting, id).is_empty();
-    if let Some(away) = super::decide::elsewhere(&meeting, record.as_ref(), held_here) {
-        bail!("{away}");
-    }
-    match (record.as_ref().map(|r| r.status), meeting.effective_status()) {
-        (Some(MeetingStatus::Open), MeetingStatus::Open) => {}
-        (Some(MeetingStatus::Open), MeetingStatus::Closed) => bail!("meeting {id} is closing; no more turns"),
-        // Asked to be open, or opened by a pass that stopped before recording it: a pass
-        // finishes (or carries out) the opening.
-        (None, MeetingStatus::Open) => bail!(
-            "meeting {id} is not open in this home yet: its opening is not finished; run `guild-hall reconcile --once` (or let `guild-hall watch` run), then send again"
-        ),
-        (_, st) => bail!(
-            "meeting {id} is not open (it is {st}{}); {}",
-            meeting.owned.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
-            if st == MeetingStatus::Requested { "accept it first: guild-hall meeting accept" } else { "start a new meeting to talk again" }
-        ),
-    }
+    refuse_unless_open(id, &meeting, record.as_ref(), held_here)?;
     let wt = crate::activity::worktree::recorded(
         &state.worktree(),
         &project.root,
@@ -196,15 +180,53 @@ pub fn run(
             renewed = true;
         }
     }
-    let who = meeting.worker.clone();
+    let session = record_reply(&meeting, &transcript, turn, &streamed, old_session.as_deref(), renewed)?;
+    let _ = std::fs::remove_file(state.0.join("turn.json"));
+    drop(_lock);
+    Ok(Turn { meeting: id.to_string(), turn, outcome: streamed.outcome, session_id: session, text: streamed.text })
+}
+
+/// Refuse a turn of meeting `id` unless it is open here: held by no other home (`held_here`: this
+/// home runs it) and recorded open by a pass.
+fn refuse_unless_open(id: &str, meeting: &Meeting, record: Option<&super::decide::MeetingRecord>, held_here: bool) -> Result<()> {
+    if let Some(away) = super::decide::elsewhere(meeting, record, held_here) {
+        bail!("{away}");
+    }
+    match (record.map(|r| r.status), meeting.effective_status()) {
+        (Some(MeetingStatus::Open), MeetingStatus::Open) => Ok(()),
+        (Some(MeetingStatus::Open), MeetingStatus::Closed) => bail!("meeting {id} is closing; no more turns"),
+        // Asked to be open, or opened by a pass that stopped before recording it: a pass
+        // finishes (or carries out) the opening.
+        (None, MeetingStatus::Open) => bail!(
+            "meeting {id} is not open in this home yet: its opening is not finished; run `guild-hall reconcile --once` (or let `guild-hall watch` run), then send again"
+        ),
+        (_, st) => bail!(
+            "meeting {id} is not open (it is {st}{}); {}",
+            meeting.owned.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
+            if st == MeetingStatus::Requested { "accept it first: guild-hall meeting accept" } else { "start a new meeting to talk again" }
+        ),
+    }
+}
+
+/// Keep what turn `turn` of `meeting` said: its reply in the transcript, a new session id in
+/// the artifact, the turn in the timeline. The session the meeting goes on with.
+fn record_reply(
+    meeting: &Meeting,
+    transcript: &std::path::Path,
+    turn: u32,
+    streamed: &Streamed,
+    old_session: Option<&str>,
+    renewed: bool,
+) -> Result<Option<String>> {
+    let who = &meeting.worker;
     let ending = match &streamed.outcome {
         Outcome::Ended => String::new(),
         Outcome::Interrupted => "\n\n_(interrupted)_".into(),
         Outcome::Failed { reason } => format!("\n\n_(turn failed: {reason})_"),
     };
-    append(&transcript, &format!("## {who} ({})\n\n{}{ending}\n\n", now(), streamed.text.trim_end()))?;
-    let session = streamed.session.clone().or(if renewed { None } else { old_session.clone() });
-    if streamed.session.is_some() && streamed.session != old_session {
+    append(transcript, &format!("## {who} ({})\n\n{}{ending}\n\n", now(), streamed.text.trim_end()))?;
+    let session = streamed.session.clone().or(if renewed { None } else { old_session.map(str::to_string) });
+    if streamed.session.is_some() && streamed.session.as_deref() != old_session {
         if let Some(s) = streamed.session.as_deref().filter(|s| crate::artifact::meeting::valid_session_id(s)) {
             let edits = [Edit::Set("session_id".into(), Value::String(s.to_string()))];
             crate::artifact::store::edit_current(&meeting.path, super::act::fitted(&meeting.path, &edits))?;
@@ -219,9 +241,7 @@ pub fn run(
         &timeline::path_for(&meeting.path),
         &[timeline::event(&now(), "turn", format!("turn:{turn}"), json!({"turn": turn, "outcome": outcome_text, "session": session}))],
     )?;
-    let _ = std::fs::remove_file(state.0.join("turn.json"));
-    drop(_lock);
-    Ok(Turn { meeting: id.to_string(), turn, outcome: streamed.outcome, session_id: session, text: streamed.text })
+    Ok(session)
 }
 
 /// What the worker of one turn said, and how it ended.
@@ -312,17 +332,7 @@ fn stream(
             // bounded all the same: the shim is killed, the output no longer read.
             tracing::warn!("a stopped turn's output is still open; no longer waiting for it");
             kill_now(&mut child);
-            // What still carries the attempt's mark (not a process that cleared its
-            // environment: that one only the shim could have stopped) is killed here.
-            let (state, attempt) = launch.state();
-            if let Ok(Some(run)) = state.read_run() {
-                if run.attempt == attempt {
-                    let pids = crate::worker::shim::leftovers(&run);
-                    if let Err(e) = crate::worker::shim::kill_leftovers(&run, &pids) {
-                        tracing::warn!(error = %e, "killing what is left of a stopped turn");
-                    }
-                }
-            }
+            kill_leftovers(launch);
             break;
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
@@ -369,8 +379,6 @@ fn stream(
         on_event(&TurnEvent::TextDelta { text: marker.clone() });
         out.text.push_str(&marker);
     }
-    let (state, attempt) = launch.state();
-    let exit: Option<ExitInfo> = read_json(&state.exit()).ok().flatten().filter(|x: &ExitInfo| x.attempt == attempt);
     out.outcome = if timed_out {
         Outcome::Failed {
             reason: format!(
@@ -385,12 +393,33 @@ fn stream(
     } else if ended {
         Outcome::Ended
     } else {
-        // When it ended comes before its log's tail, which may be long.
-        let when = " before the end of its turn";
-        let reason = exit.map(|x| x.describe_when(when)).unwrap_or_else(|| format!("the supervisor exited with {status}{when}"));
-        Outcome::Failed { reason }
+        Outcome::Failed { reason: unended(launch, status) }
     };
     Ok(out)
+}
+
+/// Why a turn whose worker ended without a `turn_end` failed: what its exit says, else the
+/// shim's own status.
+fn unended(launch: &launch::Ready, status: std::process::ExitStatus) -> String {
+    let (state, attempt) = launch.state();
+    let exit: Option<ExitInfo> = read_json(&state.exit()).ok().flatten().filter(|x: &ExitInfo| x.attempt == attempt);
+    // When it ended comes before its log's tail, which may be long.
+    let when = " before the end of its turn";
+    exit.map(|x| x.describe_when(when)).unwrap_or_else(|| format!("the supervisor exited with {status}{when}"))
+}
+
+/// Kill what still carries a stopped turn's attempt's mark (not a process that cleared its
+/// environment: that one only the shim could have stopped).
+fn kill_leftovers(launch: &launch::Ready) {
+    let (state, attempt) = launch.state();
+    if let Ok(Some(run)) = state.read_run() {
+        if run.attempt == attempt {
+            let pids = crate::worker::shim::leftovers(&run);
+            if let Err(e) = crate::worker::shim::kill_leftovers(&run, &pids) {
+                tracing::warn!(error = %e, "killing what is left of a stopped turn");
+            }
+        }
+    }
 }
 
 /// Stop the turn's shim now: SIGUSR1 has it SIGKILL every process it still knows of; a shim that

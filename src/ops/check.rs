@@ -83,7 +83,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         if let Some(why) = snap.workers.not_installed(worker) {
             waiting.push(at_key(&o.meeting.path, "worker", format!("meeting {} waits: {why}", o.meeting.id)));
         } else if let Err(why) = snap.workers.for_meeting(worker) {
-            problems.push(at_key(&o.meeting.path, "worker", why));
+            problems.push(at_key(&o.meeting.path, "worker", why.to_string()));
         }
     }
     let (plans, plan_problems) = crate::plan::observe::observe(home, project, &snap.workers, &now, 0)?;

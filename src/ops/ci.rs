@@ -96,44 +96,10 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
         );
     }
     let integration = project.config.integration_branch.clone();
-    // What is merged in and published is the base branch, never whatever happens to be checked
-    // out (a feature branch, a pull request's merge commit): unfinished work would reach the
-    // integration branch and, with the next `land`, the base branch.
-    let base = match remote::current_branch(&repo) {
-        Some(b) if b == integration => None,
-        Some(b) => {
-            // Configured or recorded; else the remote's default branch (`origin/HEAD`, which
-            // a clone has); else, with nothing to tell, the branch checked out.
-            let configured = match super::sync::configured_base(project)? {
-                Some(base) => base,
-                None => remote::default_branch(&repo, &opts.remote).unwrap_or_else(|| b.clone()),
-            };
-            if configured != b && configured != format!("{}/{b}", opts.remote) {
-                bail!(
-                    "this checkout is on {b}, not the base branch {configured}: guild-hall ci brings only the base branch into {integration} and publishes it (check out {configured}, or name the base with `base_branch:` in {})",
-                    crate::config::ProjectConfig::PATH
-                );
-            }
-            Some(b)
-        }
-        None => bail!(
-            "this checkout is detached (a pull request's merge, say): guild-hall ci brings only the base branch into {integration} and publishes it; run it on a push to the base branch"
-        ),
-    };
+    let base = base_branch(&repo, project, opts, &integration)?;
 
     remote::fetch(&repo, &opts.remote).with_context(|| format!("fetching {}", opts.remote))?;
-    let theirs = format!("{}/{integration}", opts.remote);
-    let adopted = match remote::adopt(&repo, &opts.remote, &integration)? {
-        Adopted::NoRemote if crate::activity::git::branch_exists(&repo, &integration) => format!("kept ({theirs} does not exist)"),
-        Adopted::NoRemote => {
-            crate::activity::trailers::begin_integration_branch(&repo, &integration)?;
-            format!("created from HEAD ({theirs} does not exist)")
-        }
-        Adopted::Created(_) => format!("created from {theirs}"),
-        Adopted::FastForwarded(_) => format!("fast-forwarded to {theirs}"),
-        Adopted::UpToDate => format!("up to date with {theirs}"),
-        Adopted::Ahead => format!("ahead of {theirs}"),
-    };
+    let adopted = adopt(&repo, &opts.remote, &integration)?;
     if base.is_some() {
         remote::switch(&repo, &integration)?;
     }
@@ -195,6 +161,52 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
         problems: report.problems.iter().map(|p| p.to_string()).collect(),
         warnings,
         timed_out: report.timed_out,
+    })
+}
+
+/// The branch checked out, when it is the base branch (to be brought into the integration
+/// branch and switched from); none when the integration branch is checked out; refused when
+/// it is another branch, or none.
+fn base_branch(repo: &git2::Repository, project: &Project, opts: &CiOptions, integration: &str) -> Result<Option<String>> {
+    // What is merged in and published is the base branch, never whatever happens to be checked
+    // out (a feature branch, a pull request's merge commit): unfinished work would reach the
+    // integration branch and, with the next `land`, the base branch.
+    Ok(match remote::current_branch(repo) {
+        Some(b) if b == integration => None,
+        Some(b) => {
+            // Configured or recorded; else the remote's default branch (`origin/HEAD`, which
+            // a clone has); else, with nothing to tell, the branch checked out.
+            let configured = match super::sync::configured_base(project)? {
+                Some(base) => base,
+                None => remote::default_branch(repo, &opts.remote).unwrap_or_else(|| b.clone()),
+            };
+            if configured != b && configured != format!("{}/{b}", opts.remote) {
+                bail!(
+                    "this checkout is on {b}, not the base branch {configured}: guild-hall ci brings only the base branch into {integration} and publishes it (check out {configured}, or name the base with `base_branch:` in {})",
+                    crate::config::ProjectConfig::PATH
+                );
+            }
+            Some(b)
+        }
+        None => bail!(
+            "this checkout is detached (a pull request's merge, say): guild-hall ci brings only the base branch into {integration} and publishes it; run it on a push to the base branch"
+        ),
+    })
+}
+
+/// Take the remote's integration branch in (or make the branch): what became of it, as said.
+fn adopt(repo: &git2::Repository, remote_name: &str, integration: &str) -> Result<String> {
+    let theirs = format!("{remote_name}/{integration}");
+    Ok(match remote::adopt(repo, remote_name, integration)? {
+        Adopted::NoRemote if crate::activity::git::branch_exists(repo, integration) => format!("kept ({theirs} does not exist)"),
+        Adopted::NoRemote => {
+            crate::activity::trailers::begin_integration_branch(repo, integration)?;
+            format!("created from HEAD ({theirs} does not exist)")
+        }
+        Adopted::Created(_) => format!("created from {theirs}"),
+        Adopted::FastForwarded(_) => format!("fast-forwarded to {theirs}"),
+        Adopted::UpToDate => format!("up to date with {theirs}"),
+        Adopted::Ahead => format!("ahead of {theirs}"),
     })
 }
 

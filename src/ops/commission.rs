@@ -38,7 +38,7 @@ pub(crate) fn usable_worker(catalog: &Catalog, worker: &str) -> Result<()> {
 /// [`Catalog::not_installed`] (where packages are looked for, a did-you-mean, how to install a
 /// bundled one) when it is not installed, else `why` (invalid, or without the capability)
 /// with where to look.
-pub(crate) fn unusable(catalog: &Catalog, worker: &str, why: String) -> String {
+pub(crate) fn unusable(catalog: &Catalog, worker: &str, why: impl std::fmt::Display) -> String {
     match catalog.not_installed(worker) {
         Some(words) => words,
         None => format!("{why} (see `guild-hall workers`)"),

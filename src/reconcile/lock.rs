@@ -27,22 +27,33 @@ pub fn lock_project(home: &Home, project: &Project, wait: bool, who: &str) -> Re
     })
 }
 
-pub(super) fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::Result<HeldLock, String> {
+/// Why a lock was not taken ([`take_lock`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TakeLockError {
+    /// Another process holds it: who, as the lock's file says (empty when it names no one).
+    #[error("{holder}")]
+    Held { holder: String },
+    /// The lock's file could not be made or locked.
+    #[error("{0:#}")]
+    Fault(anyhow::Error),
+}
+
+pub(super) fn take_lock(path: &PathBuf, wait: bool, who: &str) -> std::result::Result<HeldLock, TakeLockError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir).map_err(|e| TakeLockError::Fault(e.into()))?;
     }
     use crate::files::{lock, Lock};
-    let holder = || std::fs::read_to_string(path).map(|h| h.trim().to_string()).unwrap_or_default();
-    let mut f = match lock(path, Lock::TryExclusive).map_err(|e| format!("{e:#}"))? {
+    let held = || TakeLockError::Held { holder: std::fs::read_to_string(path).map(|h| h.trim().to_string()).unwrap_or_default() };
+    let mut f = match lock(path, Lock::TryExclusive).map_err(TakeLockError::Fault)? {
         Some(f) => f,
         None if wait => {
             // Said once, so a waiting reconciler is not silent about whom it waits for.
             if !who.is_empty() {
-                tracing::warn!("waiting for the project lock, held by {}", holder());
+                tracing::warn!("waiting for the project lock, held by {}", held());
             }
-            lock(path, Lock::Exclusive).map_err(|e| format!("{e:#}"))?.ok_or_else(holder)?
+            lock(path, Lock::Exclusive).map_err(TakeLockError::Fault)?.ok_or_else(held)?
         }
-        None => return Err(holder()),
+        None => return Err(held()),
     };
     // Who holds it, for the refusal message; the home-wide dispatch lock is taken every pass
     // and names no one (a write per pass would be a write at rest).
@@ -75,5 +86,5 @@ pub fn lock_holder(home: &Home, project: &Project) -> Option<String> {
     if !path.exists() {
         return None;
     }
-    take_lock(&path, false, "").err()
+    take_lock(&path, false, "").err().map(|e| e.to_string())
 }

@@ -293,7 +293,7 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
                     return Err(ToolError::refused("GUILD_HALL_TASK_ID is not set: task_update is for a wave task's worker"));
                 };
                 let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-                a.complete(mine, &ctx.worktree, &now).map_err(ToolError::refused)?;
+                a.complete(mine, &ctx.worktree, &now).map_err(|e| ToolError::refused(e.to_string()))?;
                 if a.idempotency_key.trim().is_empty() {
                     return Err(ToolError::refused("idempotency_key must not be empty"));
                 }

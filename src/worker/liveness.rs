@@ -56,7 +56,7 @@ pub fn turn_running(state: &StateDir) -> bool {
 /// and why — one that does not parse, an implausible `run.json` ([`StateDir::read_run`]), or one
 /// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
 /// process is ever signalled by such a record: the caller reports it and leaves the attempt alone.
-pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
+pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, crate::worker::runner::LocateError> {
     crate::worker::runner::locate(state, attempt, boot)
 }
 

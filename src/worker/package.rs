@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::artifact::commission::Resources;
 use crate::artifact::Problem;
+use crate::worker::sandbox::EntryError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -231,7 +232,7 @@ impl Serialize for SandboxSpec {
 /// secret, and these errors reach `check`, `workers`, `status`, a commission's `reason:` and
 /// its timeline (which `guild-hall ci` pushes).
 /// `key` is what the entry is (`sandbox.write`, `sandbox.read`, `acp.session_dir`): errors say it.
-pub fn expand_home(key: &str, entry: &str) -> Result<PathBuf, String> {
+pub fn expand_home(key: &str, entry: &str) -> Result<PathBuf, EntryError> {
     let p = &super::sandbox::env_or_default(entry)?;
     // What the path came from, for an error: the variable's name, never its value.
     let what = match entry.strip_prefix("${").and_then(|r| r.split_once(":-")) {
@@ -240,16 +241,16 @@ pub fn expand_home(key: &str, entry: &str) -> Result<PathBuf, String> {
     };
     let path = match p.strip_prefix("~/") {
         Some(rest) => {
-            let home = std::env::var_os("HOME").ok_or_else(|| format!("{key} {entry:?}: HOME is not set"))?;
+            let home = std::env::var_os("HOME").ok_or_else(|| EntryError::NoHome { key: key.into(), entry: entry.into() })?;
             PathBuf::from(home).join(rest)
         }
         None => PathBuf::from(p),
     };
     if !path.is_absolute() {
-        return Err(format!("{key} {entry:?} must be an absolute path (or start with ~/){what}"));
+        return Err(EntryError::NotAbsolute { key: key.into(), entry: entry.into(), from: what });
     }
     if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return Err(format!("{key} {entry:?} must not contain `..`{what}"));
+        return Err(EntryError::Upward { key: key.into(), entry: entry.into(), from: what });
     }
     Ok(path)
 }
@@ -263,13 +264,13 @@ fn valid_env_name(name: &str) -> bool {
 /// The values of `names` for a worker: guild-hall's own environment first, then
 /// `secrets` (a `KEY=VALUE` file that must be private to its owner). Names found in neither
 /// are returned apart (not passed); values never appear in an error.
-pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
+pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, String>, Vec<String>), PassEnvError> {
     let mut out = BTreeMap::new();
     let mut missing = Vec::new();
     let mut file: Option<BTreeMap<String, String>> = None;
     for name in names {
         if !valid_env_name(name) {
-            return Err(format!("pass_env: {name:?} is not a variable name"));
+            return Err(PassEnvError::NotAName { name: name.clone() });
         }
         if name == crate::activity::git::PUSH_TOKEN_VAR {
             // guild-hall's own credential for the remote: never a worker's.
@@ -293,25 +294,81 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, St
     Ok((out, missing))
 }
 
-fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, String> {
+/// Why a worker package cannot run the work asked of it: none of that name (or a broken one),
+/// one without the capability, or one whose command is not there.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    /// `why`: its problem, as the catalogue found it.
+    #[error("worker package {name:?} is invalid: {why}")]
+    Invalid { name: String, why: String },
+    /// `said`: in the catalogue's words ([`Catalog::not_installed`]): where it looked, a
+    /// did-you-mean, how to install a bundled one.
+    #[error("{said}")]
+    NotInstalled { said: String },
+    #[error(
+        "worker {name:?} does not have the `commission` capability (its worker.yaml says `capabilities: [commission]` to take this work)"
+    )]
+    NoCommission { name: String },
+    #[error("worker {name:?} does not have the `meeting` capability")]
+    NoMeeting { name: String },
+    #[error("worker {name:?} has no `meeting:` command in its worker.yaml")]
+    NoMeetingCommand { name: String },
+    #[error("worker.yaml: command is empty")]
+    EmptyCommand,
+    #[error("command {prog:?} not found on PATH")]
+    NotOnPath { prog: String },
+    #[error("command {} is not an executable file", .path.display())]
+    NotExecutable { path: PathBuf },
+    /// `shown`: its path as a person would write it.
+    #[error("command {prog} not found: {} does not exist", .shown.display())]
+    Missing { prog: String, shown: PathBuf },
+    #[error("command {} not found: {error}", .path.display())]
+    Unreadable { path: PathBuf, error: std::io::Error },
+}
+
+/// Why a package's `posture:` file cannot be read as its own ([`Package::posture`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PostureError {
+    #[error("posture: {0}")]
+    Path(crate::artifact::ids::IdError),
+    /// `rel`: the posture's path in the package, normalised.
+    #[error("posture {rel}: {error}")]
+    Unreadable { rel: String, error: crate::artifact::ReadError },
+}
+
+/// Why a worker's `pass_env` cannot be had: its values never appear in one.
+#[derive(Debug, thiserror::Error)]
+pub enum PassEnvError {
+    #[error("pass_env: {name:?} is not a variable name")]
+    NotAName { name: String },
+    /// The secrets file could not be read.
+    #[error("{}: {error}", .path.display())]
+    Unreadable { path: PathBuf, error: std::io::Error },
+    #[error("{}: not a regular file", .path.display())]
+    NotRegular { path: PathBuf },
+    /// Others than its owner may read or write it; `mode` is its permission bits.
+    #[error("{}: must be private to its owner (it is mode {mode:04o}): chmod 600 {}", .path.display(), .path.display())]
+    NotPrivate { path: PathBuf, mode: u32 },
+    /// Line `line` (1-based) is not `KEY=VALUE`.
+    #[error("{}:{line}: expected KEY=VALUE", .path.display())]
+    NotKeyValue { path: PathBuf, line: usize },
+}
+
+fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, PassEnvError> {
     use std::os::unix::fs::MetadataExt;
+    let unreadable = |error| PassEnvError::Unreadable { path: path.to_path_buf(), error };
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(unreadable(e)),
     };
     if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
+        return Err(PassEnvError::NotRegular { path: path.to_path_buf() });
     }
     if meta.mode() & 0o077 != 0 || meta.uid() != nix::unistd::geteuid().as_raw() {
-        return Err(format!(
-            "{}: must be private to its owner (it is mode {:04o}): chmod 600 {}",
-            path.display(),
-            meta.mode() & 0o7777,
-            path.display()
-        ));
+        return Err(PassEnvError::NotPrivate { path: path.to_path_buf(), mode: meta.mode() & 0o7777 });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(unreadable)?;
     let mut out = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -320,7 +377,7 @@ fn read_secrets(path: &Path) -> Result<BTreeMap<String, String>, String> {
         }
         let line = line.strip_prefix("export ").unwrap_or(line);
         let Some((k, v)) = line.split_once('=') else {
-            return Err(format!("{}:{}: expected KEY=VALUE", path.display(), n + 1));
+            return Err(PassEnvError::NotKeyValue { path: path.to_path_buf(), line: n + 1 });
         };
         let v = v.trim();
         let v = [('"', '"'), ('\'', '\'')].iter().find_map(|(a, b)| v.strip_prefix(*a).and_then(|x| x.strip_suffix(*b))).unwrap_or(v);
@@ -409,7 +466,7 @@ impl Manifest {
             return Err(at("acp", "acp: is the policy of an ACP agent: it needs `protocol: acp`".into()));
         }
         if let Some(dir) = &m.acp.session_dir {
-            expand_home("acp.session_dir", dir).map_err(|e| at("acp", e))?;
+            expand_home("acp.session_dir", dir).map_err(|e| at("acp", e.to_string()))?;
         }
         Ok(m)
     }
@@ -426,23 +483,23 @@ impl Package {
     }
 
     /// The posture text (system-prompt preamble), if the package has one.
-    pub fn posture(&self) -> Result<Option<String>, String> {
+    pub fn posture(&self) -> Result<Option<String>, PostureError> {
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
-        let rel = crate::artifact::ids::validate_rel_path(rel).map_err(|e| format!("posture: {e}"))?;
+        let rel = crate::artifact::ids::validate_rel_path(rel).map_err(PostureError::Path)?;
         // Never through a link: a package from a cloned repository could point its posture at
         // the person's secrets, which would go into every prompt.
-        crate::artifact::read_regular_beneath(&self.dir, Path::new(&rel)).map(Some).map_err(|e| format!("posture {rel}: {e}"))
+        crate::artifact::read_regular_beneath(&self.dir, Path::new(&rel)).map(Some).map_err(|error| PostureError::Unreadable { rel, error })
     }
 
     /// What the package's `sandbox.write` adds to what a confined process of it may write,
     /// `~` expanded (nothing when it runs with `sandbox: off`).
-    pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, String> {
+    pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, EntryError> {
         Ok(self.sandbox_write_entries()?.into_iter().map(|(_, path)| path).collect())
     }
 
     /// [`Package::sandbox_write`] beside each entry as written: what an error names (an
     /// expanded `${NAME:-DEFAULT}` may be a secret, never shown).
-    pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, String> {
+    pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, EntryError> {
         match &self.manifest.sandbox {
             SandboxSpec::Confined { write, .. } => write.iter().map(|w| expand_home("sandbox.write", w).map(|p| (w.clone(), p))).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
@@ -451,7 +508,7 @@ impl Package {
 
     /// What the package's `sandbox.read` names, `~` expanded: of the person's credential stores
     /// ([`super::sandbox::credential_stores`]) these (and what lies beneath) are readable.
-    pub fn sandbox_read(&self) -> Result<Vec<PathBuf>, String> {
+    pub fn sandbox_read(&self) -> Result<Vec<PathBuf>, EntryError> {
         match &self.manifest.sandbox {
             SandboxSpec::Confined { read, .. } => read.iter().map(|r| expand_home("sandbox.read", r)).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
@@ -475,13 +532,13 @@ impl Package {
 
     /// The executable to run: relative paths with a '/' resolve against the package dir, bare
     /// names against `PATH`. Errors say what is wrong, for the activation-failure reason.
-    pub fn resolve_command(&self) -> Result<Vec<String>, String> {
+    pub fn resolve_command(&self) -> Result<Vec<String>, Unusable> {
         self.resolve_argv(&self.manifest.command)
     }
 
     /// Resolve any argv of this package (`command`, `compact`) the same way.
-    pub fn resolve_argv(&self, argv: &[String]) -> Result<Vec<String>, String> {
-        let (prog, args) = argv.split_first().ok_or("worker.yaml: command is empty")?;
+    pub fn resolve_argv(&self, argv: &[String]) -> Result<Vec<String>, Unusable> {
+        let (prog, args) = argv.split_first().ok_or(Unusable::EmptyCommand)?;
         let path = if prog.contains('/') {
             let p = Path::new(prog);
             if p.is_absolute() {
@@ -490,18 +547,18 @@ impl Package {
                 self.dir.join(p)
             }
         } else {
-            search_path(prog).ok_or_else(|| format!("command {prog:?} not found on PATH"))?
+            search_path(prog).ok_or_else(|| Unusable::NotOnPath { prog: prog.clone() })?
         };
         use std::os::unix::fs::PermissionsExt;
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => {}
-            Ok(_) => return Err(format!("command {} is not an executable file", path.display())),
+            Ok(_) => return Err(Unusable::NotExecutable { path }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // Said as a person would write the path (`dir/run.sh`, not `dir/./run.sh`).
                 let shown: PathBuf = path.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
-                return Err(format!("command {prog} not found: {} does not exist", shown.display()));
+                return Err(Unusable::Missing { prog: prog.clone(), shown });
             }
-            Err(e) => return Err(format!("command {} not found: {e}", path.display())),
+            Err(error) => return Err(Unusable::Unreadable { path, error }),
         }
         let mut argv = vec![path.to_string_lossy().into_owned()];
         argv.extend(args.iter().cloned());
@@ -515,10 +572,10 @@ impl Package {
     pub fn missing(&self) -> Vec<(&'static str, Option<usize>, String)> {
         let mut out = Vec::new();
         if let Err(why) = self.resolve_command() {
-            out.push(("command", None, why));
+            out.push(("command", None, why.to_string()));
         }
         if let Some(rel) = &self.manifest.posture {
-            if let Err(why) = self.posture() {
+            if let Err(why) = self.posture().map_err(|e| e.to_string()) {
                 let path = self.dir.join(rel);
                 let why = if std::fs::symlink_metadata(&path).is_err() {
                     let shown: PathBuf = path.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
@@ -681,7 +738,7 @@ impl Catalog {
     pub fn cannot_start(&self, name: &str) -> Option<String> {
         self.not_installed(name).or_else(|| match self.for_commission(name) {
             Ok(_) => self.unready.get(name).map(|why| format!("worker package {name:?}: {why}")),
-            Err(why) => Some(why),
+            Err(why) => Some(why.to_string()),
         })
     }
 
@@ -768,31 +825,31 @@ impl Catalog {
     }
 
     /// The package for a commission, or why there is none (the activation-failure reason).
-    pub fn for_commission(&self, name: &str) -> Result<&Package, String> {
+    pub fn for_commission(&self, name: &str) -> Result<&Package, Unusable> {
         match self.find(name)? {
             p if p.can_commission() => Ok(p),
-            _ => Err(format!(
-                "worker {name:?} does not have the `commission` capability (its worker.yaml says `capabilities: [commission]` to take this work)"
-            )),
+            _ => Err(Unusable::NoCommission { name: name.to_string() }),
         }
     }
 
     /// The package for a meeting: the `meeting` capability and a `meeting:` command.
-    pub fn for_meeting(&self, name: &str) -> Result<&Package, String> {
+    pub fn for_meeting(&self, name: &str) -> Result<&Package, Unusable> {
         match self.find(name)? {
-            p if !p.can_meet() => Err(format!("worker {name:?} does not have the `meeting` capability")),
-            p if p.manifest.meeting.is_none() => Err(format!("worker {name:?} has no `meeting:` command in its worker.yaml")),
+            p if !p.can_meet() => Err(Unusable::NoMeeting { name: name.to_string() }),
+            p if p.manifest.meeting.is_none() => Err(Unusable::NoMeetingCommand { name: name.to_string() }),
             p => Ok(p),
         }
     }
 
-    fn find(&self, name: &str) -> Result<&Package, String> {
+    fn find(&self, name: &str) -> Result<&Package, Unusable> {
         match self.packages.get(name) {
             Some(p) => Ok(p),
             None => match self.broken.get(name) {
-                Some(why) => Err(format!("worker package {name:?} is invalid: {why}")),
+                Some(why) => Err(Unusable::Invalid { name: name.to_string(), why: why.clone() }),
                 // One wording of "not installed" for every entry point: the pass's.
-                None => Err(self.not_installed(name).unwrap_or_else(|| format!("worker {name:?} is not installed"))),
+                None => Err(Unusable::NotInstalled {
+                    said: self.not_installed(name).unwrap_or_else(|| format!("worker {name:?} is not installed")),
+                }),
             },
         }
     }

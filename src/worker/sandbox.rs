@@ -59,23 +59,69 @@ pub fn support() -> Support {
     Support::Unavailable { why }
 }
 
+/// What else a policy file is ([`Policy::from_file_bytes`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyFileError {
+    #[error("not a policy file (no final NUL)")]
+    NoFinalNul,
+    #[error("not a policy file (no header)")]
+    NoHeader,
+    #[error("an entry without its path")]
+    NoPath,
+    #[error("a shown path without its entry")]
+    NoEntry,
+    /// An entry of a kind no policy writes.
+    #[error("unknown entry {0:?}")]
+    Unknown(String),
+}
+
+/// Why the policy file at `path` was not read ([`Policy::read_file`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyReadError {
+    #[error("reading the sandbox policy {}: {error}", .path.display())]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("the sandbox policy {}: {error}", .path.display())]
+    Invalid { path: PathBuf, error: PolicyFileError },
+}
+
 /// A `sandbox.write` entry of the form `${NAME:-DEFAULT}`: the value of `NAME` in guild-hall's
 /// environment when it is set and not empty, else `DEFAULT` (so a package can follow, say,
 /// `CLAUDE_CONFIG_DIR` where a person moved Claude Code's state). Any other entry is itself.
-pub fn env_or_default(entry: &str) -> Result<String, String> {
+pub fn env_or_default(entry: &str) -> Result<String, EntryError> {
     let Some(inner) = entry.strip_prefix("${").and_then(|r| r.strip_suffix('}')) else { return Ok(entry.to_string()) };
     let Some((name, default)) = inner.split_once(":-") else {
-        return Err(format!("sandbox.write {entry:?}: write ${{NAME:-DEFAULT}}, with a default for when NAME is not set"));
+        return Err(EntryError::NoDefault { entry: entry.to_string() });
     };
     let mut chars = name.chars();
     if !(chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')) {
-        return Err(format!("sandbox.write {entry:?}: {name:?} is not a variable name"));
+        return Err(EntryError::NotAName { entry: entry.to_string(), name: name.to_string() });
     }
     match std::env::var(name) {
         Ok(v) if !v.is_empty() => Ok(v),
         Ok(_) | Err(std::env::VarError::NotPresent) => Ok(default.to_string()),
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!("sandbox.write {entry:?}: {name} is not valid UTF-8")),
+        Err(std::env::VarError::NotUnicode(_)) => Err(EntryError::NotUtf8 { entry: entry.to_string(), name: name.to_string() }),
     }
+}
+
+/// Why a package's path entry (`sandbox.write`, `sandbox.read`, `acp.session_dir`) is not a
+/// path ([`env_or_default`], [`super::expand_home`]). Each names the entry as written, never
+/// what it expanded to: a variable's value may be a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("sandbox.write {entry:?}: write ${{NAME:-DEFAULT}}, with a default for when NAME is not set")]
+    NoDefault { entry: String },
+    #[error("sandbox.write {entry:?}: {name:?} is not a variable name")]
+    NotAName { entry: String, name: String },
+    #[error("sandbox.write {entry:?}: {name} is not valid UTF-8")]
+    NotUtf8 { entry: String, name: String },
+    /// `key` is what the entry is (`sandbox.write`, `sandbox.read`, `acp.session_dir`).
+    #[error("{key} {entry:?}: HOME is not set")]
+    NoHome { key: String, entry: String },
+    /// `from` says what the path came from (a variable's name), or is empty.
+    #[error("{key} {entry:?} must be an absolute path (or start with ~/){from}")]
+    NotAbsolute { key: String, entry: String, from: String },
+    #[error("{key} {entry:?} must not contain `..`{from}")]
+    Upward { key: String, entry: String, from: String },
 }
 
 /// The person's credential stores under their home directory (design §6): keys, cloud and
@@ -248,15 +294,15 @@ impl Policy {
     }
 
     /// The policy [`Policy::to_file_bytes`] wrote; what else it is, is said.
-    pub fn from_file_bytes(bytes: &[u8]) -> Result<Policy, String> {
+    pub fn from_file_bytes(bytes: &[u8]) -> Result<Policy, PolicyFileError> {
         use std::os::unix::ffi::OsStrExt;
-        let body = bytes.strip_suffix(&[0]).ok_or("not a policy file (no final NUL)")?;
+        let body = bytes.strip_suffix(&[0]).ok_or(PolicyFileError::NoFinalNul)?;
         let mut fields = body.split(|&b| b == 0);
         if fields.next() != Some(POLICY_HEADER) {
-            return Err("not a policy file (no header)".into());
+            return Err(PolicyFileError::NoHeader);
         }
-        let path = |f: Option<&[u8]>| -> Result<PathBuf, String> {
-            let f = f.filter(|f| !f.is_empty()).ok_or("an entry without its path")?;
+        let path = |f: Option<&[u8]>| -> Result<PathBuf, PolicyFileError> {
+            let f = f.filter(|f| !f.is_empty()).ok_or(PolicyFileError::NoPath)?;
             Ok(PathBuf::from(std::ffi::OsStr::from_bytes(f)))
         };
         let mut policy = Policy::default();
@@ -268,18 +314,18 @@ impl Policy {
                 b"own" => policy.own.push(path(fields.next())?),
                 b"shown" => {
                     let p = path(fields.next())?;
-                    let entry = fields.next().ok_or("a shown path without its entry")?;
+                    let entry = fields.next().ok_or(PolicyFileError::NoEntry)?;
                     policy.written_as.insert(p, String::from_utf8_lossy(entry).into_owned());
                 }
                 b"cluster_client" => policy.cluster_client = true,
-                other => return Err(format!("unknown entry {:?}", String::from_utf8_lossy(other))),
+                other => return Err(PolicyFileError::Unknown(String::from_utf8_lossy(other).into_owned())),
             }
         }
         Ok(policy)
     }
 
     /// Read the policy file at `path` (never through a link).
-    pub fn read_file(path: &Path) -> Result<Policy, String> {
+    pub fn read_file(path: &Path) -> Result<Policy, PolicyReadError> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let mut bytes = Vec::new();
@@ -288,8 +334,8 @@ impl Policy {
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|e| format!("reading the sandbox policy {}: {e}", path.display()))?;
-        Policy::from_file_bytes(&bytes).map_err(|e| format!("the sandbox policy {}: {e}", path.display()))
+            .map_err(|error| PolicyReadError::Io { path: path.to_path_buf(), error })?;
+        Policy::from_file_bytes(&bytes).map_err(|error| PolicyReadError::Invalid { path: path.to_path_buf(), error })
     }
 
     /// How a path of this policy is named in an error: the entry as the package wrote it,
@@ -481,7 +527,7 @@ impl SocketMask {
         use std::os::unix::ffi::OsStrExt;
         let (enabled, why_not) = match pathname_socket_support() {
             Ok(()) => (true, None),
-            Err(why) => (false, Some(why)),
+            Err(why) => (false, Some(why.to_string())),
         };
         let munge = |p: &PathBuf| p.file_name().is_some_and(|n| n.as_bytes().starts_with(b"munge.socket"));
         let sockets = match enabled {
@@ -587,22 +633,41 @@ fn unshare_mounts(uid_map: &[u8], gid_map: &[u8]) -> Result<(), (usize, i32)> {
 /// namespaces are restricted (Ubuntu's AppArmor since 23.10, a process already under
 /// Landlock) `unshare` may succeed and a later step fail: then no worker tries, rather than
 /// none starting.
-pub fn pathname_socket_support() -> Result<(), String> {
-    static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    PROBED.get_or_init(probe_mount_namespace).clone()
+pub fn pathname_socket_support() -> Result<(), &'static NoMountNamespace> {
+    static PROBED: std::sync::OnceLock<Result<(), NoMountNamespace>> = std::sync::OnceLock::new();
+    PROBED.get_or_init(probe_mount_namespace).as_ref().map(|_| ())
 }
 
-fn probe_mount_namespace() -> Result<(), String> {
+/// Why no mount namespace can be had for workers here ([`pathname_socket_support`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NoMountNamespace {
+    #[error("no temp file for the probe: {0}")]
+    TempFile(std::io::Error),
+    #[error("{0}")]
+    NulInPath(std::ffi::NulError),
+    #[error("no pipe for the probe: {0}")]
+    Pipe(nix::errno::Errno),
+    #[error("forking the probe: {0}")]
+    Fork(std::io::Error),
+    /// The probe's step `what` failed.
+    #[error("no mount namespace for workers: {what}: {error}")]
+    Step { what: &'static str, error: std::io::Error },
+    /// The probe ended otherwise than saying a step failed or exiting 0 (a wait status).
+    #[error("the probe for a mount namespace ended with status {0}")]
+    Status(i32),
+}
+
+fn probe_mount_namespace() -> Result<(), NoMountNamespace> {
     use std::os::unix::ffi::OsStrExt;
-    let file = tempfile::NamedTempFile::new().map_err(|e| format!("no temp file for the probe: {e}"))?;
-    let target = std::ffi::CString::new(file.path().as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    let file = tempfile::NamedTempFile::new().map_err(NoMountNamespace::TempFile)?;
+    let target = std::ffi::CString::new(file.path().as_os_str().as_bytes()).map_err(NoMountNamespace::NulInPath)?;
     let (uid_map, gid_map) = id_maps();
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("no pipe for the probe: {e}"))?;
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(NoMountNamespace::Pipe)?;
     // SAFETY: the child makes only async-signal-safe system calls on memory made before the
     // fork, then `_exit`s.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("forking the probe: {}", std::io::Error::last_os_error()));
+        return Err(NoMountNamespace::Fork(std::io::Error::last_os_error()));
     }
     if pid == 0 {
         // SAFETY: as above; the failed step and errno go to the parent as 8 bytes.
@@ -632,12 +697,12 @@ fn probe_mount_namespace() -> Result<(), String> {
         let step = u32::from_ne_bytes(step.try_into().unwrap_or_default()) as usize;
         let errno = i32::from_ne_bytes(errno.try_into().unwrap_or_default());
         let what = STEPS.get(step).copied().unwrap_or("the probe");
-        return Err(format!("no mount namespace for workers: {what}: {}", std::io::Error::from_raw_os_error(errno)));
+        return Err(NoMountNamespace::Step { what, error: std::io::Error::from_raw_os_error(errno) });
     }
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else {
-        Err(format!("the probe for a mount namespace ended with status {status}"))
+        Err(NoMountNamespace::Status(status))
     }
 }
 
@@ -799,7 +864,7 @@ mod tests {
         let mask = SocketMask::around(&[], false);
         match pathname_socket_support() {
             Ok(()) => assert!(mask.enabled && mask.why_not.is_none()),
-            Err(why) => assert!(!mask.enabled && mask.why_not == Some(why) && mask.sockets.is_empty()),
+            Err(why) => assert!(!mask.enabled && mask.why_not == Some(why.to_string()) && mask.sockets.is_empty()),
         }
     }
 

@@ -577,7 +577,7 @@ pub fn run_shim(args: &ShimArgv, admit: Admit<'_>) -> Result<i32> {
     match run_attempt(&state, args, &mut ready) {
         Ok(()) => Ok(0),
         Err(why) => {
-            refuse(&state, attempt, &why)?;
+            refuse(&state, attempt, &why.to_string())?;
             Ok(127)
         }
     }
@@ -605,24 +605,57 @@ impl Asked {
     }
 }
 
+/// Why the shim did not run an attempt's worker, or could not record its end ([`run_attempt`]):
+/// written as the attempt's exit error.
+#[derive(Debug, thiserror::Error)]
+enum ShimError {
+    #[error("cannot create the private temp dir {}: {error}", .dir.display())]
+    TempDir { dir: std::path::PathBuf, error: std::io::Error },
+    #[error("cannot read the worker's sandbox policy: {0}")]
+    Policy(crate::worker::sandbox::PolicyReadError),
+    #[error("cannot confine the worker: {0}")]
+    Confine(crate::worker::sandbox::SandboxError),
+    #[error("cannot read the shim's own /proc stat")]
+    OwnStat,
+    #[error("no valid {RUN_ID_VAR} in the shim's environment")]
+    NoRunId,
+    #[error("cannot become the attempt's subreaper: {0}")]
+    Subreaper(std::io::Error),
+    #[error("cannot set the shim's signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error("no worker command given")]
+    NoCommand,
+    #[error("cannot create the output pipe: {0}")]
+    Pipe(nix::errno::Errno),
+    #[error("cannot create the output pipe: {0}")]
+    PipeCopy(std::io::Error),
+    /// `prog`: the worker's command.
+    #[error("cannot start {prog}: {error}")]
+    Spawn { prog: String, error: std::io::Error },
+    #[error("cannot record the worker's start: {0:#}")]
+    RecordStart(anyhow::Error),
+    /// `exit`: the exit as described.
+    #[error("cannot record the worker's exit ({exit}): {error:#}")]
+    RecordExit { exit: String, error: anyhow::Error },
+}
+
 /// Run the worker of one attempt to its end, recording its start (`run.json`, then `ready`
 /// closed) and its exit. `Err`: why the worker never ran or its end could not be recorded, for
 /// [`refuse`].
-fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd::OwnedFd>) -> Result<(), String> {
+fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd::OwnedFd>) -> Result<(), ShimError> {
     let attempt = args.attempt;
     // A private temp dir, fresh for each attempt (TMPDIR points here).
     let tmp = state.tmp();
     let _ = std::fs::remove_dir_all(&tmp);
     if let Err(e) = std::fs::create_dir_all(&tmp) {
-        return Err(format!("cannot create the private temp dir {}: {e}", tmp.display()));
+        return Err(ShimError::TempDir { dir: tmp, error: e });
     }
     let prepared = match &args.confine {
         Confine::Policy(file) => {
-            let mut policy =
-                crate::worker::sandbox::Policy::read_file(file).map_err(|e| format!("cannot read the worker's sandbox policy: {e}"))?;
+            let mut policy = crate::worker::sandbox::Policy::read_file(file).map_err(ShimError::Policy)?;
             policy.writable.push(tmp.clone());
             policy.own.push(tmp.clone());
-            let p = policy.prepare().map_err(|e| format!("cannot confine the worker: {e}"))?;
+            let p = policy.prepare().map_err(ShimError::Confine)?;
             if let Some(why) = p.sockets_not_masked() {
                 note(
                     state,
@@ -638,18 +671,18 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     };
     let host = Host::default();
     let me = host.me();
-    let my_stat = host.stat(me).ok_or("cannot read the shim's own /proc stat")?;
+    let my_stat = host.stat(me).ok_or(ShimError::OwnStat)?;
     // The mark that proves a process is this attempt's: without it nothing could ever be
     // signalled on the attempt's behalf, so the worker is not started.
     let run_id = std::env::var(RUN_ID_VAR).unwrap_or_default();
     if !crate::activity::state::valid_run_id(&run_id) {
-        return Err(format!("no valid {RUN_ID_VAR} in the shim's environment"));
+        return Err(ShimError::NoRunId);
     }
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        return Err(format!("cannot become the attempt's subreaper: {}", std::io::Error::last_os_error()));
+        return Err(ShimError::Subreaper(std::io::Error::last_os_error()));
     }
-    let asked = Asked::register().map_err(|e| format!("cannot set the shim's signal handlers: {e}"))?;
+    let asked = Asked::register().map_err(ShimError::Signals)?;
     let (worker, out_read) = spawn_worker(args, prepared, me)?;
     let pump = {
         let log = state.log(attempt);
@@ -670,7 +703,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         // No record names the worker: nothing of it may outlive the shim.
         asked.kill.store(true, Ordering::SeqCst);
         supervise(&host, worker, args.grace, &asked);
-        return Err(format!("cannot record the worker's start: {e:#}"));
+        return Err(ShimError::RecordStart(e));
     }
     drop(ready.take());
     // On a node whose process table the reconciler cannot read, the worker's CPU time is
@@ -705,7 +738,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         // code alone does not (`claude: not found` behind "exit code 127").
         exit.tail = crate::activity::state::log_tail_of(&state.log(attempt));
     }
-    write_json(&state.exit(), &exit).map_err(|e| format!("cannot record the worker's exit ({}): {e:#}", exit.describe()))
+    write_json(&state.exit(), &exit).map_err(|error| ShimError::RecordExit { exit: exit.describe(), error })
 }
 
 /// A line of guild-hall's in the attempt's log.
@@ -724,18 +757,13 @@ fn spawn_worker(
     args: &ShimArgv,
     prepared: Option<crate::worker::sandbox::Prepared>,
     me: i32,
-) -> Result<(i32, std::os::fd::OwnedFd), String> {
-    let (prog, rest) = args.argv.split_first().ok_or("no worker command given")?;
+) -> Result<(i32, std::os::fd::OwnedFd), ShimError> {
+    let (prog, rest) = args.argv.split_first().ok_or(ShimError::NoCommand)?;
     // Close-on-exec: the worker gets the write end only as its stdout and stderr, never the
     // read end (its log, before the pump has it) nor another copy.
-    let (out_read, out_write) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("cannot create the output pipe: {e}"))?;
+    let (out_read, out_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ShimError::Pipe)?;
     let mut cmd = Command::new(prog);
-    let stdout = if args.stream {
-        Stdio::inherit()
-    } else {
-        Stdio::from(out_write.try_clone().map_err(|e| format!("cannot create the output pipe: {e}"))?)
-    };
+    let stdout = if args.stream { Stdio::inherit() } else { Stdio::from(out_write.try_clone().map_err(ShimError::PipeCopy)?) };
     cmd.args(rest).current_dir(&args.cwd).stdin(Stdio::null()).stdout(stdout).stderr(out_write);
     {
         use std::os::unix::process::CommandExt;
@@ -767,7 +795,7 @@ fn spawn_worker(
     // Our copies of the pipe's write end go with `cmd`: the log sees EOF once every process
     // of the attempt has gone.
     drop(cmd);
-    let child = spawned.map_err(|e| format!("cannot start {prog}: {e}"))?;
+    let child = spawned.map_err(|error| ShimError::Spawn { prog: prog.clone(), error })?;
     Ok((child.id() as i32, out_read))
 }
 

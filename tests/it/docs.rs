@@ -662,14 +662,11 @@ fn nothing_is_shipped_for_another_system() {
 #[test]
 fn every_design_reference_resolves_in_the_repository() {
     let design = std::fs::read_to_string(root().join("docs/design.md")).expect("docs/design.md");
-    let sections: Vec<u32> =
-        design.lines().filter_map(|l| l.strip_prefix("## ")?.split_once(". ")?.0.parse().ok()).collect();
+    let sections: Vec<u32> = design.lines().filter_map(|l| l.strip_prefix("## ")?.split_once(". ")?.0.parse().ok()).collect();
     assert!(sections.len() >= 10, "the sections were read: {sections:?}");
     // The requirement names docs/design.md states: single ones, and ranges `REQ-X-a..b`.
-    let stated: Vec<(String, f64, f64)> = req_names(&design)
-        .into_iter()
-        .map(|(family, from, to)| (family, from, to.unwrap_or(from)))
-        .collect();
+    let stated: Vec<(String, f64, f64)> =
+        req_names(&design).into_iter().map(|(family, from, to)| (family, from, to.unwrap_or(from))).collect();
     let mut files = Vec::new();
     for dir in ["src", "tests", "docs"] {
         let mut stack = vec![root().join(dir)];

@@ -136,12 +136,14 @@ pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
 /// is [`refuse`]d here, its `exit.json` written.
 pub fn prepare(launch: Launch<'_>) -> Result<Prepared> {
     match launch {
-        Launch::Worker(a) => match prepare_worker(&a)? {
+        Launch::Worker(a) => match prepare_worker(&a) {
             Ok(spec) => Ok(Prepared::Ready(Ready(spec, placement(&a)))),
-            Err(why) => {
+            Err(LaunchError::Refused(refusal)) => {
+                let why = refusal.to_string();
                 refuse(a.state, a.attempt, &why)?;
                 Ok(Prepared::Refused(why))
             }
+            Err(LaunchError::Fault(e)) => Err(e),
         },
         Launch::Command(c) => {
             let global = c.home.load_config()?;
@@ -193,7 +195,7 @@ pub enum Confinement {
 
 /// Confined unless the package says `sandbox: off`; on a kernel without Landlock, unconfined
 /// only if config allows it (`without_landlock: unconfined`), else the reason it cannot run.
-pub fn confinement(spec: &SandboxSpec, global: &GlobalConfig) -> Result<Confinement, String> {
+pub fn confinement(spec: &SandboxSpec, global: &GlobalConfig) -> Result<Confinement, LandlockUnavailable> {
     if *spec == SandboxSpec::Off {
         return Ok(Confinement::Unconfined);
     }
@@ -215,10 +217,56 @@ pub fn confinement(spec: &SandboxSpec, global: &GlobalConfig) -> Result<Confinem
                     "Landlock is not available ({why}): workers that must run confined are NOT started (see `guild-hall workers`)"
                 );
             });
-            Err(format!(
-            "the worker must run confined, but Landlock is not available ({why}); to run it unconfined anyway, set `sandbox: off` in its worker.yaml or `without_landlock: unconfined` in $GUILD_HALL_HOME/config.yaml"
-            ))
+            Err(LandlockUnavailable { why })
         }
+    }
+}
+
+/// A worker that must run confined, on a kernel without Landlock ([`confinement`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the worker must run confined, but Landlock is not available ({why}); to run it unconfined anyway, set `sandbox: off` in its worker.yaml or `without_landlock: unconfined` in $GUILD_HALL_HOME/config.yaml"
+)]
+pub struct LandlockUnavailable {
+    /// What the kernel said.
+    pub why: String,
+}
+
+/// Why a worker's launch did not give it a spec: it cannot start (a refusal, written to its
+/// `exit.json` and judged like any exit), or something failed that is not the worker's (a fault).
+#[derive(Debug, thiserror::Error)]
+enum LaunchError {
+    #[error(transparent)]
+    Refused(Refusal),
+    #[error(transparent)]
+    Fault(#[from] anyhow::Error),
+}
+
+/// What the worker's package asks for that cannot be had, so the worker cannot start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// Its `posture:` file cannot be read as its own.
+    #[error(transparent)]
+    Posture(crate::worker::package::PostureError),
+    /// Its `pass_env` names no variable, or the secrets file cannot be read.
+    #[error(transparent)]
+    PassEnv(crate::worker::package::PassEnvError),
+    #[error(transparent)]
+    Landlock(#[from] LandlockUnavailable),
+    /// Its `sandbox.read` names something in the home, which no worker reads.
+    #[error("sandbox.read {} lies in $GUILD_HALL_HOME ({}), which no worker reads", .inside.display(), .home.display())]
+    ReadsHome { inside: PathBuf, home: PathBuf },
+}
+
+impl From<std::io::Error> for LaunchError {
+    fn from(e: std::io::Error) -> Self {
+        LaunchError::Fault(e.into())
+    }
+}
+
+impl From<Refusal> for LaunchError {
+    fn from(r: Refusal) -> Self {
+        LaunchError::Refused(r)
     }
 }
 
@@ -277,36 +325,24 @@ struct Plan {
     mailbox: PathBuf,
 }
 
-/// The worker's shim spec, its state dir and files made. `Ok(Err(why))`: the worker cannot
-/// start, and why (an activation failure).
-fn prepare_worker(a: &Activation<'_>) -> Result<Result<Spec, String>> {
+/// The worker's shim spec, its state dir and files made; [`LaunchError::Refused`]: the worker
+/// cannot start, and why (an activation failure).
+fn prepare_worker(a: &Activation<'_>) -> Result<Spec, LaunchError> {
     std::fs::create_dir_all(&a.state.0).with_context(|| format!("creating {}", a.state.0.display()))?;
-    let facts = match gather(a)? {
-        Ok(f) => f,
-        Err(why) => return Ok(Err(why)),
-    };
-    let planned = match plan(a, &facts) {
-        Ok(p) => p,
-        Err(why) => return Ok(Err(why)),
-    };
-    materialise(a, &facts, planned).map(Ok)
+    let facts = gather(a)?;
+    let planned = plan(a, &facts)?;
+    Ok(materialise(a, &facts, planned)?)
 }
 
 /// Read what the launch of `a` depends on. What the package asks for that cannot be had (a
-/// `pass_env` variable, a memory) is said in the attempt's log; `Ok(Err(why))`: the worker
-/// cannot start.
-fn gather(a: &Activation<'_>) -> Result<Result<Facts, String>> {
+/// `pass_env` variable, a memory) is said in the attempt's log; [`LaunchError::Refused`]: the
+/// worker cannot start.
+fn gather(a: &Activation<'_>) -> Result<Facts, LaunchError> {
     let (pkg, state) = (a.pkg, a.state);
     let global = a.home.load_config()?;
     let memory_dir = a.home.project_memory_dir(&a.project.name);
-    let posture = match pkg.posture() {
-        Ok(p) => p,
-        Err(why) => return Ok(Err(why)),
-    };
-    let (passed, missing) = match crate::worker::pass_env(&pkg.manifest.pass_env, &a.home.secrets_path()) {
-        Ok(v) => v,
-        Err(why) => return Ok(Err(why)),
-    };
+    let posture = pkg.posture().map_err(Refusal::Posture)?;
+    let (passed, missing) = crate::worker::pass_env(&pkg.manifest.pass_env, &a.home.secrets_path()).map_err(Refusal::PassEnv)?;
     if !missing.is_empty() {
         use std::io::Write;
         let mut log = std::fs::OpenOptions::new().create(true).append(true).open(state.log(a.attempt))?;
@@ -328,10 +364,7 @@ fn gather(a: &Activation<'_>) -> Result<Result<Facts, String>> {
             writeln!(log, "[guild-hall] {note}")?;
         }
     }
-    let confinement = match confinement(&pkg.manifest.sandbox, &global) {
-        Ok(c) => c,
-        Err(why) => return Ok(Err(why)),
-    };
+    let confinement = confinement(&pkg.manifest.sandbox, &global).map_err(Refusal::from)?;
     let own_memory = crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?;
     let (write_entries, read) = match confinement {
         Confinement::Confined => {
@@ -346,7 +379,7 @@ fn gather(a: &Activation<'_>) -> Result<Result<Facts, String>> {
     if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
         alternates = format!("{alternates}\n{}", more.trim_end());
     }
-    Ok(Ok(Facts {
+    Ok(Facts {
         global,
         posture,
         passed,
@@ -357,12 +390,12 @@ fn gather(a: &Activation<'_>) -> Result<Result<Facts, String>> {
         write_entries,
         read,
         alternates,
-    }))
+    })
 }
 
 /// What the attempt of `a` is to run, from `f` alone: its argv, environment, sandbox policy,
-/// bounds and files. `Err(why)`: the worker cannot start.
-fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, String> {
+/// bounds and files. `Err`: the worker cannot start.
+fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, Refusal> {
     let (pkg, state, rec) = (a.pkg, a.state, a.worktree);
     let mut prompt = crate::worker::memory::system_prompt(f.posture.as_deref(), &f.memories, f.global.memory_cap, &a.toolbox);
     if !a.prompt_extra.is_empty() {
@@ -446,7 +479,7 @@ fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, String> {
 
 /// The confined worker's policy: it writes its worktree, its state (objects, mailbox), its
 /// memory and its package's `sandbox.write`; of the home it reads only what is its own.
-fn policy(a: &Activation<'_>, f: &Facts, mailbox: &Path) -> Result<Policy, String> {
+fn policy(a: &Activation<'_>, f: &Facts, mailbox: &Path) -> Result<Policy, Refusal> {
     let (pkg, state, rec) = (a.pkg, a.state, a.worktree);
     let mut writable = vec![rec.path.clone(), rec.admin.clone(), state.objects(), mailbox.to_path_buf(), f.own_memory.clone()];
     let mut written_as = BTreeMap::new();
@@ -463,11 +496,7 @@ fn policy(a: &Activation<'_>, f: &Facts, mailbox: &Path) -> Result<Policy, Strin
     // The person's credential stores are hidden as the home is, but for those the
     // package's `sandbox.read` names; that never opens the home itself.
     if let Some(inside) = f.read.iter().find(|r| r.starts_with(&a.home.root)) {
-        return Err(format!(
-            "sandbox.read {} lies in $GUILD_HALL_HOME ({}), which no worker reads",
-            inside.display(),
-            a.home.root.display()
-        ));
+        return Err(Refusal::ReadsHome { inside: inside.clone(), home: a.home.root.clone() });
     }
     let mut hidden = vec![a.home.root.clone()];
     hidden.extend(crate::worker::sandbox::credential_stores(&f.read));
@@ -621,7 +650,7 @@ mod tests {
     }
 
     fn plan_refused_or_none(a: &Activation<'_>, f: &Facts) -> Option<String> {
-        plan(a, f).err()
+        plan(a, f).err().map(|r| r.to_string())
     }
 
     /// Every kind sets the common id and kind besides its own variable: one package serves all.

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::activity::state::{ExitInfo, RunInfo, StateDir};
 use crate::config::Home;
 use crate::files::read_json;
-use crate::worker::runner::seam::{Attempt, Proc, Request, Runner, RunnerHandle, RunnerName};
+use crate::worker::runner::seam::{Attempt, LocateError, Proc, Request, Runner, RunnerHandle, RunnerName};
 use crate::worker::shim::{self, Spec, Stop};
 
 pub(crate) struct Local;
@@ -37,21 +37,17 @@ impl Runner for Local {
     /// Its shim's records, checked against the process table. A record naming a live process
     /// (pid and start time of this boot) that is not the attempt's shim is not trusted: no
     /// process is ever signalled by it.
-    fn locate(&self, state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
-        let run = state.read_run().map_err(|e| format!("{e:#}"))?.filter(|r| r.attempt == attempt);
+    fn locate(&self, state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, LocateError> {
+        let run = state.read_run().map_err(LocateError::Unreadable)?.filter(|r| r.attempt == attempt);
         // Whether the shim runs is looked at before its exit record is read: a shim records its
         // exit and then ends, so one seen ended has its record there to read. Read the other way
         // round, a shim ending in between was taken for one killed before recording it.
         let alive = run.as_ref().is_some_and(|r| shim::running(r, boot));
-        let exit = read_json::<ExitInfo>(&state.exit()).map_err(|e| format!("{e:#}"))?.filter(|x| x.attempt == attempt);
+        let exit = read_json::<ExitInfo>(&state.exit()).map_err(LocateError::Unreadable)?.filter(|x| x.attempt == attempt);
         if let Some(run) = run.as_ref().filter(|r| r.boot_id == boot && shim::shim_state(r) == shim::ShimState::Foreign) {
             // A live process with the recorded pid and start time that is not the attempt's shim:
             // the record was not written by it.
-            return Err(format!(
-                "{}: names pid {}, a running process that is not this attempt's shim; no process is signalled by it",
-                state.run().display(),
-                run.pid
-            ));
+            return Err(LocateError::Foreign { record: state.run(), pid: run.pid });
         }
         let mut proc = match (&run, &exit) {
             (Some(_), _) if alive => Proc::Alive,

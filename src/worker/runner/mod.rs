@@ -16,7 +16,7 @@ use crate::activity::state::{RunInfo, StateDir};
 use crate::config::{Home, ProjectConfig};
 use crate::worker::shim::{self, Spec, Stop};
 
-pub use seam::{Attempt, Proc, RunnerName, POLL};
+pub use seam::{Attempt, LocateError, Proc, RunnerName, POLL};
 pub(crate) use seam::{Request, Runner};
 
 /// The runner that applies: the first of the activity's, its package's and the project's.
@@ -115,8 +115,8 @@ pub(crate) fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
 }
 
 /// Where `attempt` of `state` stands, as the runner holding it says ([`Runner::locate`]).
-pub(crate) fn locate(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String> {
-    runners().holder(state, attempt).map_err(|e| format!("{e:#}"))?.locate(state, attempt, boot)
+pub(crate) fn locate(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, LocateError> {
+    runners().holder(state, attempt).map_err(LocateError::Unreadable)?.locate(state, attempt, boot)
 }
 
 /// Ask the attempt recorded in `state` to stop, through the runner holding it (its shim here,
@@ -219,7 +219,7 @@ mod tests {
         fn taken(&self, _state: &StateDir) -> Result<Option<u32>> {
             Ok(self.taken)
         }
-        fn locate(&self, _state: &StateDir, attempt: u32, _boot: &str) -> Result<Attempt, String> {
+        fn locate(&self, _state: &StateDir, attempt: u32, _boot: &str) -> Result<Attempt, LocateError> {
             self.said(format!("locate {attempt}"));
             Ok(Attempt { proc: Proc::Alive, run: None, exit: None, leftovers: Vec::new(), queued: None, polled: true })
         }

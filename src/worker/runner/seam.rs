@@ -14,6 +14,25 @@ use crate::worker::shim::{Spec, Stop};
 
 pub use crate::artifact::commission::RunnerName;
 
+/// Why where an attempt stands cannot be told ([`Runner::locate`]): nothing is signalled on
+/// such a record; the caller reports it and leaves the attempt alone.
+#[derive(Debug, thiserror::Error)]
+pub enum LocateError {
+    /// A record that does not parse or is implausible (`run.json`, `exit.json`, a handle).
+    #[error("{0:#}")]
+    Unreadable(anyhow::Error),
+    /// `run.json` (at `record`) names `pid`, a live process of this boot that is not the
+    /// attempt's shim.
+    #[error("{}: names pid {pid}, a running process that is not this attempt's shim; no process is signalled by it", .record.display())]
+    Foreign { record: std::path::PathBuf, pid: i32 },
+    /// The runner's handle (at `handle`) records no job for `attempt`.
+    #[error("{} records no job for attempt {attempt}", .handle.display())]
+    NoJob { handle: std::path::PathBuf, attempt: u32 },
+    /// The runner (Slurm) cannot be asked while the attempt has not ended; `handle` made us ask.
+    #[error("{}: {error:#}", .handle.display())]
+    NotAnswering { handle: std::path::PathBuf, error: anyhow::Error },
+}
+
 /// Where an attempt's processes stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,7 +121,7 @@ pub(crate) trait Runner: Send + Sync {
 
     /// Where `attempt` of `state` stands (`boot`: this machine's boot id, read once per pass).
     /// `Err`: a record that cannot be trusted, or a runner that cannot be asked, saying which.
-    fn locate(&self, state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, String>;
+    fn locate(&self, state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, LocateError>;
 
     /// Ask `attempt` of `state` to stop (`run`: its shim's record, if it started).
     fn stop(&self, state: &StateDir, attempt: u32, run: Option<&RunInfo>, how: Stop) -> Result<()>;

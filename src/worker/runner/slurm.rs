@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::activity::state::{ExitInfo, StateDir};
 use crate::config::{Home, SlurmConfig};
 use crate::files::{read_json, write_json};
-use crate::worker::runner::seam::{handle_holds_slot, Attempt, Proc, Request, Runner, RunnerHandle, RunnerName};
+use crate::worker::runner::seam::{handle_holds_slot, Attempt, LocateError, Proc, Request, Runner, RunnerHandle, RunnerName};
 use crate::worker::shim::{Spec, Stop};
 
 /// The Slurm runner, with the project's `slurm:` settings (what a submission asks for).
@@ -60,10 +60,10 @@ impl Runner for Slurm {
     }
 
     /// Slurm's to say, with the shim's records ([`attempt`]).
-    fn locate(&self, state: &StateDir, attempt_no: u32, _boot: &str) -> Result<Attempt, String> {
-        match Handle::read(state).map_err(|e| format!("{e:#}"))? {
+    fn locate(&self, state: &StateDir, attempt_no: u32, _boot: &str) -> Result<Attempt, LocateError> {
+        match Handle::read(state).map_err(LocateError::Unreadable)? {
             Some(handle) if handle.attempt == attempt_no => attempt(state, attempt_no, &handle),
-            _ => Err(format!("{} records no job for attempt {attempt_no}", Handle::path(state).display())),
+            _ => Err(LocateError::NoJob { handle: Handle::path(state), attempt: attempt_no }),
         }
     }
 
@@ -705,10 +705,10 @@ const EXIT_GRACE: Duration = Duration::from_secs(60);
 /// `Err`: Slurm cannot be asked while the attempt has not ended.
 // Long: one table of the job's states against the shim's records, each row with its verdict;
 // split, the rows would no longer be read side by side.
-pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, String> {
-    let e = |e: anyhow::Error| format!("{e:#}");
+pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, LocateError> {
+    let e = LocateError::Unreadable;
     // Slurm not answering, said with the handle that made us ask.
-    let asking = |e: anyhow::Error| format!("{}: {e:#}", Handle::path(state).display());
+    let asking = |error: anyhow::Error| LocateError::NotAnswering { handle: Handle::path(state), error };
     let run = state.read_run().map_err(e)?.filter(|r| r.attempt == attempt);
     let mut exit = read_json::<ExitInfo>(&state.exit()).map_err(e)?.filter(|x| x.attempt == attempt);
     let dead = |run: Option<RunInfo>, exit: Option<ExitInfo>| Attempt {

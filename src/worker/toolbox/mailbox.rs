@@ -206,27 +206,53 @@ fn utc_time(t: &str) -> bool {
     chrono::DateTime::parse_from_rfc3339(t).is_ok_and(|d| d.offset().local_minus_utc() == 0)
 }
 
+/// Why a task update does not hold what the contract requires ([`TaskUpdate::complete`],
+/// [`TaskUpdate::validate`]).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TaskUpdateError {
+    #[error("task_id {given:?} is not this task ({task})")]
+    OtherTask { given: String, task: String },
+    #[error("phase {given:?} is not this task's ({plan}, its plan)")]
+    OtherPhase { given: String, plan: String },
+    #[error("stage {0:?}: a wave task's stage is \"execute\"")]
+    Stage(String),
+    #[error("worktree_path {given:?} is not this task's worktree ({})", .worktree.display())]
+    OtherWorktree { given: String, worktree: std::path::PathBuf },
+    /// The required fields left out, by name.
+    #[error("missing required {}", .0.join(", "))]
+    Missing(Vec<&'static str>),
+    #[error("task_id {0:?} is not a canonical task id (<plan>:exec:wave-<W>:task-<T>)")]
+    NotCanonical(String),
+    #[error("phase {phase:?} is not the task's plan ({plan})")]
+    NotItsPlan { phase: String, plan: String },
+    /// `shown`: the time as given, clipped.
+    #[error("{name} {shown:?} is not an RFC 3339 time in UTC (2025-01-31T12:00:00Z)")]
+    NotUtc { name: &'static str, shown: String },
+    #[error("error.details_path: {0}")]
+    DetailsPath(crate::artifact::ids::IdError),
+}
+
 impl TaskUpdate {
     /// Fill what the contract requires and the worker left out, from what the toolbox knows of
     /// its task (canonical id, worktree) and the clock; what it gave that disagrees is refused.
-    pub fn complete(&mut self, task_id: &str, worktree: &Path, now: &str) -> std::result::Result<(), String> {
+    pub fn complete(&mut self, task_id: &str, worktree: &Path, now: &str) -> std::result::Result<(), TaskUpdateError> {
         match &self.task_id {
-            Some(given) if given != task_id => return Err(format!("task_id {given:?} is not this task ({task_id})")),
+            Some(given) if given != task_id => return Err(TaskUpdateError::OtherTask { given: given.clone(), task: task_id.to_string() }),
             _ => self.task_id = Some(task_id.to_string()),
         }
         let plan = task_id.split(':').next().unwrap_or_default();
         match &self.phase {
-            Some(given) if given != plan => return Err(format!("phase {given:?} is not this task's ({plan}, its plan)")),
+            Some(given) if given != plan => return Err(TaskUpdateError::OtherPhase { given: given.clone(), plan: plan.to_string() }),
             _ => self.phase = Some(plan.to_string()),
         }
         match &self.stage {
-            Some(given) if given != "execute" => return Err(format!("stage {given:?}: a wave task's stage is \"execute\"")),
+            Some(given) if given != "execute" => return Err(TaskUpdateError::Stage(given.clone())),
             _ => self.stage = Some("execute".into()),
         }
         let mine = worktree.canonicalize().unwrap_or_else(|_| worktree.to_path_buf());
         match &self.worktree_path {
             Some(given) if Path::new(given).canonicalize().ok().as_deref() != Some(mine.as_path()) => {
-                return Err(format!("worktree_path {given:?} is not this task's worktree ({})", mine.display()))
+                return Err(TaskUpdateError::OtherWorktree { given: given.clone(), worktree: mine })
             }
             _ => self.worktree_path = Some(mine.to_string_lossy().into_owned()),
         }
@@ -239,7 +265,7 @@ impl TaskUpdate {
     /// Whether the update holds what the contract requires, in its shapes: the required fields
     /// present, the task id canonical with its plan as `phase`, `stage` `execute`, every time
     /// RFC 3339 in UTC, an error's `details_path` relative and inside. Why not, when not.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), TaskUpdateError> {
         let missing: Vec<&str> = [
             ("task_id", self.task_id.is_none()),
             ("phase", self.phase.is_none()),
@@ -252,20 +278,23 @@ impl TaskUpdate {
         .filter_map(|(name, gone)| gone.then_some(name))
         .collect();
         if !missing.is_empty() {
-            return Err(format!("missing required {}", missing.join(", ")));
+            return Err(TaskUpdateError::Missing(missing));
         }
         let task_id = self.task_id.as_deref().unwrap_or_default();
         let parts: Vec<&str> = task_id.split(':').collect();
         let numbered =
             |p: &str, prefix: &str| p.strip_prefix(prefix).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
         if !(parts.len() == 4 && parts[1] == "exec" && numbered(parts[2], "wave-") && numbered(parts[3], "task-")) {
-            return Err(format!("task_id {task_id:?} is not a canonical task id (<plan>:exec:wave-<W>:task-<T>)"));
+            return Err(TaskUpdateError::NotCanonical(task_id.to_string()));
         }
         if self.phase.as_deref() != Some(parts[0]) {
-            return Err(format!("phase {:?} is not the task's plan ({})", self.phase.as_deref().unwrap_or_default(), parts[0]));
+            return Err(TaskUpdateError::NotItsPlan {
+                phase: self.phase.as_deref().unwrap_or_default().to_string(),
+                plan: parts[0].to_string(),
+            });
         }
         if self.stage.as_deref() != Some("execute") {
-            return Err(format!("stage {:?}: a wave task's stage is \"execute\"", self.stage.as_deref().unwrap_or_default()));
+            return Err(TaskUpdateError::Stage(self.stage.as_deref().unwrap_or_default().to_string()));
         }
         let stamps = self.timestamps.as_ref();
         let times = [
@@ -276,11 +305,11 @@ impl TaskUpdate {
         ];
         for (name, t) in times {
             if let Some(t) = t.filter(|t| !utc_time(t)) {
-                return Err(format!("{name} {:?} is not an RFC 3339 time in UTC (2025-01-31T12:00:00Z)", clip(t, 64)));
+                return Err(TaskUpdateError::NotUtc { name, shown: clip(t, 64).into_owned() });
             }
         }
         if let Some(p) = self.error.as_ref().and_then(|e| e.details_path.as_deref()) {
-            crate::artifact::ids::validate_rel_path(p).map_err(|e| format!("error.details_path: {e}"))?;
+            crate::artifact::ids::validate_rel_path(p).map_err(TaskUpdateError::DetailsPath)?;
         }
         Ok(())
     }
@@ -356,12 +385,21 @@ const LISTED_MAX: usize = 100;
 /// A path named in an event, checked as the toolbox checks it ([`path_in_worktree`]):
 /// relative, no `..`, and, given the worktree, inside it with no link leading out. The
 /// normalised path, or why not.
-pub fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<String, String> {
+pub fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<String, EventPathError> {
     match worktree {
-        Some(wt) => path_in_worktree(wt, path, false).map_err(|e| format!("{e:#}")),
-        None => crate::artifact::ids::validate_rel_path(path)
-            .map_err(|_| "is not a relative path inside the worktree (absolute, empty, or with '..')".to_string()),
+        Some(wt) => path_in_worktree(wt, path, false).map_err(EventPathError::Outside),
+        None => crate::artifact::ids::validate_rel_path(path).map_err(|_| EventPathError::NotRelative),
     }
+}
+
+/// Why a path named in an event is dropped ([`check_path`]); said after "it".
+#[derive(Debug, thiserror::Error)]
+pub enum EventPathError {
+    /// Not inside the worktree, as the toolbox checks it.
+    #[error("{0:#}")]
+    Outside(anyhow::Error),
+    #[error("is not a relative path inside the worktree (absolute, empty, or with '..')")]
+    NotRelative,
 }
 
 /// Make an event safe to fold: texts clipped, paths checked. Returns whether anything is left
@@ -375,7 +413,7 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
                 true
             }
             Err(why) => {
-                notes.push(format!("{what} {:?} dropped: it {}", clip(p, 256), clip(&why, 512)));
+                notes.push(format!("{what} {:?} dropped: it {}", clip(p, 256), clip(&why.to_string(), 512)));
                 false
             }
         });
@@ -407,7 +445,7 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
         }
         MailBody::TaskUpdate(u) => {
             if let Err(why) = u.validate() {
-                notes.push(format!("task update dropped: {}", clip(&why, 512)));
+                notes.push(format!("task update dropped: {}", clip(&why.to_string(), 512)));
                 return (false, notes);
             }
             for t in [&mut u.phase, &mut u.stage, &mut u.worktree_path].into_iter().flatten() {
