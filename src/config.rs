@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// How pending commissions get dispatched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum DispatchMode {
+pub(crate) enum DispatchMode {
     /// Pending commissions go FIFO as capacity allows.
     #[default]
     Auto,
@@ -23,58 +23,58 @@ pub enum DispatchMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProjectConfig {
-    pub name: Option<String>,
-    pub commission_cap: usize,
-    pub meeting_cap: usize,
+    pub(crate) name: Option<String>,
+    pub(crate) commission_cap: usize,
+    pub(crate) meeting_cap: usize,
     /// The most follow-up requests one meeting's worker may make (`propose_followup`); more
     /// are dropped, and the meeting's log says how many.
-    pub followups_per_meeting: usize,
+    pub(crate) followups_per_meeting: usize,
     /// Wall-clock limit of one meeting turn: past it the worker is stopped and the turn fails
     /// saying so; `0s` means none.
     #[serde(with = "duration_str")]
-    pub meeting_turn_timeout: Duration,
+    pub(crate) meeting_turn_timeout: Duration,
     pub integration_branch: String,
     #[serde(with = "duration_str")]
-    pub stale_after: Duration,
+    pub(crate) stale_after: Duration,
     #[serde(with = "duration_str")]
-    pub cancel_grace: Duration,
-    pub dispatch: DispatchMode,
-    pub default_worker: Option<String>,
+    pub(crate) cancel_grace: Duration,
+    pub(crate) dispatch: DispatchMode,
+    pub(crate) default_worker: Option<String>,
     /// Wall-clock limit of an attempt unless the commission or its package says otherwise;
     /// `0s` means none.
     #[serde(with = "duration_str")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// The largest file one attempt may merge (or a wave task copy back): bytes, or `100MiB`.
     #[serde(with = "byte_size")]
-    pub merge_max_file_size: u64,
+    pub(crate) merge_max_file_size: u64,
     /// The most bytes of new or changed files one attempt (or wave task) may merge.
     #[serde(with = "byte_size")]
-    pub merge_max_attempt_size: u64,
+    pub(crate) merge_max_attempt_size: u64,
     /// The person's branch: what `sync` brings into the integration branch and `land` brings
     /// the integration branch's work into. Default: the branch `init` started from (kept in
     /// the repository's git config, `guild-hall.baseBranch`), else `main`, else `master`.
-    pub base_branch: Option<String>,
+    pub(crate) base_branch: Option<String>,
     /// Sync the integration branch from this branch by itself (at `watch`'s start, and before
     /// a pass starts new work); it is then the base branch too.
-    pub follow: Option<String>,
+    pub(crate) follow: Option<String>,
     /// Where attempts run: `local` (this machine) or `slurm` (batch jobs on the cluster
     /// `slurm:` describes). A package's or a commission's `runner:` overrides it.
-    pub runner: crate::artifact::commission::RunnerName,
+    pub(crate) runner: crate::artifact::commission::RunnerName,
     /// With `runner: slurm`: where jobs go.
-    pub slurm: SlurmConfig,
+    pub(crate) slurm: SlurmConfig,
 }
 
 /// `slurm:` in `.lore/guild-hall.yaml`: where batch jobs go (each key left out: the cluster's
 /// default).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-pub struct SlurmConfig {
+pub(crate) struct SlurmConfig {
     /// `--partition`.
-    pub partition: Option<String>,
+    pub(crate) partition: Option<String>,
     /// `--account`.
-    pub account: Option<String>,
+    pub(crate) account: Option<String>,
     /// `--qos`.
-    pub qos: Option<String>,
+    pub(crate) qos: Option<String>,
 }
 
 impl Default for ProjectConfig {
@@ -106,22 +106,22 @@ const MIB: u64 = 1024 * 1024;
 /// What one attempt may bring onto the integration branch, by size (checked from the files'
 /// metadata and the objects' headers, before anything is read or hashed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MergeLimits {
+pub(crate) struct MergeLimits {
     /// `merge_max_file_size`.
-    pub file: u64,
+    pub(crate) file: u64,
     /// `merge_max_attempt_size`.
-    pub attempt: u64,
+    pub(crate) attempt: u64,
 }
 
 impl ProjectConfig {
-    pub const PATH: &'static str = ".lore/guild-hall.yaml";
+    pub(crate) const PATH: &'static str = ".lore/guild-hall.yaml";
 
-    pub fn merge_limits(&self) -> MergeLimits {
+    pub(crate) fn merge_limits(&self) -> MergeLimits {
         MergeLimits { file: self.merge_max_file_size, attempt: self.merge_max_attempt_size }
     }
 
     /// Load from a project root; a missing file means all defaults.
-    pub fn load(root: &Path) -> Result<ProjectConfig> {
+    pub(crate) fn load(root: &Path) -> Result<ProjectConfig> {
         let path = root.join(Self::PATH);
         let Some(text) = crate::files::read_text_if_exists(&path)? else { return Ok(Self::default()) };
         if text.trim().is_empty() {
@@ -166,28 +166,28 @@ impl ProjectConfig {
 
 /// One registered project in `config.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProjectEntry {
-    pub name: String,
-    pub path: PathBuf,
+pub(crate) struct ProjectEntry {
+    pub(crate) name: String,
+    pub(crate) path: PathBuf,
 }
 
 /// `$GUILD_HALL_HOME/config.yaml`. Unknown keys are kept when we rewrite it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GlobalConfig {
-    pub max_concurrent_commissions: usize,
+    pub(crate) max_concurrent_commissions: usize,
     /// Characters of a worker's memory put into its system prompt (most recent first).
-    pub memory_cap: usize,
+    pub(crate) memory_cap: usize,
     /// Total characters of a worker's memory above which its package's `compact` runs.
-    pub memory_compact_threshold: usize,
+    pub(crate) memory_compact_threshold: usize,
     /// Size at which a worker's log is rotated (one previous part is kept; older is dropped).
-    pub log_max_bytes: u64,
+    pub(crate) log_max_bytes: u64,
     /// What to do when the kernel has no Landlock: refuse to start confined workers, or run
     /// them unconfined (with a warning).
     pub without_landlock: WithoutLandlock,
-    pub projects: Vec<ProjectEntry>,
+    pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
-    pub other: serde_yaml_ng::Mapping,
+    pub(crate) other: serde_yaml_ng::Mapping,
 }
 
 impl Default for GlobalConfig {
@@ -259,7 +259,7 @@ impl Home {
     }
 
     /// Add the project to `config.yaml` unless it is already there. Returns true if added.
-    pub fn register(&self, name: &str, path: &Path) -> Result<bool> {
+    pub(crate) fn register(&self, name: &str, path: &Path) -> Result<bool> {
         self.refuse_a_name_taken(name, path)?;
         let mut cfg = self.load_config()?;
         if cfg.projects.iter().any(|p| p.name == name && p.path == path) {
@@ -285,7 +285,7 @@ impl Home {
     /// may come from the repository (`name:` in `.lore/guild-hall.yaml`) — a cloned repository
     /// naming itself like one of the person's projects would share that project's memory and
     /// state. A registered checkout that is gone (moved, deleted) gives its name up.
-    pub fn refuse_a_name_taken(&self, name: &str, path: &Path) -> Result<()> {
+    pub(crate) fn refuse_a_name_taken(&self, name: &str, path: &Path) -> Result<()> {
         let cfg = self.load_config()?;
         let same = |a: &Path, b: &Path| a == b || a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b);
         if let Some(other) = cfg.projects.iter().find(|p| p.name == name && !same(&p.path, path) && p.path.join(".git").exists()) {
@@ -298,84 +298,84 @@ impl Home {
         Ok(())
     }
 
-    pub fn state_root(&self) -> PathBuf {
+    pub(crate) fn state_root(&self) -> PathBuf {
         self.root.join("state")
     }
-    pub fn project_state(&self, project: &str) -> PathBuf {
+    pub(crate) fn project_state(&self, project: &str) -> PathBuf {
         self.state_root().join(project)
     }
     /// The runtime dirs of a project's commissions, one per id.
-    pub fn commissions_state(&self, project: &str) -> PathBuf {
+    pub(crate) fn commissions_state(&self, project: &str) -> PathBuf {
         self.project_state(project).join("commissions")
     }
-    pub fn commission_state(&self, project: &str, id: &str) -> PathBuf {
+    pub(crate) fn commission_state(&self, project: &str, id: &str) -> PathBuf {
         self.commissions_state(project).join(id)
     }
     /// A project's worktrees, each named by its kind's prefix ([`worktree_prefix`]) and id.
-    pub fn worktrees_dir(&self, project: &str) -> PathBuf {
+    pub(crate) fn worktrees_dir(&self, project: &str) -> PathBuf {
         self.root.join("worktrees").join(project)
     }
-    pub fn worktree(&self, project: &str, id: &str) -> PathBuf {
+    pub(crate) fn worktree(&self, project: &str, id: &str) -> PathBuf {
         self.worktrees_dir(project).join(format!("{}{id}", worktree_prefix::COMMISSION))
     }
     /// The runtime dirs of a project's meetings, one per id.
-    pub fn meetings_state(&self, project: &str) -> PathBuf {
+    pub(crate) fn meetings_state(&self, project: &str) -> PathBuf {
         self.project_state(project).join("meetings")
     }
-    pub fn meeting_state(&self, project: &str, id: &str) -> PathBuf {
+    pub(crate) fn meeting_state(&self, project: &str, id: &str) -> PathBuf {
         self.meetings_state(project).join(id)
     }
     /// The runtime dirs of a project's plans, one per id.
-    pub fn plans_state(&self, project: &str) -> PathBuf {
+    pub(crate) fn plans_state(&self, project: &str) -> PathBuf {
         self.project_state(project).join("plans")
     }
-    pub fn plan_state(&self, project: &str, plan: &str) -> PathBuf {
+    pub(crate) fn plan_state(&self, project: &str, plan: &str) -> PathBuf {
         self.plans_state(project).join(plan)
     }
     /// The runtime dirs of a plan's wave tasks, one per slug.
-    pub fn tasks_state(&self, project: &str, plan: &str) -> PathBuf {
+    pub(crate) fn tasks_state(&self, project: &str, plan: &str) -> PathBuf {
         self.plan_state(project, plan).join("tasks")
     }
     /// A wave task's runtime dir (`slug`: its canonical id with `-` for `:`).
-    pub fn task_state(&self, project: &str, plan: &str, slug: &str) -> PathBuf {
+    pub(crate) fn task_state(&self, project: &str, plan: &str, slug: &str) -> PathBuf {
         self.tasks_state(project, plan).join(slug)
     }
-    pub fn task_worktree(&self, project: &str, slug: &str) -> PathBuf {
+    pub(crate) fn task_worktree(&self, project: &str, slug: &str) -> PathBuf {
         self.worktrees_dir(project).join(format!("{}{slug}", worktree_prefix::TASK))
     }
     /// The runtime dir of a plan's `verify` runs.
-    pub fn verify_state(&self, project: &str, plan: &str) -> PathBuf {
+    pub(crate) fn verify_state(&self, project: &str, plan: &str) -> PathBuf {
         self.plan_state(project, plan).join("verify")
     }
     /// Where a plan's `verify` runs: a worktree at the integration tip.
-    pub fn verify_worktree(&self, project: &str, plan: &str) -> PathBuf {
+    pub(crate) fn verify_worktree(&self, project: &str, plan: &str) -> PathBuf {
         self.worktrees_dir(project).join(format!("{}{plan}", worktree_prefix::VERIFY))
     }
     pub fn meeting_worktree(&self, project: &str, id: &str) -> PathBuf {
         self.worktrees_dir(project).join(format!("{}{id}", worktree_prefix::MEETING))
     }
     /// A project's meeting transcripts, `<id>.md` each.
-    pub fn transcripts_dir(&self, project: &str) -> PathBuf {
+    pub(crate) fn transcripts_dir(&self, project: &str) -> PathBuf {
         self.root.join("meetings").join(project)
     }
-    pub fn transcript(&self, project: &str, id: &str) -> PathBuf {
+    pub(crate) fn transcript(&self, project: &str, id: &str) -> PathBuf {
         self.transcripts_dir(project).join(format!("{id}.md"))
     }
     pub fn workers_dir(&self) -> PathBuf {
         self.root.join("workers")
     }
     /// Every project's worker memory (`memory/<project>/<worker>/`).
-    pub fn memory_dir(&self) -> PathBuf {
+    pub(crate) fn memory_dir(&self) -> PathBuf {
         self.root.join("memory")
     }
     /// A project's worker memory, one dir per package: memory belongs to one project and one
     /// package, so a package of a cloned repository named like one of the person's never writes
     /// into that package's prompt in their other projects.
-    pub fn project_memory_dir(&self, project: &str) -> PathBuf {
+    pub(crate) fn project_memory_dir(&self, project: &str) -> PathBuf {
         self.memory_dir().join(project)
     }
     /// `KEY=VALUE` lines for `pass_env` (must be mode 0600).
-    pub fn secrets_path(&self) -> PathBuf {
+    pub(crate) fn secrets_path(&self) -> PathBuf {
         self.root.join("secrets.env")
     }
 }
@@ -421,7 +421,7 @@ impl Project {
 
     /// `.lore` and those of its dirs guild-hall reads and writes that are symlinks (never
     /// followed: [`crate::artifact::refuse_lore_link`]); `.lore` alone when it is one.
-    pub fn lore_links(&self) -> Vec<PathBuf> {
+    pub(crate) fn lore_links(&self) -> Vec<PathBuf> {
         let lore = self.root.join(".lore");
         if crate::artifact::is_symlink(&lore) {
             return vec![lore];
@@ -431,7 +431,7 @@ impl Project {
     }
 
     /// The artifact of commission `id` (`.lore/commissions/<id>.md`); `id` must be validated.
-    pub fn commission_path(&self, id: &str) -> PathBuf {
+    pub(crate) fn commission_path(&self, id: &str) -> PathBuf {
         self.commissions_dir().join(format!("{id}.md"))
     }
 
@@ -440,7 +440,7 @@ impl Project {
     }
 
     /// The artifact of plan `id` (`.lore/plans/<id>.md`); `id` must be validated.
-    pub fn plan_path(&self, id: &str) -> PathBuf {
+    pub(crate) fn plan_path(&self, id: &str) -> PathBuf {
         self.plans_dir().join(format!("{id}.md"))
     }
 
@@ -449,18 +449,18 @@ impl Project {
     }
 
     /// The artifact of meeting `id` (`.lore/meetings/<id>.md`); `id` must be validated.
-    pub fn meeting_path(&self, id: &str) -> PathBuf {
+    pub(crate) fn meeting_path(&self, id: &str) -> PathBuf {
         self.meetings_dir().join(format!("{id}.md"))
     }
 }
 
 /// How each kind's worktree under [`Home::worktrees_dir`] begins; the id follows.
-pub mod worktree_prefix {
-    pub const COMMISSION: &str = "commission-";
-    pub const MEETING: &str = "meeting-";
-    pub const TASK: &str = "task-";
-    pub const VERIFY: &str = "verify-";
-    pub const ALL: [&str; 4] = [COMMISSION, MEETING, TASK, VERIFY];
+pub(crate) mod worktree_prefix {
+    pub(crate) const COMMISSION: &str = "commission-";
+    pub(crate) const MEETING: &str = "meeting-";
+    pub(crate) const TASK: &str = "task-";
+    pub(crate) const VERIFY: &str = "verify-";
+    pub(crate) const ALL: [&str; 4] = [COMMISSION, MEETING, TASK, VERIFY];
 }
 
 /// Directory name plus a short hash of the absolute path: stable and filename-safe.
@@ -473,24 +473,24 @@ pub fn default_project_name(root: &Path) -> String {
 }
 
 /// Optional durations as humantime strings.
-pub mod opt_duration_str {
+pub(crate) mod opt_duration_str {
     use serde::{Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
             None => s.serialize_none(),
         }
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         d.deserialize_option(super::duration_str::Humantime)
     }
 }
 
 /// A size for people: `512 B`, `1.5 KiB`, `100.0 MiB`, `4.0 GiB` (and the exact bytes when
 /// not a whole number of the unit's tenths, so two sizes never read the same by rounding).
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (unit, n) in UNITS {
         if bytes >= n {
@@ -504,7 +504,7 @@ pub fn human_size(bytes: u64) -> String {
 
 /// Why a size could not be read (`text`: as it was written).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SizeError {
+pub(crate) enum SizeError {
     #[error("bad size {text:?}: expected a number of bytes, or e.g. `100MiB`")]
     NoNumber { text: String },
     #[error("bad size {text:?}: unknown unit {unit:?} (use bytes, KiB, MiB, GiB, or KB, MB, GB)")]
@@ -517,7 +517,7 @@ pub enum SizeError {
 
 /// Parse a size: a number of bytes, or a number with a unit (`KiB`, `MiB`, `GiB`, `TiB`;
 /// `KB`, `MB`, `GB`, `TB` are decimal; `B`), spaces and case aside.
-pub fn parse_size(text: &str) -> std::result::Result<u64, SizeError> {
+pub(crate) fn parse_size(text: &str) -> std::result::Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = (t[..split].trim(), t[split..].trim().to_ascii_lowercase());
@@ -549,10 +549,10 @@ mod byte_size {
     use serde::de::{self, Deserializer, Visitor};
     use serde::Serializer;
 
-    pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(*n)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         d.deserialize_any(Size)
     }
 
@@ -579,10 +579,10 @@ mod duration_str {
     use serde::Serializer;
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&humantime::format_duration(*d).to_string())
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         d.deserialize_str(Humantime)?.ok_or_else(|| de::Error::custom("expected a duration such as 90s or 5m"))
     }
 

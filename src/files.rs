@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 
 /// The file's bytes, or `None` if it does not exist. Any other failure is an error.
-pub fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
+pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -21,7 +21,7 @@ pub fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
 }
 
 /// The file as text, or `None` if it does not exist.
-pub fn read_text_if_exists(path: &Path) -> Result<Option<String>> {
+pub(crate) fn read_text_if_exists(path: &Path) -> Result<Option<String>> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -31,7 +31,7 @@ pub fn read_text_if_exists(path: &Path) -> Result<Option<String>> {
 
 /// The last `max` bytes of the file at `path` (all of it when smaller): a log's end without
 /// reading megabytes. `None` if it cannot be read.
-pub fn read_tail_bytes(path: &Path, max: u64) -> Option<Vec<u8>> {
+pub(crate) fn read_tail_bytes(path: &Path, max: u64) -> Option<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
@@ -42,12 +42,12 @@ pub fn read_tail_bytes(path: &Path, max: u64) -> Option<Vec<u8>> {
 }
 
 /// [`read_tail_bytes`] as text (what is not UTF-8 replaced).
-pub fn read_tail(path: &Path, max: u64) -> Option<String> {
+pub(crate) fn read_tail(path: &Path, max: u64) -> Option<String> {
     read_tail_bytes(path, max).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// Remove a file; one that is already gone is fine.
-pub fn remove_if_exists(path: &Path) -> Result<()> {
+pub(crate) fn remove_if_exists(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -57,7 +57,7 @@ pub fn remove_if_exists(path: &Path) -> Result<()> {
 
 /// How to take a lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lock {
+pub(crate) enum Lock {
     /// Exclusive, waiting for it.
     Exclusive,
     /// Exclusive if free now.
@@ -68,7 +68,7 @@ pub enum Lock {
 
 /// Take `how` on the lock file at `path` (created if missing, never truncated). `Ok(None)`
 /// when a try found it held.
-pub fn lock(path: &Path, how: Lock) -> Result<Option<Flock<File>>> {
+pub(crate) fn lock(path: &Path, how: Lock) -> Result<Option<Flock<File>>> {
     use std::os::unix::fs::OpenOptionsExt;
     // Never through a link: some lock files sit in dirs a worker writes (its memory dir).
     let file = std::fs::OpenOptions::new()
@@ -93,7 +93,7 @@ pub fn lock(path: &Path, how: Lock) -> Result<Option<Flock<File>>> {
 
 /// Whether someone holds an exclusive lock on `path` now (a missing file: no one). Takes
 /// nothing and creates nothing.
-pub fn is_locked(path: &Path) -> bool {
+pub(crate) fn is_locked(path: &Path) -> bool {
     let Ok(f) = File::open(path) else { return false };
     match Flock::lock(f, FlockArg::LockSharedNonblock) {
         Ok(_) => false,
@@ -102,21 +102,21 @@ pub fn is_locked(path: &Path) -> bool {
 }
 
 /// Read a JSON file; `None` if it does not exist. A half-written or corrupt file is an error.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     match crate::files::read_if_exists(path)? {
         Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))?)),
         None => Ok(None),
     }
 }
 
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
     write_atomic(path, &bytes)
 }
 
 /// Write via a temp file in the same directory and rename, keeping an existing file's mode.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = write_temp(path, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);

@@ -79,30 +79,30 @@ impl Write {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(bound(serialize = "R: Serialize, F: Serialize + Folds"))]
 pub struct Update<R, F> {
-    pub id: String,
+    pub(crate) id: String,
     /// The artifact's content hash when observed: everything but the timeline is dropped if
     /// it changed.
-    pub expect_hash: u64,
-    pub edits: Vec<Edit>,
+    pub(crate) expect_hash: u64,
+    pub(crate) edits: Vec<Edit>,
     /// The record, if it changes (`record.json` in the state dir).
-    pub record: Option<R>,
+    pub(crate) record: Option<R>,
     /// The timeline entries (deduplicated by key when appended).
-    pub events: Vec<Json>,
+    pub(crate) events: Vec<Json>,
     /// How far the mailboxes were read: written last, once the events are in the timeline.
     #[serde(skip_serializing_if = "Folds::is_empty")]
-    pub fold: F,
+    pub(crate) fold: F,
 }
 
 impl<R, F: Default> Update<R, F> {
     /// An update of `id` that changes nothing yet.
-    pub fn new(id: &str, expect_hash: u64) -> Update<R, F> {
+    pub(crate) fn new(id: &str, expect_hash: u64) -> Update<R, F> {
         Update { id: id.to_string(), expect_hash, edits: Vec::new(), record: None, events: Vec::new(), fold: F::default() }
     }
 }
 
 impl<R, F: Folds> Update<R, F> {
     /// Nothing to write.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.edits.is_empty() && self.record.is_none() && self.events.is_empty() && self.fold.is_empty()
     }
 }
@@ -116,7 +116,7 @@ pub trait Folds {
 }
 
 /// Where one activity's update goes.
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     home: &'a Home,
     project: &'a Project,
     kind: Name,
@@ -130,7 +130,7 @@ pub struct Place<'a> {
 
 impl<'a> Place<'a> {
     /// The artifact, state dir and intent of `kind`'s `id`, all named from the id.
-    pub fn new(home: &'a Home, project: &'a Project, kind: Name, id: &str) -> Place<'a> {
+    pub(crate) fn new(home: &'a Home, project: &'a Project, kind: Name, id: &str) -> Place<'a> {
         let (artifact, state) = match kind {
             Name::Commission => (project.commission_path(id), home.commission_state(&project.name, id)),
             Name::Meeting => (project.meeting_path(id), home.meeting_state(&project.name, id)),
@@ -148,7 +148,7 @@ fn intents(home: &Home, project: &Project) -> PathBuf {
 }
 
 /// Where an update of `kind`'s `id` that a killed pass left half-applied waits to be settled.
-pub fn intent_path(home: &Home, project: &Project, kind: Name, id: &str) -> PathBuf {
+pub(crate) fn intent_path(home: &Home, project: &Project, kind: Name, id: &str) -> PathBuf {
     intents(home, project).join(format!("{kind}.{id}.json"))
 }
 
@@ -171,7 +171,7 @@ struct Intent {
 
 /// Apply `u` (see the module doc for the order). `shorter`: the edits to make instead when
 /// they do not fit in the frontmatter (given the artifact's text).
-pub fn apply<R: Serialize, F: Folds>(
+pub(crate) fn apply<R: Serialize, F: Folds>(
     place: &Place<'_>,
     u: &Update<R, F>,
     shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>,
@@ -181,7 +181,7 @@ pub fn apply<R: Serialize, F: Folds>(
 
 /// [`apply`], and the artifact's hash as the update left it (when done): what an action that
 /// goes on after one update expects for its next.
-pub fn apply_hashed<R: Serialize, F: Folds>(
+pub(crate) fn apply_hashed<R: Serialize, F: Folds>(
     place: &Place<'_>,
     u: &Update<R, F>,
     shorter: impl FnOnce(&str, &WriteError) -> Option<Shorter>,
@@ -236,18 +236,18 @@ pub fn apply_hashed<R: Serialize, F: Folds>(
 /// An intent [`settle`] could not finish: what the killed update left of its artifact is not
 /// known, so nothing may be done for that artifact until the intent is repaired or removed.
 #[derive(Debug)]
-pub struct Unsettled {
-    pub kind: Name,
-    pub id: String,
+pub(crate) struct Unsettled {
+    pub(crate) kind: Name,
+    pub(crate) id: String,
     /// Names the intent file and why.
-    pub problem: Problem,
+    pub(crate) problem: Problem,
 }
 
 /// Finish every update a killed pass left half-applied in `project` (see the module doc): the
 /// first thing a pass that acts does, under the project lock, before anything is observed. An
 /// intent that cannot be read or finished is one artifact's trouble, not the project's: it is
 /// returned, and the others are settled all the same.
-pub fn settle(home: &Home, project: &Project) -> Result<Vec<Unsettled>> {
+pub(crate) fn settle(home: &Home, project: &Project) -> Result<Vec<Unsettled>> {
     let dir = intents(home, project);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,

@@ -7,7 +7,7 @@ use super::kind::Name;
 
 /// The slots of a round, and who holds them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Capacity {
+pub(crate) struct Capacity {
     /// The project's cap on its workers (commissions and wave tasks together).
     pub(crate) project_cap: usize,
     /// The home's cap on the workers of all its projects.

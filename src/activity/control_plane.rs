@@ -3,12 +3,13 @@
 //! refuses to hold. No worker of any kind changes either: not by a merge, a copy-back or a tool.
 
 /// The control plane, relative to the project root: directories end with `/`.
-pub const CONTROL_PLANE: [&str; 5] = [".lore/commissions/", ".lore/meetings/", ".lore/plans/", ".lore/workers/", ".lore/guild-hall.yaml"];
+pub(crate) const CONTROL_PLANE: [&str; 5] =
+    [".lore/commissions/", ".lore/meetings/", ".lore/plans/", ".lore/workers/", ".lore/guild-hall.yaml"];
 
 /// Whether `path` (relative, `/`-separated) is in the control plane, or is a directory above
 /// it (`.lore` itself: replaced by a link or a file, it would move the whole control plane).
 /// ASCII case is ignored: on a case-insensitive checkout `.Lore/Workers/x` is `.lore/workers/x`.
-pub fn is_control_plane(path: &str) -> bool {
+pub(crate) fn is_control_plane(path: &str) -> bool {
     let p = path.trim_start_matches("./").trim_end_matches('/').to_ascii_lowercase();
     !p.is_empty()
         && CONTROL_PLANE.iter().any(|c| {
@@ -17,8 +18,9 @@ pub fn is_control_plane(path: &str) -> bool {
         })
 }
 
+#[cfg(test)]
 /// The control-plane paths among `paths`, sorted and without repeats.
-pub fn control_plane_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn control_plane_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = paths.into_iter().filter(|p| is_control_plane(p)).map(str::to_string).collect();
     out.sort();
     out.dedup();
@@ -28,7 +30,7 @@ pub fn control_plane_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<
 /// Why git would refuse `name` as one component of a path in a tree (as `git fsck` and
 /// `read-tree` do), if it would: empty, `.`, `..`, a `/` or NUL inside, or `.git` in any case
 /// (with the trailing dots and spaces, or the `git~1` short name, that some filesystems drop).
-pub fn bad_component(name: &[u8]) -> Option<&'static str> {
+pub(crate) fn bad_component(name: &[u8]) -> Option<&'static str> {
     if name.is_empty() {
         return Some("an empty name");
     }

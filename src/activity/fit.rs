@@ -14,20 +14,20 @@ use crate::artifact::write::{self, Edit, WriteError};
 
 /// The edits to make instead, when the first ones do not fit.
 #[derive(Debug, Clone, Default)]
-pub struct Shorter {
-    pub edits: Vec<Edit>,
+pub(crate) struct Shorter {
+    pub(crate) edits: Vec<Edit>,
     /// What was left out, for the timeline's note ("the worker's progress, questions and
     /// result").
-    pub what: String,
+    pub(crate) what: String,
     /// Fields of the note: text left out that the timeline holds nowhere else.
-    pub kept: Map<String, Json>,
+    pub(crate) kept: Map<String, Json>,
 }
 
 /// `edits` applied to `text` (the artifact at `path`); if that cannot be written, the edits
 /// `shorter` gives instead (`None`: nothing to leave out, the error stands), with an `anomaly`
 /// in the artifact's timeline saying what was left out and why. The note's key names the file
 /// and the edits, so a pass that meets the same again adds nothing, and a different one does.
-pub fn apply(path: &Path, text: &str, edits: &[Edit], shorter: impl FnOnce(&WriteError) -> Option<Shorter>) -> Result<String> {
+pub(crate) fn apply(path: &Path, text: &str, edits: &[Edit], shorter: impl FnOnce(&WriteError) -> Option<Shorter>) -> Result<String> {
     let e = match write::apply(text, edits) {
         Ok(new) => return Ok(new),
         Err(e) => e,

@@ -10,7 +10,7 @@ use std::process::Command;
 use git2::{BranchType, Repository, Signature};
 
 #[derive(Debug, thiserror::Error)]
-pub enum GitError {
+pub(crate) enum GitError {
     #[error(transparent)]
     Git(#[from] git2::Error),
     #[error("`git {args}` failed: {stderr}")]
@@ -21,18 +21,18 @@ pub enum GitError {
     Io(#[from] std::io::Error),
 }
 
-pub type Result<T> = std::result::Result<T, GitError>;
+pub(crate) type Result<T> = std::result::Result<T, GitError>;
 
 const FALLBACK_NAME: &str = "Guild Hall";
 const FALLBACK_EMAIL: &str = "guild-hall@localhost";
 
 /// Open the repository containing `project_root`.
-pub fn open(project_root: &Path) -> Result<Repository> {
+pub(crate) fn open(project_root: &Path) -> Result<Repository> {
     Repository::discover(project_root).map_err(|_| GitError::Other(format!("{} is not inside a git repository", project_root.display())))
 }
 
 /// The repository's configured identity, else the fixed fallback.
-pub fn signature(repo: &Repository) -> Result<Signature<'static>> {
+pub(crate) fn signature(repo: &Repository) -> Result<Signature<'static>> {
     match repo.signature() {
         Ok(s) => Ok(s.to_owned()),
         Err(_) => Ok(Signature::now(FALLBACK_NAME, FALLBACK_EMAIL)?),
@@ -41,11 +41,11 @@ pub fn signature(repo: &Repository) -> Result<Signature<'static>> {
 
 /// Where `init` records the branch it started from (the repository's own git config, so that
 /// any home over this checkout finds it).
-pub const BASE_BRANCH_KEY: &str = "guild-hall.baseBranch";
+pub(crate) const BASE_BRANCH_KEY: &str = "guild-hall.baseBranch";
 
 /// The base branch as configured (`follow:`, `base_branch:`) or recorded by `init` (git config
 /// [`BASE_BRANCH_KEY`]), if any.
-pub fn configured_base(repo: &Repository, config: &crate::config::ProjectConfig) -> Option<String> {
+pub(crate) fn configured_base(repo: &Repository, config: &crate::config::ProjectConfig) -> Option<String> {
     if let Some(b) = config.follow.as_ref().or(config.base_branch.as_ref()) {
         return Some(b.clone());
     }
@@ -53,17 +53,17 @@ pub fn configured_base(repo: &Repository, config: &crate::config::ProjectConfig)
 }
 
 /// The base branch's name: [`configured_base`], else `main`, else `master` (whichever exists).
-pub fn named_base(repo: &Repository, config: &crate::config::ProjectConfig) -> Option<String> {
+pub(crate) fn named_base(repo: &Repository, config: &crate::config::ProjectConfig) -> Option<String> {
     configured_base(repo, config).or_else(|| ["main", "master"].into_iter().find(|b| branch_exists(repo, b)).map(str::to_string))
 }
 
-pub fn branch_exists(repo: &Repository, branch: &str) -> bool {
+pub(crate) fn branch_exists(repo: &Repository, branch: &str) -> bool {
     repo.find_branch(branch, BranchType::Local).is_ok()
 }
 
 /// Create `branch` at what `from` (a branch name, a full ref such as
 /// `refs/remotes/origin/claude/main`, or "HEAD") points to, unless it exists.
-pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool> {
+pub(crate) fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool> {
     if branch_exists(repo, branch) {
         return Ok(false);
     }
@@ -86,18 +86,12 @@ pub fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Result<bool
 /// Point `branch` at `commit` (`force`: move it if it exists), never over a lock file of git's:
 /// a crash's leftover older than [`STALE_REF_LOCK`] is removed first ([`ref_lock_to_wait_for`]);
 /// a younger one is an error naming it, and the caller tries again on a later pass.
-pub fn set_branch(repo: &Repository, branch: &str, commit: &git2::Commit<'_>, force: bool) -> Result<()> {
+pub(crate) fn set_branch(repo: &Repository, branch: &str, commit: &git2::Commit<'_>, force: bool) -> Result<()> {
     if let Some(why) = ref_lock_to_wait_for(repo, &format!("refs/heads/{branch}")) {
         return Err(GitError::Other(why));
     }
     repo.branch(branch, commit, force)?;
     Ok(())
-}
-
-/// Whether `rel_path` exists in the tree at `branch`'s tip.
-pub fn path_in_branch(repo: &Repository, branch: &str, rel_path: &str) -> Result<bool> {
-    let Ok(b) = repo.find_branch(branch, BranchType::Local) else { return Ok(false) };
-    Ok(b.get().peel_to_tree()?.get_path(Path::new(rel_path)).is_ok())
 }
 
 /// Where one git CLI call runs, always named explicitly: guild-hall never lets git discover a
@@ -324,7 +318,7 @@ fn without_userinfo(url: &str) -> Option<String> {
 /// The variable `guild-hall ci` (and every fetch and push of guild-hall's) takes an HTTPS
 /// token from: sent to the remote as `actions/checkout` would, but kept out of `.git/config`,
 /// where a worker could read it. No worker is ever passed it ([`crate::worker::pass_env`]).
-pub const PUSH_TOKEN_VAR: &str = "GUILD_HALL_PUSH_TOKEN";
+pub(crate) const PUSH_TOKEN_VAR: &str = "GUILD_HALL_PUSH_TOKEN";
 
 /// Standard base64 with padding (an HTTP basic credential).
 fn base64(bytes: &[u8]) -> String {
@@ -390,7 +384,7 @@ pub(super) fn canonical(p: &Path) -> PathBuf {
 }
 
 /// The repository's common dir (`.git` of the main checkout) for a project.
-pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
+pub(crate) fn common_dir(project_root: &Path) -> Result<PathBuf> {
     Ok(canonical(open(project_root)?.commondir()))
 }
 
@@ -398,7 +392,7 @@ pub fn common_dir(project_root: &Path) -> Result<PathBuf> {
 /// the middle of a ref update left behind. Git holds a ref's lock for the instant of one update
 /// (`git commit` takes it after the editor closes, not while it is open), so a lock this old is
 /// no update still under way.
-pub const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+pub(crate) const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 
 /// The lock file an update of `refname` (`refs/heads/…`) must wait for, after removing a stale
 /// one: git's `<ref>.lock` beside the loose ref in the common dir. `None` when there is none, or
@@ -406,7 +400,7 @@ pub const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(5
 /// waits, naming the file. The age is what makes removal safe: git holds a ref's lock only for
 /// the instant of one update, whoever runs it (this process, another home, a person's git), so
 /// a lock minutes old is a crash's leftover. A young one is never removed, only waited for.
-pub fn ref_lock_to_wait_for(repo: &Repository, refname: &str) -> Option<String> {
+pub(crate) fn ref_lock_to_wait_for(repo: &Repository, refname: &str) -> Option<String> {
     let lock = repo.commondir().join(format!("{refname}.lock"));
     let meta = std::fs::symlink_metadata(&lock).ok()?;
     let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();
@@ -429,7 +423,7 @@ pub fn ref_lock_to_wait_for(repo: &Repository, refname: &str) -> Option<String> 
 }
 
 /// Whether `e` is git finding a lock file in its way (a ref's or an index's `.lock`).
-pub fn is_lock_error(e: &GitError) -> bool {
+pub(crate) fn is_lock_error(e: &GitError) -> bool {
     matches!(e, GitError::Git(g) if g.code() == git2::ErrorCode::Locked)
 }
 

@@ -15,7 +15,7 @@ use crate::config::{Home, Project};
 
 /// Something of an id that exists, and so holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Trace {
+pub(crate) enum Trace {
     /// Its artifact, or the timeline beside it.
     File(PathBuf),
     /// A branch that may hold its work (`origin/claude/…` for a remote-tracking one).
@@ -42,10 +42,10 @@ impl std::fmt::Display for Trace {
 /// An id asked for by name that something already holds.
 #[derive(Debug, thiserror::Error)]
 #[error("{kind} id {id} is taken by {}: ids are never reused (leave the id out to be given a free one)", list(.traces))]
-pub struct Taken {
-    pub kind: Name,
-    pub id: String,
-    pub traces: Vec<Trace>,
+pub(crate) struct Taken {
+    pub(crate) kind: Name,
+    pub(crate) id: String,
+    pub(crate) traces: Vec<Trace>,
 }
 
 fn list(traces: &[Trace]) -> String {
@@ -54,7 +54,7 @@ fn list(traces: &[Trace]) -> String {
 
 /// What holds the ids of one kind in one project, read once (its branches, the trailers on its
 /// integration branch), to ask about as many ids as needed.
-pub struct Used<'a> {
+pub(crate) struct Used<'a> {
     kind: Name,
     home: &'a Home,
     project: &'a Project,
@@ -66,7 +66,7 @@ pub struct Used<'a> {
 
 impl<'a> Used<'a> {
     /// Read the branches and the integration branch's trailers (local, and every remote's copy).
-    pub fn read(home: &'a Home, project: &'a Project, kind: Name) -> Result<Used<'a>> {
+    pub(crate) fn read(home: &'a Home, project: &'a Project, kind: Name) -> Result<Used<'a>> {
         let repo = super::git::open(&project.root)?;
         let integration = &project.config.integration_branch;
         let mut branches = Vec::new();
@@ -93,7 +93,7 @@ impl<'a> Used<'a> {
     }
 
     /// Everything that holds `id` (empty: it is free).
-    pub fn traces(&self, id: &str) -> Vec<Trace> {
+    pub(crate) fn traces(&self, id: &str) -> Vec<Trace> {
         let p = self.project;
         let artifact = match self.kind {
             Name::Commission => p.commission_path(id),
@@ -113,7 +113,7 @@ impl<'a> Used<'a> {
     }
 
     /// `id`, if nothing holds it; else why not.
-    pub fn claim(&self, id: &str) -> std::result::Result<(), Taken> {
+    pub(crate) fn claim(&self, id: &str) -> std::result::Result<(), Taken> {
         let traces = self.traces(id);
         if traces.is_empty() {
             Ok(())
@@ -124,7 +124,7 @@ impl<'a> Used<'a> {
 
     /// The first free id of `base`, `base-2`, `base-3`, … that `also_taken` does not name
     /// (ids seen taken meanwhile, by a concurrent create).
-    pub fn next_free(&self, base: &str, also_taken: &[String]) -> String {
+    pub(crate) fn next_free(&self, base: &str, also_taken: &[String]) -> String {
         (1u64..)
             .map(|n| if n == 1 { base.to_string() } else { crate::artifact::ids::derived(base, &n.to_string()) })
             .find(|c| !also_taken.contains(c) && self.traces(c).is_empty())
@@ -136,7 +136,7 @@ impl<'a> Used<'a> {
 /// its tasks' and its verify worktree), transcript, an update a killed pass left to settle (`intents/<kind>.<id>.json`) — that exists: the one
 /// answer to "did this home start it?". Empty: this home holds no record and no runtime trace
 /// of it (work under way there is another home's, or one whose home was lost).
-pub fn runtime(home: &Home, project: &Project, kind: Name, id: &str) -> Vec<PathBuf> {
+pub(crate) fn runtime(home: &Home, project: &Project, kind: Name, id: &str) -> Vec<PathBuf> {
     let name = &project.name;
     let mut paths = match kind {
         Name::Commission => vec![home.commission_state(name, id), home.worktree(name, id)],
@@ -173,7 +173,7 @@ fn trailers(repo: &Repository, kind: Name, tips: &[Oid]) -> Result<HashMap<Strin
 /// this home remembers (a fresh home, a clone of a CI origin, which has the trailers but not
 /// the branches; a wiped record). Probes exact names only, so it costs a lookup or two per call.
 /// Remote-tracking copies count too (a clone's `origin/claude/commission/<id>`).
-pub fn first_free_attempt(repo: &Repository, id: &str, after: u32, landed: Option<&HashSet<String>>) -> u32 {
+pub(crate) fn first_free_attempt(repo: &Repository, id: &str, after: u32, landed: Option<&HashSet<String>>) -> u32 {
     let remotes = remote_names(repo);
     let exists = |branch: &str| {
         super::git::branch_exists(repo, branch)
@@ -191,7 +191,7 @@ pub fn first_free_attempt(repo: &Repository, id: &str, after: u32, landed: Optio
 
 /// Every commission trailer line on the integration branch `integration`, local and every
 /// remote's copy (`refs/remotes/<remote>/<integration>`): what [`first_free_attempt`] skips.
-pub fn integration_trailers(repo: &Repository, integration: &str) -> Result<HashSet<String>> {
+pub(crate) fn integration_trailers(repo: &Repository, integration: &str) -> Result<HashSet<String>> {
     commission_trailers_between(repo, &integration_tips(repo, integration), &[])
 }
 

@@ -15,15 +15,15 @@ use super::kind::Name;
 /// file is left as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Integrated {
-    pub kind: Name,
-    pub id: String,
+    pub(crate) kind: Name,
+    pub(crate) id: String,
     /// What the checkout's file says (`pending` when it has no status).
-    pub here: &'static str,
+    pub(crate) here: &'static str,
     /// What the integration branch's copy says.
-    pub status: &'static str,
+    pub(crate) status: &'static str,
     /// The attempt that ended there (a commission's); `None` for a plan.
-    pub attempt: Option<u32>,
-    pub integration: String,
+    pub(crate) attempt: Option<u32>,
+    pub(crate) integration: String,
 }
 
 impl Integrated {
@@ -39,14 +39,14 @@ impl Integrated {
 
     /// [`Integrated::describe`] as a note on the artifact's file (`path`): the line `check` and
     /// `reconcile` print.
-    pub fn note(&self, path: &Path) -> Problem {
+    pub(crate) fn note(&self, path: &Path) -> Problem {
         Problem::at_key(path, "status", format!("{} {}: {}", self.kind, self.id, self.describe()))
     }
 }
 
 /// The text of the integration branch's copy of the file at `path` (in `project`'s checkout):
 /// one blob read from `tree`, the integration branch's; `None` when it has none (or not text).
-pub fn copy(project: &Project, path: &Path, repo: &git2::Repository, tree: &git2::Tree<'_>) -> Option<String> {
+pub(crate) fn copy(project: &Project, path: &Path, repo: &git2::Repository, tree: &git2::Tree<'_>) -> Option<String> {
     let rel = path.strip_prefix(&project.root).ok()?;
     let blob = tree.get_path(rel).ok()?.to_object(repo).ok()?.into_blob().ok()?;
     String::from_utf8(blob.content().to_vec()).ok()
@@ -58,7 +58,7 @@ pub fn copy(project: &Project, path: &Path, repo: &git2::Repository, tree: &git2
 /// caught up yet) — each only if the checkout does not hold it already (then its artifacts are
 /// the checkout's, and a person's edit there since, a retry say, is what counts), and the
 /// remote's only if the local branch does not hold it either.
-pub fn tips(project: &Project, repo: &git2::Repository) -> Vec<(String, git2::Oid)> {
+pub(crate) fn tips(project: &Project, repo: &git2::Repository) -> Vec<(String, git2::Oid)> {
     let integration = &project.config.integration_branch;
     let head = repo.head().ok().and_then(|h| h.peel_to_commit().ok()).map(|c| c.id());
     let holds = |a: Option<git2::Oid>, b: git2::Oid| a.is_some_and(|a| a == b || repo.graph_descendant_of(a, b).unwrap_or(false));
@@ -78,7 +78,7 @@ pub fn tips(project: &Project, repo: &git2::Repository) -> Vec<(String, git2::Oi
 }
 
 /// The integration branch's tree, if the branch exists.
-pub fn tree(project: &Project) -> anyhow::Result<Option<git2::Oid>> {
+pub(crate) fn tree(project: &Project) -> anyhow::Result<Option<git2::Oid>> {
     let repo = git2::Repository::open(&project.root)?;
     Ok(repo
         .find_branch(&project.config.integration_branch, git2::BranchType::Local)
@@ -91,7 +91,7 @@ pub fn tree(project: &Project) -> anyhow::Result<Option<git2::Oid>> {
 /// (a local branch, else a remote-tracking one such as `origin/main`) and is not the
 /// integration branch: what a commission waiting on a dependency is told when the dependency
 /// is there but not yet on the integration branch.
-pub fn base_tree(project: &Project) -> Option<(String, git2::Oid)> {
+pub(crate) fn base_tree(project: &Project) -> Option<(String, git2::Oid)> {
     let repo = git2::Repository::open(&project.root).ok()?;
     let base = crate::activity::git::named_base(&repo, &project.config)?;
     if base == project.config.integration_branch {

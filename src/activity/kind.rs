@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use super::capacity::Capacity;
+pub(crate) use super::capacity::Capacity;
 use super::Outcome;
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
@@ -24,9 +24,9 @@ pub enum Name {
 }
 
 impl Name {
-    pub const ALL: [Name; 3] = [Name::Commission, Name::Meeting, Name::Plan];
+    pub(crate) const ALL: [Name; 3] = [Name::Commission, Name::Meeting, Name::Plan];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Name::Commission => "commission",
             Name::Meeting => "meeting",
@@ -46,12 +46,12 @@ impl std::fmt::Display for Name {
 /// a decline) it stays or is written; after any other transition a reason left from before
 /// (an earlier refusal or failure) goes — unless one was written in the same step (a refusal
 /// made alongside stays visible).
-pub fn stale_reason_goes(reason_is_the_point: bool, written_in_step: bool) -> bool {
+pub(crate) fn stale_reason_goes(reason_is_the_point: bool, written_in_step: bool) -> bool {
     !reason_is_the_point && !written_in_step
 }
 
 /// What every kind's action tells the pass.
-pub trait Action: std::fmt::Debug {
+pub(crate) trait Action: std::fmt::Debug {
     /// The artifact it is for.
     fn id(&self) -> &str;
     /// Its name in entries and logs (`dispatch`, `meeting-open`, `task-start`, …).
@@ -116,49 +116,49 @@ impl<W> Copy for Ctx<'_, W> {}
 
 impl<W> Ctx<'_, W> {
     /// The project's integration branch.
-    pub fn integration(&self) -> &str {
+    pub(crate) fn integration(&self) -> &str {
         &self.project.config.integration_branch
     }
 }
 
 /// What a kind's decider made of its snapshot.
 #[derive(Debug)]
-pub struct Decided<A> {
-    pub actions: Vec<A>,
+pub(crate) struct Decided<A> {
+    pub(crate) actions: Vec<A>,
     /// Problems only the decider sees (a dependency cycle, say).
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
     /// What is left alone on purpose and a person should know, without failing the pass
     /// (work that ended on the integration branch while the checkout says it is to run).
-    pub notes: Vec<Problem>,
+    pub(crate) notes: Vec<Problem>,
     /// Nothing of this kind is running or can start without outside help.
-    pub settled: bool,
+    pub(crate) settled: bool,
     /// The ids that keep it from being settled.
-    pub busy: Vec<String>,
+    pub(crate) busy: Vec<String>,
     /// Worker slots its work holds as observed (workers running or starting), and the ids of
     /// its actions that start one more each once carried out: what the pass tells the round's
     /// [`Capacity`] this kind holds (kinds decided later see it).
-    pub holding: usize,
-    pub starting: Vec<String>,
+    pub(crate) holding: usize,
+    pub(crate) starting: Vec<String>,
 }
 
 impl<A> Decided<A> {
     /// Actions only: the kind is settled by what its actions come to.
-    pub fn actions(actions: Vec<A>) -> Decided<A> {
+    pub(crate) fn actions(actions: Vec<A>) -> Decided<A> {
         Decided { actions, problems: Vec::new(), notes: Vec::new(), settled: true, busy: Vec::new(), holding: 0, starting: Vec::new() }
     }
 }
 
 /// What is at work, for the watcher.
 #[derive(Debug, Default)]
-pub struct AtWork {
+pub(crate) struct AtWork {
     /// Runtime dirs of workers that are running or starting (the watcher waits on their shims).
-    pub running: Vec<PathBuf>,
+    pub(crate) running: Vec<PathBuf>,
     /// Where something awaited would appear (the watcher watches these directories).
-    pub awaited_dirs: Vec<PathBuf>,
+    pub(crate) awaited_dirs: Vec<PathBuf>,
 }
 
 /// One kind of activity, as the reconcile pass drives it; `W`: the worker catalogue (see [`Ctx`]).
-pub trait Kind<W> {
+pub(crate) trait Kind<W> {
     /// The kind's name: with an id, it keys backoff.
     const NAME: Name;
     /// When its actions are carried out in a round, among the kinds' (lowest first). Every
@@ -192,12 +192,18 @@ pub trait Kind<W> {
     fn busy_after(&self, _ctx: Ctx<'_, W>) -> Result<Vec<String>> {
         Ok(Vec::new())
     }
+    #[cfg(test)]
     /// The status changes a person may request (from, to): the table the decider enforces.
     fn requests() -> Vec<(&'static str, &'static str)>;
 }
 
+#[cfg(test)]
 /// Every (from, to) pair of `all` the predicate allows, by name: a request table as data.
-pub fn table<S: Copy>(all: &[S], allowed: impl Fn(S, S) -> bool, name: impl Fn(S) -> &'static str) -> Vec<(&'static str, &'static str)> {
+pub(crate) fn table<S: Copy>(
+    all: &[S],
+    allowed: impl Fn(S, S) -> bool,
+    name: impl Fn(S) -> &'static str,
+) -> Vec<(&'static str, &'static str)> {
     let mut out = Vec::new();
     for &from in all {
         out.extend(all.iter().filter(|&&to| allowed(from, to)).map(|&to| (name(from), name(to))));

@@ -16,7 +16,7 @@ use super::worktree::listing;
 use crate::config::{human_size, MergeLimits};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MergeOutcome {
+pub(crate) enum MergeOutcome {
     Merged(Oid),
     /// A commit with the trailer is already on the integration branch (a re-run after a crash).
     AlreadyMerged(Oid),
@@ -42,7 +42,7 @@ pub enum MergeOutcome {
 /// A conflict under `.lore/` goes to the activity side when only guild-hall's merges changed
 /// the file on the integration side; any other conflict aborts with the paths. A checkout of
 /// the integration branch is advanced only if no locally modified file is touched.
-pub fn squash_merge(
+pub(crate) fn squash_merge(
     repo: &Repository,
     integration: &str,
     activity: &str,
@@ -108,7 +108,7 @@ pub fn squash_merge(
 /// Commit `tree` onto the integration branch's tip `int_commit` with `message`, advancing any
 /// checkout of the branch only where no local change of a person's is touched (else nothing
 /// is done: `Waiting`, with why).
-pub fn commit_onto(
+pub(crate) fn commit_onto(
     repo: &Repository,
     integration: &str,
     int_commit: &git2::Commit<'_>,
@@ -122,7 +122,7 @@ pub fn commit_onto(
 /// Where [`advance`] moves a branch: to a commit that exists (a fast-forward), or to a new
 /// commit of `tree` whose first parent is the branch's tip and whose other parents are
 /// `others` (a merge).
-pub enum Target<'a> {
+pub(crate) enum Target<'a> {
     Existing(Oid),
     New { tree: &'a git2::Tree<'a>, message: &'a str, others: &'a [&'a git2::Commit<'a>] },
 }
@@ -132,7 +132,7 @@ pub enum Target<'a> {
 /// nothing is done: `Waiting`, with why. The one way guild-hall moves a branch a person may
 /// have checked out: the integration branch (merges, copy-back, `sync`) and the base branch
 /// (`land`). Our commits have our identity and run no hooks.
-pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Target<'_>, what: &str) -> Result<MergeOutcome> {
+pub(crate) fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Target<'_>, what: &str) -> Result<MergeOutcome> {
     let ref_name = format!("refs/heads/{branch}");
     // A lock never fails the work that moves the branch: the move waits, naming the file.
     if let Some(why) = super::git::ref_lock_to_wait_for(repo, &ref_name) {
@@ -197,7 +197,12 @@ pub fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, to: Targ
 
 /// The checkouts of `branch` (the main one, a person's linked worktrees; never guild-hall's
 /// own) whose local changes moving it from `from` to `to` would touch, each with those files.
-pub fn in_the_way(repo: &Repository, branch: &str, from: &git2::Tree<'_>, to: &git2::Tree<'_>) -> Result<Vec<(PathBuf, Vec<String>)>> {
+pub(crate) fn in_the_way(
+    repo: &Repository,
+    branch: &str,
+    from: &git2::Tree<'_>,
+    to: &git2::Tree<'_>,
+) -> Result<Vec<(PathBuf, Vec<String>)>> {
     let checkouts = checkouts_of(repo, &format!("refs/heads/{branch}"))?;
     let changed = changed_paths(repo, from, to)?;
     let mut out = Vec::new();
@@ -211,7 +216,7 @@ pub fn in_the_way(repo: &Repository, branch: &str, from: &git2::Tree<'_>, to: &g
 }
 
 /// Why a branch cannot move, said one way: which checkout holds which local changes.
-pub fn waiting_reason(branch: &str, blocked: &[(PathBuf, Vec<String>)]) -> Option<String> {
+pub(crate) fn waiting_reason(branch: &str, blocked: &[(PathBuf, Vec<String>)]) -> Option<String> {
     let (wt, touched) = blocked.first()?;
     Some(format!(
         "{branch} is checked out at {} with local changes to {}; commit, stash or move them away (an ignored or untracked file in the way, and an edit git is told not to see with assume-unchanged or skip-worktree, count too: nothing of yours is overwritten or deleted)",
@@ -278,7 +283,7 @@ fn judge_changes(repo: &Repository, base: &git2::Tree<'_>, act: &git2::Tree<'_>,
 
 /// The commit on `integration`'s first-parent chain since `base` that carries `trailer`
 /// ([`super::trailers`]): the work it marks has landed, and is never landed twice.
-pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &str) -> Result<Option<Oid>> {
+pub(crate) fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &str) -> Result<Option<Oid>> {
     let tip = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?.id();
     super::trailers::find_on_chain(repo, tip, base, trailer)
 }
@@ -286,7 +291,7 @@ pub fn find_trailer(repo: &Repository, integration: &str, base: Oid, trailer: &s
 /// Every guild-hall trailer ([`super::names::TRAILERS`]) on `integration`'s first-parent chain,
 /// in one walk: what a home that holds no record of an activity compares the artifacts' claims
 /// with (git is the truth). Empty when the branch does not exist.
-pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collections::HashSet<String>> {
+pub(crate) fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collections::HashSet<String>> {
     let Ok(branch) = repo.find_branch(integration, BranchType::Local) else { return Ok(Default::default()) };
     let tip = branch.get().peel_to_commit()?.id();
     Ok(super::trailers::on_chains(repo, &[tip], &[], super::names::TRAILER_START)?.into_iter().map(|(_, line)| line).collect())
@@ -294,7 +299,7 @@ pub fn trailers_on(repo: &Repository, integration: &str) -> Result<std::collecti
 
 /// What landing an activity's work on the integration branch came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Landing {
+pub(crate) enum Landing {
     /// On the integration branch: the squash commit, or `None` when there was nothing to merge.
     Merged(Option<Oid>),
     /// Not merged, and why (`kind`: `tampered`, `conflict`, `control-plane`, `bad-path`,
@@ -311,14 +316,14 @@ pub enum Landing {
 
 /// The commit messages of a landing: the leftovers commit on the activity's branch, and the
 /// squash merge with the trailer that marks it as done.
-pub struct Messages {
-    pub leftovers: String,
-    pub merge: String,
-    pub trailer: String,
+pub(crate) struct Messages {
+    pub(crate) leftovers: String,
+    pub(crate) merge: String,
+    pub(crate) trailer: String,
 }
 
 /// Why a worker's change to the control plane is never merged, said the same way for every kind.
-pub const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings, plans, worker packages or guild-hall.yaml; new work goes through propose_followup or the dispatcher";
+pub(crate) const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings, plans, worker packages or guild-hall.yaml; new work goes through propose_followup or the dispatcher";
 
 /// Land an activity's work, the one way for every kind: commit what the worker left in its
 /// worktree onto its branch (by the record, never by what the worktree says), refuse a
@@ -326,7 +331,7 @@ pub const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings
 /// integration branch once (`trailer`). `after_secure` runs between the two (fault injection).
 /// Every way this can go wrong ends in a [`Landing`] whose text says what failed: a landing
 /// never errors out to be retried in silence.
-pub fn land(
+pub(crate) fn land(
     project_root: &Path,
     rec: &super::worktree::WorktreeRecord,
     worker_objects: Option<&Path>,
@@ -419,10 +424,10 @@ pub fn land(
 }
 
 /// What a sparse worktree checks out, and so all a sparse attempt may change.
-pub const SPARSE_CHECKOUT: &str = ".lore/";
+pub(crate) const SPARSE_CHECKOUT: &str = ".lore/";
 
 /// Whether a sparse attempt saw `path` (it is under [`SPARSE_CHECKOUT`]).
-pub fn in_sparse_checkout(path: &str) -> bool {
+pub(crate) fn in_sparse_checkout(path: &str) -> bool {
     path.starts_with(SPARSE_CHECKOUT)
 }
 
@@ -430,7 +435,7 @@ pub fn in_sparse_checkout(path: &str) -> bool {
 /// `integration` (its tree against their merge base: the worker's own commits and the
 /// leftovers secured onto it alike), sorted: what a sparse attempt, which never saw them,
 /// may never land.
-pub fn outside_sparse_checkout(project_root: &Path, integration: &str, activity: &str) -> Result<Vec<String>> {
+pub(crate) fn outside_sparse_checkout(project_root: &Path, integration: &str, activity: &str) -> Result<Vec<String>> {
     let repo = super::git::open(project_root)?;
     let int = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
     let act = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;

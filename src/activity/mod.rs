@@ -11,24 +11,24 @@
 //! observed between passes ([`observed`]), and what an effect comes to. Atomic writes are `crate::files`'; liveness is
 //! `crate::worker::liveness`.
 
-pub mod apply;
-pub mod capacity;
+pub(crate) mod apply;
+pub(crate) mod capacity;
 pub(crate) mod changes;
-pub mod control_plane;
-pub mod fit;
-pub mod git;
-pub mod ids;
-pub mod integrated;
+pub(crate) mod control_plane;
+pub(crate) mod fit;
+pub(crate) mod git;
+pub(crate) mod ids;
+pub(crate) mod integrated;
 pub mod kind;
-pub mod merge;
+pub(crate) mod merge;
 pub mod names;
 pub(crate) mod observed;
 pub(crate) mod reason;
-pub mod remote;
-pub mod state;
+pub(crate) mod remote;
+pub(crate) mod state;
 pub mod timeline;
-pub mod trailers;
-pub mod worktree;
+pub(crate) mod trailers;
+pub(crate) mod worktree;
 
 /// What became of an action.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub enum Outcome {
 /// How many of one round's independent effects run at once: each is mostly waiting on git and
 /// a process start, so a few overlap well even on two cores. Under fault injection one at a
 /// time: a fault stops the process dead, and must not do so while another's git is writing.
-pub fn at_once() -> usize {
+pub(crate) fn at_once() -> usize {
     if std::env::var_os("GUILD_HALL_FAULT").is_some() {
         1
     } else {
@@ -55,7 +55,7 @@ pub fn at_once() -> usize {
 /// items' order. An item alone in its chunk of `limit` and an item whose thread cannot be had
 /// (a process limit) are done on this thread, where a panic unwinds as usual; a panic on
 /// another thread is the item's result `panicked()`.
-pub fn each_at_once<T: Sync, R: Send>(items: &[T], limit: usize, panicked: impl Fn() -> R, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn each_at_once<T: Sync, R: Send>(items: &[T], limit: usize, panicked: impl Fn() -> R, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let mut out = Vec::with_capacity(items.len());
     for batch in items.chunks(limit.max(1)) {
         if batch.len() == 1 {

@@ -16,7 +16,7 @@ pub enum ActivityKind {
 /// `claude/commission/<id>`, then `claude/commission/<id>+<attempt>` from the second attempt
 /// on: `+` cannot appear in an id, so no attempt's branch is ever another commission's (with
 /// `-`, attempt 2 of `job` would be commission `job-2`'s branch).
-pub fn commission_branch(id: &str, attempt: u32) -> String {
+pub(crate) fn commission_branch(id: &str, attempt: u32) -> String {
     if attempt <= 1 {
         format!("claude/commission/{id}")
     } else {
@@ -25,18 +25,18 @@ pub fn commission_branch(id: &str, attempt: u32) -> String {
 }
 
 /// What an older guild-hall named attempt `n` of `id`: `claude/commission/<id>-<n>`.
-pub fn legacy_commission_branch(id: &str, attempt: u32) -> String {
+pub(crate) fn legacy_commission_branch(id: &str, attempt: u32) -> String {
     format!("{}{attempt}", legacy_commission_prefix(id))
 }
 
 /// The start of every [`legacy_commission_branch`] of `id`.
-pub fn legacy_commission_prefix(id: &str) -> String {
+pub(crate) fn legacy_commission_prefix(id: &str) -> String {
     format!("claude/commission/{id}-")
 }
 
 /// Whether `branch` is an attempt's branch of commission `id` from the second on
 /// (`claude/commission/<id>+<n>`; `+` is in no id).
-pub fn is_later_commission_branch(id: &str, branch: &str) -> bool {
+pub(crate) fn is_later_commission_branch(id: &str, branch: &str) -> bool {
     branch.strip_prefix(&format!("claude/commission/{id}+")).is_some_and(|a| !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit()))
 }
 
@@ -46,50 +46,50 @@ pub fn meeting_branch(id: &str) -> String {
 }
 
 /// A wave task's branch, from its slug (its canonical id with `-` for `:`).
-pub fn task_branch(slug: &str) -> String {
+pub(crate) fn task_branch(slug: &str) -> String {
     format!("claude/task/{slug}")
 }
 
 /// How the slug of every task of `plan` begins: `<plan>-exec-wave-` (canonical ids are
 /// `<plan>:exec:wave-<n>:<task>`).
-pub fn task_slug_prefix(plan: &str) -> String {
+pub(crate) fn task_slug_prefix(plan: &str) -> String {
     format!("{plan}-exec-wave-")
 }
 
 /// Whether `branch` is the branch of a task of `plan` (see [`task_slug_prefix`]).
-pub fn is_task_branch_of(plan: &str, branch: &str) -> bool {
+pub(crate) fn is_task_branch_of(plan: &str, branch: &str) -> bool {
     branch.strip_prefix("claude/task/").is_some_and(|s| s.starts_with(&task_slug_prefix(plan)))
 }
 
 /// Where a plan's `verify` runs: `claude/verify/<plan>`.
-pub fn verify_branch(plan: &str) -> String {
+pub(crate) fn verify_branch(plan: &str) -> String {
     format!("claude/verify/{plan}")
 }
 
 /// How every trailer of guild-hall's begins.
-pub const TRAILER_START: &str = "Guild-Hall-";
+pub(crate) const TRAILER_START: &str = "Guild-Hall-";
 
 /// The trailers that mark guild-hall's own squash merges, one per kind of activity.
-pub const TRAILERS: [&str; 3] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: ", "Guild-Hall-Task: "];
+pub(crate) const TRAILERS: [&str; 3] = ["Guild-Hall-Commission: ", "Guild-Hall-Meeting: ", "Guild-Hall-Task: "];
 
 /// The trailer of attempt `attempt` of commission `id` landed.
-pub fn commission_trailer(id: &str, attempt: u32) -> String {
+pub(crate) fn commission_trailer(id: &str, attempt: u32) -> String {
     format!("{}{id} attempt {attempt}", TRAILERS[0])
 }
 
 /// The trailer of meeting `id`'s work landed.
-pub fn meeting_trailer(id: &str) -> String {
+pub(crate) fn meeting_trailer(id: &str) -> String {
     format!("{}{id}", TRAILERS[1])
 }
 
 /// The trailer of a wave task (by its canonical id) landed.
-pub fn task_trailer(canonical: &str) -> String {
+pub(crate) fn task_trailer(canonical: &str) -> String {
     format!("{}{canonical}", TRAILERS[2])
 }
 
 /// The start of the trailers of every task of `plan`'s wave `wave` (canonical ids
 /// `<plan>:exec:wave-<n>:<task>`).
-pub fn wave_trailer_prefix(plan: &str, wave: usize) -> String {
+pub(crate) fn wave_trailer_prefix(plan: &str, wave: usize) -> String {
     format!("{}{plan}:exec:wave-{wave}:", TRAILERS[2])
 }
 
@@ -97,7 +97,7 @@ pub fn wave_trailer_prefix(plan: &str, wave: usize) -> String {
 /// commission's attempt branches (`<id>`, `<id>+<n>`, and an older guild-hall's `<id>-<n>`,
 /// which may as well be commission `<id>-<n>`'s: counted for both, to be safe), a meeting's
 /// branch, a plan's task and verify branches.
-pub fn may_hold_work_of(kind: super::kind::Name, id: &str, branch: &str) -> bool {
+pub(crate) fn may_hold_work_of(kind: super::kind::Name, id: &str, branch: &str) -> bool {
     use super::kind::Name;
     match kind {
         Name::Commission => branch.strip_prefix("claude/commission/").and_then(|b| b.strip_prefix(id)).is_some_and(|rest| {
@@ -113,7 +113,7 @@ pub fn may_hold_work_of(kind: super::kind::Name, id: &str, branch: &str) -> bool
 /// The id a trailer line of `kind` names (for a plan: the plan of the task it names), if the
 /// line is one: `Guild-Hall-Commission: <id> attempt <n>`, `Guild-Hall-Meeting: <id>`,
 /// `Guild-Hall-Task: <plan>:exec:wave-<n>:<task>`.
-pub fn trailer_owner(kind: super::kind::Name, line: &str) -> Option<&str> {
+pub(crate) fn trailer_owner(kind: super::kind::Name, line: &str) -> Option<&str> {
     use super::kind::Name;
     let line = line.trim();
     match kind {
@@ -124,7 +124,7 @@ pub fn trailer_owner(kind: super::kind::Name, line: &str) -> Option<&str> {
 }
 
 /// The trailer prefix of `kind`'s landed work.
-pub fn trailer_prefix(kind: super::kind::Name) -> &'static str {
+pub(crate) fn trailer_prefix(kind: super::kind::Name) -> &'static str {
     use super::kind::Name;
     match kind {
         Name::Commission => TRAILERS[0],

@@ -9,7 +9,7 @@ use super::merge::MergeOutcome;
 
 /// The remote-tracking ref to start `branch` from: `origin`'s when it has one, else that of the
 /// only remote that has it; `None` when no remote has it (or several do and none is `origin`).
-pub fn tracking_ref(repo: &Repository, branch: &str) -> Option<String> {
+pub(crate) fn tracking_ref(repo: &Repository, branch: &str) -> Option<String> {
     let at = |remote: &str| format!("refs/remotes/{remote}/{branch}");
     if repo.find_reference(&at("origin")).is_ok() {
         return Some(at("origin"));
@@ -23,7 +23,7 @@ pub fn tracking_ref(repo: &Repository, branch: &str) -> Option<String> {
 }
 
 /// `git fetch <remote>`: its branches into `refs/remotes/<remote>/`, as configured.
-pub fn fetch(repo: &Repository, remote: &str) -> Result<()> {
+pub(crate) fn fetch(repo: &Repository, remote: &str) -> Result<()> {
     let out = cli_remote(&canonical(repo.commondir()), remote, &["fetch", "--quiet", remote])?;
     if !out.status.success() {
         return Err(GitError::Cli { args: format!("fetch {remote}"), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
@@ -33,7 +33,7 @@ pub fn fetch(repo: &Repository, remote: &str) -> Result<()> {
 
 /// What [`adopt`] did with the local branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Adopted {
+pub(crate) enum Adopted {
     /// The remote has no such branch: the local one (if any) is all there is.
     NoRemote,
     /// Created at the remote's commit.
@@ -49,7 +49,7 @@ pub enum Adopted {
 /// Make the local `branch` hold `<remote>/<branch>` (after a [`fetch`]): create it there, or
 /// fast-forward it (advancing a checkout of it as a landing does). Never a rewrite: a local
 /// branch that diverged from the remote's is an error that says so, and nothing is changed.
-pub fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Adopted> {
+pub(crate) fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Adopted> {
     let tracking = format!("refs/remotes/{remote}/{branch}");
     let Ok(theirs) = repo.find_reference(&tracking).and_then(|r| r.peel_to_commit()) else {
         return Ok(Adopted::NoRemote);
@@ -86,7 +86,7 @@ pub fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Adopted> {
 }
 
 /// The checkout's changes, staged, unstaged or untracked (ignored files left out), by path.
-pub fn changes(repo: &Repository) -> Result<Vec<String>> {
+pub(crate) fn changes(repo: &Repository) -> Result<Vec<String>> {
     let mut opts = git2::StatusOptions::new();
     opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
     let statuses = repo.statuses(Some(&mut opts))?;
@@ -95,14 +95,14 @@ pub fn changes(repo: &Repository) -> Result<Vec<String>> {
 
 /// The remote's default branch (`refs/remotes/<remote>/HEAD`, which `git clone` sets), by its
 /// name there (`main`).
-pub fn default_branch(repo: &Repository, remote: &str) -> Option<String> {
+pub(crate) fn default_branch(repo: &Repository, remote: &str) -> Option<String> {
     let head = repo.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok()?;
     let target = head.symbolic_target().ok().flatten()?;
     target.strip_prefix(&format!("refs/remotes/{remote}/")).map(str::to_string)
 }
 
 /// The branch checked out at the project's checkout, or `None` when HEAD is detached.
-pub fn current_branch(repo: &Repository) -> Option<String> {
+pub(crate) fn current_branch(repo: &Repository) -> Option<String> {
     let head = repo.find_reference("HEAD").ok()?;
     head.symbolic_target().ok().flatten().and_then(|t| t.strip_prefix("refs/heads/")).map(str::to_string)
 }
@@ -121,7 +121,7 @@ fn main_checkout(repo: &Repository) -> Result<(std::path::PathBuf, std::path::Pa
 
 /// Check out `branch` in the repository's main checkout (which must have no changes in the way:
 /// git refuses rather than overwrite one).
-pub fn switch(repo: &Repository, branch: &str) -> Result<()> {
+pub(crate) fn switch(repo: &Repository, branch: &str) -> Result<()> {
     let (common, root) = main_checkout(repo)?;
     cli(&At::repo(&common, &root, None), &["checkout", "-q", branch, "--"], None)?;
     Ok(())
@@ -131,7 +131,7 @@ pub fn switch(repo: &Repository, branch: &str) -> Result<()> {
 /// as deleted) onto the checked-out branch with `message`, our identity and no hooks. Returns
 /// the commit, or `None` when `paths` is empty. Anything else already staged is committed with
 /// it: call it on a checkout that was clean.
-pub fn commit_paths(repo: &Repository, paths: &[String], message: &str) -> Result<Option<Oid>> {
+pub(crate) fn commit_paths(repo: &Repository, paths: &[String], message: &str) -> Result<Option<Oid>> {
     if paths.is_empty() {
         return Ok(None);
     }
@@ -149,7 +149,7 @@ pub fn commit_paths(repo: &Repository, paths: &[String], message: &str) -> Resul
 
 /// What became of a [`push`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pushed {
+pub(crate) enum Push {
     /// The remote's branch now holds ours.
     Pushed,
     /// The remote's branch was already there.
@@ -160,9 +160,9 @@ pub enum Pushed {
 
 /// `git push <remote> <branch>` (with `dry_run`, `--dry-run`: the remote is asked, nothing
 /// sent), never forced: a remote that moved on since our fetch refuses it
-/// ([`Pushed::Rejected`]); any other failure (no such remote, no permission, a protected
+/// ([`Push::Rejected`]); any other failure (no such remote, no permission, a protected
 /// branch) is an error with git's own message.
-pub fn push(repo: &Repository, remote: &str, branch: &str, dry_run: bool) -> Result<Pushed> {
+pub(crate) fn push(repo: &Repository, remote: &str, branch: &str, dry_run: bool) -> Result<Push> {
     if remote.is_empty() || remote.starts_with('-') {
         return Err(GitError::Other(format!("{remote:?} is not a remote name")));
     }
@@ -185,9 +185,9 @@ pub fn push(repo: &Repository, remote: &str, branch: &str, dry_run: bool) -> Res
         }
     });
     match ours {
-        Some((flag, _)) if out.status.success() && flag == "=" => Ok(Pushed::UpToDate),
-        Some(_) if out.status.success() => Ok(Pushed::Pushed),
-        Some((flag, summary)) if flag == "!" && summary.starts_with("[rejected]") => Ok(Pushed::Rejected(summary)),
+        Some((flag, _)) if out.status.success() && flag == "=" => Ok(Push::UpToDate),
+        Some(_) if out.status.success() => Ok(Push::Pushed),
+        Some((flag, summary)) if flag == "!" && summary.starts_with("[rejected]") => Ok(Push::Rejected(summary)),
         _ => Err(GitError::Cli {
             args: format!("push {remote} {branch}"),
             stderr: format!("{} {}", String::from_utf8_lossy(&out.stderr).trim(), stdout.trim()).trim().to_string(),

@@ -20,52 +20,52 @@ use crate::artifact::Status;
 /// else the artifact says later is a person's request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
-    pub status: Status,
+    pub(crate) status: Status,
     #[serde(default)]
-    pub prev: Option<Status>,
+    pub(crate) prev: Option<Status>,
     /// The latest attempt started (0 = never dispatched).
     #[serde(default)]
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     /// When SIGTERM was sent to the current attempt's process group.
     #[serde(default)]
-    pub term_sent_at: Option<DateTime<Utc>>,
+    pub(crate) term_sent_at: Option<DateTime<Utc>>,
     /// The `created:` stamp as first seen or written: restored if the key disappears (a
     /// `git stash` of the stamped file, say), so FIFO order survives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created: Option<String>,
+    pub(crate) created: Option<String>,
     /// Failed or cancelled while processes of the attempt were still alive: what is still
     /// under way ("cancelling: worker still running"), until every one of them is gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopping: Option<String>,
+    pub(crate) stopping: Option<String>,
     /// What the current attempt was given when it was dispatched (its title and prompt): an
     /// edit of the artifact while it runs applies to the next attempt, and this one's merge
     /// says the title it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub given: Option<Given>,
+    pub(crate) given: Option<Given>,
 }
 
 /// The title and prompt an attempt was dispatched with (the prompt as a git blob id: the
 /// prompt file in the state dir holds its text).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Given {
-    pub attempt: u32,
+pub(crate) struct Given {
+    pub(crate) attempt: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    pub prompt: String,
+    pub(crate) title: Option<String>,
+    pub(crate) prompt: String,
     /// The edit already noted in the timeline (the [`Given::edit_key`] of it), so that it is
     /// noted once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub noted: Option<String>,
+    pub(crate) noted: Option<String>,
 }
 
 impl Given {
-    pub fn new(attempt: u32, title: Option<&str>, prompt: &str) -> Given {
+    pub(crate) fn new(attempt: u32, title: Option<&str>, prompt: &str) -> Given {
         Given { attempt, title: title.map(str::to_string), prompt: blob_id(prompt), noted: None }
     }
 
     /// What of `title` and `prompt` differs from what the attempt was given: `None` when
     /// nothing does, else the edit's key (one per distinct edit) and what changed in words.
-    pub fn edit(&self, title: Option<&str>, prompt: &str) -> Option<(String, &'static str)> {
+    pub(crate) fn edit(&self, title: Option<&str>, prompt: &str) -> Option<(String, &'static str)> {
         let prompt_id = blob_id(prompt);
         let what = match (self.title.as_deref() != title, self.prompt != prompt_id) {
             (false, false) => return None,
@@ -88,24 +88,24 @@ fn blob_id(text: &str) -> String {
 /// Written by the shim once the worker is started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
-    pub attempt: u32,
-    pub pid: i32,
-    pub pgid: i32,
+    pub(crate) attempt: u32,
+    pub(crate) pid: i32,
+    pub(crate) pgid: i32,
     /// Field 22 of `/proc/<pid>/stat`: with `boot_id`, tells a live shim from a reused pid.
-    pub start_time: u64,
-    pub boot_id: String,
-    pub worker_pid: Option<i32>,
-    pub started_at: DateTime<Utc>,
+    pub(crate) start_time: u64,
+    pub(crate) boot_id: String,
+    pub(crate) worker_pid: Option<i32>,
+    pub(crate) started_at: DateTime<Utc>,
     /// Marks every process of the attempt (`GUILD_HALL_RUN_ID` in their environment).
     #[serde(default)]
-    pub run_id: String,
+    pub(crate) run_id: String,
 }
 
 impl RunInfo {
     /// Why this record cannot describe an attempt our shim started, if it cannot: the shim
     /// leads a session of its own (pid = pgid > 1) and marks it with a run id it made. Such
     /// a record is never trusted with a signal.
-    pub fn implausible(&self) -> Option<String> {
+    pub(crate) fn implausible(&self) -> Option<String> {
         if self.pid <= 1 || self.pgid <= 1 {
             return Some(format!("pid {} / pgid {} is not a process guild-hall started", self.pid, self.pgid));
         }
@@ -123,47 +123,47 @@ impl RunInfo {
 }
 
 /// A run id as the launch makes it: a UUID's 32 lowercase hex digits.
-pub fn valid_run_id(id: &str) -> bool {
+pub(crate) fn valid_run_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// How an `error` that is a runner's verdict on a started attempt begins (a job elsewhere that
 /// ended without, or against, its shim's record), unlike a worker that could not start.
-pub const RUNNER_VERDICT: &str = "[runner] ";
+pub(crate) const RUNNER_VERDICT: &str = "[runner] ";
 
 /// Written by the shim when the worker exits (or could not start).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExitInfo {
-    pub attempt: u32,
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
+pub(crate) struct ExitInfo {
+    pub(crate) attempt: u32,
+    pub(crate) code: Option<i32>,
+    pub(crate) signal: Option<i32>,
     #[serde(default)]
-    pub error: Option<String>,
-    pub finished_at: DateTime<Utc>,
+    pub(crate) error: Option<String>,
+    pub(crate) finished_at: DateTime<Utc>,
     /// The last lines of the attempt's log when the worker did not exit cleanly (bounded, escape
     /// sequences stripped): the cause a bare exit code hides (`claude: not found`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tail: Option<String>,
+    pub(crate) tail: Option<String>,
 }
 
 impl ExitInfo {
     /// An attempt that ended without its worker's exit: why, as its error.
-    pub fn error(attempt: u32, why: String) -> ExitInfo {
+    pub(crate) fn error(attempt: u32, why: String) -> ExitInfo {
         ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None }
     }
 
-    pub fn clean(&self) -> bool {
+    pub(crate) fn clean(&self) -> bool {
         self.code == Some(0) && self.error.is_none()
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.describe_when("")
     }
 
     /// [`ExitInfo::describe`] with `when` said right after how it ended, before the log's
     /// tail (`worker exited with code 127 before the end of its turn; its log ends: …`). A
     /// worker that never started is said as it is: it was never under way.
-    pub fn describe_when(&self, when: &str) -> String {
+    pub(crate) fn describe_when(&self, when: &str) -> String {
         if let Some(e) = &self.error {
             return match e.strip_prefix(RUNNER_VERDICT) {
                 Some(verdict) => verdict.to_string(),
@@ -190,7 +190,7 @@ const TAIL_CHARS: usize = 300;
 /// The last non-blank lines of a worker's log, as a failure's reason shows them: at most
 /// [`TAIL_LINES`] lines and [`TAIL_CHARS`] characters (the end kept), joined with " | ",
 /// terminal escape sequences removed and other control characters dropped. `None` if blank.
-pub fn log_tail(log: &[u8]) -> Option<String> {
+pub(crate) fn log_tail(log: &[u8]) -> Option<String> {
     let from = log.len().saturating_sub(TAIL_READ as usize);
     let text = strip_escapes(&String::from_utf8_lossy(&log[from..]));
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
@@ -204,7 +204,7 @@ pub fn log_tail(log: &[u8]) -> Option<String> {
 const TAIL_READ: u64 = 8 * 1024;
 
 /// [`log_tail`] of the log file at `path`, reading only its end; `None` if it cannot be read.
-pub fn log_tail_of(path: &Path) -> Option<String> {
+pub(crate) fn log_tail_of(path: &Path) -> Option<String> {
     log_tail(&crate::files::read_tail_bytes(path, TAIL_READ)?)
 }
 
@@ -212,7 +212,7 @@ pub fn log_tail_of(path: &Path) -> Option<String> {
 /// two-character `ESC x`) and without other control characters but newlines (tabs: spaces).
 /// What a worker wrote, made fit to be shown inside guild-hall's own screen (a failure's
 /// reason, the board's cells and log lines).
-pub fn strip_escapes(text: &str) -> String {
+pub(crate) fn strip_escapes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -246,16 +246,16 @@ pub fn strip_escapes(text: &str) -> String {
 /// Signs of life seen at the last change, and whether the worker was judged stale.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Heartbeat {
-    pub last_activity: DateTime<Utc>,
-    pub sample: Sample,
+    pub(crate) last_activity: DateTime<Utc>,
+    pub(crate) sample: Sample,
 }
 
 /// What advances while a worker works: its output, its CPU time, its mailbox.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sample {
-    pub log_len: u64,
-    pub cpu_ticks: u64,
-    pub mailbox_len: u64,
+pub(crate) struct Sample {
+    pub(crate) log_len: u64,
+    pub(crate) cpu_ticks: u64,
+    pub(crate) mailbox_len: u64,
 }
 
 /// Paths of one commission's runtime directory.
@@ -263,15 +263,15 @@ pub struct Sample {
 pub struct StateDir(pub PathBuf);
 
 impl StateDir {
-    pub fn record(&self) -> PathBuf {
+    pub(crate) fn record(&self) -> PathBuf {
         self.0.join("record.json")
     }
-    pub fn run(&self) -> PathBuf {
+    pub(crate) fn run(&self) -> PathBuf {
         self.0.join("run.json")
     }
     /// `run.json`, refused (an error naming the file) when it does not parse or cannot
     /// describe a process of ours ([`RunInfo::implausible`]): its processes are left alone.
-    pub fn read_run(&self) -> Result<Option<RunInfo>> {
+    pub(crate) fn read_run(&self) -> Result<Option<RunInfo>> {
         let path = self.run();
         let run = crate::files::read_json::<RunInfo>(&path)?;
         if let Some(why) = run.as_ref().and_then(RunInfo::implausible) {
@@ -279,43 +279,43 @@ impl StateDir {
         }
         Ok(run)
     }
-    pub fn exit(&self) -> PathBuf {
+    pub(crate) fn exit(&self) -> PathBuf {
         self.0.join("exit.json")
     }
-    pub fn heartbeat(&self) -> PathBuf {
+    pub(crate) fn heartbeat(&self) -> PathBuf {
         self.0.join("heartbeat")
     }
-    pub fn mailbox(&self) -> PathBuf {
+    pub(crate) fn mailbox(&self) -> PathBuf {
         self.0.join("events.jsonl")
     }
-    pub fn shim_lock(&self) -> PathBuf {
+    pub(crate) fn shim_lock(&self) -> PathBuf {
         self.0.join("shim.lock")
     }
     /// Held by the process running a meeting's turn for the whole turn: one turn at a time,
     /// and nothing closes the meeting under it.
-    pub fn turn_lock(&self) -> PathBuf {
+    pub(crate) fn turn_lock(&self) -> PathBuf {
         self.0.join("turn.lock")
     }
-    pub fn prompt(&self) -> PathBuf {
+    pub(crate) fn prompt(&self) -> PathBuf {
         self.0.join("prompt.md")
     }
-    pub fn system_prompt(&self) -> PathBuf {
+    pub(crate) fn system_prompt(&self) -> PathBuf {
         self.0.join("system-prompt.md")
     }
     /// The worker's private temp dir (its `TMPDIR`), made fresh for each attempt.
-    pub fn tmp(&self) -> PathBuf {
+    pub(crate) fn tmp(&self) -> PathBuf {
         self.0.join("tmp")
     }
     /// The worker's own git object store: objects it writes land here, never in the
     /// repository, until guild-hall has checked and adopted them.
-    pub fn objects(&self) -> PathBuf {
+    pub(crate) fn objects(&self) -> PathBuf {
         self.0.join("objects")
     }
     /// The worktree as guild-hall made it ([`crate::activity::git::WorktreeRecord`]).
-    pub fn worktree(&self) -> PathBuf {
+    pub(crate) fn worktree(&self) -> PathBuf {
         self.0.join("worktree.json")
     }
-    pub fn log(&self, attempt: u32) -> PathBuf {
+    pub(crate) fn log(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.log"))
     }
 }

@@ -29,7 +29,7 @@ pub fn counted(n: usize, one: &str) -> String {
 /// What an update that only adds timeline events says it does, as a pass prints it:
 /// `timeline: recorded 2 events (anomaly, log)`: the events' kinds, in their order, once each
 /// (a liveness judgement as what it found: `worker stale`).
-pub fn recorded(events: &[Value]) -> String {
+pub(crate) fn recorded(events: &[Value]) -> String {
     let mut kinds: Vec<String> = Vec::new();
     for e in events {
         let Some(kind) = e["kind"].as_str() else { continue };
@@ -51,7 +51,7 @@ pub fn path_for(artifact: &Path) -> PathBuf {
 }
 
 /// A timeline event: `ts`, `kind`, a dedupe `key`, then kind-specific fields.
-pub fn event(ts: &str, kind: &str, key: String, fields: Value) -> Value {
+pub(crate) fn event(ts: &str, kind: &str, key: String, fields: Value) -> Value {
     let mut m = Map::new();
     m.insert("ts".into(), ts.into());
     m.insert("kind".into(), kind.into());
@@ -65,7 +65,7 @@ pub fn event(ts: &str, kind: &str, key: String, fields: Value) -> Value {
 /// The first event of every artifact's timeline, the same for every kind: it was created,
 /// and with what status (rendered `created    pending`), with how it came to be if that says
 /// more (`requested by researcher`). Logged once (its key), when the reconciler first meets it.
-pub fn created(ts: &str, status: &str, how: Option<&str>) -> Value {
+pub(crate) fn created(ts: &str, status: &str, how: Option<&str>) -> Value {
     let mut fields = serde_json::json!({"status": status});
     if let Some(h) = how {
         fields["text"] = h.into();
@@ -80,7 +80,7 @@ pub fn read(path: &Path) -> Result<Vec<Value>> {
 }
 
 /// The keys of every event already in the timeline.
-pub fn keys(path: &Path) -> Result<BTreeSet<String>> {
+pub(crate) fn keys(path: &Path) -> Result<BTreeSet<String>> {
     Ok(read(path)?.iter().filter_map(|e| e["key"].as_str().map(str::to_string)).collect())
 }
 
@@ -96,7 +96,7 @@ pub fn keys(path: &Path) -> Result<BTreeSet<String>> {
 /// later, a meeting's turn ending beside a pass that folds its mail), so without this a
 /// later line could say an earlier time. Writers of one timeline take turns (a lock on the
 /// file), so the last time read is the last written.
-pub fn append(path: &Path, events: &[Value]) -> Result<usize> {
+pub(crate) fn append(path: &Path, events: &[Value]) -> Result<usize> {
     if events.is_empty() {
         return Ok(0);
     }
@@ -155,7 +155,7 @@ fn time_of(e: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// A `merge` event's `commit` when the branch brought no change (the squash made no commit).
-pub const NOTHING_TO_MERGE: &str = "nothing to merge";
+pub(crate) const NOTHING_TO_MERGE: &str = "nothing to merge";
 
 /// One line of human-readable timeline.
 pub fn render(e: &Value) -> String {

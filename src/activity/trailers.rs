@@ -13,14 +13,14 @@ use super::names::TRAILER_START;
 
 /// Compose a commit message guild-hall signs with `trailer`: `body` (which may hold worker
 /// text: a summary, notes, a title) neutralised, then the trailer as the last paragraph.
-pub fn compose(body: &str, trailer: &str) -> String {
+pub(crate) fn compose(body: &str, trailer: &str) -> String {
     format!("{}\n\n{trailer}\n", neutralise(body).trim_end())
 }
 
 /// `text` made unable to speak for guild-hall in a commit message: terminal escapes and other
 /// control characters gone (as on guild-hall's own screen), and every line that would read as
 /// one of our trailers quoted (`> `), wherever it stands.
-pub fn neutralise(text: &str) -> String {
+pub(crate) fn neutralise(text: &str) -> String {
     let clean = super::state::strip_escapes(text);
     let mut out = String::with_capacity(clean.len());
     for line in clean.split_inclusive('\n') {
@@ -42,7 +42,7 @@ fn reads_as_trailer(line: &str) -> bool {
 /// The guild-hall trailer lines of a commit message: lines of its last paragraph (after the
 /// last blank line) that begin, at the line's start, with `Guild-Hall-`. A message of one
 /// paragraph (a subject alone) has none: a trailer always follows a body or a subject.
-pub fn of_message(message: &str) -> Vec<&str> {
+pub(crate) fn of_message(message: &str) -> Vec<&str> {
     let trimmed = message.trim_end();
     let Some((_, last)) = trimmed.rsplit_once("\n\n").or_else(|| trimmed.rsplit_once("\n\r\n")) else {
         return Vec::new();
@@ -52,18 +52,18 @@ pub fn of_message(message: &str) -> Vec<&str> {
 
 /// Whose work one trailer line (from [`of_message`]) marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mark<'a> {
+pub(crate) struct Mark<'a> {
     /// `commission`, `meeting` or `task`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The commission's or meeting's id, or the task's canonical id (`plan:exec:wave-N:task-M`).
-    pub id: &'a str,
+    pub(crate) id: &'a str,
     /// A commission's attempt.
-    pub attempt: Option<u32>,
+    pub(crate) attempt: Option<u32>,
 }
 
 /// What a trailer line says: `Guild-Hall-Commission: <id> attempt <n>`, `Guild-Hall-Meeting:
 /// <id>` or `Guild-Hall-Task: <canonical>`; `None` for any other line.
-pub fn mark(line: &str) -> Option<Mark<'_>> {
+pub(crate) fn mark(line: &str) -> Option<Mark<'_>> {
     use super::names::TRAILERS;
     if let Some(rest) = line.strip_prefix(TRAILERS[0]) {
         let (id, n) = rest.rsplit_once(" attempt ")?;
@@ -76,13 +76,13 @@ pub fn mark(line: &str) -> Option<Mark<'_>> {
 }
 
 /// The trailer of the commit an integration branch begins with ([`begins_message`]).
-pub const BEGINS: &str = "Guild-Hall-Begins: ";
+pub(crate) const BEGINS: &str = "Guild-Hall-Begins: ";
 
 /// The message of the commit guild-hall makes an integration branch begin with (on top of the
 /// person's HEAD, the files the same): below it is the person's history, which no walk of
 /// this module reads — a trailer a cloned repository's commits carry from before is nobody's
 /// word.
-pub fn begins_message(branch: &str) -> String {
+pub(crate) fn begins_message(branch: &str) -> String {
     compose(
         &format!(
             "guild-hall: the integration branch {branch} begins here\n\nWhat guild-hall lands goes on top of this commit; its trailers are read from here up."
@@ -95,7 +95,7 @@ pub fn begins_message(branch: &str) -> String {
 /// top of HEAD, with HEAD's files ([`begins_message`]): where guild-hall's
 /// word starts, so that nothing in the history below it — a cloned repository's — is read as
 /// a trailer. Whether it was created.
-pub fn begin_integration_branch(repo: &Repository, branch: &str) -> Result<bool> {
+pub(crate) fn begin_integration_branch(repo: &Repository, branch: &str) -> Result<bool> {
     if branch_exists(repo, branch) {
         return Ok(false);
     }
@@ -117,7 +117,7 @@ pub fn begin_integration_branch(repo: &Repository, branch: &str) -> Result<bool>
 /// one `hide` reaches, and not below the commit the integration branch began with (a
 /// [`BEGINS`] trailer; a branch made by an older guild-hall has none, and its whole chain is
 /// read).
-pub fn first_parent_chain(repo: &Repository, tip: Oid, hide: &[Oid]) -> Result<Vec<Oid>> {
+pub(crate) fn first_parent_chain(repo: &Repository, tip: Oid, hide: &[Oid]) -> Result<Vec<Oid>> {
     let mut chain = Vec::new();
     walk_chain(repo, tip, hide, |oid, _| {
         chain.push(oid);
@@ -152,7 +152,7 @@ fn walk_chain<T>(repo: &Repository, tip: Oid, hide: &[Oid], mut each: impl FnMut
 
 /// Every trailer line starting with `prefix` on the first-parent chains of `tips` (not below
 /// `hide`), newest first, each with the commit carrying it; each commit read once.
-pub fn on_chains(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
+pub(crate) fn on_chains(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
     let mut seen = std::collections::HashSet::new();
     let mut found = Vec::new();
     for tip in tips {
@@ -167,13 +167,13 @@ pub fn on_chains(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) ->
 }
 
 /// The newest commit on `tip`'s first-parent chain, not below `base`, that carries `trailer`.
-pub fn find_on_chain(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
+pub(crate) fn find_on_chain(repo: &Repository, tip: Oid, base: Oid, trailer: &str) -> Result<Option<Oid>> {
     walk_chain(repo, tip, &[base], |oid, lines| lines.contains(&trailer).then_some(oid))
 }
 
 /// The commits of `tip`'s first-parent chain since `base` that carry a trailer starting with
 /// one of `prefixes`: guild-hall's own commits of that kind, as the one rule reads them.
-pub fn ours_since(repo: &Repository, tip: Oid, base: Oid, prefixes: &[&str]) -> Result<std::collections::HashSet<Oid>> {
+pub(crate) fn ours_since(repo: &Repository, tip: Oid, base: Oid, prefixes: &[&str]) -> Result<std::collections::HashSet<Oid>> {
     let mut ours = std::collections::HashSet::new();
     walk_chain(repo, tip, &[base], |oid, lines| {
         if lines.iter().any(|l| prefixes.iter().any(|p| l.starts_with(p))) {
@@ -188,7 +188,7 @@ pub fn ours_since(repo: &Repository, tip: Oid, base: Oid, prefixes: &[&str]) -> 
 /// (all parents, anywhere in a message), newest first, with the commit carrying it. Only for
 /// keeping ids and attempts from being reused, where reading more than guild-hall's own word
 /// only ever reserves a number; never for judging what landed (the rest of this module).
-pub fn lines_anywhere(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
+pub(crate) fn lines_anywhere(repo: &Repository, tips: &[Oid], hide: &[Oid], prefix: &str) -> Result<Vec<(Oid, String)>> {
     let mut walk = repo.revwalk()?;
     for tip in tips {
         walk.push(*tip)?;

@@ -15,19 +15,19 @@ use crate::config::{human_size, MergeLimits};
 /// Everything later (commit, merge, removal) goes by this record, never by what the worktree
 /// now says about itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct WorktreeRecord {
-    pub path: PathBuf,
+pub(crate) struct WorktreeRecord {
+    pub(crate) path: PathBuf,
     /// Its admin dir, `<common>/worktrees/<name>`.
-    pub admin: PathBuf,
-    pub common: PathBuf,
-    pub branch: String,
-    pub sparse: bool,
+    pub(crate) admin: PathBuf,
+    pub(crate) common: PathBuf,
+    pub(crate) branch: String,
+    pub(crate) sparse: bool,
 }
 
 impl WorktreeRecord {
     /// The record guild-hall makes for a worktree at `path` (computed from the activity's id,
     /// never read from a file) on `branch`: its admin dir is the one git names after it.
-    pub fn expected(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+    pub(crate) fn expected(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
         let common = common_dir(project_root)?;
         let name = path.file_name().ok_or_else(|| GitError::Other(format!("{} has no file name", path.display())))?;
         Ok(WorktreeRecord { path: path.to_path_buf(), admin: common.join("worktrees").join(name), common, branch: branch.into(), sparse })
@@ -36,20 +36,20 @@ impl WorktreeRecord {
     /// Where the index of guild-hall's own checkout of a full worktree is kept, beside the
     /// worktree (where its worker cannot write): the stat data of every file as checked out,
     /// so securing the work rehashes only what changed ([`secure_work`]).
-    pub fn checkout_index(&self) -> PathBuf {
+    pub(crate) fn checkout_index(&self) -> PathBuf {
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         self.path.with_file_name(format!(".{name}.index"))
     }
 
     /// What an older guild-hall (no record) made: the admin dir named after the worktree.
-    pub fn assumed(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+    pub(crate) fn assumed(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
         Self::expected(project_root, path, branch, sparse)
     }
 
     /// Git on the repository with this worktree's files and an index of our own (`index`, a
     /// scratch file), for one look at it: nothing of the worktree's admin dir is trusted, and
     /// the filter drivers to switch off are looked up once for all of its calls.
-    pub fn with_index<'a>(&'a self, index: &'a Path) -> WithIndex<'a> {
+    pub(crate) fn with_index<'a>(&'a self, index: &'a Path) -> WithIndex<'a> {
         WithIndex { rec: self, at: At::repo(&self.common, &self.path, Some(index)), untracked: Default::default() }
     }
 
@@ -64,7 +64,7 @@ impl WorktreeRecord {
 /// names any other path, admin dir or repository is refused with an error naming the file:
 /// nothing is committed from, moved by or deleted under what a state file says. One for
 /// another branch at the same paths is an earlier attempt's, and counts as none.
-pub fn recorded(state_file: &Path, project_root: &Path, path: &Path, branch: &str) -> Result<Option<WorktreeRecord>> {
+pub(crate) fn recorded(state_file: &Path, project_root: &Path, path: &Path, branch: &str) -> Result<Option<WorktreeRecord>> {
     let Some(rec) = crate::files::read_json::<WorktreeRecord>(state_file).map_err(|e| GitError::Other(format!("{e:#}")))? else {
         return Ok(None);
     };
@@ -86,7 +86,7 @@ pub fn recorded(state_file: &Path, project_root: &Path, path: &Path, branch: &st
 }
 
 /// A path compared by where it is: its parent resolved (it may itself be gone).
-pub fn place(p: &Path) -> PathBuf {
+pub(crate) fn place(p: &Path) -> PathBuf {
     let p = p.components().as_path();
     match (p.parent().and_then(|d| d.canonicalize().ok()), p.file_name()) {
         (Some(dir), Some(name)) => dir.join(name),
@@ -97,7 +97,7 @@ pub fn place(p: &Path) -> PathBuf {
 /// Where `rec` (read from a state file) is not the worktree guild-hall makes at `want`'s place:
 /// its path, admin dir or repository. Paths are compared by where they are (the parent
 /// resolved: the worktree itself may be gone).
-pub fn differences(rec: &WorktreeRecord, want: &WorktreeRecord) -> Vec<String> {
+pub(crate) fn differences(rec: &WorktreeRecord, want: &WorktreeRecord) -> Vec<String> {
     let mut wrong = Vec::new();
     if place(&rec.path) != place(&want.path) {
         wrong.push(format!("path {} (guild-hall's is {})", rec.path.display(), want.path.display()));
@@ -113,7 +113,7 @@ pub fn differences(rec: &WorktreeRecord, want: &WorktreeRecord) -> Vec<String> {
 
 /// [`recorded`], or for an activity without a record (an older guild-hall's) the record as
 /// guild-hall would have made it.
-pub fn recorded_or_assumed(state_file: &Path, project_root: &Path, path: &Path, branch: &str) -> Result<WorktreeRecord> {
+pub(crate) fn recorded_or_assumed(state_file: &Path, project_root: &Path, path: &Path, branch: &str) -> Result<WorktreeRecord> {
     match recorded(state_file, project_root, path, branch)? {
         Some(rec) => Ok(rec),
         None => WorktreeRecord::assumed(project_root, path, branch, false),
@@ -125,7 +125,7 @@ pub fn recorded_or_assumed(state_file: &Path, project_root: &Path, path: &Path, 
 /// for `branch` whose checkout completed (its index written) and that is as guild-hall made it
 /// is kept; a half-made one (ours: it only ever holds a worktree we created) is removed and
 /// made again. Nothing here runs git with the worktree's admin dir.
-pub fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
+pub(crate) fn add_worktree(project_root: &Path, path: &Path, branch: &str, sparse: bool) -> Result<WorktreeRecord> {
     let rec = WorktreeRecord::expected(project_root, path, branch, sparse)?;
     let main = At::repo(&rec.common, project_root, None);
     if path.exists() {
@@ -205,7 +205,7 @@ const SPARSE_PATTERNS: &str = "/.lore/\n";
 
 /// What a reset removes besides the changes to tracked files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clean {
+pub(crate) enum Clean {
     /// Untracked files (`git clean -fd`); ignored ones (build output) stay.
     Untracked,
     /// Untracked and ignored files alike (`git clean -fdx`).
@@ -216,7 +216,7 @@ pub enum Clean {
 /// verify's next run): `HEAD` detached there, every tracked file as it is there (in a sparse
 /// worktree, `.lore/` alone), untracked files removed as `clean` says. Refused, naming what was
 /// found, if the worktree is not as guild-hall made it ([`inspect`]): the caller makes it anew.
-pub fn reset_worktree(rec: &WorktreeRecord, commit: Oid, clean: Clean) -> Result<()> {
+pub(crate) fn reset_worktree(rec: &WorktreeRecord, commit: Oid, clean: Clean) -> Result<()> {
     let found = inspect(rec);
     if !found.is_empty() {
         return Err(GitError::Other(format!("not as guild-hall made it: {}", found.join("; "))));
@@ -288,20 +288,20 @@ fn check_out(rec: &WorktreeRecord, commit: Oid, clean: Option<Clean>) -> Result<
 
 /// What securing a worktree's work found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Secured {
+pub(crate) struct Secured {
     /// Ways the worktree is no longer the one guild-hall made (the attempt must fail).
-    pub tampered: Vec<String>,
+    pub(crate) tampered: Vec<String>,
     /// What was left out for the merge limits, each file named with its size: never read,
     /// hashed or stored (the attempt must fail; the rest of its work is on the branch).
-    pub too_large: Vec<String>,
+    pub(crate) too_large: Vec<String>,
     /// The commit holding the leftovers, if there were any.
-    pub commit: Option<Oid>,
+    pub(crate) commit: Option<Oid>,
 }
 
 /// Ways the worktree differs from what guild-hall made: its `.git` file, its admin dir's
 /// pointers, its HEAD, a config file in its admin dir. Read only; nothing found here is ever
 /// followed.
-pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
+pub(crate) fn inspect(rec: &WorktreeRecord) -> Vec<String> {
     let mut found = Vec::new();
     let dot_git = rec.path.join(".git");
     match std::fs::symlink_metadata(&dot_git) {
@@ -351,7 +351,7 @@ pub fn inspect(rec: &WorktreeRecord) -> Vec<String> {
 /// the worker's objects are copied into the repository only after their names, sizes and
 /// hashes check out, files over the merge `limits` are left out before a byte of them is read
 /// (by their metadata), and the branch moves only forward.
-pub fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message: &str, limits: &MergeLimits) -> Result<Secured> {
+pub(crate) fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, message: &str, limits: &MergeLimits) -> Result<Secured> {
     if !rec.path.exists() {
         // Only guild-hall removes a worktree (a worker cannot remove the directory itself),
         // and only after securing it: a pass that died just after did this already.
@@ -499,7 +499,7 @@ fn nested_head(root: &Path, path: &[u8]) -> Option<Oid> {
 }
 
 /// At most the first 20 of `items`, joined, and how many more there are.
-pub fn listing(items: &[String]) -> String {
+pub(crate) fn listing(items: &[String]) -> String {
     const SHOWN: usize = 20;
     let mut text = items.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
     if items.len() > SHOWN {
@@ -515,16 +515,16 @@ fn dedup_keep_order(items: &mut Vec<String>) {
 
 /// Files of a worktree over the merge limits, found from their metadata alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Oversize {
+pub(crate) struct Oversize {
     /// The paths to leave out, as git lists them (bytes: a name need not be UTF-8).
-    pub left_out: Vec<Vec<u8>>,
+    pub(crate) left_out: Vec<Vec<u8>>,
     /// For each, what it is and why: `big.bin is 4.0 GiB, over merge_max_file_size (100.0 MiB)`.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// A worktree's files with a scratch index of the caller's ([`WorktreeRecord::with_index`]).
-pub struct WithIndex<'a> {
-    pub rec: &'a WorktreeRecord,
+pub(crate) struct WithIndex<'a> {
+    pub(crate) rec: &'a WorktreeRecord,
     at: At<'a>,
     /// The untracked files, listed once for the look (its worker has ended).
     untracked: std::cell::OnceCell<Vec<u8>>,
@@ -532,13 +532,13 @@ pub struct WithIndex<'a> {
 
 impl WithIndex<'_> {
     /// `git <args>` there.
-    pub fn git(&self, args: &[&str]) -> Result<String> {
+    pub(crate) fn git(&self, args: &[&str]) -> Result<String> {
         cli(&self.at, args, None)
     }
 
     /// The untracked files git would take, NUL-separated (`ls-files -z -o --exclude-standard`),
     /// listed at the first call.
-    pub fn untracked(&self) -> Result<&[u8]> {
+    pub(crate) fn untracked(&self) -> Result<&[u8]> {
         if let Some(u) = self.untracked.get() {
             return Ok(u);
         }
@@ -552,7 +552,7 @@ impl WithIndex<'_> {
     /// taken at all. A file over `limits.file` is left out; if the rest come to more than
     /// `limits.attempt`, the largest are left out until they do not. The index must hold
     /// `base`, whose blobs are `base`'s sizes.
-    pub fn over_limits(&self, base: &TreeSizes, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
+    pub(crate) fn over_limits(&self, base: &TreeSizes, limits: &MergeLimits, counts: &dyn Fn(&str) -> bool) -> Result<Oversize> {
         over_limits(&self.rec.path, self.untracked()?, base, limits, counts)
     }
 }
@@ -577,11 +577,11 @@ fn absent_ancestor(root: &Path, path: &[u8]) -> Option<Vec<u8>> {
 /// Every blob of a tree with its size (`ls-tree -r -l`): what [`WithIndex::over_limits`] holds
 /// a worktree's files against. Read once for every task of a wave, which share their base.
 #[derive(Default)]
-pub struct TreeSizes(Vec<(Vec<u8>, u64)>);
+pub(crate) struct TreeSizes(Vec<(Vec<u8>, u64)>);
 
 impl TreeSizes {
     /// The blobs of `tree` (a tree-ish) in the repository of `project_root`.
-    pub fn read(project_root: &Path, tree: &str) -> Result<TreeSizes> {
+    pub(crate) fn read(project_root: &Path, tree: &str) -> Result<TreeSizes> {
         let common = common_dir(project_root)?;
         Self::read_at(&At::repo(&common, project_root, None), tree)
     }
@@ -807,7 +807,7 @@ fn adopt_objects(repo: &Repository, store: Option<&Path>, head: Oid, tip: Oid, l
 /// record. Keeps the branch. Neither `git worktree remove` nor `prune` is used: they go by
 /// each admin dir's `gitdir`, which a worker can rewrite or make dangling (prune would then
 /// delete another attempt's admin dir, and with it the HEAD of its own commits).
-pub fn remove_worktree(rec: &WorktreeRecord) -> Result<()> {
+pub(crate) fn remove_worktree(rec: &WorktreeRecord) -> Result<()> {
     if std::fs::symlink_metadata(&rec.path).is_ok() {
         std::fs::remove_dir_all(&rec.path)?;
     }

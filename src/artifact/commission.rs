@@ -29,11 +29,11 @@ super::vocabulary::vocabulary! {
 
 impl Status {
     /// A worker process belongs to this state.
-    pub fn is_active(self) -> bool {
+    pub(crate) fn is_active(self) -> bool {
         matches!(self, Status::Dispatched | Status::InProgress)
     }
 
-    pub fn is_terminal(self) -> bool {
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
     }
 }
@@ -47,7 +47,7 @@ pub enum Desired {
 }
 
 impl Desired {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Desired::Dispatched => "dispatched",
             Desired::Cancelled => "cancelled",
@@ -59,7 +59,7 @@ impl Desired {
 /// package's `worker.yaml`, or a commission's frontmatter; the most specific wins).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum RunnerName {
+pub(crate) enum RunnerName {
     /// The shim runs on this machine.
     #[default]
     Local,
@@ -70,17 +70,17 @@ pub enum RunnerName {
 /// Optional per-commission overrides of the worker package's resource bounds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Resources {
-    pub max_turns: Option<u64>,
-    pub max_budget_usd: Option<f64>,
+pub(crate) struct Resources {
+    pub(crate) max_turns: Option<u64>,
+    pub(crate) max_budget_usd: Option<f64>,
     /// CPUs one attempt gets on a cluster (`runner: slurm`: `--cpus-per-task`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<u32>,
+    pub(crate) cpus: Option<u32>,
     /// Memory one attempt gets on a cluster (`runner: slurm`: `--mem`), in Slurm's words:
     /// `4G`, `500M`, a number of megabytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[0-9]+[KMGT]?$"))]
-    pub memory: Option<String>,
+    pub(crate) memory: Option<String>,
 }
 
 // The one declaration of a commission's keys: their types and descriptions are the schema
@@ -156,83 +156,83 @@ pub(crate) struct Frontmatter {
 }
 
 /// The keys only the reconciler writes.
-pub const OWNED_KEYS: [&str; 11] =
+pub(crate) const OWNED_KEYS: [&str; 11] =
     ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed"];
 
 /// A parsed, validated commission artifact.
 #[derive(Debug, Clone)]
 pub struct Commission {
-    pub id: String,
-    pub path: PathBuf,
+    pub(crate) id: String,
+    pub(crate) path: PathBuf,
     /// Hash of the file's bytes when read: writes are dropped if it changed since.
-    pub hash: u64,
-    pub title: Option<String>,
+    pub(crate) hash: u64,
+    pub(crate) title: Option<String>,
     /// `None` when the file has no `status:` (a new file: taken as pending).
-    pub status: Option<Status>,
-    pub worker: String,
-    pub dependencies: Vec<String>,
+    pub(crate) status: Option<Status>,
+    pub(crate) worker: String,
+    pub(crate) dependencies: Vec<String>,
     /// Line and column of `dependencies:` (or of the frontmatter), for problems that name it.
-    pub dependencies_at: (usize, usize),
+    pub(crate) dependencies_at: (usize, usize),
     /// Paths this commission declares it will produce (optional): how dependency cycles
     /// between commissions are seen.
-    pub outputs: Vec<String>,
-    pub resources: Resources,
+    pub(crate) outputs: Vec<String>,
+    pub(crate) resources: Resources,
     /// Wall-clock limit of an attempt (`timeout:`), overriding the package's and the project's.
-    pub timeout: Option<std::time::Duration>,
+    pub(crate) timeout: Option<std::time::Duration>,
     /// Where its attempts run (`runner:`), over its package's and the project's.
-    pub runner: Option<RunnerName>,
-    pub desired: Option<Desired>,
+    pub(crate) runner: Option<RunnerName>,
+    pub(crate) desired: Option<Desired>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed:
     /// what its writes are compared with. Other keys are validated into the typed fields above
     /// and not kept.
-    pub fields: Mapping,
+    pub(crate) fields: Mapping,
     /// The reconciler's keys, typed: what every reader reads of them.
-    pub owned: Owned,
-    pub body: String,
+    pub(crate) owned: Owned,
+    pub(crate) body: String,
 }
 
 /// What the reconciler last wrote of a commission, typed ([`OWNED_KEYS`] read once). A key
 /// absent, or holding a value of another type (a hand edit), reads as none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Owned {
+pub(crate) struct Owned {
     /// `created:`, the FIFO key.
-    pub created: Option<String>,
+    pub(crate) created: Option<String>,
     /// `attempt:`, the latest attempt (0: none yet).
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     /// `branch:`, the latest attempt's branch.
     pub branch: Option<String>,
     /// `progress:`, the latest progress report.
-    pub progress: Option<String>,
+    pub(crate) progress: Option<String>,
     /// `reason:`, why it failed, was cancelled, blocked, or an edit refused.
     pub reason: Option<String>,
     /// `refused:`, why an edit of a failed or cancelled commission was refused.
-    pub refused: Option<String>,
+    pub(crate) refused: Option<String>,
     /// `completed:`, when it reached its end.
-    pub completed: Option<String>,
+    pub(crate) completed: Option<String>,
 }
 
 /// The keys a commission's frontmatter may hold: the schema's, so `check`, the parser and
 /// editors know one list ([`super::keys::fields`]).
-pub fn commission_keys() -> &'static [&'static str] {
+pub(crate) fn commission_keys() -> &'static [&'static str] {
     super::keys::fields::<Frontmatter>()
 }
 
 /// A commission's schema, built once: what editors get.
-pub fn commission_schema() -> &'static serde_json::Value {
+pub(crate) fn commission_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
     S.get_or_init(|| schemars::schema_for!(Frontmatter).to_value())
 }
 
 /// The keys a commission may hold where, from its schema: what the unknown-key check
 /// ([`super::keys::unknown`]) walks.
-pub fn commission_shape() -> &'static super::keys::Shape {
+pub(crate) fn commission_shape() -> &'static super::keys::Shape {
     static S: std::sync::OnceLock<super::keys::Shape> = std::sync::OnceLock::new();
     S.get_or_init(|| super::keys::Shape::of(commission_schema()))
 }
 
 impl Commission {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
-    pub fn parse(path: &Path, text: &str) -> Result<Commission, Vec<Problem>> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Commission, Vec<Problem>> {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];
         if let Err(e) = ids::validate_id(stem) {
@@ -378,15 +378,15 @@ impl Commission {
     }
 
     /// The `created:` stamp as written (the FIFO key), if any.
-    pub fn created(&self) -> Option<&str> {
+    pub(crate) fn created(&self) -> Option<&str> {
         self.owned.created.as_deref()
     }
 
-    pub fn attempt(&self) -> u32 {
+    pub(crate) fn attempt(&self) -> u32 {
         self.owned.attempt
     }
 
-    pub fn field(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn field(&self, key: &str) -> Option<&Value> {
         self.fields.get(key)
     }
 }
@@ -395,18 +395,18 @@ impl Commission {
 /// keys a person would write, in the order written, and the prompt.
 #[derive(Debug, Clone)]
 pub(crate) struct New {
-    pub title: String,
+    pub(crate) title: String,
     /// When it was written (`date:`, informational); none for one the reconciler writes.
-    pub date: Option<String>,
-    pub status: Status,
-    pub worker: String,
+    pub(crate) date: Option<String>,
+    pub(crate) status: Status,
+    pub(crate) worker: String,
     /// The FIFO key, stamped when the commission is made.
-    pub created: String,
-    pub dependencies: Vec<String>,
+    pub(crate) created: String,
+    pub(crate) dependencies: Vec<String>,
     /// Only the bounds set are written; none set: no `resources:`.
-    pub resources: Resources,
+    pub(crate) resources: Resources,
     /// The worker's prompt (written without its trailing blank, with one newline).
-    pub body: String,
+    pub(crate) body: String,
 }
 
 /// The text of the commission `new`: the one place a commission's text is composed.

@@ -12,20 +12,20 @@ use super::locate::{At, Seg};
 /// A problem with a file, reported as `path:line:col: message`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
-    pub path: PathBuf,
-    pub line: usize,
-    pub column: usize,
-    pub message: String,
+    pub(crate) path: PathBuf,
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+    pub(crate) message: String,
 }
 
 impl Problem {
-    pub fn new(path: &Path, line: usize, column: usize, message: impl Into<String>) -> Problem {
+    pub(crate) fn new(path: &Path, line: usize, column: usize, message: impl Into<String>) -> Problem {
         Problem { path: path.to_path_buf(), line, column, message: message.into() }
     }
 
     /// A problem at `key` of the frontmatter of the file at `path` (at its start when the key
     /// cannot be found, or the file read).
-    pub fn at_key(path: &Path, key: &str, message: impl Into<String>) -> Problem {
+    pub(crate) fn at_key(path: &Path, key: &str, message: impl Into<String>) -> Problem {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let (line, col) = split(&text).map(|s| key_position(&s, key)).unwrap_or((1, 1));
         Problem::new(path, line, col, message)
@@ -33,7 +33,7 @@ impl Problem {
 
     /// A problem at the value at `at` (a path of keys and indexes, a plan task's `worker:`
     /// say) in the frontmatter of the file at `path` ([`value_position`]).
-    pub fn at_value(path: &Path, at: &[Seg], message: impl Into<String>) -> Problem {
+    pub(crate) fn at_value(path: &Path, at: &[Seg], message: impl Into<String>) -> Problem {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let (line, col) = split(&text).map(|s| value_position(&s, at)).unwrap_or((1, 1));
         Problem::new(path, line, col, message)
@@ -48,30 +48,30 @@ impl fmt::Display for Problem {
 
 /// Where the frontmatter sits in a file.
 #[derive(Debug, Clone)]
-pub struct Split<'a> {
+pub(crate) struct Split<'a> {
     /// The YAML text between the delimiters (each line with its newline).
-    pub yaml: &'a str,
+    pub(crate) yaml: &'a str,
     /// Byte range of `yaml` within the file.
-    pub yaml_range: Range<usize>,
+    pub(crate) yaml_range: Range<usize>,
     /// 1-based line number of the first YAML line.
-    pub first_line: usize,
+    pub(crate) first_line: usize,
     /// Everything after the closing delimiter line.
-    pub body: &'a str,
+    pub(crate) body: &'a str,
 }
 
 /// The most frontmatter a file may have. Frontmatter holds settings, not content (that is the
 /// body), and a bound keeps one odd file from stalling a pass for everyone.
-pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
 /// The deepest nesting of flow collections (`[`, `{`) accepted. The YAML scanner's work grows
 /// with the square of this depth; real frontmatter never comes near it.
-pub const MAX_FLOW_DEPTH: usize = 32;
+pub(crate) const MAX_FLOW_DEPTH: usize = 32;
 
 /// Split `text` into frontmatter and body. The file must open with a `---` line (a UTF-8 byte
 /// order mark before it is allowed) and the frontmatter ends at the next `---` (or `...`)
 /// line. Frontmatter over [`MAX_FRONTMATTER_BYTES`] or nested deeper than [`MAX_FLOW_DEPTH`]
 /// is refused before any YAML parser sees it.
-pub fn split(text: &str) -> Result<Split<'_>, (usize, String)> {
+pub(crate) fn split(text: &str) -> Result<Split<'_>, (usize, String)> {
     let first_end = match text.find('\n') {
         Some(i) => i + 1,
         None => return Err((1, "no frontmatter: the file must start with a '---' line".into())),
@@ -103,7 +103,7 @@ pub fn split(text: &str) -> Result<Split<'_>, (usize, String)> {
 /// An artifact read whole: its id (the file stem, validated), its frontmatter split out, and
 /// the frontmatter as a mapping; or the problems, with positions. The meeting and plan
 /// parsers start here (the commission parser keeps a reader of its own, for speed).
-pub fn read_mapping<'a>(path: &Path, text: &'a str) -> Result<(String, Split<'a>, serde_yaml_ng::Mapping), Vec<Problem>> {
+pub(crate) fn read_mapping<'a>(path: &Path, text: &'a str) -> Result<(String, Split<'a>, serde_yaml_ng::Mapping), Vec<Problem>> {
     use serde_yaml_ng::{Mapping, Value};
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];
@@ -204,7 +204,7 @@ fn too_deep(yaml: &str) -> Option<(usize, usize)> {
 }
 
 /// 1-based (line, column) of a top-level `key:` in the YAML, for error messages.
-pub fn key_position(split: &Split<'_>, key: &str) -> (usize, usize) {
+pub(crate) fn key_position(split: &Split<'_>, key: &str) -> (usize, usize) {
     for (i, l) in split.yaml.lines().enumerate() {
         if let Some(rest) = l.strip_prefix(key) {
             if rest.trim_start().starts_with(':') {
@@ -221,7 +221,7 @@ pub fn key_position(split: &Split<'_>, key: &str) -> (usize, usize) {
 /// 1-based (line, column) in the file of the value at `at` in the frontmatter; else of the
 /// nearest thing holding it that is there (a task without `worker:`: the task), else of the
 /// frontmatter's first line.
-pub fn value_position(split: &Split<'_>, at: &[Seg]) -> (usize, usize) {
+pub(crate) fn value_position(split: &Split<'_>, at: &[Seg]) -> (usize, usize) {
     let mut at = at;
     while !at.is_empty() {
         if let Some((line, col)) = super::locate::position(split.yaml, at, At::Value) {
@@ -234,7 +234,7 @@ pub fn value_position(split: &Split<'_>, at: &[Seg]) -> (usize, usize) {
 
 /// A `timeout:` (a commission's, a plan's, a task's): a duration such as `90m` or `4h`, `0s`
 /// for none; else what is wrong with it.
-pub fn timeout(v: &serde_yaml_ng::Value) -> Result<std::time::Duration, NotADuration> {
+pub(crate) fn timeout(v: &serde_yaml_ng::Value) -> Result<std::time::Duration, NotADuration> {
     let not_one = |shown: String| NotADuration { key: "timeout".into(), shown };
     match v {
         serde_yaml_ng::Value::String(t) => humantime::parse_duration(t).map_err(|_| not_one(format!("{t:?}"))),
@@ -246,13 +246,13 @@ pub fn timeout(v: &serde_yaml_ng::Value) -> Result<std::time::Duration, NotADura
 /// not the duration parser's own words ("expected number at 0").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key} {shown} is not a duration: write it like 30m, 2h or 90s")]
-pub struct NotADuration {
-    pub key: String,
-    pub shown: String,
+pub(crate) struct NotADuration {
+    pub(crate) key: String,
+    pub(crate) shown: String,
 }
 
 /// What is said of a value of `key` (`shown` as written) that is not a duration ([`NotADuration`]).
-pub fn not_a_duration(key: &str, shown: &str) -> String {
+pub(crate) fn not_a_duration(key: &str, shown: &str) -> String {
     NotADuration { key: key.into(), shown: shown.into() }.to_string()
 }
 

@@ -33,7 +33,7 @@ pub fn validate_id(id: &str) -> Result<(), IdError> {
 
 /// Why an artifact's `worker:` is not a package name ([`worker_name`]).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum WorkerNameError {
+pub(crate) enum WorkerNameError {
     #[error("bad worker name {name:?}: {why}")]
     Invalid { name: String, why: IdError },
     #[error("worker must be a package name")]
@@ -45,7 +45,7 @@ pub enum WorkerNameError {
 
 /// The `worker:` key of an artifact: a package name, or why it is not one (`role` says what
 /// the worker is for, in the message for a missing key).
-pub fn worker_name(value: Option<&serde_yaml_ng::Value>, role: &str) -> Result<String, WorkerNameError> {
+pub(crate) fn worker_name(value: Option<&serde_yaml_ng::Value>, role: &str) -> Result<String, WorkerNameError> {
     match value {
         Some(serde_yaml_ng::Value::String(w)) => match validate_id(w) {
             Ok(()) => Ok(w.clone()),
@@ -58,7 +58,7 @@ pub fn worker_name(value: Option<&serde_yaml_ng::Value>, role: &str) -> Result<S
 
 /// An id made from another id and a suffix (`<base>-<suffix>`: a follow-up, a fix-forward):
 /// the base shortened as needed so that the result is a valid id.
-pub fn derived(base: &str, suffix: &str) -> String {
+pub(crate) fn derived(base: &str, suffix: &str) -> String {
     let room = 100usize.saturating_sub(suffix.len() + 1);
     let mut b: String = base.chars().take(room).collect();
     while b.ends_with(['.', '-']) {
@@ -74,7 +74,7 @@ pub fn derived(base: &str, suffix: &str) -> String {
 
 /// Check a project-relative path (a dependency or an artifact): no root, no `..`, not empty.
 /// Returns it normalised to '/'-separated form without `./` components.
-pub fn validate_rel_path(path: &str) -> Result<String, IdError> {
+pub(crate) fn validate_rel_path(path: &str) -> Result<String, IdError> {
     let bad = || IdError::Path(path.to_string());
     if path.is_empty() || path.contains('\0') {
         return Err(bad());
@@ -96,13 +96,13 @@ pub fn validate_rel_path(path: &str) -> Result<String, IdError> {
 /// Turn a title into an id: its letters transliterated to ASCII (`Émigré café` →
 /// `emigre-cafe`), lowercase words joined by '-', at most 60 characters; `commission` when no
 /// letter or digit is left.
-pub fn slugify(title: &str) -> String {
+pub(crate) fn slugify(title: &str) -> String {
     slugify_or(title, "commission")
 }
 
 /// [`slugify`], with `fallback` when the title leaves no letter or digit (a title in another
 /// script): each kind names its own (`plan`, `meeting-<time>`).
-pub fn slugify_or(title: &str, fallback: &str) -> String {
+pub(crate) fn slugify_or(title: &str, fallback: &str) -> String {
     // A letter and its accent written apart (NFD: `e` + U+0301, as macOS file names and some
     // editors give them) is the letter: combining diacritical marks are dropped.
     let ascii: String = title
@@ -121,7 +121,7 @@ pub fn slugify_or(title: &str, fallback: &str) -> String {
 /// [`slugify`] without the transliteration: only ASCII letters and digits are kept. A
 /// project's default name is built with it, so the name (and with it the home's state and
 /// worktree directories) of a project that exists stays what it was.
-pub fn ascii_slug(text: &str) -> String {
+pub(crate) fn ascii_slug(text: &str) -> String {
     let slug = words(text);
     if slug.is_empty() {
         "commission".to_string()

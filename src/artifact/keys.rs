@@ -9,7 +9,7 @@ use super::locate::{self, At, Seg};
 
 /// The field names serde's derive gives `T` (a struct, not flattened): the keys a mapping of
 /// it may hold, in the order declared. Asked of `T`'s own `Deserialize`, so it cannot drift.
-pub fn fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
+pub(crate) fn fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
     let mut seen = None;
     let _ = T::deserialize(Probe(&mut seen));
     seen.unwrap_or(&[])
@@ -38,7 +38,7 @@ impl<'de> Deserializer<'de> for Probe<'_> {
 
 /// The known key closest to `word`, if close enough to be a slip of the keyboard (an edit
 /// distance of at most a third of its length, at least 1; case aside).
-pub fn did_you_mean<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+pub(crate) fn did_you_mean<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
     let word = word.to_lowercase();
     let most = (word.chars().count() / 3).max(1);
     known.iter().map(|k| (distance(&word, k), *k)).filter(|(d, _)| *d <= most).min_by_key(|(d, _)| *d).map(|(_, k)| k)
@@ -61,7 +61,7 @@ fn distance(a: &str, b: &str) -> usize {
 }
 
 /// What is said of an unknown `key`: the known key it is likely a slip for, else all of them.
-pub fn unknown_key(key: &str, known: &[&str]) -> String {
+pub(crate) fn unknown_key(key: &str, known: &[&str]) -> String {
     said(key, "", known)
 }
 
@@ -75,16 +75,16 @@ fn said(key: &str, place: &str, known: &[&str]) -> String {
 /// A key a schema does not allow where it is written: the path to the mapping holding it
 /// (empty: the top level), the key, and the keys allowed there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unknown {
-    pub within: Vec<Seg>,
-    pub key: String,
-    pub known: Vec<String>,
+pub(crate) struct Unknown {
+    pub(crate) within: Vec<Seg>,
+    pub(crate) key: String,
+    pub(crate) known: Vec<String>,
 }
 
 impl Unknown {
     /// What is said of it: as [`unknown_key`] says it, and where it is when not at the top
     /// level (`` in `resources` ``).
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         let known: Vec<&str> = self.known.iter().map(String::as_str).collect();
         let place = if self.within.is_empty() { String::new() } else { format!(" in `{}`", dotted(&self.within)) };
         said(&self.key, &place, &known)
@@ -92,7 +92,7 @@ impl Unknown {
 
     /// It as a problem of the file at `path`, said as `message`, at the key in `yaml` (whose
     /// first line is line `first_line` of the file).
-    pub fn problem(&self, path: &std::path::Path, yaml: &str, first_line: usize, message: String) -> Problem {
+    pub(crate) fn problem(&self, path: &std::path::Path, yaml: &str, first_line: usize, message: String) -> Problem {
         let mut at = self.within.clone();
         at.push(Seg::Key(self.key.clone()));
         let (line, col) =
@@ -102,7 +102,7 @@ impl Unknown {
 }
 
 /// A path said as a person reads it: `resources`, `waves[2][1].timeout` (indexes from 1).
-pub fn dotted(path: &[Seg]) -> String {
+pub(crate) fn dotted(path: &[Seg]) -> String {
     let mut out = String::new();
     for s in path {
         match s {
@@ -120,7 +120,7 @@ pub fn dotted(path: &[Seg]) -> String {
 /// Which keys a file may hold where, compiled once from a JSON Schema (schemars', derived
 /// from the types that parse the file): every pass checks every artifact against it.
 #[derive(Debug, Clone, Default)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// The keys a mapping here may hold, each with its value's shape; `None`: the schema
     /// expects no mapping here (a value of another type is the parser's to report).
     keys: Option<std::collections::BTreeMap<String, Shape>>,
@@ -135,13 +135,13 @@ pub struct Shape {
 impl Shape {
     /// The shape of what the JSON Schema `schema` allows (its `$ref`s followed into its
     /// `$defs`, `anyOf`/`oneOf`/`allOf` alternatives merged).
-    pub fn of(schema: &serde_json::Value) -> Shape {
+    pub(crate) fn of(schema: &serde_json::Value) -> Shape {
         compile(&[schema], schema, 0)
     }
 
     /// A mapping that may hold exactly `fields` (of any value), for a type with no schema of
     /// its own ([`fields`] of it).
-    pub fn closed(fields: &[&str]) -> Shape {
+    pub(crate) fn closed(fields: &[&str]) -> Shape {
         let keys = fields.iter().map(|f| (f.to_string(), Shape::default())).collect();
         Shape { keys: Some(keys), closed: true, other: None, items: None }
     }
@@ -207,7 +207,7 @@ fn compile(schemas: &[&serde_json::Value], root: &serde_json::Value, depth: usiz
 
 /// Every key of `mapping`, at any depth, that `shape` does not allow. What the schema
 /// leaves open (`env:`, `tasks:`) is not looked into.
-pub fn unknown(mapping: &serde_yaml_ng::Mapping, shape: &Shape) -> Vec<Unknown> {
+pub(crate) fn unknown(mapping: &serde_yaml_ng::Mapping, shape: &Shape) -> Vec<Unknown> {
     let mut out = Vec::new();
     walk_mapping(mapping, shape, &mut Vec::new(), &mut out);
     out
@@ -262,7 +262,7 @@ fn show(v: &serde_yaml_ng::Value) -> String {
 
 /// A problem for each key of `mapping` (read from `yaml`, whose first line is line
 /// `first_line` of the file at `path`) that `shape` does not allow, at the key, in file order.
-pub fn unknown_keys(
+pub(crate) fn unknown_keys(
     path: &std::path::Path,
     yaml: &str,
     first_line: usize,
@@ -277,7 +277,7 @@ pub fn unknown_keys(
 /// What is wrong with a whole YAML file (`worker.yaml`, `.lore/guild-hall.yaml`) before its
 /// type reads it: that it is not YAML (at the parser's position, counted in the file), else
 /// [`unknown_keys`]; nothing when it is not a mapping (the type's own parse says so then).
-pub fn check_file(path: &std::path::Path, text: &str, shape: &Shape) -> Vec<Problem> {
+pub(crate) fn check_file(path: &std::path::Path, text: &str, shape: &Shape) -> Vec<Problem> {
     match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
         Ok(serde_yaml_ng::Value::Mapping(m)) => unknown_keys(path, text, 1, &m, shape),
         Ok(_) => Vec::new(),

@@ -9,20 +9,20 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 
 /// One step of a path into a YAML document: a mapping's key or a list's index (from 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seg {
+pub(crate) enum Seg {
     Key(String),
     Index(usize),
 }
 
 impl Seg {
-    pub fn key(k: &str) -> Seg {
+    pub(crate) fn key(k: &str) -> Seg {
         Seg::Key(k.to_string())
     }
 }
 
 /// What of the node at a path to point at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum At {
+pub(crate) enum At {
     /// The key itself (a path ending in [`Seg::Key`]); for an index, the item.
     Key,
     /// Its value (the item, for an index).
@@ -34,13 +34,13 @@ const FOUND: &str = "guild-hall: found";
 
 /// 1-based (line, column) within `yaml` of the node at `path` (its key or its value), if
 /// there is one. A path through an alias or a complex key is not followed.
-pub fn position(yaml: &str, path: &[Seg], at: At) -> Option<(usize, usize)> {
+pub(crate) fn position(yaml: &str, path: &[Seg], at: At) -> Option<(usize, usize)> {
     found(Nav { path, at }.deserialize(serde_yaml_ng::Deserializer::from_str(yaml)).err())
 }
 
 /// The first key written twice in one mapping, anywhere in `yaml`: it, and the 1-based
 /// (line, column) of its second occurrence (what a person must remove or rename).
-pub fn duplicate(yaml: &str) -> Option<(String, (usize, usize))> {
+pub(crate) fn duplicate(yaml: &str) -> Option<(String, (usize, usize))> {
     let mut key = None;
     let at = found(Dups(&mut key).deserialize(serde_yaml_ng::Deserializer::from_str(yaml)).err())?;
     Some((key?, at))
@@ -56,7 +56,7 @@ fn found(e: Option<serde_yaml_ng::Error>) -> Option<(usize, usize)> {
 /// (line, column) in the file, and the message with any position in it counted in the file
 /// too, the one already in front of it left out (said once). A duplicate key is said at its
 /// second occurrence (the parser says the mapping holding it).
-pub fn yaml_error(e: &serde_yaml_ng::Error, yaml: &str, first_line: usize) -> (usize, usize, String) {
+pub(crate) fn yaml_error(e: &serde_yaml_ng::Error, yaml: &str, first_line: usize) -> (usize, usize, String) {
     let text = e.to_string();
     if text.contains("duplicate") {
         if let Some((key, (line, col))) = duplicate(yaml) {

@@ -24,7 +24,7 @@ super::vocabulary::vocabulary! {
 
 impl MeetingStatus {
     /// Nothing more happens to a meeting in this state.
-    pub fn is_final(self) -> bool {
+    pub(crate) fn is_final(self) -> bool {
         matches!(self, MeetingStatus::Closed | MeetingStatus::Declined)
     }
 }
@@ -78,7 +78,7 @@ pub(crate) struct Frontmatter {
 }
 
 /// The keys only guild-hall writes.
-pub const OWNED_KEYS: [&str; 7] = ["status", "created", "session_id", "branch", "linked_artifacts", "notes", "reason"];
+pub(crate) const OWNED_KEYS: [&str; 7] = ["status", "created", "session_id", "branch", "linked_artifacts", "notes", "reason"];
 
 /// A parsed, validated meeting artifact.
 #[derive(Debug, Clone)]
@@ -86,10 +86,10 @@ pub struct Meeting {
     pub id: String,
     pub path: PathBuf,
     /// Hash of the file's bytes when read: writes are dropped if it changed since.
-    pub hash: u64,
+    pub(crate) hash: u64,
     pub title: Option<String>,
     /// `None` when the file has no `status:` (a new file: a person's meeting, taken as open).
-    pub status: Option<MeetingStatus>,
+    pub(crate) status: Option<MeetingStatus>,
     pub worker: String,
     pub agenda: Option<String>,
     pub references: Vec<String>,
@@ -99,7 +99,6 @@ pub struct Meeting {
     pub fields: Mapping,
     /// The keys guild-hall owns, typed: what every reader reads of them.
     pub owned: Owned,
-    pub body: String,
 }
 
 /// What guild-hall last wrote of a meeting, typed ([`OWNED_KEYS`] read once). A key absent, or
@@ -107,9 +106,9 @@ pub struct Meeting {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Owned {
     /// `created:`, when it was made.
-    pub created: Option<String>,
+    pub(crate) created: Option<String>,
     /// `session_id:`, the agent's session, resumed on every turn.
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// `branch:`, the meeting's branch.
     pub branch: Option<String>,
     /// `notes:`, progress summaries while open; the notes on close.
@@ -118,26 +117,27 @@ pub struct Owned {
     pub reason: Option<String>,
 }
 
+#[cfg(test)]
 /// The keys a meeting's frontmatter may hold (the schema's).
-pub fn meeting_keys() -> &'static [&'static str] {
+pub(crate) fn meeting_keys() -> &'static [&'static str] {
     super::keys::fields::<Frontmatter>()
 }
 
 /// A meeting's schema, built once.
-pub fn meeting_schema() -> &'static serde_json::Value {
+pub(crate) fn meeting_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
     S.get_or_init(|| schemars::schema_for!(Frontmatter).to_value())
 }
 
 /// The keys a meeting may hold where, from its schema.
-pub fn meeting_shape() -> &'static super::keys::Shape {
+pub(crate) fn meeting_shape() -> &'static super::keys::Shape {
     static S: std::sync::OnceLock<super::keys::Shape> = std::sync::OnceLock::new();
     S.get_or_init(|| super::keys::Shape::of(meeting_schema()))
 }
 
 impl Meeting {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
-    pub fn parse(path: &Path, text: &str) -> Result<Meeting, Vec<Problem>> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Meeting, Vec<Problem>> {
         let (stem, split, fields) = read_mapping(path, text)?;
         let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &fields, meeting_shape());
         let mut bad = |key: &str, msg: String| {
@@ -223,7 +223,6 @@ impl Meeting {
                 reason: owned_text(reason),
             },
             fields,
-            body: split.body.to_string(),
         })
     }
 
@@ -255,16 +254,16 @@ impl Meeting {
 /// the keys a person would write, in the order written, and its opening words.
 #[derive(Debug, Clone)]
 pub(crate) struct New {
-    pub title: Option<String>,
-    pub worker: String,
-    pub status: MeetingStatus,
-    pub requested_by: Option<String>,
-    pub agenda: Option<String>,
-    pub references: Vec<String>,
+    pub(crate) title: Option<String>,
+    pub(crate) worker: String,
+    pub(crate) status: MeetingStatus,
+    pub(crate) requested_by: Option<String>,
+    pub(crate) agenda: Option<String>,
+    pub(crate) references: Vec<String>,
     /// When it was made; none for a follow-up (its first pass stamps it).
-    pub created: Option<String>,
+    pub(crate) created: Option<String>,
     /// Written only when it holds more than blanks.
-    pub body: String,
+    pub(crate) body: String,
 }
 
 /// The text of the meeting `new`: the one place a meeting's text is composed.
@@ -294,18 +293,18 @@ pub(crate) fn render(new: &New) -> String {
 
 /// The first entry of `linked_artifacts` when more were linked than it lists: how many more
 /// (the log has every link). A string, as the schema wants, and a path as `check` reads it.
-pub fn linked_more_entry(n: u64) -> String {
+pub(crate) fn linked_more_entry(n: u64) -> String {
     format!("({n} more linked artifacts, see the log)")
 }
 
 /// The count in an entry [`linked_more_entry`] made; `None` for any other entry.
-pub fn linked_more_count(entry: &str) -> Option<u64> {
+pub(crate) fn linked_more_count(entry: &str) -> Option<u64> {
     entry.strip_prefix('(')?.strip_suffix(" more linked artifacts, see the log)")?.parse().ok()
 }
 
 /// A session id as agents print them (UUIDs and the like): safe to pass as an argument and to
 /// write into YAML.
-pub fn valid_session_id(s: &str) -> bool {
+pub(crate) fn valid_session_id(s: &str) -> bool {
     !s.is_empty() && s.len() <= 200 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
@@ -374,7 +373,8 @@ mod tests {
             body in "\\PC{0,60}(\n\\PC{0,30}){0,3}",
         ) {
             let new = New { title, worker, status, requested_by, agenda, references, body, ..new_meeting() };
-            let m = parse(&render(&new)).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}")))?;
+            let text = render(&new);
+            let m = parse(&text).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}")))?;
             proptest::prop_assert_eq!(&m.title, &new.title);
             proptest::prop_assert_eq!(&m.worker, &new.worker);
             proptest::prop_assert_eq!(m.status, Some(new.status));
@@ -383,7 +383,9 @@ mod tests {
             proptest::prop_assert_eq!(&m.references, &new.references);
             proptest::prop_assert_eq!(&m.owned.created, &new.created);
             let body = if new.body.trim().is_empty() { String::new() } else { format!("{}\n", new.body.trim_end()) };
-            proptest::prop_assert_eq!(m.body, body);
+            // The body is the file's, after the frontmatter (the artifact itself keeps none).
+            let split = crate::artifact::frontmatter::split(&text).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:?}")))?;
+            proptest::prop_assert_eq!(split.body.to_string(), body);
         }
     }
 

@@ -4,17 +4,17 @@
 //! one by id ([`load`]) the one way each, and write the reconciler's keys back surgically.
 //! Decides nothing.
 
-pub mod commission;
-pub mod frontmatter;
+pub(crate) mod commission;
+pub(crate) mod frontmatter;
 pub mod ids;
-pub mod keys;
-pub mod locate;
-pub mod meeting;
+pub(crate) mod keys;
+pub(crate) mod locate;
+pub(crate) mod meeting;
 pub mod plan;
-pub mod schema;
-pub mod store;
+pub(crate) mod schema;
+pub(crate) mod store;
 pub(crate) mod value_schemas;
-pub mod vocabulary;
+pub(crate) mod vocabulary;
 pub mod write;
 
 pub use commission::{Commission, Desired, Status};
@@ -23,7 +23,7 @@ pub use meeting::{Meeting, MeetingStatus};
 
 /// Why an artifact could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// A symlink where an artifact should be: never followed, never replaced.
     #[error("symlink: artifacts must be regular files (a link is never followed or replaced)")]
     Symlink,
@@ -35,7 +35,7 @@ pub enum ReadError {
 
 /// Read an artifact's text without ever following a symlink: the file is opened with
 /// `O_NOFOLLOW` (no window between a check and the open), and must be a regular file.
-pub fn read_regular(path: &std::path::Path) -> Result<String, ReadError> {
+pub(crate) fn read_regular(path: &std::path::Path) -> Result<String, ReadError> {
     use std::os::unix::fs::OpenOptionsExt;
     read_opened(std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path))
 }
@@ -43,7 +43,7 @@ pub fn read_regular(path: &std::path::Path) -> Result<String, ReadError> {
 /// [`read_regular`] of the entry `name` of the open directory `dir`: the kernel resolves one
 /// name instead of the whole path, which is what a pass over thousands of artifacts spends its
 /// time on. `name` must be a plain file name (no `/`).
-pub fn read_regular_in(dir: &std::fs::File, name: &std::ffi::OsStr) -> Result<String, ReadError> {
+pub(crate) fn read_regular_in(dir: &std::fs::File, name: &std::ffi::OsStr) -> Result<String, ReadError> {
     use std::os::fd::{AsFd, FromRawFd};
     use std::os::unix::ffi::OsStrExt;
     if name.as_bytes().contains(&b'/') {
@@ -61,7 +61,7 @@ pub fn read_regular_in(dir: &std::fs::File, name: &std::ffi::OsStr) -> Result<St
 /// [`read_regular`] of `rel` (relative, without `..`) beneath the directory `dir`: no link is
 /// followed in `rel`, at any depth (`dir` itself is opened as given). For a file of a package:
 /// its directory may be a link a person made, but what lies in it came with the package.
-pub fn read_regular_beneath(dir: &std::path::Path, rel: &std::path::Path) -> Result<String, ReadError> {
+pub(crate) fn read_regular_beneath(dir: &std::path::Path, rel: &std::path::Path) -> Result<String, ReadError> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
     for c in rel.components() {
@@ -122,7 +122,7 @@ fn read_opened(file: std::io::Result<std::fs::File>) -> Result<String, ReadError
 
 /// Why an artifact could not be loaded by its id.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub(crate) enum LoadError {
     #[error(transparent)]
     BadId(#[from] ids::IdError),
     /// Not there, or not readable; a symlink, or not a regular file (never followed): the
@@ -154,9 +154,9 @@ pub struct Wording {
 impl Wording {
     pub const COMMISSION: Wording =
         Wording { what: "commission", quoted: true, not_readable: true, bare_io: false, symlink: None, missing_in_dir: true };
-    pub const MEETING: Wording =
+    pub(crate) const MEETING: Wording =
         Wording { what: "meeting", quoted: false, not_readable: false, bare_io: false, symlink: None, missing_in_dir: false };
-    pub const PLAN: Wording = Wording {
+    pub(crate) const PLAN: Wording = Wording {
         what: "plan",
         quoted: false,
         not_readable: false,
@@ -166,7 +166,7 @@ impl Wording {
     };
 
     /// The problem a pass or `check` reports for an artifact it could not read.
-    pub fn problem(&self, e: &ReadError) -> String {
+    pub(crate) fn problem(&self, e: &ReadError) -> String {
         match (e, self.symlink) {
             (ReadError::Symlink, Some(s)) => format!("{s} (a link is never followed or replaced)"),
             _ => e.to_string(),
@@ -204,7 +204,7 @@ impl Wording {
 /// Load the artifact `id` at `path` (its place, from the id) as every reader does: the id
 /// validated, the file read without following a link ([`read_regular`]), then parsed by
 /// `parse`; what went wrong said in the kind's `wording`.
-pub fn load<T>(
+pub(crate) fn load<T>(
     path: &std::path::Path,
     id: &str,
     wording: &Wording,
@@ -224,7 +224,7 @@ pub fn load<T>(
 /// Why a new artifact was not written. (The io errors are part of the text, not a source
 /// after it: anyhow's `{:#}` would print them twice.)
 #[derive(Debug, thiserror::Error)]
-pub enum CreateError {
+pub(crate) enum CreateError {
     /// The text would be refused by the parser every pass and `check` use.
     #[error("the {what} would not be valid, nothing written: {problems}")]
     Invalid { what: &'static str, problems: String },
@@ -245,7 +245,7 @@ pub enum CreateError {
 /// hard-linked into place (`link(2)` fails if anything is there, a link included, and never
 /// follows one); the temp is removed either way (a kill leaves a hidden `.*.tmp` no reader
 /// takes for an artifact).
-pub fn create_new<T>(
+pub(crate) fn create_new<T>(
     path: &std::path::Path,
     text: &str,
     what: &'static str,
@@ -304,14 +304,14 @@ fn without_temp_name(e: std::io::Error) -> std::io::Error {
 }
 
 /// Whether `path` itself is a symlink (not followed).
-pub fn is_symlink(path: &std::path::Path) -> bool {
+pub(crate) fn is_symlink(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Why `.lore` or its control-plane dir `dir` cannot be used: `dir`, or `.lore` holding it, is
 /// a symlink. A link there could lead outside the repository: artifacts there would be run and
 /// rewritten, packages written through it. Never followed; the error names the link.
-pub fn refuse_lore_link(dir: &std::path::Path) -> anyhow::Result<()> {
+pub(crate) fn refuse_lore_link(dir: &std::path::Path) -> anyhow::Result<()> {
     let lore = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == ".lore"));
     for d in lore.into_iter().chain([dir]) {
         if is_symlink(d) {
@@ -322,7 +322,7 @@ pub fn refuse_lore_link(dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// Make the control-plane dir `dir` (and `.lore`) if missing, never through a link.
-pub fn make_lore_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+pub(crate) fn make_lore_dir(dir: &std::path::Path) -> anyhow::Result<()> {
     refuse_lore_link(dir)?;
     std::fs::create_dir_all(dir)?;
     // Made by someone else meanwhile, as a link: still refused.
@@ -330,7 +330,7 @@ pub fn make_lore_dir(dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// What is said of a symlink at `.lore` or one of its dirs.
-pub fn lore_link_problem(link: &std::path::Path) -> String {
+pub(crate) fn lore_link_problem(link: &std::path::Path) -> String {
     format!(
         "{} is a symlink: guild-hall never reads or writes .lore through a link (it could lead outside the repository); make it a directory",
         link.display()

@@ -32,7 +32,7 @@ super::vocabulary::vocabulary! {
 
 impl PlanStatus {
     /// Work of the plan may be under way.
-    pub fn is_active(self) -> bool {
+    pub(crate) fn is_active(self) -> bool {
         matches!(self, PlanStatus::Running | PlanStatus::Verifying)
     }
 }
@@ -108,7 +108,7 @@ pub(crate) struct TaskKeys {
 }
 
 /// The keys only guild-hall writes.
-pub const OWNED_KEYS: [&str; 5] = ["status", "wave", "reason", "tasks", "created"];
+pub(crate) const OWNED_KEYS: [&str; 5] = ["status", "wave", "reason", "tasks", "created"];
 
 /// One task of a wave.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,25 +117,25 @@ pub struct Task {
     pub canonical: String,
     /// The plan's own label for it (`id:`), unique within its wave.
     pub label: String,
-    pub wave: usize,
+    pub(crate) wave: usize,
     /// Position in its wave, from 1: the stable commit order.
-    pub index: usize,
+    pub(crate) index: usize,
     pub worker: String,
-    pub title: Option<String>,
-    pub prompt: String,
+    pub(crate) title: Option<String>,
+    pub(crate) prompt: String,
     /// Wall-clock limit of each of its attempts (`timeout:`), over the plan's.
-    pub timeout: Option<std::time::Duration>,
+    pub(crate) timeout: Option<std::time::Duration>,
 }
 
 impl Task {
     /// The canonical id as a filesystem name (`:` → `-`).
-    pub fn slug(&self) -> String {
+    pub(crate) fn slug(&self) -> String {
         slug(&self.canonical)
     }
 
     /// Where its `key` is in the plan's frontmatter, for a problem said at it
     /// ([`Problem::at_value`]).
-    pub fn path_of(&self, key: &str) -> Vec<Seg> {
+    pub(crate) fn path_of(&self, key: &str) -> Vec<Seg> {
         task_path(self.wave, self.index, key)
     }
 }
@@ -146,72 +146,73 @@ fn task_path(w: usize, t: usize, key: &str) -> Vec<Seg> {
 }
 
 /// The filesystem slug of a canonical task id.
-pub fn slug(canonical: &str) -> String {
+pub(crate) fn slug(canonical: &str) -> String {
     canonical.replace(':', "-")
 }
 
 /// A parsed, validated plan artifact.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub id: String,
-    pub path: PathBuf,
-    pub hash: u64,
+    pub(crate) id: String,
+    pub(crate) path: PathBuf,
+    pub(crate) hash: u64,
     pub title: Option<String>,
     /// `None`: a new file without status (taken as pending).
-    pub status: Option<PlanStatus>,
+    pub(crate) status: Option<PlanStatus>,
     pub parallelism: usize,
     /// The integration verify command (argv), run after each wave.
     pub verify: Option<Vec<String>>,
     /// The worker of fix-forward commissions when verify fails.
-    pub fixer: Option<String>,
+    pub(crate) fixer: Option<String>,
     /// Wall-clock limit of each task attempt and verify run (`timeout:`), over the package's
     /// and the project's; a task's own `timeout:` is over this.
     pub timeout: Option<std::time::Duration>,
     pub waves: Vec<Vec<Task>>,
-    pub desired: Option<String>,
+    pub(crate) desired: Option<String>,
     /// The keys guild-hall owns, as parsed: what its writes are compared with.
-    pub fields: Mapping,
+    pub(crate) fields: Mapping,
     /// The keys guild-hall owns, typed: what every reader reads of them.
-    pub owned: Owned,
+    pub(crate) owned: Owned,
 }
 
 /// What guild-hall last wrote of a plan, typed ([`OWNED_KEYS`] read once; each task's state is
 /// [`Plan::task_state`]). A key absent, or holding a value of another type (a hand edit),
 /// reads as none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Owned {
+pub(crate) struct Owned {
     /// `created:`, when a pass first took it up.
-    pub created: Option<String>,
+    pub(crate) created: Option<String>,
     /// `wave:`, the wave under way (from 1).
-    pub wave: Option<u64>,
+    pub(crate) wave: Option<u64>,
     /// `reason:`, why it halted or failed, or an edit was refused.
     pub reason: Option<String>,
 }
 
+#[cfg(test)]
 /// The keys a plan's frontmatter may hold (the schema's).
-pub fn plan_keys() -> &'static [&'static str] {
+pub(crate) fn plan_keys() -> &'static [&'static str] {
     super::keys::fields::<Frontmatter>()
 }
 
 /// The keys one task of a plan's wave may hold (the schema's).
-pub fn task_keys() -> &'static [&'static str] {
+pub(crate) fn task_keys() -> &'static [&'static str] {
     super::keys::fields::<TaskKeys>()
 }
 
 /// A plan's schema, built once.
-pub fn plan_schema() -> &'static serde_json::Value {
+pub(crate) fn plan_schema() -> &'static serde_json::Value {
     static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
     S.get_or_init(|| schemars::schema_for!(Frontmatter).to_value())
 }
 
 /// The keys a plan may hold where (its tasks' too), from its schema.
-pub fn plan_shape() -> &'static super::keys::Shape {
+pub(crate) fn plan_shape() -> &'static super::keys::Shape {
     static S: std::sync::OnceLock<super::keys::Shape> = std::sync::OnceLock::new();
     S.get_or_init(|| super::keys::Shape::of(plan_schema()))
 }
 
 impl Plan {
-    pub fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
         let (stem, sp, fields) = read_mapping(path, text)?;
         // What is wrong, and where: a path into the frontmatter (a top-level key, or a task's
         // key in its wave), positioned once all is known (only a plan with problems pays).
@@ -343,14 +344,14 @@ impl Plan {
         self.waves.iter().flatten()
     }
 
-    pub fn task(&self, canonical: &str) -> Option<&Task> {
+    pub(crate) fn task(&self, canonical: &str) -> Option<&Task> {
         self.tasks().find(|t| t.canonical == canonical)
     }
 
     /// The task a person or tool names: by its canonical id, or by its label (`id:`) when no
     /// other task of the plan has that label. Every command that takes a task name resolves
     /// it here, so none picks one of two tasks silently.
-    pub fn find_task(&self, name: &str) -> Result<&Task, TaskLookup> {
+    pub(crate) fn find_task(&self, name: &str) -> Result<&Task, TaskLookup> {
         if let Some(t) = self.task(name) {
             return Ok(t);
         }
@@ -430,26 +431,26 @@ fn parse_task(stem: &str, w: usize, t: usize, item: &Value, bad: &mut impl FnMut
 /// order written.
 #[derive(Debug, Clone)]
 pub(crate) struct New<'a> {
-    pub title: String,
-    pub status: PlanStatus,
-    pub parallelism: usize,
-    pub verify: Option<Vec<String>>,
-    pub fixer: Option<String>,
+    pub(crate) title: String,
+    pub(crate) status: PlanStatus,
+    pub(crate) parallelism: usize,
+    pub(crate) verify: Option<Vec<String>>,
+    pub(crate) fixer: Option<String>,
     /// The waves: a list of waves, each a list of tasks.
-    pub waves: &'a Value,
+    pub(crate) waves: &'a Value,
     /// The text `waves` was read from, when it was: kept verbatim in the plan when it means
     /// exactly `waves`.
-    pub waves_text: Option<&'a str>,
+    pub(crate) waves_text: Option<&'a str>,
 }
 
 /// A plan's text as [`render`] wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rendered {
-    pub text: String,
+    pub(crate) text: String,
     /// When the waves' own text is in it, indented verbatim under `waves:`, the file line that
     /// `waves:` is on: the waves text's line `n` is the file's `waves_line + n`, its column `c`
     /// the file's `c + 2` (a uniform indent keeps YAML's meaning).
-    pub waves_line: Option<usize>,
+    pub(crate) waves_line: Option<usize>,
 }
 
 /// The text of the plan `new`: the one place a plan's text is composed.
@@ -489,7 +490,7 @@ pub(crate) fn render(new: &New<'_>) -> Rendered {
 
 /// Why a task name names no one task of a plan ([`Plan::find_task`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TaskLookup {
+pub(crate) enum TaskLookup {
     #[error("plan {plan} has no task {name} (its tasks: {tasks})")]
     None { plan: String, name: String, tasks: String },
     #[error("plan {plan}: {count} tasks are labelled {name} (in different waves): name one by its canonical id, {tasks}")]

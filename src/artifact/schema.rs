@@ -6,22 +6,23 @@
 //! `value_schemas.rs`), and named here by kind. `worker.yaml`'s is the package's
 //! ([`crate::schema`]).
 
-pub use super::commission::{commission_keys, commission_schema, commission_shape};
-pub use super::meeting::{meeting_keys, meeting_schema, meeting_shape};
-pub use super::plan::{plan_keys, plan_schema, plan_shape, task_keys};
+pub(crate) use super::commission::commission_schema;
+pub(crate) use super::meeting::meeting_schema;
+pub(crate) use super::plan::plan_schema;
 // What `worker.yaml`'s declaration names too.
 pub(crate) use super::value_schemas::Duration;
 
+#[cfg(test)]
 /// The artifact kinds with a schema here.
-pub const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
+pub(crate) const KINDS: [&str; 3] = ["commission", "meeting", "plan"];
 
 /// The JSON Schema of `kind` (one of [`KINDS`]), pretty-printed.
-pub fn schema(kind: &str) -> Option<String> {
+pub(crate) fn schema(kind: &str) -> Option<String> {
     serde_json::to_string_pretty(value(kind)?).ok()
 }
 
 /// The JSON Schema of `kind` (one of [`KINDS`]) as a value.
-pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
+pub(crate) fn value(kind: &str) -> Option<&'static serde_json::Value> {
     match kind {
         "commission" => Some(commission_schema()),
         "meeting" => Some(meeting_schema()),
@@ -33,6 +34,9 @@ pub fn value(kind: &str) -> Option<&'static serde_json::Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::artifact::commission::commission_keys;
+    use crate::artifact::meeting::meeting_keys;
+    use crate::artifact::plan::{plan_keys, task_keys};
     use crate::artifact::Status;
 
     /// What `check` allows is what the schema says, key for key: one list, not two.

@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use crate::files::{exchange, write_temp};
 
 /// Hash of a file's text, as every artifact's `hash` is computed.
-pub fn content_hash(text: &str) -> u64 {
+pub(crate) fn content_hash(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
@@ -20,7 +20,7 @@ pub fn content_hash(text: &str) -> u64 {
 /// we observed). Returns false, writing nothing, if it changed. The check and the replace are
 /// one atomic step: our version is swapped in (`renameat2(RENAME_EXCHANGE)`), and if what was
 /// swapped out is not what we observed, someone saved in between and theirs is swapped back.
-pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bool> {
+pub(crate) fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bool> {
     // Never through a symlink: a person's link is neither followed nor replaced.
     let current = crate::artifact::read_regular(path).with_context(|| format!("reading {}", path.display()))?;
     if content_hash(&current) != expect {
@@ -78,7 +78,7 @@ pub fn replace_if_unchanged(path: &Path, expect: u64, bytes: &[u8]) -> Result<bo
 /// Replace the artifact at `path` with `edit` of its text if it is still the one observed
 /// (`expect`): its new hash, or `None` when a person's save came in between (nothing written;
 /// they win).
-pub fn edit_if_unchanged(path: &Path, expect: u64, edit: impl FnOnce(&str) -> Result<String>) -> Result<Option<u64>> {
+pub(crate) fn edit_if_unchanged(path: &Path, expect: u64, edit: impl FnOnce(&str) -> Result<String>) -> Result<Option<u64>> {
     let text = crate::artifact::read_regular(path).with_context(|| format!("reading {}", path.display()))?;
     if content_hash(&text) != expect {
         return Ok(None);
@@ -92,7 +92,7 @@ pub fn edit_if_unchanged(path: &Path, expect: u64, edit: impl FnOnce(&str) -> Re
 
 /// `edit` made to the artifact as it is now, again when a save races us: for writes that must
 /// land (a turn's session id, a status a person asked for), never over a person's newer save.
-pub fn edit_current(path: &Path, edit: impl Fn(&str) -> Result<String>) -> Result<()> {
+pub(crate) fn edit_current(path: &Path, edit: impl Fn(&str) -> Result<String>) -> Result<()> {
     for _ in 0..20 {
         let text = crate::artifact::read_regular(path).with_context(|| format!("reading {}", path.display()))?;
         if edit_if_unchanged(path, content_hash(&text), &edit)?.is_some() {

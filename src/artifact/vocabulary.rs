@@ -31,8 +31,9 @@ macro_rules! vocabulary {
                 $name::ALL.into_iter().find(|st| st.as_str() == s)
             }
 
+            #[cfg(test)]
             /// Why `s` is not one of these states, with every one of them.
-            pub fn unknown(s: &str) -> String {
+            pub(crate) fn unknown(s: &str) -> String {
                 $crate::artifact::vocabulary::UnknownState { label: $label, given: s.to_string(), expected: &[$($text),+] }.to_string()
             }
         }
@@ -63,9 +64,9 @@ pub(crate) use vocabulary;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {label} {given:?} (expected one of: {})", .expected.join(", "))]
 pub struct UnknownState {
-    pub label: &'static str,
-    pub given: String,
-    pub expected: &'static [&'static str],
+    pub(crate) label: &'static str,
+    pub(crate) given: String,
+    pub(crate) expected: &'static [&'static str],
 }
 
 /// The frontmatter's `status:` as one of `S`'s states: `None` when absent, a problem (through
@@ -101,6 +102,7 @@ mod tests {
             PlanStatus::unknown("x"),
             "unknown plan status \"x\" (expected one of: draft, pending, running, verifying, completed, halted, failed, cancelled)"
         );
+        assert!(crate::plan::decide::TaskState::unknown("x").starts_with("unknown task state \"x\" (expected one of: queued, "));
         for s in Status::ALL {
             assert_eq!(s.to_string().parse::<Status>(), Ok(s));
             assert_eq!(serde_json::to_value(s).expect("json"), serde_json::Value::from(s.as_str()));

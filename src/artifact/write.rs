@@ -18,7 +18,7 @@ pub enum Edit {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     #[error("frontmatter cannot be edited: {0}")]
     Unparsable(String),
     #[error("edit check failed (nothing written): {0}")]
@@ -26,7 +26,7 @@ pub enum WriteError {
 }
 
 /// Apply `edits` to the file text, returning the new text.
-pub fn apply(text: &str, edits: &[Edit]) -> Result<String, WriteError> {
+pub(crate) fn apply(text: &str, edits: &[Edit]) -> Result<String, WriteError> {
     let sp = split(text).map_err(|(_, m)| WriteError::Unparsable(m))?;
     let before: Value = serde_yaml_ng::from_str(sp.yaml).map_err(|e| WriteError::Unparsable(e.to_string()))?;
     let mut yaml = if sp.yaml.trim().is_empty() { String::new() } else { sp.yaml.to_string() };

@@ -18,12 +18,12 @@ use super::model::{Item, Kind};
 
 /// What a command needs: where it acts, and how to run a program in the terminal (the board
 /// steps aside while it runs, and comes back after).
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub home: &'a Home,
     pub project: &'a Project,
     /// This binary, for the CLI commands it runs.
-    pub exe: &'a Path,
-    pub run: &'a mut dyn FnMut(&mut Process) -> std::io::Result<ExitStatus>,
+    pub(crate) exe: &'a Path,
+    pub(crate) run: &'a mut dyn FnMut(&mut Process) -> std::io::Result<ExitStatus>,
 }
 
 impl Ctx<'_> {
@@ -44,7 +44,7 @@ impl Ctx<'_> {
 
 /// Carry out `cmd` on `item` (the selected one): what it did, in words for the message line;
 /// an error says why nothing was done.
-pub fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) -> Result<String> {
+pub(crate) fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) -> Result<String> {
     if cmd == Command::New {
         return new_commission(ctx);
     }
@@ -165,7 +165,7 @@ struct Written {
 
 /// What the person wrote in the template, as the commission to create; `None` when the title
 /// was left empty (nothing to write).
-pub fn read_template(path: &Path, text: &str) -> Result<Option<crate::ops::commission::NewCommission>> {
+pub(crate) fn read_template(path: &Path, text: &str) -> Result<Option<crate::ops::commission::NewCommission>> {
     let split = crate::artifact::frontmatter::split(text).map_err(|(line, why)| anyhow!("{}:{line}: {why}", path.display()))?;
     let w: Written = serde_yaml_ng::from_str(split.yaml).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let title = w.title.unwrap_or_default();

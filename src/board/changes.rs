@@ -9,23 +9,23 @@ use crate::config::{Home, Project};
 
 /// What to read again.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Changes {
+pub(crate) struct Changes {
     /// Everything, every project.
-    pub all: bool,
+    pub(crate) all: bool,
     /// Commissions by project index: their ids.
-    pub commissions: BTreeMap<usize, BTreeSet<String>>,
-    pub plans: BTreeSet<usize>,
-    pub meetings: BTreeSet<usize>,
+    pub(crate) commissions: BTreeMap<usize, BTreeSet<String>>,
+    pub(crate) plans: BTreeSet<usize>,
+    pub(crate) meetings: BTreeSet<usize>,
     /// Only the detail pane (a branch moved, a log grew).
-    pub detail: bool,
+    pub(crate) detail: bool,
 }
 
 impl Changes {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         !self.all && self.commissions.is_empty() && self.plans.is_empty() && self.meetings.is_empty()
     }
 
-    pub fn merge(&mut self, other: Changes) {
+    pub(crate) fn merge(&mut self, other: Changes) {
         self.all |= other.all;
         for (p, ids) in other.commissions {
             self.commissions.entry(p).or_default().extend(ids);
@@ -47,7 +47,7 @@ fn artifact_id(name: &str) -> Option<&str> {
 }
 
 /// What the changed `paths` touch.
-pub fn classify(home: &Home, projects: &[Project], paths: &[std::path::PathBuf]) -> Changes {
+pub(crate) fn classify(home: &Home, projects: &[Project], paths: &[std::path::PathBuf]) -> Changes {
     let mut c = Changes::default();
     for path in paths {
         c.merge(one(home, projects, path));

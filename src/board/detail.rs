@@ -11,11 +11,11 @@ use super::model::{clean, Item, Kind};
 
 /// What the pane shows: a title and sections of lines, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Detail {
-    pub title: String,
-    pub sections: Vec<(String, Vec<String>)>,
+pub(crate) struct Detail {
+    pub(crate) title: String,
+    pub(crate) sections: Vec<(String, Vec<String>)>,
     /// Keep the end in view (the log of a running worker).
-    pub follow: bool,
+    pub(crate) follow: bool,
 }
 
 /// How many of the timeline's last entries and of the log's last lines show.
@@ -25,7 +25,7 @@ const FIELDS: usize = 30;
 
 /// The pane of `item` of `project`, as the files say now. What cannot be read is said in its
 /// section, not an error.
-pub fn load(home: &Home, project: &Project, item: &Item) -> Detail {
+pub(crate) fn load(home: &Home, project: &Project, item: &Item) -> Detail {
     // What a person looks for first on top (the branch, the result, the questions); the log
     // last, where a running worker's end is kept in view.
     let mut sections = vec![("branch".to_string(), branch(project, item))];

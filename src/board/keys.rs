@@ -8,7 +8,7 @@ use super::model::{Item, Kind};
 
 /// What a key asks the board to do to the selected item or the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
+pub(crate) enum Command {
     Quit,
     /// Cancel a commission or a plan (asked `y/n` first).
     Cancel,
@@ -34,7 +34,7 @@ pub enum Command {
 
 /// Where the keys go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     List,
     /// Typing the filter.
     Filter,
@@ -46,20 +46,20 @@ pub enum Mode {
 
 /// The board's own state: the selection, the filter, the pane, the line at the bottom.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ui {
+pub(crate) struct Ui {
     /// Index into the items the filter keeps.
-    pub selected: usize,
+    pub(crate) selected: usize,
     /// The id of the selected item (and its kind), so that the selection follows it when the
     /// list is re-sorted under it.
-    pub selected_id: Option<(Kind, usize, String)>,
-    pub filter: String,
-    pub mode: Mode,
-    pub detail: bool,
+    pub(crate) selected_id: Option<(Kind, usize, String)>,
+    pub(crate) filter: String,
+    pub(crate) mode: Mode,
+    pub(crate) detail: bool,
     /// What the last command did, or why it could not.
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
     /// Lines the detail pane is scrolled down (negative: up) from where it starts: its top, or
     /// its end for a running worker.
-    pub scroll: i32,
+    pub(crate) scroll: i32,
 }
 
 impl Default for Ui {
@@ -84,7 +84,7 @@ fn cancel_question(item: &Item) -> CancelKey {
 impl Ui {
     /// Handle one key; `visible` is how many items the filter keeps and `item` the selected one.
     /// What must act on the project is returned; the rest is done to `self`.
-    pub fn on_key(&mut self, key: KeyEvent, visible: usize, item: Option<&Item>) -> Option<Command> {
+    pub(crate) fn on_key(&mut self, key: KeyEvent, visible: usize, item: Option<&Item>) -> Option<Command> {
         if key.kind == KeyEventKind::Release {
             return None;
         }
@@ -216,7 +216,7 @@ impl Ui {
 }
 
 /// The keys, as the footer and the help list them.
-pub const HELP: [(&str, &str); 18] = [
+pub(crate) const HELP: [(&str, &str); 18] = [
     ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
     ("Enter", "open or close the detail pane"),
     ("/", "filter: words, status:S, worker:W (Ctrl-U, Esc clear)"),

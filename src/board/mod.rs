@@ -10,13 +10,13 @@
 //!
 //! [`ops`]: crate::ops
 
-pub mod act;
-pub mod changes;
-pub mod detail;
-pub mod keys;
-pub mod model;
+pub(crate) mod act;
+pub(crate) mod changes;
+pub(crate) mod detail;
+pub(crate) mod keys;
+pub(crate) mod model;
 mod term;
-pub mod view;
+pub(crate) mod view;
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -52,7 +52,7 @@ impl Default for Options {
 }
 
 /// Colours unless `NO_COLOR` is set (https://no-color.org) or the terminal is `dumb`.
-pub fn colour_wanted() -> bool {
+pub(crate) fn colour_wanted() -> bool {
     colour_for(std::env::var_os("NO_COLOR").as_deref(), std::env::var_os("TERM").as_deref())
 }
 

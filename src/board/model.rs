@@ -14,7 +14,7 @@ use crate::config::{Home, Project};
 
 /// Which kind of artifact an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(crate) enum Kind {
     Commission,
     Plan,
     Meeting,
@@ -22,7 +22,7 @@ pub enum Kind {
 
 impl Kind {
     /// The short word the list shows.
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Kind::Commission => "comm",
             Kind::Plan => "plan",
@@ -33,41 +33,41 @@ impl Kind {
 
 /// One wave task as a plan's row shows it: its label and state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cell {
-    pub label: String,
-    pub state: String,
+pub(crate) struct Cell {
+    pub(crate) label: String,
+    pub(crate) state: String,
 }
 
 /// One row of the board: a commission, a plan or a meeting, with what its line shows. Every
 /// text in it that a worker or a file could have written is already free of escape sequences
 /// and control characters ([`clean`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    pub kind: Kind,
+pub(crate) struct Item {
+    pub(crate) kind: Kind,
     /// Which of the board's projects it belongs to (an index into them).
-    pub project: usize,
-    pub id: String,
-    pub title: String,
-    pub status: String,
-    pub worker: String,
-    pub attempt: u32,
-    pub created: Option<DateTime<Utc>>,
+    pub(crate) project: usize,
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) status: String,
+    pub(crate) worker: String,
+    pub(crate) attempt: u32,
+    pub(crate) created: Option<DateTime<Utc>>,
     /// When the worker last showed a sign of life (running commissions only).
-    pub heartbeat: Option<DateTime<Utc>>,
+    pub(crate) heartbeat: Option<DateTime<Utc>>,
     /// A worker process is alive for it.
-    pub alive: bool,
+    pub(crate) alive: bool,
     /// Progress, or why it failed, waits or was refused; who asked for a meeting and why.
-    pub note: String,
+    pub(crate) note: String,
     /// Questions the worker logged.
-    pub questions: usize,
+    pub(crate) questions: usize,
     /// A plan's waves, each a row of task cells.
-    pub waves: Vec<Vec<Cell>>,
+    pub(crate) waves: Vec<Vec<Cell>>,
     /// The wave a plan is at (1-based; none before it ran).
-    pub wave: Option<usize>,
+    pub(crate) wave: Option<usize>,
     /// A plan's verify gate: its command and how many runs so far.
-    pub verify: Option<String>,
+    pub(crate) verify: Option<String>,
     /// The artifact's file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 impl Item {
@@ -97,21 +97,21 @@ impl Item {
 
 /// `text` as one line fit to be shown: escape sequences and controls gone, whitespace runs
 /// (newlines too) made one space.
-pub fn clean(text: &str) -> String {
+pub(crate) fn clean(text: &str) -> String {
     strip_escapes(text).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl Item {
     /// The wave a plan is at, while it is not settled: a completed, failed or cancelled plan is
     /// at no wave any more (its row says how many it had).
-    pub fn current_wave(&self) -> Option<usize> {
+    pub(crate) fn current_wave(&self) -> Option<usize> {
         self.wave.filter(|_| !matches!(self.status.as_str(), "completed" | "failed" | "cancelled"))
     }
 
     /// How soon a person should look at it: 0 first. Failed or invalid work, then questions
     /// asked, then meeting requests, then halted plans, then what runs, then what waits, then
     /// drafts, then what is over.
-    pub fn need(&self) -> u8 {
+    pub(crate) fn need(&self) -> u8 {
         match (self.kind, self.status.as_str()) {
             (_, "failed" | "invalid" | "orphaned") => 0,
             (Kind::Commission, "in_progress" | "dispatched" | "pending" | "blocked") if self.questions > 0 => 1,
@@ -127,7 +127,7 @@ impl Item {
     /// Whether the filter's words all match it: `status:S` its status, `worker:W` its
     /// worker (or a plan task's), any other word a part of its id, title, status, worker or
     /// note (case-insensitive).
-    pub fn matches(&self, filter: &str) -> bool {
+    pub(crate) fn matches(&self, filter: &str) -> bool {
         filter.split_whitespace().all(|word| {
             let w = word.to_lowercase();
             if let Some(s) = w.strip_prefix("status:") {
@@ -141,7 +141,7 @@ impl Item {
     }
 
     /// What people call it in a message: `commission hello`, `plan port`.
-    pub fn named(&self) -> String {
+    pub(crate) fn named(&self) -> String {
         let kind = match self.kind {
             Kind::Commission => "commission",
             Kind::Plan => "plan",
@@ -152,7 +152,7 @@ impl Item {
 }
 
 /// Order items by need, then newest first, then id: what is shown top to bottom.
-pub fn sort(items: &mut [Item]) {
+pub(crate) fn sort(items: &mut [Item]) {
     items.sort_by(|a, b| {
         a.need().cmp(&b.need()).then_with(|| b.created.cmp(&a.created)).then_with(|| a.kind.cmp(&b.kind)).then_with(|| a.id.cmp(&b.id))
     });
@@ -165,7 +165,7 @@ pub type Problem = (usize, Kind, String);
 
 /// Everything the board shows of its projects, now: the items in order and the problems.
 /// A project that cannot be read at all is a problem, not an error: the others still show.
-pub fn load(home: &Home, projects: &[Project], now: DateTime<Utc>) -> (Vec<Item>, Vec<Problem>) {
+pub(crate) fn load(home: &Home, projects: &[Project], now: DateTime<Utc>) -> (Vec<Item>, Vec<Problem>) {
     let mut items = Vec::new();
     let mut problems = Vec::new();
     for (i, project) in projects.iter().enumerate() {
@@ -196,7 +196,13 @@ fn load_project(
 
 /// The items of the commissions `ids` of project `index`, read again (a file of theirs
 /// changed); an id whose artifact is gone has none.
-pub fn commissions(home: &Home, project: &Project, index: usize, ids: &BTreeSet<String>, now: DateTime<Utc>) -> anyhow::Result<Vec<Item>> {
+pub(crate) fn commissions(
+    home: &Home,
+    project: &Project,
+    index: usize,
+    ids: &BTreeSet<String>,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Vec<Item>> {
     let mut items = Vec::new();
     crate::ops::status::rows_of(home, project, ids, now, |row| {
         items.push(commission(row, index, now));
@@ -206,7 +212,7 @@ pub fn commissions(home: &Home, project: &Project, index: usize, ids: &BTreeSet<
 }
 
 /// The project's plans, each with its waves (`ops::plan::view`), into `items`; the problems.
-pub fn plans(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
+pub(crate) fn plans(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
     let listed = crate::ops::plan::list(home, project)?;
     let mut problems = listed.problems;
     for row in listed.plans {
@@ -219,7 +225,7 @@ pub fn plans(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>
 }
 
 /// The project's meetings (`ops::meeting::list`), into `items`; the problems.
-pub fn meetings(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
+pub(crate) fn meetings(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
     let (meetings, problems) = crate::ops::meeting::list(project)?;
     for m in &meetings {
         items.push(meeting(home, project, m, index));

@@ -12,7 +12,7 @@ use ratatui::crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlter
 use ratatui::prelude::CrosstermBackend;
 use ratatui::Terminal;
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+pub(crate) type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// Raw mode, the alternate screen, the cursor hidden.
 fn enter() -> std::io::Result<()> {
@@ -22,14 +22,14 @@ fn enter() -> std::io::Result<()> {
 }
 
 /// The terminal as it was: cooked mode, the main screen, the cursor shown. Safe to call twice.
-pub fn leave() {
+pub(crate) fn leave() {
     let _ = disable_raw_mode();
     let _ = execute!(stdout(), LeaveAlternateScreen, Show);
     let _ = stdout().flush();
 }
 
 /// Take the terminal over; a panic from here on gives it back before its message is printed.
-pub fn take() -> std::io::Result<Term> {
+pub(crate) fn take() -> std::io::Result<Term> {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         leave();
@@ -43,7 +43,7 @@ pub fn take() -> std::io::Result<Term> {
 }
 
 /// Gives the terminal back when dropped (the board's return, an error, a panic unwinding).
-pub struct Restore;
+pub(crate) struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {
@@ -53,11 +53,11 @@ impl Drop for Restore {
 
 /// A program has the terminal: a Ctrl-C typed meanwhile is its (`meeting chat` interrupts an
 /// answer with it), not a reason for the board to end.
-pub static HANDED_OVER: AtomicBool = AtomicBool::new(false);
+pub(crate) static HANDED_OVER: AtomicBool = AtomicBool::new(false);
 
 /// Run `program` with the terminal as it was, then take it back and redraw everything. A
 /// program that failed leaves its last words on screen until Enter.
-pub fn hand_over(t: &mut Term, program: &mut Command) -> std::io::Result<ExitStatus> {
+pub(crate) fn hand_over(t: &mut Term, program: &mut Command) -> std::io::Result<ExitStatus> {
     leave();
     HANDED_OVER.store(true, Ordering::SeqCst);
     let status = program.status();

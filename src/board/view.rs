@@ -14,22 +14,22 @@ use super::keys::{Mode, Ui, HELP};
 use super::model::{Item, Kind};
 
 /// Everything one frame shows.
-pub struct Screen<'a> {
+pub(crate) struct Screen<'a> {
     /// The items the filter keeps, in order.
-    pub items: &'a [&'a Item],
+    pub(crate) items: &'a [&'a Item],
     /// How many there are in all, before the filter.
-    pub total: usize,
-    pub ui: &'a Ui,
+    pub(crate) total: usize,
+    pub(crate) ui: &'a Ui,
     /// The projects' names (an item's `project` indexes it).
-    pub projects: &'a [String],
+    pub(crate) projects: &'a [String],
     /// Who carries out what is written: a running `watch`, the board's own, or no one.
-    pub reconciler: &'a str,
-    pub detail: Option<&'a Detail>,
-    pub problems: &'a [String],
-    pub now: DateTime<Utc>,
+    pub(crate) reconciler: &'a str,
+    pub(crate) detail: Option<&'a Detail>,
+    pub(crate) problems: &'a [String],
+    pub(crate) now: DateTime<Utc>,
     /// A counter that moves the spinners of running work.
-    pub tick: u64,
-    pub colour: bool,
+    pub(crate) tick: u64,
+    pub(crate) colour: bool,
 }
 
 /// The keys in the footer, `? help` (which lists them all) first.
@@ -51,7 +51,7 @@ const FOOTER: [&str; 13] = [
 
 /// The footer's lines for a terminal `width` columns wide: the keys two spaces apart, wrapped
 /// between keys (never within one), so that none is cut off at any width.
-pub fn footer_lines(width: u16) -> Vec<String> {
+pub(crate) fn footer_lines(width: u16) -> Vec<String> {
     let width = usize::from(width.max(1));
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
@@ -106,7 +106,7 @@ impl Screen<'_> {
 }
 
 /// The mark a task cell carries, so that its state reads without colour too.
-pub fn cell_mark(state: &str) -> &'static str {
+pub(crate) fn cell_mark(state: &str) -> &'static str {
     match state {
         "integrated" => "✓",
         "succeeded" => "+",
@@ -118,7 +118,7 @@ pub fn cell_mark(state: &str) -> &'static str {
 }
 
 /// An age as a list shows it: `12s`, `5m`, `3h`, `2d`.
-pub fn short_age(secs: i64) -> String {
+pub(crate) fn short_age(secs: i64) -> String {
     let s = secs.max(0);
     match s {
         0..60 => format!("{s}s"),
@@ -140,7 +140,7 @@ fn fit(text: &str, width: usize) -> String {
     }
 }
 
-pub fn draw(f: &mut Frame<'_>, s: &Screen<'_>) {
+pub(crate) fn draw(f: &mut Frame<'_>, s: &Screen<'_>) {
     let area = f.area();
     let list_rows = if s.detail.is_some() { Constraint::Percentage(45) } else { Constraint::Min(1) };
     let detail_rows = if s.detail.is_some() { Constraint::Min(3) } else { Constraint::Length(0) };

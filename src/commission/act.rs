@@ -69,7 +69,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
 /// The update, as every kind's is applied ([`crate::activity::apply`]). What a worker said can
 /// be more than the frontmatter holds (many questions, a long list of artifacts): the status
 /// and the rest still go in, and the timeline, which has all of it, says what was left out.
-pub fn apply_update(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
+pub(crate) fn apply_update(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
     let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Commission, &u.id);
     crate::activity::apply::apply(&place, u, |_, _| {
         without_worker_text(&u.edits).map(|edits| crate::activity::fit::Shorter {

@@ -12,7 +12,9 @@ use anyhow::{Context, Result};
 
 use crate::activity::kind::{self, AtWork, Capacity, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
-use crate::artifact::{Problem, Status};
+use crate::artifact::Problem;
+#[cfg(test)]
+use crate::artifact::Status;
 use crate::worker::Catalog;
 use decide::Action;
 use observe::{Depth, Observations, Proc, Snapshot};
@@ -20,7 +22,7 @@ use observe::{Depth, Observations, Proc, Snapshot};
 /// Commissions as a kind of the reconcile pass. `store`: what a watch observed in its earlier
 /// passes (settled artifacts); `None`: everything is read.
 #[derive(Default)]
-pub struct Commissions<'a> {
+pub(crate) struct Commissions<'a> {
     pub(crate) store: Option<&'a Observations>,
 }
 
@@ -85,6 +87,7 @@ impl Kind<Catalog> for Commissions<'_> {
         AtWork { running, awaited_dirs }
     }
 
+    #[cfg(test)]
     fn requests() -> Vec<(&'static str, &'static str)> {
         kind::table(&Status::ALL, decide::person_may_request, Status::as_str)
     }

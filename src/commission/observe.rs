@@ -18,76 +18,76 @@ use crate::worker::toolbox::mailbox::{MAIL_PER_PASS, NOTES_PER_PASS};
 use crate::worker::Catalog;
 
 /// Where the current attempt's process stands (shared with wave tasks and verify).
-pub use crate::worker::liveness::Proc;
+pub(crate) use crate::worker::liveness::Proc;
 
 /// One commission as observed.
 #[derive(Debug, Clone)]
-pub struct Observed {
-    pub artifact: Commission,
-    pub record: Option<Record>,
-    pub proc: Proc,
-    pub run: Option<RunInfo>,
-    pub exit: Option<ExitInfo>,
+pub(crate) struct Observed {
+    pub(crate) artifact: Commission,
+    pub(crate) record: Option<Record>,
+    pub(crate) proc: Proc,
+    pub(crate) run: Option<RunInfo>,
+    pub(crate) exit: Option<ExitInfo>,
     /// With [`Proc::Lingering`]: the attempt's processes still alive.
-    pub leftovers: Vec<i32>,
+    pub(crate) leftovers: Vec<i32>,
     /// A job of its attempt its runner holds in a queue, and why ([`Proc::Starting`]).
-    pub queued: Option<String>,
+    pub(crate) queued: Option<String>,
     /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
-    pub polled: bool,
+    pub(crate) polled: bool,
     /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
     /// Nothing is done for this commission until it is repaired or removed.
-    pub corrupt: Option<String>,
+    pub(crate) corrupt: Option<String>,
     /// The attempt's mailbox as folded so far, with this pass's new events taken in; read
     /// only while a worker may still be writing or being folded (`None`: not read).
-    pub folded: Option<Folded>,
+    pub(crate) folded: Option<Folded>,
     /// `folded` moved on in this pass (it is written back with the pass's update).
-    pub fold_changed: bool,
+    pub(crate) fold_changed: bool,
     /// The new events of this pass, for the timeline (at most [`MAIL_PER_PASS`], and the result).
-    pub mail: Vec<Mail>,
+    pub(crate) mail: Vec<Mail>,
     /// Notes on what the reader skipped or dropped: (timeline key, text).
-    pub mail_notes: Vec<(String, String)>,
+    pub(crate) mail_notes: Vec<(String, String)>,
     /// The mailbox could not be read at all (an I/O error, not a regular file, a mode guild-hall
     /// could not give back): the attempt is watched and stopped as any other, and fails once
     /// its worker has ended (a result it may hold cannot be read).
-    pub mail_error: Option<String>,
-    pub heartbeat: Option<Heartbeat>,
-    pub sample: Option<Sample>,
-    pub worktree_exists: bool,
+    pub(crate) mail_error: Option<String>,
+    pub(crate) heartbeat: Option<Heartbeat>,
+    pub(crate) sample: Option<Sample>,
+    pub(crate) worktree_exists: bool,
     /// Dependencies not on the integration branch.
-    pub missing_deps: Vec<String>,
+    pub(crate) missing_deps: Vec<String>,
     /// Those of `missing_deps` that are on the person's base branch: committed there, not yet
     /// brought into the integration branch (`guild-hall sync`, or `follow:`).
-    pub deps_on_base: Option<OnBase>,
+    pub(crate) deps_on_base: Option<OnBase>,
     /// The artifact says an attempt is under way, but this home holds no record and no runtime
     /// trace of it (`activity::ids::runtime`), or a record of older attempts only: another
     /// home's attempt. Nothing is done for it here.
-    pub elsewhere: Option<Elsewhere>,
+    pub(crate) elsewhere: Option<Elsewhere>,
     /// The artifact says it is still to run, while the integration branch's copy of it says
     /// it ended there, and this home holds no record of it: settled on the integration branch.
     /// Nothing is done for it here, and the checkout's file is left as it is.
-    pub integrated: Option<Integrated>,
+    pub(crate) integrated: Option<Integrated>,
     /// The artifact says an attempt is under way, this home holds no record of it (its record
     /// or state dir was deleted) and a process works in its worktree: left alone until that
     /// process is gone (then it fails, `process lost on restart`, its work secured on its
     /// branch), never cleaned up under a running worker.
-    pub unrecorded_worker: bool,
+    pub(crate) unrecorded_worker: bool,
     /// The first attempt past every one this home and the artifact know of whose branch does
     /// not exist, nor (with no record here) its trailer on the integration branch
     /// (`activity::ids::first_free_attempt`): a dispatch never reuses a branch or a trailer made
     /// elsewhere. Looked up only for a commission that may be dispatched in this pass.
-    pub free_attempt: Option<u32>,
+    pub(crate) free_attempt: Option<u32>,
 }
 
 /// Dependencies of a commission committed on the person's base branch but not on the
 /// integration branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OnBase {
+pub(crate) struct OnBase {
     /// The base branch.
-    pub branch: String,
-    pub deps: Vec<String>,
+    pub(crate) branch: String,
+    pub(crate) deps: Vec<String>,
     /// The project follows it (`follow:`): a pass syncs from it before new work, so one that is
     /// still missing was stopped (a conflict, a checkout in the way).
-    pub followed: bool,
+    pub(crate) followed: bool,
 }
 
 /// What is known of a commission its artifact says is dispatched or in progress while this
@@ -96,22 +96,22 @@ pub struct OnBase {
 /// one whose home was lost. Only a person can tell which, so it is reported (`status`,
 /// `check`), never "repaired" on a guess.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Elsewhere {
-    pub status: Status,
-    pub attempt: u32,
-    pub branch: Option<String>,
+pub(crate) struct Elsewhere {
+    pub(crate) status: Status,
+    pub(crate) attempt: u32,
+    pub(crate) branch: Option<String>,
     /// Its attempt's trailer is on the integration branch (its work landed there); `None`: not
     /// looked for (a reconcile pass needs only to leave it alone).
-    pub landed: Option<bool>,
-    pub integration: String,
+    pub(crate) landed: Option<bool>,
+    pub(crate) integration: String,
     /// The last attempt this home ran (its record's), older than this one; `None`: this home
     /// holds no record and no runtime trace of the commission.
-    pub ran_here: Option<u32>,
+    pub(crate) ran_here: Option<u32>,
 }
 
 impl Elsewhere {
     /// One line: what is known, and what a person can do.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let on = self.branch.as_deref().map(|b| format!(" on {b}")).unwrap_or_default();
         let work = match self.landed {
             Some(true) => format!("; its work is on {} (its trailer is there)", self.integration),
@@ -135,11 +135,11 @@ impl Elsewhere {
 /// while the integration branch's copy of the same commission says it ended there. A completed
 /// one counts only with its attempt's trailer on the integration branch, or when its timeline
 /// there says it landed nothing.
-pub use crate::activity::integrated::Integrated;
+pub(crate) use crate::activity::integrated::Integrated;
 
 impl Observed {
     /// An artifact and its record, before anything about its runtime has been looked at.
-    pub fn new(artifact: Commission, record: Option<Record>) -> Observed {
+    pub(crate) fn new(artifact: Commission, record: Option<Record>) -> Observed {
         Observed {
             artifact,
             record,
@@ -167,13 +167,13 @@ impl Observed {
         }
     }
 
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.artifact.id
     }
 
     /// Take in one new event of the current attempt: folded, and kept for the timeline while
     /// the pass has room for it (the rest are counted in `more`, by kind).
-    pub fn deliver(&mut self, m: Mail, key: &str, more: &mut std::collections::BTreeMap<&'static str, u64>) {
+    pub(crate) fn deliver(&mut self, m: Mail, key: &str, more: &mut std::collections::BTreeMap<&'static str, u64>) {
         let folded = self.folded.get_or_insert_with(|| Folded::new(m.attempt));
         let taken = folded.take(&m);
         self.fold_changed = true;
@@ -190,7 +190,7 @@ impl Observed {
 }
 
 /// The most questions the artifact lists (the latest; all are in the timeline).
-pub const QUESTIONS_SHOWN: usize = 10;
+pub(crate) const QUESTIONS_SHOWN: usize = 10;
 
 /// What a commission's artifact shows of its attempt's mailbox, and how far that has been
 /// read: kept between passes (`events-<n>.folded.json`) so that a pass reads only new bytes.
@@ -198,34 +198,34 @@ pub const QUESTIONS_SHOWN: usize = 10;
 /// (a crash in between) is harmless, since the timeline drops events it already has by key.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Folded {
-    pub attempt: u32,
-    pub cursor: Cursor,
+    pub(crate) attempt: u32,
+    pub(crate) cursor: Cursor,
     /// The latest progress.
     #[serde(default)]
-    pub progress: Option<String>,
+    pub(crate) progress: Option<String>,
     /// The latest questions (at most [`QUESTIONS_SHOWN`]) and how many there were in all.
     #[serde(default)]
-    pub questions: Vec<String>,
+    pub(crate) questions: Vec<String>,
     #[serde(default)]
-    pub questions_total: u64,
+    pub(crate) questions_total: u64,
     /// The attempt's result: the first one (submit_result is accepted once).
     #[serde(default)]
-    pub result: Option<Submitted>,
+    pub(crate) result: Option<Submitted>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Submitted {
-    pub summary: String,
-    pub artifacts: Vec<String>,
+pub(crate) struct Submitted {
+    pub(crate) summary: String,
+    pub(crate) artifacts: Vec<String>,
 }
 
 impl Folded {
-    pub fn new(attempt: u32) -> Folded {
+    pub(crate) fn new(attempt: u32) -> Folded {
         Folded { attempt, ..Folded::default() }
     }
 
     /// Take one event in; `Err` says why it is ignored.
-    pub fn take(&mut self, m: &Mail) -> Result<(), SecondResult> {
+    pub(crate) fn take(&mut self, m: &Mail) -> Result<(), SecondResult> {
         match &m.body {
             MailBody::Progress { text } => self.progress = Some(text.clone()),
             MailBody::Question { text } => {
@@ -250,39 +250,39 @@ impl Folded {
 /// A result submitted after the attempt's first: ignored ([`Folded::take`]).
 #[derive(Debug, thiserror::Error)]
 #[error("a second result (event {seq}) ignored: submit_result is accepted once per attempt")]
-pub struct SecondResult {
+pub(crate) struct SecondResult {
     /// The ignored event's number in the mailbox.
-    pub seq: u64,
+    pub(crate) seq: u64,
 }
 
 /// Everything `plan` needs, captured at one instant.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub now: DateTime<Utc>,
-    pub project: Project,
-    pub max_concurrent: usize,
+    pub(crate) now: DateTime<Utc>,
+    pub(crate) project: Project,
+    pub(crate) max_concurrent: usize,
     /// Running workers of other projects under the same home (a pass sets it from the round's
     /// capacity; 0 as observed alone).
-    pub running_elsewhere: usize,
+    pub(crate) running_elsewhere: usize,
     /// This project's workers still running for an artifact that is gone (deleted, or not in
     /// the branch checked out): left alone, but they hold capacity.
-    pub running_orphans: usize,
+    pub(crate) running_orphans: usize,
     /// This project's wave tasks whose worker runs: they share the caps with commissions.
-    pub tasks_running: usize,
-    pub commissions: Vec<Observed>,
-    pub problems: Vec<Problem>,
+    pub(crate) tasks_running: usize,
+    pub(crate) commissions: Vec<Observed>,
+    pub(crate) problems: Vec<Problem>,
     pub workers: Catalog,
 }
 
 impl Snapshot {
-    pub fn get(&self, id: &str) -> Option<&Observed> {
+    pub(crate) fn get(&self, id: &str) -> Option<&Observed> {
         self.commissions.iter().find(|o| o.artifact.id == id)
     }
 }
 
 /// How much of the world to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Depth {
+pub(crate) enum Depth {
     /// Every artifact parsed and validated (`status`, `check`).
     Full,
     /// What a reconcile pass needs: settled artifacts (terminal status by a line scan, no
@@ -315,7 +315,7 @@ pub(crate) struct Settled {
 }
 
 /// Read the world to the given depth.
-pub fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snapshot> {
+pub(crate) fn observe_with(home: &Home, project: &Project, depth: Depth) -> Result<Snapshot> {
     observe_cached(home, project, Catalog::discover(&project.root, &home.workers_dir()), depth, None)
 }
 
@@ -384,7 +384,7 @@ pub(crate) fn observe_cached(
 /// Every commission artifact `wanted` accepts (by path), fully observed and handed to `each`
 /// in path order, a batch at a time (parsed in parallel): memory stays bounded whatever the
 /// number of artifacts, for `status`.
-pub fn observe_each(
+pub(crate) fn observe_each(
     home: &Home,
     project: &Project,
     wanted: impl Fn(&Path) -> bool,
@@ -396,7 +396,7 @@ pub fn observe_each(
 
 /// [`observe_each`] over these artifacts' paths only, without listing the directory (a face
 /// that knows which files changed reads those).
-pub fn observe_paths(
+pub(crate) fn observe_paths(
     home: &Home,
     project: &Project,
     paths: &[PathBuf],

@@ -32,7 +32,7 @@ fn fault(action: &str, step: u32) {
     crate::activity::fault(&format!("meeting-{action}"), step);
 }
 
-pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
+pub(crate) fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update { update, followups } => {
             write_followups(ctx, &update.id, followups)?;
@@ -47,7 +47,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
 }
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]).
-pub fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
+pub(crate) fn apply(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
     Ok(apply_hashed(ctx, u)?.0)
 }
 
@@ -71,7 +71,7 @@ impl crate::activity::apply::Folds for Option<super::fold::Folded> {
 
 /// `edits` made to the meeting's `text`, without the worker's text if they do not fit in the
 /// frontmatter ([`without_worker_text`]).
-pub fn fitted<'a>(path: &'a std::path::Path, edits: &'a [Edit]) -> impl Fn(&str) -> Result<String> + 'a {
+pub(crate) fn fitted<'a>(path: &'a std::path::Path, edits: &'a [Edit]) -> impl Fn(&str) -> Result<String> + 'a {
     move |text| crate::activity::fit::apply(path, text, edits, |_| without_worker_text(path, text, edits))
 }
 

@@ -18,70 +18,69 @@ use crate::worker::toolbox::mailbox::{Mail, MailBody};
 /// guild-hall's memory of a meeting (`record.json` in its runtime dir): the status it last
 /// accepted, and how far closing got.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MeetingRecord {
-    pub status: MeetingStatus,
+pub(crate) struct MeetingRecord {
+    pub(crate) status: MeetingStatus,
     /// The `created:` stamp as first written: restored if the key disappears.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created: Option<String>,
+    pub(crate) created: Option<String>,
     /// Closing wrote the final notes into the artifact (they are not composed twice).
     #[serde(default)]
-    pub notes_written: bool,
+    pub(crate) notes_written: bool,
 }
 
 /// One meeting as observed.
 #[derive(Debug, Clone)]
-pub struct Observed {
-    pub meeting: Meeting,
-    pub record: Option<MeetingRecord>,
+pub(crate) struct Observed {
+    pub(crate) meeting: Meeting,
+    pub(crate) record: Option<MeetingRecord>,
     /// Its mailbox as folded so far, this pass's new events taken in.
-    pub folded: Folded,
+    pub(crate) folded: Folded,
     /// `folded` moved on in this pass (it is written back with the pass's update).
-    pub fold_changed: bool,
+    pub(crate) fold_changed: bool,
     /// Follow-ups proposed before this pass's new events.
-    pub followups_before: u64,
+    pub(crate) followups_before: u64,
     /// This pass's new events for the log (at most [`crate::worker::toolbox::mailbox::MAIL_PER_PASS`],
     /// and every follow-up within the cap).
-    pub mail: Vec<Mail>,
+    pub(crate) mail: Vec<Mail>,
     /// Notes on what the reader skipped or left out of the log: (log key, text).
-    pub mail_notes: Vec<(String, String)>,
+    pub(crate) mail_notes: Vec<(String, String)>,
     /// Its worktree exists as guild-hall made it.
-    pub opened: bool,
+    pub(crate) opened: bool,
     /// Why its worker cannot meet, if it cannot (unknown package, no `meeting` capability).
-    pub worker_problem: Option<String>,
+    pub(crate) worker_problem: Option<String>,
     /// This home holds a runtime trace of it (`activity::ids::runtime`: its state dir,
     /// worktree, transcript, or an update a killed pass left to settle).
-    pub held_here: bool,
+    pub(crate) held_here: bool,
 }
 
 /// Everything the meeting decider needs.
 #[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub meetings: Vec<Observed>,
-    pub cap: usize,
+pub(crate) struct Snapshot {
+    pub(crate) meetings: Vec<Observed>,
+    pub(crate) cap: usize,
     /// The most follow-up requests one meeting may make (`followups_per_meeting`).
-    pub followup_cap: usize,
-    pub integration_branch: String,
-    pub now: String,
+    pub(crate) followup_cap: usize,
+    pub(crate) now: String,
 }
 
 /// A change to one meeting ([`crate::activity::apply::Update`]): its record, and how far its
 /// mailbox is folded (written once the events are in the log).
-pub type Update = crate::activity::apply::Update<MeetingRecord, Option<Folded>>;
+pub(crate) type Update = crate::activity::apply::Update<MeetingRecord, Option<Folded>>;
 
 /// A follow-up meeting request to write (from `propose_followup`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Followup {
+pub(crate) struct Followup {
     /// Derived from the proposing meeting and the mail's sequence: writing it twice is a no-op.
-    pub id: String,
-    pub worker: String,
-    pub reason: String,
-    pub references: Vec<String>,
-    pub requested_by: String,
+    pub(crate) id: String,
+    pub(crate) worker: String,
+    pub(crate) reason: String,
+    pub(crate) references: Vec<String>,
+    pub(crate) requested_by: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
-pub enum Action {
+pub(crate) enum Action {
     /// Record, refuse or fold: the update alone (and any follow-up requests first).
     Update { update: Update, followups: Vec<Followup> },
     /// Open: the branch from the integration branch, the worktree, then the update.
@@ -136,7 +135,7 @@ fn describe_edit(e: &Edit) -> String {
 }
 
 /// Plan one pass over the project's meetings: oldest first, so the cap admits them in order.
-pub fn decide(s: &Snapshot) -> Vec<Action> {
+pub(crate) fn decide(s: &Snapshot) -> Vec<Action> {
     let mut order: Vec<&Observed> = s.meetings.iter().collect();
     let created = |o: &Observed| o.meeting.owned.created.clone().or_else(|| o.record.as_ref().and_then(|r| r.created.clone()));
     order.sort_by(|a, b| (created(a).is_none(), created(a), &a.meeting.id).cmp(&(created(b).is_none(), created(b), &b.meeting.id)));
@@ -317,7 +316,7 @@ pub fn elsewhere(m: &Meeting, record: Option<&MeetingRecord>, held_here: bool) -
 /// Why the reconciler refuses a person's move of a meeting from `from` to `to` — the words
 /// its refusal writes into `reason:` — or `None` where it carries the move out
 /// ([`super::REQUESTS`]). The faces ask it up front, so they refuse with the same words.
-pub fn request_refusal(from: MeetingStatus, to: MeetingStatus) -> Option<&'static str> {
+pub(crate) fn request_refusal(from: MeetingStatus, to: MeetingStatus) -> Option<&'static str> {
     use MeetingStatus::*;
     match (from, to) {
         (Requested, Open | Declined) | (Open, Closed) => None,
@@ -445,7 +444,7 @@ mod tests {
     }
 
     fn snap(meetings: Vec<Observed>, cap: usize) -> Snapshot {
-        Snapshot { meetings, cap, followup_cap: 3, integration_branch: "claude/main".into(), now: "2026-11-23T10:00:00.000Z".into() }
+        Snapshot { meetings, cap, followup_cap: 3, now: "2026-11-23T10:00:00.000Z".into() }
     }
 
     fn sets<'a>(a: &'a Action, key: &str) -> Option<&'a Value> {

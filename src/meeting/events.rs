@@ -45,13 +45,13 @@ pub enum TurnEvent {
 const SUMMARY_CHARS: usize = 200;
 
 /// The longest line of a turn's output read: a longer one is skipped (never held whole).
-pub const TURN_LINE_MAX: usize = 8 * 1024 * 1024;
+pub(crate) const TURN_LINE_MAX: usize = 8 * 1024 * 1024;
 
 /// Hand each line of a turn's output to `each` (until it says stop), as text: bytes that are
 /// not UTF-8 are replaced, and a line over `max` bytes is skipped and logged. Whatever a worker
 /// prints, its output is read to the end, so the worker never blocks on a full pipe and the
 /// turn always sees how it ended.
-pub fn read_lines(out: impl std::io::Read, max: usize, mut each: impl FnMut(String) -> bool) -> std::io::Result<()> {
+pub(crate) fn read_lines(out: impl std::io::Read, max: usize, mut each: impl FnMut(String) -> bool) -> std::io::Result<()> {
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, out);
     let (mut line, mut over) = (Vec::new(), false);
@@ -95,7 +95,7 @@ pub fn read_lines(out: impl std::io::Read, max: usize, mut each: impl FnMut(Stri
 
 /// Reads one turn's stdout line by line into [`TurnEvent`]s.
 #[derive(Debug, Default)]
-pub struct Reader {
+pub(crate) struct Reader {
     protocol: Protocol,
     /// Claude Code and Gemini CLI name a tool in `tool_use` and refer to it by id in
     /// `tool_result`.
@@ -104,12 +104,12 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub fn new(protocol: Protocol) -> Reader {
+    pub(crate) fn new(protocol: Protocol) -> Reader {
         Reader { protocol, tool_names: HashMap::new(), codex: codex::Codex::default() }
     }
 
     /// The events one line of output carries (none for a line that is not an event).
-    pub fn line(&mut self, line: &str) -> Vec<TurnEvent> {
+    pub(crate) fn line(&mut self, line: &str) -> Vec<TurnEvent> {
         let line = line.trim();
         if !line.starts_with('{') {
             return Vec::new();
@@ -209,7 +209,7 @@ fn summarize(content: &Json) -> String {
 
 /// Whether an error says the session cannot be resumed (expired, or unknown to the agent):
 /// the turn is then run again in a fresh session (REQ-MTG-12).
-pub fn is_expired_session(reason: &str) -> bool {
+pub(crate) fn is_expired_session(reason: &str) -> bool {
     let r = reason.to_lowercase();
     r.contains("no conversation found with session id")
         || r.contains("session expired")

@@ -13,37 +13,37 @@ use crate::worker::toolbox::mailbox::{Cursor, Mail, MailBody};
 
 /// The most linked artifacts a meeting's frontmatter lists (the latest; the log has every
 /// link, and a first entry says how many more there are).
-pub const LINKED_SHOWN: usize = 50;
+pub(crate) const LINKED_SHOWN: usize = 50;
 /// ... within this many bytes of paths (a path is not bounded by the toolbox's text limit).
-pub const LINKED_BYTES: usize = 16 * 1024;
+pub(crate) const LINKED_BYTES: usize = 16 * 1024;
 /// The most progress summaries an open meeting's notes list (the latest).
-pub const SUMMARIES_SHOWN: usize = 10;
+pub(crate) const SUMMARIES_SHOWN: usize = 10;
 
 /// A meeting's mailbox as folded so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Folded {
-    pub cursor: Cursor,
+pub(crate) struct Folded {
+    pub(crate) cursor: Cursor,
     /// The latest linked artifacts, each once, oldest first: at most [`LINKED_SHOWN`] within
     /// [`LINKED_BYTES`].
     #[serde(default)]
-    pub linked: VecDeque<String>,
+    pub(crate) linked: VecDeque<String>,
     /// Links read that `linked` does not hold (older ones, or a path too long to list).
     #[serde(default)]
-    pub linked_more: u64,
+    pub(crate) linked_more: u64,
     /// The latest progress summaries as the notes list them (`- <ts> <text>`), at most
     /// [`SUMMARIES_SHOWN`], and how many there were in all.
     #[serde(default)]
-    pub summaries: VecDeque<String>,
+    pub(crate) summaries: VecDeque<String>,
     #[serde(default)]
-    pub summaries_total: u64,
+    pub(crate) summaries_total: u64,
     /// Follow-up proposals read.
     #[serde(default)]
-    pub followups: u64,
+    pub(crate) followups: u64,
 }
 
 impl Folded {
     /// Take one event in.
-    pub fn take(&mut self, m: &Mail) {
+    pub(crate) fn take(&mut self, m: &Mail) {
         match &m.body {
             MailBody::Link { path } => self.link(path),
             MailBody::Summary { text } => {
@@ -75,13 +75,13 @@ impl Folded {
 
     /// `linked_artifacts` as the frontmatter and the notes list it: an entry saying how many
     /// more there are first ([`crate::artifact::meeting::linked_more_entry`]), then the latest.
-    pub fn linked_shown(&self) -> Vec<String> {
+    pub(crate) fn linked_shown(&self) -> Vec<String> {
         let more = (self.linked_more > 0).then(|| crate::artifact::meeting::linked_more_entry(self.linked_more));
         more.into_iter().chain(self.linked.iter().cloned()).collect()
     }
 
     /// The notes of an open meeting: its progress summaries so far (the latest).
-    pub fn progress_notes(&self) -> Option<String> {
+    pub(crate) fn progress_notes(&self) -> Option<String> {
         if self.summaries.is_empty() {
             return None;
         }
@@ -102,7 +102,7 @@ fn cost(path: &str) -> usize {
 }
 
 /// Where a meeting's fold is kept.
-pub fn path(state: &StateDir) -> PathBuf {
+pub(crate) fn path(state: &StateDir) -> PathBuf {
     state.0.join("events.folded.json")
 }
 

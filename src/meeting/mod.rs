@@ -5,11 +5,11 @@
 //! close ([`notes`]). Branch, worktree, leftovers and squash merge are `activity`'s. What people
 //! and tools do to meetings (create, request, converge) is `crate::ops::meeting`, above the loop.
 
-pub mod act;
-pub mod decide;
+pub(crate) mod act;
+pub(crate) mod decide;
 pub mod events;
-pub mod fold;
-pub mod notes;
+pub(crate) mod fold;
+pub(crate) mod notes;
 pub mod observe;
 pub mod turn;
 
@@ -19,11 +19,14 @@ use anyhow::Result;
 
 use crate::activity::kind::{AtWork, Capacity, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
-use crate::artifact::{MeetingStatus, Problem};
+#[cfg(test)]
+use crate::artifact::MeetingStatus;
+use crate::artifact::Problem;
 use crate::worker::Catalog;
 
+#[cfg(test)]
 /// What a person may ask of a meeting by editing `status:` (design §8): the decider's table.
-pub const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
+pub(crate) const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
     (MeetingStatus::Requested, MeetingStatus::Open),
     (MeetingStatus::Requested, MeetingStatus::Declined),
     (MeetingStatus::Open, MeetingStatus::Closed),
@@ -31,7 +34,7 @@ pub const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
 
 /// Meetings as a kind of the reconcile pass.
 #[derive(Default)]
-pub struct Meetings;
+pub(crate) struct Meetings;
 
 impl Kind<Catalog> for Meetings {
     const NAME: Name = Name::Meeting;
@@ -64,6 +67,7 @@ impl Kind<Catalog> for Meetings {
         AtWork::default()
     }
 
+    #[cfg(test)]
     fn requests() -> Vec<(&'static str, &'static str)> {
         REQUESTS.iter().map(|(from, to)| (from.as_str(), to.as_str())).collect()
     }
@@ -96,13 +100,7 @@ mod tests {
     fn the_request_table_is_the_deciders() {
         for had in MeetingStatus::ALL {
             for asked in MeetingStatus::ALL.into_iter().filter(|&a| a != had) {
-                let s = Snapshot {
-                    meetings: vec![observed(asked, had)],
-                    cap: 5,
-                    followup_cap: 3,
-                    integration_branch: "claude/main".into(),
-                    now: "2026-11-23T10:00:00.000Z".into(),
-                };
+                let s = Snapshot { meetings: vec![observed(asked, had)], cap: 5, followup_cap: 3, now: "2026-11-23T10:00:00.000Z".into() };
                 let actions = decide(&s);
                 let accepted = actions.iter().any(|a| {
                     let (Action::Update { update, .. } | Action::Open { update, .. } | Action::Close { update, .. }) = a;

@@ -10,16 +10,16 @@ use crate::artifact::Meeting;
 use crate::worker::toolbox::mailbox::{self, MailBody};
 
 /// The notes, and what went wrong composing them (`(log kind, text)`), for the log.
-pub struct Notes {
-    pub text: String,
-    pub problems: Vec<(&'static str, String)>,
+pub(crate) struct Notes {
+    pub(crate) text: String,
+    pub(crate) problems: Vec<(&'static str, String)>,
 }
 
 /// The most of the last answer quoted in composed notes.
 const LAST_ANSWER_CHARS: usize = 600;
 
 /// `workers`: the catalogue the meeting's package (and its `notes:` command) is found in.
-pub fn compose(
+pub(crate) fn compose(
     home: &crate::config::Home,
     project: &crate::config::Project,
     workers: &crate::worker::Catalog,
@@ -101,12 +101,12 @@ fn read_for_notes(path: &Path, worktree: Option<&Path>) -> anyhow::Result<Gather
 }
 
 /// The most of the notes written into the meeting's frontmatter.
-pub const NOTES_MAX: usize = 32 * 1024;
+pub(crate) const NOTES_MAX: usize = 32 * 1024;
 
 /// The notes of a meeting whose frontmatter has no room for the worker's text beside the rest
 /// of it (a person's long agenda, say): the notes and the linked artifacts are in its log,
 /// the notes whole in the `anomaly` event that says so.
-pub const LEFT_OUT: &str = "(The notes and the linked artifacts do not fit in this frontmatter beside the rest of it: they are in the meeting's log, guild-hall meeting show.)";
+pub(crate) const LEFT_OUT: &str = "(The notes and the linked artifacts do not fit in this frontmatter beside the rest of it: they are in the meeting's log, guild-hall meeting show.)";
 
 /// The summaries the worker gave, else the number of turns and the last answer.
 fn composed_summary(summaries: &[String], transcript: &str) -> String {

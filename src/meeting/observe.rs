@@ -19,7 +19,7 @@ use crate::worker::toolbox::mailbox::{MAIL_PER_PASS, NOTES_PER_PASS};
 use crate::worker::Catalog;
 
 /// The meetings snapshot, and the artifacts that could not be read (reported, never acted on).
-pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> Result<(Snapshot, Vec<Problem>)> {
+pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> Result<(Snapshot, Vec<Problem>)> {
     let mut meetings = Vec::new();
     let mut problems = Vec::new();
     for path in crate::artifact::paths(&project.meetings_dir())? {
@@ -28,13 +28,8 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> 
             Err(p) => problems.extend(p),
         }
     }
-    let snapshot = Snapshot {
-        meetings,
-        cap: project.config.meeting_cap,
-        followup_cap: project.config.followups_per_meeting,
-        integration_branch: project.config.integration_branch.clone(),
-        now: now.to_string(),
-    };
+    let snapshot =
+        Snapshot { meetings, cap: project.config.meeting_cap, followup_cap: project.config.followups_per_meeting, now: now.to_string() };
     Ok((snapshot, problems))
 }
 
@@ -44,7 +39,7 @@ pub fn load(project: &Project, id: &str) -> Result<Meeting> {
 }
 
 /// guild-hall's record of a meeting; a corrupt record is an error, never "no record".
-pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<MeetingRecord>> {
+pub(crate) fn record(home: &Home, project: &Project, id: &str) -> Result<Option<MeetingRecord>> {
     read_json(&StateDir(home.meeting_state(&project.name, id)).record())
 }
 

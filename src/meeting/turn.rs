@@ -35,14 +35,14 @@ pub enum Outcome {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Turn {
-    pub meeting: String,
-    pub turn: u32,
+    pub(crate) meeting: String,
+    pub(crate) turn: u32,
     #[serde(flatten)]
     pub outcome: Outcome,
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// The worker's answer: its first [`REPLY_MAX`] bytes, then a marker saying how many
     /// were dropped (`[reply truncated: N bytes dropped]`).
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// The longest stretch of transcript injected into a renewed session.
@@ -52,10 +52,10 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// The most of a turn's reply kept, shown and written to the transcript: a worker streaming
 /// without end is cut here, the rest dropped (and counted in a marker), so neither this
 /// process nor the transcript grows with what it says.
-pub const REPLY_MAX: usize = 1024 * 1024;
+pub(crate) const REPLY_MAX: usize = 1024 * 1024;
 /// The most of a worker's error kept as the reason its turn failed (the transcript and the
 /// timeline say it): the rest is cut, with a marker saying how long it was.
-pub const ERROR_MAX: usize = crate::worker::toolbox::mailbox::TEXT_MAX;
+pub(crate) const ERROR_MAX: usize = crate::worker::toolbox::mailbox::TEXT_MAX;
 /// How long past the interrupt grace a stopped turn waits for its output to end before it
 /// gives up on it: the shim's leftover grace and log drain fit in it.
 const STOP_MARGIN: Duration = Duration::from_secs(5);
@@ -77,7 +77,7 @@ struct Holder {
 /// Run one turn of meeting `id` with `message`. `on_event` sees each event as it streams;
 /// setting `interrupt` ends the turn (the worker gets SIGTERM, then SIGKILL). What the turn's
 /// toolbox recorded is folded in by the caller (`ops::meeting::turn`), after the turn lock.
-pub fn run(
+pub(crate) fn run(
     home: &Home,
     project: &Project,
     id: &str,

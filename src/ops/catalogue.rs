@@ -25,11 +25,11 @@ fn failed(e: anyhow::Error) -> ToolError {
 /// The meeting operations over one project. A turn's events go to `events` as they happen
 /// (nowhere if `None`), after a `None` that says the turn begins; setting `gone` interrupts the
 /// turn, not the meeting.
-pub struct Meetings {
-    pub home: Home,
-    pub project: Project,
-    pub events: Option<SyncSender<Option<Json>>>,
-    pub gone: Arc<AtomicBool>,
+pub(crate) struct Meetings {
+    pub(crate) home: Home,
+    pub(crate) project: Project,
+    pub(crate) events: Option<SyncSender<Option<Json>>>,
+    pub(crate) gone: Arc<AtomicBool>,
 }
 
 impl Meetings {
@@ -111,9 +111,9 @@ impl meetings::Operations for Meetings {
 }
 
 /// The plan operations over one project.
-pub struct Plans {
-    pub home: Home,
-    pub project: Project,
+pub(crate) struct Plans {
+    pub(crate) home: Home,
+    pub(crate) project: Project,
 }
 
 impl plans::Operations for Plans {

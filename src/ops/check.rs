@@ -159,7 +159,7 @@ pub(crate) fn still_to_run(o: &Observed) -> bool {
 
 /// `problems` with each file's together, in the order the files first appear, and each file's
 /// in the order of its lines (then columns): as a person reads the file.
-pub fn by_file_and_line(problems: Vec<Problem>) -> Vec<Problem> {
+pub(crate) fn by_file_and_line(problems: Vec<Problem>) -> Vec<Problem> {
     let mut files: Vec<std::path::PathBuf> = Vec::new();
     for p in &problems {
         if !files.contains(&p.path) {

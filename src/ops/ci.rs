@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::activity::remote::{self, Adopted, Pushed};
+use crate::activity::remote::{self, Adopted, Push};
 use crate::config::{Home, Project};
 use crate::reconcile::{self, Entry, Options};
 
@@ -139,9 +139,9 @@ pub fn run(home: &Home, project: &Project, opts: &CiOptions, on_entry: impl FnMu
         ("skipped", None)
     } else {
         match remote::push(&repo, &opts.remote, &integration, false).with_context(|| format!("pushing {integration} to {}", opts.remote))? {
-            Pushed::Pushed => ("pushed", None),
-            Pushed::UpToDate => ("up-to-date", None),
-            Pushed::Rejected(why) => ("rejected", Some(why)),
+            Push::Pushed => ("pushed", None),
+            Push::UpToDate => ("up-to-date", None),
+            Push::Rejected(why) => ("rejected", Some(why)),
         }
     };
     Ok(CiReport {

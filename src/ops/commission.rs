@@ -89,14 +89,14 @@ pub(crate) fn create_with(home: &Home, project: &Project, new: &NewCommission, p
 }
 
 /// Read and validate one commission by id.
-pub fn load(project: &Project, id: &str) -> Result<Commission> {
+pub(crate) fn load(project: &Project, id: &str) -> Result<Commission> {
     Ok(crate::artifact::load(&project.commission_path(id), id, &crate::artifact::Wording::COMMISSION, Commission::parse)?)
 }
 
 /// Write intent keys into the artifact, surgically and atomically, all or none. The
 /// reconciler may be writing the same file: a concurrent change means read again and retry,
 /// never clobber.
-pub fn request(project: &Project, id: &str, edits: &[Edit]) -> Result<()> {
+pub(crate) fn request(project: &Project, id: &str, edits: &[Edit]) -> Result<()> {
     for _ in 0..40 {
         let c = load(project, id)?;
         let text = crate::artifact::read_regular(&c.path)?;

@@ -30,7 +30,7 @@ pub struct Dispatcher {
 }
 
 /// REQ-WD-11's four states from ours.
-pub fn job_status(s: Status) -> &'static str {
+pub(crate) fn job_status(s: Status) -> &'static str {
     match s {
         Status::Completed => "completed",
         Status::Failed => "failed",

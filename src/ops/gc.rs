@@ -17,38 +17,38 @@ use crate::files::read_json;
 
 /// A branch of an orphan, and whether its work is in the integration branch (or any other).
 #[derive(Debug, Clone, Serialize)]
-pub struct Branch {
-    pub name: String,
-    pub merged: bool,
+pub(crate) struct Branch {
+    pub(crate) name: String,
+    pub(crate) merged: bool,
 }
 
 /// What is left of one commission or meeting whose artifact is gone.
 #[derive(Debug, Clone, Serialize)]
-pub struct Orphan {
+pub(crate) struct Orphan {
     /// A commission, meeting or plan.
-    pub kind: Name,
-    pub id: String,
+    pub(crate) kind: Name,
+    pub(crate) id: String,
     /// Where the artifact was.
-    pub artifact: PathBuf,
-    pub state_dir: Option<PathBuf>,
+    pub(crate) artifact: PathBuf,
+    pub(crate) state_dir: Option<PathBuf>,
     /// Its worktrees (a commission or meeting has one; a plan, one per task and its verify).
-    pub worktrees: Vec<PathBuf>,
-    pub transcript: Option<PathBuf>,
-    pub branches: Vec<Branch>,
+    pub(crate) worktrees: Vec<PathBuf>,
+    pub(crate) transcript: Option<PathBuf>,
+    pub(crate) branches: Vec<Branch>,
     /// A process of it is still alive: never collected.
-    pub running: bool,
+    pub(crate) running: bool,
     /// Its worktree holds changes no branch has (or could not be read).
-    pub unsecured_worktree: bool,
+    pub(crate) unsecured_worktree: bool,
 }
 
 impl Orphan {
     /// Work that exists nowhere else: an unmerged branch or an unsecured worktree.
-    pub fn unmerged(&self) -> bool {
+    pub(crate) fn unmerged(&self) -> bool {
         self.unsecured_worktree || self.branches.iter().any(|b| !b.merged)
     }
 
     /// One line: what is left.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut left = Vec::new();
         if let Some(p) = &self.state_dir {
             left.push(format!("runtime dir {}", p.display()));
@@ -82,7 +82,7 @@ fn exists(p: &Path) -> bool {
 }
 
 /// Every orphan of the project, commissions then meetings, by id.
-pub fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
+pub(crate) fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
     let repo = crate::activity::git::open(&project.root)?;
     let integration =
         repo.find_branch(&project.config.integration_branch, git2::BranchType::Local).ok().and_then(|b| b.get().peel_to_commit().ok());

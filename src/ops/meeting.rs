@@ -32,7 +32,7 @@ pub struct NewMeeting {
 }
 
 /// The ids of the meetings guild-hall has open now.
-pub fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
+pub(crate) fn open_meetings(home: &Home, project: &Project) -> Result<Vec<String>> {
     let mut open = Vec::new();
     for path in crate::artifact::paths(&project.meetings_dir())? {
         let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
@@ -93,7 +93,7 @@ pub fn create(home: &Home, project: &Project, new: &NewMeeting) -> Result<String
 /// Ask for `to` by writing it into the artifact, as a person would. Checked against what the
 /// file says now ([`crate::meeting::decide::request_refusal`], the reconciler's own words);
 /// the reconciler validates it again.
-pub fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str>) -> Result<Meeting> {
+pub(crate) fn request(project: &Project, id: &str, to: MeetingStatus, note: Option<&str>) -> Result<Meeting> {
     let m = observe::load(project, id)?;
     let from = m.effective_status();
     // Refused up front, with the words the reconciler's refusal would write: nothing written.
@@ -125,7 +125,7 @@ fn converge(
 
 /// Fold what the meetings' toolboxes recorded into their artifacts now, if no other
 /// guild-hall process holds the project (one that does — a `watch` — folds it itself).
-pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
+pub(crate) fn fold_now(home: &Home, project: &Project) -> Result<()> {
     if let Ok(_lock) = crate::reconcile::lock_project(home, project, false, "guild-hall meeting") {
         let opts = crate::reconcile::Options { only: Some(crate::activity::kind::Name::Meeting), ..Default::default() };
         crate::reconcile::run(home, project, &opts, |e| {
@@ -138,7 +138,7 @@ pub fn fold_now(home: &Home, project: &Project) -> Result<()> {
 }
 
 /// How long an operation waits for a running `watch` to carry out what it wrote.
-pub const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
+pub(crate) const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
 
 /// Have the reconciler open meeting `id` (just written open, or accepted); an error says why
 /// it was not opened (the cap, its worker).
@@ -152,7 +152,7 @@ pub fn open(home: &Home, project: &Project, id: &str) -> Result<Meeting> {
 }
 
 /// Write a person's meeting and open it.
-pub fn start(home: &Home, project: &Project, new: &NewMeeting) -> Result<Meeting> {
+pub(crate) fn start(home: &Home, project: &Project, new: &NewMeeting) -> Result<Meeting> {
     let id = create(home, project, &NewMeeting { status: MeetingStatus::Open, ..new.clone() })?;
     open(home, project, &id)
 }

@@ -3,7 +3,7 @@
 //! project), fold, check, and what they look at (status rows, logs, orphans). Every face — the
 //! CLI, `mcp --manager`, the JSON-RPC endpoint — calls these; the kinds below never call up here.
 
-pub mod catalogue;
+pub(crate) mod catalogue;
 pub mod check;
 pub mod ci;
 pub mod commission;
@@ -27,7 +27,7 @@ use crate::config::{Home, Project};
 /// Have the reconciler carry out what the files say, now: a pass of our own if no one holds
 /// the project, else wait for the holder (a `watch`) until `done` says so, or `limit` passes.
 /// `who` names us as the lock's holder.
-pub fn converge(home: &Home, project: &Project, who: &str, limit: Duration, done: impl Fn() -> bool) -> Result<()> {
+pub(crate) fn converge(home: &Home, project: &Project, who: &str, limit: Duration, done: impl Fn() -> bool) -> Result<()> {
     let deadline = Instant::now() + limit;
     loop {
         match crate::reconcile::lock_project(home, project, false, who) {
@@ -56,7 +56,7 @@ pub fn converge(home: &Home, project: &Project, who: &str, limit: Duration, done
 /// Make sure someone carries a change out, without waiting for it: a watcher holding the
 /// project will see the file; otherwise start a detached `reconcile --once --wait` (which
 /// waits for any other one-shot reconciler first).
-pub fn kick(home: &Home, project: &Project) -> Result<()> {
+pub(crate) fn kick(home: &Home, project: &Project) -> Result<()> {
     if crate::reconcile::lock_holder(home, project).is_some_and(|h| h.starts_with("guild-hall watch")) {
         return Ok(());
     }
@@ -143,7 +143,7 @@ pub fn ensure_checkable(project: &Project) -> Result<()> {
 /// reused), with `write`, and return the id. `base` asked for by name (`explicit`) is refused if
 /// anything of it exists, saying what; else the first free of `base`, `base-2`, … is taken,
 /// and the next one if a concurrent create wrote that file first.
-pub fn create_with_free_id(
+pub(crate) fn create_with_free_id(
     home: &Home,
     project: &Project,
     kind: crate::activity::kind::Name,

@@ -130,7 +130,7 @@ pub fn request(home: &Home, project: &Project, id: &str, to: PlanStatus) -> Resu
 
 /// A wave task named by its canonical id (`<plan>:exec:wave-<W>:task-<T>`): its plan and it;
 /// `None` for an id of another shape (a commission's).
-pub fn task(project: &Project, id: &str) -> Result<Option<(Plan, Task)>> {
+pub(crate) fn task(project: &Project, id: &str) -> Result<Option<(Plan, Task)>> {
     let Some((plan, _)) = id.split_once(":exec:") else { return Ok(None) };
     let plan = crate::plan::observe::load(project, plan)?;
     let task = plan.find_task(id)?.clone();
@@ -253,7 +253,7 @@ pub struct DraftPlan {
 
 /// Where a planner's commission `cid` writes the waves it drafts (under `.lore/`, outside the
 /// control plane, which no commission may write).
-pub fn drafted_waves_path(cid: &str) -> String {
+pub(crate) fn drafted_waves_path(cid: &str) -> String {
     format!(".lore/drafts/{cid}.waves.yaml")
 }
 

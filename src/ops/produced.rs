@@ -47,7 +47,7 @@ pub struct Change {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     /// The commit's subject line (a commission's title, say): text that may come from a worker.
-    pub subject: String,
+    pub(crate) subject: String,
 }
 
 /// The history of `path` on the project's integration branch. `path` is taken as a person

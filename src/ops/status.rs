@@ -37,7 +37,7 @@ pub fn rows(
 /// The rows of the commissions in `ids` alone (of their artifacts: orphans are not looked
 /// for), for a face that follows file events and reads again only what changed (the board).
 /// An id whose artifact is gone has no row.
-pub fn rows_of(
+pub(crate) fn rows_of(
     home: &Home,
     project: &Project,
     ids: &std::collections::BTreeSet<String>,
@@ -176,36 +176,36 @@ impl StatusRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommissionRow {
     pub attempt: u32,
-    pub branch: Option<String>,
-    pub completed: Option<String>,
+    pub(crate) branch: Option<String>,
+    pub(crate) completed: Option<String>,
     pub created: Option<String>,
-    pub desired: Option<&'static str>,
+    pub(crate) desired: Option<&'static str>,
     /// Under way in another home, as far as this one knows: what is known, what to do.
     pub elsewhere: Option<String>,
     /// The age of its last heartbeat, while its process is alive.
     pub heartbeat_age_secs: Option<i64>,
-    pub id: String,
+    pub(crate) id: String,
     /// Ended on the integration branch while the checkout still says it is to run.
     pub integrated: Option<String>,
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The worker's pid, while it is alive.
-    pub pid: Option<i32>,
-    pub process: Process,
+    pub(crate) pid: Option<i32>,
+    pub(crate) process: Process,
     pub progress: Option<String>,
     /// `questions:` as written (`null` when absent).
-    pub questions: Json,
+    pub(crate) questions: Json,
     /// A job its runner holds in a queue: `queued (<the runner's words: which job, why>)`.
     pub queued: Option<String>,
     pub reason: Option<String>,
     /// A person's edit that was put back, kept apart from the failure's own reason.
-    pub refused: Option<String>,
+    pub(crate) refused: Option<String>,
     /// `result:` as written (`null` when absent).
-    pub result: Json,
+    pub(crate) result: Json,
     pub status: Status,
     /// A failed or cancelled commission whose processes are still being stopped: what is
     /// under way.
     pub stopping: Option<String>,
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// Still to run, and what it waits for (dependencies, its worker's package).
     pub waiting: Option<String>,
     pub worker: String,
@@ -218,7 +218,7 @@ impl CommissionRow {
     }
 
     /// How many questions it asked.
-    pub fn questions(&self) -> usize {
+    pub(crate) fn questions(&self) -> usize {
         self.questions.as_array().map(Vec::len).unwrap_or(0)
     }
 }
@@ -226,7 +226,7 @@ impl CommissionRow {
 /// A commission's process, as the row says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Process {
+pub(crate) enum Process {
     Alive,
     Starting,
     Lingering,
@@ -254,17 +254,17 @@ impl From<Proc> for Process {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ProblemRow {
     pub attempt: u32,
-    pub branch: Option<String>,
-    pub id: String,
+    pub(crate) branch: Option<String>,
+    pub(crate) id: String,
     /// An orphan's kind (a commission, meeting or plan).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<crate::activity::kind::Name>,
-    pub path: PathBuf,
-    pub progress: Option<String>,
+    pub(crate) kind: Option<crate::activity::kind::Name>,
+    pub(crate) path: PathBuf,
+    pub(crate) progress: Option<String>,
     pub reason: String,
     pub result: Option<Json>,
     pub status: ProblemStatus,
-    pub worker: Option<String>,
+    pub(crate) worker: Option<String>,
 }
 
 impl ProblemRow {

@@ -14,7 +14,7 @@ use crate::config::{Home, Project};
 
 /// Where `init` records the branch it started from (the repository's own git config, so that
 /// any home over this checkout finds it).
-pub use crate::activity::git::BASE_BRANCH_KEY;
+pub(crate) use crate::activity::git::BASE_BRANCH_KEY;
 
 /// What `sync` and `land` are asked to do.
 #[derive(Debug, Clone, Default)]
@@ -60,22 +60,22 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncReport {
     /// `sync`, `land` or `push`.
-    pub action: String,
+    pub(crate) action: String,
     /// The branch whose commits are brought in (for a push, the branch pushed).
-    pub from: String,
+    pub(crate) from: String,
     /// The branch that moves (for a push, the remote's branch of the same name).
-    pub into: String,
+    pub(crate) into: String,
     /// The remote, for a push.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub remote: Option<String>,
-    pub outcome: Outcome,
+    pub(crate) remote: Option<String>,
+    pub(crate) outcome: Outcome,
     pub dry_run: bool,
     /// `into`'s tip before (the commit id).
-    pub before: Option<String>,
+    pub(crate) before: Option<String>,
     /// `into`'s tip after (or that would be, in a dry run; unknown for a merge not yet made).
-    pub after: Option<String>,
+    pub(crate) after: Option<String>,
     /// The conflicting paths, or the locally modified files in the way.
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
     /// What happened or stopped it, in words.
     pub reason: String,
     /// What the move brings (or would, in a dry run; or would have, when blocked): each file it
@@ -116,7 +116,7 @@ pub struct BroughtWork {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     /// The commit that carries it.
-    pub commit: String,
+    pub(crate) commit: String,
 }
 
 impl SyncReport {
@@ -125,7 +125,7 @@ impl SyncReport {
         !matches!(self.outcome, Outcome::Conflict | Outcome::Blocked | Outcome::Rejected)
     }
     /// Whether `into` moved (never in a dry run).
-    pub fn moved(&self) -> bool {
+    pub(crate) fn moved(&self) -> bool {
         !self.dry_run && matches!(self.outcome, Outcome::FastForward | Outcome::Merge | Outcome::Pushed)
     }
 }
@@ -147,7 +147,7 @@ pub fn base_branch(project: &Project) -> Result<String> {
 
 /// The base branch as configured (`follow:`, `base_branch:`) or recorded by `init` (git config
 /// [`BASE_BRANCH_KEY`]), if any: what [`base_branch`] takes before guessing `main`/`master`.
-pub fn configured_base(project: &Project) -> Result<Option<String>> {
+pub(crate) fn configured_base(project: &Project) -> Result<Option<String>> {
     if let Some(b) = project.config.follow.as_ref().or(project.config.base_branch.as_ref()) {
         return Ok(Some(b.clone()));
     }
@@ -171,7 +171,7 @@ fn named_base(project: &Project) -> Result<String> {
 
 /// Record the branch checked out now as the base branch, unless one is recorded already or
 /// HEAD is detached or on the integration branch itself. The branch recorded, if any.
-pub fn record_base(project: &Project) -> Result<Option<String>> {
+pub(crate) fn record_base(project: &Project) -> Result<Option<String>> {
     let repo = crate::activity::git::open(&project.root)?;
     let mut config = repo.config()?.open_level(git2::ConfigLevel::Local).context("opening the repository's git config")?;
     if config.get_string(BASE_BRANCH_KEY).is_ok_and(|b| !b.is_empty()) {
@@ -435,17 +435,17 @@ fn push(project: &Project, remote: &str, branch: &str, tip: Oid, dry_run: bool) 
         work: Vec::new(),
         caught_up: None,
     };
-    use crate::activity::remote::Pushed;
+    use crate::activity::remote::Push;
     let pushed = crate::activity::git::open(&project.root).and_then(|repo| crate::activity::remote::push(&repo, remote, branch, dry_run));
     match pushed {
-        Ok(Pushed::UpToDate) => {
+        Ok(Push::UpToDate) => {
             report.outcome = Outcome::UpToDate;
             report.reason = format!("{remote} has {branch} as it is here");
         }
-        Ok(Pushed::Pushed) => {
+        Ok(Push::Pushed) => {
             report.reason = format!("{} {branch} to {remote}; open a pull request from it", if dry_run { "would push" } else { "pushed" });
         }
-        Ok(Pushed::Rejected(said)) => report.reject(remote, branch, &said),
+        Ok(Push::Rejected(said)) => report.reject(remote, branch, &said),
         Err(e) => report.reject(remote, branch, &e.to_string()),
     }
     report

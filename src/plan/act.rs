@@ -34,7 +34,7 @@ fn task_state(ctx: &Ctx<'_, Catalog>, plan: &str, task: &Task) -> StateDir {
     StateDir(ctx.home.task_state(&ctx.project.name, plan, &task.slug()))
 }
 
-pub fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
+pub(crate) fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
     match action {
         Action::Update { update } => apply(ctx, update),
         Action::StartWave { update, wave } => start_wave(ctx, update, *wave),
@@ -699,7 +699,7 @@ fn start_verify(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize, run: u32) 
 }
 
 /// The output of a verify run (the end of it).
-pub fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> String {
+pub(crate) fn verify_output(home: &Home, project: &Project, plan: &str, run: u32) -> String {
     let log = StateDir(home.verify_state(&project.name, plan)).log(run);
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();

@@ -16,12 +16,12 @@ use crate::activity::worktree::{TreeSizes, WithIndex, WorktreeRecord};
 use crate::config::MergeLimits;
 
 /// Where a task reads the control plane (a read-only copy) and leaves its evidence.
-pub const SNAPSHOT_DIR: &str = ".lore-snapshot";
-pub const ARTIFACTS_DIR: &str = ".lore-artifacts";
+pub(crate) const SNAPSHOT_DIR: &str = ".lore-snapshot";
+pub(crate) const ARTIFACTS_DIR: &str = ".lore-artifacts";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Op {
+pub(crate) enum Op {
     Add,
     Modify,
     Delete,
@@ -31,20 +31,20 @@ pub enum Op {
 
 /// One change of a task, as TaskUpdate's `changed_ops` names them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Change {
-    pub op: Op,
-    pub path: String,
+pub(crate) struct Change {
+    pub(crate) op: Op,
+    pub(crate) path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_path: Option<String>,
+    pub(crate) from_path: Option<String>,
 }
 
 /// Never copied back: the snapshot and the evidence dir (evidence is moved, not copied).
-pub fn excluded(path: &str) -> bool {
+pub(crate) fn excluded(path: &str) -> bool {
     [SNAPSHOT_DIR, ARTIFACTS_DIR].iter().any(|d| path == *d || path.starts_with(&format!("{d}/")))
 }
 
 /// The control plane (one definition for every kind): a task that changes it breaks the protocol.
-pub use crate::activity::control_plane::is_control_plane as control_plane;
+pub(crate) use crate::activity::control_plane::is_control_plane as control_plane;
 
 /// A scratch index to look at a task's worktree with, holding `base` and nothing else: a copy
 /// of the worktree's own index when it still describes the base exactly (its stat data spares
@@ -53,7 +53,7 @@ pub use crate::activity::control_plane::is_control_plane as control_plane;
 /// does not count — an intent-to-add entry (`git add -N`) included, which would hide a file
 /// from the untracked files the limits measure — and an index that tells git to ignore a file
 /// (assume-unchanged, a skip-worktree bit guild-hall did not set) is not used.
-pub fn scratch_index(rec: &WorktreeRecord, base: &str) -> Result<tempfile::TempPath> {
+pub(crate) fn scratch_index(rec: &WorktreeRecord, base: &str) -> Result<tempfile::TempPath> {
     let index = tempfile::Builder::new().prefix("guild-hall-index-").tempfile().context("a scratch index")?.into_temp_path();
     let git = rec.with_index(&index);
     let own = rec.admin.join("index");
@@ -73,7 +73,7 @@ pub fn scratch_index(rec: &WorktreeRecord, base: &str) -> Result<tempfile::TempP
 
 /// The task's changes against `base`, in the contract's order: renames, deletes,
 /// adds/modifies, untracked; `git` with a [`scratch_index`] holding `base`.
-pub fn manifest(git: &WithIndex<'_>, base: &str) -> Result<Vec<Change>> {
+pub(crate) fn manifest(git: &WithIndex<'_>, base: &str) -> Result<Vec<Change>> {
     let diff = git.git(&["diff", "--name-status", "-z", "-M", base])?;
     let untracked = String::from_utf8_lossy(git.untracked()?).into_owned();
     let mut renames = Vec::new();
@@ -114,7 +114,7 @@ pub fn manifest(git: &WithIndex<'_>, base: &str) -> Result<Vec<Change>> {
 /// The paths among `changes` (and rename sources) that git refuses to hold in a tree — a `.git`
 /// component in any case, `.`/`..`, an empty name: the squash merge's check — each with why;
 /// sorted, without repeats.
-pub fn refused_paths(changes: &[Change]) -> Vec<String> {
+pub(crate) fn refused_paths(changes: &[Change]) -> Vec<String> {
     let mut out: Vec<String> = changes
         .iter()
         .flat_map(|c| std::iter::once(&c.path).chain(c.from_path.as_ref()))
@@ -128,7 +128,7 @@ pub fn refused_paths(changes: &[Change]) -> Vec<String> {
 /// The paths among `changes` (and rename sources) outside a sparse checkout
 /// ([`crate::activity::merge::SPARSE_CHECKOUT`]): what a sparse task never saw and may never
 /// copy back. Sorted, without repeats.
-pub fn outside_sparse_checkout(changes: &[Change]) -> Vec<String> {
+pub(crate) fn outside_sparse_checkout(changes: &[Change]) -> Vec<String> {
     let mut out: Vec<String> = changes
         .iter()
         .flat_map(|c| std::iter::once(&c.path).chain(c.from_path.as_ref()))
@@ -149,7 +149,7 @@ fn refused(path: &str) -> Option<&'static str> {
 /// `merge_max_attempt_size`), each file named with its size: its changed and untracked files
 /// and its own evidence (`.lore-artifacts/<slug>/`), judged by their metadata before anything
 /// is read or hashed (so before [`manifest`], whose diff reads what changed).
-pub fn too_large(git: &WithIndex<'_>, base: &TreeSizes, slug: &str, limits: &MergeLimits) -> Result<Vec<String>> {
+pub(crate) fn too_large(git: &WithIndex<'_>, base: &TreeSizes, slug: &str, limits: &MergeLimits) -> Result<Vec<String>> {
     let evidence = format!("{ARTIFACTS_DIR}/{slug}/");
     // The snapshot and other tasks' evidence are never copied back: they do not count.
     let counts = |p: &str| !excluded(p) || p.starts_with(&evidence);
@@ -170,7 +170,7 @@ fn honest_flags(git: &WithIndex<'_>) -> bool {
 }
 
 /// Paths (and rename sources) that more than one task of the wave changes: `path → tasks`.
-pub fn collisions(manifests: &[(String, Vec<Change>)]) -> BTreeMap<String, Vec<String>> {
+pub(crate) fn collisions(manifests: &[(String, Vec<Change>)]) -> BTreeMap<String, Vec<String>> {
     let mut by_path: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (task, changes) in manifests {
         let mut keys: Vec<&str> = changes.iter().flat_map(|c| std::iter::once(c.path.as_str()).chain(c.from_path.as_deref())).collect();
@@ -187,7 +187,12 @@ pub fn collisions(manifests: &[(String, Vec<Change>)]) -> BTreeMap<String, Vec<S
 /// Paths changed on the integration branch since `base` (by any commit reachable from its tip
 /// and not from `base`) by commits that are not this wave's own copy-backs (`own_trailer`: the prefix of their trailers): what a person or a merge
 /// changed while the wave ran, which a task's copy-back must never overwrite.
-pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_trailer: &str) -> Result<std::collections::BTreeSet<String>> {
+pub(crate) fn changed_since(
+    repo: &Repository,
+    integration: &str,
+    base: Oid,
+    own_trailer: &str,
+) -> Result<std::collections::BTreeSet<String>> {
     let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?.id();
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
@@ -223,7 +228,7 @@ pub fn changed_since(repo: &Repository, integration: &str, base: Oid, own_traile
 /// What this wave's own copy-backs changed on the integration branch since `base`: each
 /// commit of its first-parent chain whose trailer starts with `own_trailer`, by the task its
 /// trailer names, with the paths it changed against its first parent.
-pub fn changed_by_wave(repo: &Repository, integration: &str, base: Oid, own_trailer: &str) -> Result<Vec<(String, Vec<String>)>> {
+pub(crate) fn changed_by_wave(repo: &Repository, integration: &str, base: Oid, own_trailer: &str) -> Result<Vec<(String, Vec<String>)>> {
     let tip = repo.find_branch(integration, git2::BranchType::Local)?.get().peel_to_commit()?.id();
     let mut out = Vec::new();
     for oid in crate::activity::trailers::first_parent_chain(repo, tip, &[base])? {
@@ -287,18 +292,18 @@ fn entry(path: &str, id: Oid, mode: u32) -> git2::IndexEntry {
 /// One task to land: its worktree (by record), its manifest, its evidence and where that goes,
 /// its commit message and trailer.
 #[derive(Clone, Copy)]
-pub struct TaskLanding<'a> {
-    pub rec: &'a WorktreeRecord,
-    pub changes: &'a [Change],
-    pub evidence: &'a Path,
-    pub evidence_to: &'a str,
-    pub message: &'a str,
-    pub trailer: &'a str,
+pub(crate) struct TaskLanding<'a> {
+    pub(crate) rec: &'a WorktreeRecord,
+    pub(crate) changes: &'a [Change],
+    pub(crate) evidence: &'a Path,
+    pub(crate) evidence_to: &'a str,
+    pub(crate) message: &'a str,
+    pub(crate) trailer: &'a str,
 }
 
 /// What landing one task came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Landed {
+pub(crate) enum Landed {
     Committed(Oid),
     /// A commit with the task's trailer is already there (a pass that died after it).
     Already(Oid),
@@ -310,7 +315,7 @@ pub enum Landed {
 /// (`.lore/plans/<plan>/artifacts/<slug>/`), one commit with `trailer`; the
 /// result checked to equal the worktree for every path it changed. Once: a commit with the
 /// trailer since `base` means it is done.
-pub fn land_task(repo: &Repository, integration: &str, base: Oid, task: &TaskLanding<'_>) -> Result<Landed> {
+pub(crate) fn land_task(repo: &Repository, integration: &str, base: Oid, task: &TaskLanding<'_>) -> Result<Landed> {
     let TaskLanding { rec, changes, evidence, evidence_to, message, trailer } = *task;
     if let Some(done) = crate::activity::merge::find_trailer(repo, integration, base, trailer)? {
         return Ok(Landed::Already(done));

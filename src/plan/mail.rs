@@ -15,32 +15,32 @@ use crate::worker::toolbox::mailbox::{self, Cursor, Expect, Mail, MailBody, Task
 
 /// The most task updates of one task a pass logs one by one; more are folded all the same and
 /// counted in one note (a worker cannot make a pass hold its flood).
-pub const UPDATES_PER_PASS: usize = crate::worker::toolbox::mailbox::MAIL_PER_PASS;
+pub(crate) const UPDATES_PER_PASS: usize = crate::worker::toolbox::mailbox::MAIL_PER_PASS;
 /// The most notes on skipped lines and dropped paths a pass logs one by one, per task.
-pub const NOTES_PER_PASS: usize = crate::worker::toolbox::mailbox::NOTES_PER_PASS;
+pub(crate) const NOTES_PER_PASS: usize = crate::worker::toolbox::mailbox::NOTES_PER_PASS;
 
 /// What is kept of an attempt's mailbox between passes: how far it was read, and what of it
 /// decides how the attempt ended. Written after the plan's record (a crash in between reads
 /// the same lines again: harmless, the log drops what it already has by key).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskFolded {
-    pub attempt: u32,
-    pub cursor: Cursor,
+pub(crate) struct TaskFolded {
+    pub(crate) attempt: u32,
+    pub(crate) cursor: Cursor,
     /// The latest `failed` update's message: the attempt failed, whatever its exit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
+    pub(crate) failed: Option<String>,
     /// Its `submit_result` (accepted once per attempt): the task's summary and artifacts,
     /// logged as the task's `result` whatever the cap on events of a pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<TaskResult>,
+    pub(crate) result: Option<TaskResult>,
 }
 
 /// A wave task's submitted result: what a commission's `submit_result` is, in a task.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskResult {
-    pub summary: String,
+pub(crate) struct TaskResult {
+    pub(crate) summary: String,
     #[serde(default)]
-    pub artifacts: Vec<String>,
+    pub(crate) artifacts: Vec<String>,
 }
 
 impl TaskFolded {
@@ -61,27 +61,27 @@ impl TaskFolded {
 
 /// A task's mailbox as one pass read it.
 #[derive(Debug, Clone, Default)]
-pub struct TaskMail {
+pub(crate) struct TaskMail {
     /// The attempt's mailbox folded so far, this pass's new events taken in (`None`: not read).
-    pub folded: Option<TaskFolded>,
+    pub(crate) folded: Option<TaskFolded>,
     /// `folded` moved on in this pass: it is written back with the pass's update.
-    pub fold_changed: bool,
+    pub(crate) fold_changed: bool,
     /// This pass's new task updates of the attempt, in order (at most [`UPDATES_PER_PASS`]).
-    pub updates: Vec<Mail>,
+    pub(crate) updates: Vec<Mail>,
     /// This pass's other new events of the attempt (progress, questions, decisions, memories),
     /// in order (at most [`UPDATES_PER_PASS`]; more are counted in a note). Its result is in
     /// `folded`.
-    pub events: Vec<Mail>,
+    pub(crate) events: Vec<Mail>,
     /// The highest sequence among new task updates beyond those: folded without a log entry
     /// of their own (a note counts them).
-    pub more_sequence: u64,
+    pub(crate) more_sequence: u64,
     /// Notes on lines skipped, paths dropped and updates not logged one by one: (log key,
     /// text), each naming the file and the line.
-    pub notes: Vec<(String, String)>,
+    pub(crate) notes: Vec<(String, String)>,
     /// The mailbox cannot be read at all (named, with why): the attempt fails once it ended.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Read from the one mailbox an older guild-hall gave every attempt (`events.jsonl`).
-    pub legacy: bool,
+    pub(crate) legacy: bool,
 }
 
 fn status_name(s: TaskUpdateStatus) -> &'static str {
@@ -104,7 +104,7 @@ fn status_name(s: TaskUpdateStatus) -> &'static str {
 /// for the log. `last`: no one writes any more (an unterminated last line is read too).
 /// `canonical` keys the notes in the plan's log. A kept position that cannot be read starts
 /// the reading over.
-pub fn read(state: &StateDir, canonical: &str, attempt: u32, worktree: &Path, last: bool) -> TaskMail {
+pub(crate) fn read(state: &StateDir, canonical: &str, attempt: u32, worktree: &Path, last: bool) -> TaskMail {
     let path = mailbox::attempt_mailbox(state, attempt);
     // An attempt an older guild-hall started shares one mailbox with the earlier attempts:
     // only its own events count.

@@ -6,25 +6,28 @@
 //! pure state machine, [`observe`] and [`act`] its two sides, joined by [`Plans`], the kind the
 //! reconcile pass drives; [`copyback`] the landing, [`mail`] a task's mailbox.
 
-pub mod act;
-pub mod copyback;
+pub(crate) mod act;
+pub(crate) mod copyback;
 pub mod decide;
-pub mod mail;
+pub(crate) mod mail;
 pub mod observe;
 
 use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::activity::kind::{self, AtWork, Capacity, Ctx, Decided, Kind, Name};
+#[cfg(test)]
+use crate::activity::kind;
+use crate::activity::kind::{AtWork, Capacity, Ctx, Decided, Kind, Name};
 use crate::activity::Outcome;
+#[cfg(test)]
 use crate::artifact::plan::PlanStatus;
 use crate::artifact::Problem;
 use crate::worker::Catalog;
 
 /// Plans as a kind of the reconcile pass.
 #[derive(Default)]
-pub struct Plans;
+pub(crate) struct Plans;
 
 impl Kind<Catalog> for Plans {
     const NAME: Name = Name::Plan;
@@ -86,6 +89,7 @@ impl Kind<Catalog> for Plans {
         Ok(busy)
     }
 
+    #[cfg(test)]
     fn requests() -> Vec<(&'static str, &'static str)> {
         kind::table(&PlanStatus::ALL, decide::person_may_request, PlanStatus::as_str)
     }

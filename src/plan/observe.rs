@@ -25,7 +25,7 @@ use crate::worker::toolbox::mailbox;
 use crate::worker::Catalog;
 
 /// `slots`: workers the caps allow besides the project's commissions (see [`super::Plans`]).
-pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slots: usize) -> Result<(Snapshot, Vec<Problem>)> {
+pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slots: usize) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
     let mut problems = Vec::new();
     let mut git = Worktrees::default();
@@ -41,7 +41,7 @@ pub fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slo
 }
 
 /// One plan as it is now (`plan show`): its tasks' worktrees and processes looked at.
-pub fn observe_plan(home: &Home, project: &Project, workers: &Catalog, id: &str) -> Result<Observed> {
+pub(crate) fn observe_plan(home: &Home, project: &Project, workers: &Catalog, id: &str) -> Result<Observed> {
     crate::artifact::ids::validate_id(id)?;
     let path = project.plan_path(id);
     observe_one(home, project, workers, &path, &mut Worktrees::default())
@@ -77,7 +77,7 @@ pub fn load(project: &Project, id: &str) -> Result<Plan> {
     Ok(crate::artifact::load(&project.plan_path(id), id, &crate::artifact::Wording::PLAN, Plan::parse)?)
 }
 
-pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRecord>> {
+pub(crate) fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRecord>> {
     read_json(&StateDir(home.plan_state(&project.name, id)).record())
 }
 
@@ -95,7 +95,13 @@ pub fn record(home: &Home, project: &Project, id: &str) -> Result<Option<PlanRec
 ///   (completed, halted, failed, cancelled): taken, the artifact's record; at work there
 ///   (running, verifying, attempts past the record's): none, the plan is another home's
 ///   ([`super::decide::elsewhere`]). The artifact is never rewritten back to this home's record.
-pub fn known(home: &Home, project: &Project, plan: &Plan, own: Option<PlanRecord>, keys: &BTreeSet<String>) -> (Option<PlanRecord>, bool) {
+pub(crate) fn known(
+    home: &Home,
+    project: &Project,
+    plan: &Plan,
+    own: Option<PlanRecord>,
+    keys: &BTreeSet<String>,
+) -> (Option<PlanRecord>, bool) {
     let Some(r) = own else {
         let at_work = super::decide::elsewhere(plan, None).is_some();
         let here = || !crate::activity::ids::runtime(home, project, crate::activity::kind::Name::Plan, &plan.id).is_empty();

@@ -20,11 +20,11 @@ use crate::artifact::Problem;
 use crate::commission::decide::Action;
 use crate::config::{Home, Project};
 pub use lock::{lock_between_passes, lock_holder, lock_project, HeldLock};
-pub use pass::run;
+pub(crate) use pass::run;
 
 /// An action's kind and artifact id: what backoff and a pass's failures are keyed by (a failed
 /// meeting `x` says nothing about commission `x`).
-pub type Key = (Name, String);
+pub(crate) type Key = (Name, String);
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -70,22 +70,22 @@ impl Observed {
 /// One action taken (or planned, with `--dry-run`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
-    pub pass: usize,
+    pub(crate) pass: usize,
     /// The kind of the artifact (`commission`, `meeting`, `plan`): not in the output, whose
     /// action names say it.
     #[serde(skip)]
-    pub kind: Name,
+    pub(crate) kind: Name,
     pub id: String,
-    pub action: &'static str,
+    pub(crate) action: &'static str,
     pub detail: String,
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub plan: Option<Action>,
+    pub(crate) plan: Option<Action>,
     /// How long carrying it out took, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ms: Option<u64>,
+    pub(crate) ms: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -95,15 +95,15 @@ pub struct Report {
     /// What the pass left alone on purpose, for people (not a failure): see
     /// [`crate::activity::kind::Decided::notes`].
     pub notes: Vec<Problem>,
-    pub settled: bool,
+    pub(crate) settled: bool,
     pub timed_out: bool,
     /// When to look again though nothing changes (heartbeat deadline, cancel grace, …).
-    pub next_check: Option<Duration>,
+    pub(crate) next_check: Option<Duration>,
     /// Runtime dirs of workers that are running or starting (the watcher waits on their shims).
-    pub running: Vec<PathBuf>,
+    pub(crate) running: Vec<PathBuf>,
     /// Where missing dependencies would appear: the nearest existing directory of each (the
     /// watcher watches them, so a blocked commission wakes when its file arrives).
-    pub dependency_dirs: Vec<PathBuf>,
+    pub(crate) dependency_dirs: Vec<PathBuf>,
 }
 
 impl Report {
@@ -121,7 +121,7 @@ pub fn reconcile(home: &Home, project: &Project, opts: &Options, on_entry: impl 
 
 impl Entry {
     /// What backoff is keyed by.
-    pub fn key(&self) -> Key {
+    pub(crate) fn key(&self) -> Key {
         (self.kind, self.id.clone())
     }
 }

@@ -33,7 +33,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 }
 
 /// The pass loop itself; the caller holds the project lock (or is only planning).
-pub fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
+pub(crate) fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: impl FnMut(&Entry)) -> Result<Report> {
     // Never under a name another checkout of this home holds: its memory and state are keyed so.
     home.refuse_a_name_taken(&project.name, &project.root)?;
     let dispatch_lock = super::lock::dispatch_lock_path(home);

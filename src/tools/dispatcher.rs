@@ -13,31 +13,31 @@ use super::{Tool, ToolError};
 #[serde(deny_unknown_fields)]
 pub struct Dispatch {
     /// A short label for the job (shown by list).
-    pub description: String,
+    pub(crate) description: String,
     /// The full prompt: the outcome wanted and how the worker can verify it.
-    pub task: String,
+    pub(crate) task: String,
     /// Optional: which worker, and limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<DispatchConfig>,
+    pub(crate) config: Option<DispatchConfig>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DispatchConfig {
+pub(crate) struct DispatchConfig {
     /// A worker package name (default: the project's default_worker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker: Option<String>,
+    pub(crate) worker: Option<String>,
     /// At most this many agent turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_turns: Option<u32>,
+    pub(crate) max_turns: Option<u32>,
     /// At most this many US dollars of model use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_budget_usd: Option<f64>,
+    pub(crate) max_budget_usd: Option<f64>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Detail {
+pub(crate) enum Detail {
     /// `{jobId, status}` for each job.
     #[default]
     Simple,
@@ -50,33 +50,33 @@ pub enum Detail {
 pub struct List {
     /// "simple" (default) or "detailed" (adds description and latest progress).
     #[serde(default)]
-    pub detail: Detail,
+    pub(crate) detail: Detail,
     /// A glob matched against job descriptions, e.g. "*survey*".
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Job {
+pub(crate) struct Job {
     /// The jobId returned by dispatch.
     #[serde(rename = "jobId")]
-    pub job_id: String,
+    pub(crate) job_id: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeetingRequest {
     /// The worker the person is to meet (a package with the `meeting` capability).
-    pub worker: String,
+    pub(crate) worker: String,
     /// Why a meeting is needed: its agenda, shown to the person with the request.
-    pub reason: String,
+    pub(crate) reason: String,
     /// Artifacts that prompted it, relative to the project root (findings, commissions, ...).
     #[serde(default)]
-    pub references: Vec<String>,
+    pub(crate) references: Vec<String>,
     /// A short title for the meeting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
 }
 
 /// What carries the dispatcher's operations out, one method per tool.
@@ -135,8 +135,8 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MeetingRequested {
-    pub meeting_id: String,
-    pub status: &'static str,
+    pub(crate) meeting_id: String,
+    pub(crate) status: &'static str,
 }
 
 impl super::Reply for MeetingRequested {}
@@ -145,79 +145,79 @@ impl super::Reply for MeetingRequested {}
 #[derive(Debug, Serialize)]
 pub struct Dispatched {
     #[serde(rename = "jobId")]
-    pub job_id: String,
+    pub(crate) job_id: String,
 }
 
 /// One job in `list`; description and summary only when detailed.
 #[derive(Debug, Serialize)]
-pub struct JobRow {
+pub(crate) struct JobRow {
     #[serde(rename = "jobId")]
-    pub job_id: String,
-    pub status: &'static str,
+    pub(crate) job_id: String,
+    pub(crate) status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     /// The latest progress (detailed only; `null` when there is none yet).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<Option<String>>,
+    pub(crate) summary: Option<Option<String>>,
     /// Failed or cancelled while its processes are still being stopped (only then).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopping: Option<String>,
+    pub(crate) stopping: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct Jobs {
-    pub jobs: Vec<JobRow>,
+    pub(crate) jobs: Vec<JobRow>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Decision {
-    pub question: serde_json::Value,
-    pub decision: serde_json::Value,
-    pub reasoning: serde_json::Value,
+pub(crate) struct Decision {
+    pub(crate) question: serde_json::Value,
+    pub(crate) decision: serde_json::Value,
+    pub(crate) reasoning: serde_json::Value,
 }
 
 /// `status`: REQ-WD-11's state, and our exact one as `commissionStatus`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobStatus {
-    pub job_id: String,
-    pub status: &'static str,
-    pub commission_status: &'static str,
-    pub description: String,
-    pub summary: Option<String>,
-    pub questions: Vec<String>,
-    pub decisions: Vec<Decision>,
-    pub error: Option<String>,
+    pub(crate) job_id: String,
+    pub(crate) status: &'static str,
+    pub(crate) commission_status: &'static str,
+    pub(crate) description: String,
+    pub(crate) summary: Option<String>,
+    pub(crate) questions: Vec<String>,
+    pub(crate) decisions: Vec<Decision>,
+    pub(crate) error: Option<String>,
     /// Failed or cancelled, but processes of its attempt are still being stopped (e.g.
     /// "cancelling: worker still running"); `completedAt` is set only once they are all gone.
-    pub stopping: Option<String>,
-    pub started_at: Option<String>,
-    pub completed_at: Option<String>,
+    pub(crate) stopping: Option<String>,
+    pub(crate) started_at: Option<String>,
+    pub(crate) completed_at: Option<String>,
 }
 
 /// `result`: what a completed job produced.
 #[derive(Debug, Serialize)]
 pub struct JobResult {
     #[serde(rename = "jobId")]
-    pub job_id: String,
-    pub output: String,
-    pub artifacts: Vec<String>,
+    pub(crate) job_id: String,
+    pub(crate) output: String,
+    pub(crate) artifacts: Vec<String>,
 }
 
 /// `cancel`: the job's status after the request.
 #[derive(Debug, Serialize)]
 pub struct Cancelled {
     #[serde(rename = "jobId")]
-    pub job_id: String,
-    pub status: &'static str,
+    pub(crate) job_id: String,
+    pub(crate) status: &'static str,
 }
 
 /// `delete`: the job is gone.
 #[derive(Debug, Serialize)]
 pub struct Deleted {
     #[serde(rename = "jobId")]
-    pub job_id: String,
-    pub deleted: bool,
+    pub(crate) job_id: String,
+    pub(crate) deleted: bool,
 }
 
 impl super::Reply for Dispatched {}

@@ -18,10 +18,11 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 4] = [ErrorKind::Refused, ErrorKind::NotFound, ErrorKind::Conflict, ErrorKind::Fault];
+    #[cfg(test)]
+    pub(crate) const ALL: [ErrorKind; 4] = [ErrorKind::Refused, ErrorKind::NotFound, ErrorKind::Conflict, ErrorKind::Fault];
 
     /// Its name on the wire (`error.data.kind` of a JSON-RPC error).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Refused => "refused",
             ErrorKind::NotFound => "not_found",
@@ -132,11 +133,12 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Failure {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Failure {
         Failure { kind, message: message.into() }
     }
 
-    pub fn refused(message: impl Into<String>) -> Failure {
+    #[cfg(test)]
+    pub(crate) fn refused(message: impl Into<String>) -> Failure {
         Failure::new(ErrorKind::Refused, message)
     }
 
@@ -144,11 +146,7 @@ impl Failure {
         Failure::new(ErrorKind::NotFound, message)
     }
 
-    pub fn conflict(message: impl Into<String>) -> Failure {
-        Failure::new(ErrorKind::Conflict, message)
-    }
-
-    pub fn kind(&self) -> ErrorKind {
+    pub(crate) fn kind(&self) -> ErrorKind {
         self.kind
     }
 }

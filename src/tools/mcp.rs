@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 use super::{find, Tool, ToolError};
 
 /// How our MCP servers introduce themselves: guild-hall and its version, not the library's.
-pub fn implementation() -> rmcp::model::Implementation {
+pub(crate) fn implementation() -> rmcp::model::Implementation {
     let mut i = rmcp::model::Implementation::from_build_env();
     i.name = env!("CARGO_PKG_NAME").to_string();
     i.version = env!("CARGO_PKG_VERSION").to_string();
@@ -27,7 +27,7 @@ pub fn implementation() -> rmcp::model::Implementation {
 }
 
 /// A tool list served over MCP for one context (a worker's commission, a project).
-pub struct ToolServer<C> {
+pub(crate) struct ToolServer<C> {
     ctx: Arc<C>,
     tools: Arc<Vec<Tool<C>>>,
     instructions: String,
@@ -44,18 +44,18 @@ impl<C> Clone for ToolServer<C> {
 }
 
 impl<C: Send + Sync + 'static> ToolServer<C> {
-    pub fn new(ctx: C, tools: Vec<Tool<C>>, instructions: String) -> ToolServer<C> {
+    pub(crate) fn new(ctx: C, tools: Vec<Tool<C>>, instructions: String) -> ToolServer<C> {
         ToolServer { ctx: Arc::new(ctx), tools: Arc::new(tools), instructions, hint: Arc::new(|_: &str| None) }
     }
 
     /// Say why a tool that is not served here is not (a tool of another kind's toolbox).
-    pub fn with_hint(mut self, hint: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> ToolServer<C> {
+    pub(crate) fn with_hint(mut self, hint: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> ToolServer<C> {
         self.hint = Arc::new(hint);
         self
     }
 
     /// The reply to `tools/call` for `name` with `args`.
-    pub fn answer(&self, name: &str, args: Json) -> Result<CallToolResult, ErrorData> {
+    pub(crate) fn answer(&self, name: &str, args: Json) -> Result<CallToolResult, ErrorData> {
         let tool = find(&self.tools, name)
             .ok_or_else(|| ErrorData::invalid_params((self.hint)(name).unwrap_or_else(|| format!("unknown tool {name:?}")), None))?;
         match tool.call(&self.ctx, args) {
@@ -71,7 +71,7 @@ impl<C: Send + Sync + 'static> ToolServer<C> {
     }
 
     /// Serve on stdin/stdout until the client goes away.
-    pub fn serve_stdio(self) -> anyhow::Result<()> {
+    pub(crate) fn serve_stdio(self) -> anyhow::Result<()> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(async {
             let (to_server, server_in) = tokio::io::duplex(PIPE);

@@ -13,29 +13,29 @@ use crate::artifact::{Meeting, MeetingStatus};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Start {
+pub(crate) struct Start {
     /// A worker package with the `meeting` capability.
-    pub worker: String,
+    pub(crate) worker: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// Why you meet (the worker is told).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agenda: Option<String>,
+    pub(crate) agenda: Option<String>,
     /// Artifacts the meeting is about, relative to the project root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub references: Option<Vec<String>>,
+    pub(crate) references: Option<Vec<String>>,
     /// Use this id instead of the first free one derived from the title, agenda or message;
     /// refused, naming what holds it, if anything of it exists: ids are never reused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     /// The first message (default: the agenda; with neither, no turn is run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
 }
 
 impl Start {
     /// The first turn's message, if one is run.
-    pub fn first_message(&self) -> Option<String> {
+    pub(crate) fn first_message(&self) -> Option<String> {
         first_message(self.message.as_deref(), self.agenda.as_deref())
     }
 }
@@ -48,44 +48,44 @@ pub fn first_message(message: Option<&str>, agenda: Option<&str>) -> Option<Stri
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Accept {
+pub(crate) struct Accept {
     /// The requested meeting.
-    pub id: String,
+    pub(crate) id: String,
     /// Added to the worker's opening; with it, the first turn is run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Message {
+pub(crate) struct Message {
     /// The open meeting.
-    pub id: String,
-    pub message: String,
+    pub(crate) id: String,
+    pub(crate) message: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Decline {
+pub(crate) struct Decline {
     /// The requested meeting.
-    pub id: String,
+    pub(crate) id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct MeetingId {
-    pub id: String,
+pub(crate) struct MeetingId {
+    pub(crate) id: String,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct List {}
+pub(crate) struct List {}
 
 /// What carries the meeting operations out, one method per operation. A turn's events go to
 /// wherever the implementation streams them; the turn itself is its reply.
-pub trait Operations {
+pub(crate) trait Operations {
     /// A turn's reply (design §8).
     type Turn: Reply + 'static;
     fn start(&self, req: Start) -> Result<Opened<Self::Turn>, ToolError>;
@@ -98,7 +98,7 @@ pub trait Operations {
 }
 
 /// The meeting operations, on whatever carries them out.
-pub fn tools<M: Operations + 'static>() -> Vec<Tool<M>> {
+pub(crate) fn tools<M: Operations + 'static>() -> Vec<Tool<M>> {
     vec![
         Tool::new(
             "start",
@@ -133,21 +133,21 @@ pub fn tools<M: Operations + 'static>() -> Vec<Tool<M>> {
 
 /// A meeting as `start`, `accept`, `decline`, `close` and `list` give it.
 #[derive(Debug, Serialize)]
-pub struct Summary {
-    pub id: String,
-    pub status: MeetingStatus,
-    pub worker: String,
-    pub agenda: Option<String>,
-    pub requested_by: Option<String>,
-    pub references: Vec<String>,
-    pub linked_artifacts: Vec<String>,
-    pub session_id: Option<String>,
-    pub reason: Option<String>,
-    pub notes: Option<String>,
+pub(crate) struct Summary {
+    pub(crate) id: String,
+    pub(crate) status: MeetingStatus,
+    pub(crate) worker: String,
+    pub(crate) agenda: Option<String>,
+    pub(crate) requested_by: Option<String>,
+    pub(crate) references: Vec<String>,
+    pub(crate) linked_artifacts: Vec<String>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) notes: Option<String>,
 }
 
 impl Summary {
-    pub fn of(m: &Meeting) -> Summary {
+    pub(crate) fn of(m: &Meeting) -> Summary {
         Summary {
             id: m.id.clone(),
             status: m.effective_status(),
@@ -166,40 +166,40 @@ impl Summary {
 /// `start` and `accept`: the meeting, or the first turn when one was run.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum Opened<T> {
+pub(crate) enum Opened<T> {
     Meeting(Box<Summary>),
     Turn(T),
 }
 
 /// `close`: the meeting, and whether it is closed yet.
 #[derive(Debug, Serialize)]
-pub struct Closed {
+pub(crate) struct Closed {
     #[serde(flatten)]
-    pub meeting: Summary,
-    pub closed: bool,
+    pub(crate) meeting: Summary,
+    pub(crate) closed: bool,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Listed {
-    pub meetings: Vec<Summary>,
+pub(crate) struct Listed {
+    pub(crate) meetings: Vec<Summary>,
 }
 
 /// One meeting as `guild-hall meeting list --json` lists it; `show` adds its notes and log.
 #[derive(Debug, Serialize)]
 pub struct Entry {
     pub id: String,
-    pub status: MeetingStatus,
-    pub worker: String,
-    pub title: Option<String>,
-    pub agenda: Option<String>,
-    pub requested_by: Option<String>,
-    pub references: Vec<String>,
-    pub created: Option<String>,
-    pub session_id: Option<String>,
-    pub branch: Option<String>,
-    pub linked_artifacts: Vec<String>,
-    pub linked_more: u64,
-    pub reason: Option<String>,
+    pub(crate) status: MeetingStatus,
+    pub(crate) worker: String,
+    pub(crate) title: Option<String>,
+    pub(crate) agenda: Option<String>,
+    pub(crate) requested_by: Option<String>,
+    pub(crate) references: Vec<String>,
+    pub(crate) created: Option<String>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) branch: Option<String>,
+    pub(crate) linked_artifacts: Vec<String>,
+    pub(crate) linked_more: u64,
+    pub(crate) reason: Option<String>,
 }
 
 impl Entry {
@@ -226,8 +226,8 @@ impl Entry {
 #[derive(Debug, Serialize)]
 pub struct Shown {
     #[serde(flatten)]
-    pub meeting: Entry,
-    pub notes: Option<String>,
+    pub(crate) meeting: Entry,
+    pub(crate) notes: Option<String>,
     /// Its timeline, oldest first.
     pub log: Vec<Json>,
 }

@@ -6,8 +6,8 @@
 //! `meeting/*` from [`meeting`], `plan/*` from [`plan`]).
 
 pub mod dispatcher;
-pub mod error;
-pub mod mcp;
+pub(crate) mod error;
+pub(crate) mod mcp;
 pub mod meeting;
 pub mod plan;
 pub mod toolbox;
@@ -55,12 +55,12 @@ impl From<anyhow::Error> for ToolError {
 }
 
 impl ToolError {
-    pub fn refused(msg: impl Into<String>) -> ToolError {
+    pub(crate) fn refused(msg: impl Into<String>) -> ToolError {
         ToolError::Refused(msg.into())
     }
 
     /// An operation's error by the kind it says ([`ErrorKind::of`]), `default` if it says none.
-    pub fn of(e: anyhow::Error, default: ErrorKind) -> ToolError {
+    pub(crate) fn of(e: anyhow::Error, default: ErrorKind) -> ToolError {
         match ErrorKind::of(&e).unwrap_or(default) {
             ErrorKind::Refused => ToolError::Refused(format!("{e:#}")),
             ErrorKind::NotFound => ToolError::NotFound(format!("{e:#}")),
@@ -70,7 +70,7 @@ impl ToolError {
     }
 
     /// Its kind, as the faces answer it: arguments that do not fit are a refusal.
-    pub fn kind(&self) -> ErrorKind {
+    pub(crate) fn kind(&self) -> ErrorKind {
         match self {
             ToolError::BadArguments(_) | ToolError::Refused(_) => ErrorKind::Refused,
             ToolError::NotFound(_) => ErrorKind::NotFound,
@@ -81,7 +81,7 @@ impl ToolError {
 }
 
 /// A tool's reply: structured for programs, and as text for an agent or a person.
-pub trait Reply: Serialize {
+pub(crate) trait Reply: Serialize {
     /// What an agent's tool result or the CLI shows. Pretty JSON unless a reply says better.
     fn text(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
@@ -99,7 +99,7 @@ pub struct Tool<C> {
     /// The CLI face: a positional field read from stdin when it is left out.
     pub stdin: Option<&'static str>,
     /// The CLI face: flags named otherwise than their field (`--artifact` for `artifacts`).
-    pub flags: &'static [(&'static str, &'static str)],
+    pub(crate) flags: &'static [(&'static str, &'static str)],
     run: Box<Run<C>>,
     /// Whether a call with these arguments streams events before its reply (a meeting's
     /// turn); `None`: it never does.
@@ -113,7 +113,7 @@ type Run<C> = dyn Fn(&C, Json) -> Result<(Json, String), ToolError> + Send + Syn
 
 impl<C: 'static> Tool<C> {
     /// Declare an operation: `run` takes the typed request and gives the typed reply.
-    pub fn new<Req, Rep>(name: &'static str, description: &'static str, run: fn(&C, Req) -> Result<Rep, ToolError>) -> Tool<C>
+    pub(crate) fn new<Req, Rep>(name: &'static str, description: &'static str, run: fn(&C, Req) -> Result<Rep, ToolError>) -> Tool<C>
     where
         Req: DeserializeOwned + JsonSchema + 'static,
         Rep: Reply + 'static,
@@ -135,31 +135,31 @@ impl<C: 'static> Tool<C> {
         }
     }
 
-    pub fn positional(mut self, fields: &'static [&'static str]) -> Tool<C> {
+    pub(crate) fn positional(mut self, fields: &'static [&'static str]) -> Tool<C> {
         self.positional = fields;
         self
     }
 
-    pub fn stdin(mut self, field: &'static str) -> Tool<C> {
+    pub(crate) fn stdin(mut self, field: &'static str) -> Tool<C> {
         self.stdin = Some(field);
         self
     }
 
-    pub fn flags(mut self, flags: &'static [(&'static str, &'static str)]) -> Tool<C> {
+    pub(crate) fn flags(mut self, flags: &'static [(&'static str, &'static str)]) -> Tool<C> {
         self.flags = flags;
         self
     }
 
     /// Its calls whose typed request `when` accepts stream events before the reply (the
     /// implementation hands them on; a face that cannot stream still gets the reply).
-    pub fn streamed<Req: DeserializeOwned + 'static>(mut self, when: fn(&Req) -> bool) -> Tool<C> {
+    pub(crate) fn streamed<Req: DeserializeOwned + 'static>(mut self, when: fn(&Req) -> bool) -> Tool<C> {
         self.streams = Some(Box::new(move |args: &Json| serde_json::from_value::<Req>(args.clone()).is_ok_and(|r| when(&r))));
         self
     }
 
     /// Whether a call with `args` streams events before its reply. Arguments that do not fit
     /// never do: the call fails before anything runs.
-    pub fn streams(&self, args: &Json) -> bool {
+    pub(crate) fn streams(&self, args: &Json) -> bool {
         self.streams.as_ref().is_some_and(|s| s(args))
     }
 
@@ -176,7 +176,7 @@ impl<C: 'static> Tool<C> {
 
     /// The command line that calls it, for people and agents (`toolbox submit-result
     /// --summary TEXT [--artifact PATH]...`).
-    pub fn cli_usage(&self) -> String {
+    pub(crate) fn cli_usage(&self) -> String {
         let mut out = format!("toolbox {}", self.cli_name());
         for p in self.positional {
             let (_, required) = self.field(p);
@@ -235,7 +235,7 @@ pub fn find<'a, C>(tools: &'a [Tool<C>], name: &str) -> Option<&'a Tool<C>> {
 }
 
 /// The tools as MCP's `tools/list` gives them: `{name, description, inputSchema}`.
-pub fn listing<C>(tools: &[Tool<C>]) -> Json {
+pub(crate) fn listing<C>(tools: &[Tool<C>]) -> Json {
     Json::Array(
         tools.iter().map(|t| serde_json::json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema})).collect(),
     )

@@ -12,29 +12,29 @@ use crate::artifact::plan::PlanStatus;
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Create {
-    pub title: String,
+pub(crate) struct Create {
+    pub(crate) title: String,
     /// A list of waves, each a list of tasks `{id, worker, title, prompt}`.
-    pub waves: Json,
+    pub(crate) waves: Json,
     /// Use this id instead of the first free one derived from the title; refused, naming what
     /// holds it, if anything of it exists: ids are never reused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     /// Tasks of a wave running at once (default 1).
     #[serde(default = "one")]
-    pub parallelism: usize,
+    pub(crate) parallelism: usize,
     /// Refused whenever present: verify is an argv the reconciler runs unconfined, with the
     /// person's environment, so only a person writes it (into the plan's file). Kept as a
     /// field, out of the schema, so asking for it gets that reason rather than "unknown field".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
-    pub verify: Option<Json>,
+    pub(crate) verify: Option<Json>,
     /// The worker of fix-forward commissions when verify fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fixer: Option<String>,
+    pub(crate) fixer: Option<String>,
     /// Write it as a draft: it does not start.
     #[serde(default)]
-    pub draft: bool,
+    pub(crate) draft: bool,
 }
 
 fn one() -> usize {
@@ -43,16 +43,16 @@ fn one() -> usize {
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PlanId {
-    pub id: String,
+pub(crate) struct PlanId {
+    pub(crate) id: String,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct List {}
+pub(crate) struct List {}
 
 /// What carries the plan operations out, one method per operation.
-pub trait Operations {
+pub(crate) trait Operations {
     fn create(&self, req: Create) -> Result<Created, ToolError>;
     fn show(&self, id: &str) -> Result<Shown, ToolError>;
     fn list(&self) -> Result<Listed, ToolError>;
@@ -61,7 +61,7 @@ pub trait Operations {
 }
 
 /// The plan operations, on whatever carries them out.
-pub fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
+pub(crate) fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
     vec![
         Tool::new(
             "create",
@@ -90,36 +90,36 @@ pub fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
 
 /// Why `plan/create` takes no `verify`: before the catalogue served plans, an unconfined command
 /// could only come from someone who can write the plan file; an endpoint client must not gain it.
-pub const VERIFY_REFUSED: &str = "verify is refused here: it runs unconfined, with the person's environment, so a person must write it into the plan file (.lore/plans/<id>.md)";
+pub(crate) const VERIFY_REFUSED: &str = "verify is refused here: it runs unconfined, with the person's environment, so a person must write it into the plan file (.lore/plans/<id>.md)";
 
 /// `create`: the new plan's id.
 #[derive(Debug, Serialize)]
-pub struct Created {
-    pub plan: String,
+pub(crate) struct Created {
+    pub(crate) plan: String,
 }
 
 /// `retry`, `cancel`: what was written.
 #[derive(Debug, Serialize)]
-pub struct Requested {
-    pub plan: String,
-    pub requested: PlanStatus,
+pub(crate) struct Requested {
+    pub(crate) plan: String,
+    pub(crate) requested: PlanStatus,
 }
 
 /// `show`: as `guild-hall plan show --json` gives it.
 #[derive(Debug, Serialize)]
 pub struct Shown {
-    pub plan: String,
-    pub title: Option<String>,
+    pub(crate) plan: String,
+    pub(crate) title: Option<String>,
     pub status: PlanStatus,
     /// The wave it is at (none before it ran).
-    pub wave: Option<usize>,
+    pub(crate) wave: Option<usize>,
     /// How many waves it has.
-    pub waves: usize,
-    pub parallelism: usize,
-    pub verify: Option<Vec<String>>,
-    pub fixer: Option<String>,
-    pub reason: Option<String>,
-    pub verify_runs: u32,
+    pub(crate) waves: usize,
+    pub(crate) parallelism: usize,
+    pub(crate) verify: Option<Vec<String>>,
+    pub(crate) fixer: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) verify_runs: u32,
     pub tasks: Vec<ShownTask>,
     /// Its timeline, oldest first.
     pub log: Vec<Json>,
@@ -139,15 +139,15 @@ pub struct Shown {
 pub struct ShownTask {
     /// Its canonical id.
     pub task: String,
-    pub label: String,
-    pub wave: usize,
-    pub worker: String,
-    pub title: Option<String>,
-    pub state: String,
+    pub(crate) label: String,
+    pub(crate) wave: usize,
+    pub(crate) worker: String,
+    pub(crate) title: Option<String>,
+    pub(crate) state: String,
     /// How it would resume, from what is there now.
-    pub class: Option<&'static str>,
-    pub attempt: u32,
-    pub reason: Option<String>,
+    pub(crate) class: Option<&'static str>,
+    pub(crate) attempt: u32,
+    pub(crate) reason: Option<String>,
     /// What its latest attempt submitted (`submit_result`), if it did.
     pub result: Option<ShownResult>,
 }
@@ -155,7 +155,7 @@ pub struct ShownTask {
 /// A task's submitted result, as `show` gives it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShownResult {
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     pub summary: String,
     pub artifacts: Vec<String>,
 }

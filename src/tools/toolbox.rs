@@ -12,87 +12,87 @@ use crate::worker::toolbox::WorkerContext;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Text {
+pub(crate) struct Text {
     /// The text to record.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SubmitResult {
+pub(crate) struct SubmitResult {
     /// What was achieved and how it was verified, for the person who reads the result.
-    pub summary: String,
+    pub(crate) summary: String,
     /// Files produced, as paths relative to the worktree (they must exist there).
     #[serde(default)]
-    pub artifacts: Vec<String>,
+    pub(crate) artifacts: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RecordDecision {
+pub(crate) struct RecordDecision {
     /// The question that needed deciding.
-    pub question: String,
+    pub(crate) question: String,
     /// What was decided.
-    pub decision: String,
+    pub(crate) decision: String,
     /// Why.
-    pub reasoning: String,
+    pub(crate) reasoning: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StoreMemory {
+pub(crate) struct StoreMemory {
     /// A short filename-safe name: lowercase letters, digits, '-', '_', '.'. Storing the same
     /// key again replaces it.
-    pub key: String,
+    pub(crate) key: String,
     /// What to remember.
-    pub content: String,
+    pub(crate) content: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WriteArtifact {
+pub(crate) struct WriteArtifact {
     /// Where to write, relative to the working directory and under `.lore/` (e.g.
     /// `.lore/research/notes.md`). Directories are created.
-    pub path: String,
+    pub(crate) path: String,
     /// The whole content of the file (UTF-8, at most 1 MiB).
-    pub content: String,
+    pub(crate) content: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadArtifact {
+pub(crate) struct ReadArtifact {
     /// A file under `.lore/`, relative to the working directory.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LinkArtifact {
+pub(crate) struct LinkArtifact {
     /// The artifact discussed, reviewed or produced, relative to the working directory (it
     /// must exist there).
-    pub path: String,
+    pub(crate) path: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProposeFollowup {
+pub(crate) struct ProposeFollowup {
     /// Why the topic needs another sitting: the new meeting's agenda.
-    pub reason: String,
+    pub(crate) reason: String,
     /// Artifacts the follow-up should start from, relative to the working directory.
     #[serde(default)]
-    pub references: Vec<String>,
+    pub(crate) references: Vec<String>,
 }
 
 /// An event recorded in the mailbox of the commission, meeting or wave task.
 #[derive(Debug, Serialize)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub commission: Option<String>,
+    pub(crate) commission: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub meeting: Option<String>,
+    pub(crate) meeting: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub task: Option<String>,
-    pub event: u64,
+    pub(crate) task: Option<String>,
+    pub(crate) event: u64,
 }
 
 impl Reply for Recorded {
@@ -106,9 +106,9 @@ impl Reply for Recorded {
 }
 
 #[derive(Debug, Serialize)]
-pub struct MemoryStored {
-    pub worker: String,
-    pub key: String,
+pub(crate) struct MemoryStored {
+    pub(crate) worker: String,
+    pub(crate) key: String,
 }
 
 impl Reply for MemoryStored {
@@ -118,9 +118,9 @@ impl Reply for MemoryStored {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Written {
-    pub path: String,
-    pub bytes: usize,
+pub(crate) struct Written {
+    pub(crate) path: String,
+    pub(crate) bytes: usize,
 }
 
 impl Reply for Written {
@@ -130,9 +130,9 @@ impl Reply for Written {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Content {
-    pub path: String,
-    pub content: String,
+pub(crate) struct Content {
+    pub(crate) path: String,
+    pub(crate) content: String,
 }
 
 impl Reply for Content {
@@ -167,7 +167,7 @@ const MEETING_ONLY: [&str; 3] = ["link_artifact", "propose_followup", "summarize
 const TASK_ONLY: [&str; 1] = ["task_update"];
 
 /// Whether the tool belongs to this kind of activity.
-pub fn serves(name: &str, kind: ActivityKind) -> bool {
+pub(crate) fn serves(name: &str, kind: ActivityKind) -> bool {
     let only = |set: &[&str]| set.contains(&name);
     match kind {
         ActivityKind::Commission => !only(&MEETING_ONLY) && !only(&TASK_ONLY),
@@ -200,7 +200,7 @@ pub fn not_here(name: &str, shown: &str, kind: ActivityKind) -> Option<String> {
 }
 
 /// The toolbox of one kind of activity, in the order the system prompt teaches it.
-pub fn for_kind(kind: ActivityKind) -> Vec<Tool<WorkerContext>> {
+pub(crate) fn for_kind(kind: ActivityKind) -> Vec<Tool<WorkerContext>> {
     tools().into_iter().filter(|t| serves(t.name, kind)).collect()
 }
 
@@ -310,7 +310,7 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
 
 /// The toolbox section of a worker's system prompt: each tool by its MCP name and its shell
 /// spelling, generated from [`for_kind`].
-pub fn instructions(kind: ActivityKind) -> String {
+pub(crate) fn instructions(kind: ActivityKind) -> String {
     let what = match kind {
         ActivityKind::Commission => "working on a guild-hall commission. Report back",
         ActivityKind::Meeting => "in a guild-hall meeting with a person. Record what matters",

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value as Json};
 
 /// The MCP server name the toolbox is offered under (its tools are `mcp__guild-hall__*`).
-pub const TOOLBOX_SERVER: &str = "guild-hall";
+pub(crate) const TOOLBOX_SERVER: &str = "guild-hall";
 /// How long a cancelled turn waits for the agent's answer to `session/cancel`.
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
 /// How long an agent gets to go after its turn (stdin closed, then SIGTERM) before SIGKILL.
@@ -47,28 +47,28 @@ pub enum AcpError {
 #[derive(Debug, Clone, Default)]
 pub struct Turn {
     /// The agent's command line.
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     /// The worktree (the agent's cwd, and the session's unless `session_cwd` is set).
-    pub cwd: std::path::PathBuf,
+    pub(crate) cwd: std::path::PathBuf,
     /// The directory the agent's sessions are opened in instead of the worktree
     /// (`acp.session_dir`): told to the agent as `GUILD_HALL_ACP_SESSION_CWD`, made if missing.
-    pub session_cwd: Option<std::path::PathBuf>,
+    pub(crate) session_cwd: Option<std::path::PathBuf>,
     /// The commission's prompt or the meeting's message.
-    pub prompt: String,
+    pub(crate) prompt: String,
     /// Posture, memory and toolbox instructions: sent ahead of the prompt in a new session.
-    pub system_prompt: String,
+    pub(crate) system_prompt: String,
     /// The session to resume (a meeting's second turn on).
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// `guild-hall` itself, served as the toolbox (`guild-hall mcp`).
-    pub bin: String,
+    pub(crate) bin: String,
     /// The toolbox server's environment (the worker's `GUILD_HALL_*` variables).
-    pub mcp_env: Vec<(String, String)>,
+    pub(crate) mcp_env: Vec<(String, String)>,
     /// Tools (names or ACP kinds) allowed besides the toolbox's.
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// The bound on the agent's model turns, offered to agents that take it.
-    pub max_turns: Option<u64>,
+    pub(crate) max_turns: Option<u64>,
     /// The bound on the attempt's model spend (USD), offered to agents that take it.
-    pub max_budget_usd: Option<f64>,
+    pub(crate) max_budget_usd: Option<f64>,
 }
 
 impl Turn {
@@ -548,25 +548,25 @@ fn leader_status(pid: nix::unistd::Pid) -> Option<String> {
 /// What an agent's `session/update`s and permission requests mean, pure: guild-hall's event
 /// lines (design §8) and the policy's answers. Tool calls are known by id across updates.
 #[derive(Debug, Default)]
-pub struct Translator {
+pub(crate) struct Translator {
     allow: Vec<String>,
     tools: HashMap<String, ToolCall>,
     /// The tools denied since this was last taken.
-    pub denied: Vec<String>,
+    pub(crate) denied: Vec<String>,
     /// The agent said or did something after the last denial (text, another tool call).
-    pub went_on: bool,
+    pub(crate) went_on: bool,
     /// The calls denied (by id): their own updates (failed) are not going on.
     denied_ids: Vec<String>,
 }
 
 impl Translator {
     /// The policy allows the toolbox and `allow` (tool names or ACP kinds).
-    pub fn new(allow: Vec<String>) -> Translator {
+    pub(crate) fn new(allow: Vec<String>) -> Translator {
         Translator { allow, ..Translator::default() }
     }
 
     /// What a `session/update` shows: text, tool calls with their input, their results.
-    pub fn update(&mut self, u: &Json) -> Vec<Json> {
+    pub(crate) fn update(&mut self, u: &Json) -> Vec<Json> {
         let mut out = Vec::new();
         match u["sessionUpdate"].as_str() {
             Some("agent_message_chunk") => {
@@ -608,7 +608,7 @@ impl Translator {
 
     /// Answer `session/request_permission` by policy: the toolbox and the package's `acp.allow`
     /// tools are allowed once, anything else is rejected; each decision is said in the returned line.
-    pub fn permission(&mut self, params: &Json) -> (Json, String) {
+    pub(crate) fn permission(&mut self, params: &Json) -> (Json, String) {
         let asked = &params["toolCall"];
         let id = asked["toolCallId"].as_str().unwrap_or("").to_string();
         let call = self.tools.entry(id).or_default();
@@ -725,7 +725,7 @@ fn tool_name(u: &Json) -> String {
 }
 
 /// Whether `name` is one of the toolbox's tools: `mcp__guild-hall__TOOL`, TOOL a plain name.
-pub fn is_toolbox(name: &str) -> bool {
+pub(crate) fn is_toolbox(name: &str) -> bool {
     name.strip_prefix("mcp__").and_then(|r| r.strip_prefix(TOOLBOX_SERVER)).and_then(|r| r.strip_prefix("__")).is_some_and(plain)
 }
 

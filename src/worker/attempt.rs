@@ -132,7 +132,7 @@ impl Process {
 /// What a shim has taken in a runtime dir: a recorded attempt, or — while it holds the lock
 /// before recording anything — one not yet known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Taken {
+pub(crate) enum Taken {
     /// Its `run.json` (or `exit.json`, or a cluster job's handle) names this attempt.
     Attempt(u32),
     /// A shim holds the lock and has not recorded which attempt yet.

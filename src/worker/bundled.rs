@@ -6,26 +6,26 @@ use std::path::{Path, PathBuf};
 
 /// One file of a bundled package.
 #[derive(Debug)]
-pub struct BundledFile {
-    pub name: &'static str,
-    pub bytes: &'static [u8],
-    pub executable: bool,
+pub(crate) struct BundledFile {
+    pub(crate) name: &'static str,
+    pub(crate) bytes: &'static [u8],
+    pub(crate) executable: bool,
 }
 
 /// A bundled package: the directory it was taken from and its files.
 #[derive(Debug)]
-pub struct BundledPackage {
+pub(crate) struct BundledPackage {
     /// Where it lives in the source tree (relative to the crate root).
-    pub dir: &'static str,
-    pub files: &'static [BundledFile],
+    pub(crate) dir: &'static str,
+    pub(crate) files: &'static [BundledFile],
 }
 
 /// Every bundled package, in `build.rs`'s order.
-pub static PACKAGES: &[BundledPackage] = include!(concat!(env!("OUT_DIR"), "/bundled_workers.rs"));
+pub(crate) static PACKAGES: &[BundledPackage] = include!(concat!(env!("OUT_DIR"), "/bundled_workers.rs"));
 
 /// Why a bundled package could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum InstallError {
+pub(crate) enum InstallError {
     #[error("no bundled worker package {name:?}{}; bundled: {}", .suggestion.as_ref().map(|s| format!(" (did you mean {s:?}?)")).unwrap_or_default(), .available.join(", "))]
     Unknown { name: String, suggestion: Option<String>, available: Vec<String> },
     #[error("{} already exists: nothing written (it may hold edits of yours; remove or rename it to install the bundled {name:?} afresh)", .dir.display())]
@@ -36,7 +36,7 @@ pub enum InstallError {
 
 impl BundledPackage {
     /// The package's name (its directory's, and its `worker.yaml`'s).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.dir.rsplit('/').next().unwrap_or(self.dir)
     }
 
@@ -44,7 +44,7 @@ impl BundledPackage {
     /// whole or not at all: the files go into a hidden temp dir beside it (hidden dirs are not
     /// packages, so no pass can run a half-written one), which is then renamed to `dir`
     /// without replacing anything that appeared there meanwhile.
-    pub fn write_to(&self, dir: &Path) -> Result<(), InstallError> {
+    pub(crate) fn write_to(&self, dir: &Path) -> Result<(), InstallError> {
         use std::os::unix::fs::PermissionsExt;
         let name = self.name().to_string();
         let exists = |dir: &Path| InstallError::Exists { name: name.clone(), dir: dir.to_path_buf() };
@@ -80,7 +80,7 @@ impl BundledPackage {
 }
 
 /// The bundled package called `name`.
-pub fn find(name: &str) -> Result<&'static BundledPackage, InstallError> {
+pub(crate) fn find(name: &str) -> Result<&'static BundledPackage, InstallError> {
     PACKAGES.iter().find(|p| p.name() == name).ok_or_else(|| {
         let available: Vec<&str> = PACKAGES.iter().map(BundledPackage::name).collect();
         InstallError::Unknown {
@@ -93,7 +93,7 @@ pub fn find(name: &str) -> Result<&'static BundledPackage, InstallError> {
 
 /// Whether a package called `name` is bundled (said in the reason of a commission that waits
 /// for it).
-pub fn is_bundled(name: &str) -> bool {
+pub(crate) fn is_bundled(name: &str) -> bool {
     PACKAGES.iter().any(|p| p.name() == name)
 }
 

@@ -11,13 +11,13 @@ use crate::worker::sandbox::Policy;
 use crate::worker::Package;
 
 /// How long a filter command (`compact`, `notes`) may run.
-pub const FILTER_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+pub(crate) const FILTER_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Run one of `pkg`'s filter commands: `input` on its stdin, its stdout returned. Confined, it
 /// may write only `tmp` (its `TMPDIR`) and the package's `sandbox.write`, and read nothing of
 /// the `home` but those and its package.
 #[allow(clippy::too_many_arguments)]
-pub fn run_filter(
+pub(crate) fn run_filter(
     pkg: &Package,
     argv: &[String],
     cwd: &Path,

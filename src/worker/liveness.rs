@@ -17,7 +17,7 @@ use crate::worker::shim;
 /// `state_dir` has gone: the kernel releases the shim's lock however it dies, so the thread
 /// blocks on that lock and needs no polling. At once if no shim ever took the lock; never, if
 /// the thread cannot be started (said in the log: the caller's next look will notice).
-pub fn on_shim_exit(state_dir: std::path::PathBuf, then: impl FnOnce() + Send + 'static) {
+pub(crate) fn on_shim_exit(state_dir: std::path::PathBuf, then: impl FnOnce() + Send + 'static) {
     let spawned = std::thread::Builder::new().name("shim-waiter".into()).spawn(move || {
         let lock = StateDir(state_dir).shim_lock();
         if lock.exists() {
@@ -30,15 +30,15 @@ pub fn on_shim_exit(state_dir: std::path::PathBuf, then: impl FnOnce() + Send + 
     }
 }
 
-pub use crate::worker::runner::{Attempt, Proc, POLL};
+pub(crate) use crate::worker::runner::{Attempt, Proc, POLL};
 
-pub use crate::worker::shim::running;
+pub(crate) use crate::worker::shim::running;
 
 /// Whether a shim is at work in `state`, whatever its attempt: its lock held (starting, or
 /// running), its recorded run [`running`], or a runner's handle recorded with no exit (queued,
 /// or running elsewhere). A `run.json` that does not parse counts as not
 /// running here (a caller that must count it says so itself).
-pub fn busy(state: &StateDir, boot: &str) -> bool {
+pub(crate) fn busy(state: &StateDir, boot: &str) -> bool {
     shim::shim_lock_held(state)
         || matches!(state.read_run(), Ok(Some(r)) if running(&r, boot))
         || crate::worker::runner::holds_any_slot(state)
@@ -47,7 +47,7 @@ pub fn busy(state: &StateDir, boot: &str) -> bool {
 /// Whether a meeting's turn is under way in `state`: the process running it holds the turn
 /// lock. Its holder file (`turn.json`, for the refusal's message) is no proof: a turn killed
 /// before it cleaned up, or a reboot, leaves it behind.
-pub fn turn_running(state: &StateDir) -> bool {
+pub(crate) fn turn_running(state: &StateDir) -> bool {
     crate::files::is_locked(&state.turn_lock())
 }
 
@@ -56,16 +56,17 @@ pub fn turn_running(state: &StateDir) -> bool {
 /// and why — one that does not parse, an implausible `run.json` ([`StateDir::read_run`]), or one
 /// naming a live process (pid and start time of this boot) that is not the attempt's shim. No
 /// process is ever signalled by such a record: the caller reports it and leaves the attempt alone.
-pub fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, crate::worker::runner::LocateError> {
+pub(crate) fn attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<Attempt, crate::worker::runner::LocateError> {
     crate::worker::runner::locate(state, attempt, boot)
 }
 
+#[cfg(test)]
 /// The reason an unresponsive worker fails with.
-pub const UNRESPONSIVE: &str = "process unresponsive";
+pub(crate) const UNRESPONSIVE: &str = "process unresponsive";
 
 /// What advances while the attempt works, read now: its log's length, its worker's CPU time
 /// (its own and its reaped children's), its mailbox's length (progress, task updates).
-pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo, mailbox: &Path) -> Sample {
+pub(crate) fn sample(state: &StateDir, attempt: u32, run: &RunInfo, mailbox: &Path) -> Sample {
     let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     // A pid recorded on another machine (a cluster's node) names nothing here: its shim
     // writes its CPU time down instead.
@@ -85,7 +86,7 @@ pub fn sample(state: &StateDir, attempt: u32, run: &RunInfo, mailbox: &Path) -> 
 
 /// What the signs of life come to.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Judgement {
+pub(crate) enum Judgement {
     /// Looked at for the first time this attempt: the clock of quiet time starts now.
     First(Heartbeat),
     /// Something moved since the last look: alive, and this is the new heartbeat.
@@ -97,7 +98,7 @@ pub enum Judgement {
 }
 
 /// Judge a running worker by its `sample` against the heartbeat of the last change.
-pub fn judge(prev: Option<&Heartbeat>, sample: Sample, now: DateTime<Utc>, stale_after: Duration) -> Judgement {
+pub(crate) fn judge(prev: Option<&Heartbeat>, sample: Sample, now: DateTime<Utc>, stale_after: Duration) -> Judgement {
     match prev {
         Some(hb) if hb.sample == sample => {
             let idle = now.signed_duration_since(hb.last_activity).to_std().unwrap_or_default();
@@ -113,19 +114,19 @@ pub fn judge(prev: Option<&Heartbeat>, sample: Sample, now: DateTime<Utc>, stale
 }
 
 /// The timeline's words for a stale worker.
-pub fn stale_text(idle: Duration) -> String {
+pub(crate) fn stale_text(idle: Duration) -> String {
     format!("stale: no progress, output or CPU for {}", humantime::format_duration(Duration::from_secs(idle.as_secs())))
 }
 
 /// The wall-clock limit that applies: the first of `chain` (most specific first) that is set,
 /// with where it comes from; `0s` there means none.
-pub fn time_limit(chain: &[(Option<Duration>, &'static str)]) -> Option<(Duration, &'static str)> {
+pub(crate) fn time_limit(chain: &[(Option<Duration>, &'static str)]) -> Option<(Duration, &'static str)> {
     let (limit, from) = chain.iter().find_map(|(d, from)| d.map(|d| (d, *from)))?;
     (!limit.is_zero()).then_some((limit, from))
 }
 
 /// Why an attempt started at `started` must stop now for running longer than `limit`, if it must.
-pub fn overtime(limit: Option<(Duration, &'static str)>, started: DateTime<Utc>, now: DateTime<Utc>) -> Option<String> {
+pub(crate) fn overtime(limit: Option<(Duration, &'static str)>, started: DateTime<Utc>, now: DateTime<Utc>) -> Option<String> {
     let (limit, from) = limit?;
     let ran = now.signed_duration_since(started).to_std().unwrap_or_default();
     (ran >= limit).then(|| format!("timed out: ran longer than {} ({from})", humantime::format_duration(limit)))
@@ -133,7 +134,7 @@ pub fn overtime(limit: Option<(Duration, &'static str)>, started: DateTime<Utc>,
 
 /// When a running attempt must be looked at again though nothing changes on disk: when it
 /// would go stale, or reach its limit, whichever is first.
-pub fn next_look(
+pub(crate) fn next_look(
     heartbeat: Option<&Heartbeat>,
     stale_after: Duration,
     limit: Option<(Duration, &'static str)>,

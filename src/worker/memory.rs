@@ -18,18 +18,18 @@ use crate::artifact::ids;
 use crate::worker::Package;
 
 /// The file that holds compacted memory; it is a memory like the others.
-pub const COMPACTED: &str = "compacted";
+pub(crate) const COMPACTED: &str = "compacted";
 
 /// The memory dir of package `worker` under `project_memory`, a project's memory dir
 /// ([`crate::config::Home::project_memory_dir`]).
-pub fn dir(project_memory: &Path, worker: &str) -> Result<PathBuf> {
+pub(crate) fn dir(project_memory: &Path, worker: &str) -> Result<PathBuf> {
     ids::validate_id(worker)?;
     Ok(project_memory.join(worker))
 }
 
 /// Store (or overwrite) one memory in the memory dir `dir` (a worker's own, [`dir`]). Keys
 /// are ids: filename-safe, never a path.
-pub fn store(dir: &Path, key: &str, content: &str) -> Result<PathBuf> {
+pub(crate) fn store(dir: &Path, key: &str, content: &str) -> Result<PathBuf> {
     ids::validate_id(key).map_err(|e| anyhow!("bad memory key: {e}"))?;
     if content.len() > 256 * 1024 {
         bail!("memory {key:?} is {} bytes; at most 256 KiB", content.len());
@@ -41,29 +41,29 @@ pub fn store(dir: &Path, key: &str, content: &str) -> Result<PathBuf> {
 
 /// One memory file.
 #[derive(Debug, Clone)]
-pub struct Memory {
-    pub key: String,
-    pub path: PathBuf,
-    pub content: String,
-    pub modified: std::time::SystemTime,
+pub(crate) struct Memory {
+    pub(crate) key: String,
+    pub(crate) path: PathBuf,
+    pub(crate) content: String,
+    pub(crate) modified: std::time::SystemTime,
 }
 
 /// A worker's memories and the files of its memory dir that were not read, each said (a
 /// symlink, not a regular file, unreadable): what a dispatch notes in the attempt's log.
 #[derive(Debug, Default)]
-pub struct Loaded {
-    pub memories: Vec<Memory>,
-    pub skipped: Vec<String>,
+pub(crate) struct Loaded {
+    pub(crate) memories: Vec<Memory>,
+    pub(crate) skipped: Vec<String>,
 }
 
 /// All of a worker's memories, most recently written first (ties: key).
-pub fn load(project_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
+pub(crate) fn load(project_memory: &Path, worker: &str) -> Result<Vec<Memory>> {
     Ok(load_checked(project_memory, worker)?.memories)
 }
 
 /// [`load`], with what was skipped. Each file is opened `O_NOFOLLOW` in the opened dir and
 /// must be a regular file: the worker wrote this dir, and a link it planted is never followed.
-pub fn load_checked(project_memory: &Path, worker: &str) -> Result<Loaded> {
+pub(crate) fn load_checked(project_memory: &Path, worker: &str) -> Result<Loaded> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = dir(project_memory, worker)?;
     let mut out = Loaded::default();
@@ -99,7 +99,7 @@ pub fn load_checked(project_memory: &Path, worker: &str) -> Result<Loaded> {
 
 /// The system prompt for a dispatch: posture, then memories most recent first (whole files,
 /// while they fit in `cap` characters), then the toolbox instructions.
-pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize, toolbox: &str) -> String {
+pub(crate) fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize, toolbox: &str) -> String {
     let mut out = String::new();
     if let Some(p) = posture {
         out.push_str(p.trim_end());
@@ -124,14 +124,14 @@ pub fn system_prompt(posture: Option<&str>, memories: &[Memory], cap: usize, too
 }
 
 /// Total characters of a worker's memory.
-pub fn total_chars(memories: &[Memory]) -> usize {
+pub(crate) fn total_chars(memories: &[Memory]) -> usize {
     memories.iter().map(|m| m.content.chars().count()).sum()
 }
 
 /// Start `guild-hall memory-compact` for the worker in the background if its memory is over
 /// the threshold and its package can compact. Never waits for it.
 /// `confined`: run the package's `compact` command under Landlock (see [`compact`]).
-pub fn maybe_compact(home: &Path, project_memory: &Path, pkg: &Package, threshold: usize, confined: bool) -> Result<()> {
+pub(crate) fn maybe_compact(home: &Path, project_memory: &Path, pkg: &Package, threshold: usize, confined: bool) -> Result<()> {
     if pkg.manifest.compact.is_none() || total_chars(&load(project_memory, &pkg.manifest.name)?) <= threshold {
         return Ok(());
     }
@@ -179,7 +179,7 @@ pub fn compact(home: &Path, project_memory: &Path, pkg: &Package, confined: bool
 }
 
 /// Where compaction outcomes are logged, one line each.
-pub const COMPACT_LOG: &str = ".compact.log";
+pub(crate) const COMPACT_LOG: &str = ".compact.log";
 
 /// The compaction; `Ok(false)` when another one holds the lock.
 fn compact_now(home: &Path, project_memory: &Path, pkg: &Package, confined: bool) -> Result<bool> {

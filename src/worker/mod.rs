@@ -6,15 +6,15 @@
 //! the ACP client and the toolbox workers talk back through.
 
 pub mod acp;
-pub mod attempt;
-pub mod bundled;
-pub mod filter;
+pub(crate) mod attempt;
+pub(crate) mod bundled;
+pub(crate) mod filter;
 pub mod launch;
-pub mod liveness;
+pub(crate) mod liveness;
 pub mod memory;
 pub mod package;
-pub mod peer;
-pub mod process;
+pub(crate) mod peer;
+pub(crate) mod process;
 pub mod runner;
 pub mod sandbox;
 pub mod shim;

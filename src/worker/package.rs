@@ -28,54 +28,54 @@ pub struct Manifest {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
     #[serde(default)]
     pub checkout: Checkout,
     #[serde(default = "default_capabilities")]
     pub capabilities: Vec<String>,
     #[serde(default)]
-    pub posture: Option<String>,
+    pub(crate) posture: Option<String>,
     #[serde(default)]
-    pub resources: Resources,
+    pub(crate) resources: Resources,
     #[serde(default)]
-    pub env: BTreeMap<String, String>,
+    pub(crate) env: BTreeMap<String, String>,
     /// Optional memory compaction command (argv, like `command`): gets all memories on stdin,
     /// prints the compacted memory on stdout.
     #[serde(default)]
-    pub compact: Option<Vec<String>>,
+    pub(crate) compact: Option<Vec<String>>,
     /// Where the worker may write besides its own worktree, state and temp dir; or `off`.
     #[serde(default)]
     pub sandbox: SandboxSpec,
     /// Names of variables passed to the worker from guild-hall's environment or, failing
     /// that, from `$GUILD_HALL_HOME/secrets.env` (mode 0600). Values are never logged.
     #[serde(default)]
-    pub pass_env: Vec<String>,
+    pub(crate) pass_env: Vec<String>,
     /// Wall-clock limit of an attempt (a humantime duration), overriding the project's.
     #[serde(default, with = "crate::config::opt_duration_str", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<crate::artifact::schema::Duration>")]
-    pub timeout: Option<std::time::Duration>,
+    pub(crate) timeout: Option<std::time::Duration>,
     /// One meeting turn (argv, like `command`): needs the `meeting` capability.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meeting: Option<Vec<String>>,
+    pub(crate) meeting: Option<Vec<String>>,
     /// Meeting notes on close (argv): the transcript on stdin, the notes on stdout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notes: Option<Vec<String>>,
+    pub(crate) notes: Option<Vec<String>>,
     /// What a meeting turn prints: guild-hall's event lines, or an agent's own stream (Claude
     /// Code's or Gemini CLI's stream-json); `acp`: the command is an ACP agent, run under
     /// guild-hall's client for every kind.
     #[serde(default)]
-    pub protocol: Protocol,
+    pub(crate) protocol: Protocol,
     /// With `protocol: acp`: what the agent may do besides the toolbox.
     #[serde(default, skip_serializing_if = "AcpSpec::is_empty")]
-    pub acp: AcpSpec,
+    pub(crate) acp: AcpSpec,
     /// Where its attempts run (`local` or `slurm`), over the project's `runner:`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runner: Option<crate::worker::runner::RunnerName>,
+    pub(crate) runner: Option<crate::worker::runner::RunnerName>,
     /// Programs its scripts run that must be on `PATH` (an agent's CLI: `claude`, `codex`):
     /// while one is missing, work for the package waits (`blocked`, naming it) and `check`
     /// says so, rather than an attempt failing on "claude: not found".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub requires: Vec<String>,
+    pub(crate) requires: Vec<String>,
 }
 
 /// `acp:` in `worker.yaml` (with `protocol: acp`): the permission policy guild-hall's ACP client
@@ -87,17 +87,17 @@ pub struct Manifest {
 /// directory (Gemini CLI's `.gemini/`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AcpSpec {
+pub(crate) struct AcpSpec {
     #[serde(default)]
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Where the client opens the agent's sessions instead of the worktree: a directory of
     /// this one's named after the worktree (the worktree is named to the agent and the model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_dir: Option<String>,
+    pub(crate) session_dir: Option<String>,
 }
 
 impl AcpSpec {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.session_dir.is_none()
     }
 }
@@ -158,7 +158,7 @@ impl schemars::JsonSchema for SandboxSpec {
 
 /// The `sandbox:` key of worker.yaml that lets a worker use its cluster's client commands
 /// ([`SandboxSpec::Confined`]'s `cluster_client`).
-pub const CLUSTER_CLIENT_KEY: &str = "slurm_client";
+pub(crate) const CLUSTER_CLIENT_KEY: &str = "slurm_client";
 
 /// How `guild-hall workers` shows a package that set [`CLUSTER_CLIENT_KEY`]: said plainly, with
 /// MUNGE the worker can submit a job that runs unconfined.
@@ -297,7 +297,7 @@ pub fn pass_env(names: &[String], secrets: &Path) -> Result<(BTreeMap<String, St
 /// Why a worker package cannot run the work asked of it: none of that name (or a broken one),
 /// one without the capability, or one whose command is not there.
 #[derive(Debug, thiserror::Error)]
-pub enum Unusable {
+pub(crate) enum Unusable {
     /// `why`: its problem, as the catalogue found it.
     #[error("worker package {name:?} is invalid: {why}")]
     Invalid { name: String, why: String },
@@ -328,7 +328,7 @@ pub enum Unusable {
 
 /// Why a package's `posture:` file cannot be read as its own ([`Package::posture`]).
 #[derive(Debug, thiserror::Error)]
-pub enum PostureError {
+pub(crate) enum PostureError {
     #[error("posture: {0}")]
     Path(crate::artifact::ids::IdError),
     /// `rel`: the posture's path in the package, normalised.
@@ -408,7 +408,7 @@ pub struct Package {
 
 impl Manifest {
     /// `worker.yaml`'s schema (the one `guild-hall schema worker` prints), built once.
-    pub fn schema() -> &'static serde_json::Value {
+    pub(crate) fn schema() -> &'static serde_json::Value {
         static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
         S.get_or_init(|| schemars::schema_for!(Manifest).to_value())
     }
@@ -423,7 +423,7 @@ impl Manifest {
     /// (`resources:`, `sandbox:`) the manifest does not have, with a "did you mean"; else what
     /// its type found; then the values no type says (a name, `pass_env`'s names, a command).
     /// Each a problem at its place.
-    pub fn parse(file: &Path, text: &str) -> Result<Manifest, Vec<Problem>> {
+    pub(crate) fn parse(file: &Path, text: &str) -> Result<Manifest, Vec<Problem>> {
         let problems = crate::artifact::keys::check_file(file, text, Manifest::shape());
         if !problems.is_empty() {
             return Err(problems);
@@ -483,7 +483,7 @@ impl Package {
     }
 
     /// The posture text (system-prompt preamble), if the package has one.
-    pub fn posture(&self) -> Result<Option<String>, PostureError> {
+    pub(crate) fn posture(&self) -> Result<Option<String>, PostureError> {
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
         let rel = crate::artifact::ids::validate_rel_path(rel).map_err(PostureError::Path)?;
         // Never through a link: a package from a cloned repository could point its posture at
@@ -491,15 +491,9 @@ impl Package {
         crate::artifact::read_regular_beneath(&self.dir, Path::new(&rel)).map(Some).map_err(|error| PostureError::Unreadable { rel, error })
     }
 
-    /// What the package's `sandbox.write` adds to what a confined process of it may write,
-    /// `~` expanded (nothing when it runs with `sandbox: off`).
-    pub fn sandbox_write(&self) -> Result<Vec<PathBuf>, EntryError> {
-        Ok(self.sandbox_write_entries()?.into_iter().map(|(_, path)| path).collect())
-    }
-
     /// [`Package::sandbox_write`] beside each entry as written: what an error names (an
     /// expanded `${NAME:-DEFAULT}` may be a secret, never shown).
-    pub fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, EntryError> {
+    pub(crate) fn sandbox_write_entries(&self) -> Result<Vec<(String, PathBuf)>, EntryError> {
         match &self.manifest.sandbox {
             SandboxSpec::Confined { write, .. } => write.iter().map(|w| expand_home("sandbox.write", w).map(|p| (w.clone(), p))).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
@@ -508,7 +502,7 @@ impl Package {
 
     /// What the package's `sandbox.read` names, `~` expanded: of the person's credential stores
     /// ([`super::sandbox::credential_stores`]) these (and what lies beneath) are readable.
-    pub fn sandbox_read(&self) -> Result<Vec<PathBuf>, EntryError> {
+    pub(crate) fn sandbox_read(&self) -> Result<Vec<PathBuf>, EntryError> {
         match &self.manifest.sandbox {
             SandboxSpec::Confined { read, .. } => read.iter().map(|r| expand_home("sandbox.read", r)).collect(),
             SandboxSpec::Off => Ok(Vec::new()),
@@ -516,28 +510,28 @@ impl Package {
     }
 
     /// The package's `sandbox.slurm_client`: its confined worker may reach MUNGE's socket.
-    pub fn cluster_client(&self) -> bool {
+    pub(crate) fn cluster_client(&self) -> bool {
         matches!(self.manifest.sandbox, SandboxSpec::Confined { cluster_client: true, .. })
     }
 
     /// `commission`, or `worker`: the worker-dispatch spec's word for a package that takes
     /// dispatched work (REQ-WD-1), the same capability.
-    pub fn can_commission(&self) -> bool {
+    pub(crate) fn can_commission(&self) -> bool {
         self.manifest.capabilities.iter().any(|c| c == "commission" || c == "worker")
     }
 
-    pub fn can_meet(&self) -> bool {
+    pub(crate) fn can_meet(&self) -> bool {
         self.manifest.capabilities.iter().any(|c| c == "meeting")
     }
 
     /// The executable to run: relative paths with a '/' resolve against the package dir, bare
     /// names against `PATH`. Errors say what is wrong, for the activation-failure reason.
-    pub fn resolve_command(&self) -> Result<Vec<String>, Unusable> {
+    pub(crate) fn resolve_command(&self) -> Result<Vec<String>, Unusable> {
         self.resolve_argv(&self.manifest.command)
     }
 
     /// Resolve any argv of this package (`command`, `compact`) the same way.
-    pub fn resolve_argv(&self, argv: &[String]) -> Result<Vec<String>, Unusable> {
+    pub(crate) fn resolve_argv(&self, argv: &[String]) -> Result<Vec<String>, Unusable> {
         let (prog, args) = argv.split_first().ok_or(Unusable::EmptyCommand)?;
         let path = if prog.contains('/') {
             let p = Path::new(prog);
@@ -569,7 +563,7 @@ impl Package {
     /// `worker.yaml` that names it (and the index in its list): its `command`, `posture`,
     /// `compact` and the programs it `requires` on `PATH`. Work for it waits while any is
     /// missing (a package is written file by file; a CLI is installed later).
-    pub fn missing(&self) -> Vec<(&'static str, Option<usize>, String)> {
+    pub(crate) fn missing(&self) -> Vec<(&'static str, Option<usize>, String)> {
         let mut out = Vec::new();
         if let Err(why) = self.resolve_command() {
             out.push(("command", None, why.to_string()));
@@ -631,14 +625,14 @@ fn search_path(prog: &str) -> Option<PathBuf> {
 // bundled files know nothing of it.
 impl super::bundled::BundledPackage {
     /// Its `worker.yaml`, parsed (a unit test proves every bundled one parses).
-    pub fn manifest(&self) -> Manifest {
+    pub(crate) fn manifest(&self) -> Manifest {
         let text = self.files.iter().find(|f| f.name == "worker.yaml").map(|f| f.bytes).unwrap_or_default();
         serde_yaml_ng::from_slice(text).unwrap_or_else(|e| panic!("bundled package {}: worker.yaml: {e}", self.dir))
     }
 }
 
 /// How to install the bundled package `name`.
-pub fn install_hint(name: &str) -> String {
+pub(crate) fn install_hint(name: &str) -> String {
     format!("`guild-hall workers add {name}` installs it")
 }
 
@@ -652,16 +646,16 @@ pub fn project_workers_dir(project_root: &Path) -> PathBuf {
 pub struct Catalog {
     pub packages: BTreeMap<String, Package>,
     /// Packages whose worker.yaml is broken, by directory name: the reason.
-    pub broken: BTreeMap<String, String>,
+    pub(crate) broken: BTreeMap<String, String>,
     pub problems: Vec<Problem>,
     /// Where packages were looked for: the project's dir, then the home's.
-    pub dirs: Vec<PathBuf>,
+    pub(crate) dirs: Vec<PathBuf>,
     /// Packages missing what an attempt needs ([`Package::missing`]: the command, posture,
     /// compact command not there (yet), a required program not on PATH), by name: why. Looked
     /// at when discovered, so that deciding from the catalog stays free of the filesystem.
-    pub unready: BTreeMap<String, String>,
+    pub(crate) unready: BTreeMap<String, String>,
     /// The same, each at its key in the package's `worker.yaml`: what `check` reports.
-    pub unready_problems: Vec<Problem>,
+    pub(crate) unready_problems: Vec<Problem>,
 }
 
 impl Catalog {
@@ -704,7 +698,7 @@ impl Catalog {
     }
 
     /// The home's packages only (outside any project).
-    pub fn discover_home(home_workers: &Path) -> Catalog {
+    pub(crate) fn discover_home(home_workers: &Path) -> Catalog {
         let mut cat = Catalog::default();
         cat.scan(home_workers, Source::Home);
         cat.look_at_commands();
@@ -714,7 +708,7 @@ impl Catalog {
     /// Why work for worker `name` waits, if it does: no package of that name is installed
     /// (nor a broken one, which is a problem of its own). Said with where packages are looked
     /// for, and how to install it when it is bundled.
-    pub fn not_installed(&self, name: &str) -> Option<String> {
+    pub(crate) fn not_installed(&self, name: &str) -> Option<String> {
         if self.packages.contains_key(name) || self.broken.contains_key(name) {
             return None;
         }
@@ -735,7 +729,7 @@ impl Catalog {
     /// no package of that name, or one it cannot use — invalid, without the `commission`
     /// capability, or whose command is not there (yet: a package is written file by file).
     /// Such work waits; the pass, `check` and `status` all ask this.
-    pub fn cannot_start(&self, name: &str) -> Option<String> {
+    pub(crate) fn cannot_start(&self, name: &str) -> Option<String> {
         self.not_installed(name).or_else(|| match self.for_commission(name) {
             Ok(_) => self.unready.get(name).map(|why| format!("worker package {name:?}: {why}")),
             Err(why) => Some(why.to_string()),
@@ -825,7 +819,7 @@ impl Catalog {
     }
 
     /// The package for a commission, or why there is none (the activation-failure reason).
-    pub fn for_commission(&self, name: &str) -> Result<&Package, Unusable> {
+    pub(crate) fn for_commission(&self, name: &str) -> Result<&Package, Unusable> {
         match self.find(name)? {
             p if p.can_commission() => Ok(p),
             _ => Err(Unusable::NoCommission { name: name.to_string() }),
@@ -833,7 +827,7 @@ impl Catalog {
     }
 
     /// The package for a meeting: the `meeting` capability and a `meeting:` command.
-    pub fn for_meeting(&self, name: &str) -> Result<&Package, Unusable> {
+    pub(crate) fn for_meeting(&self, name: &str) -> Result<&Package, Unusable> {
         match self.find(name)? {
             p if !p.can_meet() => Err(Unusable::NoMeeting { name: name.to_string() }),
             p if p.manifest.meeting.is_none() => Err(Unusable::NoMeetingCommand { name: name.to_string() }),

@@ -24,7 +24,7 @@ use crate::worker::process::RUN_ID_VAR;
 /// Biased towards "yes", for refusing service: a process can make itself look *more* like a
 /// worker (a command line mimicking a shim's), never less while its shim lives. It is no proof
 /// of ownership: never signal a process on its word.
-pub fn worker_process(home: &Home, pid: i32) -> Option<String> {
+pub(crate) fn worker_process(home: &Home, pid: i32) -> Option<String> {
     if pid <= 0 {
         return None;
     }

@@ -10,19 +10,19 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 /// The environment variable that marks every process of one attempt (its value is the run id).
-pub const RUN_ID_VAR: &str = "GUILD_HALL_RUN_ID";
+pub(crate) const RUN_ID_VAR: &str = "GUILD_HALL_RUN_ID";
 
 /// The kernel's boot id: a pid from another boot is never alive.
-pub fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
 /// Parsed `/proc/<pid>/stat`: state, start time and CPU ticks (self + reaped children).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcStat {
-    pub state: char,
-    pub start_time: u64,
-    pub cpu_ticks: u64,
+pub(crate) struct ProcStat {
+    pub(crate) state: char,
+    pub(crate) start_time: u64,
+    pub(crate) cpu_ticks: u64,
 }
 
 impl ProcStat {
@@ -40,7 +40,7 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
-pub fn proc_stat(pid: i32) -> Option<ProcStat> {
+pub(crate) fn proc_stat(pid: i32) -> Option<ProcStat> {
     let f = stat_fields(pid)?;
     let num = |n: usize| f.get(n - 3).and_then(|v| v.parse::<u64>().ok());
     Some(ProcStat { state: f.first()?.chars().next()?, start_time: num(22)?, cpu_ticks: num(14)? + num(15)? + num(16)? + num(17)? })
@@ -217,7 +217,7 @@ pub(crate) fn signal_if(pid: i32, sig: Signal, still_ours: impl Fn(i32) -> bool)
 
 /// Run `cmd` in a session of its own, so that no terminal signal or group kill of ours
 /// reaches it and it outlives a `--once` reconciler.
-pub fn detach(cmd: &mut Command) {
+pub(crate) fn detach(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
     unsafe {

@@ -18,7 +18,7 @@ const TARGET_ABI: ABI = ABI::V7;
 const DEVICES: [&str; 7] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"];
 
 #[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
+pub(crate) enum SandboxError {
     #[error("Landlock is not available on this kernel ({0})")]
     Unavailable(String),
     /// `path` is the entry as the package wrote it (`${NAME:-DEFAULT}`), never an expanded
@@ -61,7 +61,7 @@ pub fn support() -> Support {
 
 /// What else a policy file is ([`Policy::from_file_bytes`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PolicyFileError {
+pub(crate) enum PolicyFileError {
     #[error("not a policy file (no final NUL)")]
     NoFinalNul,
     #[error("not a policy file (no header)")]
@@ -77,7 +77,7 @@ pub enum PolicyFileError {
 
 /// Why the policy file at `path` was not read ([`Policy::read_file`]).
 #[derive(Debug, thiserror::Error)]
-pub enum PolicyReadError {
+pub(crate) enum PolicyReadError {
     #[error("reading the sandbox policy {}: {error}", .path.display())]
     Io { path: PathBuf, error: std::io::Error },
     #[error("the sandbox policy {}: {error}", .path.display())]
@@ -87,7 +87,7 @@ pub enum PolicyReadError {
 /// A `sandbox.write` entry of the form `${NAME:-DEFAULT}`: the value of `NAME` in guild-hall's
 /// environment when it is set and not empty, else `DEFAULT` (so a package can follow, say,
 /// `CLAUDE_CONFIG_DIR` where a person moved Claude Code's state). Any other entry is itself.
-pub fn env_or_default(entry: &str) -> Result<String, EntryError> {
+pub(crate) fn env_or_default(entry: &str) -> Result<String, EntryError> {
     let Some(inner) = entry.strip_prefix("${").and_then(|r| r.strip_suffix('}')) else { return Ok(entry.to_string()) };
     let Some((name, default)) = inner.split_once(":-") else {
         return Err(EntryError::NoDefault { entry: entry.to_string() });
@@ -183,7 +183,7 @@ const AGENT_LOGINS: [&str; 4] =
 /// environment moved them: `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GNUPGHOME`, `HISTFILE`,
 /// `AWS_SHARED_CREDENTIALS_FILE`, `DOCKER_CONFIG`, `KUBECONFIG`, `GH_CONFIG_DIR`), less those
 /// `read` names or holds (`sandbox.read`). Whether each exists is for [`Policy::prepare`].
-pub fn credential_stores(read: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn credential_stores(read: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) {
         out.extend(CREDENTIAL_STORES.iter().chain(AGENT_LOGINS.iter()).map(|rel| home.join(rel)));
@@ -211,26 +211,26 @@ pub fn credential_stores(read: &[PathBuf]) -> Vec<PathBuf> {
 /// (and run) anything but what lies in a `hidden` dir, where it reads only the `writable` and
 /// `readable` paths.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// The attempt's own dirs (its worktree, its state dir with its temp dir): a socket
     /// listening in one of them is its own and stays reachable. A writable dir shared with
     /// other attempts (the memory dir, a `sandbox.write` entry) is no attempt's own.
-    pub own: Vec<PathBuf>,
+    pub(crate) own: Vec<PathBuf>,
     /// How the package wrote a writable path (its `sandbox.write` entry, maybe
     /// `${NAME:-DEFAULT}`): errors name that, never the expanded value.
-    pub written_as: std::collections::BTreeMap<PathBuf, String>,
+    pub(crate) written_as: std::collections::BTreeMap<PathBuf, String>,
     /// The package asked for its cluster's client commands ([`crate::worker::Package::cluster_client`]):
     /// MUNGE's socket stays reachable, so the worker can run them as the person.
-    pub cluster_client: bool,
+    pub(crate) cluster_client: bool,
     /// Directories (everything beneath them) and files it may create, change, remove and read.
-    pub writable: Vec<PathBuf>,
+    pub(crate) writable: Vec<PathBuf>,
     /// Directories and files it may read and run although they lie in a hidden dir (a path
     /// that does not exist is skipped: there is nothing to read).
-    pub readable: Vec<PathBuf>,
+    pub(crate) readable: Vec<PathBuf>,
     /// Directories it may not read, list or run anything in, but for the writable and readable
     /// paths beneath them (guild-hall's home: the secrets, the endpoint's token, other
     /// attempts' state, worktrees and memory).
-    pub hidden: Vec<PathBuf>,
+    pub(crate) hidden: Vec<PathBuf>,
 }
 
 /// The first field of a policy file ([`Policy::to_file_bytes`]).
@@ -238,7 +238,7 @@ const POLICY_HEADER: &[u8] = b"guild-hall-policy-1";
 
 /// A ruleset ready to be enforced on a child process.
 #[derive(Debug)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     fd: OwnedFd,
     sockets: SocketMask,
 }
@@ -268,7 +268,7 @@ impl Policy {
     /// ([`Policy::from_file_bytes`]): never on a command line, where every process of the
     /// machine reads it (an expanded `${NAME:-DEFAULT}` may be a secret). NUL-terminated fields:
     /// a header, then each entry's kind and its path (`shown` adds the entry as written).
-    pub fn to_file_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_file_bytes(&self) -> Vec<u8> {
         use std::os::unix::ffi::OsStrExt;
         let mut out = Vec::new();
         let mut field = |b: &[u8]| {
@@ -294,7 +294,7 @@ impl Policy {
     }
 
     /// The policy [`Policy::to_file_bytes`] wrote; what else it is, is said.
-    pub fn from_file_bytes(bytes: &[u8]) -> Result<Policy, PolicyFileError> {
+    pub(crate) fn from_file_bytes(bytes: &[u8]) -> Result<Policy, PolicyFileError> {
         use std::os::unix::ffi::OsStrExt;
         let body = bytes.strip_suffix(&[0]).ok_or(PolicyFileError::NoFinalNul)?;
         let mut fields = body.split(|&b| b == 0);
@@ -325,7 +325,7 @@ impl Policy {
     }
 
     /// Read the policy file at `path` (never through a link).
-    pub fn read_file(path: &Path) -> Result<Policy, PolicyReadError> {
+    pub(crate) fn read_file(path: &Path) -> Result<Policy, PolicyReadError> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let mut bytes = Vec::new();
@@ -346,7 +346,7 @@ impl Policy {
 
     /// Build the ruleset. Every writable path must exist (Landlock rules name open files); a
     /// hidden dir that cannot be resolved is an error (confinement fails closed).
-    pub fn prepare(&self) -> Result<Prepared, SandboxError> {
+    pub(crate) fn prepare(&self) -> Result<Prepared, SandboxError> {
         let abi = match support() {
             Support::Available { abi } => ABI::from(abi),
             Support::Unavailable { why } => return Err(SandboxError::Unavailable(why)),
@@ -709,14 +709,14 @@ fn probe_mount_namespace() -> Result<(), NoMountNamespace> {
 impl Prepared {
     /// Why pathname Unix sockets outside the attempt are not masked from this child, if they
     /// are not (no mount namespace can be had here).
-    pub fn sockets_not_masked(&self) -> Option<&str> {
+    pub(crate) fn sockets_not_masked(&self) -> Option<&str> {
         self.sockets.why_not.as_deref()
     }
 
     /// Confine `cmd`'s child just before it execs: the sockets masked ([`SocketMask::enter`]),
     /// no new privileges, then the ruleset. Only raw system calls run in the child, all
     /// async-signal-safe.
-    pub fn apply_to(self, cmd: &mut Command) {
+    pub(crate) fn apply_to(self, cmd: &mut Command) {
         use std::os::unix::process::CommandExt;
         let raw = self.fd.as_raw_fd();
         let keep = self.fd;

@@ -23,7 +23,7 @@ use crate::files::{read_json, write_json};
 use crate::worker::process::{self, Host, Processes, Reaped};
 
 // Process utilities that callers outside `worker/` still name through the shim.
-pub use crate::worker::process::{boot_id, detach, proc_stat, ProcStat, RUN_ID_VAR};
+pub(crate) use crate::worker::process::{boot_id, detach, proc_stat, RUN_ID_VAR};
 
 /// Same boot, pid exists, same start time, not a zombie: the process `run` describes still
 /// runs. Liveness only; before a signal, [`is_ours`] proves it is the attempt's shim.
@@ -37,7 +37,7 @@ fn is_alive(p: &impl Processes, run: &RunInfo) -> bool {
 /// The process `run` describes is alive and is the attempt's shim: same boot, pid, start time,
 /// and the attempt's run-id mark in its environment. A `run.json` naming anyone else's process
 /// — a forged or corrupt one — never passes, whatever else it copies right.
-pub fn is_ours(run: &RunInfo) -> bool {
+pub(crate) fn is_ours(run: &RunInfo) -> bool {
     let host = Host::default();
     is_alive(&host, run) && carries_mark(&host, run.pid, run)
 }
@@ -45,7 +45,7 @@ pub fn is_ours(run: &RunInfo) -> bool {
 /// How a recorded shim stands: running and proven the attempt's, gone, or a live process that
 /// is not ours (the record cannot be trusted with it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShimState {
+pub(crate) enum ShimState {
     Ours,
     Gone,
     Foreign,
@@ -53,7 +53,7 @@ pub enum ShimState {
 
 /// A process in the middle of exiting has no environment left to read: that is the shim
 /// ending (it wrote `exit.json` first), not a foreign process, and neither is signalled.
-pub fn shim_state(run: &RunInfo) -> ShimState {
+pub(crate) fn shim_state(run: &RunInfo) -> ShimState {
     shim_state_in(&Host::default(), run)
 }
 
@@ -84,18 +84,18 @@ fn shim_state_in(p: &impl Processes, run: &RunInfo) -> ShimState {
 /// Whether the shim `run` records is at work now: of this boot (`boot`, [`boot_id`] read once
 /// per pass), alive, and proven the attempt's ([`is_ours`]). The one test of a recorded shim's
 /// life, for every kind.
-pub fn running(run: &RunInfo, boot: &str) -> bool {
+pub(crate) fn running(run: &RunInfo, boot: &str) -> bool {
     run.boot_id == boot && is_ours(run)
 }
 
 /// Whether some shim holds this commission's lock (it is starting or running).
-pub fn shim_lock_held(state: &StateDir) -> bool {
+pub(crate) fn shim_lock_held(state: &StateDir) -> bool {
     crate::files::is_locked(&state.shim_lock())
 }
 
 /// How the reconciler asks a shim to end its attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// SIGTERM to every process of the attempt, SIGKILL after the grace period.
     Term,
     /// SIGKILL to every process of the attempt, now.
@@ -105,7 +105,7 @@ pub enum Stop {
 /// Ask the attempt's shim to stop it. The shim signals every descendant, reaps them, and
 /// only then records the exit, so "gone" means gone. A shim that is no longer the process
 /// `run` describes is not signalled.
-pub fn stop_attempt(run: &RunInfo, how: Stop) -> Result<()> {
+pub(crate) fn stop_attempt(run: &RunInfo, how: Stop) -> Result<()> {
     let sig = match how {
         Stop::Term => Signal::SIGTERM,
         Stop::Kill => Signal::SIGUSR1,
@@ -127,7 +127,7 @@ fn carries_mark(p: &impl Processes, pid: i32, run: &RunInfo) -> bool {
 /// Empty for an implausible record or one of an earlier boot. A process that cleared its
 /// environment and left the shim's session is not found (the shim, its subreaper, stops such
 /// processes while it lives).
-pub fn leftovers(run: &RunInfo) -> Vec<i32> {
+pub(crate) fn leftovers(run: &RunInfo) -> Vec<i32> {
     leftovers_in(&Host::default(), run)
 }
 
@@ -143,7 +143,7 @@ fn leftovers_in(p: &impl Processes, run: &RunInfo) -> Vec<i32> {
 /// how a worker is known to be at work when the record that would name it is gone (a state
 /// dir deleted under a running attempt). Only asked in that rare case: it reads every
 /// process's `cwd` link.
-pub fn working_in(dir: &std::path::Path) -> bool {
+pub(crate) fn working_in(dir: &std::path::Path) -> bool {
     let Ok(dir) = dir.canonicalize() else { return false };
     let host = Host::default();
     let me = host.me();
@@ -154,7 +154,7 @@ pub fn working_in(dir: &std::path::Path) -> bool {
 }
 
 /// SIGKILL what [`leftovers`] found, re-checking each one's mark once it is pinned.
-pub fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
+pub(crate) fn kill_leftovers(run: &RunInfo, pids: &[i32]) -> Result<()> {
     if let Some(why) = run.implausible() {
         anyhow::bail!("not killing leftovers of an implausible run record: {why}");
     }
@@ -177,7 +177,7 @@ pub(crate) fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
 
 /// How the shim is told to confine the worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Confine {
+pub(crate) enum Confine {
     /// The file holding its sandbox policy (what it may write and read); the private temp dir
     /// is always added.
     Policy(PathBuf),
@@ -192,23 +192,23 @@ pub enum Confine {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShimArgv {
     /// The attempt's runtime dir: run.json, exit.json and the log are written there.
-    pub state_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
     /// The attempt number (names the log and the mailbox).
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     /// The worker's working directory (its worktree).
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// Time between SIGTERM and SIGKILL when the attempt is stopped.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
     /// Rotate the attempt's log at this size.
-    pub log_max_bytes: u64,
-    pub confine: Confine,
+    pub(crate) log_max_bytes: u64,
+    pub(crate) confine: Confine,
     /// The worker's stdout is the shim's (a meeting turn streamed to its caller), and the
     /// attempt is stopped when the caller dies.
-    pub stream: bool,
+    pub(crate) stream: bool,
     /// A pipe end the shim closes once `run.json` is written (its starter waits on it).
-    pub ready_fd: Option<i32>,
+    pub(crate) ready_fd: Option<i32>,
     /// The worker's command and its arguments.
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
 }
 
 /// Why a `guild-hall shim` command line was not understood.
@@ -234,7 +234,7 @@ impl ShimArgv {
     const LOG_MAX_BYTES: u64 = 16 * 1024 * 1024;
 
     /// The arguments after `guild-hall shim`.
-    pub fn to_args(&self) -> Vec<OsString> {
+    pub(crate) fn to_args(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec![
             "--state-dir".into(),
             self.state_dir.clone().into(),
@@ -341,18 +341,18 @@ where
 
 /// Everything needed to start one attempt under the shim (made by `worker::launch`).
 #[derive(Debug, Clone)]
-pub struct Spec {
-    pub state: StateDir,
-    pub attempt: u32,
-    pub cwd: PathBuf,
-    pub argv: Vec<String>,
-    pub env: BTreeMap<String, String>,
+pub(crate) struct Spec {
+    pub(crate) state: StateDir,
+    pub(crate) attempt: u32,
+    pub(crate) cwd: PathBuf,
+    pub(crate) argv: Vec<String>,
+    pub(crate) env: BTreeMap<String, String>,
     /// How long processes get between SIGTERM and SIGKILL.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
     /// Size at which the attempt's log is rotated (the previous part is kept, older dropped).
-    pub log_max_bytes: u64,
+    pub(crate) log_max_bytes: u64,
     /// Where the worker may write; `None` runs it unconfined.
-    pub sandbox: Option<crate::worker::sandbox::Policy>,
+    pub(crate) sandbox: Option<crate::worker::sandbox::Policy>,
 }
 
 /// Variables a worker may inherit from the reconciler; everything else is dropped.
@@ -361,7 +361,7 @@ const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC
 /// Start `guild-hall shim` for the attempt, detached in its own session, and wait until it has
 /// recorded `run.json` (or `exit.json` when the worker could not start). The shim closes its
 /// end of a pipe (`--ready-fd`) once it has: the wait wakes then, not at a poll's next tick.
-pub fn spawn_shim(launch: &Spec) -> Result<()> {
+pub(crate) fn spawn_shim(launch: &Spec) -> Result<()> {
     use std::os::fd::AsRawFd;
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
@@ -433,7 +433,7 @@ pub fn spawn_shim(launch: &Spec) -> Result<()> {
 /// Ctrl-C is the caller's to handle), its stdout — the worker's — piped to the caller, its
 /// own messages and the worker's stderr in the attempt's log. It stops the attempt if the
 /// caller dies.
-pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
+pub(crate) fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
     let log =
         std::fs::OpenOptions::new().create(true).append(true).open(launch.state.log(launch.attempt)).context("opening the attempt log")?;
     let mut cmd = shim_command(launch, true, None)?;
@@ -443,11 +443,11 @@ pub fn spawn_streaming_shim(launch: &Spec) -> Result<std::process::Child> {
 }
 
 /// Variables and their values.
-pub type Environment = Vec<(std::ffi::OsString, std::ffi::OsString)>;
+pub(crate) type Environment = Vec<(std::ffi::OsString, std::ffi::OsString)>;
 
 /// The `guild-hall shim` command line (the worker's argv last) and its whole environment,
 /// for a runner that starts it elsewhere.
-pub fn shim_invocation(launch: &Spec) -> Result<(Vec<std::ffi::OsString>, Environment)> {
+pub(crate) fn shim_invocation(launch: &Spec) -> Result<(Vec<std::ffi::OsString>, Environment)> {
     let cmd = shim_command(launch, false, None)?;
     let argv = std::iter::once(cmd.get_program().to_owned()).chain(cmd.get_args().map(|a| a.to_owned())).collect();
     let env = cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
@@ -493,17 +493,17 @@ fn shim_command(launch: &Spec, stream: bool, ready_fd: Option<i32>) -> Result<Co
 
 /// The attempt's sandbox policy, as `guild-hall shim --policy` reads it: one per attempt, so a
 /// job still queued for an earlier attempt never starts under a later one's policy.
-pub fn policy_file(state: &StateDir, attempt: u32) -> PathBuf {
+pub(crate) fn policy_file(state: &StateDir, attempt: u32) -> PathBuf {
     state.0.join(format!("sandbox-policy.{attempt}"))
 }
 
 /// Set in the shim's environment by a runner whose node the reconciler cannot see into: the
 /// shim writes the worker's CPU time to [`cpu_file`].
-pub const CPU_BEAT_VAR: &str = "GUILD_HALL_CPU_BEAT";
+pub(crate) const CPU_BEAT_VAR: &str = "GUILD_HALL_CPU_BEAT";
 
 /// `cpu.json` in the attempt's state dir: `{"attempt": A, "cpu_ticks": N}`, the worker's CPU time
 /// (its own and its reaped children's) as attempt A's shim last saw it move.
-pub fn cpu_file(state: &StateDir) -> PathBuf {
+pub(crate) fn cpu_file(state: &StateDir) -> PathBuf {
     state.0.join("cpu.json")
 }
 
@@ -528,7 +528,7 @@ fn cpu_beats(attempt: u32, worker: i32, path: &Path, done: &AtomicBool) {
 /// What a runner that started the shim elsewhere says of running `attempt` of `state` here:
 /// `Some(why)` if this process is not the one to run it (the shim then ends without a record:
 /// the attempt is another process's to run or refuse).
-pub type Admit<'a> = &'a dyn Fn(&StateDir, u32) -> Option<String>;
+pub(crate) type Admit<'a> = &'a dyn Fn(&StateDir, u32) -> Option<String>;
 
 /// The shim's body. Returns its exit code. Runs as a separate process, never in the reconciler.
 ///

@@ -11,11 +11,11 @@ use crate::commission::observe::{Observed, Snapshot};
 /// The cycles among waiting commissions: A waits on B when a dependency A is missing is one of
 /// B's declared `outputs` and B has not ended (A may be B: it waits on its own output).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Cycles {
+pub(crate) struct Cycles {
     /// Distinct cycles, each as the commissions in waiting order starting at its smallest id;
     /// sorted. Every commission in a cycle is in one of these that passes through it (unless
     /// its knot was too tangled to afford one each, see [`WORK_BUDGET`]).
-    pub cycles: Vec<Vec<String>>,
+    pub(crate) cycles: Vec<Vec<String>>,
     /// A commission in a cycle: the index of its cycle in `cycles`, and its place in that
     /// cycle (`None` only past the budget: then it is its knot's first cycle).
     of: HashMap<String, (usize, Option<usize>)>,
@@ -27,12 +27,12 @@ pub struct Cycles {
 }
 
 impl Cycles {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.cycles.is_empty()
     }
 
     /// Why `id` waits for ever, if it is in a cycle: `dependency cycle: a -> b -> a`.
-    pub fn reason(&self, id: &str) -> Option<String> {
+    pub(crate) fn reason(&self, id: &str) -> Option<String> {
         let &(i, at) = self.of.get(id)?;
         let cycle = &self.cycles[i];
         Some(if at.is_some() {
@@ -88,7 +88,7 @@ fn cycle_text(cycle: &[String], focus: Option<usize>) -> String {
 }
 
 /// The cycles among waiting commissions of a snapshot.
-pub fn dependency_cycles(s: &Snapshot) -> Cycles {
+pub(crate) fn dependency_cycles(s: &Snapshot) -> Cycles {
     let live = |o: &&Observed| !o.artifact.status.is_some_and(Status::is_terminal);
     let mut commissions: Vec<&Observed> = s.commissions.iter().filter(live).collect();
     // Nodes in id order: the smallest node of a knot is its smallest id.
@@ -160,7 +160,7 @@ pub fn dependency_cycles(s: &Snapshot) -> Cycles {
 /// The cycles as problems, one each, pointing at the `dependencies:` of the commission it was
 /// found for (a knot's first cycle: its smallest id) and told around it; and one for each
 /// commission that is in a knot but on none of them (past the budget).
-pub fn cycle_problems(s: &Snapshot, cycles: &Cycles) -> Vec<Problem> {
+pub(crate) fn cycle_problems(s: &Snapshot, cycles: &Cycles) -> Vec<Problem> {
     if cycles.is_empty() {
         return Vec::new();
     }
@@ -194,7 +194,7 @@ mod graph {
 
     /// The strongly connected component of each node (Tarjan's algorithm, iterative: a chain
     /// of any length costs no stack). Components are numbered in the order they complete.
-    pub fn components(adj: &[Vec<usize>]) -> Vec<usize> {
+    pub(crate) fn components(adj: &[Vec<usize>]) -> Vec<usize> {
         let n = adj.len();
         let (mut index, mut low, mut comp) = (vec![NONE; n], vec![0; n], vec![NONE; n]);
         let mut on_stack = vec![false; n];
@@ -249,17 +249,17 @@ mod graph {
 
     /// What [`cycles`] finds.
     #[derive(Debug, Default)]
-    pub struct Found {
+    pub(crate) struct Found {
         /// Simple cycles (nodes in edge order, each starting at its smallest node).
-        pub cycles: Vec<Vec<usize>>,
+        pub(crate) cycles: Vec<Vec<usize>>,
         /// Per cycle, how many `member` nodes its component holds.
-        pub knot: Vec<usize>,
+        pub(crate) knot: Vec<usize>,
         /// Per cycle, the node it was found for: its component's smallest for the first, else
         /// the member it was made to pass through.
-        pub focus: Vec<usize>,
+        pub(crate) focus: Vec<usize>,
         /// Per node: for a `member` on some cycle, the cycle it is told about and whether
         /// that cycle passes through it.
-        pub of: Vec<Option<(usize, bool)>>,
+        pub(crate) of: Vec<Option<(usize, bool)>>,
     }
 
     /// For every `member` node on a cycle, a simple cycle through it. Per component with a
@@ -268,7 +268,7 @@ mod graph {
     /// along the two shortest-path trees of the root. Members share cycles, so a ring of any
     /// length costs one cycle. `budget` bounds the steps spent on the later cycles: past it a
     /// member is told its component's first cycle (`false` in `of`).
-    pub fn cycles(adj: &[Vec<usize>], member: impl Fn(usize) -> bool, mut budget: usize) -> Found {
+    pub(crate) fn cycles(adj: &[Vec<usize>], member: impl Fn(usize) -> bool, mut budget: usize) -> Found {
         let n = adj.len();
         let comp = components(adj);
         let mut radj: Vec<Vec<usize>> = vec![Vec::new(); n];

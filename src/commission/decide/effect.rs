@@ -8,7 +8,7 @@ use crate::commission::observe::Folded;
 
 /// A change to one commission ([`crate::activity::apply::Update`]): its record, and its
 /// attempt's mailbox as folded by this update (written once its events are in the timeline).
-pub type Update = crate::activity::apply::Update<Record, Option<Box<Folded>>>;
+pub(crate) type Update = crate::activity::apply::Update<Record, Option<Box<Folded>>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Sig {

@@ -15,7 +15,7 @@ use crate::worker::liveness;
 
 /// The wall-clock limit of an attempt and where it comes from: the commission's `timeout:`,
 /// else its package's, else the project's (`0s`: none).
-pub fn time_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Duration, &'static str)> {
+pub(crate) fn time_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Duration, &'static str)> {
     let package = s.workers.packages.get(&o.artifact.worker).and_then(|p| p.manifest.timeout);
     liveness::time_limit(&[
         (o.artifact.timeout, "the commission's timeout"),

@@ -155,16 +155,16 @@ fn only_created(u: &Update) -> bool {
 pub struct Decisions {
     pub actions: Vec<Action>,
     /// Nothing is running or can start without outside help: `--wait` may stop.
-    pub settled: bool,
+    pub(crate) settled: bool,
     /// Commissions that keep it from being settled (running, starting, or queued to run).
-    pub busy: Vec<String>,
+    pub(crate) busy: Vec<String>,
     /// Dependency cycles among waiting commissions (see [`dependency_cycles`]).
-    pub cycles: Cycles,
+    pub(crate) cycles: Cycles,
 }
 
 /// The branch of an attempt already under way: an older guild-hall named attempt `n` of `id`
 /// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
-pub fn attempt_branch(o: &Observed, attempt: u32) -> String {
+pub(crate) fn attempt_branch(o: &Observed, attempt: u32) -> String {
     let legacy = names::legacy_commission_branch(&o.artifact.id, attempt);
     if attempt > 1 && o.artifact.owned.branch.as_deref() == Some(legacy.as_str()) {
         legacy
@@ -371,14 +371,13 @@ use effect::Effect;
 use machine::plan_one;
 use step::Step;
 
-pub use step::result_value;
+pub(crate) use step::result_value;
 
-pub use deps::{cycle_problems, dependency_cycles, Cycles};
-pub use effect::{Sig, Update};
-pub use liveness::time_limit;
-pub use timers::next_check;
-pub use transitions::{desired_refusal, person_may_request, refusal, transition_allowed};
-pub use waiting::waiting;
+pub(crate) use deps::{cycle_problems, dependency_cycles, Cycles};
+pub(crate) use effect::{Sig, Update};
+pub(crate) use timers::next_check;
+pub(crate) use transitions::{desired_refusal, person_may_request, refusal};
+pub(crate) use waiting::waiting;
 
 #[cfg(test)]
 mod tests;

@@ -186,7 +186,7 @@ impl<'a> Step<'a> {
     }
 }
 
-pub fn result_value(summary: &str, artifacts: &[String]) -> Value {
+pub(crate) fn result_value(summary: &str, artifacts: &[String]) -> Value {
     let mut m = serde_yaml_ng::Mapping::new();
     m.insert("summary".into(), Value::String(summary.into()));
     m.insert("artifacts".into(), Value::Sequence(artifacts.iter().map(|a| Value::String(a.clone())).collect()));

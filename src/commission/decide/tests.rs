@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::transitions::transition_allowed;
 use crate::activity::state::Record;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};

@@ -10,7 +10,7 @@ use crate::worker::liveness;
 
 /// When the world must be looked at again even if no file changes: a heartbeat deadline, the
 /// end of a cancel grace period, a shim that is still starting. `None`: nothing is timed.
-pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
+pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
     let cfg = &s.project.config;
     let after = |d: std::time::Duration| s.now + chrono::Duration::from_std(d).unwrap_or_default();
     let mut soonest: Option<DateTime<Utc>> = None;

@@ -5,7 +5,7 @@
 use crate::artifact::{Desired, Status};
 
 /// Transitions a person (or tool) may request by editing `status:` (design §4).
-pub fn person_may_request(from: Status, to: Status) -> bool {
+pub(crate) fn person_may_request(from: Status, to: Status) -> bool {
     use Status::*;
     matches!(
         (from, to),
@@ -13,8 +13,9 @@ pub fn person_may_request(from: Status, to: Status) -> bool {
     )
 }
 
+#[cfg(test)]
 /// The state machine's transitions the reconciler itself makes (REQ-COM-6, plus draft).
-pub fn transition_allowed(from: Status, to: Status) -> bool {
+pub(crate) fn transition_allowed(from: Status, to: Status) -> bool {
     use Status::*;
     person_may_request(from, to)
         || matches!(
@@ -32,7 +33,7 @@ pub fn transition_allowed(from: Status, to: Status) -> bool {
 
 /// Why a person's `status:` edit from `from` to `to` is refused: the true reason for every
 /// pair the state machine does not allow (the whole table is tested).
-pub fn refusal(from: Status, to: Status) -> String {
+pub(crate) fn refusal(from: Status, to: Status) -> String {
     use Status::*;
     match (from, to) {
         (Completed, _) => "a completed commission is final (its work is merged); write a new commission to do more".into(),
@@ -69,7 +70,7 @@ pub fn refusal(from: Status, to: Status) -> String {
 /// Why a one-shot `desired:` request cannot be carried out from `status` (`None`: it can, or
 /// it is done already — a dispatch of a running commission). What the decider refuses, asked
 /// up front by the faces that write the request (tested against the decider itself).
-pub fn desired_refusal(status: Status, desired: Desired) -> Option<String> {
+pub(crate) fn desired_refusal(status: Status, desired: Desired) -> Option<String> {
     use Status::*;
     match (desired, status) {
         (Desired::Dispatched, Pending | Blocked | Draft | Failed | Cancelled | Dispatched | InProgress) => None,

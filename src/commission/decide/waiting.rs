@@ -7,7 +7,7 @@ use crate::commission::observe::Observed;
 /// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
 /// ready ([`crate::worker::Catalog::cannot_start`]: a person still writing a package must not
 /// cost an attempt). The pass, `check` and `status` all say this, so they agree.
-pub fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branch: &str, cycles: Option<&Cycles>) -> Option<String> {
+pub(crate) fn waiting(o: &Observed, workers: &crate::worker::Catalog, integration_branch: &str, cycles: Option<&Cycles>) -> Option<String> {
     if !o.missing_deps.is_empty() {
         return Some(match cycles.and_then(|c| c.reason(o.id())) {
             Some(why) => why,

@@ -14,7 +14,7 @@ use crate::artifact::write::Edit;
 /// What the copy-back found that ends the wave: nothing of it is copied back (or, for
 /// [`Finding::LandFailed`], nothing from that task on in plan order).
 #[derive(Debug)]
-pub enum Finding<'a> {
+pub(crate) enum Finding<'a> {
     /// The integration branch could not be read (the trailer search, what changed on it).
     BranchUnreadable(String),
     /// The task has no worktree made for it to copy back from.
@@ -46,7 +46,7 @@ pub enum Finding<'a> {
 
 /// One wave's copy-back as decided so far: the update the decider asked for, with the record
 /// the copy-back moves on.
-pub struct Integration<'a> {
+pub(crate) struct Integration<'a> {
     plan: &'a Plan,
     wave: usize,
     now: String,
@@ -56,22 +56,22 @@ pub struct Integration<'a> {
 
 impl<'a> Integration<'a> {
     /// Start from the decider's `update` and the plan's `record`; events are stamped `now`.
-    pub fn new(plan: &'a Plan, wave: usize, now: String, update: Update, record: PlanRecord) -> Integration<'a> {
+    pub(crate) fn new(plan: &'a Plan, wave: usize, now: String, update: Update, record: PlanRecord) -> Integration<'a> {
         Integration { plan, wave, now, update, record }
     }
 
-    pub fn record(&self) -> &PlanRecord {
+    pub(crate) fn record(&self) -> &PlanRecord {
         &self.record
     }
 
     /// Whether the task is integrated already (nothing to copy back).
-    pub fn integrated(&self, t: &Task) -> bool {
+    pub(crate) fn integrated(&self, t: &Task) -> bool {
         self.record.tasks.get(&t.canonical).is_some_and(|r| r.state == TaskState::Integrated)
     }
 
     /// The task's commit is on the integration branch (`changes`: how many it copied, when
     /// this copy-back made it).
-    pub fn landed(&mut self, t: &Task, commit: &str, changes: Option<usize>) {
+    pub(crate) fn landed(&mut self, t: &Task, commit: &str, changes: Option<usize>) {
         self.record.tasks.entry(t.canonical.clone()).or_insert_with(TaskRecord::queued).state = TaskState::Integrated;
         let mut fields = json!({"task": t.canonical, "state": "integrated", "commit": commit});
         if let Some(n) = changes {
@@ -82,7 +82,7 @@ impl<'a> Integration<'a> {
 
     /// The update so far, with the tasks' states as they now are: the copy-back ends here, or
     /// waits and goes on in a later pass.
-    pub fn progress(&self) -> Update {
+    pub(crate) fn progress(&self) -> Update {
         let mut u = self.update.clone();
         u.record = Some(self.record.clone());
         u.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "tasks"));
@@ -91,7 +91,7 @@ impl<'a> Integration<'a> {
     }
 
     /// The wave ends on `finding`: the plan halts saying why; the task to blame, if any, fails.
-    pub fn halt(self, finding: Finding<'_>) -> Update {
+    pub(crate) fn halt(self, finding: Finding<'_>) -> Update {
         let wave = self.wave;
         let (reason, failed) = verdict(wave, finding);
         let Integration { plan, now, update: mut u, mut record, .. } = self;

@@ -13,7 +13,7 @@ use crate::worker::liveness;
 
 /// The wall-clock limit of a task's attempt: its own `timeout:`, else its plan's, else its
 /// package's, else the project's (`0s`: none).
-pub fn task_limit(s: &Snapshot, o: &Observed, ot: &ObservedTask) -> Limit {
+pub(crate) fn task_limit(s: &Snapshot, o: &Observed, ot: &ObservedTask) -> Limit {
     liveness::time_limit(&[
         (ot.task.timeout, "the task's timeout"),
         (o.plan.timeout, "the plan's timeout"),
@@ -23,7 +23,7 @@ pub fn task_limit(s: &Snapshot, o: &Observed, ot: &ObservedTask) -> Limit {
 }
 
 /// The wall-clock limit of a verify run: the plan's `timeout:`, else the project's.
-pub fn verify_limit(s: &Snapshot, o: &Observed) -> Limit {
+pub(crate) fn verify_limit(s: &Snapshot, o: &Observed) -> Limit {
     liveness::time_limit(&[(o.plan.timeout, "the plan's timeout"), (Some(s.timeout), "the project's timeout")])
 }
 
@@ -107,7 +107,7 @@ pub(super) fn beats(o: &Observed, s: &Snapshot) -> Vec<Action> {
 
 /// When the plans must be looked at again though nothing changes on disk: a running task or
 /// verify going stale or reaching its limit; soon, while a stopped one is still going away.
-pub fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
+pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
     let soon = s.at + chrono::Duration::milliseconds(200);
     let mut at: Vec<DateTime<Utc>> = Vec::new();
     for o in &s.plans {

@@ -25,11 +25,11 @@ use crate::artifact::write::Edit;
 use crate::artifact::Status;
 use crate::worker::attempt::Taken;
 
-pub use super::mail::{TaskFolded, TaskMail};
-pub use integration::{Finding, Integration};
-pub use liveness::{next_check, task_limit, verify_limit};
+pub(crate) use super::mail::{TaskFolded, TaskMail};
+pub(crate) use integration::{Finding, Integration};
+pub(crate) use liveness::next_check;
 pub use record::{elsewhere, known_record, PlanRecord, TaskRecord, TaskState, MAX_RERUNS};
-pub use resume::{resume_class, ResumeClass};
+pub(crate) use resume::resume_class;
 
 mod fold;
 mod integration;
@@ -48,120 +48,120 @@ mod tests;
 
 /// One task as observed.
 #[derive(Debug, Clone)]
-pub struct ObservedTask {
-    pub task: Task,
+pub(crate) struct ObservedTask {
+    pub(crate) task: Task,
     /// The exit of its current attempt, once its shim recorded it.
-    pub exit: Option<ExitInfo>,
+    pub(crate) exit: Option<ExitInfo>,
     /// What is new in its current attempt's mailbox (its task updates), and what it folds to.
-    pub mail: TaskMail,
+    pub(crate) mail: TaskMail,
     /// Why its worker cannot run here (unknown package, ...), if so.
-    pub worker_problem: Option<String>,
+    pub(crate) worker_problem: Option<String>,
     /// Something is at its worktree's path (what removing it would remove).
-    pub worktree_exists: bool,
+    pub(crate) worktree_exists: bool,
     /// Its recorded worktree is gone (Kiln's `orphaned`): not at the path made for the task,
     /// not a worktree `git worktree list` knows, or its `.git` gone; says which, with the path.
-    pub worktree_gone: Option<String>,
+    pub(crate) worktree_gone: Option<String>,
     /// Its commit is on the integration branch (its trailer since the wave's base); only
     /// looked for when its worktree is gone.
-    pub landed: bool,
+    pub(crate) landed: bool,
     /// A shim of the task is at work (its lock held, or its run alive), whatever the attempt.
-    pub busy: bool,
+    pub(crate) busy: bool,
     /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
-    pub polled: bool,
+    pub(crate) polled: bool,
     /// The current attempt's worker at work, with its signs of life.
-    pub live: Option<Live>,
+    pub(crate) live: Option<Live>,
     /// Its worker package's `timeout:`.
-    pub package_timeout: Option<std::time::Duration>,
+    pub(crate) package_timeout: Option<std::time::Duration>,
     /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
     /// recorded, or the shim's lock held.
-    pub started: Option<Taken>,
+    pub(crate) started: Option<Taken>,
     /// The shim of its current attempt is gone without recording an exit (killed, a reboot),
     /// and nothing of the attempt runs any more.
-    pub died: bool,
+    pub(crate) died: bool,
     /// The shim of its current attempt is gone without recording an exit, and processes of the
     /// attempt still run: they are killed before the attempt is judged or run again.
-    pub lingering: Option<Lingering>,
+    pub(crate) lingering: Option<Lingering>,
 }
 
 /// Processes of an attempt whose shim was killed before it could reap them, found by the
 /// attempt's run-id mark ([`crate::worker::shim::leftovers`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Lingering {
-    pub attempt: u32,
-    pub run: RunInfo,
-    pub pids: Vec<i32>,
+pub(crate) struct Lingering {
+    pub(crate) attempt: u32,
+    pub(crate) run: RunInfo,
+    pub(crate) pids: Vec<i32>,
 }
 
 /// A worker (a task's or a verify's) at work: when it started and its signs of life.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Live {
-    pub started_at: DateTime<Utc>,
+pub(crate) struct Live {
+    pub(crate) started_at: DateTime<Utc>,
     /// The last change seen (`heartbeat` in its runtime dir).
-    pub heartbeat: Option<Heartbeat>,
-    pub sample: Sample,
+    pub(crate) heartbeat: Option<Heartbeat>,
+    pub(crate) sample: Sample,
 }
 
 /// One plan as observed.
 #[derive(Debug, Clone)]
 pub struct Observed {
-    pub plan: Plan,
+    pub(crate) plan: Plan,
     /// The record this home works from: its own, or the one it takes ([`Observed::taken`]).
-    pub record: Option<PlanRecord>,
+    pub(crate) record: Option<PlanRecord>,
     /// `record` is not this home's file but what it takes from the artifact
     /// ([`super::observe::known`]): written by the first pass.
-    pub taken: bool,
+    pub(crate) taken: bool,
     /// The checkout's file says the plan is to run, this home holds no record of it, and the
     /// integration branch's copy says it ended there ([`super::observe::integrated`]): nothing
     /// is started and the checkout's file is left as it is.
-    pub integrated: Option<crate::activity::integrated::Integrated>,
-    pub tasks: Vec<ObservedTask>,
+    pub(crate) integrated: Option<crate::activity::integrated::Integrated>,
+    pub(crate) tasks: Vec<ObservedTask>,
     /// The exit of the latest verify run.
-    pub verify_exit: Option<ExitInfo>,
+    pub(crate) verify_exit: Option<ExitInfo>,
     /// The verify run a shim has taken (its `run.json`), or is taking (its lock held).
-    pub verify_started: Option<Taken>,
+    pub(crate) verify_started: Option<Taken>,
     /// The shim of the latest verify run is gone without recording an exit.
-    pub verify_died: bool,
+    pub(crate) verify_died: bool,
     /// The latest verify run at work.
-    pub verify_live: Option<Live>,
+    pub(crate) verify_live: Option<Live>,
     /// A verify's shim is at work (its lock held, or its run alive), whatever the run.
-    pub verify_busy: bool,
+    pub(crate) verify_busy: bool,
     /// The latest verify run's shim was killed and processes of the run still run.
-    pub verify_lingering: Option<Lingering>,
+    pub(crate) verify_lingering: Option<Lingering>,
     /// The status of the latest fix-forward commission.
-    pub fix_status: Option<Status>,
-    pub timeline_keys: std::collections::BTreeSet<String>,
+    pub(crate) fix_status: Option<Status>,
+    pub(crate) timeline_keys: std::collections::BTreeSet<String>,
 }
 
 #[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub plans: Vec<Observed>,
-    pub now: String,
+pub(crate) struct Snapshot {
+    pub(crate) plans: Vec<Observed>,
+    pub(crate) now: String,
     /// `now` as a time.
-    pub at: DateTime<Utc>,
+    pub(crate) at: DateTime<Utc>,
     /// The project's `stale_after` and `timeout` (commissions', tasks' and verify's).
-    pub stale_after: std::time::Duration,
-    pub timeout: std::time::Duration,
+    pub(crate) stale_after: std::time::Duration,
+    pub(crate) timeout: std::time::Duration,
     /// Worker processes the project's cap (`commission_cap`) still allows: wave tasks count
     /// against it like commissions.
-    pub slots: usize,
+    pub(crate) slots: usize,
 }
 
 /// A change to one plan ([`crate::activity::apply::Update`]): its record, and how far its
 /// tasks' mailboxes were read.
-pub type Update = crate::activity::apply::Update<PlanRecord, Vec<TaskFold>>;
+pub(crate) type Update = crate::activity::apply::Update<PlanRecord, Vec<TaskFold>>;
 
 /// What a task's mailbox folded to, to keep (`events-<n>.folded.json` in its runtime dir).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskFold {
+pub(crate) struct TaskFold {
     /// The task's slug: its runtime dir's name.
-    pub slug: String,
-    pub folded: TaskFolded,
+    pub(crate) slug: String,
+    pub(crate) folded: TaskFolded,
 }
 
 /// What to do; every action carries the update to apply once its effect is done.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
-pub enum Action {
+pub(crate) enum Action {
     Update {
         update: Update,
     },
@@ -235,13 +235,13 @@ pub enum Action {
 
 /// One task of a [`Action::StartTask`]: its canonical id and the attempt to start.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct TaskStart {
-    pub task: String,
-    pub attempt: u32,
+pub(crate) struct TaskStart {
+    pub(crate) task: String,
+    pub(crate) attempt: u32,
 }
 
 impl Action {
-    pub fn update(&self) -> &Update {
+    pub(crate) fn update(&self) -> &Update {
         match self {
             Action::Update { update }
             | Action::StartWave { update, .. }
@@ -387,12 +387,12 @@ fn said(u: &Update) -> Vec<String> {
 }
 
 /// The commission a fix-forward round writes.
-pub fn fix_id(plan: &str, wave: usize, round: u32) -> String {
+pub(crate) fn fix_id(plan: &str, wave: usize, round: u32) -> String {
     crate::artifact::ids::derived(plan, &format!("fix-wave-{wave}-{round}"))
 }
 
 /// What a person may ask of a plan by editing `status:` (or `desired:`).
-pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
+pub(crate) fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
     use PlanStatus::*;
     matches!((from, to), (Draft, Pending) | (Halted | Failed | Cancelled, Pending) | (Pending | Running | Verifying | Halted, Cancelled))
 }
@@ -400,13 +400,13 @@ pub fn person_may_request(from: PlanStatus, to: PlanStatus) -> bool {
 /// Why the reconciler refuses a person's `status: <to>` on a plan that is `from` — the words
 /// its refusal writes into `reason:` — or `None` where it carries it out. The faces ask it up
 /// front, so they refuse with the same words.
-pub fn request_refusal(from: PlanStatus, to: PlanStatus) -> Option<String> {
+pub(crate) fn request_refusal(from: PlanStatus, to: PlanStatus) -> Option<String> {
     (!person_may_request(from, to)).then(|| {
         format!("a plan that is {from} cannot be set to {to} by hand (allowed: draft → pending, halted|failed|cancelled → pending to retry, pending|running|verifying|halted → cancelled)")
     })
 }
 
-pub fn decide(s: &Snapshot) -> Vec<Action> {
+pub(crate) fn decide(s: &Snapshot) -> Vec<Action> {
     let running: usize = s
         .plans
         .iter()

@@ -29,21 +29,21 @@ pub struct TaskRecord {
     pub state: TaskState,
     /// The latest attempt started (0: never).
     #[serde(default)]
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The highest TaskUpdate sequence applied, of its latest attempt (each attempt counts
     /// from its own first update).
     #[serde(default)]
-    pub sequence: u64,
+    pub(crate) sequence: u64,
     /// A stop was sent to its attempt (fail-fast, cancel, its worktree gone, or SIGKILL for
     /// going stale or past its limit).
     #[serde(default)]
-    pub stop_sent: bool,
+    pub(crate) stop_sent: bool,
     /// Automatic reruns so far: attempts that died, or lost their worktree (at most
     /// [`MAX_RERUNS`]).
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub reruns: u32,
+    pub(crate) reruns: u32,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -52,7 +52,7 @@ fn is_zero(n: &u32) -> bool {
 
 impl TaskRecord {
     /// A task of a started wave that has not run yet.
-    pub fn queued() -> TaskRecord {
+    pub(crate) fn queued() -> TaskRecord {
         TaskRecord { state: TaskState::Queued, attempt: 0, reason: None, sequence: 0, stop_sent: false, reruns: 0 }
     }
 }
@@ -64,28 +64,28 @@ pub const MAX_RERUNS: u32 = 2;
 /// guild-hall's memory of a plan (`record.json` in its runtime dir).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanRecord {
-    pub status: PlanStatus,
+    pub(crate) status: PlanStatus,
     /// The current wave, from 1 (0: not started).
     #[serde(default)]
     pub wave: usize,
     /// Each started wave's base: the integration tip its task worktrees were made from.
     #[serde(default)]
-    pub bases: BTreeMap<usize, String>,
+    pub(crate) bases: BTreeMap<usize, String>,
     #[serde(default)]
     pub tasks: BTreeMap<String, TaskRecord>,
     /// Runs of verify so far (their shim attempts).
     #[serde(default)]
-    pub verify_runs: u32,
+    pub(crate) verify_runs: u32,
     /// Fix-forward commissions made so far.
     #[serde(default)]
-    pub fixes: u32,
+    pub(crate) fixes: u32,
     /// A stop was sent to the latest verify run (a cancel, or SIGKILL for going stale or past
     /// its limit).
     #[serde(default)]
-    pub verify_stop_sent: bool,
+    pub(crate) verify_stop_sent: bool,
     /// Why guild-hall stopped the latest verify run (stale, past its limit): its failure's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify_verdict: Option<String>,
+    pub(crate) verify_verdict: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -99,7 +99,7 @@ impl PlanRecord {
     }
 
     /// The record of a plan guild-hall has not seen before: a draft, no wave begun.
-    pub fn fresh() -> PlanRecord {
+    pub(crate) fn fresh() -> PlanRecord {
         PlanRecord {
             status: PlanStatus::Draft,
             wave: 0,
@@ -121,7 +121,7 @@ impl PlanRecord {
     /// names, and the verify runs their count there, so what a retry here logs does not collide
     /// with what is logged. `None` for a plan that has not started (draft, pending) or is at
     /// work (running, verifying: that is another home's, see [`elsewhere`]).
-    pub fn adopt(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
+    pub(crate) fn adopt(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
         plan.status
             .is_some_and(|s| matches!(s, PlanStatus::Completed | PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
             .then(|| PlanRecord::as_written(plan, keys))
@@ -129,7 +129,7 @@ impl PlanRecord {
     }
 
     /// The record the artifact describes, whatever its status (`None` without one).
-    pub fn as_written(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
+    pub(crate) fn as_written(plan: &Plan, keys: &std::collections::BTreeSet<String>) -> Option<PlanRecord> {
         let status = plan.status?;
         let mut record = PlanRecord::fresh();
         record.status = status;

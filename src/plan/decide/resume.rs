@@ -15,7 +15,7 @@ use crate::worker::attempt::{Ended, Look};
 /// worktree list` and the worktrees dir have it), its runtime state and task updates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ResumeClass {
+pub(crate) enum ResumeClass {
     /// Not started yet.
     Queued,
     /// Its worker is at work.
@@ -31,7 +31,7 @@ pub enum ResumeClass {
 }
 
 impl ResumeClass {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ResumeClass::Queued => "queued",
             ResumeClass::InProgress => "in_progress",
@@ -45,7 +45,7 @@ impl ResumeClass {
 
 /// A task's resume class (Kiln's priority: orphaned, ready_for_integration, done,
 /// in_progress, rerun_required).
-pub fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> ResumeClass {
+pub(crate) fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> ResumeClass {
     let Some(r) = rec else { return ResumeClass::Queued };
     match r.state {
         TaskState::Integrated => ResumeClass::Done,

@@ -2,6 +2,7 @@
 //! liveness, mail folding and how updates are said.
 
 use super::machine_tests::{self, snap, t0};
+use super::resume::ResumeClass;
 use super::*;
 use crate::worker::attempt::Taken;
 use crate::worker::liveness;

@@ -13,7 +13,7 @@ use anyhow::Result;
 use crate::config::Home;
 
 /// The bearer token, created (random, mode 0600) on first use.
-pub fn token(home: &Home) -> Result<String> {
+pub(crate) fn token(home: &Home) -> Result<String> {
     let path = home.root.join("token");
     if let Ok(t) = std::fs::read_to_string(&path) {
         if !t.trim().is_empty() {

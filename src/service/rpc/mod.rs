@@ -9,18 +9,18 @@ use std::time::Duration;
 
 use crate::config::Home;
 
-pub mod auth;
-pub mod routes;
-pub mod transport;
+pub(crate) mod auth;
+pub(crate) mod routes;
+pub(crate) mod transport;
 
 /// What the endpoint serves: the home and the projects it may dispatch into.
 #[derive(Clone)]
-pub struct Endpoint {
-    pub home: Home,
-    pub projects: Vec<PathBuf>,
+pub(crate) struct Endpoint {
+    pub(crate) home: Home,
+    pub(crate) projects: Vec<PathBuf>,
     /// Required as `Authorization: Bearer <token>` (TCP only; the socket's mode guards it).
-    pub token: Option<String>,
-    pub limits: Limits,
+    pub(crate) token: Option<String>,
+    pub(crate) limits: Limits,
 }
 
 /// How much the endpoint takes on at once, and how long a client has to send its request.

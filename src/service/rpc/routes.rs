@@ -20,21 +20,21 @@ use crate::ops::dispatcher::Dispatcher;
 use crate::tools::{Tool, ToolError};
 
 /// How a request is answered: a whole reply (`None` for a notification), or a stream.
-pub enum Route {
+pub(crate) enum Route {
     Reply(Option<Json>),
     Stream(TurnRequest),
 }
 
 /// Where a streamed reply goes: [`Sink::begin`] starts the stream (HTTP chunked, one JSON
 /// line per event); a reply that never began is written whole.
-pub trait Sink {
+pub(crate) trait Sink {
     fn begin(&mut self);
     /// One line of the stream (begun first if it was not).
     fn line(&mut self, line: &Json);
 }
 
 /// The route of one request body.
-pub fn route(body: &[u8], ep: &Endpoint) -> Route {
+pub(crate) fn route(body: &[u8], ep: &Endpoint) -> Route {
     match streamed_turn(body) {
         Some(turn) => Route::Stream(turn),
         None => Route::Reply(answer(body, ep)),
@@ -89,7 +89,7 @@ fn tool_error_message(e: &ToolError) -> String {
 }
 
 /// The JSON-RPC reply to one request body (`None` for a notification).
-pub fn answer(body: &[u8], ep: &Endpoint) -> Option<Json> {
+pub(crate) fn answer(body: &[u8], ep: &Endpoint) -> Option<Json> {
     let req: Json = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => return Some(rpc_error(&Json::Null, -32700, format!("parse error: {e}"))),
@@ -224,7 +224,7 @@ const TURN_EVENTS_AHEAD: usize = 16;
 /// A request whose reply is streamed: a meeting operation that runs a turn (`meeting/send`,
 /// `meeting/start` with a first message or an agenda, `meeting/accept` with a message), as
 /// its catalogue entry says.
-pub struct TurnRequest {
+pub(crate) struct TurnRequest {
     id: Json,
     name: String,
     params: Json,
@@ -254,7 +254,7 @@ impl TurnRequest {
     /// happens (design §8); a request refused before its turn begins is answered whole (for
     /// `meeting/send`, which begins at once, the refusal ends the stream). The JSON-RPC response. Setting `gone` (the client went away) interrupts
     /// the turn, not the meeting.
-    pub fn run(self, ep: &Endpoint, gone: &Arc<AtomicBool>, sink: &mut dyn Sink) -> Json {
+    pub(crate) fn run(self, ep: &Endpoint, gone: &Arc<AtomicBool>, sink: &mut dyn Sink) -> Json {
         // Bounded: a client reading slower than the worker speaks holds the turn back (and the
         // worker on its pipe), never this process's memory.
         let (events, received) = std::sync::mpsc::sync_channel(TURN_EVENTS_AHEAD);

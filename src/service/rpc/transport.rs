@@ -21,7 +21,7 @@ use super::Endpoint;
 use crate::config::Home;
 
 /// Largest request body accepted (bigger: 413, nothing read further, nothing written).
-pub const MAX_BODY: usize = 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 1024 * 1024;
 const MAX_HEADERS: usize = 16 * 1024;
 
 /// " (pid N: its command line)" of the process serving the other end of `peer`, as the kernel
@@ -40,7 +40,7 @@ fn server_pid(peer: &std::os::unix::net::UnixStream) -> String {
 }
 
 /// Bind a Unix socket with mode 0600, replacing a stale socket file nobody listens on.
-pub fn bind_socket(path: &Path) -> Result<UnixListener> {
+pub(crate) fn bind_socket(path: &Path) -> Result<UnixListener> {
     if path.exists() {
         use std::os::unix::fs::FileTypeExt;
         let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
@@ -59,7 +59,7 @@ pub fn bind_socket(path: &Path) -> Result<UnixListener> {
 }
 
 /// Bind a TCP listener, on loopback addresses only.
-pub fn bind_loopback(addr: &str) -> Result<TcpListener> {
+pub(crate) fn bind_loopback(addr: &str) -> Result<TcpListener> {
     let addr: SocketAddr = addr.parse().map_err(|e| anyhow!("--listen {addr:?}: {e} (expected e.g. 127.0.0.1:7777)"))?;
     if !addr.ip().is_loopback() {
         bail!("--listen {addr}: only loopback addresses (127.0.0.0/8, ::1) are served");
@@ -71,7 +71,7 @@ pub fn bind_loopback(addr: &str) -> Result<TcpListener> {
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A connection the endpoint can serve: a Unix or TCP stream.
-pub trait Conn: Read + Write + AsRawFd + Send + Sized + 'static {
+pub(crate) trait Conn: Read + Write + AsRawFd + Send + Sized + 'static {
     fn split(&self) -> std::io::Result<Self>;
     fn read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()>;
     fn write_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()>;
@@ -437,7 +437,7 @@ impl<W: Write, C: Conn> Write for Claimed<'_, W, C> {
 /// on. On a Unix socket, a peer that is a worker of this home is refused (`403`). An accept
 /// that fails (out of file descriptors, say) backs off instead of spinning, and is logged once
 /// per kind of error.
-pub fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: Endpoint, needs_token: bool) {
+pub(crate) fn serve<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ep: Endpoint, needs_token: bool) {
     let table = Table::new();
     let mut last_error: Option<std::io::ErrorKind> = None;
     for conn in incoming {

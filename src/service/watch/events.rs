@@ -16,7 +16,7 @@ use crate::config::{Home, Project};
 
 /// Editor droppings (vim, JetBrains safe-write, emacs) and our own temp files: never worth a
 /// pass. Configurable additions come from `--ignore`.
-pub const DEFAULT_IGNORES: [&str; 9] =
+pub(crate) const DEFAULT_IGNORES: [&str; 9] =
     ["**/*~", "**/.*.swp", "**/.*.swx", "**/4913", "**/*___jb_tmp___", "**/*___jb_old___", "**/#*#", "**/.#*", "**/.*.guild-hall-*.tmp"];
 
 /// Runtime files whose changes need no pass: worker output and the heartbeat are judged at the

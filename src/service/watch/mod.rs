@@ -18,7 +18,6 @@ use notify::RecursiveMode;
 
 use crate::config::{Home, Project};
 use crate::reconcile::{self, HeldLock, Options};
-pub use events::DEFAULT_IGNORES;
 use events::{ignore_set, is_resource_limit, make_watcher, wait_for_shim, watch_paths, Wake};
 pub use options::WatchOptions;
 use signals::install_signals;

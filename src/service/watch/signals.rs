@@ -12,8 +12,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use super::events::Wake;
 
 pub(super) struct Signals {
-    pub stop: Arc<AtomicBool>,
-    pub reload: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) reload: Arc<AtomicBool>,
 }
 
 pub(super) fn install_signals(tx: &Sender<Wake>) -> Result<Signals> {

@@ -21,44 +21,44 @@ use crate::worker::shim::Spec;
 use crate::worker::{Package, SandboxSpec};
 
 /// A worker's turns when neither its activity nor its package bounds them.
-pub const DEFAULT_MAX_TURNS: u64 = 150;
+pub(crate) const DEFAULT_MAX_TURNS: u64 = 150;
 /// A worker's budget (USD) when neither its activity nor its package bounds it.
-pub const DEFAULT_MAX_BUDGET_USD: f64 = 2.0;
+pub(crate) const DEFAULT_MAX_BUDGET_USD: f64 = 2.0;
 
 /// Who is to run, for what, and where.
-pub struct Activation<'a> {
-    pub home: &'a Home,
-    pub project: &'a Project,
-    pub pkg: &'a Package,
-    pub kind: ActivityKind,
+pub(crate) struct Activation<'a> {
+    pub(crate) home: &'a Home,
+    pub(crate) project: &'a Project,
+    pub(crate) pkg: &'a Package,
+    pub(crate) kind: ActivityKind,
     /// The commission's or meeting's id, or the wave task's slug ([`id_vars`]).
-    pub id: &'a str,
-    pub state: &'a StateDir,
-    pub worktree: &'a WorktreeRecord,
+    pub(crate) id: &'a str,
+    pub(crate) state: &'a StateDir,
+    pub(crate) worktree: &'a WorktreeRecord,
     /// The attempt (commissions) or turn (meetings): names the log and the mailbox entries.
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     /// The toolbox section of the system prompt (from the catalogue, for this kind).
-    pub toolbox: String,
+    pub(crate) toolbox: String,
     /// Appended to the system prompt after the toolbox (a meeting's agenda, a renewed
     /// session's summary of the conversation so far).
-    pub prompt_extra: String,
+    pub(crate) prompt_extra: String,
     /// The worker's command line.
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     /// The kind's own variables (design §7, §8, §9), set over the common ones.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// Files of the home it reads besides its own (a meeting's message and transcript, a
     /// task's snapshot of the control plane).
-    pub readable: Vec<PathBuf>,
+    pub(crate) readable: Vec<PathBuf>,
     /// The activity's own bounds (a commission's `resources:`), over its package's, over
     /// [`DEFAULT_MAX_TURNS`] and [`DEFAULT_MAX_BUDGET_USD`].
-    pub resources: Resources,
+    pub(crate) resources: Resources,
     /// At most this long between SIGTERM and SIGKILL (the project's `cancel_grace` otherwise).
-    pub grace_cap: Option<Duration>,
+    pub(crate) grace_cap: Option<Duration>,
     /// The activity's own `runner:` (a commission's), over its package's and the project's.
-    pub runner: Option<RunnerName>,
+    pub(crate) runner: Option<RunnerName>,
     /// The activity's own wall-clock limit, over its package's and the project's (a batch
     /// job's `--time` is set from it).
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// The variables naming the activity, the same for every kind so that one package serves
@@ -66,7 +66,7 @@ pub struct Activation<'a> {
 /// file-name safe, unlike the task's canonical id in `GUILD_HALL_TASK_ID`), `GUILD_HALL_KIND`
 /// (`commission`, `meeting`, `task`), and the kind's own (`GUILD_HALL_COMMISSION`,
 /// `GUILD_HALL_MEETING`, `GUILD_HALL_TASK`), which says the kind to `guild-hall toolbox`.
-pub fn id_vars(kind: ActivityKind, id: &str) -> [(String, String); 3] {
+pub(crate) fn id_vars(kind: ActivityKind, id: &str) -> [(String, String); 3] {
     let (own, name) = match kind {
         ActivityKind::Commission => ("GUILD_HALL_COMMISSION", "commission"),
         ActivityKind::Meeting => ("GUILD_HALL_MEETING", "meeting"),
@@ -78,30 +78,30 @@ pub fn id_vars(kind: ActivityKind, id: &str) -> [(String, String); 3] {
 /// A person's command run like a worker (a plan's `verify`): as they would run it — their
 /// environment less git's and guild-hall's, unconfined — contained under the shim, its output
 /// kept.
-pub struct Command<'a> {
-    pub home: &'a Home,
-    pub project: &'a Project,
-    pub state: &'a StateDir,
-    pub attempt: u32,
-    pub cwd: PathBuf,
-    pub argv: Vec<String>,
+pub(crate) struct Command<'a> {
+    pub(crate) home: &'a Home,
+    pub(crate) project: &'a Project,
+    pub(crate) state: &'a StateDir,
+    pub(crate) attempt: u32,
+    pub(crate) cwd: PathBuf,
+    pub(crate) argv: Vec<String>,
     /// Its own variables, over the person's.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// What is to be launched.
-pub enum Launch<'a> {
+pub(crate) enum Launch<'a> {
     Worker(Activation<'a>),
     Command(Command<'a>),
 }
 
 /// A launch made ready: started with [`Ready::start`] (detached, where its runner places it)
 /// or [`Ready::stream`] (here).
-pub struct Ready(Spec, Placement);
+pub(crate) struct Ready(Spec, Placement);
 
 /// What [`prepare`] came to. One is made per dispatch and moved once: its size is no cost.
 #[allow(clippy::large_enum_variant)]
-pub enum Prepared {
+pub(crate) enum Prepared {
     Ready(Ready),
     /// The worker cannot start, and why: recorded as the attempt's exit ([`refuse`]).
     Refused(String),
@@ -110,31 +110,31 @@ pub enum Prepared {
 impl Ready {
     /// Start the shim detached where its runner places it: here, once it has recorded the
     /// start (or why it failed); elsewhere, once its runner has taken it (or refused).
-    pub fn start(&self) -> Result<()> {
+    pub(crate) fn start(&self) -> Result<()> {
         crate::worker::runner::start(&self.0, &self.1)
     }
 
     /// Start the shim with the worker's stdout piped to the caller (a meeting turn).
-    pub fn stream(&self) -> Result<std::process::Child> {
+    pub(crate) fn stream(&self) -> Result<std::process::Child> {
         crate::worker::shim::spawn_streaming_shim(&self.0)
     }
 
     /// The attempt it starts (its state dir and number).
-    pub fn state(&self) -> (&StateDir, u32) {
+    pub(crate) fn state(&self) -> (&StateDir, u32) {
         (&self.0.state, self.0.attempt)
     }
 }
 
 /// Record `attempt` in `state` as one that could not start, and why: the exit a worker that
 /// never ran leaves, judged by the next pass like any other.
-pub fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
+pub(crate) fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
     crate::worker::runner::refuse(state, attempt, why)
 }
 
 /// Make `launch` ready to start: for a worker, writes its system prompt, makes its private
 /// object store and mailbox, and sets its environment and policy. A worker that cannot start
 /// is [`refuse`]d here, its `exit.json` written.
-pub fn prepare(launch: Launch<'_>) -> Result<Prepared> {
+pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
     match launch {
         Launch::Worker(a) => match prepare_worker(&a) {
             Ok(spec) => Ok(Prepared::Ready(Ready(spec, placement(&a)))),
@@ -229,7 +229,7 @@ pub fn confinement(spec: &SandboxSpec, global: &GlobalConfig) -> Result<Confinem
 )]
 pub struct LandlockUnavailable {
     /// What the kernel said.
-    pub why: String,
+    pub(crate) why: String,
 }
 
 /// Why a worker's launch did not give it a spec: it cannot start (a refusal, written to its

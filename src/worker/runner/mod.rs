@@ -6,7 +6,7 @@
 
 mod local;
 pub(crate) mod seam;
-pub mod slurm;
+pub(crate) mod slurm;
 
 use std::path::Path;
 
@@ -16,11 +16,11 @@ use crate::activity::state::{RunInfo, StateDir};
 use crate::config::{Home, ProjectConfig};
 use crate::worker::shim::{self, Spec, Stop};
 
-pub use seam::{Attempt, LocateError, Proc, RunnerName, POLL};
+pub(crate) use seam::{Attempt, LocateError, Proc, RunnerName, POLL};
 pub(crate) use seam::{Request, Runner};
 
 /// The runner that applies: the first of the activity's, its package's and the project's.
-pub fn choose(activity: Option<RunnerName>, package: Option<RunnerName>, project: RunnerName) -> RunnerName {
+pub(crate) fn choose(activity: Option<RunnerName>, package: Option<RunnerName>, project: RunnerName) -> RunnerName {
     activity.or(package).unwrap_or(project)
 }
 
@@ -121,14 +121,14 @@ pub(crate) fn locate(state: &StateDir, attempt: u32, boot: &str) -> Result<Attem
 
 /// Ask the attempt recorded in `state` to stop, through the runner holding it (its shim here,
 /// `run`, for the local runner).
-pub fn stop(state: &StateDir, attempt: u32, run: Option<&RunInfo>, how: Stop) -> Result<()> {
+pub(crate) fn stop(state: &StateDir, attempt: u32, run: Option<&RunInfo>, how: Stop) -> Result<()> {
     runners().holder(state, attempt)?.stop(state, attempt, run, how)
 }
 
 /// Whether an attempt of `state` holds a slot without asking anyone: a handle recorded for
 /// `attempt` whose end is not recorded (queued or running for all we know) — neither its exit
 /// nor a later attempt's, nor a later attempt's start.
-pub fn holds_slot(state: &StateDir, attempt: u32) -> bool {
+pub(crate) fn holds_slot(state: &StateDir, attempt: u32) -> bool {
     runners().holds_slot(state, attempt)
 }
 

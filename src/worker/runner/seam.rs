@@ -12,12 +12,12 @@ use crate::activity::state::{ExitInfo, RunInfo, StateDir};
 use crate::config::Home;
 use crate::worker::shim::{Spec, Stop};
 
-pub use crate::artifact::commission::RunnerName;
+pub(crate) use crate::artifact::commission::RunnerName;
 
 /// Why where an attempt stands cannot be told ([`Runner::locate`]): nothing is signalled on
 /// such a record; the caller reports it and leaves the attempt alone.
 #[derive(Debug, thiserror::Error)]
-pub enum LocateError {
+pub(crate) enum LocateError {
     /// A record that does not parse or is implausible (`run.json`, `exit.json`, a handle).
     #[error("{0:#}")]
     Unreadable(anyhow::Error),
@@ -36,7 +36,7 @@ pub enum LocateError {
 /// Where an attempt's processes stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Proc {
+pub(crate) enum Proc {
     /// No shim has recorded this attempt and none holds the lock.
     NotStarted,
     /// A shim holds the lock but has not yet recorded the worker (or its runner holds it in a
@@ -51,26 +51,26 @@ pub enum Proc {
 
 /// One attempt as its runner, its shim's records and the process table show it.
 #[derive(Debug, Clone)]
-pub struct Attempt {
-    pub proc: Proc,
+pub(crate) struct Attempt {
+    pub(crate) proc: Proc,
     /// Its `run.json` (the shim started the worker), if it is this attempt's.
-    pub run: Option<RunInfo>,
+    pub(crate) run: Option<RunInfo>,
     /// Its `exit.json` (every process of it gone, or it could not start), if it is this attempt's.
-    pub exit: Option<ExitInfo>,
+    pub(crate) exit: Option<ExitInfo>,
     /// With [`Proc::Lingering`]: the processes carrying the attempt's run-id mark
     /// ([`crate::worker::shim::leftovers`]), to be killed ([`crate::worker::shim::kill_leftovers`])
     /// before anything that follows the attempt (its verdict, a rerun in the same worktree) is done.
-    pub leftovers: Vec<i32>,
+    pub(crate) leftovers: Vec<i32>,
     /// A job its runner holds in a queue: which, and why, in the runner's words (`… job 123:
     /// Resources`). Neither running nor stale; it holds its slot.
-    pub queued: Option<String>,
+    pub(crate) queued: Option<String>,
     /// Its runner is asked where it stands (a job elsewhere): no file changes when it vanishes,
     /// so it is looked at again every [`POLL`].
-    pub polled: bool,
+    pub(crate) polled: bool,
 }
 
 /// How often an attempt whose runner must be asked ([`Attempt::polled`]) is looked at.
-pub const POLL: Duration = Duration::from_secs(2);
+pub(crate) const POLL: Duration = Duration::from_secs(2);
 
 /// What a runner that places attempts elsewhere recorded for one in its state dir (its own file
 /// there), said without the runner's own terms.

@@ -93,15 +93,15 @@ pub(crate) fn minutes(limit: Duration, grace: Duration) -> u64 {
 
 /// What one attempt's job asks of Slurm (made by `worker::launch`).
 #[derive(Debug, Clone)]
-pub struct Job {
+pub(crate) struct Job {
     /// The project's name and the activity's id: in the job's name, with the attempt.
-    pub project: String,
-    pub id: String,
-    pub config: SlurmConfig,
-    pub cpus: Option<u32>,
-    pub memory: Option<String>,
+    pub(crate) project: String,
+    pub(crate) id: String,
+    pub(crate) config: SlurmConfig,
+    pub(crate) cpus: Option<u32>,
+    pub(crate) memory: Option<String>,
     /// `--time`, in minutes.
-    pub minutes: Option<u64>,
+    pub(crate) minutes: Option<u64>,
 }
 
 /// `slurm.json` in the attempt's state dir: the job that runs the attempt. Written with the
@@ -110,32 +110,32 @@ pub struct Job {
 /// submitted again keeps the name, so a late answer of the first sbatch is found too; its shim
 /// runs only in the job whose name (and id, once recorded) `slurm.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Handle {
-    pub attempt: u32,
+pub(crate) struct Handle {
+    pub(crate) attempt: u32,
     /// `guild-hall.<project>.<id>.<attempt>.<nonce>`: how the job is found before its id is
     /// recorded (no proof on its own: the job's owner may rename it).
-    pub name: String,
+    pub(crate) name: String,
     /// The id sbatch answered (or the job found by name): with its owner and output file, what
     /// proves a job is this attempt's.
-    pub job_id: Option<u64>,
-    pub submitted_at: DateTime<Utc>,
+    pub(crate) job_id: Option<u64>,
+    pub(crate) submitted_at: DateTime<Utc>,
     /// Set once the attempt's end is taken (its exit recorded, the job ended): how Slurm ended
     /// the job (`CANCELLED`...), empty when that says nothing. Slurm is not asked again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended: Option<String>,
+    pub(crate) ended: Option<String>,
 }
 
 impl Handle {
-    pub fn path(state: &StateDir) -> PathBuf {
+    pub(crate) fn path(state: &StateDir) -> PathBuf {
         state.0.join("slurm.json")
     }
 
-    pub fn read(state: &StateDir) -> Result<Option<Handle>> {
+    pub(crate) fn read(state: &StateDir) -> Result<Option<Handle>> {
         read_json(&Self::path(state))
     }
 
     /// Forget the handle in `state`: an attempt started here, or refused, is no job's.
-    pub fn remove(state: &StateDir) {
+    pub(crate) fn remove(state: &StateDir) {
         let _ = std::fs::remove_file(Self::path(state));
     }
 
@@ -147,7 +147,7 @@ impl Handle {
     /// answering, or Slurm knowing a job of ours writing the attempt's log (or not answering:
     /// taken, to be safe). Not taken: the pass that wrote it died before sbatch took the job,
     /// and the attempt is started again.
-    pub fn taken(&self, state: &StateDir) -> bool {
+    pub(crate) fn taken(&self, state: &StateDir) -> bool {
         self.job_id.is_some() || self.ended.is_some() || self.submitting() || !matches!(find_unrecorded(state, self), Ok(None))
     }
 
@@ -163,7 +163,7 @@ const SUBMIT_WINDOW: Duration = Duration::from_secs(60);
 
 /// Submit the attempt as a batch job and record its id. Refused (its `exit.json` saying why)
 /// when the nodes cannot see the home, or Slurm will not take the job.
-pub fn submit(spec: &Spec, job: &Job) -> Result<()> {
+pub(crate) fn submit(spec: &Spec, job: &Job) -> Result<()> {
     let refuse = |why: String| {
         // An earlier submission's handle is no job of this refused attempt's.
         Handle::remove(&spec.state);
@@ -364,7 +364,7 @@ fn local_fs(path: &Path) -> Option<&'static str> {
 
 /// A job as Slurm shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobState {
+pub(crate) enum JobState {
     /// Waiting in the queue, and why (`Resources`, `Priority`...).
     Queued(String),
     Running,
@@ -381,17 +381,17 @@ pub enum JobState {
 /// What Slurm says of a job (`squeue --json`: structured, so that no field the job's owner may
 /// set — its name, its comment — can pass for another).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobInfo {
-    pub job_id: u64,
-    pub state: JobState,
+pub(crate) struct JobInfo {
+    pub(crate) job_id: u64,
+    pub(crate) state: JobState,
     /// Its name: said, never proof of anything (its owner may change it).
-    pub name: String,
+    pub(crate) name: String,
     /// Its owner's uid.
-    pub uid: Option<u32>,
+    pub(crate) uid: Option<u32>,
     /// When it ended, once it has.
-    pub end: Option<DateTime<Utc>>,
+    pub(crate) end: Option<DateTime<Utc>>,
     /// When it was submitted.
-    pub submitted: Option<DateTime<Utc>>,
+    pub(crate) submitted: Option<DateTime<Utc>>,
     /// Its output file (`StdOut`), as submitted (`%%` for a `%` in some versions, expanded in
     /// others).
     output: String,
@@ -525,7 +525,7 @@ fn parse_job(job: &serde_json::Value) -> Option<JobInfo> {
 /// Ask Slurm where job `id` stands: [`JobState::Gone`] if it no longer knows it.
 /// From the listing a pass shares: a job that has moved on since (queued then, running now)
 /// may still be seen where it was; [`query_fresh`] where that would mislead.
-pub fn query(id: u64) -> Result<JobInfo> {
+pub(crate) fn query(id: u64) -> Result<JobInfo> {
     Ok(in_listing(|jobs| jobs.iter().find(|j| j.job_id == id).cloned())?.unwrap_or_else(|| JobInfo::gone(id)))
 }
 
@@ -557,7 +557,7 @@ const CLOCK_SKEW_ALLOWED: chrono::Duration = chrono::Duration::hours(1);
 /// attempt): what a reconciler that lost its records can still find. Ours by their owner and
 /// output file (an attempt's log in the project's state dir), never by their names. Empty where
 /// Slurm cannot be asked (not installed: no job of ours runs).
-pub fn ours(home: &Home, project: &str) -> Vec<(u64, String, u32)> {
+pub(crate) fn ours(home: &Home, project: &str) -> Vec<(u64, String, u32)> {
     let Ok((jobs, _)) = listing() else { return Vec::new() };
     let dir = home.commissions_state(project);
     jobs.iter()
@@ -656,7 +656,7 @@ const RUNNER: &str = "slurm";
 /// This runner's say on a shim about to run `attempt` of `state` (see [`not_the_recorded_job`]),
 /// if this runner submitted it: its environment names this runner, or (a job submitted by an
 /// earlier guild-hall, which set no runner) it writes CPU beats.
-pub fn admit(state: &StateDir, attempt: u32) -> Option<String> {
+pub(crate) fn admit(state: &StateDir, attempt: u32) -> Option<String> {
     let ours = match std::env::var_os(RUNNER_VAR) {
         Some(r) => r == RUNNER,
         None => std::env::var_os(crate::worker::shim::CPU_BEAT_VAR).is_some(),
@@ -671,7 +671,7 @@ pub fn admit(state: &StateDir, attempt: u32) -> Option<String> {
 /// Why the shim must not run attempt `attempt` in `state` in the Slurm job `job_id` named
 /// `job_name` (its `$SLURM_JOB_ID` and `$SLURM_JOB_NAME`), if it must not: `slurm.json` does not
 /// record this job for the attempt (a job of a submission given up, or not guild-hall's).
-pub fn not_the_recorded_job(state: &StateDir, attempt: u32, job_id: Option<&str>, job_name: Option<&str>) -> Option<String> {
+pub(crate) fn not_the_recorded_job(state: &StateDir, attempt: u32, job_id: Option<&str>, job_name: Option<&str>) -> Option<String> {
     let handle = match Handle::read(state) {
         Ok(Some(h)) if h.attempt == attempt => h,
         Ok(_) => return Some(format!("{} records no job for attempt {attempt}", Handle::path(state).display())),
@@ -705,7 +705,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(60);
 /// `Err`: Slurm cannot be asked while the attempt has not ended.
 // Long: one table of the job's states against the shim's records, each row with its verdict;
 // split, the rows would no longer be read side by side.
-pub fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, LocateError> {
+pub(crate) fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result<Attempt, LocateError> {
     let e = LocateError::Unreadable;
     // Slurm not answering, said with the handle that made us ask.
     let asking = |error: anyhow::Error| LocateError::NotAnswering { handle: Handle::path(state), error };
@@ -914,7 +914,7 @@ fn scancel(id: u64, args: &[&str]) -> Result<()> {
 /// --signal=TERM`: it stops every process of the attempt, SIGKILL after its grace); `Kill` asks
 /// the shim to kill them now (`--signal=USR1`) and cancels the job (`scancel`: Slurm ends every
 /// process of it). A queued job is cancelled.
-pub fn stop(state: &StateDir, handle: &Handle, how: Stop) -> Result<()> {
+pub(crate) fn stop(state: &StateDir, handle: &Handle, how: Stop) -> Result<()> {
     if handle.ended.is_some() {
         return Ok(());
     }

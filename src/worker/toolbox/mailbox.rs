@@ -18,23 +18,23 @@ use crate::activity::state::StateDir;
 
 /// The most events of one mailbox a pass records in the timeline one by one; more are folded
 /// all the same and counted in one note (a worker cannot make a pass hold its flood).
-pub const MAIL_PER_PASS: usize = 1000;
+pub(crate) const MAIL_PER_PASS: usize = 1000;
 /// The most notes on skipped lines and dropped paths a pass records one by one.
-pub const NOTES_PER_PASS: usize = 100;
+pub(crate) const NOTES_PER_PASS: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Mail {
-    pub seq: u64,
-    pub id: String,
-    pub ts: String,
-    pub attempt: u32,
+pub(crate) struct Mail {
+    pub(crate) seq: u64,
+    pub(crate) id: String,
+    pub(crate) ts: String,
+    pub(crate) attempt: u32,
     #[serde(flatten)]
-    pub body: MailBody,
+    pub(crate) body: MailBody,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum MailBody {
+pub(crate) enum MailBody {
     Progress {
         text: String,
     },
@@ -75,7 +75,7 @@ pub enum MailBody {
 
 impl MailBody {
     /// Its timeline event kind.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             MailBody::Progress { .. } => "progress",
             MailBody::Question { .. } => "question",
@@ -90,7 +90,7 @@ impl MailBody {
     }
 
     /// The event as timeline fields (its kind is the event's kind; `attempt` added).
-    pub fn timeline_fields(&self, attempt: u32) -> serde_json::Value {
+    pub(crate) fn timeline_fields(&self, attempt: u32) -> serde_json::Value {
         let mut fields = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
         if let serde_json::Value::Object(f) = &mut fields {
             f.remove("kind");
@@ -107,70 +107,70 @@ impl MailBody {
 /// ([`TaskUpdate::complete`]), so a worker may send only its status, sequence and key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TaskUpdate {
+pub(crate) struct TaskUpdate {
     /// The canonical task id `<plan>:exec:wave-<W>:task-<T>` (default: this task's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
+    pub(crate) task_id: Option<String>,
     /// The phase: the plan's id, the task id's first part (default: this task's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
+    pub(crate) phase: Option<String>,
     /// The stage: `execute`, the only one of a wave task (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stage: Option<String>,
+    pub(crate) stage: Option<String>,
     /// The task's state: queued, in_progress, verify_passed, verify_failed, done, failed,
     /// canceled, shutdown_requested or shutdown_ack.
-    pub status: TaskUpdateStatus,
+    pub(crate) status: TaskUpdateStatus,
     /// The worktree the task works in (default: this task's; another is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree_path: Option<String>,
+    pub(crate) worktree_path: Option<String>,
     /// The changes made: {op: add|modify|delete|rename|untracked, path, from_path}.
     #[serde(default)]
-    pub changed_ops: Vec<ChangedOp>,
+    pub(crate) changed_ops: Vec<ChangedOp>,
     /// What the task's own verification found: {result: pass|fail|skipped, command_summary:
     /// [text], checks: [{name, outcome: pass|fail|skipped}]}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify_summary: Option<VerifySummary>,
+    pub(crate) verify_summary: Option<VerifySummary>,
     /// Evidence files, under `.lore-artifacts/<task-slug>/`.
     #[serde(default)]
-    pub evidence_paths: Vec<String>,
+    pub(crate) evidence_paths: Vec<String>,
     /// What went wrong, when the status is failed: {code, message, details_path}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<TaskError>,
+    pub(crate) error: Option<TaskError>,
     /// When the task's steps happened: {started_at, updated_at, completed_at}, RFC 3339 in UTC
     /// (`updated_at` defaults to `emitted_at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timestamps: Option<Timestamps>,
+    pub(crate) timestamps: Option<Timestamps>,
     /// When the worker sent this update, RFC 3339 in UTC (default: now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub emitted_at: Option<String>,
+    pub(crate) emitted_at: Option<String>,
     /// Monotonic per task: a lower one than the highest applied is ignored.
-    pub sequence: u64,
+    pub(crate) sequence: u64,
     /// Stable for a logically identical update: a repeated key is a no-op.
-    pub idempotency_key: String,
+    pub(crate) idempotency_key: String,
 }
 
 /// A task's own verification, as the contract shapes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct VerifySummary {
-    pub result: CheckOutcome,
+pub(crate) struct VerifySummary {
+    pub(crate) result: CheckOutcome,
     /// Each command run and how it ended.
     #[serde(default)]
-    pub command_summary: Vec<String>,
+    pub(crate) command_summary: Vec<String>,
     #[serde(default)]
-    pub checks: Vec<Check>,
+    pub(crate) checks: Vec<Check>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Check {
-    pub name: String,
-    pub outcome: CheckOutcome,
+pub(crate) struct Check {
+    pub(crate) name: String,
+    pub(crate) outcome: CheckOutcome,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum CheckOutcome {
+pub(crate) enum CheckOutcome {
     Pass,
     Fail,
     Skipped,
@@ -179,26 +179,26 @@ pub enum CheckOutcome {
 /// What went wrong, as the contract shapes it; `details_path` is checked like an evidence path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TaskError {
+pub(crate) struct TaskError {
     #[serde(default)]
-    pub code: Option<String>,
+    pub(crate) code: Option<String>,
     #[serde(default)]
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
     #[serde(default)]
-    pub details_path: Option<String>,
+    pub(crate) details_path: Option<String>,
 }
 
 /// When a task's steps happened, each RFC 3339 in UTC.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Timestamps {
+pub(crate) struct Timestamps {
     #[serde(default)]
-    pub started_at: Option<String>,
+    pub(crate) started_at: Option<String>,
     /// Required as recorded; the toolbox fills it with `emitted_at`.
     #[serde(default)]
-    pub updated_at: Option<String>,
+    pub(crate) updated_at: Option<String>,
     #[serde(default)]
-    pub completed_at: Option<String>,
+    pub(crate) completed_at: Option<String>,
 }
 
 /// Whether `t` is an RFC 3339 time in UTC (`Z` or `+00:00`), as the contract's "ISO-8601-UTC".
@@ -209,7 +209,7 @@ fn utc_time(t: &str) -> bool {
 /// Why a task update does not hold what the contract requires ([`TaskUpdate::complete`],
 /// [`TaskUpdate::validate`]).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TaskUpdateError {
+pub(crate) enum TaskUpdateError {
     #[error("task_id {given:?} is not this task ({task})")]
     OtherTask { given: String, task: String },
     #[error("phase {given:?} is not this task's ({plan}, its plan)")]
@@ -235,7 +235,7 @@ pub enum TaskUpdateError {
 impl TaskUpdate {
     /// Fill what the contract requires and the worker left out, from what the toolbox knows of
     /// its task (canonical id, worktree) and the clock; what it gave that disagrees is refused.
-    pub fn complete(&mut self, task_id: &str, worktree: &Path, now: &str) -> std::result::Result<(), TaskUpdateError> {
+    pub(crate) fn complete(&mut self, task_id: &str, worktree: &Path, now: &str) -> std::result::Result<(), TaskUpdateError> {
         match &self.task_id {
             Some(given) if given != task_id => return Err(TaskUpdateError::OtherTask { given: given.clone(), task: task_id.to_string() }),
             _ => self.task_id = Some(task_id.to_string()),
@@ -265,7 +265,7 @@ impl TaskUpdate {
     /// Whether the update holds what the contract requires, in its shapes: the required fields
     /// present, the task id canonical with its plan as `phase`, `stage` `execute`, every time
     /// RFC 3339 in UTC, an error's `details_path` relative and inside. Why not, when not.
-    pub fn validate(&self) -> std::result::Result<(), TaskUpdateError> {
+    pub(crate) fn validate(&self) -> std::result::Result<(), TaskUpdateError> {
         let missing: Vec<&str> = [
             ("task_id", self.task_id.is_none()),
             ("phase", self.phase.is_none()),
@@ -317,7 +317,7 @@ impl TaskUpdate {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum TaskUpdateStatus {
+pub(crate) enum TaskUpdateStatus {
     Queued,
     InProgress,
     VerifyPassed,
@@ -331,16 +331,16 @@ pub enum TaskUpdateStatus {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ChangedOp {
-    pub op: ChangeKind,
-    pub path: String,
+pub(crate) struct ChangedOp {
+    pub(crate) op: ChangeKind,
+    pub(crate) path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_path: Option<String>,
+    pub(crate) from_path: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
+pub(crate) enum ChangeKind {
     Add,
     Modify,
     Delete,
@@ -350,10 +350,10 @@ pub enum ChangeKind {
 
 /// The longest mailbox line read: a longer one is skipped and noted, and never held in memory
 /// whole. The toolbox refuses to write one.
-pub const LINE_MAX: usize = 1024 * 1024;
+pub(crate) const LINE_MAX: usize = 1024 * 1024;
 /// The most of any one text of an event (progress, question, decision, result summary,
 /// meeting summary, follow-up reason) guild-hall keeps: a longer one is cut by [`clip`].
-pub const TEXT_MAX: usize = 4096;
+pub(crate) const TEXT_MAX: usize = 4096;
 /// How much of the file is read at once.
 const PIECE: usize = 64 * 1024;
 /// Notes logged per read, one by one (the rest are counted).
@@ -361,7 +361,7 @@ const LOGGED_NOTES: usize = 20;
 
 /// `text` cut to at most `max` bytes (at a character boundary), ending with a visible marker
 /// that says how long it was, when it was longer: the one place mailbox texts are shortened.
-pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
+pub(crate) fn clip(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max {
         return Cow::Borrowed(text);
     }
@@ -385,7 +385,7 @@ const LISTED_MAX: usize = 100;
 /// A path named in an event, checked as the toolbox checks it ([`path_in_worktree`]):
 /// relative, no `..`, and, given the worktree, inside it with no link leading out. The
 /// normalised path, or why not.
-pub fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<String, EventPathError> {
+pub(crate) fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<String, EventPathError> {
     match worktree {
         Some(wt) => path_in_worktree(wt, path, false).map_err(EventPathError::Outside),
         None => crate::artifact::ids::validate_rel_path(path).map_err(|_| EventPathError::NotRelative),
@@ -394,7 +394,7 @@ pub fn check_path(path: &str, worktree: Option<&Path>) -> std::result::Result<St
 
 /// Why a path named in an event is dropped ([`check_path`]); said after "it".
 #[derive(Debug, thiserror::Error)]
-pub enum EventPathError {
+pub(crate) enum EventPathError {
     /// Not inside the worktree, as the toolbox checks it.
     #[error("{0:#}")]
     Outside(anyhow::Error),
@@ -488,36 +488,36 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
 /// Where a reader stands in a mailbox file, kept between passes so that only new bytes are
 /// read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     /// The file's name: a position means nothing in another file.
-    pub file: String,
+    pub(crate) file: String,
     /// Bytes read: where the next line starts.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Lines read (the next line's number is one more).
-    pub lines: u64,
+    pub(crate) lines: u64,
     /// Inside a line over [`LINE_MAX`], already noted: the rest of it is skipped.
     #[serde(default)]
-    pub skipping: bool,
+    pub(crate) skipping: bool,
 }
 
 /// What the events read must be.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Expect<'a> {
+pub(crate) struct Expect<'a> {
     /// The attempt whose mailbox this is: an event of another attempt is skipped and noted.
-    pub attempt: Option<u32>,
+    pub(crate) attempt: Option<u32>,
     /// The worktree every path of an event must stay inside.
-    pub worktree: Option<&'a Path>,
+    pub(crate) worktree: Option<&'a Path>,
     /// No one writes any more: an unterminated last line is complete, and read too.
-    pub last: bool,
+    pub(crate) last: bool,
 }
 
 /// One line as read: its event, checked (none if the line was skipped), and notes on what was
 /// skipped or dropped, each naming the file and the line.
 #[derive(Debug)]
-pub struct Line {
-    pub number: u64,
-    pub mail: Option<Mail>,
-    pub notes: Vec<String>,
+pub(crate) struct Line {
+    pub(crate) number: u64,
+    pub(crate) mail: Option<Mail>,
+    pub(crate) notes: Vec<String>,
 }
 
 fn name_of(path: &Path) -> String {
@@ -529,7 +529,7 @@ fn name_of(path: &Path) -> String {
 /// events, by kind, folded without an entry of their own. `key` starts every note's key (the
 /// mailbox and the line the read began at); `skipped` and `folded` finish their texts. One
 /// wording for every kind that reads a mailbox.
-pub fn overflow_notes(
+pub(crate) fn overflow_notes(
     key: &str,
     file: &str,
     unnoted: u64,
@@ -552,7 +552,7 @@ pub fn overflow_notes(
 /// `each`. At most one line (up to [`LINE_MAX`]) and one piece of the file are held in memory
 /// at once. A missing file has no lines; a file shorter than the cursor (replaced) is read
 /// again from its start. Notes are also logged, with the file's path.
-pub fn read_from(path: &Path, cursor: &mut Cursor, expect: Expect<'_>, mut each: impl FnMut(Line)) -> Result<()> {
+pub(crate) fn read_from(path: &Path, cursor: &mut Cursor, expect: Expect<'_>, mut each: impl FnMut(Line)) -> Result<()> {
     let name = name_of(path);
     if cursor.file != name {
         *cursor = Cursor { file: name.clone(), ..Cursor::default() };
@@ -727,25 +727,15 @@ fn parse_line(number: u64, bytes: &[u8], offset: u64, expect: Expect<'_>, name: 
     Line { number, mail: keep.then_some(mail), notes }
 }
 
-/// Every event of a mailbox, each checked as [`read_from`] does (paths against `worktree`, or
-/// without one for shape only); what is skipped or dropped is logged. A missing mailbox is
-/// empty. For a reading done once (a meeting's notes on close): passes read from a position.
-pub fn read_checked(path: &Path, worktree: Option<&Path>) -> Result<Vec<Mail>> {
-    let mut out = Vec::new();
-    let mut cursor = Cursor::default();
-    read_from(path, &mut cursor, Expect { attempt: None, worktree, last: false }, |line| out.extend(line.mail))?;
-    Ok(out)
-}
-
 /// The mailbox of one attempt of a commission or a wave task: a file of its own, so that
 /// nothing an attempt writes can be read as another's.
-pub fn attempt_file(state: &StateDir, attempt: u32) -> PathBuf {
+pub(crate) fn attempt_file(state: &StateDir, attempt: u32) -> PathBuf {
     state.0.join(format!("events-{attempt}.jsonl"))
 }
 
 /// The mailbox to read for an attempt: its own, or, for an attempt an older guild-hall started
 /// (one `events.jsonl` for every attempt), that one.
-pub fn attempt_mailbox(state: &StateDir, attempt: u32) -> PathBuf {
+pub(crate) fn attempt_mailbox(state: &StateDir, attempt: u32) -> PathBuf {
     let own = attempt_file(state, attempt);
     if std::fs::symlink_metadata(&own).is_err() && std::fs::symlink_metadata(state.mailbox()).is_ok() {
         return state.mailbox();
@@ -754,13 +744,13 @@ pub fn attempt_mailbox(state: &StateDir, attempt: u32) -> PathBuf {
 }
 
 /// Where a reader keeps what it folded of an attempt's mailbox, and how far it read.
-pub fn folded_file(state: &StateDir, attempt: u32) -> PathBuf {
+pub(crate) fn folded_file(state: &StateDir, attempt: u32) -> PathBuf {
     state.0.join(format!("events-{attempt}.folded.json"))
 }
 
 /// Give an attempt about to start an empty mailbox of its own (mode 0600) and no fold of it:
 /// anything already there was not written by this attempt, which has not started.
-pub fn make_fresh(state: &StateDir, attempt: u32) -> Result<PathBuf> {
+pub(crate) fn make_fresh(state: &StateDir, attempt: u32) -> Result<PathBuf> {
     use std::os::unix::fs::OpenOptionsExt;
     let own = attempt_file(state, attempt);
     if std::fs::symlink_metadata(&own).is_ok_and(|m| !m.is_file() || m.len() > 0) {
@@ -779,7 +769,7 @@ pub fn make_fresh(state: &StateDir, attempt: u32) -> Result<PathBuf> {
 
 /// The mailbox a worker process writes (`GUILD_HALL_MAILBOX`): a commission's and a wave
 /// task's attempt each have their own; a meeting's turns share one.
-pub fn for_worker(kind: ActivityKind, state: &StateDir, attempt: u32) -> PathBuf {
+pub(crate) fn for_worker(kind: ActivityKind, state: &StateDir, attempt: u32) -> PathBuf {
     match kind {
         ActivityKind::Commission | ActivityKind::Task => attempt_file(state, attempt),
         ActivityKind::Meeting => state.mailbox(),
@@ -787,14 +777,14 @@ pub fn for_worker(kind: ActivityKind, state: &StateDir, attempt: u32) -> PathBuf
 }
 
 /// Append one event under an exclusive lock; returns it as recorded.
-pub fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
+pub(crate) fn append(path: &Path, attempt: u32, body: MailBody) -> Result<Mail> {
     append_if(path, attempt, body, |_| Ok(()))
 }
 
 /// Append one event if `allow` accepts every event already there, all under the same exclusive
 /// lock: a rule such as "one result per attempt" holds however many writers race. The events
 /// are read one at a time, as the reconciler reads them.
-pub fn append_if(path: &Path, attempt: u32, body: MailBody, mut allow: impl FnMut(&Mail) -> Result<()>) -> Result<Mail> {
+pub(crate) fn append_if(path: &Path, attempt: u32, body: MailBody, mut allow: impl FnMut(&Mail) -> Result<()>) -> Result<Mail> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -851,7 +841,7 @@ pub fn append_if(path: &Path, attempt: u32, body: MailBody, mut allow: impl FnMu
 /// check of a path a worker names: where the toolbox writes an event, and where guild-hall
 /// reads it (a worker can append to its mailbox without the toolbox). Errors say what is wrong
 /// with the path without repeating it.
-pub fn path_in_worktree(worktree: &std::path::Path, path: &str, must_exist: bool) -> Result<String> {
+pub(crate) fn path_in_worktree(worktree: &std::path::Path, path: &str, must_exist: bool) -> Result<String> {
     let rel = crate::artifact::ids::validate_rel_path(path)
         .map_err(|_| anyhow!("is not a relative path inside the worktree (absolute, empty, or with '..')"))?;
     let root = worktree.canonicalize().map_err(|e| anyhow!("cannot be checked: the worktree {}: {e}", worktree.display()))?;

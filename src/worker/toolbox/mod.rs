@@ -3,7 +3,7 @@
 //! with a sequence number and an idempotency key, which the reconciler folds into the artifact and
 //! timeline. The tools themselves and their faces are `crate::tools::toolbox`.
 
-pub mod mailbox;
+pub(crate) mod mailbox;
 
 use std::path::PathBuf;
 
@@ -21,16 +21,16 @@ pub const ARTIFACT_MAX_BYTES: usize = 1024 * 1024;
 pub struct WorkerContext {
     pub kind: ActivityKind,
     /// The commission's or meeting's id, or the wave task's slug (also `GUILD_HALL_ID`).
-    pub id: String,
-    pub mailbox: PathBuf,
-    pub worktree: PathBuf,
-    pub attempt: u32,
+    pub(crate) id: String,
+    pub(crate) mailbox: PathBuf,
+    pub(crate) worktree: PathBuf,
+    pub(crate) attempt: u32,
     /// The worker package's name (`GUILD_HALL_WORKER`).
-    pub worker: Option<String>,
+    pub(crate) worker: Option<String>,
     /// Its memory dir, this project's and package's (`GUILD_HALL_MEMORY`).
-    pub memory: Option<PathBuf>,
+    pub(crate) memory: Option<PathBuf>,
     /// A wave task's canonical id (`GUILD_HALL_TASK_ID`).
-    pub task_id: Option<String>,
+    pub(crate) task_id: Option<String>,
 }
 
 impl WorkerContext {
@@ -71,7 +71,7 @@ impl WorkerContext {
 
     /// Record an event. `submit_result` is accepted once per attempt, and its artifact paths
     /// must exist inside the worktree.
-    pub fn send(&self, body: MailBody) -> Result<Mail> {
+    pub(crate) fn send(&self, body: MailBody) -> Result<Mail> {
         let is_result = matches!(body, MailBody::Result { .. });
         if let MailBody::Result { artifacts, .. } = &body {
             for a in artifacts {
@@ -88,7 +88,7 @@ impl WorkerContext {
     }
 
     /// Store a memory for this worker (overwriting the key), and note it in the mailbox.
-    pub fn store_memory(&self, key: &str, content: &str) -> Result<Mail> {
+    pub(crate) fn store_memory(&self, key: &str, content: &str) -> Result<Mail> {
         let Some(dir) = &self.memory else {
             bail!("GUILD_HALL_MEMORY must be set to store memory (guild-hall sets it to the package's memory dir in this project)");
         };
@@ -99,7 +99,7 @@ impl WorkerContext {
     /// Write `content` to `path` under `.lore/` of the worktree (made atomically, directories
     /// created): how an agent without file tools delivers a file. Never into the control plane
     /// (it would never be merged). Returns the normalised path.
-    pub fn write_artifact(&self, path: &str, content: &str) -> Result<String> {
+    pub(crate) fn write_artifact(&self, path: &str, content: &str) -> Result<String> {
         if content.len() > ARTIFACT_MAX_BYTES {
             bail!("artifact {path:?} is {} bytes; at most {ARTIFACT_MAX_BYTES} bytes can be written", content.len());
         }
@@ -117,7 +117,7 @@ impl WorkerContext {
     }
 
     /// Read `path` under `.lore/` of the worktree (UTF-8, at most [`ARTIFACT_MAX_BYTES`]).
-    pub fn read_artifact(&self, path: &str) -> Result<String> {
+    pub(crate) fn read_artifact(&self, path: &str) -> Result<String> {
         let (rel, full) = self.lore_path(path)?;
         let meta = std::fs::metadata(&full).map_err(|e| anyhow!("{rel}: {e}"))?;
         if !meta.is_file() {
@@ -150,13 +150,13 @@ impl WorkerContext {
         Ok((rel, at))
     }
 
-    pub fn check_artifact(&self, path: &str) -> Result<()> {
+    pub(crate) fn check_artifact(&self, path: &str) -> Result<()> {
         path_in_worktree(&self.worktree, path, true).map_err(|e| anyhow!("artifact {path:?} {e:#}"))?;
         Ok(())
     }
 }
 
 /// Artifact paths as stored: normalised relative paths.
-pub fn normalise_artifacts(paths: &[String]) -> Result<Vec<String>> {
+pub(crate) fn normalise_artifacts(paths: &[String]) -> Result<Vec<String>> {
     paths.iter().map(|p| crate::artifact::ids::validate_rel_path(p).map_err(Into::into)).collect()
 }
