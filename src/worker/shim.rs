@@ -576,6 +576,10 @@ pub fn run_shim(args: &ShimArgv, admit: Admit<'_>) -> Result<i32> {
     }
     match run_attempt(&state, args, &mut ready) {
         Ok(()) => Ok(0),
+        // The worker ran; only its end could not be written. That is no refusal (an
+        // `exit.json` saying so would fail a clean run as "activation failed"): the shim fails
+        // with nothing recorded, and the pass judges the attempt as a process lost.
+        Err(e @ ShimError::RecordExit { .. }) => Err(anyhow::Error::new(e)),
         Err(why) => {
             refuse(&state, attempt, &why.to_string())?;
             Ok(127)
@@ -640,8 +644,8 @@ enum ShimError {
 }
 
 /// Run the worker of one attempt to its end, recording its start (`run.json`, then `ready`
-/// closed) and its exit. `Err`: why the worker never ran or its end could not be recorded, for
-/// [`refuse`].
+/// closed) and its exit. `Err`: why the worker never ran, for [`refuse`], or that its end could
+/// not be recorded (`RecordExit`, which is not refused).
 fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd::OwnedFd>) -> Result<(), ShimError> {
     let attempt = args.attempt;
     // A private temp dir, fresh for each attempt (TMPDIR points here).
