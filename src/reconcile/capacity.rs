@@ -16,9 +16,14 @@ use crate::worker::shim;
 pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
     let global = home.load_config()?;
     let boot = shim::boot_id();
-    let paths = crate::artifact::paths(&project.commissions_dir())?;
-    let known: std::collections::HashSet<&str> = paths.iter().filter_map(|p| p.file_stem().and_then(|s| s.to_str())).collect();
-    let orphans = running_in(&home.commissions_state(&project.name), &boot, |id| !known.contains(id));
+    // An orphan: runtime state whose commission file is gone. Asked of each state dir (a stat)
+    // rather than by listing the commissions again: the observer lists them, and state dirs are
+    // fewer.
+    let commissions = project.commissions_dir();
+    let orphans = running_in(&home.commissions_state(&project.name), &boot, |id| {
+        // As the observer lists them: a file or a link named `<id>.md`.
+        !std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink())
+    });
     Ok(Capacity::new(
         project.config.commission_cap,
         global.max_concurrent_commissions,
