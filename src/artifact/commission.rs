@@ -95,7 +95,7 @@ pub(crate) struct Frontmatter {
     title: Option<Value>,
     /// When it was written (informational).
     #[schemars(with = "Option<String>")]
-    date: Option<Value>,
+    date: Option<super::frontmatter::Unread>,
     /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
     /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
     #[schemars(with = "Option<Status>")]
@@ -136,13 +136,13 @@ pub(crate) struct Frontmatter {
     progress: Option<Value>,
     /// Written by guild-hall: the worker's questions.
     #[schemars(with = "Option<Vec<String>>")]
-    questions: Option<Value>,
+    questions: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: the submitted result.
     #[schemars(with = "Option<super::value_schemas::CommissionResult>")]
-    result: Option<Value>,
+    result: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: artifacts the work produced.
     #[schemars(with = "Option<Vec<String>>")]
-    linked_artifacts: Option<Value>,
+    linked_artifacts: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: why it failed, was cancelled, blocked, or an edit refused.
     #[schemars(with = "Option<String>")]
     reason: Option<Value>,

@@ -144,6 +144,17 @@ pub(crate) fn declared<T: serde::de::DeserializeOwned + Default>(fields: &serde_
     T::deserialize(serde::de::value::MapDeserializer::<_, serde_yaml_ng::Error>::new(named)).unwrap_or_default()
 }
 
+/// A declared key the parser does not read from the declaration (kept as written in the
+/// mapping, read where it is shown): skipped, not copied, on every parse.
+#[derive(Debug, Default)]
+pub(crate) struct Unread;
+
+impl<'de> serde::Deserialize<'de> for Unread {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Unread, D::Error> {
+        <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| Unread)
+    }
+}
+
 /// A value of a mapping, deserialised where it is.
 struct InPlace<'a>(&'a serde_yaml_ng::Value);
 
