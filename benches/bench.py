@@ -238,11 +238,9 @@ def tree_state(*roots):
     return out
 
 
-def bench_watch_latency(tmp, runs, pause, binary=None, tag="lat"):
-    """Edit-to-spawn (P2): the rename that makes a commission pending, to the worker's first
-    instruction. `pause`: seconds of quiet before each edit (the honest case: the watcher is
-    asleep, not riding a pass the previous edit caused); 0 for edits back to back."""
-    binary = binary or BIN
+def marked_project(tmp, tag, binary):
+    """A project set up by `binary` under `tmp` for a reaction benchmark: its repository, home,
+    environment, and the directory its worker writes its timing marks into."""
     repo = os.path.join(tmp, tag)
     new_repo(repo)
     home = os.path.join(tmp, f"home-{tag}")
@@ -250,6 +248,15 @@ def bench_watch_latency(tmp, runs, pause, binary=None, tag="lat"):
     subprocess.run([binary, "init"], cwd=repo, env=env, check=True, capture_output=True)
     marks = os.path.join(tmp, f"marks-{tag}")
     os.makedirs(marks)
+    return repo, home, env, marks
+
+
+def bench_watch_latency(tmp, runs, pause, binary=None, tag="lat"):
+    """Edit-to-spawn (P2): the rename that makes a commission pending, to the worker's first
+    instruction. `pause`: seconds of quiet before each edit (the honest case: the watcher is
+    asleep, not riding a pass the previous edit caused); 0 for edits back to back."""
+    binary = binary or BIN
+    repo, home, env, marks = marked_project(tmp, tag, binary)
     wd = os.path.join(repo, ".lore/workers/stamp")
     os.makedirs(wd)
     # The worker writes its timing mark outside its worktree: the package says so (confinement
@@ -305,13 +312,7 @@ def bench_long_watch(tmp, n, binary, tag="long"):
     rename to the worker's first instruction (`date +%s%N` it writes), in ms, in order; and
     the CPU time the watch process spent over each (its threads' schedstat, in ms: what the
     reaction costs, whatever else shares the cores)."""
-    repo = os.path.join(tmp, tag)
-    new_repo(repo)
-    home = os.path.join(tmp, f"home-{tag}")
-    env = dict(ENV, GUILD_HALL_HOME=home)
-    subprocess.run([binary, "init"], cwd=repo, env=env, check=True, capture_output=True)
-    marks = os.path.join(tmp, f"marks-{tag}")
-    os.makedirs(marks)
+    repo, home, env, marks = marked_project(tmp, tag, binary)
     script_worker(repo, "stamp", f'date +%s%N > {marks}/$GUILD_HALL_COMMISSION\n'
                   'echo "$GUILD_HALL_COMMISSION" > "out-$GUILD_HALL_COMMISSION.txt"\n'
                   'exec "$GUILD_HALL_BIN" toolbox submit-result --summary done',
