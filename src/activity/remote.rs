@@ -40,15 +40,62 @@ pub(crate) enum Adopted {
     Created(Oid),
     /// Moved forward to the remote's commit.
     FastForwarded(Oid),
+    /// Moved to the remote's commit from a local branch that held nothing but its own empty
+    /// beginning ([`Standing::BehindItsOwnBeginning`]).
+    PastItsBeginning(Oid),
     /// Already at the remote's commit.
     UpToDate,
     /// Holds the remote's commit and more (work not pushed yet).
     Ahead,
 }
 
+/// Where a local branch's tip stands to its remote's copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Standing {
+    Same,
+    /// The local one holds the remote's and more.
+    Ahead,
+    /// The remote's holds the local one and more: a fast-forward.
+    Behind,
+    /// Each has commits the other lacks, and the local one's are only guild-hall's empty
+    /// beginnings of an integration branch ([`super::trailers::begins_message`]: the files of
+    /// the commit below): a clone that ran `init` before its team's CI pushed its own. Taking
+    /// the remote's loses nothing.
+    BehindItsOwnBeginning,
+    /// Each has commits the other lacks.
+    Diverged,
+}
+
+/// How the local tip `mine` stands to the remote's `theirs`.
+pub(crate) fn standing(repo: &Repository, mine: Oid, theirs: Oid) -> Result<Standing> {
+    if mine == theirs {
+        return Ok(Standing::Same);
+    }
+    if repo.graph_descendant_of(mine, theirs)? {
+        return Ok(Standing::Ahead);
+    }
+    if repo.graph_descendant_of(theirs, mine)? {
+        return Ok(Standing::Behind);
+    }
+    let mut walk = repo.revwalk()?;
+    walk.push(mine)?;
+    walk.hide(theirs)?;
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let begins = commit.message().is_ok_and(|m| super::trailers::of_message(m).iter().any(|l| l.starts_with(super::trailers::BEGINS)));
+        let empty = commit.parent_count() == 1 && commit.parent(0)?.tree_id() == commit.tree_id();
+        if !(begins && empty) {
+            return Ok(Standing::Diverged);
+        }
+    }
+    Ok(Standing::BehindItsOwnBeginning)
+}
+
 /// Make the local `branch` hold `<remote>/<branch>` (after a [`fetch`]): create it there, or
-/// fast-forward it (advancing a checkout of it as a landing does). Never a rewrite: a local
-/// branch that diverged from the remote's is an error that says so, and nothing is changed.
+/// fast-forward it (advancing a checkout of it as a landing does), or move it there from a
+/// local branch that holds nothing but its own empty beginning. Never a rewrite of work: a
+/// local branch that diverged from the remote's is an error that says so, and nothing is
+/// changed.
 pub(crate) fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Adopted> {
     let tracking = format!("refs/remotes/{remote}/{branch}");
     let Ok(theirs) = repo.find_reference(&tracking).and_then(|r| r.peel_to_commit()) else {
@@ -59,19 +106,19 @@ pub(crate) fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Ado
         return Ok(Adopted::Created(theirs.id()));
     };
     let mine = local.get().peel_to_commit()?;
-    if mine.id() == theirs.id() {
-        return Ok(Adopted::UpToDate);
-    }
-    if repo.graph_descendant_of(mine.id(), theirs.id())? {
-        return Ok(Adopted::Ahead);
-    }
-    if !repo.graph_descendant_of(theirs.id(), mine.id())? {
-        return Err(GitError::Other(format!(
-            "the local {branch} ({}) and {remote}/{branch} ({}) have diverged: each has commits the other lacks; \
-             bring them together by hand (git merge {remote}/{branch} on {branch}), nothing was changed",
-            short(mine.id()),
-            short(theirs.id())
-        )));
+    let standing = standing(repo, mine.id(), theirs.id())?;
+    match standing {
+        Standing::Same => return Ok(Adopted::UpToDate),
+        Standing::Ahead => return Ok(Adopted::Ahead),
+        Standing::Diverged => {
+            return Err(GitError::Other(format!(
+                "the local {branch} ({}) and {remote}/{branch} ({}) have diverged: each has commits the other lacks; \
+                 bring them together by hand (git merge {remote}/{branch} on {branch}), nothing was changed",
+                short(mine.id()),
+                short(theirs.id())
+            )))
+        }
+        Standing::Behind | Standing::BehindItsOwnBeginning => {}
     }
     match super::merge::advance(
         repo,
@@ -81,7 +128,8 @@ pub(crate) fn adopt(repo: &Repository, remote: &str, branch: &str) -> Result<Ado
         &format!("fast-forward to {remote}/{branch}"),
     )? {
         MergeOutcome::Waiting(why) => Err(GitError::Other(format!("cannot fast-forward {branch} to {remote}/{branch}: {why}"))),
-        _ => Ok(Adopted::FastForwarded(theirs.id())),
+        _ if standing == Standing::Behind => Ok(Adopted::FastForwarded(theirs.id())),
+        _ => Ok(Adopted::PastItsBeginning(theirs.id())),
     }
 }
 

@@ -205,6 +205,7 @@ fn adopt(repo: &git2::Repository, remote_name: &str, integration: &str) -> Resul
         }
         Adopted::Created(_) => format!("created from {theirs}"),
         Adopted::FastForwarded(_) => format!("fast-forwarded to {theirs}"),
+        Adopted::PastItsBeginning(_) => format!("moved to {theirs} (it held nothing but where it began)"),
         Adopted::UpToDate => format!("up to date with {theirs}"),
         Adopted::Ahead => format!("ahead of {theirs}"),
     })

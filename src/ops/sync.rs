@@ -10,6 +10,7 @@ use git2::{BranchType, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use crate::activity::merge::{advance, in_the_way, waiting_reason, MergeOutcome, Target};
+use crate::activity::remote::Standing;
 use crate::config::{Home, Project};
 
 /// Where `init` records the branch it started from (the repository's own git config, so that
@@ -248,20 +249,24 @@ fn catch_up(repo: &Repository, project: &Project, dry_run: bool) -> Result<Optio
     };
     let theirs = repo.find_reference(&tracking)?.peel_to_commit()?.id();
     let mine = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?.id();
-    if mine == theirs || repo.graph_descendant_of(mine, theirs)? {
-        return Ok(None);
-    }
-    if !repo.graph_descendant_of(theirs, mine)? {
-        return Ok(Some(format!(
-            "{integration} and {remote}/{integration} have diverged; {integration} is used as it is here (bring them together by hand: git merge {remote}/{integration} on {integration})"
-        )));
-    }
+    let past_beginning = match crate::activity::remote::standing(repo, mine, theirs)? {
+        Standing::Same | Standing::Ahead => return Ok(None),
+        Standing::Diverged => {
+            return Ok(Some(format!(
+                "{integration} and {remote}/{integration} have diverged; {integration} is used as it is here (bring them together by hand: git merge {remote}/{integration} on {integration})"
+            )))
+        }
+        Standing::Behind => false,
+        Standing::BehindItsOwnBeginning => true,
+    };
+    let moved = if past_beginning { "moved" } else { "fast-forwarded" };
+    let why = if past_beginning { ": the local one held nothing but where it began" } else { "" };
     if dry_run {
-        return Ok(Some(format!("would fast-forward {integration} to {remote}/{integration}, which is ahead")));
+        return Ok(Some(format!("would bring {integration} to {remote}/{integration}, which is ahead{why}")));
     }
     Ok(Some(match crate::activity::remote::adopt(repo, remote, integration) {
-        Ok(_) => format!("fast-forwarded {integration} to {remote}/{integration}, which was ahead"),
-        Err(e) => format!("{integration} was not fast-forwarded to {remote}/{integration}: {e}"),
+        Ok(_) => format!("{moved} {integration} to {remote}/{integration}, which was ahead{why}"),
+        Err(e) => format!("{integration} was not brought to {remote}/{integration}: {e}"),
     }))
 }
 

@@ -189,12 +189,50 @@ struct Slots<C> {
 }
 
 /// An idle connection: a second handle on its stream, to shed it by, how far the bytes its
-/// thread has read have got towards the end of the header, and then how much of its body has
-/// still to come.
+/// thread has read have got towards the end of the header (and those bytes: they may hold its
+/// `Content-Length`), and then how much of its body has still to come.
 struct IdleConn<C> {
     conn: C,
     header: HeaderEnd,
+    head: Vec<u8>,
     body: BodyWait,
+}
+
+impl<C: AsRawFd> IdleConn<C> {
+    /// How many bytes of the body its whole header declares have still to arrive, counting
+    /// what its thread has read and what waits unread; `None` while its header is not whole
+    /// (or declares no body this endpoint would read). Told from the bytes alone, so a request
+    /// is judged the same whether or not its thread has run yet.
+    fn body_to_come(&self) -> Option<usize> {
+        match self.body {
+            BodyWait::Body { left } => Some(left.saturating_sub(unread_len(&self.conn))),
+            BodyWait::Reading { past } => Some(declared_length(&self.head)?.saturating_sub(past + unread_len(&self.conn))),
+            BodyWait::Header => {
+                let peek = unread(&self.conn);
+                let (end, after) = self.header.feed_counting(&peek);
+                if end != HeaderEnd::Reached {
+                    return None;
+                }
+                let header_here = peek.len() - after;
+                let head = [&self.head[..], &peek[..header_here]].concat();
+                Some(declared_length(&head)?.saturating_sub(unread_len(&self.conn).saturating_sub(header_here)))
+            }
+        }
+    }
+}
+
+/// The body length a whole header declares, as [`handle`] reads it: a `Content-Length` line
+/// after the request line, no larger than a body this endpoint reads.
+fn declared_length(head: &[u8]) -> Option<usize> {
+    let head = String::from_utf8_lossy(head);
+    head.lines()
+        .skip(1)
+        .take_while(|line| !line.trim_end_matches('\r').is_empty())
+        .find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            k.trim().eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok())?
+        })
+        .filter(|&length| length <= MAX_BODY)
 }
 
 /// Where an idle connection whose header has arrived stands with its body.
@@ -286,10 +324,11 @@ impl<C: Conn> Table<C> {
     }
 
     /// Take a slot for `conn`, shedding the oldest idle connection if every slot is taken: the
-    /// oldest that has not sent its whole header, else the oldest whose body has not all
-    /// arrived (a body dripped in holds a slot no longer than a header does). One whose whole
-    /// header, or body, is found waiting unread is not shed: its client is done. `None`: the
-    /// cap is reached and nothing is idle.
+    /// oldest that has not sent its whole header, else the oldest whose whole header declares a
+    /// body that has not all arrived (a body dripped in holds a slot no longer than a header
+    /// does), whether or not its thread has read the header yet. One whose whole request is
+    /// found waiting unread is not shed: its client is done. `None`: the cap is reached and
+    /// nothing is idle.
     fn admit(self: &Arc<Self>, conn: &C, cap: usize) -> Option<Ticket<C>> {
         let shed = {
             let mut slots = self.lock();
@@ -298,19 +337,18 @@ impl<C: Conn> Table<C> {
                     let idle = slot.as_ref().filter(|idle| idle.body == BodyWait::Header)?;
                     (idle.header.feed(&unread(&idle.conn)) != HeaderEnd::Reached).then_some(*seq)
                 });
-                let oldest = waiting_for_header.or_else(|| {
-                    slots.conns.iter().find_map(|(seq, slot)| match slot.as_ref()?.body {
-                        BodyWait::Body { left } if unread_len(&slot.as_ref()?.conn) < left => Some(*seq),
-                        _ => None,
-                    })
-                });
+                let oldest = waiting_for_header
+                    .or_else(|| slots.conns.iter().find_map(|(seq, slot)| (slot.as_ref()?.body_to_come()? > 0).then_some(*seq)));
                 slots.conns.remove(&oldest?).flatten().map(|idle| idle.conn)
             } else {
                 None
             };
             let seq = slots.next;
             slots.next += 1;
-            slots.conns.insert(seq, conn.split().ok().map(|conn| IdleConn { conn, header: HeaderEnd::default(), body: BodyWait::Header }));
+            slots.conns.insert(
+                seq,
+                conn.split().ok().map(|conn| IdleConn { conn, header: HeaderEnd::default(), head: Vec::new(), body: BodyWait::Header }),
+            );
             (shed, Ticket { table: self.clone(), seq })
         };
         if let Some(old) = shed.0 {
@@ -352,6 +390,9 @@ impl<C: Conn> Ticket<C> {
             BodyWait::Header => {
                 let (header, past) = idle.header.feed_counting(&buf[..n]);
                 idle.header = header;
+                // Kept as far as `handle` reads a header: one longer is refused anyway.
+                let keep = (n - past).min((MAX_HEADERS + 2).saturating_sub(idle.head.len()));
+                idle.head.extend_from_slice(&buf[..keep]);
                 if header == HeaderEnd::Reached {
                     idle.body = BodyWait::Reading { past };
                 }
@@ -720,17 +761,17 @@ mod tests {
         assert_eq!(HeaderEnd::default().feed(b"GET / HTTP/1.1\r\nA: \r\r\n"), HeaderEnd::LineStart, "\\r\\r\\n is no blank line");
     }
 
-    /// The bug behind the burst test failing under load: a client that sent its whole header
+    /// The bug behind the burst test failing under load: a client that sent its whole request
     /// before the burst, but whose thread had not yet run to read it, was taken for idle and
-    /// shed. Here no thread reads at all: the header waits unread in the socket.
+    /// shed. Here no thread reads at all: the request waits unread in the socket.
     #[test]
     fn a_header_waiting_unread_is_never_shed() {
         let table = Table::new();
         let mut conns = admitted(&table, 3, 3);
-        conns[0].0.write_all(HEADER).expect("header");
+        conns[0].0.write_all(&[HEADER, b"{}"].concat()).expect("a whole request");
         let (_client, newest) = UnixStream::pair().expect("pair");
         let _ticket = table.admit(&newest, 3).expect("a slot, made by shedding an idle one");
-        assert_eq!(said(&mut conns[0].0), None, "the request whose header had arrived was answered by the shedder");
+        assert_eq!(said(&mut conns[0].0), None, "the request that had arrived was answered by the shedder");
         assert!(shed(&said(&mut conns[1].0)), "the oldest idle connection made way");
         assert_eq!(said(&mut conns[2].0), None);
         assert!(conns[0].2.claim(), "its own thread still answers it");
@@ -786,13 +827,48 @@ mod tests {
         let _t = table.admit(&s, 3).expect("a slot");
         assert!(shed(&said(&mut conns[2].0)), "one waiting for its header goes first");
         assert_eq!(said(&mut conns[0].0), None);
-        // The newest sends its whole header (its thread has not read it): not idle either.
+        // The newest sends its whole header (its thread has not read it): its body is still to
+        // come too, but it is the newer.
         c.write_all(HEADER).expect("header");
         let (_c2, s2) = UnixStream::pair().expect("pair");
         let _t2 = table.admit(&s2, 3).expect("a slot");
         assert!(shed(&said(&mut conns[0].0)), "then the oldest whose body is still arriving");
         assert_eq!(said(&mut conns[1].0), None, "a body all here is never shed");
         assert_eq!(HeaderEnd::default().feed_counting(&request), (HeaderEnd::Reached, 1));
+    }
+
+    /// The bug behind the slow-body flood failing under load: connections that had sent a
+    /// whole header and dripped their body, but whose threads had not yet read the header, were
+    /// taken for done, so a newer one found nothing idle and was refused. The header is read
+    /// from the bytes, read by the thread or not: its body still to come makes it idle.
+    #[test]
+    fn a_body_still_to_come_is_idle_whether_or_not_its_header_was_read() {
+        let table = Table::new();
+        let mut conns = admitted(&table, 3, 3);
+        let request = [HEADER, b"{"].concat();
+        for (client, _, _) in &mut conns {
+            client.write_all(&request).expect("header and a byte of body");
+        }
+        // The third one's thread has read its header (in two reads), and its body all came.
+        let (_, server, ticket) = &conns[2];
+        let mut r =
+            Deadline { conn: server.split().expect("split"), until: Instant::now() + Duration::from_secs(60), ticket, claimed: false };
+        assert_eq!(r.read(&mut [0u8; 10]).expect("read"), 10);
+        assert_eq!(r.read(&mut [0u8; 256]).expect("read"), request.len() - 10);
+        conns[2].0.write_all(b"}").expect("the rest");
+        // The second one's whole request arrives, unread.
+        conns[1].0.write_all(b"}").expect("the rest");
+        let (mut c, s) = UnixStream::pair().expect("pair");
+        let _t = table.admit(&s, 3).expect("a slot, made by shedding the one whose body is to come");
+        assert!(shed(&said(&mut conns[0].0)), "its header unread, its body still to come: idle");
+        assert_eq!(said(&mut conns[1].0), None, "a whole request waiting unread is never shed");
+        assert_eq!(said(&mut conns[2].0), None, "nor one whose header was read and whose body came");
+        c.write_all(&[HEADER, b"{}"].concat()).expect("a whole request");
+        let (_c2, s2) = UnixStream::pair().expect("pair");
+        assert!(table.admit(&s2, 3).is_none(), "nothing idle is left: the newest is refused");
+        assert_eq!(declared_length(b"POST / HTTP/1.1\r\ncontent-LENGTH: 7\r\n\r\n"), Some(7));
+        assert_eq!(declared_length(b"POST / HTTP/1.1\r\n\r\nContent-Length: 7\r\n"), None, "only the header's lines");
+        assert_eq!(declared_length(format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", MAX_BODY + 1).as_bytes()), None);
     }
 
     /// A body longer than a peek can see, all of it waiting unread, is not taken for one still

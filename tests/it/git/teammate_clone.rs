@@ -103,9 +103,28 @@ fn a_new_attempt_in_a_clone_goes_past_the_attempts_whose_trailers_landed() {
     assert!(out.contains("dispatch attempt 2 on claude/commission/a+2"), "attempt 1's trailer is on claude/main:\n{out}");
 }
 
+/// `branch`'s tip made again with another date: the same files, parent and message, another
+/// commit (as an `init` a second later than another's makes).
+fn redate(repo: &Path, branch: &str) {
+    let tip = git(repo, &["rev-parse", branch]);
+    let (tip, message) = (tip.trim(), git(repo, &["log", "-1", "--format=%B", branch]));
+    let out = std::process::Command::new("git")
+        .current_dir(repo)
+        .env("GIT_COMMITTER_DATE", "2001-02-03T04:05:06Z")
+        .env("GIT_AUTHOR_DATE", "2001-02-03T04:05:06Z")
+        .args(["commit-tree", &format!("{tip}^{{tree}}"), "-p", &format!("{tip}^"), "-m", message.trim_end()])
+        .output()
+        .expect("git commit-tree");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    git(repo, &["update-ref", &format!("refs/heads/{branch}"), String::from_utf8_lossy(&out.stdout).trim(), tip]);
+}
+
 /// Review 2, team #1: a laptop whose `claude/main` was made before CI first ran (its `init`
 /// came first) re-ran what CI finished after a `git pull`, and `land` said there was nothing
-/// to land. The remote's copy counts, and `sync`/`land` catch the local branch up with it.
+/// to land. The remote's copy counts, and `sync`/`land` catch the local branch up with it:
+/// the laptop's branch holds nothing but its own beginning, which CI's run began anew (the
+/// two differ but in their dates: this test failed under load, when the two `init`s fell in
+/// different seconds).
 #[test]
 fn a_laptop_whose_integration_branch_predates_ci_runs_nothing_ci_finished_and_lands_it() {
     let origin = Origin::new(&["a"]);
@@ -113,6 +132,7 @@ fn a_laptop_whose_integration_branch_predates_ci_runs_nothing_ci_finished_and_la
     let laptop = origin.clone("laptop");
     let (code, out, err) = guild_hall(tmp, &laptop, &["init"]);
     assert_eq!(code, 0, "{out}{err}");
+    redate(&laptop, "claude/main");
     let (code, out, err) = guild_hall(tmp, &origin.clone("ci-run"), &["ci", "--timeout", "120s"]);
     assert_eq!(code, 0, "the CI run succeeds:\n{out}{err}");
     git(&laptop, &["fetch", "-q", "origin"]);
@@ -129,15 +149,51 @@ fn a_laptop_whose_integration_branch_predates_ci_runs_nothing_ci_finished_and_la
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains(on_origin), "{out}");
 
+    let (code, out, err) = guild_hall(tmp, &laptop, &["land", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("would bring claude/main to origin/claude/main, which is ahead: the local one held nothing but where it began"),
+        "{out}"
+    );
     let (code, out, err) = guild_hall(tmp, &laptop, &["land"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("fast-forwarded claude/main to origin/claude/main, which was ahead"), "{out}");
+    assert!(
+        out.contains("moved claude/main to origin/claude/main, which was ahead: the local one held nothing but where it began"),
+        "{out}"
+    );
     assert_eq!(row(tmp, &laptop)["status"], "completed", "CI's status landed in main");
     assert_eq!(
         git(&laptop, &["rev-parse", "claude/main"]).trim(),
         git(&laptop, &["rev-parse", "origin/claude/main"]).trim(),
         "the local integration branch caught up"
     );
+}
+
+/// A local integration branch with anything of its own past its beginning (here a file a
+/// person committed on it) is never moved to the remote's copy: `land` says the two diverged
+/// and lands the local one as it is.
+#[test]
+fn a_laptop_whose_integration_branch_has_work_of_its_own_is_never_moved_to_the_remotes() {
+    let origin = Origin::new(&["a"]);
+    let tmp = origin.tmp.path();
+    let laptop = origin.clone("laptop");
+    let (code, out, err) = guild_hall(tmp, &laptop, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    git(&laptop, &["switch", "-q", "claude/main"]);
+    std::fs::write(laptop.join("mine.txt"), "mine\n").expect("write");
+    git(&laptop, &["add", "mine.txt"]);
+    git(&laptop, &["-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-qm", "mine"]);
+    git(&laptop, &["switch", "-q", "main"]);
+    let mine = git(&laptop, &["rev-parse", "claude/main"]);
+    let (code, out, err) = guild_hall(tmp, &origin.clone("ci-run"), &["ci", "--timeout", "120s"]);
+    assert_eq!(code, 0, "the CI run succeeds:\n{out}{err}");
+    git(&laptop, &["fetch", "-q", "origin"]);
+
+    let (code, out, err) = guild_hall(tmp, &laptop, &["land"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("claude/main and origin/claude/main have diverged"), "{out}");
+    assert_eq!(git(&laptop, &["rev-parse", "claude/main"]), mine, "the local branch is where it was");
+    assert_eq!(std::fs::read_to_string(laptop.join("mine.txt")).expect("landed"), "mine\n");
 }
 
 /// The plan side of review git #1: CI finished plan `built` (its status and its task's trailer
