@@ -58,13 +58,14 @@ impl Dispatcher {
         recorded.or_else(|| crate::worker::shim::shim_lock_held(&state).then(|| format!("{verb}: worker still running")))
     }
 
-    /// The job named by a request. A malformed or unknown id is invalid params (-32602 on
-    /// every face), as docs/mcp.md promises; a job that cannot be read is refused (a link, a
-    /// file that does not parse), or a fault (an I/O error).
+    /// The job named by a request. A malformed id is invalid arguments, an unknown one not
+    /// found (both -32602 on every face, as docs/mcp.md promises; `error.data.kind` tells them
+    /// apart); a job that cannot be read is refused (a link, a file that does not parse), or a
+    /// fault (an I/O error).
     fn known(&self, job: &str) -> Result<Commission, ToolError> {
         ids::validate_id(job).map_err(|e| ToolError::BadArguments(format!("bad jobId: {e}")))?;
         if !self.project.commission_path(job).exists() {
-            return Err(ToolError::BadArguments(format!("unknown jobId {job:?}")));
+            return Err(ToolError::NotFound(format!("unknown jobId {job:?}")));
         }
         load(&self.project, job).map_err(|e| ToolError::of(e.context(format!("job {job:?} is unreadable")), ErrorKind::Refused))
     }

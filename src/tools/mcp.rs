@@ -64,8 +64,11 @@ impl<C: Send + Sync + 'static> ToolServer<C> {
                 r.structured_content = Some(structured).filter(Json::is_object);
                 Ok(r)
             }
-            Err(e @ (ToolError::BadArguments(_) | ToolError::NotFound(_))) => Err(ErrorData::invalid_params(e.to_string(), None)),
-            Err(ToolError::Internal(e)) => Err(ErrorData::internal_error(format!("{e:#}"), None)),
+            // `data.kind` as on the JSON-RPC methods: a bad argument and an unknown id share a code.
+            Err(e @ (ToolError::BadArguments(_) | ToolError::NotFound(_))) => {
+                Err(ErrorData::invalid_params(e.to_string(), Some(serde_json::json!({"kind": e.kind().as_str()}))))
+            }
+            Err(ToolError::Internal(e)) => Err(ErrorData::internal_error(format!("{e:#}"), Some(serde_json::json!({"kind": "fault"})))),
             Err(e @ (ToolError::Refused(_) | ToolError::Conflict(_))) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         }
     }

@@ -324,16 +324,19 @@ fn mcp_manager_answers_every_line_by_the_rules() {
         assert_eq!((&a["error"]["code"], a.get("id")), (&json!(-32600), Some(&Value::Null)), "{a} for {bad}");
     }
 
-    for (id, name, args, says) in [
-        (10, "status", json!({"jobId": "no-such-job"}), "unknown jobId"),
-        (11, "cancel", json!({"jobId": "../../etc/passwd"}), "bad jobId"),
-        (12, "delete", json!({"jobId": "no-such-job"}), "unknown jobId"),
-        (13, "result", json!({"jobId": ".."}), "bad jobId"),
-        (14, "dispatch", json!({"description": "x", "task": "y", "config": {"worker": "nobody"}}), "is not installed"),
+    // An unknown job is not found, a malformed id an invalid argument: the same code, told
+    // apart by `error.data.kind`.
+    for (id, name, args, says, kind) in [
+        (10, "status", json!({"jobId": "no-such-job"}), "unknown jobId", "not_found"),
+        (11, "cancel", json!({"jobId": "../../etc/passwd"}), "bad jobId", "refused"),
+        (12, "delete", json!({"jobId": "no-such-job"}), "unknown jobId", "not_found"),
+        (13, "result", json!({"jobId": ".."}), "bad jobId", "refused"),
+        (14, "dispatch", json!({"description": "x", "task": "y", "config": {"worker": "nobody"}}), "is not installed", "refused"),
     ] {
         let a = m.tool(id, name, args);
         assert_eq!(a["error"]["code"], -32602, "{name}: {a}");
         assert!(a["error"]["message"].as_str().is_some_and(|msg| msg.contains(says)), "{name}: {a}");
+        assert_eq!(a["error"]["data"]["kind"], kind, "{name}: {a}");
     }
     // Still serving: a good call works.
     let listed = m.tool(20, "list", json!({}));
