@@ -73,9 +73,13 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: the wave under way.
     #[schemars(with = "Option<u32>")]
     wave: Option<Value>,
-    /// Written by guild-hall: why it halted or failed, or an edit was refused.
+    /// Written by guild-hall: why it halted, failed or was cancelled.
     #[schemars(with = "Option<String>")]
     reason: Option<Value>,
+    /// Written by guild-hall: why a person's edit of its status was refused (put back); gone
+    /// once the status moves.
+    #[schemars(with = "Option<String>")]
+    refused: Option<Value>,
     /// Written by guild-hall: each task's state, by task id.
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     tasks: Option<Value>,
@@ -108,7 +112,7 @@ pub(crate) struct TaskKeys {
 }
 
 /// The keys only guild-hall writes.
-pub(crate) const OWNED_KEYS: [&str; 5] = ["status", "wave", "reason", "tasks", "created"];
+pub(crate) const OWNED_KEYS: [&str; 6] = ["status", "wave", "reason", "refused", "tasks", "created"];
 
 /// One task of a wave.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -184,7 +188,7 @@ pub(crate) struct Owned {
     pub(crate) created: Option<String>,
     /// `wave:`, the wave under way (from 1).
     pub(crate) wave: Option<u64>,
-    /// `reason:`, why it halted or failed, or an edit was refused.
+    /// `reason:`, why it halted, failed or was cancelled.
     pub reason: Option<String>,
 }
 
@@ -232,6 +236,7 @@ impl Plan {
             desired,
             wave,
             reason,
+            refused: _read_in_the_file,
             tasks,
             created,
             completed: _not_read,

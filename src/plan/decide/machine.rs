@@ -157,8 +157,9 @@ fn request(st: &mut Step<'_>, had: PlanStatus, asked: PlanStatus) -> Option<Answ
         if !o.timeline_keys.contains(&key) {
             events.push(timeline::event(now, "refused", key, json!({"asked": asked.as_str(), "status": had.as_str(), "reason": why})));
         }
+        // `refused:`, never `reason:`: a halted plan's reason is why it halted, and stays.
         let mut edits =
-            vec![Edit::Set("status".into(), Value::String(had.as_str().into())), Edit::Set("reason".into(), Value::String(why))];
+            vec![Edit::Set("status".into(), Value::String(had.as_str().into())), Edit::Set("refused".into(), Value::String(why))];
         if p.desired.is_some() {
             edits.push(Edit::Remove("desired".into()));
         }

@@ -192,7 +192,8 @@ fn the_whole_table_of_status_requests() {
                     assert!(!person_may_request(had, asked), "{had} -> {asked} refused but allowed");
                     assert_eq!(u.record, None, "{had} -> {asked}: a refusal changes no record");
                     assert_eq!(sets(u, "status").and_then(Value::as_str), Some(had.as_str()), "put back: {u:?}");
-                    let why = sets(u, "reason").and_then(Value::as_str).unwrap_or("");
+                    assert_eq!(sets(u, "reason"), None, "the reason it stands is kept: {u:?}");
+                    let why = sets(u, "refused").and_then(Value::as_str).unwrap_or("");
                     assert!(why.starts_with(&format!("refused: a plan that is {had} cannot be set to {asked} by hand")), "{why}");
                     assert!(u.events.iter().any(|e| e["kind"] == "refused" && e["asked"] == asked.as_str()), "{u:?}");
                 }

@@ -58,6 +58,8 @@ impl<'a> Step<'a> {
             self.event("status", key, json!({"from": from.as_str(), "to": to.as_str(), "reason": reason}));
             self.record.status = to;
             self.dirty = true;
+            // A refused edit of the status it was is over with it.
+            self.remove("refused");
         }
         self.record.reason = (!reason.is_empty() && matches!(to, PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
             .then(|| reason.to_string());

@@ -209,15 +209,21 @@ fn refused_status_edits_are_put_back_with_why() {
     ] {
         let mut r = running(&[]);
         r.status = had;
-        let a = decide(&snap(vec![observed(asked, Some(r))], 3));
+        // An earlier edit's refusal is in the file.
+        let text = plan_text(asked).replacen("---\n", "---\nrefused: 'refused: an earlier edit'\n", 1);
+        let o = machine_tests::observed(Plan::parse(std::path::Path::new(".lore/plans/p.md"), &text).expect("valid"), Some(r));
+        let a = decide(&snap(vec![o], 3));
         let u = a.first().map(|a| a.update()).expect("planned");
         let put_back = u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "status" && v.as_str() == Some(had.as_str())));
         assert_eq!(!allowed, put_back, "{had} -> {asked}: {u:?}");
+        let refusal_goes = u.edits.iter().any(|e| matches!(e, Edit::Remove(k) if k == "refused"));
+        assert_eq!(allowed, refusal_goes, "a refusal of the status it was goes once it moves: {had} -> {asked}: {u:?}");
         if !allowed {
             assert!(u
                 .edits
                 .iter()
-                .any(|e| matches!(e, Edit::Set(k, v) if k == "reason" && v.as_str().is_some_and(|r| r.starts_with("refused")))));
+                .any(|e| matches!(e, Edit::Set(k, v) if k == "refused" && v.as_str().is_some_and(|r| r.starts_with("refused")))));
+            assert!(!u.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason")), "the reason it stands is kept: {u:?}");
             assert!(u.events.iter().any(|e| e["kind"] == "refused"));
         }
     }
