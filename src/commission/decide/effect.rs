@@ -24,6 +24,12 @@ pub(super) enum Effect {
     Candidate { wants: bool },
     Resume,
     Finish,
+    /// Submitted, and a person reviews it: secure its work on its branch, then `review`.
+    Hold,
+    /// Approved in review: merged as a finish is.
+    Approve,
+    /// Sent back from review: a new attempt on the same branch ([`super::review::revise`]).
+    Revise(Box<crate::artifact::commission::Revision>),
     Cleanup(&'static str),
     Signal(Sig),
     KillLeftovers,

@@ -39,6 +39,7 @@ impl<'a> Step<'a> {
             created: None,
             stopping: None,
             given: None,
+            revision: None,
         });
         Step { o, now: now.to_string(), update: Update::new(&o.artifact.id, o.artifact.hash), status, record, moved: false }
     }
@@ -90,7 +91,8 @@ impl<'a> Step<'a> {
         // A refusal of an edit of the ended commission it was is over with it.
         self.remove("refused");
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
-        let explains = matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty();
+        // In review, `reason:` says it needs a person, and how to answer.
+        let explains = matches!(to, Status::Failed | Status::Cancelled | Status::Blocked | Status::Review) && !reason.is_empty();
         if explains {
             self.set("reason", Value::String(reason.into()));
         } else if crate::activity::kind::stale_reason_goes(explains, reason_planned) {
