@@ -701,7 +701,7 @@ mod tests {
     #[test]
     fn reports_problems_with_positions() {
         let e = parse("---\ntitle: T\nworker: scribe\nstatus: banana\n---\nbody\n").unwrap_err();
-        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled)");
+        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled)");
         let e = parse("---\ntitle: [\nworker: x\n---\nbody\n").unwrap_err();
         assert!(e[0].message.starts_with("invalid YAML"), "{e:?}");
         let e = parse("---\nworker: scribe\n---\n\n").unwrap_err();

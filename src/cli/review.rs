@@ -7,8 +7,8 @@ use clap::Args;
 
 use super::out::{say, say_json};
 use super::Env;
-use guild_hall::artifact::Feedback;
 use guild_hall::artifact::write::Edit;
+use guild_hall::artifact::Feedback;
 use guild_hall::ops::commission::Verdict;
 
 /// `guild-hall approve <id>`.
@@ -97,7 +97,10 @@ fn write(env: &Env, id: &str, verdict: &Verdict, json: bool, what: &str) -> Resu
         }
         say_json!("{}", serde_json::to_string_pretty(&serde_json::json!({"id": id, "wrote": wrote, "removed": removed}))?);
     } else {
-        say!("{id}: {what} (wrote desired: {}); `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out", desired(&edits));
+        say!(
+            "{id}: {what} (wrote desired: {}); `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out",
+            desired(&edits)
+        );
     }
     Ok(())
 }

@@ -239,8 +239,9 @@ fn hold(ctx: &Ctx<'_, Catalog>, update: &Update, attempt: u32, branch: &str) -> 
     let rec = worktree_record(ctx, id, branch)?;
     let limits = ctx.project.config.merge_limits();
     let message = format!("guild-hall: work of {id} (attempt {attempt}) for review");
-    let secured = worktree::secure_work(&rec, Some(&state.objects()), &message, &limits)
-        .with_context(|| format!("could not commit the worker's files to {branch}; its worktree {} is kept to try again", rec.path.display()))?;
+    let secured = worktree::secure_work(&rec, Some(&state.objects()), &message, &limits).with_context(|| {
+        format!("could not commit the worker's files to {branch}; its worktree {} is kept to try again", rec.path.display())
+    })?;
     let now = timestamp(chrono::Utc::now());
     let mut held = update.clone();
     if !secured.tampered.is_empty() {

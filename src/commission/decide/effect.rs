@@ -21,7 +21,9 @@ pub enum Sig {
 /// the two depends on the other for it).
 pub(super) enum Effect {
     None,
-    Candidate { wants: bool },
+    Candidate {
+        wants: bool,
+    },
     Resume,
     Finish,
     /// Submitted, and a person reviews it: secure its work on its branch, then `review`.

@@ -116,8 +116,16 @@ fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
             let status = art.unwrap_or(r.status);
             let created = o.artifact.created().map(str::to_string).or_else(|| r.created.clone());
             st.status = status;
-            st.record =
-                Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created, stopping: None, given: None, revision: None };
+            st.record = Record {
+                status,
+                prev: None,
+                attempt: o.artifact.attempt(),
+                term_sent_at: None,
+                created,
+                stopping: None,
+                given: None,
+                revision: None,
+            };
         }
         None => match art {
             None => {

@@ -10,8 +10,8 @@ use serde_yaml_ng::Value;
 use crate::activity::names;
 use crate::activity::reason::Reason;
 use crate::activity::state::{Given, Heartbeat, RunInfo};
-use crate::artifact::write::Edit;
 use crate::artifact::commission::Revision;
+use crate::artifact::write::Edit;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc, Snapshot};
 use crate::config::DispatchMode;
@@ -167,21 +167,6 @@ pub struct Decisions {
     pub(crate) busy: Vec<String>,
     /// Dependency cycles among waiting commissions (see [`dependency_cycles`]).
     pub(crate) cycles: Cycles,
-}
-
-/// The branch of an attempt already under way: an older guild-hall named attempt `n` of `id`
-/// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
-pub(crate) fn attempt_branch(o: &Observed, attempt: u32) -> String {
-    // A revision works on the branch of the attempt it revises.
-    if let Some(r) = o.record.as_ref().and_then(|r| r.revision.as_ref()).filter(|r| r.attempt == attempt) {
-        return r.branch.clone();
-    }
-    let legacy = names::legacy_commission_branch(&o.artifact.id, attempt);
-    if attempt > 1 && o.artifact.owned.branch.as_deref() == Some(legacy.as_str()) {
-        legacy
-    } else {
-        names::commission_branch(&o.artifact.id, attempt)
-    }
 }
 
 /// Timestamps as written everywhere: shared with every kind of activity, so it lives there.
@@ -342,7 +327,7 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut
             step.record.term_sent_at = None;
             step.record.stopping = None;
             step.record.given = Some(Given::new(attempt, step.o.artifact.title.as_deref(), &step.o.artifact.body));
-            step.record.revision = Some(revision);
+            step.record.revision = Some(Box::new(revision));
             step.set("attempt", Value::from(attempt));
             step.set("branch", Value::String(branch.clone()));
             let worker = step.o.artifact.worker.clone();
@@ -411,7 +396,7 @@ use effect::Effect;
 use machine::plan_one;
 use step::Step;
 
-pub(crate) use step::result_value;
+pub(crate) use step::{attempt_branch, result_value};
 
 pub(crate) use deps::{cycle_problems, dependency_cycles, Cycles};
 pub(crate) use effect::{Sig, Update};

@@ -52,7 +52,7 @@ pub(super) fn in_review(o: &Observed, st: &mut Step<'_>) -> Effect {
             let revision = Revision {
                 attempt: attempt + 1,
                 after: attempt,
-                branch: super::attempt_branch(o, attempt),
+                branch: super::step::attempt_branch(o, attempt),
                 feedback: o.artifact.feedback.clone(),
                 from: FeedbackFrom::Person,
             };
@@ -60,7 +60,7 @@ pub(super) fn in_review(o: &Observed, st: &mut Step<'_>) -> Effect {
         }
         Some(Desired::Rejected | Desired::Cancelled) => {
             let text = o.artifact.feedback.iter().map(Feedback::line_text).collect::<Vec<_>>().join("; ");
-            let branch = super::attempt_branch(o, attempt);
+            let branch = super::step::attempt_branch(o, attempt);
             st.go(Status::Cancelled, Reason::Rejected { branch, text: (!text.is_empty()).then_some(text) });
             st.remove("desired");
             st.remove("feedback");

@@ -186,3 +186,83 @@ fn desired_edits_do_what_the_commands_do() {
     assert!(!text.contains("\ndesired:") && !text.contains("\nfeedback:"), "{text}");
     assert!(p.timeline("a").iter().any(|e| e["kind"] == "refused"));
 }
+
+/// Call one tool of `guild-hall mcp --manager` (the dispatcher) and return its reply.
+fn manager_call(p: &Project, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    use std::io::{BufRead, Write};
+    let mut child = p
+        .cmd()
+        .args(["mcp", "--manager"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("mcp --manager");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").expect("send");
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let _init = lines.next().expect("initialize reply").expect("line");
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
+    let reply: serde_json::Value = serde_json::from_str(&lines.next().expect("reply").expect("line")).expect("json");
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    reply["result"].clone()
+}
+
+/// One JSON-RPC call over the watcher's socket.
+fn rpc(sock: &std::path::Path, method: &str, params: serde_json::Value) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let mut s = std::os::unix::net::UnixStream::connect(sock).expect("connect");
+    let req = format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    s.write_all(req.as_bytes()).expect("send");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let reply = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    serde_json::from_str(&reply).expect("json reply")
+}
+
+/// A pass to settle once the one a face started (its kick) lets go of the project.
+fn settle_after_kick(p: &Project) {
+    p.ok(&["reconcile", "--once", "--wait", "--wait-lock", "--timeout", "120s"]);
+}
+
+/// MCP (`mcp --manager`), JSON-RPC (`worker/*`) and the CLI (`job`) write the same request as
+/// the commands, and refuse alike what is not in review.
+#[test]
+fn json_rpc_and_mcp_review_as_the_commands_do() {
+    let p = review_project();
+    in_review(&p, "m");
+    in_review(&p, "r");
+    // MCP: status says review; a revise with feedback; refused when not in review.
+    let s = manager_call(&p, "status", serde_json::json!({"jobId": "m"}));
+    assert_eq!(s["structuredContent"]["status"], "review", "{s}");
+    let r = manager_call(&p, "revise", serde_json::json!({"jobId": "m", "feedback": [{"text": "again", "path": "work.txt", "line": 1}]}));
+    assert_eq!(r["structuredContent"], serde_json::json!({"jobId": "m", "requested": "revised"}), "{r}");
+    settle_after_kick(&p);
+    assert_eq!(p.status_json("m")["attempt"], 2);
+    assert!(git(&p.root, &["show", "claude/commission/m:seen-2.txt"]).contains("- work.txt:1: again"));
+    let r = manager_call(&p, "approve", serde_json::json!({"jobId": "m"}));
+    assert_eq!(r["structuredContent"]["requested"], "approved", "{r}");
+    settle_after_kick(&p);
+    assert_eq!(p.status("m"), "completed");
+    let refused = manager_call(&p, "approve", serde_json::json!({"jobId": "m"}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["content"][0]["text"].as_str().is_some_and(|t| t.contains("only work in review")), "{refused}");
+    // The CLI face of the same catalogue.
+    let (code, _, err) = p.run(&["job", "revise", "--job-id", "r"]);
+    assert_ne!(code, 0, "feedback is required: {err}");
+    // JSON-RPC over a watcher's socket: the reject, carried out by the watcher.
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let v = rpc(&sock, "worker/reject", serde_json::json!({"jobId": "r", "message": "no thanks"}));
+    assert_eq!(v["result"], serde_json::json!({"jobId": "r", "requested": "rejected"}), "{v}");
+    wait_status(&p, "r", "cancelled");
+    let bad = rpc(&sock, "worker/approve", serde_json::json!({"jobId": "r"}));
+    assert!(bad["error"]["message"].as_str().is_some_and(|m| m.contains("only work in review")), "{bad}");
+}
