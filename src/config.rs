@@ -62,6 +62,10 @@ pub struct ProjectConfig {
     pub(crate) runner: crate::artifact::commission::RunnerName,
     /// With `runner: slurm`: where jobs go.
     pub(crate) slurm: SlurmConfig,
+    /// `required`: a commission's submitted work waits in `review` for a person (approve,
+    /// revise, reject); `auto`: merged at once. A package's or a commission's `review:`
+    /// overrides it.
+    pub(crate) review: crate::artifact::commission::ReviewMode,
 }
 
 /// `slurm:` in `.lore/guild-hall.yaml`: where batch jobs go (each key left out: the cluster's
@@ -97,6 +101,7 @@ impl Default for ProjectConfig {
             follow: None,
             runner: Default::default(),
             slurm: SlurmConfig::default(),
+            review: Default::default(),
         }
     }
 }

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use serde_yaml_ng::Value;
 
 use crate::activity::state::Record;
-use crate::artifact::commission::OWNED_KEYS;
+use crate::artifact::commission::{OWNED_KEYS, REQUEST_KEYS};
 use crate::artifact::frontmatter::MAX_FRONTMATTER_BYTES;
 use crate::artifact::write::{apply, Edit};
 use crate::artifact::{Commission, Status};
@@ -27,6 +27,7 @@ fn yaml_line() -> impl Strategy<Value = String> {
     let key = prop_oneof![
         Just("status".to_string()),
         Just("desired".to_string()),
+        Just("feedback".to_string()),
         Just("worker".to_string()),
         Just("created".to_string()),
         Just("reason".to_string()),
@@ -44,6 +45,11 @@ fn yaml_line() -> impl Strategy<Value = String> {
         Just("cancelled".to_string()),
         Just("in_progress".to_string()),
         Just("dispatched".to_string()),
+        Just("review".to_string()),
+        Just("approved".to_string()),
+        Just("revised".to_string()),
+        Just("rejected".to_string()),
+        Just("[{text: x, path: a.md, line: 3}]".to_string()),
         Just("scribe".to_string()),
         Just("[.lore/a.md, ../x]".to_string()),
         Just("{max_turns: 3}".to_string()),
@@ -143,7 +149,7 @@ fn not_ours(text: &str) -> Option<serde_yaml_ng::Mapping> {
         Value::Mapping(m) => m,
         _ => serde_yaml_ng::Mapping::new(),
     };
-    m.retain(|k, _| k.as_str().is_none_or(|k| !OWNED_KEYS.contains(&k) && k != "desired"));
+    m.retain(|k, _| k.as_str().is_none_or(|k| !OWNED_KEYS.contains(&k) && !REQUEST_KEYS.contains(&k)));
     Some(m)
 }
 
@@ -157,7 +163,7 @@ proptest! {
     fn odd_artifacts_never_panic_and_writes_stay_surgical(text in artifact_text(), recorded in status(), alive in any::<bool>()) {
         let path = PathBuf::from(".lore/commissions/fuzz.md");
         let Ok(c) = Commission::parse(&path, &text) else { return Ok(()) };
-        let record = recorded.map(|status| Record { status, prev: None, attempt: 1, term_sent_at: None, created: None, stopping: None, given: None });
+        let record = recorded.map(|status| Record { status, prev: None, attempt: 1, term_sent_at: None, created: None, stopping: None, given: None, revision: None });
         let original = c.clone();
         let mut o = Observed::new(c, record);
         if alive {
@@ -166,7 +172,11 @@ proptest! {
         let planned = decide(&snapshot(o));
         for action in &planned.actions {
             let update = match action {
-                Action::Update(u) | Action::Dispatch { update: u, .. } | Action::Finish { update: u, .. } | Action::Signal { update: u, .. } => u,
+                Action::Update(u)
+                | Action::Dispatch { update: u, .. }
+                | Action::Finish { update: u, .. }
+                | Action::Hold { update: u, .. }
+                | Action::Signal { update: u, .. } => u,
                 _ => continue,
             };
             if update.edits.is_empty() {
@@ -177,7 +187,7 @@ proptest! {
             let refused = update.events.iter().any(|e| e["kind"] == "refused") && !update.events.iter().any(|e| e["kind"] == "status");
             for e in &update.edits {
                 let key = match e { Edit::Set(k, _) | Edit::Remove(k) => k.as_str() };
-                prop_assert!(OWNED_KEYS.contains(&key) || key == "desired", "edited a key that is not ours: {}", key);
+                prop_assert!(OWNED_KEYS.contains(&key) || REQUEST_KEYS.contains(&key), "edited a key that is not ours: {}", key);
                 if !refused {
                     continue;
                 }
@@ -197,7 +207,7 @@ proptest! {
                         prop_assert!(v.as_str().is_some_and(|r| r.starts_with("refused ")), "a refusal's text: {:?}", v);
                         prop_assert!(matches!(recorded.or(original.status), Some(Status::Failed | Status::Cancelled)), "refused: of a {:?} commission", recorded);
                     }
-                    Edit::Remove(k) if k == "desired" => {}
+                    Edit::Remove(k) if k == "desired" || k == "feedback" => {}
                     Edit::Set(k, v) if k == "created" => {
                         prop_assert!(original.created().is_none(), "a refusal re-stamped created");
                         prop_assert_eq!(v.as_str().map(str::to_string), Some(crate::commission::decide::timestamp(now())));

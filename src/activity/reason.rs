@@ -41,6 +41,16 @@ pub(crate) enum Reason {
     NotMerged,
     /// Its worker submitted its result.
     ResultSubmitted,
+    /// Its result submitted and committed on its branch, nothing merged: it waits for a person
+    /// to approve, revise or reject it (`review: required`).
+    AwaitsReview { id: String },
+    /// A person approved the work in review: merged.
+    Approved,
+    /// Sent back from review for a new attempt on the same branch, with feedback on attempt
+    /// `after` (how many items, and from whom: a person, a check, a conflict, a reviewer).
+    Revised { after: u32, items: usize, from: &'static str },
+    /// A person rejected the work in review (with their words, if any): its branch is kept.
+    Rejected { branch: String, text: Option<String> },
     /// Its worker's shim is running, with this pid.
     Running { shim_pid: i32 },
     /// Its worker ran (a result came in before its run was seen).
@@ -155,6 +165,18 @@ impl fmt::Display for Reason {
             }
             Reason::NotMerged => f.write_str("the attempt's work could not be merged"),
             Reason::ResultSubmitted => f.write_str("worker submitted its result"),
+            Reason::AwaitsReview { id } => write!(
+                f,
+                "needs you: its work is committed on its branch, nothing merged; guild-hall approve {id}, revise {id} -m TEXT, or reject {id}"
+            ),
+            Reason::Approved => f.write_str("approved in review"),
+            Reason::Revised { after, items, from } => write!(
+                f,
+                "sent back for revision of attempt {after} ({} from the {from}); it continues on the same branch",
+                crate::activity::timeline::counted(*items, "feedback item")
+            ),
+            Reason::Rejected { branch, text: Some(t) } => write!(f, "rejected in review: {t}; its work is kept on {branch}"),
+            Reason::Rejected { branch, text: None } => write!(f, "rejected in review; its work is kept on {branch}"),
             Reason::Submitted => f.write_str("submitted"),
             Reason::Running { shim_pid } => write!(f, "worker process running (shim pid {shim_pid})"),
             Reason::Ran => f.write_str("worker process ran"),
@@ -253,6 +275,17 @@ mod tests {
             ),
             (Reason::NotMerged, "the attempt's work could not be merged"),
             (Reason::ResultSubmitted, "worker submitted its result"),
+            (
+                Reason::AwaitsReview { id: "c".into() },
+                "needs you: its work is committed on its branch, nothing merged; guild-hall approve c, revise c -m TEXT, or reject c",
+            ),
+            (Reason::Approved, "approved in review"),
+            (
+                Reason::Revised { after: 1, items: 2, from: "person" },
+                "sent back for revision of attempt 1 (2 feedback items from the person); it continues on the same branch",
+            ),
+            (Reason::Rejected { branch: "b".into(), text: Some("no".into()) }, "rejected in review: no; its work is kept on b"),
+            (Reason::Rejected { branch: "b".into(), text: None }, "rejected in review; its work is kept on b"),
             (Reason::Running { shim_pid: 42 }, "worker process running (shim pid 42)"),
             (Reason::Ran, "worker process ran"),
             (Reason::DispatchedTo("w".into()), "dispatched to worker w"),

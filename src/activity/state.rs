@@ -42,6 +42,10 @@ pub struct Record {
     /// says the title it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) given: Option<Given>,
+    /// The revision the latest attempt is, when it is one: on the branch of the attempt it
+    /// revises, with the feedback its prompt was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) revision: Option<Box<crate::artifact::commission::Revision>>,
 }
 
 /// The title and prompt an attempt was dispatched with (the prompt as a git blob id: the

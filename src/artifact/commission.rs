@@ -21,6 +21,9 @@ super::vocabulary::vocabulary! {
         Blocked = "blocked",
         Dispatched = "dispatched",
         InProgress = "in_progress",
+        /// Its work submitted and committed on its branch, nothing merged: a person approves,
+        /// revises or rejects it (only with `review: required`).
+        Review = "review",
         Completed = "completed",
         Failed = "failed",
         Cancelled = "cancelled",
@@ -44,13 +47,118 @@ impl Status {
 pub enum Desired {
     Dispatched,
     Cancelled,
+    /// In review: merge the work (`guild-hall approve`).
+    Approved,
+    /// In review: a new attempt on the same branch, given `feedback:` (`guild-hall revise`).
+    Revised,
+    /// In review: give the work up, its branch kept (`guild-hall reject`).
+    Rejected,
 }
 
 impl Desired {
+    pub(crate) const ALL: [Desired; 5] = [Desired::Dispatched, Desired::Cancelled, Desired::Approved, Desired::Revised, Desired::Rejected];
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Desired::Dispatched => "dispatched",
             Desired::Cancelled => "cancelled",
+            Desired::Approved => "approved",
+            Desired::Revised => "revised",
+            Desired::Rejected => "rejected",
+        }
+    }
+}
+
+/// Whether a submitted attempt waits for a person (`review:` in `.lore/guild-hall.yaml`, a
+/// package's `worker.yaml` or a commission; the most specific wins).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ReviewMode {
+    /// Merged as soon as it is submitted.
+    #[default]
+    Auto,
+    /// Held in `review`, committed on its branch, until a person approves, revises or rejects it.
+    Required,
+}
+
+impl ReviewMode {
+    /// The one that applies: the commission's, else its package's, else the project's.
+    pub(crate) fn choose(commission: Option<ReviewMode>, package: Option<ReviewMode>, project: Option<ReviewMode>) -> ReviewMode {
+        commission.or(package).or(project).unwrap_or_default()
+    }
+}
+
+/// One piece of feedback on an attempt in review (`feedback:`, with `desired: revised`): what
+/// to change, and optionally where (a path in the work, and a line of it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Feedback {
+    /// What to change.
+    pub text: String,
+    /// Where: a path in the work, relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Where in `path`: a line number (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// Where a revision's feedback came from. A person's request today; a failing check, a merge
+/// conflict or a reviewer worker's verdict send work back along the same path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FeedbackFrom {
+    /// `guild-hall revise`, or `desired: revised` with `feedback:`.
+    Person,
+}
+
+impl FeedbackFrom {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FeedbackFrom::Person => "person",
+        }
+    }
+}
+
+/// A new attempt sent back to work on the branch of the attempt it revises, with feedback on
+/// that attempt: what the decider records ([`crate::activity::state::Record`]) and the prompt
+/// is made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Revision {
+    /// The attempt this one is.
+    pub(crate) attempt: u32,
+    /// The attempt reviewed and sent back.
+    pub(crate) after: u32,
+    /// The branch both work on.
+    pub(crate) branch: String,
+    pub(crate) feedback: Vec<Feedback>,
+    pub(crate) from: FeedbackFrom,
+}
+
+impl Revision {
+    /// What is appended to the worker's prompt: "Feedback on attempt N", then each item.
+    pub(crate) fn prompt_section(&self) -> String {
+        let mut out = format!(
+            "\n\n## Feedback on attempt {}\n\nYour earlier work on this task is on your branch, in your worktree: this attempt continues it. Change it as follows, then submit your result again.\n\n",
+            self.after
+        );
+        if self.feedback.is_empty() {
+            out.push_str("- (no comments: look over your work again)\n");
+        }
+        for f in &self.feedback {
+            out.push_str(&format!("- {}\n", f.line_text().replace('\n', "\n  ")));
+        }
+        out
+    }
+}
+
+impl Feedback {
+    /// `path:line: text`, as the worker's prompt and the timeline give it.
+    pub(crate) fn line_text(&self) -> String {
+        match (&self.path, self.line) {
+            (Some(p), Some(l)) => format!("{p}:{l}: {}", self.text),
+            (Some(p), None) => format!("{p}: {}", self.text),
+            _ => self.text.clone(),
         }
     }
 }
@@ -118,9 +226,23 @@ pub(crate) struct Frontmatter {
     /// Where its attempts run (`local` or `slurm`), over its package's and the project's.
     #[schemars(with = "Option<RunnerName>")]
     runner: Option<Value>,
+    /// `required`: a submitted attempt waits in `review` for a person (approve, revise,
+    /// reject); `auto` (the default): merged at once. Over its package's and the project's.
+    #[schemars(with = "Option<ReviewMode>")]
+    review: Option<Value>,
+    /// Commands (argv lists) run in the worktree after submit, as proof of the work.
+    #[schemars(with = "Option<Vec<Vec<String>>>")]
+    checks: Option<Value>,
+    /// Automatic send-backs (a failing check, a conflict) before it fails.
+    #[schemars(with = "Option<u32>")]
+    max_revisions: Option<Value>,
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
     desired: Option<Value>,
+    /// With `desired: revised`: what to change, general or at `path` and `line`; removed with
+    /// the request, once given to the next attempt (the timeline keeps it).
+    #[schemars(with = "Option<Vec<Feedback>>")]
+    feedback: Option<Value>,
     // Written by guild-hall.
     /// Written by guild-hall: the FIFO key.
     #[schemars(with = "Option<String>")]
@@ -159,6 +281,9 @@ pub(crate) struct Frontmatter {
 pub(crate) const OWNED_KEYS: [&str; 11] =
     ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed"];
 
+/// The keys a person writes as a one-shot request, which the reconciler removes once answered.
+pub(crate) const REQUEST_KEYS: [&str; 2] = ["desired", "feedback"];
+
 /// A parsed, validated commission artifact.
 #[derive(Debug, Clone)]
 pub struct Commission {
@@ -182,6 +307,16 @@ pub struct Commission {
     /// Where its attempts run (`runner:`), over its package's and the project's.
     pub(crate) runner: Option<RunnerName>,
     pub(crate) desired: Option<Desired>,
+    /// `review:` as written (the package's and the project's apply when absent).
+    pub(crate) review: Option<ReviewMode>,
+    /// `checks:` as written: argv lists (carried for the checks run after submit).
+    #[allow(dead_code)]
+    pub(crate) checks: Vec<Vec<String>>,
+    /// `max_revisions:` as written (the bound of automatic send-backs).
+    #[allow(dead_code)]
+    pub(crate) max_revisions: Option<u32>,
+    /// `feedback:` as written (with `desired: revised`).
+    pub(crate) feedback: Vec<Feedback>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed:
     /// what its writes are compared with. Other keys are validated into the typed fields above
     /// and not kept.
@@ -271,7 +406,11 @@ impl Commission {
             resources,
             timeout,
             runner,
+            review,
+            checks,
+            max_revisions,
             desired,
+            feedback,
             created,
             attempt,
             branch,
@@ -330,12 +469,57 @@ impl Commission {
         };
         let desired = match desired {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s == "dispatched" => Some(Desired::Dispatched),
-            Some(Value::String(s)) if s == "cancelled" => Some(Desired::Cancelled),
+            Some(Value::String(s)) if Desired::ALL.iter().any(|d| d.as_str() == s) => Desired::ALL.into_iter().find(|d| d.as_str() == s),
             Some(v) => {
-                bad("desired", format!("unknown request desired: {} (expected dispatched or cancelled)", show(&v)));
+                let all: Vec<&str> = Desired::ALL.iter().map(|d| d.as_str()).collect();
+                bad("desired", format!("unknown request desired: {} (expected one of: {})", show(&v), all.join(", ")));
                 None
             }
+        };
+        let review = match review {
+            None | Some(Value::Null) => None,
+            Some(v) => serde_yaml_ng::from_value(v.clone())
+                .map_err(|_| bad("review", format!("unknown review: {} (expected required or auto)", show(&v))))
+                .ok(),
+        };
+        let checks: Vec<Vec<String>> = match checks {
+            None | Some(Value::Null) => Vec::new(),
+            Some(v) => match serde_yaml_ng::from_value::<Vec<Vec<String>>>(v) {
+                Ok(c) if c.iter().all(|argv| !argv.is_empty()) => c,
+                _ => {
+                    bad("checks", "checks must be a list of commands, each a non-empty list of strings (e.g. [[cargo, test]])".into());
+                    Vec::new()
+                }
+            },
+        };
+        let max_revisions = match max_revisions {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => Some(n),
+                None => {
+                    bad("max_revisions", format!("max_revisions must be a whole number, not {}", show(&v)));
+                    None
+                }
+            },
+        };
+        let feedback: Vec<Feedback> = match feedback {
+            None | Some(Value::Null) => Vec::new(),
+            Some(v) => match serde_yaml_ng::from_value::<Vec<Feedback>>(v) {
+                Ok(f) => {
+                    for item in &f {
+                        if let Some(p) = &item.path {
+                            if let Err(e) = ids::validate_rel_path(p) {
+                                bad("feedback", format!("bad feedback path: {e}"));
+                            }
+                        }
+                    }
+                    f
+                }
+                Err(e) => {
+                    bad("feedback", format!("feedback must be a list of {{text, path, line}} (path and line optional): {e}"));
+                    Vec::new()
+                }
+            },
         };
         let title = owned_text(title);
         if split.body.trim().is_empty() {
@@ -347,7 +531,7 @@ impl Commission {
         }
         let mut fields = fields;
         // Kept: the keys the reconciler writes or removes.
-        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || k == "desired"));
+        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || REQUEST_KEYS.contains(&k)));
         fields.shrink_to_fit();
         Ok(Commission {
             id: stem.to_string(),
@@ -363,6 +547,10 @@ impl Commission {
             timeout,
             runner,
             desired,
+            review,
+            checks,
+            max_revisions,
+            feedback,
             owned: Owned {
                 created: owned_text(created),
                 attempt: attempt.as_ref().and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
@@ -513,7 +701,7 @@ mod tests {
     #[test]
     fn reports_problems_with_positions() {
         let e = parse("---\ntitle: T\nworker: scribe\nstatus: banana\n---\nbody\n").unwrap_err();
-        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, completed, failed, cancelled)");
+        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled)");
         let e = parse("---\ntitle: [\nworker: x\n---\nbody\n").unwrap_err();
         assert!(e[0].message.starts_with("invalid YAML"), "{e:?}");
         let e = parse("---\nworker: scribe\n---\n\n").unwrap_err();

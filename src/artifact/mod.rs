@@ -17,7 +17,7 @@ pub(crate) mod value_schemas;
 pub(crate) mod vocabulary;
 pub mod write;
 
-pub use commission::{Commission, Desired, Status};
+pub use commission::{Commission, Desired, Feedback, Status};
 pub use frontmatter::Problem;
 pub use meeting::{Meeting, MeetingStatus};
 

@@ -8,6 +8,7 @@ mod job;
 mod meeting;
 pub(crate) mod out;
 pub(crate) mod plan;
+mod review;
 mod show;
 mod sync;
 mod tools;
@@ -157,6 +158,23 @@ pub enum Command {
     /// Create, dispatch, cancel or re-dispatch commissions.
     #[command(subcommand)]
     Commission(commission::CommissionCmd),
+    /// Approve a commission in review: its work is squash-merged into the integration branch
+    /// and it completes (writes `desired: approved`).
+    ///
+    /// A commission is in review when `review: required` (in it, its worker package's
+    /// worker.yaml, or .lore/guild-hall.yaml) and its worker submitted: its work is committed
+    /// on its branch, nothing merged. `guild-hall diff <id>` shows the work.
+    Approve(review::Approve),
+    /// Send a commission in review back with feedback: a new attempt continues on the same
+    /// branch (its worktree starts with the earlier work), its prompt given the feedback under
+    /// "Feedback on attempt N", in the same agent session where its package can resume one
+    /// (writes `desired: revised` and `feedback:`).
+    ///
+    /// Example: guild-hall revise fix-parser -m "handle empty input" --at src/parse.rs:42 "this panics on an empty line"
+    Revise(review::Revise),
+    /// Reject a commission in review: it is cancelled, its work kept on its branch (writes
+    /// `desired: rejected`, with -m as `feedback:`).
+    Reject(review::Reject),
     /// The dispatcher's operations (as `mcp --manager` and `worker/*` serve them): dispatch,
     /// list, status, result, cancel, delete, meeting-request. Prints JSON.
     Job(job::JobCall),
@@ -539,6 +557,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Man { dir } => integrate::man(dir.as_deref()).map(|_| ExitCode::SUCCESS),
         Command::Ids { kind } => integrate::ids(&Env::open(&cli)?, kind).map(|_| ExitCode::SUCCESS),
         Command::Commission(cmd) => commission::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
+        Command::Approve(a) => review::approve(&Env::load(&cli)?, a).map(|_| ExitCode::SUCCESS),
+        Command::Revise(r) => review::revise(&Env::load(&cli)?, r).map(|_| ExitCode::SUCCESS),
+        Command::Reject(r) => review::reject(&Env::load(&cli)?, r).map(|_| ExitCode::SUCCESS),
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Job(call) => job::run(&Env::load(&cli)?, call).map(|_| ExitCode::SUCCESS),
         Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),

@@ -59,6 +59,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
         }
         Action::Finish { update, conflict, attempt, branch, summary } => finish(ctx, snapshot, update, conflict, *attempt, branch, summary),
         Action::Cleanup { id, attempt, branch, why } => cleanup(ctx, id, *attempt, branch, why),
+        Action::Hold { update, attempt, branch } => hold(ctx, update, *attempt, branch),
         Action::Heartbeat { id, beat } => {
             write_json(&state_dir(ctx, id).heartbeat(), beat)?;
             Ok(Outcome::Done)
@@ -158,7 +159,15 @@ fn dispatch(
     write_json(&state.worktree(), &rec)?;
     fault("dispatch", 3);
 
-    std::fs::write(state.prompt(), &commission.artifact.body)?;
+    // A revision's prompt carries the feedback on the attempt it revises (in its record: the
+    // update's, or as recorded when a resumed dispatch finds it).
+    let record = update.record.as_ref().or(commission.record.as_ref());
+    let revision = record.and_then(|r| r.revision.as_ref()).filter(|r| r.attempt == attempt);
+    let prompt = match revision {
+        Some(r) => format!("{}{}", commission.artifact.body.trim_end(), r.prompt_section()),
+        None => commission.artifact.body.clone(),
+    };
+    std::fs::write(state.prompt(), &prompt)?;
     let activation = Activation {
         home: ctx.home,
         project: ctx.project,
@@ -218,6 +227,40 @@ fn cleanup(ctx: &Ctx<'_, Catalog>, id: &str, attempt: u32, branch: &str, why: &s
     let _ = std::fs::remove_dir_all(state.objects());
     fault("cleanup", 2);
     Ok(Outcome::Done)
+}
+
+/// Submitted work held for review: what is left in the worktree committed onto the branch (the
+/// worker's own commits adopted), then the status `review`, then the worktree removed. A pass
+/// killed between two steps finds the work secured (secured again: nothing new), or in
+/// review with a worktree, which is secured and removed as a leftover.
+fn hold(ctx: &Ctx<'_, Catalog>, update: &Update, attempt: u32, branch: &str) -> Result<Outcome> {
+    let id = &update.id;
+    let state = state_dir(ctx, id);
+    let rec = worktree_record(ctx, id, branch)?;
+    let limits = ctx.project.config.merge_limits();
+    let message = format!("guild-hall: work of {id} (attempt {attempt}) for review");
+    let secured = worktree::secure_work(&rec, Some(&state.objects()), &message, &limits).with_context(|| {
+        format!("could not commit the worker's files to {branch}; its worktree {} is kept to try again", rec.path.display())
+    })?;
+    let now = timestamp(chrono::Utc::now());
+    let mut held = update.clone();
+    if !secured.tampered.is_empty() {
+        let text = format!("worktree tampered with: {}", secured.tampered.join("; "));
+        held.events.push(timeline::event(&now, "anomaly", format!("tampered:{attempt}"), json!({"text": text})));
+    }
+    if !secured.too_large.is_empty() {
+        let text = format!("left out of {branch} as too large: {}", worktree::listing(&secured.too_large));
+        held.events.push(timeline::event(&now, "anomaly", format!("too-large:{attempt}"), json!({"text": text})));
+    }
+    fault("hold", 1);
+    let outcome = apply_update(ctx, &held)?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
+    fault("hold", 2);
+    worktree::remove_worktree(&rec)?;
+    let _ = std::fs::remove_dir_all(state.objects());
+    Ok(outcome)
 }
 
 fn finish(

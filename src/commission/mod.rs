@@ -104,7 +104,7 @@ mod tests {
         for want in [("draft", "pending"), ("failed", "pending"), ("cancelled", "pending"), ("in_progress", "cancelled")] {
             assert!(table.contains(&want), "{want:?} in {table:?}");
         }
-        assert_eq!(table.len(), 7, "{table:?}");
+        assert_eq!(table.len(), 8, "{table:?}");
         assert!(!table.iter().any(|(_, to)| *to == "completed"), "{table:?}");
     }
 }

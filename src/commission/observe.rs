@@ -695,7 +695,11 @@ fn observe_one(
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
         observe_runtime(&mut obs, &rec, &state, boot);
         obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
-        let live = rec.status.is_active() || obs.worktree_exists || matches!(obs.proc, Proc::Alive | Proc::Starting);
+        // In review, the attempt's folded result is what an approval merges with.
+        let live = rec.status.is_active()
+            || rec.status == Status::Review
+            || obs.worktree_exists
+            || matches!(obs.proc, Proc::Alive | Proc::Starting);
         if live {
             let last = matches!(obs.proc, Proc::Dead | Proc::NotStarted);
             let worktree = home.worktree(&project.name, &obs.artifact.id);

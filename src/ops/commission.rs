@@ -1,5 +1,6 @@
 //! What people and tools do to commissions: write a new one, read one by id, and ask for a change
-//! (`desired:`, `status:`) by writing it into the file as a person would (parity, REQ-COM-4); and
+//! (`desired:`, `status:`, a review's approve, revise and reject) by writing it into the file as
+//! a person would (parity, REQ-COM-4); and
 //! why a worker cannot take the work asked, in the words every entry point uses ([`unusable`]). The
 //! reconciler does the rest.
 
@@ -153,4 +154,66 @@ pub fn redispatch(project: &Project, id: &str) -> Result<Vec<Edit>> {
             bail!("{id} is {}: only a failed or cancelled commission can be re-dispatched", other.map(|s| s.as_str()).unwrap_or("pending"))
         }
     }
+}
+
+/// A person's answer to work in review, as every face asks it (the CLI's `approve`, `revise`,
+/// `reject`, the board's keys, `worker/approve|revise|reject` over JSON-RPC and MCP): written
+/// as the one-shot request an editor would write (`desired:`, with `feedback:`), refused up
+/// front — nothing written — unless the commission is in review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Merge the work (`desired: approved`).
+    Approve,
+    /// A new attempt on the same branch, given this feedback (`desired: revised`).
+    Revise(Vec<crate::artifact::commission::Feedback>),
+    /// Give the work up, its branch kept (`desired: rejected`, with the person's words).
+    Reject(Option<String>),
+}
+
+impl Verdict {
+    fn desired(&self) -> crate::artifact::Desired {
+        match self {
+            Verdict::Approve => crate::artifact::Desired::Approved,
+            Verdict::Revise(_) => crate::artifact::Desired::Revised,
+            Verdict::Reject(_) => crate::artifact::Desired::Rejected,
+        }
+    }
+}
+
+/// Write a person's verdict on commission `id` in review ([`Verdict`]); the edits written.
+pub fn review(project: &Project, id: &str, verdict: &Verdict) -> Result<Vec<Edit>> {
+    let c = load(project, id)?;
+    let status = c.status.unwrap_or(Status::Pending);
+    let desired = verdict.desired();
+    if let Some(why) = crate::commission::decide::desired_refusal(status, desired) {
+        bail!("{id} is {status}: {why}; nothing written");
+    }
+    let feedback = match verdict {
+        Verdict::Approve => Vec::new(),
+        Verdict::Revise(items) => {
+            if items.is_empty() || items.iter().any(|f| f.text.trim().is_empty()) {
+                bail!("a revision needs feedback: say what to change (-m TEXT, or --at PATH:LINE TEXT); nothing written");
+            }
+            for f in items {
+                if let Some(p) = &f.path {
+                    ids::validate_rel_path(p).map_err(|e| anyhow!("bad feedback path {p:?}: {e}; nothing written"))?;
+                }
+            }
+            items.clone()
+        }
+        Verdict::Reject(text) => text
+            .iter()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| crate::artifact::commission::Feedback { text: t.clone(), path: None, line: None })
+            .collect(),
+    };
+    let mut edits = vec![Edit::Set("desired".into(), Value::from(desired.as_str()))];
+    if !feedback.is_empty() {
+        edits.push(Edit::Set("feedback".into(), serde_yaml_ng::to_value(&feedback)?));
+    } else if !c.feedback.is_empty() {
+        // An earlier request's feedback is not this one's.
+        edits.push(Edit::Remove("feedback".into()));
+    }
+    request(project, id, &edits)?;
+    Ok(edits)
 }

@@ -14,7 +14,7 @@ use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
     Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List, MeetingRequest, MeetingRequested,
-    Operations,
+    Operations, Reject, Reviewed, Revise,
 };
 use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;
@@ -35,6 +35,8 @@ pub(crate) fn job_status(s: Status) -> &'static str {
         Status::Completed => "completed",
         Status::Failed => "failed",
         Status::Cancelled => "cancelled",
+        // Nothing runs: it waits for a person (approve, revise, reject).
+        Status::Review => "review",
         _ => "running",
     }
 }
@@ -71,8 +73,39 @@ impl Dispatcher {
     }
 }
 
+impl Dispatcher {
+    /// A verdict on a job in review, written as a person's would be
+    /// ([`super::commission::review`]); refused, nothing written, unless it is in review.
+    fn review(&self, job: &str, verdict: &super::commission::Verdict) -> Result<Reviewed, ToolError> {
+        let c = self.known(job)?;
+        let edits = super::commission::review(&self.project, &c.id, verdict).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
+        let requested = match edits.first() {
+            Some(Edit::Set(_, v)) if v.as_str() == Some("approved") => "approved",
+            Some(Edit::Set(_, v)) if v.as_str() == Some("revised") => "revised",
+            _ => "rejected",
+        };
+        super::kick(&self.home, &self.project)?;
+        Ok(Reviewed { job_id: c.id, requested })
+    }
+}
+
 /// The dispatcher's operations, as the catalogue ([`crate::tools::dispatcher`]) declares them.
 impl Operations for Dispatcher {
+    /// `worker/approve {jobId}`.
+    fn approve(&self, job: &str) -> Result<Reviewed, ToolError> {
+        self.review(job, &super::commission::Verdict::Approve)
+    }
+
+    /// `worker/revise {jobId, feedback}`.
+    fn revise(&self, req: Revise) -> Result<Reviewed, ToolError> {
+        self.review(&req.job_id, &super::commission::Verdict::Revise(req.feedback))
+    }
+
+    /// `worker/reject {jobId, message?}`.
+    fn reject(&self, req: Reject) -> Result<Reviewed, ToolError> {
+        self.review(&req.job_id, &super::commission::Verdict::Reject(req.message))
+    }
+
     /// `worker/dispatch {description, task, config?}` → `{jobId}`.
     fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError> {
         let config = req.config.unwrap_or_default();

@@ -24,6 +24,7 @@ fn instructions(home: &Home, project: &Project) -> String {
              2. Poll status every minute or so. When it lists questions, relay them to the person; the worker carries on meanwhile.\n\
              3. When status is completed, call result and present its output and artifacts to the person, with the decisions the worker recorded. If failed, show the error; the person can ask for a new dispatch.\n\
              4. cancel stops a job; delete removes a completed or cancelled one.\n\
+             A job in status review waits for a verdict: show the person its work, then approve {{jobId}} merges it, revise {{jobId, feedback: [{{text, path?, line?}}]}} sends it back to the same branch, reject {{jobId, message?}} cancels it (its branch kept).\n\
              5. When something needs talking through with the person, meeting_request {{worker, reason, references}} asks them for a live meeting with a worker; they accept or decline it.",
             root = project.root.display(),
             list = if workers.is_empty() { "(none installed)".to_string() } else { workers.join("\n") },

@@ -79,6 +79,28 @@ pub struct MeetingRequest {
     pub(crate) title: Option<String>,
 }
 
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Revise {
+    /// The jobId of a job in review.
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// What to change: each item general (`{text}`) or at a place of the work (`{text, path,
+    /// line}`, the path relative to the project root). At least one.
+    pub(crate) feedback: Vec<crate::artifact::Feedback>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reject {
+    /// The jobId of a job in review.
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// Why (kept in its reason and timeline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
+}
+
 /// What carries the dispatcher's operations out, one method per tool.
 pub trait Operations {
     fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError>;
@@ -87,6 +109,9 @@ pub trait Operations {
     fn result(&self, job: &str) -> Result<JobResult, ToolError>;
     fn cancel(&self, job: &str) -> Result<Cancelled, ToolError>;
     fn delete(&self, job: &str) -> Result<Deleted, ToolError>;
+    fn approve(&self, job: &str) -> Result<Reviewed, ToolError>;
+    fn revise(&self, req: Revise) -> Result<Reviewed, ToolError>;
+    fn reject(&self, req: Reject) -> Result<Reviewed, ToolError>;
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError>;
 }
 
@@ -105,7 +130,7 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
         ),
         Tool::new(
             "status",
-            "A job's state: status (running, completed, failed, cancelled), latest progress, the worker's open questions and decisions, error, times. Poll it; relay questions to the person.",
+            "A job's state: status (running, review, completed, failed, cancelled; review: it waits for a person's approve, revise or reject), latest progress, the worker's open questions and decisions, error, times. Poll it; relay questions to the person.",
             |d: &D, a: Job| d.status(&a.job_id),
         ),
         Tool::new(
@@ -122,6 +147,21 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
             "delete",
             "Delete a completed or cancelled job and everything it owns (its file, timeline, records and branches). Running and failed jobs are refused.",
             |d: &D, a: Job| d.delete(&a.job_id),
+        ),
+        Tool::new(
+            "approve",
+            "Approve a job in review (status review: its work is committed on its branch, nothing merged): its work is squash-merged and it completes. Refused unless it is in review.",
+            |d: &D, a: Job| d.approve(&a.job_id),
+        ),
+        Tool::new(
+            "revise",
+            "Send a job in review back with feedback: a new attempt continues on the same branch, the feedback in its prompt (and its agent session resumed where the worker can). feedback: [{text, path?, line?}].",
+            |d: &D, a: Revise| d.revise(a),
+        ),
+        Tool::new(
+            "reject",
+            "Reject a job in review: it is cancelled, its work kept on its branch. An optional message says why.",
+            |d: &D, a: Reject| d.reject(a),
         ),
         Tool::new(
             "meeting_request",
@@ -211,6 +251,18 @@ pub struct Cancelled {
     pub(crate) job_id: String,
     pub(crate) status: &'static str,
 }
+
+/// `approve`, `revise`, `reject`: the request written (`desired:`), which the reconciler
+/// carries out; the job is still in review until it does.
+#[derive(Debug, Serialize)]
+pub struct Reviewed {
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// `approved`, `revised` or `rejected`.
+    pub(crate) requested: &'static str,
+}
+
+impl super::Reply for Reviewed {}
 
 /// `delete`: the job is gone.
 #[derive(Debug, Serialize)]

@@ -71,6 +71,10 @@ pub struct Manifest {
     /// Where its attempts run (`local` or `slurm`), over the project's `runner:`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) runner: Option<crate::worker::runner::RunnerName>,
+    /// Whether its commissions' submitted work waits for a person (`required`) or is merged
+    /// at once (`auto`), over the project's `review:`; a commission's own overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) review: Option<crate::artifact::commission::ReviewMode>,
     /// Programs its scripts run that must be on `PATH` (an agent's CLI: `claude`, `codex`):
     /// while one is missing, work for the package waits (`blocked`, naming it) and `check`
     /// says so, rather than an attempt failing on "claude: not found".

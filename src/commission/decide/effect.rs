@@ -21,9 +21,17 @@ pub enum Sig {
 /// the two depends on the other for it).
 pub(super) enum Effect {
     None,
-    Candidate { wants: bool },
+    Candidate {
+        wants: bool,
+    },
     Resume,
     Finish,
+    /// Submitted, and a person reviews it: secure its work on its branch, then `review`.
+    Hold,
+    /// Approved in review: merged as a finish is.
+    Approve,
+    /// Sent back from review: a new attempt on the same branch ([`super::review::revise`]).
+    Revise(Box<crate::artifact::commission::Revision>),
     Cleanup(&'static str),
     Signal(Sig),
     KillLeftovers,

@@ -50,6 +50,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         Status::Draft => Effect::None,
         Status::Pending | Status::Blocked => waiting(s, o, &mut st, cycles, wants_dispatch),
         Status::Dispatched | Status::InProgress => at_work(s, o, &mut st),
+        Status::Review => super::review::in_review(o, &mut st),
         Status::Cancelled | Status::Failed | Status::Completed => ended(s, o, &mut st),
     };
     stop_follows_processes(o, &mut st);
@@ -77,6 +78,12 @@ fn elsewhere(o: &Observed, attempt: u32, st: &mut Step<'_>) {
             let why = format!("attempt {} is under way in another home; set `status: pending` to run it again here", attempt);
             st.refuse("desired: dispatched", &why);
             st.remove("desired");
+        }
+        Some(d @ (Desired::Approved | Desired::Revised | Desired::Rejected)) => {
+            let why = format!("attempt {} is under way in another home; only work in review here is {}", attempt, d.as_str());
+            st.refuse(&format!("desired: {}", d.as_str()), &why);
+            st.remove("desired");
+            st.remove("feedback");
         }
         None => {}
     }
@@ -109,8 +116,16 @@ fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
             let status = art.unwrap_or(r.status);
             let created = o.artifact.created().map(str::to_string).or_else(|| r.created.clone());
             st.status = status;
-            st.record =
-                Record { status, prev: None, attempt: o.artifact.attempt(), term_sent_at: None, created, stopping: None, given: None };
+            st.record = Record {
+                status,
+                prev: None,
+                attempt: o.artifact.attempt(),
+                term_sent_at: None,
+                created,
+                stopping: None,
+                given: None,
+                revision: None,
+            };
         }
         None => match art {
             None => {
@@ -154,6 +169,7 @@ fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
                 created: Some(created),
                 stopping: None,
                 given: None,
+                revision: None,
             };
         }
         Some(r) => request(o, r, st),
@@ -199,6 +215,13 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
     let mut wants_dispatch = false;
     match o.artifact.desired {
         None => {}
+        // What a person asks of work in review is carried out there (`review::in_review`).
+        Some(_) if st.status == Status::Review => {}
+        Some(d @ (Desired::Approved | Desired::Revised | Desired::Rejected)) => {
+            st.refuse(&format!("desired: {}", d.as_str()), &super::transitions::review_refusal(st.status, d));
+            st.remove("desired");
+            st.remove("feedback");
+        }
         Some(Desired::Dispatched) => match st.status {
             Status::Pending => wants_dispatch = true,
             Status::Draft | Status::Failed | Status::Cancelled => {
@@ -209,6 +232,8 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
             // unblocks: with `dispatch: manual` nothing else would ever start it.
             Status::Blocked => wants_dispatch = true,
             Status::Dispatched | Status::InProgress => st.remove("desired"),
+            // Answered in review (above).
+            Status::Review => {}
             Status::Completed => {
                 st.refuse("desired: dispatched", &refusal(Status::Completed, Status::Dispatched));
                 st.remove("desired");
@@ -288,7 +313,10 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
             st.go(Status::Failed, Reason::MailboxUnreadable(why));
             Effect::None
         }
-        Proc::NotStarted | Proc::Dead => classify_exit(o, st),
+        Proc::NotStarted | Proc::Dead => match classify_exit(o, st) {
+            Effect::Finish if super::review::required(s, o) => super::review::hold(o, st),
+            other => other,
+        },
     }
 }
 

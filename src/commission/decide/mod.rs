@@ -10,6 +10,7 @@ use serde_yaml_ng::Value;
 use crate::activity::names;
 use crate::activity::reason::Reason;
 use crate::activity::state::{Given, Heartbeat, RunInfo};
+use crate::artifact::commission::Revision;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc, Snapshot};
@@ -32,6 +33,9 @@ pub enum Action {
     /// Completion: commit leftovers, squash-merge, remove the worktree, then `update`; on a
     /// conflict outside `.lore/`, `conflict` (a failure) instead, its reason naming the paths.
     Finish { update: Update, conflict: Update, attempt: u32, branch: String, summary: String },
+    /// Submitted, held for review: commit what is left in the worktree onto the branch, then
+    /// `update` (status `review`), then remove the worktree.
+    Hold { update: Update, attempt: u32, branch: String },
     /// Failure/cancellation aftermath: commit partial results, remove the worktree.
     Cleanup { id: String, attempt: u32, branch: String, why: String },
     /// Remember the latest signs of life.
@@ -44,6 +48,7 @@ impl crate::activity::kind::Action for Action {
             Action::Update(u)
             | Action::Dispatch { update: u, .. }
             | Action::Finish { update: u, .. }
+            | Action::Hold { update: u, .. }
             | Action::Dequeue { update: u, .. } => &u.id,
             Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
         }
@@ -97,6 +102,7 @@ impl crate::activity::kind::Action for Action {
                 format!("kill {} the lost shim left behind", crate::activity::timeline::counted(pids.len(), "process"))
             }
             Action::Finish { branch, .. } => format!("complete: squash-merge {branch}"),
+            Action::Hold { branch, .. } => format!("review: its work committed on {branch}, nothing merged; it waits for a person"),
             Action::Cleanup { branch, why, .. } => format!("clean up ({why}): keep {branch}, remove worktree"),
             Action::Heartbeat { .. } => "heartbeat".into(),
         }
@@ -111,7 +117,7 @@ impl crate::activity::kind::Action for Action {
     /// [`crate::activity::merge::land`]). A stop, a heartbeat and a cleanup follow their
     /// commission's update in the order decided, so they are not.
     fn concurrent(&self) -> bool {
-        matches!(self, Action::Dispatch { .. } | Action::Finish { .. } | Action::Update(_))
+        matches!(self, Action::Dispatch { .. } | Action::Finish { .. } | Action::Hold { .. } | Action::Update(_))
     }
 
     fn verb(&self) -> &'static str {
@@ -122,6 +128,7 @@ impl crate::activity::kind::Action for Action {
             Action::Dequeue { .. } => "dequeue",
             Action::KillLeftovers { .. } => "kill_leftovers",
             Action::Finish { .. } => "finish",
+            Action::Hold { .. } => "hold",
             Action::Cleanup { .. } => "cleanup",
             Action::Heartbeat { .. } => "heartbeat",
         }
@@ -160,17 +167,6 @@ pub struct Decisions {
     pub(crate) busy: Vec<String>,
     /// Dependency cycles among waiting commissions (see [`dependency_cycles`]).
     pub(crate) cycles: Cycles,
-}
-
-/// The branch of an attempt already under way: an older guild-hall named attempt `n` of `id`
-/// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
-pub(crate) fn attempt_branch(o: &Observed, attempt: u32) -> String {
-    let legacy = names::legacy_commission_branch(&o.artifact.id, attempt);
-    if attempt > 1 && o.artifact.owned.branch.as_deref() == Some(legacy.as_str()) {
-        legacy
-    } else {
-        names::commission_branch(&o.artifact.id, attempt)
-    }
 }
 
 /// Timestamps as written everywhere: shared with every kind of activity, so it lives there.
@@ -212,7 +208,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
             Effect::Candidate { wants } => {
                 if cfg.dispatch == DispatchMode::Auto || wants {
                     busy.push(o.artifact.id.clone());
-                    candidates.push(step);
+                    candidates.push((step, None));
                 } else {
                     push_update(&mut actions, step.finish());
                 }
@@ -231,7 +227,18 @@ pub fn decide(s: &Snapshot) -> Decisions {
                     update: step.finish(),
                 });
             }
-            Effect::Finish => actions.push(finish(o, step, &now)),
+            Effect::Finish => actions.push(finish(o, step, &now, Reason::ResultSubmitted)),
+            Effect::Approve => actions.push(finish(o, step, &now, Reason::Approved)),
+            Effect::Revise(revision) => {
+                // Started as capacity allows, like any dispatch (asked for: `dispatch: manual`
+                // does not hold it back).
+                busy.push(o.artifact.id.clone());
+                candidates.push((step, Some(*revision)));
+            }
+            Effect::Hold => {
+                let attempt = step.record.attempt;
+                actions.push(Action::Hold { branch: attempt_branch(o, attempt), attempt, update: step.finish() });
+            }
             Effect::Cleanup(why) => {
                 let attempt = step.record.attempt;
                 push_update(&mut actions, step.finish());
@@ -268,14 +275,14 @@ pub fn decide(s: &Snapshot) -> Decisions {
 
 /// A result submitted: the update for the merge that completes the commission, and the one for
 /// a merge that conflicts (a failure), in one action.
-fn finish(o: &Observed, step: Step<'_>, now: &str) -> Action {
+fn finish(o: &Observed, step: Step<'_>, now: &str, why: Reason) -> Action {
     let attempt = step.record.attempt;
     let (summary, artifacts) = step.result().unwrap_or(("", &[]));
     let mut conflict = step.clone();
     conflict.go(Status::Failed, Reason::NotMerged);
     conflict.set("completed", Value::String(now.to_string()));
     let mut done = step;
-    done.go(Status::Completed, Reason::ResultSubmitted);
+    done.go(Status::Completed, why);
     let mut linked: Vec<Value> = match o.artifact.field("linked_artifacts") {
         Some(Value::Sequence(v)) => v.clone(),
         _ => Vec::new(),
@@ -300,17 +307,33 @@ fn finish(o: &Observed, step: Step<'_>, now: &str) -> Action {
 
 /// The candidates dispatched FIFO by `created:` (ties: id), within the project and global caps;
 /// the rest keep their update alone.
-fn dispatch(s: &Snapshot, mut candidates: Vec<Step<'_>>, mut running: usize, actions: &mut Vec<Action>) {
+fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut running: usize, actions: &mut Vec<Action>) {
     let cfg = &s.project.config;
     let created = |s: &Step<'_>| s.o.artifact.created().map(str::to_string).or_else(|| s.record.created.clone());
-    candidates.sort_by(|a, b| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
-    for mut step in candidates {
+    candidates.sort_by(|(a, _), (b, _)| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
+    for (mut step, revision) in candidates {
         let has_room = running < cfg.commission_cap && running + s.running_elsewhere < s.max_concurrent;
         if !has_room || step.o.worktree_exists {
             push_update(actions, step.finish());
             continue;
         }
         running += 1;
+        if let Some(revision) = revision {
+            // On the branch of the attempt it revises, given the feedback (in the record the
+            // prompt is made from).
+            review::start(&mut step, &revision);
+            let (attempt, branch) = (revision.attempt, revision.branch.clone());
+            step.record.attempt = attempt;
+            step.record.term_sent_at = None;
+            step.record.stopping = None;
+            step.record.given = Some(Given::new(attempt, step.o.artifact.title.as_deref(), &step.o.artifact.body));
+            step.record.revision = Some(Box::new(revision));
+            step.set("attempt", Value::from(attempt));
+            step.set("branch", Value::String(branch.clone()));
+            let worker = step.o.artifact.worker.clone();
+            actions.push(Action::Dispatch { update: step.finish(), attempt, branch, worker, resume: false });
+            continue;
+        }
         let next = step.record.attempt.max(step.o.artifact.attempt()) + 1;
         let attempt = next.max(step.o.free_attempt.unwrap_or(0));
         let branch = names::commission_branch(step.o.id(), attempt);
@@ -325,6 +348,7 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<Step<'_>>, mut running: usize, act
         step.record.attempt = attempt;
         step.record.term_sent_at = None;
         step.record.stopping = None;
+        step.record.revision = None;
         // What the attempt is given (act writes the prompt from the same snapshot).
         step.record.given = Some(Given::new(attempt, step.o.artifact.title.as_deref(), &step.o.artifact.body));
         step.set("attempt", Value::from(attempt));
@@ -362,6 +386,7 @@ mod deps;
 mod effect;
 mod liveness;
 mod machine;
+mod review;
 mod step;
 mod timers;
 mod transitions;
@@ -371,7 +396,7 @@ use effect::Effect;
 use machine::plan_one;
 use step::Step;
 
-pub(crate) use step::result_value;
+pub(crate) use step::{attempt_branch, result_value};
 
 pub(crate) use deps::{cycle_problems, dependency_cycles, Cycles};
 pub(crate) use effect::{Sig, Update};

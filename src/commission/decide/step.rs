@@ -7,6 +7,7 @@ use serde_yaml_ng::Value;
 
 use super::effect::Update;
 use crate::activity::changes;
+use crate::activity::names;
 use crate::activity::reason::Reason;
 use crate::activity::state::Record;
 use crate::artifact::write::Edit;
@@ -39,6 +40,7 @@ impl<'a> Step<'a> {
             created: None,
             stopping: None,
             given: None,
+            revision: None,
         });
         Step { o, now: now.to_string(), update: Update::new(&o.artifact.id, o.artifact.hash), status, record, moved: false }
     }
@@ -90,7 +92,8 @@ impl<'a> Step<'a> {
         // A refusal of an edit of the ended commission it was is over with it.
         self.remove("refused");
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
-        let explains = matches!(to, Status::Failed | Status::Cancelled | Status::Blocked) && !reason.is_empty();
+        // In review, `reason:` says it needs a person, and how to answer.
+        let explains = matches!(to, Status::Failed | Status::Cancelled | Status::Blocked | Status::Review) && !reason.is_empty();
         if explains {
             self.set("reason", Value::String(reason.into()));
         } else if crate::activity::kind::stale_reason_goes(explains, reason_planned) {
@@ -183,6 +186,21 @@ impl<'a> Step<'a> {
             self.update.edits.push(Edit::Set("status".into(), Value::String(self.status.as_str().into())));
         }
         self.update
+    }
+}
+
+/// The branch of an attempt already under way: an older guild-hall named attempt `n` of `id`
+/// `claude/commission/<id>-<n>`; when the artifact records that name, it is kept.
+pub(crate) fn attempt_branch(o: &Observed, attempt: u32) -> String {
+    // A revision works on the branch of the attempt it revises.
+    if let Some(r) = o.record.as_ref().and_then(|r| r.revision.as_ref()).filter(|r| r.attempt == attempt) {
+        return r.branch.clone();
+    }
+    let legacy = names::legacy_commission_branch(&o.artifact.id, attempt);
+    if attempt > 1 && o.artifact.owned.branch.as_deref() == Some(legacy.as_str()) {
+        legacy
+    } else {
+        names::commission_branch(&o.artifact.id, attempt)
     }
 }
 

@@ -39,7 +39,7 @@ fn obs(c: Commission, record: Option<Record>) -> Observed {
 }
 
 fn rec(status: Status, attempt: u32) -> Record {
-    Record { status, prev: None, attempt, term_sent_at: None, created: None, stopping: None, given: None }
+    Record { status, prev: None, attempt, term_sent_at: None, created: None, stopping: None, given: None, revision: None }
 }
 
 fn snapshot(commissions: Vec<Observed>) -> Snapshot {
@@ -157,6 +157,8 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
     const BLOCKS: &str = "only the reconciler blocks";
     const STARTS: &str = "when it starts its worker";
     const FAILS: &str = "only the reconciler fails";
+    const TO_REVIEW: &str = "only the reconciler puts a commission in review";
+    const IN_REVIEW: &str = "its work waits in review: approve it";
     // (from, to, None = accepted | Some(what the reason must say))
     let table: &[(Status, Status, Option<&str>)] = &[
         (Draft, Pending, None),
@@ -215,6 +217,22 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
         (Cancelled, InProgress, Some(AGAIN)),
         (Cancelled, Completed, Some(ONLY_COMPLETES)),
         (Cancelled, Failed, Some(OVER)),
+        (Draft, Review, Some(TO_REVIEW)),
+        (Pending, Review, Some(TO_REVIEW)),
+        (Blocked, Review, Some(TO_REVIEW)),
+        (Dispatched, Review, Some(TO_REVIEW)),
+        (InProgress, Review, Some(TO_REVIEW)),
+        (Completed, Review, Some(FINAL)),
+        (Failed, Review, Some(TO_REVIEW)),
+        (Cancelled, Review, Some(TO_REVIEW)),
+        (Review, Draft, Some(IN_REVIEW)),
+        (Review, Pending, Some(IN_REVIEW)),
+        (Review, Blocked, Some(IN_REVIEW)),
+        (Review, Dispatched, Some(IN_REVIEW)),
+        (Review, InProgress, Some(IN_REVIEW)),
+        (Review, Completed, Some(IN_REVIEW)),
+        (Review, Failed, Some(IN_REVIEW)),
+        (Review, Cancelled, None),
     ];
     let n = Status::ALL.len();
     assert_eq!(table.len(), n * (n - 1), "every pair of different statuses is in the table");
@@ -292,6 +310,12 @@ fn desired_requests() {
         (Draft, "cancelled", Draft, true),
         (Completed, "cancelled", Completed, true),
         (Failed, "cancelled", Failed, true),
+        (Review, "cancelled", Cancelled, true),
+        (Review, "rejected", Cancelled, true),
+        (Review, "dispatched", Review, true),
+        (InProgress, "approved", InProgress, true),
+        (Completed, "revised", Completed, true),
+        (Draft, "rejected", Draft, true),
     ];
     for (status, desired, want, removed) in table {
         let c = commission("c", &format!("status: {status}\ndesired: {desired}\n"));
@@ -320,7 +344,7 @@ fn desired_requests() {
 fn desired_refusal_is_the_deciders_own() {
     use crate::artifact::Desired;
     for status in Status::ALL {
-        for (desired, word) in [(Desired::Dispatched, "dispatched"), (Desired::Cancelled, "cancelled")] {
+        for (desired, word) in Desired::ALL.map(|d| (d, d.as_str())) {
             let c = commission("c", &format!("status: {status}\ndesired: {word}\n"));
             let mut o = obs(c, Some(rec(status, 1)));
             if status.is_active() {

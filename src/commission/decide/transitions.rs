@@ -9,7 +9,12 @@ pub(crate) fn person_may_request(from: Status, to: Status) -> bool {
     use Status::*;
     matches!(
         (from, to),
-        (Draft, Pending) | (Failed, Pending) | (Cancelled, Pending) | (Pending | Blocked | Dispatched | InProgress, Cancelled)
+        (Draft, Pending)
+            | (Failed, Pending)
+            | (Cancelled, Pending)
+            | (Pending | Blocked | Dispatched | InProgress, Cancelled)
+            // A rejection, as `guild-hall reject` writes it (`desired: rejected`).
+            | (Review, Cancelled)
     )
 }
 
@@ -28,6 +33,10 @@ pub(crate) fn transition_allowed(from: Status, to: Status) -> bool {
                 | (InProgress, Completed)
                 | (InProgress, Failed)
                 | (Dispatched, Completed)
+                | (Dispatched | InProgress, Review)
+                | (Review, Completed)
+                | (Review, Dispatched)
+                | (Review, Failed)
         )
 }
 
@@ -37,6 +46,12 @@ pub(crate) fn refusal(from: Status, to: Status) -> String {
     use Status::*;
     match (from, to) {
         (Completed, _) => "a completed commission is final (its work is merged); write a new commission to do more".into(),
+        (Review, _) => {
+            "its work waits in review: approve it (desired: approved), send it back (desired: revised, with feedback:) or reject it (desired: rejected)".into()
+        }
+        (_, Review) => {
+            "only the reconciler puts a commission in review, when its worker submits a result and review is required".into()
+        }
         (_, Completed) => "only the reconciler marks a commission completed, when its worker submits a result".into(),
         (Dispatched | InProgress, _) => {
             format!("a running commission ({from}) can only be cancelled (status: cancelled), not set to {to}")
@@ -75,7 +90,27 @@ pub(crate) fn desired_refusal(status: Status, desired: Desired) -> Option<String
     match (desired, status) {
         (Desired::Dispatched, Pending | Blocked | Draft | Failed | Cancelled | Dispatched | InProgress) => None,
         (Desired::Dispatched, Completed) => Some(refusal(Completed, Dispatched)),
-        (Desired::Cancelled, Pending | Blocked | Dispatched | InProgress) => None,
+        (Desired::Dispatched, Review) => Some(refusal(Review, Dispatched)),
+        (Desired::Cancelled, Pending | Blocked | Dispatched | InProgress | Review) => None,
         (Desired::Cancelled, other) => Some(refusal(other, Cancelled)),
+        (Desired::Approved | Desired::Revised | Desired::Rejected, Review) => None,
+        (d @ (Desired::Approved | Desired::Revised | Desired::Rejected), other) => Some(review_refusal(other, d)),
+    }
+}
+
+/// Why a review request (approve, revise, reject) of a commission that is not in review is
+/// refused.
+pub(crate) fn review_refusal(status: Status, desired: Desired) -> String {
+    let what = match desired {
+        Desired::Approved => "approved",
+        Desired::Revised => "sent back",
+        _ => "rejected",
+    };
+    match status {
+        Status::Completed => format!("only work in review is {what}; this one's work is merged already"),
+        Status::Dispatched | Status::InProgress => {
+            format!("only work in review is {what}; its worker is still at work (with review: required it goes to review once it submits)")
+        }
+        other => format!("only work in review is {what}; this commission is {other}"),
     }
 }

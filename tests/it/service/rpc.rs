@@ -54,7 +54,7 @@ fn every_worker_method_over_the_socket() {
     let init = rpc(&sock, "initialize", json!({"protocolVersion": "2025-06-18"}));
     assert_eq!(ok(&init)["serverInfo"]["name"], "guild-hall");
     let tools = rpc(&sock, "tools/list", json!({}));
-    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(7));
+    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(10));
 
     // dispatch → status → result, with nothing else run: the watcher carries it out.
     let d = rpc(
@@ -229,7 +229,10 @@ fn every_face_of_a_tool_agrees() {
     // The dispatcher: `mcp --manager` and the worker/* endpoint list the same tools.
     let manager = by_name(&mcp_tools(&p, &["mcp", "--manager"], &[]));
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
-    assert_eq!(manager.keys().collect::<Vec<_>>(), ["cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]);
+    assert_eq!(
+        manager.keys().collect::<Vec<_>>(),
+        ["approve", "cancel", "delete", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status"]
+    );
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
     let (_, job_help, _) = p.run(&["job", "--help"]);

@@ -1,0 +1,268 @@
+//! Review before it lands (`review: required`): a submitted commission waits in `review`, its
+//! work committed on its branch and nothing merged, until a person approves it (merged), sends
+//! it back with feedback (a new attempt on the same branch, the feedback in its prompt) or
+//! rejects it (cancelled, the branch kept); the same from the CLI, a `desired:` edit, JSON-RPC
+//! and MCP; and a pass killed at any step of an approve or a revise converges.
+
+use crate::common::*;
+
+/// A worker that leaves what it was told in `seen-<attempt>.txt` (its prompt), adds a line to
+/// `work.txt` (so attempt 2 shows whether it started from attempt 1's work), and submits.
+const RECORDER: &str = r#"cp "$GUILD_HALL_PROMPT_FILE" "seen-$GUILD_HALL_ATTEMPT.txt"
+echo "attempt $GUILD_HALL_ATTEMPT" >> work.txt
+"$GUILD_HALL_BIN" toolbox submit-result --summary "did attempt $GUILD_HALL_ATTEMPT""#;
+
+fn review_project() -> Project {
+    let p = Project::new(&[]);
+    p.script_worker("recorder", "full", RECORDER);
+    p
+}
+
+fn commission(p: &Project, id: &str, review: &str) {
+    p.write_commission(id, &format!("---\ntitle: Do the work\nworker: recorder\nreview: {review}\n---\nDo the work.\n"));
+}
+
+/// Attempt 1 submitted and held in review.
+fn in_review(p: &Project, id: &str) {
+    commission(p, id, "required");
+    p.settle();
+    assert_eq!(p.status(id), "review", "{}", p.artifact(id));
+}
+
+fn on_integration(p: &Project, path: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["cat-file", "-e", &format!("claude/main:{path}")])
+        .current_dir(&p.root)
+        .status()
+        .expect("git")
+        .success()
+}
+
+#[test]
+fn review_required_holds_the_work_on_its_branch_and_merges_nothing() {
+    let p = review_project();
+    let before = rev(&p, "claude/main");
+    in_review(&p, "job");
+    // The branch holds the attempt's work, committed; nothing merged; no worktree left.
+    let branch = "claude/commission/job";
+    assert!(git(&p.root, &["show", &format!("{branch}:work.txt")]).contains("attempt 1"));
+    assert_eq!(rev(&p, "claude/main"), before, "nothing merged");
+    assert!(!p.worktree("job").exists());
+    let text = p.artifact("job");
+    assert!(text.contains("result:") && text.contains("did attempt 1"), "{text}");
+    let s = p.status_json("job");
+    assert!(s["reason"].as_str().is_some_and(|r| r.contains("needs you") && r.contains("guild-hall approve job")), "{s}");
+    // Settled: --wait does not wait for a person; a pass does nothing more.
+    assert_eq!(p.ok(&["reconcile", "--once"]).trim(), "nothing to do");
+    let tl = p.timeline("job");
+    assert!(transitions(&tl).contains(&"in_progress>review".to_string()), "{tl:?}");
+}
+
+#[test]
+fn approve_merges_once_and_completes() {
+    let p = review_project();
+    in_review(&p, "job");
+    p.ok(&["approve", "job"]);
+    p.settle();
+    assert_eq!(p.status("job"), "completed");
+    assert!(on_integration(&p, "work.txt"));
+    assert!(trailers(&p).contains("Guild-Hall-Commission: job attempt 1"), "{}", trailers(&p));
+    let tl = p.timeline("job");
+    assert!(transitions(&tl).ends_with(&["in_progress>review".to_string(), "review>completed".to_string()]), "{tl:?}");
+    assert!(!p.artifact("job").contains("desired:"));
+}
+
+#[test]
+fn auto_review_merges_at_once_as_before() {
+    let p = review_project();
+    commission(&p, "job", "auto");
+    p.settle();
+    assert_eq!(p.status("job"), "completed");
+    assert!(on_integration(&p, "work.txt"));
+}
+
+#[test]
+fn the_project_and_the_package_say_review_and_the_commission_wins() {
+    let p = review_project();
+    p.config("review: required\n");
+    p.write_commission("held", "---\ntitle: T\nworker: recorder\n---\nDo the work.\n");
+    p.write_commission("mine", "---\ntitle: T\nworker: recorder\nreview: auto\n---\nDo the work.\n");
+    p.settle();
+    assert_eq!(p.status("held"), "review");
+    assert_eq!(p.status("mine"), "completed");
+}
+
+#[test]
+fn revise_continues_on_the_same_branch_with_the_feedback_in_its_prompt() {
+    let p = review_project();
+    in_review(&p, "job");
+    let (code, _, err) = p.run(&["revise", "job"]);
+    assert_ne!(code, 0, "a revision needs feedback");
+    assert!(err.contains("needs feedback"), "{err}");
+    p.ok(&["revise", "job", "-m", "make it shorter", "--at", "work.txt:1", "say more here"]);
+    p.settle();
+    assert_eq!(p.status("job"), "review", "{}", p.artifact("job"));
+    let s = p.status_json("job");
+    assert_eq!(s["attempt"], 2);
+    let branch = "claude/commission/job";
+    assert_eq!(s["branch"], branch);
+    // Attempt 2 started from attempt 1's work, on the same branch, and read the feedback.
+    let work = git(&p.root, &["show", &format!("{branch}:work.txt")]);
+    assert_eq!(work, "attempt 1\nattempt 2\n");
+    let seen = git(&p.root, &["show", &format!("{branch}:seen-2.txt")]);
+    assert!(seen.starts_with("Do the work."), "{seen}");
+    assert!(seen.contains("Feedback on attempt 1"), "{seen}");
+    assert!(seen.contains("- make it shorter") && seen.contains("- work.txt:1: say more here"), "{seen}");
+    assert!(!git(&p.root, &["show", &format!("{branch}:seen-1.txt")]).contains("Feedback"));
+    assert!(!p.branches().iter().any(|b| b == "claude/commission/job+2"), "{:?}", p.branches());
+    let text = p.artifact("job");
+    assert!(!text.contains("desired:") && !text.contains("feedback:"), "{text}");
+    // The feedback is kept in the timeline.
+    let tl = p.timeline("job");
+    let revise = tl.iter().find(|e| e["kind"] == "revise").expect("a revise event");
+    assert_eq!(revise["after"], 1);
+    assert_eq!(revise["feedback"][1]["path"], "work.txt");
+    assert!(transitions(&tl).contains(&"review>dispatched".to_string()), "{tl:?}");
+    // Approved: merged once, attempt 2's trailer.
+    p.ok(&["approve", "job"]);
+    p.settle();
+    assert_eq!(p.status("job"), "completed");
+    assert_eq!(git(&p.root, &["show", "claude/main:work.txt"]), "attempt 1\nattempt 2\n");
+    assert!(trailers(&p).contains("Guild-Hall-Commission: job attempt 2"), "{}", trailers(&p));
+}
+
+#[test]
+fn reject_cancels_and_keeps_the_branch() {
+    let p = review_project();
+    let before = rev(&p, "claude/main");
+    in_review(&p, "job");
+    p.ok(&["reject", "job", "-m", "not what I wanted"]);
+    p.settle();
+    assert_eq!(p.status("job"), "cancelled");
+    assert_eq!(rev(&p, "claude/main"), before, "nothing merged");
+    assert!(git(&p.root, &["show", "claude/commission/job:work.txt"]).contains("attempt 1"));
+    let s = p.status_json("job");
+    assert!(s["reason"].as_str().is_some_and(|r| r.contains("not what I wanted") && r.contains("claude/commission/job")), "{s}");
+}
+
+#[test]
+fn a_verdict_on_work_not_in_review_is_refused_and_nothing_written() {
+    let p = review_project();
+    commission(&p, "job", "auto");
+    p.settle();
+    let before = p.artifact("job");
+    for args in [&["approve", "job"][..], &["revise", "job", "-m", "x"], &["reject", "job"]] {
+        let (code, _, err) = p.run(args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains("only work in review") && err.contains("nothing written"), "{err}");
+    }
+    assert_eq!(p.artifact("job"), before);
+}
+
+#[test]
+fn desired_edits_do_what_the_commands_do() {
+    let p = review_project();
+    in_review(&p, "a");
+    in_review(&p, "b");
+    in_review(&p, "c");
+    let edit = |id: &str, add: &str| {
+        let text = p.artifact(id).replacen("---\n", &format!("---\n{add}"), 1);
+        p.write_commission(id, &text);
+    };
+    edit("a", "desired: approved\n");
+    edit("b", "desired: revised\nfeedback:\n- text: try again\n- {text: here, path: work.txt, line: 1}\n");
+    edit("c", "desired: rejected\n");
+    p.settle();
+    assert_eq!(p.status("a"), "completed");
+    assert_eq!(p.status("b"), "review");
+    assert_eq!(p.status_json("b")["attempt"], 2);
+    let seen = git(&p.root, &["show", "claude/commission/b:seen-2.txt"]);
+    assert!(seen.contains("- try again") && seen.contains("- work.txt:1: here"), "{seen}");
+    assert_eq!(p.status("c"), "cancelled");
+    // A request of work not in review is refused, saying why, and removed.
+    edit("a", "desired: revised\nfeedback: [{text: late}]\n");
+    p.settle();
+    let text = p.artifact("a");
+    assert!(!text.contains("\ndesired:") && !text.contains("\nfeedback:"), "{text}");
+    assert!(p.timeline("a").iter().any(|e| e["kind"] == "refused"));
+}
+
+/// Call one tool of `guild-hall mcp --manager` (the dispatcher) and return its reply.
+fn manager_call(p: &Project, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    use std::io::{BufRead, Write};
+    let mut child = p
+        .cmd()
+        .args(["mcp", "--manager"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("mcp --manager");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").expect("send");
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let _init = lines.next().expect("initialize reply").expect("line");
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
+    let reply: serde_json::Value = serde_json::from_str(&lines.next().expect("reply").expect("line")).expect("json");
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    reply["result"].clone()
+}
+
+/// One JSON-RPC call over the watcher's socket.
+fn rpc(sock: &std::path::Path, method: &str, params: serde_json::Value) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let mut s = std::os::unix::net::UnixStream::connect(sock).expect("connect");
+    let req = format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    s.write_all(req.as_bytes()).expect("send");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let reply = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    serde_json::from_str(&reply).expect("json reply")
+}
+
+/// A pass to settle once the one a face started (its kick) lets go of the project.
+fn settle_after_kick(p: &Project) {
+    p.ok(&["reconcile", "--once", "--wait", "--wait-lock", "--timeout", "120s"]);
+}
+
+/// MCP (`mcp --manager`), JSON-RPC (`worker/*`) and the CLI (`job`) write the same request as
+/// the commands, and refuse alike what is not in review.
+#[test]
+fn json_rpc_and_mcp_review_as_the_commands_do() {
+    let p = review_project();
+    in_review(&p, "m");
+    in_review(&p, "r");
+    // MCP: status says review; a revise with feedback; refused when not in review.
+    let s = manager_call(&p, "status", serde_json::json!({"jobId": "m"}));
+    assert_eq!(s["structuredContent"]["status"], "review", "{s}");
+    let r = manager_call(&p, "revise", serde_json::json!({"jobId": "m", "feedback": [{"text": "again", "path": "work.txt", "line": 1}]}));
+    assert_eq!(r["structuredContent"], serde_json::json!({"jobId": "m", "requested": "revised"}), "{r}");
+    settle_after_kick(&p);
+    assert_eq!(p.status_json("m")["attempt"], 2);
+    assert!(git(&p.root, &["show", "claude/commission/m:seen-2.txt"]).contains("- work.txt:1: again"));
+    let r = manager_call(&p, "approve", serde_json::json!({"jobId": "m"}));
+    assert_eq!(r["structuredContent"]["requested"], "approved", "{r}");
+    settle_after_kick(&p);
+    assert_eq!(p.status("m"), "completed");
+    let refused = manager_call(&p, "approve", serde_json::json!({"jobId": "m"}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["content"][0]["text"].as_str().is_some_and(|t| t.contains("only work in review")), "{refused}");
+    // The CLI face of the same catalogue.
+    let (code, _, err) = p.run(&["job", "revise", "--job-id", "r"]);
+    assert_ne!(code, 0, "feedback is required: {err}");
+    // JSON-RPC over a watcher's socket: the reject, carried out by the watcher.
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    let v = rpc(&sock, "worker/reject", serde_json::json!({"jobId": "r", "message": "no thanks"}));
+    assert_eq!(v["result"], serde_json::json!({"jobId": "r", "requested": "rejected"}), "{v}");
+    wait_status(&p, "r", "cancelled");
+    let bad = rpc(&sock, "worker/approve", serde_json::json!({"jobId": "r"}));
+    assert!(bad["error"]["message"].as_str().is_some_and(|m| m.contains("only work in review")), "{bad}");
+}
