@@ -135,19 +135,19 @@ fn ports_of_an_attempt_killed_with_sigkill_are_free_again() {
     p.config("workspace:\n  ports: 2\n");
     p.script_worker("server", "full", PORT_WAITER);
     let a = p.create("server", "A", "Serve.");
-    let wt = p.worktree(&a);
     let out = in_pid_namespace(
         &p,
         &format!(
             r#"
+port_file() {{ echo "$(ls -d "$GUILD_HALL_HOME"/worktrees/*/commission-{a} 2>/dev/null)/port.txt"; }}
+has_ports() {{ test -s "$(port_file)"; }}
 "$GH" reconcile --once >/dev/null
-wait_for "the worker to write its ports" test -s "{wt}/port.txt"
+wait_for "the worker to write its ports" has_ports
 shim=$(field {a} pid)
 kill -9 -- -$shim
 wait_for "the shim to be gone" gone $shim
-echo "--- ports"; cat "{wt}/port.txt"
-"#,
-            wt = wt.display()
+echo "--- ports"; cat "$(port_file)"
+"#
         ),
     );
     let first: u32 = section(&out, "ports").split_whitespace().next().and_then(|n| n.parse().ok()).expect("a port");
