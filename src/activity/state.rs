@@ -341,6 +341,11 @@ impl StateDir {
     pub(crate) fn log(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.log"))
     }
+    /// Written by the shim once the worktree's `workspace.setup` ran to its end (a meeting's
+    /// runs once, at open); removed with the worktree.
+    pub(crate) fn setup_done(&self) -> PathBuf {
+        self.0.join("setup-done")
+    }
 }
 
 #[cfg(test)]

@@ -729,7 +729,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
             let _ = std::fs::remove_dir_all(&tmp);
             return write_json(&state.exit(), &exit).map_err(|error| ShimError::RecordExit { exit: exit.describe(), error });
         }
-        let _ = std::fs::write(crate::worker::workspace::setup_done(state), format!("{attempt}\n"));
+        let _ = std::fs::write(state.setup_done(), format!("{attempt}\n"));
     }
     let (worker, out_read) = spawn_worker(args, prepared, me)?;
     let pump = {

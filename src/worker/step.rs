@@ -175,9 +175,10 @@ mod tests {
         let ok = sh("pwd > here; echo fine");
         let done = run(&step(&ok, dir.path(), &log, None), &|| None).expect("runs");
         assert!(done.ok() && done.tail.is_none(), "{done:?}");
-        assert!(std::fs::read_to_string(dir.path().join("here")).expect("written").trim_end().ends_with(
-            dir.path().file_name().and_then(|n| n.to_str()).expect("name")
-        ));
+        assert!(std::fs::read_to_string(dir.path().join("here"))
+            .expect("written")
+            .trim_end()
+            .ends_with(dir.path().file_name().and_then(|n| n.to_str()).expect("name")));
         let bad = sh("echo first; echo 'npm ERR! missing' >&2; exit 3");
         let failed = run(&step(&bad, dir.path(), &log, None), &|| None).expect("runs");
         assert_eq!(failed.code, Some(3));

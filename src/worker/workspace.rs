@@ -159,11 +159,6 @@ fn teardown_record(state: &StateDir) -> PathBuf {
     state.0.join("teardown.json")
 }
 
-/// `setup-done` in `state`: the worktree's setup ran to its end (a meeting's runs once, at open).
-pub(crate) fn setup_done(state: &StateDir) -> PathBuf {
-    state.0.join("setup-done")
-}
-
 /// Write (or, with no teardown, remove) the worktree's teardown record for `attempt`.
 pub(crate) fn record_teardown(state: &StateDir, rec: &TeardownRecord) -> Result<()> {
     let path = teardown_record(state);
@@ -172,7 +167,8 @@ pub(crate) fn record_teardown(state: &StateDir, rec: &TeardownRecord) -> Result<
     }
     let bytes = serde_json::to_vec_pretty(rec)?;
     crate::files::write_atomic(&path, &bytes)?;
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).with_context(|| format!("making {} private", path.display()))
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .with_context(|| format!("making {} private", path.display()))
 }
 
 /// How long one worktree's teardown may take, all its commands together: a pass waits for it.
@@ -194,7 +190,11 @@ fn run_teardown(state: &StateDir, record: &TeardownRecord) {
     let log = state.log(record.attempt);
     let note = |line: String| {
         use std::io::Write;
-        let _ = std::fs::OpenOptions::new().create(true).append(true).open(&log).and_then(|mut l| l.write_all(format!("[guild-hall] {line}\n").as_bytes()));
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .and_then(|mut l| l.write_all(format!("[guild-hall] {line}\n").as_bytes()));
     };
     let tmp = state.tmp();
     let _ = std::fs::create_dir_all(&tmp);
@@ -249,7 +249,7 @@ fn run_teardown(state: &StateDir, record: &TeardownRecord) {
 pub(crate) fn remove_worktree(state: &StateDir, rec: &WorktreeRecord) -> Result<()> {
     teardown(state, rec);
     crate::activity::worktree::remove_worktree(rec)?;
-    let _ = std::fs::remove_file(setup_done(state));
+    let _ = std::fs::remove_file(state.setup_done());
     Ok(())
 }
 
@@ -302,7 +302,8 @@ mod tests {
     #[test]
     fn a_package_adds_to_the_projects_workspace() {
         let project = Workspace { copy: vec![".env".into()], setup: vec![vec!["a".into()]], teardown: vec![], ports: 3 };
-        let pkg = Workspace { copy: vec![".env".into(), "b".into()], setup: vec![vec!["b".into()]], teardown: vec![vec!["t".into()]], ports: 2 };
+        let pkg =
+            Workspace { copy: vec![".env".into(), "b".into()], setup: vec![vec!["b".into()]], teardown: vec![vec!["t".into()]], ports: 2 };
         let both = project.with(&pkg);
         assert_eq!(both.copy, [".env", "b"]);
         assert_eq!(both.setup, [vec!["a".to_string()], vec!["b".to_string()]]);

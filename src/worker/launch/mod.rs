@@ -420,7 +420,7 @@ fn gather(a: &Activation<'_>) -> Result<Facts, LaunchError> {
         alternates,
         workspace,
         ports,
-        setup_done: crate::worker::workspace::setup_done(state).exists(),
+        setup_done: state.setup_done().exists(),
     })
 }
 

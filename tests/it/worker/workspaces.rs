@@ -35,11 +35,7 @@ fn setup_runs_before_the_worker_and_the_copied_env_stays_out_of_the_merge() {
     p.config(
         "workspace:\n  copy: [.env]\n  setup: [[sh, -c, \"echo built > setup-out.txt\"]]\n  teardown: [[sh, -c, \"echo tearing down\"]]\n",
     );
-    p.script_worker(
-        "builder",
-        "full",
-        "cat setup-out.txt .env > seen.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done",
-    );
+    p.script_worker("builder", "full", "cat setup-out.txt .env > seen.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
     let id = p.create("builder", "Build", "Build it.");
     p.settle();
     assert_eq!(p.status(&id), "completed", "{}", p.artifact(&id));
