@@ -117,6 +117,9 @@ impl Workspace {
                 }
             }
         }
+        if self.ports > MAX_PORTS {
+            out.push(format!("workspace.ports: {} is more than an attempt may hold (at most {MAX_PORTS})", self.ports));
+        }
         for entry in &self.copy {
             if let Some(why) = copy_entry_outside(entry) {
                 out.push(format!("workspace.copy: {entry:?} {why}"));
@@ -125,6 +128,9 @@ impl Workspace {
         out
     }
 }
+
+/// The most ports one attempt may hold (`workspace.ports`).
+pub(crate) const MAX_PORTS: u16 = 100;
 
 /// Why a `copy:` entry names something outside the repository, if it does: absolute, with
 /// `..`, or empty.

@@ -38,7 +38,7 @@ impl Allocation {
     }
 
     fn overlaps(&self, first: u16, count: u16) -> bool {
-        first <= self.last() && self.first <= first + count - 1
+        first <= self.last() && u32::from(self.first) < u32::from(first) + u32::from(count)
     }
 
     /// `41000-41002` (or `41000` alone).
