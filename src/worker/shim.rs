@@ -717,7 +717,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         // first, confined like the worker, then the worker — or, when setup fails, the end.
         write_json(&state.run(), &started).map_err(ShimError::RecordStart)?;
         drop(ready.take());
-        let failed = run_setup(state, args, policy.as_ref(), &asked).or_else(|| {
+        let failed = run_setup(state, args, policy.as_ref(), &asked, &started).or_else(|| {
             // Asked to stop as setup ended: the worker is not started.
             (asked.term.load(Ordering::SeqCst) || asked.kill.load(Ordering::SeqCst)).then(|| ExitInfo {
                 signal: Some(libc::SIGTERM),
@@ -784,7 +784,13 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
 /// Run the workspace's setup commands in the worktree, each confined like the worker and
 /// stopped as the attempt is: `Some`: the exit of the attempt whose setup failed (the command,
 /// how it ended and its log's tail), its worker never started.
-fn run_setup(state: &StateDir, args: &ShimArgv, policy: Option<&crate::worker::sandbox::Policy>, asked: &Asked) -> Option<ExitInfo> {
+fn run_setup(
+    state: &StateDir,
+    args: &ShimArgv,
+    policy: Option<&crate::worker::sandbox::Policy>,
+    asked: &Asked,
+    started: &RunInfo,
+) -> Option<ExitInfo> {
     use crate::worker::step::{self, Halt, Step};
     let log = state.log(args.attempt);
     let halt = || {
@@ -794,8 +800,14 @@ fn run_setup(state: &StateDir, args: &ShimArgv, policy: Option<&crate::worker::s
             asked.term.load(Ordering::SeqCst).then_some(Halt::Term)
         }
     };
+    // Each command's pid is recorded as the worker's while it runs: its CPU time is the
+    // attempt's sign of life (a quiet `npm ci` is not a stale attempt).
+    let record = |pid: i32| {
+        let _ = write_json(&state.run(), &RunInfo { worker_pid: Some(pid), ..started.clone() });
+    };
     for argv in &args.setup {
-        let s = Step { argv, cwd: &args.cwd, env: None, sandbox: policy, log: &log, what: "setup", grace: args.grace };
+        let s =
+            Step { argv, cwd: &args.cwd, env: None, sandbox: policy, log: &log, what: "setup", grace: args.grace, started: Some(&record) };
         let failed = |code, signal, tail, error| ExitInfo {
             attempt: args.attempt,
             code,

@@ -28,6 +28,8 @@ pub(crate) struct Step<'a> {
     pub(crate) what: &'a str,
     /// Between SIGTERM and SIGKILL when it is stopped.
     pub(crate) grace: Duration,
+    /// Told its pid once it runs (the shim records it: the attempt's CPU time is its).
+    pub(crate) started: Option<&'a dyn Fn(i32)>,
 }
 
 /// How its caller asks a running step to end.
@@ -101,6 +103,9 @@ pub(crate) fn run(step: &Step<'_>, halt: &dyn Fn() -> Option<Halt>) -> Result<St
     let mut child = cmd.spawn().map_err(|error| StepError::Spawn { argv: shown.clone(), error })?;
     drop(cmd);
     let group = child.id() as i32;
+    if let Some(started) = step.started {
+        started(group);
+    }
     let mut kill_at: Option<Instant> = None;
     let status = loop {
         match child.try_wait() {
@@ -161,7 +166,7 @@ mod tests {
     use super::*;
 
     fn step<'a>(argv: &'a [String], dir: &'a Path, log: &'a Path, sandbox: Option<&'a Policy>) -> Step<'a> {
-        Step { argv, cwd: dir, env: None, sandbox, log, what: "setup", grace: Duration::from_millis(200) }
+        Step { argv, cwd: dir, env: None, sandbox, log, what: "setup", grace: Duration::from_millis(200), started: None }
     }
 
     fn sh(script: &str) -> Vec<String> {

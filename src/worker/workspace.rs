@@ -151,6 +151,10 @@ pub(crate) struct TeardownRecord {
     pub(crate) env: BTreeMap<String, String>,
     /// Confined by the attempt's sandbox policy file; else unconfined, as its worker was.
     pub(crate) confined: bool,
+    /// A person's command (a plan's verify): `env` holds only its own variables, over the
+    /// person's environment (less git's and guild-hall's), as the command had them.
+    #[serde(default)]
+    pub(crate) person: bool,
     pub(crate) grace: Duration,
 }
 
@@ -213,8 +217,11 @@ fn run_teardown(state: &StateDir, record: &TeardownRecord) {
     } else {
         None
     };
-    let mut env: BTreeMap<String, String> =
-        crate::worker::shim::INHERITED_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
+    let mut env: BTreeMap<String, String> = if record.person {
+        std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect()
+    } else {
+        crate::worker::shim::INHERITED_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect()
+    };
     env.extend(record.env.clone());
     env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
     let deadline = Instant::now() + TEARDOWN_LIMIT;
@@ -227,6 +234,7 @@ fn run_teardown(state: &StateDir, record: &TeardownRecord) {
             log: &log,
             what: "teardown",
             grace: record.grace.min(Duration::from_secs(5)),
+            started: None,
         };
         let halt = || (Instant::now() >= deadline).then_some(Halt::Term);
         match step::run(&s, &halt) {

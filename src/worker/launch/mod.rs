@@ -149,11 +149,22 @@ pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
             let global = c.home.load_config()?;
             // A person's command (a plan's verify) runs in a worktree made like a worker's.
             let ws = &c.project.config.workspace;
+            // Never refused (it runs unconfined, as its person would): a `copy:` entry that is
+            // not an ignored file stops it here, saying so, as `check` does.
             if let Some(refused) = crate::worker::workspace::copy_problems(&c.project.root, ws).into_iter().next() {
-                refuse(c.state, c.attempt, &refused.to_string())?;
-                return Ok(Prepared::Refused(refused.to_string()));
+                return Err(refused.into());
             }
             crate::worker::workspace::copy_into(&c.project.root, &c.cwd, ws)?;
+            let teardown = crate::worker::workspace::TeardownRecord {
+                attempt: c.attempt,
+                worktree: c.cwd.clone(),
+                commands: ws.teardown.clone(),
+                env: c.env.iter().cloned().collect(),
+                confined: false,
+                person: true,
+                grace: c.project.config.cancel_grace,
+            };
+            crate::worker::workspace::record_teardown(c.state, &teardown)?;
             let mut env: BTreeMap<String, String> =
                 std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
             env.extend(c.env);
@@ -586,6 +597,7 @@ fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
         commands: f.workspace.teardown.clone(),
         env: plan.spec.env.clone(),
         confined: plan.spec.sandbox.is_some(),
+        person: false,
         grace: plan.spec.grace,
     };
     crate::worker::workspace::record_teardown(state, &teardown)?;

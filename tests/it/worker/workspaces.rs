@@ -157,16 +157,28 @@ echo "--- ports"; cat "$(port_file)"
 }
 
 #[test]
-fn a_wave_task_runs_its_setup_before_the_worker() {
+fn a_wave_task_and_verify_run_their_setup_before_the_worker() {
     let p = Project::new(&["mason"]);
-    // Setup makes a file git does not ignore: it is the task's like anything it changes.
-    p.config("workspace:\n  setup: [[sh, -c, \"mkdir -p src && echo from setup > src/from-setup.txt\"]]\n");
-    super::super::plan::fixtures::write_plan(&p, "p", "  - - {id: one, worker: mason, prompt: \"write: src/one.txt hello\"}\n");
+    // Ignored in every worktree: what setup makes there stays out of the copy-back.
+    std::fs::write(p.root.join(".git/info/exclude"), "setup-out.txt\n").expect("exclude");
+    // Setup makes one file git ignores and one it does not: the latter is the task's like
+    // anything it changes.
+    p.config("workspace:\n  setup: [[sh, -c, \"echo ran > setup-out.txt && mkdir -p src && echo from setup > src/from-setup.txt\"]]\n");
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // Verify passes only where setup ran in its own worktree (the ignored file is on no branch).
+    std::fs::write(
+        dir.join("p.md"),
+        "---\ntitle: p\nverify: [sh, -c, \"test -f setup-out.txt\"]\nwaves:\n  - - {id: one, worker: mason, prompt: \"write: src/one.txt hello\"}\n---\n",
+    )
+    .expect("write plan");
     p.settle();
     let v = super::super::plan::fixtures::show(&p, "p");
     assert_eq!(v["status"], "completed", "{v}");
     assert_eq!(git(&p.root, &["show", "claude/main:src/from-setup.txt"]), "from setup\n");
     assert_eq!(git(&p.root, &["show", "claude/main:src/one.txt"]), "hello\n");
+    let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert!(!tree.lines().any(|l| l == "setup-out.txt"), "an ignored file is never copied back:\n{tree}");
 }
 
 #[test]
