@@ -66,6 +66,94 @@ pub struct ProjectConfig {
     /// revise, reject); `auto`: merged at once. A package's or a commission's `review:`
     /// overrides it.
     pub(crate) review: crate::artifact::commission::ReviewMode,
+    /// What every new worktree gets before its worker starts (a package's `workspace:` adds to
+    /// it): the person's ignored files copied in, setup and teardown commands, ports.
+    pub(crate) workspace: Workspace,
+}
+
+/// `workspace:` in `.lore/guild-hall.yaml` (and a package's `worker.yaml`, which adds to it):
+/// what a worktree of a real project needs besides its tracked files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct Workspace {
+    /// Ignored files (or directories) of the person's checkout, relative to its root, copied
+    /// into every new worktree (`.env`, `config/local.yaml`): they stay ignored, never merged,
+    /// never copied back.
+    pub(crate) copy: Vec<String>,
+    /// Commands (argv) run in the new worktree before the worker, confined like it, their
+    /// output in the attempt's log (`[["npm", "ci"]]`); one failing fails the attempt.
+    pub(crate) setup: Vec<Vec<String>>,
+    /// Commands (argv) run in the worktree, confined like the worker, before it is removed
+    /// (`[["docker", "compose", "down"]]`); bounded, their output in the last attempt's log.
+    pub(crate) teardown: Vec<Vec<String>>,
+    /// Ports each live attempt gets: `GUILD_HALL_PORT` .. `GUILD_HALL_PORT + ports - 1`, unique
+    /// among the home's live attempts (all projects).
+    pub(crate) ports: u16,
+}
+
+impl Workspace {
+    /// `self` (the project's) with a package's added: lists after the project's, the larger
+    /// number of ports.
+    pub(crate) fn with(&self, pkg: &Workspace) -> Workspace {
+        let join = |a: &Vec<Vec<String>>, b: &Vec<Vec<String>>| a.iter().chain(b).cloned().collect();
+        let mut copy = self.copy.clone();
+        copy.extend(pkg.copy.iter().filter(|c| !self.copy.contains(c)).cloned());
+        Workspace {
+            copy,
+            setup: join(&self.setup, &pkg.setup),
+            teardown: join(&self.teardown, &pkg.teardown),
+            ports: self.ports.max(pkg.ports),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == Workspace::default()
+    }
+
+    /// What is wrong in its shape, whatever the checkout holds: an empty command, a `copy:`
+    /// entry that is not a plain relative path inside the repository.
+    pub(crate) fn shape_problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (key, list) in [("setup", &self.setup), ("teardown", &self.teardown)] {
+            for (i, argv) in list.iter().enumerate() {
+                if argv.first().is_none_or(|p| p.trim().is_empty()) {
+                    out.push(format!("workspace.{key}[{i}]: a command needs its program first (an argv: [\"npm\", \"ci\"])"));
+                }
+            }
+        }
+        if self.ports > MAX_PORTS {
+            out.push(format!("workspace.ports: {} is more than an attempt may hold (at most {MAX_PORTS})", self.ports));
+        }
+        for entry in &self.copy {
+            if let Some(why) = copy_entry_outside(entry) {
+                out.push(format!("workspace.copy: {entry:?} {why}"));
+            }
+        }
+        out
+    }
+}
+
+/// The most ports one attempt may hold (`workspace.ports`).
+pub(crate) const MAX_PORTS: u16 = 100;
+
+/// Why a `copy:` entry names something outside the repository, if it does: absolute, with
+/// `..`, or empty.
+pub(crate) fn copy_entry_outside(entry: &str) -> Option<&'static str> {
+    use std::path::Component;
+    let path = Path::new(entry);
+    if entry.trim().is_empty() {
+        return Some("is empty");
+    }
+    if path.is_absolute() {
+        return Some("lies outside the repository (an absolute path): copy names files of the checkout, relative to its root");
+    }
+    if path.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return Some("lies outside the repository (it climbs with `..`)");
+    }
+    if path.components().any(|c| c.as_os_str() == ".git") {
+        return Some("names git's own files, which are no checkout's");
+    }
+    None
 }
 
 /// `slurm:` in `.lore/guild-hall.yaml`: where batch jobs go (each key left out: the cluster's
@@ -102,6 +190,7 @@ impl Default for ProjectConfig {
             runner: Default::default(),
             slurm: SlurmConfig::default(),
             review: Default::default(),
+            workspace: Workspace::default(),
         }
     }
 }
@@ -156,6 +245,9 @@ impl ProjectConfig {
             if let Some(b) = branch.as_deref().filter(|b| !git2::Reference::is_valid_name(&format!("refs/heads/{b}"))) {
                 return Err(anyhow!("{}: {key}: {b:?} is not a branch name", path.display()));
             }
+        }
+        if let Some(why) = cfg.workspace.shape_problems().into_iter().next() {
+            return Err(anyhow!("{}: {why}", path.display()));
         }
         if let (Some(base), Some(follow)) = (&cfg.base_branch, &cfg.follow) {
             if base != follow {

@@ -148,16 +148,27 @@ pub(crate) struct ExitInfo {
     /// sequences stripped): the cause a bare exit code hides (`claude: not found`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tail: Option<String>,
+    /// The workspace's setup command that failed, before the worker started: the attempt
+    /// ended on it (not the worker's doing; `code`, `signal` and `tail` are the command's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) setup: Option<SetupFailed>,
+}
+
+/// A workspace's setup command that failed (or was stopped): the attempt's worker never ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SetupFailed {
+    /// The command as written in `workspace.setup`.
+    pub(crate) argv: Vec<String>,
 }
 
 impl ExitInfo {
     /// An attempt that ended without its worker's exit: why, as its error.
     pub(crate) fn error(attempt: u32, why: String) -> ExitInfo {
-        ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None }
+        ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None, setup: None }
     }
 
     pub(crate) fn clean(&self) -> bool {
-        self.code == Some(0) && self.error.is_none()
+        self.code == Some(0) && self.error.is_none() && self.setup.is_none()
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -168,6 +179,18 @@ impl ExitInfo {
     /// tail (`worker exited with code 127 before the end of its turn; its log ends: …`). A
     /// worker that never started is said as it is: it was never under way.
     pub(crate) fn describe_when(&self, when: &str) -> String {
+        if let Some(setup) = &self.setup {
+            let how = match (self.code, self.signal) {
+                (Some(c), _) => format!("exited with code {c}"),
+                (None, Some(s)) => format!("was killed by signal {s}"),
+                _ => self.error.clone().unwrap_or_else(|| "failed".into()),
+            };
+            let said = format!("workspace setup `{}` {how}, before the worker started", setup.argv.join(" "));
+            return match self.tail.as_deref().filter(|t| !t.is_empty()) {
+                Some(t) => format!("{said}; its log ends: {t}"),
+                None => said,
+            };
+        }
         if let Some(e) = &self.error {
             return match e.strip_prefix(RUNNER_VERDICT) {
                 Some(verdict) => verdict.to_string(),
@@ -322,6 +345,11 @@ impl StateDir {
     pub(crate) fn log(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.log"))
     }
+    /// Written by the shim once the worktree's `workspace.setup` ran to its end (a meeting's
+    /// runs once, at open); removed with the worktree.
+    pub(crate) fn setup_done(&self) -> PathBuf {
+        self.0.join("setup-done")
+    }
 }
 
 #[cfg(test)]
@@ -342,6 +370,7 @@ mod tests {
             error: None,
             finished_at: chrono::Utc::now(),
             tail: Some("claude: not found".into()),
+            setup: None,
         };
         assert_eq!(x.describe(), "worker exited with code 127; its log ends: claude: not found");
         assert_eq!(

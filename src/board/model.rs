@@ -265,6 +265,11 @@ fn commission(row: &StatusRow, project: usize, now: DateTime<Utc>) -> Item {
         .or_else(|| text(c.progress.as_deref()))
         .or(summary)
         .unwrap_or_default();
+    // Where its dev server is to be found, while it runs.
+    let note = match &c.ports {
+        Some(p) => format!("ports {p}; {note}"),
+        None => note,
+    };
     Item {
         kind: Kind::Commission,
         project,

@@ -232,6 +232,11 @@ impl Rows {
                         None if !s(&c.queued).is_empty() => ("queued".to_string(), s(&c.queued)),
                         None => (c.status.as_str().to_string(), note),
                     };
+                    // Where its dev server is to be found, while it runs.
+                    let note = match &c.ports {
+                        Some(p) => format!("ports {p}; {note}"),
+                        None => note,
+                    };
                     (status, c.worker.as_str(), c.created.as_deref(), beat, note)
                 }
             };

@@ -223,7 +223,7 @@ fn cleanup(ctx: &Ctx<'_, Catalog>, id: &str, attempt: u32, branch: &str, why: &s
     }
     timeline::append(&timeline::path_for(&ctx.project.commission_path(id)), &notes)?;
     fault("cleanup", 1);
-    worktree::remove_worktree(&rec)?;
+    crate::worker::workspace::remove_worktree(&state, &rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     fault("cleanup", 2);
     Ok(Outcome::Done)
@@ -285,7 +285,7 @@ fn finish(
         failed.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
         failed.events.push(timeline::event(&now, "anomaly", format!("{kind}:{attempt}"), json!({"text": reason})));
         if secured {
-            worktree::remove_worktree(&rec)?;
+            crate::worker::workspace::remove_worktree(&state, &rec)?;
             let _ = std::fs::remove_dir_all(state.objects());
         }
         apply_update(ctx, &failed)
@@ -328,7 +328,7 @@ fn finish(
     // completed commission with a worktree, and cleans it up (`leftover worktree`).
     let outcome = apply_update(ctx, &done)?;
     fault("finish", 3);
-    worktree::remove_worktree(&rec)?;
+    crate::worker::workspace::remove_worktree(&state, &rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     Ok(outcome)
 }

@@ -218,7 +218,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
         Landing::Unsecured(why) => return wait_to_close(&path, &meeting, &update, Reason::ClosingWaits(why).to_string()),
     }
     fault("close", 3);
-    worktree::remove_worktree(&rec)?;
+    crate::worker::workspace::remove_worktree(&state, &rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     // The transcript goes last, once the notes are safe in the artifact.
     crate::files::remove_if_exists(&transcript)?;

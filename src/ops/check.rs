@@ -113,6 +113,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
             }
         }
     }
+    problems.extend(workspace_problems(project, &snap.workers));
     let mut unsettled: Vec<Problem> = snap
         .commissions
         .iter()
@@ -241,6 +242,27 @@ fn not_landed(
         }
     }
     Ok(out)
+}
+
+/// `workspace.copy` entries, the project's and each package's, that are not ignored files of
+/// the person's checkout (tracked, not ignored, outside it): each at its file's `workspace:`.
+fn workspace_problems(project: &Project, workers: &crate::worker::Catalog) -> Vec<Problem> {
+    let at = |file: &Path, why: String| {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let seg = [crate::artifact::locate::Seg::key("workspace")];
+        let (line, col) = crate::artifact::locate::position(&text, &seg, crate::artifact::locate::At::Value).unwrap_or((1, 1));
+        Problem::new(file, line, col, why)
+    };
+    let config = project.root.join(crate::config::ProjectConfig::PATH);
+    let mut out: Vec<Problem> = crate::worker::workspace::copy_problems(&project.root, &project.config.workspace)
+        .into_iter()
+        .map(|p| at(&config, p.to_string()))
+        .collect();
+    for pkg in workers.packages.values() {
+        let own = crate::worker::workspace::copy_problems(&project.root, &pkg.manifest.workspace);
+        out.extend(own.into_iter().map(|p| at(&pkg.dir.join("worker.yaml"), p.to_string())));
+    }
+    out
 }
 
 /// A problem at `key` of the frontmatter of the artifact at `path` (at its start when the key

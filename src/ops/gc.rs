@@ -309,7 +309,12 @@ pub fn collect(home: &Home, project: &Project, dry_run: bool, include_unmerged: 
         for wt in &o.worktrees {
             if !dry_run {
                 // By the paths guild-hall computes for it, never by what a state file says.
-                worktree::remove_worktree(&WorktreeRecord::expected(&project.root, wt, "", false)?)?;
+                let rec = WorktreeRecord::expected(&project.root, wt, "", false)?;
+                // Its workspace's teardown first, as its record in the state dir says.
+                if let Some(state) = &o.state_dir {
+                    crate::worker::workspace::teardown(&crate::activity::state::StateDir(state.clone()), &rec);
+                }
+                worktree::remove_worktree(&rec)?;
             }
             removed("worktree", wt.display().to_string());
         }

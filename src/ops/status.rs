@@ -77,7 +77,12 @@ fn artifact_rows(
         match o {
             Ok(o) => {
                 problems += usize::from(o.corrupt.is_some());
-                if let Err(e) = emit(&StatusRow::Commission(Box::new(row(&o, now, waiting(&o, &workers, branch))))) {
+                let mut r = row(&o, now, waiting(&o, &workers, branch));
+                if matches!(o.proc, Proc::Alive | Proc::Starting) {
+                    let state = home.commission_state(&project.name, &o.artifact.id);
+                    r.ports = crate::worker::ports::of(home, &state).map(|p| p.shown());
+                }
+                if let Err(e) = emit(&StatusRow::Commission(Box::new(r))) {
                     failed = Some(e);
                 }
             }
@@ -190,6 +195,9 @@ pub struct CommissionRow {
     pub(crate) path: PathBuf,
     /// The worker's pid, while it is alive.
     pub(crate) pid: Option<i32>,
+    /// The ports its live attempt holds (`workspace.ports`): `41000-41002`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ports: Option<String>,
     pub(crate) process: Process,
     pub progress: Option<String>,
     /// `questions:` as written (`null` when absent).
@@ -331,6 +339,7 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionR
         completed: a.owned.completed.clone(),
         process: o.proc.into(),
         pid: o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
+        ports: None,
         queued: o.queued.as_ref().filter(|_| o.proc == Proc::Starting).map(|q| format!("queued ({q})")),
         heartbeat_age_secs: o
             .heartbeat
@@ -361,6 +370,7 @@ mod tests {
             integrated: Some("i".into()),
             path: "/p/c.md".into(),
             pid: Some(42),
+            ports: Some("41000-41002".into()),
             process: Process::Alive,
             progress: Some("p".into()),
             questions: serde_json::json!(["why?"]),
@@ -383,6 +393,7 @@ mod tests {
             heartbeat_age_secs: None,
             integrated: None,
             pid: None,
+            ports: None,
             process: Process::NotStarted,
             progress: None,
             questions: Json::Null,

@@ -74,7 +74,7 @@ pub(crate) fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
                 let t = plan.task(task).context("the task vanished from the plan")?;
                 let state = task_state(ctx, &plan.id, t);
                 if let Some(rec) = task_record(ctx, &plan.id, t)? {
-                    worktree::remove_worktree(&rec)?;
+                    crate::worker::workspace::remove_worktree(&state, &rec)?;
                 }
                 let _ = std::fs::remove_dir_all(state.objects());
                 let _ = std::fs::remove_dir_all(state.0.join("snapshot"));
@@ -306,7 +306,7 @@ fn task_worktree(ctx: &Ctx<'_, Catalog>, plan: &Plan, task: &Task, base: &str, s
         // Not reusable: made anew, the old one reported; removed only if it is the one made for
         // this task (a record naming another path never gets that path deleted).
         let orphaned = if ours {
-            let _ = worktree::remove_worktree(&rec);
+            let _ = crate::worker::workspace::remove_worktree(&state, &rec);
             match why {
                 Some(why) => format!("the worktree {} could not be reused ({why}); made anew", rec.path.display()),
                 None => format!("the worktree {} could not be reused; made anew", rec.path.display()),
@@ -666,7 +666,7 @@ fn start_verify(ctx: &Ctx<'_, Catalog>, update: &Update, wave: usize, run: u32) 
         Some(rec) if worktree::reset_worktree(&rec, tip.id(), worktree::Clean::All).is_ok() => rec,
         found => {
             if let Some(rec) = found {
-                worktree::remove_worktree(&rec)?;
+                crate::worker::workspace::remove_worktree(&state, &rec)?;
             }
             crate::activity::git::set_branch(&repo, &branch, &tip, true)?;
             worktree::add_worktree(&ctx.project.root, &path, &branch, false)?

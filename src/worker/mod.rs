@@ -14,10 +14,13 @@ pub(crate) mod liveness;
 pub mod memory;
 pub mod package;
 pub(crate) mod peer;
+pub(crate) mod ports;
 pub(crate) mod process;
 pub mod runner;
 pub mod sandbox;
 pub mod shim;
+pub(crate) mod step;
 pub mod toolbox;
+pub(crate) mod workspace;
 
 pub use package::{expand_home, pass_env, project_workers_dir, Catalog, Checkout, Manifest, Package, Protocol, SandboxSpec, Source};

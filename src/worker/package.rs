@@ -80,6 +80,10 @@ pub struct Manifest {
     /// says so, rather than an attempt failing on "claude: not found".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) requires: Vec<String>,
+    /// Added to the project's `workspace:` (lists after the project's, the larger `ports`):
+    /// what its worktrees need besides their tracked files.
+    #[serde(default, skip_serializing_if = "crate::config::Workspace::is_empty")]
+    pub(crate) workspace: crate::config::Workspace,
 }
 
 /// `acp:` in `worker.yaml` (with `protocol: acp`): the permission policy guild-hall's ACP client
@@ -471,6 +475,9 @@ impl Manifest {
         }
         if let Some(dir) = &m.acp.session_dir {
             expand_home("acp.session_dir", dir).map_err(|e| at("acp", e.to_string()))?;
+        }
+        if let Some(why) = m.workspace.shape_problems().into_iter().next() {
+            return Err(at("workspace", why));
         }
         Ok(m)
     }

@@ -207,6 +207,8 @@ pub struct ShimArgv {
     pub(crate) stream: bool,
     /// A pipe end the shim closes once `run.json` is written (its starter waits on it).
     pub(crate) ready_fd: Option<i32>,
+    /// The workspace's setup commands, run in `cwd` confined like the worker before it starts.
+    pub(crate) setup: Vec<Vec<String>>,
     /// The worker's command and its arguments.
     pub(crate) argv: Vec<String>,
 }
@@ -257,6 +259,9 @@ impl ShimArgv {
         if let Some(fd) = self.ready_fd {
             a.extend(["--ready-fd".into(), fd.to_string().into()]);
         }
+        if !self.setup.is_empty() {
+            a.extend(["--setup".into(), serde_json::to_string(&self.setup).unwrap_or_default().into()]);
+        }
         a.push("--".into());
         a.extend(self.argv.iter().map(OsString::from));
         a
@@ -269,6 +274,7 @@ impl ShimArgv {
         let (mut grace, mut log_max_bytes, mut unconfined, mut stream, mut ready_fd) =
             (Self::GRACE, Self::LOG_MAX_BYTES, false, false, None);
         let mut argv = None;
+        let mut setup = Vec::new();
         while let Some(arg) = args.next() {
             if arg == "--" {
                 let rest: Result<Vec<String>, _> = args.by_ref().map(|a| a.into_string()).collect();
@@ -293,6 +299,10 @@ impl ShimArgv {
                 "--unconfined" if inline.is_none() => unconfined = true,
                 "--stream" if inline.is_none() => stream = true,
                 "--ready-fd" => ready_fd = Some(number("--ready-fd", value("--ready-fd")?)?),
+                "--setup" => {
+                    let v = text("--setup", value("--setup")?)?;
+                    setup = serde_json::from_str(&v).map_err(|e| ShimArgvError::Invalid("--setup", v.clone(), e.to_string()))?;
+                }
                 _ => return Err(ShimArgvError::Unknown(arg.to_string_lossy().into_owned())),
             }
         }
@@ -312,6 +322,7 @@ impl ShimArgv {
             confine,
             stream,
             ready_fd,
+            setup,
             argv,
         })
     }
@@ -353,10 +364,12 @@ pub(crate) struct Spec {
     pub(crate) log_max_bytes: u64,
     /// Where the worker may write; `None` runs it unconfined.
     pub(crate) sandbox: Option<crate::worker::sandbox::Policy>,
+    /// The workspace's setup commands, run before the worker ([`ShimArgv::setup`]).
+    pub(crate) setup: Vec<Vec<String>>,
 }
 
 /// Variables a worker may inherit from the reconciler; everything else is dropped.
-const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SHELL"];
+pub(crate) const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SHELL"];
 
 /// Start `guild-hall shim` for the attempt, detached in its own session, and wait until it has
 /// recorded `run.json` (or `exit.json` when the worker could not start). The shim closes its
@@ -479,6 +492,7 @@ fn shim_command(launch: &Spec, stream: bool, ready_fd: Option<i32>) -> Result<Co
         confine,
         stream,
         ready_fd,
+        setup: launch.setup.clone(),
         argv: launch.argv.clone(),
     };
     let mut cmd = Command::new(exe);
@@ -654,9 +668,10 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     if let Err(e) = std::fs::create_dir_all(&tmp) {
         return Err(ShimError::TempDir { dir: tmp, error: e });
     }
+    let mut policy = None;
     let prepared = match &args.confine {
         Confine::Policy(file) => {
-            let mut policy = crate::worker::sandbox::Policy::read_file(file).map_err(ShimError::Policy)?;
+            let policy = policy.insert(crate::worker::sandbox::Policy::read_file(file).map_err(ShimError::Policy)?);
             policy.writable.push(tmp.clone());
             policy.own.push(tmp.clone());
             let p = policy.prepare().map_err(ShimError::Confine)?;
@@ -687,22 +702,42 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         return Err(ShimError::Subreaper(std::io::Error::last_os_error()));
     }
     let asked = Asked::register().map_err(ShimError::Signals)?;
+    let started = RunInfo {
+        attempt,
+        pid: me,
+        pgid: nix::unistd::getpgrp().as_raw(),
+        start_time: my_stat.start_time,
+        boot_id: host.boot_id(),
+        worker_pid: None,
+        started_at: Utc::now(),
+        run_id,
+    };
+    if !args.setup.is_empty() {
+        // The attempt has started (its time counts toward its limit): the workspace's setup
+        // first, confined like the worker, then the worker — or, when setup fails, the end.
+        write_json(&state.run(), &started).map_err(ShimError::RecordStart)?;
+        drop(ready.take());
+        let failed = run_setup(state, args, policy.as_ref(), &asked, &started).or_else(|| {
+            // Asked to stop as setup ended: the worker is not started.
+            (asked.term.load(Ordering::SeqCst) || asked.kill.load(Ordering::SeqCst)).then(|| ExitInfo {
+                signal: Some(libc::SIGTERM),
+                error: None,
+                ..ExitInfo::error(attempt, String::new())
+            })
+        });
+        if let Some(exit) = failed {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return write_json(&state.exit(), &exit).map_err(|error| ShimError::RecordExit { exit: exit.describe(), error });
+        }
+        let _ = std::fs::write(state.setup_done(), format!("{attempt}\n"));
+    }
     let (worker, out_read) = spawn_worker(args, prepared, me)?;
     let pump = {
         let log = state.log(attempt);
         let max = args.log_max_bytes;
         std::thread::spawn(move || pump_log(std::fs::File::from(out_read), &log, max))
     };
-    let run = RunInfo {
-        attempt,
-        pid: me,
-        pgid: nix::unistd::getpgrp().as_raw(),
-        start_time: my_stat.start_time,
-        boot_id: host.boot_id(),
-        worker_pid: Some(worker),
-        started_at: Utc::now(),
-        run_id,
-    };
+    let run = RunInfo { worker_pid: Some(worker), ..started };
     if let Err(e) = write_json(&state.run(), &run) {
         // No record names the worker: nothing of it may outlive the shim.
         asked.kill.store(true, Ordering::SeqCst);
@@ -736,6 +771,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         error: None,
         finished_at: Utc::now(),
         tail: None,
+        setup: None,
     };
     if !exit.clean() {
         // The log is complete now (its pump drained): its last lines say why, where the exit
@@ -743,6 +779,51 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         exit.tail = crate::activity::state::log_tail_of(&state.log(attempt));
     }
     write_json(&state.exit(), &exit).map_err(|error| ShimError::RecordExit { exit: exit.describe(), error })
+}
+
+/// Run the workspace's setup commands in the worktree, each confined like the worker and
+/// stopped as the attempt is: `Some`: the exit of the attempt whose setup failed (the command,
+/// how it ended and its log's tail), its worker never started.
+fn run_setup(
+    state: &StateDir,
+    args: &ShimArgv,
+    policy: Option<&crate::worker::sandbox::Policy>,
+    asked: &Asked,
+    started: &RunInfo,
+) -> Option<ExitInfo> {
+    use crate::worker::step::{self, Halt, Step};
+    let log = state.log(args.attempt);
+    let halt = || {
+        if asked.kill.load(Ordering::SeqCst) {
+            Some(Halt::Kill)
+        } else {
+            asked.term.load(Ordering::SeqCst).then_some(Halt::Term)
+        }
+    };
+    // Each command's pid is recorded as the worker's while it runs: its CPU time is the
+    // attempt's sign of life (a quiet `npm ci` is not a stale attempt).
+    let record = |pid: i32| {
+        let _ = write_json(&state.run(), &RunInfo { worker_pid: Some(pid), ..started.clone() });
+    };
+    for argv in &args.setup {
+        let s =
+            Step { argv, cwd: &args.cwd, env: None, sandbox: policy, log: &log, what: "setup", grace: args.grace, started: Some(&record) };
+        let failed = |code, signal, tail, error| ExitInfo {
+            attempt: args.attempt,
+            code,
+            signal,
+            error,
+            finished_at: Utc::now(),
+            tail,
+            setup: Some(crate::activity::state::SetupFailed { argv: argv.clone() }),
+        };
+        match step::run(&s, &halt) {
+            Ok(end) if end.ok() => {}
+            Ok(end) => return Some(failed(end.code, end.signal, end.tail, None)),
+            Err(e) => return Some(failed(None, None, None, Some(e.to_string()))),
+        }
+    }
+    None
 }
 
 /// A line of guild-hall's in the attempt's log.
@@ -911,6 +992,7 @@ mod tests {
             confine,
             stream: false,
             ready_fd: None,
+            setup: vec![vec!["npm".into(), "ci".into()], vec!["make".into(), "a b".into()]],
             argv: vec!["claude".into(), "--".into(), "--policy".into(), "".into()],
         }
     }
@@ -1084,6 +1166,7 @@ mod tests {
             confine,
             stream: false,
             ready_fd: None,
+            setup: Vec::new(),
             argv: vec!["true".into()],
         }
     }

@@ -105,7 +105,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
 }
 
 fn exit(attempt: u32, code: i32) -> ExitInfo {
-    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None }
+    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None, setup: None }
 }
 
 /// The record a plan holds after `a` (its own if `a` writes none).
@@ -594,7 +594,15 @@ impl World {
             }
             Action::StopTask { task, attempt, .. } => {
                 let ot = o.tasks.iter_mut().find(|t| &t.task.canonical == task).expect("its task");
-                ot.exit = Some(ExitInfo { attempt: *attempt, code: None, signal: Some(15), error: None, finished_at: t0(), tail: None });
+                ot.exit = Some(ExitInfo {
+                    attempt: *attempt,
+                    code: None,
+                    signal: Some(15),
+                    error: None,
+                    finished_at: t0(),
+                    tail: None,
+                    setup: None,
+                });
             }
             Action::Integrate { wave, .. } => {
                 let record = u.record.clone().or(o.record.clone()).expect("a record");
@@ -617,7 +625,8 @@ impl World {
                 o.fix_status = Some(Status::Completed);
             }
             Action::StopVerify { run, .. } => {
-                o.verify_exit = Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None });
+                o.verify_exit =
+                    Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None, setup: None });
             }
             Action::CleanupTask { tasks, .. } => {
                 for ot in o.tasks.iter_mut().filter(|t| tasks.contains(&t.task.canonical)) {

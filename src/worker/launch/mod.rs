@@ -147,6 +147,24 @@ pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
         },
         Launch::Command(c) => {
             let global = c.home.load_config()?;
+            // A person's command (a plan's verify) runs in a worktree made like a worker's.
+            let ws = &c.project.config.workspace;
+            // Never refused (it runs unconfined, as its person would): a `copy:` entry that is
+            // not an ignored file stops it here, saying so, as `check` does.
+            if let Some(refused) = crate::worker::workspace::copy_problems(&c.project.root, ws).into_iter().next() {
+                return Err(refused.into());
+            }
+            crate::worker::workspace::copy_into(&c.project.root, &c.cwd, ws)?;
+            let teardown = crate::worker::workspace::TeardownRecord {
+                attempt: c.attempt,
+                worktree: c.cwd.clone(),
+                commands: ws.teardown.clone(),
+                env: c.env.iter().cloned().collect(),
+                confined: false,
+                person: true,
+                grace: c.project.config.cancel_grace,
+            };
+            crate::worker::workspace::record_teardown(c.state, &teardown)?;
             let mut env: BTreeMap<String, String> =
                 std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
             env.extend(c.env);
@@ -160,6 +178,7 @@ pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
                     grace: c.project.config.cancel_grace,
                     log_max_bytes: global.log_max_bytes,
                     sandbox: None,
+                    setup: ws.setup.clone(),
                 },
                 Placement::here(Request { project: c.project.name.clone(), grace: c.project.config.cancel_grace, ..Request::default() }),
             )))
@@ -256,6 +275,12 @@ pub(crate) enum Refusal {
     /// Its `sandbox.read` names something in the home, which no worker reads.
     #[error("sandbox.read {} lies in $GUILD_HALL_HOME ({}), which no worker reads", .inside.display(), .home.display())]
     ReadsHome { inside: PathBuf, home: PathBuf },
+    /// A `workspace.copy` entry that is not an ignored file of the person's checkout.
+    #[error(transparent)]
+    Copy(crate::worker::workspace::CopyRefused),
+    /// `workspace.ports` cannot be had (why).
+    #[error("workspace.ports: {0}")]
+    Ports(String),
 }
 
 impl From<std::io::Error> for LaunchError {
@@ -307,6 +332,12 @@ struct Facts {
     read: Vec<PathBuf>,
     /// The repository's object stores the worker's own store borrows from.
     alternates: String,
+    /// The project's `workspace:` with its package's added.
+    workspace: crate::config::Workspace,
+    /// Its ports, when the workspace asks for some.
+    ports: Option<crate::worker::ports::Allocation>,
+    /// The worktree's setup has run (a meeting's runs once, at open).
+    setup_done: bool,
 }
 
 /// What a worker's attempt is to be, decided from [`Facts`] without touching the disk
@@ -374,6 +405,14 @@ fn gather(a: &Activation<'_>) -> Result<Facts, LaunchError> {
         }
         Confinement::Unconfined => (Vec::new(), Vec::new()),
     };
+    let workspace = a.project.config.workspace.with(&pkg.manifest.workspace);
+    if let Some(refused) = crate::worker::workspace::copy_problems(&a.project.root, &workspace).into_iter().next() {
+        return Err(Refusal::Copy(refused).into());
+    }
+    let ports = match workspace.ports {
+        0 => None,
+        n => Some(crate::worker::ports::allocate(a.home, state, a.attempt, n).map_err(|e| Refusal::Ports(format!("{e:#}")))?),
+    };
     let rec = a.worktree;
     let mut alternates = rec.common.join("objects").to_string_lossy().into_owned();
     if let Ok(more) = std::fs::read_to_string(rec.common.join("objects/info/alternates")) {
@@ -390,6 +429,9 @@ fn gather(a: &Activation<'_>) -> Result<Facts, LaunchError> {
         write_entries,
         read,
         alternates,
+        workspace,
+        ports,
+        setup_done: state.setup_done().exists(),
     })
 }
 
@@ -433,6 +475,9 @@ fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, Refusal> {
         ("GIT_CONFIG_VALUE_1".into(), "false".into()),
     ]);
     env.extend(id_vars(a.kind, a.id));
+    if let Some(ports) = &f.ports {
+        env.extend([("GUILD_HALL_PORT".to_string(), ports.first.to_string()), ("GUILD_HALL_PORTS".into(), ports.count.to_string())]);
+    }
     let bounds = &pkg.manifest.resources;
     let max_turns = a.resources.max_turns.or(bounds.max_turns).unwrap_or(DEFAULT_MAX_TURNS);
     let max_budget = a.resources.max_budget_usd.or(bounds.max_budget_usd).unwrap_or(DEFAULT_MAX_BUDGET_USD);
@@ -468,6 +513,9 @@ fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, Refusal> {
             grace: a.grace_cap.map_or(grace, |cap| grace.min(cap)),
             log_max_bytes: f.global.log_max_bytes,
             sandbox,
+            // A meeting's worktree is set up once, at open (its first turn); a commission's or a
+            // task's for each attempt (each is given a fresh worktree, or its own again).
+            setup: if a.kind == ActivityKind::Meeting && f.setup_done { Vec::new() } else { f.workspace.setup.clone() },
         },
         prompt,
         dirs: vec![f.own_memory.clone(), state.objects().join("info")],
@@ -534,6 +582,25 @@ fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
     // it; guild-hall adopts what its branch needs after checking each object's hash.
     crate::files::write_atomic(&state.objects().join("info/alternates"), format!("{}\n", plan.alternates).as_bytes())?;
     std::fs::OpenOptions::new().create(true).append(true).open(&plan.mailbox)?;
+    // The person's ignored files, and what its removal is to run first.
+    let notes = crate::worker::workspace::copy_into(&a.project.root, &a.worktree.path, &f.workspace)?;
+    if !notes.is_empty() {
+        use std::io::Write;
+        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(state.log(a.attempt))?;
+        for note in &notes {
+            writeln!(log, "[guild-hall] {note}")?;
+        }
+    }
+    let teardown = crate::worker::workspace::TeardownRecord {
+        attempt: a.attempt,
+        worktree: a.worktree.path.clone(),
+        commands: f.workspace.teardown.clone(),
+        env: plan.spec.env.clone(),
+        confined: plan.spec.sandbox.is_some(),
+        person: false,
+        grace: plan.spec.grace,
+    };
+    crate::worker::workspace::record_teardown(state, &teardown)?;
     Ok(plan.spec)
 }
 
@@ -602,6 +669,9 @@ mod tests {
             write_entries: vec![("~/cache".into(), PathBuf::from("/h/cache"), false), ("/tmp/x".into(), PathBuf::from("/tmp/x"), true)],
             read,
             alternates: "/project/.git/objects".into(),
+            workspace: Default::default(),
+            ports: None,
+            setup_done: false,
         }
     }
 

@@ -1,0 +1,260 @@
+//! `workspace:` end to end with scripted workers: the person's ignored files copied in and kept
+//! out of the merge, setup before the worker (and its failure, said as setup's), teardown once
+//! per worktree, ports disjoint between live attempts and free again after a crash; wave tasks
+//! and meetings set up too; a real `npm ci` from an offline cache, confined.
+
+use crate::common::{git, in_pid_namespace, section, wait_for, Project};
+
+/// A project whose checkout and integration branch ignore `.env` and `setup-out.txt`, with a
+/// `.env` of the person's.
+fn project_with_env(workers: &[&str]) -> Project {
+    let p = Project::new(workers);
+    let ignore = ".env\nsetup-out.txt\n";
+    std::fs::write(p.root.join(".gitignore"), ignore).expect("write");
+    git(&p.root, &["add", ".gitignore"]);
+    git(&p.root, &["commit", "-q", "-m", "ignore local files"]);
+    p.commit_on_integration(".gitignore", ignore, "ignore local files");
+    std::fs::write(p.root.join(".env"), "SECRET=the-persons\n").expect("write .env");
+    p
+}
+
+/// Every attempt log of the commission `id`, joined.
+fn logs(p: &Project, id: &str) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(p.state_dir(id)).expect("state dir").filter_map(|e| e.ok()) {
+        if e.file_name().to_string_lossy().ends_with(".log") {
+            out.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    out
+}
+
+#[test]
+fn setup_runs_before_the_worker_and_the_copied_env_stays_out_of_the_merge() {
+    let p = project_with_env(&[]);
+    p.config(
+        "workspace:\n  copy: [.env]\n  setup: [[sh, -c, \"echo built > setup-out.txt\"]]\n  teardown: [[sh, -c, \"echo tearing down\"]]\n",
+    );
+    p.script_worker("builder", "full", "cat setup-out.txt .env > seen.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+    let id = p.create("builder", "Build", "Build it.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed", "{}", p.artifact(&id));
+    // The worker saw what setup made and the person's .env.
+    assert_eq!(git(&p.root, &["show", "claude/main:seen.txt"]), "built\nSECRET=the-persons\n");
+    let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert!(!tree.lines().any(|l| l == ".env" || l == "setup-out.txt"), "ignored files are never merged:\n{tree}");
+    assert_eq!(std::fs::read_to_string(p.root.join(".env")).expect("kept"), "SECRET=the-persons\n", "the person's file is theirs");
+    // Teardown ran once, before the worktree went; more passes run it no more.
+    assert!(!p.worktree(&id).exists());
+    p.settle();
+    let log = logs(&p, &id);
+    assert!(log.contains("[guild-hall] setup: sh -c echo built > setup-out.txt"), "{log}");
+    assert_eq!(log.matches("[guild-hall] teardown: sh -c echo tearing down").count(), 1, "{log}");
+    assert!(log.contains("tearing down\n"), "its output in the attempt's log: {log}");
+}
+
+#[test]
+fn a_failing_setup_fails_the_attempt_saying_the_command_and_its_tail() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  setup: [[sh, -c, \"echo fetching; echo 'npm ERR! no such package' >&2; exit 7\"]]\n");
+    p.script_worker("builder", "full", "echo the worker ran\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+    let id = p.create("builder", "Build", "Build it.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed", "{s}");
+    let reason = s["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("workspace setup `sh -c echo fetching; echo 'npm ERR! no such package' >&2; exit 7` exited with code 7, before the worker started")
+            && reason.ends_with("its log ends: fetching | npm ERR! no such package"),
+        "{reason}"
+    );
+    assert!(!logs(&p, &id).contains("the worker ran"), "the worker never started");
+}
+
+#[test]
+fn check_refuses_a_copy_entry_that_is_tracked_unignored_or_outside() {
+    let p = project_with_env(&[]);
+    std::fs::write(p.root.join("loose.txt"), "neither tracked nor ignored\n").expect("write");
+    p.config("workspace:\n  copy: [.env, README.md, loose.txt]\n");
+    let (code, out, err) = p.run(&["check"]);
+    let said = format!("{out}{err}");
+    assert_ne!(code, 0, "{said}");
+    assert!(said.contains(".lore/guild-hall.yaml:2:") && said.contains("workspace.copy: \"README.md\" is tracked by git"), "{said}");
+    assert!(said.contains("workspace.copy: \"loose.txt\" is not ignored by git"), "{said}");
+    assert!(!said.contains("\".env\""), "an ignored file is fine: {said}");
+    // Outside the repository: the configuration itself is refused, naming the entry.
+    p.config("workspace:\n  copy: [../elsewhere/.env]\n");
+    let (code, out, err) = p.run(&["check"]);
+    assert_ne!(code, 0);
+    assert!(format!("{out}{err}").contains("workspace.copy: \"../elsewhere/.env\" lies outside the repository"), "{out}{err}");
+}
+
+/// A worker that writes its ports into `port.txt` and waits for `.go` in its worktree (both
+/// gone before it submits: two of them merge without a conflict).
+const PORT_WAITER: &str = "echo \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f port.txt .go\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done";
+
+fn ports_of(p: &Project, id: &str) -> (u32, u32) {
+    let text = std::fs::read_to_string(p.worktree(id).join("port.txt")).expect("port.txt");
+    let mut it = text.split_whitespace().map(|n| n.parse::<u32>().expect("a number"));
+    (it.next().expect("port"), it.next().expect("count"))
+}
+
+#[test]
+fn concurrent_attempts_get_disjoint_ports_shown_in_status() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  ports: 3\n");
+    p.script_worker("server", "full", PORT_WAITER);
+    let (a, b) = (p.create("server", "A", "Serve."), p.create("server", "B", "Serve."));
+    p.ok(&["reconcile", "--once"]);
+    wait_for("both workers to write their ports", || p.worktree(&a).join("port.txt").exists() && p.worktree(&b).join("port.txt").exists());
+    let (pa, na) = ports_of(&p, &a);
+    let (pb, nb) = ports_of(&p, &b);
+    assert_eq!((na, nb), (3, 3));
+    assert!(pa + 3 <= pb || pb + 3 <= pa, "disjoint: {pa} and {pb}");
+    assert_eq!(p.status_json(&a)["ports"], format!("{pa}-{}", pa + 2));
+    let table = p.ok(&["status"]);
+    assert!(table.contains(&format!("ports {pb}-{}", pb + 2)), "{table}");
+    for id in [&a, &b] {
+        std::fs::write(p.worktree(id).join(".go"), "").expect("go");
+    }
+    p.settle();
+    assert_eq!(p.status(&a), "completed", "{}", p.artifact(&a));
+    assert_eq!(p.status(&b), "completed", "{}", p.artifact(&b));
+    assert!(p.status_json(&a).get("ports").is_none(), "released when the attempt ended");
+}
+
+/// The shim and worker of an attempt killed with SIGKILL: no exit is recorded, and its ports
+/// are free again once its attempt is proven dead.
+#[test]
+fn ports_of_an_attempt_killed_with_sigkill_are_free_again() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  ports: 2\n");
+    p.script_worker("server", "full", PORT_WAITER);
+    let a = p.create("server", "A", "Serve.");
+    let out = in_pid_namespace(
+        &p,
+        &format!(
+            r#"
+port_file() {{ echo "$(ls -d "$GUILD_HALL_HOME"/worktrees/*/commission-{a} 2>/dev/null)/port.txt"; }}
+has_ports() {{ test -s "$(port_file)"; }}
+"$GH" reconcile --once >/dev/null
+wait_for "the worker to write its ports" has_ports
+shim=$(field {a} pid)
+kill -9 -- -$shim
+wait_for "the shim to be gone" gone $shim
+echo "--- ports"; cat "$(port_file)"
+"#
+        ),
+    );
+    let first: u32 = section(&out, "ports").split_whitespace().next().and_then(|n| n.parse().ok()).expect("a port");
+    // A new attempt of another commission takes the dead one's range.
+    let b = p.create("server", "B", "Serve.");
+    p.pass_until("B to write its ports", |p| p.worktree(&b).join("port.txt").exists());
+    assert_eq!(ports_of(&p, &b).0, first, "the killed attempt's range is free again");
+    std::fs::write(p.worktree(&b).join(".go"), "").expect("go");
+    p.settle();
+    assert_eq!(p.status(&b), "completed");
+}
+
+#[test]
+fn a_wave_task_and_verify_run_their_setup_before_the_worker() {
+    let p = Project::new(&["mason"]);
+    // Ignored in every worktree: what setup makes there stays out of the copy-back.
+    std::fs::write(p.root.join(".git/info/exclude"), "setup-out.txt\n").expect("exclude");
+    // Setup makes one file git ignores and one it does not: the latter is the task's like
+    // anything it changes.
+    p.config("workspace:\n  setup: [[sh, -c, \"echo ran > setup-out.txt && mkdir -p src && echo from setup > src/from-setup.txt\"]]\n");
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // Verify passes only where setup ran in its own worktree (the ignored file is on no branch).
+    std::fs::write(
+        dir.join("p.md"),
+        "---\ntitle: p\nverify: [sh, -c, \"test -f setup-out.txt\"]\nwaves:\n  - - {id: one, worker: mason, prompt: \"write: src/one.txt hello\"}\n---\n",
+    )
+    .expect("write plan");
+    p.settle();
+    let v = super::super::plan::fixtures::show(&p, "p");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(git(&p.root, &["show", "claude/main:src/from-setup.txt"]), "from setup\n");
+    assert_eq!(git(&p.root, &["show", "claude/main:src/one.txt"]), "hello\n");
+    let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert!(!tree.lines().any(|l| l == "setup-out.txt"), "an ignored file is never copied back:\n{tree}");
+}
+
+#[test]
+fn a_meeting_is_set_up_once_at_open() {
+    let p = Project::new(&["counsel"]);
+    p.config("workspace:\n  setup: [[sh, -c, \"echo set up >> setup-count.txt\"]]\n");
+    p.ok(&["meeting", "start", "--worker", "counsel", "--id", "m", "hello"]);
+    p.ok(&["meeting", "send", "m", "again"]);
+    let wt = p.home.join("worktrees");
+    let project = std::fs::read_dir(&wt).expect("worktrees").next().expect("a project").expect("entry").path();
+    let count = std::fs::read_to_string(project.join("meeting-m").join("setup-count.txt")).expect("setup ran in the meeting's worktree");
+    assert_eq!(count, "set up\n", "once, at open, not at every turn");
+}
+
+/// `npm ci` of a small package, from an offline cache made here with `npm pack` and
+/// `npm cache add`, as a confined setup: the cache reachable through the package's
+/// `sandbox.write`, never the network.
+#[test]
+fn npm_ci_from_an_offline_cache_runs_confined_as_setup() {
+    let p = Project::new(&[]);
+    let tmp = p.tmp.path();
+    let npm = |dir: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new("npm")
+            .args(args)
+            .current_dir(dir)
+            .env("npm_config_cache", tmp.join("npm-cache"))
+            .env("HOME", p.user_home())
+            .env("npm_config_offline", "true")
+            .env("npm_config_update_notifier", "false")
+            .output();
+        let out = crate::common::needs(out, "npm", "the real package manager of this test");
+        assert!(out.status.success(), "npm {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The dependency, packed and put in the cache.
+    let dep = tmp.join("tiny-dep");
+    std::fs::create_dir_all(&dep).expect("mkdir");
+    std::fs::write(dep.join("package.json"), r#"{"name": "tiny-dep", "version": "1.0.0", "main": "index.js"}"#).expect("write");
+    std::fs::write(dep.join("index.js"), "module.exports = 'tiny';\n").expect("write");
+    let tarball = npm(&dep, &["pack", "--silent"]).trim().to_string();
+    npm(&dep, &["cache", "add", &dep.join(&tarball).to_string_lossy()]);
+    // The project depends on it by the registry's name; its lock says where from and its hash.
+    let integrity = {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf 'sha512-%s' \"$(openssl dgst -sha512 -binary {} | base64 -w0)\"", dep.join(&tarball).display()))
+            .output()
+            .expect("openssl");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let lock = format!(
+        r#"{{"name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {{
+  "": {{"name": "app", "version": "1.0.0", "dependencies": {{"tiny-dep": "1.0.0"}}}},
+  "node_modules/tiny-dep": {{"version": "1.0.0", "resolved": "https://registry.npmjs.org/tiny-dep/-/tiny-dep-1.0.0.tgz", "integrity": "{integrity}"}}
+}}}}"#
+    );
+    p.commit_on_integration("package.json", r#"{"name": "app", "version": "1.0.0", "dependencies": {"tiny-dep": "1.0.0"}}"#, "app");
+    p.commit_on_integration("package-lock.json", &lock, "its lock");
+    p.commit_on_integration(".gitignore", "node_modules/\n", "ignore dependencies");
+    let cache = tmp.join("npm-cache");
+    let dir = p.root.join(".lore/workers/node");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("worker.yaml"),
+        format!(
+            "name: node\ncommand: [sh, -c, \"node -e \\\"require('fs').writeFileSync('out.txt', require('tiny-dep'))\\\" && \\\"$GUILD_HALL_BIN\\\" toolbox submit-result --summary done\"]\ncheckout: full\ncapabilities: [commission]\nenv: {{npm_config_cache: {c}, npm_config_offline: \"true\", npm_config_update_notifier: \"false\"}}\nsandbox: {{write: [{c}]}}\nworkspace:\n  setup: [[npm, ci, --no-audit, --no-fund]]\n",
+            c = cache.display()
+        ),
+    )
+    .expect("worker.yaml");
+    let id = p.create("node", "Use the dependency", "Use it.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "completed", "{s}\n{}", logs(&p, &id));
+    assert_eq!(git(&p.root, &["show", "claude/main:out.txt"]), "tiny");
+    let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert!(!tree.contains("node_modules"), "dependencies stay ignored:\n{tree}");
+    assert!(logs(&p, &id).contains("[guild-hall] setup: npm ci --no-audit --no-fund"));
+}
