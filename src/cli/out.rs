@@ -146,6 +146,11 @@ impl Write for LogStderr {
 /// Write exactly these bytes to stdout: for what a program reads (JSON, a log asked for
 /// `--raw`, generated scripts), and text already escaped. Once a write fails (the reader is
 /// gone), further output is dropped.
+/// Whether stdout went away (a closed pipe): a command that follows stops then.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
 pub fn stdout_raw(bytes: &[u8]) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
