@@ -30,6 +30,7 @@ mod cli {
     mod editor_support;
     mod escapes_shown;
     mod first_hour;
+    mod follow;
     mod load_errors;
     mod misspelt_keys;
     mod positions;
