@@ -311,6 +311,16 @@ pub enum Command {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
+    /// Run the `notify:` command with one event (JSON, on stdin), killing it after TIMEOUT
+    /// (internal: a pass starts it, detached, and never waits for it).
+    #[command(hide = true)]
+    NotifySend {
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
     /// The supervisor that runs one worker process (internal). Its command line is the
     /// library's (`worker::shim::ShimArgv`), read by it.
     #[command(hide = true, disable_help_flag = true)]
@@ -486,6 +496,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let args = guild_hall::worker::shim::ShimArgv::parse(args.iter().cloned())?;
             let code = guild_hall::worker::shim::run_shim(&args, &guild_hall::worker::runner::admit)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
+        }
+        Command::NotifySend { timeout, argv } => {
+            let mut event = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut event).context("reading the event")?;
+            guild_hall::reconcile::notifications::deliver(argv, &event, *timeout);
+            Ok(ExitCode::SUCCESS)
         }
         Command::Acp { allow, session_dir, argv } => {
             let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
