@@ -12,6 +12,7 @@ mod layout;
 mod activity {
     mod apply;
     mod ids;
+    mod notify;
     mod one_pass;
     mod orphans;
     mod settle;
