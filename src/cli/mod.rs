@@ -311,12 +311,15 @@ pub enum Command {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
-    /// Run the `notify:` command with one event (JSON, on stdin), killing it after TIMEOUT
-    /// (internal: a pass starts it, detached, and never waits for it).
+    /// Run the `notify:` command with one event from the outbox (given on its stdin), killing
+    /// it after TIMEOUT (internal: a pass starts it, detached, and never waits for it).
     #[command(hide = true)]
     NotifySend {
         #[arg(long, value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
+        /// The event's file in the outbox (claimed before the command runs).
+        #[arg(long)]
+        event: PathBuf,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -497,10 +500,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let code = guild_hall::worker::shim::run_shim(&args, &guild_hall::worker::runner::admit)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
-        Command::NotifySend { timeout, argv } => {
-            let mut event = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut event).context("reading the event")?;
-            guild_hall::reconcile::notifications::deliver(argv, &event, *timeout);
+        Command::NotifySend { timeout, event, argv } => {
+            guild_hall::reconcile::notifications::deliver(argv, event, *timeout);
             Ok(ExitCode::SUCCESS)
         }
         Command::Acp { allow, session_dir, argv } => {

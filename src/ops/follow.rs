@@ -50,7 +50,11 @@ impl Waker {
 /// Show what is new (`show_new`) until `ended` says the writer is done, then once more and
 /// return. Whether it ended is asked before what is new is read: whatever was written before
 /// the end is read after it, so the last lines are never missed.
-pub(crate) fn until_ended(dirs: &[PathBuf], mut ended: impl FnMut() -> Result<bool>, mut show_new: impl FnMut() -> Result<()>) -> Result<()> {
+pub(crate) fn until_ended(
+    dirs: &[PathBuf],
+    mut ended: impl FnMut() -> Result<bool>,
+    mut show_new: impl FnMut() -> Result<()>,
+) -> Result<()> {
     let waker = Waker::new(dirs);
     loop {
         let over = ended()?;

@@ -75,7 +75,13 @@ fn locate(home: &Home, project: &Project, id: &str, attempt: Option<u32>) -> Res
 /// Follow the log of commission or wave task `id` at `attempt` (else its latest) as
 /// [`worker_log`] names it: `out` gets its bytes as they are written (a rotated log's earlier
 /// part first), and it returns once the attempt has ended and every byte was given.
-pub fn follow_worker_log(home: &Home, project: &Project, id: &str, attempt: Option<u32>, out: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+pub fn follow_worker_log(
+    home: &Home,
+    project: &Project,
+    id: &str,
+    attempt: Option<u32>,
+    out: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     let l = locate(home, project, id, attempt)?;
     let path = l.state.log(l.attempt);
     let mut earlier = path.clone().into_os_string();

@@ -6,20 +6,24 @@
 //!
 //! Once, across restarts and crashes: the timelines are the durable record of what happened
 //! (written first by every update), and the home's state keeps, per project, how far each
-//! timeline was read and the keys of the events already told (`notified.json`). After every
-//! round that acted, and once before the first (what a killed pass wrote), the timelines are
-//! read from there; what needs a person is marked told, atomically, *before* its command is
-//! started. A kill between the two loses that one notification rather than sending it twice
-//! (at most once, by choice: a person told twice about one failure stops trusting the channel).
-//! A timeline git rewrote (shorter than read) is read again from its start, the told keys
-//! keeping it from being told twice. The first look at a project takes the timelines as they
-//! are: what happened before `notify:` existed is not told.
+//! timeline was read and the keys of the events already derived (`notify/read.json`). After
+//! every round, and once before the first (what a killed pass wrote), the timelines are read
+//! from there; each event that needs a person is written to the outbox (`notify/outbox/`, one
+//! file named by its timeline and key, so writing it again is harmless) *before* the read
+//! position moves past it, then a supervisor is started for it. The supervisor claims its file
+//! by renaming it into `notify/sending/` before it runs the command: of two supervisors for one
+//! event (one started by a pass that was then killed, one by the next pass, which starts one
+//! for every file still in the outbox) only one claims it. So a reconciler killed at any
+//! instant neither loses an event nor tells it twice; only the machine going down while the
+//! command runs loses it (a claimed file is not retried: told twice is worse than once
+//! missed). A timeline git rewrote (shorter than read) is read again from its start, the keys
+//! keeping it from being told twice. The first look at a project takes its timelines as they
+//! are: what happened before `notify:` was set is not told.
 //!
-//! Off the pass's path: the command runs under a detached supervisor (`guild-hall notify-send`,
-//! [`deliver`]) that the pass starts and never waits for; it kills the command's process group
-//! after `notify_timeout` and logs a failure, a timeout or an unstartable command with tracing
-//! into `notify.log` in the project's state dir. Nothing here fails a pass: a problem is logged.
-//! With no `notify:` configured nothing is read at all.
+//! Off the pass's path: the supervisor (`guild-hall notify-send`, [`deliver`]) is detached and
+//! never waited for; it kills the command's process group after `notify_timeout` and logs a
+//! failure, a timeout or an unstartable command with tracing into `notify/notify.log`. Nothing
+//! here fails a pass: a problem is logged. With no `notify:` configured nothing is read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -73,7 +77,7 @@ fn needs_a_person(kind: Name, e: &Value) -> Option<(Need, Option<String>)> {
 /// How long the text of an event may be (a failure's reason quotes a log).
 const TEXT_MAX: usize = 4000;
 
-/// What `notified.json` keeps of one timeline (by its path under `.lore/`).
+/// What `notify/read.json` keeps of one timeline (by its path under `.lore/`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Progress {
     /// Bytes read: complete lines only.
@@ -82,7 +86,7 @@ struct Progress {
     told: BTreeSet<String>,
 }
 
-/// `notified.json` in the project's state dir.
+/// `notify/read.json` in the project's state dir.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Told {
     timelines: BTreeMap<String, Progress>,
@@ -102,20 +106,13 @@ fn command(home: &Home, project: &Project) -> Option<(Vec<String>, Duration)> {
 /// fails: what goes wrong is logged.
 pub(crate) fn after_round(home: &Home, project: &Project) {
     let Some((argv, timeout)) = command(home, project) else { return };
-    match look(home, project) {
-        Ok(events) => {
-            for event in events {
-                if let Err(e) = start(home, project, &argv, timeout, &event) {
-                    tracing::warn!(project = %project.name, error = format!("{e:#}"), "the notify command could not be started");
-                }
-            }
-        }
-        Err(e) => tracing::warn!(project = %project.name, error = format!("{e:#}"), "notifications: the timelines could not be read"),
+    let dir = home.project_state(&project.name).join("notify");
+    if let Err(e) = look(project, &dir) {
+        tracing::warn!(project = %project.name, error = format!("{e:#}"), "notifications: the timelines could not be read");
     }
-}
-
-fn told_path(home: &Home, project: &Project) -> PathBuf {
-    home.project_state(&project.name).join("notified.json")
+    if let Err(e) = start_outbox(project, &dir, &argv, timeout) {
+        tracing::warn!(project = %project.name, error = format!("{e:#}"), "the notify command could not be started");
+    }
 }
 
 /// The project's timelines: (kind, artifact id, timeline path, its name under `.lore/`).
@@ -138,16 +135,18 @@ fn timelines(project: &Project) -> Result<Vec<(Name, String, PathBuf, String)>> 
     Ok(all)
 }
 
-/// The events to send since the last look, marked told (durably) before they are returned.
-fn look(home: &Home, project: &Project) -> Result<Vec<Value>> {
-    let path = told_path(home, project);
+/// Read the timelines from where the last look stopped: each event that needs a person goes
+/// into the outbox under `dir` before the read position passes it.
+fn look(project: &Project, dir: &Path) -> Result<()> {
+    let path = dir.join("read.json");
     let first = !path.exists();
     let mut told: Told = crate::files::read_json(&path)?.unwrap_or_default();
-    let mut events = Vec::new();
     let mut changed = first;
+    let outbox = dir.join("outbox");
+    std::fs::create_dir_all(&outbox).with_context(|| format!("creating {}", outbox.display()))?;
     for (kind, id, file, name) in timelines(project)? {
         let len = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-        let seen = told.timelines.entry(name).or_default();
+        let seen = told.timelines.entry(name.clone()).or_default();
         if first {
             // The first look: what is there already happened before anyone asked to be told.
             seen.read = len;
@@ -167,17 +166,59 @@ fn look(home: &Home, project: &Project) -> Result<Vec<Value>> {
             let Some((need, task)) = needs_a_person(kind, &e) else { continue };
             let Some(key) = e["key"].as_str() else { continue };
             if seen.told.insert(key.to_string()) {
-                events.push(event(project, kind, &id, need, task.as_deref(), &e));
+                let event = event(project, kind, &id, need, task.as_deref(), &e);
+                let named = format!("{:016x}.json", crate::artifact::store::content_hash(&format!("{name}#{key}")));
+                crate::files::write_json(&outbox.join(named), &event)?;
             }
         }
     }
     if changed {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
         crate::files::write_json(&path, &told)?;
     }
-    Ok(events)
+    Ok(())
+}
+
+/// The outbox files this process has started a supervisor for: each is started once here (a
+/// later process starts what is left when it first looks).
+static STARTED: std::sync::Mutex<BTreeSet<PathBuf>> = std::sync::Mutex::new(BTreeSet::new());
+
+/// Start a supervisor, detached, for each event in the outbox under `dir` not yet started by
+/// this process; none is waited for.
+fn start_outbox(project: &Project, dir: &Path, argv: &[String], timeout: Duration) -> Result<()> {
+    let outbox = dir.join("outbox");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&outbox) {
+        Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", outbox.display())),
+    };
+    files.sort();
+    let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    for file in files {
+        if started.contains(&file) {
+            continue;
+        }
+        let log = dir.join("notify.log");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).with_context(|| format!("opening {}", log.display()))?;
+        let exe = std::env::current_exe().context("locating the guild-hall binary")?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("notify-send")
+            .arg("--timeout")
+            .arg(humantime::format_duration(timeout).to_string())
+            .arg("--event")
+            .arg(&file)
+            .arg("--")
+            .args(argv)
+            .current_dir(&project.root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        crate::worker::process::detach(&mut cmd);
+        let mut child = cmd.spawn().context("starting guild-hall notify-send")?;
+        started.insert(file);
+        // Reaped when it ends; nothing waits for it.
+        std::thread::spawn(move || child.wait());
+    }
+    Ok(())
 }
 
 fn read_from(path: &Path, from: u64) -> Result<Vec<u8>> {
@@ -236,39 +277,31 @@ fn about(project: &Project, kind: Name, id: &str) -> (Option<String>, Option<Str
     }
 }
 
-/// Start the supervisor of one notification, detached, and leave it: it reads the event on
-/// its stdin ([`deliver`]).
-fn start(home: &Home, project: &Project, argv: &[String], timeout: Duration, event: &Value) -> Result<()> {
-    let log = home.project_state(&project.name).join("notify.log");
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).with_context(|| format!("opening {}", log.display()))?;
-    let exe = std::env::current_exe().context("locating the guild-hall binary")?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("notify-send")
-        .arg("--timeout")
-        .arg(humantime::format_duration(timeout).to_string())
-        .arg("--")
-        .args(argv)
-        .current_dir(&project.root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(log);
-    crate::worker::process::detach(&mut cmd);
-    let mut child = cmd.spawn().context("starting guild-hall notify-send")?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(serde_json::to_string(event)?.as_bytes()).context("handing the event to guild-hall notify-send")?;
+/// `guild-hall notify-send`: claim the outbox file `event` (renamed into `sending/` beside the
+/// outbox: another supervisor that claimed it first leaves nothing to do), run `argv` with
+/// its content on stdin, in a process group of its own killed with it after `timeout`, then
+/// remove it. A failure, a timeout or a command that cannot start is logged (the supervisor's
+/// stderr is `notify.log`).
+pub fn deliver(argv: &[String], event: &Path, timeout: Duration) {
+    let Some(sending) = event.parent().and_then(Path::parent).map(|d| d.join("sending")) else { return };
+    let Some(name) = event.file_name() else { return };
+    let claimed = sending.join(name);
+    if std::fs::create_dir_all(&sending).is_err() || std::fs::rename(event, &claimed).is_err() {
+        return;
     }
-    // Reaped when it ends; nothing waits for it.
-    std::thread::spawn(move || child.wait());
-    Ok(())
+    match std::fs::read(&claimed) {
+        Ok(bytes) => run(argv, &bytes, timeout),
+        Err(e) => tracing::warn!(event = %claimed.display(), error = %e, "the event to notify could not be read"),
+    }
+    let _ = std::fs::remove_file(&claimed);
 }
 
-/// `guild-hall notify-send`: run `argv` with `event` on its stdin, in a process group of its
-/// own, killed with it after `timeout`; a failure, a timeout or a command that cannot start
-/// is logged (the supervisor's stderr is `notify.log`).
-pub fn deliver(argv: &[String], event: &[u8], timeout: Duration) {
+/// Run `argv` with `event` on its stdin (see [`deliver`]).
+fn run(argv: &[String], event: &[u8], timeout: Duration) {
     use std::os::unix::process::CommandExt;
     let Some((program, args)) = argv.split_first() else { return };
-    let child = Command::new(program).args(args).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::inherit()).process_group(0).spawn();
+    let child =
+        Command::new(program).args(args).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::inherit()).process_group(0).spawn();
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {

@@ -117,12 +117,42 @@ fn a_failure_is_told_once_when_the_reconciler_is_killed_after_writing_it() {
     }
 }
 
+/// Killed by its pid at whatever point it reached once the failure is in the timeline (the
+/// update's other steps, the look that tells it, the start of its supervisor), the next pass
+/// leaves it told once.
+#[test]
+fn a_failure_is_told_once_when_the_reconciler_is_killed_by_its_pid() {
+    for _ in 0..3 {
+        let p = Project::new(&[]);
+        failing_worker(&p);
+        configure(&p, &notify_script(&p, WRITE_EVENT), "");
+        let id = p.create("failing", "Break things", "Fail.");
+        let mut reconciler = p
+            .cmd()
+            .args(["reconcile", "--once", "--wait", "--timeout", "120s"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let timeline = p.root.join(format!(".lore/commissions/{id}.timeline.jsonl"));
+        wait_for("the failure to be written", || std::fs::read_to_string(&timeline).is_ok_and(|t| t.contains("\"to\":\"failed\"")));
+        // Our own child, by its pid.
+        reconciler.kill().expect("kill");
+        reconciler.wait().expect("wait");
+        p.settle();
+        p.ok(&["reconcile", "--once"]);
+        wait_for("the failure to be told", || !events(&p).is_empty());
+        quiet(&p);
+        assert_eq!(events(&p).len(), 1, "{:?}", events(&p));
+    }
+}
+
 #[test]
 fn a_hanging_notify_command_holds_no_pass_up_and_is_killed() {
     let p = Project::new(&[]);
     failing_worker(&p);
     // The first event's command hangs (its pid kept); later ones are written.
-    let script = notify_script(&p, &format!("if mkdir hung 2>/dev/null; then echo $$ > hung/pid; {WRITE_EVENT}; exec sleep 600; fi\n{WRITE_EVENT}"));
+    let script =
+        notify_script(&p, &format!("if mkdir hung 2>/dev/null; then echo $$ > hung/pid; {WRITE_EVENT}; exec sleep 600; fi\n{WRITE_EVENT}"));
     configure(&p, &script, "notify_timeout: 30s\n");
     let first = p.create("failing", "First", "Fail.");
     p.settle();
@@ -140,7 +170,7 @@ fn a_hanging_notify_command_holds_no_pass_up_and_is_killed() {
     // Killed after its time limit, and said in the project's notify.log.
     wait_for("the hanging command to be killed", || !pid_alive(pid));
     let state = p.state_dir(&first);
-    let log = state.parent().and_then(|d| d.parent()).expect("project state").join("notify.log");
+    let log = state.parent().and_then(|d| d.parent()).expect("project state").join("notify/notify.log");
     wait_for("the kill to be logged", || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("killed")));
     quiet(&p);
     assert_eq!(events(&p).len(), 2);
@@ -154,7 +184,8 @@ fn a_wave_task_failure_and_a_meeting_request_are_told() {
     p.ok(&["reconcile", "--once"]);
     let plans = p.root.join(".lore/plans");
     std::fs::create_dir_all(&plans).expect("mkdir");
-    std::fs::write(plans.join("pl.md"), "---\ntitle: A plan\nwaves:\n  - - {id: bad, worker: mason, prompt: \"fail\"}\n---\n").expect("plan");
+    std::fs::write(plans.join("pl.md"), "---\ntitle: A plan\nwaves:\n  - - {id: bad, worker: mason, prompt: \"fail\"}\n---\n")
+        .expect("plan");
     std::fs::write(
         p.root.join(".lore/meetings/talk.md"),
         "---\ntitle: About the parser\nworker: counsel\nstatus: requested\nrequested_by: survey\nagenda: the parser needs a decision\n---\n",
