@@ -375,6 +375,7 @@ pub fn timeline(env: &Env, id: &str, json_out: bool, follow: bool) -> Result<()>
         Ok(())
     };
     if follow {
+        super::out::exit_when_reader_goes();
         // A reader that went away (`timeline -f ID | head -3`) ends the following quietly.
         let followed = guild_hall::ops::timeline::follow(&env.home, &env.project, id, &mut |e| {
             print(e)?;
@@ -455,6 +456,7 @@ fn quiet_when_gone(followed: Result<()>) -> Result<()> {
 /// `logs -f`: each run of bytes as it is written, escaped unless `raw`. A character split
 /// between two runs waits for its end, so it is not shown as two escapes.
 fn follow_log(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {
+    super::out::exit_when_reader_goes();
     let mut held: Vec<u8> = Vec::new();
     let followed = guild_hall::ops::logs::follow_worker_log(&env.home, &env.project, id, attempt, &mut |bytes| {
         if raw {

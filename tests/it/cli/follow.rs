@@ -81,6 +81,15 @@ echo "the end"
     let mut logs = Followed::start(&p, &["logs", "-f", &id]);
     let mut timeline = Followed::start(&p, &["timeline", "-f", "--json", &id]);
     let tmp = p.state_dir(&id).join("tmp");
+    // A reader that goes away while the worker prints nothing (a pager quit) ends `logs -f`
+    // then, successfully, not at the worker's next line.
+    let mut gone = p.cmd().args(["logs", "-f", &id]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+    let mut first = [0u8; 4];
+    gone.stdout.as_mut().expect("stdout").read_exact(&mut first).expect("its first bytes");
+    assert_eq!(&first, b"line");
+    drop(gone.stdout.take());
+    let mut gone = Followed { child: gone, out: Arc::new(Mutex::new(String::new())) };
+    assert_eq!(gone.exit_code(), 0, "ends when its reader goes");
     for i in 1..=3 {
         wait_for(&format!("line {i} in logs -f"), || logs.text().contains(&format!("line {i}\n")));
         wait_for(&format!("step {i} in timeline -f"), || timeline.text().contains(&format!("\"step {i}\"")));
