@@ -315,6 +315,7 @@ pub enum Command {
     /// it after TIMEOUT (internal: a pass starts it, detached, and never waits for it).
     #[command(hide = true)]
     NotifySend {
+        /// How long the command may run before its process group is killed.
         #[arg(long, value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
         /// The event's file in the outbox (claimed before the command runs).

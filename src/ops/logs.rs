@@ -90,7 +90,7 @@ pub fn follow_worker_log(
         out(&before)?;
     }
     let mut tail = Tail { path, file: None };
-    super::follow::until_ended(&[l.state.0.clone()], || ended(home, project, &l), || tail.read_new(out))
+    super::follow::until_ended(std::slice::from_ref(&l.state.0), || ended(home, project, &l), || tail.read_new(out))
 }
 
 /// Whether attempt `l.attempt` has ended: its shim wrote its exit (after the log drained),
