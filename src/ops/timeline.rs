@@ -92,12 +92,22 @@ fn settled(home: &Home, project: &Project, s: &Source) -> Result<bool> {
     if !s.artifact.exists() {
         return Ok(true);
     }
+    // Where the reconciler has a record, its status: written after the timeline's events, so
+    // a settled record means the last events are in. (The artifact may say a status before
+    // the reconciler has recorded it: a person's `status:` edit, `meeting decline`.)
     Ok(match s.kind {
         "commission" => {
-            let status = super::commission::load(project, &s.id)?.status.unwrap_or(Status::Pending);
+            let state = crate::activity::state::StateDir(home.commission_state(&project.name, &s.id));
+            let status = match crate::files::read_json::<crate::activity::state::Record>(&state.record())? {
+                Some(r) => r.status,
+                None => super::commission::load(project, &s.id)?.status.unwrap_or(Status::Pending),
+            };
             !matches!(status, Status::Pending | Status::Blocked | Status::Dispatched | Status::InProgress)
         }
-        "meeting" => crate::meeting::observe::load(project, &s.id)?.status.is_some_and(MeetingStatus::is_final),
+        "meeting" => match crate::meeting::observe::record(home, project, &s.id)? {
+            Some(r) => r.status.is_final(),
+            None => crate::meeting::observe::load(project, &s.id)?.status.is_some_and(MeetingStatus::is_final),
+        },
         _ => {
             let plan = crate::plan::observe::load(project, &s.id)?;
             let record = super::plan::record(home, project, &plan)?;

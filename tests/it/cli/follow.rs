@@ -120,3 +120,36 @@ fn following_an_attempt_that_has_ended_prints_it_and_exits() {
     assert_eq!(p.ok(&["logs", "-f", &id]), p.ok(&["logs", &id]));
     assert_eq!(p.ok(&["timeline", "-f", &id]), p.ok(&["timeline", &id]));
 }
+
+/// A wave task's log and a plan's timeline, followed while the task works (it chats for a
+/// while), end with the task and with the plan, everything printed; a meeting's timeline ends
+/// once it is declined.
+#[test]
+fn a_wave_task_a_plan_and_a_meeting_are_followed_until_they_end() {
+    let p = Project::new(&["mason", "counsel"]);
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("pl.md"), "---\ntitle: A plan\nwaves:\n  - - {id: talk, worker: mason, prompt: \"chat: 2\\nwrite: x.txt x\"}\n---\n")
+        .expect("plan");
+    let task = "pl:exec:wave-1:task-1";
+    let mut reconciler = p.cmd().args(["reconcile", "--once", "--wait", "--timeout", "120s"]).stdout(Stdio::null()).spawn().expect("spawn");
+    wait_for("the task to start", || p.run(&["logs", task]).0 == 0);
+    let mut log = Followed::start(&p, &["logs", "-f", task]);
+    let mut plan = Followed::start(&p, &["timeline", "-f", "pl"]);
+    assert_eq!(log.exit_code(), 0, "logs -f ends with the task's attempt");
+    assert_eq!(plan.exit_code(), 0, "timeline -f ends once the plan has settled");
+    assert!(reconciler.wait().expect("reconciler").success());
+    assert_eq!(log.text(), p.ok(&["logs", task]));
+    assert_eq!(plan.text(), p.ok(&["timeline", "pl"]));
+    assert!(plan.text().contains("-> completed"), "{}", plan.text());
+
+    std::fs::write(p.root.join(".lore/meetings/ask.md"), "---\nworker: counsel\nstatus: requested\nagenda: a decision\n---\n").expect("meeting");
+    p.ok(&["reconcile", "--once"]);
+    let mut meeting = Followed::start(&p, &["timeline", "-f", "--json", "ask"]);
+    wait_for("the request in timeline -f", || meeting.text().contains("\"requested\""));
+    assert!(meeting.running(), "a requested meeting is followed");
+    p.ok(&["meeting", "decline", "ask"]);
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(meeting.exit_code(), 0, "timeline -f ends once the meeting is declined");
+    assert_eq!(meeting.text(), p.ok(&["timeline", "--json", "ask"]));
+}
