@@ -92,9 +92,12 @@ struct Told {
     timelines: BTreeMap<String, Progress>,
 }
 
+/// The `notify:` command and its time limit.
+pub(crate) type Notify = Option<(Vec<String>, Duration)>;
+
 /// The command and its time limit, if `notify:` is set (the project's first, else the home's;
-/// `[]` is none).
-fn command(home: &Home, project: &Project) -> Option<(Vec<String>, Duration)> {
+/// `[]` is none): read once a pass.
+pub(crate) fn command(home: &Home, project: &Project) -> Notify {
     if let Some(argv) = &project.config.notify {
         return (!argv.is_empty()).then(|| (argv.clone(), project.config.notify_timeout));
     }
@@ -104,13 +107,13 @@ fn command(home: &Home, project: &Project) -> Option<(Vec<String>, Duration)> {
 
 /// Tell the person what the timelines gained since the last look (see the module doc). Never
 /// fails: what goes wrong is logged.
-pub(crate) fn after_round(home: &Home, project: &Project) {
-    let Some((argv, timeout)) = command(home, project) else { return };
+pub(crate) fn after_round(home: &Home, project: &Project, notify: &Notify) {
+    let Some((argv, timeout)) = notify else { return };
     let dir = home.project_state(&project.name).join("notify");
     if let Err(e) = look(project, &dir) {
         tracing::warn!(project = %project.name, error = format!("{e:#}"), "notifications: the timelines could not be read");
     }
-    if let Err(e) = start_outbox(project, &dir, &argv, timeout) {
+    if let Err(e) = start_outbox(project, &dir, argv, *timeout) {
         tracing::warn!(project = %project.name, error = format!("{e:#}"), "the notify command could not be started");
     }
 }

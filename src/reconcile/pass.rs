@@ -61,9 +61,8 @@ pub(crate) fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: 
     };
     let mut shim_exits = ShimExits::default();
     // What a killed pass wrote and never told.
-    if !opts.dry_run {
-        super::notifications::after_round(home, project);
-    }
+    let notify = if opts.dry_run { None } else { super::notifications::command(home, project) };
+    super::notifications::after_round(home, project, &notify);
     loop {
         pass.rounds += 1;
         let global = if opts.dry_run || !launches {
@@ -116,9 +115,7 @@ pub(crate) fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: 
         }
         drop(decided);
         drop(global);
-        if !opts.dry_run {
-            super::notifications::after_round(home, project);
-        }
+        super::notifications::after_round(home, project, &notify);
         if opts.dry_run {
             pass.report.settled = round.settled;
             return Ok(pass.report);

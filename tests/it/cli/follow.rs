@@ -129,8 +129,11 @@ fn a_wave_task_a_plan_and_a_meeting_are_followed_until_they_end() {
     let p = Project::new(&["mason", "counsel"]);
     let plans = p.root.join(".lore/plans");
     std::fs::create_dir_all(&plans).expect("mkdir");
-    std::fs::write(plans.join("pl.md"), "---\ntitle: A plan\nwaves:\n  - - {id: talk, worker: mason, prompt: \"chat: 2\\nwrite: x.txt x\"}\n---\n")
-        .expect("plan");
+    std::fs::write(
+        plans.join("pl.md"),
+        "---\ntitle: A plan\nwaves:\n  - - {id: talk, worker: mason, prompt: \"chat: 2\\nwrite: x.txt x\"}\n---\n",
+    )
+    .expect("plan");
     let task = "pl:exec:wave-1:task-1";
     let mut reconciler = p.cmd().args(["reconcile", "--once", "--wait", "--timeout", "120s"]).stdout(Stdio::null()).spawn().expect("spawn");
     wait_for("the task to start", || p.run(&["logs", task]).0 == 0);
@@ -143,7 +146,8 @@ fn a_wave_task_a_plan_and_a_meeting_are_followed_until_they_end() {
     assert_eq!(plan.text(), p.ok(&["timeline", "pl"]));
     assert!(plan.text().contains("-> completed"), "{}", plan.text());
 
-    std::fs::write(p.root.join(".lore/meetings/ask.md"), "---\nworker: counsel\nstatus: requested\nagenda: a decision\n---\n").expect("meeting");
+    std::fs::write(p.root.join(".lore/meetings/ask.md"), "---\nworker: counsel\nstatus: requested\nagenda: a decision\n---\n")
+        .expect("meeting");
     p.ok(&["reconcile", "--once"]);
     let mut meeting = Followed::start(&p, &["timeline", "-f", "--json", "ask"]);
     wait_for("the request in timeline -f", || meeting.text().contains("\"requested\""));
