@@ -422,7 +422,7 @@ pub fn produced(cli: &super::Cli, env: &Env, path: &std::path::Path, json_out: b
 /// (`\n` and `\t` kept), or exactly as written with `raw`.
 pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool, follow: bool) -> Result<()> {
     if follow {
-        return follow_log(env, id, attempt, raw);
+        return follow_log(raw, |out| guild_hall::ops::logs::follow_worker_log(&env.home, &env.project, id, attempt, out));
     }
     let (path, attempt) = guild_hall::ops::logs::worker_log(&env.home, &env.project, id, attempt)?;
     let bytes = match std::fs::read(&path) {
@@ -453,12 +453,12 @@ fn quiet_when_gone(followed: Result<()>) -> Result<()> {
     }
 }
 
-/// `logs -f`: each run of bytes as it is written, escaped unless `raw`. A character split
+/// `logs -f`, `plan logs -f`: each run of bytes as it is written, escaped unless `raw`. A character split
 /// between two runs waits for its end, so it is not shown as two escapes.
-fn follow_log(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {
+pub(super) fn follow_log(raw: bool, follow: impl FnOnce(&mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()>) -> Result<()> {
     super::out::exit_when_reader_goes();
     let mut held: Vec<u8> = Vec::new();
-    let followed = guild_hall::ops::logs::follow_worker_log(&env.home, &env.project, id, attempt, &mut |bytes| {
+    let followed = follow(&mut |bytes| {
         if raw {
             super::out::stdout_raw(bytes);
         } else {

@@ -13,6 +13,7 @@ use crate::files::read_json;
 enum Whose {
     Commission,
     Task { plan: String, canonical: String },
+    Verify { plan: String },
 }
 
 /// The runtime dir of commission or wave task `id`, the attempt asked for (else its latest)
@@ -82,7 +83,30 @@ pub fn follow_worker_log(
     attempt: Option<u32>,
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
-    let l = locate(home, project, id, attempt)?;
+    follow(home, project, &locate(home, project, id, attempt)?, out)
+}
+
+/// Follow [`plan_log`]'s log: a task's as [`follow_worker_log`] does, the latest verify run's
+/// until that run has ended.
+pub fn follow_plan_log(
+    home: &Home,
+    project: &Project,
+    id: &str,
+    task: Option<&str>,
+    verify: bool,
+    out: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    if !verify {
+        let plan = crate::plan::observe::load(project, id)?;
+        let t = plan.find_task(task.context("name a task (its canonical id or label), or --verify")?)?;
+        return follow_worker_log(home, project, &t.canonical, None, out);
+    }
+    let runs = crate::plan::observe::record(home, project, id)?.map(|r| r.verify_runs).unwrap_or(0);
+    let l = Located { state: StateDir(home.verify_state(&project.name, id)), attempt: runs, whose: Whose::Verify { plan: id.to_string() } };
+    follow(home, project, &l, out)
+}
+
+fn follow(home: &Home, project: &Project, l: &Located, out: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
     let path = l.state.log(l.attempt);
     let mut earlier = path.clone().into_os_string();
     earlier.push(".1");
@@ -90,7 +114,7 @@ pub fn follow_worker_log(
         out(&before)?;
     }
     let mut tail = Tail { path, file: None };
-    super::follow::until_ended(std::slice::from_ref(&l.state.0), || ended(home, project, &l), || tail.read_new(out))
+    super::follow::until_ended(std::slice::from_ref(&l.state.0), || ended(home, project, l), || tail.read_new(out))
 }
 
 /// Whether attempt `l.attempt` has ended: its shim wrote its exit (after the log drained),
@@ -114,6 +138,8 @@ fn ended(home: &Home, project: &Project, l: &Located) -> Result<bool> {
                 None => record.is_none_or(|r| !r.status.is_active()),
             }
         }
+        Whose::Verify { plan } => crate::plan::observe::record(home, project, plan)?
+            .is_none_or(|r| r.verify_runs > l.attempt || r.status != crate::artifact::plan::PlanStatus::Verifying),
     })
 }
 

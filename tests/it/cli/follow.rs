@@ -139,10 +139,14 @@ fn a_wave_task_a_plan_and_a_meeting_are_followed_until_they_end() {
     wait_for("the task to start", || p.run(&["logs", task]).0 == 0);
     let mut log = Followed::start(&p, &["logs", "-f", task]);
     let mut plan = Followed::start(&p, &["timeline", "-f", "pl"]);
+    let mut by_label = Followed::start(&p, &["plan", "logs", "-f", "pl", "talk"]);
     assert_eq!(log.exit_code(), 0, "logs -f ends with the task's attempt");
+    assert_eq!(by_label.exit_code(), 0, "plan logs -f too");
     assert_eq!(plan.exit_code(), 0, "timeline -f ends once the plan has settled");
     assert!(reconciler.wait().expect("reconciler").success());
     assert_eq!(log.text(), p.ok(&["logs", task]));
+    assert_eq!(by_label.text(), p.ok(&["plan", "logs", "pl", "talk"]));
+    assert!(log.text().contains("still at it (3)"), "{}", log.text());
     assert_eq!(plan.text(), p.ok(&["timeline", "pl"]));
     assert!(plan.text().contains("-> completed"), "{}", plan.text());
 
