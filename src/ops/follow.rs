@@ -23,8 +23,14 @@ struct Waker {
 impl Waker {
     fn new(dirs: &[PathBuf]) -> Waker {
         let (tx, rx) = channel();
-        let watcher = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
-            let _ = tx.send(());
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            // A read is no change (our own reads among them: waking on them would spin).
+            let read = event.as_ref().is_ok_and(|e| {
+                matches!(e.kind, notify::EventKind::Access(a) if a != notify::event::AccessKind::Close(notify::event::AccessMode::Write))
+            });
+            if !read {
+                let _ = tx.send(());
+            }
         })
         .ok()
         .map(|mut w| {
