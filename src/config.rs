@@ -69,6 +69,12 @@ pub struct ProjectConfig {
     /// What every new worktree gets before its worker starts (a package's `workspace:` adds to
     /// it): the person's ignored files copied in, setup and teardown commands, ports.
     pub(crate) workspace: Workspace,
+    /// A command run with one JSON event on its stdin when something needs a person
+    /// (`crate::reconcile::notifications`); it replaces the home's, and `[]` turns it off.
+    pub(crate) notify: Option<Vec<String>>,
+    /// How long the notify command may run before it is killed.
+    #[serde(with = "duration_str")]
+    pub(crate) notify_timeout: Duration,
 }
 
 /// `workspace:` in `.lore/guild-hall.yaml` (and a package's `worker.yaml`, which adds to it):
@@ -191,11 +197,16 @@ impl Default for ProjectConfig {
             slurm: SlurmConfig::default(),
             review: Default::default(),
             workspace: Workspace::default(),
+            notify: None,
+            notify_timeout: NOTIFY_TIMEOUT,
         }
     }
 }
 
 const MIB: u64 = 1024 * 1024;
+
+/// How long a notify command may run by default.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What one attempt may bring onto the integration branch, by size (checked from the files'
 /// metadata and the objects' headers, before anything is read or hashed).
@@ -282,6 +293,10 @@ pub struct GlobalConfig {
     /// What to do when the kernel has no Landlock: refuse to start confined workers, or run
     /// them unconfined (with a warning).
     pub without_landlock: WithoutLandlock,
+    /// `notify:` for every project whose own `.lore/guild-hall.yaml` names none.
+    pub(crate) notify: Option<Vec<String>>,
+    #[serde(with = "duration_str")]
+    pub(crate) notify_timeout: Duration,
     pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub(crate) other: serde_yaml_ng::Mapping,
@@ -295,6 +310,8 @@ impl Default for GlobalConfig {
             memory_compact_threshold: 16000,
             log_max_bytes: 16 * 1024 * 1024,
             without_landlock: WithoutLandlock::Refuse,
+            notify: None,
+            notify_timeout: NOTIFY_TIMEOUT,
             projects: Vec::new(),
             other: Default::default(),
         }

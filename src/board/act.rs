@@ -99,6 +99,8 @@ pub(crate) fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) ->
         (Command::Log, kind) => {
             // What the CLI shows (control characters escaped), paged.
             let args: Vec<&str> = match kind {
+                // A running worker's log follows in the pager as it grows (`F` in less).
+                Kind::Commission if item.alive => vec!["logs", "-f", "--", id],
                 Kind::Commission => vec!["logs", "--", id],
                 Kind::Plan => vec!["plan", "show", "--", id],
                 Kind::Meeting => vec!["meeting", "show", "--", id],

@@ -227,6 +227,10 @@ pub enum Command {
     },
     /// Show an artifact's activity timeline: a commission's, a meeting's, a plan's, or a wave
     /// task's (the plan's entries for it). An id two kinds hold is refused, naming them.
+    ///
+    /// With `-f`, new entries are printed as they are written, until it has settled: a
+    /// commission no longer pending, blocked or at work; a meeting closed or declined; a plan
+    /// neither pending nor at work; a wave task no longer queued or running. Then exit 0.
     Timeline {
         /// A commission, meeting or plan id (its file stem under .lore/), or a wave task's
         /// canonical id (`<plan>:exec:wave-<W>:task-<T>`).
@@ -235,6 +239,9 @@ pub enum Command {
         /// Print the raw JSON lines.
         #[arg(long)]
         json: bool,
+        /// Follow: print entries as they are written until it has settled.
+        #[arg(short = 'f', long)]
+        follow: bool,
     },
     /// Show which commissions, meetings and plan tasks produced a file: every commit of the
     /// integration branch's first-parent chain that changed it, newest first, with its date,
@@ -254,6 +261,9 @@ pub enum Command {
     /// Control characters in it (escape sequences, `\r`, bidi overrides) are shown as escapes
     /// such as `\x1b`, not carried out by the terminal; newlines and tabs stay. `--raw` writes
     /// the log's bytes exactly (for a file or a program).
+    ///
+    /// With `-f`, output is printed as the worker writes it, like `tail -f`, until its attempt
+    /// has ended and everything was printed; then exit 0.
     Logs {
         /// A commission id (its file stem under .lore/commissions/), or a wave task's canonical
         /// id (`<plan>:exec:wave-<W>:task-<T>`).
@@ -265,6 +275,9 @@ pub enum Command {
         /// The log's bytes exactly as the worker wrote them, control characters included.
         #[arg(long)]
         raw: bool,
+        /// Follow: print output as it is written until the attempt has ended.
+        #[arg(short = 'f', long)]
+        follow: bool,
     },
     /// Validate every artifact and worker package; exit 1 if any is invalid. Commissions
     /// waiting for their worker's package are listed too, without failing.
@@ -313,6 +326,20 @@ pub enum Command {
         #[arg(long = "session-dir", value_name = "DIR")]
         session_dir: Option<PathBuf>,
         /// The agent's command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+    /// Run the `notify:` command with one event from the outbox (given on its stdin), killing
+    /// it after TIMEOUT (internal: a pass starts it, detached, and never waits for it).
+    #[command(hide = true)]
+    NotifySend {
+        /// How long the command may run before its process group is killed.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+        /// The event's file in the outbox (claimed before the command runs).
+        #[arg(long)]
+        event: PathBuf,
+        /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
@@ -492,6 +519,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let code = guild_hall::worker::shim::run_shim(&args, &guild_hall::worker::runner::admit)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
+        Command::NotifySend { timeout, event, argv } => {
+            guild_hall::reconcile::notifications::deliver(argv, event, *timeout);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Acp { allow, session_dir, argv } => {
             let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             signal_hook::flag::register(signal_hook::consts::SIGTERM, term.clone())?;
@@ -565,9 +596,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Sync { dry_run, json } => sync::sync(&Env::load(&cli)?, *dry_run, *json).map(ok),
         Command::Land { push, dry_run, json } => sync::land(&Env::load(&cli)?, push.as_deref(), *dry_run, *json).map(ok),
-        Command::Timeline { id, json } => show::timeline(&Env::load(&cli)?, id, *json).map(|_| ExitCode::SUCCESS),
+        Command::Timeline { id, json, follow } => show::timeline(&Env::load(&cli)?, id, *json, *follow).map(|_| ExitCode::SUCCESS),
         Command::Show { path, json } => show::produced(&cli, &Env::load(&cli)?, path, *json).map(|_| ExitCode::SUCCESS),
-        Command::Logs { id, attempt, raw } => show::logs(&Env::load(&cli)?, id, *attempt, *raw).map(|_| ExitCode::SUCCESS),
+        Command::Logs { id, attempt, raw, follow } => show::logs(&Env::load(&cli)?, id, *attempt, *raw, *follow).map(|_| ExitCode::SUCCESS),
         Command::Check { json } => show::check(&Env::checkable(&cli)?, *json).map(ok),
         Command::Workers(args) => workers::run(&cli, args).map(|_| ExitCode::SUCCESS),
     }

@@ -146,6 +146,33 @@ impl Write for LogStderr {
 /// Write exactly these bytes to stdout: for what a program reads (JSON, a log asked for
 /// `--raw`, generated scripts), and text already escaped. Once a write fails (the reader is
 /// gone), further output is dropped.
+/// Whether stdout went away (a closed pipe): a command that follows stops then.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// For a command that follows and may print nothing for a long while (`logs -f | less`, the
+/// pager quit): end the process, successfully, the moment its reader goes, rather than at its
+/// next write. It only reads, so there is nothing to finish. A pipe's write end reports an
+/// error once its read end is closed (a terminal, a hangup); a file never does.
+pub fn exit_when_reader_goes() {
+    std::thread::spawn(|| {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        let stdout = std::io::stdout();
+        loop {
+            let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) if fds[0].revents().is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP)) => std::process::exit(0),
+                // Not a descriptor poll can watch: the next write says it.
+                Ok(_) if fds[0].revents().is_none_or(|r| r.contains(PollFlags::POLLNVAL)) => return,
+                Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+                Err(_) => return,
+            }
+        }
+    });
+}
+
 pub fn stdout_raw(bytes: &[u8]) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;

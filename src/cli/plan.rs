@@ -118,6 +118,10 @@ pub enum PlanCmd {
         /// The log's bytes exactly as written, control characters included.
         #[arg(long)]
         raw: bool,
+        /// Follow: print output as it is written until the task's attempt (or the verify run)
+        /// has ended.
+        #[arg(short = 'f', long)]
+        follow: bool,
     },
 }
 
@@ -173,7 +177,10 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
         PlanCmd::Show { id, json } => show(env, id, *json),
         PlanCmd::Retry { id, json } => request(env, id, PlanStatus::Pending, *json),
         PlanCmd::Cancel { id, json } => request(env, id, PlanStatus::Cancelled, *json),
-        PlanCmd::Logs { id, task, verify, raw } => {
+        PlanCmd::Logs { id, task, verify, raw, follow: true } => super::show::follow_log(*raw, |out| {
+            guild_hall::ops::logs::follow_plan_log(&env.home, &env.project, id, task.as_deref(), *verify, out)
+        }),
+        PlanCmd::Logs { id, task, verify, raw, follow: false } => {
             let log = guild_hall::ops::logs::plan_log(&env.home, &env.project, id, task.as_deref(), *verify)?;
             let bytes = std::fs::read(&log).with_context(|| format!("no log yet ({})", log.display()))?;
             super::out::stdout_raw(&if *raw { bytes } else { super::out::escape_bytes(&bytes) });

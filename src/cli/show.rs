@@ -367,15 +367,32 @@ fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
     Ok(shown)
 }
 
-/// The timeline of any artifact, or of a wave task ([`guild_hall::ops::timeline::of`]).
-pub fn timeline(env: &Env, id: &str, json_out: bool) -> Result<()> {
-    for e in guild_hall::ops::timeline::of(&env.project, id)? {
+/// The timeline of any artifact, or of a wave task ([`guild_hall::ops::timeline::of`]);
+/// followed until it has settled with `follow` ([`guild_hall::ops::timeline::follow`]).
+pub fn timeline(env: &Env, id: &str, json_out: bool, follow: bool) -> Result<()> {
+    let print = |e: &serde_json::Value| -> Result<()> {
         if json_out {
-            say_json!("{}", serde_json::to_string(&e)?);
+            say_json!("{}", serde_json::to_string(e)?);
         } else {
             // An entry is one line: a newline in what a worker wrote is shown as `\n`.
-            say!("{}", line(&timeline::render(&e)));
+            say!("{}", line(&timeline::render(e)));
         }
+        Ok(())
+    };
+    if follow {
+        super::out::exit_when_reader_goes();
+        // A reader that went away (`timeline -f ID | head -3`) ends the following quietly.
+        let followed = guild_hall::ops::timeline::follow(&env.home, &env.project, id, &mut |e| {
+            print(e)?;
+            if super::out::stdout_closed() {
+                bail!(READER_GONE);
+            }
+            Ok(())
+        });
+        return quiet_when_gone(followed);
+    }
+    for e in guild_hall::ops::timeline::of(&env.project, id)? {
+        print(&e)?;
     }
     Ok(())
 }
@@ -408,7 +425,10 @@ pub fn produced(cli: &super::Cli, env: &Env, path: &std::path::Path, json_out: b
 
 /// A worker's log is what it printed: shown escaped like everything else a worker writes
 /// (`\n` and `\t` kept), or exactly as written with `raw`.
-pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> {
+pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool, follow: bool) -> Result<()> {
+    if follow {
+        return follow_log(raw, |out| guild_hall::ops::logs::follow_worker_log(&env.home, &env.project, id, attempt, out));
+    }
     let (path, attempt) = guild_hall::ops::logs::worker_log(&env.home, &env.project, id, attempt)?;
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -425,6 +445,63 @@ pub fn logs(env: &Env, id: &str, attempt: Option<u32>, raw: bool) -> Result<()> 
     }
     show(&bytes);
     Ok(())
+}
+
+/// Why following stopped early: no one reads stdout any more.
+const READER_GONE: &str = "stdout closed";
+
+/// A follow that stopped because its reader went away ended well.
+fn quiet_when_gone(followed: Result<()>) -> Result<()> {
+    match followed {
+        Err(_) if super::out::stdout_closed() => Ok(()),
+        other => other,
+    }
+}
+
+/// `logs -f`, `plan logs -f`: each run of bytes as it is written, escaped unless `raw`. A character split
+/// between two runs waits for its end, so it is not shown as two escapes.
+pub(super) fn follow_log(raw: bool, follow: impl FnOnce(&mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()>) -> Result<()> {
+    super::out::exit_when_reader_goes();
+    let mut held: Vec<u8> = Vec::new();
+    let followed = follow(&mut |bytes| {
+        if raw {
+            super::out::stdout_raw(bytes);
+        } else {
+            held.extend_from_slice(bytes);
+            let whole = complete_utf8(&held);
+            super::out::stdout_raw(&escape_bytes(&held[..whole]));
+            held.drain(..whole);
+        }
+        if super::out::stdout_closed() {
+            bail!(READER_GONE);
+        }
+        Ok(())
+    });
+    quiet_when_gone(followed)?;
+    if !held.is_empty() {
+        super::out::stdout_raw(&escape_bytes(&held));
+    }
+    Ok(())
+}
+
+/// How much of `bytes` ends on a character's boundary: all but an incomplete UTF-8 sequence
+/// at its very end (at most 3 bytes).
+fn complete_utf8(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    for back in 1..=n.min(3) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: its lead is further back
+        }
+        let wants = match b {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if wants > back { n - back } else { n };
+    }
+    n
 }
 
 pub fn check(env: &Env, json_out: bool) -> Result<bool> {

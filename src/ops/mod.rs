@@ -8,6 +8,7 @@ pub mod check;
 pub mod ci;
 pub mod commission;
 pub mod dispatcher;
+mod follow;
 pub mod gc;
 pub mod logs;
 pub mod meeting;

@@ -6,6 +6,7 @@
 
 mod capacity;
 mod lock;
+pub mod notifications;
 mod pass;
 
 use std::collections::BTreeSet;

@@ -60,6 +60,9 @@ pub(crate) fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: 
         before_dispatch: opts.before_dispatch.filter(|_| !opts.dry_run),
     };
     let mut shim_exits = ShimExits::default();
+    // What a killed pass wrote and never told.
+    let notify = if opts.dry_run { None } else { super::notifications::command(home, project) };
+    super::notifications::after_round(home, project, &notify);
     loop {
         pass.rounds += 1;
         let global = if opts.dry_run || !launches {
@@ -112,6 +115,7 @@ pub(crate) fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: 
         }
         drop(decided);
         drop(global);
+        super::notifications::after_round(home, project, &notify);
         if opts.dry_run {
             pass.report.settled = round.settled;
             return Ok(pass.report);

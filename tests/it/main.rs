@@ -12,6 +12,7 @@ mod layout;
 mod activity {
     mod apply;
     mod ids;
+    mod notify;
     mod one_pass;
     mod orphans;
     mod settle;
@@ -30,6 +31,7 @@ mod cli {
     mod editor_support;
     mod escapes_shown;
     mod first_hour;
+    mod follow;
     mod load_errors;
     mod misspelt_keys;
     mod positions;

@@ -276,3 +276,61 @@ fn several_projects_are_the_boards_and_it_needs_a_terminal() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("the board needs a terminal"), "{out:?}");
 }
+
+/// The detail pane's log follows the selected commission's worker as it writes: each line shows
+/// while the worker still runs (it waits for the test's go before the next), and `l` pages the
+/// log as `logs -f` follows it.
+#[test]
+fn the_log_pane_follows_a_running_worker() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "paced",
+        "sparse",
+        r#"for i in 1 2 3; do
+  echo "paced line $i"
+  while [ ! -e "$TMPDIR/go-$i" ]; do sleep 0.05; done
+done
+"$GUILD_HALL_BIN" toolbox submit-result --summary "three lines""#,
+    );
+    let out = scenario(
+        &p,
+        r##"
+"$GH" watch --log-format json 2>"$PWD/../watch.log" &
+watch=$!
+wait_for "the watch to hold the project" sh -c 'grep -qs "guild-hall watch" "$STATE"/*/lock'
+# $PAGER: reads the first line and quits, as a person quitting less would.
+printf '%s\n' '#!/bin/sh' 'head -n 1 > "$(dirname "$0")/paged.txt"' > ../page.sh
+chmod +x ../page.sh
+board TERM=xterm-256color PAGER="$PWD/../page.sh"
+see "reconciled by guild-hall watch"
+printf -- '---\ntitle: Walk\nworker: paced\n---\nWalk.\n' > .lore/commissions/walk.md
+row_has walk in_progress
+filter walk
+tm send-keys -t b Enter
+see "paced line 1"
+# The worker's private TMPDIR: a glob names only what exists, so the dir, then the file.
+go=$(ls -d "$STATE"/*/commissions/walk/tmp)
+for i in 1 2; do
+  touch "$go/go-$i"
+  see "paced line $((i + 1))"
+done
+# l while it runs: `logs -f` into the pager, which has its line and quits; the board is back
+# at once, though the worker still writes nothing.
+tm send-keys -t b Escape
+unsee "log (attempt 1)"
+tm send-keys -t b l
+file_has ../paged.txt "paced line 1"
+# Back: Enter opens the pane again (with the terminal still handed over, it would not).
+tm send-keys -t b Enter
+see "log (attempt 1)"
+row_has walk in_progress
+touch "$go/go-3"
+row_has walk completed
+tm send-keys -t b q
+see "[board exited: 0]"
+kill $watch; wait $watch || true
+echo "--- followed"; echo ok
+"##,
+    );
+    assert_eq!(section(&out, "followed").trim(), "ok", "{out}");
+}
