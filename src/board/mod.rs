@@ -52,7 +52,7 @@ impl Default for Options {
 }
 
 /// Colours unless `NO_COLOR` is set (https://no-color.org) or the terminal is `dumb`.
-pub(crate) fn colour_wanted() -> bool {
+pub fn colour_wanted() -> bool {
     colour_for(std::env::var_os("NO_COLOR").as_deref(), std::env::var_os("TERM").as_deref())
 }
 

@@ -27,6 +27,7 @@ mod board {
 mod cli {
     mod agreeing_commands;
     mod check_problems;
+    mod diff;
     mod editor_support;
     mod escapes_shown;
     mod first_hour;
