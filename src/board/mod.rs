@@ -376,6 +376,7 @@ impl Board<'_> {
         self.detail_at = Instant::now();
         self.detail_due = false;
         self.detail = match (self.ui.detail, self.selected()) {
+            (true, Some(i)) if self.ui.diff => self.projects.get(i.project).map(|p| detail::diff(self.home, p, i)),
             (true, Some(i)) => self.projects.get(i.project).map(|p| detail::load(self.home, p, i)),
             _ => None,
         };
