@@ -20,7 +20,8 @@ mod activity {
 
 /// `guild-hall board` in a real terminal.
 mod board {
-    mod terminal;
+    mod diff_pane;
+    pub(crate) mod terminal;
 }
 
 /// What the commands say and check: wording, tables, positions, misspelt keys, escapes shown not obeyed, editor support.

@@ -1,0 +1,49 @@
+//! The board's diff pane (`D`) in a real terminal (tmux): the selected commission's change as
+//! `guild-hall diff` gives it, coloured, scrolled with PgDn, closed with `D`; a worker's escape
+//! sequence in it shown harmless.
+
+use crate::common::{section, Project};
+
+#[test]
+fn d_shows_the_selected_commissions_change() {
+    let p = Project::new(&[]);
+    // Sixty lines added, so the patch is longer than the pane; one of them with an escape.
+    p.script_worker(
+        "editor",
+        "full",
+        "printf '# demo\\nmore\\n' > README.md\nfor i in $(seq 60); do echo \"line $i of the long file\"; done > long.txt\nprintf 'evil \\033[2J here\\n' >> long.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary edited",
+    );
+    let id = p.create("editor", "Edit", "Edit things.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let out = super::terminal::scenario(
+        &p,
+        &format!(
+            r##"
+board TERM=xterm-256color
+see "guild-hall board · "
+filter {id}
+tm send-keys -t b D
+see "diff of commission {id}"
+see " README.md |  1 +"
+see " 2 files changed, 62 insertions(+)"
+tm send-keys -t b PgDn
+see "+more"
+echo "--- colours"; tm capture-pane -e -p -t b | grep -cP '\x1b\[([0-9]+;)*(32|38;5;2)m  \+more' || true
+# PgDn scrolls down the patch to its end.
+for i in $(seq 14); do tm send-keys -t b PgDn; done
+see "+line 60 of the long file"
+see "+evil  here"
+echo "--- end of patch"; screen | grep -F "evil" || true
+tm send-keys -t b D
+unsee "diff of commission {id}"
+tm send-keys -t b q
+see "[board exited: 0]"
+echo "--- end"
+"##
+        ),
+    );
+    let green: u32 = section(&out, "colours").trim().parse().unwrap_or(0);
+    assert!(green >= 1, "an added line is green: {out}");
+    assert!(!section(&out, "end of patch").contains('\x1b'), "the escape is not carried out: {out}");
+}
