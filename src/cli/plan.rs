@@ -189,6 +189,7 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
         }
         PlanCmd::Diff { id, task, stat, json, no_pager } => {
             let how = super::diff::Shown { stat: *stat, json: *json, no_pager: *no_pager };
+            super::diff::reads_as_git();
             super::diff::show(&guild_hall::ops::diff::of_task(&env.project, id, task, how.detail())?, &how)
         }
         PlanCmd::List { json } => list(env, *json),

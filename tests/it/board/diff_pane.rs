@@ -47,3 +47,38 @@ echo "--- end"
     assert!(green >= 1, "an added line is green: {out}");
     assert!(!section(&out, "end of patch").contains('\x1b'), "the escape is not carried out: {out}");
 }
+
+/// `guild-hall diff` on a terminal goes through the pager (`GIT_PAGER`) in colour, as git's
+/// does; `--no-pager` writes to the terminal; through a pipe it is plain.
+#[test]
+fn on_a_terminal_diff_pages_in_colour() {
+    let p = Project::new(&[]);
+    p.script_worker("editor", "full", "printf '# demo\\nmore\\n' > README.md\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary edited");
+    let id = p.create("editor", "Edit", "Edit things.");
+    p.settle();
+    let run = |name: &str, line: &str| {
+        std::fs::write(p.tmp.path().join(name), format!("{line}\necho \"[exit: $?]\"\nexec sleep 3600\n")).expect("script")
+    };
+    run("paged.sh", &format!("GIT_PAGER='cat > ../paged.txt' \"$GH\" diff {id}"));
+    run("unpaged.sh", &format!("GIT_PAGER='cat > ../never.txt' \"$GH\" diff {id} --no-pager"));
+    let out = super::terminal::scenario(
+        &p,
+        r##"
+tm -f /dev/null new-session -d -x 100 -y 30 -s b "sh ../paged.sh"
+see "[exit: 0]"
+echo "--- paged"; cat -v ../paged.txt
+tm kill-server 2>/dev/null || true
+servers=$((servers + 1)); sock="$PWD/../tmux.$servers.sock"
+tm -f /dev/null new-session -d -x 100 -y 30 -s b "sh ../unpaged.sh"
+see "[exit: 0]"
+see "+more"
+echo "--- never"; ls ../never.txt 2>&1 || true
+echo "--- end"
+"##,
+    );
+    let paged = section(&out, "paged");
+    assert!(paged.contains("^[[32m+more^[[m") && paged.contains("^[[1mdiff --git a/README.md b/README.md^[[m"), "{out}");
+    assert!(section(&out, "never").contains("No such file"), "--no-pager runs no pager: {out}");
+    let plain = p.ok(&["diff", &id]);
+    assert!(plain.contains("\n+more\n") && !plain.contains('\x1b'), "{plain}");
+}
