@@ -6,7 +6,8 @@ GUILD_HALL_BENCH_BIN=PATH measures that build instead of this checkout's release
 A repository of 2,000 text files (40 lines each) and a commission whose branch changes 1,000
 of them: 800 edited (two lines changed, three added), 100 added, 100 deleted. Each measurement
 runs guild-hall and git in turn, fresh processes, output to /dev/null (not a terminal: no
-pager, no colour), and reports the medians and their ratio:
+pager, no colour), and reports the medians of wall time and of CPU time (user + system: on a
+shared machine, what the command itself costs) and their ratios:
 
   guild-hall diff big --stat   beside  git diff --stat claude/main...claude/commission/big
   guild-hall diff big          beside  git diff claude/main...claude/commission/big
@@ -14,7 +15,7 @@ pager, no colour), and reports the medians and their ratio:
 
 (`A...B` is git's diff from the merge base to B: the change `guild-hall diff` shows.)
 """
-import os, statistics, subprocess, sys, tempfile, time
+import os, resource, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("GUILD_HALL_BENCH_BIN") or os.path.join(ROOT, "target", "release", "guild-hall")
@@ -80,20 +81,26 @@ def project(tmp):
 
 
 def timed(cmd, cwd, env):
+    """Wall time and CPU time (user + system) of one run of `cmd`: on a shared machine the CPU
+    time is what the command itself costs, the wall time also what it waited for a core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def side_by_side(repo, env, ours, theirs):
-    """Medians of `ours` and `theirs`, run in turn (one warm-up each first)."""
+    """Medians (wall, CPU) of `ours` and of `theirs`, run in turn (one warm-up each first)."""
     timed(ours, repo, env)
     timed(theirs, repo, env)
     a, b = [], []
     for _ in range(RUNS):
         a.append(timed(ours, repo, env))
         b.append(timed(theirs, repo, env))
-    return statistics.median(a), statistics.median(b)
+    med = lambda runs, i: statistics.median(r[i] for r in runs)
+    return (med(a, 0), med(a, 1)), (med(b, 0), med(b, 1))
 
 
 def main():
@@ -111,11 +118,12 @@ def main():
             ("`diff` (the patch)", [BIN, "diff", "big"], ["git", "diff", span]),
             ("`diff --json`", [BIN, "diff", "big", "--json"], ["git", "diff", span]),
         ]
-        print("| measurement | guild-hall | git | ratio |")
-        print("|---|---|---|---|")
+        print("| measurement | git beside it | guild-hall wall / CPU | git wall / CPU | ratio wall / CPU |")
+        print("|---|---|---|---|---|")
         for name, ours, theirs in rows:
-            a, b = side_by_side(repo, env, ours, theirs)
-            print(f"| {name} | {a * 1000:.0f} ms | {b * 1000:.0f} ms (`{' '.join(theirs[1:])}`) | {a / b:.2f}× |", flush=True)
+            (aw, ac), (bw, bc) = side_by_side(repo, env, ours, theirs)
+            print(f"| {name} | `git {' '.join(theirs[1:])}` | {aw * 1000:.0f} / {ac * 1000:.0f} ms | {bw * 1000:.0f} / {bc * 1000:.0f} ms "
+                  f"| {aw / bw:.2f}× / {ac / bc:.2f}× |", flush=True)
 
 
 if __name__ == "__main__":
