@@ -155,3 +155,22 @@ fn a_wave_tasks_change_is_its_branchs() {
     let j: Value = serde_json::from_str(&p.ok(&["plan", "diff", "pl", "t", "--json"])).expect("json");
     assert_eq!(j["files"], v["files"]);
 }
+
+/// A link the worker made is shown as a link (its target, mode 120000), never followed: the
+/// file it points at is not read.
+#[test]
+fn a_workers_link_is_shown_not_followed() {
+    let p = Project::new(&[]);
+    let secret = p.tmp.path().join("secret.txt");
+    std::fs::write(&secret, "the person's secret\n").expect("write");
+    p.script_worker(
+        "linker",
+        "full",
+        &format!("ln -s {} peek\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary linked", secret.display()),
+    );
+    let id = p.create("linker", "Link", "Make a link.");
+    p.settle();
+    let out = diff_out(&p, &[&id]);
+    assert!(out.contains("new file mode 120000") && out.contains(&format!("+{}", secret.display())), "{out}");
+    assert!(!out.contains("the person's secret"), "the link's target is never read: {out}");
+}
