@@ -386,7 +386,7 @@ mod tests {
     #[test]
     fn the_stat_reads_as_gits() {
         let d = diff(vec![file("src/a.rs", 3, 1), file("README.md", 0, 2)]);
-        assert_eq!(d.stat(80), [" src/a.rs  | 4 +++-", " README.md | 2 --", " 2 files changed, 3 insertions(+), 2 deletions(-)"]);
+        assert_eq!(d.stat(80), [" src/a.rs  | 4 +++-", " README.md | 2 --", " 2 files changed, 3 insertions(+), 3 deletions(-)"]);
         let one = diff(vec![file("a", 1, 0)]);
         assert_eq!(one.summary(), " 1 file changed, 1 insertion(+)");
         assert_eq!(diff(vec![file("a", 0, 0)]).summary(), " 1 file changed, 0 insertions(+), 0 deletions(-)");
