@@ -249,9 +249,9 @@ pub enum Command {
         #[arg(long)]
         raw: bool,
     },
-    /// Show what a commission's latest attempt, or a wave task, would bring onto the
-    /// integration branch: the change from its branch's merge base with the integration
-    /// branch to the branch's tip (what the squash merge brings), read from git's objects.
+    /// Show the change a commission's latest attempt brings onto the integration branch: its
+    /// branch from the merge base with the integration branch to its tip (what the squash
+    /// merge brings), read from git's objects. A wave task's: the commit its copy-back made.
     ///
     /// On a terminal it is coloured and shown through the pager as git's diff is (GIT_PAGER,
     /// else PAGER, else `less`; --no-pager for none); to a pipe or a file, plain. Control

@@ -119,8 +119,9 @@ pub enum PlanCmd {
         #[arg(long)]
         raw: bool,
     },
-    /// A task's change: what its branch would bring onto the integration branch, as
-    /// `guild-hall diff` shows a commission's (`guild-hall diff <canonical id>` is the same).
+    /// A task's change: the commit its copy-back made on the integration branch (before it,
+    /// what its branch holds beyond the merge base), shown as `guild-hall diff` shows a
+    /// commission's (`guild-hall diff <canonical id>` is the same).
     Diff {
         /// The plan id: its file stem under .lore/plans/.
         #[arg(value_name = "PLAN")]

@@ -150,7 +150,7 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
 }
 
 /// What `diff` (a job's) and `plan/diff` (a task's) say they give.
-pub(crate) const DIFF: &str = "The change its latest attempt would bring onto the integration branch (its branch from the merge base to its tip, as a squash merge brings it): {branch, base, tip, files: [{path, old_path?, status, additions, deletions, binary, patch}], additions, deletions}. A binary file's patch is null; stat: true leaves the patches out. Not found while it has no branch.";
+pub(crate) const DIFF: &str = "The change its latest attempt would bring onto the integration branch (its branch from the merge base to its tip, as a squash merge brings it): {id, branch, base, tip, files: [{path, old_path?, status, additions, deletions, binary, patch}], additions, deletions}. A binary file's patch is null; stat: true leaves the patches out. Not found while it has no branch.";
 
 /// `diff`: the change, as `guild-hall diff --json` gives it; to an agent, the stat and the
 /// patches as git prints them.

@@ -105,7 +105,7 @@ pub(crate) fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
 }
 
 /// `diff`: a task's change, as the dispatcher's `diff` gives a job's.
-const TASK_DIFF: &str = "A task's change: what its branch would bring onto the integration branch (from the merge base to its tip): {id, branch, base, tip, files: [{path, old_path?, status, additions, deletions, binary, patch}], additions, deletions}. A binary file's patch is null; stat: true leaves the patches out. Not found while the task has no branch.";
+const TASK_DIFF: &str = "A task's change: the commit its copy-back made on the integration branch (before it, what its branch holds beyond the merge base): {id, branch, base, tip, files: [{path, old_path?, status, additions, deletions, binary, patch}], additions, deletions}. A binary file's patch is null; stat: true leaves the patches out. Not found while the task has no branch.";
 
 /// Why `plan/create` takes no `verify`: before the catalogue served plans, an unconfined command
 /// could only come from someone who can write the plan file; an endpoint client must not gain it.
