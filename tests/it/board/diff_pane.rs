@@ -1,6 +1,6 @@
 //! The board's diff pane (`D`) in a real terminal (tmux): the selected commission's change as
 //! `guild-hall diff` gives it, coloured, scrolled with PgDn, closed with `D`; a worker's escape
-//! sequence in it shown harmless.
+//! sequence in it shown harmless; a plan's pane, each task's stat.
 
 use crate::common::{section, Project};
 
@@ -14,6 +14,13 @@ fn d_shows_the_selected_commissions_change() {
         "printf '# demo\\nmore\\n' > README.md\nfor i in $(seq 60); do echo \"line $i of the long file\"; done > long.txt\nprintf 'evil \\033[2J here\\n' >> long.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary edited",
     );
     let id = p.create("editor", "Edit", "Edit things.");
+    // A plan: its pane is each task's stat.
+    p.script_worker(
+        "planter",
+        "full",
+        "printf 'planted\\n' > planted.txt\n\"$GUILD_HALL_BIN\" toolbox task-update --status done --sequence 1 --idempotency-key done >/dev/null",
+    );
+    crate::plan::fixtures::write_plan(&p, "pl", "  - - {id: t, worker: planter, prompt: go}\n");
     p.settle();
     assert_eq!(p.status(&id), "completed");
     let out = super::terminal::scenario(
@@ -37,6 +44,13 @@ see "+evil  here"
 echo "--- end of patch"; screen | grep -F "evil" || true
 tm send-keys -t b D
 unsee "diff of commission {id}"
+tm send-keys -t b / C-u "worker:planter" Enter
+see "1 of 2 items"
+row_has pl completed
+tm send-keys -t b D
+see "diff of plan pl"
+see "t (pl:exec:wave-1:task-1)"
+see " planted.txt | 1 +"
 tm send-keys -t b q
 see "[board exited: 0]"
 echo "--- end"
