@@ -137,6 +137,15 @@ impl Ui {
         }
     }
 
+    /// Lines a PgUp/PgDn scrolls the pane: a diff by a screenful's worth, the detail by five.
+    fn scroll_step(&self) -> i32 {
+        if self.diff {
+            DIFF_STEP
+        } else {
+            5
+        }
+    }
+
     fn list_key(&mut self, key: KeyEvent, visible: usize, item: Option<&Item>) -> Option<Command> {
         let last = visible.saturating_sub(1);
         self.message = None;
@@ -153,11 +162,11 @@ impl Ui {
             }
             // With the detail pane open, PgUp/PgDn scroll it; else they move ten rows.
             KeyCode::PageUp if self.detail => {
-                self.scroll = (self.scroll - 5).max(-500);
+                self.scroll = (self.scroll - self.scroll_step()).max(-500);
                 None
             }
             KeyCode::PageDown if self.detail => {
-                self.scroll = (self.scroll + 5).min(MAX_SCROLL);
+                self.scroll = (self.scroll + self.scroll_step()).min(MAX_SCROLL);
                 None
             }
             KeyCode::PageUp => {
@@ -227,6 +236,9 @@ impl Ui {
 
 /// How far down the pane scrolls (a long diff; the view stops at its end).
 const MAX_SCROLL: i32 = u16::MAX as i32;
+
+/// Lines a PgUp/PgDn scrolls the diff pane.
+const DIFF_STEP: i32 = 10;
 
 /// The keys, as the footer and the help list them.
 pub(crate) const HELP: [(&str, &str); 19] = [
@@ -335,7 +347,7 @@ mod tests {
         assert_eq!((ui.detail, ui.diff, ui.scroll), (true, true, 0));
         ui.on_key(key(KeyCode::PageDown), 1, Some(&c));
         ui.on_key(key(KeyCode::PageDown), 1, Some(&c));
-        assert_eq!(ui.scroll, 10, "PgDn scrolls the diff");
+        assert_eq!(ui.scroll, 2 * DIFF_STEP, "PgDn scrolls the diff");
         ui.on_key(key(KeyCode::Char('D')), 1, Some(&c));
         assert_eq!((ui.detail, ui.diff), (false, false));
         // From the detail pane, D shows the diff; Enter goes back to the detail.
