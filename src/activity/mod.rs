@@ -15,6 +15,7 @@ pub(crate) mod apply;
 pub(crate) mod capacity;
 pub(crate) mod changes;
 pub(crate) mod control_plane;
+pub mod diff;
 pub(crate) mod fit;
 pub(crate) mod git;
 pub(crate) mod ids;

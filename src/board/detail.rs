@@ -1,7 +1,8 @@
 //! The detail pane of the selected item, read when it is opened and again when its files
 //! change: the frontmatter as written, questions and decisions, the result, the branch and how
 //! far it is from the integration branch, the timeline's last entries and the log's last lines.
-//! Every line is cleaned of escape sequences ([`super::model::clean`]).
+//! Every line is cleaned of escape sequences ([`super::model::clean`]). The diff pane ([`diff`])
+//! shows the selected commission's change, or its plan's tasks', from `ops::diff`.
 
 use std::path::Path;
 
@@ -124,3 +125,40 @@ fn tail(path: &Path) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(LOG_LINES)..].iter().map(|l| l.trim_end().to_string()).collect()
 }
+
+/// The diff pane's section of patch lines (the view colours them as a patch).
+pub(crate) const PATCH: &str = "patch";
+
+/// The diff pane of `item`: a commission's change (its stat, then its patch), a plan's tasks'
+/// stats, each from `ops::diff` as `guild-hall diff` shows it. What cannot be read (no branch
+/// yet) is said in its section.
+pub(crate) fn diff(home: &Home, project: &Project, item: &Item) -> Detail {
+    let title = format!("diff of {}", item.named());
+    let said = |what: &str, e: anyhow::Error| (what.to_string(), vec![clean(&format!("{e:#}"))]);
+    // Its lines as written, escapes gone, indentation kept.
+    let shown = |l: &str| crate::activity::state::strip_escapes(l).trim_end().to_string();
+    let sections = match item.kind {
+        Kind::Commission => match crate::ops::diff::of(home, project, &item.id, crate::ops::diff::Detail::Patch) {
+            Ok(d) => vec![
+                ("stat".to_string(), d.stat(STAT_WIDTH).iter().map(|l| shown(l)).collect()),
+                (PATCH.to_string(), d.lines().map(|(_, l)| shown(l)).collect()),
+            ],
+            Err(e) => vec![said("diff", e)],
+        },
+        Kind::Plan => match crate::plan::observe::load(project, &item.id) {
+            Ok(plan) => plan
+                .tasks()
+                .map(|t| match crate::ops::diff::of(home, project, &t.canonical, crate::ops::diff::Detail::Stat) {
+                    Ok(d) => (format!("{} ({})", t.label, t.canonical), d.stat(STAT_WIDTH).iter().map(|l| shown(l)).collect()),
+                    Err(e) => said(&format!("{} ({})", t.label, t.canonical), e),
+                })
+                .collect(),
+            Err(e) => vec![said("diff", e)],
+        },
+        Kind::Meeting => vec![("diff".to_string(), vec!["a meeting's notes land as they close: no diff to review".to_string()])],
+    };
+    Detail { title, sections, follow: false }
+}
+
+/// The stat's width in the pane.
+const STAT_WIDTH: usize = 100;

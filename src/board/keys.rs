@@ -55,6 +55,8 @@ pub(crate) struct Ui {
     pub(crate) filter: String,
     pub(crate) mode: Mode,
     pub(crate) detail: bool,
+    /// The pane shows the selected item's diff instead of its detail (`D`).
+    pub(crate) diff: bool,
     /// What the last command did, or why it could not.
     pub(crate) message: Option<String>,
     /// Lines the detail pane is scrolled down (negative: up) from where it starts: its top, or
@@ -64,7 +66,7 @@ pub(crate) struct Ui {
 
 impl Default for Ui {
     fn default() -> Self {
-        Ui { selected: 0, selected_id: None, filter: String::new(), mode: Mode::List, detail: false, message: None, scroll: 0 }
+        Ui { selected: 0, selected_id: None, filter: String::new(), mode: Mode::List, detail: false, diff: false, message: None, scroll: 0 }
     }
 }
 
@@ -135,6 +137,15 @@ impl Ui {
         }
     }
 
+    /// Lines a PgUp/PgDn scrolls the pane: a diff by a screenful's worth, the detail by five.
+    fn scroll_step(&self) -> i32 {
+        if self.diff {
+            DIFF_STEP
+        } else {
+            5
+        }
+    }
+
     fn list_key(&mut self, key: KeyEvent, visible: usize, item: Option<&Item>) -> Option<Command> {
         let last = visible.saturating_sub(1);
         self.message = None;
@@ -151,11 +162,11 @@ impl Ui {
             }
             // With the detail pane open, PgUp/PgDn scroll it; else they move ten rows.
             KeyCode::PageUp if self.detail => {
-                self.scroll = (self.scroll - 5).max(-500);
+                self.scroll = (self.scroll - self.scroll_step()).max(-500);
                 None
             }
             KeyCode::PageDown if self.detail => {
-                self.scroll = (self.scroll + 5).min(500);
+                self.scroll = (self.scroll + self.scroll_step()).min(MAX_SCROLL);
                 None
             }
             KeyCode::PageUp => {
@@ -176,10 +187,18 @@ impl Ui {
             }
             KeyCode::Enter => {
                 self.detail = !self.detail;
+                self.diff = false;
                 None
             }
             KeyCode::Esc => {
                 self.detail = false;
+                self.diff = false;
+                None
+            }
+            // The diff pane, from the top; `D` again closes it.
+            KeyCode::Char('D') => {
+                let open = !(self.detail && self.diff);
+                (self.detail, self.diff, self.scroll) = (open, open, 0);
                 None
             }
             KeyCode::Char('/') => {
@@ -215,10 +234,17 @@ impl Ui {
     }
 }
 
+/// How far down the pane scrolls (a long diff; the view stops at its end).
+const MAX_SCROLL: i32 = u16::MAX as i32;
+
+/// Lines a PgUp/PgDn scrolls the diff pane.
+const DIFF_STEP: i32 = 10;
+
 /// The keys, as the footer and the help list them.
-pub(crate) const HELP: [(&str, &str); 18] = [
+pub(crate) const HELP: [(&str, &str); 19] = [
     ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
     ("Enter", "open or close the detail pane"),
+    ("D", "the diff pane: the change a commission or a plan's tasks bring (D closes)"),
     ("/", "filter: words, status:S, worker:W (Ctrl-U, Esc clear)"),
     ("c", "cancel a commission or a plan (asks y/n)"),
     ("r", "re-dispatch a failed/cancelled commission; retry a halted plan"),
@@ -311,6 +337,25 @@ mod tests {
         ui.on_key(key(KeyCode::Char('x')), 9, None);
         ui.on_key(key(KeyCode::Esc), 9, None);
         assert_eq!(ui.filter, "");
+    }
+
+    #[test]
+    fn d_opens_the_diff_pane_from_its_top_and_closes_it() {
+        let c = item(Kind::Commission, "completed");
+        let mut ui = Ui { scroll: 7, ..Ui::default() };
+        assert_eq!(ui.on_key(key(KeyCode::Char('D')), 1, Some(&c)), None);
+        assert_eq!((ui.detail, ui.diff, ui.scroll), (true, true, 0));
+        ui.on_key(key(KeyCode::PageDown), 1, Some(&c));
+        ui.on_key(key(KeyCode::PageDown), 1, Some(&c));
+        assert_eq!(ui.scroll, 2 * DIFF_STEP, "PgDn scrolls the diff");
+        ui.on_key(key(KeyCode::Char('D')), 1, Some(&c));
+        assert_eq!((ui.detail, ui.diff), (false, false));
+        // From the detail pane, D shows the diff; Enter goes back to the detail.
+        ui.on_key(key(KeyCode::Enter), 1, Some(&c));
+        ui.on_key(key(KeyCode::Char('D')), 1, Some(&c));
+        assert_eq!((ui.detail, ui.diff), (true, true));
+        ui.on_key(key(KeyCode::Enter), 1, Some(&c));
+        assert_eq!((ui.detail, ui.diff), (false, false));
     }
 
     #[test]

@@ -52,7 +52,7 @@ impl Default for Options {
 }
 
 /// Colours unless `NO_COLOR` is set (https://no-color.org) or the terminal is `dumb`.
-pub(crate) fn colour_wanted() -> bool {
+pub fn colour_wanted() -> bool {
     colour_for(std::env::var_os("NO_COLOR").as_deref(), std::env::var_os("TERM").as_deref())
 }
 
@@ -266,6 +266,9 @@ struct Board<'a> {
     /// worker's log is read at most every [`DETAIL_EVERY`]).
     detail_at: Instant,
     detail_due: bool,
+    /// The diff pane as last read, and whose: read again when files change or another item is
+    /// selected.
+    diff_of: Option<((Kind, usize, String), detail::Detail)>,
 }
 
 impl Board<'_> {
@@ -375,10 +378,27 @@ impl Board<'_> {
     fn refresh_detail(&mut self) {
         self.detail_at = Instant::now();
         self.detail_due = false;
+        if self.ui.detail && self.ui.diff {
+            return self.refresh_diff();
+        }
         self.detail = match (self.ui.detail, self.selected()) {
             (true, Some(i)) => self.projects.get(i.project).map(|p| detail::load(self.home, p, i)),
             _ => None,
         };
+    }
+
+    /// The diff pane of what is selected: as last read while it is the same item and no file
+    /// changed (a key that scrolls a large change reads nothing again).
+    fn refresh_diff(&mut self) {
+        let Some(item) = self.selected().cloned() else {
+            self.detail = None;
+            return;
+        };
+        let key = Board::key_of(&item);
+        let kept = self.diff_of.as_ref().filter(|(k, _)| *k == key).map(|(_, d)| d.clone());
+        let read = kept.or_else(|| self.projects.get(item.project).map(|p| detail::diff(self.home, p, &item)));
+        self.diff_of = read.clone().map(|d| (key, d));
+        self.detail = read;
     }
 
     fn look_at_holders(&mut self) {
@@ -597,6 +617,7 @@ impl<'a> Board<'a> {
             lock_texts: LockTexts::new(),
             detail_at: Instant::now(),
             detail_due: false,
+            diff_of: None,
         }
     }
 
@@ -604,6 +625,7 @@ impl<'a> Board<'a> {
     /// logs and heartbeats changed.
     fn on_files(&mut self, paths: &[PathBuf]) {
         tracing::debug!(?paths, "file events");
+        self.diff_of = None;
         let touched = changes::classify(self.home, self.projects, paths);
         let detail = touched.detail;
         self.pending.merge(touched);

@@ -33,7 +33,7 @@ pub(crate) struct Screen<'a> {
 }
 
 /// The keys in the footer, `? help` (which lists them all) first.
-const FOOTER: [&str; 13] = [
+const FOOTER: [&str; 14] = [
     "? help",
     "q quit",
     "⏎ detail",
@@ -47,6 +47,7 @@ const FOOTER: [&str; 13] = [
     "e edit",
     "n new",
     "w reconcile",
+    "D diff",
 ];
 
 /// The footer's lines for a terminal `width` columns wide: the keys two spaces apart, wrapped
@@ -260,6 +261,10 @@ fn draw_detail(f: &mut Frame<'_>, s: &Screen<'_>, d: &Detail, area: Rect) {
             continue;
         }
         lines.push(Line::from(Span::styled(title.clone(), heading)));
+        if title == super::detail::PATCH {
+            lines.extend(patch_lines(s, body));
+            continue;
+        }
         for l in body {
             lines.push(Line::from(format!("  {l}")));
         }
@@ -273,6 +278,25 @@ fn draw_detail(f: &mut Frame<'_>, s: &Screen<'_>, d: &Detail, area: Rect) {
     let block = Block::bordered().title(format!(" {} ", d.title));
     let p = Paragraph::new(lines).block(block).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0));
     f.render_widget(p, area);
+}
+
+/// A patch's lines coloured as git colours them: headers bold, hunks cyan, added green,
+/// removed red.
+fn patch_lines(s: &Screen<'_>, body: &[String]) -> Vec<Line<'static>> {
+    use crate::activity::diff::Part;
+    let joined = body.join("\n");
+    crate::activity::diff::parts(&joined)
+        .map(|(part, l)| {
+            let style = match part {
+                Part::Header => Style::default().add_modifier(Modifier::BOLD),
+                Part::Hunk => Style::default().fg(Color::Cyan),
+                Part::Added => Style::default().fg(Color::Green),
+                Part::Removed => Style::default().fg(Color::Red),
+                Part::Context => Style::default(),
+            };
+            Line::from(Span::styled(format!("  {l}"), s.style(style)))
+        })
+        .collect()
 }
 
 fn draw_message(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
@@ -423,7 +447,7 @@ mod tests {
             footer_lines(100)[0],
             "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/decline  m chat  l log"
         );
-        assert_eq!(footer_lines(100)[1], "e edit  n new  w reconcile");
+        assert_eq!(footer_lines(100)[1], "e edit  n new  w reconcile  D diff");
         // A key wider than the terminal stays whole on a line of its own.
         assert!(footer_lines(5).contains(&"a/x accept/decline".to_string()));
     }

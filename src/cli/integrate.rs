@@ -25,7 +25,7 @@ pub fn schema(kind: &str) -> Result<()> {
 }
 
 /// The subcommands whose first positional argument is a commission id, and a meeting id.
-const COMMISSION_IDS: &str = "status timeline logs";
+const COMMISSION_IDS: &str = "status timeline logs diff";
 const COMMISSION_SUBCOMMANDS: &str = "dispatch cancel redispatch";
 const MEETING_SUBCOMMANDS: &str = "chat send show accept decline close";
 

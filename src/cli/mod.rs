@@ -3,6 +3,7 @@
 
 mod ci;
 mod commission;
+mod diff;
 mod integrate;
 mod job;
 mod meeting;
@@ -278,6 +279,33 @@ pub enum Command {
         /// Follow: print output as it is written until the attempt has ended.
         #[arg(short = 'f', long)]
         follow: bool,
+    },
+    /// Show the change a commission's latest attempt brings onto the integration branch: its
+    /// branch from the merge base with the integration branch to its tip (what the squash
+    /// merge brings), read from git's objects. A wave task's: the commit its copy-back made.
+    ///
+    /// On a terminal it is coloured and shown through the pager as git's diff is (GIT_PAGER,
+    /// else PAGER, else `less`; --no-pager for none); to a pipe or a file, plain. Control
+    /// characters a worker wrote are shown as escapes (`\x1b`), not carried out. A binary
+    /// file is said to differ ("Binary files a/x and b/x differ"; `Bin 3 -> 5 bytes` in the
+    /// stat). An id with no branch (never dispatched, or its branch is gone) is not found:
+    /// exit 3.
+    Diff {
+        /// A commission id (its file stem under .lore/commissions/), or a wave task's canonical
+        /// id (`<plan>:exec:wave-<W>:task-<T>`, as `plan show` lists it).
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Only the stat: each file's lines changed, as `git diff --stat` shows them.
+        #[arg(long)]
+        stat: bool,
+        /// Print `{"id", "branch", "base", "tip", "files": [{"path", "old_path"?, "status",
+        /// "additions", "deletions", "binary", "patch"}], "additions", "deletions"}`; `patch`
+        /// is null for a binary file and left out with --stat.
+        #[arg(long)]
+        json: bool,
+        /// Write to stdout, not through the pager.
+        #[arg(long)]
+        no_pager: bool,
     },
     /// Validate every artifact and worker package; exit 1 if any is invalid. Commissions
     /// waiting for their worker's package are listed too, without failing.
@@ -599,6 +627,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Timeline { id, json, follow } => show::timeline(&Env::load(&cli)?, id, *json, *follow).map(|_| ExitCode::SUCCESS),
         Command::Show { path, json } => show::produced(&cli, &Env::load(&cli)?, path, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt, raw, follow } => show::logs(&Env::load(&cli)?, id, *attempt, *raw, *follow).map(|_| ExitCode::SUCCESS),
+        Command::Diff { id, stat, json, no_pager } => {
+            diff::diff(&Env::load(&cli)?, id, &diff::Shown { stat: *stat, json: *json, no_pager: *no_pager }).map(|_| ExitCode::SUCCESS)
+        }
         Command::Check { json } => show::check(&Env::checkable(&cli)?, *json).map(ok),
         Command::Workers(args) => workers::run(&cli, args).map(|_| ExitCode::SUCCESS),
     }

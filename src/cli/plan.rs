@@ -123,6 +123,25 @@ pub enum PlanCmd {
         #[arg(short = 'f', long)]
         follow: bool,
     },
+    /// A task's change: the commit its copy-back made on the integration branch (before it,
+    /// what its branch holds beyond the merge base), shown as `guild-hall diff` shows a
+    /// commission's (`guild-hall diff <canonical id>` is the same).
+    Diff {
+        /// The plan id: its file stem under .lore/plans/.
+        #[arg(value_name = "PLAN")]
+        id: String,
+        /// The task: its canonical id (`<plan>:exec:wave-<W>:task-<T>`) or its label (`task-1`).
+        task: String,
+        /// Only the stat, as `git diff --stat` shows it.
+        #[arg(long)]
+        stat: bool,
+        /// Print the change as JSON (as `guild-hall diff --json`).
+        #[arg(long)]
+        json: bool,
+        /// Write to stdout, not through the pager.
+        #[arg(long)]
+        no_pager: bool,
+    },
 }
 
 pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
@@ -172,6 +191,11 @@ pub fn run(env: &Env, cmd: &PlanCmd) -> Result<()> {
                 say!("{id}");
             }
             Ok(())
+        }
+        PlanCmd::Diff { id, task, stat, json, no_pager } => {
+            let how = super::diff::Shown { stat: *stat, json: *json, no_pager: *no_pager };
+            super::diff::reads_as_git();
+            super::diff::show(&guild_hall::ops::diff::of_task(&env.project, id, task, how.detail())?, &how)
         }
         PlanCmd::List { json } => list(env, *json),
         PlanCmd::Show { id, json } => show(env, id, *json),

@@ -147,4 +147,8 @@ impl plans::Operations for Plans {
         crate::ops::plan::request(&self.home, &self.project, id, to).map_err(failed)?;
         Ok(Requested { plan: id.to_string(), requested: to })
     }
+
+    fn diff(&self, id: &str, task: &str, detail: crate::activity::diff::Detail) -> Result<crate::activity::diff::Diff, ToolError> {
+        crate::ops::diff::of_task(&self.project, id, task, detail).map_err(failed)
+    }
 }

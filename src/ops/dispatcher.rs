@@ -297,6 +297,12 @@ impl Operations for Dispatcher {
         Ok(Deleted { job_id: c.id, deleted: true })
     }
 
+    /// `diff {jobId, stat?}`: the change of its latest attempt's branch.
+    fn diff(&self, job: &str, detail: crate::activity::diff::Detail) -> Result<crate::activity::diff::Diff, ToolError> {
+        let c = self.known(job)?;
+        super::diff::of(&self.home, &self.project, &c.id, detail).map_err(|e| ToolError::of(e, ErrorKind::Refused))
+    }
+
     /// `meeting_request {worker, reason, references?, title?}` → `{meetingId}`: the request
     /// artifact a person or a worker would write.
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError> {

@@ -7,6 +7,7 @@ pub(crate) mod catalogue;
 pub mod check;
 pub mod ci;
 pub mod commission;
+pub mod diff;
 pub mod dispatcher;
 mod follow;
 pub mod gc;

@@ -25,7 +25,8 @@ fn instructions(home: &Home, project: &Project) -> String {
              3. When status is completed, call result and present its output and artifacts to the person, with the decisions the worker recorded. If failed, show the error; the person can ask for a new dispatch.\n\
              4. cancel stops a job; delete removes a completed or cancelled one.\n\
              A job in status review waits for a verdict: show the person its work, then approve {{jobId}} merges it, revise {{jobId, feedback: [{{text, path?, line?}}]}} sends it back to the same branch, reject {{jobId, message?}} cancels it (its branch kept).\n\
-             5. When something needs talking through with the person, meeting_request {{worker, reason, references}} asks them for a live meeting with a worker; they accept or decline it.",
+             5. When something needs talking through with the person, meeting_request {{worker, reason, references}} asks them for a live meeting with a worker; they accept or decline it.\n\
+             6. diff {{jobId}} shows a job's change (what its branch brings onto the integration branch), to review it or show it to the person.",
             root = project.root.display(),
             list = if workers.is_empty() { "(none installed)".to_string() } else { workers.join("\n") },
         );

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Tool, ToolError};
+use crate::activity::diff::{self, Diff};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -101,6 +102,17 @@ pub struct Reject {
     pub(crate) message: Option<String>,
 }
 
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JobDiff {
+    /// The jobId returned by dispatch.
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// Only each file's lines changed, without the patches.
+    #[serde(default)]
+    pub(crate) stat: bool,
+}
+
 /// What carries the dispatcher's operations out, one method per tool.
 pub trait Operations {
     fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError>;
@@ -113,6 +125,7 @@ pub trait Operations {
     fn revise(&self, req: Revise) -> Result<Reviewed, ToolError>;
     fn reject(&self, req: Reject) -> Result<Reviewed, ToolError>;
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError>;
+    fn diff(&self, job: &str, detail: diff::Detail) -> Result<Diff, ToolError>;
 }
 
 /// The dispatcher's operations, on whatever carries them out.
@@ -168,7 +181,28 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
             "Ask the person for a live meeting with a worker, when a question needs talking through: writes a meeting request (.lore/meetings/<id>.md, status: requested) that the person accepts, declines or leaves for later. Returns {meetingId}.",
             |d: &D, a: MeetingRequest| d.meeting_request(a),
         ),
+        Tool::new(
+            "diff",
+            DIFF,
+            |d: &D, a: JobDiff| d.diff(&a.job_id, diff::Detail::of(a.stat)),
+        ),
     ]
+}
+
+/// What `diff` (a job's) and `plan/diff` (a task's) say they give.
+pub(crate) const DIFF: &str = "The change its latest attempt would bring onto the integration branch (its branch from the merge base to its tip, as a squash merge brings it): {id, branch, base, tip, files: [{path, old_path?, status, additions, deletions, binary, patch}], additions, deletions}. A binary file's patch is null; stat: true leaves the patches out. Not found while it has no branch.";
+
+/// `diff`: the change, as `guild-hall diff --json` gives it; to an agent, the stat and the
+/// patches as git prints them.
+impl super::Reply for Diff {
+    fn text(&self) -> String {
+        let mut out = self.stat(80).join("\n");
+        for (_, line) in self.lines() {
+            out.push('\n');
+            out.push_str(line);
+        }
+        out
+    }
 }
 
 /// `meeting_request`: the request written.

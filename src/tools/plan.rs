@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::{Reply, Tool, ToolError};
+use crate::activity::diff::{Detail, Diff};
 use crate::artifact::plan::PlanStatus;
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -51,6 +52,18 @@ pub(crate) struct PlanId {
 #[serde(deny_unknown_fields)]
 pub(crate) struct List {}
 
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TaskDiff {
+    /// The plan's id.
+    pub(crate) id: String,
+    /// The task: its canonical id (`<plan>:exec:wave-<W>:task-<T>`) or a label no other task has.
+    pub(crate) task: String,
+    /// Only each file's lines changed, without the patches.
+    #[serde(default)]
+    pub(crate) stat: bool,
+}
+
 /// What carries the plan operations out, one method per operation.
 pub(crate) trait Operations {
     fn create(&self, req: Create) -> Result<Created, ToolError>;
@@ -58,6 +71,8 @@ pub(crate) trait Operations {
     fn list(&self) -> Result<Listed, ToolError>;
     /// Ask for `to` (pending: retry; cancelled: cancel), as a person would write it.
     fn request(&self, id: &str, to: PlanStatus) -> Result<Requested, ToolError>;
+    /// A task's change ([`crate::tools::dispatcher::DIFF`]).
+    fn diff(&self, id: &str, task: &str, detail: Detail) -> Result<Diff, ToolError>;
 }
 
 /// The plan operations, on whatever carries them out.
@@ -85,8 +100,12 @@ pub(crate) fn tools<P: Operations + 'static>() -> Vec<Tool<P>> {
             "Stop the plan: running tasks are stopped; nothing merged is undone. Writes status: cancelled.",
             |p: &P, a: PlanId| p.request(&a.id, PlanStatus::Cancelled),
         ),
+        Tool::new("diff", TASK_DIFF, |p: &P, a: TaskDiff| p.diff(&a.id, &a.task, Detail::of(a.stat))),
     ]
 }
+
+/// `diff`: a task's change, as the dispatcher's `diff` gives a job's.
+const TASK_DIFF: &str = "A task's change: the commit its copy-back made on the integration branch (before it, what its branch holds beyond the merge base): {id, branch, base, tip, files: [{path, old_path?, status, additions, deletions, binary, patch}], additions, deletions}. A binary file's patch is null; stat: true leaves the patches out. Not found while the task has no branch.";
 
 /// Why `plan/create` takes no `verify`: before the catalogue served plans, an unconfined command
 /// could only come from someone who can write the plan file; an endpoint client must not gain it.

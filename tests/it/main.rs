@@ -21,13 +21,15 @@ mod activity {
 
 /// `guild-hall board` in a real terminal.
 mod board {
-    mod terminal;
+    mod diff_pane;
+    pub(crate) mod terminal;
 }
 
 /// What the commands say and check: wording, tables, positions, misspelt keys, escapes shown not obeyed, editor support.
 mod cli {
     mod agreeing_commands;
     mod check_problems;
+    mod diff;
     mod editor_support;
     mod escapes_shown;
     mod first_hour;

@@ -48,7 +48,7 @@ board() { # board [ENV=VALUE...]: a fresh board in a 100x30 pane, on a fresh ser
 filter() { tm send-keys -t b / C-u "$1" Enter; row_has "$1" "$1"; }
 "#;
 
-fn scenario(p: &Project, body: &str) -> String {
+pub(crate) fn scenario(p: &Project, body: &str) -> String {
     in_pid_namespace(p, &format!("{TMUX}\ntrap 'tm kill-server 2>/dev/null || true' EXIT\n{body}"))
 }
 

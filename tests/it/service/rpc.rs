@@ -54,7 +54,7 @@ fn every_worker_method_over_the_socket() {
     let init = rpc(&sock, "initialize", json!({"protocolVersion": "2025-06-18"}));
     assert_eq!(ok(&init)["serverInfo"]["name"], "guild-hall");
     let tools = rpc(&sock, "tools/list", json!({}));
-    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(10));
+    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(11));
 
     // dispatch → status → result, with nothing else run: the watcher carries it out.
     let d = rpc(
@@ -229,10 +229,7 @@ fn every_face_of_a_tool_agrees() {
     // The dispatcher: `mcp --manager` and the worker/* endpoint list the same tools.
     let manager = by_name(&mcp_tools(&p, &["mcp", "--manager"], &[]));
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
-    assert_eq!(
-        manager.keys().collect::<Vec<_>>(),
-        ["approve", "cancel", "delete", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status"]
-    );
+    assert_eq!(manager.keys().collect::<Vec<_>>(), ["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status"]);
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
     let (_, job_help, _) = p.run(&["job", "--help"]);
@@ -297,6 +294,44 @@ fn every_face_of_a_tool_agrees() {
             assert_eq!(shared.0.as_str(), Some(description), "{name} is described alike in both toolboxes");
         }
     }
+}
+
+/// A commission's change and a wave task's are the same JSON from the command line
+/// (`guild-hall diff --json`, `job diff`, `plan diff`), the `worker/diff` and `plan/diff`
+/// methods and MCP's `tools/call`; a job with no branch is not found on each.
+#[test]
+fn a_diff_is_the_same_json_on_every_face() {
+    let p = Project::new(&[]);
+    p.script_worker("editor", "full", "printf 'more\\n' >> README.md\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+    p.script_worker(
+        "planter",
+        "full",
+        "printf 'planted\\n' > planted.txt\n\"$GUILD_HALL_BIN\" toolbox task-update --status done --sequence 1 --idempotency-key done >/dev/null",
+    );
+    let id = p.create("editor", "Edit", "Edit the readme.");
+    crate::plan::fixtures::write_plan(&p, "pl", "  - - {id: t, worker: planter, prompt: go}\n");
+    p.settle();
+    p.write_commission("later", "---\nworker: editor\nstatus: draft\n---\nNot yet.\n");
+    let cli: Value = serde_json::from_str(&p.ok(&["diff", &id, "--json"])).expect("json");
+    assert_eq!((cli["additions"].as_u64(), cli["files"][0]["path"].as_str()), (Some(1), Some("README.md")), "{cli:#}");
+    let job: Value = serde_json::from_str(&p.ok(&["job", "diff", "--jobId", &id])).expect("json");
+    assert_eq!(job, cli);
+    let task: Value = serde_json::from_str(&p.ok(&["diff", "pl:exec:wave-1:task-1", "--json"])).expect("json");
+    assert_eq!(task["files"][0]["path"], "planted.txt", "{task:#}");
+
+    let sock = p.tmp.path().join("gh.sock");
+    let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
+    assert_eq!(ok(&rpc(&sock, "worker/diff", json!({"jobId": id}))), &cli);
+    assert_eq!(ok(&rpc(&sock, "plan/diff", json!({"id": "pl", "task": "t"}))), &task);
+    let stat = rpc(&sock, "worker/diff", json!({"jobId": id, "stat": true}));
+    assert!(ok(&stat)["files"][0].get("patch").is_none() && ok(&stat)["additions"] == 1, "{stat}");
+    let call = rpc(&sock, "tools/call", json!({"name": "diff", "arguments": {"jobId": id}}));
+    assert_eq!(&ok(&call)["structuredContent"], &cli);
+    // No branch yet: not found, on each face.
+    let none = rpc(&sock, "worker/diff", json!({"jobId": "later"}));
+    assert_eq!((err_code(&none), none["error"]["data"]["kind"].as_str()), (-32602, Some("not_found")), "{none}");
+    let (code, _, err) = p.run(&["job", "diff", "--jobId", "later"]);
+    assert_eq!(code, 3, "{err}");
 }
 
 /// `meeting/*` over the watcher's socket, with a real client (curl) reading the turn's
