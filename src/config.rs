@@ -185,6 +185,10 @@ pub struct GlobalConfig {
     /// What to do when the kernel has no Landlock: refuse to start confined workers, or run
     /// them unconfined (with a warning).
     pub without_landlock: WithoutLandlock,
+    /// Dollars per million tokens by model (or worker package), for agents that report tokens
+    /// only ([`crate::worker::usage`]).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) prices: Prices,
     pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub(crate) other: serde_yaml_ng::Mapping,
@@ -198,11 +202,27 @@ impl Default for GlobalConfig {
             memory_compact_threshold: 16000,
             log_max_bytes: 16 * 1024 * 1024,
             without_landlock: WithoutLandlock::Refuse,
+            prices: Default::default(),
             projects: Vec::new(),
             other: Default::default(),
         }
     }
 }
+
+/// The price of a model, in dollars per million tokens (`prices:` in `config.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Price {
+    pub(crate) input: f64,
+    pub(crate) output: f64,
+    /// Tokens read from a cache (default: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cached: Option<f64>,
+}
+
+/// `prices:` in `config.yaml`: by model (as the agent names it) or by worker package name,
+/// the model's winning.
+pub(crate) type Prices = std::collections::BTreeMap<String, Price>;
 
 /// `without_landlock:` in `config.yaml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -318,6 +318,11 @@ impl StateDir {
     pub(crate) fn log(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.log"))
     }
+    /// What the attempt's agent reported it used, as the shim read it from its output
+    /// ([`crate::worker::usage`]); absent when it reported nothing.
+    pub(crate) fn usage(&self, attempt: u32) -> PathBuf {
+        self.0.join(format!("attempt-{attempt}.usage.json"))
+    }
 }
 
 #[cfg(test)]

@@ -9,8 +9,6 @@
 //! attempt's own output and records them in `exit.json`, which no worker can write, so a worker
 //! can misstate its own attempt but never another's, nor rewrite a figure once recorded.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
@@ -146,20 +144,17 @@ pub(crate) struct Reading {
     pub(crate) model: Option<String>,
 }
 
-/// The price of a model, in dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Price {
-    pub(crate) input: f64,
-    pub(crate) output: f64,
-    /// Tokens read from a cache (default: the input price).
-    #[serde(default)]
-    pub(crate) cached: Option<f64>,
+impl Reading {
+    /// `more` added to what was read before (the model: the latest named).
+    pub(crate) fn add(before: Option<Reading>, more: &Reading) -> Reading {
+        match before {
+            None => more.clone(),
+            Some(b) => Reading { usage: b.usage.plus(more.usage), model: more.model.clone().or(b.model) },
+        }
+    }
 }
 
-/// `prices:` in the home's `config.yaml`: by model (as the agent names it) or by worker
-/// package name, the model's winning.
-pub(crate) type Prices = BTreeMap<String, Price>;
+pub(crate) use crate::config::Prices;
 
 /// `usage`'s dollars: as reported, else priced by the model's price or the package's, else
 /// none. Also says whether they came from `prices:`.
@@ -176,6 +171,81 @@ pub(crate) fn priced(reading: &Reading, worker: &str, prices: &Prices) -> (Usage
         Some(usd) => (Usage { usd: Some(usd), ..u }, true),
         None => (u, false),
     }
+}
+
+/// One attempt's usage as observed: priced, who said it, and whether the attempt is over (its
+/// figures final: recorded then as the attempt's `usage` timeline event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Attempt {
+    pub(crate) attempt: u32,
+    pub(crate) usage: Usage,
+    pub(crate) source: Source,
+    pub(crate) model: Option<String>,
+    /// Its dollars came from `prices:`.
+    pub(crate) priced: bool,
+    pub(crate) over: bool,
+}
+
+impl Attempt {
+    /// The attempt's `usage` timeline event's fields (`attempt`, the figures, `source`, and
+    /// `worker`, `model` and `priced` where they say something), and its key.
+    pub(crate) fn event(&self, worker: &str) -> (String, Json) {
+        let mut fields = serde_json::to_value(self.usage).unwrap_or_else(|_| serde_json::json!({}));
+        fields["attempt"] = self.attempt.into();
+        fields["source"] = self.source.as_str().into();
+        fields["worker"] = worker.into();
+        if let Some(m) = &self.model {
+            fields["model"] = m.as_str().into();
+        }
+        if self.priced {
+            fields["priced"] = true.into();
+        }
+        (format!("usage:{}", self.attempt), fields)
+    }
+}
+
+/// The usage of attempt `attempt`: what its agent reported (the shim's record, read once the
+/// attempt is `over`), else what the worker reported (`reported`, its mailbox folded), priced
+/// from the home's `prices:` for `worker`'s package when no dollars were given; `None` when
+/// nothing was reported.
+pub(crate) fn observe(
+    home: &crate::config::Home,
+    state: &crate::activity::state::StateDir,
+    attempt: u32,
+    over: bool,
+    reported: Option<&Reading>,
+    worker: &str,
+) -> Option<Attempt> {
+    let agent = if over {
+        crate::files::read_json::<Reading>(&state.usage(attempt)).unwrap_or_else(|e| {
+            tracing::warn!(file = %state.usage(attempt).display(), error = %format!("{e:#}"), "the attempt's usage cannot be read");
+            None
+        })
+    } else {
+        None
+    };
+    let (reading, source) = match (agent, reported) {
+        (Some(a), _) => (a, Source::Agent),
+        (None, Some(r)) => (r.clone(), Source::Reported),
+        (None, None) => return None,
+    };
+    let prices = home.load_config().map(|g| g.prices).unwrap_or_default();
+    let (usage, priced) = priced(&reading, worker, &prices);
+    Some(Attempt { attempt, usage, source, model: reading.model, priced, over })
+}
+
+/// The sum of the `usage` events `which` picks out of a timeline (one per key), as the
+/// decider adds an attempt's usage to those before it.
+pub(crate) fn recorded(timeline: &std::path::Path, which: impl Fn(&Json) -> bool) -> Option<Usage> {
+    let events = crate::activity::timeline::read(timeline).unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    let picked: Vec<Usage> = events
+        .iter()
+        .filter(|e| e["kind"] == "usage" && which(e))
+        .filter(|e| seen.insert(e["key"].as_str().unwrap_or("").to_string()))
+        .filter_map(|e| serde_json::from_value::<Usage>(e.clone()).ok())
+        .collect();
+    Usage::sum(&picked)
 }
 
 /// The longest line of an attempt's output the meter looks at: an agent's report is a few
@@ -335,6 +405,7 @@ pub(crate) fn acp_line(result: &Json) -> Option<Json> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Price;
 
     fn capture(dir: &str, name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(dir).join(name);

@@ -43,6 +43,7 @@ mod commission {
     mod dependency_cycles;
     mod lifecycle;
     mod mailbox;
+    mod usage;
 }
 
 /// Git as the truth: merging, sync and land, trailers, fresh homes and clones, CI runs, what a worker may plant,
