@@ -102,4 +102,5 @@ mod worker {
     mod sandbox_reads;
     mod signal_safety;
     mod slurm;
+    mod usage;
 }
