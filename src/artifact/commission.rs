@@ -159,8 +159,20 @@ pub(crate) struct Frontmatter {
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 12] =
-    ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed", "usage"];
+pub(crate) const OWNED_KEYS: [&str; 12] = [
+    "status",
+    "created",
+    "attempt",
+    "branch",
+    "progress",
+    "questions",
+    "result",
+    "linked_artifacts",
+    "reason",
+    "refused",
+    "completed",
+    "usage",
+];
 
 /// A parsed, validated commission artifact.
 #[derive(Debug, Clone)]

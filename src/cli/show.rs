@@ -181,7 +181,7 @@ struct Rows {
     /// `status <id> --json` prints its one row as an object: the first row, kept.
     single: Option<Option<StatusRow>>,
     /// The table: id, status, worker, attempt, age, beat, note.
-    table: Table<7>,
+    table: Table<8>,
 }
 
 impl Rows {
@@ -235,9 +235,9 @@ impl Rows {
                     (status, c.worker.as_str(), c.created.as_deref(), beat, note)
                 }
             };
-            let attempt = match r {
-                StatusRow::Commission(c) => c.attempt,
-                StatusRow::Problem(p) => p.attempt,
+            let (attempt, usage) = match r {
+                StatusRow::Commission(c) => (c.attempt, c.usage.map(|u| u.brief()).unwrap_or_else(|| "-".into())),
+                StatusRow::Problem(p) => (p.attempt, "-".into()),
             };
             // One row a commission: the first line of the note, every control in it shown.
             self.table.row([
@@ -247,6 +247,7 @@ impl Rows {
                 attempt.to_string(),
                 age(self.now, parse_time(created)),
                 beat,
+                usage,
                 line(note.split('\n').next().unwrap_or("")).into_owned(),
             ]);
         }
@@ -271,7 +272,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         }
     }
     let now = Utc::now();
-    let table = Table::new(["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "PROGRESS / RESULT / REASON"]).right(&[3, 4, 5]);
+    let table = Table::new(["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "USAGE", "PROGRESS / RESULT / REASON"]).right(&[3, 4, 5, 6]);
     let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None), table };
     if !json_out {
         if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {

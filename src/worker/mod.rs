@@ -19,6 +19,6 @@ pub mod runner;
 pub mod sandbox;
 pub mod shim;
 pub mod toolbox;
-pub(crate) mod usage;
+pub mod usage;
 
 pub use package::{expand_home, pass_env, project_workers_dir, Catalog, Checkout, Manifest, Package, Protocol, SandboxSpec, Source};

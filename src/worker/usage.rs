@@ -85,6 +85,23 @@ impl Usage {
         all.into_iter().fold(None, |acc: Option<Usage>, u| Some(acc.map_or(*u, |a| a.plus(*u))))
     }
 
+    pub fn input_tokens(&self) -> u64 {
+        self.input_tokens
+    }
+
+    pub fn output_tokens(&self) -> u64 {
+        self.output_tokens
+    }
+
+    pub fn cached_tokens(&self) -> u64 {
+        self.cached_tokens
+    }
+
+    /// The dollars as a person reads them (`$0.1659`), when known.
+    pub fn usd_text(&self) -> Option<String> {
+        self.usd.map(|d| d.to_string())
+    }
+
     pub(crate) fn tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens).saturating_add(self.cached_tokens)
     }
@@ -101,7 +118,7 @@ impl Usage {
     }
 
     /// One short cell: `12.4k tok $0.17`, tokens only when no dollars are known.
-    pub(crate) fn brief(&self) -> String {
+    pub fn brief(&self) -> String {
         let tokens = match self.tokens() {
             n if n >= 10_000_000 => format!("{}M", n / 1_000_000),
             n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
@@ -165,8 +182,8 @@ pub(crate) fn priced(reading: &Reading, worker: &str, prices: &Prices) -> (Usage
     }
     let price = reading.model.as_deref().and_then(|m| prices.get(m)).or_else(|| prices.get(worker));
     let Some(p) = price else { return (u, false) };
-    let dollars = (u.input_tokens as f64 * p.input + u.output_tokens as f64 * p.output + u.cached_tokens as f64 * p.cached.unwrap_or(p.input))
-        / 1e6;
+    let dollars =
+        (u.input_tokens as f64 * p.input + u.output_tokens as f64 * p.output + u.cached_tokens as f64 * p.cached.unwrap_or(p.input)) / 1e6;
     match Usd::from_dollars(dollars) {
         Some(usd) => (Usage { usd: Some(usd), ..u }, true),
         None => (u, false),
@@ -237,7 +254,11 @@ pub(crate) fn observe(
 /// The sum of the `usage` events `which` picks out of a timeline (one per key), as the
 /// decider adds an attempt's usage to those before it.
 pub(crate) fn recorded(timeline: &std::path::Path, which: impl Fn(&Json) -> bool) -> Option<Usage> {
-    let events = crate::activity::timeline::read(timeline).unwrap_or_default();
+    summed(&crate::activity::timeline::read(timeline).unwrap_or_default(), which)
+}
+
+/// [`recorded`] of timeline events already read.
+pub(crate) fn summed(events: &[Json], which: impl Fn(&Json) -> bool) -> Option<Usage> {
     let mut seen = std::collections::BTreeSet::new();
     let picked: Vec<Usage> = events
         .iter()
@@ -432,7 +453,8 @@ mod tests {
     fn codex_turns_add_up_without_dollars() {
         let r = metered(&capture("codex", "02_mcp_tool.jsonl")).expect("a report");
         assert_eq!(r.usage, Usage { input_tokens: 21555, output_tokens: 20, cached_tokens: 0, usd: None });
-        let two = "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":100,\"cached_input_tokens\":60,\"output_tokens\":7}}\n".repeat(2);
+        let two =
+            "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":100,\"cached_input_tokens\":60,\"output_tokens\":7}}\n".repeat(2);
         assert_eq!(metered(&two).map(|r| r.usage), Some(Usage { input_tokens: 80, output_tokens: 14, cached_tokens: 120, usd: None }));
     }
 
@@ -465,13 +487,18 @@ mod tests {
         let failed = metered(&capture("claude-code", "turn3-unknown-session.jsonl")).expect("a report");
         assert_eq!(failed.usage, Usage { usd: Some(Usd(0)), ..Usage::default() });
         assert_eq!(metered("plain text\n{\"type\":\"progress\"}\n"), None);
-        let odd = format!("not json\n{{\"type\":\"result\"\n{}\n{{\"type\":\"usage\",\"input_tokens\":-3}}\n", "x".repeat(METER_LINE_MAX + 10));
+        let odd =
+            format!("not json\n{{\"type\":\"result\"\n{}\n{{\"type\":\"usage\",\"input_tokens\":-3}}\n", "x".repeat(METER_LINE_MAX + 10));
         assert_eq!(metered(&odd), None);
     }
 
     #[test]
     fn prices_turn_tokens_into_dollars_only_when_none_were_reported() {
-        let prices: Prices = [("m".to_string(), Price { input: 3.0, output: 15.0, cached: Some(0.3) }), ("pkg".to_string(), Price { input: 1.0, output: 1.0, cached: None })].into();
+        let prices: Prices = [
+            ("m".to_string(), Price { input: 3.0, output: 15.0, cached: Some(0.3) }),
+            ("pkg".to_string(), Price { input: 1.0, output: 1.0, cached: None }),
+        ]
+        .into();
         let u = Usage { input_tokens: 1_000_000, output_tokens: 100_000, cached_tokens: 2_000_000, usd: None };
         let by_model = priced(&Reading { usage: u, model: Some("m".into()) }, "pkg", &prices);
         assert_eq!(by_model, (Usage { usd: Usd::from_dollars(3.0 + 1.5 + 0.6), ..u }, true));

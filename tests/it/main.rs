@@ -76,6 +76,7 @@ mod plan {
     mod mailbox;
     mod record_vs_git;
     mod task_liveness;
+    mod usage;
     mod waves;
 }
 

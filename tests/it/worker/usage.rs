@@ -122,7 +122,8 @@ fn real_gemini_cli_reports_tokens_that_prices_turn_into_dollars() {
     );
     p.write_commission("costed", "---\nworker: gemini\n---\nDo a small thing.\n");
     let env = [("GOOGLE_GEMINI_BASE_URL", Path::new(&api.url)), ("GEMINI_API_KEY", Path::new("stand-in-key"))];
-    let out = crate::worker::claude_code::run_as(&p, false, &path_with(&gemini), &["reconcile", "--once", "--wait", "--timeout", "180s"], &env);
+    let out =
+        crate::worker::claude_code::run_as(&p, false, &path_with(&gemini), &["reconcile", "--once", "--wait", "--timeout", "180s"], &env);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(p.status("costed"), "completed", "{}", p.ok(&["logs", "costed"]));
     let (tokens, usd, event) = recorded(&p, "costed");
@@ -130,5 +131,8 @@ fn real_gemini_cli_reports_tokens_that_prices_turn_into_dollars() {
     assert_eq!(tokens, (24000, 60, 216000));
     // 24000 × $0.3 + 60 × $2.5 + 216000 × $0.075, per million.
     assert_eq!(usd, Some(0.02355));
-    assert_eq!((event["source"].as_str(), event["model"].as_str(), event["priced"].as_bool()), (Some("agent"), Some("gemini-2.5-flash"), Some(true)));
+    assert_eq!(
+        (event["source"].as_str(), event["model"].as_str(), event["priced"].as_bool()),
+        (Some("agent"), Some("gemini-2.5-flash"), Some(true))
+    );
 }
