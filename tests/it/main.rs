@@ -34,6 +34,7 @@ mod cli {
     mod misspelt_keys;
     mod positions;
     mod readable_output;
+    mod usage;
     mod wording;
 }
 
