@@ -21,6 +21,7 @@ mod activity {
 /// `guild-hall board` in a real terminal.
 mod board {
     mod terminal;
+    mod usage;
 }
 
 /// What the commands say and check: wording, tables, positions, misspelt keys, escapes shown not obeyed, editor support.

@@ -27,7 +27,12 @@ fn rows(v: &Value) -> Vec<(String, u64, u64, Option<f64>)> {
         .iter()
         .map(|r| {
             let u = &r["usage"];
-            (r["key"].as_str().unwrap_or("").to_string(), r["attempts"].as_u64().unwrap_or(0), u["input_tokens"].as_u64().unwrap_or(0), u["usd"].as_f64())
+            (
+                r["key"].as_str().unwrap_or("").to_string(),
+                r["attempts"].as_u64().unwrap_or(0),
+                u["input_tokens"].as_u64().unwrap_or(0),
+                u["usd"].as_f64(),
+            )
         })
         .collect()
 }
@@ -62,7 +67,10 @@ fn usage_sums_by_commission_worker_plan_and_day() {
         ]
     );
     assert_eq!((by_commission["total"]["input_tokens"].as_u64(), by_commission["total"]["usd"].as_f64()), (Some(15000), Some(2.0)));
-    assert_eq!(rows(&report(&p, &["--by", "worker"])), [("alpha".to_string(), 2, 5000, Some(1.0)), ("beta".to_string(), 2, 10000, Some(1.0))]);
+    assert_eq!(
+        rows(&report(&p, &["--by", "worker"])),
+        [("alpha".to_string(), 2, 5000, Some(1.0)), ("beta".to_string(), 2, 10000, Some(1.0))]
+    );
     assert_eq!(rows(&report(&p, &["--by", "plan"])), [("-".to_string(), 2, 3000, Some(1.0)), ("build".to_string(), 2, 12000, Some(1.0))]);
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let by_day = rows(&report(&p, &["--by", "day", "--since", &today]));
