@@ -105,5 +105,5 @@ mod worker {
     mod sandbox_reads;
     mod signal_safety;
     mod slurm;
-    mod usage;
+    pub(crate) mod usage;
 }

@@ -13,7 +13,7 @@ use crate::common::*;
 use crate::worker::claude_code::{install_package, real_claude, real_run, FakeApi};
 
 /// What the stand-in served in all: (input not cached, output, cached).
-fn served(api: &FakeApi) -> (u64, u64, u64) {
+pub(crate) fn served(api: &FakeApi) -> (u64, u64, u64) {
     let file = format!("{}.usage.jsonl", api.requests.display());
     let lines = std::fs::read_to_string(&file).unwrap_or_default();
     lines.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).fold((0, 0, 0), |(i, o, c), u| {
