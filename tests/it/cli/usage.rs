@@ -96,6 +96,8 @@ fn usage_sums_by_commission_worker_plan_and_day() {
     assert_ne!(code, 0);
     assert!(err.contains("commission"), "{err}");
 
+    // What guild-hall wrote passes `check` (the `usage:` of commissions and plans is theirs).
+    p.ok(&["check"]);
     // `status --json` carries each commission's usage; tokens only when no dollars are known.
     let one = p.status_json("one");
     assert_eq!(one["usage"], serde_json::json!({"input_tokens": 1000, "output_tokens": 10, "cached_tokens": 0, "usd": 1.0}), "{one}");
