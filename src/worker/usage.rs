@@ -54,12 +54,13 @@ impl<'de> Deserialize<'de> for Usd {
 /// `cached_tokens` those read from one; `usd` only as reported or priced, never guessed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
+    // In the order of their names: `status --json`'s rows are sorted at every level.
+    #[serde(default)]
+    pub(crate) cached_tokens: u64,
     #[serde(default)]
     pub(crate) input_tokens: u64,
     #[serde(default)]
     pub(crate) output_tokens: u64,
-    #[serde(default)]
-    pub(crate) cached_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]
     pub(crate) usd: Option<Usd>,
