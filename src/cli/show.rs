@@ -353,7 +353,8 @@ fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
         let reason =
             record.as_ref().and_then(|r| r.reason.clone()).or(elsewhere).or_else(integrated).map(|r| format!("  {r}")).unwrap_or_default();
         table.line(String::new());
-        table.line(format!("plan {id}: {status}{wave}{}", line(&reason)));
+        let used = guild_hall::ops::plan::usage(&plan).map(|u| format!(" · used {}", u.brief())).unwrap_or_default();
+        table.line(format!("plan {id}: {status}{wave}{used}{}", line(&reason)));
         for t in plan.tasks().filter(|t| filter.keeps_worker(&t.worker)) {
             let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");
             table.row([line(&t.canonical).into_owned(), state.to_string(), line(&t.worker).into_owned()]);

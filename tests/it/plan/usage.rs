@@ -52,6 +52,12 @@ fn a_plan_sums_what_its_tasks_used() {
             ("costed:exec:wave-2:task-1".to_string(), "agent".to_string()),
         ]
     );
+    // `plan show` and `status` say it too.
+    assert_eq!(v["usage"], serde_json::json!({"input_tokens": 2500, "output_tokens": 25, "cached_tokens": 400, "usd": 0.125}), "{v}");
+    let shown = p.ok(&["plan", "show", "costed"]);
+    assert!(shown.lines().any(|l| l == "usage     2.9k tok $0.125"), "{shown}");
+    let status = p.ok(&["status"]);
+    assert!(status.lines().any(|l| l.starts_with("plan costed: completed") && l.contains("· used 2.9k tok $0.125")), "{status}");
     // A further pass changes nothing: each attempt is counted once.
     p.settle();
     assert_eq!(plan_usage(&p, "costed"), u);
