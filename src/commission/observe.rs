@@ -712,7 +712,8 @@ fn observe_one(
             let last = matches!(obs.proc, Proc::Dead | Proc::NotStarted);
             let worktree = home.worktree(&project.name, &obs.artifact.id);
             read_mail(&mut obs, &state, rec.attempt, &worktree, last);
-            let over = obs.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt);
+            // Over once its exit is recorded, or its process is gone without one (lost).
+            let over = obs.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt) || obs.proc == Proc::Dead;
             let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
             obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
             if obs.usage.is_some() && rec.attempt > 1 {
