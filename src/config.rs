@@ -297,6 +297,10 @@ pub struct GlobalConfig {
     pub(crate) notify: Option<Vec<String>>,
     #[serde(with = "duration_str")]
     pub(crate) notify_timeout: Duration,
+    /// Dollars per million tokens by model (or worker package), for agents that report tokens
+    /// only ([`crate::worker::usage`]).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) prices: Prices,
     pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub(crate) other: serde_yaml_ng::Mapping,
@@ -312,11 +316,27 @@ impl Default for GlobalConfig {
             without_landlock: WithoutLandlock::Refuse,
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
+            prices: Default::default(),
             projects: Vec::new(),
             other: Default::default(),
         }
     }
 }
+
+/// The price of a model, in dollars per million tokens (`prices:` in `config.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Price {
+    pub(crate) input: f64,
+    pub(crate) output: f64,
+    /// Tokens read from a cache (default: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cached: Option<f64>,
+}
+
+/// `prices:` in `config.yaml`: by model (as the agent names it) or by worker package name,
+/// the model's winning.
+pub(crate) type Prices = std::collections::BTreeMap<String, Price>;
 
 /// `without_landlock:` in `config.yaml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -15,7 +15,7 @@ import json
 import time
 import uuid
 
-from fake_common import Handler, reply_for, serve
+from fake_common import usage_of, Handler, reply_for, serve
 
 
 def content_blocks(reply):
@@ -46,7 +46,9 @@ class AnthropicHandler(Handler):
         blocks, stop = content_blocks(reply)
         model = body.get("model", "claude-stand-in")
         msg_id = "msg_" + uuid.uuid4().hex[:24]
-        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        u = usage_of(reply)
+        usage = {"input_tokens": u["input"], "output_tokens": u["output"], "cache_creation_input_tokens": 0,
+                 "cache_read_input_tokens": u["cached"]}
         if not body.get("stream"):
             return self.send_json(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model,
                                         "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage})
@@ -63,7 +65,7 @@ class AnthropicHandler(Handler):
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {
                     "type": "input_json_delta", "partial_json": json.dumps(b["input"])}}))
             events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}))
+        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": u["output"]}}))
         events.append(("message_stop", {"type": "message_stop"}))
         self.send_events("".join(f"event: {name}\ndata: {json.dumps(obj)}\n\n" for name, obj in events).encode())
 

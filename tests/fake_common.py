@@ -4,6 +4,7 @@ every request recorded before it is answered, JSON replies, and serving on a fre
 
 Usage of each stand-in: fake_X.py SCRIPT.json REQUESTS.jsonl PORT_FILE. SCRIPT is a JSON list
 of replies, one per agent turn, in order; once it is used up every further turn answers "done".
+A reply may say the tokens it used (`usage_of`), which each stand-in reports as its API does.
 Every request is appended to REQUESTS as one JSON line (its path, its time, its body, and its
 headers where the stand-in asks for them). The chosen port is written to PORT_FILE (whole:
 written aside, then renamed).
@@ -31,10 +32,23 @@ def next_reply():
 
 
 def reply_for(body):
-    """The next scripted reply for an agent turn; side requests (no tools) get plain text."""
+    """The next scripted reply for an agent turn; side requests (no tools) get plain text, and
+    use no tokens (so that what an agent reports is what its turns were served)."""
     if not body.get("tools"):
-        return {"text": "ok"}
+        return {"text": "ok", "usage": {"input": 0, "output": 0, "cached": 0}}
     return next_reply()
+
+
+def usage_of(reply):
+    """The tokens a reply says it used: its "usage" ({"input", "output", "cached"}: input not
+    read from a cache, output, input read from one), else 10 in and 5 out; each one served is
+    appended to REQUESTS.usage.jsonl, so that a test can add up what the agent was served."""
+    u = {"input": 10, "output": 5, "cached": 0}
+    u.update(reply.get("usage") or {})
+    with LOCK:
+        with open(REQUESTS_PATH + ".usage.jsonl", "a") as f:
+            f.write(json.dumps(u) + "\n")
+    return u
 
 
 class Handler(BaseHTTPRequestHandler):

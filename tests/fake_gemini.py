@@ -16,16 +16,22 @@ server-sent events, `generateContent` with one JSON reply, as the API does.
 import json
 import time
 
-from fake_common import Handler, reply_for, serve
+from fake_common import Handler, reply_for, serve, usage_of
 
 MODEL = "gemini-2.5-flash"
 
 
-def usage():
-    return {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+def usage(u):
+    """As the Gemini API says it (on every chunk of a stream, the same): the prompt's count
+    includes the cached part."""
+    meta = {"promptTokenCount": u["input"] + u["cached"], "candidatesTokenCount": u["output"],
+            "totalTokenCount": u["input"] + u["cached"] + u["output"]}
+    if u["cached"]:
+        meta["cachedContentTokenCount"] = u["cached"]
+    return meta
 
 
-def chunks(reply):
+def chunks(reply, meta):
     """The response chunks of one reply, the last one with its finish reason."""
     if "call" in reply:
         c = reply["call"]
@@ -39,7 +45,7 @@ def chunks(reply):
         cand = {"content": {"role": "model", "parts": p}, "index": 0}
         if n == len(parts) - 1:
             cand["finishReason"] = "STOP"
-        out.append({"candidates": [cand], "usageMetadata": usage(), "modelVersion": MODEL})
+        out.append({"candidates": [cand], "usageMetadata": meta, "modelVersion": MODEL})
     return out
 
 
@@ -57,12 +63,13 @@ class GeminiHandler(Handler):
         if "hold" in reply:
             time.sleep(float(reply["hold"]))
             reply = {"text": "held"}
-        parts = chunks(reply)
+        meta = usage(usage_of(reply))
+        parts = chunks(reply, meta)
         if ":streamGenerateContent" not in self.path:
             merged = [p for c in parts for p in c["candidates"][0]["content"]["parts"]]
             return self.send_json(200, {"candidates": [{"content": {"role": "model", "parts": merged},
                                                         "finishReason": "STOP", "index": 0}],
-                                        "usageMetadata": usage(), "modelVersion": MODEL})
+                                        "usageMetadata": meta, "modelVersion": MODEL})
         self.send_events("".join(f"data: {json.dumps(c)}\r\n\r\n" for c in parts).encode())
 
 

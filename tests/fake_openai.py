@@ -21,7 +21,7 @@ import json
 import time
 import uuid
 
-from fake_common import Handler, next_reply, serve
+from fake_common import Handler, next_reply, serve, usage_of
 
 
 def user_messages(body):
@@ -102,8 +102,11 @@ class OpenAIHandler(Handler):
                 send({"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0, "content_index": 0,
                       "delta": piece})
         send({"type": "response.output_item.done", "output_index": 0, "item": item})
-        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+        u = usage_of(reply)
+        # The Responses API counts cached input in input_tokens.
+        usage = {"input_tokens": u["input"] + u["cached"], "input_tokens_details": {"cached_tokens": u["cached"]},
+                 "output_tokens": u["output"], "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": u["input"] + u["cached"] + u["output"]}
         send({"type": "response.completed", "response": dict(base, status="completed", output=[item], usage=usage)})
 
 

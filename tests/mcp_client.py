@@ -35,6 +35,7 @@ async def main(binary):
                 ("store_memory", {"key": "style", "content": "prefer tables"}),
                 ("write_artifact", {"path": ".lore/notes/mcp.md", "content": "written over MCP\n"}),
                 ("read_artifact", {"path": ".lore/notes/mcp.md"}),
+                ("report_usage", {"input_tokens": 1200, "output_tokens": 30, "cached_tokens": 500}),
                 ("submit_result", {"summary": "done", "artifacts": ["report.md"]}),
             ]
             for name, args in calls:
@@ -49,6 +50,8 @@ async def main(binary):
                 ("write_artifact", {"path": "outside.md", "content": "x"}),
                 ("write_artifact", {"path": ".lore/../../escape.md", "content": "x"}),
                 ("read_artifact", {"path": ".lore/missing.md"}),
+                ("report_usage", {"input_tokens": -1, "output_tokens": 1}),
+                ("report_usage", {"input_tokens": 1, "output_tokens": 1, "usd": -0.5}),
             ]
             for i, (name, args) in enumerate(bad):
                 try:

@@ -53,6 +53,8 @@ async def main(binary, project, home):
             job = d["jobId"]
             out["final"] = await poll(session, job, ("completed", "failed", "cancelled"))
             out["result"] = await call(session, "result", {"jobId": job})
+            out["usage"] = await call(session, "usage", {"by": "worker"})
+            out["usage_bad"] = await call(session, "usage", {"by": "team"})
             out["list_simple"] = await call(session, "list", {})
             out["list_filtered"] = await call(session, "list", {"detail": "detailed", "filter": "*crash-only*"})
             out["list_none"] = await call(session, "list", {"filter": "*nothing like it*"})

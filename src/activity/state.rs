@@ -350,6 +350,12 @@ impl StateDir {
     pub(crate) fn setup_done(&self) -> PathBuf {
         self.0.join("setup-done")
     }
+
+    /// What the attempt's agent reported it used, as the shim read it from its output
+    /// ([`crate::worker::usage`]); absent when it reported nothing.
+    pub(crate) fn usage(&self, attempt: u32) -> PathBuf {
+        self.0.join(format!("attempt-{attempt}.usage.json"))
+    }
 }
 
 #[cfg(test)]

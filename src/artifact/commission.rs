@@ -275,11 +275,26 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: when it reached its end.
     #[schemars(with = "Option<String>")]
     completed: Option<Value>,
+    /// Written by guild-hall: what its attempts used.
+    #[schemars(with = "Option<super::value_schemas::UsageFigures>")]
+    usage: Option<super::frontmatter::Unread>,
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 11] =
-    ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed"];
+pub(crate) const OWNED_KEYS: [&str; 12] = [
+    "status",
+    "created",
+    "attempt",
+    "branch",
+    "progress",
+    "questions",
+    "result",
+    "linked_artifacts",
+    "reason",
+    "refused",
+    "completed",
+    "usage",
+];
 
 /// The keys a person writes as a one-shot request, which the reconciler removes once answered.
 pub(crate) const REQUEST_KEYS: [&str; 2] = ["desired", "feedback"];
@@ -422,6 +437,7 @@ impl Commission {
             reason,
             refused,
             completed,
+            usage: _shown_from_fields,
         } = super::frontmatter::declared(&fields);
         let status = super::vocabulary::status_field::<Status>(status.as_ref(), &mut bad);
         let worker = ids::worker_name(worker.as_ref(), "which worker package does this").unwrap_or_else(|why| {

@@ -89,6 +89,9 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: when it reached its end.
     #[schemars(with = "Option<String>")]
     completed: Option<Value>,
+    /// Written by guild-hall: what its tasks' attempts used.
+    #[schemars(with = "Option<super::value_schemas::UsageFigures>")]
+    usage: Option<super::frontmatter::Unread>,
 }
 
 /// One task of a wave: a commission for `worker`, run in its own worktree.
@@ -112,7 +115,7 @@ pub(crate) struct TaskKeys {
 }
 
 /// The keys only guild-hall writes.
-pub(crate) const OWNED_KEYS: [&str; 6] = ["status", "wave", "reason", "refused", "tasks", "created"];
+pub(crate) const OWNED_KEYS: [&str; 7] = ["status", "wave", "reason", "refused", "tasks", "created", "usage"];
 
 /// One task of a wave.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -240,6 +243,7 @@ impl Plan {
             tasks,
             created,
             completed: _not_read,
+            usage: _shown_from_fields,
         } = frontmatter::declared(&fields);
         let status = super::vocabulary::status_field::<PlanStatus>(status.as_ref(), &mut |k: &str, m: String| bad(top(k), m));
         let parallelism = match parallelism {

@@ -84,6 +84,29 @@ impl JsonSchema for CommissionResult {
     }
 }
 
+/// The schema of a `usage:` (a commission's, a plan's): tokens and dollars, written by guild-hall.
+pub(crate) enum UsageFigures {}
+
+impl JsonSchema for UsageFigures {
+    fn schema_name() -> Cow<'static, str> {
+        "Usage".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "What its attempts used, summed (written by guild-hall from what each agent reported): tokens, and dollars where reported or priced.",
+            "type": "object",
+            "properties": {
+                "input_tokens": { "type": "integer", "minimum": 0 },
+                "output_tokens": { "type": "integer", "minimum": 0 },
+                "cached_tokens": { "type": "integer", "minimum": 0 },
+                "usd": { "type": "number", "minimum": 0 },
+            },
+            "additionalProperties": false,
+        })
+    }
+}
+
 /// What a package or artifact name may be: lowercase letters, digits, `-`, `_`, `.`; no
 /// leading dot (a plan's task names its worker and its own id so).
 pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";

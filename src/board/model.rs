@@ -68,6 +68,8 @@ pub(crate) struct Item {
     pub(crate) verify: Option<String>,
     /// The artifact's file.
     pub(crate) path: PathBuf,
+    /// What its attempts used (a plan: its tasks'), as its artifact says.
+    pub(crate) usage: Option<crate::worker::usage::Usage>,
 }
 
 impl Item {
@@ -91,6 +93,7 @@ impl Item {
             wave: None,
             verify: None,
             path: PathBuf::new(),
+            usage: None,
         }
     }
 }
@@ -287,6 +290,7 @@ fn commission(row: &StatusRow, project: usize, now: DateTime<Utc>) -> Item {
         wave: None,
         verify: None,
         path: c.path.clone(),
+        usage: c.usage,
     }
 }
 
@@ -309,6 +313,7 @@ fn problem(p: &ProblemRow, project: usize) -> Item {
         wave: None,
         verify: None,
         path: p.path.clone(),
+        usage: None,
     }
 }
 
@@ -347,6 +352,7 @@ fn plan_item(plan: &crate::artifact::plan::Plan, shown: &crate::tools::plan::Sho
         wave: shown.wave.filter(|w| *w > 0),
         verify: shown.verify.as_ref().map(|v| format!("{} ({} runs)", clean(&v.join(" ")), shown.verify_runs)),
         path: plan.path.clone(),
+        usage: plan.fields.get("usage").and_then(crate::worker::usage::Usage::from_yaml),
     }
 }
 
@@ -378,6 +384,7 @@ fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: 
         wave: None,
         verify: None,
         path: m.path.clone(),
+        usage: None,
     }
 }
 

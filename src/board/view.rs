@@ -145,7 +145,17 @@ pub(crate) fn draw(f: &mut Frame<'_>, s: &Screen<'_>) {
     let area = f.area();
     let list_rows = if s.detail.is_some() { Constraint::Percentage(45) } else { Constraint::Min(1) };
     let detail_rows = if s.detail.is_some() { Constraint::Min(3) } else { Constraint::Length(0) };
-    let keys = footer_lines(area.width);
+    let mut keys = footer_lines(area.width);
+    // What the items shown used, in all: after the keys where it fits, else a line of its own.
+    if let Some(total) = crate::worker::usage::Usage::sum(s.items.iter().filter_map(|i| i.usage.as_ref())) {
+        let used = format!("used {}", total.brief());
+        match keys.last_mut() {
+            Some(last) if last.chars().count() + 5 + used.chars().count() <= usize::from(area.width) => {
+                last.push_str(&format!("  ·  {used}"))
+            }
+            _ => keys.push(used),
+        }
+    }
     // The footer takes the lines it needs, but never the list's last row.
     let footer_rows = u16::try_from(keys.len()).unwrap_or(u16::MAX).min(area.height.saturating_sub(3).max(1));
     let [head, list, detail, message, footer] =
@@ -239,6 +249,7 @@ fn row<'a>(s: &Screen<'_>, i: &'a Item, id_width: usize) -> Text<'a> {
         Span::raw(format!("{} ", fit(&id_of(s, i), id_width))),
         Span::raw(format!("{} ", fit(&i.worker, 9))),
         Span::styled(format!("{attempt:>3} {age:>4} {beat:>4} "), dim),
+        Span::styled(i.usage.map(|u| format!("{} ", u.brief())).unwrap_or_default(), dim),
         Span::raw(note),
     ])];
     for (w, cells) in i.waves.iter().enumerate() {
@@ -418,6 +429,24 @@ mod tests {
                 assert_eq!((plain[(x, y)].fg, plain[(x, y)].bg), (Color::Reset, Color::Reset), "coloured at {x},{y}:\n{}", text(&plain));
             }
         }
+    }
+
+    #[test]
+    fn each_item_shows_what_it_used_and_the_footer_their_total() {
+        use crate::worker::usage::{Usage, Usd};
+        let mut paid = item(Kind::Commission, "paid", "completed", "done");
+        paid.usage = Some(Usage { input_tokens: 1200, output_tokens: 300, cached_tokens: 0, usd: Some(Usd(170_000)) });
+        let mut plan = item(Kind::Plan, "port", "completed", "");
+        plan.usage = Some(Usage { input_tokens: 9000, output_tokens: 500, cached_tokens: 0, usd: None });
+        let none = item(Kind::Commission, "fresh", "pending", "waits");
+        let t = text(&render(&[&paid, &plan, &none], &Ui::default(), None, false, 80, 24));
+        let row = |id: &str| t.lines().find(|l| l.contains(id)).unwrap_or_default().to_string();
+        assert!(row("paid").contains("1.5k tok $0.17 done"), "{t}");
+        assert!(row("port").contains("9.5k tok "), "tokens only where no dollars are known:\n{t}");
+        assert!(!row("fresh").contains("tok"), "{t}");
+        assert!(t.lines().any(|l| l.trim_end().ends_with("used 11k tok $0.17")), "the footer's total:\n{t}");
+        let wide = text(&render(&[&paid, &plan], &Ui::default(), None, false, 200, 24));
+        assert!(wide.lines().any(|l| l.contains("w reconcile  ·  used 11k tok $0.17")), "after the keys where it fits:\n{wide}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod review;
 mod show;
 mod sync;
 mod tools;
+mod usage;
 mod workers;
 
 #[cfg(test)]
@@ -243,6 +244,25 @@ pub enum Command {
         /// Follow: print entries as they are written until it has settled.
         #[arg(short = 'f', long)]
         follow: bool,
+    },
+    /// Show what the project's work used: the tokens and dollars of every ended attempt of its
+    /// commissions and plan tasks, summed by commission (a wave task by its id), worker, plan
+    /// or day.
+    ///
+    /// Each figure is what the attempt's agent reported on its output (Claude Code, Codex,
+    /// Gemini CLI, an ACP agent that sends it) or its worker with `toolbox report-usage`;
+    /// dollars as reported, else priced from `prices:` in $GUILD_HALL_HOME/config.yaml, else
+    /// none (`-`: tokens only). An attempt still running is counted once it ends.
+    Usage {
+        /// Only attempts that ended on or after this day (2026-11-01) or time (RFC 3339).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Group by commission, worker, plan or day.
+        #[arg(long, value_name = "GROUP", default_value = "commission", value_parser = ["commission", "worker", "plan", "day"])]
+        by: String,
+        /// Print the report as JSON: {by, since, rows: [{key, attempts, usage}], total}.
+        #[arg(long)]
+        json: bool,
     },
     /// Show which commissions, meetings and plan tasks produced a file: every commit of the
     /// integration branch's first-parent chain that changed it, newest first, with its date,
@@ -625,6 +645,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sync { dry_run, json } => sync::sync(&Env::load(&cli)?, *dry_run, *json).map(ok),
         Command::Land { push, dry_run, json } => sync::land(&Env::load(&cli)?, push.as_deref(), *dry_run, *json).map(ok),
         Command::Timeline { id, json, follow } => show::timeline(&Env::load(&cli)?, id, *json, *follow).map(|_| ExitCode::SUCCESS),
+        Command::Usage { since, by, json } => usage::usage(&Env::load(&cli)?, since.as_deref(), by, *json).map(|_| ExitCode::SUCCESS),
         Command::Show { path, json } => show::produced(&cli, &Env::load(&cli)?, path, *json).map(|_| ExitCode::SUCCESS),
         Command::Logs { id, attempt, raw, follow } => show::logs(&Env::load(&cli)?, id, *attempt, *raw, *follow).map(|_| ExitCode::SUCCESS),
         Command::Diff { id, stat, json, no_pager } => {

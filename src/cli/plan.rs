@@ -264,7 +264,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&shown)?)?);
         return Ok(());
     }
-    let Shown { status, problem, log, elsewhere, integrated, tasks: shown_tasks, .. } = shown;
+    let Shown { status, problem, log, elsewhere, integrated, usage, tasks: shown_tasks, .. } = shown;
     say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!(
         "status    {status}{}",
@@ -281,6 +281,9 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
     }
     if let Some(i) = &integrated {
         say!("integrated {i}");
+    }
+    if let Some(u) = &usage {
+        say!("usage     {}", u.brief());
     }
     say!("parallel  {}", plan.parallelism);
     if let Some(v) = &plan.verify {

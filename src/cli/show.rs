@@ -181,7 +181,7 @@ struct Rows {
     /// `status <id> --json` prints its one row as an object: the first row, kept.
     single: Option<Option<StatusRow>>,
     /// The table: id, status, worker, attempt, age, beat, note.
-    table: Table<7>,
+    table: Table<8>,
 }
 
 impl Rows {
@@ -240,9 +240,9 @@ impl Rows {
                     (status, c.worker.as_str(), c.created.as_deref(), beat, note)
                 }
             };
-            let attempt = match r {
-                StatusRow::Commission(c) => c.attempt,
-                StatusRow::Problem(p) => p.attempt,
+            let (attempt, usage) = match r {
+                StatusRow::Commission(c) => (c.attempt, c.usage.map(|u| u.brief()).unwrap_or_else(|| "-".into())),
+                StatusRow::Problem(p) => (p.attempt, "-".into()),
             };
             // One row a commission: the first line of the note, every control in it shown.
             self.table.row([
@@ -252,6 +252,7 @@ impl Rows {
                 attempt.to_string(),
                 age(self.now, parse_time(created)),
                 beat,
+                usage,
                 line(note.split('\n').next().unwrap_or("")).into_owned(),
             ]);
         }
@@ -276,7 +277,7 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         }
     }
     let now = Utc::now();
-    let table = Table::new(["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "PROGRESS / RESULT / REASON"]).right(&[3, 4, 5]);
+    let table = Table::new(["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "USAGE", "PROGRESS / RESULT / REASON"]).right(&[3, 4, 5, 6]);
     let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None), table };
     if !json_out {
         if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {
@@ -357,7 +358,8 @@ fn plans_table(env: &Env, filter: &Filter) -> Result<usize> {
         let reason =
             record.as_ref().and_then(|r| r.reason.clone()).or(elsewhere).or_else(integrated).map(|r| format!("  {r}")).unwrap_or_default();
         table.line(String::new());
-        table.line(format!("plan {id}: {status}{wave}{}", line(&reason)));
+        let used = guild_hall::ops::plan::usage(&plan).map(|u| format!(" · used {}", u.brief())).unwrap_or_default();
+        table.line(format!("plan {id}: {status}{wave}{used}{}", line(&reason)));
         for t in plan.tasks().filter(|t| filter.keeps_worker(&t.worker)) {
             let state = record.as_ref().and_then(|r| r.tasks.get(&t.canonical)).map(|r| r.state.as_str()).unwrap_or("queued");
             table.row([line(&t.canonical).into_owned(), state.to_string(), line(&t.worker).into_owned()]);

@@ -46,6 +46,12 @@ pub(crate) struct Observed {
     pub(crate) mail: Vec<Mail>,
     /// Notes on what the reader skipped or dropped: (timeline key, text).
     pub(crate) mail_notes: Vec<(String, String)>,
+    /// The current attempt's usage, read where its mailbox is; `None`: nothing reported (or
+    /// not read).
+    pub(crate) usage: Option<crate::worker::usage::Attempt>,
+    /// With `usage` of an attempt after the first: what the earlier ones used, from their
+    /// `usage` timeline events.
+    pub(crate) usage_before: Option<crate::worker::usage::Usage>,
     /// The mailbox could not be read at all (an I/O error, not a regular file, a mode guild-hall
     /// could not give back): the attempt is watched and stopped as any other, and fails once
     /// its worker has ended (a result it may hold cannot be read).
@@ -154,6 +160,8 @@ impl Observed {
             fold_changed: false,
             mail: Vec::new(),
             mail_notes: Vec::new(),
+            usage: None,
+            usage_before: None,
             mail_error: None,
             heartbeat: None,
             sample: None,
@@ -211,6 +219,9 @@ pub struct Folded {
     /// The attempt's result: the first one (submit_result is accepted once).
     #[serde(default)]
     pub(crate) result: Option<Submitted>,
+    /// What the worker reported it used (`report_usage`), summed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reported: Option<crate::worker::usage::Reading>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -241,6 +252,7 @@ impl Folded {
                 }
                 self.result = Some(Submitted { summary: summary.clone(), artifacts: artifacts.clone() });
             }
+            MailBody::UsageReport(r) => self.reported = Some(crate::worker::usage::Reading::add(self.reported.take(), r)),
             _ => {}
         }
         Ok(())
@@ -704,6 +716,15 @@ fn observe_one(
             let last = matches!(obs.proc, Proc::Dead | Proc::NotStarted);
             let worktree = home.worktree(&project.name, &obs.artifact.id);
             read_mail(&mut obs, &state, rec.attempt, &worktree, last);
+            // Over once its exit is recorded, or its process is gone without one (lost).
+            let over = obs.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt) || obs.proc == Proc::Dead;
+            let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
+            obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
+            if obs.usage.is_some() && rec.attempt > 1 {
+                let timeline = crate::activity::timeline::path_for(&obs.artifact.path);
+                let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));
+                obs.usage_before = crate::worker::usage::recorded(&timeline, before);
+            }
         }
     }
     Ok(obs)

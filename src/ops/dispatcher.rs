@@ -14,7 +14,7 @@ use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
     Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List, MeetingRequest, MeetingRequested,
-    Operations, Reject, Reviewed, Revise,
+    Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
 };
 use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;
@@ -142,6 +142,11 @@ impl Operations for Dispatcher {
         let id = create(&self.home, &self.project, &new).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
         super::kick(&self.home, &self.project)?;
         Ok(Dispatched { job_id: id })
+    }
+
+    /// `worker/usage {by?, since?}`.
+    fn usage(&self, req: UsageQuery) -> Result<UsageReport, ToolError> {
+        super::usage::report(&self.project, req.since.as_deref(), req.by).map_err(|e| ToolError::of(e, ErrorKind::Refused))
     }
 
     /// `worker/list {detail?, filter?}`: a glob on descriptions.

@@ -18,6 +18,7 @@ pub mod produced;
 pub mod status;
 pub mod sync;
 pub mod timeline;
+pub mod usage;
 pub mod workers;
 
 use std::time::{Duration, Instant};

@@ -189,8 +189,14 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
         problem,
         elsewhere: crate::plan::decide::elsewhere(&plan, record.as_ref()),
         integrated: crate::plan::observe::integrated(project, &plan, record.as_ref()).map(|i| i.describe()),
+        usage: usage(&plan),
     };
     Ok((plan, record, shown))
+}
+
+/// What a plan's tasks' ended attempts used, as its `usage:` says.
+pub fn usage(plan: &Plan) -> Option<crate::worker::usage::Usage> {
+    plan.fields.get("usage").and_then(crate::worker::usage::Usage::from_yaml)
 }
 
 /// What task `canonical` submitted last, from the plan's timeline (its `result` events: the

@@ -214,6 +214,8 @@ pub struct CommissionRow {
     /// under way.
     pub stopping: Option<String>,
     pub(crate) title: Option<String>,
+    /// What its attempts used (`usage:` as written): tokens, and dollars when known.
+    pub usage: Option<crate::worker::usage::Usage>,
     /// Still to run, and what it waits for (dependencies, its worker's package).
     pub waiting: Option<String>,
     pub worker: String,
@@ -317,6 +319,7 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionR
     CommissionRow {
         id: a.id.clone(),
         title: a.title.clone(),
+        usage: a.field("usage").and_then(crate::worker::usage::Usage::from_yaml),
         status: a.status.unwrap_or(Status::Pending),
         worker: a.worker.clone(),
         attempt: a.attempt(),
@@ -381,6 +384,7 @@ mod tests {
             status: Status::InProgress,
             stopping: Some("s".into()),
             title: Some("t".into()),
+            usage: Some(crate::worker::usage::Usage { input_tokens: 1, output_tokens: 2, cached_tokens: 3, usd: None }),
             waiting: Some("w".into()),
             worker: "scribe".into(),
         };
@@ -404,6 +408,7 @@ mod tests {
             status: Status::Pending,
             stopping: None,
             title: None,
+            usage: None,
             waiting: None,
             ..full.clone()
         };

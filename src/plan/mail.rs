@@ -33,6 +33,9 @@ pub(crate) struct TaskFolded {
     /// logged as the task's `result` whatever the cap on events of a pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) result: Option<TaskResult>,
+    /// What the worker reported it used (`report_usage`), summed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reported: Option<crate::worker::usage::Reading>,
 }
 
 /// A wave task's submitted result: what a commission's `submit_result` is, in a task.
@@ -54,6 +57,7 @@ impl TaskFolded {
             MailBody::Result { summary, artifacts } if self.result.is_none() => {
                 self.result = Some(TaskResult { summary: summary.clone(), artifacts: artifacts.clone() });
             }
+            MailBody::UsageReport(r) => self.reported = Some(crate::worker::usage::Reading::add(self.reported.take(), r)),
             _ => {}
         }
     }

@@ -227,8 +227,9 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let record: Option<PlanRecord> = read_json(&state.record()).map_err(|e| {
         problem(format!("its runtime record is corrupt ({e:#}); nothing is done for this plan until it is repaired or removed"))
     })?;
-    let timeline_keys =
-        crate::activity::timeline::keys(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
+    let timeline = crate::activity::timeline::read(&crate::activity::timeline::path_for(path)).map_err(|e| problem(format!("{e:#}")))?;
+    let timeline_keys = timeline.iter().filter_map(|e| e["key"].as_str().map(str::to_string)).collect();
+    let usage_recorded = crate::worker::usage::summed(&timeline, |_| true);
     let (record, taken) = known(home, project, &plan, record, &timeline_keys);
     let integrated = integrated(project, &plan, record.as_ref());
     let boot = crate::worker::shim::boot_id();
@@ -249,6 +250,14 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         })?;
         let died = attempt > 0 && died(&ts, &procs);
         let mail = read_mail(home, project, record.as_ref(), &ts, t, attempt, exit.as_ref(), died);
+        // What the attempt used, once it ended and until its `usage` event is logged.
+        let over = attempt > 0 && exit.as_ref().is_some_and(|x| x.attempt == attempt);
+        let usage = over
+            .then(|| (super::decide::task_usage_key(&t.canonical, attempt), mail.folded.as_ref().filter(|f| f.attempt == attempt)))
+            .filter(|(key, _)| !timeline_keys.contains(key))
+            .and_then(|(_, folded)| {
+                crate::worker::usage::observe(home, &ts, attempt, true, folded.and_then(|f| f.reported.as_ref()), &t.worker)
+            });
         let landed = worktree_gone.is_some()
             && rec.is_some_and(|r| matches!(r.state, TaskState::Succeeded | TaskState::Running))
             && record.as_ref().and_then(|r| r.bases.get(&t.wave)).is_some_and(|base| landed(project, base, &t.canonical));
@@ -259,6 +268,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             polled: procs.polled,
             lingering: lingering(attempt, &procs),
             exit,
+            usage,
             mail,
             package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
             // Not installed: said with where packages are looked for and how to install it.
@@ -300,6 +310,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         verify_lingering,
         fix_status,
         timeline_keys,
+        usage_recorded,
     })
 }
 

@@ -113,6 +113,74 @@ pub(crate) struct JobDiff {
     pub(crate) stat: bool,
 }
 
+/// `usage`: what the project's ended attempts used, grouped, since a date.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsageQuery {
+    /// Group by commission (a wave task by its id), worker, plan or day (default: commission).
+    #[serde(default)]
+    pub(crate) by: By,
+    /// Only attempts that ended on or after this day (`2026-11-01`) or time (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) since: Option<String>,
+}
+
+/// What the rows group by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// A commission, or a wave task (by its canonical id).
+    #[default]
+    Commission,
+    /// The worker package.
+    Worker,
+    /// The plan (`-`: work of no plan).
+    Plan,
+    /// The day the attempt ended (UTC).
+    Day,
+}
+
+impl By {
+    pub fn parse(s: &str) -> Result<By, String> {
+        Ok(match s {
+            "commission" => By::Commission,
+            "worker" => By::Worker,
+            "plan" => By::Plan,
+            "day" => By::Day,
+            other => return Err(format!("--by {other:?}: expected one of commission, worker, plan, day")),
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            By::Commission => "commission",
+            By::Worker => "worker",
+            By::Plan => "plan",
+            By::Day => "day",
+        }
+    }
+}
+
+/// One group's sum.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageRow {
+    /// The commission, task, worker, plan or day.
+    pub key: String,
+    /// How many attempts it sums.
+    pub attempts: usize,
+    pub usage: crate::worker::usage::Usage,
+}
+
+/// The report: the rows in key order, and their total.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageReport {
+    pub by: By,
+    /// Only attempts that ended on or after this day (or time), as given.
+    pub since: Option<String>,
+    pub rows: Vec<UsageRow>,
+    pub total: crate::worker::usage::Usage,
+}
+
 /// What carries the dispatcher's operations out, one method per tool.
 pub trait Operations {
     fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError>;
@@ -126,6 +194,7 @@ pub trait Operations {
     fn reject(&self, req: Reject) -> Result<Reviewed, ToolError>;
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError>;
     fn diff(&self, job: &str, detail: diff::Detail) -> Result<Diff, ToolError>;
+    fn usage(&self, req: UsageQuery) -> Result<UsageReport, ToolError>;
 }
 
 /// The dispatcher's operations, on whatever carries them out.
@@ -185,6 +254,11 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
             "diff",
             DIFF,
             |d: &D, a: JobDiff| d.diff(&a.job_id, diff::Detail::of(a.stat)),
+        ),
+        Tool::new(
+            "usage",
+            "What the project's work used: tokens and dollars of every ended attempt (as each agent reported them, or priced from prices: in config.yaml; no dollars where none are known), summed by commission, worker, plan or day, since a day. Returns {by, since, rows: [{key, attempts, usage}], total}.",
+            |d: &D, a: UsageQuery| d.usage(a),
         ),
     ]
 }
@@ -312,3 +386,4 @@ impl super::Reply for JobStatus {}
 impl super::Reply for JobResult {}
 impl super::Reply for Cancelled {}
 impl super::Reply for Deleted {}
+impl super::Reply for UsageReport {}

@@ -152,6 +152,9 @@ pub struct Shown {
     /// again here, and what a person can do (`guild-hall land`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub integrated: Option<String>,
+    /// What its tasks' ended attempts used (`usage:` as written), when any reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::worker::usage::Usage>,
 }
 
 #[derive(Debug, Serialize)]

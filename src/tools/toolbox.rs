@@ -83,6 +83,24 @@ pub(crate) struct ProposeFollowup {
     pub(crate) references: Vec<String>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReportUsage {
+    /// Input tokens not read from a cache.
+    pub(crate) input_tokens: u64,
+    /// Output tokens.
+    pub(crate) output_tokens: u64,
+    /// Input tokens read from a cache.
+    #[serde(default)]
+    pub(crate) cached_tokens: u64,
+    /// What it cost in dollars, if known (else `prices:` in config.yaml may price it).
+    #[serde(default)]
+    pub(crate) usd: Option<f64>,
+    /// The model used, as its API names it (what `prices:` is looked up by).
+    #[serde(default)]
+    pub(crate) model: Option<String>,
+}
+
 /// An event recorded in the mailbox of the commission, meeting or wave task.
 #[derive(Debug, Serialize)]
 pub(crate) struct Recorded {
@@ -162,7 +180,7 @@ fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
 
 /// Tools of work (a commission and a wave task alike, so that one package serves both), only a
 /// meeting has (REQ-MTG-17), only a wave task has; the rest serve every kind.
-const WORK_ONLY: [&str; 3] = ["report_progress", "log_question", "submit_result"];
+const WORK_ONLY: [&str; 4] = ["report_progress", "log_question", "submit_result", "report_usage"];
 const MEETING_ONLY: [&str; 3] = ["link_artifact", "propose_followup", "summarize_progress"];
 const TASK_ONLY: [&str; 1] = ["task_update"];
 
@@ -257,6 +275,26 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
             },
         )
         .flags(&[("artifacts", "artifact")]),
+        Tool::new(
+            "report_usage",
+            "Report the tokens (and dollars, if known) your own calls of a model API used since your last report; they add up. Only for a worker that calls a model itself: an agent CLI's usage (Claude Code, Codex, Gemini CLI) is read from its output.",
+            |ctx: &WorkerContext, a: ReportUsage| {
+                let usd = match a.usd {
+                    Some(d) => Some(
+                        crate::worker::usage::Usd::from_dollars(d)
+                            .ok_or_else(|| ToolError::refused(format!("usd: {d} is not an amount of dollars")))?,
+                    ),
+                    None => None,
+                };
+                let usage = crate::worker::usage::Usage {
+                    input_tokens: a.input_tokens,
+                    output_tokens: a.output_tokens,
+                    cached_tokens: a.cached_tokens,
+                    usd,
+                };
+                send(ctx, MailBody::UsageReport(crate::worker::usage::Reading { usage, model: a.model }))
+            },
+        ),
         Tool::new(
             "link_artifact",
             "Link an artifact to this meeting: one you discussed, reviewed or produced. Linked artifacts are listed in the meeting and its notes.",

@@ -368,6 +368,11 @@ impl<'a> Session<'a> {
         let mut rounds = 0;
         loop {
             let done = self.request("session/prompt", json!({"sessionId": id, "prompt": prompt}))?;
+            // What the prompt used, when the agent says (the protocol's `usage`, Gemini CLI's
+            // `_meta.quota`): a `usage` line the shim's meter reads (worker::usage).
+            if let Some(line) = crate::worker::usage::acp_line(&done) {
+                self.emit(line)?;
+            }
             if self.cancel_sent.is_some() {
                 return Err(AcpError::Cancelled);
             }

@@ -22,5 +22,6 @@ pub mod shim;
 pub(crate) mod step;
 pub mod toolbox;
 pub(crate) mod workspace;
+pub mod usage;
 
 pub use package::{expand_home, pass_env, project_workers_dir, Catalog, Checkout, Manifest, Package, Protocol, SandboxSpec, Source};

@@ -735,7 +735,11 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     let pump = {
         let log = state.log(attempt);
         let max = args.log_max_bytes;
-        std::thread::spawn(move || pump_log(std::fs::File::from(out_read), &log, max))
+        std::thread::spawn(move || {
+            let mut meter = crate::worker::usage::Meter::default();
+            pump_log(std::fs::File::from(out_read), &log, max, &mut meter);
+            meter.finish()
+        })
     };
     let run = RunInfo { worker_pid: Some(worker), ..started };
     if let Err(e) = write_json(&state.run(), &run) {
@@ -764,6 +768,14 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         std::thread::sleep(Duration::from_millis(10));
     }
     let _ = std::fs::remove_dir_all(&tmp);
+    // What the agent reported it used, read from its own output (a pump still held open by
+    // someone outside the attempt is not waited for: no usage then).
+    if let Some(reading) = if pump.is_finished() { pump.join().ok().flatten() } else { None } {
+        // Before `exit.json`: an attempt seen to have ended has its usage recorded already.
+        if let Err(e) = write_json(&state.usage(attempt), &reading) {
+            note(state, attempt, &format!("cannot record the usage the agent reported: {e:#}"));
+        }
+    }
     let mut exit = ExitInfo {
         attempt,
         code: status.and_then(|s| s.code()),
@@ -940,8 +952,9 @@ fn signal_tree(p: &impl Processes, root: i32, sig: Signal) {
 
 /// Copy the worker's output into its log, rotating at `max` bytes: the log is renamed to
 /// `<log>.1` (replacing an older one) and a new log starts with a marker saying so. At most
-/// about `2 × max` bytes of a chatty worker are ever on disk.
-fn pump_log(mut from: std::fs::File, log: &Path, max: u64) {
+/// about `2 × max` bytes of a chatty worker are ever on disk. Every byte also goes through
+/// `meter`, which reads the agent's usage reports out of it.
+fn pump_log(mut from: std::fs::File, log: &Path, max: u64, meter: &mut crate::worker::usage::Meter) {
     use std::io::{Read, Write};
     let open = |p: &Path| std::fs::OpenOptions::new().create(true).append(true).open(p);
     let Ok(mut out) = open(log) else { return };
@@ -954,6 +967,7 @@ fn pump_log(mut from: std::fs::File, log: &Path, max: u64) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
+        meter.feed(&buf[..n]);
         if written + n as u64 > max && written > 0 {
             let mut old = log.as_os_str().to_owned();
             old.push(".1");

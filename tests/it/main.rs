@@ -23,6 +23,7 @@ mod activity {
 mod board {
     mod diff_pane;
     pub(crate) mod terminal;
+    mod usage;
 }
 
 /// What the commands say and check: wording, tables, positions, misspelt keys, escapes shown not obeyed, editor support.
@@ -38,6 +39,7 @@ mod cli {
     mod misspelt_keys;
     mod positions;
     mod readable_output;
+    mod usage;
     mod wording;
 }
 
@@ -48,6 +50,7 @@ mod commission {
     mod lifecycle;
     mod mailbox;
     mod review;
+    mod usage;
 }
 
 /// Git as the truth: merging, sync and land, trailers, fresh homes and clones, CI runs, what a worker may plant,
@@ -80,6 +83,7 @@ mod plan {
     mod mailbox;
     mod record_vs_git;
     mod task_liveness;
+    mod usage;
     mod waves;
 }
 
@@ -107,4 +111,5 @@ mod worker {
     mod signal_safety;
     mod slurm;
     mod workspaces;
+    pub(crate) mod usage;
 }

@@ -291,6 +291,7 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
 /// classified once its worker is gone.
 fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     st.fold_mail();
+    st.account_usage();
     match o.proc {
         _ if o.record.is_none() => Effect::None,
         Proc::Starting => Effect::None,
@@ -326,6 +327,7 @@ fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     let cfg = &s.project.config;
     if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.proc != Proc::NotStarted) {
         st.fold_mail();
+        st.account_usage();
     }
     match o.proc {
         Proc::Alive if st.status == Status::Cancelled => match st.record.term_sent_at {

@@ -166,6 +166,20 @@ impl<'a> Step<'a> {
         }
     }
 
+    /// The attempt's usage into the artifact (`usage:`, over every attempt), and once the
+    /// attempt is over its `usage` timeline event. Set from what was observed alone, so a pass
+    /// repeated gives the same figures and the same event key.
+    pub(super) fn account_usage(&mut self) {
+        let o = self.o;
+        let Some(u) = o.usage.as_ref().filter(|u| u.attempt == self.record.attempt) else { return };
+        let total = o.usage_before.map_or(u.usage, |b| b.plus(u.usage));
+        self.set("usage", total.to_yaml());
+        if u.over {
+            let (key, fields) = u.event(&o.artifact.worker);
+            self.event("usage", key, fields);
+        }
+    }
+
     pub(super) fn finish(mut self) -> Update {
         // Merely reading a settled artifact (one from a fresh clone, say) creates no record,
         // nor does an attempt under way in another home (a record would claim it for this

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::step::Step;
 use super::{ObservedTask, TaskFold};
 use crate::worker::toolbox::mailbox::MailBody;
+use crate::worker::usage::Usage;
 
 /// Log what is new in a task's mailbox: each task update of its current attempt once (a
 /// repeated idempotency key is a no-op; a sequence not above the highest applied is logged as
@@ -19,6 +20,15 @@ pub(super) fn fold_mail(st: &mut Step<'_>, ot: &ObservedTask) {
     if let Some(why) = &mail.error {
         let text = format!("{}: its mailbox cannot be read: {why}", t.canonical);
         st.event("anomaly", format!("mailbox-error:{}:{attempt}", t.canonical), json!({"task": t.canonical, "text": text}));
+    }
+    // What the ended attempt used (its agent's report, else the worker's), logged once.
+    if let Some(u) = ot.usage.as_ref().filter(|u| u.attempt == attempt && u.over) {
+        let k = super::task_usage_key(&t.canonical, attempt);
+        if !st.o.timeline_keys.contains(&k) && st.keys.insert(k.clone()) {
+            let (_, mut fields) = u.event(&t.worker);
+            fields["task"] = json!(t.canonical);
+            st.event("usage", k, fields);
+        }
     }
     let Some(folded) = mail.folded.as_ref().filter(|f| f.attempt == attempt) else { return };
     let key = |idem: &str| format!("update:{}:{attempt}:{idem}", t.canonical);
@@ -89,5 +99,15 @@ pub(super) fn fold_mail(st: &mut Step<'_>, ot: &ObservedTask) {
     }
     if mail.fold_changed {
         st.folds.push(TaskFold { slug: t.slug(), folded: folded.clone() });
+    }
+}
+
+/// The plan's `usage:`: what its tasks' ended attempts used, those logged and those this
+/// step logs.
+pub(super) fn sum_usage(st: &mut Step<'_>) {
+    let new: Vec<Usage> =
+        st.events.iter().filter(|e| e["kind"] == "usage").filter_map(|e| serde_json::from_value::<Usage>(e.clone()).ok()).collect();
+    if let Some(total) = Usage::sum(st.o.usage_recorded.iter().chain(&new)) {
+        st.set("usage", total.to_yaml());
     }
 }

@@ -84,6 +84,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
     for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
         fold::fold_mail(&mut st, ot);
     }
+    fold::sum_usage(&mut st);
     match st.record.status {
         Running if o.taken && !st.record.bases.contains_key(&w) => {
             // A record taken from the artifact, no task worktree to find the wave's base from:

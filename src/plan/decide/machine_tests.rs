@@ -51,6 +51,7 @@ pub(super) fn observed_task(task: &Task) -> ObservedTask {
     ObservedTask {
         task: task.clone(),
         exit: None,
+        usage: None,
         mail: TaskMail::default(),
         worker_problem: None,
         worktree_exists: false,
@@ -82,6 +83,7 @@ pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
         verify_lingering: None,
         fix_status: None,
         timeline_keys: Default::default(),
+        usage_recorded: None,
     }
 }
 

@@ -52,6 +52,8 @@ pub(crate) struct ObservedTask {
     pub(crate) task: Task,
     /// The exit of its current attempt, once its shim recorded it.
     pub(crate) exit: Option<ExitInfo>,
+    /// What its current attempt used, once it ended (read until its `usage` event is logged).
+    pub(crate) usage: Option<crate::worker::usage::Attempt>,
     /// What is new in its current attempt's mailbox (its task updates), and what it folds to.
     pub(crate) mail: TaskMail,
     /// Why its worker cannot run here (unknown package, ...), if so.
@@ -130,6 +132,8 @@ pub struct Observed {
     /// The status of the latest fix-forward commission.
     pub(crate) fix_status: Option<Status>,
     pub(crate) timeline_keys: std::collections::BTreeSet<String>,
+    /// The sum of the `usage` events in its timeline: what its tasks' ended attempts used.
+    pub(crate) usage_recorded: Option<crate::worker::usage::Usage>,
 }
 
 #[derive(Debug, Clone)]
@@ -156,6 +160,11 @@ pub(crate) struct TaskFold {
     /// The task's slug: its runtime dir's name.
     pub(crate) slug: String,
     pub(crate) folded: TaskFolded,
+}
+
+/// The key of a task attempt's `usage` event in its plan's timeline.
+pub(crate) fn task_usage_key(canonical: &str, attempt: u32) -> String {
+    format!("usage:{canonical}:{attempt}")
 }
 
 /// What to do; every action carries the update to apply once its effect is done.

@@ -65,6 +65,8 @@ pub(crate) enum MailBody {
     },
     /// A wave task's `task_update` (Kiln's TaskUpdate).
     TaskUpdate(Box<TaskUpdate>),
+    /// `report_usage`: what the worker's own calls of a model used (the worker's word).
+    UsageReport(crate::worker::usage::Reading),
     /// A meeting's `propose_followup`: a new request for the same worker.
     Followup {
         reason: String,
@@ -86,6 +88,7 @@ impl MailBody {
             MailBody::Summary { .. } => "summary",
             MailBody::Followup { .. } => "followup",
             MailBody::TaskUpdate(_) => "task_update",
+            MailBody::UsageReport(_) => "usage_report",
         }
     }
 
@@ -431,6 +434,11 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
             paths("artifact", artifacts);
         }
         MailBody::Memory { key } => clip_in(key),
+        MailBody::UsageReport(r) => {
+            if let Some(m) = &mut r.model {
+                clip_in(m);
+            }
+        }
         MailBody::Link { path } => {
             let mut one = vec![std::mem::take(path)];
             paths("linked artifact", &mut one);

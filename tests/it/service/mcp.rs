@@ -62,6 +62,7 @@ fn an_independent_mcp_client_uses_every_tool() {
             "read_artifact",
             "record_decision",
             "report_progress",
+            "report_usage",
             "store_memory",
             "submit_result",
             "write_artifact"
@@ -87,8 +88,9 @@ fn an_independent_mcp_client_uses_every_tool() {
     let mail: Vec<serde_json::Value> =
         std::fs::read_to_string(&mailbox).expect("mailbox").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
     let kinds: Vec<&str> = mail.iter().map(|m| m["kind"].as_str().unwrap_or("")).collect();
-    assert_eq!(kinds, ["progress", "question", "decision", "memory", "result", "progress"]);
-    assert_eq!(mail[4]["artifacts"], serde_json::json!(["report.md"]));
+    assert_eq!(kinds, ["progress", "question", "decision", "memory", "usage_report", "result", "progress"]);
+    assert_eq!((mail[4]["input_tokens"].as_u64(), mail[4]["cached_tokens"].as_u64()), (Some(1200), Some(500)));
+    assert_eq!(mail[5]["artifacts"], serde_json::json!(["report.md"]));
     assert_eq!(std::fs::read_to_string(p.memory_dir("scripted-researcher").join("style.md")).expect("memory"), "prefer tables");
     assert!(!p.home.join("memory/escape.md").exists() && !p.home.join("escape.md").exists());
 }
@@ -116,7 +118,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
         .expect("python runs");
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client json");
-    assert_eq!(r["tools"], serde_json::json!(["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status"]));
+    assert_eq!(r["tools"], serde_json::json!(["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status", "usage"]));
     let instructions = r["instructions"].as_str().unwrap_or("");
     assert!(
         instructions.contains("- scripted-researcher:") && instructions.contains("- sleeper:") && instructions.contains("relay"),
@@ -131,6 +133,9 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert!(r["final"]["completedAt"].is_string() && r["final"]["startedAt"].is_string());
     assert_eq!(r["result"]["output"], "Report on Crash-only software");
     assert_eq!(r["result"]["artifacts"][0], format!(".lore/reports/{job}.md"));
+    // The scripted worker reports no usage: a report with no rows, and nothing invented.
+    assert_eq!((r["usage"]["by"].as_str(), r["usage"]["rows"].as_array().map(Vec::len)), (Some("worker"), Some(0)), "{r}");
+    assert_eq!(r["usage_bad"]["code"], -32602, "{r}");
     assert_eq!(r["list_filtered"]["jobs"].as_array().map(|a| a.len()), Some(1), "{r}");
     assert_eq!(r["list_filtered"]["jobs"][0]["description"], "Survey crash-only designs");
     assert_eq!(r["list_none"]["jobs"], serde_json::json!([]));
@@ -216,9 +221,11 @@ fn an_mcp_speaking_agent_is_a_worker() {
     assert_eq!(s["result"]["summary"], "done");
     assert_eq!(s["result"]["artifacts"], serde_json::json!(["report.md"]));
     let kinds = kinds(&p.timeline(&id));
-    for k in ["progress", "question", "decision", "memory", "result", "artifact", "merge"] {
+    for k in ["progress", "question", "decision", "memory", "usage_report", "usage", "result", "artifact", "merge"] {
         assert!(kinds.contains(&k.to_string()), "{k} in {kinds:?}");
     }
+    // What it reported over MCP is the attempt's usage: tokens only, as it gave no dollars.
+    assert_eq!(s["usage"], serde_json::json!({"input_tokens": 1200, "output_tokens": 30, "cached_tokens": 500}), "{s}");
     assert_eq!(std::fs::read_to_string(p.memory_dir("py-agent").join("style.md")).expect("memory"), "prefer tables");
     assert_eq!(git(&p.root, &["show", "claude/main:report.md"]), "report\n");
 }

@@ -54,7 +54,7 @@ fn every_worker_method_over_the_socket() {
     let init = rpc(&sock, "initialize", json!({"protocolVersion": "2025-06-18"}));
     assert_eq!(ok(&init)["serverInfo"]["name"], "guild-hall");
     let tools = rpc(&sock, "tools/list", json!({}));
-    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(11));
+    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(12));
 
     // dispatch → status → result, with nothing else run: the watcher carries it out.
     let d = rpc(
@@ -69,6 +69,10 @@ fn every_worker_method_over_the_socket() {
     assert_eq!(ok(&s)["decisions"][0]["question"], "How deep to go?");
     let r = rpc(&sock, "worker/result", json!({"jobId": job}));
     assert_eq!(ok(&r)["output"], "Report on Logging");
+    // What the work used: the scripted worker reports nothing, so there is nothing to sum.
+    let u = rpc(&sock, "worker/usage", json!({"by": "day", "since": "2020-01-01"}));
+    assert_eq!((ok(&u)["by"].as_str(), ok(&u)["rows"].as_array().map(Vec::len)), (Some("day"), Some(0)), "{u}");
+    assert_eq!(err_code(&rpc(&sock, "worker/usage", json!({"since": "last week"}))), -32602);
     // The same through MCP tools/call.
     let via_tool = rpc(&sock, "tools/call", json!({"name": "status", "arguments": {"jobId": job}}));
     assert_eq!(ok(&via_tool)["isError"], false);
@@ -229,7 +233,7 @@ fn every_face_of_a_tool_agrees() {
     // The dispatcher: `mcp --manager` and the worker/* endpoint list the same tools.
     let manager = by_name(&mcp_tools(&p, &["mcp", "--manager"], &[]));
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
-    assert_eq!(manager.keys().collect::<Vec<_>>(), ["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status"]);
+    assert_eq!(manager.keys().collect::<Vec<_>>(), ["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status", "usage"]);
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
     let (_, job_help, _) = p.run(&["job", "--help"]);
@@ -259,7 +263,7 @@ fn every_face_of_a_tool_agrees() {
     let id = p.create("scripted-researcher", "Prompted", "Topic\nGo.");
     wait_for("the watcher to dispatch it", || p.try_state_dir(&id).is_some_and(|d| d.join("system-prompt.md").exists()));
     let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
-    assert_eq!(toolbox.len(), 7);
+    assert_eq!(toolbox.len(), 8);
     for (name, (description, _)) in &toolbox {
         let cli = name.replace('_', "-");
         assert!(help.contains(&format!("  {cli} ")), "{cli} missing from the CLI:\n{help}");

@@ -166,6 +166,13 @@ fn real_gemini_acp_commission_calls_the_toolbox_and_lands_its_file() {
     // Gemini CLI's state stayed in this package's own home, never in the person's ~/.gemini.
     assert!(p.user_home().join(".gemini/guild-hall-gemini-acp/.gemini/settings.json").is_file());
     agent_homes_apart(&p, &[".gemini/guild-hall-gemini-acp"]);
+    // What the prompt used, as Gemini CLI said it in its reply (`_meta.quota`): what the stand-in
+    // served, recorded as the attempt's usage, tokens only.
+    let (input, output, _) = crate::worker::usage::served(&agent.api);
+    let s = p.status_json("note");
+    assert_eq!(s["usage"], json!({"input_tokens": input, "output_tokens": output, "cached_tokens": 0}), "{s}\n{log}");
+    let usage: Vec<Value> = p.timeline("note").into_iter().filter(|e| e["kind"] == "usage").collect();
+    assert_eq!((usage[0]["source"].as_str(), usage[0]["model"].as_str()), (Some("agent"), Some("gemini-2.5-flash")), "{usage:?}");
 }
 
 /// A repository's committed `.gemini/settings.json` allowing the shell and starting an MCP
