@@ -446,7 +446,10 @@ mod tests {
         assert!(!row("fresh").contains("tok"), "{t}");
         assert!(t.lines().any(|l| l.trim_end().ends_with("used 11k tok $0.17")), "the footer's total:\n{t}");
         let wide = text(&render(&[&paid, &plan], &Ui::default(), None, false, 200, 24));
-        assert!(wide.lines().any(|l| l.contains("w reconcile  ·  used 11k tok $0.17")), "after the keys where it fits:\n{wide}");
+        assert!(
+            wide.lines().any(|l| l.contains("q quit") && l.trim_end().ends_with("  ·  used 11k tok $0.17")),
+            "after the keys where it fits:\n{wide}"
+        );
     }
 
     #[test]

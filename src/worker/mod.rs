@@ -21,7 +21,7 @@ pub mod sandbox;
 pub mod shim;
 pub(crate) mod step;
 pub mod toolbox;
-pub(crate) mod workspace;
 pub mod usage;
+pub(crate) mod workspace;
 
 pub use package::{expand_home, pass_env, project_workers_dir, Catalog, Checkout, Manifest, Package, Protocol, SandboxSpec, Source};

@@ -110,6 +110,6 @@ mod worker {
     mod sandbox_reads;
     mod signal_safety;
     mod slurm;
-    mod workspaces;
     pub(crate) mod usage;
+    mod workspaces;
 }

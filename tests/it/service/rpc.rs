@@ -233,7 +233,10 @@ fn every_face_of_a_tool_agrees() {
     // The dispatcher: `mcp --manager` and the worker/* endpoint list the same tools.
     let manager = by_name(&mcp_tools(&p, &["mcp", "--manager"], &[]));
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
-    assert_eq!(manager.keys().collect::<Vec<_>>(), ["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status", "usage"]);
+    assert_eq!(
+        manager.keys().collect::<Vec<_>>(),
+        ["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status", "usage"]
+    );
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
     let (_, job_help, _) = p.run(&["job", "--help"]);
