@@ -266,3 +266,91 @@ fn json_rpc_and_mcp_review_as_the_commands_do() {
     let bad = rpc(&sock, "worker/approve", serde_json::json!({"jobId": "r"}));
     assert!(bad["error"]["message"].as_str().is_some_and(|m| m.contains("only work in review")), "{bad}");
 }
+
+/// One pass with the fault switch at `fault`: it must stop dead there (exit 86).
+fn killed_at(p: &Project, fault: &str) {
+    let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", fault).output().expect("runs");
+    assert_eq!(out.status.code(), Some(86), "{fault}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn merges_of(p: &Project, id: &str, attempt: u32) -> usize {
+    git(&p.root, &["log", "--format=%b", "claude/main"]).matches(&format!("Guild-Hall-Commission: {id} attempt {attempt}")).count()
+}
+
+/// Killed after each step of the move to review (the work secured, the update written; the
+/// update's own steps are those of every update, killed below): the next pass converges to review, the work on the branch, nothing merged.
+#[test]
+fn a_pass_killed_at_any_step_of_the_hold_converges() {
+    for fault in ["hold:1", "hold:2"] {
+        let p = review_project();
+        commission(&p, "job", "required");
+        let before = rev(&p, "claude/main");
+        p.pass_until_fault(fault);
+        p.settle();
+        assert_eq!(p.status("job"), "review", "{fault}: {}", p.artifact("job"));
+        assert_eq!(rev(&p, "claude/main"), before, "{fault}: nothing merged");
+        assert!(git(&p.root, &["show", "claude/commission/job:work.txt"]).contains("attempt 1"), "{fault}");
+        assert!(!p.worktree_list().contains("commission-job"), "{fault}");
+    }
+}
+
+/// Killed at every step of an approval (the merge, the update, the worktree's removal, each
+/// step of the update's write): merged exactly once, completed.
+#[test]
+fn a_pass_killed_at_any_step_of_an_approval_merges_once() {
+    let faults = [
+        "finish:1",
+        "finish:2",
+        "finish:3",
+        "commission-apply:1",
+        "commission-apply:2",
+        "commission-apply:3",
+        "commission-apply:4",
+        "commission-apply:5",
+    ];
+    for fault in faults {
+        let p = review_project();
+        in_review(&p, "job");
+        p.ok(&["approve", "job"]);
+        killed_at(&p, fault);
+        p.settle();
+        assert_eq!(p.status("job"), "completed", "{fault}: {}", p.artifact("job"));
+        assert_eq!(merges_of(&p, "job", 1), 1, "{fault}: merged exactly once");
+        assert_eq!(p.timeline("job").iter().filter(|e| e["kind"] == "merge").count(), 1, "{fault}");
+        assert!(!p.artifact("job").contains("\ndesired:"), "{fault}");
+    }
+}
+
+/// Killed at every step of a revision's dispatch: one attempt 2, on the same branch, given the
+/// feedback exactly once; none of it lost.
+#[test]
+fn a_pass_killed_at_any_step_of_a_revision_loses_no_feedback() {
+    let faults = [
+        "commission-apply:1",
+        "commission-apply:2",
+        "commission-apply:3",
+        "commission-apply:4",
+        "commission-apply:5",
+        "dispatch:1",
+        "dispatch:2",
+        "dispatch:3",
+        "dispatch:4",
+    ];
+    for fault in faults {
+        let p = review_project();
+        in_review(&p, "job");
+        p.ok(&["revise", "job", "-m", "keep going", "--at", "work.txt:1", "and here"]);
+        killed_at(&p, fault);
+        p.settle();
+        assert_eq!(p.status("job"), "review", "{fault}: {}", p.artifact("job"));
+        assert_eq!(p.status_json("job")["attempt"], 2, "{fault}");
+        let work = git(&p.root, &["show", "claude/commission/job:work.txt"]);
+        assert_eq!(work, "attempt 1\nattempt 2\n", "{fault}: one attempt 2, from attempt 1's work");
+        let seen = git(&p.root, &["show", "claude/commission/job:seen-2.txt"]);
+        assert_eq!(seen.matches("Feedback on attempt 1").count(), 1, "{fault}: {seen}");
+        assert!(seen.contains("- keep going") && seen.contains("- work.txt:1: and here"), "{fault}: {seen}");
+        assert_eq!(p.timeline("job").iter().filter(|e| e["kind"] == "revise").count(), 1, "{fault}");
+        assert!(!p.branches().iter().any(|b| b.ends_with("job+2")), "{fault}");
+        assert_eq!(merges_of(&p, "job", 1) + merges_of(&p, "job", 2), 0, "{fault}: nothing merged");
+    }
+}
