@@ -17,6 +17,7 @@ pub(crate) mod peer;
 pub(crate) mod process;
 pub mod runner;
 pub mod sandbox;
+pub(crate) mod session;
 pub mod shim;
 pub mod toolbox;
 

@@ -354,3 +354,45 @@ fn a_pass_killed_at_any_step_of_a_revision_loses_no_feedback() {
         assert_eq!(merges_of(&p, "job", 1) + merges_of(&p, "job", 2), 0, "{fault}: nothing merged");
     }
 }
+
+/// A revision through the real Claude Code CLI (against the tests' stand-in for the model API):
+/// attempt 2 resumes attempt 1's session — the model is sent attempt 1's conversation — and is
+/// given the feedback; its work lands on the same branch.
+#[test]
+fn a_revision_resumes_the_real_claude_code_session_with_the_feedback() {
+    use crate::worker::claude_code::{install_package, real_claude, real_run, FakeApi};
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    let submit = |n: &str| {
+        vec![
+            serde_json::json!({"tool_use": {"name": "mcp__guild-hall__write_artifact", "input": {"path": ".lore/answer.md", "content": format!("answer {n}\n")}}}),
+            serde_json::json!({"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": format!("answer {n}"), "artifacts": [".lore/answer.md"]}}}),
+            serde_json::json!({"text": format!("ATTEMPT-{n}-SAID-THIS")}),
+        ]
+    };
+    let script: Vec<serde_json::Value> = submit("1").into_iter().chain(submit("2")).collect();
+    let api = FakeApi::start(p.tmp.path(), &serde_json::Value::Array(script));
+    p.write_commission("ask", "---\nworker: claude-code\nreview: required\n---\nWrite the answer.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("ask"), "review", "{}", p.ok(&["logs", "ask"]));
+    let first = std::fs::read_to_string(&api.requests).expect("requests").lines().count();
+    p.ok(&["revise", "ask", "-m", "FEEDBACK-7731: say more"]);
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("ask"), "review", "{}", p.ok(&["logs", "ask", "--attempt", "2"]));
+    assert_eq!(p.status_json("ask")["attempt"], 2);
+    let requests = std::fs::read_to_string(&api.requests).expect("requests");
+    let attempt_two: Vec<serde_json::Value> = requests
+        .lines()
+        .skip(first)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["body"]["tools"].is_array())
+        .collect();
+    let asked = attempt_two.first().expect("attempt 2 asked the model").to_string();
+    assert!(asked.contains("FEEDBACK-7731: say more") && asked.contains("Feedback on attempt 1"), "the feedback: {asked}");
+    assert!(asked.contains("ATTEMPT-1-SAID-THIS"), "the resumed session holds attempt 1's conversation: {asked}");
+    let log = p.ok(&["logs", "ask", "--attempt", "2"]);
+    assert!(git(&p.root, &["show", "claude/commission/ask:.lore/answer.md"]).contains("answer 2"), "{log}");
+}
