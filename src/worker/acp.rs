@@ -1049,6 +1049,7 @@ mod tests {
             prompt: "do the task, remember the word MANGO".into(),
             system_prompt: "You are a guild-hall worker.".into(),
             session: session.map(str::to_string),
+            new_if_unloadable: false,
             bin: "/usr/bin/guild-hall".into(),
             mcp_env: vec![("GUILD_HALL_MAILBOX".into(), "/m/events-1.jsonl".into())],
             allow: allow.iter().map(|s| s.to_string()).collect(),
