@@ -242,6 +242,8 @@ fn json_rpc_and_mcp_review_as_the_commands_do() {
     // MCP: status says review; a revise with feedback; refused when not in review.
     let s = manager_call(&p, "status", serde_json::json!({"jobId": "m"}));
     assert_eq!(s["structuredContent"]["status"], "review", "{s}");
+    let r = manager_call(&p, "result", serde_json::json!({"jobId": "m"}));
+    assert_eq!(r["structuredContent"]["output"], "did attempt 1", "what is reviewed: {r}");
     let r = manager_call(&p, "revise", serde_json::json!({"jobId": "m", "feedback": [{"text": "again", "path": "work.txt", "line": 1}]}));
     assert_eq!(r["structuredContent"], serde_json::json!({"jobId": "m", "requested": "revised"}), "{r}");
     settle_after_kick(&p);
