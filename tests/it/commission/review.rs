@@ -398,3 +398,30 @@ fn a_revision_resumes_the_real_claude_code_session_with_the_feedback() {
     let log = p.ok(&["logs", "ask", "--attempt", "2"]);
     assert!(git(&p.root, &["show", "claude/commission/ask:.lore/answer.md"]).contains("answer 2"), "{log}");
 }
+
+/// A revision's worker is told the session its revised attempt's stream announced (here in
+/// guild-hall's own lines, as the ACP client prints them), and nothing else: a first attempt
+/// gets none, and a worker's line of another shape is not taken for one.
+#[test]
+fn a_revision_is_told_the_session_of_the_attempt_it_revises() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "talker",
+        "full",
+        r#"echo "session=${GUILD_HALL_SESSION_ID:-none}" > "told-$GUILD_HALL_ATTEMPT.txt"
+echo '{"type":"text_delta","text":"{\"type\":\"session\",\"id\":\"fake\"}"}'
+echo "{\"type\":\"session\",\"id\":\"sess-$GUILD_HALL_ATTEMPT-abc\"}"
+"$GUILD_HALL_BIN" toolbox submit-result --summary done"#,
+    );
+    p.write_commission("job", "---\ntitle: T\nworker: talker\nreview: required\n---\nTalk.\n");
+    p.settle();
+    assert_eq!(p.status("job"), "review");
+    p.ok(&["revise", "job", "-m", "again"]);
+    p.settle();
+    let told = |n: u32| git(&p.root, &["show", &format!("claude/commission/job:told-{n}.txt")]);
+    assert_eq!(told(1), "session=none\n");
+    assert_eq!(told(2), "session=sess-1-abc\n", "attempt 2 resumes attempt 1's session");
+    p.ok(&["revise", "job", "-m", "once more"]);
+    p.settle();
+    assert_eq!(told(3), "session=sess-2-abc\n", "attempt 3 the one attempt 2 ran in");
+}
