@@ -386,13 +386,15 @@ fn a_revision_resumes_the_real_claude_code_session_with_the_feedback() {
     assert_eq!(p.status("ask"), "review", "{}", p.ok(&["logs", "ask", "--attempt", "2"]));
     assert_eq!(p.status_json("ask")["attempt"], 2);
     let requests = std::fs::read_to_string(&api.requests).expect("requests");
-    let attempt_two: Vec<serde_json::Value> = requests
+    // The agent's first turn of attempt 2 (side requests, such as counting tokens, aside).
+    let asked = requests
         .lines()
         .skip(first)
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|r| r["body"]["tools"].is_array())
-        .collect();
-    let asked = attempt_two.first().expect("attempt 2 asked the model").to_string();
+        .filter(|r| r["path"].as_str().is_some_and(|p| !p.contains("count_tokens")) && r["body"]["tools"].is_array())
+        .map(|r| r["body"]["messages"].to_string())
+        .find(|m| m.contains("FEEDBACK-7731"))
+        .expect("attempt 2 asked the model, given the feedback");
     assert!(asked.contains("FEEDBACK-7731: say more") && asked.contains("Feedback on attempt 1"), "the feedback: {asked}");
     assert!(asked.contains("ATTEMPT-1-SAID-THIS"), "the resumed session holds attempt 1's conversation: {asked}");
     let log = p.ok(&["logs", "ask", "--attempt", "2"]);
