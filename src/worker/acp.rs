@@ -1034,6 +1034,20 @@ mod tests {
     /// The client's whole exchange with the scripted agent replaying a capture.
     /// `env`: the stand-in's switches (`PAUSE_AT_PERMISSION=1`, `NOISE_FIRST=1`).
     fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, env: &[&str]) -> Ran {
+        run_turn(agent, name, session, allow, term, env, false)
+    }
+
+    /// [`run_against`], saying whether a session that cannot be loaded is replaced (a
+    /// commission's revision) or fails the turn (a meeting's).
+    fn run_turn(
+        agent: &str,
+        name: &str,
+        session: Option<&str>,
+        allow: &[&str],
+        term: &AtomicBool,
+        env: &[&str],
+        new_if_unloadable: bool,
+    ) -> Ran {
         let dir = tempfile::tempdir().expect("tempdir");
         let record = dir.path().join("sent.jsonl");
         let pids = dir.path().join("pids");
@@ -1049,7 +1063,7 @@ mod tests {
             prompt: "do the task, remember the word MANGO".into(),
             system_prompt: "You are a guild-hall worker.".into(),
             session: session.map(str::to_string),
-            new_if_unloadable: false,
+            new_if_unloadable,
             bin: "/usr/bin/guild-hall".into(),
             mcp_env: vec![("GUILD_HALL_MAILBOX".into(), "/m/events-1.jsonl".into())],
             allow: allow.iter().map(|s| s.to_string()).collect(),
@@ -1076,6 +1090,25 @@ mod tests {
 
     fn sent<'a>(ran: &'a Ran, method: &str) -> Vec<&'a Json> {
         ran.sent.iter().filter(|m| m["method"] == method).collect()
+    }
+
+    /// A revision's session the agent no longer has: the meeting's turn fails (the meeting
+    /// renews it with the transcript); a commission's revision goes on in a new session, given
+    /// the system prompt first.
+    #[test]
+    fn a_session_that_cannot_be_loaded_is_new_for_a_revision_and_fails_a_meetings_turn() {
+        let never = AtomicBool::new(false);
+        let lost = Some("0a0a0a0a-lost");
+        let meeting = run_turn("claude-code-acp", "01_new_mcp_tools.jsonl", lost, &[], &never, &[], false);
+        assert_ne!(meeting.code, 0, "{}", meeting.log);
+        assert!(sent(&meeting, "session/new").is_empty());
+        let revision = run_turn("claude-code-acp", "01_new_mcp_tools.jsonl", lost, &[], &never, &[], true);
+        assert_eq!(revision.code, 0, "{}", revision.log);
+        assert_eq!(sent(&revision, "session/load")[0]["params"]["sessionId"], "0a0a0a0a-lost");
+        assert_eq!(sent(&revision, "session/new").len(), 1);
+        assert_eq!(revision.events[0], TurnEvent::Session { id: CLAUDE_SESSION.into() });
+        let prompt = sent(&revision, "session/prompt")[0];
+        assert_eq!(prompt["params"]["prompt"][0]["text"], "You are a guild-hall worker.", "a new session gets the system prompt first");
     }
 
     #[test]
