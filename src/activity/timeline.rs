@@ -183,6 +183,12 @@ pub fn render(e: &Value) -> String {
         "merge" if s("commit") == NOTHING_TO_MERGE => format!("no changes to merge into {}", s("branch")),
         "merge" => format!("merged into {} as {}", s("branch"), s("commit")),
         "redispatch" => format!("attempt {}", e["attempt"]),
+        // A revision: whose feedback, and every item of it.
+        "revise" => {
+            let feedback: Vec<crate::artifact::Feedback> = serde_json::from_value(e["feedback"].clone()).unwrap_or_default();
+            let items: Vec<String> = feedback.iter().map(crate::artifact::Feedback::line_text).collect();
+            format!("{} (feedback from the {}: {})", s("text"), s("from"), items.join("; "))
+        }
         "refused" if e.get("asked").is_some() => format!("status: {} refused, put back to {} ({})", s("asked"), s("status"), s("reason")),
         "refused" | "request" => s("text"),
         "turn" => format!("turn {} {}", e["turn"], s("outcome")),
@@ -205,6 +211,13 @@ pub fn render(e: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_revision_says_whose_feedback_and_every_item() {
+        let e = serde_json::json!({"ts": "t", "kind": "revise", "text": "attempt 2 continues attempt 1's work on b", "from": "person",
+            "feedback": [{"text": "shorter"}, {"text": "here", "path": "a.md", "line": 3}]});
+        assert_eq!(render(&e), "t  revise     attempt 2 continues attempt 1's work on b (feedback from the person: shorter; a.md:3: here)");
+    }
 
     #[test]
     fn an_update_of_events_only_says_what_it_recorded() {

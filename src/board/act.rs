@@ -24,6 +24,8 @@ pub(crate) struct Ctx<'a> {
     /// This binary, for the CLI commands it runs.
     pub(crate) exe: &'a Path,
     pub(crate) run: &'a mut dyn FnMut(&mut Process) -> std::io::Result<ExitStatus>,
+    /// The comment a revision is sent back with (typed after `v`).
+    pub(crate) comment: &'a str,
 }
 
 impl Ctx<'_> {
@@ -116,6 +118,23 @@ pub(crate) fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) ->
             ctx.shell("${VISUAL:-${EDITOR:-vi}} \"$1\"", &[path.as_os_str()])?;
             Ok(format!("edited {}", path.display()))
         }
+        (Command::Approve | Command::Revise | Command::Reject, Kind::Commission) => {
+            use crate::ops::commission::Verdict;
+            let verdict = match cmd {
+                Command::Approve => Verdict::Approve,
+                Command::Revise => {
+                    Verdict::Revise(vec![crate::artifact::Feedback { text: ctx.comment.to_string(), path: None, line: None }])
+                }
+                _ => Verdict::Reject(None),
+            };
+            let edits = crate::ops::commission::review(project, id, &verdict)?;
+            let desired = edits.iter().find_map(|e| match e {
+                crate::artifact::write::Edit::Set(k, v) if k == "desired" => v.as_str().map(str::to_string),
+                _ => None,
+            });
+            Ok(format!("{id}: wrote desired: {}", desired.unwrap_or_default()))
+        }
+        (Command::Approve | Command::Revise | Command::Reject, _) => bail!("a, v and x answer a commission in review"),
         (Command::Cancel, Kind::Meeting) => bail!("a meeting is closed from its chat (m, then /close)"),
         (Command::Redispatch, _) => bail!("r re-dispatches a failed or cancelled commission, or retries a halted plan"),
         (Command::Dispatch, _) => bail!("d dispatches a draft commission"),

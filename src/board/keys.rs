@@ -30,6 +30,12 @@ pub(crate) enum Command {
     New,
     /// Run a reconciler (`guild-hall watch`) in the background for this session.
     Reconcile,
+    /// Approve a commission in review: its work merged (asked `y/n` first).
+    Approve,
+    /// Send a commission in review back with the comment typed ([`Ui::comment`]).
+    Revise,
+    /// Reject a commission in review: cancelled, its branch kept (asked `y/n` first).
+    Reject,
 }
 
 /// Where the keys go.
@@ -41,6 +47,8 @@ pub(crate) enum Mode {
     /// Asked `y/n` before the command is carried out on the item asked about: its kind,
     /// project and id (a `y` when the selection has moved to another item does nothing).
     Confirm(Command, (Kind, usize, String)),
+    /// Typing the comment a revision is sent back with (of the item asked about).
+    Comment((Kind, usize, String)),
     Help,
 }
 
@@ -62,11 +70,23 @@ pub(crate) struct Ui {
     /// Lines the detail pane is scrolled down (negative: up) from where it starts: its top, or
     /// its end for a running worker.
     pub(crate) scroll: i32,
+    /// The comment typed for a revision (`v`), kept until it is sent.
+    pub(crate) comment: String,
 }
 
 impl Default for Ui {
     fn default() -> Self {
-        Ui { selected: 0, selected_id: None, filter: String::new(), mode: Mode::List, detail: false, diff: false, message: None, scroll: 0 }
+        Ui {
+            selected: 0,
+            selected_id: None,
+            filter: String::new(),
+            mode: Mode::List,
+            detail: false,
+            diff: false,
+            message: None,
+            scroll: 0,
+            comment: String::new(),
+        }
     }
 }
 
@@ -81,6 +101,11 @@ fn cancel_question(item: &Item) -> CancelKey {
         Kind::Meeting => CancelKey::NotHere("a meeting is closed from its chat (m, then /close), not cancelled"),
         _ => CancelKey::Ask(format!("cancel {}? y/n", item.named())),
     }
+}
+
+/// A commission in review, which `a`, `v` and `x` answer (approve, revise, reject).
+fn in_review(item: &Item) -> bool {
+    item.kind == Kind::Commission && item.status == "review"
 }
 
 impl Ui {
@@ -113,6 +138,29 @@ impl Ui {
                     self.message = Some("not done".into());
                     None
                 }
+            }
+            Mode::Comment(asked) => {
+                match key.code {
+                    KeyCode::Enter if !self.comment.trim().is_empty() => {
+                        self.mode = Mode::List;
+                        if item.map(|i| (i.kind, i.project, i.id.as_str())) != Some((asked.0, asked.1, asked.2.as_str())) {
+                            self.message = Some(format!("not sent: {} is no longer the one selected", asked.2));
+                            return None;
+                        }
+                        return Some(Command::Revise);
+                    }
+                    KeyCode::Esc => {
+                        self.mode = Mode::List;
+                        self.comment.clear();
+                        self.message = Some("not sent".into());
+                    }
+                    KeyCode::Backspace => {
+                        self.comment.pop();
+                    }
+                    KeyCode::Char(c) if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) => self.comment.push(c),
+                    _ => {}
+                }
+                None
             }
             Mode::Filter => {
                 let control = key.modifiers.contains(KeyModifiers::CONTROL);
@@ -222,6 +270,27 @@ impl Ui {
             }
             KeyCode::Char('r') => needs_item(Command::Redispatch),
             KeyCode::Char('d') => needs_item(Command::Dispatch),
+            KeyCode::Char('a' | 'x') if item.is_some_and(in_review) => {
+                let item = item?;
+                let (cmd, q) = if key.code == KeyCode::Char('a') {
+                    (Command::Approve, format!("approve {}: merge its work? y/n", item.named()))
+                } else {
+                    (Command::Reject, format!("reject {}: cancel it, its branch kept? y/n", item.named()))
+                };
+                self.message = Some(q);
+                self.mode = Mode::Confirm(cmd, (item.kind, item.project, item.id.clone()));
+                None
+            }
+            KeyCode::Char('v') => {
+                let item = item?;
+                if in_review(item) {
+                    self.comment.clear();
+                    self.mode = Mode::Comment((item.kind, item.project, item.id.clone()));
+                } else {
+                    self.message = Some("v sends a commission in review back with a comment".into());
+                }
+                None
+            }
             KeyCode::Char('a') => needs_item(Command::Accept),
             KeyCode::Char('x') => needs_item(Command::Decline),
             KeyCode::Char('m') => needs_item(Command::Chat),
@@ -241,7 +310,7 @@ const MAX_SCROLL: i32 = u16::MAX as i32;
 const DIFF_STEP: i32 = 10;
 
 /// The keys, as the footer and the help list them.
-pub(crate) const HELP: [(&str, &str); 19] = [
+pub(crate) const HELP: [(&str, &str); 21] = [
     ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
     ("Enter", "open or close the detail pane"),
     ("D", "the diff pane: the change a commission or a plan's tasks bring (D closes)"),
@@ -249,8 +318,10 @@ pub(crate) const HELP: [(&str, &str); 19] = [
     ("c", "cancel a commission or a plan (asks y/n)"),
     ("r", "re-dispatch a failed/cancelled commission; retry a halted plan"),
     ("d", "dispatch a draft commission"),
-    ("a", "accept a meeting request, then chat"),
-    ("x", "decline a meeting request"),
+    ("a", "accept a meeting request, then chat; approve a commission in review"),
+    ("x", "decline a meeting request; reject a commission in review"),
+    ("v", "send a commission in review back: type a comment, Enter"),
+    ("", "(review: its work is on its branch, nothing merged)"),
     ("m", "chat in an open meeting (meeting chat; Ctrl-D returns)"),
     ("l", "the full log in $PAGER"),
     ("e", "the artifact in $EDITOR"),
@@ -292,6 +363,33 @@ mod tests {
         assert_eq!(ui.selected, 0);
         ui.on_key(key(KeyCode::Down), 0, None);
         assert_eq!(ui.selected, 0, "an empty list has nothing to select");
+    }
+
+    /// On a commission in review, `a` approves and `x` rejects (each asked y/n), `v` sends it
+    /// back with the comment typed; on a meeting `a` and `x` still accept and decline.
+    #[test]
+    fn review_keys_approve_revise_and_reject() {
+        let c = item(Kind::Commission, "review");
+        let mut ui = Ui::default();
+        assert_eq!(ui.on_key(key(KeyCode::Char('a')), 1, Some(&c)), None);
+        assert_eq!(ui.mode, Mode::Confirm(Command::Approve, (Kind::Commission, 0, "x".into())));
+        assert_eq!(ui.on_key(key(KeyCode::Char('y')), 1, Some(&c)), Some(Command::Approve));
+        assert_eq!(ui.on_key(key(KeyCode::Char('x')), 1, Some(&c)), None);
+        assert_eq!(ui.on_key(key(KeyCode::Char('y')), 1, Some(&c)), Some(Command::Reject));
+        assert_eq!(ui.on_key(key(KeyCode::Char('v')), 1, Some(&c)), None);
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&c)), None, "an empty comment is not sent");
+        for ch in "no q".chars() {
+            assert_eq!(ui.on_key(key(KeyCode::Char(ch)), 1, Some(&c)), None, "typed, not a key");
+        }
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&c)), Some(Command::Revise));
+        assert_eq!(ui.comment, "no q");
+        assert_eq!(ui.mode, Mode::List);
+        let running = item(Kind::Commission, "in_progress");
+        assert_eq!(ui.on_key(key(KeyCode::Char('v')), 1, Some(&running)), None);
+        assert_eq!(ui.mode, Mode::List);
+        let m = item(Kind::Meeting, "requested");
+        assert_eq!(ui.on_key(key(KeyCode::Char('a')), 1, Some(&m)), Some(Command::Accept));
+        assert_eq!(ui.on_key(key(KeyCode::Char('x')), 1, Some(&m)), Some(Command::Decline));
     }
 
     #[test]

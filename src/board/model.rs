@@ -111,19 +111,20 @@ impl Item {
         self.wave.filter(|_| !matches!(self.status.as_str(), "completed" | "failed" | "cancelled"))
     }
 
-    /// How soon a person should look at it: 0 first. Failed or invalid work, then questions
-    /// asked, then meeting requests, then halted plans, then what runs, then what waits, then
-    /// drafts, then what is over.
+    /// How soon a person should look at it: 0 first. Work in review (it waits for a verdict),
+    /// failed or invalid work, then questions asked, then meeting requests, then halted plans,
+    /// then what runs, then what waits, then drafts, then what is over.
     pub(crate) fn need(&self) -> u8 {
         match (self.kind, self.status.as_str()) {
-            (_, "failed" | "invalid" | "orphaned") => 0,
-            (Kind::Commission, "in_progress" | "dispatched" | "pending" | "blocked") if self.questions > 0 => 1,
-            (Kind::Meeting, "requested") => 2,
-            (Kind::Plan, "halted") => 3,
-            (_, "in_progress" | "dispatched" | "running" | "verifying" | "open") => 4,
-            (_, "pending" | "blocked") => 5,
-            (_, "draft") => 6,
-            _ => 7,
+            (Kind::Commission, "review") => 0,
+            (_, "failed" | "invalid" | "orphaned") => 1,
+            (Kind::Commission, "in_progress" | "dispatched" | "pending" | "blocked") if self.questions > 0 => 2,
+            (Kind::Meeting, "requested") => 3,
+            (Kind::Plan, "halted") => 4,
+            (_, "in_progress" | "dispatched" | "running" | "verifying" | "open") => 5,
+            (_, "pending" | "blocked") => 6,
+            (_, "draft") => 7,
+            _ => 8,
         }
     }
 
@@ -415,10 +416,11 @@ mod tests {
             asked,
             item(Kind::Commission, "broke", "failed"),
             item(Kind::Commission, "waits", "pending"),
+            item(Kind::Commission, "judge", "review"),
         ];
         sort(&mut items);
         let order: Vec<_> = items.iter().map(|i| i.id.as_str()).collect();
-        assert_eq!(order, ["broke", "asks", "asked", "halted", "runs", "waits", "draft", "done"]);
+        assert_eq!(order, ["judge", "broke", "asks", "asked", "halted", "runs", "waits", "draft", "done"]);
     }
 
     #[test]

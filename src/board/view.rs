@@ -33,7 +33,7 @@ pub(crate) struct Screen<'a> {
 }
 
 /// The keys in the footer, `? help` (which lists them all) first.
-const FOOTER: [&str; 14] = [
+const FOOTER: [&str; 15] = [
     "? help",
     "q quit",
     "⏎ detail",
@@ -48,6 +48,7 @@ const FOOTER: [&str; 14] = [
     "n new",
     "w reconcile",
     "D diff",
+    "v revise",
 ];
 
 /// The footer's lines for a terminal `width` columns wide: the keys two spaces apart, wrapped
@@ -176,7 +177,7 @@ pub(crate) fn draw(f: &mut Frame<'_>, s: &Screen<'_>) {
 }
 
 fn draw_header(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
-    let need = s.items.iter().filter(|i| i.need() <= 3).count();
+    let need = s.items.iter().filter(|i| i.need() <= 4).count();
     let mut spans = vec![
         Span::styled("guild-hall board", s.style(Style::default().add_modifier(Modifier::BOLD))),
         Span::raw(format!(" · {} · ", s.projects.join(", "))),
@@ -313,6 +314,9 @@ fn patch_lines(s: &Screen<'_>, body: &[String]) -> Vec<Line<'static>> {
 fn draw_message(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
     let line = match &s.ui.mode {
         Mode::Filter => Line::from(vec![Span::raw("/"), Span::raw(s.ui.filter.clone()), Span::raw("█")]),
+        Mode::Comment((_, _, id)) => {
+            Line::from(vec![Span::raw(format!("revise {id} (Enter sends, Esc drops): ")), Span::raw(s.ui.comment.clone()), Span::raw("█")])
+        }
         _ => {
             let who = Span::styled(format!("[{}]", s.reconciler), s.style(Style::default().fg(Color::Cyan)));
             match (&s.ui.message, s.problems.first()) {
@@ -479,7 +483,7 @@ mod tests {
             footer_lines(100)[0],
             "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/decline  m chat  l log"
         );
-        assert_eq!(footer_lines(100)[1], "e edit  n new  w reconcile  D diff");
+        assert_eq!(footer_lines(100)[1], "e edit  n new  w reconcile  D diff  v revise");
         // A key wider than the terminal stays whole on a line of its own.
         assert!(footer_lines(5).contains(&"a/x accept/decline".to_string()));
     }

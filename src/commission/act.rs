@@ -168,6 +168,7 @@ fn dispatch(
         None => commission.artifact.body.clone(),
     };
     std::fs::write(state.prompt(), &prompt)?;
+    let session = revision.and_then(|r| crate::worker::session::announced(&state.log(r.after)));
     let activation = Activation {
         home: ctx.home,
         project: ctx.project,
@@ -180,7 +181,12 @@ fn dispatch(
         toolbox: crate::tools::toolbox::instructions(ActivityKind::Commission),
         prompt_extra: String::new(),
         argv,
-        env: vec![("GUILD_HALL_PROMPT_FILE".to_string(), state.prompt().to_string_lossy().into_owned())],
+        env: vec![
+            ("GUILD_HALL_PROMPT_FILE".to_string(), state.prompt().to_string_lossy().into_owned()),
+            // A revision goes on in the agent session of the attempt it revises, where its
+            // package can resume one (empty: a new session).
+            ("GUILD_HALL_SESSION_ID".to_string(), session.unwrap_or_default()),
+        ],
         readable: Vec::new(),
         resources: commission.artifact.resources.clone(),
         grace_cap: None,

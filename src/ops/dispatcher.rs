@@ -211,10 +211,11 @@ impl Operations for Dispatcher {
     fn result(&self, job: &str) -> Result<JobResult, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
-        if status != Status::Completed {
+        // In review the result is what is reviewed: it is given, and the job is not merged yet.
+        if !matches!(status, Status::Completed | Status::Review) {
             let why = c.owned.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
             return Err(invalid(format!(
-                "job {} is {} ({status}){why}; a result exists only once it is completed",
+                "job {} is {} ({status}){why}; a result exists only once it is completed or in review",
                 c.id,
                 job_status(status)
             )));

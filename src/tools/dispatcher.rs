@@ -217,7 +217,7 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
         ),
         Tool::new(
             "result",
-            "A completed job's result: {jobId, output, artifacts}. An error while it is running, or if it failed or was cancelled.",
+            "A completed job's result, or one in review: {jobId, output, artifacts}. An error while it is running, or if it failed or was cancelled.",
             |d: &D, a: Job| d.result(&a.job_id),
         ),
         Tool::new(

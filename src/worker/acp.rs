@@ -57,8 +57,12 @@ pub struct Turn {
     pub(crate) prompt: String,
     /// Posture, memory and toolbox instructions: sent ahead of the prompt in a new session.
     pub(crate) system_prompt: String,
-    /// The session to resume (a meeting's second turn on).
+    /// The session to resume (a meeting's second turn on, a commission's revision).
     pub(crate) session: Option<String>,
+    /// A session that cannot be loaded is replaced by a new one here (a commission's revision,
+    /// whose prompt says everything); a meeting's turn fails instead, and the meeting renews
+    /// its session with the transcript.
+    pub(crate) new_if_unloadable: bool,
     /// `guild-hall` itself, served as the toolbox (`guild-hall mcp`).
     pub(crate) bin: String,
     /// The toolbox server's environment (the worker's `GUILD_HALL_*` variables).
@@ -90,6 +94,7 @@ impl Turn {
             prompt,
             system_prompt: read("GUILD_HALL_SYSTEM_PROMPT_FILE").unwrap_or_default(),
             session: std::env::var("GUILD_HALL_SESSION_ID").ok().filter(|s| !s.is_empty()),
+            new_if_unloadable: !meeting,
             bin: var("GUILD_HALL_BIN")?,
             mcp_env: std::env::vars().filter(|(k, _)| k.starts_with("GUILD_HALL_")).collect(),
             allow,
@@ -302,6 +307,16 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
+    /// `session/new`: its id, and that it is fresh.
+    fn new_session(&mut self, cwd: &str, servers: &Json, meta: &Json) -> Result<(String, bool), AcpError> {
+        let new = self.request("session/new", json!({"cwd": cwd, "mcpServers": servers, "_meta": meta}))?;
+        let id = new["sessionId"]
+            .as_str()
+            .ok_or_else(|| AcpError::Rpc { method: "session/new".into(), message: "no sessionId in the answer".into() })?;
+        self.started = Some(id.to_string());
+        Ok((id.to_string(), true))
+    }
+
     /// initialize → session/new or session/load → session/prompt: the prompt's stop reason.
     fn converse(&mut self) -> Result<String, AcpError> {
         let init = self.request(
@@ -321,22 +336,28 @@ impl<'a> Session<'a> {
         let servers = json!([{"name": TOOLBOX_SERVER, "command": self.turn.bin, "args": ["mcp"], "env": env}]);
         let cwd = self.turn.session_cwd.as_ref().unwrap_or(&self.turn.cwd).to_string_lossy().into_owned();
         let meta = json!({"claudeCode": {"options": claude_code_options(self.turn)}});
-        let (id, fresh) = match self.turn.session.clone() {
+        let session = self.turn.session.clone().filter(|_| can_load || !self.turn.new_if_unloadable);
+        let (id, fresh) = match session {
             Some(old) if can_load => {
                 self.quiet = true;
                 let loaded = self.request("session/load", json!({"sessionId": old, "cwd": cwd, "mcpServers": servers, "_meta": meta}));
                 match loaded {
+                    Err(AcpError::Rpc { .. }) if self.turn.new_if_unloadable => {
+                        self.quiet = false;
+                        self.new_session(&cwd, &servers, &meta)?
+                    }
                     // The agent refused it: said so that the meeting renews the session with
                     // the transcript.
                     Err(AcpError::Rpc { message, .. }) => {
                         return Err(AcpError::Rpc { method: "session/load".into(), message: format!("session not found ({message})") })
                     }
                     Err(e) => return Err(e),
-                    Ok(_) => {}
+                    Ok(_) => {
+                        self.drain_quiet()?;
+                        self.quiet = false;
+                        (old, false)
+                    }
                 }
-                self.drain_quiet()?;
-                self.quiet = false;
-                (old, false)
             }
             Some(_) => {
                 return Err(AcpError::Rpc {
@@ -344,14 +365,7 @@ impl<'a> Session<'a> {
                     message: "session not found: the agent cannot load sessions (no loadSession capability)".into(),
                 })
             }
-            None => {
-                let new = self.request("session/new", json!({"cwd": cwd, "mcpServers": servers, "_meta": meta}))?;
-                let id = new["sessionId"]
-                    .as_str()
-                    .ok_or_else(|| AcpError::Rpc { method: "session/new".into(), message: "no sessionId in the answer".into() })?;
-                self.started = Some(id.to_string());
-                (id.to_string(), true)
-            }
+            None => self.new_session(&cwd, &servers, &meta)?,
         };
         self.emit(json!({"type": "session", "id": id}))?;
         let mut prompt = Vec::new();
@@ -1025,6 +1039,20 @@ mod tests {
     /// The client's whole exchange with the scripted agent replaying a capture.
     /// `env`: the stand-in's switches (`PAUSE_AT_PERMISSION=1`, `NOISE_FIRST=1`).
     fn run_against(agent: &str, name: &str, session: Option<&str>, allow: &[&str], term: &AtomicBool, env: &[&str]) -> Ran {
+        run_turn(agent, name, session, allow, term, env, false)
+    }
+
+    /// [`run_against`], saying whether a session that cannot be loaded is replaced (a
+    /// commission's revision) or fails the turn (a meeting's).
+    fn run_turn(
+        agent: &str,
+        name: &str,
+        session: Option<&str>,
+        allow: &[&str],
+        term: &AtomicBool,
+        env: &[&str],
+        new_if_unloadable: bool,
+    ) -> Ran {
         let dir = tempfile::tempdir().expect("tempdir");
         let record = dir.path().join("sent.jsonl");
         let pids = dir.path().join("pids");
@@ -1040,6 +1068,7 @@ mod tests {
             prompt: "do the task, remember the word MANGO".into(),
             system_prompt: "You are a guild-hall worker.".into(),
             session: session.map(str::to_string),
+            new_if_unloadable,
             bin: "/usr/bin/guild-hall".into(),
             mcp_env: vec![("GUILD_HALL_MAILBOX".into(), "/m/events-1.jsonl".into())],
             allow: allow.iter().map(|s| s.to_string()).collect(),
@@ -1066,6 +1095,25 @@ mod tests {
 
     fn sent<'a>(ran: &'a Ran, method: &str) -> Vec<&'a Json> {
         ran.sent.iter().filter(|m| m["method"] == method).collect()
+    }
+
+    /// A revision's session the agent no longer has: the meeting's turn fails (the meeting
+    /// renews it with the transcript); a commission's revision goes on in a new session, given
+    /// the system prompt first.
+    #[test]
+    fn a_session_that_cannot_be_loaded_is_new_for_a_revision_and_fails_a_meetings_turn() {
+        let never = AtomicBool::new(false);
+        let lost = Some("0a0a0a0a-lost");
+        let meeting = run_turn("claude-code-acp", "01_new_mcp_tools.jsonl", lost, &[], &never, &[], false);
+        assert_ne!(meeting.code, 0, "{}", meeting.log);
+        assert!(sent(&meeting, "session/new").is_empty());
+        let revision = run_turn("claude-code-acp", "01_new_mcp_tools.jsonl", lost, &[], &never, &[], true);
+        assert_eq!(revision.code, 0, "{}", revision.log);
+        assert_eq!(sent(&revision, "session/load")[0]["params"]["sessionId"], "0a0a0a0a-lost");
+        assert_eq!(sent(&revision, "session/new").len(), 1);
+        assert_eq!(revision.events[0], TurnEvent::Session { id: CLAUDE_SESSION.into() });
+        let prompt = sent(&revision, "session/prompt")[0];
+        assert_eq!(prompt["params"]["prompt"][0]["text"], "You are a guild-hall worker.", "a new session gets the system prompt first");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub(crate) mod ports;
 pub(crate) mod process;
 pub mod runner;
 pub mod sandbox;
+pub(crate) mod session;
 pub mod shim;
 pub(crate) mod step;
 pub mod toolbox;

@@ -15,7 +15,8 @@
 # - `--setting-sources ""`: no settings file is loaded, so a repository's `.claude/settings.json`
 #   or `settings.local.json` (hooks that run shell commands, another model, another API URL) is
 #   repository content and nothing more, as in the ACP packages,
-# - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made.
+# - its stream (stream-json) as output: `guild-hall logs` shows every tool call it made,
+# - a revision (`guild-hall revise`) resumed in the session of the attempt it revises.
 # Claude Code's home is this package's own, ~/.claude/guild-hall-<package> (CLAUDE_CONFIG_DIR;
 # worker.yaml's sandbox.write): never the person's ~/.claude (settings.json hooks, CLAUDE.md,
 # login), never another package's, so a coder cannot plant hooks, settings or instructions that
@@ -33,7 +34,17 @@ for t in report_progress submit_result log_question record_decision store_memory
   toolbox="$toolbox,mcp__guild-hall__$t"
 done
 "$GUILD_HALL_BIN" toolbox report-progress "Starting Claude Code"
-exec claude -p --setting-sources "" \
+# A revision of a commission goes on in the session of the attempt it revises
+# (GUILD_HALL_SESSION_ID: guild-hall read it from that attempt's stream), where this package's
+# home still keeps it: the agent sees its earlier work and the feedback, appended to the prompt.
+# A session id is a UUID (anything else is dropped); a session no longer kept starts anew, the
+# prompt saying what is on the branch and what to change.
+set --
+session=$(printf '%s' "${GUILD_HALL_SESSION_ID:-}" | tr -cd 'A-Za-z0-9-')
+if [ -n "$session" ] && ls "$CLAUDE_CONFIG_DIR"/projects/*/"$session.jsonl" >/dev/null 2>&1; then
+  set -- --resume "$session"
+fi
+exec claude -p "$@" --setting-sources "" \
   --append-system-prompt-file "$GUILD_HALL_SYSTEM_PROMPT_FILE" \
   --mcp-config "$config" --strict-mcp-config \
   --tools "$builtin" \

@@ -25,7 +25,7 @@
 #   thread (a resumed one holds the system prompt already): never as text on the command line,
 #   where any process could read it and a long one fails at exec (Codex's own base instructions
 #   stay: `model_instructions_file` would replace them),
-# - a meeting's later turns `codex exec resume <thread id>`; a thread Codex no longer has is
+# - a commission's revision and a meeting's later turns `codex exec resume <thread id>`; a thread Codex no longer has is
 #   reported as a failed turn ("no rollout found"), which guild-hall renews in a fresh session,
 # - its JSON lines as output: `guild-hall logs` shows every tool call it made, and meetings
 #   translate them (`protocol: codex-json`).
@@ -65,6 +65,13 @@ first_input() {
 case "$mode" in
   commission)
     "$GUILD_HALL_BIN" toolbox report-progress "Starting Codex"
+    # A revision (`guild-hall revise`) goes on in the thread of the attempt it revises
+    # (GUILD_HALL_SESSION_ID, from that attempt's stream) while this home keeps its rollout;
+    # else a new thread, the prompt saying what is on the branch and what to change.
+    thread=$(printf '%s' "${GUILD_HALL_SESSION_ID:-}" | tr -cd 'A-Za-z0-9-')
+    if [ -n "$thread" ] && find "$CODEX_HOME/sessions" -name "rollout-*-$thread.jsonl" 2>/dev/null | grep -q .; then
+      exec codex exec resume --json --skip-git-repo-check "$@" "$thread" - < "$GUILD_HALL_PROMPT_FILE"
+    fi
     input=$(first_input "$GUILD_HALL_PROMPT_FILE")
     exec codex exec --json --skip-git-repo-check "$@" - < "$input"
     ;;

@@ -242,6 +242,8 @@ fn json_rpc_and_mcp_review_as_the_commands_do() {
     // MCP: status says review; a revise with feedback; refused when not in review.
     let s = manager_call(&p, "status", serde_json::json!({"jobId": "m"}));
     assert_eq!(s["structuredContent"]["status"], "review", "{s}");
+    let r = manager_call(&p, "result", serde_json::json!({"jobId": "m"}));
+    assert_eq!(r["structuredContent"]["output"], "did attempt 1", "what is reviewed: {r}");
     let r = manager_call(&p, "revise", serde_json::json!({"jobId": "m", "feedback": [{"text": "again", "path": "work.txt", "line": 1}]}));
     assert_eq!(r["structuredContent"], serde_json::json!({"jobId": "m", "requested": "revised"}), "{r}");
     settle_after_kick(&p);
@@ -265,4 +267,163 @@ fn json_rpc_and_mcp_review_as_the_commands_do() {
     wait_status(&p, "r", "cancelled");
     let bad = rpc(&sock, "worker/approve", serde_json::json!({"jobId": "r"}));
     assert!(bad["error"]["message"].as_str().is_some_and(|m| m.contains("only work in review")), "{bad}");
+}
+
+/// One pass with the fault switch at `fault`: it must stop dead there (exit 86).
+fn killed_at(p: &Project, fault: &str) {
+    let out = p.cmd().args(["reconcile", "--once"]).env("GUILD_HALL_FAULT", fault).output().expect("runs");
+    assert_eq!(out.status.code(), Some(86), "{fault}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn merges_of(p: &Project, id: &str, attempt: u32) -> usize {
+    git(&p.root, &["log", "--format=%b", "claude/main"]).matches(&format!("Guild-Hall-Commission: {id} attempt {attempt}")).count()
+}
+
+/// Killed after each step of the move to review (the work secured, the update written; the
+/// update's own steps are those of every update, killed below): the next pass converges to review, the work on the branch, nothing merged.
+#[test]
+fn a_pass_killed_at_any_step_of_the_hold_converges() {
+    for fault in ["hold:1", "hold:2"] {
+        let p = review_project();
+        commission(&p, "job", "required");
+        let before = rev(&p, "claude/main");
+        p.pass_until_fault(fault);
+        p.settle();
+        assert_eq!(p.status("job"), "review", "{fault}: {}", p.artifact("job"));
+        assert_eq!(rev(&p, "claude/main"), before, "{fault}: nothing merged");
+        assert!(git(&p.root, &["show", "claude/commission/job:work.txt"]).contains("attempt 1"), "{fault}");
+        assert!(!p.worktree_list().contains("commission-job"), "{fault}");
+    }
+}
+
+/// Killed at every step of an approval (the merge, the update, the worktree's removal, each
+/// step of the update's write): merged exactly once, completed.
+#[test]
+fn a_pass_killed_at_any_step_of_an_approval_merges_once() {
+    let faults = [
+        "finish:1",
+        "finish:2",
+        "finish:3",
+        "commission-apply:1",
+        "commission-apply:2",
+        "commission-apply:3",
+        "commission-apply:4",
+        "commission-apply:5",
+    ];
+    for fault in faults {
+        let p = review_project();
+        in_review(&p, "job");
+        p.ok(&["approve", "job"]);
+        killed_at(&p, fault);
+        p.settle();
+        assert_eq!(p.status("job"), "completed", "{fault}: {}", p.artifact("job"));
+        assert_eq!(merges_of(&p, "job", 1), 1, "{fault}: merged exactly once");
+        assert_eq!(p.timeline("job").iter().filter(|e| e["kind"] == "merge").count(), 1, "{fault}");
+        assert!(!p.artifact("job").contains("\ndesired:"), "{fault}");
+    }
+}
+
+/// Killed at every step of a revision's dispatch: one attempt 2, on the same branch, given the
+/// feedback exactly once; none of it lost.
+#[test]
+fn a_pass_killed_at_any_step_of_a_revision_loses_no_feedback() {
+    let faults = [
+        "commission-apply:1",
+        "commission-apply:2",
+        "commission-apply:3",
+        "commission-apply:4",
+        "commission-apply:5",
+        "dispatch:1",
+        "dispatch:2",
+        "dispatch:3",
+        "dispatch:4",
+    ];
+    for fault in faults {
+        let p = review_project();
+        in_review(&p, "job");
+        p.ok(&["revise", "job", "-m", "keep going", "--at", "work.txt:1", "and here"]);
+        killed_at(&p, fault);
+        p.settle();
+        assert_eq!(p.status("job"), "review", "{fault}: {}", p.artifact("job"));
+        assert_eq!(p.status_json("job")["attempt"], 2, "{fault}");
+        let work = git(&p.root, &["show", "claude/commission/job:work.txt"]);
+        assert_eq!(work, "attempt 1\nattempt 2\n", "{fault}: one attempt 2, from attempt 1's work");
+        let seen = git(&p.root, &["show", "claude/commission/job:seen-2.txt"]);
+        assert_eq!(seen.matches("Feedback on attempt 1").count(), 1, "{fault}: {seen}");
+        assert!(seen.contains("- keep going") && seen.contains("- work.txt:1: and here"), "{fault}: {seen}");
+        assert_eq!(p.timeline("job").iter().filter(|e| e["kind"] == "revise").count(), 1, "{fault}");
+        assert!(!p.branches().iter().any(|b| b.ends_with("job+2")), "{fault}");
+        assert_eq!(merges_of(&p, "job", 1) + merges_of(&p, "job", 2), 0, "{fault}: nothing merged");
+    }
+}
+
+/// A revision through the real Claude Code CLI (against the tests' stand-in for the model API):
+/// attempt 2 resumes attempt 1's session — the model is sent attempt 1's conversation — and is
+/// given the feedback; its work lands on the same branch.
+#[test]
+fn a_revision_resumes_the_real_claude_code_session_with_the_feedback() {
+    use crate::worker::claude_code::{install_package, real_claude, real_run, FakeApi};
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    let submit = |n: &str| {
+        vec![
+            serde_json::json!({"tool_use": {"name": "mcp__guild-hall__write_artifact", "input": {"path": ".lore/answer.md", "content": format!("answer {n}\n")}}}),
+            serde_json::json!({"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": format!("answer {n}"), "artifacts": [".lore/answer.md"]}}}),
+            serde_json::json!({"text": format!("ATTEMPT-{n}-SAID-THIS")}),
+        ]
+    };
+    let script: Vec<serde_json::Value> = submit("1").into_iter().chain(submit("2")).collect();
+    let api = FakeApi::start(p.tmp.path(), &serde_json::Value::Array(script));
+    p.write_commission("ask", "---\nworker: claude-code\nreview: required\n---\nWrite the answer.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("ask"), "review", "{}", p.ok(&["logs", "ask"]));
+    let first = std::fs::read_to_string(&api.requests).expect("requests").lines().count();
+    p.ok(&["revise", "ask", "-m", "FEEDBACK-7731: say more"]);
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(p.status("ask"), "review", "{}", p.ok(&["logs", "ask", "--attempt", "2"]));
+    assert_eq!(p.status_json("ask")["attempt"], 2);
+    let requests = std::fs::read_to_string(&api.requests).expect("requests");
+    // The agent's first turn of attempt 2 (side requests, such as counting tokens, aside).
+    let asked = requests
+        .lines()
+        .skip(first)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["path"].as_str().is_some_and(|p| !p.contains("count_tokens")) && r["body"]["tools"].is_array())
+        .map(|r| r["body"]["messages"].to_string())
+        .find(|m| m.contains("FEEDBACK-7731"))
+        .expect("attempt 2 asked the model, given the feedback");
+    assert!(asked.contains("FEEDBACK-7731: say more") && asked.contains("Feedback on attempt 1"), "the feedback: {asked}");
+    assert!(asked.contains("ATTEMPT-1-SAID-THIS"), "the resumed session holds attempt 1's conversation: {asked}");
+    let log = p.ok(&["logs", "ask", "--attempt", "2"]);
+    assert!(git(&p.root, &["show", "claude/commission/ask:.lore/answer.md"]).contains("answer 2"), "{log}");
+}
+
+/// A revision's worker is told the session its revised attempt's stream announced (here in
+/// guild-hall's own lines, as the ACP client prints them), and nothing else: a first attempt
+/// gets none, and a worker's line of another shape is not taken for one.
+#[test]
+fn a_revision_is_told_the_session_of_the_attempt_it_revises() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "talker",
+        "full",
+        r#"echo "session=${GUILD_HALL_SESSION_ID:-none}" > "told-$GUILD_HALL_ATTEMPT.txt"
+echo '{"type":"text_delta","text":"{\"type\":\"session\",\"id\":\"fake\"}"}'
+echo "{\"type\":\"session\",\"id\":\"sess-$GUILD_HALL_ATTEMPT-abc\"}"
+"$GUILD_HALL_BIN" toolbox submit-result --summary done"#,
+    );
+    p.write_commission("job", "---\ntitle: T\nworker: talker\nreview: required\n---\nTalk.\n");
+    p.settle();
+    assert_eq!(p.status("job"), "review");
+    p.ok(&["revise", "job", "-m", "again"]);
+    p.settle();
+    let told = |n: u32| git(&p.root, &["show", &format!("claude/commission/job:told-{n}.txt")]);
+    assert_eq!(told(1), "session=none\n");
+    assert_eq!(told(2), "session=sess-1-abc\n", "attempt 2 resumes attempt 1's session");
+    p.ok(&["revise", "job", "-m", "once more"]);
+    p.settle();
+    assert_eq!(told(3), "session=sess-2-abc\n", "attempt 3 the one attempt 2 ran in");
 }

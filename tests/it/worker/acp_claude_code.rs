@@ -226,3 +226,36 @@ fn real_claude_code_acp_ignores_the_repositorys_claude_settings() {
     assert!(log.contains("[guild-hall acp] denied Write"), "asked, and denied: {log}");
     assert!(!git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]).contains("forbidden.md"), "{log}");
 }
+
+/// A commission's revision (`guild-hall revise`) under guild-hall's ACP client loads the session
+/// of the attempt it revises (`session/load`): the model is sent attempt 1's conversation and
+/// the feedback.
+#[test]
+fn real_claude_code_acp_revision_loads_the_session_with_the_feedback() {
+    let bin = real_claude_code_acp();
+    let p = Project::new(&[]);
+    p.ok(&["workers", "add", "claude-code-acp"]);
+    let submit = |n: u32| {
+        vec![
+            serde_json::json!({"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": format!("attempt {n}")}}}),
+            serde_json::json!({"text": format!("ATTEMPT-{n}-DONE")}),
+        ]
+    };
+    let api = FakeApi::start(p.tmp.path(), &serde_json::Value::Array(submit(1).into_iter().chain(submit(2)).collect()));
+    p.write_commission("rev", "---\nworker: claude-code-acp\nreview: required\n---\nSay something.\n");
+    guild_hall(&p, &api, &bin, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert_eq!(p.status("rev"), "review", "{}", p.ok(&["logs", "rev"]));
+    let first = agent_requests(&api).len();
+    p.ok(&["revise", "rev", "-m", "FEEDBACK-4242"]);
+    guild_hall(&p, &api, &bin, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    let log = p.ok(&["logs", "rev", "--attempt", "2"]);
+    assert_eq!(p.status("rev"), "review", "{log}");
+    let requests = agent_requests(&api);
+    let again = requests[first..]
+        .iter()
+        .map(|r| r["body"]["messages"].to_string())
+        .find(|m| m.contains("FEEDBACK-4242"))
+        .unwrap_or_else(|| panic!("attempt 2 was given the feedback: {:?}\n{log}", &requests[first..]));
+    assert!(again.contains("Feedback on attempt 1"), "{again}");
+    assert!(again.contains("ATTEMPT-1-DONE"), "the loaded session holds attempt 1: {again}\n{log}");
+}

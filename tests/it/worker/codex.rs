@@ -390,3 +390,33 @@ fn real_codex_cli_fails_fast_on_a_model_error() {
     assert_eq!(asked, 1, "one model request, not retried: {}", said(&out));
     assert!(!said(&out).contains("recovered by a retry"), "{}", said(&out));
 }
+
+/// A commission's revision (`guild-hall revise`) goes on in the Codex thread of the attempt it
+/// revises (`codex exec resume`): the model is sent attempt 1's conversation and the feedback,
+/// in the same thread.
+#[test]
+fn real_codex_revision_resumes_the_thread_with_the_feedback() {
+    let submit = |n: u32| {
+        vec![
+            json!({"call": {"namespace": "mcp__guild_hall", "name": "submit_result", "arguments": {"summary": format!("attempt {n}")}}}),
+            json!({"text": format!("ATTEMPT-{n}-DONE")}),
+        ]
+    };
+    let (codex, p, api) = set_up("codex", Value::Array(submit(1).into_iter().chain(submit(2)).collect()));
+    p.write_commission("rev", "---\nworker: codex\nreview: required\n---\nSay something.\n");
+    let out = with_codex(&p, &api, &codex, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.status("rev"), "review", "{}", p.ok(&["logs", "rev"]));
+    let first = requests(&api).len();
+    let thread = requests(&api)[0]["headers"]["thread-id"].as_str().expect("Codex names its thread").to_string();
+    p.ok(&["revise", "rev", "-m", "FEEDBACK-4242"]);
+    let out = with_codex(&p, &api, &codex, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.status("rev"), "review", "{}", p.ok(&["logs", "rev", "--attempt", "2"]));
+    let reqs = requests(&api);
+    let again = reqs.get(first).expect("attempt 2 asked the model");
+    assert_eq!(again["headers"]["thread-id"], thread.as_str(), "the same thread");
+    let input = again["body"]["input"].to_string();
+    assert!(input.contains("FEEDBACK-4242") && input.contains("Feedback on attempt 1"), "{input}");
+    assert!(input.contains("ATTEMPT-1-DONE"), "the thread holds attempt 1: {input}");
+}

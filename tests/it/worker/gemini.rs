@@ -430,3 +430,28 @@ echo "--- send"; cat "$GUILD_HALL_HOME/../send.out"; echo "rc=$rc""#;
     let v: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
     assert_eq!(v["status"], "open", "{v}");
 }
+
+/// A commission's revision (`guild-hall revise`) goes on in the Gemini CLI session of the
+/// attempt it revises (`--resume`): the model is sent attempt 1's conversation and the feedback.
+#[test]
+fn real_gemini_cli_revision_resumes_the_session_with_the_feedback() {
+    let (gemini, p) = with_package("gemini");
+    let submit = |n: u32| {
+        vec![
+            serde_json::json!({"call": {"name": "mcp_guild-hall_submit_result", "args": {"summary": format!("attempt {n}")}}}),
+            serde_json::json!({"text": format!("ATTEMPT-{n}-DONE")}),
+        ]
+    };
+    let api = stand_in(&p, serde_json::Value::Array(submit(1).into_iter().chain(submit(2)).collect()));
+    p.write_commission("rev", "---\nworker: gemini\nreview: required\n---\nSay something.\n");
+    run(&p, &api, &gemini, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert_eq!(p.status("rev"), "review", "{}", p.ok(&["logs", "rev"]));
+    let first = turns(&api).len();
+    p.ok(&["revise", "rev", "-m", "FEEDBACK-4242"]);
+    run(&p, &api, &gemini, &["reconcile", "--once", "--wait", "--timeout", "180s"]);
+    assert_eq!(p.status("rev"), "review", "{}", p.ok(&["logs", "rev", "--attempt", "2"]));
+    let turns = turns(&api);
+    let again = turns.get(first).expect("attempt 2 asked the model").to_string();
+    assert!(again.contains("FEEDBACK-4242") && again.contains("Feedback on attempt 1"), "{again}");
+    assert!(again.contains("ATTEMPT-1-DONE"), "the session holds attempt 1: {again}");
+}
