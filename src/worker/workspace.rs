@@ -85,6 +85,10 @@ pub(crate) fn copy_into(root: &Path, wt: &Path, ws: &Workspace) -> Result<Vec<St
             notes.push(format!("workspace.copy: {entry} is not in the checkout: not copied"));
             continue;
         }
+        // A worktree given to its next attempt has it already (or what its worker made of it).
+        if std::fs::symlink_metadata(wt.join(&rel)).is_ok() {
+            continue;
+        }
         if let Some(why) = unsafe_target(wt, &rel) {
             notes.push(format!("workspace.copy: {entry} not copied: {why}"));
             continue;
@@ -94,15 +98,14 @@ pub(crate) fn copy_into(root: &Path, wt: &Path, ws: &Workspace) -> Result<Vec<St
     Ok(notes)
 }
 
-/// Why `rel` under `wt` is no place to copy to: a link on the way, or something already there.
+/// Why `rel` under `wt` is no place to copy to: a link or a file on the way.
 fn unsafe_target(wt: &Path, rel: &Path) -> Option<String> {
     let mut at = wt.to_path_buf();
     let parts: Vec<_> = rel.components().collect();
-    for (i, part) in parts.iter().enumerate() {
+    for part in &parts[..parts.len().saturating_sub(1)] {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => return Some(format!("{} is a symbolic link", at.display())),
-            Ok(_) if i + 1 == parts.len() => return Some("the worktree has it already".into()),
             Ok(m) if !m.is_dir() => return Some(format!("{} is not a directory", at.display())),
             _ => {}
         }
@@ -300,11 +303,15 @@ mod tests {
         std::fs::create_dir_all(wt.join("config")).expect("mkdir");
         std::fs::write(wt.join("config/local.yaml"), "mine\n").expect("write");
         std::os::unix::fs::symlink(dir.path(), wt.join("secrets")).expect("link");
-        let notes = copy_into(&root, &wt, &ws(&[".env", "config/local.yaml", "secrets", "missing"])).expect("copies");
+        std::os::unix::fs::symlink(dir.path(), wt.join("config2")).expect("link");
+        std::fs::create_dir_all(root.join("config2")).expect("mkdir");
+        std::fs::write(root.join("config2/k"), "k\n").expect("write");
+        let notes = copy_into(&root, &wt, &ws(&[".env", "config/local.yaml", "secrets", "config2/k", "missing"])).expect("copies");
         assert_eq!(std::fs::read_to_string(wt.join(".env")).expect("copied"), "KEY=1\n");
         assert_eq!(std::fs::read_to_string(wt.join("config/local.yaml")).expect("kept"), "mine\n", "what is there is kept");
         assert!(!dir.path().join("k").exists(), "never written through a link");
-        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(notes.len(), 2, "a link on the way and the missing file: {notes:?}");
+        assert!(notes[0].contains("config2") && notes[0].contains("symbolic link") && notes[1].contains("missing"), "{notes:?}");
     }
 
     #[test]
