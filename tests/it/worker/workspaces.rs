@@ -179,6 +179,18 @@ fn a_wave_task_and_verify_run_their_setup_before_the_worker() {
     assert_eq!(git(&p.root, &["show", "claude/main:src/one.txt"]), "hello\n");
     let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     assert!(!tree.lines().any(|l| l == "setup-out.txt"), "an ignored file is never copied back:\n{tree}");
+    // The task's log says what of its work setup made.
+    let tasks = std::fs::read_dir(p.home.join("state")).expect("state").filter_map(|e| e.ok()).map(|e| e.path().join("plans/p/tasks"));
+    let logs: String = tasks
+        .filter_map(|t| std::fs::read_dir(t).ok())
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("attempt-1.log")).ok())
+        .collect();
+    assert!(
+        logs.contains("[guild-hall] setup made or changed files git does not ignore, which are this attempt's work: src/from-setup.txt\n"),
+        "{logs}"
+    );
 }
 
 #[test]
