@@ -184,6 +184,15 @@ pub(crate) fn as_run(state: &StateDir) -> Option<AsRun> {
     crate::files::read_json::<AsRun>(&as_run_path(state)).ok().flatten()
 }
 
+/// What `attempt`'s setup made that git does not ignore (the shim's `setup-made.json` in
+/// `state`), if it made any: the words of the timeline's `setup` event.
+pub(crate) fn setup_made(state: &StateDir, attempt: u32) -> Option<String> {
+    let v = crate::files::read_json::<serde_json::Value>(&state.0.join("setup-made.json")).ok().flatten()?;
+    let paths: Vec<&str> = v["paths"].as_array()?.iter().filter_map(|p| p.as_str()).collect();
+    (v["attempt"].as_u64() == Some(u64::from(attempt)) && !paths.is_empty())
+        .then(|| format!("workspace setup made or changed, as this attempt's work: {}", paths.join(", ")))
+}
+
 /// How long one worktree's teardown may take, all its commands together: a pass waits for it.
 pub(crate) const TEARDOWN_LIMIT: Duration = Duration::from_secs(60);
 

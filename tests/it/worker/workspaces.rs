@@ -32,8 +32,9 @@ fn logs(p: &Project, id: &str) -> String {
 #[test]
 fn setup_runs_before_the_worker_and_the_copied_env_stays_out_of_the_merge() {
     let p = project_with_env(&[]);
+    // The second setup command makes a file git does not ignore: the attempt's work, said so.
     p.config(
-        "workspace:\n  copy: [.env]\n  setup: [[sh, -c, \"echo built > setup-out.txt\"]]\n  teardown: [[sh, -c, \"echo tearing down\"]]\n",
+        "workspace:\n  copy: [.env]\n  setup: [[sh, -c, \"echo built > setup-out.txt\"], [sh, -c, \"echo v1 > VERSION\"]]\n  teardown: [[sh, -c, \"echo tearing down\"]]\n",
     );
     p.script_worker("builder", "full", "cat setup-out.txt .env > seen.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
     let id = p.create("builder", "Build", "Build it.");
@@ -51,6 +52,9 @@ fn setup_runs_before_the_worker_and_the_copied_env_stays_out_of_the_merge() {
     assert!(log.contains("[guild-hall] setup: sh -c echo built > setup-out.txt"), "{log}");
     assert_eq!(log.matches("[guild-hall] teardown: sh -c echo tearing down").count(), 1, "{log}");
     assert!(log.contains("tearing down\n"), "its output in the attempt's log: {log}");
+    assert_eq!(git(&p.root, &["show", "claude/main:VERSION"]), "v1\n");
+    let said: Vec<String> = p.timeline(&id).iter().filter(|e| e["kind"] == "setup").map(|e| e["text"].to_string()).collect();
+    assert_eq!(said, ["\"workspace setup made or changed, as this attempt's work: VERSION\""], "the timeline says setup made it");
 }
 
 #[test]
