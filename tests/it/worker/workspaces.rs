@@ -86,6 +86,17 @@ fn check_refuses_a_copy_entry_that_is_tracked_unignored_or_outside() {
     assert!(said.contains(".lore/guild-hall.yaml:2:") && said.contains("workspace.copy: \"README.md\" is tracked by git"), "{said}");
     assert!(said.contains("workspace.copy: \"loose.txt\" is not ignored by git"), "{said}");
     assert!(!said.contains("\".env\""), "an ignored file is fine: {said}");
+    // A package's workspace: the same, at its worker.yaml.
+    p.config("");
+    p.script_worker("builder", "full", "true");
+    let yaml = p.root.join(".lore/workers/builder/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}workspace:\n  copy: [src/lib.txt]\n")).expect("write");
+    let (code, out, err) = p.run(&["check"]);
+    let said = format!("{out}{err}");
+    assert_ne!(code, 0, "{said}");
+    assert!(said.contains("workers/builder/worker.yaml:") && said.contains("\"src/lib.txt\" is tracked by git"), "{said}");
+    std::fs::write(&yaml, text).expect("write");
     // Outside the repository: the configuration itself is refused, naming the entry.
     p.config("workspace:\n  copy: [../elsewhere/.env]\n");
     let (code, out, err) = p.run(&["check"]);
@@ -273,4 +284,17 @@ fn npm_ci_from_an_offline_cache_runs_confined_as_setup() {
     let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     assert!(!tree.contains("node_modules"), "dependencies stay ignored:\n{tree}");
     assert!(logs(&p, &id).contains("[guild-hall] setup: npm ci --no-audit --no-fund"));
+}
+
+/// A `copy:` entry that is not an ignored file: the attempt does not start, saying why.
+#[test]
+fn an_attempt_whose_copy_entry_is_tracked_does_not_start() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  copy: [README.md]\n");
+    p.script_worker("builder", "full", "echo the worker ran\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+    let id = p.create("builder", "Build", "Build it.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed", "{s}");
+    assert!(s["reason"].as_str().unwrap_or_default().contains("workspace.copy: \"README.md\" is tracked by git"), "{s}");
 }
