@@ -245,17 +245,11 @@ fn npm_ci_from_an_offline_cache_runs_confined_as_setup() {
     std::fs::create_dir_all(&dep).expect("mkdir");
     std::fs::write(dep.join("package.json"), r#"{"name": "tiny-dep", "version": "1.0.0", "main": "index.js"}"#).expect("write");
     std::fs::write(dep.join("index.js"), "module.exports = 'tiny';\n").expect("write");
-    let tarball = npm(&dep, &["pack", "--silent"]).trim().to_string();
+    let packed: serde_json::Value = serde_json::from_str(&npm(&dep, &["pack", "--json"])).expect("npm pack --json");
+    let tarball = packed[0]["filename"].as_str().expect("its file").to_string();
+    let integrity = packed[0]["integrity"].as_str().expect("its hash").to_string();
     npm(&dep, &["cache", "add", &dep.join(&tarball).to_string_lossy()]);
     // The project depends on it by the registry's name; its lock says where from and its hash.
-    let integrity = {
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("printf 'sha512-%s' \"$(openssl dgst -sha512 -binary {} | base64 -w0)\"", dep.join(&tarball).display()))
-            .output()
-            .expect("openssl");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let lock = format!(
         r#"{{"name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {{
   "": {{"name": "app", "version": "1.0.0", "dependencies": {{"tiny-dep": "1.0.0"}}}},
