@@ -383,6 +383,20 @@ mod tests {
             x.describe_when(" before the end of its turn"),
             "worker exited with code 127 before the end of its turn; its log ends: claude: not found"
         );
+        // A setup that failed is said as setup's, never the worker's, and is no clean exit.
+        let setup = super::ExitInfo {
+            code: Some(1),
+            tail: Some("npm ERR! lock out of date".into()),
+            setup: Some(super::SetupFailed { argv: vec!["npm".into(), "ci".into()] }),
+            ..x.clone()
+        };
+        assert!(!setup.clean());
+        assert_eq!(
+            setup.describe_when(" before the end of its turn"),
+            "workspace setup `npm ci` exited with code 1, before the worker started; its log ends: npm ERR! lock out of date"
+        );
+        let stopped = super::ExitInfo { code: None, signal: Some(15), tail: None, ..setup };
+        assert_eq!(stopped.describe(), "workspace setup `npm ci` was killed by signal 15, before the worker started");
     }
 
     use super::*;

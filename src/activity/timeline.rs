@@ -174,7 +174,7 @@ pub fn render(e: &Value) -> String {
             Some(how) => format!("{} ({how})", s("status")),
             None => s("status"),
         },
-        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" | "edited" => s("text"),
+        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" | "edited" | "setup" => s("text"),
         "decision" => format!("{} => {} ({})", s("question"), s("decision"), s("reasoning")),
         "result" => s("summary"),
         "artifact" => s("path"),

@@ -311,6 +311,9 @@ fn finish(
         timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
     };
     let mut done = update.clone();
+    if let Some(text) = crate::worker::workspace::setup_made(&state, attempt) {
+        done.events.push(timeline::event(&now, "setup", format!("setup:{attempt}"), json!({"text": text})));
+    }
     match landing {
         Landing::Merged(oid) => {
             done.events.push(merge_event(oid.map(|o| o.to_string()).unwrap_or_else(|| timeline::NOTHING_TO_MERGE.into())))

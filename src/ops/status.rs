@@ -80,7 +80,7 @@ fn artifact_rows(
                 let mut r = row(&o, now, waiting(&o, &workers, branch));
                 if matches!(o.proc, Proc::Alive | Proc::Starting) {
                     let state = home.commission_state(&project.name, &o.artifact.id);
-                    r.ports = crate::worker::ports::of(home, &state).map(|p| p.shown());
+                    r.ports = crate::worker::ports::of(home, &state).map(|p| PortRange { first: p.first, count: p.count });
                 }
                 if let Err(e) = emit(&StatusRow::Commission(Box::new(r))) {
                     failed = Some(e);
@@ -195,9 +195,9 @@ pub struct CommissionRow {
     pub(crate) path: PathBuf,
     /// The worker's pid, while it is alive.
     pub(crate) pid: Option<i32>,
-    /// The ports its live attempt holds (`workspace.ports`): `41000-41002`.
+    /// The ports its live attempt holds (`workspace.ports`): `{"count": 3, "first": 41000}`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ports: Option<String>,
+    pub ports: Option<PortRange>,
     pub(crate) process: Process,
     pub progress: Option<String>,
     /// `questions:` as written (`null` when absent).
@@ -219,6 +219,23 @@ pub struct CommissionRow {
     /// Still to run, and what it waits for (dependencies, its worker's package).
     pub waiting: Option<String>,
     pub worker: String,
+}
+
+/// A live attempt's ports: `first` .. `first + count - 1` (declared in the JSON's key order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PortRange {
+    pub count: u16,
+    pub first: u16,
+}
+
+impl std::fmt::Display for PortRange {
+    /// `41000-41002`, or `41000` alone.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.count {
+            0 | 1 => write!(f, "{}", self.first),
+            n => write!(f, "{}-{}", self.first, u32::from(self.first) + u32::from(n) - 1),
+        }
+    }
 }
 
 impl CommissionRow {
@@ -373,7 +390,7 @@ mod tests {
             integrated: Some("i".into()),
             path: "/p/c.md".into(),
             pid: Some(42),
-            ports: Some("41000-41002".into()),
+            ports: Some(PortRange { first: 41000, count: 3 }),
             process: Process::Alive,
             progress: Some("p".into()),
             questions: serde_json::json!(["why?"]),

@@ -40,15 +40,6 @@ impl Allocation {
     fn overlaps(&self, first: u16, count: u16) -> bool {
         first <= self.last() && u32::from(self.first) < u32::from(first) + u32::from(count)
     }
-
-    /// `41000-41002` (or `41000` alone).
-    pub(crate) fn shown(&self) -> String {
-        if self.count == 1 {
-            self.first.to_string()
-        } else {
-            format!("{}-{}", self.first, self.last())
-        }
-    }
 }
 
 fn dir(home: &Home) -> PathBuf {

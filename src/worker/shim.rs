@@ -817,6 +817,7 @@ fn run_setup(
     let record = |pid: i32| {
         let _ = write_json(&state.run(), &RunInfo { worker_pid: Some(pid), ..started.clone() });
     };
+    let before = crate::worker::step::unignored_changes(&args.cwd);
     for argv in &args.setup {
         let s =
             Step { argv, cwd: &args.cwd, env: None, sandbox: policy, log: &log, what: "setup", grace: args.grace, started: Some(&record) };
@@ -833,6 +834,19 @@ fn run_setup(
             Ok(end) if end.ok() => {}
             Ok(end) => return Some(failed(end.code, end.signal, end.tail, None)),
             Err(e) => return Some(failed(None, None, None, Some(e.to_string()))),
+        }
+    }
+    // What setup made that git does not ignore is the attempt's work like any other: said in
+    // its log, and recorded (`setup-made.json`) for what shows the attempt's story.
+    if let (Some(before), Some(after)) = (before, crate::worker::step::unignored_changes(&args.cwd)) {
+        let made: Vec<&str> = after.difference(&before).map(|(p, _)| p.as_str()).collect();
+        if !made.is_empty() {
+            note(
+                state,
+                args.attempt,
+                &format!("setup made or changed files git does not ignore, which are this attempt's work: {}", made.join(", ")),
+            );
+            let _ = write_json(&state.0.join("setup-made.json"), &serde_json::json!({"attempt": args.attempt, "paths": made}));
         }
     }
     None

@@ -142,6 +142,18 @@ pub(crate) fn run(step: &Step<'_>, halt: &dyn Fn() -> Option<Halt>) -> Result<St
     Ok(StepOutcome { tail, ..outcome })
 }
 
+/// The paths git sees changed in the worktree at `wt` — tracked files changed, untracked files
+/// it does not ignore — with how: what a step made there that is the attempt's work (a setup
+/// should make only ignored files). Read with libgit2 (no hooks, no configured programs), for
+/// a note only; `None` when git cannot say.
+pub(crate) fn unignored_changes(wt: &Path) -> Option<std::collections::BTreeSet<(String, u32)>> {
+    let repo = git2::Repository::open(wt).ok()?;
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false).exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut opts)).ok()?;
+    Some(statuses.iter().map(|e| (String::from_utf8_lossy(e.path_bytes()).into_owned(), e.status().bits())).collect())
+}
+
 /// Signal every process of the group `group` leads (none left: nothing to do).
 fn signal_group(group: i32, sig: i32) {
     if group > 1 {
@@ -212,6 +224,25 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(crate::worker::process::proc_stat(child).is_none_or(|s| s.ended()), "its child is gone too");
+    }
+
+    #[test]
+    fn what_git_does_not_ignore_is_seen_changed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let git = |args: &[&str]| {
+            let out = Command::new("git").args(args).current_dir(dir.path()).env("GIT_CONFIG_GLOBAL", "/dev/null").output().expect("git");
+            assert!(out.status.success(), "{args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join(".gitignore"), "node_modules/\n").expect("write");
+        git(&["add", ".gitignore"]);
+        let before = unignored_changes(dir.path()).expect("git says");
+        std::fs::create_dir_all(dir.path().join("node_modules/x")).expect("mkdir");
+        std::fs::write(dir.path().join("node_modules/x/i.js"), "x").expect("write");
+        std::fs::write(dir.path().join("made.txt"), "x").expect("write");
+        let after = unignored_changes(dir.path()).expect("git says");
+        let made: Vec<&str> = after.difference(&before).map(|(p, _)| p.as_str()).collect();
+        assert_eq!(made, ["made.txt"]);
     }
 
     #[test]

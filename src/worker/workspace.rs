@@ -1,6 +1,7 @@
 //! A worktree made ready for a real project (`workspace:`, the project's with its package's
-//! added): the person's ignored files copied in, the record its teardown runs from, and its
-//! removal with that teardown first. Setup runs in the shim ([`crate::worker::step`]).
+//! added): the person's ignored files copied in, the record of how its attempt runs (what its
+//! teardown and a review's checks run as), and its removal with that teardown first. Setup
+//! runs in the shim ([`crate::worker::step`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::config::Workspace;
-use crate::worker::step::{self, Halt, Step};
+use crate::worker::step::{self, Halt, Step, StepOutcome};
 
 /// Why a `copy:` entry cannot be copied: it is not an ignored file of the person's checkout.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,6 +86,10 @@ pub(crate) fn copy_into(root: &Path, wt: &Path, ws: &Workspace) -> Result<Vec<St
             notes.push(format!("workspace.copy: {entry} is not in the checkout: not copied"));
             continue;
         }
+        // A worktree given to its next attempt has it already (or what its worker made of it).
+        if std::fs::symlink_metadata(wt.join(&rel)).is_ok() {
+            continue;
+        }
         if let Some(why) = unsafe_target(wt, &rel) {
             notes.push(format!("workspace.copy: {entry} not copied: {why}"));
             continue;
@@ -94,15 +99,14 @@ pub(crate) fn copy_into(root: &Path, wt: &Path, ws: &Workspace) -> Result<Vec<St
     Ok(notes)
 }
 
-/// Why `rel` under `wt` is no place to copy to: a link on the way, or something already there.
+/// Why `rel` under `wt` is no place to copy to: a link or a file on the way.
 fn unsafe_target(wt: &Path, rel: &Path) -> Option<String> {
     let mut at = wt.to_path_buf();
     let parts: Vec<_> = rel.components().collect();
-    for (i, part) in parts.iter().enumerate() {
+    for part in &parts[..parts.len().saturating_sub(1)] {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => return Some(format!("{} is a symbolic link", at.display())),
-            Ok(_) if i + 1 == parts.len() => return Some("the worktree has it already".into()),
             Ok(m) if !m.is_dir() => return Some(format!("{} is not a directory", at.display())),
             _ => {}
         }
@@ -140,14 +144,14 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// What a worktree's teardown runs from, written at launch into the activity's state dir
-/// (0600: its environment may hold a package's `pass_env` values), removed once it has run.
+/// How an attempt's worker runs, written at launch into the activity's state dir (0600: its
+/// environment may hold a package's `pass_env` values): what later runs in its worktree as the
+/// attempt would — its teardown, a review's checks ([`run_as_attempt`]) — runs from it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct TeardownRecord {
+pub(crate) struct AsRun {
     /// The attempt whose log and sandbox policy it uses.
     pub(crate) attempt: u32,
     pub(crate) worktree: PathBuf,
-    pub(crate) commands: Vec<Vec<String>>,
     pub(crate) env: BTreeMap<String, String>,
     /// Confined by the attempt's sandbox policy file; else unconfined, as its worker was.
     pub(crate) confined: bool,
@@ -156,62 +160,87 @@ pub(crate) struct TeardownRecord {
     #[serde(default)]
     pub(crate) person: bool,
     pub(crate) grace: Duration,
+    /// `workspace.teardown`: run once, before the worktree is removed.
+    #[serde(default)]
+    pub(crate) teardown: Vec<Vec<String>>,
 }
 
-/// The teardown record in `state`.
-fn teardown_record(state: &StateDir) -> PathBuf {
-    state.0.join("teardown.json")
+/// The record of how the attempt runs, in `state`.
+fn as_run_path(state: &StateDir) -> PathBuf {
+    state.0.join("as-run.json")
 }
 
-/// Write (or, with no teardown, remove) the worktree's teardown record for `attempt`.
-pub(crate) fn record_teardown(state: &StateDir, rec: &TeardownRecord) -> Result<()> {
-    let path = teardown_record(state);
-    if rec.commands.is_empty() {
-        return crate::files::remove_if_exists(&path).map(|_| ());
-    }
+/// Record how `attempt` runs ([`AsRun`]), over the last one's.
+pub(crate) fn record_as_run(state: &StateDir, rec: &AsRun) -> Result<()> {
+    let path = as_run_path(state);
     let bytes = serde_json::to_vec_pretty(rec)?;
     crate::files::write_atomic(&path, &bytes)?;
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .with_context(|| format!("making {} private", path.display()))
 }
 
+/// How the last attempt in `state` ran, if it was recorded.
+pub(crate) fn as_run(state: &StateDir) -> Option<AsRun> {
+    crate::files::read_json::<AsRun>(&as_run_path(state)).ok().flatten()
+}
+
+/// What `attempt`'s setup made that git does not ignore (the shim's `setup-made.json` in
+/// `state`), if it made any: the words of the timeline's `setup` event.
+pub(crate) fn setup_made(state: &StateDir, attempt: u32) -> Option<String> {
+    let v = crate::files::read_json::<serde_json::Value>(&state.0.join("setup-made.json")).ok().flatten()?;
+    let paths: Vec<&str> = v["paths"].as_array()?.iter().filter_map(|p| p.as_str()).collect();
+    (v["attempt"].as_u64() == Some(u64::from(attempt)) && !paths.is_empty())
+        .then(|| format!("workspace setup made or changed, as this attempt's work: {}", paths.join(", ")))
+}
+
 /// How long one worktree's teardown may take, all its commands together: a pass waits for it.
 pub(crate) const TEARDOWN_LIMIT: Duration = Duration::from_secs(60);
 
 /// Run the teardown recorded for the worktree `rec` in `state`, if any, bounded by
-/// [`TEARDOWN_LIMIT`], its output in the attempt's log. Its record goes once it has run: each
+/// [`TEARDOWN_LIMIT`], its output in the attempt's log. The record goes once it has run: each
 /// worktree is torn down once. A failing command is logged, never an error of the removal.
 pub(crate) fn teardown(state: &StateDir, rec: &WorktreeRecord) {
-    let path = teardown_record(state);
-    let Ok(Some(record)) = crate::files::read_json::<TeardownRecord>(&path) else { return };
-    if record.worktree == rec.path && rec.path.is_dir() {
-        run_teardown(state, &record);
+    let Some(record) = as_run(state) else { return };
+    if record.worktree == rec.path && rec.path.is_dir() && !record.teardown.is_empty() {
+        for (argv, ended) in run_as_attempt(state, &record, &record.teardown, "teardown", TEARDOWN_LIMIT) {
+            match ended {
+                Ok(end) if end.ok() => {}
+                Ok(_) => {
+                    tracing::warn!(worktree = %rec.path.display(), command = %argv.join(" "), "workspace teardown failed (see the attempt's log)")
+                }
+                Err(why) => tracing::warn!(worktree = %rec.path.display(), command = %argv.join(" "), "workspace teardown not run: {why}"),
+            }
+        }
     }
-    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(as_run_path(state));
 }
 
-fn run_teardown(state: &StateDir, record: &TeardownRecord) {
+/// Run `commands` one after the other in the worktree of the attempt `record` describes, as it
+/// ran — its environment (less its mailbox), its sandbox (never unconfined when it was not) —
+/// each into its log (`what`: `teardown`, `check`), all of them within `limit` (the one past it
+/// is stopped, the rest not run). Each command with how it ended, or why it did not run.
+pub(crate) fn run_as_attempt(
+    state: &StateDir,
+    record: &AsRun,
+    commands: &[Vec<String>],
+    what: &str,
+    limit: Duration,
+) -> Vec<(Vec<String>, Result<StepOutcome, String>)> {
     let log = state.log(record.attempt);
-    let note = |line: String| {
-        use std::io::Write;
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .and_then(|mut l| l.write_all(format!("[guild-hall] {line}\n").as_bytes()));
-    };
-    let tmp = state.tmp();
+    let tmp = state.0.join("step-tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
     let _ = std::fs::create_dir_all(&tmp);
     let policy = if record.confined {
         match crate::worker::sandbox::Policy::read_file(&crate::worker::shim::policy_file(state, record.attempt)) {
             Ok(mut p) => {
-                p.writable.extend([tmp.clone(), log.clone()]);
+                p.writable.push(tmp.clone());
                 p.own.push(tmp.clone());
                 Some(p)
             }
             Err(e) => {
-                note(format!("teardown not run: its worker's sandbox policy cannot be read ({e}), and it never runs unconfined"));
-                return;
+                let why = format!("its worker's sandbox policy cannot be read ({e}), and it never runs unconfined");
+                note(&log, &format!("{what} not run: {why}"));
+                return commands.iter().map(|c| (c.clone(), Err(why.clone()))).collect();
             }
         }
     } else {
@@ -224,32 +253,45 @@ fn run_teardown(state: &StateDir, record: &TeardownRecord) {
     };
     env.extend(record.env.clone());
     env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
-    let deadline = Instant::now() + TEARDOWN_LIMIT;
-    for argv in &record.commands {
+    let deadline = Instant::now() + limit;
+    let mut out = Vec::new();
+    for argv in commands {
+        if Instant::now() >= deadline {
+            out.push((argv.clone(), Err(format!("past the limit of {}", humantime::format_duration(limit)))));
+            continue;
+        }
         let s = Step {
             argv,
             cwd: &record.worktree,
             env: Some(&env),
             sandbox: policy.as_ref(),
             log: &log,
-            what: "teardown",
+            what,
             grace: record.grace.min(Duration::from_secs(5)),
             started: None,
         };
         let halt = || (Instant::now() >= deadline).then_some(Halt::Term);
-        match step::run(&s, &halt) {
-            Ok(end) if !end.ok() => {
-                tracing::warn!(worktree = %record.worktree.display(), command = %argv.join(" "), "workspace teardown failed (see the attempt's log)")
-            }
-            Ok(_) => {}
-            Err(e) => note(format!("teardown: {e}")),
+        let ended = step::run(&s, &halt).map_err(|e| e.to_string());
+        if let Err(why) = &ended {
+            note(&log, &format!("{what}: {why}"));
         }
         if Instant::now() >= deadline {
-            note(format!("teardown stopped: past its limit of {}", humantime::format_duration(TEARDOWN_LIMIT)));
-            break;
+            note(&log, &format!("{what} stopped: past its limit of {}", humantime::format_duration(limit)));
         }
+        out.push((argv.clone(), ended));
     }
     let _ = std::fs::remove_dir_all(&tmp);
+    out
+}
+
+/// A line of guild-hall's in the attempt's log `log`.
+fn note(log: &Path, line: &str) {
+    use std::io::Write;
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut l| l.write_all(format!("[guild-hall] {line}\n").as_bytes()));
 }
 
 /// Remove the worktree `rec` of the activity whose state dir is `state`, its workspace's
@@ -300,11 +342,48 @@ mod tests {
         std::fs::create_dir_all(wt.join("config")).expect("mkdir");
         std::fs::write(wt.join("config/local.yaml"), "mine\n").expect("write");
         std::os::unix::fs::symlink(dir.path(), wt.join("secrets")).expect("link");
-        let notes = copy_into(&root, &wt, &ws(&[".env", "config/local.yaml", "secrets", "missing"])).expect("copies");
+        std::os::unix::fs::symlink(dir.path(), wt.join("config2")).expect("link");
+        std::fs::create_dir_all(root.join("config2")).expect("mkdir");
+        std::fs::write(root.join("config2/k"), "k\n").expect("write");
+        let notes = copy_into(&root, &wt, &ws(&[".env", "config/local.yaml", "secrets", "config2/k", "missing"])).expect("copies");
         assert_eq!(std::fs::read_to_string(wt.join(".env")).expect("copied"), "KEY=1\n");
         assert_eq!(std::fs::read_to_string(wt.join("config/local.yaml")).expect("kept"), "mine\n", "what is there is kept");
         assert!(!dir.path().join("k").exists(), "never written through a link");
-        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(notes.len(), 2, "a link on the way and the missing file: {notes:?}");
+        assert!(notes[0].contains("config2") && notes[0].contains("symbolic link") && notes[1].contains("missing"), "{notes:?}");
+    }
+
+    #[test]
+    fn commands_run_as_the_attempt_ran_within_their_limit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = StateDir(dir.path().join("state"));
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(&state.0).expect("mkdir");
+        std::fs::create_dir_all(&wt).expect("mkdir");
+        let env = [("FOO".to_string(), "bar".to_string()), ("GUILD_HALL_MAILBOX".to_string(), "/m".to_string())].into();
+        let record = AsRun {
+            attempt: 2,
+            worktree: wt.clone(),
+            env,
+            confined: false,
+            person: false,
+            grace: Duration::from_millis(100),
+            teardown: Vec::new(),
+        };
+        record_as_run(&state, &record).expect("recorded");
+        let read = as_run(&state).expect("read back");
+        let sh = |s: &str| vec!["sh".to_string(), "-c".to_string(), s.to_string()];
+        let commands = [sh("echo \"$FOO:${GUILD_HALL_MAILBOX:-none}\" > env.txt"), sh("sleep 30"), sh("echo never > never.txt")];
+        let ended = run_as_attempt(&state, &read, &commands, "check", Duration::from_millis(500));
+        assert_eq!(std::fs::read_to_string(wt.join("env.txt")).expect("ran"), "bar:none\n", "its environment, less the mailbox");
+        assert!(ended[0].1.as_ref().is_ok_and(StepOutcome::ok));
+        assert!(ended[1].1.as_ref().is_ok_and(|e| e.signal == Some(libc::SIGTERM)), "stopped at the limit: {:?}", ended[1]);
+        assert!(ended[2].1.is_err() && !wt.join("never.txt").exists(), "past the limit, not run");
+        let log = std::fs::read_to_string(state.log(2)).expect("the attempt's log");
+        assert!(log.contains("[guild-hall] check: sh -c sleep 30") && log.contains("check stopped: past its limit"), "{log}");
+        // Confined, with no policy to confine it by: never run unconfined.
+        let confined = AsRun { confined: true, ..read };
+        assert!(run_as_attempt(&state, &confined, &commands[..1], "check", Duration::from_secs(5)).iter().all(|(_, e)| e.is_err()));
     }
 
     #[test]

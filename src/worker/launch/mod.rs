@@ -155,16 +155,16 @@ pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
                 return Err(refused.into());
             }
             crate::worker::workspace::copy_into(&c.project.root, &c.cwd, ws)?;
-            let teardown = crate::worker::workspace::TeardownRecord {
+            let as_run = crate::worker::workspace::AsRun {
                 attempt: c.attempt,
                 worktree: c.cwd.clone(),
-                commands: ws.teardown.clone(),
                 env: c.env.iter().cloned().collect(),
                 confined: false,
                 person: true,
                 grace: c.project.config.cancel_grace,
+                teardown: ws.teardown.clone(),
             };
-            crate::worker::workspace::record_teardown(c.state, &teardown)?;
+            crate::worker::workspace::record_as_run(c.state, &as_run)?;
             let mut env: BTreeMap<String, String> =
                 std::env::vars().filter(|(k, _)| !k.starts_with("GIT_") && !k.starts_with("GUILD_HALL_")).collect();
             env.extend(c.env);
@@ -582,7 +582,7 @@ fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
     // it; guild-hall adopts what its branch needs after checking each object's hash.
     crate::files::write_atomic(&state.objects().join("info/alternates"), format!("{}\n", plan.alternates).as_bytes())?;
     std::fs::OpenOptions::new().create(true).append(true).open(&plan.mailbox)?;
-    // The person's ignored files, and what its removal is to run first.
+    // The person's ignored files, and how it runs (what its removal is to run first).
     let notes = crate::worker::workspace::copy_into(&a.project.root, &a.worktree.path, &f.workspace)?;
     if !notes.is_empty() {
         use std::io::Write;
@@ -591,16 +591,16 @@ fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
             writeln!(log, "[guild-hall] {note}")?;
         }
     }
-    let teardown = crate::worker::workspace::TeardownRecord {
+    let as_run = crate::worker::workspace::AsRun {
         attempt: a.attempt,
         worktree: a.worktree.path.clone(),
-        commands: f.workspace.teardown.clone(),
         env: plan.spec.env.clone(),
         confined: plan.spec.sandbox.is_some(),
         person: false,
         grace: plan.spec.grace,
+        teardown: f.workspace.teardown.clone(),
     };
-    crate::worker::workspace::record_teardown(state, &teardown)?;
+    crate::worker::workspace::record_as_run(state, &as_run)?;
     Ok(plan.spec)
 }
 

@@ -32,8 +32,9 @@ fn logs(p: &Project, id: &str) -> String {
 #[test]
 fn setup_runs_before_the_worker_and_the_copied_env_stays_out_of_the_merge() {
     let p = project_with_env(&[]);
+    // The second setup command makes a file git does not ignore: the attempt's work, said so.
     p.config(
-        "workspace:\n  copy: [.env]\n  setup: [[sh, -c, \"echo built > setup-out.txt\"]]\n  teardown: [[sh, -c, \"echo tearing down\"]]\n",
+        "workspace:\n  copy: [.env]\n  setup: [[sh, -c, \"echo built > setup-out.txt\"], [sh, -c, \"echo v1 > VERSION\"]]\n  teardown: [[sh, -c, \"echo tearing down\"]]\n",
     );
     p.script_worker("builder", "full", "cat setup-out.txt .env > seen.txt\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
     let id = p.create("builder", "Build", "Build it.");
@@ -51,6 +52,9 @@ fn setup_runs_before_the_worker_and_the_copied_env_stays_out_of_the_merge() {
     assert!(log.contains("[guild-hall] setup: sh -c echo built > setup-out.txt"), "{log}");
     assert_eq!(log.matches("[guild-hall] teardown: sh -c echo tearing down").count(), 1, "{log}");
     assert!(log.contains("tearing down\n"), "its output in the attempt's log: {log}");
+    assert_eq!(git(&p.root, &["show", "claude/main:VERSION"]), "v1\n");
+    let said: Vec<String> = p.timeline(&id).iter().filter(|e| e["kind"] == "setup").map(|e| e["text"].to_string()).collect();
+    assert_eq!(said, ["\"workspace setup made or changed, as this attempt's work: VERSION\""], "the timeline says setup made it");
 }
 
 #[test]
@@ -82,6 +86,17 @@ fn check_refuses_a_copy_entry_that_is_tracked_unignored_or_outside() {
     assert!(said.contains(".lore/guild-hall.yaml:2:") && said.contains("workspace.copy: \"README.md\" is tracked by git"), "{said}");
     assert!(said.contains("workspace.copy: \"loose.txt\" is not ignored by git"), "{said}");
     assert!(!said.contains("\".env\""), "an ignored file is fine: {said}");
+    // A package's workspace: the same, at its worker.yaml.
+    p.config("");
+    p.script_worker("builder", "full", "true");
+    let yaml = p.root.join(".lore/workers/builder/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}workspace:\n  copy: [src/lib.txt]\n")).expect("write");
+    let (code, out, err) = p.run(&["check"]);
+    let said = format!("{out}{err}");
+    assert_ne!(code, 0, "{said}");
+    assert!(said.contains("workers/builder/worker.yaml:") && said.contains("\"src/lib.txt\" is tracked by git"), "{said}");
+    std::fs::write(&yaml, text).expect("write");
     // Outside the repository: the configuration itself is refused, naming the entry.
     p.config("workspace:\n  copy: [../elsewhere/.env]\n");
     let (code, out, err) = p.run(&["check"]);
@@ -111,7 +126,7 @@ fn concurrent_attempts_get_disjoint_ports_shown_in_status() {
     let (pb, nb) = ports_of(&p, &b);
     assert_eq!((na, nb), (3, 3));
     assert!(pa + 3 <= pb || pb + 3 <= pa, "disjoint: {pa} and {pb}");
-    assert_eq!(p.status_json(&a)["ports"], format!("{pa}-{}", pa + 2));
+    assert_eq!(p.status_json(&a)["ports"], serde_json::json!({"first": pa, "count": 3}));
     let table = p.ok(&["status"]);
     assert!(table.contains(&format!("ports {pb}-{}", pb + 2)), "{table}");
     for id in [&a, &b] {
@@ -179,6 +194,18 @@ fn a_wave_task_and_verify_run_their_setup_before_the_worker() {
     assert_eq!(git(&p.root, &["show", "claude/main:src/one.txt"]), "hello\n");
     let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     assert!(!tree.lines().any(|l| l == "setup-out.txt"), "an ignored file is never copied back:\n{tree}");
+    // The task's log says what of its work setup made.
+    let tasks = std::fs::read_dir(p.home.join("state")).expect("state").filter_map(|e| e.ok()).map(|e| e.path().join("plans/p/tasks"));
+    let logs: String = tasks
+        .filter_map(|t| std::fs::read_dir(t).ok())
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("attempt-1.log")).ok())
+        .collect();
+    assert!(
+        logs.contains("[guild-hall] setup made or changed files git does not ignore, which are this attempt's work: src/from-setup.txt\n"),
+        "{logs}"
+    );
 }
 
 #[test]
@@ -218,17 +245,11 @@ fn npm_ci_from_an_offline_cache_runs_confined_as_setup() {
     std::fs::create_dir_all(&dep).expect("mkdir");
     std::fs::write(dep.join("package.json"), r#"{"name": "tiny-dep", "version": "1.0.0", "main": "index.js"}"#).expect("write");
     std::fs::write(dep.join("index.js"), "module.exports = 'tiny';\n").expect("write");
-    let tarball = npm(&dep, &["pack", "--silent"]).trim().to_string();
+    let packed: serde_json::Value = serde_json::from_str(&npm(&dep, &["pack", "--json"])).expect("npm pack --json");
+    let tarball = packed[0]["filename"].as_str().expect("its file").to_string();
+    let integrity = packed[0]["integrity"].as_str().expect("its hash").to_string();
     npm(&dep, &["cache", "add", &dep.join(&tarball).to_string_lossy()]);
     // The project depends on it by the registry's name; its lock says where from and its hash.
-    let integrity = {
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("printf 'sha512-%s' \"$(openssl dgst -sha512 -binary {} | base64 -w0)\"", dep.join(&tarball).display()))
-            .output()
-            .expect("openssl");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let lock = format!(
         r#"{{"name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {{
   "": {{"name": "app", "version": "1.0.0", "dependencies": {{"tiny-dep": "1.0.0"}}}},
@@ -257,4 +278,17 @@ fn npm_ci_from_an_offline_cache_runs_confined_as_setup() {
     let tree = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     assert!(!tree.contains("node_modules"), "dependencies stay ignored:\n{tree}");
     assert!(logs(&p, &id).contains("[guild-hall] setup: npm ci --no-audit --no-fund"));
+}
+
+/// A `copy:` entry that is not an ignored file: the attempt does not start, saying why.
+#[test]
+fn an_attempt_whose_copy_entry_is_tracked_does_not_start() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  copy: [README.md]\n");
+    p.script_worker("builder", "full", "echo the worker ran\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done");
+    let id = p.create("builder", "Build", "Build it.");
+    p.settle();
+    let s = p.status_json(&id);
+    assert_eq!(s["status"], "failed", "{s}");
+    assert!(s["reason"].as_str().unwrap_or_default().contains("workspace.copy: \"README.md\" is tracked by git"), "{s}");
 }
