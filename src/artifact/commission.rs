@@ -55,6 +55,40 @@ impl Desired {
     }
 }
 
+/// A person's `answer:`: the text, for the oldest open question or question `question`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum AnswerRequest {
+    /// `answer: TEXT`: the oldest open question's answer.
+    Text(String),
+    /// `answer: {question: N, text: TEXT}`.
+    To {
+        /// The question's number (`questions:` shows it).
+        question: u32,
+        text: String,
+    },
+}
+
+impl AnswerRequest {
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            AnswerRequest::Text(t) | AnswerRequest::To { text: t, .. } => t,
+        }
+    }
+
+    pub(crate) fn question(&self) -> Option<u32> {
+        match self {
+            AnswerRequest::Text(_) => None,
+            AnswerRequest::To { question, .. } => Some(*question),
+        }
+    }
+
+    /// As written in the frontmatter.
+    pub(crate) fn value(&self) -> Value {
+        serde_yaml_ng::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// Which runner starts an activity's attempts (`runner:` in `.lore/guild-hall.yaml`, a
 /// package's `worker.yaml`, or a commission's frontmatter; the most specific wins).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -121,6 +155,14 @@ pub(crate) struct Frontmatter {
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
     desired: Option<Value>,
+    /// How long its worker's `ask` waits for a person, over its package's and the project's
+    /// (default 30m).
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
+    ask_timeout: Option<Value>,
+    /// A person's answer to the worker's open question (the oldest, or `{question: N, text:
+    /// ...}`): moved into `questions:` and removed once taken.
+    #[schemars(with = "Option<AnswerRequest>")]
+    answer: Option<Value>,
     // Written by guild-hall.
     /// Written by guild-hall: the FIFO key.
     #[schemars(with = "Option<String>")]
@@ -134,8 +176,9 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: the latest progress report.
     #[schemars(with = "Option<String>")]
     progress: Option<Value>,
-    /// Written by guild-hall: the worker's questions.
-    #[schemars(with = "Option<Vec<String>>")]
+    /// Written by guild-hall: the worker's questions: a logged one as its text, one it asked
+    /// a person as its question, number, when asked, and its answer and when (or `open`).
+    #[schemars(with = "Option<Vec<super::value_schemas::Question>>")]
     questions: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: the submitted result.
     #[schemars(with = "Option<super::value_schemas::CommissionResult>")]
@@ -182,6 +225,10 @@ pub struct Commission {
     /// Where its attempts run (`runner:`), over its package's and the project's.
     pub(crate) runner: Option<RunnerName>,
     pub(crate) desired: Option<Desired>,
+    /// How long its worker's `ask` waits (`ask_timeout:`), over its package's and the project's.
+    pub(crate) ask_timeout: Option<std::time::Duration>,
+    /// A person's answer to an open question (`answer:`), taken once.
+    pub(crate) answer: Option<AnswerRequest>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed:
     /// what its writes are compared with. Other keys are validated into the typed fields above
     /// and not kept.
@@ -272,6 +319,8 @@ impl Commission {
             timeout,
             runner,
             desired,
+            ask_timeout,
+            answer,
             created,
             attempt,
             branch,
@@ -337,6 +386,20 @@ impl Commission {
                 None
             }
         };
+        let ask_timeout = match ask_timeout {
+            None | Some(Value::Null) => None,
+            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("ask_timeout", e.to_string())).ok(),
+        };
+        let answer = match answer {
+            None | Some(Value::Null) => None,
+            Some(v) => match serde_yaml_ng::from_value::<AnswerRequest>(v.clone()) {
+                Ok(a) if !a.text().trim().is_empty() => Some(a),
+                _ => {
+                    bad("answer", format!("bad answer: {} (expected the answer's text, or {{question: N, text: TEXT}})", show(&v)));
+                    None
+                }
+            },
+        };
         let title = owned_text(title);
         if split.body.trim().is_empty() {
             let line = split.first_line + split.yaml.lines().count() + 1;
@@ -347,7 +410,7 @@ impl Commission {
         }
         let mut fields = fields;
         // Kept: the keys the reconciler writes or removes.
-        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || k == "desired"));
+        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || k == "desired" || k == "answer"));
         fields.shrink_to_fit();
         Ok(Commission {
             id: stem.to_string(),
@@ -363,6 +426,8 @@ impl Commission {
             timeout,
             runner,
             desired,
+            ask_timeout,
+            answer,
             owned: Owned {
                 created: owned_text(created),
                 attempt: attempt.as_ref().and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),

@@ -211,6 +211,15 @@ pub struct Folded {
     /// The attempt's result: the first one (submit_result is accepted once).
     #[serde(default)]
     pub(crate) result: Option<Submitted>,
+    /// The questions it asked a person (`ask`), numbered, with their replies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) asks: Vec<crate::commission::questions::Asked>,
+    /// The meetings it requested (`request_meeting`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) meetings: Vec<crate::commission::questions::MeetingAsked>,
+    /// Meetings the update this fold goes with writes first (decided now; never stored).
+    #[serde(skip)]
+    pub(crate) write_meetings: Vec<crate::commission::questions::MeetingToWrite>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -225,8 +234,22 @@ impl Folded {
     }
 
     /// Take one event in; `Err` says why it is ignored.
-    pub(crate) fn take(&mut self, m: &Mail) -> Result<(), SecondResult> {
+    pub(crate) fn take(&mut self, m: &Mail) -> Result<(), Ignored> {
+        use crate::commission::questions::{Asked, MeetingAsked, TooMany, ASKS_PER_ATTEMPT, MEETINGS_PER_ATTEMPT};
         match &m.body {
+            MailBody::Ask { text } => {
+                if self.asks.len() >= ASKS_PER_ATTEMPT {
+                    return Err(Ignored::TooMany(TooMany::Asks { seq: m.seq }));
+                }
+                let number = self.asks.len() as u32 + 1;
+                self.asks.push(Asked { number, id: m.id.clone(), text: text.clone(), asked: m.ts.clone(), reply: None });
+            }
+            MailBody::MeetingRequest { reason } => {
+                if self.meetings.len() >= MEETINGS_PER_ATTEMPT {
+                    return Err(Ignored::TooMany(TooMany::Meetings { seq: m.seq }));
+                }
+                self.meetings.push(MeetingAsked { seq: m.seq, reason: reason.clone(), done: false });
+            }
             MailBody::Progress { text } => self.progress = Some(text.clone()),
             MailBody::Question { text } => {
                 self.questions.push(text.clone());
@@ -237,7 +260,7 @@ impl Folded {
             }
             MailBody::Result { summary, artifacts } => {
                 if self.result.is_some() {
-                    return Err(SecondResult { seq: m.seq });
+                    return Err(Ignored::SecondResult(SecondResult { seq: m.seq }));
                 }
                 self.result = Some(Submitted { summary: summary.clone(), artifacts: artifacts.clone() });
             }
@@ -245,6 +268,15 @@ impl Folded {
         }
         Ok(())
     }
+}
+
+/// Why an event is not taken into the fold ([`Folded::take`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Ignored {
+    #[error(transparent)]
+    SecondResult(SecondResult),
+    #[error(transparent)]
+    TooMany(crate::commission::questions::TooMany),
 }
 
 /// A result submitted after the attempt's first: ignored ([`Folded::take`]).
@@ -580,7 +612,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path, dir: Option<&std::fs:
     let mut status = None;
     let mut ran = false;
     for line in split.yaml.lines() {
-        if line.starts_with("desired:") {
+        if line.starts_with("desired:") || line.starts_with("answer:") {
             return false;
         }
         ran |= line.starts_with("attempt:");

@@ -358,6 +358,7 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
     }
 }
 
+mod asking;
 mod deps;
 mod effect;
 mod liveness;
