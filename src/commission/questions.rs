@@ -118,6 +118,31 @@ pub(crate) fn target(asks: &[Asked], number: Option<u32>) -> Result<usize, Strin
     }
 }
 
+/// A question of a worker's waiting for a person, as `questions:` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Open {
+    pub(crate) number: u32,
+    pub(crate) question: String,
+    pub(crate) asked: String,
+}
+
+/// The open questions `questions:` (as written) shows: what `answer`, `status` and the board
+/// read. A hand-edited entry that is not one reads as none.
+pub(crate) fn open_in(questions: Option<&Value>) -> Vec<Open> {
+    let Some(Value::Sequence(items)) = questions else { return Vec::new() };
+    items
+        .iter()
+        .filter(|q| q.get("open").and_then(Value::as_bool) == Some(true))
+        .filter_map(|q| {
+            Some(Open {
+                number: u32::try_from(q.get("number")?.as_u64()?).ok()?,
+                question: q.get("question")?.as_str()?.to_string(),
+                asked: q.get("asked").and_then(Value::as_str).unwrap_or_default().to_string(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +172,8 @@ mod tests {
         assert_eq!(answered.entry().get("open"), None);
         assert_eq!(answered.reply_file().map(|r| r.question), Some(2));
         assert_eq!(ask(3, None).reply_file(), None);
+        let shown = Value::Sequence(vec![Value::from("logged"), ask(1, None).entry(), answered.entry()]);
+        assert_eq!(open_in(Some(&shown)), [Open { number: 1, question: "q1".into(), asked: "t".into() }]);
+        assert!(open_in(None).is_empty());
     }
 }

@@ -372,6 +372,7 @@ use effect::Effect;
 use machine::plan_one;
 use step::Step;
 
+pub(crate) use asking::ask_timeout;
 pub(crate) use step::result_value;
 
 pub(crate) use deps::{cycle_problems, dependency_cycles, Cycles};
