@@ -134,6 +134,16 @@ fn stopping(o: &Observed) -> Option<String> {
 /// What a commission still to run here waits for, as the next pass will say it in `reason:`
 /// (a cycle is told by the pass and `check`: the rows are read one at a time).
 fn waiting(o: &Observed, workers: &crate::worker::Catalog, branch: &str) -> Option<String> {
+    // Its worker blocked on a person's answer: what it asked, and how to answer.
+    let running = o.artifact.status.is_some_and(crate::artifact::Status::is_active);
+    if let Some(q) = crate::commission::questions::open_in(o.artifact.field("questions")).first().filter(|_| running) {
+        return Some(format!(
+            "waiting for you: question {}: {} (`guild-hall answer {} TEXT`)",
+            q.number,
+            q.question.lines().next().unwrap_or_default(),
+            o.artifact.id
+        ));
+    }
     super::check::still_to_run(o).then(|| crate::commission::decide::waiting(o, workers, branch, None)).flatten()
 }
 
@@ -206,7 +216,8 @@ pub struct CommissionRow {
     /// under way.
     pub stopping: Option<String>,
     pub(crate) title: Option<String>,
-    /// Still to run, and what it waits for (dependencies, its worker's package).
+    /// Still to run, and what it waits for (dependencies, its worker's package); or, at work,
+    /// the question its worker waits on a person for.
     pub waiting: Option<String>,
     pub worker: String,
 }

@@ -1,0 +1,158 @@
+//! A worker asks a person: the scribe's `wait-for:` line calls `toolbox ask`, blocks, and writes
+//! the answer it gets into its result. Answered by `guild-hall answer` and by an `answer:` edit;
+//! never stale while it waits; `ask_timeout` gives "no answer"; an answer survives a reconciler
+//! killed while taking it; `request-meeting` writes a requested meeting, or is refused without
+//! the `meeting` capability. Real binary, real worker scripts, real processes.
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// The artifact's frontmatter as YAML.
+fn frontmatter(p: &Project, id: &str) -> serde_yaml_ng::Value {
+    let text = p.artifact(id);
+    let yaml = text.strip_prefix("---\n").and_then(|t| t.split_once("\n---")).map(|(y, _)| y).expect("frontmatter");
+    serde_yaml_ng::from_str(yaml).expect("frontmatter parses")
+}
+
+/// The asked questions `questions:` shows (mappings), in order.
+fn asked(p: &Project, id: &str) -> Vec<serde_yaml_ng::Value> {
+    match &frontmatter(p, id)["questions"] {
+        serde_yaml_ng::Value::Sequence(q) => q.iter().filter(|q| q.is_mapping()).cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_open(p: &Project, id: &str) -> bool {
+    asked(p, id).first().is_some_and(|q| q["open"] == serde_yaml_ng::Value::Bool(true))
+}
+
+/// A commission for the scribe that asks `question` and waits.
+fn asking(p: &Project, question: &str) -> String {
+    p.create("scribe", "Colour", &format!("wait-for: {question}\nWrite the colour down."))
+}
+
+fn summary(p: &Project, id: &str) -> String {
+    p.status_json(id)["result"]["summary"].as_str().unwrap_or("").to_string()
+}
+
+/// Passes for `secs` seconds while the worker waits: it is never judged stale.
+fn passes_for(p: &Project, secs: u64) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < until {
+        p.ok(&["reconcile", "--once"]);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_question_waits_for_you_is_never_stale_and_guild_hall_answer_reaches_the_worker() {
+    let p = Project::new(&["scribe"]);
+    p.config("stale_after: 2s\n");
+    let id = asking(&p, "Which colour?");
+    p.pass_until("the question open", |p| is_open(p, &id));
+    let q = &asked(&p, &id)[0];
+    assert_eq!((q["question"].as_str(), q["number"].as_u64()), (Some("Which colour?"), Some(1)), "{q:?}");
+    assert!(q["asked"].is_string(), "{q:?}");
+    let row = p.status_json(&id);
+    assert_eq!(row["status"], "in_progress");
+    assert_eq!(row["waiting"], format!("waiting for you: question 1: Which colour? (`guild-hall answer {id} TEXT`)"));
+    let table = p.ok(&["status"]);
+    assert!(table.contains("waiting for you: question 1"), "{table}");
+    // The timeline's `question` event says it waits, with its text and number.
+    let tl = p.timeline(&id);
+    let ev = tl.iter().find(|e| e["kind"] == "question").expect("a question event");
+    assert_eq!((&ev["text"], &ev["waiting"], &ev["question"], &ev["attempt"]), (&Value::from("Which colour?"), &Value::Bool(true), &Value::from(1), &Value::from(1)), "{ev}");
+    // Silent for longer than stale_after: still at work, still open.
+    passes_for(&p, 5);
+    assert_eq!(p.status(&id), "in_progress", "{:?}", p.timeline(&id));
+    assert!(is_open(&p, &id));
+    // No question 2; answered by number 1.
+    let (code, _, err) = p.run(&["answer", &id, "red", "--question", "2"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("has no open question 2; nothing written"), "{err}");
+    let out: Value = serde_json::from_str(&p.ok(&["answer", &id, "blue", "--json"])).expect("json");
+    assert_eq!((&out["jobId"], &out["question"], &out["asked"], &out["answer"]), (&Value::from(id.clone()), &Value::from(1), &Value::from("Which colour?"), &Value::from("blue")), "{out}");
+    wait_status(&p, &id, "completed");
+    assert!(summary(&p, &id).contains("answer: blue"), "{}", summary(&p, &id));
+    let q = &asked(&p, &id)[0];
+    assert_eq!((q["answer"].as_str(), q.get("open")), (Some("blue"), None), "{q:?}");
+    assert!(q["answered"].is_string(), "{q:?}");
+    assert!(!p.artifact(&id).contains("\nanswer:"), "the request is taken: {}", p.artifact(&id));
+    let tl = p.timeline(&id);
+    assert!(tl.iter().any(|e| e["kind"] == "answered" && e["text"] == "blue" && e["question"] == 1), "{tl:?}");
+    // Nothing is open any more: refused, nothing written.
+    let (code, _, err) = p.run(&["answer", &id, "again"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no question of its worker waits for an answer"), "{err}");
+}
+
+#[test]
+fn an_answer_edit_in_the_artifact_reaches_the_worker() {
+    let p = Project::new(&["scribe"]);
+    let id = asking(&p, "Which shade?");
+    p.pass_until("the question open", |p| is_open(p, &id));
+    let text = p.artifact(&id);
+    p.write_commission(&id, &text.replacen("---\n", "---\nanswer: teal\n", 1));
+    p.pass_until("completed", |p| p.status(&id) == "completed");
+    assert!(summary(&p, &id).contains("answer: teal"), "{}", summary(&p, &id));
+    assert_eq!(asked(&p, &id)[0]["answer"].as_str(), Some("teal"));
+    assert!(!p.artifact(&id).contains("\nanswer:"), "{}", p.artifact(&id));
+}
+
+#[test]
+fn without_an_answer_in_its_ask_timeout_the_worker_decides_itself() {
+    let p = Project::new(&["scribe"]);
+    p.write_commission("late", "---\nworker: scribe\nask_timeout: 1s\n---\nwait-for: Anyone there?\nWrite it down.\n");
+    p.settle();
+    assert_eq!(p.status("late"), "completed");
+    assert!(summary(&p, "late").contains("answer: no answer: decide yourself and say so in your result"), "{}", summary(&p, "late"));
+}
+
+/// The pass that takes the answer dies after the artifact is written, before the answer file
+/// (`commission-apply:3`); the next pass finishes it, and the worker gets its answer.
+#[test]
+fn an_answer_taken_by_a_reconciler_killed_midway_still_reaches_the_worker() {
+    let p = Project::new(&["scribe"]);
+    let id = asking(&p, "Which size?");
+    p.pass_until("the question open", |p| is_open(p, &id));
+    p.ok(&["reconcile", "--once"]);
+    let text = p.artifact(&id);
+    p.write_commission(&id, &text.replacen("---\n", "---\nanswer: {question: 1, text: large}\n", 1));
+    p.pass_until_fault("commission-apply:3");
+    assert_eq!(asked(&p, &id)[0]["answer"].as_str(), Some("large"), "the artifact was written");
+    p.pass_until("completed", |p| p.status(&id) == "completed");
+    assert!(summary(&p, &id).contains("answer: large"), "{}", summary(&p, &id));
+}
+
+#[test]
+fn request_meeting_writes_a_requested_meeting_for_the_worker() {
+    let p = Project::new(&[]);
+    p.install_worker("scribe", "scribe-meets");
+    let yaml = p.root.join(".lore/workers/scribe-meets/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    let text = text.replace("capabilities: [commission]", "capabilities: [commission, meeting]\nmeeting: [\"./run.sh\"]");
+    std::fs::write(&yaml, text).expect("write");
+    let id = p.create("scribe-meets", "Talk", "request-meeting: The schema needs a decision together.\nWrite it down.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let meeting = format!("{id}-meeting-1-2");
+    let m = std::fs::read_to_string(p.root.join(format!(".lore/meetings/{meeting}.md"))).expect("the requested meeting");
+    for want in ["status: requested", "worker: scribe-meets", "agenda: The schema needs a decision together.", &format!(".lore/commissions/{id}.md")] {
+        assert!(m.contains(want), "{want}: {m}");
+    }
+    let tl = p.timeline(&id);
+    assert!(tl.iter().any(|e| e["kind"] == "meeting_requested" && e["meeting"] == meeting.as_str()), "{tl:?}");
+    assert!(p.ok(&["meeting", "list"]).contains(&meeting));
+}
+
+#[test]
+fn request_meeting_without_the_meeting_capability_is_refused() {
+    let p = Project::new(&["scribe"]);
+    let id = p.create("scribe", "Talk", "request-meeting: Let us talk.\nWrite it down.");
+    p.settle();
+    assert_eq!(p.status(&id), "completed");
+    let s = summary(&p, &id);
+    assert!(s.contains("meeting: refused: ") && s.contains("does not have the `meeting` capability"), "{s}");
+    assert!(!p.root.join(".lore/meetings").exists() || std::fs::read_dir(p.root.join(".lore/meetings")).expect("dir").next().is_none());
+}
