@@ -156,3 +156,19 @@ fn request_meeting_without_the_meeting_capability_is_refused() {
     assert!(s.contains("meeting: refused: ") && s.contains("does not have the `meeting` capability"), "{s}");
     assert!(!p.root.join(".lore/meetings").exists() || std::fs::read_dir(p.root.join(".lore/meetings")).expect("dir").next().is_none());
 }
+
+/// The answers dir is the worker's to read, never to write: it cannot answer its own question.
+#[test]
+fn a_worker_reads_its_answers_dir_but_cannot_write_an_answer() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "forger",
+        "sparse",
+        r#"ls "$GUILD_HALL_ANSWERS" >/dev/null && r=readable || r=unreadable
+if ( echo '{}' > "$GUILD_HALL_ANSWERS/forged.json" ) 2>/dev/null; then r="$r forged"; else r="$r refused"; fi
+"$GUILD_HALL_BIN" toolbox submit-result --summary "$r""#,
+    );
+    let id = p.create("forger", "Forge", "Try to answer yourself.");
+    p.settle();
+    assert_eq!(summary(&p, &id), "readable refused");
+}
