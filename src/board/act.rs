@@ -24,6 +24,8 @@ pub(crate) struct Ctx<'a> {
     /// This binary, for the CLI commands it runs.
     pub(crate) exe: &'a Path,
     pub(crate) run: &'a mut dyn FnMut(&mut Process) -> std::io::Result<ExitStatus>,
+    /// What the person typed for the command (an answer).
+    pub(crate) typed: &'a str,
 }
 
 impl Ctx<'_> {
@@ -114,6 +116,11 @@ pub(crate) fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) ->
             ctx.shell("${VISUAL:-${EDITOR:-vi}} \"$1\"", &[path.as_os_str()])?;
             Ok(format!("edited {}", path.display()))
         }
+        (Command::Answer, Kind::Commission) => {
+            let q = crate::ops::commission::answer(project, id, ctx.typed, None)?;
+            Ok(format!("{id}: wrote the answer to question {} ({:?})", q.number, q.question))
+        }
+        (Command::Answer, _) => bail!("t answers a commission's worker's question"),
         (Command::Cancel, Kind::Meeting) => bail!("a meeting is closed from its chat (m, then /close)"),
         (Command::Redispatch, _) => bail!("r re-dispatches a failed or cancelled commission, or retries a halted plan"),
         (Command::Dispatch, _) => bail!("d dispatches a draft commission"),

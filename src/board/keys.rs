@@ -30,6 +30,8 @@ pub(crate) enum Command {
     New,
     /// Run a reconciler (`guild-hall watch`) in the background for this session.
     Reconcile,
+    /// Answer the commission's worker's open question with what was typed ([`Ui::typed`]).
+    Answer,
 }
 
 /// Where the keys go.
@@ -41,6 +43,9 @@ pub(crate) enum Mode {
     /// Asked `y/n` before the command is carried out on the item asked about: its kind,
     /// project and id (a `y` when the selection has moved to another item does nothing).
     Confirm(Command, (Kind, usize, String)),
+    /// Typing an answer to the worker's open question of the item asked about (sent on Enter,
+    /// only if that item is still the one selected).
+    Answer((Kind, usize, String)),
     Help,
 }
 
@@ -60,11 +65,22 @@ pub(crate) struct Ui {
     /// Lines the detail pane is scrolled down (negative: up) from where it starts: its top, or
     /// its end for a running worker.
     pub(crate) scroll: i32,
+    /// The answer being typed ([`Mode::Answer`]), kept for [`Command::Answer`] to send.
+    pub(crate) typed: String,
 }
 
 impl Default for Ui {
     fn default() -> Self {
-        Ui { selected: 0, selected_id: None, filter: String::new(), mode: Mode::List, detail: false, message: None, scroll: 0 }
+        Ui {
+            selected: 0,
+            selected_id: None,
+            filter: String::new(),
+            mode: Mode::List,
+            detail: false,
+            message: None,
+            scroll: 0,
+            typed: String::new(),
+        }
     }
 }
 
@@ -111,6 +127,31 @@ impl Ui {
                     self.message = Some("not done".into());
                     None
                 }
+            }
+            Mode::Answer(asked) => {
+                match key.code {
+                    KeyCode::Esc => {
+                        self.mode = Mode::List;
+                        self.message = Some("not answered".into());
+                    }
+                    KeyCode::Enter => {
+                        self.mode = Mode::List;
+                        if self.typed.trim().is_empty() {
+                            self.message = Some("not answered: nothing typed".into());
+                        } else if item.map(|i| (i.kind, i.project, i.id.as_str())) != Some((asked.0, asked.1, asked.2.as_str())) {
+                            self.message = Some(format!("not answered: {} is no longer the one selected", asked.2));
+                        } else {
+                            return Some(Command::Answer);
+                        }
+                    }
+                    KeyCode::Backspace => {
+                        self.typed.pop();
+                    }
+                    KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => self.typed.clear(),
+                    KeyCode::Char(c) if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) => self.typed.push(c),
+                    _ => {}
+                }
+                None
             }
             Mode::Filter => {
                 let control = key.modifiers.contains(KeyModifiers::CONTROL);
@@ -201,6 +242,16 @@ impl Ui {
                 }
                 None
             }
+            KeyCode::Char('t') => {
+                let item = item?;
+                if item.kind != Kind::Commission {
+                    self.message = Some("t answers a commission's worker's question".into());
+                    return None;
+                }
+                self.typed.clear();
+                self.mode = Mode::Answer((item.kind, item.project, item.id.clone()));
+                None
+            }
             KeyCode::Char('r') => needs_item(Command::Redispatch),
             KeyCode::Char('d') => needs_item(Command::Dispatch),
             KeyCode::Char('a') => needs_item(Command::Accept),
@@ -216,7 +267,7 @@ impl Ui {
 }
 
 /// The keys, as the footer and the help list them.
-pub(crate) const HELP: [(&str, &str); 18] = [
+pub(crate) const HELP: [(&str, &str); 19] = [
     ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
     ("Enter", "open or close the detail pane"),
     ("/", "filter: words, status:S, worker:W (Ctrl-U, Esc clear)"),
@@ -229,6 +280,7 @@ pub(crate) const HELP: [(&str, &str); 18] = [
     ("l", "the full log in $PAGER"),
     ("e", "the artifact in $EDITOR"),
     ("n", "a new commission from a template in $EDITOR"),
+    ("t", "answer the worker's open question (type it, Enter; Esc: not)"),
     ("w", "run a reconciler for this session (when none runs)"),
     ("?", "this help"),
     ("q", "quit"),
@@ -311,6 +363,35 @@ mod tests {
         ui.on_key(key(KeyCode::Char('x')), 9, None);
         ui.on_key(key(KeyCode::Esc), 9, None);
         assert_eq!(ui.filter, "");
+    }
+
+    #[test]
+    fn an_answer_is_typed_then_sent_for_the_item_asked_about() {
+        let c = item(Kind::Commission, "in_progress");
+        let mut ui = Ui::default();
+        assert_eq!(ui.on_key(key(KeyCode::Char('t')), 1, Some(&c)), None);
+        assert_eq!(ui.mode, Mode::Answer((Kind::Commission, 0, "x".into())));
+        for ch in "blue q".chars() {
+            assert_eq!(ui.on_key(key(KeyCode::Char(ch)), 1, Some(&c)), None, "keys that act in the list are text while typing");
+        }
+        ui.on_key(key(KeyCode::Backspace), 1, Some(&c));
+        ui.on_key(key(KeyCode::Backspace), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&c)), Some(Command::Answer));
+        assert_eq!((ui.typed.as_str(), &ui.mode), ("blue", &Mode::List));
+        // Nothing typed, another item selected, Esc: nothing sent.
+        ui.on_key(key(KeyCode::Char('t')), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&c)), None);
+        assert_eq!(ui.message.as_deref(), Some("not answered: nothing typed"));
+        ui.on_key(key(KeyCode::Char('t')), 1, Some(&c));
+        ui.on_key(key(KeyCode::Char('y')), 1, Some(&c));
+        let other = Item { id: "other".into(), ..c.clone() };
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&other)), None);
+        ui.on_key(key(KeyCode::Char('t')), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Esc), 1, Some(&c)), None);
+        assert_eq!(ui.message.as_deref(), Some("not answered"));
+        // Only a commission's worker asks.
+        assert_eq!(ui.on_key(key(KeyCode::Char('t')), 1, Some(&item(Kind::Meeting, "open"))), None);
+        assert_eq!(ui.mode, Mode::List);
     }
 
     #[test]

@@ -670,7 +670,7 @@ fn handle_input(board: &mut Board<'_>, e: Event, exe: &Path, t: &mut term::Term)
         _ => {
             let project = selected.as_ref().and_then(|i| board.projects.get(i.project)).unwrap_or(&board.projects[0]);
             let mut run = |p: &mut std::process::Command| term::hand_over(t, p);
-            let mut ctx = act::Ctx { home: board.home, project, exe, run: &mut run };
+            let mut ctx = act::Ctx { home: board.home, project, exe, run: &mut run, typed: &board.ui.typed };
             act::carry_out(cmd, selected.as_ref(), &mut ctx)
         }
     };

@@ -33,7 +33,7 @@ pub(crate) struct Screen<'a> {
 }
 
 /// The keys in the footer, `? help` (which lists them all) first.
-const FOOTER: [&str; 13] = [
+const FOOTER: [&str; 14] = [
     "? help",
     "q quit",
     "⏎ detail",
@@ -46,6 +46,7 @@ const FOOTER: [&str; 13] = [
     "l log",
     "e edit",
     "n new",
+    "t answer",
     "w reconcile",
 ];
 
@@ -278,6 +279,7 @@ fn draw_detail(f: &mut Frame<'_>, s: &Screen<'_>, d: &Detail, area: Rect) {
 fn draw_message(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
     let line = match &s.ui.mode {
         Mode::Filter => Line::from(vec![Span::raw("/"), Span::raw(s.ui.filter.clone()), Span::raw("█")]),
+        Mode::Answer((_, _, id)) => Line::from(vec![Span::raw(format!("answer {id}: ")), Span::raw(s.ui.typed.clone()), Span::raw("█")]),
         _ => {
             let who = Span::styled(format!("[{}]", s.reconciler), s.style(Style::default().fg(Color::Cyan)));
             match (&s.ui.message, s.problems.first()) {
@@ -423,7 +425,7 @@ mod tests {
             footer_lines(100)[0],
             "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/decline  m chat  l log"
         );
-        assert_eq!(footer_lines(100)[1], "e edit  n new  w reconcile");
+        assert_eq!(footer_lines(100)[1], "e edit  n new  t answer  w reconcile");
         // A key wider than the terminal stays whole on a line of its own.
         assert!(footer_lines(5).contains(&"a/x accept/decline".to_string()));
     }
