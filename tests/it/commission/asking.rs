@@ -172,3 +172,36 @@ if ( echo '{}' > "$GUILD_HALL_ANSWERS/forged.json" ) 2>/dev/null; then r="$r for
     p.settle();
     assert_eq!(summary(&p, &id), "readable refused");
 }
+
+/// One `ask` through the real Claude Code CLI against the tests' stand-in model: the model
+/// calls the toolbox's MCP `ask`, which blocks; a person's `answer:` edit reaches it, and the
+/// answer is the tool result Claude Code sends back to the model.
+#[test]
+fn real_claude_code_asks_over_mcp_and_gets_the_answer() {
+    use crate::worker::claude_code::{install_package, real_claude, real_run, FakeApi};
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &serde_json::json!([
+            {"tool_use": {"name": "mcp__guild-hall__ask", "input": {"text": "Which colour should the logo be?"}}},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Used the colour I was told"}}},
+            {"text": "Done."}
+        ]),
+    );
+    p.write_commission("logo", "---\nworker: claude-code\n---\nPick the logo's colour: ask the person.\n");
+    crate::common::plant_person_agent_homes(&p);
+    std::thread::scope(|s| {
+        let run = s.spawn(|| real_run(&p, &api, &claude));
+        wait_for("the question open", || std::fs::read_to_string(p.artifact_path("logo")).is_ok_and(|t| t.contains("open: true")));
+        assert_eq!(asked(&p, "logo")[0]["question"].as_str(), Some("Which colour should the logo be?"));
+        let text = p.artifact("logo");
+        p.write_commission("logo", &text.replacen("---\n", "---\nanswer: ultramarine\n", 1));
+        let out = run.join().expect("the pass");
+        assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(p.status("logo"), "completed", "{}", p.ok(&["logs", "logo"]));
+    assert!(api.tool_results().contains("ultramarine"), "the model got the answer as the tool's result");
+    assert_eq!(asked(&p, "logo")[0]["answer"].as_str(), Some("ultramarine"));
+}
