@@ -108,7 +108,8 @@ fn write_meeting(ctx: &Ctx<'_, Catalog>, commission: &str, m: &MeetingToWrite) -
             let log = crate::activity::timeline::path_for(&ctx.project.commission_path(commission));
             let now = crate::activity::timeline::timestamp(chrono::Utc::now());
             let text = format!("meeting {} was not written: {e}", m.id);
-            let event = crate::activity::timeline::event(&now, "anomaly", format!("meeting-invalid:{}", m.id), serde_json::json!({ "text": text }));
+            let event =
+                crate::activity::timeline::event(&now, "anomaly", format!("meeting-invalid:{}", m.id), serde_json::json!({ "text": text }));
             crate::activity::timeline::append(&log, &[event])?;
             Ok(())
         }

@@ -13,8 +13,8 @@ use crate::artifact::write::Edit;
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
-    AnswerQuestion, Answered, Cancelled, Decision, Deleted, OpenQuestion, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List, MeetingRequest, MeetingRequested,
-    Operations,
+    AnswerQuestion, Answered, Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List,
+    MeetingRequest, MeetingRequested, OpenQuestion, Operations,
 };
 use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;
@@ -150,7 +150,9 @@ impl Operations for Dispatcher {
             .collect();
         // Logged questions as written; one asked of a person by its text.
         let questions: Vec<String> = match c.field("questions") {
-            Some(Value::Sequence(q)) => q.iter().filter_map(|q| q.as_str().or_else(|| q.get("question")?.as_str())).map(str::to_string).collect(),
+            Some(Value::Sequence(q)) => {
+                q.iter().filter_map(|q| q.as_str().or_else(|| q.get("question")?.as_str())).map(str::to_string).collect()
+            }
             _ => Vec::new(),
         };
         let open_questions = crate::commission::questions::open_in(c.field("questions"))
@@ -274,7 +276,8 @@ impl Operations for Dispatcher {
     /// `answer {jobId, text, question?}`: the `answer:` a person would write, then a pass.
     fn answer(&self, req: AnswerQuestion) -> Result<Answered, ToolError> {
         let c = self.known(&req.job_id)?;
-        let asked = super::commission::answer(&self.project, &c.id, &req.text, req.question).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
+        let asked =
+            super::commission::answer(&self.project, &c.id, &req.text, req.question).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
         super::kick(&self.home, &self.project)?;
         Ok(Answered { job_id: c.id, question: asked.number, asked: asked.question, answer: req.text })
     }

@@ -29,9 +29,12 @@ fn fold<'a>(st: &'a Step<'_>) -> Option<&'a Folded> {
 }
 
 /// Whether the current attempt waits for a person: a question it asked is open, within its
-/// `ask_timeout`.
+/// `ask_timeout` — or was until this pass (its answer, or its time, came just now: the worker
+/// has only now been given it, so its silence until now was still waiting).
 pub(super) fn waiting(st: &Step<'_>) -> bool {
-    fold(st).is_some_and(|f| f.asks.iter().any(|a| a.is_open()))
+    let attempt = st.record.attempt;
+    let open = |f: &Folded| f.attempt == attempt && f.asks.iter().any(|a| a.is_open());
+    fold(st).is_some_and(open) || st.o.folded.as_ref().is_some_and(open)
 }
 
 /// The `answer:` request, questions past their time, meeting requests, and `questions:`.
@@ -66,11 +69,12 @@ pub(super) fn settle(s: &Snapshot, o: &Observed, st: &mut Step<'_>) {
             let asked = chrono::DateTime::parse_from_rfc3339(&ask.asked).map(|t| t.with_timezone(&chrono::Utc)).unwrap_or(s.now);
             if s.now.signed_duration_since(asked).to_std().unwrap_or_default() >= limit {
                 ask.reply = Some(Outcome::TimedOut { timed_out: st.now.clone() });
-                let text = format!(
-                    "no answer within {} (its ask_timeout): the worker decides itself",
-                    humantime::format_duration(limit)
+                let text = format!("no answer within {} (its ask_timeout): the worker decides itself", humantime::format_duration(limit));
+                st.event(
+                    "no_answer",
+                    format!("no-answer:{attempt}:{}", ask.number),
+                    json!({"question": ask.number, "text": text, "attempt": attempt}),
                 );
-                st.event("no_answer", format!("no-answer:{attempt}:{}", ask.number), json!({"question": ask.number, "text": text, "attempt": attempt}));
                 changed = true;
             }
         }

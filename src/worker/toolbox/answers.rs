@@ -102,7 +102,8 @@ mod tests {
     #[test]
     fn a_wait_returns_the_answer_or_no_answer() {
         let tmp = tempfile::tempdir().expect("tmp");
-        let reply = Reply { question: 1, text: "which?".into(), outcome: Outcome::Answered { answer: "blue".into(), answered: "t".into() } };
+        let reply =
+            Reply { question: 1, text: "which?".into(), outcome: Outcome::Answered { answer: "blue".into(), answered: "t".into() } };
         crate::files::write_json(&tmp.path().join("q1.json"), &reply).expect("write");
         assert_eq!(wait(tmp.path(), "q1", Duration::from_secs(5)).expect("wait"), "blue");
         assert_eq!(wait(tmp.path(), "q2", Duration::from_millis(10)).expect("wait"), NO_ANSWER);

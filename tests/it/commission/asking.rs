@@ -62,7 +62,11 @@ fn a_question_waits_for_you_is_never_stale_and_guild_hall_answer_reaches_the_wor
     // The timeline's `question` event says it waits, with its text and number.
     let tl = p.timeline(&id);
     let ev = tl.iter().find(|e| e["kind"] == "question").expect("a question event");
-    assert_eq!((&ev["text"], &ev["waiting"], &ev["question"], &ev["attempt"]), (&Value::from("Which colour?"), &Value::Bool(true), &Value::from(1), &Value::from(1)), "{ev}");
+    assert_eq!(
+        (&ev["text"], &ev["waiting"], &ev["question"], &ev["attempt"]),
+        (&Value::from("Which colour?"), &Value::Bool(true), &Value::from(1), &Value::from(1)),
+        "{ev}"
+    );
     // Silent for longer than stale_after: still at work, still open.
     passes_for(&p, 5);
     assert_eq!(p.status(&id), "in_progress", "{:?}", p.timeline(&id));
@@ -72,7 +76,11 @@ fn a_question_waits_for_you_is_never_stale_and_guild_hall_answer_reaches_the_wor
     assert_ne!(code, 0);
     assert!(err.contains("has no open question 2; nothing written"), "{err}");
     let out: Value = serde_json::from_str(&p.ok(&["answer", &id, "blue", "--json"])).expect("json");
-    assert_eq!((&out["jobId"], &out["question"], &out["asked"], &out["answer"]), (&Value::from(id.clone()), &Value::from(1), &Value::from("Which colour?"), &Value::from("blue")), "{out}");
+    assert_eq!(
+        (&out["jobId"], &out["question"], &out["asked"], &out["answer"]),
+        (&Value::from(id.clone()), &Value::from(1), &Value::from("Which colour?"), &Value::from("blue")),
+        "{out}"
+    );
     wait_status(&p, &id, "completed");
     assert!(summary(&p, &id).contains("answer: blue"), "{}", summary(&p, &id));
     let q = &asked(&p, &id)[0];
@@ -138,7 +146,12 @@ fn request_meeting_writes_a_requested_meeting_for_the_worker() {
     assert_eq!(p.status(&id), "completed");
     let meeting = format!("{id}-meeting-1-2");
     let m = std::fs::read_to_string(p.root.join(format!(".lore/meetings/{meeting}.md"))).expect("the requested meeting");
-    for want in ["status: requested", "worker: scribe-meets", "agenda: The schema needs a decision together.", &format!(".lore/commissions/{id}.md")] {
+    for want in [
+        "status: requested",
+        "worker: scribe-meets",
+        "agenda: The schema needs a decision together.",
+        &format!(".lore/commissions/{id}.md"),
+    ] {
         assert!(m.contains(want), "{want}: {m}");
     }
     let tl = p.timeline(&id);
