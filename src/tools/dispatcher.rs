@@ -146,8 +146,7 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
             "answer",
             "Answer a question a job's worker asked and waits on (status shows it in openQuestions, with its number): the worker gets the answer and goes on. Refused when no question is open. Returns {jobId, question, asked, answer}.",
             |d: &D, a: AnswerQuestion| d.answer(a),
-        )
-        .positional(&["jobId", "text"]),
+        ),
     ]
 }
 

@@ -36,6 +36,15 @@ fn summary(p: &Project, id: &str) -> String {
     p.status_json(id)["result"]["summary"].as_str().unwrap_or("").to_string()
 }
 
+/// A person's `answer:` written into the artifact, as an editor that saves atomically does (a
+/// reconciler running meanwhile never reads half a file).
+fn write_answer(p: &Project, id: &str, answer: &str) {
+    let text = p.artifact(id).replacen("---\n", &format!("---\nanswer: {answer}\n"), 1);
+    let tmp = p.root.join(format!(".lore/commissions/.{id}.md.tmp"));
+    std::fs::write(&tmp, text).expect("write");
+    std::fs::rename(&tmp, p.artifact_path(id)).expect("rename");
+}
+
 /// Passes for `secs` seconds while the worker waits: it is never judged stale.
 fn passes_for(p: &Project, secs: u64) {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
@@ -100,8 +109,7 @@ fn an_answer_edit_in_the_artifact_reaches_the_worker() {
     let p = Project::new(&["scribe"]);
     let id = asking(&p, "Which shade?");
     p.pass_until("the question open", |p| is_open(p, &id));
-    let text = p.artifact(&id);
-    p.write_commission(&id, &text.replacen("---\n", "---\nanswer: teal\n", 1));
+    write_answer(&p, &id, "teal");
     p.pass_until("completed", |p| p.status(&id) == "completed");
     assert!(summary(&p, &id).contains("answer: teal"), "{}", summary(&p, &id));
     assert_eq!(asked(&p, &id)[0]["answer"].as_str(), Some("teal"));
@@ -125,8 +133,7 @@ fn an_answer_taken_by_a_reconciler_killed_midway_still_reaches_the_worker() {
     let id = asking(&p, "Which size?");
     p.pass_until("the question open", |p| is_open(p, &id));
     p.ok(&["reconcile", "--once"]);
-    let text = p.artifact(&id);
-    p.write_commission(&id, &text.replacen("---\n", "---\nanswer: {question: 1, text: large}\n", 1));
+    write_answer(&p, &id, "{question: 1, text: large}");
     p.pass_until_fault("commission-apply:3");
     assert_eq!(asked(&p, &id)[0]["answer"].as_str(), Some("large"), "the artifact was written");
     p.pass_until("completed", |p| p.status(&id) == "completed");
@@ -209,8 +216,7 @@ fn real_claude_code_asks_over_mcp_and_gets_the_answer() {
         let run = s.spawn(|| real_run(&p, &api, &claude));
         wait_for("the question open", || std::fs::read_to_string(p.artifact_path("logo")).is_ok_and(|t| t.contains("open: true")));
         assert_eq!(asked(&p, "logo")[0]["question"].as_str(), Some("Which colour should the logo be?"));
-        let text = p.artifact("logo");
-        p.write_commission("logo", &text.replacen("---\n", "---\nanswer: ultramarine\n", 1));
+        write_answer(&p, "logo", "ultramarine");
         let out = run.join().expect("the pass");
         assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     });

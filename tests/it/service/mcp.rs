@@ -58,10 +58,12 @@ fn an_independent_mcp_client_uses_every_tool() {
     assert_eq!(
         r["tools"],
         serde_json::json!([
+            "ask",
             "log_question",
             "read_artifact",
             "record_decision",
             "report_progress",
+            "request_meeting",
             "store_memory",
             "submit_result",
             "write_artifact"
@@ -116,7 +118,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
         .expect("python runs");
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client json");
-    assert_eq!(r["tools"], serde_json::json!(["cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]));
+    assert_eq!(r["tools"], serde_json::json!(["answer", "cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]));
     let instructions = r["instructions"].as_str().unwrap_or("");
     assert!(
         instructions.contains("- scripted-researcher:") && instructions.contains("- sleeper:") && instructions.contains("relay"),

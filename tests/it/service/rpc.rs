@@ -229,7 +229,10 @@ fn every_face_of_a_tool_agrees() {
     // The dispatcher: `mcp --manager` and the worker/* endpoint list the same tools.
     let manager = by_name(&mcp_tools(&p, &["mcp", "--manager"], &[]));
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
-    assert_eq!(manager.keys().collect::<Vec<_>>(), ["cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]);
+    assert_eq!(
+        manager.keys().collect::<Vec<_>>(),
+        ["answer", "cancel", "delete", "dispatch", "list", "meeting_request", "result", "status"]
+    );
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
     let (_, job_help, _) = p.run(&["job", "--help"]);
@@ -259,7 +262,7 @@ fn every_face_of_a_tool_agrees() {
     let id = p.create("scripted-researcher", "Prompted", "Topic\nGo.");
     wait_for("the watcher to dispatch it", || p.try_state_dir(&id).is_some_and(|d| d.join("system-prompt.md").exists()));
     let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
-    assert_eq!(toolbox.len(), 7);
+    assert_eq!(toolbox.len(), 9);
     for (name, (description, _)) in &toolbox {
         let cli = name.replace('_', "-");
         assert!(help.contains(&format!("  {cli} ")), "{cli} missing from the CLI:\n{help}");
