@@ -45,7 +45,7 @@ fn err_code(v: &Value) -> i64 {
 
 #[test]
 fn every_worker_method_over_the_socket() {
-    let p = Project::new(&["scripted-researcher", "sleeper", "silent"]);
+    let p = Project::new(&["scripted-researcher", "sleeper", "silent", "scribe"]);
     let sock = p.tmp.path().join("gh.sock");
     let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
     use std::os::unix::fs::PermissionsExt;
@@ -54,7 +54,7 @@ fn every_worker_method_over_the_socket() {
     let init = rpc(&sock, "initialize", json!({"protocolVersion": "2025-06-18"}));
     assert_eq!(ok(&init)["serverInfo"]["name"], "guild-hall");
     let tools = rpc(&sock, "tools/list", json!({}));
-    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(7));
+    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(8));
 
     // dispatch → status → result, with nothing else run: the watcher carries it out.
     let d = rpc(
@@ -80,6 +80,26 @@ fn every_worker_method_over_the_socket() {
     let f = rpc(&sock, "worker/list", json!({"detail": "detailed", "filter": "Survey *"}));
     assert_eq!(ok(&f)["jobs"][0]["description"], "Survey logs");
     assert_eq!(ok(&rpc(&sock, "worker/list", json!({"filter": "nope*"})))["jobs"], json!([]));
+
+    // A job whose worker asks: status lists the open question, answer answers it (refused when
+    // none is open, as for a job that asked nothing), and the worker gets it.
+    assert_eq!(err_code(&rpc(&sock, "worker/answer", json!({"jobId": job, "text": "x"}))), -32602);
+    let asking = ok(&rpc(
+        &sock,
+        "worker/dispatch",
+        json!({"description": "Hue", "task": "wait-for: Which hue?\nx", "config": {"worker": "scribe"}}),
+    ))["jobId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    wait_for("the question open", || {
+        ok(&rpc(&sock, "worker/status", json!({"jobId": asking})))["openQuestions"][0]["question"] == "Which hue?"
+    });
+    let a = rpc(&sock, "worker/answer", json!({"jobId": asking, "text": "teal", "question": 1}));
+    assert_eq!(ok(&a)["question"], 1, "{a}");
+    wait_status(&p, &asking, "completed");
+    assert!(ok(&rpc(&sock, "worker/result", json!({"jobId": asking})))["output"].as_str().is_some_and(|o| o.contains("answer: teal")));
+    assert_eq!(ok(&rpc(&sock, "worker/status", json!({"jobId": asking})))["openQuestions"], json!([]));
 
     // A failed job: result and delete refused.
     let failed = ok(&rpc(&sock, "worker/dispatch", json!({"description": "Quiet", "task": "x", "config": {"worker": "silent"}})))["jobId"]
