@@ -224,3 +224,36 @@ fn real_claude_code_asks_over_mcp_and_gets_the_answer() {
     assert!(api.tool_results().contains("ultramarine"), "the model got the answer as the tool's result");
     assert_eq!(asked(&p, "logo")[0]["answer"].as_str(), Some("ultramarine"));
 }
+
+/// The reconciler killed (SIGKILL) while a question is open, and started again: the question is
+/// still open, the worker still waits, and an answer then reaches it.
+#[test]
+fn a_reconciler_killed_while_a_question_is_open_leaves_it_open_and_answerable() {
+    let p = Project::new(&["scribe"]);
+    p.config("stale_after: 2s\n");
+    let id = asking(&p, "Which tone?");
+    let out = in_pid_namespace(
+        &p,
+        &format!(
+            r#"
+"$GH" watch 2>../watch1.log &
+w=$!
+wait_for "the question open" grep -q "open: true" .lore/commissions/{id}.md
+kill -9 $w; wait $w || true
+echo "--- after the kill"; grep -c "open: true" .lore/commissions/{id}.md
+sleep 3
+"$GH" watch 2>../watch2.log &
+w=$!
+sleep 3
+echo "--- after the restart"; "$GH" status {id} --json | grep -o '"status": *"[a-z_]*"'; grep -c "open: true" .lore/commissions/{id}.md
+"$GH" answer {id} warm >/dev/null
+wait_for "completed" sh -c '"$GH" status {id} --json | grep -q "\"status\": *\"completed\""'
+kill $w; wait $w || true
+echo "--- end"
+"#
+        ),
+    );
+    assert_eq!(section(&out, "after the kill").trim(), "1", "{out}");
+    assert_eq!(section(&out, "after the restart").trim(), "\"status\": \"in_progress\"\n1", "not stale past stale_after: {out}");
+    assert!(summary(&p, &id).contains("answer: warm"), "{}", summary(&p, &id));
+}
