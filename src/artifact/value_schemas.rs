@@ -107,6 +107,7 @@ impl JsonSchema for Question {
                     "properties": {
                         "question": { "type": "string" },
                         "number": { "type": "integer", "minimum": 1 },
+                        "attempt": { "type": "integer", "minimum": 1 },
                         "asked": { "type": "string" },
                         "open": { "type": "boolean" },
                         "answer": { "type": "string" },

@@ -41,12 +41,13 @@ impl Asked {
         Some(Reply { question: self.number, text: self.text.clone(), outcome })
     }
 
-    /// Its entry in `questions:`: the question, its number, when it was asked, and its answer
-    /// and when (or when it timed out) once replied to.
-    pub(crate) fn entry(&self) -> Value {
+    /// Its entry in `questions:`: the question, its number and attempt, when it was asked, and
+    /// its answer and when (or when it timed out) once replied to.
+    pub(crate) fn entry(&self, attempt: u32) -> Value {
         let mut m = Mapping::new();
         m.insert("question".into(), Value::String(self.text.clone()));
         m.insert("number".into(), Value::from(u64::from(self.number)));
+        m.insert("attempt".into(), Value::from(u64::from(attempt)));
         m.insert("asked".into(), Value::String(self.asked.clone()));
         match &self.reply {
             None => {
@@ -126,13 +127,17 @@ pub(crate) struct Open {
     pub(crate) asked: String,
 }
 
-/// The open questions `questions:` (as written) shows: what `answer`, `status` and the board
-/// read. A hand-edited entry that is not one reads as none.
-pub(crate) fn open_in(questions: Option<&Value>) -> Vec<Open> {
-    let Some(Value::Sequence(items)) = questions else { return Vec::new() };
+/// The questions commission `c`'s worker waits on, as its `questions:` (as written) shows
+/// them: open, of its current attempt, while it is at work (a question of an attempt that
+/// ended waits on no one). What `answer`, `status` and the dispatcher read. A hand-edited
+/// entry that is not one reads as none.
+pub(crate) fn open_in(c: &crate::artifact::Commission) -> Vec<Open> {
+    let at_work = c.status.is_some_and(crate::artifact::Status::is_active);
+    let Some(Value::Sequence(items)) = c.field("questions").filter(|_| at_work) else { return Vec::new() };
+    let attempt = u64::from(c.attempt());
     items
         .iter()
-        .filter(|q| q.get("open").and_then(Value::as_bool) == Some(true))
+        .filter(|q| q.get("open").and_then(Value::as_bool) == Some(true) && q.get("attempt").and_then(Value::as_u64) == Some(attempt))
         .filter_map(|q| {
             Some(Open {
                 number: u32::try_from(q.get("number")?.as_u64()?).ok()?,
@@ -164,16 +169,23 @@ mod tests {
 
     #[test]
     fn an_entry_says_open_answered_or_timed_out() {
-        let open = ask(1, None).entry();
+        let open = ask(1, None).entry(1);
         assert_eq!(open["open"], Value::Bool(true));
         assert_eq!(open["question"], Value::from("q1"));
         let answered = ask(2, Some(Outcome::Answered { answer: "yes".into(), answered: "t2".into() }));
-        assert_eq!(answered.entry()["answer"], Value::from("yes"));
-        assert_eq!(answered.entry().get("open"), None);
+        assert_eq!(answered.entry(1)["answer"], Value::from("yes"));
+        assert_eq!(answered.entry(1).get("open"), None);
         assert_eq!(answered.reply_file().map(|r| r.question), Some(2));
         assert_eq!(ask(3, None).reply_file(), None);
-        let shown = Value::Sequence(vec![Value::from("logged"), ask(1, None).entry(), answered.entry()]);
-        assert_eq!(open_in(Some(&shown)), [Open { number: 1, question: "q1".into(), asked: "t".into() }]);
-        assert!(open_in(None).is_empty());
+        // Shown open: of the current attempt, while it is at work.
+        let shown = Value::Sequence(vec![Value::from("logged"), ask(1, None).entry(2), answered.entry(2), ask(3, None).entry(1)]);
+        let yaml = serde_yaml_ng::to_string(&shown).expect("yaml");
+        let text = |status: &str| {
+            let items = yaml.lines().map(|l| format!("  {l}\n")).collect::<String>();
+            format!("---\nworker: w\nstatus: {status}\nattempt: 2\nquestions:\n{items}---\nx\n")
+        };
+        let parse = |status: &str| crate::artifact::Commission::parse(std::path::Path::new("c.md"), &text(status)).expect("parses");
+        assert_eq!(open_in(&parse("in_progress")), [Open { number: 1, question: "q1".into(), asked: "t".into() }]);
+        assert!(open_in(&parse("failed")).is_empty(), "an ended attempt waits on no one");
     }
 }

@@ -133,7 +133,7 @@ pub(crate) fn answer(project: &Project, id: &str, text: &str, question: Option<u
     }
     let c = load(project, id)?;
     let status = c.status.unwrap_or(Status::Pending);
-    let open = crate::commission::questions::open_in(c.field("questions"));
+    let open = crate::commission::questions::open_in(&c);
     let asked = match question {
         _ if !status.is_active() => bail!("{id} is {status}: no question of its worker waits for an answer; nothing written"),
         Some(n) => open.into_iter().find(|q| q.number == n).with_context(|| format!("{id} has no open question {n}; nothing written"))?,

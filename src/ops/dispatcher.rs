@@ -155,7 +155,7 @@ impl Operations for Dispatcher {
             }
             _ => Vec::new(),
         };
-        let open_questions = crate::commission::questions::open_in(c.field("questions"))
+        let open_questions = crate::commission::questions::open_in(&c)
             .into_iter()
             .map(|q| OpenQuestion { number: q.number, question: q.question, asked: q.asked })
             .collect();

@@ -135,8 +135,7 @@ fn stopping(o: &Observed) -> Option<String> {
 /// (a cycle is told by the pass and `check`: the rows are read one at a time).
 fn waiting(o: &Observed, workers: &crate::worker::Catalog, branch: &str) -> Option<String> {
     // Its worker blocked on a person's answer: what it asked, and how to answer.
-    let running = o.artifact.status.is_some_and(crate::artifact::Status::is_active);
-    if let Some(q) = crate::commission::questions::open_in(o.artifact.field("questions")).first().filter(|_| running) {
+    if let Some(q) = crate::commission::questions::open_in(&o.artifact).first() {
         return Some(format!(
             "waiting for you: question {}: {} (`guild-hall answer {} TEXT`)",
             q.number,

@@ -197,7 +197,7 @@ pub(crate) fn questions_value(f: &crate::commission::observe::Folded) -> Value {
         questions.push(Value::String(format!("({earlier} earlier questions are in the timeline)")));
     }
     questions.extend(f.questions.iter().cloned().map(Value::String));
-    questions.extend(f.asks.iter().map(crate::commission::questions::Asked::entry));
+    questions.extend(f.asks.iter().map(|a| a.entry(f.attempt)));
     Value::Sequence(questions)
 }
 
