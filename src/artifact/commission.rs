@@ -596,6 +596,23 @@ mod tests {
         assert!(parse("---\nworker: scribe\ndate: 2026-11-22\n---\nDo it.\n").is_ok(), "every schema key is allowed");
     }
 
+    #[test]
+    fn an_answer_and_an_ask_timeout_are_read_or_said_wrong_at_their_key() {
+        let c = parse("---\nworker: scribe\nask_timeout: 2h\nanswer: blue\n---\nDo it.\n").unwrap();
+        assert_eq!(c.ask_timeout, Some(std::time::Duration::from_secs(7200)));
+        assert_eq!(c.answer, Some(AnswerRequest::Text("blue".into())));
+        assert!(c.field("answer").is_some(), "kept: the reconciler removes it once taken");
+        let c = parse("---\nworker: scribe\nanswer: {question: 2, text: teal}\n---\nDo it.\n").unwrap();
+        assert_eq!(
+            (c.answer.as_ref().and_then(AnswerRequest::question), c.answer.as_ref().map(AnswerRequest::text)),
+            (Some(2), Some("teal"))
+        );
+        for (bad, at) in [("answer: [1, 2]", "bad answer"), ("answer: \"  \"", "bad answer"), ("ask_timeout: soon", "not a duration")] {
+            let e = parse(&format!("---\nworker: scribe\n{bad}\n---\nDo it.\n")).unwrap_err();
+            assert!(e[0].to_string().starts_with(".lore/commissions/c1.md:3:") && e[0].message.contains(at), "{bad}: {e:?}");
+        }
+    }
+
     fn new_commission() -> New {
         New {
             title: "Port the parser".into(),

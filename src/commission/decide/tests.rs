@@ -704,6 +704,49 @@ fn a_worker_asking_a_person_waits_is_answered_or_times_out() {
     assert!(reason.contains("refused answer") && reason.contains("no question"), "{reason}");
 }
 
+/// A meeting request read from the mailbox (a worker can append one without the toolbox):
+/// written for a package with the `meeting` capability, once; refused without it.
+#[test]
+fn a_meeting_request_is_written_once_and_only_for_a_package_that_meets() {
+    let running = || {
+        let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Alive;
+        o.run = Some(run_info(1));
+        deliver(&mut o, Mail { seq: 4, ..mail(1, MailBody::MeetingRequest { reason: "Talk it through".into() }) });
+        o
+    };
+    let fold_of = |p: &Decisions| {
+        p.actions.iter().find_map(|a| match a {
+            Action::Update(u) => u.fold.clone(),
+            _ => None,
+        })
+    };
+    // scribe, as `Catalog::with` makes it, has the default capabilities: no `meeting`.
+    let p = decide(&snapshot(vec![running()]));
+    let fold = fold_of(&p).expect("the fold goes with the update");
+    assert!(fold.write_meetings.is_empty() && fold.meetings[0].done, "{fold:?}");
+    assert!(events_of(&p, "c")
+        .iter()
+        .any(|e| e["kind"] == "refused" && e["text"].as_str().is_some_and(|t| t.contains("`meeting` capability"))));
+    let mut s = snapshot(vec![running()]);
+    if let Some(pkg) = s.workers.packages.get_mut("scribe") {
+        pkg.manifest.capabilities = vec!["commission".into(), "meeting".into()];
+    }
+    let p = decide(&s);
+    let fold = fold_of(&p).expect("the fold");
+    assert_eq!(fold.write_meetings.len(), 1, "{fold:?}");
+    let m = &fold.write_meetings[0];
+    assert_eq!((m.id.as_str(), m.reason.as_str(), m.reference.as_str()), ("c-meeting-1-4", "Talk it through", ".lore/commissions/c.md"));
+    assert!(events_of(&p, "c").iter().any(|e| e["kind"] == "meeting_requested" && e["meeting"] == "c-meeting-1-4"));
+    // Done once: the next pass (the fold as written) writes nothing more.
+    let mut again = running();
+    // As read back from its file: what is decided now is never stored.
+    again.folded = serde_json::from_value(serde_json::to_value(&*fold).expect("json")).ok();
+    again.mail.clear();
+    let p = decide(&snapshot(vec![again]));
+    assert!(fold_of(&p).is_none_or(|f| f.write_meetings.is_empty()), "{p:?}");
+}
+
 #[test]
 fn interrupted_write_is_repaired_not_refused() {
     // Record says dispatched (written first); the artifact still says pending.
