@@ -44,6 +44,10 @@ pub struct ProjectConfig {
     /// `0s` means none.
     #[serde(with = "duration_str")]
     pub(crate) timeout: Duration,
+    /// How long a commission's worker waits in `ask` for a person's answer, unless its package
+    /// or the commission says otherwise (`ask_timeout:`).
+    #[serde(with = "duration_str")]
+    pub(crate) ask_timeout: Duration,
     /// The largest file one attempt may merge (or a wave task copy back): bytes, or `100MiB`.
     #[serde(with = "byte_size")]
     pub(crate) merge_max_file_size: u64,
@@ -189,6 +193,7 @@ impl Default for ProjectConfig {
             dispatch: DispatchMode::Auto,
             default_worker: None,
             timeout: Duration::from_secs(24 * 3600),
+            ask_timeout: Duration::from_secs(30 * 60),
             merge_max_file_size: 100 * MIB,
             merge_max_attempt_size: 1024 * MIB,
             base_branch: None,

@@ -323,7 +323,7 @@ pub(crate) struct Messages {
 }
 
 /// Why a worker's change to the control plane is never merged, said the same way for every kind.
-pub(crate) const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings, plans, worker packages or guild-hall.yaml; new work goes through propose_followup or the dispatcher";
+pub(crate) const CONTROL_PLANE_RULE: &str = "workers never change commissions, meetings, plans, worker packages or guild-hall.yaml; a worker asks the person with its toolbox's ask, and asks for a meeting with request_meeting (a commission's) or propose_followup (a meeting's)";
 
 /// Land an activity's work, the one way for every kind: commit what the worker left in its
 /// worktree onto its branch (by the record, never by what the worktree says), refuse a

@@ -163,6 +163,40 @@ impl Feedback {
     }
 }
 
+/// A person's `answer:`: the text, for the oldest open question or question `question`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum AnswerRequest {
+    /// `answer: TEXT`: the oldest open question's answer.
+    Text(String),
+    /// `answer: {question: N, text: TEXT}`.
+    To {
+        /// The question's number (`questions:` shows it).
+        question: u32,
+        text: String,
+    },
+}
+
+impl AnswerRequest {
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            AnswerRequest::Text(t) | AnswerRequest::To { text: t, .. } => t,
+        }
+    }
+
+    pub(crate) fn question(&self) -> Option<u32> {
+        match self {
+            AnswerRequest::Text(_) => None,
+            AnswerRequest::To { question, .. } => Some(*question),
+        }
+    }
+
+    /// As written in the frontmatter.
+    pub(crate) fn value(&self) -> Value {
+        serde_yaml_ng::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// Which runner starts an activity's attempts (`runner:` in `.lore/guild-hall.yaml`, a
 /// package's `worker.yaml`, or a commission's frontmatter; the most specific wins).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -243,6 +277,14 @@ pub(crate) struct Frontmatter {
     /// the request, once given to the next attempt (the timeline keeps it).
     #[schemars(with = "Option<Vec<Feedback>>")]
     feedback: Option<Value>,
+    /// How long its worker's `ask` waits for a person, over its package's and the project's
+    /// (default 30m).
+    #[schemars(with = "Option<super::value_schemas::Duration>")]
+    ask_timeout: Option<Value>,
+    /// A person's answer to the worker's open question (the oldest, or `{question: N, text:
+    /// ...}`): moved into `questions:` and removed once taken.
+    #[schemars(with = "Option<AnswerRequest>")]
+    answer: Option<Value>,
     // Written by guild-hall.
     /// Written by guild-hall: the FIFO key.
     #[schemars(with = "Option<String>")]
@@ -256,8 +298,9 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: the latest progress report.
     #[schemars(with = "Option<String>")]
     progress: Option<Value>,
-    /// Written by guild-hall: the worker's questions.
-    #[schemars(with = "Option<Vec<String>>")]
+    /// Written by guild-hall: the worker's questions: a logged one as its text, one it asked
+    /// a person as its question, number, when asked, and its answer and when (or `open`).
+    #[schemars(with = "Option<Vec<super::value_schemas::Question>>")]
     questions: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: the submitted result.
     #[schemars(with = "Option<super::value_schemas::CommissionResult>")]
@@ -332,6 +375,10 @@ pub struct Commission {
     pub(crate) max_revisions: Option<u32>,
     /// `feedback:` as written (with `desired: revised`).
     pub(crate) feedback: Vec<Feedback>,
+    /// How long its worker's `ask` waits (`ask_timeout:`), over its package's and the project's.
+    pub(crate) ask_timeout: Option<std::time::Duration>,
+    /// A person's answer to an open question (`answer:`), taken once.
+    pub(crate) answer: Option<AnswerRequest>,
     /// The keys the reconciler writes or removes ([`OWNED_KEYS`] and `desired`), as parsed:
     /// what its writes are compared with. Other keys are validated into the typed fields above
     /// and not kept.
@@ -426,6 +473,8 @@ impl Commission {
             max_revisions,
             desired,
             feedback,
+            ask_timeout,
+            answer,
             created,
             attempt,
             branch,
@@ -518,6 +567,20 @@ impl Commission {
                 }
             },
         };
+        let ask_timeout = match ask_timeout {
+            None | Some(Value::Null) => None,
+            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("ask_timeout", e.to_string())).ok(),
+        };
+        let answer = match answer {
+            None | Some(Value::Null) => None,
+            Some(v) => match serde_yaml_ng::from_value::<AnswerRequest>(v.clone()) {
+                Ok(a) if !a.text().trim().is_empty() => Some(a),
+                _ => {
+                    bad("answer", format!("bad answer: {} (expected the answer's text, or {{question: N, text: TEXT}})", show(&v)));
+                    None
+                }
+            },
+        };
         let feedback: Vec<Feedback> = match feedback {
             None | Some(Value::Null) => Vec::new(),
             Some(v) => match serde_yaml_ng::from_value::<Vec<Feedback>>(v) {
@@ -547,7 +610,7 @@ impl Commission {
         }
         let mut fields = fields;
         // Kept: the keys the reconciler writes or removes.
-        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || REQUEST_KEYS.contains(&k)));
+        fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || REQUEST_KEYS.contains(&k) || k == "answer"));
         fields.shrink_to_fit();
         Ok(Commission {
             id: stem.to_string(),
@@ -567,6 +630,8 @@ impl Commission {
             checks,
             max_revisions,
             feedback,
+            ask_timeout,
+            answer,
             owned: Owned {
                 created: owned_text(created),
                 attempt: attempt.as_ref().and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
@@ -733,6 +798,23 @@ mod tests {
         let e = parse("---\ntitle: T\nworker: scribe\ndependecies: [a/b.md]\n---\nDo it.\n").unwrap_err();
         assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:1: unknown key `dependecies`: did you mean `dependencies`?");
         assert!(parse("---\nworker: scribe\ndate: 2026-11-22\n---\nDo it.\n").is_ok(), "every schema key is allowed");
+    }
+
+    #[test]
+    fn an_answer_and_an_ask_timeout_are_read_or_said_wrong_at_their_key() {
+        let c = parse("---\nworker: scribe\nask_timeout: 2h\nanswer: blue\n---\nDo it.\n").unwrap();
+        assert_eq!(c.ask_timeout, Some(std::time::Duration::from_secs(7200)));
+        assert_eq!(c.answer, Some(AnswerRequest::Text("blue".into())));
+        assert!(c.field("answer").is_some(), "kept: the reconciler removes it once taken");
+        let c = parse("---\nworker: scribe\nanswer: {question: 2, text: teal}\n---\nDo it.\n").unwrap();
+        assert_eq!(
+            (c.answer.as_ref().and_then(AnswerRequest::question), c.answer.as_ref().map(AnswerRequest::text)),
+            (Some(2), Some("teal"))
+        );
+        for (bad, at) in [("answer: [1, 2]", "bad answer"), ("answer: \"  \"", "bad answer"), ("ask_timeout: soon", "not a duration")] {
+            let e = parse(&format!("---\nworker: scribe\n{bad}\n---\nDo it.\n")).unwrap_err();
+            assert!(e[0].to_string().starts_with(".lore/commissions/c1.md:3:") && e[0].message.contains(at), "{bad}: {e:?}");
+        }
     }
 
     fn new_commission() -> New {

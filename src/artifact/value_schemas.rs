@@ -110,3 +110,37 @@ impl JsonSchema for UsageFigures {
 /// What a package or artifact name may be: lowercase letters, digits, `-`, `_`, `.`; no
 /// leading dot (a plan's task names its worker and its own id so).
 pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";
+
+/// The schema of one entry of a commission's `questions:`: a logged question's text, or a
+/// question asked of a person with its number, when asked, and its answer (or `open`).
+pub(crate) enum Question {}
+
+impl JsonSchema for Question {
+    fn schema_name() -> Cow<'static, str> {
+        "Question".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A question of the worker's (written by guild-hall).",
+            "anyOf": [
+                { "type": "string" },
+                {
+                    "type": "object",
+                    "properties": {
+                        "question": { "type": "string" },
+                        "number": { "type": "integer", "minimum": 1 },
+                        "attempt": { "type": "integer", "minimum": 1 },
+                        "asked": { "type": "string" },
+                        "open": { "type": "boolean" },
+                        "answer": { "type": "string" },
+                        "answered": { "type": "string" },
+                        "timed_out": { "type": "string" },
+                    },
+                    "required": ["question"],
+                    "additionalProperties": false,
+                },
+            ],
+        })
+    }
+}

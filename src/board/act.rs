@@ -26,6 +26,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) run: &'a mut dyn FnMut(&mut Process) -> std::io::Result<ExitStatus>,
     /// The comment a revision is sent back with (typed after `v`).
     pub(crate) comment: &'a str,
+    /// What the person typed for the command (an answer).
+    pub(crate) typed: &'a str,
 }
 
 impl Ctx<'_> {
@@ -135,6 +137,11 @@ pub(crate) fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) ->
             Ok(format!("{id}: wrote desired: {}", desired.unwrap_or_default()))
         }
         (Command::Approve | Command::Revise | Command::Reject, _) => bail!("a, v and x answer a commission in review"),
+        (Command::Answer, Kind::Commission) => {
+            let q = crate::ops::commission::answer(project, id, ctx.typed, None)?;
+            Ok(format!("{id}: wrote the answer to question {} ({:?})", q.number, q.question))
+        }
+        (Command::Answer, _) => bail!("t answers a commission's worker's question"),
         (Command::Cancel, Kind::Meeting) => bail!("a meeting is closed from its chat (m, then /close)"),
         (Command::Redispatch, _) => bail!("r re-dispatches a failed or cancelled commission, or retries a halted plan"),
         (Command::Dispatch, _) => bail!("d dispatches a draft commission"),

@@ -36,6 +36,8 @@ pub(crate) enum Command {
     Revise,
     /// Reject a commission in review: cancelled, its branch kept (asked `y/n` first).
     Reject,
+    /// Answer the commission's worker's open question with what was typed ([`Ui::typed`]).
+    Answer,
 }
 
 /// Where the keys go.
@@ -49,6 +51,9 @@ pub(crate) enum Mode {
     Confirm(Command, (Kind, usize, String)),
     /// Typing the comment a revision is sent back with (of the item asked about).
     Comment((Kind, usize, String)),
+    /// Typing an answer to the worker's open question of the item asked about (sent on Enter,
+    /// only if that item is still the one selected).
+    Answer((Kind, usize, String)),
     Help,
 }
 
@@ -72,6 +77,8 @@ pub(crate) struct Ui {
     pub(crate) scroll: i32,
     /// The comment typed for a revision (`v`), kept until it is sent.
     pub(crate) comment: String,
+    /// The answer being typed ([`Mode::Answer`]), kept for [`Command::Answer`] to send.
+    pub(crate) typed: String,
 }
 
 impl Default for Ui {
@@ -86,6 +93,7 @@ impl Default for Ui {
             message: None,
             scroll: 0,
             comment: String::new(),
+            typed: String::new(),
         }
     }
 }
@@ -158,6 +166,31 @@ impl Ui {
                         self.comment.pop();
                     }
                     KeyCode::Char(c) if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) => self.comment.push(c),
+                    _ => {}
+                }
+                None
+            }
+            Mode::Answer(asked) => {
+                match key.code {
+                    KeyCode::Esc => {
+                        self.mode = Mode::List;
+                        self.message = Some("not answered".into());
+                    }
+                    KeyCode::Enter => {
+                        self.mode = Mode::List;
+                        if self.typed.trim().is_empty() {
+                            self.message = Some("not answered: nothing typed".into());
+                        } else if item.map(|i| (i.kind, i.project, i.id.as_str())) != Some((asked.0, asked.1, asked.2.as_str())) {
+                            self.message = Some(format!("not answered: {} is no longer the one selected", asked.2));
+                        } else {
+                            return Some(Command::Answer);
+                        }
+                    }
+                    KeyCode::Backspace => {
+                        self.typed.pop();
+                    }
+                    KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => self.typed.clear(),
+                    KeyCode::Char(c) if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) => self.typed.push(c),
                     _ => {}
                 }
                 None
@@ -268,6 +301,16 @@ impl Ui {
                 }
                 None
             }
+            KeyCode::Char('t') => {
+                let item = item?;
+                if item.kind != Kind::Commission {
+                    self.message = Some("t answers a commission's worker's question".into());
+                    return None;
+                }
+                self.typed.clear();
+                self.mode = Mode::Answer((item.kind, item.project, item.id.clone()));
+                None
+            }
             KeyCode::Char('r') => needs_item(Command::Redispatch),
             KeyCode::Char('d') => needs_item(Command::Dispatch),
             KeyCode::Char('a' | 'x') if item.is_some_and(in_review) => {
@@ -310,7 +353,7 @@ const MAX_SCROLL: i32 = u16::MAX as i32;
 const DIFF_STEP: i32 = 10;
 
 /// The keys, as the footer and the help list them.
-pub(crate) const HELP: [(&str, &str); 21] = [
+pub(crate) const HELP: [(&str, &str); 22] = [
     ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
     ("Enter", "open or close the detail pane"),
     ("D", "the diff pane: the change a commission or a plan's tasks bring (D closes)"),
@@ -326,6 +369,7 @@ pub(crate) const HELP: [(&str, &str); 21] = [
     ("l", "the full log in $PAGER"),
     ("e", "the artifact in $EDITOR"),
     ("n", "a new commission from a template in $EDITOR"),
+    ("t", "answer the worker's open question (type it, Enter; Esc: not)"),
     ("w", "run a reconciler for this session (when none runs)"),
     ("?", "this help"),
     ("q", "quit"),
@@ -454,6 +498,35 @@ mod tests {
         assert_eq!((ui.detail, ui.diff), (true, true));
         ui.on_key(key(KeyCode::Enter), 1, Some(&c));
         assert_eq!((ui.detail, ui.diff), (false, false));
+    }
+
+    #[test]
+    fn an_answer_is_typed_then_sent_for_the_item_asked_about() {
+        let c = item(Kind::Commission, "in_progress");
+        let mut ui = Ui::default();
+        assert_eq!(ui.on_key(key(KeyCode::Char('t')), 1, Some(&c)), None);
+        assert_eq!(ui.mode, Mode::Answer((Kind::Commission, 0, "x".into())));
+        for ch in "blue q".chars() {
+            assert_eq!(ui.on_key(key(KeyCode::Char(ch)), 1, Some(&c)), None, "keys that act in the list are text while typing");
+        }
+        ui.on_key(key(KeyCode::Backspace), 1, Some(&c));
+        ui.on_key(key(KeyCode::Backspace), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&c)), Some(Command::Answer));
+        assert_eq!((ui.typed.as_str(), &ui.mode), ("blue", &Mode::List));
+        // Nothing typed, another item selected, Esc: nothing sent.
+        ui.on_key(key(KeyCode::Char('t')), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&c)), None);
+        assert_eq!(ui.message.as_deref(), Some("not answered: nothing typed"));
+        ui.on_key(key(KeyCode::Char('t')), 1, Some(&c));
+        ui.on_key(key(KeyCode::Char('y')), 1, Some(&c));
+        let other = Item { id: "other".into(), ..c.clone() };
+        assert_eq!(ui.on_key(key(KeyCode::Enter), 1, Some(&other)), None);
+        ui.on_key(key(KeyCode::Char('t')), 1, Some(&c));
+        assert_eq!(ui.on_key(key(KeyCode::Esc), 1, Some(&c)), None);
+        assert_eq!(ui.message.as_deref(), Some("not answered"));
+        // Only a commission's worker asks.
+        assert_eq!(ui.on_key(key(KeyCode::Char('t')), 1, Some(&item(Kind::Meeting, "open"))), None);
+        assert_eq!(ui.mode, Mode::List);
     }
 
     #[test]

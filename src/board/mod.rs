@@ -693,7 +693,7 @@ fn handle_input(board: &mut Board<'_>, e: Event, exe: &Path, t: &mut term::Term)
             let project = selected.as_ref().and_then(|i| board.projects.get(i.project)).unwrap_or(&board.projects[0]);
             let mut run = |p: &mut std::process::Command| term::hand_over(t, p);
             let comment = std::mem::take(&mut board.ui.comment);
-            let mut ctx = act::Ctx { home: board.home, project, exe, run: &mut run, comment: &comment };
+            let mut ctx = act::Ctx { home: board.home, project, exe, run: &mut run, comment: &comment, typed: &board.ui.typed };
             act::carry_out(cmd, selected.as_ref(), &mut ctx)
         }
     };

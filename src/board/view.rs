@@ -33,7 +33,7 @@ pub(crate) struct Screen<'a> {
 }
 
 /// The keys in the footer, `? help` (which lists them all) first.
-const FOOTER: [&str; 15] = [
+const FOOTER: [&str; 16] = [
     "? help",
     "q quit",
     "⏎ detail",
@@ -46,6 +46,7 @@ const FOOTER: [&str; 15] = [
     "l log",
     "e edit",
     "n new",
+    "t answer",
     "w reconcile",
     "D diff",
     "v revise",
@@ -317,6 +318,7 @@ fn draw_message(f: &mut Frame<'_>, s: &Screen<'_>, area: Rect) {
         Mode::Comment((_, _, id)) => {
             Line::from(vec![Span::raw(format!("revise {id} (Enter sends, Esc drops): ")), Span::raw(s.ui.comment.clone()), Span::raw("█")])
         }
+        Mode::Answer((_, _, id)) => Line::from(vec![Span::raw(format!("answer {id}: ")), Span::raw(s.ui.typed.clone()), Span::raw("█")]),
         _ => {
             let who = Span::styled(format!("[{}]", s.reconciler), s.style(Style::default().fg(Color::Cyan)));
             match (&s.ui.message, s.problems.first()) {

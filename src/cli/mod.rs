@@ -1,6 +1,7 @@
 //! Command-line front end: clap definitions and thin handlers that call the library. No
 //! business logic lives here; output formatting (tables, JSON) does.
 
+mod answer;
 mod ci;
 mod commission;
 mod diff;
@@ -177,6 +178,13 @@ pub enum Command {
     /// Reject a commission in review: it is cancelled, its work kept on its branch (writes
     /// `desired: rejected`, with -m as `feedback:`).
     Reject(review::Reject),
+    /// Answer a question a commission's worker asked and waits on (its toolbox's `ask`).
+    ///
+    /// The oldest open question, or `--question N` (`status` and the artifact's `questions:`
+    /// show the number). Writes `answer:` into the commission, as a person may in any editor;
+    /// the reconciler moves it into `questions:` and hands it to the worker, which goes on.
+    /// Refused, nothing written, when no question is open.
+    Answer(answer::AnswerArgs),
     /// The dispatcher's operations (as `mcp --manager` and `worker/*` serve them): dispatch,
     /// list, status, result, cancel, delete, meeting-request. Prints JSON.
     Job(job::JobCall),
@@ -641,6 +649,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Reject(r) => review::reject(&Env::load(&cli)?, r).map(|_| ExitCode::SUCCESS),
         Command::Meeting(cmd) => meeting::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Job(call) => job::run(&Env::load(&cli)?, call).map(|_| ExitCode::SUCCESS),
+        Command::Answer(args) => answer::run(&Env::load(&cli)?, args).map(|_| ExitCode::SUCCESS),
         Command::Plan(cmd) => plan::run(&Env::load(&cli)?, cmd).map(|_| ExitCode::SUCCESS),
         Command::Sync { dry_run, json } => sync::sync(&Env::load(&cli)?, *dry_run, *json).map(ok),
         Command::Land { push, dry_run, json } => sync::land(&Env::load(&cli)?, push.as_deref(), *dry_run, *json).map(ok),

@@ -18,11 +18,12 @@ use crate::artifact::store::content_hash;
 use crate::artifact::write::Edit;
 use crate::commission::decide::{timestamp, Action, Sig, Update};
 use crate::commission::observe::{Folded, Snapshot};
+use crate::commission::questions::MeetingToWrite;
 use crate::config::{Home, Project};
 use crate::files::write_json;
 use crate::worker::launch::{self, Activation, Launch, Prepared};
 use crate::worker::shim;
-use crate::worker::toolbox::mailbox;
+use crate::worker::toolbox::{answers, mailbox};
 use crate::worker::{Catalog, Checkout};
 
 pub use crate::activity::Outcome;
@@ -71,6 +72,12 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
 /// be more than the frontmatter holds (many questions, a long list of artifacts): the status
 /// and the rest still go in, and the timeline, which has all of it, says what was left out.
 pub(crate) fn apply_update(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome> {
+    // The meetings its worker requested, before the update that marks them done.
+    if let Some(f) = &u.fold {
+        for m in &f.write_meetings {
+            write_meeting(ctx, &u.id, m)?;
+        }
+    }
     let place = crate::activity::apply::Place::new(ctx.home, ctx.project, crate::activity::kind::Name::Commission, &u.id);
     crate::activity::apply::apply(&place, u, |_, _| {
         without_worker_text(&u.edits).map(|edits| crate::activity::fit::Shorter {
@@ -81,6 +88,36 @@ pub(crate) fn apply_update(ctx: &Ctx<'_, Catalog>, u: &Update) -> Result<Outcome
     })
 }
 
+/// A meeting a commission's worker requested, as a person would write the request; never over
+/// an existing file (written again after a crash: a no-op). One `check` would refuse is not
+/// written, and the commission's timeline says why.
+fn write_meeting(ctx: &Ctx<'_, Catalog>, commission: &str, m: &MeetingToWrite) -> Result<()> {
+    let text = crate::artifact::meeting::render(&crate::artifact::meeting::New {
+        title: Some(format!("Meeting requested by commission {commission}")),
+        worker: m.worker.clone(),
+        status: crate::artifact::MeetingStatus::Requested,
+        requested_by: Some(m.requested_by.clone()),
+        agenda: Some(m.reason.clone()),
+        references: vec![m.reference.clone()],
+        created: None,
+        body: String::new(),
+    });
+    crate::artifact::make_lore_dir(&ctx.project.meetings_dir())?;
+    match crate::artifact::create_new(&ctx.project.meeting_path(&m.id), &text, "meeting", crate::artifact::Meeting::parse) {
+        Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => Ok(()),
+        Err(e @ crate::artifact::CreateError::Invalid { .. }) => {
+            let log = crate::activity::timeline::path_for(&ctx.project.commission_path(commission));
+            let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+            let text = format!("meeting {} was not written: {e}", m.id);
+            let event =
+                crate::activity::timeline::event(&now, "anomaly", format!("meeting-invalid:{}", m.id), serde_json::json!({ "text": text }));
+            crate::activity::timeline::append(&log, &[event])?;
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A commission's attempt's mailbox, as far as it is folded (`events-<attempt>.folded.json`).
 impl crate::activity::apply::Folds for Option<Box<Folded>> {
     fn is_empty(&self) -> bool {
@@ -89,7 +126,15 @@ impl crate::activity::apply::Folds for Option<Box<Folded>> {
     fn files(&self, home: &Home, project: &Project, id: &str) -> Result<Vec<(std::path::PathBuf, serde_json::Value)>> {
         let Some(f) = self else { return Ok(Vec::new()) };
         let state = StateDir(home.commission_state(&project.name, id));
-        Ok(vec![(mailbox::folded_file(&state, f.attempt), serde_json::to_value(f)?)])
+        let mut files = vec![(mailbox::folded_file(&state, f.attempt), serde_json::to_value(f)?)];
+        // The replies its blocked worker waits for, with the fold that holds them.
+        let dir = answers::answers_dir(&state, f.attempt);
+        for ask in &f.asks {
+            if let (Some(reply), Some(file)) = (ask.reply_file(), answers::answer_file(&dir, &ask.id)) {
+                files.push((file, serde_json::to_value(reply)?));
+            }
+        }
+        Ok(files)
     }
 }
 
@@ -134,6 +179,10 @@ fn dispatch(
         let _ = std::fs::remove_file(state.heartbeat());
         mailbox::make_fresh(&state, attempt)?;
     }
+    // Where its questions' answers come: made before it starts (its sandbox reads only a dir
+    // that is there), never writable by it.
+    let answers_dir = answers::answers_dir(&state, attempt);
+    std::fs::create_dir_all(&answers_dir).with_context(|| format!("creating {}", answers_dir.display()))?;
     // A dropped update (a person saved since the plan was made) starts nothing: the next pass
     // decides again.
     let outcome = apply_update(ctx, update)?;
@@ -186,8 +235,11 @@ fn dispatch(
             // A revision goes on in the agent session of the attempt it revises, where its
             // package can resume one (empty: a new session).
             ("GUILD_HALL_SESSION_ID".to_string(), session.unwrap_or_default()),
+            ("GUILD_HALL_ANSWERS".to_string(), answers_dir.to_string_lossy().into_owned()),
+            ("GUILD_HALL_ASK_TIMEOUT".to_string(), crate::commission::decide::ask_timeout(snapshot, commission).as_secs().to_string()),
+            ("GUILD_HALL_CAPABILITIES".to_string(), pkg.manifest.capabilities.join(",")),
         ],
-        readable: Vec::new(),
+        readable: vec![answers_dir.clone()],
         resources: commission.artifact.resources.clone(),
         grace_cap: None,
         runner: commission.artifact.runner,

@@ -5,6 +5,7 @@
 pub mod act;
 pub mod decide;
 pub mod observe;
+pub(crate) mod questions;
 
 use std::time::Duration;
 

@@ -222,6 +222,15 @@ pub struct Folded {
     /// What the worker reported it used (`report_usage`), summed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reported: Option<crate::worker::usage::Reading>,
+    /// The questions it asked a person (`ask`), numbered, with their replies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) asks: Vec<crate::commission::questions::Asked>,
+    /// The meetings it requested (`request_meeting`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) meetings: Vec<crate::commission::questions::MeetingAsked>,
+    /// Meetings the update this fold goes with writes first (decided now; never stored).
+    #[serde(skip)]
+    pub(crate) write_meetings: Vec<crate::commission::questions::MeetingToWrite>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -236,8 +245,22 @@ impl Folded {
     }
 
     /// Take one event in; `Err` says why it is ignored.
-    pub(crate) fn take(&mut self, m: &Mail) -> Result<(), SecondResult> {
+    pub(crate) fn take(&mut self, m: &Mail) -> Result<(), Ignored> {
+        use crate::commission::questions::{Asked, MeetingAsked, TooMany, ASKS_PER_ATTEMPT, MEETINGS_PER_ATTEMPT};
         match &m.body {
+            MailBody::Ask { text } => {
+                if self.asks.len() >= ASKS_PER_ATTEMPT {
+                    return Err(Ignored::TooMany(TooMany::Asks { seq: m.seq }));
+                }
+                let number = self.asks.len() as u32 + 1;
+                self.asks.push(Asked { number, id: m.id.clone(), text: text.clone(), asked: m.ts.clone(), reply: None });
+            }
+            MailBody::MeetingRequest { reason } => {
+                if self.meetings.len() >= MEETINGS_PER_ATTEMPT {
+                    return Err(Ignored::TooMany(TooMany::Meetings { seq: m.seq }));
+                }
+                self.meetings.push(MeetingAsked { seq: m.seq, reason: reason.clone(), done: false });
+            }
             MailBody::Progress { text } => self.progress = Some(text.clone()),
             MailBody::Question { text } => {
                 self.questions.push(text.clone());
@@ -248,7 +271,7 @@ impl Folded {
             }
             MailBody::Result { summary, artifacts } => {
                 if self.result.is_some() {
-                    return Err(SecondResult { seq: m.seq });
+                    return Err(Ignored::SecondResult(SecondResult { seq: m.seq }));
                 }
                 self.result = Some(Submitted { summary: summary.clone(), artifacts: artifacts.clone() });
             }
@@ -257,6 +280,15 @@ impl Folded {
         }
         Ok(())
     }
+}
+
+/// Why an event is not taken into the fold ([`Folded::take`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Ignored {
+    #[error(transparent)]
+    SecondResult(SecondResult),
+    #[error(transparent)]
+    TooMany(crate::commission::questions::TooMany),
 }
 
 /// A result submitted after the attempt's first: ignored ([`Folded::take`]).
@@ -592,7 +624,7 @@ fn is_settled(home: &Home, project: &Project, path: &Path, dir: Option<&std::fs:
     let mut status = None;
     let mut ran = false;
     for line in split.yaml.lines() {
-        if line.starts_with("desired:") {
+        if line.starts_with("desired:") || line.starts_with("answer:") {
             return false;
         }
         ran |= line.starts_with("attempt:");

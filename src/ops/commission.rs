@@ -4,7 +4,7 @@
 //! why a worker cannot take the work asked, in the words every entry point uses ([`unusable`]). The
 //! reconciler does the rest.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde_yaml_ng::Value;
 
 use crate::activity::kind::Name;
@@ -123,6 +123,27 @@ pub fn ask(project: &Project, id: &str, desired: crate::artifact::Desired) -> Re
     let edit = Edit::Set("desired".into(), Value::from(desired.as_str()));
     request(project, id, std::slice::from_ref(&edit))?;
     Ok(edit)
+}
+
+/// A person's answer to a question its worker waits on (`answer:`, which the reconciler takes
+/// into `questions:` and hands to the worker), refused up front — nothing written — when no
+/// question of its worker is open (or not question `question`); the question answered.
+pub(crate) fn answer(project: &Project, id: &str, text: &str, question: Option<u32>) -> Result<crate::commission::questions::Open> {
+    if text.trim().is_empty() {
+        bail!("an answer needs its text; nothing written");
+    }
+    let c = load(project, id)?;
+    let status = c.status.unwrap_or(Status::Pending);
+    let open = crate::commission::questions::open_in(&c);
+    let asked = match question {
+        _ if !status.is_active() => bail!("{id} is {status}: no question of its worker waits for an answer; nothing written"),
+        Some(n) => open.into_iter().find(|q| q.number == n).with_context(|| format!("{id} has no open question {n}; nothing written"))?,
+        None => open.into_iter().next().with_context(|| format!("{id} has no open question; nothing written"))?,
+    };
+    // The question the person was shown, by its number: another asked meanwhile is not it.
+    let wanted = crate::artifact::commission::AnswerRequest::To { question: asked.number, text: text.to_string() };
+    request(project, id, &[Edit::Set("answer".into(), wanted.value())])?;
+    Ok(asked)
 }
 
 /// Set a failed or cancelled commission back to pending for a new attempt (the only ones a

@@ -13,8 +13,8 @@ use crate::artifact::write::Edit;
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
-    Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List, MeetingRequest, MeetingRequested,
-    Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
+    AnswerQuestion, Answered, Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List,
+    MeetingRequest, MeetingRequested, OpenQuestion, Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
 };
 use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;
@@ -187,10 +187,17 @@ impl Operations for Dispatcher {
             .filter(|e| e["kind"] == "decision")
             .map(|e| Decision { question: e["question"].clone(), decision: e["decision"].clone(), reasoning: e["reasoning"].clone() })
             .collect();
+        // Logged questions as written; one asked of a person by its text.
         let questions: Vec<String> = match c.field("questions") {
-            Some(Value::Sequence(q)) => q.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            Some(Value::Sequence(q)) => {
+                q.iter().filter_map(|q| q.as_str().or_else(|| q.get("question")?.as_str())).map(str::to_string).collect()
+            }
             _ => Vec::new(),
         };
+        let open_questions = crate::commission::questions::open_in(&c)
+            .into_iter()
+            .map(|q| OpenQuestion { number: q.number, question: q.question, asked: q.asked })
+            .collect();
         let error = matches!(status, Status::Failed | Status::Cancelled).then(|| c.owned.reason.as_deref()).flatten();
         Ok(JobStatus {
             job_id: c.id.clone(),
@@ -199,6 +206,7 @@ impl Operations for Dispatcher {
             description: c.title.clone().unwrap_or_else(|| c.id.clone()),
             summary: c.owned.progress.clone(),
             questions,
+            open_questions,
             decisions,
             error: error.map(str::to_string),
             stopping: self.stopping(&c),
@@ -311,6 +319,15 @@ impl Operations for Dispatcher {
 
     /// `meeting_request {worker, reason, references?, title?}` → `{meetingId}`: the request
     /// artifact a person or a worker would write.
+    /// `answer {jobId, text, question?}`: the `answer:` a person would write, then a pass.
+    fn answer(&self, req: AnswerQuestion) -> Result<Answered, ToolError> {
+        let c = self.known(&req.job_id)?;
+        let asked =
+            super::commission::answer(&self.project, &c.id, &req.text, req.question).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
+        super::kick(&self.home, &self.project)?;
+        Ok(Answered { job_id: c.id, question: asked.number, asked: asked.question, answer: req.text })
+    }
+
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError> {
         let new = super::meeting::NewMeeting {
             worker: req.worker,

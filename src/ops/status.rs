@@ -139,6 +139,15 @@ fn stopping(o: &Observed) -> Option<String> {
 /// What a commission still to run here waits for, as the next pass will say it in `reason:`
 /// (a cycle is told by the pass and `check`: the rows are read one at a time).
 fn waiting(o: &Observed, workers: &crate::worker::Catalog, branch: &str) -> Option<String> {
+    // Its worker blocked on a person's answer: what it asked, and how to answer.
+    if let Some(q) = crate::commission::questions::open_in(&o.artifact).first() {
+        return Some(format!(
+            "waiting for you: question {}: {} (`guild-hall answer {} TEXT`)",
+            q.number,
+            q.question.lines().next().unwrap_or_default(),
+            o.artifact.id
+        ));
+    }
     super::check::still_to_run(o).then(|| crate::commission::decide::waiting(o, workers, branch, None)).flatten()
 }
 
@@ -216,7 +225,8 @@ pub struct CommissionRow {
     pub(crate) title: Option<String>,
     /// What its attempts used (`usage:` as written): tokens, and dollars when known.
     pub usage: Option<crate::worker::usage::Usage>,
-    /// Still to run, and what it waits for (dependencies, its worker's package).
+    /// Still to run, and what it waits for (dependencies, its worker's package); or, at work,
+    /// the question its worker waits on a person for.
     pub waiting: Option<String>,
     pub worker: String,
 }

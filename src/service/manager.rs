@@ -21,7 +21,7 @@ fn instructions(home: &Home, project: &Project) -> String {
             "You can hand work to workers in project {root}.\n\nWorkers that accept dispatch{default}:\n{list}\n\n\
              How to work with them:\n\
              1. dispatch {{description, task, config: {{worker}}}}: the task is the outcome you want and how the worker can verify it. You get a jobId at once.\n\
-             2. Poll status every minute or so. When it lists questions, relay them to the person; the worker carries on meanwhile.\n\
+             2. Poll status every minute or so. When it lists questions, relay them to the person; the worker carries on meanwhile. openQuestions are questions the worker waits on: relay each to the person and give their answer with answer {{jobId, text, question}} (never answer for them).\n\
              3. When status is completed, call result and present its output and artifacts to the person, with the decisions the worker recorded. If failed, show the error; the person can ask for a new dispatch.\n\
              4. cancel stops a job; delete removes a completed or cancelled one.\n\
              A job in status review waits for a verdict: show the person its work, then approve {{jobId}} merges it, revise {{jobId, feedback: [{{text, path?, line?}}]}} sends it back to the same branch, reject {{jobId, message?}} cancels it (its branch kept).\n\

@@ -181,6 +181,19 @@ pub struct UsageReport {
     pub total: crate::worker::usage::Usage,
 }
 
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerQuestion {
+    /// The job (commission) whose worker asked.
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// The answer, as the worker will read it.
+    pub(crate) text: String,
+    /// Which open question (its number in `status`'s openQuestions); default: the oldest open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) question: Option<u32>,
+}
+
 /// What carries the dispatcher's operations out, one method per tool.
 pub trait Operations {
     fn dispatch(&self, req: Dispatch) -> Result<Dispatched, ToolError>;
@@ -195,6 +208,7 @@ pub trait Operations {
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError>;
     fn diff(&self, job: &str, detail: diff::Detail) -> Result<Diff, ToolError>;
     fn usage(&self, req: UsageQuery) -> Result<UsageReport, ToolError>;
+    fn answer(&self, req: AnswerQuestion) -> Result<Answered, ToolError>;
 }
 
 /// The dispatcher's operations, on whatever carries them out.
@@ -260,6 +274,11 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
             "What the project's work used: tokens and dollars of every ended attempt (as each agent reported them, or priced from prices: in config.yaml; no dollars where none are known), summed by commission, worker, plan or day, since a day. Returns {by, since, rows: [{key, attempts, usage}], total}.",
             |d: &D, a: UsageQuery| d.usage(a),
         ),
+        Tool::new(
+            "answer",
+            "Answer a question a job's worker asked and waits on (status shows it in openQuestions, with its number): the worker gets the answer and goes on. Refused when no question is open. Returns {jobId, question, asked, answer}.",
+            |d: &D, a: AnswerQuestion| d.answer(a),
+        ),
     ]
 }
 
@@ -276,6 +295,27 @@ impl super::Reply for Diff {
             out.push_str(line);
         }
         out
+    }
+}
+
+/// `answer`: the question answered.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answered {
+    pub(crate) job_id: String,
+    /// The question's number.
+    pub(crate) question: u32,
+    /// The question, as the worker asked it.
+    pub(crate) asked: String,
+    pub(crate) answer: String,
+}
+
+impl super::Reply for Answered {
+    fn text(&self) -> String {
+        format!(
+            "{}: answered question {} ({:?}); the worker gets it on the next pass (`guild-hall watch`, or `guild-hall reconcile --once`)",
+            self.job_id, self.question, self.asked
+        )
     }
 }
 
@@ -334,6 +374,8 @@ pub struct JobStatus {
     pub(crate) description: String,
     pub(crate) summary: Option<String>,
     pub(crate) questions: Vec<String>,
+    /// The questions its worker waits on, each with its number (what `answer` takes).
+    pub(crate) open_questions: Vec<OpenQuestion>,
     pub(crate) decisions: Vec<Decision>,
     pub(crate) error: Option<String>,
     /// Failed or cancelled, but processes of its attempt are still being stopped (e.g.
@@ -341,6 +383,14 @@ pub struct JobStatus {
     pub(crate) stopping: Option<String>,
     pub(crate) started_at: Option<String>,
     pub(crate) completed_at: Option<String>,
+}
+
+/// A question a job's worker waits on.
+#[derive(Debug, Serialize)]
+pub(crate) struct OpenQuestion {
+    pub(crate) number: u32,
+    pub(crate) question: String,
+    pub(crate) asked: String,
 }
 
 /// `result`: what a completed job produced.

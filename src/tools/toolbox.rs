@@ -101,6 +101,36 @@ pub(crate) struct ReportUsage {
     pub(crate) model: Option<String>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Ask {
+    /// The question, whole: the person reads it without your context.
+    pub(crate) text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RequestMeeting {
+    /// Why a meeting with the person is needed: the meeting's agenda.
+    pub(crate) reason: String,
+}
+
+/// What `ask` returns: the person's answer (or that there was none in time).
+#[derive(Debug, Serialize)]
+pub(crate) struct Answer {
+    pub(crate) commission: String,
+    /// The question's event in the mailbox.
+    pub(crate) event: u64,
+    pub(crate) answer: String,
+}
+
+impl Reply for Answer {
+    /// The answer itself: what an agent reads, and what `toolbox ask` prints.
+    fn text(&self) -> String {
+        self.answer.clone()
+    }
+}
+
 /// An event recorded in the mailbox of the commission, meeting or wave task.
 #[derive(Debug, Serialize)]
 pub(crate) struct Recorded {
@@ -169,7 +199,12 @@ fn refused(e: anyhow::Error) -> ToolError {
 }
 
 fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
-    let mail = ctx.send(body).map_err(refused)?;
+    send_mail(ctx, ctx.send(body))
+}
+
+/// An event as recorded (or why it was not) as the tool's reply.
+fn send_mail(ctx: &WorkerContext, sent: anyhow::Result<crate::worker::toolbox::mailbox::Mail>) -> Result<Recorded, ToolError> {
+    let mail = sent.map_err(refused)?;
     let (commission, meeting, task) = match ctx.kind {
         ActivityKind::Commission => (Some(ctx.id.clone()), None, None),
         ActivityKind::Meeting => (None, Some(ctx.id.clone()), None),
@@ -183,14 +218,17 @@ fn send(ctx: &WorkerContext, body: MailBody) -> Result<Recorded, ToolError> {
 const WORK_ONLY: [&str; 4] = ["report_progress", "log_question", "submit_result", "report_usage"];
 const MEETING_ONLY: [&str; 3] = ["link_artifact", "propose_followup", "summarize_progress"];
 const TASK_ONLY: [&str; 1] = ["task_update"];
+/// A person answers a commission's worker, and meets it: not a wave task's (its plan's verify
+/// and waves go on without a person) nor a meeting's (the person is there).
+const COMMISSION_ONLY: [&str; 2] = ["ask", "request_meeting"];
 
 /// Whether the tool belongs to this kind of activity.
 pub(crate) fn serves(name: &str, kind: ActivityKind) -> bool {
     let only = |set: &[&str]| set.contains(&name);
     match kind {
         ActivityKind::Commission => !only(&MEETING_ONLY) && !only(&TASK_ONLY),
-        ActivityKind::Meeting => !only(&WORK_ONLY) && !only(&TASK_ONLY),
-        ActivityKind::Task => !only(&MEETING_ONLY),
+        ActivityKind::Meeting => !only(&WORK_ONLY) && !only(&TASK_ONLY) && !only(&COMMISSION_ONLY),
+        ActivityKind::Task => !only(&MEETING_ONLY) && !only(&COMMISSION_ONLY),
     }
 }
 
@@ -212,6 +250,12 @@ pub fn not_here(name: &str, shown: &str, kind: ActivityKind) -> Option<String> {
         }
         (ActivityKind::Meeting, _) => "in a meeting, tell the person in your answer, and keep what matters with summarize_progress or record_decision",
         (_, "task_update") => "only a wave task reports task updates; report with report_progress and end with submit_result",
+        (ActivityKind::Commission, "propose_followup") => {
+            "a commission asks guild-hall for a meeting with request_meeting (shell: `toolbox request-meeting --reason TEXT`), which writes the requested meeting for you; to ask the person something and wait for the answer, use ask"
+        }
+        (ActivityKind::Task, "ask" | "request_meeting") => {
+            "a wave task does not wait for a person: log_question records what you cannot resolve (carry on with your best judgement), and report with report_progress"
+        }
         _ => "it is a meeting's tool; report with report_progress and end with submit_result",
     };
     Some(format!("{shown} is not in the toolbox of {what}: {instead}"))
@@ -238,6 +282,20 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
             |ctx: &WorkerContext, a: Text| send(ctx, MailBody::Question { text: a.text }),
         )
         .positional(&["text"]),
+        Tool::new(
+            "ask",
+            "Ask the person a question and wait for the answer (blocking: up to the commission's ask_timeout, 30 minutes unless set). Use it when you cannot go on well without a person's decision; the answer is returned. Without an answer in time it returns \"no answer: decide yourself and say so in your result\".",
+            |ctx: &WorkerContext, a: Ask| {
+                let (mail, answer) = ctx.ask(&a.text).map_err(refused)?;
+                Ok(Answer { commission: ctx.id.clone(), event: mail.seq, answer })
+            },
+        )
+        .positional(&["text"]),
+        Tool::new(
+            "request_meeting",
+            "Ask for a live meeting with the person (guild-hall writes a meeting request with your worker, the reason as its agenda and this commission as its reference; the person accepts or declines it). Needs the package's meeting capability. Carry on with your work meanwhile.",
+            |ctx: &WorkerContext, a: RequestMeeting| send_mail(ctx, ctx.request_meeting(&a.reason)),
+        ),
         Tool::new(
             "record_decision",
             "Record a decision others should know about: the question, what you decided, and why.",
@@ -369,7 +427,7 @@ pub(crate) fn instructions(kind: ActivityKind) -> String {
 pub fn serve_stdio(ctx: WorkerContext) -> anyhow::Result<()> {
     let instructions = match ctx.kind {
         ActivityKind::Commission => format!(
-            "Toolbox for guild-hall commission {}. Report progress as you go, log questions you cannot resolve, record decisions, store memories worth keeping, deliver files with write_artifact, and call submit_result once when the outcome is achieved and verified.",
+            "Toolbox for guild-hall commission {}. Report progress as you go, log questions you cannot resolve (or ask the person and wait for the answer), record decisions, store memories worth keeping, deliver files with write_artifact, and call submit_result once when the outcome is achieved and verified.",
             ctx.id
         ),
         ActivityKind::Meeting => format!(

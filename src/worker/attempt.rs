@@ -40,6 +40,16 @@ pub(crate) enum Process {
     Died,
 }
 
+/// Whether an attempt's worker is blocked on a person (a commission's `ask`): then it is
+/// judged by [`Process::look_while`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waits {
+    /// At work: silence for longer than `stale_after` means it hung.
+    No,
+    /// Waiting for a person's answer.
+    ForAPerson,
+}
+
 /// What a look at a running attempt finds.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Look {
@@ -116,6 +126,20 @@ impl Process {
             Judgement::Quiet => Look::Quiet,
             Judgement::First(beat) => Look::First(beat),
             Judgement::Beat(beat) => Look::Beat(beat),
+        }
+    }
+
+    /// [`Self::look`], for an attempt whose worker may be waiting for a person: while it
+    /// waits, its silence is no sign it hung, so it is never stale, and each look is a sign of
+    /// life (the quiet clock starts again once the answer comes). Past its limit it is
+    /// stopped all the same.
+    pub(crate) fn look_while(&self, waits: Waits, limit: Limit, stale_after: Duration, now: DateTime<Utc>) -> Look {
+        let look = self.look(limit, stale_after, now);
+        match (waits, &look, self) {
+            (Waits::ForAPerson, Look::Quiet | Look::Stop(Stop::Stale(_)), Process::Running { sample: Some(sample), .. }) => {
+                Look::Beat(Heartbeat { last_activity: now, sample: *sample })
+            }
+            _ => look,
         }
     }
 
@@ -239,6 +263,18 @@ mod tests {
         for (name, p, limit, now, want) in table {
             assert_eq!(p.look(limit, STALE, t(now)), want, "{name}");
         }
+    }
+
+    /// A worker waiting for a person is never stale, and each look is a sign of life; past
+    /// its limit it is stopped all the same.
+    #[test]
+    fn an_attempt_waiting_for_a_person_is_never_stale() {
+        let silent = running(0, Some((0, 1)), Some(1));
+        assert!(matches!(silent.look_while(Waits::No, LIMIT, STALE, t(50)), Look::Stop(Stop::Stale(_))));
+        assert_eq!(silent.look_while(Waits::ForAPerson, LIMIT, STALE, t(50)), Look::Beat(Heartbeat { last_activity: t(50), sample: s(1) }));
+        assert_eq!(silent.look_while(Waits::ForAPerson, LIMIT, STALE, t(5)), Look::Beat(Heartbeat { last_activity: t(5), sample: s(1) }));
+        assert!(matches!(silent.look_while(Waits::ForAPerson, LIMIT, STALE, t(100)), Look::Stop(Stop::Overtime(_))));
+        assert_eq!(Process::Prepared.look_while(Waits::ForAPerson, LIMIT, STALE, t(50)), Look::Quiet);
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct Manifest {
     #[serde(default, with = "crate::config::opt_duration_str", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<crate::artifact::schema::Duration>")]
     pub(crate) timeout: Option<std::time::Duration>,
+    /// How long the worker's `ask` waits for a person (a humantime duration), over the
+    /// project's; a commission's `ask_timeout:` overrides it.
+    #[serde(default, with = "crate::config::opt_duration_str", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::artifact::schema::Duration>")]
+    pub(crate) ask_timeout: Option<std::time::Duration>,
     /// One meeting turn (argv, like `command`): needs the `meeting` capability.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) meeting: Option<Vec<String>>,

@@ -43,8 +43,10 @@ mod cli {
     mod wording;
 }
 
-/// A commission's life: dispatch to merge, dependencies and their cycles, its mailbox, crashes and bad input.
+/// A commission's life: dispatch to merge, dependencies and their cycles, its mailbox, its worker asking a person,
+/// crashes and bad input.
 mod commission {
+    mod asking;
     mod crashes_and_bad_input;
     mod dependency_cycles;
     mod lifecycle;

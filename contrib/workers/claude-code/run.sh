@@ -30,7 +30,7 @@ cat > "$config" <<JSON
 JSON
 builtin="${CLAUDE_TOOLS:-Read,Grep,Glob,WebSearch,WebFetch}"
 toolbox=""
-for t in report_progress submit_result log_question record_decision store_memory write_artifact read_artifact; do
+for t in report_progress submit_result log_question ask request_meeting record_decision store_memory write_artifact read_artifact; do
   toolbox="$toolbox,mcp__guild-hall__$t"
 done
 "$GUILD_HALL_BIN" toolbox report-progress "Starting Claude Code"

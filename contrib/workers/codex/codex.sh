@@ -17,6 +17,8 @@
 # - the guild-hall toolbox as the MCP server `guild-hall` (`guild-hall mcp`), its tools approved
 #   up front (with `approval_policy = "never"` an unapproved MCP call fails silently), passed
 #   the GUILD_HALL_* variables it needs (Codex starts MCP servers with a short environment),
+#   a tool call given as long as the toolbox's `ask` waits for a person (GUILD_HALL_ASK_TIMEOUT)
+#   and a minute more,
 # - the model endpoint from OPENAI_BASE_URL and the key from OPENAI_API_KEY when either is set
 #   (a Responses API provider defined here with `-c`: nothing is written to config.toml; it
 #   retries no failed request: guild-hall's own attempts are the retries);
@@ -45,7 +47,8 @@ set -- \
   -c "mcp_servers.guild-hall.command=$(toml_str "$GUILD_HALL_BIN")" \
   -c 'mcp_servers.guild-hall.args=["mcp"]' \
   -c "mcp_servers.guild-hall.env_vars=[$vars]" \
-  -c 'mcp_servers.guild-hall.default_tools_approval_mode="approve"'
+  -c 'mcp_servers.guild-hall.default_tools_approval_mode="approve"' \
+  -c "mcp_servers.guild-hall.tool_timeout_sec=$((${GUILD_HALL_ASK_TIMEOUT:-1800} + 60)).0"
 if [ -n "${OPENAI_BASE_URL:-}" ] || [ -n "${OPENAI_API_KEY:-}" ]; then
   set -- "$@" \
     -c 'model_provider="guild-hall-openai"' \

@@ -30,7 +30,7 @@ cat > "$settings.$$" <<'JSON'
   "telemetry": {"enabled": false},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "maxAttempts": 1},
   "context": {"loadMemoryFromIncludeDirectories": true},
-  "mcpServers": {"guild-hall": {"command": "$GUILD_HALL_BIN", "args": ["mcp"], "trust": true}}
+  "mcpServers": {"guild-hall": {"command": "$GUILD_HALL_BIN", "args": ["mcp"], "trust": true, "timeout": 86400000}}
 }
 JSON
 mv "$settings.$$" "$settings"

@@ -10,7 +10,7 @@ use super::step::Step;
 use crate::activity::reason::Reason;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};
-use crate::worker::attempt::{Look, Process, Stop};
+use crate::worker::attempt::{Look, Process, Stop, Waits};
 use crate::worker::liveness;
 
 /// The wall-clock limit of an attempt and where it comes from: the commission's `timeout:`,
@@ -30,7 +30,8 @@ pub(crate) fn time_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Durat
 pub(super) fn watch(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     let running = Process::Running { started_at: o.run.as_ref().map(|r| r.started_at), heartbeat: o.heartbeat.clone(), sample: o.sample };
     let attempt = st.record.attempt;
-    match running.look(time_limit(s, o), s.project.config.stale_after, s.now) {
+    let waits = if super::asking::waiting(st) { Waits::ForAPerson } else { Waits::No };
+    match running.look_while(waits, time_limit(s, o), s.project.config.stale_after, s.now) {
         Look::Stop(stop) => {
             match &stop {
                 Stop::Overtime(why) => st.event("timeout", format!("timeout:{attempt}"), json!({"text": why})),

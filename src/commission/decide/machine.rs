@@ -45,6 +45,9 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
     as_written(o, &mut st, now);
     // 2. A one-shot request in `desired:`.
     let wants_dispatch = desired(o, &mut st);
+    // A person's `answer:`, questions past their time, meeting requests (before the worker is
+    // watched: one waiting for a person is never stale).
+    super::asking::settle(s, o, &mut st);
     // 3. What the status needs now.
     let effect = match st.status {
         Status::Draft => Effect::None,

@@ -382,6 +382,7 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
     }
 }
 
+mod asking;
 mod deps;
 mod effect;
 mod liveness;
@@ -396,6 +397,7 @@ use effect::Effect;
 use machine::plan_one;
 use step::Step;
 
+pub(crate) use asking::ask_timeout;
 pub(crate) use step::{attempt_branch, result_value};
 
 pub(crate) use deps::{cycle_problems, dependency_cycles, Cycles};

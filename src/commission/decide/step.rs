@@ -129,7 +129,13 @@ impl<'a> Step<'a> {
         let o = self.o;
         let attempt = self.record.attempt;
         for m in &o.mail {
-            let fields = m.body.timeline_fields(m.attempt);
+            let mut fields = m.body.timeline_fields(m.attempt);
+            if let (MailBody::Ask { .. }, Some(f), Json::Object(fields)) = (&m.body, o.folded.as_ref(), &mut fields) {
+                // The number a person answers it by.
+                if let Some(asked) = f.asks.iter().find(|a| a.id == m.id) {
+                    fields.insert("question".into(), asked.number.into());
+                }
+            }
             self.update.events.push(crate::activity::timeline::event(&m.ts, m.body.kind(), m.id.clone(), fields));
             if let MailBody::Result { artifacts, .. } = &m.body {
                 for a in artifacts {
@@ -149,19 +155,15 @@ impl<'a> Step<'a> {
         if let Some(p) = &f.progress {
             self.set("progress", Value::String(p.clone()));
         }
-        if !f.questions.is_empty() {
-            let earlier = f.questions_total.saturating_sub(f.questions.len() as u64);
-            let mut questions: Vec<Value> = Vec::new();
-            if earlier > 0 {
-                questions.push(Value::String(format!("({earlier} earlier questions are in the timeline)")));
-            }
-            questions.extend(f.questions.iter().cloned().map(Value::String));
-            self.set("questions", Value::Sequence(questions));
+        // As the step left it: a person's answer may already be in (`asking::settle`).
+        let shown = self.update.fold.as_deref().filter(|s| s.attempt == attempt).unwrap_or(f);
+        if !shown.questions.is_empty() || !shown.asks.is_empty() {
+            self.set("questions", questions_value(shown));
         }
         if let Some((summary, artifacts)) = self.result() {
             self.set("result", result_value(summary, artifacts));
         }
-        if o.fold_changed {
+        if o.fold_changed && self.update.fold.is_none() {
             self.update.fold = Some(Box::new(f.clone()));
         }
     }
@@ -216,6 +218,19 @@ pub(crate) fn attempt_branch(o: &Observed, attempt: u32) -> String {
     } else {
         names::commission_branch(&o.artifact.id, attempt)
     }
+}
+
+/// `questions:` from a fold: the logged questions (the latest, after a note of how many earlier
+/// ones the timeline has), then each question asked of a person ([`crate::commission::questions::Asked::entry`]).
+pub(crate) fn questions_value(f: &crate::commission::observe::Folded) -> Value {
+    let earlier = f.questions_total.saturating_sub(f.questions.len() as u64);
+    let mut questions: Vec<Value> = Vec::new();
+    if earlier > 0 {
+        questions.push(Value::String(format!("({earlier} earlier questions are in the timeline)")));
+    }
+    questions.extend(f.questions.iter().cloned().map(Value::String));
+    questions.extend(f.asks.iter().map(|a| a.entry(f.attempt)));
+    Value::Sequence(questions)
 }
 
 pub(crate) fn result_value(summary: &str, artifacts: &[String]) -> Value {

@@ -678,6 +678,100 @@ fn heartbeat_stale_fails_and_kills() {
     assert!(matches!(decide(&snapshot(vec![o])).actions.as_slice(), [Action::Heartbeat { .. }]));
 }
 
+/// A worker waiting for a person: never stale, its question open in `questions:`; an `answer:`
+/// answers it (the reply goes with the fold, the key is removed); past `ask_timeout` it is
+/// closed without one; an answer with nothing open is refused.
+#[test]
+fn a_worker_asking_a_person_waits_is_answered_or_times_out() {
+    let sample = Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
+    let waiting = |extra: &str| {
+        let mut o = obs(commission("c", &format!("status: in_progress\nattempt: 1\n{extra}")), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Alive;
+        o.run = Some(run_info(1));
+        o.sample = Some(sample);
+        o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(1000), sample });
+        deliver(&mut o, Mail { ts: "2026-11-22T11:59:00Z".into(), ..mail(1, MailBody::Ask { text: "Which colour?".into() }) });
+        o
+    };
+    // Silent far past stale_after, but waiting: a sign of life, and the question shown open.
+    let p = decide(&snapshot(vec![waiting("")]));
+    assert!(sets(&p, "c", "reason").is_none(), "{p:?}");
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Heartbeat { beat, .. } if beat.last_activity == t0())), "{p:?}");
+    let q = sets(&p, "c", "questions").expect("questions");
+    assert_eq!((q[0]["question"].as_str(), q[0]["number"].as_u64(), q[0]["open"].as_bool()), (Some("Which colour?"), Some(1), Some(true)));
+    let ev = events_of(&p, "c").into_iter().find(|e| e["kind"] == "question").expect("question event");
+    assert_eq!((&ev["text"], &ev["waiting"], &ev["question"]), (&json!("Which colour?"), &json!(true), &json!(1)), "{ev}");
+    // Answered: in `questions:`, the key removed, the reply in the fold for the answers dir.
+    let p = decide(&snapshot(vec![waiting("answer: blue\n")]));
+    let q = sets(&p, "c", "questions").expect("questions");
+    assert_eq!((q[0]["answer"].as_str(), q[0].get("open")), (Some("blue"), None), "{q:?}");
+    assert!(edits_of(&p, "c").contains(&Edit::Remove("answer".into())));
+    let fold = p.actions.iter().find_map(|a| match a {
+        Action::Update(u) => u.fold.clone(),
+        _ => None,
+    });
+    let reply = fold.clone().and_then(|f| f.asks[0].reply_file()).unwrap_or_else(|| panic!("a reply to write: {fold:?} {p:?}"));
+    assert_eq!(reply.outcome.said(), "blue");
+    assert!(events_of(&p, "c").iter().any(|e| e["kind"] == "answered" && e["text"] == "blue"));
+    assert!(sets(&p, "c", "reason").is_none(), "waiting until the answer came: not stale");
+    // Past its ask_timeout (asked a minute ago): closed without an answer.
+    let p = decide(&snapshot(vec![waiting("ask_timeout: 30s\n")]));
+    let q = sets(&p, "c", "questions").expect("questions");
+    assert!(q[0]["timed_out"].is_string() && q[0].get("open").is_none(), "{q:?}");
+    assert!(events_of(&p, "c").iter().any(|e| e["kind"] == "no_answer"));
+    // Nothing open: the answer is refused, and the key removed.
+    let mut o = obs(commission("c", "status: in_progress\nattempt: 1\nanswer: blue\n"), Some(rec(Status::InProgress, 1)));
+    o.proc = Proc::Alive;
+    o.run = Some(run_info(1));
+    let p = decide(&snapshot(vec![o]));
+    assert!(edits_of(&p, "c").contains(&Edit::Remove("answer".into())));
+    let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    assert!(reason.contains("refused answer") && reason.contains("no question"), "{reason}");
+}
+
+/// A meeting request read from the mailbox (a worker can append one without the toolbox):
+/// written for a package with the `meeting` capability, once; refused without it.
+#[test]
+fn a_meeting_request_is_written_once_and_only_for_a_package_that_meets() {
+    let running = || {
+        let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Alive;
+        o.run = Some(run_info(1));
+        deliver(&mut o, Mail { seq: 4, ..mail(1, MailBody::MeetingRequest { reason: "Talk it through".into() }) });
+        o
+    };
+    let fold_of = |p: &Decisions| {
+        p.actions.iter().find_map(|a| match a {
+            Action::Update(u) => u.fold.clone(),
+            _ => None,
+        })
+    };
+    // scribe, as `Catalog::with` makes it, has the default capabilities: no `meeting`.
+    let p = decide(&snapshot(vec![running()]));
+    let fold = fold_of(&p).expect("the fold goes with the update");
+    assert!(fold.write_meetings.is_empty() && fold.meetings[0].done, "{fold:?}");
+    assert!(events_of(&p, "c")
+        .iter()
+        .any(|e| e["kind"] == "refused" && e["text"].as_str().is_some_and(|t| t.contains("`meeting` capability"))));
+    let mut s = snapshot(vec![running()]);
+    if let Some(pkg) = s.workers.packages.get_mut("scribe") {
+        pkg.manifest.capabilities = vec!["commission".into(), "meeting".into()];
+    }
+    let p = decide(&s);
+    let fold = fold_of(&p).expect("the fold");
+    assert_eq!(fold.write_meetings.len(), 1, "{fold:?}");
+    let m = &fold.write_meetings[0];
+    assert_eq!((m.id.as_str(), m.reason.as_str(), m.reference.as_str()), ("c-meeting-1-4", "Talk it through", ".lore/commissions/c.md"));
+    assert!(events_of(&p, "c").iter().any(|e| e["kind"] == "meeting_requested" && e["meeting"] == "c-meeting-1-4"));
+    // Done once: the next pass (the fold as written) writes nothing more.
+    let mut again = running();
+    // As read back from its file: what is decided now is never stored.
+    again.folded = serde_json::from_value(serde_json::to_value(&*fold).expect("json")).ok();
+    again.mail.clear();
+    let p = decide(&snapshot(vec![again]));
+    assert!(fold_of(&p).is_none_or(|f| f.write_meetings.is_empty()), "{p:?}");
+}
+
 #[test]
 fn interrupted_write_is_repaired_not_refused() {
     // Record says dispatched (written first); the artifact still says pending.

@@ -95,5 +95,7 @@ pub(super) const UNAUTHORIZED: &str = "missing or wrong bearer token (see $GUILD
 
 /// The error of a refused peer (`403`), with why.
 pub(super) fn forbidden(why: &str) -> String {
-    format!("forbidden: {why}; the processes of guild-hall's own attempts (its workers) may not use this endpoint")
+    format!(
+        "forbidden: {why}; the processes of guild-hall's own attempts (its workers) may not use this endpoint: a worker asks the person with its toolbox's ask, and asks for a meeting with request_meeting (a commission's) or propose_followup (a meeting's)"
+    )
 }

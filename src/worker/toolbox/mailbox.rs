@@ -73,6 +73,17 @@ pub(crate) enum MailBody {
         #[serde(default)]
         references: Vec<String>,
     },
+    /// A commission's `ask`: a question its worker waits on until a person answers it (or
+    /// its `ask_timeout` passes). The reconciler numbers it and answers it in the answers dir
+    /// ([`answers_dir`]), in a file named after this event's id.
+    Ask {
+        text: String,
+    },
+    /// A commission's `request_meeting`: guild-hall writes a `requested` meeting with its
+    /// worker, the reason as its agenda.
+    MeetingRequest {
+        reason: String,
+    },
 }
 
 impl MailBody {
@@ -89,6 +100,10 @@ impl MailBody {
             MailBody::Followup { .. } => "followup",
             MailBody::TaskUpdate(_) => "task_update",
             MailBody::UsageReport(_) => "usage_report",
+            // A question a person is to answer: a `question` in the timeline like a logged one
+            // (its fields say it waits: `waiting: true` and its number).
+            MailBody::Ask { .. } => "question",
+            MailBody::MeetingRequest { .. } => "meeting_request",
         }
     }
 
@@ -98,6 +113,9 @@ impl MailBody {
         if let serde_json::Value::Object(f) = &mut fields {
             f.remove("kind");
             f.insert("attempt".into(), attempt.into());
+            if matches!(self, MailBody::Ask { .. }) {
+                f.insert("waiting".into(), true.into());
+            }
         }
         fields
     }
@@ -423,7 +441,8 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
     };
     let mut keep = true;
     match body {
-        MailBody::Progress { text } | MailBody::Question { text } | MailBody::Summary { text } => clip_in(text),
+        MailBody::Progress { text } | MailBody::Question { text } | MailBody::Summary { text } | MailBody::Ask { text } => clip_in(text),
+        MailBody::MeetingRequest { reason } => clip_in(reason),
         MailBody::Decision { question, decision, reasoning } => {
             for t in [question, decision, reasoning] {
                 clip_in(t);

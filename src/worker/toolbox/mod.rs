@@ -3,6 +3,7 @@
 //! with a sequence number and an idempotency key, which the reconciler folds into the artifact and
 //! timeline. The tools themselves and their faces are `crate::tools::toolbox`.
 
+pub(crate) mod answers;
 pub(crate) mod mailbox;
 
 use std::path::PathBuf;
@@ -31,6 +32,13 @@ pub struct WorkerContext {
     pub(crate) memory: Option<PathBuf>,
     /// A wave task's canonical id (`GUILD_HALL_TASK_ID`).
     pub(crate) task_id: Option<String>,
+    /// Where a commission's answers to its questions come (`GUILD_HALL_ANSWERS`, [`answers`]).
+    pub(crate) answers: Option<PathBuf>,
+    /// How long `ask` waits for a person (`GUILD_HALL_ASK_TIMEOUT`, in seconds).
+    pub(crate) ask_timeout: std::time::Duration,
+    /// The package's capabilities (`GUILD_HALL_CAPABILITIES`, comma-separated): `request_meeting`
+    /// needs `meeting` (the reconciler checks it again: a worker can set its own environment).
+    pub(crate) capabilities: Vec<String>,
 }
 
 impl WorkerContext {
@@ -57,6 +65,15 @@ impl WorkerContext {
             worker: std::env::var("GUILD_HALL_WORKER").ok(),
             memory: std::env::var_os("GUILD_HALL_MEMORY").filter(|m| !m.is_empty()).map(PathBuf::from),
             task_id: std::env::var("GUILD_HALL_TASK_ID").ok(),
+            answers: std::env::var_os("GUILD_HALL_ANSWERS").filter(|a| !a.is_empty()).map(PathBuf::from),
+            ask_timeout: std::env::var("GUILD_HALL_ASK_TIMEOUT")
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .map(std::time::Duration::from_secs)
+                .unwrap_or(answers::DEFAULT_ASK_TIMEOUT),
+            capabilities: std::env::var("GUILD_HALL_CAPABILITIES")
+                .map(|c| c.split(',').filter(|c| !c.is_empty()).map(str::to_string).collect())
+                .unwrap_or_default(),
         })
     }
 
@@ -85,6 +102,35 @@ impl WorkerContext {
             }
             Ok(())
         })
+    }
+
+    /// Ask a person and wait for the answer ([`answers`]): the question recorded, then its
+    /// reply read from the answers dir, at most `ask_timeout`; [`answers::NO_ANSWER`] after it.
+    pub(crate) fn ask(&self, text: &str) -> Result<(Mail, String)> {
+        let Some(dir) = &self.answers else {
+            bail!("GUILD_HALL_ANSWERS is not set: ask is for a commission's worker started by guild-hall (it reads its answers there)");
+        };
+        if text.trim().is_empty() {
+            bail!("a question needs its text");
+        }
+        let mail = self.send(MailBody::Ask { text: text.to_string() })?;
+        let answer = answers::wait(dir, &mail.id, self.ask_timeout)?;
+        Ok((mail, answer))
+    }
+
+    /// Ask guild-hall for a meeting with a person: refused here for a package without the
+    /// `meeting` capability.
+    pub(crate) fn request_meeting(&self, reason: &str) -> Result<Mail> {
+        if reason.trim().is_empty() {
+            bail!("a meeting request needs a reason (its agenda)");
+        }
+        if !self.capabilities.iter().any(|c| c == "meeting") {
+            bail!(
+                "worker {} does not have the `meeting` capability, so no meeting can be requested with it (its worker.yaml says `capabilities: [commission, meeting]` and `meeting:` to meet); ask the person with ask instead, or log_question",
+                self.worker.as_deref().unwrap_or("?")
+            );
+        }
+        self.send(MailBody::MeetingRequest { reason: reason.to_string() })
     }
 
     /// Store a memory for this worker (overwriting the key), and note it in the mailbox.

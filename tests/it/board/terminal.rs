@@ -334,3 +334,35 @@ echo "--- followed"; echo ok
     );
     assert_eq!(section(&out, "followed").trim(), "ok", "{out}");
 }
+
+/// A worker waiting for a person: its row says so, and `t`, the answer typed, `Enter` answers
+/// it through the same operation as `guild-hall answer`; the worker goes on and completes.
+#[test]
+fn t_answers_a_worker_waiting_for_a_person() {
+    let p = Project::new(&["scribe"]);
+    let out = scenario(
+        &p,
+        r##"
+"$GH" watch --log-format json 2>"$PWD/../watch.log" &
+watch=$!
+wait_for "the watch to hold the project" sh -c 'grep -qs "guild-hall watch" "$STATE"/*/lock'
+board TERM=xterm-256color
+see "reconciled by guild-hall watch"
+printf -- '---\ntitle: Hue\nworker: scribe\n---\nwait-for: Which hue?\nWrite it.\n' > .lore/commissions/hue.md
+row_has hue "waiting for you: question 1"
+filter hue
+tm send-keys -t b t
+see "answer hue: "
+tm send-keys -t b "sea green" Enter
+row_has hue completed
+echo "--- answered"; cat .lore/commissions/hue.md
+tm send-keys -t b q
+see "[board exited: 0]"
+kill $watch; wait $watch || true
+echo "--- end"
+"##,
+    );
+    let hue = section(&out, "answered");
+    assert!(hue.contains("- answer: sea green\n") && hue.contains("answered: "), "the answer in questions: {out}");
+    assert!(hue.lines().any(|l| l.contains("summary: ") && l.contains("answer: sea green")), "the worker got it: {out}");
+}

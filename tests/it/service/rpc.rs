@@ -45,7 +45,7 @@ fn err_code(v: &Value) -> i64 {
 
 #[test]
 fn every_worker_method_over_the_socket() {
-    let p = Project::new(&["scripted-researcher", "sleeper", "silent"]);
+    let p = Project::new(&["scripted-researcher", "sleeper", "silent", "scribe"]);
     let sock = p.tmp.path().join("gh.sock");
     let _svc = Service::start(&p, &[], &["--socket", sock.to_str().expect("utf8")]);
     use std::os::unix::fs::PermissionsExt;
@@ -54,7 +54,7 @@ fn every_worker_method_over_the_socket() {
     let init = rpc(&sock, "initialize", json!({"protocolVersion": "2025-06-18"}));
     assert_eq!(ok(&init)["serverInfo"]["name"], "guild-hall");
     let tools = rpc(&sock, "tools/list", json!({}));
-    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(12));
+    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(13));
 
     // dispatch → status → result, with nothing else run: the watcher carries it out.
     let d = rpc(
@@ -84,6 +84,26 @@ fn every_worker_method_over_the_socket() {
     let f = rpc(&sock, "worker/list", json!({"detail": "detailed", "filter": "Survey *"}));
     assert_eq!(ok(&f)["jobs"][0]["description"], "Survey logs");
     assert_eq!(ok(&rpc(&sock, "worker/list", json!({"filter": "nope*"})))["jobs"], json!([]));
+
+    // A job whose worker asks: status lists the open question, answer answers it (refused when
+    // none is open, as for a job that asked nothing), and the worker gets it.
+    assert_eq!(err_code(&rpc(&sock, "worker/answer", json!({"jobId": job, "text": "x"}))), -32602);
+    let asking = ok(&rpc(
+        &sock,
+        "worker/dispatch",
+        json!({"description": "Hue", "task": "wait-for: Which hue?\nx", "config": {"worker": "scribe"}}),
+    ))["jobId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    wait_for("the question open", || {
+        ok(&rpc(&sock, "worker/status", json!({"jobId": asking})))["openQuestions"][0]["question"] == "Which hue?"
+    });
+    let a = rpc(&sock, "worker/answer", json!({"jobId": asking, "text": "teal", "question": 1}));
+    assert_eq!(ok(&a)["question"], 1, "{a}");
+    wait_status(&p, &asking, "completed");
+    assert!(ok(&rpc(&sock, "worker/result", json!({"jobId": asking})))["output"].as_str().is_some_and(|o| o.contains("answer: teal")));
+    assert_eq!(ok(&rpc(&sock, "worker/status", json!({"jobId": asking})))["openQuestions"], json!([]));
 
     // A failed job: result and delete refused.
     let failed = ok(&rpc(&sock, "worker/dispatch", json!({"description": "Quiet", "task": "x", "config": {"worker": "silent"}})))["jobId"]
@@ -235,7 +255,7 @@ fn every_face_of_a_tool_agrees() {
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
     assert_eq!(
         manager.keys().collect::<Vec<_>>(),
-        ["approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status", "usage"]
+        ["answer", "approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status", "usage"]
     );
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
@@ -266,7 +286,7 @@ fn every_face_of_a_tool_agrees() {
     let id = p.create("scripted-researcher", "Prompted", "Topic\nGo.");
     wait_for("the watcher to dispatch it", || p.try_state_dir(&id).is_some_and(|d| d.join("system-prompt.md").exists()));
     let prompt = std::fs::read_to_string(p.state_dir(&id).join("system-prompt.md")).expect("system prompt");
-    assert_eq!(toolbox.len(), 8);
+    assert_eq!(toolbox.len(), 10);
     for (name, (description, _)) in &toolbox {
         let cli = name.replace('_', "-");
         assert!(help.contains(&format!("  {cli} ")), "{cli} missing from the CLI:\n{help}");

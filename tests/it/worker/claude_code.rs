@@ -145,8 +145,17 @@ fn launch_as(unprivileged: bool, claude_config_dir: bool) {
     assert!(!args.iter().any(|a| a.contains("dangerously") || a == "bypassPermissions"), "no permission bypass: {args:?}");
     let allowed_list = after("--allowedTools");
     let allowed: Vec<&str> = allowed_list.split(',').collect();
-    let toolbox =
-        ["report_progress", "submit_result", "log_question", "record_decision", "store_memory", "write_artifact", "read_artifact"];
+    let toolbox = [
+        "report_progress",
+        "submit_result",
+        "log_question",
+        "ask",
+        "request_meeting",
+        "record_decision",
+        "store_memory",
+        "write_artifact",
+        "read_artifact",
+    ];
     let mut want = vec!["Read", "Grep", "Glob", "WebSearch", "WebFetch"];
     let names: Vec<String> = toolbox.iter().map(|t| format!("mcp__guild-hall__{t}")).collect();
     want.extend(names.iter().map(String::as_str));

@@ -156,7 +156,7 @@ fn every_toolbox_spelling_the_system_prompt_teaches_works() {
         .skip(1)
         .filter_map(|rest| rest.split_whitespace().next().map(|w| w.trim_end_matches(['`', ')']).to_string()))
         .collect();
-    assert_eq!(taught.len(), 8, "{prompt}");
+    assert_eq!(taught.len(), 10, "{prompt}");
     for name in &taught {
         // The shell spelling, and the MCP name with underscores, both run the tool.
         for spelling in [name.clone(), name.replace('-', "_")] {
