@@ -309,11 +309,10 @@ pub struct Commission {
     pub(crate) desired: Option<Desired>,
     /// `review:` as written (the package's and the project's apply when absent).
     pub(crate) review: Option<ReviewMode>,
-    /// `checks:` as written: argv lists (carried for the checks run after submit).
-    #[allow(dead_code)]
+    /// `checks:` as written: argv lists, run after the project's and its package's once an
+    /// attempt submits.
     pub(crate) checks: Vec<Vec<String>>,
     /// `max_revisions:` as written (the bound of automatic send-backs).
-    #[allow(dead_code)]
     pub(crate) max_revisions: Option<u32>,
     /// `feedback:` as written (with `desired: revised`).
     pub(crate) feedback: Vec<Feedback>,

@@ -105,7 +105,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
 }
 
 fn exit(attempt: u32, code: i32) -> ExitInfo {
-    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None, setup: None }
+    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None, setup: None, checks: Vec::new() }
 }
 
 /// The record a plan holds after `a` (its own if `a` writes none).
@@ -602,6 +602,7 @@ impl World {
                     finished_at: t0(),
                     tail: None,
                     setup: None,
+                    checks: Vec::new(),
                 });
             }
             Action::Integrate { wave, .. } => {
@@ -626,7 +627,7 @@ impl World {
             }
             Action::StopVerify { run, .. } => {
                 o.verify_exit =
-                    Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None, setup: None });
+                    Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None, setup: None, checks: Vec::new() });
             }
             Action::CleanupTask { tasks, .. } => {
                 for ot in o.tasks.iter_mut().filter(|t| tasks.contains(&t.task.canonical)) {
