@@ -110,12 +110,18 @@ pub struct Feedback {
 pub(crate) enum FeedbackFrom {
     /// `guild-hall revise`, or `desired: revised` with `feedback:`.
     Person,
+    /// A `checks:` command that failed after submit (automatic, bounded by `max_revisions`).
+    Check,
+    /// A squash-merge that conflicted outside `.lore/` (automatic, bounded by `max_revisions`).
+    Conflict,
 }
 
 impl FeedbackFrom {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             FeedbackFrom::Person => "person",
+            FeedbackFrom::Check => "check",
+            FeedbackFrom::Conflict => "conflict",
         }
     }
 }
@@ -133,6 +139,10 @@ pub(crate) struct Revision {
     pub(crate) branch: String,
     pub(crate) feedback: Vec<Feedback>,
     pub(crate) from: FeedbackFrom,
+    /// Automatic send-backs (a check's, a conflict's) in this line of attempts, this one's
+    /// included: what `max_revisions` bounds (a person's revise carries the count on).
+    #[serde(default)]
+    pub(crate) automatic: u32,
 }
 
 impl Revision {
@@ -262,6 +272,10 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: the submitted result.
     #[schemars(with = "Option<super::value_schemas::CommissionResult>")]
     result: Option<super::frontmatter::Unread>,
+    /// Written by guild-hall: the latest attempt's `checks:` as run after submit (command, exit
+    /// code, the tail of a failing one's output), up to the first that failed.
+    #[schemars(with = "Option<Vec<super::value_schemas::CheckResult>>")]
+    check_results: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: artifacts the work produced.
     #[schemars(with = "Option<Vec<String>>")]
     linked_artifacts: Option<super::frontmatter::Unread>,
@@ -278,8 +292,20 @@ pub(crate) struct Frontmatter {
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 11] =
-    ["status", "created", "attempt", "branch", "progress", "questions", "result", "linked_artifacts", "reason", "refused", "completed"];
+pub(crate) const OWNED_KEYS: [&str; 12] = [
+    "status",
+    "created",
+    "attempt",
+    "branch",
+    "progress",
+    "questions",
+    "result",
+    "check_results",
+    "linked_artifacts",
+    "reason",
+    "refused",
+    "completed",
+];
 
 /// The keys a person writes as a one-shot request, which the reconciler removes once answered.
 pub(crate) const REQUEST_KEYS: [&str; 2] = ["desired", "feedback"];
@@ -417,6 +443,7 @@ impl Commission {
             // Structured values guild-hall writes: kept as written in `fields`, read where shown.
             questions: _in_fields,
             result: _also_in_fields,
+            check_results: _shown_from_fields,
             linked_artifacts: _kept_in_fields,
             reason,
             refused,

@@ -382,6 +382,7 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
     }
 }
 
+mod checks;
 mod deps;
 mod effect;
 mod liveness;
