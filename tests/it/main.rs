@@ -39,6 +39,7 @@ mod cli {
 
 /// A commission's life: dispatch to merge, dependencies and their cycles, its mailbox, crashes and bad input.
 mod commission {
+    mod checks;
     mod crashes_and_bad_input;
     mod dependency_cycles;
     mod lifecycle;
