@@ -48,6 +48,14 @@ pub struct Record {
     pub(crate) revision: Option<Box<crate::artifact::commission::Revision>>,
 }
 
+impl Record {
+    /// Automatic send-backs (a failing check's, a conflict's) in the line of attempts the
+    /// latest one ends: what `max_revisions` bounds.
+    pub(crate) fn automatic_revisions(&self) -> u32 {
+        self.revision.as_ref().filter(|r| r.attempt == self.attempt).map_or(0, |r| r.automatic)
+    }
+}
+
 /// The title and prompt an attempt was dispatched with (the prompt as a git blob id: the
 /// prompt file in the state dir holds its text).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,34 +10,39 @@ use std::path::Path;
 use crate::activity::state::{CheckRun, RunInfo, StateDir};
 use crate::files::write_json;
 use crate::worker::sandbox::Policy;
-use crate::worker::shim::ShimArgv;
 use crate::worker::step::{self, Halt, Step};
 use crate::worker::toolbox::mailbox::{self, Cursor, Expect, MailBody};
 
+/// The checks of one attempt, and where and how they run.
+pub(crate) struct Checks<'a> {
+    pub(crate) argvs: &'a [Vec<String>],
+    pub(crate) attempt: u32,
+    /// The worktree.
+    pub(crate) cwd: &'a Path,
+    /// Confined like the worker (`None`: unconfined, as it is).
+    pub(crate) policy: Option<&'a Policy>,
+    /// Between SIGTERM and SIGKILL when the attempt is stopped.
+    pub(crate) grace: std::time::Duration,
+}
+
 /// Run the attempt's checks, if it submitted a result: each one's outcome, up to the first that
 /// failed (or was stopped). None ran: no checks, or no result to prove.
-pub(crate) fn run(
-    state: &StateDir,
-    args: &ShimArgv,
-    policy: Option<&Policy>,
-    halt: &dyn Fn() -> Option<Halt>,
-    started: &RunInfo,
-) -> Vec<CheckRun> {
-    if args.checks.is_empty() || !submitted(state, args.attempt, &args.cwd) {
+pub(crate) fn run(state: &StateDir, c: &Checks<'_>, halt: &dyn Fn() -> Option<Halt>, started: &RunInfo) -> Vec<CheckRun> {
+    if c.argvs.is_empty() || !submitted(state, c.attempt, c.cwd) {
         return Vec::new();
     }
-    let log = state.log(args.attempt);
+    let log = state.log(c.attempt);
     // Each check's pid is recorded as the worker's while it runs: its CPU time is the
     // attempt's sign of life (a quiet `cargo test` is not a stale attempt).
     let record = |pid: i32| {
         let _ = write_json(&state.run(), &RunInfo { worker_pid: Some(pid), ..started.clone() });
     };
     let mut runs = Vec::new();
-    for argv in &args.checks {
+    for argv in c.argvs {
         if halt().is_some() {
             break;
         }
-        let s = Step { argv, cwd: &args.cwd, env: None, sandbox: policy, log: &log, what: "check", grace: args.grace, started: Some(&record) };
+        let s = Step { argv, cwd: c.cwd, env: None, sandbox: c.policy, log: &log, what: "check", grace: c.grace, started: Some(&record) };
         let run = match step::run(&s, halt) {
             Ok(end) => CheckRun { argv: argv.clone(), code: end.code, signal: end.signal, tail: end.tail, error: None },
             Err(e) => CheckRun { argv: argv.clone(), code: None, signal: None, tail: None, error: Some(e.to_string()) },

@@ -791,7 +791,14 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     // Every process of the worker is gone: a submitted result's checks run now, before the
     // end is recorded (their time is the attempt's; the reconciler sees them with its end).
     // However the worker ended: a result always wins, so it is always proved.
-    let checks = crate::worker::checks::run(state, args, policy.as_ref(), &|| asked.halt(), &started);
+    let checks = crate::worker::checks::Checks {
+        argvs: &args.checks,
+        attempt,
+        cwd: &args.cwd,
+        policy: policy.as_ref(),
+        grace: args.grace,
+    };
+    let checks = crate::worker::checks::run(state, &checks, &|| asked.halt(), &started);
     let _ = std::fs::remove_dir_all(&tmp);
     let mut exit = ExitInfo {
         attempt,

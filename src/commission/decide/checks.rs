@@ -23,11 +23,6 @@ pub(super) fn max_revisions(s: &Snapshot, o: &Observed) -> u32 {
     o.artifact.max_revisions.or(package).unwrap_or(s.project.config.max_revisions)
 }
 
-/// Automatic send-backs made in the line of attempts the current one ends (its revision's).
-pub(super) fn sent_back(st: &Step<'_>) -> u32 {
-    st.record.revision.as_ref().filter(|r| r.attempt == st.record.attempt).map_or(0, |r| r.automatic)
-}
-
 /// Whether the commission asks for checks now (the project's, its package's, its own).
 fn expected(s: &Snapshot, o: &Observed) -> Option<Vec<String>> {
     let package = s.workers.packages.get(&o.artifact.worker).map(|p| p.manifest.checks.as_slice()).unwrap_or_default();
@@ -70,7 +65,7 @@ pub(super) fn submitted(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect
     let Some(failed) = runs.iter().find(|r| !r.passed()) else {
         return if required { super::review::hold(o, st) } else { Effect::Finish };
     };
-    let revisions = sent_back(st);
+    let revisions = st.record.automatic_revisions();
     let (command, ended) = (failed.command(), failed.ended());
     if revisions < max_revisions(s, o) {
         // Held first (its work committed on its branch, the worktree removed); the next pass
@@ -101,7 +96,7 @@ pub(super) fn send_back(s: &Snapshot, o: &Observed, st: &Step<'_>) -> Option<Eff
         return None;
     }
     let attempt = st.record.attempt;
-    let revisions = sent_back(st);
+    let revisions = st.record.automatic_revisions();
     if revisions >= max_revisions(s, o) {
         return None;
     }

@@ -60,7 +60,7 @@ pub(super) fn in_review(o: &Observed, st: &mut Step<'_>) -> Effect {
                 branch: super::step::attempt_branch(o, attempt),
                 feedback: o.artifact.feedback.clone(),
                 from: FeedbackFrom::Person,
-                automatic: super::checks::sent_back(st),
+                automatic: st.record.automatic_revisions(),
             };
             revise(revision)
         }
