@@ -162,8 +162,12 @@ pub(crate) struct ExitInfo {
     pub(crate) setup: Option<SetupFailed>,
     /// The `checks:` run after the worker ended with a submitted result, in order, up to the
     /// first that failed (the shim's record: nothing the worker writes says a check passed).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) checks: Vec<CheckRun>,
+    #[serde(default, skip_serializing_if = "no_checks")]
+    pub(crate) checks: Box<[CheckRun]>,
+}
+
+fn no_checks(c: &[CheckRun]) -> bool {
+    c.is_empty()
 }
 
 /// One `checks:` command as the shim ran it in the worktree after submit: the proof of work a
@@ -214,7 +218,16 @@ pub(crate) struct SetupFailed {
 impl ExitInfo {
     /// An attempt that ended without its worker's exit: why, as its error.
     pub(crate) fn error(attempt: u32, why: String) -> ExitInfo {
-        ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None, setup: None, checks: Vec::new() }
+        ExitInfo {
+            attempt,
+            code: None,
+            signal: None,
+            error: Some(why),
+            finished_at: Utc::now(),
+            tail: None,
+            setup: None,
+            checks: Box::default(),
+        }
     }
 
     pub(crate) fn clean(&self) -> bool {
@@ -421,7 +434,7 @@ mod tests {
             finished_at: chrono::Utc::now(),
             tail: Some("claude: not found".into()),
             setup: None,
-            checks: Vec::new(),
+            checks: Box::default(),
         };
         assert_eq!(x.describe(), "worker exited with code 127; its log ends: claude: not found");
         assert_eq!(

@@ -791,13 +791,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     // Every process of the worker is gone: a submitted result's checks run now, before the
     // end is recorded (their time is the attempt's; the reconciler sees them with its end).
     // However the worker ended: a result always wins, so it is always proved.
-    let checks = crate::worker::checks::Checks {
-        argvs: &args.checks,
-        attempt,
-        cwd: &args.cwd,
-        policy: policy.as_ref(),
-        grace: args.grace,
-    };
+    let checks = crate::worker::checks::Checks { argvs: &args.checks, attempt, cwd: &args.cwd, policy: policy.as_ref(), grace: args.grace };
     let checks = crate::worker::checks::run(state, &checks, &|| asked.halt(), &started);
     let _ = std::fs::remove_dir_all(&tmp);
     let mut exit = ExitInfo {
@@ -808,7 +802,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         finished_at: Utc::now(),
         tail: None,
         setup: None,
-        checks,
+        checks: checks.into_boxed_slice(),
     };
     if !exit.clean() {
         // The log is complete now (its pump drained): its last lines say why, where the exit
@@ -847,7 +841,7 @@ fn run_setup(
             finished_at: Utc::now(),
             tail,
             setup: Some(crate::activity::state::SetupFailed { argv: argv.clone() }),
-            checks: Vec::new(),
+            checks: Box::default(),
         };
         match step::run(&s, &halt) {
             Ok(end) if end.ok() => {}

@@ -32,7 +32,7 @@ fn expected(s: &Snapshot, o: &Observed) -> Option<Vec<String>> {
 /// The current attempt's checks as its shim ran them; checks asked for that did not run (the
 /// shim was stopped, or lost, after the result came in) are a failure of the first: no proof.
 fn runs(s: &Snapshot, o: &Observed, attempt: u32) -> Vec<CheckRun> {
-    let ran = o.exit.as_ref().filter(|x| x.attempt == attempt).map(|x| x.checks.clone()).unwrap_or_default();
+    let ran = o.exit.as_ref().filter(|x| x.attempt == attempt).map(|x| x.checks.to_vec()).unwrap_or_default();
     match expected(s, o) {
         Some(argv) if ran.is_empty() => vec![CheckRun {
             argv,

@@ -118,7 +118,10 @@ fn failing_every_time_with_review_required_waits_for_a_person_showing_the_failur
     assert_eq!(s["status"], "review", "{s}");
     assert_eq!(s["attempt"], 1, "{s}");
     let reason = s["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("failed (exit code 5)") && reason.contains("needs you") && reason.contains("guild-hall approve job"), "{reason}");
+    assert!(
+        reason.contains("failed (exit code 5)") && reason.contains("needs you") && reason.contains("guild-hall approve job"),
+        "{reason}"
+    );
     let text = p.artifact("job");
     assert!(text.contains("passed: false") && text.contains("tail: broken"), "{text}");
     // Settled: nothing more happens until a person answers; approving merges as it stands.
@@ -132,10 +135,7 @@ fn failing_every_time_with_review_required_waits_for_a_person_showing_the_failur
 fn a_check_is_confined_like_the_worker() {
     let p = project();
     let outside = p.user_home().join("check-escaped.txt");
-    p.config(&format!(
-        "checks: [[sh, -c, \"echo x > {} || echo refused; echo inside > check-wrote.txt\"]]\n",
-        outside.display()
-    ));
+    p.config(&format!("checks: [[sh, -c, \"echo x > {} || echo refused; echo inside > check-wrote.txt\"]]\n", outside.display()));
     commission(&p, "job", "");
     p.settle();
     assert_eq!(p.status("job"), "completed", "{}", p.artifact("job"));
