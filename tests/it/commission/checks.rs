@@ -166,3 +166,38 @@ fn a_pass_stopped_between_the_checks_end_and_the_send_back_converges() {
         assert!(seen.contains("assertion failed: good is missing"), "{fault}: {seen}");
     }
 }
+
+#[test]
+fn the_projects_the_packages_and_the_commissions_checks_run_in_that_order() {
+    let p = project();
+    p.config("checks: [[sh, -c, \"echo from-project\"]]\n");
+    let yaml = p.root.join(".lore/workers/fixer/worker.yaml");
+    let mut manifest = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    manifest.push_str("checks: [[sh, -c, \"echo from-package\"]]\n");
+    std::fs::write(&yaml, manifest).expect("worker.yaml");
+    commission(&p, "job", "checks: [[sh, -c, \"echo from-commission\"]]\n");
+    p.settle();
+    assert_eq!(p.status("job"), "completed", "{}", p.artifact("job"));
+    let log = p.ok(&["logs", "job"]);
+    let at = |what: &str| log.find(&format!("[guild-hall] check: sh -c echo {what}")).unwrap_or_else(|| panic!("{what}: {log}"));
+    assert!(at("from-project") < at("from-package") && at("from-package") < at("from-commission"), "{log}");
+    let checks = kinds_of(&p.timeline("job"), "check").len();
+    assert_eq!(checks, 3);
+}
+
+#[test]
+fn a_persons_revise_does_not_reset_the_automatic_count() {
+    let p = project();
+    commission(&p, "job", "review: required\nmax_revisions: 1\nchecks: [[sh, -c, \"echo still broken; exit 1\"]]\n");
+    p.settle();
+    // Attempt 1 failed its check and was sent back once; attempt 2 failed too: a person decides.
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("review"), Some(2)), "{s}");
+    p.ok(&["revise", "job", "-m", "try another way"]);
+    p.settle();
+    // Attempt 3 (the person's) failed its check: no automatic send-back is left.
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("review"), Some(3)), "{s}");
+    let froms: Vec<String> = kinds_of(&p.timeline("job"), "revise").iter().map(|r| r["from"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(froms, ["check", "person"]);
+}
