@@ -70,6 +70,14 @@ pub struct ProjectConfig {
     /// revise, reject); `auto`: merged at once. A package's or a commission's `review:`
     /// overrides it.
     pub(crate) review: crate::artifact::commission::ReviewMode,
+    /// Commands (argv lists) every commission's attempt runs in its worktree after it
+    /// submits, confined like its worker, as proof of the work; a package's and a
+    /// commission's `checks:` run after these.
+    pub(crate) checks: Vec<Vec<String>>,
+    /// Automatic send-backs (a failing check, a merge conflict) a commission gets before it
+    /// fails (or, with `review: required`, waits for a person showing the failure). A
+    /// package's or a commission's `max_revisions:` overrides it.
+    pub(crate) max_revisions: u32,
     /// What every new worktree gets before its worker starts (a package's `workspace:` adds to
     /// it): the person's ignored files copied in, setup and teardown commands, ports.
     pub(crate) workspace: Workspace,
@@ -201,6 +209,8 @@ impl Default for ProjectConfig {
             runner: Default::default(),
             slurm: SlurmConfig::default(),
             review: Default::default(),
+            checks: Vec::new(),
+            max_revisions: 2,
             workspace: Workspace::default(),
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,

@@ -17,6 +17,17 @@ const UNRESPONSIVE: &str = "process unresponsive";
 /// A task's supervisor that died without recording how its worker ended.
 const SUPERVISOR_DIED: &str = "its supervisor died without recording how the worker ended (killed, or a reboot)";
 
+/// What a failing check leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AfterCheck {
+    /// An automatic revise: `max_revisions` is not reached.
+    SendBack,
+    /// `max_revisions` reached, `review: auto`: the commission fails.
+    Fail,
+    /// `max_revisions` reached, `review: required`: it waits in review, the failure shown.
+    Review { id: String },
+}
+
 /// A reason guild-hall writes.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Reason {
@@ -49,6 +60,9 @@ pub(crate) enum Reason {
     /// Sent back from review for a new attempt on the same branch, with feedback on attempt
     /// `after` (how many items, and from whom: a person, a check, a conflict, a reviewer).
     Revised { after: u32, items: usize, from: &'static str },
+    /// A `checks:` command failed after submit (`command`, how it `ended`), with
+    /// `revisions` automatic send-backs made already: what comes of it.
+    CheckFailed { command: String, ended: String, revisions: u32, then: AfterCheck },
     /// A person rejected the work in review (with their words, if any): its branch is kept.
     Rejected { branch: String, text: Option<String> },
     /// Its worker's shim is running, with this pid.
@@ -175,6 +189,20 @@ impl fmt::Display for Reason {
                 "sent back for revision of attempt {after} ({} from the {from}); it continues on the same branch",
                 crate::activity::timeline::counted(*items, "feedback item")
             ),
+            Reason::CheckFailed { command, ended, revisions, then } => {
+                write!(f, "the check `{command}` failed ({ended})")?;
+                match then {
+                    AfterCheck::SendBack => f.write_str("; sent back to its worker with the output's tail"),
+                    AfterCheck::Fail => {
+                        write!(f, " after {} (max_revisions)", crate::activity::timeline::counted(*revisions as usize, "automatic revision"))
+                    }
+                    AfterCheck::Review { id } => write!(
+                        f,
+                        "; needs you (after {}): its work is committed on its branch, nothing merged; guild-hall approve {id}, revise {id} -m TEXT, or reject {id}",
+                        crate::activity::timeline::counted(*revisions as usize, "automatic revision")
+                    ),
+                }
+            }
             Reason::Rejected { branch, text: Some(t) } => write!(f, "rejected in review: {t}; its work is kept on {branch}"),
             Reason::Rejected { branch, text: None } => write!(f, "rejected in review; its work is kept on {branch}"),
             Reason::Submitted => f.write_str("submitted"),
@@ -283,6 +311,14 @@ mod tests {
             (
                 Reason::Revised { after: 1, items: 2, from: "person" },
                 "sent back for revision of attempt 1 (2 feedback items from the person); it continues on the same branch",
+            ),
+            (
+                Reason::CheckFailed { command: "cargo test".into(), ended: "exit code 101".into(), revisions: 0, then: AfterCheck::SendBack },
+                "the check `cargo test` failed (exit code 101); sent back to its worker with the output's tail",
+            ),
+            (
+                Reason::CheckFailed { command: "make".into(), ended: "exit code 2".into(), revisions: 2, then: AfterCheck::Fail },
+                "the check `make` failed (exit code 2) after 2 automatic revisions (max_revisions)",
             ),
             (Reason::Rejected { branch: "b".into(), text: Some("no".into()) }, "rejected in review: no; its work is kept on b"),
             (Reason::Rejected { branch: "b".into(), text: None }, "rejected in review; its work is kept on b"),

@@ -48,6 +48,14 @@ pub struct Record {
     pub(crate) revision: Option<Box<crate::artifact::commission::Revision>>,
 }
 
+impl Record {
+    /// Automatic send-backs (a failing check's, a conflict's) in the line of attempts the
+    /// latest one ends: what `max_revisions` bounds.
+    pub(crate) fn automatic_revisions(&self) -> u32 {
+        self.revision.as_ref().filter(|r| r.attempt == self.attempt).map_or(0, |r| r.automatic)
+    }
+}
+
 /// The title and prompt an attempt was dispatched with (the prompt as a git blob id: the
 /// prompt file in the state dir holds its text).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,6 +160,52 @@ pub(crate) struct ExitInfo {
     /// ended on it (not the worker's doing; `code`, `signal` and `tail` are the command's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) setup: Option<SetupFailed>,
+    /// The `checks:` run after the worker ended with a submitted result, in order, up to the
+    /// first that failed (the shim's record: nothing the worker writes says a check passed).
+    #[serde(default, skip_serializing_if = "no_checks")]
+    pub(crate) checks: Box<[CheckRun]>,
+}
+
+fn no_checks(c: &[CheckRun]) -> bool {
+    c.is_empty()
+}
+
+/// One `checks:` command as the shim ran it in the worktree after submit: the proof of work a
+/// review shows (`check_results:`) and a failing one's feedback.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CheckRun {
+    /// The command as written in `checks:`.
+    pub(crate) argv: Vec<String>,
+    pub(crate) code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) signal: Option<i32>,
+    /// The last lines of its output (in the attempt's log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tail: Option<String>,
+    /// Why it could not be run at all (its output then is none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+}
+
+impl CheckRun {
+    pub(crate) fn passed(&self) -> bool {
+        self.code == Some(0) && self.error.is_none()
+    }
+
+    /// `cargo test`, as a person would type it.
+    pub(crate) fn command(&self) -> String {
+        self.argv.join(" ")
+    }
+
+    /// How it ended, in words: `exit code 101`, `killed by signal 9`, or why it never ran.
+    pub(crate) fn ended(&self) -> String {
+        match (&self.error, self.code, self.signal) {
+            (Some(e), _, _) => format!("could not run: {e}"),
+            (None, Some(c), _) => format!("exit code {c}"),
+            (None, None, Some(s)) => format!("killed by signal {s}"),
+            (None, None, None) => "ended without an exit code".into(),
+        }
+    }
 }
 
 /// A workspace's setup command that failed (or was stopped): the attempt's worker never ran.
@@ -164,7 +218,16 @@ pub(crate) struct SetupFailed {
 impl ExitInfo {
     /// An attempt that ended without its worker's exit: why, as its error.
     pub(crate) fn error(attempt: u32, why: String) -> ExitInfo {
-        ExitInfo { attempt, code: None, signal: None, error: Some(why), finished_at: Utc::now(), tail: None, setup: None }
+        ExitInfo {
+            attempt,
+            code: None,
+            signal: None,
+            error: Some(why),
+            finished_at: Utc::now(),
+            tail: None,
+            setup: None,
+            checks: Box::default(),
+        }
     }
 
     pub(crate) fn clean(&self) -> bool {
@@ -377,6 +440,7 @@ mod tests {
             finished_at: chrono::Utc::now(),
             tail: Some("claude: not found".into()),
             setup: None,
+            checks: Box::default(),
         };
         assert_eq!(x.describe(), "worker exited with code 127; its log ends: claude: not found");
         assert_eq!(

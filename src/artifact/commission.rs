@@ -110,12 +110,18 @@ pub struct Feedback {
 pub(crate) enum FeedbackFrom {
     /// `guild-hall revise`, or `desired: revised` with `feedback:`.
     Person,
+    /// A `checks:` command that failed after submit (automatic, bounded by `max_revisions`).
+    Check,
+    /// A squash-merge that conflicted outside `.lore/` (automatic, bounded by `max_revisions`).
+    Conflict,
 }
 
 impl FeedbackFrom {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             FeedbackFrom::Person => "person",
+            FeedbackFrom::Check => "check",
+            FeedbackFrom::Conflict => "conflict",
         }
     }
 }
@@ -133,6 +139,10 @@ pub(crate) struct Revision {
     pub(crate) branch: String,
     pub(crate) feedback: Vec<Feedback>,
     pub(crate) from: FeedbackFrom,
+    /// Automatic send-backs (a check's, a conflict's) in this line of attempts, this one's
+    /// included: what `max_revisions` bounds (a person's revise carries the count on).
+    #[serde(default)]
+    pub(crate) automatic: u32,
 }
 
 impl Revision {
@@ -305,6 +315,10 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: the submitted result.
     #[schemars(with = "Option<super::value_schemas::CommissionResult>")]
     result: Option<super::frontmatter::Unread>,
+    /// Written by guild-hall: the latest attempt's `checks:` as run after submit (command, exit
+    /// code, the tail of a failing one's output), up to the first that failed.
+    #[schemars(with = "Option<Vec<super::value_schemas::CheckResult>>")]
+    check_results: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: artifacts the work produced.
     #[schemars(with = "Option<Vec<String>>")]
     linked_artifacts: Option<super::frontmatter::Unread>,
@@ -324,7 +338,7 @@ pub(crate) struct Frontmatter {
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 12] = [
+pub(crate) const OWNED_KEYS: [&str; 13] = [
     "status",
     "created",
     "attempt",
@@ -332,6 +346,7 @@ pub(crate) const OWNED_KEYS: [&str; 12] = [
     "progress",
     "questions",
     "result",
+    "check_results",
     "linked_artifacts",
     "reason",
     "refused",
@@ -367,11 +382,10 @@ pub struct Commission {
     pub(crate) desired: Option<Desired>,
     /// `review:` as written (the package's and the project's apply when absent).
     pub(crate) review: Option<ReviewMode>,
-    /// `checks:` as written: argv lists (carried for the checks run after submit).
-    #[allow(dead_code)]
+    /// `checks:` as written: argv lists, run after the project's and its package's once an
+    /// attempt submits.
     pub(crate) checks: Vec<Vec<String>>,
     /// `max_revisions:` as written (the bound of automatic send-backs).
-    #[allow(dead_code)]
     pub(crate) max_revisions: Option<u32>,
     /// `feedback:` as written (with `desired: revised`).
     pub(crate) feedback: Vec<Feedback>,
@@ -482,6 +496,7 @@ impl Commission {
             // Structured values guild-hall writes: kept as written in `fields`, read where shown.
             questions: _in_fields,
             result: _also_in_fields,
+            check_results: _read_where_shown,
             linked_artifacts: _kept_in_fields,
             reason,
             refused,

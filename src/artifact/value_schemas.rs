@@ -144,3 +144,28 @@ impl JsonSchema for Question {
         })
     }
 }
+
+/// One entry of `check_results:` (written by guild-hall: a check as run after submit).
+pub(crate) enum CheckResult {}
+
+impl JsonSchema for CheckResult {
+    fn schema_name() -> Cow<'static, str> {
+        "CheckResult".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A `checks:` command as guild-hall ran it in the worktree after submit (written by guild-hall).",
+            "type": "object",
+            "properties": {
+                "command": { "type": "string", "description": "The command as a person would type it." },
+                "exit": { "type": ["integer", "null"], "description": "Its exit code (null: killed, or it never ran)." },
+                "passed": { "type": "boolean" },
+                "ended": { "type": "string", "description": "How it ended, in words, when it failed." },
+                "tail": { "type": "string", "description": "The last lines of a failing check's output." },
+            },
+            "required": ["command", "exit", "passed"],
+            "additionalProperties": false,
+        })
+    }
+}

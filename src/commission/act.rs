@@ -244,6 +244,7 @@ fn dispatch(
         grace_cap: None,
         runner: commission.artifact.runner,
         timeout: commission.artifact.timeout,
+        checks: commission.artifact.checks.clone(),
     };
     match launch::prepare(Launch::Worker(activation))? {
         Prepared::Ready(ready) => ready.start()?,

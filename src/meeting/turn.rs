@@ -143,6 +143,7 @@ pub(crate) fn run(
             // A turn streams to its caller: it runs here.
             runner: Some(crate::worker::runner::RunnerName::Local),
             timeout: None,
+            checks: Vec::new(),
         };
         let ready = match launch::prepare(Launch::Worker(activation))? {
             Prepared::Ready(r) => r,

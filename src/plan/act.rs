@@ -465,6 +465,7 @@ fn prepare_task(
         grace_cap: None,
         runner: None,
         timeout: task.timeout.or(plan.timeout),
+        checks: Vec::new(),
     };
     Ok(match launch::prepare(Launch::Worker(activation))? {
         Prepared::Ready(r) => Some(r),

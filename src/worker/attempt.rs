@@ -224,7 +224,16 @@ mod tests {
     }
 
     fn exit(attempt: u32, code: i32) -> ExitInfo {
-        ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t(0), tail: None, setup: None }
+        ExitInfo {
+            attempt,
+            code: Some(code),
+            signal: None,
+            error: None,
+            finished_at: t(0),
+            tail: None,
+            setup: None,
+            checks: Box::default(),
+        }
     }
 
     const STALE: Duration = Duration::from_secs(10);

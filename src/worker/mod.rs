@@ -8,6 +8,7 @@
 pub mod acp;
 pub(crate) mod attempt;
 pub(crate) mod bundled;
+pub(crate) mod checks;
 pub(crate) mod filter;
 pub mod launch;
 pub(crate) mod liveness;

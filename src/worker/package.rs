@@ -80,6 +80,13 @@ pub struct Manifest {
     /// at once (`auto`), over the project's `review:`; a commission's own overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) review: Option<crate::artifact::commission::ReviewMode>,
+    /// Commands (argv lists) its commissions' attempts run in the worktree after submit,
+    /// after the project's `checks:` and before a commission's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) checks: Vec<Vec<String>>,
+    /// Automatic send-backs before a commission fails, over the project's `max_revisions:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_revisions: Option<u32>,
     /// Programs its scripts run that must be on `PATH` (an agent's CLI: `claude`, `codex`):
     /// while one is missing, work for the package waits (`blocked`, naming it) and `check`
     /// says so, rather than an attempt failing on "claude: not found".

@@ -209,6 +209,9 @@ pub struct ShimArgv {
     pub(crate) ready_fd: Option<i32>,
     /// The workspace's setup commands, run in `cwd` confined like the worker before it starts.
     pub(crate) setup: Vec<Vec<String>>,
+    /// A commission's `checks:`, run in `cwd` confined like the worker once it has ended with
+    /// a submitted result ([`crate::worker::checks`]).
+    pub(crate) checks: Vec<Vec<String>>,
     /// The worker's command and its arguments.
     pub(crate) argv: Vec<String>,
 }
@@ -262,6 +265,9 @@ impl ShimArgv {
         if !self.setup.is_empty() {
             a.extend(["--setup".into(), serde_json::to_string(&self.setup).unwrap_or_default().into()]);
         }
+        if !self.checks.is_empty() {
+            a.extend(["--checks".into(), serde_json::to_string(&self.checks).unwrap_or_default().into()]);
+        }
         a.push("--".into());
         a.extend(self.argv.iter().map(OsString::from));
         a
@@ -275,6 +281,7 @@ impl ShimArgv {
             (Self::GRACE, Self::LOG_MAX_BYTES, false, false, None);
         let mut argv = None;
         let mut setup = Vec::new();
+        let mut checks = Vec::new();
         while let Some(arg) = args.next() {
             if arg == "--" {
                 let rest: Result<Vec<String>, _> = args.by_ref().map(|a| a.into_string()).collect();
@@ -303,6 +310,10 @@ impl ShimArgv {
                     let v = text("--setup", value("--setup")?)?;
                     setup = serde_json::from_str(&v).map_err(|e| ShimArgvError::Invalid("--setup", v.clone(), e.to_string()))?;
                 }
+                "--checks" => {
+                    let v = text("--checks", value("--checks")?)?;
+                    checks = serde_json::from_str(&v).map_err(|e| ShimArgvError::Invalid("--checks", v.clone(), e.to_string()))?;
+                }
                 _ => return Err(ShimArgvError::Unknown(arg.to_string_lossy().into_owned())),
             }
         }
@@ -323,6 +334,7 @@ impl ShimArgv {
             stream,
             ready_fd,
             setup,
+            checks,
             argv,
         })
     }
@@ -366,6 +378,8 @@ pub(crate) struct Spec {
     pub(crate) sandbox: Option<crate::worker::sandbox::Policy>,
     /// The workspace's setup commands, run before the worker ([`ShimArgv::setup`]).
     pub(crate) setup: Vec<Vec<String>>,
+    /// A commission's checks, run after its worker submitted ([`ShimArgv::checks`]).
+    pub(crate) checks: Vec<Vec<String>>,
 }
 
 /// Variables a worker may inherit from the reconciler; everything else is dropped.
@@ -493,6 +507,7 @@ fn shim_command(launch: &Spec, stream: bool, ready_fd: Option<i32>) -> Result<Co
         stream,
         ready_fd,
         setup: launch.setup.clone(),
+        checks: launch.checks.clone(),
         argv: launch.argv.clone(),
     };
     let mut cmd = Command::new(exe);
@@ -610,6 +625,16 @@ struct Asked {
 }
 
 impl Asked {
+    /// How a running step is to end, as the shim has been asked: [`crate::worker::step::run`]'s `halt`.
+    fn halt(&self) -> Option<crate::worker::step::Halt> {
+        use crate::worker::step::Halt;
+        if self.kill.load(Ordering::SeqCst) {
+            Some(Halt::Kill)
+        } else {
+            self.term.load(Ordering::SeqCst).then_some(Halt::Term)
+        }
+    }
+
     /// Handlers for every signal the shim is asked by, registered before the worker is spawned:
     /// a request that arrives meanwhile is kept, never the default action's end of the shim.
     fn register() -> std::io::Result<Asked> {
@@ -741,7 +766,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
             meter.finish()
         })
     };
-    let run = RunInfo { worker_pid: Some(worker), ..started };
+    let run = RunInfo { worker_pid: Some(worker), ..started.clone() };
     if let Err(e) = write_json(&state.run(), &run) {
         // No record names the worker: nothing of it may outlive the shim.
         asked.kill.store(true, Ordering::SeqCst);
@@ -767,6 +792,11 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     while !pump.is_finished() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
+    // Every process of the worker is gone: a submitted result's checks run now, before the
+    // end is recorded (their time is the attempt's; the reconciler sees them with its end).
+    // However the worker ended: a result always wins, so it is always proved.
+    let checks = crate::worker::checks::Checks { argvs: &args.checks, attempt, cwd: &args.cwd, policy: policy.as_ref(), grace: args.grace };
+    let checks = crate::worker::checks::run(state, &checks, &|| asked.halt(), &started);
     let _ = std::fs::remove_dir_all(&tmp);
     // What the agent reported it used, read from its own output (a pump still held open by
     // someone outside the attempt is not waited for: no usage then).
@@ -784,6 +814,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         finished_at: Utc::now(),
         tail: None,
         setup: None,
+        checks: checks.into_boxed_slice(),
     };
     if !exit.clean() {
         // The log is complete now (its pump drained): its last lines say why, where the exit
@@ -803,15 +834,9 @@ fn run_setup(
     asked: &Asked,
     started: &RunInfo,
 ) -> Option<ExitInfo> {
-    use crate::worker::step::{self, Halt, Step};
+    use crate::worker::step::{self, Step};
     let log = state.log(args.attempt);
-    let halt = || {
-        if asked.kill.load(Ordering::SeqCst) {
-            Some(Halt::Kill)
-        } else {
-            asked.term.load(Ordering::SeqCst).then_some(Halt::Term)
-        }
-    };
+    let halt = || asked.halt();
     // Each command's pid is recorded as the worker's while it runs: its CPU time is the
     // attempt's sign of life (a quiet `npm ci` is not a stale attempt).
     let record = |pid: i32| {
@@ -829,6 +854,7 @@ fn run_setup(
             finished_at: Utc::now(),
             tail,
             setup: Some(crate::activity::state::SetupFailed { argv: argv.clone() }),
+            checks: Box::default(),
         };
         match step::run(&s, &halt) {
             Ok(end) if end.ok() => {}
@@ -853,7 +879,7 @@ fn run_setup(
 }
 
 /// A line of guild-hall's in the attempt's log.
-fn note(state: &StateDir, attempt: u32, line: &str) {
+pub(crate) fn note(state: &StateDir, attempt: u32, line: &str) {
     use std::io::Write;
     let _ = std::fs::OpenOptions::new()
         .create(true)
@@ -1021,6 +1047,7 @@ mod tests {
             stream: false,
             ready_fd: None,
             setup: vec![vec!["npm".into(), "ci".into()], vec!["make".into(), "a b".into()]],
+            checks: vec![vec!["cargo".into(), "test".into()]],
             argv: vec!["claude".into(), "--".into(), "--policy".into(), "".into()],
         }
     }
@@ -1195,6 +1222,7 @@ mod tests {
             stream: false,
             ready_fd: None,
             setup: Vec::new(),
+            checks: Vec::new(),
             argv: vec!["true".into()],
         }
     }

@@ -47,6 +47,7 @@ mod cli {
 /// crashes and bad input.
 mod commission {
     mod asking;
+    mod checks;
     mod crashes_and_bad_input;
     mod dependency_cycles;
     mod lifecycle;

@@ -53,7 +53,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         Status::Draft => Effect::None,
         Status::Pending | Status::Blocked => waiting(s, o, &mut st, cycles, wants_dispatch),
         Status::Dispatched | Status::InProgress => at_work(s, o, &mut st),
-        Status::Review => super::review::in_review(o, &mut st),
+        Status::Review => super::checks::send_back(s, o, &st).unwrap_or_else(|| super::review::in_review(o, &mut st)),
         Status::Cancelled | Status::Failed | Status::Completed => ended(s, o, &mut st),
     };
     stop_follows_processes(o, &mut st);
@@ -318,7 +318,7 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
             Effect::None
         }
         Proc::NotStarted | Proc::Dead => match classify_exit(o, st) {
-            Effect::Finish if super::review::required(s, o) => super::review::hold(o, st),
+            Effect::Finish => super::checks::submitted(s, o, st),
             other => other,
         },
     }

@@ -383,6 +383,7 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
 }
 
 mod asking;
+mod checks;
 mod deps;
 mod effect;
 mod liveness;

@@ -22,13 +22,18 @@ pub(super) fn required(s: &Snapshot, o: &Observed) -> bool {
 /// A submitted attempt whose work waits for a person: moved to `review` once its work is
 /// committed on its branch (the effect secures it first, then writes this update).
 pub(super) fn hold(o: &Observed, st: &mut Step<'_>) -> Effect {
+    hold_because(st, Reason::AwaitsReview { id: o.artifact.id.clone() })
+}
+
+/// [`hold`], saying why (a failing check's send-back, or its failure shown to a person).
+pub(super) fn hold_because(st: &mut Step<'_>, why: Reason) -> Effect {
     if st.status == Status::Dispatched {
         st.go(Status::InProgress, Reason::Ran);
     }
     if let Some((summary, artifacts)) = st.result() {
         st.set("result", super::step::result_value(summary, artifacts));
     }
-    st.go(Status::Review, Reason::AwaitsReview { id: o.artifact.id.clone() });
+    st.go(Status::Review, why);
     Effect::Hold
 }
 
@@ -55,6 +60,7 @@ pub(super) fn in_review(o: &Observed, st: &mut Step<'_>) -> Effect {
                 branch: super::step::attempt_branch(o, attempt),
                 feedback: o.artifact.feedback.clone(),
                 from: FeedbackFrom::Person,
+                automatic: st.record.automatic_revisions(),
             };
             revise(revision)
         }
@@ -105,4 +111,5 @@ pub(super) fn start(st: &mut Step<'_>, revision: &Revision) {
     st.remove("desired");
     st.remove("feedback");
     st.remove("result");
+    st.remove("check_results");
 }

@@ -479,7 +479,16 @@ fn caps_and_fifo() {
         let mut o = obs(commission("aaaaa", frontmatter), Some(rec(Status::InProgress, 1)));
         o.proc = Proc::Dead;
         o.run = Some(run_info(1));
-        o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None, setup: None });
+        o.exit = Some(ExitInfo {
+            attempt: 1,
+            code: Some(0),
+            signal: None,
+            error: None,
+            finished_at: t0(),
+            tail: None,
+            setup: None,
+            checks: Box::default(),
+        });
         deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
         o
     };
@@ -505,6 +514,7 @@ fn exit_classification() {
         finished_at: t0(),
         tail: None,
         setup: None,
+        checks: Box::default(),
     };
     let result = MailBody::Result { summary: "done".into(), artifacts: vec!["a.md".into()] };
     let cases: [(Option<ExitInfo>, bool, &str); 5] = [
@@ -578,7 +588,16 @@ fn an_attempt_under_way_in_another_home_is_left_alone() {
 fn cancel_racing_completion_keeps_the_result() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\ndesired: cancelled\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Dead;
-    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None, setup: None });
+    o.exit = Some(ExitInfo {
+        attempt: 1,
+        code: Some(0),
+        signal: None,
+        error: None,
+        finished_at: t0(),
+        tail: None,
+        setup: None,
+        checks: Box::default(),
+    });
     deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
     let p = decide(&snapshot(vec![o]));
     assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")));
@@ -1079,7 +1098,16 @@ fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
     o.proc = Proc::Dead;
     o.run = Some(run_info(1));
-    o.exit = Some(ExitInfo { attempt: 1, code: Some(0), signal: None, error: None, finished_at: t0(), tail: None, setup: None });
+    o.exit = Some(ExitInfo {
+        attempt: 1,
+        code: Some(0),
+        signal: None,
+        error: None,
+        finished_at: t0(),
+        tail: None,
+        setup: None,
+        checks: Box::default(),
+    });
     o.mail_error = Some("opening mailbox /s/events-1.jsonl: Permission denied".into());
     let p = decide(&snapshot(vec![o.clone()]));
     // Its worker is gone: waiting would hold its slot and worktree for ever.
@@ -1158,6 +1186,7 @@ fn carry_out(o: &mut Observed, text: &mut String, a: &Action, ok: bool) {
                 finished_at: t0(),
                 tail: None,
                 setup: None,
+                checks: Box::default(),
             });
             o.folded = None;
             if ok {

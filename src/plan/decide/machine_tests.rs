@@ -107,7 +107,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
 }
 
 fn exit(attempt: u32, code: i32) -> ExitInfo {
-    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None, setup: None }
+    ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None, setup: None, checks: Box::default() }
 }
 
 /// The record a plan holds after `a` (its own if `a` writes none).
@@ -604,6 +604,7 @@ impl World {
                     finished_at: t0(),
                     tail: None,
                     setup: None,
+                    checks: Box::default(),
                 });
             }
             Action::Integrate { wave, .. } => {
@@ -627,8 +628,16 @@ impl World {
                 o.fix_status = Some(Status::Completed);
             }
             Action::StopVerify { run, .. } => {
-                o.verify_exit =
-                    Some(ExitInfo { attempt: *run, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None, setup: None });
+                o.verify_exit = Some(ExitInfo {
+                    attempt: *run,
+                    code: None,
+                    signal: Some(9),
+                    error: None,
+                    finished_at: t0(),
+                    tail: None,
+                    setup: None,
+                    checks: Box::default(),
+                });
             }
             Action::CleanupTask { tasks, .. } => {
                 for ot in o.tasks.iter_mut().filter(|t| tasks.contains(&t.task.canonical)) {

@@ -376,7 +376,16 @@ fn a_task_whose_worktree_went_is_orphaned_and_runs_again() {
     o.record = a[0].update().record.clone();
     o.tasks[0].live = None;
     o.tasks[0].busy = false;
-    o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(15), error: None, finished_at: t0(), tail: None, setup: None });
+    o.tasks[0].exit = Some(ExitInfo {
+        attempt: 1,
+        code: None,
+        signal: Some(15),
+        error: None,
+        finished_at: t0(),
+        tail: None,
+        setup: None,
+        checks: Box::default(),
+    });
     let a = decide(&snap(vec![o], 3));
     assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().all(|s| s.attempt == 2)), "{a:?}");
     assert_eq!(task_record(&a[0]).map(|r| (r.state, r.reruns, r.stop_sent)), Some((TaskState::Running, 1, false)), "{a:?}");
@@ -420,7 +429,16 @@ fn a_stale_task_reruns_within_its_budget_an_overlong_one_fails_and_the_plan_halt
     assert!(!a.iter().any(of_t1), "{a:?}");
     o.tasks[0].live = None;
     o.tasks[0].busy = false;
-    o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None, setup: None });
+    o.tasks[0].exit = Some(ExitInfo {
+        attempt: 1,
+        code: None,
+        signal: Some(9),
+        error: None,
+        finished_at: t0(),
+        tail: None,
+        setup: None,
+        checks: Box::default(),
+    });
     let a = decide(&snap(vec![o], 3));
     assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().any(|s| s.task == T1 && s.attempt == 2)), "{a:?}");
     // Past the budget: failed, unresponsive, killed (SIGKILL).
@@ -450,7 +468,16 @@ fn a_stale_task_reruns_within_its_budget_an_overlong_one_fails_and_the_plan_halt
     assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Running)), "{a:?}");
     o.tasks[0].live = None;
     o.tasks[0].busy = false;
-    o.tasks[0].exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None, setup: None });
+    o.tasks[0].exit = Some(ExitInfo {
+        attempt: 1,
+        code: None,
+        signal: Some(9),
+        error: None,
+        finished_at: t0(),
+        tail: None,
+        setup: None,
+        checks: Box::default(),
+    });
     let a = decide(&snap(vec![o], 3));
     let rec = a[0].update().record.clone().expect("recorded");
     assert_eq!(rec.status, PlanStatus::Halted);
@@ -472,7 +499,16 @@ fn a_stale_verify_is_killed_and_fails_the_gate_saying_why() {
     assert_eq!(rec.verify_verdict.as_deref(), Some(liveness::UNRESPONSIVE));
     o.record = Some(rec);
     o.verify_live = None;
-    o.verify_exit = Some(ExitInfo { attempt: 1, code: None, signal: Some(9), error: None, finished_at: t0(), tail: None, setup: None });
+    o.verify_exit = Some(ExitInfo {
+        attempt: 1,
+        code: None,
+        signal: Some(9),
+        error: None,
+        finished_at: t0(),
+        tail: None,
+        setup: None,
+        checks: Box::default(),
+    });
     let a = decide(&snap(vec![o], 3));
     let rec = a[0].update().record.clone().expect("recorded");
     assert_eq!(rec.status, PlanStatus::Halted);

@@ -59,6 +59,9 @@ pub(crate) struct Activation<'a> {
     /// The activity's own wall-clock limit, over its package's and the project's (a batch
     /// job's `--time` is set from it).
     pub(crate) timeout: Option<Duration>,
+    /// The activity's own `checks:` (a commission's), run after the project's and its
+    /// package's once its worker submits; none for the other kinds.
+    pub(crate) checks: Vec<Vec<String>>,
 }
 
 /// The variables naming the activity, the same for every kind so that one package serves
@@ -179,6 +182,7 @@ pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
                     log_max_bytes: global.log_max_bytes,
                     sandbox: None,
                     setup: ws.setup.clone(),
+                    checks: Vec::new(),
                 },
                 Placement::here(Request { project: c.project.name.clone(), grace: c.project.config.cancel_grace, ..Request::default() }),
             )))
@@ -516,6 +520,7 @@ fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, Refusal> {
             // A meeting's worktree is set up once, at open (its first turn); a commission's or a
             // task's for each attempt (each is given a fresh worktree, or its own again).
             setup: if a.kind == ActivityKind::Meeting && f.setup_done { Vec::new() } else { f.workspace.setup.clone() },
+            checks: checks(a),
         },
         prompt,
         dirs: vec![f.own_memory.clone(), state.objects().join("info")],
@@ -523,6 +528,15 @@ fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, Refusal> {
         alternates: f.alternates.clone(),
         mailbox,
     })
+}
+
+/// A commission's checks: the project's, its package's, then its own, in that order.
+fn checks(a: &Activation<'_>) -> Vec<Vec<String>> {
+    if a.kind != ActivityKind::Commission {
+        return Vec::new();
+    }
+    let project = &a.project.config.checks;
+    project.iter().chain(&a.pkg.manifest.checks).chain(&a.checks).cloned().collect()
 }
 
 /// The confined worker's policy: it writes its worktree, its state (objects, mailbox), its
@@ -654,6 +668,7 @@ mod tests {
             grace_cap: Some(Duration::from_secs(1)),
             runner: None,
             timeout: None,
+            checks: Vec::new(),
         }
     }
 
