@@ -47,6 +47,8 @@ pub(crate) enum Need {
     Failed,
     /// A worker asks for a meeting (its id is the meeting's).
     MeetingRequested,
+    /// A commission's worker asked a question and waits for a person's answer.
+    Question,
 }
 
 impl Need {
@@ -55,6 +57,7 @@ impl Need {
             Need::Review => "review",
             Need::Failed => "failed",
             Need::MeetingRequested => "meeting_requested",
+            Need::Question => "question",
         }
     }
 }
@@ -66,7 +69,9 @@ fn needs_a_person(kind: Name, e: &Value) -> Option<(Need, Option<String>)> {
     let field = |k: &str| e[k].as_str();
     let need = match (kind, field("kind")?) {
         (_, "status") if field("to") == Some("failed") => Need::Failed,
-        (_, "status") if field("to") == Some("review") => Need::Review,
+        // Not work held only until it is sent back to its worker (a failing check).
+        (_, "status") if field("to") == Some("review") && e["needs_you"] != false => Need::Review,
+        (Name::Commission, "question") if e["waiting"] == true => Need::Question,
         (Name::Plan, "task") if field("state") == Some("failed") => return Some((Need::Failed, field("task").map(str::to_string))),
         (Name::Meeting, "created") if field("status") == Some("requested") => Need::MeetingRequested,
         _ => return None,
@@ -355,7 +360,13 @@ mod tests {
         assert_eq!(needs_a_person(Name::Plan, &task), Some((Need::Failed, Some("p:exec:wave-1:task-1".into()))));
         let requested = json!({"kind": "created", "status": "requested"});
         assert_eq!(needs_a_person(Name::Meeting, &requested), Some((Need::MeetingRequested, None)));
+        let asked = json!({"kind": "question", "text": "Which hue?", "waiting": true, "question": 1});
+        assert_eq!(needs_a_person(Name::Commission, &asked), Some((Need::Question, None)));
         for nothing in [
+            // Held in review only to be sent back to its worker (a failing check).
+            json!({"kind": "status", "to": "review", "needs_you": false}),
+            // A question logged, not asked of anyone.
+            json!({"kind": "question", "text": "Why?"}),
             json!({"kind": "status", "to": "completed"}),
             json!({"kind": "task", "state": "integrated"}),
             json!({"kind": "created", "status": "pending"}),

@@ -61,14 +61,17 @@ impl<'a> Step<'a> {
     /// Move to `to`, recording why. `reason` goes into the artifact for failures, cancels and
     /// what blocks it.
     pub(super) fn go(&mut self, to: Status, reason: Reason) {
+        // Work held in review only to be sent straight back (a failing check) waits for its
+        // worker, not a person: said in the event, so that nothing tells a person to look.
+        let sent_back = matches!(reason, Reason::CheckFailed { then: crate::activity::reason::AfterCheck::SendBack, .. });
         let reason = reason.to_string();
         let from = self.status;
         let attempt = self.record.attempt;
-        self.event(
-            "status",
-            format!("status:{attempt}:{from}:{to}"),
-            json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt}),
-        );
+        let mut fields = json!({"from": from.as_str(), "to": to.as_str(), "reason": reason, "attempt": attempt});
+        if to == Status::Review && sent_back {
+            fields["needs_you"] = json!(false);
+        }
+        self.event("status", format!("status:{attempt}:{from}:{to}"), fields);
         self.moved_to(to, &reason);
     }
 

@@ -1,5 +1,5 @@
 //! `notify:`: the person's command gets one JSON event for each thing that needs a person — a
-//! commission's, a wave task's failure, a meeting requested — once, also when the reconciler is
+//! commission's, a wave task's failure, a meeting requested, work in review, a question — once, also when the reconciler is
 //! killed right after the failure was written and run again; a command that hangs holds no pass
 //! up and is killed after `notify_timeout`.
 
@@ -207,4 +207,33 @@ fn a_wave_task_failure_and_a_meeting_request_are_told() {
     assert_eq!(meeting["title"], "About the parser");
     assert_eq!(meeting["from"], "survey");
     assert_eq!(meeting["text"], "the parser needs a decision");
+}
+
+/// Work waiting in review and a worker waiting on a question are each told once (`review`,
+/// `question`, the question's text). (A check's send-back, held in review for a pass, says
+/// `needs_you: false` in its event: tested with the checks, and the table in the module.)
+#[test]
+fn review_and_a_question_are_told_once_each() {
+    let p = Project::new(&["scribe"]);
+    configure(&p, &notify_script(&p, WRITE_EVENT), "");
+    let held = "held".to_string();
+    std::fs::write(
+        p.artifact_path(&held),
+        "---\ntitle: Held\nworker: scribe\nreview: required\n---\noutput: .lore/notes/held.md\nWrite it.\n",
+    )
+    .expect("write");
+    p.settle();
+    assert_eq!(p.status(&held), "review", "{}", p.artifact(&held));
+    let asks = p.create("scribe", "Colour", "wait-for: Which colour?\nWrite the colour down.");
+    p.pass_until("the question told", |p| events(p).iter().any(|e| e["event"] == "question"));
+    p.ok(&["answer", &asks, "teal"]);
+    p.settle();
+    quiet(&p);
+    let told = events(&p);
+    assert_eq!(told.len(), 2, "{told:?}");
+    let by = |event: &str| told.iter().find(|e| e["event"] == event).cloned().unwrap_or_default();
+    assert_eq!((by("review")["kind"].as_str(), by("review")["id"].as_str()), (Some("commission"), Some(held.as_str())), "{told:?}");
+    let question = by("question");
+    assert_eq!(question["id"], asks.as_str(), "{told:?}");
+    assert!(question["text"].as_str().is_some_and(|t| t.contains("Which colour?")), "{told:?}");
 }

@@ -86,6 +86,11 @@ fn a_failing_check_sends_the_work_back_with_the_command_and_its_tail_and_the_fix
     let revise = kinds_of(&tl, "revise");
     assert_eq!(revise.len(), 1, "{tl:?}");
     assert_eq!(revise[0]["from"], "check");
+    // Held in review only to be sent back: the event says no person is needed (no `review`
+    // notification), where a hold for a person says nothing of it.
+    let held: Vec<_> = kinds_of(&tl, "status").into_iter().filter(|e| e["to"] == "review").collect();
+    assert_eq!(held.len(), 1, "{tl:?}");
+    assert_eq!(held[0]["needs_you"], false, "{tl:?}");
 }
 
 #[test]

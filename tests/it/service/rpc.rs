@@ -255,7 +255,21 @@ fn every_face_of_a_tool_agrees() {
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
     assert_eq!(
         manager.keys().collect::<Vec<_>>(),
-        ["answer", "approve", "cancel", "delete", "diff", "dispatch", "list", "meeting_request", "reject", "result", "revise", "status", "usage"]
+        [
+            "answer",
+            "approve",
+            "cancel",
+            "delete",
+            "diff",
+            "dispatch",
+            "list",
+            "meeting_request",
+            "reject",
+            "result",
+            "revise",
+            "status",
+            "usage"
+        ]
     );
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
