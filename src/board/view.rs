@@ -485,7 +485,7 @@ mod tests {
             footer_lines(100)[0],
             "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/decline  m chat  l log"
         );
-        assert_eq!(footer_lines(100)[1], "e edit  n new  w reconcile  D diff  v revise");
+        assert_eq!(footer_lines(100)[1], "e edit  n new  t answer  w reconcile  D diff  v revise");
         // A key wider than the terminal stays whole on a line of its own.
         assert!(footer_lines(5).contains(&"a/x accept/decline".to_string()));
     }

@@ -226,8 +226,9 @@ fn review_and_a_question_are_told_once_each() {
     assert_eq!(p.status(&held), "review", "{}", p.artifact(&held));
     let asks = p.create("scribe", "Colour", "wait-for: Which colour?\nWrite the colour down.");
     p.pass_until("the question told", |p| events(p).iter().any(|e| e["event"] == "question"));
+    // `answer` runs a pass of its own in the background (no watch runs here): wait for it.
     p.ok(&["answer", &asks, "teal"]);
-    p.settle();
+    crate::common::wait_status(&p, &asks, "completed");
     quiet(&p);
     let told = events(&p);
     assert_eq!(told.len(), 2, "{told:?}");
