@@ -292,3 +292,46 @@ fn an_attempt_whose_copy_entry_is_tracked_does_not_start() {
     assert_eq!(s["status"], "failed", "{s}");
     assert!(s["reason"].as_str().unwrap_or_default().contains("workspace.copy: \"README.md\" is tracked by git"), "{s}");
 }
+
+/// A deleted plan's task worktree removed by `gc` is torn down first, once: gc goes through
+/// the same removal as every other.
+#[test]
+fn gc_tears_down_a_deleted_plans_task_worktree_once() {
+    let p = Project::new(&["mason"]);
+    // The teardown writes where the task's sandbox lets it: a directory its package may write.
+    let torn = p.tmp.path().join("torn");
+    std::fs::create_dir_all(&torn).expect("mkdir");
+    let yaml = p.root.join(".lore/workers/mason/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}sandbox: {{write: [{}]}}\n", torn.display())).expect("write");
+    p.config(&format!("workspace:\n  teardown: [[sh, -c, \"echo torn >> {}/teardown.txt\"]]\n", torn.display()));
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // The task fails: the plan halts and keeps its worktree.
+    std::fs::write(
+        dir.join("gone.md"),
+        "---\ntitle: gone\nwaves:\n  - - {id: bad, worker: mason, prompt: \"write: x.txt x\\nfail\"}\n---\n",
+    )
+    .expect("write plan");
+    p.settle();
+    assert_eq!(super::super::plan::fixtures::show(&p, "gone")["status"], "halted");
+    let wt = p
+        .home
+        .join("worktrees")
+        .read_dir()
+        .expect("worktrees")
+        .flatten()
+        .next()
+        .expect("a project")
+        .path()
+        .join("task-gone-exec-wave-1-task-1");
+    assert!(wt.exists(), "the halted plan keeps its task's worktree");
+    assert!(!torn.join("teardown.txt").exists(), "not torn down while it is kept");
+    std::fs::remove_file(dir.join("gone.md")).expect("delete the plan");
+    let out = p.ok(&["gc", "--include-unmerged"]);
+    assert!(out.contains(&wt.display().to_string()), "{out}");
+    assert!(!wt.exists());
+    assert_eq!(std::fs::read_to_string(torn.join("teardown.txt")).expect("torn down"), "torn\n");
+    p.ok(&["gc", "--include-unmerged"]);
+    assert_eq!(std::fs::read_to_string(torn.join("teardown.txt")).expect("torn down"), "torn\n", "once");
+}
