@@ -206,6 +206,11 @@ fn a_wave_task_and_verify_run_their_setup_before_the_worker() {
         logs.contains("[guild-hall] setup made or changed files git does not ignore, which are this attempt's work: src/from-setup.txt\n"),
         "{logs}"
     );
+    // And the plan's timeline, with the task, as a commission's says it.
+    let said: Vec<serde_json::Value> = p.timeline("p").into_iter().filter(|e| e["kind"] == "setup").collect();
+    assert_eq!(said.len(), 1, "once: {said:?}");
+    let task = said[0]["task"].as_str().expect("the task");
+    assert_eq!(said[0]["text"], format!("{task}: workspace setup made or changed, as this attempt's work: src/from-setup.txt"));
 }
 
 #[test]
@@ -218,6 +223,9 @@ fn a_meeting_is_set_up_once_at_open() {
     let project = std::fs::read_dir(&wt).expect("worktrees").next().expect("a project").expect("entry").path();
     let count = std::fs::read_to_string(project.join("meeting-m").join("setup-count.txt")).expect("setup ran in the meeting's worktree");
     assert_eq!(count, "set up\n", "once, at open, not at every turn");
+    // What setup made that git does not ignore is the meeting's work: its timeline says so, once.
+    let said: Vec<String> = p.timeline("m").iter().filter(|e| e["kind"] == "setup").map(|e| e["text"].to_string()).collect();
+    assert_eq!(said, ["\"workspace setup made or changed, as this attempt's work: setup-count.txt\""], "the timeline says setup made it");
 }
 
 /// `npm ci` of a small package, from an offline cache made here with `npm pack` and
