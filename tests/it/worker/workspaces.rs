@@ -343,3 +343,67 @@ fn gc_tears_down_a_deleted_plans_task_worktree_once() {
     p.ok(&["gc", "--include-unmerged"]);
     assert_eq!(std::fs::read_to_string(torn.join("teardown.txt")).expect("torn down"), "torn\n", "once");
 }
+
+/// The worktree `name` (`meeting-<id>`, `task-<slug>`) of the project under the home.
+fn worktree_of(p: &Project, name: &str) -> std::path::PathBuf {
+    p.home.join("worktrees").read_dir().expect("worktrees").flatten().next().expect("a project").path().join(name)
+}
+
+/// `first count` as the worker at `wt` wrote them.
+fn ports_at(wt: &std::path::Path) -> (u32, u32) {
+    let text = std::fs::read_to_string(wt.join("port.txt")).expect("port.txt");
+    let mut it = text.split_whitespace().map(|n| n.parse::<u32>().expect("a number"));
+    (it.next().expect("port"), it.next().expect("count"))
+}
+
+/// A meeting's turn and a wave task at work hold ports, and `meeting list` / `show` and
+/// `plan show` say which (text and JSON), as `status` does a commission's.
+#[test]
+fn a_meetings_turn_and_a_wave_tasks_ports_are_shown() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&[]);
+    p.config("workspace:\n  ports: 2\n");
+    // A meeting worker whose turn waits for `.go` in its worktree.
+    let dir = p.root.join(".lore/workers/host");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: host\ndescription: a test meeting worker\ncommand: [\"./meet.sh\"]\nmeeting: [\"./meet.sh\"]\ncheckout: full\ncapabilities: [meeting]\n").expect("worker.yaml");
+    let meet = dir.join("meet.sh");
+    std::fs::write(&meet, "#!/bin/sh\nset -eu\necho \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f .go port.txt\nprintf '{\"type\":\"text_delta\",\"text\":\"served\"}\\n{\"type\":\"turn_end\"}\\n'\n").expect("meet.sh");
+    std::fs::set_permissions(&meet, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.ok(&["meeting", "start", "--worker", "host", "--id", "m"]);
+    let mut turn = p.cmd().args(["meeting", "send", "m", "serve"]).stdout(std::process::Stdio::null()).spawn().expect("a turn");
+    let wt = worktree_of(&p, "meeting-m");
+    wait_for("the meeting's worker to write its ports", || wt.join("port.txt").exists());
+    let (first, count) = ports_at(&wt);
+    assert_eq!(count, 2);
+    let want = serde_json::json!({"first": first, "count": 2});
+    let listed: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "list", "--json"])).expect("json");
+    assert_eq!(listed["meetings"][0]["ports"], want, "{listed}");
+    let shown: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    assert_eq!(shown["ports"], want, "{shown}");
+    let range = format!("{first}-{}", first + 1);
+    assert!(p.ok(&["meeting", "list"]).contains(&format!("ports {range}")));
+    assert!(p.ok(&["meeting", "show", "m"]).contains(&format!("ports     {range}")));
+    std::fs::write(wt.join(".go"), "").expect("go");
+    assert!(turn.wait().expect("the turn ends").success());
+    let shown: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    assert!(shown.get("ports").is_none(), "released when the turn ended: {shown}");
+
+    // A wave task at work: `plan show`, per task.
+    p.script_worker("server", "full", PORT_WAITER);
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("p.md"), "---\ntitle: p\nwaves:\n  - - {id: one, worker: server, prompt: serve}\n---\n").expect("write plan");
+    let wt = worktree_of(&p, "task-p-exec-wave-1-task-1");
+    p.pass_until("the task to write its ports", |_| wt.join("port.txt").exists());
+    let (first, count) = ports_at(&wt);
+    assert_eq!(count, 2);
+    let v = super::super::plan::fixtures::show(&p, "p");
+    assert_eq!(v["tasks"][0]["ports"], serde_json::json!({"first": first, "count": 2}), "{v}");
+    assert!(p.ok(&["plan", "show", "p"]).contains(&format!("ports {first}-{}", first + 1)));
+    std::fs::write(wt.join(".go"), "").expect("go");
+    p.settle();
+    let v = super::super::plan::fixtures::show(&p, "p");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert!(v["tasks"][0].get("ports").is_none(), "released when the task ended: {v}");
+}
