@@ -1,7 +1,8 @@
 //! `workspace:` end to end with scripted workers: the person's ignored files copied in and kept
 //! out of the merge, setup before the worker (and its failure, said as setup's), teardown once
 //! per worktree, ports disjoint between live attempts and free again after a crash; wave tasks
-//! and meetings set up too; a real `npm ci` from an offline cache, confined.
+//! and meetings set up too, their ports shown by every face, gc tearing down a plan's task
+//! worktree; a real `npm ci` from an offline cache, confined.
 
 use crate::common::{git, in_pid_namespace, section, wait_for, Project};
 
@@ -356,20 +357,25 @@ fn ports_at(wt: &std::path::Path) -> (u32, u32) {
     (it.next().expect("port"), it.next().expect("count"))
 }
 
-/// A meeting's turn and a wave task at work hold ports, and `meeting list` / `show` and
-/// `plan show` say which (text and JSON), as `status` does a commission's.
-#[test]
-fn a_meetings_turn_and_a_wave_tasks_ports_are_shown() {
+/// A meeting worker `host` whose turn writes its ports into `port.txt` and waits for `.go` in
+/// its worktree.
+fn host_worker(p: &Project) {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new(&[]);
-    p.config("workspace:\n  ports: 2\n");
-    // A meeting worker whose turn waits for `.go` in its worktree.
     let dir = p.root.join(".lore/workers/host");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join("worker.yaml"), "name: host\ndescription: a test meeting worker\ncommand: [\"./meet.sh\"]\nmeeting: [\"./meet.sh\"]\ncheckout: full\ncapabilities: [meeting]\n").expect("worker.yaml");
     let meet = dir.join("meet.sh");
     std::fs::write(&meet, "#!/bin/sh\nset -eu\necho \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f .go port.txt\nprintf '{\"type\":\"text_delta\",\"text\":\"served\"}\\n{\"type\":\"turn_end\"}\\n'\n").expect("meet.sh");
     std::fs::set_permissions(&meet, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A meeting's turn and a wave task at work hold ports, and `meeting list` / `show` and
+/// `plan show` say which (text and JSON), as `status` does a commission's.
+#[test]
+fn a_meetings_turn_and_a_wave_tasks_ports_are_shown() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  ports: 2\n");
+    host_worker(&p);
     p.ok(&["meeting", "start", "--worker", "host", "--id", "m"]);
     let mut turn = p.cmd().args(["meeting", "send", "m", "serve"]).stdout(std::process::Stdio::null()).spawn().expect("a turn");
     let wt = worktree_of(&p, "meeting-m");
@@ -406,4 +412,40 @@ fn a_meetings_turn_and_a_wave_tasks_ports_are_shown() {
     let v = super::super::plan::fixtures::show(&p, "p");
     assert_eq!(v["status"], "completed", "{v}");
     assert!(v["tasks"][0].get("ports").is_none(), "released when the task ended: {v}");
+}
+
+/// The board's rows of a meeting whose turn is at work and of a plan whose task is say their
+/// ports, as a commission's do.
+#[test]
+fn the_board_shows_a_meetings_and_a_plans_ports() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  ports: 2\n");
+    host_worker(&p);
+    p.script_worker("server", "full", PORT_WAITER);
+    p.ok(&["meeting", "start", "--worker", "host", "--id", "m"]);
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("p.md"), "---\ntitle: p\nwaves:\n  - - {id: one, worker: server, prompt: serve}\n---\n").expect("write plan");
+    let out = crate::board::terminal::scenario(
+        &p,
+        r#"
+"$GH" meeting send m serve >/dev/null 2>&1 &
+meeting=$(ls -d "$GUILD_HALL_HOME"/worktrees/*/meeting-m)
+wait_for "the meeting's ports" test -s "$meeting/port.txt"
+task_ports() { test -s "$(ls -d "$GUILD_HALL_HOME"/worktrees/*)/task-p-exec-wave-1-task-1/port.txt"; }
+pass_until "the task's ports" task_ports
+echo "--- meeting"; cat "$meeting/port.txt"
+echo "--- task"; cat "$(ls -d "$GUILD_HALL_HOME"/worktrees/*)/task-p-exec-wave-1-task-1/port.txt"
+board NO_COLOR=1
+row_has m "ports "
+row_has p "ports "
+echo "--- board"; screen
+"#,
+    );
+    let first = |name: &str| section(&out, name).split_whitespace().next().and_then(|n| n.parse::<u32>().ok()).expect("a port");
+    let (m, t) = (first("meeting"), first("task"));
+    let board = section(&out, "board");
+    let row = |id: &str| board.lines().find(|l| l.contains(&format!(" {id} "))).unwrap_or_default().to_string();
+    assert!(row("m").contains(&format!("ports {m}-{}", m + 1)), "{out}");
+    assert!(row("p").contains(&format!("ports one {t}-{}", t + 1)), "{out}");
 }
