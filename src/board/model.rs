@@ -336,6 +336,9 @@ fn plan_item(plan: &crate::artifact::plan::Plan, shown: &crate::tools::plan::Sho
         .or(shown.integrated.as_deref())
         .map(clean)
         .unwrap_or_default();
+    // Where its tasks' dev servers are to be found, while they run.
+    let ports: Vec<String> = shown.tasks.iter().filter_map(|t| t.ports.map(|p| format!("{} {p}", clean(&t.label)))).collect();
+    let note = if ports.is_empty() { note } else { format!("ports {}; {note}", ports.join(", ")) };
     Item {
         kind: Kind::Plan,
         project,
@@ -367,6 +370,11 @@ fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: 
         },
         MeetingStatus::Open => last_turn(&home.transcript(&project.name, &m.id)).map(|t| format!("last: {t}")).unwrap_or(why),
         _ => m.owned.reason.as_deref().map(clean).unwrap_or(why),
+    };
+    // Where its dev server is to be found, while a turn runs.
+    let note = match crate::worker::ports::shown(home, &home.meeting_state(&project.name, &m.id)) {
+        Some(p) => format!("ports {p}; {note}"),
+        None => note,
     };
     Item {
         kind: Kind::Meeting,

@@ -332,7 +332,7 @@ fn list(env: &Env, json: bool) -> Result<()> {
     let (rows, problems) = ops::list(&env.project)?;
     if json {
         // Through a JSON value: its keys come out sorted, as they always have.
-        let items: Vec<_> = rows.iter().map(Entry::of).collect();
+        let items: Vec<_> = rows.iter().map(|m| Entry::of(&env.home, &env.project.name, m)).collect();
         say_json!("{}", serde_json::to_string_pretty(&json!({"meetings": items, "problems": problems}))?);
         return Ok(());
     }
@@ -347,6 +347,11 @@ fn list(env: &Env, json: bool) -> Result<()> {
             (MeetingStatus::Requested, Some(by)) => format!("asked by {by}: "),
             (MeetingStatus::Requested, None) => "requested: ".into(),
             _ => String::new(),
+        };
+        // Where its dev server is to be found, while a turn runs (as `status` says it).
+        let who = match Entry::of(&env.home, &env.project.name, m).ports {
+            Some(p) => format!("ports {p}; {who}"),
+            None => who,
         };
         table.row([
             m.id.clone(),
@@ -367,7 +372,7 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     let log = guild_hall::activity::timeline::read(&guild_hall::activity::timeline::path_for(&m.path))?;
     if json {
         // Through a JSON value: its keys come out sorted, as they always have.
-        let v = serde_json::to_value(Shown::of(&m, log))?;
+        let v = serde_json::to_value(Shown::of(&env.home, &env.project.name, &m, log))?;
         say_json!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
@@ -390,6 +395,9 @@ fn show(env: &Env, id: &str, json: bool) -> Result<()> {
     }
     if let Some(s) = m.session_id() {
         say!("session   {}", line(s));
+    }
+    if let Some(p) = Entry::of(&env.home, &env.project.name, &m).ports {
+        say!("ports     {p}");
     }
     let linked = m.linked_artifacts();
     if !linked.is_empty() {

@@ -298,6 +298,11 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
             let r = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
             let state = r.map(|r| r.state.as_str()).unwrap_or("queued");
             let why = r.and_then(|r| r.reason.clone()).map(|r| format!("  {}", line(&r))).unwrap_or_default();
+            // Where its dev server is to be found, while it runs (as `status` says it).
+            let why = match shown_tasks.iter().find(|s| s.task == t.canonical).and_then(|s| s.ports) {
+                Some(p) => format!("  ports {p}{why}"),
+                None => why,
+            };
             table.row([
                 line(&t.canonical).into_owned(),
                 line(&t.label).into_owned(),

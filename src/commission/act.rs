@@ -365,7 +365,7 @@ fn finish(
     };
     let mut done = update.clone();
     if let Some(text) = crate::worker::workspace::setup_made(&state, attempt) {
-        done.events.push(timeline::event(&now, "setup", format!("setup:{attempt}"), json!({"text": text})));
+        done.events.push(crate::worker::workspace::setup_event(&now, attempt, None, &text));
     }
     match landing {
         Landing::Merged(oid) => {

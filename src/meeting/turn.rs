@@ -157,6 +157,7 @@ pub(crate) fn run(
         stream(&ready, pkg.manifest.protocol, interrupt, project.config.meeting_turn_timeout, on_event)
     };
     let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
+    let first = turn;
     let mut turn = turn;
     let mut renewed = false;
     if let (Some(old), Outcome::Failed { reason }) = (&old_session, &streamed.outcome) {
@@ -182,6 +183,15 @@ pub(crate) fn run(
         }
     }
     let session = record_reply(&meeting, &transcript, turn, &streamed, old_session.as_deref(), renewed)?;
+    // What its workspace setup (at open: the turn that ran it) made that git does not ignore:
+    // the meeting's work, said as a commission's is.
+    let made: Vec<_> = std::iter::once(first)
+        .chain((turn != first).then_some(turn))
+        .filter_map(|n| {
+            crate::worker::workspace::setup_made(&state, n).map(|text| crate::worker::workspace::setup_event(&now(), n, None, &text))
+        })
+        .collect();
+    timeline::append(&timeline::path_for(&meeting.path), &made)?;
     let _ = std::fs::remove_file(state.0.join("turn.json"));
     drop(_lock);
     Ok(Turn { meeting: id.to_string(), turn, outcome: streamed.outcome, session_id: session, text: streamed.text })

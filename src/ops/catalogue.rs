@@ -106,7 +106,7 @@ impl meetings::Operations for Meetings {
     fn show(&self, id: &str) -> Result<meetings::Shown, ToolError> {
         let m = crate::meeting::observe::load(&self.project, id).map_err(failed)?;
         let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&m.path)).map_err(failed)?;
-        Ok(meetings::Shown::of(&m, log))
+        Ok(meetings::Shown::of(&self.home, &self.project.name, &m, log))
     }
 }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::activity::kind::Name;
 use crate::activity::state::{Record, StateDir};
-use crate::activity::worktree::{self, WorktreeRecord};
+use crate::activity::worktree::WorktreeRecord;
 use crate::config::{worktree_prefix, Home, Project};
 use crate::files::read_json;
 
@@ -33,6 +33,10 @@ pub(crate) struct Orphan {
     pub(crate) state_dir: Option<PathBuf>,
     /// Its worktrees (a commission or meeting has one; a plan, one per task and its verify).
     pub(crate) worktrees: Vec<PathBuf>,
+    /// The runtime dir of each of `worktrees` (whose record says how to tear it down), by
+    /// the paths guild-hall computes for it.
+    #[serde(skip)]
+    pub(crate) worktree_states: Vec<PathBuf>,
     pub(crate) transcript: Option<PathBuf>,
     pub(crate) branches: Vec<Branch>,
     /// A process of it is still alive: never collected.
@@ -137,6 +141,7 @@ pub(crate) fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
                 branches.push(Branch { name, merged });
             }
             let worktrees: Vec<PathBuf> = exists(&wt).then_some(wt.clone()).into_iter().collect();
+            let worktree_states = worktrees.iter().map(|_| state.0.clone()).collect();
             let unsecured_worktree = !worktrees.is_empty() && !clean(&wt, &repo);
             let orphan = Orphan {
                 kind,
@@ -144,6 +149,7 @@ pub(crate) fn inventory(home: &Home, project: &Project) -> Result<Vec<Orphan>> {
                 artifact,
                 state_dir: exists(&state.0).then(|| state.0.clone()),
                 worktrees,
+                worktree_states,
                 transcript: (kind == Name::Meeting && exists(&transcript)).then_some(transcript),
                 branches,
                 running,
@@ -186,10 +192,15 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
             .into_iter()
             .filter(|slug| !claimed_by_a_live_plan(home, project, &id, slug))
             .collect();
-        let mut worktrees: Vec<PathBuf> = task_slugs.iter().map(|s| home.task_worktree(&project.name, s)).filter(|w| exists(w)).collect();
+        let (mut worktrees, mut worktree_states): (Vec<PathBuf>, Vec<PathBuf>) = task_slugs
+            .iter()
+            .map(|s| (home.task_worktree(&project.name, s), home.task_state(&project.name, &id, s)))
+            .filter(|(w, _)| exists(w))
+            .unzip();
         let verify = home.verify_worktree(&project.name, &id);
         if exists(&verify) {
             worktrees.push(verify);
+            worktree_states.push(home.verify_state(&project.name, &id));
         }
         let running =
             task_slugs.iter().any(|slug| crate::worker::liveness::busy(&StateDir(home.task_state(&project.name, &id, slug)), &boot));
@@ -219,6 +230,7 @@ fn plan_orphans(home: &Home, project: &Project, repo: &git2::Repository, integra
             artifact,
             state_dir: exists(&state).then_some(state.clone()),
             worktrees,
+            worktree_states,
             transcript: None,
             branches,
             running,
@@ -306,15 +318,12 @@ pub fn collect(home: &Home, project: &Project, dry_run: bool, include_unmerged: 
             continue;
         }
         let mut removed = |what: &'static str, target: String| done.removed.push(Removed { kind: o.kind, id: o.id.clone(), what, target });
-        for wt in &o.worktrees {
+        for (wt, state) in o.worktrees.iter().zip(&o.worktree_states) {
             if !dry_run {
-                // By the paths guild-hall computes for it, never by what a state file says.
+                // By the paths guild-hall computes for it, never by what a state file says; its
+                // workspace's teardown first, as its runtime dir's record says.
                 let rec = WorktreeRecord::expected(&project.root, wt, "", false)?;
-                // Its workspace's teardown first, as its record in the state dir says.
-                if let Some(state) = &o.state_dir {
-                    crate::worker::workspace::teardown(&crate::activity::state::StateDir(state.clone()), &rec);
-                }
-                worktree::remove_worktree(&rec)?;
+                crate::worker::workspace::remove_worktree(&StateDir(state.clone()), &rec)?;
             }
             removed("worktree", wt.display().to_string());
         }

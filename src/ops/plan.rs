@@ -170,6 +170,7 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
                 attempt: r.map(|r| r.attempt).unwrap_or(0),
                 reason: r.and_then(|r| r.reason.clone()),
                 result: submitted(&log, &t.canonical),
+                ports: crate::worker::ports::shown(home, &home.task_state(&project.name, &plan.id, &t.slug())),
             }
         })
         .collect();

@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc};
 use crate::config::{Home, Project};
+pub use crate::worker::ports::PortRange;
 
 /// Hand each row of the project's commissions (only `id`'s, if given) to `emit`, in order;
 /// the number of problems found (invalid artifacts, corrupt runtime state). The first error
@@ -80,7 +81,7 @@ fn artifact_rows(
                 let mut r = row(&o, now, waiting(&o, &workers, branch));
                 if matches!(o.proc, Proc::Alive | Proc::Starting) {
                     let state = home.commission_state(&project.name, &o.artifact.id);
-                    r.ports = crate::worker::ports::of(home, &state).map(|p| PortRange { first: p.first, count: p.count });
+                    r.ports = crate::worker::ports::shown(home, &state);
                 }
                 if let Err(e) = emit(&StatusRow::Commission(Box::new(r))) {
                     failed = Some(e);
@@ -229,23 +230,6 @@ pub struct CommissionRow {
     /// the question its worker waits on a person for.
     pub waiting: Option<String>,
     pub worker: String,
-}
-
-/// A live attempt's ports: `first` .. `first + count - 1` (declared in the JSON's key order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct PortRange {
-    pub count: u16,
-    pub first: u16,
-}
-
-impl std::fmt::Display for PortRange {
-    /// `41000-41002`, or `41000` alone.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.count {
-            0 | 1 => write!(f, "{}", self.first),
-            n => write!(f, "{}-{}", self.first, u32::from(self.first) + u32::from(n) - 1),
-        }
-    }
 }
 
 impl CommissionRow {

@@ -261,8 +261,12 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         let landed = worktree_gone.is_some()
             && rec.is_some_and(|r| matches!(r.state, TaskState::Succeeded | TaskState::Running))
             && record.as_ref().and_then(|r| r.bases.get(&t.wave)).is_some_and(|base| landed(project, base, &t.canonical));
+        let setup_made = (attempt > 0 && !timeline_keys.contains(&crate::worker::workspace::setup_key(&t.canonical, attempt)))
+            .then(|| crate::worker::workspace::setup_made(&ts, attempt))
+            .flatten();
         tasks.push(ObservedTask {
             task: t.clone(),
+            setup_made,
             live: live(&ts, attempt, &procs),
             busy: liveness::busy(&ts, &boot),
             polled: procs.polled,

@@ -199,12 +199,17 @@ pub struct Entry {
     pub(crate) branch: Option<String>,
     pub(crate) linked_artifacts: Vec<String>,
     pub(crate) linked_more: u64,
+    /// The ports its turn at work holds (`workspace.ports`): `{"count": 3, "first": 41000}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ports: Option<crate::worker::ports::PortRange>,
     pub(crate) reason: Option<String>,
 }
 
 impl Entry {
-    pub fn of(m: &Meeting) -> Entry {
+    /// Meeting `m` of the project named `project` in `home`.
+    pub fn of(home: &crate::config::Home, project: &str, m: &Meeting) -> Entry {
         Entry {
+            ports: crate::worker::ports::shown(home, &home.meeting_state(project, &m.id)),
             id: m.id.clone(),
             status: m.effective_status(),
             worker: m.worker.clone(),
@@ -233,8 +238,8 @@ pub struct Shown {
 }
 
 impl Shown {
-    pub fn of(m: &Meeting, log: Vec<Json>) -> Shown {
-        Shown { meeting: Entry::of(m), notes: m.owned.notes.clone(), log }
+    pub fn of(home: &crate::config::Home, project: &str, m: &Meeting, log: Vec<Json>) -> Shown {
+        Shown { meeting: Entry::of(home, project, m), notes: m.owned.notes.clone(), log }
     }
 }
 

@@ -172,6 +172,9 @@ pub struct ShownTask {
     pub(crate) reason: Option<String>,
     /// What its latest attempt submitted (`submit_result`), if it did.
     pub result: Option<ShownResult>,
+    /// The ports its attempt at work holds (`workspace.ports`): `{"count": 3, "first": 41000}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ports: Option<crate::worker::ports::PortRange>,
 }
 
 /// A task's submitted result, as `show` gives it.

@@ -121,6 +121,29 @@ pub(crate) fn of(home: &Home, state: &Path) -> Option<Allocation> {
     all(home).into_iter().map(|(_, a)| a).filter(|a| a.state == state).filter(|a| held(a, &boot, now)).max_by_key(|a| a.attempt)
 }
 
+/// A live attempt's ports: `first` .. `first + count - 1` (declared in the JSON's key order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PortRange {
+    pub count: u16,
+    pub first: u16,
+}
+
+impl std::fmt::Display for PortRange {
+    /// `41000-41002`, or `41000` alone.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.count {
+            0 | 1 => write!(f, "{}", self.first),
+            n => write!(f, "{}-{}", self.first, u32::from(self.first) + u32::from(n) - 1),
+        }
+    }
+}
+
+/// The ports the live attempt of the activity whose state dir is `state` holds, as every face
+/// shows them (`status`, meetings, a plan's tasks, the board).
+pub(crate) fn shown(home: &Home, state: &Path) -> Option<PortRange> {
+    of(home, state).map(|p| PortRange { first: p.first, count: p.count })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -193,6 +193,26 @@ pub(crate) fn setup_made(state: &StateDir, attempt: u32) -> Option<String> {
         .then(|| format!("workspace setup made or changed, as this attempt's work: {}", paths.join(", ")))
 }
 
+/// The timeline's `setup` event of `attempt` whose setup made `text` ([`setup_made`]'s words):
+/// a commission's and a meeting's keyed by the attempt (a meeting's turn), a wave task's in its
+/// plan's timeline by the task (`task`: its canonical id) and the attempt.
+pub(crate) fn setup_event(now: &str, attempt: u32, task: Option<&str>, text: &str) -> serde_json::Value {
+    match task {
+        None => crate::activity::timeline::event(now, "setup", format!("setup:{attempt}"), serde_json::json!({"text": text})),
+        Some(task) => crate::activity::timeline::event(
+            now,
+            "setup",
+            setup_key(task, attempt),
+            serde_json::json!({"task": task, "attempt": attempt, "text": format!("{task}: {text}")}),
+        ),
+    }
+}
+
+/// The key of a wave task's `setup` event in its plan's timeline.
+pub(crate) fn setup_key(task: &str, attempt: u32) -> String {
+    format!("setup:{task}:{attempt}")
+}
+
 /// How long one worktree's teardown may take, all its commands together: a pass waits for it.
 pub(crate) const TEARDOWN_LIMIT: Duration = Duration::from_secs(60);
 

@@ -21,6 +21,14 @@ pub(super) fn fold_mail(st: &mut Step<'_>, ot: &ObservedTask) {
         let text = format!("{}: its mailbox cannot be read: {why}", t.canonical);
         st.event("anomaly", format!("mailbox-error:{}:{attempt}", t.canonical), json!({"task": t.canonical, "text": text}));
     }
+    // What its workspace setup made that git does not ignore (the task's work), logged once.
+    if let Some(text) = &ot.setup_made {
+        let k = crate::worker::workspace::setup_key(&t.canonical, attempt);
+        if !st.o.timeline_keys.contains(&k) && st.keys.insert(k) {
+            let e = crate::worker::workspace::setup_event(st.now, attempt, Some(&t.canonical), text);
+            st.events.push(e);
+        }
+    }
     // What the ended attempt used (its agent's report, else the worker's), logged once.
     if let Some(u) = ot.usage.as_ref().filter(|u| u.attempt == attempt && u.over) {
         let k = super::task_usage_key(&t.canonical, attempt);

@@ -56,6 +56,7 @@ pub(super) fn observed_task(task: &Task) -> ObservedTask {
         worker_problem: None,
         worktree_exists: false,
         worktree_gone: None,
+        setup_made: None,
         landed: false,
         busy: false,
         polled: false,

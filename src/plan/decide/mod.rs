@@ -54,6 +54,9 @@ pub(crate) struct ObservedTask {
     pub(crate) exit: Option<ExitInfo>,
     /// What its current attempt used, once it ended (read until its `usage` event is logged).
     pub(crate) usage: Option<crate::worker::usage::Attempt>,
+    /// What its current attempt's workspace setup made that git does not ignore (read until
+    /// its `setup` event is logged).
+    pub(crate) setup_made: Option<String>,
     /// What is new in its current attempt's mailbox (its task updates), and what it folds to.
     pub(crate) mail: TaskMail,
     /// Why its worker cannot run here (unknown package, ...), if so.

@@ -1,7 +1,8 @@
 //! `workspace:` end to end with scripted workers: the person's ignored files copied in and kept
 //! out of the merge, setup before the worker (and its failure, said as setup's), teardown once
 //! per worktree, ports disjoint between live attempts and free again after a crash; wave tasks
-//! and meetings set up too; a real `npm ci` from an offline cache, confined.
+//! and meetings set up too, their ports shown by every face, gc tearing down a plan's task
+//! worktree; a real `npm ci` from an offline cache, confined.
 
 use crate::common::{git, in_pid_namespace, section, wait_for, Project};
 
@@ -206,6 +207,11 @@ fn a_wave_task_and_verify_run_their_setup_before_the_worker() {
         logs.contains("[guild-hall] setup made or changed files git does not ignore, which are this attempt's work: src/from-setup.txt\n"),
         "{logs}"
     );
+    // And the plan's timeline, with the task, as a commission's says it.
+    let said: Vec<serde_json::Value> = p.timeline("p").into_iter().filter(|e| e["kind"] == "setup").collect();
+    assert_eq!(said.len(), 1, "once: {said:?}");
+    let task = said[0]["task"].as_str().expect("the task");
+    assert_eq!(said[0]["text"], format!("{task}: workspace setup made or changed, as this attempt's work: src/from-setup.txt"));
 }
 
 #[test]
@@ -218,6 +224,9 @@ fn a_meeting_is_set_up_once_at_open() {
     let project = std::fs::read_dir(&wt).expect("worktrees").next().expect("a project").expect("entry").path();
     let count = std::fs::read_to_string(project.join("meeting-m").join("setup-count.txt")).expect("setup ran in the meeting's worktree");
     assert_eq!(count, "set up\n", "once, at open, not at every turn");
+    // What setup made that git does not ignore is the meeting's work: its timeline says so, once.
+    let said: Vec<String> = p.timeline("m").iter().filter(|e| e["kind"] == "setup").map(|e| e["text"].to_string()).collect();
+    assert_eq!(said, ["\"workspace setup made or changed, as this attempt's work: setup-count.txt\""], "the timeline says setup made it");
 }
 
 /// `npm ci` of a small package, from an offline cache made here with `npm pack` and
@@ -291,4 +300,152 @@ fn an_attempt_whose_copy_entry_is_tracked_does_not_start() {
     let s = p.status_json(&id);
     assert_eq!(s["status"], "failed", "{s}");
     assert!(s["reason"].as_str().unwrap_or_default().contains("workspace.copy: \"README.md\" is tracked by git"), "{s}");
+}
+
+/// A deleted plan's task worktree removed by `gc` is torn down first, once: gc goes through
+/// the same removal as every other.
+#[test]
+fn gc_tears_down_a_deleted_plans_task_worktree_once() {
+    let p = Project::new(&["mason"]);
+    // The teardown writes where the task's sandbox lets it: a directory its package may write.
+    let torn = p.tmp.path().join("torn");
+    std::fs::create_dir_all(&torn).expect("mkdir");
+    let yaml = p.root.join(".lore/workers/mason/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}sandbox: {{write: [{}]}}\n", torn.display())).expect("write");
+    p.config(&format!("workspace:\n  teardown: [[sh, -c, \"echo torn >> {}/teardown.txt\"]]\n", torn.display()));
+    let dir = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // The task fails: the plan halts and keeps its worktree.
+    std::fs::write(
+        dir.join("gone.md"),
+        "---\ntitle: gone\nwaves:\n  - - {id: bad, worker: mason, prompt: \"write: x.txt x\\nfail\"}\n---\n",
+    )
+    .expect("write plan");
+    p.settle();
+    assert_eq!(super::super::plan::fixtures::show(&p, "gone")["status"], "halted");
+    let wt = p
+        .home
+        .join("worktrees")
+        .read_dir()
+        .expect("worktrees")
+        .flatten()
+        .next()
+        .expect("a project")
+        .path()
+        .join("task-gone-exec-wave-1-task-1");
+    assert!(wt.exists(), "the halted plan keeps its task's worktree");
+    assert!(!torn.join("teardown.txt").exists(), "not torn down while it is kept");
+    std::fs::remove_file(dir.join("gone.md")).expect("delete the plan");
+    let out = p.ok(&["gc", "--include-unmerged"]);
+    assert!(out.contains(&wt.display().to_string()), "{out}");
+    assert!(!wt.exists());
+    assert_eq!(std::fs::read_to_string(torn.join("teardown.txt")).expect("torn down"), "torn\n");
+    p.ok(&["gc", "--include-unmerged"]);
+    assert_eq!(std::fs::read_to_string(torn.join("teardown.txt")).expect("torn down"), "torn\n", "once");
+}
+
+/// The worktree `name` (`meeting-<id>`, `task-<slug>`) of the project under the home.
+fn worktree_of(p: &Project, name: &str) -> std::path::PathBuf {
+    p.home.join("worktrees").read_dir().expect("worktrees").flatten().next().expect("a project").path().join(name)
+}
+
+/// `first count` as the worker at `wt` wrote them.
+fn ports_at(wt: &std::path::Path) -> (u32, u32) {
+    let text = std::fs::read_to_string(wt.join("port.txt")).expect("port.txt");
+    let mut it = text.split_whitespace().map(|n| n.parse::<u32>().expect("a number"));
+    (it.next().expect("port"), it.next().expect("count"))
+}
+
+/// A meeting worker `host` whose turn writes its ports into `port.txt` and waits for `.go` in
+/// its worktree.
+fn host_worker(p: &Project) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = p.root.join(".lore/workers/host");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("worker.yaml"), "name: host\ndescription: a test meeting worker\ncommand: [\"./meet.sh\"]\nmeeting: [\"./meet.sh\"]\ncheckout: full\ncapabilities: [meeting]\n").expect("worker.yaml");
+    let meet = dir.join("meet.sh");
+    std::fs::write(&meet, "#!/bin/sh\nset -eu\necho \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f .go port.txt\nprintf '{\"type\":\"text_delta\",\"text\":\"served\"}\\n{\"type\":\"turn_end\"}\\n'\n").expect("meet.sh");
+    std::fs::set_permissions(&meet, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A meeting's turn and a wave task at work hold ports, and `meeting list` / `show` and
+/// `plan show` say which (text and JSON), as `status` does a commission's.
+#[test]
+fn a_meetings_turn_and_a_wave_tasks_ports_are_shown() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  ports: 2\n");
+    host_worker(&p);
+    p.ok(&["meeting", "start", "--worker", "host", "--id", "m"]);
+    let mut turn = p.cmd().args(["meeting", "send", "m", "serve"]).stdout(std::process::Stdio::null()).spawn().expect("a turn");
+    let wt = worktree_of(&p, "meeting-m");
+    wait_for("the meeting's worker to write its ports", || wt.join("port.txt").exists());
+    let (first, count) = ports_at(&wt);
+    assert_eq!(count, 2);
+    let want = serde_json::json!({"first": first, "count": 2});
+    let listed: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "list", "--json"])).expect("json");
+    assert_eq!(listed["meetings"][0]["ports"], want, "{listed}");
+    let shown: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    assert_eq!(shown["ports"], want, "{shown}");
+    let range = format!("{first}-{}", first + 1);
+    assert!(p.ok(&["meeting", "list"]).contains(&format!("ports {range}")));
+    assert!(p.ok(&["meeting", "show", "m"]).contains(&format!("ports     {range}")));
+    std::fs::write(wt.join(".go"), "").expect("go");
+    assert!(turn.wait().expect("the turn ends").success());
+    let shown: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
+    assert!(shown.get("ports").is_none(), "released when the turn ended: {shown}");
+
+    // A wave task at work: `plan show`, per task.
+    p.script_worker("server", "full", PORT_WAITER);
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("p.md"), "---\ntitle: p\nwaves:\n  - - {id: one, worker: server, prompt: serve}\n---\n").expect("write plan");
+    let wt = worktree_of(&p, "task-p-exec-wave-1-task-1");
+    p.pass_until("the task to write its ports", |_| wt.join("port.txt").exists());
+    let (first, count) = ports_at(&wt);
+    assert_eq!(count, 2);
+    let v = super::super::plan::fixtures::show(&p, "p");
+    assert_eq!(v["tasks"][0]["ports"], serde_json::json!({"first": first, "count": 2}), "{v}");
+    assert!(p.ok(&["plan", "show", "p"]).contains(&format!("ports {first}-{}", first + 1)));
+    std::fs::write(wt.join(".go"), "").expect("go");
+    p.settle();
+    let v = super::super::plan::fixtures::show(&p, "p");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert!(v["tasks"][0].get("ports").is_none(), "released when the task ended: {v}");
+}
+
+/// The board's rows of a meeting whose turn is at work and of a plan whose task is say their
+/// ports, as a commission's do.
+#[test]
+fn the_board_shows_a_meetings_and_a_plans_ports() {
+    let p = Project::new(&[]);
+    p.config("workspace:\n  ports: 2\n");
+    host_worker(&p);
+    p.script_worker("server", "full", PORT_WAITER);
+    p.ok(&["meeting", "start", "--worker", "host", "--id", "m"]);
+    let plans = p.root.join(".lore/plans");
+    std::fs::create_dir_all(&plans).expect("mkdir");
+    std::fs::write(plans.join("p.md"), "---\ntitle: p\nwaves:\n  - - {id: one, worker: server, prompt: serve}\n---\n").expect("write plan");
+    let out = crate::board::terminal::scenario(
+        &p,
+        r#"
+"$GH" meeting send m serve >/dev/null 2>&1 &
+meeting=$(ls -d "$GUILD_HALL_HOME"/worktrees/*/meeting-m)
+wait_for "the meeting's ports" test -s "$meeting/port.txt"
+task_ports() { test -s "$(ls -d "$GUILD_HALL_HOME"/worktrees/*)/task-p-exec-wave-1-task-1/port.txt"; }
+pass_until "the task's ports" task_ports
+echo "--- meeting"; cat "$meeting/port.txt"
+echo "--- task"; cat "$(ls -d "$GUILD_HALL_HOME"/worktrees/*)/task-p-exec-wave-1-task-1/port.txt"
+board NO_COLOR=1
+row_has m "ports "
+row_has p "ports "
+echo "--- board"; screen
+"#,
+    );
+    let first = |name: &str| section(&out, name).split_whitespace().next().and_then(|n| n.parse::<u32>().ok()).expect("a port");
+    let (m, t) = (first("meeting"), first("task"));
+    let board = section(&out, "board");
+    let row = |id: &str| board.lines().find(|l| l.contains(&format!(" {id} "))).unwrap_or_default().to_string();
+    assert!(row("m").contains(&format!("ports {m}-{}", m + 1)), "{out}");
+    assert!(row("p").contains(&format!("ports one {t}-{}", t + 1)), "{out}");
 }
