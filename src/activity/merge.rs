@@ -304,8 +304,8 @@ pub(crate) enum Landing {
     Merged(Option<Oid>),
     /// Not merged, and why (`kind`: `tampered`, `conflict`, `control-plane`, `bad-path`,
     /// `too-large`, `outside-checkout` or `merge-failed`); the worker's work is secured on its
-    /// branch.
-    Refused { kind: &'static str, reason: String },
+    /// branch. `conflicts`: the paths that conflicted (a `conflict`'s; else none).
+    Refused { kind: &'static str, reason: String, conflicts: Vec<String> },
     /// Not yet, and why ([`MergeOutcome::Waiting`]; a lock on the activity's branch too).
     Waiting(String),
     /// The worker's files could not even be committed to its branch (a full disk, say), and
@@ -362,11 +362,11 @@ pub(crate) fn land(
     if !secured.tampered.is_empty() {
         // Never merge what came out of a worktree that is no longer the one we made.
         let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {branch}", secured.tampered.join("; "));
-        return Landing::Refused { kind: "tampered", reason };
+        return Landing::Refused { kind: "tampered", reason, conflicts: Vec::new() };
     }
     if !secured.too_large.is_empty() {
         let reason = format!("too large to merge: {}; nothing merged, the rest of its work kept on {branch}", listing(&secured.too_large));
-        return Landing::Refused { kind: "too-large", reason };
+        return Landing::Refused { kind: "too-large", reason, conflicts: Vec::new() };
     }
     after_secure();
     if rec.sparse {
@@ -377,12 +377,12 @@ pub(crate) fn land(
                     "its worker saw only {SPARSE_CHECKOUT} (a sparse checkout) and changed paths outside it: {}; nothing merged, its work kept on {branch}",
                     listing(&paths)
                 );
-                return Landing::Refused { kind: "outside-checkout", reason };
+                return Landing::Refused { kind: "outside-checkout", reason, conflicts: Vec::new() };
             }
             Err(e) => {
                 let reason =
                     format!("could not tell what {branch} changes outside its sparse checkout: {e}; nothing merged, branch {branch} kept");
-                return Landing::Refused { kind: "merge-failed", reason };
+                return Landing::Refused { kind: "merge-failed", reason, conflicts: Vec::new() };
             }
         }
     }
@@ -399,6 +399,7 @@ pub(crate) fn land(
         Ok(MergeOutcome::Conflicts(paths)) => Landing::Refused {
             kind: "conflict",
             reason: format!("merge conflict in: {}; nothing merged, branch {branch} kept", paths.join(", ")),
+            conflicts: paths,
         },
         Ok(MergeOutcome::ControlPlane(paths)) => Landing::Refused {
             kind: "control-plane",
@@ -406,21 +407,90 @@ pub(crate) fn land(
                 "the worker changed the control plane: {} ({CONTROL_PLANE_RULE}); nothing merged, branch {branch} kept",
                 listing(&paths)
             ),
+            conflicts: Vec::new(),
         },
         Ok(MergeOutcome::BadPaths(paths)) => Landing::Refused {
             kind: "bad-path",
             reason: format!("its work holds paths git refuses to check out: {}; nothing merged, branch {branch} kept", listing(&paths)),
+            conflicts: Vec::new(),
         },
         Ok(MergeOutcome::TooLarge(what)) => Landing::Refused {
             kind: "too-large",
             reason: format!("too large to merge: {}; nothing merged, branch {branch} kept", listing(&what)),
+            conflicts: Vec::new(),
         },
         Ok(MergeOutcome::Waiting(why)) => Landing::Waiting(Reason::MergeWaiting(why).to_string()),
         Err(e) => Landing::Refused {
             kind: "merge-failed",
             reason: format!("the merge into {integration} failed: {e}; nothing merged, branch {branch} kept"),
+            conflicts: Vec::new(),
         },
     }
+}
+
+/// Bring the integration branch's tip into `activity` for a worker to resolve what conflicted:
+/// one two-parent merge commit on `activity` (its tip first), every conflicting file in it
+/// holding git's conflict markers (a file one side deleted: the side that kept it), made with
+/// guild-hall's identity and no hooks, carrying no trailer (it lands nothing). The squash of
+/// the worker's next result then starts from the integration tip and sees only its resolution.
+/// Nothing is done when `activity` holds the tip already (a dispatch run again after a crash):
+/// `None`; else the paths left with markers.
+pub(crate) fn merge_in_for_resolution(repo: &Repository, integration: &str, activity: &str) -> Result<Option<Vec<String>>> {
+    let int_commit = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
+    let act_commit = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
+    if int_commit.id() == act_commit.id() || repo.graph_descendant_of(act_commit.id(), int_commit.id())? {
+        return Ok(None);
+    }
+    let mut index = repo.merge_commits(&act_commit, &int_commit, None)?;
+    let mut marked = Vec::new();
+    if index.has_conflicts() {
+        let conflicts: Vec<_> = index.conflicts()?.collect::<std::result::Result<_, _>>()?;
+        for c in conflicts {
+            let Some(path) = c.our.as_ref().or(c.their.as_ref()).map(|e| String::from_utf8_lossy(&e.path).into_owned()) else {
+                continue;
+            };
+            let content = |e: &Option<git2::IndexEntry>| -> Result<Vec<u8>> {
+                Ok(match e {
+                    Some(e) => repo.find_blob(e.id)?.content().to_vec(),
+                    None => Vec::new(),
+                })
+            };
+            let is_file = |e: &Option<git2::IndexEntry>| e.as_ref().is_some_and(|e| e.mode & 0o170000 == 0o100000);
+            let blob = if is_file(&c.our) && is_file(&c.their) {
+                let (base, ours, theirs) = (content(&c.ancestor)?, content(&c.our)?, content(&c.their)?);
+                let (mut b, mut o, mut t) = (git2::MergeFileInput::new(), git2::MergeFileInput::new(), git2::MergeFileInput::new());
+                b.content(&base).path(path.as_str());
+                o.content(&ours).path(path.as_str());
+                t.content(&theirs).path(path.as_str());
+                let mut opts = git2::MergeFileOptions::new();
+                opts.our_label(activity).their_label(integration).ancestor_label("base");
+                let merged = git2::merge_file(&b, &o, &t, Some(&mut opts))?;
+                Some(repo.blob(merged.content())?)
+            } else {
+                // A symlink, or a file one side deleted: the side that has it, unmerged.
+                None
+            };
+            let Some(mut entry) = c.our.or(c.their) else { continue };
+            if let Some(blob) = blob {
+                entry.id = blob;
+                entry.file_size = repo.find_blob(blob).map_or(0, |b| u32::try_from(b.size()).unwrap_or(u32::MAX));
+            }
+            entry.flags &= !0x3000; // clear the conflict stage bits
+            index.remove_path(Path::new(&path))?;
+            index.add(&entry)?;
+            marked.push(path);
+        }
+    }
+    marked.sort();
+    marked.dedup();
+    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+    let sig = signature(repo)?;
+    let message = format!(
+        "guild-hall: merge {integration} into {activity}\n\nConflicts left for its worker to resolve: {}",
+        if marked.is_empty() { "none".to_string() } else { marked.join(", ") }
+    );
+    repo.commit(Some(&format!("refs/heads/{activity}")), &sig, &sig, &message, &tree, &[&act_commit, &int_commit])?;
+    Ok(Some(marked))
 }
 
 /// What a sparse worktree checks out, and so all a sparse attempt may change.

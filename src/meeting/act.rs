@@ -207,7 +207,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
                 json!({"branch": integration, "commit": commit, "from": branch}),
             ));
         }
-        Landing::Refused { kind, reason } => {
+        Landing::Refused { kind, reason, .. } => {
             update.events.push(timeline::event(&now, "anomaly", kind.to_string(), json!({"text": reason})));
             update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"));
             update.edits.push(Edit::Set("reason".into(), Value::String(format!("closed, not merged: {reason}"))));
