@@ -332,6 +332,14 @@ mod tests {
                 Reason::CheckFailed { command: "make".into(), ended: "exit code 2".into(), revisions: 2, then: AfterCheck::Fail },
                 "the check `make` failed (exit code 2) after 2 automatic revisions (max_revisions)",
             ),
+            (
+                Reason::Conflicted { paths: vec!["a.rs".into(), "b.rs".into()], revisions: 0 },
+                "its merge conflicted in: a.rs, b.rs; sent back to its worker with the integration branch merged in, the conflict markers left for it",
+            ),
+            (
+                Reason::Conflicted { paths: Vec::new(), revisions: 1 },
+                "its merge conflicted; sent back to its worker with the integration branch merged in, the conflict markers left for it",
+            ),
             (Reason::Rejected { branch: "b".into(), text: Some("no".into()) }, "rejected in review: no; its work is kept on b"),
             (Reason::Rejected { branch: "b".into(), text: None }, "rejected in review; its work is kept on b"),
             (Reason::Running { shim_pid: 42 }, "worker process running (shim pid 42)"),
