@@ -60,7 +60,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
             Ok(Outcome::Done)
         }
         Action::Finish { update, conflict, send_back, attempt, branch, summary } => {
-            finish(ctx, snapshot, update, (conflict, send_back.as_ref()), *attempt, branch, summary)
+            finish(ctx, snapshot, update, (conflict.as_ref(), send_back.as_deref()), *attempt, branch, summary)
         }
         Action::Cleanup { id, attempt, branch, why } => cleanup(ctx, id, *attempt, branch, why),
         Action::Hold { update, attempt, branch } => hold(ctx, update, *attempt, branch),

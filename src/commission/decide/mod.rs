@@ -34,7 +34,7 @@ pub enum Action {
     /// nothing can be merged, `conflict` (a failure) instead, its reason the landing's words —
     /// but a conflict outside `.lore/` with send-backs left is `send_back` (held in review, the
     /// paths put in its record and reason, to be sent back to its worker the next pass).
-    Finish { update: Update, conflict: Update, send_back: Option<Update>, attempt: u32, branch: String, summary: String },
+    Finish { update: Update, conflict: Box<Update>, send_back: Option<Box<Update>>, attempt: u32, branch: String, summary: String },
     /// Submitted, held for review: commit what is left in the worktree onto the branch, then
     /// `update` (status `review`), then remove the worktree.
     Hold { update: Update, attempt: u32, branch: String },
@@ -304,7 +304,7 @@ fn finish(s: &Snapshot, o: &Observed, step: Step<'_>, now: &str, why: Reason) ->
         attempt,
         summary: summary.to_string(),
         update: done.finish(),
-        conflict: conflict.finish(),
+        conflict: Box::new(conflict.finish()),
         send_back,
     }
 }

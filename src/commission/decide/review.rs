@@ -119,14 +119,14 @@ pub(super) fn start(st: &mut Step<'_>, revision: &Revision) {
 /// (`max_revisions`): the work held in review (secured on its branch already by the landing),
 /// its worker told — not a person. The landing adds the paths ([`crate::commission::act`]).
 /// `None`: none are left, and the conflict fails the commission as any refused merge does.
-pub(super) fn conflict_hold(s: &Snapshot, o: &Observed, step: &Step<'_>) -> Option<Update> {
+pub(super) fn conflict_hold(s: &Snapshot, o: &Observed, step: &Step<'_>) -> Option<Box<Update>> {
     let revisions = step.record.automatic_revisions();
     if revisions >= super::checks::max_revisions(s, o) {
         return None;
     }
     let mut held = step.clone();
     hold_because(&mut held, Reason::Conflicted { paths: Vec::new(), revisions });
-    Some(held.finish())
+    Some(Box::new(held.finish()))
 }
 
 /// In review after a conflict, its work secured and nothing asked of it by a person: the
