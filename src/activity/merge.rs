@@ -328,7 +328,8 @@ pub(crate) const CONTROL_PLANE_RULE: &str = "workers never change commissions, m
 /// Land an activity's work, the one way for every kind: commit what the worker left in its
 /// worktree onto its branch (by the record, never by what the worktree says), refuse a
 /// worktree that is no longer the one guild-hall made, then squash-merge the branch into the
-/// integration branch once (`trailer`). `after_secure` runs between the two (fault injection).
+/// integration branch once (`trailer`). `after_secure` runs between the two (fault injection,
+/// and the caller's own look at the secured branch: a refusal it returns merges nothing).
 /// Every way this can go wrong ends in a [`Landing`] whose text says what failed: a landing
 /// never errors out to be retried in silence.
 pub(crate) fn land(
@@ -338,7 +339,7 @@ pub(crate) fn land(
     integration: &str,
     messages: &Messages,
     limits: &MergeLimits,
-    after_secure: impl FnOnce(),
+    after_secure: impl FnOnce() -> Option<Landing>,
 ) -> Landing {
     let Messages { leftovers, merge: message, trailer } = messages;
     let branch = &rec.branch;
@@ -368,7 +369,9 @@ pub(crate) fn land(
         let reason = format!("too large to merge: {}; nothing merged, the rest of its work kept on {branch}", listing(&secured.too_large));
         return Landing::Refused { kind: "too-large", reason, conflicts: Vec::new() };
     }
-    after_secure();
+    if let Some(refused) = after_secure() {
+        return refused;
+    }
     if rec.sparse {
         match outside_sparse_checkout(project_root, integration, branch) {
             Ok(paths) if paths.is_empty() => {}
@@ -491,6 +494,23 @@ pub(crate) fn merge_in_for_resolution(repo: &Repository, integration: &str, acti
     );
     repo.commit(Some(&format!("refs/heads/{activity}")), &sig, &sig, &message, &tree, &[&act_commit, &int_commit])?;
     Ok(Some(marked))
+}
+
+/// Which of `paths` still hold conflict markers at `activity`'s tip (a line opening with
+/// `<<<<<<< ` and one with `>>>>>>> `): read from git's objects, never the worktree.
+pub(crate) fn markers_left(project_root: &Path, activity: &str, paths: &[String]) -> Result<Vec<String>> {
+    let repo = super::git::open(project_root)?;
+    let tree = repo.find_branch(activity, BranchType::Local)?.get().peel_to_tree()?;
+    let mut left = Vec::new();
+    for path in paths {
+        let Ok(entry) = tree.get_path(Path::new(path)) else { continue };
+        let Ok(blob) = repo.find_blob(entry.id()) else { continue };
+        let has = |marker: &[u8]| blob.content().split(|b| *b == b'\n').any(|line| line.starts_with(marker));
+        if has(b"<<<<<<< ") && has(b">>>>>>> ") {
+            left.push(path.clone());
+        }
+    }
+    Ok(left)
 }
 
 /// What a sparse worktree checks out, and so all a sparse attempt may change.

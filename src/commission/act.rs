@@ -378,7 +378,27 @@ fn finish(
     let leftovers = format!("guild-hall: work left in the worktree by {id} (attempt {attempt})");
     let messages = Messages { leftovers, merge: message, trailer };
     let limits = ctx.project.config.merge_limits();
-    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), ctx.integration(), &messages, &limits, || fault("finish", 1));
+    // An attempt sent back for a conflict lands only once the markers guild-hall left are gone
+    // from the files it named (else it is a conflict again: sent back, or failed).
+    let marked: Vec<String> = observed
+        .and_then(|o| o.record.as_ref()?.revision.as_ref().filter(|r| r.attempt == attempt && r.from == FeedbackFrom::Conflict))
+        .map(|r| r.feedback.iter().filter_map(|f| f.path.clone()).collect())
+        .unwrap_or_default();
+    let after_secure = || {
+        fault("finish", 1);
+        if marked.is_empty() {
+            return None;
+        }
+        match crate::activity::merge::markers_left(&ctx.project.root, branch, &marked) {
+            Ok(left) if !left.is_empty() => Some(Landing::Refused {
+                kind: "conflict",
+                reason: format!("conflict markers left unresolved in: {}; nothing merged, branch {branch} kept", left.join(", ")),
+                conflicts: left,
+            }),
+            _ => None,
+        }
+    };
+    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), ctx.integration(), &messages, &limits, after_secure);
     let merge_event = |commit: String| {
         timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
     };

@@ -196,7 +196,10 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     let integration = &ctx.project.config.integration_branch;
     let messages = Messages { leftovers, merge: message, trailer };
     let limits = ctx.project.config.merge_limits();
-    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), integration, &messages, &limits, || fault("close", 2));
+    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), integration, &messages, &limits, || {
+        fault("close", 2);
+        None
+    });
     match landing {
         Landing::Merged(oid) => {
             let commit = oid.map(|o| o.to_string()).unwrap_or_else(|| timeline::NOTHING_TO_MERGE.into());

@@ -124,3 +124,27 @@ fn a_pass_stopped_between_the_conflict_and_the_send_back_converges() {
         assert_eq!(merges.lines().count(), 1, "{fault}: one merge-in: {merges}");
     }
 }
+
+/// A worker that rewrites `shared.txt` on its first attempt and only submits after that.
+const LEAVES_MARKERS: &str = r#"if [ "$GUILD_HALL_ATTEMPT" -eq 1 ]; then echo "the worker's line" > shared.txt; fi
+"$GUILD_HALL_BIN" toolbox submit-result --summary "did attempt $GUILD_HALL_ATTEMPT""#;
+
+#[test]
+fn markers_left_unresolved_never_land() {
+    let p = project(LEAVES_MARKERS);
+    p.config("max_revisions: 1\n");
+    let tip_before = || git(&p.root, &["rev-parse", "claude/main"]);
+    conflict_before_the_merge_of(&p, 1);
+    let tip = tip_before();
+    p.settle();
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("failed"), Some(2)), "{s}");
+    let reason = s["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("conflict markers left unresolved in: shared.txt") && reason.contains("after 1 automatic revision"),
+        "{reason}"
+    );
+    assert_eq!(tip_before(), tip, "nothing merged");
+    assert_eq!(git(&p.root, &["show", "claude/main:shared.txt"]), "a person's line 1\n");
+    assert!(git(&p.root, &["show", "claude/commission/job:shared.txt"]).contains("<<<<<<<"));
+}
