@@ -280,7 +280,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
 fn finish(s: &Snapshot, o: &Observed, step: Step<'_>, now: &str, why: Reason) -> Action {
     let attempt = step.record.attempt;
     let (summary, artifacts) = step.result().unwrap_or(("", &[]));
-    let send_back = review::conflict_hold(s, o, &step);
+    let send_back = conflicts::hold(s, o, &step);
     let mut conflict = step.clone();
     conflict.go(Status::Failed, Reason::NotMerged);
     conflict.set("completed", Value::String(now.to_string()));
@@ -389,6 +389,7 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
 
 mod asking;
 mod checks;
+mod conflicts;
 mod deps;
 mod effect;
 mod liveness;
