@@ -762,3 +762,63 @@ fn status_in_the_way(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Re
     }
     Ok(touched)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit on `branch` (made if missing, from `parent`) whose tree is `files` (path, text).
+    fn commit(repo: &Repository, branch: &str, parent: Option<Oid>, files: &[(&str, &str)]) -> Oid {
+        let mut index = git2::Index::new().expect("index");
+        for (path, text) in files {
+            let id = repo.blob(text.as_bytes()).expect("blob");
+            let entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: 0o100644,
+                uid: 0,
+                gid: 0,
+                file_size: text.len() as u32,
+                id,
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_bytes().to_vec(),
+            };
+            index.add(&entry).expect("add");
+        }
+        let tree = repo.find_tree(index.write_tree_to(repo).expect("tree")).expect("tree");
+        let sig = git2::Signature::now("t", "t@example.com").expect("sig");
+        let parents: Vec<git2::Commit<'_>> = parent.map(|p| repo.find_commit(p).expect("parent")).into_iter().collect();
+        let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        repo.commit(Some(&format!("refs/heads/{branch}")), &sig, &sig, "c", &tree, &refs).expect("commit")
+    }
+
+    #[test]
+    fn the_integration_tip_is_merged_in_once_with_markers_in_what_conflicted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let base = commit(&repo, "int", None, &[("a.txt", "one\n"), ("gone.txt", "kept\n"), ("same.txt", "x\n")]);
+        repo.branch("act", &repo.find_commit(base).expect("base"), false).expect("branch");
+        let act =
+            commit(&repo, "act", Some(base), &[("a.txt", "the worker's\n"), ("gone.txt", "changed by the worker\n"), ("same.txt", "x\n")]);
+        let int = commit(&repo, "int", Some(base), &[("a.txt", "a person's\n"), ("same.txt", "x\n"), ("new.txt", "new\n")]);
+
+        let marked = merge_in_for_resolution(&repo, "int", "act").expect("merge").expect("merged");
+        assert_eq!(marked, ["a.txt", "gone.txt"]);
+        let tip = repo.find_branch("act", BranchType::Local).expect("act").get().peel_to_commit().expect("tip");
+        assert_eq!(tip.parent_ids().collect::<Vec<_>>(), [act, int], "a two-parent merge, the branch first");
+        let text = |path: &str| {
+            let entry = tip.tree().expect("tree").get_path(Path::new(path)).expect(path).id();
+            String::from_utf8(repo.find_blob(entry).expect("blob").content().to_vec()).expect("utf8")
+        };
+        let a = text("a.txt");
+        assert!(a.contains("<<<<<<< act") && a.contains("the worker's") && a.contains("a person's") && a.contains(">>>>>>> int"), "{a}");
+        assert_eq!(text("gone.txt"), "changed by the worker\n", "deleted on one side: the side that kept it");
+        assert_eq!(text("new.txt"), "new\n");
+        assert_eq!(markers_left(dir.path(), "act", &["a.txt".into(), "gone.txt".into(), "missing.txt".into()]).expect("look"), ["a.txt"]);
+        // Done once: the tip is on the branch now.
+        assert_eq!(merge_in_for_resolution(&repo, "int", "act").expect("again"), None);
+    }
+}
