@@ -163,7 +163,7 @@ proptest! {
     fn odd_artifacts_never_panic_and_writes_stay_surgical(text in artifact_text(), recorded in status(), alive in any::<bool>()) {
         let path = PathBuf::from(".lore/commissions/fuzz.md");
         let Ok(c) = Commission::parse(&path, &text) else { return Ok(()) };
-        let record = recorded.map(|status| Record { status, prev: None, attempt: 1, term_sent_at: None, created: None, stopping: None, given: None, revision: None });
+        let record = recorded.map(|status| Record { status, prev: None, attempt: 1, term_sent_at: None, created: None, stopping: None, given: None, revision: None, conflict: None });
         let original = c.clone();
         let mut o = Observed::new(c, record);
         if alive {

@@ -304,8 +304,8 @@ pub(crate) enum Landing {
     Merged(Option<Oid>),
     /// Not merged, and why (`kind`: `tampered`, `conflict`, `control-plane`, `bad-path`,
     /// `too-large`, `outside-checkout` or `merge-failed`); the worker's work is secured on its
-    /// branch.
-    Refused { kind: &'static str, reason: String },
+    /// branch. `conflicts`: the paths that conflicted (a `conflict`'s; else none).
+    Refused { kind: &'static str, reason: String, conflicts: Vec<String> },
     /// Not yet, and why ([`MergeOutcome::Waiting`]; a lock on the activity's branch too).
     Waiting(String),
     /// The worker's files could not even be committed to its branch (a full disk, say), and
@@ -328,7 +328,8 @@ pub(crate) const CONTROL_PLANE_RULE: &str = "workers never change commissions, m
 /// Land an activity's work, the one way for every kind: commit what the worker left in its
 /// worktree onto its branch (by the record, never by what the worktree says), refuse a
 /// worktree that is no longer the one guild-hall made, then squash-merge the branch into the
-/// integration branch once (`trailer`). `after_secure` runs between the two (fault injection).
+/// integration branch once (`trailer`). `after_secure` runs between the two (fault injection,
+/// and the caller's own look at the secured branch: a refusal it returns merges nothing).
 /// Every way this can go wrong ends in a [`Landing`] whose text says what failed: a landing
 /// never errors out to be retried in silence.
 pub(crate) fn land(
@@ -338,7 +339,7 @@ pub(crate) fn land(
     integration: &str,
     messages: &Messages,
     limits: &MergeLimits,
-    after_secure: impl FnOnce(),
+    after_secure: impl FnOnce() -> Option<Landing>,
 ) -> Landing {
     let Messages { leftovers, merge: message, trailer } = messages;
     let branch = &rec.branch;
@@ -362,13 +363,15 @@ pub(crate) fn land(
     if !secured.tampered.is_empty() {
         // Never merge what came out of a worktree that is no longer the one we made.
         let reason = format!("worktree tampered with: {}; nothing merged, its files kept on {branch}", secured.tampered.join("; "));
-        return Landing::Refused { kind: "tampered", reason };
+        return Landing::Refused { kind: "tampered", reason, conflicts: Vec::new() };
     }
     if !secured.too_large.is_empty() {
         let reason = format!("too large to merge: {}; nothing merged, the rest of its work kept on {branch}", listing(&secured.too_large));
-        return Landing::Refused { kind: "too-large", reason };
+        return Landing::Refused { kind: "too-large", reason, conflicts: Vec::new() };
     }
-    after_secure();
+    if let Some(refused) = after_secure() {
+        return refused;
+    }
     if rec.sparse {
         match outside_sparse_checkout(project_root, integration, branch) {
             Ok(paths) if paths.is_empty() => {}
@@ -377,12 +380,12 @@ pub(crate) fn land(
                     "its worker saw only {SPARSE_CHECKOUT} (a sparse checkout) and changed paths outside it: {}; nothing merged, its work kept on {branch}",
                     listing(&paths)
                 );
-                return Landing::Refused { kind: "outside-checkout", reason };
+                return Landing::Refused { kind: "outside-checkout", reason, conflicts: Vec::new() };
             }
             Err(e) => {
                 let reason =
                     format!("could not tell what {branch} changes outside its sparse checkout: {e}; nothing merged, branch {branch} kept");
-                return Landing::Refused { kind: "merge-failed", reason };
+                return Landing::Refused { kind: "merge-failed", reason, conflicts: Vec::new() };
             }
         }
     }
@@ -399,6 +402,7 @@ pub(crate) fn land(
         Ok(MergeOutcome::Conflicts(paths)) => Landing::Refused {
             kind: "conflict",
             reason: format!("merge conflict in: {}; nothing merged, branch {branch} kept", paths.join(", ")),
+            conflicts: paths,
         },
         Ok(MergeOutcome::ControlPlane(paths)) => Landing::Refused {
             kind: "control-plane",
@@ -406,21 +410,107 @@ pub(crate) fn land(
                 "the worker changed the control plane: {} ({CONTROL_PLANE_RULE}); nothing merged, branch {branch} kept",
                 listing(&paths)
             ),
+            conflicts: Vec::new(),
         },
         Ok(MergeOutcome::BadPaths(paths)) => Landing::Refused {
             kind: "bad-path",
             reason: format!("its work holds paths git refuses to check out: {}; nothing merged, branch {branch} kept", listing(&paths)),
+            conflicts: Vec::new(),
         },
         Ok(MergeOutcome::TooLarge(what)) => Landing::Refused {
             kind: "too-large",
             reason: format!("too large to merge: {}; nothing merged, branch {branch} kept", listing(&what)),
+            conflicts: Vec::new(),
         },
         Ok(MergeOutcome::Waiting(why)) => Landing::Waiting(Reason::MergeWaiting(why).to_string()),
         Err(e) => Landing::Refused {
             kind: "merge-failed",
             reason: format!("the merge into {integration} failed: {e}; nothing merged, branch {branch} kept"),
+            conflicts: Vec::new(),
         },
     }
+}
+
+/// Bring the integration branch's tip into `activity` for a worker to resolve what conflicted:
+/// one two-parent merge commit on `activity` (its tip first), every conflicting file in it
+/// holding git's conflict markers (a file one side deleted: the side that kept it), made with
+/// guild-hall's identity and no hooks, carrying no trailer (it lands nothing). The squash of
+/// the worker's next result then starts from the integration tip and sees only its resolution.
+/// Nothing is done when `activity` holds the tip already (a dispatch run again after a crash):
+/// `None`; else the paths left with markers.
+pub(crate) fn merge_in_for_resolution(repo: &Repository, integration: &str, activity: &str) -> Result<Option<Vec<String>>> {
+    let int_commit = repo.find_branch(integration, BranchType::Local)?.get().peel_to_commit()?;
+    let act_commit = repo.find_branch(activity, BranchType::Local)?.get().peel_to_commit()?;
+    if int_commit.id() == act_commit.id() || repo.graph_descendant_of(act_commit.id(), int_commit.id())? {
+        return Ok(None);
+    }
+    let mut index = repo.merge_commits(&act_commit, &int_commit, None)?;
+    let mut marked = Vec::new();
+    if index.has_conflicts() {
+        let conflicts: Vec<_> = index.conflicts()?.collect::<std::result::Result<_, _>>()?;
+        for c in conflicts {
+            let Some(path) = c.our.as_ref().or(c.their.as_ref()).map(|e| String::from_utf8_lossy(&e.path).into_owned()) else {
+                continue;
+            };
+            let content = |e: &Option<git2::IndexEntry>| -> Result<Vec<u8>> {
+                Ok(match e {
+                    Some(e) => repo.find_blob(e.id)?.content().to_vec(),
+                    None => Vec::new(),
+                })
+            };
+            let is_file = |e: &Option<git2::IndexEntry>| e.as_ref().is_some_and(|e| e.mode & 0o170000 == 0o100000);
+            let blob = if is_file(&c.our) && is_file(&c.their) {
+                let (base, ours, theirs) = (content(&c.ancestor)?, content(&c.our)?, content(&c.their)?);
+                let (mut b, mut o, mut t) = (git2::MergeFileInput::new(), git2::MergeFileInput::new(), git2::MergeFileInput::new());
+                b.content(&base).path(path.as_str());
+                o.content(&ours).path(path.as_str());
+                t.content(&theirs).path(path.as_str());
+                let mut opts = git2::MergeFileOptions::new();
+                opts.our_label(activity).their_label(integration).ancestor_label("base");
+                let merged = git2::merge_file(&b, &o, &t, Some(&mut opts))?;
+                Some(repo.blob(merged.content())?)
+            } else {
+                // A symlink, or a file one side deleted: the side that has it, unmerged.
+                None
+            };
+            let Some(mut entry) = c.our.or(c.their) else { continue };
+            if let Some(blob) = blob {
+                entry.id = blob;
+                entry.file_size = repo.find_blob(blob).map_or(0, |b| u32::try_from(b.size()).unwrap_or(u32::MAX));
+            }
+            entry.flags &= !0x3000; // clear the conflict stage bits
+            index.remove_path(Path::new(&path))?;
+            index.add(&entry)?;
+            marked.push(path);
+        }
+    }
+    marked.sort();
+    marked.dedup();
+    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+    let sig = signature(repo)?;
+    let message = format!(
+        "guild-hall: merge {integration} into {activity}\n\nConflicts left for its worker to resolve: {}",
+        if marked.is_empty() { "none".to_string() } else { marked.join(", ") }
+    );
+    repo.commit(Some(&format!("refs/heads/{activity}")), &sig, &sig, &message, &tree, &[&act_commit, &int_commit])?;
+    Ok(Some(marked))
+}
+
+/// Which of `paths` still hold conflict markers at `activity`'s tip (a line opening with
+/// `<<<<<<< ` and one with `>>>>>>> `): read from git's objects, never the worktree.
+pub(crate) fn markers_left(project_root: &Path, activity: &str, paths: &[String]) -> Result<Vec<String>> {
+    let repo = super::git::open(project_root)?;
+    let tree = repo.find_branch(activity, BranchType::Local)?.get().peel_to_tree()?;
+    let mut left = Vec::new();
+    for path in paths {
+        let Ok(entry) = tree.get_path(Path::new(path)) else { continue };
+        let Ok(blob) = repo.find_blob(entry.id()) else { continue };
+        let has = |marker: &[u8]| blob.content().split(|b| *b == b'\n').any(|line| line.starts_with(marker));
+        if has(b"<<<<<<< ") && has(b">>>>>>> ") {
+            left.push(path.clone());
+        }
+    }
+    Ok(left)
 }
 
 /// What a sparse worktree checks out, and so all a sparse attempt may change.
@@ -671,4 +761,64 @@ fn status_in_the_way(wt: &Path, paths: &[String], target: &git2::Tree<'_>) -> Re
         }
     }
     Ok(touched)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit on `branch` (made if missing, from `parent`) whose tree is `files` (path, text).
+    fn commit(repo: &Repository, branch: &str, parent: Option<Oid>, files: &[(&str, &str)]) -> Oid {
+        let mut index = git2::Index::new().expect("index");
+        for (path, text) in files {
+            let id = repo.blob(text.as_bytes()).expect("blob");
+            let entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: 0o100644,
+                uid: 0,
+                gid: 0,
+                file_size: text.len() as u32,
+                id,
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_bytes().to_vec(),
+            };
+            index.add(&entry).expect("add");
+        }
+        let tree = repo.find_tree(index.write_tree_to(repo).expect("tree")).expect("tree");
+        let sig = git2::Signature::now("t", "t@example.com").expect("sig");
+        let parents: Vec<git2::Commit<'_>> = parent.map(|p| repo.find_commit(p).expect("parent")).into_iter().collect();
+        let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        repo.commit(Some(&format!("refs/heads/{branch}")), &sig, &sig, "c", &tree, &refs).expect("commit")
+    }
+
+    #[test]
+    fn the_integration_tip_is_merged_in_once_with_markers_in_what_conflicted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let base = commit(&repo, "int", None, &[("a.txt", "one\n"), ("gone.txt", "kept\n"), ("same.txt", "x\n")]);
+        repo.branch("act", &repo.find_commit(base).expect("base"), false).expect("branch");
+        let act =
+            commit(&repo, "act", Some(base), &[("a.txt", "the worker's\n"), ("gone.txt", "changed by the worker\n"), ("same.txt", "x\n")]);
+        let int = commit(&repo, "int", Some(base), &[("a.txt", "a person's\n"), ("same.txt", "x\n"), ("new.txt", "new\n")]);
+
+        let marked = merge_in_for_resolution(&repo, "int", "act").expect("merge").expect("merged");
+        assert_eq!(marked, ["a.txt", "gone.txt"]);
+        let tip = repo.find_branch("act", BranchType::Local).expect("act").get().peel_to_commit().expect("tip");
+        assert_eq!(tip.parent_ids().collect::<Vec<_>>(), [act, int], "a two-parent merge, the branch first");
+        let text = |path: &str| {
+            let entry = tip.tree().expect("tree").get_path(Path::new(path)).expect(path).id();
+            String::from_utf8(repo.find_blob(entry).expect("blob").content().to_vec()).expect("utf8")
+        };
+        let a = text("a.txt");
+        assert!(a.contains("<<<<<<< act") && a.contains("the worker's") && a.contains("a person's") && a.contains(">>>>>>> int"), "{a}");
+        assert_eq!(text("gone.txt"), "changed by the worker\n", "deleted on one side: the side that kept it");
+        assert_eq!(text("new.txt"), "new\n");
+        assert_eq!(markers_left(dir.path(), "act", &["a.txt".into(), "gone.txt".into(), "missing.txt".into()]).expect("look"), ["a.txt"]);
+        // Done once: the tip is on the branch now.
+        assert_eq!(merge_in_for_resolution(&repo, "int", "act").expect("again"), None);
+    }
 }

@@ -63,6 +63,10 @@ pub(crate) enum Reason {
     /// A `checks:` command failed after submit (`command`, how it `ended`), with
     /// `revisions` automatic send-backs made already: what comes of it.
     CheckFailed { command: String, ended: String, revisions: u32, then: AfterCheck },
+    /// Its squash merge conflicted outside `.lore/` on `paths` (empty: not yet known), with
+    /// `revisions` automatic send-backs made already: held to be sent back to its worker with
+    /// the integration branch merged in.
+    Conflicted { paths: Vec<String>, revisions: u32 },
     /// A person rejected the work in review (with their words, if any): its branch is kept.
     Rejected { branch: String, text: Option<String> },
     /// Its worker's shim is running, with this pid.
@@ -203,6 +207,14 @@ impl fmt::Display for Reason {
                     ),
                 }
             }
+            Reason::Conflicted { paths, revisions: _ } if paths.is_empty() => f.write_str(
+                "its merge conflicted; sent back to its worker with the integration branch merged in, the conflict markers left for it",
+            ),
+            Reason::Conflicted { paths, revisions: _ } => write!(
+                f,
+                "its merge conflicted in: {}; sent back to its worker with the integration branch merged in, the conflict markers left for it",
+                paths.join(", ")
+            ),
             Reason::Rejected { branch, text: Some(t) } => write!(f, "rejected in review: {t}; its work is kept on {branch}"),
             Reason::Rejected { branch, text: None } => write!(f, "rejected in review; its work is kept on {branch}"),
             Reason::Submitted => f.write_str("submitted"),
@@ -319,6 +331,14 @@ mod tests {
             (
                 Reason::CheckFailed { command: "make".into(), ended: "exit code 2".into(), revisions: 2, then: AfterCheck::Fail },
                 "the check `make` failed (exit code 2) after 2 automatic revisions (max_revisions)",
+            ),
+            (
+                Reason::Conflicted { paths: vec!["a.rs".into(), "b.rs".into()], revisions: 0 },
+                "its merge conflicted in: a.rs, b.rs; sent back to its worker with the integration branch merged in, the conflict markers left for it",
+            ),
+            (
+                Reason::Conflicted { paths: Vec::new(), revisions: 1 },
+                "its merge conflicted; sent back to its worker with the integration branch merged in, the conflict markers left for it",
             ),
             (Reason::Rejected { branch: "b".into(), text: Some("no".into()) }, "rejected in review: no; its work is kept on b"),
             (Reason::Rejected { branch: "b".into(), text: None }, "rejected in review; its work is kept on b"),

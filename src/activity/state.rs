@@ -46,6 +46,17 @@ pub struct Record {
     /// revises, with the feedback its prompt was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) revision: Option<Box<crate::artifact::commission::Revision>>,
+    /// The latest attempt's squash merge conflicted outside `.lore/` on these paths: its work
+    /// is held in review to be sent back to its worker with the integration tip merged in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) conflict: Option<Conflicted>,
+}
+
+/// A squash merge that conflicted: of which attempt, on which paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Conflicted {
+    pub(crate) attempt: u32,
+    pub(crate) paths: Vec<String>,
 }
 
 impl Record {

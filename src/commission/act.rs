@@ -14,6 +14,7 @@ use crate::activity::names::{self, ActivityKind};
 use crate::activity::state::StateDir;
 use crate::activity::timeline;
 use crate::activity::worktree::{self, WorktreeRecord};
+use crate::artifact::commission::FeedbackFrom;
 use crate::artifact::store::content_hash;
 use crate::artifact::write::Edit;
 use crate::commission::decide::{timestamp, Action, Sig, Update};
@@ -58,7 +59,9 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
             shim::kill_leftovers(run, pids)?;
             Ok(Outcome::Done)
         }
-        Action::Finish { update, conflict, attempt, branch, summary } => finish(ctx, snapshot, update, conflict, *attempt, branch, summary),
+        Action::Finish { update, conflict, send_back, attempt, branch, summary } => {
+            finish(ctx, snapshot, update, (conflict.as_ref(), send_back.as_deref()), *attempt, branch, summary)
+        }
         Action::Cleanup { id, attempt, branch, why } => cleanup(ctx, id, *attempt, branch, why),
         Action::Hold { update, attempt, branch } => hold(ctx, update, *attempt, branch),
         Action::Heartbeat { id, beat } => {
@@ -202,16 +205,29 @@ fn dispatch(
     };
     let repo = git::open(&ctx.project.root)?;
     git::ensure_branch(&repo, branch, ctx.integration())?;
-    fault("dispatch", 2);
-    let wt = ctx.home.worktree(&ctx.project.name, id);
-    let rec = worktree::add_worktree(&ctx.project.root, &wt, branch, pkg.manifest.checkout == Checkout::Sparse)?;
-    write_json(&state.worktree(), &rec)?;
-    fault("dispatch", 3);
-
     // A revision's prompt carries the feedback on the attempt it revises (in its record: the
     // update's, or as recorded when a resumed dispatch finds it).
     let record = update.record.as_ref().or(commission.record.as_ref());
     let revision = record.and_then(|r| r.revision.as_ref()).filter(|r| r.attempt == attempt);
+    let wt = ctx.home.worktree(&ctx.project.name, id);
+    if revision.is_some_and(|r| r.from == FeedbackFrom::Conflict) && std::fs::symlink_metadata(&wt).is_err() {
+        // Sent back for a conflict: the integration tip merged into the branch before the
+        // worktree is made from it, the markers in the files it checks out (done once: a
+        // dispatch run again finds the tip on the branch, or the worktree made already).
+        if let Some(paths) = crate::activity::merge::merge_in_for_resolution(&repo, ctx.integration(), branch)? {
+            let text =
+                format!("{} merged into {branch} for attempt {attempt}; conflict markers left in: {}", ctx.integration(), paths.join(", "));
+            let now = timestamp(chrono::Utc::now());
+            let event =
+                timeline::event(&now, "merge-in", format!("merge-in:{attempt}"), json!({"text": text, "paths": paths, "attempt": attempt}));
+            timeline::append(&timeline::path_for(&ctx.project.commission_path(id)), &[event])?;
+        }
+    }
+    fault("dispatch", 2);
+    let rec = worktree::add_worktree(&ctx.project.root, &wt, branch, pkg.manifest.checkout == Checkout::Sparse)?;
+    write_json(&state.worktree(), &rec)?;
+    fault("dispatch", 3);
+
     let prompt = match revision {
         Some(r) => format!("{}{}", commission.artifact.body.trim_end(), r.prompt_section()),
         None => commission.artifact.body.clone(),
@@ -322,11 +338,13 @@ fn hold(ctx: &Ctx<'_, Catalog>, update: &Update, attempt: u32, branch: &str) -> 
     Ok(outcome)
 }
 
+/// `refused`: the failure for work that cannot be merged, and the hold that sends a conflict
+/// back to its worker, when send-backs are left.
 fn finish(
     ctx: &Ctx<'_, Catalog>,
     snapshot: &Snapshot,
     update: &Update,
-    conflict: &Update,
+    refused: (&Update, Option<&Update>),
     attempt: u32,
     branch: &str,
     summary: &str,
@@ -338,6 +356,7 @@ fn finish(
     // Not merged: the commission fails, saying why, in `reason:` and the timeline. The
     // worktree goes only once the work is secured on the branch (`secured`); until then the
     // cleanup of a failed commission tries again.
+    let (conflict, send_back) = refused;
     let fail = |reason: String, kind: &str, secured: bool| -> Result<Outcome> {
         let mut failed = conflict.clone();
         failed.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
@@ -359,7 +378,27 @@ fn finish(
     let leftovers = format!("guild-hall: work left in the worktree by {id} (attempt {attempt})");
     let messages = Messages { leftovers, merge: message, trailer };
     let limits = ctx.project.config.merge_limits();
-    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), ctx.integration(), &messages, &limits, || fault("finish", 1));
+    // An attempt sent back for a conflict lands only once the markers guild-hall left are gone
+    // from the files it named (else it is a conflict again: sent back, or failed).
+    let marked: Vec<String> = observed
+        .and_then(|o| o.record.as_ref()?.revision.as_ref().filter(|r| r.attempt == attempt && r.from == FeedbackFrom::Conflict))
+        .map(|r| r.feedback.iter().filter_map(|f| f.path.clone()).collect())
+        .unwrap_or_default();
+    let after_secure = || {
+        fault("finish", 1);
+        if marked.is_empty() {
+            return None;
+        }
+        match crate::activity::merge::markers_left(&ctx.project.root, branch, &marked) {
+            Ok(left) if !left.is_empty() => Some(Landing::Refused {
+                kind: "conflict",
+                reason: format!("conflict markers left unresolved in: {}; nothing merged, branch {branch} kept", left.join(", ")),
+                conflicts: left,
+            }),
+            _ => None,
+        }
+    };
+    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), ctx.integration(), &messages, &limits, after_secure);
     let merge_event = |commit: String| {
         timeline::event(&now, "merge", format!("merge:{attempt}"), json!({"branch": ctx.integration(), "commit": commit, "from": branch}))
     };
@@ -371,7 +410,25 @@ fn finish(
         Landing::Merged(oid) => {
             done.events.push(merge_event(oid.map(|o| o.to_string()).unwrap_or_else(|| timeline::NOTHING_TO_MERGE.into())))
         }
-        Landing::Refused { kind, reason } => return fail(reason, kind, true),
+        Landing::Refused { kind: "conflict", reason, conflicts } => {
+            let outside: Vec<String> = conflicts.iter().filter(|p| !p.starts_with(".lore/")).cloned().collect();
+            return match send_back {
+                Some(held) if !outside.is_empty() => {
+                    let recorded = observed.and_then(|o| o.record.clone());
+                    send_conflict_back(ctx, held, recorded, &rec, (attempt, conflicts), &now)
+                }
+                _ => {
+                    let revisions = observed.and_then(|o| o.record.as_ref()).map_or(0, |r| r.automatic_revisions());
+                    let reason = if revisions > 0 && !outside.is_empty() {
+                        format!("{reason} (after {} (max_revisions))", timeline::counted(revisions as usize, "automatic revision"))
+                    } else {
+                        reason
+                    };
+                    fail(reason, "conflict", true)
+                }
+            };
+        }
+        Landing::Refused { kind, reason, .. } => return fail(reason, kind, true),
         Landing::Unsecured(reason) => return fail(reason, "unsecured", false),
         Landing::Waiting(text) => {
             let path = ctx.project.commission_path(id);
@@ -391,6 +448,43 @@ fn finish(
     let outcome = apply_update(ctx, &done)?;
     fault("finish", 3);
     crate::worker::workspace::remove_worktree(&state, &rec)?;
+    let _ = std::fs::remove_dir_all(state.objects());
+    Ok(outcome)
+}
+
+/// A squash merge that conflicted outside `.lore/`, send-backs left: the work (secured on its
+/// branch by the landing) held in review, the paths in its record, `reason:` and timeline; then
+/// the worktree removed. The next pass sends it back ([`crate::commission::decide`]). A pass
+/// killed before the update merges again (and conflicts again); after it, finds it held.
+fn send_conflict_back(
+    ctx: &Ctx<'_, Catalog>,
+    held: &Update,
+    recorded: Option<crate::activity::state::Record>,
+    rec: &WorktreeRecord,
+    (attempt, paths): (u32, Vec<String>),
+    now: &str,
+) -> Result<Outcome> {
+    let id = &held.id;
+    let mut held = held.clone();
+    let reason = crate::activity::reason::Reason::Conflicted { paths: paths.clone(), revisions: 0 }.to_string();
+    held.edits.retain(|e| !matches!(e, Edit::Set(k, _) if k == "reason"));
+    held.edits.push(Edit::Set("reason".into(), Value::String(reason.clone())));
+    held.events.push(timeline::event(
+        now,
+        "conflict",
+        format!("conflict:{attempt}"),
+        json!({"text": reason, "paths": paths, "attempt": attempt}),
+    ));
+    let mut record = held.record.clone().or(recorded).context("no record for the conflicting attempt")?;
+    record.conflict = Some(crate::activity::state::Conflicted { attempt, paths });
+    held.record = Some(record);
+    fault("finish", 4);
+    let outcome = apply_update(ctx, &held)?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
+    let state = state_dir(ctx, id);
+    crate::worker::workspace::remove_worktree(&state, rec)?;
     let _ = std::fs::remove_dir_all(state.objects());
     Ok(outcome)
 }

@@ -196,7 +196,10 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
     let integration = &ctx.project.config.integration_branch;
     let messages = Messages { leftovers, merge: message, trailer };
     let limits = ctx.project.config.merge_limits();
-    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), integration, &messages, &limits, || fault("close", 2));
+    let landing = land(&ctx.project.root, &rec, Some(&state.objects()), integration, &messages, &limits, || {
+        fault("close", 2);
+        None
+    });
     match landing {
         Landing::Merged(oid) => {
             let commit = oid.map(|o| o.to_string()).unwrap_or_else(|| timeline::NOTHING_TO_MERGE.into());
@@ -207,7 +210,7 @@ fn close(ctx: &Ctx<'_, Catalog>, update: &Update, branch: &str, notes_written: b
                 json!({"branch": integration, "commit": commit, "from": branch}),
             ));
         }
-        Landing::Refused { kind, reason } => {
+        Landing::Refused { kind, reason, .. } => {
             update.events.push(timeline::event(&now, "anomaly", kind.to_string(), json!({"text": reason})));
             update.edits.retain(|e| !matches!(e, Edit::Set(k, _) | Edit::Remove(k) if k == "reason"));
             update.edits.push(Edit::Set("reason".into(), Value::String(format!("closed, not merged: {reason}"))));

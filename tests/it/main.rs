@@ -48,6 +48,7 @@ mod cli {
 mod commission {
     mod asking;
     mod checks;
+    mod conflicts;
     mod crashes_and_bad_input;
     mod dependency_cycles;
     mod lifecycle;

@@ -53,7 +53,9 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         Status::Draft => Effect::None,
         Status::Pending | Status::Blocked => waiting(s, o, &mut st, cycles, wants_dispatch),
         Status::Dispatched | Status::InProgress => at_work(s, o, &mut st),
-        Status::Review => super::checks::send_back(s, o, &st).unwrap_or_else(|| super::review::in_review(o, &mut st)),
+        Status::Review => super::checks::send_back(s, o, &st)
+            .or_else(|| super::conflicts::send_back(s, o, &st))
+            .unwrap_or_else(|| super::review::in_review(o, &mut st)),
         Status::Cancelled | Status::Failed | Status::Completed => ended(s, o, &mut st),
     };
     stop_follows_processes(o, &mut st);
@@ -128,6 +130,7 @@ fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
                 stopping: None,
                 given: None,
                 revision: None,
+                conflict: None,
             };
         }
         None => match art {
@@ -173,6 +176,7 @@ fn as_written(o: &Observed, st: &mut Step<'_>, now: &str) {
                 stopping: None,
                 given: None,
                 revision: None,
+                conflict: None,
             };
         }
         Some(r) => request(o, r, st),

@@ -30,9 +30,11 @@ pub enum Action {
     Dequeue { id: String, attempt: u32, update: Update },
     /// The shim is gone but processes of its attempt are not: kill them (nothing else).
     KillLeftovers { id: String, run: RunInfo, pids: Vec<i32> },
-    /// Completion: commit leftovers, squash-merge, remove the worktree, then `update`; on a
-    /// conflict outside `.lore/`, `conflict` (a failure) instead, its reason naming the paths.
-    Finish { update: Update, conflict: Update, attempt: u32, branch: String, summary: String },
+    /// Completion: commit leftovers, squash-merge, remove the worktree, then `update`; when
+    /// nothing can be merged, `conflict` (a failure) instead, its reason the landing's words —
+    /// but a conflict outside `.lore/` with send-backs left is `send_back` (held in review, the
+    /// paths put in its record and reason, to be sent back to its worker the next pass).
+    Finish { update: Update, conflict: Box<Update>, send_back: Option<Box<Update>>, attempt: u32, branch: String, summary: String },
     /// Submitted, held for review: commit what is left in the worktree onto the branch, then
     /// `update` (status `review`), then remove the worktree.
     Hold { update: Update, attempt: u32, branch: String },
@@ -227,8 +229,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
                     update: step.finish(),
                 });
             }
-            Effect::Finish => actions.push(finish(o, step, &now, Reason::ResultSubmitted)),
-            Effect::Approve => actions.push(finish(o, step, &now, Reason::Approved)),
+            Effect::Finish => actions.push(finish(s, o, step, &now, Reason::ResultSubmitted)),
+            Effect::Approve => actions.push(finish(s, o, step, &now, Reason::Approved)),
             Effect::Revise(revision) => {
                 // Started as capacity allows, like any dispatch (asked for: `dispatch: manual`
                 // does not hold it back).
@@ -273,11 +275,12 @@ pub fn decide(s: &Snapshot) -> Decisions {
     Decisions { actions, settled, busy, cycles }
 }
 
-/// A result submitted: the update for the merge that completes the commission, and the one for
-/// a merge that conflicts (a failure), in one action.
-fn finish(o: &Observed, step: Step<'_>, now: &str, why: Reason) -> Action {
+/// A result submitted: the update for the merge that completes the commission, the one for a
+/// merge refused (a failure), and the one for a conflict sent back, in one action.
+fn finish(s: &Snapshot, o: &Observed, step: Step<'_>, now: &str, why: Reason) -> Action {
     let attempt = step.record.attempt;
     let (summary, artifacts) = step.result().unwrap_or(("", &[]));
+    let send_back = conflicts::hold(s, o, &step);
     let mut conflict = step.clone();
     conflict.go(Status::Failed, Reason::NotMerged);
     conflict.set("completed", Value::String(now.to_string()));
@@ -301,7 +304,8 @@ fn finish(o: &Observed, step: Step<'_>, now: &str, why: Reason) -> Action {
         attempt,
         summary: summary.to_string(),
         update: done.finish(),
-        conflict: conflict.finish(),
+        conflict: Box::new(conflict.finish()),
+        send_back,
     }
 }
 
@@ -328,6 +332,7 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut
             step.record.stopping = None;
             step.record.given = Some(Given::new(attempt, step.o.artifact.title.as_deref(), &step.o.artifact.body));
             step.record.revision = Some(Box::new(revision));
+            step.record.conflict = None;
             step.set("attempt", Value::from(attempt));
             step.set("branch", Value::String(branch.clone()));
             let worker = step.o.artifact.worker.clone();
@@ -384,6 +389,7 @@ fn push_update(actions: &mut Vec<Action>, u: Update) {
 
 mod asking;
 mod checks;
+mod conflicts;
 mod deps;
 mod effect;
 mod liveness;

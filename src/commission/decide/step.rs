@@ -41,6 +41,7 @@ impl<'a> Step<'a> {
             stopping: None,
             given: None,
             revision: None,
+            conflict: None,
         });
         Step { o, now: now.to_string(), update: Update::new(&o.artifact.id, o.artifact.hash), status, record, moved: false }
     }
@@ -61,9 +62,10 @@ impl<'a> Step<'a> {
     /// Move to `to`, recording why. `reason` goes into the artifact for failures, cancels and
     /// what blocks it.
     pub(super) fn go(&mut self, to: Status, reason: Reason) {
-        // Work held in review only to be sent straight back (a failing check) waits for its
-        // worker, not a person: said in the event, so that nothing tells a person to look.
-        let sent_back = matches!(reason, Reason::CheckFailed { then: crate::activity::reason::AfterCheck::SendBack, .. });
+        // Work held in review only to be sent straight back (a failing check, a conflict) waits
+        // for its worker, not a person: said in the event, so that nothing tells a person to look.
+        let sent_back =
+            matches!(reason, Reason::CheckFailed { then: crate::activity::reason::AfterCheck::SendBack, .. } | Reason::Conflicted { .. });
         let reason = reason.to_string();
         let from = self.status;
         let attempt = self.record.attempt;

@@ -39,7 +39,7 @@ fn obs(c: Commission, record: Option<Record>) -> Observed {
 }
 
 fn rec(status: Status, attempt: u32) -> Record {
-    Record { status, prev: None, attempt, term_sent_at: None, created: None, stopping: None, given: None, revision: None }
+    Record { status, prev: None, attempt, term_sent_at: None, created: None, stopping: None, given: None, revision: None, conflict: None }
 }
 
 fn snapshot(commissions: Vec<Observed>) -> Snapshot {

@@ -24,6 +24,8 @@ fn commit_on_integration(p: &Project, path: &str, content: &str) {
 #[test]
 fn conflict_outside_lore_fails_and_merges_nothing() {
     let p = Project::new(&[]);
+    // No automatic send-back (`max_revisions: 0`): the conflict fails it at once.
+    p.config("max_revisions: 0\n");
     install_editor(&p);
     let id = p.create("editor", "Edit readme", "file: README.md\nRewrite the readme.");
     stop_before_merge(&p, &id);
