@@ -221,6 +221,34 @@ impl Project {
         out
     }
 
+    /// Call one tool of `guild-hall mcp --manager` (the dispatcher) and return its `result`
+    /// (`structuredContent`, and `isError` for a refusal).
+    pub fn manager_call(&self, tool: &str, args: serde_json::Value) -> serde_json::Value {
+        use std::io::{BufRead, Write};
+        let mut child = self
+            .cmd()
+            .args(["mcp", "--manager"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("mcp --manager");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").expect("send");
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+        );
+        let _init = lines.next().expect("initialize reply").expect("line");
+        send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
+        let reply: serde_json::Value = serde_json::from_str(&lines.next().expect("reply").expect("line")).expect("json");
+        drop(stdin);
+        let _ = child.kill();
+        let _ = child.wait();
+        reply["result"].clone()
+    }
+
     pub fn settle(&self) -> String {
         self.ok(&["reconcile", "--once", "--wait", "--timeout", "120s"])
     }

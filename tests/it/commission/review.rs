@@ -187,33 +187,6 @@ fn desired_edits_do_what_the_commands_do() {
     assert!(p.timeline("a").iter().any(|e| e["kind"] == "refused"));
 }
 
-/// Call one tool of `guild-hall mcp --manager` (the dispatcher) and return its reply.
-fn manager_call(p: &Project, tool: &str, args: serde_json::Value) -> serde_json::Value {
-    use std::io::{BufRead, Write};
-    let mut child = p
-        .cmd()
-        .args(["mcp", "--manager"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("mcp --manager");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").expect("send");
-    send(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
-    );
-    let _init = lines.next().expect("initialize reply").expect("line");
-    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
-    let reply: serde_json::Value = serde_json::from_str(&lines.next().expect("reply").expect("line")).expect("json");
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
-    reply["result"].clone()
-}
-
 /// One JSON-RPC call over the watcher's socket.
 fn rpc(sock: &std::path::Path, method: &str, params: serde_json::Value) -> serde_json::Value {
     use std::io::{Read, Write};
@@ -240,20 +213,20 @@ fn json_rpc_and_mcp_review_as_the_commands_do() {
     in_review(&p, "m");
     in_review(&p, "r");
     // MCP: status says review; a revise with feedback; refused when not in review.
-    let s = manager_call(&p, "status", serde_json::json!({"jobId": "m"}));
+    let s = p.manager_call("status", serde_json::json!({"jobId": "m"}));
     assert_eq!(s["structuredContent"]["status"], "review", "{s}");
-    let r = manager_call(&p, "result", serde_json::json!({"jobId": "m"}));
+    let r = p.manager_call("result", serde_json::json!({"jobId": "m"}));
     assert_eq!(r["structuredContent"]["output"], "did attempt 1", "what is reviewed: {r}");
-    let r = manager_call(&p, "revise", serde_json::json!({"jobId": "m", "feedback": [{"text": "again", "path": "work.txt", "line": 1}]}));
+    let r = p.manager_call("revise", serde_json::json!({"jobId": "m", "feedback": [{"text": "again", "path": "work.txt", "line": 1}]}));
     assert_eq!(r["structuredContent"], serde_json::json!({"jobId": "m", "requested": "revised"}), "{r}");
     settle_after_kick(&p);
     assert_eq!(p.status_json("m")["attempt"], 2);
     assert!(git(&p.root, &["show", "claude/commission/m:seen-2.txt"]).contains("- work.txt:1: again"));
-    let r = manager_call(&p, "approve", serde_json::json!({"jobId": "m"}));
+    let r = p.manager_call("approve", serde_json::json!({"jobId": "m"}));
     assert_eq!(r["structuredContent"]["requested"], "approved", "{r}");
     settle_after_kick(&p);
     assert_eq!(p.status("m"), "completed");
-    let refused = manager_call(&p, "approve", serde_json::json!({"jobId": "m"}));
+    let refused = p.manager_call("approve", serde_json::json!({"jobId": "m"}));
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused["content"][0]["text"].as_str().is_some_and(|t| t.contains("only work in review")), "{refused}");
     // The CLI face of the same catalogue.
