@@ -20,6 +20,23 @@ pub struct Project {
 }
 
 /// Run git with a clean, deterministic environment.
+/// The dispatcher's tools (`mcp --manager`, the `worker/*` methods, `job`), in name order.
+pub const DISPATCHER_TOOLS: [&str; 13] = [
+    "answer",
+    "approve",
+    "cancel",
+    "delete",
+    "diff",
+    "dispatch",
+    "list",
+    "meeting_request",
+    "reject",
+    "result",
+    "revise",
+    "status",
+    "usage",
+];
+
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)

@@ -120,24 +120,7 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
         .expect("python runs");
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client json");
-    assert_eq!(
-        r["tools"],
-        serde_json::json!([
-            "answer",
-            "approve",
-            "cancel",
-            "delete",
-            "diff",
-            "dispatch",
-            "list",
-            "meeting_request",
-            "reject",
-            "result",
-            "revise",
-            "status",
-            "usage"
-        ])
-    );
+    assert_eq!(r["tools"], serde_json::json!(crate::common::DISPATCHER_TOOLS));
     let instructions = r["instructions"].as_str().unwrap_or("");
     assert!(
         instructions.contains("- scripted-researcher:") && instructions.contains("- sleeper:") && instructions.contains("relay"),

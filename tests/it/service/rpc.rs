@@ -54,7 +54,7 @@ fn every_worker_method_over_the_socket() {
     let init = rpc(&sock, "initialize", json!({"protocolVersion": "2025-06-18"}));
     assert_eq!(ok(&init)["serverInfo"]["name"], "guild-hall");
     let tools = rpc(&sock, "tools/list", json!({}));
-    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(13));
+    assert_eq!(ok(&tools)["tools"].as_array().map(|t| t.len()), Some(crate::common::DISPATCHER_TOOLS.len()));
 
     // dispatch → status → result, with nothing else run: the watcher carries it out.
     let d = rpc(
@@ -253,24 +253,7 @@ fn every_face_of_a_tool_agrees() {
     // The dispatcher: `mcp --manager` and the worker/* endpoint list the same tools.
     let manager = by_name(&mcp_tools(&p, &["mcp", "--manager"], &[]));
     let endpoint = by_name(&ok(&rpc(&sock, "tools/list", json!({})))["tools"]);
-    assert_eq!(
-        manager.keys().collect::<Vec<_>>(),
-        [
-            "answer",
-            "approve",
-            "cancel",
-            "delete",
-            "diff",
-            "dispatch",
-            "list",
-            "meeting_request",
-            "reject",
-            "result",
-            "revise",
-            "status",
-            "usage"
-        ]
-    );
+    assert_eq!(manager.keys().collect::<Vec<_>>(), crate::common::DISPATCHER_TOOLS);
     assert_eq!(manager, endpoint, "mcp --manager and worker/* describe the dispatcher alike");
     // And the command line: `guild-hall job <tool>`, from the same list.
     let (_, job_help, _) = p.run(&["job", "--help"]);
