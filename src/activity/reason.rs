@@ -166,6 +166,12 @@ impl Reason {
     pub(crate) fn waits(&self) -> bool {
         matches!(self, Reason::MergeWaiting(_) | Reason::ClosingWaits(_))
     }
+
+    /// Work held in review only to be sent straight back to its worker (a failing check, a
+    /// conflict): it waits for its worker, not a person.
+    pub(crate) fn sends_back(&self) -> bool {
+        matches!(self, Reason::CheckFailed { then: AfterCheck::SendBack, .. } | Reason::Conflicted { .. })
+    }
 }
 
 impl fmt::Display for Reason {

@@ -62,10 +62,8 @@ impl<'a> Step<'a> {
     /// Move to `to`, recording why. `reason` goes into the artifact for failures, cancels and
     /// what blocks it.
     pub(super) fn go(&mut self, to: Status, reason: Reason) {
-        // Work held in review only to be sent straight back (a failing check, a conflict) waits
-        // for its worker, not a person: said in the event, so that nothing tells a person to look.
-        let sent_back =
-            matches!(reason, Reason::CheckFailed { then: crate::activity::reason::AfterCheck::SendBack, .. } | Reason::Conflicted { .. });
+        // Said in the event, so that nothing tells a person to look at work on its way back.
+        let sent_back = reason.sends_back();
         let reason = reason.to_string();
         let from = self.status;
         let attempt = self.record.attempt;
