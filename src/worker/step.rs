@@ -210,7 +210,8 @@ mod tests {
     fn a_halted_step_is_stopped_with_what_it_started() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("log");
-        let argv = sh("sleep 30 & echo $! > child; wait");
+        // Renamed into place: the halt looks for the file, and must never find it empty.
+        let argv = sh("sleep 30 & echo $! > child.tmp && mv child.tmp child; wait");
         let asked = std::cell::Cell::new(0);
         let halt = || {
             asked.set(asked.get() + 1);
