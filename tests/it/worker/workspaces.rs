@@ -106,8 +106,9 @@ fn check_refuses_a_copy_entry_that_is_tracked_unignored_or_outside() {
 }
 
 /// A worker that writes its ports into `port.txt` and waits for `.go` in its worktree (both
-/// gone before it submits: two of them merge without a conflict).
-const PORT_WAITER: &str = "echo \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f port.txt .go\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done";
+/// gone before it submits: two of them merge without a conflict). `port.txt` is renamed into
+/// place, so a test that sees it never reads it half-written.
+const PORT_WAITER: &str = "echo \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.tmp\nmv port.tmp port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f port.txt .go\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done";
 
 fn ports_of(p: &Project, id: &str) -> (u32, u32) {
     let text = std::fs::read_to_string(p.worktree(id).join("port.txt")).expect("port.txt");
@@ -357,15 +358,15 @@ fn ports_at(wt: &std::path::Path) -> (u32, u32) {
     (it.next().expect("port"), it.next().expect("count"))
 }
 
-/// A meeting worker `host` whose turn writes its ports into `port.txt` and waits for `.go` in
-/// its worktree.
+/// A meeting worker `host` whose turn writes its ports into `port.txt` (renamed into place)
+/// and waits for `.go` in its worktree.
 fn host_worker(p: &Project) {
     use std::os::unix::fs::PermissionsExt;
     let dir = p.root.join(".lore/workers/host");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join("worker.yaml"), "name: host\ndescription: a test meeting worker\ncommand: [\"./meet.sh\"]\nmeeting: [\"./meet.sh\"]\ncheckout: full\ncapabilities: [meeting]\n").expect("worker.yaml");
     let meet = dir.join("meet.sh");
-    std::fs::write(&meet, "#!/bin/sh\nset -eu\necho \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f .go port.txt\nprintf '{\"type\":\"text_delta\",\"text\":\"served\"}\\n{\"type\":\"turn_end\"}\\n'\n").expect("meet.sh");
+    std::fs::write(&meet, "#!/bin/sh\nset -eu\necho \"$GUILD_HALL_PORT $GUILD_HALL_PORTS\" > port.tmp\nmv port.tmp port.txt\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f .go port.txt\nprintf '{\"type\":\"text_delta\",\"text\":\"served\"}\\n{\"type\":\"turn_end\"}\\n'\n").expect("meet.sh");
     std::fs::set_permissions(&meet, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
