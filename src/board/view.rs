@@ -41,7 +41,7 @@ const FOOTER: [&str; 16] = [
     "c cancel",
     "r redo",
     "d dispatch",
-    "a/x accept/decline",
+    "a/x accept/reject",
     "m chat",
     "l log",
     "e edit",
@@ -483,11 +483,11 @@ mod tests {
         assert_eq!(footer_lines(200).len(), 1, "one line where it fits");
         assert_eq!(
             footer_lines(100)[0],
-            "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/decline  m chat  l log"
+            "? help  q quit  ⏎ detail  / filter  c cancel  r redo  d dispatch  a/x accept/reject  m chat  l log"
         );
         assert_eq!(footer_lines(100)[1], "e edit  n new  t answer  w reconcile  D diff  v revise");
         // A key wider than the terminal stays whole on a line of its own.
-        assert!(footer_lines(5).contains(&"a/x accept/decline".to_string()));
+        assert!(footer_lines(5).contains(&"a/x accept/reject".to_string()));
     }
 
     #[test]
