@@ -87,6 +87,21 @@ pub struct ProjectConfig {
     /// How long the notify command may run before it is killed.
     #[serde(with = "duration_str")]
     pub(crate) notify_timeout: Duration,
+    /// What the project's work may spend in a UTC day: once reached, new dispatches wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<DailyBudget>,
+}
+
+/// `budget:` in `.lore/guild-hall.yaml` (the project's) or `config.yaml` (all projects'): what
+/// may be spent in a UTC day, by the attempts' recorded usage; once reached, new commissions
+/// wait (`blocked`) until the day ends, and running attempts finish.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct DailyBudget {
+    /// Dollars a day (as reported, else priced from `prices:`).
+    pub(crate) usd_per_day: Option<f64>,
+    /// Tokens a day (input, output and cached together).
+    pub(crate) tokens_per_day: Option<u64>,
 }
 
 /// `workspace:` in `.lore/guild-hall.yaml` (and a package's `worker.yaml`, which adds to it):
@@ -214,6 +229,7 @@ impl Default for ProjectConfig {
             workspace: Workspace::default(),
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
+            budget: None,
         }
     }
 }
@@ -316,6 +332,9 @@ pub struct GlobalConfig {
     /// only ([`crate::worker::usage`]).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(crate) prices: Prices,
+    /// What all the home's projects together may spend in a UTC day ([`DailyBudget`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<DailyBudget>,
     pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub(crate) other: serde_yaml_ng::Mapping,
@@ -332,6 +351,7 @@ impl Default for GlobalConfig {
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
             prices: Default::default(),
+            budget: None,
             projects: Vec::new(),
             other: Default::default(),
         }

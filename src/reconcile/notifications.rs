@@ -49,6 +49,8 @@ pub(crate) enum Need {
     MeetingRequested,
     /// A commission's worker asked a question and waits for a person's answer.
     Question,
+    /// An attempt was stopped for its budget, or a daily budget was reached.
+    Budget,
 }
 
 impl Need {
@@ -58,6 +60,7 @@ impl Need {
             Need::Failed => "failed",
             Need::MeetingRequested => "meeting_requested",
             Need::Question => "question",
+            Need::Budget => "budget",
         }
     }
 }
@@ -72,6 +75,7 @@ fn needs_a_person(kind: Name, e: &Value) -> Option<(Need, Option<String>)> {
         // Not work held only until it is sent back to its worker (a failing check).
         (_, "status") if field("to") == Some("review") && e["needs_you"] != false => Need::Review,
         (Name::Commission, "question") if e["waiting"] == true => Need::Question,
+        (Name::Commission, "budget") => Need::Budget,
         (Name::Plan, "task") if field("state") == Some("failed") => return Some((Need::Failed, field("task").map(str::to_string))),
         (Name::Meeting, "created") if field("status") == Some("requested") => Need::MeetingRequested,
         _ => return None,

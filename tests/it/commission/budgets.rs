@@ -1,0 +1,109 @@
+//! Budgets: an attempt past its `resources.max_tokens` (or `max_budget_usd`) is stopped by its
+//! shim mid-run and fails with the figures, its work kept on its branch, told to `notify:`
+//! once; a daily `budget:` reached holds new commissions `blocked` until the day resets (the
+//! day moved with `GUILD_HALL_BUDGET_NOW`), while the attempt already running finishes.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A notify command that writes each event to a file of its own under `told/`.
+fn notify(p: &Project) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = p.tmp.path().join("told");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let script = p.tmp.path().join("notify.sh");
+    let body = format!("#!/bin/sh\nset -eu\ncd '{}'\ncat > .event.$$ && mv .event.$$ event.$$\n", dir.display());
+    std::fs::write(&script, body).expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    script
+}
+
+/// The events told so far of `event`'s kind.
+fn told(p: &Project, event: &str) -> Vec<Value> {
+    let dir = p.tmp.path().join("told");
+    std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("event."))
+                .map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).expect("read")).expect("one JSON event"))
+                .filter(|e| e["event"] == event)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every notify supervisor started has ended.
+fn quiet(p: &Project) {
+    let mark = format!("{}/", p.tmp.path().display());
+    wait_for("the notify commands to end", || processes_naming(&mark).iter().all(|(_, cmd)| !cmd.contains("notify")));
+}
+
+#[test]
+fn a_worker_past_its_token_budget_is_stopped_mid_run_and_fails_with_its_work_kept() {
+    let p = Project::new(&[]);
+    let script = notify(&p);
+    p.config(&format!("notify: [\"{}\"]\n", script.display()));
+    // It works, reports what its model calls used, and would go on for a minute.
+    p.script_worker(
+        "spender",
+        "sparse",
+        r#"echo "half of it" > made.txt
+"$GUILD_HALL_BIN" toolbox report-usage --input-tokens 60000 --output-tokens 1000
+"$GUILD_HALL_BIN" toolbox report-usage --input-tokens 60000 --output-tokens 400
+for i in $(seq 60); do sleep 1; done
+"$GUILD_HALL_BIN" toolbox submit-result --summary "never reached""#,
+    );
+    p.write_commission("spend", "---\nworker: spender\nresources:\n  max_tokens: 100000\n---\nSpend.\n");
+    p.ok(&["reconcile", "--once"]);
+    wait_for("the shim to stop it for its budget", || p.state_dir("spend").join("attempt-1.budget.json").exists());
+    p.settle();
+    let s = p.status_json("spend");
+    assert_eq!(s["status"], "failed", "{s}");
+    assert_eq!(s["reason"], "budget exceeded: 121400 of 100000 tokens; its work is kept on its branch", "{}", p.ok(&["logs", "spend"]));
+    // Its work is on its branch, nothing merged.
+    assert_eq!(git(&p.root, &["show", "claude/commission/spend:made.txt"]), "half of it\n");
+    assert!(!p.timeline("spend").iter().any(|e| e["kind"] == "result"), "stopped before it submitted");
+    let budget: Vec<Value> = p.timeline("spend").into_iter().filter(|e| e["kind"] == "budget").collect();
+    assert_eq!(budget.len(), 1, "{budget:?}");
+    assert_eq!(budget[0]["text"], "budget exceeded: 121400 of 100000 tokens");
+    // Its usage is what it reported.
+    let usage: Vec<Value> = p.timeline("spend").into_iter().filter(|e| e["kind"] == "usage").collect();
+    assert_eq!(usage[0]["input_tokens"].as_u64(), Some(120000));
+    let log = p.ok(&["logs", "spend"]);
+    assert!(log.contains("[guild-hall] budget exceeded: 121400 of 100000 tokens: the attempt is stopped"), "{log}");
+    // Told once, as a `budget` event (its failure is told as well).
+    wait_for("the budget to be told", || !told(&p, "budget").is_empty());
+    p.ok(&["reconcile", "--once"]);
+    quiet(&p);
+    let events = told(&p, "budget");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!((events[0]["id"].as_str(), events[0]["text"].as_str()), (Some("spend"), Some("budget exceeded: 121400 of 100000 tokens")));
+}
+
+#[test]
+fn a_dollar_budget_counts_priced_tokens_and_an_attempt_within_it_completes() {
+    let p = Project::new(&[]);
+    let config = p.home.join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap_or_default();
+    std::fs::write(&config, format!("{text}\nprices:\n  tiny-1: {{input: 10.0, output: 10.0}}\n")).expect("config.yaml");
+    // 100k tokens at $10 a million: $1.00 each report.
+    p.script_worker(
+        "pricey",
+        "sparse",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 100000 --output-tokens 0 --model tiny-1
+if [ "$GUILD_HALL_COMMISSION" = twice ]; then
+  "$GUILD_HALL_BIN" toolbox report-usage --input-tokens 100000 --output-tokens 0 --model tiny-1
+  for i in $(seq 60); do sleep 1; done
+fi
+"$GUILD_HALL_BIN" toolbox submit-result --summary "done""#,
+    );
+    p.write_commission("once", "---\nworker: pricey\nresources:\n  max_budget_usd: 1.5\n---\nOnce.\n");
+    p.write_commission("twice", "---\nworker: pricey\nresources:\n  max_budget_usd: 1.5\n---\nGo twice.\n");
+    p.settle();
+    assert_eq!(p.status("once"), "completed", "{}", p.ok(&["logs", "once"]));
+    let s = p.status_json("twice");
+    assert_eq!(s["reason"], "budget exceeded: $2.00 of $1.50; its work is kept on its branch", "{}", p.ok(&["logs", "twice"]));
+}
