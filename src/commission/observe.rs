@@ -317,6 +317,8 @@ pub struct Snapshot {
     pub(crate) running_orphans: usize,
     /// This project's wave tasks whose worker runs: they share the caps with commissions.
     pub(crate) tasks_running: usize,
+    /// A daily budget reached (the round's capacity's): new commissions wait, `blocked`.
+    pub(crate) daily_budget: Option<crate::activity::budget::DailyReached>,
     pub(crate) commissions: Vec<Observed>,
     pub(crate) problems: Vec<Problem>,
     pub workers: Catalog,
@@ -421,6 +423,7 @@ pub(crate) fn observe_cached(
         running_orphans: 0,
         running_elsewhere: 0,
         tasks_running: 0,
+        daily_budget: None,
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,

@@ -122,6 +122,12 @@ pub(crate) fn after_round(home: &Home, project: &Project, notify: &Notify) {
     if let Err(e) = look(project, &dir) {
         tracing::warn!(project = %project.name, error = format!("{e:#}"), "notifications: the timelines could not be read");
     }
+    // A daily budget reached, once per budget per day.
+    if let Some(reached) = home.load_config().ok().and_then(|g| super::budget::reached(project, &g)) {
+        if let Err(e) = super::budget::tell(home, project, &reached, &dir.join("outbox")) {
+            tracing::warn!(project = %project.name, error = format!("{e:#}"), "notifications: the daily budget reached could not be told");
+        }
+    }
     if let Err(e) = start_outbox(project, &dir, argv, *timeout) {
         tracing::warn!(project = %project.name, error = format!("{e:#}"), "the notify command could not be started");
     }

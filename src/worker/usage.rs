@@ -255,6 +255,22 @@ pub(crate) fn recorded(timeline: &std::path::Path, which: impl Fn(&Json) -> bool
     summed(&crate::activity::timeline::read(timeline).unwrap_or_default(), which)
 }
 
+/// What the attempts of the project whose `.lore/` is `lore` used, as their commissions' and
+/// plans' `usage` events record it (one per ended attempt), of those that ended at or after
+/// `from`; `None` when none did.
+pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chrono::Utc>) -> Option<Usage> {
+    let mut all = Vec::new();
+    for dir in ["commissions", "plans"] {
+        for path in crate::artifact::paths(&lore.join(dir)).unwrap_or_default() {
+            let events = crate::activity::timeline::read(&crate::activity::timeline::path_for(&path)).unwrap_or_default();
+            let ended_since =
+                |e: &Json| e["ts"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).is_some_and(|t| t.to_utc() >= from);
+            all.extend(summed(&events, ended_since));
+        }
+    }
+    Usage::sum(&all)
+}
+
 /// [`recorded`] of timeline events already read.
 pub(crate) fn summed(events: &[Json], which: impl Fn(&Json) -> bool) -> Option<Usage> {
     let mut seen = std::collections::BTreeSet::new();

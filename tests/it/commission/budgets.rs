@@ -107,3 +107,79 @@ fi
     let s = p.status_json("twice");
     assert_eq!(s["reason"], "budget exceeded: $2.00 of $1.50; its work is kept on its branch", "{}", p.ok(&["logs", "twice"]));
 }
+
+/// `reconcile --once` with the daily budget's clock at `now`.
+fn pass_at(p: &Project, now: &str, wait: bool) {
+    let mut args = vec!["reconcile", "--once"];
+    if wait {
+        args.extend(["--wait", "--timeout", "120s"]);
+    }
+    let out = p.cmd().env("GUILD_HALL_BUDGET_NOW", now).args(&args).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_daily_budget_reached_holds_new_work_until_the_day_resets_while_running_work_finishes() {
+    let p = Project::new(&[]);
+    let script = notify(&p);
+    p.config(&format!("notify: [\"{}\"]\nbudget:\n  tokens_per_day: 1000\n", script.display()));
+    p.script_worker(
+        "spender",
+        "sparse",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 1200 --output-tokens 300
+"$GUILD_HALL_BIN" toolbox submit-result --summary "spent""#,
+    );
+    // Runs until the test lets it finish.
+    p.script_worker(
+        "slow",
+        "sparse",
+        r#"while [ ! -e "$GUILD_HALL_PROJECT/gate" ]; do sleep 0.1; done
+"$GUILD_HALL_BIN" toolbox submit-result --summary "finished""#,
+    );
+    p.script_worker("quick", "sparse", r#""$GUILD_HALL_BIN" toolbox submit-result --summary "quick""#);
+    // The day the test runs in, fixed: a test across midnight is judged by one day.
+    let start = chrono::Utc::now();
+    let today = start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let resets = (start.date_naive() + chrono::Days::new(1)).format("%Y-%m-%dT00:00:00Z").to_string();
+    p.write_commission("big", "---\nworker: spender\n---\nSpend.\n");
+    p.write_commission("long", "---\nworker: slow\n---\nTake long.\n");
+    pass_at(&p, &today, false);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while p.status("big") != "completed" {
+        assert!(std::time::Instant::now() < deadline, "big never completed: {}", p.ok(&["logs", "big"]));
+        pass_at(&p, &today, false);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(p.status("long"), "in_progress");
+    // The day's 1500 tokens passed its 1000: new work waits, saying until when.
+    p.write_commission("next", "---\nworker: quick\n---\nBe quick.\n");
+    pass_at(&p, &today, false);
+    pass_at(&p, &today, false);
+    let s = p.status_json("next");
+    assert_eq!(s["status"], "blocked", "{s}");
+    assert_eq!(
+        s["reason"].as_str(),
+        Some(format!("daily budget reached: 1500 of the project's 1000 tokens today (budget.tokens_per_day in .lore/guild-hall.yaml); new work waits until it resets at {resets}").as_str()),
+    );
+    // What was running finishes.
+    std::fs::write(p.root.join("gate"), "").expect("gate");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while p.status("long") != "completed" {
+        assert!(std::time::Instant::now() < deadline, "long never completed: {}", p.ok(&["logs", "long"]));
+        pass_at(&p, &today, false);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(p.status("next"), "blocked");
+    // Told once, however many passes see it.
+    wait_for("the daily budget to be told", || !told(&p, "budget").is_empty());
+    pass_at(&p, &today, false);
+    quiet(&p);
+    let events = told(&p, "budget");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["id"], "budget.tokens_per_day in .lore/guild-hall.yaml");
+    assert!(events[0]["text"].as_str().is_some_and(|t| t.starts_with("daily budget reached: 1500")), "{}", events[0]);
+    // A day later (two: a test run across midnight stamps its usage the next day) it runs.
+    let later = (start + chrono::Duration::days(2)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    pass_at(&p, &later, true);
+    assert_eq!(p.status("next"), "completed", "{}", p.ok(&["logs", "next"]));
+}
