@@ -136,3 +136,36 @@ fn real_gemini_cli_reports_tokens_that_prices_turn_into_dollars() {
         (Some("agent"), Some("gemini-2.5-flash"), Some(true))
     );
 }
+
+#[test]
+fn real_claude_code_past_its_budget_stops_and_fails_with_the_figures() {
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    // Its first turn alone costs more than the commission's budget.
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &json!([
+            {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "reading"}}, "usage": used(400000, 40, 0)},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Done"}}, "usage": used(300, 25, 0)},
+            {"text": "All done.", "usage": used(50, 7, 0)}
+        ]),
+    );
+    p.write_commission("costly", "---\nworker: claude-code\nresources:\n  max_budget_usd: 0.5\n---\nDo a costly thing.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = p.ok(&["logs", "costly"]);
+    let s = p.status_json("costly");
+    assert_eq!(s["status"], "failed", "{log}");
+    let reason = s["reason"].as_str().unwrap_or("");
+    assert!(reason.starts_with("budget exceeded: $") && reason.ends_with(" of $0.50; its work is kept on its branch"), "{reason}\n{log}");
+    assert!(!p.timeline("costly").iter().any(|e| e["kind"] == "result"), "stopped before it submitted\n{log}");
+    // The figure is Claude Code's own, as its result reported it.
+    let reported = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .and_then(|v| v["total_cost_usd"].as_f64())
+        .expect("Claude Code's result in the log");
+    assert!(reported > 0.5, "{log}");
+}
