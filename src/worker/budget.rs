@@ -83,7 +83,15 @@ pub(crate) type Live = Arc<Mutex<Option<Reading>>>;
 /// record is written and `stop` set — the shim's own SIGTERM flag, so the attempt ends as a
 /// stop asked by the reconciler does (SIGTERM, the grace, SIGKILL). Ends when `done` is set,
 /// with what the worker reported.
-pub(crate) fn watch(budget: &Budget, state: &StateDir, attempt: u32, live: &Live, stop: &AtomicBool, done: &AtomicBool) -> Option<Reading> {
+pub(crate) fn watch(
+    budget: &Budget,
+    state: &StateDir,
+    attempt: u32,
+    live: &Live,
+    stop: &AtomicBool,
+    done: &AtomicBool,
+    note: Note<'_>,
+) -> Option<Reading> {
     use crate::worker::toolbox::mailbox::{self, Expect, MailBody};
     let file = mailbox::attempt_file(state, attempt);
     let mut cursor = mailbox::Cursor::default();
@@ -103,7 +111,7 @@ pub(crate) fn watch(budget: &Budget, state: &StateDir, attempt: u32, live: &Live
         if !stopped {
             let agent = live.lock().map(|l| l.clone()).unwrap_or_default();
             if let Some(over) = budget.passed(agent.as_ref(), reported.as_ref()) {
-                record(state, attempt, &over);
+                record(state, attempt, &over, note);
                 stop.store(true, Ordering::SeqCst);
                 stopped = true;
             }
@@ -117,15 +125,19 @@ pub(crate) fn watch(budget: &Budget, state: &StateDir, attempt: u32, live: &Live
     }
 }
 
-/// Record what passed, and say so in the attempt's log (once: a record already there stays).
-pub(crate) fn record(state: &StateDir, attempt: u32, over: &Overspent) {
+/// How the shim says a line of its own in the attempt's log.
+pub(crate) type Note<'a> = &'a (dyn Fn(&str) + Sync);
+
+/// Record what passed, and say so in the attempt's log through `note` (once: a record already
+/// there stays).
+pub(crate) fn record(state: &StateDir, attempt: u32, over: &Overspent, note: Note<'_>) {
     let file = record_file(state, attempt);
     if file.exists() {
         return;
     }
-    crate::worker::shim::note(state, attempt, &format!("{over}: the attempt is stopped"));
+    note(&format!("{over}: the attempt is stopped"));
     if let Err(e) = crate::files::write_json(&file, over) {
-        crate::worker::shim::note(state, attempt, &format!("cannot record that the budget was passed: {e:#}"));
+        note(&format!("cannot record that the budget was passed: {e:#}"));
     }
 }
 

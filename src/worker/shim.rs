@@ -802,7 +802,10 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     // SIGTERM flag, then the grace, then SIGKILL.
     let watch = args.budget.clone().zip(live.clone()).map(|(budget, live)| {
         let (done, stop, state) = (done.clone(), asked.term.clone(), state.clone());
-        std::thread::spawn(move || crate::worker::budget::watch(&budget, &state, attempt, &live, &stop, &done))
+        std::thread::spawn(move || {
+            let note = |line: &str| note(&state, attempt, line);
+            crate::worker::budget::watch(&budget, &state, attempt, &live, &stop, &done, &note)
+        })
     });
     let status = supervise(&host, worker, args.grace, &asked);
     done.store(true, Ordering::SeqCst);
@@ -834,7 +837,7 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     // budget then: the attempt ended past it fails all the same (recorded before `exit.json`).
     let reported = watch.and_then(|w| w.join().ok()).flatten();
     if let Some(over) = args.budget.as_ref().and_then(|b| b.passed(reading.as_ref(), reported.as_ref())) {
-        crate::worker::budget::record(state, attempt, &over);
+        crate::worker::budget::record(state, attempt, &over, &|line: &str| note(state, attempt, line));
     }
     let mut exit = ExitInfo {
         attempt,
