@@ -93,6 +93,8 @@ pub(crate) struct Command<'a> {
 }
 
 /// What is to be launched.
+// Made once per launch and consumed at once: its size is never copied about.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Launch<'a> {
     Worker(Activation<'a>),
     Command(Command<'a>),
