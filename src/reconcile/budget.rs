@@ -65,6 +65,7 @@ pub(crate) fn tell(home: &Home, project: &Project, reached: &DailyReached, outbo
     std::fs::create_dir_all(outbox).with_context(|| format!("creating {}", outbox.display()))?;
     let named = format!("{:016x}.json", crate::artifact::store::content_hash(&format!("{}#{key}", project.name)));
     crate::files::write_json(&outbox.join(named), &event)?;
+    crate::activity::fault("budget-told", 1);
     told.insert(key);
     // Older days' keys are of no use any more: only today's are kept.
     let today = format!("budget:{}:", (reached.resets_at - chrono::Duration::days(1)).format("%Y-%m-%d"));

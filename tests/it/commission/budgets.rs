@@ -183,3 +183,32 @@ fn a_daily_budget_reached_holds_new_work_until_the_day_resets_while_running_work
     pass_at(&p, &later, true);
     assert_eq!(p.status("next"), "completed", "{}", p.ok(&["logs", "next"]));
 }
+
+#[test]
+fn a_daily_budget_reached_is_told_once_also_when_the_reconciler_is_killed_as_it_tells() {
+    let p = Project::new(&[]);
+    let script = notify(&p);
+    p.config(&format!("notify: [\"{}\"]\nbudget:\n  usd_per_day: 1.0\n", script.display()));
+    p.script_worker(
+        "spender",
+        "sparse",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 10 --output-tokens 10 --usd 1.25
+"$GUILD_HALL_BIN" toolbox submit-result --summary "spent""#,
+    );
+    p.write_commission("big", "---\nworker: spender\n---\nSpend.\n");
+    // Stopped dead with the event in the outbox, before the day's budgets told are written.
+    p.pass_until_fault("budget-told:1");
+    p.settle();
+    p.ok(&["reconcile", "--once"]);
+    wait_for("the daily budget to be told", || !told(&p, "budget").is_empty());
+    p.ok(&["reconcile", "--once"]);
+    quiet(&p);
+    let events = told(&p, "budget");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["kind"], "budget");
+    assert!(
+        events[0]["text"].as_str().is_some_and(|t| t.starts_with("daily budget reached: $1.25 of the project's $1.00 today")),
+        "{}",
+        events[0]
+    );
+}
