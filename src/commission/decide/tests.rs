@@ -423,6 +423,8 @@ fn budgets_hold_new_work_and_fail_an_attempt_past_its_own() {
     assert_eq!(sets(&p, "n", "status"), Some(Value::from("blocked")));
     assert_eq!(sets(&p, "n", "reason"), Some(Value::from(reached.to_string())));
     assert!(dispatches(&p).is_empty());
+    // A watch looks again when the day resets.
+    assert_eq!(next_check(&s), Some(std::time::Duration::from_secs(12 * 3600)));
     let p = decide(&snapshot(vec![obs(commission("n", "status: blocked\n"), Some(rec(Status::Blocked, 0)))]));
     assert_eq!(status_events(&p), vec![("blocked".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
 
