@@ -212,3 +212,31 @@ fn a_daily_budget_reached_is_told_once_also_when_the_reconciler_is_killed_as_it_
         events[0]
     );
 }
+
+#[test]
+fn the_homes_daily_budget_holds_every_projects_new_work() {
+    let p = Project::new(&[]);
+    let config = p.home.join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap_or_default();
+    std::fs::write(&config, format!("{text}\nbudget:\n  tokens_per_day: 100\n")).expect("config.yaml");
+    p.script_worker(
+        "spender",
+        "sparse",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 90 --output-tokens 20
+"$GUILD_HALL_BIN" toolbox submit-result --summary "spent""#,
+    );
+    let now = chrono::Utc::now();
+    let today = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let resets = (now.date_naive() + chrono::Days::new(1)).format("%Y-%m-%dT00:00:00Z").to_string();
+    p.write_commission("first", "---\nworker: spender\n---\nSpend.\n");
+    pass_at(&p, &today, true);
+    assert_eq!(p.status("first"), "completed", "{}", p.ok(&["logs", "first"]));
+    p.write_commission("second", "---\nworker: spender\n---\nSpend more.\n");
+    pass_at(&p, &today, true);
+    let s = p.status_json("second");
+    assert_eq!(s["status"], "blocked", "{s}");
+    assert_eq!(
+        s["reason"].as_str(),
+        Some(format!("daily budget reached: 110 of every project's 100 tokens today (budget.tokens_per_day in config.yaml); new work waits until it resets at {resets}").as_str())
+    );
+}
