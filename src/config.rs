@@ -87,6 +87,31 @@ pub struct ProjectConfig {
     /// How long the notify command may run before it is killed.
     #[serde(with = "duration_str")]
     pub(crate) notify_timeout: Duration,
+    /// What the project's work may spend in a UTC day: once reached, new dispatches wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<DailyBudget>,
+}
+
+/// `budget:` in `.lore/guild-hall.yaml` (the project's) or `config.yaml` (all projects'): what
+/// may be spent in a UTC day, by the attempts' recorded usage; once reached, new commissions
+/// wait (`blocked`) until the day ends, and running attempts finish.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct DailyBudget {
+    /// Dollars a day (as reported, else priced from `prices:`).
+    pub(crate) usd_per_day: Option<f64>,
+    /// Tokens a day (input, output and cached together).
+    pub(crate) tokens_per_day: Option<u64>,
+}
+
+impl DailyBudget {
+    /// What is wrong with it as written, if anything: an amount that is none.
+    fn problem(&self) -> Option<String> {
+        if let Some(d) = self.usd_per_day.filter(|d| !(d.is_finite() && *d > 0.0 && *d < 1e9)) {
+            return Some(format!("budget.usd_per_day: {d} is not an amount of dollars (write a positive number, like 20.0)"));
+        }
+        (self.tokens_per_day == Some(0)).then(|| "budget.tokens_per_day: 0 would hold all work back; leave it out for no limit".to_string())
+    }
 }
 
 /// `workspace:` in `.lore/guild-hall.yaml` (and a package's `worker.yaml`, which adds to it):
@@ -214,6 +239,7 @@ impl Default for ProjectConfig {
             workspace: Workspace::default(),
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
+            budget: None,
         }
     }
 }
@@ -275,6 +301,9 @@ impl ProjectConfig {
         if let Some(why) = cfg.workspace.shape_problems().into_iter().next() {
             return Err(anyhow!("{}: {why}", path.display()));
         }
+        if let Some(why) = cfg.budget.and_then(|b| b.problem()) {
+            return Err(anyhow!("{}: {why}", path.display()));
+        }
         if let (Some(base), Some(follow)) = (&cfg.base_branch, &cfg.follow) {
             if base != follow {
                 return Err(anyhow!(
@@ -316,6 +345,9 @@ pub struct GlobalConfig {
     /// only ([`crate::worker::usage`]).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(crate) prices: Prices,
+    /// What all the home's projects together may spend in a UTC day ([`DailyBudget`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<DailyBudget>,
     pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub(crate) other: serde_yaml_ng::Mapping,
@@ -332,6 +364,7 @@ impl Default for GlobalConfig {
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
             prices: Default::default(),
+            budget: None,
             projects: Vec::new(),
             other: Default::default(),
         }
@@ -402,7 +435,13 @@ impl Home {
     pub fn load_config(&self) -> Result<GlobalConfig> {
         let path = self.config_path();
         match crate::files::read_text_if_exists(&path)? {
-            Some(t) if !t.trim().is_empty() => serde_yaml_ng::from_str(&t).map_err(|e| anyhow!("{}: {e}", path.display())),
+            Some(t) if !t.trim().is_empty() => {
+                let cfg: GlobalConfig = serde_yaml_ng::from_str(&t).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+                match cfg.budget.and_then(|b| b.problem()) {
+                    Some(why) => Err(anyhow!("{}: {why}", path.display())),
+                    None => Ok(cfg),
+                }
+            }
             _ => Ok(GlobalConfig::default()),
         }
     }
@@ -816,6 +855,19 @@ mod tests {
         assert!(e.contains("base_branch (trunk) and follow (main) name different branches"), "{e}");
         let e = load("follow: \"no..such\"\n").expect_err("not a branch name");
         assert!(e.contains("follow: \"no..such\" is not a branch name"), "{e}");
+        // A daily budget: an amount that is none, a misspelt key.
+        let e = load("budget: {usd_per_day: -3}\n").expect_err("no amount");
+        assert!(
+            e.to_string()
+                .ends_with("guild-hall.yaml: budget.usd_per_day: -3 is not an amount of dollars (write a positive number, like 20.0)"),
+            "{e}"
+        );
+        let e = load("budget: {usd_per_dya: 3}\n").expect_err("unknown key");
+        assert!(e.to_string().contains("usd_per_dya"), "{e}");
+        assert_eq!(
+            load("budget: {tokens_per_day: 5000}\n").expect("valid").budget,
+            Some(DailyBudget { usd_per_day: None, tokens_per_day: Some(5000) })
+        );
         // A misspelt key: at the key, counted in the file, with the key meant.
         let e = load("# settings\ncommission_cap: 2\ncancel_grac: 5s\n").expect_err("unknown key");
         assert!(e.ends_with("guild-hall.yaml:3:1: unknown key `cancel_grac`: did you mean `cancel_grace`?"), "{e}");

@@ -136,6 +136,7 @@ fn snapshot(o: Observed) -> Snapshot {
         running_elsewhere: 0,
         running_orphans: 0,
         tasks_running: 0,
+        daily_budget: None,
         commissions: vec![o],
         problems: Vec::new(),
         workers: Catalog::with(&["scribe"]),

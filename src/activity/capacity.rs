@@ -22,11 +22,13 @@ pub(crate) struct Capacity {
     /// What the kinds decided earlier in this round hold once their actions are carried out
     /// (workers running and those they start), by kind.
     held: Vec<(Name, usize)>,
+    /// A daily budget reached: no new commission is dispatched this round.
+    pub(crate) daily: Option<super::budget::DailyReached>,
 }
 
 impl Capacity {
     pub(crate) fn new(project_cap: usize, home_cap: usize, elsewhere: usize, orphans: usize, tasks: usize) -> Capacity {
-        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new() }
+        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new(), daily: None }
     }
 
     /// `kind`, decided: its workers hold `n` slots once its actions are carried out.

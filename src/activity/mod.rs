@@ -12,6 +12,7 @@
 //! `crate::worker::liveness`.
 
 pub(crate) mod apply;
+pub(crate) mod budget;
 pub(crate) mod capacity;
 pub(crate) mod changes;
 pub(crate) mod control_plane;

@@ -44,6 +44,10 @@ pub(crate) enum Reason {
     ProcessLost,
     /// Its worker ran past its wall-clock limit: the words that name the limit.
     Overtime(String),
+    /// Its attempt spent past its budget (`resources.max_budget_usd`, `max_tokens`): stopped.
+    BudgetExceeded(super::budget::Overspent),
+    /// A daily budget is reached: it waits for the day to end before it is dispatched.
+    DailyBudgetReached(super::budget::DailyReached),
     /// No sign of life for longer than `stale_after`.
     Unresponsive,
     /// Its mailbox cannot be read (why), so a result it may hold cannot be either.
@@ -183,6 +187,8 @@ impl fmt::Display for Reason {
             Reason::NoResult => f.write_str("completed without submitting result"),
             Reason::ProcessLost => f.write_str("process lost on restart"),
             Reason::Overtime(why) => f.write_str(why),
+            Reason::BudgetExceeded(over) => write!(f, "{over}; its work is kept on its branch"),
+            Reason::DailyBudgetReached(reached) => write!(f, "{reached}"),
             Reason::Unresponsive => f.write_str(UNRESPONSIVE),
             Reason::MailboxUnreadable(why) => {
                 write!(f, "its mailbox cannot be read ({why}), so a result it may hold cannot be read either")

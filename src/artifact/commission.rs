@@ -224,7 +224,12 @@ pub(crate) enum RunnerName {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Resources {
     pub(crate) max_turns: Option<u64>,
+    /// Dollars one attempt may spend: guild-hall stops it past them (and agents with a budget
+    /// setting of their own are given it).
     pub(crate) max_budget_usd: Option<f64>,
+    /// Tokens one attempt may use (input, output and cached together): stopped past them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_tokens: Option<u64>,
     /// CPUs one attempt gets on a cluster (`runner: slurm`: `--cpus-per-task`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cpus: Option<u32>,
@@ -713,6 +718,9 @@ pub(crate) fn render(new: &New) -> String {
     }
     if let Some(b) = r.max_budget_usd {
         bounds.insert("max_budget_usd".into(), b.into());
+    }
+    if let Some(t) = r.max_tokens {
+        bounds.insert("max_tokens".into(), t.into());
     }
     if let Some(c) = r.cpus {
         bounds.insert("cpus".into(), u64::from(c).into());

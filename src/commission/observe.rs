@@ -52,6 +52,9 @@ pub(crate) struct Observed {
     /// With `usage` of an attempt after the first: what the earlier ones used, from their
     /// `usage` timeline events.
     pub(crate) usage_before: Option<crate::worker::usage::Usage>,
+    /// The current attempt, over, passed its budget: its shim stopped it (or, for an agent
+    /// that reports only at the end, found it past it then).
+    pub(crate) overspent: Option<crate::activity::budget::Overspent>,
     /// The mailbox could not be read at all (an I/O error, not a regular file, a mode guild-hall
     /// could not give back): the attempt is watched and stopped as any other, and fails once
     /// its worker has ended (a result it may hold cannot be read).
@@ -162,6 +165,7 @@ impl Observed {
             mail_notes: Vec::new(),
             usage: None,
             usage_before: None,
+            overspent: None,
             mail_error: None,
             heartbeat: None,
             sample: None,
@@ -313,6 +317,8 @@ pub struct Snapshot {
     pub(crate) running_orphans: usize,
     /// This project's wave tasks whose worker runs: they share the caps with commissions.
     pub(crate) tasks_running: usize,
+    /// A daily budget reached (the round's capacity's): new commissions wait, `blocked`.
+    pub(crate) daily_budget: Option<crate::activity::budget::DailyReached>,
     pub(crate) commissions: Vec<Observed>,
     pub(crate) problems: Vec<Problem>,
     pub workers: Catalog,
@@ -417,6 +423,7 @@ pub(crate) fn observe_cached(
         running_orphans: 0,
         running_elsewhere: 0,
         tasks_running: 0,
+        daily_budget: None,
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,
@@ -752,6 +759,9 @@ fn observe_one(
             let over = obs.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt) || obs.proc == Proc::Dead;
             let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
             obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
+            if over {
+                obs.overspent = crate::worker::budget::recorded(&state, rec.attempt);
+            }
             if obs.usage.is_some() && rec.attempt > 1 {
                 let timeline = crate::activity::timeline::path_for(&obs.artifact.path);
                 let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));

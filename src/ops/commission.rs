@@ -26,6 +26,7 @@ pub struct NewCommission {
     pub id: Option<String>,
     pub max_turns: Option<u64>,
     pub max_budget_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
 }
 
 /// Refuse, up front and with how to install it, work for a worker that is not installed or
@@ -77,6 +78,7 @@ pub(crate) fn create_with(home: &Home, project: &Project, new: &NewCommission, p
         resources: crate::artifact::commission::Resources {
             max_turns: new.max_turns,
             max_budget_usd: new.max_budget_usd,
+            max_tokens: new.max_tokens,
             ..Default::default()
         },
         body: String::new(),

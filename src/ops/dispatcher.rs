@@ -124,6 +124,9 @@ impl Operations for Dispatcher {
         if config.max_budget_usd.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return Err(invalid("config.maxBudgetUsd must be a positive number"));
         }
+        if config.max_tokens == Some(0) {
+            return Err(invalid("config.maxTokens must be a positive number"));
+        }
         // Unique across every job ever dispatched (REQ-WD-7), and filename-safe: a random
         // suffix, since two clones dispatching the same description before they meet must
         // not make one id (and `create` still refuses an id anything holds).
@@ -137,6 +140,7 @@ impl Operations for Dispatcher {
             id: Some(id),
             max_turns: config.max_turns.map(u64::from),
             max_budget_usd: config.max_budget_usd,
+            max_tokens: config.max_tokens,
             ..NewCommission::default()
         };
         let id = create(&self.home, &self.project, &new).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;

@@ -310,6 +310,7 @@ pub fn draft(home: &Home, project: &Project, d: &DraftPlan) -> Result<(String, S
         id: None,
         max_turns: None,
         max_budget_usd: None,
+        max_tokens: None,
     };
     let cid = super::commission::create_with(home, project, &new, |cid| planner_prompt(project, home, d, &drafted_waves_path(cid)))?;
     let path = drafted_waves_path(&cid);

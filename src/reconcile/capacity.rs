@@ -24,13 +24,15 @@ pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
         // As the observer lists them: a file or a link named `<id>.md`.
         !std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink())
     });
-    Ok(Capacity::new(
+    let mut capacity = Capacity::new(
         project.config.commission_cap,
         global.max_concurrent_commissions,
         running_elsewhere(home, &project.name, &boot),
         orphans,
         tasks_running_in(home, &project.name, &boot),
-    ))
+    );
+    capacity.daily = super::budget::reached(project, &global);
+    Ok(capacity)
 }
 
 /// Commissions of other projects whose worker is alive: they count against the global cap.

@@ -49,6 +49,8 @@ pub(crate) enum Need {
     MeetingRequested,
     /// A commission's worker asked a question and waits for a person's answer.
     Question,
+    /// An attempt was stopped for its budget, or a daily budget was reached.
+    Budget,
 }
 
 impl Need {
@@ -58,6 +60,7 @@ impl Need {
             Need::Failed => "failed",
             Need::MeetingRequested => "meeting_requested",
             Need::Question => "question",
+            Need::Budget => "budget",
         }
     }
 }
@@ -72,6 +75,7 @@ fn needs_a_person(kind: Name, e: &Value) -> Option<(Need, Option<String>)> {
         // Not work held only until it is sent back to its worker (a failing check).
         (_, "status") if field("to") == Some("review") && e["needs_you"] != false => Need::Review,
         (Name::Commission, "question") if e["waiting"] == true => Need::Question,
+        (Name::Commission, "budget") => Need::Budget,
         (Name::Plan, "task") if field("state") == Some("failed") => return Some((Need::Failed, field("task").map(str::to_string))),
         (Name::Meeting, "created") if field("status") == Some("requested") => Need::MeetingRequested,
         _ => return None,
@@ -117,6 +121,12 @@ pub(crate) fn after_round(home: &Home, project: &Project, notify: &Notify) {
     let dir = home.project_state(&project.name).join("notify");
     if let Err(e) = look(project, &dir) {
         tracing::warn!(project = %project.name, error = format!("{e:#}"), "notifications: the timelines could not be read");
+    }
+    // A daily budget reached, once per budget per day.
+    if let Some(reached) = home.load_config().ok().and_then(|g| super::budget::reached(project, &g)) {
+        if let Err(e) = super::budget::tell(home, project, &reached, &dir.join("outbox")) {
+            tracing::warn!(project = %project.name, error = format!("{e:#}"), "notifications: the daily budget reached could not be told");
+        }
     }
     if let Err(e) = start_outbox(project, &dir, argv, *timeout) {
         tracing::warn!(project = %project.name, error = format!("{e:#}"), "the notify command could not be started");

@@ -31,9 +31,12 @@ pub(crate) struct DispatchConfig {
     /// At most this many agent turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_turns: Option<u32>,
-    /// At most this many US dollars of model use.
+    /// At most this many US dollars of model use: the attempt is stopped past them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_budget_usd: Option<f64>,
+    /// At most this many tokens (input, output and cached): the attempt is stopped past them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]

@@ -7,6 +7,7 @@
 
 pub mod acp;
 pub(crate) mod attempt;
+pub(crate) mod budget;
 pub(crate) mod bundled;
 pub(crate) mod checks;
 pub(crate) mod filter;

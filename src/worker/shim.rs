@@ -189,7 +189,7 @@ pub(crate) enum Confine {
 /// ([`ShimArgv::to_args`]) and read back by the binary ([`ShimArgv::parse`]), one owner for
 /// both ends. The worker's argv is always last, after `--`, and `--state-dir` comes before it
 /// ([`crate::worker::peer`] reads it from a shim's command line).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ShimArgv {
     /// The attempt's runtime dir: run.json, exit.json and the log are written there.
     pub(crate) state_dir: PathBuf,
@@ -212,6 +212,8 @@ pub struct ShimArgv {
     /// A commission's `checks:`, run in `cwd` confined like the worker once it has ended with
     /// a submitted result ([`crate::worker::checks`]).
     pub(crate) checks: Vec<Vec<String>>,
+    /// What the attempt may spend: stopped once its figures pass it ([`crate::worker::budget`]).
+    pub(crate) budget: Option<crate::worker::budget::Budget>,
     /// The worker's command and its arguments.
     pub(crate) argv: Vec<String>,
 }
@@ -268,6 +270,9 @@ impl ShimArgv {
         if !self.checks.is_empty() {
             a.extend(["--checks".into(), serde_json::to_string(&self.checks).unwrap_or_default().into()]);
         }
+        if let Some(budget) = &self.budget {
+            a.extend(["--budget".into(), serde_json::to_string(budget).unwrap_or_default().into()]);
+        }
         a.push("--".into());
         a.extend(self.argv.iter().map(OsString::from));
         a
@@ -282,6 +287,7 @@ impl ShimArgv {
         let mut argv = None;
         let mut setup = Vec::new();
         let mut checks = Vec::new();
+        let mut budget = None;
         while let Some(arg) = args.next() {
             if arg == "--" {
                 let rest: Result<Vec<String>, _> = args.by_ref().map(|a| a.into_string()).collect();
@@ -314,6 +320,10 @@ impl ShimArgv {
                     let v = text("--checks", value("--checks")?)?;
                     checks = serde_json::from_str(&v).map_err(|e| ShimArgvError::Invalid("--checks", v.clone(), e.to_string()))?;
                 }
+                "--budget" => {
+                    let v = text("--budget", value("--budget")?)?;
+                    budget = Some(serde_json::from_str(&v).map_err(|e| ShimArgvError::Invalid("--budget", v.clone(), e.to_string()))?);
+                }
                 _ => return Err(ShimArgvError::Unknown(arg.to_string_lossy().into_owned())),
             }
         }
@@ -335,6 +345,7 @@ impl ShimArgv {
             ready_fd,
             setup,
             checks,
+            budget,
             argv,
         })
     }
@@ -380,6 +391,8 @@ pub(crate) struct Spec {
     pub(crate) setup: Vec<Vec<String>>,
     /// A commission's checks, run after its worker submitted ([`ShimArgv::checks`]).
     pub(crate) checks: Vec<Vec<String>>,
+    /// What the attempt may spend ([`ShimArgv::budget`]).
+    pub(crate) budget: Option<crate::worker::budget::Budget>,
 }
 
 /// Variables a worker may inherit from the reconciler; everything else is dropped.
@@ -508,6 +521,7 @@ fn shim_command(launch: &Spec, stream: bool, ready_fd: Option<i32>) -> Result<Co
         ready_fd,
         setup: launch.setup.clone(),
         checks: launch.checks.clone(),
+        budget: launch.budget.clone(),
         argv: launch.argv.clone(),
     };
     let mut cmd = Command::new(exe);
@@ -757,12 +771,15 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         let _ = std::fs::write(state.setup_done(), format!("{attempt}\n"));
     }
     let (worker, out_read) = spawn_worker(args, prepared, me)?;
+    // The agent's figures so far, shared with the budget's watch (when there is a budget).
+    let live = args.budget.as_ref().map(|_| crate::worker::budget::Live::default());
     let pump = {
         let log = state.log(attempt);
         let max = args.log_max_bytes;
+        let live = live.clone();
         std::thread::spawn(move || {
             let mut meter = crate::worker::usage::Meter::default();
-            pump_log(std::fs::File::from(out_read), &log, max, &mut meter);
+            pump_log(std::fs::File::from(out_read), &log, max, &mut meter, live.as_ref());
             meter.finish()
         })
     };
@@ -780,6 +797,15 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     let beat = std::env::var_os(CPU_BEAT_VAR).is_some().then(|| {
         let (done, path) = (done.clone(), cpu_file(state));
         std::thread::spawn(move || cpu_beats(attempt, worker, &path, &done))
+    });
+    // Past its budget, the attempt is stopped as the reconciler stops one: the shim's own
+    // SIGTERM flag, then the grace, then SIGKILL.
+    let watch = args.budget.clone().zip(live.clone()).map(|(budget, live)| {
+        let (done, stop, state) = (done.clone(), asked.term.clone(), state.clone());
+        std::thread::spawn(move || {
+            let note = |line: &str| note(&state, attempt, line);
+            crate::worker::budget::watch(&budget, &state, attempt, &live, &stop, &done, &note)
+        })
     });
     let status = supervise(&host, worker, args.grace, &asked);
     done.store(true, Ordering::SeqCst);
@@ -800,11 +826,18 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     let _ = std::fs::remove_dir_all(&tmp);
     // What the agent reported it used, read from its own output (a pump still held open by
     // someone outside the attempt is not waited for: no usage then).
-    if let Some(reading) = if pump.is_finished() { pump.join().ok().flatten() } else { None } {
+    let reading = if pump.is_finished() { pump.join().ok().flatten() } else { None };
+    if let Some(reading) = &reading {
         // Before `exit.json`: an attempt seen to have ended has its usage recorded already.
-        if let Err(e) = write_json(&state.usage(attempt), &reading) {
+        if let Err(e) = write_json(&state.usage(attempt), reading) {
             note(state, attempt, &format!("cannot record the usage the agent reported: {e:#}"));
         }
+    }
+    // An agent that reports only at the end of its turn (Codex, Gemini CLI) is held to its
+    // budget then: the attempt ended past it fails all the same (recorded before `exit.json`).
+    let reported = watch.and_then(|w| w.join().ok()).flatten();
+    if let Some(over) = args.budget.as_ref().and_then(|b| b.passed(reading.as_ref(), reported.as_ref())) {
+        crate::worker::budget::record(state, attempt, &over, &|line: &str| note(state, attempt, line));
     }
     let mut exit = ExitInfo {
         attempt,
@@ -994,7 +1027,13 @@ fn signal_tree(p: &impl Processes, root: i32, sig: Signal) {
 /// `<log>.1` (replacing an older one) and a new log starts with a marker saying so. At most
 /// about `2 × max` bytes of a chatty worker are ever on disk. Every byte also goes through
 /// `meter`, which reads the agent's usage reports out of it.
-fn pump_log(mut from: std::fs::File, log: &Path, max: u64, meter: &mut crate::worker::usage::Meter) {
+fn pump_log(
+    mut from: std::fs::File,
+    log: &Path,
+    max: u64,
+    meter: &mut crate::worker::usage::Meter,
+    live: Option<&crate::worker::budget::Live>,
+) {
     use std::io::{Read, Write};
     let open = |p: &Path| std::fs::OpenOptions::new().create(true).append(true).open(p);
     let Ok(mut out) = open(log) else { return };
@@ -1008,6 +1047,15 @@ fn pump_log(mut from: std::fs::File, log: &Path, max: u64, meter: &mut crate::wo
             Err(_) => return,
         };
         meter.feed(&buf[..n]);
+        if let Some(live) = live {
+            // What the budget's watch reads: the figures so far, whenever they moved.
+            let now = meter.so_far();
+            if let Ok(mut l) = live.lock() {
+                if *l != now {
+                    *l = now;
+                }
+            }
+        }
         if written + n as u64 > max && written > 0 {
             let mut old = log.as_os_str().to_owned();
             old.push(".1");
@@ -1048,6 +1096,12 @@ mod tests {
             ready_fd: None,
             setup: vec![vec!["npm".into(), "ci".into()], vec!["make".into(), "a b".into()]],
             checks: vec![vec!["cargo".into(), "test".into()]],
+            budget: Some(crate::worker::budget::Budget {
+                max_tokens: Some(100),
+                max_usd: None,
+                worker: "w".into(),
+                prices: Default::default(),
+            }),
             argv: vec!["claude".into(), "--".into(), "--policy".into(), "".into()],
         }
     }
@@ -1223,6 +1277,7 @@ mod tests {
             ready_fd: None,
             setup: Vec::new(),
             checks: Vec::new(),
+            budget: None,
             argv: vec!["true".into()],
         }
     }

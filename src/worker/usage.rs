@@ -30,10 +30,7 @@ impl Usd {
 impl std::fmt::Display for Usd {
     /// `$0.1659`: cents always, more digits only where they say something.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let text = format!("{:.6}", self.dollars());
-        let text = text.trim_end_matches('0');
-        let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-        write!(f, "${whole}.{frac:0<2}")
+        f.write_str(&crate::activity::budget::dollars_text(self.0))
     }
 }
 
@@ -258,6 +255,22 @@ pub(crate) fn recorded(timeline: &std::path::Path, which: impl Fn(&Json) -> bool
     summed(&crate::activity::timeline::read(timeline).unwrap_or_default(), which)
 }
 
+/// What the attempts of the project whose `.lore/` is `lore` used, as their commissions' and
+/// plans' `usage` events record it (one per ended attempt), of those that ended at or after
+/// `from`; `None` when none did.
+pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chrono::Utc>) -> Option<Usage> {
+    let mut all = Vec::new();
+    for dir in ["commissions", "plans"] {
+        for path in crate::artifact::paths(&lore.join(dir)).unwrap_or_default() {
+            let events = crate::activity::timeline::read(&crate::activity::timeline::path_for(&path)).unwrap_or_default();
+            let ended_since =
+                |e: &Json| e["ts"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).is_some_and(|t| t.to_utc() >= from);
+            all.extend(summed(&events, ended_since));
+        }
+    }
+    Usage::sum(&all)
+}
+
 /// [`recorded`] of timeline events already read.
 pub(crate) fn summed(events: &[Json], which: impl Fn(&Json) -> bool) -> Option<Usage> {
     let mut seen = std::collections::BTreeSet::new();
@@ -282,6 +295,10 @@ pub(crate) struct Meter {
     over: bool,
     total: Option<Usage>,
     model: Option<String>,
+    /// Claude Code's assistant messages since its last `result`, by message id (one message
+    /// comes as several lines, each with its usage so far): the running figure a budget is
+    /// held to between results, which then give the totals.
+    messages: Vec<(String, Usage)>,
 }
 
 impl Meter {
@@ -329,7 +346,27 @@ impl Meter {
             if model.is_some() {
                 self.model = model;
             }
+            self.messages.clear();
+        } else if let Some((id, usage, model)) = message(&v) {
+            match self.messages.iter_mut().find(|(m, _)| *m == id) {
+                Some((_, u)) => *u = usage,
+                None => self.messages.push((id, usage)),
+            }
+            if model.is_some() {
+                self.model = model;
+            }
         }
+    }
+
+    /// What the output has reported so far, while it runs: the reports' totals, and the
+    /// messages since the last one (tokens only: a message says no dollars).
+    pub(crate) fn so_far(&self) -> Option<Reading> {
+        let pending = Usage::sum(self.messages.iter().map(|(_, u)| u));
+        let usage = match (self.total, pending) {
+            (Some(t), Some(p)) => t.plus(p),
+            (t, p) => t.or(p)?,
+        };
+        Some(Reading { usage, model: self.model.clone() })
     }
 
     /// What the output reported in all, once it has ended (a last line without a newline
@@ -387,6 +424,24 @@ fn report(v: &Json) -> Option<(Usage, Option<String>)> {
         }
         _ => None,
     }
+}
+
+/// Claude Code's assistant message, as it streams: its id, its usage so far (`input_tokens`
+/// leaves out cache reads and writes, as in its `result`), and its model.
+fn message(v: &Json) -> Option<(String, Usage, Option<String>)> {
+    if v["type"] != "assistant" {
+        return None;
+    }
+    let m = &v["message"];
+    let u = m["usage"].as_object()?;
+    let n = |k: &str| u.get(k).map(count).unwrap_or(0);
+    let usage = Usage {
+        input_tokens: n("input_tokens").saturating_add(n("cache_creation_input_tokens")),
+        output_tokens: n("output_tokens"),
+        cached_tokens: n("cache_read_input_tokens"),
+        usd: None,
+    };
+    Some((m["id"].as_str()?.to_string(), usage, m["model"].as_str().map(str::to_string)))
 }
 
 /// The one key of a by-model map (several models: none named).
@@ -448,6 +503,27 @@ mod tests {
         let r = metered(&capture("claude-code", "turn-tools.jsonl")).expect("a report");
         assert_eq!(r.usage, Usage { input_tokens: 61787, output_tokens: 128, cached_tokens: 0, usd: Usd::from_dollars(0.249708) });
         assert_eq!(r.model.as_deref(), Some("claude-opus-5-5"));
+    }
+
+    #[test]
+    fn claude_codes_messages_give_a_running_figure_until_its_result() {
+        let mut m = Meter::default();
+        let text = capture("claude-code", "turn-tools.jsonl");
+        let mut figures = Vec::new();
+        for line in text.lines() {
+            m.line(line);
+            figures.push(m.so_far().map(|r| r.usage));
+        }
+        let running: Vec<Usage> = figures.iter().flatten().copied().collect();
+        assert!(running.len() > 2, "a figure before the result: {figures:?}");
+        assert!(running.windows(2).all(|w| w[1].tokens() >= w[0].tokens()), "it only grows: {running:?}");
+        assert_eq!(m.so_far().map(|r| r.usage), m.finish().map(|r| r.usage), "the result's totals in the end");
+        // One message in several lines counts once.
+        let mut m = Meter::default();
+        let line = r#"{"type":"assistant","message":{"id":"a","usage":{"input_tokens":100,"output_tokens":1}}}"#;
+        m.line(line);
+        m.line(line);
+        assert_eq!(m.so_far().map(|r| r.usage.tokens()), Some(101));
     }
 
     #[test]

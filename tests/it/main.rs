@@ -47,6 +47,7 @@ mod cli {
 /// crashes and bad input.
 mod commission {
     mod asking;
+    mod budgets;
     mod checks;
     mod conflicts;
     mod crashes_and_bad_input;

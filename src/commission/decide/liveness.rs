@@ -64,7 +64,18 @@ pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
         } else if exit.is_none() {
             st.event("anomaly", format!("anomaly:{}", st.record.attempt), json!({"text": "process lost after submitting its result"}));
         }
+        if let Some(over) = &o.overspent {
+            let text = format!("{over} after submitting its result: the result stands");
+            st.event("budget", format!("budget:{}", st.record.attempt), json!({"text": text}));
+        }
         return Effect::Finish;
+    }
+    if let Some(over) = o.overspent {
+        // Stopped by its shim for its budget (or found past it at the end): that is why it
+        // ended, whatever its exit says; its work is kept on its branch as any failure's is.
+        st.event("budget", format!("budget:{}", st.record.attempt), json!({"text": over.to_string(), "attempt": st.record.attempt}));
+        st.go(Status::Failed, Reason::BudgetExceeded(over));
+        return Effect::None;
     }
     let reason = match exit {
         Some(x) if x.clean() => Reason::NoResult,

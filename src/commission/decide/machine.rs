@@ -280,6 +280,17 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
             st.set("reason", Value::String(why));
         }
         Effect::None
+    } else if let Some(reached) = s.daily_budget.filter(|_| cfg.dispatch == crate::config::DispatchMode::Auto || wants_dispatch) {
+        // A daily budget reached: new work waits for the day to end; what runs finishes.
+        let reason = Reason::DailyBudgetReached(reached);
+        if st.status == Status::Pending {
+            st.go(Status::Blocked, reason);
+        } else if o.artifact.owned.reason.as_deref() != Some(reason.to_string().as_str())
+            && !st.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"))
+        {
+            st.set("reason", Value::String(reason.to_string()));
+        }
+        Effect::None
     } else {
         if st.status == Status::Blocked {
             st.go(Status::Pending, Reason::Unblocked { worker: o.artifact.worker.clone() });

@@ -50,6 +50,7 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
         running_elsewhere: 0,
         running_orphans: 0,
         tasks_running: 0,
+        daily_budget: None,
         commissions,
         problems: Vec::new(),
         workers: Catalog::with(&["scribe"]),
@@ -402,6 +403,55 @@ fn dependencies_block_and_unblock() {
     let o = obs(commission("d", "status: blocked\ndependencies: [x.md]\n"), Some(rec(Status::Blocked, 0)));
     let p = decide(&snapshot(vec![o]));
     assert_eq!(status_events(&p), vec![("blocked".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+}
+
+/// A daily budget reached holds new work `blocked`, the reason naming it and its reset; the
+/// day over, it is dispatched. An attempt stopped for its budget fails with the figures,
+/// whatever its exit, and one that submitted first keeps its result.
+#[test]
+fn budgets_hold_new_work_and_fail_an_attempt_past_its_own() {
+    use crate::activity::budget::{Amount, DailyReached, Overspent, Scope};
+    let reached = DailyReached {
+        scope: Scope::Project,
+        spent: Amount::Tokens(1500),
+        limit: Amount::Tokens(1000),
+        resets_at: t0() + Duration::hours(12),
+    };
+    let mut s = snapshot(vec![obs(commission("n", "status: pending\n"), Some(rec(Status::Pending, 0)))]);
+    s.daily_budget = Some(reached);
+    let p = decide(&s);
+    assert_eq!(sets(&p, "n", "status"), Some(Value::from("blocked")));
+    assert_eq!(sets(&p, "n", "reason"), Some(Value::from(reached.to_string())));
+    assert!(dispatches(&p).is_empty());
+    // A watch looks again when the day resets.
+    assert_eq!(next_check(&s), Some(std::time::Duration::from_secs(12 * 3600)));
+    let p = decide(&snapshot(vec![obs(commission("n", "status: blocked\n"), Some(rec(Status::Blocked, 0)))]));
+    assert_eq!(status_events(&p), vec![("blocked".into(), "pending".into()), ("pending".into(), "dispatched".into())]);
+
+    let over = Overspent { spent: Amount::Usd(2_310_000), limit: Amount::Usd(2_000_000) };
+    for with_result in [false, true] {
+        let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Dead;
+        o.run = Some(run_info(1));
+        o.exit = Some(ExitInfo { signal: Some(15), error: None, ..ExitInfo::error(1, String::new()) });
+        o.overspent = Some(over);
+        if with_result {
+            deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: Vec::new() }));
+        }
+        let p = decide(&snapshot(vec![o]));
+        let events = p.actions.iter().flat_map(|a| match a {
+            Action::Update(u) | Action::Finish { update: u, .. } => u.events.clone(),
+            _ => Vec::new(),
+        });
+        let budget: Vec<_> = events.filter(|e| e["kind"] == "budget").collect();
+        assert_eq!(budget.len(), 1, "{:?}", p.actions);
+        if with_result {
+            assert_eq!(sets(&p, "c", "status"), Some(Value::from("completed")));
+        } else {
+            assert_eq!(sets(&p, "c", "status"), Some(Value::from("failed")));
+            assert_eq!(sets(&p, "c", "reason"), Some(Value::from("budget exceeded: $2.31 of $2.00; its work is kept on its branch")));
+        }
+    }
 }
 
 /// A commission whose worker's package is not installed waits, `blocked` with a reason naming

@@ -9,7 +9,8 @@ use crate::commission::observe::{Proc, Snapshot};
 use crate::worker::liveness;
 
 /// When the world must be looked at again even if no file changes: a heartbeat deadline, the
-/// end of a cancel grace period, a shim that is still starting. `None`: nothing is timed.
+/// end of a cancel grace period, a shim that is still starting, the end of a day whose budget
+/// holds work back. `None`: nothing is timed.
 pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
     let cfg = &s.project.config;
     let after = |d: std::time::Duration| s.now + chrono::Duration::from_std(d).unwrap_or_default();
@@ -34,6 +35,12 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+    }
+    // A day's budget reached: what waits for it is looked at again when the day resets.
+    if let Some(reached) = &s.daily_budget {
+        if s.commissions.iter().any(|o| matches!(o.artifact.status, None | Some(Status::Pending | Status::Blocked))) {
+            soonest = Some(soonest.map_or(reached.resets_at, |a| a.min(reached.resets_at)));
+        }
     }
     soonest.map(|t| t.signed_duration_since(s.now).to_std().unwrap_or_default())
 }

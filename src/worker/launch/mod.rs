@@ -93,6 +93,8 @@ pub(crate) struct Command<'a> {
 }
 
 /// What is to be launched.
+// Made once per launch and consumed at once: its size is never copied about.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Launch<'a> {
     Worker(Activation<'a>),
     Command(Command<'a>),
@@ -183,6 +185,7 @@ pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
                     sandbox: None,
                     setup: ws.setup.clone(),
                     checks: Vec::new(),
+                    budget: None,
                 },
                 Placement::here(Request { project: c.project.name.clone(), grace: c.project.config.cancel_grace, ..Request::default() }),
             )))
@@ -521,6 +524,7 @@ fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, Refusal> {
             // task's for each attempt (each is given a fresh worktree, or its own again).
             setup: if a.kind == ActivityKind::Meeting && f.setup_done { Vec::new() } else { f.workspace.setup.clone() },
             checks: checks(a),
+            budget: budget(a, f),
         },
         prompt,
         dirs: vec![f.own_memory.clone(), state.objects().join("info")],
@@ -537,6 +541,15 @@ fn checks(a: &Activation<'_>) -> Vec<Vec<String>> {
     }
     let project = &a.project.config.checks;
     project.iter().chain(&a.pkg.manifest.checks).chain(&a.checks).cloned().collect()
+}
+
+/// A commission's budget ([`crate::worker::budget`]): its own `resources:`, else its
+/// package's; none for the other kinds.
+fn budget(a: &Activation<'_>, f: &Facts) -> Option<crate::worker::budget::Budget> {
+    if a.kind != ActivityKind::Commission {
+        return None;
+    }
+    crate::worker::budget::Budget::of(&a.resources, &a.pkg.manifest.resources, &a.pkg.manifest.name, &f.global.prices)
 }
 
 /// The confined worker's policy: it writes its worktree, its state (objects, mailbox), its

@@ -3,7 +3,9 @@
 //! (Claude Code's `result`, Codex's `turn.completed`, Gemini CLI's stats), the shim reads it
 //! from the attempt's output, and the commission's `usage:` and its `usage` event say exactly
 //! what the stand-in served — dollars as Claude Code reports them, as `prices:` gives them for
-//! Gemini, and none for Codex (tokens only: never invented).
+//! Gemini, and none for Codex (tokens only: never invented). And budgets with the real Claude
+//! Code: stopped by its shim mid-run past `max_tokens` (its replies' figures as they stream), and
+//! past `max_budget_usd` by its own `--max-budget-usd`, failing with the dollars it reported.
 
 use std::path::Path;
 
@@ -135,4 +137,70 @@ fn real_gemini_cli_reports_tokens_that_prices_turn_into_dollars() {
         (event["source"].as_str(), event["model"].as_str(), event["priced"].as_bool()),
         (Some("agent"), Some("gemini-2.5-flash"), Some(true))
     );
+}
+
+#[test]
+fn real_claude_code_past_its_budget_stops_and_fails_with_the_figures() {
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    // Its first turn alone costs more than the commission's budget.
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &json!([
+            {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "reading"}}, "usage": used(400000, 40, 0)},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Done"}}, "usage": used(300, 25, 0)},
+            {"text": "All done.", "usage": used(50, 7, 0)}
+        ]),
+    );
+    p.write_commission("costly", "---\nworker: claude-code\nresources:\n  max_budget_usd: 0.5\n---\nDo a costly thing.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = p.ok(&["logs", "costly"]);
+    let s = p.status_json("costly");
+    assert_eq!(s["status"], "failed", "{log}");
+    let reason = s["reason"].as_str().unwrap_or("");
+    assert!(reason.starts_with("budget exceeded: $") && reason.ends_with(" of $0.50; its work is kept on its branch"), "{reason}\n{log}");
+    assert!(!p.timeline("costly").iter().any(|e| e["kind"] == "result"), "stopped before it submitted\n{log}");
+    // The figure is Claude Code's own, as its result reported it.
+    let reported = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .and_then(|v| v["total_cost_usd"].as_f64())
+        .expect("Claude Code's result in the log");
+    assert!(reported > 0.5, "{log}");
+}
+
+#[test]
+fn real_claude_code_past_its_token_budget_is_stopped_by_its_shim_mid_run() {
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    // Its second reply passes the budget; its third (which would submit) is slow to come, so
+    // the stop lands while the run is under way.
+    let api = FakeApi::start(
+        p.tmp.path(),
+        &json!([
+            {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "reading"}}, "usage": used(600, 10, 0)},
+            {"tool_use": {"name": "mcp__guild-hall__report_progress", "input": {"text": "still reading"}}, "usage": used(600, 10, 0)},
+            {"tool_use": {"name": "mcp__guild-hall__submit_result", "input": {"summary": "Done"}}, "usage": used(10, 5, 0), "sleep": 60},
+            {"text": "All done.", "usage": used(5, 2, 0)}
+        ]),
+    );
+    p.write_commission("tokens", "---\nworker: claude-code\nresources:\n  max_tokens: 1000\n---\nRead a lot.\n");
+    let out = real_run(&p, &api, &claude);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = p.ok(&["logs", "tokens"]);
+    let s = p.status_json("tokens");
+    assert_eq!(s["status"], "failed", "{log}");
+    let reason = s["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("budget exceeded: ") && reason.ends_with(" of 1000 tokens; its work is kept on its branch"),
+        "{reason}\n{log}"
+    );
+    assert!(log.contains("of 1000 tokens: the attempt is stopped"), "{log}");
+    // Stopped mid-run: before Claude Code's own end (its `result`), and before it submitted.
+    assert!(!log.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).any(|v| v["type"] == "result"), "{log}");
+    assert!(!p.timeline("tokens").iter().any(|e| e["kind"] == "result"), "{log}");
 }
