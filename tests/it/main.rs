@@ -100,6 +100,12 @@ mod service {
     mod watch;
 }
 
+/// The web face (`guild-hall serve`) in a real browser: Debian's headless chromium.
+mod web {
+    pub(crate) mod browser;
+    mod harness;
+}
+
 /// Worker packages and processes: bundled packages, confinement and the sandbox, signals, Slurm, the real agent CLIs.
 mod worker {
     pub(crate) mod acp_claude_code;
