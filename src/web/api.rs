@@ -7,7 +7,7 @@
 use serde_json::{json, Value as Json};
 
 use crate::config::Project;
-use crate::ops::catalogue::{Meetings, Plans};
+use crate::ops::catalogue::Plans;
 use crate::ops::dispatcher::Dispatcher;
 use crate::tools::{ErrorKind, Tool, ToolError};
 
@@ -28,10 +28,8 @@ pub(crate) fn call(server: &Server, project: &Project, catalogue: &str, operatio
     let project = project.clone();
     let replied = match catalogue {
         "commission" => run(&crate::tools::dispatcher::tools(), operation, &Dispatcher { home, project }, args),
-        "meeting" => {
-            let m = Meetings { home, project, events: None, gone: Default::default() };
-            run(&crate::tools::meeting::tools(), operation, &m, args)
-        }
+        // A turn's events go to the meeting's pages as they come.
+        "meeting" => super::meeting::call(server, &project, operation, args),
         "plan" => run(&crate::tools::plan::tools(), operation, &Plans { home, project }, args),
         _ => None,
     };

@@ -185,7 +185,7 @@ fn log_from(server: &Server, project: &Project, id: &str, from: Option<u64>) -> 
     (text, Some(attempt), end)
 }
 
-fn read_log(path: &PathBuf, from: Option<u64>) -> (String, u64) {
+pub(crate) fn read_log(path: &PathBuf, from: Option<u64>) -> (String, u64) {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut f) = std::fs::File::open(path) else { return (String::new(), from.unwrap_or(0)) };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);

@@ -13,7 +13,7 @@ use crate::ops::catalogue::Meetings;
 use crate::tools::ToolError;
 
 use super::html::{line, page, text};
-use super::http::{Request, Response};
+use super::http::Response;
 use super::hub::{Batch, TurnNews, TurnStep};
 use super::Server;
 
@@ -38,7 +38,7 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
     );
     let _ = write!(
         body,
-        "<form id=\"send-form\" class=\"send\" data-api=\"meeting/send\" data-args=\"{args}\" data-testid=\"send-form\">\
+        "<form id=\"send-form\" class=\"send\" data-api=\"meeting/send\" data-args=\"{args}\" data-clear data-testid=\"send-form\">\
          <label for=\"message\">Your message <span class=\"hint\">(Ctrl+Enter sends)</span></label>\
          <textarea id=\"message\" name=\"message\" rows=\"3\" required data-keep data-testid=\"message\"></textarea>\
          <button id=\"send\" type=\"submit\" data-testid=\"send\">Send</button></form>",
@@ -177,14 +177,6 @@ fn shown(event: &TurnEvent) -> Option<String> {
         }
         TurnEvent::Error { reason } => Some(format!("<span class=\"error\">{}</span>", line(reason))),
         TurnEvent::Session { .. } | TurnEvent::TurnEnd => None,
-    }
-}
-
-/// What a turn's event adds to the text kept for a page opened while it streams.
-pub(crate) fn so_far(event: &TurnEvent) -> Option<&str> {
-    match event {
-        TurnEvent::TextDelta { text } => Some(text),
-        _ => None,
     }
 }
 

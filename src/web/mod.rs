@@ -50,6 +50,8 @@ pub(crate) mod context;
 pub(crate) mod html;
 pub(crate) mod http;
 pub(crate) mod hub;
+pub(crate) mod meeting;
+pub(crate) mod plan;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -250,11 +252,14 @@ impl Server {
                 Ok(p) => commission::page_of(self, p, id),
                 Err(e) => not_found(&e),
             },
-            ("GET", ["meetings" | "plans", id]) => Response::html(html::page(
-                id,
-                &format!("<h1>{}</h1><p>This page is not built yet: see <code>guild-hall meeting show</code> or <code>guild-hall plan show</code>.</p>", html::line(id)),
-                &[("view", "none")],
-            )),
+            ("GET", ["meetings", id]) => match self.project_of(req, None) {
+                Ok(p) => meeting::page_of(self, p, id),
+                Err(e) => not_found(&e),
+            },
+            ("GET", ["plans", id]) => match self.project_of(req, None) {
+                Ok(p) => plan::page_of(self, p, id),
+                Err(e) => not_found(&e),
+            },
             ("POST", ["api", catalogue, operation]) => match self.project_of(req, None) {
                 Ok(p) => api::call(self, p, catalogue, operation, &req.body),
                 Err(e) => Response::json(404, &serde_json::json!({"error": format!("{e:#}"), "kind": "not_found"})),
@@ -276,6 +281,14 @@ fn live_view(server: &Server, req: &Request) -> Result<Box<dyn Live>> {
             let id = req.param("id").ok_or_else(|| anyhow!("view=commission needs id="))?;
             let project = server.project_of(req, Some(id))?.clone();
             Ok(Box::new(commission::Live::new(project, id, req)))
+        }
+        Some("meeting") => {
+            let id = req.param("id").ok_or_else(|| anyhow!("view=meeting needs id="))?;
+            Ok(Box::new(meeting::Live::new(server.project_of(req, None)?.clone(), id)))
+        }
+        Some("plan") => {
+            let id = req.param("id").ok_or_else(|| anyhow!("view=plan needs id="))?;
+            Ok(Box::new(plan::Live::new(server.project_of(req, None)?.clone(), id, req)))
         }
         Some(other) => Err(anyhow!("no live view {other:?}")),
         None => Err(anyhow!("/events needs view=")),
@@ -308,10 +321,11 @@ fn events<W: Write>(server: &Server, req: &Request, w: &mut W) {
     loop {
         match rx.recv_timeout(PING_EVERY) {
             Ok(first) => {
-                let mut merged = Batch { paths: first.paths.clone(), changes: first.changes.clone() };
+                let mut merged = Batch { paths: first.paths.clone(), changes: first.changes.clone(), turns: first.turns.clone() };
                 for more in rx.try_iter() {
                     merged.paths.extend(more.paths.iter().cloned());
                     merged.changes.merge(more.changes.clone());
+                    merged.turns.extend(more.turns.iter().cloned());
                 }
                 if live.after(server, Some(&merged), &mut send).is_err() {
                     return;

@@ -15,9 +15,6 @@ use super::http::{Request, Response};
 use super::hub::Batch;
 use super::Server;
 
-/// How much of a task log's end the page shows at first, and sends at most per event.
-const LOG_WINDOW: u64 = 16 * 1024;
-
 /// The element id of a task's log (its canonical id's slug: letters, digits, `-`).
 fn log_element(slug: &str) -> String {
     format!("tasklog-{slug}")
@@ -30,12 +27,12 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
     // Before the reading: a change after it is one the page's stream sends.
     let generation = server.hub.generation().to_string();
     let mut body = format!("<h1>Plan <span class=\"id\">{}</span></h1>\n", line(id));
-    let view = crate::ops::plan::view(&server.home, project, id);
-    let _ = write!(body, "<div id=\"plan-live\" data-testid=\"plan-live\">{}</div>\n", live_part(server, project, id));
+    let view = crate::ops::plan::view(&server.home, project, id).map(|(_, _, shown)| shown);
+    let _ = write!(body, "<div id=\"plan-live\" data-testid=\"plan-live\">{}</div>\n", live_part(id, &view));
     // The logs stay outside the live part: what a person opened stays open as it follows.
     let mut events = Vec::new();
     let mut offsets = Vec::new();
-    if let Ok((_, _, shown)) = &view {
+    if let Ok(shown) = &view {
         body.push_str("<section aria-labelledby=\"h-logs\"><h2 id=\"h-logs\">Logs</h2>");
         for t in &shown.tasks {
             let slug = crate::artifact::plan::slug(&t.task);
@@ -63,9 +60,9 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
 }
 
 /// What changes as it runs: its state, actions, and the waves with their tasks.
-pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String {
-    let shown = match crate::ops::plan::view(&server.home, project, id) {
-        Ok((_, _, s)) => s,
+fn live_part(id: &str, view: &anyhow::Result<Shown>) -> String {
+    let shown = match view {
+        Ok(s) => s,
         Err(e) => return format!("<p data-testid=\"status\">{}</p>", line(&format!("{e:#}"))),
     };
     let status = shown.status.as_str();
@@ -103,7 +100,7 @@ pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String 
             text(id)
         );
     }
-    out.push_str(&waves(&shown));
+    out.push_str(&waves(shown));
     out
 }
 
@@ -175,34 +172,14 @@ fn waves(shown: &Shown) -> String {
     out
 }
 
-/// Task `t`'s log (escaped) from `from` (else its last [`LOG_WINDOW`]) and where it ends now:
-/// whole lines only, unless one is longer than the window.
+/// Task `t`'s log (escaped) from `from` (else its end) and where it ends now, as the
+/// commission page reads its log.
 fn task_log(server: &Server, project: &Project, t: &ShownTask, from: Option<u64>) -> (String, u64) {
     if t.attempt == 0 {
         return (String::new(), 0);
     }
     let Ok((path, _)) = crate::ops::logs::worker_log(&server.home, project, &t.task, Some(t.attempt)) else { return (String::new(), 0) };
-    read_tail(&path, from)
-}
-
-fn read_tail(path: &std::path::Path, from: Option<u64>) -> (String, u64) {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(path) else { return (String::new(), from.unwrap_or(0)) };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = match from {
-        Some(o) if o <= len => o,
-        _ => len.saturating_sub(LOG_WINDOW),
-    };
-    let mut buf = Vec::new();
-    if f.seek(SeekFrom::Start(start)).is_err() || f.take(LOG_WINDOW).read_to_end(&mut buf).is_err() {
-        return (String::new(), start);
-    }
-    let whole = match buf.iter().rposition(|b| *b == b'\n') {
-        Some(at) => at + 1,
-        None if buf.len() as u64 >= LOG_WINDOW => buf.len(),
-        None => 0,
-    };
-    (super::html::bytes(&buf[..whole]), start + whole as u64)
+    super::commission::read_log(&path, from)
 }
 
 /// The plan page's stream: the live part again after a change to the project's plans, and
@@ -260,29 +237,14 @@ impl super::Live for Live {
         if batch.is_some_and(|b| !b.changes.all && !index.is_some_and(|i| b.changes.plans.contains(&i))) {
             return Ok(());
         }
-        let Ok((_, _, shown)) = crate::ops::plan::view(&server.home, &self.project, &self.id) else {
-            return send("plan-live", &live_part(server, &self.project, &self.id));
-        };
+        let view = crate::ops::plan::view(&server.home, &self.project, &self.id).map(|(_, _, shown)| shown);
         let only_log = batch.is_some_and(|b| b.paths.iter().all(|p| crate::board::is_noise(p)));
-        if !only_log {
-            send("plan-live", &live_part(server, &self.project, &self.id))?;
+        if !only_log || view.is_err() {
+            send("plan-live", &live_part(&self.id, &view))?;
         }
-        self.logs(server, &shown, send)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_log_tail_is_whole_lines_escaped() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("log");
-        std::fs::write(&path, "one <b>\ntwo\npart").expect("write");
-        let (shown, end) = read_tail(&path, None);
-        assert_eq!(shown, "one &lt;b&gt;\ntwo\n");
-        assert_eq!(end, 12);
-        assert_eq!(read_tail(&path, Some(end)), (String::new(), 12));
+        match &view {
+            Ok(shown) => self.logs(server, shown, send),
+            Err(_) => Ok(()),
+        }
     }
 }

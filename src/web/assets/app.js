@@ -38,7 +38,9 @@
       const el = document.getElementById(name);
       if (el) swap(el, html);
     };
-    for (const name of ["board", "commission-live", "review", "log", "log-attempt", "append:log", "transcript", "plan-live", "meeting-live", "append:transcript"]) {
+    // A page's own (a plan's task logs) are named in its data-events.
+    const own = (data.events || "").split(" ").filter((n) => n);
+    for (const name of ["board", "commission-live", "review", "log", "log-attempt", "append:log", "transcript", "plan-live", "meeting-live", "append:transcript", "reply", "append:reply", ...own]) {
       es.addEventListener(name, (e) => {
         handle(name, e.data);
         if (name === "board") filterBoard();
@@ -96,6 +98,8 @@
     }
     const q = data.project ? "?project=" + encodeURIComponent(data.project) : "";
     for (const b of form.querySelectorAll("button")) b.disabled = true;
+    // A message is shown in the page as it is sent (a meeting's): its box empties at once.
+    if ("clear" in form.dataset) for (const f of form.querySelectorAll("textarea")) f.value = "";
     try {
       const r = await fetch("/api/" + form.dataset.api + q, {
         method: "POST",
@@ -208,8 +212,14 @@
     filterBoard();
   });
 
-  // ---- keyboard: / focuses the filter; j/k move between the board's items
+  // ---- keyboard: Ctrl+Enter in a form's text sends it; / focuses the filter; j/k move
+  // between the board's items
   document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && e.target.closest("form[data-api] textarea")) {
+      e.preventDefault();
+      e.target.closest("form").requestSubmit();
+      return;
+    }
     const typing = e.target.closest("input, textarea, select");
     if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.key === "/") {

@@ -221,7 +221,7 @@ impl Server {
         let log = p.tmp.path().join(format!("serve-{n}.log"));
         let mut child = p
             .cmd()
-            .args(["serve", "--port", "0"])
+            .arg("serve")
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).expect("log"))
