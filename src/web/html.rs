@@ -72,7 +72,7 @@ pub(crate) fn page(title: &str, body: &str, data: &[(&str, &str)]) -> String {
     }
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title} · guild-hall</title>\n<link rel=\"stylesheet\" href=\"/assets/style.css\">\n\
+         <title>{title} · guild-hall</title>\n<link rel=\"icon\" href=\"data:,\"><link rel=\"stylesheet\" href=\"/assets/style.css\">\n\
          <script src=\"/assets/app.js\" defer></script>\n</head>\n<body{attrs} data-live=\"off\">\n\
          <a class=\"skip\" href=\"#main\">Skip to content</a>\n\
          <header class=\"top\"><nav aria-label=\"guild-hall\"><a href=\"/\" data-testid=\"nav-board\">guild-hall</a></nav>\

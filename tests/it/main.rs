@@ -102,8 +102,14 @@ mod service {
 
 /// The web face (`guild-hall serve`) in a real browser: Debian's headless chromium.
 mod web {
+    mod asking;
+    mod board;
     pub(crate) mod browser;
+    mod escaping;
     mod harness;
+    mod meeting;
+    mod plan;
+    mod review;
 }
 
 /// Worker packages and processes: bundled packages, confinement and the sandbox, signals, Slurm, the real agent CLIs.

@@ -254,6 +254,10 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // A failed test shows what the server said.
+        if std::thread::panicking() {
+            eprintln!("--- guild-hall serve said:\n{}", self.log());
+        }
         if let Some(mut c) = self.child.take() {
             let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
             let _ = c.wait();
