@@ -71,7 +71,7 @@ fn live_part(id: &str, view: &anyhow::Result<Shown>) -> String {
          <span class=\"title\" data-testid=\"title\">{title}</span><div class=\"meta\">{wave}{waves} wave{plural} · parallelism {par}{verify}</div>",
         s = text(status),
         title = line(shown.title.as_deref().unwrap_or("")),
-        wave = shown.wave.map(|w| format!("at wave {} of ", w + 1)).unwrap_or_default(),
+        wave = shown.wave.filter(|w| *w > 0).map(|w| format!("at wave {w} of ")).unwrap_or_default(),
         waves = shown.waves,
         plural = if shown.waves == 1 { "" } else { "s" },
         par = shown.parallelism,
@@ -132,7 +132,7 @@ fn waves(shown: &Shown) -> String {
              <div class=\"scroll\"><table class=\"tasks\"><thead><tr><th scope=\"col\">Task</th><th scope=\"col\">Worker</th><th scope=\"col\">State</th>\
              <th scope=\"col\">Attempt</th><th scope=\"col\">Ports</th><th scope=\"col\">Usage</th><th scope=\"col\">Result</th></tr></thead><tbody>",
             cur = if now { " current" } else { "" },
-            n = w + 1,
+            n = w,
             here = if now { " <span class=\"meta\">(now)</span>" } else { "" },
         );
         for t in tasks {

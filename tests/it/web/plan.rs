@@ -5,7 +5,7 @@ use super::browser::{Browser, Server};
 use crate::common::*;
 
 /// Says hello in its log, waits for `.go` in its worktree (the test's say-so), submits.
-const WAITER: &str = "echo \"hello from the task\"\nwhile [ ! -e .go ]; do sleep 0.05; done\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary 'did <i>it</i>'";
+const WAITER: &str = "echo \"hello from the task\"\nwhile [ ! -e .go ]; do sleep 0.05; done\nrm -f .go\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary 'did <i>it</i>'";
 
 #[test]
 fn a_plans_tasks_and_logs_follow_it_as_it_runs() {
@@ -23,6 +23,8 @@ fn a_plans_tasks_and_logs_follow_it_as_it_runs() {
     b.goto(&s.url);
     b.goto(&s.at("/plans/pl"));
     b.wait("tr[data-testid=task]");
+    b.wait("body[data-live=on]");
+    b.eval("window.sameDocument = 'yes'");
     assert_eq!(b.count("section[data-testid=wave]"), 1);
     assert_eq!(b.count("tr[data-testid=task]"), 2);
     // Both at work: their logs say hello.
@@ -42,7 +44,13 @@ fn a_plans_tasks_and_logs_follow_it_as_it_runs() {
         std::fs::write(wt.unwrap_or_else(|| panic!("the worktree of {slug}")).join(".go"), "").expect("go");
     }
     b.wait_text(Some("[data-testid=status]"), "completed");
-    assert_eq!(b.count("tr[data-testid=task][data-state=completed]"), 2);
+    // Each task's state as `plan show` says it.
+    let v = crate::plan::fixtures::show(&p, "pl");
+    for t in v["tasks"].as_array().expect("tasks") {
+        let (task, state) = (t["task"].as_str().expect("task"), t["state"].as_str().expect("state"));
+        b.wait(&format!("tr[data-testid=task][data-task='{task}'][data-state='{state}']"));
+    }
     assert!(b.text("#waves").contains("did <i>it</i>"), "the result shown as text");
     assert_eq!(b.count("#waves i"), 0);
+    assert_eq!(b.eval("window.sameDocument"), "yes", "followed without a reload");
 }
