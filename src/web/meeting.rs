@@ -34,7 +34,7 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
         "<section class=\"meeting\" aria-labelledby=\"h-transcript\"><h2 id=\"h-transcript\">Transcript</h2>\
          <div id=\"transcript\" class=\"transcript\" data-testid=\"transcript\">{}</div>\
          <div id=\"reply\" class=\"msg worker streaming\" data-testid=\"reply\" aria-live=\"polite\">{so_far}</div></section>\n",
-        transcript(server, project, id)
+        transcript(server, project, id, None)
     );
     let _ = write!(
         body,
@@ -131,20 +131,25 @@ fn message(who: &str, when: &str, words: &str, you: bool) -> String {
 }
 
 /// The transcript as it is kept (`## You (time)` and `## worker (time)` sections), each
-/// message escaped; a closed meeting has none (its notes say what was said).
-fn transcript(server: &Server, project: &Project, id: &str) -> String {
+/// message escaped, and `sent`, a message whose turn began, unless the transcript holds it
+/// already; a closed meeting has none (its notes say what was said).
+fn transcript(server: &Server, project: &Project, id: &str, sent: Option<&str>) -> String {
     let path = server.home.transcript(&project.name, id);
-    let Ok(Some(kept)) = crate::files::read_text_if_exists(&path) else {
-        return "<p class=\"empty\">No transcript: nothing said yet, or the meeting is closed (its notes are above).</p>".into();
-    };
+    let kept = crate::files::read_text_if_exists(&path).ok().flatten();
+    let messages = kept.as_deref().map(sections).unwrap_or_default();
     let mut out = String::new();
-    for (who, when, words) in sections(&kept) {
-        out.push_str(&message(who, when, &words, who == "You"));
+    for (who, when, words) in &messages {
+        out.push_str(&message(who, when, words, *who == "You"));
     }
-    if out.is_empty() {
-        out.push_str("<p class=\"empty\">Nothing said yet.</p>");
+    let last_is_it = |words: &str| messages.last().is_some_and(|(who, _, w)| *who == "You" && w.trim() == words.trim());
+    if let Some(words) = sent.filter(|w| !last_is_it(w)) {
+        out.push_str(&message("You", "now", words, true));
     }
-    out
+    match (out.is_empty(), kept.is_some()) {
+        (false, _) => out,
+        (true, true) => "<p class=\"empty\">Nothing said yet.</p>".into(),
+        (true, false) => "<p class=\"empty\">No transcript: nothing said yet, or the meeting is closed (its notes are above).</p>".into(),
+    }
 }
 
 /// The transcript's messages: who, when, what (a heading `## WHO (WHEN)` begins each).
@@ -235,7 +240,7 @@ impl super::Live for Live {
     fn after(&mut self, server: &Server, batch: Option<&Batch>, send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>) -> std::io::Result<()> {
         let Some(b) = batch else {
             send("meeting-live", &live_part(server, &self.project, &self.id))?;
-            send("transcript", &transcript(server, &self.project, &self.id))?;
+            send("transcript", &transcript(server, &self.project, &self.id, None))?;
             let so_far = server.hub.turn_so_far(&self.project.name, &self.id).map(|t| text(&t)).unwrap_or_default();
             return send("reply", &so_far);
         };
@@ -244,7 +249,7 @@ impl super::Live for Live {
         for n in b.turns.iter().filter(|n| n.project == self.project.name && n.meeting == self.id) {
             match &n.step {
                 TurnStep::Began(words) => {
-                    send("append:transcript", &message("You", "now", words, true))?;
+                    send("transcript", &transcript(server, &self.project, &self.id, Some(words)))?;
                     send("reply", "")?;
                     send("meeting-live", &live_part(server, &self.project, &self.id))?;
                 }
@@ -253,7 +258,7 @@ impl super::Live for Live {
                     if !reply.is_empty() {
                         send("append:reply", &std::mem::take(&mut reply))?;
                     }
-                    send("transcript", &transcript(server, &self.project, &self.id))?;
+                    send("transcript", &transcript(server, &self.project, &self.id, None))?;
                     send("reply", "")?;
                     send("meeting-live", &live_part(server, &self.project, &self.id))?;
                 }

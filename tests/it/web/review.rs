@@ -26,12 +26,22 @@ fn in_review(p: &Project) -> (Server, Browser) {
 #[test]
 fn approving_with_the_keyboard_alone_merges_the_work() {
     let p = Project::new(&[]);
-    let (_s, mut b) = in_review(&p);
+    let (s, mut b) = in_review(&p);
     assert_eq!(b.text("[data-testid=status]"), "review");
     b.screenshot("commission");
+    // The board beside it: the commission in review first, under "Needs you".
+    for (id, title) in [("draft-notes", "Draft the release notes"), ("tidy", "Tidy the test helpers")] {
+        p.write_commission(id, &format!("---\ntitle: {title}\nworker: recorder\nstatus: draft\n---\nLater.\n"));
+    }
+    b.goto(&s.at("/"));
+    b.wait("[data-testid=needs-you] li[data-testid=item][data-id=job]");
+    b.wait("li[data-testid=item][data-id=tidy]");
+    b.screenshot("board");
     b.viewport(390, 844);
-    b.screenshot("commission-phone");
+    b.screenshot("board-phone");
     b.viewport(1280, 800);
+    b.goto(&s.at("/commissions/job"));
+    b.wait("tr[data-testid=diff-line][data-path='work.txt']");
     b.tab_to("approve");
     b.press("Enter");
     b.wait_text(Some("[data-testid=status]"), "completed");
