@@ -89,11 +89,7 @@ const DETAIL_EVERY: Duration = Duration::from_millis(100);
 /// (the board's loop, the web face's change stream). No debouncer: its timer would tick at
 /// rest; the reader takes what has come in one go. When the native watcher is out of
 /// resources, the polling one.
-pub(crate) fn watch_files<W>(
-    home: &Home,
-    projects: &[Project],
-    wake: W,
-) -> Result<Box<dyn notify::Watcher>>
+pub(crate) fn watch_files<W>(home: &Home, projects: &[Project], wake: W) -> Result<Box<dyn notify::Watcher>>
 where
     W: Fn(Wake) + Clone + Send + 'static,
 {

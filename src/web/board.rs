@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 
 use crate::board::model::{self, Item, Kind};
 
+use super::context::Server;
 use super::html::{line, page, text};
 use super::http::{encode, Request, Response};
-use super::context::Server;
 
 /// The filter a request asks for: `q` (the board's words), `status`, `kind`.
 #[derive(Debug, Default, Clone)]
@@ -27,7 +27,9 @@ impl Filter {
     }
 
     fn keeps(&self, i: &Item) -> bool {
-        (self.status.is_empty() || i.status == self.status) && (self.kind.is_empty() || kind_name(i.kind) == self.kind) && i.matches(&self.q)
+        (self.status.is_empty() || i.status == self.status)
+            && (self.kind.is_empty() || kind_name(i.kind) == self.kind)
+            && i.matches(&self.q)
     }
 }
 
@@ -68,18 +70,21 @@ pub(crate) fn page_of(server: &Server, req: &Request) -> Response {
          <label>Find <input id=\"filter-text\" name=\"q\" type=\"search\" value=\"{q}\" placeholder=\"words, status:review, worker:scribe\" data-testid=\"filter-text\" accesskey=\"f\"></label>\
          <label>Status <select id=\"filter-status\" name=\"status\" data-testid=\"filter-status\"><option value=\"\">any</option>{statuses}</select></label>\
          <label>Kind <select id=\"filter-kind\" name=\"kind\" data-testid=\"filter-kind\"><option value=\"\">any</option>{kinds}</select></label>\
-         <button type=\"submit\">Filter</button></form>\n",
+         <button type=\"submit\">Filter</button></form>",
         q = text(&f.q),
         statuses = options(&STATUSES, &f.status),
         kinds = options(&["commission", "plan", "meeting"], &f.kind),
     );
-    let _ = write!(body, "<div id=\"board\" data-testid=\"board\">{}</div>", columns(server, &f));
+    let _ = write!(body, "\n<div id=\"board\" data-testid=\"board\">{}</div>", columns(server, &f));
     Response::html(page("Board", &body, &[("view", "board"), ("generation", &generation)]))
 }
 
 fn options(values: &[&str], chosen: &str) -> String {
     values.iter().map(|v| format!("<option{}>{v}</option>", if *v == chosen { " selected" } else { "" })).collect()
 }
+
+/// A column: its test id, its heading, and the needs ([`Item::need`]) it takes.
+type Group = (&'static str, &'static str, fn(u8) -> bool);
 
 /// The three columns, as the board reads the projects now.
 pub(crate) fn columns(server: &Server, f: &Filter) -> String {
@@ -93,8 +98,7 @@ pub(crate) fn columns(server: &Server, f: &Filter) -> String {
         out.push_str("</ul></section>");
     }
     out.push_str("<div class=\"columns\">");
-    let groups: [(&str, &str, fn(u8) -> bool); 3] =
-        [("needs-you", "Needs you", |n| n <= 4), ("running", "Running", |n| n == 5), ("rest", "The rest", |n| n > 5)];
+    let groups: [Group; 3] = [("needs-you", "Needs you", |n| n <= 4), ("running", "Running", |n| n == 5), ("rest", "The rest", |n| n > 5)];
     for (testid, title, takes) in groups {
         let mine: Vec<&Item> = items.iter().filter(|i| takes(i.need())).collect();
         let _ = write!(
