@@ -302,43 +302,10 @@ impl Board<'_> {
     fn apply_pending(&mut self) {
         let began = Instant::now();
         let c = std::mem::take(&mut self.pending);
-        if c.all {
-            return self.reload();
-        }
-        let now = chrono::Utc::now();
-        let mut failed = false;
-        for (i, ids) in &c.commissions {
-            let Some(p) = self.projects.get(*i) else { continue };
-            match model::commissions(self.home, p, *i, ids, now) {
-                Ok(new) => {
-                    self.items.retain(|it| !(it.kind == Kind::Commission && it.project == *i && ids.contains(&it.id)));
-                    self.items.extend(new);
-                }
-                Err(_) => failed = true,
-            }
-        }
-        for (i, kind) in c.plans.iter().map(|i| (*i, Kind::Plan)).chain(c.meetings.iter().map(|i| (*i, Kind::Meeting))) {
-            let Some(p) = self.projects.get(i) else { continue };
-            let mut new = Vec::new();
-            let read = match kind {
-                Kind::Plan => model::plans(self.home, p, i, &mut new),
-                _ => model::meetings(self.home, p, i, &mut new),
-            };
-            match read {
-                Ok(problems) => {
-                    self.items.retain(|it| !(it.kind == kind && it.project == i));
-                    self.items.extend(new);
-                    self.problems.retain(|(p, k, _)| !(*p == i && *k == kind));
-                    self.problems.extend(problems.into_iter().map(|why| (i, kind, why)));
-                }
-                Err(_) => failed = true,
-            }
-        }
-        if failed {
+        if !model::read_again(self.home, self.projects, &mut self.items, &mut self.problems, &c) {
             // Said by a whole reading, with the problem in its words.
             return self.reload();
         }
-        model::sort(&mut self.items);
         self.settle();
         tracing::debug!(ms = began.elapsed().as_secs_f64() * 1000.0, ?c, "read again");
     }
