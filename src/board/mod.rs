@@ -89,11 +89,7 @@ const DETAIL_EVERY: Duration = Duration::from_millis(100);
 /// (the board's loop, the web face's change stream). No debouncer: its timer would tick at
 /// rest; the reader takes what has come in one go. When the native watcher is out of
 /// resources, the polling one.
-pub(crate) fn watch_files<W>(
-    home: &Home,
-    projects: &[Project],
-    wake: W,
-) -> Result<Box<dyn notify::Watcher>>
+pub(crate) fn watch_files<W>(home: &Home, projects: &[Project], wake: W) -> Result<Box<dyn notify::Watcher>>
 where
     W: Fn(Wake) + Clone + Send + 'static,
 {
@@ -306,43 +302,10 @@ impl Board<'_> {
     fn apply_pending(&mut self) {
         let began = Instant::now();
         let c = std::mem::take(&mut self.pending);
-        if c.all {
-            return self.reload();
-        }
-        let now = chrono::Utc::now();
-        let mut failed = false;
-        for (i, ids) in &c.commissions {
-            let Some(p) = self.projects.get(*i) else { continue };
-            match model::commissions(self.home, p, *i, ids, now) {
-                Ok(new) => {
-                    self.items.retain(|it| !(it.kind == Kind::Commission && it.project == *i && ids.contains(&it.id)));
-                    self.items.extend(new);
-                }
-                Err(_) => failed = true,
-            }
-        }
-        for (i, kind) in c.plans.iter().map(|i| (*i, Kind::Plan)).chain(c.meetings.iter().map(|i| (*i, Kind::Meeting))) {
-            let Some(p) = self.projects.get(i) else { continue };
-            let mut new = Vec::new();
-            let read = match kind {
-                Kind::Plan => model::plans(self.home, p, i, &mut new),
-                _ => model::meetings(self.home, p, i, &mut new),
-            };
-            match read {
-                Ok(problems) => {
-                    self.items.retain(|it| !(it.kind == kind && it.project == i));
-                    self.items.extend(new);
-                    self.problems.retain(|(p, k, _)| !(*p == i && *k == kind));
-                    self.problems.extend(problems.into_iter().map(|why| (i, kind, why)));
-                }
-                Err(_) => failed = true,
-            }
-        }
-        if failed {
+        if !model::read_again(self.home, self.projects, &mut self.items, &mut self.problems, &c) {
             // Said by a whole reading, with the problem in its words.
             return self.reload();
         }
-        model::sort(&mut self.items);
         self.settle();
         tracing::debug!(ms = began.elapsed().as_secs_f64() * 1000.0, ?c, "read again");
     }

@@ -83,7 +83,7 @@ pub enum Command {
     /// The web face: the board, commissions, plans and meetings in a browser, live, with the
     /// actions a person takes on them — beside a reconciler run as `watch` runs it.
     ///
-    /// Serves the projects named with -C (repeatable), or every registered one. Its first line
+    /// Serves the projects named with -C (repeatable), or the current directory's. Its first line
     /// on stdout is the URL to open: it carries a token valid while the server runs (the
     /// browser keeps it as a cookie after the first visit); without it every request is
     /// refused (401). Loopback only; a worker's processes are refused. For each project no

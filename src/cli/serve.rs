@@ -1,7 +1,7 @@
 //! `guild-hall serve`: the web face (the library's `web`) beside a reconciler run as `watch`
 //! runs it. Prints the URL to open first, on stdout; the log goes to stderr.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 
 use super::out::say;
@@ -32,5 +32,10 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<()> {
         ..Default::default()
     };
     let opts = guild_hall::web::Options { listen: args.listen.clone(), socket: args.socket.clone(), watch };
-    guild_hall::web::serve(&home, &cli.dirs, &opts, |url| say!("{url}"))
+    // As `board`: the projects -C names, else the current directory's.
+    let dirs = match cli.dirs.as_slice() {
+        [] => vec![std::env::current_dir().context("reading the current directory")?],
+        named => named.to_vec(),
+    };
+    guild_hall::web::serve(&home, &dirs, &opts, |url| say!("{url}"))
 }

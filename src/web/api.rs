@@ -11,8 +11,8 @@ use crate::ops::catalogue::Plans;
 use crate::ops::dispatcher::Dispatcher;
 use crate::tools::{ErrorKind, Tool, ToolError};
 
-use super::http::Response;
 use super::context::Server;
+use super::http::Response;
 
 /// Call `operation` of `catalogue` with `body` as its arguments.
 pub(crate) fn call(server: &Server, project: &Project, catalogue: &str, operation: &str, body: &[u8]) -> Response {

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 
 use crate::board::model::{self, Item, Kind};
 
+use super::context::Server;
 use super::html::{line, page, text};
 use super::http::{encode, Request, Response};
-use super::context::Server;
 
 /// The filter a request asks for: `q` (the board's words), `status`, `kind`.
 #[derive(Debug, Default, Clone)]
@@ -27,7 +27,9 @@ impl Filter {
     }
 
     fn keeps(&self, i: &Item) -> bool {
-        (self.status.is_empty() || i.status == self.status) && (self.kind.is_empty() || kind_name(i.kind) == self.kind) && i.matches(&self.q)
+        (self.status.is_empty() || i.status == self.status)
+            && (self.kind.is_empty() || kind_name(i.kind) == self.kind)
+            && i.matches(&self.q)
     }
 }
 
@@ -68,12 +70,13 @@ pub(crate) fn page_of(server: &Server, req: &Request) -> Response {
          <label>Find <input id=\"filter-text\" name=\"q\" type=\"search\" value=\"{q}\" placeholder=\"words, status:review, worker:scribe\" data-testid=\"filter-text\" accesskey=\"f\"></label>\
          <label>Status <select id=\"filter-status\" name=\"status\" data-testid=\"filter-status\"><option value=\"\">any</option>{statuses}</select></label>\
          <label>Kind <select id=\"filter-kind\" name=\"kind\" data-testid=\"filter-kind\"><option value=\"\">any</option>{kinds}</select></label>\
-         <button type=\"submit\">Filter</button></form>\n",
+         <button type=\"submit\">Filter</button></form>",
         q = text(&f.q),
         statuses = options(&STATUSES, &f.status),
         kinds = options(&["commission", "plan", "meeting"], &f.kind),
     );
-    let _ = write!(body, "<div id=\"board\" data-testid=\"board\">{}</div>", columns(server, &f));
+    let (items, problems) = model::load(&server.home, &server.projects, chrono::Utc::now());
+    let _ = write!(body, "\n<div id=\"board\" data-testid=\"board\">{}</div>", columns(server, &items, &problems, &f));
     Response::html(page("Board", &body, &[("view", "board"), ("generation", &generation)]))
 }
 
@@ -81,20 +84,21 @@ fn options(values: &[&str], chosen: &str) -> String {
     values.iter().map(|v| format!("<option{}>{v}</option>", if *v == chosen { " selected" } else { "" })).collect()
 }
 
-/// The three columns, as the board reads the projects now.
-pub(crate) fn columns(server: &Server, f: &Filter) -> String {
-    let (items, problems) = model::load(&server.home, &server.projects, chrono::Utc::now());
+/// A column: its test id, its heading, and the needs ([`Item::need`]) it takes.
+type Group = (&'static str, &'static str, fn(u8) -> bool);
+
+/// The three columns of `items`, with the `problems` above them.
+pub(crate) fn columns(server: &Server, items: &[Item], problems: &[model::Problem], f: &Filter) -> String {
     let mut out = String::new();
     if !problems.is_empty() {
         out.push_str("<section class=\"problems\" data-testid=\"problems\"><h2>Problems</h2><ul>");
-        for (_, _, why) in &problems {
+        for (_, _, why) in problems {
             let _ = write!(out, "<li>{}</li>", line(why));
         }
         out.push_str("</ul></section>");
     }
     out.push_str("<div class=\"columns\">");
-    let groups: [(&str, &str, fn(u8) -> bool); 3] =
-        [("needs-you", "Needs you", |n| n <= 4), ("running", "Running", |n| n == 5), ("rest", "The rest", |n| n > 5)];
+    let groups: [Group; 3] = [("needs-you", "Needs you", |n| n <= 4), ("running", "Running", |n| n == 5), ("rest", "The rest", |n| n > 5)];
     for (testid, title, takes) in groups {
         let mine: Vec<&Item> = items.iter().filter(|i| takes(i.need())).collect();
         let _ = write!(
@@ -171,16 +175,21 @@ fn card(out: &mut String, server: &Server, i: &Item, shown: bool) {
     out.push_str("</li>");
 }
 
-/// The board's stream: the columns again after a change to any item; after a worker's log or
-/// heartbeat alone, at most every [`crate::board::NOISE_RELOAD`] (as the terminal board).
+/// The board's stream: the columns again after a change to any item, only what the change
+/// touches read again ([`model::read_again`], as the terminal board does); after a worker's log
+/// or heartbeat alone, at most every [`crate::board::NOISE_RELOAD`].
 pub(crate) struct Live {
     filter: Filter,
+    /// The items as last read, and the problems; `None` before the first reading.
+    read: Option<(Vec<Item>, Vec<model::Problem>)>,
+    /// Changes held back by the throttle, read with the next batch.
+    pending: crate::board::changes::Changes,
     sent: Option<std::time::Instant>,
 }
 
 impl Live {
     pub(crate) fn new(filter: Filter) -> Live {
-        Live { filter, sent: None }
+        Live { filter, read: None, pending: Default::default(), sent: None }
     }
 }
 
@@ -191,16 +200,28 @@ impl super::context::Live for Live {
         batch: Option<&super::hub::Batch>,
         send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        if let Some(b) = batch {
-            if b.changes.is_empty() {
-                return Ok(());
+        let changes = match batch {
+            None => None,
+            Some(b) if b.changes.is_empty() => return Ok(()),
+            Some(b) => {
+                self.pending.merge(b.changes.clone());
+                let noise = b.paths.iter().all(|p| crate::board::is_noise(p));
+                if noise && self.sent.is_some_and(|t| t.elapsed() < crate::board::NOISE_RELOAD) {
+                    return Ok(());
+                }
+                Some(std::mem::take(&mut self.pending))
             }
-            let noise = b.paths.iter().all(|p| crate::board::is_noise(p));
-            if noise && self.sent.is_some_and(|t| t.elapsed() < crate::board::NOISE_RELOAD) {
-                return Ok(());
-            }
+        };
+        let (home, projects) = (&server.home, &server.projects);
+        let fresh = match (&mut self.read, &changes) {
+            (Some((items, problems)), Some(c)) => model::read_again(home, projects, items, problems, c),
+            _ => false,
+        };
+        if !fresh {
+            self.read = Some(model::load(home, projects, chrono::Utc::now()));
         }
         self.sent = Some(std::time::Instant::now());
-        send("board", &columns(server, &self.filter))
+        let (items, problems) = self.read.as_ref().map(|(i, p)| (i.as_slice(), p.as_slice())).unwrap_or_default();
+        send("board", &columns(server, items, problems, &self.filter))
     }
 }

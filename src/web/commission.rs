@@ -15,10 +15,10 @@ use crate::board::model::{self, Item};
 use crate::config::Project;
 use crate::ops::dispatcher::Dispatcher;
 
+use super::context::Server;
 use super::html::{bytes, line, page, text};
 use super::http::{Request, Response};
 use super::hub::Batch;
-use super::context::Server;
 
 /// How much of a log's end the page shows at first, and sends at most per event.
 const LOG_WINDOW: u64 = 64 * 1024;
@@ -31,12 +31,12 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
     let generation = server.hub.generation().to_string();
     let shown = review_state(server, project, id);
     let mut body = format!("<h1>Commission <span class=\"id\">{}</span></h1>\n", line(id));
-    let _ = write!(body, "<div id=\"commission-live\" data-testid=\"commission-live\">{}</div>\n", live_part(server, project, id));
+    let _ = writeln!(body, "<div id=\"commission-live\" data-testid=\"commission-live\">{}</div>", live_part(server, project, id));
     let (log, attempt, offset) = log_from(server, project, id, None);
-    let _ = write!(
+    let _ = writeln!(
         body,
         "<section aria-labelledby=\"h-log\"><h2 id=\"h-log\">Log <span id=\"log-attempt\">{}</span></h2>\
-         <pre id=\"log\" class=\"log\" data-testid=\"log\" tabindex=\"0\" aria-live=\"off\">{log}</pre></section>\n",
+         <pre id=\"log\" class=\"log\" data-testid=\"log\" tabindex=\"0\" aria-live=\"off\">{log}</pre></section>",
         attempt.map(|a| format!("(attempt {a})")).unwrap_or_default()
     );
     let _ = write!(body, "<section id=\"review\" aria-labelledby=\"h-diff\">{}</section>", review_part(server, project, id));
@@ -47,7 +47,16 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
     Response::html(page(
         &format!("commission {id}"),
         &body,
-        &[("view", "commission"), ("id", id), ("project", &name), ("generation", &generation), ("attempt", &attempt), ("offset", &offset), ("tip", &tip), ("review", in_review)],
+        &[
+            ("view", "commission"),
+            ("id", id),
+            ("project", &name),
+            ("generation", &generation),
+            ("attempt", &attempt),
+            ("offset", &offset),
+            ("tip", &tip),
+            ("review", in_review),
+        ],
     ))
 }
 
@@ -95,7 +104,10 @@ pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String 
     }
     out.push_str(&questions(server, project, id));
     let fm = frontmatter(&i.path);
-    let _ = write!(out, "<details open><summary><h2>Frontmatter</h2></summary><pre id=\"frontmatter\" data-testid=\"frontmatter\">{fm}</pre></details>");
+    let _ = write!(
+        out,
+        "<details open><summary><h2>Frontmatter</h2></summary><pre id=\"frontmatter\" data-testid=\"frontmatter\">{fm}</pre></details>"
+    );
     out.push_str(&timeline(project, id));
     out.push_str("<section aria-labelledby=\"h-usage\"><h2 id=\"h-usage\">Usage</h2><p id=\"usage\" data-testid=\"usage\">");
     match i.usage {
@@ -162,7 +174,9 @@ fn frontmatter(path: &std::path::Path) -> String {
 }
 
 fn timeline(project: &Project, id: &str) -> String {
-    let mut out = String::from("<section aria-labelledby=\"h-timeline\"><h2 id=\"h-timeline\">Timeline</h2><ol id=\"timeline\" data-testid=\"timeline\">");
+    let mut out = String::from(
+        "<section aria-labelledby=\"h-timeline\"><h2 id=\"h-timeline\">Timeline</h2><ol id=\"timeline\" data-testid=\"timeline\">",
+    );
     match crate::ops::timeline::of(project, id) {
         Ok(entries) => {
             for e in &entries {
@@ -369,10 +383,13 @@ impl Live {
 }
 
 impl super::context::Live for Live {
-    fn after(&mut self, server: &Server, batch: Option<&Batch>, send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>) -> std::io::Result<()> {
-        let touched = |b: &Batch| {
-            b.changes.all || b.changes.commissions.values().any(|ids| ids.contains(&self.id)) || b.changes.detail
-        };
+    fn after(
+        &mut self,
+        server: &Server,
+        batch: Option<&Batch>,
+        send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let touched = |b: &Batch| b.changes.all || b.changes.commissions.values().any(|ids| ids.contains(&self.id)) || b.changes.detail;
         if batch.is_some_and(|b| !touched(b)) {
             return Ok(());
         }

@@ -49,5 +49,10 @@ pub(crate) fn not_found(e: &anyhow::Error) -> Response {
 pub(crate) trait Live {
     /// What to send after `batch`; `None`: the page may have missed changes (it was rendered
     /// before its stream began), everything it shows is sent again.
-    fn after(&mut self, server: &Server, batch: Option<&Batch>, send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>) -> std::io::Result<()>;
+    fn after(
+        &mut self,
+        server: &Server,
+        batch: Option<&Batch>,
+        send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>,
+    ) -> std::io::Result<()>;
 }

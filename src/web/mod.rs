@@ -65,8 +65,8 @@ use anyhow::{anyhow, bail, Result};
 
 use crate::config::{Home, Project};
 use auth::{Guard, Verdict};
-use http::{BadRequest, EventStream, Request, Response, Slots};
 use context::{not_found, Live, Server};
+use http::{BadRequest, EventStream, Request, Response, Slots};
 use hub::{Batch, Hub};
 
 /// How `serve` runs.
@@ -111,8 +111,12 @@ pub fn serve(home: &Home, dirs: &[PathBuf], opts: &Options, say_url: impl FnOnce
             let addr = opts.listen.as_deref().unwrap_or("127.0.0.1:0");
             let listener = crate::service::rpc::transport::bind_loopback(addr)?;
             let local = listener.local_addr()?;
-            let server =
-                Arc::new(Server { home: home.clone(), projects: projects.clone(), hub, guard: Guard::new(token.clone(), Some(local.port())) });
+            let server = Arc::new(Server {
+                home: home.clone(),
+                projects: projects.clone(),
+                hub,
+                guard: Guard::new(token.clone(), Some(local.port())),
+            });
             let host = match local {
                 SocketAddr::V4(a) => a.to_string(),
                 SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
@@ -132,7 +136,11 @@ pub fn serve(home: &Home, dirs: &[PathBuf], opts: &Options, say_url: impl FnOnce
 
 /// A `watch` in a thread of this process for the projects whose lock no one holds; the others
 /// are left to whoever reconciles them.
-fn start_reconciler(home: &Home, projects: &[Project], opts: &crate::service::watch::WatchOptions) -> Result<Option<std::thread::JoinHandle<()>>> {
+fn start_reconciler(
+    home: &Home,
+    projects: &[Project],
+    opts: &crate::service::watch::WatchOptions,
+) -> Result<Option<std::thread::JoinHandle<()>>> {
     let mut free = Vec::new();
     for p in projects {
         match crate::reconcile::lock_holder(home, p) {
@@ -268,10 +276,7 @@ impl Server {
             _ => not_found(&anyhow!("no page {}", req.path)),
         }
     }
-
 }
-
-
 
 /// The [`Live`] of the view a stream asks for.
 fn live_view(server: &Server, req: &Request) -> Result<Box<dyn Live>> {

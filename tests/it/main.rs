@@ -129,3 +129,9 @@ mod worker {
     pub(crate) mod usage;
     mod workspaces;
 }
+
+/// `guild-hall serve`, the web face: over HTTP without a browser (and in a real browser).
+mod web {
+    mod http_face;
+    pub(crate) mod server;
+}
