@@ -100,18 +100,6 @@ mod service {
     mod watch;
 }
 
-/// The web face (`guild-hall serve`) in a real browser: Debian's headless chromium.
-mod web {
-    mod asking;
-    mod board;
-    pub(crate) mod browser;
-    mod escaping;
-    mod harness;
-    mod meeting;
-    mod plan;
-    mod review;
-}
-
 /// Worker packages and processes: bundled packages, confinement and the sandbox, signals, Slurm, the real agent CLIs.
 mod worker {
     pub(crate) mod acp_claude_code;
@@ -132,6 +120,14 @@ mod worker {
 
 /// `guild-hall serve`, the web face: over HTTP without a browser (and in a real browser).
 mod web {
+    mod asking;
+    mod board;
+    pub(crate) mod browser;
+    mod escaping;
+    mod harness;
     mod http_face;
+    mod meeting;
+    mod plan;
+    mod review;
     pub(crate) mod server;
 }

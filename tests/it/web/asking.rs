@@ -2,17 +2,18 @@
 //! and blocks; the commission page shows the question with an answer box; the answer reaches
 //! the worker, which writes it into its result.
 
-use super::browser::{Browser, Server};
+use super::browser::{at, Browser};
+use super::server::Web;
 use crate::common::*;
 
 #[test]
 fn a_question_is_answered_from_the_commission_page() {
     let p = Project::new(&["scribe"]);
-    let s = Server::start(&p);
+    let s = Web::start(&p, &[]);
     let id = p.create("scribe", "Colour", "wait-for: Which colour?\nWrite the colour down.");
     let mut b = Browser::start(&p);
     b.goto(&s.url);
-    b.goto(&s.at(&format!("/commissions/{id}")));
+    b.goto(&at(&s, &format!("/commissions/{id}")));
     b.wait("form[data-testid=answer-form]");
     assert!(b.text("#questions").contains("Which colour?"));
     b.fill("form[data-testid=answer-form] textarea[name=text]", "blue");

@@ -1,7 +1,8 @@
 //! The board in a browser, live: a commission file written by another process (as an editor
 //! saves: a temp file renamed into place) shows without a reload, and so does its change.
 
-use super::browser::{Browser, Server};
+use super::browser::Browser;
+use super::server::Web;
 use crate::common::*;
 
 /// Save like an editor: a temp file beside it, renamed over.
@@ -15,7 +16,7 @@ pub(crate) fn rename_save(path: &std::path::Path, text: &str) {
 fn the_board_shows_a_commission_written_by_another_process_without_a_reload() {
     let p = Project::new(&[]);
     rename_save(&p.artifact_path("first"), "---\ntitle: Already here\nworker: scribe\nstatus: draft\n---\nLater.\n");
-    let s = Server::start(&p);
+    let s = Web::start(&p, &[]);
     let mut b = Browser::start(&p);
     b.goto(&s.url);
     b.wait("li[data-testid=item][data-id=first]");

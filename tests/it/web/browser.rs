@@ -1,16 +1,15 @@
 //! A real browser for the web tests: Debian's headless `chromium` driven through a pinned
 //! `playwright-core` by `tests/web/driver.mjs`, one command at a time, so a test interleaves
-//! what the browser does with what it does to the project; and `guild-hall serve` in a
-//! [`Project`], its URL read from the first line it prints.
+//! what the browser does with what it does to the project (`guild-hall serve` is
+//! [`super::server::Web`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use serde_json::{json, Value};
 
+use super::server::Web;
 use crate::common::*;
 
 /// The playwright-core the driver loads (pinned, from npm, like the agent CLIs).
@@ -200,67 +199,7 @@ impl Drop for Browser {
     }
 }
 
-/// A running `guild-hall serve` in a project, stopped with SIGTERM when dropped.
-pub(crate) struct Server {
-    child: Option<Child>,
-    /// The URL it printed first, with its one-time token.
-    pub(crate) url: String,
-    /// `scheme://host:port`, without path or token.
-    pub(crate) origin: String,
-    log: PathBuf,
-}
-
-impl Server {
-    pub(crate) fn start(p: &Project) -> Server {
-        Server::start_with(p, &[])
-    }
-
-    pub(crate) fn start_with(p: &Project, extra: &[&str]) -> Server {
-        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let log = p.tmp.path().join(format!("serve-{n}.log"));
-        let mut child = p
-            .cmd()
-            .arg("serve")
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("spawn serve");
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        let read = out.read_line(&mut line);
-        let url = line.trim().to_string();
-        if read.is_err() || !url.starts_with("http://") {
-            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-            let _ = child.wait();
-            panic!("guild-hall serve did not print its URL first: {line:?}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
-        }
-        // The rest of what it prints is drained, so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let origin = url.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
-        Server { child: Some(child), url, origin, log }
-    }
-
-    /// `origin` + `path` (after the token's cookie is set by visiting [`Server::url`] once).
-    pub(crate) fn at(&self, path: &str) -> String {
-        format!("{}{path}", self.origin)
-    }
-
-    pub(crate) fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // A failed test shows what the server said.
-        if std::thread::panicking() {
-            eprintln!("--- guild-hall serve said:\n{}", self.log());
-        }
-        if let Some(mut c) = self.child.take() {
-            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
-            let _ = c.wait();
-        }
-    }
+/// `path` on the server `web` (the browser has its cookie once it visited `web.url`).
+pub(crate) fn at(web: &Web, path: &str) -> String {
+    format!("http://{}{path}", web.host)
 }

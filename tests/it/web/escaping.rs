@@ -2,7 +2,8 @@
 //! `<script>` and an `onerror` show as text on the board and on the commission page, and no
 //! script of theirs runs (the harness sees a script that does: `harness.rs`).
 
-use super::browser::{Browser, Server};
+use super::browser::{at, Browser};
+use super::server::Web;
 use crate::common::*;
 
 const TITLE: &str = "<script>window.pwned='title';alert('title')</script><img src=x onerror=\"window.pwned='img'\">";
@@ -15,13 +16,13 @@ fn a_title_with_markup_shows_as_text_and_runs_nothing() {
         "hostile",
         &format!("---\ntitle: '{yaml_title}'\nworker: scribe\nstatus: draft\n---\n</pre><script>window.pwned='body'</script>\n"),
     );
-    let s = Server::start(&p);
+    let s = Web::start(&p, &[]);
     let mut b = Browser::start(&p);
     b.goto(&s.url);
     b.wait("li[data-testid=item][data-id=hostile]");
     assert_eq!(b.text("li[data-id=hostile] [data-testid=item-title]"), TITLE);
     b.screenshot("escaping");
-    b.goto(&s.at("/commissions/hostile"));
+    b.goto(&at(&s, "/commissions/hostile"));
     b.wait_text(Some("[data-testid=title]"), "<script>");
     assert_eq!(b.text("[data-testid=title]"), TITLE);
     assert!(b.text("#frontmatter").contains("<script>window.pwned="), "the frontmatter as written, shown");

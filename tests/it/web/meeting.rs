@@ -3,7 +3,8 @@
 //! page as it comes — seen in part while the worker still holds its turn open — then lands in
 //! the transcript, escaped.
 
-use super::browser::{Browser, Server};
+use super::browser::{at, Browser};
+use super::server::Web;
 use crate::common::*;
 
 /// A meeting worker that says its first words, waits for `.go` in its worktree (the test's
@@ -37,10 +38,10 @@ fn a_turn_streams_into_the_page_as_the_worker_speaks() {
     let p = Project::new(&[]);
     slow_worker(&p);
     p.ok(&["meeting", "start", "--worker", "host", "--id", "m", "--title", "Talk it through"]);
-    let s = Server::start(&p);
+    let s = Web::start(&p, &[]);
     let mut b = Browser::start(&p);
     b.goto(&s.url);
-    b.goto(&s.at("/meetings/m"));
+    b.goto(&at(&s, "/meetings/m"));
     b.wait_text(Some("[data-testid=status]"), "open");
     b.wait("body[data-live=on]");
     b.fill("#message", "How should we split the work?");

@@ -1,7 +1,8 @@
 //! A plan in a browser: its waves and tasks, each task's state following the plan as it runs
 //! (no reload), and each task's log.
 
-use super::browser::{Browser, Server};
+use super::browser::{at, Browser};
+use super::server::Web;
 use crate::common::*;
 
 /// Says hello in its log, waits for `.go` in its worktree (the test's say-so), submits.
@@ -18,10 +19,10 @@ fn a_plans_tasks_and_logs_follow_it_as_it_runs() {
         "---\ntitle: Two at once\nparallelism: 2\nwaves:\n  - - {id: one, worker: waiter, prompt: go}\n    - {id: two, worker: waiter, prompt: go}\n---\n",
     )
     .expect("write plan");
-    let s = Server::start(&p);
+    let s = Web::start(&p, &[]);
     let mut b = Browser::start(&p);
     b.goto(&s.url);
-    b.goto(&s.at("/plans/pl"));
+    b.goto(&at(&s, "/plans/pl"));
     b.wait("tr[data-testid=task]");
     b.wait("body[data-live=on]");
     b.eval("window.sameDocument = 'yes'");

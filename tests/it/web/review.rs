@@ -2,7 +2,8 @@
 //! is seen merged; a revision with a comment on a line of the diff reaches the worker (the
 //! next attempt's prompt holds it).
 
-use super::browser::{Browser, Server};
+use super::browser::{at, Browser};
+use super::server::Web;
 use crate::common::*;
 
 /// Leaves its prompt in `seen-<attempt>.txt`, adds a line to `work.txt`, submits.
@@ -11,14 +12,14 @@ echo "attempt $GUILD_HALL_ATTEMPT" >> work.txt
 "$GUILD_HALL_BIN" toolbox submit-result --summary "did attempt $GUILD_HALL_ATTEMPT""#;
 
 /// A project whose commission `job` is held in review under a running `serve`, its page open.
-fn in_review(p: &Project) -> (Server, Browser) {
+fn in_review(p: &Project) -> (Web, Browser) {
     p.script_worker("recorder", "full", RECORDER);
-    let s = Server::start(p);
+    let s = Web::start(p, &[]);
     p.write_commission("job", "---\ntitle: Do the work\nworker: recorder\nreview: required\n---\nDo the work.\n");
     wait_status(p, "job", "review");
     let mut b = Browser::start(p);
     b.goto(&s.url);
-    b.goto(&s.at("/commissions/job"));
+    b.goto(&at(&s, "/commissions/job"));
     b.wait("tr[data-testid=diff-line][data-path='work.txt']");
     (s, b)
 }
@@ -33,14 +34,14 @@ fn approving_with_the_keyboard_alone_merges_the_work() {
     for (id, title) in [("draft-notes", "Draft the release notes"), ("tidy", "Tidy the test helpers")] {
         p.write_commission(id, &format!("---\ntitle: {title}\nworker: recorder\nstatus: draft\n---\nLater.\n"));
     }
-    b.goto(&s.at("/"));
+    b.goto(&at(&s, "/"));
     b.wait("[data-testid=needs-you] li[data-testid=item][data-id=job]");
     b.wait("li[data-testid=item][data-id=tidy]");
     b.screenshot("board");
     b.viewport(390, 844);
     b.screenshot("board-phone");
     b.viewport(1280, 800);
-    b.goto(&s.at("/commissions/job"));
+    b.goto(&at(&s, "/commissions/job"));
     b.wait("tr[data-testid=diff-line][data-path='work.txt']");
     b.tab_to("approve");
     b.press("Enter");
