@@ -29,6 +29,8 @@ fn approving_with_the_keyboard_alone_merges_the_work() {
     let p = Project::new(&[]);
     let (s, mut b) = in_review(&p);
     assert_eq!(b.text("[data-testid=status]"), "review");
+    // The change and its verdicts in view.
+    b.eval("document.getElementById('review').scrollIntoView()");
     b.screenshot("commission");
     // The board beside it: the commission in review first, under "Needs you".
     for (id, title) in [("draft-notes", "Draft the release notes"), ("tidy", "Tidy the test helpers")] {
