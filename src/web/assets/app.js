@@ -38,7 +38,9 @@
       const el = document.getElementById(name);
       if (el) swap(el, html);
     };
-    for (const name of ["board", "commission-live", "review", "log", "log-attempt", "append:log", "transcript", "plan-live", "meeting-live", "append:transcript"]) {
+    // A page's own (a plan's task logs) are named in its data-events.
+    const own = (data.events || "").split(" ").filter((n) => n);
+    for (const name of ["board", "commission-live", "review", "log", "log-attempt", "append:log", "transcript", "plan-live", "meeting-live", "append:transcript", "reply", "append:reply", ...own]) {
       es.addEventListener(name, (e) => {
         handle(name, e.data);
         if (name === "board") filterBoard();

@@ -167,9 +167,14 @@ fn approve_through_the_api_is_carried_out_by_the_reconciler_beside_the_face() {
     assert!(ok.json()["text"].is_string(), "{}", ok.body);
     wait_status(&p, "job", "completed");
     assert_eq!(git(&p.root, &["show", "claude/main:work.txt"]), "attempt 1\n");
-    // The page's stream says so, and takes the verdicts away.
-    events.wait("the commission completed", |name, data| name == "commission-live" && data.contains(">completed<"));
-    events.wait("the change section without verdicts", |name, data| name == "review" && !data.contains("id=\"approve\""));
+    // The page's stream says so, and takes the verdicts away (in either order: each part is
+    // read when it is sent).
+    let (completed, no_verdicts) = (std::cell::Cell::new(false), std::cell::Cell::new(false));
+    events.wait("the commission completed, its verdicts gone", |name, data| {
+        completed.set(completed.get() || (name == "commission-live" && data.contains(">completed<")));
+        no_verdicts.set(no_verdicts.get() || (name == "review" && !data.contains("id=\"approve\"")));
+        completed.get() && no_verdicts.get()
+    });
 }
 
 #[test]
@@ -232,6 +237,7 @@ fn cancel_through_the_api_stops_a_commission() {
     let cancelled = web.post("/api/commission/cancel", &json!({"jobId": id}));
     assert_eq!(cancelled.status, 200, "{cancelled:?}");
     wait_status(&p, &id, "cancelled");
+    wait_stopped(&p, &id);
 }
 
 /// A page's `data-NAME`.
