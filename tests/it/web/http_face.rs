@@ -278,3 +278,42 @@ printf 'second \033[1mline\n'
     assert!(more.starts_with("second \\x1b[1mline\n") && !more.contains("first line"), "{more:?}");
     wait_status(&p, &id, "completed");
 }
+
+#[test]
+fn a_unix_socket_serves_the_same_rules_and_only_loopback_is_listened_on() {
+    let p = Project::new(&["scribe"]);
+    let (code, _, err) = p.run(&["serve", "--listen", "0.0.0.0:0"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("only loopback addresses"), "{err}");
+    let sock = p.tmp.path().join("web.sock");
+    let mut child = p
+        .cmd()
+        .args(["serve", "--socket"])
+        .arg(&sock)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve");
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().expect("stdout")), &mut first).expect("a line");
+    let token = first.trim().split("?token=").nth(1).expect("a token").to_string();
+    assert!(first.starts_with("http+unix://"), "{first}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&sock).expect("the socket").permissions().mode() & 0o777, 0o600);
+    let curl = |marked: bool, args: &[&str]| {
+        let mut c = std::process::Command::new("curl");
+        c.args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket"]).arg(&sock).args(args);
+        c.env("GUILD_HALL_HOME", &p.home);
+        if marked {
+            c.env("GUILD_HALL_RUN_ID", "web-test-run");
+        }
+        String::from_utf8_lossy(&needs(c.output(), "curl", "an HTTP client over a Unix socket").stdout).into_owned()
+    };
+    assert_eq!(curl(false, &["http://localhost/"]), "401");
+    assert_eq!(curl(false, &[&format!("http://localhost/?token={token}")]), "303");
+    let cookie = format!("Cookie: guild_hall={token}");
+    assert_eq!(curl(false, &["-H", &cookie, "http://localhost/"]), "200");
+    assert_eq!(curl(true, &["-H", &cookie, "http://localhost/"]), "403", "a worker's process is refused");
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+    let _ = child.wait();
+}
