@@ -31,7 +31,8 @@
 //! - every page: `body[data-view]`, `body[data-live="on"]` once its event stream is open
 //!   (`"off"` before, `"lost"` while it reconnects); `#live` says so in words;
 //!   `#action-result` (`data-testid="action-result"`, `data-state="ok|error"`) after an action.
-//! - board: `#board`; columns `[data-testid=needs-you|running|rest]`; each item
+//! - board: `#board`; `[data-testid=reconciler]` ("Reconciled by this server" once its
+//!   reconciler holds the project); columns `[data-testid=needs-you|running|rest]`; each item
 //!   `li[data-testid=item][data-kind][data-id][data-status]` with `[data-testid=item-title]`
 //!   and `[data-testid=item-status]`; filters `#filter-text`, `#filter-status`, `#filter-kind`.
 //! - commission, top to bottom: `#commission-live` (re-sent after a change:

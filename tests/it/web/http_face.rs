@@ -139,6 +139,8 @@ fn every_byte_a_worker_or_a_file_wrote_is_escaped() {
 fn the_board_stream_sends_a_commission_written_by_another_process() {
     let p = Project::new(&["scribe"]);
     let web = Web::start(&p, &[]);
+    // Its own reconciler holds the project once it has started.
+    wait_for("the board to say this server reconciles", || web.get("/").body.contains("Reconciled by this server"));
     let page = web.get("/").body;
     let generation = page.split("data-generation=\"").nth(1).and_then(|r| r.split('"').next()).expect("the page's generation");
     let mut events = web.events(&format!("/events?view=board&since={generation}"));
@@ -222,6 +224,8 @@ fn a_running_watch_keeps_reconciling_and_serve_serves_the_face_only() {
     let watch = Service::start(&p, &[], &[]);
     let web = Web::start(&p, &[]);
     wait_for("serve to say who reconciles", || web.log().contains("reconciled by another process"));
+    let board = web.get("/").body;
+    assert!(board.contains(&format!("Reconciled by guild-hall watch (pid {})", watch.pid())), "{board}");
     assert_eq!(web.post("/api/commission/approve", &json!({"jobId": "job"})).status, 200);
     // The watch carries it out.
     wait_status(&p, "job", "completed");
