@@ -179,7 +179,7 @@ fn holder(home: &Home, project: &Project, ours: Option<u32>, seen: &mut LockText
 /// no lock (a shared one, however brief, could make a `watch` starting that instant refuse)
 /// and writes nothing (no event of our own to wake the board again). Without `/proc/locks`,
 /// the brief shared lock of [`crate::files::is_locked`].
-fn held(path: &Path) -> bool {
+pub(crate) fn held(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(path) else { return false };
     let Ok(locks) = std::fs::read_to_string("/proc/locks") else { return crate::files::is_locked(path) };

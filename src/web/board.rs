@@ -97,6 +97,7 @@ pub(crate) fn columns(server: &Server, items: &[Item], problems: &[model::Proble
         }
         out.push_str("</ul></section>");
     }
+    out.push_str(&reconcilers(server));
     out.push_str("<div class=\"columns\">");
     let groups: [Group; 3] = [("needs-you", "Needs you", |n| n <= 4), ("running", "Running", |n| n == 5), ("rest", "The rest", |n| n > 5)];
     for (testid, title, takes) in groups {
@@ -116,6 +117,35 @@ pub(crate) fn columns(server: &Server, items: &[Item], problems: &[model::Proble
         out.push_str("<p class=\"empty\">Nothing yet: write a commission under <code>.lore/commissions/</code>, or <code>guild-hall commission new</code>.</p>");
     }
     out
+}
+
+/// Who reconciles each project: this server, another process (as its lock names it), or no
+/// one (then what the pages write waits for a `reconcile` or a `watch`).
+fn reconcilers(server: &Server) -> String {
+    let me = format!("(pid {})", std::process::id());
+    let said: Vec<String> = server
+        .projects
+        .iter()
+        .map(|p| {
+            let lock = server.home.project_state(&p.name).join("lock");
+            let who = if crate::board::held(&lock) {
+                let text = model::clean(&std::fs::read_to_string(&lock).unwrap_or_default());
+                match text.split(" since ").next() {
+                    Some(w) if w.contains(&me) => "this server".to_string(),
+                    Some(w) if !w.is_empty() => w.to_string(),
+                    _ => "another process".to_string(),
+                }
+            } else {
+                "no one: what you do here waits for `guild-hall reconcile` or a `watch`".to_string()
+            };
+            if server.projects.len() > 1 {
+                format!("{}: {}", line(&p.name), line(&who))
+            } else {
+                line(&who)
+            }
+        })
+        .collect();
+    format!("<p class=\"reconciler meta\" data-testid=\"reconciler\">Reconciled by {}</p>", said.join(" · "))
 }
 
 /// The page of an item.

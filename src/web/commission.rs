@@ -31,7 +31,10 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
     let generation = server.hub.generation().to_string();
     let shown = review_state(server, project, id);
     let mut body = format!("<h1>Commission <span class=\"id\">{}</span></h1>\n", line(id));
+    // What needs a person first: its state, its questions, its change and the verdicts; then
+    // its log; then its record (the frontmatter as written, the timeline).
     let _ = writeln!(body, "<div id=\"commission-live\" data-testid=\"commission-live\">{}</div>", live_part(server, project, id));
+    let _ = writeln!(body, "<section id=\"review\" aria-labelledby=\"h-diff\">{}</section>", review_part(server, project, id));
     let (log, attempt, offset) = log_from(server, project, id, None);
     let _ = writeln!(
         body,
@@ -39,7 +42,7 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
          <pre id=\"log\" class=\"log\" data-testid=\"log\" tabindex=\"0\" aria-live=\"off\">{log}</pre></section>",
         attempt.map(|a| format!("(attempt {a})")).unwrap_or_default()
     );
-    let _ = write!(body, "<section id=\"review\" aria-labelledby=\"h-diff\">{}</section>", review_part(server, project, id));
+    let _ = write!(body, "<div id=\"commission-record\" data-testid=\"commission-record\">{}</div>", record_part(project, id));
     let name = project.name.clone();
     let (tip, in_review) = (shown.0.unwrap_or_default(), if shown.1 { "yes" } else { "no" });
     let attempt = attempt.map(|a| a.to_string()).unwrap_or_default();
@@ -56,6 +59,8 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
             ("offset", &offset),
             ("tip", &tip),
             ("review", in_review),
+            // Its stream's events besides those every page takes.
+            ("events", "commission-record"),
         ],
     ))
 }
@@ -74,8 +79,8 @@ fn ask(server: &Server, project: &Project, operation: &str, args: Json) -> Optio
     crate::tools::find(&tools, operation)?.call(&d, args).ok().map(|(reply, _)| reply)
 }
 
-/// What changes as it runs: the state, the actions it allows, the questions, the frontmatter,
-/// the timeline, the usage. Sent again by its stream after a change.
+/// What changes as it runs: the state, the actions it allows, the questions, the usage. Sent
+/// again by its stream after a change.
 pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String {
     let mut out = String::new();
     let Some(i) = item(server, project, id) else {
@@ -97,18 +102,12 @@ pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String 
         let _ = write!(
             out,
             "<form class=\"inline\" data-api=\"commission/cancel\" data-args=\"{}\" data-confirm=\"Cancel commission {}?\">\
-             <button id=\"cancel\" type=\"submit\" data-testid=\"cancel\">Cancel</button></form>",
+             <button id=\"cancel\" class=\"secondary\" type=\"submit\" data-testid=\"cancel\">Cancel</button></form>",
             text(&json!({"jobId": id}).to_string()),
             text(id)
         );
     }
     out.push_str(&questions(server, project, id));
-    let fm = frontmatter(&i.path);
-    let _ = write!(
-        out,
-        "<details open><summary><h2>Frontmatter</h2></summary><pre id=\"frontmatter\" data-testid=\"frontmatter\">{fm}</pre></details>"
-    );
-    out.push_str(&timeline(project, id));
     out.push_str("<section aria-labelledby=\"h-usage\"><h2 id=\"h-usage\">Usage</h2><p id=\"usage\" data-testid=\"usage\">");
     match i.usage {
         Some(u) => {
@@ -124,6 +123,17 @@ pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String 
         None => out.push_str("none recorded yet"),
     }
     out.push_str("</p></section>");
+    out
+}
+
+/// Its record: the frontmatter as written and the timeline. Sent again by its stream after a
+/// change.
+pub(crate) fn record_part(project: &Project, id: &str) -> String {
+    let fm = frontmatter(&project.commission_path(id));
+    let mut out = format!(
+        "<details open><summary><h2>Frontmatter</h2></summary><pre id=\"frontmatter\" data-testid=\"frontmatter\">{fm}</pre></details>"
+    );
+    out.push_str(&timeline(project, id));
     out
 }
 
@@ -241,9 +251,6 @@ pub(crate) fn review_part(server: &Server, project: &Project, id: &str) -> Strin
         text(diff.tip.get(..12).unwrap_or(&diff.tip))
     );
     let in_review = status == "review";
-    if in_review {
-        out.push_str(&verdicts(id));
-    }
     let _ = write!(out, "<div id=\"diff\" data-testid=\"diff\" data-tip=\"{}\">", text(&diff.tip));
     for f in &diff.files {
         let _ = write!(out, "<section class=\"file\"><h3 class=\"path\">{}</h3>", line(&f.path));
@@ -251,7 +258,8 @@ pub(crate) fn review_part(server: &Server, project: &Project, id: &str) -> Strin
             out.push_str("<p>binary: not shown</p></section>");
             continue;
         };
-        out.push_str("<table class=\"diff\"><tbody>");
+        // The columns' widths first: a fixed layout takes them from the first row, a hunk's.
+        out.push_str("<table class=\"diff\"><colgroup><col class=\"n\"><col class=\"n\"><col class=\"b\"><col></colgroup><tbody>");
         let mut new_line: u32 = 0;
         let mut old_line: u32 = 0;
         for (part, l) in crate::activity::diff::parts(patch) {
@@ -300,6 +308,10 @@ pub(crate) fn review_part(server: &Server, project: &Project, id: &str) -> Strin
         out.push_str("</tbody></table></section>");
     }
     out.push_str("</div>");
+    // Below the change: what a reviewer decides once it is read.
+    if in_review {
+        out.push_str(&verdicts(id));
+    }
     out
 }
 
@@ -331,7 +343,7 @@ fn verdicts(id: &str) -> String {
          <button id=\"revise\" type=\"submit\" data-testid=\"revise\">Send back</button></form>\
          <form id=\"reject-form\" data-api=\"commission/reject\" data-args=\"{args}\" data-confirm=\"Reject this work? Its branch is kept.\" data-testid=\"reject-form\">\
          <label for=\"reject-message\">Why (optional)</label><textarea id=\"reject-message\" name=\"message\" rows=\"2\" data-keep></textarea>\
-         <button id=\"reject\" type=\"submit\" data-testid=\"reject\">Reject</button></form></div>"
+         <button id=\"reject\" class=\"secondary\" type=\"submit\" data-testid=\"reject\">Reject</button></form></div>"
     )
 }
 
@@ -396,6 +408,7 @@ impl super::context::Live for Live {
         let only_log = batch.is_some_and(|b| b.paths.iter().all(|p| crate::board::is_noise(p)));
         if !only_log {
             send("commission-live", &live_part(server, &self.project, &self.id))?;
+            send("commission-record", &record_part(&self.project, &self.id))?;
             let now = review_state(server, &self.project, &self.id);
             if now != self.shown {
                 self.shown = now;

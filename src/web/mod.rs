@@ -31,16 +31,20 @@
 //! - every page: `body[data-view]`, `body[data-live="on"]` once its event stream is open
 //!   (`"off"` before, `"lost"` while it reconnects); `#live` says so in words;
 //!   `#action-result` (`data-testid="action-result"`, `data-state="ok|error"`) after an action.
-//! - board: `#board`; columns `[data-testid=needs-you|running|rest]`; each item
+//! - board: `#board`; `[data-testid=reconciler]` ("Reconciled by this server" once its
+//!   reconciler holds the project); columns `[data-testid=needs-you|running|rest]`; each item
 //!   `li[data-testid=item][data-kind][data-id][data-status]` with `[data-testid=item-title]`
 //!   and `[data-testid=item-status]`; filters `#filter-text`, `#filter-status`, `#filter-kind`.
-//! - commission: `#commission-live` (re-sent after a change), `[data-testid=status]`,
-//!   `#frontmatter`, `#timeline`, `#questions` with `form[data-testid=answer-form]`
-//!   (`textarea[name=text]`, submit button), `#usage`, `#log` (`data-testid=log`, followed),
-//!   `#diff` with `tr[data-testid=diff-line][data-path][data-line]` and in each a
-//!   `button[data-testid=comment-line]` that opens a line comment (`textarea.line-comment`),
-//!   `#approve`, `#revise-form` (`textarea[name=message]`, submit `#revise`), `#reject-form`
-//!   (`textarea[name=message]`, submit `#reject`), `#cancel`.
+//! - commission, top to bottom: `#commission-live` (re-sent after a change:
+//!   `[data-testid=status]`, `#cancel`, `#questions` with `form[data-testid=answer-form]`
+//!   (`textarea[name=text]`, a submit button), `#usage`); `#review` (re-sent when the branch
+//!   moves or it enters or leaves review: `#diff` with `tr[data-testid=diff-line][data-path]
+//!   [data-line]`, in each a `button[data-testid=comment-line]` that opens a line comment
+//!   (`textarea.line-comment`); in review `#approve`, `#revise-form` (`textarea[name=message]`,
+//!   submit `#revise`), `#reject-form` (`textarea[name=message]`, submit `#reject`)); `#log`
+//!   (`data-testid=log`, followed); `#commission-record` (re-sent after a change:
+//!   `#frontmatter`, `#timeline`). Cancel and reject ask `window.confirm` first (a browser test
+//!   accepts the dialog).
 
 pub(crate) mod api;
 pub(crate) mod auth;

@@ -139,6 +139,8 @@ fn every_byte_a_worker_or_a_file_wrote_is_escaped() {
 fn the_board_stream_sends_a_commission_written_by_another_process() {
     let p = Project::new(&["scribe"]);
     let web = Web::start(&p, &[]);
+    // Its own reconciler holds the project once it has started.
+    wait_for("the board to say this server reconciles", || web.get("/").body.contains("Reconciled by this server"));
     let page = web.get("/").body;
     let generation = page.split("data-generation=\"").nth(1).and_then(|r| r.split('"').next()).expect("the page's generation");
     let mut events = web.events(&format!("/events?view=board&since={generation}"));
@@ -167,9 +169,14 @@ fn approve_through_the_api_is_carried_out_by_the_reconciler_beside_the_face() {
     assert!(ok.json()["text"].is_string(), "{}", ok.body);
     wait_status(&p, "job", "completed");
     assert_eq!(git(&p.root, &["show", "claude/main:work.txt"]), "attempt 1\n");
-    // The page's stream says so, and takes the verdicts away.
-    events.wait("the commission completed", |name, data| name == "commission-live" && data.contains(">completed<"));
-    events.wait("the change section without verdicts", |name, data| name == "review" && !data.contains("id=\"approve\""));
+    // The page's stream says so, and takes the verdicts away (in either order: each part is
+    // read when it is sent).
+    let (completed, no_verdicts) = (std::cell::Cell::new(false), std::cell::Cell::new(false));
+    events.wait("the commission completed, its verdicts gone", |name, data| {
+        completed.set(completed.get() || (name == "commission-live" && data.contains(">completed<")));
+        no_verdicts.set(no_verdicts.get() || (name == "review" && !data.contains("id=\"approve\"")));
+        completed.get() && no_verdicts.get()
+    });
 }
 
 #[test]
@@ -217,6 +224,8 @@ fn a_running_watch_keeps_reconciling_and_serve_serves_the_face_only() {
     let watch = Service::start(&p, &[], &[]);
     let web = Web::start(&p, &[]);
     wait_for("serve to say who reconciles", || web.log().contains("reconciled by another process"));
+    let board = web.get("/").body;
+    assert!(board.contains(&format!("Reconciled by guild-hall watch (pid {})", watch.pid())), "{board}");
     assert_eq!(web.post("/api/commission/approve", &json!({"jobId": "job"})).status, 200);
     // The watch carries it out.
     wait_status(&p, "job", "completed");
@@ -232,6 +241,7 @@ fn cancel_through_the_api_stops_a_commission() {
     let cancelled = web.post("/api/commission/cancel", &json!({"jobId": id}));
     assert_eq!(cancelled.status, 200, "{cancelled:?}");
     wait_status(&p, &id, "cancelled");
+    wait_stopped(&p, &id);
 }
 
 /// A page's `data-NAME`.
@@ -271,4 +281,43 @@ printf 'second \033[1mline\n'
     // Only what is new (whatever else the attempt logs after it), escaped.
     assert!(more.starts_with("second \\x1b[1mline\n") && !more.contains("first line"), "{more:?}");
     wait_status(&p, &id, "completed");
+}
+
+#[test]
+fn a_unix_socket_serves_the_same_rules_and_only_loopback_is_listened_on() {
+    let p = Project::new(&["scribe"]);
+    let (code, _, err) = p.run(&["serve", "--listen", "0.0.0.0:0"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("only loopback addresses"), "{err}");
+    let sock = p.tmp.path().join("web.sock");
+    let mut child = p
+        .cmd()
+        .args(["serve", "--socket"])
+        .arg(&sock)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve");
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().expect("stdout")), &mut first).expect("a line");
+    let token = first.trim().split("?token=").nth(1).expect("a token").to_string();
+    assert!(first.starts_with("http+unix://"), "{first}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&sock).expect("the socket").permissions().mode() & 0o777, 0o600);
+    let curl = |marked: bool, args: &[&str]| {
+        let mut c = std::process::Command::new("curl");
+        c.args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket"]).arg(&sock).args(args);
+        c.env("GUILD_HALL_HOME", &p.home);
+        if marked {
+            c.env("GUILD_HALL_RUN_ID", "web-test-run");
+        }
+        String::from_utf8_lossy(&needs(c.output(), "curl", "an HTTP client over a Unix socket").stdout).into_owned()
+    };
+    assert_eq!(curl(false, &["http://localhost/"]), "401");
+    assert_eq!(curl(false, &[&format!("http://localhost/?token={token}")]), "303");
+    let cookie = format!("Cookie: guild_hall={token}");
+    assert_eq!(curl(false, &["-H", &cookie, "http://localhost/"]), "200");
+    assert_eq!(curl(true, &["-H", &cookie, "http://localhost/"]), "403", "a worker's process is refused");
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+    let _ = child.wait();
 }
