@@ -27,13 +27,13 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
     // Before the reading: a change after it is one the page's stream sends.
     let generation = server.hub.generation().to_string();
     let mut body = format!("<h1>Meeting <span class=\"id\">{}</span></h1>\n", line(id));
-    let _ = write!(body, "<div id=\"meeting-live\" data-testid=\"meeting-live\">{}</div>\n", live_part(server, project, id));
+    let _ = writeln!(body, "<div id=\"meeting-live\" data-testid=\"meeting-live\">{}</div>", live_part(server, project, id));
     let so_far = server.hub.turn_so_far(&project.name, id).map(|t| text(&t)).unwrap_or_default();
-    let _ = write!(
+    let _ = writeln!(
         body,
         "<section class=\"meeting\" aria-labelledby=\"h-transcript\"><h2 id=\"h-transcript\">Transcript</h2>\
          <div id=\"transcript\" class=\"transcript\" data-testid=\"transcript\">{}</div>\
-         <div id=\"reply\" class=\"msg worker streaming\" data-testid=\"reply\" aria-live=\"polite\">{so_far}</div></section>\n",
+         <div id=\"reply\" class=\"msg worker streaming\" data-testid=\"reply\" aria-live=\"polite\">{so_far}</div></section>",
         transcript(server, project, id, None)
     );
     let _ = write!(
@@ -45,7 +45,11 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
         args = text(&json!({"id": id}).to_string()),
     );
     let name = project.name.clone();
-    Response::html(page(&format!("meeting {id}"), &body, &[("view", "meeting"), ("id", id), ("project", &name), ("generation", &generation)]))
+    Response::html(page(
+        &format!("meeting {id}"),
+        &body,
+        &[("view", "meeting"), ("id", id), ("project", &name), ("generation", &generation)],
+    ))
 }
 
 /// What changes as it goes: its state, what it is about, its notes, the actions it allows.
@@ -237,7 +241,12 @@ impl Live {
 }
 
 impl super::Live for Live {
-    fn after(&mut self, server: &Server, batch: Option<&Batch>, send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>) -> std::io::Result<()> {
+    fn after(
+        &mut self,
+        server: &Server,
+        batch: Option<&Batch>,
+        send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         let Some(b) = batch else {
             send("meeting-live", &live_part(server, &self.project, &self.id))?;
             send("transcript", &transcript(server, &self.project, &self.id, None))?;

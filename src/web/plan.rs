@@ -28,7 +28,7 @@ pub(crate) fn page_of(server: &Server, project: &Project, id: &str) -> Response 
     let generation = server.hub.generation().to_string();
     let mut body = format!("<h1>Plan <span class=\"id\">{}</span></h1>\n", line(id));
     let view = crate::ops::plan::view(&server.home, project, id).map(|(_, _, shown)| shown);
-    let _ = write!(body, "<div id=\"plan-live\" data-testid=\"plan-live\">{}</div>\n", live_part(id, &view));
+    let _ = writeln!(body, "<div id=\"plan-live\" data-testid=\"plan-live\">{}</div>", live_part(id, &view));
     // The logs stay outside the live part: what a person opened stays open as it follows.
     let mut events = Vec::new();
     let mut offsets = Vec::new();
@@ -232,7 +232,12 @@ impl Live {
 }
 
 impl super::Live for Live {
-    fn after(&mut self, server: &Server, batch: Option<&Batch>, send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>) -> std::io::Result<()> {
+    fn after(
+        &mut self,
+        server: &Server,
+        batch: Option<&Batch>,
+        send: &mut dyn FnMut(&str, &str) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         let index = server.projects.iter().position(|p| p.root == self.project.root);
         if batch.is_some_and(|b| !b.changes.all && !index.is_some_and(|i| b.changes.plans.contains(&i))) {
             return Ok(());

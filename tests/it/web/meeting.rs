@@ -59,7 +59,7 @@ fn a_turn_streams_into_the_page_as_the_worker_speaks() {
     b.wait_no_text(Some("#reply"), "First");
     assert_eq!(b.count("#transcript article[data-who=worker]"), 1);
     assert_eq!(b.count("#transcript article[data-who=you]"), 1);
-    assert_eq!(b.text("[data-testid=action-result]").is_empty(), false);
+    b.wait("[data-testid=action-result][data-state=ok]");
     let shown: serde_json::Value = serde_json::from_str(&p.ok(&["meeting", "show", "m", "--json"])).expect("json");
     assert!(shown["log"].as_array().is_some_and(|l| l.iter().any(|e| e["kind"] == "turn")), "{shown}");
 }

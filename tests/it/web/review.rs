@@ -50,7 +50,7 @@ fn approving_with_the_keyboard_alone_merges_the_work() {
     b.wait_text(Some("[data-testid=status]"), "completed");
     assert_eq!(git(&p.root, &["show", "claude/main:work.txt"]), "attempt 1\n");
     assert!(trailers(&p).contains("Guild-Hall-Commission: job attempt 1"), "{}", trailers(&p));
-    assert_eq!(b.text("[data-testid=action-result]").is_empty(), false);
+    b.wait("[data-testid=action-result][data-state=ok]");
 }
 
 #[test]
