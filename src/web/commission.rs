@@ -86,12 +86,15 @@ pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String 
     let Some(i) = item(server, project, id) else {
         return "<p data-testid=\"status\">gone: its file was removed</p>".into();
     };
+    // Its title as written, control characters shown as the CLI shows them (the board's item
+    // has them removed, as the terminal board shows it).
+    let title = crate::ops::commission::load(project, id).ok().and_then(|c| c.title).unwrap_or_else(|| i.title.clone());
     let _ = write!(
         out,
         "<div class=\"summary\"><span class=\"badge status-{s}\" data-testid=\"status\" id=\"status\">{s}</span> \
          <span class=\"title\" data-testid=\"title\">{title}</span><div class=\"meta\">{worker}{attempt}{alive}</div>{note}</div>",
         s = text(&i.status),
-        title = line(&i.title),
+        title = line(&title),
         worker = if i.worker.is_empty() { String::new() } else { format!("worker {}", line(&i.worker)) },
         attempt = if i.attempt > 0 { format!(" · attempt {}", i.attempt) } else { String::new() },
         alive = if i.alive { " · <span class=\"alive\">running</span>" } else { "" },

@@ -127,6 +127,8 @@ fn every_byte_a_worker_or_a_file_wrote_is_escaped() {
         assert!(!page.contains('\x1b') && !page.contains('\x07'), "{target}: a control character reached the page");
     }
     let page = web.get("/commissions/xss").body;
+    // Its title: the OSC 52 sequence (the clipboard) shown as the CLI shows it, not carried out.
+    assert!(page.contains(r#"data-testid="title">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; \x1b]52;c;aGk=\x07</span>"#), "{page}");
     // The frontmatter as written (its YAML escapes are text); the log's ESC shown as the CLI shows it.
     assert!(page.contains(r"\x1b]52;c;aGk=\x07"), "{page}");
     assert!(page.contains(r"log line \x1b[31mred\x1b[0m &lt;b&gt;bold&lt;/b&gt;"), "{page}");
