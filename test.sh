@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs every prerequisite the tests need (tmux, Slurm and munge,
-# iproute2, python3-venv with the Python MCP SDK, the pinned agent CLIs from npm), then checks
+# iproute2, python3-venv with the Python MCP SDK, chromium, the pinned agent CLIs and
+# playwright-core from npm), then checks
 # formatting and lints and runs the whole suite. `.ci/run` calls exactly this.
 #
 #   ./test.sh                      # everything
@@ -34,6 +35,10 @@ if [ -z "${GUILD_HALL_TEST_NO_INSTALL:-}" ]; then
   # The endpoint tests read it with curl as an HTTP client.
   if ! command -v curl >/dev/null 2>&1; then
     apt_install curl
+  fi
+  # The web tests drive Debian's chromium, headless (tests/it/web/browser.rs).
+  if ! command -v chromium >/dev/null 2>&1; then
+    apt_install chromium
   fi
   # The MCP test drives `guild-hall mcp` with the official Python MCP SDK (from PyPI); a
   # Debian python3 makes venvs only with python3-venv.
@@ -69,6 +74,11 @@ if [ -z "${GUILD_HALL_TEST_NO_INSTALL:-}" ]; then
   # `gemini --acp` is the Gemini CLI above.
   if ! grep -qs '"version": "0.16.0"' target/codex-acp/node_modules/@zed-industries/codex-acp/package.json; then
     npm install --no-audit --no-fund --prefix target/codex-acp @zed-industries/codex-acp@0.16.0 >/dev/null
+  fi
+  # ... through playwright-core (pinned: tests/it/web/browser.rs; never `playwright install`,
+  # which downloads a browser of its own).
+  if ! grep -qs '"version": "1.65.1"' target/playwright/node_modules/playwright-core/package.json; then
+    npm install --no-audit --no-fund --prefix target/playwright playwright-core@1.65.1 >/dev/null
   fi
   # The Slurm tests start a one-node cluster of their own (munged, slurmctld, slurmd as plain
   # processes, in a private network namespace made with iproute2): Debian's Slurm packages.

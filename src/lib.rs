@@ -9,7 +9,8 @@
 //! kind and id). [`ops`] is what people and tools do (create, request, converge, check), above
 //! the loop; [`service`] (`watch`, the JSON-RPC endpoint, `mcp --manager`) and the binary's CLI
 //! are faces over it, through the typed catalogues of [`tools`]; `board` (the terminal UI, behind
-//! the `board` feature) is one more, over observe and `ops`.
+//! the `board` feature) is one more, over observe and `ops`; `web` (`guild-hall serve`, behind the
+//! `web` feature) serves the board's model and the catalogues to a browser.
 //!
 //! Below the kinds, shared by all three: [`worker`] (packages, the one launch site, the shim,
 //! the sandbox, liveness, the toolbox and mailboxes), [`activity`] (git, worktrees, landing,
@@ -20,7 +21,7 @@
 //!
 //! Dependencies point down only, with no cycle:
 //! `files` ← `artifact` ← `config` ← `activity` ← `worker` ← `tools` ← {`commission`,
-//! `meeting`, `plan`} ← `reconcile` ← `ops` ← `service` ← `board` ← the CLI (`src/main.rs`). The
+//! `meeting`, `plan`} ← `reconcile` ← `ops` ← `service` ← `board` ← `web` ← the CLI (`src/main.rs`). The
 //! kinds never import each other nor the loop.
 
 pub mod activity;
@@ -37,6 +38,8 @@ pub mod reconcile;
 pub mod schema;
 pub mod service;
 pub mod tools;
+#[cfg(feature = "web")]
+pub mod web;
 pub mod worker;
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ enum Msg {
 
 /// Runtime files that change while a worker works (its log, its heartbeat) or with a lock:
 /// they refresh the detail pane at once and the list at most every [`NOISE_RELOAD`].
-fn is_noise(path: &Path) -> bool {
+pub(crate) fn is_noise(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     (name.starts_with("attempt-") && name.ends_with(".log"))
         || matches!(name, "heartbeat" | "shim.lock" | "lock" | "dispatch.lock" | "board-watch.log")
@@ -81,14 +81,18 @@ fn is_noise(path: &Path) -> bool {
         || name.ends_with(".swp")
 }
 
-const NOISE_RELOAD: Duration = Duration::from_secs(2);
+pub(crate) const NOISE_RELOAD: Duration = Duration::from_secs(2);
 const DETAIL_EVERY: Duration = Duration::from_millis(100);
 
 /// Watch what `watch` watches in each project ([`feed::watch_paths`]) and open meetings'
-/// transcripts; each change (not a read: the board reads what it shows) is a [`Msg::Files`].
-/// No debouncer: its timer would tick at rest; the loop takes what has come in one go. When
-/// the native watcher is out of resources, the polling one.
-fn watch_files(home: &Home, projects: &[Project], tx: &Sender<Msg>) -> Result<Box<dyn notify::Watcher>> {
+/// transcripts; each change (not a read: the board reads what it shows) is handed to `wake`
+/// (the board's loop, the web face's change stream). No debouncer: its timer would tick at
+/// rest; the reader takes what has come in one go. When the native watcher is out of
+/// resources, the polling one.
+pub(crate) fn watch_files<W>(home: &Home, projects: &[Project], wake: W) -> Result<Box<dyn notify::Watcher>>
+where
+    W: Fn(Wake) + Clone + Send + 'static,
+{
     let mut paths = Vec::new();
     for p in projects {
         paths.extend(feed::watch_paths(home, p)?);
@@ -99,10 +103,10 @@ fn watch_files(home: &Home, projects: &[Project], tx: &Sender<Msg>) -> Result<Bo
     // Editor droppings and a worker's scratch (its git objects, its TMPDIR: a `git add` is
     // thousands of writes) never wake the board; logs and heartbeats do (it follows them).
     let ignores = std::sync::Arc::new(feed::never_news(&home.state_root())?);
-    let handler = |tx: Sender<Msg>| {
+    let handler = |wake: W| {
         let ignores = ignores.clone();
         move |event: notify::Result<notify::Event>| {
-            let wake = match event {
+            let said = match event {
                 Ok(e) if e.need_rescan() => Wake::Rescan,
                 Ok(e) if feed::is_change(&e.kind) => {
                     let paths: Vec<PathBuf> = e.paths.into_iter().filter(|p| !ignores.is_match(p)).collect();
@@ -114,17 +118,17 @@ fn watch_files(home: &Home, projects: &[Project], tx: &Sender<Msg>) -> Result<Bo
                 Ok(_) => return,
                 Err(_) => Wake::Rescan,
             };
-            let _ = tx.send(Msg::Files(wake));
+            wake(said);
         }
     };
-    let mut native: Box<dyn notify::Watcher> = Box::new(notify::RecommendedWatcher::new(handler(tx.clone()), notify::Config::default())?);
+    let mut native: Box<dyn notify::Watcher> = Box::new(notify::RecommendedWatcher::new(handler(wake.clone()), notify::Config::default())?);
     for (path, mode) in &paths {
         match native.watch(path, *mode) {
             Ok(()) => {}
             Err(e) if feed::is_resource_limit(&e) => {
                 tracing::warn!(error = %e, "the native file watcher is out of resources: polling instead");
                 let config = notify::Config::default().with_poll_interval(Duration::from_secs(1));
-                let mut poll: Box<dyn notify::Watcher> = Box::new(notify::PollWatcher::new(handler(tx.clone()), config)?);
+                let mut poll: Box<dyn notify::Watcher> = Box::new(notify::PollWatcher::new(handler(wake.clone()), config)?);
                 for (path, mode) in &paths {
                     poll.watch(path, *mode).with_context(|| format!("watching {}", path.display()))?;
                 }
@@ -175,7 +179,7 @@ fn holder(home: &Home, project: &Project, ours: Option<u32>, seen: &mut LockText
 /// no lock (a shared one, however brief, could make a `watch` starting that instant refuse)
 /// and writes nothing (no event of our own to wake the board again). Without `/proc/locks`,
 /// the brief shared lock of [`crate::files::is_locked`].
-fn held(path: &Path) -> bool {
+pub(crate) fn held(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(path) else { return false };
     let Ok(locks) = std::fs::read_to_string("/proc/locks") else { return crate::files::is_locked(path) };
@@ -298,43 +302,10 @@ impl Board<'_> {
     fn apply_pending(&mut self) {
         let began = Instant::now();
         let c = std::mem::take(&mut self.pending);
-        if c.all {
-            return self.reload();
-        }
-        let now = chrono::Utc::now();
-        let mut failed = false;
-        for (i, ids) in &c.commissions {
-            let Some(p) = self.projects.get(*i) else { continue };
-            match model::commissions(self.home, p, *i, ids, now) {
-                Ok(new) => {
-                    self.items.retain(|it| !(it.kind == Kind::Commission && it.project == *i && ids.contains(&it.id)));
-                    self.items.extend(new);
-                }
-                Err(_) => failed = true,
-            }
-        }
-        for (i, kind) in c.plans.iter().map(|i| (*i, Kind::Plan)).chain(c.meetings.iter().map(|i| (*i, Kind::Meeting))) {
-            let Some(p) = self.projects.get(i) else { continue };
-            let mut new = Vec::new();
-            let read = match kind {
-                Kind::Plan => model::plans(self.home, p, i, &mut new),
-                _ => model::meetings(self.home, p, i, &mut new),
-            };
-            match read {
-                Ok(problems) => {
-                    self.items.retain(|it| !(it.kind == kind && it.project == i));
-                    self.items.extend(new);
-                    self.problems.retain(|(p, k, _)| !(*p == i && *k == kind));
-                    self.problems.extend(problems.into_iter().map(|why| (i, kind, why)));
-                }
-                Err(_) => failed = true,
-            }
-        }
-        if failed {
+        if !model::read_again(self.home, self.projects, &mut self.items, &mut self.problems, &c) {
             // Said by a whole reading, with the problem in its words.
             return self.reload();
         }
-        model::sort(&mut self.items);
         self.settle();
         tracing::debug!(ms = began.elapsed().as_secs_f64() * 1000.0, ?c, "read again");
     }
@@ -457,7 +428,10 @@ pub fn run(home: &Home, projects: Vec<Project>, opts: &Options) -> Result<()> {
     let (tx, rx) = channel::<Msg>();
 
     // File events on what the watcher watches, handed over as they come: no timer runs at rest.
-    let _watcher = watch_files(home, &projects, &tx)?;
+    let files = tx.clone();
+    let _watcher = watch_files(home, &projects, move |wake| {
+        let _ = files.send(Msg::Files(wake));
+    })?;
     let signal_handle = forward_signals(tx.clone())?;
     let gate = forward_keys(tx)?;
 

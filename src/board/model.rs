@@ -215,6 +215,53 @@ pub(crate) fn commissions(
     Ok(items)
 }
 
+/// Read again what `c` touches into `items` and `problems` — the commissions it names, a
+/// project's plans or meetings — and put them back in order. `false`: nothing was changed and
+/// a whole reading ([`load`]) is due (`c` says everything changed, or a part could not be read:
+/// the whole reading says why in its problems).
+pub(crate) fn read_again(
+    home: &Home,
+    projects: &[Project],
+    items: &mut Vec<Item>,
+    problems: &mut Vec<Problem>,
+    c: &super::changes::Changes,
+) -> bool {
+    if c.all {
+        return false;
+    }
+    let now = Utc::now();
+    let mut read = Vec::new();
+    for (i, ids) in &c.commissions {
+        let Some(p) = projects.get(*i) else { continue };
+        match commissions(home, p, *i, ids, now) {
+            Ok(new) => read.push((Kind::Commission, *i, Some(ids), new, None)),
+            Err(_) => return false,
+        }
+    }
+    for (i, kind) in c.plans.iter().map(|i| (*i, Kind::Plan)).chain(c.meetings.iter().map(|i| (*i, Kind::Meeting))) {
+        let Some(p) = projects.get(i) else { continue };
+        let mut new = Vec::new();
+        let said = match kind {
+            Kind::Plan => plans(home, p, i, &mut new),
+            _ => meetings(home, p, i, &mut new),
+        };
+        match said {
+            Ok(said) => read.push((kind, i, None, new, Some(said))),
+            Err(_) => return false,
+        }
+    }
+    for (kind, i, ids, new, said) in read {
+        items.retain(|it| !(it.kind == kind && it.project == i && ids.is_none_or(|ids| ids.contains(&it.id))));
+        items.extend(new);
+        if let Some(said) = said {
+            problems.retain(|(p, k, _)| !(*p == i && *k == kind));
+            problems.extend(said.into_iter().map(|why| (i, kind, why)));
+        }
+    }
+    sort(items);
+    true
+}
+
 /// The project's plans, each with its waves (`ops::plan::view`), into `items`; the problems.
 pub(crate) fn plans(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
     let listed = crate::ops::plan::list(home, project)?;

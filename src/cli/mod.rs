@@ -11,6 +11,7 @@ mod meeting;
 pub(crate) mod out;
 pub(crate) mod plan;
 mod review;
+mod serve;
 mod show;
 mod sync;
 mod tools;
@@ -79,6 +80,16 @@ pub enum Command {
     /// $GUILD_HALL_HOME/config.yaml. Runs in the foreground; SIGINT/SIGTERM stop it (workers
     /// keep running and are re-adopted on the next start); SIGHUP reloads configuration.
     Watch(WatchArgs),
+    /// The web face: the board, commissions, plans and meetings in a browser, live, with the
+    /// actions a person takes on them — beside a reconciler run as `watch` runs it.
+    ///
+    /// Serves the projects named with -C (repeatable), or the current directory's. Its first line
+    /// on stdout is the URL to open: it carries a token valid while the server runs (the
+    /// browser keeps it as a cookie after the first visit); without it every request is
+    /// refused (401). Loopback only; a worker's processes are refused. For each project no
+    /// other guild-hall process reconciles, it runs the reconciler in-process (as `watch`);
+    /// the others are left to theirs. SIGINT/SIGTERM stop it. See docs/web.md.
+    Serve(serve::ServeArgs),
     /// A live view of the commissions, plans and meetings, with the actions a person takes on
     /// them: a full-screen terminal UI (`?` lists the keys).
     ///
@@ -492,6 +503,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Watch(w) => init_tracing(cli.verbose + 1, w.log_format == LogFormat::Json),
+        Command::Serve(_) => init_tracing(cli.verbose + 1, false),
         // The board owns the screen: its log goes to a file (`board` sets it up).
         Command::Board { .. } => {}
         _ => init_tracing(cli.verbose, false),
@@ -634,6 +646,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             guild_hall::service::watch::watch(&home, &dirs, &opts)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve(args) => serve::run(&cli, args).map(|_| ExitCode::SUCCESS),
         Command::Board { all, reconcile } => board(&cli, *all, *reconcile).map(|_| ExitCode::SUCCESS),
         Command::Status { id, json, status, worker } => {
             show::status(&Env::load(&cli)?, id.as_deref(), *json, &show::Filter { status: status.clone(), worker: worker.clone() }).map(ok)

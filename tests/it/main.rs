@@ -118,3 +118,17 @@ mod worker {
     pub(crate) mod usage;
     mod workspaces;
 }
+
+/// `guild-hall serve`, the web face: over HTTP without a browser (and in a real browser).
+mod web {
+    mod asking;
+    mod board;
+    pub(crate) mod browser;
+    mod escaping;
+    mod harness;
+    mod http_face;
+    mod meeting;
+    mod plan;
+    mod review;
+    pub(crate) mod server;
+}

@@ -32,7 +32,7 @@ pub(crate) fn token(home: &Home) -> Result<String> {
 /// a package's compaction or notes command), or it cannot be told apart from one (no credentials, a pid not visible here, or
 /// gone before it could be looked at — a worker could connect and hand the socket on). The
 /// peer is pinned by a pidfd while it is looked at, so a reused pid is never mistaken for it.
-pub(super) fn worker_peer(conn: &std::os::unix::net::UnixStream, home: &Home) -> Option<(i32, String)> {
+pub(crate) fn worker_peer(conn: &std::os::unix::net::UnixStream, home: &Home) -> Option<(i32, String)> {
     use nix::sys::socket::{getsockopt, sockopt};
     let pid = match getsockopt(conn, sockopt::PeerCredentials) {
         Ok(cred) => cred.pid(),
@@ -66,7 +66,7 @@ const REFUSALS_LOGGED_PER_MINUTE: u32 = 20;
 
 /// Log a refused peer (its pid and why), at most [`REFUSALS_LOGGED_PER_MINUTE`] a minute; the
 /// next minute's first refusal says how many were not logged.
-pub(super) fn log_refusal(pid: i32, why: &str) {
+pub(crate) fn log_refusal(pid: i32, why: &str) {
     static WINDOW: Mutex<Option<(Instant, u32)>> = Mutex::new(None);
     let mut window = WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let now = Instant::now();
