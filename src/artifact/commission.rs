@@ -27,6 +27,9 @@ super::vocabulary::vocabulary! {
         Completed = "completed",
         Failed = "failed",
         Cancelled = "cancelled",
+        /// Given up for good ("we won't do this"), as Guild Hall has it: terminal, and it
+        /// satisfies a dependency on it. From pending, blocked, failed or cancelled.
+        Abandoned = "abandoned",
     }
 }
 
@@ -37,7 +40,7 @@ impl Status {
     }
 
     pub(crate) fn is_terminal(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled | Status::Abandoned)
     }
 }
 
@@ -53,10 +56,13 @@ pub enum Desired {
     Revised,
     /// In review: give the work up, its branch kept (`guild-hall reject`).
     Rejected,
+    /// Pending, blocked, failed or cancelled: give it up for good (`commission abandon`).
+    Abandoned,
 }
 
 impl Desired {
-    pub(crate) const ALL: [Desired; 5] = [Desired::Dispatched, Desired::Cancelled, Desired::Approved, Desired::Revised, Desired::Rejected];
+    pub(crate) const ALL: [Desired; 6] =
+        [Desired::Dispatched, Desired::Cancelled, Desired::Approved, Desired::Revised, Desired::Rejected, Desired::Abandoned];
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -65,6 +71,7 @@ impl Desired {
             Desired::Approved => "approved",
             Desired::Revised => "revised",
             Desired::Rejected => "rejected",
+            Desired::Abandoned => "abandoned",
         }
     }
 }
@@ -249,7 +256,8 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<String>")]
     date: Option<super::frontmatter::Unread>,
     /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
-    /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
+    /// it; failed|cancelled → pending runs it again; pending|blocked|failed|cancelled →
+    /// abandoned gives it up for good. Any other edit is refused with a reason.
     #[schemars(with = "Option<Status>")]
     status: Option<Value>,
     /// The worker package that does the work.
@@ -797,7 +805,7 @@ mod tests {
     #[test]
     fn reports_problems_with_positions() {
         let e = parse("---\ntitle: T\nworker: scribe\nstatus: banana\n---\nbody\n").unwrap_err();
-        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled)");
+        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled, abandoned)");
         let e = parse("---\ntitle: [\nworker: x\n---\nbody\n").unwrap_err();
         assert!(e[0].message.starts_with("invalid YAML"), "{e:?}");
         let e = parse("---\nworker: scribe\n---\n\n").unwrap_err();
