@@ -5,6 +5,7 @@
 //! Decides nothing.
 
 pub(crate) mod commission;
+pub(crate) mod dialect;
 pub(crate) mod frontmatter;
 pub mod ids;
 pub(crate) mod keys;

@@ -688,8 +688,17 @@ fn observe_one(
     let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));
+    // In Guild Hall's dialect, our keys that have no place in its file are in the state dir.
+    let (artifact, kept_unreadable) = match &artifact.dialect {
+        None => (artifact, None),
+        Some(_) => match read_json::<serde_yaml_ng::Mapping>(&state.0.join(crate::artifact::dialect::KEPT_FILE)) {
+            Ok(kept) => (artifact.with_kept(&kept.unwrap_or_default()), None),
+            Err(e) => (artifact, Some(format!("{e:#}"))),
+        },
+    };
     let (record, corrupt) = match read_json::<Record>(&state.record()) {
-        Ok(r) => (r, None),
+        Ok(r) if kept_unreadable.is_none() => (r, None),
+        Ok(_) => (None, kept_unreadable),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
     let mut obs = Observed::new(artifact, record);
