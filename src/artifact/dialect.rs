@@ -79,6 +79,35 @@ pub(crate) fn entries(value: &Value) -> Result<Vec<Entry>, String> {
     }
 }
 
+/// An entry as one of our timeline events, to be shown with them: a status change as our
+/// `status` event, a progress report as `progress`, a submitted result as `result`, its
+/// `created` as ours; any other (`opened`, `closed`, a note) as `entry`, with its event's name.
+pub(crate) fn as_event(e: &Entry) -> serde_json::Value {
+    let reason = e.reason.clone().unwrap_or_default();
+    let mut v = match (e.event.as_str(), &e.to) {
+        (ev, Some(to)) if ev.starts_with("status_") => {
+            serde_json::json!({"kind": "status", "from": e.from.clone().unwrap_or_default(), "to": to, "reason": reason})
+        }
+        ("created", _) => serde_json::json!({"kind": "created", "status": "pending", "text": reason}),
+        ("progress_report", _) => serde_json::json!({"kind": "progress", "text": reason}),
+        ("result_submitted", _) => serde_json::json!({"kind": "result", "summary": reason}),
+        (ev, _) => serde_json::json!({"kind": "entry", "event": ev, "text": reason}),
+    };
+    v["ts"] = e.timestamp.clone().into();
+    v["from_log"] = true.into();
+    v
+}
+
+/// A log's entries shown among our own `events`: each as [`as_event`], but those that are our
+/// own events mirrored into the log (same time, same kind), ordered by time (stable).
+pub(crate) fn merged(log: &[Entry], events: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    let ours = |e: &serde_json::Value| events.iter().any(|o| o["ts"] == e["ts"] && o["kind"] == e["kind"]);
+    let mut all: Vec<serde_json::Value> = log.iter().map(as_event).filter(|e| !ours(e)).collect();
+    all.extend(events);
+    all.sort_by(|a, b| a["ts"].as_str().unwrap_or("").cmp(b["ts"].as_str().unwrap_or("")));
+    all
+}
+
 /// `resource_overrides:` as Guild Hall writes it (`maxTurns`, `maxBudgetUsd`, `model`): the
 /// same bounds as our `resources:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]

@@ -365,8 +365,8 @@ fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: 
     let why = m.agenda.as_deref().or(m.title.as_deref()).map(clean).unwrap_or_default();
     let note = match status {
         MeetingStatus::Requested => match &m.requested_by {
-            Some(by) => format!("asked by {}: {why}", clean(by)),
-            None => format!("requested: {why}"),
+            Some(by) => format!("{}asked by {}: {why}", clean(&m.deferred()), clean(by)),
+            None => format!("{}requested: {why}", clean(&m.deferred())),
         },
         MeetingStatus::Open => last_turn(&home.transcript(&project.name, &m.id)).map(|t| format!("last: {t}")).unwrap_or(why),
         _ => m.owned.reason.as_deref().map(clean).unwrap_or(why),
