@@ -743,6 +743,9 @@ impl Commission {
             fields.insert("progress".into(), Value::String(p.clone()));
         }
         fields.shrink_to_fit();
+        let log_reason = status
+            .filter(|s| matches!(s, Status::Failed | Status::Cancelled | Status::Abandoned | Status::Blocked))
+            .and_then(|s| timeline.iter().rev().find(|e| e.to.as_deref() == Some(s.as_str()))?.reason.clone());
         let (body, dialect) = match prompt.filter(|_| dialect) {
             Some(prompt) => (
                 format!("{}\n", prompt.trim_end()),
@@ -775,7 +778,8 @@ impl Commission {
                 attempt: attempt.as_ref().and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
                 branch: owned_text(branch),
                 progress: owned_text(progress).or(current_progress),
-                reason: owned_text(reason),
+                // In the dialect, why it stands where it is is its last status change's reason.
+                reason: owned_text(reason).or(log_reason),
                 refused: owned_text(refused),
                 completed: owned_text(completed),
             },
@@ -799,7 +803,8 @@ impl Commission {
             attempt: self.fields.get("attempt").and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
             branch: text("branch"),
             progress: self.owned.progress.clone(),
-            reason: text("reason"),
+            // The state dir's, else the file's own ([`Commission::parse`]).
+            reason: text("reason").or(self.owned.reason.take()),
             refused: text("refused"),
             completed: text("completed"),
         };

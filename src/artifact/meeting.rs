@@ -193,7 +193,11 @@ impl Meeting {
         let deferred_until = match &deferred_until {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s.trim().is_empty() => None,
-            Some(Value::String(s)) if chrono::NaiveDate::parse_from_str(s.get(..10).unwrap_or(s), "%Y-%m-%d").is_ok() => Some(s.clone()),
+            Some(Value::String(s))
+                if chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() || chrono::DateTime::parse_from_rfc3339(s).is_ok() =>
+            {
+                Some(s.clone())
+            }
             Some(v) => {
                 bad("deferred_until", format!("deferred_until must be a date (YYYY-MM-DD) or \"\", not {}", serde_yaml_ng::to_string(v).unwrap_or_default().trim()));
                 None
