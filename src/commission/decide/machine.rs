@@ -252,7 +252,6 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
                     let text = o.artifact.feedback.iter().map(crate::artifact::Feedback::line_text).collect::<Vec<_>>().join("; ");
                     st.go(Status::Abandoned, Reason::Abandoned { text: (!text.is_empty()).then_some(text) });
                 }
-                Status::Abandoned => {}
                 other => st.refuse("desired: abandoned", &refusal(other, Status::Abandoned)),
             }
             st.remove("desired");

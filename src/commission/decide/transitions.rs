@@ -98,7 +98,7 @@ pub(crate) fn desired_refusal(status: Status, desired: Desired) -> Option<String
         (Desired::Dispatched, Review) => Some(refusal(Review, Dispatched)),
         (Desired::Cancelled, Pending | Blocked | Dispatched | InProgress | Review) => None,
         (Desired::Cancelled, other) => Some(refusal(other, Cancelled)),
-        (Desired::Abandoned, Pending | Blocked | Failed | Cancelled | Abandoned) => None,
+        (Desired::Abandoned, Pending | Blocked | Failed | Cancelled) => None,
         (Desired::Abandoned, other) => Some(refusal(other, Abandoned)),
         (Desired::Approved | Desired::Revised | Desired::Rejected, Review) => None,
         (d @ (Desired::Approved | Desired::Revised | Desired::Rejected), other) => Some(review_refusal(other, d)),
