@@ -111,7 +111,9 @@ impl<'a> Used<'a> {
         found.extend(
             self.branches
                 .iter()
-                .filter(|(_, b)| names::may_hold_work_of(self.kind, id, b) || names::may_hold_work_of(self.kind, &folded, &b.to_ascii_lowercase()))
+                .filter(|(_, b)| {
+                    names::may_hold_work_of(self.kind, id, b) || names::may_hold_work_of(self.kind, &folded, &b.to_ascii_lowercase())
+                })
                 .map(|(shown, _)| Trace::Branch(shown.clone())),
         );
         if let Some((line, commit)) = self.trailers.get(&folded) {

@@ -606,14 +606,14 @@ impl Commission {
                 }
             },
             (resources, None) => match resources {
-            None | Some(Value::Null) => Resources::default(),
-            Some(v) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
-                // An unknown key in it is said above, at the key.
-                if !resources_said {
-                    bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
-                }
-                Resources::default()
-            }),
+                None | Some(Value::Null) => Resources::default(),
+                Some(v) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
+                    // An unknown key in it is said above, at the key.
+                    if !resources_said {
+                        bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
+                    }
+                    Resources::default()
+                }),
             },
         };
         let prompt = match prompt {
@@ -747,10 +747,9 @@ impl Commission {
             .filter(|s| matches!(s, Status::Failed | Status::Cancelled | Status::Abandoned | Status::Blocked))
             .and_then(|s| timeline.iter().rev().find(|e| e.to.as_deref() == Some(s.as_str()))?.reason.clone());
         let (body, dialect) = match prompt.filter(|_| dialect) {
-            Some(prompt) => (
-                format!("{}\n", prompt.trim_end()),
-                Some(super::dialect::Dialect { body: split.body.to_string(), timeline, model }),
-            ),
+            Some(prompt) => {
+                (format!("{}\n", prompt.trim_end()), Some(super::dialect::Dialect { body: split.body.to_string(), timeline, model }))
+            }
             None => (split.body.to_string(), None),
         };
         Ok(Commission {

@@ -221,7 +221,8 @@ pub(crate) fn quoted(s: &str) -> String {
 
 /// An entry as Guild Hall appends one, two-space indented under its key.
 pub(crate) fn entry_text(e: &Entry) -> String {
-    let mut out = format!("  - timestamp: {}\n    event: {}\n    reason: {}", e.timestamp, e.event, quoted(e.reason.as_deref().unwrap_or("")));
+    let mut out =
+        format!("  - timestamp: {}\n    event: {}\n    reason: {}", e.timestamp, e.event, quoted(e.reason.as_deref().unwrap_or("")));
     for (k, v) in [("from", &e.from), ("to", &e.to)] {
         if let Some(v) = v {
             out.push_str(&format!("\n    {k}: {}", quoted(v)));

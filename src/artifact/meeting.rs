@@ -199,7 +199,13 @@ impl Meeting {
                 Some(s.clone())
             }
             Some(v) => {
-                bad("deferred_until", format!("deferred_until must be a date (YYYY-MM-DD) or \"\", not {}", serde_yaml_ng::to_string(v).unwrap_or_default().trim()));
+                bad(
+                    "deferred_until",
+                    format!(
+                        "deferred_until must be a date (YYYY-MM-DD) or \"\", not {}",
+                        serde_yaml_ng::to_string(v).unwrap_or_default().trim()
+                    ),
+                );
                 None
             }
         };

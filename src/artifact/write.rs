@@ -134,7 +134,8 @@ fn key_lines(yaml: &str, key: &str) -> Option<std::ops::Range<usize>> {
             }
             Some(_) => {
                 let t = line.trim_end_matches(['\n', '\r']);
-                if t.starts_with([' ', '\t']) && !t.trim().is_empty() && !t.trim_start().starts_with('#') || t.starts_with("- ") || t == "-" {
+                if t.starts_with([' ', '\t']) && !t.trim().is_empty() && !t.trim_start().starts_with('#') || t.starts_with("- ") || t == "-"
+                {
                     end = next;
                 } else if !(t.trim().is_empty() || t.trim_start().starts_with('#')) {
                     break;

@@ -13,8 +13,8 @@ use crate::artifact::write::Edit;
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
-    AnswerQuestion, Answered, Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List,
-    Abandon, Abandoned, MeetingRequest, MeetingRequested, OpenQuestion, Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
+    Abandon, Abandoned, AnswerQuestion, Answered, Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus,
+    Jobs, List, MeetingRequest, MeetingRequested, OpenQuestion, Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
 };
 use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;

@@ -37,7 +37,10 @@ fn fixture(id: &str) -> String {
 /// The top-level keys of a file's frontmatter, in order.
 fn keys(text: &str) -> Vec<String> {
     let yaml = text.split("\n---\n").next().unwrap_or("").trim_start_matches("---\n");
-    yaml.lines().filter(|l| !l.starts_with([' ', '-', '#']) && l.contains(':')).map(|l| l.split(':').next().unwrap_or("").to_string()).collect()
+    yaml.lines()
+        .filter(|l| !l.starts_with([' ', '-', '#']) && l.contains(':'))
+        .map(|l| l.split(':').next().unwrap_or("").to_string())
+        .collect()
 }
 
 fn frontmatter(text: &str) -> serde_yaml_ng::Mapping {
@@ -55,8 +58,11 @@ fn log_events(text: &str) -> Vec<String> {
             let m = e.as_mapping().expect("an entry is a mapping");
             let names: Vec<&str> = m.keys().filter_map(|k| k.as_str()).collect();
             let event = m.get("event").and_then(|v| v.as_str()).expect("event").to_string();
-            let want: &[&str] =
-                if event.starts_with("status_") { &["timestamp", "event", "reason", "from", "to"] } else { &["timestamp", "event", "reason"] };
+            let want: &[&str] = if event.starts_with("status_") {
+                &["timestamp", "event", "reason", "from", "to"]
+            } else {
+                &["timestamp", "event", "reason"]
+            };
             assert_eq!(names, want, "{event}: {m:?}");
             let ts = m.get("timestamp").and_then(|v| v.as_str()).expect("timestamp");
             assert!(chrono::DateTime::parse_from_rfc3339(ts).is_ok(), "{ts}");
@@ -102,7 +108,11 @@ fn a_guild_hall_lore_passes_check_and_shows_every_status_and_timeline() {
     assert_eq!(by_id("commission-Dalton-20260302-090000")["reason"], "Session ended without submitting a result");
     // A failed dependency keeps it waiting; an abandoned one does not.
     let waits = |id: &str| by_id(id)["waiting"].as_str().unwrap_or("").to_string();
-    assert!(waits("commission-Celeste-20260308-090000").contains("missing dependencies"), "{}", by_id("commission-Celeste-20260308-090000"));
+    assert!(
+        waits("commission-Celeste-20260308-090000").contains("missing dependencies"),
+        "{}",
+        by_id("commission-Celeste-20260308-090000")
+    );
     assert!(waits("commission-Celeste-20260308-090000").contains("commission-Dalton-20260302-090000"));
     assert!(!waits(PENDING).contains("missing dependencies"), "{}", by_id(PENDING));
     let table = p.ok(&["status"]);
@@ -297,7 +307,9 @@ fn abandon_ends_a_commission_for_good_and_satisfies_a_dependency_on_it() {
     assert!(transitions(&p.timeline("survey")).contains(&"blocked>abandoned".to_string()));
     // Terminal: nothing moves it; a request is refused up front, nothing written.
     let before = p.artifact("survey");
-    for args in [vec!["commission", "abandon", "survey"], vec!["commission", "dispatch", "survey"], vec!["commission", "redispatch", "survey"]] {
+    for args in
+        [vec!["commission", "abandon", "survey"], vec!["commission", "dispatch", "survey"], vec!["commission", "redispatch", "survey"]]
+    {
         let (code, _, err) = p.run(&args);
         assert_eq!(code, 1, "{args:?}: {err}");
     }
