@@ -257,7 +257,7 @@ fn in_dialect<R, F: Folds>(place: &Place<'_>, text: &str, u: &Update<R, F>, fold
     if t.file.is_empty() && t.entries.is_empty() && t.body.is_none() {
         return Ok(None);
     }
-    let new = crate::artifact::write::apply_dialect(text, &t).with_context(|| format!("writing {}", place.artifact.display()))?;
+    let new = dialect::apply(text, &t).with_context(|| format!("writing {}", place.artifact.display()))?;
     Ok((new != text).then_some(new))
 }
 

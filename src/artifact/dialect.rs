@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use super::write::Edit;
+use super::write::{double_quoted as quoted, Edit};
 
 /// The keys whose presence makes a commission Guild Hall's.
 pub(crate) const MARKS: [&str; 2] = ["prompt", "activity_timeline"];
@@ -170,6 +170,23 @@ pub(crate) fn translate(status: Option<&str>, edits: &[Edit], events: &[serde_js
     }
     let event = |kind: &str| events.iter().rev().find(|e| e["kind"] == kind);
     let ts = |e: Option<&serde_json::Value>| e.and_then(|e| e["ts"].as_str()).unwrap_or(now).to_string();
+    let status_entry = |to: &str| {
+        let e = events.iter().rev().find(|e| e["kind"] == "status" && e["to"] == to);
+        let reason = e.and_then(|e| e["reason"].as_str()).filter(|r| !r.is_empty()).map(str::to_string);
+        Entry {
+            timestamp: ts(e),
+            event: format!("status_{to}"),
+            reason: Some(reason.unwrap_or_else(|| format!("status {to}"))),
+            from: status.map(str::to_string),
+            to: Some(to.to_string()),
+        }
+    };
+    // In the order it happened for a reader: a start (the worker seen running) before what the
+    // worker reported, an end after it, whichever pass noticed which first.
+    let starts = change.filter(|to| matches!(*to, "pending" | "blocked" | "dispatched" | "in_progress"));
+    if let Some(to) = starts {
+        t.entries.push(status_entry(to));
+    }
     if let Some(p) = progress {
         let e = event("progress");
         t.entries.push(Entry { timestamp: ts(e), event: "progress_report".into(), reason: Some(p.to_string()), ..Entry::default() });
@@ -184,16 +201,8 @@ pub(crate) fn translate(status: Option<&str>, edits: &[Edit], events: &[serde_js
         });
         t.body = Some(summary);
     }
-    if let Some(to) = change {
-        let e = events.iter().rev().find(|e| e["kind"] == "status" && e["to"] == to);
-        let reason = e.and_then(|e| e["reason"].as_str()).filter(|r| !r.is_empty()).map(str::to_string);
-        t.entries.push(Entry {
-            timestamp: ts(e),
-            event: format!("status_{to}"),
-            reason: Some(reason.unwrap_or_else(|| format!("status {to}"))),
-            from: status.map(str::to_string),
-            to: Some(to.to_string()),
-        });
+    if let Some(to) = change.filter(|_| starts.is_none()) {
+        t.entries.push(status_entry(to));
     }
     t
 }
@@ -214,9 +223,12 @@ pub(crate) fn keep(kept: &Mapping, edits: &[Edit]) -> Mapping {
     out
 }
 
-/// A string as Guild Hall quotes one: in double quotes, `\`, `"` and newlines escaped.
-pub(crate) fn quoted(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"))
+/// The text of the file `text` in the dialect once `t` is made to it, as Guild Hall would
+/// write it ([`super::write::apply_in_place`]).
+pub(crate) fn apply(text: &str, t: &Translated) -> Result<String, super::write::WriteError> {
+    let entries = t.entries.iter().map(|e| (entry_text(e), serde_yaml_ng::to_value(e).unwrap_or(Value::Null))).collect();
+    let appended = super::write::Appended { key: "activity_timeline", entries };
+    super::write::apply_in_place(text, &t.file, &appended, t.body.as_deref())
 }
 
 /// An entry as Guild Hall appends one, two-space indented under its key.
@@ -274,6 +286,15 @@ mod tests {
                 "  - timestamp: 2026-03-21T10:05:00.000Z\n    event: status_completed\n    reason: \"submitted\"\n    from: \"in_progress\"\n    to: \"completed\"\n",
             ]
         );
+        // A start comes before what the worker reported in the same update, an end after.
+        let started = translate(
+            Some("dispatched"),
+            &[Edit::Set("status".into(), "in_progress".into()), Edit::Set("progress".into(), "x".into())],
+            &[],
+            "t",
+        );
+        let order: Vec<&str> = started.entries.iter().map(|e| e.event.as_str()).collect();
+        assert_eq!(order, ["status_in_progress", "progress_report"]);
         // A status written again as it is records no change.
         assert!(translate(Some("completed"), &[Edit::Set("status".into(), "completed".into())], &[], "t").entries.is_empty());
     }

@@ -48,13 +48,24 @@ pub(crate) fn apply(text: &str, edits: &[Edit]) -> Result<String, WriteError> {
     Ok(out)
 }
 
-/// Apply an update of a commission in Guild Hall's dialect (`t`, from
-/// [`super::dialect::translate`]) to the file text the way Guild Hall writes its own: a
-/// key's lines replaced in place (`status: done`, a text in double quotes, a list as `- item`
-/// lines), entries appended at the end of `activity_timeline:` (where Guild Hall appends
-/// them, just above `current_progress:`), and the body replaced by the result. Every other
-/// byte stays; the outcome is checked by re-parsing, as [`apply`]'s is.
-pub(crate) fn apply_dialect(text: &str, t: &super::dialect::Translated) -> Result<String, WriteError> {
+/// A string as Guild Hall quotes one: in double quotes, `\`, `"` and newlines escaped.
+pub(crate) fn double_quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"))
+}
+
+/// Entries to append to a log key (`activity_timeline:`): each as its text (two-space
+/// indented `- ` items) and as the value it parses to.
+pub(crate) struct Appended<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) entries: Vec<(String, Value)>,
+}
+
+/// Apply `file` edits, `appended` log entries and a new `body` to a file the way Guild Hall
+/// writes its own (the dialect, [`super::dialect`]): a key's lines replaced in place
+/// (`status: done`, a text in double quotes, a list as `- item` lines), entries added at the end
+/// of the log (where Guild Hall appends them, just above `current_progress:`), and the body
+/// replaced. Every other byte stays; the outcome is checked by re-parsing, as [`apply`]'s is.
+pub(crate) fn apply_in_place(text: &str, file: &[Edit], appended: &Appended<'_>, body: Option<&str>) -> Result<String, WriteError> {
     let sp = split(text).map_err(|(_, m)| WriteError::Unparsable(m))?;
     let before: Value = serde_yaml_ng::from_str(sp.yaml).map_err(|e| WriteError::Unparsable(e.to_string()))?;
     let mut yaml = sp.yaml.to_string();
@@ -62,10 +73,10 @@ pub(crate) fn apply_dialect(text: &str, t: &super::dialect::Translated) -> Resul
         yaml.push('\n');
     }
     let mut want: Vec<Edit> = Vec::new();
-    for edit in &t.file {
+    for edit in file {
         let (key, lines) = match edit {
             Edit::Set(k, Value::String(s)) if k == "status" => (k, Some(format!("{k}: {s}\n"))),
-            Edit::Set(k, Value::String(s)) => (k, Some(format!("{k}: {}\n", super::dialect::quoted(s)))),
+            Edit::Set(k, Value::String(s)) => (k, Some(format!("{k}: {}\n", double_quoted(s)))),
             Edit::Set(k, Value::Sequence(items)) if items.iter().all(|i| i.as_str().is_some_and(|s| !s.contains(['\n', '"']))) => {
                 let listed: String = items.iter().filter_map(Value::as_str).map(|i| format!("  - {i}\n")).collect();
                 (k, Some(if items.is_empty() { format!("{k}: []\n") } else { format!("{k}:\n{listed}") }))
@@ -84,20 +95,21 @@ pub(crate) fn apply_dialect(text: &str, t: &super::dialect::Translated) -> Resul
             yaml.push('\n');
         }
     }
-    if !t.entries.is_empty() {
-        let mut log: Vec<Value> = match before.get("activity_timeline") {
+    if !appended.entries.is_empty() {
+        let key = appended.key;
+        let mut log: Vec<Value> = match before.get(key) {
             Some(Value::Sequence(s)) => s.clone(),
             _ => Vec::new(),
         };
-        let added: String = t.entries.iter().map(super::dialect::entry_text).collect();
-        match key_lines(&yaml, "activity_timeline") {
+        let added: String = appended.entries.iter().map(|(t, _)| t.as_str()).collect();
+        match key_lines(&yaml, key) {
             // Guild Hall's own `[]` (or no entry yet) becomes a block list.
-            Some(range) if log.is_empty() => yaml.replace_range(range, &format!("activity_timeline:\n{added}")),
+            Some(range) if log.is_empty() => yaml.replace_range(range, &format!("{key}:\n{added}")),
             Some(range) => yaml.insert_str(range.end, &added),
-            None => yaml.push_str(&format!("activity_timeline:\n{added}")),
+            None => yaml.push_str(&format!("{key}:\n{added}")),
         }
-        log.extend(t.entries.iter().map(|e| serde_yaml_ng::to_value(e).unwrap_or(Value::Null)));
-        want.push(Edit::Set("activity_timeline".into(), Value::Sequence(log)));
+        log.extend(appended.entries.iter().map(|(_, v)| v.clone()));
+        want.push(Edit::Set(key.into(), Value::Sequence(log)));
     }
     let after: Value = serde_yaml_ng::from_str(&yaml).map_err(|e| WriteError::Verify(format!("result does not parse: {e}")))?;
     verify(&before, &after, &want)?;
@@ -106,7 +118,7 @@ pub(crate) fn apply_dialect(text: &str, t: &super::dialect::Translated) -> Resul
     out.push_str(&text[..sp.yaml_range.start]);
     out.push_str(&yaml);
     out.push_str(&text[sp.yaml_range.end..body_at]);
-    match &t.body {
+    match body {
         Some(body) => {
             out.push_str(body.trim_end());
             out.push('\n');

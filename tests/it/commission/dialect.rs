@@ -325,7 +325,8 @@ fn abandon_ends_a_commission_for_good_and_satisfies_a_dependency_on_it() {
     p.write_commission("later", "---\nworker: nobody\n---\nLater.\n");
     let r = p.manager_call("abandon", serde_json::json!({"jobId": "later", "message": "not now"}));
     assert_eq!(r["structuredContent"], serde_json::json!({"jobId": "later", "requested": "abandoned"}), "{r}");
-    p.settle();
+    // (The dispatcher starts a pass of its own: waited for.)
+    p.ok(&["reconcile", "--once", "--wait", "--wait-lock", "--timeout", "120s"]);
     assert_eq!(p.status("later"), "abandoned");
     assert_eq!(p.manager_call("status", serde_json::json!({"jobId": "later"}))["structuredContent"]["status"], "cancelled");
     let r = p.manager_call("abandon", serde_json::json!({"jobId": "summary"}));
