@@ -98,11 +98,13 @@ pub(crate) fn as_event(e: &Entry) -> serde_json::Value {
     v
 }
 
-/// A log's entries shown among our own `events`: each as [`as_event`], but those that are our
-/// own events mirrored into the log (same time, same kind), ordered by time (stable).
+/// A log's entries shown before our own `events`: each as [`as_event`], those written before
+/// guild-hall first met the file (its first event); from then on the log's entries are ours
+/// mirrored, and our timeline is the fuller record. Ordered by time (stable).
 pub(crate) fn merged(log: &[Entry], events: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
-    let ours = |e: &serde_json::Value| events.iter().any(|o| o["ts"] == e["ts"] && o["kind"] == e["kind"]);
-    let mut all: Vec<serde_json::Value> = log.iter().map(as_event).filter(|e| !ours(e)).collect();
+    let since = events.iter().filter_map(|e| e["ts"].as_str()).min().map(str::to_string);
+    let before = |e: &serde_json::Value| since.as_deref().is_none_or(|s| e["ts"].as_str().is_some_and(|t| t < s));
+    let mut all: Vec<serde_json::Value> = log.iter().map(as_event).filter(before).collect();
     all.extend(events);
     all.sort_by(|a, b| a["ts"].as_str().unwrap_or("").cmp(b["ts"].as_str().unwrap_or("")));
     all
@@ -297,6 +299,20 @@ mod tests {
         assert_eq!(order, ["status_in_progress", "progress_report"]);
         // A status written again as it is records no change.
         assert!(translate(Some("completed"), &[Edit::Set("status".into(), "completed".into())], &[], "t").entries.is_empty());
+    }
+
+    /// Guild Hall's history first; from guild-hall's first event on, its own timeline only (the
+    /// log's later entries mirror it).
+    #[test]
+    fn a_log_is_shown_up_to_where_our_timeline_begins() {
+        let entry = |ts: &str, event: &str| Entry { timestamp: ts.into(), event: event.into(), ..Entry::default() };
+        let log = [entry("2026-03-01T09:00:00.000Z", "created"), entry("2026-03-02T09:00:00.000Z", "progress_report")];
+        let ours = vec![json!({"ts": "2026-03-02T08:00:00.000Z", "kind": "created"})];
+        let all = merged(&log, ours);
+        let kinds: Vec<&str> = all.iter().filter_map(|e| e["kind"].as_str()).collect();
+        assert_eq!(kinds, ["created", "created"]);
+        assert_eq!(all[0]["from_log"], true);
+        assert_eq!(merged(&log, Vec::new()).len(), 2);
     }
 
     #[test]
