@@ -209,7 +209,10 @@ pub(crate) fn apply_hashed<R: Serialize, F: Folds>(
         ));
     }
     let Some(text) = observed(&place.artifact, u.expect_hash)? else { return Ok((Outcome::Dropped, u.expect_hash)) };
-    let new = if u.edits.is_empty() {
+    let mut folds = folds;
+    let new = if place.kind == Name::Commission && crate::artifact::dialect::is_dialect(&text) {
+        in_dialect(place, &text, u, &mut folds)?
+    } else if u.edits.is_empty() {
         None
     } else {
         let new = super::fit::apply(&place.artifact, &text, &u.edits, |e| shorter(&text, e))?;
@@ -231,6 +234,31 @@ pub(crate) fn apply_hashed<R: Serialize, F: Folds>(
     write_json(&place.intent, &intent)?;
     place.fault(2);
     Ok((finish(place, &intent)?, intent.after))
+}
+
+/// The new text of a commission in Guild Hall's dialect (`None`: no change), its keys that
+/// have no place in the file written to the state dir with the record ([`Write`] in `folds`):
+/// see [`crate::artifact::dialect`].
+fn in_dialect<R, F: Folds>(place: &Place<'_>, text: &str, u: &Update<R, F>, folds: &mut Vec<Write>) -> Result<Option<String>> {
+    use crate::artifact::dialect;
+    let status = crate::artifact::frontmatter::split(text)
+        .ok()
+        .and_then(|sp| serde_yaml_ng::from_str::<serde_yaml_ng::Mapping>(sp.yaml).ok())
+        .and_then(|m| m.get("status").and_then(|s| s.as_str()).map(str::to_string));
+    let t = dialect::translate(status.as_deref(), &u.edits, &u.events, &timeline::timestamp(chrono::Utc::now()));
+    if !t.kept.is_empty() {
+        let file = place.state.join(dialect::KEPT_FILE);
+        let before: serde_yaml_ng::Mapping = read_json(&file)?.unwrap_or_default();
+        let after = dialect::keep(&before, &t.kept);
+        if after != before {
+            folds.push(Write::at(&place.state, &file, &after)?);
+        }
+    }
+    if t.file.is_empty() && t.entries.is_empty() && t.body.is_none() {
+        return Ok(None);
+    }
+    let new = dialect::apply(text, &t).with_context(|| format!("writing {}", place.artifact.display()))?;
+    Ok((new != text).then_some(new))
 }
 
 /// An intent [`settle`] could not finish: what the killed update left of its artifact is not

@@ -101,11 +101,22 @@ impl<'a> Used<'a> {
             Name::Plan => p.plan_path(id),
         };
         let timeline = super::timeline::path_for(&artifact);
-        let mut found: Vec<Trace> = [artifact, timeline].into_iter().filter(|f| f.symlink_metadata().is_ok()).map(Trace::File).collect();
+        let mut found: Vec<Trace> =
+            [artifact.clone(), timeline].into_iter().filter(|f| f.symlink_metadata().is_ok()).map(Trace::File).collect();
+        // An id of another case holds it too: on a filesystem that folds case (a clone on
+        // macOS) their files, branches and state dirs would be one. (Runtime paths are looked
+        // up as named: where case folds, that lookup finds the other case's already.)
+        found.extend(other_cases(&artifact).into_iter().map(Trace::File));
+        let folded = id.to_ascii_lowercase();
         found.extend(
-            self.branches.iter().filter(|(_, b)| names::may_hold_work_of(self.kind, id, b)).map(|(shown, _)| Trace::Branch(shown.clone())),
+            self.branches
+                .iter()
+                .filter(|(_, b)| {
+                    names::may_hold_work_of(self.kind, id, b) || names::may_hold_work_of(self.kind, &folded, &b.to_ascii_lowercase())
+                })
+                .map(|(shown, _)| Trace::Branch(shown.clone())),
         );
-        if let Some((line, commit)) = self.trailers.get(id) {
+        if let Some((line, commit)) = self.trailers.get(&folded) {
             found.push(Trace::Trailer { line: line.clone(), commit: *commit });
         }
         found.extend(runtime(self.home, p, self.kind, id).into_iter().map(Trace::Runtime));
@@ -161,10 +172,28 @@ fn trailers(repo: &Repository, kind: Name, tips: &[Oid]) -> Result<HashMap<Strin
     let mut by_id = HashMap::new();
     for (commit, line) in super::trailers::lines_anywhere(repo, tips, &[], names::trailer_prefix(kind))? {
         if let Some(id) = names::trailer_owner(kind, &line) {
-            by_id.entry(id.to_string()).or_insert((line, commit));
+            // By the id folded to lower case: one of another case holds it too.
+            by_id.entry(id.to_ascii_lowercase()).or_insert((line, commit));
         }
     }
     Ok(by_id)
+}
+
+/// The files beside `artifact` named as it or its timeline but in another case (only where the
+/// filesystem keeps case apart; where it folds case the exact lookup found them).
+fn other_cases(artifact: &std::path::Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (artifact.parent(), artifact.file_name().and_then(|n| n.to_str())) else { return Vec::new() };
+    let timeline = super::timeline::path_for(artifact);
+    let timeline = timeline.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| (n.eq_ignore_ascii_case(name) && n != name) || (n.eq_ignore_ascii_case(&timeline) && *n != timeline))
+        .map(|n| dir.join(n))
+        .collect();
+    found.sort();
+    found
 }
 
 /// The first attempt after `after` whose branch (`claude/commission/<id>` or `<id>+<n>`) does

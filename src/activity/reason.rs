@@ -73,6 +73,9 @@ pub(crate) enum Reason {
     Conflicted { paths: Vec<String>, revisions: u32 },
     /// A person rejected the work in review (with their words, if any): its branch is kept.
     Rejected { branch: String, text: Option<String> },
+    /// A person gave it up for good (`commission abandon`, `desired: abandoned`), with their
+    /// words, if any.
+    Abandoned { text: Option<String> },
     /// Its worker's shim is running, with this pid.
     Running { shim_pid: i32 },
     /// Its worker ran (a result came in before its run was seen).
@@ -229,6 +232,8 @@ impl fmt::Display for Reason {
             ),
             Reason::Rejected { branch, text: Some(t) } => write!(f, "rejected in review: {t}; its work is kept on {branch}"),
             Reason::Rejected { branch, text: None } => write!(f, "rejected in review; its work is kept on {branch}"),
+            Reason::Abandoned { text: Some(t) } => write!(f, "abandoned: {t}"),
+            Reason::Abandoned { text: None } => f.write_str("abandoned: given up for good"),
             Reason::Submitted => f.write_str("submitted"),
             Reason::Running { shim_pid } => write!(f, "worker process running (shim pid {shim_pid})"),
             Reason::Ran => f.write_str("worker process ran"),
@@ -354,6 +359,8 @@ mod tests {
             ),
             (Reason::Rejected { branch: "b".into(), text: Some("no".into()) }, "rejected in review: no; its work is kept on b"),
             (Reason::Rejected { branch: "b".into(), text: None }, "rejected in review; its work is kept on b"),
+            (Reason::Abandoned { text: Some("out of scope".into()) }, "abandoned: out of scope"),
+            (Reason::Abandoned { text: None }, "abandoned: given up for good"),
             (Reason::Running { shim_pid: 42 }, "worker process running (shim pid 42)"),
             (Reason::Ran, "worker process ran"),
             (Reason::DispatchedTo("w".into()), "dispatched to worker w"),

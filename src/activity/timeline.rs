@@ -208,6 +208,8 @@ pub fn render(e: &Value) -> String {
         "summary" => s("text"),
         "followup" => format!("proposed a follow-up: {}", s("reason")),
         "session_renewed" => format!("session {} expired; renewed as {}", s("old"), s("new")),
+        // An entry of Guild Hall's own log (`activity_timeline:`, `meeting_log:`).
+        "entry" => format!("{}: {}", s("event"), s("text")),
         _ => e.to_string(),
     };
     format!("{ts}  {kind:<10} {detail}")

@@ -27,6 +27,9 @@ super::vocabulary::vocabulary! {
         Completed = "completed",
         Failed = "failed",
         Cancelled = "cancelled",
+        /// Given up for good ("we won't do this"), as Guild Hall has it: terminal, and it
+        /// satisfies a dependency on it. From pending, blocked, failed or cancelled.
+        Abandoned = "abandoned",
     }
 }
 
@@ -37,7 +40,7 @@ impl Status {
     }
 
     pub(crate) fn is_terminal(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled | Status::Abandoned)
     }
 }
 
@@ -53,10 +56,13 @@ pub enum Desired {
     Revised,
     /// In review: give the work up, its branch kept (`guild-hall reject`).
     Rejected,
+    /// Pending, blocked, failed or cancelled: give it up for good (`commission abandon`).
+    Abandoned,
 }
 
 impl Desired {
-    pub(crate) const ALL: [Desired; 5] = [Desired::Dispatched, Desired::Cancelled, Desired::Approved, Desired::Revised, Desired::Rejected];
+    pub(crate) const ALL: [Desired; 6] =
+        [Desired::Dispatched, Desired::Cancelled, Desired::Approved, Desired::Revised, Desired::Rejected, Desired::Abandoned];
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -65,6 +71,7 @@ impl Desired {
             Desired::Approved => "approved",
             Desired::Revised => "revised",
             Desired::Rejected => "rejected",
+            Desired::Abandoned => "abandoned",
         }
     }
 }
@@ -254,7 +261,8 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<String>")]
     date: Option<super::frontmatter::Unread>,
     /// draft → pending submits it; pending|blocked|dispatched|in_progress → cancelled cancels
-    /// it; failed|cancelled → pending runs it again. Any other edit is refused with a reason.
+    /// it; failed|cancelled → pending runs it again; pending|blocked|failed|cancelled →
+    /// abandoned gives it up for good. Any other edit is refused with a reason.
     #[schemars(with = "Option<Status>")]
     status: Option<Value>,
     /// The worker package that does the work.
@@ -340,6 +348,42 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: what its attempts used.
     #[schemars(with = "Option<super::value_schemas::UsageFigures>")]
     usage: Option<super::frontmatter::Unread>,
+    // Guild Hall's dialect ([`super::dialect`]): a file with `prompt:` or `activity_timeline:`
+    // is in it, and keeps its shape.
+    /// Guild Hall's dialect: the worker's prompt (the body is then where the result goes).
+    #[schemars(with = "Option<String>")]
+    prompt: Option<Value>,
+    /// Guild Hall's dialect: its timeline, appended to (`timestamp`, `event`, `reason`, and
+    /// `from`, `to` for a status change).
+    #[schemars(with = "Option<Vec<std::collections::BTreeMap<String, serde_json::Value>>>")]
+    activity_timeline: Option<Value>,
+    /// Guild Hall's dialect: the latest progress report (our `progress:`).
+    #[schemars(with = "Option<String>")]
+    current_progress: Option<Value>,
+    /// Guild Hall's dialect: overrides of the package's bounds (our `resources:`).
+    #[schemars(with = "Option<super::dialect::ResourceOverrides>")]
+    resource_overrides: Option<Value>,
+    /// Guild Hall's dialect: kept as written.
+    #[schemars(with = "Option<Vec<String>>")]
+    tags: Option<super::frontmatter::Unread>,
+    /// Guild Hall's dialect: kept as written.
+    #[serde(rename = "type")]
+    #[schemars(with = "Option<String>")]
+    kind: Option<super::frontmatter::Unread>,
+    /// Guild Hall's dialect: its worker's title, kept as written.
+    #[serde(rename = "workerDisplayTitle")]
+    #[schemars(with = "Option<String>")]
+    worker_display_title: Option<super::frontmatter::Unread>,
+    /// Guild Hall's dialect: its project's name, kept as written.
+    #[serde(rename = "projectName")]
+    #[schemars(with = "Option<String>")]
+    project_name: Option<super::frontmatter::Unread>,
+    /// Guild Hall's dialect: what created it (an automated process), kept as written.
+    #[schemars(with = "Option<std::collections::BTreeMap<String, serde_json::Value>>")]
+    source: Option<super::frontmatter::Unread>,
+    /// Guild Hall's dialect: an older place of the result, kept as written.
+    #[schemars(with = "Option<String>")]
+    result_summary: Option<super::frontmatter::Unread>,
 }
 
 /// The keys only the reconciler writes.
@@ -404,7 +448,10 @@ pub struct Commission {
     pub(crate) fields: Mapping,
     /// The reconciler's keys, typed: what every reader reads of them.
     pub(crate) owned: Owned,
+    /// The worker's prompt: the body, or in Guild Hall's dialect its `prompt:`.
     pub(crate) body: String,
+    /// In Guild Hall's dialect ([`super::dialect`]): its body, timeline and model.
+    pub(crate) dialect: Option<super::dialect::Dialect>,
 }
 
 /// What the reconciler last wrote of a commission, typed ([`OWNED_KEYS`] read once). A key
@@ -507,7 +554,18 @@ impl Commission {
             refused,
             completed,
             usage: _shown_from_fields,
+            prompt,
+            activity_timeline,
+            current_progress,
+            resource_overrides,
+            tags: _kept_as_written,
+            kind: _kept_as_it_is,
+            worker_display_title: _kept,
+            project_name: _kept_too,
+            source: _kept_also,
+            result_summary: _kept_likewise,
         } = super::frontmatter::declared(&fields);
+        let dialect = super::dialect::MARKS.iter().any(|k| fields.contains_key(*k));
         let status = super::vocabulary::status_field::<Status>(status.as_ref(), &mut bad);
         let worker = ids::worker_name(worker.as_ref(), "which worker package does this").unwrap_or_else(|why| {
             bad("worker", why.to_string());
@@ -532,15 +590,60 @@ impl Commission {
         };
         let dependencies = paths("dependencies", dependencies, "dependency");
         let outputs = paths("outputs", outputs, "output");
-        let resources = match resources {
-            None | Some(Value::Null) => Resources::default(),
-            Some(v) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
-                // An unknown key in it is said above, at the key.
-                if !resources_said {
-                    bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
-                }
+        let mut model = None;
+        let resources = match (resources, resource_overrides) {
+            (Some(_), Some(_)) => {
+                bad("resource_overrides", "resource_overrides and resources say the same (the bounds of its attempts): keep one".into());
                 Resources::default()
-            }),
+            }
+            (None, Some(v)) => match serde_yaml_ng::from_value::<super::dialect::ResourceOverrides>(v) {
+                Ok(o) => {
+                    model = o.model;
+                    Resources { max_turns: o.max_turns, max_budget_usd: o.max_budget_usd, ..Resources::default() }
+                }
+                Err(e) if resources_said => {
+                    let _ = e;
+                    Resources::default()
+                }
+                Err(e) => {
+                    bad("resource_overrides", format!("bad resource_overrides: {e} (allowed: maxTurns, maxBudgetUsd, model)"));
+                    Resources::default()
+                }
+            },
+            (resources, None) => match resources {
+                None | Some(Value::Null) => Resources::default(),
+                Some(v) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
+                    // An unknown key in it is said above, at the key.
+                    if !resources_said {
+                        bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
+                    }
+                    Resources::default()
+                }),
+            },
+        };
+        let prompt = match prompt {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
+            Some(_) => {
+                bad("prompt", "prompt must be the worker's prompt, as text".into());
+                None
+            }
+        };
+        let current_progress = match current_progress {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s).filter(|s| !s.is_empty()),
+            Some(_) => {
+                bad("current_progress", "current_progress must be text".into());
+                None
+            }
+        };
+        let timeline = match activity_timeline.as_ref().map(super::dialect::entries) {
+            None => Vec::new(),
+            Some(Ok(t)) => t,
+            Some(Err(why)) => {
+                bad("activity_timeline", format!("bad activity_timeline: {why}"));
+                Vec::new()
+            }
         };
         let timeout = match timeout {
             None | Some(Value::Null) => None,
@@ -621,7 +724,16 @@ impl Commission {
             },
         };
         let title = owned_text(title);
-        if split.body.trim().is_empty() {
+        if dialect && prompt.is_none() && !problems.iter().any(|p| p.message.contains("prompt")) {
+            let (line, col) = key_position(&split, "activity_timeline");
+            problems.push(Problem::new(
+                path,
+                line,
+                col,
+                "missing prompt: a commission in Guild Hall's dialect (it has activity_timeline:) holds the worker's prompt in prompt:",
+            ));
+        }
+        if !dialect && split.body.trim().is_empty() {
             let line = split.first_line + split.yaml.lines().count() + 1;
             problems.push(Problem::new(path, line, 1, "missing body: the text after the frontmatter is the worker's prompt"));
         }
@@ -631,7 +743,20 @@ impl Commission {
         let mut fields = fields;
         // Kept: the keys the reconciler writes or removes.
         fields.retain(|k, _| k.as_str().is_some_and(|k| OWNED_KEYS.contains(&k) || REQUEST_KEYS.contains(&k) || k == "answer"));
+        // In the dialect our progress is its `current_progress:`: what our writes compare with.
+        if let Some(p) = &current_progress {
+            fields.insert("progress".into(), Value::String(p.clone()));
+        }
         fields.shrink_to_fit();
+        let log_reason = status
+            .filter(|s| matches!(s, Status::Failed | Status::Cancelled | Status::Abandoned | Status::Blocked))
+            .and_then(|s| timeline.iter().rev().find(|e| e.to.as_deref() == Some(s.as_str()))?.reason.clone());
+        let (body, dialect) = match prompt.filter(|_| dialect) {
+            Some(prompt) => {
+                (format!("{}\n", prompt.trim_end()), Some(super::dialect::Dialect { body: split.body.to_string(), timeline, model }))
+            }
+            None => (split.body.to_string(), None),
+        };
         Ok(Commission {
             id: stem.to_string(),
             path: path.to_path_buf(),
@@ -656,14 +781,38 @@ impl Commission {
                 created: owned_text(created),
                 attempt: attempt.as_ref().and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
                 branch: owned_text(branch),
-                progress: owned_text(progress),
-                reason: owned_text(reason),
+                progress: owned_text(progress).or(current_progress),
+                // In the dialect, why it stands where it is is its last status change's reason.
+                reason: owned_text(reason).or(log_reason),
                 refused: owned_text(refused),
                 completed: owned_text(completed),
             },
             fields,
-            body: split.body.to_string(),
+            body,
+            dialect,
         })
+    }
+
+    /// A file in Guild Hall's dialect, with our keys that have no place in it as the state dir
+    /// keeps them ([`super::dialect::KEPT_KEYS`]): read as if the file held them.
+    pub(crate) fn with_kept(mut self, kept: &Mapping) -> Commission {
+        for (k, v) in kept {
+            if k.as_str().is_some_and(|k| super::dialect::KEPT_KEYS.contains(&k)) && !self.fields.contains_key(k) {
+                self.fields.insert(k.clone(), v.clone());
+            }
+        }
+        let text = |k: &str| owned_text(self.fields.get(k).cloned());
+        self.owned = Owned {
+            created: text("created"),
+            attempt: self.fields.get("attempt").and_then(Value::as_u64).map(|a| a as u32).unwrap_or(0),
+            branch: text("branch"),
+            progress: self.owned.progress.clone(),
+            // The state dir's, else the file's own ([`Commission::parse`]).
+            reason: text("reason").or(self.owned.reason.take()),
+            refused: text("refused"),
+            completed: text("completed"),
+        };
+        self
     }
 
     /// The `created:` stamp as written (the FIFO key), if any.
@@ -736,7 +885,7 @@ pub(crate) fn render(new: &New) -> String {
 
 /// Declared keys whose values no one reads (informational): skipped by the parser without
 /// building values, as every key no commission may hold is (parsing dominates observe).
-pub(crate) const UNREAD_KEYS: [&str; 1] = ["date"];
+pub(crate) const UNREAD_KEYS: [&str; 7] = ["date", "tags", "type", "workerDisplayTitle", "projectName", "source", "result_summary"];
 
 /// The frontmatter's declared keys (the schema's, [`commission_keys`]) but the
 /// [`UNREAD_KEYS`] as a mapping; and the keys no commission may hold, their values left unread.
@@ -805,7 +954,7 @@ mod tests {
     #[test]
     fn reports_problems_with_positions() {
         let e = parse("---\ntitle: T\nworker: scribe\nstatus: banana\n---\nbody\n").unwrap_err();
-        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled)");
+        assert_eq!(e[0].to_string(), ".lore/commissions/c1.md:4:9: unknown status \"banana\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled, abandoned)");
         let e = parse("---\ntitle: [\nworker: x\n---\nbody\n").unwrap_err();
         assert!(e[0].message.starts_with("invalid YAML"), "{e:?}");
         let e = parse("---\nworker: scribe\n---\n\n").unwrap_err();

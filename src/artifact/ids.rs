@@ -6,13 +6,17 @@ use std::path::{Component, Path};
 /// Why an id or a relative path was rejected.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IdError {
-    #[error("invalid id {0:?}: use lowercase letters, digits, '-', '_' and '.', not starting or ending with '.', without '..', not ending in '.lock' (at most 100 characters)")]
+    #[error("invalid id {0:?}: use letters, digits, '-', '_' and '.', not starting or ending with '.', without '..', not ending in '.lock' (at most 100 characters)")]
     Id(String),
     #[error("invalid path {0:?}: must be relative, inside the project, without '..'")]
     Path(String),
 }
 
-/// Check a commission/meeting/worker id (an artifact's file stem).
+/// Check a commission/meeting/worker id (an artifact's file stem). Letters of either case:
+/// Guild Hall names its artifacts so (`commission-Dalton-20260321-155859`); two ids that differ
+/// only in case are refused where artifacts are listed ([`case_clashes`]), and an id is taken
+/// by one of another case ([`crate::activity::ids`]), so their branches and state dirs never
+/// meet on a filesystem that folds case.
 pub fn validate_id(id: &str) -> Result<(), IdError> {
     // Ids name branches too (`claude/commission/<id>`): what `git check-ref-format` refuses in
     // a ref component (`..`, a trailing `.` or `.lock`) is refused here, so that no id is
@@ -23,12 +27,23 @@ pub fn validate_id(id: &str) -> Result<(), IdError> {
         && !id.ends_with('.')
         && !id.ends_with(".lock")
         && !id.contains("..")
-        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     if ok {
         Ok(())
     } else {
         Err(IdError::Id(id.to_string()))
     }
+}
+
+/// The groups of ids among `ids` that differ only in case (`Dalton-1`, `dalton-1`), each
+/// group in the order given: on a filesystem that folds case their files, branches and state
+/// dirs would be one, so none of them is acted on.
+pub(crate) fn case_clashes<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<Vec<&'a str>> {
+    let mut by_folded: std::collections::BTreeMap<String, Vec<&'a str>> = std::collections::BTreeMap::new();
+    for id in ids {
+        by_folded.entry(id.to_ascii_lowercase()).or_default().push(id);
+    }
+    by_folded.into_values().filter(|g| g.len() > 1).collect()
 }
 
 /// Why an artifact's `worker:` is not a package name ([`worker_name`]).
@@ -207,12 +222,19 @@ mod tests {
 
     #[test]
     fn ids() {
-        for good in ["a", "survey-crash_recovery.2", "x1"] {
+        for good in ["a", "survey-crash_recovery.2", "x1", "A", "commission-Dalton-20260321-155859"] {
             assert_eq!(validate_id(good), Ok(()), "{good}");
         }
-        for bad in ["", "../x", ".hidden", "A", "a/b", "a b", &"x".repeat(101)] {
+        for bad in ["", "../x", ".hidden", "a/b", "a b", "Guild Master", "é", &"x".repeat(101)] {
             assert!(validate_id(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn ids_that_differ_only_in_case_are_grouped() {
+        let ids = ["commission-Dalton-1", "b", "commission-dalton-1", "B", "c"];
+        assert_eq!(case_clashes(ids), vec![vec!["b", "B"], vec!["commission-Dalton-1", "commission-dalton-1"]]);
+        assert!(case_clashes(["a", "b"]).is_empty());
     }
 
     #[test]

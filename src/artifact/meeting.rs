@@ -75,6 +75,20 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: why an edit was refused, or why a close waits.
     #[schemars(with = "Option<String>")]
     reason: Option<Value>,
+    // Guild Hall's dialect of a meeting.
+    /// Guild Hall's dialect: the meeting's timeline (`timestamp`, `event`, `reason`).
+    #[schemars(with = "Option<Vec<std::collections::BTreeMap<String, serde_json::Value>>>")]
+    meeting_log: Option<Value>,
+    /// Guild Hall's dialect: a date before which a requested meeting waits (`""`: none).
+    #[schemars(with = "Option<String>")]
+    deferred_until: Option<Value>,
+    /// Guild Hall's dialect: kept as written.
+    #[schemars(with = "Option<Vec<String>>")]
+    tags: Option<super::frontmatter::Unread>,
+    /// Guild Hall's dialect: its worker's title, kept as written.
+    #[serde(rename = "workerDisplayTitle")]
+    #[schemars(with = "Option<String>")]
+    worker_display_title: Option<super::frontmatter::Unread>,
 }
 
 /// The keys only guild-hall writes.
@@ -99,6 +113,10 @@ pub struct Meeting {
     pub fields: Mapping,
     /// The keys guild-hall owns, typed: what every reader reads of them.
     pub owned: Owned,
+    /// Guild Hall's dialect: its `meeting_log:` as written.
+    pub(crate) log: Vec<super::dialect::Entry>,
+    /// Guild Hall's dialect: `deferred_until:`, the date before which a request waits.
+    pub(crate) deferred_until: Option<String>,
 }
 
 /// What guild-hall last wrote of a meeting, typed ([`OWNED_KEYS`] read once). A key absent, or
@@ -159,7 +177,38 @@ impl Meeting {
             linked_artifacts,
             notes,
             reason,
+            meeting_log,
+            deferred_until,
+            tags: _kept_as_written,
+            worker_display_title: _kept,
         } = super::frontmatter::declared(&fields);
+        let log = match meeting_log.as_ref().map(super::dialect::entries) {
+            None => Vec::new(),
+            Some(Ok(log)) => log,
+            Some(Err(why)) => {
+                bad("meeting_log", format!("bad meeting_log: {why}"));
+                Vec::new()
+            }
+        };
+        let deferred_until = match &deferred_until {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.trim().is_empty() => None,
+            Some(Value::String(s))
+                if chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() || chrono::DateTime::parse_from_rfc3339(s).is_ok() =>
+            {
+                Some(s.clone())
+            }
+            Some(v) => {
+                bad(
+                    "deferred_until",
+                    format!(
+                        "deferred_until must be a date (YYYY-MM-DD) or \"\", not {}",
+                        serde_yaml_ng::to_string(v).unwrap_or_default().trim()
+                    ),
+                );
+                None
+            }
+        };
         let status = super::vocabulary::status_field::<MeetingStatus>(status.as_ref(), &mut bad);
         let worker = ids::worker_name(worker.as_ref(), "which worker package meets").unwrap_or_else(|why| {
             bad("worker", why.to_string());
@@ -223,6 +272,8 @@ impl Meeting {
                 reason: owned_text(reason),
             },
             fields,
+            log,
+            deferred_until,
         })
     }
 
@@ -245,6 +296,15 @@ impl Meeting {
     }
 
     /// The status a reader should take: a file without one is a person's meeting (open).
+    /// A request deferred (Guild Hall's `deferred_until:`): the date it waits until, said as
+    /// the faces prefix it (`deferred until 2026-05-01; `); empty otherwise.
+    pub fn deferred(&self) -> String {
+        match (&self.deferred_until, self.effective_status()) {
+            (Some(d), MeetingStatus::Requested) => format!("deferred until {d}; "),
+            _ => String::new(),
+        }
+    }
+
     pub fn effective_status(&self) -> MeetingStatus {
         self.status.unwrap_or(MeetingStatus::Open)
     }

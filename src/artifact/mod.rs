@@ -5,6 +5,7 @@
 //! Decides nothing.
 
 pub(crate) mod commission;
+pub(crate) mod dialect;
 pub(crate) mod frontmatter;
 pub mod ids;
 pub(crate) mod keys;
@@ -364,6 +365,36 @@ pub fn paths(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     Ok(names.into_iter().map(|n| dir.join(n)).collect())
 }
 
+/// `paths` (one kind's artifacts, [`paths`]) without those whose ids differ only in case from
+/// another's, and a problem for each of those naming every file of its group: on a filesystem
+/// that folds case they would be one file, one branch, one state dir, so none is acted on (the
+/// rest go on).
+pub(crate) fn without_case_clashes(paths: Vec<std::path::PathBuf>) -> (Vec<std::path::PathBuf>, Vec<Problem>) {
+    let stem = |p: &std::path::Path| p.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
+    let stems: Vec<String> = paths.iter().map(|p| stem(p)).collect();
+    let clashes = ids::case_clashes(stems.iter().map(String::as_str));
+    if clashes.is_empty() {
+        return (paths, Vec::new());
+    }
+    let mut problems = Vec::new();
+    let mut kept = Vec::with_capacity(paths.len());
+    for (path, id) in paths.iter().zip(&stems) {
+        match clashes.iter().find(|g| g.contains(&id.as_str())) {
+            None => kept.push(path.clone()),
+            Some(group) => {
+                let files: Vec<String> =
+                    group.iter().filter_map(|g| paths.iter().find(|p| stem(p) == *g)).map(|p| p.display().to_string()).collect();
+                let msg = format!(
+                    "ids that differ only in case: {} (on a filesystem that folds case they are one file, one branch, one state dir): rename all but one; none of them is acted on",
+                    files.join(", ")
+                );
+                problems.push(Problem::new(path, 1, 1, msg));
+            }
+        }
+    }
+    (kept, problems)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,6 +425,17 @@ mod tests {
             .map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
             .collect();
         assert_eq!(names, ["B.md", "a.md", "bad.md", "link.md"]);
+    }
+
+    #[test]
+    fn ids_that_differ_only_in_case_are_all_refused_by_name() {
+        let paths: Vec<std::path::PathBuf> = ["d/C-1.md", "d/a.md", "d/c-1.md"].iter().map(std::path::PathBuf::from).collect();
+        let (kept, problems) = without_case_clashes(paths);
+        assert_eq!(kept, [std::path::PathBuf::from("d/a.md")]);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        for p in &problems {
+            assert!(p.message.contains("d/C-1.md, d/c-1.md") && p.message.contains("differ only in case"), "{p}");
+        }
     }
 
     fn accept(_: &std::path::Path, text: &str) -> Result<String, Vec<Problem>> {

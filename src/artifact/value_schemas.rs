@@ -19,7 +19,7 @@ impl JsonSchema for Name {
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         schemars::json_schema!({
-            "description": "A package or artifact name: lowercase letters, digits, `-`, `_`, `.`; no leading dot.",
+            "description": "A package or artifact name: letters, digits, `-`, `_`, `.`; no leading dot.",
             "type": "string",
             "pattern": NAME_PATTERN,
             "minLength": 1,
@@ -107,9 +107,9 @@ impl JsonSchema for UsageFigures {
     }
 }
 
-/// What a package or artifact name may be: lowercase letters, digits, `-`, `_`, `.`; no
+/// What a package or artifact name may be: letters of either case, digits, `-`, `_`, `.`; no
 /// leading dot (a plan's task names its worker and its own id so).
-pub(crate) const NAME_PATTERN: &str = r"^[a-z0-9_-][a-z0-9._-]*$";
+pub(crate) const NAME_PATTERN: &str = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$";
 
 /// The schema of one entry of a commission's `questions:`: a logged question's text, or a
 /// question asked of a person with its number, when asked, and its answer (or `open`).

@@ -95,7 +95,7 @@ mod tests {
     fn the_error_texts_are_derived_from_the_states() {
         assert_eq!(
             Status::unknown("x"),
-            "unknown status \"x\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled)"
+            "unknown status \"x\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled, abandoned)"
         );
         assert_eq!(MeetingStatus::unknown("x"), "unknown meeting status \"x\" (expected one of: requested, open, closed, declined)");
         assert_eq!(

@@ -48,6 +48,117 @@ pub(crate) fn apply(text: &str, edits: &[Edit]) -> Result<String, WriteError> {
     Ok(out)
 }
 
+/// A string as Guild Hall quotes one: in double quotes, `\`, `"` and newlines escaped.
+pub(crate) fn double_quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"))
+}
+
+/// Entries to append to a log key (`activity_timeline:`): each as its text (two-space
+/// indented `- ` items) and as the value it parses to.
+pub(crate) struct Appended<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) entries: Vec<(String, Value)>,
+}
+
+/// Apply `file` edits, `appended` log entries and a new `body` to a file the way Guild Hall
+/// writes its own (the dialect, [`super::dialect`]): a key's lines replaced in place
+/// (`status: done`, a text in double quotes, a list as `- item` lines), entries added at the end
+/// of the log (where Guild Hall appends them, just above `current_progress:`), and the body
+/// replaced. Every other byte stays; the outcome is checked by re-parsing, as [`apply`]'s is.
+pub(crate) fn apply_in_place(text: &str, file: &[Edit], appended: &Appended<'_>, body: Option<&str>) -> Result<String, WriteError> {
+    let sp = split(text).map_err(|(_, m)| WriteError::Unparsable(m))?;
+    let before: Value = serde_yaml_ng::from_str(sp.yaml).map_err(|e| WriteError::Unparsable(e.to_string()))?;
+    let mut yaml = sp.yaml.to_string();
+    if !yaml.is_empty() && !yaml.ends_with('\n') {
+        yaml.push('\n');
+    }
+    let mut want: Vec<Edit> = Vec::new();
+    for edit in file {
+        let (key, lines) = match edit {
+            Edit::Set(k, Value::String(s)) if k == "status" => (k, Some(format!("{k}: {s}\n"))),
+            Edit::Set(k, Value::String(s)) => (k, Some(format!("{k}: {}\n", double_quoted(s)))),
+            Edit::Set(k, Value::Sequence(items)) if items.iter().all(|i| i.as_str().is_some_and(|s| !s.contains(['\n', '"']))) => {
+                let listed: String = items.iter().filter_map(Value::as_str).map(|i| format!("  - {i}\n")).collect();
+                (k, Some(if items.is_empty() { format!("{k}: []\n") } else { format!("{k}:\n{listed}") }))
+            }
+            Edit::Set(k, _) | Edit::Remove(k) => (k, None),
+        };
+        want.push(edit.clone());
+        match (key_lines(&yaml, key), lines, edit) {
+            (Some(range), Some(lines), _) => yaml.replace_range(range, &lines),
+            (Some(range), None, Edit::Remove(_)) => yaml.replace_range(range, ""),
+            (None, _, Edit::Remove(_)) => {}
+            // A key the file lacks, or a value of another shape: as yaml-edit writes it.
+            _ => yaml = apply_one(&yaml, edit)?,
+        }
+        if !yaml.is_empty() && !yaml.ends_with('\n') {
+            yaml.push('\n');
+        }
+    }
+    if !appended.entries.is_empty() {
+        let key = appended.key;
+        let mut log: Vec<Value> = match before.get(key) {
+            Some(Value::Sequence(s)) => s.clone(),
+            _ => Vec::new(),
+        };
+        let added: String = appended.entries.iter().map(|(t, _)| t.as_str()).collect();
+        match key_lines(&yaml, key) {
+            // Guild Hall's own `[]` (or no entry yet) becomes a block list.
+            Some(range) if log.is_empty() => yaml.replace_range(range, &format!("{key}:\n{added}")),
+            Some(range) => yaml.insert_str(range.end, &added),
+            None => yaml.push_str(&format!("{key}:\n{added}")),
+        }
+        log.extend(appended.entries.iter().map(|(_, v)| v.clone()));
+        want.push(Edit::Set(key.into(), Value::Sequence(log)));
+    }
+    let after: Value = serde_yaml_ng::from_str(&yaml).map_err(|e| WriteError::Verify(format!("result does not parse: {e}")))?;
+    verify(&before, &after, &want)?;
+    let body_at = text.len() - sp.body.len();
+    let mut out = String::with_capacity(text.len() + 256);
+    out.push_str(&text[..sp.yaml_range.start]);
+    out.push_str(&yaml);
+    out.push_str(&text[sp.yaml_range.end..body_at]);
+    match body {
+        Some(body) => {
+            out.push_str(body.trim_end());
+            out.push('\n');
+        }
+        None => out.push_str(sp.body),
+    }
+    split(&out).map_err(|(_, m)| WriteError::Verify(format!("the edited file would not be readable: {m}")))?;
+    Ok(out)
+}
+
+/// The byte range of top-level key `key`'s lines in `yaml`: its own line and every line under
+/// it (indented, or a `- ` item), not the blank lines or comments after them.
+fn key_lines(yaml: &str, key: &str) -> Option<std::ops::Range<usize>> {
+    let mut at = 0;
+    let mut start = None;
+    let mut end = 0;
+    for line in yaml.split_inclusive('\n') {
+        let next = at + line.len();
+        match start {
+            None => {
+                if line.strip_prefix(key).is_some_and(|r| r.starts_with(':')) {
+                    start = Some(at);
+                    end = next;
+                }
+            }
+            Some(_) => {
+                let t = line.trim_end_matches(['\n', '\r']);
+                if t.starts_with([' ', '\t']) && !t.trim().is_empty() && !t.trim_start().starts_with('#') || t.starts_with("- ") || t == "-"
+                {
+                    end = next;
+                } else if !(t.trim().is_empty() || t.trim_start().starts_with('#')) {
+                    break;
+                }
+            }
+        }
+        at = next;
+    }
+    start.map(|s| s..end)
+}
+
 fn apply_one(yaml: &str, edit: &Edit) -> Result<String, WriteError> {
     let doc = if yaml.trim().is_empty() {
         Document::new_mapping()

@@ -137,6 +137,11 @@ pub(crate) fn carry_out(cmd: Command, item: Option<&Item>, ctx: &mut Ctx<'_>) ->
             Ok(format!("{id}: wrote desired: {}", desired.unwrap_or_default()))
         }
         (Command::Approve | Command::Revise | Command::Reject, _) => bail!("a, v and x answer a commission in review"),
+        (Command::Abandon, Kind::Commission) => {
+            crate::ops::commission::abandon(project, id, None)?;
+            Ok(format!("{id}: wrote desired: abandoned"))
+        }
+        (Command::Abandon, _) => bail!("X abandons a commission"),
         (Command::Answer, Kind::Commission) => {
             let q = crate::ops::commission::answer(project, id, ctx.typed, None)?;
             Ok(format!("{id}: wrote the answer to question {} ({:?})", q.number, q.question))

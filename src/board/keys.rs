@@ -38,6 +38,8 @@ pub(crate) enum Command {
     Reject,
     /// Answer the commission's worker's open question with what was typed ([`Ui::typed`]).
     Answer,
+    /// Give a commission up for good: `abandoned` (asked `y/n` first).
+    Abandon,
 }
 
 /// Where the keys go.
@@ -311,6 +313,16 @@ impl Ui {
                 self.mode = Mode::Answer((item.kind, item.project, item.id.clone()));
                 None
             }
+            KeyCode::Char('X') => {
+                let item = item?;
+                if item.kind != Kind::Commission {
+                    self.message = Some("X abandons a commission".into());
+                    return None;
+                }
+                self.message = Some(format!("abandon {}: give it up for good? y/n", item.named()));
+                self.mode = Mode::Confirm(Command::Abandon, (item.kind, item.project, item.id.clone()));
+                None
+            }
             KeyCode::Char('r') => needs_item(Command::Redispatch),
             KeyCode::Char('d') => needs_item(Command::Dispatch),
             KeyCode::Char('a' | 'x') if item.is_some_and(in_review) => {
@@ -353,7 +365,7 @@ const MAX_SCROLL: i32 = u16::MAX as i32;
 const DIFF_STEP: i32 = 10;
 
 /// The keys, as the footer and the help list them.
-pub(crate) const HELP: [(&str, &str); 22] = [
+pub(crate) const HELP: [(&str, &str); 23] = [
     ("↑/↓ j/k", "move (g/G: first, last; PgUp/PgDn: ten, or scroll the detail)"),
     ("Enter", "open or close the detail pane"),
     ("D", "the diff pane: the change a commission or a plan's tasks bring (D closes)"),
@@ -363,6 +375,7 @@ pub(crate) const HELP: [(&str, &str); 22] = [
     ("d", "dispatch a draft commission"),
     ("a", "accept a meeting request, then chat; approve a commission in review"),
     ("x", "decline a meeting request; reject a commission in review"),
+    ("X", "abandon a pending, blocked, failed or cancelled commission: given up for good"),
     ("v", "send a commission in review back: type a comment, Enter"),
     ("", "(review: its work is on its branch, nothing merged)"),
     ("m", "chat in an open meeting (meeting chat; Ctrl-D returns)"),

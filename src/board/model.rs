@@ -411,9 +411,10 @@ fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: 
     let status = m.effective_status();
     let why = m.agenda.as_deref().or(m.title.as_deref()).map(clean).unwrap_or_default();
     let note = match status {
+        // (The deferral's text ends in a space, which `clean` would take.)
         MeetingStatus::Requested => match &m.requested_by {
-            Some(by) => format!("asked by {}: {why}", clean(by)),
-            None => format!("requested: {why}"),
+            Some(by) => format!("{}asked by {}: {why}", m.deferred(), clean(by)),
+            None => format!("{}requested: {why}", m.deferred()),
         },
         MeetingStatus::Open => last_turn(&home.transcript(&project.name, &m.id)).map(|t| format!("last: {t}")).unwrap_or(why),
         _ => m.owned.reason.as_deref().map(clean).unwrap_or(why),

@@ -57,6 +57,20 @@ pub enum CommissionCmd {
         #[arg(value_name = "COMMISSION")]
         id: String,
     },
+    /// Give a commission up for good (writes `desired: abandoned`): pending, blocked, failed
+    /// or cancelled ones only. It ends `abandoned`, a terminal status Guild Hall has too, and a
+    /// commission depending on it no longer waits for it.
+    Abandon {
+        /// The commission id: its file stem under .lore/commissions/.
+        #[arg(value_name = "COMMISSION")]
+        id: String,
+        /// Why: kept in its reason and its timeline.
+        #[arg(short = 'm', long = "message", value_name = "REASON")]
+        message: Option<String>,
+        /// Print the request written as JSON ({id, wrote, removed}).
+        #[arg(long)]
+        json: bool,
+    },
     /// Set a failed or cancelled commission back to pending for a new attempt.
     Redispatch {
         /// The commission id: its file stem under .lore/commissions/.
@@ -121,6 +135,15 @@ pub fn run(env: &Env, cmd: &CommissionCmd) -> Result<()> {
         }
         CommissionCmd::Dispatch { id } => ask(env, id, Desired::Dispatched),
         CommissionCmd::Cancel { id } => ask(env, id, Desired::Cancelled),
+        CommissionCmd::Abandon { id, message, json } => {
+            let edits = guild_hall::ops::commission::abandon(&env.project, id, message.as_deref())?;
+            if *json {
+                super::review::say_edits_json(id, &edits)?;
+            } else {
+                say_requested(id, &edits);
+            }
+            Ok(())
+        }
         CommissionCmd::Redispatch { id } => {
             let edits = guild_hall::ops::commission::redispatch(&env.project, id)?;
             say_requested(id, &edits);

@@ -344,8 +344,8 @@ fn list(env: &Env, json: bool) -> Result<()> {
     for m in &rows {
         let why = m.agenda.as_deref().or(m.title.as_deref()).unwrap_or("");
         let who = match (m.effective_status(), &m.requested_by) {
-            (MeetingStatus::Requested, Some(by)) => format!("asked by {by}: "),
-            (MeetingStatus::Requested, None) => "requested: ".into(),
+            (MeetingStatus::Requested, Some(by)) => format!("{}asked by {by}: ", m.deferred()),
+            (MeetingStatus::Requested, None) => format!("{}requested: ", m.deferred()),
             _ => String::new(),
         };
         // Where its dev server is to be found, while a turn runs (as `status` says it).

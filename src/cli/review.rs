@@ -82,20 +82,26 @@ fn at(place: &str, text: &str) -> Result<Feedback> {
     Ok(Feedback { text: text.to_string(), path: Some(path), line })
 }
 
+/// The request a command wrote on commission `id`, as `--json` gives it: `{id, wrote, removed}`.
+pub(super) fn say_edits_json(id: &str, edits: &[Edit]) -> Result<()> {
+    let mut wrote = serde_json::Map::new();
+    let mut removed = Vec::new();
+    for e in edits {
+        match e {
+            Edit::Set(k, v) => {
+                wrote.insert(k.clone(), serde_json::to_value(v)?);
+            }
+            Edit::Remove(k) => removed.push(k.clone()),
+        }
+    }
+    say_json!("{}", serde_json::to_string_pretty(&serde_json::json!({"id": id, "wrote": wrote, "removed": removed}))?);
+    Ok(())
+}
+
 fn write(env: &Env, id: &str, verdict: &Verdict, json: bool, what: &str) -> Result<()> {
     let edits = guild_hall::ops::commission::review(&env.project, id, verdict)?;
     if json {
-        let mut wrote = serde_json::Map::new();
-        let mut removed = Vec::new();
-        for e in &edits {
-            match e {
-                Edit::Set(k, v) => {
-                    wrote.insert(k.clone(), serde_json::to_value(v)?);
-                }
-                Edit::Remove(k) => removed.push(k.clone()),
-            }
-        }
-        say_json!("{}", serde_json::to_string_pretty(&serde_json::json!({"id": id, "wrote": wrote, "removed": removed}))?);
+        say_edits_json(id, &edits)?;
     } else {
         say!(
             "{id}: {what} (wrote desired: {}); `guild-hall reconcile --once` (or a running `guild-hall watch`) carries it out",

@@ -383,7 +383,8 @@ pub(crate) fn observe_cached(
     let mut problems = workers.problems.clone();
     let tree = Trees::of(project)?;
     let boot = shim::boot_id();
-    let paths = crate::artifact::paths(&project.commissions_dir())?;
+    let (paths, clashes) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.commissions_dir())?);
+    problems.extend(clashes);
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     let chunk = paths.len().div_ceil(threads).max(256);
     // Whether another home's attempt landed is for people (`status`, `check`), not for a pass.
@@ -441,7 +442,13 @@ pub(crate) fn observe_each(
     wanted: impl Fn(&Path) -> bool,
     each: impl FnMut(Result<Observed, Vec<Problem>>),
 ) -> Result<()> {
-    let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
+    let (paths, clashes) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.commissions_dir())?);
+    let paths: Vec<PathBuf> = paths.into_iter().filter(|p| wanted(p)).collect();
+    let mut each = each;
+    // The files of a clash are said whatever `wanted` asked for: none of them is shown.
+    if !clashes.is_empty() {
+        each(Err(clashes));
+    }
     observe_paths(home, project, &paths, each)
 }
 
@@ -614,6 +621,22 @@ fn settled(
     yes
 }
 
+/// Whether dependency `dep` names a commission of the project (its id, or its file
+/// `.lore/commissions/<id>.md`) that is completed or abandoned: as in Guild Hall, either
+/// satisfies a dependency on it. Read by its `status:` line, as [`is_settled`] reads it.
+fn commission_done_or_abandoned(project: &Project, dep: &str) -> bool {
+    let id = dep.strip_prefix(".lore/commissions/").and_then(|f| f.strip_suffix(".md")).unwrap_or(dep);
+    if crate::artifact::ids::validate_id(id).is_err() {
+        return false;
+    }
+    let Ok(text) = crate::artifact::read_regular(&project.commission_path(id)) else { return false };
+    let Ok(split) = crate::artifact::frontmatter::split(&text) else { return false };
+    split.yaml.lines().filter_map(|l| l.strip_prefix("status:")).any(|v| {
+        let v = v.split(" #").next().unwrap_or("").trim().trim_matches(|c| c == '"' || c == '\'');
+        matches!(Status::parse(v), Some(Status::Completed | Status::Abandoned))
+    })
+}
+
 /// A settled artifact needs nothing from a reconcile pass. Decided without parsing YAML: a
 /// top-level `status:` line with a terminal value, no `desired:` line, and runtime state (if
 /// any) that agrees (its own last status write seen to have landed) and has no worktree; with
@@ -672,8 +695,17 @@ fn observe_one(
     let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));
+    // In Guild Hall's dialect, our keys that have no place in its file are in the state dir.
+    let (artifact, kept_unreadable) = match &artifact.dialect {
+        None => (artifact, None),
+        Some(_) => match read_json::<serde_yaml_ng::Mapping>(&state.0.join(crate::artifact::dialect::KEPT_FILE)) {
+            Ok(kept) => (artifact.with_kept(&kept.unwrap_or_default()), None),
+            Err(e) => (artifact, Some(format!("{e:#}"))),
+        },
+    };
     let (record, corrupt) = match read_json::<Record>(&state.record()) {
-        Ok(r) => (r, None),
+        Ok(r) if kept_unreadable.is_none() => (r, None),
+        Ok(_) => (None, kept_unreadable),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
     let mut obs = Observed::new(artifact, record);
@@ -690,6 +722,9 @@ fn observe_one(
             // dependent's worktree starts, so a file only in the person's working tree would
             // not be there for its worker.
             .filter(|d| integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
+            // One naming a commission (Guild Hall's way: its id, or its file) is met once that
+            // commission is completed or abandoned.
+            .filter(|d| !commission_done_or_abandoned(project, d))
             .cloned()
             .collect::<Vec<_>>();
         if let Some((name, tree)) = base {

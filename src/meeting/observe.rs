@@ -21,8 +21,8 @@ use crate::worker::Catalog;
 /// The meetings snapshot, and the artifacts that could not be read (reported, never acted on).
 pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> Result<(Snapshot, Vec<Problem>)> {
     let mut meetings = Vec::new();
-    let mut problems = Vec::new();
-    for path in crate::artifact::paths(&project.meetings_dir())? {
+    let (paths, mut problems) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.meetings_dir())?);
+    for path in paths {
         match observe_one(home, project, workers, &path, project.config.followups_per_meeting) {
             Ok(o) => meetings.push(o),
             Err(p) => problems.extend(p),

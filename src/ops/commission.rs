@@ -127,6 +127,29 @@ pub fn ask(project: &Project, id: &str, desired: crate::artifact::Desired) -> Re
     Ok(edit)
 }
 
+/// Give commission `id` up for good (`desired: abandoned`, with the person's words as its
+/// `feedback:`, as a rejection has them), refused up front — nothing written — unless it is
+/// pending, blocked, failed or cancelled; the edits written.
+pub fn abandon(project: &Project, id: &str, reason: Option<&str>) -> Result<Vec<Edit>> {
+    let c = load(project, id)?;
+    let status = c.status.unwrap_or(Status::Pending);
+    let desired = crate::artifact::Desired::Abandoned;
+    if let Some(why) = crate::commission::decide::desired_refusal(status, desired) {
+        bail!("{id} is {status}: {why}; nothing written");
+    }
+    let mut edits = vec![Edit::Set("desired".into(), Value::from(desired.as_str()))];
+    match reason.map(str::trim).filter(|t| !t.is_empty()) {
+        Some(text) => {
+            let said = [crate::artifact::commission::Feedback { text: text.to_string(), path: None, line: None }];
+            edits.push(Edit::Set("feedback".into(), serde_yaml_ng::to_value(said)?));
+        }
+        None if !c.feedback.is_empty() => edits.push(Edit::Remove("feedback".into())),
+        None => {}
+    }
+    request(project, id, &edits)?;
+    Ok(edits)
+}
+
 /// A person's answer to a question its worker waits on (`answer:`, which the reconciler takes
 /// into `questions:` and hands to the worker), refused up front — nothing written — when no
 /// question of its worker is open (or not question `question`); the question answered.

@@ -13,8 +13,8 @@ use crate::artifact::write::Edit;
 use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
-    AnswerQuestion, Answered, Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus, Jobs, List,
-    MeetingRequest, MeetingRequested, OpenQuestion, Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
+    Abandon, Abandoned, AnswerQuestion, Answered, Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus,
+    Jobs, List, MeetingRequest, MeetingRequested, OpenQuestion, Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
 };
 use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;
@@ -34,7 +34,8 @@ pub(crate) fn job_status(s: Status) -> &'static str {
     match s {
         Status::Completed => "completed",
         Status::Failed => "failed",
-        Status::Cancelled => "cancelled",
+        // Given up for good: to a job's caller, as good as cancelled.
+        Status::Cancelled | Status::Abandoned => "cancelled",
         // Nothing runs: it waits for a person (approve, revise, reject).
         Status::Review => "review",
         _ => "running",
@@ -104,6 +105,14 @@ impl Operations for Dispatcher {
     /// `worker/reject {jobId, message?}`.
     fn reject(&self, req: Reject) -> Result<Reviewed, ToolError> {
         self.review(&req.job_id, &super::commission::Verdict::Reject(req.message))
+    }
+
+    /// `worker/abandon {jobId, message?}`.
+    fn abandon(&self, req: Abandon) -> Result<Abandoned, ToolError> {
+        let c = self.known(&req.job_id)?;
+        super::commission::abandon(&self.project, &c.id, req.message.as_deref()).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
+        super::kick(&self.home, &self.project)?;
+        Ok(Abandoned { job_id: c.id, requested: "abandoned" })
     }
 
     /// `worker/dispatch {description, task, config?}` → `{jobId}`.
@@ -261,7 +270,7 @@ impl Operations for Dispatcher {
     fn delete(&self, job: &str) -> Result<Deleted, ToolError> {
         let c = self.known(job)?;
         let status = c.status.unwrap_or(Status::Pending);
-        if !matches!(status, Status::Completed | Status::Cancelled) {
+        if !matches!(status, Status::Completed | Status::Cancelled | Status::Abandoned) {
             return Err(invalid(format!(
                 "job {} is {} ({status}): only completed or cancelled jobs can be deleted",
                 c.id,

@@ -342,7 +342,13 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionR
             .map(|why| format!("corrupt runtime state, nothing is done for it: {why}"))
             .or_else(|| a.owned.reason.clone()),
         refused: a.owned.refused.clone(),
-        result: yaml_json("result"),
+        // In Guild Hall's dialect the result is the body (and its artifacts `linked_artifacts`).
+        result: match (yaml_json("result"), &a.dialect) {
+            (Json::Null, Some(d)) if !d.body.trim().is_empty() => {
+                serde_json::json!({"summary": d.body.trim_end(), "artifacts": yaml_json("linked_artifacts")})
+            }
+            (r, _) => r,
+        },
         questions: yaml_json("questions"),
         created: a.created().map(str::to_string),
         desired: a.desired.map(|d| d.as_str()),

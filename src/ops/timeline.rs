@@ -25,8 +25,22 @@ impl Source {
         let all = timeline::read(&timeline::path_for(&self.artifact))?;
         Ok(match &self.task {
             Some(canonical) => all.into_iter().filter(|e| e["task"] == canonical.as_str()).collect(),
-            None => all,
+            None => match self.log() {
+                Some(log) => crate::artifact::dialect::merged(&log, all),
+                None => all,
+            },
         })
+    }
+
+    /// In Guild Hall's dialect, the artifact's own log (`activity_timeline:`, `meeting_log:`),
+    /// shown with our events; `None` for a file in ours (or one that does not parse now).
+    fn log(&self) -> Option<Vec<crate::artifact::dialect::Entry>> {
+        let text = crate::artifact::read_regular(&self.artifact).ok()?;
+        match self.kind {
+            "commission" => crate::artifact::Commission::parse(&self.artifact, &text).ok()?.dialect.map(|d| d.timeline),
+            "meeting" => Some(crate::artifact::Meeting::parse(&self.artifact, &text).ok()?.log).filter(|l| !l.is_empty()),
+            _ => None,
+        }
     }
 }
 

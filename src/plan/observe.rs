@@ -27,9 +27,9 @@ use crate::worker::Catalog;
 /// `slots`: workers the caps allow besides the project's commissions (see [`super::Plans`]).
 pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slots: usize) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
-    let mut problems = Vec::new();
+    let (paths, mut problems) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.plans_dir())?);
     let mut git = Worktrees::default();
-    for path in crate::artifact::paths(&project.plans_dir())? {
+    for path in paths {
         match observe_one(home, project, workers, &path, &mut git) {
             Ok(o) => plans.push(o),
             Err(p) => problems.extend(p),

@@ -105,6 +105,18 @@ pub struct Reject {
     pub(crate) message: Option<String>,
 }
 
+/// `abandon`: a job given up for good, with why.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Abandon {
+    /// The jobId of a pending, blocked, failed or cancelled job.
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// Why (kept in its reason and timeline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
+}
+
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct JobDiff {
@@ -208,6 +220,7 @@ pub trait Operations {
     fn approve(&self, job: &str) -> Result<Reviewed, ToolError>;
     fn revise(&self, req: Revise) -> Result<Reviewed, ToolError>;
     fn reject(&self, req: Reject) -> Result<Reviewed, ToolError>;
+    fn abandon(&self, req: Abandon) -> Result<Abandoned, ToolError>;
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError>;
     fn diff(&self, job: &str, detail: diff::Detail) -> Result<Diff, ToolError>;
     fn usage(&self, req: UsageQuery) -> Result<UsageReport, ToolError>;
@@ -261,6 +274,11 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
             "reject",
             "Reject a job in review: it is cancelled, its work kept on its branch. An optional message says why.",
             |d: &D, a: Reject| d.reject(a),
+        ),
+        Tool::new(
+            "abandon",
+            "Give a job up for good (\"we won't do this\"): pending, blocked, failed or cancelled jobs only; it ends abandoned, and a job depending on it no longer waits for it. An optional message says why.",
+            |d: &D, a: Abandon| d.abandon(a),
         ),
         Tool::new(
             "meeting_request",
@@ -424,6 +442,17 @@ pub struct Reviewed {
 }
 
 impl super::Reply for Reviewed {}
+
+/// `abandon`: the request written; a pass carries it out.
+#[derive(Debug, Serialize)]
+pub struct Abandoned {
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// `abandoned`.
+    pub(crate) requested: &'static str,
+}
+
+impl super::Reply for Abandoned {}
 
 /// `delete`: the job is gone.
 #[derive(Debug, Serialize)]

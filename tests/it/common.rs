@@ -21,7 +21,8 @@ pub struct Project {
 
 /// Run git with a clean, deterministic environment.
 /// The dispatcher's tools (`mcp --manager`, the `worker/*` methods, `job`), in name order.
-pub const DISPATCHER_TOOLS: [&str; 13] = [
+pub const DISPATCHER_TOOLS: [&str; 14] = [
+    "abandon",
     "answer",
     "approve",
     "cancel",

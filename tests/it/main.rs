@@ -52,6 +52,7 @@ mod commission {
     mod conflicts;
     mod crashes_and_bad_input;
     mod dependency_cycles;
+    mod dialect;
     mod lifecycle;
     mod mailbox;
     mod review;

@@ -56,7 +56,7 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         Status::Review => super::checks::send_back(s, o, &st)
             .or_else(|| super::conflicts::send_back(s, o, &st))
             .unwrap_or_else(|| super::review::in_review(o, &mut st)),
-        Status::Cancelled | Status::Failed | Status::Completed => ended(s, o, &mut st),
+        Status::Cancelled | Status::Failed | Status::Completed | Status::Abandoned => ended(s, o, &mut st),
     };
     stop_follows_processes(o, &mut st);
     (st, effect)
@@ -79,9 +79,9 @@ fn elsewhere(o: &Observed, attempt: u32, st: &mut Step<'_>) {
             st.remove("desired");
             stop_follows_processes(o, st);
         }
-        Some(Desired::Dispatched) => {
+        Some(d @ (Desired::Dispatched | Desired::Abandoned)) => {
             let why = format!("attempt {} is under way in another home; set `status: pending` to run it again here", attempt);
-            st.refuse("desired: dispatched", &why);
+            st.refuse(&format!("desired: {}", d.as_str()), &why);
             st.remove("desired");
         }
         Some(d @ (Desired::Approved | Desired::Revised | Desired::Rejected)) => {
@@ -241,11 +241,22 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
             Status::Dispatched | Status::InProgress => st.remove("desired"),
             // Answered in review (above).
             Status::Review => {}
-            Status::Completed => {
-                st.refuse("desired: dispatched", &refusal(Status::Completed, Status::Dispatched));
+            Status::Completed | Status::Abandoned => {
+                st.refuse("desired: dispatched", &refusal(st.status, Status::Dispatched));
                 st.remove("desired");
             }
         },
+        Some(Desired::Abandoned) => {
+            match st.status {
+                Status::Pending | Status::Blocked | Status::Failed | Status::Cancelled => {
+                    let text = o.artifact.feedback.iter().map(crate::artifact::Feedback::line_text).collect::<Vec<_>>().join("; ");
+                    st.go(Status::Abandoned, Reason::Abandoned { text: (!text.is_empty()).then_some(text) });
+                }
+                other => st.refuse("desired: abandoned", &refusal(other, Status::Abandoned)),
+            }
+            st.remove("desired");
+            st.remove("feedback");
+        }
         Some(Desired::Cancelled) => {
             let finished_with_result = st.status.is_active() && o.proc == Proc::Dead && st.has_result();
             match st.status {
@@ -407,6 +418,12 @@ fn newer_finished_work(o: &Observed, r: &Record) -> bool {
 /// dispatcher read, and on its terminal timeline event) until the last of them is gone; only
 /// then is `completed:` stamped, with a `stopped` event.
 fn stop_follows_processes(o: &Observed, st: &mut Step<'_>) {
+    if st.status == Status::Abandoned && st.moved {
+        // Given up from a status no worker runs in: it ends here.
+        st.record.stopping = None;
+        st.set("completed", Value::String(st.now.clone()));
+        return;
+    }
     if !matches!(st.status, Status::Failed | Status::Cancelled) {
         st.record.stopping = None;
         return;

@@ -72,8 +72,9 @@ pub(super) fn in_review(o: &Observed, st: &mut Step<'_>) -> Effect {
             st.remove("feedback");
             Effect::None
         }
-        Some(Desired::Dispatched) => {
-            st.refuse("desired: dispatched", &super::transitions::refusal(Status::Review, Status::Dispatched));
+        Some(d @ (Desired::Dispatched | Desired::Abandoned)) => {
+            let to = if d == Desired::Abandoned { Status::Abandoned } else { Status::Dispatched };
+            st.refuse(&format!("desired: {}", d.as_str()), &super::transitions::refusal(Status::Review, to));
             st.remove("desired");
             Effect::None
         }

@@ -96,7 +96,8 @@ impl<'a> Step<'a> {
         self.remove("refused");
         let reason_planned = self.update.edits.iter().any(|e| matches!(e, Edit::Set(k, _) if k == "reason"));
         // In review, `reason:` says it needs a person, and how to answer.
-        let explains = matches!(to, Status::Failed | Status::Cancelled | Status::Blocked | Status::Review) && !reason.is_empty();
+        let explains =
+            matches!(to, Status::Failed | Status::Cancelled | Status::Abandoned | Status::Blocked | Status::Review) && !reason.is_empty();
         if explains {
             self.set("reason", Value::String(reason.into()));
         } else if crate::activity::kind::stale_reason_goes(explains, reason_planned) {
@@ -110,7 +111,7 @@ impl<'a> Step<'a> {
     pub(super) fn refuse(&mut self, request: &str, why: &str) {
         let text = Reason::Refused { request: Some(request.into()), why: why.into() }.to_string();
         self.event("refused", format!("refused:{}:{}:{request}", self.record.attempt, self.o.artifact.hash), json!({"text": text}));
-        let key = if matches!(self.status, Status::Failed | Status::Cancelled) { "refused" } else { "reason" };
+        let key = if matches!(self.status, Status::Failed | Status::Cancelled | Status::Abandoned) { "refused" } else { "reason" };
         self.set(key, Value::String(text));
     }
 

@@ -132,7 +132,7 @@ fn sets(p: &Decisions, id: &str, key: &str) -> Option<Value> {
 /// What a refusal of an edit of a commission held at `held` says: `refused:` of a failed or
 /// cancelled one (its `reason:`, why it ended, must stay as it is), else `reason:`.
 fn refusal(p: &Decisions, id: &str, held: Status) -> String {
-    let ended = matches!(held, Status::Failed | Status::Cancelled);
+    let ended = matches!(held, Status::Failed | Status::Cancelled | Status::Abandoned);
     if ended {
         assert!(sets(p, id, "reason").is_none(), "a refusal of an edit of a {held} commission replaced why it ended");
     }
@@ -160,6 +160,7 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
     const FAILS: &str = "only the reconciler fails";
     const TO_REVIEW: &str = "only the reconciler puts a commission in review";
     const IN_REVIEW: &str = "its work waits in review: approve it";
+    const GIVEN_UP: &str = "an abandoned commission is final";
     // (from, to, None = accepted | Some(what the reason must say))
     let table: &[(Status, Status, Option<&str>)] = &[
         (Draft, Pending, None),
@@ -234,6 +235,24 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
         (Review, Completed, Some(IN_REVIEW)),
         (Review, Failed, Some(IN_REVIEW)),
         (Review, Cancelled, None),
+        (Draft, Abandoned, Some("nothing to give up; delete the file")),
+        (Pending, Abandoned, None),
+        (Blocked, Abandoned, None),
+        (Dispatched, Abandoned, Some(RUNNING)),
+        (InProgress, Abandoned, Some(RUNNING)),
+        (Review, Abandoned, Some(IN_REVIEW)),
+        (Completed, Abandoned, Some(FINAL)),
+        (Failed, Abandoned, None),
+        (Cancelled, Abandoned, None),
+        (Abandoned, Draft, Some(GIVEN_UP)),
+        (Abandoned, Pending, Some(GIVEN_UP)),
+        (Abandoned, Blocked, Some(GIVEN_UP)),
+        (Abandoned, Dispatched, Some(GIVEN_UP)),
+        (Abandoned, InProgress, Some(GIVEN_UP)),
+        (Abandoned, Review, Some(GIVEN_UP)),
+        (Abandoned, Completed, Some(GIVEN_UP)),
+        (Abandoned, Failed, Some(GIVEN_UP)),
+        (Abandoned, Cancelled, Some(GIVEN_UP)),
     ];
     let n = Status::ALL.len();
     assert_eq!(table.len(), n * (n - 1), "every pair of different statuses is in the table");
@@ -355,12 +374,13 @@ fn desired_refusal_is_the_deciders_own() {
             let p = decide(&snapshot(vec![o]));
             // Of a failed or cancelled commission the refusal is `refused:`; `reason:` (why it
             // ended) is kept.
-            let ended = matches!(status, Status::Failed | Status::Cancelled);
+            let ended = matches!(status, Status::Failed | Status::Cancelled | Status::Abandoned);
             let reason =
                 sets(&p, "c", if ended { "refused" } else { "reason" }).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
             let refused = reason.starts_with("refused desired");
             assert_eq!(desired_refusal(status, desired).is_some(), refused, "{status} + desired {word}: {reason}");
-            if ended {
+            // Given up (from failed or cancelled): why is its new reason.
+            if ended && !(desired == Desired::Abandoned && status != Status::Abandoned) {
                 assert!(sets(&p, "c", "reason").is_none(), "{status} + desired {word}: why it ended is kept");
             }
         }

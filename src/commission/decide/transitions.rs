@@ -13,6 +13,8 @@ pub(crate) fn person_may_request(from: Status, to: Status) -> bool {
             | (Failed, Pending)
             | (Cancelled, Pending)
             | (Pending | Blocked | Dispatched | InProgress, Cancelled)
+            // Given up for good (Guild Hall's `abandoned`).
+            | (Pending | Blocked | Failed | Cancelled, Abandoned)
             // A rejection, as `guild-hall reject` writes it (`desired: rejected`).
             | (Review, Cancelled)
     )
@@ -46,6 +48,7 @@ pub(crate) fn refusal(from: Status, to: Status) -> String {
     use Status::*;
     match (from, to) {
         (Completed, _) => "a completed commission is final (its work is merged); write a new commission to do more".into(),
+        (Abandoned, _) => "an abandoned commission is final (given up for good); write a new commission to do it after all".into(),
         (Review, _) => {
             "its work waits in review: approve it (desired: approved), send it back (desired: revised, with feedback:) or reject it (desired: rejected)".into()
         }
@@ -56,6 +59,7 @@ pub(crate) fn refusal(from: Status, to: Status) -> String {
         (Dispatched | InProgress, _) => {
             format!("a running commission ({from}) can only be cancelled (status: cancelled), not set to {to}")
         }
+        (Draft, Abandoned) => "a draft was never submitted, so there is nothing to give up; delete the file instead".into(),
         (Failed | Cancelled, Failed | Cancelled) => format!("the commission is already over ({from}); nothing to stop"),
         (Failed | Cancelled, _) => format!("a {from} commission is run again with status: pending, not {to}"),
         (Draft, Cancelled) => "a draft was never submitted, so there is nothing to cancel; delete the file instead".into(),
@@ -90,9 +94,12 @@ pub(crate) fn desired_refusal(status: Status, desired: Desired) -> Option<String
     match (desired, status) {
         (Desired::Dispatched, Pending | Blocked | Draft | Failed | Cancelled | Dispatched | InProgress) => None,
         (Desired::Dispatched, Completed) => Some(refusal(Completed, Dispatched)),
+        (Desired::Dispatched, Abandoned) => Some(refusal(Abandoned, Dispatched)),
         (Desired::Dispatched, Review) => Some(refusal(Review, Dispatched)),
         (Desired::Cancelled, Pending | Blocked | Dispatched | InProgress | Review) => None,
         (Desired::Cancelled, other) => Some(refusal(other, Cancelled)),
+        (Desired::Abandoned, Pending | Blocked | Failed | Cancelled) => None,
+        (Desired::Abandoned, other) => Some(refusal(other, Abandoned)),
         (Desired::Approved | Desired::Revised | Desired::Rejected, Review) => None,
         (d @ (Desired::Approved | Desired::Revised | Desired::Rejected), other) => Some(review_refusal(other, d)),
     }

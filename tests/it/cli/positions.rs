@@ -161,7 +161,7 @@ fn check_says_how_to_fix_in_line_order_and_status_gives_one_row_an_id() {
         [
             format!("{a_at}:4:10: timeout \"forever\" is not a duration: write it like 30m, 2h or 90s"),
             format!("{a_at}:5:13: unknown key `max_turn` in `resources`: did you mean `max_turns`?"),
-            format!("{a_at}:6:9: unknown status \"bogus\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled)"),
+            format!("{a_at}:6:9: unknown status \"bogus\" (expected one of: draft, pending, blocked, dispatched, in_progress, review, completed, failed, cancelled, abandoned)"),
             format!("{a_at}:7:1: unknown key `dependecies`: did you mean `dependencies`?"),
             format!("{b_at}:2:11: invalid YAML: mapping values are not allowed in this context: a value holding `: ` must be quoted, e.g. `title: \"Bad: yaml: here\"`"),
         ],
