@@ -87,6 +87,15 @@ pub struct ProjectConfig {
     /// How long the notify command may run before it is killed.
     #[serde(with = "duration_str")]
     pub(crate) notify_timeout: Duration,
+    /// Directories of Guild Hall worker packages (each a directory with a `package.json` whose
+    /// `guildHall.type` is `worker`), relative to the project root: their workers are named by
+    /// identity (`worker: Dalton`) and run through `agent:`'s package.
+    pub(crate) guild_hall_packages: Vec<String>,
+    /// The agent package Guild Hall workers run through (default `claude-code`).
+    pub(crate) agent: Option<String>,
+    /// A worker name mapped to any package by name (`{Dalton: claude-code-coder}`), over the
+    /// Guild Hall worker of that name.
+    pub(crate) worker_aliases: std::collections::BTreeMap<String, String>,
 }
 
 /// `workspace:` in `.lore/guild-hall.yaml` (and a package's `worker.yaml`, which adds to it):
@@ -214,6 +223,9 @@ impl Default for ProjectConfig {
             workspace: Workspace::default(),
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
+            guild_hall_packages: Vec::new(),
+            agent: None,
+            worker_aliases: Default::default(),
         }
     }
 }
@@ -316,6 +328,16 @@ pub struct GlobalConfig {
     /// only ([`crate::worker::usage`]).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(crate) prices: Prices,
+    /// Directories of Guild Hall worker packages for every project of this home (absolute, or
+    /// `~/...`), after the project's own `guild_hall_packages:`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) guild_hall_packages: Vec<String>,
+    /// The agent package Guild Hall workers run through, unless the project names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<String>,
+    /// Worker names mapped to packages, under the project's own `worker_aliases:`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) worker_aliases: std::collections::BTreeMap<String, String>,
     pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub(crate) other: serde_yaml_ng::Mapping,
@@ -332,6 +354,9 @@ impl Default for GlobalConfig {
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
             prices: Default::default(),
+            guild_hall_packages: Vec::new(),
+            agent: None,
+            worker_aliases: Default::default(),
             projects: Vec::new(),
             other: Default::default(),
         }

@@ -546,10 +546,13 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     if json_out {
         let list: Vec<_> = cat
             .packages
-            .values()
-            .map(|p| {
+            .iter()
+            .map(|(name, p)| {
                 let mut v = serde_json::to_value(p).unwrap_or_default();
                 v["confinement"] = json!(confinement(p));
+                // The name work names it by (a Guild Hall identity, an alias), and where it came from.
+                v["name"] = json!(name);
+                v["origin"] = json!(p.origin());
                 v
             })
             .collect();
@@ -583,7 +586,7 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         say!("no worker packages in .lore/workers/ or {}", env.home.workers_dir().display());
     }
     let mut table = Table::new(["NAME", "SOURCE", "CHECKOUT", "CAPABILITIES", "DIRECTORY", "SANDBOX"]);
-    for p in cat.packages.values() {
+    for (name, p) in &cat.packages {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
             (guild_hall::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
@@ -605,8 +608,8 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
             (_, how) => format!("sandbox {how}"),
         };
         table.row([
-            line(&m.name).into_owned(),
-            format!("{:?}", p.source).to_lowercase(),
+            line(name).into_owned(),
+            line(&p.origin()).into_owned(),
             format!("{:?}", m.checkout).to_lowercase(),
             format!("[{}]", m.capabilities.join(",")),
             // The directories are alike in length; the sandbox's extra paths are not.

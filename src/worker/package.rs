@@ -416,6 +416,12 @@ fn default_capabilities() -> Vec<String> {
 pub enum Source {
     Project,
     Home,
+    /// A Guild Hall worker package under a `guild_hall_packages:` directory, run through an
+    /// agent package ([`super::roster`]).
+    #[serde(rename = "guild_hall_packages")]
+    GuildHall,
+    /// A name `worker_aliases:` maps to another package.
+    Alias,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -424,6 +430,12 @@ pub struct Package {
     pub manifest: Manifest,
     pub dir: PathBuf,
     pub source: Source,
+    /// The Guild Hall worker this package runs (its manifest and `dir` are its agent's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guild_hall: Option<std::sync::Arc<super::roster::GuildHallWorker>>,
+    /// The package name `worker_aliases:` maps this name to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias_of: Option<String>,
 }
 
 impl Manifest {
@@ -502,11 +514,27 @@ impl Package {
         let text = crate::artifact::read_regular(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         let manifest = Manifest::parse(&file, &text)
             .map_err(|ps| anyhow::anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
-        Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
+        Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project, guild_hall: None, alias_of: None })
     }
 
-    /// The posture text (system-prompt preamble), if the package has one.
+    /// Where it came from, as `workers` says it: the project's `.lore/workers`, the home's, a
+    /// `guild_hall_packages:` directory (and the agent it runs through), or an alias.
+    pub fn origin(&self) -> String {
+        let bundled = if super::bundled::is_bundled(&self.manifest.name) { "bundled, " } else { "" };
+        match (&self.alias_of, &self.guild_hall, self.source) {
+            (Some(of), _, _) => format!("alias of {of}"),
+            (None, Some(w), _) => format!("guild_hall_packages {} (through {})", w.found_under, w.agent),
+            (None, None, Source::Home) => format!("{bundled}home workers/"),
+            (None, None, _) => format!("{bundled}.lore/workers"),
+        }
+    }
+
+    /// The posture text (system-prompt preamble), if the package has one: a Guild Hall
+    /// worker's soul and posture, else its `posture:` file.
     pub(crate) fn posture(&self) -> Result<Option<String>, PostureError> {
+        if let Some(w) = &self.guild_hall {
+            return w.posture();
+        }
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
         let rel = crate::artifact::ids::validate_rel_path(rel).map_err(PostureError::Path)?;
         // Never through a link: a package from a cloned repository could point its posture at
@@ -687,6 +715,13 @@ impl Catalog {
         cat.scan(&project_workers_dir(project_root), Source::Project);
         cat.scan(home_workers, Source::Home);
         cat.look_at_commands();
+        // The roster's Guild Hall workers and aliases, from both configs (the home's is the
+        // workers dir's parent).
+        let home_root = home_workers.parent().unwrap_or(home_workers);
+        let roster = super::roster::Settings::read(Some(project_root), home_root);
+        if !roster.is_empty() {
+            cat.add_roster(&roster);
+        }
         cat
     }
 
@@ -715,7 +750,8 @@ impl Catalog {
         let mut cat = Catalog::default();
         for name in names {
             let manifest: Manifest = serde_yaml_ng::from_str(&format!("name: {name}\ncommand: [./run.sh]\n")).expect("a plain manifest");
-            cat.packages.insert(name.to_string(), Package { manifest, dir: PathBuf::from("/nonexistent"), source: Source::Project });
+            let pkg = Package { manifest, dir: PathBuf::from("/nonexistent"), source: Source::Project, guild_hall: None, alias_of: None };
+            cat.packages.insert(name.to_string(), pkg);
         }
         cat
     }
@@ -725,6 +761,10 @@ impl Catalog {
         let mut cat = Catalog::default();
         cat.scan(home_workers, Source::Home);
         cat.look_at_commands();
+        let roster = super::roster::Settings::read(None, home_workers.parent().unwrap_or(home_workers));
+        if !roster.is_empty() {
+            cat.add_roster(&roster);
+        }
         cat
     }
 
@@ -815,7 +855,8 @@ impl Catalog {
                 }
                 Ok(m) => {
                     if !self.packages.contains_key(&m.name) && !self.broken.contains_key(&m.name) {
-                        self.packages.insert(m.name.clone(), Package { manifest: m, dir: d.clone(), source });
+                        let pkg = Package { manifest: m, dir: d.clone(), source, guild_hall: None, alias_of: None };
+                        self.packages.insert(pkg.manifest.name.clone(), pkg);
                     }
                 }
                 Err(problems) => {
