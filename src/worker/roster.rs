@@ -138,7 +138,8 @@ pub(crate) fn parse(text: &str, dir: &Path, found_under: &str, agent: &str) -> R
     if gh.get("type").and_then(Value::as_str) != Some("worker") {
         return Ok(Parsed::NotAWorker);
     }
-    let identity = gh.get("identity").and_then(|i| i.get("name")).and_then(Value::as_str).filter(|n| crate::artifact::ids::valid_identity(n));
+    let identity =
+        gh.get("identity").and_then(|i| i.get("name")).and_then(Value::as_str).filter(|n| crate::artifact::ids::valid_identity(n));
     let identity = identity.ok_or(PackageJsonError::NoIdentity)?.to_string();
     let text_field = |field: &'static str, at: Option<&Value>| -> Result<Option<String>, PackageJsonError> {
         match at {

@@ -109,6 +109,7 @@ mod worker {
     pub(crate) mod codex;
     mod confinement;
     pub(crate) mod gemini;
+    mod guild_hall_roster;
     pub(crate) mod one_package;
     mod packages;
     mod sandbox_reads;
