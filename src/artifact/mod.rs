@@ -5,12 +5,14 @@
 //! Decides nothing.
 
 pub(crate) mod commission;
+pub(crate) mod cron;
 pub(crate) mod frontmatter;
 pub mod ids;
 pub(crate) mod keys;
 pub(crate) mod locate;
 pub(crate) mod meeting;
 pub mod plan;
+pub(crate) mod schedule;
 pub(crate) mod schema;
 pub(crate) mod store;
 pub(crate) mod value_schemas;
