@@ -283,6 +283,9 @@ pub(crate) struct Frontmatter {
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
     desired: Option<Value>,
+    /// The scheduled commission this one is a run of (informational; Guild Hall's key).
+    #[schemars(with = "Option<String>")]
+    source_schedule: Option<super::frontmatter::Unread>,
     /// With `desired: revised`: what to change, general or at `path` and `line`; removed with
     /// the request, once given to the next attempt (the timeline keeps it).
     #[schemars(with = "Option<Vec<Feedback>>")]
@@ -486,6 +489,7 @@ impl Commission {
             checks,
             max_revisions,
             desired,
+            source_schedule: _informational_too,
             feedback,
             ask_timeout,
             answer,
