@@ -137,6 +137,7 @@ fn snapshot(o: Observed) -> Snapshot {
         running_orphans: 0,
         tasks_running: 0,
         commissions: vec![o],
+        schedules: Vec::new(),
         problems: Vec::new(),
         workers: Catalog::with(&["scribe"]),
     }

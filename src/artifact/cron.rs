@@ -143,6 +143,7 @@ impl Cron {
     }
 
     /// Whether the minute `t` is in falls on the expression.
+    #[cfg(test)]
     pub(crate) fn matches(&self, t: DateTime<Utc>) -> bool {
         self.months & (1 << t.month()) != 0
             && self.day_matches(&t)

@@ -615,6 +615,7 @@ mod tests {
             running_orphans: 0,
             tasks_running: 0,
             commissions,
+            schedules: Vec::new(),
             problems: Vec::new(),
             workers: Catalog::with(&["scribe"]),
         }
