@@ -51,7 +51,7 @@ pub(crate) struct Schedule {
 }
 
 /// A parsed, validated template.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Template {
     pub(crate) id: String,
     pub(crate) path: PathBuf,
@@ -285,6 +285,29 @@ impl Template {
         (id, text)
     }
 
+    /// `text` (this template's) after run `tick` (spawned as `spawned`): its count, last run and
+    /// last id, set in place ([`count_in`]) or, in a flow mapping, as a whole; checked by
+    /// reading the template back.
+    pub(crate) fn counted(&self, text: &str, tick: DateTime<Utc>, spawned: &str) -> Result<String, super::write::WriteError> {
+        let runs = self.schedule.runs_completed + 1;
+        let at = super::super::activity::timeline::timestamp(tick);
+        let out = match count_in(text, runs, &at, spawned) {
+            Some(out) => out,
+            None => super::write::apply(text, &[super::write::Edit::Set("schedule".into(), self.schedule_after(tick, spawned))])?,
+        };
+        let back = Template::parse(&self.path, &out)
+            .map_err(|ps| super::write::WriteError::Verify(format!("{:?}", ps.first().map(|p| p.to_string()))))?;
+        let s = &back.schedule;
+        if s.runs_completed != runs
+            || s.last_run != Some(tick)
+            || s.last_spawned_id.as_deref() != Some(spawned)
+            || s.cron != self.schedule.cron
+        {
+            return Err(super::write::WriteError::Verify("the schedule did not read back as written".into()));
+        }
+        Ok(out)
+    }
+
     /// `schedule:` after run `tick` (spawned as `spawned`): its count, last run and last id.
     pub(crate) fn schedule_after(&self, tick: DateTime<Utc>, spawned: &str) -> Value {
         let mut m = self.schedule_value.clone();
@@ -293,6 +316,39 @@ impl Template {
         m.insert("last_spawned_id".into(), Value::String(spawned.to_string()));
         Value::Mapping(m)
     }
+}
+
+/// `text` (a template) with its `schedule:` block's count, last run and last id set in place,
+/// line by line, when the block is written one key a line (as Guild Hall writes it, and reads
+/// it back line by line): every other line, the cron's quoting included, stays as it was.
+/// `None` when the block is not written so (a flow mapping): then it is set as a whole.
+pub(crate) fn count_in(text: &str, runs: u32, last_run: &str, spawned: &str) -> Option<String> {
+    let sp = split(text).ok()?;
+    let lines: Vec<&str> = sp.yaml.lines().collect();
+    let start = lines.iter().position(|l| l.trim_end() == "schedule:")?;
+    let end = lines[start + 1..].iter().position(|l| !(l.starts_with(' ') || l.trim().is_empty())).map_or(lines.len(), |n| start + 1 + n);
+    let indent: String = lines.get(start + 1).filter(|_| end > start + 1)?.chars().take_while(|c| *c == ' ').collect();
+    if indent.is_empty() {
+        return None;
+    }
+    let mut block: Vec<String> = lines[start + 1..end].iter().map(|l| l.to_string()).collect();
+    for (key, value) in [("runs_completed", runs.to_string()), ("last_run", last_run.to_string()), ("last_spawned_id", spawned.to_string())]
+    {
+        let new = format!("{indent}{key}: {value}");
+        match block.iter().position(|l| l.strip_prefix(&indent).is_some_and(|r| r.starts_with(&format!("{key}:")))) {
+            Some(i) => block[i] = new,
+            None => block.push(new),
+        }
+    }
+    let mut yaml: Vec<String> = lines[..=start].iter().map(|l| l.to_string()).collect();
+    yaml.extend(block);
+    yaml.extend(lines[end..].iter().map(|l| l.to_string()));
+    let mut out = String::with_capacity(text.len() + 64);
+    out.push_str(&text[..sp.yaml_range.start]);
+    out.push_str(&yaml.join("\n"));
+    out.push('\n');
+    out.push_str(&text[sp.yaml_range.end..]);
+    Some(out)
 }
 
 /// The id of a template's run at `tick`: `<template>-YYYYMMDD-HHMM` (UTC).
@@ -339,7 +395,9 @@ mod tests {
 
     #[test]
     fn bad_templates_are_said_at_the_key() {
-        let said = |text: &str| Template::parse(Path::new("c/t.md"), text).err().unwrap_or_default().iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        let said = |text: &str| {
+            Template::parse(Path::new("c/t.md"), text).err().unwrap_or_default().iter().map(|p| p.to_string()).collect::<Vec<_>>()
+        };
         let s = said("---\ntype: scheduled\nworker: scribe\nschedule: {cron: \"61 * * * *\"}\n---\nx\n");
         assert!(s[0].starts_with("c/t.md:4:") && s[0].contains("minute"), "{s:?}");
         let s = said("---\ntype: scheduled\nstatus: running\nworker: scribe\nschedule: {cron: \"* * * * *\", repet: 2}\n---\nx\n");

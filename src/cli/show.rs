@@ -206,6 +206,9 @@ impl Rows {
             let (status, worker, created, beat, note) = match r {
                 // An invalid artifact or an orphan: its reason.
                 StatusRow::Problem(p) => (p.status.as_str().to_string(), "", None, "-".to_string(), p.reason.clone()),
+                StatusRow::Schedule(s) => {
+                    (format!("{} (scheduled)", s.status.as_str()), s.worker.as_str(), None, "-".to_string(), s.note())
+                }
                 StatusRow::Commission(c) => {
                     let s = |v: &Option<String>| v.clone().unwrap_or_default();
                     let summary = c.summary().unwrap_or("").to_string();
@@ -243,6 +246,7 @@ impl Rows {
             let (attempt, usage) = match r {
                 StatusRow::Commission(c) => (c.attempt, c.usage.map(|u| u.brief()).unwrap_or_else(|| "-".into())),
                 StatusRow::Problem(p) => (p.attempt, "-".into()),
+                StatusRow::Schedule(s) => (s.runs_completed, "-".into()),
             };
             // One row a commission: the first line of the note, every control in it shown.
             self.table.row([
@@ -265,7 +269,8 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     if let Some(id) = id {
         ids::validate_id(id)?;
     }
-    let known = ["invalid", "orphaned"];
+    // `active` and `paused`: a scheduled commission's (`completed`, `failed` are a commission's too).
+    let known = ["invalid", "orphaned", "active", "paused"];
     let plan_statuses = guild_hall::artifact::plan::PlanStatus::ALL.iter().map(|s| s.as_str());
     for s in &filter.status {
         if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) && !plan_statuses.clone().any(|p| p == s) {

@@ -86,7 +86,11 @@ fn schedule(ctx: &Ctx<'_, Catalog>, step: &crate::commission::decide::schedule::
         fault("schedule", 1);
     }
     let edited = crate::artifact::store::edit_if_unchanged(&step.path, step.hash, |text| {
-        crate::artifact::write::apply(text, &step.edits).map_err(anyhow::Error::new)
+        let counted = match (&step.template, &step.count) {
+            (Some(t), Some((tick, id))) => t.counted(text, *tick, id)?,
+            _ => text.to_string(),
+        };
+        crate::artifact::write::apply(&counted, &step.edits).map_err(anyhow::Error::new)
     })?;
     Ok(if edited.is_some() { Outcome::Done } else { Outcome::Dropped })
 }

@@ -336,11 +336,7 @@ pub(crate) const SCHEDULE_CLOCK_VAR: &str = "GUILD_HALL_SCHEDULE_NOW";
 
 /// The time scheduled commissions are decided at: [`SCHEDULE_CLOCK_VAR`]'s, else `now`.
 pub(crate) fn schedule_clock(now: DateTime<Utc>) -> DateTime<Utc> {
-    std::env::var(SCHEDULE_CLOCK_VAR)
-        .ok()
-        .and_then(|v| DateTime::parse_from_rfc3339(&v).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or(now)
+    std::env::var(SCHEDULE_CLOCK_VAR).ok().and_then(|v| DateTime::parse_from_rfc3339(&v).ok()).map(|t| t.with_timezone(&Utc)).unwrap_or(now)
 }
 
 /// Templates met while observing, parsed (or their problems), in path order once sorted.
@@ -490,7 +486,7 @@ pub(crate) fn observe_each(
     project: &Project,
     wanted: impl Fn(&Path) -> bool,
     each: impl FnMut(Result<Observed, Vec<Problem>>),
-) -> Result<()> {
+) -> Result<Vec<(Option<ObservedSchedule>, Vec<Problem>)>> {
     let paths: Vec<PathBuf> = crate::artifact::paths(&project.commissions_dir())?.into_iter().filter(|p| wanted(p)).collect();
     observe_paths(home, project, &paths, each)
 }
@@ -502,18 +498,25 @@ pub(crate) fn observe_paths(
     project: &Project,
     paths: &[PathBuf],
     mut each: impl FnMut(Result<Observed, Vec<Problem>>),
-) -> Result<()> {
+) -> Result<Vec<(Option<ObservedSchedule>, Vec<Problem>)>> {
     let tree = Trees::of(project)?;
     let boot = shim::boot_id();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
     let trailers = Trailers::new(true, None);
+    let templates = Templates::default();
     for batch in paths.chunks(threads * PER_THREAD) {
-        // Templates are `status`'s to show apart ([`observe_schedules`]).
-        let templates = Templates::default();
         observe_parallel(home, project, batch, PER_THREAD, &tree, &boot, &trailers, &templates, |_| true).into_iter().for_each(&mut each);
     }
-    Ok(())
+    // The scheduled commissions met, each with its runs (from the whole directory), or its
+    // problems: the caller shows them apart.
+    let listing = crate::artifact::paths(&project.commissions_dir())?;
+    let mut problems = Vec::new();
+    let mut out: Vec<_> = schedules(templates, &listing, &mut problems).into_iter().map(|s| (Some(s), Vec::new())).collect();
+    if !problems.is_empty() {
+        out.push((None, problems));
+    }
+    Ok(out)
 }
 
 /// The trailers on the integration branch, each set read at most once per observation and only

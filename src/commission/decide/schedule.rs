@@ -67,6 +67,13 @@ pub struct ScheduleStep {
     pub(crate) hash: u64,
     /// The run to write first (id, text); none when only the template changes.
     pub(crate) run: Option<(String, String)>,
+    /// The run to count in the template's `schedule:` (its tick and id), in place.
+    #[serde(skip)]
+    pub(crate) count: Option<(DateTime<Utc>, String)>,
+    /// The template, as read: what counts a run ([`Template::counted`]).
+    #[serde(skip)]
+    pub(crate) template: Option<Box<Template>>,
+    /// Its other edits (`status`, `completed`, `created`).
     pub(crate) edits: Vec<Edit>,
     /// What the step is, as said.
     pub(crate) what: String,
@@ -78,9 +85,18 @@ pub(crate) fn steps(s: &Snapshot) -> Vec<ScheduleStep> {
     for o in &s.schedules {
         let now = super::timestamp(o.now);
         let t = &o.template;
-        let step = |run, edits, what: String| ScheduleStep { id: t.id.clone(), path: t.path.clone(), hash: t.hash, run, edits, what };
-        let counted = |tick: DateTime<Utc>, spawned: &str| {
-            let mut edits = vec![Edit::Set("schedule".into(), t.schedule_after(tick, spawned))];
+        let step = |run, count: Option<(DateTime<Utc>, String)>, edits, what: String| ScheduleStep {
+            id: t.id.clone(),
+            path: t.path.clone(),
+            hash: t.hash,
+            template: count.as_ref().map(|_| Box::new(t.clone())),
+            run,
+            count,
+            edits,
+            what,
+        };
+        let counted = || {
+            let mut edits = Vec::new();
             if t.schedule.repeat.is_some_and(|r| t.schedule.runs_completed + 1 >= r) {
                 edits.push(Edit::Set("status".into(), Value::String(ScheduleStatus::Completed.as_str().into())));
                 edits.push(Edit::Set("completed".into(), Value::String(now.clone())));
@@ -97,23 +113,22 @@ pub(crate) fn steps(s: &Snapshot) -> Vec<ScheduleStep> {
                     tick.format("%Y-%m-%d %H:%M UTC"),
                     if late { " (earlier ticks missed while nothing ran)" } else { "" }
                 );
-                let edits = counted(tick, &id);
-                out.push(step(Some((id, text)), edits, what));
+                out.push(step(Some((id.clone(), text)), Some((tick, id)), counted(), what));
             }
             Due::Count { tick } => {
                 let id = crate::artifact::schedule::run_id(&t.id, tick);
                 let what = format!("run {id} counted (written before its pass ended)");
-                out.push(step(None, counted(tick, &id), what));
+                out.push(step(None, Some((tick, id)), counted(), what));
             }
             Due::Complete => {
                 let edits = vec![
                     Edit::Set("status".into(), Value::String(ScheduleStatus::Completed.as_str().into())),
                     Edit::Set("completed".into(), Value::String(now.clone())),
                 ];
-                out.push(step(None, edits, "completed: its repeat runs are done".into()));
+                out.push(step(None, None, edits, "completed: its repeat runs are done".into()));
             }
             Due::Stamp => {
-                out.push(step(None, vec![Edit::Set("created".into(), Value::String(now.clone()))], "created stamped".into()));
+                out.push(step(None, None, vec![Edit::Set("created".into(), Value::String(now.clone()))], "created stamped".into()));
             }
         }
     }
@@ -145,7 +160,10 @@ mod tests {
         let written = [at("2026-11-28T19:00:00Z")];
         assert_eq!(due(&t, &written, at("2026-11-28T23:00:00Z")), Due::Count { tick: at("2026-11-28T19:00:00Z") });
         // Runs before the last counted one are history.
-        assert_eq!(due(&t, &[at("2026-11-28T17:00:00Z")], at("2026-11-28T18:30:00Z")), Due::Wait { next: Some(at("2026-11-28T19:00:00Z")) });
+        assert_eq!(
+            due(&t, &[at("2026-11-28T17:00:00Z")], at("2026-11-28T18:30:00Z")),
+            Due::Wait { next: Some(at("2026-11-28T19:00:00Z")) }
+        );
         let done = template("{cron: \"0 * * * *\", repeat: 2, runs_completed: 2, last_run: 2026-11-28T18:00:00Z}", "");
         assert_eq!(due(&done, &[], at("2026-11-28T22:00:00Z")), Due::Complete);
         let paused = template("{cron: \"0 * * * *\"}", "status: paused\ncreated: 2026-11-28T10:00:00.000Z\n");
@@ -162,7 +180,9 @@ mod tests {
         let step = &steps_at(o)[0];
         let (id, _) = step.run.as_ref().expect("a run");
         assert_eq!(id, "nightly-20261128-1900");
-        let after = crate::artifact::write::apply(text, &step.edits).expect("applies");
+        let counted =
+            step.template.as_ref().expect("the template").counted(text, step.count.as_ref().expect("a count").0, id).expect("counts");
+        let after = crate::artifact::write::apply(&counted, &step.edits).expect("applies");
         let t = Template::parse(Path::new("c/nightly.md"), &after).expect("still a template");
         assert_eq!((t.status, t.schedule.runs_completed), (ScheduleStatus::Completed, 2));
         assert_eq!(t.schedule.last_run, Some(at("2026-11-28T19:00:00Z")));
