@@ -84,6 +84,13 @@ fn schedule(ctx: &Ctx<'_, Catalog>, step: &crate::commission::decide::schedule::
             Err(e) => return Err(anyhow::Error::new(e).context(format!("writing the run {id} of {}", step.id))),
         }
         fault("schedule", 1);
+        // Held here, the run written and not counted, for a test to kill -9 (in a pid
+        // namespace of its own).
+        if std::env::var("GUILD_HALL_FAULT").is_ok_and(|f| f == "schedule:1:hold") {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            }
+        }
     }
     let edited = crate::artifact::store::edit_if_unchanged(&step.path, step.hash, |text| {
         let counted = match (&step.template, &step.count) {

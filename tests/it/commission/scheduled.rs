@@ -109,6 +109,32 @@ fn a_pass_killed_between_the_spawn_and_the_count_spawns_once() {
     }
 }
 
+/// The same with a real kill -9 of the pass, held after the run is written (in a pid namespace
+/// of its own): the run is counted by the next pass, never written twice.
+#[test]
+fn a_pass_killed_dead_after_the_spawn_spawns_once() {
+    let p = Project::new(&["scribe"]);
+    p.write_commission("hourly", HOURLY);
+    let out = in_pid_namespace(
+        &p,
+        r#"GUILD_HALL_SCHEDULE_NOW=2026-11-28T19:00:05Z GUILD_HALL_FAULT=schedule:1:hold "$GH" reconcile --once >/dev/null 2>&1 &
+pid=$!
+for i in $(seq 1200); do [ -f .lore/commissions/hourly-20261128-1900.md ] && break; sleep 0.05; done
+kill -9 "$pid"
+wait "$pid" || true
+echo "--- counted"
+grep -c 'runs_completed: 0' .lore/commissions/hourly.md || true
+"#,
+    );
+    assert_eq!(section(&out, "counted").trim(), "1", "killed before the count: {out}");
+    assert_eq!(runs(&p, "hourly"), ["hourly-20261128-1900"]);
+    pass_at(&p, "2026-11-28T19:00:30Z");
+    assert_eq!(runs(&p, "hourly"), ["hourly-20261128-1900"], "spawned once");
+    let row = status_at(&p, "hourly", "2026-11-28T19:00:30Z");
+    assert_eq!((row["runs_completed"].as_u64(), row["last_spawned_id"].as_str()), (Some(1), Some("hourly-20261128-1900")));
+    assert_eq!(p.status("hourly-20261128-1900"), "completed");
+}
+
 /// Guild Hall's template as Guild Hall writes it (the prompt in `prompt:`, a timeline of its
 /// own, a worker named by identity) spawns too, and keeps its shape: the schedule's cron
 /// quoted, its timeline untouched.
