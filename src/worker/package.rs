@@ -417,7 +417,7 @@ pub enum Source {
     Project,
     Home,
     /// A Guild Hall worker package under a `guild_hall_packages:` directory, run through an
-    /// agent package ([`super::roster`]).
+    /// agent package (the roster's).
     #[serde(rename = "guild_hall_packages")]
     GuildHall,
     /// A name `worker_aliases:` maps to another package.
@@ -432,10 +432,47 @@ pub struct Package {
     pub source: Source,
     /// The Guild Hall worker this package runs (its manifest and `dir` are its agent's).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub guild_hall: Option<std::sync::Arc<super::roster::GuildHallWorker>>,
+    pub guild_hall: Option<std::sync::Arc<GuildHallWorker>>,
     /// The package name `worker_aliases:` maps this name to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias_of: Option<String>,
+}
+
+/// A Guild Hall worker package (`package.json` with a `guildHall` key), as the roster read it:
+/// what its package (its agent's) runs it with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuildHallWorker {
+    /// `guildHall.identity.name`: what commissions call it by.
+    pub identity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_title: Option<String>,
+    /// Its directory (where `package.json`, `soul.md` and `posture.md` are).
+    pub dir: PathBuf,
+    /// The `guild_hall_packages:` entry it was found under, as written.
+    pub found_under: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `builtInTools`, less those that do not carry over.
+    pub tools: Vec<String>,
+    pub checkout: Checkout,
+    /// The agent package it runs through.
+    pub agent: String,
+}
+
+impl GuildHallWorker {
+    /// Its soul then its posture (either may be absent), as the worker's posture. Never read
+    /// through a link: a package from a cloned repository could point at the person's secrets.
+    pub(crate) fn posture(&self) -> Result<Option<String>, PostureError> {
+        let mut parts = Vec::new();
+        for name in ["soul.md", "posture.md"] {
+            match crate::artifact::read_regular_beneath(&self.dir, Path::new(name)) {
+                Ok(text) => parts.push(text.trim_end().to_string()),
+                Err(crate::artifact::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(PostureError::Unreadable { rel: name.to_string(), error }),
+            }
+        }
+        Ok((!parts.is_empty()).then(|| format!("{}\n", parts.join("\n\n"))))
+    }
 }
 
 impl Manifest {
@@ -710,22 +747,7 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    pub fn discover(project_root: &Path, home_workers: &Path) -> Catalog {
-        let mut cat = Catalog::default();
-        cat.scan(&project_workers_dir(project_root), Source::Project);
-        cat.scan(home_workers, Source::Home);
-        cat.look_at_commands();
-        // The roster's Guild Hall workers and aliases, from both configs (the home's is the
-        // workers dir's parent).
-        let home_root = home_workers.parent().unwrap_or(home_workers);
-        let roster = super::roster::Settings::read(Some(project_root), home_root);
-        if !roster.is_empty() {
-            cat.add_roster(&roster);
-        }
-        cat
-    }
-
-    fn look_at_commands(&mut self) {
+    pub(super) fn look_at_commands(&mut self) {
         use crate::artifact::locate::{position, At, Seg};
         for (name, p) in &self.packages {
             let missing = p.missing();
@@ -752,18 +774,6 @@ impl Catalog {
             let manifest: Manifest = serde_yaml_ng::from_str(&format!("name: {name}\ncommand: [./run.sh]\n")).expect("a plain manifest");
             let pkg = Package { manifest, dir: PathBuf::from("/nonexistent"), source: Source::Project, guild_hall: None, alias_of: None };
             cat.packages.insert(name.to_string(), pkg);
-        }
-        cat
-    }
-
-    /// The home's packages only (outside any project).
-    pub(crate) fn discover_home(home_workers: &Path) -> Catalog {
-        let mut cat = Catalog::default();
-        cat.scan(home_workers, Source::Home);
-        cat.look_at_commands();
-        let roster = super::roster::Settings::read(None, home_workers.parent().unwrap_or(home_workers));
-        if !roster.is_empty() {
-            cat.add_roster(&roster);
         }
         cat
     }
@@ -799,7 +809,7 @@ impl Catalog {
         })
     }
 
-    fn scan(&mut self, dir: &Path, source: Source) {
+    pub(super) fn scan(&mut self, dir: &Path, source: Source) {
         self.dirs.push(dir.to_path_buf());
         // What comes with a repository is never read through a link (its `.lore/workers`, a
         // package dir, a worker.yaml): it could lead anywhere. The home's packages are the

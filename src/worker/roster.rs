@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value;
 
-use super::package::{Catalog, Checkout, Package, Source};
+use super::package::{project_workers_dir, Catalog, Checkout, GuildHallWorker, Package, Source};
 use crate::artifact::Problem;
 
 /// The agent package Guild Hall workers run through when neither config names one.
@@ -19,42 +18,6 @@ pub(crate) const DEFAULT_AGENT: &str = "claude-code";
 /// Guild Hall's built-in tool that guild-hall does not give a worker: its skills come from
 /// Guild Hall's plugins, which do not carry over.
 const TOOLS_NOT_CARRIED: [&str; 1] = ["Skill"];
-
-/// One Guild Hall worker package, as read from its `package.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GuildHallWorker {
-    /// `guildHall.identity.name`: what commissions call it by.
-    pub identity: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub display_title: Option<String>,
-    /// Its directory (where `package.json`, `soul.md` and `posture.md` are).
-    pub dir: PathBuf,
-    /// The `guild_hall_packages:` entry it was found under, as written.
-    pub found_under: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// `builtInTools`, less those that do not carry over ([`TOOLS_NOT_CARRIED`]).
-    pub tools: Vec<String>,
-    pub checkout: Checkout,
-    /// The agent package it runs through.
-    pub agent: String,
-}
-
-impl GuildHallWorker {
-    /// Its soul then its posture (either may be absent), as the worker's posture. Never read
-    /// through a link: a package from a cloned repository could point at the person's secrets.
-    pub(crate) fn posture(&self) -> Result<Option<String>, super::package::PostureError> {
-        let mut parts = Vec::new();
-        for name in ["soul.md", "posture.md"] {
-            match crate::artifact::read_regular_beneath(&self.dir, Path::new(name)) {
-                Ok(text) => parts.push(text.trim_end().to_string()),
-                Err(crate::artifact::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(error) => return Err(super::package::PostureError::Unreadable { rel: name.to_string(), error }),
-            }
-        }
-        Ok((!parts.is_empty()).then(|| format!("{}\n", parts.join("\n\n"))))
-    }
-}
 
 /// The roster's settings: the project's `.lore/guild-hall.yaml`, then the home's `config.yaml`.
 #[derive(Debug, Clone, Default)]
@@ -202,6 +165,33 @@ fn field_position(text: &str, field: &str) -> (usize, usize) {
 }
 
 impl Catalog {
+    pub fn discover(project_root: &Path, home_workers: &Path) -> Catalog {
+        let mut cat = Catalog::default();
+        cat.scan(&project_workers_dir(project_root), Source::Project);
+        cat.scan(home_workers, Source::Home);
+        cat.look_at_commands();
+        // The roster's Guild Hall workers and aliases, from both configs (the home's is the
+        // workers dir's parent).
+        let home_root = home_workers.parent().unwrap_or(home_workers);
+        let roster = Settings::read(Some(project_root), home_root);
+        if !roster.is_empty() {
+            cat.add_roster(&roster);
+        }
+        cat
+    }
+
+    /// The home's packages only (outside any project).
+    pub(crate) fn discover_home(home_workers: &Path) -> Catalog {
+        let mut cat = Catalog::default();
+        cat.scan(home_workers, Source::Home);
+        cat.look_at_commands();
+        let roster = Settings::read(None, home_workers.parent().unwrap_or(home_workers));
+        if !roster.is_empty() {
+            cat.add_roster(&roster);
+        }
+        cat
+    }
+
     /// Add the roster `settings` names to the catalog of worker.yaml packages: each Guild Hall
     /// worker under its identity name, run through the agent package; then each alias. A name
     /// two packages claim is refused (neither runs), said at both.
