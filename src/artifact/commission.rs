@@ -286,6 +286,12 @@ pub(crate) struct Frontmatter {
     /// The scheduled commission this one is a run of (informational; Guild Hall's key).
     #[schemars(with = "Option<String>")]
     source_schedule: Option<super::frontmatter::Unread>,
+    /// `one-shot` (the default), or `scheduled`: a template (`schedule:`), read apart.
+    #[schemars(with = "Option<super::value_schemas::CommissionType>")]
+    r#type: Option<Value>,
+    /// A scheduled commission's schedule (with `type: scheduled`).
+    #[schemars(with = "Option<super::value_schemas::ScheduleBlock>")]
+    schedule: Option<Value>,
     /// With `desired: revised`: what to change, general or at `path` and `line`; removed with
     /// the request, once given to the next attempt (the timeline keeps it).
     #[schemars(with = "Option<Vec<Feedback>>")]
@@ -490,6 +496,8 @@ impl Commission {
             max_revisions,
             desired,
             source_schedule: _informational_too,
+            r#type,
+            schedule,
             feedback,
             ask_timeout,
             answer,
@@ -619,6 +627,15 @@ impl Commission {
                 }
             },
         };
+        // A template is read apart ([`super::schedule`]): here only by an operation on one id.
+        match r#type.as_ref().and_then(Value::as_str) {
+            None | Some("one-shot") if r#type.as_ref().is_none_or(|v| v.is_string() || v.is_null()) => {}
+            Some("scheduled") => bad("type", "a scheduled commission is a template: it is never dispatched itself, its runs are".into()),
+            _ => bad("type", "type must be one-shot (the default) or scheduled".into()),
+        }
+        if schedule.is_some() && r#type.as_ref().and_then(Value::as_str) != Some("scheduled") {
+            bad("schedule", "schedule: is a scheduled commission's: it needs `type: scheduled`".into());
+        }
         let title = owned_text(title);
         if split.body.trim().is_empty() {
             let line = split.first_line + split.yaml.lines().count() + 1;

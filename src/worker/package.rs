@@ -554,15 +554,16 @@ impl Package {
         Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project, guild_hall: None, alias_of: None })
     }
 
-    /// Where it came from, as `workers` says it: the project's `.lore/workers`, the home's, a
-    /// `guild_hall_packages:` directory (and the agent it runs through), or an alias.
+    /// Where it came from, as `workers` says it: the project's `.lore/workers` or the home's
+    /// `workers/` (and whether the binary bundles it), a `guild_hall_packages:` directory (and
+    /// the agent it runs through), or an alias.
     pub fn origin(&self) -> String {
-        let bundled = if super::bundled::is_bundled(&self.manifest.name) { "bundled, " } else { "" };
+        let bundled = if super::bundled::is_bundled(&self.manifest.name) { " (bundled)" } else { "" };
         match (&self.alias_of, &self.guild_hall, self.source) {
             (Some(of), _, _) => format!("alias of {of}"),
             (None, Some(w), _) => format!("guild_hall_packages {} (through {})", w.found_under, w.agent),
-            (None, None, Source::Home) => format!("{bundled}home workers/"),
-            (None, None, _) => format!("{bundled}.lore/workers"),
+            (None, None, Source::Home) => format!("home{bundled}"),
+            (None, None, _) => format!("project{bundled}"),
         }
     }
 

@@ -60,7 +60,7 @@ fn the_roster_is_found_checked_listed_and_aliased() {
     assert_eq!(master["guild_hall"]["display_title"], "Steward of the Hall");
     assert_eq!(named(&list, "Scribbler")["origin"], "alias of scribe");
     assert_eq!(named(&list, "Warden")["origin"], "alias of Thorne");
-    assert_eq!(named(&list, "scribe")["origin"], "bundled, .lore/workers");
+    assert_eq!(named(&list, "scribe")["origin"], "project (bundled)");
     assert!(!list.iter().any(|w| w["name"] == "note-toolbox"), "a toolbox package is not a worker");
     let text = p.ok(&["workers"]);
     for want in ["Guild Master", "guild_hall_packages packages (through scribe)", "alias of scribe"] {
