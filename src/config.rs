@@ -90,6 +90,15 @@ pub struct ProjectConfig {
     /// What the project's work may spend in a UTC day: once reached, new dispatches wait.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) budget: Option<DailyBudget>,
+    /// Directories of Guild Hall worker packages (each a directory with a `package.json` whose
+    /// `guildHall.type` is `worker`), relative to the project root: their workers are named by
+    /// identity (`worker: Dalton`) and run through `agent:`'s package.
+    pub(crate) guild_hall_packages: Vec<String>,
+    /// The agent package Guild Hall workers run through (default `claude-code`).
+    pub(crate) agent: Option<String>,
+    /// A worker name mapped to any package by name (`{Dalton: claude-code-coder}`), over the
+    /// Guild Hall worker of that name.
+    pub(crate) worker_aliases: std::collections::BTreeMap<String, String>,
 }
 
 /// `budget:` in `.lore/guild-hall.yaml` (the project's) or `config.yaml` (all projects'): what
@@ -240,6 +249,9 @@ impl Default for ProjectConfig {
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,
             budget: None,
+            guild_hall_packages: Vec::new(),
+            agent: None,
+            worker_aliases: Default::default(),
         }
     }
 }
@@ -348,6 +360,16 @@ pub struct GlobalConfig {
     /// What all the home's projects together may spend in a UTC day ([`DailyBudget`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) budget: Option<DailyBudget>,
+    /// Directories of Guild Hall worker packages for every project of this home (absolute, or
+    /// `~/...`), after the project's own `guild_hall_packages:`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) guild_hall_packages: Vec<String>,
+    /// The agent package Guild Hall workers run through, unless the project names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<String>,
+    /// Worker names mapped to packages, under the project's own `worker_aliases:`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) worker_aliases: std::collections::BTreeMap<String, String>,
     pub(crate) projects: Vec<ProjectEntry>,
     #[serde(flatten)]
     pub(crate) other: serde_yaml_ng::Mapping,
@@ -365,6 +387,9 @@ impl Default for GlobalConfig {
             notify_timeout: NOTIFY_TIMEOUT,
             prices: Default::default(),
             budget: None,
+            guild_hall_packages: Vec::new(),
+            agent: None,
+            worker_aliases: Default::default(),
             projects: Vec::new(),
             other: Default::default(),
         }

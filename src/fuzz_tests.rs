@@ -138,6 +138,7 @@ fn snapshot(o: Observed) -> Snapshot {
         tasks_running: 0,
         daily_budget: None,
         commissions: vec![o],
+        schedules: Vec::new(),
         problems: Vec::new(),
         workers: Catalog::with(&["scribe"]),
     }

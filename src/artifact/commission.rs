@@ -296,6 +296,15 @@ pub(crate) struct Frontmatter {
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
     desired: Option<Value>,
+    /// The scheduled commission this one is a run of (informational; Guild Hall's key).
+    #[schemars(with = "Option<String>")]
+    source_schedule: Option<super::frontmatter::Unread>,
+    /// `one-shot` (the default), or `scheduled`: a template (`schedule:`), read apart.
+    #[schemars(with = "Option<super::value_schemas::CommissionType>")]
+    r#type: Option<Value>,
+    /// A scheduled commission's schedule (with `type: scheduled`).
+    #[schemars(with = "Option<super::value_schemas::ScheduleBlock>")]
+    schedule: Option<Value>,
     /// With `desired: revised`: what to change, general or at `path` and `line`; removed with
     /// the request, once given to the next attempt (the timeline keeps it).
     #[schemars(with = "Option<Vec<Feedback>>")]
@@ -366,10 +375,6 @@ pub(crate) struct Frontmatter {
     /// Guild Hall's dialect: kept as written.
     #[schemars(with = "Option<Vec<String>>")]
     tags: Option<super::frontmatter::Unread>,
-    /// Guild Hall's dialect: kept as written.
-    #[serde(rename = "type")]
-    #[schemars(with = "Option<String>")]
-    kind: Option<super::frontmatter::Unread>,
     /// Guild Hall's dialect: its worker's title, kept as written.
     #[serde(rename = "workerDisplayTitle")]
     #[schemars(with = "Option<String>")]
@@ -538,6 +543,9 @@ impl Commission {
             checks,
             max_revisions,
             desired,
+            source_schedule: _informational_too,
+            r#type,
+            schedule,
             feedback,
             ask_timeout,
             answer,
@@ -559,7 +567,6 @@ impl Commission {
             current_progress,
             resource_overrides,
             tags: _kept_as_written,
-            kind: _kept_as_it_is,
             worker_display_title: _kept,
             project_name: _kept_too,
             source: _kept_also,
@@ -723,6 +730,15 @@ impl Commission {
                 }
             },
         };
+        // A template is read apart ([`super::schedule`]): here only by an operation on one id.
+        match r#type.as_ref().and_then(Value::as_str) {
+            None | Some("one-shot") if r#type.as_ref().is_none_or(|v| v.is_string() || v.is_null()) => {}
+            Some("scheduled") => bad("type", "a scheduled commission is a template: it is never dispatched itself, its runs are".into()),
+            _ => bad("type", "type must be one-shot (the default) or scheduled".into()),
+        }
+        if schedule.is_some() && r#type.as_ref().and_then(Value::as_str) != Some("scheduled") {
+            bad("schedule", "schedule: is a scheduled commission's: it needs `type: scheduled`".into());
+        }
         let title = owned_text(title);
         if dialect && prompt.is_none() && !problems.iter().any(|p| p.message.contains("prompt")) {
             let (line, col) = key_position(&split, "activity_timeline");
@@ -885,7 +901,7 @@ pub(crate) fn render(new: &New) -> String {
 
 /// Declared keys whose values no one reads (informational): skipped by the parser without
 /// building values, as every key no commission may hold is (parsing dominates observe).
-pub(crate) const UNREAD_KEYS: [&str; 7] = ["date", "tags", "type", "workerDisplayTitle", "projectName", "source", "result_summary"];
+pub(crate) const UNREAD_KEYS: [&str; 6] = ["date", "tags", "workerDisplayTitle", "projectName", "source", "result_summary"];
 
 /// The frontmatter's declared keys (the schema's, [`commission_keys`]) but the
 /// [`UNREAD_KEYS`] as a mapping; and the keys no commission may hold, their values left unread.

@@ -64,11 +64,19 @@ pub(crate) fn worker_name(value: Option<&serde_yaml_ng::Value>, role: &str) -> R
     match value {
         Some(serde_yaml_ng::Value::String(w)) => match validate_id(w) {
             Ok(()) => Ok(w.clone()),
+            // A Guild Hall worker's identity name (`Dalton`, `Guild Master`).
+            Err(_) if valid_identity(w) && w.chars().any(|c| c.is_ascii_uppercase() || c == ' ') => Ok(w.clone()),
             Err(why) => Err(WorkerNameError::Invalid { name: w.clone(), why }),
         },
         Some(_) => Err(WorkerNameError::NotText),
         None => Err(WorkerNameError::Missing { role: role.to_string() }),
     }
+}
+
+/// A Guild Hall worker's identity name: what `worker:` may say besides a package's name (the
+/// roster maps it). Exact, spaces allowed, no control characters, no leading or trailing blank.
+pub(crate) fn valid_identity(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 100 && name.trim() == name && !name.chars().any(|c| c.is_control() || c == '/' || c == '\\')
 }
 
 /// An id made from another id and a suffix (`<base>-<suffix>`: a follow-up, a fix-forward):

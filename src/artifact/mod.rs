@@ -5,6 +5,7 @@
 //! Decides nothing.
 
 pub(crate) mod commission;
+pub(crate) mod cron;
 pub(crate) mod dialect;
 pub(crate) mod frontmatter;
 pub mod ids;
@@ -12,6 +13,7 @@ pub(crate) mod keys;
 pub(crate) mod locate;
 pub(crate) mod meeting;
 pub mod plan;
+pub(crate) mod schedule;
 pub(crate) mod schema;
 pub(crate) mod store;
 pub(crate) mod value_schemas;

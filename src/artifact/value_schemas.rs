@@ -145,6 +145,47 @@ impl JsonSchema for Question {
     }
 }
 
+/// A commission's `type:`: `one-shot` (the default) or `scheduled` (a template).
+pub(crate) enum CommissionType {}
+
+impl JsonSchema for CommissionType {
+    fn schema_name() -> Cow<'static, str> {
+        "CommissionType".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "`one-shot` (the default): a commission run once; `scheduled`: a template whose runs are written at the times `schedule.cron` names.",
+            "enum": ["one-shot", "scheduled"],
+        })
+    }
+}
+
+/// A scheduled commission's `schedule:` block.
+pub(crate) enum ScheduleBlock {}
+
+impl JsonSchema for ScheduleBlock {
+    fn schema_name() -> Cow<'static, str> {
+        "ScheduleBlock".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "When a scheduled commission's runs are written, and how many have been (the counts written by guild-hall).",
+            "type": "object",
+            "properties": {
+                "cron": { "type": "string", "description": "Five fields, minute hour day-of-month month day-of-week, in UTC." },
+                "repeat": { "type": ["integer", "null"], "minimum": 1, "description": "Runs before it is completed (null: for ever)." },
+                "runs_completed": { "type": "integer", "minimum": 0, "description": "Written by guild-hall: runs written so far." },
+                "last_run": { "type": ["string", "null"], "description": "Written by guild-hall: the tick of the latest run." },
+                "last_spawned_id": { "type": ["string", "null"], "description": "Written by guild-hall: the latest run's id." },
+            },
+            "required": ["cron"],
+            "additionalProperties": false,
+        })
+    }
+}
+
 /// One entry of `check_results:` (written by guild-hall: a check as run after submit).
 pub(crate) enum CheckResult {}
 

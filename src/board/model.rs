@@ -302,6 +302,14 @@ fn commission(row: &StatusRow, project: usize, now: DateTime<Utc>) -> Item {
     let c = match row {
         StatusRow::Commission(c) => c,
         StatusRow::Problem(p) => return problem(p, project),
+        StatusRow::Schedule(s) => {
+            return Item {
+                worker: s.worker.clone(),
+                note: s.note(),
+                status: s.status.as_str().to_string(),
+                ..problem(&ProblemRow { id: s.id.clone(), path: s.path.clone(), ..ProblemRow::default() }, project)
+            };
+        }
     };
     let status = c.status.as_str().to_string();
     let summary = text(c.summary());

@@ -206,6 +206,9 @@ impl Rows {
             let (status, worker, created, beat, note) = match r {
                 // An invalid artifact or an orphan: its reason.
                 StatusRow::Problem(p) => (p.status.as_str().to_string(), "", None, "-".to_string(), p.reason.clone()),
+                StatusRow::Schedule(s) => {
+                    (format!("{} (scheduled)", s.status.as_str()), s.worker.as_str(), None, "-".to_string(), s.note())
+                }
                 StatusRow::Commission(c) => {
                     let s = |v: &Option<String>| v.clone().unwrap_or_default();
                     let summary = c.summary().unwrap_or("").to_string();
@@ -243,6 +246,7 @@ impl Rows {
             let (attempt, usage) = match r {
                 StatusRow::Commission(c) => (c.attempt, c.usage.map(|u| u.brief()).unwrap_or_else(|| "-".into())),
                 StatusRow::Problem(p) => (p.attempt, "-".into()),
+                StatusRow::Schedule(s) => (s.runs_completed, "-".into()),
             };
             // One row a commission: the first line of the note, every control in it shown.
             self.table.row([
@@ -265,7 +269,8 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     if let Some(id) = id {
         ids::validate_id(id)?;
     }
-    let known = ["invalid", "orphaned"];
+    // `active` and `paused`: a scheduled commission's (`completed`, `failed` are a commission's too).
+    let known = ["invalid", "orphaned", "active", "paused"];
     let plan_statuses = guild_hall::artifact::plan::PlanStatus::ALL.iter().map(|s| s.as_str());
     for s in &filter.status {
         if guild_hall::artifact::Status::parse(s).is_none() && !known.contains(&s.as_str()) && !plan_statuses.clone().any(|p| p == s) {
@@ -546,10 +551,13 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
     if json_out {
         let list: Vec<_> = cat
             .packages
-            .values()
-            .map(|p| {
+            .iter()
+            .map(|(name, p)| {
                 let mut v = serde_json::to_value(p).unwrap_or_default();
                 v["confinement"] = json!(confinement(p));
+                // The name work names it by (a Guild Hall identity, an alias), and where it came from.
+                v["name"] = json!(name);
+                v["origin"] = json!(p.origin());
                 v
             })
             .collect();
@@ -583,7 +591,7 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         say!("no worker packages in .lore/workers/ or {}", env.home.workers_dir().display());
     }
     let mut table = Table::new(["NAME", "SOURCE", "CHECKOUT", "CAPABILITIES", "DIRECTORY", "SANDBOX"]);
-    for p in cat.packages.values() {
+    for (name, p) in &cat.packages {
         let m = &p.manifest;
         let sandbox = match (&m.sandbox, confinement(p)) {
             (guild_hall::worker::SandboxSpec::Off, _) => "sandbox off".to_string(),
@@ -605,8 +613,8 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
             (_, how) => format!("sandbox {how}"),
         };
         table.row([
-            line(&m.name).into_owned(),
-            format!("{:?}", p.source).to_lowercase(),
+            line(name).into_owned(),
+            line(&p.origin()).into_owned(),
             format!("{:?}", m.checkout).to_lowercase(),
             format!("[{}]", m.capabilities.join(",")),
             // The directories are alike in length; the sandbox's extra paths are not.

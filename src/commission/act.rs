@@ -68,7 +68,38 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
             write_json(&state_dir(ctx, id).heartbeat(), beat)?;
             Ok(Outcome::Done)
         }
+        Action::Schedule(step) => schedule(ctx, step),
     }
+}
+
+/// A scheduled commission's step. The run first, never over an existing file (its id is its
+/// tick's: one written before a crash is the same run), then the template's count, only if
+/// it did not change since it was read: killed between the two, the next pass finds the run
+/// written and only counts it.
+fn schedule(ctx: &Ctx<'_, Catalog>, step: &crate::commission::decide::schedule::ScheduleStep) -> Result<Outcome> {
+    if let Some((id, text)) = &step.run {
+        let path = ctx.project.commission_path(id);
+        match crate::artifact::create_new(&path, text, "commission", crate::artifact::Commission::parse) {
+            Ok(_) | Err(crate::artifact::CreateError::Exists { .. }) => {}
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("writing the run {id} of {}", step.id))),
+        }
+        fault("schedule", 1);
+        // Held here, the run written and not counted, for a test to kill -9 (in a pid
+        // namespace of its own).
+        if std::env::var("GUILD_HALL_FAULT").is_ok_and(|f| f == "schedule:1:hold") {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            }
+        }
+    }
+    let edited = crate::artifact::store::edit_if_unchanged(&step.path, step.hash, |text| {
+        let counted = match (&step.template, &step.count) {
+            (Some(t), Some((tick, id))) => t.counted(text, *tick, id)?,
+            _ => text.to_string(),
+        };
+        crate::artifact::write::apply(&counted, &step.edits).map_err(anyhow::Error::new)
+    })?;
+    Ok(if edited.is_some() { Outcome::Done } else { Outcome::Dropped })
 }
 
 /// The update, as every kind's is applied ([`crate::activity::apply`]). What a worker said can

@@ -320,8 +320,58 @@ pub struct Snapshot {
     /// A daily budget reached (the round's capacity's): new commissions wait, `blocked`.
     pub(crate) daily_budget: Option<crate::activity::budget::DailyReached>,
     pub(crate) commissions: Vec<Observed>,
+    /// The scheduled commissions (templates: never dispatched), with their runs.
+    pub(crate) schedules: Vec<ObservedSchedule>,
     pub(crate) problems: Vec<Problem>,
     pub workers: Catalog,
+}
+
+/// A scheduled commission as observed: the template, and the ticks of its runs written so far
+/// (from their ids, `<template>-YYYYMMDD-HHMM`).
+#[derive(Debug, Clone)]
+pub(crate) struct ObservedSchedule {
+    pub(crate) template: crate::artifact::schedule::Template,
+    pub(crate) runs: Vec<DateTime<Utc>>,
+    /// The time it is decided at ([`schedule_clock`]).
+    pub(crate) now: DateTime<Utc>,
+}
+
+/// The variable that sets the time scheduled commissions are decided at (RFC 3339), for tests
+/// that cannot wait for a cron's minute; unset, the clock's.
+pub(crate) const SCHEDULE_CLOCK_VAR: &str = "GUILD_HALL_SCHEDULE_NOW";
+
+/// The time scheduled commissions are decided at: [`SCHEDULE_CLOCK_VAR`]'s, else `now`.
+pub(crate) fn schedule_clock(now: DateTime<Utc>) -> DateTime<Utc> {
+    std::env::var(SCHEDULE_CLOCK_VAR).ok().and_then(|v| DateTime::parse_from_rfc3339(&v).ok()).map(|t| t.with_timezone(&Utc)).unwrap_or(now)
+}
+
+/// Templates met while observing, parsed (or their problems), in path order once sorted.
+type Templates = std::sync::Mutex<Vec<Result<crate::artifact::schedule::Template, Vec<Problem>>>>;
+
+/// The templates met, each with its runs among `paths` (the directory's listing); problems
+/// apart.
+fn schedules(found: Templates, paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<ObservedSchedule> {
+    let now = schedule_clock(Utc::now());
+    let mut found = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    found.sort_by(|a, b| match (a, b) {
+        (Ok(a), Ok(b)) => a.id.cmp(&b.id),
+        _ => std::cmp::Ordering::Equal,
+    });
+    let mut out = Vec::new();
+    for t in found {
+        match t {
+            Ok(template) => {
+                let runs = paths
+                    .iter()
+                    .filter_map(|p| p.file_stem().and_then(|s| s.to_str()))
+                    .filter_map(|id| crate::artifact::schedule::tick_of(&template.id, id))
+                    .collect();
+                out.push(ObservedSchedule { template, runs, now });
+            }
+            Err(ps) => problems.extend(ps),
+        }
+    }
+    out
 }
 
 impl Snapshot {
@@ -397,9 +447,11 @@ pub(crate) fn observe_cached(
     };
     // Artifacts are read relative to their directory, opened once.
     let dir = std::fs::File::open(project.commissions_dir()).ok();
-    let observed = observe_parallel(home, project, &paths, chunk, &tree, &boot, &trailers, |p| {
+    let templates = Templates::default();
+    let observed = observe_parallel(home, project, &paths, chunk, &tree, &boot, &trailers, &templates, |p| {
         depth == Depth::Full || !settled(home, project, p, dir.as_ref(), store, &stated)
     });
+    let schedules = schedules(templates, &paths, &mut problems);
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
         match o {
@@ -428,6 +480,7 @@ pub(crate) fn observe_cached(
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,
+        schedules,
         problems,
         workers,
     })
@@ -441,7 +494,7 @@ pub(crate) fn observe_each(
     project: &Project,
     wanted: impl Fn(&Path) -> bool,
     each: impl FnMut(Result<Observed, Vec<Problem>>),
-) -> Result<()> {
+) -> Result<Vec<(Option<ObservedSchedule>, Vec<Problem>)>> {
     let (paths, clashes) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.commissions_dir())?);
     let paths: Vec<PathBuf> = paths.into_iter().filter(|p| wanted(p)).collect();
     let mut each = each;
@@ -459,16 +512,25 @@ pub(crate) fn observe_paths(
     project: &Project,
     paths: &[PathBuf],
     mut each: impl FnMut(Result<Observed, Vec<Problem>>),
-) -> Result<()> {
+) -> Result<Vec<(Option<ObservedSchedule>, Vec<Problem>)>> {
     let tree = Trees::of(project)?;
     let boot = shim::boot_id();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
     const PER_THREAD: usize = 128;
     let trailers = Trailers::new(true, None);
+    let templates = Templates::default();
     for batch in paths.chunks(threads * PER_THREAD) {
-        observe_parallel(home, project, batch, PER_THREAD, &tree, &boot, &trailers, |_| true).into_iter().for_each(&mut each);
+        observe_parallel(home, project, batch, PER_THREAD, &tree, &boot, &trailers, &templates, |_| true).into_iter().for_each(&mut each);
     }
-    Ok(())
+    // The scheduled commissions met, each with its runs (from the whole directory), or its
+    // problems: the caller shows them apart.
+    let listing = crate::artifact::paths(&project.commissions_dir())?;
+    let mut problems = Vec::new();
+    let mut out: Vec<_> = schedules(templates, &listing, &mut problems).into_iter().map(|s| (Some(s), Vec::new())).collect();
+    if !problems.is_empty() {
+        out.push((None, problems));
+    }
+    Ok(out)
 }
 
 /// The trailers on the integration branch, each set read at most once per observation and only
@@ -549,6 +611,7 @@ fn observe_parallel(
     trees: &Trees,
     boot: &str,
     trailers: &Trailers,
+    templates: &Templates,
     keep: impl Fn(&Path) -> bool + Sync,
 ) -> Vec<Result<Observed, Vec<Problem>>> {
     std::thread::scope(|scope| {
@@ -564,7 +627,9 @@ fn observe_parallel(
                     let base = trees.base.as_ref().and_then(|(name, id)| Some((name.as_str(), find(*id)?)));
                     part.iter()
                         .filter(|p| keep(p))
-                        .map(|p| observe_one(home, project, p, repo.as_ref(), tree.as_ref(), base.as_ref(), boot, trailers))
+                        .filter_map(|p| {
+                            observe_one(home, project, p, repo.as_ref(), tree.as_ref(), base.as_ref(), boot, trailers, templates)
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -691,8 +756,35 @@ fn observe_one(
     base: Option<&(&str, git2::Tree<'_>)>,
     boot: &str,
     trailers: &Trailers,
+    templates: &Templates,
+) -> Option<Result<Observed, Vec<Problem>>> {
+    let text = match crate::artifact::read_regular(path) {
+        Ok(t) => t,
+        Err(e) => return Some(Err(vec![Problem::new(path, 1, 1, e.to_string())])),
+    };
+    // A scheduled commission is a template, never a commission to run: kept apart.
+    if crate::artifact::schedule::is_template(&text) {
+        let t = crate::artifact::schedule::Template::parse(path, &text);
+        templates.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(t);
+        return None;
+    }
+    Some(observe_artifact(home, project, path, &text, integration_tree, base, boot, trailers, repo))
+}
+
+/// [`observe_one`] for a commission's artifact, its `text` read.
+#[allow(clippy::too_many_arguments)]
+fn observe_artifact(
+    home: &Home,
+    project: &Project,
+    path: &Path,
+    text: &str,
+    integration_tree: Option<&git2::Tree<'_>>,
+    base: Option<&(&str, git2::Tree<'_>)>,
+    boot: &str,
+    trailers: &Trailers,
+    repo: Option<&git2::Repository>,
 ) -> Result<Observed, Vec<Problem>> {
-    let text = crate::artifact::read_regular(path).map_err(|e| vec![Problem::new(path, 1, 1, e.to_string())])?;
+    let text = text.to_string();
     let artifact = Commission::parse(path, &text)?;
     let state = StateDir(home.commission_state(&project.name, &artifact.id));
     // In Guild Hall's dialect, our keys that have no place in its file are in the state dir.

@@ -93,12 +93,21 @@ fn artifact_rows(
             }
         }
     };
-    match paths {
+    let schedules = match paths {
         Some(paths) => crate::commission::observe::observe_paths(home, project, paths, each)?,
         None => crate::commission::observe::observe_each(home, project, &wanted, each)?,
-    }
+    };
     if let Some(e) = failed {
         return Err(e);
+    }
+    for (s, ps) in schedules {
+        match s {
+            Some(s) => emit(&StatusRow::Schedule(Box::new(ScheduleRow::of(&s))))?,
+            None => {
+                problems += ps.len();
+                invalid.extend(ps);
+            }
+        }
     }
     problems += workers.problems.iter().filter(|p| wanted(&p.path)).count();
     // One row an artifact, its problems in the order of its lines.
@@ -160,6 +169,8 @@ fn waiting(o: &Observed, workers: &crate::worker::Catalog, branch: &str) -> Opti
 pub enum StatusRow {
     Commission(Box<CommissionRow>),
     Problem(ProblemRow),
+    /// A scheduled commission (a template): its schedule and next run.
+    Schedule(Box<ScheduleRow>),
 }
 
 impl StatusRow {
@@ -167,14 +178,16 @@ impl StatusRow {
         match self {
             StatusRow::Commission(c) => &c.id,
             StatusRow::Problem(p) => &p.id,
+            StatusRow::Schedule(s) => &s.id,
         }
     }
 
-    /// Its status as `--status` names it: a commission's, `invalid` or `orphaned`.
+    /// Its status as `--status` names it: a commission's, a schedule's, `invalid` or `orphaned`.
     pub fn status(&self) -> &'static str {
         match self {
             StatusRow::Commission(c) => c.status.as_str(),
             StatusRow::Problem(p) => p.status.as_str(),
+            StatusRow::Schedule(s) => s.status.as_str(),
         }
     }
 
@@ -183,6 +196,60 @@ impl StatusRow {
         match self {
             StatusRow::Commission(c) => Some(&c.worker),
             StatusRow::Problem(_) => None,
+            StatusRow::Schedule(s) => Some(&s.worker),
+        }
+    }
+}
+
+/// A scheduled commission's row: `type: scheduled` tells it from a commission's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleRow {
+    pub id: String,
+    pub(crate) title: Option<String>,
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    pub status: crate::artifact::schedule::ScheduleStatus,
+    pub worker: String,
+    pub cron: String,
+    pub repeat: Option<u32>,
+    pub runs_completed: u32,
+    pub last_run: Option<String>,
+    pub last_spawned_id: Option<String>,
+    /// When its next run is due (now, if one is); none once it is not active.
+    pub next_run: Option<String>,
+    pub(crate) path: PathBuf,
+}
+
+impl ScheduleRow {
+    fn of(o: &crate::commission::observe::ObservedSchedule) -> ScheduleRow {
+        let t = &o.template;
+        let s = &t.schedule;
+        let at = |t: DateTime<Utc>| crate::activity::timeline::timestamp(t);
+        ScheduleRow {
+            id: t.id.clone(),
+            title: t.title.clone(),
+            kind: "scheduled",
+            status: t.status,
+            worker: t.worker.clone(),
+            cron: s.cron.to_string(),
+            repeat: s.repeat,
+            runs_completed: s.runs_completed,
+            last_run: s.last_run.map(at),
+            last_spawned_id: s.last_spawned_id.clone(),
+            next_run: crate::commission::decide::schedule::next_run(o).map(at),
+            path: t.path.clone(),
+        }
+    }
+
+    /// What the table says of it: its next run, its cron, its count.
+    pub fn note(&self) -> String {
+        let count = match self.repeat {
+            Some(r) => format!("{}/{r} runs", self.runs_completed),
+            None => format!("{} runs", self.runs_completed),
+        };
+        match &self.next_run {
+            Some(next) => format!("next run {next} (cron {}, UTC; {count})", self.cron),
+            None => format!("cron {} (UTC; {count})", self.cron),
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod package;
 pub(crate) mod peer;
 pub(crate) mod ports;
 pub(crate) mod process;
+pub mod roster;
 pub mod runner;
 pub mod sandbox;
 pub(crate) mod session;

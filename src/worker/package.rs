@@ -416,6 +416,12 @@ fn default_capabilities() -> Vec<String> {
 pub enum Source {
     Project,
     Home,
+    /// A Guild Hall worker package under a `guild_hall_packages:` directory, run through an
+    /// agent package (the roster's).
+    #[serde(rename = "guild_hall_packages")]
+    GuildHall,
+    /// A name `worker_aliases:` maps to another package.
+    Alias,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -424,6 +430,49 @@ pub struct Package {
     pub manifest: Manifest,
     pub dir: PathBuf,
     pub source: Source,
+    /// The Guild Hall worker this package runs (its manifest and `dir` are its agent's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guild_hall: Option<std::sync::Arc<GuildHallWorker>>,
+    /// The package name `worker_aliases:` maps this name to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias_of: Option<String>,
+}
+
+/// A Guild Hall worker package (`package.json` with a `guildHall` key), as the roster read it:
+/// what its package (its agent's) runs it with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuildHallWorker {
+    /// `guildHall.identity.name`: what commissions call it by.
+    pub identity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_title: Option<String>,
+    /// Its directory (where `package.json`, `soul.md` and `posture.md` are).
+    pub dir: PathBuf,
+    /// The `guild_hall_packages:` entry it was found under, as written.
+    pub found_under: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `builtInTools`, less those that do not carry over.
+    pub tools: Vec<String>,
+    pub checkout: Checkout,
+    /// The agent package it runs through.
+    pub agent: String,
+}
+
+impl GuildHallWorker {
+    /// Its soul then its posture (either may be absent), as the worker's posture. Never read
+    /// through a link: a package from a cloned repository could point at the person's secrets.
+    pub(crate) fn posture(&self) -> Result<Option<String>, PostureError> {
+        let mut parts = Vec::new();
+        for name in ["soul.md", "posture.md"] {
+            match crate::artifact::read_regular_beneath(&self.dir, Path::new(name)) {
+                Ok(text) => parts.push(text.trim_end().to_string()),
+                Err(crate::artifact::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(PostureError::Unreadable { rel: name.to_string(), error }),
+            }
+        }
+        Ok((!parts.is_empty()).then(|| format!("{}\n", parts.join("\n\n"))))
+    }
 }
 
 impl Manifest {
@@ -502,11 +551,28 @@ impl Package {
         let text = crate::artifact::read_regular(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         let manifest = Manifest::parse(&file, &text)
             .map_err(|ps| anyhow::anyhow!("{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
-        Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project })
+        Ok(Package { manifest, dir: dir.to_path_buf(), source: Source::Project, guild_hall: None, alias_of: None })
     }
 
-    /// The posture text (system-prompt preamble), if the package has one.
+    /// Where it came from, as `workers` says it: the project's `.lore/workers` or the home's
+    /// `workers/` (and whether the binary bundles it), a `guild_hall_packages:` directory (and
+    /// the agent it runs through), or an alias.
+    pub fn origin(&self) -> String {
+        let bundled = if super::bundled::is_bundled(&self.manifest.name) { " (bundled)" } else { "" };
+        match (&self.alias_of, &self.guild_hall, self.source) {
+            (Some(of), _, _) => format!("alias of {of}"),
+            (None, Some(w), _) => format!("guild_hall_packages {} (through {})", w.found_under, w.agent),
+            (None, None, Source::Home) => format!("home{bundled}"),
+            (None, None, _) => format!("project{bundled}"),
+        }
+    }
+
+    /// The posture text (system-prompt preamble), if the package has one: a Guild Hall
+    /// worker's soul and posture, else its `posture:` file.
     pub(crate) fn posture(&self) -> Result<Option<String>, PostureError> {
+        if let Some(w) = &self.guild_hall {
+            return w.posture();
+        }
         let Some(rel) = &self.manifest.posture else { return Ok(None) };
         let rel = crate::artifact::ids::validate_rel_path(rel).map_err(PostureError::Path)?;
         // Never through a link: a package from a cloned repository could point its posture at
@@ -682,15 +748,7 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    pub fn discover(project_root: &Path, home_workers: &Path) -> Catalog {
-        let mut cat = Catalog::default();
-        cat.scan(&project_workers_dir(project_root), Source::Project);
-        cat.scan(home_workers, Source::Home);
-        cat.look_at_commands();
-        cat
-    }
-
-    fn look_at_commands(&mut self) {
+    pub(super) fn look_at_commands(&mut self) {
         use crate::artifact::locate::{position, At, Seg};
         for (name, p) in &self.packages {
             let missing = p.missing();
@@ -715,16 +773,9 @@ impl Catalog {
         let mut cat = Catalog::default();
         for name in names {
             let manifest: Manifest = serde_yaml_ng::from_str(&format!("name: {name}\ncommand: [./run.sh]\n")).expect("a plain manifest");
-            cat.packages.insert(name.to_string(), Package { manifest, dir: PathBuf::from("/nonexistent"), source: Source::Project });
+            let pkg = Package { manifest, dir: PathBuf::from("/nonexistent"), source: Source::Project, guild_hall: None, alias_of: None };
+            cat.packages.insert(name.to_string(), pkg);
         }
-        cat
-    }
-
-    /// The home's packages only (outside any project).
-    pub(crate) fn discover_home(home_workers: &Path) -> Catalog {
-        let mut cat = Catalog::default();
-        cat.scan(home_workers, Source::Home);
-        cat.look_at_commands();
         cat
     }
 
@@ -759,7 +810,7 @@ impl Catalog {
         })
     }
 
-    fn scan(&mut self, dir: &Path, source: Source) {
+    pub(super) fn scan(&mut self, dir: &Path, source: Source) {
         self.dirs.push(dir.to_path_buf());
         // What comes with a repository is never read through a link (its `.lore/workers`, a
         // package dir, a worker.yaml): it could lead anywhere. The home's packages are the
@@ -815,7 +866,8 @@ impl Catalog {
                 }
                 Ok(m) => {
                     if !self.packages.contains_key(&m.name) && !self.broken.contains_key(&m.name) {
-                        self.packages.insert(m.name.clone(), Package { manifest: m, dir: d.clone(), source });
+                        let pkg = Package { manifest: m, dir: d.clone(), source, guild_hall: None, alias_of: None };
+                        self.packages.insert(pkg.manifest.name.clone(), pkg);
                     }
                 }
                 Err(problems) => {

@@ -56,6 +56,7 @@ mod commission {
     mod lifecycle;
     mod mailbox;
     mod review;
+    mod scheduled;
     mod usage;
 }
 
@@ -111,6 +112,7 @@ mod worker {
     pub(crate) mod codex;
     mod confinement;
     pub(crate) mod gemini;
+    mod guild_hall_roster;
     pub(crate) mod one_package;
     mod packages;
     mod sandbox_reads;

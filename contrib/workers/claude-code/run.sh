@@ -28,7 +28,9 @@ config="$TMPDIR/guild-hall-mcp.json"
 cat > "$config" <<JSON
 {"mcpServers": {"guild-hall": {"type": "stdio", "command": "$GUILD_HALL_BIN", "args": ["mcp"]}}}
 JSON
-builtin="${CLAUDE_TOOLS:-Read,Grep,Glob,WebSearch,WebFetch}"
+# A Guild Hall worker run through this package (guild_hall_packages:) names its own built-in
+# tools and model: GUILD_HALL_TOOLS and GUILD_HALL_MODEL, set by guild-hall from its package.json.
+builtin="${GUILD_HALL_TOOLS:-${CLAUDE_TOOLS:-Read,Grep,Glob,WebSearch,WebFetch}}"
 toolbox=""
 for t in report_progress submit_result log_question ask request_meeting record_decision store_memory write_artifact read_artifact; do
   toolbox="$toolbox,mcp__guild-hall__$t"
@@ -43,6 +45,9 @@ set --
 session=$(printf '%s' "${GUILD_HALL_SESSION_ID:-}" | tr -cd 'A-Za-z0-9-')
 if [ -n "$session" ] && ls "$CLAUDE_CONFIG_DIR"/projects/*/"$session.jsonl" >/dev/null 2>&1; then
   set -- --resume "$session"
+fi
+if [ -n "${GUILD_HALL_MODEL:-}" ]; then
+  set -- "$@" --model "$GUILD_HALL_MODEL"
 fi
 exec claude -p "$@" --setting-sources "" \
   --append-system-prompt-file "$GUILD_HALL_SYSTEM_PROMPT_FILE" \

@@ -616,6 +616,7 @@ mod tests {
             tasks_running: 0,
             daily_budget: None,
             commissions,
+            schedules: Vec::new(),
             problems: Vec::new(),
             workers: Catalog::with(&["scribe"]),
         }

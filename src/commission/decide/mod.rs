@@ -42,6 +42,9 @@ pub enum Action {
     Cleanup { id: String, attempt: u32, branch: String, why: String },
     /// Remember the latest signs of life.
     Heartbeat { id: String, beat: Heartbeat },
+    /// A scheduled commission's step: its run written (never over one), then the template
+    /// counted (only if unchanged since read).
+    Schedule(schedule::ScheduleStep),
 }
 
 impl crate::activity::kind::Action for Action {
@@ -53,6 +56,7 @@ impl crate::activity::kind::Action for Action {
             | Action::Hold { update: u, .. }
             | Action::Dequeue { update: u, .. } => &u.id,
             Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
+            Action::Schedule(step) => &step.id,
         }
     }
 
@@ -107,6 +111,7 @@ impl crate::activity::kind::Action for Action {
             Action::Hold { branch, .. } => format!("review: its work committed on {branch}, nothing merged; it waits for a person"),
             Action::Cleanup { branch, why, .. } => format!("clean up ({why}): keep {branch}, remove worktree"),
             Action::Heartbeat { .. } => "heartbeat".into(),
+            Action::Schedule(step) => step.what.clone(),
         }
     }
 
@@ -133,6 +138,7 @@ impl crate::activity::kind::Action for Action {
             Action::Hold { .. } => "hold",
             Action::Cleanup { .. } => "cleanup",
             Action::Heartbeat { .. } => "heartbeat",
+            Action::Schedule(_) => "schedule",
         }
     }
 
@@ -270,6 +276,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
     }
 
     dispatch(s, candidates, running, &mut actions);
+    // The scheduled commissions' runs: written now, dispatched by the next round like any.
+    actions.extend(schedule::steps(s).into_iter().map(Action::Schedule));
 
     let settled = actions.is_empty() && busy.is_empty();
     Decisions { actions, settled, busy, cycles }
@@ -395,6 +403,7 @@ mod effect;
 mod liveness;
 mod machine;
 mod review;
+pub(crate) mod schedule;
 mod step;
 mod timers;
 mod transitions;

@@ -52,9 +52,15 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
         tasks_running: 0,
         daily_budget: None,
         commissions,
+        schedules: Vec::new(),
         problems: Vec::new(),
         workers: Catalog::with(&["scribe"]),
     }
+}
+
+/// A snapshot of nothing (for the schedule decider's tests).
+pub(super) fn empty_snapshot() -> Snapshot {
+    snapshot(Vec::new())
 }
 
 /// A snapshot with no room to dispatch: what a pass does to a status is all there is to see.

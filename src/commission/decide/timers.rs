@@ -42,5 +42,14 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
             soonest = Some(soonest.map_or(reached.resets_at, |a| a.min(reached.resets_at)));
         }
     }
+    // A scheduled commission's next run: the watch wakes for it, and not before.
+    for o in &s.schedules {
+        // Its time is the schedule clock's (a test's may differ from the snapshot's): the wait is
+        // measured there.
+        if let Some(at) = super::schedule::next_run(o) {
+            let at = s.now + (at - o.now);
+            soonest = Some(soonest.map_or(at, |a| a.min(at)));
+        }
+    }
     soonest.map(|t| t.signed_duration_since(s.now).to_std().unwrap_or_default())
 }

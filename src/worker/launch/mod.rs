@@ -650,7 +650,7 @@ mod tests {
         let home = Home::resolve(Some(&dir.join("home"))).expect("home");
         let project = Project { root: dir.join("project"), name: "p".into(), config: Default::default() };
         let manifest = serde_yaml_ng::from_str(yaml).expect("manifest");
-        let pkg = Package { manifest, dir: dir.join("pkg"), source: Source::Home };
+        let pkg = Package { manifest, dir: dir.join("pkg"), source: Source::Home, guild_hall: None, alias_of: None };
         let state = StateDir(home.root.join("state/p/commissions/c"));
         let worktree = WorktreeRecord {
             path: dir.join("wt/c"),
