@@ -430,6 +430,10 @@ impl StateDir {
     pub(crate) fn usage(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.usage.json"))
     }
+    /// The rate or usage limit that ended `attempt`, as the shim read it from its output.
+    pub(crate) fn limit(&self, attempt: u32) -> PathBuf {
+        self.0.join(format!("attempt-{attempt}.limit.json"))
+    }
 }
 
 #[cfg(test)]

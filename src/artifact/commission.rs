@@ -335,10 +335,15 @@ pub(crate) struct Frontmatter {
     /// Written by guild-hall: what its attempts used.
     #[schemars(with = "Option<super::value_schemas::UsageFigures>")]
     usage: Option<super::frontmatter::Unread>,
+    /// Written by guild-hall: its agent hit a rate or usage limit; it is not dispatched before
+    /// this time (RFC 3339: the reset time, else a backoff). Removed to dispatch it sooner; a
+    /// value that is no time is ignored.
+    #[schemars(with = "Option<String>")]
+    not_before: Option<Value>,
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 13] = [
+pub(crate) const OWNED_KEYS: [&str; 14] = [
     "status",
     "created",
     "attempt",
@@ -352,6 +357,7 @@ pub(crate) const OWNED_KEYS: [&str; 13] = [
     "refused",
     "completed",
     "usage",
+    "not_before",
 ];
 
 /// The keys a person writes as a one-shot request, which the reconciler removes once answered.
@@ -502,6 +508,9 @@ impl Commission {
             refused,
             completed,
             usage: _shown_from_fields,
+            // Read where a commission waits (`commission::decide::not_before`): a hand edit that
+            // is no time reads as none, like every owned key's.
+            not_before: _read_where_it_waits,
         } = super::frontmatter::declared(&fields);
         let status = super::vocabulary::status_field::<Status>(status.as_ref(), &mut bad);
         let worker = ids::worker_name(worker.as_ref(), "which worker package does this").unwrap_or_else(|why| {

@@ -52,6 +52,9 @@ pub(crate) struct Observed {
     /// With `usage` of an attempt after the first: what the earlier ones used, from their
     /// `usage` timeline events.
     pub(crate) usage_before: Option<crate::worker::usage::Usage>,
+    /// The rate or usage limit that ended the current attempt, as its shim recorded it, and how
+    /// many attempts in a row (this one included) ended so: the backoff's step.
+    pub(crate) limited: Option<(crate::worker::limits::Limited, u32)>,
     /// The mailbox could not be read at all (an I/O error, not a regular file, a mode guild-hall
     /// could not give back): the attempt is watched and stopped as any other, and fails once
     /// its worker has ended (a result it may hold cannot be read).
@@ -162,6 +165,7 @@ impl Observed {
             mail_notes: Vec::new(),
             usage: None,
             usage_before: None,
+            limited: None,
             mail_error: None,
             heartbeat: None,
             sample: None,
@@ -752,6 +756,9 @@ fn observe_one(
             let over = obs.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt) || obs.proc == Proc::Dead;
             let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
             obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
+            if over {
+                obs.limited = observe_limit(&state, rec.attempt);
+            }
             if obs.usage.is_some() && rec.attempt > 1 {
                 let timeline = crate::activity::timeline::path_for(&obs.artifact.path);
                 let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));
@@ -760,6 +767,15 @@ fn observe_one(
         }
     }
     Ok(obs)
+}
+
+/// The limit the shim recorded for `attempt`, with how many attempts in a row up to it ended at
+/// one (their records are kept with the commission's runtime state, so this survives a crash).
+fn observe_limit(state: &crate::activity::state::StateDir, attempt: u32) -> Option<(crate::worker::limits::Limited, u32)> {
+    let read = |a: u32| crate::files::read_json::<crate::worker::limits::Limited>(&state.limit(a)).ok().flatten();
+    let limited = read(attempt)?;
+    let streak = 1 + (1..attempt).rev().take_while(|a| state.limit(*a).exists()).count() as u32;
+    Some((limited, streak))
 }
 
 /// What git says of an attempt the artifact claims is under way in another home (whether it

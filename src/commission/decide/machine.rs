@@ -288,6 +288,10 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
             Effect::KillLeftovers
         } else if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
             Effect::Cleanup("leftover worktree of an earlier attempt")
+        } else if super::liveness::not_before(o).is_some_and(|t| t > s.now) && !wants_dispatch {
+            // Paused by its agent's limit until then (a person's dispatch starts it sooner);
+            // the watch is woken then (`timers`).
+            Effect::None
         } else {
             Effect::Candidate { wants: wants_dispatch }
         }

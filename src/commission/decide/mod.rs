@@ -359,6 +359,7 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut
         step.set("attempt", Value::from(attempt));
         step.set("branch", Value::String(branch.clone()));
         step.remove("desired");
+        step.remove(liveness::NOT_BEFORE);
         let worker = step.o.artifact.worker.clone();
         actions.push(Action::Dispatch { update: step.finish(), attempt, branch, worker, resume: false });
     }
@@ -409,6 +410,7 @@ pub(crate) use step::{attempt_branch, result_value};
 
 pub(crate) use deps::{cycle_problems, dependency_cycles, Cycles};
 pub(crate) use effect::{Sig, Update};
+pub(crate) use liveness::not_before;
 pub(crate) use timers::next_check;
 pub(crate) use transitions::{desired_refusal, person_may_request, refusal};
 pub(crate) use waiting::waiting;
