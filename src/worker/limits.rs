@@ -236,8 +236,10 @@ fn clock_words(rest: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         Some(d) => local(d),
         None => {
             let today = if utc { now.date_naive() } else { now.with_timezone(&chrono::Local).date_naive() };
+            // A clock time just passed is today's (said to the minute, a reset seconds away
+            // reads as one passed); one passed by more than an hour is tomorrow's.
             let t = local(today)?;
-            if t + Duration::minutes(1) < now {
+            if t + Duration::hours(1) < now {
                 local(today.succ_opt()?)
             } else {
                 Some(t)
@@ -282,20 +284,26 @@ fn date_of(words: &[String], now: DateTime<Utc>) -> Option<NaiveDate> {
     }
 }
 
-/// What an attempt that ended at a limit waits until: the reset time the agent said (not
-/// sooner than 30 seconds after it ended), else a backoff from its end that doubles with each
-/// limited attempt in a row (`streak`, this one included): 1m, 2m, 4m, … at most an hour.
+/// What an attempt that ended at a limit waits until: the reset time the agent said, else a
+/// backoff from its end that doubles with each limited attempt in a row (`streak`, this one
+/// included): 1m, 2m, 4m, … at most an hour. A reset time is held at least as far as a backoff
+/// in seconds (1s, 2s, 4s, … at most a minute): one already passed (said to the minute, or a
+/// clock apart) does not start attempt after attempt at once.
 pub(crate) fn not_before(limited: &Limited, ended: DateTime<Utc>, streak: u32) -> DateTime<Utc> {
     match limited.resets_at {
-        Some(at) => at.max(ended + Duration::seconds(30)),
+        Some(at) => at.max(ended + Duration::seconds(doubling(streak))),
         None => ended + backoff(streak),
     }
 }
 
 /// 1m, 2m, 4m, … for the 1st, 2nd, 3rd limited attempt in a row, at most an hour.
 pub(crate) fn backoff(streak: u32) -> Duration {
-    let doubled = 1i64.checked_shl(streak.saturating_sub(1).min(10)).unwrap_or(i64::MAX);
-    Duration::minutes(doubled.min(60))
+    Duration::minutes(doubling(streak))
+}
+
+/// 1, 2, 4, … 60 at most, for the 1st, 2nd, 3rd … in a row.
+fn doubling(streak: u32) -> i64 {
+    1i64.checked_shl(streak.saturating_sub(1).min(10)).unwrap_or(i64::MAX).min(60)
 }
 
 #[cfg(test)]
@@ -370,6 +378,9 @@ mod tests {
         assert_eq!(resets_in("You've hit your session limit · resets 3:30am (UTC)", now), Some(t("2026-11-29T03:30:00Z")));
         assert_eq!(resets_in("try again at Nov 30th, 2026 3:00 PM (UTC)", now), Some(t("2026-11-30T15:00:00Z")));
         assert_eq!(resets_in("try again in 5 minutes.", now), Some(t("2026-11-28T19:05:00Z")));
+        // Said to the minute: a reset seconds away reads as just passed, still today.
+        assert_eq!(resets_in("try again at 6:59 PM (UTC).", now), Some(t("2026-11-28T18:59:00Z")));
+        assert_eq!(resets_in("try again at 5:30 PM (UTC).", now), Some(t("2026-11-29T17:30:00Z")));
         assert_eq!(resets_in("resets at 2026-11-28T20:00:00Z.", now), Some(t("2026-11-28T20:00:00Z")));
         assert_eq!(resets_in("This request would exceed your rate limit.", now), None);
     }
@@ -379,8 +390,10 @@ mod tests {
         let ended = t(NOW);
         let at = Limited { said: String::new(), resets_at: Some(t("2026-11-28T20:00:00Z")) };
         assert_eq!(not_before(&at, ended, 3), t("2026-11-28T20:00:00Z"));
-        let past = Limited { said: String::new(), resets_at: Some(t("2026-11-28T18:00:00Z")) };
-        assert_eq!(not_before(&past, ended, 1), t("2026-11-28T19:00:30Z"));
+        let past = Limited { said: String::new(), resets_at: Some(t("2026-11-28T18:59:00Z")) };
+        assert_eq!(not_before(&past, ended, 1), t("2026-11-28T19:00:01Z"));
+        assert_eq!(not_before(&past, ended, 3), t("2026-11-28T19:00:04Z"));
+        assert_eq!(not_before(&past, ended, 30), t("2026-11-28T19:01:00Z"));
         let none = Limited { said: String::new(), resets_at: None };
         let waits: Vec<i64> = (1..=9).map(|k| (not_before(&none, ended, k) - ended).num_minutes()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);

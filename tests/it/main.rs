@@ -52,6 +52,7 @@ mod commission {
     mod crashes_and_bad_input;
     mod dependency_cycles;
     mod lifecycle;
+    mod limits;
     mod mailbox;
     mod review;
     mod usage;
