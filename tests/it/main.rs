@@ -110,6 +110,7 @@ mod worker {
     pub(crate) mod codex;
     mod confinement;
     pub(crate) mod gemini;
+    mod limits;
     pub(crate) mod one_package;
     mod packages;
     mod sandbox_reads;
