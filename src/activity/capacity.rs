@@ -22,11 +22,14 @@ pub(crate) struct Capacity {
     /// What the kinds decided earlier in this round hold once their actions are carried out
     /// (workers running and those they start), by kind.
     held: Vec<(Name, usize)>,
+    /// Live attempts by worker package, of every project in this home, but this project's
+    /// commissions (their decider counts those): what a package's `max_concurrent:` caps.
+    pub(crate) by_package: std::collections::BTreeMap<String, usize>,
 }
 
 impl Capacity {
     pub(crate) fn new(project_cap: usize, home_cap: usize, elsewhere: usize, orphans: usize, tasks: usize) -> Capacity {
-        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new() }
+        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new(), by_package: Default::default() }
     }
 
     /// `kind`, decided: its workers hold `n` slots once its actions are carried out.

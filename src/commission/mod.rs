@@ -42,6 +42,7 @@ impl Kind<Catalog> for Commissions<'_> {
         snapshot.running_elsewhere = capacity.elsewhere;
         snapshot.running_orphans = capacity.orphans;
         snapshot.tasks_running = capacity.tasks;
+        snapshot.running_by_package = capacity.by_package.clone();
         snapshot.max_concurrent = capacity.home_cap;
         let problems = snapshot.problems.clone();
         Ok((snapshot, problems))

@@ -317,6 +317,9 @@ pub struct Snapshot {
     pub(crate) running_orphans: usize,
     /// This project's wave tasks whose worker runs: they share the caps with commissions.
     pub(crate) tasks_running: usize,
+    /// Live attempts by worker package outside this project's commissions (a pass sets it
+    /// from the round's capacity): what a package's `max_concurrent:` counts besides them.
+    pub(crate) running_by_package: std::collections::BTreeMap<String, usize>,
     pub(crate) commissions: Vec<Observed>,
     pub(crate) problems: Vec<Problem>,
     pub workers: Catalog,
@@ -421,6 +424,7 @@ pub(crate) fn observe_cached(
         running_orphans: 0,
         running_elsewhere: 0,
         tasks_running: 0,
+        running_by_package: Default::default(),
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,

@@ -315,13 +315,19 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut
     let cfg = &s.project.config;
     let created = |s: &Step<'_>| s.o.artifact.created().map(str::to_string).or_else(|| s.record.created.clone());
     candidates.sort_by(|(a, _), (b, _)| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
+    // Attempts each package starts this round, against its `max_concurrent:`.
+    let mut started: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for (mut step, revision) in candidates {
         let has_room = running < cfg.commission_cap && running + s.running_elsewhere < s.max_concurrent;
-        if !has_room || step.o.worktree_exists {
+        let worker = step.o.artifact.worker.clone();
+        let package_room = waiting::package_cap(s, &worker)
+            .is_none_or(|max| waiting::live_of(s, &worker) + started.get(&worker).copied().unwrap_or(0) < max);
+        if !has_room || !package_room || step.o.worktree_exists {
             push_update(actions, step.finish());
             continue;
         }
         running += 1;
+        *started.entry(worker).or_insert(0) += 1;
         if let Some(revision) = revision {
             // On the branch of the attempt it revises, given the feedback (in the record the
             // prompt is made from).

@@ -106,3 +106,32 @@ fn a_pass_killed_while_a_limit_is_handled_converges() {
     p.pass_until("completion after the reset", |p| p.status(&id) == "completed");
     assert_eq!(frontmatter(&p, &id)["attempt"], 2);
 }
+
+/// `max_concurrent: 1` in worker.yaml: of two commissions for the package, one runs and the
+/// other waits `blocked`, saying why; once the first has ended the second runs, never both.
+#[test]
+fn max_concurrent_runs_one_attempt_of_the_package_at_a_time() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "solo",
+        "sparse",
+        "sleep 4\nmkdir -p .lore/reports\necho done > .lore/reports/$GUILD_HALL_ID.md\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done --artifact .lore/reports/$GUILD_HALL_ID.md",
+    );
+    let yaml = p.root.join(".lore/workers/solo/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}max_concurrent: 1\n")).expect("write");
+    let listed = p.ok(&["workers", "--json"]);
+    assert!(listed.contains("\"max_concurrent\": 1"), "{listed}");
+    assert!(p.ok(&["workers"]).contains("max_concurrent: 1"));
+    let a = p.create("solo", "First", "One.");
+    let b = p.create("solo", "Second", "Two.");
+    p.pass_until("the second to wait for the package", |p| p.status(&b) == "blocked");
+    assert!(matches!(p.status(&a).as_str(), "dispatched" | "in_progress"), "{}", p.artifact(&a));
+    let reason = frontmatter(&p, &b)["reason"].as_str().unwrap_or("").to_string();
+    assert!(reason.contains("worker solo runs at most 1 attempt at once") && reason.contains("max_concurrent: 1"), "{reason}");
+    p.pass_until("both to complete", |p| p.status(&a) == "completed" && p.status(&b) == "completed");
+    let moved = |id: &str, to: &str| {
+        p.timeline(id).into_iter().find(|e| e["kind"] == "status" && e["to"] == to).map(|e| ts(&e)).expect("the move")
+    };
+    assert!(moved(&b, "dispatched") >= moved(&a, "completed"), "the second started once the first had ended");
+}
