@@ -761,7 +761,7 @@ fn observe_one(
             let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
             obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
             if over {
-                obs.limited = observe_limit(&state, rec.attempt);
+                obs.limited = crate::worker::limits::observed(&state, rec.attempt);
             }
             if obs.usage.is_some() && rec.attempt > 1 {
                 let timeline = crate::activity::timeline::path_for(&obs.artifact.path);
@@ -771,15 +771,6 @@ fn observe_one(
         }
     }
     Ok(obs)
-}
-
-/// The limit the shim recorded for `attempt`, with how many attempts in a row up to it ended at
-/// one (their records are kept with the commission's runtime state, so this survives a crash).
-fn observe_limit(state: &crate::activity::state::StateDir, attempt: u32) -> Option<(crate::worker::limits::Limited, u32)> {
-    let read = |a: u32| crate::files::read_json::<crate::worker::limits::Limited>(&state.limit(a)).ok().flatten();
-    let limited = read(attempt)?;
-    let streak = 1 + (1..attempt).rev().take_while(|a| state.limit(*a).exists()).count() as u32;
-    Some((limited, streak))
 }
 
 /// What git says of an attempt the artifact claims is under way in another home (whether it

@@ -284,6 +284,14 @@ fn date_of(words: &[String], now: DateTime<Utc>) -> Option<NaiveDate> {
     }
 }
 
+/// The limit the shim recorded for `attempt` in `state`, with how many attempts in a row up to
+/// it ended at one (their records stay in the runtime dir, so this survives a crash).
+pub(crate) fn observed(state: &crate::activity::state::StateDir, attempt: u32) -> Option<(Limited, u32)> {
+    let limited = crate::files::read_json::<Limited>(&state.limit(attempt)).ok().flatten()?;
+    let streak = 1 + (1..attempt).rev().take_while(|a| state.limit(*a).exists()).count() as u32;
+    Some((limited, streak))
+}
+
 /// What an attempt that ended at a limit waits until: the reset time the agent said, else a
 /// backoff from its end that doubles with each limited attempt in a row (`streak`, this one
 /// included): 1m, 2m, 4m, … at most an hour. A reset time is held at least as far as a backoff

@@ -85,6 +85,7 @@ mod meeting {
 mod plan {
     mod ci_timeout;
     pub(crate) mod fixtures;
+    mod limits;
     mod mailbox;
     mod record_vs_git;
     mod task_liveness;
