@@ -136,6 +136,7 @@ fn snapshot(o: Observed) -> Snapshot {
         running_elsewhere: 0,
         running_orphans: 0,
         tasks_running: 0,
+        running_by_package: Default::default(),
         commissions: vec![o],
         problems: Vec::new(),
         workers: Catalog::with(&["scribe"]),

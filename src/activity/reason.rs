@@ -129,7 +129,12 @@ pub(crate) enum Reason {
     NoMoreReruns { why: Box<Reason>, reruns: u32 },
     /// Its agent hit a rate or usage limit (its words), which resets at `resets_at` when it said
     /// so: not a failure, it runs again from `not_before` on.
-    UsageLimited { agent: String, said: String, resets_at: Option<chrono::DateTime<chrono::Utc>>, not_before: chrono::DateTime<chrono::Utc> },
+    UsageLimited {
+        agent: String,
+        said: String,
+        resets_at: Option<chrono::DateTime<chrono::Utc>>,
+        not_before: chrono::DateTime<chrono::Utc>,
+    },
     /// Its worker's package runs at most `max` attempts at once in this home (`max_concurrent:`),
     /// and that many run: it waits for one to end.
     PackageAtCapacity { worker: String, max: usize },

@@ -88,10 +88,7 @@ fn judge(v: &Json, now: DateTime<Utc>) -> Option<Line> {
         }
         // Claude Code's and Gemini CLI's end of a run.
         "result" => {
-            let said = text(&v["result"])
-                .or_else(|| text(&v["error"]["message"]))
-                .or_else(|| text(&v["error"]))
-                .unwrap_or_default();
+            let said = text(&v["result"]).or_else(|| text(&v["error"]["message"])).or_else(|| text(&v["error"])).unwrap_or_default();
             let is_error = v["is_error"] == true || v["status"] == "error" || v["error"].is_object();
             if v["api_error_status"] == 429 || (is_error && names_a_limit(&said)) {
                 limited(if said.is_empty() { "HTTP 429".into() } else { said })
@@ -334,7 +331,8 @@ mod tests {
         assert_eq!(l.said, "API Error: Request rejected (429) · This request would exceed your rate limit.");
         assert_eq!(l.resets_at, None);
         // A subscription's reset, said before the result.
-        let with_event = format!("{{\"type\":\"rate_limit_event\",\"rate_limit_info\":{{\"status\":\"rejected\",\"resetsAt\":1795893600}}}}\n{out}");
+        let with_event =
+            format!("{{\"type\":\"rate_limit_event\",\"rate_limit_info\":{{\"status\":\"rejected\",\"resetsAt\":1795893600}}}}\n{out}");
         assert_eq!(scan(&with_event, t(NOW)).and_then(|l| l.resets_at), DateTime::from_timestamp(1795893600, 0));
         let old = r#"{"type":"result","is_error":true,"result":"Claude AI usage limit reached|1795893600"}"#;
         assert_eq!(scan(old, t(NOW)).and_then(|l| l.resets_at), DateTime::from_timestamp(1795893600, 0));

@@ -614,6 +614,7 @@ mod tests {
             running_elsewhere: 0,
             running_orphans: 0,
             tasks_running: 0,
+            running_by_package: Default::default(),
             commissions,
             problems: Vec::new(),
             workers: Catalog::with(&["scribe"]),

@@ -87,7 +87,13 @@ pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
 /// backoff from the attempt's end by how many attempts in a row ended so) and a reason; it is
 /// dispatched again from then on. All of it follows from the attempt's records, so a pass
 /// repeated writes the same.
-fn limited_wait(o: &Observed, st: &mut Step<'_>, ended: chrono::DateTime<chrono::Utc>, limited: &crate::worker::limits::Limited, streak: u32) {
+fn limited_wait(
+    o: &Observed,
+    st: &mut Step<'_>,
+    ended: chrono::DateTime<chrono::Utc>,
+    limited: &crate::worker::limits::Limited,
+    streak: u32,
+) {
     let attempt = st.record.attempt;
     let not_before = crate::worker::limits::not_before(limited, ended, streak);
     let at = crate::activity::timeline::timestamp(not_before);

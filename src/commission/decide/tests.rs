@@ -50,6 +50,7 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
         running_elsewhere: 0,
         running_orphans: 0,
         tasks_running: 0,
+        running_by_package: Default::default(),
         commissions,
         problems: Vec::new(),
         workers: Catalog::with(&["scribe"]),

@@ -146,7 +146,10 @@ impl PlanRecord {
             let prefix = format!("task:{}:", t.canonical);
             let logged = keys.iter().filter_map(|k| k.strip_prefix(&prefix)?.split(':').next()?.parse::<u32>().ok()).max().unwrap_or(0);
             let attempt = if state == TaskState::Queued { logged } else { logged.max(1) };
-            record.tasks.insert(t.canonical.clone(), TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0, not_before: None });
+            record.tasks.insert(
+                t.canonical.clone(),
+                TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0, not_before: None },
+            );
         }
         Some(record)
     }

@@ -130,8 +130,7 @@ fn max_concurrent_runs_one_attempt_of_the_package_at_a_time() {
     let reason = frontmatter(&p, &b)["reason"].as_str().unwrap_or("").to_string();
     assert!(reason.contains("worker solo runs at most 1 attempt at once") && reason.contains("max_concurrent: 1"), "{reason}");
     p.pass_until("both to complete", |p| p.status(&a) == "completed" && p.status(&b) == "completed");
-    let moved = |id: &str, to: &str| {
-        p.timeline(id).into_iter().find(|e| e["kind"] == "status" && e["to"] == to).map(|e| ts(&e)).expect("the move")
-    };
+    let moved =
+        |id: &str, to: &str| p.timeline(id).into_iter().find(|e| e["kind"] == "status" && e["to"] == to).map(|e| ts(&e)).expect("the move");
     assert!(moved(&b, "dispatched") >= moved(&a, "completed"), "the second started once the first had ended");
 }
