@@ -1,8 +1,9 @@
 //! The real agent CLIs at a rate or usage limit, against the tests' stand-ins answering 429 as
 //! the APIs do: Claude Code (an API key's rate limit: no reset time in its output, so a
 //! backoff; one retry of its own, `CLAUDE_CODE_MAX_RETRIES=1`) and Codex (a plan's usage limit
-//! with its reset time; no retry of its own). Either way the commission waits `pending` with
-//! `not_before:`, no attempt failed, and completes when dispatched again.
+//! with its reset time; no retry of its own) and Gemini CLI (a quota error; one attempt of its
+//! own). Each way the commission waits `pending` with `not_before:`, no attempt failed, and
+//! completes when dispatched again.
 
 use serde_json::{json, Value};
 
@@ -128,4 +129,46 @@ fn real_codex_at_its_usage_limit_waits_for_the_reset_it_said() {
     }
     assert!(chrono::Utc::now() >= not_before);
     assert_eq!(git(&p.root, &["show", "claude/main:.lore/notes/after.md"]), "after the reset\n");
+}
+
+/// Gemini CLI at a quota error (429, `RESOURCE_EXHAUSTED`): one attempt of its own
+/// (`general.maxAttempts: 1`), then the commission waits, and completes when run again.
+#[test]
+fn real_gemini_cli_at_a_quota_error_waits_and_runs_again() {
+    let gemini = super::gemini::real_gemini();
+    let p = Project::new(&[]);
+    install_package(&p, "gemini");
+    let api = super::gemini::stand_in(
+        &p,
+        json!([
+            {"limit": {"status": 429, "headers": {"retry-after": "1"}}},
+            {"call": {"name": "mcp_guild-hall_write_artifact", "args": {"path": ".lore/notes/after.md", "content": "after the quota\n"}}},
+            {"call": {"name": "mcp_guild-hall_submit_result", "args": {"summary": "Wrote it", "artifacts": [".lore/notes/after.md"]}}},
+            {"text": "Done."}
+        ]),
+    );
+    p.write_commission("metered", "---\nworker: gemini\noutputs: [.lore/notes/after.md]\n---\nWrite a note.\n");
+    let path = format!("{}:{}", gemini.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default());
+    let pass = || {
+        let out = p
+            .cmd()
+            .env("PATH", &path)
+            .env("GOOGLE_GEMINI_BASE_URL", &api.url)
+            .env("GEMINI_API_KEY", "stand-in-key")
+            .args(["reconcile", "--once", "--wait", "--timeout", "180s"])
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    pass();
+    assert_eq!(p.status("metered"), "pending", "{}\n{}", p.artifact("metered"), p.ok(&["logs", "metered"]));
+    let said = limited(&p, "metered");
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(field(&p, "metered", "not_before").is_some());
+    assert_eq!(super::gemini::turns(&api).len(), 1, "no retry of its own: {said:?}");
+    let text = p.artifact("metered");
+    let line = text.lines().find(|l| l.starts_with("not_before:")).expect("line").to_string();
+    std::fs::write(p.artifact_path("metered"), text.replace(&line, "not_before: 2000-01-01T00:00:00Z")).expect("write");
+    pass();
+    assert_eq!(p.status("metered"), "completed", "{}", p.ok(&["logs", "metered"]));
 }
