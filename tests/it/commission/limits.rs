@@ -36,7 +36,7 @@ fn move_time_on(p: &Project, id: &str) {
 #[test]
 fn a_usage_limit_pauses_the_commission_until_its_reset_and_spends_no_failure() {
     let p = Project::new(&["rationed"]);
-    let id = p.create("rationed", "Metered", "limited-attempts: 1\nresets-in: 4\nWrite it.");
+    let id = p.create("rationed", "Metered", "limited-attempts: 1\nresets-in: 8\nWrite it.");
     p.settle();
     // Paused, not failed: pending, with the reset time and why.
     assert_eq!(p.status(&id), "pending", "{}", p.artifact(&id));
@@ -92,7 +92,7 @@ fn without_a_reset_time_the_wait_doubles_with_each_limit_in_a_row() {
 #[test]
 fn a_pass_killed_while_a_limit_is_handled_converges() {
     let p = Project::new(&["rationed"]);
-    let id = p.create("rationed", "Killed", "limited-attempts: 1\nresets-in: 2\nWrite it.");
+    let id = p.create("rationed", "Killed", "limited-attempts: 1\nresets-in: 3\nWrite it.");
     p.ok(&["reconcile", "--once"]);
     let exit = p.state_dir(&id).join("exit.json");
     wait_for("the limited attempt to end", || exit.exists());
@@ -100,7 +100,9 @@ fn a_pass_killed_while_a_limit_is_handled_converges() {
     p.pass_until_fault("commission-apply:1");
     p.pass_until_fault("cleanup:1");
     p.settle();
-    assert_eq!(p.status(&id), "pending", "{}", p.artifact(&id));
+    // Paused (or, on a loaded machine, already run again after its reset): never failed.
+    assert!(matches!(p.status(&id).as_str(), "pending" | "dispatched" | "in_progress" | "completed"), "{}", p.artifact(&id));
+    assert!(!p.timeline(&id).iter().any(|e| e["to"] == "failed"));
     assert_eq!(events(&p, &id, "limited").len(), 1, "said once");
     assert!(git(&p.root, &["ls-tree", "-r", "--name-only", &format!("claude/commission/{id}")]).contains("partial"));
     p.pass_until("completion after the reset", |p| p.status(&id) == "completed");

@@ -7,9 +7,9 @@ use super::fixtures::{show, task, write_plan};
 use crate::common::*;
 
 /// A task worker cut off by a usage limit on its first attempt (guild-hall's `limit` line,
-/// resetting in 3 seconds), and done on the next.
+/// resetting in 4 seconds), and done on the next.
 const METERED: &str = r#"if [ "$GUILD_HALL_ATTEMPT" -le 1 ] && grep -q limited "$GUILD_HALL_PROMPT_FILE"; then
-  at=$(date -u -d "@$(( $(date +%s) + 3 ))" +%Y-%m-%dT%H:%M:%SZ)
+  at=$(date -u -d "@$(( $(date +%s) + 4 ))" +%Y-%m-%dT%H:%M:%SZ)
   printf '{"type":"limit","text":"usage limit reached","resets_at":"%s"}\n' "$at"
   exit 1
 fi
@@ -26,11 +26,15 @@ fn a_limited_wave_task_makes_its_plan_wait_not_halt() {
         "  - - {id: a, worker: metered, prompt: limited}\n    - {id: b, worker: metered, prompt: plain}\n  - - {id: c, worker: metered, prompt: plain}\n",
     );
     p.pass_until("task a to be paused by its limit", |p| p.timeline("paced").iter().any(|e| e["kind"] == "limited"));
+    // Queued again with the limit as its reason (read from the timeline: on a loaded machine
+    // the reset may have passed and the task run again by now).
+    let events = p.timeline("paced");
+    let queued = events.iter().find(|e| e["kind"] == "task" && e["label"] == "a" && e["state"] == "queued");
+    assert!(queued.and_then(|e| e["reason"].as_str()).is_some_and(|r| r.contains("metered hit a usage or rate limit")), "{events:?}");
     let v = show(&p, "paced");
-    assert_eq!(v["status"], "running", "waits, not halted: {v}");
+    assert!(v["status"] == "running" || v["status"] == "completed", "waits, not halted: {v}");
     let a = task(&v, "a");
-    assert_eq!(a["state"], "queued", "{a}");
-    assert!(a["reason"].as_str().is_some_and(|r| r.contains("metered hit a usage or rate limit")), "{a}");
+    assert_ne!(a["state"], "failed", "{a}");
     let limited: Vec<Value> = p.timeline("paced").into_iter().filter(|e| e["kind"] == "limited").collect();
     assert_eq!(limited.len(), 1, "{limited:?}");
     assert!(limited[0]["resets_at"].is_string() && limited[0]["not_before"].is_string(), "{limited:?}");
@@ -39,6 +43,7 @@ fn a_limited_wave_task_makes_its_plan_wait_not_halt() {
     assert!(chrono::Utc::now() >= not_before);
     let events = p.timeline("paced");
     assert!(!events.iter().any(|e| e["kind"] == "task" && e["state"] == "failed"), "no task failed");
+    assert!(!events.iter().any(|e| e["kind"] == "status" && e["to"] == "halted"), "the plan never halted");
     // A task's move to running is said with the attempt before it (0 for its first).
     let started_again = events.iter().find(|e| e["kind"] == "task" && e["state"] == "running" && e["label"] == "a" && e["attempt"] == 1);
     let ts = started_again.and_then(|e| e["ts"].as_str()).expect("task a ran a second attempt");
