@@ -92,8 +92,14 @@ fn without_a_reset_time_the_wait_doubles_with_each_limit_in_a_row() {
 #[test]
 fn a_pass_killed_while_a_limit_is_handled_converges() {
     let p = Project::new(&["rationed"]);
-    let id = p.create("rationed", "Killed", "limited-attempts: 1\nresets-in: 3\nWrite it.");
+    let id = p.create("rationed", "Killed", "limited-attempts: 1\nresets-in: 3\nwait-for-file: .lore/go\nWrite it.");
     p.ok(&["reconcile", "--once"]);
+    // The worker is held until the pass that started it is over: the limit is handled by the
+    // passes killed below, whatever the machine's load.
+    let worktree = p.worktree(&id);
+    wait_for("the worker's worktree", || worktree.join(".git").exists());
+    std::fs::create_dir_all(worktree.join(".lore")).expect("mkdir");
+    std::fs::write(worktree.join(".lore/go"), "go\n").expect("write");
     let exit = p.state_dir(&id).join("exit.json");
     wait_for("the limited attempt to end", || exit.exists());
     // Killed while the pause is written, then while its work is secured.
@@ -132,7 +138,9 @@ fn max_concurrent_runs_one_attempt_of_the_package_at_a_time() {
     let reason = frontmatter(&p, &b)["reason"].as_str().unwrap_or("").to_string();
     assert!(reason.contains("worker solo runs at most 1 attempt at once") && reason.contains("max_concurrent: 1"), "{reason}");
     p.pass_until("both to complete", |p| p.status(&a) == "completed" && p.status(&b) == "completed");
-    let moved =
-        |id: &str, to: &str| p.timeline(id).into_iter().find(|e| e["kind"] == "status" && e["to"] == to).map(|e| ts(&e)).expect("the move");
-    assert!(moved(&b, "dispatched") >= moved(&a, "completed"), "the second started once the first had ended");
+    // Never both at once: the second was dispatched once the first's worker had ended.
+    let dispatched = p.timeline(&b).into_iter().find(|e| e["kind"] == "status" && e["to"] == "dispatched").map(|e| ts(&e));
+    let exit: Value = serde_json::from_slice(&std::fs::read(p.state_dir(&a).join("exit.json")).expect("exit.json")).expect("json");
+    let ended = chrono::DateTime::parse_from_rfc3339(exit["finished_at"].as_str().expect("finished_at")).expect("time");
+    assert!(dispatched.expect("dispatched") >= ended, "the second started once the first had ended");
 }
