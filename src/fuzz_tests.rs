@@ -137,6 +137,7 @@ fn snapshot(o: Observed) -> Snapshot {
         running_orphans: 0,
         tasks_running: 0,
         daily_budget: None,
+        running_by_package: Default::default(),
         commissions: vec![o],
         schedules: Vec::new(),
         problems: Vec::new(),

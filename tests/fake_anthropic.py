@@ -6,7 +6,8 @@ requests and the serving are `fake_common.py`'s)
 
 SCRIPT is a list of replies, one per model request that offers tools (the agent's turns), in
 order: {"tool_use": {"name": ..., "input": {...}}} or {"text": ...}, either with "sleep": SECONDS to
-answer only after that long (a turn in progress, to cancel). Once the script is used up,
+answer only after that long (a turn in progress, to cancel); or {"limit": {...}}: a 429 with the
+API's `rate_limit_error` body (fake_common.py). Once the script is used up,
 every further turn answers "done". Every request body is appended to REQUESTS as one JSON line
 (so a test can see which tools the agent was offered). The chosen port is written to PORT_FILE.
 Streaming (server-sent events) and plain JSON replies are both served, as the API does.
@@ -41,6 +42,10 @@ class AnthropicHandler(Handler):
         if not self.path.startswith("/v1/messages"):
             return self.send_json(200, {})
         reply = reply_for(body)
+        if "limit" in reply:
+            limit = reply["limit"]
+            return self.send_limit(limit, {"type": "error", "error": {
+                "type": "rate_limit_error", "message": limit.get("message", "This request would exceed your rate limit.")}})
         if reply.get("sleep"):
             time.sleep(reply["sleep"])
         blocks, stop = content_blocks(reply)

@@ -5,6 +5,9 @@ every request recorded before it is answered, JSON replies, and serving on a fre
 Usage of each stand-in: fake_X.py SCRIPT.json REQUESTS.jsonl PORT_FILE. SCRIPT is a JSON list
 of replies, one per agent turn, in order; once it is used up every further turn answers "done".
 A reply may say the tokens it used (`usage_of`), which each stand-in reports as its API does.
+A reply {"limit": {"status": 429, "headers": {...}, "message": ...}} answers the turn with that
+HTTP error instead (`Handler.send_limit`): a rate or usage limit, with the headers that say when
+it resets (`retry-after`, `anthropic-ratelimit-unified-reset`, ...), in the API's error body.
 Every request is appended to REQUESTS as one JSON line (its path, its time, its body, and its
 headers where the stand-in asks for them). The chosen port is written to PORT_FILE (whole:
 written aside, then renamed).
@@ -65,6 +68,18 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_limit(self, limit, body):
+        """A scripted limit: its status (429 unless said), its headers, and `body` (the API's
+        error body) as JSON."""
+        data = json.dumps(body).encode()
+        self.send_response(int(limit.get("status", 429)))
+        self.send_header("Content-Type", "application/json")
+        for k, v in (limit.get("headers") or {}).items():
+            self.send_header(k, str(v))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

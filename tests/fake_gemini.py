@@ -6,7 +6,8 @@ requests and the serving are `fake_common.py`'s)
 
 SCRIPT is a list of replies, one per model request that offers tools (the agent's turns), in
 order: {"call": {"name": ..., "args": {...}}} (a function call), {"text": ...} (streamed in a few
-chunks) or {"hold": SECONDS} (answer nothing for that long: a turn to cancel). Once the script is
+chunks), {"hold": SECONDS} (answer nothing for that long: a turn to cancel) or {"limit": {...}}
+(a 429 with the API's `RESOURCE_EXHAUSTED` body: fake_common.py). Once the script is
 used up, every further turn answers "done". Side requests (no tools: the CLI's session summary,
 routing) get a short text. Every request is appended to REQUESTS as one JSON line, its path and
 body, before it is answered (so a test sees what each turn sent, and that a held one arrived).
@@ -60,6 +61,11 @@ class GeminiHandler(Handler):
         if ":streamGenerateContent" not in self.path and ":generateContent" not in self.path:
             return self.send_json(200, {})
         reply = reply_for(body)
+        if "limit" in reply:
+            limit = reply["limit"]
+            return self.send_limit(limit, {"error": {
+                "code": int(limit.get("status", 429)), "status": "RESOURCE_EXHAUSTED",
+                "message": limit.get("message", "Quota exceeded for quota metric 'Generate Content API requests per minute'")}})
         if "hold" in reply:
             time.sleep(float(reply["hold"]))
             reply = {"text": "held"}

@@ -12,7 +12,10 @@ SCRIPT is a list of replies, one per model request, in order:
 - {"echo": PREFIX}: text saying what the last user message was and which user messages came
   before it in the request (what a resumed session carries);
 - {"hold": true}: no answer at all: the stream stays open, silent, until the client goes away;
-- {"error": CODE}: an HTTP error with an OpenAI-style error body.
+- {"error": CODE}: an HTTP error with an OpenAI-style error body;
+- {"limit": {"status", "headers", "error": {...}}}: a limit (429 unless said), its error body's
+  fields given (a ChatGPT plan's `{"type": "usage_limit_reached", "resets_at": EPOCH}`), else the
+  API's `rate_limit_exceeded` (fake_common.py).
 Once the script is used up, every further request answers "done". Every request (path, headers
 and body) is appended to REQUESTS as one JSON line before it is answered. The chosen port is
 written to PORT_FILE.
@@ -64,6 +67,11 @@ class OpenAIHandler(Handler):
         if not self.path.rstrip("/").endswith("/responses"):
             return self.send_json(404, {"error": {"message": "not served by the stand-in", "type": "invalid_request_error"}})
         reply = next_reply()
+        if "limit" in reply:
+            limit = reply["limit"]
+            error = {"message": "Rate limit reached for requests", "type": "requests", "param": None, "code": "rate_limit_exceeded"}
+            error.update(limit.get("error") or {})
+            return self.send_limit(limit, {"error": error})
         if "error" in reply:
             code = int(reply["error"])
             return self.send_json(code, {"error": {"message": "stand-in: injected HTTP %d" % code,

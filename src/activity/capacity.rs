@@ -24,11 +24,14 @@ pub(crate) struct Capacity {
     held: Vec<(Name, usize)>,
     /// A daily budget reached: no new commission is dispatched this round.
     pub(crate) daily: Option<super::budget::DailyReached>,
+    /// Live attempts by worker package, of every project in this home, but this project's
+    /// commissions (their decider counts those): what a package's `max_concurrent:` caps.
+    pub(crate) by_package: std::collections::BTreeMap<String, usize>,
 }
 
 impl Capacity {
     pub(crate) fn new(project_cap: usize, home_cap: usize, elsewhere: usize, orphans: usize, tasks: usize) -> Capacity {
-        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new(), daily: None }
+        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new(), daily: None, by_package: Default::default() }
     }
 
     /// `kind`, decided: its workers hold `n` slots once its actions are carried out.

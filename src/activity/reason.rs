@@ -134,6 +134,17 @@ pub(crate) enum Reason {
     ReportedFailure(String),
     /// Why a task would run again, past its reruns: it fails instead.
     NoMoreReruns { why: Box<Reason>, reruns: u32 },
+    /// Its agent hit a rate or usage limit (its words), which resets at `resets_at` when it said
+    /// so: not a failure, it runs again from `not_before` on.
+    UsageLimited {
+        agent: String,
+        said: String,
+        resets_at: Option<chrono::DateTime<chrono::Utc>>,
+        not_before: chrono::DateTime<chrono::Utc>,
+    },
+    /// Its worker's package runs at most `max` attempts at once in this home (`max_concurrent:`),
+    /// and that many run: it waits for one to end.
+    PackageAtCapacity { worker: String, max: usize },
     /// A meeting opened by a person (written open).
     OpenedByPerson,
     /// A meeting's request accepted.
@@ -275,6 +286,19 @@ impl fmt::Display for Reason {
             }
             Reason::ReportedFailure(why) => write!(f, "the worker reported failure: {why}"),
             Reason::NoMoreReruns { why, reruns } => write!(f, "{why}; not run again after {reruns} reruns"),
+            Reason::UsageLimited { agent, said, resets_at, not_before } => {
+                let at = not_before.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                write!(f, "{agent} hit a usage or rate limit ({said}); not a failure: ")?;
+                match resets_at {
+                    Some(_) => write!(f, "it resets at {at}, and the work is dispatched again then"),
+                    None => write!(f, "no reset time given, so it is dispatched again after {at} (a backoff)"),
+                }
+            }
+            Reason::PackageAtCapacity { worker, max } => write!(
+                f,
+                "worker {worker} runs at most {} at once in this home (max_concurrent: {max} in its worker.yaml), and that many run: it waits for one to end",
+                crate::activity::timeline::counted(*max, "attempt")
+            ),
             Reason::OpenedByPerson => f.write_str("opened by a person"),
             Reason::RequestAccepted => f.write_str("request accepted"),
             Reason::RequestDeclined => f.write_str("request declined"),
@@ -403,6 +427,28 @@ mod tests {
             (Reason::WorkLost("g".into()), "its work was lost before the copy-back (g)"),
             (Reason::FailureUnknown("x".into()), "its mailbox cannot be read (x), so whether it reported failure cannot be known"),
             (Reason::ReportedFailure("x".into()), "the worker reported failure: x"),
+            (
+                Reason::UsageLimited {
+                    agent: "claude-code".into(),
+                    said: "API Error: 429".into(),
+                    resets_at: None,
+                    not_before: chrono::DateTime::from_timestamp(1_795_893_600, 0).expect("time"),
+                },
+                "claude-code hit a usage or rate limit (API Error: 429); not a failure: no reset time given, so it is dispatched again after 2026-11-28T19:20:00Z (a backoff)",
+            ),
+            (
+                Reason::UsageLimited {
+                    agent: "codex".into(),
+                    said: "try again at 7:20 PM".into(),
+                    resets_at: chrono::DateTime::from_timestamp(1_795_893_600, 0),
+                    not_before: chrono::DateTime::from_timestamp(1_795_893_600, 0).expect("time"),
+                },
+                "codex hit a usage or rate limit (try again at 7:20 PM); not a failure: it resets at 2026-11-28T19:20:00Z, and the work is dispatched again then",
+            ),
+            (
+                Reason::PackageAtCapacity { worker: "codex".into(), max: 1 },
+                "worker codex runs at most 1 attempt at once in this home (max_concurrent: 1 in its worker.yaml), and that many run: it waits for one to end",
+            ),
             (Reason::OpenedByPerson, "opened by a person"),
             (Reason::RequestAccepted, "request accepted"),
             (Reason::RequestDeclined, "request declined"),

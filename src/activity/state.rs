@@ -430,6 +430,15 @@ impl StateDir {
     pub(crate) fn usage(&self, attempt: u32) -> PathBuf {
         self.0.join(format!("attempt-{attempt}.usage.json"))
     }
+    /// The worker package of the attempt last launched here (its name): what a package's
+    /// `max_concurrent:` counts among the live attempts.
+    pub(crate) fn package(&self) -> PathBuf {
+        self.0.join("package")
+    }
+    /// The rate or usage limit that ended `attempt`, as the shim read it from its output.
+    pub(crate) fn limit(&self, attempt: u32) -> PathBuf {
+        self.0.join(format!("attempt-{attempt}.limit.json"))
+    }
 }
 
 #[cfg(test)]

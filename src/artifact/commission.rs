@@ -389,10 +389,15 @@ pub(crate) struct Frontmatter {
     /// Guild Hall's dialect: an older place of the result, kept as written.
     #[schemars(with = "Option<String>")]
     result_summary: Option<super::frontmatter::Unread>,
+    /// Written by guild-hall: its agent hit a rate or usage limit; it is not dispatched before
+    /// this time (RFC 3339: the reset time, else a backoff). Removed to dispatch it sooner; a
+    /// value that is no time is ignored.
+    #[schemars(with = "Option<String>")]
+    not_before: Option<Value>,
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 13] = [
+pub(crate) const OWNED_KEYS: [&str; 14] = [
     "status",
     "created",
     "attempt",
@@ -406,6 +411,7 @@ pub(crate) const OWNED_KEYS: [&str; 13] = [
     "refused",
     "completed",
     "usage",
+    "not_before",
 ];
 
 /// The keys a person writes as a one-shot request, which the reconciler removes once answered.
@@ -571,6 +577,9 @@ impl Commission {
             project_name: _kept_too,
             source: _kept_also,
             result_summary: _kept_likewise,
+            // Read where a commission waits (`commission::decide::not_before`): a hand edit that
+            // is no time reads as none, like every owned key's.
+            not_before: _read_where_it_waits,
         } = super::frontmatter::declared(&fields);
         let dialect = super::dialect::MARKS.iter().any(|k| fields.contains_key(*k));
         let status = super::vocabulary::status_field::<Status>(status.as_ref(), &mut bad);

@@ -624,6 +624,9 @@ pub fn workers(env: &Env, json_out: bool) -> Result<()> {
         if !m.description.is_empty() {
             table.under(line(&m.description).into_owned());
         }
+        if let Some(n) = m.max_concurrent() {
+            table.under(format!("max_concurrent: {n} (at most {n} of its attempts at once in this home; the rest wait, blocked)"));
+        }
     }
     table.print();
     for pr in &cat.problems {

@@ -43,6 +43,7 @@ impl Kind<Catalog> for Commissions<'_> {
         snapshot.running_orphans = capacity.orphans;
         snapshot.tasks_running = capacity.tasks;
         snapshot.daily_budget = capacity.daily;
+        snapshot.running_by_package = capacity.by_package.clone();
         snapshot.max_concurrent = capacity.home_cap;
         let problems = snapshot.problems.clone();
         Ok((snapshot, problems))

@@ -55,6 +55,9 @@ pub(crate) struct Observed {
     /// The current attempt, over, passed its budget: its shim stopped it (or, for an agent
     /// that reports only at the end, found it past it then).
     pub(crate) overspent: Option<crate::activity::budget::Overspent>,
+    /// The rate or usage limit that ended the current attempt, as its shim recorded it, and how
+    /// many attempts in a row (this one included) ended so: the backoff's step.
+    pub(crate) limited: Option<(crate::worker::limits::Limited, u32)>,
     /// The mailbox could not be read at all (an I/O error, not a regular file, a mode guild-hall
     /// could not give back): the attempt is watched and stopped as any other, and fails once
     /// its worker has ended (a result it may hold cannot be read).
@@ -166,6 +169,7 @@ impl Observed {
             usage: None,
             usage_before: None,
             overspent: None,
+            limited: None,
             mail_error: None,
             heartbeat: None,
             sample: None,
@@ -319,6 +323,9 @@ pub struct Snapshot {
     pub(crate) tasks_running: usize,
     /// A daily budget reached (the round's capacity's): new commissions wait, `blocked`.
     pub(crate) daily_budget: Option<crate::activity::budget::DailyReached>,
+    /// Live attempts by worker package outside this project's commissions (a pass sets it
+    /// from the round's capacity): what a package's `max_concurrent:` counts besides them.
+    pub(crate) running_by_package: std::collections::BTreeMap<String, usize>,
     pub(crate) commissions: Vec<Observed>,
     /// The scheduled commissions (templates: never dispatched), with their runs.
     pub(crate) schedules: Vec<ObservedSchedule>,
@@ -477,6 +484,7 @@ pub(crate) fn observe_cached(
         running_elsewhere: 0,
         tasks_running: 0,
         daily_budget: None,
+        running_by_package: Default::default(),
         max_concurrent: global.max_concurrent_commissions,
         project: project.clone(),
         commissions,
@@ -888,6 +896,7 @@ fn observe_artifact(
             obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
             if over {
                 obs.overspent = crate::worker::budget::recorded(&state, rec.attempt);
+                obs.limited = crate::worker::limits::observed(&state, rec.attempt);
             }
             if obs.usage.is_some() && rec.attempt > 1 {
                 let timeline = crate::activity::timeline::path_for(&obs.artifact.path);

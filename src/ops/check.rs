@@ -68,6 +68,11 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
             if let Some(why) = snap.workers.cannot_start(&a.worker) {
                 waiting.push(at_key(&a.path, "worker", format!("commission {} waits: {why}", a.id)));
             }
+            if let Some(t) = crate::commission::decide::not_before(o).filter(|t| *t > chrono::Utc::now()) {
+                let at = t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                let why = format!("commission {} waits until {at} (not_before: its agent hit a usage or rate limit)", a.id);
+                waiting.push(at_key(&a.path, "not_before", why));
+            }
         }
     }
     let now = crate::activity::timeline::timestamp(chrono::Utc::now());

@@ -271,6 +271,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             busy: liveness::busy(&ts, &boot),
             polled: procs.polled,
             lingering: lingering(attempt, &procs),
+            limited: over.then(|| crate::worker::limits::observed(&ts, attempt)).flatten(),
             exit,
             usage,
             mail,

@@ -32,7 +32,42 @@ pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
         tasks_running_in(home, &project.name, &boot),
     );
     capacity.daily = super::budget::reached(project, &global);
+    capacity.by_package = packages_running(home, project, &boot);
     Ok(capacity)
+}
+
+/// Live attempts by worker package (`max_concurrent:`): every project's commissions and wave
+/// tasks in this home, but this project's commissions that still have their file (their
+/// decider counts them). Proven live by the same look as the caps', so a crash leaves no count
+/// behind; an attempt whose package is not recorded counts for none.
+fn packages_running(home: &Home, project: &Project, boot: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut by = std::collections::BTreeMap::new();
+    let mut count = |state: &StateDir| {
+        if let Ok(name) = std::fs::read_to_string(state.package()) {
+            *by.entry(name.trim().to_string()).or_insert(0) += 1;
+        }
+    };
+    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return by };
+    let commissions = project.commissions_dir();
+    for p in projects.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+        let this = p == project.name;
+        for state in live_in(&home.commissions_state(&p), boot, |id| {
+            !this || !std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink())
+        }) {
+            count(&state);
+        }
+        let Ok(plans) = std::fs::read_dir(home.plans_state(&p)) else { continue };
+        for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+            let Ok(tasks) = std::fs::read_dir(home.tasks_state(&p, &plan)) else { continue };
+            for t in tasks.filter_map(|e| e.ok()) {
+                let state = StateDir(t.path());
+                if crate::worker::liveness::busy(&state, boot) {
+                    count(&state);
+                }
+            }
+        }
+    }
+    by
 }
 
 /// Commissions of other projects whose worker is alive: they count against the global cap.
@@ -66,8 +101,13 @@ fn tasks_running_in(home: &Home, project: &str, boot: &str) -> usize {
 /// or may be: a record or run file that does not parse counts as running (its worker may be
 /// alive for all we know, so it keeps its slot, as in its own project), with a warning.
 fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
-    let Ok(cs) = std::fs::read_dir(dir) else { return 0 };
-    let mut n = 0;
+    live_in(dir, boot, include).len()
+}
+
+/// [`running_in`]'s runtime dirs themselves.
+fn live_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> Vec<StateDir> {
+    let Ok(cs) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut n = Vec::new();
     for c in cs.filter_map(|e| e.ok()) {
         if !c.file_name().to_str().is_some_and(&include) {
             continue;
@@ -81,7 +121,7 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
             Ok(None) => continue,
             Err(e) => {
                 corrupt(e);
-                n += 1;
+                n.push(state);
                 continue;
             }
         };
@@ -95,7 +135,7 @@ fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
         // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
         // so does a runner's job, queued or running.
         if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
-            n += 1;
+            n.push(state);
         }
     }
     n

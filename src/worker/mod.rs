@@ -12,6 +12,7 @@ pub(crate) mod bundled;
 pub(crate) mod checks;
 pub(crate) mod filter;
 pub mod launch;
+pub(crate) mod limits;
 pub(crate) mod liveness;
 pub mod memory;
 pub mod package;

@@ -96,6 +96,10 @@ pub struct Manifest {
     /// what its worktrees need besides their tracked files.
     #[serde(default, skip_serializing_if = "crate::config::Workspace::is_empty")]
     pub(crate) workspace: crate::config::Workspace,
+    /// At most this many of its attempts (commissions and wave tasks) run at once in this home,
+    /// across its projects (an agent's account allows so many); the rest wait, `blocked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_concurrent: Option<std::num::NonZeroUsize>,
 }
 
 /// `acp:` in `worker.yaml` (with `protocol: acp`): the permission policy guild-hall's ACP client
@@ -476,6 +480,11 @@ impl GuildHallWorker {
 }
 
 impl Manifest {
+    /// `max_concurrent:`: at most this many of its attempts at once in this home.
+    pub fn max_concurrent(&self) -> Option<usize> {
+        self.max_concurrent.map(std::num::NonZeroUsize::get)
+    }
+
     /// `worker.yaml`'s schema (the one `guild-hall schema worker` prints), built once.
     pub(crate) fn schema() -> &'static serde_json::Value {
         static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();

@@ -839,6 +839,9 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
     if let Some(over) = args.budget.as_ref().and_then(|b| b.passed(reading.as_ref(), reported.as_ref())) {
         crate::worker::budget::record(state, attempt, &over, &|line: &str| note(state, attempt, line));
     }
+    // A rate or usage limit its agent reported at the end (the kinds make the attempt wait):
+    // recorded before `exit.json`, like usage.
+    record_limit(state, attempt);
     let mut exit = ExitInfo {
         attempt,
         code: status.and_then(|s| s.code()),
@@ -855,6 +858,17 @@ fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd
         exit.tail = crate::activity::state::log_tail_of(&state.log(attempt));
     }
     write_json(&state.exit(), &exit).map_err(|error| ShimError::RecordExit { exit: exit.describe(), error })
+}
+
+/// Read the end of the attempt's log for a limit its agent reported ([`crate::worker::limits`])
+/// and record it (`attempt-N.limit.json`).
+fn record_limit(state: &StateDir, attempt: u32) {
+    let Some(bytes) = crate::files::read_tail_bytes(&state.log(attempt), crate::worker::limits::SCAN_BYTES) else { return };
+    if let Some(limited) = crate::worker::limits::scan(&String::from_utf8_lossy(&bytes), Utc::now()) {
+        if let Err(e) = write_json(&state.limit(attempt), &limited) {
+            note(state, attempt, &format!("cannot record the limit the agent reported: {e:#}"));
+        }
+    }
 }
 
 /// Run the workspace's setup commands in the worktree, each confined like the worker and

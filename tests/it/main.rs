@@ -54,6 +54,7 @@ mod commission {
     mod dependency_cycles;
     mod dialect;
     mod lifecycle;
+    mod limits;
     mod mailbox;
     mod review;
     mod scheduled;
@@ -87,6 +88,7 @@ mod meeting {
 mod plan {
     mod ci_timeout;
     pub(crate) mod fixtures;
+    mod limits;
     mod mailbox;
     mod record_vs_git;
     mod task_liveness;
@@ -113,6 +115,7 @@ mod worker {
     mod confinement;
     pub(crate) mod gemini;
     mod guild_hall_roster;
+    mod limits;
     pub(crate) mod one_package;
     mod packages;
     mod sandbox_reads;

@@ -615,6 +615,7 @@ mod tests {
             running_orphans: 0,
             tasks_running: 0,
             daily_budget: None,
+            running_by_package: Default::default(),
             commissions,
             schedules: Vec::new(),
             problems: Vec::new(),

@@ -77,6 +77,10 @@ pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
         st.go(Status::Failed, Reason::BudgetExceeded(over));
         return Effect::None;
     }
+    if let (Some(x), Some((limited, streak))) = (exit.filter(|x| x.attempt == st.record.attempt), o.limited.as_ref()) {
+        limited_wait(o, st, x.finished_at, limited, *streak);
+        return Effect::None;
+    }
     let reason = match exit {
         Some(x) if x.clean() => Reason::NoResult,
         Some(x) => Reason::Exited(x.clone()),
@@ -87,4 +91,42 @@ pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
     };
     st.go(Status::Failed, reason);
     Effect::None
+}
+
+/// An attempt its agent's rate or usage limit ended, without a result: no failure. The
+/// commission goes back to `pending` with `not_before:` (the reset time the agent said, else a
+/// backoff from the attempt's end by how many attempts in a row ended so) and a reason; it is
+/// dispatched again from then on. All of it follows from the attempt's records, so a pass
+/// repeated writes the same.
+fn limited_wait(
+    o: &Observed,
+    st: &mut Step<'_>,
+    ended: chrono::DateTime<chrono::Utc>,
+    limited: &crate::worker::limits::Limited,
+    streak: u32,
+) {
+    let attempt = st.record.attempt;
+    let not_before = crate::worker::limits::not_before(limited, ended, streak);
+    let at = crate::activity::timeline::timestamp(not_before);
+    let mut fields = json!({"text": limited.said, "attempt": attempt, "not_before": at, "in_a_row": streak});
+    if let Some(r) = limited.resets_at {
+        fields["resets_at"] = crate::activity::timeline::timestamp(r).into();
+    }
+    st.event("limited", format!("limited:{attempt}"), fields);
+    let reason =
+        Reason::UsageLimited { agent: o.artifact.worker.clone(), said: limited.said.clone(), resets_at: limited.resets_at, not_before };
+    st.go(Status::Pending, reason.clone());
+    // Pending says nothing by itself: the reason says why it waits, until it is dispatched.
+    st.set("reason", serde_yaml_ng::Value::String(reason.to_string()));
+    st.set(NOT_BEFORE, serde_yaml_ng::Value::String(at));
+}
+
+/// The key a commission waits on after a limit: not dispatched before this time.
+pub(crate) const NOT_BEFORE: &str = "not_before";
+
+/// When a commission still to run may be dispatched, if its `not_before:` says a time (a
+/// person's edit removing it, or moving it, is theirs to make).
+pub(crate) fn not_before(o: &Observed) -> Option<chrono::DateTime<chrono::Utc>> {
+    let text = o.artifact.field(NOT_BEFORE)?.as_str()?;
+    chrono::DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&chrono::Utc))
 }

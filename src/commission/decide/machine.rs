@@ -282,6 +282,19 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
 /// candidate for a slot once nothing of an earlier attempt is left.
 fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants_dispatch: bool) -> Effect {
     let cfg = &s.project.config;
+    if let Some(full) = super::waiting::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles))
+        .is_none()
+        .then(|| super::waiting::package_full(s, o))
+        .flatten()
+    {
+        // Its package's `max_concurrent:` is reached: it waits for one of its attempts to end.
+        if st.status == Status::Pending {
+            st.go(Status::Blocked, full);
+        } else if o.artifact.owned.reason.as_deref() != Some(full.to_string().as_str()) {
+            st.set("reason", Value::String(full.to_string()));
+        }
+        return Effect::None;
+    }
     if let Some(why) = super::waiting::waiting(o, &s.workers, &cfg.integration_branch, Some(cycles)) {
         if st.status == Status::Pending {
             st.go(Status::Blocked, Reason::Waiting(why));
@@ -310,6 +323,10 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
             Effect::KillLeftovers
         } else if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
             Effect::Cleanup("leftover worktree of an earlier attempt")
+        } else if super::liveness::not_before(o).is_some_and(|t| t > s.now) && !wants_dispatch {
+            // Paused by its agent's limit until then (a person's dispatch starts it sooner);
+            // the watch is woken then (`timers`).
+            Effect::None
         } else {
             Effect::Candidate { wants: wants_dispatch }
         }

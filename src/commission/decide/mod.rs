@@ -323,13 +323,19 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut
     let cfg = &s.project.config;
     let created = |s: &Step<'_>| s.o.artifact.created().map(str::to_string).or_else(|| s.record.created.clone());
     candidates.sort_by(|(a, _), (b, _)| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
+    // Attempts each package starts this round, against its `max_concurrent:`.
+    let mut started: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for (mut step, revision) in candidates {
         let has_room = running < cfg.commission_cap && running + s.running_elsewhere < s.max_concurrent;
-        if !has_room || step.o.worktree_exists {
+        let worker = step.o.artifact.worker.clone();
+        let package_room = waiting::package_cap(s, &worker)
+            .is_none_or(|max| waiting::live_of(s, &worker) + started.get(&worker).copied().unwrap_or(0) < max);
+        if !has_room || !package_room || step.o.worktree_exists {
             push_update(actions, step.finish());
             continue;
         }
         running += 1;
+        *started.entry(worker).or_insert(0) += 1;
         if let Some(revision) = revision {
             // On the branch of the attempt it revises, given the feedback (in the record the
             // prompt is made from).
@@ -367,6 +373,7 @@ fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut
         step.set("attempt", Value::from(attempt));
         step.set("branch", Value::String(branch.clone()));
         step.remove("desired");
+        step.remove(liveness::NOT_BEFORE);
         let worker = step.o.artifact.worker.clone();
         actions.push(Action::Dispatch { update: step.finish(), attempt, branch, worker, resume: false });
     }
@@ -418,6 +425,7 @@ pub(crate) use step::{attempt_branch, result_value};
 
 pub(crate) use deps::{cycle_problems, dependency_cycles, Cycles};
 pub(crate) use effect::{Sig, Update};
+pub(crate) use liveness::not_before;
 pub(crate) use timers::next_check;
 pub(crate) use transitions::{desired_refusal, person_may_request, refusal};
 pub(crate) use waiting::waiting;

@@ -51,6 +51,7 @@ fn snapshot(commissions: Vec<Observed>) -> Snapshot {
         running_orphans: 0,
         tasks_running: 0,
         daily_budget: None,
+        running_by_package: Default::default(),
         commissions,
         schedules: Vec::new(),
         problems: Vec::new(),
@@ -1331,4 +1332,68 @@ fn an_update_is_described_in_words() {
     let a = Action::Update(u);
     assert_eq!(a.describe(), "branch written");
     assert!(a.reported(true));
+}
+
+/// An attempt its agent's limit ended waits `pending` with `not_before:` (pure: from the
+/// attempt's records alone), a submitted result still wins, and it is dispatched only once
+/// `not_before` has passed (or a person asks).
+#[test]
+fn a_limited_attempt_waits_until_not_before_then_dispatches() {
+    let limited = |resets_at: Option<DateTime<Utc>>, streak: u32| {
+        let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
+        o.proc = Proc::Dead;
+        o.exit = Some(ExitInfo { code: Some(1), error: None, finished_at: t0(), ..ExitInfo::error(1, String::new()) });
+        o.limited = Some((crate::worker::limits::Limited { said: "HTTP 429".into(), resets_at }, streak));
+        o
+    };
+    let p = decide(&snapshot(vec![limited(None, 1)]));
+    assert_eq!(status_events(&p), [("in_progress".to_string(), "pending".to_string())]);
+    assert_eq!(sets(&p, "c", "not_before"), Some(Value::from("2026-11-22T12:01:00.000Z")), "a minute's backoff");
+    let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    assert!(reason.starts_with("scribe hit a usage or rate limit (HTTP 429)"), "{reason}");
+    assert!(!p.actions.iter().any(|a| matches!(a, Action::Dispatch { .. })), "not dispatched at once");
+    let p = decide(&snapshot(vec![limited(None, 3)]));
+    assert_eq!(sets(&p, "c", "not_before"), Some(Value::from("2026-11-22T12:04:00.000Z")), "the third in a row: 4 minutes");
+    let p = decide(&snapshot(vec![limited(Some(t0() + Duration::hours(2)), 1)]));
+    assert_eq!(sets(&p, "c", "not_before"), Some(Value::from("2026-11-22T14:00:00.000Z")), "the reset time");
+    // A result submitted before the limit: it completes.
+    let mut o = limited(None, 1);
+    deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: vec![] }));
+    assert_eq!(sets(&decide(&snapshot(vec![o])), "c", "status"), Some(Value::from("completed")));
+    // Pending with a not_before: waits, then is dispatched (and not_before removed).
+    let waiting = |not_before: &str, extra: &str| {
+        obs(commission("c", &format!("status: pending\nattempt: 1\nnot_before: {not_before}\n{extra}")), Some(rec(Status::Pending, 1)))
+    };
+    let p = decide(&snapshot(vec![waiting("2026-11-22T12:01:00Z", "")]));
+    assert!(p.actions.is_empty() && p.settled, "settled for now: {:?}", p.actions);
+    assert_eq!(next_check(&snapshot(vec![waiting("2026-11-22T12:01:00Z", "")])), Some(std::time::Duration::from_secs(60)));
+    let p = decide(&snapshot(vec![waiting("2026-11-22T11:59:00Z", "")]));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Dispatch { attempt: 2, .. })), "{:?}", p.actions);
+    assert!(edits_of(&p, "c").contains(&Edit::Remove("not_before".into())));
+    let p = decide(&snapshot(vec![waiting("2026-11-22T12:01:00Z", "desired: dispatched\n")]));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Dispatch { .. })), "a person's dispatch starts it sooner");
+    let p = decide(&snapshot(vec![waiting("soon", "")]));
+    assert!(p.actions.iter().any(|a| matches!(a, Action::Dispatch { .. })), "a not_before that is no time is ignored");
+}
+
+/// `max_concurrent: 1`: with one attempt of the package live (here or anywhere in the home),
+/// the next waits `blocked`, saying why; of two candidates in one round, one starts.
+#[test]
+fn max_concurrent_holds_the_excess_blocked() {
+    let mut s = snapshot(vec![obs(commission("a", "status: pending\n"), None), obs(commission("b", "status: pending\n"), None)]);
+    let cap = |s: &mut Snapshot| {
+        let pkg = s.workers.packages.get_mut("scribe").expect("scribe");
+        pkg.manifest.max_concurrent = std::num::NonZeroUsize::new(1);
+    };
+    cap(&mut s);
+    let p = decide(&s);
+    let dispatched: Vec<&str> = p.actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).map(|a| a.id()).collect();
+    assert_eq!(dispatched, ["a"], "one of two");
+    // One live elsewhere in the home: both wait, blocked, saying why.
+    s.running_by_package.insert("scribe".into(), 1);
+    let p = decide(&s);
+    assert!(!p.actions.iter().any(|a| matches!(a, Action::Dispatch { .. })));
+    assert_eq!(status_events(&p), [("pending".to_string(), "blocked".to_string()), ("pending".to_string(), "blocked".to_string())]);
+    let reason = sets(&p, "a", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    assert!(reason.contains("max_concurrent: 1"), "{reason}");
 }

@@ -29,6 +29,10 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
                 // A job ended by its cluster changes no file: its runner is asked again.
                 Some(if o.polled { look.min(after(liveness::POLL)) } else { look })
             }
+            // Paused by its agent's limit: looked at again once it may run.
+            (Proc::NotStarted | Proc::Dead, Some(r)) if matches!(r.status, Status::Pending) => {
+                super::liveness::not_before(o).filter(|t| *t > s.now)
+            }
             _ => None,
         };
         soonest = match (soonest, at) {

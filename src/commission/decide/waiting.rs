@@ -1,7 +1,8 @@
 //! Why a commission still to run waits: the one sentence the pass, `check` and `status` say.
 
 use super::deps::Cycles;
-use crate::commission::observe::Observed;
+use crate::activity::reason::Reason;
+use crate::commission::observe::{Observed, Proc, Snapshot};
 
 /// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
 /// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
@@ -35,4 +36,33 @@ pub(crate) fn waiting(o: &Observed, workers: &crate::worker::Catalog, integratio
         });
     }
     workers.cannot_start(&o.artifact.worker)
+}
+
+/// Its worker's package runs as many attempts as its `max_concurrent:` allows in this home:
+/// it waits (`blocked`) for one to end. Counted from live attempts only (this project's
+/// commissions as observed, everything else from the round's capacity), so nothing drifts.
+pub(super) fn package_full(s: &Snapshot, o: &Observed) -> Option<Reason> {
+    let worker = &o.artifact.worker;
+    let max = s.workers.packages.get(worker)?.manifest.max_concurrent?.get();
+    (live_of(s, worker) >= max).then(|| Reason::PackageAtCapacity { worker: worker.clone(), max })
+}
+
+/// The live attempts of `worker`'s package: this project's commissions at work (or about to
+/// be started again), and every other one the round's capacity saw.
+pub(super) fn live_of(s: &Snapshot, worker: &str) -> usize {
+    let here = s
+        .commissions
+        .iter()
+        .filter(|c| c.artifact.worker == worker)
+        .filter(|c| {
+            matches!(c.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+                || (c.proc == Proc::NotStarted && c.record.as_ref().is_some_and(|r| r.status.is_active()))
+        })
+        .count();
+    here + s.running_by_package.get(worker).copied().unwrap_or(0)
+}
+
+/// A package's `max_concurrent:`, if it has one.
+pub(super) fn package_cap(s: &Snapshot, worker: &str) -> Option<usize> {
+    s.workers.packages.get(worker)?.manifest.max_concurrent.map(std::num::NonZeroUsize::get)
 }

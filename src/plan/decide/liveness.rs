@@ -123,6 +123,10 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
                     at.push(if ot.polled { look.min(poll) } else { look });
                 }
                 _ if ot.busy || ot.lingering.is_some() => at.push(soon),
+                // Paused by its agent's limit: looked at again once it may start.
+                (_, Some(r)) if r.state == TaskState::Queued && record.status == PlanStatus::Running => {
+                    at.extend(r.not_before.filter(|nb| *nb > s.at));
+                }
                 _ => {}
             }
         }

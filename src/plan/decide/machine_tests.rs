@@ -52,6 +52,7 @@ pub(super) fn observed_task(task: &Task) -> ObservedTask {
         task: task.clone(),
         exit: None,
         usage: None,
+        limited: None,
         mail: TaskMail::default(),
         worker_problem: None,
         worktree_exists: false,
@@ -93,7 +94,7 @@ pub(super) fn record(status: PlanStatus, wave: usize) -> PlanRecord {
 }
 
 pub(super) fn task_record(state: TaskState, attempt: u32) -> TaskRecord {
-    TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0 }
+    TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0, not_before: None }
 }
 
 pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {

@@ -54,6 +54,8 @@ pub(crate) struct ObservedTask {
     pub(crate) exit: Option<ExitInfo>,
     /// What its current attempt used, once it ended (read until its `usage` event is logged).
     pub(crate) usage: Option<crate::worker::usage::Attempt>,
+    /// The rate or usage limit that ended its current attempt, and how many in a row did.
+    pub(crate) limited: Option<(crate::worker::limits::Limited, u32)>,
     /// What its current attempt's workspace setup made that git does not ignore (read until
     /// its `setup` event is logged).
     pub(crate) setup_made: Option<String>,

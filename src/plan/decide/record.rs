@@ -44,6 +44,9 @@ pub struct TaskRecord {
     /// [`MAX_RERUNS`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) reruns: u32,
+    /// Queued again after its agent's rate or usage limit: not started before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) not_before: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -53,7 +56,7 @@ fn is_zero(n: &u32) -> bool {
 impl TaskRecord {
     /// A task of a started wave that has not run yet.
     pub(crate) fn queued() -> TaskRecord {
-        TaskRecord { state: TaskState::Queued, attempt: 0, reason: None, sequence: 0, stop_sent: false, reruns: 0 }
+        TaskRecord { state: TaskState::Queued, attempt: 0, reason: None, sequence: 0, stop_sent: false, reruns: 0, not_before: None }
     }
 }
 
@@ -143,7 +146,10 @@ impl PlanRecord {
             let prefix = format!("task:{}:", t.canonical);
             let logged = keys.iter().filter_map(|k| k.strip_prefix(&prefix)?.split(':').next()?.parse::<u32>().ok()).max().unwrap_or(0);
             let attempt = if state == TaskState::Queued { logged } else { logged.max(1) };
-            record.tasks.insert(t.canonical.clone(), TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0 });
+            record.tasks.insert(
+                t.canonical.clone(),
+                TaskRecord { state, attempt, reason: None, sequence: 0, stop_sent: false, reruns: 0, not_before: None },
+            );
         }
         Some(record)
     }

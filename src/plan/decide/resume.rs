@@ -93,6 +93,8 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
         // Its supervisor died (killed, a reboot): nothing says how it ended; it runs again.
         Some(_) if ot.died => rerun(st, ot, rec, Reason::SupervisorDied),
         Some(Ok(())) => st.task_state(t, TaskState::Succeeded, None),
+        // Its agent's rate or usage limit ended it: no failure, and no rerun spent.
+        Some(Err(_)) if ot.limited.is_some() => limited(st, ot, rec),
         Some(Err(why)) => st.task_state(t, TaskState::Failed, Some(why)),
         None => {
             if let Some(gone) = &ot.worktree_gone {
@@ -135,6 +137,28 @@ pub(super) fn rerun(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, why:
     st.task_state(t, TaskState::Queued, Some(why));
     if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
         r.reruns += 1;
+        r.stop_sent = false;
+    }
+}
+
+/// A task's attempt its agent's rate or usage limit ended: queued again, to start once its
+/// `not_before` has passed (the reset time the agent said, else a backoff by how many of its
+/// attempts in a row ended so); the plan waits meanwhile, it does not halt.
+fn limited(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord) {
+    let Some((limited, streak)) = ot.limited.as_ref() else { return };
+    let t = &ot.task;
+    let ended = ot.exit.as_ref().map_or(st.s.at, |x| x.finished_at);
+    let not_before = crate::worker::limits::not_before(limited, ended, *streak);
+    let at = crate::activity::timeline::timestamp(not_before);
+    let mut fields = json!({"task": t.canonical, "text": format!("{}: {}", t.canonical, limited.said), "attempt": rec.attempt, "not_before": at, "in_a_row": streak});
+    if let Some(r) = limited.resets_at {
+        fields["resets_at"] = crate::activity::timeline::timestamp(r).into();
+    }
+    st.event("limited", format!("limited:{}:{}", t.canonical, rec.attempt), fields);
+    let why = Reason::UsageLimited { agent: t.worker.clone(), said: limited.said.clone(), resets_at: limited.resets_at, not_before };
+    st.task_state(t, TaskState::Queued, Some(why));
+    if let Some(r) = st.record.tasks.get_mut(&t.canonical) {
+        r.not_before = Some(not_before);
         r.stop_sent = false;
     }
 }

@@ -252,7 +252,7 @@ fn kinds(a: &Action) -> Vec<String> {
 fn resume_classes_from_what_is_there() {
     let o = observed("running", None);
     let ot = o.tasks[0].clone();
-    let rec = |state| TaskRecord { state, attempt: 1, reason: None, sequence: 0, stop_sent: false, reruns: 0 };
+    let rec = |state| TaskRecord { state, attempt: 1, reason: None, sequence: 0, stop_sent: false, reruns: 0, not_before: None };
     let gone = ObservedTask { worktree_gone: Some("its worktree /w was removed".into()), ..ot.clone() };
     let died = ObservedTask { died: true, ..ot.clone() };
     use ResumeClass::*;

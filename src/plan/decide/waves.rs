@@ -135,7 +135,10 @@ pub(super) fn running(mut st: Step<'_>, w: usize, wave: &[Task], slots: usize) -
     let room = p.parallelism.saturating_sub(running).min(slots);
     // Nothing starts in a worktree where a process of an earlier attempt still runs.
     let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && (x.busy || x.lingering.is_some()));
-    let queued: Vec<&Task> = wave.iter().filter(|t| state_of(&st, t) == TaskState::Queued && !busy(t)).take(room).collect();
+    // A task paused by its agent's limit starts once its `not_before` has passed.
+    let paused = |st: &Step<'_>, t: &Task| st.record.tasks.get(&t.canonical).and_then(|r| r.not_before).is_some_and(|nb| nb > st.s.at);
+    let queued: Vec<&Task> =
+        wave.iter().filter(|t| state_of(&st, t) == TaskState::Queued && !busy(t) && !paused(&st, t)).take(room).collect();
     let mut starts = Vec::new();
     for next in queued {
         if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
@@ -151,6 +154,7 @@ pub(super) fn running(mut st: Step<'_>, w: usize, wave: &[Task], slots: usize) -
         if let Some(r) = st.record.tasks.get_mut(&next.canonical) {
             r.attempt = attempt;
             r.stop_sent = false;
+            r.not_before = None;
             // Its updates count from its own first: a rerun's sequence 1 is new.
             r.sequence = 0;
         }

@@ -588,6 +588,8 @@ fn policy(a: &Activation<'_>, f: &Facts, mailbox: &Path) -> Result<Policy, Refus
 fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
     let (pkg, state) = (a.pkg, a.state);
     std::fs::write(state.system_prompt(), &plan.prompt)?;
+    // Which package this attempt is, for its `max_concurrent:` (read among the live attempts).
+    crate::files::write_atomic(&state.package(), pkg.manifest.name.as_bytes())?;
     let memory_dir = a.home.project_memory_dir(&a.project.name);
     let confined = f.confinement == Confinement::Confined;
     if let Err(e) = crate::worker::memory::maybe_compact(&a.home.root, &memory_dir, pkg, f.global.memory_compact_threshold, confined) {

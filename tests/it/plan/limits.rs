@@ -1,0 +1,53 @@
+//! A wave task its agent's usage limit ended: the task is queued again with its `not_before`
+//! (the reset time), the plan waits — running, not halted — and the task runs again after it.
+
+use serde_json::Value;
+
+use super::fixtures::{show, task, write_plan};
+use crate::common::*;
+
+/// A task worker cut off by a usage limit on its first attempt (guild-hall's `limit` line,
+/// resetting in 4 seconds), and done on the next.
+const METERED: &str = r#"if [ "$GUILD_HALL_ATTEMPT" -le 1 ] && grep -q limited "$GUILD_HALL_PROMPT_FILE"; then
+  at=$(date -u -d "@$(( $(date +%s) + 4 ))" +%Y-%m-%dT%H:%M:%SZ)
+  printf '{"type":"limit","text":"usage limit reached","resets_at":"%s"}\n' "$at"
+  exit 1
+fi
+echo "$GUILD_HALL_TASK" > "out-$GUILD_HALL_TASK.txt"
+"$GUILD_HALL_BIN" toolbox submit-result --summary done"#;
+
+#[test]
+fn a_limited_wave_task_makes_its_plan_wait_not_halt() {
+    let p = Project::new(&[]);
+    p.script_worker("metered", "full", METERED);
+    write_plan(
+        &p,
+        "paced",
+        "  - - {id: a, worker: metered, prompt: limited}\n    - {id: b, worker: metered, prompt: plain}\n  - - {id: c, worker: metered, prompt: plain}\n",
+    );
+    p.pass_until("task a to be paused by its limit", |p| p.timeline("paced").iter().any(|e| e["kind"] == "limited"));
+    // Queued again with the limit as its reason (read from the timeline: on a loaded machine
+    // the reset may have passed and the task run again by now).
+    let events = p.timeline("paced");
+    let queued = events.iter().find(|e| e["kind"] == "task" && e["label"] == "a" && e["state"] == "queued");
+    assert!(queued.and_then(|e| e["reason"].as_str()).is_some_and(|r| r.contains("metered hit a usage or rate limit")), "{events:?}");
+    let v = show(&p, "paced");
+    assert!(v["status"] == "running" || v["status"] == "completed", "waits, not halted: {v}");
+    let a = task(&v, "a");
+    assert_ne!(a["state"], "failed", "{a}");
+    let limited: Vec<Value> = p.timeline("paced").into_iter().filter(|e| e["kind"] == "limited").collect();
+    assert_eq!(limited.len(), 1, "{limited:?}");
+    assert!(limited[0]["resets_at"].is_string() && limited[0]["not_before"].is_string(), "{limited:?}");
+    let not_before = chrono::DateTime::parse_from_rfc3339(limited[0]["not_before"].as_str().expect("time")).expect("rfc3339");
+    p.pass_until("the plan to complete after the reset", |p| show(p, "paced")["status"] == "completed");
+    assert!(chrono::Utc::now() >= not_before);
+    let events = p.timeline("paced");
+    assert!(!events.iter().any(|e| e["kind"] == "task" && e["state"] == "failed"), "no task failed");
+    assert!(!events.iter().any(|e| e["kind"] == "status" && e["to"] == "halted"), "the plan never halted");
+    // A task's move to running is said with the attempt before it (0 for its first).
+    let started_again = events.iter().find(|e| e["kind"] == "task" && e["state"] == "running" && e["label"] == "a" && e["attempt"] == 1);
+    let ts = started_again.and_then(|e| e["ts"].as_str()).expect("task a ran a second attempt");
+    assert!(chrono::DateTime::parse_from_rfc3339(ts).expect("ts") >= not_before, "after not_before");
+    let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert_eq!(landed.lines().filter(|l| l.starts_with("out-")).count(), 3, "every task's work landed: {landed}");
+}
