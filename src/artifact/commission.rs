@@ -280,6 +280,10 @@ pub(crate) struct Frontmatter {
     /// Automatic send-backs (a failing check, a conflict) before it fails.
     #[schemars(with = "Option<u32>")]
     max_revisions: Option<Value>,
+    /// Reviewer workers (package names) run read-only over the diff once the checks pass, each
+    /// giving a verdict; over its package's and the project's (`[]`: none).
+    #[schemars(with = "Option<Vec<super::value_schemas::Name>>")]
+    reviewers: Option<Value>,
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
     desired: Option<Value>,
@@ -319,6 +323,10 @@ pub(crate) struct Frontmatter {
     /// code, the tail of a failing one's output), up to the first that failed.
     #[schemars(with = "Option<Vec<super::value_schemas::CheckResult>>")]
     check_results: Option<super::frontmatter::Unread>,
+    /// Written by guild-hall: the reviewer workers' verdicts on the latest attempts (reviewer,
+    /// attempt, verdict, summary, comments on lines).
+    #[schemars(with = "Option<Vec<super::value_schemas::ReviewVerdict>>")]
+    reviews: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: artifacts the work produced.
     #[schemars(with = "Option<Vec<String>>")]
     linked_artifacts: Option<super::frontmatter::Unread>,
@@ -338,7 +346,7 @@ pub(crate) struct Frontmatter {
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 13] = [
+pub(crate) const OWNED_KEYS: [&str; 14] = [
     "status",
     "created",
     "attempt",
@@ -347,6 +355,7 @@ pub(crate) const OWNED_KEYS: [&str; 13] = [
     "questions",
     "result",
     "check_results",
+    "reviews",
     "linked_artifacts",
     "reason",
     "refused",
@@ -387,6 +396,8 @@ pub struct Commission {
     pub(crate) checks: Vec<Vec<String>>,
     /// `max_revisions:` as written (the bound of automatic send-backs).
     pub(crate) max_revisions: Option<u32>,
+    /// `reviewers:` as written (the package's and the project's apply when absent).
+    pub(crate) reviewers: Option<Vec<String>>,
     /// `feedback:` as written (with `desired: revised`).
     pub(crate) feedback: Vec<Feedback>,
     /// How long its worker's `ask` waits (`ask_timeout:`), over its package's and the project's.
@@ -485,6 +496,7 @@ impl Commission {
             review,
             checks,
             max_revisions,
+            reviewers,
             desired,
             feedback,
             ask_timeout,
@@ -497,6 +509,7 @@ impl Commission {
             questions: _in_fields,
             result: _also_in_fields,
             check_results: _read_where_shown,
+            reviews: _shown_where_read,
             linked_artifacts: _kept_in_fields,
             reason,
             refused,
@@ -582,6 +595,23 @@ impl Commission {
                 }
             },
         };
+        let reviewers = match reviewers {
+            None | Some(Value::Null) => None,
+            Some(v) => match serde_yaml_ng::from_value::<Vec<String>>(v.clone()) {
+                Ok(names) => {
+                    for n in &names {
+                        if let Err(e) = ids::worker_name(Some(&Value::String(n.clone())), "which reviewer worker") {
+                            bad("reviewers", format!("bad reviewer: {e}"));
+                        }
+                    }
+                    Some(names)
+                }
+                Err(_) => {
+                    bad("reviewers", format!("reviewers must be a list of worker names, not {}", show(&v)));
+                    None
+                }
+            },
+        };
         let ask_timeout = match ask_timeout {
             None | Some(Value::Null) => None,
             Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("ask_timeout", e.to_string())).ok(),
@@ -644,6 +674,7 @@ impl Commission {
             review,
             checks,
             max_revisions,
+            reviewers,
             feedback,
             ask_timeout,
             answer,
