@@ -114,6 +114,8 @@ pub(crate) enum FeedbackFrom {
     Check,
     /// A squash-merge that conflicted outside `.lore/` (automatic, bounded by `max_revisions`).
     Conflict,
+    /// A reviewer worker's `changes` verdict (automatic, bounded by `max_revisions`).
+    Reviewer,
 }
 
 impl FeedbackFrom {
@@ -122,6 +124,7 @@ impl FeedbackFrom {
             FeedbackFrom::Person => "person",
             FeedbackFrom::Check => "check",
             FeedbackFrom::Conflict => "conflict",
+            FeedbackFrom::Reviewer => "reviewer",
         }
     }
 }

@@ -54,6 +54,7 @@ mod commission {
     mod lifecycle;
     mod mailbox;
     mod review;
+    mod reviewers;
     mod usage;
 }
 

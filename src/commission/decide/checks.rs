@@ -45,6 +45,11 @@ fn runs(s: &Snapshot, o: &Observed, attempt: u32) -> Vec<CheckRun> {
     }
 }
 
+/// Whether every check `attempt` ran passed (none asked for: passed).
+pub(super) fn passed(s: &Snapshot, o: &Observed, attempt: u32) -> bool {
+    runs(s, o, attempt).iter().all(CheckRun::passed)
+}
+
 /// A submitted attempt whose worker is gone, its result folded: the checks' outcomes written,
 /// then the merge (`Finish`), review, an automatic send-back, or failure.
 pub(super) fn submitted(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
@@ -63,6 +68,9 @@ pub(super) fn submitted(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect
     }
     let required = super::review::required(s, o);
     let Some(failed) = runs.iter().find(|r| !r.passed()) else {
+        if let Some(held) = super::reviewers::hold(s, o, st) {
+            return held;
+        }
         return if required { super::review::hold(o, st) } else { Effect::Finish };
     };
     let revisions = st.record.automatic_revisions();
