@@ -188,6 +188,7 @@ pid=$!
 sleep {delay}
 kill -9 $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
+"$GH" reconcile --once --wait --timeout 120s >/dev/null
 "#
             ),
         );
