@@ -67,9 +67,7 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
         Action::StartReviewer { update, attempt, index, reviewer, branch } => {
             crate::commission::reviewing::start(ctx, update, *attempt, *index, reviewer, branch)
         }
-        Action::ReviewerCleanup { id, attempt, index, branch } => {
-            crate::commission::reviewing::cleanup(ctx, id, *attempt, *index, branch)
-        }
+        Action::ReviewerCleanup { id, attempt, index, branch } => crate::commission::reviewing::cleanup(ctx, id, *attempt, *index, branch),
         Action::Heartbeat { id, beat } => {
             write_json(&state_dir(ctx, id).heartbeat(), beat)?;
             Ok(Outcome::Done)

@@ -118,7 +118,10 @@ fn changes_past_max_revisions_fail_or_wait_for_a_person_showing_the_verdicts() {
     assert!(text.contains("verdict: changes") && text.contains("still wrong") && text.contains("attempt: 2"), "{text}");
     // `status` shows the verdicts under the row, `status --json` as written.
     let shown = p.ok(&["status", "held"]);
-    assert!(shown.contains("reviews:") && shown.contains("picky on attempt 2: changes: no") && shown.contains("work.txt:1: still wrong"), "{shown}");
+    assert!(
+        shown.contains("reviews:") && shown.contains("picky on attempt 2: changes: no") && shown.contains("work.txt:1: still wrong"),
+        "{shown}"
+    );
     assert_eq!(s["reviews"][0]["comments"][0]["line"], 1, "{s}");
     // A person is told (the `reviewed` event), and can still approve.
     assert!(kinds_of(&p.timeline("held"), "reviewed").iter().any(|e| e["needs_you"] == true));
