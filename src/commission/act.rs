@@ -68,6 +68,17 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
             crate::commission::reviewing::start(ctx, update, *attempt, *index, reviewer, branch)
         }
         Action::ReviewerCleanup { id, attempt, index, branch } => crate::commission::reviewing::cleanup(ctx, id, *attempt, *index, branch),
+        Action::DropReviewers { update, attempt, branch, runs } => {
+            // The stops first, and whatever becomes of the update, as a commission's own.
+            let mut stopped = Ok(Outcome::Done);
+            for (index, run, pids) in runs {
+                let dropped = crate::commission::reviewing::drop(ctx, &update.id, *attempt, *index, branch, run.as_ref(), pids);
+                stopped = stopped.and(dropped);
+            }
+            let updated = apply_update(ctx, update);
+            stopped?;
+            updated
+        }
         Action::Heartbeat { id, beat } => {
             write_json(&state_dir(ctx, id).heartbeat(), beat)?;
             Ok(Outcome::Done)

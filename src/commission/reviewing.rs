@@ -238,3 +238,24 @@ pub(crate) fn cleanup(ctx: &Ctx<'_, Catalog>, id: &str, attempt: u32, index: usi
     let _ = std::fs::remove_dir_all(rs.objects());
     Ok(Outcome::Done)
 }
+
+/// Reviewer `index` no longer waited for: its processes killed (its run while alive, else what
+/// its lost shim left), then its worktree removed.
+pub(crate) fn drop(
+    ctx: &Ctx<'_, Catalog>,
+    id: &str,
+    attempt: u32,
+    index: usize,
+    branch: &str,
+    run: Option<&RunInfo>,
+    leftovers: &[i32],
+) -> Result<Outcome> {
+    let rs = state(ctx.home, ctx.project, id, attempt, index);
+    if let Some(run) = run {
+        crate::worker::runner::stop(&rs, RUN, Some(run), crate::worker::shim::Stop::Kill)?;
+    }
+    if let (Some(run), false) = (rs.read_run().ok().flatten(), leftovers.is_empty()) {
+        crate::worker::shim::kill_leftovers(&run, leftovers)?;
+    }
+    cleanup(ctx, id, attempt, index, branch)
+}

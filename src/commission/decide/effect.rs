@@ -47,6 +47,9 @@ pub(super) enum Effect {
         run: Option<crate::activity::state::RunInfo>,
         pids: Vec<i32>,
     },
+    /// Reviewers no longer waited for: each (index, its run while alive, its leftover
+    /// processes) stopped and its checkout removed.
+    DropReviewers(Vec<(usize, Option<crate::activity::state::RunInfo>, Vec<i32>)>),
     /// Every reviewer worker approved (`review: auto`): merged as a finish is.
     ReviewersApproved {
         count: usize,

@@ -333,6 +333,10 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
 /// worktree cleaned up.
 fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     let cfg = &s.project.config;
+    // Ended from review (a person's `status: cancelled`) while reviewer workers were at work.
+    if let Some(dropped) = super::reviewers::drop_runs(o) {
+        return dropped;
+    }
     if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.proc != Proc::NotStarted) {
         st.fold_mail();
         st.account_usage();

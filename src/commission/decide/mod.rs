@@ -44,6 +44,10 @@ pub enum Action {
     StartReviewer { update: Update, attempt: u32, index: usize, reviewer: String, branch: String },
     /// A reviewer's run is over: its worktree removed (it could write nothing there).
     ReviewerCleanup { id: String, attempt: u32, index: usize, branch: String },
+    /// Reviewers no longer waited for (a person decided, or the commission ended): `update`,
+    /// then each one's processes killed (its run while alive, its leftovers) and its worktree
+    /// removed.
+    DropReviewers { update: Update, attempt: u32, branch: String, runs: Vec<(usize, Option<RunInfo>, Vec<i32>)> },
     /// Failure/cancellation aftermath: commit partial results, remove the worktree.
     Cleanup { id: String, attempt: u32, branch: String, why: String },
     /// Remember the latest signs of life.
@@ -58,6 +62,7 @@ impl crate::activity::kind::Action for Action {
             | Action::Finish { update: u, .. }
             | Action::Hold { update: u, .. }
             | Action::StartReviewer { update: u, .. }
+            | Action::DropReviewers { update: u, .. }
             | Action::Dequeue { update: u, .. } => &u.id,
             Action::Signal { id, .. }
             | Action::KillLeftovers { id, .. }
@@ -121,6 +126,12 @@ impl crate::activity::kind::Action for Action {
                 format!("review: reviewer {reviewer} reads attempt {attempt}'s work on {branch}, read-only")
             }
             Action::ReviewerCleanup { index, .. } => format!("review: remove reviewer {}'s worktree", index + 1),
+            Action::DropReviewers { runs, .. } => {
+                format!(
+                    "review: stop {} no longer waited for, remove their worktrees",
+                    crate::activity::timeline::counted(runs.len(), "reviewer")
+                )
+            }
             Action::Heartbeat { .. } => "heartbeat".into(),
         }
     }
@@ -152,12 +163,13 @@ impl crate::activity::kind::Action for Action {
             Action::Cleanup { .. } => "cleanup",
             Action::StartReviewer { .. } => "review",
             Action::ReviewerCleanup { .. } => "review_cleanup",
+            Action::DropReviewers { .. } => "review_drop",
             Action::Heartbeat { .. } => "heartbeat",
         }
     }
 
     fn is_stop(&self) -> bool {
-        matches!(self, Action::Signal { .. } | Action::Dequeue { .. } | Action::KillLeftovers { .. })
+        matches!(self, Action::Signal { .. } | Action::Dequeue { .. } | Action::KillLeftovers { .. } | Action::DropReviewers { .. })
     }
 
     fn is_heartbeat(&self) -> bool {
@@ -262,6 +274,10 @@ pub fn decide(s: &Snapshot) -> Decisions {
                 let attempt = step.record.attempt;
                 push_update(&mut actions, step.finish());
                 actions.push(Action::ReviewerCleanup { id: o.artifact.id.clone(), attempt, index, branch: attempt_branch(o, attempt) });
+            }
+            Effect::DropReviewers(runs) => {
+                let attempt = step.record.attempt;
+                actions.push(Action::DropReviewers { branch: attempt_branch(o, attempt), attempt, runs, update: step.finish() });
             }
             Effect::ReviewerLeftovers { run, pids } => {
                 if let Some(run) = run {

@@ -71,7 +71,12 @@ fn stands<'r>(run: Option<&'r ReviewerRun>) -> Stands<'r> {
 pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effect> {
     let names = of(s, o);
     let settled = !o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
-    if names.is_empty() || !settled || o.artifact.desired.is_some() {
+    if o.artifact.desired.is_some() {
+        // A person's word goes first: reviewers still at work are stopped, their checkouts
+        // removed, and the request is carried out the next pass.
+        return drop_runs(o);
+    }
+    if names.is_empty() || !settled {
         return None;
     }
     let attempt = st.record.attempt;
@@ -108,6 +113,19 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
     }
     show(st, attempt, &heard);
     Some(weigh(s, o, st, &heard))
+}
+
+/// Reviewers of the attempt still at work, lingering or with a checkout left, when the
+/// commission no longer waits for them (a person's request, or it ended): stopped and their
+/// checkouts removed, at once. `None`: nothing of them is left.
+pub(super) fn drop_runs(o: &Observed) -> Option<Effect> {
+    let left: Vec<_> = o
+        .reviews
+        .iter()
+        .filter(|r| r.worktree_exists || matches!(r.proc, Proc::Alive | Proc::Starting | Proc::Lingering))
+        .map(|r| (r.index, r.run.clone().filter(|_| matches!(r.proc, Proc::Alive | Proc::Starting)), r.leftovers.clone()))
+        .collect();
+    (!left.is_empty()).then_some(Effect::DropReviewers(left))
 }
 
 /// What every reviewer's word comes to.

@@ -229,3 +229,22 @@ pub(crate) fn line_comment(spec: &str) -> Result<mailbox::LineComment> {
     }
     Ok(mailbox::LineComment { path: path.to_string(), line, text: text.to_string() })
 }
+
+#[cfg(test)]
+mod reviewer_comment_tests {
+    use super::line_comment;
+
+    #[test]
+    fn a_comment_is_a_path_an_optional_line_and_its_text() {
+        let c = line_comment("src/lib.rs:42 handle the empty input").expect("comment");
+        assert_eq!((c.path.as_str(), c.line, c.text.as_str()), ("src/lib.rs", Some(42), "handle the empty input"));
+        let c = line_comment("notes.md  the whole file reads badly ").expect("comment");
+        assert_eq!((c.path.as_str(), c.line, c.text.as_str()), ("notes.md", None, "the whole file reads badly"));
+        // A colon not followed by a number is part of the path.
+        let c = line_comment("a:b.md fix").expect("comment");
+        assert_eq!((c.path.as_str(), c.line), ("a:b.md", None));
+        for bad in ["src/lib.rs:42", "../etc/passwd:1 out", "/etc/passwd:1 out", "", "src/x.rs:99999999999 big"] {
+            assert!(line_comment(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -209,3 +209,34 @@ wait $pid 2>/dev/null || true
         assert!(seen.contains("work.txt:1: write fixed on a line of its own"), "{delay}: {seen}");
     }
 }
+
+/// A reviewer's run dir (`review-<attempt>-<n>` in the commission's state dir), once it exists.
+fn review_dir(p: &Project, id: &str, attempt: u32, index: usize) -> Option<std::path::PathBuf> {
+    let state = p.home.join("state");
+    std::fs::read_dir(&state)
+        .ok()?
+        .flatten()
+        .map(|project| project.path().join("commissions").join(id).join(format!("review-{attempt}-{index}")))
+        .find(|d| d.is_dir())
+}
+
+#[test]
+fn a_persons_verdict_while_a_reviewer_works_stops_it_and_removes_its_checkout() {
+    let p = project("sleep 600");
+    p.config("reviewers: [picky]\n");
+    commission(&p, "job", "");
+    wait_for("the reviewer at work", || {
+        p.ok(&["reconcile", "--once"]);
+        review_dir(&p, "job", 1, 0).is_some_and(|d| d.join("run.json").is_file())
+    });
+    assert_eq!(p.status("job"), "review");
+    p.ok(&["reject", "job", "-m", "not needed after all"]);
+    p.settle();
+    assert_eq!(p.status("job"), "cancelled", "{}", p.artifact("job"));
+    let dir = review_dir(&p, "job", 1, 0).expect("its run dir");
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("run dir").flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().starts_with("review-")), "its checkout is removed: {left:?}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-job"), "{}", git(&p.root, &["worktree", "list"]));
+    // Its process is gone: its shim recorded how it ended.
+    wait_for("the reviewer's end recorded", || dir.join("exit.json").is_file());
+}
