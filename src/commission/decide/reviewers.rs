@@ -96,6 +96,20 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
             }
             Stands::AtWork => {
                 show(st, attempt, &heard);
+                // Past its wall-clock limit (its package's `timeout:`, else the project's):
+                // stopped, which makes it a review without a verdict.
+                let run = o.reviews.iter().find(|r| r.index == index);
+                let package = s.workers.packages.get(name).and_then(|p| p.manifest.timeout);
+                let limit = crate::worker::liveness::time_limit(&[
+                    (package, "the reviewer package's timeout"),
+                    (Some(s.project.config.timeout), "the project's timeout"),
+                ]);
+                let started = run.and_then(|r| r.run.as_ref()).map(|r| r.started_at);
+                if let (Some(r), Some(why)) = (run, started.and_then(|t| crate::worker::liveness::overtime(limit, t, s.now))) {
+                    let text = format!("reviewer {name}: {why}");
+                    st.event("timeout", format!("review_timeout:{attempt}:{index}"), json!({"text": text, "reviewer": name}));
+                    return Some(Effect::DropReviewers(vec![(index, r.run.clone(), r.leftovers.clone())]));
+                }
                 return Some(Effect::None);
             }
             Stands::Lingering(r) => {

@@ -240,3 +240,22 @@ fn a_persons_verdict_while_a_reviewer_works_stops_it_and_removes_its_checkout() 
     // Its process is gone: its shim recorded how it ended.
     wait_for("the reviewer's end recorded", || dir.join("exit.json").is_file());
 }
+
+#[test]
+fn a_reviewer_past_its_time_limit_is_stopped_and_the_work_waits_for_a_person() {
+    let p = project("sleep 600");
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let mut manifest = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    manifest.push_str("timeout: 2s\n");
+    std::fs::write(&yaml, manifest).expect("worker.yaml");
+    p.config("reviewers: [picky]\n");
+    commission(&p, "job", "");
+    p.settle();
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("review"), Some(1)), "{s}");
+    assert!(s["reason"].as_str().unwrap_or_default().contains("reviewer picky gave no verdict"), "{s}");
+    let tl = p.timeline("job");
+    let timeouts = kinds_of(&tl, "timeout");
+    assert!(timeouts.iter().any(|e| e["text"].as_str().unwrap_or_default().contains("reviewer picky: timed out")), "{tl:?}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-job"), "{}", git(&p.root, &["worktree", "list"]));
+}
