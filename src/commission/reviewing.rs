@@ -67,13 +67,23 @@ fn worktree_path(state: &StateDir, id: &str, attempt: u32, index: usize) -> Path
 
 /// The runs of `attempt`'s reviewers that were started, in order.
 pub(crate) fn observe(home: &Home, project: &Project, id: &str, attempt: u32, boot: &str) -> Vec<ReviewerRun> {
+    observe_runs(|index| state(home, project, id, attempt, index), |rs, index| worktree_path(rs, id, attempt, index), boot)
+}
+
+/// The reviewer runs whose state dirs `dir_of` names (by index, from 0, up to the first not
+/// there), each with its worktree at `worktree_of`.
+pub(crate) fn observe_runs(
+    dir_of: impl Fn(usize) -> StateDir,
+    worktree_of: impl Fn(&StateDir, usize) -> PathBuf,
+    boot: &str,
+) -> Vec<ReviewerRun> {
     let mut runs = Vec::new();
     for index in 0.. {
-        let rs = state(home, project, id, attempt, index);
+        let rs = dir_of(index);
         if !rs.0.is_dir() {
             break;
         }
-        let wt = worktree_path(&rs, id, attempt, index);
+        let wt = worktree_of(&rs, index);
         let mut run = ReviewerRun {
             index,
             proc: Proc::NotStarted,
@@ -131,34 +141,65 @@ pub(crate) fn start(
         return Ok(outcome);
     }
     crate::activity::fault("review", 1);
+    let repo = crate::activity::git::open(&ctx.project.root)?;
+    let diff = crate::activity::diff::between(&repo, ctx.integration(), id, branch, crate::activity::diff::Detail::Patch)?;
+    let path = ctx.project.commission_path(id);
+    let commission = crate::artifact::read_regular(&path).ok().and_then(|text| crate::artifact::Commission::parse(&path, &text).ok());
+    let subject = Subject {
+        worktree: worktree_path(&rs, id, attempt, index),
+        rs,
+        id,
+        branch,
+        diff,
+        task: commission.as_ref().map(|c| c.body.trim().to_string()).unwrap_or_default(),
+        what: format!("attempt {attempt} of commission {id}"),
+        reviewed: attempt,
+    };
+    launch_reviewer(ctx, &subject, reviewer)?;
+    Ok(Outcome::Done)
+}
+
+/// What one reviewer run reviews, and where it runs.
+pub(crate) struct Subject<'a> {
+    /// Its state dir.
+    pub(crate) rs: StateDir,
+    /// Its worktree (its file name unique among the repository's worktrees).
+    pub(crate) worktree: PathBuf,
+    /// The activity's id (its `GUILD_HALL_ID`).
+    pub(crate) id: &'a str,
+    /// The branch whose tip it reads, detached.
+    pub(crate) branch: &'a str,
+    pub(crate) diff: crate::activity::diff::Diff,
+    /// What the work was asked to do.
+    pub(crate) task: String,
+    /// What is reviewed, in words (`attempt 2 of commission c`).
+    pub(crate) what: String,
+    /// The attempt (or a plan's round) reviewed (`GUILD_HALL_REVIEWED_ATTEMPT`).
+    pub(crate) reviewed: u32,
+}
+
+/// Its state dir, worktree and prompt made, the reviewer started confined and read-only (or
+/// refused, its `exit.json` saying why: a run that then counts as one without a verdict).
+pub(crate) fn launch_reviewer(ctx: &Ctx<'_, Catalog>, subject: &Subject<'_>, reviewer: &str) -> Result<()> {
+    let rs = &subject.rs;
     std::fs::create_dir_all(&rs.0).with_context(|| format!("creating {}", rs.0.display()))?;
-    mailbox::make_fresh(&rs, RUN)?;
+    mailbox::make_fresh(rs, RUN)?;
     let activation = ctx.workers.for_commission(reviewer).and_then(|pkg| pkg.resolve_command().map(|argv| (pkg, argv)));
     let (pkg, argv) = match activation {
         Ok(v) => v,
-        Err(why) => {
-            launch::refuse(&rs, RUN, &format!("reviewer {reviewer}: {why}"))?;
-            return Ok(Outcome::Done);
-        }
+        Err(why) => return launch::refuse(rs, RUN, &format!("reviewer {reviewer}: {why}")),
     };
-    let repo = crate::activity::git::open(&ctx.project.root)?;
-    let diff = crate::activity::diff::between(&repo, ctx.integration(), id, branch, crate::activity::diff::Detail::Patch)?;
-    let wt = worktree_path(&rs, id, attempt, index);
-    let rec = worktree::add_worktree(&ctx.project.root, &wt, branch, pkg.manifest.checkout == Checkout::Sparse)?;
+    let rec = worktree::add_worktree(&ctx.project.root, &subject.worktree, subject.branch, pkg.manifest.checkout == Checkout::Sparse)?;
     write_json(&rs.worktree(), &rec)?;
-    let commission = crate::artifact::read_regular(&ctx.project.commission_path(id))
-        .ok()
-        .and_then(|text| crate::artifact::Commission::parse(&ctx.project.commission_path(id), &text).ok());
-    let task = commission.as_ref().map(|c| c.body.trim().to_string()).unwrap_or_default();
-    std::fs::write(rs.prompt(), prompt(id, attempt, &task, &diff))?;
+    std::fs::write(rs.prompt(), prompt(&subject.what, &subject.task, &subject.diff))?;
     crate::activity::fault("review", 2);
     let activation = Activation {
         home: ctx.home,
         project: ctx.project,
         pkg,
         kind: ActivityKind::Commission,
-        id,
-        state: &rs,
+        id: subject.id,
+        state: rs,
         worktree: &rec,
         attempt: RUN,
         toolbox: crate::tools::toolbox::instructions(ActivityKind::Commission),
@@ -167,7 +208,7 @@ pub(crate) fn start(
         env: vec![
             ("GUILD_HALL_PROMPT_FILE".to_string(), rs.prompt().to_string_lossy().into_owned()),
             ("GUILD_HALL_REVIEWER".to_string(), reviewer.to_string()),
-            ("GUILD_HALL_REVIEWED_ATTEMPT".to_string(), attempt.to_string()),
+            ("GUILD_HALL_REVIEWED_ATTEMPT".to_string(), subject.reviewed.to_string()),
             ("GUILD_HALL_SESSION_ID".to_string(), String::new()),
             ("GUILD_HALL_CAPABILITIES".to_string(), String::new()),
         ],
@@ -182,14 +223,14 @@ pub(crate) fn start(
         Prepared::Ready(ready) => match ready.read_only(&rec) {
             Some(ready) => ready.start()?,
             None => launch::refuse(
-                &rs,
+                rs,
                 RUN,
                 &format!("reviewer {reviewer} would run unconfined (its sandbox: off, or Landlock is not available): a reviewer runs confined, read-only"),
             )?,
         },
         Prepared::Refused(_) => {}
     }
-    Ok(Outcome::Done)
+    Ok(())
 }
 
 /// What a reviewer is told besides the toolbox.
@@ -197,9 +238,9 @@ const ROLE: &str = "## You are a reviewer\n\nYou review another worker's change;
 
 /// The reviewer's prompt: the task the work was for, and its diff against the integration
 /// branch (bounded).
-fn prompt(id: &str, attempt: u32, task: &str, diff: &crate::activity::diff::Diff) -> String {
+fn prompt(what: &str, task: &str, diff: &crate::activity::diff::Diff) -> String {
     let mut out = format!(
-        "Review attempt {attempt} of commission {id}: its change on {} (from {} to {}).\n\n## The task it was given\n\n{task}\n\n## Its change\n\n{}\n\n```diff\n",
+        "Review {what}: its change on {} (from {} to {}).\n\n## The task it was given\n\n{task}\n\n## Its change\n\n{}\n\n```diff\n",
         diff.branch,
         short(&diff.base),
         short(&diff.tip),
@@ -233,7 +274,12 @@ fn short(commit: &str) -> &str {
 pub(crate) fn cleanup(ctx: &Ctx<'_, Catalog>, id: &str, attempt: u32, index: usize, branch: &str) -> Result<Outcome> {
     let rs = state(ctx.home, ctx.project, id, attempt, index);
     let wt = worktree_path(&rs, id, attempt, index);
-    let rec = worktree::recorded_or_assumed(&rs.worktree(), &ctx.project.root, &wt, branch)?;
+    remove(ctx, &rs, &wt, branch)
+}
+
+/// Remove the worktree at `wt` of the reviewer run in `rs`, by its record, and its objects.
+pub(crate) fn remove(ctx: &Ctx<'_, Catalog>, rs: &StateDir, wt: &Path, branch: &str) -> Result<Outcome> {
+    let rec = worktree::recorded_or_assumed(&rs.worktree(), &ctx.project.root, wt, branch)?;
     worktree::remove_worktree(&rec)?;
     let _ = std::fs::remove_dir_all(rs.objects());
     Ok(Outcome::Done)
