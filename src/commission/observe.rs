@@ -84,7 +84,7 @@ pub(crate) struct Observed {
     pub(crate) free_attempt: Option<u32>,
     /// In review: the runs of its reviewer workers over the current attempt started so far
     /// ([`crate::commission::reviewing`]).
-    pub(crate) reviews: Vec<crate::commission::reviewing::ReviewerRun>,
+    pub(crate) reviews: Vec<crate::worker::reviewer::ReviewerRun>,
 }
 
 /// Dependencies of a commission committed on the person's base branch but not on the

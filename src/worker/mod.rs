@@ -12,6 +12,7 @@ pub(crate) mod checks;
 pub(crate) mod filter;
 pub mod launch;
 pub(crate) mod liveness;
+pub(crate) mod reviewer;
 pub mod memory;
 pub mod package;
 pub(crate) mod peer;

@@ -15,7 +15,7 @@ use crate::activity::reason::{AfterCheck, Reason};
 use crate::artifact::commission::{Feedback, FeedbackFrom, Revision};
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc, Snapshot};
-use crate::commission::reviewing::{Given, ReviewerRun};
+use crate::worker::reviewer::{stands, Given, ReviewerRun, Stands};
 use crate::worker::toolbox::mailbox::Verdict;
 
 /// The reviewers that apply: the commission's own `reviewers:`, else its package's, else the
@@ -31,38 +31,6 @@ pub(super) fn hold(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
     let names = of(s, o);
     let first = names.first()?.clone();
     Some(super::review::hold_because(st, Reason::AwaitsReviewers { reviewer: first, index: 0, of: names.len() }))
-}
-
-/// How one reviewer's run stands.
-enum Stands<'r> {
-    /// Not started yet.
-    ToStart,
-    /// At work (or starting).
-    AtWork,
-    /// Its shim is gone, processes of it are not.
-    Lingering(&'r ReviewerRun),
-    /// Over: its verdict, or how it ended without one.
-    Over(&'r ReviewerRun, Result<&'r Given, String>),
-}
-
-fn stands<'r>(run: Option<&'r ReviewerRun>) -> Stands<'r> {
-    let Some(r) = run else { return Stands::ToStart };
-    if let Some(why) = &r.corrupt {
-        return Stands::Over(r, Err(format!("its runtime state cannot be trusted: {why}")));
-    }
-    match r.proc {
-        Proc::Alive | Proc::Starting => Stands::AtWork,
-        Proc::Lingering => Stands::Lingering(r),
-        // A run with a record neither started nor recorded how it ended: a pass killed between
-        // its state dir and its start; started again.
-        Proc::NotStarted if r.exit.is_none() && r.run.is_none() => Stands::ToStart,
-        Proc::NotStarted | Proc::Dead => match (&r.verdict, &r.exit) {
-            (Some(v), _) => Stands::Over(r, Ok(v)),
-            (None, Some(x)) if x.clean() => Stands::Over(r, Err("it ended without submitting one".into())),
-            (None, Some(x)) => Stands::Over(r, Err(x.describe())),
-            (None, None) => Stands::Over(r, Err("its process was lost without recording how it ended".into())),
-        },
-    }
 }
 
 /// In review with reviewers to hear, its work secured and nothing asked of it by a person: the
@@ -94,11 +62,11 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
                 st.set("reason", Value::String(why.to_string()));
                 return Some(Effect::StartReviewer { index, reviewer: name.clone() });
             }
-            Stands::AtWork => {
+            Stands::AtWork(r) => {
                 show(st, attempt, &heard);
                 // Past its wall-clock limit (its package's `timeout:`, else the project's):
                 // stopped, which makes it a review without a verdict.
-                let run = o.reviews.iter().find(|r| r.index == index);
+                let run = Some(r);
                 let package = s.workers.packages.get(name).and_then(|p| p.manifest.timeout);
                 let limit = crate::worker::liveness::time_limit(&[
                     (package, "the reviewer package's timeout"),
