@@ -75,8 +75,14 @@ pub(crate) enum Reason {
     ReviewChanges { reviewers: Vec<String>, comments: usize, revisions: u32, then: AfterCheck },
     /// A reviewer worker ended without a verdict (how): the work waits for a person.
     NoVerdict { reviewer: String, how: String, id: String },
-    /// Every reviewer worker approved: merged.
+    /// Every reviewer worker approved: merged (a commission), completed (a plan).
     ReviewersApproved { count: usize },
+    /// A plan's reviewer workers asked for changes to its integrated result (`reviewers`,
+    /// `comments` in all), and who fixes it: a fix-forward commission (its id and fixer), or a
+    /// person.
+    PlanReviewChanges { reviewers: Vec<String>, comments: usize, plan: String, fix: Option<(String, String)> },
+    /// A plan's reviewer worker ended without a verdict (how): halted for a person.
+    PlanNoVerdict { reviewer: String, how: String, plan: String },
     /// A person rejected the work in review (with their words, if any): its branch is kept.
     Rejected { branch: String, text: Option<String> },
     /// Its worker's shim is running, with this pid.
@@ -263,6 +269,21 @@ impl fmt::Display for Reason {
                 f,
                 "reviewer {reviewer} gave no verdict ({how}); needs you: its work is committed on its branch, nothing merged; guild-hall approve {id}, revise {id} -m TEXT, or reject {id}"
             ),
+            Reason::PlanReviewChanges { reviewers, comments, plan, fix } => {
+                write!(
+                    f,
+                    "{} asked for changes to the plan's integrated result ({}; the timeline has them); ",
+                    reviewers.join(", "),
+                    crate::activity::timeline::counted(*comments, "comment")
+                )?;
+                match fix {
+                    Some((id, fixer)) => write!(f, "fix-forward commission {id} by {fixer} is under way"),
+                    None => write!(f, "fix it on the integration branch, then retry with guild-hall plan retry {plan}"),
+                }
+            }
+            Reason::PlanNoVerdict { reviewer, how, plan } => {
+                write!(f, "reviewer {reviewer} gave no verdict ({how}); retry with guild-hall plan retry {plan}")
+            }
             Reason::ReviewersApproved { count } => {
                 write!(f, "approved by its {}", crate::activity::timeline::counted(*count, "reviewer worker"))
             }

@@ -87,6 +87,7 @@ mod plan {
     pub(crate) mod fixtures;
     mod mailbox;
     mod record_vs_git;
+    mod reviewers;
     mod task_liveness;
     mod usage;
     mod waves;

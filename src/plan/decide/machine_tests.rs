@@ -104,6 +104,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
         stale_after: std::time::Duration::from_secs(3),
         timeout: std::time::Duration::from_secs(3600),
         slots,
+        reviewers: None,
     }
 }
 
