@@ -34,24 +34,11 @@ pub(crate) fn observe(home: &Home, project: &Project, id: &str, attempt: u32, bo
     )
 }
 
-/// Start reviewer `index` (`reviewer`) over `attempt`'s work on `branch`, once: its update
-/// written first (the event that it started), then its state dir, worktree and prompt, then
-/// its process, confined and read-only. A run that has a record already is not started again.
-pub(crate) fn start(
-    ctx: &Ctx<'_, Catalog>,
-    update: &crate::commission::decide::Update,
-    attempt: u32,
-    index: usize,
-    reviewer: &str,
-    branch: &str,
-) -> Result<Outcome> {
-    let id = &update.id;
+/// Start reviewer `index` (`reviewer`) over `attempt`'s work on `branch` (its update written
+/// already, and no run recorded yet: [`started`]): its state dir, worktree and prompt, then its
+/// process, confined and read-only.
+pub(crate) fn start(ctx: &Ctx<'_, Catalog>, id: &str, attempt: u32, index: usize, reviewer: &str, branch: &str) -> Result<()> {
     let rs = state(ctx.home, ctx.project, id, attempt, index);
-    let started = rs.run().exists() || rs.exit().exists();
-    let outcome = crate::commission::act::apply_update(ctx, update)?;
-    if outcome != Outcome::Done || started {
-        return Ok(outcome);
-    }
     crate::activity::fault("review", 1);
     let repo = crate::activity::git::open(&ctx.project.root)?;
     let diff = crate::activity::diff::between(&repo, ctx.integration(), id, branch, crate::activity::diff::Detail::Patch)?;
@@ -66,9 +53,16 @@ pub(crate) fn start(
         task: commission.as_ref().map(|c| c.body.trim().to_string()).unwrap_or_default(),
         what: format!("attempt {attempt} of commission {id}"),
         reviewed: attempt,
+        toolbox: crate::tools::toolbox::instructions(crate::activity::names::ActivityKind::Commission),
     };
-    launch_reviewer(ctx, &subject, reviewer)?;
-    Ok(Outcome::Done)
+    launch_reviewer(ctx, &subject, reviewer)
+}
+
+/// Whether reviewer `index`'s run over `attempt` was started already (its shim recorded it,
+/// or why it could not start): it is never started twice.
+pub(crate) fn started(ctx: &Ctx<'_, Catalog>, id: &str, attempt: u32, index: usize) -> bool {
+    let rs = state(ctx.home, ctx.project, id, attempt, index);
+    rs.run().exists() || rs.exit().exists()
 }
 
 /// Remove reviewer `index`'s worktree (it wrote nothing there: nothing to secure).

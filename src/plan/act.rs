@@ -129,6 +129,7 @@ fn start_reviewer(ctx: &Ctx<'_, Catalog>, update: &Update, (round, index): (u32,
         task: format!("Plan {}'s waves of tasks, all integrated and verified:\n\n{}", plan.id, tasks.join("\n")),
         what: format!("the integrated result of plan {}", plan.id),
         reviewed: round,
+        toolbox: crate::tools::toolbox::instructions(crate::activity::names::ActivityKind::Commission),
     };
     crate::worker::reviewer::launch_reviewer(ctx, &subject, reviewer)?;
     Ok(Outcome::Done)

@@ -122,6 +122,8 @@ pub(crate) struct Subject<'a> {
     pub(crate) what: String,
     /// The attempt (or a plan's round) reviewed (`GUILD_HALL_REVIEWED_ATTEMPT`).
     pub(crate) reviewed: u32,
+    /// The toolbox section of its system prompt (a commission's toolbox, from the catalogue).
+    pub(crate) toolbox: String,
 }
 
 /// Its state dir, worktree and prompt made, the reviewer started confined and read-only (or
@@ -148,7 +150,7 @@ pub(crate) fn launch_reviewer(ctx: &Ctx<'_, Catalog>, subject: &Subject<'_>, rev
         state: rs,
         worktree: &rec,
         attempt: RUN,
-        toolbox: crate::tools::toolbox::instructions(ActivityKind::Commission),
+        toolbox: subject.toolbox.clone(),
         prompt_extra: ROLE.to_string(),
         argv,
         env: vec![

@@ -16,12 +16,8 @@ use crate::artifact::commission::{Feedback, FeedbackFrom, Revision};
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc, Snapshot};
 
-/// Automatic send-backs a commission gets: its own `max_revisions:`, else its package's, else
-/// the project's.
-pub(super) fn max_revisions(s: &Snapshot, o: &Observed) -> u32 {
-    let package = s.workers.packages.get(&o.artifact.worker).and_then(|p| p.manifest.max_revisions);
-    o.artifact.max_revisions.or(package).unwrap_or(s.project.config.max_revisions)
-}
+/// Automatic send-backs a commission gets ([`super::review::max_revisions`]).
+pub(super) use super::review::max_revisions;
 
 /// Whether the commission asks for checks now (the project's, its package's, its own).
 fn expected(s: &Snapshot, o: &Observed) -> Option<Vec<String>> {

@@ -55,7 +55,10 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         Status::Dispatched | Status::InProgress => at_work(s, o, &mut st),
         Status::Review => super::checks::send_back(s, o, &st)
             .or_else(|| super::conflicts::send_back(s, o, &st))
-            .or_else(|| super::reviewers::step(s, o, &mut st))
+            .or_else(|| {
+                let passed = super::checks::passed(s, o, st.record.attempt);
+                super::reviewers::step(s, o, &mut st, passed)
+            })
             .unwrap_or_else(|| super::review::in_review(o, &mut st)),
         Status::Cancelled | Status::Failed | Status::Completed => ended(s, o, &mut st),
     };

@@ -36,7 +36,7 @@ pub(super) fn hold(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
 /// In review with reviewers to hear, its work secured and nothing asked of it by a person: the
 /// next reviewer started, a finished one's worktree removed, or, once every one has ended, what
 /// their verdicts come to. `None`: review goes on as a person's ([`super::review::in_review`]).
-pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effect> {
+pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed: bool) -> Option<Effect> {
     let names = of(s, o);
     let settled = !o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
     if o.artifact.desired.is_some() {
@@ -50,7 +50,7 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
     let attempt = st.record.attempt;
     // Reviewers hear only work whose checks passed and that did not conflict: those are sent
     // back, or shown to a person, as they are.
-    if !super::checks::passed(s, o, attempt) || st.record.conflict.as_ref().is_some_and(|c| c.attempt == attempt) {
+    if !checks_passed || st.record.conflict.as_ref().is_some_and(|c| c.attempt == attempt) {
         return None;
     }
     let mut heard: Vec<(&str, &ReviewerRun, Result<&Given, String>)> = Vec::new();
@@ -60,6 +60,8 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
                 show(st, attempt, &heard);
                 let why = Reason::AwaitsReviewers { reviewer: name.clone(), index, of: names.len() };
                 st.set("reason", Value::String(why.to_string()));
+                let text = format!("reviewer {name} reviews attempt {attempt}, read-only");
+                st.event("reviewer", format!("reviewer:{attempt}:{index}"), json!({"text": text, "reviewer": name, "attempt": attempt}));
                 return Some(Effect::StartReviewer { index, reviewer: name.clone() });
             }
             Stands::AtWork(r) => {
@@ -131,7 +133,7 @@ fn weigh(s: &Snapshot, o: &Observed, st: &mut Step<'_>, heard: &[(&str, &Reviewe
     let revisions = st.record.automatic_revisions();
     let reviewers: Vec<String> = changes.iter().map(|(n, _)| n.to_string()).collect();
     let comments = changes.iter().map(|(_, g)| g.comments.len()).sum();
-    if revisions < super::checks::max_revisions(s, o) {
+    if revisions < super::review::max_revisions(s, o) {
         let mut feedback = Vec::new();
         for (name, given) in &changes {
             feedback.push(Feedback { text: format!("Reviewer {name} asked for changes: {}", given.summary), path: None, line: None });
