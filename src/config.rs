@@ -78,6 +78,10 @@ pub struct ProjectConfig {
     /// fails (or, with `review: required`, waits for a person showing the failure). A
     /// package's or a commission's `max_revisions:` overrides it.
     pub(crate) max_revisions: u32,
+    /// Reviewer workers (package names) run read-only over a commission's diff once its checks
+    /// pass, each giving a verdict (`approve`, or `changes` with comments on lines); a
+    /// package's or a commission's `reviewers:` overrides it.
+    pub(crate) reviewers: Option<Vec<String>>,
     /// What every new worktree gets before its worker starts (a package's `workspace:` adds to
     /// it): the person's ignored files copied in, setup and teardown commands, ports.
     pub(crate) workspace: Workspace,
@@ -245,6 +249,7 @@ impl Default for ProjectConfig {
             review: Default::default(),
             checks: Vec::new(),
             max_revisions: 2,
+            reviewers: None,
             workspace: Workspace::default(),
             notify: None,
             notify_timeout: NOTIFY_TIMEOUT,

@@ -141,6 +141,13 @@ pub(crate) fn between(repo: &Repository, integration: &str, id: &str, branch: &s
     from(repo, id, branch, base, &tip, detail)
 }
 
+/// The change from commit `base` to `branch`'s tip (a plan's integrated result, from where it
+/// began).
+pub(crate) fn since(repo: &Repository, id: &str, branch: &str, base: Oid, detail: Detail) -> Result<Diff> {
+    let tip = repo.find_branch(branch, git2::BranchType::Local)?.get().peel_to_commit()?;
+    from(repo, id, branch, Some(base), &tip, detail)
+}
+
 /// The change one commit made (a wave task's copy-back onto the integration branch): from its
 /// first parent to it.
 pub(crate) fn of_commit(repo: &Repository, id: &str, branch: &str, commit: Oid, detail: Detail) -> Result<Diff> {

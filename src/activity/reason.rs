@@ -71,6 +71,22 @@ pub(crate) enum Reason {
     /// `revisions` automatic send-backs made already: held to be sent back to its worker with
     /// the integration branch merged in.
     Conflicted { paths: Vec<String>, revisions: u32 },
+    /// Held in review for its reviewer workers (`reviewers:`): `reviewer` (the `index`th of
+    /// `of`) reviews it now, or is to.
+    AwaitsReviewers { reviewer: String, index: usize, of: usize },
+    /// Reviewer workers asked for changes (`reviewers`, with `comments` in all), with
+    /// `revisions` automatic send-backs made already: what comes of it.
+    ReviewChanges { reviewers: Vec<String>, comments: usize, revisions: u32, then: AfterCheck },
+    /// A reviewer worker ended without a verdict (how): the work waits for a person.
+    NoVerdict { reviewer: String, how: String, id: String },
+    /// Every reviewer worker approved: merged (a commission), completed (a plan).
+    ReviewersApproved { count: usize },
+    /// A plan's reviewer workers asked for changes to its integrated result (`reviewers`,
+    /// `comments` in all), and who fixes it: a fix-forward commission (its id and fixer), or a
+    /// person.
+    PlanReviewChanges { reviewers: Vec<String>, comments: usize, plan: String, fix: Option<(String, String)> },
+    /// A plan's reviewer worker ended without a verdict (how): halted for a person.
+    PlanNoVerdict { reviewer: String, how: String, plan: String },
     /// A person rejected the work in review (with their words, if any): its branch is kept.
     Rejected { branch: String, text: Option<String> },
     /// A person gave it up for good (`commission abandon`, `desired: abandoned`), with their
@@ -188,7 +204,13 @@ impl Reason {
     /// Work held in review only to be sent straight back to its worker (a failing check, a
     /// conflict): it waits for its worker, not a person.
     pub(crate) fn sends_back(&self) -> bool {
-        matches!(self, Reason::CheckFailed { then: AfterCheck::SendBack, .. } | Reason::Conflicted { .. })
+        matches!(
+            self,
+            Reason::CheckFailed { then: AfterCheck::SendBack, .. }
+                | Reason::Conflicted { .. }
+                | Reason::AwaitsReviewers { .. }
+                | Reason::ReviewChanges { then: AfterCheck::SendBack, .. }
+        )
     }
 }
 
@@ -241,6 +263,50 @@ impl fmt::Display for Reason {
                 "its merge conflicted in: {}; sent back to its worker with the integration branch merged in, the conflict markers left for it",
                 paths.join(", ")
             ),
+            Reason::AwaitsReviewers { reviewer, index, of } => {
+                write!(f, "its work is committed on its branch and reviewed by its reviewer workers: {reviewer} ({} of {of})", index + 1)
+            }
+            Reason::ReviewChanges { reviewers, comments, revisions, then } => {
+                write!(
+                    f,
+                    "{} asked for changes ({})",
+                    reviewers.join(", "),
+                    crate::activity::timeline::counted(*comments, "comment")
+                )?;
+                match then {
+                    AfterCheck::SendBack => f.write_str("; sent back to its worker with the comments"),
+                    AfterCheck::Fail => {
+                        write!(f, " after {} (max_revisions)", crate::activity::timeline::counted(*revisions as usize, "automatic revision"))
+                    }
+                    AfterCheck::Review { id } => write!(
+                        f,
+                        "; needs you (after {}): its work is committed on its branch, nothing merged; guild-hall approve {id}, revise {id} -m TEXT, or reject {id}",
+                        crate::activity::timeline::counted(*revisions as usize, "automatic revision")
+                    ),
+                }
+            }
+            Reason::NoVerdict { reviewer, how, id } => write!(
+                f,
+                "reviewer {reviewer} gave no verdict ({how}); needs you: its work is committed on its branch, nothing merged; guild-hall approve {id}, revise {id} -m TEXT, or reject {id}"
+            ),
+            Reason::PlanReviewChanges { reviewers, comments, plan, fix } => {
+                write!(
+                    f,
+                    "{} asked for changes to the plan's integrated result ({}; the timeline has them); ",
+                    reviewers.join(", "),
+                    crate::activity::timeline::counted(*comments, "comment")
+                )?;
+                match fix {
+                    Some((id, fixer)) => write!(f, "fix-forward commission {id} by {fixer} is under way"),
+                    None => write!(f, "fix it on the integration branch, then retry with guild-hall plan retry {plan}"),
+                }
+            }
+            Reason::PlanNoVerdict { reviewer, how, plan } => {
+                write!(f, "reviewer {reviewer} gave no verdict ({how}); retry with guild-hall plan retry {plan}")
+            }
+            Reason::ReviewersApproved { count } => {
+                write!(f, "approved by its {}", crate::activity::timeline::counted(*count, "reviewer worker"))
+            }
             Reason::Rejected { branch, text: Some(t) } => write!(f, "rejected in review: {t}; its work is kept on {branch}"),
             Reason::Rejected { branch, text: None } => write!(f, "rejected in review; its work is kept on {branch}"),
             Reason::Abandoned { text: Some(t) } => write!(f, "abandoned: {t}"),

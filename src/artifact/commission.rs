@@ -121,6 +121,8 @@ pub(crate) enum FeedbackFrom {
     Check,
     /// A squash-merge that conflicted outside `.lore/` (automatic, bounded by `max_revisions`).
     Conflict,
+    /// A reviewer worker's `changes` verdict (automatic, bounded by `max_revisions`).
+    Reviewer,
 }
 
 impl FeedbackFrom {
@@ -129,6 +131,7 @@ impl FeedbackFrom {
             FeedbackFrom::Person => "person",
             FeedbackFrom::Check => "check",
             FeedbackFrom::Conflict => "conflict",
+            FeedbackFrom::Reviewer => "reviewer",
         }
     }
 }
@@ -293,6 +296,10 @@ pub(crate) struct Frontmatter {
     /// Automatic send-backs (a failing check, a conflict) before it fails.
     #[schemars(with = "Option<u32>")]
     max_revisions: Option<Value>,
+    /// Reviewer workers (package names) run read-only over the diff once the checks pass, each
+    /// giving a verdict; over its package's and the project's (`[]`: none).
+    #[schemars(with = "Option<Vec<super::value_schemas::Name>>")]
+    reviewers: Option<Value>,
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
     desired: Option<Value>,
@@ -341,6 +348,10 @@ pub(crate) struct Frontmatter {
     /// code, the tail of a failing one's output), up to the first that failed.
     #[schemars(with = "Option<Vec<super::value_schemas::CheckResult>>")]
     check_results: Option<super::frontmatter::Unread>,
+    /// Written by guild-hall: the reviewer workers' verdicts on the latest attempts (reviewer,
+    /// attempt, verdict, summary, comments on lines).
+    #[schemars(with = "Option<Vec<super::value_schemas::ReviewVerdict>>")]
+    reviews: Option<super::frontmatter::Unread>,
     /// Written by guild-hall: artifacts the work produced.
     #[schemars(with = "Option<Vec<String>>")]
     linked_artifacts: Option<super::frontmatter::Unread>,
@@ -406,6 +417,7 @@ pub(crate) const OWNED_KEYS: [&str; 14] = [
     "questions",
     "result",
     "check_results",
+    "reviews",
     "linked_artifacts",
     "reason",
     "refused",
@@ -447,6 +459,8 @@ pub struct Commission {
     pub(crate) checks: Vec<Vec<String>>,
     /// `max_revisions:` as written (the bound of automatic send-backs).
     pub(crate) max_revisions: Option<u32>,
+    /// `reviewers:` as written (the package's and the project's apply when absent).
+    pub(crate) reviewers: Option<Vec<String>>,
     /// `feedback:` as written (with `desired: revised`).
     pub(crate) feedback: Vec<Feedback>,
     /// How long its worker's `ask` waits (`ask_timeout:`), over its package's and the project's.
@@ -548,6 +562,7 @@ impl Commission {
             review,
             checks,
             max_revisions,
+            reviewers,
             desired,
             source_schedule: _informational_too,
             r#type,
@@ -563,6 +578,7 @@ impl Commission {
             questions: _in_fields,
             result: _also_in_fields,
             check_results: _read_where_shown,
+            reviews: _shown_where_read,
             linked_artifacts: _kept_in_fields,
             reason,
             refused,
@@ -706,6 +722,23 @@ impl Commission {
                 }
             },
         };
+        let reviewers = match reviewers {
+            None | Some(Value::Null) => None,
+            Some(v) => match serde_yaml_ng::from_value::<Vec<String>>(v.clone()) {
+                Ok(names) => {
+                    for n in &names {
+                        if let Err(e) = ids::worker_name(Some(&Value::String(n.clone())), "which reviewer worker") {
+                            bad("reviewers", format!("bad reviewer: {e}"));
+                        }
+                    }
+                    Some(names)
+                }
+                Err(_) => {
+                    bad("reviewers", format!("reviewers must be a list of worker names, not {}", show(&v)));
+                    None
+                }
+            },
+        };
         let ask_timeout = match ask_timeout {
             None | Some(Value::Null) => None,
             Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("ask_timeout", e.to_string())).ok(),
@@ -799,6 +832,7 @@ impl Commission {
             review,
             checks,
             max_revisions,
+            reviewers,
             feedback,
             ask_timeout,
             answer,

@@ -60,6 +60,10 @@ pub(crate) struct Frontmatter {
     /// The worker of fix-forward commissions when verify fails.
     #[schemars(with = "Option<String>", regex(pattern = super::value_schemas::NAME_PATTERN))]
     fixer: Option<Value>,
+    /// Reviewer workers run over the plan's integrated result once its last verify passes
+    /// (over the project's `reviewers:`; `[]`: none).
+    #[schemars(with = "Option<Vec<super::value_schemas::Name>>")]
+    reviewers: Option<Value>,
     /// Wall-clock limit of each task attempt and verify run, over the package's and the
     /// project's (`0s`: none); a task's own `timeout` is over this.
     #[schemars(with = "Option<super::value_schemas::Duration>")]
@@ -171,6 +175,8 @@ pub struct Plan {
     pub verify: Option<Vec<String>>,
     /// The worker of fix-forward commissions when verify fails.
     pub(crate) fixer: Option<String>,
+    /// `reviewers:` as written (the project's apply when absent).
+    pub(crate) reviewers: Option<Vec<String>>,
     /// Wall-clock limit of each task attempt and verify run (`timeout:`), over the package's
     /// and the project's; a task's own `timeout:` is over this.
     pub timeout: Option<std::time::Duration>,
@@ -234,6 +240,7 @@ impl Plan {
             parallelism,
             verify,
             fixer,
+            reviewers,
             timeout,
             waves,
             desired,
@@ -273,6 +280,16 @@ impl Plan {
                 bad(top("fixer"), "fixer must be a worker package name".into());
                 None
             }
+        };
+        let reviewers = match reviewers {
+            None | Some(Value::Null) => None,
+            Some(v) => match serde_yaml_ng::from_value::<Vec<String>>(v) {
+                Ok(names) if names.iter().all(|n| ids::validate_id(n).is_ok()) => Some(names),
+                _ => {
+                    bad(top("reviewers"), "reviewers must be a list of worker package names".into());
+                    None
+                }
+            },
         };
         let timeout = match timeout {
             None | Some(Value::Null) => None,
@@ -332,6 +349,7 @@ impl Plan {
             parallelism,
             verify,
             fixer,
+            reviewers,
             timeout,
             waves: parsed_waves,
             desired,

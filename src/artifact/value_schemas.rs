@@ -186,6 +186,39 @@ impl JsonSchema for ScheduleBlock {
     }
 }
 
+/// One entry of `reviews:` (written by guild-hall: a reviewer worker's verdict on an attempt).
+pub(crate) enum ReviewVerdict {}
+
+impl JsonSchema for ReviewVerdict {
+    fn schema_name() -> Cow<'static, str> {
+        "ReviewVerdict".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A reviewer worker's verdict on an attempt's diff (written by guild-hall).",
+            "type": "object",
+            "properties": {
+                "reviewer": { "type": "string", "description": "The reviewer's worker package." },
+                "attempt": { "type": "integer", "description": "The attempt it reviewed." },
+                "verdict": { "type": "string", "enum": ["approve", "changes", "none"], "description": "`none`: it ended without a verdict." },
+                "summary": { "type": "string" },
+                "comments": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": { "path": { "type": "string" }, "line": { "type": "integer" }, "text": { "type": "string" } },
+                        "required": ["path", "text"],
+                        "additionalProperties": false,
+                    },
+                },
+            },
+            "required": ["reviewer", "attempt", "verdict"],
+            "additionalProperties": false,
+        })
+    }
+}
+
 /// One entry of `check_results:` (written by guild-hall: a check as run after submit).
 pub(crate) enum CheckResult {}
 

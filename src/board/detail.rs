@@ -32,6 +32,7 @@ pub(crate) fn load(home: &Home, project: &Project, item: &Item) -> Detail {
     let mut sections = vec![("branch".to_string(), branch(project, item))];
     if item.kind == Kind::Commission {
         sections.push(("result".into(), result(project, &item.id)));
+        sections.push(("reviews".into(), reviews(project, &item.id)));
     }
     let log = crate::activity::timeline::read(&crate::activity::timeline::path_for(&item.path)).unwrap_or_default();
     let asked: Vec<String> = log
@@ -88,6 +89,13 @@ fn result(project: &Project, id: &str) -> Vec<String> {
         lines.extend(a.iter().filter_map(|p| p.as_str()).map(|p| format!("artifact: {}", clean(p))));
     }
     lines
+}
+
+/// Its reviewer workers' verdicts (`reviews:`), each comment under its verdict.
+fn reviews(project: &Project, id: &str) -> Vec<String> {
+    let Ok(c) = crate::ops::commission::load(project, id) else { return Vec::new() };
+    let reviews = c.field("reviews").and_then(|r| serde_json::to_value(r).ok()).unwrap_or_default();
+    crate::ops::status::review_lines(&reviews).iter().map(|l| clean(l)).collect()
 }
 
 /// The item's branch and how far it is from the integration branch (commits each has that

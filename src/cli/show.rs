@@ -182,6 +182,8 @@ struct Rows {
     single: Option<Option<StatusRow>>,
     /// The table: id, status, worker, attempt, age, beat, note.
     table: Table<8>,
+    /// `status <id>` as a table: its reviewer workers' verdicts, printed under it.
+    reviews: Option<Vec<String>>,
 }
 
 impl Rows {
@@ -210,6 +212,9 @@ impl Rows {
                     (format!("{} (scheduled)", s.status.as_str()), s.worker.as_str(), None, "-".to_string(), s.note())
                 }
                 StatusRow::Commission(c) => {
+                    if let Some(reviews) = &mut self.reviews {
+                        reviews.extend(c.review_lines());
+                    }
                     let s = |v: &Option<String>| v.clone().unwrap_or_default();
                     let summary = c.summary().unwrap_or("").to_string();
                     let note = if !s(&c.elsewhere).is_empty() {
@@ -283,7 +288,14 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
     }
     let now = Utc::now();
     let table = Table::new(["ID", "STATUS", "WORKER", "ATT", "AGE", "BEAT", "USAGE", "PROGRESS / RESULT / REASON"]).right(&[3, 4, 5, 6]);
-    let mut rows = Rows { json: json_out, now, count: 0, single: (json_out && id.is_some()).then_some(None), table };
+    let mut rows = Rows {
+        json: json_out,
+        now,
+        count: 0,
+        single: (json_out && id.is_some()).then_some(None),
+        table,
+        reviews: (!json_out && id.is_some()).then(Vec::new),
+    };
     if !json_out {
         if let Some(holder) = guild_hall::reconcile::lock_holder(&env.home, &env.project) {
             say!("reconciler: {holder}");
@@ -309,6 +321,13 @@ pub fn status(env: &Env, id: Option<&str>, json_out: bool, filter: &Filter) -> R
         super::out::stdout_raw(if rows.count == 0 { b"[]\n" } else { b"\n]\n" });
     } else {
         rows.table.print();
+        let reviews = rows.reviews.take().unwrap_or_default();
+        if !reviews.is_empty() {
+            say!("reviews:");
+            for r in &reviews {
+                say!("  {}", line(r));
+            }
+        }
     }
     let filtered = !filter.status.is_empty() || !filter.worker.is_empty();
     if !json_out && rows.count == 0 && !filtered {

@@ -64,6 +64,28 @@ pub fn act(ctx: &Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Resu
         }
         Action::Cleanup { id, attempt, branch, why } => cleanup(ctx, id, *attempt, branch, why),
         Action::Hold { update, attempt, branch } => hold(ctx, update, *attempt, branch),
+        Action::StartReviewer { update, attempt, index, reviewer, branch } => {
+            // Its start in the timeline first; a run recorded already is not started again.
+            let started = crate::commission::reviewing::started(ctx, &update.id, *attempt, *index);
+            let outcome = apply_update(ctx, update)?;
+            if outcome != Outcome::Done || started {
+                return Ok(outcome);
+            }
+            crate::commission::reviewing::start(ctx, &update.id, *attempt, *index, reviewer, branch)?;
+            Ok(Outcome::Done)
+        }
+        Action::ReviewerCleanup { id, attempt, index, branch } => crate::commission::reviewing::cleanup(ctx, id, *attempt, *index, branch),
+        Action::DropReviewers { update, attempt, branch, runs } => {
+            // The stops first, and whatever becomes of the update, as a commission's own.
+            let mut stopped = Ok(Outcome::Done);
+            for (index, run, pids) in runs {
+                let dropped = crate::commission::reviewing::drop(ctx, &update.id, *attempt, *index, branch, run.as_ref(), pids);
+                stopped = stopped.and(dropped);
+            }
+            let updated = apply_update(ctx, update);
+            stopped?;
+            updated
+        }
         Action::Heartbeat { id, beat } => {
             write_json(&state_dir(ctx, id).heartbeat(), beat)?;
             Ok(Outcome::Done)

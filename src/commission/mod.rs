@@ -6,6 +6,7 @@ pub mod act;
 pub mod decide;
 pub mod observe;
 pub(crate) mod questions;
+pub(crate) mod reviewing;
 
 use std::time::Duration;
 

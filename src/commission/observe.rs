@@ -88,6 +88,9 @@ pub(crate) struct Observed {
     /// (`activity::ids::first_free_attempt`): a dispatch never reuses a branch or a trailer made
     /// elsewhere. Looked up only for a commission that may be dispatched in this pass.
     pub(crate) free_attempt: Option<u32>,
+    /// In review: the runs of its reviewer workers over the current attempt started so far
+    /// ([`crate::commission::reviewing`]).
+    pub(crate) reviews: Vec<crate::worker::reviewer::ReviewerRun>,
 }
 
 /// Dependencies of a commission committed on the person's base branch but not on the
@@ -180,6 +183,7 @@ impl Observed {
             integrated: None,
             unrecorded_worker: false,
             free_attempt: None,
+            reviews: Vec::new(),
         }
     }
 
@@ -881,6 +885,9 @@ fn observe_artifact(
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
         observe_runtime(&mut obs, &rec, &state, boot);
         obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
+        if rec.status == Status::Review {
+            obs.reviews = crate::commission::reviewing::observe(home, project, &obs.artifact.id, rec.attempt, boot);
+        }
         // In review, the attempt's folded result is what an approval merges with.
         let live = rec.status.is_active()
             || rec.status == Status::Review

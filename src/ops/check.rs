@@ -119,6 +119,7 @@ pub fn check(home: &Home, project: &Project) -> Result<Report> {
         }
     }
     problems.extend(workspace_problems(project, &snap.workers));
+    problems.extend(reviewer_problems(project, &snap));
     let mut unsettled: Vec<Problem> = snap
         .commissions
         .iter()
@@ -266,6 +267,38 @@ fn workspace_problems(project: &Project, workers: &crate::worker::Catalog) -> Ve
     for pkg in workers.packages.values() {
         let own = crate::worker::workspace::copy_problems(&project.root, &pkg.manifest.workspace);
         out.extend(own.into_iter().map(|p| at(&pkg.dir.join("worker.yaml"), p.to_string())));
+    }
+    out
+}
+
+/// `reviewers:` naming a worker that is not installed (or cannot review, as a commission's
+/// worker does its work): at the project's `.lore/guild-hall.yaml`, a package's `worker.yaml`,
+/// or the commission naming it.
+fn reviewer_problems(project: &Project, snap: &crate::commission::observe::Snapshot) -> Vec<Problem> {
+    let unusable = |names: &[String]| -> Vec<String> {
+        names.iter().filter_map(|n| snap.workers.for_commission(n).err().map(|why| format!("reviewer {n}: {why}"))).collect()
+    };
+    // In a YAML file of its own (no frontmatter): at the key, found by the parser's marks.
+    let in_yaml = |file: &Path, why: String| {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let seg = [crate::artifact::locate::Seg::key("reviewers")];
+        let (line, col) = crate::artifact::locate::position(&text, &seg, crate::artifact::locate::At::Value).unwrap_or((1, 1));
+        Problem::new(file, line, col, why)
+    };
+    let mut out = Vec::new();
+    let config = project.root.join(crate::config::ProjectConfig::PATH);
+    for why in unusable(project.config.reviewers.as_deref().unwrap_or_default()) {
+        out.push(in_yaml(&config, why));
+    }
+    for pkg in snap.workers.packages.values() {
+        for why in unusable(pkg.manifest.reviewers.as_deref().unwrap_or_default()) {
+            out.push(in_yaml(&pkg.dir.join("worker.yaml"), why));
+        }
+    }
+    for o in &snap.commissions {
+        for why in unusable(o.artifact.reviewers.as_deref().unwrap_or_default()) {
+            out.push(at_key(&o.artifact.path, "reviewers", why));
+        }
     }
     out
 }

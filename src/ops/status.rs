@@ -286,6 +286,9 @@ pub struct CommissionRow {
     pub(crate) refused: Option<String>,
     /// `result:` as written (`null` when absent).
     pub(crate) result: Json,
+    /// `reviews:` as written: its reviewer workers' verdicts (left out when absent).
+    #[serde(skip_serializing_if = "Json::is_null")]
+    pub(crate) reviews: Json,
     pub status: Status,
     /// A failed or cancelled commission whose processes are still being stopped: what is
     /// under way.
@@ -305,10 +308,34 @@ impl CommissionRow {
         self.result.get("summary").and_then(Json::as_str)
     }
 
+    /// Its reviewer workers' verdicts ([`review_lines`]).
+    pub fn review_lines(&self) -> Vec<String> {
+        review_lines(&self.reviews)
+    }
+
     /// How many questions it asked.
     pub(crate) fn questions(&self) -> usize {
         self.questions.as_array().map(Vec::len).unwrap_or(0)
     }
+}
+
+/// `reviews:` as lines, one a verdict (`picky on attempt 1: changes: summary`), each comment
+/// under its verdict as `  path:line: text`.
+pub(crate) fn review_lines(reviews: &Json) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in reviews.as_array().into_iter().flatten() {
+        let s = |v: &Json, k: &str| v.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+        let attempt = r.get("attempt").and_then(Json::as_u64).unwrap_or(0);
+        out.push(format!("{} on attempt {attempt}: {}: {}", s(r, "reviewer"), s(r, "verdict"), s(r, "summary")));
+        for c in r.get("comments").and_then(Json::as_array).into_iter().flatten() {
+            let at = match c.get("line").and_then(Json::as_u64) {
+                Some(l) => format!("{}:{l}", s(c, "path")),
+                None => s(c, "path"),
+            };
+            out.push(format!("  {at}: {}", s(c, "text")));
+        }
+    }
+    out
 }
 
 /// A commission's process, as the row says it.
@@ -416,6 +443,7 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionR
             }
             (r, _) => r,
         },
+        reviews: yaml_json("reviews"),
         questions: yaml_json("questions"),
         created: a.created().map(str::to_string),
         desired: a.desired.map(|d| d.as_str()),
@@ -465,6 +493,7 @@ mod tests {
             reason: Some("r".into()),
             refused: Some("f".into()),
             result: serde_json::json!({"summary": "s", "artifacts": ["a"]}),
+            reviews: Json::Null,
             status: Status::InProgress,
             stopping: Some("s".into()),
             title: Some("t".into()),
@@ -489,6 +518,7 @@ mod tests {
             reason: None,
             refused: None,
             result: Json::Null,
+            reviews: Json::Null,
             status: Status::Pending,
             stopping: None,
             title: None,

@@ -86,7 +86,53 @@ pub(crate) fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
             fault("fix-forward", 1);
             apply(ctx, update)
         }
+        Action::StartReviewer { update, round, index, reviewer, base } => start_reviewer(ctx, update, (*round, *index), reviewer, base),
+        Action::ReviewerCleanup { update, round, index } => {
+            let rs = super::observe::review_state(ctx.home, ctx.project, &update.id, *round, *index);
+            let wt = super::observe::review_worktree(&rs, &update.id, *round, *index);
+            crate::worker::reviewer::remove(ctx, &rs, &wt, ctx.integration())?;
+            apply(ctx, update)
+        }
+        Action::ReviewFix { update, wave, round, fixer, text } => {
+            let body = format!(
+                "The reviewers of plan {} asked for changes to its integrated result after wave {wave}. Make them with new changes on top of what is there (fix forward: never revert the plan's work).\n\n{text}",
+                update.id
+            );
+            write_fix_commission(ctx, &update.id, *wave, *round, fixer, &format!("Fix-forward: plan {}, its reviewers", update.id), body)?;
+            fault("fix-forward", 1);
+            apply(ctx, update)
+        }
     }
+}
+
+/// The REVIEW stage: `update` first, then reviewer `index` over the plan's integrated result —
+/// from where its first wave began to the integration tip — read-only, once (a run already
+/// recorded is not started again).
+fn start_reviewer(ctx: &Ctx<'_, Catalog>, update: &Update, (round, index): (u32, usize), reviewer: &str, began: &str) -> Result<Outcome> {
+    let plan = super::observe::load(ctx.project, &update.id)?;
+    let rs = super::observe::review_state(ctx.home, ctx.project, &plan.id, round, index);
+    let started = rs.run().exists() || rs.exit().exists();
+    let outcome = apply(ctx, update)?;
+    if outcome != Outcome::Done || started {
+        return Ok(outcome);
+    }
+    let repo = crate::activity::git::open(&ctx.project.root)?;
+    let base = git2::Oid::from_str(began).with_context(|| format!("the plan's first wave has no base commit ({began:?})"))?;
+    let diff = crate::activity::diff::since(&repo, &plan.id, ctx.integration(), base, crate::activity::diff::Detail::Patch)?;
+    let tasks: Vec<String> = plan.tasks().map(|t| format!("- {} ({}): {}", t.canonical, t.worker, t.prompt.trim())).collect();
+    let subject = crate::worker::reviewer::Subject {
+        worktree: super::observe::review_worktree(&rs, &plan.id, round, index),
+        rs,
+        id: &plan.id,
+        branch: ctx.integration(),
+        diff,
+        task: format!("Plan {}'s waves of tasks, all integrated and verified:\n\n{}", plan.id, tasks.join("\n")),
+        what: format!("the integrated result of plan {}", plan.id),
+        reviewed: round,
+        toolbox: crate::tools::toolbox::instructions(crate::activity::names::ActivityKind::Commission),
+    };
+    crate::worker::reviewer::launch_reviewer(ctx, &subject, reviewer)?;
+    Ok(Outcome::Done)
 }
 
 /// Record the integration tip as the wave's base, and take each task of the wave whose trailer
@@ -710,15 +756,21 @@ pub(crate) fn verify_output(home: &Home, project: &Project, plan: &str, run: u32
 /// A fix-forward commission for the fixer, as a person would write it; never over a file, never
 /// one the commission parser would refuse.
 fn write_fix(ctx: &Ctx<'_, Catalog>, plan: &str, wave: usize, round: u32, fixer: &str, run: u32) -> Result<()> {
-    let id = fix_id(plan, wave, round);
-    let path = ctx.project.commission_path(&id);
     let output = verify_output(ctx.home, ctx.project, plan, run);
     let body = format!(
         "The integration verify of plan {plan} failed after wave {wave}. Make it pass with new changes on top of what is there (fix forward: never revert the wave's work).\n\nIts output (the end):\n\n```\n{}\n```\n",
         output.trim_end()
     );
+    write_fix_commission(ctx, plan, wave, round, fixer, &format!("Fix-forward: plan {plan}, wave {wave} verify"), body)
+}
+
+/// A fix-forward commission `title` with `body` for the fixer, as a person would write it;
+/// never over a file, never one the commission parser would refuse.
+fn write_fix_commission(ctx: &Ctx<'_, Catalog>, plan: &str, wave: usize, round: u32, fixer: &str, title: &str, body: String) -> Result<()> {
+    let id = fix_id(plan, wave, round);
+    let path = ctx.project.commission_path(&id);
     let text = crate::artifact::commission::render(&crate::artifact::commission::New {
-        title: format!("Fix-forward: plan {plan}, wave {wave} verify"),
+        title: title.to_string(),
         date: None,
         status: crate::artifact::Status::Pending,
         worker: fixer.to_string(),

@@ -37,7 +37,18 @@ pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &s
     }
     let at = chrono::DateTime::parse_from_rfc3339(now).map(|t| t.to_utc()).unwrap_or_else(|_| chrono::Utc::now());
     let cfg = &project.config;
-    Ok((Snapshot { plans, now: now.to_string(), at, stale_after: cfg.stale_after, timeout: cfg.timeout, slots }, problems))
+    Ok((
+        Snapshot {
+            plans,
+            now: now.to_string(),
+            at,
+            stale_after: cfg.stale_after,
+            timeout: cfg.timeout,
+            slots,
+            reviewers: cfg.reviewers.clone(),
+        },
+        problems,
+    ))
 }
 
 /// One plan as it is now (`plan show`): its tasks' worktrees and processes looked at.
@@ -301,6 +312,14 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             .ok()?
             .status
     });
+    let reviews = match record.as_ref().filter(|r| r.status == crate::artifact::plan::PlanStatus::Verifying) {
+        Some(r) => crate::worker::reviewer::observe_runs(
+            |index| review_state(home, project, &plan.id, r.verify_runs, index),
+            |rs, index| review_worktree(rs, &plan.id, r.verify_runs, index),
+            &boot,
+        ),
+        None => Vec::new(),
+    };
     Ok(Observed {
         plan,
         record,
@@ -316,6 +335,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         fix_status,
         timeline_keys,
         usage_recorded,
+        reviews,
     })
 }
 
@@ -412,4 +432,15 @@ fn started(state: &StateDir) -> Result<Option<Taken>, Vec<Problem>> {
     // A job submitted for a later attempt has taken it, queued or not.
     let job = crate::worker::runner::taken(state).map_err(p)?;
     Ok(run.max(job).map(Taken::Attempt))
+}
+
+/// The state dir of reviewer `index`'s run over plan `id`'s integrated result in `round` (the
+/// verify run it follows).
+pub(crate) fn review_state(home: &Home, project: &Project, id: &str, round: u32, index: usize) -> StateDir {
+    StateDir(home.plan_state(&project.name, id).join(format!("review-{round}-{index}")))
+}
+
+/// Its checkout, in its state dir, named uniquely among the repository's worktrees.
+pub(crate) fn review_worktree(rs: &StateDir, id: &str, round: u32, index: usize) -> std::path::PathBuf {
+    rs.0.join(format!("review-plan-{id}-{round}-{index}"))
 }

@@ -74,6 +74,8 @@ fn needs_a_person(kind: Name, e: &Value) -> Option<(Need, Option<String>)> {
         (_, "status") if field("to") == Some("failed") => Need::Failed,
         // Not work held only until it is sent back to its worker (a failing check).
         (_, "status") if field("to") == Some("review") && e["needs_you"] != false => Need::Review,
+        // Held for its reviewer workers first, then left for a person once they are heard.
+        (Name::Commission, "reviewed") if e["needs_you"] == true => Need::Review,
         (Name::Commission, "question") if e["waiting"] == true => Need::Question,
         (Name::Commission, "budget") => Need::Budget,
         (Name::Plan, "task") if field("state") == Some("failed") => return Some((Need::Failed, field("task").map(str::to_string))),

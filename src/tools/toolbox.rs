@@ -25,6 +25,14 @@ pub(crate) struct SubmitResult {
     /// Files produced, as paths relative to the worktree (they must exist there).
     #[serde(default)]
     pub(crate) artifacts: Vec<String>,
+    /// A reviewer's verdict on the diff it was given: `approve`, or `changes` (the work goes
+    /// back to its worker with your comments). Only a reviewer gives one, and must.
+    #[serde(default)]
+    pub(crate) verdict: Option<crate::worker::toolbox::mailbox::Verdict>,
+    /// A reviewer's comment on a line of the work: `PATH:LINE TEXT` (or `PATH TEXT` for the
+    /// file as a whole), the path relative to the working directory.
+    #[serde(default)]
+    pub(crate) comments: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -213,6 +221,9 @@ fn send_mail(ctx: &WorkerContext, sent: anyhow::Result<crate::worker::toolbox::m
     Ok(Recorded { commission, meeting, task, event: mail.seq })
 }
 
+/// What a worker that is not a reviewer is told when it gives a verdict.
+const NOT_A_REVIEWER: &str = "a verdict and comments are a reviewer worker's; submit your result with a summary and its artifacts";
+
 /// Tools of work (a commission and a wave task alike, so that one package serves both), only a
 /// meeting has (REQ-MTG-17), only a wave task has; the rest serve every kind.
 const WORK_ONLY: [&str; 4] = ["report_progress", "log_question", "submit_result", "report_usage"];
@@ -326,13 +337,27 @@ pub fn tools() -> Vec<Tool<WorkerContext>> {
         .positional(&["path"]),
         Tool::new(
             "submit_result",
-            "Declare your work done, once, after you have achieved and verified the outcome. Without it a commission counts as failed (a wave task's result is recorded as its completion; its exit decides). Give a summary and the files you produced (relative to your working directory).",
+            "Declare your work done, once, after you have achieved and verified the outcome. Without it a commission counts as failed (a wave task's result is recorded as its completion; its exit decides). Give a summary and the files you produced (relative to your working directory). A reviewer gives its verdict instead (verdict approve or changes, and comments PATH:LINE TEXT).",
             |ctx: &WorkerContext, a: SubmitResult| {
-                let artifacts = crate::worker::toolbox::normalise_artifacts(&a.artifacts).map_err(refused)?;
-                send(ctx, MailBody::Result { summary: a.summary, artifacts })
+                match (&ctx.reviewer, a.verdict) {
+                    (Some(_), Some(verdict)) => {
+                        let comments: Vec<_> =
+                            a.comments.iter().map(|c| crate::worker::toolbox::line_comment(c)).collect::<anyhow::Result<_>>().map_err(refused)?;
+                        send(ctx, MailBody::Verdict { verdict, summary: a.summary, comments })
+                    }
+                    (Some(_), None) => Err(ToolError::refused(
+                        "you are a reviewer: submit your verdict, approve or changes (shell: `submit-result --verdict changes --comment 'PATH:LINE TEXT' SUMMARY`)",
+                    )),
+                    (None, Some(_)) => Err(ToolError::refused(NOT_A_REVIEWER)),
+                    (None, None) if !a.comments.is_empty() => Err(ToolError::refused(NOT_A_REVIEWER)),
+                    (None, None) => {
+                        let artifacts = crate::worker::toolbox::normalise_artifacts(&a.artifacts).map_err(refused)?;
+                        send(ctx, MailBody::Result { summary: a.summary, artifacts })
+                    }
+                }
             },
         )
-        .flags(&[("artifacts", "artifact")]),
+        .flags(&[("artifacts", "artifact"), ("comments", "comment")]),
         Tool::new(
             "report_usage",
             "Report the tokens (and dollars, if known) your own calls of a model API used since your last report; they add up. Only for a worker that calls a model itself: an agent CLI's usage (Claude Code, Codex, Gemini CLI) is read from its output.",

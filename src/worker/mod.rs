@@ -19,6 +19,7 @@ pub mod package;
 pub(crate) mod peer;
 pub(crate) mod ports;
 pub(crate) mod process;
+pub(crate) mod reviewer;
 pub mod roster;
 pub mod runner;
 pub mod sandbox;

@@ -87,6 +87,10 @@ pub struct Manifest {
     /// Automatic send-backs before a commission fails, over the project's `max_revisions:`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_revisions: Option<u32>,
+    /// Reviewer workers run over its commissions' diffs once their checks pass, over the
+    /// project's `reviewers:`; a commission's own overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reviewers: Option<Vec<String>>,
     /// Programs its scripts run that must be on `PATH` (an agent's CLI: `claude`, `codex`):
     /// while one is missing, work for the package waits (`blocked`, naming it) and `check`
     /// says so, rather than an attempt failing on "claude: not found".

@@ -58,6 +58,7 @@ mod commission {
     mod mailbox;
     mod review;
     mod scheduled;
+    mod reviewers;
     mod usage;
 }
 
@@ -91,6 +92,7 @@ mod plan {
     mod limits;
     mod mailbox;
     mod record_vs_git;
+    mod reviewers;
     mod task_liveness;
     mod usage;
     mod waves;

@@ -16,12 +16,8 @@ use crate::artifact::commission::{Feedback, FeedbackFrom, Revision};
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Proc, Snapshot};
 
-/// Automatic send-backs a commission gets: its own `max_revisions:`, else its package's, else
-/// the project's.
-pub(super) fn max_revisions(s: &Snapshot, o: &Observed) -> u32 {
-    let package = s.workers.packages.get(&o.artifact.worker).and_then(|p| p.manifest.max_revisions);
-    o.artifact.max_revisions.or(package).unwrap_or(s.project.config.max_revisions)
-}
+/// Automatic send-backs a commission gets ([`super::review::max_revisions`]).
+pub(super) use super::review::max_revisions;
 
 /// Whether the commission asks for checks now (the project's, its package's, its own).
 fn expected(s: &Snapshot, o: &Observed) -> Option<Vec<String>> {
@@ -45,6 +41,11 @@ fn runs(s: &Snapshot, o: &Observed, attempt: u32) -> Vec<CheckRun> {
     }
 }
 
+/// Whether every check `attempt` ran passed (none asked for: passed).
+pub(super) fn passed(s: &Snapshot, o: &Observed, attempt: u32) -> bool {
+    runs(s, o, attempt).iter().all(CheckRun::passed)
+}
+
 /// A submitted attempt whose worker is gone, its result folded: the checks' outcomes written,
 /// then the merge (`Finish`), review, an automatic send-back, or failure.
 pub(super) fn submitted(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
@@ -63,6 +64,9 @@ pub(super) fn submitted(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect
     }
     let required = super::review::required(s, o);
     let Some(failed) = runs.iter().find(|r| !r.passed()) else {
+        if let Some(held) = super::reviewers::hold(s, o, st) {
+            return held;
+        }
         return if required { super::review::hold(o, st) } else { Effect::Finish };
     };
     let revisions = st.record.automatic_revisions();

@@ -33,6 +33,27 @@ pub(super) enum Effect {
     /// Sent back from review: a new attempt on the same branch ([`super::review::revise`]).
     Revise(Box<crate::artifact::commission::Revision>),
     Cleanup(&'static str),
+    /// In review: start reviewer worker `index` of its `reviewers:` over the attempt's work.
+    StartReviewer {
+        index: usize,
+        reviewer: String,
+    },
+    /// A reviewer's run is over: its worktree removed.
+    ReviewerCleanup {
+        index: usize,
+    },
+    /// A reviewer's shim is gone, processes of it are not: killed.
+    ReviewerLeftovers {
+        run: Option<crate::activity::state::RunInfo>,
+        pids: Vec<i32>,
+    },
+    /// Reviewers no longer waited for: each (index, its run while alive, its leftover
+    /// processes) stopped and its checkout removed.
+    DropReviewers(Vec<(usize, Option<crate::activity::state::RunInfo>, Vec<i32>)>),
+    /// Every reviewer worker approved (`review: auto`): merged as a finish is.
+    ReviewersApproved {
+        count: usize,
+    },
     Signal(Sig),
     KillLeftovers,
     Beat(Heartbeat),

@@ -55,6 +55,10 @@ pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cy
         Status::Dispatched | Status::InProgress => at_work(s, o, &mut st),
         Status::Review => super::checks::send_back(s, o, &st)
             .or_else(|| super::conflicts::send_back(s, o, &st))
+            .or_else(|| {
+                let passed = super::checks::passed(s, o, st.record.attempt);
+                super::reviewers::step(s, o, &mut st, passed)
+            })
             .unwrap_or_else(|| super::review::in_review(o, &mut st)),
         Status::Cancelled | Status::Failed | Status::Completed | Status::Abandoned => ended(s, o, &mut st),
     };
@@ -371,6 +375,10 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
 /// worktree cleaned up.
 fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     let cfg = &s.project.config;
+    // Ended from review (a person's `status: cancelled`) while reviewer workers were at work.
+    if let Some(dropped) = super::reviewers::drop_runs(o) {
+        return dropped;
+    }
     if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.proc != Proc::NotStarted) {
         st.fold_mail();
         st.account_usage();

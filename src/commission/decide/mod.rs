@@ -38,6 +38,16 @@ pub enum Action {
     /// Submitted, held for review: commit what is left in the worktree onto the branch, then
     /// `update` (status `review`), then remove the worktree.
     Hold { update: Update, attempt: u32, branch: String },
+    /// In review: `update` (the reviewer's start in the timeline), then reviewer `index`'s
+    /// run over `attempt`'s work on `branch`: its worktree, its prompt with the diff, its
+    /// process, read-only (once: a run already recorded is not started again).
+    StartReviewer { update: Update, attempt: u32, index: usize, reviewer: String, branch: String },
+    /// A reviewer's run is over: its worktree removed (it could write nothing there).
+    ReviewerCleanup { id: String, attempt: u32, index: usize, branch: String },
+    /// Reviewers no longer waited for (a person decided, or the commission ended): `update`,
+    /// then each one's processes killed (its run while alive, its leftovers) and its worktree
+    /// removed.
+    DropReviewers { update: Update, attempt: u32, branch: String, runs: Vec<(usize, Option<RunInfo>, Vec<i32>)> },
     /// Failure/cancellation aftermath: commit partial results, remove the worktree.
     Cleanup { id: String, attempt: u32, branch: String, why: String },
     /// Remember the latest signs of life.
@@ -54,8 +64,14 @@ impl crate::activity::kind::Action for Action {
             | Action::Dispatch { update: u, .. }
             | Action::Finish { update: u, .. }
             | Action::Hold { update: u, .. }
+            | Action::StartReviewer { update: u, .. }
+            | Action::DropReviewers { update: u, .. }
             | Action::Dequeue { update: u, .. } => &u.id,
-            Action::Signal { id, .. } | Action::KillLeftovers { id, .. } | Action::Cleanup { id, .. } | Action::Heartbeat { id, .. } => id,
+            Action::Signal { id, .. }
+            | Action::KillLeftovers { id, .. }
+            | Action::Cleanup { id, .. }
+            | Action::ReviewerCleanup { id, .. }
+            | Action::Heartbeat { id, .. } => id,
             Action::Schedule(step) => &step.id,
         }
     }
@@ -110,6 +126,16 @@ impl crate::activity::kind::Action for Action {
             Action::Finish { branch, .. } => format!("complete: squash-merge {branch}"),
             Action::Hold { branch, .. } => format!("review: its work committed on {branch}, nothing merged; it waits for a person"),
             Action::Cleanup { branch, why, .. } => format!("clean up ({why}): keep {branch}, remove worktree"),
+            Action::StartReviewer { reviewer, attempt, branch, .. } => {
+                format!("review: reviewer {reviewer} reads attempt {attempt}'s work on {branch}, read-only")
+            }
+            Action::ReviewerCleanup { index, .. } => format!("review: remove reviewer {}'s worktree", index + 1),
+            Action::DropReviewers { runs, .. } => {
+                format!(
+                    "review: stop {} no longer waited for, remove their worktrees",
+                    crate::activity::timeline::counted(runs.len(), "reviewer")
+                )
+            }
             Action::Heartbeat { .. } => "heartbeat".into(),
             Action::Schedule(step) => step.what.clone(),
         }
@@ -124,7 +150,10 @@ impl crate::activity::kind::Action for Action {
     /// [`crate::activity::merge::land`]). A stop, a heartbeat and a cleanup follow their
     /// commission's update in the order decided, so they are not.
     fn concurrent(&self) -> bool {
-        matches!(self, Action::Dispatch { .. } | Action::Finish { .. } | Action::Hold { .. } | Action::Update(_))
+        matches!(
+            self,
+            Action::Dispatch { .. } | Action::Finish { .. } | Action::Hold { .. } | Action::StartReviewer { .. } | Action::Update(_)
+        )
     }
 
     fn verb(&self) -> &'static str {
@@ -137,13 +166,16 @@ impl crate::activity::kind::Action for Action {
             Action::Finish { .. } => "finish",
             Action::Hold { .. } => "hold",
             Action::Cleanup { .. } => "cleanup",
+            Action::StartReviewer { .. } => "review",
+            Action::ReviewerCleanup { .. } => "review_cleanup",
+            Action::DropReviewers { .. } => "review_drop",
             Action::Heartbeat { .. } => "heartbeat",
             Action::Schedule(_) => "schedule",
         }
     }
 
     fn is_stop(&self) -> bool {
-        matches!(self, Action::Signal { .. } | Action::Dequeue { .. } | Action::KillLeftovers { .. })
+        matches!(self, Action::Signal { .. } | Action::Dequeue { .. } | Action::KillLeftovers { .. } | Action::DropReviewers { .. })
     }
 
     fn is_heartbeat(&self) -> bool {
@@ -201,7 +233,8 @@ pub fn decide(s: &Snapshot) -> Decisions {
         if !matches!(effect, Effect::Resume) {
             note_edit_while_running(&mut step);
         }
-        let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+        let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+            || o.reviews.iter().any(|r| matches!(r.proc, Proc::Alive | Proc::Starting | Proc::Lingering));
         if step.status.is_active() || at_work {
             // A commission finished this round no longer holds its slot: its worker is gone,
             // and the pass starts new work only after the round's finishes are done. One whose
@@ -237,6 +270,27 @@ pub fn decide(s: &Snapshot) -> Decisions {
             }
             Effect::Finish => actions.push(finish(s, o, step, &now, Reason::ResultSubmitted)),
             Effect::Approve => actions.push(finish(s, o, step, &now, Reason::Approved)),
+            Effect::ReviewersApproved { count } => actions.push(finish(s, o, step, &now, Reason::ReviewersApproved { count })),
+            Effect::StartReviewer { index, reviewer } => {
+                let attempt = step.record.attempt;
+                busy.push(o.artifact.id.clone());
+                actions.push(Action::StartReviewer { branch: attempt_branch(o, attempt), attempt, index, reviewer, update: step.finish() });
+            }
+            Effect::ReviewerCleanup { index } => {
+                let attempt = step.record.attempt;
+                push_update(&mut actions, step.finish());
+                actions.push(Action::ReviewerCleanup { id: o.artifact.id.clone(), attempt, index, branch: attempt_branch(o, attempt) });
+            }
+            Effect::DropReviewers(runs) => {
+                let attempt = step.record.attempt;
+                actions.push(Action::DropReviewers { branch: attempt_branch(o, attempt), attempt, runs, update: step.finish() });
+            }
+            Effect::ReviewerLeftovers { run, pids } => {
+                if let Some(run) = run {
+                    actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run, pids });
+                }
+                push_update(&mut actions, step.finish());
+            }
             Effect::Revise(revision) => {
                 // Started as capacity allows, like any dispatch (asked for: `dispatch: manual`
                 // does not hold it back).
@@ -410,6 +464,7 @@ mod effect;
 mod liveness;
 mod machine;
 mod review;
+mod reviewers;
 pub(crate) mod schedule;
 mod step;
 mod timers;

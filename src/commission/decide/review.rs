@@ -19,6 +19,13 @@ pub(super) fn required(s: &Snapshot, o: &Observed) -> bool {
     ReviewMode::choose(o.artifact.review, package, Some(s.project.config.review)) == ReviewMode::Required
 }
 
+/// Automatic send-backs a commission gets (a failing check's, a conflict's, a reviewer's
+/// `changes`): its own `max_revisions:`, else its package's, else the project's.
+pub(super) fn max_revisions(s: &Snapshot, o: &Observed) -> u32 {
+    let package = s.workers.packages.get(&o.artifact.worker).and_then(|p| p.manifest.max_revisions);
+    o.artifact.max_revisions.or(package).unwrap_or(s.project.config.max_revisions)
+}
+
 /// A submitted attempt whose work waits for a person: moved to `review` once its work is
 /// committed on its branch (the effect secures it first, then writes this update).
 pub(super) fn hold(o: &Observed, st: &mut Step<'_>) -> Effect {

@@ -86,6 +86,7 @@ pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
         fix_status: None,
         timeline_keys: Default::default(),
         usage_recorded: None,
+        reviews: Vec::new(),
     }
 }
 
@@ -105,6 +106,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
         stale_after: std::time::Duration::from_secs(3),
         timeout: std::time::Duration::from_secs(3600),
         slots,
+        reviewers: None,
     }
 }
 
@@ -654,6 +656,8 @@ impl World {
             }
             Action::KillLeftovers { task: None, .. } => o.verify_lingering = None,
             Action::Update { .. } | Action::Beat { .. } => {}
+            // These plans have no reviewers: no REVIEW stage.
+            Action::StartReviewer { .. } | Action::ReviewerCleanup { .. } | Action::ReviewFix { .. } => {}
         }
         // The update: the log (its keys), the artifact (as text), the record.
         for e in &u.events {

@@ -37,6 +37,7 @@ mod liveness;
 mod machine;
 mod record;
 mod resume;
+mod review;
 mod step;
 mod verify;
 mod waves;
@@ -139,6 +140,8 @@ pub struct Observed {
     pub(crate) timeline_keys: std::collections::BTreeSet<String>,
     /// The sum of the `usage` events in its timeline: what its tasks' ended attempts used.
     pub(crate) usage_recorded: Option<crate::worker::usage::Usage>,
+    /// Its REVIEW stage: the reviewer runs of the latest verify run's round started so far.
+    pub(crate) reviews: Vec<crate::worker::reviewer::ReviewerRun>,
 }
 
 #[derive(Debug, Clone)]
@@ -153,6 +156,8 @@ pub(crate) struct Snapshot {
     /// Worker processes the project's cap (`commission_cap`) still allows: wave tasks count
     /// against it like commissions.
     pub(crate) slots: usize,
+    /// The project's `reviewers:` (a plan's own are over them).
+    pub(crate) reviewers: Option<Vec<String>>,
 }
 
 /// A change to one plan ([`crate::activity::apply::Update`]): its record, and how far its
@@ -209,6 +214,31 @@ pub(crate) enum Action {
         wave: usize,
         run: u32,
     },
+    /// The REVIEW stage: `update`, then reviewer `index` (`reviewer`) started over the plan's
+    /// integrated result (round: the verify run it follows), once.
+    StartReviewer {
+        update: Update,
+        round: u32,
+        index: usize,
+        reviewer: String,
+        /// Where its first wave began: the change reviewed is from there to the tip.
+        base: String,
+    },
+    /// A reviewer's run over the plan is over: its checkout removed, then `update`.
+    ReviewerCleanup {
+        update: Update,
+        round: u32,
+        index: usize,
+    },
+    /// The reviewers asked for changes: a fix-forward commission for the fixer carrying their
+    /// comments (`text`), then `update` (halted).
+    ReviewFix {
+        update: Update,
+        wave: usize,
+        round: u32,
+        fixer: String,
+        text: String,
+    },
     /// Write a fix-forward commission for the fixer with the failing output.
     FixForward {
         update: Update,
@@ -264,6 +294,9 @@ impl Action {
             | Action::Integrate { update, .. }
             | Action::StartVerify { update, .. }
             | Action::FixForward { update, .. }
+            | Action::StartReviewer { update, .. }
+            | Action::ReviewerCleanup { update, .. }
+            | Action::ReviewFix { update, .. }
             | Action::CleanupTask { update, .. }
             | Action::StopVerify { update, .. }
             | Action::Beat { update, .. }
@@ -290,6 +323,9 @@ impl crate::activity::kind::Action for Action {
             Action::Integrate { .. } => "wave-integrate",
             Action::StartVerify { .. } => "verify",
             Action::FixForward { .. } => "fix-forward",
+            Action::StartReviewer { .. } => "review",
+            Action::ReviewerCleanup { .. } => "review-cleanup",
+            Action::ReviewFix { .. } => "review-fix",
             Action::CleanupTask { .. } => "task-cleanup",
             Action::StopVerify { .. } => "verify-stop",
             Action::Beat { .. } => "heartbeat",
@@ -319,6 +355,11 @@ impl crate::activity::kind::Action for Action {
             Action::Integrate { wave, .. } => format!("copy back wave {wave} in plan order"),
             Action::StartVerify { wave, run, .. } => format!("verify after wave {wave} (run {run})"),
             Action::FixForward { wave, round, fixer, .. } => format!("fix-forward {round} for wave {wave} by {fixer}"),
+            Action::StartReviewer { reviewer, round, .. } => {
+                format!("review: reviewer {reviewer} reads the integrated result (round {round})")
+            }
+            Action::ReviewerCleanup { index, .. } => format!("review: remove reviewer {}'s worktree", index + 1),
+            Action::ReviewFix { wave, round, fixer, .. } => format!("fix-forward {round} for the reviewers after wave {wave} by {fixer}"),
             Action::CleanupTask { tasks, .. } => {
                 let what = if tasks.len() == 1 { "worktree" } else { "worktrees" };
                 format!("remove the {what} of {} (integrated)", tasks.join(", "))

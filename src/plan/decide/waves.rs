@@ -25,6 +25,10 @@ pub(super) fn next_wave(mut st: Step<'_>, w: usize) -> Option<Action> {
         st.dirty = true;
         return Some(Action::StartWave { update: st.finish(), wave: w + 1 });
     }
+    let reviewers = super::review::of(&st);
+    if !reviewers.is_empty() {
+        return super::review::stage(st, w, &reviewers);
+    }
     st.go(PlanStatus::Completed, Reason::AllVerified);
     settle(st)
 }

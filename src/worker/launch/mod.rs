@@ -128,6 +128,19 @@ impl Ready {
     pub(crate) fn state(&self) -> (&StateDir, u32) {
         (&self.0.state, self.0.attempt)
     }
+
+    /// The launch made a reviewer's: its worktree, the worktree's admin dir and its object
+    /// store readable only (it can change no file of the work, nor commit), no workspace setup
+    /// and no checks. `None`: it would run unconfined, where nothing keeps it read-only.
+    pub(crate) fn read_only(mut self, worktree: &WorktreeRecord) -> Option<Ready> {
+        let policy = self.0.sandbox.as_mut()?;
+        let kept = [worktree.path.clone(), worktree.admin.clone(), self.0.state.objects()];
+        policy.writable.retain(|w| !kept.contains(w));
+        policy.readable.extend(kept);
+        self.0.setup.clear();
+        self.0.checks.clear();
+        Some(self)
+    }
 }
 
 /// Record `attempt` in `state` as one that could not start, and why: the exit a worker that

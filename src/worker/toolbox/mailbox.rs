@@ -84,7 +84,48 @@ pub(crate) enum MailBody {
     MeetingRequest {
         reason: String,
     },
+    /// A reviewer worker's `submit_result` with `--verdict`: its verdict on the diff it was
+    /// given, a summary, and comments on lines of the work.
+    Verdict {
+        verdict: Verdict,
+        summary: String,
+        #[serde(default)]
+        comments: Vec<LineComment>,
+    },
 }
+
+/// A reviewer's verdict on an attempt's diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Verdict {
+    /// The work may go on (to a person's review, or the merge).
+    Approve,
+    /// The work goes back to its worker with the comments.
+    Changes,
+}
+
+impl Verdict {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Changes => "changes",
+        }
+    }
+}
+
+/// A reviewer's comment on a line of the work (`--comment PATH:LINE TEXT`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LineComment {
+    /// A path in the work, relative to the worktree.
+    pub(crate) path: String,
+    /// The line (1-based); `None`: the file as a whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) line: Option<u32>,
+    pub(crate) text: String,
+}
+
+/// The most comments one verdict carries (more are dropped where it is read, and noted).
+pub(crate) const COMMENTS_PER_VERDICT: usize = 100;
 
 impl MailBody {
     /// Its timeline event kind.
@@ -104,6 +145,7 @@ impl MailBody {
             // (its fields say it waits: `waiting: true` and its number).
             MailBody::Ask { .. } => "question",
             MailBody::MeetingRequest { .. } => "meeting_request",
+            MailBody::Verdict { .. } => "verdict",
         }
     }
 
@@ -451,6 +493,26 @@ fn sanitise(body: &mut MailBody, worktree: Option<&Path>) -> (bool, Vec<String>)
         MailBody::Result { summary, artifacts } => {
             clip_in(summary);
             paths("artifact", artifacts);
+        }
+        MailBody::Verdict { summary, comments, .. } => {
+            clip_in(summary);
+            if comments.len() > COMMENTS_PER_VERDICT {
+                notes.push(format!("{} comments past the first {COMMENTS_PER_VERDICT} dropped", comments.len() - COMMENTS_PER_VERDICT));
+                comments.truncate(COMMENTS_PER_VERDICT);
+            }
+            comments.retain_mut(|c| {
+                clip_in(&mut c.text);
+                match check_path(&c.path, worktree) {
+                    Ok(norm) => {
+                        c.path = norm;
+                        true
+                    }
+                    Err(why) => {
+                        notes.push(format!("comment on {:?} dropped: it {}", clip(&c.path, 256), clip(&why.to_string(), 512)));
+                        false
+                    }
+                }
+            });
         }
         MailBody::Memory { key } => clip_in(key),
         MailBody::UsageReport(r) => {

@@ -39,6 +39,9 @@ pub struct WorkerContext {
     /// The package's capabilities (`GUILD_HALL_CAPABILITIES`, comma-separated): `request_meeting`
     /// needs `meeting` (the reconciler checks it again: a worker can set its own environment).
     pub(crate) capabilities: Vec<String>,
+    /// The reviewer worker this process is (`GUILD_HALL_REVIEWER`): its `submit_result` is a
+    /// verdict on the diff it was given, never the commission's result.
+    pub(crate) reviewer: Option<String>,
 }
 
 impl WorkerContext {
@@ -74,6 +77,7 @@ impl WorkerContext {
             capabilities: std::env::var("GUILD_HALL_CAPABILITIES")
                 .map(|c| c.split(',').filter(|c| !c.is_empty()).map(str::to_string).collect())
                 .unwrap_or_default(),
+            reviewer: std::env::var("GUILD_HALL_REVIEWER").ok().filter(|r| !r.is_empty()),
         })
     }
 
@@ -86,10 +90,10 @@ impl WorkerContext {
         }
     }
 
-    /// Record an event. `submit_result` is accepted once per attempt, and its artifact paths
+    /// Record an event. `submit_result` (a result, or a reviewer's verdict) is accepted once per attempt, and its artifact paths
     /// must exist inside the worktree.
     pub(crate) fn send(&self, body: MailBody) -> Result<Mail> {
-        let is_result = matches!(body, MailBody::Result { .. });
+        let is_result = matches!(body, MailBody::Result { .. } | MailBody::Verdict { .. });
         if let MailBody::Result { artifacts, .. } = &body {
             for a in artifacts {
                 self.check_artifact(a)?;
@@ -97,7 +101,7 @@ impl WorkerContext {
         }
         let attempt = self.attempt;
         mailbox::append_if(&self.mailbox, attempt, body, |m| {
-            if is_result && m.attempt == attempt && matches!(m.body, MailBody::Result { .. }) {
+            if is_result && m.attempt == attempt && matches!(m.body, MailBody::Result { .. } | MailBody::Verdict { .. }) {
                 bail!("a result was already submitted for this attempt (submit_result is accepted once)");
             }
             Ok(())
@@ -205,4 +209,42 @@ impl WorkerContext {
 /// Artifact paths as stored: normalised relative paths.
 pub(crate) fn normalise_artifacts(paths: &[String]) -> Result<Vec<String>> {
     paths.iter().map(|p| crate::artifact::ids::validate_rel_path(p).map_err(Into::into)).collect()
+}
+
+/// A reviewer's `--comment PATH:LINE TEXT` (or `PATH TEXT`, on the file as a whole): the path
+/// and text, the line when one follows the path's last `:`.
+pub(crate) fn line_comment(spec: &str) -> Result<mailbox::LineComment> {
+    let spec = spec.trim();
+    let (place, text) = spec.split_once(char::is_whitespace).ok_or_else(|| anyhow!("comment {spec:?}: expected PATH:LINE TEXT"))?;
+    let (path, line) = match place.rsplit_once(':') {
+        Some((path, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => {
+            (path, Some(line.parse::<u32>().map_err(|_| anyhow!("comment {spec:?}: line {line} is not a line number"))?))
+        }
+        _ => (place, None),
+    };
+    crate::artifact::ids::validate_rel_path(path).map_err(|e| anyhow!("comment {spec:?}: {e}"))?;
+    let text = text.trim();
+    if text.is_empty() {
+        bail!("comment {spec:?}: what is to change is missing after the path");
+    }
+    Ok(mailbox::LineComment { path: path.to_string(), line, text: text.to_string() })
+}
+
+#[cfg(test)]
+mod reviewer_comment_tests {
+    use super::line_comment;
+
+    #[test]
+    fn a_comment_is_a_path_an_optional_line_and_its_text() {
+        let c = line_comment("src/lib.rs:42 handle the empty input").expect("comment");
+        assert_eq!((c.path.as_str(), c.line, c.text.as_str()), ("src/lib.rs", Some(42), "handle the empty input"));
+        let c = line_comment("notes.md  the whole file reads badly ").expect("comment");
+        assert_eq!((c.path.as_str(), c.line, c.text.as_str()), ("notes.md", None, "the whole file reads badly"));
+        // A colon not followed by a number is part of the path.
+        let c = line_comment("a:b.md fix").expect("comment");
+        assert_eq!((c.path.as_str(), c.line), ("a:b.md", None));
+        for bad in ["src/lib.rs:42", "../etc/passwd:1 out", "/etc/passwd:1 out", "", "src/x.rs:99999999999 big"] {
+            assert!(line_comment(bad).is_err(), "{bad:?}");
+        }
+    }
 }

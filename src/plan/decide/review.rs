@@ -1,0 +1,110 @@
+//! A plan's REVIEW stage: once the verify after its last wave has passed, its reviewer workers
+//! (`reviewers:`, the plan's own, else the project's) run in turn over its integrated result —
+//! the change from where its first wave began to the integration tip — read-only, as a
+//! commission's do ([`crate::worker::reviewer`]). All approve: completed. Any `changes`: the
+//! plan's fix-forward path, as for a failed verify: halted, and with a `fixer` a fix-forward
+//! commission carrying the comments, after whose merge verify runs again and then the
+//! reviewers, in a new round; without one, a person fixes the integration branch and retries.
+//! A reviewer without a verdict halts it for a person. Each round is the verify run it follows.
+
+use serde_json::json;
+
+use super::step::{settle, Step};
+use super::{fix_id, Action};
+use crate::activity::reason::Reason;
+use crate::artifact::plan::PlanStatus;
+use crate::worker::reviewer::{stands, Given, ReviewerRun, Stands};
+use crate::worker::toolbox::mailbox::Verdict;
+
+/// The reviewers of the plan: its own `reviewers:`, else the project's. A plan without a
+/// `verify` has none: the stage follows its verify.
+pub(super) fn of(st: &Step<'_>) -> Vec<String> {
+    if st.o.plan.verify.is_none() {
+        return Vec::new();
+    }
+    st.o.plan.reviewers.clone().or_else(|| st.s.reviewers.clone()).unwrap_or_default()
+}
+
+/// The stage after the last wave's verify passed (`names` not empty): the next reviewer
+/// started, a finished one's checkout removed, or what their verdicts come to.
+pub(super) fn stage(mut st: Step<'_>, w: usize, names: &[String]) -> Option<Action> {
+    let round = st.record.verify_runs;
+    let mut heard: Vec<(&str, &ReviewerRun, Result<&Given, String>)> = Vec::new();
+    for (index, name) in names.iter().enumerate() {
+        match stands(st.o.reviews.iter().find(|r| r.index == index)) {
+            Stands::ToStart => {
+                show(&mut st, round, &heard);
+                st.event(
+                    "reviewer",
+                    format!("reviewer:{round}:{index}"),
+                    json!({"text": format!("reviewer {name} reviews the plan's integrated result"), "reviewer": name, "round": round}),
+                );
+                let base = st.record.bases.get(&1).cloned().unwrap_or_default();
+                return Some(Action::StartReviewer { update: st.finish(), round, index, reviewer: name.clone(), base });
+            }
+            Stands::AtWork(_) | Stands::Lingering(_) => {
+                show(&mut st, round, &heard);
+                return settle(st);
+            }
+            Stands::Over(r, said) => {
+                if r.worktree_exists {
+                    show(&mut st, round, &heard);
+                    return Some(Action::ReviewerCleanup { update: st.finish(), round, index });
+                }
+                heard.push((name.as_str(), r, said));
+            }
+        }
+    }
+    show(&mut st, round, &heard);
+    let p = &st.o.plan;
+    if let Some((reviewer, _, Err(how))) = heard.iter().find(|(_, _, said)| said.is_err()) {
+        st.go(PlanStatus::Halted, Reason::PlanNoVerdict { reviewer: reviewer.to_string(), how: how.clone(), plan: p.id.clone() });
+        return settle(st);
+    }
+    let changes: Vec<(&str, &Given)> =
+        heard.iter().filter_map(|(n, _, said)| said.as_ref().ok().filter(|g| g.verdict == Verdict::Changes).map(|g| (*n, *g))).collect();
+    if changes.is_empty() {
+        st.go(PlanStatus::Completed, Reason::ReviewersApproved { count: heard.len() });
+        return settle(st);
+    }
+    let reviewers: Vec<String> = changes.iter().map(|(n, _)| n.to_string()).collect();
+    let comments = changes.iter().map(|(_, g)| g.comments.len()).sum();
+    let mut text = String::new();
+    for (name, given) in &changes {
+        text.push_str(&format!("- Reviewer {name} asked for changes: {}\n", given.summary));
+        for c in &given.comments {
+            let at = c.line.map_or(c.path.clone(), |l| format!("{}:{l}", c.path));
+            text.push_str(&format!("- {at}: {}\n", c.text));
+        }
+    }
+    match p.fixer.clone() {
+        Some(fixer) => {
+            let fix_round = st.record.fixes + 1;
+            st.record.fixes = fix_round;
+            let fix = Some((fix_id(&p.id, w, fix_round), fixer.clone()));
+            st.go(PlanStatus::Halted, Reason::PlanReviewChanges { reviewers, comments, plan: p.id.clone(), fix });
+            Some(Action::ReviewFix { update: st.finish(), wave: w, round: fix_round, fixer, text })
+        }
+        None => {
+            st.go(PlanStatus::Halted, Reason::PlanReviewChanges { reviewers, comments, plan: p.id.clone(), fix: None });
+            settle(st)
+        }
+    }
+}
+
+/// A `review_verdict` event each (its key once in the timeline), as a commission's are.
+fn show(st: &mut Step<'_>, round: u32, heard: &[(&str, &ReviewerRun, Result<&Given, String>)]) {
+    for (name, run, said) in heard {
+        let (verdict, summary, comments) = match said {
+            Ok(g) => (g.verdict.as_str(), g.summary.clone(), g.comments.as_slice()),
+            Err(how) => ("none", format!("no verdict: {how}"), &[][..]),
+        };
+        let comments: Vec<serde_json::Value> = comments.iter().map(|c| json!({"path": c.path, "line": c.line, "text": c.text})).collect();
+        let text = format!("reviewer {name} on the plan's integrated result: {verdict}: {summary}");
+        st.event(
+            "review_verdict",
+            format!("review_verdict:{round}:{}", run.index),
+            json!({"text": text, "reviewer": name, "round": round, "verdict": verdict, "summary": summary, "comments": comments}),
+        );
+    }
+}

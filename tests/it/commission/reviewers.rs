@@ -1,0 +1,261 @@
+//! Reviewer workers (`reviewers:`): after the checks, each runs read-only over the attempt's
+//! diff and gives a verdict (`submit-result --verdict approve|changes --comment PATH:LINE TEXT`);
+//! verdicts in `reviews:` and the timeline; `changes` sends the work back on the same branch
+//! with the comments, bounded by `max_revisions`; a reviewer cannot change the work; a pass
+//! killed between a verdict and the send-back converges.
+
+use crate::common::*;
+
+/// A worker that leaves its prompt in `seen-<attempt>.txt`, adds a line to `work.txt` (and
+/// `fixed` from its second attempt on), and submits.
+const WORKER: &str = r#"cp "$GUILD_HALL_PROMPT_FILE" "seen-$GUILD_HALL_ATTEMPT.txt"
+echo "attempt $GUILD_HALL_ATTEMPT" >> work.txt
+if [ "$GUILD_HALL_ATTEMPT" -gt 1 ]; then echo fixed >> work.txt; fi
+"$GUILD_HALL_BIN" toolbox submit-result --summary "did attempt $GUILD_HALL_ATTEMPT""#;
+
+/// A reviewer that tries to change the work (a file, a commit), says in its summary whether it
+/// could, and approves work that says `fixed` — else asks for it on line 1 of `work.txt`. Its
+/// prompt is kept where the test reads it (its state dir).
+const PICKY: &str = r#"if echo tampered >> work.txt 2>/dev/null; then w=wrote; else w=refused; fi
+if git -c user.name=r -c user.email=r@example.com commit -qam sneaky >/dev/null 2>&1; then c=committed; else c=refused; fi
+grep -q 'work.txt' "$GUILD_HALL_PROMPT_FILE" && d=diff-seen || d=no-diff
+if grep -q fixed work.txt; then
+  "$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary "fine (write $w, commit $c, $d)"
+else
+  "$GUILD_HALL_BIN" toolbox submit-result --verdict changes --comment "work.txt:1 write fixed on a line of its own" --summary "not fixed (write $w, commit $c, $d)"
+fi"#;
+
+fn project(reviewer: &str) -> Project {
+    let p = Project::new(&[]);
+    p.script_worker("maker", "full", WORKER);
+    p.script_worker("picky", "full", reviewer);
+    p
+}
+
+fn commission(p: &Project, id: &str, extra: &str) {
+    p.write_commission(id, &format!("---\ntitle: Make it\nworker: maker\n{extra}---\nMake the work.\n"));
+}
+
+fn kinds_of<'a>(tl: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    tl.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+#[test]
+fn every_reviewer_approving_merges_with_the_verdicts_in_the_artifact_and_the_timeline() {
+    let p = project(r#""$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary "looks right""#);
+    p.config("reviewers: [picky]\n");
+    commission(&p, "job", "");
+    p.settle();
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("completed"), Some(1)), "{}", p.artifact("job"));
+    let text = p.artifact("job");
+    assert!(text.contains("reviews:") && text.contains("reviewer: picky") && text.contains("verdict: approve"), "{text}");
+    assert!(text.contains("looks right"), "{text}");
+    let tl = p.timeline("job");
+    let verdicts = kinds_of(&tl, "review_verdict");
+    assert_eq!(verdicts.len(), 1, "{tl:?}");
+    assert_eq!((verdicts[0]["reviewer"].as_str(), verdicts[0]["verdict"].as_str()), (Some("picky"), Some("approve")));
+    assert_eq!(git(&p.root, &["show", "claude/main:work.txt"]), "attempt 1\n");
+    // Held for the reviewers only: no person was told to look.
+    assert!(kinds_of(&tl, "status").iter().filter(|e| e["to"] == "review").all(|e| e["needs_you"] == false), "{tl:?}");
+}
+
+#[test]
+fn changes_send_the_work_back_with_the_comments_and_the_revision_is_approved_and_merged() {
+    let p = project(PICKY);
+    commission(&p, "job", "reviewers: [picky]\n");
+    p.settle();
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("completed"), Some(2)), "{}", p.artifact("job"));
+    // Attempt 2 went on on the same branch, told the reviewer's comment at its path and line.
+    assert_eq!(git(&p.root, &["show", "claude/main:work.txt"]), "attempt 1\nattempt 2\nfixed\n");
+    let seen = git(&p.root, &["show", "claude/main:seen-2.txt"]);
+    assert!(seen.contains("Feedback on attempt 1"), "{seen}");
+    assert!(seen.contains("work.txt:1: write fixed on a line of its own"), "{seen}");
+    assert!(seen.contains("Reviewer picky asked for changes"), "{seen}");
+    let tl = p.timeline("job");
+    let verdicts: Vec<_> = kinds_of(&tl, "review_verdict").iter().map(|e| (e["attempt"].as_u64(), e["verdict"].as_str())).collect();
+    assert_eq!(verdicts, [(Some(1), Some("changes")), (Some(2), Some("approve"))], "{tl:?}");
+    let revise = kinds_of(&tl, "revise");
+    assert_eq!(revise.len(), 1, "{tl:?}");
+    assert_eq!(revise[0]["from"], "reviewer");
+    // The reviewer read the diff in its prompt.
+    assert!(kinds_of(&tl, "review_verdict")[0]["summary"].as_str().unwrap_or_default().contains("diff-seen"), "{tl:?}");
+}
+
+#[test]
+fn a_reviewer_cannot_change_the_work_nor_commit() {
+    let p = project(PICKY);
+    p.config("reviewers: [picky]\nmax_revisions: 0\nreview: required\n");
+    commission(&p, "job", "");
+    p.settle();
+    assert_eq!(p.status("job"), "review", "{}", p.artifact("job"));
+    let tl = p.timeline("job");
+    let summary = kinds_of(&tl, "review_verdict")[0]["summary"].as_str().unwrap_or_default().to_string();
+    assert!(summary.contains("write refused") && summary.contains("commit refused"), "{summary}");
+    // Its branch is the worker's work alone, nothing of the reviewer's on it.
+    let branch = "claude/commission/job";
+    assert_eq!(git(&p.root, &["show", &format!("{branch}:work.txt")]), "attempt 1\n");
+    assert!(!git(&p.root, &["log", "--format=%s", branch]).contains("sneaky"));
+}
+
+#[test]
+fn changes_past_max_revisions_fail_or_wait_for_a_person_showing_the_verdicts() {
+    let always = r#""$GUILD_HALL_BIN" toolbox submit-result --verdict changes --comment "work.txt:1 still wrong" --summary "no""#;
+    let p = project(always);
+    p.config("reviewers: [picky]\nmax_revisions: 1\n");
+    commission(&p, "auto", "");
+    commission(&p, "held", "review: required\n");
+    p.settle();
+    let s = p.status_json("auto");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("failed"), Some(2)), "{s}");
+    let reason = s["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("picky asked for changes (1 comment) after 1 automatic revision (max_revisions)"), "{reason}");
+    let s = p.status_json("held");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("review"), Some(2)), "{s}");
+    assert!(s["reason"].as_str().unwrap_or_default().contains("needs you"), "{s}");
+    let text = p.artifact("held");
+    assert!(text.contains("verdict: changes") && text.contains("still wrong") && text.contains("attempt: 2"), "{text}");
+    // `status` shows the verdicts under the row, `status --json` as written.
+    let shown = p.ok(&["status", "held"]);
+    assert!(
+        shown.contains("reviews:") && shown.contains("picky on attempt 2: changes: no") && shown.contains("work.txt:1: still wrong"),
+        "{shown}"
+    );
+    assert_eq!(s["reviews"][0]["comments"][0]["line"], 1, "{s}");
+    // A person is told (the `reviewed` event), and can still approve.
+    assert!(kinds_of(&p.timeline("held"), "reviewed").iter().any(|e| e["needs_you"] == true));
+    p.ok(&["approve", "held"]);
+    p.settle();
+    assert_eq!(p.status("held"), "completed", "{}", p.artifact("held"));
+}
+
+#[test]
+fn a_reviewer_that_ends_without_a_verdict_holds_the_work_for_a_person() {
+    let p = project("echo 'I forgot to say'");
+    p.config("reviewers: [picky]\n");
+    commission(&p, "job", "");
+    p.settle();
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("review"), Some(1)), "{s}");
+    let reason = s["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("reviewer picky gave no verdict (it ended without submitting one)"), "{reason}");
+    let tl = p.timeline("job");
+    assert_eq!(kinds_of(&tl, "review_verdict")[0]["verdict"], "none", "{tl:?}");
+}
+
+#[test]
+fn check_refuses_an_unknown_reviewer_naming_the_file() {
+    let p = project("true");
+    p.config("reviewers: [nobody]\n");
+    commission(&p, "job", "reviewers: [ghost]\n");
+    let (code, out, err) = p.run(&["check"]);
+    assert_ne!(code, 0, "{out}{err}");
+    let said = format!("{out}{err}");
+    assert!(said.contains("guild-hall.yaml") && said.contains("nobody"), "{said}");
+    assert!(said.contains("job.md") && said.contains("ghost"), "{said}");
+}
+
+/// The pass stopped dead at each step from a reviewer's start to the send-back (after its start
+/// is written, after its worktree and prompt, after the revision's dispatch is written, after
+/// its worktree): the next passes converge on one revision, each verdict recorded once.
+#[test]
+fn a_pass_stopped_between_the_verdict_and_the_send_back_converges() {
+    for fault in ["review:1", "review:2", "dispatch:1", "dispatch:2"] {
+        let p = project(PICKY);
+        p.config("reviewers: [picky]\n");
+        commission(&p, "job", "");
+        p.pass_until_fault(fault);
+        p.settle();
+        assert_eq!(p.status("job"), "completed", "{fault}: {}", p.artifact("job"));
+        assert_eq!(p.status_json("job")["attempt"], 2, "{fault}");
+        let tl = p.timeline("job");
+        assert_eq!(kinds_of(&tl, "revise").len(), 1, "{fault}: {tl:?}");
+        assert_eq!(kinds_of(&tl, "review_verdict").len(), 2, "{fault}: {tl:?}");
+        let seen = git(&p.root, &["show", "claude/main:seen-2.txt"]);
+        assert!(seen.contains("work.txt:1: write fixed on a line of its own"), "{fault}: {seen}");
+    }
+}
+
+/// kill -9 of the reconciler at moments after the reviewer's verdict is in, before and while the
+/// pass sends the work back: the next passes converge, the verdict neither lost nor doubled.
+#[test]
+fn a_reconciler_killed_after_the_verdict_converges() {
+    for delay in ["0", "0.05", "0.2"] {
+        let p = project(PICKY);
+        p.config("reviewers: [picky]\n");
+        commission(&p, "job", "");
+        in_pid_namespace(
+            &p,
+            &format!(
+                r#"verdict_in() {{ grep -qs '"verdict"' "$STATE"/*/commissions/job/review-1-0/events-1.jsonl && ls "$STATE"/*/commissions/job/review-1-0/exit.json >/dev/null 2>&1; }}
+pass_until "the reviewer's verdict" verdict_in
+"$GH" reconcile --once >/dev/null 2>&1 &
+pid=$!
+sleep {delay}
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+"$GH" reconcile --once --wait --timeout 120s >/dev/null
+"#
+            ),
+        );
+        p.settle();
+        assert_eq!(p.status("job"), "completed", "{delay}: {}", p.artifact("job"));
+        let tl = p.timeline("job");
+        assert_eq!(kinds_of(&tl, "revise").len(), 1, "{delay}: {tl:?}");
+        let verdicts: Vec<_> = kinds_of(&tl, "review_verdict").iter().map(|e| (e["attempt"].as_u64(), e["verdict"].as_str())).collect();
+        assert_eq!(verdicts, [(Some(1), Some("changes")), (Some(2), Some("approve"))], "{delay}: {tl:?}");
+        let seen = git(&p.root, &["show", "claude/main:seen-2.txt"]);
+        assert!(seen.contains("work.txt:1: write fixed on a line of its own"), "{delay}: {seen}");
+    }
+}
+
+/// A reviewer's run dir (`review-<attempt>-<n>` in the commission's state dir), once it exists.
+fn review_dir(p: &Project, id: &str, attempt: u32, index: usize) -> Option<std::path::PathBuf> {
+    let state = p.home.join("state");
+    std::fs::read_dir(&state)
+        .ok()?
+        .flatten()
+        .map(|project| project.path().join("commissions").join(id).join(format!("review-{attempt}-{index}")))
+        .find(|d| d.is_dir())
+}
+
+#[test]
+fn a_persons_verdict_while_a_reviewer_works_stops_it_and_removes_its_checkout() {
+    let p = project("sleep 600");
+    p.config("reviewers: [picky]\n");
+    commission(&p, "job", "");
+    wait_for("the reviewer at work", || {
+        p.ok(&["reconcile", "--once"]);
+        review_dir(&p, "job", 1, 0).is_some_and(|d| d.join("run.json").is_file())
+    });
+    assert_eq!(p.status("job"), "review");
+    p.ok(&["reject", "job", "-m", "not needed after all"]);
+    p.settle();
+    assert_eq!(p.status("job"), "cancelled", "{}", p.artifact("job"));
+    let dir = review_dir(&p, "job", 1, 0).expect("its run dir");
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("run dir").flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().starts_with("review-")), "its checkout is removed: {left:?}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-job"), "{}", git(&p.root, &["worktree", "list"]));
+    // Its process is gone: its shim recorded how it ended.
+    wait_for("the reviewer's end recorded", || dir.join("exit.json").is_file());
+}
+
+#[test]
+fn a_reviewer_past_its_time_limit_is_stopped_and_the_work_waits_for_a_person() {
+    let p = project("sleep 600");
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let mut manifest = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    manifest.push_str("timeout: 2s\n");
+    std::fs::write(&yaml, manifest).expect("worker.yaml");
+    p.config("reviewers: [picky]\n");
+    commission(&p, "job", "");
+    p.settle();
+    let s = p.status_json("job");
+    assert_eq!((s["status"].as_str(), s["attempt"].as_u64()), (Some("review"), Some(1)), "{s}");
+    assert!(s["reason"].as_str().unwrap_or_default().contains("reviewer picky gave no verdict"), "{s}");
+    let tl = p.timeline("job");
+    let timeouts = kinds_of(&tl, "timeout");
+    assert!(timeouts.iter().any(|e| e["text"].as_str().unwrap_or_default().contains("reviewer picky: timed out")), "{tl:?}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-job"), "{}", git(&p.root, &["worktree", "list"]));
+}
