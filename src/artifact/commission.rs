@@ -408,7 +408,7 @@ pub(crate) struct Frontmatter {
 }
 
 /// The keys only the reconciler writes.
-pub(crate) const OWNED_KEYS: [&str; 14] = [
+pub(crate) const OWNED_KEYS: [&str; 15] = [
     "status",
     "created",
     "attempt",

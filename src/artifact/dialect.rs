@@ -28,8 +28,20 @@ pub(crate) const KEPT_FILE: &str = "artifact-keys.json";
 /// to the file. (`result:` goes to the body, and its artifacts to `linked_artifacts:`, as
 /// Guild Hall puts them; `reason:` goes to the timeline entry of the change it explains; all
 /// three are kept whole here too, as the reconciler reads them back.)
-pub(crate) const KEPT_KEYS: [&str; 10] =
-    ["created", "attempt", "branch", "result", "reason", "refused", "completed", "usage", "questions", "check_results"];
+pub(crate) const KEPT_KEYS: [&str; 12] = [
+    "created",
+    "attempt",
+    "branch",
+    "result",
+    "reason",
+    "refused",
+    "completed",
+    "usage",
+    "questions",
+    "check_results",
+    "reviews",
+    "not_before",
+];
 
 /// One entry of `activity_timeline:` (or a meeting's `meeting_log:`), as Guild Hall writes it:
 /// `timestamp`, `event`, `reason`, and for a status change `from` and `to`; other fields it

@@ -57,8 +57,8 @@ mod commission {
     mod limits;
     mod mailbox;
     mod review;
-    mod scheduled;
     mod reviewers;
+    mod scheduled;
     mod usage;
 }
 
