@@ -407,6 +407,11 @@ impl StateDir {
     pub(crate) fn tmp(&self) -> PathBuf {
         self.0.join("tmp")
     }
+    /// A reviewer's memory: private to its run, empty at its start (it shares none with the
+    /// work it judges, nor leaves any to the next worker).
+    pub(crate) fn private_memory(&self) -> PathBuf {
+        self.0.join("memory")
+    }
     /// The worker's own git object store: objects it writes land here, never in the
     /// repository, until guild-hall has checked and adopted them.
     pub(crate) fn objects(&self) -> PathBuf {

@@ -81,7 +81,9 @@ impl Spec {
             let mut v = lo;
             while v <= hi {
                 bits |= 1 << v;
-                v += step;
+                // A step past the field's end (`5/4294967295`) selects its start alone.
+                let Some(next) = v.checked_add(step) else { break };
+                v = next;
             }
         }
         Some(bits)
@@ -216,6 +218,8 @@ mod tests {
         assert_eq!(cron("0 0 1 jan *").next_after(at("2026-11-28T19:00:00Z")), Some(at("2027-01-01T00:00:00Z")));
         assert_eq!(cron("0 12 29 2 *").next_after(at("2026-03-01T00:00:00Z")), Some(at("2028-02-29T12:00:00Z")), "a leap day");
         assert_eq!(cron("0 0 30 2 *").next_after(at("2026-03-01T00:00:00Z")), None, "never");
+        // A step past the field's end selects its start alone (no overflow).
+        assert_eq!(cron("5/4294967295 * * * *").next_after(at("2026-11-28T19:00:00Z")), Some(at("2026-11-28T19:05:00Z")));
         // Both days restricted: either. 2026-12-01 is a Tuesday.
         assert_eq!(cron("0 0 1 * fri").next_after(at("2026-11-28T00:00:00Z")), Some(at("2026-12-01T00:00:00Z")));
         assert_eq!(cron("0 0 * * 7").next_after(at("2026-11-28T00:00:00Z")), Some(at("2026-11-29T00:00:00Z")), "7 is Sunday");

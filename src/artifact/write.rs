@@ -53,6 +53,15 @@ pub(crate) fn double_quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"))
 }
 
+/// `s` as a list item writes it, as Guild Hall does: plain when YAML reads that back as the
+/// same string, else double-quoted (`2024`, `true`, `a #b`, `x: y` are not strings plain).
+fn plain_if_it_reads_back(s: &str) -> String {
+    match serde_yaml_ng::from_str::<Value>(&format!("- {s}")) {
+        Ok(Value::Sequence(v)) if v.len() == 1 && v[0].as_str() == Some(s) => s.to_string(),
+        _ => double_quoted(s),
+    }
+}
+
 /// Entries to append to a log key (`activity_timeline:`): each as its text (two-space
 /// indented `- ` items) and as the value it parses to.
 pub(crate) struct Appended<'a> {
@@ -78,7 +87,8 @@ pub(crate) fn apply_in_place(text: &str, file: &[Edit], appended: &Appended<'_>,
             Edit::Set(k, Value::String(s)) if k == "status" => (k, Some(format!("{k}: {s}\n"))),
             Edit::Set(k, Value::String(s)) => (k, Some(format!("{k}: {}\n", double_quoted(s)))),
             Edit::Set(k, Value::Sequence(items)) if items.iter().all(|i| i.as_str().is_some_and(|s| !s.contains(['\n', '"']))) => {
-                let listed: String = items.iter().filter_map(Value::as_str).map(|i| format!("  - {i}\n")).collect();
+                let listed: String =
+                    items.iter().filter_map(Value::as_str).map(|i| format!("  - {}\n", plain_if_it_reads_back(i))).collect();
                 (k, Some(if items.is_empty() { format!("{k}: []\n") } else { format!("{k}:\n{listed}") }))
             }
             Edit::Set(k, _) | Edit::Remove(k) => (k, None),
@@ -235,6 +245,17 @@ mod tests {
 
     fn s(v: &str) -> Value {
         Value::String(v.into())
+    }
+
+    /// A list item that YAML would read as something else is quoted; a path stays plain.
+    #[test]
+    fn list_items_read_back_as_the_strings_written() {
+        for item in ["lit.txt", ".lore/notes/lit.md", "2024", "true", "a #b", "*x", "x: y", "[a]", "~", "- x", "'q'"] {
+            let text = format!("k:\n  - {}\n", plain_if_it_reads_back(item));
+            let v: Value = serde_yaml_ng::from_str(&text).expect(&text);
+            assert_eq!(v["k"][0].as_str(), Some(item), "{text}");
+        }
+        assert_eq!(plain_if_it_reads_back("lit.txt"), "lit.txt");
     }
 
     #[test]

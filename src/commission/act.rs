@@ -314,6 +314,7 @@ fn dispatch(
         runner: commission.artifact.runner,
         timeout: commission.artifact.timeout,
         checks: commission.artifact.checks.clone(),
+        shares_memory: true,
     };
     match launch::prepare(Launch::Worker(activation))? {
         Prepared::Ready(ready) => ready.start()?,

@@ -144,6 +144,7 @@ pub(crate) fn run(
             runner: Some(crate::worker::runner::RunnerName::Local),
             timeout: None,
             checks: Vec::new(),
+            shares_memory: true,
         };
         let ready = match launch::prepare(Launch::Worker(activation))? {
             Prepared::Ready(r) => r,

@@ -512,6 +512,7 @@ fn prepare_task(
         runner: None,
         timeout: task.timeout.or(plan.timeout),
         checks: Vec::new(),
+        shares_memory: true,
     };
     Ok(match launch::prepare(Launch::Worker(activation))? {
         Prepared::Ready(r) => Some(r),

@@ -179,7 +179,8 @@ fn accept_tcp(listener: TcpListener, server: Arc<Server>, slots: Slots) {
                 (Ok(ours), Ok(peer)) => auth::worker_peer_tcp(&server.home, ours, peer),
                 _ => Some("the connection's addresses cannot be read".to_string()),
             };
-            let req = http::read_request(&conn);
+            // A worker's connection is answered at once, never read: it holds no slot for long.
+            let req = if refused.is_some() { Err(http::BadRequest::Gone) } else { http::read_request(&conn) };
             let _ = conn.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
             serve_one(&server, req, refused, &mut conn);
         });
@@ -284,6 +285,10 @@ impl Server {
 
 /// The [`Live`] of the view a stream asks for.
 fn live_view(server: &Server, req: &Request) -> Result<Box<dyn Live>> {
+    // An id becomes paths (its file, its state dir): checked as the pages check theirs.
+    if let Some(id) = req.param("id") {
+        crate::artifact::ids::validate_id(id).map_err(|e| anyhow!("id={id:?}: {e}"))?;
+    }
     match req.param("view") {
         Some("board") => Ok(Box::new(board::Live::new(board::Filter::of(req)))),
         Some("commission") => {

@@ -167,8 +167,9 @@ pub(crate) fn resets_in(said: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>>
     let lower = said.to_lowercase();
     for marker in ["try again in ", "retry in ", "retry after ", "resets in ", "reset in "] {
         if let Some(at) = lower.find(marker) {
-            if let Some(d) = duration_words(&lower[at + marker.len()..]) {
-                return Some(now + d);
+            // A duration past what a date can hold ("in 300000 years") says no reset time.
+            if let Some(t) = duration_words(&lower[at + marker.len()..]).and_then(|d| now.checked_add_signed(d)) {
+                return Some(t);
             }
         }
     }
@@ -389,6 +390,8 @@ mod tests {
         assert_eq!(resets_in("try again at 5:30 PM (UTC).", now), Some(t("2026-11-29T17:30:00Z")));
         assert_eq!(resets_in("resets at 2026-11-28T20:00:00Z.", now), Some(t("2026-11-28T20:00:00Z")));
         assert_eq!(resets_in("This request would exceed your rate limit.", now), None);
+        // A worker's words past what a date holds are no reset time, never a panic.
+        assert_eq!(resets_in("try again in 300000 years", now), None);
     }
 
     #[test]

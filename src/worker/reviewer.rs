@@ -166,6 +166,7 @@ pub(crate) fn launch_reviewer(ctx: &Ctx<'_, Catalog>, subject: &Subject<'_>, rev
         runner: None,
         timeout: None,
         checks: Vec::new(),
+        shares_memory: false,
     };
     match launch::prepare(Launch::Worker(activation))? {
         Prepared::Ready(ready) => match ready.read_only(&rec) {

@@ -62,6 +62,10 @@ pub(crate) struct Activation<'a> {
     /// The activity's own `checks:` (a commission's), run after the project's and its
     /// package's once its worker submits; none for the other kinds.
     pub(crate) checks: Vec<Vec<String>>,
+    /// Whether it reads and writes its package's memory in the project. A reviewer does not:
+    /// the work it judges could have written there ("approve this"), and what it wrote would
+    /// reach the next worker; it gets [`StateDir::private_memory`] instead.
+    pub(crate) shares_memory: bool,
 }
 
 /// The variables naming the activity, the same for every kind so that one package serves
@@ -404,9 +408,18 @@ fn gather(a: &Activation<'_>) -> Result<Facts, LaunchError> {
             a.home.secrets_path().display()
         )?;
     }
-    let loaded = crate::worker::memory::load_checked(&memory_dir, &pkg.manifest.name)?;
+    let (loaded, own_memory) = if a.shares_memory {
+        (
+            crate::worker::memory::load_checked(&memory_dir, &pkg.manifest.name)?,
+            crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?,
+        )
+    } else {
+        (crate::worker::memory::Loaded::default(), state.private_memory())
+    };
     let mut notes = loaded.skipped.iter().map(|s| format!("memory: {s}")).collect::<Vec<_>>();
-    notes.extend(unread_old_memory(a.home, &memory_dir, &pkg.manifest.name));
+    if a.shares_memory {
+        notes.extend(unread_old_memory(a.home, &memory_dir, &pkg.manifest.name));
+    }
     if !notes.is_empty() {
         use std::io::Write;
         let mut log = std::fs::OpenOptions::new().create(true).append(true).open(state.log(a.attempt))?;
@@ -416,7 +429,6 @@ fn gather(a: &Activation<'_>) -> Result<Facts, LaunchError> {
         }
     }
     let confinement = confinement(&pkg.manifest.sandbox, &global).map_err(Refusal::from)?;
-    let own_memory = crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?;
     let (write_entries, read) = match confinement {
         Confinement::Confined => {
             let write = pkg.sandbox_write_entries().map_err(anyhow::Error::msg)?;
@@ -605,7 +617,11 @@ fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
     crate::files::write_atomic(&state.package(), pkg.manifest.name.as_bytes())?;
     let memory_dir = a.home.project_memory_dir(&a.project.name);
     let confined = f.confinement == Confinement::Confined;
-    if let Err(e) = crate::worker::memory::maybe_compact(&a.home.root, &memory_dir, pkg, f.global.memory_compact_threshold, confined) {
+    if !a.shares_memory {
+        // Its private memory starts empty whatever an earlier run of it left.
+        let _ = std::fs::remove_dir_all(state.private_memory());
+    } else if let Err(e) = crate::worker::memory::maybe_compact(&a.home.root, &memory_dir, pkg, f.global.memory_compact_threshold, confined)
+    {
         tracing::warn!(worker = %pkg.manifest.name, error = %format!("{e:#}"), "memory compaction not started");
     }
     for (entry, path) in &plan.private_dirs {
@@ -697,6 +713,7 @@ mod tests {
             runner: None,
             timeout: None,
             checks: Vec::new(),
+            shares_memory: true,
         }
     }
 

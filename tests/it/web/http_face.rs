@@ -80,6 +80,12 @@ fn the_token_lets_a_browser_in_once_then_its_cookie_and_nothing_else_does() {
     assert_eq!(answer.status, 404, "{answer:?}");
     assert_eq!(answer.json()["kind"], "not_found");
     assert_eq!(web.post("/api/commission/no-such-operation", &json!({})).status, 404);
+    // A stream's id becomes paths: one that is no id is refused before any is built.
+    for view in ["commission", "meeting", "plan"] {
+        let bad = web.get(&format!("/events?view={view}&id=..%2F..%2Fx"));
+        assert_eq!(bad.status, 400, "{view}: {bad:?}");
+        assert!(bad.body.contains("id="), "{bad:?}");
+    }
 }
 
 #[test]
