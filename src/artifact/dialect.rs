@@ -184,23 +184,40 @@ pub(crate) fn translate(status: Option<&str>, edits: &[Edit], events: &[serde_js
     }
     let event = |kind: &str| events.iter().rev().find(|e| e["kind"] == kind);
     let ts = |e: Option<&serde_json::Value>| e.and_then(|e| e["ts"].as_str()).unwrap_or(now).to_string();
-    let status_entry = |to: &str| {
-        let e = events.iter().rev().find(|e| e["kind"] == "status" && e["to"] == to);
-        let reason = e.and_then(|e| e["reason"].as_str()).filter(|r| !r.is_empty()).map(str::to_string);
-        Entry {
-            timestamp: ts(e),
-            event: format!("status_{to}"),
-            reason: Some(reason.unwrap_or_else(|| format!("status {to}"))),
-            from: status.map(str::to_string),
-            to: Some(to.to_string()),
+    // Every change of status this update carries, in order, from its timeline events (a pass
+    // that found the worker already done moves it through `in_progress` to its end at once);
+    // else the one the edit says.
+    let mut changes: Vec<Entry> = events
+        .iter()
+        .filter(|e| e["kind"] == "status")
+        .filter_map(|e| {
+            let to = e["to"].as_str()?;
+            Some(Entry {
+                timestamp: ts(Some(e)),
+                event: format!("status_{to}"),
+                reason: Some(e["reason"].as_str().filter(|r| !r.is_empty()).map_or_else(|| format!("status {to}"), str::to_string)),
+                from: e["from"].as_str().map(str::to_string),
+                to: Some(to.to_string()),
+            })
+        })
+        .collect();
+    if changes.last().and_then(|e| e.to.as_deref()) != change {
+        changes.clear();
+        if let Some(to) = change {
+            changes.push(Entry {
+                timestamp: now.to_string(),
+                event: format!("status_{to}"),
+                reason: Some(format!("status {to}")),
+                from: status.map(str::to_string),
+                to: Some(to.to_string()),
+            });
         }
-    };
+    }
     // In the order it happened for a reader: a start (the worker seen running) before what the
     // worker reported, an end after it, whichever pass noticed which first.
-    let starts = change.filter(|to| matches!(*to, "pending" | "blocked" | "dispatched" | "in_progress"));
-    if let Some(to) = starts {
-        t.entries.push(status_entry(to));
-    }
+    let starts = |e: &Entry| matches!(e.to.as_deref(), Some("pending" | "blocked" | "dispatched" | "in_progress"));
+    let (before, after): (Vec<Entry>, Vec<Entry>) = changes.into_iter().partition(starts);
+    t.entries.extend(before);
     if let Some(p) = progress {
         let e = event("progress");
         t.entries.push(Entry { timestamp: ts(e), event: "progress_report".into(), reason: Some(p.to_string()), ..Entry::default() });
@@ -215,9 +232,7 @@ pub(crate) fn translate(status: Option<&str>, edits: &[Edit], events: &[serde_js
         });
         t.body = Some(summary);
     }
-    if let Some(to) = change.filter(|_| starts.is_none()) {
-        t.entries.push(status_entry(to));
-    }
+    t.entries.extend(after);
     t
 }
 
@@ -309,6 +324,23 @@ mod tests {
         );
         let order: Vec<&str> = started.entries.iter().map(|e| e.event.as_str()).collect();
         assert_eq!(order, ["status_in_progress", "progress_report"]);
+        // A pass that found the worker already done moves it through `in_progress` to its end
+        // in one update: both changes are logged, the start before the report, the end after.
+        let events = [
+            json!({"ts": "t1", "kind": "status", "from": "dispatched", "to": "in_progress", "reason": "running"}),
+            json!({"ts": "t2", "kind": "status", "from": "in_progress", "to": "completed", "reason": "submitted"}),
+        ];
+        let both = translate(
+            Some("dispatched"),
+            &[Edit::Set("status".into(), "completed".into()), Edit::Set("progress".into(), "x".into())],
+            &events,
+            "t",
+        );
+        let order: Vec<(&str, Option<&str>)> = both.entries.iter().map(|e| (e.event.as_str(), e.from.as_deref())).collect();
+        assert_eq!(
+            order,
+            [("status_in_progress", Some("dispatched")), ("progress_report", None), ("status_completed", Some("in_progress"))]
+        );
         // A status written again as it is records no change.
         assert!(translate(Some("completed"), &[Edit::Set("status".into(), "completed".into())], &[], "t").entries.is_empty());
     }
