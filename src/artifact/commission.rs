@@ -272,8 +272,8 @@ pub(crate) struct Frontmatter {
     /// abandoned gives it up for good. Any other edit is refused with a reason.
     #[schemars(with = "Option<Status>")]
     status: Option<Value>,
-    /// The worker package that does the work.
-    #[schemars(with = "super::value_schemas::Name")]
+    /// The worker package that does the work (or a Guild Hall worker's identity).
+    #[schemars(with = "super::value_schemas::WorkerName")]
     worker: Option<Value>,
     /// Paths that must be on the integration branch before it is dispatched.
     #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
@@ -302,7 +302,7 @@ pub(crate) struct Frontmatter {
     max_revisions: Option<Value>,
     /// Reviewer workers (package names) run read-only over the diff once the checks pass, each
     /// giving a verdict; over its package's and the project's (`[]`: none).
-    #[schemars(with = "Option<Vec<super::value_schemas::Name>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::WorkerName>>")]
     reviewers: Option<Value>,
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
