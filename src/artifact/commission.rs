@@ -248,6 +248,10 @@ pub(crate) struct Resources {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[0-9]+[KMGT]?$"))]
     pub(crate) memory: Option<String>,
+    /// The model its worker runs, over its package's (given to the worker as
+    /// `GUILD_HALL_MODEL`, which the agent packages pass their CLI: `claude --model opus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) model: Option<String>,
 }
 
 // The one declaration of a commission's keys: their types and descriptions are the schema
@@ -268,8 +272,8 @@ pub(crate) struct Frontmatter {
     /// abandoned gives it up for good. Any other edit is refused with a reason.
     #[schemars(with = "Option<Status>")]
     status: Option<Value>,
-    /// The worker package that does the work.
-    #[schemars(with = "super::value_schemas::Name")]
+    /// The worker package that does the work (or a Guild Hall worker's identity).
+    #[schemars(with = "super::value_schemas::WorkerName")]
     worker: Option<Value>,
     /// Paths that must be on the integration branch before it is dispatched.
     #[schemars(with = "Option<Vec<super::value_schemas::RelPath>>")]
@@ -298,7 +302,7 @@ pub(crate) struct Frontmatter {
     max_revisions: Option<Value>,
     /// Reviewer workers (package names) run read-only over the diff once the checks pass, each
     /// giving a verdict; over its package's and the project's (`[]`: none).
-    #[schemars(with = "Option<Vec<super::value_schemas::Name>>")]
+    #[schemars(with = "Option<Vec<super::value_schemas::WorkerName>>")]
     reviewers: Option<Value>,
     /// A one-shot request, removed once carried out.
     #[schemars(with = "Option<Desired>")]
@@ -475,7 +479,7 @@ pub struct Commission {
     pub(crate) owned: Owned,
     /// The worker's prompt: the body, or in Guild Hall's dialect its `prompt:`.
     pub(crate) body: String,
-    /// In Guild Hall's dialect ([`super::dialect`]): its body, timeline and model.
+    /// In Guild Hall's dialect ([`super::dialect`]): its body and timeline.
     pub(crate) dialect: Option<super::dialect::Dialect>,
 }
 
@@ -622,17 +626,13 @@ impl Commission {
         };
         let dependencies = paths("dependencies", dependencies, "dependency");
         let outputs = paths("outputs", outputs, "output");
-        let mut model = None;
         let resources = match (resources, resource_overrides) {
             (Some(_), Some(_)) => {
                 bad("resource_overrides", "resource_overrides and resources say the same (the bounds of its attempts): keep one".into());
                 Resources::default()
             }
             (None, Some(v)) => match serde_yaml_ng::from_value::<super::dialect::ResourceOverrides>(v) {
-                Ok(o) => {
-                    model = o.model;
-                    Resources { max_turns: o.max_turns, max_budget_usd: o.max_budget_usd, ..Resources::default() }
-                }
+                Ok(o) => Resources { max_turns: o.max_turns, max_budget_usd: o.max_budget_usd, model: o.model, ..Resources::default() },
                 Err(e) if resources_said => {
                     let _ = e;
                     Resources::default()
@@ -810,9 +810,7 @@ impl Commission {
             .filter(|s| matches!(s, Status::Failed | Status::Cancelled | Status::Abandoned | Status::Blocked))
             .and_then(|s| timeline.iter().rev().find(|e| e.to.as_deref() == Some(s.as_str()))?.reason.clone());
         let (body, dialect) = match prompt.filter(|_| dialect) {
-            Some(prompt) => {
-                (format!("{}\n", prompt.trim_end()), Some(super::dialect::Dialect { body: split.body.to_string(), timeline, model }))
-            }
+            Some(prompt) => (format!("{}\n", prompt.trim_end()), Some(super::dialect::Dialect { body: split.body.to_string(), timeline })),
             None => (split.body.to_string(), None),
         };
         Ok(Commission {
@@ -935,6 +933,9 @@ pub(crate) fn render(new: &New) -> String {
     }
     if let Some(m) = &r.memory {
         bounds.insert("memory".into(), m.as_str().into());
+    }
+    if let Some(m) = &r.model {
+        bounds.insert("model".into(), m.as_str().into());
     }
     if !bounds.is_empty() {
         fm.insert("resources".into(), Value::Mapping(bounds));

@@ -140,8 +140,6 @@ pub(crate) struct Dialect {
     pub(crate) body: String,
     /// `activity_timeline:` as written.
     pub(crate) timeline: Vec<Entry>,
-    /// `resource_overrides.model`, if given.
-    pub(crate) model: Option<String>,
 }
 
 /// What an update of a file in the dialect does: the edits made to the file (our keys renamed

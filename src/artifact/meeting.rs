@@ -41,7 +41,7 @@ pub(crate) struct Frontmatter {
     #[schemars(with = "Option<String>")]
     date: Option<Value>,
     /// A package with the `meeting` capability and a `meeting:` command.
-    #[schemars(with = "super::value_schemas::Name")]
+    #[schemars(with = "super::value_schemas::WorkerName")]
     worker: Option<Value>,
     /// requested → open (accept) | declined; open → closed. Anything else is refused.
     #[schemars(with = "Option<MeetingStatus>")]

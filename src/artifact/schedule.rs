@@ -64,6 +64,9 @@ pub(crate) struct Template {
     pub(crate) prompt: String,
     pub(crate) dependencies: Vec<String>,
     pub(crate) resources: Resources,
+    /// `resource_overrides:` as written (Guild Hall's dialect of `resources:`), validated: each
+    /// run is given it in the same form.
+    pub(crate) resource_overrides: Option<Value>,
     pub(crate) schedule: Schedule,
     /// `schedule:` as written: what its update starts from (keys Guild Hall or a person added
     /// are kept).
@@ -188,6 +191,20 @@ impl Template {
                 Resources::default()
             }),
         };
+        let resource_overrides = match get("resource_overrides") {
+            None | Some(Value::Null) => None,
+            Some(_) if fm.contains_key("resources") => {
+                bad("resource_overrides", "resource_overrides and resources say the same (the bounds of its runs): keep one".into());
+                None
+            }
+            Some(v) => match serde_yaml_ng::from_value::<super::dialect::ResourceOverrides>(v.clone()) {
+                Ok(_) => Some(v),
+                Err(e) => {
+                    bad("resource_overrides", format!("bad resource_overrides: {e} (allowed: maxTurns, maxBudgetUsd, model)"));
+                    None
+                }
+            },
+        };
         let schedule_value = match get("schedule") {
             Some(Value::Mapping(m)) => m,
             _ => {
@@ -257,6 +274,7 @@ impl Template {
             prompt,
             dependencies,
             resources,
+            resource_overrides,
             schedule: Schedule { cron, repeat, runs_completed, last_run, last_spawned_id },
             schedule_value,
             since,
@@ -279,9 +297,13 @@ impl Template {
             body: self.prompt.clone(),
         };
         let text = super::commission::render(&new);
-        // Guild Hall's back-reference, after the keys render writes.
-        let text = super::write::apply(&text, &[super::write::Edit::Set("source_schedule".into(), Value::String(self.id.clone()))])
-            .unwrap_or(text);
+        // Guild Hall's back-reference, after the keys render writes; and the template's
+        // `resource_overrides:`, in its own form (`resources:` render writes).
+        let mut edits = vec![super::write::Edit::Set("source_schedule".into(), Value::String(self.id.clone()))];
+        if let Some(o) = &self.resource_overrides {
+            edits.push(super::write::Edit::Set("resource_overrides".into(), o.clone()));
+        }
+        let text = super::write::apply(&text, &edits).unwrap_or(text);
         (id, text)
     }
 
@@ -391,6 +413,29 @@ mod tests {
         assert_eq!(run.worker, "scribe");
         assert!(text.contains("source_schedule: notes"), "{text}");
         assert!(!is_template(&text));
+    }
+
+    #[test]
+    fn runs_carry_the_templates_bounds_in_its_dialect() {
+        let tick = DateTime::parse_from_rfc3339("2026-11-30T09:00:00Z").expect("t").with_timezone(&Utc);
+        let theirs = GUILD_HALL.replace("dependencies: []\n", "dependencies: []\nresource_overrides:\n  maxTurns: 7\n  model: opus\n");
+        let t = Template::parse(Path::new("c/weekly.md"), &theirs).expect("Guild Hall's");
+        let (id, text) = t.run(tick, "2026-11-30T09:00:02.000Z");
+        assert!(text.contains("resource_overrides:\n  maxTurns: 7\n  model: opus\n") && !text.contains("resources:"), "{text}");
+        let run = super::super::Commission::parse(Path::new(&format!("c/{id}.md")), &text).expect("the run parses");
+        assert_eq!(run.resources.max_turns, Some(7));
+        let ours = "---\ntype: scheduled\nworker: scribe\nresources: {max_turns: 3, max_budget_usd: 0.5}\nschedule: {cron: \"0 9 * * *\"}\n---\nx\n";
+        let t = Template::parse(Path::new("c/notes.md"), ours).expect("ours");
+        let (id, text) = t.run(tick, "2026-11-30T09:00:02.000Z");
+        assert!(!text.contains("resource_overrides"), "{text}");
+        let run = super::super::Commission::parse(Path::new(&format!("c/{id}.md")), &text).expect("the run parses");
+        assert_eq!((run.resources.max_turns, run.resources.max_budget_usd), (Some(3), Some(0.5)));
+        let both = ours.replace("resources:", "resource_overrides: {maxTurns: 2}\nresources:");
+        let said = Template::parse(Path::new("c/t.md"), &both).err().unwrap_or_default();
+        assert!(said.iter().any(|p| p.to_string().contains("keep one")), "{said:?}");
+        let bad = GUILD_HALL.replace("dependencies: []\n", "dependencies: []\nresource_overrides: {maxTurn: 2}\n");
+        let said = Template::parse(Path::new("c/t.md"), &bad).err().unwrap_or_default();
+        assert!(said.iter().any(|p| p.to_string().contains("bad resource_overrides")), "{said:?}");
     }
 
     #[test]

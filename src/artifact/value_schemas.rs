@@ -28,6 +28,45 @@ impl JsonSchema for Name {
     }
 }
 
+/// The schema of a `worker:` (and a reviewer): a package name, or a Guild Hall worker's
+/// identity (`Dalton`, `Guild Master`), as [`super::ids::worker_name`] accepts them.
+pub(crate) enum WorkerName {}
+
+impl JsonSchema for WorkerName {
+    fn schema_name() -> Cow<'static, str> {
+        "WorkerName".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "A worker package's name (letters, digits, `-`, `_`, `.`; no leading or trailing dot, no `..`, not ending in `.lock`), or a Guild Hall worker's identity as written (`Dalton`, `Guild Master`: with a capital or a space; no `/`, `\\`, control characters, or blank at either end).",
+            "type": "string",
+            "pattern": WORKER_PATTERN,
+            "minLength": 1,
+            "maxLength": 100,
+        })
+    }
+}
+
+// What `worker:` may be, as one regular expression without look-around (the same in
+// ECMAScript, which editors use, and in Rust, which tests it against `worker_name`):
+// a package name — dot-separated runs of `[A-Za-z0-9_-]`, the last not `lock` when there are
+// two or more — or an identity: no `/`, `\`, control character, blank at either end, and an
+// ASCII capital or a space somewhere (first, last, or between).
+/// A `worker:` ([`WorkerName`]): see the comment above.
+pub(crate) const WORKER_PATTERN: &str = concat!(
+    r"^(?:",
+    // A package name.
+    r"[A-Za-z0-9_-]+",
+    r"|[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.(?:[A-Za-z0-9_-]{1,3}|[A-Za-z0-9_-]{5,}|[A-Za-km-z0-9_-][A-Za-z0-9_-]{3}|l[A-Za-np-z0-9_-][A-Za-z0-9_-]{2}|lo[A-Zabd-z0-9_-][A-Za-z0-9_-]|loc[A-Za-jl-z0-9_-])",
+    // An identity.
+    r"|[A-Z]",
+    r"|[A-Z][^/\\\x00-\x1f\x7f-\x9f]*[^\s/\\\x00-\x1f\x7f-\x9f]",
+    r"|[^\s/\\\x00-\x1f\x7f-\x9f][^/\\\x00-\x1f\x7f-\x9f]*[A-Z ][^/\\\x00-\x1f\x7f-\x9f]*[^\s/\\\x00-\x1f\x7f-\x9f]",
+    r"|[^\s/\\\x00-\x1f\x7f-\x9f][^/\\\x00-\x1f\x7f-\x9f]*[A-Z]",
+    r")$"
+);
+
 /// The schema of a path relative to the project root.
 pub(crate) enum RelPath {}
 
@@ -241,5 +280,45 @@ impl JsonSchema for CheckResult {
             "required": ["command", "exit", "passed"],
             "additionalProperties": false,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the schema says of `name`: its pattern, and its length in characters.
+    fn schema_accepts(name: &str) -> bool {
+        let re = regex::Regex::new(WORKER_PATTERN).expect("the pattern compiles");
+        (1..=100).contains(&name.chars().count()) && re.is_match(name)
+    }
+
+    fn check_accepts(name: &str) -> bool {
+        crate::artifact::ids::worker_name(Some(&serde_yaml_ng::Value::String(name.into())), "test").is_ok()
+    }
+
+    #[test]
+    fn the_worker_schema_accepts_what_check_accepts() {
+        let accepted = ["scribe", "claude-code", "a.b_c-1", "Dalton", "Guild Master", "X", "a B", "Zoë", "Foo.lock", "lock", "x.lok"];
+        let refused = ["", " Dalton", "Dalton ", "a/B", "A\\b", "Guild\tMaster", "A\u{85}", ".x", "x.", "a..b", "x.lock", "a,b", "ä"];
+        for name in accepted {
+            assert!(crate::artifact::ids::valid_identity(name) || crate::artifact::ids::validate_id(name).is_ok(), "{name:?}");
+            assert!(check_accepts(name) && schema_accepts(name), "{name:?} accepted by check and the schema");
+        }
+        for name in refused {
+            assert!(!check_accepts(name) && !schema_accepts(name), "{name:?} refused by check and the schema");
+        }
+        // The schema `guild-hall schema commission` prints says so for `worker:`.
+        let schema = crate::artifact::schema::value("commission").expect("the commission's schema");
+        assert!(schema.to_string().contains(&serde_json::Value::String(WORKER_PATTERN.into()).to_string()), "{schema}");
+    }
+
+    proptest::proptest! {
+        /// Over names of the characters that matter (capitals, blanks, dots, separators,
+        /// `lock`, a control character), the schema and `check` agree.
+        #[test]
+        fn the_worker_schema_and_check_agree(name in "[aBlock. /\\\\\t\u{e9}-]{0,12}") {
+            proptest::prop_assert_eq!(schema_accepts(&name), check_accepts(&name), "{:?}", name);
+        }
     }
 }

@@ -514,6 +514,11 @@ fn plan(a: &Activation<'_>, f: &Facts) -> Result<Plan, Refusal> {
     let max_turns = a.resources.max_turns.or(bounds.max_turns).unwrap_or(DEFAULT_MAX_TURNS);
     let max_budget = a.resources.max_budget_usd.or(bounds.max_budget_usd).unwrap_or(DEFAULT_MAX_BUDGET_USD);
     env.extend([("GUILD_HALL_MAX_TURNS".to_string(), max_turns.to_string()), ("GUILD_HALL_MAX_BUDGET_USD".into(), max_budget.to_string())]);
+    // The activity's model over its package's (`resources.model`, else a Guild Hall worker's
+    // `GUILD_HALL_MODEL`, set in its manifest's env by the roster).
+    if let Some(model) = a.resources.model.as_ref().or(bounds.model.as_ref()) {
+        env.insert("GUILD_HALL_MODEL".into(), model.clone());
+    }
     env.extend(a.env.iter().cloned());
     let grace = a.project.config.cancel_grace;
     let argv = match pkg.manifest.protocol {

@@ -214,6 +214,40 @@ fn a_pending_guild_hall_commission_runs_and_keeps_its_shape() {
     assert!(p.ok(&["check"]).starts_with("ok:"));
 }
 
+/// `resource_overrides.model` is the model the worker runs (`GUILD_HALL_MODEL`, which the
+/// agent packages pass their CLI), over its package's `resources.model`; our `resources.model`
+/// the same; without either, the package's.
+#[test]
+fn the_model_a_commission_names_is_the_model_its_worker_runs() {
+    let p = Project::new(&[]);
+    p.script_worker("Dalton", "sparse", r#""$GUILD_HALL_BIN" toolbox submit-result --summary "model: ${GUILD_HALL_MODEL:-none}""#);
+    let yaml = p.root.join(".lore/workers/Dalton/worker.yaml");
+    let manifest = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{manifest}resources: {{model: haiku}}\n")).expect("write");
+    let theirs = |model: &str| {
+        format!(
+            "---\ntitle: \"Say the model\"\ndate: 2026-11-28\nstatus: pending\ntags: [commission]\nworker: Dalton\nprompt: \"Say the model.\"\ndependencies: []\n{model}activity_timeline:\n  - timestamp: 2026-11-28T09:00:00.000Z\n    event: created\n    reason: \"Commission created\"\n---\n"
+        )
+    };
+    p.write_commission("commission-Dalton-20261128-090000", &theirs("resource_overrides:\n  maxTurns: 5\n  model: opus\n"));
+    p.write_commission("commission-Dalton-20261128-090001", &theirs(""));
+    p.write_commission("ours", "---\nworker: Dalton\nresources: {model: sonnet}\n---\nSay the model.\n");
+    assert!(p.ok(&["check"]).starts_with("ok:"));
+    p.settle();
+    for (id, model) in [("commission-Dalton-20261128-090000", "opus"), ("commission-Dalton-20261128-090001", "haiku"), ("ours", "sonnet")] {
+        let s = p.status_json(id);
+        assert_eq!(
+            (s["status"].as_str(), s["result"]["summary"].as_str()),
+            (Some("completed"), Some(&*format!("model: {model}"))),
+            "{id}: {s}"
+        );
+    }
+    assert!(
+        p.artifact("commission-Dalton-20261128-090000").contains("resource_overrides:\n  maxTurns: 5\n  model: opus\n"),
+        "kept as written"
+    );
+}
+
 #[test]
 fn a_pending_guild_hall_commission_runs_through_the_real_claude_code_cli() {
     use crate::worker::claude_code::{install_package, real_claude, real_run, FakeApi};

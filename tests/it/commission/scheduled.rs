@@ -156,6 +156,34 @@ fn a_template_in_guild_halls_dialect_spawns_and_keeps_its_shape() {
     assert!(after.contains("activity_timeline:\n  - timestamp: 2026-11-01T09:00:00.000Z\n"), "{after}");
 }
 
+/// A run carries its template's bounds in the template's own form: `resources:` from ours,
+/// `resource_overrides:` (model included) from Guild Hall's; each run passes `check` and runs.
+#[test]
+fn runs_carry_the_templates_resources_in_its_dialect() {
+    let p = Project::new(&["scribe"]);
+    p.config("worker_aliases: {Guild Master: scribe}\n");
+    p.write_commission(
+        "ours",
+        "---\ntype: scheduled\nworker: scribe\nresources: {max_turns: 7, max_budget_usd: 0.5}\nschedule: {cron: \"0 9 * * *\"}\ncreated: 2026-11-29T10:00:00.000Z\n---\noutput: .lore/notes/ours.md\nA note.\n",
+    );
+    p.write_commission(
+        "theirs",
+        "---\ntitle: \"Theirs\"\ndate: 2026-11-29\ntype: scheduled\nstatus: active\nworker: Guild Master\nprompt: \"output: .lore/notes/theirs.md\\nA note.\"\nresource_overrides:\n  maxTurns: 9\n  model: opus\nschedule:\n  cron: \"0 9 * * *\"\n  repeat: null\n  runs_completed: 0\n---\n",
+    );
+    assert!(p.ok(&["check"]).contains("ok:"));
+    pass_at(&p, "2026-11-30T09:00:10Z");
+    assert_eq!(runs(&p, "ours"), ["ours-20261130-0900"]);
+    assert_eq!(runs(&p, "theirs"), ["theirs-20261130-0900"]);
+    let ours = p.artifact("ours-20261130-0900");
+    assert!(ours.contains("resources:\n  max_turns: 7\n  max_budget_usd: 0.5\n") && !ours.contains("resource_overrides"), "{ours}");
+    let theirs = p.artifact("theirs-20261130-0900");
+    assert!(theirs.contains("resource_overrides:\n  maxTurns: 9\n  model: opus\n") && !theirs.contains("\nresources:"), "{theirs}");
+    for id in ["ours-20261130-0900", "theirs-20261130-0900"] {
+        assert_eq!(p.status(id), "completed", "{id}");
+    }
+    assert!(p.ok(&["check"]).contains("ok:"), "the runs pass check");
+}
+
 /// `watch` on the real clock: a template due every minute gets its run within the minute
 /// after its tick, without a file event to wake the watch.
 #[test]
