@@ -65,3 +65,65 @@ fn changes_take_the_fix_forward_path_then_verify_and_the_reviewers_run_again() {
     assert_eq!(git(&p.root, &["show", "claude/main:fixed.txt"]), "yes\n");
     assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{}", git(&p.root, &["worktree", "list"]));
 }
+
+/// A reviewer's run dir (`review-<round>-<n>` in the plan's state dir), once it exists.
+fn review_dir(p: &Project, id: &str, round: u32, index: usize) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(p.home.join("state"))
+        .ok()?
+        .flatten()
+        .map(|project| project.path().join("plans").join(id).join(format!("review-{round}-{index}")))
+        .find(|d| d.is_dir())
+}
+
+/// The reviewer `picky`'s package with `timeout:` set.
+fn with_timeout(p: &Project, timeout: &str) {
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let mut manifest = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    manifest.push_str(&format!("timeout: {timeout}\n"));
+    std::fs::write(&yaml, manifest).expect("worker.yaml");
+}
+
+#[test]
+fn cancelling_the_plan_while_a_reviewer_works_stops_it_and_removes_its_checkout() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker("picky", "full", "sleep 600");
+    plan(&p, "pr");
+    wait_for("the reviewer at work", || {
+        p.ok(&["reconcile", "--once"]);
+        review_dir(&p, "pr", 1, 0).is_some_and(|d| d.join("run.json").is_file())
+    });
+    assert_eq!(show(&p, "pr")["status"], "verifying");
+    p.ok(&["plan", "cancel", "pr"]);
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "cancelled", "{v}");
+    let dir = review_dir(&p, "pr", 1, 0).expect("its run dir");
+    // Its process is gone: its shim recorded how it ended (killed, not by itself in 600s).
+    wait_for("the reviewer's end recorded", || dir.join("exit.json").is_file());
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("run dir").flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().starts_with("review-plan-")), "its checkout is removed: {left:?}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{}", git(&p.root, &["worktree", "list"]));
+    assert!(verdicts(&v).is_empty(), "no verdict is recorded for a cancelled plan: {v}");
+}
+
+#[test]
+fn a_reviewer_past_its_time_limit_is_stopped_and_the_plan_halts_saying_so() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker("picky", "full", "sleep 600");
+    with_timeout(&p, "2s");
+    plan(&p, "pr");
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("reviewer picky gave no verdict (stopped past its time limit"), "{v}");
+    let log = v["log"].as_array().expect("log");
+    let timeouts: Vec<_> = log.iter().filter(|e| e["kind"] == "timeout").collect();
+    assert!(timeouts.iter().any(|e| e["text"].as_str().unwrap_or_default().contains("reviewer picky: timed out")), "{v}");
+    assert_eq!(verdicts(&v), [(1, "none".to_string())], "{v}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{}", git(&p.root, &["worktree", "list"]));
+    // No fix-forward: the fixer cannot fix a reviewer's failure.
+    assert!(!p.root.join(".lore/commissions/pr-fix-wave-1-1.md").exists());
+}
