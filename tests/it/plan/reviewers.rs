@@ -1,6 +1,7 @@
 //! A plan's REVIEW stage: after the verify of its last wave, its reviewer workers (`reviewers:`)
 //! run read-only over its integrated result; `changes` takes the fix-forward path (a
-//! fix-forward commission carrying the comments, then verify and the reviewers again).
+//! fix-forward commission carrying the comments, then verify and the reviewers again); a
+//! cancel or a time limit stops them; a pass killed in the stage converges.
 
 use super::fixtures::show;
 use crate::common::*;
@@ -126,4 +127,67 @@ fn a_reviewer_past_its_time_limit_is_stopped_and_the_plan_halts_saying_so() {
     assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{}", git(&p.root, &["worktree", "list"]));
     // No fix-forward: the fixer cannot fix a reviewer's failure.
     assert!(!p.root.join(".lore/commissions/pr-fix-wave-1-1.md").exists());
+}
+
+/// How the plan `pr` converged after a pass stopped or killed in its REVIEW stage: completed,
+/// one fix-forward commission (not two), each round's verdict recorded once.
+fn converged(p: &Project, when: &str) {
+    let v = show(p, "pr");
+    assert_eq!(v["status"], "completed", "{when}: {v}");
+    assert_eq!(verdicts(&v), [(1, "changes".to_string()), (2, "approve".to_string())], "{when}: {v}");
+    let fixes: Vec<_> = std::fs::read_dir(p.root.join(".lore/commissions"))
+        .expect("commissions")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("pr-fix-") && n.ends_with(".md"))
+        .collect();
+    assert_eq!(fixes, ["pr-fix-wave-1-1.md"], "{when}");
+    let fix = std::fs::read_to_string(p.root.join(".lore/commissions/pr-fix-wave-1-1.md")).expect("fix-forward commission");
+    assert!(fix.contains("one.txt:1: add fixed.txt beside it"), "{when}: it carries the comments: {fix}");
+    assert_eq!(git(&p.root, &["show", "claude/main:fixed.txt"]), "yes\n", "{when}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{when}: {}", git(&p.root, &["worktree", "list"]));
+}
+
+/// A pass stopped at the plan's fault points in its REVIEW stage (after a reviewer's checkout
+/// and prompt, before its start; after the fix-forward commission is written, before the plan
+/// records it): the next passes converge.
+#[test]
+fn a_pass_stopped_in_the_review_stage_converges() {
+    for fault in ["review:2", "fix-forward:1"] {
+        let p = Project::new(&["mason"]);
+        p.script_worker("fixer", "full", FIXER);
+        p.script_worker("picky", "full", PICKY);
+        plan(&p, "pr");
+        p.pass_until_fault(fault);
+        p.settle();
+        converged(&p, fault);
+    }
+}
+
+/// kill -9 of the reconciler at moments after a reviewer's verdict is in, before and while the
+/// pass acts on it: the next passes converge on one fix-forward, each verdict recorded once.
+#[test]
+fn a_reconciler_killed_after_a_plan_reviewers_verdict_converges() {
+    for delay in ["0", "0.05", "0.2"] {
+        let p = Project::new(&["mason"]);
+        p.script_worker("fixer", "full", FIXER);
+        p.script_worker("picky", "full", PICKY);
+        plan(&p, "pr");
+        in_pid_namespace(
+            &p,
+            &format!(
+                r#"verdict_in() {{ grep -qs '"verdict"' "$STATE"/*/plans/pr/review-1-0/events-1.jsonl && ls "$STATE"/*/plans/pr/review-1-0/exit.json >/dev/null 2>&1; }}
+pass_until "the reviewer's verdict" verdict_in
+"$GH" reconcile --once >/dev/null 2>&1 &
+pid=$!
+sleep {delay}
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+"$GH" reconcile --once --wait --timeout 120s >/dev/null
+"#
+            ),
+        );
+        p.settle();
+        converged(&p, delay);
+    }
 }
