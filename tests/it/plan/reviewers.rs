@@ -191,3 +191,23 @@ wait $pid 2>/dev/null || true
         converged(&p, delay);
     }
 }
+
+#[test]
+fn plan_show_gives_the_reviewers_verdicts_in_text_and_json() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker("picky", "full", PICKY);
+    plan(&p, "pr");
+    p.settle();
+    let v = show(&p, "pr");
+    let reviews = v["reviews"].as_array().expect("reviews").clone();
+    let said: Vec<_> = reviews.iter().map(|r| (r["reviewer"].as_str(), r["round"].as_u64(), r["verdict"].as_str())).collect();
+    assert_eq!(said, [(Some("picky"), Some(1), Some("changes")), (Some("picky"), Some(2), Some("approve"))], "{v}");
+    assert_eq!(reviews[0]["comments"][0]["path"], "one.txt", "{v}");
+    assert_eq!(reviews[0]["comments"][0]["line"], 1, "{v}");
+    let text = p.ok(&["plan", "show", "pr"]);
+    let block = text.split("\nreviews:\n").nth(1).expect("a reviews block").split("\n\n").next().unwrap_or_default();
+    assert!(block.contains("picky on round 1: changes: not fixed"), "{text}");
+    assert!(block.contains("    one.txt:1: add fixed.txt beside it"), "{text}");
+    assert!(block.contains("picky on round 2: approve: fixed is there"), "{text}");
+}
