@@ -238,7 +238,7 @@ pub(crate) enum Action {
     DropReviewers {
         update: Update,
         round: u32,
-        runs: Vec<(usize, Option<RunInfo>, Vec<i32>)>,
+        runs: Vec<ReviewerDrop>,
     },
     /// The reviewers asked for changes: a fix-forward commission for the fixer carrying their
     /// comments (`text`), then `update` (halted).
@@ -286,6 +286,10 @@ pub(crate) enum Action {
         pids: Vec<i32>,
     },
 }
+
+/// One reviewer of an [`Action::DropReviewers`]: its index, its run while alive, what its lost
+/// shim left running.
+pub(crate) type ReviewerDrop = (usize, Option<RunInfo>, Vec<i32>);
 
 /// One task of a [`Action::StartTask`]: its canonical id and the attempt to start.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

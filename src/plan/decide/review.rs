@@ -133,7 +133,7 @@ pub(super) fn reviewer_limit(s: &super::Snapshot, package: Option<std::time::Dur
 
 /// What of the reviewers of a cancelled plan is left — at work, lingering, or a checkout:
 /// stopped and removed, at once. `None`: nothing of them is left.
-pub(super) fn drop_runs(o: &super::Observed) -> Option<Vec<(usize, Option<crate::activity::state::RunInfo>, Vec<i32>)>> {
+pub(super) fn drop_runs(o: &super::Observed) -> Option<Vec<super::ReviewerDrop>> {
     use crate::worker::liveness::Proc;
     let left: Vec<_> = o
         .reviews
