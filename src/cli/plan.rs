@@ -264,6 +264,7 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         say_json!("{}", serde_json::to_string_pretty(&serde_json::to_value(&shown)?)?);
         return Ok(());
     }
+    let reviews = shown.review_lines();
     let Shown { status, problem, log, elsewhere, integrated, usage, tasks: shown_tasks, .. } = shown;
     say!("plan      {id}{}", plan.title.as_ref().map(|t| format!(": {}", line(t))).unwrap_or_default());
     say!(
@@ -318,6 +319,12 @@ fn show(env: &Env, id: &str, json_out: bool) -> Result<()> {
         }
     }
     table.print();
+    if !reviews.is_empty() {
+        say!("\nreviews:");
+        for r in &reviews {
+            say!("  {}", line(r));
+        }
+    }
     if !log.is_empty() {
         say!("\nlog:");
         for e in &log {

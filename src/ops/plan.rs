@@ -174,6 +174,7 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
             }
         })
         .collect();
+    let reviews = reviews(&log);
     let shown = Shown {
         plan: plan.id.clone(),
         title: plan.title.clone(),
@@ -191,8 +192,26 @@ pub fn view(home: &Home, project: &Project, id: &str) -> Result<(Plan, Option<Pl
         elsewhere: crate::plan::decide::elsewhere(&plan, record.as_ref()),
         integrated: crate::plan::observe::integrated(project, &plan, record.as_ref()).map(|i| i.describe()),
         usage: usage(&plan),
+        reviews,
     };
     Ok((plan, record, shown))
+}
+
+/// The verdicts of its REVIEW stage, from its timeline's `review_verdict` events (each key is
+/// there once).
+fn reviews(log: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    log.iter()
+        .filter(|e| e["kind"] == "review_verdict")
+        .map(|e| {
+            serde_json::json!({
+                "reviewer": e["reviewer"],
+                "round": e["round"],
+                "verdict": e["verdict"],
+                "summary": e["summary"],
+                "comments": e.get("comments").cloned().unwrap_or_else(|| serde_json::json!([])),
+            })
+        })
+        .collect()
 }
 
 /// What a plan's tasks' ended attempts used, as its `usage:` says.

@@ -93,6 +93,20 @@ pub(crate) fn act(ctx: &Ctx<'_, Catalog>, action: &Action) -> Result<Outcome> {
             crate::worker::reviewer::remove(ctx, &rs, &wt, ctx.integration())?;
             apply(ctx, update)
         }
+        Action::DropReviewers { update, round, runs } => {
+            // The stops first, and whatever becomes of the update, as a task's.
+            let mut stopped = Ok(Outcome::Done);
+            for (index, run, pids) in runs {
+                let rs = super::observe::review_state(ctx.home, ctx.project, &update.id, *round, *index);
+                let wt = super::observe::review_worktree(&rs, &update.id, *round, *index);
+                let dropped = crate::worker::reviewer::stop(&rs, run.as_ref(), pids)
+                    .and_then(|()| crate::worker::reviewer::remove(ctx, &rs, &wt, ctx.integration()));
+                stopped = stopped.and(dropped);
+            }
+            let updated = apply(ctx, update);
+            stopped?;
+            updated
+        }
         Action::ReviewFix { update, wave, round, fixer, text } => {
             let body = format!(
                 "The reviewers of plan {} asked for changes to its integrated result after wave {wave}. Make them with new changes on top of what is there (fix forward: never revert the plan's work).\n\n{text}",

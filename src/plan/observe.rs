@@ -15,7 +15,7 @@ use super::decide::{Lingering, Live, Observed, ObservedTask, PlanRecord, Snapsho
 use crate::activity::integrated::Integrated;
 use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
-use crate::artifact::plan::Plan;
+use crate::artifact::plan::{Plan, PlanStatus};
 use crate::artifact::Problem;
 use crate::config::{Home, Project};
 use crate::files::read_json;
@@ -312,7 +312,9 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             .ok()?
             .status
     });
-    let reviews = match record.as_ref().filter(|r| r.status == crate::artifact::plan::PlanStatus::Verifying) {
+    // A cancelled plan's too: what of them still runs is stopped, their checkouts removed.
+    let reviewing = |r: &&PlanRecord| matches!(r.status, PlanStatus::Verifying | PlanStatus::Cancelled);
+    let reviews = match record.as_ref().filter(reviewing) {
         Some(r) => crate::worker::reviewer::observe_runs(
             |index| review_state(home, project, &plan.id, r.verify_runs, index),
             |rs, index| review_worktree(rs, &plan.id, r.verify_runs, index),
@@ -320,6 +322,9 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         ),
         None => Vec::new(),
     };
+    // Each reviewer's package `timeout:` (by its place in the plan's or the project's list).
+    let names = plan.reviewers.clone().or_else(|| project.config.reviewers.clone()).unwrap_or_default();
+    let reviewer_timeouts = names.iter().map(|n| workers.for_commission(n).ok().and_then(|p| p.manifest.timeout)).collect();
     Ok(Observed {
         plan,
         record,
@@ -336,6 +341,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         timeline_keys,
         usage_recorded,
         reviews,
+        reviewer_timeouts,
     })
 }
 

@@ -155,6 +155,32 @@ pub struct Shown {
     /// What its tasks' ended attempts used (`usage:` as written), when any reported it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::worker::usage::Usage>,
+    /// Its REVIEW stage's verdicts, from its timeline's `review_verdict` events, oldest first:
+    /// `{reviewer, round, verdict, summary, comments: [{path, line, text}]}` (`round`: the
+    /// verify run they follow; `verdict: none` for a reviewer that gave none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<Json>,
+}
+
+impl Shown {
+    /// Its reviewers' verdicts as lines, as `status` shows a commission's `reviews:`
+    /// (`picky on round 1: changes: summary`, each comment under it as `  path:line: text`).
+    pub fn review_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in &self.reviews {
+            let s = |v: &Json, k: &str| v.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+            let round = r.get("round").and_then(Json::as_u64).unwrap_or(0);
+            out.push(format!("{} on round {round}: {}: {}", s(r, "reviewer"), s(r, "verdict"), s(r, "summary")));
+            for c in r.get("comments").and_then(Json::as_array).into_iter().flatten() {
+                let at = match c.get("line").and_then(Json::as_u64) {
+                    Some(l) => format!("{}:{l}", s(c, "path")),
+                    None => s(c, "path"),
+                };
+                out.push(format!("  {at}: {}", s(c, "text")));
+            }
+        }
+        out
+    }
 }
 
 #[derive(Debug, Serialize)]

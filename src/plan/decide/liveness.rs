@@ -9,7 +9,7 @@ use super::{Action, Live, Observed, ObservedTask, Snapshot, TaskState, Update};
 use crate::activity::timeline;
 use crate::artifact::plan::PlanStatus;
 use crate::worker::attempt::{self, Limit, Look, Process};
-use crate::worker::liveness;
+use crate::worker::liveness::{self, Proc};
 
 /// The wall-clock limit of a task's attempt: its own `timeout:`, else its plan's, else its
 /// package's, else the project's (`0s`: none).
@@ -132,6 +132,17 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
         }
         if o.verify_lingering.is_some() {
             at.push(soon);
+        }
+        // Reviewers at work: looked at again at their time limit; what a lost shim left, soon.
+        for r in &o.reviews {
+            match (r.proc, &r.run) {
+                (Proc::Alive, Some(run)) if record.status == PlanStatus::Verifying => {
+                    let limit = super::review::reviewer_limit(s, o.reviewer_timeouts.get(r.index).copied().flatten());
+                    at.extend(limit.map(|(limit, _)| run.started_at + chrono::Duration::from_std(limit).unwrap_or_default()));
+                }
+                (Proc::Lingering, _) => at.push(soon),
+                _ => {}
+            }
         }
         if let Some(live) = &o.verify_live {
             if record.status == PlanStatus::Verifying && !record.verify_stop_sent {

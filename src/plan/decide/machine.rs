@@ -188,6 +188,10 @@ fn cancel(mut st: Step<'_>) -> Option<Action> {
                 st.dirty = true;
                 return Some(Action::StopVerify { update: st.finish(), run, kill: false });
             }
+            // Its reviewers, in the REVIEW stage: stopped, their checkouts removed.
+            if let Some(runs) = super::review::drop_runs(o) {
+                return Some(Action::DropReviewers { update: st.finish(), round: run, runs });
+            }
             settle(st)
         }
     }

@@ -87,6 +87,7 @@ pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
         timeline_keys: Default::default(),
         usage_recorded: None,
         reviews: Vec::new(),
+        reviewer_timeouts: Vec::new(),
     }
 }
 
@@ -657,7 +658,7 @@ impl World {
             Action::KillLeftovers { task: None, .. } => o.verify_lingering = None,
             Action::Update { .. } | Action::Beat { .. } => {}
             // These plans have no reviewers: no REVIEW stage.
-            Action::StartReviewer { .. } | Action::ReviewerCleanup { .. } | Action::ReviewFix { .. } => {}
+            Action::StartReviewer { .. } | Action::ReviewerCleanup { .. } | Action::DropReviewers { .. } | Action::ReviewFix { .. } => {}
         }
         // The update: the log (its keys), the artifact (as text), the record.
         for e in &u.events {

@@ -142,6 +142,8 @@ pub struct Observed {
     pub(crate) usage_recorded: Option<crate::worker::usage::Usage>,
     /// Its REVIEW stage: the reviewer runs of the latest verify run's round started so far.
     pub(crate) reviews: Vec<crate::worker::reviewer::ReviewerRun>,
+    /// Each reviewer's package `timeout:`, by its place in the plan's (or project's) list.
+    pub(crate) reviewer_timeouts: Vec<Option<std::time::Duration>>,
 }
 
 #[derive(Debug, Clone)]
@@ -230,6 +232,14 @@ pub(crate) enum Action {
         round: u32,
         index: usize,
     },
+    /// Reviewers no longer waited for (the plan cancelled, or one past its time limit): each
+    /// one's run stopped (while alive) and what its lost shim left killed, its checkout
+    /// removed; then `update`.
+    DropReviewers {
+        update: Update,
+        round: u32,
+        runs: Vec<ReviewerDrop>,
+    },
     /// The reviewers asked for changes: a fix-forward commission for the fixer carrying their
     /// comments (`text`), then `update` (halted).
     ReviewFix {
@@ -277,6 +287,10 @@ pub(crate) enum Action {
     },
 }
 
+/// One reviewer of an [`Action::DropReviewers`]: its index, its run while alive, what its lost
+/// shim left running.
+pub(crate) type ReviewerDrop = (usize, Option<RunInfo>, Vec<i32>);
+
 /// One task of a [`Action::StartTask`]: its canonical id and the attempt to start.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub(crate) struct TaskStart {
@@ -296,6 +310,7 @@ impl Action {
             | Action::FixForward { update, .. }
             | Action::StartReviewer { update, .. }
             | Action::ReviewerCleanup { update, .. }
+            | Action::DropReviewers { update, .. }
             | Action::ReviewFix { update, .. }
             | Action::CleanupTask { update, .. }
             | Action::StopVerify { update, .. }
@@ -325,6 +340,7 @@ impl crate::activity::kind::Action for Action {
             Action::FixForward { .. } => "fix-forward",
             Action::StartReviewer { .. } => "review",
             Action::ReviewerCleanup { .. } => "review-cleanup",
+            Action::DropReviewers { .. } => "review-stop",
             Action::ReviewFix { .. } => "review-fix",
             Action::CleanupTask { .. } => "task-cleanup",
             Action::StopVerify { .. } => "verify-stop",
@@ -359,6 +375,10 @@ impl crate::activity::kind::Action for Action {
                 format!("review: reviewer {reviewer} reads the integrated result (round {round})")
             }
             Action::ReviewerCleanup { index, .. } => format!("review: remove reviewer {}'s worktree", index + 1),
+            Action::DropReviewers { runs, .. } => {
+                let each: Vec<String> = runs.iter().map(|(i, _, _)| (i + 1).to_string()).collect();
+                format!("review: stop reviewer {} and remove its worktree", each.join(", "))
+            }
             Action::ReviewFix { wave, round, fixer, .. } => format!("fix-forward {round} for the reviewers after wave {wave} by {fixer}"),
             Action::CleanupTask { tasks, .. } => {
                 let what = if tasks.len() == 1 { "worktree" } else { "worktrees" };
@@ -378,7 +398,7 @@ impl crate::activity::kind::Action for Action {
     }
 
     fn is_stop(&self) -> bool {
-        matches!(self, Action::StopTask { .. } | Action::StopVerify { .. } | Action::KillLeftovers { .. })
+        matches!(self, Action::StopTask { .. } | Action::StopVerify { .. } | Action::KillLeftovers { .. } | Action::DropReviewers { .. })
     }
 
     fn is_heartbeat(&self) -> bool {

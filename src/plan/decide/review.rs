@@ -42,15 +42,36 @@ pub(super) fn stage(mut st: Step<'_>, w: usize, names: &[String]) -> Option<Acti
                 let base = st.record.bases.get(&1).cloned().unwrap_or_default();
                 return Some(Action::StartReviewer { update: st.finish(), round, index, reviewer: name.clone(), base });
             }
-            Stands::AtWork(_) | Stands::Lingering(_) => {
+            Stands::AtWork(r) => {
                 show(&mut st, round, &heard);
+                // Past its wall-clock limit (its package's `timeout:`, else the project's):
+                // stopped, which makes it a reviewer without a verdict (the plan halts).
+                if let Some(why) = overtime(&st, index, r) {
+                    let text = format!("reviewer {name}: {why}");
+                    st.event("timeout", timeout_key(round, index), json!({"text": text, "reviewer": name, "round": round}));
+                    let runs = vec![(index, r.run.clone(), r.leftovers.clone())];
+                    return Some(Action::DropReviewers { update: st.finish(), round, runs });
+                }
                 return settle(st);
+            }
+            Stands::Lingering(r) => {
+                // Its shim is gone, processes of it are not: killed before it is judged.
+                show(&mut st, round, &heard);
+                let runs = vec![(index, None, r.leftovers.clone())];
+                return Some(Action::DropReviewers { update: st.finish(), round, runs });
             }
             Stands::Over(r, said) => {
                 if r.worktree_exists {
                     show(&mut st, round, &heard);
                     return Some(Action::ReviewerCleanup { update: st.finish(), round, index });
                 }
+                // Stopped past its limit: the plan says so, not only how its process ended.
+                let said = match said {
+                    Err(how) if st.o.timeline_keys.contains(&timeout_key(round, index)) => {
+                        Err(format!("stopped past its time limit; {how}"))
+                    }
+                    said => said,
+                };
                 heard.push((name.as_str(), r, said));
             }
         }
@@ -90,6 +111,37 @@ pub(super) fn stage(mut st: Step<'_>, w: usize, names: &[String]) -> Option<Acti
             settle(st)
         }
     }
+}
+
+/// The key of the `timeout` event of reviewer `index` in `round`.
+fn timeout_key(round: u32, index: usize) -> String {
+    format!("review_timeout:{round}:{index}")
+}
+
+/// Why reviewer `index` at work must stop now for running longer than its package's
+/// `timeout:`, else the project's, if it must.
+fn overtime(st: &Step<'_>, index: usize, r: &ReviewerRun) -> Option<String> {
+    let package = st.o.reviewer_timeouts.get(index).copied().flatten();
+    let limit = reviewer_limit(st.s, package);
+    crate::worker::liveness::overtime(limit, r.run.as_ref()?.started_at, st.s.at)
+}
+
+/// A reviewer's time limit: its package's `timeout:`, else the project's.
+pub(super) fn reviewer_limit(s: &super::Snapshot, package: Option<std::time::Duration>) -> Option<(std::time::Duration, &'static str)> {
+    crate::worker::liveness::time_limit(&[(package, "the reviewer package's timeout"), (Some(s.timeout), "the project's timeout")])
+}
+
+/// What of the reviewers of a cancelled plan is left — at work, lingering, or a checkout:
+/// stopped and removed, at once. `None`: nothing of them is left.
+pub(super) fn drop_runs(o: &super::Observed) -> Option<Vec<super::ReviewerDrop>> {
+    use crate::worker::liveness::Proc;
+    let left: Vec<_> = o
+        .reviews
+        .iter()
+        .filter(|r| r.worktree_exists || matches!(r.proc, Proc::Alive | Proc::Starting | Proc::Lingering))
+        .map(|r| (r.index, r.run.clone().filter(|_| matches!(r.proc, Proc::Alive | Proc::Starting)), r.leftovers.clone()))
+        .collect();
+    (!left.is_empty()).then_some(left)
 }
 
 /// A `review_verdict` event each (its key once in the timeline), as a commission's are.

@@ -1,6 +1,7 @@
 //! A plan's REVIEW stage: after the verify of its last wave, its reviewer workers (`reviewers:`)
 //! run read-only over its integrated result; `changes` takes the fix-forward path (a
-//! fix-forward commission carrying the comments, then verify and the reviewers again).
+//! fix-forward commission carrying the comments, then verify and the reviewers again); a
+//! cancel or a time limit stops them; a pass killed in the stage converges.
 
 use super::fixtures::show;
 use crate::common::*;
@@ -64,4 +65,149 @@ fn changes_take_the_fix_forward_path_then_verify_and_the_reviewers_run_again() {
     assert!(fix.contains("worker: fixer") && fix.contains("one.txt:1: add fixed.txt beside it"), "it carries the comments: {fix}");
     assert_eq!(git(&p.root, &["show", "claude/main:fixed.txt"]), "yes\n");
     assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{}", git(&p.root, &["worktree", "list"]));
+}
+
+/// A reviewer's run dir (`review-<round>-<n>` in the plan's state dir), once it exists.
+fn review_dir(p: &Project, id: &str, round: u32, index: usize) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(p.home.join("state"))
+        .ok()?
+        .flatten()
+        .map(|project| project.path().join("plans").join(id).join(format!("review-{round}-{index}")))
+        .find(|d| d.is_dir())
+}
+
+/// The reviewer `picky`'s package with `timeout:` set.
+fn with_timeout(p: &Project, timeout: &str) {
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let mut manifest = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    manifest.push_str(&format!("timeout: {timeout}\n"));
+    std::fs::write(&yaml, manifest).expect("worker.yaml");
+}
+
+#[test]
+fn cancelling_the_plan_while_a_reviewer_works_stops_it_and_removes_its_checkout() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker("picky", "full", "sleep 600");
+    plan(&p, "pr");
+    wait_for("the reviewer at work", || {
+        p.ok(&["reconcile", "--once"]);
+        review_dir(&p, "pr", 1, 0).is_some_and(|d| d.join("run.json").is_file())
+    });
+    assert_eq!(show(&p, "pr")["status"], "verifying");
+    p.ok(&["plan", "cancel", "pr"]);
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "cancelled", "{v}");
+    let dir = review_dir(&p, "pr", 1, 0).expect("its run dir");
+    // Its process is gone: its shim recorded how it ended (killed, not by itself in 600s).
+    wait_for("the reviewer's end recorded", || dir.join("exit.json").is_file());
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("run dir").flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().starts_with("review-plan-")), "its checkout is removed: {left:?}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{}", git(&p.root, &["worktree", "list"]));
+    assert!(verdicts(&v).is_empty(), "no verdict is recorded for a cancelled plan: {v}");
+}
+
+#[test]
+fn a_reviewer_past_its_time_limit_is_stopped_and_the_plan_halts_saying_so() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker("picky", "full", "sleep 600");
+    with_timeout(&p, "2s");
+    plan(&p, "pr");
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "halted", "{v}");
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("reviewer picky gave no verdict (stopped past its time limit"), "{v}");
+    let log = v["log"].as_array().expect("log");
+    let timeouts: Vec<_> = log.iter().filter(|e| e["kind"] == "timeout").collect();
+    assert!(timeouts.iter().any(|e| e["text"].as_str().unwrap_or_default().contains("reviewer picky: timed out")), "{v}");
+    assert_eq!(verdicts(&v), [(1, "none".to_string())], "{v}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{}", git(&p.root, &["worktree", "list"]));
+    // No fix-forward: the fixer cannot fix a reviewer's failure.
+    assert!(!p.root.join(".lore/commissions/pr-fix-wave-1-1.md").exists());
+}
+
+/// How the plan `pr` converged after a pass stopped or killed in its REVIEW stage: completed,
+/// one fix-forward commission (not two), each round's verdict recorded once.
+fn converged(p: &Project, when: &str) {
+    let v = show(p, "pr");
+    assert_eq!(v["status"], "completed", "{when}: {v}");
+    assert_eq!(verdicts(&v), [(1, "changes".to_string()), (2, "approve".to_string())], "{when}: {v}");
+    let fixes: Vec<_> = std::fs::read_dir(p.root.join(".lore/commissions"))
+        .expect("commissions")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("pr-fix-") && n.ends_with(".md"))
+        .collect();
+    assert_eq!(fixes, ["pr-fix-wave-1-1.md"], "{when}");
+    let fix = std::fs::read_to_string(p.root.join(".lore/commissions/pr-fix-wave-1-1.md")).expect("fix-forward commission");
+    assert!(fix.contains("one.txt:1: add fixed.txt beside it"), "{when}: it carries the comments: {fix}");
+    assert_eq!(git(&p.root, &["show", "claude/main:fixed.txt"]), "yes\n", "{when}");
+    assert!(!git(&p.root, &["worktree", "list"]).contains("review-plan-pr"), "{when}: {}", git(&p.root, &["worktree", "list"]));
+}
+
+/// A pass stopped at the plan's fault points in its REVIEW stage (after a reviewer's checkout
+/// and prompt, before its start; after the fix-forward commission is written, before the plan
+/// records it): the next passes converge.
+#[test]
+fn a_pass_stopped_in_the_review_stage_converges() {
+    for fault in ["review:2", "fix-forward:1"] {
+        let p = Project::new(&["mason"]);
+        p.script_worker("fixer", "full", FIXER);
+        p.script_worker("picky", "full", PICKY);
+        plan(&p, "pr");
+        p.pass_until_fault(fault);
+        p.settle();
+        converged(&p, fault);
+    }
+}
+
+/// kill -9 of the reconciler at moments after a reviewer's verdict is in, before and while the
+/// pass acts on it: the next passes converge on one fix-forward, each verdict recorded once.
+#[test]
+fn a_reconciler_killed_after_a_plan_reviewers_verdict_converges() {
+    for delay in ["0", "0.05", "0.2"] {
+        let p = Project::new(&["mason"]);
+        p.script_worker("fixer", "full", FIXER);
+        p.script_worker("picky", "full", PICKY);
+        plan(&p, "pr");
+        in_pid_namespace(
+            &p,
+            &format!(
+                r#"verdict_in() {{ grep -qs '"verdict"' "$STATE"/*/plans/pr/review-1-0/events-1.jsonl && ls "$STATE"/*/plans/pr/review-1-0/exit.json >/dev/null 2>&1; }}
+pass_until "the reviewer's verdict" verdict_in
+"$GH" reconcile --once >/dev/null 2>&1 &
+pid=$!
+sleep {delay}
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+"$GH" reconcile --once --wait --timeout 120s >/dev/null
+"#
+            ),
+        );
+        p.settle();
+        converged(&p, delay);
+    }
+}
+
+#[test]
+fn plan_show_gives_the_reviewers_verdicts_in_text_and_json() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker("picky", "full", PICKY);
+    plan(&p, "pr");
+    p.settle();
+    let v = show(&p, "pr");
+    let reviews = v["reviews"].as_array().expect("reviews").clone();
+    let said: Vec<_> = reviews.iter().map(|r| (r["reviewer"].as_str(), r["round"].as_u64(), r["verdict"].as_str())).collect();
+    assert_eq!(said, [(Some("picky"), Some(1), Some("changes")), (Some("picky"), Some(2), Some("approve"))], "{v}");
+    assert_eq!(reviews[0]["comments"][0]["path"], "one.txt", "{v}");
+    assert_eq!(reviews[0]["comments"][0]["line"], 1, "{v}");
+    let text = p.ok(&["plan", "show", "pr"]);
+    let block = text.split("\nreviews:\n").nth(1).expect("a reviews block").split("\n\n").next().unwrap_or_default();
+    assert!(block.contains("picky on round 1: changes: not fixed"), "{text}");
+    assert!(block.contains("    one.txt:1: add fixed.txt beside it"), "{text}");
+    assert!(block.contains("picky on round 2: approve: fixed is there"), "{text}");
 }
