@@ -27,11 +27,24 @@ pub(crate) struct Capacity {
     /// Live attempts by worker package, of every project in this home, but this project's
     /// commissions (their decider counts those): what a package's `max_concurrent:` caps.
     pub(crate) by_package: std::collections::BTreeMap<String, usize>,
+    /// This project's live commission attempts by worker package (those `by_package` leaves
+    /// out): wave tasks count them against `max_concurrent:`.
+    pub(crate) commissions_by_package: std::collections::BTreeMap<String, usize>,
 }
 
 impl Capacity {
     pub(crate) fn new(project_cap: usize, home_cap: usize, elsewhere: usize, orphans: usize, tasks: usize) -> Capacity {
-        Capacity { project_cap, home_cap, elsewhere, orphans, tasks, held: Vec::new(), daily: None, by_package: Default::default() }
+        Capacity {
+            project_cap,
+            home_cap,
+            elsewhere,
+            orphans,
+            tasks,
+            held: Vec::new(),
+            daily: None,
+            by_package: Default::default(),
+            commissions_by_package: Default::default(),
+        }
     }
 
     /// `kind`, decided: its workers hold `n` slots once its actions are carried out.
@@ -40,6 +53,16 @@ impl Capacity {
             Some((_, held)) => *held = n,
             None => self.held.push((kind, n)),
         }
+    }
+
+    /// Live attempts by worker package, every one in this home: what a wave task's package's
+    /// `max_concurrent:` counts (this round's starts are the plans' decider's to add).
+    pub(crate) fn packages_for_tasks(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut all = self.by_package.clone();
+        for (name, n) in &self.commissions_by_package {
+            *all.entry(name.clone()).or_insert(0) += n;
+        }
+        all
     }
 
     /// The slots the caps leave beside this project's orphans and what the kinds decided so far

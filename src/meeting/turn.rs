@@ -155,7 +155,13 @@ pub(crate) fn run(
                 })
             }
         };
-        stream(&ready, pkg.manifest.protocol, interrupt, project.config.meeting_turn_timeout, on_event)
+        let mut streamed = stream(&ready, pkg.manifest.protocol, interrupt, project.config.meeting_turn_timeout, on_event)?;
+        // Its agent hit a rate or usage limit: the turn's outcome says so, and when to send
+        // again (every face shows a failed turn's reason; the transcript keeps it).
+        if let (Some(l), Outcome::Failed { .. } | Outcome::Ended) = (&streamed.limited, &streamed.outcome) {
+            streamed.outcome = Outcome::Failed { reason: limit_line(&pkg.manifest.name, l) };
+        }
+        anyhow::Ok(streamed)
     };
     let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
     let first = turn;
@@ -262,6 +268,21 @@ struct Streamed {
     outcome: Outcome,
     session: Option<String>,
     text: String,
+    /// The rate or usage limit its agent reported last, if that is how its output ends.
+    limited: Option<crate::worker::limits::Limited>,
+}
+
+/// The line a turn ended by its agent's limit says: who, when it resets (if the agent said),
+/// and what to do.
+fn limit_line(worker: &str, l: &crate::worker::limits::Limited) -> String {
+    match l.resets_at {
+        Some(at) => format!(
+            "[guild-hall] {worker} hit a usage limit ({}); it resets at {} — send again after that",
+            l.said,
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+        None => format!("[guild-hall] {worker} hit a usage limit ({}) — send again once it resets", l.said),
+    }
 }
 
 impl Default for Outcome {
@@ -328,6 +349,8 @@ fn stream(
     // When a stopped turn stops waiting for its output to end.
     let mut give_up_at: Option<Instant> = None;
     let mut events = Reader::new(protocol);
+    // The end of its output, for the limit its agent may report ([`crate::worker::limits`]).
+    let mut tail = String::new();
     loop {
         if !signalled && deadline.is_some_and(|d| Instant::now() >= d) {
             timed_out = true;
@@ -349,6 +372,7 @@ fn stream(
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(line) => {
+                keep_tail(&mut tail, &line);
                 for e in events.line(&line) {
                     match &e {
                         TurnEvent::Session { id } => out.session = Some(id.clone()),
@@ -391,6 +415,7 @@ fn stream(
         on_event(&TurnEvent::TextDelta { text: marker.clone() });
         out.text.push_str(&marker);
     }
+    out.limited = crate::worker::limits::scan(&tail, chrono::Utc::now());
     out.outcome = if timed_out {
         Outcome::Failed {
             reason: format!(
@@ -408,6 +433,22 @@ fn stream(
         Outcome::Failed { reason: unended(launch, status) }
     };
     Ok(out)
+}
+
+/// `line` added to the end of a turn's output kept for [`crate::worker::limits::scan`]: its
+/// last [`crate::worker::limits::SCAN_BYTES`] or so, whole lines.
+fn keep_tail(tail: &mut String, line: &str) {
+    let max = crate::worker::limits::SCAN_BYTES as usize;
+    if line.len() > max {
+        return;
+    }
+    tail.push_str(line);
+    tail.push('\n');
+    if tail.len() > 2 * max {
+        let cut = tail.len() - max;
+        let at = tail[cut..].find('\n').map(|i| cut + i + 1).unwrap_or(tail.len());
+        tail.drain(..at);
+    }
 }
 
 /// Why a turn whose worker ended without a `turn_end` failed: what its exit says, else the

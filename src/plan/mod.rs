@@ -40,7 +40,8 @@ impl Kind<Catalog> for Plans {
     /// (its own running wave tasks are counted by the decider).
     fn observe(&self, ctx: Ctx<'_, Catalog>, capacity: &Capacity) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now, capacity.left_for_tasks())?;
+        let (mut snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now, capacity.left_for_tasks())?;
+        snapshot.running_by_package = capacity.packages_for_tasks();
         Ok((snapshot, problems))
     }
 

@@ -45,6 +45,7 @@ pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &s
             stale_after: cfg.stale_after,
             timeout: cfg.timeout,
             slots,
+            running_by_package: Default::default(),
             reviewers: cfg.reviewers.clone(),
         },
         problems,
@@ -287,6 +288,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             usage,
             mail,
             package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
+            package_cap: pkg.as_ref().ok().and_then(|p| Some((p.manifest.name.clone(), p.manifest.max_concurrent?.get()))),
             // Not installed: said with where packages are looked for and how to install it.
             worker_problem: workers.cannot_start(&t.worker),
             worktree_exists,

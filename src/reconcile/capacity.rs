@@ -32,29 +32,30 @@ pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
         tasks_running_in(home, &project.name, &boot),
     );
     capacity.daily = super::budget::reached(project, &global);
-    capacity.by_package = packages_running(home, project, &boot);
+    (capacity.by_package, capacity.commissions_by_package) = packages_running(home, project, &boot);
     Ok(capacity)
 }
 
 /// Live attempts by worker package (`max_concurrent:`): every project's commissions and wave
 /// tasks in this home, but this project's commissions that still have their file (their
-/// decider counts them). Proven live by the same look as the caps', so a crash leaves no count
-/// behind; an attempt whose package is not recorded counts for none.
-fn packages_running(home: &Home, project: &Project, boot: &str) -> std::collections::BTreeMap<String, usize> {
-    let mut by = std::collections::BTreeMap::new();
-    let mut count = |state: &StateDir| {
+/// decider counts them); and, apart, those (what the plans' decider adds). Proven live by the
+/// same look as the caps', so a crash leaves no count behind; an attempt whose package is not
+/// recorded counts for none.
+fn packages_running(home: &Home, project: &Project, boot: &str) -> (ByPackage, ByPackage) {
+    let (mut by, mut here) = (ByPackage::new(), ByPackage::new());
+    let count = |by: &mut ByPackage, state: &StateDir| {
         if let Ok(name) = std::fs::read_to_string(state.package()) {
             *by.entry(name.trim().to_string()).or_insert(0) += 1;
         }
     };
-    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return by };
+    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return (by, here) };
     let commissions = project.commissions_dir();
+    let has_file = |id: &str| std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink());
     for p in projects.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
         let this = p == project.name;
-        for state in live_in(&home.commissions_state(&p), boot, |id| {
-            !this || !std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink())
-        }) {
-            count(&state);
+        for state in live_in(&home.commissions_state(&p), boot, |_| true) {
+            let id = state.0.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            count(if this && has_file(id) { &mut here } else { &mut by }, &state);
         }
         let Ok(plans) = std::fs::read_dir(home.plans_state(&p)) else { continue };
         for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
@@ -62,13 +63,15 @@ fn packages_running(home: &Home, project: &Project, boot: &str) -> std::collecti
             for t in tasks.filter_map(|e| e.ok()) {
                 let state = StateDir(t.path());
                 if crate::worker::liveness::busy(&state, boot) {
-                    count(&state);
+                    count(&mut by, &state);
                 }
             }
         }
     }
-    by
+    (by, here)
 }
+
+type ByPackage = std::collections::BTreeMap<String, usize>;
 
 /// Commissions of other projects whose worker is alive: they count against the global cap.
 fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {

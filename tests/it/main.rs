@@ -82,6 +82,7 @@ mod meeting {
     mod end_to_end;
     mod fixtures;
     mod killed_turn;
+    mod limits;
     mod worker_output_caps;
 }
 

@@ -17,7 +17,8 @@ use crate::artifact::write::Edit;
 use crate::artifact::Status;
 
 /// One plan's step: the one action that moves it on, if any.
-pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
+/// `started`: the attempts each package's tasks started earlier in this round.
+pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize, started: &std::collections::BTreeMap<String, usize>) -> Option<Action> {
     let now = s.now.as_str();
     use PlanStatus::*;
     let p = &o.plan;
@@ -91,7 +92,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize) -> Option<Action> {
             // the base is the tip now (and what landed of the wave is taken as integrated).
             Some(Action::StartWave { update: st.finish(), wave: w })
         }
-        Running => waves::running(st, w, wave, slots),
+        Running => waves::running(st, w, wave, slots, started),
         Verifying
             if o.verify_exit.as_ref().is_none_or(|x| x.attempt != st.record.verify_runs)
                 && o.verify_started.is_none_or(|t| !t.covers(st.record.verify_runs)) =>

@@ -63,6 +63,7 @@ pub(super) fn observed_task(task: &Task) -> ObservedTask {
         polled: false,
         live: None,
         package_timeout: None,
+        package_cap: None,
         started: None,
         died: false,
         lingering: None,
@@ -107,6 +108,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
         stale_after: std::time::Duration::from_secs(3),
         timeout: std::time::Duration::from_secs(3600),
         slots,
+        running_by_package: Default::default(),
         reviewers: None,
     }
 }

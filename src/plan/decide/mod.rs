@@ -80,6 +80,8 @@ pub(crate) struct ObservedTask {
     pub(crate) live: Option<Live>,
     /// Its worker package's `timeout:`.
     pub(crate) package_timeout: Option<std::time::Duration>,
+    /// Its worker package's name and `max_concurrent:`, if it has one.
+    pub(crate) package_cap: Option<(String, usize)>,
     /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
     /// recorded, or the shim's lock held.
     pub(crate) started: Option<Taken>,
@@ -158,6 +160,9 @@ pub(crate) struct Snapshot {
     /// Worker processes the project's cap (`commission_cap`) still allows: wave tasks count
     /// against it like commissions.
     pub(crate) slots: usize,
+    /// Live attempts by worker package in this home (commissions and wave tasks of every
+    /// project): what a task's package's `max_concurrent:` counts.
+    pub(crate) running_by_package: std::collections::BTreeMap<String, usize>,
     /// The project's `reviewers:` (a plan's own are over them).
     pub(crate) reviewers: Option<Vec<String>>,
 }
@@ -488,13 +493,20 @@ pub(crate) fn decide(s: &Snapshot) -> Vec<Action> {
         .map(|o| o.record.as_ref().map(|r| r.tasks.values().filter(|t| t.state == TaskState::Running).count()).unwrap_or(0))
         .sum();
     let mut slots = s.slots.saturating_sub(running);
+    // Attempts each package starts this round, against its `max_concurrent:`.
+    let mut started = std::collections::BTreeMap::new();
     let mut out = Vec::new();
     for o in &s.plans {
         // The kills first: whatever the plan's state, nothing of a killed attempt runs on.
         out.extend(liveness::kill_leftovers(o, &s.now));
-        if let Some(a) = machine::step(o, s, slots) {
+        if let Some(a) = machine::step(o, s, slots, &started) {
             if let Action::StartTask { starts, .. } = &a {
                 slots = slots.saturating_sub(starts.len());
+                for t in starts {
+                    if let Some((name, _)) = o.tasks.iter().find(|x| x.task.canonical == t.task).and_then(|x| x.package_cap.as_ref()) {
+                        *started.entry(name.clone()).or_insert(0) += 1;
+                    }
+                }
             }
             out.push(a);
         }

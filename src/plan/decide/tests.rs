@@ -176,6 +176,43 @@ fn every_free_slot_starts_in_one_action_in_plan_order() {
     assert!(started(&a).is_empty(), "the first cannot start: it fails, alone: {a:?}");
 }
 
+/// `max_concurrent:`: tasks of a capped package start only as far as its live attempts and
+/// this round's own starts (across plans) leave room; the rest stay queued, others go on.
+#[test]
+fn a_package_at_its_max_concurrent_holds_its_tasks_queued() {
+    let plan = |id: &str, workers: &[&str]| {
+        let tasks: String = workers.iter().enumerate().map(|(i, w)| format!("    - {{id: t{i}, worker: {w}, prompt: x}}\n")).collect();
+        let text = format!("---\nstatus: running\nparallelism: 5\nwaves:\n  -\n{tasks}---\n");
+        let mut o = machine_tests::observed(
+            Plan::parse(std::path::Path::new(&format!(".lore/plans/{id}.md")), &text).expect("valid"),
+            Some(running(&[])),
+        );
+        for (t, w) in o.tasks.iter_mut().zip(workers) {
+            t.package_cap = (*w == "solo").then(|| ("solo".to_string(), 1));
+        }
+        o
+    };
+    let started = |a: &[Action]| -> Vec<String> {
+        a.iter()
+            .filter_map(|x| match x {
+                Action::StartTask { starts, .. } => Some(starts.iter().map(|s| s.task.clone()).collect::<Vec<_>>()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+    // Two of the package in one wave: the first starts, the free one beside it too.
+    let a = decide(&snap(vec![plan("p", &["solo", "solo", "free"])], 10));
+    assert_eq!(started(&a), ["p:exec:wave-1:task-1", "p:exec:wave-1:task-3"]);
+    // One already live in the home: none of the package starts.
+    let mut s = snap(vec![plan("p", &["solo", "solo", "free"])], 10);
+    s.running_by_package.insert("solo".into(), 1);
+    assert_eq!(started(&decide(&s)), ["p:exec:wave-1:task-3"]);
+    // Two plans in one round: the second plan's task of the package waits for the first's.
+    let a = decide(&snap(vec![plan("p", &["solo"]), plan("q", &["solo", "free"])], 10));
+    assert_eq!(started(&a), ["p:exec:wave-1:task-1", "q:exec:wave-1:task-2"]);
+}
+
 #[test]
 fn parallelism_and_fifo_in_plan_order() {
     let o = observed("running", Some(running(&[])));

@@ -91,8 +91,15 @@ enum Owed {
 }
 
 /// The running wave `w`: what its tasks' attempts owe, then fail-fast, the copy-back, and the
-/// free slots filled.
-pub(super) fn running(mut st: Step<'_>, w: usize, wave: &[Task], slots: usize) -> Option<Action> {
+/// free slots filled (`started`: what each package's tasks started earlier in this round, for
+/// its `max_concurrent:`).
+pub(super) fn running(
+    mut st: Step<'_>,
+    w: usize,
+    wave: &[Task],
+    slots: usize,
+    started: &std::collections::BTreeMap<String, usize>,
+) -> Option<Action> {
     let (o, p) = (st.o, &st.o.plan);
     match owed(&mut st, w) {
         Some(Owed::Start(starts)) => return Some(Action::StartTask { update: st.finish(), starts }),
@@ -141,10 +148,24 @@ pub(super) fn running(mut st: Step<'_>, w: usize, wave: &[Task], slots: usize) -
     let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && (x.busy || x.lingering.is_some()));
     // A task paused by its agent's limit starts once its `not_before` has passed.
     let paused = |st: &Step<'_>, t: &Task| st.record.tasks.get(&t.canonical).and_then(|r| r.not_before).is_some_and(|nb| nb > st.s.at);
-    let queued: Vec<&Task> =
-        wave.iter().filter(|t| state_of(&st, t) == TaskState::Queued && !busy(t) && !paused(&st, t)).take(room).collect();
+    let queued: Vec<&Task> = wave.iter().filter(|t| state_of(&st, t) == TaskState::Queued && !busy(t) && !paused(&st, t)).collect();
     let mut starts = Vec::new();
+    // Attempts by package, live or started this round: a task whose package's
+    // `max_concurrent:` is reached stays queued until one ends.
+    let mut live = started.clone();
+    for (name, n) in &st.s.running_by_package {
+        *live.entry(name.clone()).or_insert(0) += n;
+    }
     for next in queued {
+        if starts.len() >= room {
+            break;
+        }
+        let cap = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.package_cap.clone());
+        if let Some((name, max)) = &cap {
+            if live.get(name).copied().unwrap_or(0) >= *max {
+                continue;
+            }
+        }
         if let Some(why) = o.tasks.iter().find(|x| x.task.canonical == next.canonical).and_then(|x| x.worker_problem.clone()) {
             if starts.is_empty() {
                 st.task_state(next, TaskState::Failed, Some(Reason::CannotStart(why)));
@@ -163,6 +184,9 @@ pub(super) fn running(mut st: Step<'_>, w: usize, wave: &[Task], slots: usize) -
             r.sequence = 0;
         }
         starts.push(TaskStart { task: next.canonical.clone(), attempt });
+        if let Some((name, _)) = cap {
+            *live.entry(name).or_insert(0) += 1;
+        }
     }
     if !starts.is_empty() {
         return Some(Action::StartTask { update: st.finish(), starts });

@@ -51,3 +51,47 @@ fn a_limited_wave_task_makes_its_plan_wait_not_halt() {
     let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     assert_eq!(landed.lines().filter(|l| l.starts_with("out-")).count(), 3, "every task's work landed: {landed}");
 }
+
+/// `max_concurrent: 1` in worker.yaml holds wave tasks back too: two tasks of the package in
+/// one wave (parallelism to spare) never run at once; the second stays queued, the plan
+/// running, and it starts once the first's worker has ended.
+#[test]
+fn max_concurrent_holds_a_wave_task_back_until_a_slot_frees() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "solo",
+        "full",
+        "sleep 3\necho \"$GUILD_HALL_TASK\" > \"out-$GUILD_HALL_TASK.txt\"\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done",
+    );
+    let yaml = p.root.join(".lore/workers/solo/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}max_concurrent: 1\n")).expect("write");
+    write_plan(&p, "single", "  - - {id: a, worker: solo, prompt: one}\n    - {id: b, worker: solo, prompt: two}\n");
+    let state = |v: &Value, label: &str| task(v, label)["state"].as_str().unwrap_or_default().to_string();
+    p.pass_until("one task to run", |p| {
+        let v = show(p, "single");
+        state(&v, "a") == "running" || state(&v, "b") == "running"
+    });
+    // One runs; the other waits queued, the plan running.
+    let v = show(&p, "single");
+    let (first, second) = if state(&v, "a") == "running" { ("a", "b") } else { ("b", "a") };
+    assert_eq!(state(&v, second), "queued", "{v}");
+    assert_eq!(v["status"], "running", "{v}");
+    p.pass_until("the plan to complete", |p| show(p, "single")["status"] == "completed");
+    // Never both at once: the second's worker started once the first's had ended.
+    // A task's runtime dir is named by its place in the plan: a is task 1, b task 2.
+    let dir = |label: &str| {
+        let project = p.home.join("state").read_dir().ok().and_then(|mut d| d.next()).and_then(|e| e.ok()).map(|e| e.path());
+        let n = if label == "a" { 1 } else { 2 };
+        project.unwrap_or_default().join(format!("plans/single/tasks/single-exec-wave-1-task-{n}"))
+    };
+    let time = |path: std::path::PathBuf, key: &str| {
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("json");
+        chrono::DateTime::parse_from_rfc3339(v[key].as_str().expect("time")).expect("rfc3339")
+    };
+    let ended = time(dir(first).join("exit.json"), "finished_at");
+    let started = time(dir(second).join("run.json"), "started_at");
+    assert!(started >= ended, "{second} started at {started}, before {first} ended at {ended}");
+    let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert_eq!(landed.lines().filter(|l| l.starts_with("out-")).count(), 2, "both tasks' work landed: {landed}");
+}

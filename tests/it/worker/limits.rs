@@ -179,3 +179,34 @@ fn real_gemini_cli_at_a_quota_error_waits_and_runs_again() {
     pass();
     assert_eq!(p.status("metered"), "completed", "{}", p.ok(&["logs", "metered"]));
 }
+
+/// A meeting turn of the real Claude Code CLI at a 429: the turn fails saying the worker hit
+/// a usage limit and to send again, in its output and the transcript; no crash, no empty reply.
+#[test]
+fn real_claude_code_meeting_turn_at_a_429_says_so() {
+    let claude = real_claude();
+    let p = Project::new(&[]);
+    install_package(&p, "claude-code");
+    let limit = json!({"limit": {"status": 429, "headers": {"retry-after": "1"}}});
+    let api = FakeApi::start(p.tmp.path(), &json!([limit, limit, limit, limit]));
+    let path = format!("{}:{}", claude.parent().expect("bin dir").display(), std::env::var("PATH").unwrap_or_default());
+    let out = p
+        .cmd()
+        .env("PATH", path)
+        .env("ANTHROPIC_BASE_URL", &api.url)
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .args(["meeting", "start", "--worker", "claude-code", "--id", "m", "hello"])
+        .output()
+        .expect("runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!said.contains("panicked"), "{said}");
+    assert!(said.contains("[guild-hall] claude-code hit a usage limit") && said.contains("send again"), "{said}");
+    let transcript = std::fs::read_dir(p.home.join("meetings"))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.path().join("m.md"))
+        .and_then(|t| std::fs::read_to_string(t).ok())
+        .unwrap_or_default();
+    assert!(transcript.contains("[guild-hall] claude-code hit a usage limit"), "{transcript}");
+}
