@@ -305,6 +305,13 @@ impl Meeting {
         }
     }
 
+    /// A request deferred past `today` (its `deferred_until:` a later date): it waits, and
+    /// needs no one yet.
+    pub(crate) fn deferred_past(&self, today: chrono::NaiveDate) -> bool {
+        self.effective_status() == MeetingStatus::Requested
+            && self.deferred_until.as_deref().and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()).is_some_and(|d| d > today)
+    }
+
     pub fn effective_status(&self) -> MeetingStatus {
         self.status.unwrap_or(MeetingStatus::Open)
     }

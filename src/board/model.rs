@@ -70,6 +70,9 @@ pub(crate) struct Item {
     pub(crate) path: PathBuf,
     /// What its attempts used (a plan: its tasks'), as its artifact says.
     pub(crate) usage: Option<crate::worker::usage::Usage>,
+    /// A requested meeting deferred to a later day (Guild Hall's `deferred_until:`): it needs
+    /// no one before then.
+    pub(crate) deferred: bool,
 }
 
 impl Item {
@@ -94,6 +97,7 @@ impl Item {
             verify: None,
             path: PathBuf::new(),
             usage: None,
+            deferred: false,
         }
     }
 }
@@ -119,10 +123,10 @@ impl Item {
             (Kind::Commission, "review") => 0,
             (_, "failed" | "invalid" | "orphaned") => 1,
             (Kind::Commission, "in_progress" | "dispatched" | "pending" | "blocked") if self.questions > 0 => 2,
-            (Kind::Meeting, "requested") => 3,
+            (Kind::Meeting, "requested") if !self.deferred => 3,
             (Kind::Plan, "halted") => 4,
             (_, "in_progress" | "dispatched" | "running" | "verifying" | "open") => 5,
-            (_, "pending" | "blocked") => 6,
+            (_, "pending" | "blocked") | (Kind::Meeting, "requested") => 6,
             (_, "draft") => 7,
             _ => 8,
         }
@@ -194,7 +198,7 @@ fn load_project(
         Ok(())
     })?;
     problems.extend(plans(home, project, index, items)?.into_iter().map(|p| (index, Kind::Plan, p)));
-    problems.extend(meetings(home, project, index, items)?.into_iter().map(|p| (index, Kind::Meeting, p)));
+    problems.extend(meetings(home, project, index, now, items)?.into_iter().map(|p| (index, Kind::Meeting, p)));
     Ok(())
 }
 
@@ -243,7 +247,7 @@ pub(crate) fn read_again(
         let mut new = Vec::new();
         let said = match kind {
             Kind::Plan => plans(home, p, i, &mut new),
-            _ => meetings(home, p, i, &mut new),
+            _ => meetings(home, p, i, now, &mut new),
         };
         match said {
             Ok(said) => read.push((kind, i, None, new, Some(said))),
@@ -276,10 +280,16 @@ pub(crate) fn plans(home: &Home, project: &Project, index: usize, items: &mut Ve
 }
 
 /// The project's meetings (`ops::meeting::list`), into `items`; the problems.
-pub(crate) fn meetings(home: &Home, project: &Project, index: usize, items: &mut Vec<Item>) -> anyhow::Result<Vec<String>> {
+pub(crate) fn meetings(
+    home: &Home,
+    project: &Project,
+    index: usize,
+    now: DateTime<Utc>,
+    items: &mut Vec<Item>,
+) -> anyhow::Result<Vec<String>> {
     let (meetings, problems) = crate::ops::meeting::list(project)?;
     for m in &meetings {
-        items.push(meeting(home, project, m, index));
+        items.push(meeting(home, project, m, index, now));
     }
     Ok(problems.iter().map(|p| clean(p)).collect())
 }
@@ -347,6 +357,7 @@ fn commission(row: &StatusRow, project: usize, now: DateTime<Utc>) -> Item {
         verify: None,
         path: c.path.clone(),
         usage: c.usage,
+        deferred: false,
     }
 }
 
@@ -370,6 +381,7 @@ fn problem(p: &ProblemRow, project: usize) -> Item {
         verify: None,
         path: p.path.clone(),
         usage: None,
+        deferred: false,
     }
 }
 
@@ -412,10 +424,11 @@ fn plan_item(plan: &crate::artifact::plan::Plan, shown: &crate::tools::plan::Sho
         verify: shown.verify.as_ref().map(|v| format!("{} ({} runs)", clean(&v.join(" ")), shown.verify_runs)),
         path: plan.path.clone(),
         usage: plan.fields.get("usage").and_then(crate::worker::usage::Usage::from_yaml),
+        deferred: false,
     }
 }
 
-fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: usize) -> Item {
+fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: usize, now: DateTime<Utc>) -> Item {
     let status = m.effective_status();
     let why = m.agenda.as_deref().or(m.title.as_deref()).map(clean).unwrap_or_default();
     let note = match status {
@@ -450,6 +463,7 @@ fn meeting(home: &Home, project: &Project, m: &crate::artifact::Meeting, index: 
         verify: None,
         path: m.path.clone(),
         usage: None,
+        deferred: m.deferred_past(now.date_naive()),
     }
 }
 
@@ -485,6 +499,25 @@ mod tests {
         sort(&mut items);
         let order: Vec<_> = items.iter().map(|i| i.id.as_str()).collect();
         assert_eq!(order, ["judge", "broke", "asks", "asked", "halted", "runs", "waits", "draft", "done"]);
+        // A request deferred to a later day waits with the pending work, needing no one yet.
+        let mut later = item(Kind::Meeting, "later", "requested");
+        later.deferred = true;
+        assert_eq!(later.need(), item(Kind::Commission, "waits", "pending").need());
+        assert!(later.need() > item(Kind::Meeting, "asked", "requested").need());
+    }
+
+    /// `deferred_until:` defers a request until its day, and only a request.
+    #[test]
+    fn a_request_is_deferred_until_its_day() {
+        let meeting =
+            |text: &str| crate::artifact::Meeting::parse(std::path::Path::new("/p/.lore/meetings/m.md"), text).expect("a meeting");
+        let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 28).expect("a date");
+        let requested =
+            |until: &str| meeting(&format!("---\nworker: Octavia\nstatus: requested\nagenda: talk\ndeferred_until: {until}\n---\n"));
+        assert!(requested("2026-12-01").deferred_past(today));
+        assert!(!requested("2026-11-28").deferred_past(today), "its day has come");
+        assert!(!requested("\"\"").deferred_past(today), "none");
+        assert!(!meeting("---\nworker: Octavia\nstatus: open\ndeferred_until: 2026-12-01\n---\n").deferred_past(today), "open");
     }
 
     #[test]
