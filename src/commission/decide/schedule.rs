@@ -37,7 +37,9 @@ pub(crate) fn due(t: &Template, runs: &[DateTime<Utc>], now: DateTime<Utc>) -> D
     let Some(base) = s.last_run.or(t.since) else { return Due::Stamp };
     // A run after the last counted one exists: written, then its pass ended. Counted, never
     // written again (its id is its tick's).
-    if let Some(tick) = runs.iter().filter(|r| **r > base).min() {
+    // A file named for a tick still to come is no run (a person's, or a hand-made name): it
+    // would count that tick early and stall the template until then.
+    if let Some(tick) = runs.iter().filter(|r| **r > base && **r <= now).min() {
         return Due::Count { tick: *tick };
     }
     match s.cron.last_in(base, now) {
@@ -159,6 +161,9 @@ mod tests {
         // Written and not counted: counted, not written again, whatever the time.
         let written = [at("2026-11-28T19:00:00Z")];
         assert_eq!(due(&t, &written, at("2026-11-28T23:00:00Z")), Due::Count { tick: at("2026-11-28T19:00:00Z") });
+        // A file named for a tick not yet come is no run: the next tick is spawned on time.
+        let early = [at("2026-11-29T05:00:00Z")];
+        assert_eq!(due(&t, &early, at("2026-11-28T19:00:00Z")), Due::Spawn { tick: at("2026-11-28T19:00:00Z"), late: false });
         // Runs before the last counted one are history.
         assert_eq!(
             due(&t, &[at("2026-11-28T17:00:00Z")], at("2026-11-28T18:30:00Z")),
