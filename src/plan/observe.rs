@@ -284,6 +284,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             polled: procs.polled,
             lingering: lingering(attempt, &procs),
             limited: over.then(|| crate::worker::limits::observed(&ts, attempt)).flatten(),
+            overspent: over.then(|| crate::worker::budget::recorded(&ts, attempt)).flatten(),
             exit,
             usage,
             mail,

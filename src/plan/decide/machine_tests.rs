@@ -53,6 +53,7 @@ pub(super) fn observed_task(task: &Task) -> ObservedTask {
         exit: None,
         usage: None,
         limited: None,
+        overspent: None,
         mail: TaskMail::default(),
         worker_problem: None,
         worktree_exists: false,

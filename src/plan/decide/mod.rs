@@ -57,6 +57,8 @@ pub(crate) struct ObservedTask {
     pub(crate) usage: Option<crate::worker::usage::Attempt>,
     /// The rate or usage limit that ended its current attempt, and how many in a row did.
     pub(crate) limited: Option<(crate::worker::limits::Limited, u32)>,
+    /// Its current attempt, over, passed its package's budget: its shim stopped it.
+    pub(crate) overspent: Option<crate::activity::budget::Overspent>,
     /// What its current attempt's workspace setup made that git does not ignore (read until
     /// its `setup` event is logged).
     pub(crate) setup_made: Option<String>,

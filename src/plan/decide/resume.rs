@@ -93,6 +93,14 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
         // Its supervisor died (killed, a reboot): nothing says how it ended; it runs again.
         Some(_) if ot.died => rerun(st, ot, rec, Reason::SupervisorDied),
         Some(Ok(())) => st.task_state(t, TaskState::Succeeded, None),
+        // Stopped by its shim past its package's budget: failed, saying by how much (a rerun
+        // would spend as much again).
+        Some(Err(_)) if ot.overspent.is_some() => {
+            let Some(over) = ot.overspent else { return };
+            let key = format!("budget:{}:{}", t.canonical, rec.attempt);
+            st.event("budget", key, json!({"task": t.canonical, "text": format!("{}: {over}", t.canonical), "attempt": rec.attempt}));
+            st.task_state(t, TaskState::Failed, Some(Reason::BudgetExceeded(over)));
+        }
         // Its agent's rate or usage limit ended it: no failure, and no rerun spent.
         Some(Err(_)) if ot.limited.is_some() => limited(st, ot, rec),
         Some(Err(why)) => st.task_state(t, TaskState::Failed, Some(why)),

@@ -573,10 +573,10 @@ fn checks(a: &Activation<'_>) -> Vec<Vec<String>> {
     project.iter().chain(&a.pkg.manifest.checks).chain(&a.checks).cloned().collect()
 }
 
-/// A commission's budget ([`crate::worker::budget`]): its own `resources:`, else its
-/// package's; none for the other kinds.
+/// A commission's or a wave task's budget ([`crate::worker::budget`]): its own `resources:`,
+/// else its package's; none for a meeting's turns.
 fn budget(a: &Activation<'_>, f: &Facts) -> Option<crate::worker::budget::Budget> {
-    if a.kind != ActivityKind::Commission {
+    if !matches!(a.kind, ActivityKind::Commission | ActivityKind::Task) {
         return None;
     }
     crate::worker::budget::Budget::of(&a.resources, &a.pkg.manifest.resources, &a.pkg.manifest.name, &f.global.prices)

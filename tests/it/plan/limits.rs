@@ -95,3 +95,34 @@ fn max_concurrent_holds_a_wave_task_back_until_a_slot_frees() {
     let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
     assert_eq!(landed.lines().filter(|l| l.starts_with("out-")).count(), 2, "both tasks' work landed: {landed}");
 }
+
+/// A wave task whose package has a token budget is stopped by its shim once past it, mid-run:
+/// the task fails saying by how much (no rerun: it would spend as much again), and the plan
+/// halts as for any failed task.
+#[test]
+fn a_wave_task_past_its_packages_budget_is_stopped_and_fails_with_the_figures() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "spender",
+        "full",
+        r#"echo "half of it" > made.txt
+"$GUILD_HALL_BIN" toolbox report-usage --input-tokens 60000 --output-tokens 1000
+"$GUILD_HALL_BIN" toolbox report-usage --input-tokens 60000 --output-tokens 400
+for i in $(seq 60); do sleep 1; done
+"$GUILD_HALL_BIN" toolbox submit-result --summary "never reached""#,
+    );
+    let yaml = p.root.join(".lore/workers/spender/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}resources: {{max_tokens: 100000}}\n")).expect("write");
+    write_plan(&p, "spend", "  - - {id: one, worker: spender, prompt: spend}\n");
+    p.settle();
+    let v = show(&p, "spend");
+    assert_eq!(v["status"], "halted", "{v}");
+    assert_eq!(task(&v, "one")["state"], "failed", "{v}");
+    let events = p.timeline("spend");
+    let failed = events.iter().find(|e| e["kind"] == "task" && e["label"] == "one" && e["state"] == "failed");
+    let reason = failed.and_then(|e| e["reason"].as_str()).unwrap_or_default();
+    assert!(reason.contains("budget exceeded: 121400 of 100000 tokens"), "{events:?}");
+    assert_eq!(events.iter().filter(|e| e["kind"] == "budget").count(), 1, "{events:?}");
+    assert!(!events.iter().any(|e| e["kind"] == "rerun_required"), "no rerun: {events:?}");
+}
