@@ -322,20 +322,7 @@ impl CommissionRow {
 /// `reviews:` as lines, one a verdict (`picky on attempt 1: changes: summary`), each comment
 /// under its verdict as `  path:line: text`.
 pub(crate) fn review_lines(reviews: &Json) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in reviews.as_array().into_iter().flatten() {
-        let s = |v: &Json, k: &str| v.get(k).and_then(Json::as_str).unwrap_or("").to_string();
-        let attempt = r.get("attempt").and_then(Json::as_u64).unwrap_or(0);
-        out.push(format!("{} on attempt {attempt}: {}: {}", s(r, "reviewer"), s(r, "verdict"), s(r, "summary")));
-        for c in r.get("comments").and_then(Json::as_array).into_iter().flatten() {
-            let at = match c.get("line").and_then(Json::as_u64) {
-                Some(l) => format!("{}:{l}", s(c, "path")),
-                None => s(c, "path"),
-            };
-            out.push(format!("  {at}: {}", s(c, "text")));
-        }
-    }
-    out
+    crate::tools::plan::verdict_lines(reviews.as_array().map(Vec::as_slice).unwrap_or_default(), "attempt")
 }
 
 /// A commission's process, as the row says it.

@@ -166,21 +166,28 @@ impl Shown {
     /// Its reviewers' verdicts as lines, as `status` shows a commission's `reviews:`
     /// (`picky on round 1: changes: summary`, each comment under it as `  path:line: text`).
     pub fn review_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for r in &self.reviews {
-            let s = |v: &Json, k: &str| v.get(k).and_then(Json::as_str).unwrap_or("").to_string();
-            let round = r.get("round").and_then(Json::as_u64).unwrap_or(0);
-            out.push(format!("{} on round {round}: {}: {}", s(r, "reviewer"), s(r, "verdict"), s(r, "summary")));
-            for c in r.get("comments").and_then(Json::as_array).into_iter().flatten() {
-                let at = match c.get("line").and_then(Json::as_u64) {
-                    Some(l) => format!("{}:{l}", s(c, "path")),
-                    None => s(c, "path"),
-                };
-                out.push(format!("  {at}: {}", s(c, "text")));
-            }
-        }
-        out
+        verdict_lines(&self.reviews, "round")
     }
+}
+
+/// Reviewers' verdicts as lines, one a verdict (`picky on attempt 1: changes: summary`: `per`
+/// names what each reviewed, a commission's `attempt` or a plan's `round`), each comment under
+/// its verdict as `  path:line: text`.
+pub(crate) fn verdict_lines(reviews: &[Json], per: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in reviews {
+        let s = |v: &Json, k: &str| v.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+        let n = r.get(per).and_then(Json::as_u64).unwrap_or(0);
+        out.push(format!("{} on {per} {n}: {}: {}", s(r, "reviewer"), s(r, "verdict"), s(r, "summary")));
+        for c in r.get("comments").and_then(Json::as_array).into_iter().flatten() {
+            let at = match c.get("line").and_then(Json::as_u64) {
+                Some(l) => format!("{}:{l}", s(c, "path")),
+                None => s(c, "path"),
+            };
+            out.push(format!("  {at}: {}", s(c, "text")));
+        }
+    }
+    out
 }
 
 #[derive(Debug, Serialize)]
