@@ -166,32 +166,33 @@ fn start_reconciler(
 }
 
 fn accept_tcp(listener: TcpListener, server: Arc<Server>, slots: Slots) {
-    for conn in listener.incoming() {
-        let Ok(mut conn) = conn else { continue };
-        let Some(slot) = slots.take() else {
-            let _ = Response::text(503, "too many connections").write_to(&mut conn);
-            continue;
-        };
-        let server = server.clone();
-        let spawned = std::thread::Builder::new().name("web-conn".into()).spawn(move || {
-            let _slot = slot;
-            let refused = match (conn.local_addr(), conn.peer_addr()) {
-                (Ok(ours), Ok(peer)) => auth::worker_peer_tcp(&server.home, ours, peer),
-                _ => Some("the connection's addresses cannot be read".to_string()),
-            };
-            // A worker's connection is answered at once, never read: it holds no slot for long.
-            let req = if refused.is_some() { Err(http::BadRequest::Gone) } else { http::read_request(&conn) };
-            let _ = conn.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
-            serve_one(&server, req, refused, &mut conn);
-        });
-        if let Err(e) = spawned {
-            tracing::warn!(error = %e, "web: cannot start a connection's thread");
-        }
-    }
+    let refused = |conn: &std::net::TcpStream, server: &Server| match (conn.local_addr(), conn.peer_addr()) {
+        (Ok(ours), Ok(peer)) => auth::worker_peer_tcp(&server.home, ours, peer),
+        _ => Some("the connection's addresses cannot be read".to_string()),
+    };
+    let timeout = |conn: &std::net::TcpStream| conn.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
+    accept(listener.incoming(), server, slots, refused, http::read_request, timeout);
 }
 
 fn accept_unix(listener: UnixListener, server: Arc<Server>, slots: Slots) {
-    for conn in listener.incoming() {
+    let refused = |conn: &std::os::unix::net::UnixStream, server: &Server| {
+        crate::service::rpc::auth::worker_peer(conn, &server.home).map(|(_, why)| why)
+    };
+    let timeout = |conn: &std::os::unix::net::UnixStream| conn.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
+    accept(listener.incoming(), server, slots, refused, http::read_request_unix, timeout);
+}
+
+/// One accept loop for either listener: a slot per connection (503 past them), a thread for
+/// each, and a worker's connection answered at once, never read, so it holds no slot for long.
+fn accept<C: Write + Send + 'static>(
+    incoming: impl Iterator<Item = std::io::Result<C>>,
+    server: Arc<Server>,
+    slots: Slots,
+    refused: fn(&C, &Server) -> Option<String>,
+    read: fn(&C) -> Result<Request, http::BadRequest>,
+    write_timeout: fn(&C) -> std::io::Result<()>,
+) {
+    for conn in incoming {
         let Ok(mut conn) = conn else { continue };
         let Some(slot) = slots.take() else {
             let _ = Response::text(503, "too many connections").write_to(&mut conn);
@@ -200,9 +201,9 @@ fn accept_unix(listener: UnixListener, server: Arc<Server>, slots: Slots) {
         let server = server.clone();
         let spawned = std::thread::Builder::new().name("web-conn".into()).spawn(move || {
             let _slot = slot;
-            let refused = crate::service::rpc::auth::worker_peer(&conn, &server.home).map(|(_, why)| why);
-            let req = http::read_request_unix(&conn);
-            let _ = conn.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
+            let refused = refused(&conn, &server);
+            let req = if refused.is_some() { Err(http::BadRequest::Gone) } else { read(&conn) };
+            let _ = write_timeout(&conn);
             serve_one(&server, req, refused, &mut conn);
         });
         if let Err(e) = spawned {
