@@ -183,7 +183,7 @@ fn accept_unix(listener: UnixListener, server: Arc<Server>, slots: Slots) {
 }
 
 /// One accept loop for either listener: a slot per connection (503 past them), a thread for
-/// each, and a worker's connection answered at once, never read, so it holds no slot for long.
+/// each, a worker's connection refused with a 403.
 fn accept<C: Write + Send + 'static>(
     incoming: impl Iterator<Item = std::io::Result<C>>,
     server: Arc<Server>,
@@ -202,7 +202,9 @@ fn accept<C: Write + Send + 'static>(
         let spawned = std::thread::Builder::new().name("web-conn".into()).spawn(move || {
             let _slot = slot;
             let refused = refused(&conn, &server);
-            let req = if refused.is_some() { Err(http::BadRequest::Gone) } else { read(&conn) };
+            // Read even when refused: closing a socket with its request unread resets it, and
+            // the client would never see the 403.
+            let req = read(&conn);
             let _ = write_timeout(&conn);
             serve_one(&server, req, refused, &mut conn);
         });
