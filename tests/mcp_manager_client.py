@@ -38,6 +38,17 @@ async def poll(session, job, want, seconds=60):
     return s
 
 
+async def delete(session, job, seconds=60):
+    """Delete `job`, retrying while it is refused as still winding down: its own cleanup, or a
+    reconciler at work on the project (the other job's cancel starts one), is a retryable refusal."""
+    deadline = time.time() + seconds
+    while True:
+        r = await call(session, "delete", {"jobId": job})
+        if "error" not in r or "winding down" not in r["error"] or time.time() > deadline:
+            return r
+        await asyncio.sleep(0.1)
+
+
 async def main(binary, project, home):
     params = StdioServerParameters(command=binary, args=["-C", project, "--home", home, "mcp", "--manager"])
     out = {}
@@ -68,13 +79,8 @@ async def main(binary, project, home):
             out["status_after_cancel"] = await call(session, "status", {"jobId": slow})
             out["slow_final"] = await poll(session, slow, ("cancelled",))
             out["cancel_again"] = await call(session, "cancel", {"jobId": slow})
-            deadline = time.time() + 60
-            while True:  # refused while its cleanup is still under way
-                out["delete_slow"] = await call(session, "delete", {"jobId": slow})
-                if "error" not in out["delete_slow"] or "winding down" not in out["delete_slow"]["error"] or time.time() > deadline:
-                    break
-                await asyncio.sleep(0.1)
-            out["delete_done"] = await call(session, "delete", {"jobId": job})
+            out["delete_slow"] = await delete(session, slow)
+            out["delete_done"] = await delete(session, job)
             out["status_unknown"] = await call(session, "status", {"jobId": job})
             out["status_traversal"] = await call(session, "status", {"jobId": "../../etc/passwd"})
             out["dispatch_bad"] = await call(session, "dispatch", {"description": "x", "task": "y", "config": {"worker": "nobody"}})

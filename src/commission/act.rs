@@ -285,7 +285,7 @@ fn dispatch(
         Some(r) => format!("{}{}", commission.artifact.body.trim_end(), r.prompt_section()),
         None => commission.artifact.body.clone(),
     };
-    std::fs::write(state.prompt(), &prompt)?;
+    crate::files::write_atomic(&state.prompt(), prompt.as_bytes())?;
     let session = revision.and_then(|r| crate::worker::session::announced(&state.log(r.after)));
     let activation = Activation {
         home: ctx.home,

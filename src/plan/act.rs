@@ -487,7 +487,7 @@ fn prepare_task(
     exclude_snapshot(&rec.common);
     let evidence = rec.path.join(copyback::ARTIFACTS_DIR).join(task.slug());
     std::fs::create_dir_all(&evidence).with_context(|| format!("making its evidence dir {}", evidence.display()))?;
-    std::fs::write(state.prompt(), &task.prompt)?;
+    crate::files::write_atomic(&state.prompt(), task.prompt.as_bytes())?;
     let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
     let activation = Activation {
         home: ctx.home,

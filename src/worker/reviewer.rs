@@ -139,7 +139,7 @@ pub(crate) fn launch_reviewer(ctx: &Ctx<'_, Catalog>, subject: &Subject<'_>, rev
     };
     let rec = worktree::add_worktree(&ctx.project.root, &subject.worktree, subject.branch, pkg.manifest.checkout == Checkout::Sparse)?;
     write_json(&rs.worktree(), &rec)?;
-    std::fs::write(rs.prompt(), prompt(&subject.what, &subject.task, &subject.diff))?;
+    crate::files::write_atomic(&rs.prompt(), prompt(&subject.what, &subject.task, &subject.diff).as_bytes())?;
     crate::activity::fault("review", 2);
     let activation = Activation {
         home: ctx.home,

@@ -617,7 +617,7 @@ fn policy(a: &Activation<'_>, f: &Facts, mailbox: &Path) -> Result<Policy, Refus
 /// and its memory's compaction started if it is due.
 fn materialise(a: &Activation<'_>, f: &Facts, plan: Plan) -> Result<Spec> {
     let (pkg, state) = (a.pkg, a.state);
-    std::fs::write(state.system_prompt(), &plan.prompt)?;
+    crate::files::write_atomic(&state.system_prompt(), plan.prompt.as_bytes())?;
     // Which package this attempt is, for its `max_concurrent:` (read among the live attempts).
     crate::files::write_atomic(&state.package(), pkg.manifest.name.as_bytes())?;
     let memory_dir = a.home.project_memory_dir(&a.project.name);
