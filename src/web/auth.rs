@@ -41,9 +41,23 @@ pub(crate) enum Verdict {
 }
 
 impl Guard {
-    pub(crate) fn new(token: String, port: Option<u16>) -> Guard {
-        let (cookie, hosts) = match port {
-            Some(p) => (format!("guild_hall_{p}"), vec![format!("127.0.0.1:{p}"), format!("localhost:{p}"), format!("[::1]:{p}")]),
+    /// The guard of a server listening at `listening` (`None`: a Unix socket).
+    pub(crate) fn new(token: String, listening: Option<SocketAddr>) -> Guard {
+        let (cookie, hosts) = match listening {
+            Some(at) => {
+                let p = at.port();
+                // The loopback names a browser uses, and the address it listens at (any of
+                // 127.0.0.0/8, as `--listen` chose), as a URL writes it.
+                let mut hosts = vec![format!("127.0.0.1:{p}"), format!("localhost:{p}"), format!("[::1]:{p}")];
+                let own = match at {
+                    SocketAddr::V4(a) => a.to_string(),
+                    SocketAddr::V6(a) => format!("[{}]:{p}", a.ip()),
+                };
+                if !hosts.contains(&own) {
+                    hosts.push(own);
+                }
+                (format!("guild_hall_{p}"), hosts)
+            }
             None => ("guild_hall".to_string(), Vec::new()),
         };
         Guard { token, cookie, hosts }
@@ -179,7 +193,7 @@ mod tests {
 
     #[test]
     fn the_token_then_the_cookie_then_the_origin_let_a_request_in() {
-        let g = Guard::new("t0k".into(), Some(8080));
+        let g = Guard::new("t0k".into(), Some("127.0.0.1:8080".parse().expect("addr")));
         let host = "127.0.0.1:8080";
         assert_eq!(g.judge(&req("GET", host, &[])), Verdict::Unauthorized);
         let mut with_token = req("GET", host, &[]);
@@ -199,6 +213,11 @@ mod tests {
         let s = Guard::new("t0k".into(), None);
         let c = ("cookie", "guild_hall=t0k");
         assert_eq!(s.judge(&req("POST", "hall.internal", &[c, ("origin", "https://hall.internal")])), Verdict::Allowed);
+        // Listening at another loopback address (`--listen 127.0.0.2:8080`): that name too.
+        let other = Guard::new("t0k".into(), Some("127.0.0.2:8080".parse().expect("addr")));
+        assert_eq!(other.judge(&req("GET", "127.0.0.2:8080", &[cookie])), Verdict::Allowed);
+        assert_eq!(other.judge(&req("GET", "localhost:8080", &[cookie])), Verdict::Allowed);
+        assert!(matches!(other.judge(&req("GET", "127.0.0.3:8080", &[cookie])), Verdict::Forbidden(_)));
         assert!(matches!(s.judge(&req("POST", "hall.internal", &[c, ("origin", "https://evil.example")])), Verdict::Forbidden(_)));
     }
 

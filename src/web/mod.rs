@@ -115,12 +115,8 @@ pub fn serve(home: &Home, dirs: &[PathBuf], opts: &Options, say_url: impl FnOnce
             let addr = opts.listen.as_deref().unwrap_or("127.0.0.1:0");
             let listener = crate::service::rpc::transport::bind_loopback(addr)?;
             let local = listener.local_addr()?;
-            let server = Arc::new(Server {
-                home: home.clone(),
-                projects: projects.clone(),
-                hub,
-                guard: Guard::new(token.clone(), Some(local.port())),
-            });
+            let server =
+                Arc::new(Server { home: home.clone(), projects: projects.clone(), hub, guard: Guard::new(token.clone(), Some(local)) });
             let host = match local {
                 SocketAddr::V4(a) => a.to_string(),
                 SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),

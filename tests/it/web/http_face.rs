@@ -89,6 +89,21 @@ fn the_token_lets_a_browser_in_once_then_its_cookie_and_nothing_else_does() {
 }
 
 #[test]
+fn the_url_printed_for_another_loopback_address_lets_a_browser_in() {
+    let p = Project::new(&["scribe"]);
+    let web = Web::start(&p, &["--listen", "127.0.0.2:0"]);
+    assert!(web.host.starts_with("127.0.0.2:"), "{}", web.url);
+    let host = format!("Host: {}", web.host);
+    let target = format!("/?token={}", web.token);
+    assert_eq!(web.raw("GET", &target, std::slice::from_ref(&host), "").status, 303);
+    let cookie = format!("Cookie: {}", web.cookie());
+    assert_eq!(web.raw("GET", "/", &[host.clone(), cookie.clone()], "").status, 200);
+    // Another address on the same port is still another server's name.
+    let other = format!("Host: 127.0.0.3:{}", web.port());
+    assert_eq!(web.raw("GET", "/", &[other, cookie], "").status, 403);
+}
+
+#[test]
 fn a_workers_process_is_refused_even_with_the_cookie() {
     let p = Project::new(&["scribe"]);
     let web = Web::start(&p, &[]);
