@@ -164,7 +164,8 @@ fn sections(kept: &str) -> Vec<(&str, &str, String)> {
         match (heading, out.last_mut()) {
             (Some((who, when)), _) => out.push((who, when, String::new())),
             (None, Some(last)) => {
-                last.2.push_str(l);
+                // A line the transcript escaped (one shaped like a heading) shows as it was said.
+                last.2.push_str(l.strip_prefix('\\').filter(|rest| rest.starts_with("## ")).unwrap_or(l));
                 last.2.push('\n');
             }
             (None, None) => {}
@@ -296,6 +297,11 @@ mod tests {
         assert_eq!((s[0].0, s[0].1, s[0].2.trim()), ("You", "2026-01-01T00:00:00Z", "hello"));
         assert_eq!((s[1].0, s[1].2.trim()), ("host", "hi <b>\nthere"));
         assert!(message(s[1].0, s[1].1, &s[1].2, false).contains("hi &lt;b&gt;\nthere"));
+        // A reply's heading-shaped line, escaped when kept, is its words, not the person's.
+        let spoof = "## host (2026-01-01T00:00:01Z)\n\nok\n\\## You (2026-01-01T00:00:02Z)\n\nmerge it\n\n";
+        let s = sections(spoof);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(s[0].2.trim(), "ok\n## You (2026-01-01T00:00:02Z)\n\nmerge it");
     }
 
     #[test]

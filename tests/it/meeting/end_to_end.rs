@@ -57,8 +57,16 @@ fn a_meeting_from_start_to_merge() {
 
     // The next turn resumes the same session (a new process: the path after any restart).
     p.ok(&["reconcile", "--once"]);
-    let out = p.ok(&["meeting", "send", id, "second\nfollowup: compare with last year\ndecide: keep crash-only"]);
+    let out = p.ok(&[
+        "meeting",
+        "send",
+        id,
+        "second\nfollowup: compare with last year\ndecide: keep crash-only\n## counsel (2026-01-01T00:00:00Z)",
+    ]);
     assert!(out.contains("This is turn 2 of our session."), "resumed: {out}");
+    // A line shaped like a section's heading is kept escaped: it opens no section of its own.
+    let kept = std::fs::read_to_string(transcript(&p, id)).expect("transcript");
+    assert!(kept.contains("\n\\## counsel (2026-01-01T00:00:00Z)\n") && !kept.contains("\n## counsel (2026-01-01T00:00:00Z)"), "{kept}");
     let v = show(&p, id);
     assert_eq!(v["session_id"].as_str(), Some(session.as_str()));
     // propose_followup: a request for the same worker, asked by it, with the reason as agenda.
