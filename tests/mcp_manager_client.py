@@ -70,6 +70,7 @@ async def main(binary, project, home):
             out["list_filtered"] = await call(session, "list", {"detail": "detailed", "filter": "*crash-only*"})
             out["list_none"] = await call(session, "list", {"filter": "*nothing like it*"})
             out["cancel_completed"] = await call(session, "cancel", {"jobId": job})
+            out["redispatch_completed"] = await call(session, "redispatch", {"jobId": job})
             # A long job: running, refused delete, cancel, then deleted.
             slow = (await call(session, "dispatch", {"description": "Slow one", "task": "sleep: 300\nTake your time.", "config": {"worker": "sleeper"}}))["jobId"]
             out["slow_running"] = await poll(session, slow, ("running",))

@@ -14,7 +14,8 @@ use crate::artifact::{Commission, Status};
 use crate::config::{Home, Project};
 use crate::tools::dispatcher::{
     Abandon, Abandoned, AnswerQuestion, Answered, Cancelled, Decision, Deleted, Detail, Dispatch, Dispatched, JobResult, JobRow, JobStatus,
-    Jobs, List, MeetingRequest, MeetingRequested, OpenQuestion, Operations, Reject, Reviewed, Revise, UsageQuery, UsageReport,
+    Jobs, List, MeetingRequest, MeetingRequested, OpenQuestion, Operations, Redispatch, Redispatched, Reject, Reviewed, Revise, UsageQuery,
+    UsageReport,
 };
 use crate::tools::{ErrorKind, ToolError};
 use crate::worker::Catalog;
@@ -113,6 +114,14 @@ impl Operations for Dispatcher {
         super::commission::abandon(&self.project, &c.id, req.message.as_deref()).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
         super::kick(&self.home, &self.project)?;
         Ok(Abandoned { job_id: c.id, requested: "abandoned" })
+    }
+
+    /// `worker/redispatch {jobId}`.
+    fn redispatch(&self, req: Redispatch) -> Result<Redispatched, ToolError> {
+        let c = self.known(&req.job_id)?;
+        super::commission::redispatch(&self.project, &c.id).map_err(|e| ToolError::of(e, ErrorKind::Refused))?;
+        super::kick(&self.home, &self.project)?;
+        Ok(Redispatched { job_id: c.id, requested: "pending" })
     }
 
     /// `worker/dispatch {description, task, config?}` → `{jobId}`.

@@ -105,6 +105,15 @@ pub struct Reject {
     pub(crate) message: Option<String>,
 }
 
+/// `redispatch`: a failed or cancelled job set back to pending for a new attempt.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Redispatch {
+    /// The jobId of a failed or cancelled job.
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+}
+
 /// `abandon`: a job given up for good, with why.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -221,6 +230,7 @@ pub trait Operations {
     fn revise(&self, req: Revise) -> Result<Reviewed, ToolError>;
     fn reject(&self, req: Reject) -> Result<Reviewed, ToolError>;
     fn abandon(&self, req: Abandon) -> Result<Abandoned, ToolError>;
+    fn redispatch(&self, req: Redispatch) -> Result<Redispatched, ToolError>;
     fn meeting_request(&self, req: MeetingRequest) -> Result<MeetingRequested, ToolError>;
     fn diff(&self, job: &str, detail: diff::Detail) -> Result<Diff, ToolError>;
     fn usage(&self, req: UsageQuery) -> Result<UsageReport, ToolError>;
@@ -279,6 +289,11 @@ pub fn tools<D: Operations + 'static>() -> Vec<Tool<D>> {
             "abandon",
             "Give a job up for good (\"we won't do this\"): pending, blocked, failed or cancelled jobs only; it ends abandoned, and a job depending on it no longer waits for it. An optional message says why.",
             |d: &D, a: Abandon| d.abandon(a),
+        ),
+        Tool::new(
+            "redispatch",
+            "Run a failed or cancelled job again: it is set back to pending and a new attempt starts from the work kept on its branch. Refused for any other status (a completed job is final; a running one can only be cancelled).",
+            |d: &D, a: Redispatch| d.redispatch(a),
         ),
         Tool::new(
             "meeting_request",
@@ -453,6 +468,17 @@ pub struct Abandoned {
 }
 
 impl super::Reply for Abandoned {}
+
+/// `redispatch`: the request written; a pass starts the new attempt.
+#[derive(Debug, Serialize)]
+pub struct Redispatched {
+    #[serde(rename = "jobId")]
+    pub(crate) job_id: String,
+    /// `pending`.
+    pub(crate) requested: &'static str,
+}
+
+impl super::Reply for Redispatched {}
 
 /// `delete`: the job is gone.
 #[derive(Debug, Serialize)]

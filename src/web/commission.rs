@@ -110,6 +110,15 @@ pub(crate) fn live_part(server: &Server, project: &Project, id: &str) -> String 
             text(id)
         );
     }
+    if matches!(i.status.as_str(), "failed" | "cancelled") {
+        // Run again from the work kept on its branch, as `commission redispatch` does.
+        let _ = write!(
+            out,
+            "<form class=\"inline\" data-api=\"commission/redispatch\" data-args=\"{}\">\
+             <button id=\"redispatch\" type=\"submit\" data-testid=\"redispatch\">Run again</button></form>",
+            text(&json!({"jobId": id}).to_string()),
+        );
+    }
     out.push_str(&questions(server, project, id));
     out.push_str("<section aria-labelledby=\"h-usage\"><h2 id=\"h-usage\">Usage</h2><p id=\"usage\" data-testid=\"usage\">");
     match i.usage {

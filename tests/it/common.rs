@@ -21,7 +21,7 @@ pub struct Project {
 
 /// Run git with a clean, deterministic environment.
 /// The dispatcher's tools (`mcp --manager`, the `worker/*` methods, `job`), in name order.
-pub const DISPATCHER_TOOLS: [&str; 14] = [
+pub const DISPATCHER_TOOLS: [&str; 15] = [
     "abandon",
     "answer",
     "approve",
@@ -31,6 +31,7 @@ pub const DISPATCHER_TOOLS: [&str; 14] = [
     "dispatch",
     "list",
     "meeting_request",
+    "redispatch",
     "reject",
     "result",
     "revise",

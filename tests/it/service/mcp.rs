@@ -142,6 +142,8 @@ fn a_main_agent_dispatches_polls_and_deletes_through_mcp_manager() {
     assert_eq!(r["list_filtered"]["jobs"][0]["description"], "Survey crash-only designs");
     assert_eq!(r["list_none"]["jobs"], serde_json::json!([]));
     assert_eq!(r["cancel_completed"]["status"], "completed", "cancel of an ended job is a no-op");
+    // A completed job is final: running it again is refused, nothing written.
+    assert!(r["redispatch_completed"]["error"].as_str().is_some_and(|e| e.contains("completed") && e.contains("nothing written")), "{r}");
     assert_eq!(r["slow_running"]["status"], "running");
     assert!(r["result_running"]["error"].as_str().is_some_and(|e| e.contains("running")), "{r}");
     assert!(r["delete_running"]["error"].as_str().is_some_and(|e| e.contains("only completed or cancelled")), "{r}");

@@ -261,8 +261,22 @@ fn cancel_through_the_api_stops_a_commission() {
     let web = Web::start(&p, &[]);
     let id = p.create("sleeper", "Sleep", "sleep: 120\nSleep a while.");
     wait_status(&p, &id, "in_progress");
+    // Running: no "Run again", and the operation is refused in the reconciler's words.
+    assert!(!web.get(&format!("/commissions/{id}")).body.contains("data-testid=\"redispatch\""));
+    let refused = web.post("/api/commission/redispatch", &json!({"jobId": id}));
+    assert_eq!((refused.status, refused.json()["kind"].as_str()), (409, Some("refused")), "{refused:?}");
     let cancelled = web.post("/api/commission/cancel", &json!({"jobId": id}));
     assert_eq!(cancelled.status, 200, "{cancelled:?}");
+    wait_status(&p, &id, "cancelled");
+    wait_stopped(&p, &id);
+    // Cancelled: its page offers to run it again, and that starts a second attempt.
+    let page = web.get(&format!("/commissions/{id}")).body;
+    assert!(page.contains("data-api=\"commission/redispatch\"") && page.contains("data-testid=\"redispatch\""), "{page}");
+    let again = web.post("/api/commission/redispatch", &json!({"jobId": id}));
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(again.json()["reply"], json!({"jobId": id, "requested": "pending"}), "{again:?}");
+    wait_for("its second attempt", || p.status_json(&id)["attempt"] == 2 && p.status(&id) == "in_progress");
+    web.post("/api/commission/cancel", &json!({"jobId": id}));
     wait_status(&p, &id, "cancelled");
     wait_stopped(&p, &id);
 }
