@@ -37,6 +37,7 @@ pub mod plan;
 pub mod reconcile;
 pub mod schema;
 pub mod service;
+pub mod shown;
 pub mod tools;
 #[cfg(feature = "web")]
 pub mod web;

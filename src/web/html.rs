@@ -9,36 +9,19 @@ use std::fmt::Write as _;
 pub(crate) const STYLE: &str = include_str!("assets/style.css");
 pub(crate) const SCRIPT: &str = include_str!("assets/app.js");
 
-/// Characters shown as escapes rather than passed on: C0 controls (but tab and newline), DEL,
-/// C1 controls, and the bidirectional overrides and isolates ("Trojan Source"), as the CLI's
-/// output shows them.
-fn hidden(c: char) -> bool {
-    match c {
-        '\t' | '\n' => false,
-        '\0'..='\x1f' | '\x7f'..='\u{9f}' => true,
-        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
-        _ => false,
-    }
-}
-
-/// `s` as HTML text (and as an attribute's value inside double quotes): `& < > " '` as
-/// entities, hidden characters as visible escapes, newlines kept.
+/// `s` as HTML text (and as an attribute's value inside double quotes): each character a
+/// terminal would obey shown as the CLI shows it ([`crate::shown::escape`]; newlines kept),
+/// then `& < > " '` as entities.
 pub(crate) fn text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    let shown = crate::shown::escape(s, crate::shown::Newlines::Keep);
+    let mut out = String::with_capacity(shown.len() + 8);
+    for c in shown.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            '\r' => out.push_str("\\r"),
-            c if hidden(c) && (c as u32) < 0x80 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if hidden(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
             c => out.push(c),
         }
     }
