@@ -810,9 +810,12 @@ pub(crate) fn attempt(state: &StateDir, attempt: u32, handle: &Handle) -> Result
             end(&handle, "")?;
             (Proc::Dead, None)
         }
-        // The shim recorded its exit; Slurm is ending the job: how it ends is a moment away
-        // (a job that stays ending is taken as ended).
-        (JobState::Ending, Some(x)) if Utc::now().signed_duration_since(x.finished_at).to_std().unwrap_or_default() < EXIT_GRACE => {
+        // The shim recorded its exit; Slurm is ending the job (or has not yet seen its batch
+        // script end after the shim's): how it ends is a moment away, and is taken then (a job
+        // that stays ending is taken as ended).
+        (JobState::Ending | JobState::Running, Some(x))
+            if Utc::now().signed_duration_since(x.finished_at).to_std().unwrap_or_default() < EXIT_GRACE =>
+        {
             (Proc::Starting, None)
         }
         (_, Some(_)) => (Proc::Dead, None),

@@ -723,7 +723,8 @@ fn an_ended_attempt_is_not_asked_of_slurm_again() {
         2,
         r#"
 pass_until "first completed" is_status first completed
-"$GH" reconcile --once >/dev/null
+taken() { jget "$(handle first)" ended >/dev/null 2>&1; }
+pass_until "the end of its job taken" taken
 echo "--- ended"; jget "$(handle first)" ended
 slurm_stop
 sed -i 's/^runner: slurm$/runner: local/' .lore/guild-hall.yaml
