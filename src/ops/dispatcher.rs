@@ -44,13 +44,15 @@ pub(crate) fn job_status(s: Status) -> &'static str {
 }
 
 impl Dispatcher {
-    /// A failed or cancelled job whose processes are still being stopped: what is under way.
+    /// A failed, cancelled or abandoned job whose processes are still being stopped: what is
+    /// under way.
     /// The reconciler's record says so from its stopping decision until it has seen every
     /// process gone; a live shim says so before the reconciler has carried out the request.
     fn stopping(&self, c: &Commission) -> Option<String> {
         let verb = match c.status? {
             Status::Cancelled => "cancelling",
             Status::Failed => "failing",
+            Status::Abandoned => "abandoning",
             _ => return None,
         };
         let state = crate::activity::state::StateDir(self.home.commission_state(&self.project.name, &c.id));

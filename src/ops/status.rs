@@ -135,11 +135,13 @@ fn invalid_reason(file: &[crate::artifact::Problem]) -> String {
     said
 }
 
-/// A failed or cancelled commission whose attempt still has processes: what is under way.
+/// A failed, cancelled or abandoned commission whose attempt still has processes: what is
+/// under way.
 fn stopping(o: &Observed) -> Option<String> {
     let verb = match o.artifact.status? {
         crate::artifact::Status::Cancelled => "cancelling",
         crate::artifact::Status::Failed => "failing",
+        crate::artifact::Status::Abandoned => "abandoning",
         _ => return None,
     };
     matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)

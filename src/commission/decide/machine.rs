@@ -443,20 +443,21 @@ fn newer_finished_work(o: &Observed, r: &Record) -> bool {
 /// dispatcher read, and on its terminal timeline event) until the last of them is gone; only
 /// then is `completed:` stamped, with a `stopped` event.
 fn stop_follows_processes(o: &Observed, st: &mut Step<'_>) {
-    if st.status == Status::Abandoned && st.moved {
-        // Given up from a status no worker runs in: it ends here.
-        st.record.stopping = None;
-        st.set("completed", Value::String(st.now.clone()));
-        return;
-    }
-    if !matches!(st.status, Status::Failed | Status::Cancelled) {
+    // Abandoned too: given up from failed or cancelled while that attempt's processes are
+    // still being stopped, it is over only once they are.
+    if !matches!(st.status, Status::Failed | Status::Cancelled | Status::Abandoned) {
         st.record.stopping = None;
         return;
     }
     let live = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
     if live {
         if st.record.stopping.is_none() {
-            let text = format!("{}: worker still running", if st.status == Status::Cancelled { "cancelling" } else { "failing" });
+            let doing = match st.status {
+                Status::Cancelled => "cancelling",
+                Status::Abandoned => "abandoning",
+                _ => "failing",
+            };
+            let text = format!("{doing}: worker still running");
             match st.update.events.iter_mut().rev().find(|e| e["kind"] == "status") {
                 Some(serde_json::Value::Object(e)) => {
                     e.insert("stopping".into(), text.clone().into());
