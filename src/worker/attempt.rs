@@ -143,6 +143,13 @@ impl Process {
         }
     }
 
+    /// When a running attempt must be looked at again though nothing changes on disk: when it
+    /// would go stale, or reach its limit, whichever is first. `None`: it is not running.
+    pub(crate) fn next_look(&self, limit: Limit, stale_after: Duration, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let Process::Running { started_at, heartbeat, .. } = self else { return None };
+        Some(liveness::next_look(heartbeat.as_ref(), stale_after, limit, *started_at, now))
+    }
+
     /// How it ended, once every process of it is gone.
     pub(crate) fn ended(&self) -> Option<Ended<'_>> {
         match self {
@@ -271,6 +278,31 @@ mod tests {
         ];
         for (name, p, limit, now, want) in table {
             assert_eq!(p.look(limit, STALE, t(now)), want, "{name}");
+        }
+    }
+
+    /// When a running attempt is looked at again: at its going stale or its limit, whichever
+    /// is first; an attempt not running is not timed.
+    #[test]
+    fn when_a_running_attempt_is_looked_at_again() {
+        let stale_at = |beat: i64| t(beat + 10) + chrono::Duration::milliseconds(100);
+        let table: Vec<(&str, Process, Limit, Option<DateTime<Utc>>)> = vec![
+            ("its going stale first", running(0, Some((20, 1)), Some(1)), LIMIT, Some(stale_at(20))),
+            ("its limit first", running(0, Some((95, 1)), Some(1)), LIMIT, Some(t(100))),
+            ("no limit", running(0, Some((95, 1)), Some(1)), None, Some(stale_at(95))),
+            ("no heartbeat yet: stale counted from now", running(0, None, Some(1)), None, Some(stale_at(50))),
+            (
+                "no start recorded: no limit",
+                Process::Running { started_at: None, heartbeat: None, sample: None },
+                LIMIT,
+                Some(stale_at(50)),
+            ),
+            ("prepared", Process::Prepared, LIMIT, None),
+            ("exited", Process::Exited(exit(1, 0)), LIMIT, None),
+            ("died", Process::Died, LIMIT, None),
+        ];
+        for (name, p, limit, want) in table {
+            assert_eq!(p.next_look(limit, STALE, t(50)), want, "{name}");
         }
     }
 
