@@ -209,6 +209,16 @@ pub(crate) fn process(
     }
 }
 
+/// The state of attempt `attempt` once its caller has waited for its shim to end (a meeting's
+/// turn, run in the foreground): exited as its `exit.json` says, if that is this attempt's;
+/// else died without recording how the worker ended.
+pub(crate) fn waited(attempt: u32, exit: Option<&ExitInfo>) -> Process {
+    match exit.filter(|x| x.attempt == attempt) {
+        Some(x) => Process::Exited(x.clone()),
+        None => Process::Died,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +390,10 @@ mod tests {
             assert_eq!(p.ended(), None);
         }
         assert_eq!(Process::Lingering { run, pids: vec![] }.ended(), None);
+        // A shim waited for: its attempt's exit, else died (an earlier attempt's is not its).
+        assert_eq!(waited(2, Some(&x2)), Process::Exited(x2.clone()));
+        assert_eq!(waited(2, Some(&x1)), Process::Died);
+        assert_eq!(waited(2, None), Process::Died);
     }
 
     proptest! {
