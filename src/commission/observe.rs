@@ -27,7 +27,7 @@ pub(crate) struct Observed {
     pub(crate) record: Option<Record>,
     /// Its recorded attempt as every kind observes one: located by its runner, with its
     /// signs of life while its worker is alive (nothing known before a record of one).
-    pub(crate) attempt: crate::worker::observed::Observed,
+    pub(crate) attempt: crate::worker::observed_attempt::ObservedAttempt,
     /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
     /// Nothing is done for this commission until it is repaired or removed.
     pub(crate) corrupt: Option<String>,
@@ -150,7 +150,7 @@ impl Observed {
         Observed {
             artifact,
             record,
-            attempt: crate::worker::observed::Observed::not_started(),
+            attempt: crate::worker::observed_attempt::ObservedAttempt::not_started(),
             corrupt: None,
             folded: None,
             fold_changed: false,
@@ -1024,7 +1024,7 @@ fn read_mail(obs: &mut Observed, state: &StateDir, attempt: u32, worktree: &Path
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
-    match crate::worker::observed::observe(state, rec.attempt, boot) {
+    match crate::worker::observed_attempt::observe(state, rec.attempt, boot) {
         Ok(attempt) => obs.attempt = attempt,
         // Unreadable, implausible, or naming a process that is not the attempt's shim:
         // reported, and nothing is signalled by it.

@@ -21,7 +21,7 @@ use crate::config::{Home, Project};
 use crate::files::read_json;
 use crate::worker::attempt::Taken;
 use crate::worker::liveness::{self, Proc};
-use crate::worker::observed;
+use crate::worker::observed_attempt;
 use crate::worker::Catalog;
 
 /// `slots`: workers the caps allow besides the project's commissions (see [`super::Plans`]).
@@ -250,7 +250,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         let ts = StateDir(home.task_state(&project.name, &plan.id, &t.slug()));
         let rec = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
         let attempt = rec.map(|r| r.attempt).unwrap_or(0);
-        let seen = observed::observe(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
+        let seen = observed_attempt::observe(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
         let procs = &seen.located;
         let exit: Option<ExitInfo> = read_json(&ts.exit()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
         let pkg = workers.for_commission(&t.worker);
@@ -305,7 +305,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let verify_started =
         started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
     let verify_runs = record.as_ref().map(|r| r.verify_runs).unwrap_or(0);
-    let seen = observed::observe(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
+    let seen = observed_attempt::observe(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
     let procs = &seen.located;
     let verify_died = verify_runs > 0 && died(&vs, procs);
     let verify_live = seen.live().filter(|_| verify_runs > 0);

@@ -106,7 +106,7 @@ pub(crate) struct Lingering {
 
 /// A worker (a task's or a verify's) at work: when it started and its signs of life, as every
 /// kind's attempt is observed.
-pub(crate) use crate::worker::observed::Live;
+pub(crate) use crate::worker::observed_attempt::Live;
 
 /// One plan as observed.
 #[derive(Debug, Clone)]

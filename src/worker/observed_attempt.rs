@@ -1,7 +1,7 @@
 //! One attempt as every kind observes it — a commission's, a wave task's, a verify run's: where
-//! its runner located it and, while its worker is alive, its signs of life ([`Observed`], read
+//! its runner located it and, while its worker is alive, its signs of life ([`ObservedAttempt`], read
 //! by [`observe`]). Its liveness is judged from this one shape, through the attempt machine
-//! ([`Observed::running`], [`crate::worker::attempt::Process::look`]). Read-only.
+//! ([`ObservedAttempt::running`], [`crate::worker::attempt::Process::look`]). Read-only.
 
 use chrono::{DateTime, Utc};
 
@@ -14,7 +14,7 @@ use crate::worker::toolbox::mailbox;
 
 /// One attempt as observed.
 #[derive(Debug, Clone)]
-pub(crate) struct Observed {
+pub(crate) struct ObservedAttempt {
     /// Where its runner located it: its processes, its shim's records (`run.json`,
     /// `exit.json`), what a killed shim left, a queue that holds it.
     pub(crate) located: Attempt,
@@ -26,7 +26,7 @@ pub(crate) struct Observed {
 }
 
 /// An attempt's worker at work, as a plan keeps it for each task and its verify run: when its
-/// shim recorded its start, and its signs of life ([`Observed::live`]).
+/// shim recorded its start, and its signs of life ([`ObservedAttempt::live`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Live {
     pub(crate) started_at: DateTime<Utc>,
@@ -35,11 +35,11 @@ pub(crate) struct Live {
     pub(crate) sample: Sample,
 }
 
-impl Observed {
+impl ObservedAttempt {
     /// An attempt no shim has recorded, or one not looked at (nothing of it is known).
-    pub(crate) fn not_started() -> Observed {
+    pub(crate) fn not_started() -> ObservedAttempt {
         let located = Attempt { proc: Proc::NotStarted, run: None, exit: None, leftovers: Vec::new(), queued: None, polled: false };
-        Observed { located, heartbeat: None, sample: None }
+        ObservedAttempt { located, heartbeat: None, sample: None }
     }
 
     /// Its worker at work as the attempt machine judges it: since its recorded start (none
@@ -74,7 +74,7 @@ impl Live {
 /// by its runner ([`liveness::attempt`]) and, while its worker is alive, its heartbeat read and
 /// its signs of life sampled. `Err`: a record that cannot be trusted, saying which (nothing is
 /// signalled by it).
-pub(crate) fn observe(state: &StateDir, attempt: u32, boot: &str) -> Result<Observed, LocateError> {
+pub(crate) fn observe(state: &StateDir, attempt: u32, boot: &str) -> Result<ObservedAttempt, LocateError> {
     let located = liveness::attempt(state, attempt, boot)?;
     let (mut heartbeat, mut sample) = (None, None);
     if located.proc == Proc::Alive {
@@ -82,7 +82,7 @@ pub(crate) fn observe(state: &StateDir, attempt: u32, boot: &str) -> Result<Obse
         let mailbox = mailbox::attempt_mailbox(state, attempt);
         sample = located.run.as_ref().map(|run| liveness::sample(state, attempt, run, &mailbox));
     }
-    Ok(Observed { located, heartbeat, sample })
+    Ok(ObservedAttempt { located, heartbeat, sample })
 }
 
 #[cfg(test)]
@@ -107,10 +107,10 @@ mod tests {
         }
     }
 
-    fn seen(proc: Proc, run: Option<RunInfo>, exit: Option<ExitInfo>, sample: Option<Sample>) -> Observed {
+    fn seen(proc: Proc, run: Option<RunInfo>, exit: Option<ExitInfo>, sample: Option<Sample>) -> ObservedAttempt {
         let beat = Heartbeat { last_activity: t(5), sample: Sample::default() };
         let located = Attempt { proc, run, exit, leftovers: Vec::new(), queued: None, polled: false };
-        Observed { located, heartbeat: Some(beat), sample }
+        ObservedAttempt { located, heartbeat: Some(beat), sample }
     }
 
     /// What the attempt machine is handed of an observed attempt, and when a plan keeps it as
@@ -134,7 +134,7 @@ mod tests {
         for proc in [Proc::NotStarted, Proc::Starting, Proc::Lingering, Proc::Dead] {
             assert_eq!(seen(proc, Some(run(1)), None, Some(s)).live(), None, "{proc:?}");
         }
-        let nothing = Observed::not_started();
+        let nothing = ObservedAttempt::not_started();
         assert_eq!((nothing.located.proc, nothing.live()), (Proc::NotStarted, None));
     }
 }
