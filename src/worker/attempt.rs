@@ -426,6 +426,28 @@ mod tests {
             }
         }
 
+        /// A running attempt in which nothing moves is looked at again no later than it goes
+        /// stale or reaches its limit, and that look stops it.
+        #[test]
+        fn the_next_look_at_a_silent_attempt_stops_it(
+            started in 0i64..1000,
+            since in 0i64..1000,
+            limit in proptest::option::of(1u64..1500),
+            stale_after in 1u64..500,
+        ) {
+            let beat = started + since;
+            let p = running(started, Some((beat, 1)), Some(1));
+            let limit = limit.map(|l| (Duration::from_secs(l), "the project's timeout"));
+            let stale = Duration::from_secs(stale_after);
+            let at = p.next_look(limit, stale, t(beat)).expect("running: timed");
+            let stale_at = t(beat) + chrono::Duration::from_std(stale + Duration::from_millis(100)).expect("small");
+            prop_assert!(at <= stale_at);
+            if let Some((l, _)) = limit {
+                prop_assert!(at <= t(started) + chrono::Duration::from_std(l).expect("small"));
+            }
+            prop_assert!(matches!(p.look(limit, stale, at), Look::Stop(_)));
+        }
+
         /// Whatever was observed, an attempt is in exactly one state, and ended only once
         /// nothing of it runs.
         #[test]
