@@ -170,7 +170,7 @@ proptest! {
         let original = c.clone();
         let mut o = Observed::new(c, record);
         if alive {
-            o.proc = Proc::Dead;
+            o.attempt.located.proc = Proc::Dead;
         }
         let planned = decide(&snapshot(o));
         for action in &planned.actions {

@@ -56,7 +56,7 @@ impl Kind<Catalog> for Commissions<'_> {
         let d = decide::decide(snapshot);
         let problems = decide::cycle_problems(snapshot, &d.cycles);
         let notes = snapshot.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact.path))).collect();
-        let holding = snapshot.commissions.iter().filter(|o| matches!(o.proc, Proc::Alive | Proc::Starting)).count();
+        let holding = snapshot.commissions.iter().filter(|o| matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting)).count();
         let starting = d.actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).map(|a| kind::Action::id(a).to_string()).collect();
         Decided { actions: d.actions, problems, notes, settled: d.settled, busy: d.busy, holding, starting }
     }
@@ -73,7 +73,7 @@ impl Kind<Catalog> for Commissions<'_> {
         let running = snapshot
             .commissions
             .iter()
-            .filter(|o| matches!(o.proc, Proc::Alive | Proc::Starting))
+            .filter(|o| matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting))
             .map(|o| ctx.home.commission_state(&ctx.project.name, o.id()))
             .collect();
         // Where missing dependencies would appear: the nearest existing directory of each, so a

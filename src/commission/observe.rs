@@ -8,7 +8,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::activity::kind::Name;
-use crate::activity::state::{ExitInfo, Heartbeat, Record, RunInfo, Sample, StateDir};
+use crate::activity::state::{Record, StateDir};
 use crate::artifact::{Commission, Problem, Status};
 use crate::config::{Home, Project};
 use crate::files::read_json;
@@ -25,15 +25,9 @@ pub(crate) use crate::worker::liveness::Proc;
 pub(crate) struct Observed {
     pub(crate) artifact: Commission,
     pub(crate) record: Option<Record>,
-    pub(crate) proc: Proc,
-    pub(crate) run: Option<RunInfo>,
-    pub(crate) exit: Option<ExitInfo>,
-    /// With [`Proc::Lingering`]: the attempt's processes still alive.
-    pub(crate) leftovers: Vec<i32>,
-    /// A job of its attempt its runner holds in a queue, and why ([`Proc::Starting`]).
-    pub(crate) queued: Option<String>,
-    /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
-    pub(crate) polled: bool,
+    /// Its recorded attempt as every kind observes one: located by its runner, with its
+    /// signs of life while its worker is alive (nothing known before a record of one).
+    pub(crate) attempt: crate::worker::observed_attempt::ObservedAttempt,
     /// A runtime file (record, run or exit) that exists but does not parse: what is wrong.
     /// Nothing is done for this commission until it is repaired or removed.
     pub(crate) corrupt: Option<String>,
@@ -62,8 +56,6 @@ pub(crate) struct Observed {
     /// could not give back): the attempt is watched and stopped as any other, and fails once
     /// its worker has ended (a result it may hold cannot be read).
     pub(crate) mail_error: Option<String>,
-    pub(crate) heartbeat: Option<Heartbeat>,
-    pub(crate) sample: Option<Sample>,
     pub(crate) worktree_exists: bool,
     /// Dependencies not on the integration branch.
     pub(crate) missing_deps: Vec<String>,
@@ -158,12 +150,7 @@ impl Observed {
         Observed {
             artifact,
             record,
-            proc: Proc::NotStarted,
-            run: None,
-            exit: None,
-            leftovers: Vec::new(),
-            queued: None,
-            polled: false,
+            attempt: crate::worker::observed_attempt::ObservedAttempt::not_started(),
             corrupt: None,
             folded: None,
             fold_changed: false,
@@ -174,8 +161,6 @@ impl Observed {
             overspent: None,
             limited: None,
             mail_error: None,
-            heartbeat: None,
-            sample: None,
             worktree_exists: false,
             missing_deps: Vec::new(),
             deps_on_base: None,
@@ -892,13 +877,14 @@ fn observe_artifact(
         let live = rec.status.is_active()
             || rec.status == Status::Review
             || obs.worktree_exists
-            || matches!(obs.proc, Proc::Alive | Proc::Starting);
+            || matches!(obs.attempt.located.proc, Proc::Alive | Proc::Starting);
         if live {
-            let last = matches!(obs.proc, Proc::Dead | Proc::NotStarted);
+            let last = matches!(obs.attempt.located.proc, Proc::Dead | Proc::NotStarted);
             let worktree = home.worktree(&project.name, &obs.artifact.id);
             read_mail(&mut obs, &state, rec.attempt, &worktree, last);
             // Over once its exit is recorded, or its process is gone without one (lost).
-            let over = obs.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt) || obs.proc == Proc::Dead;
+            let over =
+                obs.attempt.located.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt) || obs.attempt.located.proc == Proc::Dead;
             let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
             obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
             if over {
@@ -1038,26 +1024,10 @@ fn read_mail(obs: &mut Observed, state: &StateDir, attempt: u32, worktree: &Path
 }
 
 fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
-    match crate::worker::liveness::attempt(state, rec.attempt, boot) {
-        Ok(a) => {
-            obs.proc = a.proc;
-            obs.run = a.run;
-            obs.exit = a.exit;
-            obs.leftovers = a.leftovers;
-            obs.queued = a.queued;
-            obs.polled = a.polled;
-        }
-        Err(why) => {
-            // Unreadable, implausible, or naming a process that is not the attempt's shim:
-            // reported, and nothing is signalled by it.
-            obs.corrupt = Some(why.to_string());
-            return;
-        }
-    }
-    if obs.proc == Proc::Alive {
-        // Written only by us, atomically: an unreadable one just restarts the count of quiet time.
-        obs.heartbeat = read_json(&state.heartbeat()).ok().flatten();
-        let mailbox = mailbox::attempt_mailbox(state, rec.attempt);
-        obs.sample = obs.run.as_ref().map(|run| crate::worker::liveness::sample(state, rec.attempt, run, &mailbox));
+    match crate::worker::observed_attempt::observe(state, rec.attempt, boot) {
+        Ok(attempt) => obs.attempt = attempt,
+        // Unreadable, implausible, or naming a process that is not the attempt's shim:
+        // reported, and nothing is signalled by it.
+        Err(why) => obs.corrupt = Some(why.to_string()),
     }
 }

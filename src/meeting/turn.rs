@@ -18,6 +18,7 @@ use crate::artifact::write::Edit;
 use crate::artifact::{Meeting, MeetingStatus};
 use crate::config::{Home, Project};
 use crate::files::{read_json, write_json};
+use crate::worker::attempt::{self, Ended, Look, Process, Stop};
 use crate::worker::launch::{self, Activation, Launch, Prepared};
 use crate::worker::Catalog;
 
@@ -325,7 +326,16 @@ fn stream(
     timeout: Duration,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<Streamed> {
-    let deadline = (!timeout.is_zero()).then(|| Instant::now() + timeout);
+    // The turn's process as the attempt machine judges it: running since now, on this
+    // process's monotonic clock; nothing sampled, so only its limit stops it (its silence is
+    // the person's to judge, who watches it and can interrupt).
+    let limit = crate::worker::liveness::time_limit(&[(Some(timeout), "meeting_turn_timeout")]);
+    let (started, started_at) = (Instant::now(), chrono::Utc::now());
+    let running = Process::Running { started_at: Some(started_at), heartbeat: None, sample: None };
+    let overtime = || {
+        let now = started_at + chrono::Duration::from_std(started.elapsed()).unwrap_or_default();
+        matches!(running.look(limit, Duration::MAX, now), Look::Stop(Stop::Overtime(_)))
+    };
     let mut child = launch.stream()?;
     let stdout = child.stdout.take().context("the turn's output")?;
     // Bounded: a worker printing faster than the turn is handled (a slow terminal, a slow
@@ -352,7 +362,7 @@ fn stream(
     // The end of its output, for the limit its agent may report ([`crate::worker::limits`]).
     let mut tail = String::new();
     loop {
-        if !signalled && deadline.is_some_and(|d| Instant::now() >= d) {
+        if !signalled && overtime() {
             timed_out = true;
         }
         if (timed_out || interrupt.load(Ordering::SeqCst)) && !signalled {
@@ -455,10 +465,13 @@ fn keep_tail(tail: &mut String, line: &str) {
 /// shim's own status.
 fn unended(launch: &launch::Ready, status: std::process::ExitStatus) -> String {
     let (state, attempt) = launch.state();
-    let exit: Option<ExitInfo> = read_json(&state.exit()).ok().flatten().filter(|x: &ExitInfo| x.attempt == attempt);
+    let exit: Option<ExitInfo> = read_json(&state.exit()).ok().flatten();
     // When it ended comes before its log's tail, which may be long.
     let when = " before the end of its turn";
-    exit.map(|x| x.describe_when(when)).unwrap_or_else(|| format!("the supervisor exited with {status}{when}"))
+    match attempt::waited(attempt, exit.as_ref()).ended() {
+        Some(Ended::Exited(x)) => x.describe_when(when),
+        _ => format!("the supervisor exited with {status}{when}"),
+    }
 }
 
 /// Kill what still carries a stopped turn's attempt's mark (not a process that cleared its

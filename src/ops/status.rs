@@ -79,7 +79,7 @@ fn artifact_rows(
             Ok(o) => {
                 problems += usize::from(o.corrupt.is_some());
                 let mut r = row(&o, now, waiting(&o, &workers, branch));
-                if matches!(o.proc, Proc::Alive | Proc::Starting) {
+                if matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting) {
                     let state = home.commission_state(&project.name, &o.artifact.id);
                     r.ports = crate::worker::ports::shown(home, &state);
                 }
@@ -144,7 +144,7 @@ fn stopping(o: &Observed) -> Option<String> {
         crate::artifact::Status::Abandoned => "abandoning",
         _ => return None,
     };
-    matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+    matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
         .then(|| o.record.as_ref().and_then(|r| r.stopping.clone()).unwrap_or_else(|| format!("{verb}: worker still running")))
 }
 
@@ -441,14 +441,15 @@ fn row(o: &Observed, now: DateTime<Utc>, waiting: Option<String>) -> CommissionR
         elsewhere: o.elsewhere.as_ref().map(|e| e.describe()),
         integrated: o.integrated.as_ref().map(|i| i.describe()),
         completed: a.owned.completed.clone(),
-        process: o.proc.into(),
-        pid: o.run.as_ref().filter(|_| o.proc == Proc::Alive).map(|r| r.pid),
+        process: o.attempt.located.proc.into(),
+        pid: o.attempt.located.run.as_ref().filter(|_| o.attempt.located.proc == Proc::Alive).map(|r| r.pid),
         ports: None,
-        queued: o.queued.as_ref().filter(|_| o.proc == Proc::Starting).map(|q| format!("queued ({q})")),
+        queued: o.attempt.located.queued.as_ref().filter(|_| o.attempt.located.proc == Proc::Starting).map(|q| format!("queued ({q})")),
         heartbeat_age_secs: o
+            .attempt
             .heartbeat
             .as_ref()
-            .filter(|_| o.proc == Proc::Alive)
+            .filter(|_| o.attempt.located.proc == Proc::Alive)
             .map(|h| now.signed_duration_since(h.last_activity).num_seconds()),
         path: a.path.clone(),
     }

@@ -11,7 +11,7 @@ use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::decide::{Lingering, Live, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
+use super::decide::{Lingering, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
 use crate::activity::integrated::Integrated;
 use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
@@ -21,7 +21,7 @@ use crate::config::{Home, Project};
 use crate::files::read_json;
 use crate::worker::attempt::Taken;
 use crate::worker::liveness::{self, Proc};
-use crate::worker::toolbox::mailbox;
+use crate::worker::observed_attempt;
 use crate::worker::Catalog;
 
 /// `slots`: workers the caps allow besides the project's commissions (see [`super::Plans`]).
@@ -250,7 +250,8 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         let ts = StateDir(home.task_state(&project.name, &plan.id, &t.slug()));
         let rec = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
         let attempt = rec.map(|r| r.attempt).unwrap_or(0);
-        let procs = liveness::attempt(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
+        let seen = observed_attempt::observe(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
+        let procs = &seen.located;
         let exit: Option<ExitInfo> = read_json(&ts.exit()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
         let pkg = workers.for_commission(&t.worker);
         let worktree = read_json::<WorktreeRecord>(&ts.worktree()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
@@ -260,7 +261,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         let started = started(&ts).map_err(|e| {
             problem(format!("task {}: {}", t.canonical, e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")))
         })?;
-        let died = attempt > 0 && died(&ts, &procs);
+        let died = attempt > 0 && died(&ts, procs);
         let mail = read_mail(home, project, record.as_ref(), &ts, t, attempt, exit.as_ref(), died);
         // What the attempt used, once it ended and until its `usage` event is logged.
         let over = attempt > 0 && exit.as_ref().is_some_and(|x| x.attempt == attempt);
@@ -279,10 +280,10 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         tasks.push(ObservedTask {
             task: t.clone(),
             setup_made,
-            live: live(&ts, attempt, &procs),
+            live: seen.live().filter(|_| attempt > 0),
             busy: liveness::busy(&ts, &boot),
             polled: procs.polled,
-            lingering: lingering(attempt, &procs),
+            lingering: lingering(attempt, procs),
             limited: over.then(|| crate::worker::limits::observed(&ts, attempt)).flatten(),
             overspent: over.then(|| crate::worker::budget::recorded(&ts, attempt)).flatten(),
             exit,
@@ -304,11 +305,12 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let verify_started =
         started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
     let verify_runs = record.as_ref().map(|r| r.verify_runs).unwrap_or(0);
-    let procs = liveness::attempt(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
-    let verify_died = verify_runs > 0 && died(&vs, &procs);
-    let verify_live = live(&vs, verify_runs, &procs);
+    let seen = observed_attempt::observe(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
+    let procs = &seen.located;
+    let verify_died = verify_runs > 0 && died(&vs, procs);
+    let verify_live = seen.live().filter(|_| verify_runs > 0);
     let verify_busy = liveness::busy(&vs, &boot);
-    let verify_lingering = lingering(verify_runs, &procs);
+    let verify_lingering = lingering(verify_runs, procs);
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::decide::fix_id(&plan.id, r.wave, r.fixes);
         crate::artifact::load(&project.commission_path(&id), &id, &crate::artifact::Wording::COMMISSION, crate::artifact::Commission::parse)
@@ -401,19 +403,6 @@ fn landed(project: &Project, base: &str, canonical: &str) -> bool {
     let Ok(base) = git2::Oid::from_str(base) else { return false };
     let trailer = crate::activity::names::task_trailer(canonical);
     matches!(crate::activity::merge::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
-}
-
-/// The worker of `attempt` at work (its shim alive and proven ours, no exit yet), with its
-/// signs of life.
-fn live(state: &StateDir, attempt: u32, procs: &liveness::Attempt) -> Option<Live> {
-    if attempt == 0 || procs.proc != Proc::Alive || procs.exit.is_some() {
-        return None;
-    }
-    let run = procs.run.clone()?;
-    // Written only by guild-hall, atomically: an unreadable one restarts the count of quiet time.
-    let heartbeat = read_json(&state.heartbeat()).ok().flatten();
-    let mailbox = mailbox::attempt_mailbox(state, attempt);
-    Some(Live { started_at: run.started_at, heartbeat, sample: crate::worker::liveness::sample(state, attempt, &run, &mailbox) })
 }
 
 /// Whether the shim of the attempt is gone without recording its exit (killed, or a reboot),

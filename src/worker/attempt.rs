@@ -143,6 +143,13 @@ impl Process {
         }
     }
 
+    /// When a running attempt must be looked at again though nothing changes on disk: when it
+    /// would go stale, or reach its limit, whichever is first. `None`: it is not running.
+    pub(crate) fn next_look(&self, limit: Limit, stale_after: Duration, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let Process::Running { started_at, heartbeat, .. } = self else { return None };
+        Some(liveness::next_look(heartbeat.as_ref(), stale_after, limit, *started_at, now))
+    }
+
     /// How it ended, once every process of it is gone.
     pub(crate) fn ended(&self) -> Option<Ended<'_>> {
         match self {
@@ -199,6 +206,16 @@ pub(crate) fn process(
     match taken {
         Some(t) if t.covers(attempt) => Process::Queued { why: None },
         _ => Process::Prepared,
+    }
+}
+
+/// The state of attempt `attempt` once its caller has waited for its shim to end (a meeting's
+/// turn, run in the foreground): exited as its `exit.json` says, if that is this attempt's;
+/// else died without recording how the worker ended.
+pub(crate) fn waited(attempt: u32, exit: Option<&ExitInfo>) -> Process {
+    match exit.filter(|x| x.attempt == attempt) {
+        Some(x) => Process::Exited(x.clone()),
+        None => Process::Died,
     }
 }
 
@@ -271,6 +288,31 @@ mod tests {
         ];
         for (name, p, limit, now, want) in table {
             assert_eq!(p.look(limit, STALE, t(now)), want, "{name}");
+        }
+    }
+
+    /// When a running attempt is looked at again: at its going stale or its limit, whichever
+    /// is first; an attempt not running is not timed.
+    #[test]
+    fn when_a_running_attempt_is_looked_at_again() {
+        let stale_at = |beat: i64| t(beat + 10) + chrono::Duration::milliseconds(100);
+        let table: Vec<(&str, Process, Limit, Option<DateTime<Utc>>)> = vec![
+            ("its going stale first", running(0, Some((20, 1)), Some(1)), LIMIT, Some(stale_at(20))),
+            ("its limit first", running(0, Some((95, 1)), Some(1)), LIMIT, Some(t(100))),
+            ("no limit", running(0, Some((95, 1)), Some(1)), None, Some(stale_at(95))),
+            ("no heartbeat yet: stale counted from now", running(0, None, Some(1)), None, Some(stale_at(50))),
+            (
+                "no start recorded: no limit",
+                Process::Running { started_at: None, heartbeat: None, sample: None },
+                LIMIT,
+                Some(stale_at(50)),
+            ),
+            ("prepared", Process::Prepared, LIMIT, None),
+            ("exited", Process::Exited(exit(1, 0)), LIMIT, None),
+            ("died", Process::Died, LIMIT, None),
+        ];
+        for (name, p, limit, want) in table {
+            assert_eq!(p.next_look(limit, STALE, t(50)), want, "{name}");
         }
     }
 
@@ -348,6 +390,10 @@ mod tests {
             assert_eq!(p.ended(), None);
         }
         assert_eq!(Process::Lingering { run, pids: vec![] }.ended(), None);
+        // A shim waited for: its attempt's exit, else died (an earlier attempt's is not its).
+        assert_eq!(waited(2, Some(&x2)), Process::Exited(x2.clone()));
+        assert_eq!(waited(2, Some(&x1)), Process::Died);
+        assert_eq!(waited(2, None), Process::Died);
     }
 
     proptest! {
@@ -378,6 +424,28 @@ mod tests {
                 Look::Beat(h) => prop_assert!(!over && before != now_sample && h.last_activity == t(now)),
                 Look::First(_) => prop_assert!(false, "a heartbeat was given"),
             }
+        }
+
+        /// A running attempt in which nothing moves is looked at again no later than it goes
+        /// stale or reaches its limit, and that look stops it.
+        #[test]
+        fn the_next_look_at_a_silent_attempt_stops_it(
+            started in 0i64..1000,
+            since in 0i64..1000,
+            limit in proptest::option::of(1u64..1500),
+            stale_after in 1u64..500,
+        ) {
+            let beat = started + since;
+            let p = running(started, Some((beat, 1)), Some(1));
+            let limit = limit.map(|l| (Duration::from_secs(l), "the project's timeout"));
+            let stale = Duration::from_secs(stale_after);
+            let at = p.next_look(limit, stale, t(beat)).expect("running: timed");
+            let stale_at = t(beat) + chrono::Duration::from_std(stale + Duration::from_millis(100)).expect("small");
+            prop_assert!(at <= stale_at);
+            if let Some((l, _)) = limit {
+                prop_assert!(at <= t(started) + chrono::Duration::from_std(l).expect("small"));
+            }
+            prop_assert!(matches!(p.look(limit, stale, at), Look::Stop(_)));
         }
 
         /// Whatever was observed, an attempt is in exactly one state, and ended only once

@@ -15,6 +15,7 @@ pub mod launch;
 pub(crate) mod limits;
 pub(crate) mod liveness;
 pub mod memory;
+pub(crate) mod observed_attempt;
 pub mod package;
 pub(crate) mod peer;
 pub(crate) mod ports;

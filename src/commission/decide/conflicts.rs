@@ -26,7 +26,7 @@ pub(super) fn hold(s: &Snapshot, o: &Observed, step: &Step<'_>) -> Option<Box<Up
 /// automatic revise, the paths the feedback; the dispatch merges the integration tip into the
 /// branch, the markers left in those files. `None`: review goes on as a person's.
 pub(super) fn send_back(s: &Snapshot, o: &Observed, st: &Step<'_>) -> Option<Effect> {
-    let settled = !o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    let settled = !o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
     if !settled || o.artifact.desired.is_some() {
         return None;
     }

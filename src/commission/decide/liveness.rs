@@ -10,7 +10,7 @@ use super::step::Step;
 use crate::activity::reason::Reason;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};
-use crate::worker::attempt::{Look, Process, Stop, Waits};
+use crate::worker::attempt::{Look, Stop, Waits};
 use crate::worker::liveness;
 
 /// The wall-clock limit of an attempt and where it comes from: the commission's `timeout:`,
@@ -28,10 +28,9 @@ pub(crate) fn time_limit(s: &Snapshot, o: &Observed) -> Option<(std::time::Durat
 /// limit, or with no signs of life for `stale_after`, it is failed and its group killed; signs
 /// of life since the last look keep it alive.
 pub(super) fn watch(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
-    let running = Process::Running { started_at: o.run.as_ref().map(|r| r.started_at), heartbeat: o.heartbeat.clone(), sample: o.sample };
     let attempt = st.record.attempt;
     let waits = if super::asking::waiting(st) { Waits::ForAPerson } else { Waits::No };
-    match running.look_while(waits, time_limit(s, o), s.project.config.stale_after, s.now) {
+    match o.attempt.running().look_while(waits, time_limit(s, o), s.project.config.stale_after, s.now) {
         Look::Stop(stop) => {
             match &stop {
                 Stop::Overtime(why) => st.event("timeout", format!("timeout:{attempt}"), json!({"text": why})),
@@ -53,7 +52,7 @@ pub(super) fn watch(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
 
 /// REQ-COM-14: how a gone process ends its commission. A submitted result always wins.
 pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
-    let exit = o.exit.as_ref();
+    let exit = o.attempt.located.exit.as_ref();
     if st.has_result() {
         if st.status == Status::Dispatched {
             st.go(Status::InProgress, Reason::Ran);

@@ -203,7 +203,7 @@ fn request(o: &Observed, r: &Record, st: &mut Step<'_>) {
             st.refuse("a missing status", &format!("{} is put back; {hint}", r.status));
         }
     } else if let Some(want) = art.filter(|a| *a != r.status) {
-        let finished_with_result = r.status.is_active() && o.proc == Proc::Dead && st.has_result();
+        let finished_with_result = r.status.is_active() && o.attempt.located.proc == Proc::Dead && st.has_result();
         if want == Status::Cancelled && finished_with_result {
             st.refuse(&format!("status change {} -> cancelled", r.status), "the worker already finished and submitted a result");
             st.set("status", Value::String(r.status.as_str().into()));
@@ -262,7 +262,7 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
             st.remove("feedback");
         }
         Some(Desired::Cancelled) => {
-            let finished_with_result = st.status.is_active() && o.proc == Proc::Dead && st.has_result();
+            let finished_with_result = st.status.is_active() && o.attempt.located.proc == Proc::Dead && st.has_result();
             match st.status {
                 _ if finished_with_result => {
                     st.refuse("desired: cancelled", "the worker already finished and submitted a result");
@@ -323,9 +323,9 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
         if st.status == Status::Blocked {
             st.go(Status::Pending, Reason::Unblocked { worker: o.artifact.worker.clone() });
         }
-        if o.proc == Proc::Lingering {
+        if o.attempt.located.proc == Proc::Lingering {
             Effect::KillLeftovers
-        } else if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
+        } else if o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting) {
             Effect::Cleanup("leftover worktree of an earlier attempt")
         } else if super::liveness::not_before(o).is_some_and(|t| t > s.now) && !wants_dispatch {
             // Paused by its agent's limit until then (a person's dispatch starts it sooner);
@@ -342,7 +342,7 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
 fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     st.fold_mail();
     st.account_usage();
-    match o.proc {
+    match o.attempt.located.proc {
         _ if o.record.is_none() => Effect::None,
         Proc::Starting => Effect::None,
         // Nothing is over until every process of the attempt is.
@@ -350,7 +350,7 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
         Proc::NotStarted if st.status == Status::Dispatched => Effect::Resume,
         Proc::Alive => {
             if st.status == Status::Dispatched {
-                let pid = o.run.as_ref().map(|r| r.pid).unwrap_or(0);
+                let pid = o.attempt.located.run.as_ref().map(|r| r.pid).unwrap_or(0);
                 st.go(Status::InProgress, Reason::Running { shim_pid: pid });
             }
             watch(s, o, st)
@@ -379,11 +379,11 @@ fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     if let Some(dropped) = super::reviewers::drop_runs(o) {
         return dropped;
     }
-    if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.proc != Proc::NotStarted) {
+    if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.attempt.located.proc != Proc::NotStarted) {
         st.fold_mail();
         st.account_usage();
     }
-    match o.proc {
+    match o.attempt.located.proc {
         Proc::Alive if st.status == Status::Cancelled => match st.record.term_sent_at {
             None => {
                 st.record.term_sent_at = Some(s.now);
@@ -395,7 +395,7 @@ fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
         Proc::Alive => Effect::Signal(Sig::Kill),
         Proc::Lingering => Effect::KillLeftovers,
         // A job still in a cluster's queue: nothing of it runs, it is taken out.
-        Proc::Starting if o.queued.is_some() => Effect::Signal(Sig::Kill),
+        Proc::Starting if o.attempt.located.queued.is_some() => Effect::Signal(Sig::Kill),
         Proc::Starting => Effect::None,
         _ if o.worktree_exists => Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" }),
         _ => Effect::None,
@@ -449,7 +449,7 @@ fn stop_follows_processes(o: &Observed, st: &mut Step<'_>) {
         st.record.stopping = None;
         return;
     }
-    let live = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    let live = matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
     if live {
         if st.record.stopping.is_none() {
             let doing = match st.status {

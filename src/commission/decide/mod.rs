@@ -233,7 +233,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
         if !matches!(effect, Effect::Resume) {
             note_edit_while_running(&mut step);
         }
-        let at_work = matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+        let at_work = matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
             || o.reviews.iter().any(|r| matches!(r.proc, Proc::Alive | Proc::Starting | Proc::Lingering));
         if step.status.is_active() || at_work {
             // A commission finished this round no longer holds its slot: its worker is gone,
@@ -306,19 +306,23 @@ pub fn decide(s: &Snapshot) -> Decisions {
                 push_update(&mut actions, step.finish());
                 actions.push(Action::Cleanup { id: o.artifact.id.clone(), attempt, branch: attempt_branch(o, attempt), why: why.into() });
             }
-            Effect::Signal(sig) => match &o.run {
+            Effect::Signal(sig) => match &o.attempt.located.run {
                 Some(run) => {
                     actions.push(Action::Signal { id: o.artifact.id.clone(), run: run.clone(), signal: sig, update: step.finish() })
                 }
-                None if o.queued.is_some() => {
+                None if o.attempt.located.queued.is_some() => {
                     actions.push(Action::Dequeue { id: o.artifact.id.clone(), attempt: step.record.attempt, update: step.finish() })
                 }
                 None => push_update(&mut actions, step.finish()),
             },
             Effect::KillLeftovers => {
                 // The kill before the update: it never waits on the artifact being written.
-                if let Some(run) = &o.run {
-                    actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run: run.clone(), pids: o.leftovers.clone() });
+                if let Some(run) = &o.attempt.located.run {
+                    actions.push(Action::KillLeftovers {
+                        id: o.artifact.id.clone(),
+                        run: run.clone(),
+                        pids: o.attempt.located.leftovers.clone(),
+                    });
                 }
                 push_update(&mut actions, step.finish());
             }

@@ -48,10 +48,10 @@ pub(super) fn hold_because(st: &mut Step<'_>, why: Reason) -> Effect {
 /// waits, settled, for them. A leftover worktree (a pass killed after the move, before the
 /// removal) is secured onto the branch and removed first.
 pub(super) fn in_review(o: &Observed, st: &mut Step<'_>) -> Effect {
-    if o.proc == Proc::Lingering {
+    if o.attempt.located.proc == Proc::Lingering {
         return Effect::KillLeftovers;
     }
-    if o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting) {
+    if o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting) {
         return Effect::Cleanup("work of the attempt in review");
     }
     let attempt = st.record.attempt;

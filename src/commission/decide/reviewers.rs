@@ -38,7 +38,7 @@ pub(super) fn hold(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
 /// their verdicts come to. `None`: review goes on as a person's ([`super::review::in_review`]).
 pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed: bool) -> Option<Effect> {
     let names = of(s, o);
-    let settled = !o.worktree_exists && !matches!(o.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    let settled = !o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
     if o.artifact.desired.is_some() {
         // A person's word goes first: reviewers still at work are stopped, their checkouts
         // removed, and the request is carried out the next pass.

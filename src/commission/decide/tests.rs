@@ -272,8 +272,8 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
             let c = commission("c", &format!("status: {to}\nattempt: 1\n"));
             let mut o = obs(c, Some(Record { prev, ..rec(from, 1) }));
             if from.is_active() {
-                o.proc = Proc::Alive;
-                o.run = Some(run_info(1));
+                o.attempt.located.proc = Proc::Alive;
+                o.attempt.located.run = Some(run_info(1));
             }
             if from == Blocked {
                 o.missing_deps = vec![".lore/research/prior-art.md".into()];
@@ -283,7 +283,7 @@ fn every_status_edit_is_accepted_or_refused_by_the_state_machine() {
                 let mut seen = o.clone();
                 seen.artifact = commission("c", &format!("status: {from}\nattempt: 1\n"));
                 if from == Dispatched {
-                    seen.proc = Proc::Starting;
+                    seen.attempt.located.proc = Proc::Starting;
                 }
                 let p = decide(&held(vec![seen]));
                 let r = recorded(&p, "c").expect("the record is updated");
@@ -348,8 +348,8 @@ fn desired_requests() {
         let c = commission("c", &format!("status: {status}\ndesired: {desired}\n"));
         let mut o = obs(c, Some(rec(status, 0)));
         if status.is_active() {
-            o.proc = Proc::Alive;
-            o.run = Some(run_info(0));
+            o.attempt.located.proc = Proc::Alive;
+            o.attempt.located.run = Some(run_info(0));
         }
         let p = decide(&snapshot(vec![o]));
         let got = sets(&p, "c", "status").and_then(|v| v.as_str().and_then(Status::parse)).unwrap_or(status);
@@ -375,8 +375,8 @@ fn desired_refusal_is_the_deciders_own() {
             let c = commission("c", &format!("status: {status}\ndesired: {word}\n"));
             let mut o = obs(c, Some(rec(status, 1)));
             if status.is_active() {
-                o.proc = Proc::Alive;
-                o.run = Some(run_info(1));
+                o.attempt.located.proc = Proc::Alive;
+                o.attempt.located.run = Some(run_info(1));
             }
             let p = decide(&snapshot(vec![o]));
             // Of a failed or cancelled commission the refusal is `refused:`; `reason:` (why it
@@ -458,9 +458,9 @@ fn budgets_hold_new_work_and_fail_an_attempt_past_its_own() {
     let over = Overspent { spent: Amount::Usd(2_310_000), limit: Amount::Usd(2_000_000) };
     for with_result in [false, true] {
         let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-        o.proc = Proc::Dead;
-        o.run = Some(run_info(1));
-        o.exit = Some(ExitInfo { signal: Some(15), error: None, ..ExitInfo::error(1, String::new()) });
+        o.attempt.located.proc = Proc::Dead;
+        o.attempt.located.run = Some(run_info(1));
+        o.attempt.located.exit = Some(ExitInfo { signal: Some(15), error: None, ..ExitInfo::error(1, String::new()) });
         o.overspent = Some(over);
         if with_result {
             deliver(&mut o, mail(1, MailBody::Result { summary: "done".into(), artifacts: Vec::new() }));
@@ -547,16 +547,16 @@ fn caps_and_fifo() {
     assert_eq!(dispatches(&decide(&s)), vec!["e"]);
     // One already running: two more.
     cs[4] = obs(commission("aaaaa", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-    cs[4].proc = Proc::Alive;
-    cs[4].run = Some(run_info(1));
+    cs[4].attempt.located.proc = Proc::Alive;
+    cs[4].attempt.located.run = Some(run_info(1));
     assert_eq!(dispatches(&decide(&snapshot(cs.clone()))), vec!["e", "dd"]);
     // Its worker gone with its result in: finished this round, its slot taken in the same one
     // (the pass starts new work once the round's finishes are done).
     let finishing = |frontmatter: &str| {
         let mut o = obs(commission("aaaaa", frontmatter), Some(rec(Status::InProgress, 1)));
-        o.proc = Proc::Dead;
-        o.run = Some(run_info(1));
-        o.exit = Some(ExitInfo {
+        o.attempt.located.proc = Proc::Dead;
+        o.attempt.located.run = Some(run_info(1));
+        o.attempt.located.exit = Some(ExitInfo {
             attempt: 1,
             code: Some(0),
             signal: None,
@@ -603,9 +603,9 @@ fn exit_classification() {
     ];
     for (x, with_result, want) in cases {
         let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-        o.proc = Proc::Dead;
-        o.run = Some(run_info(1));
-        o.exit = x.clone();
+        o.attempt.located.proc = Proc::Dead;
+        o.attempt.located.run = Some(run_info(1));
+        o.attempt.located.exit = x.clone();
         if with_result {
             deliver(&mut o, mail(1, result.clone()));
         }
@@ -664,8 +664,8 @@ fn an_attempt_under_way_in_another_home_is_left_alone() {
 #[test]
 fn cancel_racing_completion_keeps_the_result() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\ndesired: cancelled\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Dead;
-    o.exit = Some(ExitInfo {
+    o.attempt.located.proc = Proc::Dead;
+    o.attempt.located.exit = Some(ExitInfo {
         attempt: 1,
         code: Some(0),
         signal: None,
@@ -683,8 +683,8 @@ fn cancel_racing_completion_keeps_the_result() {
 #[test]
 fn cancel_signals_then_kills_after_grace() {
     let mut o = obs(commission("c", "status: cancelled\nattempt: 1\n"), Some(rec(Status::Cancelled, 1)));
-    o.proc = Proc::Alive;
-    o.run = Some(run_info(1));
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.run = Some(run_info(1));
     let p = decide(&snapshot(vec![o.clone()]));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Term, .. })));
     let stopping = Some("cancelling: worker still running".to_string());
@@ -717,8 +717,8 @@ fn events_of(p: &Decisions, id: &str) -> Vec<serde_json::Value> {
 fn a_stop_is_over_only_when_every_process_is() {
     // A cancel while the worker runs: cancelled as asked, but still stopping, not completed.
     let mut o = obs(commission("c", "status: cancelled\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Alive;
-    o.run = Some(run_info(1));
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.run = Some(run_info(1));
     let p = decide(&snapshot(vec![o.clone()]));
     let r = recorded(&p, "c").expect("a record");
     assert_eq!((r.status, r.stopping.as_deref()), (Status::Cancelled, Some("cancelling: worker still running")));
@@ -730,12 +730,12 @@ fn a_stop_is_over_only_when_every_process_is() {
     o.record.as_mut().expect("record").term_sent_at = Some(t0());
     assert!(decide(&snapshot(vec![o.clone()])).actions.is_empty());
     // A shim killed with processes left behind is not over either.
-    o.proc = Proc::Lingering;
-    o.leftovers = vec![4244];
+    o.attempt.located.proc = Proc::Lingering;
+    o.attempt.located.leftovers = vec![4244];
     assert!(decide(&snapshot(vec![o.clone()])).actions.iter().all(|a| a.verb() == "kill_leftovers"));
     // Every process gone: the stop is recorded as over, and only now `completed:`.
-    o.proc = Proc::Dead;
-    o.leftovers.clear();
+    o.attempt.located.proc = Proc::Dead;
+    o.attempt.located.leftovers.clear();
     let p = decide(&snapshot(vec![o.clone()]));
     assert_eq!(recorded(&p, "c").expect("a record").stopping, None);
     assert_eq!(sets(&p, "c", "completed"), Some(Value::from(timestamp(t0()))));
@@ -743,8 +743,8 @@ fn a_stop_is_over_only_when_every_process_is() {
 
     // A stale worker: failed at once, "failing" until its processes are gone.
     let mut o = obs(commission("s", "status: in_progress\nattempt: 1\ntimeout: 1s\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Alive;
-    o.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
     let p = decide(&snapshot(vec![o]));
     assert_eq!(recorded(&p, "s").and_then(|r| r.stopping).as_deref(), Some("failing: worker still running"));
     assert_eq!(sets(&p, "s", "completed"), None);
@@ -781,17 +781,17 @@ fn a_stop_is_over_only_when_every_process_is() {
 fn heartbeat_stale_fails_and_kills() {
     let sample = Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Alive;
-    o.run = Some(run_info(1));
-    o.sample = Some(sample);
-    o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(100), sample });
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.run = Some(run_info(1));
+    o.attempt.sample = Some(sample);
+    o.attempt.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(100), sample });
     assert!(decide(&snapshot(vec![o.clone()])).actions.is_empty(), "quiet but within stale_after");
-    o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(181), sample });
+    o.attempt.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(181), sample });
     let p = decide(&snapshot(vec![o.clone()]));
     assert_eq!(sets(&p, "c", "reason"), Some(Value::from("process unresponsive")));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })));
     // Any sign of life resets the clock.
-    o.sample = Some(Sample { cpu_ticks: 6, ..sample });
+    o.attempt.sample = Some(Sample { cpu_ticks: 6, ..sample });
     assert!(matches!(decide(&snapshot(vec![o])).actions.as_slice(), [Action::Heartbeat { .. }]));
 }
 
@@ -803,10 +803,10 @@ fn a_worker_asking_a_person_waits_is_answered_or_times_out() {
     let sample = Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
     let waiting = |extra: &str| {
         let mut o = obs(commission("c", &format!("status: in_progress\nattempt: 1\n{extra}")), Some(rec(Status::InProgress, 1)));
-        o.proc = Proc::Alive;
-        o.run = Some(run_info(1));
-        o.sample = Some(sample);
-        o.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(1000), sample });
+        o.attempt.located.proc = Proc::Alive;
+        o.attempt.located.run = Some(run_info(1));
+        o.attempt.sample = Some(sample);
+        o.attempt.heartbeat = Some(Heartbeat { last_activity: t0() - Duration::seconds(1000), sample });
         deliver(&mut o, Mail { ts: "2026-11-22T11:59:00Z".into(), ..mail(1, MailBody::Ask { text: "Which colour?".into() }) });
         o
     };
@@ -838,8 +838,8 @@ fn a_worker_asking_a_person_waits_is_answered_or_times_out() {
     assert!(events_of(&p, "c").iter().any(|e| e["kind"] == "no_answer"));
     // Nothing open: the answer is refused, and the key removed.
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\nanswer: blue\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Alive;
-    o.run = Some(run_info(1));
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.run = Some(run_info(1));
     let p = decide(&snapshot(vec![o]));
     assert!(edits_of(&p, "c").contains(&Edit::Remove("answer".into())));
     let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
@@ -852,8 +852,8 @@ fn a_worker_asking_a_person_waits_is_answered_or_times_out() {
 fn a_meeting_request_is_written_once_and_only_for_a_package_that_meets() {
     let running = || {
         let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-        o.proc = Proc::Alive;
-        o.run = Some(run_info(1));
+        o.attempt.located.proc = Proc::Alive;
+        o.attempt.located.run = Some(run_info(1));
         deliver(&mut o, Mail { seq: 4, ..mail(1, MailBody::MeetingRequest { reason: "Talk it through".into() }) });
         o
     };
@@ -1032,8 +1032,8 @@ prop_compose! {
         let text = format!("---\nworker: scribe\ncreated: 2026-11-22T10:{:02}:00Z\nstatus: {art}\nattempt: 1\n{desired}---\nbody\n", created % 60);
         let c = Commission::parse(&PathBuf::from(format!(".lore/commissions/{id}.md")), &text).expect("parses");
         let mut o = obs(c, recorded.map(|s| rec(s, 1)));
-        o.proc = if recorded.is_some() { proc_ } else { Proc::NotStarted };
-        if matches!(o.proc, Proc::Alive | Proc::Dead) { o.run = Some(run_info(1)); }
+        o.attempt.located.proc = if recorded.is_some() { proc_ } else { Proc::NotStarted };
+        if matches!(o.attempt.located.proc, Proc::Alive | Proc::Dead) { o.attempt.located.run = Some(run_info(1)); }
         if missing { o.missing_deps = vec!["x.md".into()]; }
         if result { deliver(&mut o, mail(1, MailBody::Result { summary: "s".into(), artifacts: vec![] })); }
         o
@@ -1058,7 +1058,7 @@ proptest! {
             });
             let planned = recorded.or_else(|| sets(&p, o.id(), "status").and_then(|v| v.as_str().and_then(Status::parse)));
             let st = planned.or(o.record.as_ref().map(|r| r.status)).or(o.artifact.status);
-            st.is_some_and(|x| x.is_active()) || matches!(o.proc, Proc::Alive | Proc::Starting)
+            st.is_some_and(|x| x.is_active()) || matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting)
         }).count();
         let new = dispatches(&p).len();
         prop_assert!(new == 0 || active <= s.project.config.commission_cap, "active {active} with {new} new");
@@ -1147,9 +1147,9 @@ fn fifo_survives_a_lost_created_stamp() {
 fn a_worker_past_its_time_limit_is_failed_and_killed() {
     let running = |extra: &str, started_secs_ago: i64| {
         let mut o = obs(commission("c", &format!("status: in_progress\n{extra}")), Some(rec(Status::InProgress, 1)));
-        o.proc = Proc::Alive;
-        o.run = Some(RunInfo { started_at: t0() - Duration::seconds(started_secs_ago), ..run_info(1) });
-        o.sample = Some(Sample::default());
+        o.attempt.located.proc = Proc::Alive;
+        o.attempt.located.run = Some(RunInfo { started_at: t0() - Duration::seconds(started_secs_ago), ..run_info(1) });
+        o.attempt.sample = Some(Sample::default());
         o
     };
     let fails = |o: Observed, cfg_timeout: u64| {
@@ -1182,9 +1182,9 @@ fn a_kill_comes_before_the_update_that_goes_with_it() {
     // A failed commission whose lost shim left processes: the kill is planned first, so a
     // failing update (what a worker wrote, say) can never keep it from being carried out.
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Lingering;
-    o.run = Some(run_info(1));
-    o.leftovers = vec![4244];
+    o.attempt.located.proc = Proc::Lingering;
+    o.attempt.located.run = Some(run_info(1));
+    o.attempt.located.leftovers = vec![4244];
     deliver(&mut o, mail(1, MailBody::Progress { text: "still here".into() }));
     let p = decide(&snapshot(vec![o]));
     let kinds: Vec<&str> = p.actions.iter().map(|a| a.verb()).collect();
@@ -1194,9 +1194,9 @@ fn a_kill_comes_before_the_update_that_goes_with_it() {
 #[test]
 fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Dead;
-    o.run = Some(run_info(1));
-    o.exit = Some(ExitInfo {
+    o.attempt.located.proc = Proc::Dead;
+    o.attempt.located.run = Some(run_info(1));
+    o.attempt.located.exit = Some(ExitInfo {
         attempt: 1,
         code: Some(0),
         signal: None,
@@ -1213,10 +1213,10 @@ fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
     let reason = sets(&p, "c", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
     assert!(reason.contains("/s/events-1.jsonl") && reason.contains("a result it may hold cannot be read"), "{reason}");
     // Running too long, it is stopped all the same.
-    o.proc = Proc::Alive;
-    o.exit = None;
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.exit = None;
     o.artifact = commission("c", "status: in_progress\nattempt: 1\ntimeout: 1s\n");
-    o.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
+    o.attempt.located.run = Some(RunInfo { started_at: t0() - Duration::seconds(100), ..run_info(1) });
     let p = decide(&snapshot(vec![o]));
     assert!(p.actions.iter().any(|a| matches!(a, Action::Signal { signal: Sig::Kill, .. })), "{p:?}");
 }
@@ -1224,8 +1224,8 @@ fn an_unreadable_mailbox_fails_the_ended_attempt_and_never_holds_the_stop() {
 #[test]
 fn the_mailbox_is_folded_from_its_digest_with_its_position() {
     let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-    o.proc = Proc::Alive;
-    o.run = Some(run_info(1));
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.run = Some(run_info(1));
     for i in 0..12 {
         deliver(&mut o, mail(1, MailBody::Question { text: format!("q{i}") }));
     }
@@ -1273,10 +1273,10 @@ fn carry_out(o: &mut Observed, text: &mut String, a: &Action, ok: bool) {
     }
     match a {
         Action::Dispatch { attempt, .. } => {
-            o.proc = Proc::Dead;
-            o.run = Some(run_info(*attempt));
+            o.attempt.located.proc = Proc::Dead;
+            o.attempt.located.run = Some(run_info(*attempt));
             o.worktree_exists = true;
-            o.exit = Some(ExitInfo {
+            o.attempt.located.exit = Some(ExitInfo {
                 attempt: *attempt,
                 code: Some(if ok { 0 } else { 1 }),
                 signal: None,
@@ -1292,7 +1292,7 @@ fn carry_out(o: &mut Observed, text: &mut String, a: &Action, ok: bool) {
             }
         }
         Action::Finish { .. } | Action::Cleanup { .. } => o.worktree_exists = false,
-        Action::Signal { .. } | Action::KillLeftovers { .. } => o.proc = Proc::Dead,
+        Action::Signal { .. } | Action::KillLeftovers { .. } => o.attempt.located.proc = Proc::Dead,
         _ => {}
     }
 }
@@ -1362,8 +1362,8 @@ fn an_update_is_described_in_words() {
 fn a_limited_attempt_waits_until_not_before_then_dispatches() {
     let limited = |resets_at: Option<DateTime<Utc>>, streak: u32| {
         let mut o = obs(commission("c", "status: in_progress\nattempt: 1\n"), Some(rec(Status::InProgress, 1)));
-        o.proc = Proc::Dead;
-        o.exit = Some(ExitInfo { code: Some(1), error: None, finished_at: t0(), ..ExitInfo::error(1, String::new()) });
+        o.attempt.located.proc = Proc::Dead;
+        o.attempt.located.exit = Some(ExitInfo { code: Some(1), error: None, finished_at: t0(), ..ExitInfo::error(1, String::new()) });
         o.limited = Some((crate::worker::limits::Limited { said: "HTTP 429".into(), resets_at }, streak));
         o
     };

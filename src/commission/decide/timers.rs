@@ -16,18 +16,17 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
     let after = |d: std::time::Duration| s.now + chrono::Duration::from_std(d).unwrap_or_default();
     let mut soonest: Option<DateTime<Utc>> = None;
     for o in &s.commissions {
-        let at = match (o.proc, o.record.as_ref()) {
+        let at = match (o.attempt.located.proc, o.record.as_ref()) {
             // A job in a cluster's queue may wait long: asked about now and then.
-            (Proc::Starting, _) if o.queued.is_some() => Some(after(liveness::POLL)),
+            (Proc::Starting, _) if o.attempt.located.queued.is_some() => Some(after(liveness::POLL)),
             (Proc::Starting | Proc::Lingering, _) => Some(after(std::time::Duration::from_millis(200))),
             (Proc::Alive, Some(r)) if r.status == Status::Cancelled => {
                 r.term_sent_at.map(|t| t + chrono::Duration::from_std(cfg.cancel_grace).unwrap_or_default())
             }
             (Proc::Alive, _) => {
-                let started = o.run.as_ref().map(|r| r.started_at);
-                let look = liveness::next_look(o.heartbeat.as_ref(), cfg.stale_after, time_limit(s, o), started, s.now);
+                let look = o.attempt.running().next_look(time_limit(s, o), cfg.stale_after, s.now);
                 // A job ended by its cluster changes no file: its runner is asked again.
-                Some(if o.polled { look.min(after(liveness::POLL)) } else { look })
+                look.map(|look| if o.attempt.located.polled { look.min(after(liveness::POLL)) } else { look })
             }
             // Paused by its agent's limit: looked at again once it may run.
             (Proc::NotStarted | Proc::Dead, Some(r)) if matches!(r.status, Status::Pending) => {

@@ -55,8 +55,8 @@ pub(super) fn live_of(s: &Snapshot, worker: &str) -> usize {
         .iter()
         .filter(|c| c.artifact.worker == worker)
         .filter(|c| {
-            matches!(c.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
-                || (c.proc == Proc::NotStarted && c.record.as_ref().is_some_and(|r| r.status.is_active()))
+            matches!(c.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+                || (c.attempt.located.proc == Proc::NotStarted && c.record.as_ref().is_some_and(|r| r.status.is_active()))
         })
         .count();
     here + s.running_by_package.get(worker).copied().unwrap_or(0)

@@ -30,8 +30,7 @@ pub(crate) fn verify_limit(s: &Snapshot, o: &Observed) -> Limit {
 /// A worker (a task's or a verify's) at work looked at by the rules every kind's attempts are
 /// held to ([`Process::look`]): past its limit, stale, or alive with a heartbeat to write.
 pub(super) fn look(s: &Snapshot, live: &Live, limit: Limit) -> Look {
-    let running = Process::Running { started_at: Some(live.started_at), heartbeat: live.heartbeat.clone(), sample: Some(live.sample) };
-    running.look(limit, s.stale_after, s.at)
+    live.running().look(limit, s.stale_after, s.at)
 }
 
 /// A task's current attempt (`attempt`) as the attempt machine sees it.
@@ -116,11 +115,10 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
             let r = record.tasks.get(&ot.task.canonical);
             match (&ot.live, r) {
                 (Some(live), Some(r)) if r.state == TaskState::Running && !r.stop_sent => {
-                    let look =
-                        liveness::next_look(live.heartbeat.as_ref(), s.stale_after, task_limit(s, o, ot), Some(live.started_at), s.at);
+                    let look = live.running().next_look(task_limit(s, o, ot), s.stale_after, s.at);
                     // A job ended by its cluster changes no file: its runner is asked again.
                     let poll = s.at + chrono::Duration::from_std(liveness::POLL).unwrap_or_default();
-                    at.push(if ot.polled { look.min(poll) } else { look });
+                    at.extend(look.map(|look| if ot.polled { look.min(poll) } else { look }));
                 }
                 _ if ot.busy || ot.lingering.is_some() => at.push(soon),
                 // Paused by its agent's limit: looked at again once it may start.
@@ -146,7 +144,7 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
         }
         if let Some(live) = &o.verify_live {
             if record.status == PlanStatus::Verifying && !record.verify_stop_sent {
-                at.push(liveness::next_look(live.heartbeat.as_ref(), s.stale_after, verify_limit(s, o), Some(live.started_at), s.at));
+                at.extend(live.running().next_look(verify_limit(s, o), s.stale_after, s.at));
             } else {
                 at.push(soon);
             }

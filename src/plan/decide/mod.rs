@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use chrono::{DateTime, Utc};
 
-use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample};
+use crate::activity::state::{ExitInfo, Heartbeat, RunInfo};
 use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
@@ -104,14 +104,9 @@ pub(crate) struct Lingering {
     pub(crate) pids: Vec<i32>,
 }
 
-/// A worker (a task's or a verify's) at work: when it started and its signs of life.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Live {
-    pub(crate) started_at: DateTime<Utc>,
-    /// The last change seen (`heartbeat` in its runtime dir).
-    pub(crate) heartbeat: Option<Heartbeat>,
-    pub(crate) sample: Sample,
-}
+/// A worker (a task's or a verify's) at work: when it started and its signs of life, as every
+/// kind's attempt is observed.
+pub(crate) use crate::worker::observed_attempt::Live;
 
 /// One plan as observed.
 #[derive(Debug, Clone)]

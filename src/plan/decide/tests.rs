@@ -269,7 +269,7 @@ fn refused_status_edits_are_put_back_with_why() {
 const T1: &str = "p:exec:wave-1:task-1";
 
 fn live(started_secs_ago: i64, quiet_secs: i64) -> Live {
-    let sample = Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
+    let sample = crate::activity::state::Sample { log_len: 10, cpu_ticks: 5, mailbox_len: 100 };
     Live {
         started_at: t0() - chrono::Duration::seconds(started_secs_ago),
         heartbeat: Some(Heartbeat { last_activity: t0() - chrono::Duration::seconds(quiet_secs), sample }),

@@ -1,0 +1,140 @@
+//! One attempt as every kind observes it — a commission's, a wave task's, a verify run's: where
+//! its runner located it and, while its worker is alive, its signs of life ([`ObservedAttempt`], read
+//! by [`observe`]). Its liveness is judged from this one shape, through the attempt machine
+//! ([`ObservedAttempt::running`], [`crate::worker::attempt::Process::look`]). Read-only.
+
+use chrono::{DateTime, Utc};
+
+use crate::activity::state::{Heartbeat, Sample, StateDir};
+use crate::files::read_json;
+use crate::worker::attempt::Process;
+use crate::worker::liveness::{self, Attempt, Proc};
+use crate::worker::runner::LocateError;
+use crate::worker::toolbox::mailbox;
+
+/// One attempt as observed.
+#[derive(Debug, Clone)]
+pub(crate) struct ObservedAttempt {
+    /// Where its runner located it: its processes, its shim's records (`run.json`,
+    /// `exit.json`), what a killed shim left, a queue that holds it.
+    pub(crate) located: Attempt,
+    /// The heartbeat last written for it, read while its worker is alive (written only by
+    /// guild-hall, atomically: an unreadable one restarts the count of quiet time).
+    pub(crate) heartbeat: Option<Heartbeat>,
+    /// Its signs of life sampled now, while its worker is alive with its start recorded.
+    pub(crate) sample: Option<Sample>,
+}
+
+/// An attempt's worker at work, as a plan keeps it for each task and its verify run: when its
+/// shim recorded its start, and its signs of life ([`ObservedAttempt::live`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Live {
+    pub(crate) started_at: DateTime<Utc>,
+    /// The last change seen (`heartbeat` in its runtime dir).
+    pub(crate) heartbeat: Option<Heartbeat>,
+    pub(crate) sample: Sample,
+}
+
+impl ObservedAttempt {
+    /// An attempt no shim has recorded, or one not looked at (nothing of it is known).
+    pub(crate) fn not_started() -> ObservedAttempt {
+        let located = Attempt { proc: Proc::NotStarted, run: None, exit: None, leftovers: Vec::new(), queued: None, polled: false };
+        ObservedAttempt { located, heartbeat: None, sample: None }
+    }
+
+    /// Its worker at work as the attempt machine judges it: since its recorded start (none
+    /// recorded: no limit applies), with its last heartbeat and the signs of life sampled now.
+    pub(crate) fn running(&self) -> Process {
+        Process::Running {
+            started_at: self.located.run.as_ref().map(|r| r.started_at),
+            heartbeat: self.heartbeat.clone(),
+            sample: self.sample,
+        }
+    }
+
+    /// Its worker at work — alive, its start recorded, no exit recorded yet — with its signs
+    /// of life; `None` otherwise.
+    pub(crate) fn live(&self) -> Option<Live> {
+        if self.located.proc != Proc::Alive || self.located.exit.is_some() {
+            return None;
+        }
+        let run = self.located.run.as_ref()?;
+        Some(Live { started_at: run.started_at, heartbeat: self.heartbeat.clone(), sample: self.sample? })
+    }
+}
+
+impl Live {
+    /// Its worker at work as the attempt machine judges it.
+    pub(crate) fn running(&self) -> Process {
+        Process::Running { started_at: Some(self.started_at), heartbeat: self.heartbeat.clone(), sample: Some(self.sample) }
+    }
+}
+
+/// Observe `attempt` of `state` (`boot`: this machine's boot id, read once per pass): located
+/// by its runner ([`liveness::attempt`]) and, while its worker is alive, its heartbeat read and
+/// its signs of life sampled. `Err`: a record that cannot be trusted, saying which (nothing is
+/// signalled by it).
+pub(crate) fn observe(state: &StateDir, attempt: u32, boot: &str) -> Result<ObservedAttempt, LocateError> {
+    let located = liveness::attempt(state, attempt, boot)?;
+    let (mut heartbeat, mut sample) = (None, None);
+    if located.proc == Proc::Alive {
+        heartbeat = read_json(&state.heartbeat()).ok().flatten();
+        let mailbox = mailbox::attempt_mailbox(state, attempt);
+        sample = located.run.as_ref().map(|run| liveness::sample(state, attempt, run, &mailbox));
+    }
+    Ok(ObservedAttempt { located, heartbeat, sample })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::activity::state::{ExitInfo, RunInfo};
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("time")
+    }
+
+    fn run(attempt: u32) -> RunInfo {
+        RunInfo {
+            attempt,
+            pid: 10,
+            pgid: 10,
+            start_time: 1,
+            boot_id: "b".into(),
+            worker_pid: None,
+            started_at: t(0),
+            run_id: String::new(),
+        }
+    }
+
+    fn seen(proc: Proc, run: Option<RunInfo>, exit: Option<ExitInfo>, sample: Option<Sample>) -> ObservedAttempt {
+        let beat = Heartbeat { last_activity: t(5), sample: Sample::default() };
+        let located = Attempt { proc, run, exit, leftovers: Vec::new(), queued: None, polled: false };
+        ObservedAttempt { located, heartbeat: Some(beat), sample }
+    }
+
+    /// What the attempt machine is handed of an observed attempt, and when a plan keeps it as
+    /// a worker at work.
+    #[test]
+    fn an_observed_attempt_as_the_machine_sees_it() {
+        let s = Sample { log_len: 1, cpu_ticks: 2, mailbox_len: 3 };
+        let beat = Heartbeat { last_activity: t(5), sample: Sample::default() };
+        let alive = seen(Proc::Alive, Some(run(1)), None, Some(s));
+        assert_eq!(alive.running(), Process::Running { started_at: Some(t(0)), heartbeat: Some(beat.clone()), sample: Some(s) });
+        let live = alive.live().expect("at work");
+        assert_eq!(live, Live { started_at: t(0), heartbeat: Some(beat), sample: s });
+        // Either shape is the same running attempt to the machine.
+        assert_eq!(live.running(), alive.running());
+        // No start recorded: running with no limit to judge, and not kept as at work.
+        let unrecorded = seen(Proc::Alive, None, None, None);
+        assert_eq!(unrecorded.running(), Process::Running { started_at: None, heartbeat: unrecorded.heartbeat.clone(), sample: None });
+        assert_eq!(unrecorded.live(), None);
+        // Its exit recorded (a shim seen alive as it ends), or not alive: not at work.
+        assert_eq!(seen(Proc::Alive, Some(run(1)), Some(ExitInfo::error(1, String::new())), Some(s)).live(), None);
+        for proc in [Proc::NotStarted, Proc::Starting, Proc::Lingering, Proc::Dead] {
+            assert_eq!(seen(proc, Some(run(1)), None, Some(s)).live(), None, "{proc:?}");
+        }
+        let nothing = ObservedAttempt::not_started();
+        assert_eq!((nothing.located.proc, nothing.live()), (Proc::NotStarted, None));
+    }
+}
