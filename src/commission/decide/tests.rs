@@ -752,15 +752,15 @@ fn a_stop_is_over_only_when_every_process_is() {
     // Abandoned while a failed attempt's worker is still being stopped: over, and
     // `completed:`, only once its processes are gone.
     let mut o = obs(commission("g", "status: failed\nattempt: 1\ndesired: abandoned\n"), Some(rec(Status::Failed, 1)));
-    o.proc = Proc::Alive;
-    o.run = Some(run_info(1));
+    o.attempt.located.proc = Proc::Alive;
+    o.attempt.located.run = Some(run_info(1));
     let p = decide(&snapshot(vec![o.clone()]));
     let r = recorded(&p, "g").expect("a record");
     assert_eq!((r.status, r.stopping.as_deref()), (Status::Abandoned, Some("abandoning: worker still running")));
     assert_eq!(sets(&p, "g", "completed"), None);
     o.artifact = commission("g", "status: abandoned\nattempt: 1\n");
     o.record = Some(r);
-    o.proc = Proc::Dead;
+    o.attempt.located.proc = Proc::Dead;
     let p = decide(&snapshot(vec![o]));
     assert_eq!(recorded(&p, "g").expect("a record").stopping, None);
     assert_eq!(sets(&p, "g", "completed"), Some(Value::from(timestamp(t0()))));
