@@ -211,3 +211,30 @@ fn plan_show_gives_the_reviewers_verdicts_in_text_and_json() {
     assert!(block.contains("    one.txt:1: add fixed.txt beside it"), "{text}");
     assert!(block.contains("picky on round 2: approve: fixed is there"), "{text}");
 }
+
+/// What a plan's reviewer reports using is a `usage` event on the plan, naming it and its
+/// round, summed into the plan's `usage:` and seen by `guild-hall usage`.
+#[test]
+fn a_plan_reviewers_usage_is_recorded_on_the_plan() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker(
+        "picky",
+        "full",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 300 --output-tokens 30 --usd 0.2
+"$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary "all good""#,
+    );
+    plan(&p, "pr");
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "completed", "{v}");
+    let log = v["log"].as_array().expect("log");
+    let usage: Vec<_> = log.iter().filter(|e| e["kind"] == "usage" && e["reviewer"] == "picky").collect();
+    assert_eq!(usage.len(), 1, "{v}");
+    assert_eq!((usage[0]["input_tokens"].as_u64(), usage[0]["round"].as_u64()), (Some(300), Some(1)), "{}", usage[0]);
+    let text = std::fs::read_to_string(p.root.join(".lore/plans/pr.md")).expect("plan");
+    assert!(text.contains("usage:") && text.contains("input_tokens: 300"), "{text}");
+    let by_plan: serde_json::Value = serde_json::from_str(&p.ok(&["usage", "--by", "plan", "--json"])).expect("json");
+    assert_eq!(by_plan["rows"][0]["key"], "pr", "{by_plan}");
+    assert!(by_plan["rows"][0]["usage"]["input_tokens"].as_u64().is_some_and(|n| n >= 300), "{by_plan}");
+}
