@@ -238,3 +238,50 @@ fn a_plan_reviewers_usage_is_recorded_on_the_plan() {
     assert_eq!(by_plan["rows"][0]["key"], "pr", "{by_plan}");
     assert!(by_plan["rows"][0]["usage"]["input_tokens"].as_u64().is_some_and(|n| n >= 300), "{by_plan}");
 }
+
+/// A plan's reviewer is an attempt of its package: while a commission of the package runs
+/// (`max_concurrent: 1`), the REVIEW stage waits, saying so, and the reviewer starts once the
+/// commission's run has ended; the plan then completes.
+#[test]
+fn a_plan_reviewer_waits_while_its_package_is_at_max_concurrent() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker(
+        "picky",
+        "full",
+        r#"if [ -n "${GUILD_HALL_REVIEWER:-}" ]; then
+  "$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary "all good"
+else
+  sleep 5
+  echo long > long.txt
+  "$GUILD_HALL_BIN" toolbox submit-result --summary "long work"
+fi"#,
+    );
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}max_concurrent: 1\n")).expect("write");
+    p.write_commission("long", "---\ntitle: Long\nworker: picky\n---\nLong work.\n");
+    p.pass_until("the package's commission to run", |p| p.status("long") == "in_progress");
+    plan(&p, "pr");
+    p.pass_until("the review to wait for the package, or the commission to end", |p| {
+        let v = show(p, "pr");
+        v["reason"].as_str().is_some_and(|r| r.contains("waits for its reviewer picky (1 of 1)")) || p.status("long") == "completed"
+    });
+    if p.status("long") != "completed" {
+        // (On a loaded machine the commission may have ended before the plan got there.)
+        let v = show(&p, "pr");
+        assert!(v["reason"].as_str().is_some_and(|r| r.contains("max_concurrent: 1")), "{v}");
+    }
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert!(!v["reason"].as_str().unwrap_or_default().contains("waits for its reviewer"), "{v}");
+    let json = |path: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("json")
+    };
+    let time = |v: &serde_json::Value, key: &str| chrono::DateTime::parse_from_rfc3339(v[key].as_str().expect("time")).expect("rfc3339");
+    let ended = time(&json(p.state_dir("long").join("exit.json")), "finished_at");
+    let project_state = p.state_dir("long").parent().and_then(|d| d.parent()).expect("project state").to_path_buf();
+    let started = time(&json(project_state.join("plans/pr/review-1-0/run.json")), "started_at");
+    assert!(started >= ended, "the reviewer started at {started}, before the package's commission ended at {ended}");
+}
