@@ -1,7 +1,8 @@
 //! The worker slots of one round, shared by every kind that launches workers: the project's
 //! cap (`commission_cap`) and the home's (`max_concurrent_commissions`), and who holds a slot —
 //! other projects, this project's orphaned workers and wave tasks, and what each kind decided
-//! before holds. The pass observes it once a round and hands it to every kind's observer.
+//! before holds; and, for `max_concurrent:`, the live attempts by package and what the kinds
+//! decided before start of each. The pass observes it once a round and hands it to every kind.
 
 use super::kind::Name;
 
