@@ -1,7 +1,8 @@
 //! The worker slots of one round, shared by every kind that launches workers: the project's
 //! cap (`commission_cap`) and the home's (`max_concurrent_commissions`), and who holds a slot —
 //! other projects, this project's orphaned workers and wave tasks, and what each kind decided
-//! before holds. The pass observes it once a round and hands it to every kind's observer.
+//! before holds; and, for `max_concurrent:`, the live attempts by package and what the kinds
+//! decided before start of each. The pass observes it once a round and hands it to every kind.
 
 use super::kind::Name;
 
@@ -30,6 +31,10 @@ pub(crate) struct Capacity {
     /// This project's live commission attempts by worker package (those `by_package` leaves
     /// out): wave tasks count them against `max_concurrent:`.
     pub(crate) commissions_by_package: std::collections::BTreeMap<String, usize>,
+    /// The attempts the kinds decided earlier in this round start, by kind and worker package:
+    /// a package's `max_concurrent:` is one cap for the round, whichever kind starts its
+    /// attempts (a commission's and a wave task's of one package never both take its last).
+    started: Vec<(Name, std::collections::BTreeMap<String, usize>)>,
 }
 
 impl Capacity {
@@ -44,6 +49,20 @@ impl Capacity {
             daily: None,
             by_package: Default::default(),
             commissions_by_package: Default::default(),
+            started: Vec::new(),
+        }
+    }
+
+    /// `kind`, decided: its actions start an attempt of each package in `packages` (one per
+    /// start). Said again, it replaces what the kind said before.
+    pub(crate) fn start_packages<'p>(&mut self, kind: Name, packages: impl IntoIterator<Item = &'p str>) {
+        let mut by = std::collections::BTreeMap::new();
+        for p in packages {
+            *by.entry(p.to_string()).or_insert(0) += 1;
+        }
+        match self.started.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, started)) => *started = by,
+            None => self.started.push((kind, by)),
         }
     }
 
@@ -55,11 +74,13 @@ impl Capacity {
         }
     }
 
-    /// Live attempts by worker package, every one in this home: what a wave task's package's
-    /// `max_concurrent:` counts (this round's starts are the plans' decider's to add).
+    /// Live attempts by worker package, every one in this home, and those the kinds decided
+    /// before start this round: what a wave task's package's `max_concurrent:` counts (the
+    /// plans' own starts this round are their decider's to add).
     pub(crate) fn packages_for_tasks(&self) -> std::collections::BTreeMap<String, usize> {
         let mut all = self.by_package.clone();
-        for (name, n) in &self.commissions_by_package {
+        let started = self.started.iter().filter(|(k, _)| *k != Name::Plan).flat_map(|(_, by)| by);
+        for (name, n) in self.commissions_by_package.iter().chain(started) {
             *all.entry(name.clone()).or_insert(0) += n;
         }
         all
@@ -108,6 +129,23 @@ mod tests {
         assert_eq!(c.left_for_tasks(), 3);
         c.hold(Name::Meeting, 2);
         assert_eq!(c.left_for_tasks(), 1, "every kind's holding counts");
+    }
+
+    #[test]
+    fn what_a_kind_starts_this_round_counts_for_the_tasks_packages() {
+        let mut c = Capacity::new(4, 10, 0, 0, 0);
+        c.by_package.insert("solo".into(), 1);
+        c.commissions_by_package.insert("solo".into(), 1);
+        c.start_packages(Name::Commission, ["solo", "solo", "other"]);
+        let all = c.packages_for_tasks();
+        assert_eq!(all.get("solo"), Some(&4), "live elsewhere, live here, and two started now: {all:?}");
+        assert_eq!(all.get("other"), Some(&1), "{all:?}");
+        // Said again, the kind's starts are replaced, not added to.
+        c.start_packages(Name::Commission, ["other"]);
+        assert_eq!(c.packages_for_tasks().get("solo"), Some(&2));
+        // The plans' own starts are their decider's to count.
+        c.start_packages(Name::Plan, ["other"]);
+        assert_eq!(c.packages_for_tasks().get("other"), Some(&1));
     }
 
     proptest! {

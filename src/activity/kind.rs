@@ -139,12 +139,24 @@ pub(crate) struct Decided<A> {
     /// [`Capacity`] this kind holds (kinds decided later see it).
     pub(crate) holding: usize,
     pub(crate) starting: Vec<String>,
+    /// The attempts its actions start (an id each, and the worker package it is of; a
+    /// reviewer's run included): what kinds decided later count against `max_concurrent:`.
+    pub(crate) package_starts: Vec<(String, String)>,
 }
 
 impl<A> Decided<A> {
     /// Actions only: the kind is settled by what its actions come to.
     pub(crate) fn actions(actions: Vec<A>) -> Decided<A> {
-        Decided { actions, problems: Vec::new(), notes: Vec::new(), settled: true, busy: Vec::new(), holding: 0, starting: Vec::new() }
+        Decided {
+            actions,
+            problems: Vec::new(),
+            notes: Vec::new(),
+            settled: true,
+            busy: Vec::new(),
+            holding: 0,
+            starting: Vec::new(),
+            package_starts: Vec::new(),
+        }
     }
 }
 

@@ -161,6 +161,9 @@ pub(crate) enum Reason {
     /// Its worker's package runs at most `max` attempts at once in this home (`max_concurrent:`),
     /// and that many run: it waits for one to end.
     PackageAtCapacity { worker: String, max: usize },
+    /// Reviewer `index` (of `of`) is to review the work (a commission's, a plan's), and its package runs as many
+    /// attempts as its `max_concurrent:` allows (`max`): the review waits for one to end.
+    ReviewerAtCapacity { reviewer: String, index: usize, of: usize, max: usize },
     /// A meeting opened by a person (written open).
     OpenedByPerson,
     /// A meeting's request accepted.
@@ -209,6 +212,7 @@ impl Reason {
             Reason::CheckFailed { then: AfterCheck::SendBack, .. }
                 | Reason::Conflicted { .. }
                 | Reason::AwaitsReviewers { .. }
+                | Reason::ReviewerAtCapacity { .. }
                 | Reason::ReviewChanges { then: AfterCheck::SendBack, .. }
         )
     }
@@ -365,6 +369,12 @@ impl fmt::Display for Reason {
                 "worker {worker} runs at most {} at once in this home (max_concurrent: {max} in its worker.yaml), and that many run: it waits for one to end",
                 crate::activity::timeline::counted(*max, "attempt")
             ),
+            Reason::ReviewerAtCapacity { reviewer, index, of, max } => write!(
+                f,
+                "waits for its reviewer {reviewer} ({} of {of}): worker {reviewer} runs at most {} at once in this home (max_concurrent: {max} in its worker.yaml), and that many run",
+                index + 1,
+                crate::activity::timeline::counted(*max, "attempt")
+            ),
             Reason::OpenedByPerson => f.write_str("opened by a person"),
             Reason::RequestAccepted => f.write_str("request accepted"),
             Reason::RequestDeclined => f.write_str("request declined"),
@@ -514,6 +524,10 @@ mod tests {
             (
                 Reason::PackageAtCapacity { worker: "codex".into(), max: 1 },
                 "worker codex runs at most 1 attempt at once in this home (max_concurrent: 1 in its worker.yaml), and that many run: it waits for one to end",
+            ),
+            (
+                Reason::ReviewerAtCapacity { reviewer: "critic".into(), index: 0, of: 2, max: 1 },
+                "waits for its reviewer critic (1 of 2): worker critic runs at most 1 attempt at once in this home (max_concurrent: 1 in its worker.yaml), and that many run",
             ),
             (Reason::OpenedByPerson, "opened by a person"),
             (Reason::RequestAccepted, "request accepted"),

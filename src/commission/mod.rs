@@ -58,7 +58,18 @@ impl Kind<Catalog> for Commissions<'_> {
         let notes = snapshot.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact.path))).collect();
         let holding = snapshot.commissions.iter().filter(|o| matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting)).count();
         let starting = d.actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).map(|a| kind::Action::id(a).to_string()).collect();
-        Decided { actions: d.actions, problems, notes, settled: d.settled, busy: d.busy, holding, starting }
+        // What plans decided after them count against `max_concurrent:` (their reviewers too).
+        let package_starts = d
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Dispatch { worker, .. } | Action::StartReviewer { reviewer: worker, .. } => {
+                    Some((kind::Action::id(a).to_string(), worker.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        Decided { actions: d.actions, problems, notes, settled: d.settled, busy: d.busy, holding, starting, package_starts }
     }
 
     fn act(&self, ctx: Ctx<'_, Catalog>, snapshot: &Snapshot, action: &Action) -> Result<Outcome> {

@@ -891,7 +891,8 @@ fn observe_artifact(
                 obs.overspent = crate::worker::budget::recorded(&state, rec.attempt);
                 obs.limited = crate::worker::limits::observed(&state, rec.attempt);
             }
-            if obs.usage.is_some() && rec.attempt > 1 {
+            // (In review, its reviewers' usage is added to them.)
+            if (obs.usage.is_some() || rec.status == Status::Review) && rec.attempt > 1 {
                 let timeline = crate::activity::timeline::path_for(&obs.artifact.path);
                 let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));
                 obs.usage_before = crate::worker::usage::recorded(&timeline, before);

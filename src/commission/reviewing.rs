@@ -28,6 +28,7 @@ fn worktree_path(state: &StateDir, id: &str, attempt: u32, index: usize) -> Path
 /// The runs of `attempt`'s reviewers that were started, in order.
 pub(crate) fn observe(home: &Home, project: &Project, id: &str, attempt: u32, boot: &str) -> Vec<ReviewerRun> {
     crate::worker::reviewer::observe_runs(
+        home,
         |index| state(home, project, id, attempt, index),
         |rs, index| worktree_path(rs, id, attempt, index),
         boot,

@@ -78,12 +78,15 @@ struct Holder {
 /// Run one turn of meeting `id` with `message`. `on_event` sees each event as it streams;
 /// setting `interrupt` ends the turn (the worker gets SIGTERM, then SIGKILL). What the turn's
 /// toolbox recorded is folded in by the caller (`ops::meeting::turn`), after the turn lock.
+/// `daily`: a daily budget reached (the caller judged it): the turn is not started, and says
+/// so. What a turn used is a `usage` event on the meeting's timeline.
 pub(crate) fn run(
     home: &Home,
     project: &Project,
     id: &str,
     message: &str,
     interrupt: &AtomicBool,
+    daily: Option<crate::activity::budget::DailyReached>,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<Turn> {
     let meeting = super::observe::load(project, id)?;
@@ -117,6 +120,18 @@ pub(crate) fn run(
     std::fs::write(&message_file, message)?;
 
     let old_session = meeting.session_id().map(str::to_string);
+    if let Some(reached) = daily {
+        // New work waits for the day's end, as a dispatch does; the turn says so.
+        let reason = format!("[guild-hall] {reached}: this turn was not started — send again after that");
+        let streamed = Streamed { outcome: Outcome::Failed { reason }, ..Default::default() };
+        let session = record_reply(&meeting, &transcript, turn, &streamed, old_session.as_deref(), false)?;
+        let _ = std::fs::remove_file(state.0.join("turn.json"));
+        drop(_lock);
+        return Ok(Turn { meeting: id.to_string(), turn, outcome: streamed.outcome, session_id: session, text: String::new() });
+    }
+    // A turn is held to its package's `resources:` budget as an attempt is; past it, stopped.
+    let prices = home.load_config().map(|g| g.prices).unwrap_or_default();
+    let budget = crate::worker::budget::Budget::of(&Default::default(), &pkg.manifest.resources, &pkg.manifest.name, &prices);
     let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
     let run_once = |attempt: u32, session: Option<&str>, extra: String, on_event: &mut dyn FnMut(&TurnEvent)| {
         let activation = Activation {
@@ -156,7 +171,8 @@ pub(crate) fn run(
                 })
             }
         };
-        let mut streamed = stream(&ready, pkg.manifest.protocol, interrupt, project.config.meeting_turn_timeout, on_event)?;
+        let limits = Limits { interrupt, timeout: project.config.meeting_turn_timeout, budget: budget.as_ref() };
+        let mut streamed = stream(&ready, pkg.manifest.protocol, &limits, on_event)?;
         // Its agent hit a rate or usage limit: the turn's outcome says so, and when to send
         // again (every face shows a failed turn's reason; the transcript keeps it).
         if let (Some(l), Outcome::Failed { .. } | Outcome::Ended) = (&streamed.limited, &streamed.outcome) {
@@ -165,6 +181,8 @@ pub(crate) fn run(
         anyhow::Ok(streamed)
     };
     let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
+    // What the turn used, both processes of a renewed session's turn together.
+    let mut used = streamed.usage.clone();
     let first = turn;
     let mut turn = turn;
     let mut renewed = false;
@@ -177,6 +195,9 @@ pub(crate) fn run(
             turn += 1;
             crate::files::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
             streamed = run_once(turn, None, meeting_context(&meeting, Some(&so_far)), on_event)?;
+            if let Some(more) = &streamed.usage {
+                used = Some(crate::worker::usage::Reading::add(used, more));
+            }
             let new = streamed.session.clone().unwrap_or_default();
             timeline::append(
                 &timeline::path_for(&meeting.path),
@@ -191,6 +212,23 @@ pub(crate) fn run(
         }
     }
     let session = record_reply(&meeting, &transcript, turn, &streamed, old_session.as_deref(), renewed)?;
+    if let Some(reading) = used {
+        let (usage, priced) = crate::worker::usage::priced(&reading, &pkg.manifest.name, &prices);
+        let attempt = crate::worker::usage::Attempt {
+            attempt: turn,
+            usage,
+            source: crate::worker::usage::Source::Agent,
+            model: reading.model,
+            priced,
+            over: true,
+        };
+        let (_, mut fields) = attempt.event(&meeting.worker);
+        if let Some(f) = fields.as_object_mut() {
+            f.remove("attempt");
+        }
+        fields["turn"] = turn.into();
+        timeline::append(&timeline::path_for(&meeting.path), &[timeline::event(&now(), "usage", format!("usage:turn:{turn}"), fields)])?;
+    }
     // What its workspace setup (at open: the turn that ran it) made that git does not ignore:
     // the meeting's work, said as a commission's is.
     let made: Vec<_> = std::iter::once(first)
@@ -271,6 +309,15 @@ struct Streamed {
     text: String,
     /// The rate or usage limit its agent reported last, if that is how its output ends.
     limited: Option<crate::worker::limits::Limited>,
+    /// What its agent reported it used, read from its output.
+    usage: Option<crate::worker::usage::Reading>,
+}
+
+/// What bounds one turn's run: a person's interrupt, its time limit, its budget.
+struct Limits<'a> {
+    interrupt: &'a AtomicBool,
+    timeout: Duration,
+    budget: Option<&'a crate::worker::budget::Budget>,
 }
 
 /// The line a turn ended by its agent's limit says: who, when it resets (if the agent said),
@@ -322,10 +369,10 @@ impl Reply {
 fn stream(
     launch: &launch::Ready,
     protocol: crate::worker::Protocol,
-    interrupt: &AtomicBool,
-    timeout: Duration,
+    limits: &Limits<'_>,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<Streamed> {
+    let (interrupt, timeout) = (limits.interrupt, limits.timeout);
     // The turn's process as the attempt machine judges it: running since now, on this
     // process's monotonic clock; nothing sampled, so only its limit stops it (its silence is
     // the person's to judge, who watches it and can interrupt).
@@ -361,11 +408,14 @@ fn stream(
     let mut events = Reader::new(protocol);
     // The end of its output, for the limit its agent may report ([`crate::worker::limits`]).
     let mut tail = String::new();
+    // Its agent's usage reports, summed as they come: what it used, and its budget's figures.
+    let mut meter = crate::worker::usage::Meter::default();
+    let mut overspent = None;
     loop {
         if !signalled && overtime() {
             timed_out = true;
         }
-        if (timed_out || interrupt.load(Ordering::SeqCst)) && !signalled {
+        if (timed_out || overspent.is_some() || interrupt.load(Ordering::SeqCst)) && !signalled {
             signalled = true;
             give_up_at = Some(Instant::now() + INTERRUPT_GRACE + STOP_MARGIN);
             // The shim stops every process of the turn (SIGTERM, SIGKILL after the grace).
@@ -383,6 +433,10 @@ fn stream(
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(line) => {
                 keep_tail(&mut tail, &line);
+                meter.line(&line);
+                if overspent.is_none() {
+                    overspent = limits.budget.and_then(|b| b.passed(meter.so_far().as_ref(), None));
+                }
                 for e in events.line(&line) {
                     match &e {
                         TurnEvent::Session { id } => out.session = Some(id.clone()),
@@ -426,7 +480,10 @@ fn stream(
         out.text.push_str(&marker);
     }
     out.limited = crate::worker::limits::scan(&tail, chrono::Utc::now());
-    out.outcome = if timed_out {
+    out.usage = meter.finish();
+    out.outcome = if let Some(over) = overspent.filter(|_| !timed_out) {
+        Outcome::Failed { reason: format!("{over} (resources in its worker.yaml); its worker was stopped") }
+    } else if timed_out {
         Outcome::Failed {
             reason: format!(
                 "timed out: the turn ran longer than {} (meeting_turn_timeout in .lore/guild-hall.yaml); its worker was stopped",

@@ -207,7 +207,9 @@ pub fn turn(
     interrupted: &AtomicBool,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<crate::meeting::turn::Turn> {
-    let t = crate::meeting::turn::run(home, project, id, message, interrupted, on_event)?;
+    // A daily budget reached holds new turns as it holds new dispatches.
+    let daily = crate::reconcile::budget::reached(project, &home.load_config()?);
+    let t = crate::meeting::turn::run(home, project, id, message, interrupted, daily, on_event)?;
     if let Err(e) = fold_now(home, project) {
         tracing::warn!(meeting = %id, error = %format!("{e:#}"), "the turn's toolbox events were not folded in yet");
     }

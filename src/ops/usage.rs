@@ -1,6 +1,7 @@
-//! `usage`: what the project's work used, from the `usage` events of every commission's and
-//! plan's timeline (one per ended attempt, [`crate::worker::usage`]), summed by commission (a
-//! wave task by its own id), worker, plan or day, since a date.
+//! `usage`: what the project's work used, from the `usage` events of every commission's,
+//! plan's and meeting's timeline (one per ended attempt, reviewer's run or meeting turn,
+//! [`crate::worker::usage`]), summed by commission (a wave task by its own id, a meeting by
+//! its id), worker, plan or day, since a date.
 
 use std::collections::BTreeMap;
 
@@ -32,7 +33,7 @@ pub fn report(project: &Project, since: Option<&str>, by: By) -> Result<UsageRep
         g.0 += 1;
         g.1 = g.1.plus(u);
     };
-    for (dir, is_plan) in [(project.commissions_dir(), false), (project.plans_dir(), true)] {
+    for (dir, is_plan) in [(project.commissions_dir(), false), (project.plans_dir(), true), (project.meetings_dir(), false)] {
         for path in crate::artifact::paths(&dir)? {
             let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
             let mut seen = std::collections::BTreeSet::new();

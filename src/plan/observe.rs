@@ -321,6 +321,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     let reviewing = |r: &&PlanRecord| matches!(r.status, PlanStatus::Verifying | PlanStatus::Cancelled);
     let reviews = match record.as_ref().filter(reviewing) {
         Some(r) => crate::worker::reviewer::observe_runs(
+            home,
             |index| review_state(home, project, &plan.id, r.verify_runs, index),
             |rs, index| review_worktree(rs, &plan.id, r.verify_runs, index),
             &boot,
@@ -330,6 +331,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
     // Each reviewer's package `timeout:` (by its place in the plan's or the project's list).
     let names = plan.reviewers.clone().or_else(|| project.config.reviewers.clone()).unwrap_or_default();
     let reviewer_timeouts = names.iter().map(|n| workers.for_commission(n).ok().and_then(|p| p.manifest.timeout)).collect();
+    let reviewer_caps = names.iter().map(|n| workers.for_commission(n).ok().and_then(|p| p.manifest.max_concurrent())).collect();
     Ok(Observed {
         plan,
         record,
@@ -347,6 +349,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         usage_recorded,
         reviews,
         reviewer_timeouts,
+        reviewer_caps,
     })
 }
 

@@ -57,6 +57,11 @@ fn packages_running(home: &Home, project: &Project, boot: &str) -> (ByPackage, B
             let id = state.0.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             count(if this && has_file(id) { &mut here } else { &mut by }, &state);
         }
+        // A reviewer's run is an attempt of its package: every live one counts, here too (the
+        // commissions' decider counts only their own attempts).
+        for state in [home.commissions_state(&p), home.plans_state(&p)].iter().flat_map(|d| reviewer_runs(d, boot)) {
+            count(&mut by, &state);
+        }
         let Ok(plans) = std::fs::read_dir(home.plans_state(&p)) else { continue };
         for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
             let Ok(tasks) = std::fs::read_dir(home.tasks_state(&p, &plan)) else { continue };
@@ -72,6 +77,23 @@ fn packages_running(home: &Home, project: &Project, boot: &str) -> (ByPackage, B
 }
 
 type ByPackage = std::collections::BTreeMap<String, usize>;
+
+/// The reviewer runs (`review-<n>-<i>` in an activity's state dir) under `dir`'s activities
+/// whose shim is alive (or starting).
+fn reviewer_runs(dir: &Path, boot: &str) -> Vec<StateDir> {
+    let Ok(activities) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut live = Vec::new();
+    for a in activities.filter_map(|e| e.ok()) {
+        let Ok(runs) = std::fs::read_dir(a.path()) else { continue };
+        for r in runs.filter_map(|e| e.ok()) {
+            let state = StateDir(r.path());
+            if r.file_name().to_str().is_some_and(|n| n.starts_with("review-")) && crate::worker::liveness::busy(&state, boot) {
+                live.push(state);
+            }
+        }
+    }
+    live
+}
 
 /// Commissions of other projects whose worker is alive: they count against the global cap.
 fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {

@@ -4,7 +4,7 @@
 //! workers, the home-wide dispatch lock while it acts; `reconcile`, `watch` and the operations all
 //! drive this same pass ([`pass`]).
 
-mod budget;
+pub(crate) mod budget;
 mod capacity;
 mod lock;
 pub mod notifications;

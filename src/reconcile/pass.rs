@@ -336,6 +336,7 @@ impl Pass<'_> {
         // starts now (a start left out takes nothing).
         let starts = decided.starting.iter().filter(|id| !left_out(id)).count();
         capacity.hold(K::NAME, decided.holding + starts);
+        capacity.start_packages(K::NAME, decided.package_starts.iter().filter(|(id, _)| !left_out(id)).map(|(_, p)| p.as_str()));
         let actions: Vec<K::Action> =
             decided.actions.into_iter().filter(|a| a.is_stop() || a.is_heartbeat() || !left_out(a.id())).collect();
         if self.opts.dry_run {

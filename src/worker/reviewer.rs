@@ -43,6 +43,9 @@ pub(crate) struct ReviewerRun {
     /// Its runtime files cannot be trusted (why): it counts as ended without a verdict, and
     /// nothing is signalled by them.
     pub(crate) corrupt: Option<String>,
+    /// What it used, once it is over (its agent's report, else what it reported itself):
+    /// recorded as a `usage` event of the work it reviewed.
+    pub(crate) usage: Option<crate::worker::usage::Attempt>,
 }
 
 /// A verdict as its reviewer gave it (texts clipped, paths checked where it was read).
@@ -56,6 +59,7 @@ pub(crate) struct Given {
 /// The reviewer runs whose state dirs `dir_of` names (by index, from 0, up to the first not
 /// there), each with its worktree at `worktree_of`.
 pub(crate) fn observe_runs(
+    home: &crate::config::Home,
     dir_of: impl Fn(usize) -> StateDir,
     worktree_of: impl Fn(&StateDir, usize) -> PathBuf,
     boot: &str,
@@ -76,6 +80,7 @@ pub(crate) fn observe_runs(
             verdict: None,
             worktree_exists: std::fs::symlink_metadata(&wt).is_ok(),
             corrupt: None,
+            usage: None,
         };
         match crate::worker::liveness::attempt(&rs, RUN, boot) {
             Ok(a) => {
@@ -87,22 +92,56 @@ pub(crate) fn observe_runs(
             Err(why) => run.corrupt = Some(why.to_string()),
         }
         let last = matches!(run.proc, Proc::Dead | Proc::NotStarted);
-        run.verdict = verdict(&rs, run.worktree_exists.then_some(wt.as_path()), last);
+        let (verdict, reported) = mailbox_of(&rs, run.worktree_exists.then_some(wt.as_path()), last);
+        run.verdict = verdict;
+        // Over once its exit is recorded, or its process is gone without one (lost). Priced
+        // by its package's name as launched (the figures are its own word either way).
+        let over = run.corrupt.is_none() && (run.exit.is_some() || run.proc == Proc::Dead);
+        if over {
+            let package = std::fs::read_to_string(rs.package()).map(|p| p.trim().to_string()).unwrap_or_default();
+            run.usage = crate::worker::usage::observe(home, &rs, RUN, over, reported.as_ref(), &package);
+        }
         runs.push(run);
     }
     runs
 }
 
-/// The first verdict in a reviewer's mailbox.
-fn verdict(rs: &StateDir, worktree: Option<&Path>, last: bool) -> Option<Given> {
+/// The first verdict in a reviewer's mailbox, and the usage it reported (`report_usage`),
+/// summed.
+fn mailbox_of(rs: &StateDir, worktree: Option<&Path>, last: bool) -> (Option<Given>, Option<crate::worker::usage::Reading>) {
     let mut found = None;
+    let mut reported = None;
     let expect = Expect { attempt: Some(RUN), worktree, last };
-    let read = mailbox::read_from(&mailbox::attempt_file(rs, RUN), &mut Cursor::default(), expect, |line| {
-        if let Some(MailBody::Verdict { verdict, summary, comments }) = line.mail.map(|m| m.body) {
-            found.get_or_insert(Given { verdict, summary, comments });
-        }
-    });
-    read.ok().and(found)
+    let read =
+        mailbox::read_from(&mailbox::attempt_file(rs, RUN), &mut Cursor::default(), expect, |line| match line.mail.map(|m| m.body) {
+            Some(MailBody::Verdict { verdict, summary, comments }) => {
+                found.get_or_insert(Given { verdict, summary, comments });
+            }
+            Some(MailBody::UsageReport(r)) => reported = Some(crate::worker::usage::Reading::add(reported.take(), &r)),
+            _ => {}
+        });
+    match read {
+        Ok(_) => (found, reported),
+        Err(_) => (None, None),
+    }
+}
+
+/// A reviewer run's `usage` event, on the timeline of the work it reviewed: `key`, the figures,
+/// `reviewer` (and `worker`) naming it, and `fields` (the attempt or round it reviewed).
+pub(crate) fn usage_event(
+    u: &crate::worker::usage::Attempt,
+    reviewer: &str,
+    key: String,
+    fields: serde_json::Value,
+) -> (String, serde_json::Value) {
+    let (_, mut event) = u.event(reviewer);
+    event["reviewer"] = reviewer.into();
+    if let (Some(e), Some(f)) = (event.as_object_mut(), fields.as_object()) {
+        // Its own run's number (always the first) says nothing: what it reviewed does.
+        e.remove("attempt");
+        e.extend(f.clone());
+    }
+    (key, event)
 }
 
 /// What one reviewer run reviews, and where it runs.

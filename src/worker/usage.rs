@@ -255,12 +255,12 @@ pub(crate) fn recorded(timeline: &std::path::Path, which: impl Fn(&Json) -> bool
     summed(&crate::activity::timeline::read(timeline).unwrap_or_default(), which)
 }
 
-/// What the attempts of the project whose `.lore/` is `lore` used, as their commissions' and
-/// plans' `usage` events record it (one per ended attempt), of those that ended at or after
-/// `from`; `None` when none did.
+/// What the attempts of the project whose `.lore/` is `lore` used, as their commissions',
+/// plans' and meetings' `usage` events record it (one per ended attempt, reviewer's run or
+/// meeting turn), of those that ended at or after `from`; `None` when none did.
 pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chrono::Utc>) -> Option<Usage> {
     let mut all = Vec::new();
-    for dir in ["commissions", "plans"] {
+    for dir in ["commissions", "plans", "meetings"] {
         for path in crate::artifact::paths(&lore.join(dir)).unwrap_or_default() {
             let events = crate::activity::timeline::read(&crate::activity::timeline::path_for(&path)).unwrap_or_default();
             let ended_since =

@@ -18,6 +18,8 @@
 #   fail             report an error and end the turn unfinished
 #   links: N         append N link events to its mailbox itself, without the toolbox (a flood)
 #   raw: LINE        append LINE to its mailbox as it is, without the toolbox
+#   usage: IN OUT USD  report what the turn used, as guild-hall's `usage` line (an agent's
+#                    report: input and output tokens, dollars)
 set -eu
 msg=$(cat "$GUILD_HALL_MESSAGE_FILE")
 store="$GUILD_HALL_MEMORY/sessions"
@@ -98,6 +100,10 @@ printf '%s\n' "$msg" | while IFS= read -r line; do
       ;;
     raw:*)
       printf '%s\n' "${line#raw: }" >> "$GUILD_HALL_MAILBOX"
+      ;;
+    usage:*)
+      set -- ${line#usage:}
+      printf '{"type":"usage","input_tokens":%s,"output_tokens":%s,"usd":%s}\n' "$1" "$2" "$3"
       ;;
     pause:*)
       sleep "$(printf '%s' "${line#pause:}" | sed 's/^ *//')"

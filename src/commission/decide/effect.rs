@@ -37,6 +37,8 @@ pub(super) enum Effect {
     StartReviewer {
         index: usize,
         reviewer: String,
+        /// How many reviewers it has.
+        of: usize,
     },
     /// A reviewer's run is over: its worktree removed.
     ReviewerCleanup {

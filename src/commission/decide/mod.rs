@@ -222,6 +222,9 @@ pub fn decide(s: &Snapshot) -> Decisions {
     let mut busy = Vec::new();
 
     let cycles = dependency_cycles(s);
+    // Attempts each package starts this round (reviewers' runs, then dispatches), against its
+    // `max_concurrent:`.
+    let mut started: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for o in &s.commissions {
         if o.corrupt.is_some() {
             // Its worker may be alive for all we know: it keeps its slot, and nothing is done.
@@ -271,9 +274,19 @@ pub fn decide(s: &Snapshot) -> Decisions {
             Effect::Finish => actions.push(finish(s, o, step, &now, Reason::ResultSubmitted)),
             Effect::Approve => actions.push(finish(s, o, step, &now, Reason::Approved)),
             Effect::ReviewersApproved { count } => actions.push(finish(s, o, step, &now, Reason::ReviewersApproved { count })),
-            Effect::StartReviewer { index, reviewer } => {
+            Effect::StartReviewer { index, reviewer, of } => {
                 let attempt = step.record.attempt;
                 busy.push(o.artifact.id.clone());
+                // A reviewer's run is an attempt of its package: it waits while `max_concurrent:`
+                // is reached, counting what this round started already.
+                let started_now = started.get(&reviewer).copied().unwrap_or(0);
+                if let Some(max) = waiting::package_cap(s, &reviewer).filter(|&max| waiting::live_of(s, &reviewer) + started_now >= max) {
+                    reviewers::waiting_for_package(o, &mut step, index, &reviewer, of, max);
+                    push_update(&mut actions, step.finish());
+                    continue;
+                }
+                reviewers::starting(&mut step, index, &reviewer, of);
+                *started.entry(reviewer.clone()).or_insert(0) += 1;
                 actions.push(Action::StartReviewer { branch: attempt_branch(o, attempt), attempt, index, reviewer, update: step.finish() });
             }
             Effect::ReviewerCleanup { index } => {
@@ -333,7 +346,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
         }
     }
 
-    dispatch(s, candidates, running, &mut actions);
+    dispatch(s, candidates, running, started, &mut actions);
     // The scheduled commissions' runs: written now, dispatched by the next round like any.
     actions.extend(schedule::steps(s).into_iter().map(Action::Schedule));
 
@@ -377,12 +390,17 @@ fn finish(s: &Snapshot, o: &Observed, step: Step<'_>, now: &str, why: Reason) ->
 
 /// The candidates dispatched FIFO by `created:` (ties: id), within the project and global caps;
 /// the rest keep their update alone.
-fn dispatch(s: &Snapshot, mut candidates: Vec<(Step<'_>, Option<Revision>)>, mut running: usize, actions: &mut Vec<Action>) {
+/// `started`: the attempts each package's reviewers start this round.
+fn dispatch(
+    s: &Snapshot,
+    mut candidates: Vec<(Step<'_>, Option<Revision>)>,
+    mut running: usize,
+    mut started: std::collections::BTreeMap<String, usize>,
+    actions: &mut Vec<Action>,
+) {
     let cfg = &s.project.config;
     let created = |s: &Step<'_>| s.o.artifact.created().map(str::to_string).or_else(|| s.record.created.clone());
     candidates.sort_by(|(a, _), (b, _)| (created(a), a.o.id()).cmp(&(created(b), b.o.id())));
-    // Attempts each package starts this round, against its `max_concurrent:`.
-    let mut started: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for (mut step, revision) in candidates {
         let has_room = running < cfg.commission_cap && running + s.running_elsewhere < s.max_concurrent;
         let worker = step.o.artifact.worker.clone();

@@ -38,6 +38,7 @@ pub(super) fn hold(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
 /// their verdicts come to. `None`: review goes on as a person's ([`super::review::in_review`]).
 pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed: bool) -> Option<Effect> {
     let names = of(s, o);
+    account_usage(o, st, &names);
     let settled = !o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
     if o.artifact.desired.is_some() {
         // A person's word goes first: reviewers still at work are stopped, their checkouts
@@ -57,12 +58,9 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed:
     for (index, name) in names.iter().enumerate() {
         match stands(o.reviews.iter().find(|r| r.index == index)) {
             Stands::ToStart => {
+                // Said once it starts (the round's decider knows whether its package has room).
                 show(st, attempt, &heard);
-                let why = Reason::AwaitsReviewers { reviewer: name.clone(), index, of: names.len() };
-                st.set("reason", Value::String(why.to_string()));
-                let text = format!("reviewer {name} reviews attempt {attempt}, read-only");
-                st.event("reviewer", format!("reviewer:{attempt}:{index}"), json!({"text": text, "reviewer": name, "attempt": attempt}));
-                return Some(Effect::StartReviewer { index, reviewer: name.clone() });
+                return Some(Effect::StartReviewer { index, reviewer: name.clone(), of: names.len() });
             }
             Stands::AtWork(r) => {
                 show(st, attempt, &heard);
@@ -97,6 +95,45 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed:
     }
     show(st, attempt, &heard);
     Some(weigh(s, o, st, &heard))
+}
+
+/// What the attempt's reviewers used: a `usage` event each once its run is over (keyed by the
+/// attempt and the reviewer's place, naming the reviewer), and the artifact's `usage:` with
+/// them — the attempts before (their reviewers' included), this one's, and its reviewers'.
+/// Set from what was observed alone, so a pass repeated gives the same figures.
+fn account_usage(o: &Observed, st: &mut Step<'_>, names: &[String]) {
+    let attempt = st.record.attempt;
+    let used: Vec<_> = o.reviews.iter().filter_map(|r| Some((r.index, r.usage.as_ref()?))).collect();
+    if used.is_empty() {
+        return;
+    }
+    let own = o.usage.as_ref().filter(|u| u.attempt == attempt).map(|u| u.usage);
+    let mut total: Vec<crate::worker::usage::Usage> = o.usage_before.into_iter().chain(own).collect();
+    for (index, u) in used {
+        let name = names.get(index).map_or("reviewer", String::as_str);
+        let key = format!("usage:{attempt}:review:{index}");
+        let (key, fields) = crate::worker::reviewer::usage_event(u, name, key, json!({"attempt": attempt}));
+        st.event("usage", key, fields);
+        total.push(u.usage);
+    }
+    if let Some(sum) = crate::worker::usage::Usage::sum(&total) {
+        st.set("usage", sum.to_yaml());
+    }
+}
+
+/// Reviewer `index` (of `of`) started now: its reason and its `reviewer` event.
+pub(super) fn starting(st: &mut Step<'_>, index: usize, name: &str, of: usize) {
+    let attempt = st.record.attempt;
+    let why = Reason::AwaitsReviewers { reviewer: name.to_string(), index, of };
+    st.set("reason", Value::String(why.to_string()));
+    let text = format!("reviewer {name} reviews attempt {attempt}, read-only");
+    st.event("reviewer", format!("reviewer:{attempt}:{index}"), json!({"text": text, "reviewer": name, "attempt": attempt}));
+}
+
+/// Reviewer `index` (of `of`) is to start, and its package's `max_concurrent:` (`max`) is
+/// reached: the review waits for one of its attempts to end, saying so (once).
+pub(super) fn waiting_for_package(o: &Observed, st: &mut Step<'_>, index: usize, name: &str, of: usize, max: usize) {
+    keep_reason(o, st, Reason::ReviewerAtCapacity { reviewer: name.to_string(), index, of, max });
 }
 
 /// Reviewers of the attempt still at work, lingering or with a checkout left, when the

@@ -1418,3 +1418,33 @@ fn max_concurrent_holds_the_excess_blocked() {
     let reason = sets(&p, "a", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
     assert!(reason.contains("max_concurrent: 1"), "{reason}");
 }
+
+/// A reviewer's run is an attempt of its package: with its `max_concurrent:` reached (a run
+/// live elsewhere), the review waits, saying so; with room for one, of two commissions in
+/// review one reviewer starts this round, and a dispatch of the package waits behind it.
+#[test]
+fn a_reviewer_waits_while_its_package_is_at_max_concurrent() {
+    let in_review = |id: &str| obs(commission(id, "status: review\nattempt: 1\nreviewers: [critic]\n"), Some(rec(Status::Review, 1)));
+    let mut s = snapshot(vec![in_review("a"), in_review("b")]);
+    s.workers = Catalog::with(&["scribe", "critic"]);
+    let pkg = s.workers.packages.get_mut("critic").expect("critic");
+    pkg.manifest.max_concurrent = std::num::NonZeroUsize::new(1);
+    let starts = |p: &Decisions| -> Vec<String> {
+        p.actions.iter().filter(|a| matches!(a, Action::StartReviewer { .. })).map(|a| a.id().to_string()).collect()
+    };
+    let p = decide(&s);
+    assert_eq!(starts(&p), ["a"], "one of two: {:?}", p.actions);
+    let reason = sets(&p, "b", "reason").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    assert!(reason.contains("waits for its reviewer critic (1 of 1)") && reason.contains("max_concurrent: 1"), "{reason}");
+    // A commission of the reviewer's package waits behind the reviewer started this round.
+    let mut c = obs(commission("c", "status: pending\n"), None);
+    c.artifact.worker = "critic".into();
+    s.commissions.push(c);
+    let p = decide(&s);
+    assert_eq!(starts(&p), ["a"]);
+    assert!(!p.actions.iter().any(|a| matches!(a, Action::Dispatch { .. })), "{:?}", p.actions);
+    // One live elsewhere: neither starts.
+    s.running_by_package.insert("critic".into(), 1);
+    let p = decide(&s);
+    assert!(starts(&p).is_empty(), "{:?}", p.actions);
+}

@@ -42,6 +42,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize, started: &std::coll
     let known = start.is_some();
     let record = start.unwrap_or_else(PlanRecord::fresh);
     let mut st = Step::new(o, s, record);
+    st.started = started.clone();
     let had = st.record.status;
     // First met, whatever its status (a draft, written already over): created so, the one
     // `created` event every kind opens its timeline with — not for a plan another home ran
@@ -74,6 +75,11 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize, started: &std::coll
     }
     // Cancelled: stop what runs; nothing merged is undone.
     if st.record.status == Cancelled {
+        // What its reviewers used, whether they ended before the cancel or were stopped by it.
+        if st.o.reviews.iter().any(|r| r.usage.is_some()) {
+            super::review::log_usage(&mut st);
+            fold::sum_usage(&mut st);
+        }
         return cancel(st);
     }
     if st.record.status == Pending {
@@ -85,6 +91,7 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize, started: &std::coll
     for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
         fold::fold_mail(&mut st, ot);
     }
+    super::review::log_usage(&mut st);
     fold::sum_usage(&mut st);
     match st.record.status {
         Running if o.taken && !st.record.bases.contains_key(&w) => {

@@ -90,6 +90,7 @@ pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
         usage_recorded: None,
         reviews: Vec::new(),
         reviewer_timeouts: Vec::new(),
+        reviewer_caps: Vec::new(),
     }
 }
 

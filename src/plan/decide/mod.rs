@@ -143,6 +143,8 @@ pub struct Observed {
     pub(crate) reviews: Vec<crate::worker::reviewer::ReviewerRun>,
     /// Each reviewer's package `timeout:`, by its place in the plan's (or project's) list.
     pub(crate) reviewer_timeouts: Vec<Option<std::time::Duration>>,
+    /// Each reviewer's package `max_concurrent:`, likewise.
+    pub(crate) reviewer_caps: Vec<Option<usize>>,
 }
 
 #[derive(Debug, Clone)]
@@ -504,6 +506,9 @@ pub(crate) fn decide(s: &Snapshot) -> Vec<Action> {
                         *started.entry(name.clone()).or_insert(0) += 1;
                     }
                 }
+            }
+            if let Action::StartReviewer { reviewer, .. } = &a {
+                *started.entry(reviewer.clone()).or_insert(0) += 1;
             }
             out.push(a);
         }

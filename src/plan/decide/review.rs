@@ -25,6 +25,27 @@ pub(super) fn of(st: &Step<'_>) -> Vec<String> {
     st.o.plan.reviewers.clone().or_else(|| st.s.reviewers.clone()).unwrap_or_default()
 }
 
+/// How a reason saying a reviewer waits for its package begins ([`Reason::ReviewerAtCapacity`]).
+const WAITED_FOR_PACKAGE: &str = "waits for its reviewer ";
+
+/// What each reviewer run over the plan used, once it is over: a `usage` event on the plan's
+/// timeline (keyed by the round and its place, naming the reviewer), logged once; the plan's
+/// `usage:` sums it with its tasks'.
+pub(super) fn log_usage(st: &mut Step<'_>) {
+    let round = st.record.verify_runs;
+    let names = of(st);
+    for r in &st.o.reviews {
+        let Some(u) = &r.usage else { continue };
+        let key = format!("usage:review:{round}:{}", r.index);
+        if st.o.timeline_keys.contains(&key) || !st.keys.insert(key.clone()) {
+            continue;
+        }
+        let name = names.get(r.index).map_or("reviewer", String::as_str);
+        let (key, fields) = crate::worker::reviewer::usage_event(u, name, key, json!({"round": round}));
+        st.event("usage", key, fields);
+    }
+}
+
 /// The stage after the last wave's verify passed (`names` not empty): the next reviewer
 /// started, a finished one's checkout removed, or what their verdicts come to.
 pub(super) fn stage(mut st: Step<'_>, w: usize, names: &[String]) -> Option<Action> {
@@ -34,6 +55,19 @@ pub(super) fn stage(mut st: Step<'_>, w: usize, names: &[String]) -> Option<Acti
         match stands(st.o.reviews.iter().find(|r| r.index == index)) {
             Stands::ToStart => {
                 show(&mut st, round, &heard);
+                // A reviewer's run is an attempt of its package: it waits while its
+                // `max_concurrent:` is reached (what started earlier this round counted).
+                let live = |by: &std::collections::BTreeMap<String, usize>| by.get(name).copied().unwrap_or(0);
+                let cap = st.o.reviewer_caps.get(index).copied().flatten();
+                if let Some(max) = cap.filter(|&max| live(&st.s.running_by_package) + live(&st.started) >= max) {
+                    let why = Reason::ReviewerAtCapacity { reviewer: name.clone(), index, of: names.len(), max };
+                    st.set("reason", serde_yaml_ng::Value::String(why.to_string()));
+                    return settle(st);
+                }
+                // It waited for its package: that is over once it starts.
+                if st.o.plan.fields.get("reason").and_then(|r| r.as_str()).is_some_and(|r| r.starts_with(WAITED_FOR_PACKAGE)) {
+                    st.remove("reason");
+                }
                 st.event(
                     "reviewer",
                     format!("reviewer:{round}:{index}"),

@@ -23,6 +23,9 @@ pub(super) struct Step<'a> {
     /// Keys of the task updates logged in this step (a repeated one is a no-op).
     pub(super) keys: std::collections::HashSet<String>,
     pub(super) folds: Vec<TaskFold>,
+    /// The attempts each package started earlier in this round (tasks, reviewers), for its
+    /// `max_concurrent:`.
+    pub(super) started: std::collections::BTreeMap<String, usize>,
 }
 
 impl<'a> Step<'a> {
@@ -37,6 +40,7 @@ impl<'a> Step<'a> {
             dirty: false,
             keys: Default::default(),
             folds: Vec::new(),
+            started: Default::default(),
         }
     }
 

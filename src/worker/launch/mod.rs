@@ -574,7 +574,8 @@ fn checks(a: &Activation<'_>) -> Vec<Vec<String>> {
 }
 
 /// A commission's or a wave task's budget ([`crate::worker::budget`]): its own `resources:`,
-/// else its package's; none for a meeting's turns.
+/// else its package's; none for a meeting's turns (their output streams past the shim to the
+/// process running the turn, which holds the turn to its package's budget itself).
 fn budget(a: &Activation<'_>, f: &Facts) -> Option<crate::worker::budget::Budget> {
     if !matches!(a.kind, ActivityKind::Commission | ActivityKind::Task) {
         return None;

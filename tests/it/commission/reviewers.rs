@@ -36,6 +36,13 @@ fn commission(p: &Project, id: &str, extra: &str) {
     p.write_commission(id, &format!("---\ntitle: Make it\nworker: maker\n{extra}---\nMake the work.\n"));
 }
 
+/// The artifact's frontmatter as YAML.
+fn frontmatter(p: &Project, id: &str) -> serde_yaml_ng::Value {
+    let text = p.artifact(id);
+    let yaml = text.strip_prefix("---\n").and_then(|t| t.split_once("\n---")).map(|(y, _)| y).expect("frontmatter");
+    serde_yaml_ng::from_str(yaml).expect("frontmatter parses")
+}
+
 fn kinds_of<'a>(tl: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
     tl.iter().filter(|e| e["kind"] == kind).collect()
 }
@@ -299,4 +306,132 @@ fn a_reviewer_neither_reads_nor_leaves_its_packages_memory() {
     }
     assert!(names.iter().any(|n| n.starts_with("planted")), "the worker's memory is kept: {names:?} under {}", memory.display());
     assert!(!names.iter().any(|n| n.starts_with("from-review")), "{names:?}");
+}
+
+/// A reviewer's run is an attempt of its package: what it reports using is a `usage` event on
+/// the commission it reviewed, naming it, summed into the artifact's `usage:`, seen by
+/// `guild-hall usage` and counted by the daily budget (which then holds the next commission).
+#[test]
+fn a_reviewers_usage_is_recorded_on_the_commission_and_counted() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "maker",
+        "full",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 1000 --output-tokens 100 --usd 0.5
+echo made > work.txt
+"$GUILD_HALL_BIN" toolbox submit-result --summary made"#,
+    );
+    p.script_worker(
+        "picky",
+        "full",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 200 --output-tokens 20 --usd 0.25
+"$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary fine"#,
+    );
+    p.config("reviewers: [picky]\nbudget:\n  usd_per_day: 0.6\n");
+    commission(&p, "job", "");
+    p.settle();
+    assert_eq!(p.status("job"), "completed", "{}", p.artifact("job"));
+    let tl = p.timeline("job");
+    let usage = kinds_of(&tl, "usage");
+    assert_eq!(usage.len(), 2, "the attempt's and its reviewer's: {tl:?}");
+    let reviewer = usage.iter().find(|e| e["reviewer"] == "picky").unwrap_or_else(|| panic!("the reviewer's: {tl:?}"));
+    assert_eq!((reviewer["input_tokens"].as_u64(), reviewer["attempt"].as_u64()), (Some(200), Some(1)), "{reviewer}");
+    assert_eq!((reviewer["worker"].as_str(), reviewer["source"].as_str()), (Some("picky"), Some("reported")), "{reviewer}");
+    let fm = frontmatter(&p, "job");
+    let summed = &fm["usage"];
+    assert_eq!((summed["input_tokens"].as_u64(), summed["output_tokens"].as_u64()), (Some(1200), Some(120)), "{fm:?}");
+    assert_eq!(summed["usd"].as_f64(), Some(0.75), "{fm:?}");
+    let by_worker: serde_json::Value = serde_json::from_str(&p.ok(&["usage", "--by", "worker", "--json"])).expect("json");
+    let keys: Vec<&str> = by_worker["rows"].as_array().expect("rows").iter().filter_map(|r| r["key"].as_str()).collect();
+    assert_eq!(keys, ["maker", "picky"], "{by_worker}");
+    assert_eq!(by_worker["total"]["usd"].as_f64(), Some(0.75), "{by_worker}");
+    // $0.50 alone is under the day's $0.60; with the reviewer's $0.25 it is reached.
+    commission(&p, "next", "");
+    p.ok(&["reconcile", "--once"]);
+    assert_eq!(p.status("next"), "blocked", "{}", p.artifact("next"));
+    assert!(p.artifact("next").contains("daily budget reached: $0.75"), "{}", p.artifact("next"));
+}
+
+/// A reviewer's run counts against its package's `max_concurrent:`: with one run of the
+/// package at work (a commission of it), the review waits, saying so, and starts once it ends.
+#[test]
+fn a_reviewer_waits_while_its_package_is_at_max_concurrent() {
+    let p = Project::new(&[]);
+    p.script_worker("maker", "full", WORKER);
+    p.script_worker(
+        "picky",
+        "full",
+        r#"if [ -n "${GUILD_HALL_REVIEWER:-}" ]; then
+  "$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary fine
+else
+  sleep 4
+  echo long > long.txt
+  "$GUILD_HALL_BIN" toolbox submit-result --summary "long work"
+fi"#,
+    );
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}max_concurrent: 1\n")).expect("write");
+    // The package's own commission runs first; then the reviewed one is submitted.
+    p.write_commission("long", "---\ntitle: Long\nworker: picky\n---\nLong work.\n");
+    p.pass_until("the package's commission to run", |p| p.status("long") == "in_progress");
+    commission(&p, "job", "reviewers: [picky]\n");
+    p.pass_until("the review to wait for the package", |p| {
+        frontmatter(p, "job")["reason"].as_str().is_some_and(|r| r.contains("waits for its reviewer picky"))
+    });
+    let reason = frontmatter(&p, "job")["reason"].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains("max_concurrent: 1"), "{reason}");
+    assert_eq!(p.status("job"), "review");
+    p.settle();
+    assert_eq!((p.status("long"), p.status("job")), ("completed".to_string(), "completed".to_string()));
+    // The reviewer's run started once the package's commission had ended.
+    let json = |path: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("json")
+    };
+    let time = |v: &serde_json::Value, key: &str| chrono::DateTime::parse_from_rfc3339(v[key].as_str().expect("time")).expect("rfc3339");
+    let ended = time(&json(p.state_dir("long").join("exit.json")), "finished_at");
+    let started = time(&json(p.state_dir("job").join("review-1-0/run.json")), "started_at");
+    assert!(started >= ended, "the reviewer started at {started}, before the package's other run ended at {ended}");
+}
+
+/// A live reviewer's run holds its package's slot: a commission of the package waits,
+/// `blocked`, while it reviews, and runs once it has ended.
+#[test]
+fn a_reviewers_live_run_holds_its_packages_slot() {
+    let p = Project::new(&[]);
+    p.script_worker("maker", "full", WORKER);
+    p.script_worker(
+        "picky",
+        "full",
+        r#"if [ -n "${GUILD_HALL_REVIEWER:-}" ]; then
+  sleep 3
+  "$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary fine
+else
+  echo other > other.txt
+  "$GUILD_HALL_BIN" toolbox submit-result --summary "other work"
+fi"#,
+    );
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}max_concurrent: 1\n")).expect("write");
+    commission(&p, "job", "reviewers: [picky]\n");
+    let run = |p: &Project| p.try_state_dir("job").map(|d| d.join("review-1-0/run.json"));
+    p.pass_until("the reviewer to run", |p| run(p).is_some_and(|r| r.exists()));
+    p.write_commission("other", "---\ntitle: Other\nworker: picky\n---\nOther work.\n");
+    p.ok(&["reconcile", "--once"]);
+    let reviewing = !p.state_dir("job").join("review-1-0/exit.json").exists();
+    if reviewing {
+        // (Read while the reviewer still ran: on a loaded machine it may have ended by now.)
+        assert_eq!(p.status("other"), "blocked", "{}", p.artifact("other"));
+        assert!(p.artifact("other").contains("max_concurrent: 1"), "{}", p.artifact("other"));
+    }
+    p.settle();
+    assert_eq!((p.status("job"), p.status("other")), ("completed".to_string(), "completed".to_string()));
+    let json = |path: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("json")
+    };
+    let time = |v: &serde_json::Value, key: &str| chrono::DateTime::parse_from_rfc3339(v[key].as_str().expect("time")).expect("rfc3339");
+    let ended = time(&json(p.state_dir("job").join("review-1-0/exit.json")), "finished_at");
+    let started = time(&json(p.state_dir("other").join("run.json")), "started_at");
+    assert!(started >= ended, "the commission started at {started}, before the reviewer's run ended at {ended}");
 }

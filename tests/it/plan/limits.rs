@@ -126,3 +126,43 @@ for i in $(seq 60); do sleep 1; done
     assert_eq!(events.iter().filter(|e| e["kind"] == "budget").count(), 1, "{events:?}");
     assert!(!events.iter().any(|e| e["kind"] == "rerun_required"), "no rerun: {events:?}");
 }
+
+/// `max_concurrent: 1` is one cap for every kind: a commission and a wave task of the package
+/// both waiting for it when its one attempt ends are never started together — the pass
+/// decides commissions first and the plan counts what they start in the same round — and all
+/// three runs complete, one after another.
+#[test]
+fn max_concurrent_holds_across_a_commission_and_a_wave_task_in_one_pass() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "solo",
+        "full",
+        "if grep -q long \"$GUILD_HALL_PROMPT_FILE\"; then sleep 6; else sleep 1; fi\necho done > \"out-${GUILD_HALL_TASK:-$GUILD_HALL_ID}.txt\"\n\"$GUILD_HALL_BIN\" toolbox submit-result --summary done",
+    );
+    let yaml = p.root.join(".lore/workers/solo/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}max_concurrent: 1\n")).expect("write");
+    let first = p.create("solo", "First", "A long one.");
+    p.pass_until("the first commission to run", |p| p.status(&first) == "in_progress");
+    // Both wait for the package while the first runs; when it ends, one round sees both free.
+    let second = p.create("solo", "Second", "Short.");
+    write_plan(&p, "beside", "  - - {id: t, worker: solo, prompt: short}\n");
+    p.pass_until("the commission, the first and the plan to complete", |p| {
+        [&first, &second].iter().all(|id| p.status(id) == "completed") && show(p, "beside")["status"] == "completed"
+    });
+    // Their runs, from their shims' own records: none overlaps another.
+    let json = |path: std::path::PathBuf| -> Value {
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("json")
+    };
+    let time = |v: &Value, key: &str| chrono::DateTime::parse_from_rfc3339(v[key].as_str().expect("time")).expect("rfc3339");
+    let project_state = p.state_dir(&first).parent().and_then(|d| d.parent()).expect("project state").to_path_buf();
+    let dirs = [p.state_dir(&first), p.state_dir(&second), project_state.join("plans/beside/tasks/beside-exec-wave-1-task-1")];
+    let runs = dirs.map(|d| (time(&json(d.join("run.json")), "started_at"), time(&json(d.join("exit.json")), "finished_at")));
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            assert!(a.1 <= b.0 || b.1 <= a.0, "two ran at once: {runs:?}");
+        }
+    }
+    let landed = git(&p.root, &["ls-tree", "-r", "--name-only", "claude/main"]);
+    assert_eq!(landed.lines().filter(|l| l.starts_with("out-")).count(), 3, "all landed: {landed}");
+}

@@ -211,3 +211,77 @@ fn plan_show_gives_the_reviewers_verdicts_in_text_and_json() {
     assert!(block.contains("    one.txt:1: add fixed.txt beside it"), "{text}");
     assert!(block.contains("picky on round 2: approve: fixed is there"), "{text}");
 }
+
+/// What a plan's reviewer reports using is a `usage` event on the plan, naming it and its
+/// round, summed into the plan's `usage:` and seen by `guild-hall usage`.
+#[test]
+fn a_plan_reviewers_usage_is_recorded_on_the_plan() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker(
+        "picky",
+        "full",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 300 --output-tokens 30 --usd 0.2
+"$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary "all good""#,
+    );
+    plan(&p, "pr");
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "completed", "{v}");
+    let log = v["log"].as_array().expect("log");
+    let usage: Vec<_> = log.iter().filter(|e| e["kind"] == "usage" && e["reviewer"] == "picky").collect();
+    assert_eq!(usage.len(), 1, "{v}");
+    assert_eq!((usage[0]["input_tokens"].as_u64(), usage[0]["round"].as_u64()), (Some(300), Some(1)), "{}", usage[0]);
+    let text = std::fs::read_to_string(p.root.join(".lore/plans/pr.md")).expect("plan");
+    assert!(text.contains("usage:") && text.contains("input_tokens: 300"), "{text}");
+    let by_plan: serde_json::Value = serde_json::from_str(&p.ok(&["usage", "--by", "plan", "--json"])).expect("json");
+    assert_eq!(by_plan["rows"][0]["key"], "pr", "{by_plan}");
+    assert!(by_plan["rows"][0]["usage"]["input_tokens"].as_u64().is_some_and(|n| n >= 300), "{by_plan}");
+}
+
+/// A plan's reviewer is an attempt of its package: while a commission of the package runs
+/// (`max_concurrent: 1`), the REVIEW stage waits, saying so, and the reviewer starts once the
+/// commission's run has ended; the plan then completes.
+#[test]
+fn a_plan_reviewer_waits_while_its_package_is_at_max_concurrent() {
+    let p = Project::new(&["mason"]);
+    p.script_worker("fixer", "full", FIXER);
+    p.script_worker(
+        "picky",
+        "full",
+        r#"if [ -n "${GUILD_HALL_REVIEWER:-}" ]; then
+  "$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary "all good"
+else
+  sleep 5
+  echo long > long.txt
+  "$GUILD_HALL_BIN" toolbox submit-result --summary "long work"
+fi"#,
+    );
+    let yaml = p.root.join(".lore/workers/picky/worker.yaml");
+    let text = std::fs::read_to_string(&yaml).expect("worker.yaml");
+    std::fs::write(&yaml, format!("{text}max_concurrent: 1\n")).expect("write");
+    p.write_commission("long", "---\ntitle: Long\nworker: picky\n---\nLong work.\n");
+    p.pass_until("the package's commission to run", |p| p.status("long") == "in_progress");
+    plan(&p, "pr");
+    p.pass_until("the review to wait for the package, or the commission to end", |p| {
+        let v = show(p, "pr");
+        v["reason"].as_str().is_some_and(|r| r.contains("waits for its reviewer picky (1 of 1)")) || p.status("long") == "completed"
+    });
+    if p.status("long") != "completed" {
+        // (On a loaded machine the commission may have ended before the plan got there.)
+        let v = show(&p, "pr");
+        assert!(v["reason"].as_str().is_some_and(|r| r.contains("max_concurrent: 1")), "{v}");
+    }
+    p.settle();
+    let v = show(&p, "pr");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert!(!v["reason"].as_str().unwrap_or_default().contains("waits for its reviewer"), "{v}");
+    let json = |path: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("json")
+    };
+    let time = |v: &serde_json::Value, key: &str| chrono::DateTime::parse_from_rfc3339(v[key].as_str().expect("time")).expect("rfc3339");
+    let ended = time(&json(p.state_dir("long").join("exit.json")), "finished_at");
+    let project_state = p.state_dir("long").parent().and_then(|d| d.parent()).expect("project state").to_path_buf();
+    let started = time(&json(project_state.join("plans/pr/review-1-0/run.json")), "started_at");
+    assert!(started >= ended, "the reviewer started at {started}, before the package's commission ended at {ended}");
+}
