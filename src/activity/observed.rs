@@ -131,6 +131,63 @@ impl<V> Inner<V> {
     }
 }
 
+/// What the store says of a plan or a meeting: at rest, nothing for a pass to do until one of
+/// the files it was judged from changes ([`Reading`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AtRest;
+
+/// One observation of a kind's artifacts through a watch's store: an artifact the store holds
+/// at rest is left out (every file it was judged from keeps its stamp); the files of each
+/// other one are stamped before it is read, and once the observer has judged it, it is
+/// remembered at rest (or forgotten). Without a store every artifact is read and nothing kept.
+pub(crate) struct Reading<'a> {
+    store: Option<&'a Store<AtRest>>,
+    kind: Name,
+    stamped: HashMap<PathBuf, Vec<(PathBuf, Option<Stamp>)>>,
+    /// Artifacts left out, at rest.
+    left_out: usize,
+}
+
+impl<'a> Reading<'a> {
+    pub(crate) fn new(store: Option<&'a Store<AtRest>>, kind: Name) -> Reading<'a> {
+        Reading { store, kind, stamped: HashMap::new(), left_out: 0 }
+    }
+
+    /// Whether the artifact at `path` is to be read: not held at rest. `files`: those its
+    /// judgement is read from (the artifact among them), stamped now, before they are read.
+    pub(crate) fn wants(&mut self, path: &Path, files: impl FnOnce() -> Vec<PathBuf>) -> bool {
+        let Some(store) = self.store else { return true };
+        if store.get(self.kind, path).is_some() {
+            self.left_out += 1;
+            return false;
+        }
+        let files = files().into_iter().map(|f| {
+            let then = stamp(&f);
+            (f, then)
+        });
+        self.stamped.insert(path.to_path_buf(), files.collect());
+        true
+    }
+
+    /// What the artifact at `path`, read, came to: at rest (kept, with the stamps taken before
+    /// it was read) or not (forgotten).
+    pub(crate) fn judged(&mut self, path: &Path, at_rest: bool) {
+        let (Some(store), Some(files)) = (self.store, self.stamped.remove(path)) else { return };
+        if at_rest {
+            store.put(self.kind, path, files, AtRest);
+        } else {
+            store.forget(self.kind, path);
+        }
+    }
+
+    /// Done: how many artifacts were left out, at rest, said at debug level (`watch -v`).
+    pub(crate) fn finish(self) {
+        if self.left_out > 0 {
+            tracing::debug!(kind = %self.kind, at_rest = self.left_out, "left out at rest");
+        }
+    }
+}
+
 /// Lines found in the history of some commits (the trailers on the integration branch and its
 /// remote copies), kept with those commits' ids. Asked again with other tips, it walks only
 /// what is new — from the new tips down to the old ones — when every old tip is in the new

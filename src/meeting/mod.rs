@@ -18,6 +18,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::activity::kind::{AtWork, Capacity, Ctx, Decided, Kind, Name};
+use crate::activity::observed::{AtRest, Store};
 use crate::activity::Outcome;
 #[cfg(test)]
 use crate::artifact::MeetingStatus;
@@ -32,11 +33,14 @@ pub(crate) const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
     (MeetingStatus::Open, MeetingStatus::Closed),
 ];
 
-/// Meetings as a kind of the reconcile pass.
+/// Meetings as a kind of the reconcile pass. `store`: what a watch observed in its earlier
+/// passes (meetings at rest, [`observe::at_rest`]); `None`: everything is read.
 #[derive(Default)]
-pub(crate) struct Meetings;
+pub(crate) struct Meetings<'a> {
+    pub(crate) store: Option<&'a Store<AtRest>>,
+}
 
-impl Kind<Catalog> for Meetings {
+impl Kind<Catalog> for Meetings<'_> {
     const NAME: Name = Name::Meeting;
     const ACT_ORDER: u8 = 0;
     /// A meeting's turns are run by the person's command, not by the pass.
@@ -46,7 +50,7 @@ impl Kind<Catalog> for Meetings {
 
     fn observe(&self, ctx: Ctx<'_, Catalog>, _capacity: &Capacity) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now)?;
+        let (snapshot, problems) = observe::observe_cached(ctx.home, ctx.project, ctx.workers, &now, self.store)?;
         Ok((snapshot, problems))
     }
 
