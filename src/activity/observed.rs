@@ -320,6 +320,66 @@ mod tests {
         assert!(store.inner.lock().unwrap().by_file.is_empty(), "nothing left indexed");
     }
 
+    #[test]
+    fn a_reading_leaves_out_what_it_judged_at_rest_until_a_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, rec) = (dir.path().join("a.md"), dir.path().join("b.md"), dir.path().join("record.json"));
+        for f in [&a, &b, &rec] {
+            write(f, "x");
+        }
+        let store = Store::default();
+        let files = || vec![a.clone(), rec.clone()];
+        let mut first = Reading::new(Some(&store), Name::Plan);
+        assert!(first.wants(&a, files) && first.wants(&b, || vec![b.clone()]), "nothing judged yet");
+        first.judged(&a, true);
+        first.judged(&b, false);
+        let mut second = Reading::new(Some(&store), Name::Plan);
+        assert!(!second.wants(&a, files), "at rest, its files unchanged: left out");
+        assert!(second.wants(&b, || vec![b.clone()]), "not at rest: read");
+        assert_eq!(second.left_out, 1);
+        assert!(Reading::new(Some(&store), Name::Meeting).wants(&a, files), "kinds are kept apart");
+        assert!(Reading::new(None, Name::Plan).wants(&a, files), "without a store, everything is read");
+        write(&rec, "y");
+        assert!(Reading::new(Some(&store), Name::Plan).wants(&a, files), "its record changed: read again");
+    }
+
+    #[test]
+    fn a_write_while_it_is_read_is_seen_by_the_next_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.md");
+        write(&a, "status: completed\n");
+        let store = Store::default();
+        let mut reading = Reading::new(Some(&store), Name::Meeting);
+        assert!(reading.wants(&a, || vec![a.clone()]));
+        // Written after the stamp and before the judgement: the judgement is of the old bytes.
+        write(&a, "status: open\n");
+        reading.judged(&a, true);
+        assert!(Reading::new(Some(&store), Name::Meeting).wants(&a, || vec![a.clone()]), "stamped before it was read");
+    }
+
+    #[test]
+    fn an_event_or_an_overflow_makes_a_reading_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, rec) = (dir.path().join("a.md"), dir.path().join("record.json"));
+        for f in [&a, &rec] {
+            write(f, "x");
+        }
+        let store = Store::default();
+        let at_rest = |store: &Store<AtRest>| {
+            let mut r = Reading::new(Some(store), Name::Plan);
+            assert!(r.wants(&a, || vec![a.clone(), rec.clone()]));
+            r.judged(&a, true);
+        };
+        let left_out = |store: &Store<AtRest>| !Reading::new(Some(store), Name::Plan).wants(&a, || vec![a.clone(), rec.clone()]);
+        at_rest(&store);
+        assert!(left_out(&store));
+        store.changed(&rec);
+        assert!(!left_out(&store), "an event for its record, whatever the stamps say");
+        at_rest(&store);
+        store.overflowed();
+        assert!(!left_out(&store), "events lost");
+    }
+
     /// A repository whose `main` has commits with messages `msgs`; their ids, oldest first.
     fn history(dir: &Path, msgs: &[&str]) -> (git2::Repository, Vec<git2::Oid>) {
         let repo = git2::Repository::init(dir).unwrap();
