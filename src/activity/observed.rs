@@ -1,7 +1,8 @@
 //! What a long-running watch observed, kept between its passes: per kind, by artifact path, the
 //! files a judgement was read from with their stamps (size, mtime, inode) and what was judged,
-//! fed by the watcher's file events as kube's reflector is fed by its watch ([`Store`]); and
-//! lines read from git history, kept by the commit ids they were read from ([`ByTips`]). Only a
+//! fed by the watcher's file events as kube's reflector is fed by its watch ([`Store`]; plans
+//! and meetings are read through it by [`Reading`], those at rest left out); and lines read
+//! from git history, kept by the commit ids they were read from ([`ByTips`]). Only a
 //! shortcut: a stamp that differs, an event for one of the files or an overflowed event queue
 //! makes the next pass read again; without a store a pass reads.
 
