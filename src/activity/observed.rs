@@ -84,6 +84,13 @@ impl<V: Clone> Store<V> {
         inner.entries.insert(k, Entry { files, value });
     }
 
+    /// Whether a judgement of `kind`'s artifact at `key` is held, its files not looked at: for a
+    /// question asked in the round that just compared their stamps ([`Store::get`]), about
+    /// what only that pass writes (an event still drops it).
+    pub(crate) fn holds(&self, kind: Name, key: &Path) -> bool {
+        self.inner.lock().is_ok_and(|inner| inner.entries.contains_key(&(kind, key.to_path_buf())))
+    }
+
     /// Drop what was judged of `kind`'s artifact at `key`.
     pub(crate) fn forget(&self, kind: Name, key: &Path) {
         if let Ok(mut inner) = self.inner.lock() {
@@ -266,6 +273,24 @@ mod tests {
         judged(&store, &a, &[&a, &rec], "settled");
         std::fs::write(&a, "status: pending\n").unwrap();
         assert_eq!(store.get(Name::Commission, &a), None, "written in place: size and mtime differ");
+    }
+
+    #[test]
+    fn holds_answers_without_stamps_and_forgets_with_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.md");
+        write(&a, "status: completed\n");
+        let store = Store::default();
+        assert!(!store.holds(Name::Plan, &a));
+        store.put(Name::Plan, &a, vec![(a.clone(), stamp(&a))], "at rest");
+        assert!(store.holds(Name::Plan, &a) && !store.holds(Name::Meeting, &a));
+        write(&a, "status: pending\n");
+        assert!(store.holds(Name::Plan, &a), "its files are not looked at");
+        assert_eq!(store.get(Name::Plan, &a), None, "a look at them drops it");
+        assert!(!store.holds(Name::Plan, &a));
+        store.put(Name::Plan, &a, vec![(a.clone(), stamp(&a))], "at rest");
+        store.changed(&a);
+        assert!(!store.holds(Name::Plan, &a), "an event drops it");
     }
 
     #[test]

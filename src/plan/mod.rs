@@ -83,8 +83,9 @@ impl Kind<Catalog> for Plans<'_> {
         let mut busy = Vec::new();
         for path in crate::artifact::paths(&ctx.project.plans_dir())? {
             let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-            // At rest, its record unchanged since: not running or verifying.
-            if crate::artifact::ids::validate_id(id).is_err() || self.store.is_some_and(|s| s.get(Name::Plan, &path).is_some()) {
+            // At rest as this round observed it (only a pass writes a plan's record): not
+            // running or verifying.
+            if crate::artifact::ids::validate_id(id).is_err() || self.store.is_some_and(|s| s.holds(Name::Plan, &path)) {
                 continue;
             }
             if let Ok(Some(r)) = observe::record(ctx.home, ctx.project, id) {
