@@ -90,7 +90,7 @@ pub(crate) fn at_rest(s: &Snapshot) -> BTreeSet<String> {
     }
     let alone = Snapshot { meetings: candidates, cap: s.cap, followup_cap: s.followup_cap, now: s.now.clone() };
     let actions = super::decide::decide(&alone);
-    let acted: BTreeSet<&str> = actions.iter().map(|a| crate::activity::kind::Action::id(a)).collect();
+    let acted: BTreeSet<&str> = actions.iter().map(crate::activity::kind::Action::id).collect();
     alone.meetings.iter().map(|o| o.meeting.id.as_str()).filter(|id| !acted.contains(id)).map(str::to_string).collect()
 }
 

@@ -137,7 +137,7 @@ pub(crate) fn at_rest(s: &Snapshot) -> BTreeSet<String> {
         reviewers: s.reviewers.clone(),
     };
     let actions = super::decide::decide(&alone);
-    let acted: BTreeSet<&str> = actions.iter().map(|a| crate::activity::kind::Action::id(a)).collect();
+    let acted: BTreeSet<&str> = actions.iter().map(crate::activity::kind::Action::id).collect();
     alone.plans.iter().map(|o| o.plan.id.as_str()).filter(|id| !acted.contains(id)).map(str::to_string).collect()
 }
 
