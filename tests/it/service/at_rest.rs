@@ -120,7 +120,7 @@ fn a_meeting_at_rest_is_left_out_and_a_persons_edit_of_it_is_seen_on_the_next_pa
     rename_save(&meeting_path(&p, "m"), &text.replace("status: declined", "status: open"));
     wait_for("the refusal", || {
         let text = std::fs::read_to_string(meeting_path(&p, "m")).expect("meeting");
-        text.contains("status: declined") && text.contains("reason:")
+        text.contains("status: declined") && text.contains("reason:") && text.contains("refused")
     });
     assert_eq!(meeting_record(&p, "m").as_deref(), Some("declined"));
     held_at_rest(&p, &svc, "meeting");
