@@ -6,7 +6,7 @@ Run: python3 benches/bench.py [--quick] [--no-build] [--only-watch [--baseline B
                                | --only-finish [--baseline BIN]
                                | --only-deps [--baseline BIN] [--baseline-n N] [--baseline-timeout SECS]
                                | --only-settled [--baseline BIN]
-                               | --only-long-watch [--baseline BIN]]
+                               | --only-long-watch [--baseline BIN] [--at-rest N]]
 GUILD_HALL_BENCH_BIN=PATH measures that build instead of this checkout's release build.
 GUILD_HALL_BENCH_TMP=DIR puts the benchmarks using --baseline's helper in DIR (a tmpfs, say).
 
@@ -305,22 +305,54 @@ def bench_watch_latency(tmp, runs, pause, binary=None, tag="lat"):
     return statistics.median(lat), lat[max(0, int(len(lat) * 0.95) - 1)]
 
 
-def bench_long_watch(tmp, n, binary, tag="long"):
+def at_rest_history(repo, n):
+    """`n` ended plans (completed, one landed task each) and `n` closed meetings, as another
+    home or an earlier watch left them: the first pass records each (taken from its file), and
+    from then on a pass has nothing to do for them."""
+    for kind in ("plans", "meetings"):
+        os.makedirs(os.path.join(repo, ".lore", kind), exist_ok=True)
+    for i in range(n):
+        with open(os.path.join(repo, ".lore/plans", f"p{i:04}.md"), "w") as f:
+            f.write(f"---\ntitle: Plan {i}\nstatus: completed\nwave: 1\ntasks:\n  p{i:04}:exec:wave-1:task-1: integrated\n"
+                    f"waves:\n  - - {{id: t, worker: stamp, prompt: \"item {i}\"}}\n---\n")
+        with open(os.path.join(repo, ".lore/meetings", f"m{i:04}.md"), "w") as f:
+            f.write(f"---\nworker: stamp\nstatus: closed\n---\nWe met about item {i}.\n")
+
+
+def recorded(home, kind):
+    """How many artifacts of `kind` (`plans`, `meetings`) the home holds a record of."""
+    state = os.path.join(home, "state")
+    n = 0
+    for p in os.listdir(state) if os.path.isdir(state) else []:
+        d = os.path.join(state, p, kind)
+        n += sum(os.path.exists(os.path.join(d, a, "record.json")) for a in os.listdir(d)) if os.path.isdir(d) else 0
+    return n
+
+
+def bench_long_watch(tmp, n, binary, tag="long", at_rest=0):
     """The reaction to an edit under one long `watch`: `n` commissions created one at a time
     (a vim-style rename into place), each finishing (its worker writes a file and submits; the
     watch merges it and removes its worktree) before the next. Returns each reaction: the
     rename to the worker's first instruction (`date +%s%N` it writes), in ms, in order; and
     the CPU time the watch process spent over each (its threads' schedstat, in ms: what the
-    reaction costs, whatever else shares the cores)."""
+    reaction costs, whatever else shares the cores). `at_rest`: ended plans and closed
+    meetings in the project's history besides ([`at_rest_history`]), recorded before the first
+    commission."""
     repo, home, env, marks = marked_project(tmp, tag, binary)
     script_worker(repo, "stamp", f'date +%s%N > {marks}/$GUILD_HALL_COMMISSION\n'
                   'echo "$GUILD_HALL_COMMISSION" > "out-$GUILD_HALL_COMMISSION.txt"\n'
                   'exec "$GUILD_HALL_BIN" toolbox submit-result --summary done',
                   checkout="full", extra=f"sandbox: {{write: [{marks}]}}\n")
+    at_rest_history(repo, at_rest)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "worker")
     log = open(os.path.join(tmp, f"watch-{tag}.log"), "w")
     w = subprocess.Popen([binary, "watch", repo], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.time() + 120
+    while recorded(home, "plans") < at_rest or recorded(home, "meetings") < at_rest:
+        if time.time() > deadline:
+            sys.exit("the history was never recorded\n" + open(os.path.join(tmp, f"watch-{tag}.log")).read()[-3000:])
+        time.sleep(0.05)
     time.sleep(1.0)
     lat, cpu = [], []
     d = os.path.join(repo, ".lore/commissions")
@@ -852,16 +884,18 @@ def main():
     if "--only-long-watch" in sys.argv:
         n = 10 if "--quick" in sys.argv else 25
         rounds = 1 if "--quick" in sys.argv else 2
+        at_rest = int(sys.argv[sys.argv.index("--at-rest") + 1]) if "--at-rest" in sys.argv else 0
 
         def measure(tmp, builds):
             out = {}
             for r in range(rounds):
                 for who, binary in builds:
-                    out.setdefault(who, []).append(bench_long_watch(tmp, n, binary, f"long-{r}-{who.replace(' ', '')}"))
+                    out.setdefault(who, []).append(bench_long_watch(tmp, n, binary, f"long-{r}-{who.replace(' ', '')}", at_rest))
             return out
 
         out = with_builds(measure)
-        print(f"| reaction to a new commission under one watch ({n} in a row, {rounds} watches) | build | p50 | p95 | max | watch CPU, p50 |")
+        history = f", {at_rest} ended plans and {at_rest} closed meetings besides" if at_rest else ""
+        print(f"| reaction to a new commission under one watch ({n} in a row, {rounds} watches{history}) | build | p50 | p95 | max | watch CPU, p50 |")
         print("|---|---|---|---|---|---|")
         for who, runs in out.items():
             for name, sl in (("first 5", slice(0, 5)), ("last 5", slice(-5, None)), (f"all {n}", slice(None))):

@@ -1,7 +1,8 @@
 //! What a long-running watch observed, kept between its passes: per kind, by artifact path, the
 //! files a judgement was read from with their stamps (size, mtime, inode) and what was judged,
-//! fed by the watcher's file events as kube's reflector is fed by its watch ([`Store`]); and
-//! lines read from git history, kept by the commit ids they were read from ([`ByTips`]). Only a
+//! fed by the watcher's file events as kube's reflector is fed by its watch ([`Store`]; plans
+//! and meetings are read through it by [`Reading`], those at rest left out); and lines read
+//! from git history, kept by the commit ids they were read from ([`ByTips`]). Only a
 //! shortcut: a stamp that differs, an event for one of the files or an overflowed event queue
 //! makes the next pass read again; without a store a pass reads.
 
@@ -83,6 +84,13 @@ impl<V: Clone> Store<V> {
         inner.entries.insert(k, Entry { files, value });
     }
 
+    /// Whether a judgement of `kind`'s artifact at `key` is held, its files not looked at: for a
+    /// question asked in the round that just compared their stamps ([`Store::get`]), about
+    /// what only that pass writes (an event still drops it).
+    pub(crate) fn holds(&self, kind: Name, key: &Path) -> bool {
+        self.inner.lock().is_ok_and(|inner| inner.entries.contains_key(&(kind, key.to_path_buf())))
+    }
+
     /// Drop what was judged of `kind`'s artifact at `key`.
     pub(crate) fn forget(&self, kind: Name, key: &Path) {
         if let Ok(mut inner) = self.inner.lock() {
@@ -127,6 +135,63 @@ impl<V> Inner<V> {
                     self.by_file.remove(&f);
                 }
             }
+        }
+    }
+}
+
+/// What the store says of a plan or a meeting: at rest, nothing for a pass to do until one of
+/// the files it was judged from changes ([`Reading`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AtRest;
+
+/// One observation of a kind's artifacts through a watch's store: an artifact the store holds
+/// at rest is left out (every file it was judged from keeps its stamp); the files of each
+/// other one are stamped before it is read, and once the observer has judged it, it is
+/// remembered at rest (or forgotten). Without a store every artifact is read and nothing kept.
+pub(crate) struct Reading<'a> {
+    store: Option<&'a Store<AtRest>>,
+    kind: Name,
+    stamped: HashMap<PathBuf, Vec<(PathBuf, Option<Stamp>)>>,
+    /// Artifacts left out, at rest.
+    left_out: usize,
+}
+
+impl<'a> Reading<'a> {
+    pub(crate) fn new(store: Option<&'a Store<AtRest>>, kind: Name) -> Reading<'a> {
+        Reading { store, kind, stamped: HashMap::new(), left_out: 0 }
+    }
+
+    /// Whether the artifact at `path` is to be read: not held at rest. `files`: those its
+    /// judgement is read from (the artifact among them), stamped now, before they are read.
+    pub(crate) fn wants(&mut self, path: &Path, files: impl FnOnce() -> Vec<PathBuf>) -> bool {
+        let Some(store) = self.store else { return true };
+        if store.get(self.kind, path).is_some() {
+            self.left_out += 1;
+            return false;
+        }
+        let files = files().into_iter().map(|f| {
+            let then = stamp(&f);
+            (f, then)
+        });
+        self.stamped.insert(path.to_path_buf(), files.collect());
+        true
+    }
+
+    /// What the artifact at `path`, read, came to: at rest (kept, with the stamps taken before
+    /// it was read) or not (forgotten).
+    pub(crate) fn judged(&mut self, path: &Path, at_rest: bool) {
+        let (Some(store), Some(files)) = (self.store, self.stamped.remove(path)) else { return };
+        if at_rest {
+            store.put(self.kind, path, files, AtRest);
+        } else {
+            store.forget(self.kind, path);
+        }
+    }
+
+    /// Done: how many artifacts were left out, at rest, said at debug level (`watch -v`).
+    pub(crate) fn finish(self) {
+        if self.left_out > 0 {
+            tracing::debug!(kind = %self.kind, at_rest = self.left_out, "left out at rest");
         }
     }
 }
@@ -211,6 +276,24 @@ mod tests {
     }
 
     #[test]
+    fn holds_answers_without_stamps_and_forgets_with_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.md");
+        write(&a, "status: completed\n");
+        let store = Store::default();
+        assert!(!store.holds(Name::Plan, &a));
+        store.put(Name::Plan, &a, vec![(a.clone(), stamp(&a))], "at rest");
+        assert!(store.holds(Name::Plan, &a) && !store.holds(Name::Meeting, &a));
+        write(&a, "status: pending\n");
+        assert!(store.holds(Name::Plan, &a), "its files are not looked at");
+        assert_eq!(store.get(Name::Plan, &a), None, "a look at them drops it");
+        assert!(!store.holds(Name::Plan, &a));
+        store.put(Name::Plan, &a, vec![(a.clone(), stamp(&a))], "at rest");
+        store.changed(&a);
+        assert!(!store.holds(Name::Plan, &a), "an event drops it");
+    }
+
+    #[test]
     fn a_deleted_or_created_file_is_a_miss() {
         let dir = tempfile::tempdir().unwrap();
         let (a, rec) = (dir.path().join("a.md"), dir.path().join("record.json"));
@@ -261,6 +344,66 @@ mod tests {
         store.forget(Name::Commission, &a);
         assert_eq!(store.get(Name::Commission, &a), None);
         assert!(store.inner.lock().unwrap().by_file.is_empty(), "nothing left indexed");
+    }
+
+    #[test]
+    fn a_reading_leaves_out_what_it_judged_at_rest_until_a_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, rec) = (dir.path().join("a.md"), dir.path().join("b.md"), dir.path().join("record.json"));
+        for f in [&a, &b, &rec] {
+            write(f, "x");
+        }
+        let store = Store::default();
+        let files = || vec![a.clone(), rec.clone()];
+        let mut first = Reading::new(Some(&store), Name::Plan);
+        assert!(first.wants(&a, files) && first.wants(&b, || vec![b.clone()]), "nothing judged yet");
+        first.judged(&a, true);
+        first.judged(&b, false);
+        let mut second = Reading::new(Some(&store), Name::Plan);
+        assert!(!second.wants(&a, files), "at rest, its files unchanged: left out");
+        assert!(second.wants(&b, || vec![b.clone()]), "not at rest: read");
+        assert_eq!(second.left_out, 1);
+        assert!(Reading::new(Some(&store), Name::Meeting).wants(&a, files), "kinds are kept apart");
+        assert!(Reading::new(None, Name::Plan).wants(&a, files), "without a store, everything is read");
+        write(&rec, "y");
+        assert!(Reading::new(Some(&store), Name::Plan).wants(&a, files), "its record changed: read again");
+    }
+
+    #[test]
+    fn a_write_while_it_is_read_is_seen_by_the_next_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.md");
+        write(&a, "status: completed\n");
+        let store = Store::default();
+        let mut reading = Reading::new(Some(&store), Name::Meeting);
+        assert!(reading.wants(&a, || vec![a.clone()]));
+        // Written after the stamp and before the judgement: the judgement is of the old bytes.
+        write(&a, "status: open\n");
+        reading.judged(&a, true);
+        assert!(Reading::new(Some(&store), Name::Meeting).wants(&a, || vec![a.clone()]), "stamped before it was read");
+    }
+
+    #[test]
+    fn an_event_or_an_overflow_makes_a_reading_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, rec) = (dir.path().join("a.md"), dir.path().join("record.json"));
+        for f in [&a, &rec] {
+            write(f, "x");
+        }
+        let store = Store::default();
+        let at_rest = |store: &Store<AtRest>| {
+            let mut r = Reading::new(Some(store), Name::Plan);
+            assert!(r.wants(&a, || vec![a.clone(), rec.clone()]));
+            r.judged(&a, true);
+        };
+        let left_out = |store: &Store<AtRest>| !Reading::new(Some(store), Name::Plan).wants(&a, || vec![a.clone(), rec.clone()]);
+        at_rest(&store);
+        assert!(left_out(&store));
+        store.changed(&rec);
+        assert!(!left_out(&store), "an event for its record, whatever the stamps say");
+        at_rest(&store);
+        store.overflowed();
+        assert!(!left_out(&store), "events lost");
     }
 
     /// A repository whose `main` has commits with messages `msgs`; their ids, oldest first.

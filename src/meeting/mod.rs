@@ -18,6 +18,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::activity::kind::{AtWork, Capacity, Ctx, Decided, Kind, Name};
+use crate::activity::observed::{AtRest, Store};
 use crate::activity::Outcome;
 #[cfg(test)]
 use crate::artifact::MeetingStatus;
@@ -32,11 +33,14 @@ pub(crate) const REQUESTS: [(MeetingStatus, MeetingStatus); 3] = [
     (MeetingStatus::Open, MeetingStatus::Closed),
 ];
 
-/// Meetings as a kind of the reconcile pass.
+/// Meetings as a kind of the reconcile pass. `store`: what a watch observed in its earlier
+/// passes (meetings at rest, [`observe::at_rest`]); `None`: everything is read.
 #[derive(Default)]
-pub(crate) struct Meetings;
+pub(crate) struct Meetings<'a> {
+    pub(crate) store: Option<&'a Store<AtRest>>,
+}
 
-impl Kind<Catalog> for Meetings {
+impl Kind<Catalog> for Meetings<'_> {
     const NAME: Name = Name::Meeting;
     const ACT_ORDER: u8 = 0;
     /// A meeting's turns are run by the person's command, not by the pass.
@@ -46,7 +50,7 @@ impl Kind<Catalog> for Meetings {
 
     fn observe(&self, ctx: Ctx<'_, Catalog>, _capacity: &Capacity) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        let (snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now)?;
+        let (snapshot, problems) = observe::observe_cached(ctx.home, ctx.project, ctx.workers, &now, self.store)?;
         Ok((snapshot, problems))
     }
 
@@ -110,5 +114,29 @@ mod tests {
             }
         }
         assert_eq!(Meetings::requests(), vec![("requested", "open"), ("requested", "declined"), ("open", "closed")]);
+    }
+
+    /// A meeting is at rest for a watch's store (`observe::at_rest`) only closed or declined as
+    /// the file and the record both say, without a worktree or anything new from its mailbox.
+    #[test]
+    fn a_meeting_is_at_rest_only_ended_as_recorded_and_idle() {
+        use MeetingStatus::*;
+        let at_rest = |o: Observed| {
+            let s = Snapshot { meetings: vec![o], cap: 5, followup_cap: 3, now: "2026-11-23T10:00:00.000Z".into() };
+            !super::observe::at_rest(&s).is_empty()
+        };
+        assert!(at_rest(observed(Closed, Closed)) && at_rest(observed(Declined, Declined)));
+        assert!(!at_rest(observed(Open, Open)), "open");
+        assert!(!at_rest(observed(Closed, Open)), "a close to carry out");
+        assert!(!at_rest(observed(Open, Closed)), "a request to refuse");
+        let mut no_record = observed(Closed, Closed);
+        no_record.record = None;
+        assert!(!at_rest(no_record), "not recorded yet");
+        let mut checked_out = observed(Closed, Closed);
+        checked_out.opened = true;
+        assert!(!at_rest(checked_out), "its worktree is there");
+        let mut noted = observed(Closed, Closed);
+        noted.mail_notes.push(("k".into(), "a line skipped".into()));
+        assert!(!at_rest(noted), "something new from its mailbox");
     }
 }

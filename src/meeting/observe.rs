@@ -4,11 +4,13 @@
 
 use anyhow::Result;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use super::decide::{MeetingRecord, Observed, Snapshot};
 use super::fold::{self, Folded};
 use crate::activity::kind::Name;
+use crate::activity::observed::{AtRest, Reading, Store};
 use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::{Meeting, MeetingStatus, Problem};
@@ -20,17 +22,76 @@ use crate::worker::Catalog;
 
 /// The meetings snapshot, and the artifacts that could not be read (reported, never acted on).
 pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str) -> Result<(Snapshot, Vec<Problem>)> {
+    observe_cached(home, project, workers, now, None)
+}
+
+/// [`observe`], leaving out the meetings `store` (a watch's) holds at rest, and remembering
+/// there those found at rest now ([`at_rest`]).
+pub(crate) fn observe_cached(
+    home: &Home,
+    project: &Project,
+    workers: &Catalog,
+    now: &str,
+    store: Option<&Store<AtRest>>,
+) -> Result<(Snapshot, Vec<Problem>)> {
     let mut meetings = Vec::new();
     let (paths, mut problems) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.meetings_dir())?);
+    let mut reading = Reading::new(store, Name::Meeting);
     for path in paths {
+        if !reading.wants(&path, || judged_from(home, project, &path)) {
+            continue;
+        }
         match observe_one(home, project, workers, &path, project.config.followups_per_meeting) {
             Ok(o) => meetings.push(o),
-            Err(p) => problems.extend(p),
+            Err(p) => {
+                reading.judged(&path, false);
+                problems.extend(p)
+            }
         }
     }
     let snapshot =
         Snapshot { meetings, cap: project.config.meeting_cap, followup_cap: project.config.followups_per_meeting, now: now.to_string() };
+    if store.is_some() {
+        let resting = at_rest(&snapshot);
+        for o in &snapshot.meetings {
+            reading.judged(&o.meeting.path, resting.contains(&o.meeting.id));
+        }
+    }
+    reading.finish();
     Ok((snapshot, problems))
+}
+
+/// The files a meeting at rest is judged from: its artifact (a person's edit) and its record.
+fn judged_from(home: &Home, project: &Project, path: &Path) -> Vec<PathBuf> {
+    let mut files = vec![path.to_path_buf()];
+    // An id that is not one never reaches the store: its artifact is a problem.
+    if let Some(id) = path.file_stem().and_then(|s| s.to_str()).filter(|id| crate::artifact::ids::validate_id(id).is_ok()) {
+        files.push(StateDir(home.meeting_state(&project.name, id)).record());
+    }
+    files
+}
+
+/// The meetings of `s` at rest: closed or declined as the artifact and this home's own record
+/// both say, no worktree of it, nothing new read from its mailbox; and the decider, given them
+/// alone, does nothing for them. Until its artifact or its record changes, a pass would do
+/// nothing for such a meeting: a watch leaves it out.
+pub(crate) fn at_rest(s: &Snapshot) -> BTreeSet<String> {
+    let quiet = |o: &&Observed| {
+        o.record.as_ref().is_some_and(|r| {
+            matches!(r.status, MeetingStatus::Closed | MeetingStatus::Declined) && r.status == o.meeting.effective_status()
+        }) && !o.opened
+            && !o.fold_changed
+            && o.mail.is_empty()
+            && o.mail_notes.is_empty()
+    };
+    let candidates: Vec<Observed> = s.meetings.iter().filter(quiet).cloned().collect();
+    if candidates.is_empty() {
+        return BTreeSet::new();
+    }
+    let alone = Snapshot { meetings: candidates, cap: s.cap, followup_cap: s.followup_cap, now: s.now.clone() };
+    let actions = super::decide::decide(&alone);
+    let acted: BTreeSet<&str> = actions.iter().map(crate::activity::kind::Action::id).collect();
+    alone.meetings.iter().map(|o| o.meeting.id.as_str()).filter(|id| !acted.contains(id)).map(str::to_string).collect()
 }
 
 /// Read one meeting artifact as it is now (for the CLI and the turn runner).

@@ -19,17 +19,21 @@ use anyhow::Result;
 #[cfg(test)]
 use crate::activity::kind;
 use crate::activity::kind::{AtWork, Capacity, Ctx, Decided, Kind, Name};
+use crate::activity::observed::{AtRest, Store};
 use crate::activity::Outcome;
 #[cfg(test)]
 use crate::artifact::plan::PlanStatus;
 use crate::artifact::Problem;
 use crate::worker::Catalog;
 
-/// Plans as a kind of the reconcile pass.
+/// Plans as a kind of the reconcile pass. `store`: what a watch observed in its earlier passes
+/// (plans at rest, [`observe::at_rest`]); `None`: everything is read.
 #[derive(Default)]
-pub(crate) struct Plans;
+pub(crate) struct Plans<'a> {
+    pub(crate) store: Option<&'a Store<AtRest>>,
+}
 
-impl Kind<Catalog> for Plans {
+impl Kind<Catalog> for Plans<'_> {
     const NAME: Name = Name::Plan;
     const ACT_ORDER: u8 = 1;
     const LAUNCHES: bool = true;
@@ -40,7 +44,8 @@ impl Kind<Catalog> for Plans {
     /// (its own running wave tasks are counted by the decider).
     fn observe(&self, ctx: Ctx<'_, Catalog>, capacity: &Capacity) -> Result<(Self::Snapshot, Vec<Problem>)> {
         let now = crate::activity::timeline::timestamp(chrono::Utc::now());
-        let (mut snapshot, problems) = observe::observe(ctx.home, ctx.project, ctx.workers, &now, capacity.left_for_tasks())?;
+        let (mut snapshot, problems) =
+            observe::observe_cached(ctx.home, ctx.project, ctx.workers, &now, capacity.left_for_tasks(), self.store)?;
         snapshot.running_by_package = capacity.packages_for_tasks();
         Ok((snapshot, problems))
     }
@@ -78,7 +83,9 @@ impl Kind<Catalog> for Plans {
         let mut busy = Vec::new();
         for path in crate::artifact::paths(&ctx.project.plans_dir())? {
             let Some(id) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-            if crate::artifact::ids::validate_id(id).is_err() {
+            // At rest as this round observed it (only a pass writes a plan's record): not
+            // running or verifying.
+            if crate::artifact::ids::validate_id(id).is_err() || self.store.is_some_and(|s| s.holds(Name::Plan, &path)) {
                 continue;
             }
             if let Ok(Some(r)) = observe::record(ctx.home, ctx.project, id) {

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use super::decide::{Lingering, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
 use crate::activity::integrated::Integrated;
+use crate::activity::kind::Name;
+use crate::activity::observed::{AtRest, Reading, Store};
 use crate::activity::state::{ExitInfo, StateDir};
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::plan::{Plan, PlanStatus};
@@ -26,30 +28,117 @@ use crate::worker::Catalog;
 
 /// `slots`: workers the caps allow besides the project's commissions (see [`super::Plans`]).
 pub(crate) fn observe(home: &Home, project: &Project, workers: &Catalog, now: &str, slots: usize) -> Result<(Snapshot, Vec<Problem>)> {
+    observe_cached(home, project, workers, now, slots, None)
+}
+
+/// [`observe`], leaving out the plans `store` (a watch's) holds at rest, and remembering there
+/// those found at rest now ([`at_rest`]).
+pub(crate) fn observe_cached(
+    home: &Home,
+    project: &Project,
+    workers: &Catalog,
+    now: &str,
+    slots: usize,
+    store: Option<&Store<AtRest>>,
+) -> Result<(Snapshot, Vec<Problem>)> {
     let mut plans = Vec::new();
     let (paths, mut problems) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.plans_dir())?);
     let mut git = Worktrees::default();
+    let mut reading = Reading::new(store, Name::Plan);
     for path in paths {
+        if !reading.wants(&path, || judged_from(home, project, &path)) {
+            continue;
+        }
         match observe_one(home, project, workers, &path, &mut git) {
             Ok(o) => plans.push(o),
-            Err(p) => problems.extend(p),
+            Err(p) => {
+                reading.judged(&path, false);
+                problems.extend(p)
+            }
         }
     }
     let at = chrono::DateTime::parse_from_rfc3339(now).map(|t| t.to_utc()).unwrap_or_else(|_| chrono::Utc::now());
     let cfg = &project.config;
-    Ok((
-        Snapshot {
-            plans,
-            now: now.to_string(),
-            at,
-            stale_after: cfg.stale_after,
-            timeout: cfg.timeout,
-            slots,
-            running_by_package: Default::default(),
-            reviewers: cfg.reviewers.clone(),
-        },
-        problems,
-    ))
+    let snapshot = Snapshot {
+        plans,
+        now: now.to_string(),
+        at,
+        stale_after: cfg.stale_after,
+        timeout: cfg.timeout,
+        slots,
+        running_by_package: Default::default(),
+        reviewers: cfg.reviewers.clone(),
+    };
+    if store.is_some() {
+        let resting = at_rest(&snapshot);
+        for o in &snapshot.plans {
+            reading.judged(&o.plan.path, resting.contains(&o.plan.id));
+        }
+    }
+    reading.finish();
+    Ok((snapshot, problems))
+}
+
+/// The files a plan at rest is judged from: its artifact, its record and its timeline (what a
+/// person, another process or a pass that acts on it writes). Its tasks' and verify's runtime
+/// files are not among them: at rest nothing of it runs, so nothing writes them but a pass
+/// acting on the plan, which writes its record too.
+fn judged_from(home: &Home, project: &Project, path: &Path) -> Vec<PathBuf> {
+    let mut files = vec![path.to_path_buf(), crate::activity::timeline::path_for(path)];
+    // An id that is not one never reaches the store: its artifact is a problem.
+    if let Some(id) = path.file_stem().and_then(|s| s.to_str()).filter(|id| crate::artifact::ids::validate_id(id).is_ok()) {
+        files.push(StateDir(home.plan_state(&project.name, id)).record());
+    }
+    files
+}
+
+/// The plans of `s` at rest: ended (completed, failed or cancelled) as the artifact and this
+/// home's own record both say, no request pending, nothing of it running or lingering (tasks,
+/// verify, reviewers), no reviewer's checkout left, nothing new to log; and the decider, given
+/// them alone, does nothing for them (a landed task's worktree still there is removed, so such
+/// a plan is not at rest; a failed task's is kept for a retry, which is an edit of the plan). Until one of the files it was judged from changes
+/// ([`judged_from`]), a pass would do nothing for such a plan: a watch leaves it out.
+pub(crate) fn at_rest(s: &Snapshot) -> BTreeSet<String> {
+    let quiet = |o: &&Observed| {
+        let Some(r) = o.record.as_ref().filter(|r| matches!(r.status, PlanStatus::Completed | PlanStatus::Failed | PlanStatus::Cancelled))
+        else {
+            return false;
+        };
+        o.plan.status == Some(r.status)
+            && o.plan.desired.is_none()
+            && !o.taken
+            && o.integrated.is_none()
+            && r.tasks.values().all(|t| t.state != TaskState::Running)
+            && o.tasks.iter().all(|t| {
+                !t.busy
+                    && t.live.is_none()
+                    && t.lingering.is_none()
+                    && t.usage.is_none()
+                    && t.setup_made.is_none()
+                    && t.mail.folded.is_none()
+            })
+            && !o.verify_busy
+            && o.verify_live.is_none()
+            && o.verify_lingering.is_none()
+            && o.reviews.iter().all(|r| matches!(r.proc, Proc::NotStarted | Proc::Dead) && !r.worktree_exists)
+    };
+    let candidates: Vec<Observed> = s.plans.iter().filter(quiet).cloned().collect();
+    if candidates.is_empty() {
+        return BTreeSet::new();
+    }
+    let alone = Snapshot {
+        plans: candidates,
+        now: s.now.clone(),
+        at: s.at,
+        stale_after: s.stale_after,
+        timeout: s.timeout,
+        slots: s.slots,
+        running_by_package: s.running_by_package.clone(),
+        reviewers: s.reviewers.clone(),
+    };
+    let actions = super::decide::decide(&alone);
+    let acted: BTreeSet<&str> = actions.iter().map(crate::activity::kind::Action::id).collect();
+    alone.plans.iter().map(|o| o.plan.id.as_str()).filter(|id| !acted.contains(id)).map(str::to_string).collect()
 }
 
 /// One plan as it is now (`plan show`): its tasks' worktrees and processes looked at.

@@ -51,21 +51,25 @@ pub struct Options {
     pub before_dispatch: Option<fn(&Home, &Project) -> bool>,
 }
 
-/// What a watch keeps of each kind between passes: one store per kind that keeps one.
+/// What a watch keeps of each kind between passes: the commissions' store (settled artifacts,
+/// trailers by tips), and the plans and meetings at rest (one store, keyed by kind).
 #[derive(Debug, Default)]
 pub struct Observed {
     pub(crate) commissions: crate::commission::observe::Observations,
+    pub(crate) at_rest: crate::activity::observed::Store<crate::activity::observed::AtRest>,
 }
 
 impl Observed {
     /// A watcher's event for `path`.
     pub(crate) fn changed(&self, path: &std::path::Path) {
         self.commissions.settled.changed(path);
+        self.at_rest.changed(path);
     }
 
     /// Events were lost: nothing observed before is trusted.
     pub(crate) fn overflowed(&self) {
         self.commissions.settled.overflowed();
+        self.at_rest.overflowed();
     }
 }
 

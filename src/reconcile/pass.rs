@@ -39,7 +39,9 @@ pub(crate) fn run(home: &Home, project: &Project, opts: &Options, mut on_entry: 
     let dispatch_lock = super::lock::dispatch_lock_path(home);
     let started = Instant::now();
     let commissions = Commissions { store: opts.observed.as_deref().map(|o| &o.commissions) };
-    let all: [&dyn Drive; 3] = [&commissions, &Meetings, &Plans];
+    let meetings = Meetings { store: opts.observed.as_deref().map(|o| &o.at_rest) };
+    let plans = Plans { store: opts.observed.as_deref().map(|o| &o.at_rest) };
+    let all: [&dyn Drive; 3] = [&commissions, &meetings, &plans];
     let kinds: Vec<&dyn Drive> = all.into_iter().filter(|k| opts.only.is_none_or(|only| only == k.name())).collect();
     // Kinds that launch no worker (a meeting's fold after a turn) count no slot: they need not
     // wait for another project's pass on the home-wide lock, and one round does what they do.

@@ -101,6 +101,7 @@ mod plan {
 
 /// `watch` as a service and its endpoints: the JSON-RPC socket, the typed catalogues, MCP.
 mod service {
+    mod at_rest;
     mod endpoint_abuse;
     pub(crate) mod mcp;
     mod rpc;

@@ -594,3 +594,35 @@ fn a_plan_update_is_said_in_words_and_bookkeeping_is_not_reported() {
     );
     assert!(news.reported(true));
 }
+
+/// A plan is at rest for a watch's store (`observe::at_rest`) only ended as the file and the
+/// record both say, with nothing of it running and nothing for the decider to do.
+#[test]
+fn a_plan_is_at_rest_only_ended_idle_and_with_nothing_to_do() {
+    let text = "---\nstatus: completed\nparallelism: 1\nwave: 1\ntasks:\n  p:exec:wave-1:task-1: integrated\n  p:exec:wave-1:task-2: integrated\nwaves:\n  - - {id: a, worker: w, prompt: x}\n    - {id: b, worker: w, prompt: y}\n---\n";
+    let plan = Plan::parse(std::path::Path::new(".lore/plans/p.md"), text).expect("valid");
+    let mut record = machine_tests::record(PlanStatus::Completed, 1);
+    for t in ["task-1", "task-2"] {
+        record.tasks.insert(format!("p:exec:wave-1:{t}"), machine_tests::task_record(TaskState::Integrated, 1));
+    }
+    let resting = machine_tests::observed(plan.clone(), Some(record.clone()));
+    let at_rest = |o: Observed| !crate::plan::observe::at_rest(&snap(vec![o], 3)).is_empty();
+    assert_eq!(decide(&snap(vec![resting.clone()], 3)), vec![], "nothing to do for it");
+    assert!(at_rest(resting.clone()));
+    let mut busy = resting.clone();
+    busy.tasks[0].busy = true;
+    assert!(!at_rest(busy), "a shim of a task at work");
+    let mut verifying = resting.clone();
+    verifying.verify_busy = true;
+    assert!(!at_rest(verifying), "a verify's shim at work");
+    let mut checked_out = resting.clone();
+    checked_out.tasks[0].worktree_exists = true;
+    assert!(!decide(&snap(vec![checked_out.clone()], 3)).is_empty() && !at_rest(checked_out), "a landed task's worktree to remove");
+    assert!(!at_rest(machine_tests::observed(plan.clone(), None)), "no record of its own");
+    let mut asked = resting.clone();
+    asked.plan.desired = Some("dispatched".into());
+    assert!(!at_rest(asked), "a request pending");
+    let mut running = record.clone();
+    running.status = PlanStatus::Running;
+    assert!(!at_rest(machine_tests::observed(plan, Some(running))), "the record says it runs");
+}
