@@ -376,6 +376,10 @@ pub enum Command {
         /// The worker package whose `compact` command runs.
         #[arg(long)]
         package: PathBuf,
+        /// Whose memory (its dir under --memory-dir): the package's name unless given (a Guild
+        /// Hall roster worker's is its identity's).
+        #[arg(long, value_name = "KEY")]
+        memory: Option<String>,
         /// Run the compact command without Landlock confinement.
         #[arg(long)]
         unconfined: bool,
@@ -607,10 +611,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let env = Env::load(&cli)?;
             guild_hall::service::manager::serve_stdio(env.home, env.project).map(|_| ExitCode::SUCCESS)
         }
-        Command::MemoryCompact { memory_dir, package, unconfined } => {
+        Command::MemoryCompact { memory_dir, package, memory, unconfined } => {
             let pkg = guild_hall::worker::Package::load(package)?;
             let home = guild_hall::config::Home::resolve(cli.home.as_deref())?;
-            guild_hall::worker::memory::compact(&home.root, memory_dir, &pkg, !*unconfined)?;
+            let key = memory.clone().unwrap_or_else(|| pkg.manifest.name.clone());
+            guild_hall::worker::memory::compact(&home.root, memory_dir, &pkg, &key, !*unconfined)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Init => {

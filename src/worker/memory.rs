@@ -132,13 +132,15 @@ pub(crate) fn total_chars(memories: &[Memory]) -> usize {
 /// the threshold and its package can compact. Never waits for it.
 /// `confined`: run the package's `compact` command under Landlock (see [`compact`]).
 pub(crate) fn maybe_compact(home: &Path, project_memory: &Path, pkg: &Package, threshold: usize, confined: bool) -> Result<()> {
-    if pkg.manifest.compact.is_none() || total_chars(&load(project_memory, &pkg.manifest.name)?) <= threshold {
+    let key = pkg.memory_key();
+    if pkg.manifest.compact.is_none() || total_chars(&load(project_memory, &key)?) <= threshold {
         return Ok(());
     }
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
     // The subcommand first: `peer` knows a compaction by its command line.
-    cmd.arg("memory-compact").arg("--memory-dir").arg(project_memory).arg("--package").arg(&pkg.dir).arg("--home").arg(home);
+    cmd.arg("memory-compact").arg("--memory-dir").arg(project_memory).arg("--package").arg(&pkg.dir).arg("--memory").arg(&key);
+    cmd.arg("--home").arg(home);
     if !confined {
         cmd.arg("--unconfined");
     }
@@ -149,18 +151,18 @@ pub(crate) fn maybe_compact(home: &Path, project_memory: &Path, pkg: &Package, t
     Ok(())
 }
 
-/// The compaction itself (a separate process): one at a time per worker; all memories on the
-/// command's stdin; its stdout becomes `compacted.md`; exactly the files it was given are
+/// The compaction itself (a separate process) of the memory `key` names ([`Package::memory_key`]):
+/// one at a time per worker; all memories on the command's stdin; its stdout becomes `compacted.md`; exactly the files it was given are
 /// removed. Any failure leaves memory as it was.
 ///
 /// Confined, the command may write only a private temp dir (its `TMPDIR`) and what the
 /// package's `sandbox.write` adds: its output is its stdout. It reads nothing of `home`.
-pub fn compact(home: &Path, project_memory: &Path, pkg: &Package, confined: bool) -> Result<()> {
-    let result = compact_now(home, project_memory, pkg, confined);
+pub fn compact(home: &Path, project_memory: &Path, pkg: &Package, key: &str, confined: bool) -> Result<()> {
+    let result = compact_now(home, project_memory, pkg, key, confined);
     // It runs in the background with nobody watching: its outcome goes to `.compact.log`
     // beside the memories (`guild-hall` never reads it back; people and tests do). Never
     // through a link the worker put there.
-    if let Ok(dir) = dir(project_memory, &pkg.manifest.name) {
+    if let Ok(dir) = dir(project_memory, key) {
         use std::os::unix::fs::OpenOptionsExt;
         let line = match &result {
             Ok(true) => "compacted".to_string(),
@@ -182,8 +184,7 @@ pub fn compact(home: &Path, project_memory: &Path, pkg: &Package, confined: bool
 pub(crate) const COMPACT_LOG: &str = ".compact.log";
 
 /// The compaction; `Ok(false)` when another one holds the lock.
-fn compact_now(home: &Path, project_memory: &Path, pkg: &Package, confined: bool) -> Result<bool> {
-    let worker = &pkg.manifest.name;
+fn compact_now(home: &Path, project_memory: &Path, pkg: &Package, worker: &str, confined: bool) -> Result<bool> {
     let dir = dir(project_memory, worker)?;
     std::fs::create_dir_all(&dir)?;
     let Some(_lock) = crate::files::lock(&dir.join(".compact.lock"), crate::files::Lock::TryExclusive)? else {

@@ -558,6 +558,34 @@ impl Manifest {
 }
 
 impl Package {
+    /// Whose memory this package's runs keep (its dir under the project's memory): the
+    /// package's name; for a Guild Hall roster worker (whose manifest is its agent package's)
+    /// its identity, as a name of its own — `roster.` then the identity, each byte outside
+    /// `[A-Za-z0-9-]` as `_<hex>` — so that each identity remembers for itself, never through
+    /// the agent package or another identity run by it.
+    pub(crate) fn memory_key(&self) -> String {
+        use std::fmt::Write as _;
+        let Some(worker) = &self.guild_hall else { return self.manifest.name.clone() };
+        let mut key = String::from("roster.");
+        for b in worker.identity.bytes() {
+            if b.is_ascii_alphanumeric() || b == b'-' {
+                key.push(b as char);
+            } else {
+                let _ = write!(key, "_{b:02x}");
+            }
+        }
+        if key.len() > 100 {
+            // An id is at most 100 bytes: a long identity keeps its start and a hash of the whole.
+            let hash = worker.identity.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+            let mut end = 83;
+            while !key.is_char_boundary(end) {
+                end -= 1;
+            }
+            key = format!("{}-{hash:016x}", &key[..end]);
+        }
+        key
+    }
+
     /// Load one package directory's `worker.yaml`.
     pub fn load(dir: &Path) -> anyhow::Result<Package> {
         let file = dir.join("worker.yaml");

@@ -326,6 +326,24 @@ mod tests {
         parse(text, Path::new("/p/dev"), "packages", "claude-code")
     }
 
+    /// Each identity's memory has a name of its own, a valid id whatever the identity.
+    #[test]
+    fn each_identity_has_a_memory_name_of_its_own() {
+        let agent = Package::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workers/scribe")).expect("scribe");
+        let key = |name: &str| {
+            let text = format!(r#"{{"guildHall": {{"type": "worker", "identity": {{"name": {}}}}}}}"#, serde_json::json!(name));
+            let Ok(Parsed::Worker(w)) = worker(&text) else { panic!("{name}: a worker") };
+            w.run_through(&agent).memory_key()
+        };
+        assert_eq!(agent.memory_key(), "scribe");
+        assert_eq!(key("Dalton"), "roster.Dalton");
+        assert_eq!(key("Guild Master"), "roster.Guild_20Master");
+        assert_eq!(key("Zoë.x"), "roster.Zo_c3_ab_2ex");
+        let long = key(&"ü".repeat(50));
+        assert!(long.len() <= 100 && crate::artifact::ids::validate_id(&long).is_ok(), "{long}");
+        assert_ne!(long, key(&format!("{}a", "ü".repeat(49))), "the hash tells long names apart");
+    }
+
     /// A worker package's fields read as Guild Hall means them; anything else passed over; a
     /// bad field said by name.
     #[test]

@@ -409,16 +409,13 @@ fn gather(a: &Activation<'_>) -> Result<Facts, LaunchError> {
         )?;
     }
     let (loaded, own_memory) = if a.shares_memory {
-        (
-            crate::worker::memory::load_checked(&memory_dir, &pkg.manifest.name)?,
-            crate::worker::memory::dir(&memory_dir, &pkg.manifest.name)?,
-        )
+        (crate::worker::memory::load_checked(&memory_dir, &pkg.memory_key())?, crate::worker::memory::dir(&memory_dir, &pkg.memory_key())?)
     } else {
         (crate::worker::memory::Loaded::default(), state.private_memory())
     };
     let mut notes = loaded.skipped.iter().map(|s| format!("memory: {s}")).collect::<Vec<_>>();
     if a.shares_memory {
-        notes.extend(unread_old_memory(a.home, &memory_dir, &pkg.manifest.name));
+        notes.extend(unread_old_memory(a.home, &memory_dir, &pkg.memory_key()));
     }
     if !notes.is_empty() {
         use std::io::Write;

@@ -151,3 +151,30 @@ fn real_claude_code_runs_a_commission_for_dalton_with_his_soul_model_and_tools()
     let timeline = p.timeline("build-the-forge");
     assert!(timeline.iter().any(|e| e.to_string().contains("Dalton")), "the timeline names the worker: {timeline:?}");
 }
+
+/// Each identity keeps a memory of its own (`roster.<identity>` under the project's memory),
+/// never its agent package's nor another identity's run by the same package.
+#[test]
+fn each_identity_remembers_for_itself() {
+    let p = Project::new(&["scripted-researcher"]);
+    copy_dir(&fixtures(), &p.root.join("packages"));
+    p.config("guild_hall_packages: [packages]\nagent: scripted-researcher\n");
+    p.write_commission("first", "---\nworker: Dalton\n---\nBridges\nSurvey them.\n");
+    p.settle();
+    assert_eq!(p.status("first"), "completed", "{}", p.artifact("first"));
+    assert!(p.memory_dir("roster.Dalton").join("last-topic.md").is_file(), "Dalton's memory is his own");
+    assert!(!p.memory_dir("scripted-researcher").exists(), "nothing kept under the agent package's name");
+
+    p.write_commission("second", "---\nworker: Thorne\n---\nTunnels\nSurvey them.\n");
+    p.write_commission("third", "---\nworker: Dalton\n---\nRoads\nSurvey them.\n");
+    p.write_commission("fourth", "---\nworker: Guild Master\n---\nHalls\nSurvey them.\n");
+    p.settle();
+    let report = |id: &str| git(&p.root, &["show", &format!("claude/main:.lore/reports/{id}.md")]);
+    assert!(report("third").contains("Researched 'Bridges' in commission first."), "Dalton remembers: {}", report("third"));
+    for other in ["second", "fourth"] {
+        assert!(!report(other).contains("Bridges"), "{other} remembers nothing of Dalton's: {}", report(other));
+    }
+    // A name with a space gets a dir of its own too.
+    let master = std::fs::read_to_string(p.memory_dir("roster.Guild_20Master").join("last-topic.md")).expect("Guild Master's memory");
+    assert!(master.contains("Halls"), "{master}");
+}
