@@ -281,7 +281,8 @@ fn record_reply(
         Outcome::Interrupted => "\n\n_(interrupted)_".into(),
         Outcome::Failed { reason } => format!("\n\n_(turn failed: {reason})_"),
     };
-    append(transcript, &format!("## {who} ({})\n\n{}{ending}\n\n", now(), section_body(streamed.text.trim_end())))?;
+    // The whole body escaped, its ending too: a failed turn's reason can be the worker's words.
+    append(transcript, &format!("## {who} ({})\n\n{}\n\n", now(), section_body(&format!("{}{ending}", streamed.text.trim_end()))))?;
     let session = streamed.session.clone().or(if renewed { None } else { old_session.map(str::to_string) });
     if streamed.session.is_some() && streamed.session.as_deref() != old_session {
         if let Some(s) = streamed.session.as_deref().filter(|s| crate::artifact::meeting::valid_session_id(s)) {

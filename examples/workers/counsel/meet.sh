@@ -16,6 +16,8 @@
 #   slow             stream a long answer, slowly (to interrupt it)
 #   pause: N         say nothing for N seconds, then go on (a long quiet stretch of a turn)
 #   fail             report an error and end the turn unfinished
+#   fail-with: TEXT  the same, with TEXT as the error's reason (a JSON string's content:
+#                    `\n` is a newline in it)
 #   links: N         append N link events to its mailbox itself, without the toolbox (a flood)
 #   raw: LINE        append LINE to its mailbox as it is, without the toolbox
 #   usage: IN OUT USD  report what the turn used, as guild-hall's `usage` line (an agent's
@@ -61,6 +63,11 @@ say "This is turn $n of our session."
 
 if printf '%s\n' "$msg" | grep -qx fail; then
   printf '{"type":"error","reason":"counsel was told to fail"}\n'
+  exit 2
+fi
+fail_with=$(printf '%s\n' "$msg" | sed -n 's/^fail-with: //p' | head -n 1)
+if [ -n "$fail_with" ]; then
+  printf '{"type":"error","reason":"%s"}\n' "$fail_with"
   exit 2
 fi
 printf '%s\n' "$msg" | while IFS= read -r line; do
