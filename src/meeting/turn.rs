@@ -20,6 +20,7 @@ use crate::config::{Home, Project};
 use crate::files::{read_json, write_json};
 use crate::worker::attempt::{self, Ended, Look, Process, Stop};
 use crate::worker::launch::{self, Activation, Launch, Prepared};
+use crate::worker::usage::Reading;
 use crate::worker::Catalog;
 
 /// How a turn ended.
@@ -133,7 +134,9 @@ pub(crate) fn run(
     let prices = home.load_config().map(|g| g.prices).unwrap_or_default();
     let budget = crate::worker::budget::Budget::of(&Default::default(), &pkg.manifest.resources, &pkg.manifest.name, &prices);
     let p = |x: &std::path::Path| x.to_string_lossy().into_owned();
-    let run_once = |attempt: u32, session: Option<&str>, extra: String, on_event: &mut dyn FnMut(&TurnEvent)| {
+    // `spent`: what an earlier process of the same turn used (a renewed session's turn is held
+    // to its budget as one).
+    let run_once = |attempt: u32, session: Option<&str>, extra: String, spent: Option<&Reading>, on_event: &mut dyn FnMut(&TurnEvent)| {
         let activation = Activation {
             home,
             project,
@@ -171,7 +174,7 @@ pub(crate) fn run(
                 })
             }
         };
-        let limits = Limits { interrupt, timeout: project.config.meeting_turn_timeout, budget: budget.as_ref() };
+        let limits = Limits { interrupt, timeout: project.config.meeting_turn_timeout, budget: budget.as_ref(), spent };
         let mut streamed = stream(&ready, pkg.manifest.protocol, &limits, on_event)?;
         // Its agent hit a rate or usage limit: the turn's outcome says so, and when to send
         // again (every face shows a failed turn's reason; the transcript keeps it).
@@ -180,7 +183,7 @@ pub(crate) fn run(
         }
         anyhow::Ok(streamed)
     };
-    let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), on_event)?;
+    let mut streamed = run_once(turn, old_session.as_deref(), meeting_context(&meeting, None), None, on_event)?;
     // What the turn used, both processes of a renewed session's turn together.
     let mut used = streamed.usage.clone();
     let first = turn;
@@ -194,9 +197,9 @@ pub(crate) fn run(
             // A process of its own, numbered like a turn (the shim runs each number once).
             turn += 1;
             crate::files::write_atomic(&state.0.join("turns"), format!("{turn}\n").as_bytes())?;
-            streamed = run_once(turn, None, meeting_context(&meeting, Some(&so_far)), on_event)?;
+            streamed = run_once(turn, None, meeting_context(&meeting, Some(&so_far)), used.as_ref(), on_event)?;
             if let Some(more) = &streamed.usage {
-                used = Some(crate::worker::usage::Reading::add(used, more));
+                used = Some(Reading::add(used, more));
             }
             let new = streamed.session.clone().unwrap_or_default();
             timeline::append(
@@ -319,6 +322,8 @@ struct Limits<'a> {
     interrupt: &'a AtomicBool,
     timeout: Duration,
     budget: Option<&'a crate::worker::budget::Budget>,
+    /// What the turn's earlier process used (its session renewed), counted against the budget.
+    spent: Option<&'a Reading>,
 }
 
 /// The line a turn ended by its agent's limit says: who, when it resets (if the agent said),
@@ -436,7 +441,11 @@ fn stream(
                 keep_tail(&mut tail, &line);
                 meter.line(&line);
                 if overspent.is_none() {
-                    overspent = limits.budget.and_then(|b| b.passed(meter.so_far().as_ref(), None));
+                    let so_far = match (limits.spent, meter.so_far()) {
+                        (Some(before), Some(now)) => Some(Reading::add(Some(before.clone()), &now)),
+                        (before, now) => now.or_else(|| before.cloned()),
+                    };
+                    overspent = limits.budget.and_then(|b| b.passed(so_far.as_ref(), None));
                 }
                 for e in events.line(&line) {
                     match &e {

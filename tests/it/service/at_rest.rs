@@ -14,25 +14,27 @@ fn rename_save(path: &std::path::Path, text: &str) {
     std::fs::rename(&tmp, path).expect("rename");
 }
 
-/// How many times the watch has left out an artifact of `kind` at rest (its `-v` log).
-fn left_out(svc: &Service, kind: &str) -> usize {
+/// The watch's passes that left out at least `n` artifacts of `kind` at rest (its `-v` log).
+fn left_out(svc: &Service, kind: &str, n: u64) -> usize {
     svc.log()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["fields"]["message"] == "left out at rest" && v["fields"]["kind"] == kind)
+        .filter(|v| v["fields"]["at_rest"].as_u64().is_some_and(|left| left >= n))
         .count()
 }
 
-/// Nudge the watch (a file under `.lore` it wakes for) until a pass has left out an artifact of
-/// `kind` at rest: what follows is read against the store, not a first reading.
-fn held_at_rest(p: &Project, svc: &Service, kind: &str) {
-    let before = left_out(svc, kind);
-    let mut n = 0;
-    wait_for(&format!("a pass to leave the {kind} out at rest"), || {
-        n += 1;
-        std::fs::write(p.root.join(format!(".lore/nudge-{n}.txt")), "x").expect("nudge");
+/// Nudge the watch (a file under `.lore` it wakes for) until a pass has left out `n` artifacts
+/// of `kind` at rest (all there are of it: the one just ended among them): what follows is
+/// read against the store, not a first reading.
+fn held_at_rest(p: &Project, svc: &Service, kind: &str, n: u64) {
+    let before = left_out(svc, kind, n);
+    let mut i = 0;
+    wait_for(&format!("a pass to leave {n} {kind}(s) out at rest"), || {
+        i += 1;
+        std::fs::write(p.root.join(format!(".lore/nudge-{i}.txt")), "x").expect("nudge");
         std::thread::sleep(std::time::Duration::from_millis(100));
-        left_out(svc, kind) > before
+        left_out(svc, kind, n) > before
     });
 }
 
@@ -59,7 +61,7 @@ fn a_plan_at_rest_is_left_out_and_an_edit_of_it_is_seen_on_the_next_pass() {
     std::fs::create_dir_all(p.root.join(".lore/plans")).expect("mkdir");
     rename_save(&plan_path(&p, "done"), "---\ntitle: done\nwaves:\n  - - {id: t, worker: mason, prompt: \"write: a.txt a\"}\n---\n");
     wait_for("the plan to complete", || plan(&p, "done")["status"] == "completed");
-    held_at_rest(&p, &svc, "plan");
+    held_at_rest(&p, &svc, "plan", 1);
 
     // A task's state written over in the file (integrated → failed): the record is the truth,
     // and the next pass puts it back.
@@ -67,7 +69,7 @@ fn a_plan_at_rest_is_left_out_and_an_edit_of_it_is_seen_on_the_next_pass() {
     assert!(line.ends_with("integrated"), "{}", text(&p, "done"));
     rename_save(&plan_path(&p, "done"), &text(&p, "done").replace(&line, &line.replace("integrated", "failed")));
     wait_for("the task's state put back", || text(&p, "done").contains(&line));
-    held_at_rest(&p, &svc, "plan");
+    held_at_rest(&p, &svc, "plan", 1);
 
     // A request a completed plan refuses (completed → pending): refused on the next pass.
     rename_save(&plan_path(&p, "done"), &text(&p, "done").replace("status: completed", "status: pending"));
@@ -80,7 +82,7 @@ fn a_plan_at_rest_is_left_out_and_an_edit_of_it_is_seen_on_the_next_pass() {
     wait_for("the plan to halt", || plan(&p, "retry")["status"] == "halted");
     rename_save(&plan_path(&p, "retry"), &text(&p, "retry").replace("status: halted", "status: cancelled"));
     wait_for("the cancel carried out", || plan(&p, "retry")["status"] == "cancelled");
-    held_at_rest(&p, &svc, "plan");
+    held_at_rest(&p, &svc, "plan", 2);
     assert_eq!(task_attempt(&plan(&p, "retry")), 1);
     rename_save(&plan_path(&p, "retry"), &text(&p, "retry").replace("status: cancelled", "status: pending"));
     wait_for("the retry to run the task again", || {
@@ -113,7 +115,7 @@ fn a_meeting_at_rest_is_left_out_and_a_persons_edit_of_it_is_seen_on_the_next_pa
     let text = std::fs::read_to_string(meeting_path(&p, "m")).expect("meeting");
     rename_save(&meeting_path(&p, "m"), &text.replace("status: requested", "status: declined"));
     wait_for("the decline recorded", || meeting_record(&p, "m").as_deref() == Some("declined"));
-    held_at_rest(&p, &svc, "meeting");
+    held_at_rest(&p, &svc, "meeting", 1);
 
     // Opened again by hand, written in place (as VS Code saves: the same inode): refused on the
     // next pass, the status put back.
@@ -124,7 +126,7 @@ fn a_meeting_at_rest_is_left_out_and_a_persons_edit_of_it_is_seen_on_the_next_pa
         text.contains("status: declined") && text.contains("reason:") && text.contains("refused")
     });
     assert_eq!(meeting_record(&p, "m").as_deref(), Some("declined"));
-    held_at_rest(&p, &svc, "meeting");
+    held_at_rest(&p, &svc, "meeting", 1);
 
     // Its record removed (as the message for a corrupt one says to): the next pass reads the
     // artifact again and records it anew.
