@@ -46,6 +46,10 @@ pub(crate) struct Observed {
     /// With `usage` of an attempt after the first: what the earlier ones used, from their
     /// `usage` timeline events.
     pub(crate) usage_before: Option<crate::worker::usage::Usage>,
+    /// With `usage`, or in review: what the current attempt's reviewers used, as their
+    /// `usage:<attempt>:review:<n>` timeline events say, by key (part of `usage:` as the
+    /// attempt's own run is).
+    pub(crate) usage_reviewed: Vec<(String, crate::worker::usage::Usage)>,
     /// The current attempt, over, passed its budget: its shim stopped it (or, for an agent
     /// that reports only at the end, found it past it then).
     pub(crate) overspent: Option<crate::activity::budget::Overspent>,
@@ -158,6 +162,7 @@ impl Observed {
             mail_notes: Vec::new(),
             usage: None,
             usage_before: None,
+            usage_reviewed: Vec::new(),
             overspent: None,
             limited: None,
             mail_error: None,
@@ -892,10 +897,13 @@ fn observe_artifact(
                 obs.limited = crate::worker::limits::observed(&state, rec.attempt);
             }
             // (In review, its reviewers' usage is added to them.)
-            if (obs.usage.is_some() || rec.status == Status::Review) && rec.attempt > 1 {
-                let timeline = crate::activity::timeline::path_for(&obs.artifact.path);
-                let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));
-                obs.usage_before = crate::worker::usage::recorded(&timeline, before);
+            if obs.usage.is_some() || rec.status == Status::Review {
+                let events = crate::activity::timeline::read(&crate::activity::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
+                if rec.attempt > 1 {
+                    let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));
+                    obs.usage_before = crate::worker::usage::summed(&events, before);
+                }
+                obs.usage_reviewed = crate::worker::usage::keyed(&events, &format!("usage:{}:review:", rec.attempt));
             }
         }
     }

@@ -249,12 +249,6 @@ pub(crate) fn observe(
     Some(Attempt { attempt, usage, source, model: reading.model, priced, over })
 }
 
-/// The sum of the `usage` events `which` picks out of a timeline (one per key), as the
-/// decider adds an attempt's usage to those before it.
-pub(crate) fn recorded(timeline: &std::path::Path, which: impl Fn(&Json) -> bool) -> Option<Usage> {
-    summed(&crate::activity::timeline::read(timeline).unwrap_or_default(), which)
-}
-
 /// What the attempts of the project whose `.lore/` is `lore` used, as their commissions',
 /// plans' and meetings' `usage` events record it (one per ended attempt, reviewer's run or
 /// meeting turn), of those that ended at or after `from`; `None` when none did.
@@ -271,7 +265,24 @@ pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chro
     Usage::sum(&all)
 }
 
-/// [`recorded`] of timeline events already read.
+/// The `usage` events among `events` whose key starts with `prefix`, each key once (its first),
+/// with what each says was used.
+pub(crate) fn keyed(events: &[Json], prefix: &str) -> Vec<(String, Usage)> {
+    let mut out: Vec<(String, Usage)> = Vec::new();
+    for e in events.iter().filter(|e| e["kind"] == "usage") {
+        let Some(key) = e["key"].as_str().filter(|k| k.starts_with(prefix)) else { continue };
+        if out.iter().any(|(k, _)| k == key) {
+            continue;
+        }
+        if let Ok(u) = serde_json::from_value::<Usage>(e.clone()) {
+            out.push((key.to_string(), u));
+        }
+    }
+    out
+}
+
+/// The sum of the `usage` events `which` picks out of a timeline's `events` (one per key), as
+/// the decider adds an attempt's usage to those before it.
 pub(crate) fn summed(events: &[Json], which: impl Fn(&Json) -> bool) -> Option<Usage> {
     let mut seen = std::collections::BTreeSet::new();
     let picked: Vec<Usage> = events

@@ -375,7 +375,9 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
 /// worktree cleaned up.
 fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     let cfg = &s.project.config;
-    // Ended from review (a person's `status: cancelled`) while reviewer workers were at work.
+    // Ended from review (a person's `status: cancelled`) while reviewer workers were at work:
+    // what those that finished used is logged first.
+    super::reviewers::account_usage(o, st, &super::reviewers::of(s, o));
     if let Some(dropped) = super::reviewers::drop_runs(o) {
         return dropped;
     }

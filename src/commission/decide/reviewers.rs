@@ -101,21 +101,38 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed:
 /// attempt and the reviewer's place, naming the reviewer), and the artifact's `usage:` with
 /// them — the attempts before (their reviewers' included), this one's, and its reviewers'.
 /// Set from what was observed alone, so a pass repeated gives the same figures.
-fn account_usage(o: &Observed, st: &mut Step<'_>, names: &[String]) {
+/// The key of reviewer `index`'s `usage` event over `attempt`.
+fn review_key(attempt: u32, index: usize) -> String {
+    format!("usage:{attempt}:review:{index}")
+}
+
+/// What `attempt`'s reviewers used, by event key: the runs seen now with their usage, and
+/// those logged on an earlier pass whose run is no longer seen.
+pub(super) fn reviewed(o: &Observed, attempt: u32) -> Vec<(String, crate::worker::usage::Usage)> {
+    let mut all: Vec<_> = o.reviews.iter().filter_map(|r| Some((review_key(attempt, r.index), r.usage.as_ref()?.usage))).collect();
+    for (key, u) in &o.usage_reviewed {
+        if !all.iter().any(|(k, _)| k == key) {
+            all.push((key.clone(), *u));
+        }
+    }
+    all
+}
+
+/// Each reviewer run's usage, once it has one, as a `usage` event on the commission (naming
+/// the reviewer), and `usage:` with it.
+pub(super) fn account_usage(o: &Observed, st: &mut Step<'_>, names: &[String]) {
     let attempt = st.record.attempt;
     let used: Vec<_> = o.reviews.iter().filter_map(|r| Some((r.index, r.usage.as_ref()?))).collect();
     if used.is_empty() {
         return;
     }
-    let own = o.usage.as_ref().filter(|u| u.attempt == attempt).map(|u| u.usage);
-    let mut total: Vec<crate::worker::usage::Usage> = o.usage_before.into_iter().chain(own).collect();
     for (index, u) in used {
         let name = names.get(index).map_or("reviewer", String::as_str);
-        let key = format!("usage:{attempt}:review:{index}");
-        let (key, fields) = crate::worker::reviewer::usage_event(u, name, key, json!({"attempt": attempt}));
+        let (key, fields) = crate::worker::reviewer::usage_event(u, name, review_key(attempt, index), json!({"attempt": attempt}));
         st.event("usage", key, fields);
-        total.push(u.usage);
     }
+    let own = o.usage.as_ref().filter(|u| u.attempt == attempt).map(|u| u.usage);
+    let total: Vec<_> = o.usage_before.into_iter().chain(own).chain(reviewed(o, attempt).into_iter().map(|(_, u)| u)).collect();
     if let Some(sum) = crate::worker::usage::Usage::sum(&total) {
         st.set("usage", sum.to_yaml());
     }

@@ -178,8 +178,12 @@ impl<'a> Step<'a> {
     pub(super) fn account_usage(&mut self) {
         let o = self.o;
         let Some(u) = o.usage.as_ref().filter(|u| u.attempt == self.record.attempt) else { return };
-        let total = o.usage_before.map_or(u.usage, |b| b.plus(u.usage));
-        self.set("usage", total.to_yaml());
+        // Its reviewers' runs are part of it too (never written back down).
+        let reviewed = super::reviewers::reviewed(o, u.attempt).into_iter().map(|(_, r)| r);
+        let parts: Vec<_> = o.usage_before.into_iter().chain([u.usage]).chain(reviewed).collect();
+        if let Some(total) = crate::worker::usage::Usage::sum(&parts) {
+            self.set("usage", total.to_yaml());
+        }
         if u.over {
             let (key, fields) = u.event(&o.artifact.worker);
             self.event("usage", key, fields);

@@ -352,6 +352,42 @@ echo made > work.txt
     assert!(p.artifact("next").contains("daily budget reached: $0.75"), "{}", p.artifact("next"));
 }
 
+/// A person who cancels a commission in review (its status edited) after its reviewer ended,
+/// before a pass read its verdict: what the reviewer used is still logged and summed.
+#[test]
+fn a_reviewers_usage_is_kept_when_a_person_cancels_before_its_verdict_is_read() {
+    let p = Project::new(&[]);
+    p.script_worker(
+        "maker",
+        "full",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 1000 --output-tokens 100
+echo made > work.txt
+"$GUILD_HALL_BIN" toolbox submit-result --summary made"#,
+    );
+    p.script_worker(
+        "picky",
+        "full",
+        r#""$GUILD_HALL_BIN" toolbox report-usage --input-tokens 200 --output-tokens 20
+"$GUILD_HALL_BIN" toolbox submit-result --verdict approve --summary fine"#,
+    );
+    p.config("reviewers: [picky]\n");
+    commission(&p, "job", "");
+    wait_for("the reviewer at work", || {
+        p.ok(&["reconcile", "--once"]);
+        review_dir(&p, "job", 1, 0).is_some_and(|d| d.join("run.json").is_file())
+    });
+    // No pass while it ends: its verdict and usage are not read yet.
+    wait_for("the reviewer's end recorded", || review_dir(&p, "job", 1, 0).is_some_and(|d| d.join("exit.json").is_file()));
+    assert_eq!(p.status("job"), "review");
+    std::fs::write(p.artifact_path("job"), p.artifact("job").replace("status: review", "status: cancelled")).expect("edit");
+    p.settle();
+    assert_eq!(p.status("job"), "cancelled", "{}", p.artifact("job"));
+    let tl = p.timeline("job");
+    assert!(kinds_of(&tl, "usage").iter().any(|e| e["reviewer"] == "picky" && e["input_tokens"] == 200), "{tl:?}");
+    let fm = frontmatter(&p, "job");
+    assert_eq!(fm["usage"]["input_tokens"].as_u64(), Some(1200), "{fm:?}");
+}
+
 /// A reviewer's run counts against its package's `max_concurrent:`: with one run of the
 /// package at work (a commission of it), the review waits, saying so, and starts once it ends.
 #[test]
