@@ -225,12 +225,8 @@ pub(crate) fn run(
             priced,
             over: true,
         };
-        let (_, mut fields) = attempt.event(&meeting.worker);
-        if let Some(f) = fields.as_object_mut() {
-            f.remove("attempt");
-        }
-        fields["turn"] = turn.into();
-        timeline::append(&timeline::path_for(&meeting.path), &[timeline::event(&now(), "usage", format!("usage:turn:{turn}"), fields)])?;
+        let (key, fields) = attempt.event_about(&meeting.worker, format!("usage:turn:{turn}"), json!({"turn": turn}));
+        timeline::append(&timeline::path_for(&meeting.path), &[timeline::event(&now(), "usage", key, fields)])?;
     }
     // What its workspace setup (at open: the turn that ran it) made that git does not ignore:
     // the meeting's work, said as a commission's is.

@@ -96,8 +96,9 @@ fn judged_from(home: &Home, project: &Project, path: &Path) -> Vec<PathBuf> {
 /// home's own record both say, no request pending, nothing of it running or lingering (tasks,
 /// verify, reviewers), no reviewer's checkout left, nothing new to log; and the decider, given
 /// them alone, does nothing for them (a landed task's worktree still there is removed, so such
-/// a plan is not at rest; a failed task's is kept for a retry, which is an edit of the plan). Until one of the files it was judged from changes
-/// ([`judged_from`]), a pass would do nothing for such a plan: a watch leaves it out.
+/// a plan is not at rest; a failed task's is kept for a retry, which is an edit of the plan).
+/// Until one of the files it was judged from changes ([`judged_from`]), a pass would do nothing
+/// for such a plan: a watch leaves it out.
 pub(crate) fn at_rest(s: &Snapshot) -> BTreeSet<String> {
     let quiet = |o: &&Observed| {
         let Some(r) = o.record.as_ref().filter(|r| matches!(r.status, PlanStatus::Completed | PlanStatus::Failed | PlanStatus::Cancelled))

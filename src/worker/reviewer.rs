@@ -134,13 +134,8 @@ pub(crate) fn usage_event(
     key: String,
     fields: serde_json::Value,
 ) -> (String, serde_json::Value) {
-    let (_, mut event) = u.event(reviewer);
+    let (key, mut event) = u.event_about(reviewer, key, fields);
     event["reviewer"] = reviewer.into();
-    if let (Some(e), Some(f)) = (event.as_object_mut(), fields.as_object()) {
-        // Its own run's number (always the first) says nothing: what it reviewed does.
-        e.remove("attempt");
-        e.extend(f.clone());
-    }
     (key, event)
 }
 

@@ -217,6 +217,19 @@ impl Attempt {
         }
         (format!("usage:{}", self.attempt), fields)
     }
+
+    /// The `usage` event of a run that is not an attempt of the work whose timeline it goes on
+    /// (a reviewer's run, a meeting's turn): [`Attempt::event`]'s figures under `key`, without
+    /// its own run's number (which says nothing there), with `about` (what it was for: the
+    /// attempt or round it reviewed, the turn).
+    pub(crate) fn event_about(&self, worker: &str, key: String, about: Json) -> (String, Json) {
+        let (_, mut event) = self.event(worker);
+        if let (Some(e), Some(a)) = (event.as_object_mut(), about.as_object()) {
+            e.remove("attempt");
+            e.extend(a.clone());
+        }
+        (key, event)
+    }
 }
 
 /// The usage of attempt `attempt`: what its agent reported (the shim's record, read once the
