@@ -97,10 +97,6 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed:
     Some(weigh(s, o, st, &heard))
 }
 
-/// What the attempt's reviewers used: a `usage` event each once its run is over (keyed by the
-/// attempt and the reviewer's place, naming the reviewer), and the artifact's `usage:` with
-/// them — the attempts before (their reviewers' included), this one's, and its reviewers'.
-/// Set from what was observed alone, so a pass repeated gives the same figures.
 /// The key of reviewer `index`'s `usage` event over `attempt`.
 fn review_key(attempt: u32, index: usize) -> String {
     format!("usage:{attempt}:review:{index}")
@@ -118,8 +114,10 @@ pub(super) fn reviewed(o: &Observed, attempt: u32) -> Vec<(String, crate::worker
     all
 }
 
-/// Each reviewer run's usage, once it has one, as a `usage` event on the commission (naming
-/// the reviewer), and `usage:` with it.
+/// What the attempt's reviewers used: a `usage` event each once its run is over (keyed by the
+/// attempt and the reviewer's place, naming the reviewer), and the artifact's `usage:` with
+/// them — the attempts before (their reviewers' included), this one's, and its reviewers'.
+/// Set from what was observed alone, so a pass repeated gives the same figures.
 pub(super) fn account_usage(o: &Observed, st: &mut Step<'_>, names: &[String]) {
     let attempt = st.record.attempt;
     let used: Vec<_> = o.reviews.iter().filter_map(|r| Some((r.index, r.usage.as_ref()?))).collect();
