@@ -148,7 +148,25 @@ impl Elsewhere {
 /// there says it landed nothing.
 pub(crate) use crate::activity::integrated::Integrated;
 
+/// The key of reviewer `index`'s `usage` event over `attempt`.
+pub(crate) fn review_usage_key(attempt: u32, index: usize) -> String {
+    format!("usage:{attempt}:review:{index}")
+}
+
 impl Observed {
+    /// What `attempt`'s reviewers used, by event key: the runs seen now with their usage, and
+    /// those logged on an earlier pass whose run is no longer seen.
+    pub(crate) fn reviewers_usage(&self, attempt: u32) -> Vec<(String, crate::worker::usage::Usage)> {
+        let mut all: Vec<_> =
+            self.reviews.iter().filter_map(|r| Some((review_usage_key(attempt, r.index), r.usage.as_ref()?.usage))).collect();
+        for (key, u) in &self.usage_reviewed {
+            if !all.iter().any(|(k, _)| k == key) {
+                all.push((key.clone(), *u));
+            }
+        }
+        all
+    }
+
     /// An artifact and its record, before anything about its runtime has been looked at.
     pub(crate) fn new(artifact: Commission, record: Option<Record>) -> Observed {
         Observed {

@@ -14,7 +14,7 @@ use super::step::Step;
 use crate::activity::reason::{AfterCheck, Reason};
 use crate::artifact::commission::{Feedback, FeedbackFrom, Revision};
 use crate::artifact::Status;
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{review_usage_key, Observed, Proc, Snapshot};
 use crate::worker::reviewer::{stands, Given, ReviewerRun, Stands};
 use crate::worker::toolbox::mailbox::Verdict;
 
@@ -97,23 +97,6 @@ pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed:
     Some(weigh(s, o, st, &heard))
 }
 
-/// The key of reviewer `index`'s `usage` event over `attempt`.
-fn review_key(attempt: u32, index: usize) -> String {
-    format!("usage:{attempt}:review:{index}")
-}
-
-/// What `attempt`'s reviewers used, by event key: the runs seen now with their usage, and
-/// those logged on an earlier pass whose run is no longer seen.
-pub(super) fn reviewed(o: &Observed, attempt: u32) -> Vec<(String, crate::worker::usage::Usage)> {
-    let mut all: Vec<_> = o.reviews.iter().filter_map(|r| Some((review_key(attempt, r.index), r.usage.as_ref()?.usage))).collect();
-    for (key, u) in &o.usage_reviewed {
-        if !all.iter().any(|(k, _)| k == key) {
-            all.push((key.clone(), *u));
-        }
-    }
-    all
-}
-
 /// What the attempt's reviewers used: a `usage` event each once its run is over (keyed by the
 /// attempt and the reviewer's place, naming the reviewer), and the artifact's `usage:` with
 /// them — the attempts before (their reviewers' included), this one's, and its reviewers'.
@@ -126,11 +109,11 @@ pub(super) fn account_usage(o: &Observed, st: &mut Step<'_>, names: &[String]) {
     }
     for (index, u) in used {
         let name = names.get(index).map_or("reviewer", String::as_str);
-        let (key, fields) = crate::worker::reviewer::usage_event(u, name, review_key(attempt, index), json!({"attempt": attempt}));
+        let (key, fields) = crate::worker::reviewer::usage_event(u, name, review_usage_key(attempt, index), json!({"attempt": attempt}));
         st.event("usage", key, fields);
     }
     let own = o.usage.as_ref().filter(|u| u.attempt == attempt).map(|u| u.usage);
-    let total: Vec<_> = o.usage_before.into_iter().chain(own).chain(reviewed(o, attempt).into_iter().map(|(_, u)| u)).collect();
+    let total: Vec<_> = o.usage_before.into_iter().chain(own).chain(o.reviewers_usage(attempt).into_iter().map(|(_, u)| u)).collect();
     if let Some(sum) = crate::worker::usage::Usage::sum(&total) {
         st.set("usage", sum.to_yaml());
     }

@@ -179,7 +179,7 @@ impl<'a> Step<'a> {
         let o = self.o;
         let Some(u) = o.usage.as_ref().filter(|u| u.attempt == self.record.attempt) else { return };
         // Its reviewers' runs are part of it too (never written back down).
-        let reviewed = super::reviewers::reviewed(o, u.attempt).into_iter().map(|(_, r)| r);
+        let reviewed = o.reviewers_usage(u.attempt).into_iter().map(|(_, r)| r);
         let parts: Vec<_> = o.usage_before.into_iter().chain([u.usage]).chain(reviewed).collect();
         if let Some(total) = crate::worker::usage::Usage::sum(&parts) {
             self.set("usage", total.to_yaml());
