@@ -1,6 +1,6 @@
 //! Review in a browser: a commission held in review is approved with the keyboard alone and
 //! is seen merged; a revision with a comment on a line of the diff reaches the worker (the
-//! next attempt's prompt holds it).
+//! next attempt's prompt holds it); a rejected one is run again from its page.
 
 use super::browser::{at, Browser};
 use super::server::Web;
@@ -70,4 +70,20 @@ fn a_revision_with_a_line_comment_reaches_the_next_attempt() {
     let seen = git(&p.root, &["show", "claude/commission/job:seen-2.txt"]);
     assert!(seen.contains("Feedback on attempt 1"), "{seen}");
     assert!(seen.contains("- make it shorter") && seen.contains("- work.txt:1: say more here"), "{seen}");
+}
+
+#[test]
+fn a_rejected_commission_is_run_again_from_its_page() {
+    let p = Project::new(&[]);
+    let (_s, mut b) = in_review(&p);
+    assert_eq!(b.count("[data-testid=redispatch]"), 0, "nothing to run again while in review");
+    p.ok(&["reject", "job", "-m", "not yet"]);
+    b.wait_text(Some("[data-testid=status]"), "cancelled");
+    b.click("[data-testid=redispatch]");
+    b.wait("[data-testid=action-result][data-state=ok]");
+    // A second attempt, held in review again, seen on the page as it happens.
+    b.wait_text(Some("[data-testid=status]"), "review");
+    assert_eq!(p.status_json("job")["attempt"], 2);
+    assert!(p.artifact("job").contains("attempt: 2"), "{}", p.artifact("job"));
+    assert!(b.errors().is_empty(), "{:?}", b.errors());
 }
