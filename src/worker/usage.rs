@@ -265,11 +265,25 @@ pub(crate) fn observe(
 /// What the attempts of the project whose `.lore/` is `lore` used, as their commissions',
 /// plans' and meetings' `usage` events record it (one per ended attempt, reviewer's run or
 /// meeting turn), of those that ended at or after `from`; `None` when none did.
+///
+/// Asked every round while a daily budget is set, so it costs what was written since `from`,
+/// not the history: a timeline not modified since `from` (less [`CLOCK_SLACK`]) holds no event
+/// written since, and is not read (a `stat` each). An event is stamped with the time it is
+/// appended, from the clock that stamps the file's mtime; a timeline git brings in (a pull, a
+/// checkout) is written then, so it is read.
 pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chrono::Utc>) -> Option<Usage> {
+    let written_since = |path: &std::path::Path| {
+        let since = std::time::SystemTime::from(from) - CLOCK_SLACK;
+        std::fs::metadata(path).and_then(|m| m.modified()).is_ok_and(|t| t >= since)
+    };
     let mut all = Vec::new();
     for dir in ["commissions", "plans", "meetings"] {
         for path in crate::artifact::paths(&lore.join(dir)).unwrap_or_default() {
-            let events = crate::activity::timeline::read(&crate::activity::timeline::path_for(&path)).unwrap_or_default();
+            let timeline = crate::activity::timeline::path_for(&path);
+            if !written_since(&timeline) {
+                continue;
+            }
+            let events = crate::activity::timeline::read(&timeline).unwrap_or_default();
             let ended_since =
                 |e: &Json| e["ts"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).is_some_and(|t| t.to_utc() >= from);
             all.extend(summed(&events, ended_since));
@@ -277,6 +291,10 @@ pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chro
     }
     Usage::sum(&all)
 }
+
+/// How far an event's `ts` may run ahead of its timeline's mtime: both are read from this
+/// machine's clock at the same append, so only a clock stepped back in between tells them apart.
+const CLOCK_SLACK: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
 /// The `usage` events among `events` whose key starts with `prefix`, each key once (its first),
 /// with what each says was used.
@@ -520,6 +538,34 @@ mod tests {
             m.feed(chunk);
         }
         m.finish()
+    }
+
+    #[test]
+    fn usage_since_a_time_reads_the_timelines_written_since() {
+        let lore = tempfile::tempdir().unwrap();
+        let dir = lore.path().join("commissions");
+        std::fs::create_dir_all(&dir).unwrap();
+        let now = chrono::Utc::now();
+        let line = |key: &str, ts: chrono::DateTime<chrono::Utc>, tokens: u64| {
+            format!("{{\"ts\":\"{}\",\"kind\":\"usage\",\"key\":\"{key}\",\"input_tokens\":{tokens},\"output_tokens\":0}}\n", ts.to_rfc3339())
+        };
+        let day_start = now - chrono::Duration::hours(1);
+        for (id, text) in [
+            ("today", line("usage:1", now, 5) + &line("usage:0", now - chrono::Duration::hours(3), 100)),
+            ("older", line("usage:1", now - chrono::Duration::days(2), 1000)),
+        ] {
+            std::fs::write(dir.join(format!("{id}.md")), "---\nworker: w\n---\n").unwrap();
+            std::fs::write(dir.join(format!("{id}.timeline.jsonl")), text).unwrap();
+        }
+        let since = |from| recorded_since(lore.path(), from).map(|u| u.input_tokens);
+        assert_eq!(since(day_start), Some(5), "only the events since, each timeline's usage once per key");
+        // A timeline not written since the day began holds nothing of the day: it is not read,
+        // whatever its lines claim (its `ts` written by a clock stepped back, say).
+        let stale = dir.join("today.timeline.jsonl");
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86_400);
+        std::fs::File::options().append(true).open(&stale).unwrap().set_modified(long_ago).unwrap();
+        assert_eq!(since(day_start), None, "left unread");
+        assert_eq!(since(now - chrono::Duration::days(3)), Some(1105), "written since that earlier time: read");
     }
 
     #[test]
