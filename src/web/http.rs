@@ -51,18 +51,22 @@ pub(crate) enum BadRequest {
     Gone,
 }
 
-/// Read one request from `conn` within [`REQUEST_TIMEOUT`].
-pub(crate) fn read_request(conn: &std::net::TcpStream) -> Result<Request, BadRequest> {
-    read_from(conn.try_clone().map_err(|_| BadRequest::Gone)?, |t| conn.set_read_timeout(t))
+/// Read one request from `conn` within `within` ([`REQUEST_TIMEOUT`] for a person's).
+pub(crate) fn read_request(conn: &std::net::TcpStream, within: Duration) -> Result<Request, BadRequest> {
+    read_from(conn.try_clone().map_err(|_| BadRequest::Gone)?, |t| conn.set_read_timeout(t), within)
 }
 
 /// [`read_request`] on a Unix socket.
-pub(crate) fn read_request_unix(conn: &std::os::unix::net::UnixStream) -> Result<Request, BadRequest> {
-    read_from(conn.try_clone().map_err(|_| BadRequest::Gone)?, |t| conn.set_read_timeout(t))
+pub(crate) fn read_request_unix(conn: &std::os::unix::net::UnixStream, within: Duration) -> Result<Request, BadRequest> {
+    read_from(conn.try_clone().map_err(|_| BadRequest::Gone)?, |t| conn.set_read_timeout(t), within)
 }
 
-fn read_from(conn: impl Read, set_timeout: impl Fn(Option<Duration>) -> std::io::Result<()>) -> Result<Request, BadRequest> {
-    let until = Instant::now() + REQUEST_TIMEOUT;
+fn read_from(
+    conn: impl Read,
+    set_timeout: impl Fn(Option<Duration>) -> std::io::Result<()>,
+    within: Duration,
+) -> Result<Request, BadRequest> {
+    let until = Instant::now() + within;
     let mut r = BufReader::new(Deadline { inner: conn, until, set_timeout });
     let mut head = Vec::new();
     loop {
@@ -280,21 +284,28 @@ impl<W: Write> EventStream<W> {
 /// Connections served at once (event streams among them); one more is answered 503.
 pub(crate) const MAX_CONNECTIONS: usize = 128;
 
-/// The count of connections being served; a [`Slot`] holds one.
-#[derive(Default, Clone)]
-pub(crate) struct Slots(Arc<AtomicUsize>);
+/// The count of connections in a pool of at most `max`; a [`Slot`] holds one.
+#[derive(Clone)]
+pub(crate) struct Slots {
+    used: Arc<AtomicUsize>,
+    max: usize,
+}
 
-/// One connection's place among [`MAX_CONNECTIONS`], given back when dropped.
+/// One connection's place in its pool, given back when dropped.
 pub(crate) struct Slot(Arc<AtomicUsize>);
 
 impl Slots {
+    pub(crate) fn new(max: usize) -> Slots {
+        Slots { used: Arc::default(), max }
+    }
+
     pub(crate) fn take(&self) -> Option<Slot> {
-        let n = self.0.fetch_add(1, Ordering::SeqCst);
-        if n >= MAX_CONNECTIONS {
-            self.0.fetch_sub(1, Ordering::SeqCst);
+        let n = self.used.fetch_add(1, Ordering::SeqCst);
+        if n >= self.max {
+            self.used.fetch_sub(1, Ordering::SeqCst);
             return None;
         }
-        Some(Slot(self.0.clone()))
+        Some(Slot(self.used.clone()))
     }
 }
 
@@ -311,7 +322,7 @@ mod tests {
     #[test]
     fn a_request_is_read_with_its_query_headers_and_body() {
         let raw = b"POST /api/commission/approve?project=a%20b&x=1+2 HTTP/1.1\r\nHost: 127.0.0.1:1\r\nContent-Length: 2\r\nCookie: a=1; gh_9=tok\r\n\r\n{}";
-        let req = read_from(&raw[..], |_| Ok(())).expect("read");
+        let req = read_from(&raw[..], |_| Ok(()), REQUEST_TIMEOUT).expect("read");
         assert_eq!(req.method, "POST");
         assert_eq!(req.path, "/api/commission/approve");
         assert_eq!(req.param("project"), Some("a b"));
@@ -324,13 +335,13 @@ mod tests {
     #[test]
     fn oversized_chunked_and_truncated_requests_are_refused() {
         let big = format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", MAX_BODY + 1);
-        assert!(matches!(read_from(big.as_bytes(), |_| Ok(())), Err(BadRequest::Status(413, _))));
+        assert!(matches!(read_from(big.as_bytes(), |_| Ok(()), REQUEST_TIMEOUT), Err(BadRequest::Status(413, _))));
         let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
-        assert!(matches!(read_from(&chunked[..], |_| Ok(())), Err(BadRequest::Status(411, _))));
+        assert!(matches!(read_from(&chunked[..], |_| Ok(()), REQUEST_TIMEOUT), Err(BadRequest::Status(411, _))));
         let short = b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nab";
-        assert!(matches!(read_from(&short[..], |_| Ok(())), Err(BadRequest::Status(400, _))));
+        assert!(matches!(read_from(&short[..], |_| Ok(()), REQUEST_TIMEOUT), Err(BadRequest::Status(400, _))));
         let head = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD));
-        assert!(matches!(read_from(head.as_bytes(), |_| Ok(())), Err(BadRequest::Status(431, _))));
+        assert!(matches!(read_from(head.as_bytes(), |_| Ok(()), REQUEST_TIMEOUT), Err(BadRequest::Status(431, _))));
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub fn serve(home: &Home, dirs: &[PathBuf], opts: &Options, say_url: impl FnOnce
     let hub = Arc::new(Hub::default());
     let _watcher = hub::start(home, &projects, hub.clone())?;
     let token = auth::new_token();
-    let slots = Slots::default();
+    let slots = Pools::new(http::REQUEST_TIMEOUT);
     // The signals first: a stop that comes while the rest starts is not lost.
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     match &opts.socket {
@@ -161,46 +161,79 @@ fn start_reconciler(
     Ok(Some(handle))
 }
 
-fn accept_tcp(listener: TcpListener, server: Arc<Server>, slots: Slots) {
+/// The connections served at once: a person's, and apart the few of refused peers (a worker's
+/// processes) being answered their 403 — so however many connections a worker opens, it never
+/// holds a person's slot longer than the look at who it is, nor is read for long.
+#[derive(Clone)]
+struct Pools {
+    served: Slots,
+    refused: Slots,
+    /// How long a person's request may take to arrive.
+    request_timeout: Duration,
+}
+
+/// Refused peers' connections answered at once; past them one is closed unanswered.
+const MAX_REFUSED: usize = 8;
+
+/// How long a refused peer's request is read for: enough for one it sent to arrive (closing a
+/// socket with its request unread resets it, and the 403 would not be seen), too short to hold
+/// a place.
+const REFUSED_READ: Duration = Duration::from_millis(500);
+
+impl Pools {
+    fn new(request_timeout: Duration) -> Pools {
+        Pools { served: Slots::new(http::MAX_CONNECTIONS), refused: Slots::new(MAX_REFUSED), request_timeout }
+    }
+}
+
+fn accept_tcp(listener: TcpListener, server: Arc<Server>, pools: Pools) {
     let refused = |conn: &std::net::TcpStream, server: &Server| match (conn.local_addr(), conn.peer_addr()) {
         (Ok(ours), Ok(peer)) => auth::worker_peer_tcp(&server.home, ours, peer),
         _ => Some("the connection's addresses cannot be read".to_string()),
     };
     let timeout = |conn: &std::net::TcpStream| conn.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
-    accept(listener.incoming(), server, slots, refused, http::read_request, timeout);
+    accept(listener.incoming(), server, pools, refused, http::read_request, timeout);
 }
 
-fn accept_unix(listener: UnixListener, server: Arc<Server>, slots: Slots) {
+fn accept_unix(listener: UnixListener, server: Arc<Server>, pools: Pools) {
     let refused = |conn: &std::os::unix::net::UnixStream, server: &Server| {
         crate::service::rpc::auth::worker_peer(conn, &server.home).map(|(_, why)| why)
     };
     let timeout = |conn: &std::os::unix::net::UnixStream| conn.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
-    accept(listener.incoming(), server, slots, refused, http::read_request_unix, timeout);
+    accept(listener.incoming(), server, pools, refused, http::read_request_unix, timeout);
 }
 
 /// One accept loop for either listener: a slot per connection (503 past them), a thread for
-/// each, a worker's connection refused with a 403.
+/// each, a worker's connection refused with a 403 from the refused peers' pool ([`Pools`]).
 fn accept<C: Write + Send + 'static>(
     incoming: impl Iterator<Item = std::io::Result<C>>,
     server: Arc<Server>,
-    slots: Slots,
+    pools: Pools,
     refused: fn(&C, &Server) -> Option<String>,
-    read: fn(&C) -> Result<Request, http::BadRequest>,
+    read: fn(&C, Duration) -> Result<Request, http::BadRequest>,
     write_timeout: fn(&C) -> std::io::Result<()>,
 ) {
     for conn in incoming {
         let Ok(mut conn) = conn else { continue };
-        let Some(slot) = slots.take() else {
+        let Some(slot) = pools.served.take() else {
             let _ = Response::text(503, "too many connections").write_to(&mut conn);
             continue;
         };
-        let server = server.clone();
+        let (server, pools) = (server.clone(), pools.clone());
         let spawned = std::thread::Builder::new().name("web-conn".into()).spawn(move || {
-            let _slot = slot;
             let refused = refused(&conn, &server);
+            let (_slot, within) = match refused {
+                None => (slot, pools.request_timeout),
+                Some(_) => {
+                    drop(slot);
+                    // Past the refused pool: closed unanswered (a worker is owed no answer).
+                    let Some(slot) = pools.refused.take() else { return };
+                    (slot, REFUSED_READ)
+                }
+            };
             // Read even when refused: closing a socket with its request unread resets it, and
             // the client would never see the 403.
-            let req = read(&conn);
+            let req = read(&conn, within);
             let _ = write_timeout(&conn);
             serve_one(&server, req, refused, &mut conn);
         });
@@ -351,5 +384,70 @@ fn events<W: Write>(server: &Server, req: &Request, w: &mut W) {
             }
             Err(RecvTimeoutError::Disconnected) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpStream;
+
+    /// A listener on a free loopback port, its connections served by [`accept`] with `pools`,
+    /// each one judged by `refused`.
+    fn listen(server: &Arc<Server>, pools: &Pools, refused: fn(&TcpStream, &Server) -> Option<String>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (server, pools) = (server.clone(), pools.clone());
+        let timeout = |c: &TcpStream| c.set_write_timeout(Some(http::STREAM_WRITE_TIMEOUT));
+        std::thread::spawn(move || accept(listener.incoming(), server, pools, refused, http::read_request, timeout));
+        addr
+    }
+
+    /// The status of a `GET /` sent to `addr`.
+    fn status(addr: SocketAddr) -> String {
+        let mut c = TcpStream::connect(addr).expect("connect");
+        // Closed unanswered: no status.
+        if write!(c, "GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n").is_err() {
+            return String::new();
+        }
+        let mut answer = String::new();
+        let _ = c.read_to_string(&mut answer);
+        answer.lines().next().unwrap_or("").to_string()
+    }
+
+    #[test]
+    fn a_workers_idle_connections_never_hold_a_persons_place() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let server = Arc::new(Server {
+            home: Home { root: dir.path().to_path_buf() },
+            projects: Vec::new(),
+            hub: Arc::new(Hub::default()),
+            guard: Guard::new(auth::new_token(), None),
+        });
+        // A person's request may take an hour to arrive here: a place held as long as that
+        // would be held for the whole test.
+        let pools = Pools::new(Duration::from_secs(3600));
+        // One listener's peers are all a worker's, the other's all a person's; one set of places.
+        let worker = listen(&server, &pools, |_, _| Some("a worker's process".into()));
+        let person = listen(&server, &pools, |_, _| None);
+        // More idle connections than there are places, never sending a byte, held open.
+        let idle: Vec<TcpStream> = (0..http::MAX_CONNECTIONS + 20).map(|_| TcpStream::connect(worker).expect("connect")).collect();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut last = status(person);
+        while !last.contains(" 401 ") && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            last = status(person);
+        }
+        assert!(last.contains(" 401 "), "the person is answered (without the token: 401) while the worker's connections are open: {last}");
+        // A refused peer that sends its request is told why, once the refused pool has room
+        // (past it, a connection is closed unanswered).
+        let mut refused = status(worker);
+        while !refused.contains(" 403 ") && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            refused = status(worker);
+        }
+        assert!(refused.contains(" 403 "), "a worker's request is refused with a 403: {refused}");
+        drop(idle);
     }
 }

@@ -547,7 +547,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let now = chrono::Utc::now();
         let line = |key: &str, ts: chrono::DateTime<chrono::Utc>, tokens: u64| {
-            format!("{{\"ts\":\"{}\",\"kind\":\"usage\",\"key\":\"{key}\",\"input_tokens\":{tokens},\"output_tokens\":0}}\n", ts.to_rfc3339())
+            format!(
+                "{{\"ts\":\"{}\",\"kind\":\"usage\",\"key\":\"{key}\",\"input_tokens\":{tokens},\"output_tokens\":0}}\n",
+                ts.to_rfc3339()
+            )
         };
         let day_start = now - chrono::Duration::hours(1);
         for (id, text) in [
