@@ -217,8 +217,7 @@ fn start_outbox(project: &Project, dir: &Path, argv: &[String], timeout: Duratio
         if started.contains(&file) {
             continue;
         }
-        let log = dir.join("notify.log");
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).with_context(|| format!("opening {}", log.display()))?;
+        let log = open_log(&dir.join("notify.log"))?;
         let exe = std::env::current_exe().context("locating the guild-hall binary")?;
         let mut cmd = Command::new(exe);
         cmd.arg("notify-send")
@@ -239,6 +238,19 @@ fn start_outbox(project: &Project, dir: &Path, argv: &[String], timeout: Duratio
         std::thread::spawn(move || child.wait());
     }
     Ok(())
+}
+
+/// How large `notify.log` grows before it is moved aside to `notify.log.1` (replacing the one
+/// before): a command that fails on every event would otherwise fill the disk, a line at a time.
+const LOG_MAX: u64 = 1024 * 1024;
+
+/// `notify.log`, opened to append to; moved aside first once it has reached [`LOG_MAX`]. A
+/// supervisor still writing to the old one writes on into `notify.log.1`: nothing is cut.
+fn open_log(path: &Path) -> Result<std::fs::File> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() >= LOG_MAX) {
+        let _ = std::fs::rename(path, path.with_extension("log.1"));
+    }
+    std::fs::OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("opening {}", path.display()))
 }
 
 fn read_from(path: &Path, from: u64) -> Result<Vec<u8>> {
@@ -360,6 +372,19 @@ fn run(argv: &[String], event: &[u8], timeout: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_is_moved_aside_once_it_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("notify.log");
+        std::fs::write(&log, "an old failure\n").unwrap();
+        writeln!(open_log(&log).unwrap(), "another").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "an old failure\nanother\n", "below the limit: appended to");
+        std::fs::write(&log, vec![b'x'; LOG_MAX as usize]).unwrap();
+        writeln!(open_log(&log).unwrap(), "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "new\n", "full: a new log");
+        assert_eq!(std::fs::metadata(log.with_extension("log.1")).unwrap().len(), LOG_MAX, "the full one kept beside it");
+    }
 
     #[test]
     fn the_table_says_what_needs_a_person() {
