@@ -176,7 +176,9 @@ pub fn render(e: &Value) -> String {
         },
         // A question the worker waits on says so, with its number (what `answer` takes).
         "question" if e["waiting"] == true => format!("{} (question {}, waiting for an answer)", s("text"), e["question"]),
-        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" | "edited" | "setup" => s("text"),
+        "progress" | "question" | "anomaly" | "heartbeat" | "timeout" | "stopping" | "stopped" | "edited" | "setup" | "spawned" => {
+            s("text")
+        }
         "answered" => format!("question {}: {}", e["question"], s("text")),
         "no_answer" => format!("question {}: {}", e["question"], s("text")),
         "meeting_requested" => format!("meeting {}: {}", s("meeting"), s("text")),

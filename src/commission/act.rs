@@ -114,6 +114,14 @@ fn schedule(ctx: &Ctx<'_, Catalog>, step: &crate::commission::decide::schedule::
             }
         }
     }
+    // The template's timeline says each run it spawned, before the run is counted (keyed by the
+    // run: said once, also when a pass killed after writing the run leaves it to be counted).
+    if let Some((tick, id)) = &step.count {
+        let now = crate::activity::timeline::timestamp(chrono::Utc::now());
+        let fields = serde_json::json!({ "run": id, "tick": crate::activity::timeline::timestamp(*tick), "text": step.what });
+        let event = crate::activity::timeline::event(&now, "spawned", format!("spawned:{id}"), fields);
+        crate::activity::timeline::append(&crate::activity::timeline::path_for(&step.path), &[event])?;
+    }
     let edited = crate::artifact::store::edit_if_unchanged(&step.path, step.hash, |text| {
         let counted = match (&step.template, &step.count) {
             (Some(t), Some((tick, id))) => t.counted(text, *tick, id)?,

@@ -268,9 +268,10 @@ pub(crate) fn observe(
 ///
 /// Asked every round while a daily budget is set, so it costs what was written since `from`,
 /// not the history: a timeline not modified since `from` (less [`CLOCK_SLACK`]) holds no event
-/// written since, and is not read (a `stat` each). An event is stamped with the time it is
-/// appended, from the clock that stamps the file's mtime; a timeline git brings in (a pull, a
-/// checkout) is written then, so it is read.
+/// of that time or later, and is not read (a `stat` each). An event's `ts` is never later than
+/// the moment it is appended ([`crate::activity::timeline::append`]), read from the clock that
+/// stamps the file's mtime; a timeline git brings in (a pull, a checkout) is written then, so
+/// it is read.
 pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chrono::Utc>) -> Option<Usage> {
     let written_since = |path: &std::path::Path| {
         let since = std::time::SystemTime::from(from) - CLOCK_SLACK;

@@ -76,6 +76,16 @@ fn runs_spawn_on_time_one_late_run_after_downtime_and_repeat_completes() {
     assert!(row["next_run"].is_null(), "{row}");
     pass_at(&p, "2026-11-29T09:00:00Z");
     assert_eq!(runs(&p, "hourly").len(), 3, "a completed template spawns nothing");
+    // The template's timeline says each run it spawned, once, the late one as late.
+    let spawned: Vec<(String, String)> = p
+        .timeline("hourly")
+        .iter()
+        .filter(|e| e["kind"] == "spawned")
+        .map(|e| (e["run"].as_str().unwrap_or("").to_string(), e["text"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let ids: Vec<&str> = spawned.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["hourly-20261128-1900", "hourly-20261128-2000", "hourly-20261128-2300"], "{spawned:?}");
+    assert!(spawned[2].1.starts_with("late run hourly-20261128-2300"), "{spawned:?}");
     // The template itself never ran a worker.
     assert!(!p.try_state_dir("hourly").is_some_and(|d| d.exists()), "no runtime state for the template");
     assert!(!git(&p.root, &["show", "claude/main:.lore/notes/hourly.md"]).is_empty());
@@ -133,6 +143,9 @@ grep -c 'runs_completed: 0' .lore/commissions/hourly.md || true
     let row = status_at(&p, "hourly", "2026-11-28T19:00:30Z");
     assert_eq!((row["runs_completed"].as_u64(), row["last_spawned_id"].as_str()), (Some(1), Some("hourly-20261128-1900")));
     assert_eq!(p.status("hourly-20261128-1900"), "completed");
+    let spawned: Vec<serde_json::Value> = p.timeline("hourly").into_iter().filter(|e| e["kind"] == "spawned").collect();
+    assert_eq!(spawned.len(), 1, "the run said once on the template's timeline: {spawned:?}");
+    assert_eq!(spawned[0]["run"], "hourly-20261128-1900");
 }
 
 /// Guild Hall's template as Guild Hall writes it (the prompt in `prompt:`, a timeline of its
