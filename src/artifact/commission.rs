@@ -522,6 +522,194 @@ pub(crate) fn commission_shape() -> &'static super::keys::Shape {
     S.get_or_init(|| super::keys::Shape::of(commission_schema()))
 }
 
+/// Where a key's value is wrong: the key and what to say ([`Commission::parse`] places it).
+type Bad<'a> = dyn FnMut(&str, String) + 'a;
+
+/// A list of relative paths (`dependencies:`, `outputs:`); `what` one of them is, for errors.
+fn paths(key: &str, value: Option<Value>, what: &str, bad: &mut Bad<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    match value {
+        None | Some(Value::Null) => {}
+        Some(Value::Sequence(items)) => {
+            for item in items {
+                match item.as_str().map(ids::validate_rel_path) {
+                    Some(Ok(p)) => out.push(p),
+                    Some(Err(e)) => bad(key, format!("bad {what}: {e}")),
+                    None => bad(key, format!("{key} must be a list of paths")),
+                }
+            }
+        }
+        Some(_) => bad(key, format!("{key} must be a list of paths")),
+    }
+    out
+}
+
+/// `resources:`, or Guild Hall's `resource_overrides:` (one of them). `resources_said`: an
+/// unknown key in `resources:` was already said, at the key.
+fn read_resources(resources: Option<Value>, overrides: Option<Value>, resources_said: bool, bad: &mut Bad<'_>) -> Resources {
+    match (resources, overrides) {
+        (Some(_), Some(_)) => {
+            bad("resource_overrides", "resource_overrides and resources say the same (the bounds of its attempts): keep one".into());
+            Resources::default()
+        }
+        (None, Some(v)) => match serde_yaml_ng::from_value::<super::dialect::ResourceOverrides>(v) {
+            Ok(o) => Resources { max_turns: o.max_turns, max_budget_usd: o.max_budget_usd, model: o.model, ..Resources::default() },
+            Err(_) if resources_said => Resources::default(),
+            Err(e) => {
+                bad("resource_overrides", format!("bad resource_overrides: {e} (allowed: maxTurns, maxBudgetUsd, model)"));
+                Resources::default()
+            }
+        },
+        (None | Some(Value::Null), None) => Resources::default(),
+        (Some(v), None) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
+            // An unknown key in it is said above, at the key.
+            if !resources_said {
+                bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
+            }
+            Resources::default()
+        }),
+    }
+}
+
+/// Text, or nothing (an empty string is none); `wrong` says what it must be.
+fn read_text(key: &str, value: Option<Value>, wrong: &str, bad: &mut Bad<'_>) -> Option<String> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s).filter(|s| !s.is_empty()),
+        Some(_) => {
+            bad(key, wrong.into());
+            None
+        }
+    }
+}
+
+/// `desired:`: a request, one of [`Desired::ALL`].
+fn read_desired(value: Option<Value>, bad: &mut Bad<'_>) -> Option<Desired> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if Desired::ALL.iter().any(|d| d.as_str() == s) => Desired::ALL.into_iter().find(|d| d.as_str() == s),
+        Some(v) => {
+            let all: Vec<&str> = Desired::ALL.iter().map(|d| d.as_str()).collect();
+            bad("desired", format!("unknown request desired: {} (expected one of: {})", show(&v), all.join(", ")));
+            None
+        }
+    }
+}
+
+/// `type:` says a one-shot commission (a template is read apart, [`super::schedule`]: here
+/// only by an operation on one id), and `schedule:` is only a template's.
+fn one_shot(r#type: Option<&Value>, has_schedule: bool, bad: &mut Bad<'_>) {
+    match r#type.and_then(Value::as_str) {
+        None | Some("one-shot") if r#type.is_none_or(|v| v.is_string() || v.is_null()) => {}
+        Some("scheduled") => bad("type", "a scheduled commission is a template: it is never dispatched itself, its runs are".into()),
+        _ => bad("type", "type must be one-shot (the default) or scheduled".into()),
+    }
+    if has_schedule && r#type.and_then(Value::as_str) != Some("scheduled") {
+        bad("schedule", "schedule: is a scheduled commission's: it needs `type: scheduled`".into());
+    }
+}
+
+/// A duration (`timeout:`, `ask_timeout:`).
+fn duration(key: &str, value: Option<Value>, bad: &mut Bad<'_>) -> Option<std::time::Duration> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad(key, e.to_string())).ok(),
+    }
+}
+
+/// One of a few words (`runner:`, `review:`): `unknown` and `expected` say what it is not.
+fn choice<T: serde::de::DeserializeOwned>(key: &str, value: Option<Value>, unknown: &str, expected: &str, bad: &mut Bad<'_>) -> Option<T> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            serde_yaml_ng::from_value(v.clone()).map_err(|_| bad(key, format!("{unknown}: {} (expected {expected})", show(&v)))).ok()
+        }
+    }
+}
+
+/// `checks:`: commands, each a non-empty argv.
+fn read_checks(value: Option<Value>, bad: &mut Bad<'_>) -> Vec<Vec<String>> {
+    match value {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => match serde_yaml_ng::from_value::<Vec<Vec<String>>>(v) {
+            Ok(c) if c.iter().all(|argv| !argv.is_empty()) => c,
+            _ => {
+                bad("checks", "checks must be a list of commands, each a non-empty list of strings (e.g. [[cargo, test]])".into());
+                Vec::new()
+            }
+        },
+    }
+}
+
+fn read_max_revisions(value: Option<Value>, bad: &mut Bad<'_>) -> Option<u32> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(n) => Some(n),
+            None => {
+                bad("max_revisions", format!("max_revisions must be a whole number, not {}", show(&v)));
+                None
+            }
+        },
+    }
+}
+
+/// `reviewers:`: worker names.
+fn read_reviewers(value: Option<Value>, bad: &mut Bad<'_>) -> Option<Vec<String>> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => match serde_yaml_ng::from_value::<Vec<String>>(v.clone()) {
+            Ok(names) => {
+                for n in &names {
+                    if let Err(e) = ids::worker_name(Some(&Value::String(n.clone())), "which reviewer worker") {
+                        bad("reviewers", format!("bad reviewer: {e}"));
+                    }
+                }
+                Some(names)
+            }
+            Err(_) => {
+                bad("reviewers", format!("reviewers must be a list of worker names, not {}", show(&v)));
+                None
+            }
+        },
+    }
+}
+
+/// `answer:`: a person's answer, as text or `{question, text}`.
+fn read_answer(value: Option<Value>, bad: &mut Bad<'_>) -> Option<AnswerRequest> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => match serde_yaml_ng::from_value::<AnswerRequest>(v.clone()) {
+            Ok(a) if !a.text().trim().is_empty() => Some(a),
+            _ => {
+                bad("answer", format!("bad answer: {} (expected the answer's text, or {{question: N, text: TEXT}})", show(&v)));
+                None
+            }
+        },
+    }
+}
+
+/// `feedback:`: a revision's items, their paths checked.
+fn read_feedback(value: Option<Value>, bad: &mut Bad<'_>) -> Vec<Feedback> {
+    match value {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => match serde_yaml_ng::from_value::<Vec<Feedback>>(v) {
+            Ok(f) => {
+                for item in &f {
+                    if let Some(Err(e)) = item.path.as_deref().map(ids::validate_rel_path) {
+                        bad("feedback", format!("bad feedback path: {e}"));
+                    }
+                }
+                f
+            }
+            Err(e) => {
+                bad("feedback", format!("feedback must be a list of {{text, path, line}} (path and line optional): {e}"));
+                Vec::new()
+            }
+        },
+    }
+}
+
 impl Commission {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
     pub(crate) fn parse(path: &Path, text: &str) -> Result<Commission, Vec<Problem>> {
@@ -607,52 +795,9 @@ impl Commission {
             bad("worker", why.to_string());
             String::new()
         });
-        let mut paths = |key: &str, value: Option<Value>, what: &str| {
-            let mut out = Vec::new();
-            match value {
-                None | Some(Value::Null) => {}
-                Some(Value::Sequence(items)) => {
-                    for item in items {
-                        match item.as_str().map(ids::validate_rel_path) {
-                            Some(Ok(p)) => out.push(p),
-                            Some(Err(e)) => bad(key, format!("bad {what}: {e}")),
-                            None => bad(key, format!("{key} must be a list of paths")),
-                        }
-                    }
-                }
-                Some(_) => bad(key, format!("{key} must be a list of paths")),
-            }
-            out
-        };
-        let dependencies = paths("dependencies", dependencies, "dependency");
-        let outputs = paths("outputs", outputs, "output");
-        let resources = match (resources, resource_overrides) {
-            (Some(_), Some(_)) => {
-                bad("resource_overrides", "resource_overrides and resources say the same (the bounds of its attempts): keep one".into());
-                Resources::default()
-            }
-            (None, Some(v)) => match serde_yaml_ng::from_value::<super::dialect::ResourceOverrides>(v) {
-                Ok(o) => Resources { max_turns: o.max_turns, max_budget_usd: o.max_budget_usd, model: o.model, ..Resources::default() },
-                Err(e) if resources_said => {
-                    let _ = e;
-                    Resources::default()
-                }
-                Err(e) => {
-                    bad("resource_overrides", format!("bad resource_overrides: {e} (allowed: maxTurns, maxBudgetUsd, model)"));
-                    Resources::default()
-                }
-            },
-            (resources, None) => match resources {
-                None | Some(Value::Null) => Resources::default(),
-                Some(v) => serde_yaml_ng::from_value(v).unwrap_or_else(|e| {
-                    // An unknown key in it is said above, at the key.
-                    if !resources_said {
-                        bad("resources", format!("bad resources: {e} (allowed: {})", super::keys::fields::<Resources>().join(", ")));
-                    }
-                    Resources::default()
-                }),
-            },
-        };
+        let dependencies = paths("dependencies", dependencies, "dependency", &mut bad);
+        let outputs = paths("outputs", outputs, "output", &mut bad);
+        let resources = read_resources(resources, resource_overrides, resources_said, &mut bad);
         let prompt = match prompt {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
@@ -661,14 +806,7 @@ impl Commission {
                 None
             }
         };
-        let current_progress = match current_progress {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s).filter(|s| !s.is_empty()),
-            Some(_) => {
-                bad("current_progress", "current_progress must be text".into());
-                None
-            }
-        };
+        let current_progress = read_text("current_progress", current_progress, "current_progress must be text", &mut bad);
         let timeline = match activity_timeline.as_ref().map(super::dialect::entries) {
             None => Vec::new(),
             Some(Ok(t)) => t,
@@ -677,110 +815,16 @@ impl Commission {
                 Vec::new()
             }
         };
-        let timeout = match timeout {
-            None | Some(Value::Null) => None,
-            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("timeout", e.to_string())).ok(),
-        };
-        let runner = match runner {
-            None | Some(Value::Null) => None,
-            Some(v) => serde_yaml_ng::from_value(v.clone())
-                .map_err(|_| bad("runner", format!("unknown runner: {} (expected local or slurm)", show(&v))))
-                .ok(),
-        };
-        let desired = match desired {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if Desired::ALL.iter().any(|d| d.as_str() == s) => Desired::ALL.into_iter().find(|d| d.as_str() == s),
-            Some(v) => {
-                let all: Vec<&str> = Desired::ALL.iter().map(|d| d.as_str()).collect();
-                bad("desired", format!("unknown request desired: {} (expected one of: {})", show(&v), all.join(", ")));
-                None
-            }
-        };
-        let review = match review {
-            None | Some(Value::Null) => None,
-            Some(v) => serde_yaml_ng::from_value(v.clone())
-                .map_err(|_| bad("review", format!("unknown review: {} (expected required or auto)", show(&v))))
-                .ok(),
-        };
-        let checks: Vec<Vec<String>> = match checks {
-            None | Some(Value::Null) => Vec::new(),
-            Some(v) => match serde_yaml_ng::from_value::<Vec<Vec<String>>>(v) {
-                Ok(c) if c.iter().all(|argv| !argv.is_empty()) => c,
-                _ => {
-                    bad("checks", "checks must be a list of commands, each a non-empty list of strings (e.g. [[cargo, test]])".into());
-                    Vec::new()
-                }
-            },
-        };
-        let max_revisions = match max_revisions {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
-                Some(n) => Some(n),
-                None => {
-                    bad("max_revisions", format!("max_revisions must be a whole number, not {}", show(&v)));
-                    None
-                }
-            },
-        };
-        let reviewers = match reviewers {
-            None | Some(Value::Null) => None,
-            Some(v) => match serde_yaml_ng::from_value::<Vec<String>>(v.clone()) {
-                Ok(names) => {
-                    for n in &names {
-                        if let Err(e) = ids::worker_name(Some(&Value::String(n.clone())), "which reviewer worker") {
-                            bad("reviewers", format!("bad reviewer: {e}"));
-                        }
-                    }
-                    Some(names)
-                }
-                Err(_) => {
-                    bad("reviewers", format!("reviewers must be a list of worker names, not {}", show(&v)));
-                    None
-                }
-            },
-        };
-        let ask_timeout = match ask_timeout {
-            None | Some(Value::Null) => None,
-            Some(v) => super::frontmatter::timeout(&v).map_err(|e| bad("ask_timeout", e.to_string())).ok(),
-        };
-        let answer = match answer {
-            None | Some(Value::Null) => None,
-            Some(v) => match serde_yaml_ng::from_value::<AnswerRequest>(v.clone()) {
-                Ok(a) if !a.text().trim().is_empty() => Some(a),
-                _ => {
-                    bad("answer", format!("bad answer: {} (expected the answer's text, or {{question: N, text: TEXT}})", show(&v)));
-                    None
-                }
-            },
-        };
-        let feedback: Vec<Feedback> = match feedback {
-            None | Some(Value::Null) => Vec::new(),
-            Some(v) => match serde_yaml_ng::from_value::<Vec<Feedback>>(v) {
-                Ok(f) => {
-                    for item in &f {
-                        if let Some(p) = &item.path {
-                            if let Err(e) = ids::validate_rel_path(p) {
-                                bad("feedback", format!("bad feedback path: {e}"));
-                            }
-                        }
-                    }
-                    f
-                }
-                Err(e) => {
-                    bad("feedback", format!("feedback must be a list of {{text, path, line}} (path and line optional): {e}"));
-                    Vec::new()
-                }
-            },
-        };
-        // A template is read apart ([`super::schedule`]): here only by an operation on one id.
-        match r#type.as_ref().and_then(Value::as_str) {
-            None | Some("one-shot") if r#type.as_ref().is_none_or(|v| v.is_string() || v.is_null()) => {}
-            Some("scheduled") => bad("type", "a scheduled commission is a template: it is never dispatched itself, its runs are".into()),
-            _ => bad("type", "type must be one-shot (the default) or scheduled".into()),
-        }
-        if schedule.is_some() && r#type.as_ref().and_then(Value::as_str) != Some("scheduled") {
-            bad("schedule", "schedule: is a scheduled commission's: it needs `type: scheduled`".into());
-        }
+        let timeout = duration("timeout", timeout, &mut bad);
+        let runner = choice("runner", runner, "unknown runner", "local or slurm", &mut bad);
+        let desired = read_desired(desired, &mut bad);
+        let review = choice("review", review, "unknown review", "required or auto", &mut bad);
+        let (checks, max_revisions, reviewers) =
+            (read_checks(checks, &mut bad), read_max_revisions(max_revisions, &mut bad), read_reviewers(reviewers, &mut bad));
+        let ask_timeout = duration("ask_timeout", ask_timeout, &mut bad);
+        let answer = read_answer(answer, &mut bad);
+        let feedback = read_feedback(feedback, &mut bad);
+        one_shot(r#type.as_ref(), schedule.is_some(), &mut bad);
         let title = owned_text(title);
         if dialect && prompt.is_none() && !problems.iter().any(|p| p.message.contains("prompt")) {
             let (line, col) = key_position(&split, "activity_timeline");

@@ -215,16 +215,10 @@ pub use crate::activity::timeline::timestamp;
 /// Decide one pass.
 pub fn decide(s: &Snapshot) -> Decisions {
     let now = timestamp(s.now);
-    let cfg = &s.project.config;
-    let mut actions = Vec::new();
-    let mut candidates = Vec::new();
+    let mut round = Round::default();
     let mut running = s.running_orphans + s.tasks_running;
-    let mut busy = Vec::new();
 
     let cycles = dependency_cycles(s);
-    // Attempts each package starts this round (reviewers' runs, then dispatches), against its
-    // `max_concurrent:`.
-    let mut started: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for o in &s.commissions {
         if o.corrupt.is_some() {
             // Its worker may be alive for all we know: it keeps its slot, and nothing is done.
@@ -246,112 +240,136 @@ pub fn decide(s: &Snapshot) -> Decisions {
             if at_work || !matches!(effect, Effect::Finish) || merge_waits {
                 running += 1;
             }
-            busy.push(o.artifact.id.clone());
+            round.busy.push(o.artifact.id.clone());
         }
-        match effect {
-            Effect::Candidate { wants } => {
-                if cfg.dispatch == DispatchMode::Auto || wants {
-                    busy.push(o.artifact.id.clone());
-                    candidates.push((step, None));
-                } else {
-                    push_update(&mut actions, step.finish());
-                }
-                continue;
-            }
-            Effect::None => push_update(&mut actions, step.finish()),
-            Effect::Resume => {
-                let attempt = step.record.attempt;
-                // Its worker is started now, from the prompt as it is now.
-                step.record.given = Some(Given::new(attempt, o.artifact.title.as_deref(), &o.artifact.body));
-                actions.push(Action::Dispatch {
-                    branch: attempt_branch(o, attempt),
-                    worker: o.artifact.worker.clone(),
-                    attempt,
-                    resume: true,
-                    update: step.finish(),
-                });
-            }
-            Effect::Finish => actions.push(finish(s, o, step, &now, Reason::ResultSubmitted)),
-            Effect::Approve => actions.push(finish(s, o, step, &now, Reason::Approved)),
-            Effect::ReviewersApproved { count } => actions.push(finish(s, o, step, &now, Reason::ReviewersApproved { count })),
-            Effect::StartReviewer { index, reviewer, of } => {
-                let attempt = step.record.attempt;
-                busy.push(o.artifact.id.clone());
-                // A reviewer's run is an attempt of its package: it waits while `max_concurrent:`
-                // is reached, counting what this round started already.
-                let started_now = started.get(&reviewer).copied().unwrap_or(0);
-                if let Some(max) = waiting::package_cap(s, &reviewer).filter(|&max| waiting::live_of(s, &reviewer) + started_now >= max) {
-                    reviewers::waiting_for_package(o, &mut step, index, &reviewer, of, max);
-                    push_update(&mut actions, step.finish());
-                    continue;
-                }
-                reviewers::starting(&mut step, index, &reviewer, of);
-                *started.entry(reviewer.clone()).or_insert(0) += 1;
-                actions.push(Action::StartReviewer { branch: attempt_branch(o, attempt), attempt, index, reviewer, update: step.finish() });
-            }
-            Effect::ReviewerCleanup { index } => {
-                let attempt = step.record.attempt;
-                push_update(&mut actions, step.finish());
-                actions.push(Action::ReviewerCleanup { id: o.artifact.id.clone(), attempt, index, branch: attempt_branch(o, attempt) });
-            }
-            Effect::DropReviewers(runs) => {
-                let attempt = step.record.attempt;
-                actions.push(Action::DropReviewers { branch: attempt_branch(o, attempt), attempt, runs, update: step.finish() });
-            }
-            Effect::ReviewerLeftovers { run, pids } => {
-                if let Some(run) = run {
-                    actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run, pids });
-                }
-                push_update(&mut actions, step.finish());
-            }
-            Effect::Revise(revision) => {
-                // Started as capacity allows, like any dispatch (asked for: `dispatch: manual`
-                // does not hold it back).
-                busy.push(o.artifact.id.clone());
-                candidates.push((step, Some(*revision)));
-            }
-            Effect::Hold => {
-                let attempt = step.record.attempt;
-                actions.push(Action::Hold { branch: attempt_branch(o, attempt), attempt, update: step.finish() });
-            }
-            Effect::Cleanup(why) => {
-                let attempt = step.record.attempt;
-                push_update(&mut actions, step.finish());
-                actions.push(Action::Cleanup { id: o.artifact.id.clone(), attempt, branch: attempt_branch(o, attempt), why: why.into() });
-            }
-            Effect::Signal(sig) => match &o.attempt.located.run {
-                Some(run) => {
-                    actions.push(Action::Signal { id: o.artifact.id.clone(), run: run.clone(), signal: sig, update: step.finish() })
-                }
-                None if o.attempt.located.queued.is_some() => {
-                    actions.push(Action::Dequeue { id: o.artifact.id.clone(), attempt: step.record.attempt, update: step.finish() })
-                }
-                None => push_update(&mut actions, step.finish()),
-            },
-            Effect::KillLeftovers => {
-                // The kill before the update: it never waits on the artifact being written.
-                if let Some(run) = &o.attempt.located.run {
-                    actions.push(Action::KillLeftovers {
-                        id: o.artifact.id.clone(),
-                        run: run.clone(),
-                        pids: o.attempt.located.leftovers.clone(),
-                    });
-                }
-                push_update(&mut actions, step.finish());
-            }
-            Effect::Beat(beat) => {
-                push_update(&mut actions, step.finish());
-                actions.push(Action::Heartbeat { id: o.artifact.id.clone(), beat });
-            }
-        }
+        carry(s, o, step, effect, &now, &mut round);
     }
 
+    let Round { mut actions, candidates, busy, started } = round;
     dispatch(s, candidates, running, started, &mut actions);
     // The scheduled commissions' runs: written now, dispatched by the next round like any.
     actions.extend(schedule::steps(s).into_iter().map(Action::Schedule));
 
     let settled = actions.is_empty() && busy.is_empty();
     Decisions { actions, settled, busy, cycles }
+}
+
+/// What a round gathers while it decides each commission: the actions, the candidates for a
+/// dispatch, the commissions at work, and the attempts each package starts this round
+/// (reviewers' runs, then dispatches) against its `max_concurrent:`.
+#[derive(Default)]
+struct Round<'s> {
+    actions: Vec<Action>,
+    candidates: Vec<(Step<'s>, Option<Revision>)>,
+    busy: Vec<String>,
+    started: std::collections::BTreeMap<String, usize>,
+}
+
+/// One commission's `effect`, decided with its `step`, as the round's actions (or a candidate
+/// for a dispatch, which waits for the round's capacity).
+fn carry<'s>(s: &'s Snapshot, o: &'s Observed, mut step: Step<'s>, effect: Effect, now: &str, round: &mut Round<'s>) {
+    match effect {
+        Effect::Candidate { wants } => {
+            if s.project.config.dispatch == DispatchMode::Auto || wants {
+                round.busy.push(o.artifact.id.clone());
+                round.candidates.push((step, None));
+            } else {
+                push_update(&mut round.actions, step.finish());
+            }
+            return;
+        }
+        Effect::None => push_update(&mut round.actions, step.finish()),
+        Effect::Resume => {
+            let attempt = step.record.attempt;
+            // Its worker is started now, from the prompt as it is now.
+            step.record.given = Some(Given::new(attempt, o.artifact.title.as_deref(), &o.artifact.body));
+            round.actions.push(Action::Dispatch {
+                branch: attempt_branch(o, attempt),
+                worker: o.artifact.worker.clone(),
+                attempt,
+                resume: true,
+                update: step.finish(),
+            });
+        }
+        Effect::Finish => round.actions.push(finish(s, o, step, &now, Reason::ResultSubmitted)),
+        Effect::Approve => round.actions.push(finish(s, o, step, &now, Reason::Approved)),
+        Effect::ReviewersApproved { count } => round.actions.push(finish(s, o, step, &now, Reason::ReviewersApproved { count })),
+        Effect::StartReviewer { index, reviewer, of } => {
+            let attempt = step.record.attempt;
+            round.busy.push(o.artifact.id.clone());
+            // A reviewer's run is an attempt of its package: it waits while `max_concurrent:`
+            // is reached, counting what this round started already.
+            let started_now = round.started.get(&reviewer).copied().unwrap_or(0);
+            if let Some(max) = waiting::package_cap(s, &reviewer).filter(|&max| waiting::live_of(s, &reviewer) + started_now >= max) {
+                reviewers::waiting_for_package(o, &mut step, index, &reviewer, of, max);
+                push_update(&mut round.actions, step.finish());
+                return;
+            }
+            reviewers::starting(&mut step, index, &reviewer, of);
+            *round.started.entry(reviewer.clone()).or_insert(0) += 1;
+            round.actions.push(Action::StartReviewer {
+                branch: attempt_branch(o, attempt),
+                attempt,
+                index,
+                reviewer,
+                update: step.finish(),
+            });
+        }
+        Effect::ReviewerCleanup { index } => {
+            let attempt = step.record.attempt;
+            push_update(&mut round.actions, step.finish());
+            round.actions.push(Action::ReviewerCleanup { id: o.artifact.id.clone(), attempt, index, branch: attempt_branch(o, attempt) });
+        }
+        Effect::DropReviewers(runs) => {
+            let attempt = step.record.attempt;
+            round.actions.push(Action::DropReviewers { branch: attempt_branch(o, attempt), attempt, runs, update: step.finish() });
+        }
+        Effect::ReviewerLeftovers { run, pids } => {
+            if let Some(run) = run {
+                round.actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run, pids });
+            }
+            push_update(&mut round.actions, step.finish());
+        }
+        Effect::Revise(revision) => {
+            // Started as capacity allows, like any dispatch (asked for: `dispatch: manual`
+            // does not hold it back).
+            round.busy.push(o.artifact.id.clone());
+            round.candidates.push((step, Some(*revision)));
+        }
+        Effect::Hold => {
+            let attempt = step.record.attempt;
+            round.actions.push(Action::Hold { branch: attempt_branch(o, attempt), attempt, update: step.finish() });
+        }
+        Effect::Cleanup(why) => {
+            let attempt = step.record.attempt;
+            push_update(&mut round.actions, step.finish());
+            round.actions.push(Action::Cleanup { id: o.artifact.id.clone(), attempt, branch: attempt_branch(o, attempt), why: why.into() });
+        }
+        Effect::Signal(sig) => match &o.attempt.located.run {
+            Some(run) => {
+                round.actions.push(Action::Signal { id: o.artifact.id.clone(), run: run.clone(), signal: sig, update: step.finish() })
+            }
+            None if o.attempt.located.queued.is_some() => {
+                round.actions.push(Action::Dequeue { id: o.artifact.id.clone(), attempt: step.record.attempt, update: step.finish() })
+            }
+            None => push_update(&mut round.actions, step.finish()),
+        },
+        Effect::KillLeftovers => {
+            // The kill before the update: it never waits on the artifact being written.
+            if let Some(run) = &o.attempt.located.run {
+                round.actions.push(Action::KillLeftovers {
+                    id: o.artifact.id.clone(),
+                    run: run.clone(),
+                    pids: o.attempt.located.leftovers.clone(),
+                });
+            }
+            push_update(&mut round.actions, step.finish());
+        }
+        Effect::Beat(beat) => {
+            push_update(&mut round.actions, step.finish());
+            round.actions.push(Action::Heartbeat { id: o.artifact.id.clone(), beat });
+        }
+    }
 }
 
 /// A result submitted: the update for the merge that completes the commission, the one for a
