@@ -211,11 +211,7 @@ fn start_plan(mut st: Step<'_>) -> Option<Action> {
     // A task's worker not installed or not usable: the plan waits, pending with the reason,
     // rather than start and halt on it (a plan once running waits for nothing).
     if let Some((t, why)) = o.tasks.iter().find_map(|t| t.worker_problem.as_ref().map(|why| (&t.task, why))) {
-        let why = Reason::TaskWaits { task: t.canonical.clone(), label: t.label.clone(), why: why.clone() }.to_string();
-        if st.record.reason.as_deref() != Some(why.as_str()) {
-            st.record.reason = Some(why);
-            st.dirty = true;
-        }
+        st.waits(Some(Reason::TaskWaits { task: t.canonical.clone(), label: t.label.clone(), why: why.clone() }));
         return settle(st);
     }
     st.record.wave = 1;

@@ -156,7 +156,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
     }
 }
 
-fn exit(attempt: u32, code: i32) -> ExitInfo {
+pub(super) fn exit(attempt: u32, code: i32) -> ExitInfo {
     ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None, setup: None, checks: Box::default() }
 }
 

@@ -615,3 +615,43 @@ fn a_plan_is_at_rest_only_ended_idle_and_with_nothing_to_do() {
     running.status = PlanStatus::Running;
     assert!(!at_rest(machine_tests::observed(plan, Some(running))), "the record says it runs");
 }
+
+/// The REVIEW stage waits while its reviewer's package runs as many attempts as its
+/// `max_concurrent:` allows: the plan's `reason:` says so (kept in its record, written once),
+/// and goes once the reviewer starts.
+#[test]
+fn a_reviewer_at_its_package_cap_waits_saying_so_until_it_starts() {
+    let text = |reason: &str| {
+        format!("---\nstatus: verifying\nwave: 1\n{reason}parallelism: 1\nverify: [make]\nreviewers: [critic]\nwaves:\n  - - {{id: a, worker: w, prompt: x}}\n---\n")
+    };
+    let parse = |t: &str| Plan::parse(std::path::Path::new(".lore/plans/p.md"), t).expect("valid");
+    let mut r = machine_tests::record(PlanStatus::Verifying, 1);
+    r.tasks.insert("p:exec:wave-1:task-1".into(), machine_tests::task_record(TaskState::Integrated, 1));
+    r.verify_runs = 1;
+    let mut o = machine_tests::observed(parse(&text("")), Some(r));
+    o.verify.taken = Some(Taken::Attempt(1));
+    o.verify.set_exit(machine_tests::exit(1, 0));
+    o.reviewer_caps = vec![Some(1)];
+    o.reviewer_timeouts = vec![None];
+    let at_cap = |o: &Observed| {
+        let mut s = snap(vec![o.clone()], 3);
+        s.running_by_package.insert("critic".into(), 1);
+        decide(&s)
+    };
+    let why = crate::activity::reason::Reason::ReviewerAtCapacity { reviewer: "critic".into(), index: 0, of: 1, max: 1 }.to_string();
+    let a = at_cap(&o);
+    assert!(matches!(a.as_slice(), [Action::Update { .. }]), "it waits: {a:?}");
+    let u = a[0].update();
+    assert_eq!(u.record.as_ref().and_then(|r| r.reason.clone()), Some(why.clone()), "{a:?}");
+    assert!(u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "reason" && v.as_str() == Some(why.as_str()))), "{a:?}");
+    // Said once: with the record and the file saying so, the next pass writes nothing.
+    o.record = u.record.clone();
+    o.plan = parse(&text(&format!("reason: '{why}'\ntasks:\n  p:exec:wave-1:task-1: integrated\n")));
+    assert_eq!(at_cap(&o), vec![], "nothing new");
+    // A slot of the package free: the reviewer starts, and the wait is over.
+    let a = decide(&snap(vec![o], 3));
+    assert!(matches!(a.as_slice(), [Action::StartReviewer { index: 0, .. }]), "{a:?}");
+    let u = a[0].update();
+    assert_eq!(u.record.as_ref().map(|r| r.reason.clone()), Some(None), "{a:?}");
+    assert!(u.edits.iter().any(|e| matches!(e, Edit::Remove(k) if k == "reason")), "{a:?}");
+}
