@@ -70,8 +70,8 @@ impl Kind<Catalog> for Plans<'_> {
         let (home, project) = (ctx.home, ctx.project);
         let mut running = Vec::new();
         for o in &snapshot.plans {
-            running.extend(o.tasks.iter().filter(|t| t.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
-            if o.verify_busy {
+            running.extend(o.tasks.iter().filter(|t| t.attempt.busy).map(|t| home.task_state(&project.name, &o.plan.id, &t.task.slug())));
+            if o.verify.busy {
                 running.push(home.verify_state(&project.name, &o.plan.id));
             }
         }

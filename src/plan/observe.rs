@@ -11,11 +11,11 @@ use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::decide::{Lingering, Observed, ObservedTask, PlanRecord, Snapshot, TaskState};
+use super::decide::{Observed, ObservedTask, PlanAttempt, PlanRecord, Snapshot, TaskState};
 use crate::activity::integrated::Integrated;
 use crate::activity::kind::Name;
 use crate::activity::observed::{AtRest, Reading, Store};
-use crate::activity::state::{ExitInfo, StateDir};
+use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::plan::{Plan, PlanStatus};
 use crate::artifact::Problem;
@@ -111,16 +111,16 @@ pub(crate) fn at_rest(s: &Snapshot) -> BTreeSet<String> {
             && o.integrated.is_none()
             && r.tasks.values().all(|t| t.state != TaskState::Running)
             && o.tasks.iter().all(|t| {
-                !t.busy
-                    && t.live.is_none()
-                    && t.lingering.is_none()
+                !t.attempt.busy
+                    && t.attempt.live().is_none()
+                    && t.attempt.lingering().is_none()
                     && t.usage.is_none()
                     && t.setup_made.is_none()
                     && t.mail.folded.is_none()
             })
-            && !o.verify_busy
-            && o.verify_live.is_none()
-            && o.verify_lingering.is_none()
+            && !o.verify.busy
+            && o.verify.live().is_none()
+            && o.verify.lingering().is_none()
             && o.reviews.iter().all(|r| matches!(r.proc, Proc::NotStarted | Proc::Dead) && !r.worktree_exists)
     };
     let candidates: Vec<Observed> = s.plans.iter().filter(quiet).cloned().collect();
@@ -340,21 +340,15 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         let ts = StateDir(home.task_state(&project.name, &plan.id, &t.slug()));
         let rec = record.as_ref().and_then(|r| r.tasks.get(&t.canonical));
         let attempt = rec.map(|r| r.attempt).unwrap_or(0);
-        let seen = observed_attempt::observe(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
-        let procs = &seen.located;
-        let exit: Option<ExitInfo> = read_json(&ts.exit()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
+        let seen = observe_attempt(&ts, attempt, &boot).map_err(|why| problem(format!("task {}: {why}", t.canonical)))?;
         let pkg = workers.for_commission(&t.worker);
         let worktree = read_json::<WorktreeRecord>(&ts.worktree()).map_err(|e| problem(format!("task {}: {e:#}", t.canonical)))?;
         let worktree_exists = worktree.as_ref().is_some_and(|w| std::fs::symlink_metadata(&w.path).is_ok());
         let expected = home.task_worktree(&project.name, &t.slug());
         let worktree_gone = worktree.as_ref().and_then(|w| gone(project, git, w, &expected));
-        let started = started(&ts).map_err(|e| {
-            problem(format!("task {}: {}", t.canonical, e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")))
-        })?;
-        let died = attempt > 0 && died(&ts, procs);
-        let mail = read_mail(home, project, record.as_ref(), &ts, t, attempt, exit.as_ref(), died);
+        let mail = read_mail(home, project, record.as_ref(), &ts, t, attempt, &seen);
         // What the attempt used, once it ended and until its `usage` event is logged.
-        let over = attempt > 0 && exit.as_ref().is_some_and(|x| x.attempt == attempt);
+        let over = attempt > 0 && seen.exit().is_some_and(|x| x.attempt == attempt);
         let usage = over
             .then(|| (super::decide::task_usage_key(&t.canonical, attempt), mail.folded.as_ref().filter(|f| f.attempt == attempt)))
             .filter(|(key, _)| !timeline_keys.contains(key))
@@ -370,13 +364,9 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         tasks.push(ObservedTask {
             task: t.clone(),
             setup_made,
-            live: seen.live().filter(|_| attempt > 0),
-            busy: liveness::busy(&ts, &boot),
-            polled: procs.polled,
-            lingering: lingering(attempt, procs),
+            attempt: seen,
             limited: over.then(|| crate::worker::limits::observed(&ts, attempt)).flatten(),
             overspent: over.then(|| crate::worker::budget::recorded(&ts, attempt)).flatten(),
-            exit,
             usage,
             mail,
             package_timeout: pkg.as_ref().ok().and_then(|p| p.manifest.timeout),
@@ -386,21 +376,11 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
             worktree_exists,
             worktree_gone,
             landed,
-            started,
-            died,
         });
     }
     let vs = StateDir(home.verify_state(&project.name, &plan.id));
-    let verify_exit = read_json(&vs.exit()).map_err(|e| problem(format!("verify: {e:#}")))?;
-    let verify_started =
-        started(&vs).map_err(|e| problem(format!("verify: {}", e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))))?;
     let verify_runs = record.as_ref().map(|r| r.verify_runs).unwrap_or(0);
-    let seen = observed_attempt::observe(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
-    let procs = &seen.located;
-    let verify_died = verify_runs > 0 && died(&vs, procs);
-    let verify_live = seen.live().filter(|_| verify_runs > 0);
-    let verify_busy = liveness::busy(&vs, &boot);
-    let verify_lingering = lingering(verify_runs, procs);
+    let verify = observe_attempt(&vs, verify_runs, &boot).map_err(|why| problem(format!("verify: {why}")))?;
     let fix_status = record.as_ref().filter(|r| r.fixes > 0).and_then(|r| {
         let id = super::decide::fix_id(&plan.id, r.wave, r.fixes);
         crate::artifact::load(&project.commission_path(&id), &id, &crate::artifact::Wording::COMMISSION, crate::artifact::Commission::parse)
@@ -428,12 +408,7 @@ fn observe_one(home: &Home, project: &Project, workers: &Catalog, path: &Path, g
         taken,
         integrated,
         tasks,
-        verify_exit,
-        verify_started,
-        verify_died,
-        verify_live,
-        verify_busy,
-        verify_lingering,
+        verify,
         fix_status,
         timeline_keys,
         usage_recorded,
@@ -455,8 +430,7 @@ fn read_mail(
     ts: &StateDir,
     t: &crate::artifact::plan::Task,
     attempt: u32,
-    exit: Option<&ExitInfo>,
-    died: bool,
+    seen: &PlanAttempt,
 ) -> super::mail::TaskMail {
     use crate::artifact::plan::PlanStatus;
     let at_work =
@@ -465,7 +439,7 @@ fn read_mail(
         return Default::default();
     }
     // No one writes any more: its worker ended (or died) and no shim of it is at work.
-    let last = (died || exit.is_some_and(|x| x.attempt == attempt)) && !liveness::busy(ts, &crate::worker::shim::boot_id());
+    let last = (seen.died() || seen.exit().is_some_and(|x| x.attempt == attempt)) && !liveness::busy(ts, &crate::worker::shim::boot_id());
     let worktree = home.task_worktree(&project.name, &t.slug());
     super::mail::read(ts, &t.canonical, attempt, &worktree, last)
 }
@@ -498,23 +472,21 @@ fn landed(project: &Project, base: &str, canonical: &str) -> bool {
     matches!(crate::activity::merge::find_trailer(&repo, &project.config.integration_branch, base, &trailer), Ok(Some(_)))
 }
 
-/// Whether the shim of the attempt is gone without recording its exit (killed, or a reboot),
-/// and nothing of the attempt runs any more: the attempt is over, and failed. While processes
-/// it could not reap still run, it is [`lingering`] instead.
-fn died(state: &StateDir, procs: &liveness::Attempt) -> bool {
-    !crate::worker::shim::shim_lock_held(state) && procs.proc == Proc::Dead && procs.run.is_some() && procs.exit.is_none()
-}
-
-/// What the attempt's killed shim left running (found by the attempt's run-id mark).
-fn lingering(attempt: u32, procs: &liveness::Attempt) -> Option<Lingering> {
-    let run = procs.run.clone().filter(|_| procs.proc == Proc::Lingering)?;
-    Some(Lingering { attempt, run, pids: procs.leftovers.clone() })
+/// Attempt `attempt` of the runtime dir `state` as every kind's is observed
+/// ([`observed_attempt::observe`]), with what a shim holds there whatever the attempt: what it
+/// has taken ([`taken`]) and whether it is at work ([`liveness::busy`]). The lock is looked at
+/// after the attempt is located: an attempt located dead whose lock is held is not taken for
+/// dead ([`PlanAttempt::died`]).
+fn observe_attempt(state: &StateDir, attempt: u32, boot: &str) -> Result<PlanAttempt, String> {
+    let observed = observed_attempt::observe(state, attempt, boot).map_err(|e| e.to_string())?;
+    let taken = taken(state).map_err(|e| e.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; "))?;
+    Ok(PlanAttempt { observed, taken, busy: liveness::busy(state, boot) })
 }
 
 /// The attempt a shim has taken in `state` (its `run.json`, or `exit.json` when it could not
 /// start; a runner's handle), or [`Taken::Locked`] while a shim holds the lock before
 /// recording it.
-fn started(state: &StateDir) -> Result<Option<Taken>, Vec<Problem>> {
+fn taken(state: &StateDir) -> Result<Option<Taken>, Vec<Problem>> {
     let p = |e: anyhow::Error| vec![Problem::new(&state.0, 1, 1, format!("{e:#}"))];
     if crate::worker::shim::shim_lock_held(state) {
         return Ok(Some(Taken::Locked));

@@ -5,9 +5,9 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::activity::state::{Heartbeat, Sample, StateDir};
+use crate::activity::state::{Heartbeat, RunInfo, Sample, StateDir};
 use crate::files::read_json;
-use crate::worker::attempt::Process;
+use crate::worker::attempt::{self, Process, Taken};
 use crate::worker::liveness::{self, Attempt, Proc};
 use crate::worker::runner::LocateError;
 use crate::worker::toolbox::mailbox;
@@ -61,6 +61,29 @@ impl ObservedAttempt {
         let run = self.located.run.as_ref()?;
         Some(Live { started_at: run.started_at, heartbeat: self.heartbeat.clone(), sample: self.sample? })
     }
+
+    /// Its shim is gone without recording how its worker ended (killed, a reboot), and nothing
+    /// of it runs any more. `locked`: a shim holds its runtime dir's lock — then nothing is
+    /// taken for dead.
+    pub(crate) fn died(&self, locked: bool) -> bool {
+        let l = &self.located;
+        !locked && l.proc == Proc::Dead && l.run.is_some() && l.exit.is_none()
+    }
+
+    /// What its killed shim left running (found by its run-id mark): its run, and their pids.
+    pub(crate) fn lingering(&self) -> Option<(&RunInfo, &[i32])> {
+        let l = &self.located;
+        l.run.as_ref().filter(|_| l.proc == Proc::Lingering).map(|run| (run, l.leftovers.as_slice()))
+    }
+
+    /// Attempt `attempt` as the attempt machine sees it ([`attempt::process`]), from what was
+    /// observed of it and what a shim has taken in its runtime dir (`taken`; [`Taken::Locked`]:
+    /// its lock held).
+    pub(crate) fn process(&self, attempt: u32, taken: Option<Taken>) -> Process {
+        let live = self.live();
+        let running = live.as_ref().map(|l| (l.started_at, l.heartbeat.as_ref(), l.sample));
+        attempt::process(attempt, self.located.exit.as_ref(), self.died(taken == Some(Taken::Locked)), self.lingering(), running, taken)
+    }
 }
 
 impl Live {
@@ -88,7 +111,7 @@ pub(crate) fn observe(state: &StateDir, attempt: u32, boot: &str) -> Result<Obse
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::activity::state::{ExitInfo, RunInfo};
+    use crate::activity::state::ExitInfo;
 
     fn t(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("time")
@@ -136,5 +159,34 @@ mod tests {
         }
         let nothing = ObservedAttempt::not_started();
         assert_eq!((nothing.located.proc, nothing.live()), (Proc::NotStarted, None));
+    }
+
+    /// What the attempt machine is handed of an observed attempt, state by state: how it ended,
+    /// what its killed shim left, its worker at work, or only taken; a shim holding the lock
+    /// keeps an attempt located dead from being taken for dead.
+    #[test]
+    fn an_observed_attempt_fed_to_the_attempt_machine() {
+        let s = Sample { log_len: 1, cpu_ticks: 2, mailbox_len: 3 };
+        let x = ExitInfo::error(1, "boom".into());
+        let mut lingers = seen(Proc::Lingering, Some(run(1)), None, None);
+        lingers.located.leftovers = vec![7, 8];
+        let dead = seen(Proc::Dead, Some(run(1)), None, None);
+        let taken = Some(Taken::Attempt(1));
+        let table: Vec<(&str, ObservedAttempt, Option<Taken>, Process)> = vec![
+            ("exited", seen(Proc::Dead, Some(run(1)), Some(x.clone()), None), taken, Process::Exited(x.clone())),
+            ("died", dead.clone(), taken, Process::Died),
+            ("located dead, the lock held", dead.clone(), Some(Taken::Locked), Process::Queued { why: None }),
+            ("lingering", lingers.clone(), taken, Process::Lingering { run: run(1), pids: vec![7, 8] }),
+            ("at work", seen(Proc::Alive, Some(run(1)), None, Some(s)), taken, seen(Proc::Alive, Some(run(1)), None, Some(s)).running()),
+            ("starting", seen(Proc::Starting, None, None, None), Some(Taken::Locked), Process::Queued { why: None }),
+            ("not taken", ObservedAttempt::not_started(), None, Process::Prepared),
+            ("an earlier attempt taken", ObservedAttempt::not_started(), Some(Taken::Attempt(0)), Process::Prepared),
+        ];
+        for (name, a, taken, want) in table {
+            assert_eq!(a.process(1, taken), want, "{name}");
+        }
+        assert!(dead.died(false) && !dead.died(true));
+        assert_eq!(lingers.lingering(), Some((&run(1), &[7, 8][..])));
+        assert!(!lingers.died(false) && dead.lingering().is_none());
     }
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{Action, Live, Observed, ObservedTask, Snapshot, TaskState, Update};
 use crate::activity::timeline;
 use crate::artifact::plan::PlanStatus;
-use crate::worker::attempt::{self, Limit, Look, Process};
+use crate::worker::attempt::{Limit, Look};
 use crate::worker::liveness::{self, Proc};
 
 /// The wall-clock limit of a task's attempt: its own `timeout:`, else its plan's, else its
@@ -33,26 +33,12 @@ pub(super) fn look(s: &Snapshot, live: &Live, limit: Limit) -> Look {
     live.running().look(limit, s.stale_after, s.at)
 }
 
-/// A task's current attempt (`attempt`) as the attempt machine sees it.
-pub(super) fn task_process(ot: &ObservedTask, attempt: u32) -> Process {
-    let lingering = ot.lingering.as_ref().map(|l| (&l.run, l.pids.as_slice()));
-    let live = ot.live.as_ref().map(|l| (l.started_at, l.heartbeat.as_ref(), l.sample));
-    attempt::process(attempt, ot.exit.as_ref(), ot.died, lingering, live, ot.started)
-}
-
-/// The verify run `run` as the attempt machine sees it.
-pub(super) fn verify_process(o: &Observed, run: u32) -> Process {
-    let lingering = o.verify_lingering.as_ref().map(|l| (&l.run, l.pids.as_slice()));
-    let live = o.verify_live.as_ref().map(|l| (l.started_at, l.heartbeat.as_ref(), l.sample));
-    attempt::process(run, o.verify_exit.as_ref(), o.verify_died, lingering, live, o.verify_started)
-}
-
 /// Kills of what killed shims left running (its tasks' current attempts, its latest verify
 /// run), each with a log event said once.
 pub(super) fn kill_leftovers(o: &Observed, now: &str) -> Vec<Action> {
-    let tasks = o.tasks.iter().filter_map(|ot| Some((Some(ot.task.canonical.clone()), ot.lingering.as_ref()?)));
+    let tasks = o.tasks.iter().filter_map(|ot| Some((Some(ot.task.canonical.clone()), ot.attempt.lingering()?)));
     tasks
-        .chain(o.verify_lingering.as_ref().map(|l| (None, l)))
+        .chain(o.verify.lingering().map(|l| (None, l)))
         .map(|(task, l)| {
             let (key, text) = match &task {
                 Some(t) => (
@@ -90,14 +76,14 @@ pub(super) fn beats(o: &Observed, s: &Snapshot) -> Vec<Action> {
     if record.status == PlanStatus::Running {
         for ot in &o.tasks {
             let Some(r) = record.tasks.get(&ot.task.canonical) else { continue };
-            let Some(live) = ot.live.as_ref().filter(|_| r.state == TaskState::Running && !r.stop_sent) else { continue };
-            if let Look::First(beat) | Look::Beat(beat) = look(s, live, task_limit(s, o, ot)) {
+            let Some(live) = ot.attempt.live().filter(|_| r.state == TaskState::Running && !r.stop_sent) else { continue };
+            if let Look::First(beat) | Look::Beat(beat) = look(s, &live, task_limit(s, o, ot)) {
                 out.push(Action::Beat { update: empty(), task: Some(ot.task.canonical.clone()), beat });
             }
         }
     }
     if record.status == PlanStatus::Verifying && !record.verify_stop_sent {
-        if let Some(Look::First(beat) | Look::Beat(beat)) = o.verify_live.as_ref().map(|live| look(s, live, verify_limit(s, o))) {
+        if let Some(Look::First(beat) | Look::Beat(beat)) = o.verify.live().map(|live| look(s, &live, verify_limit(s, o))) {
             out.push(Action::Beat { update: empty(), task: None, beat });
         }
     }
@@ -113,14 +99,14 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
         let Some(record) = &o.record else { continue };
         for ot in &o.tasks {
             let r = record.tasks.get(&ot.task.canonical);
-            match (&ot.live, r) {
+            match (ot.attempt.live(), r) {
                 (Some(live), Some(r)) if r.state == TaskState::Running && !r.stop_sent => {
                     let look = live.running().next_look(task_limit(s, o, ot), s.stale_after, s.at);
                     // A job ended by its cluster changes no file: its runner is asked again.
                     let poll = s.at + chrono::Duration::from_std(liveness::POLL).unwrap_or_default();
-                    at.extend(look.map(|look| if ot.polled { look.min(poll) } else { look }));
+                    at.extend(look.map(|look| if ot.attempt.polled() { look.min(poll) } else { look }));
                 }
-                _ if ot.busy || ot.lingering.is_some() => at.push(soon),
+                _ if ot.attempt.busy || ot.attempt.lingering().is_some() => at.push(soon),
                 // Paused by its agent's limit: looked at again once it may start.
                 (_, Some(r)) if r.state == TaskState::Queued && record.status == PlanStatus::Running => {
                     at.extend(r.not_before.filter(|nb| *nb > s.at));
@@ -128,7 +114,7 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
                 _ => {}
             }
         }
-        if o.verify_lingering.is_some() {
+        if o.verify.lingering().is_some() {
             at.push(soon);
         }
         // Reviewers at work: looked at again at their time limit; what a lost shim left, soon.
@@ -142,7 +128,7 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
                 _ => {}
             }
         }
-        if let Some(live) = &o.verify_live {
+        if let Some(live) = o.verify.live() {
             if record.status == PlanStatus::Verifying && !record.verify_stop_sent {
                 at.extend(live.running().next_look(verify_limit(s, o), s.stale_after, s.at));
             } else {

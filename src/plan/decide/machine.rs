@@ -101,8 +101,8 @@ pub(super) fn step(o: &Observed, s: &Snapshot, slots: usize, started: &std::coll
         }
         Running => waves::running(st, w, wave, slots, started),
         Verifying
-            if o.verify_exit.as_ref().is_none_or(|x| x.attempt != st.record.verify_runs)
-                && o.verify_started.is_none_or(|t| !t.covers(st.record.verify_runs)) =>
+            if o.verify.exit().is_none_or(|x| x.attempt != st.record.verify_runs)
+                && o.verify.taken.is_none_or(|t| !t.covers(st.record.verify_runs)) =>
         {
             // Recorded as started, but no shim took it (a pass died between the two).
             let run = st.record.verify_runs;
@@ -186,11 +186,11 @@ fn cancel(mut st: Step<'_>) -> Option<Action> {
         _ => {
             // A verify at work is stopped too (once); its shim ends every process of it.
             let run = st.record.verify_runs;
-            // (A shim at work holds its lock: `started` says u32::MAX then.)
+            // (A shim at work holds its lock: `taken` says so, whatever the run.)
             let verifying = run > 0
-                && o.verify_started.is_some_and(|t| t.covers(run))
-                && o.verify_exit.as_ref().is_none_or(|x| x.attempt != run)
-                && !o.verify_died;
+                && o.verify.taken.is_some_and(|t| t.covers(run))
+                && o.verify.exit().is_none_or(|x| x.attempt != run)
+                && !o.verify.died();
             if verifying && !st.record.verify_stop_sent {
                 st.record.verify_stop_sent = true;
                 st.dirty = true;
@@ -211,11 +211,7 @@ fn start_plan(mut st: Step<'_>) -> Option<Action> {
     // A task's worker not installed or not usable: the plan waits, pending with the reason,
     // rather than start and halt on it (a plan once running waits for nothing).
     if let Some((t, why)) = o.tasks.iter().find_map(|t| t.worker_problem.as_ref().map(|why| (&t.task, why))) {
-        let why = Reason::TaskWaits { task: t.canonical.clone(), label: t.label.clone(), why: why.clone() }.to_string();
-        if st.record.reason.as_deref() != Some(why.as_str()) {
-            st.record.reason = Some(why);
-            st.dirty = true;
-        }
+        st.waits(Some(Reason::TaskWaits { task: t.canonical.clone(), label: t.label.clone(), why: why.clone() }));
         return settle(st);
     }
     st.record.wave = 1;

@@ -14,6 +14,8 @@ use serde_yaml_ng::Value;
 use super::*;
 use crate::activity::kind::Action as _;
 use crate::worker::attempt::Taken;
+use crate::worker::liveness::Proc;
+use crate::worker::observed_attempt::ObservedAttempt;
 
 const ID: &str = "p";
 
@@ -50,7 +52,7 @@ fn parse(text: &str) -> Plan {
 pub(super) fn observed_task(task: &Task) -> ObservedTask {
     ObservedTask {
         task: task.clone(),
-        exit: None,
+        attempt: PlanAttempt::not_started(),
         usage: None,
         limited: None,
         overspent: None,
@@ -60,14 +62,58 @@ pub(super) fn observed_task(task: &Task) -> ObservedTask {
         worktree_gone: None,
         setup_made: None,
         landed: false,
-        busy: false,
-        polled: false,
-        live: None,
         package_timeout: None,
         package_cap: None,
-        started: None,
-        died: false,
-        lingering: None,
+    }
+}
+
+/// What the observer finds of a task's attempt or a verify run, as the tables set it up: the
+/// located states a real runtime dir gives ([`crate::worker::runner::Attempt`]).
+impl PlanAttempt {
+    /// Nothing of it known: no shim has taken anything in its runtime dir.
+    pub(super) fn not_started() -> PlanAttempt {
+        PlanAttempt { observed: ObservedAttempt::not_started(), taken: None, busy: false }
+    }
+
+    fn located(&mut self, proc: Proc, run: Option<RunInfo>, exit: Option<ExitInfo>, leftovers: Vec<i32>) {
+        let located = crate::worker::runner::Attempt { proc, run, exit, leftovers, queued: None, polled: false };
+        self.observed = ObservedAttempt { located, heartbeat: None, sample: None };
+    }
+
+    /// Its worker ended so: its shim recorded the exit and is gone.
+    pub(super) fn set_exit(&mut self, exit: ExitInfo) {
+        self.located(Proc::Dead, Some(run_info(exit.attempt, t0())), Some(exit), Vec::new());
+    }
+
+    /// Attempt `attempt`'s shim is gone without recording an exit, and nothing of it runs.
+    pub(super) fn set_died(&mut self, attempt: u32) {
+        self.located(Proc::Dead, Some(run_info(attempt, t0())), None, Vec::new());
+    }
+
+    /// Attempt `attempt`'s worker at work, with these signs of life.
+    pub(super) fn set_live(&mut self, attempt: u32, live: Live) {
+        self.located(Proc::Alive, Some(run_info(attempt, live.started_at)), None, Vec::new());
+        self.observed.heartbeat = live.heartbeat;
+        self.observed.sample = Some(live.sample);
+    }
+
+    /// Its shim killed, and these processes of its attempt still running.
+    pub(super) fn set_lingering(&mut self, l: &Lingering) {
+        self.located(Proc::Lingering, Some(l.run.clone()), None, l.pids.clone());
+    }
+}
+
+/// The `run.json` of `attempt`, started at `started_at`.
+pub(super) fn run_info(attempt: u32, started_at: DateTime<Utc>) -> RunInfo {
+    RunInfo {
+        attempt,
+        pid: 4242,
+        pgid: 4242,
+        start_time: 1,
+        boot_id: "b".into(),
+        worker_pid: Some(4243),
+        started_at,
+        run_id: "0123456789abcdef0123456789abcdef".into(),
     }
 }
 
@@ -79,12 +125,7 @@ pub(super) fn observed(plan: Plan, record: Option<PlanRecord>) -> Observed {
         taken: false,
         integrated: None,
         tasks,
-        verify_exit: None,
-        verify_started: None,
-        verify_died: false,
-        verify_live: None,
-        verify_busy: false,
-        verify_lingering: None,
+        verify: PlanAttempt::not_started(),
         fix_status: None,
         timeline_keys: Default::default(),
         usage_recorded: None,
@@ -115,7 +156,7 @@ pub(super) fn snap(plans: Vec<Observed>, slots: usize) -> Snapshot {
     }
 }
 
-fn exit(attempt: u32, code: i32) -> ExitInfo {
+pub(super) fn exit(attempt: u32, code: i32) -> ExitInfo {
     ExitInfo { attempt, code: Some(code), signal: None, error: None, finished_at: t0(), tail: None, setup: None, checks: Box::default() }
 }
 
@@ -238,38 +279,38 @@ fn the_task_states_a_pass_moves_through() {
     let table: [(&str, TaskState, Setup, &[TaskState]); 12] = [
         ("queued, a slot free: started", Queued, |_, _| {}, &[Running]),
         ("queued, its worker unusable: failed", Queued, |o, _| o.worker_problem = Some("no such worker".into()), &[Failed]),
-        ("ended cleanly: succeeded", Running, |o, _| o.exit = Some(exit(1, 0)), &[Succeeded]),
-        ("ended badly: failed", Running, |o, _| o.exit = Some(exit(1, 2)), &[Failed]),
+        ("ended cleanly: succeeded", Running, |o, _| o.attempt.set_exit(exit(1, 0)), &[Succeeded]),
+        ("ended badly: failed", Running, |o, _| o.attempt.set_exit(exit(1, 2)), &[Failed]),
         // Shut down with nothing of the wave failed (a cancel a retry came after): runs again.
         (
             "ended after a stop: stopped, and run again",
             Running,
             |o, r| {
-                o.exit = Some(exit(1, 0));
+                o.attempt.set_exit(exit(1, 0));
                 r.stop_sent = true;
             },
             &[Stopped, Queued, Running],
         ),
-        ("its supervisor died: run again", Running, |o, _| o.died = true, &[Queued, Running]),
+        ("its supervisor died: run again", Running, |o, _| o.attempt.set_died(1), &[Queued, Running]),
         (
             "died too often: failed",
             Running,
             |o, r| {
-                o.died = true;
+                o.attempt.set_died(1);
                 r.reruns = MAX_RERUNS;
             },
             &[Failed],
         ),
         ("succeeded, its work lost: run again", Succeeded, |o, _| o.worktree_gone = Some("removed".into()), &[Queued, Running]),
-        ("still at work: unchanged", Running, |o, _| o.started = Some(Taken::Attempt(1)), &[]),
+        ("still at work: unchanged", Running, |o, _| o.attempt.taken = Some(Taken::Attempt(1)), &[]),
         // Kiln: in_progress with no heartbeat beyond the timeout is rerun_required (killed
         // first: it starts again once nothing of it runs), within the budget; then failed.
-        ("live but silent past stale_after: run again", Running, |o, _| o.live = Some(silent(4)), &[Queued]),
+        ("live but silent past stale_after: run again", Running, |o, _| o.attempt.set_live(1, silent(4)), &[Queued]),
         (
             "live but silent too often: failed",
             Running,
             |o, r| {
-                o.live = Some(silent(4));
+                o.attempt.set_live(1, silent(4));
                 r.reruns = MAX_RERUNS;
             },
             &[Failed],
@@ -281,7 +322,7 @@ fn the_task_states_a_pass_moves_through() {
             |o, _| {
                 let mut l = silent(0);
                 l.started_at = t0() - chrono::Duration::hours(2);
-                o.live = Some(l);
+                o.attempt.set_live(1, l);
             },
             &[Failed],
         ),
@@ -291,13 +332,13 @@ fn the_task_states_a_pass_moves_through() {
         let mut r = record(PlanStatus::Running, 1);
         let mut tr = task_record(from, if from == Queued { 0 } else { 1 });
         let mut o = observed(plan, None);
-        o.tasks[0].started = Some(Taken::Attempt(tr.attempt));
+        o.tasks[0].attempt.taken = Some(Taken::Attempt(tr.attempt));
         setup(&mut o.tasks[0], &mut tr);
         r.tasks.insert(t1.clone(), tr.clone());
         // The other task is at work, so the wave is neither over nor shut down.
         let other = o.tasks[1].task.canonical.clone();
         r.tasks.insert(other, task_record(Running, 1));
-        o.tasks[1].started = Some(Taken::Attempt(1));
+        o.tasks[1].attempt.taken = Some(Taken::Attempt(1));
         o.record = Some(r);
         let a = decide(&snap(vec![o.clone()], 4));
         let logged = task_moves(a.first(), &t1);
@@ -400,20 +441,20 @@ fn build(g: &Gen, n: usize) -> Observed {
         let Some(state) = g.states[i] else { continue };
         r.tasks.insert(t.canonical.clone(), task_record(state, 1));
         let ot = o.tasks.iter_mut().find(|x| x.task.canonical == t.canonical).expect("its task");
-        ot.started = Some(Taken::Attempt(1));
+        ot.attempt.taken = Some(Taken::Attempt(1));
         ot.worktree_exists = true;
         match g.seen[i] {
-            1 => ot.exit = Some(exit(1, 0)),
-            2 => ot.exit = Some(exit(1, 1)),
-            3 => ot.died = true,
+            1 => ot.attempt.set_exit(exit(1, 0)),
+            2 => ot.attempt.set_exit(exit(1, 1)),
+            3 => ot.attempt.set_died(1),
             4 => ot.worktree_gone = Some("removed".into()),
-            5 => ot.busy = true,
+            5 => ot.attempt.busy = true,
             _ => {}
         }
     }
     if let Some(pass) = g.verify_exit {
-        o.verify_started = Some(Taken::Attempt(1));
-        o.verify_exit = Some(exit(1, if pass { 0 } else { 1 }));
+        o.verify.taken = Some(Taken::Attempt(1));
+        o.verify.set_exit(exit(1, if pass { 0 } else { 1 }));
     }
     o.record = Some(r);
     o
@@ -574,7 +615,7 @@ impl World {
                 o.tasks
                     .iter()
                     .map(|t| {
-                        t.started.map_or(0, |t| match t {
+                        t.attempt.taken.map_or(0, |t| match t {
                             Taken::Attempt(a) => a,
                             Taken::Locked => 0,
                         }) as usize
@@ -593,19 +634,18 @@ impl World {
             Action::StartTask { starts, .. } => {
                 for TaskStart { task, attempt } in starts {
                     let ot = o.tasks.iter_mut().find(|t| &t.task.canonical == task).expect("its task");
-                    ot.started = Some(Taken::Attempt(*attempt));
+                    ot.attempt.taken = Some(Taken::Attempt(*attempt));
                     ot.worktree_exists = true;
-                    ot.died = false;
                     match outcome {
-                        2 => ot.exit = Some(exit(*attempt, 1)),
-                        3 if *attempt == 1 => ot.died = true,
-                        _ => ot.exit = Some(exit(*attempt, 0)),
+                        2 => ot.attempt.set_exit(exit(*attempt, 1)),
+                        3 if *attempt == 1 => ot.attempt.set_died(*attempt),
+                        _ => ot.attempt.set_exit(exit(*attempt, 0)),
                     }
                 }
             }
             Action::StopTask { task, attempt, .. } => {
                 let ot = o.tasks.iter_mut().find(|t| &t.task.canonical == task).expect("its task");
-                ot.exit = Some(ExitInfo {
+                ot.attempt.set_exit(ExitInfo {
                     attempt: *attempt,
                     code: None,
                     signal: Some(15),
@@ -628,8 +668,8 @@ impl World {
                 u = ig.progress();
             }
             Action::StartVerify { run, .. } => {
-                o.verify_started = Some(Taken::Attempt(*run));
-                o.verify_exit = Some(exit(*run, i32::from(self.verify_fails)));
+                o.verify.taken = Some(Taken::Attempt(*run));
+                o.verify.set_exit(exit(*run, i32::from(self.verify_fails)));
             }
             Action::FixForward { .. } => {
                 // The fix lands, and verify passes from now on.
@@ -637,7 +677,7 @@ impl World {
                 o.fix_status = Some(Status::Completed);
             }
             Action::StopVerify { run, .. } => {
-                o.verify_exit = Some(ExitInfo {
+                o.verify.set_exit(ExitInfo {
                     attempt: *run,
                     code: None,
                     signal: Some(9),
@@ -653,13 +693,12 @@ impl World {
                     ot.worktree_exists = false;
                 }
             }
-            Action::KillLeftovers { task: Some(task), .. } => {
+            Action::KillLeftovers { task: Some(task), run, .. } => {
                 if let Some(ot) = o.tasks.iter_mut().find(|t| &t.task.canonical == task) {
-                    ot.lingering = None;
-                    ot.died = true;
+                    ot.attempt.set_died(run.attempt);
                 }
             }
-            Action::KillLeftovers { task: None, .. } => o.verify_lingering = None,
+            Action::KillLeftovers { task: None, .. } => o.verify.observed = ObservedAttempt::not_started(),
             Action::Update { .. } | Action::Beat { .. } => {}
             // These plans have no reviewers: no REVIEW stage.
             Action::StartReviewer { .. } | Action::ReviewerCleanup { .. } | Action::DropReviewers { .. } | Action::ReviewFix { .. } => {}
@@ -786,7 +825,7 @@ fn ready_tasks_integrate_before_a_rerun_starts() {
         for (ot, (state, reruns)) in o.tasks.iter_mut().zip(states) {
             let mut tr = task_record(state, if state == Queued && reruns == 0 { 0 } else { 1 });
             tr.reruns = reruns;
-            ot.started = Some(Taken::Attempt(tr.attempt));
+            ot.attempt.taken = Some(Taken::Attempt(tr.attempt));
             r.tasks.insert(ot.task.canonical.clone(), tr);
         }
         o.record = Some(r);

@@ -23,7 +23,8 @@ use crate::activity::timeline;
 use crate::artifact::plan::{Plan, PlanStatus, Task};
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
-use crate::worker::attempt::Taken;
+use crate::worker::attempt::{Process, Taken};
+use crate::worker::observed_attempt::ObservedAttempt;
 
 pub(crate) use super::mail::{TaskFolded, TaskMail};
 pub(crate) use integration::{Finding, Integration};
@@ -51,8 +52,9 @@ mod tests;
 #[derive(Debug, Clone)]
 pub(crate) struct ObservedTask {
     pub(crate) task: Task,
-    /// The exit of its current attempt, once its shim recorded it.
-    pub(crate) exit: Option<ExitInfo>,
+    /// Its current attempt (the record's; none yet: nothing of it known) as every kind's is
+    /// observed, with what a shim holds in its runtime dir.
+    pub(crate) attempt: PlanAttempt,
     /// What its current attempt used, once it ended (read until its `usage` event is logged).
     pub(crate) usage: Option<crate::worker::usage::Attempt>,
     /// The rate or usage limit that ended its current attempt, and how many in a row did.
@@ -74,25 +76,61 @@ pub(crate) struct ObservedTask {
     /// Its commit is on the integration branch (its trailer since the wave's base); only
     /// looked for when its worktree is gone.
     pub(crate) landed: bool,
-    /// A shim of the task is at work (its lock held, or its run alive), whatever the attempt.
-    pub(crate) busy: bool,
-    /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
-    pub(crate) polled: bool,
-    /// The current attempt's worker at work, with its signs of life.
-    pub(crate) live: Option<Live>,
     /// Its worker package's `timeout:`.
     pub(crate) package_timeout: Option<std::time::Duration>,
     /// Its worker package's name and `max_concurrent:`, if it has one.
     pub(crate) package_cap: Option<(String, usize)>,
-    /// A shim has taken (or holds) this attempt: `run.json` or `exit.json` of the attempt
-    /// recorded, or the shim's lock held.
-    pub(crate) started: Option<Taken>,
-    /// The shim of its current attempt is gone without recording an exit (killed, a reboot),
-    /// and nothing of the attempt runs any more.
-    pub(crate) died: bool,
-    /// The shim of its current attempt is gone without recording an exit, and processes of the
-    /// attempt still run: they are killed before the attempt is judged or run again.
-    pub(crate) lingering: Option<Lingering>,
+}
+
+/// A task's current attempt, or a plan's latest verify run, as observed: the attempt as every
+/// kind's is ([`ObservedAttempt`]: located by its runner, its signs of life while it works),
+/// and what a shim holds in its runtime dir whatever the attempt. The attempt machine is fed
+/// from it ([`PlanAttempt::process`]) as it is from a commission's.
+#[derive(Debug, Clone)]
+pub(crate) struct PlanAttempt {
+    pub(crate) observed: ObservedAttempt,
+    /// What a shim has taken in its runtime dir: the attempt its `run.json` or `exit.json` (or
+    /// a runner's handle) records, or [`Taken::Locked`] while it holds the lock.
+    pub(crate) taken: Option<Taken>,
+    /// A shim is at work in its runtime dir (its lock held, its run alive, or a runner's slot
+    /// held), whatever the attempt.
+    pub(crate) busy: bool,
+}
+
+impl PlanAttempt {
+    /// Attempt `attempt` (a task's as its record has it, a verify run's number) as the attempt
+    /// machine sees it.
+    pub(crate) fn process(&self, attempt: u32) -> Process {
+        self.observed.process(attempt, self.taken)
+    }
+
+    /// How the observed attempt's worker ended, once its shim (or runner) recorded it.
+    pub(crate) fn exit(&self) -> Option<&ExitInfo> {
+        self.observed.located.exit.as_ref()
+    }
+
+    /// Its shim is gone without recording an exit (killed, a reboot), and nothing of the
+    /// attempt runs any more.
+    pub(crate) fn died(&self) -> bool {
+        self.observed.died(self.taken == Some(Taken::Locked))
+    }
+
+    /// Its worker at work, with its signs of life.
+    pub(crate) fn live(&self) -> Option<Live> {
+        self.observed.live()
+    }
+
+    /// Its shim is gone without recording an exit, and processes of the attempt still run:
+    /// they are killed before the attempt is judged or run again.
+    pub(crate) fn lingering(&self) -> Option<Lingering> {
+        let (run, pids) = self.observed.lingering()?;
+        Some(Lingering { attempt: run.attempt, run: run.clone(), pids: pids.to_vec() })
+    }
+
+    /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
+    pub(crate) fn polled(&self) -> bool {
+        self.observed.located.polled
+    }
 }
 
 /// Processes of an attempt whose shim was killed before it could reap them, found by the
@@ -122,18 +160,8 @@ pub struct Observed {
     /// is started and the checkout's file is left as it is.
     pub(crate) integrated: Option<crate::activity::integrated::Integrated>,
     pub(crate) tasks: Vec<ObservedTask>,
-    /// The exit of the latest verify run.
-    pub(crate) verify_exit: Option<ExitInfo>,
-    /// The verify run a shim has taken (its `run.json`), or is taking (its lock held).
-    pub(crate) verify_started: Option<Taken>,
-    /// The shim of the latest verify run is gone without recording an exit.
-    pub(crate) verify_died: bool,
-    /// The latest verify run at work.
-    pub(crate) verify_live: Option<Live>,
-    /// A verify's shim is at work (its lock held, or its run alive), whatever the run.
-    pub(crate) verify_busy: bool,
-    /// The latest verify run's shim was killed and processes of the run still run.
-    pub(crate) verify_lingering: Option<Lingering>,
+    /// The latest verify run (the record's `verify_runs`; none yet: nothing of it known).
+    pub(crate) verify: PlanAttempt,
     /// The status of the latest fix-forward commission.
     pub(crate) fix_status: Option<Status>,
     pub(crate) timeline_keys: std::collections::BTreeSet<String>,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::liveness::{look, task_limit, task_process};
+use super::liveness::{look, task_limit};
 use super::step::Step;
 use super::{ObservedTask, TaskRecord, TaskState, MAX_RERUNS};
 use crate::activity::reason::Reason;
@@ -54,7 +54,7 @@ pub(crate) fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> Resum
         _ if ot.worktree_gone.is_some() => ResumeClass::Orphaned,
         TaskState::Succeeded => ResumeClass::ReadyForIntegration,
         // Its supervisor died: it runs again (once what it left running is killed).
-        TaskState::Running if ot.died || ot.lingering.is_some() => ResumeClass::RerunRequired,
+        TaskState::Running if ot.attempt.died() || ot.attempt.lingering().is_some() => ResumeClass::RerunRequired,
         TaskState::Running => ResumeClass::InProgress,
         TaskState::Failed | TaskState::Stopped => ResumeClass::RerunRequired,
     }
@@ -62,7 +62,7 @@ pub(crate) fn resume_class(ot: &ObservedTask, rec: Option<&TaskRecord>) -> Resum
 
 /// A task's attempt ended: how.
 pub(super) fn classify(o: &ObservedTask, rec: &TaskRecord) -> Option<Result<(), Reason>> {
-    let process = task_process(o, rec.attempt);
+    let process = o.attempt.process(rec.attempt);
     let exit = match process.ended()? {
         Ended::Died => return Some(Err(Reason::SupervisorDied)),
         Ended::Exited(exit) => exit,
@@ -86,12 +86,12 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
     if let (Some(_), Some(gone)) = (&ended, &ot.worktree_gone) {
         // Over, and its worktree is gone: whatever it did is lost; it runs again.
         orphaned(st, ot, rec, gone);
-        return rerun(st, ot, rec, Reason::WorktreeGone { gone: gone.clone(), died: ot.died });
+        return rerun(st, ot, rec, Reason::WorktreeGone { gone: gone.clone(), died: ot.attempt.died() });
     }
     match ended {
         Some(_) if rec.stop_sent => st.task_state(t, TaskState::Stopped, Some(Reason::ShutDownForFailure)),
         // Its supervisor died (killed, a reboot): nothing says how it ended; it runs again.
-        Some(_) if ot.died => rerun(st, ot, rec, Reason::SupervisorDied),
+        Some(_) if ot.attempt.died() => rerun(st, ot, rec, Reason::SupervisorDied),
         Some(Ok(())) => st.task_state(t, TaskState::Succeeded, None),
         // Stopped by its shim past its package's budget: failed, saying by how much (a rerun
         // would spend as much again).
@@ -108,8 +108,8 @@ pub(super) fn running_task(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecor
             if let Some(gone) = &ot.worktree_gone {
                 return orphaned(st, ot, rec, gone);
             }
-            let Some(live) = ot.live.as_ref().filter(|_| !rec.stop_sent) else { return };
-            if let Look::Stop(stop) = look(st.s, live, task_limit(st.s, st.o, ot)) {
+            let Some(live) = ot.attempt.live().filter(|_| !rec.stop_sent) else { return };
+            if let Look::Stop(stop) = look(st.s, &live, task_limit(st.s, st.o, ot)) {
                 let kind = stop.event_kind();
                 let state = stop.is_stale().then_some("stale");
                 let key = format!("{kind}:{}:{}", t.canonical, rec.attempt);
@@ -155,7 +155,7 @@ pub(super) fn rerun(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord, why:
 fn limited(st: &mut Step<'_>, ot: &ObservedTask, rec: &TaskRecord) {
     let Some((limited, streak)) = ot.limited.as_ref() else { return };
     let t = &ot.task;
-    let ended = ot.exit.as_ref().map_or(st.s.at, |x| x.finished_at);
+    let ended = ot.attempt.exit().map_or(st.s.at, |x| x.finished_at);
     let not_before = crate::worker::limits::not_before(limited, ended, *streak);
     let at = crate::activity::timeline::timestamp(not_before);
     let mut fields = json!({"task": t.canonical, "text": format!("{}: {}", t.canonical, limited.said), "attempt": rec.attempt, "not_before": at, "in_a_row": streak});

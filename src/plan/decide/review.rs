@@ -25,9 +25,6 @@ pub(super) fn of(st: &Step<'_>) -> Vec<String> {
     st.o.plan.reviewers.clone().or_else(|| st.s.reviewers.clone()).unwrap_or_default()
 }
 
-/// How a reason saying a reviewer waits for its package begins ([`Reason::ReviewerAtCapacity`]).
-const WAITED_FOR_PACKAGE: &str = "waits for its reviewer ";
-
 /// What each reviewer run over the plan used, once it is over: a `usage` event on the plan's
 /// timeline (keyed by the round and its place, naming the reviewer), logged once; the plan's
 /// `usage:` sums it with its tasks'.
@@ -60,14 +57,11 @@ pub(super) fn stage(mut st: Step<'_>, w: usize, names: &[String]) -> Option<Acti
                 let live = |by: &std::collections::BTreeMap<String, usize>| by.get(name).copied().unwrap_or(0);
                 let cap = st.o.reviewer_caps.get(index).copied().flatten();
                 if let Some(max) = cap.filter(|&max| live(&st.s.running_by_package) + live(&st.started) >= max) {
-                    let why = Reason::ReviewerAtCapacity { reviewer: name.clone(), index, of: names.len(), max };
-                    st.set("reason", serde_yaml_ng::Value::String(why.to_string()));
+                    st.waits(Some(Reason::ReviewerAtCapacity { reviewer: name.clone(), index, of: names.len(), max }));
                     return settle(st);
                 }
-                // It waited for its package: that is over once it starts.
-                if st.o.plan.fields.get("reason").and_then(|r| r.as_str()).is_some_and(|r| r.starts_with(WAITED_FOR_PACKAGE)) {
-                    st.remove("reason");
-                }
+                // A verifying plan's reason is only ever this wait: it is over once it starts.
+                st.waits(None);
                 st.event(
                     "reviewer",
                     format!("reviewer:{round}:{index}"),

@@ -68,6 +68,16 @@ impl<'a> Step<'a> {
         self.record.reason = (!reason.is_empty() && matches!(to, PlanStatus::Halted | PlanStatus::Failed | PlanStatus::Cancelled))
             .then(|| reason.to_string());
     }
+    /// The plan stays at its status, waiting for what `why` says (its `reason:`, kept in its
+    /// record as a status move's is); `None`: it waits for nothing any more. Only the step
+    /// that knows why it waits writes or clears it: nothing reads the words back.
+    pub(super) fn waits(&mut self, why: Option<Reason>) {
+        let why = why.map(|r| r.to_string());
+        if self.record.reason != why {
+            self.record.reason = why;
+            self.dirty = true;
+        }
+    }
     pub(super) fn task_state(&mut self, t: &Task, to: TaskState, reason: Option<Reason>) {
         let reason = reason.map(|r| r.to_string());
         let r = self.record.tasks.entry(t.canonical.clone()).or_insert_with(TaskRecord::queued);

@@ -219,11 +219,11 @@ fn parallelism_and_fifo_in_plan_order() {
     let a = decide(&snap(vec![o], 3));
     assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts[0].task == "p:exec:wave-1:task-1"), "{a:?}");
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(Taken::Attempt(1));
+    o.tasks[0].attempt.taken = Some(Taken::Attempt(1));
     let a = decide(&snap(vec![o.clone()], 3));
     assert!(!a.iter().any(|x| matches!(x, Action::StartTask { .. })), "parallelism 1: the second waits: {a:?}");
     // Recorded as running but never taken by a shim (a pass died in between): started again.
-    o.tasks[0].started = None;
+    o.tasks[0].attempt.taken = None;
     let a = decide(&snap(vec![o], 3));
     assert!(
         matches!(&a[0], Action::StartTask { starts, .. } if starts == &[TaskStart { task: "p:exec:wave-1:task-1".into(), attempt: 1 }]),
@@ -291,7 +291,11 @@ fn resume_classes_from_what_is_there() {
     let ot = o.tasks[0].clone();
     let rec = |state| TaskRecord { state, attempt: 1, reason: None, sequence: 0, stop_sent: false, reruns: 0, not_before: None };
     let gone = ObservedTask { worktree_gone: Some("its worktree /w was removed".into()), ..ot.clone() };
-    let died = ObservedTask { died: true, ..ot.clone() };
+    let dead = |mut t: ObservedTask| {
+        t.attempt.set_died(1);
+        t
+    };
+    let died = dead(ot.clone());
     use ResumeClass::*;
     for (task, state, want) in [
         (&ot, None, Queued),
@@ -302,21 +306,21 @@ fn resume_classes_from_what_is_there() {
         (&ObservedTask { landed: true, ..gone.clone() }, Some(TaskState::Succeeded), Done),
         (&ot, Some(TaskState::Running), InProgress),
         (&died, Some(TaskState::Running), RerunRequired),
-        (&ObservedTask { died: true, ..gone.clone() }, Some(TaskState::Running), Orphaned),
+        (&dead(gone.clone()), Some(TaskState::Running), Orphaned),
         (&ot, Some(TaskState::Failed), RerunRequired),
         (&ot, Some(TaskState::Stopped), RerunRequired),
         (&gone, Some(TaskState::Failed), Orphaned),
     ] {
         let r = state.map(rec);
-        assert_eq!(resume_class(task, r.as_ref()), want, "{state:?} gone={:?} died={}", task.worktree_gone, task.died);
+        assert_eq!(resume_class(task, r.as_ref()), want, "{state:?} gone={:?} died={}", task.worktree_gone, task.attempt.died());
     }
 }
 
 #[test]
 fn a_dead_task_runs_again_a_bounded_number_of_times() {
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(Taken::Attempt(1));
-    o.tasks[0].died = true;
+    o.tasks[0].attempt.taken = Some(Taken::Attempt(1));
+    o.tasks[0].attempt.set_died(1);
     // Queued again and started at once: its next attempt, the same id.
     let a = decide(&snap(vec![o.clone()], 3));
     assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().all(|s| s.attempt == 2)), "{a:?}");
@@ -334,24 +338,14 @@ fn a_dead_task_runs_again_a_bounded_number_of_times() {
 }
 
 fn lingering(attempt: u32) -> Lingering {
-    let run = RunInfo {
-        attempt,
-        pid: 4242,
-        pgid: 4242,
-        start_time: 1,
-        boot_id: "b".into(),
-        worker_pid: Some(4243),
-        started_at: t0(),
-        run_id: "0123456789abcdef0123456789abcdef".into(),
-    };
-    Lingering { attempt, run, pids: vec![4244] }
+    Lingering { attempt, run: machine_tests::run_info(attempt, t0()), pids: vec![4244] }
 }
 
 #[test]
 fn what_a_killed_shim_left_running_is_killed_before_the_task_is_judged_or_run_again() {
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(Taken::Attempt(1));
-    o.tasks[0].lingering = Some(lingering(1));
+    o.tasks[0].attempt.taken = Some(Taken::Attempt(1));
+    o.tasks[0].attempt.set_lingering(&lingering(1));
     // Its supervisor died, processes of it still run: classified rerun_required, but only
     // killed for now, with a log event; the task stays as it is, nothing starts.
     assert_eq!(resume_class(&o.tasks[0], o.record.as_ref().and_then(|r| r.tasks.get(T1))), ResumeClass::RerunRequired);
@@ -371,8 +365,7 @@ fn what_a_killed_shim_left_running_is_killed_before_the_task_is_judged_or_run_ag
     assert!(!a.iter().any(|a| matches!(a, Action::StopTask { .. })), "{a:?}");
     assert!(a.iter().all(|a| task_record(a).is_none_or(|r| r.state == TaskState::Running)), "{a:?}");
     // Gone: the attempt is over, and it runs again.
-    o.tasks[0].lingering = None;
-    o.tasks[0].died = true;
+    o.tasks[0].attempt.set_died(1);
     let a = decide(&snap(vec![o], 3));
     assert!(matches!(&a[0], Action::StartTask { starts, .. } if starts.iter().all(|s| s.attempt == 2)), "{a:?}");
     // A verify's: killed before the gate's verdict.
@@ -381,8 +374,8 @@ fn what_a_killed_shim_left_running_is_killed_before_the_task_is_judged_or_run_ag
     r.verify_runs = 1;
     let mut o = observed("verifying", Some(r));
     o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
-    o.verify_started = Some(Taken::Attempt(1));
-    o.verify_lingering = Some(lingering(1));
+    o.verify.taken = Some(Taken::Attempt(1));
+    o.verify.set_lingering(&lingering(1));
     let a = decide(&snap(vec![o], 3));
     assert!(matches!(&a[0], Action::KillLeftovers { task: None, .. }), "{a:?}");
     assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Verifying)), "no verdict yet: {a:?}");
@@ -403,17 +396,16 @@ fn a_task_whose_worktree_went_is_orphaned_and_runs_again() {
     assert!(matches!(&a[0], Action::Integrate { .. }), "{a:?}");
     // Still at work: shut down first (SIGTERM), then queued again once it is over.
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].started = Some(Taken::Attempt(1));
+    o.tasks[0].attempt.taken = Some(Taken::Attempt(1));
     o.tasks[0].worktree_gone = gone;
-    o.tasks[0].live = Some(live(1, 0));
-    o.tasks[0].busy = true;
+    o.tasks[0].attempt.set_live(1, live(1, 0));
+    o.tasks[0].attempt.busy = true;
     let a = decide(&snap(vec![o.clone()], 3));
     assert!(matches!(&a[0], Action::StopTask { kill: false, .. }), "{a:?}");
     assert!(kinds(&a[0]).contains(&"orphaned".to_string()));
     o.record = a[0].update().record.clone();
-    o.tasks[0].live = None;
-    o.tasks[0].busy = false;
-    o.tasks[0].exit = Some(ExitInfo {
+    o.tasks[0].attempt.busy = false;
+    o.tasks[0].attempt.set_exit(ExitInfo {
         attempt: 1,
         code: None,
         signal: Some(15),
@@ -432,9 +424,9 @@ fn a_task_whose_worktree_went_is_orphaned_and_runs_again() {
 fn a_stale_task_reruns_within_its_budget_an_overlong_one_fails_and_the_plan_halts_once_it_is_gone() {
     let at_work = |l: Live| {
         let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-        o.tasks[0].started = Some(Taken::Attempt(1));
-        o.tasks[0].live = Some(l);
-        o.tasks[0].busy = true;
+        o.tasks[0].attempt.taken = Some(Taken::Attempt(1));
+        o.tasks[0].attempt.set_live(1, l);
+        o.tasks[0].attempt.busy = true;
         o
     };
     // Quiet for less than stale_after (3s): nothing; its signs changed: a heartbeat.
@@ -464,9 +456,8 @@ fn a_stale_task_reruns_within_its_budget_an_overlong_one_fails_and_the_plan_halt
         _ => false,
     };
     assert!(!a.iter().any(of_t1), "{a:?}");
-    o.tasks[0].live = None;
-    o.tasks[0].busy = false;
-    o.tasks[0].exit = Some(ExitInfo {
+    o.tasks[0].attempt.busy = false;
+    o.tasks[0].attempt.set_exit(ExitInfo {
         attempt: 1,
         code: None,
         signal: Some(9),
@@ -503,9 +494,8 @@ fn a_stale_task_reruns_within_its_budget_an_overlong_one_fails_and_the_plan_halt
     o.record = a[0].update().record.clone();
     let a = decide(&snap(vec![o.clone()], 3));
     assert!(a.iter().all(|a| a.update().record.as_ref().is_none_or(|r| r.status == PlanStatus::Running)), "{a:?}");
-    o.tasks[0].live = None;
-    o.tasks[0].busy = false;
-    o.tasks[0].exit = Some(ExitInfo {
+    o.tasks[0].attempt.busy = false;
+    o.tasks[0].attempt.set_exit(ExitInfo {
         attempt: 1,
         code: None,
         signal: Some(9),
@@ -528,15 +518,14 @@ fn a_stale_verify_is_killed_and_fails_the_gate_saying_why() {
     r.verify_runs = 1;
     let mut o = observed("verifying", Some(r));
     o.plan.verify = Some(vec!["sleep".into(), "1000".into()]);
-    o.verify_started = Some(Taken::Attempt(1));
-    o.verify_live = Some(live(10, 4));
+    o.verify.taken = Some(Taken::Attempt(1));
+    o.verify.set_live(1, live(10, 4));
     let a = decide(&snap(vec![o.clone()], 3));
     assert!(matches!(&a[0], Action::StopVerify { kill: true, run: 1, .. }), "{a:?}");
     let rec = a[0].update().record.clone().expect("recorded");
     assert_eq!(rec.verify_verdict.as_deref(), Some(liveness::UNRESPONSIVE));
     o.record = Some(rec);
-    o.verify_live = None;
-    o.verify_exit = Some(ExitInfo {
+    o.verify.set_exit(ExitInfo {
         attempt: 1,
         code: None,
         signal: Some(9),
@@ -555,14 +544,14 @@ fn a_stale_verify_is_killed_and_fails_the_gate_saying_why() {
 #[test]
 fn the_next_look_is_at_the_earliest_deadline() {
     let mut o = observed("running", Some(running(&[("task-1", TaskState::Running)])));
-    o.tasks[0].live = Some(live(1, 0));
+    o.tasks[0].attempt.set_live(1, live(1, 0));
     // stale_after 3s (+100ms) after the last change.
     assert_eq!(next_check(&snap(vec![o.clone()], 3)), Some(std::time::Duration::from_millis(3100)));
     o.plan.timeout = Some(std::time::Duration::from_secs(2));
     assert_eq!(next_check(&snap(vec![o.clone()], 3)), Some(std::time::Duration::from_secs(1)));
     // A stopped one still going away: soon.
-    o.tasks[0].live = None;
-    o.tasks[0].busy = true;
+    o.tasks[0].attempt.observed = crate::worker::observed_attempt::ObservedAttempt::not_started();
+    o.tasks[0].attempt.busy = true;
     assert_eq!(next_check(&snap(vec![o], 3)), Some(std::time::Duration::from_millis(200)));
 }
 
@@ -610,10 +599,10 @@ fn a_plan_is_at_rest_only_ended_idle_and_with_nothing_to_do() {
     assert_eq!(decide(&snap(vec![resting.clone()], 3)), vec![], "nothing to do for it");
     assert!(at_rest(resting.clone()));
     let mut busy = resting.clone();
-    busy.tasks[0].busy = true;
+    busy.tasks[0].attempt.busy = true;
     assert!(!at_rest(busy), "a shim of a task at work");
     let mut verifying = resting.clone();
-    verifying.verify_busy = true;
+    verifying.verify.busy = true;
     assert!(!at_rest(verifying), "a verify's shim at work");
     let mut checked_out = resting.clone();
     checked_out.tasks[0].worktree_exists = true;
@@ -625,4 +614,44 @@ fn a_plan_is_at_rest_only_ended_idle_and_with_nothing_to_do() {
     let mut running = record.clone();
     running.status = PlanStatus::Running;
     assert!(!at_rest(machine_tests::observed(plan, Some(running))), "the record says it runs");
+}
+
+/// The REVIEW stage waits while its reviewer's package runs as many attempts as its
+/// `max_concurrent:` allows: the plan's `reason:` says so (kept in its record, written once),
+/// and goes once the reviewer starts.
+#[test]
+fn a_reviewer_at_its_package_cap_waits_saying_so_until_it_starts() {
+    let text = |reason: &str| {
+        format!("---\nstatus: verifying\nwave: 1\n{reason}parallelism: 1\nverify: [make]\nreviewers: [critic]\nwaves:\n  - - {{id: a, worker: w, prompt: x}}\n---\n")
+    };
+    let parse = |t: &str| Plan::parse(std::path::Path::new(".lore/plans/p.md"), t).expect("valid");
+    let mut r = machine_tests::record(PlanStatus::Verifying, 1);
+    r.tasks.insert("p:exec:wave-1:task-1".into(), machine_tests::task_record(TaskState::Integrated, 1));
+    r.verify_runs = 1;
+    let mut o = machine_tests::observed(parse(&text("")), Some(r));
+    o.verify.taken = Some(Taken::Attempt(1));
+    o.verify.set_exit(machine_tests::exit(1, 0));
+    o.reviewer_caps = vec![Some(1)];
+    o.reviewer_timeouts = vec![None];
+    let at_cap = |o: &Observed| {
+        let mut s = snap(vec![o.clone()], 3);
+        s.running_by_package.insert("critic".into(), 1);
+        decide(&s)
+    };
+    let why = crate::activity::reason::Reason::ReviewerAtCapacity { reviewer: "critic".into(), index: 0, of: 1, max: 1 }.to_string();
+    let a = at_cap(&o);
+    assert!(matches!(a.as_slice(), [Action::Update { .. }]), "it waits: {a:?}");
+    let u = a[0].update();
+    assert_eq!(u.record.as_ref().and_then(|r| r.reason.clone()), Some(why.clone()), "{a:?}");
+    assert!(u.edits.iter().any(|e| matches!(e, Edit::Set(k, v) if k == "reason" && v.as_str() == Some(why.as_str()))), "{a:?}");
+    // Said once: with the record and the file saying so, the next pass writes nothing.
+    o.record = u.record.clone();
+    o.plan = parse(&text(&format!("reason: '{why}'\ntasks:\n  p:exec:wave-1:task-1: integrated\n")));
+    assert_eq!(at_cap(&o), vec![], "nothing new");
+    // A slot of the package free: the reviewer starts, and the wait is over.
+    let a = decide(&snap(vec![o], 3));
+    assert!(matches!(a.as_slice(), [Action::StartReviewer { index: 0, .. }]), "{a:?}");
+    let u = a[0].update();
+    assert_eq!(u.record.as_ref().map(|r| r.reason.clone()), Some(None), "{a:?}");
+    assert!(u.edits.iter().any(|e| matches!(e, Edit::Remove(k) if k == "reason")), "{a:?}");
 }

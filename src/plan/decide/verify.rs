@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::liveness::{look, verify_limit, verify_process};
+use super::liveness::{look, verify_limit};
 use super::step::{settle, Step};
 use super::waves::next_wave;
 use super::{fix_id, Action};
@@ -18,7 +18,7 @@ pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
     let (o, s, p) = (st.o, st.s, &st.o.plan);
     use PlanStatus::Halted;
     let run = st.record.verify_runs;
-    match verify_process(o, run).ended() {
+    match o.verify.process(run).ended() {
         Some(Ended::Exited(x)) if x.clean() => next_wave(st, w),
         Some(ended) => {
             let how = match (st.record.verify_verdict.clone(), ended) {
@@ -41,8 +41,8 @@ pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
             }
         }
         None => {
-            let live = o.verify_live.as_ref().filter(|_| !st.record.verify_stop_sent);
-            if let Some(Look::Stop(stop)) = live.map(|live| look(s, live, verify_limit(s, o))) {
+            let live = o.verify.live().filter(|_| !st.record.verify_stop_sent);
+            if let Some(Look::Stop(stop)) = live.map(|live| look(s, &live, verify_limit(s, o))) {
                 let kind = stop.event_kind();
                 let state = stop.is_stale().then_some("stale");
                 st.event(
@@ -65,7 +65,7 @@ pub(super) fn verdict(mut st: Step<'_>, w: usize) -> Option<Action> {
 pub(super) fn after_fix(mut st: Step<'_>, w: usize) -> Option<Action> {
     let (o, p) = (st.o, &st.o.plan);
     let fixed_by = fix_id(&p.id, w, st.record.fixes);
-    if o.verify_exit.as_ref().is_some_and(|x| x.attempt == st.record.verify_runs) {
+    if o.verify.exit().is_some_and(|x| x.attempt == st.record.verify_runs) {
         st.record.new_verify_run();
         let run = st.record.verify_runs;
         st.go(PlanStatus::Verifying, Reason::FixMerged(fixed_by));

@@ -55,8 +55,8 @@ pub(super) fn stopping(st: &mut Step<'_>) -> Stopping {
             continue;
         }
         let ot = st.o.tasks.iter().find(|x| x.task.canonical == t.canonical);
-        let ended = ot.is_some_and(|x| x.died || x.exit.as_ref().is_some_and(|e| e.attempt == r.attempt));
-        if ot.is_some_and(|x| x.lingering.is_some()) {
+        let ended = ot.is_some_and(|x| x.attempt.died() || x.attempt.exit().is_some_and(|e| e.attempt == r.attempt));
+        if ot.is_some_and(|x| x.attempt.lingering().is_some()) {
             // Its shim is gone, what it left is being killed: nothing to ask, only to wait.
             waiting = true;
         } else if ended {
@@ -74,7 +74,7 @@ pub(super) fn stopping(st: &mut Step<'_>) -> Stopping {
     }
     // Over only once every process of the wave is: a task failed for going stale is still
     // being killed, say.
-    let busy = st.o.tasks.iter().any(|x| x.task.wave == w && (x.busy || x.lingering.is_some()));
+    let busy = st.o.tasks.iter().any(|x| x.task.wave == w && (x.attempt.busy || x.attempt.lingering().is_some()));
     if waiting || busy {
         Stopping::Waiting
     } else {
@@ -145,7 +145,7 @@ pub(super) fn running(
     let running = wave.iter().filter(|t| state_of(&st, t) == TaskState::Running).count();
     let room = p.parallelism.saturating_sub(running).min(slots);
     // Nothing starts in a worktree where a process of an earlier attempt still runs.
-    let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && (x.busy || x.lingering.is_some()));
+    let busy = |t: &Task| o.tasks.iter().any(|x| x.task.canonical == t.canonical && (x.attempt.busy || x.attempt.lingering().is_some()));
     // A task paused by its agent's limit starts once its `not_before` has passed.
     let paused = |st: &Step<'_>, t: &Task| st.record.tasks.get(&t.canonical).and_then(|r| r.not_before).is_some_and(|nb| nb > st.s.at);
     let queued: Vec<&Task> = wave.iter().filter(|t| state_of(&st, t) == TaskState::Queued && !busy(t) && !paused(&st, t)).collect();
@@ -200,8 +200,8 @@ fn owed(st: &mut Step<'_>, w: usize) -> Option<Owed> {
     for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
         let Some(rec) = st.record.tasks.get(&ot.task.canonical).cloned() else { continue };
         if rec.state == TaskState::Running
-            && ot.exit.as_ref().is_none_or(|x| x.attempt != rec.attempt)
-            && ot.started.is_none_or(|t| !t.covers(rec.attempt))
+            && ot.attempt.exit().is_none_or(|x| x.attempt != rec.attempt)
+            && ot.attempt.taken.is_none_or(|t| !t.covers(rec.attempt))
             && !rec.stop_sent
         {
             // Recorded as started, but no shim ever took it (a pass died between the
@@ -231,7 +231,7 @@ fn owed(st: &mut Step<'_>, w: usize) -> Option<Owed> {
     // at work whose worktree is gone is shut down (it runs again once it is over).
     for ot in o.tasks.iter().filter(|t| t.task.wave == w) {
         let Some(rec) = st.record.tasks.get(&ot.task.canonical).cloned() else { continue };
-        if rec.stop_sent || ot.live.is_none() {
+        if rec.stop_sent || ot.attempt.live().is_none() {
             continue;
         }
         let kill = match rec.state {
