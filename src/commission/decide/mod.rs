@@ -276,7 +276,6 @@ fn carry<'s>(s: &'s Snapshot, o: &'s Observed, mut step: Step<'s>, effect: Effec
             } else {
                 push_update(&mut round.actions, step.finish());
             }
-            return;
         }
         Effect::None => push_update(&mut round.actions, step.finish()),
         Effect::Resume => {
@@ -291,9 +290,9 @@ fn carry<'s>(s: &'s Snapshot, o: &'s Observed, mut step: Step<'s>, effect: Effec
                 update: step.finish(),
             });
         }
-        Effect::Finish => round.actions.push(finish(s, o, step, &now, Reason::ResultSubmitted)),
-        Effect::Approve => round.actions.push(finish(s, o, step, &now, Reason::Approved)),
-        Effect::ReviewersApproved { count } => round.actions.push(finish(s, o, step, &now, Reason::ReviewersApproved { count })),
+        Effect::Finish => round.actions.push(finish(s, o, step, now, Reason::ResultSubmitted)),
+        Effect::Approve => round.actions.push(finish(s, o, step, now, Reason::Approved)),
+        Effect::ReviewersApproved { count } => round.actions.push(finish(s, o, step, now, Reason::ReviewersApproved { count })),
         Effect::StartReviewer { index, reviewer, of } => {
             let attempt = step.record.attempt;
             round.busy.push(o.artifact.id.clone());
