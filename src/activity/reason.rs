@@ -219,6 +219,8 @@ impl Reason {
 }
 
 impl fmt::Display for Reason {
+    // Long: one arm per variant, so every reason's words are read side by side (and beside
+    // `parse`, which reads them back).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Reason::MergeWaiting(why) => write!(f, "{MERGE_WAITING}: {why}"),

@@ -712,6 +712,9 @@ fn read_feedback(value: Option<Value>, bad: &mut Bad<'_>) -> Vec<Feedback> {
 
 impl Commission {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
+    // Long: every declared key taken apart in one pattern (a key added to the declaration does
+    // not compile until it is read here), then each read in turn, every problem gathered so
+    // `check` says all of them; what a key's reading takes is a function of its own above.
     pub(crate) fn parse(path: &Path, text: &str) -> Result<Commission, Vec<Problem>> {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];

@@ -155,6 +155,7 @@ pub(crate) fn meeting_shape() -> &'static super::keys::Shape {
 
 impl Meeting {
     /// Parse and validate. Any problem means the artifact must not be acted on or rewritten.
+    // Long: each key read in turn, every problem gathered so `check` says all of them.
     pub(crate) fn parse(path: &Path, text: &str) -> Result<Meeting, Vec<Problem>> {
         let (stem, split, fields) = read_mapping(path, text)?;
         let mut problems = super::keys::unknown_keys(path, split.yaml, split.first_line, &fields, meeting_shape());

@@ -225,6 +225,9 @@ pub(crate) fn plan_shape() -> &'static super::keys::Shape {
 }
 
 impl Plan {
+    /// Parse and validate: a plan with any problem is not acted on.
+    // Long: each key read in turn, its waves' tasks too, every problem gathered so `check`
+    // says all of them.
     pub(crate) fn parse(path: &Path, text: &str) -> Result<Plan, Vec<Problem>> {
         let (stem, sp, fields) = read_mapping(path, text)?;
         // What is wrong, and where: a path into the frontmatter (a top-level key, or a task's

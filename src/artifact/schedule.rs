@@ -121,6 +121,7 @@ fn instant(v: &Value) -> Option<DateTime<Utc>> {
 
 impl Template {
     /// Parse and validate; any problem means nothing is spawned from it.
+    // Long: each key read in turn, in both dialects, every problem gathered so `check` says all.
     pub(crate) fn parse(path: &Path, text: &str) -> Result<Template, Vec<Problem>> {
         let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
         let at = |line, col, msg: String| vec![Problem::new(path, line, col, msg)];

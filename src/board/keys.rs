@@ -229,6 +229,7 @@ impl Ui {
         }
     }
 
+    // Long: one arm per key, the list's whole keymap in one place (as its help shows it).
     fn list_key(&mut self, key: KeyEvent, visible: usize, item: Option<&Item>) -> Option<Command> {
         let last = visible.saturating_sub(1);
         self.message = None;

@@ -81,6 +81,8 @@ struct Holder {
 /// toolbox recorded is folded in by the caller (`ops::meeting::turn`), after the turn lock.
 /// `daily`: a daily budget reached (the caller judged it): the turn is not started, and says
 /// so. What a turn used is a `usage` event on the meeting's timeline.
+// Long: a turn's steps in the order they must happen (the lock, the record, the prompt, the
+// run, the transcript), each a few commented lines; [`stream`] is the run itself.
 pub(crate) fn run(
     home: &Home,
     project: &Project,
@@ -368,6 +370,8 @@ impl Reply {
 
 /// Run the turn's shim and pass its events on as they come; past `timeout` (zero: none) the
 /// turn is stopped as an interrupt stops it, and fails saying so.
+// Long: one loop over the shim's output, the interrupt and the time limit, and what each of
+// the protocol's lines means for the turn, side by side.
 fn stream(
     launch: &launch::Ready,
     protocol: crate::worker::Protocol,

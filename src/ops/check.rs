@@ -32,6 +32,7 @@ pub struct Report {
 }
 
 /// Validate the project's artifacts and worker packages; find the home's orphans.
+// Long: one list of every check `check` makes, in the order its report says them.
 pub fn check(home: &Home, project: &Project) -> Result<Report> {
     // A link at `.lore` or one of its dirs: nothing is read through it, and that is all there
     // is to say until it is a directory.

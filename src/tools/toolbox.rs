@@ -279,6 +279,7 @@ pub(crate) fn for_kind(kind: ActivityKind) -> Vec<Tool<WorkerContext>> {
 
 /// Every tool of the worker toolbox, of every kind alike (each face offers
 /// only those of its activity: [`for_kind`]).
+// Long: one table, a tool an entry (name, description, handler), in the order it is taught.
 pub fn tools() -> Vec<Tool<WorkerContext>> {
     vec![
         Tool::new(

@@ -699,6 +699,9 @@ enum ShimError {
 /// Run the worker of one attempt to its end, recording its start (`run.json`, then `ready`
 /// closed) and its exit. `Err`: why the worker never ran, for [`refuse`], or that its end could
 /// not be recorded (`RecordExit`, which is not refused).
+// Long: an attempt's life in the order it must happen — confined, marked, started, watched,
+// checked, measured, recorded — each step a few commented lines; split, that order would be
+// spread over functions that only make sense called in it.
 fn run_attempt(state: &StateDir, args: &ShimArgv, ready: &mut Option<std::os::fd::OwnedFd>) -> Result<(), ShimError> {
     let attempt = args.attempt;
     // A private temp dir, fresh for each attempt (TMPDIR points here).

@@ -48,6 +48,8 @@ impl Watched {
 }
 
 /// Run until SIGINT or SIGTERM. `dirs` empty means every project registered in the home.
+// Long: the setup (signals, projects, locks, the watcher) and the one loop that wakes on
+// events, timers and signals; the loop's parts are functions of `Watched`.
 pub fn watch(home: &Home, dirs: &[PathBuf], opts: &WatchOptions) -> Result<()> {
     let (tx, rx) = channel::<Wake>();
     let signals = install_signals(&tx)?;
