@@ -82,7 +82,9 @@ fn live_runs(home: &Home, boot: &str) -> Vec<Run> {
     });
     match registered.and_then(|()| live::mark_complete(home)) {
         Ok(()) => tracing::info!(runs = walked.len(), "the index of live runs made from the home's state dirs"),
-        Err(e) => tracing::warn!(error = %format!("{e:#}"), "the index of live runs could not be made; the home's state dirs are walked again next round"),
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "the index of live runs could not be made; the home's state dirs are walked again next round")
+        }
     }
     // What was started meanwhile registered itself: the index's and the walk's, each once.
     let mut runs: std::collections::BTreeMap<_, _> = walked.into_iter().map(|r| (r.state.0.clone(), r)).collect();

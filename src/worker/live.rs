@@ -84,8 +84,7 @@ pub(crate) struct Run {
 
 /// What the state dir at `rel` (under the state root) runs, if it is one that holds a slot.
 fn classify(rel: &Path) -> Option<(String, Slot)> {
-    let parts: Vec<&str> =
-        rel.components().map(|c| if let Component::Normal(s) = c { s.to_str() } else { None }).collect::<Option<_>>()?;
+    let parts: Vec<&str> = rel.components().map(|c| if let Component::Normal(s) = c { s.to_str() } else { None }).collect::<Option<_>>()?;
     let (project, slot) = match parts.as_slice() {
         [p, "commissions", id] => (p, Slot::Commission { id: id.to_string() }),
         [p, "commissions" | "plans", _, run] if run.starts_with("review-") => (p, Slot::Reviewer),
@@ -191,9 +190,10 @@ pub(crate) fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Vec<Run> {
 /// [`UNSTARTED`], and `is_live` still says no under its lock. Whether it was removed.
 fn remove_if_over(path: &Path, is_live: impl Fn() -> bool) -> bool {
     let Ok(file) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) else { return false };
-    let young = file.metadata().and_then(|m| m.modified()).map_or(true, |at| {
-        SystemTime::now().duration_since(at).map_or(true, |age| age < UNSTARTED)
-    });
+    let young = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .map_or(true, |at| SystemTime::now().duration_since(at).map_or(true, |age| age < UNSTARTED));
     if young {
         return false;
     }
