@@ -20,6 +20,10 @@
 //! - **Two readers at once** (reconcilers of two projects): whichever locks first removes; the
 //!   other, finding the name gone, had nothing to count (the run was proven over under the
 //!   lock). Names are never reused, so a removal can only ever remove the entry it proved.
+//! - **Every run that holds a slot has one.** [`Ready::start`](crate::worker::launch::Ready::start)
+//!   is the one place a detached run is started; what it starts is classified by its state
+//!   dir's place (ids, slugs and project names are UTF-8 file stems), so a run the build before
+//!   counted by walking `state/` has an entry of the same shape.
 //! - **Retries.** Each start writes its own entry (`run-<attempt>-<uuid>`), so proving attempt N
 //!   over never removes attempt N+1's; entries naming the same state dir are counted once.
 //! - **Crashes.** A writer dead before its rename leaves a `.tmp-` file, removed once old and
@@ -32,9 +36,10 @@
 //!   index does not see: stop every old `watch` when upgrading.
 //!
 //! Only guild-hall writes here: a confined worker's sandbox hides the whole home (it writes only
-//! its worktree, its state dir's own parts, its memory and `sandbox.write`, none of them this
-//! dir); an unconfined one (`sandbox: off`) could write anything its user can, the index as
-//! much as the state dirs it indexes. An entry is still read as hostile: its bytes must name a
+//! its worktree, its state dir's own parts, its memory and its package's `sandbox.write`, none
+//! of them this dir unless a package names it there, as it could name the state dirs); an
+//! unconfined one (`sandbox: off`) could write anything its user can, the index as much as the
+//! state dirs it indexes. An entry is still read as hostile: its bytes must name a
 //! path relative to the home's state root, in one of the shapes above, or it is removed with a
 //! warning; it is never followed elsewhere.
 
@@ -108,7 +113,11 @@ pub(crate) struct Registered {
 /// Write the entry of `attempt` of the run whose state dir is `state`, before it is started;
 /// `None` for a run that holds no slot (a plan's verify). Held locked until dropped.
 pub(crate) fn register(home: &Home, state: &StateDir, attempt: u32) -> Result<Option<Registered>> {
-    let Ok(rel) = state.0.strip_prefix(home.state_root()) else { return Ok(None) };
+    let Ok(rel) = state.0.strip_prefix(home.state_root()) else {
+        // Every kind's state dir is made from the home it launches in: this is a fault to see.
+        tracing::warn!(state = %state.0.display(), home = %home.root.display(), "a run started outside the home's state dir: not indexed, so not counted by other projects' caps");
+        return Ok(None);
+    };
     if classify(rel).is_none() {
         return Ok(None);
     }
