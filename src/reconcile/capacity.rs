@@ -1,6 +1,8 @@
 //! The round's worker slots observed, once, for every kind ([`Capacity`]): the caps, and the
 //! workers that hold a slot outside what the kinds observe themselves — other projects' (their
 //! commissions and wave tasks), this project's orphaned commission workers, and its wave tasks.
+//! Read from the home's index of live runs ([`live`]), so a round costs what runs, not what the
+//! history left in `state/`; a home without an index is walked once to make it.
 
 use std::path::Path;
 
