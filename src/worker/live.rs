@@ -162,20 +162,27 @@ pub(crate) fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Vec<Run> {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
         if name.starts_with(TEMP) {
-            remove_if_over(&path, || false);
+            prune(&path, || false);
             continue;
         }
         if !name.starts_with(ENTRY) {
             continue;
         }
-        // Not through a link: nothing of ours is one.
-        let Ok(mut file) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&path) else { continue };
+        // Not through a link: nothing of ours is one (the link itself is removed, not followed).
+        let mut file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                tracing::warn!(entry = %path.display(), "a link in the index of live runs: removed");
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            Err(_) => continue,
+        };
         let run = match read_entry(&mut file, &root) {
             Ok(run) => run,
             Err(why) => {
-                tracing::warn!(entry = %path.display(), why, "not an entry of the index of live runs: removed");
-                if let Some(_lock) = try_lock(file) {
-                    let _ = std::fs::remove_file(&path);
+                if try_lock(file).is_some_and(|_lock| std::fs::remove_file(&path).is_ok()) {
+                    tracing::warn!(entry = %path.display(), why, "not an entry of the index of live runs: removed");
                 }
                 continue;
             }
@@ -185,33 +192,42 @@ pub(crate) fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Vec<Run> {
             continue;
         }
         drop(file);
-        if remove_if_over(&path, || is_live(&run)) {
-            continue;
-        }
-        if is_live(&run) {
+        // Seen over: removed, unless its start is under way or it shows live under the lock.
+        if prune(&path, || is_live(&run)) == Pruned::Live {
             found.entry(run.state.0.clone()).or_insert(run);
         }
     }
     found.into_values().collect()
 }
 
+/// What became of an entry seen over.
+#[derive(Debug, PartialEq, Eq)]
+enum Pruned {
+    Removed,
+    /// Young, or its lock held (its start under way): kept, as it was seen.
+    Kept,
+    /// Live when looked at again under its lock (its start finished meanwhile): kept.
+    Live,
+}
+
 /// Remove the entry (or temp file) at `path` if no one holds it, it is older than
-/// [`UNSTARTED`], and `is_live` still says no under its lock. Whether it was removed.
-fn remove_if_over(path: &Path, is_live: impl Fn() -> bool) -> bool {
-    let Ok(file) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) else { return false };
+/// [`UNSTARTED`], and `is_live` still says no under its lock.
+fn prune(path: &Path, is_live: impl Fn() -> bool) -> Pruned {
+    let Ok(file) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) else { return Pruned::Removed };
     let young = file
         .metadata()
         .and_then(|m| m.modified())
         .map_or(true, |at| SystemTime::now().duration_since(at).map_or(true, |age| age < UNSTARTED));
     if young {
-        return false;
+        return Pruned::Kept;
     }
-    let Some(_lock) = try_lock(file) else { return false };
+    let Some(_lock) = try_lock(file) else { return Pruned::Kept };
     if is_live() {
-        return false;
+        return Pruned::Live;
     }
     // Under its lock, and never renamed onto (names are not reused): the one proven over.
-    std::fs::remove_file(path).is_ok()
+    let _ = std::fs::remove_file(path);
+    Pruned::Removed
 }
 
 fn try_lock(file: File) -> Option<Flock<File>> {
@@ -362,6 +378,26 @@ mod tests {
     }
 
     #[test]
+    fn readers_pruning_at_once_each_count_the_live_run_and_remove_the_rest() {
+        let (_d, home) = home();
+        let running = StateDir(home.state_root().join("q/plans/x/tasks/t"));
+        for i in 0..20 {
+            drop(register(&home, &StateDir(home.state_root().join(format!("p/commissions/c{i}"))), 1).expect("register"));
+        }
+        drop(register(&home, &running, 1).expect("register"));
+        age_all(&home);
+        std::thread::scope(|s| {
+            let readers: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| live(&home, |r| r.state.0 == running.0).into_iter().map(|r| r.state.0).collect::<Vec<_>>()))
+                .collect();
+            for r in readers {
+                assert_eq!(r.join().expect("reader"), vec![running.0.clone()], "every reader counts the live run");
+            }
+        });
+        assert_eq!(entries(&home).len(), 1, "only the live run's entry is left");
+    }
+
+    #[test]
     fn a_bad_entry_is_removed_and_never_followed() {
         let (dir, home) = home();
         let outside = dir.path().join("outside/commissions/c1");
@@ -374,6 +410,9 @@ mod tests {
             write_entry(&home, "run-1-e", b""),
             write_entry(&home, "run-1-f", &vec![b'a'; MAX_ENTRY as usize + 10]),
         ];
+        let target = write_entry(&home, "elsewhere", b"p/commissions/c2");
+        let link = home.live_runs_dir().join("run-1-h");
+        std::os::unix::fs::symlink(&target, &link).expect("link");
         let good = write_entry(&home, "run-1-g", b"p/commissions/c1");
         let asked = std::cell::RefCell::new(Vec::new());
         let runs = live(&home, |r| {
@@ -385,6 +424,7 @@ mod tests {
         for b in &bad {
             assert!(!b.exists(), "{} removed", b.display());
         }
+        assert!(link.symlink_metadata().is_err() && target.exists(), "the link removed, what it named left");
         assert!(good.exists());
     }
 
