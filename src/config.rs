@@ -519,6 +519,10 @@ impl Home {
     pub(crate) fn state_root(&self) -> PathBuf {
         self.root.join("state")
     }
+    /// The index of live runs: one entry per started run holding a worker slot.
+    pub(crate) fn live_runs_dir(&self) -> PathBuf {
+        self.root.join("live-runs")
+    }
     pub(crate) fn project_state(&self, project: &str) -> PathBuf {
         self.state_root().join(project)
     }

@@ -1,6 +1,8 @@
 //! The round's worker slots observed, once, for every kind ([`Capacity`]): the caps, and the
 //! workers that hold a slot outside what the kinds observe themselves — other projects' (their
 //! commissions and wave tasks), this project's orphaned commission workers, and its wave tasks.
+//! Read from the home's index of live runs ([`live`]), so a round costs what runs, not what the
+//! history left in `state/`; a home without an index is walked once to make it.
 
 use std::path::Path;
 
@@ -10,73 +12,104 @@ use crate::activity::capacity::Capacity;
 use crate::activity::state::{Record, StateDir};
 use crate::config::{Home, Project};
 use crate::files::read_json;
+use crate::worker::live::{self, Run, Slot};
 use crate::worker::shim;
 
-/// Observe the round's capacity: the state dirs of this home's projects walked once.
+/// Observe the round's capacity: the live runs of the home's index ([`live`]), each proven
+/// live by its state dir's own looks.
 pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
     let global = home.load_config()?;
     let boot = shim::boot_id();
-    // An orphan: runtime state whose commission file is gone. Asked of each state dir (a stat)
-    // rather than by listing the commissions again: the observer lists them, and state dirs are
+    // An orphan: runtime state whose commission file is gone. Asked of each live one (a stat)
+    // rather than by listing the commissions again: the observer lists them, and live runs are
     // fewer.
     let commissions = project.commissions_dir();
-    let orphans = running_in(&home.commissions_state(&project.name), &boot, |id| {
-        // As the observer lists them: a file or a link named `<id>.md`.
-        !std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink())
-    });
-    let mut capacity = Capacity::new(
-        project.config.commission_cap,
-        global.max_concurrent_commissions,
-        running_elsewhere(home, &project.name, &boot),
-        orphans,
-        tasks_running_in(home, &project.name, &boot),
-    );
-    capacity.daily = super::budget::reached(project, &global);
-    (capacity.by_package, capacity.commissions_by_package) = packages_running(home, project, &boot);
-    Ok(capacity)
-}
-
-/// Live attempts by worker package (`max_concurrent:`): every project's commissions and wave
-/// tasks in this home, but this project's commissions that still have their file (their
-/// decider counts them); and, apart, those (what the plans' decider adds). Proven live by the
-/// same look as the caps', so a crash leaves no count behind; an attempt whose package is not
-/// recorded counts for none.
-fn packages_running(home: &Home, project: &Project, boot: &str) -> (ByPackage, ByPackage) {
+    // As the observer lists them: a file or a link named `<id>.md`.
+    let has_file = |id: &str| std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink());
+    let (mut elsewhere, mut orphans, mut tasks) = (0, 0, 0);
+    // Live attempts by worker package (`max_concurrent:`): every project's commissions, wave
+    // tasks and reviewers in this home, but this project's commissions that still have their
+    // file (their decider counts them); and, apart, those (what the plans' decider adds). An
+    // attempt whose package is not recorded counts for none.
     let (mut by, mut here) = (ByPackage::new(), ByPackage::new());
     let count = |by: &mut ByPackage, state: &StateDir| {
         if let Ok(name) = std::fs::read_to_string(state.package()) {
             *by.entry(name.trim().to_string()).or_insert(0) += 1;
         }
     };
-    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return (by, here) };
-    let commissions = project.commissions_dir();
-    let has_file = |id: &str| std::fs::symlink_metadata(commissions.join(format!("{id}.md"))).is_ok_and(|m| m.is_file() || m.is_symlink());
-    for p in projects.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
-        let this = p == project.name;
-        for state in live_in(&home.commissions_state(&p), boot, |_| true) {
-            let id = state.0.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            count(if this && has_file(id) { &mut here } else { &mut by }, &state);
-        }
-        // A reviewer's run is an attempt of its package: every live one counts, here too (the
-        // commissions' decider counts only their own attempts).
-        for state in [home.commissions_state(&p), home.plans_state(&p)].iter().flat_map(|d| reviewer_runs(d, boot)) {
-            count(&mut by, &state);
-        }
-        let Ok(plans) = std::fs::read_dir(home.plans_state(&p)) else { continue };
-        for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
-            let Ok(tasks) = std::fs::read_dir(home.tasks_state(&p, &plan)) else { continue };
-            for t in tasks.filter_map(|e| e.ok()) {
-                let state = StateDir(t.path());
-                if crate::worker::liveness::busy(&state, boot) {
-                    count(&mut by, &state);
+    for run in live_runs(home, &boot) {
+        let this = run.project == project.name;
+        match &run.slot {
+            Slot::Commission { id } => {
+                let has_file = this && has_file(id);
+                match (this, has_file) {
+                    (false, _) => elsewhere += 1,
+                    (true, false) => orphans += 1,
+                    (true, true) => {}
                 }
+                count(if has_file { &mut here } else { &mut by }, &run.state);
             }
+            Slot::Task => {
+                *(if this { &mut tasks } else { &mut elsewhere }) += 1;
+                count(&mut by, &run.state);
+            }
+            // A reviewer's run is an attempt of its package: every live one counts, here too
+            // (the commissions' decider counts only their own attempts).
+            Slot::Reviewer => count(&mut by, &run.state),
         }
     }
-    (by, here)
+    let mut capacity = Capacity::new(project.config.commission_cap, global.max_concurrent_commissions, elsewhere, orphans, tasks);
+    capacity.daily = super::budget::reached(project, &global);
+    (capacity.by_package, capacity.commissions_by_package) = (by, here);
+    Ok(capacity)
 }
 
 type ByPackage = std::collections::BTreeMap<String, usize>;
+
+/// The home's live runs, from its index; in a home whose runs a build before the index started
+/// (no index yet), from a walk of every state dir, once, whose live runs are then registered.
+fn live_runs(home: &Home, boot: &str) -> Vec<Run> {
+    let is_live = |run: &Run| match run.slot {
+        Slot::Commission { .. } => commission_live(&run.state, boot),
+        Slot::Task | Slot::Reviewer => crate::worker::liveness::busy(&run.state, boot),
+    };
+    if live::complete(home) {
+        return live::live(home, is_live);
+    }
+    let walked = walk(home, boot);
+    let registered = walked.iter().try_for_each(|run| {
+        // Named by the attempt it runs, as far as its records say (only the name's).
+        let attempt = run.state.read_run().ok().flatten().map_or(0, |r| r.attempt);
+        live::register(home, &run.state, attempt).map(drop)
+    });
+    match registered.and_then(|()| live::mark_complete(home)) {
+        Ok(()) => tracing::info!(runs = walked.len(), "the index of live runs made from the home's state dirs"),
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "the index of live runs could not be made; the home's state dirs are walked again next round")
+        }
+    }
+    // What was started meanwhile registered itself: the index's and the walk's, each once.
+    let mut runs: std::collections::BTreeMap<_, _> = walked.into_iter().map(|r| (r.state.0.clone(), r)).collect();
+    for r in live::live(home, is_live) {
+        runs.entry(r.state.0.clone()).or_insert(r);
+    }
+    runs.into_values().collect()
+}
+
+/// Every live run of the home, found by walking its state dirs: what the index is made from in
+/// a home that has none.
+fn walk(home: &Home, boot: &str) -> Vec<Run> {
+    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return Vec::new() };
+    let mut runs = Vec::new();
+    // Project state dirs are named by project names, which are UTF-8.
+    for p in projects.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+        let mut found = live_in(&home.commissions_state(&p), boot);
+        found.extend([home.commissions_state(&p), home.plans_state(&p)].iter().flat_map(|d| reviewer_runs(d, boot)));
+        found.extend(tasks_running_in(home, &p, boot));
+        runs.extend(found.iter().filter_map(|s| live::run_of(home, s)));
+    }
+    runs
+}
 
 /// The reviewer runs (`review-<n>-<i>` in an activity's state dir) under `dir`'s activities
 /// whose shim is alive (or starting).
@@ -95,73 +128,57 @@ fn reviewer_runs(dir: &Path, boot: &str) -> Vec<StateDir> {
     live
 }
 
-/// Commissions of other projects whose worker is alive: they count against the global cap.
-fn running_elsewhere(home: &Home, this: &str, boot: &str) -> usize {
-    let Ok(projects) = std::fs::read_dir(home.state_root()) else { return 0 };
-    // Project state dirs are named by project names, which are UTF-8.
-    projects
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|p| p != this)
-        .map(|p| running_in(&home.commissions_state(&p), boot, |_| true) + tasks_running_in(home, &p, boot))
-        .sum()
-}
-
 /// Wave tasks under a project's state dir whose shim is alive (or starting): they hold a slot
 /// under the caps like commissions.
-fn tasks_running_in(home: &Home, project: &str, boot: &str) -> usize {
-    let Ok(plans) = std::fs::read_dir(home.plans_state(project)) else { return 0 };
-    let mut n = 0;
+fn tasks_running_in(home: &Home, project: &str, boot: &str) -> Vec<StateDir> {
+    let Ok(plans) = std::fs::read_dir(home.plans_state(project)) else { return Vec::new() };
+    let mut live = Vec::new();
     for plan in plans.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
         let Ok(tasks) = std::fs::read_dir(home.tasks_state(project, &plan)) else { continue };
         for t in tasks.filter_map(|e| e.ok()) {
-            if crate::worker::liveness::busy(&StateDir(t.path()), boot) {
-                n += 1;
+            let state = StateDir(t.path());
+            if crate::worker::liveness::busy(&state, boot) {
+                live.push(state);
             }
         }
     }
-    n
+    live
 }
 
-/// Runtime dirs under `dir` (for ids `include` accepts) whose worker is running or starting,
-/// or may be: a record or run file that does not parse counts as running (its worker may be
-/// alive for all we know, so it keeps its slot, as in its own project), with a warning.
-fn running_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> usize {
-    live_in(dir, boot, include).len()
-}
-
-/// [`running_in`]'s runtime dirs themselves.
-fn live_in(dir: &Path, boot: &str, include: impl Fn(&str) -> bool) -> Vec<StateDir> {
+/// Commission runtime dirs under `dir` whose worker is running or starting, or may be
+/// ([`commission_live`]); ids that are not UTF-8 are none of ours.
+fn live_in(dir: &Path, boot: &str) -> Vec<StateDir> {
     let Ok(cs) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut n = Vec::new();
-    for c in cs.filter_map(|e| e.ok()) {
-        if !c.file_name().to_str().is_some_and(&include) {
-            continue;
+    cs.filter_map(|e| e.ok())
+        .filter(|c| c.file_name().to_str().is_some())
+        .map(|c| StateDir(c.path()))
+        .filter(|state| commission_live(state, boot))
+        .collect()
+}
+
+/// Whether a commission's worker is running or starting in `state`, or may be: a record or run
+/// file that does not parse counts as running (its worker may be alive for all we know, so it
+/// keeps its slot, as in its own project), with a warning.
+fn commission_live(state: &StateDir, boot: &str) -> bool {
+    let corrupt = |e: anyhow::Error| {
+        tracing::warn!(state = %state.0.display(), error = %format!("{e:#}"), "corrupt runtime state: counted as running against the caps until it is repaired or removed");
+    };
+    let rec = match read_json::<Record>(&state.record()) {
+        Ok(Some(rec)) => rec,
+        Ok(None) => return false,
+        Err(e) => {
+            corrupt(e);
+            return true;
         }
-        let state = StateDir(c.path());
-        let corrupt = |e: anyhow::Error| {
-            tracing::warn!(state = %state.0.display(), error = %format!("{e:#}"), "corrupt runtime state: counted as running against the caps until it is repaired or removed");
-        };
-        let rec = match read_json::<Record>(&state.record()) {
-            Ok(Some(rec)) => rec,
-            Ok(None) => continue,
-            Err(e) => {
-                corrupt(e);
-                n.push(state);
-                continue;
-            }
-        };
-        let alive = match state.read_run() {
-            Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && crate::worker::liveness::running(&r, boot)),
-            Err(e) => {
-                corrupt(e);
-                true
-            }
-        };
-        // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
-        // so does a runner's job, queued or running.
-        if alive || shim::shim_lock_held(&state) || crate::worker::runner::holds_slot(&state, rec.attempt) {
-            n.push(state);
+    };
+    let alive = match state.read_run() {
+        Ok(run) => run.is_some_and(|r| r.attempt == rec.attempt && crate::worker::liveness::running(&r, boot)),
+        Err(e) => {
+            corrupt(e);
+            true
         }
-    }
-    n
+    };
+    // Whatever its status says (a cancel still stopping, say), live processes hold a slot;
+    // so does a runner's job, queued or running.
+    alive || shim::shim_lock_held(state) || crate::worker::runner::holds_slot(state, rec.attempt)
 }

@@ -13,6 +13,7 @@ pub(crate) mod checks;
 pub(crate) mod filter;
 pub mod launch;
 pub(crate) mod limits;
+pub(crate) mod live;
 pub(crate) mod liveness;
 pub mod memory;
 pub(crate) mod observed_attempt;

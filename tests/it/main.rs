@@ -55,6 +55,7 @@ mod commission {
     mod dialect;
     mod lifecycle;
     mod limits;
+    mod live_runs;
     mod mailbox;
     mod review;
     mod reviewers;

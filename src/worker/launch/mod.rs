@@ -105,8 +105,8 @@ pub(crate) enum Launch<'a> {
 }
 
 /// A launch made ready: started with [`Ready::start`] (detached, where its runner places it)
-/// or [`Ready::stream`] (here).
-pub(crate) struct Ready(Spec, Placement);
+/// or [`Ready::stream`] (here). Its home keeps the index of live runs.
+pub(crate) struct Ready(Spec, Placement, Home);
 
 /// What [`prepare`] came to. One is made per dispatch and moved once: its size is no cost.
 #[allow(clippy::large_enum_variant)]
@@ -119,7 +119,10 @@ pub(crate) enum Prepared {
 impl Ready {
     /// Start the shim detached where its runner places it: here, once it has recorded the
     /// start (or why it failed); elsewhere, once its runner has taken it (or refused).
+    /// Its entry in the home's index of live runs is written first, and held until the start
+    /// has returned ([`crate::worker::live`]): a run that cannot be indexed is not started.
     pub(crate) fn start(&self) -> Result<()> {
+        let _entry = crate::worker::live::register(&self.2, &self.0.state, self.0.attempt)?;
         crate::worker::runner::start(&self.0, &self.1)
     }
 
@@ -159,7 +162,7 @@ pub(crate) fn refuse(state: &StateDir, attempt: u32, why: &str) -> Result<()> {
 pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
     match launch {
         Launch::Worker(a) => match prepare_worker(&a) {
-            Ok(spec) => Ok(Prepared::Ready(Ready(spec, placement(&a)))),
+            Ok(spec) => Ok(Prepared::Ready(Ready(spec, placement(&a), a.home.clone()))),
             Err(LaunchError::Refused(refusal)) => {
                 let why = refusal.to_string();
                 refuse(a.state, a.attempt, &why)?;
@@ -205,6 +208,7 @@ pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared> {
                     budget: None,
                 },
                 Placement::here(Request { project: c.project.name.clone(), grace: c.project.config.cancel_grace, ..Request::default() }),
+                c.home.clone(),
             )))
         }
     }
