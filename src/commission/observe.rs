@@ -8,6 +8,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::activity::kind::Name;
+use crate::activity::observed::Reading;
 use crate::activity::state::{Record, StateDir};
 use crate::artifact::{Commission, Problem, Status};
 use crate::config::{Home, Project};
@@ -467,9 +468,11 @@ pub(crate) fn observe_cached(
     // Artifacts are read relative to their directory, opened once.
     let dir = std::fs::File::open(project.commissions_dir()).ok();
     let templates = Templates::default();
+    let reading = Reading::new(store.map(|s| &s.settled), Name::Commission);
     let observed = observe_parallel(home, project, &paths, chunk, &tree, &boot, &trailers, &templates, |p| {
-        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), store, &stated)
+        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), &reading, &stated)
     });
+    reading.finish();
     let schedules = schedules(templates, &paths, &mut problems);
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
@@ -671,39 +674,30 @@ fn with_state(home: &Home, project: &Project) -> Option<std::collections::HashSe
     }
 }
 
-/// [`is_settled`], answered from the store when neither file changed since it last said yes.
-/// `dir`: the artifact's directory, open; `stated`: the ids with runtime state
-/// ([`with_state`]), if known.
+/// [`is_settled`], read through the watch's store (`reading`): answered from it when neither
+/// file changed since it last said yes. `dir`: the artifact's directory, open; `stated`: the
+/// ids with runtime state ([`with_state`]), if known.
 fn settled(
     home: &Home,
     project: &Project,
     path: &Path,
     dir: Option<&std::fs::File>,
-    store: Option<&Observations>,
+    reading: &Reading<'_, Settled>,
     stated: &Option<std::collections::HashSet<std::ffi::OsString>>,
 ) -> bool {
     let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let has_state = stated.as_ref().is_none_or(|ids| ids.contains(std::ffi::OsStr::new(id)));
-    let Some(store) = store else { return is_settled(home, project, path, dir, has_state) };
-    // The worktree is not under a watched directory, nor part of the stamps: looked at always.
-    let worktree = || home.worktree(&project.name, id).exists();
-    let store = &store.settled;
-    if store.get(Name::Commission, path) == Some(Settled { with_state: has_state }) && !worktree() {
-        return true;
-    }
-    // Stamped before reading: a write meanwhile shows as a changed stamp next time.
-    let stamped = |p: &Path| (p.to_path_buf(), crate::activity::observed::stamp(p));
-    let mut files = vec![stamped(path)];
-    if has_state {
-        files.push(stamped(&StateDir(home.commission_state(&project.name, id)).record()));
-    }
-    let yes = is_settled(home, project, path, dir, has_state);
-    if yes {
-        store.put(Name::Commission, path, files, Settled { with_state: has_state });
-    } else {
-        store.forget(Name::Commission, path);
-    }
-    yes
+    let judged = Settled { with_state: has_state };
+    // The one extra check of a held judgement: the worktree, not under a watched directory nor
+    // part of the stamps, is looked at always.
+    let usable = |held: &Settled| *held == judged && !home.worktree(&project.name, id).exists();
+    let files = || {
+        let record = has_state.then(|| StateDir(home.commission_state(&project.name, id)).record());
+        std::iter::once(path.to_path_buf()).chain(record)
+    };
+    // Unlike a plan's or a meeting's rest (once decided), settled is judged here, before the
+    // artifact is parsed (a line scan), so it is read through the store in one step.
+    reading.read_through(path, usable, files, || is_settled(home, project, path, dir, has_state).then_some(judged)).is_some()
 }
 
 /// Whether dependency `dep` names a commission of the project (its id, or its file
