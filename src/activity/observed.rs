@@ -516,6 +516,88 @@ mod tests {
         assert!(!left_out(&store), "events lost");
     }
 
+    #[test]
+    fn read_through_judges_once_and_then_answers_what_usable_takes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, rec) = (dir.path().join("a.md"), dir.path().join("record.json"));
+        for f in [&a, &rec] {
+            write(f, "x");
+        }
+        let store: Store<&'static str> = Store::default();
+        let judged = std::cell::Cell::new(0);
+        let through = |store: Option<&Store<&'static str>>, usable: bool, verdict: Option<&'static str>| {
+            let reading = Reading::new(store, Name::Commission);
+            let v = reading.read_through(&a, |_| usable, || [a.clone(), rec.clone()], || {
+                judged.set(judged.get() + 1);
+                verdict
+            });
+            (v, reading.left_out.load(Ordering::Relaxed))
+        };
+        assert_eq!(through(Some(&store), true, Some("settled")), (Some("settled"), 0), "nothing held: judged");
+        assert_eq!(through(Some(&store), true, None), (Some("settled"), 1), "held, its files unchanged: not judged");
+        assert_eq!(judged.get(), 1);
+        assert_eq!(through(Some(&store), false, None), (None, 0), "held but not usable (the extra check): judged again");
+        assert_eq!((judged.get(), store.len()), (2, 0), "judged nothing: forgotten");
+        through(Some(&store), true, Some("settled"));
+        write(&rec, "y");
+        assert_eq!(through(Some(&store), true, Some("again")), (Some("again"), 0), "a file changed: judged again");
+        assert_eq!(through(None, true, Some("x")), (Some("x"), 0), "without a store it judges, and keeps nothing");
+        assert_eq!(judged.get(), 5);
+    }
+
+    #[test]
+    fn one_reading_serves_many_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..64).map(|i| dir.path().join(format!("c{i}.md"))).collect();
+        paths.iter().for_each(|p| write(p, "x"));
+        let store: Store<AtRest> = Store::default();
+        let pass = || {
+            let reading = Reading::new(Some(&store), Name::Commission);
+            std::thread::scope(|scope| {
+                for part in paths.chunks(16) {
+                    let reading = &reading;
+                    scope.spawn(move || part.iter().for_each(|p| _ = reading.read_through(p, |_| true, || [p.clone()], || Some(AtRest))));
+                }
+            });
+            reading.left_out.load(Ordering::Relaxed)
+        };
+        assert_eq!((pass(), store.len()), (0, 64), "the first pass judges every one");
+        assert_eq!(pass(), 64, "the next leaves every one out");
+    }
+
+    #[test]
+    fn observe_not_at_rest_remembers_what_at_rest_names_and_forgets_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, bad) = (dir.path().join("a.md"), dir.path().join("b.md"), dir.path().join("bad.md"));
+        for f in [&a, &b, &bad] {
+            write(f, "x");
+        }
+        let store = Store::default();
+        let pass = |store: Option<&Store<AtRest>>| {
+            let mut read = Vec::new();
+            let (snapshot, problems) = observe_not_at_rest(
+                store,
+                Name::Plan,
+                dir.path(),
+                |p| vec![p.to_path_buf()],
+                |p| {
+                    read.push(p.to_path_buf());
+                    if p == bad { Err(vec![Problem::new(p, 1, 1, "bad".to_string())]) } else { Ok(p.to_path_buf()) }
+                },
+                |observed: Vec<PathBuf>| observed,
+                |s: &Vec<PathBuf>| s.iter().filter(|p| **p == a).cloned().collect(),
+            )
+            .unwrap();
+            (read, snapshot, problems.len())
+        };
+        assert_eq!(pass(Some(&store)), (vec![a.clone(), b.clone(), bad.clone()], vec![a.clone(), b.clone()], 1), "nothing held: all read");
+        assert_eq!(store.len(), 1, "only the one at rest kept");
+        assert_eq!(pass(Some(&store)), (vec![b.clone(), bad.clone()], vec![b.clone()], 1), "the one at rest left out");
+        assert_eq!(pass(None).0.len(), 3, "without a store, all read");
+        store.changed(&a);
+        assert_eq!(pass(Some(&store)).0.len(), 3, "an event for it: read again");
+    }
+
     /// A repository whose `main` has commits with messages `msgs`; their ids, oldest first.
     fn history(dir: &Path, msgs: &[&str]) -> (git2::Repository, Vec<git2::Oid>) {
         let repo = git2::Repository::init(dir).unwrap();
