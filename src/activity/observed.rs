@@ -527,10 +527,15 @@ mod tests {
         let judged = std::cell::Cell::new(0);
         let through = |store: Option<&Store<&'static str>>, usable: bool, verdict: Option<&'static str>| {
             let reading = Reading::new(store, Name::Commission);
-            let v = reading.read_through(&a, |_| usable, || [a.clone(), rec.clone()], || {
-                judged.set(judged.get() + 1);
-                verdict
-            });
+            let v = reading.read_through(
+                &a,
+                |_| usable,
+                || [a.clone(), rec.clone()],
+                || {
+                    judged.set(judged.get() + 1);
+                    verdict
+                },
+            );
             (v, reading.left_out.load(Ordering::Relaxed))
         };
         assert_eq!(through(Some(&store), true, Some("settled")), (Some("settled"), 0), "nothing held: judged");
@@ -582,7 +587,11 @@ mod tests {
                 |p| vec![p.to_path_buf()],
                 |p| {
                     read.push(p.to_path_buf());
-                    if p == bad { Err(vec![Problem::new(p, 1, 1, "bad".to_string())]) } else { Ok(p.to_path_buf()) }
+                    if p == bad {
+                        Err(vec![Problem::new(p, 1, 1, "bad".to_string())])
+                    } else {
+                        Ok(p.to_path_buf())
+                    }
                 },
                 |observed: Vec<PathBuf>| observed,
                 |s: &Vec<PathBuf>| s.iter().filter(|p| **p == a).cloned().collect(),
