@@ -8,6 +8,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::activity::kind::Name;
+use crate::activity::observed::Reading;
 use crate::activity::state::{Record, StateDir};
 use crate::artifact::{Commission, Problem, Status};
 use crate::config::{Home, Project};
@@ -467,9 +468,14 @@ pub(crate) fn observe_cached(
     // Artifacts are read relative to their directory, opened once.
     let dir = std::fs::File::open(project.commissions_dir()).ok();
     let templates = Templates::default();
+    let reading = Reading::new(store.map(|s| &s.settled), Name::Commission);
+    // Which commissions have a worktree, from one listing: what the store holds of one is taken
+    // only without (asked of every settled commission it holds, each pass).
+    let worktrees = store.and_then(|_| with_worktree(&home.worktrees_dir(&project.name)));
     let observed = observe_parallel(home, project, &paths, chunk, &tree, &boot, &trailers, &templates, |p| {
-        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), store, &stated)
+        depth == Depth::Full || !settled(home, project, p, dir.as_ref(), &reading, &stated, &worktrees)
     });
+    reading.finish();
     let schedules = schedules(templates, &paths, &mut problems);
     let mut commissions = Vec::with_capacity(observed.len());
     for o in observed {
@@ -671,39 +677,57 @@ fn with_state(home: &Home, project: &Project) -> Option<std::collections::HashSe
     }
 }
 
-/// [`is_settled`], answered from the store when neither file changed since it last said yes.
-/// `dir`: the artifact's directory, open; `stated`: the ids with runtime state
-/// ([`with_state`]), if known.
+/// The ids of the commissions that have something at their worktree's path, from one listing of
+/// the project's worktrees `dir`: an empty set if there is no such directory; `None` if it
+/// cannot be listed whole (then each commission's is looked at).
+fn with_worktree(dir: &Path) -> Option<std::collections::HashSet<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Default::default()),
+        Err(_) => return None,
+    };
+    let mut ids = std::collections::HashSet::new();
+    for entry in entries {
+        // An entry that cannot be read might be any id's: then nothing is known.
+        let name = entry.ok()?.file_name();
+        // A name that is not UTF-8 is no commission's (ids are ASCII).
+        if let Some(id) = name.to_str().and_then(|n| n.strip_prefix(crate::config::worktree_prefix::COMMISSION)) {
+            ids.insert(id.to_string());
+        }
+    }
+    Some(ids)
+}
+
+/// [`is_settled`], read through the watch's store (`reading`): answered from it when neither
+/// file changed since it last said yes. `dir`: the artifact's directory, open; `stated`: the
+/// ids with runtime state ([`with_state`]), if known; `worktrees`: the ids with a worktree
+/// ([`with_worktree`]), if known.
 fn settled(
     home: &Home,
     project: &Project,
     path: &Path,
     dir: Option<&std::fs::File>,
-    store: Option<&Observations>,
+    reading: &Reading<'_, Settled>,
     stated: &Option<std::collections::HashSet<std::ffi::OsString>>,
+    worktrees: &Option<std::collections::HashSet<String>>,
 ) -> bool {
     let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let has_state = stated.as_ref().is_none_or(|ids| ids.contains(std::ffi::OsStr::new(id)));
-    let Some(store) = store else { return is_settled(home, project, path, dir, has_state) };
-    // The worktree is not under a watched directory, nor part of the stamps: looked at always.
-    let worktree = || home.worktree(&project.name, id).exists();
-    let store = &store.settled;
-    if store.get(Name::Commission, path) == Some(Settled { with_state: has_state }) && !worktree() {
-        return true;
-    }
-    // Stamped before reading: a write meanwhile shows as a changed stamp next time.
-    let stamped = |p: &Path| (p.to_path_buf(), crate::activity::observed::stamp(p));
-    let mut files = vec![stamped(path)];
-    if has_state {
-        files.push(stamped(&StateDir(home.commission_state(&project.name, id)).record()));
-    }
-    let yes = is_settled(home, project, path, dir, has_state);
-    if yes {
-        store.put(Name::Commission, path, files, Settled { with_state: has_state });
-    } else {
-        store.forget(Name::Commission, path);
-    }
-    yes
+    let judged = Settled { with_state: has_state };
+    // The one extra check of a held judgement: the worktree, not under a watched directory nor
+    // part of the stamps, is looked for every pass.
+    let has_worktree = || match worktrees {
+        Some(ids) => ids.contains(id),
+        None => home.worktree(&project.name, id).exists(),
+    };
+    let usable = |held: &Settled| *held == judged && !has_worktree();
+    let files = || {
+        let record = has_state.then(|| StateDir(home.commission_state(&project.name, id)).record());
+        std::iter::once(path.to_path_buf()).chain(record)
+    };
+    // Unlike a plan's or a meeting's rest (once decided), settled is judged here, before the
+    // artifact is parsed (a line scan), so it is read through the store in one step.
+    reading.read_through(path, usable, files, || is_settled(home, project, path, dir, has_state).then_some(judged)).is_some()
 }
 
 /// Whether dependency `dep` names a commission of the project (its id, or its file
@@ -1056,5 +1080,27 @@ fn observe_runtime(obs: &mut Observed, rec: &Record, state: &StateDir, boot: &st
         // Unreadable, implausible, or naming a process that is not the attempt's shim:
         // reported, and nothing is signalled by it.
         Err(why) => obs.corrupt = Some(why.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commissions_with_a_worktree_from_one_listing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("worktrees");
+        assert_eq!(with_worktree(&dir), Some(Default::default()), "no worktrees yet: none has one");
+        for name in ["commission-a", "task-p-exec-wave-1-t", "meeting-m", "verify-p"] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+        }
+        // Anything at the path counts (the look it replaces, `exists()`, would take a file too).
+        std::fs::write(dir.join("commission-b"), "").unwrap();
+        let ids = with_worktree(&dir).unwrap();
+        assert_eq!(ids, ["a", "b"].into_iter().map(String::from).collect(), "only commissions', by id");
+        let not_a_dir = tmp.path().join("file");
+        std::fs::write(&not_a_dir, "").unwrap();
+        assert_eq!(with_worktree(&not_a_dir), None, "cannot be listed: each is looked at");
     }
 }

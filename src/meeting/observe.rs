@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::decide::{MeetingRecord, Observed, Snapshot};
 use super::fold::{self, Folded};
 use crate::activity::kind::Name;
-use crate::activity::observed::{AtRest, Reading, Store};
+use crate::activity::observed::{observe_not_at_rest, AtRest, Store};
 use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::{Meeting, MeetingStatus, Problem};
@@ -34,31 +34,21 @@ pub(crate) fn observe_cached(
     now: &str,
     store: Option<&Store<AtRest>>,
 ) -> Result<(Snapshot, Vec<Problem>)> {
-    let mut meetings = Vec::new();
-    let (paths, mut problems) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.meetings_dir())?);
-    let mut reading = Reading::new(store, Name::Meeting);
-    for path in paths {
-        if !reading.wants(&path, || judged_from(home, project, &path)) {
-            continue;
-        }
-        match observe_one(home, project, workers, &path, project.config.followups_per_meeting) {
-            Ok(o) => meetings.push(o),
-            Err(p) => {
-                reading.judged(&path, false);
-                problems.extend(p)
-            }
-        }
-    }
-    let snapshot =
-        Snapshot { meetings, cap: project.config.meeting_cap, followup_cap: project.config.followups_per_meeting, now: now.to_string() };
-    if store.is_some() {
-        let resting = at_rest(&snapshot);
-        for o in &snapshot.meetings {
-            reading.judged(&o.meeting.path, resting.contains(&o.meeting.id));
-        }
-    }
-    reading.finish();
-    Ok((snapshot, problems))
+    let cfg = &project.config;
+    let snapshot = |meetings| Snapshot { meetings, cap: cfg.meeting_cap, followup_cap: cfg.followups_per_meeting, now: now.to_string() };
+    let resting = |s: &Snapshot| {
+        let ids = at_rest(s);
+        s.meetings.iter().filter(|o| ids.contains(&o.meeting.id)).map(|o| o.meeting.path.clone()).collect()
+    };
+    observe_not_at_rest(
+        store,
+        Name::Meeting,
+        &project.meetings_dir(),
+        |path| judged_from(home, project, path),
+        |path| observe_one(home, project, workers, path, cfg.followups_per_meeting),
+        snapshot,
+        resting,
+    )
 }
 
 /// The files a meeting at rest is judged from: its artifact (a person's edit) and its record.

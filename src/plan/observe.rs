@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use super::decide::{Observed, ObservedTask, PlanAttempt, PlanRecord, Snapshot, TaskState};
 use crate::activity::integrated::Integrated;
 use crate::activity::kind::Name;
-use crate::activity::observed::{AtRest, Reading, Store};
+use crate::activity::observed::{observe_not_at_rest, AtRest, Store};
 use crate::activity::state::StateDir;
 use crate::activity::worktree::WorktreeRecord;
 use crate::artifact::plan::{Plan, PlanStatus};
@@ -41,25 +41,10 @@ pub(crate) fn observe_cached(
     slots: usize,
     store: Option<&Store<AtRest>>,
 ) -> Result<(Snapshot, Vec<Problem>)> {
-    let mut plans = Vec::new();
-    let (paths, mut problems) = crate::artifact::without_case_clashes(crate::artifact::paths(&project.plans_dir())?);
     let mut git = Worktrees::default();
-    let mut reading = Reading::new(store, Name::Plan);
-    for path in paths {
-        if !reading.wants(&path, || judged_from(home, project, &path)) {
-            continue;
-        }
-        match observe_one(home, project, workers, &path, &mut git) {
-            Ok(o) => plans.push(o),
-            Err(p) => {
-                reading.judged(&path, false);
-                problems.extend(p)
-            }
-        }
-    }
     let at = chrono::DateTime::parse_from_rfc3339(now).map(|t| t.to_utc()).unwrap_or_else(|_| chrono::Utc::now());
     let cfg = &project.config;
-    let snapshot = Snapshot {
+    let snapshot = |plans| Snapshot {
         plans,
         now: now.to_string(),
         at,
@@ -69,14 +54,19 @@ pub(crate) fn observe_cached(
         running_by_package: Default::default(),
         reviewers: cfg.reviewers.clone(),
     };
-    if store.is_some() {
-        let resting = at_rest(&snapshot);
-        for o in &snapshot.plans {
-            reading.judged(&o.plan.path, resting.contains(&o.plan.id));
-        }
-    }
-    reading.finish();
-    Ok((snapshot, problems))
+    let resting = |s: &Snapshot| {
+        let ids = at_rest(s);
+        s.plans.iter().filter(|o| ids.contains(&o.plan.id)).map(|o| o.plan.path.clone()).collect()
+    };
+    observe_not_at_rest(
+        store,
+        Name::Plan,
+        &project.plans_dir(),
+        |path| judged_from(home, project, path),
+        |path| observe_one(home, project, workers, path, &mut git),
+        snapshot,
+        resting,
+    )
 }
 
 /// The files a plan at rest is judged from: its artifact, its record and its timeline (what a

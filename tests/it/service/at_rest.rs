@@ -1,7 +1,7 @@
-//! A watch leaves out the plans and meetings it found at rest (ended, nothing running, files
-//! unchanged) and still sees, on its next pass, what a person or a pass changes of them: a
-//! plan's status edited, a task's state written over in its file, a meeting's status edited,
-//! a record removed.
+//! A watch leaves out the commissions, plans and meetings it found at rest (settled or ended,
+//! nothing running, files unchanged) and still sees, on its next pass, what a person or a pass
+//! changes of them: a commission's or a plan's status edited, a task's state written over in
+//! its file, a meeting's status edited, a record removed.
 
 use serde_json::Value;
 
@@ -137,5 +137,26 @@ fn a_meeting_at_rest_is_left_out_and_a_persons_edit_of_it_is_seen_on_the_next_pa
     };
     std::fs::remove_file(&record).expect("remove the record");
     wait_for("the record written again", || meeting_record(&p, "m").as_deref() == Some("declined"));
+    assert_eq!(svc.stop(), Some(0));
+}
+
+#[test]
+fn a_settled_commission_is_left_out_and_an_edit_of_it_is_seen_on_the_next_pass() {
+    let p = Project::new(&["scribe"]);
+    let svc = Service::start(&p, &[], &["--resync", "1h"]);
+    rename_save(&p.artifact_path("done"), "---\nworker: scribe\n---\noutput: .lore/d.md\nWrite.\n");
+    wait_status(&p, "done", "completed");
+    held_at_rest(&p, &svc, "commission", 1);
+
+    // Asked to run again by hand, written in place (the same inode): refused on the next pass,
+    // the status put back, nothing run again.
+    let text = p.artifact("done");
+    std::fs::write(p.artifact_path("done"), text.replace("status: completed", "status: pending")).expect("write in place");
+    wait_for("the refusal", || {
+        let text = p.artifact("done");
+        text.contains("status: completed") && text.contains("refused status change completed -> pending")
+    });
+    assert_eq!(p.status_json("done")["attempt"], 1, "nothing ran again");
+    held_at_rest(&p, &svc, "commission", 1);
     assert_eq!(svc.stop(), Some(0));
 }
