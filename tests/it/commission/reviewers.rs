@@ -202,7 +202,7 @@ pid=$!
 sleep {delay}
 kill -9 $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
-"$GH" reconcile --once --wait --timeout 120s >/dev/null || {{ cat .lore/commissions/job.md >&2; find "$STATE" -path '*commissions/job*' -maxdepth 5 >&2; cat "$STATE"/*/commissions/job/*.json >&2; cat "$STATE"/*/commissions/job/review-*/*.json >&2; exit 1; }}
+"$GH" reconcile --once --wait --timeout 120s >"$STATE/../wait.log" 2>&1 || {{ cat "$STATE/../wait.log" >&2; cat .lore/commissions/job.md >&2; find "$STATE" -path '*commissions/job*' -maxdepth 5 >&2; cat "$STATE"/*/commissions/job/*.json >&2; cat "$STATE"/*/commissions/job/review-*/*.json >&2; find .git "$STATE/.." -name '*.lock' >&2; exit 1; }}
 "#
             ),
         );
