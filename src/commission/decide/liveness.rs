@@ -52,7 +52,7 @@ pub(super) fn watch(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
 
 /// REQ-COM-14: how a gone process ends its commission. A submitted result always wins.
 pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
-    let exit = o.attempt.located.exit.as_ref();
+    let exit = o.attempt.exit();
     if st.has_result() {
         if st.status == Status::Dispatched {
             st.go(Status::InProgress, Reason::Ran);
