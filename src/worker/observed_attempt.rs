@@ -243,4 +243,33 @@ mod tests {
         assert_eq!(lingers.lingering(), Some((&run(1), &[7, 8][..])));
         assert!(!lingers.died(false) && dead.lingering().is_none());
     }
+
+    /// Where an attempt stands, as the deciders ask it (never by the runner's `Proc`): for each
+    /// place a runner locates it, whether it is at work, under way (holding its slot), alive,
+    /// starting, untaken or over.
+    #[test]
+    fn where_an_observed_attempt_stands() {
+        // (proc, at_work, under_way, alive, starting, untaken, over)
+        let table = [
+            (Proc::NotStarted, false, false, false, false, true, false),
+            (Proc::Starting, true, true, false, true, false, false),
+            (Proc::Alive, true, true, true, false, false, false),
+            (Proc::Lingering, true, false, false, false, false, false),
+            (Proc::Dead, false, false, false, false, false, true),
+        ];
+        for (proc, at_work, under_way, alive, starting, untaken, over) in table {
+            let a = seen(proc, Some(run(1)), None, None);
+            let got = (a.at_work(), a.under_way(), a.alive(), a.starting(), a.untaken(), a.over());
+            assert_eq!(got, (at_work, under_way, alive, starting, untaken, over), "{proc:?}");
+            assert_eq!((proc.at_work(), proc.under_way()), (at_work, under_way), "{proc:?}");
+        }
+        // What was recorded of it, as located.
+        let x = ExitInfo::error(1, "boom".into());
+        let mut queued = seen(Proc::Starting, None, None, None);
+        queued.located.queued = Some("Slurm job 7: Resources".into());
+        queued.located.polled = true;
+        assert_eq!((queued.queued(), queued.polled(), queued.run(), queued.exit()), (Some("Slurm job 7: Resources"), true, None, None));
+        let exited = seen(Proc::Dead, Some(run(1)), Some(x.clone()), None);
+        assert_eq!((exited.run(), exited.exit(), exited.queued(), exited.polled()), (Some(&run(1)), Some(&x), None, false));
+    }
 }
