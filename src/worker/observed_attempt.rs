@@ -266,9 +266,12 @@ mod tests {
         // What was recorded of it, as located.
         let x = ExitInfo::error(1, "boom".into());
         let mut queued = seen(Proc::Starting, None, None, None);
-        queued.located.queued = Some("Slurm job 7: Resources".into());
+        queued.located.queued = Some("a cluster's job 7: waiting for resources".into());
         queued.located.polled = true;
-        assert_eq!((queued.queued(), queued.polled(), queued.run(), queued.exit()), (Some("Slurm job 7: Resources"), true, None, None));
+        assert_eq!(
+            (queued.queued(), queued.polled(), queued.run(), queued.exit()),
+            (Some("a cluster's job 7: waiting for resources"), true, None, None)
+        );
         let exited = seen(Proc::Dead, Some(run(1)), Some(x.clone()), None);
         assert_eq!((exited.run(), exited.exit(), exited.queued(), exited.polled()), (Some(&run(1)), Some(&x), None, false));
     }
