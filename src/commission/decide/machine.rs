@@ -355,11 +355,11 @@ fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
             }
             watch(s, o, st)
         }
+        // What is left: nothing of it runs, it never started or it is over.
         // How it ended depends on what its mailbox holds. Its worker is gone, so nothing
         // will make it readable (a worker can `chmod` its own file; guild-hall gives the
         // mode back, so this is a file it cannot read even so): the attempt fails, saying
         // why, instead of holding its slot and worktree for ever.
-        // (What is left: nothing of it runs, it never started or it is over.)
         _ if o.mail_error.is_some() => {
             let why = o.mail_error.clone().unwrap_or_default();
             st.go(Status::Failed, Reason::MailboxUnreadable(why));
