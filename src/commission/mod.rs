@@ -19,7 +19,7 @@ use crate::artifact::Problem;
 use crate::artifact::Status;
 use crate::worker::Catalog;
 use decide::Action;
-use observe::{Depth, Observations, Proc, Snapshot};
+use observe::{Depth, Observations, Snapshot};
 
 /// Commissions as a kind of the reconcile pass. `store`: what a watch observed in its earlier
 /// passes (settled artifacts); `None`: everything is read.
@@ -56,7 +56,7 @@ impl Kind<Catalog> for Commissions<'_> {
         let d = decide::decide(snapshot);
         let problems = decide::cycle_problems(snapshot, &d.cycles);
         let notes = snapshot.commissions.iter().filter_map(|o| Some(o.integrated.as_ref()?.note(&o.artifact.path))).collect();
-        let holding = snapshot.commissions.iter().filter(|o| matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting)).count();
+        let holding = snapshot.commissions.iter().filter(|o| o.attempt.under_way()).count();
         let starting = d.actions.iter().filter(|a| matches!(a, Action::Dispatch { .. })).map(|a| kind::Action::id(a).to_string()).collect();
         // What plans decided after them count against `max_concurrent:` (their reviewers too).
         let package_starts = d
@@ -84,7 +84,7 @@ impl Kind<Catalog> for Commissions<'_> {
         let running = snapshot
             .commissions
             .iter()
-            .filter(|o| matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting))
+            .filter(|o| o.attempt.under_way())
             .map(|o| ctx.home.commission_state(&ctx.project.name, o.id()))
             .collect();
         // Where missing dependencies would appear: the nearest existing directory of each, so a

@@ -79,7 +79,7 @@ fn artifact_rows(
             Ok(o) => {
                 problems += usize::from(o.corrupt.is_some());
                 let mut r = row(&o, now, waiting(&o, &workers, branch));
-                if matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting) {
+                if o.attempt.under_way() {
                     let state = home.commission_state(&project.name, &o.artifact.id);
                     r.ports = crate::worker::ports::shown(home, &state);
                 }
@@ -144,7 +144,8 @@ fn stopping(o: &Observed) -> Option<String> {
         crate::artifact::Status::Abandoned => "abandoning",
         _ => return None,
     };
-    matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
+    o.attempt
+        .at_work()
         .then(|| o.record.as_ref().and_then(|r| r.stopping.clone()).unwrap_or_else(|| format!("{verb}: worker still running")))
 }
 

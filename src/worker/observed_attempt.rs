@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::activity::state::{Heartbeat, RunInfo, Sample, StateDir};
+use crate::activity::state::{ExitInfo, Heartbeat, RunInfo, Sample, StateDir};
 use crate::files::read_json;
 use crate::worker::attempt::{self, Process, Taken};
 use crate::worker::liveness::{self, Attempt, Proc};
@@ -62,6 +62,61 @@ impl ObservedAttempt {
         Some(Live { started_at: run.started_at, heartbeat: self.heartbeat.clone(), sample: self.sample? })
     }
 
+    /// Something of it runs, or a shim (or a runner's queue) holds it: its worker alive, its
+    /// shim starting, or what a killed shim left still running ([`Proc::at_work`]).
+    pub(crate) fn at_work(&self) -> bool {
+        self.located.proc.at_work()
+    }
+
+    /// Its shim at work, or a runner's queue holding its job ([`Proc::under_way`]): it holds
+    /// its slot.
+    pub(crate) fn under_way(&self) -> bool {
+        self.located.proc.under_way()
+    }
+
+    /// Its worker is alive (its shim at work, its run recorded), whether or not its exit is
+    /// recorded yet.
+    pub(crate) fn alive(&self) -> bool {
+        self.located.proc == Proc::Alive
+    }
+
+    /// A shim holds it (its lock, or a runner's queue) and has not recorded its worker yet.
+    pub(crate) fn starting(&self) -> bool {
+        self.located.proc == Proc::Starting
+    }
+
+    /// No shim has recorded it and none holds it: nothing of it ever ran, or nothing of it is
+    /// known.
+    pub(crate) fn untaken(&self) -> bool {
+        self.located.proc == Proc::NotStarted
+    }
+
+    /// Recorded (run or exit), and every process of it gone: its worker ended, or its shim
+    /// died with nothing left running.
+    pub(crate) fn over(&self) -> bool {
+        self.located.proc == Proc::Dead
+    }
+
+    /// How its worker ended, once its shim (or runner) recorded it.
+    pub(crate) fn exit(&self) -> Option<&ExitInfo> {
+        self.located.exit.as_ref()
+    }
+
+    /// Its shim's record of its worker (`run.json`), once written.
+    pub(crate) fn run(&self) -> Option<&RunInfo> {
+        self.located.run.as_ref()
+    }
+
+    /// The job a runner's queue holds for it, and why it waits, in the runner's words.
+    pub(crate) fn queued(&self) -> Option<&str> {
+        self.located.queued.as_deref()
+    }
+
+    /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
+    pub(crate) fn polled(&self) -> bool {
+        self.located.polled
+    }
+
     /// Its shim is gone without recording how its worker ended (killed, a reboot), and nothing
     /// of it runs any more. `locked`: a shim holds its runtime dir's lock — then nothing is
     /// taken for dead.
@@ -111,7 +166,6 @@ pub(crate) fn observe(state: &StateDir, attempt: u32, boot: &str) -> Result<Obse
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::activity::state::ExitInfo;
 
     fn t(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("time")
@@ -188,5 +242,37 @@ mod tests {
         assert!(dead.died(false) && !dead.died(true));
         assert_eq!(lingers.lingering(), Some((&run(1), &[7, 8][..])));
         assert!(!lingers.died(false) && dead.lingering().is_none());
+    }
+
+    /// Where an attempt stands, as the deciders ask it (never by the runner's `Proc`): for each
+    /// place a runner locates it, whether it is at work, under way (holding its slot), alive,
+    /// starting, untaken or over.
+    #[test]
+    fn where_an_observed_attempt_stands() {
+        // (proc, at_work, under_way, alive, starting, untaken, over)
+        let table = [
+            (Proc::NotStarted, false, false, false, false, true, false),
+            (Proc::Starting, true, true, false, true, false, false),
+            (Proc::Alive, true, true, true, false, false, false),
+            (Proc::Lingering, true, false, false, false, false, false),
+            (Proc::Dead, false, false, false, false, false, true),
+        ];
+        for (proc, at_work, under_way, alive, starting, untaken, over) in table {
+            let a = seen(proc, Some(run(1)), None, None);
+            let got = (a.at_work(), a.under_way(), a.alive(), a.starting(), a.untaken(), a.over());
+            assert_eq!(got, (at_work, under_way, alive, starting, untaken, over), "{proc:?}");
+            assert_eq!((proc.at_work(), proc.under_way()), (at_work, under_way), "{proc:?}");
+        }
+        // What was recorded of it, as located.
+        let x = ExitInfo::error(1, "boom".into());
+        let mut queued = seen(Proc::Starting, None, None, None);
+        queued.located.queued = Some("a cluster's job 7: waiting for resources".into());
+        queued.located.polled = true;
+        assert_eq!(
+            (queued.queued(), queued.polled(), queued.run(), queued.exit()),
+            (Some("a cluster's job 7: waiting for resources"), true, None, None)
+        );
+        let exited = seen(Proc::Dead, Some(run(1)), Some(x.clone()), None);
+        assert_eq!((exited.run(), exited.exit(), exited.queued(), exited.polled()), (Some(&run(1)), Some(&x), None, false));
     }
 }

@@ -14,7 +14,7 @@ use crate::activity::reason::{AfterCheck, Reason};
 use crate::activity::state::CheckRun;
 use crate::artifact::commission::{Feedback, FeedbackFrom, Revision};
 use crate::artifact::Status;
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{Observed, Snapshot};
 
 /// Automatic send-backs a commission gets ([`super::review::max_revisions`]).
 pub(super) use super::review::max_revisions;
@@ -28,7 +28,7 @@ fn expected(s: &Snapshot, o: &Observed) -> Option<Vec<String>> {
 /// The current attempt's checks as its shim ran them; checks asked for that did not run (the
 /// shim was stopped, or lost, after the result came in) are a failure of the first: no proof.
 fn runs(s: &Snapshot, o: &Observed, attempt: u32) -> Vec<CheckRun> {
-    let ran = o.attempt.located.exit.as_ref().filter(|x| x.attempt == attempt).map(|x| x.checks.to_vec()).unwrap_or_default();
+    let ran = o.attempt.exit().filter(|x| x.attempt == attempt).map(|x| x.checks.to_vec()).unwrap_or_default();
     match expected(s, o) {
         Some(argv) if ran.is_empty() => vec![CheckRun {
             argv,
@@ -95,7 +95,7 @@ pub(super) fn submitted(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect
 /// it by a person: the automatic revise, the check's command and its output's tail the
 /// feedback. `None`: review goes on as a person's ([`super::review::in_review`]).
 pub(super) fn send_back(s: &Snapshot, o: &Observed, st: &Step<'_>) -> Option<Effect> {
-    let settled = !o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    let settled = !o.worktree_exists && !o.attempt.at_work();
     if !settled || o.artifact.desired.is_some() {
         return None;
     }

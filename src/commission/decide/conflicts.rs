@@ -6,7 +6,7 @@ use super::effect::{Effect, Update};
 use super::step::Step;
 use crate::activity::reason::Reason;
 use crate::artifact::commission::{Feedback, FeedbackFrom, Revision};
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{Observed, Snapshot};
 
 /// What a squash merge that conflicts outside `.lore/` writes when send-backs are left
 /// (`max_revisions`): the work held in review (secured on its branch already by the landing),
@@ -26,7 +26,7 @@ pub(super) fn hold(s: &Snapshot, o: &Observed, step: &Step<'_>) -> Option<Box<Up
 /// automatic revise, the paths the feedback; the dispatch merges the integration tip into the
 /// branch, the markers left in those files. `None`: review goes on as a person's.
 pub(super) fn send_back(s: &Snapshot, o: &Observed, st: &Step<'_>) -> Option<Effect> {
-    let settled = !o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    let settled = !o.worktree_exists && !o.attempt.at_work();
     if !settled || o.artifact.desired.is_some() {
         return None;
     }

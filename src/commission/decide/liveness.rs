@@ -10,7 +10,7 @@ use super::step::Step;
 use crate::activity::reason::Reason;
 use crate::artifact::Status;
 use crate::commission::observe::{Observed, Snapshot};
-use crate::worker::attempt::{Look, Stop, Waits};
+use crate::worker::attempt::{Ended, Look, Stop, Waits};
 use crate::worker::liveness;
 
 /// The wall-clock limit of an attempt and where it comes from: the commission's `timeout:`,
@@ -52,7 +52,14 @@ pub(super) fn watch(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
 
 /// REQ-COM-14: how a gone process ends its commission. A submitted result always wins.
 pub(super) fn classify_exit(o: &Observed, st: &mut Step<'_>) -> Effect {
-    let exit = o.attempt.located.exit.as_ref();
+    // How it ended as the attempt machine has it, from the attempt as every kind's is observed
+    // (called once nothing of it runs and no shim holds it: nothing is taken). Not recorded
+    // (its shim died, or no shim ever took it): its process is lost.
+    let process = o.attempt.process(st.record.attempt, None);
+    let exit = match process.ended() {
+        Some(Ended::Exited(x)) => Some(x),
+        Some(Ended::Died) | None => None,
+    };
     if st.has_result() {
         if st.status == Status::Dispatched {
             st.go(Status::InProgress, Reason::Ran);

@@ -18,7 +18,7 @@ use crate::activity::reason::Reason;
 use crate::activity::state::Record;
 use crate::artifact::write::Edit;
 use crate::artifact::{Desired, Status};
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{Observed, Snapshot};
 
 pub(super) fn plan_one<'a>(s: &Snapshot, o: &'a Observed, now: &str, cycles: &Cycles) -> (Step<'a>, Effect) {
     let mut st = Step::new(o, now);
@@ -203,7 +203,7 @@ fn request(o: &Observed, r: &Record, st: &mut Step<'_>) {
             st.refuse("a missing status", &format!("{} is put back; {hint}", r.status));
         }
     } else if let Some(want) = art.filter(|a| *a != r.status) {
-        let finished_with_result = r.status.is_active() && o.attempt.located.proc == Proc::Dead && st.has_result();
+        let finished_with_result = r.status.is_active() && o.attempt.over() && st.has_result();
         if want == Status::Cancelled && finished_with_result {
             st.refuse(&format!("status change {} -> cancelled", r.status), "the worker already finished and submitted a result");
             st.set("status", Value::String(r.status.as_str().into()));
@@ -262,7 +262,7 @@ fn desired(o: &Observed, st: &mut Step<'_>) -> bool {
             st.remove("feedback");
         }
         Some(Desired::Cancelled) => {
-            let finished_with_result = st.status.is_active() && o.attempt.located.proc == Proc::Dead && st.has_result();
+            let finished_with_result = st.status.is_active() && o.attempt.over() && st.has_result();
             match st.status {
                 _ if finished_with_result => {
                     st.refuse("desired: cancelled", "the worker already finished and submitted a result");
@@ -323,9 +323,9 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
         if st.status == Status::Blocked {
             st.go(Status::Pending, Reason::Unblocked { worker: o.artifact.worker.clone() });
         }
-        if o.attempt.located.proc == Proc::Lingering {
+        if o.attempt.lingering().is_some() {
             Effect::KillLeftovers
-        } else if o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting) {
+        } else if o.worktree_exists && !o.attempt.under_way() {
             Effect::Cleanup("leftover worktree of an earlier attempt")
         } else if super::liveness::not_before(o).is_some_and(|t| t > s.now) && !wants_dispatch {
             // Paused by its agent's limit until then (a person's dispatch starts it sooner);
@@ -342,29 +342,30 @@ fn waiting(s: &Snapshot, o: &Observed, st: &mut Step<'_>, cycles: &Cycles, wants
 fn at_work(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     st.fold_mail();
     st.account_usage();
-    match o.attempt.located.proc {
+    match &o.attempt {
         _ if o.record.is_none() => Effect::None,
-        Proc::Starting => Effect::None,
+        a if a.starting() => Effect::None,
         // Nothing is over until every process of the attempt is.
-        Proc::Lingering => Effect::KillLeftovers,
-        Proc::NotStarted if st.status == Status::Dispatched => Effect::Resume,
-        Proc::Alive => {
+        a if a.lingering().is_some() => Effect::KillLeftovers,
+        a if a.untaken() && st.status == Status::Dispatched => Effect::Resume,
+        a if a.alive() => {
             if st.status == Status::Dispatched {
-                let pid = o.attempt.located.run.as_ref().map(|r| r.pid).unwrap_or(0);
+                let pid = a.run().map(|r| r.pid).unwrap_or(0);
                 st.go(Status::InProgress, Reason::Running { shim_pid: pid });
             }
             watch(s, o, st)
         }
+        // What is left: nothing of it runs, it never started or it is over.
         // How it ended depends on what its mailbox holds. Its worker is gone, so nothing
         // will make it readable (a worker can `chmod` its own file; guild-hall gives the
         // mode back, so this is a file it cannot read even so): the attempt fails, saying
         // why, instead of holding its slot and worktree for ever.
-        Proc::NotStarted | Proc::Dead if o.mail_error.is_some() => {
+        _ if o.mail_error.is_some() => {
             let why = o.mail_error.clone().unwrap_or_default();
             st.go(Status::Failed, Reason::MailboxUnreadable(why));
             Effect::None
         }
-        Proc::NotStarted | Proc::Dead => match classify_exit(o, st) {
+        _ => match classify_exit(o, st) {
             Effect::Finish => super::checks::submitted(s, o, st),
             other => other,
         },
@@ -381,12 +382,12 @@ fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
     if let Some(dropped) = super::reviewers::drop_runs(o) {
         return dropped;
     }
-    if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || o.attempt.located.proc != Proc::NotStarted) {
+    if o.record.as_ref().is_some_and(|r| r.attempt > 0) && (o.worktree_exists || !o.attempt.untaken()) {
         st.fold_mail();
         st.account_usage();
     }
-    match o.attempt.located.proc {
-        Proc::Alive if st.status == Status::Cancelled => match st.record.term_sent_at {
+    match &o.attempt {
+        a if a.alive() && st.status == Status::Cancelled => match st.record.term_sent_at {
             None => {
                 st.record.term_sent_at = Some(s.now);
                 Effect::Signal(Sig::Term)
@@ -394,11 +395,11 @@ fn ended(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Effect {
             Some(t) if s.now.signed_duration_since(t).to_std().unwrap_or_default() >= cfg.cancel_grace => Effect::Signal(Sig::Kill),
             Some(_) => Effect::None,
         },
-        Proc::Alive => Effect::Signal(Sig::Kill),
-        Proc::Lingering => Effect::KillLeftovers,
+        a if a.alive() => Effect::Signal(Sig::Kill),
+        a if a.lingering().is_some() => Effect::KillLeftovers,
         // A job still in a cluster's queue: nothing of it runs, it is taken out.
-        Proc::Starting if o.attempt.located.queued.is_some() => Effect::Signal(Sig::Kill),
-        Proc::Starting => Effect::None,
+        a if a.starting() && a.queued().is_some() => Effect::Signal(Sig::Kill),
+        a if a.starting() => Effect::None,
         _ if o.worktree_exists => Effect::Cleanup(if st.status == Status::Completed { "leftover worktree" } else { "partial results" }),
         _ => Effect::None,
     }
@@ -451,7 +452,7 @@ fn stop_follows_processes(o: &Observed, st: &mut Step<'_>) {
         st.record.stopping = None;
         return;
     }
-    let live = matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    let live = o.attempt.at_work();
     if live {
         if st.record.stopping.is_none() {
             let doing = match st.status {

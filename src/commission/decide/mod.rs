@@ -13,7 +13,7 @@ use crate::activity::state::{Given, Heartbeat, RunInfo};
 use crate::artifact::commission::Revision;
 use crate::artifact::write::Edit;
 use crate::artifact::Status;
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{Observed, Snapshot};
 use crate::config::DispatchMode;
 
 /// One effect. Each is idempotent: carrying it out twice, or half and then again, converges.
@@ -230,8 +230,7 @@ pub fn decide(s: &Snapshot) -> Decisions {
         if !matches!(effect, Effect::Resume) {
             note_edit_while_running(&mut step);
         }
-        let at_work = matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
-            || o.reviews.iter().any(|r| matches!(r.proc, Proc::Alive | Proc::Starting | Proc::Lingering));
+        let at_work = o.attempt.at_work() || o.reviews.iter().any(|r| r.proc.at_work());
         if step.status.is_active() || at_work {
             // A commission finished this round no longer holds its slot: its worker is gone,
             // and the pass starts new work only after the round's finishes are done. One whose
@@ -344,23 +343,19 @@ fn carry<'s>(s: &'s Snapshot, o: &'s Observed, mut step: Step<'s>, effect: Effec
             push_update(&mut round.actions, step.finish());
             round.actions.push(Action::Cleanup { id: o.artifact.id.clone(), attempt, branch: attempt_branch(o, attempt), why: why.into() });
         }
-        Effect::Signal(sig) => match &o.attempt.located.run {
+        Effect::Signal(sig) => match o.attempt.run() {
             Some(run) => {
                 round.actions.push(Action::Signal { id: o.artifact.id.clone(), run: run.clone(), signal: sig, update: step.finish() })
             }
-            None if o.attempt.located.queued.is_some() => {
+            None if o.attempt.queued().is_some() => {
                 round.actions.push(Action::Dequeue { id: o.artifact.id.clone(), attempt: step.record.attempt, update: step.finish() })
             }
             None => push_update(&mut round.actions, step.finish()),
         },
         Effect::KillLeftovers => {
             // The kill before the update: it never waits on the artifact being written.
-            if let Some(run) = &o.attempt.located.run {
-                round.actions.push(Action::KillLeftovers {
-                    id: o.artifact.id.clone(),
-                    run: run.clone(),
-                    pids: o.attempt.located.leftovers.clone(),
-                });
+            if let Some((run, pids)) = o.attempt.lingering() {
+                round.actions.push(Action::KillLeftovers { id: o.artifact.id.clone(), run: run.clone(), pids: pids.to_vec() });
             }
             push_update(&mut round.actions, step.finish());
         }

@@ -10,7 +10,7 @@ use super::step::Step;
 use crate::activity::reason::Reason;
 use crate::artifact::commission::{Feedback, FeedbackFrom, ReviewMode, Revision};
 use crate::artifact::{Desired, Status};
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{Observed, Snapshot};
 
 /// Whether this commission's submitted work waits for a person: its own `review:`, else its
 /// package's, else the project's.
@@ -48,10 +48,10 @@ pub(super) fn hold_because(st: &mut Step<'_>, why: Reason) -> Effect {
 /// waits, settled, for them. A leftover worktree (a pass killed after the move, before the
 /// removal) is secured onto the branch and removed first.
 pub(super) fn in_review(o: &Observed, st: &mut Step<'_>) -> Effect {
-    if o.attempt.located.proc == Proc::Lingering {
+    if o.attempt.lingering().is_some() {
         return Effect::KillLeftovers;
     }
-    if o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting) {
+    if o.worktree_exists && !o.attempt.under_way() {
         return Effect::Cleanup("work of the attempt in review");
     }
     let attempt = st.record.attempt;

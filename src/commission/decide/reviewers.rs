@@ -14,7 +14,7 @@ use super::step::Step;
 use crate::activity::reason::{AfterCheck, Reason};
 use crate::artifact::commission::{Feedback, FeedbackFrom, Revision};
 use crate::artifact::Status;
-use crate::commission::observe::{review_usage_key, Observed, Proc, Snapshot};
+use crate::commission::observe::{review_usage_key, Observed, Snapshot};
 use crate::worker::reviewer::{stands, Given, ReviewerRun, Stands};
 use crate::worker::toolbox::mailbox::Verdict;
 
@@ -39,7 +39,7 @@ pub(super) fn hold(s: &Snapshot, o: &Observed, st: &mut Step<'_>) -> Option<Effe
 pub(super) fn step(s: &Snapshot, o: &Observed, st: &mut Step<'_>, checks_passed: bool) -> Option<Effect> {
     let names = of(s, o);
     account_usage(o, st, &names);
-    let settled = !o.worktree_exists && !matches!(o.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering);
+    let settled = !o.worktree_exists && !o.attempt.at_work();
     if o.artifact.desired.is_some() {
         // A person's word goes first: reviewers still at work are stopped, their checkouts
         // removed, and the request is carried out the next pass.
@@ -141,8 +141,8 @@ pub(super) fn drop_runs(o: &Observed) -> Option<Effect> {
     let left: Vec<_> = o
         .reviews
         .iter()
-        .filter(|r| r.worktree_exists || matches!(r.proc, Proc::Alive | Proc::Starting | Proc::Lingering))
-        .map(|r| (r.index, r.run.clone().filter(|_| matches!(r.proc, Proc::Alive | Proc::Starting)), r.leftovers.clone()))
+        .filter(|r| r.worktree_exists || r.proc.at_work())
+        .map(|r| (r.index, r.run.clone().filter(|_| r.proc.under_way()), r.leftovers.clone()))
         .collect();
     (!left.is_empty()).then_some(Effect::DropReviewers(left))
 }

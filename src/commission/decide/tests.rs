@@ -13,7 +13,7 @@ use super::*;
 use crate::activity::kind::Action as _;
 use crate::activity::state::{ExitInfo, RunInfo, Sample};
 use crate::artifact::Commission;
-use crate::commission::observe::QUESTIONS_SHOWN;
+use crate::commission::observe::{Proc, QUESTIONS_SHOWN};
 use crate::config::{Project, ProjectConfig};
 use crate::worker::toolbox::mailbox::{Mail, MailBody};
 use crate::worker::Catalog;

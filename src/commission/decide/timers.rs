@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::liveness::time_limit;
 use crate::artifact::Status;
-use crate::commission::observe::{Proc, Snapshot};
+use crate::commission::observe::Snapshot;
 use crate::worker::liveness;
 
 /// When the world must be looked at again even if no file changes: a heartbeat deadline, the
@@ -16,22 +16,22 @@ pub(crate) fn next_check(s: &Snapshot) -> Option<std::time::Duration> {
     let after = |d: std::time::Duration| s.now + chrono::Duration::from_std(d).unwrap_or_default();
     let mut soonest: Option<DateTime<Utc>> = None;
     for o in &s.commissions {
-        let at = match (o.attempt.located.proc, o.record.as_ref()) {
+        let a = &o.attempt;
+        let at = match o.record.as_ref() {
             // A job in a cluster's queue may wait long: asked about now and then.
-            (Proc::Starting, _) if o.attempt.located.queued.is_some() => Some(after(liveness::POLL)),
-            (Proc::Starting | Proc::Lingering, _) => Some(after(std::time::Duration::from_millis(200))),
-            (Proc::Alive, Some(r)) if r.status == Status::Cancelled => {
+            _ if a.starting() && a.queued().is_some() => Some(after(liveness::POLL)),
+            _ if a.starting() || a.lingering().is_some() => Some(after(std::time::Duration::from_millis(200))),
+            Some(r) if a.alive() && r.status == Status::Cancelled => {
                 r.term_sent_at.map(|t| t + chrono::Duration::from_std(cfg.cancel_grace).unwrap_or_default())
             }
-            (Proc::Alive, _) => {
-                let look = o.attempt.running().next_look(time_limit(s, o), cfg.stale_after, s.now);
+            _ if a.alive() => {
+                let look = a.running().next_look(time_limit(s, o), cfg.stale_after, s.now);
                 // A job ended by its cluster changes no file: its runner is asked again.
-                look.map(|look| if o.attempt.located.polled { look.min(after(liveness::POLL)) } else { look })
+                look.map(|look| if a.polled() { look.min(after(liveness::POLL)) } else { look })
             }
             // Paused by its agent's limit: looked at again once it may run.
-            (Proc::NotStarted | Proc::Dead, Some(r)) if matches!(r.status, Status::Pending) => {
-                super::liveness::not_before(o).filter(|t| *t > s.now)
-            }
+            // (Nothing of it runs: it never started, or it is over.)
+            Some(r) if !a.at_work() && matches!(r.status, Status::Pending) => super::liveness::not_before(o).filter(|t| *t > s.now),
             _ => None,
         };
         soonest = match (soonest, at) {

@@ -2,7 +2,7 @@
 
 use super::deps::Cycles;
 use crate::activity::reason::Reason;
-use crate::commission::observe::{Observed, Proc, Snapshot};
+use crate::commission::observe::{Observed, Snapshot};
 
 /// Why a commission still to run waits (`blocked`), if it does: dependencies not on the
 /// integration branch (or, given `cycles`, a cycle among them), else its worker's package not
@@ -54,10 +54,7 @@ pub(super) fn live_of(s: &Snapshot, worker: &str) -> usize {
         .commissions
         .iter()
         .filter(|c| c.artifact.worker == worker)
-        .filter(|c| {
-            matches!(c.attempt.located.proc, Proc::Alive | Proc::Starting | Proc::Lingering)
-                || (c.attempt.located.proc == Proc::NotStarted && c.record.as_ref().is_some_and(|r| r.status.is_active()))
-        })
+        .filter(|c| c.attempt.at_work() || (c.attempt.untaken() && c.record.as_ref().is_some_and(|r| r.status.is_active())))
         .count();
     here + s.running_by_package.get(worker).copied().unwrap_or(0)
 }

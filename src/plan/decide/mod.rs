@@ -106,7 +106,7 @@ impl PlanAttempt {
 
     /// How the observed attempt's worker ended, once its shim (or runner) recorded it.
     pub(crate) fn exit(&self) -> Option<&ExitInfo> {
-        self.observed.located.exit.as_ref()
+        self.observed.exit()
     }
 
     /// Its shim is gone without recording an exit (killed, a reboot), and nothing of the
@@ -129,7 +129,7 @@ impl PlanAttempt {
 
     /// Its runner must be asked where it stands (a job elsewhere): looked at again on a timer.
     pub(crate) fn polled(&self) -> bool {
-        self.observed.located.polled
+        self.observed.polled()
     }
 }
 

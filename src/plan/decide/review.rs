@@ -162,12 +162,11 @@ pub(super) fn reviewer_limit(s: &super::Snapshot, package: Option<std::time::Dur
 /// What of the reviewers of a cancelled plan is left — at work, lingering, or a checkout:
 /// stopped and removed, at once. `None`: nothing of them is left.
 pub(super) fn drop_runs(o: &super::Observed) -> Option<Vec<super::ReviewerDrop>> {
-    use crate::worker::liveness::Proc;
     let left: Vec<_> = o
         .reviews
         .iter()
-        .filter(|r| r.worktree_exists || matches!(r.proc, Proc::Alive | Proc::Starting | Proc::Lingering))
-        .map(|r| (r.index, r.run.clone().filter(|_| matches!(r.proc, Proc::Alive | Proc::Starting)), r.leftovers.clone()))
+        .filter(|r| r.worktree_exists || r.proc.at_work())
+        .map(|r| (r.index, r.run.clone().filter(|_| r.proc.under_way()), r.leftovers.clone()))
         .collect();
     (!left.is_empty()).then_some(left)
 }

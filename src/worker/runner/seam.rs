@@ -49,6 +49,20 @@ pub(crate) enum Proc {
     Dead,
 }
 
+impl Proc {
+    /// Something of the attempt runs, or a shim (or a runner's queue) holds it: alive,
+    /// starting or lingering. Nothing of it is settled yet.
+    pub(crate) fn at_work(self) -> bool {
+        matches!(self, Proc::Alive | Proc::Starting | Proc::Lingering)
+    }
+
+    /// Its shim is at work, or a runner's queue holds its job: alive or starting (what a
+    /// killed shim left running is not).
+    pub(crate) fn under_way(self) -> bool {
+        matches!(self, Proc::Alive | Proc::Starting)
+    }
+}
+
 /// One attempt as its runner, its shim's records and the process table show it.
 #[derive(Debug, Clone)]
 pub(crate) struct Attempt {
