@@ -87,10 +87,11 @@ pub(crate) fn ensure_branch(repo: &Repository, branch: &str, from: &str) -> Resu
 /// a crash's leftover older than [`STALE_REF_LOCK`] is removed first ([`ref_lock_to_wait_for`]);
 /// a younger one is an error naming it, and the caller tries again on a later pass.
 pub(crate) fn set_branch(repo: &Repository, branch: &str, commit: &git2::Commit<'_>, force: bool) -> Result<()> {
-    if let Some(why) = ref_lock_to_wait_for(repo, &format!("refs/heads/{branch}")) {
+    let refname = format!("refs/heads/{branch}");
+    if let Some(why) = ref_lock_to_wait_for(repo, &refname) {
         return Err(GitError::Other(why));
     }
-    repo.branch(branch, commit, force)?;
+    updating_ref(repo, &refname, || repo.branch(branch, commit, force))?;
     Ok(())
 }
 
@@ -394,31 +395,90 @@ pub(crate) fn common_dir(project_root: &Path) -> Result<PathBuf> {
 /// no update still under way.
 pub(crate) const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 
+/// How old a ref's lock must be to be removed when guild-hall's own mark says one of its
+/// updates of that ref was killed midway ([`updating_ref`]): no git holds a ref's lock this long,
+/// so it is that update's, not one begun since.
+pub(crate) const DEAD_UPDATE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The mark of guild-hall's own updates of `refname`, in the common dir (where no worker
+/// writes): `.git/guild-hall/ref-<hash>`.
+fn update_mark(repo: &Repository, refname: &str) -> PathBuf {
+    repo.commondir().join("guild-hall").join(format!("ref-{:016x}", crate::artifact::store::content_hash(refname)))
+}
+
+/// What a mark says while an update runs.
+const UPDATING: &[u8] = b"updating";
+
+/// Run `update` of `refname`, marked: the mark's lock held by this process throughout (the
+/// kernel lets go of it when the process dies, however it dies) and its text saying `updating`
+/// until the update is over. A ref lock found with the mark saying `updating` and its lock free
+/// was left by one of guild-hall's updates killed midway, and is removed once
+/// [`DEAD_UPDATE_REF_LOCK`] old ([`ref_lock_to_wait_for`]) rather than after [`STALE_REF_LOCK`]:
+/// a reconciler killed at any instant converges in seconds, not minutes. Unmarked (the mark
+/// cannot be made), the update runs as before and such a lock waits out its age.
+pub(crate) fn updating_ref<T>(repo: &Repository, refname: &str, update: impl FnOnce() -> T) -> T {
+    use std::os::unix::fs::FileExt;
+    let mark = update_mark(repo, refname);
+    let held = mark
+        .parent()
+        .and_then(|dir| std::fs::create_dir_all(dir).ok())
+        .and_then(|()| crate::files::lock(&mark, crate::files::Lock::Exclusive).ok().flatten())
+        .filter(|f| f.set_len(0).is_ok() && f.write_all_at(UPDATING, 0).is_ok());
+    let out = update();
+    if let Some(f) = held {
+        let _ = f.set_len(0);
+    }
+    out
+}
+
+/// Whether `refname`'s mark says an update of guild-hall's was killed midway: it says
+/// `updating`, and no process holds its lock. The mark, locked, when it does (to be cleared
+/// once the lock the update left is gone).
+fn left_by_a_killed_update(repo: &Repository, refname: &str) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    use std::io::Read;
+    let mark = update_mark(repo, refname);
+    if !mark.is_file() {
+        return None;
+    }
+    let mut held = crate::files::lock(&mark, crate::files::Lock::TryExclusive).ok().flatten()?;
+    let mut said = Vec::new();
+    held.read_to_end(&mut said).ok()?;
+    (said == UPDATING).then_some(held)
+}
+
 /// The lock file an update of `refname` (`refs/heads/…`) must wait for, after removing a stale
 /// one: git's `<ref>.lock` beside the loose ref in the common dir. `None` when there is none, or
-/// when the one there was older than [`STALE_REF_LOCK`] and is removed; else why the update
-/// waits, naming the file. The age is what makes removal safe: git holds a ref's lock only for
-/// the instant of one update, whoever runs it (this process, another home, a person's git), so
-/// a lock minutes old is a crash's leftover. A young one is never removed, only waited for.
+/// when the one there was stale and is removed; else why the update waits, naming the file. The
+/// age is what makes removal safe: git holds a ref's lock only for the instant of one update,
+/// whoever runs it (this process, another home, a person's git), so a lock minutes old — or
+/// seconds old, when guild-hall's own mark says its update of the ref was killed midway
+/// ([`updating_ref`]) — is a crash's leftover. A young one is never removed, only waited for.
 pub(crate) fn ref_lock_to_wait_for(repo: &Repository, refname: &str) -> Option<String> {
     let lock = repo.commondir().join(format!("{refname}.lock"));
     let meta = std::fs::symlink_metadata(&lock).ok()?;
     let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();
-    if meta.is_file() && age > STALE_REF_LOCK {
+    let killed = meta.is_file().then(|| left_by_a_killed_update(repo, refname)).flatten();
+    let stale_after = if killed.is_some() { DEAD_UPDATE_REF_LOCK } else { STALE_REF_LOCK };
+    if meta.is_file() && age > stale_after {
         match std::fs::remove_file(&lock) {
             Ok(()) => {
                 tracing::warn!(lock = %lock.display(), age = ?age, "removed a stale ref lock (a git process killed mid-update left it)");
+                if let Some(mark) = killed {
+                    let _ = mark.set_len(0);
+                }
                 return None;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => tracing::warn!(lock = %lock.display(), error = %e, "could not remove a stale ref lock"),
         }
     }
+    let whose =
+        if killed.is_some() { "an update of guild-hall's killed midway" } else { "a git process updating it, or one killed mid-update" };
     Some(format!(
-        "{} is locked by {} (a git process updating it, or one killed mid-update); guild-hall waits, and removes it once it is {} old",
+        "{} is locked by {} ({whose}); guild-hall waits, and removes it once it is {} old",
         refname.strip_prefix("refs/heads/").unwrap_or(refname),
         lock.display(),
-        humantime::format_duration(STALE_REF_LOCK)
+        humantime::format_duration(stale_after)
     ))
 }
 
@@ -437,5 +497,81 @@ mod token_tests {
         {
             assert_eq!(super::base64(plain.as_bytes()), encoded, "{plain:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod ref_lock_tests {
+    use super::*;
+
+    /// A repository with one commit on `main`, and `refs/heads/main.lock` made `age` ago.
+    fn locked(dir: &Path, age: std::time::Duration) -> (Repository, PathBuf) {
+        let repo = Repository::init(dir).unwrap();
+        {
+            let sig = Signature::now("t", "t@example.com").unwrap();
+            let tree = repo.find_tree(repo.index().unwrap().write_tree().unwrap()).unwrap();
+            repo.commit(Some("refs/heads/main"), &sig, &sig, "one", &tree, &[]).unwrap();
+        }
+        let lock = repo.commondir().join("refs/heads/main.lock");
+        std::fs::write(&lock, "0000000000000000000000000000000000000000\n").unwrap();
+        std::fs::File::options().write(true).open(&lock).unwrap().set_modified(std::time::SystemTime::now() - age).unwrap();
+        (repo, lock)
+    }
+
+    /// The mark as an update of ours killed midway leaves it: saying `updating`, its lock free.
+    fn killed_mark(repo: &Repository) -> PathBuf {
+        let mark = update_mark(repo, "refs/heads/main");
+        std::fs::create_dir_all(mark.parent().unwrap()).unwrap();
+        std::fs::write(&mark, UPDATING).unwrap();
+        mark
+    }
+
+    #[test]
+    fn a_ref_lock_an_update_of_ours_left_when_killed_goes_in_seconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, lock) = locked(dir.path(), std::time::Duration::from_secs(20));
+        // Unmarked: anyone's, minutes from stale.
+        assert!(ref_lock_to_wait_for(&repo, "refs/heads/main").is_some_and(|why| why.contains("5m")));
+        assert!(lock.exists());
+        let mark = killed_mark(&repo);
+        assert_eq!(ref_lock_to_wait_for(&repo, "refs/heads/main"), None, "ours, killed midway, 20s old: removed");
+        assert!(!lock.exists());
+        assert!(std::fs::read(&mark).unwrap().is_empty(), "the mark cleared with it");
+    }
+
+    #[test]
+    fn a_young_lock_or_one_a_live_update_holds_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, lock) = locked(dir.path(), std::time::Duration::from_secs(1));
+        let mark = killed_mark(&repo);
+        let why = ref_lock_to_wait_for(&repo, "refs/heads/main").expect("young: waited for");
+        assert!(why.contains("killed midway") && why.contains("10s"), "{why}");
+        assert!(lock.exists());
+        // Old enough, but an update of ours is at work (its mark's lock held): waited for.
+        std::fs::File::options()
+            .write(true)
+            .open(&lock)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+            .unwrap();
+        let held = crate::files::lock(&mark, crate::files::Lock::Exclusive).unwrap();
+        assert!(ref_lock_to_wait_for(&repo, "refs/heads/main").is_some_and(|why| why.contains("5m")), "a live update's");
+        drop(held);
+        assert_eq!(ref_lock_to_wait_for(&repo, "refs/heads/main"), None);
+    }
+
+    #[test]
+    fn a_marked_update_leaves_its_mark_clear_and_the_ref_moved() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, lock) = locked(dir.path(), std::time::Duration::from_secs(0));
+        std::fs::remove_file(&lock).unwrap();
+        let head = repo.refname_to_id("refs/heads/main").unwrap();
+        let commit = repo.find_commit(head).unwrap();
+        let mark = update_mark(&repo, "refs/heads/side");
+        let said = updating_ref(&repo, "refs/heads/side", || std::fs::read(&mark).unwrap());
+        assert_eq!(said, UPDATING, "it says updating while the update runs");
+        assert!(std::fs::read(&mark).unwrap().is_empty(), "and nothing once it is over");
+        set_branch(&repo, "side", &commit, false).unwrap();
+        assert_eq!(repo.refname_to_id("refs/heads/side").unwrap(), head);
     }
 }

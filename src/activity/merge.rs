@@ -185,7 +185,10 @@ pub(crate) fn advance(repo: &Repository, branch: &str, tip: &git2::Commit<'_>, t
             Err(e) => return Err(e),
         }
     }
-    match repo.reference_matching(&ref_name, commit, true, tip.id(), &format!("guild-hall: {what}")) {
+    let moved = super::git::updating_ref(repo, &ref_name, || {
+        repo.reference_matching(&ref_name, commit, true, tip.id(), &format!("guild-hall: {what}"))
+    });
+    match moved {
         Ok(_) => Ok(MergeOutcome::Merged(commit)),
         // Taken between the look and the update.
         Err(e) if e.code() == git2::ErrorCode::Locked => {

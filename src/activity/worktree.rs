@@ -461,7 +461,9 @@ pub(crate) fn secure_work(rec: &WorktreeRecord, worker_objects: Option<&Path>, m
     out.commit = result?;
     let new_tip = out.commit.unwrap_or(base);
     if new_tip != tip {
-        repo.reference_matching(&branch_ref, new_tip, true, tip, "guild-hall: the attempt's work")?;
+        super::git::updating_ref(&repo, &branch_ref, || {
+            repo.reference_matching(&branch_ref, new_tip, true, tip, "guild-hall: the attempt's work")
+        })?;
     }
     dedup_keep_order(&mut out.too_large);
     Ok(out)

@@ -850,26 +850,7 @@ fn observe_artifact(
         return Ok(obs);
     }
     if matches!(obs.artifact.status, None | Some(Status::Pending | Status::Blocked | Status::Draft)) {
-        obs.missing_deps = obs
-            .artifact
-            .dependencies
-            .iter()
-            // A dependency is met when it is on the integration branch: that is where the
-            // dependent's worktree starts, so a file only in the person's working tree would
-            // not be there for its worker.
-            .filter(|d| integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
-            // One naming a commission (Guild Hall's way: its id, or its file) is met once that
-            // commission is completed or abandoned.
-            .filter(|d| !commission_done_or_abandoned(project, d))
-            .cloned()
-            .collect::<Vec<_>>();
-        if let Some((name, tree)) = base {
-            let there: Vec<String> = obs.missing_deps.iter().filter(|d| tree.get_path(Path::new(d)).is_ok()).cloned().collect();
-            if !there.is_empty() {
-                obs.deps_on_base =
-                    Some(OnBase { branch: name.to_string(), deps: there, followed: project.config.follow.as_deref() == Some(*name) });
-            }
-        }
+        observe_dependencies(project, &mut obs, integration_tree, base);
     }
     if obs.artifact.status.is_some_and(Status::is_active) {
         let id = &obs.artifact.id;
@@ -915,41 +896,73 @@ fn observe_artifact(
         obs.free_attempt = Some(crate::activity::ids::first_free_attempt(repo, &obs.artifact.id, known, landed));
     }
     if let Some(rec) = obs.record.clone().filter(|r| r.attempt > 0) {
-        observe_runtime(&mut obs, &rec, &state, boot);
-        obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
-        if rec.status == Status::Review {
-            obs.reviews = crate::commission::reviewing::observe(home, project, &obs.artifact.id, rec.attempt, boot);
-        }
-        // In review, the attempt's folded result is what an approval merges with.
-        let live = rec.status.is_active()
-            || rec.status == Status::Review
-            || obs.worktree_exists
-            || matches!(obs.attempt.located.proc, Proc::Alive | Proc::Starting);
-        if live {
-            let last = matches!(obs.attempt.located.proc, Proc::Dead | Proc::NotStarted);
-            let worktree = home.worktree(&project.name, &obs.artifact.id);
-            read_mail(&mut obs, &state, rec.attempt, &worktree, last);
-            // Over once its exit is recorded, or its process is gone without one (lost).
-            let over =
-                obs.attempt.located.exit.as_ref().is_some_and(|x| x.attempt == rec.attempt) || obs.attempt.located.proc == Proc::Dead;
-            let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
-            obs.usage = crate::worker::usage::observe(home, &state, rec.attempt, over, reported, &obs.artifact.worker);
-            if over {
-                obs.overspent = crate::worker::budget::recorded(&state, rec.attempt);
-                obs.limited = crate::worker::limits::observed(&state, rec.attempt);
-            }
-            // (In review, its reviewers' usage is added to them.)
-            if obs.usage.is_some() || rec.status == Status::Review {
-                let events = crate::activity::timeline::read(&crate::activity::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
-                if rec.attempt > 1 {
-                    let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));
-                    obs.usage_before = crate::worker::usage::summed(&events, before);
-                }
-                obs.usage_reviewed = crate::worker::usage::keyed(&events, &format!("usage:{}:review:", rec.attempt));
-            }
-        }
+        observe_attempt_here(home, project, &mut obs, &rec, &state, boot);
     }
     Ok(obs)
+}
+
+/// A commission still to run: which of its dependencies are missing (not on the integration
+/// branch, nor a commission completed or abandoned), and which of those are on the base branch.
+fn observe_dependencies(
+    project: &Project,
+    obs: &mut Observed,
+    integration_tree: Option<&git2::Tree<'_>>,
+    base: Option<&(&str, git2::Tree<'_>)>,
+) {
+    obs.missing_deps = obs
+        .artifact
+        .dependencies
+        .iter()
+        // A dependency is met when it is on the integration branch: that is where the
+        // dependent's worktree starts, so a file only in the person's working tree would
+        // not be there for its worker.
+        .filter(|d| integration_tree.is_none_or(|t| t.get_path(Path::new(d)).is_err()))
+        // One naming a commission (Guild Hall's way: its id, or its file) is met once that
+        // commission is completed or abandoned.
+        .filter(|d| !commission_done_or_abandoned(project, d))
+        .cloned()
+        .collect::<Vec<_>>();
+    if let Some((name, tree)) = base {
+        let there: Vec<String> = obs.missing_deps.iter().filter(|d| tree.get_path(Path::new(d)).is_ok()).cloned().collect();
+        if !there.is_empty() {
+            obs.deps_on_base =
+                Some(OnBase { branch: name.to_string(), deps: there, followed: project.config.follow.as_deref() == Some(*name) });
+        }
+    }
+}
+
+/// This home's attempt `rec.attempt` of a commission: its processes, worktree, reviewers, mail
+/// and usage, read from its runtime dir `state`.
+fn observe_attempt_here(home: &Home, project: &Project, obs: &mut Observed, rec: &Record, state: &StateDir, boot: &str) {
+    observe_runtime(obs, rec, state, boot);
+    obs.worktree_exists = home.worktree(&project.name, &obs.artifact.id).exists();
+    if rec.status == Status::Review {
+        obs.reviews = crate::commission::reviewing::observe(home, project, &obs.artifact.id, rec.attempt, boot);
+    }
+    // In review, the attempt's folded result is what an approval merges with.
+    let live = rec.status.is_active() || rec.status == Status::Review || obs.worktree_exists || obs.attempt.under_way();
+    if live {
+        let last = obs.attempt.over() || obs.attempt.untaken();
+        let worktree = home.worktree(&project.name, &obs.artifact.id);
+        read_mail(obs, state, rec.attempt, &worktree, last);
+        // Over once its exit is recorded, or its process is gone without one (lost).
+        let over = obs.attempt.exit().is_some_and(|x| x.attempt == rec.attempt) || obs.attempt.over();
+        let reported = obs.folded.as_ref().filter(|f| f.attempt == rec.attempt).and_then(|f| f.reported.as_ref());
+        obs.usage = crate::worker::usage::observe(home, state, rec.attempt, over, reported, &obs.artifact.worker);
+        if over {
+            obs.overspent = crate::worker::budget::recorded(state, rec.attempt);
+            obs.limited = crate::worker::limits::observed(state, rec.attempt);
+        }
+        // (In review, its reviewers' usage is added to them.)
+        if obs.usage.is_some() || rec.status == Status::Review {
+            let events = crate::activity::timeline::read(&crate::activity::timeline::path_for(&obs.artifact.path)).unwrap_or_default();
+            if rec.attempt > 1 {
+                let before = |e: &serde_json::Value| e["attempt"].as_u64().is_some_and(|a| a < u64::from(rec.attempt));
+                obs.usage_before = crate::worker::usage::summed(&events, before);
+            }
+            obs.usage_reviewed = crate::worker::usage::keyed(&events, &format!("usage:{}:review:", rec.attempt));
+        }
+    }
 }
 
 /// What git says of an attempt the artifact claims is under way in another home (whether it
