@@ -396,8 +396,8 @@ pub(crate) fn common_dir(project_root: &Path) -> Result<PathBuf> {
 pub(crate) const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 
 /// How old a ref's lock must be to be removed when guild-hall's own mark says one of its
-/// updates of that ref was killed midway ([`updating_ref`]): no git holds a ref's lock this long,
-/// so it is that update's, not one begun since.
+/// updates of that ref was killed midway, and the lock was made within [`MARK_TO_LOCK`] of it
+/// ([`updating_ref`]): that update's, whose process is gone.
 pub(crate) const DEAD_UPDATE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The mark of guild-hall's own updates of `refname`, in the common dir (where no worker
@@ -431,13 +431,21 @@ pub(crate) fn updating_ref<T>(repo: &Repository, refname: &str, update: impl FnO
     out
 }
 
-/// Whether `refname`'s mark says an update of guild-hall's was killed midway: it says
-/// `updating`, and no process holds its lock. The mark, locked, when it does (to be cleared
-/// once the lock the update left is gone).
-fn left_by_a_killed_update(repo: &Repository, refname: &str) -> Option<nix::fcntl::Flock<std::fs::File>> {
+/// How soon after its mark an update of guild-hall's takes the ref's lock: a lock made later
+/// is not that update's (a mark left saying `updating` by an update killed before it took the
+/// lock, or after it let go, must not make a later git's lock look like ours).
+const MARK_TO_LOCK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether the ref lock last modified at `locked` was left by an update of guild-hall's
+/// killed midway: `refname`'s mark says `updating`, no process holds the mark's lock, and the
+/// ref lock was made within [`MARK_TO_LOCK`] after the mark. The mark, locked, when it was (to
+/// be cleared once the lock the update left is gone).
+fn left_by_a_killed_update(repo: &Repository, refname: &str, locked: std::time::SystemTime) -> Option<nix::fcntl::Flock<std::fs::File>> {
     use std::io::Read;
     let mark = update_mark(repo, refname);
-    if !mark.is_file() {
+    let marked = std::fs::symlink_metadata(&mark).ok().filter(|m| m.is_file())?.modified().ok()?;
+    let after_mark = locked.duration_since(marked).ok().is_some_and(|d| d <= MARK_TO_LOCK);
+    if !after_mark {
         return None;
     }
     let mut held = crate::files::lock(&mark, crate::files::Lock::TryExclusive).ok().flatten()?;
@@ -457,7 +465,7 @@ pub(crate) fn ref_lock_to_wait_for(repo: &Repository, refname: &str) -> Option<S
     let lock = repo.commondir().join(format!("{refname}.lock"));
     let meta = std::fs::symlink_metadata(&lock).ok()?;
     let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();
-    let killed = meta.is_file().then(|| left_by_a_killed_update(repo, refname)).flatten();
+    let killed = meta.modified().ok().filter(|_| meta.is_file()).and_then(|at| left_by_a_killed_update(repo, refname, at));
     let stale_after = if killed.is_some() { DEAD_UPDATE_REF_LOCK } else { STALE_REF_LOCK };
     if meta.is_file() && age > stale_after {
         match std::fs::remove_file(&lock) {
@@ -534,9 +542,38 @@ mod ref_lock_tests {
         assert!(ref_lock_to_wait_for(&repo, "refs/heads/main").is_some_and(|why| why.contains("5m")));
         assert!(lock.exists());
         let mark = killed_mark(&repo);
+        // The mark made 20s ago, as the lock was: the killed update's.
+        std::fs::File::options()
+            .write(true)
+            .open(&mark)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(21))
+            .unwrap();
         assert_eq!(ref_lock_to_wait_for(&repo, "refs/heads/main"), None, "ours, killed midway, 20s old: removed");
         assert!(!lock.exists());
         assert!(std::fs::read(&mark).unwrap().is_empty(), "the mark cleared with it");
+    }
+
+    #[test]
+    fn a_lock_made_long_after_a_killed_updates_mark_is_anyones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, lock) = locked(dir.path(), std::time::Duration::from_secs(20));
+        let mark = killed_mark(&repo);
+        // The mark left an hour ago by an update killed before (or after) it held the lock.
+        std::fs::File::options()
+            .write(true)
+            .open(&mark)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+            .unwrap();
+        assert!(ref_lock_to_wait_for(&repo, "refs/heads/main").is_some_and(|why| why.contains("5m")), "a later git's: minutes");
+        assert!(lock.exists());
+    }
+
+    /// Set `path`'s mtime to `ago` before now.
+    fn aged(path: &Path, ago: u64) {
+        let at = std::time::SystemTime::now() - std::time::Duration::from_secs(ago);
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(at).unwrap();
     }
 
     #[test]
@@ -544,16 +581,13 @@ mod ref_lock_tests {
         let dir = tempfile::tempdir().unwrap();
         let (repo, lock) = locked(dir.path(), std::time::Duration::from_secs(1));
         let mark = killed_mark(&repo);
+        aged(&mark, 2);
         let why = ref_lock_to_wait_for(&repo, "refs/heads/main").expect("young: waited for");
         assert!(why.contains("killed midway") && why.contains("10s"), "{why}");
         assert!(lock.exists());
         // Old enough, but an update of ours is at work (its mark's lock held): waited for.
-        std::fs::File::options()
-            .write(true)
-            .open(&lock)
-            .unwrap()
-            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
-            .unwrap();
+        aged(&mark, 61);
+        aged(&lock, 60);
         let held = crate::files::lock(&mark, crate::files::Lock::Exclusive).unwrap();
         assert!(ref_lock_to_wait_for(&repo, "refs/heads/main").is_some_and(|why| why.contains("5m")), "a live update's");
         drop(held);

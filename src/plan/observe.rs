@@ -429,7 +429,7 @@ fn read_mail(
         return Default::default();
     }
     // No one writes any more: its worker ended (or died) and no shim of it is at work.
-    let last = (seen.died() || seen.exit().is_some_and(|x| x.attempt == attempt)) && !liveness::busy(ts, &crate::worker::shim::boot_id());
+    let last = (seen.died() || seen.exit().is_some_and(|x| x.attempt == attempt)) && !seen.busy;
     let worktree = home.task_worktree(&project.name, &t.slug());
     super::mail::read(ts, &t.canonical, attempt, &worktree, last)
 }

@@ -2,7 +2,8 @@
 //! workers that hold a slot outside what the kinds observe themselves — other projects' (their
 //! commissions and wave tasks), this project's orphaned commission workers, and its wave tasks.
 //! Read from the home's index of live runs ([`live`]), so a round costs what runs, not what the
-//! history left in `state/`; a home without an index is walked once to make it.
+//! history left in `state/`; a process's first round (and any in a home without an index)
+//! walks the state dirs too, and registers what the index lacks.
 
 use std::path::Path;
 
@@ -37,7 +38,7 @@ pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
             *by.entry(name.trim().to_string()).or_insert(0) += 1;
         }
     };
-    for run in live_runs(home, &boot) {
+    for run in live_runs(home, &boot)? {
         let this = run.project == project.name;
         match &run.slot {
             Slot::Commission { id } => {
@@ -66,34 +67,46 @@ pub(crate) fn observe(home: &Home, project: &Project) -> Result<Capacity> {
 
 type ByPackage = std::collections::BTreeMap<String, usize>;
 
-/// The home's live runs, from its index; in a home whose runs a build before the index started
-/// (no index yet), from a walk of every state dir, once, whose live runs are then registered.
-fn live_runs(home: &Home, boot: &str) -> Vec<Run> {
+/// The home's live runs, from its index. The first look of each process (and any look in a
+/// home without a complete index: one whose runs a build before the index started) walks every
+/// state dir too, and registers the live runs the index lacks: a run the index never saw — one
+/// an older build started after the index was made, a downgrade and an upgrade again — is found
+/// by the next process that reconciles, not never. A `watch` walks once; a `reconcile --once`
+/// walks as every pass did before the index.
+fn live_runs(home: &Home, boot: &str) -> Result<Vec<Run>> {
     let is_live = |run: &Run| match run.slot {
         Slot::Commission { .. } => commission_live(&run.state, boot),
         Slot::Task | Slot::Reviewer => crate::worker::liveness::busy(&run.state, boot),
     };
-    if live::complete(home) {
-        return live::live(home, is_live);
+    let indexed = live::live(home, is_live)?;
+    if live::complete(home) && !first_look(home) {
+        return Ok(indexed);
     }
     let walked = walk(home, boot);
-    let registered = walked.iter().try_for_each(|run| {
+    let mut runs: std::collections::BTreeMap<_, _> = indexed.into_iter().map(|r| (r.state.0.clone(), r)).collect();
+    let registered = walked.iter().filter(|run| !runs.contains_key(&run.state.0)).try_for_each(|run| {
         // Named by the attempt it runs, as far as its records say (only the name's).
         let attempt = run.state.read_run().ok().flatten().map_or(0, |r| r.attempt);
         live::register(home, &run.state, attempt).map(drop)
     });
     match registered.and_then(|()| live::mark_complete(home)) {
-        Ok(()) => tracing::info!(runs = walked.len(), "the index of live runs made from the home's state dirs"),
+        Ok(()) => tracing::debug!(runs = walked.len(), "the index of live runs checked against the home's state dirs"),
         Err(e) => {
             tracing::warn!(error = %format!("{e:#}"), "the index of live runs could not be made; the home's state dirs are walked again next round")
         }
     }
-    // What was started meanwhile registered itself: the index's and the walk's, each once.
-    let mut runs: std::collections::BTreeMap<_, _> = walked.into_iter().map(|r| (r.state.0.clone(), r)).collect();
-    for r in live::live(home, is_live) {
+    // The index's and the walk's, each once.
+    for r in walked {
         runs.entry(r.state.0.clone()).or_insert(r);
     }
-    runs.into_values().collect()
+    Ok(runs.into_values().collect())
+}
+
+/// Whether this is this process's first look at `home`'s live runs (see [`live_runs`]).
+fn first_look(home: &Home) -> bool {
+    static LOOKED: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    LOOKED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(home.root.clone())
 }
 
 /// Every live run of the home, found by walking its state dirs: what the index is made from in

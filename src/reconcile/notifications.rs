@@ -245,7 +245,8 @@ fn start_outbox(project: &Project, dir: &Path, argv: &[String], timeout: Duratio
 const LOG_MAX: u64 = 1024 * 1024;
 
 /// `notify.log`, opened to append to; moved aside first once it has reached [`LOG_MAX`]. A
-/// supervisor still writing to the old one writes on into `notify.log.1`: nothing is cut.
+/// supervisor still writing to the old one writes on into `notify.log.1` (until that is
+/// replaced in turn, a MiB of failures later).
 fn open_log(path: &Path) -> Result<std::fs::File> {
     if std::fs::metadata(path).is_ok_and(|m| m.len() >= LOG_MAX) {
         let _ = std::fs::rename(path, path.with_extension("log.1"));

@@ -32,8 +32,10 @@
 //! - **Upgrade.** A home whose runs a build before the index started has none: the first read
 //!   walks every state dir as the build before did, registers the live runs it finds, and only
 //!   then marks the index complete (`live-runs/complete`); a crash before the mark walks again.
-//!   A reconciler of the build before still running in the same home after that starts runs the
-//!   index does not see: stop every old `watch` when upgrading.
+//!   A build before that runs in the home after that (an old `watch` left running, a downgrade)
+//!   starts runs the index does not see: each process's first round walks the state dirs too
+//!   and registers them ([`crate::reconcile`]'s capacity), so the next process to reconcile
+//!   counts them.
 //!
 //! Only guild-hall writes here: a confined worker's sandbox hides the whole home (it writes only
 //! its worktree, its state dir's own parts, its memory and its package's `sandbox.write`, none
@@ -113,10 +115,10 @@ pub(crate) struct Registered {
 /// Write the entry of `attempt` of the run whose state dir is `state`, before it is started;
 /// `None` for a run that holds no slot (a plan's verify). Held locked until dropped.
 pub(crate) fn register(home: &Home, state: &StateDir, attempt: u32) -> Result<Option<Registered>> {
+    // Every kind's state dir is made from the home it launches in: one outside it is a fault,
+    // and its run is not started (it could not be counted).
     let Ok(rel) = state.0.strip_prefix(home.state_root()) else {
-        // Every kind's state dir is made from the home it launches in: this is a fault to see.
-        tracing::warn!(state = %state.0.display(), home = %home.root.display(), "a run started outside the home's state dir: not indexed, so not counted by other projects' caps");
-        return Ok(None);
+        anyhow::bail!("{} is not under the home's state dir {}: the run is not started", state.0.display(), home.state_root().display());
     };
     if classify(rel).is_none() {
         return Ok(None);
@@ -152,12 +154,19 @@ pub(crate) fn mark_complete(home: &Home) -> Result<()> {
 /// The runs the index names that `is_live` proves live, each state dir once. An entry whose run
 /// is proven over (under its lock, and past [`UNSTARTED`]), and an entry that is not one, are
 /// removed on the way.
-pub(crate) fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Vec<Run> {
+/// `Err`: the index, or one of its entries, cannot be read (a run it names would go uncounted:
+/// the round is not to start work on a count it cannot make).
+pub(crate) fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Result<Vec<Run>> {
     let dir = home.live_runs_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading the index of live runs {}", dir.display())),
+    };
     let root = home.state_root();
     let mut found = std::collections::BTreeMap::new();
-    for e in entries.filter_map(|e| e.ok()) {
+    for e in entries {
+        let e = e.with_context(|| format!("reading the index of live runs {}", dir.display()))?;
         let path = e.path();
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
@@ -176,7 +185,9 @@ pub(crate) fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Vec<Run> {
                 let _ = std::fs::remove_file(&path);
                 continue;
             }
-            Err(_) => continue,
+            // Pruned by another reader since the listing.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         let run = match read_entry(&mut file, &root) {
             Ok(run) => run,
@@ -197,7 +208,7 @@ pub(crate) fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Vec<Run> {
             found.entry(run.state.0.clone()).or_insert(run);
         }
     }
-    found.into_values().collect()
+    Ok(found.into_values().collect())
 }
 
 /// What became of an entry seen over.
@@ -252,6 +263,19 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+
+    /// The index's live runs, read.
+    fn live(home: &Home, is_live: impl Fn(&Run) -> bool) -> Vec<Run> {
+        super::live(home, is_live).expect("the index is readable")
+    }
+
+    #[test]
+    fn a_run_outside_the_homes_state_dir_is_not_started() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let home = Home { root: dir.path().join("home") };
+        let elsewhere = StateDir(dir.path().join("elsewhere/p/commissions/c"));
+        assert!(register(&home, &elsewhere, 1).is_err(), "it could not be counted");
+    }
 
     /// An entry written by hand: the shapes a reader must refuse.
     fn write_entry(home: &Home, name: &str, bytes: &[u8]) -> PathBuf {

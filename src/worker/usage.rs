@@ -293,9 +293,11 @@ pub(crate) fn recorded_since(lore: &std::path::Path, from: chrono::DateTime<chro
     Usage::sum(&all)
 }
 
-/// How far an event's `ts` may run ahead of its timeline's mtime: both are read from this
-/// machine's clock at the same append, so only a clock stepped back in between tells them apart.
-const CLOCK_SLACK: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+/// How far an event's `ts` may run ahead of its timeline's mtime. Both are read from this
+/// machine's clock at the same append, but a timeline's mtime can come from another clock (a
+/// file server's) or be carried over (`cp -p`, `rsync -a`, a restored backup): a day of slack
+/// still leaves the history unread, at a `stat` each.
+const CLOCK_SLACK: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// The `usage` events among `events` whose key starts with `prefix`, each key once (its first),
 /// with what each says was used.

@@ -69,7 +69,8 @@ fn a_run_of_another_project_is_counted_while_every_reconciler_prunes_the_index_a
     let ib = b.create("sleeper", "B", "sleep: 1\nShort.");
     a.pass_until("a running", |a| a.status(&ia) == "in_progress");
     age_entries(&home);
-    // Every project's reconciler reads the index at once, each pruning what it proves over.
+    // Every project's reconcilers read the index (one after another: the home's dispatch lock
+    // takes them in turn), each pruning what it proves over.
     std::thread::scope(|s| {
         for p in [&b, &c, &d, &a] {
             for _ in 0..2 {
@@ -92,7 +93,7 @@ fn a_run_of_another_project_is_counted_while_every_reconciler_prunes_the_index_a
 }
 
 #[test]
-fn a_home_whose_runs_a_build_before_started_is_walked_once_and_they_are_counted() {
+fn a_home_whose_runs_a_build_before_started_is_walked_and_they_are_counted() {
     let (a, b) = (Project::new(&["sleeper"]), Project::new(&["sleeper"]));
     one_slot(&a);
     let home = a.home.clone();
@@ -107,10 +108,18 @@ fn a_home_whose_runs_a_build_before_started_is_walked_once_and_they_are_counted(
     let found = entries(&home);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].1.ends_with(&format!("/commissions/{ia}")), "{found:?}");
-    // Counted from the index from now on: still held back, with the walk not made again.
+    // The next process counts it too (its own first look walks as well, and registers nothing
+    // the index has).
     run_in(&b, &home, &["reconcile", "--once"]);
     assert_eq!(status_in(&b, &home, &ib), "pending");
     assert_eq!(entries(&home).len(), 1);
+    // A run the index never saw although it is complete (an older build ran in this home after
+    // the index was made: a downgrade, then this build again) is found by the next process.
+    std::fs::remove_file(&entries(&home)[0].0).expect("its entry gone");
+    assert!(home.join("live-runs/complete").is_file());
+    run_in(&b, &home, &["reconcile", "--once"]);
+    assert_eq!(status_in(&b, &home, &ib), "pending", "a's run, found by the next process's walk, holds the one slot");
+    assert_eq!(entries(&home).len(), 1, "and registered again");
     a.ok(&["commission", "cancel", &ia]);
     a.settle();
     run_in(&b, &home, &["reconcile", "--once", "--wait", "--timeout", "60s"]);
