@@ -411,7 +411,7 @@ const UPDATING: &[u8] = b"updating";
 
 /// Run `update` of `refname`, marked: the mark's lock held by this process throughout (the
 /// kernel lets go of it when the process dies, however it dies) and its text saying `updating`
-/// until the update is over. A ref lock found with the mark saying `updating` and its lock free
+/// until the update is over, when it is removed. A ref lock found with the mark saying `updating` and its lock free
 /// was left by one of guild-hall's updates killed midway, and is removed once
 /// [`DEAD_UPDATE_REF_LOCK`] old ([`ref_lock_to_wait_for`]) rather than after [`STALE_REF_LOCK`]:
 /// a reconciler killed at any instant converges in seconds, not minutes. Unmarked (the mark
@@ -426,7 +426,10 @@ pub(crate) fn updating_ref<T>(repo: &Repository, refname: &str, update: impl FnO
         .filter(|f| f.set_len(0).is_ok() && f.write_all_at(UPDATING, 0).is_ok());
     let out = update();
     if let Some(f) = held {
+        // Cleared, then removed: one mark per branch ever updated would pile up. A reader that
+        // opened it before the removal reads it cleared.
         let _ = f.set_len(0);
+        let _ = std::fs::remove_file(&mark);
     }
     out
 }
@@ -604,7 +607,7 @@ mod ref_lock_tests {
         let mark = update_mark(&repo, "refs/heads/side");
         let said = updating_ref(&repo, "refs/heads/side", || std::fs::read(&mark).unwrap());
         assert_eq!(said, UPDATING, "it says updating while the update runs");
-        assert!(std::fs::read(&mark).unwrap().is_empty(), "and nothing once it is over");
+        assert!(!mark.exists(), "and is gone once it is over");
         set_branch(&repo, "side", &commit, false).unwrap();
         assert_eq!(repo.refname_to_id("refs/heads/side").unwrap(), head);
     }
