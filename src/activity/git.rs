@@ -476,6 +476,7 @@ pub(crate) fn ref_lock_to_wait_for(repo: &Repository, refname: &str) -> Option<S
                 tracing::warn!(lock = %lock.display(), age = ?age, "removed a stale ref lock (a git process killed mid-update left it)");
                 if let Some(mark) = killed {
                     let _ = mark.set_len(0);
+                    let _ = std::fs::remove_file(update_mark(repo, refname));
                 }
                 return None;
             }
@@ -515,6 +516,12 @@ mod token_tests {
 mod ref_lock_tests {
     use super::*;
 
+    /// Set `path`'s mtime to `ago` before now.
+    fn aged(path: &Path, ago: u64) {
+        let at = std::time::SystemTime::now() - std::time::Duration::from_secs(ago);
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(at).unwrap();
+    }
+
     /// A repository with one commit on `main`, and `refs/heads/main.lock` made `age` ago.
     fn locked(dir: &Path, age: std::time::Duration) -> (Repository, PathBuf) {
         let repo = Repository::init(dir).unwrap();
@@ -546,15 +553,10 @@ mod ref_lock_tests {
         assert!(lock.exists());
         let mark = killed_mark(&repo);
         // The mark made 20s ago, as the lock was: the killed update's.
-        std::fs::File::options()
-            .write(true)
-            .open(&mark)
-            .unwrap()
-            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(21))
-            .unwrap();
+        aged(&mark, 21);
         assert_eq!(ref_lock_to_wait_for(&repo, "refs/heads/main"), None, "ours, killed midway, 20s old: removed");
         assert!(!lock.exists());
-        assert!(std::fs::read(&mark).unwrap().is_empty(), "the mark cleared with it");
+        assert!(!mark.exists(), "the mark gone with it");
     }
 
     #[test]
@@ -563,20 +565,9 @@ mod ref_lock_tests {
         let (repo, lock) = locked(dir.path(), std::time::Duration::from_secs(20));
         let mark = killed_mark(&repo);
         // The mark left an hour ago by an update killed before (or after) it held the lock.
-        std::fs::File::options()
-            .write(true)
-            .open(&mark)
-            .unwrap()
-            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
-            .unwrap();
+        aged(&mark, 3600);
         assert!(ref_lock_to_wait_for(&repo, "refs/heads/main").is_some_and(|why| why.contains("5m")), "a later git's: minutes");
         assert!(lock.exists());
-    }
-
-    /// Set `path`'s mtime to `ago` before now.
-    fn aged(path: &Path, ago: u64) {
-        let at = std::time::SystemTime::now() - std::time::Duration::from_secs(ago);
-        std::fs::File::options().write(true).open(path).unwrap().set_modified(at).unwrap();
     }
 
     #[test]
